@@ -1,0 +1,119 @@
+package engine
+
+import "fmt"
+
+// Type is the logical type of a Column.
+type Type uint8
+
+// Column types. Values are never renumbered.
+const (
+	Int64     Type = 1 // Int64s
+	Float64   Type = 2 // Float64s
+	String    Type = 3 // Strings
+	Timestamp Type = 4 // Int64s, microseconds since the Unix epoch, UTC
+)
+
+func (t Type) String() string {
+	switch t {
+	case Int64:
+		return "int64"
+	case Float64:
+		return "float64"
+	case String:
+		return "string"
+	case Timestamp:
+		return "timestamp"
+	}
+	return fmt.Sprintf("Type(%d)", uint8(t))
+}
+
+// Column is one typed column of a Batch. Exactly one value slice is used,
+// chosen by Type, and it has the batch's length. Valid is nil when every
+// value is present; otherwise Valid[i] is false for a null at row i.
+type Column struct {
+	Name     string
+	Type     Type
+	Int64s   []int64 // Int64 and Timestamp
+	Float64s []float64
+	Strings  []string
+	Valid    []bool
+}
+
+// Len returns the number of values in the column.
+func (c *Column) Len() int {
+	switch c.Type {
+	case Float64:
+		return len(c.Float64s)
+	case String:
+		return len(c.Strings)
+	default:
+		return len(c.Int64s)
+	}
+}
+
+// IsNull reports whether row i is null.
+func (c *Column) IsNull(i int) bool { return c.Valid != nil && !c.Valid[i] }
+
+// Batch is a columnar chunk of rows. Sources emit batches, operators consume
+// them and produce output batches, sinks receive them. A Batch is not safe for
+// concurrent mutation; a receiver must not retain it after the call that
+// handed it over returns unless the producer documents otherwise.
+type Batch struct {
+	Len     int
+	Columns []Column
+}
+
+// Column returns the column with the given name, or nil.
+func (b *Batch) Column(name string) *Column {
+	for i := range b.Columns {
+		if b.Columns[i].Name == name {
+			return &b.Columns[i]
+		}
+	}
+	return nil
+}
+
+// Validate checks that every column has the batch's length; it is meant for
+// tests and for data that crossed a trust boundary.
+func (b *Batch) Validate() error {
+	for i := range b.Columns {
+		c := &b.Columns[i]
+		if n := c.Len(); n != b.Len {
+			return fmt.Errorf("column %q has %d values, batch has %d rows", c.Name, n, b.Len)
+		}
+		if c.Valid != nil && len(c.Valid) != b.Len {
+			return fmt.Errorf("column %q has %d validity flags, batch has %d rows", c.Name, len(c.Valid), b.Len)
+		}
+	}
+	return nil
+}
+
+// Block columns: the names the reference pipeline reads (DESIGN.md §2). Sources
+// of block data produce these names and types; "source" is the literal column
+// the engine adds from the source's name.
+const (
+	ColNumber           = "number"            // Int64
+	ColHash             = "hash"              // String, 0x-hex
+	ColParentHash       = "parent_hash"       // String, 0x-hex
+	ColBlockTS          = "block_ts"          // Timestamp (event time)
+	ColMiner            = "miner"             // String, 0x-hex, lowercase
+	ColTransactionCount = "transaction_count" // Int64
+	ColGasUsed          = "gas_used"          // Int64
+	ColSource           = "source"            // String, added by the engine
+)
+
+// BlockColumns lists the seven block columns in their canonical order.
+var BlockColumns = []string{ColNumber, ColHash, ColParentHash, ColBlockTS, ColMiner, ColTransactionCount, ColGasUsed}
+
+// BlockColumnType returns the type of a block column, and false for an unknown name.
+func BlockColumnType(name string) (Type, bool) {
+	switch name {
+	case ColNumber, ColTransactionCount, ColGasUsed:
+		return Int64, true
+	case ColHash, ColParentHash, ColMiner, ColSource:
+		return String, true
+	case ColBlockTS:
+		return Timestamp, true
+	}
+	return 0, false
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// OperatorEnv is what the engine hands a stateful operator when a query starts
+// or before a repartition.
+type OperatorEnv struct {
+	// StateDir is <checkpoint>/state/<opId>; the operator's durable state lives
+	// there and nowhere else (DESIGN.md §7).
+	StateDir string
+	// FS is the checkpoint's file system.
+	FS vfs.FS
+	// LocalDir is a cache directory for local stores (Pebble); it may be empty
+	// or missing at any start, and the operator rebuilds it from StateDir.
+	LocalDir string
+	// Partitions is the state partition count in force (from the checkpoint,
+	// or spark.sql.shuffle.partitions for a new one).
+	Partitions int
+	// Version is the last committed batch id whose state to load, -1 for none.
+	Version int64
+	Logger  *slog.Logger
+}
+
+// OperatorProgress is the stateOperators[] entry of a progress event.
+type OperatorProgress struct {
+	OperatorName              string           `json:"operatorName"`
+	NumRowsTotal              int64            `json:"numRowsTotal"`
+	NumRowsUpdated            int64            `json:"numRowsUpdated"`
+	AllUpdatesTimeMs          int64            `json:"allUpdatesTimeMs"`
+	NumRowsRemoved            int64            `json:"numRowsRemoved"`
+	AllRemovalsTimeMs         int64            `json:"allRemovalsTimeMs"`
+	CommitTimeMs              int64            `json:"commitTimeMs"`
+	MemoryUsedBytes           int64            `json:"memoryUsedBytes"`
+	NumRowsDroppedByWatermark int64            `json:"numRowsDroppedByWatermark"`
+	NumShufflePartitions      int64            `json:"numShufflePartitions"`
+	NumStateStoreInstances    int64            `json:"numStateStoreInstances"`
+	CustomMetrics             map[string]int64 `json:"customMetrics,omitempty"`
+}
+
+// RepartitionStats describes one state repartition.
+type RepartitionStats struct {
+	From, To                int   // partition counts
+	KeysBefore, KeysAfter   int64 // keys read from the old partitions, written to the new
+	BytesRead, BytesWritten int64
+}
+
+// Operator is the stateful operator hook (agg/ implements it over state/).
+// The engine drives it from one goroutine: per batch, Process for each input
+// chunk, then Finish, then Commit (or Abort if anything failed).
+type Operator interface {
+	// Open loads the state committed at env.Version. It returns a
+	// STATE_SCHEMA_MISMATCH error if the checkpoint's operator metadata
+	// (keys, aggregates, window) differs from this operator's.
+	Open(ctx context.Context, env OperatorEnv) error
+	// Process consumes one chunk of batch batchID's input. Rows whose event
+	// time is already behind watermarkMs (the batch's watermark, from the
+	// offset log) are dropped and counted.
+	Process(ctx context.Context, batchID, watermarkMs int64, in *Batch) error
+	// Finish ends the batch: it evicts state the watermark closed and returns
+	// the rows for the sink according to the output mode (may be empty).
+	Finish(ctx context.Context, batchID, watermarkMs int64) (*Batch, OperatorProgress, error)
+	// Commit makes state version batchID durable in the checkpoint.
+	Commit(ctx context.Context, batchID int64) error
+	// Abort discards the uncommitted changes of the current batch.
+	Abort()
+	// NeedsNoDataBatch reports whether a batch without input, run at
+	// watermark watermarkMs, would evict or emit anything.
+	NeedsNoDataBatch(watermarkMs int64) bool
+	// Repartition writes the state committed at version base, redistributed
+	// into n partitions, as version batchID, durably; the operator continues
+	// with n partitions. Redoing it after a crash yields the same result.
+	Repartition(ctx context.Context, base, batchID int64, n int) (RepartitionStats, error)
+	// Close releases local resources; uncommitted changes are discarded.
+	Close() error
+}

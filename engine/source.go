@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Offset is a source's position as compact JSON, opaque to the engine. A nil
+// Offset means "no offset": before the first batch of a source. Sources must
+// render equal positions as byte-identical JSON, because the engine decides
+// "new data?" by comparing bytes.
+type Offset = json.RawMessage
+
+// SourceEnv is what the engine hands a source when a query starts.
+type SourceEnv struct {
+	// Name is the source's stable name, or "" for an unnamed source.
+	Name string
+	// MetadataDir is <checkpoint>/sources/<key>, where key is the name (offset
+	// log V2) or the plan position (V1). It exists when Open is called. The
+	// source keeps its private logs there (e.g. the file source's file log).
+	MetadataDir string
+	// FS is the file system of the checkpoint; all checkpoint I/O goes through it.
+	FS vfs.FS
+	// Columns is the projection: the block columns the query reads (a subset of
+	// BlockColumns, never "source"). A source must not decode other columns.
+	Columns []string
+	// Committed is the end offset of the source's last committed batch, nil if
+	// the name was never committed; a source honours start options such as
+	// start_block only when it is nil.
+	Committed Offset
+	Clock     Clock
+	Logger    *slog.Logger
+}
+
+// Source is a named streaming input producing columnar block batches, in the
+// manner of Spark's MicroBatchStream with admission control. The engine calls
+// its methods from one goroutine at a time.
+type Source interface {
+	// Open prepares the source for a run.
+	Open(ctx context.Context, env SourceEnv) error
+	// Description names the source for progress reports, e.g.
+	// "FileStreamSource[s3://bucket/v1.0/eth/blocks]".
+	Description() string
+	// LatestOffset returns the end offset of the next batch, given start (the
+	// end of the last planned batch, nil if none), applying the source's read
+	// limit (maxFilesPerTrigger, maxBlocksPerTrigger). Returning start (or nil
+	// when start is nil) means no new data. A source may persist metadata here
+	// (the file source logs the files it admits), so the call must be
+	// idempotent for the same start when repeated after a crash.
+	LatestOffset(ctx context.Context, start Offset) (Offset, error)
+	// ReadBatch delivers the rows in (start, end] to emit, in chunks, in a
+	// deterministic order: a re-run with the same offsets yields the same rows.
+	// emit is never called concurrently and must not retain the Batch.
+	ReadBatch(ctx context.Context, start, end Offset, emit func(*Batch) error) error
+	// Commit tells the source that every batch up to end is committed, so it
+	// may forget what precedes it.
+	Commit(ctx context.Context, end Offset) error
+	// Close releases the source's resources.
+	Close() error
+}
+
+// AvailableNowSource is implemented by sources that support trigger
+// availableNow: at the start of the run the engine calls PrepareAvailableNow,
+// after which LatestOffset never goes past what was available at that moment.
+type AvailableNowSource interface {
+	PrepareAvailableNow(ctx context.Context) error
+}
+
+// ReportingSource is implemented by sources that report more in progress events.
+type ReportingSource interface {
+	// ReportLatestOffset is the newest offset available ignoring read limits,
+	// reported as sources[].latestOffset; nil if unknown.
+	ReportLatestOffset() Offset
+	// Metrics are reported as sources[].metrics (requests, retries, bytes ...).
+	Metrics() map[string]string
+}

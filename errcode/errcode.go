@@ -1,0 +1,93 @@
+// Package errcode defines ethstream's user-facing errors: a stable code from
+// DESIGN.md §6 (or a component's own, such as ARCHIVE_FILE_UNREADABLE), the path
+// it concerns, and what the user should do about it.
+//
+// Every package that can fail because of something a user did or has on disk
+// returns an *Error; the CLI prints it as "error: <CODE>: <message>".
+package errcode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Codes shared across packages. Component-specific codes live beside their
+// component but are spelled the same way.
+const (
+	InvalidSourceName       = "STREAMING_QUERY_EVOLUTION_ERROR.INVALID_SOURCE_NAME"
+	UnnamedSources          = "STREAMING_QUERY_EVOLUTION_ERROR.UNNAMED_STREAMING_SOURCES_WITH_ENFORCEMENT"
+	SourceNamingUnsupported = "STREAMING_QUERY_EVOLUTION_ERROR.SOURCE_NAMING_NOT_SUPPORTED"
+	DuplicateSourceNames    = "STREAMING_QUERY_EVOLUTION_ERROR.DUPLICATE_SOURCE_NAMES"
+	NamedSourcesRequireV2   = "STREAMING_QUERY_EVOLUTION_ERROR.NAMED_SOURCES_REQUIRE_OFFSET_LOG_V2"
+	ConfigMismatch          = "STREAMING_QUERY_EVOLUTION_ERROR.CONFIG_MISMATCH"
+	TombstoneNameReuse      = "STREAMING_QUERY_EVOLUTION_ERROR.TOMBSTONE_SOURCE_NAME_REUSE"
+	SourceCountMismatch     = "SOURCE_COUNT_MISMATCH"
+	PendingBatchSourceMiss  = "PENDING_BATCH_SOURCE_MISSING"
+	StateSchemaMismatch     = "STATE_SCHEMA_MISMATCH"
+	UnresumableRepartition  = "STREAMING_UNRESUMABLE_CONTROL_BATCH_DETECTED.REPARTITION"
+	CheckpointLocked        = "CHECKPOINT_LOCKED"
+	CheckpointCorrupt       = "CHECKPOINT_CORRUPT"
+	InvalidArgument         = "INVALID_ARGUMENT"
+)
+
+// Error is a user-facing error with a stable code. It is immutable and safe to
+// share between goroutines.
+type Error struct {
+	Code   string // stable, from DESIGN.md; never renamed
+	Path   string // the file, directory or object concerned; may be empty
+	Msg    string // what happened, lowercase, no trailing period
+	Remedy string // what the user should do; may be empty
+	Err    error  // the underlying cause; may be nil
+}
+
+// Error renders "<CODE>: <msg> (path: <path>): <cause>. <remedy>".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Code)
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	if e.Path != "" {
+		fmt.Fprintf(&b, " (path: %s)", e.Path)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if e.Remedy != "" {
+		b.WriteString(". ")
+		b.WriteString(e.Remedy)
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an *Error with a formatted message.
+func New(code, path, remedy, format string, args ...any) *Error {
+	return &Error{Code: code, Path: path, Remedy: remedy, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with cause err.
+func Wrap(err error, code, path, remedy, format string, args ...any) *Error {
+	return &Error{Code: code, Path: path, Remedy: remedy, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Corrupt is the CHECKPOINT_CORRUPT error for a damaged file at path.
+func Corrupt(path string, err error, format string, args ...any) *Error {
+	return Wrap(err, CheckpointCorrupt, path,
+		"restore the file from a backup or move the checkpoint aside; ethstream never resets it silently",
+		format, args...)
+}
+
+// Code returns the code of the first *Error in err's chain, or "" if none.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// Is reports whether err carries code.
+func Is(err error, code string) bool { return Code(err) == code }
