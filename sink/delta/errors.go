@@ -1,0 +1,41 @@
+package delta
+
+import "github.com/ethstream/ethstream/errcode"
+
+// Error codes of the Delta sink. They are part of the CLI contract
+// ("error: CODE: ..."), so they are never renamed.
+const (
+	// CodeUnsupportedProtocol: the table needs a reader or writer version (or
+	// a table feature) this implementation does not have.
+	CodeUnsupportedProtocol = "DELTA_UNSUPPORTED_PROTOCOL"
+	// CodeCorruptLog: a commit, checkpoint or _last_checkpoint cannot be parsed.
+	CodeCorruptLog = "DELTA_CORRUPT_LOG"
+	// CodeVersionGap: the commits after the checkpoint are not contiguous.
+	CodeVersionGap = "DELTA_VERSION_GAP"
+	// CodeMissingFile: a live data file named by the log is not on disk.
+	CodeMissingFile = "DELTA_MISSING_FILE"
+	// CodeNotATable: the directory has no _delta_log with commits.
+	CodeNotATable = "DELTA_TABLE_NOT_FOUND"
+	// CodeTableExists: Create found an existing commit 0.
+	CodeTableExists = "DELTA_TABLE_ALREADY_EXISTS"
+	// CodeSchemaMismatch: the table's schema is not the one the sink writes.
+	CodeSchemaMismatch = "DELTA_SCHEMA_MISMATCH"
+	// CodeVersionNotFound: time travel to a version the log does not hold.
+	CodeVersionNotFound = "DELTA_VERSION_NOT_FOUND"
+	// CodeUnsupportedFeature: a file action uses something we cannot read
+	// (deletion vectors) or an operation is not possible on this table.
+	CodeUnsupportedFeature = "DELTA_UNSUPPORTED_FEATURE"
+	// CodeCommitConflict: a commit kept losing the race for its version.
+	CodeCommitConflict = "DELTA_CONCURRENT_MODIFICATION"
+	// CodeBadBatch: the engine handed the sink a batch without the expected columns.
+	CodeBadBatch = "DELTA_BAD_BATCH"
+)
+
+const (
+	remedyCorrupt  = "restore the file from a backup or copy of the table; ethstream never repairs a Delta log silently"
+	remedyProtocol = "read this table with an engine that supports its protocol (ethstream implements reader 1 / writer 2 without table features)"
+)
+
+func corrupt(path string, err error, format string, args ...any) *errcode.Error {
+	return errcode.Wrap(err, CodeCorruptLog, path, remedyCorrupt, format, args...)
+}

@@ -1,0 +1,358 @@
+package delta
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// openParquet opens a local parquet file. The caller closes the returned file.
+func openParquet(path string) (*parquet.File, *os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("open parquet %s: %w", path, err)
+	}
+	return pf, f, nil
+}
+
+// readGenericRows calls fn with every row of a parquet file, reconstructed
+// as nested Go values and normalised (normalize) so that timestamps are
+// time.Time whatever their physical encoding.
+func readGenericRows(path string, fn func(map[string]any) error) error {
+	pf, f, err := openParquet(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	schema := pf.Schema()
+	buf := make([]parquet.Row, 64)
+	for _, rg := range pf.RowGroups() {
+		rows := rg.Rows()
+		for {
+			n, err := rows.ReadRows(buf)
+			for i := 0; i < n; i++ {
+				var v any
+				if rerr := schema.Reconstruct(&v, buf[i]); rerr != nil {
+					rows.Close()
+					return fmt.Errorf("read %s: %w", path, rerr)
+				}
+				m, _ := normalize(schema, v).(map[string]any)
+				if m == nil {
+					m = map[string]any{}
+				}
+				if ferr := fn(m); ferr != nil {
+					rows.Close()
+					return ferr
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("read %s: %w", path, err)
+			}
+		}
+		rows.Close()
+	}
+	return nil
+}
+
+func logicalOf(n parquet.Node) format.LogicalTypeValue {
+	if n.Leaf() || n.Type() != nil {
+		if lt := n.Type().LogicalType(); lt != nil {
+			return lt.Value
+		}
+	}
+	return nil
+}
+
+func convertedOf(n parquet.Node) (deprecated.ConvertedType, bool) {
+	if ct := n.Type().ConvertedType(); ct != nil {
+		return *ct, true
+	}
+	return 0, false
+}
+
+func isMapNode(n parquet.Node) bool {
+	if n.Leaf() {
+		return false
+	}
+	if _, ok := logicalOf(n).(*format.MapType); ok {
+		return true
+	}
+	ct, ok := convertedOf(n)
+	return ok && (ct == deprecated.Map || ct == deprecated.MapKeyValue)
+}
+
+func isListNode(n parquet.Node) bool {
+	if n.Leaf() {
+		return false
+	}
+	if _, ok := logicalOf(n).(*format.ListType); ok {
+		return true
+	}
+	ct, ok := convertedOf(n)
+	return ok && ct == deprecated.List
+}
+
+func childNode(n parquet.Node, name string) parquet.Node {
+	for _, f := range n.Fields() {
+		if f.Name() == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// normalize converts the values parquet-go reconstructs into an `any` to the
+// forms the rest of the package uses: timestamps (INT96 or INT64 with any
+// unit) become time.Time in UTC, dates "YYYY-MM-DD", byte arrays strings,
+// integers int64, groups map[string]any, lists []any.
+func normalize(n parquet.Node, v any) any {
+	if v == nil || n == nil {
+		return nil
+	}
+	if p, ok := v.(*[]byte); ok {
+		if p == nil {
+			return nil
+		}
+		v = *p
+	}
+	if n.Leaf() {
+		return normalizeLeaf(n, v)
+	}
+	switch {
+	case isMapNode(n):
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		var valNode parquet.Node
+		if kv := n.Fields(); len(kv) == 1 {
+			valNode = childNode(kv[0], "value")
+		}
+		out := make(map[string]any, len(m))
+		for k, e := range m {
+			out[k] = normalize(valNode, e)
+		}
+		return out
+	case isListNode(n):
+		s, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		var elem parquet.Node
+		if rep := n.Fields(); len(rep) == 1 {
+			elem = rep[0]
+			if f := elem.Fields(); !elem.Leaf() && len(f) == 1 {
+				elem = f[0]
+			}
+		}
+		out := make([]any, len(s))
+		for i, e := range s {
+			out[i] = normalize(elem, e)
+		}
+		return out
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	for _, f := range n.Fields() {
+		if e, present := m[f.Name()]; present {
+			m[f.Name()] = normalize(f, e)
+		}
+	}
+	return m
+}
+
+func normalizeLeaf(n parquet.Node, v any) any {
+	switch x := v.(type) {
+	case deprecated.Int96:
+		return int96Time(x)
+	case []byte:
+		return string(x)
+	case time.Time:
+		return x.UTC()
+	}
+	switch lt := logicalOf(n).(type) {
+	case *format.TimestampType:
+		if i, ok := toInt64(v); ok {
+			return unitTime(i, lt.Unit.Value)
+		}
+	case *format.DateType:
+		if i, ok := toInt64(v); ok {
+			return time.Unix(i*86400, 0).UTC().Format("2006-01-02")
+		}
+	}
+	if ct, ok := convertedOf(n); ok {
+		switch ct {
+		case deprecated.TimestampMillis:
+			if i, ok := toInt64(v); ok {
+				return time.UnixMilli(i).UTC()
+			}
+		case deprecated.TimestampMicros:
+			if i, ok := toInt64(v); ok {
+				return time.UnixMicro(i).UTC()
+			}
+		case deprecated.Date:
+			if i, ok := toInt64(v); ok {
+				return time.Unix(i*86400, 0).UTC().Format("2006-01-02")
+			}
+		}
+	}
+	if i, ok := toInt64(v); ok {
+		return i
+	}
+	return v
+}
+
+func unitTime(i int64, unit format.TimeUnitValue) time.Time {
+	switch unit.(type) {
+	case *format.MilliSeconds:
+		return time.UnixMilli(i).UTC()
+	case *format.NanoSeconds:
+		return time.Unix(0, i).UTC()
+	}
+	return time.UnixMicro(i).UTC()
+}
+
+func toInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// int96Time decodes Impala/Spark INT96 timestamps: 8 little-endian bytes of
+// nanoseconds within the day, then 4 bytes of Julian day number.
+func int96Time(x deprecated.Int96) time.Time {
+	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
+	days := int64(x[2]) - 2440588 // Julian day of 1970-01-01
+	return time.Unix(days*86400, nanos).UTC()
+}
+
+// int96Micros is int96Time in microseconds since the epoch.
+func int96Micros(x deprecated.Int96) int64 {
+	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
+	days := int64(x[2]) - 2440588
+	return days*86400_000_000 + nanos/1000
+}
+
+// conform shapes a normalised value to a Delta type: struct fields missing
+// from the file become nil (schema evolution), and numbers of the wrong
+// width are widened.
+func conform(t DataType, v any) any {
+	if v == nil {
+		if t.Struct != nil {
+			return nil
+		}
+		return nil
+	}
+	switch {
+	case t.Struct != nil:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		out := make(map[string]any, len(t.Struct.Fields))
+		for _, f := range t.Struct.Fields {
+			out[f.Name] = conform(f.Type, m[f.Name])
+		}
+		return out
+	case t.Element != nil:
+		s, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		for i := range s {
+			s[i] = conform(*t.Element, s[i])
+		}
+		return s
+	case t.Key != nil:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		for k := range m {
+			m[k] = conform(*t.Value, m[k])
+		}
+		return m
+	}
+	switch t.Primitive {
+	case "float":
+		if f, ok := v.(float32); ok {
+			return float64(f)
+		}
+	case "boolean":
+		if b, ok := v.(bool); ok {
+			return b
+		}
+	}
+	return v
+}
+
+// partitionValue converts a partitionValues string to the column's type.
+// A nil pointer or an empty string is null.
+func partitionValue(t DataType, s *string) (any, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	v := *s
+	switch t.Primitive {
+	case "string":
+		return v, nil
+	case "long", "integer", "short", "byte":
+		return strconv.ParseInt(v, 10, 64)
+	case "double", "float":
+		return strconv.ParseFloat(v, 64)
+	case "boolean":
+		return strconv.ParseBool(v)
+	case "date":
+		return v, nil
+	case "timestamp", "timestamp_ntz":
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999", "2006-01-02 15:04:05"} {
+			if ts, err := time.Parse(layout, v); err == nil {
+				return ts.UTC(), nil
+			}
+		}
+		return nil, fmt.Errorf("partition timestamp %q", v)
+	}
+	if strings.HasPrefix(t.Primitive, "decimal") {
+		return v, nil
+	}
+	return v, nil
+}

@@ -1,0 +1,294 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Snapshot is the state of a table at one version. Snapshots returned by
+// Table.Snapshot are immutable and safe for concurrent reads.
+type Snapshot struct {
+	Version  int64
+	Protocol Protocol
+	Metadata Metadata
+	Schema   Schema
+
+	table      *Table
+	files      map[string]*AddFile    // live files by decoded path
+	tombstones map[string]*RemoveFile // removes by decoded path
+	txns       map[string]Txn
+	hasProto   bool
+	hasMeta    bool
+}
+
+func newSnapshot(t *Table) *Snapshot {
+	return &Snapshot{
+		Version:    -1,
+		table:      t,
+		files:      map[string]*AddFile{},
+		tombstones: map[string]*RemoveFile{},
+		txns:       map[string]Txn{},
+	}
+}
+
+// clone returns a copy whose maps can be changed without touching s.
+func (s *Snapshot) clone() *Snapshot {
+	c := *s
+	c.files = make(map[string]*AddFile, len(s.files))
+	for k, v := range s.files {
+		c.files[k] = v
+	}
+	c.tombstones = make(map[string]*RemoveFile, len(s.tombstones))
+	for k, v := range s.tombstones {
+		c.tombstones[k] = v
+	}
+	c.txns = make(map[string]Txn, len(s.txns))
+	for k, v := range s.txns {
+		c.txns[k] = v
+	}
+	return &c
+}
+
+// applyAll reconciles actions in log order: the last protocol and metaData
+// win, the last txn per appId wins, and add/remove replace each other by path.
+func (s *Snapshot) applyAll(acts []action) {
+	for i := range acts {
+		a := &acts[i]
+		switch {
+		case a.Add != nil:
+			p := decodePath(a.Add.Path)
+			delete(s.tombstones, p)
+			s.files[p] = a.Add
+		case a.Remove != nil:
+			p := decodePath(a.Remove.Path)
+			delete(s.files, p)
+			s.tombstones[p] = a.Remove
+		case a.Txn != nil:
+			s.txns[a.Txn.AppID] = *a.Txn
+		case a.MetaData != nil:
+			s.Metadata = *a.MetaData
+			s.hasMeta = true
+			s.Schema, _ = ParseSchema(a.MetaData.SchemaString) // validated when parsed
+		case a.Protocol != nil:
+			s.Protocol = *a.Protocol
+			s.hasProto = true
+		}
+	}
+}
+
+// check validates the replayed state: protocol and metaData present and a
+// protocol we can read.
+func (s *Snapshot) check() error {
+	p := s.table.commitPath(s.Version)
+	if !s.hasProto {
+		return corrupt(p, nil, "no protocol action up to version %d", s.Version)
+	}
+	if !s.hasMeta {
+		return corrupt(p, nil, "no metaData action up to version %d", s.Version)
+	}
+	if err := checkReadProtocol(s.Protocol, s.table.logDir); err != nil {
+		return err
+	}
+	if s.Metadata.SchemaString == "" {
+		return corrupt(p, nil, "metaData has an empty schemaString")
+	}
+	return nil
+}
+
+func checkReadProtocol(p Protocol, path string) error {
+	if p.MinReaderVersion > ReaderVersion || len(p.ReaderFeatures) > 0 {
+		return errcode.New(CodeUnsupportedProtocol, path, remedyProtocol,
+			"table needs reader version %d with features %v; ethstream reads version %d without features",
+			p.MinReaderVersion, p.ReaderFeatures, ReaderVersion)
+	}
+	return nil
+}
+
+func checkWriteProtocol(p Protocol, path string) error {
+	if err := checkReadProtocol(p, path); err != nil {
+		return err
+	}
+	if p.MinWriterVersion > WriterVersion || len(p.WriterFeatures) > 0 {
+		return errcode.New(CodeUnsupportedProtocol, path, remedyProtocol,
+			"table needs writer version %d with features %v; ethstream writes version %d without features",
+			p.MinWriterVersion, p.WriterFeatures, WriterVersion)
+	}
+	return nil
+}
+
+// Files returns the live files, sorted by path.
+func (s *Snapshot) Files() []AddFile {
+	out := make([]AddFile, 0, len(s.files))
+	for _, f := range s.files {
+		out = append(out, *f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Tombstones returns the remove actions still in the state, sorted by path.
+func (s *Snapshot) Tombstones() []RemoveFile {
+	out := make([]RemoveFile, 0, len(s.tombstones))
+	for _, f := range s.tombstones {
+		out = append(out, *f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Txn returns the last committed version for appID.
+func (s *Snapshot) Txn(appID string) (int64, bool) {
+	t, ok := s.txns[appID]
+	return t.Version, ok
+}
+
+// NumRecords sums numRecords over the live files' stats; ok is false if any
+// live file has no stats.
+func (s *Snapshot) NumRecords() (n int64, ok bool) {
+	for _, f := range s.files {
+		st, err := parseStats(f.Stats)
+		if err != nil || st.NumRecords == nil {
+			return n, false
+		}
+		n += *st.NumRecords
+	}
+	return n, true
+}
+
+// filePath maps a log path to a local file: relative paths are decoded once
+// and joined to the root; absolute file:// URIs are used as they are.
+func (t *Table) filePath(logPath string) string {
+	if strings.HasPrefix(logPath, "file:") {
+		if r, err := resolveRoot(logPath); err == nil {
+			return r
+		}
+	}
+	return filepath.Join(t.root, filepath.FromSlash(decodePath(logPath)))
+}
+
+// checkFiles verifies that every live file can be read before a scan starts,
+// so a scan never returns part of a table.
+func (s *Snapshot) checkFiles(files []AddFile) error {
+	for _, f := range files {
+		if len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null" {
+			return errcode.New(CodeUnsupportedFeature, s.table.filePath(f.Path), remedyProtocol, "file has a deletion vector")
+		}
+		p := s.table.filePath(f.Path)
+		if _, err := os.Stat(p); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return errcode.Wrap(err, CodeMissingFile, p,
+					"restore the file, or restore the table to a version that does not reference it",
+					"live data file of version %d is missing", s.Version)
+			}
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Rows calls fn for every live row: one map per row keyed by top-level
+// column name, in the shape of Schema (structs as map[string]any, arrays as
+// []any, timestamps as time.Time, dates as "YYYY-MM-DD", integers int64).
+// Partition values come from the log; columns a file lacks are nil. Files are
+// read in path order. fn must not keep the map after it returns.
+func (s *Snapshot) Rows(ctx context.Context, fn func(row map[string]any) error) error {
+	files := s.Files()
+	if err := s.checkFiles(files); err != nil {
+		return err
+	}
+	partCols := map[string]bool{}
+	for _, c := range s.Metadata.PartitionColumns {
+		partCols[c] = true
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		pvals := map[string]any{}
+		for _, fld := range s.Schema.Fields {
+			if !partCols[fld.Name] {
+				continue
+			}
+			v, err := partitionValue(fld.Type, f.PartitionValues[fld.Name])
+			if err != nil {
+				return corrupt(s.table.logDir, err, "partition value of %s in file %s", fld.Name, f.Path)
+			}
+			pvals[fld.Name] = v
+		}
+		p := s.table.filePath(f.Path)
+		out := make(map[string]any, len(s.Schema.Fields))
+		err := readGenericRows(p, func(raw map[string]any) error {
+			for _, fld := range s.Schema.Fields {
+				if partCols[fld.Name] {
+					out[fld.Name] = pvals[fld.Name]
+					continue
+				}
+				out[fld.Name] = conform(fld.Type, raw[fld.Name])
+			}
+			return fn(out)
+		})
+		if err != nil {
+			var ce *errcode.Error
+			if errors.As(err, &ce) || errors.Is(err, context.Canceled) {
+				return err
+			}
+			return errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read data file")
+		}
+	}
+	return nil
+}
+
+// fileStats is the parsed add.stats JSON.
+type fileStats struct {
+	NumRecords *int64          `json:"numRecords"`
+	MinValues  map[string]any  `json:"minValues"`
+	MaxValues  map[string]any  `json:"maxValues"`
+	NullCount  map[string]any  `json:"nullCount"`
+	TightBound *bool           `json:"tightBounds,omitempty"`
+	Extra      json.RawMessage `json:"-"`
+}
+
+func parseStats(s string) (fileStats, error) {
+	var st fileStats
+	if s == "" {
+		return st, nil
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	err := d.Decode(&st)
+	return st, err
+}
+
+// statsJSONValue turns a checkpoint's typed stats_parsed into the values of
+// the JSON stats string: timestamps as ISO-8601 cut to milliseconds.
+func statsJSONValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e == nil {
+				continue // absent stat, as in the JSON form
+			}
+			out[k] = statsJSONValue(e)
+		}
+		return out
+	case time.Time:
+		return formatStatsTime(x)
+	}
+	return v
+}
+
+// formatStatsTime renders a timestamp the way Spark writes it in stats:
+// ISO-8601 UTC, cut (not rounded) to milliseconds.
+func formatStatsTime(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
+}
