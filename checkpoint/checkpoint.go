@@ -1,0 +1,447 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Conf keys (DESIGN.md §4). They follow Spark's names on purpose.
+const (
+	ConfShufflePartitions  = "spark.sql.shuffle.partitions"
+	ConfSourceEvolution    = "spark.sql.streaming.queryEvolution.enableSourceEvolution"
+	ConfOffsetLogVersion   = "spark.sql.streaming.offsetLog.formatVersion"
+	ConfStatePartitions    = "spark.sql.streaming.stateStore.partitions"
+	ConfProviderClass      = "spark.sql.streaming.stateStore.providerClass"
+	ConfMinBatchesToRetain = "spark.sql.streaming.minBatchesToRetain"
+	ConfNoDataBatches      = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+	// ProviderPebble is the only state store provider, recorded in conf.
+	ProviderPebble = "pebble"
+	// DefaultMinBatchesToRetain is Spark's default retention.
+	DefaultMinBatchesToRetain = 100
+)
+
+// PinnedConfs are the conf keys recorded in every offsets entry and restored
+// from the checkpoint on restart, in the order they are documented.
+var PinnedConfs = []string{ConfShufflePartitions, ConfSourceEvolution, ConfProviderClass}
+
+// File and directory names inside a checkpoint.
+const (
+	MetadataFile = "metadata"
+	OffsetsDir   = "offsets"
+	CommitsDir   = "commits"
+	SourcesDir   = "sources"
+	StateDir     = "state"
+	ProgressFile = "progress.jsonl"
+	LockFile     = ".lock"
+	tempSuffix   = ".tmp"
+)
+
+// ErrExists is returned when a file that is written once (metadata, an
+// offsets or commits entry) already exists. Callers turn it into a
+// "concurrent update" error: two writers raced for the same batch id.
+var ErrExists = errors.New("checkpoint file already exists")
+
+// Dir gives read-only access to a checkpoint directory. Reads never modify
+// anything, so a Dir may be used on the checkpoint of a running query (e.g. by
+// `checkpoint inspect`). A Dir is safe for concurrent use.
+type Dir struct {
+	FS   vfs.FS
+	Path string
+}
+
+// Join returns the path of elem inside the checkpoint.
+func (d Dir) Join(elem ...string) string {
+	return d.FS.PathJoin(append([]string{d.Path}, elem...)...)
+}
+
+// Exists reports whether the checkpoint directory exists.
+func (d Dir) Exists() bool {
+	_, err := d.FS.Stat(d.Path)
+	return err == nil
+}
+
+// ReadMetadata returns the query metadata; ok is false if the file does not
+// exist yet (a new checkpoint).
+func (d Dir) ReadMetadata() (m Metadata, ok bool, err error) {
+	path := d.Join(MetadataFile)
+	data, err := readFile(d.FS, path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return Metadata{}, false, nil
+		}
+		return Metadata{}, false, fmt.Errorf("read query metadata %s: %w", path, err)
+	}
+	m, err = ParseMetadata(path, data)
+	return m, err == nil, err
+}
+
+// ListOffsets returns the batch ids of offsets/ in ascending order.
+func (d Dir) ListOffsets() ([]int64, error) { return d.listBatches(OffsetsDir) }
+
+// ListCommits returns the batch ids of commits/ in ascending order.
+func (d Dir) ListCommits() ([]int64, error) { return d.listBatches(CommitsDir) }
+
+func (d Dir) listBatches(sub string) ([]int64, error) {
+	dir := d.Join(sub)
+	names, err := d.FS.List(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	ids := make([]int64, 0, len(names))
+	for _, n := range names {
+		if id, ok := ParseBatchID(n); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+// ParseBatchID parses a file name that is a batch id: a non-negative decimal
+// integer without sign or leading zeros.
+func ParseBatchID(name string) (int64, bool) {
+	if name == "" || (len(name) > 1 && name[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseInt(name, 10, 64)
+	return id, err == nil
+}
+
+// OffsetsPath returns the path of offsets/<id>.
+func (d Dir) OffsetsPath(id int64) string { return d.Join(OffsetsDir, strconv.FormatInt(id, 10)) }
+
+// CommitPath returns the path of commits/<id>.
+func (d Dir) CommitPath(id int64) string { return d.Join(CommitsDir, strconv.FormatInt(id, 10)) }
+
+// ReadOffsets reads and validates offsets/<id>.
+func (d Dir) ReadOffsets(id int64) (*OffsetEntry, error) {
+	path := d.OffsetsPath(id)
+	data, err := readFile(d.FS, path)
+	if err != nil {
+		return nil, fmt.Errorf("read offsets entry %s: %w", path, err)
+	}
+	return ParseOffsets(path, data)
+}
+
+// ReadCommit reads and validates commits/<id>.
+func (d Dir) ReadCommit(id int64) (*CommitEntry, error) {
+	path := d.CommitPath(id)
+	data, err := readFile(d.FS, path)
+	if err != nil {
+		return nil, fmt.Errorf("read commit entry %s: %w", path, err)
+	}
+	return ParseCommit(path, data)
+}
+
+// Snapshot is what a restart needs from the checkpoint, read in one pass.
+type Snapshot struct {
+	Path     string
+	Metadata Metadata
+	// HasMetadata is false for a new checkpoint.
+	HasMetadata bool
+	// LatestID is the latest offsets id L, -1 if none; Latest its entry.
+	LatestID int64
+	Latest   *OffsetEntry
+	// Prev is offsets/L-1 (nil if L is 0 or the entry is missing).
+	Prev *OffsetEntry
+	// CommittedID is the latest commit id C, -1 if none; Committed its entry.
+	CommittedID int64
+	Committed   *CommitEntry
+	// CommittedOffsets is offsets/C (nil if none).
+	CommittedOffsets *OffsetEntry
+}
+
+// ReadSnapshot reads the metadata and the latest offsets and commit entries.
+// It writes nothing.
+func (d Dir) ReadSnapshot() (*Snapshot, error) {
+	s := &Snapshot{Path: d.Path, LatestID: -1, CommittedID: -1}
+	var err error
+	if s.Metadata, s.HasMetadata, err = d.ReadMetadata(); err != nil {
+		return nil, err
+	}
+	offs, err := d.ListOffsets()
+	if err != nil {
+		return nil, err
+	}
+	commits, err := d.ListCommits()
+	if err != nil {
+		return nil, err
+	}
+	if len(offs) > 0 && !s.HasMetadata {
+		return nil, errcode.Corrupt(d.Join(MetadataFile), nil, "offsets exist but the query metadata file is missing")
+	}
+	if len(offs) > 0 {
+		s.LatestID = offs[len(offs)-1]
+		if s.Latest, err = d.ReadOffsets(s.LatestID); err != nil {
+			return nil, err
+		}
+		if s.LatestID > 0 && len(offs) > 1 && offs[len(offs)-2] == s.LatestID-1 {
+			if s.Prev, err = d.ReadOffsets(s.LatestID - 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(commits) > 0 {
+		s.CommittedID = commits[len(commits)-1]
+		if s.Committed, err = d.ReadCommit(s.CommittedID); err != nil {
+			return nil, err
+		}
+		if s.CommittedID > s.LatestID {
+			return nil, errcode.Corrupt(d.CommitPath(s.CommittedID), nil,
+				"commit %d has no offsets entry (latest offsets entry is %d)", s.CommittedID, s.LatestID)
+		}
+		switch s.CommittedID {
+		case s.LatestID:
+			s.CommittedOffsets = s.Latest
+		case s.LatestID - 1:
+			s.CommittedOffsets = s.Prev
+		default:
+			if s.CommittedOffsets, err = d.ReadOffsets(s.CommittedID); err != nil {
+				return nil, err
+			}
+		}
+		if s.CommittedOffsets == nil {
+			return nil, errcode.Corrupt(d.OffsetsPath(s.CommittedID), nil, "offsets entry of committed batch %d is missing", s.CommittedID)
+		}
+	}
+	return s, nil
+}
+
+// Writer is a locked checkpoint open for writing. It is not safe for
+// concurrent use; one query owns it.
+type Writer struct {
+	Dir
+	lock io.Closer
+}
+
+// Lock takes the checkpoint's exclusive lock, creating the directory and the
+// .lock file if needed. It writes nothing else, so a start that is then
+// refused leaves an existing checkpoint byte-identical. Another live holder
+// gives CHECKPOINT_LOCKED.
+func Lock(fs vfs.FS, path string) (*Writer, error) {
+	if _, err := fs.Stat(path); err != nil {
+		if err := fs.MkdirAll(path, 0o755); err != nil {
+			return nil, fmt.Errorf("create checkpoint dir %s: %w", path, err)
+		}
+		// Make the new directory's entry durable in its parent.
+		if err := syncDir(fs, fs.PathDir(path)); err != nil {
+			return nil, err
+		}
+	}
+	lockPath := fs.PathJoin(path, LockFile)
+	l, err := fs.Lock(lockPath)
+	if err != nil {
+		return nil, errcode.Wrap(err, errcode.CheckpointLocked, path,
+			"stop the other query using this checkpoint, or use another checkpoint directory",
+			"another running query holds the checkpoint lock")
+	}
+	return &Writer{Dir: Dir{FS: fs, Path: path}, lock: l}, nil
+}
+
+// Prepare creates the checkpoint's subdirectories and deletes stale temp
+// files left by a crash. Call it only once the start has been validated.
+func (w *Writer) Prepare() error {
+	for _, sub := range []string{OffsetsDir, CommitsDir, SourcesDir} {
+		if err := w.FS.MkdirAll(w.Join(sub), 0o755); err != nil {
+			return fmt.Errorf("create checkpoint dir %s: %w", w.Join(sub), err)
+		}
+	}
+	if err := syncDir(w.FS, w.Path); err != nil {
+		return err
+	}
+	for _, dir := range []string{w.Path, w.Join(OffsetsDir), w.Join(CommitsDir)} {
+		names, err := w.FS.List(dir)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, ".") && strings.HasSuffix(n, tempSuffix) {
+				if err := w.FS.Remove(w.FS.PathJoin(dir, n)); err != nil {
+					return fmt.Errorf("remove stale temp file %s: %w", w.FS.PathJoin(dir, n), err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// WriteMetadata publishes the metadata file; ErrExists if it exists.
+func (w *Writer) WriteMetadata(m Metadata) error {
+	data, err := EncodeMetadata(m)
+	if err != nil {
+		return err
+	}
+	return publish(w.FS, w.Path, MetadataFile, data)
+}
+
+// WriteOffsets publishes offsets/<id>; ErrExists if it exists.
+func (w *Writer) WriteOffsets(id int64, e *OffsetEntry) error {
+	data, err := EncodeOffsets(e)
+	if err != nil {
+		return fmt.Errorf("encode offsets entry %d: %w", id, err)
+	}
+	return publish(w.FS, w.Join(OffsetsDir), strconv.FormatInt(id, 10), data)
+}
+
+// WriteCommit publishes commits/<id>; ErrExists if it exists.
+func (w *Writer) WriteCommit(id int64, c *CommitEntry) error {
+	return publish(w.FS, w.Join(CommitsDir), strconv.FormatInt(id, 10), EncodeCommit(c))
+}
+
+// SourceDir returns sources/<key>, creating it.
+func (w *Writer) SourceDir(key string) (string, error) {
+	p := w.Join(SourcesDir, key)
+	if err := w.FS.MkdirAll(p, 0o755); err != nil {
+		return "", fmt.Errorf("create source metadata dir %s: %w", p, err)
+	}
+	return p, nil
+}
+
+// Purge deletes offsets and commits entries with id < current-minRetain.
+// Offsets are deleted before commits of the same id, oldest first, so a crash
+// midway leaves a consistent (if longer) log.
+func (w *Writer) Purge(current int64, minRetain int) (int, error) {
+	if minRetain <= 0 || current < int64(minRetain) {
+		return 0, nil
+	}
+	threshold := current - int64(minRetain)
+	n := 0
+	for _, sub := range []string{OffsetsDir, CommitsDir} {
+		ids, err := w.listBatches(sub)
+		if err != nil {
+			return n, err
+		}
+		for _, id := range ids {
+			if id >= threshold {
+				break
+			}
+			p := w.Join(sub, strconv.FormatInt(id, 10))
+			if err := w.FS.Remove(p); err != nil {
+				return n, fmt.Errorf("purge %s: %w", p, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// AppendProgress appends one line to progress.jsonl and syncs it.
+func (w *Writer) AppendProgress(line []byte) error {
+	return AppendLine(w.FS, w.Join(ProgressFile), line)
+}
+
+// AppendLine appends line plus "\n" to the file at path, creating it, and syncs.
+func AppendLine(fs vfs.FS, path string, line []byte) (err error) {
+	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	buf := make([]byte, 0, len(line)+1)
+	buf = append(append(buf, line...), '\n')
+	if _, err := f.WriteAt(buf, st.Size()); err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
+}
+
+// Close releases the lock.
+func (w *Writer) Close() error {
+	if w.lock == nil {
+		return nil
+	}
+	err := w.lock.Close()
+	w.lock = nil
+	return err
+}
+
+// publish writes data to dir/name crash-safely without ever overwriting.
+func publish(fs vfs.FS, dir, name string, data []byte) error {
+	final := fs.PathJoin(dir, name)
+	if _, err := fs.Stat(final); err == nil {
+		return fmt.Errorf("publish %s: %w", final, ErrExists)
+	}
+	tmp := fs.PathJoin(dir, "."+name+tempSuffix)
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	// vfs.File.Write may modify its argument.
+	buf := append([]byte(nil), data...)
+	_, werr := f.Write(buf)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if err := errors.Join(werr, f.Close()); err != nil {
+		_ = fs.Remove(tmp)
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := fs.Link(tmp, final); err != nil {
+		_ = fs.Remove(tmp)
+		if os.IsExist(err) || errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("publish %s: %w", final, ErrExists)
+		}
+		return fmt.Errorf("publish %s: %w", final, err)
+	}
+	if err := fs.Remove(tmp); err != nil {
+		return fmt.Errorf("remove %s: %w", tmp, err)
+	}
+	return syncDir(fs, dir)
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	if err := errors.Join(d.Sync(), d.Close()); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// maxFileSize bounds what a reader loads; checkpoint files are small.
+const maxFileSize = 64 << 20
+
+func readFile(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, errcode.Corrupt(path, nil, "file larger than %d bytes", maxFileSize)
+	}
+	return data, nil
+}
+
+// ReadFile reads a whole file through fs (for tools such as progress readers).
+func ReadFile(fs vfs.FS, path string) ([]byte, error) { return readFile(fs, path) }
