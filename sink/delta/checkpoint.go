@@ -1,0 +1,229 @@
+package delta
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// CheckpointInterval: a checkpoint is written after committing version v
+// when v != 0 and v % CheckpointInterval == 0 (Spark's default).
+const CheckpointInterval = 10
+
+// defaultTombstoneRetention is delta.deletedFileRetentionDuration's default.
+const defaultTombstoneRetention = 7 * 24 * time.Hour
+
+// Checkpoint row layout (classic V1). Every field is OPTIONAL, pointers so
+// that zero values (version 0, dataChange=false) are not written as null.
+type cpTxn struct {
+	AppID       *string `parquet:"appId,optional"`
+	Version     *int64  `parquet:"version,optional"`
+	LastUpdated *int64  `parquet:"lastUpdated,optional"`
+}
+
+type cpAdd struct {
+	Path             *string           `parquet:"path,optional"`
+	PartitionValues  map[string]string `parquet:"partitionValues,optional"`
+	Size             *int64            `parquet:"size,optional"`
+	ModificationTime *int64            `parquet:"modificationTime,optional"`
+	DataChange       *bool             `parquet:"dataChange,optional"`
+	Tags             map[string]string `parquet:"tags,optional"`
+	Stats            *string           `parquet:"stats,optional"`
+}
+
+type cpRemove struct {
+	Path                 *string           `parquet:"path,optional"`
+	DeletionTimestamp    *int64            `parquet:"deletionTimestamp,optional"`
+	DataChange           *bool             `parquet:"dataChange,optional"`
+	ExtendedFileMetadata *bool             `parquet:"extendedFileMetadata,optional"`
+	PartitionValues      map[string]string `parquet:"partitionValues,optional"`
+	Size                 *int64            `parquet:"size,optional"`
+}
+
+type cpFormat struct {
+	Provider *string          `parquet:"provider,optional"`
+	Options  map[string]string `parquet:"options,optional"`
+}
+
+type cpMetaData struct {
+	ID               *string           `parquet:"id,optional"`
+	Name             *string           `parquet:"name,optional"`
+	Description      *string           `parquet:"description,optional"`
+	Format           *cpFormat         `parquet:"format,optional"`
+	SchemaString     *string           `parquet:"schemaString,optional"`
+	PartitionColumns []string          `parquet:"partitionColumns,optional,list"`
+	Configuration    map[string]string `parquet:"configuration,optional"`
+	CreatedTime      *int64            `parquet:"createdTime,optional"`
+}
+
+type cpProtocol struct {
+	MinReaderVersion *int32 `parquet:"minReaderVersion,optional"`
+	MinWriterVersion *int32 `parquet:"minWriterVersion,optional"`
+}
+
+type cpRow struct {
+	Txn      *cpTxn      `parquet:"txn,optional"`
+	Add      *cpAdd      `parquet:"add,optional"`
+	Remove   *cpRemove   `parquet:"remove,optional"`
+	MetaData *cpMetaData `parquet:"metaData,optional"`
+	Protocol *cpProtocol `parquet:"protocol,optional"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func flatMap(m map[string]*string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if v != nil {
+			out[k] = *v
+		} else {
+			out[k] = "" // Delta reads "" as null too
+		}
+	}
+	return out
+}
+
+// lastCheckpoint is the _last_checkpoint file.
+type lastCheckpoint struct {
+	Version       int64  `json:"version"`
+	Size          int64  `json:"size"`
+	SizeInBytes   *int64 `json:"sizeInBytes,omitempty"`
+	NumOfAddFiles *int64 `json:"numOfAddFiles,omitempty"`
+}
+
+// checkpointRows lays out the snapshot as checkpoint rows: protocol,
+// metaData, txns, live adds and unexpired removes (dataChange=false).
+func (s *Snapshot) checkpointRows(now time.Time) []cpRow {
+	rows := []cpRow{
+		{Protocol: &cpProtocol{MinReaderVersion: ptr(int32(s.Protocol.MinReaderVersion)), MinWriterVersion: ptr(int32(s.Protocol.MinWriterVersion))}},
+	}
+	m := s.Metadata
+	pcols := m.PartitionColumns
+	if pcols == nil {
+		pcols = []string{}
+	}
+	rows = append(rows, cpRow{MetaData: &cpMetaData{
+		ID: ptr(m.ID), Name: m.Name, Description: m.Description,
+		Format:       &cpFormat{Provider: ptr(m.Format.Provider), Options: nonNil(m.Format.Options)},
+		SchemaString: ptr(m.SchemaString), PartitionColumns: pcols,
+		Configuration: nonNil(m.Configuration), CreatedTime: m.CreatedTime,
+	}})
+	appIDs := make([]string, 0, len(s.txns))
+	for id := range s.txns {
+		appIDs = append(appIDs, id)
+	}
+	sort.Strings(appIDs)
+	for _, id := range appIDs {
+		tx := s.txns[id]
+		rows = append(rows, cpRow{Txn: &cpTxn{AppID: ptr(tx.AppID), Version: ptr(tx.Version), LastUpdated: tx.LastUpdated}})
+	}
+	for _, f := range s.Files() {
+		a := &cpAdd{
+			Path: ptr(f.Path), PartitionValues: flatMap(f.PartitionValues), Size: ptr(f.Size),
+			ModificationTime: ptr(f.ModificationTime), DataChange: ptr(false),
+		}
+		if len(f.Tags) > 0 {
+			a.Tags = flatMap(f.Tags)
+		}
+		if f.Stats != "" {
+			a.Stats = ptr(f.Stats)
+		}
+		rows = append(rows, cpRow{Add: a})
+	}
+	cutoff := now.Add(-s.tombstoneRetention()).UnixMilli()
+	for _, r := range s.Tombstones() {
+		if r.DeletionTimestamp != nil && *r.DeletionTimestamp < cutoff {
+			continue // expired: VACUUM may already have deleted the file
+		}
+		rows = append(rows, cpRow{Remove: &cpRemove{
+			Path: ptr(r.Path), DeletionTimestamp: r.DeletionTimestamp, DataChange: ptr(false),
+			ExtendedFileMetadata: r.ExtendedFileMetadata, PartitionValues: flatMap(r.PartitionValues), Size: r.Size,
+		}})
+	}
+	return rows
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// tombstoneRetention is delta.deletedFileRetentionDuration when it is given
+// as "interval N <unit>", else one week.
+func (s *Snapshot) tombstoneRetention() time.Duration {
+	if d, ok := parseInterval(s.Metadata.Configuration["delta.deletedFileRetentionDuration"]); ok {
+		return d
+	}
+	return defaultTombstoneRetention
+}
+
+func parseInterval(s string) (time.Duration, bool) {
+	var n int64
+	var unit string
+	if _, err := fmt.Sscanf(s, "interval %d %s", &n, &unit); err != nil {
+		return 0, false
+	}
+	units := map[string]time.Duration{
+		"second": time.Second, "seconds": time.Second, "minute": time.Minute, "minutes": time.Minute,
+		"hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+		"week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
+	}
+	u, ok := units[unit]
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(n) * u, true
+}
+
+// writeCheckpoint writes the classic checkpoint of s (which must be at a
+// committed version) and then points _last_checkpoint at it. Both are
+// derived data, replaced atomically; a crash between them leaves a valid
+// older pointer, and readers trust the listing over the pointer anyway.
+func (s *Snapshot) writeCheckpoint(now time.Time) error {
+	rows := s.checkpointRows(now)
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&parquet.Snappy))
+	if _, err := w.Write(rows); err != nil {
+		return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
+	}
+	path := s.table.checkpointPath(s.Version)
+	if err := replaceFileSync(path, buf.Bytes()); err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", path, err)
+	}
+	adds := int64(len(s.files))
+	lc := lastCheckpoint{Version: s.Version, Size: int64(len(rows)), SizeInBytes: ptr(int64(buf.Len())), NumOfAddFiles: &adds}
+	js, _ := json.Marshal(lc)
+	lp := filepath.Join(s.table.logDir, "_last_checkpoint")
+	if err := replaceFileSync(lp, js); err != nil {
+		return fmt.Errorf("write %s: %w", lp, err)
+	}
+	return nil
+}
+
+// readLastCheckpoint returns the pointer, or ok=false if it is absent.
+func (t *Table) readLastCheckpoint() (lastCheckpoint, bool, error) {
+	var lc lastCheckpoint
+	p := filepath.Join(t.logDir, "_last_checkpoint")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return lc, false, nil
+		}
+		return lc, false, err
+	}
+	if err := json.Unmarshal(data, &lc); err != nil {
+		return lc, false, corrupt(p, err, "_last_checkpoint does not parse")
+	}
+	return lc, true, nil
+}

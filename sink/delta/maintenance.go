@@ -1,0 +1,311 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/google/uuid"
+)
+
+// History returns the commitInfo of every commit still in the log, newest
+// first. A commit without commitInfo gets one with only Version and the
+// file's modification time.
+func (t *Table) History(ctx context.Context) ([]CommitInfo, error) {
+	l, err := t.list()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CommitInfo, 0, len(l.commits))
+	for i := len(l.commits) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		v := l.commits[i]
+		acts, err := t.readCommit(v)
+		if err != nil {
+			return nil, err
+		}
+		ci := CommitInfo{Version: v}
+		found := false
+		for _, a := range acts {
+			if a.CommitInfo != nil {
+				ci = *a.CommitInfo
+				ci.Version = v
+				found = true
+				break
+			}
+		}
+		if !found {
+			if st, err := os.Stat(t.commitPath(v)); err == nil {
+				ci.Timestamp = st.ModTime().UnixMilli()
+			}
+		}
+		out = append(out, ci)
+	}
+	return out, nil
+}
+
+// OptimizeOptions configure Optimize.
+type OptimizeOptions struct {
+	TargetFileRows int // default DefaultTargetFileRows
+	Clock          func() time.Time
+}
+
+// OptimizeResult says what Optimize committed.
+type OptimizeResult struct {
+	Version      int64 // the OPTIMIZE commit, or the unchanged version if nothing was compacted
+	FilesRemoved int
+	FilesAdded   int
+	Rows         int64
+}
+
+// Optimize compacts the small files of a sink-schema table: neighbouring
+// files (in window order) holding fewer than TargetFileRows rows are
+// rewritten into files of up to TargetFileRows rows, all sorted by key. The
+// commit has operation OPTIMIZE and every add and remove has dataChange=false,
+// so streaming readers of the table ignore it. Other tables are refused.
+func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult, error) {
+	if o.TargetFileRows <= 0 {
+		o.TargetFileRows = DefaultTargetFileRows
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
+		s, err := t.Snapshot(ctx, -1)
+		if err != nil {
+			return OptimizeResult{}, err
+		}
+		if err := checkWriteProtocol(s.Protocol, t.logDir); err != nil {
+			return OptimizeResult{}, err
+		}
+		if !sameShape(s.Schema, SinkSchema()) {
+			return OptimizeResult{}, errcode.New(CodeUnsupportedFeature, t.root, "optimize only tables written by ethstream's sink",
+				"optimize supports the sink schema only, table schema is %s", s.Metadata.SchemaString)
+		}
+		bins := s.optimizeBins(o.TargetFileRows)
+		if len(bins) == 0 {
+			return OptimizeResult{Version: s.Version}, nil
+		}
+		now := o.Clock()
+		var removes, adds []action
+		var written []string
+		res := OptimizeResult{}
+		abandon := func() {
+			for _, p := range written {
+				os.Remove(p)
+			}
+		}
+		for _, bin := range bins {
+			var rows []sinkRow
+			for _, f := range bin {
+				p := t.filePath(f.Path)
+				rows, err = readSinkFile(p, rows)
+				if err != nil {
+					abandon()
+					return OptimizeResult{}, errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read live data file")
+				}
+				ts := now.UnixMilli()
+				size := f.Size
+				removes = append(removes, action{Remove: &RemoveFile{
+					Path: f.Path, DeletionTimestamp: &ts, DataChange: false, ExtendedFileMetadata: ptr(true),
+					PartitionValues: nonNilPV(f.PartitionValues), Size: &size,
+				}})
+				res.FilesRemoved++
+			}
+			slices.SortFunc(rows, func(a, b sinkRow) int {
+				if rowLess(&a, &b) {
+					return -1
+				}
+				if rowLess(&b, &a) {
+					return 1
+				}
+				return 0
+			})
+			res.Rows += int64(len(rows))
+			for len(rows) > 0 {
+				n := min(len(rows), o.TargetFileRows)
+				add, err := t.writeSinkFile(rows[:n], now)
+				if err != nil {
+					abandon()
+					return OptimizeResult{}, err
+				}
+				add.DataChange = false
+				written = append(written, t.filePath(add.Path))
+				adds = append(adds, action{Add: add})
+				res.FilesAdded++
+				rows = rows[n:]
+			}
+		}
+		readVersion := s.Version
+		blind := false
+		acts := []action{{CommitInfo: &CommitInfo{
+			Timestamp: now.UnixMilli(), Operation: "OPTIMIZE",
+			OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "auto": "false"},
+			ReadVersion:         &readVersion, IsolationLevel: "SnapshotIsolation", IsBlindAppend: &blind,
+			OperationMetrics: map[string]any{
+				"numRemovedFiles": strconv.Itoa(res.FilesRemoved), "numAddedFiles": strconv.Itoa(res.FilesAdded),
+				"numRemovedBytes": strconv.FormatInt(sumSize(removes), 10), "numAddedBytes": strconv.FormatInt(sumSize(adds), 10),
+			},
+			EngineInfo: engineInfo(), TxnID: uuid.NewString(),
+		}}}
+		acts = append(acts, removes...)
+		acts = append(acts, adds...)
+		err = s.commitActions(acts)
+		if errors.Is(err, errVersionTaken) {
+			abandon() // a concurrent writer may have rewritten our inputs: start over
+			continue
+		}
+		if err != nil {
+			abandon()
+			return OptimizeResult{}, err
+		}
+		if s.Version%CheckpointInterval == 0 {
+			if err := s.writeCheckpoint(o.Clock()); err != nil {
+				return OptimizeResult{}, err
+			}
+		}
+		res.Version = s.Version
+		return res, nil
+	}
+	return OptimizeResult{}, errcode.New(CodeCommitConflict, t.logDir, "stop the other writers and re-run optimize", "optimize lost the commit race %d times", maxCommitAttempts)
+}
+
+func sumSize(acts []action) int64 {
+	var n int64
+	for _, a := range acts {
+		switch {
+		case a.Add != nil:
+			n += a.Add.Size
+		case a.Remove != nil && a.Remove.Size != nil:
+			n += *a.Remove.Size
+		}
+	}
+	return n
+}
+
+// optimizeBins groups runs of small files (in window order) into bins of up
+// to target rows; a bin of one file is left alone.
+func (s *Snapshot) optimizeBins(target int) [][]*AddFile {
+	type fr struct {
+		f  *AddFile
+		r  fileRange
+		ws int64
+	}
+	var all []fr
+	for _, f := range s.files {
+		r := rangeOf(f)
+		all = append(all, fr{f, r, r.minWS})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].ws != all[j].ws {
+			return all[i].ws < all[j].ws
+		}
+		return all[i].f.Path < all[j].f.Path
+	})
+	var bins [][]*AddFile
+	var cur []*AddFile
+	var curRows int64
+	flush := func() {
+		if len(cur) > 1 {
+			bins = append(bins, cur)
+		}
+		cur, curRows = nil, 0
+	}
+	for _, x := range all {
+		n := x.r.numRecords
+		if n < 0 || n >= int64(target) {
+			flush()
+			continue
+		}
+		if curRows+n > int64(target) {
+			flush()
+		}
+		cur = append(cur, x.f)
+		curRows += n
+	}
+	flush()
+	return bins
+}
+
+// Vacuum deletes data files that the current snapshot does not reference
+// and that are older than retention: files removed more than retention ago
+// and orphans of abandoned writes. Files referenced by the snapshot, files
+// whose remove is younger than retention, and anything under _delta_log or a
+// hidden/underscore directory are never touched. With dryRun it only lists.
+// It returns the paths (relative to the table root) it deleted or would delete.
+func (t *Table) Vacuum(ctx context.Context, retention time.Duration, dryRun bool) ([]string, error) {
+	return t.vacuum(ctx, retention, dryRun, time.Now())
+}
+
+func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool, now time.Time) ([]string, error) {
+	if retention < 0 {
+		return nil, errcode.New(errcode.InvalidArgument, t.root, "use a retention of 0 or more", "negative retention %s", retention)
+	}
+	s, err := t.Snapshot(ctx, -1)
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for p := range s.files {
+		keep[filepath.FromSlash(p)] = true
+	}
+	cutoff := now.Add(-retention)
+	for p, r := range s.tombstones {
+		if r.DeletionTimestamp == nil || time.UnixMilli(*r.DeletionTimestamp).After(cutoff) {
+			keep[filepath.FromSlash(p)] = true
+		}
+	}
+	var out []string
+	err = filepath.WalkDir(t.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(t.root, p)
+		if rel == "." {
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") || keep[rel] {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.ModTime().After(cutoff) {
+			return nil // may belong to a write in progress
+		}
+		out = append(out, filepath.ToSlash(rel))
+		if !dryRun {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("vacuum %s: %w", p, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,315 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/google/uuid"
+)
+
+// DefaultTargetFileRows is the number of rows per data file MERGE and
+// OPTIMIZE aim for.
+const DefaultTargetFileRows = 1 << 17
+
+// maxCommitAttempts bounds the retries of a batch that keeps losing the race
+// for its version to other writers.
+const maxCommitAttempts = 100
+
+// SinkOptions configure a MergeSink.
+type SinkOptions struct {
+	Path           string       // table directory or file:// URI
+	KeyColumns     []string     // MERGE key; default DefaultKeyColumns
+	TargetFileRows int          // rows per data file; default DefaultTargetFileRows
+	Logger         *slog.Logger // default slog.Default()
+	Clock          func() time.Time
+}
+
+// MergeSink is the engine.Sink that upserts each batch into the Delta table
+// with one idempotent MERGE commit (DESIGN §9). It keeps the latest snapshot
+// in memory and applies only new commits before each batch. Its methods are
+// safe for concurrent use but batches are written one at a time.
+type MergeSink struct {
+	o    SinkOptions
+	keys keyMask
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	table   *Table
+	snap    *Snapshot // private, updated in place; never handed out
+	queryID string
+}
+
+var _ engine.Sink = (*MergeSink)(nil)
+
+// NewMergeSink validates o. The table is opened (or created) by Open.
+func NewMergeSink(o SinkOptions) (*MergeSink, error) {
+	if o.Path == "" {
+		return nil, errcode.New(errcode.InvalidArgument, "", "pass --table DIR", "delta sink needs a table path")
+	}
+	if len(o.KeyColumns) == 0 {
+		o.KeyColumns = DefaultKeyColumns
+	}
+	keys, err := parseKeyColumns(o.KeyColumns)
+	if err != nil {
+		return nil, errcode.Wrap(err, errcode.InvalidArgument, o.Path, "use window_start, window_end, source, miner", "bad MERGE key columns")
+	}
+	if o.TargetFileRows <= 0 {
+		o.TargetFileRows = DefaultTargetFileRows
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return &MergeSink{o: o, keys: keys, log: o.Logger}, nil
+}
+
+// Open binds the sink to queryID (the txn appId), creating the table with
+// the sink schema if the directory holds none, and loads the latest snapshot.
+func (m *MergeSink) Open(ctx context.Context, queryID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if queryID == "" {
+		return errcode.New(errcode.InvalidArgument, m.o.Path, "open the sink with the query id", "empty query id")
+	}
+	t, err := Open(ctx, m.o.Path)
+	var ce *errcode.Error
+	if errors.As(err, &ce) && ce.Code == CodeNotATable {
+		_, err = Create(ctx, m.o.Path, SinkSchema(), WithClock(m.o.Clock))
+		if errors.As(err, &ce) && ce.Code == CodeTableExists {
+			err = nil // another writer created it first
+		}
+		if err == nil {
+			t, err = Open(ctx, m.o.Path)
+		}
+		if err == nil {
+			m.log.Info("created delta table", "path", t.Path())
+		}
+	}
+	if err != nil {
+		return err
+	}
+	s, err := t.Snapshot(ctx, -1)
+	if err != nil {
+		return err
+	}
+	if err := checkWriteProtocol(s.Protocol, t.logDir); err != nil {
+		return err
+	}
+	if !sameShape(s.Schema, SinkSchema()) {
+		return errcode.New(CodeSchemaMismatch, t.root, "point --table at an empty directory or a table written by ethstream",
+			"table schema %s is not the sink schema %s", s.Metadata.SchemaString, SinkSchemaString)
+	}
+	m.table, m.snap, m.queryID = t, s, queryID
+	return nil
+}
+
+// sameShape compares names and types, ignoring nullability and metadata.
+func sameShape(a, b Schema) bool {
+	if len(a.Fields) != len(b.Fields) {
+		return false
+	}
+	for i := range a.Fields {
+		if a.Fields[i].Name != b.Fields[i].Name || a.Fields[i].Type.String() != b.Fields[i].Type.String() {
+			return false
+		}
+	}
+	return true
+}
+
+// String renders a type as schemaString JSON.
+func (t DataType) String() string {
+	var b bytes.Buffer
+	writeType(&b, t)
+	return b.String()
+}
+
+// Description names the sink in progress events.
+func (m *MergeSink) Description() string { return "DeltaSink[" + m.o.Path + "]" }
+
+// Version returns the table version the sink last saw (-1 before Open).
+func (m *MergeSink) Version() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snap == nil {
+		return -1
+	}
+	return m.snap.Version
+}
+
+// AddBatch upserts out as batch batchID. A batch whose id is not above the
+// table's txn version for this query is skipped, so re-runs write nothing.
+func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *engine.Batch) (engine.SinkProgress, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prog := engine.SinkProgress{Description: m.Description()}
+	if m.snap == nil {
+		return prog, errcode.New(errcode.InvalidArgument, m.o.Path, "call Open first", "delta sink is not open")
+	}
+	rows, err := batchRows(out)
+	if err != nil {
+		return prog, err
+	}
+	res, err := m.commitBatch(ctx, batchID, rows)
+	if err != nil {
+		return prog, err
+	}
+	prog.NumOutputRows = int64(len(rows))
+	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version)}
+	if res.skipped {
+		prog.NumOutputRows = 0
+		prog.Metrics["skipped"] = "true"
+		return prog, nil
+	}
+	for k, v := range res.metrics.asMap() {
+		prog.Metrics[k] = v.(string)
+	}
+	return prog, nil
+}
+
+type batchResult struct {
+	version  int64
+	skipped  bool
+	attempts int
+	metrics  MergeMetrics
+}
+
+// commitBatch runs the optimistic loop: catch up, check the txn, plan the
+// MERGE, try to publish the next version; on a lost race abandon the files
+// and start again from the fresher snapshot.
+func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkRow) (batchResult, error) {
+	s := m.snap
+	for attempt := 1; attempt <= maxCommitAttempts; attempt++ {
+		if _, err := s.refresh(ctx); err != nil {
+			return batchResult{}, err
+		}
+		if err := checkWriteProtocol(s.Protocol, m.table.logDir); err != nil {
+			return batchResult{}, err
+		}
+		if v, ok := s.Txn(m.queryID); ok && v >= batchID {
+			m.log.Debug("delta batch already committed", "batch", batchID, "txnVersion", v, "tableVersion", s.Version)
+			return batchResult{version: s.Version, skipped: true, attempts: attempt}, nil
+		}
+		now := m.o.Clock()
+		plan, err := s.planMerge(ctx, rows, mergeOptions{keys: m.keys, targetRows: m.o.TargetFileRows, now: now})
+		if err != nil {
+			return batchResult{}, err
+		}
+		if len(plan.removes) > 0 && s.Metadata.Configuration["delta.appendOnly"] == "true" {
+			plan.abandon()
+			return batchResult{}, errcode.New(CodeUnsupportedFeature, m.table.root, "unset delta.appendOnly to allow MERGE updates", "table is append-only but the MERGE updates rows")
+		}
+		readVersion := s.Version
+		ts := now.UnixMilli()
+		blind := false
+		acts := []action{{CommitInfo: &CommitInfo{
+			Timestamp: ts, Operation: "MERGE",
+			OperationParameters: map[string]any{
+				"predicate":                    mergePredicate(m.keys),
+				"matchedPredicates":            `[{"actionType":"update"}]`,
+				"notMatchedPredicates":         `[{"actionType":"insert"}]`,
+				"notMatchedBySourcePredicates": `[]`,
+			},
+			ReadVersion: &readVersion, IsolationLevel: "Serializable", IsBlindAppend: &blind,
+			OperationMetrics: plan.metrics.asMap(), EngineInfo: engineInfo(), TxnID: uuid.NewString(),
+		}}, {Txn: &Txn{AppID: m.queryID, Version: batchID, LastUpdated: &ts}}}
+		acts = append(acts, plan.removes...)
+		acts = append(acts, plan.adds...)
+		err = s.commitActions(acts)
+		if errors.Is(err, errVersionTaken) {
+			plan.abandon()
+			m.log.Info("delta commit lost the race; retrying", "version", readVersion+1, "batch", batchID, "attempt", attempt)
+			continue
+		}
+		if err != nil {
+			plan.abandon()
+			return batchResult{}, err
+		}
+		if s.Version%CheckpointInterval == 0 {
+			if err := s.writeCheckpoint(m.o.Clock()); err != nil {
+				// The commit is durable; a missing checkpoint only slows replay.
+				m.log.Warn("delta checkpoint failed", "version", s.Version, "err", err)
+			}
+		}
+		return batchResult{version: s.Version, attempts: attempt, metrics: plan.metrics}, nil
+	}
+	return batchResult{}, errcode.New(CodeCommitConflict, m.table.logDir, "stop the other writers of this table and re-run",
+		"batch %d lost the commit race %d times", batchID, maxCommitAttempts)
+}
+
+// batchRows converts the engine's columnar batch into sink rows.
+func batchRows(b *engine.Batch) ([]sinkRow, error) {
+	if b == nil || b.Len == 0 {
+		return nil, nil
+	}
+	if err := b.Validate(); err != nil {
+		return nil, errcode.Wrap(err, CodeBadBatch, "", "this is a bug in the pipeline feeding the sink", "invalid batch")
+	}
+	col := func(name string, typ engine.Type) (*engine.Column, error) {
+		c := b.Column(name)
+		if c == nil {
+			return nil, errcode.New(CodeBadBatch, "", "the sink needs window_start, window_end, source, miner, count", "batch has no column %q", name)
+		}
+		if c.Type != typ {
+			return nil, errcode.New(CodeBadBatch, "", "the sink needs window_start, window_end, source, miner, count", "column %q is %s, want %s", name, c.Type, typ)
+		}
+		return c, nil
+	}
+	ws, err := col(KeyWindowStart, engine.Timestamp)
+	if err != nil {
+		return nil, err
+	}
+	we, err := col(KeyWindowEnd, engine.Timestamp)
+	if err != nil {
+		return nil, err
+	}
+	src, err := col(KeySource, engine.String)
+	if err != nil {
+		return nil, err
+	}
+	miner, err := col(KeyMiner, engine.String)
+	if err != nil {
+		return nil, err
+	}
+	cnt, err := col("count", engine.Int64)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]sinkRow, b.Len)
+	for i := range rows {
+		r := &rows[i]
+		r.WS, r.WE, r.Source, r.Miner, r.Count = ws.Int64s[i], we.Int64s[i], src.Strings[i], miner.Strings[i], cnt.Int64s[i]
+		if ws.IsNull(i) {
+			r.WS, r.nulls = 0, r.nulls|nullWS
+		}
+		if we.IsNull(i) {
+			r.WE, r.nulls = 0, r.nulls|nullWE
+		}
+		if src.IsNull(i) {
+			r.Source, r.nulls = "", r.nulls|nullSource
+		}
+		if miner.IsNull(i) {
+			r.Miner, r.nulls = "", r.nulls|nullMiner
+		}
+		if cnt.IsNull(i) {
+			r.Count, r.nulls = 0, r.nulls|nullCount
+		}
+	}
+	return rows, nil
+}
+
+// Close releases the cached snapshot.
+func (m *MergeSink) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snap = nil
+	return nil
+}
