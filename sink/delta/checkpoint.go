@@ -47,7 +47,7 @@ type cpRemove struct {
 }
 
 type cpFormat struct {
-	Provider *string          `parquet:"provider,optional"`
+	Provider *string           `parquet:"provider,optional"`
 	Options  map[string]string `parquet:"options,optional"`
 }
 

@@ -436,10 +436,10 @@ func computeSinkStats(rows []sinkRow) sinkStatsJSON {
 // fileRange is what a file's stats say about its keys, for MERGE pruning.
 // A bound that is unknown leaves the range open on that side.
 type fileRange struct {
-	numRecords      int64 // -1 unknown
-	hasWS           bool
-	minWS, maxWS    int64 // maxWS already widened for millisecond truncation
-	minSrc, maxSrc  *string
+	numRecords         int64 // -1 unknown
+	hasWS              bool
+	minWS, maxWS       int64 // maxWS already widened for millisecond truncation
+	minSrc, maxSrc     *string
 	minMiner, maxMiner *string
 }
 
