@@ -1,0 +1,355 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+)
+
+// Field describes one column of a key or value row.
+type Field struct {
+	Name string      `json:"name"`
+	Type engine.Type `json:"type"` // engine.Int64, Float64, String or Timestamp
+}
+
+// Schema is recorded in every version's metadata file and checked on Open: a
+// checkpoint written by one operator definition is never read by another.
+type Schema struct {
+	OperatorName string  `json:"operatorName"` // e.g. "aggregate"
+	Key          []Field `json:"key"`          // key fields in encoding order
+	Value        []Field `json:"value"`        // value fields in encoding order
+	Spec         string  `json:"spec"`         // free text the operator wants checked too
+}
+
+// Equal reports whether s and o describe the same state layout.
+func (s Schema) Equal(o Schema) bool {
+	if s.OperatorName != o.OperatorName || s.Spec != o.Spec ||
+		len(s.Key) != len(o.Key) || len(s.Value) != len(o.Value) {
+		return false
+	}
+	for i := range s.Key {
+		if s.Key[i] != o.Key[i] {
+			return false
+		}
+	}
+	for i := range s.Value {
+		if s.Value[i] != o.Value[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// String renders the schema on one line for error messages, e.g.
+// "aggregate key(window_end timestamp, miner string) value(count int64) spec(window=5m)".
+func (s Schema) String() string {
+	b := []byte(s.OperatorName)
+	b = append(b, " key("...)
+	b = appendFields(b, s.Key)
+	b = append(b, ") value("...)
+	b = appendFields(b, s.Value)
+	b = append(b, ") spec("...)
+	b = append(b, s.Spec...)
+	b = append(b, ')')
+	return string(b)
+}
+
+func appendFields(b []byte, fs []Field) []byte {
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, f.Name...)
+		b = append(b, ' ')
+		b = append(b, f.Type.String()...)
+	}
+	return b
+}
+
+func (s Schema) validate() error {
+	if len(s.Key) == 0 {
+		return errors.New("state schema has no key fields")
+	}
+	for _, fs := range [][]Field{s.Key, s.Value} {
+		for _, f := range fs {
+			switch f.Type {
+			case engine.Int64, engine.Float64, engine.String, engine.Timestamp:
+			default:
+				return fmt.Errorf("state schema field %q has unsupported type %v", f.Name, f.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// Key encoding. It is order-preserving: bytes.Compare on two encoded keys
+// orders them like a field-by-field comparison of the values, so a range scan
+// over a key prefix (agg evicts [min, enc(watermark)) on the leading
+// window_end field) is a plain Pebble range. Nulls are not representable.
+//
+//	Int64, Timestamp  8 bytes big-endian of uint64(v) XOR 1<<63
+//	Float64           8 bytes big-endian of the IEEE bits, all bits flipped
+//	                  for negatives, only the sign bit flipped otherwise
+//	String            the bytes with 0x00 escaped as 0x00 0xFF, then 0x00 0x01
+const (
+	strEscape = 0x00
+	strEscNul = 0xFF
+	strEnd    = 0x01
+)
+
+// AppendInt64Key appends the order-preserving encoding of v to dst.
+func AppendInt64Key(dst []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)^(1<<63))
+}
+
+// AppendTimestampKey appends a timestamp (µs since the epoch, UTC) to dst; it is
+// AppendInt64Key under another name.
+func AppendTimestampKey(dst []byte, micros int64) []byte { return AppendInt64Key(dst, micros) }
+
+// AppendFloat64Key appends the order-preserving encoding of v to dst. -0 and +0
+// encode differently (-0 sorts first); NaNs sort beyond ±Inf by their bits.
+func AppendFloat64Key(dst []byte, v float64) []byte {
+	u := math.Float64bits(v)
+	if u&(1<<63) != 0 {
+		u = ^u
+	} else {
+		u |= 1 << 63
+	}
+	return binary.BigEndian.AppendUint64(dst, u)
+}
+
+// AppendStringKey appends the escaped, terminated encoding of v to dst.
+func AppendStringKey(dst []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == strEscape {
+			dst = append(dst, strEscape, strEscNul)
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, strEscape, strEnd)
+}
+
+// Value encoding: not order-preserving, compact.
+//
+//	Int64, Timestamp  zig-zag varint (encoding/binary.AppendVarint)
+//	Float64           8 bytes little-endian IEEE bits
+//	String            uvarint length, then the bytes
+
+// AppendInt64Value appends v to a value row.
+func AppendInt64Value(dst []byte, v int64) []byte { return binary.AppendVarint(dst, v) }
+
+// AppendTimestampValue appends a timestamp (µs, UTC) to a value row.
+func AppendTimestampValue(dst []byte, micros int64) []byte { return binary.AppendVarint(dst, micros) }
+
+// AppendFloat64Value appends v to a value row.
+func AppendFloat64Value(dst []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+}
+
+// AppendStringValue appends v to a value row.
+func AppendStringValue(dst []byte, v string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(v)))
+	return append(dst, v...)
+}
+
+// EncodeKey appends the key row vals, typed by the store's key schema, to dst.
+// It accepts int64/int for Int64, int64 (µs) or time.Time for Timestamp,
+// float64 for Float64 and string for String; anything else panics (a bug).
+func (s *Store) EncodeKey(dst []byte, vals ...any) []byte {
+	return EncodeKeyRow(dst, s.schema.Key, vals...)
+}
+
+// EncodeValue appends the value row vals, typed by the store's value schema.
+func (s *Store) EncodeValue(dst []byte, vals ...any) []byte {
+	return EncodeValueRow(dst, s.schema.Value, vals...)
+}
+
+// EncodeKeyRow is EncodeKey for an explicit field list.
+func EncodeKeyRow(dst []byte, fields []Field, vals ...any) []byte {
+	if len(vals) != len(fields) {
+		panic(fmt.Sprintf("state: %d key values for %d key fields", len(vals), len(fields)))
+	}
+	for i, f := range fields {
+		switch f.Type {
+		case engine.Int64, engine.Timestamp:
+			dst = AppendInt64Key(dst, toInt64(f, vals[i]))
+		case engine.Float64:
+			dst = AppendFloat64Key(dst, toFloat64(f, vals[i]))
+		case engine.String:
+			dst = AppendStringKey(dst, toString(f, vals[i]))
+		default:
+			panic(fmt.Sprintf("state: field %q has unsupported type %v", f.Name, f.Type))
+		}
+	}
+	return dst
+}
+
+// EncodeValueRow appends a value row typed by fields to dst (see EncodeKey for
+// the accepted Go types).
+func EncodeValueRow(dst []byte, fields []Field, vals ...any) []byte {
+	if len(vals) != len(fields) {
+		panic(fmt.Sprintf("state: %d values for %d value fields", len(vals), len(fields)))
+	}
+	for i, f := range fields {
+		switch f.Type {
+		case engine.Int64, engine.Timestamp:
+			dst = AppendInt64Value(dst, toInt64(f, vals[i]))
+		case engine.Float64:
+			dst = AppendFloat64Value(dst, toFloat64(f, vals[i]))
+		case engine.String:
+			dst = AppendStringValue(dst, toString(f, vals[i]))
+		default:
+			panic(fmt.Sprintf("state: field %q has unsupported type %v", f.Name, f.Type))
+		}
+	}
+	return dst
+}
+
+func toInt64(f Field, v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int:
+		return int64(x)
+	case time.Time:
+		if f.Type == engine.Timestamp {
+			return x.UnixMicro()
+		}
+	}
+	panic(fmt.Sprintf("state: field %q (%v) given %T", f.Name, f.Type, v))
+}
+
+func toFloat64(f Field, v any) float64 {
+	if x, ok := v.(float64); ok {
+		return x
+	}
+	panic(fmt.Sprintf("state: field %q (%v) given %T", f.Name, f.Type, v))
+}
+
+func toString(f Field, v any) string {
+	if x, ok := v.(string); ok {
+		return x
+	}
+	panic(fmt.Sprintf("state: field %q (%v) given %T", f.Name, f.Type, v))
+}
+
+// errMalformedRow is wrapped by the row decoders.
+var errMalformedRow = errors.New("malformed state row")
+
+// DecodeKey decodes an encoded key row. Int64 and Timestamp fields decode to
+// int64 (Timestamp in µs since the epoch, UTC), Float64 to float64 and String
+// to string.
+func DecodeKey(schema []Field, key []byte) ([]any, error) {
+	out := make([]any, 0, len(schema))
+	for _, f := range schema {
+		switch f.Type {
+		case engine.Int64, engine.Timestamp:
+			if len(key) < 8 {
+				return nil, fmt.Errorf("%w: key field %q truncated", errMalformedRow, f.Name)
+			}
+			out = append(out, int64(binary.BigEndian.Uint64(key)^(1<<63)))
+			key = key[8:]
+		case engine.Float64:
+			if len(key) < 8 {
+				return nil, fmt.Errorf("%w: key field %q truncated", errMalformedRow, f.Name)
+			}
+			u := binary.BigEndian.Uint64(key)
+			if u&(1<<63) != 0 {
+				u &^= 1 << 63
+			} else {
+				u = ^u
+			}
+			out = append(out, math.Float64frombits(u))
+			key = key[8:]
+		case engine.String:
+			var b []byte
+			done := false
+			i := 0
+			for !done && i < len(key) {
+				c := key[i]
+				if c != strEscape {
+					b = append(b, c)
+					i++
+					continue
+				}
+				if i+1 >= len(key) || (key[i+1] != strEscNul && key[i+1] != strEnd) {
+					break
+				}
+				if key[i+1] == strEnd {
+					done = true
+				} else {
+					b = append(b, 0)
+				}
+				i += 2
+			}
+			if !done {
+				return nil, fmt.Errorf("%w: key field %q has a bad string encoding", errMalformedRow, f.Name)
+			}
+			key = key[i:]
+			out = append(out, string(b))
+		default:
+			return nil, fmt.Errorf("%w: key field %q has unsupported type %v", errMalformedRow, f.Name, f.Type)
+		}
+	}
+	if len(key) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing key bytes", errMalformedRow, len(key))
+	}
+	return out, nil
+}
+
+// DecodeValue decodes an encoded value row (types as in DecodeKey).
+func DecodeValue(schema []Field, val []byte) ([]any, error) {
+	out := make([]any, 0, len(schema))
+	for _, f := range schema {
+		switch f.Type {
+		case engine.Int64, engine.Timestamp:
+			v, n := binary.Varint(val)
+			if n <= 0 {
+				return nil, fmt.Errorf("%w: value field %q truncated", errMalformedRow, f.Name)
+			}
+			out = append(out, v)
+			val = val[n:]
+		case engine.Float64:
+			if len(val) < 8 {
+				return nil, fmt.Errorf("%w: value field %q truncated", errMalformedRow, f.Name)
+			}
+			out = append(out, math.Float64frombits(binary.LittleEndian.Uint64(val)))
+			val = val[8:]
+		case engine.String:
+			l, n := binary.Uvarint(val)
+			if n <= 0 || l > uint64(len(val)-n) {
+				return nil, fmt.Errorf("%w: value field %q truncated", errMalformedRow, f.Name)
+			}
+			out = append(out, string(val[n:n+int(l)]))
+			val = val[n+int(l):]
+		default:
+			return nil, fmt.Errorf("%w: value field %q has unsupported type %v", errMalformedRow, f.Name, f.Type)
+		}
+	}
+	if len(val) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing value bytes", errMalformedRow, len(val))
+	}
+	return out, nil
+}
+
+// PartitionOf is the stable key -> partition function: FNV-1a 64 over the
+// encoded key bytes (offset basis 14695981039346656037, prime 1099511628211),
+// modulo n. It is part of the checkpoint format and never changes: snapshot and
+// delta records carry their partition and readers verify it against this.
+func PartitionOf(key []byte, n int) int {
+	if n <= 0 {
+		panic(fmt.Sprintf("state: PartitionOf with %d partitions", n))
+	}
+	h := uint64(14695981039346656037)
+	for _, c := range key {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return int(h % uint64(n))
+}

@@ -1,0 +1,494 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// The on-disk formats are specified in doc.go; constants here are never
+// renumbered.
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+const (
+	dataMagic         = "ESSD" // ethstream state data file
+	dataFormatVersion = 1      // the only data file format so far
+
+	headerLen = 28
+
+	kindDelta    = 1
+	kindSnapshot = 2
+
+	recPut    = 1
+	recDelete = 2
+
+	chunkTarget = 64 << 10 // a chunk is flushed once its payload reaches this
+	maxChunk    = 64 << 20 // larger declared chunks are corrupt, not allocated
+
+	metaHeader        = "ethstream-state-meta v1"
+	metaFormatVersion = 1
+
+	kindNameDelta    = "delta"
+	kindNameSnapshot = "snapshot"
+)
+
+// record is one entry of a data file. Key and Val alias the reader's buffer
+// and are valid only during the callback.
+type record struct {
+	Kind      byte
+	Partition int
+	Key, Val  []byte
+}
+
+// dataWriter streams records into the chunked data file format.
+type dataWriter struct {
+	w       io.Writer
+	payload []byte
+	count   uint64
+	written int64
+	hdr     [8]byte
+}
+
+func newDataWriter(w io.Writer, kind byte, version int64, attempt, partitions int) (*dataWriter, error) {
+	dw := &dataWriter{w: w, payload: make([]byte, 0, chunkTarget+1024)}
+	h := make([]byte, 0, headerLen)
+	h = append(h, dataMagic...)
+	h = binary.LittleEndian.AppendUint16(h, dataFormatVersion)
+	h = append(h, kind, 0)
+	h = binary.LittleEndian.AppendUint64(h, uint64(version))
+	h = binary.LittleEndian.AppendUint32(h, uint32(attempt))
+	h = binary.LittleEndian.AppendUint32(h, uint32(partitions))
+	h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, crcTable))
+	n, err := w.Write(h)
+	dw.written += int64(n)
+	return dw, err
+}
+
+func (dw *dataWriter) add(kind byte, partition int, key, val []byte) error {
+	p := append(dw.payload, kind)
+	p = binary.AppendUvarint(p, uint64(partition))
+	p = binary.AppendUvarint(p, uint64(len(key)))
+	p = append(p, key...)
+	if kind == recPut {
+		p = binary.AppendUvarint(p, uint64(len(val)))
+		p = append(p, val...)
+	}
+	dw.payload = p
+	dw.count++
+	if len(p) >= chunkTarget {
+		return dw.flushChunk()
+	}
+	return nil
+}
+
+func (dw *dataWriter) flushChunk() error {
+	if len(dw.payload) == 0 {
+		return nil
+	}
+	binary.LittleEndian.PutUint32(dw.hdr[0:4], uint32(len(dw.payload)))
+	binary.LittleEndian.PutUint32(dw.hdr[4:8], crc32.Checksum(dw.payload, crcTable))
+	n, err := dw.w.Write(dw.hdr[:])
+	dw.written += int64(n)
+	if err != nil {
+		return err
+	}
+	n, err = dw.w.Write(dw.payload)
+	dw.written += int64(n)
+	dw.payload = dw.payload[:0]
+	return err
+}
+
+// finish writes the last chunk and the footer: a zero length, the record
+// count and the CRC of the count.
+func (dw *dataWriter) finish() error {
+	if err := dw.flushChunk(); err != nil {
+		return err
+	}
+	var f [16]byte
+	binary.LittleEndian.PutUint64(f[4:12], dw.count)
+	binary.LittleEndian.PutUint32(f[12:16], crc32.Checksum(f[4:12], crcTable))
+	n, err := dw.w.Write(f[:])
+	dw.written += int64(n)
+	return err
+}
+
+// dataHeader is the decoded fixed header of a data file.
+type dataHeader struct {
+	Kind       byte
+	Version    int64
+	Attempt    int
+	Partitions int
+}
+
+func parseDataHeader(h []byte) (dataHeader, error) {
+	if len(h) < headerLen {
+		return dataHeader{}, fmt.Errorf("header truncated: %d of %d bytes", len(h), headerLen)
+	}
+	if string(h[:4]) != dataMagic {
+		return dataHeader{}, fmt.Errorf("bad magic %q", h[:4])
+	}
+	if got, want := binary.LittleEndian.Uint32(h[24:28]), crc32.Checksum(h[:24], crcTable); got != want {
+		return dataHeader{}, fmt.Errorf("header checksum mismatch: stored %08x, computed %08x", got, want)
+	}
+	if v := binary.LittleEndian.Uint16(h[4:6]); v != dataFormatVersion {
+		return dataHeader{}, fmt.Errorf("unsupported data format version %d (this build reads %d)", v, dataFormatVersion)
+	}
+	hd := dataHeader{
+		Kind:       h[6],
+		Version:    int64(binary.LittleEndian.Uint64(h[8:16])),
+		Attempt:    int(binary.LittleEndian.Uint32(h[16:20])),
+		Partitions: int(binary.LittleEndian.Uint32(h[20:24])),
+	}
+	if hd.Kind != kindDelta && hd.Kind != kindSnapshot {
+		return dataHeader{}, fmt.Errorf("unknown data file kind %d", hd.Kind)
+	}
+	if hd.Partitions <= 0 || hd.Partitions > maxPartitions {
+		return dataHeader{}, fmt.Errorf("partition count %d out of range", hd.Partitions)
+	}
+	return hd, nil
+}
+
+// decodeData parses a whole data file from r, verifying checksums, record
+// order ((partition, key) strictly ascending), partition placement and the
+// footer's count. It calls fn for each record. Errors other than fn's are
+// plain (the caller attaches the path and the CHECKPOINT_CORRUPT code).
+func decodeData(r io.Reader, fn func(hd dataHeader, rec record) error) (dataHeader, uint64, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var h [headerLen]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
+		return dataHeader{}, 0, fmt.Errorf("read header: %w", noEOF(err))
+	}
+	hd, err := parseDataHeader(h[:])
+	if err != nil {
+		return hd, 0, err
+	}
+	var (
+		payload  []byte
+		count    uint64
+		lastPart = -1
+		lastKey  []byte
+		offset   = int64(headerLen)
+	)
+	for {
+		var ch [8]byte
+		if _, err := io.ReadFull(br, ch[:4]); err != nil {
+			return hd, count, fmt.Errorf("read chunk header at offset %d: %w", offset, noEOF(err))
+		}
+		n := binary.LittleEndian.Uint32(ch[:4])
+		if n == 0 {
+			var f [12]byte
+			if _, err := io.ReadFull(br, f[:]); err != nil {
+				return hd, count, fmt.Errorf("read footer at offset %d: %w", offset, noEOF(err))
+			}
+			if got, want := binary.LittleEndian.Uint32(f[8:12]), crc32.Checksum(f[:8], crcTable); got != want {
+				return hd, count, fmt.Errorf("footer checksum mismatch at offset %d", offset)
+			}
+			if c := binary.LittleEndian.Uint64(f[:8]); c != count {
+				return hd, count, fmt.Errorf("footer says %d records, file holds %d", c, count)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				return hd, count, fmt.Errorf("trailing bytes after footer at offset %d", offset+16)
+			}
+			return hd, count, nil
+		}
+		if n > maxChunk {
+			return hd, count, fmt.Errorf("chunk at offset %d declares %d bytes", offset, n)
+		}
+		if _, err := io.ReadFull(br, ch[4:8]); err != nil {
+			return hd, count, fmt.Errorf("read chunk header at offset %d: %w", offset, noEOF(err))
+		}
+		if cap(payload) < int(n) {
+			payload = make([]byte, n)
+		}
+		payload = payload[:n]
+		if _, err := io.ReadFull(br, payload); err != nil {
+			return hd, count, fmt.Errorf("read chunk at offset %d: %w", offset, noEOF(err))
+		}
+		if got, want := binary.LittleEndian.Uint32(ch[4:8]), crc32.Checksum(payload, crcTable); got != want {
+			return hd, count, fmt.Errorf("chunk checksum mismatch at offset %d: stored %08x, computed %08x", offset, got, want)
+		}
+		p := payload
+		for len(p) > 0 {
+			var rec record
+			rec, p, err = decodeRecord(p)
+			if err != nil {
+				return hd, count, fmt.Errorf("chunk at offset %d: %w", offset, err)
+			}
+			if hd.Kind == kindSnapshot && rec.Kind != recPut {
+				return hd, count, fmt.Errorf("chunk at offset %d: delete record in a snapshot", offset)
+			}
+			if rec.Partition >= hd.Partitions {
+				return hd, count, fmt.Errorf("chunk at offset %d: partition %d of %d", offset, rec.Partition, hd.Partitions)
+			}
+			if want := PartitionOf(rec.Key, hd.Partitions); want != rec.Partition {
+				return hd, count, fmt.Errorf("chunk at offset %d: key %x recorded in partition %d, belongs to %d", offset, rec.Key, rec.Partition, want)
+			}
+			if rec.Partition < lastPart || (rec.Partition == lastPart && bytes.Compare(rec.Key, lastKey) <= 0) {
+				return hd, count, fmt.Errorf("chunk at offset %d: records out of order", offset)
+			}
+			lastPart = rec.Partition
+			lastKey = append(lastKey[:0], rec.Key...)
+			count++
+			if fn != nil {
+				if err := fn(hd, rec); err != nil {
+					return hd, count, errCallback{err}
+				}
+			}
+		}
+		offset += 8 + int64(n)
+	}
+}
+
+// errCallback marks an error returned by decodeData's callback, which is not
+// a sign of corruption.
+type errCallback struct{ err error }
+
+func (e errCallback) Error() string { return e.err.Error() }
+func (e errCallback) Unwrap() error { return e.err }
+
+func decodeRecord(p []byte) (record, []byte, error) {
+	var rec record
+	rec.Kind = p[0]
+	if rec.Kind != recPut && rec.Kind != recDelete {
+		return rec, nil, fmt.Errorf("unknown record kind %d", rec.Kind)
+	}
+	p = p[1:]
+	part, n := binary.Uvarint(p)
+	if n <= 0 || part > maxPartitions {
+		return rec, nil, errors.New("bad record partition")
+	}
+	rec.Partition = int(part)
+	p = p[n:]
+	kl, n := binary.Uvarint(p)
+	if n <= 0 || kl > uint64(len(p)-n) {
+		return rec, nil, errors.New("bad record key length")
+	}
+	rec.Key = p[n : n+int(kl) : n+int(kl)]
+	p = p[n+int(kl):]
+	if rec.Kind == recPut {
+		vl, n := binary.Uvarint(p)
+		if n <= 0 || vl > uint64(len(p)-n) {
+			return rec, nil, errors.New("bad record value length")
+		}
+		rec.Val = p[n : n+int(vl) : n+int(vl)]
+		p = p[n+int(vl):]
+	}
+	return rec, p, nil
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readDataFile decodes the data file named by m, checking that it is the file
+// m describes. Corruption is a CHECKPOINT_CORRUPT error naming the path.
+func readDataFile(fs vfs.FS, dir string, m *versionMeta, fn func(rec record) error) error {
+	path := fs.PathJoin(dir, m.Data)
+	f, err := fs.Open(path)
+	if err != nil {
+		return errcode.Corrupt(path, err, "state data file of version %d is missing or unreadable", m.Version)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() != m.DataSize {
+		return errcode.Corrupt(path, nil, "state data file has %d bytes, its metadata says %d", st.Size(), m.DataSize)
+	}
+	hd, count, err := decodeData(f, func(_ dataHeader, rec record) error { return fn(rec) })
+	var cb errCallback
+	if errors.As(err, &cb) {
+		return cb.err
+	}
+	if err != nil {
+		return errcode.Corrupt(path, err, "decode state data file")
+	}
+	wantKind := byte(kindDelta)
+	if m.Kind == kindNameSnapshot {
+		wantKind = kindSnapshot
+	}
+	if hd.Kind != wantKind || hd.Version != m.Version || hd.Attempt != m.Attempt || hd.Partitions != m.Partitions {
+		return errcode.Corrupt(path, nil, "state data file header (kind %d version %d attempt %d partitions %d) does not match its metadata",
+			hd.Kind, hd.Version, hd.Attempt, hd.Partitions)
+	}
+	if int64(count) != m.DataRecords {
+		return errcode.Corrupt(path, nil, "state data file holds %d records, its metadata says %d", count, m.DataRecords)
+	}
+	return nil
+}
+
+// versionRef names one attempt of one version.
+type versionRef struct {
+	Version int64 `json:"version"`
+	Attempt int   `json:"attempt"`
+}
+
+// versionMeta is the metadata file of one committed version (doc.go).
+type versionMeta struct {
+	FormatVersion int         `json:"formatVersion"`
+	StoreID       string      `json:"storeId"`
+	Version       int64       `json:"version"`
+	Attempt       int         `json:"attempt"`
+	Kind          string      `json:"kind"`
+	Data          string      `json:"data"`
+	DataSize      int64       `json:"dataSize"`
+	DataRecords   int64       `json:"dataRecords"`
+	Base          *versionRef `json:"base"`
+	ChainLength   int         `json:"chainLength"`
+	ChainBytes    int64       `json:"chainBytes"`
+	Partitions    int         `json:"partitions"`
+	Rows          int64       `json:"rows"`
+	PartitionRows []int64     `json:"partitionRows"`
+	Schema        Schema      `json:"schema"`
+}
+
+func (m *versionMeta) ref() versionRef { return versionRef{m.Version, m.Attempt} }
+
+func encodeMeta(m *versionMeta) []byte {
+	js, err := json.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("state: marshal version metadata: %v", err))
+	}
+	var b bytes.Buffer
+	b.WriteString(metaHeader)
+	b.WriteByte('\n')
+	b.Write(js)
+	b.WriteByte('\n')
+	fmt.Fprintf(&b, "crc32c:%08x\n", crc32.Checksum(js, crcTable))
+	return b.Bytes()
+}
+
+func decodeMeta(b []byte) (*versionMeta, error) {
+	lines := strings.Split(string(b), "\n")
+	if len(lines) != 4 || lines[3] != "" {
+		return nil, fmt.Errorf("want 3 newline-terminated lines, found %d", len(lines)-1)
+	}
+	if lines[0] != metaHeader {
+		if strings.HasPrefix(lines[0], "ethstream-state-meta v") {
+			return nil, fmt.Errorf("unsupported metadata format %q (this build reads %q)", lines[0], metaHeader)
+		}
+		return nil, fmt.Errorf("bad header line %q", lines[0])
+	}
+	crcHex, ok := strings.CutPrefix(lines[2], "crc32c:")
+	if !ok {
+		return nil, fmt.Errorf("bad checksum line %q", lines[2])
+	}
+	crc, err := strconv.ParseUint(crcHex, 16, 32)
+	if err != nil || len(crcHex) != 8 {
+		return nil, fmt.Errorf("bad checksum line %q", lines[2])
+	}
+	if got := crc32.Checksum([]byte(lines[1]), crcTable); uint32(crc) != got {
+		return nil, fmt.Errorf("checksum mismatch: stored %08x, computed %08x", crc, got)
+	}
+	m := &versionMeta{}
+	dec := json.NewDecoder(strings.NewReader(lines[1]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return nil, fmt.Errorf("parse metadata json: %w", err)
+	}
+	if m.FormatVersion != metaFormatVersion {
+		return nil, fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
+	}
+	if m.Version < 0 || m.Attempt < 0 || m.Partitions <= 0 || m.Partitions > maxPartitions ||
+		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 {
+		return nil, errors.New("metadata fields out of range")
+	}
+	var sum int64
+	for _, r := range m.PartitionRows {
+		if r < 0 {
+			return nil, errors.New("negative partition row count")
+		}
+		sum += r
+	}
+	if sum != m.Rows {
+		return nil, fmt.Errorf("partition rows sum to %d, rows says %d", sum, m.Rows)
+	}
+	switch m.Kind {
+	case kindNameSnapshot:
+		if m.Base != nil {
+			return nil, errors.New("snapshot with a base")
+		}
+	case kindNameDelta:
+		if m.Base != nil && m.Base.Version >= m.Version {
+			return nil, fmt.Errorf("delta version %d based on version %d", m.Version, m.Base.Version)
+		}
+	default:
+		return nil, fmt.Errorf("unknown kind %q", m.Kind)
+	}
+	if m.Data != dataFileName(m.Version, m.Attempt, m.Kind) {
+		return nil, fmt.Errorf("data file name %q does not match version %d attempt %d", m.Data, m.Version, m.Attempt)
+	}
+	if err := m.Schema.validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// File names (doc.go): <version:020d>.<attempt>.{meta,delta,snap}.
+func metaFileName(v int64, attempt int) string { return fmt.Sprintf("%020d.%d.meta", v, attempt) }
+
+func dataFileName(v int64, attempt int, kind string) string {
+	if kind == kindNameSnapshot {
+		return fmt.Sprintf("%020d.%d.snap", v, attempt)
+	}
+	return fmt.Sprintf("%020d.%d.delta", v, attempt)
+}
+
+// parseFileName splits a state file name into version, attempt and suffix.
+func parseFileName(name string) (v int64, attempt int, suffix string, ok bool) {
+	parts := strings.Split(name, ".")
+	if len(parts) != 3 || len(parts[0]) != 20 {
+		return 0, 0, "", false
+	}
+	v, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil || v < 0 {
+		return 0, 0, "", false
+	}
+	a, err := strconv.Atoi(parts[1])
+	if err != nil || a < 0 || strconv.Itoa(a) != parts[1] {
+		return 0, 0, "", false
+	}
+	switch parts[2] {
+	case "meta", "delta", "snap":
+		return v, a, parts[2], true
+	}
+	return 0, 0, "", false
+}
+
+// MarshalJSON writes the type by name ("int64", "timestamp", ...).
+func (f Field) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}{f.Name, f.Type.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *Field) UnmarshalJSON(b []byte) error {
+	var x struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	for _, t := range []engine.Type{engine.Int64, engine.Float64, engine.String, engine.Timestamp} {
+		if t.String() == x.Type {
+			f.Name, f.Type = x.Name, t
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown field type %q", x.Type)
+}

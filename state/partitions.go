@@ -1,0 +1,330 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// partitions is the local Pebble cache: one Pebble instance per state
+// partition in LocalDir/p-<i>, opened lazily (a partition that never held a
+// key is never created), all sharing one block cache and one file cache. It
+// is not safe for concurrent use.
+//
+// Pebble runs without a WAL: durability comes from the checkpoint files, and
+// the cache is trusted at the next start only through the marker file that
+// Close writes after flushing every dirty partition.
+type partitions struct {
+	fs       vfs.FS // the local file system (syncs are no-ops, see noSyncFS)
+	dir      string
+	n        int
+	dbs      []*pebble.DB
+	dirty    []bool // written since the last flush
+	cache    *pebble.Cache
+	files    *pebble.FileCache
+	memtable uint64
+	logger   *slog.Logger
+	opts     *pebble.Options // template; FS, caches and sizes set
+}
+
+// Pebble tuning (DESIGN §11 memory targets with 200 partitions in one
+// process): memtables are small and start at 256 KB (Pebble doubles them up to
+// MemTableSize), one compaction per instance, one block cache and one file
+// cache for all instances.
+const (
+	defaultCacheBytes    = 32 << 20
+	memtableBudget       = 256 << 20 // split across partitions
+	minMemtable          = 1 << 20
+	maxMemtable          = 16 << 20
+	fileCacheSize        = 2048 // open sstables across all partitions
+	maxPartitions        = 10000
+	partitionDirPrefix   = "p-"
+	ingestDirName        = "ingest"
+	markerName           = "MARKER"
+	localMarkerMagicLine = "ethstream-state-cache v1"
+)
+
+func memtableSize(n int) uint64 {
+	m := uint64(memtableBudget / n)
+	m = max(m, minMemtable)
+	m = min(m, maxMemtable)
+	return m
+}
+
+func newPartitions(dir string, n int, cacheBytes int64, logger *slog.Logger) *partitions {
+	if cacheBytes <= 0 {
+		cacheBytes = defaultCacheBytes
+	}
+	p := &partitions{
+		fs:       noSyncFS{vfs.Default},
+		dir:      dir,
+		n:        n,
+		dbs:      make([]*pebble.DB, n),
+		dirty:    make([]bool, n),
+		cache:    pebble.NewCache(cacheBytes),
+		files:    pebble.NewFileCache(4, fileCacheSize),
+		memtable: memtableSize(n),
+		logger:   logger,
+	}
+	p.opts = &pebble.Options{
+		FS:                          p.fs,
+		Cache:                       p.cache,
+		FileCache:                   p.files,
+		DisableWAL:                  true,
+		MemTableSize:                p.memtable,
+		MemTableStopWritesThreshold: 4,
+		CompactionConcurrencyRange:  func() (int, int) { return 1, 1 },
+		MaxConcurrentDownloads:      func() int { return 1 },
+		MaxOpenFiles:                64,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      pebbleLogger{logger},
+		NoSyncOnClose:               true,
+	}
+	p.opts.EnsureDefaults()
+	return p
+}
+
+func (p *partitions) path(i int) string {
+	return p.fs.PathJoin(p.dir, partitionDirPrefix+strconv.Itoa(i))
+}
+
+// db returns partition i's instance, opening (and creating) it if needed.
+func (p *partitions) db(i int) (*pebble.DB, error) {
+	if d := p.dbs[i]; d != nil {
+		return d, nil
+	}
+	o := p.opts.Clone()
+	d, err := pebble.Open(p.path(i), o)
+	if err != nil {
+		return nil, fmt.Errorf("open state partition %d at %s: %w", i, p.path(i), err)
+	}
+	p.dbs[i] = d
+	return d, nil
+}
+
+// get reads key from partition i; the value is appended to buf[:0].
+func (p *partitions) get(i int, key, buf []byte) ([]byte, bool, error) {
+	d, err := p.db(i)
+	if err != nil {
+		return nil, false, err
+	}
+	v, closer, err := d.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read state partition %d: %w", i, err)
+	}
+	buf = append(buf[:0], v...)
+	return buf, true, closer.Close()
+}
+
+// sstLoader bulk-loads sorted records into partitions: for each partition it
+// builds one sstable with Pebble's writer and ingests it. Records must arrive
+// in (partition, key) strictly ascending order, the order of snapshot files.
+type sstLoader struct {
+	p    *partitions
+	ctx  context.Context
+	cur  int
+	w    *sstable.Writer
+	path string
+}
+
+func (p *partitions) loader(ctx context.Context) *sstLoader {
+	return &sstLoader{p: p, ctx: ctx, cur: -1}
+}
+
+func (l *sstLoader) add(part int, k, v []byte) error {
+	if part != l.cur || l.w == nil {
+		if err := l.finish(); err != nil {
+			return err
+		}
+		if err := l.start(part); err != nil {
+			return err
+		}
+	}
+	if err := l.w.Set(k, v); err != nil {
+		l.abort()
+		return fmt.Errorf("build sstable %s: %w", l.path, err)
+	}
+	return nil
+}
+
+func (l *sstLoader) start(part int) error {
+	d, err := l.p.db(part)
+	if err != nil {
+		return err
+	}
+	idir := l.p.fs.PathJoin(l.p.dir, ingestDirName)
+	if err := l.p.fs.MkdirAll(idir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", idir, err)
+	}
+	l.cur = part
+	l.path = l.p.fs.PathJoin(idir, fmt.Sprintf("p-%d.sst", part))
+	f, err := l.p.fs.Create(l.path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", l.path, err)
+	}
+	l.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), l.p.opts.MakeWriterOptions(0, d.TableFormat()))
+	return nil
+}
+
+func (l *sstLoader) abort() {
+	if l.w != nil {
+		_ = l.w.Close()
+		l.w = nil
+		_ = l.p.fs.Remove(l.path)
+	}
+}
+
+// finish ingests the table being built, if any.
+func (l *sstLoader) finish() error {
+	if l.w == nil {
+		return nil
+	}
+	w := l.w
+	l.w = nil
+	if err := w.Close(); err != nil {
+		_ = l.p.fs.Remove(l.path)
+		return fmt.Errorf("finish sstable %s: %w", l.path, err)
+	}
+	d := l.p.dbs[l.cur]
+	if err := d.Ingest(l.ctx, []string{l.path}); err != nil {
+		_ = l.p.fs.Remove(l.path)
+		return fmt.Errorf("ingest into state partition %d: %w", l.cur, err)
+	}
+	// Ingest hard-links (or copies) the table; drop our name for it.
+	if err := l.p.fs.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", l.path, err)
+	}
+	l.p.dirty[l.cur] = true
+	return nil
+}
+
+// flush writes every dirty partition's memtable to sstables, so that the
+// instances hold everything once closed (there is no WAL).
+func (p *partitions) flush() error {
+	for i, d := range p.dbs {
+		if d == nil || !p.dirty[i] {
+			continue
+		}
+		if err := d.Flush(); err != nil {
+			return fmt.Errorf("flush state partition %d: %w", i, err)
+		}
+		p.dirty[i] = false
+	}
+	return nil
+}
+
+// memoryUsed is memtables (with large batches) of open partitions plus the
+// block cache in use.
+func (p *partitions) memoryUsed() int64 {
+	total := p.cache.Size()
+	for _, d := range p.dbs {
+		if d != nil {
+			total += int64(d.Metrics().MemTable.Size)
+		}
+	}
+	return total
+}
+
+// close closes every instance and releases the shared caches.
+func (p *partitions) close() error {
+	var errs []error
+	for i, d := range p.dbs {
+		if d != nil {
+			if err := d.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close state partition %d: %w", i, err))
+			}
+			p.dbs[i] = nil
+		}
+	}
+	if p.cache != nil {
+		p.files.Unref()
+		p.cache.Unref()
+		p.cache, p.files = nil, nil
+	}
+	return errors.Join(errs...)
+}
+
+// wipe removes every partition directory and leftover ingest file under dir
+// (the caller has closed the instances). Other files are left alone.
+func wipeLocal(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("list state cache %s: %w", dir, err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, partitionDirPrefix) || n == ingestDirName {
+			if err := fs.RemoveAll(fs.PathJoin(dir, n)); err != nil {
+				return fmt.Errorf("remove state cache %s: %w", fs.PathJoin(dir, n), err)
+			}
+		}
+	}
+	return nil
+}
+
+// pebbleLogger sends Pebble's errors to slog and drops its chatter.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (l pebbleLogger) Infof(string, ...any) {}
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.l.Error("pebble", "msg", fmt.Sprintf(format, args...))
+}
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble fatal: "+format, args...))
+}
+
+// noSyncFS turns fsyncs into no-ops for the Pebble cache: a crash loses the
+// cache's trust anyway (the marker is removed before the first write and
+// rewritten only after a flush, followed by one global sync), so per-file
+// syncs would only slow down 200 instances.
+type noSyncFS struct{ vfs.FS }
+
+func (fs noSyncFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	return wrapNoSync(f, err)
+}
+
+func (fs noSyncFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, o ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, c, o...)
+	return wrapNoSync(f, err)
+}
+
+func (fs noSyncFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
+	return wrapNoSync(f, err)
+}
+
+func (fs noSyncFS) OpenDir(name string) (vfs.File, error) {
+	f, err := fs.FS.OpenDir(name)
+	return wrapNoSync(f, err)
+}
+
+func (fs noSyncFS) Unwrap() vfs.FS { return fs.FS }
+
+func wrapNoSync(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{f}, nil
+}
+
+type noSyncFile struct{ vfs.File }
+
+func (noSyncFile) Sync() error                      { return nil }
+func (noSyncFile) SyncData() error                  { return nil }
+func (noSyncFile) SyncTo(int64) (bool, error)       { return true, nil }
+func (f noSyncFile) Preallocate(off, n int64) error { return f.File.Preallocate(off, n) }

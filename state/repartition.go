@@ -1,0 +1,216 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// kvRef locates one key/value pair in a repartition arena.
+type kvRef struct {
+	off       int
+	klen, vln int32
+}
+
+// bucket collects the pairs routed to one new partition.
+type bucket struct {
+	arena []byte
+	refs  []kvRef
+}
+
+func (b *bucket) key(r kvRef) []byte { return b.arena[r.off : r.off+int(r.klen)] }
+func (b *bucket) val(r kvRef) []byte {
+	return b.arena[r.off+int(r.klen) : r.off+int(r.klen)+int(r.vln)]
+}
+
+// Repartition reads the state committed at version base, routes every key
+// with PartitionOf(key, n), and writes it as version `version` with n
+// partitions: a full snapshot in the checkpoint (always), then a fresh local
+// cache built by sstable ingestion. The store then has n partitions. The
+// cost is a sequential read of the old partitions, one sort per new partition
+// and one sstable per non-empty new partition: it grows with the state size,
+// not the partition counts. Redoing it after a crash (Open at base, Repartition
+// again) writes a new attempt of the same version with the same content.
+func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (engine.RepartitionStats, error) {
+	start := time.Now()
+	var st engine.RepartitionStats
+	if err := s.usable(); err != nil {
+		return st, err
+	}
+	if n < 1 || n > maxPartitions {
+		return st, errcode.New(errcode.InvalidArgument, s.dir, "use a count from 1 to 10000",
+			"state partition count %d out of range", n)
+	}
+	if version <= base {
+		return st, fmt.Errorf("state: repartition into version %d from base %d", version, base)
+	}
+	if len(s.pending) > 0 {
+		return st, errors.New("state: repartition with an uncommitted batch pending")
+	}
+	if s.version != base {
+		if err := s.reloadAt(ctx, base); err != nil {
+			return st, err
+		}
+	}
+	st.From, st.To = s.n, n
+
+	// Read the old partitions sequentially and route.
+	buckets := make([]bucket, n)
+	for p := 0; p < s.n; p++ {
+		if s.partRows[p] == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		d, err := s.parts.db(p)
+		if err != nil {
+			return st, err
+		}
+		it, err := d.NewIter(&pebble.IterOptions{})
+		if err != nil {
+			return st, fmt.Errorf("read state partition %d: %w", p, err)
+		}
+		for valid := it.First(); valid; valid = it.Next() {
+			k := it.Key()
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return st, errors.Join(fmt.Errorf("read state partition %d: %w", p, err), it.Close())
+			}
+			b := &buckets[PartitionOf(k, n)]
+			b.refs = append(b.refs, kvRef{off: len(b.arena), klen: int32(len(k)), vln: int32(len(v))})
+			b.arena = append(b.arena, k...)
+			b.arena = append(b.arena, v...)
+			st.KeysBefore++
+			st.BytesRead += int64(len(k) + len(v))
+		}
+		if err := it.Close(); err != nil {
+			return st, fmt.Errorf("read state partition %d: %w", p, err)
+		}
+	}
+	if st.KeysBefore != s.rows {
+		return st, errcode.Corrupt(s.opts.LocalDir, nil,
+			"state cache holds %d keys at version %d, the checkpoint says %d; delete the cache directory and retry", st.KeysBefore, base, s.rows)
+	}
+	rows := make([]int64, n)
+	for t := range buckets {
+		b := &buckets[t]
+		sort.Slice(b.refs, func(i, j int) bool { return bytes.Compare(b.key(b.refs[i]), b.key(b.refs[j])) < 0 })
+		for i := 1; i < len(b.refs); i++ {
+			if bytes.Equal(b.key(b.refs[i-1]), b.key(b.refs[i])) {
+				return st, fmt.Errorf("state: key %x found in two partitions of version %d", b.key(b.refs[i]), base)
+			}
+		}
+		rows[t] = int64(len(b.refs))
+		st.KeysAfter += rows[t]
+	}
+
+	attempt := s.nextAttempt[version]
+	s.nextAttempt[version] = attempt + 1
+	m := &versionMeta{
+		FormatVersion: metaFormatVersion,
+		StoreID:       s.storeID,
+		Version:       version,
+		Attempt:       attempt,
+		Kind:          kindNameSnapshot,
+		Data:          dataFileName(version, attempt, kindNameSnapshot),
+		Partitions:    n,
+		Rows:          st.KeysAfter,
+		PartitionRows: rows,
+		Schema:        s.schema,
+	}
+	written, err := s.publishVersion(m, func(dw *dataWriter) error {
+		for t := range buckets {
+			b := &buckets[t]
+			for _, r := range b.refs {
+				if err := dw.add(recPut, t, b.key(r), b.val(r)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return st, err
+	}
+	st.BytesWritten = written
+
+	// The new version is durable; replace the cache.
+	s.version, s.head, s.partRows, s.rows = version, m, rows, m.Rows
+	s.n, s.opts.Partitions = n, n
+	if err := s.resetCache(); err != nil {
+		s.broken = err
+	} else {
+		ld := s.parts.loader(ctx)
+		for t := range buckets {
+			b := &buckets[t]
+			for _, r := range b.refs {
+				if err := ld.add(t, b.key(r), b.val(r)); err != nil {
+					s.broken = err
+					break
+				}
+			}
+			buckets[t] = bucket{} // let the arena go
+			if s.broken != nil {
+				break
+			}
+		}
+		if s.broken == nil {
+			if err := ld.finish(); err != nil {
+				s.broken = err
+			}
+		} else {
+			ld.abort()
+		}
+	}
+	s.afterPublish(true)
+	if s.broken != nil {
+		return st, fmt.Errorf("state: repartitioned version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
+	}
+	s.logger.Info("state repartitioned", "dir", s.dir, "from", st.From, "to", st.To, "keys", st.KeysAfter,
+		"version", version, "ms", time.Since(start).Milliseconds())
+	return st, nil
+}
+
+// resetCache closes the Pebble instances and starts an empty cache with
+// s.n partitions.
+func (s *Store) resetCache() error {
+	err := s.parts.close()
+	s.parts = newPartitions(s.opts.LocalDir, s.n, s.opts.CacheBytes, s.logger)
+	if err != nil {
+		return err
+	}
+	return wipeLocal(s.parts.fs, s.opts.LocalDir)
+}
+
+// reloadAt makes the store hold committed version v (with the partition count
+// recorded for it), from the cache or the checkpoint files.
+func (s *Store) reloadAt(ctx context.Context, v int64) error {
+	cat, err := listCatalog(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	a, ok := cat.latestAttempt(v)
+	if !ok {
+		return errcode.Corrupt(s.dir, nil, "state version %d has no metadata file", v)
+	}
+	m, err := readMeta(s.fs, s.dir, v, a)
+	if err != nil {
+		return err
+	}
+	if err := s.parts.close(); err != nil {
+		return err
+	}
+	s.opts.Partitions = m.Partitions
+	s.head, s.version, s.broken = nil, -1, nil
+	s.partRows = slices.Clone(m.PartitionRows)
+	return s.load(ctx, cat, v)
+}

@@ -1,0 +1,791 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/google/uuid"
+)
+
+// Options configures Open.
+type Options struct {
+	Dir        string // durable dir: <ckpt>/state/<opId> (engine.OperatorEnv.StateDir)
+	FS         vfs.FS // checkpoint FS (engine.OperatorEnv.FS)
+	LocalDir   string // Pebble cache dir (engine.OperatorEnv.LocalDir); may be wiped between runs
+	Partitions int    // engine.OperatorEnv.Partitions; 1..10,000
+	Schema     Schema
+	Logger     *slog.Logger
+
+	// CacheBytes is the block cache shared by all partitions (default 32 MB).
+	CacheBytes int64
+	// SnapshotEvery writes a full snapshot once this many deltas follow the
+	// last one (default 10). A repartition always writes a snapshot.
+	SnapshotEvery int
+	// Retain keeps the files needed to load any of the last Retain versions
+	// (default 100, spark.sql.streaming.minBatchesToRetain).
+	Retain int
+}
+
+// Metrics describes one commit (the stateOperators[] figures of a progress
+// event).
+type Metrics struct {
+	RowsTotal, RowsUpdated, RowsRemoved int64
+	MemoryUsedBytes                     int64 // Pebble memtables + block cache in use + the pending batch
+	CommitTimeMs                        int64
+	PartitionRows                       []int64 // rows per partition (skew)
+	// Snapshot is true when this commit wrote a full snapshot.
+	Snapshot bool
+	// BytesWritten is the size of the version's data and metadata files.
+	BytesWritten int64
+}
+
+// Codes of this package, spelled like DESIGN.md §6's.
+const (
+	// CodeStateNotFound: a reader asked for state that was never committed.
+	CodeStateNotFound = "STATE_NOT_FOUND"
+)
+
+// pendingEntry is one key changed by the current batch.
+type pendingEntry struct {
+	val     []byte
+	del     bool
+	existed bool // the key is in the committed version
+}
+
+// Store is a partitioned, versioned key-value state store (package doc). It
+// is not safe for concurrent use: the engine drives an operator from one
+// goroutine.
+type Store struct {
+	opts   Options
+	schema Schema
+	fs     vfs.FS
+	dir    string
+	n      int
+	parts  *partitions
+	logger *slog.Logger
+
+	storeID  string
+	version  int64        // committed version the store holds; -1 = empty
+	head     *versionMeta // its metadata; nil when version == -1
+	partRows []int64      // committed rows per partition
+	rows     int64
+
+	pending      map[string]*pendingEntry
+	pendingDelta int64 // NumKeys change of the pending batch
+	pendingBytes int64
+
+	nextAttempt map[int64]int // version -> first attempt number not yet used
+	abandoned   []int64       // versions above the loaded one found at Open
+	tmps        []string      // temp files a failed publish could not remove
+	getBuf      []byte
+	broken      error // the local cache no longer matches s.version
+	closed      bool
+}
+
+// Open loads the state committed at version (-1 = empty/new). A schema
+// different from the recorded one is STATE_SCHEMA_MISMATCH naming both; a
+// recorded partition count != opts.Partitions is an error (the engine
+// repartitions explicitly). A damaged file is CHECKPOINT_CORRUPT with its path.
+func Open(ctx context.Context, opts Options, version int64) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SnapshotEvery <= 0 {
+		opts.SnapshotEvery = 10
+	}
+	if opts.Retain <= 0 {
+		opts.Retain = 100
+	}
+	if opts.FS == nil || opts.Dir == "" || opts.LocalDir == "" {
+		return nil, errors.New("state: Options.FS, Dir and LocalDir are required")
+	}
+	if opts.Partitions < 1 || opts.Partitions > maxPartitions {
+		return nil, errcode.New(errcode.InvalidArgument, opts.Dir, "use a count from 1 to 10000",
+			"state partition count %d out of range", opts.Partitions)
+	}
+	if err := opts.Schema.validate(); err != nil {
+		return nil, err
+	}
+	if version < -1 {
+		return nil, fmt.Errorf("state: open at version %d", version)
+	}
+	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create state dir %s: %w", opts.Dir, err)
+	}
+	if err := os.MkdirAll(opts.LocalDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create state cache dir %s: %w", opts.LocalDir, err)
+	}
+	cat, err := listCatalog(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		opts:        opts,
+		schema:      opts.Schema,
+		fs:          opts.FS,
+		dir:         opts.Dir,
+		logger:      opts.Logger,
+		version:     -1,
+		pending:     map[string]*pendingEntry{},
+		nextAttempt: map[int64]int{},
+	}
+	for v, a := range cat.maxAt {
+		s.nextAttempt[v] = a + 1
+		if v > version {
+			s.abandoned = append(s.abandoned, v)
+		}
+	}
+	// Temp files are left by a crashed writer; we hold the checkpoint.
+	for _, t := range cat.tmps {
+		if err := s.fs.Remove(s.fs.PathJoin(s.dir, t)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.tmps = append(s.tmps, s.fs.PathJoin(s.dir, t))
+		}
+	}
+	if err := s.load(ctx, cat, version); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load makes the store hold version (the cache or a rebuild from the files).
+func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
+	var chain []*versionMeta
+	if version >= 0 {
+		var err error
+		chain, err = loadChain(s.fs, s.dir, cat, version)
+		if err != nil {
+			if _, ok := cat.metas[version]; !ok {
+				return errcode.Wrap(err, errcode.CheckpointCorrupt, s.dir,
+					"restore the state directory from a backup or move the checkpoint aside",
+					"state version %d is committed in the checkpoint but missing from the state directory", version)
+			}
+			return err
+		}
+		head := chain[len(chain)-1]
+		if !head.Schema.Equal(s.opts.Schema) {
+			return errcode.New(errcode.StateSchemaMismatch, s.dir,
+				"restore the previous query definition, or start the changed query on a new checkpoint",
+				"the state schema changed: checkpoint has %s, query has %s", head.Schema, s.opts.Schema)
+		}
+		if head.Partitions != s.opts.Partitions {
+			return fmt.Errorf("state: version %d has %d partitions, Open asked for %d (repartition explicitly)",
+				version, head.Partitions, s.opts.Partitions)
+		}
+		s.head = head
+		s.storeID = head.StoreID
+		s.partRows = slices.Clone(head.PartitionRows)
+		s.rows = head.Rows
+	} else {
+		s.storeID = uuid.NewString()
+		s.partRows = make([]int64, s.opts.Partitions)
+	}
+	s.version = version
+	s.n = s.opts.Partitions
+	s.parts = newPartitions(s.opts.LocalDir, s.n, s.opts.CacheBytes, s.logger)
+
+	if s.head != nil && s.trustMarker() {
+		s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
+		return nil
+	}
+	if err := wipeLocal(s.parts.fs, s.opts.LocalDir); err != nil {
+		return errors.Join(err, s.parts.close())
+	}
+	if err := s.rebuild(ctx, chain); err != nil {
+		return errors.Join(err, s.parts.close())
+	}
+	return nil
+}
+
+// trustMarker reports whether the local cache holds exactly s.head, and
+// removes the marker: from now on the cache changes and is trusted again only
+// after Close rewrites the marker.
+func (s *Store) trustMarker() bool {
+	path := s.parts.fs.PathJoin(s.opts.LocalDir, markerName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	m, err := decodeMarker(b)
+	if err := errors.Join(err, os.Remove(path)); err != nil {
+		return false
+	}
+	if err := syncDir(vfs.Default, s.opts.LocalDir); err != nil {
+		return false
+	}
+	return m.StoreID == s.storeID && m.Version == s.head.Version && m.Attempt == s.head.Attempt &&
+		m.Partitions == s.n && slices.Equal(m.PartitionRows, s.head.PartitionRows)
+}
+
+// rebuild fills the empty cache from a metadata chain: the snapshot by
+// sstable ingestion, then each delta as Pebble batches.
+func (s *Store) rebuild(ctx context.Context, chain []*versionMeta) error {
+	start := time.Now()
+	for i, m := range chain {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if m.Kind == kindNameSnapshot {
+			if i != 0 {
+				panic("state: snapshot inside a delta chain")
+			}
+			ld := s.parts.loader(ctx)
+			if err := readDataFile(s.fs, s.dir, m, func(r record) error { return ld.add(r.Partition, r.Key, r.Val) }); err != nil {
+				ld.abort()
+				return err
+			}
+			if err := ld.finish(); err != nil {
+				return err
+			}
+			continue
+		}
+		ap := s.newApplier()
+		if err := readDataFile(s.fs, s.dir, m, ap.add); err != nil {
+			ap.close()
+			return err
+		}
+		if err := ap.commit(); err != nil {
+			return err
+		}
+	}
+	if len(chain) > 0 {
+		s.logger.Info("state cache rebuilt from checkpoint", "dir", s.dir, "version", s.version,
+			"files", len(chain), "rows", s.rows, "ms", time.Since(start).Milliseconds())
+	}
+	return nil
+}
+
+// applier writes records, in partition order, as one Pebble batch per
+// partition.
+type applier struct {
+	s   *Store
+	cur int
+	b   *pebble.Batch
+}
+
+func (s *Store) newApplier() *applier { return &applier{s: s, cur: -1} }
+
+func (a *applier) add(r record) error {
+	if r.Partition != a.cur || a.b == nil {
+		if err := a.commit(); err != nil {
+			return err
+		}
+		d, err := a.s.parts.db(r.Partition)
+		if err != nil {
+			return err
+		}
+		a.cur = r.Partition
+		a.b = d.NewBatch()
+	}
+	var err error
+	if r.Kind == recPut {
+		err = a.b.Set(r.Key, r.Val, nil)
+	} else {
+		err = a.b.Delete(r.Key, nil)
+	}
+	return err
+}
+
+func (a *applier) commit() error {
+	if a.b == nil {
+		return nil
+	}
+	b := a.b
+	a.b = nil
+	err := b.Commit(pebble.NoSync)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write state partition %d: %w", a.cur, err)
+	}
+	a.s.parts.dirty[a.cur] = true
+	return nil
+}
+
+func (a *applier) close() {
+	if a.b != nil {
+		_ = a.b.Close()
+		a.b = nil
+	}
+}
+
+// Partitions returns the partition count in force.
+func (s *Store) Partitions() int { return s.n }
+
+// Schema returns the store's schema.
+func (s *Store) Schema() Schema { return s.schema }
+
+// Version returns the committed version the store holds (-1 = none).
+func (s *Store) Version() int64 { return s.version }
+
+func (s *Store) usable() error {
+	if s.closed {
+		return errors.New("state: store is closed")
+	}
+	if s.broken != nil {
+		return fmt.Errorf("state: local cache is inconsistent after a failed write, reopen the store: %w", s.broken)
+	}
+	return nil
+}
+
+// committedGet reads key from the committed version.
+func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
+	p := PartitionOf(key, s.n)
+	if s.partRows[p] == 0 {
+		return nil, false, nil
+	}
+	v, ok, err := s.parts.get(p, key, s.getBuf)
+	if ok {
+		s.getBuf = v
+	}
+	return v, ok, err
+}
+
+// Get returns key's value as of the pending batch. val is valid until the
+// next call on the store.
+func (s *Store) Get(key []byte) (val []byte, ok bool, err error) {
+	if err := s.usable(); err != nil {
+		return nil, false, err
+	}
+	if e, found := s.pending[string(key)]; found {
+		if e.del {
+			return nil, false, nil
+		}
+		return e.val, true, nil
+	}
+	return s.committedGet(key)
+}
+
+// contrib is an entry's share of NumKeys relative to the committed version.
+func (e *pendingEntry) contrib() int64 {
+	var c int64
+	if !e.del {
+		c++
+	}
+	if e.existed {
+		c--
+	}
+	return c
+}
+
+// entry returns key's pending entry, creating it from the committed version
+// (unchanged: present iff it existed) if needed.
+func (s *Store) entry(key []byte) (*pendingEntry, error) {
+	if e, found := s.pending[string(key)]; found {
+		return e, nil
+	}
+	_, existed, err := s.committedGet(key)
+	if err != nil {
+		return nil, err
+	}
+	e := &pendingEntry{existed: existed, del: !existed}
+	s.pending[string(key)] = e
+	s.pendingBytes += int64(len(key)) + 64
+	return e, nil
+}
+
+// Put sets key to val in the pending batch (both are copied).
+func (s *Store) Put(key, val []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	e, err := s.entry(key)
+	if err != nil {
+		return err
+	}
+	s.pendingDelta -= e.contrib()
+	s.pendingBytes += int64(len(val) - len(e.val))
+	e.val = append(e.val[:0], val...)
+	e.del = false
+	s.pendingDelta += e.contrib()
+	return nil
+}
+
+// Delete removes key in the pending batch; deleting a missing key is a no-op.
+func (s *Store) Delete(key []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	e, err := s.entry(key)
+	if err != nil {
+		return err
+	}
+	s.pendingDelta -= e.contrib()
+	s.pendingBytes -= int64(len(e.val))
+	e.val = nil
+	e.del = true
+	if !e.existed {
+		// Net nothing: forget the key.
+		delete(s.pending, string(key))
+		s.pendingBytes -= int64(len(key)) + 64
+		return nil
+	}
+	s.pendingDelta += e.contrib()
+	return nil
+}
+
+// NumKeys returns the number of keys as of the pending batch (exact).
+func (s *Store) NumKeys() int64 { return s.rows + s.pendingDelta }
+
+// Scan visits every key in [lower, upper) (nil = unbounded) as of the pending
+// batch, partition by partition in index order, in key order within a
+// partition. fn may Put or Delete the visited key; key and val are valid only
+// during fn.
+func (s *Store) Scan(lower, upper []byte, fn func(key, val []byte) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	buckets := s.pendingByPartition(lower, upper)
+	for p := 0; p < s.n; p++ {
+		if err := s.scanPartition(p, lower, upper, buckets[p], fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingByPartition returns the pending keys within [lower, upper) grouped
+// by partition, each group sorted.
+func (s *Store) pendingByPartition(lower, upper []byte) map[int][]string {
+	buckets := map[int][]string{}
+	for k := range s.pending {
+		kb := []byte(k)
+		if lower != nil && bytes.Compare(kb, lower) < 0 {
+			continue
+		}
+		if upper != nil && bytes.Compare(kb, upper) >= 0 {
+			continue
+		}
+		p := PartitionOf(kb, s.n)
+		buckets[p] = append(buckets[p], k)
+	}
+	for _, b := range buckets {
+		sort.Strings(b)
+	}
+	return buckets
+}
+
+// scanPartition merges partition p's committed keys with its pending ones.
+func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func(key, val []byte) error) error {
+	visitPending := func(k string) error {
+		e, ok := s.pending[k]
+		if !ok || e.del {
+			return nil
+		}
+		return fn([]byte(k), e.val)
+	}
+	if s.partRows[p] == 0 {
+		for _, k := range pend {
+			if err := visitPending(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	d, err := s.parts.db(p)
+	if err != nil {
+		return err
+	}
+	it, err := d.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("scan state partition %d: %w", p, err)
+	}
+	i := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		for i < len(pend) && pend[i] < string(k) {
+			if err := visitPending(pend[i]); err != nil {
+				return errors.Join(err, it.Close())
+			}
+			i++
+		}
+		if i < len(pend) && pend[i] == string(k) {
+			i++
+		}
+		if e, ok := s.pending[string(k)]; ok {
+			if e.del {
+				continue
+			}
+			if err := fn(k, e.val); err != nil {
+				return errors.Join(err, it.Close())
+			}
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(fmt.Errorf("scan state partition %d: %w", p, err), it.Close())
+		}
+		if err := fn(k, v); err != nil {
+			return errors.Join(err, it.Close())
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scan state partition %d: %w", p, err)
+	}
+	for ; i < len(pend); i++ {
+		if err := visitPending(pend[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort drops the pending batch.
+func (s *Store) Abort() {
+	clear(s.pending)
+	s.pendingDelta, s.pendingBytes = 0, 0
+}
+
+// change is one effective change of the pending batch.
+type change struct {
+	part int
+	key  string
+	e    *pendingEntry
+}
+
+// changes returns the pending batch's effective changes sorted by
+// (partition, key): puts, and deletes of keys that existed.
+func (s *Store) changes() []change {
+	cs := make([]change, 0, len(s.pending))
+	for k, e := range s.pending {
+		if e.del && !e.existed {
+			continue
+		}
+		cs = append(cs, change{part: PartitionOf([]byte(k), s.n), key: k, e: e})
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].part != cs[j].part {
+			return cs[i].part < cs[j].part
+		}
+		return cs[i].key < cs[j].key
+	})
+	return cs
+}
+
+// Commit makes version durable in Dir (data file, then metadata file, both
+// published crash-safely), applies the batch to the local cache, and returns
+// the batch's metrics. version must be above the loaded one. On error the
+// pending batch is kept: the caller may retry Commit or Abort.
+func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
+	start := time.Now()
+	if err := s.usable(); err != nil {
+		return Metrics{}, err
+	}
+	if version <= s.version {
+		return Metrics{}, fmt.Errorf("state: commit version %d, store already holds version %d", version, s.version)
+	}
+	if err := ctx.Err(); err != nil {
+		return Metrics{}, err
+	}
+	cs := s.changes()
+	var updated, removed int64
+	newRows := slices.Clone(s.partRows)
+	for _, c := range cs {
+		switch {
+		case c.e.del:
+			removed++
+			newRows[c.part]--
+		default:
+			updated++
+			if !c.e.existed {
+				newRows[c.part]++
+			}
+		}
+	}
+	snapshot := s.head == nil || s.head.ChainLength+1 >= s.opts.SnapshotEvery
+	kind := kindNameDelta
+	if snapshot {
+		kind = kindNameSnapshot
+	}
+	attempt := s.nextAttempt[version]
+	s.nextAttempt[version] = attempt + 1
+	m := &versionMeta{
+		FormatVersion: metaFormatVersion,
+		StoreID:       s.storeID,
+		Version:       version,
+		Attempt:       attempt,
+		Kind:          kind,
+		Data:          dataFileName(version, attempt, kind),
+		Partitions:    s.n,
+		PartitionRows: newRows,
+		Schema:        s.schema,
+	}
+	for _, r := range newRows {
+		m.Rows += r
+	}
+	write := func(dw *dataWriter) error {
+		for _, c := range cs {
+			if c.e.del {
+				if err := dw.add(recDelete, c.part, []byte(c.key), nil); err != nil {
+					return err
+				}
+			} else if err := dw.add(recPut, c.part, []byte(c.key), c.e.val); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if snapshot {
+		write = func(dw *dataWriter) error {
+			rest := cs
+			for p := 0; p < s.n; p++ {
+				var pend []string
+				for ; len(rest) > 0 && rest[0].part == p; rest = rest[1:] {
+					pend = append(pend, rest[0].key)
+				}
+				err := s.scanPartition(p, nil, nil, pend, func(k, v []byte) error { return dw.add(recPut, p, k, v) })
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	} else if s.head != nil {
+		ref := s.head.ref()
+		m.Base = &ref
+		m.ChainLength = s.head.ChainLength + 1
+	}
+	n, err := s.publishVersion(m, write)
+	if err != nil {
+		return Metrics{}, err
+	}
+	// The version is durable; now the cache.
+	ap := s.newApplier()
+	for _, c := range cs {
+		r := record{Kind: recPut, Partition: c.part, Key: []byte(c.key), Val: c.e.val}
+		if c.e.del {
+			r.Kind = recDelete
+		}
+		if err := ap.add(r); err != nil {
+			ap.close()
+			s.broken = err
+			break
+		}
+	}
+	if s.broken == nil {
+		if err := ap.commit(); err != nil {
+			s.broken = err
+		}
+	}
+	s.version, s.head, s.partRows, s.rows = version, m, newRows, m.Rows
+	s.Abort()
+	s.afterPublish(snapshot)
+	if s.broken != nil {
+		return Metrics{}, fmt.Errorf("state: version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
+	}
+	return Metrics{
+		RowsTotal:       s.rows,
+		RowsUpdated:     updated,
+		RowsRemoved:     removed,
+		MemoryUsedBytes: s.memoryUsed(),
+		CommitTimeMs:    time.Since(start).Milliseconds(),
+		PartitionRows:   slices.Clone(s.partRows),
+		Snapshot:        snapshot,
+		BytesWritten:    n,
+	}, nil
+}
+
+// publishVersion writes m's data file with write, then m's metadata file.
+// The version is committed once the metadata file is published.
+func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error) (int64, error) {
+	kindByte := byte(kindDelta)
+	if m.Kind == kindNameSnapshot {
+		kindByte = kindSnapshot
+	}
+	var records uint64
+	size, tmp, err := publishFile(s.fs, s.dir, m.Data, func(w io.Writer) error {
+		dw, err := newDataWriter(w, kindByte, m.Version, m.Attempt, m.Partitions)
+		if err != nil {
+			return err
+		}
+		if err := write(dw); err != nil {
+			return err
+		}
+		records = dw.count
+		return dw.finish()
+	})
+	if tmp != "" {
+		s.tmps = append(s.tmps, tmp)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: commit version %d: %w", m.Version, err)
+	}
+	m.DataSize = size
+	m.DataRecords = int64(records)
+	if m.Kind == kindNameDelta {
+		m.ChainBytes = size
+		if s.head != nil && m.Base != nil {
+			m.ChainBytes += s.head.ChainBytes
+		}
+	}
+	mb := encodeMeta(m)
+	msize, tmp, err := publishFile(s.fs, s.dir, metaFileName(m.Version, m.Attempt), func(w io.Writer) error {
+		_, err := w.Write(mb)
+		return err
+	})
+	if tmp != "" {
+		s.tmps = append(s.tmps, tmp)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: commit version %d: %w", m.Version, err)
+	}
+	return size + msize, nil
+}
+
+// afterPublish removes what a new version made garbage: temp files of failed
+// attempts, versions above it (an abandoned history), and, after a snapshot,
+// files no version within Retain needs. Failures are logged, not returned:
+// garbage never affects correctness.
+func (s *Store) afterPublish(snapshot bool) {
+	var keep []string
+	for _, t := range s.tmps {
+		if err := s.fs.Remove(t); err != nil && !errors.Is(err, os.ErrNotExist) {
+			keep = append(keep, t)
+		}
+	}
+	s.tmps = keep
+	if len(s.abandoned) == 0 && !snapshot {
+		return
+	}
+	if err := s.gc(); err != nil {
+		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)
+		return
+	}
+	s.abandoned = nil
+}
+
+// Close flushes the local cache, writes its marker (so the next Open of the
+// same version skips the rebuild) and releases Pebble. Uncommitted changes are
+// discarded.
+func (s *Store) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.Abort()
+	trusted := s.broken == nil && s.head != nil
+	var err error
+	if trusted {
+		err = s.parts.flush()
+	}
+	err = errors.Join(err, s.parts.close())
+	if err != nil || !trusted {
+		return err
+	}
+	return s.writeMarker()
+}
+
+func (s *Store) memoryUsed() int64 {
+	return s.parts.memoryUsed() + s.pendingBytes
+}

@@ -1,0 +1,345 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+var testSchema = Schema{
+	OperatorName: "aggregate",
+	Key: []Field{
+		{"window_end", engine.Timestamp}, {"window_start", engine.Timestamp},
+		{"source", engine.String}, {"miner", engine.String},
+	},
+	Value: []Field{{"count", engine.Int64}},
+	Spec:  "window=5m watermark=block_ts-48h mode=update",
+}
+
+// env is one checkpoint FS plus a local cache dir.
+type env struct {
+	t     testing.TB
+	fs    vfs.FS
+	dir   string
+	local string
+}
+
+func newEnv(t testing.TB, fs vfs.FS) *env {
+	if fs == nil {
+		fs = vfs.NewMem()
+	}
+	return &env{t: t, fs: fs, dir: "ckpt/state/0", local: filepath.Join(t.TempDir(), "cache")}
+}
+
+func (e *env) opts(n int) Options {
+	return Options{Dir: e.dir, FS: e.fs, LocalDir: e.local, Partitions: n, Schema: testSchema}
+}
+
+func (e *env) open(n int, v int64) *Store {
+	e.t.Helper()
+	s, err := Open(context.Background(), e.opts(n), v)
+	if err != nil {
+		e.t.Fatalf("open version %d with %d partitions: %v", v, n, err)
+	}
+	return s
+}
+
+func testKey(i int) []byte {
+	return EncodeKeyRow(nil, testSchema.Key, int64(i/7)*300_000_000, int64(i/7)*300_000_000-300_000_000,
+		[]string{"s3_backfill", "eth_live"}[i%2], fmt.Sprintf("0x%040x", i))
+}
+
+func testVal(c int64) []byte { return AppendInt64Value(nil, c) }
+
+// storeContents returns the store's rows through Scan, checking partition
+// placement and order.
+func storeContents(t testing.TB, s *Store) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	var last []byte
+	lastPart := -1
+	err := s.Scan(nil, nil, func(k, v []byte) error {
+		p := PartitionOf(k, s.Partitions())
+		if p < lastPart || (p == lastPart && string(k) <= string(last)) {
+			t.Fatalf("scan out of order at key %x", k)
+		}
+		lastPart, last = p, append(last[:0], k...)
+		if _, dup := got[string(k)]; dup {
+			t.Fatalf("scan visits key %x twice", k)
+		}
+		got[string(k)] = string(v)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(got)) != s.NumKeys() {
+		t.Fatalf("scan saw %d keys, NumKeys says %d", len(got), s.NumKeys())
+	}
+	return got
+}
+
+// checkpointContents reads a version from the files alone.
+func checkpointContents(t testing.TB, fs vfs.FS, dir string, v int64) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	_, _, err := ReadAllRaw(context.Background(), fs, dir, v, func(p int, k, val []byte) error {
+		got[string(k)] = string(val)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read version %d: %v", v, err)
+	}
+	return got
+}
+
+func diffMaps(t testing.TB, what string, want, got map[string]string) {
+	t.Helper()
+	if maps.Equal(want, got) {
+		return
+	}
+	n := 0
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s: key %x want %x got %x (present %v)", what, k, v, g, ok)
+			if n++; n > 5 {
+				break
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: unexpected key %x", what, k)
+			if n++; n > 10 {
+				break
+			}
+		}
+	}
+	t.Fatalf("%s: %d keys want, %d got", what, len(want), len(got))
+}
+
+func TestBasicLifecycle(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	s := e.open(4, -1)
+	for i := range 100 {
+		if err := s.Put(testKey(i), testVal(int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, ok, err := s.Get(testKey(7))
+	if err != nil || !ok || string(v) != string(testVal(7)) {
+		t.Fatalf("get pending: %x %v %v", v, ok, err)
+	}
+	m, err := s.Commit(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RowsTotal != 100 || m.RowsUpdated != 100 || m.RowsRemoved != 0 || len(m.PartitionRows) != 4 {
+		t.Fatalf("metrics %+v", m)
+	}
+	for i := range 50 {
+		if err := s.Delete(testKey(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(testKey(1000), testVal(1)); err != nil {
+		t.Fatal(err)
+	}
+	if s.NumKeys() != 51 {
+		t.Fatalf("NumKeys %d", s.NumKeys())
+	}
+	m, err = s.Commit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RowsTotal != 51 || m.RowsUpdated != 1 || m.RowsRemoved != 50 {
+		t.Fatalf("metrics %+v", m)
+	}
+	want := storeContents(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Reopen with the cache, then without it.
+	s = e.open(4, 1)
+	diffMaps(t, "reopen with cache", want, storeContents(t, s))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(e.local); err != nil {
+		t.Fatal(err)
+	}
+	s = e.open(4, 1)
+	diffMaps(t, "reopen without cache", want, storeContents(t, s))
+	diffMaps(t, "checkpoint", want, checkpointContents(t, e.fs, e.dir, 1))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// An older version.
+	s = e.open(4, 0)
+	if s.NumKeys() != 100 {
+		t.Fatalf("version 0 has %d keys", s.NumKeys())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSchemaMismatch(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(2, -1)
+	if err := s.Put(testKey(1), testVal(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o := e.opts(2)
+	o.Schema.Value = []Field{{"count", engine.Int64}, {"sum_gas", engine.Int64}}
+	_, err := Open(context.Background(), o, 0)
+	if !errcode.Is(err, errcode.StateSchemaMismatch) {
+		t.Fatalf("want STATE_SCHEMA_MISMATCH, got %v", err)
+	}
+	for _, want := range []string{"value(count int64)", "value(count int64, sum_gas int64)"} {
+		if !containsStr(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
+
+func containsStr(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestPropertyOracle runs random batches against a plain map: random puts and
+// deletes, scans with deletes (eviction), aborts, restarts with and without
+// the cache, and repartitions 200 -> 8 -> 1 -> 37.
+func TestPropertyOracle(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runOracle(t, seed, false) })
+	}
+	t.Run("wipe-cache-every-restart", func(t *testing.T) { runOracle(t, 9, true) })
+}
+
+func runOracle(t *testing.T, seed uint64, wipe bool) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	e := newEnv(t, nil)
+	n := 200
+	s := e.open(n, -1)
+	oracle := map[string]string{}
+	versions := map[int64]map[string]string{}
+	version := int64(-1)
+	plan := []int{8, 1, 37}
+	for step := 0; step < 60; step++ {
+		// One batch.
+		work := maps.Clone(oracle)
+		for range rng.IntN(60) {
+			k := testKey(rng.IntN(400))
+			if rng.IntN(4) == 0 {
+				if err := s.Delete(k); err != nil {
+					t.Fatal(err)
+				}
+				delete(work, string(k))
+			} else {
+				v := testVal(rng.Int64N(1000))
+				if err := s.Put(k, v); err != nil {
+					t.Fatal(err)
+				}
+				work[string(k)] = string(v)
+			}
+		}
+		if rng.IntN(5) == 0 {
+			// Evict a key range, like agg's watermark eviction.
+			upper := AppendInt64Key(nil, int64(rng.IntN(60))*300_000_000)
+			err := s.Scan(nil, upper, func(k, v []byte) error {
+				if string(work[string(k)]) != string(v) {
+					t.Fatalf("scan value of %x: want %x got %x", k, work[string(k)], v)
+				}
+				delete(work, string(k))
+				return s.Delete(k)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.NumKeys() != int64(len(work)) {
+			t.Fatalf("step %d: NumKeys %d want %d", step, s.NumKeys(), len(work))
+		}
+		switch rng.IntN(10) {
+		case 0:
+			s.Abort()
+		default:
+			version++
+			m, err := s.Commit(ctx, version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.RowsTotal != int64(len(work)) {
+				t.Fatalf("RowsTotal %d want %d", m.RowsTotal, len(work))
+			}
+			oracle = work
+			versions[version] = oracle
+		}
+		diffMaps(t, fmt.Sprintf("step %d", step), oracle, storeContents(t, s))
+		if rng.IntN(6) == 0 || (step%15 == 14 && len(plan) > 0) {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if wipe {
+				if err := os.RemoveAll(e.local); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s = e.open(n, version)
+			diffMaps(t, fmt.Sprintf("step %d reopened", step), oracle, storeContents(t, s))
+		}
+		if step%15 == 14 && len(plan) > 0 && version >= 0 {
+			to := plan[0]
+			plan = plan[1:]
+			version++
+			st, err := s.Repartition(ctx, version-1, version, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.From != n || st.To != to || st.KeysBefore != int64(len(oracle)) || st.KeysAfter != st.KeysBefore {
+				t.Fatalf("repartition stats %+v, oracle has %d keys", st, len(oracle))
+			}
+			n = to
+			versions[version] = oracle
+			diffMaps(t, fmt.Sprintf("step %d repartitioned to %d", step, to), oracle, storeContents(t, s))
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Every retained version reads back from the checkpoint alone.
+	for v, want := range versions {
+		if v < version-int64(e.opts(1).Retain) {
+			continue
+		}
+		diffMaps(t, fmt.Sprintf("checkpoint version %d", v), want, checkpointContents(t, e.fs, e.dir, v))
+	}
+	_ = slices.Sorted(maps.Keys(versions))
+}
