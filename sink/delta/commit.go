@@ -93,7 +93,6 @@ type createConfig struct {
 	partitionColumns []string
 	configuration    map[string]string
 	clock            func() time.Time
-	name             string
 }
 
 // WithPartitionColumns sets metaData.partitionColumns.

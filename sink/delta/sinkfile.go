@@ -99,12 +99,6 @@ const (
 	colCount
 )
 
-// writtenFile describes a data file writeSinkFile produced.
-type writtenFile struct {
-	add  *AddFile
-	rows int64
-}
-
 // writeSinkFile writes rows (already sorted) to a new uniquely named file
 // in the table root and returns its add action with full stats.
 func (t *Table) writeSinkFile(rows []sinkRow, now time.Time) (*AddFile, error) {

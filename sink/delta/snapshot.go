@@ -40,24 +40,6 @@ func newSnapshot(t *Table) *Snapshot {
 	}
 }
 
-// clone returns a copy whose maps can be changed without touching s.
-func (s *Snapshot) clone() *Snapshot {
-	c := *s
-	c.files = make(map[string]*AddFile, len(s.files))
-	for k, v := range s.files {
-		c.files[k] = v
-	}
-	c.tombstones = make(map[string]*RemoveFile, len(s.tombstones))
-	for k, v := range s.tombstones {
-		c.tombstones[k] = v
-	}
-	c.txns = make(map[string]Txn, len(s.txns))
-	for k, v := range s.txns {
-		c.txns[k] = v
-	}
-	return &c
-}
-
 // applyAll reconciles actions in log order: the last protocol and metaData
 // win, the last txn per appId wins, and add/remove replace each other by path.
 func (s *Snapshot) applyAll(acts []action) {

@@ -1,0 +1,164 @@
+package delta
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Show formats.
+const (
+	FormatCSV   = "csv"
+	FormatJSONL = "jsonl"
+)
+
+// ShowTimeLayout renders timestamps in Show: RFC 3339 UTC with up to
+// microsecond precision.
+const ShowTimeLayout = "2006-01-02T15:04:05.999999Z07:00"
+
+// ShowColumns returns the column names Show prints for a schema: the
+// top-level fields, except that the sink's window struct is flattened to
+// window_start and window_end.
+func ShowColumns(s Schema) []string {
+	var cols []string
+	for _, f := range s.Fields {
+		if isSinkWindow(f) {
+			cols = append(cols, KeyWindowStart, KeyWindowEnd)
+			continue
+		}
+		cols = append(cols, f.Name)
+	}
+	return cols
+}
+
+func isSinkWindow(f Field) bool {
+	if f.Name != "window" || f.Type.Struct == nil || len(f.Type.Struct.Fields) != 2 {
+		return false
+	}
+	a, b := f.Type.Struct.Fields[0], f.Type.Struct.Fields[1]
+	return a.Name == "start" && b.Name == "end" && a.Type.Primitive == "timestamp" && b.Type.Primitive == "timestamp"
+}
+
+// Show writes every live row of the table at version (-1 = latest) to w
+// (DESIGN §10). csv: a header row, then one row per table row; nested values
+// are JSON text and nulls are empty cells. jsonl: one JSON object per row,
+// keys in column order, nested values as JSON values, nulls as null.
+// Timestamps use ShowTimeLayout. Rows come in file order.
+func Show(ctx context.Context, w io.Writer, path, format string, version int64) error {
+	if format != FormatCSV && format != FormatJSONL {
+		return errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", format)
+	}
+	t, err := Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	s, err := t.Snapshot(ctx, version)
+	if err != nil {
+		return err
+	}
+	cols := ShowColumns(s.Schema)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	cw := csv.NewWriter(bw)
+	if format == FormatCSV {
+		if err := cw.Write(cols); err != nil {
+			return err
+		}
+	}
+	vals := make([]any, len(cols))
+	rec := make([]string, len(cols))
+	err = s.Rows(ctx, func(row map[string]any) error {
+		i := 0
+		for _, f := range s.Schema.Fields {
+			v := row[f.Name]
+			if isSinkWindow(f) {
+				m, _ := v.(map[string]any)
+				vals[i], vals[i+1] = m["start"], m["end"]
+				i += 2
+				continue
+			}
+			vals[i] = v
+			i++
+		}
+		if format == FormatCSV {
+			for j, v := range vals {
+				rec[j] = csvCell(v)
+			}
+			return cw.Write(rec)
+		}
+		bw.WriteByte('{')
+		for j, v := range vals {
+			if j > 0 {
+				bw.WriteByte(',')
+			}
+			k, _ := json.Marshal(cols[j])
+			bw.Write(k)
+			bw.WriteByte(':')
+			js, err := json.Marshal(jsonValue(v))
+			if err != nil {
+				return err
+			}
+			bw.Write(js)
+		}
+		bw.WriteString("}\n")
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// jsonValue prepares a row value for encoding/json: timestamps as strings
+// in ShowTimeLayout, recursively.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC().Format(ShowTimeLayout)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+func csvCell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Time:
+		return x.UTC().Format(ShowTimeLayout)
+	}
+	js, err := json.Marshal(jsonValue(v))
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(js)
+}
