@@ -1,0 +1,489 @@
+package chain
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+)
+
+// GenOptions configures GenerateArchive.
+type GenOptions struct {
+	Out      string // archive root; created if missing
+	Preset   Preset
+	Seed     int64
+	Workers  int                             // parallel day builders/encoders; default GOMAXPROCS
+	Progress func(doneFiles, totalFiles int) // optional; called from one goroutine at a time
+}
+
+// Archive row layouts, one per schema era. Column names and types follow the
+// AWS public blockchain dataset; the era structs embed the earlier ones so
+// the schema grows by appending columns, as the dataset's did.
+type rowPreLondon struct {
+	Timestamp        time.Time `parquet:"timestamp,timestamp(microsecond)"`
+	Number           int64     `parquet:"number"`
+	Hash             string    `parquet:"hash"`
+	ParentHash       string    `parquet:"parent_hash"`
+	Nonce            string    `parquet:"nonce"`
+	Sha3Uncles       string    `parquet:"sha3_uncles,dict"`
+	LogsBloom        string    `parquet:"logs_bloom,dict"`
+	TransactionsRoot string    `parquet:"transactions_root"`
+	StateRoot        string    `parquet:"state_root"`
+	ReceiptsRoot     string    `parquet:"receipts_root"`
+	Miner            string    `parquet:"miner,dict"`
+	Difficulty       float64   `parquet:"difficulty"`
+	TotalDifficulty  float64   `parquet:"total_difficulty"`
+	Size             int64     `parquet:"size"`
+	ExtraData        string    `parquet:"extra_data,dict"`
+	GasLimit         int64     `parquet:"gas_limit"`
+	GasUsed          int64     `parquet:"gas_used"`
+	TransactionCount int64     `parquet:"transaction_count"`
+}
+
+type rowLondon struct {
+	rowPreLondon
+	BaseFeePerGas int64 `parquet:"base_fee_per_gas"`
+}
+
+type rowShanghai struct {
+	rowLondon
+	WithdrawalsRoot string `parquet:"withdrawals_root"`
+}
+
+// Schema eras of a day file, decided by the day's first block so that a
+// file has one schema (a day straddling a fork gets the older schema's
+// columns plus, from London on, the base fee as the next day does).
+const (
+	eraPreLondon = iota
+	eraLondon
+	eraShanghai
+)
+
+func eraOf(db *dayBlocks) int {
+	first := db.headers[0]
+	last := db.headers[len(db.headers)-1]
+	switch {
+	case first.WithdrawalsHash != nil:
+		return eraShanghai
+	case last.BaseFee != nil && first.BaseFee != nil:
+		return eraLondon
+	default:
+		return eraPreLondon
+	}
+}
+
+// hexString renders b as 0x-prefixed lowercase hex.
+func hexString(b []byte) string {
+	buf := make([]byte, 2+2*len(b))
+	buf[0], buf[1] = '0', 'x'
+	hex.Encode(buf[2:], b)
+	return string(buf)
+}
+
+var zeroBloomHex = hexString(make([]byte, types.BloomByteLength))
+
+func basicRow(db *dayBlocks, i int) rowPreLondon {
+	h := db.headers[i]
+	bloom := zeroBloomHex
+	if h.Bloom != (types.Bloom{}) {
+		bloom = hexString(h.Bloom[:])
+	}
+	return rowPreLondon{
+		Timestamp:        time.Unix(int64(h.Time), 0).UTC(),
+		Number:           h.Number.Int64(),
+		Hash:             hexString(db.hashes[i][:]),
+		ParentHash:       hexString(h.ParentHash[:]),
+		Nonce:            hexString(h.Nonce[:]),
+		Sha3Uncles:       hexString(h.UncleHash[:]),
+		LogsBloom:        bloom,
+		TransactionsRoot: hexString(h.TxHash[:]),
+		StateRoot:        hexString(h.Root[:]),
+		ReceiptsRoot:     hexString(h.ReceiptHash[:]),
+		Miner:            hexString(h.Coinbase[:]),
+		Difficulty:       float64(h.Difficulty.Int64()),
+		TotalDifficulty:  db.td[i],
+		Size:             db.size[i],
+		ExtraData:        hexString(h.Extra),
+		GasLimit:         int64(h.GasLimit),
+		GasUsed:          int64(h.GasUsed),
+		TransactionCount: db.txCount[i],
+	}
+}
+
+func baseFee(h *types.Header) int64 {
+	if h.BaseFee == nil {
+		return 0
+	}
+	return h.BaseFee.Int64()
+}
+
+// rowGroups is how many row groups a day file gets (Spark-written files of
+// this size usually have one or two).
+const rowGroups = 2
+
+func writeRows[T any](f *os.File, rows []T) error {
+	w := parquet.NewGenericWriter[T](f,
+		parquet.Compression(&parquet.Snappy),
+		parquet.CreatedBy("ethstream", "1", "chain"),
+	)
+	step := (len(rows) + rowGroups - 1) / rowGroups
+	for i := 0; i < len(rows); i += step {
+		if _, err := w.Write(rows[i:min(i+step, len(rows))]); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+// encodeDay writes db as Parquet to path via a temp file, fsync and rename.
+func encodeDay(db *dayBlocks, dst string) (int64, error) {
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return 0, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	n := len(db.headers)
+	switch eraOf(db) {
+	case eraPreLondon:
+		rows := make([]rowPreLondon, n)
+		for i := range rows {
+			rows[i] = basicRow(db, i)
+		}
+		err = writeRows(f, rows)
+	case eraLondon:
+		rows := make([]rowLondon, n)
+		for i := range rows {
+			rows[i] = rowLondon{basicRow(db, i), baseFee(db.headers[i])}
+		}
+		err = writeRows(f, rows)
+	default:
+		rows := make([]rowShanghai, n)
+		for i := range rows {
+			wr := ""
+			if h := db.headers[i].WithdrawalsHash; h != nil {
+				wr = hexString(h[:])
+			}
+			rows[i] = rowShanghai{rowLondon{basicRow(db, i), baseFee(db.headers[i])}, wr}
+		}
+		err = writeRows(f, rows)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	var size int64
+	if err == nil {
+		var st os.FileInfo
+		if st, err = f.Stat(); err == nil {
+			size = st.Size()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, fmt.Errorf("write %s: %w", dst, err)
+	}
+	return size, nil
+}
+
+// fileKey is the archive key of a day: AWS layout, Spark-style part name
+// with a uuid derived from seed and date so regeneration is byte-identical.
+func fileKey(seed int64, date time.Time) string {
+	ds := date.Format(time.DateOnly)
+	id := uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "ethstream/%d/%s", seed, ds))
+	return path.Join(blocksPrefix, "date="+ds, "part-00000-"+id.String()+"-c000.snappy.parquet")
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// prepareOut creates the output root, checks it is writable, deletes stale
+// temp files of a crashed run and refuses Parquet files that this
+// generation would not write (another preset or seed), so readers never see
+// a mixed archive.
+func prepareOut(out string, want map[string]bool) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return errcode.Wrap(err, CodeOutputUnwritable, out, "choose a writable --out directory", "create archive directory")
+	}
+	probe, err := os.CreateTemp(out, ".probe-*")
+	if err != nil {
+		return errcode.Wrap(err, CodeOutputUnwritable, out, "choose a writable --out directory", "archive directory is not writable")
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	root := filepath.Join(out, filepath.FromSlash(blocksPrefix))
+	var foreign []string
+	err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if de.IsDir() {
+			return nil
+		}
+		if strings.HasSuffix(de.Name(), ".tmp") {
+			return os.Remove(p)
+		}
+		rel, _ := filepath.Rel(out, p)
+		if !want[filepath.ToSlash(rel)] {
+			foreign = append(foreign, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return errcode.Wrap(err, CodeOutputUnwritable, out, "choose a writable --out directory", "scan archive directory")
+	}
+	if len(foreign) > 0 {
+		return errcode.New(CodeOutputNotEmpty, out, "use an empty --out directory or delete this one",
+			"directory holds %d archive files of another preset or seed (e.g. %s)", len(foreign), foreign[0])
+	}
+	return nil
+}
+
+// GenerateArchive writes the preset's days as
+// Out/v1.0/eth/blocks/date=YYYY-MM-DD/part-00000-<uuid>-c000.snappy.parquet
+// and then Out/manifest.json. Each file is published by rename after fsync,
+// the manifest last, so an interrupted run leaves no partial file and no
+// manifest; a rerun with the same seed and preset rewrites identical bytes.
+//
+// Days are built and encoded by Workers goroutines; only the header hashing
+// runs in day order, in one goroutine.
+func GenerateArchive(ctx context.Context, o GenOptions) (*Manifest, error) {
+	if o.Preset.Days < 1 {
+		return nil, errcode.New(errcode.InvalidArgument, "", "pick a preset with PresetByName", "empty preset")
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	p := planFor(o.Seed)
+	first := o.Preset.dayIndex()
+	days := o.Preset.Days
+	want := map[string]bool{}
+	for i := 0; i < days; i++ {
+		want[fileKey(o.Seed, p.days[first+i].date)] = true
+	}
+	if err := prepareOut(o.Out, want); err != nil {
+		return nil, err
+	}
+	// An existing manifest would vouch for files we are about to replace.
+	if err := os.Remove(filepath.Join(o.Out, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, errcode.Wrap(err, CodeOutputUnwritable, o.Out, "choose a writable --out directory", "remove old manifest")
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	// Stage 1: build days in parallel (bounded look-ahead).
+	built := make([]chan *dayBlocks, days)
+	for i := range built {
+		built[i] = make(chan *dayBlocks, 1)
+	}
+	window := make(chan struct{}, 2*workers+2) // days in flight, bounds memory
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	go func() {
+		defer close(jobs)
+		for i := 0; i < days; i++ {
+			select {
+			case window <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				built[i] <- buildDay(p, &p.days[first+i])
+			}
+		}()
+	}
+
+	// Stage 3: encode in parallel.
+	type encoded struct {
+		idx  int
+		file ManifestFile
+	}
+	toEncode := make(chan *dayBlocks, workers)
+	results := make(chan encoded, days)
+	var ewg sync.WaitGroup
+	var progressMu sync.Mutex
+	doneFiles := 0
+	dirs := make([]string, days)
+	for w := 0; w < workers; w++ {
+		ewg.Add(1)
+		go func() {
+			defer ewg.Done()
+			for db := range toEncode {
+				idx := db.day.index - first
+				key := fileKey(o.Seed, db.day.date)
+				dst := filepath.Join(o.Out, filepath.FromSlash(key))
+				dirs[idx] = filepath.Dir(dst)
+				var size int64
+				err := os.MkdirAll(filepath.Dir(dst), 0o755)
+				if err == nil {
+					size, err = encodeDay(db, dst)
+				}
+				if err != nil {
+					cancel(errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file"))
+					<-window
+					continue
+				}
+				results <- encoded{idx, ManifestFile{
+					Key: key, Date: db.day.date.Format(time.DateOnly), Rows: int64(len(db.headers)), Bytes: size,
+					FirstBlock: db.day.first, LastBlock: db.day.first + uint64(db.day.n) - 1,
+				}}
+				progressMu.Lock()
+				doneFiles++
+				if o.Progress != nil {
+					o.Progress(doneFiles, days)
+				}
+				progressMu.Unlock()
+				<-window
+			}
+		}()
+	}
+
+	// Stage 2: link and hash, in day order.
+	m := &Manifest{
+		Version: ManifestVersion, Preset: o.Preset.Name, Seed: o.Seed,
+		FirstDay: o.Preset.FirstDay.Format(time.DateOnly), Days: days,
+		FirstBlock: p.days[first].first,
+	}
+	parent := anchorHash(o.Seed, m.FirstBlock)
+	m.FirstParentHash = parent.Hex()
+	var lastHeader *types.Header
+	hashErr := func() error {
+		defer close(toEncode)
+		for i := 0; i < days; i++ {
+			var db *dayBlocks
+			select {
+			case db = <-built[i]:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+			parent = db.link(parent)
+			lastHeader = types.CopyHeader(db.headers[len(db.headers)-1])
+			select {
+			case toEncode <- db:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		return nil
+	}()
+	ewg.Wait()
+	close(results)
+	cancel(nil)
+	wg.Wait()
+	if hashErr != nil {
+		return nil, hashErr
+	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return nil, err
+	}
+	files := make([]ManifestFile, days)
+	done := 0
+	for r := range results {
+		files[r.idx] = r.file
+		done++
+	}
+	if done != days {
+		return nil, fmt.Errorf("archive generation stopped after %d of %d files", done, days)
+	}
+	m.Files = files
+	for _, f := range files {
+		m.Rows += f.Rows
+		m.Bytes += f.Bytes
+	}
+	m.LastBlock = files[days-1].LastBlock
+	m.LastHash = parent.Hex()
+	m.LastTimestamp = int64(lastHeader.Time)
+	m.LastHeader = lastHeader
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		if !seen[dir] {
+			seen[dir] = true
+			if err := syncDir(dir); err != nil {
+				return nil, errcode.Wrap(err, CodeOutputUnwritable, dir, "check --out", "sync directory")
+			}
+		}
+	}
+	if err := writeManifest(o.Out, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// writeManifest publishes m as out/manifest.json crash-safely.
+func writeManifest(out string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	b = append(b, '\n')
+	dst := filepath.Join(out, ManifestName)
+	tmp := dst + ".tmp"
+	werr := func() error {
+		f, err := os.Create(tmp)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(b)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, dst)
+		}
+		if err == nil {
+			err = syncDir(out)
+		}
+		return err
+	}()
+	if werr != nil {
+		os.Remove(tmp)
+		return errcode.Wrap(werr, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write manifest")
+	}
+	return nil
+}

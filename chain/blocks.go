@@ -1,0 +1,268 @@
+package chain
+
+import (
+	"math"
+	"math/big"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+)
+
+// dayBlocks holds one day's blocks: the headers plus the archive columns that
+// a header does not carry. ParentHash of headers[0] is unset until the
+// sequential hashing stage links the day to its predecessor.
+type dayBlocks struct {
+	day     *dayPlan
+	headers []*types.Header
+	hashes  []common.Hash
+	txCount []int64
+	size    []int64
+	td      []float64
+}
+
+// gasLimitAt is mainnet's block gas limit target by date (steps at the
+// well-known raises).
+func gasLimitAt(t time.Time) uint64 {
+	steps := []struct {
+		t time.Time
+		v uint64
+	}{
+		{d(2015, 7, 30), 5000}, {d(2015, 8, 2), 3_141_592}, {d(2016, 6, 20), 4_712_388},
+		{d(2017, 6, 10), 6_700_000}, {d(2017, 12, 15), 8_000_000}, {d(2019, 9, 20), 10_000_000},
+		{d(2020, 8, 1), 12_500_000}, {d(2021, 4, 22), 15_000_000}, {LondonTime, 30_000_000},
+		{d(2025, 2, 5), 36_000_000}, {d(2025, 7, 22), 45_000_000}, {d(2025, 11, 25), 60_000_000},
+	}
+	v := steps[0].v
+	for _, s := range steps {
+		if !t.Before(s.t) {
+			v = s.v
+		}
+	}
+	return v
+}
+
+// utilisation is the mean gas_used/gas_limit before London.
+var utilisation = []knot{
+	{d(2015, 7, 30), 0.01}, {d(2016, 1, 1), 0.08}, {d(2016, 6, 1), 0.2},
+	{d(2017, 6, 1), 0.7}, {d(2018, 1, 1), 0.9}, {d(2021, 8, 5), 0.95},
+}
+
+// emptyRate is the fraction of blocks without transactions.
+var emptyRate = []knot{
+	{d(2015, 7, 30), 0.7}, {d(2016, 1, 1), 0.3}, {d(2016, 6, 1), 0.1},
+	{d(2018, 1, 1), 0.03}, {d(2020, 1, 1), 0.01}, {d(2022, 9, 15), 0.005}, {d(2026, 12, 31), 0.002},
+}
+
+// gasPerTx is the mean gas per transaction.
+var gasPerTx = []knot{
+	{d(2015, 7, 30), 30_000}, {d(2017, 1, 1), 45_000}, {d(2019, 1, 1), 55_000},
+	{d(2021, 1, 1), 70_000}, {d(2022, 9, 15), 100_000}, {d(2026, 12, 31), 110_000},
+}
+
+// logRate is the fraction of non-empty blocks whose logs bloom is not zero.
+// Blooms are modelled sparse (a few entries) to keep the archive small.
+var logRate = []knot{{d(2015, 7, 30), 0.05}, {d(2016, 6, 1), 0.2}, {d(2017, 6, 1), 0.4}, {d(2019, 1, 1), 0.45}}
+
+const blobGasPerBlob = 131072
+
+// nextBaseFee is EIP-1559's base fee update (integer arithmetic as in
+// consensus/misc/eip1559).
+func nextBaseFee(parentFee, parentUsed, parentLimit uint64) uint64 {
+	target := parentLimit / 2
+	switch {
+	case target == 0 || parentUsed == target:
+		return parentFee
+	case parentUsed > target:
+		hi, lo := bits.Mul64(parentFee, parentUsed-target)
+		q, _ := bits.Div64(hi, lo, target)
+		q /= 8
+		return parentFee + max(q, 1)
+	default:
+		hi, lo := bits.Mul64(parentFee, target-parentUsed)
+		q, _ := bits.Div64(hi, lo, target)
+		q /= 8
+		if q >= parentFee {
+			return 0
+		}
+		return parentFee - q
+	}
+}
+
+func randHash(r *rand.Rand) common.Hash {
+	var h common.Hash
+	for i := 0; i < 32; i += 8 {
+		v := r.Uint64()
+		for j := 0; j < 8; j++ {
+			h[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return h
+}
+
+// sparseBloom sets the bits of k log entries (3 bits each, as a bloom does).
+func sparseBloom(r *rand.Rand, k int) types.Bloom {
+	var b types.Bloom
+	for i := 0; i < 3*k; i++ {
+		bit := r.IntN(2048)
+		b[types.BloomByteLength-1-bit/8] |= 1 << (bit % 8)
+	}
+	return b
+}
+
+// anchorHash is the parent hash of a preset's first block: hashing all of
+// history before it would cost a minute, so each window starts from a hash
+// derived from the seed and the block number (for block 1, a seeded genesis).
+func anchorHash(seed int64, first uint64) common.Hash {
+	return crypto.Keccak256Hash([]byte("ethstream-anchor"), seedBytes(seed, purposeAnchor, first))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// buildDay derives every field of a day's headers except the first
+// ParentHash, from the seed and the day plan alone.
+func buildDay(p *plan, dp *dayPlan) *dayBlocks {
+	db := &dayBlocks{day: dp}
+	r := rng(p.seed, purposeDayBlocks, uint64(dp.index), 0)
+	fr := rng(p.seed, purposeFields, uint64(dp.index), 0)
+	n := dp.n
+	db.headers = make([]*types.Header, 0, n)
+	db.txCount = make([]int64, 0, n)
+	db.size = make([]int64, 0, n)
+	db.td = make([]float64, 0, n)
+	mid := dp.date.Add(12 * time.Hour)
+	var times []int64
+	for _, pc := range dp.pieces {
+		times = append(times, pc.blockTimes(r)...)
+	}
+	powTable := newMinerTable(mid, false)
+	posTable := newMinerTable(mid, true)
+	util := interp(utilisation, mid, false)
+	empty := interp(emptyRate, mid, false)
+	perTx := interp(gasPerTx, mid, false)
+	logs := interp(logRate, mid, false)
+	// Difficulty jitter telescopes (j_i = r_i - r_{i-1}, last r = 0) so the
+	// day's difficulty sums to n*diff exactly and total difficulty at the
+	// next day's start is known without building this day.
+	var prevJ int64
+	td := dp.tdStart
+	baseFee := uint64(dp.baseFee)
+	var prevUsed, prevLimit uint64
+	for i := 0; i < n; i++ {
+		num := dp.first + uint64(i)
+		ts := times[i]
+		tt := time.Unix(ts, 0).UTC()
+		pos := num >= MergeBlock
+		h := &types.Header{
+			Number:      new(big.Int).SetUint64(num),
+			Time:        uint64(ts),
+			Root:        randHash(fr),
+			UncleHash:   types.EmptyUncleHash,
+			TxHash:      types.EmptyTxsHash,
+			ReceiptHash: types.EmptyReceiptsHash,
+		}
+		var extra []byte
+		if pos {
+			h.Coinbase, extra = posTable.pick(r)
+			h.Difficulty = new(big.Int)
+			h.MixDigest = randHash(fr) // prevRandao
+		} else {
+			h.Coinbase, extra = powTable.pick(r)
+			var rj int64
+			if i < n-1 && num < MergeBlock-1 {
+				rj = int64((r.Float64() - 0.5) * 0.02 * dp.diff)
+			}
+			diff := int64(dp.diff) + rj - prevJ
+			prevJ = rj
+			h.Difficulty = big.NewInt(diff)
+			td += float64(diff)
+			h.MixDigest = randHash(fr)
+			h.Nonce = types.EncodeNonce(fr.Uint64())
+			if r.Float64() < 0.06 && num > 1000 {
+				h.UncleHash = randHash(fr)
+			}
+		}
+		h.Extra = extra
+		limit := gasLimitAt(tt)
+		if !pos && num < LondonBlock && limit > 100_000 {
+			// Miners vote the limit up and down by up to 1/1024 per block.
+			limit = limit - limit/2048 + uint64(r.IntN(int(limit/1024)+1))
+		}
+		h.GasLimit = limit
+		var used uint64
+		if r.Float64() >= empty {
+			var u float64
+			if num >= LondonBlock {
+				u = 0.5 + 0.22*r.NormFloat64()
+			} else {
+				u = util + 0.1*r.NormFloat64()
+			}
+			u = math.Min(1, math.Max(0.0005, u))
+			used = uint64(u * float64(limit))
+			if used < 21000 {
+				used = 21000
+			}
+			if used > limit {
+				used = limit
+			}
+		}
+		h.GasUsed = used
+		var txs int64
+		if used > 0 {
+			txs = max(1, int64(float64(used)/(perTx*(0.7+0.6*r.Float64()))))
+			h.TxHash = randHash(fr)
+			h.ReceiptHash = randHash(fr)
+			if r.Float64() < logs {
+				h.Bloom = sparseBloom(r, 1)
+			}
+		}
+		if num >= LondonBlock {
+			if num == LondonBlock {
+				baseFee = 1_000_000_000
+			} else if i > 0 {
+				baseFee = nextBaseFee(baseFee, prevUsed, prevLimit)
+			}
+			h.BaseFee = new(big.Int).SetUint64(baseFee)
+		}
+		prevUsed, prevLimit = used, limit
+		if ts >= ShanghaiTime.Unix() {
+			h.WithdrawalsHash = ptr(randHash(fr))
+		}
+		if ts >= CancunTime.Unix() {
+			maxBlobs := 6
+			if ts >= PragueTime.Unix() {
+				maxBlobs = 9
+			}
+			h.BlobGasUsed = ptr(uint64(r.IntN(maxBlobs+1)) * blobGasPerBlob)
+			h.ExcessBlobGas = ptr(uint64(r.IntN(40)) * blobGasPerBlob)
+			h.ParentBeaconRoot = ptr(randHash(fr))
+		}
+		if ts >= PragueTime.Unix() {
+			h.RequestsHash = ptr(types.EmptyRequestsHash)
+		}
+		size := 540 + int64(len(extra)) + txs*int64(110+r.IntN(240))
+		if h.UncleHash != types.EmptyUncleHash {
+			size += 530
+		}
+		db.headers = append(db.headers, h)
+		db.txCount = append(db.txCount, txs)
+		db.size = append(db.size, size)
+		db.td = append(db.td, td)
+	}
+	return db
+}
+
+// link sets ParentHash of every header and computes the hashes; it is the
+// only sequential part of archive generation.
+func (db *dayBlocks) link(parent common.Hash) common.Hash {
+	db.hashes = make([]common.Hash, len(db.headers))
+	for i, h := range db.headers {
+		h.ParentHash = parent
+		parent = h.Hash()
+		db.hashes[i] = parent
+	}
+	return parent
+}

@@ -1,0 +1,571 @@
+package chain
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/johannesboyne/gofakes3"
+)
+
+// S3Options configures StartS3.
+type S3Options struct {
+	Root   string // each top-level folder of Root is a bucket
+	Addr   string // listen address; "127.0.0.1:0" picks a free port
+	Faults S3Faults
+}
+
+// S3Faults injects failures into a fraction of requests, drawn from a
+// seeded generator so a test's failure pattern is reproducible for the same
+// request order.
+type S3Faults struct {
+	ThrottleRate float64 // fraction answered 503 SlowDown
+	ErrorRate    float64 // fraction answered 500 InternalError
+	Seed         int64
+}
+
+// S3Server is an S3-compatible endpoint over a directory, served by gofakes3
+// with a filesystem backend of our own (see dirBackend). It is safe for
+// concurrent use.
+type S3Server struct {
+	url      string
+	srv      *http.Server
+	ln       net.Listener
+	requests atomic.Int64
+	done     chan struct{}
+
+	mu     sync.Mutex
+	faults S3Faults
+	rnd    *rand.Rand
+}
+
+// StartS3 serves Root on Addr until Close or until ctx is done. A busy port
+// is ADDRESS_IN_USE; a missing Root is S3_ROOT_NOT_FOUND.
+func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
+	st, err := os.Stat(o.Root)
+	if err != nil || !st.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return nil, errcode.Wrap(err, CodeS3RootNotFound, o.Root, "pass --root DIR with the archive (e.g. the --out of gen-archive)", "cannot serve directory")
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", o.Root, err)
+	}
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	fake := gofakes3.New(&dirBackend{root: root},
+		gofakes3.WithTimeSkewLimit(0),
+		gofakes3.WithoutVersioning(),
+		gofakes3.WithLogger(gofakes3.DiscardLog()),
+	)
+	s := &S3Server{url: "http://" + ln.Addr().String(), ln: ln, done: make(chan struct{})}
+	s.SetFaults(o.Faults)
+	s.srv = &http.Server{Handler: s.middleware(fake.Server()), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Close()
+		case <-s.done:
+		}
+	}()
+	return s, nil
+}
+
+// listen opens a loopback listener, turning "address already in use" into
+// a coded error with a remedy.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, errcode.Wrap(err, CodeAddressInUse, "", "pass another --addr (or 127.0.0.1:0 for a free port) or stop the process using it", "cannot listen on %s", addr)
+		}
+		return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "pass --addr HOST:PORT on loopback, e.g. 127.0.0.1:9000", "cannot listen on %s", addr)
+	}
+	return ln, nil
+}
+
+// URL is the endpoint, "http://127.0.0.1:PORT".
+func (s *S3Server) URL() string { return s.url }
+
+// SetFaults replaces the fault injection settings.
+func (s *S3Server) SetFaults(f S3Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+	s.rnd = rand.New(rand.NewPCG(uint64(f.Seed), 0x53335333))
+}
+
+// Requests is the number of HTTP requests received so far, failed ones
+// included.
+func (s *S3Server) Requests() int64 { return s.requests.Load() }
+
+// Close stops the server and waits for it to exit.
+func (s *S3Server) Close() error {
+	err := s.srv.Close()
+	<-s.done
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *S3Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		s.mu.Lock()
+		u := s.rnd.Float64()
+		f := s.faults
+		s.mu.Unlock()
+		switch {
+		case u < f.ThrottleRate:
+			s3Error(w, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+			return
+		case u < f.ThrottleRate+f.ErrorRate:
+			s3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func s3Error(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>ethstream</RequestId></Error>`, code, msg)
+}
+
+// dirBackend is a gofakes3.Backend over a plain directory: bucket = top-level
+// folder, key = '/'-joined relative path. gofakes3's own s3afero backend does
+// not paginate listings (it lists everything on every page) and computes an
+// MD5 of each whole file for its ETag, which for a 4,080-file archive means
+// re-reading gigabytes per listing; this backend paginates in key order and
+// derives the ETag from the file's size and modification time (S3 ETags are
+// opaque; multipart ones are not MD5s either). Ranged GETs seek the file and
+// stream only the range.
+//
+// Files named ".*.tmp" are writes in progress and are not listed. Writes go
+// to such a temp file and are renamed into place, so readers never see a
+// partial object. Safe for concurrent use.
+type dirBackend struct {
+	root string
+}
+
+var _ gofakes3.Backend = (*dirBackend)(nil)
+
+func (b *dirBackend) bucketDir(bucket string) (string, error) {
+	if err := gofakes3.ValidateBucketName(bucket); err != nil {
+		return "", gofakes3.BucketNotFound(bucket)
+	}
+	return filepath.Join(b.root, bucket), nil
+}
+
+func (b *dirBackend) objectPath(bucket, key string) (string, error) {
+	dir, err := b.bucketDir(bucket)
+	if err != nil {
+		return "", err
+	}
+	if key == "" || !filepath.IsLocal(filepath.FromSlash(key)) || strings.HasSuffix(key, "/") {
+		return "", gofakes3.KeyNotFound(key)
+	}
+	return filepath.Join(dir, filepath.FromSlash(key)), nil
+}
+
+func etag(key string, st fs.FileInfo) []byte {
+	h := md5.New()
+	var buf [16]byte
+	binary.BigEndian.PutUint64(buf[:8], uint64(st.Size()))
+	binary.BigEndian.PutUint64(buf[8:], uint64(st.ModTime().UnixNano()))
+	h.Write(buf[:])
+	h.Write([]byte(key))
+	return h.Sum(nil)
+}
+
+func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }
+
+func (b *dirBackend) ListBuckets() ([]gofakes3.BucketInfo, error) {
+	des, err := os.ReadDir(b.root)
+	if err != nil {
+		return nil, err
+	}
+	var out []gofakes3.BucketInfo
+	for _, de := range des {
+		if !de.IsDir() || gofakes3.ValidateBucketName(de.Name()) != nil {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, gofakes3.BucketInfo{Name: de.Name(), CreationDate: gofakes3.NewContentTime(info.ModTime())})
+	}
+	return out, nil
+}
+
+func (b *dirBackend) BucketExists(name string) (bool, error) {
+	dir, err := b.bucketDir(name)
+	if err != nil {
+		return false, nil
+	}
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return st.IsDir(), nil
+}
+
+type listedObject struct {
+	key string
+	st  fs.FileInfo
+}
+
+// ListBucket lists keys in byte order after page.Marker, grouping by the
+// delimiter. A truncated page ends at NextMarker; when that is a common
+// prefix, the next page skips every key under it.
+func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	dir, err := b.bucketDir(name)
+	if err != nil {
+		return nil, err
+	}
+	var pfx, delim string
+	if prefix != nil {
+		pfx, delim = prefix.Prefix, prefix.Delimiter
+	}
+	// Walk only the deepest directory the prefix names.
+	start := dir
+	if i := strings.LastIndex(pfx, "/"); i >= 0 {
+		sub := pfx[:i]
+		if !filepath.IsLocal(filepath.FromSlash(sub)) {
+			return gofakes3.NewObjectList(), nil
+		}
+		start = filepath.Join(dir, filepath.FromSlash(sub))
+	}
+	var objs []listedObject
+	err = filepath.WalkDir(start, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if de.IsDir() || isTemp(de.Name()) || !de.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, pfx) {
+			return nil
+		}
+		st, err := de.Info()
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		objs = append(objs, listedObject{key, st})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].key < objs[j].key })
+	out := gofakes3.NewObjectList()
+	var count int64
+	lastPrefix := ""
+	for i, o := range objs {
+		if page.HasMarker && o.key <= page.Marker {
+			continue
+		}
+		if page.HasMarker && strings.HasSuffix(page.Marker, delim) && delim != "" && strings.HasPrefix(o.key, page.Marker) {
+			continue // under the common prefix that ended the previous page
+		}
+		marker := o.key
+		if delim != "" {
+			if j := strings.Index(o.key[len(pfx):], delim); j >= 0 {
+				cp := o.key[:len(pfx)+j+len(delim)]
+				if cp == lastPrefix {
+					continue
+				}
+				lastPrefix = cp
+				out.AddPrefix(cp)
+				marker = cp
+			} else {
+				out.Add(b.content(o))
+			}
+		} else {
+			out.Add(b.content(o))
+		}
+		count++
+		if page.MaxKeys > 0 && count >= page.MaxKeys {
+			// Truncated only if something after this entry would be listed.
+			for _, rest := range objs[i+1:] {
+				if delim != "" && strings.HasSuffix(marker, delim) && strings.HasPrefix(rest.key, marker) {
+					continue
+				}
+				out.IsTruncated = true
+				out.NextMarker = marker
+				break
+			}
+			break
+		}
+	}
+	return out, nil
+}
+
+func (b *dirBackend) content(o listedObject) *gofakes3.Content {
+	return &gofakes3.Content{
+		Key:          o.key,
+		LastModified: gofakes3.NewContentTime(o.st.ModTime()),
+		ETag:         gofakes3.FormatETag(etag(o.key, o.st)),
+		Size:         o.st.Size(),
+		StorageClass: "STANDARD",
+	}
+}
+
+func (b *dirBackend) CreateBucket(name string) error {
+	dir, err := b.bucketDir(name)
+	if err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return gofakes3.ResourceError(gofakes3.ErrBucketAlreadyExists, name)
+		}
+		return err
+	}
+	return nil
+}
+
+func (b *dirBackend) DeleteBucket(name string) error {
+	dir, err := b.bucketDir(name)
+	if err != nil {
+		return err
+	}
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return gofakes3.BucketNotFound(name)
+	}
+	if err != nil {
+		return err
+	}
+	if len(des) > 0 {
+		return gofakes3.ResourceError(gofakes3.ErrBucketNotEmpty, name)
+	}
+	return os.Remove(dir)
+}
+
+func (b *dirBackend) ForceDeleteBucket(name string) error {
+	dir, err := b.bucketDir(name)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return gofakes3.BucketNotFound(name)
+	}
+	return os.RemoveAll(dir)
+}
+
+func (b *dirBackend) open(bucket, key string) (*os.File, fs.FileInfo, error) {
+	if ok, err := b.BucketExists(bucket); err != nil || !ok {
+		return nil, nil, gofakes3.BucketNotFound(bucket)
+	}
+	p, err := b.objectPath(bucket, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, gofakes3.KeyNotFound(key)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, gofakes3.KeyNotFound(key)
+	}
+	return f, st, nil
+}
+
+// GetObject streams the object, or only the requested range: the file is
+// seeked and wrapped in a LimitReader, never read whole into memory.
+func (b *dirBackend) GetObject(bucket, key string, rr *gofakes3.ObjectRangeRequest) (*gofakes3.Object, error) {
+	f, st, err := b.open(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	rng, err := rr.Range(st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var body io.ReadCloser = f
+	if rng != nil {
+		if _, err := f.Seek(rng.Start, io.SeekStart); err != nil {
+			f.Close()
+			return nil, err
+		}
+		body = &limitedFile{Reader: io.LimitReader(f, rng.Length), f: f}
+	}
+	return &gofakes3.Object{
+		Name:     key,
+		Metadata: map[string]string{"Last-Modified": st.ModTime().UTC().Format(http.TimeFormat)},
+		Size:     st.Size(),
+		Contents: body,
+		Hash:     etag(key, st),
+		Range:    rng,
+	}, nil
+}
+
+type limitedFile struct {
+	io.Reader
+	f *os.File
+}
+
+func (l *limitedFile) Close() error { return l.f.Close() }
+
+func (b *dirBackend) HeadObject(bucket, key string) (*gofakes3.Object, error) {
+	f, st, err := b.open(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return &gofakes3.Object{
+		Name:     key,
+		Metadata: map[string]string{"Last-Modified": st.ModTime().UTC().Format(http.TimeFormat)},
+		Size:     st.Size(),
+		Contents: io.NopCloser(strings.NewReader("")),
+		Hash:     etag(key, st),
+	}, nil
+}
+
+func (b *dirBackend) DeleteObject(bucket, key string) (gofakes3.ObjectDeleteResult, error) {
+	if ok, err := b.BucketExists(bucket); err != nil || !ok {
+		return gofakes3.ObjectDeleteResult{}, gofakes3.BucketNotFound(bucket)
+	}
+	p, err := b.objectPath(bucket, key)
+	if err != nil {
+		return gofakes3.ObjectDeleteResult{}, nil // S3 deletes of absent keys succeed
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return gofakes3.ObjectDeleteResult{}, err
+	}
+	return gofakes3.ObjectDeleteResult{}, nil
+}
+
+// PutObject writes to a temp file in the destination folder, fsyncs and
+// renames it, so a crash never leaves a partial object under the key.
+// If-None-Match: * is honoured (put-if-absent) using a hard link, which
+// fails if the key exists.
+func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
+	if ok, err := b.BucketExists(bucket); err != nil || !ok {
+		return gofakes3.PutObjectResult{}, gofakes3.BucketNotFound(bucket)
+	}
+	p, err := b.objectPath(bucket, key)
+	if err != nil {
+		return gofakes3.PutObjectResult{}, gofakes3.ErrorInvalidArgument("key", key, "invalid key")
+	}
+	if cond != nil && cond.IfMatch != nil {
+		f, st, err := b.open(bucket, key)
+		info := &gofakes3.ConditionalObjectInfo{}
+		if err == nil {
+			f.Close()
+			info.Exists, info.Hash = true, etag(key, st)
+		}
+		if err := gofakes3.CheckPutConditions(cond, info); err != nil {
+			return gofakes3.PutObjectResult{}, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return gofakes3.PutObjectResult{}, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*.tmp")
+	if err != nil {
+		return gofakes3.PutObjectResult{}, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = io.Copy(tmp, input)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return gofakes3.PutObjectResult{}, err
+	}
+	if cond != nil && cond.IfNoneMatch != nil && *cond.IfNoneMatch == "*" {
+		if err := os.Link(tmp.Name(), p); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return gofakes3.PutObjectResult{}, gofakes3.ErrorMessage(gofakes3.ErrPreconditionFailed, "The object already exists")
+			}
+			return gofakes3.PutObjectResult{}, err
+		}
+		return gofakes3.PutObjectResult{}, syncDir(filepath.Dir(p))
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return gofakes3.PutObjectResult{}, err
+	}
+	return gofakes3.PutObjectResult{}, syncDir(filepath.Dir(p))
+}
+
+func (b *dirBackend) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDeleteResult, error) {
+	var res gofakes3.MultiDeleteResult
+	for _, k := range keys {
+		if _, err := b.DeleteObject(bucket, k); err != nil {
+			res.Error = append(res.Error, gofakes3.ErrorResult{Key: k, Code: gofakes3.ErrInternal, Message: err.Error()})
+			continue
+		}
+		res.Deleted = append(res.Deleted, gofakes3.ObjectID{Key: k})
+	}
+	return res, nil
+}
+
+func (b *dirBackend) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, meta map[string]string) (gofakes3.CopyObjectResult, error) {
+	f, _, err := b.open(srcBucket, srcKey)
+	if err != nil {
+		return gofakes3.CopyObjectResult{}, err
+	}
+	defer f.Close()
+	if _, err := b.PutObject(dstBucket, dstKey, meta, f, -1, nil); err != nil {
+		return gofakes3.CopyObjectResult{}, err
+	}
+	p, _ := b.objectPath(dstBucket, dstKey)
+	st, err := os.Stat(p)
+	if err != nil {
+		return gofakes3.CopyObjectResult{}, err
+	}
+	return gofakes3.CopyObjectResult{ETag: gofakes3.FormatETag(etag(dstKey, st)), LastModified: gofakes3.NewContentTime(st.ModTime())}, nil
+}

@@ -1,0 +1,251 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+func s3Client(url string, anonymous bool) *s3.Client {
+	o := s3.Options{
+		BaseEndpoint: aws.String(url),
+		Region:       "us-east-2",
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+	}
+	if anonymous {
+		o.Credentials = aws.AnonymousCredentials{}
+	}
+	return s3.New(o)
+}
+
+// writeTree creates files under root and returns their keys (relative to bucket).
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for k, v := range files {
+		p := filepath.Join(root, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func listAll(t *testing.T, c *s3.Client, bucket, prefix, delim string, maxKeys int32) (keys, prefixes []string, pages int) {
+	t.Helper()
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix), MaxKeys: aws.Int32(maxKeys)}
+	if delim != "" {
+		in.Delimiter = aws.String(delim)
+	}
+	p := s3.NewListObjectsV2Paginator(c, in)
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, o := range out.Contents {
+			keys = append(keys, *o.Key)
+		}
+		for _, cp := range out.CommonPrefixes {
+			prefixes = append(prefixes, *cp.Prefix)
+		}
+		if pages > 100 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	return
+}
+
+func TestS3ListPaginationAndDelimiter(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{}
+	var want []string
+	for _, d := range []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"} {
+		for _, part := range []string{"part-0.parquet", "part-1.parquet"} {
+			k := "v1.0/eth/blocks/date=" + d + "/" + part
+			files["bkt/"+k] = d + part
+			want = append(want, k)
+		}
+	}
+	files["bkt/v1.0/eth/blocks-other/x"] = "x" // sorts after "blocks/" only by byte order
+	files["bkt/v1.0/eth/blocks/date=2026-01-05/.part-2.parquet.tmp"] = "partial"
+	files["bkt/v1.0/eth/blocks-other/x"] = "x"
+	writeTree(t, root, files)
+	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, anon := range []bool{false, true} {
+		c := s3Client(srv.URL(), anon)
+		for _, mk := range []int32{1, 3, 1000} {
+			keys, _, pages := listAll(t, c, "bkt", "v1.0/eth/blocks/", "", mk)
+			if strings.Join(keys, ",") != strings.Join(want, ",") {
+				t.Fatalf("maxKeys %d: keys %v, want %v", mk, keys, want)
+			}
+			if wantPages := (len(want) + int(mk) - 1) / int(mk); pages != wantPages {
+				t.Fatalf("maxKeys %d: %d pages, want %d", mk, pages, wantPages)
+			}
+			keys, prefixes, _ := listAll(t, c, "bkt", "v1.0/eth/blocks/", "/", mk)
+			if len(keys) != 0 || len(prefixes) != 5 || prefixes[0] != "v1.0/eth/blocks/date=2026-01-01/" {
+				t.Fatalf("maxKeys %d delimited: keys %v prefixes %v", mk, keys, prefixes)
+			}
+			keys, prefixes, _ = listAll(t, c, "bkt", "v1.0/eth/blocks", "/", mk)
+			if len(keys) != 0 || strings.Join(prefixes, ",") != "v1.0/eth/blocks-other/,v1.0/eth/blocks/" {
+				t.Fatalf("maxKeys %d partial prefix: keys %v prefixes %v", mk, keys, prefixes)
+			}
+		}
+	}
+	c := s3Client(srv.URL(), false)
+	// Unknown bucket and key.
+	_, err = c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("nope")})
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "NoSuchBucket" {
+		t.Fatalf("list unknown bucket: %v", err)
+	}
+	_, err = c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("nope")})
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "NoSuchKey" {
+		t.Fatalf("get unknown key: %v", err)
+	}
+	sort.Strings(want)
+}
+
+func TestS3RangedGet(t *testing.T) {
+	root := t.TempDir()
+	body := make([]byte, 1<<20)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	writeTree(t, root, map[string]string{"bkt/a/b.bin": string(body)})
+	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := s3Client(srv.URL(), true)
+	for _, tc := range []struct {
+		rng        string
+		start, end int
+	}{{"bytes=0-9", 0, 10}, {"bytes=1000-1999", 1000, 2000}, {"bytes=-8", len(body) - 8, len(body)}, {"bytes=1048000-", 1048000, len(body)}} {
+		out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("a/b.bin"), Range: aws.String(tc.rng)})
+		if err != nil {
+			t.Fatal(tc.rng, err)
+		}
+		got, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(body[tc.start:tc.end]) {
+			t.Fatalf("%s: got %d bytes, want %d", tc.rng, len(got), tc.end-tc.start)
+		}
+		if *out.ContentLength != int64(tc.end-tc.start) {
+			t.Fatalf("%s: content length %d", tc.rng, *out.ContentLength)
+		}
+	}
+	head, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("bkt"), Key: aws.String("a/b.bin")})
+	if err != nil || *head.ContentLength != int64(len(body)) {
+		t.Fatalf("head: %v %v", err, head)
+	}
+	before := srv.Requests()
+	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("a/b.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(got) != string(body) {
+		t.Fatal("full get differs")
+	}
+	if srv.Requests() != before+1 {
+		t.Fatalf("requests %d -> %d", before, srv.Requests())
+	}
+}
+
+func TestS3PutIsAtomicAndConditional(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "bkt"), 0o755)
+	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := s3Client(srv.URL(), false)
+	ctx := context.Background()
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("t/_delta_log/0.json"), Body: strings.NewReader("v0"), IfNoneMatch: aws.String("*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("t/_delta_log/0.json"), Body: strings.NewReader("v1"), IfNoneMatch: aws.String("*")})
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "PreconditionFailed" {
+		t.Fatalf("second put-if-absent: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "bkt/t/_delta_log/0.json"))
+	if string(b) != "v0" {
+		t.Fatalf("content %q", b)
+	}
+	des, _ := os.ReadDir(filepath.Join(root, "bkt/t/_delta_log"))
+	if len(des) != 1 {
+		t.Fatalf("temp files left: %v", des)
+	}
+}
+
+func TestS3Faults(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"bkt/k": "v"})
+	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0", Faults: S3Faults{ThrottleRate: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := s3.New(s3.Options{BaseEndpoint: aws.String(srv.URL()), Region: "us-east-2", UsePathStyle: true,
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1})
+	_, err = c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k")})
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "SlowDown" {
+		t.Fatalf("throttled get: %v", err)
+	}
+	srv.SetFaults(S3Faults{ErrorRate: 0.3, ThrottleRate: 0.1, Seed: 3})
+	// A retrying client rides through the faults.
+	c2 := s3.New(s3.Options{BaseEndpoint: aws.String(srv.URL()), Region: "us-east-2", UsePathStyle: true,
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 10})
+	for i := 0; i < 10; i++ {
+		out, err := c2.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k")})
+		if err != nil {
+			t.Fatalf("get %d with retries: %v", i, err)
+		}
+		out.Body.Close()
+	}
+	srv.SetFaults(S3Faults{})
+}
+
+func TestS3BadInput(t *testing.T) {
+	_, err := StartS3(context.Background(), S3Options{Root: filepath.Join(t.TempDir(), "missing")})
+	if errcode.Code(err) != CodeS3RootNotFound {
+		t.Fatalf("missing root: %v", err)
+	}
+	srv, err := StartS3(context.Background(), S3Options{Root: t.TempDir(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	_, err = StartS3(context.Background(), S3Options{Root: t.TempDir(), Addr: strings.TrimPrefix(srv.URL(), "http://")})
+	if errcode.Code(err) != CodeAddressInUse {
+		t.Fatalf("busy port: %v", err)
+	}
+}

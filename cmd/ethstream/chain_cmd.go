@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() {
+	rootCmd.AddCommand(genArchiveCmd(), serveS3Cmd())
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+func genArchiveCmd() *cobra.Command {
+	var (
+		out, preset string
+		seed        int64
+		days        int
+	)
+	cmd := &cobra.Command{
+		Use:   "gen-archive --out DIR [--preset demo|seed] [--seed N] [--days N]",
+		Short: "Write a synthetic mainnet block archive in the AWS public-blockchain Parquet layout",
+		Long: `gen-archive writes DIR/v1.0/eth/blocks/date=YYYY-MM-DD/part-00000-<uuid>-c000.snappy.parquet,
+one file per day, and DIR/manifest.json (block range, last hash, files). Same seed and
+preset give identical bytes. Presets: demo (the last 60 days, ending at block 26,086,569)
+and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return errcode.New(errcode.InvalidArgument, "", "pass --out DIR", "--out is required")
+			}
+			p, err := chain.PresetByName(preset)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("days") {
+				if days < 1 || days > chain.TotalDays {
+					return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --days between 1 and %d", chain.TotalDays), "invalid --days %d", days)
+				}
+				p = chain.LastDaysPreset(days)
+			}
+			start := time.Now()
+			opts := chain.GenOptions{Out: out, Preset: p, Seed: seed}
+			if isTerminal(os.Stderr) {
+				bar := progressbar.NewOptions(p.Days,
+					progressbar.OptionSetWriter(os.Stderr),
+					progressbar.OptionSetDescription("gen-archive "+p.Name),
+					progressbar.OptionShowCount(),
+					progressbar.OptionSetItsString("files"),
+					progressbar.OptionShowIts(),
+					progressbar.OptionClearOnFinish())
+				opts.Progress = func(done, _ int) { _ = bar.Set(done) }
+			} else {
+				last := time.Now()
+				opts.Progress = func(done, total int) {
+					if done == total || time.Since(last) > 5*time.Second {
+						last = time.Now()
+						slog.Info("gen-archive", "files", done, "total", total)
+					}
+				}
+			}
+			m, err := chain.GenerateArchive(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: preset %s seed %d, %d files, %d rows (blocks %d..%d), %.1f MB in %s\nlast block %d hash %s\n",
+				out, m.Preset, m.Seed, len(m.Files), m.Rows, m.FirstBlock, m.LastBlock, float64(m.Bytes)/1e6,
+				time.Since(start).Round(time.Millisecond), m.LastBlock, m.LastHash)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "archive root directory (created if missing)")
+	cmd.Flags().StringVar(&preset, "preset", "demo", "demo or seed")
+	cmd.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
+	cmd.Flags().IntVar(&days, "days", 0, "reduced scale: write only the last N days")
+	return cmd
+}
+
+func serveS3Cmd() *cobra.Command {
+	var root, addr string
+	cmd := &cobra.Command{
+		Use:   "serve-s3 --root DIR [--addr 127.0.0.1:9000]",
+		Short: "Serve a directory as an S3-compatible endpoint (bucket = each top-level folder)",
+		Long: `serve-s3 serves DIR over the S3 REST API (path-style, ListObjectsV2 with prefixes and
+pagination, ranged GETs, PUT) until interrupted. Each top-level folder of DIR is a bucket,
+so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if root == "" {
+				return errcode.New(errcode.InvalidArgument, "", "pass --root DIR", "--root is required")
+			}
+			srv, err := chain.StartS3(cmd.Context(), chain.S3Options{Root: root, Addr: addr})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "serving %s at %s (Ctrl-C to stop)\n", root, srv.URL())
+			<-cmd.Context().Done()
+			return srv.Close()
+		},
+	}
+	cmd.Flags().StringVar(&root, "root", "", "directory to serve")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9000", "listen address (loopback)")
+	return cmd
+}
