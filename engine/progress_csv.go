@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
+)
+
+// PhaseFile names one progress log (a progress.jsonl) and the phase its
+// events belong to.
+type PhaseFile struct {
+	Phase string
+	Path  string
+}
+
+// BatchesCSVHeader and SourcesCSVHeader are the columns of DESIGN.md §8.
+var (
+	BatchesCSVHeader = []string{"query_id", "run_id", "phase", "batch_id", "timestamp", "kind",
+		"num_input_rows", "input_rows_per_second", "processed_rows_per_second", "trigger_execution_ms",
+		"latest_offset_ms", "wal_commit_ms", "get_batch_ms", "add_batch_ms", "commit_offsets_ms",
+		"repartition_ms", "watermark", "state_rows_total", "state_rows_updated", "state_rows_removed",
+		"rows_dropped_by_watermark", "state_partitions", "state_memory_bytes", "sink_rows"}
+	SourcesCSVHeader = []string{"query_id", "run_id", "phase", "batch_id", "src_idx", "source_name",
+		"description", "start_offset", "end_offset", "latest_offset", "num_input_rows"}
+)
+
+// ReadProgress reads a progress log: one JSON event per line. A torn final
+// line (a crash during the append) is skipped; any other bad line is an error.
+func ReadProgress(fs vfs.FS, path string) ([]*Progress, error) {
+	data, err := checkpoint.ReadFile(fs, path)
+	if err != nil {
+		return nil, fmt.Errorf("read progress log %s: %w", path, err)
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	var out []*Progress
+	for i, l := range lines {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		p := new(Progress)
+		if err := json.Unmarshal(l, p); err != nil {
+			if i == len(lines)-1 {
+				break // torn final line: no trailing newline
+			}
+			return nil, fmt.Errorf("progress log %s line %d: %w", path, i+1, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// FlattenProgress writes outDir/batches.csv and outDir/sources.csv from the
+// progress logs, in the given order (`ethstream progress`).
+func FlattenProgress(fs vfs.FS, outDir string, phases []PhaseFile) error {
+	var bb, sb bytes.Buffer
+	bw, sw := csv.NewWriter(&bb), csv.NewWriter(&sb)
+	_ = bw.Write(BatchesCSVHeader)
+	_ = sw.Write(SourcesCSVHeader)
+	for _, ph := range phases {
+		events, err := ReadProgress(fs, ph.Path)
+		if err != nil {
+			return err
+		}
+		for _, p := range events {
+			_ = bw.Write(BatchRecord(ph.Phase, p))
+			for _, rec := range SourceRecords(ph.Phase, p) {
+				_ = sw.Write(rec)
+			}
+		}
+	}
+	bw.Flush()
+	sw.Flush()
+	if err := fs.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", outDir, err)
+	}
+	for name, b := range map[string][]byte{"batches.csv": bb.Bytes(), "sources.csv": sb.Bytes()} {
+		if err := writeFile(fs, fs.PathJoin(outDir, name), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(fs vfs.FS, path string, data []byte) error {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	_, err = f.Write(append([]byte(nil), data...))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func fmtRate(r *float64) string {
+	if r == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*r, 'f', 3, 64)
+}
+
+func durStr(m map[string]int64, k string) string {
+	if v, ok := m[k]; ok {
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
+}
+
+// BatchRecord is one batches.csv row.
+func BatchRecord(phase string, p *Progress) []string {
+	var total, updated, removed, dropped, mem int64
+	parts := ""
+	for i, o := range p.StateOperators {
+		total += o.NumRowsTotal
+		updated += o.NumRowsUpdated
+		removed += o.NumRowsRemoved
+		dropped += o.NumRowsDroppedByWatermark
+		mem += o.MemoryUsedBytes
+		if i == 0 {
+			parts = strconv.FormatInt(o.NumShufflePartitions, 10)
+		}
+	}
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []string{p.ID, p.RunID, phase, i64(p.BatchID), p.Timestamp, p.Kind(),
+		i64(p.NumInputRows), fmtRate(p.InputRowsPerSecond), fmtRate(p.ProcessedRowsPerSecond),
+		durStr(p.DurationMs, DurTriggerExecution), durStr(p.DurationMs, DurLatestOffset),
+		durStr(p.DurationMs, DurWalCommit), durStr(p.DurationMs, DurGetBatch), durStr(p.DurationMs, DurAddBatch),
+		durStr(p.DurationMs, DurCommitOffsets), durStr(p.DurationMs, DurRepartition), p.EventTime["watermark"],
+		i64(total), i64(updated), i64(removed), i64(dropped), parts, i64(mem), i64(p.Sink.NumOutputRows)}
+}
+
+// SourceRecords are the sources.csv rows of one event.
+func SourceRecords(phase string, p *Progress) [][]string {
+	var out [][]string
+	for i, s := range p.Sources {
+		name := ""
+		if s.Name != nil {
+			name = *s.Name
+		}
+		out = append(out, []string{p.ID, p.RunID, phase, strconv.FormatInt(p.BatchID, 10), strconv.Itoa(i), name,
+			s.Description, rawStr(s.StartOffset), rawStr(s.EndOffset), rawStr(s.LatestOffset), strconv.FormatInt(s.NumInputRows, 10)})
+	}
+	return out
+}
+
+func rawStr(r json.RawMessage) string {
+	if r == nil {
+		return "null"
+	}
+	return string(r)
+}

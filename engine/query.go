@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// NamedSource is one input of a query. Name "" is an unnamed source (keyed by
+// position, only allowed without source evolution).
+type NamedSource struct {
+	Name   string
+	Source Source
+}
+
+// Watermark defines event time: the column (a Timestamp block column) and the
+// delay behind the maximum event time seen.
+type Watermark struct {
+	Column string
+	Delay  time.Duration
+}
+
+// TriggerKind selects when batches run.
+type TriggerKind int
+
+// Trigger kinds. Values are never renumbered.
+const (
+	// ProcessingTime runs a batch every Interval (never overlapping; idle
+	// triggers, with nothing to do, are skipped) until the context ends or
+	// MaxDataBatches data batches ran.
+	ProcessingTime TriggerKind = iota
+	// AvailableNow processes what is available at start in as many batches as
+	// the read limits require, runs the final no-data batch if needed, stops.
+	AvailableNow
+	// Once recovers, then runs at most one batch and stops.
+	Once
+)
+
+func (k TriggerKind) String() string {
+	switch k {
+	case ProcessingTime:
+		return "processingTime"
+	case AvailableNow:
+		return "availableNow"
+	case Once:
+		return "once"
+	}
+	return "TriggerKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Trigger is a query's trigger.
+type Trigger struct {
+	Kind     TriggerKind
+	Interval time.Duration // ProcessingTime only; 0 = as fast as possible
+}
+
+// Query is what runs: named sources, the columns it reads, the watermark, one
+// stateful operator, one sink and a trigger. Conf holds the Spark-named
+// settings of DESIGN.md §4 (checkpoint.Conf* keys).
+type Query struct {
+	Name    string
+	Sources []NamedSource
+	// Columns is the projection: block columns the operator reads, plus
+	// "source" if it needs the literal source-name column. Nil = all block
+	// columns and "source".
+	Columns   []string
+	Watermark *Watermark
+	Operator  Operator
+	Sink      Sink
+	Trigger   Trigger
+	// MaxDataBatches stops the run after this many data batches committed in
+	// it (0 = no limit). Control and no-data batches do not count.
+	MaxDataBatches int
+	Conf           map[string]string
+}
+
+// Options are the run environment.
+type Options struct {
+	CheckpointDir string
+	// FS is the file system of the checkpoint; nil = vfs.Default.
+	FS vfs.FS
+	// LocalDir is the operator's local cache directory (OperatorEnv.LocalDir).
+	LocalDir string
+	// Clock; nil = SystemClock.
+	Clock  Clock
+	Logger *slog.Logger
+	// Listeners receive every progress event, after it is appended to
+	// <ckpt>/progress.jsonl.
+	Listeners []Listener
+
+	// crash, if set (tests), is called at named points of a batch; an error
+	// aborts the run there as a process death would.
+	crash func(point string) error
+}
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+func (o Options) hook(point string) error {
+	if o.crash == nil {
+		return nil
+	}
+	return o.crash(point)
+}
+
+// settings are the parsed session confs.
+type settings struct {
+	evolution       bool
+	evolutionSet    bool
+	formatVersion   int // 0 = unset
+	shuffle         int // 0 = unset
+	stateParts      int // 0 = unset
+	minRetain       int
+	noDataBatches   bool
+	providerClass   string
+	providerSet     bool
+	shuffleExplicit bool
+}
+
+// parseSettings reads the session conf; malformed values are INVALID_ARGUMENT.
+func parseSettings(conf map[string]string) (settings, error) {
+	s := settings{minRetain: checkpoint.DefaultMinBatchesToRetain, noDataBatches: true}
+	bad := func(k, v, want string) error {
+		return errcode.New(errcode.InvalidArgument, "", "fix the --conf value", "conf %s=%q: want %s", k, v, want)
+	}
+	for k, v := range conf {
+		var err error
+		switch k {
+		case checkpoint.ConfSourceEvolution:
+			s.evolution, err = strconv.ParseBool(v)
+			s.evolutionSet = true
+			if err != nil {
+				return s, bad(k, v, "true or false")
+			}
+		case checkpoint.ConfOffsetLogVersion:
+			s.formatVersion, err = strconv.Atoi(v)
+			if err != nil || s.formatVersion < 1 || s.formatVersion > checkpoint.MaxOffsetsVer {
+				return s, bad(k, v, "1 or 2")
+			}
+		case checkpoint.ConfShufflePartitions:
+			s.shuffle, err = strconv.Atoi(v)
+			s.shuffleExplicit = true
+			if err != nil || s.shuffle < 1 {
+				return s, bad(k, v, "a positive integer")
+			}
+		case checkpoint.ConfStatePartitions:
+			s.stateParts, err = strconv.Atoi(v)
+			if err != nil || s.stateParts < 1 {
+				return s, bad(k, v, "a positive integer")
+			}
+		case checkpoint.ConfMinBatchesToRetain:
+			s.minRetain, err = strconv.Atoi(v)
+			if err != nil || s.minRetain < 1 {
+				return s, bad(k, v, "a positive integer")
+			}
+		case checkpoint.ConfNoDataBatches:
+			s.noDataBatches, err = strconv.ParseBool(v)
+			if err != nil {
+				return s, bad(k, v, "true or false")
+			}
+		case checkpoint.ConfProviderClass:
+			s.providerClass, s.providerSet = v, true
+			if v != checkpoint.ProviderPebble {
+				return s, bad(k, v, `"pebble" (the only state store provider)`)
+			}
+		}
+	}
+	return s, nil
+}
+
+// DefaultShufflePartitions is the state partition count of a new checkpoint
+// when neither partition conf is set (Spark's default).
+const DefaultShufflePartitions = 200
+
+// queryColumns returns the projection handed to sources and whether the
+// literal source column is wanted.
+func queryColumns(cols []string) (proj []string, withSource bool) {
+	if cols == nil {
+		return append([]string(nil), BlockColumns...), true
+	}
+	for _, c := range cols {
+		if c == ColSource {
+			withSource = true
+			continue
+		}
+		proj = append(proj, c)
+	}
+	return proj, withSource
+}
+
+func (q *Query) validateShape() error {
+	if q.Operator == nil {
+		return errcode.New(errcode.InvalidArgument, "", "", "query has no operator")
+	}
+	if q.Sink == nil {
+		return errcode.New(errcode.InvalidArgument, "", "", "query has no sink")
+	}
+	if len(q.Sources) == 0 {
+		return errcode.New(errcode.InvalidArgument, "", "add a --source", "query has no sources")
+	}
+	for i, s := range q.Sources {
+		if s.Source == nil {
+			return errcode.New(errcode.InvalidArgument, "", "", "source %d (%q) is nil", i, s.Name)
+		}
+	}
+	if q.Watermark != nil && q.Watermark.Column == "" {
+		return errcode.New(errcode.InvalidArgument, "", "", "watermark without a column")
+	}
+	if q.Trigger.Kind < ProcessingTime || q.Trigger.Kind > Once {
+		return errcode.New(errcode.InvalidArgument, "", "", "unknown trigger %v", q.Trigger.Kind)
+	}
+	return nil
+}
+
+// providerName shortens a source description to its provider for
+// sourceMetadataInfo: "FileStreamSource[s3://b/p]" -> "FileStreamSource".
+func providerName(desc string) string {
+	if i := strings.IndexAny(desc, "[( "); i > 0 {
+		return desc[:i]
+	}
+	return desc
+}
+
+func fmtNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + n + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
