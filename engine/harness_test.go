@@ -426,4 +426,3 @@ func treeHash(fs vfs.FS, dir string) string {
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
-

@@ -280,4 +280,3 @@ func RepartitionOffline(ctx context.Context, o Options, op Operator, n int) (res
 	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "durationMs", res.DurationMs)
 	return res, nil
 }
-

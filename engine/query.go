@@ -243,4 +243,3 @@ func fmtNames(names []string) string {
 	}
 	return strings.Join(q, ", ")
 }
-

@@ -440,4 +440,3 @@ func (s *scenario) progress(t *testing.T, d *datadriven.TestData) string {
 	}
 	return out.String()
 }
-
