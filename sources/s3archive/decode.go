@@ -1,0 +1,716 @@
+package s3archive
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/ethstream/ethstream/engine"
+)
+
+// footerPrefetch is the speculative tail read: the footer of a daily blocks
+// file is a few KiB, so one request usually fetches the footer and its length.
+const footerPrefetch = 64 << 10
+
+// archiveName maps an engine block column to its archive column.
+func archiveName(col string) string {
+	if col == engine.ColBlockTS {
+		return "timestamp"
+	}
+	return col
+}
+
+// requiredColumn reports whether a projected column must exist in every file.
+func requiredColumn(col string) bool {
+	switch col {
+	case engine.ColNumber, engine.ColHash, engine.ColParentHash, engine.ColBlockTS, engine.ColMiner:
+		return true
+	}
+	return false
+}
+
+// span is a fetched byte range of an object.
+type span struct {
+	off  int64
+	data []byte
+}
+
+// rangeReader is an io.ReaderAt over an object that serves reads from ranges
+// fetched ahead (the footer, then the projected column chunks) and fetches
+// anything else on demand. It is used by one goroutine.
+type rangeReader struct {
+	ctx   context.Context
+	st    store
+	uri   string
+	size  int64
+	spans []span // sorted by off
+	m     *metrics
+}
+
+func (r *rangeReader) fetch(off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	b, err := r.st.readRange(r.ctx, r.uri, off, n)
+	if err != nil {
+		return err
+	}
+	r.spans = append(r.spans, span{off: off, data: b})
+	sort.Slice(r.spans, func(i, j int) bool { return r.spans[i].off < r.spans[j].off })
+	return nil
+}
+
+func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("read at negative offset %d", off)
+	}
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	end := off + int64(len(p))
+	short := end > r.size
+	if short {
+		end = r.size
+	}
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off > off }) - 1
+	if i >= 0 && end <= r.spans[i].off+int64(len(r.spans[i].data)) {
+		s := r.spans[i]
+		n := copy(p, s.data[off-s.off:end-s.off])
+		if short {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+	r.m.uncached.Add(1)
+	b, err := r.st.readRange(r.ctx, r.uri, off, end-off)
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, b)
+	if short {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// byteRange is a half-open [off, end) range of an object.
+type byteRange struct{ off, end int64 }
+
+// coalesce sorts ranges and merges those that overlap or touch. Ranges with a
+// gap between them stay apart so that no unprojected column is downloaded.
+func coalesce(rs []byteRange) []byteRange {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].off < rs[j].off })
+	var out []byteRange
+	for _, r := range rs {
+		if r.end <= r.off {
+			continue
+		}
+		if n := len(out); n > 0 && r.off <= out[n-1].end {
+			out[n-1].end = max(out[n-1].end, r.end)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// chunkRange is the byte range of a column chunk: its dictionary page (if
+// any) through its last data page.
+func chunkRange(md *format.ColumnMetaData) byteRange {
+	start := md.DataPageOffset
+	if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
+		start = md.DictionaryPageOffset
+	}
+	return byteRange{off: start, end: start + md.TotalCompressedSize}
+}
+
+// timestamp decoding modes.
+const (
+	tsMillis = iota + 1
+	tsMicros
+	tsNanos
+	tsInfer // unannotated integers: unit guessed from magnitude
+	tsInt96
+)
+
+// colDecoder turns the pages of one archive column into an engine column.
+// It is used by one goroutine (one file) at a time.
+type colDecoder struct {
+	name   string // engine column name
+	arch   string // archive column name
+	typ    engine.Type
+	leaf   int // leaf column index in the file, -1 when absent
+	maxDef int
+	phys   format.Type
+	scale  int32 // decimal scale of integer columns
+	tsMode int
+	hexBin bool // binary hashes rendered as 0x-hex
+	intern map[string]string
+
+	dict     parquet.Dictionary // dictionary of dictInts/dictStrs
+	dictInts []int64
+	dictStrs []string
+	ints     []int64 // scratch
+	strs     []string
+}
+
+// schemaElement finds the top-level leaf named name in the flattened schema.
+func schemaElement(md *format.FileMetaData, name string) *format.SchemaElement {
+	els := md.Schema
+	if len(els) == 0 {
+		return nil
+	}
+	var skip func(i int) int // returns the index after the subtree at i
+	skip = func(i int) int {
+		n := 0
+		if els[i].NumChildren.Valid {
+			n = int(els[i].NumChildren.V)
+		}
+		i++
+		for k := 0; k < n && i < len(els); k++ {
+			i = skip(i)
+		}
+		return i
+	}
+	for i := 1; i < len(els); i = skip(i) {
+		if els[i].Name == name {
+			return &els[i]
+		}
+	}
+	return nil
+}
+
+// newColDecoder plans the decoding of engine column name from file f; a nil
+// decoder error with leaf -1 means the column is absent (nulls).
+func newColDecoder(f *parquet.File, name string, intern map[string]string) (*colDecoder, error) {
+	typ, ok := engine.BlockColumnType(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown block column %q", name)
+	}
+	d := &colDecoder{name: name, arch: archiveName(name), typ: typ, leaf: -1}
+	if name == engine.ColMiner {
+		d.intern = intern
+	}
+	c := f.Root().Column(d.arch)
+	if c == nil {
+		for _, cc := range f.Root().Columns() {
+			if strings.EqualFold(cc.Name(), d.arch) {
+				c = cc
+				break
+			}
+		}
+	}
+	if c == nil {
+		if requiredColumn(name) {
+			return nil, fmt.Errorf("required column %q is missing", d.arch)
+		}
+		return d, nil
+	}
+	el := schemaElement(f.Metadata(), c.Name())
+	if !c.Leaf() || c.Repeated() || el == nil || !el.Type.Valid {
+		return nil, fmt.Errorf("column %q is not a flat primitive column", d.arch)
+	}
+	d.leaf, d.maxDef, d.phys = c.Index(), c.MaxDefinitionLevel(), el.Type.V
+	if el.Scale.Valid {
+		d.scale = el.Scale.V
+	}
+	lt := el.LogicalType.Value
+	if dt, ok := lt.(*format.DecimalType); ok {
+		d.scale = dt.Scale
+	}
+	bad := func() error {
+		return fmt.Errorf("column %q has physical type %s (%s), which cannot be read as %s", d.arch, d.phys, el.LogicalType.String(), typ)
+	}
+	switch typ {
+	case engine.Int64:
+		switch d.phys {
+		case format.Int32, format.Int64, format.Double, format.FixedLenByteArray, format.ByteArray:
+		default:
+			return nil, bad()
+		}
+		if (d.phys == format.FixedLenByteArray || d.phys == format.ByteArray) && !isDecimal(el) {
+			return nil, bad()
+		}
+	case engine.Timestamp:
+		switch d.phys {
+		case format.Int96:
+			d.tsMode = tsInt96
+		case format.Int64:
+			d.tsMode = tsInfer
+			if ts, ok := lt.(*format.TimestampType); ok {
+				switch ts.Unit.Value.(type) {
+				case *format.MilliSeconds:
+					d.tsMode = tsMillis
+				case *format.MicroSeconds:
+					d.tsMode = tsMicros
+				case *format.NanoSeconds:
+					d.tsMode = tsNanos
+				}
+			} else if el.ConvertedType.Valid {
+				switch el.ConvertedType.V {
+				case deprecated.TimestampMillis:
+					d.tsMode = tsMillis
+				case deprecated.TimestampMicros:
+					d.tsMode = tsMicros
+				}
+			}
+		default:
+			return nil, bad()
+		}
+	case engine.String:
+		switch d.phys {
+		case format.ByteArray:
+		case format.FixedLenByteArray:
+			d.hexBin = true
+		default:
+			return nil, bad()
+		}
+	}
+	return d, nil
+}
+
+func isDecimal(el *format.SchemaElement) bool {
+	if _, ok := el.LogicalType.Value.(*format.DecimalType); ok {
+		return true
+	}
+	return el.ConvertedType.Valid && el.ConvertedType.V == deprecated.Decimal
+}
+
+var pow10 = func() (p [19]int64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// toInts converts the values of a page (or dictionary) to int64s in dst.
+func (d *colDecoder) toInts(v encoding.Values, dst []int64) ([]int64, error) {
+	dst = dst[:0]
+	switch d.phys {
+	case format.Int32:
+		for _, x := range v.Int32() {
+			dst = append(dst, int64(x))
+		}
+	case format.Int64:
+		dst = append(dst, v.Int64()...)
+	case format.Double:
+		for _, x := range v.Double() {
+			if x != math.Trunc(x) || math.Abs(x) > 1<<62 {
+				return nil, fmt.Errorf("column %q holds non-integer %v", d.arch, x)
+			}
+			dst = append(dst, int64(x))
+		}
+	case format.FixedLenByteArray:
+		data, size := v.FixedLenByteArray()
+		if size <= 0 {
+			return dst, nil
+		}
+		for i := 0; i+size <= len(data); i += size {
+			x, err := beInt(data[i : i+size])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", d.arch, err)
+			}
+			dst = append(dst, x)
+		}
+	case format.ByteArray:
+		data, offs := v.ByteArray()
+		for i := 0; i+1 < len(offs); i++ {
+			x, err := beInt(data[offs[i]:offs[i+1]])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", d.arch, err)
+			}
+			dst = append(dst, x)
+		}
+	case format.Int96:
+		for _, x := range v.Int96() {
+			dst = append(dst, int96Micros(x))
+		}
+	default:
+		return nil, fmt.Errorf("column %q: unsupported physical type %s", d.arch, d.phys)
+	}
+	if d.typ == engine.Timestamp {
+		for i, x := range dst {
+			dst[i] = tsMicrosOf(d.tsMode, x)
+		}
+	} else if d.scale > 0 {
+		if d.scale >= int32(len(pow10)) {
+			return nil, fmt.Errorf("column %q: decimal scale %d too large for an integer", d.arch, d.scale)
+		}
+		p := pow10[d.scale]
+		for i, x := range dst {
+			if x%p != 0 {
+				return nil, fmt.Errorf("column %q holds a fractional decimal", d.arch)
+			}
+			dst[i] = x / p
+		}
+	}
+	return dst, nil
+}
+
+// beInt decodes a big-endian two's complement integer (Parquet DECIMAL).
+func beInt(b []byte) (int64, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	neg := b[0]&0x80 != 0
+	// Leading sign bytes beyond 8 are allowed (decimal(38,0) of a small value).
+	for len(b) > 8 {
+		if (neg && b[0] != 0xff) || (!neg && b[0] != 0) {
+			return 0, errors.New("decimal value does not fit in int64")
+		}
+		b = b[1:]
+	}
+	var x uint64
+	if neg {
+		x = math.MaxUint64
+	}
+	for _, c := range b {
+		x = x<<8 | uint64(c)
+	}
+	if (int64(x) < 0) != neg {
+		return 0, errors.New("decimal value does not fit in int64")
+	}
+	return int64(x), nil
+}
+
+// julianUnixEpoch is the Julian day number of 1970-01-01.
+const julianUnixEpoch = 2440588
+
+// int96Micros converts an Impala/Spark INT96 timestamp (nanoseconds of the
+// day, little-endian, then the Julian day) to microseconds since the epoch.
+func int96Micros(x deprecated.Int96) int64 {
+	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
+	return (int64(x[2])-julianUnixEpoch)*86_400_000_000 + nanos/1000
+}
+
+func tsMicrosOf(mode int, x int64) int64 {
+	switch mode {
+	case tsMillis:
+		return x * 1000
+	case tsNanos:
+		return x / 1000
+	case tsInfer:
+		a := x
+		if a < 0 {
+			a = -a
+		}
+		switch {
+		case a < 1e11: // seconds until year 5138
+			return x * 1_000_000
+		case a < 1e14:
+			return x * 1000
+		case a < 1e17:
+			return x
+		default:
+			return x / 1000
+		}
+	}
+	return x // micros, and INT96 already converted
+}
+
+// toStrs converts byte-array values to strings in dst. Plain values share one
+// allocation per page; miner values are interned.
+func (d *colDecoder) toStrs(v encoding.Values, dst []string) []string {
+	dst = dst[:0]
+	if d.phys == format.FixedLenByteArray {
+		data, size := v.FixedLenByteArray()
+		if size <= 0 {
+			return dst
+		}
+		buf := make([]byte, 0, len(data)/size*(2+2*size))
+		for i := 0; i+size <= len(data); i += size {
+			buf = append(buf, '0', 'x')
+			buf = hex.AppendEncode(buf, data[i:i+size])
+		}
+		all := string(buf)
+		w := 2 + 2*size
+		for i := 0; i+w <= len(all); i += w {
+			dst = append(dst, d.internStr(all[i:i+w]))
+		}
+		return dst
+	}
+	data, offs := v.ByteArray()
+	if len(offs) == 0 {
+		return dst
+	}
+	if d.intern != nil {
+		for i := 0; i+1 < len(offs); i++ {
+			b := data[offs[i]:offs[i+1]]
+			s, ok := d.intern[string(b)]
+			if !ok {
+				s = string(b)
+				d.intern[s] = s
+			}
+			dst = append(dst, s)
+		}
+		return dst
+	}
+	all := string(data[offs[0]:offs[len(offs)-1]])
+	base := offs[0]
+	for i := 0; i+1 < len(offs); i++ {
+		dst = append(dst, all[offs[i]-base:offs[i+1]-base])
+	}
+	return dst
+}
+
+func (d *colDecoder) internStr(s string) string {
+	if d.intern == nil {
+		return s
+	}
+	if t, ok := d.intern[s]; ok {
+		return t
+	}
+	d.intern[s] = s
+	return s
+}
+
+// decodeChunk decodes the column chunk of one row group into col, which has
+// room for n rows.
+func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *engine.Column, n int) error {
+	pages := chunk.Pages()
+	defer pages.Close()
+	pos := 0
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("column %q: read page: %w", d.arch, err)
+		}
+		err = d.decodePage(p, col, pos, n)
+		pos += int(p.NumRows())
+		parquet.Release(p)
+		if err != nil {
+			return err
+		}
+	}
+	if pos != n {
+		return fmt.Errorf("column %q holds %d values, row group has %d rows", d.arch, pos, n)
+	}
+	return nil
+}
+
+func (d *colDecoder) decodePage(p parquet.Page, col *engine.Column, pos, n int) error {
+	rows := int(p.NumRows())
+	if pos+rows > n {
+		return fmt.Errorf("column %q holds more values than its row group's %d rows", d.arch, n)
+	}
+	defs := p.DefinitionLevels()
+	if d.maxDef > 0 && len(defs) != rows {
+		return fmt.Errorf("column %q: page has %d definition levels for %d rows", d.arch, len(defs), rows)
+	}
+	nonNull := rows
+	if d.maxDef > 0 {
+		nonNull = 0
+		for _, l := range defs {
+			if int(l) == d.maxDef {
+				nonNull++
+			}
+		}
+	}
+	var err error
+	if dict := p.Dictionary(); dict != nil {
+		if dict != d.dict {
+			d.dict, d.dictInts, d.dictStrs = dict, nil, nil
+			if d.typ == engine.String {
+				d.dictStrs = d.toStrs(dict.Page().Data(), nil)
+			} else if d.dictInts, err = d.toInts(dict.Page().Data(), nil); err != nil {
+				return err
+			}
+		}
+		data := p.Data()
+		idx := data.Int32()
+		if len(idx) != nonNull {
+			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(idx), nonNull)
+		}
+		if d.typ == engine.String {
+			d.strs = d.strs[:0]
+			for _, k := range idx {
+				if k < 0 || int(k) >= len(d.dictStrs) {
+					return fmt.Errorf("column %q: dictionary index %d out of range", d.arch, k)
+				}
+				d.strs = append(d.strs, d.dictStrs[k])
+			}
+		} else {
+			d.ints = d.ints[:0]
+			for _, k := range idx {
+				if k < 0 || int(k) >= len(d.dictInts) {
+					return fmt.Errorf("column %q: dictionary index %d out of range", d.arch, k)
+				}
+				d.ints = append(d.ints, d.dictInts[k])
+			}
+		}
+	} else if d.typ == engine.String {
+		d.strs = d.toStrs(p.Data(), d.strs)
+	} else if d.ints, err = d.toInts(p.Data(), d.ints); err != nil {
+		return err
+	}
+	got := len(d.ints)
+	if d.typ == engine.String {
+		got = len(d.strs)
+	}
+	if got != nonNull {
+		return fmt.Errorf("column %q: page has %d values, want %d", d.arch, got, nonNull)
+	}
+	if d.maxDef == 0 || nonNull == rows {
+		if d.typ == engine.String {
+			copy(col.Strings[pos:], d.strs)
+		} else {
+			copy(col.Int64s[pos:], d.ints)
+		}
+		if col.Valid != nil {
+			for i := pos; i < pos+rows; i++ {
+				col.Valid[i] = true
+			}
+		}
+		return nil
+	}
+	if col.Valid == nil {
+		col.Valid = make([]bool, n)
+		for i := range pos {
+			col.Valid[i] = true
+		}
+		// Rows after this page are marked as they are decoded.
+	}
+	k := 0
+	for i, l := range defs {
+		if int(l) != d.maxDef {
+			col.Valid[pos+i] = false
+			continue
+		}
+		col.Valid[pos+i] = true
+		if d.typ == engine.String {
+			col.Strings[pos+i] = d.strs[k]
+		} else {
+			col.Int64s[pos+i] = d.ints[k]
+		}
+		k++
+	}
+	return nil
+}
+
+// newColumn allocates an engine column of n rows.
+func newColumn(name string, typ engine.Type, n int) engine.Column {
+	c := engine.Column{Name: name, Type: typ}
+	if typ == engine.String {
+		c.Strings = make([]string, n)
+	} else {
+		c.Int64s = make([]int64, n)
+	}
+	return c
+}
+
+// decodedFile is the result of decoding one file: one batch per row group.
+type decodedFile struct {
+	batches []*engine.Batch
+	rows    int64
+}
+
+// decodeFile reads the projected columns of the object at uri.
+func decodeFile(ctx context.Context, st store, uri string, size int64, cols []string, m *metrics) (*decodedFile, error) {
+	start := time.Now()
+	defer func() { m.decodeNanos.Add(int64(time.Since(start))) }()
+	if size < 12 {
+		return nil, unreadable(nil, uri, "object is %d bytes, too small to be a Parquet file", size)
+	}
+	rr := &rangeReader{ctx: ctx, st: st, uri: uri, size: size, m: m}
+	tail := min(size, footerPrefetch)
+	if err := rr.fetch(size-tail, tail); err != nil {
+		return nil, readErr(ctx, err, uri, "read parquet footer")
+	}
+	t := rr.spans[0].data
+	if string(t[len(t)-4:]) != "PAR1" {
+		return nil, unreadable(nil, uri, "not a Parquet file: no PAR1 magic at its end (truncated upload or another format)")
+	}
+	flen := int64(binary.LittleEndian.Uint32(t[len(t)-8:]))
+	if flen+12 > size {
+		return nil, unreadable(nil, uri, "parquet footer length %d exceeds the %d-byte object (truncated file)", flen, size)
+	}
+	if flen+8 > tail {
+		if err := rr.fetch(size-8-flen, flen+8-tail); err != nil {
+			return nil, readErr(ctx, err, uri, "read parquet footer")
+		}
+	}
+	f, err := parquet.OpenFile(rr, size, parquet.SkipMagicBytes(true), parquet.SkipPageIndex(true),
+		parquet.SkipBloomFilters(true), parquet.ReadBufferSize(64<<10))
+	if err != nil {
+		return nil, readErr(ctx, err, uri, "open parquet file")
+	}
+	intern := make(map[string]string, 64)
+	decs := make([]*colDecoder, len(cols))
+	for i, name := range cols {
+		if decs[i], err = newColDecoder(f, name, intern); err != nil {
+			return nil, unreadable(err, uri, "unsupported archive schema")
+		}
+	}
+	// Fetch every projected column chunk up front, coalesced, so that the
+	// decoder below is served from memory and nothing else is downloaded.
+	md := f.Metadata()
+	var rs []byteRange
+	for _, rg := range md.RowGroups {
+		for _, d := range decs {
+			if d.leaf < 0 {
+				continue
+			}
+			if d.leaf >= len(rg.Columns) {
+				return nil, unreadable(nil, uri, "row group lacks column %q", d.arch)
+			}
+			r := chunkRange(&rg.Columns[d.leaf].MetaData)
+			if r.off < 0 || r.end > size {
+				return nil, unreadable(nil, uri, "column %q chunk [%d,%d) lies outside the %d-byte object (truncated file)", d.arch, r.off, r.end, size)
+			}
+			rs = append(rs, r)
+		}
+	}
+	for _, r := range coalesce(rs) {
+		if err := rr.fetch(r.off, r.end-r.off); err != nil {
+			return nil, readErr(ctx, err, uri, "read column chunks")
+		}
+	}
+	out := &decodedFile{}
+	for gi, rg := range f.RowGroups() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := int(rg.NumRows())
+		b := &engine.Batch{Len: n, Columns: make([]engine.Column, len(decs))}
+		chunks := rg.ColumnChunks()
+		for i, d := range decs {
+			b.Columns[i] = newColumn(d.name, d.typ, n)
+			if d.leaf < 0 {
+				b.Columns[i].Valid = make([]bool, n) // all null
+				continue
+			}
+			if err := d.decodeChunk(chunks[d.leaf], &b.Columns[i], n); err != nil {
+				return nil, readErr(ctx, err, uri, "decode row group %d", gi)
+			}
+		}
+		if n > 0 {
+			out.batches = append(out.batches, b)
+			out.rows += int64(n)
+		}
+	}
+	return out, nil
+}
+
+// readErr keeps cancellation distinct from a bad file.
+func readErr(ctx context.Context, err error, uri, format string, args ...any) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return unreadable(err, uri, format, args...)
+}

@@ -1,0 +1,104 @@
+// Package s3archive is ethstream's file stream source: Spark's
+// FileStreamSource over the AWS public blockchain dataset layout
+//
+//	<root>/v1.0/eth/blocks/date=YYYY-MM-DD/part-NNNNN-<uuid>-c000.snappy.parquet
+//
+// on S3 (aws-sdk-go-v2: the public bucket anonymously, any bucket with the
+// default credential chain, any S3-compatible endpoint with path-style
+// addressing) or on a local directory (file:///abs/path).
+//
+// # Admission
+//
+// LatestOffset lists the prefix (ListObjectsV2, paginated; or a directory
+// walk), orders the data files by date partition then by URI, and admits up
+// to maxFilesPerTrigger (and maxBytesPerTrigger) files it has never admitted
+// before. Each admitted set is recorded in the source log under the source's
+// metadata directory as log entry n, and the source's offset is
+// {"logOffset":n}. ReadBatch(start, end] reads the files of log entries
+// start+1..end from the log, never from a listing, so a re-run of a batch
+// reads the same files in the same order. Files that appear later are
+// admitted by later triggers; an admitted file is never admitted again, across
+// restarts. Names starting with "_" or "." and files not ending in ".parquet"
+// are ignored. With trigger availableNow, PrepareAvailableNow snapshots the
+// listing and only files in the snapshot are admitted.
+//
+// # Source log format (version 1)
+//
+// The log is Spark's FileStreamSourceLog, byte for byte. Directory:
+// <checkpoint>/sources/<key>/ (engine.SourceEnv.MetadataDir). One file per
+// log id n = 0, 1, 2, ...:
+//
+//	<n>           the entries admitted by log id n
+//	<n>.compact   when (n+1) % 10 == 0: every entry of log ids 0..n
+//
+// A file is the line "v1", then for each entry a newline and one JSON object
+// (no trailing newline):
+//
+//	v1
+//	{"path":"s3://aws-public-blockchain/v1.0/eth/blocks/date=2026-09-30/part-00000-0b3c-c000.snappy.parquet","timestamp":1790812800000,"batchId":3}
+//	{"path":"s3://aws-public-blockchain/v1.0/eth/blocks/date=2026-10-01/part-00000-7a1e-c000.snappy.parquet","timestamp":1790899200000,"batchId":3}
+//
+// Fields: path is the object's URI, URL-encoded as by net/url (a space is
+// %20; "=" and "/" stay); timestamp is its last-modified time in ms since the
+// Unix epoch; batchId is the log id that admitted it (every entry of <n> has
+// batchId n; a compact file holds every batchId 0..n and at least one equal to
+// n). Entries are in admission order: date partition, then URI.
+//
+// Every file is written to ".<name>.tmp", fsynced, closed, renamed to its
+// final name and the directory fsynced (all through engine.SourceEnv.FS).
+// Files are never overwritten or deleted. If log id n already exists when
+// LatestOffset is asked for the batch after n-1, the previous run admitted it
+// and crashed before the engine recorded the batch: the entry is re-used, so
+// LatestOffset is idempotent. Stale temp files are removed on Open. A missing
+// version line, a version other than v1 (a newer one is refused), a line that
+// is not a JSON object with path, timestamp and batchId, a wrong batchId, an
+// empty file, a gap in the ids or a foreign file name is a CHECKPOINT_CORRUPT
+// error naming the file; the source never resets its log.
+//
+// Offsets are Spark's FileStreamSourceOffset: {"logOffset":n}; a bare n is
+// also accepted on input.
+//
+// # Reading
+//
+// For each file the source fetches the last 64 KiB (the footer, read
+// speculatively; more if the footer is larger), then only the byte ranges of
+// the projected column chunks, merging ranges that touch, and decodes pages
+// with parquet-go's page API into columnar engine batches: one batch per row
+// group, in log order then row-group order. Up to Parallelism files are
+// fetched and decoded ahead of emission. Columns are matched by name per file
+// (engine block_ts is the archive's timestamp) and may drift between files:
+// missing optional columns (transaction_count, gas_used) become nulls; INT96
+// and INT64 timestamps (millis, micros, nanos; unannotated integers by
+// magnitude); INT32, INT64, DOUBLE and DECIMAL integers; dictionary or plain
+// encodings; hashes as strings or as fixed-length binary (rendered 0x-hex).
+// Miner strings are interned.
+//
+// Store requests are retried with exponential backoff and jitter (on the
+// engine's clock) on 503 SlowDown, 429, 5xx and connection errors; counts
+// are in Metrics().
+//
+// # Errors
+//
+// A truncated or non-Parquet object, a missing required column (number,
+// hash, parent_hash, timestamp, miner, when projected), an unsupported
+// column type or an unreadable bucket is an ARCHIVE_FILE_UNREADABLE error
+// naming the object. The batch fails; after the cause is fixed it re-runs
+// identically. With skipUnreadable=true such files are skipped instead and
+// listed in Metrics() (skippedFiles, skipped).
+//
+// # README: backfilling from the public dataset
+//
+// The AWS public blockchain dataset lives in us-east-2 and is readable
+// without credentials:
+//
+//	ethstream run --checkpoint ./ckpt --table ./table \
+//	  --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true \
+//	  --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=5' \
+//	  --trigger available-now
+//
+// Against the embedded endpoint (ethstream serve-s3 --root DIR) add
+// endpoint=http://127.0.0.1:9000 (path-style addressing is then implied).
+// Without anonymous=true the default AWS credential chain (environment,
+// shared config, instance role) signs the requests. To read a local copy:
+// s3archive:file:///abs/path/v1.0/eth/blocks?maxFilesPerTrigger=5.
+package s3archive

@@ -1,0 +1,165 @@
+package s3archive
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// ArchiveFileUnreadable is the code of every error caused by an archive object
+// the source cannot read: a truncated or non-Parquet file, a file without the
+// required columns, an unreadable bucket or prefix.
+const ArchiveFileUnreadable = "ARCHIVE_FILE_UNREADABLE"
+
+// Defaults applied by New when an option is zero.
+const (
+	DefaultParallelism = 2
+	DefaultRegion      = "us-east-1"
+	// PublicBucketRegion is the region of s3://aws-public-blockchain.
+	PublicBucketRegion = "us-east-2"
+)
+
+// Options configure a Source. The zero value of every field but URI is valid.
+type Options struct {
+	// URI is s3://bucket/prefix or file:///abs/path: the directory holding the
+	// date=YYYY-MM-DD partitions (e.g. .../v1.0/eth/blocks).
+	URI string
+	// Endpoint is a custom S3 endpoint (http://127.0.0.1:9000); empty for AWS.
+	Endpoint string
+	// Region of the bucket; DefaultRegion when empty and the environment names none.
+	Region string
+	// Anonymous sends unsigned requests (public buckets); otherwise the
+	// default AWS credential chain is used.
+	Anonymous bool
+	// PathStyle addresses buckets as endpoint/bucket/key. ParseURI sets it
+	// when an endpoint is given.
+	PathStyle bool
+	// MaxFilesPerTrigger caps the number of new files admitted by one
+	// LatestOffset call; 0 means no limit.
+	MaxFilesPerTrigger int
+	// MaxBytesPerTrigger caps the total size of the files admitted by one
+	// LatestOffset call (at least one file is always admitted); 0 means no limit.
+	MaxBytesPerTrigger int64
+	// Parallelism bounds how many files are fetched and decoded at once;
+	// DefaultParallelism when 0.
+	Parallelism int
+	// SkipUnreadable skips files that fail with ARCHIVE_FILE_UNREADABLE
+	// instead of failing the batch; skipped files are listed in Metrics().
+	SkipUnreadable bool
+	// ListPageSize is the MaxKeys of each ListObjectsV2 page; 0 means the
+	// server's default (1000). Tests use small pages to exercise pagination.
+	ListPageSize int
+	// Logger receives debug and warning logs; the engine's logger when nil.
+	Logger *slog.Logger
+}
+
+// ParseURI parses the URI form of the options (DESIGN.md §10):
+//
+//	s3://BUCKET/v1.0/eth/blocks?endpoint=http://127.0.0.1:9000&region=us-east-2&anonymous=true&maxFilesPerTrigger=5
+//	file:///abs/path/v1.0/eth/blocks?maxFilesPerTrigger=5
+//
+// Query keys: endpoint, region, anonymous, pathStyle, maxFilesPerTrigger,
+// maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize. An unknown key
+// or a bad value is an INVALID_ARGUMENT error.
+func ParseURI(uri string) (Options, error) {
+	var o Options
+	u, err := url.Parse(uri)
+	if err != nil {
+		return o, errcode.Wrap(err, errcode.InvalidArgument, "", uriRemedy, "parse s3archive uri %q", uri)
+	}
+	switch u.Scheme {
+	case "s3":
+		if u.Host == "" {
+			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q names no bucket", uri)
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must be file:///absolute/path", uri)
+		}
+		if !filepath.IsAbs(u.Path) {
+			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must name an absolute path", uri)
+		}
+	default:
+		return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q: scheme must be s3 or file", uri)
+	}
+	q := u.Query()
+	base := *u
+	base.RawQuery = ""
+	base.ForceQuery = false
+	o.URI = base.String()
+	pathStyleSet := false
+	for key, vals := range q {
+		v := vals[len(vals)-1]
+		bad := func(err error) error {
+			return errcode.Wrap(err, errcode.InvalidArgument, "", uriRemedy, "s3archive option %s=%q", key, v)
+		}
+		switch key {
+		case "endpoint":
+			o.Endpoint = v
+		case "region":
+			o.Region = v
+		case "anonymous":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return o, bad(err)
+			}
+			o.Anonymous = b
+		case "pathStyle":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return o, bad(err)
+			}
+			o.PathStyle, pathStyleSet = b, true
+		case "maxFilesPerTrigger":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return o, bad(fmt.Errorf("want a non-negative integer"))
+			}
+			o.MaxFilesPerTrigger = n
+		case "maxBytesPerTrigger":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return o, bad(fmt.Errorf("want a non-negative integer"))
+			}
+			o.MaxBytesPerTrigger = n
+		case "parallelism":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return o, bad(fmt.Errorf("want a non-negative integer"))
+			}
+			o.Parallelism = n
+		case "skipUnreadable":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return o, bad(err)
+			}
+			o.SkipUnreadable = b
+		case "listPageSize":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return o, bad(fmt.Errorf("want a non-negative integer"))
+			}
+			o.ListPageSize = n
+		default:
+			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy,
+				"unknown s3archive option %q in %q (known: %s)", key, uri, strings.Join(knownOptions, ", "))
+		}
+	}
+	if o.Endpoint != "" && !pathStyleSet {
+		o.PathStyle = true
+	}
+	if u.Scheme == "file" && (o.Endpoint != "" || o.Anonymous || o.Region != "") {
+		return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3 options given for file uri %q", uri)
+	}
+	return o, nil
+}
+
+var knownOptions = []string{"endpoint", "region", "anonymous", "pathStyle", "maxFilesPerTrigger",
+	"maxBytesPerTrigger", "parallelism", "skipUnreadable", "listPageSize"}
+
+const uriRemedy = "use s3://BUCKET/PREFIX?key=value or file:///ABS/PATH?key=value with keys endpoint, region, anonymous, pathStyle, maxFilesPerTrigger, maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize"

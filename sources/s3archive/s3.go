@@ -1,0 +1,222 @@
+package s3archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/ethstream/ethstream/engine"
+)
+
+// Retry policy for store requests: full-jitter exponential backoff. The AWS
+// SDK's own retryer is disabled so that retries and throttles are counted and
+// the backoff sleeps on the engine's clock.
+const (
+	maxAttempts  = 10
+	backoffBase  = 25 * time.Millisecond
+	backoffLimit = 5 * time.Second
+)
+
+// s3Store reads objects under s3://bucket/prefix. It is safe for concurrent use.
+type s3Store struct {
+	client   *s3.Client
+	bucket   string
+	prefix   string // "" or ending in "/"
+	pageSize int32
+	clock    func() engine.Clock
+	m        *metrics
+}
+
+func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metrics, clock func() engine.Clock) (*s3Store, error) {
+	var opts []func(*config.LoadOptions) error
+	if o.Region != "" {
+		opts = append(opts, config.WithRegion(o.Region))
+	}
+	if o.Anonymous {
+		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load aws config: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		if o.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.Endpoint)
+		}
+		so.UsePathStyle = o.PathStyle
+		so.Retryer = aws.NopRetryer{}
+		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return &s3Store{client: client, bucket: bucket, prefix: prefix, pageSize: int32(o.ListPageSize), clock: clock, m: m}, nil
+}
+
+func s3URI(bucket, key string) string {
+	u := url.URL{Scheme: "s3", Host: bucket, Path: "/" + key}
+	return u.String()
+}
+
+func parseS3URI(uri string) (bucket, key string, err error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "s3" || u.Host == "" {
+		return "", "", fmt.Errorf("not an s3 uri: %q", uri)
+	}
+	return u.Host, strings.TrimPrefix(u.Path, "/"), nil
+}
+
+// classify says whether err is worth retrying and whether it is a throttle.
+func classify(err error) (retry, throttle bool) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false, false
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests", "RequestThrottled":
+			return true, true
+		case "InternalError", "ServiceUnavailable", "RequestTimeout":
+			return true, false
+		}
+	}
+	var hs interface{ HTTPStatusCode() int }
+	if errors.As(err, &hs) {
+		switch code := hs.HTTPStatusCode(); {
+		case code == 503 || code == 429:
+			return true, true
+		case code >= 500:
+			return true, false
+		case code > 0:
+			return false, false
+		}
+	}
+	// No HTTP answer: a connection refused/reset, a timeout, a truncated body.
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "connection refused") {
+		return true, false
+	}
+	return false, false
+}
+
+// do runs op with retries. op must be idempotent.
+func (s *s3Store) do(ctx context.Context, op func(context.Context) error) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		s.m.requests.Add(1)
+		err = op(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		retry, throttle := classify(err)
+		if throttle {
+			s.m.throttles.Add(1)
+		}
+		if !retry || attempt+1 >= maxAttempts {
+			return err
+		}
+		s.m.retries.Add(1)
+		d := min(backoffLimit, backoffBase<<attempt)
+		d = d/2 + rand.N(d/2+1) // jitter in [d/2, d]
+		if serr := s.clock().Sleep(ctx, d); serr != nil {
+			return serr
+		}
+	}
+}
+
+func (s *s3Store) list(ctx context.Context) ([]object, error) {
+	var out []object
+	var token *string
+	for {
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix), ContinuationToken: token}
+		if s.pageSize > 0 {
+			in.MaxKeys = aws.Int32(s.pageSize)
+		}
+		var page *s3.ListObjectsV2Output
+		err := s.do(ctx, func(ctx context.Context) error {
+			var err error
+			page, err = s.client.ListObjectsV2(ctx, in)
+			return err
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, unreadable(err, s3URI(s.bucket, s.prefix), "list archive bucket")
+		}
+		for _, c := range page.Contents {
+			key := aws.ToString(c.Key)
+			if !isDataFile(strings.TrimPrefix(key, s.prefix)) {
+				continue
+			}
+			out = append(out, object{URI: s3URI(s.bucket, key), Size: aws.ToInt64(c.Size), ModTime: aws.ToTime(c.LastModified)})
+		}
+		if !aws.ToBool(page.IsTruncated) || aws.ToString(page.NextContinuationToken) == "" {
+			return out, nil
+		}
+		token = page.NextContinuationToken
+	}
+}
+
+func (s *s3Store) size(ctx context.Context, uri string) (int64, error) {
+	bucket, key, err := parseS3URI(uri)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.do(ctx, func(ctx context.Context) error {
+		h, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			return err
+		}
+		n = aws.ToInt64(h.ContentLength)
+		return nil
+	})
+	return n, err
+}
+
+func (s *s3Store) readRange(ctx context.Context, uri string, off, n int64) ([]byte, error) {
+	bucket, key, err := parseS3URI(uri)
+	if err != nil {
+		return nil, err
+	}
+	var buf []byte
+	err = s.do(ctx, func(ctx context.Context) error {
+		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+			Bucket: aws.String(bucket), Key: aws.String(key),
+			Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+		})
+		if err != nil {
+			return err
+		}
+		defer out.Body.Close()
+		b := make([]byte, n)
+		k, err := io.ReadFull(out.Body, b)
+		s.m.bytesRead.Add(int64(k))
+		if err != nil {
+			return fmt.Errorf("read body of %s bytes %d-%d: %w", uri, off, off+n-1, err)
+		}
+		buf = b
+		return nil
+	})
+	return buf, err
+}

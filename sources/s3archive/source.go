@@ -1,0 +1,408 @@
+package s3archive
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Source is Spark's FileStreamSource over date-partitioned Parquet block
+// files (DESIGN.md §2) on S3 or a local path. The engine calls it from one
+// goroutine at a time; Metrics and ReportLatestOffset may be called
+// concurrently with the other methods.
+type Source struct {
+	opts   Options
+	st     store
+	m      *metrics
+	parall int
+
+	env    engine.SourceEnv
+	log    *fileLog
+	logger *slog.Logger
+	opened bool
+
+	// Admission state, rebuilt from the log by Open.
+	nextID  int64               // the id the next admitted set gets; the log holds 0..nextID-1
+	entries []logEntry          // every admitted entry, in log order (for compaction)
+	seen    map[string]struct{} // URIs of every admitted file
+	sizes   sync.Map            // URI -> size from the latest listing (saves a HEAD per file)
+	// snapshot is the set of files that existed when PrepareAvailableNow ran;
+	// nil without availableNow.
+	snapshot map[string]struct{}
+
+	mu     sync.Mutex // guards latest
+	latest engine.Offset
+}
+
+var (
+	_ engine.Source             = (*Source)(nil)
+	_ engine.AvailableNowSource = (*Source)(nil)
+	_ engine.ReportingSource    = (*Source)(nil)
+)
+
+// New returns a source for o. It validates the options and prepares the
+// store client; it performs no I/O.
+func New(o Options) (*Source, error) {
+	u, err := url.Parse(o.URI)
+	if err != nil {
+		return nil, errcode.Wrap(err, errcode.InvalidArgument, "", uriRemedy, "parse s3archive uri %q", o.URI)
+	}
+	if o.Parallelism < 0 || o.MaxFilesPerTrigger < 0 || o.MaxBytesPerTrigger < 0 || o.ListPageSize < 0 {
+		return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive options must not be negative")
+	}
+	s := &Source{opts: o, m: &metrics{}, parall: o.Parallelism}
+	if s.parall == 0 {
+		s.parall = DefaultParallelism
+	}
+	switch u.Scheme {
+	case "file":
+		if !filepath.IsAbs(filepath.FromSlash(u.Path)) {
+			return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must name an absolute path", o.URI)
+		}
+		s.st = &localStore{root: filepath.Clean(filepath.FromSlash(u.Path)), m: s.m}
+	case "s3":
+		if u.Host == "" {
+			return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q names no bucket", o.URI)
+		}
+		st, err := newS3Store(context.Background(), o, u.Host, strings.TrimPrefix(u.Path, "/"), s.m, s.clock)
+		if err != nil {
+			return nil, errcode.Wrap(err, errcode.InvalidArgument, o.URI, "check the AWS configuration (AWS_REGION, AWS_PROFILE)", "configure s3 client")
+		}
+		s.st = st
+	default:
+		return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q: scheme must be s3 or file", o.URI)
+	}
+	return s, nil
+}
+
+func (s *Source) clock() engine.Clock {
+	if s.env.Clock != nil {
+		return s.env.Clock
+	}
+	return engine.SystemClock{}
+}
+
+// Description names the source in progress reports.
+func (s *Source) Description() string { return "FileStreamSource[" + s.opts.URI + "]" }
+
+// Open loads the source log from env.MetadataDir: the latest compact file and
+// the files after it.
+func (s *Source) Open(ctx context.Context, env engine.SourceEnv) error {
+	if env.FS == nil || env.MetadataDir == "" {
+		return fmt.Errorf("open %s: SourceEnv lacks FS or MetadataDir", s.Description())
+	}
+	for _, c := range env.Columns {
+		if _, ok := engine.BlockColumnType(c); !ok || c == engine.ColSource {
+			return errcode.New(errcode.InvalidArgument, "", "project only the block columns "+strings.Join(engine.BlockColumns, ", "),
+				"s3archive cannot produce column %q", c)
+		}
+	}
+	s.env = env
+	s.logger = s.opts.Logger
+	if s.logger == nil {
+		s.logger = env.Logger
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.log = &fileLog{fs: env.FS, dir: env.MetadataDir}
+	ids, err := s.log.scan()
+	if err != nil {
+		return err
+	}
+	s.nextID = int64(len(ids))
+	s.entries = nil
+	s.seen = make(map[string]struct{})
+	first := int64(0)
+	for i := len(ids) - 1; i >= 0; i-- {
+		if isCompactID(ids[i]) {
+			first = ids[i]
+			break
+		}
+	}
+	for id := first; id < s.nextID; id++ {
+		es, err := s.log.read(id)
+		if err != nil {
+			return err
+		}
+		if isCompactID(id) {
+			// A compact file holds everything up to id; earlier reads are superseded.
+			s.entries = s.entries[:0]
+		}
+		s.entries = append(s.entries, es...)
+	}
+	for _, e := range s.entries {
+		s.seen[e.Path] = struct{}{}
+	}
+	if env.Committed != nil {
+		c, err := parseOffset(env.Committed)
+		if err != nil {
+			return errcode.Corrupt(env.MetadataDir, err, "committed offset of %s", s.Description())
+		}
+		if c >= s.nextID {
+			return errcode.Corrupt(env.MetadataDir, nil,
+				"committed offset logOffset %d but the source log ends at %d: source log files are missing", c, s.nextID-1)
+		}
+	}
+	if s.nextID > 0 {
+		s.setLatest(formatOffset(s.nextID - 1))
+	}
+	s.opened = true
+	return nil
+}
+
+func (s *Source) setLatest(o engine.Offset) {
+	s.mu.Lock()
+	s.latest = o
+	s.mu.Unlock()
+}
+
+func (s *Source) mustOpen() {
+	if !s.opened {
+		panic("s3archive: Source used before Open")
+	}
+}
+
+// PrepareAvailableNow snapshots the listing: later LatestOffset calls admit
+// only files that exist now.
+func (s *Source) PrepareAvailableNow(ctx context.Context) error {
+	s.mustOpen()
+	objs, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	s.snapshot = make(map[string]struct{}, len(objs))
+	for _, o := range objs {
+		s.snapshot[o.URI] = struct{}{}
+	}
+	return nil
+}
+
+func (s *Source) list(ctx context.Context) ([]object, error) {
+	objs, err := s.st.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sortObjects(objs)
+	s.m.filesListed.Store(int64(len(objs)))
+	for _, o := range objs {
+		s.sizes.Store(o.URI, o.Size)
+	}
+	return objs, nil
+}
+
+// LatestOffset returns {"logOffset":n}. When start is the end of the log it
+// lists the store and admits up to MaxFilesPerTrigger files never seen
+// before as log entry n; when log entry start+1 already exists (a previous
+// run admitted it and crashed before planning the batch), it is re-used.
+func (s *Source) LatestOffset(ctx context.Context, start engine.Offset) (engine.Offset, error) {
+	s.mustOpen()
+	st, err := parseOffset(start)
+	if err != nil {
+		return nil, errcode.Corrupt(s.env.MetadataDir, err, "start offset of %s", s.Description())
+	}
+	switch {
+	case st+1 < s.nextID:
+		return formatOffset(st + 1), nil
+	case st+1 > s.nextID:
+		return nil, errcode.Corrupt(s.env.MetadataDir, nil,
+			"start offset logOffset %d but the source log ends at %d: source log files are missing", st, s.nextID-1)
+	}
+	objs, err := s.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var admit []logEntry
+	var bytes int64
+	for _, o := range objs {
+		if _, ok := s.seen[o.URI]; ok {
+			continue
+		}
+		if s.snapshot != nil {
+			if _, ok := s.snapshot[o.URI]; !ok {
+				continue
+			}
+		}
+		if s.opts.MaxFilesPerTrigger > 0 && len(admit) >= s.opts.MaxFilesPerTrigger {
+			break
+		}
+		if s.opts.MaxBytesPerTrigger > 0 && len(admit) > 0 && bytes+o.Size > s.opts.MaxBytesPerTrigger {
+			break
+		}
+		bytes += o.Size
+		admit = append(admit, logEntry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: s.nextID})
+	}
+	pending := int64(0)
+	for _, o := range objs {
+		if _, ok := s.seen[o.URI]; !ok {
+			pending++
+		}
+	}
+	s.m.pendingFiles.Store(pending - int64(len(admit)))
+	if len(admit) == 0 {
+		return start, nil
+	}
+	toWrite := admit
+	if isCompactID(s.nextID) {
+		toWrite = append(append([]logEntry(nil), s.entries...), admit...)
+	}
+	if err := s.log.write(s.nextID, toWrite); err != nil {
+		return nil, err
+	}
+	s.entries = append(s.entries, admit...)
+	for _, e := range admit {
+		s.seen[e.Path] = struct{}{}
+	}
+	s.m.filesAdmitted.Add(int64(len(admit)))
+	end := formatOffset(s.nextID)
+	s.nextID++
+	s.setLatest(end)
+	s.logger.Debug("admitted files", "source", s.Description(), "logOffset", s.nextID-1, "files", len(admit))
+	return end, nil
+}
+
+// ReadBatch emits the rows of the files admitted by log entries (start, end],
+// one batch per row group, in log order then row-group order. Files are
+// fetched and decoded Parallelism at a time, ahead of emission.
+func (s *Source) ReadBatch(ctx context.Context, start, end engine.Offset, emit func(*engine.Batch) error) error {
+	s.mustOpen()
+	st, err := parseOffset(start)
+	if err != nil {
+		return errcode.Corrupt(s.env.MetadataDir, err, "start offset of %s", s.Description())
+	}
+	en, err := parseOffset(end)
+	if err != nil {
+		return errcode.Corrupt(s.env.MetadataDir, err, "end offset of %s", s.Description())
+	}
+	if en >= s.nextID {
+		return errcode.Corrupt(s.env.MetadataDir, nil,
+			"batch ends at logOffset %d but the source log ends at %d: source log files are missing", en, s.nextID-1)
+	}
+	var files []logEntry
+	for id := st + 1; id <= en; id++ {
+		es, err := s.log.batch(id)
+		if err != nil {
+			return err
+		}
+		files = append(files, es...)
+	}
+	return s.readFiles(ctx, files, emit)
+}
+
+type fileResult struct {
+	f   *decodedFile
+	err error
+}
+
+func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*engine.Batch) error) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	results := make([]chan fileResult, len(files))
+	for i := range results {
+		results[i] = make(chan fileResult, 1)
+	}
+	// slots bounds the files being decoded or waiting to be emitted.
+	slots := make(chan struct{}, s.parall)
+	var wg sync.WaitGroup
+	launched := make(chan struct{})
+	go func() {
+		defer close(launched)
+		for i := range files {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				f, err := s.readFile(ctx, files[i].Path)
+				results[i] <- fileResult{f, err}
+			}(i)
+		}
+	}()
+	defer func() {
+		cancel()
+		<-launched
+		wg.Wait()
+	}()
+	for i := range files {
+		var r fileResult
+		select {
+		case r = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		<-slots
+		if r.err != nil {
+			if s.opts.SkipUnreadable && errcode.Is(r.err, ArchiveFileUnreadable) {
+				s.m.skip(files[i].Path)
+				s.logger.Warn("skipping unreadable archive file", "file", files[i].Path, "err", r.err)
+				continue
+			}
+			return r.err
+		}
+		for _, b := range r.f.batches {
+			if err := emit(b); err != nil {
+				return err
+			}
+		}
+		s.m.filesRead.Add(1)
+		s.m.rowsRead.Add(r.f.rows)
+	}
+	return nil
+}
+
+func (s *Source) readFile(ctx context.Context, uri string) (*decodedFile, error) {
+	var size int64
+	if v, ok := s.sizes.Load(uri); ok {
+		size = v.(int64)
+	} else {
+		n, err := s.st.size(ctx, uri)
+		if err != nil {
+			return nil, readErr(ctx, err, uri, "stat archive object")
+		}
+		size = n
+	}
+	f, err := decodeFile(ctx, s.st, uri, size, s.env.Columns, s.m)
+	if err != nil {
+		// The listed size may be stale (the object was replaced): ask again
+		// when the batch is re-run.
+		s.sizes.Delete(uri)
+	}
+	return f, err
+}
+
+// Commit is a no-op: the log is immutable and needed to re-run any batch that
+// the engine has planned but not committed.
+func (s *Source) Commit(ctx context.Context, end engine.Offset) error {
+	if _, err := parseOffset(end); err != nil {
+		return errcode.Corrupt(s.env.MetadataDir, err, "commit offset of %s", s.Description())
+	}
+	return nil
+}
+
+// Close releases nothing: the S3 client's idle connections are shared.
+func (s *Source) Close() error { return nil }
+
+// ReportLatestOffset is the newest log offset admitted so far, nil if none.
+// Files listed but not yet admitted are reported as the pendingFiles metric.
+func (s *Source) ReportLatestOffset() engine.Offset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latest
+}
+
+// Metrics reports counters since New: filesListed, filesAdmitted,
+// pendingFiles (listed, not yet admitted), filesRead, rowsRead, bytesRead, requests, retries, throttles, decodeMs,
+// skippedFiles and, when any, skipped (comma-separated URIs).
+func (s *Source) Metrics() map[string]string { return s.m.snapshot() }
