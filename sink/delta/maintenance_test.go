@@ -1,0 +1,176 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptimizeCompactsAndKeepsRows(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := newSink(t, dir, 0)
+	for b := int64(0); b < 12; b++ {
+		var rows []sinkRow
+		for m := 0; m < 5; m++ {
+			rows = append(rows, row(int(b), "live", minerName(m), b*10+int64(m)))
+		}
+		if _, err := s.AddBatch(ctx, b, mkBatch(rows)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tableRows(t, dir, -1)
+	tbl, _ := Open(ctx, dir)
+	snap, _ := tbl.Snapshot(ctx, -1)
+	nBefore := len(snap.Files())
+	if nBefore != 12 {
+		t.Fatalf("%d files before optimize, want 12", nBefore)
+	}
+	res, err := tbl.Optimize(ctx, OptimizeOptions{TargetFileRows: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 rows, 25 per file, runs of small files (5 rows each) in window order.
+	if res.FilesRemoved != 12 || res.FilesAdded != 3 || res.Rows != 60 || res.Version != snap.Version+1 {
+		t.Fatalf("result = %+v", res)
+	}
+	after := tableRows(t, dir, -1)
+	if len(after) != len(before) {
+		t.Fatalf("rows %d -> %d", len(before), len(after))
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Fatalf("key %v: %d -> %d", k, v, after[k])
+		}
+	}
+	data, _ := os.ReadFile(tbl.commitPath(res.Version))
+	if strings.Contains(string(data), `"dataChange":true`) || !strings.Contains(string(data), `"operation":"OPTIMIZE"`) {
+		t.Fatalf("optimize commit:\n%s", data)
+	}
+	// Time travel still sees the old files, and the sink keeps going on
+	// top of the optimized table (its cached snapshot catches up).
+	if got := tableRows(t, dir, snap.Version); len(got) != 60 {
+		t.Fatalf("time travel rows = %d", len(got))
+	}
+	if _, err := s.AddBatch(ctx, 12, mkBatch([]sinkRow{row(11, "live", minerName(0), 999)})); err != nil {
+		t.Fatal(err)
+	}
+	if got := tableRows(t, dir, -1); got[oracleKey{baseTS + 11*window, "live", minerName(0)}] != 999 || len(got) != 60 {
+		t.Fatalf("after optimize+merge: %d rows", len(got))
+	}
+	// A second optimize with nothing small left to pair does nothing.
+	res2, err := tbl.Optimize(ctx, OptimizeOptions{TargetFileRows: 5})
+	if err != nil || res2.FilesRemoved != 0 {
+		t.Fatalf("second optimize = %+v, %v", res2, err)
+	}
+}
+
+func TestVacuumRetention(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := newSink(t, dir, 0)
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+		t.Fatal(err)
+	}
+	first := s.snap.Files()[0].Path
+	if _, err := s.AddBatch(ctx, 1, mkBatch([]sinkRow{row(0, "a", "m", 2)})); err != nil {
+		t.Fatal(err)
+	}
+	live := s.snap.Files()[0].Path
+	orphan := filepath.Join(dir, "part-00000-orphan-c000.snappy.parquet")
+	os.WriteFile(orphan, []byte("x"), 0o644)
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(orphan, old, old)
+	tbl, _ := Open(ctx, dir)
+
+	// Within the retention: the tombstoned file is kept, the old orphan goes.
+	got, err := tbl.vacuum(ctx, 24*time.Hour, true, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "part-00000-orphan-c000.snappy.parquet" {
+		t.Fatalf("dry run = %v", got)
+	}
+	if _, err := os.Stat(orphan); err != nil {
+		t.Fatal("dry run deleted a file")
+	}
+	// A week later (files are old, the remove is older than the retention):
+	// the removed file and the orphan go, the live file stays.
+	later := time.Now().Add(8 * 24 * time.Hour)
+	got, err = tbl.vacuum(ctx, 168*time.Hour, false, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !contains(got, first) || contains(got, live) {
+		t.Fatalf("vacuum = %v (first %s live %s)", got, first, live)
+	}
+	for _, p := range []string{orphan, filepath.Join(dir, first)} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still there", p)
+		}
+	}
+	if rows := tableRows(t, dir, -1); len(rows) != 1 {
+		t.Fatalf("rows after vacuum = %v", rows)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "_delta_log", "00000000000000000000.json")); err != nil {
+		t.Fatal("vacuum touched the log")
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestShowSinkTable(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := newSink(t, dir, 0)
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m1", 3), row(1, "b", "m,2", 4)})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddBatch(ctx, 1, mkBatch([]sinkRow{row(0, "a", "m1", 5)})); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Show(ctx, &buf, dir, FormatCSV, -1); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"window_start", "window_end", "source", "miner", "count"},
+		{"2024-05-01T10:00:00Z", "2024-05-01T10:05:00Z", "a", "m1", "5"},
+		{"2024-05-01T10:05:00Z", "2024-05-01T10:10:00Z", "b", "m,2", "4"},
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("show = %v", recs)
+	}
+	for i := range want {
+		if strings.Join(recs[i], "|") != strings.Join(want[i], "|") {
+			t.Errorf("row %d = %v, want %v", i, recs[i], want[i])
+		}
+	}
+	buf.Reset()
+	if err := Show(ctx, &buf, "file://"+dir, FormatJSONL, 1); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || lines[0] != `{"window_start":"2024-05-01T10:00:00Z","window_end":"2024-05-01T10:05:00Z","source":"a","miner":"m1","count":3}` {
+		t.Fatalf("jsonl v1 = %q", lines)
+	}
+	if err := Show(ctx, &buf, dir, "xml", -1); codeOf(err) == "" {
+		t.Fatalf("bad format err = %v", err)
+	}
+}
