@@ -305,11 +305,30 @@ func (w *Writer) WriteCommit(id int64, c *CommitEntry) error {
 	return publish(w.FS, w.Join(CommitsDir), strconv.FormatInt(id, 10), EncodeCommit(c))
 }
 
-// SourceDir returns sources/<key>, creating it.
+// SourceDir returns sources/<key>, creating it durably (a crash never loses
+// the directory of a source that wrote into it).
 func (w *Writer) SourceDir(key string) (string, error) {
-	p := w.Join(SourcesDir, key)
+	return w.durableDir(SourcesDir, key)
+}
+
+// StateDir returns state/<opID>, creating it durably.
+func (w *Writer) StateDir(opID string) (string, error) {
+	return w.durableDir(StateDir, opID)
+}
+
+func (w *Writer) durableDir(parent, name string) (string, error) {
+	p := w.Join(parent, name)
+	if _, err := w.FS.Stat(p); err == nil {
+		return p, nil
+	}
 	if err := w.FS.MkdirAll(p, 0o755); err != nil {
-		return "", fmt.Errorf("create source metadata dir %s: %w", p, err)
+		return "", fmt.Errorf("create checkpoint dir %s: %w", p, err)
+	}
+	if err := syncDir(w.FS, w.Join(parent)); err != nil {
+		return "", err
+	}
+	if err := syncDir(w.FS, w.Path); err != nil {
+		return "", err
 	}
 	return p, nil
 }

@@ -252,7 +252,11 @@ func RepartitionOffline(ctx context.Context, o Options, op Operator, n int) (res
 	if err := w.Prepare(); err != nil {
 		return nil, err
 	}
-	env := OperatorEnv{StateDir: w.Join(checkpoint.StateDir, OperatorID), FS: o.FS, LocalDir: o.LocalDir,
+	stateDir, err := w.StateDir(OperatorID)
+	if err != nil {
+		return nil, err
+	}
+	env := OperatorEnv{StateDir: stateDir, FS: o.FS, LocalDir: o.LocalDir,
 		Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
 	if err := op.Open(ctx, env); err != nil {
 		return nil, fmt.Errorf("open operator: %w", err)

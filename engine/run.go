@@ -157,8 +157,12 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err := r.q.Sink.Open(ctx, r.queryID); err != nil {
 		return fmt.Errorf("open sink %s: %w", r.q.Sink.Description(), err)
 	}
+	stateDir, err := r.w.StateDir(OperatorID)
+	if err != nil {
+		return err
+	}
 	env := OperatorEnv{
-		StateDir: r.w.Join(checkpoint.StateDir, OperatorID), FS: r.o.FS, LocalDir: r.o.LocalDir,
+		StateDir: stateDir, FS: r.o.FS, LocalDir: r.o.LocalDir,
 		Partitions: r.parts, Version: r.sp.CommittedID, Logger: r.o.Logger,
 	}
 	if err := r.q.Operator.Open(ctx, env); err != nil {
