@@ -85,7 +85,7 @@ func newPartitions(dir string, n int, cacheBytes int64, logger *slog.Logger) *pa
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 1 },
 		MaxConcurrentDownloads:      func() int { return 1 },
 		MaxOpenFiles:                64,
-		FormatMajorVersion:          pebble.FormatNewest,
+		FormatMajorVersion:          pebble.FormatMinSupported,
 		Logger:                      pebbleLogger{logger},
 		NoSyncOnClose:               true,
 	}

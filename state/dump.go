@@ -1,0 +1,189 @@
+package state
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// DumpOptions configures Dump.
+type DumpOptions struct {
+	FS         vfs.FS // the checkpoint's FS (vfs.Default for a local path)
+	Checkpoint string // the checkpoint directory
+	Operator   int    // state/<Operator>
+	// Batch selects the state as of batch Batch (the newest state version
+	// ≤ Batch); -1 means the latest committed batch (commits/<id>).
+	Batch  int64
+	Format string // "csv" (default) or "jsonl"
+}
+
+// timestampLayout renders Timestamp fields: RFC 3339, UTC, microseconds.
+const timestampLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// Dump writes every row of one operator's state: a header row (key fields,
+// value fields, "partition"), then one row per key in (partition, key) order.
+// In jsonl each line is one row as a JSON object whose keys are those column
+// names in that order (no header line). Timestamps are RFC 3339 UTC with
+// microseconds. It returns the version dumped.
+func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
+	if o.Format == "" {
+		o.Format = "csv"
+	}
+	if o.Format != "csv" && o.Format != "jsonl" {
+		return -1, errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", o.Format)
+	}
+	dir := o.FS.PathJoin(o.Checkpoint, "state", strconv.Itoa(o.Operator))
+	limit := o.Batch
+	if limit < 0 {
+		c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
+		if err != nil {
+			return -1, err
+		}
+		if c < 0 {
+			return -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
+				"run the query until a batch commits", "the checkpoint has no committed batch")
+		}
+		limit = c
+	}
+	v, err := LatestVersionAtMost(o.FS, dir, limit)
+	if err != nil {
+		return -1, err
+	}
+	if v < 0 {
+		return -1, errcode.New(CodeStateNotFound, dir, "check --op and --batch",
+			"no state version at or before batch %d", limit)
+	}
+	info, err := Stat(o.FS, dir, v)
+	if err != nil {
+		return -1, err
+	}
+	var (
+		header []string
+		types  []engine.Type
+	)
+	for _, f := range append(append([]Field(nil), info.Schema.Key...), info.Schema.Value...) {
+		header = append(header, f.Name)
+		types = append(types, f.Type)
+	}
+	header = append(header, "partition")
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var cw *csv.Writer
+	if o.Format == "csv" {
+		cw = csv.NewWriter(bw)
+		if err := cw.Write(header); err != nil {
+			return v, err
+		}
+	}
+	var (
+		rec  []string
+		line []byte
+		vals []any
+	)
+	_, err = ReadAll(ctx, o.FS, dir, v, func(p int, key, val []any) error {
+		vals = append(append(vals[:0], key...), val...)
+		if len(vals) != len(types) {
+			return fmt.Errorf("state: row has %d values, schema %d", len(vals), len(types))
+		}
+		if cw != nil {
+			rec = rec[:0]
+			for i, x := range vals {
+				rec = append(rec, formatText(types[i], x))
+			}
+			rec = append(rec, strconv.Itoa(p))
+			return cw.Write(rec)
+		}
+		line = append(line[:0], '{')
+		for i, x := range vals {
+			line = strconv.AppendQuote(line, header[i])
+			line = append(line, ':')
+			line = appendJSON(line, types[i], x)
+			line = append(line, ',')
+		}
+		line = strconv.AppendQuote(line, "partition")
+		line = append(line, ':')
+		line = strconv.AppendInt(line, int64(p), 10)
+		line = append(line, '}', '\n')
+		_, err := bw.Write(line)
+		return err
+	})
+	if err != nil {
+		return v, err
+	}
+	if cw != nil {
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return v, err
+		}
+	}
+	return v, bw.Flush()
+}
+
+func formatText(t engine.Type, x any) string {
+	switch v := x.(type) {
+	case int64:
+		if t == engine.Timestamp {
+			return time.UnixMicro(v).UTC().Format(timestampLayout)
+		}
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return v
+	}
+	return fmt.Sprint(x)
+}
+
+func appendJSON(dst []byte, t engine.Type, x any) []byte {
+	switch v := x.(type) {
+	case int64:
+		if t == engine.Timestamp {
+			return strconv.AppendQuote(dst, time.UnixMicro(v).UTC().Format(timestampLayout))
+		}
+		return strconv.AppendInt(dst, v, 10)
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return strconv.AppendQuote(dst, strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		return strconv.AppendFloat(dst, v, 'g', -1, 64)
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return strconv.AppendQuote(dst, fmt.Sprint(x))
+	}
+	return append(dst, b...)
+}
+
+// LatestCommittedBatch returns the highest batch id N with a file
+// <ckpt>/commits/N (decimal name), or -1 if there is none. A batch is
+// committed iff that file exists (DESIGN.md §5).
+func LatestCommittedBatch(fs vfs.FS, ckpt string) (int64, error) {
+	dir := fs.PathJoin(ckpt, "commits")
+	names, err := fs.List(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return -1, nil
+		}
+		return -1, fmt.Errorf("list commit log %s: %w", dir, err)
+	}
+	best := int64(-1)
+	for _, n := range names {
+		id, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || id < 0 || strconv.FormatInt(id, 10) != n {
+			continue // temp files and the like
+		}
+		best = max(best, id)
+	}
+	return best, nil
+}
