@@ -347,7 +347,9 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 
 // verify checks the sink's table against a brute-force recount of every
 // block each source committed: nothing lost, nothing doubled.
-func (s *scenario) verify(t *testing.T, d *datadriven.TestData) string {
+func (s *scenario) verify(t *testing.T, d *datadriven.TestData) string { return s.verifyTable() }
+
+func (s *scenario) verifyTable() string {
 	dir := checkpoint.Dir{FS: s.fs, Path: ckptDir}
 	snap, err := dir.ReadSnapshot()
 	if err != nil {

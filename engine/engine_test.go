@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+func TestSourceNames(t *testing.T) {
+	for _, n := range []string{"mySource", "my_source", "MySource123", "_private", "source_123_test", "123source"} {
+		if !ValidSourceName(n) {
+			t.Errorf("%q should be valid", n)
+		}
+		if err := validateNames([]string{n}, settings{evolution: true}); err != nil {
+			t.Errorf("%q: %v", n, err)
+		}
+	}
+	for _, n := range []string{"my-source", "my source", "my.source", "my.source@123", "naïve", "a:b", "a\nb"} {
+		if ValidSourceName(n) {
+			t.Errorf("%q should be invalid", n)
+		}
+		err := validateNames([]string{n}, settings{evolution: true})
+		if !errcode.Is(err, errcode.InvalidSourceName) || !strings.Contains(err.Error(), fmt.Sprintf("%q", n)) {
+			t.Errorf("%q: %v", n, err)
+		}
+	}
+	cases := []struct {
+		names []string
+		s     settings
+		code  string
+	}{
+		{[]string{"a", ""}, settings{evolution: true}, errcode.UnnamedSources},
+		{[]string{"", ""}, settings{evolution: true}, errcode.UnnamedSources},
+		{[]string{"", ""}, settings{}, ""},
+		{[]string{"a", ""}, settings{}, errcode.SourceNamingUnsupported},
+		{[]string{"a", "a"}, settings{evolution: true}, errcode.DuplicateSourceNames},
+		{[]string{"a", "b"}, settings{evolution: true}, ""},
+		{[]string{"a"}, settings{evolution: true, formatVersion: 1}, errcode.NamedSourcesRequireV2},
+		{[]string{"a"}, settings{evolution: true, formatVersion: 2}, ""},
+	}
+	for _, c := range cases {
+		if got := errcode.Code(validateNames(c.names, c.s)); got != c.code {
+			t.Errorf("validateNames(%q, %+v) = %q, want %q", c.names, c.s, got, c.code)
+		}
+	}
+	err := validateNames([]string{"a", "", "b", ""}, settings{evolution: true})
+	if !strings.Contains(err.Error(), "Leaf position 1; Leaf position 3") {
+		t.Errorf("positions not listed: %v", err)
+	}
+}
+
+// TestCrashAtEveryPoint crashes a run at every step of every batch (losing
+// all unsynced bytes, or a random part of them), restarts until done, and
+// checks the table against a recount: nothing lost, nothing doubled, and no
+// temp file left behind.
+func TestCrashAtEveryPoint(t *testing.T) {
+	points := []string{"after-offsets", "before-sink", "sink", "after-state-commit", "after-commit"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, point := range points {
+		for nth := 1; nth <= 5; nth++ {
+			for _, unsynced := range []int{0, 50} {
+				t.Run(fmt.Sprintf("%s@%d/unsynced=%d", point, nth, unsynced), func(t *testing.T) {
+					s := newScenario()
+					s.sources["a"] = &srcWorld{start: 1, available: 40, max: 10}
+					s.sources["b"] = &srcWorld{start: 101, available: 130, max: 7}
+					mk := func() (Query, Options) {
+						q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{},
+							Watermark: &Watermark{Column: ColBlockTS, Delay: time.Hour},
+							Sink:      &memSink{t: s.table}, Trigger: Trigger{Kind: AvailableNow},
+							Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
+							Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}},
+								{"b", &memSource{w: s.sources["b"], name: "b"}}}}
+						return q, Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock}
+					}
+					q, o := mk()
+					hits := 0
+					crash := func(p string) error {
+						if p == point {
+							if hits++; hits == nth {
+								return errCrash
+							}
+						}
+						return nil
+					}
+					o.crash = crash
+					if point == "sink" {
+						q.Sink.(*memSink).failAfter = func(int64) error { return crash("sink") }
+					}
+					_, err := Run(context.Background(), q, o)
+					if err != errCrash && !strings.Contains(fmt.Sprint(err), errCrash.Error()) {
+						t.Fatalf("run: %v", err)
+					}
+					cfg := vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced}
+					if unsynced > 0 {
+						cfg.RNG = rng
+					}
+					s.fs = s.fs.CrashClone(cfg)
+					q, o = mk()
+					if _, err := Run(context.Background(), q, o); err != nil {
+						t.Fatalf("restart: %v", err)
+					}
+					if got := s.verifyTable(); !strings.HasPrefix(got, "ok: 70 blocks") {
+						t.Fatalf("after restart: %s", got)
+					}
+					for _, dir := range []string{ckptDir, ckptDir + "/offsets", ckptDir + "/commits"} {
+						names, _ := s.fs.List(dir)
+						for _, n := range names {
+							if strings.HasSuffix(n, ".tmp") {
+								t.Fatalf("temp file left: %s/%s", dir, n)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestProgressJSONShape pins the key order and omissions of Spark's
+// StreamingQueryProgress serialisation.
+func TestProgressJSONShape(t *testing.T) {
+	name := "s3_backfill"
+	p := &Progress{ID: "q", RunID: "r", Timestamp: isoTime(1700000000000), BatchID: 3, BatchDuration: 12, NumInputRows: 5,
+		InputRowsPerSecond: rate(5, 0), ProcessedRowsPerSecond: rate(5, 500*time.Millisecond),
+		DurationMs: map[string]int64{DurWalCommit: 1, DurAddBatch: 2, DurTriggerExecution: 12},
+		EventTime:  map[string]string{"watermark": isoTime(0), "min": isoTime(1)},
+		StateOperators: []OperatorProgress{{OperatorName: "agg", NumRowsTotal: 1, NumShufflePartitions: 8}},
+		Sources: []SourceProgress{{Description: "FileStreamSource[x]", Name: &name, EndOffset: json.RawMessage(`{"logOffset":1}`),
+			LatestOffset: json.RawMessage(`{"logOffset":1}`), NumInputRows: 5}},
+		Sink: SinkProgress{Description: "DeltaSink[t]", NumOutputRows: -1}}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"q","runId":"r","name":null,"timestamp":"2023-11-14T22:13:20.000Z","batchId":3,"batchDuration":12,"numInputRows":5,` +
+		`"processedRowsPerSecond":10,"durationMs":{"addBatch":2,"triggerExecution":12,"walCommit":1},` +
+		`"eventTime":{"min":"1970-01-01T00:00:00.001Z","watermark":"1970-01-01T00:00:00.000Z"},` +
+		`"stateOperators":[{"operatorName":"agg","numRowsTotal":1,"numRowsUpdated":0,"allUpdatesTimeMs":0,"numRowsRemoved":0,"allRemovalsTimeMs":0,"commitTimeMs":0,"memoryUsedBytes":0,"numRowsDroppedByWatermark":0,"numShufflePartitions":8,"numStateStoreInstances":0}],` +
+		`"sources":[{"description":"FileStreamSource[x]","name":"s3_backfill","startOffset":null,"endOffset":{"logOffset":1},"latestOffset":{"logOffset":1},"numInputRows":5}],` +
+		`"sink":{"description":"DeltaSink[t]","numOutputRows":-1}}`
+	if string(b) != want {
+		t.Fatalf("got\n%s\nwant\n%s", b, want)
+	}
+	if p.Kind() != KindData {
+		t.Fatalf("kind %s", p.Kind())
+	}
+}
+
+// TestFlattenProgress runs the seeds' phases and flattens their progress.
+func TestFlattenProgress(t *testing.T) {
+	s := newScenario()
+	s.sources["arch"] = &srcWorld{start: 1, available: 100, max: 30}
+	s.sources["live"] = &srcWorld{start: 101, available: 100, max: 20, grow: 20}
+	fs := s.fs
+	run := func(phase string, srcs []string, conf map[string]string, trig Trigger, maxB int) {
+		q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+			Watermark: &Watermark{Column: ColBlockTS, Delay: time.Hour}, Trigger: trig, MaxDataBatches: maxB,
+			Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"}}
+		for k, v := range conf {
+			q.Conf[k] = v
+		}
+		for _, n := range srcs {
+			q.Sources = append(q.Sources, NamedSource{n, &memSource{w: s.sources[n], name: n}})
+		}
+		path := "/progress-" + phase + ".jsonl"
+		o := Options{CheckpointDir: ckptDir, FS: fs, Clock: s.clock, Listeners: []Listener{ListenerFunc(func(p *Progress) {
+			b, _ := json.Marshal(p)
+			if err := checkpoint.AppendLine(fs, path, b); err != nil {
+				t.Fatal(err)
+			}
+		})}}
+		if _, err := Run(context.Background(), q, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("backfill", []string{"arch"}, nil, Trigger{Kind: AvailableNow}, 0)
+	run("add_live", []string{"arch", "live"}, nil, Trigger{Kind: ProcessingTime, Interval: time.Second}, 2)
+	run("shrink", []string{"live"}, map[string]string{checkpoint.ConfStatePartitions: "8"}, Trigger{Kind: ProcessingTime, Interval: time.Second}, 1)
+	err := FlattenProgress(fs, "/out", []PhaseFile{{"backfill", "/progress-backfill.jsonl"}, {"add_live", "/progress-add_live.jsonl"}, {"shrink", "/progress-shrink.jsonl"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := checkpoint.ReadFile(fs, "/out/batches.csv")
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if lines[0] != strings.Join(BatchesCSVHeader, ",") || len(lines) != 1+4+2+2 {
+		t.Fatalf("batches.csv:\n%s", b)
+	}
+	var kinds []string
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		kinds = append(kinds, f[2]+":"+f[3]+":"+f[5])
+	}
+	want := "backfill:0:data backfill:1:data backfill:2:data backfill:3:data add_live:4:data add_live:5:data shrink:6:repartition shrink:7:data"
+	if strings.Join(kinds, " ") != want {
+		t.Fatalf("phases/kinds = %v", kinds)
+	}
+	sb, _ := checkpoint.ReadFile(fs, "/out/sources.csv")
+	if !strings.Contains(string(sb), `add_live,4,0,arch,MemorySource[arch],"{""block"":100}","{""block"":100}"`) ||
+		!strings.Contains(string(sb), `add_live,4,1,live,MemorySource[live],null,"{""block"":120}"`) {
+		t.Fatalf("sources.csv:\n%s", sb)
+	}
+	// The checkpoint's own progress log has every event as well.
+	all, err := ReadProgress(fs, ckptDir+"/progress.jsonl")
+	if err != nil || len(all) != 8 {
+		t.Fatalf("progress.jsonl: %d events, %v", len(all), err)
+	}
+}
