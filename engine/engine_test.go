@@ -130,8 +130,8 @@ func TestProgressJSONShape(t *testing.T) {
 	name := "s3_backfill"
 	p := &Progress{ID: "q", RunID: "r", Timestamp: isoTime(1700000000000), BatchID: 3, BatchDuration: 12, NumInputRows: 5,
 		InputRowsPerSecond: rate(5, 0), ProcessedRowsPerSecond: rate(5, 500*time.Millisecond),
-		DurationMs: map[string]int64{DurWalCommit: 1, DurAddBatch: 2, DurTriggerExecution: 12},
-		EventTime:  map[string]string{"watermark": isoTime(0), "min": isoTime(1)},
+		DurationMs:     map[string]int64{DurWalCommit: 1, DurAddBatch: 2, DurTriggerExecution: 12},
+		EventTime:      map[string]string{"watermark": isoTime(0), "min": isoTime(1)},
 		StateOperators: []OperatorProgress{{OperatorName: "agg", NumRowsTotal: 1, NumShufflePartitions: 8}},
 		Sources: []SourceProgress{{Description: "FileStreamSource[x]", Name: &name, EndOffset: json.RawMessage(`{"logOffset":1}`),
 			LatestOffset: json.RawMessage(`{"logOffset":1}`), NumInputRows: 5}},
