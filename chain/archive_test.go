@@ -41,3 +41,9 @@ func TestGenerateSmall(t *testing.T) {
 		pf.Close()
 	}
 }
+
+// tempDirForPackage is a directory shared by the tests of one binary,
+// removed by TestMain.
+func tempDirForPackage() (string, error) {
+	return os.MkdirTemp(sharedTmp, "archive-")
+}

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	rootCmd.AddCommand(genArchiveCmd(), serveS3Cmd())
+	rootCmd.AddCommand(genArchiveCmd(), serveS3Cmd(), nodeCmd())
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
@@ -108,5 +108,55 @@ so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`
 	}
 	cmd.Flags().StringVar(&root, "root", "", "directory to serve")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9000", "listen address (loopback)")
+	return cmd
+}
+func nodeCmd() *cobra.Command {
+	var (
+		archive, addr string
+		interval      time.Duration
+		speed         float64
+		initial       int
+		seed          int64
+	)
+	cmd := &cobra.Command{
+		Use:   "node --archive DIR [--addr 127.0.0.1:8545] [--block-interval 12s] [--speed X] [--initial-blocks N]",
+		Short: "Serve an Ethereum JSON-RPC chain continuing the archive's last block",
+		Long: `node serves eth_blockNumber, eth_getBlockByNumber, eth_getBlockByHash, eth_chainId,
+net_version and JSON-RPC batches over HTTP (and websocket) on loopback. The first block is
+the archive's last block + 1, its parent hash the archive's last hash. A new block is
+mined every --block-interval / --speed of wall time; block timestamps stay 12 s apart.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if archive == "" {
+				return errcode.New(errcode.InvalidArgument, "", "pass --archive DIR (the --out of gen-archive)", "--archive is required")
+			}
+			if speed <= 0 || interval <= 0 {
+				return errcode.New(errcode.InvalidArgument, "", "pass a positive --speed and --block-interval", "invalid speed %v or block interval %v", speed, interval)
+			}
+			m, err := chain.ReadManifest(archive)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("seed") {
+				seed = m.Seed
+			}
+			n, err := chain.StartNode(cmd.Context(), chain.NodeOptions{
+				Manifest: m, Seed: seed, Addr: addr, BlockInterval: interval, Speed: speed, InitialBlocks: initial,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node at %s: continuing block %d (parent %s), head %d, a block every %s (Ctrl-C to stop)\n",
+				n.URL(), m.LastBlock+1, m.LastHash, n.Head(), time.Duration(float64(interval)/speed))
+			<-cmd.Context().Done()
+			return n.Close()
+		},
+	}
+	cmd.Flags().StringVar(&archive, "archive", "", "archive directory written by gen-archive")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8545", "listen address (loopback)")
+	cmd.Flags().DurationVar(&interval, "block-interval", 12*time.Second, "virtual block time")
+	cmd.Flags().Float64Var(&speed, "speed", 1, "wall clock runs this many times faster")
+	cmd.Flags().IntVar(&initial, "initial-blocks", 0, "blocks already mined at start")
+	cmd.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed (default: the archive's)")
 	return cmd
 }

@@ -1,0 +1,21 @@
+package chain
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+var sharedTmp string
+
+func TestMain(m *testing.M) {
+	var err error
+	sharedTmp, err = os.MkdirTemp("", "ethstream-chain-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(sharedTmp)
+	os.Exit(code)
+}

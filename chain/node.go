@@ -1,0 +1,568 @@
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/ethereum/go-ethereum/trie"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// NodeOptions configures StartNode.
+type NodeOptions struct {
+	Manifest *Manifest // the archive the chain continues; required
+	Seed     int64
+	Addr     string // listen address; "127.0.0.1:0" picks a free port
+	// BlockInterval is the virtual block time (default 12s); with Speed (default
+	// 1) the head advances every BlockInterval/Speed of wall time. Block
+	// timestamps are always 12 s apart.
+	BlockInterval time.Duration
+	Speed         float64
+	InitialBlocks int  // blocks already mined at start
+	Manual        bool // head moves only through Mine
+	Faults        NodeFaults
+}
+
+// NodeFaults injects HTTP-level failures in front of the JSON-RPC handler,
+// drawn from a generator seeded with Seed.
+type NodeFaults struct {
+	Latency    time.Duration // added to every HTTP request
+	Rate429    float64       // fraction answered 429 Too Many Requests
+	Rate5xx    float64       // fraction answered 503 Service Unavailable
+	RetryAfter time.Duration // Retry-After of 429 answers (rounded up to seconds; default 1s)
+	Seed       int64
+}
+
+// nodeBlock is a mined block. Transactions are not stored: they are
+// regenerated from (seed, number, branch) when served, which keeps a
+// long-running node's memory at a few hundred bytes per block.
+type nodeBlock struct {
+	header  *types.Header
+	hash    common.Hash
+	branch  uint64 // 0 for the original chain, >0 for a reorg's replacement
+	txCount int
+	size    uint64
+}
+
+// Node is an embedded Ethereum JSON-RPC node continuing an archive's chain.
+// It is safe for concurrent use.
+type Node struct {
+	o      NodeOptions
+	url    string
+	srv    *http.Server
+	rpc    *rpc.Server
+	base   uint64 // first block the node mines = archive last + 1
+	start  time.Time
+	period time.Duration
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	mu       sync.RWMutex
+	parent   *types.Header // the archive's last header
+	canon    []*nodeBlock  // canon[i] is block base+i
+	byHash   map[common.Hash]*nodeBlock
+	branches uint64
+	mined    int // blocks mined by the clock or Mine (excluding reorgs)
+
+	fmu    sync.Mutex
+	faults NodeFaults
+	frnd   *rand.Rand
+}
+
+// StartNode starts the node: it mines InitialBlocks blocks, then serves
+// JSON-RPC over HTTP and websocket on Addr until Close or ctx is done.
+func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
+	if o.Manifest == nil || o.Manifest.LastHeader == nil {
+		return nil, errcode.New(CodeArchiveNotFound, "", genRemedy, "node needs an archive manifest with its last header")
+	}
+	if o.BlockInterval <= 0 {
+		o.BlockInterval = SlotSeconds * time.Second
+	}
+	if o.Speed <= 0 {
+		o.Speed = 1
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	n := &Node{
+		o:      o,
+		base:   o.Manifest.LastBlock + 1,
+		parent: types.CopyHeader(o.Manifest.LastHeader),
+		byHash: map[common.Hash]*nodeBlock{},
+		period: time.Duration(float64(o.BlockInterval) / o.Speed),
+		stop:   make(chan struct{}),
+	}
+	if n.period <= 0 {
+		n.period = time.Nanosecond
+	}
+	n.SetFaults(o.Faults)
+	n.mineLocked(o.InitialBlocks)
+	n.rpc = rpc.NewServer()
+	if err := n.rpc.RegisterName("eth", &ethAPI{n}); err != nil {
+		return nil, err
+	}
+	if err := n.rpc.RegisterName("net", netAPI{}); err != nil {
+		return nil, err
+	}
+	if err := n.rpc.RegisterName("web3", web3API{}); err != nil {
+		return nil, err
+	}
+	ln, err := listen(o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	n.url = "http://" + ln.Addr().String()
+	ws := n.rpc.WebsocketHandler([]string{"*"})
+	n.srv = &http.Server{
+		Handler: n.faultMiddleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+				ws.ServeHTTP(w, r)
+				return
+			}
+			n.rpc.ServeHTTP(w, r)
+		})),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	n.start = time.Now()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = n.srv.Serve(ln)
+	}()
+	if !o.Manual {
+		n.wg.Add(1)
+		go n.clock()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			n.Close()
+		case <-n.stop:
+		}
+	}()
+	return n, nil
+}
+
+// clock mines the blocks due by wall time: InitialBlocks plus one per
+// period since start. Computing the due count from elapsed time, rather
+// than counting ticks, keeps the head right when the process is starved.
+func (n *Node) clock() {
+	defer n.wg.Done()
+	t := time.NewTicker(min(n.period, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			n.catchUp()
+		}
+	}
+}
+
+func (n *Node) catchUp() {
+	if n.o.Manual {
+		return
+	}
+	due := n.o.InitialBlocks + int(time.Since(n.start)/n.period)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if due > n.mined {
+		n.mineLocked(due - n.mined)
+	}
+}
+
+// URL is the HTTP endpoint, "http://127.0.0.1:PORT" (websocket: ws://...).
+func (n *Node) URL() string { return n.url }
+
+// Head is the latest block number (the archive's last block before the
+// first block is mined).
+func (n *Node) Head() uint64 {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.base - 1 + uint64(len(n.canon))
+}
+
+// Mine advances the head by k blocks now.
+func (n *Node) Mine(k int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mineLocked(k)
+}
+
+func (n *Node) mineLocked(k int) {
+	for i := 0; i < k; i++ {
+		parent := n.parent
+		if len(n.canon) > 0 {
+			parent = n.canon[len(n.canon)-1].header
+		}
+		b := n.makeBlock(parent, 0)
+		n.canon = append(n.canon, b)
+		n.byHash[b.hash] = b
+	}
+	n.mined += k
+}
+
+// Reorg replaces the last depth blocks with an alternative branch: same
+// heights and timestamps, different producers, transactions and hashes.
+// The replaced blocks stay retrievable by hash, as on a real node. Blocks of
+// the archive cannot be reorganised; depth is clamped to the mined blocks.
+func (n *Node) Reorg(depth int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	depth = min(depth, len(n.canon))
+	if depth <= 0 {
+		return
+	}
+	n.branches++
+	from := len(n.canon) - depth
+	for i := from; i < len(n.canon); i++ {
+		parent := n.parent
+		if i > 0 {
+			parent = n.canon[i-1].header
+		}
+		b := n.makeBlock(parent, n.branches)
+		n.canon[i] = b
+		n.byHash[b.hash] = b
+	}
+}
+
+// SetFaults replaces the fault injection settings.
+func (n *Node) SetFaults(f NodeFaults) {
+	n.fmu.Lock()
+	defer n.fmu.Unlock()
+	n.faults = f
+	n.frnd = rand.New(rand.NewPCG(uint64(f.Seed), 0x4e4f4445))
+}
+
+// Header returns a copy of the canonical header at num, or nil if the node
+// has not mined it (archive blocks included).
+func (n *Node) Header(num uint64) *types.Header {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if b := n.blockLocked(num); b != nil {
+		return types.CopyHeader(b.header)
+	}
+	return nil
+}
+
+// Close stops the clock and the server.
+func (n *Node) Close() error {
+	select {
+	case <-n.stop:
+		return nil
+	default:
+	}
+	close(n.stop)
+	err := n.srv.Close()
+	n.rpc.Stop()
+	n.wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (n *Node) blockLocked(num uint64) *nodeBlock {
+	if num < n.base || num-n.base >= uint64(len(n.canon)) {
+		return nil
+	}
+	return n.canon[num-n.base]
+}
+
+// makeBlock derives block parent+1 of branch from the seed: a post-merge
+// header with real transactions (whose DeriveSha is TxHash).
+func (n *Node) makeBlock(parent *types.Header, branch uint64) *nodeBlock {
+	num := parent.Number.Uint64() + 1
+	r := rng(n.o.Seed, purposeNode, num, branch)
+	ts := parent.Time + SlotSeconds
+	tt := time.Unix(int64(ts), 0).UTC()
+	coinbase, extra := nodeMiners(tt).pick(r)
+	limit := parent.GasLimit
+	if limit == 0 {
+		limit = gasLimitAt(tt)
+	}
+	var parentFee uint64 = 1_000_000_000
+	if parent.BaseFee != nil {
+		parentFee = nextBaseFee(parent.BaseFee.Uint64(), parent.GasUsed, parent.GasLimit)
+	}
+	h := &types.Header{
+		ParentHash:      parent.Hash(),
+		UncleHash:       types.EmptyUncleHash,
+		Coinbase:        coinbase,
+		Root:            randHash(r),
+		TxHash:          types.EmptyTxsHash,
+		ReceiptHash:     types.EmptyReceiptsHash,
+		Difficulty:      new(big.Int),
+		Number:          new(big.Int).SetUint64(num),
+		GasLimit:        limit,
+		Time:            ts,
+		Extra:           extra,
+		MixDigest:       randHash(r),
+		BaseFee:         new(big.Int).SetUint64(parentFee),
+		WithdrawalsHash: ptr(types.EmptyWithdrawalsHash),
+	}
+	if ts >= uint64(CancunTime.Unix()) {
+		var excess uint64
+		if parent.ExcessBlobGas != nil && parent.BlobGasUsed != nil {
+			if e := *parent.ExcessBlobGas + *parent.BlobGasUsed; e > 6*blobGasPerBlob {
+				excess = e - 6*blobGasPerBlob
+			}
+		}
+		h.BlobGasUsed = ptr(uint64(0)) // no blob transactions are served
+		h.ExcessBlobGas = ptr(excess)
+		h.ParentBeaconRoot = ptr(randHash(r))
+	}
+	if ts >= uint64(PragueTime.Unix()) {
+		h.RequestsHash = ptr(types.EmptyRequestsHash)
+	}
+	count := 0
+	if r.Float64() >= interp(emptyRate, tt, false) {
+		u := min(1, max(0.001, 0.5+0.22*r.NormFloat64()))
+		perTx := interp(gasPerTx, tt, false) * (0.7 + 0.6*r.Float64())
+		count = max(1, int(u*float64(limit)/perTx))
+	}
+	b := &nodeBlock{branch: branch, txCount: count}
+	if count > 0 {
+		txs, used := nodeTxs(n.o.Seed, num, branch, count, parentFee, limit)
+		h.GasUsed = used
+		h.TxHash = types.DeriveSha(txs, trie.NewStackTrie(nil))
+		h.ReceiptHash = randHash(r)
+		h.Bloom = sparseBloom(r, 1)
+		// Approximate RLP size; tx.Size() would encode every transaction again.
+		b.size = 600 + uint64(len(extra))
+		for _, tx := range txs {
+			b.size += 115 + uint64(len(tx.Data()))
+		}
+	} else {
+		b.size = 600 + uint64(len(extra))
+	}
+	b.header = h
+	b.hash = h.Hash()
+	return b
+}
+
+var (
+	nodeMinersMu sync.Mutex
+	nodeMinersAt = map[int64]*minerTable{}
+)
+
+// nodeMiners caches the fee-recipient table per day.
+func nodeMiners(t time.Time) *minerTable {
+	day := t.Unix() / 86400
+	nodeMinersMu.Lock()
+	defer nodeMinersMu.Unlock()
+	mt, ok := nodeMinersAt[day]
+	if !ok {
+		mt = newMinerTable(time.Unix(day*86400+43200, 0).UTC(), true)
+		nodeMinersAt[day] = mt
+	}
+	return mt
+}
+
+// nodeTxs regenerates the transactions of a node block: EIP-1559
+// transactions with fee caps above the base fee and signature values in the
+// valid secp256k1 range (they are not real signatures; senders are served
+// in the "from" field). The gas of each transaction adds up to gasUsed.
+func nodeTxs(seed int64, num, branch uint64, count int, baseFee, limit uint64) (types.Transactions, uint64) {
+	r := rng(seed, purposeTxs, num, branch)
+	txs := make(types.Transactions, count)
+	budget := int64(max(limit/uint64(count), 21000))
+	var used uint64
+	chainID := big.NewInt(1)
+	for i := range txs {
+		gas := uint64(21000 + r.Int64N(budget-21000+1))
+		used += gas
+		tip := uint64(r.IntN(2_000_000_000)) + 1
+		to := common.Address(randHash(r).Bytes()[:20])
+		var rs, ss [32]byte
+		rh, sh := randHash(r), randHash(r)
+		copy(rs[:], rh[:])
+		copy(ss[:], sh[:])
+		rs[0] &= 0x7f // below secp256k1 N/2
+		ss[0] &= 0x7f
+		var data []byte
+		if r.IntN(3) > 0 {
+			data = make([]byte, 4+32*r.IntN(3))
+			for j := range data {
+				data[j] = byte(r.Uint32())
+			}
+		}
+		txs[i] = types.NewTx(&types.DynamicFeeTx{
+			ChainID:   chainID,
+			Nonce:     r.Uint64N(5000),
+			GasTipCap: new(big.Int).SetUint64(tip),
+			GasFeeCap: new(big.Int).SetUint64(2*baseFee + tip),
+			Gas:       gas,
+			To:        &to,
+			Value:     new(big.Int).SetUint64(r.Uint64N(1e18)),
+			Data:      data,
+			V:         new(big.Int).SetUint64(uint64(r.IntN(2))),
+			R:         new(big.Int).SetBytes(rs[:]),
+			S:         new(big.Int).SetBytes(ss[:]),
+		})
+	}
+	return txs, used
+}
+
+// txSender is the served "from" of transaction i of a block.
+func txSender(seed int64, num, branch uint64, i int) common.Address {
+	return common.Address(randHash(rng(seed, purposeTxs+100, num, branch<<20|uint64(i))).Bytes()[:20])
+}
+
+// blockJSON renders b as eth_getBlockByNumber does: the header fields
+// (go-ethereum's own JSON, including "hash"), size, total difficulty,
+// transactions (hashes, or full objects when full), uncles and withdrawals.
+func (n *Node) blockJSON(b *nodeBlock, full bool) (json.RawMessage, error) {
+	hj, err := json.Marshal(b.header)
+	if err != nil {
+		return nil, err
+	}
+	var buf []byte
+	buf = append(buf, hj[:len(hj)-1]...)
+	buf = fmt.Appendf(buf, `,"size":"%s","totalDifficulty":"%s","uncles":[],"withdrawals":[],"transactions":[`,
+		hexutil.EncodeUint64(b.size), hexutil.EncodeBig(terminalTD))
+	if b.txCount > 0 {
+		txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
+		num := hexutil.EncodeUint64(b.header.Number.Uint64())
+		for i, tx := range txs {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			if !full {
+				buf = fmt.Appendf(buf, `"%s"`, tx.Hash().Hex())
+				continue
+			}
+			tj, err := json.Marshal(tx)
+			if err != nil {
+				return nil, err
+			}
+			buf = append(buf, tj[:len(tj)-1]...)
+			eff := new(big.Int).Add(b.header.BaseFee, tx.GasTipCap())
+			buf = fmt.Appendf(buf, `,"blockHash":"%s","blockNumber":"%s","from":"%s","transactionIndex":"%s","gasPrice":"%s"}`,
+				b.hash.Hex(), num, strings.ToLower(txSender(n.o.Seed, b.header.Number.Uint64(), b.branch, i).Hex()),
+				hexutil.EncodeUint64(uint64(i)), hexutil.EncodeBig(eff))
+		}
+	}
+	buf = append(buf, "]}"...)
+	return buf, nil
+}
+
+// terminalTD is mainnet's terminal total difficulty, reported as the total
+// difficulty of every post-merge block.
+var terminalTD, _ = new(big.Int).SetString("58750003716598352816469", 10)
+
+// ethAPI is the "eth" namespace.
+type ethAPI struct{ n *Node }
+
+// ChainId is eth_chainId: mainnet.
+func (api *ethAPI) ChainId() *hexutil.Big { return (*hexutil.Big)(big.NewInt(1)) }
+
+// BlockNumber is eth_blockNumber.
+func (api *ethAPI) BlockNumber() hexutil.Uint64 {
+	api.n.catchUp()
+	return hexutil.Uint64(api.n.Head())
+}
+
+// Syncing is eth_syncing: never.
+func (api *ethAPI) Syncing() bool { return false }
+
+// GetBlockByNumber is eth_getBlockByNumber. Tags: latest and pending = head,
+// safe = head-32, finalized = head-64, earliest = the first block this node
+// mined (history lives in the archive). Unknown numbers return null.
+func (api *ethAPI) GetBlockByNumber(ctx context.Context, number rpc.BlockNumber, full bool) (json.RawMessage, error) {
+	n := api.n
+	n.catchUp()
+	n.mu.RLock()
+	head := n.base - 1 + uint64(len(n.canon))
+	var num uint64
+	switch number {
+	case rpc.LatestBlockNumber, rpc.PendingBlockNumber:
+		num = head
+	case rpc.SafeBlockNumber:
+		num = max(head-min(head, 32), n.base)
+	case rpc.FinalizedBlockNumber:
+		num = max(head-min(head, 64), n.base)
+	case rpc.EarliestBlockNumber:
+		num = n.base
+	default:
+		if number < 0 {
+			n.mu.RUnlock()
+			return nil, fmt.Errorf("unsupported block tag %d", number)
+		}
+		num = uint64(number)
+	}
+	b := n.blockLocked(num)
+	n.mu.RUnlock()
+	if b == nil {
+		return json.RawMessage("null"), nil
+	}
+	return n.blockJSON(b, full)
+}
+
+// GetBlockByHash is eth_getBlockByHash; blocks replaced by a reorg are still
+// found by hash.
+func (api *ethAPI) GetBlockByHash(ctx context.Context, hash common.Hash, full bool) (json.RawMessage, error) {
+	n := api.n
+	n.catchUp()
+	n.mu.RLock()
+	b := n.byHash[hash]
+	n.mu.RUnlock()
+	if b == nil {
+		return json.RawMessage("null"), nil
+	}
+	return n.blockJSON(b, full)
+}
+
+type netAPI struct{}
+
+// Version is net_version.
+func (netAPI) Version() string { return "1" }
+
+type web3API struct{}
+
+// ClientVersion is web3_clientVersion.
+func (web3API) ClientVersion() string { return "ethstream/chain" }
+
+func (n *Node) faultMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.fmu.Lock()
+		f := n.faults
+		u := n.frnd.Float64()
+		n.fmu.Unlock()
+		if f.Latency > 0 {
+			select {
+			case <-time.After(f.Latency):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		switch {
+		case u < f.Rate429:
+			ra := f.RetryAfter
+			if ra <= 0 {
+				ra = time.Second
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
+			http.Error(w, "rate limited", http.StatusTooManyRequests)
+			return
+		case u < f.Rate429+f.Rate5xx:
+			http.Error(w, "upstream unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
