@@ -4,107 +4,81 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 )
 
-// fakeS3 is an S3 endpoint on loopback serving a directory (bucket = each
-// top-level folder), with request accounting and injected throttling.
+// fakeS3 is chain's embedded S3 endpoint over a directory (bucket = each
+// top-level folder), behind a loopback reverse proxy that counts the bytes of
+// ranged GetObject bodies, so tests see what went over the wire.
 type fakeS3 struct {
-	url       string
+	srv       *chain.S3Server
+	url       string // the proxy
 	requests  atomic.Int64
+	lists     atomic.Int64
 	gets      atomic.Int64
-	respBytes atomic.Int64 // bytes of GetObject bodies served
-	mu        sync.Mutex
-	throttle  int // every throttle-th request answers 503 SlowDown; 0: never
-	n         int
+	respBytes atomic.Int64
 }
 
-func (f *fakeS3) setThrottle(every int) {
-	f.mu.Lock()
-	f.throttle = every
-	f.mu.Unlock()
+func (f *fakeS3) setFaults(throttle, errs float64) {
+	f.srv.SetFaults(chain.S3Faults{ThrottleRate: throttle, ErrorRate: errs, Seed: 7})
 }
 
-type countingWriter struct {
-	http.ResponseWriter
+type countingBody struct {
+	io.ReadCloser
 	n *atomic.Int64
 }
 
-func (w countingWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	w.n.Add(int64(n))
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
 	return n, err
 }
 
 func startFakeS3(t testing.TB, root string) *fakeS3 {
 	t.Helper()
-	backend := s3mem.New()
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()))
-	entries, err := os.ReadDir(root)
+	srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range entries {
-		if !b.IsDir() {
-			continue
-		}
-		if err := backend.CreateBucket(b.Name()); err != nil {
-			t.Fatal(err)
-		}
-		err := filepath.WalkDir(filepath.Join(root, b.Name()), func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(filepath.Join(root, b.Name()), p)
-			_, err = backend.PutObject(b.Name(), filepath.ToSlash(rel), map[string]string{}, bytes.NewReader(data), int64(len(data)), nil)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	t.Cleanup(func() { srv.Close() })
+	target, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
 	}
-	f := &fakeS3{}
-	h := faker.Server()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.requests.Add(1)
-		f.mu.Lock()
-		f.n++
-		throttle := f.throttle > 0 && f.n%f.throttle == 0
-		f.mu.Unlock()
-		if throttle {
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
-			return
-		}
-		if r.Method == http.MethodGet && r.Header.Get("Range") != "" {
+	f := &fakeS3{srv: srv}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(r *http.Response) error {
+		if r.Request.Method == http.MethodGet && r.Request.Header.Get("Range") != "" && r.StatusCode/100 == 2 {
 			f.gets.Add(1)
-			w = countingWriter{w, &f.respBytes}
+			r.Body = countingBody{r.Body, &f.respBytes}
 		}
-		h.ServeHTTP(w, r)
+		return nil
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
+		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
+			f.lists.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
-	f.url = srv.URL
+	t.Cleanup(front.Close)
+	f.url = front.URL
 	return f
 }
 
@@ -157,13 +131,17 @@ func TestS3ListingPaginationAndAdmission(t *testing.T) {
 	if m["filesListed"] != "60" || m["filesRead"] != "60" || m["retries"] != "0" {
 		t.Fatalf("metrics %v", m)
 	}
+	// 13 listings (12 data batches + the empty one) of 62 keys in pages of 7.
+	if got := f.lists.Load(); got != 13*9 {
+		t.Fatalf("%d list requests, want %d: pagination not exercised", got, 13*9)
+	}
 }
 
 func TestS3Throttling(t *testing.T) {
 	root := t.TempDir()
 	want := writeDays(t, filepath.Join(root, "archive"), day0, 10, 30, "nanos")
 	f := startFakeS3(t, root)
-	f.setThrottle(3) // every third request answers 503 SlowDown
+	f.setFaults(0.3, 0.1) // 30% 503 SlowDown, 10% 500 InternalError
 	o := s3Opts(f, "s3://archive/v1.0/eth/blocks")
 	o.ListPageSize = 4
 	o.Parallelism = 3
@@ -171,8 +149,8 @@ func TestS3Throttling(t *testing.T) {
 	got, _ := drain(t, s)
 	blocksEqual(t, got, want)
 	m := s.Metrics()
-	if m["throttles"] == "0" || m["retries"] != m["throttles"] {
-		t.Fatalf("metrics %v: want throttles, each retried", m)
+	if m["throttles"] == "0" || m["retries"] <= m["throttles"] {
+		t.Fatalf("metrics %v: want throttles and errors, each retried", m)
 	}
 }
 
@@ -233,7 +211,7 @@ func TestS3Cancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.setThrottle(1)
+	f.setFaults(1, 0)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		for f.requests.Load() < 5 {
