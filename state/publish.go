@@ -88,6 +88,37 @@ func syncDir(fs vfs.FS, dir string) error {
 	return nil
 }
 
+// ensureDir creates dir and makes its entry durable: the parent of every
+// directory that did not exist is fsynced, or a crash could lose the whole
+// state directory with every version published in it.
+func ensureDir(fs vfs.FS, dir string) error {
+	var created []string
+	for d := dir; ; {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		parent := fs.PathDir(d)
+		if parent == d || parent == "" || parent == "." {
+			break
+		}
+		d = parent
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create state dir %s: %w", dir, err)
+	}
+	for _, d := range created {
+		parent := fs.PathDir(d)
+		if parent == "" {
+			parent = "."
+		}
+		if err := syncDir(fs, parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // catalog is the listing of a state directory: every metadata file by version
 // and attempt, and every other state file.
 type catalog struct {

@@ -120,8 +120,8 @@ func Open(ctx context.Context, opts Options, version int64) (*Store, error) {
 	if version < -1 {
 		return nil, fmt.Errorf("state: open at version %d", version)
 	}
-	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create state dir %s: %w", opts.Dir, err)
+	if err := ensureDir(opts.FS, opts.Dir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(opts.LocalDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state cache dir %s: %w", opts.LocalDir, err)
