@@ -27,10 +27,21 @@ var errVersionTaken = errors.New("delta: commit version already exists")
 // hard-linked to the final name: link(2) fails with EEXIST instead of
 // replacing, so two writers can never both win, and readers never see a
 // partial commit. The temp file is removed whatever happens.
-func (t *Table) tryCommit(v int64, body []byte) error {
+//
+// durable, if not nil, makes the commit's data files durable; it runs
+// concurrently with the temp file's fsync (the two waits overlap) and must
+// succeed before the commit is published.
+func (t *Table) tryCommit(v int64, body []byte, durable func() error) error {
 	final := t.commitPath(v)
 	tmp := filepath.Join(t.logDir, fmt.Sprintf(".%020d.json.%s.tmp", v, uuid.NewString()))
-	if err := writeFileSync(tmp, body); err != nil {
+	durErr := make(chan error, 1)
+	if durable != nil {
+		go func() { durErr <- durable() }()
+	} else {
+		durErr <- nil
+	}
+	werr := writeFileSync(tmp, body)
+	if err := errors.Join(werr, <-durErr); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write commit %d: %w", v, err)
 	}
@@ -75,6 +86,29 @@ func replaceFileSync(path string, data []byte) error {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// syncFiles fsyncs files and then their directories, so that both the data
+// and the names survive a crash before the commit that references them.
+func syncFiles(paths []string) error {
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", p, err)
+		}
+		err = f.Sync()
+		if err = errors.Join(err, f.Close()); err != nil {
+			return fmt.Errorf("sync %s: %w", p, err)
+		}
+		dirs[filepath.Dir(p)] = true
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func syncDir(dir string) error {
@@ -164,7 +198,7 @@ func Create(ctx context.Context, path string, schema Schema, opts ...CreateOptio
 	if err != nil {
 		return nil, err
 	}
-	if err := t.tryCommit(0, body); err != nil {
+	if err := t.tryCommit(0, body, nil); err != nil {
 		if errors.Is(err, errVersionTaken) {
 			return nil, errcode.New(CodeTableExists, t.commitPath(0), "open the existing table instead", "table already exists")
 		}
@@ -201,16 +235,20 @@ func (s *Snapshot) refresh(ctx context.Context) (int, error) {
 	}
 }
 
-// commitActions tries to publish acts as version s.Version+1. On success it
-// applies them to s. errVersionTaken is returned untouched for the caller's
-// conflict handling.
-func (s *Snapshot) commitActions(acts []action) error {
+// commitActions tries to publish acts as version s.Version+1 after making
+// the new data files (local paths) durable. On success it applies them to s.
+// errVersionTaken is returned untouched for the caller's conflict handling.
+func (s *Snapshot) commitActions(acts []action, dataFiles ...string) error {
 	body, err := marshalActions(acts)
 	if err != nil {
 		return err
 	}
 	v := s.Version + 1
-	if err := s.table.tryCommit(v, body); err != nil {
+	var durable func() error
+	if len(dataFiles) > 0 {
+		durable = func() error { return syncFiles(dataFiles) }
+	}
+	if err := s.table.tryCommit(v, body, durable); err != nil {
 		return err
 	}
 	s.applyAll(acts)

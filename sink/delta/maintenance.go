@@ -161,7 +161,7 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 		}}}
 		acts = append(acts, removes...)
 		acts = append(acts, adds...)
-		err = s.commitActions(acts)
+		err = s.commitActions(acts, written...)
 		if errors.Is(err, errVersionTaken) {
 			abandon() // a concurrent writer may have rewritten our inputs: start over
 			continue

@@ -171,17 +171,17 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 		index[k] = len(uniq)
 		uniq = append(uniq, src[i])
 	}
-	// Sort by key so that pruning can binary-search window.start.
+	// Order by window.start so that pruning can binary-search it.
 	order := make([]int, len(uniq))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		ka, kb := o.keys.keyOf(&uniq[a]), o.keys.keyOf(&uniq[b])
-		if ka.less(kb) {
+		wa, wb := uniq[a].WS, uniq[b].WS
+		switch {
+		case wa < wb:
 			return -1
-		}
-		if kb.less(ka) {
+		case wa > wb:
 			return 1
 		}
 		return 0
@@ -277,7 +277,7 @@ func nonNilPV(m map[string]*string) map[string]*string {
 }
 
 // mergeCandidates returns the live files whose stats may hold a key of uniq
-// (order sorts uniq by key), in window order.
+// (order sorts uniq by window.start), in path order.
 func (s *Snapshot) mergeCandidates(uniq []sinkRow, order []int, keys keyMask) []*AddFile {
 	if len(uniq) == 0 {
 		return nil

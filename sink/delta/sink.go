@@ -223,7 +223,7 @@ func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkR
 		}}, {Txn: &Txn{AppID: m.queryID, Version: batchID, LastUpdated: &ts}}}
 		acts = append(acts, plan.removes...)
 		acts = append(acts, plan.adds...)
-		err = s.commitActions(acts)
+		err = s.commitActions(acts, plan.written...)
 		if errors.Is(err, errVersionTaken) {
 			plan.abandon()
 			m.log.Info("delta commit lost the race; retrying", "version", readVersion+1, "batch", batchID, "attempt", attempt)

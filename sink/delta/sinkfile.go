@@ -48,19 +48,6 @@ type mergeKey struct {
 	nulls         uint8
 }
 
-func (a mergeKey) less(b mergeKey) bool {
-	if a.WS != b.WS {
-		return a.WS < b.WS
-	}
-	if a.WE != b.WE {
-		return a.WE < b.WE
-	}
-	if a.Source != b.Source {
-		return a.Source < b.Source
-	}
-	return a.Miner < b.Miner
-}
-
 func rowLess(a, b *sinkRow) bool {
 	if a.WS != b.WS {
 		return a.WS < b.WS
@@ -100,7 +87,8 @@ const (
 )
 
 // writeSinkFile writes rows (already sorted) to a new uniquely named file
-// in the table root and returns its add action with full stats.
+// in the table root and returns its add action with full stats. The file
+// is not yet durable: the commit that references it syncs it.
 func (t *Table) writeSinkFile(rows []sinkRow, now time.Time) (*AddFile, error) {
 	name := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid.NewString())
 	p := filepath.Join(t.root, name)
@@ -113,9 +101,8 @@ func (t *Table) writeSinkFile(rows []sinkRow, now time.Time) (*AddFile, error) {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err == nil {
-		err = f.Sync()
-	}
+	// No fsync here: commitActions syncs the new files while it writes the
+	// commit, before publishing it.
 	var size int64
 	if err == nil {
 		var st os.FileInfo

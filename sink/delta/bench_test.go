@@ -1,0 +1,146 @@
+package delta
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var benchRows = flag.Int("delta.benchrows", 1_000_000, "rows in the table BenchmarkMergeLive20 builds (9000000 for the full-backfill case)")
+
+const rowsPerWindow = 8 // about 5-8 distinct miners per 5-minute window
+
+// backfillRows returns n rows of consecutive windows starting at window w0.
+func backfillRows(w0, n int) []sinkRow {
+	rows := make([]sinkRow, 0, n)
+	for i := 0; i < n; i++ {
+		w := w0 + i/rowsPerWindow
+		rows = append(rows, row(w, "s3_backfill", minerName((w*7+i%rowsPerWindow)%200), int64(1+i%13)))
+	}
+	return rows
+}
+
+// buildTable backfills n rows in batches of 700k keys, like the engine does.
+func buildTable(b *testing.B, dir string, n int) (*MergeSink, int64, int) {
+	b.Helper()
+	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Open(context.Background(), "bench"); err != nil {
+		b.Fatal(err)
+	}
+	const batch = 700_000
+	batchID := int64(0)
+	w := 0
+	for done := 0; done < n; done += batch {
+		k := min(batch, n-done)
+		if _, err := s.commitBatch(context.Background(), batchID, backfillRows(w, k)); err != nil {
+			b.Fatal(err)
+		}
+		w += k / rowsPerWindow
+		batchID++
+	}
+	return s, batchID, w
+}
+
+// BenchmarkMergeLive20 measures the live case: a 20-key batch (updates to
+// the open window, inserts into the next) into a large backfilled table,
+// from txn check to published commit (and a checkpoint every 10 commits).
+func BenchmarkMergeLive20(b *testing.B) {
+	dir := b.TempDir()
+	start := time.Now()
+	s, batchID, w := buildTable(b, dir, *benchRows)
+	b.Logf("setup: %d rows, %d files, version %d in %v", *benchRows, len(s.snap.files), s.snap.Version, time.Since(start))
+	ctx := context.Background()
+	b.ResetTimer()
+	var removed, touchedRows int64
+	for i := 0; i < b.N; i++ {
+		var rows []sinkRow
+		for m := 0; m < 12; m++ { // the open window: new counts for its 8 keys, 4 new keys
+			rows = append(rows, row(w-1, "eth_live", minerName(m), int64(100+i)))
+		}
+		for m := 0; m < 8; m++ { // the next window appears
+			rows = append(rows, row(w, "eth_live", minerName(m), int64(1+m)))
+		}
+		res, err := s.commitBatch(ctx, batchID, rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		removed += res.metrics.NumTargetFilesRemoved
+		touchedRows += res.metrics.NumTargetRowsCopied + res.metrics.NumTargetRowsUpdated
+		batchID++
+		w++
+	}
+	b.ReportMetric(float64(removed)/float64(b.N), "filesRewritten/op")
+	b.ReportMetric(float64(touchedRows)/float64(b.N), "rowsRewritten/op")
+}
+
+// BenchmarkMergeBackfill700k measures one 700k-key backfill batch into a
+// table that already holds 700k rows, 10% of the batch updating them.
+func BenchmarkMergeBackfill700k(b *testing.B) {
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		s, _, w := buildTable(b, dir, 700_000)
+		rows := backfillRows(w-70_000/rowsPerWindow, 700_000)
+		b.StartTimer()
+		res, err := s.commitBatch(ctx, 100, rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.metrics.NumTargetRowsUpdated != 70_000 {
+			b.Fatalf("updated %d rows, want 70000", res.metrics.NumTargetRowsUpdated)
+		}
+	}
+}
+
+// BenchmarkReplay1000Commits measures opening a snapshot of a table with
+// 1,000 commits (checkpoints every 10), and a JSON-only replay of the same.
+func BenchmarkReplay1000Commits(b *testing.B) {
+	dir := b.TempDir()
+	ctx := context.Background()
+	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Open(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for i := int64(0); i < 999; i++ {
+		rows := []sinkRow{row(int(i), "eth_live", minerName(int(i%7)), i), row(int(i), "eth_live", minerName(int(i%5)+10), i)}
+		if _, err := s.commitBatch(ctx, i, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("setup: 1000 commits, %d live files in %v", len(s.snap.files), time.Since(start))
+	tbl, err := Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("checkpoint+tail", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			snap, err := tbl.Snapshot(ctx, -1)
+			if err != nil || snap.Version != 999 {
+				b.Fatal(snap, err)
+			}
+		}
+	})
+	b.Run("json-only", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			l, err := tbl.list()
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.checkpoints = nil
+			snap, err := tbl.replay(ctx, l, 999)
+			if err != nil || snap.Version != 999 {
+				b.Fatal(fmt.Sprint(err))
+			}
+		}
+	})
+}
