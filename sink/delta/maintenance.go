@@ -204,7 +204,7 @@ func (s *Snapshot) optimizeBins(target int) [][]*AddFile {
 	}
 	var all []fr
 	for _, f := range s.files {
-		r := rangeOf(f)
+		r := s.rangeOf(f)
 		all = append(all, fr{f, r, r.minWS})
 	}
 	sort.Slice(all, func(i, j int) bool {

@@ -284,7 +284,7 @@ func (s *Snapshot) mergeCandidates(uniq []sinkRow, order []int, keys keyMask) []
 	}
 	var out []*AddFile
 	for _, f := range s.files {
-		fr := rangeOf(f)
+		fr := s.rangeOf(f)
 		if fr.numRecords == 0 {
 			continue
 		}

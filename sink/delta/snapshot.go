@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -28,6 +29,25 @@ type Snapshot struct {
 	txns       map[string]Txn
 	hasProto   bool
 	hasMeta    bool
+
+	rangeMu sync.Mutex
+	ranges  map[*AddFile]fileRange // parsed stats of live files, filled lazily
+}
+
+// rangeOf returns the pruning range of a live file, parsing its stats once
+// per snapshot (a live batch checks every file's range).
+func (s *Snapshot) rangeOf(f *AddFile) fileRange {
+	s.rangeMu.Lock()
+	defer s.rangeMu.Unlock()
+	if r, ok := s.ranges[f]; ok {
+		return r
+	}
+	if s.ranges == nil {
+		s.ranges = map[*AddFile]fileRange{}
+	}
+	r := rangeOf(f)
+	s.ranges[f] = r
+	return r
 }
 
 func newSnapshot(t *Table) *Snapshot {
@@ -48,10 +68,20 @@ func (s *Snapshot) applyAll(acts []action) {
 		switch {
 		case a.Add != nil:
 			p := decodePath(a.Add.Path)
+			if old, ok := s.files[p]; ok {
+				s.rangeMu.Lock()
+				delete(s.ranges, old)
+				s.rangeMu.Unlock()
+			}
 			delete(s.tombstones, p)
 			s.files[p] = a.Add
 		case a.Remove != nil:
 			p := decodePath(a.Remove.Path)
+			if old, ok := s.files[p]; ok {
+				s.rangeMu.Lock()
+				delete(s.ranges, old)
+				s.rangeMu.Unlock()
+			}
 			delete(s.files, p)
 			s.tombstones[p] = a.Remove
 		case a.Txn != nil:
