@@ -75,7 +75,7 @@ func (d Dir) ReadMetadata() (m Metadata, ok bool, err error) {
 	path := d.Join(MetadataFile)
 	data, err := readFile(d.FS, path)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, os.ErrNotExist) {
 			return Metadata{}, false, nil
 		}
 		return Metadata{}, false, fmt.Errorf("read query metadata %s: %w", path, err)
@@ -94,7 +94,7 @@ func (d Dir) listBatches(sub string) ([]int64, error) {
 	dir := d.Join(sub)
 	names, err := d.FS.List(dir)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("list %s: %w", dir, err)
@@ -361,13 +361,18 @@ func (w *Writer) Purge(current int64, minRetain int) (int, error) {
 	return n, nil
 }
 
-// AppendProgress appends one line to progress.jsonl and syncs it.
+// AppendProgress appends one line to progress.jsonl. It does not fsync: the
+// log is informational, and readers skip a torn final line.
 func (w *Writer) AppendProgress(line []byte) error {
-	return AppendLine(w.FS, w.Join(ProgressFile), line)
+	return appendLine(w.FS, w.Join(ProgressFile), line, false)
 }
 
 // AppendLine appends line plus "\n" to the file at path, creating it, and syncs.
-func AppendLine(fs vfs.FS, path string, line []byte) (err error) {
+func AppendLine(fs vfs.FS, path string, line []byte) error {
+	return appendLine(fs, path, line, true)
+}
+
+func appendLine(fs vfs.FS, path string, line []byte, sync bool) (err error) {
 	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
@@ -382,8 +387,10 @@ func AppendLine(fs vfs.FS, path string, line []byte) (err error) {
 	if _, err := f.WriteAt(buf, st.Size()); err != nil {
 		return fmt.Errorf("append to %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+	if sync {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", path, err)
+		}
 	}
 	return nil
 }
@@ -421,7 +428,7 @@ func publish(fs vfs.FS, dir, name string, data []byte) error {
 	}
 	if err := fs.Link(tmp, final); err != nil {
 		_ = fs.Remove(tmp)
-		if os.IsExist(err) || errors.Is(err, os.ErrExist) {
+		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("publish %s: %w", final, ErrExists)
 		}
 		return fmt.Errorf("publish %s: %w", final, err)

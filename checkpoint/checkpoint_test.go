@@ -18,8 +18,15 @@ func entry(wm int64) *OffsetEntry {
 }
 
 func TestWriterLifecycle(t *testing.T) {
-	fs := vfs.NewMem()
-	w, err := Lock(fs, "/ck")
+	t.Run("mem", func(t *testing.T) { testWriterLifecycle(t, vfs.NewMem(), "/ck") })
+	t.Run("disk", func(t *testing.T) { testWriterLifecycle(t, vfs.Default, t.TempDir()+"/ck") })
+}
+
+func testWriterLifecycle(t *testing.T, fs vfs.FS, dir string) {
+	if _, ok, err := (Dir{FS: fs, Path: dir}).ReadMetadata(); ok || err != nil {
+		t.Fatalf("metadata of a missing checkpoint: %v %v", ok, err)
+	}
+	w, err := Lock(fs, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +74,11 @@ func TestWriterLifecycle(t *testing.T) {
 		t.Fatalf("after purge offsets %v commits %v", offs, commits)
 	}
 	// A second writer is refused while the first holds the lock.
-	if _, err := Lock(fs, "/ck"); !errcode.Is(err, errcode.CheckpointLocked) {
+	if _, err := Lock(fs, dir); !errcode.Is(err, errcode.CheckpointLocked) {
 		t.Fatalf("second lock = %v, want CHECKPOINT_LOCKED", err)
 	}
 	w.Close()
-	w2, err := Lock(fs, "/ck")
+	w2, err := Lock(fs, dir)
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
