@@ -72,6 +72,20 @@ func (r *rangeReader) fetch(off, n int64) error {
 	return nil
 }
 
+// cached copies [off, off+len(p)) from the fetched spans if they cover it,
+// possibly across adjacent spans.
+func (r *rangeReader) cached(p []byte, off int64) bool {
+	for len(p) > 0 {
+		i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off > off }) - 1
+		if i < 0 || off >= r.spans[i].off+int64(len(r.spans[i].data)) {
+			return false
+		}
+		n := copy(p, r.spans[i].data[off-r.spans[i].off:])
+		p, off = p[n:], off+int64(n)
+	}
+	return true
+}
+
 func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("read at negative offset %d", off)
@@ -84,14 +98,11 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 	if short {
 		end = r.size
 	}
-	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off > off }) - 1
-	if i >= 0 && end <= r.spans[i].off+int64(len(r.spans[i].data)) {
-		s := r.spans[i]
-		n := copy(p, s.data[off-s.off:end-s.off])
+	if r.cached(p[:end-off], off) {
 		if short {
-			return n, io.EOF
+			return int(end - off), io.EOF
 		}
-		return n, nil
+		return int(end - off), nil
 	}
 	r.m.uncached.Add(1)
 	b, err := r.st.readRange(r.ctx, r.uri, off, end-off)
@@ -676,7 +687,12 @@ func decodeFile(ctx context.Context, st store, uri string, size int64, cols []st
 			rs = append(rs, r)
 		}
 	}
+	fetchedFrom := rr.spans[0].off // the footer read covers [fetchedFrom, size)
 	for _, r := range coalesce(rs) {
+		r.end = min(r.end, fetchedFrom)
+		if r.end <= r.off {
+			continue
+		}
 		if err := rr.fetch(r.off, r.end-r.off); err != nil {
 			return nil, readErr(ctx, err, uri, "read column chunks")
 		}

@@ -18,7 +18,7 @@ const ArchiveFileUnreadable = "ARCHIVE_FILE_UNREADABLE"
 
 // Defaults applied by New when an option is zero.
 const (
-	DefaultParallelism = 2
+	DefaultParallelism = 4
 	DefaultRegion      = "us-east-1"
 	// PublicBucketRegion is the region of s3://aws-public-blockchain.
 	PublicBucketRegion = "us-east-2"

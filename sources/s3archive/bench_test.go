@@ -1,0 +1,100 @@
+package s3archive
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/engine"
+)
+
+var (
+	benchOnce sync.Once
+	benchRoot string
+	benchMan  *chain.Manifest
+	benchErr  error
+)
+
+// benchArchive generates the demo preset (60 days) once per machine under
+// the temp dir, in bucket "archive", and re-uses it while its manifest reads.
+func benchArchive(b *testing.B) (string, *chain.Manifest) {
+	benchOnce.Do(func() {
+		benchRoot = filepath.Join(os.TempDir(), "ethstream-s3archive-bench-demo-seed1")
+		out := filepath.Join(benchRoot, "archive")
+		if m, err := chain.ReadManifest(out); err == nil {
+			benchMan = m
+			return
+		}
+		p, err := chain.PresetByName("demo")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchMan, benchErr = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: out, Preset: p, Seed: 1})
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchRoot, benchMan
+}
+
+// BenchmarkDecode reads the whole demo archive per iteration, with the seven
+// block columns or only timestamp+miner, from file:// and through the
+// embedded S3 endpoint. Reported: rows/s, MB/s of archive files, and the
+// bytes fetched as a fraction of the files' size.
+func BenchmarkDecode(b *testing.B) {
+	root, m := benchArchive(b)
+	projections := map[string][]string{
+		"seven":    engine.BlockColumns,
+		"ts+miner": {engine.ColBlockTS, engine.ColMiner},
+	}
+	for _, via := range []string{"file", "s3"} {
+		for _, pname := range []string{"seven", "ts+miner"} {
+			b.Run(via+"/"+pname, func(b *testing.B) {
+				var o Options
+				if via == "s3" {
+					srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer srv.Close()
+					o, err = ParseURI("s3://archive/v1.0/eth/blocks?anonymous=true&endpoint=" + srv.URL())
+					if err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					o = Options{URI: fileURI(filepath.Join(root, "archive/v1.0/eth/blocks"))}
+				}
+				var rows, fetched int64
+				b.ResetTimer()
+				for range b.N {
+					s := openSource(b, o, testEnv(b, vfs.NewMem(), projections[pname]...))
+					end, err := s.LatestOffset(context.Background(), nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					err = s.ReadBatch(context.Background(), nil, end, func(bt *engine.Batch) error {
+						rows += int64(bt.Len)
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					fetched += s.m.bytesRead.Load()
+				}
+				sec := b.Elapsed().Seconds()
+				if rows != m.Rows*int64(b.N) {
+					b.Fatalf("read %d rows, want %d", rows, m.Rows*int64(b.N))
+				}
+				b.ReportMetric(float64(rows)/sec, "rows/s")
+				b.ReportMetric(float64(m.Bytes)*float64(b.N)/sec/1e6, "fileMB/s")
+				b.ReportMetric(float64(fetched)/float64(m.Bytes)/float64(b.N), "fetched/size")
+			})
+		}
+	}
+}

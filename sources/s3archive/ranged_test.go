@@ -1,0 +1,146 @@
+package s3archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/ethstream/ethstream/engine"
+)
+
+// recordingStore records every range read.
+type recordingStore struct {
+	store
+	mu     sync.Mutex
+	ranges []byteRange
+}
+
+func (r *recordingStore) readRange(ctx context.Context, uri string, off, n int64) ([]byte, error) {
+	r.mu.Lock()
+	r.ranges = append(r.ranges, byteRange{off, off + n})
+	r.mu.Unlock()
+	return r.store.readRange(ctx, uri, off, n)
+}
+
+// TestRangedReadsNeverFetchUnprojectedColumns decodes a multi-row-group file
+// with several projections and checks every byte range fetched after the
+// speculative footer read against the file's column chunk layout.
+func TestRangedReadsNeverFetchUnprojectedColumns(t *testing.T) {
+	root := t.TempDir()
+	path := dayPath(root, day0, 0)
+	bs := genBlocks(1, 4000, day0)
+	writeEra(t, path, "modern", bs, parquet.MaxRowsPerRowGroup(700))
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := info.Size()
+	// The layout, read independently of the source.
+	osf, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer osf.Close()
+	pf, err := parquet.OpenFile(osf, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := map[string][]byteRange{} // archive column -> chunk ranges
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			name := c.MetaData.PathInSchema[0]
+			chunks[name] = append(chunks[name], chunkRange(&c.MetaData))
+		}
+	}
+	for _, cols := range [][]string{{engine.ColBlockTS, engine.ColMiner}, engine.BlockColumns, {engine.ColGasUsed}} {
+		t.Run(fmt.Sprint(cols), func(t *testing.T) {
+			rec := &recordingStore{store: &localStore{root: root, m: &metrics{}}}
+			m := &metrics{}
+			rec.store.(*localStore).m = m
+			f, err := decodeFile(t.Context(), rec, fileURI(path), size, cols, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.rows != int64(len(bs)) || len(f.batches) != 6 {
+				t.Fatalf("%d rows in %d batches", f.rows, len(f.batches))
+			}
+			if m.uncached.Load() != 0 {
+				t.Fatalf("%d reads outside the prefetched ranges", m.uncached.Load())
+			}
+			want := map[string]bool{}
+			var projected int64
+			for _, c := range cols {
+				want[archiveName(c)] = true
+				for _, r := range chunks[archiveName(c)] {
+					projected += r.end - r.off
+				}
+			}
+			footerStart := size - min(size, footerPrefetch)
+			if rec.ranges[0] != (byteRange{footerStart, size}) {
+				t.Fatalf("first read %v, want the footer [%d,%d)", rec.ranges[0], footerStart, size)
+			}
+			var fetched int64
+			for _, r := range rec.ranges[1:] {
+				fetched += r.end - r.off
+				for name, rs := range chunks {
+					for _, c := range rs {
+						if !want[name] && r.off < c.end && c.off < r.end {
+							t.Fatalf("range %v overlaps unprojected column %s chunk %v", r, name, c)
+						}
+					}
+				}
+			}
+			// Everything projected outside the footer tail was fetched, nothing more.
+			var projectedBeforeTail int64
+			for _, c := range cols {
+				for _, r := range chunks[archiveName(c)] {
+					projectedBeforeTail += max(0, min(r.end, footerStart)-r.off)
+				}
+			}
+			if fetched != projectedBeforeTail {
+				t.Fatalf("fetched %d bytes after the footer; projected chunks hold %d (%d before the tail)", fetched, projected, projectedBeforeTail)
+			}
+			t.Logf("%v: %d reads, %d+%d of %d bytes (%.1f%%)", cols, len(rec.ranges), size-footerStart, fetched, size,
+				100*float64(size-footerStart+fetched)/float64(size))
+		})
+	}
+}
+
+func TestCoalesce(t *testing.T) {
+	got := coalesce([]byteRange{{50, 60}, {0, 10}, {10, 20}, {30, 40}, {35, 45}, {5, 5}})
+	want := []byteRange{{0, 20}, {30, 45}, {50, 60}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("coalesce = %v, want %v", got, want)
+	}
+}
+
+type httpStatusErr int
+
+func (e httpStatusErr) Error() string       { return fmt.Sprintf("status %d", int(e)) }
+func (e httpStatusErr) HTTPStatusCode() int { return int(e) }
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err             error
+		retry, throttle bool
+	}{
+		{httpStatusErr(503), true, true},
+		{httpStatusErr(429), true, true},
+		{httpStatusErr(500), true, false},
+		{httpStatusErr(404), false, false},
+		{httpStatusErr(403), false, false},
+		{fmt.Errorf("get: %w", context.Canceled), false, false},
+		{fmt.Errorf("read body: %w", errors.New("read tcp: connection reset by peer")), true, false},
+		{errors.New("no credentials"), false, false},
+	}
+	for _, c := range cases {
+		if r, th := classify(c.err); r != c.retry || th != c.throttle {
+			t.Errorf("classify(%v) = %v, %v; want %v, %v", c.err, r, th, c.retry, c.throttle)
+		}
+	}
+}
