@@ -372,6 +372,11 @@ func AppendLine(fs vfs.FS, path string, line []byte) error {
 	return appendLine(fs, path, line, true)
 }
 
+// AppendLineNoSync appends line plus "\n" without fsync (informational logs).
+func AppendLineNoSync(fs vfs.FS, path string, line []byte) error {
+	return appendLine(fs, path, line, false)
+}
+
 func appendLine(fs vfs.FS, path string, line []byte, sync bool) (err error) {
 	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
 	if err != nil {

@@ -148,6 +148,11 @@ func Plan(q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 			return fail(err)
 		}
 	}
+	rep.QueryID, rep.NewCheckpoint, rep.NextBatchID = snap.Metadata.ID, snap.Latest == nil, snap.LatestID+1
+	if snap.Latest != nil {
+		rep.FormatVersion = snap.Latest.Version
+		rep.StatePartitions, _ = strconv.Atoi(snap.Latest.Metadata.Conf[checkpoint.ConfShufflePartitions])
+	}
 	sp, err := planStart(snap, names, s)
 	if err != nil {
 		return fail(err)

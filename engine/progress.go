@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"math"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
 )
 
 // Progress is a StreamingQueryProgress in Spark's JSON shape and key order
@@ -108,4 +111,26 @@ func strPtr(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// JSONLListener appends every event as one JSON line to a file (the run's
+// --progress FILE), without fsync: progress is informational. The first
+// write error is kept in Err and later events are dropped. Not safe for
+// concurrent use (the engine calls listeners from one goroutine).
+type JSONLListener struct {
+	FS   vfs.FS
+	Path string
+	Err  error
+}
+
+// OnProgress appends p.
+func (l *JSONLListener) OnProgress(p *Progress) {
+	if l.Err != nil {
+		return
+	}
+	b, err := json.Marshal(p)
+	if err == nil {
+		err = checkpoint.AppendLineNoSync(l.FS, l.Path, b)
+	}
+	l.Err = err
 }

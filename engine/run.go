@@ -14,6 +14,10 @@ import (
 	"github.com/google/uuid"
 )
 
+// minIdleWait bounds how often an idle processingTime query polls its
+// sources (Spark's pollingDelay).
+const minIdleWait = 10 * time.Millisecond
+
 // OperatorID is the state directory of the query's single stateful operator:
 // <ckpt>/state/0 (Spark numbers operators from 0).
 const OperatorID = "0"
@@ -269,10 +273,11 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		case ProcessingTime:
 			wait := start.Add(r.q.Trigger.Interval).Sub(r.o.Clock.Now())
-			if wait > 0 || !ran {
-				if !ran && wait <= 0 {
-					wait = r.q.Trigger.Interval
-				}
+			if !ran && wait < minIdleWait {
+				// Nothing to do: poll no faster than minIdleWait.
+				wait = minIdleWait
+			}
+			if wait > 0 {
 				if err := r.o.Clock.Sleep(ctx, wait); err != nil {
 					r.sum.Interrupted = true
 					return nil
@@ -387,8 +392,9 @@ func cloneConf(m map[string]string) map[string]string {
 
 // eventStats accumulates the watermark column's min/max/sum in µs.
 type eventStats struct {
-	n             int64
-	min, max, sum int64
+	n        int64
+	min, max int64
+	sumMs    float64 // float: an int64 sum of ms timestamps overflows past ~5M rows
 }
 
 func (s *eventStats) add(c *Column) {
@@ -402,7 +408,7 @@ func (s *eventStats) add(c *Column) {
 		if s.n == 0 || v > s.max {
 			s.max = v
 		}
-		s.sum += v / 1000
+		s.sumMs += float64(v / 1000)
 		s.n++
 	}
 }
@@ -556,7 +562,7 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 	if ev.n > 0 {
 		p.EventTime["min"] = isoTime(ev.min / 1000)
 		p.EventTime["max"] = isoTime(ev.max / 1000)
-		p.EventTime["avg"] = isoTime(ev.sum / ev.n)
+		p.EventTime["avg"] = isoTime(int64(ev.sumMs / float64(ev.n)))
 	}
 	if r.q.Watermark != nil {
 		p.EventTime["watermark"] = isoTime(wm)
