@@ -38,6 +38,72 @@
 // are derived data: they are written to a temp file, fsynced and renamed
 // over (racing writers produce the same content).
 //
+// Every commit this package writes starts with commitInfo (timestamp,
+// operation, operationParameters, readVersion, isolationLevel,
+// isBlindAppend, operationMetrics as strings, engineInfo
+// "ethstream/<version>", txnId). Version 0 (Create) holds commitInfo
+// "CREATE TABLE", protocol {1,2} and metaData (uuid id, parquet format,
+// schemaString, partitionColumns, configuration, createdTime).
+//
+// # MERGE (MergeSink)
+//
+// One commit per engine batch:
+//
+//	{"commitInfo":{..."operation":"MERGE","operationParameters":{"predicate":..,
+//	   "matchedPredicates":"[{\"actionType\":\"update\"}]","notMatchedPredicates":..},
+//	   "readVersion":v,"isolationLevel":"Serializable","isBlindAppend":false,
+//	   "operationMetrics":{"numSourceRows":"20",...},"engineInfo":"ethstream/0.1.0","txnId":..}}
+//	{"txn":{"appId":"<query id>","version":<batch id>,"lastUpdated":ms}}
+//	{"remove":{"path":..,"deletionTimestamp":ms,"dataChange":true,"extendedFileMetadata":true,
+//	   "partitionValues":{},"size":N,"stats":"{\"numRecords\":N}"}}   per rewritten file
+//	{"add":{"path":..,"partitionValues":{},"size":N,"modificationTime":ms,"dataChange":true,
+//	   "stats":"{\"numRecords\":..,\"minValues\":{\"window\":{\"start\":..}..},..}"}} per new file
+//
+// A batch is skipped when the snapshot's txn version for the query id is
+// already >= the batch id (Spark's rule), so a re-run batch writes nothing.
+// Candidate files are the live files whose window.start range (max widened
+// by 1 ms for the millisecond cut) and source/miner ranges (32-character
+// prefixes; a truncated max is followed by U+10FFFF) may hold a batch key;
+// they are read, and only those that really hold one are removed and
+// rewritten with the updated rows. All output rows (copied, updated and
+// inserted) are sorted and cut into files of TargetFileRows rows; when the
+// last file would be large, the newest window goes to a file of its own
+// ("hot tail"), so that the next live batch rewrites a few hundred rows, not
+// a full file. A lost race abandons (deletes) the attempt's data files,
+// applies the new commits to the cached snapshot and retries from the txn
+// check. A checkpoint follows every commit whose version is a multiple of
+// CheckpointInterval; its failure is logged, not fatal (the commit is durable).
+//
+// Crash safety: data files are written under new UUID names, and fsynced
+// with their directory while the commit's temp file is fsynced; only then is
+// the commit linked into place, and the log directory fsynced. A crash before
+// the link leaves orphan data files and a temp file that no reader looks at;
+// the engine re-runs the batch, and Vacuum deletes the orphans after the
+// retention.
+//
+// # Maintenance
+//
+// Optimize compacts runs of small files of the sink table (in window order)
+// into files of TargetFileRows rows: one commit, operation OPTIMIZE, every
+// add and remove dataChange=false. Vacuum deletes files under the root (not
+// in _delta_log or hidden/underscore directories) that the latest snapshot
+// neither references nor removed within the retention, and that are older
+// than the retention; it is a dry run unless asked. History lists commitInfo
+// per version, newest first. Show prints any table as CSV or JSON lines.
+//
+// # Errors
+//
+// User-facing failures are *errcode.Error with the codes in errors.go
+// (DELTA_CORRUPT_LOG, DELTA_VERSION_GAP, DELTA_MISSING_FILE,
+// DELTA_UNSUPPORTED_PROTOCOL, ...) and the path concerned. A scan checks
+// that every live file exists before returning any row.
+//
+// # Concurrency
+//
+// Table is safe for concurrent use. A Snapshot from Table.Snapshot is
+// immutable. MergeSink serialises its own calls; any number of writers (in
+// one process or several) may share a table directory.
+//
 // The sink table has Spark's schema (SinkSchemaString): window
 // struct<start timestamp, end timestamp>, source string, miner string,
 // count long. Its parquet files are snappy-compressed, every field OPTIONAL,

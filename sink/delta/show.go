@@ -73,19 +73,7 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 	}
 	vals := make([]any, len(cols))
 	rec := make([]string, len(cols))
-	err = s.Rows(ctx, func(row map[string]any) error {
-		i := 0
-		for _, f := range s.Schema.Fields {
-			v := row[f.Name]
-			if isSinkWindow(f) {
-				m, _ := v.(map[string]any)
-				vals[i], vals[i+1] = m["start"], m["end"]
-				i += 2
-				continue
-			}
-			vals[i] = v
-			i++
-		}
+	emit := func() error {
 		if format == FormatCSV {
 			for j, v := range vals {
 				rec[j] = csvCell(v)
@@ -108,7 +96,44 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 		}
 		bw.WriteString("}\n")
 		return nil
-	})
+	}
+	if sameShape(s.Schema, SinkSchema()) && len(s.Metadata.PartitionColumns) == 0 {
+		err = s.sinkRows(ctx, func(r *sinkRow) error {
+			vals[0], vals[1], vals[2], vals[3], vals[4] = nil, nil, nil, nil, nil
+			if r.nulls&nullWS == 0 {
+				vals[0] = time.UnixMicro(r.WS).UTC()
+			}
+			if r.nulls&nullWE == 0 {
+				vals[1] = time.UnixMicro(r.WE).UTC()
+			}
+			if r.nulls&nullSource == 0 {
+				vals[2] = r.Source
+			}
+			if r.nulls&nullMiner == 0 {
+				vals[3] = r.Miner
+			}
+			if r.nulls&nullCount == 0 {
+				vals[4] = r.Count
+			}
+			return emit()
+		})
+	} else {
+		err = s.Rows(ctx, func(row map[string]any) error {
+			i := 0
+			for _, f := range s.Schema.Fields {
+				v := row[f.Name]
+				if isSinkWindow(f) {
+					m, _ := v.(map[string]any)
+					vals[i], vals[i+1] = m["start"], m["end"]
+					i += 2
+					continue
+				}
+				vals[i] = v
+				i++
+			}
+			return emit()
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -117,6 +142,33 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 		return err
 	}
 	return bw.Flush()
+}
+
+// sinkRows is the typed scan of a sink-schema table (no reflection), in
+// file path order.
+func (s *Snapshot) sinkRows(ctx context.Context, fn func(*sinkRow) error) error {
+	files := s.Files()
+	if err := s.checkFiles(files); err != nil {
+		return err
+	}
+	var buf []sinkRow
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := s.table.filePath(f.Path)
+		var err error
+		buf, err = readSinkFile(p, buf[:0])
+		if err != nil {
+			return errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read data file")
+		}
+		for i := range buf {
+			if err := fn(&buf[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // jsonValue prepares a row value for encoding/json: timestamps as strings
