@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 )
@@ -212,4 +214,95 @@ func TestFlattenProgress(t *testing.T) {
 	if err != nil || len(all) != 8 {
 		t.Fatalf("progress.jsonl: %d events, %v", len(all), err)
 	}
+}
+
+// TestFileOpFaultLoop fails the i-th file operation of a run for every i
+// (pebble's errorfs), then restarts on the surviving bytes: the restart
+// always succeeds and the table always equals the recount.
+func TestFileOpFaultLoop(t *testing.T) {
+	setup := func() (*scenario, func(fs vfs.FS) (Query, Options)) {
+		s := newScenario()
+		s.sources["a"] = &srcWorld{start: 1, available: 30, max: 10}
+		s.sources["b"] = &srcWorld{start: 101, available: 110, max: 4}
+		return s, func(fs vfs.FS) (Query, Options) {
+			q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{},
+				Sink: &memSink{t: s.table}, Trigger: Trigger{Kind: AvailableNow},
+				Conf: map[string]string{checkpoint.ConfSourceEvolution: "true", checkpoint.ConfMinBatchesToRetain: "2"},
+				Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}},
+					{"b", &memSource{w: s.sources["b"], name: "b"}}}}
+			return q, Options{CheckpointDir: ckptDir, FS: fs, Clock: s.clock}
+		}
+	}
+	// Count the file operations of a clean run.
+	s, mk := setup()
+	var ops int32
+	q, o := mk(errorfs.Wrap(s.fs, errorfs.InjectorFunc(func(errorfs.Op) error { ops++; return nil })))
+	if _, err := Run(context.Background(), q, o); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := int32(0); i < ops; i++ {
+		s, mk := setup()
+		q, o := mk(errorfs.Wrap(s.fs, errorfs.OnIndex(i)))
+		_, err := Run(context.Background(), q, o)
+		if err != nil {
+			if !errors.Is(err, errorfs.ErrInjected) {
+				t.Fatalf("op %d: unexpected error %v", i, err)
+			}
+			failed++
+			s.fs = s.fs.CrashClone(vfs.CrashCloneCfg{})
+			q, o = mk(s.fs)
+			if _, err := Run(context.Background(), q, o); err != nil {
+				t.Fatalf("op %d: restart: %v", i, err)
+			}
+		}
+		if got := s.verifyTable(); !strings.HasPrefix(got, "ok: 40 blocks") {
+			t.Fatalf("op %d: %s", i, got)
+		}
+	}
+	if failed < int(ops)/2 {
+		t.Fatalf("only %d of %d injected faults failed the run", failed, ops)
+	}
+	t.Logf("%d file operations, %d faults failed the run", ops, failed)
+}
+
+// TestCancelMidBatch: a cancelled context inside a batch abandons it; the
+// next start re-runs it and nothing is lost or doubled.
+func TestCancelMidBatch(t *testing.T) {
+	s := newScenario()
+	s.sources["a"] = &srcWorld{start: 1, available: 50, max: 10}
+	ctx, cancel := context.WithCancel(context.Background())
+	src := &cancelSource{memSource: memSource{w: s.sources["a"], name: "a"}, cancel: cancel, at: 3}
+	q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+		Trigger: Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
+		Sources: []NamedSource{{"a", src}}}
+	o := Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock}
+	sum, err := Run(ctx, q, o)
+	if !errors.Is(err, context.Canceled) || sum.LastBatchID != 1 {
+		t.Fatalf("cancelled run: %+v %v", sum, err)
+	}
+	q.Sources = []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}}}
+	q.Operator = &countOp{}
+	sum, err = Run(context.Background(), q, o)
+	if err != nil || sum.RerunBatchID != 2 || sum.LastBatchID != 4 {
+		t.Fatalf("restart: %+v %v", sum, err)
+	}
+	if got := s.verifyTable(); !strings.HasPrefix(got, "ok: 50 blocks") {
+		t.Fatal(got)
+	}
+}
+
+type cancelSource struct {
+	memSource
+	cancel func()
+	at     int
+	reads  int
+}
+
+func (c *cancelSource) ReadBatch(ctx context.Context, start, end Offset, emit func(*Batch) error) error {
+	if c.reads++; c.reads == c.at {
+		c.cancel()
+		return ctx.Err()
+	}
+	return c.memSource.ReadBatch(ctx, start, end, emit)
 }
