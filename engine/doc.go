@@ -6,4 +6,77 @@
 // (sources/s3archive, sources/ethrpc), Operator (agg over state), Sink
 // (sink/delta), all exchanging columnar Batches. The checkpoint files are in
 // package checkpoint.
+//
+// # Structure
+//
+// A pure core and a thin driver, in the manner of etcd's raft:
+//
+//   - planStart (evolution.go) takes an immutable checkpoint.Snapshot, the
+//     query's source names and the session confs and returns a startPlan: the
+//     pending batch to re-run, the sources resumed / added / to tombstone, the
+//     pinned confs, a repartition to run, or the coded error that refuses the
+//     start. It performs no I/O, so every refusal happens before anything is
+//     written or any source is opened, and a refused start leaves the
+//     checkpoint byte-identical. Plan exposes it for `ethstream plan`.
+//   - planNext (run.go) decides each trigger: a data batch if some source's
+//     latest offset differs from its current one (byte comparison), a no-data
+//     batch if spark.sql.streaming.noDataMicroBatches.enabled and the
+//     watermark moved past the last batch's and Operator.NeedsNoDataBatch,
+//     otherwise nothing.
+//   - Run (run.go) is the driver.
+//
+// # Batch lifecycle
+//
+// For batch N: offsets/N is written (walCommit) and entries older than
+// minBatchesToRetain are purged; each source's rows in (start, end] are read
+// with ReadBatch (the literal "source" column is added when the query reads
+// it) and handed to Operator.Process with the batch's watermark; then
+// Operator.Finish, Sink.AddBatch(N), Operator.Commit(N), commits/N with
+// nextBatchWatermarkMs = max(batch watermark, max event time - delay),
+// Source.Commit(end), and the progress event (appended to
+// <ckpt>/progress.jsonl, then given to the listeners). A failure anywhere
+// aborts the operator's batch and leaves N pending; because the sink is
+// idempotent per (query id, N) and the operator re-runs from version N-1,
+// the next start's re-run neither loses nor doubles anything.
+//
+// # Restart
+//
+// With L the latest offsets id and C the latest commit id: C == L plans L+1;
+// C < L re-runs L first with exactly its recorded offsets, timestamp and
+// watermark (a source it needs but the query lacks is
+// PENDING_BATCH_SOURCE_MISSING). Pinned confs (checkpoint.PinnedConfs) come
+// from the checkpoint; spark.sql.shuffle.partitions is the state partition
+// count and a different session value is ignored with a warning. The query id
+// comes from metadata; each start gets a new run id.
+//
+// # Source evolution
+//
+// Without evolution sources are keyed by position (V1, or V2 if
+// offsetLog.formatVersion=2) and their count is fixed. With evolution (V2)
+// they are keyed by name: reordering is free, a new name starts from its
+// configured start (SourceEnv.Committed == nil), a removed name is tombstoned
+// in the next offsets entry with removedInBatch and lastOffset and carried
+// forward in every later entry, and reusing a tombstoned name is refused.
+//
+// # Repartition
+//
+// When spark.sql.streaming.stateStore.partitions differs from the
+// checkpoint's count, after any pending batch the engine runs control batch
+// R: offsets/R copies the last committed entry with controlBatchInfo
+// REPARTITION {from, to} and the new count in conf, Operator.Repartition(C, R,
+// n), commits/R (copy of commit C) last, and a progress event with
+// durationMs["controlBatch.REPARTITION"]. An unfinished R is redone on the
+// next start unless a different count is requested
+// (STREAMING_UNRESUMABLE_CONTROL_BATCH_DETECTED.REPARTITION).
+// RepartitionOffline does the same for a stopped query.
+//
+// # Triggers
+//
+// AvailableNow calls PrepareAvailableNow on sources that implement it and
+// runs batches until none is planned (the final no-data batch included).
+// Once recovers, then runs at most one batch. ProcessingTime runs a batch per
+// interval, never overlapping, skipping idle triggers, until the context
+// ends or Query.MaxDataBatches data batches ran in this run. A cancelled
+// context between batches ends the run cleanly; inside a batch the batch is
+// abandoned and re-run by the next start.
 package engine
