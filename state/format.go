@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -209,12 +210,17 @@ func decodeData(r io.Reader, fn func(hd dataHeader, rec record) error) (dataHead
 		if _, err := io.ReadFull(br, ch[4:8]); err != nil {
 			return hd, count, fmt.Errorf("read chunk header at offset %d: %w", offset, noEOF(err))
 		}
-		if cap(payload) < int(n) {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(br, payload); err != nil {
-			return hd, count, fmt.Errorf("read chunk at offset %d: %w", offset, noEOF(err))
+		// Grow the buffer as bytes arrive, so a damaged length cannot make
+		// us allocate 64 MB for a short file.
+		payload = payload[:0]
+		for len(payload) < int(n) {
+			step := min(int(n)-len(payload), 1<<20)
+			payload = slices.Grow(payload, step)
+			m, err := io.ReadFull(br, payload[len(payload):len(payload)+step])
+			payload = payload[:len(payload)+m]
+			if err != nil {
+				return hd, count, fmt.Errorf("read chunk at offset %d: %w", offset, noEOF(err))
+			}
 		}
 		if got, want := binary.LittleEndian.Uint32(ch[4:8]), crc32.Checksum(payload, crcTable); got != want {
 			return hd, count, fmt.Errorf("chunk checksum mismatch at offset %d: stored %08x, computed %08x", offset, got, want)
