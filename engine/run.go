@@ -46,6 +46,7 @@ type srcState struct {
 	src       Source
 	current   json.RawMessage // end offset of the last planned batch
 	nameBuf   []string        // the literal source column, reused
+	open      bool
 }
 
 type runner struct {
@@ -70,6 +71,8 @@ type runner struct {
 
 	lastTrigger time.Time
 	sum         RunSummary
+	opOpen      bool
+	sinkOpen    bool
 }
 
 // Run starts (or restarts) query q on the checkpoint in o and runs it under
@@ -122,10 +125,11 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)
 	}
+	// close releases whatever prepare opened, even if prepare failed midway.
+	defer func() { err = errors.Join(err, r.close()) }()
 	if err := r.prepare(ctx); err != nil {
 		return &r.sum, err
 	}
-	defer func() { err = errors.Join(err, r.close()) }()
 	if err := r.recover(ctx); err != nil {
 		return &r.sum, err
 	}
@@ -161,6 +165,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err := r.q.Sink.Open(ctx, r.queryID); err != nil {
 		return fmt.Errorf("open sink %s: %w", r.q.Sink.Description(), err)
 	}
+	r.sinkOpen = true
 	stateDir, err := r.w.StateDir(OperatorID)
 	if err != nil {
 		return err
@@ -172,6 +177,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err := r.q.Operator.Open(ctx, env); err != nil {
 		return fmt.Errorf("open operator: %w", err)
 	}
+	r.opOpen = true
 	for _, st := range r.srcs {
 		dir, err := r.w.SourceDir(st.key)
 		if err != nil {
@@ -182,6 +188,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		if err := st.src.Open(ctx, senv); err != nil {
 			return fmt.Errorf("open source %q (%s): %w", st.key, st.src.Description(), err)
 		}
+		st.open = true
 		st.current = r.sp.Committed[st.key]
 	}
 	r.nextID = r.sp.NextID
@@ -198,9 +205,16 @@ func (r *runner) prepare(ctx context.Context) error {
 func (r *runner) close() error {
 	var errs []error
 	for _, st := range r.srcs {
-		errs = append(errs, st.src.Close())
+		if st.open {
+			errs = append(errs, st.src.Close())
+		}
 	}
-	errs = append(errs, r.q.Operator.Close(), r.q.Sink.Close())
+	if r.opOpen {
+		errs = append(errs, r.q.Operator.Close())
+	}
+	if r.sinkOpen {
+		errs = append(errs, r.q.Sink.Close())
+	}
 	return errors.Join(errs...)
 }
 
