@@ -5,13 +5,23 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
 )
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 var (
 	benchOnce sync.Once
@@ -71,6 +81,7 @@ func BenchmarkDecode(b *testing.B) {
 					o = Options{URI: fileURI(filepath.Join(root, "archive/v1.0/eth/blocks"))}
 				}
 				var rows, fetched int64
+				cpu0 := cpuTime()
 				b.ResetTimer()
 				for range b.N {
 					s := openSource(b, o, testEnv(b, vfs.NewMem(), projections[pname]...))
@@ -88,6 +99,9 @@ func BenchmarkDecode(b *testing.B) {
 					fetched += s.m.bytesRead.Load()
 				}
 				sec := b.Elapsed().Seconds()
+				cpu := (cpuTime() - cpu0).Seconds()
+				// The machine is shared: CPU time per row is steadier than wall time.
+				b.ReportMetric(float64(rows)/cpu, "rows/cpu-s")
 				if rows != m.Rows*int64(b.N) {
 					b.Fatalf("read %d rows, want %d", rows, m.Rows*int64(b.N))
 				}

@@ -493,6 +493,8 @@ func (d *colDecoder) internStr(s string) string {
 func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *engine.Column, n int) error {
 	pages := chunk.Pages()
 	defer pages.Close()
+	// Dictionaries belong to their chunk: never match a pointer from another.
+	d.dict, d.dictInts, d.dictStrs = nil, nil, nil
 	pos := 0
 	for {
 		p, err := pages.ReadPage()
