@@ -12,7 +12,8 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 )
 
-// InspectReport is `checkpoint inspect --json` (DESIGN.md §10).
+// InspectReport is `checkpoint inspect --json` (DESIGN.md §10); its JSON
+// field names and order are the contract. It is a plain value.
 type InspectReport struct {
 	QueryID                string             `json:"queryId"`
 	FormatVersion          int                `json:"formatVersion"`

@@ -79,7 +79,7 @@ type Query struct {
 	Conf           map[string]string
 }
 
-// Options are the run environment.
+// Options are the run environment. They are read, never modified, by Run.
 type Options struct {
 	CheckpointDir string
 	// FS is the file system of the checkpoint; nil = vfs.Default.

@@ -22,7 +22,7 @@ const minIdleWait = 10 * time.Millisecond
 // <ckpt>/state/0 (Spark numbers operators from 0).
 const OperatorID = "0"
 
-// RunSummary describes what one Run did.
+// RunSummary describes what one Run did. It is a plain value.
 type RunSummary struct {
 	QueryID string
 	RunID   string
