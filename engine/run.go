@@ -234,7 +234,7 @@ func (r *runner) recover(ctx context.Context) error {
 					st.current = off
 				}
 			}
-			if err := r.runBatch(ctx, sp.PendingID, sp.Pending, true, r.o.Clock.Now(), 0); err != nil {
+			if err := r.runBatch(ctx, sp.PendingID, sp.Pending, true, r.o.Clock.Now(), 0, 0); err != nil {
 				return err
 			}
 		}
@@ -318,13 +318,15 @@ func (r *runner) step(ctx context.Context, trigger time.Time) (ran bool, err err
 		}
 		latest[st.key] = off
 	}
-	latestDur := r.o.Clock.Now().Sub(t0)
+	t1 := r.o.Clock.Now()
+	latestDur := t1.Sub(t0)
 	e, kind := r.planNext(latest, trigger.UnixMilli())
 	if e == nil {
 		return false, nil
 	}
+	planDur := r.o.Clock.Now().Sub(t1)
 	r.o.Logger.Debug("planned batch", "batchId", r.nextID, "kind", kind)
-	if err := r.runBatch(ctx, r.nextID, e, false, trigger, latestDur); err != nil {
+	if err := r.runBatch(ctx, r.nextID, e, false, trigger, latestDur, planDur); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -430,9 +432,9 @@ func (s *eventStats) add(c *Column) {
 // runBatch executes batch id described by entry e: WAL (unless re-run),
 // read, process, sink, state commit, commit log, source commits, progress.
 // Any failure aborts the operator's batch and leaves it pending.
-func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEntry, rerun bool, trigger time.Time, latestDur time.Duration) (err error) {
+func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEntry, rerun bool, trigger time.Time, latestDur, planDur time.Duration) (err error) {
 	clk := r.o.Clock
-	dur := map[string]int64{DurLatestOffset: latestDur.Milliseconds(), DurQueryPlanning: 0}
+	dur := map[string]int64{DurLatestOffset: latestDur.Milliseconds(), DurQueryPlanning: planDur.Milliseconds()}
 	t := clk.Now()
 	if !rerun {
 		if err := r.w.WriteOffsets(id, e); err != nil {
