@@ -2,8 +2,13 @@ package agg
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
 )
 
 func TestFloorDiv(t *testing.T) {
@@ -16,33 +21,53 @@ func TestFloorDiv(t *testing.T) {
 	}
 }
 
-// TestWindowsOf checks window assignment against the oracle's brute-force
-// search, for tumbling and sliding windows, slides that do not divide the
-// size, and times before the epoch and on boundaries.
-func TestWindowsOf(t *testing.T) {
+// TestWindowAssignment checks the vectorised window assignment of Process
+// (instance by instance, with its cached division) against the oracle's
+// brute-force search: tumbling and sliding windows, slides that do not divide
+// the size, times before the epoch and on boundaries, sorted and shuffled.
+func TestWindowAssignment(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 20000 {
+	for range 300 {
 		size := 1 + rng.Int64N(50)
 		slide := 1 + rng.Int64N(size)
 		if rng.IntN(3) == 0 {
 			slide = size
 		}
-		ts := rng.Int64N(2000) - 1000
-		if rng.IntN(4) == 0 {
-			ts = (ts / slide) * slide // on a boundary
+		p, err := newPlan(Spec{
+			Window:     &Window{Column: engine.ColBlockTS, Size: time.Duration(size) * time.Microsecond, Slide: time.Duration(slide) * time.Microsecond},
+			Aggregates: []Aggregate{{Kind: Count}},
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		var got [][2]int64
-		windowsOf(ts, size, slide, func(s, e int64) { got = append(got, [2]int64{s, e}) })
-		want := naiveWindows(ts, size, slide)
-		// windowsOf goes from the latest start down; the oracle goes up.
-		for i, j := 0, len(want)-1; i < j; i, j = i+1, j-1 {
-			want[i], want[j] = want[j], want[i]
+		n := 1 + rng.IntN(200)
+		ts := make([]int64, n)
+		for i := range ts {
+			ts[i] = rng.Int64N(2000) - 1000
+			if rng.IntN(4) == 0 {
+				ts[i] = (ts[i] / slide) * slide // on a boundary
+			}
+		}
+		if rng.IntN(2) == 0 {
+			slices.Sort(ts)
+		}
+		want := map[int64]int64{} // window start -> rows
+		for _, x := range ts {
+			for _, w := range naiveWindows(x, size, slide) {
+				want[w[0]]++
+			}
+		}
+		pt := newPartial(p)
+		b := &engine.Batch{Len: n, Columns: []engine.Column{{Name: engine.ColBlockTS, Type: engine.Timestamp, Int64s: ts}}}
+		if _, err := pt.add(b, math.MinInt64); err != nil {
+			t.Fatal(err)
+		}
+		got := map[int64]int64{}
+		for e := range pt.len() {
+			got[pt.start[e]] += pt.acc[0].ints[e]
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("windowsOf(%d, size %d, slide %d) = %v, want %v", ts, size, slide, got, want)
-		}
-		if len(got) > int((size+slide-1)/slide) {
-			t.Fatalf("windowsOf(%d, size %d, slide %d): %d windows, more than ceil(size/slide)", ts, size, slide, len(got))
+			t.Fatalf("size %d slide %d times %v:\nwindows %v\nwant    %v", size, slide, ts, got, want)
 		}
 	}
 }

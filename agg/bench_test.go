@@ -1,0 +1,106 @@
+package agg
+
+import (
+	"context"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/engine"
+)
+
+const (
+	benchRowsN  = 1_000_000
+	benchChunkN = 8192 // rows per chunk, as a source hands them over
+)
+
+func benchChunks(b *testing.B) []*engine.Batch {
+	rows := benchRows(benchRowsN, 0)
+	var chunks []*engine.Batch
+	for len(rows) > 0 {
+		n := min(len(rows), benchChunkN)
+		chunks = append(chunks, makeBatch(rows[:n]))
+		rows = rows[n:]
+	}
+	return chunks
+}
+
+// cpuTime is the process's user+system CPU time: on a shared machine wall
+// time says more about the neighbours than about this code.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportRows(b *testing.B, rows int64, before *runtime.MemStats, cpu time.Duration) {
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	total := float64(rows) * float64(b.N)
+	b.ReportMetric(total/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(total/cpu.Seconds(), "rows/cpu-s")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/total, "allocs/row")
+}
+
+// BenchmarkReferenceQuery measures the reference aggregation (5-minute
+// windows by source and miner, count, update mode, 2-day watermark) over 1M
+// synthetic 12-second blocks (about 240k window keys), on one goroutine:
+//
+//	process: hash aggregation of the chunks only
+//	batch:   one whole batch: Process, Finish (one Get and Put per key into
+//	         the real Pebble store, output rows) and Commit (durable)
+func BenchmarkReferenceQuery(b *testing.B) {
+	chunks := benchChunks(b)
+	ctx := context.Background()
+	b.Run("process", func(b *testing.B) {
+		h := newHarness(b, refSpec(), vfs.NewMem(), 1)
+		defer h.op.Close()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var cpu time.Duration
+		b.ResetTimer()
+		for i := range b.N {
+			c0 := cpuTime()
+			for _, c := range chunks {
+				if err := h.op.Process(ctx, int64(i), 0, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu += cpuTime() - c0
+			b.StopTimer()
+			h.op.Abort()
+			b.StartTimer()
+		}
+		b.StopTimer()
+		reportRows(b, benchRowsN, &before, cpu)
+	})
+	b.Run("batch", func(b *testing.B) {
+		var before runtime.MemStats
+		var cpu time.Duration
+		b.ResetTimer()
+		for range b.N {
+			b.StopTimer()
+			h := newHarness(b, refSpec(), vfs.NewMem(), 8)
+			runtime.ReadMemStats(&before) // count only the batch itself
+			b.StartTimer()
+			c0 := cpuTime()
+			for _, c := range chunks {
+				if err := h.op.Process(ctx, 0, 0, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, _, err := h.op.Finish(ctx, 0, 0); err != nil {
+				b.Fatal(err)
+			}
+			if err := h.op.Commit(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
+			cpu += cpuTime() - c0
+			b.StopTimer()
+			_ = h.op.Close()
+		}
+		reportRows(b, benchRowsN, &before, cpu)
+	})
+}

@@ -1,0 +1,145 @@
+package agg
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/state"
+)
+
+// aggVal is one aggregate's value for one key: the running value and, for
+// sum/min/max, how many non-null inputs it covers (0 = SQL null).
+type aggVal struct {
+	i  int64
+	f  float64
+	nn int64
+}
+
+// stateKey appends entry e's state key: window_end, window_start, then the
+// group columns, in state's order-preserving encoding (window_end first, so
+// eviction is a range scan).
+func (pt *partial) stateKey(dst []byte, e int) []byte {
+	p := pt.p
+	if p.window {
+		s := pt.start[e]
+		dst = state.AppendInt64Key(dst, s+p.sizeUs)
+		dst = state.AppendInt64Key(dst, s)
+	}
+	for k, t := range p.groupType {
+		if t == engine.String {
+			dst = state.AppendStringKey(dst, pt.gStr[k][e])
+		} else {
+			dst = state.AppendInt64Key(dst, pt.gInt[k][e])
+		}
+	}
+	return dst
+}
+
+// encodeValue appends vals in the plan's value schema.
+func (p *plan) encodeValue(dst []byte, vals []aggVal) []byte {
+	for a := range p.aggs {
+		ra := &p.aggs[a]
+		if ra.out == engine.Float64 {
+			dst = state.AppendFloat64Value(dst, vals[a].f)
+		} else {
+			dst = state.AppendInt64Value(dst, vals[a].i)
+		}
+		if ra.hasNonNull() {
+			dst = state.AppendInt64Value(dst, vals[a].nn)
+		}
+	}
+	return dst
+}
+
+// decodeValue reads a value written by encodeValue into vals. It decodes the
+// value encoding documented in package state (Int64: zig-zag varint, Float64:
+// 8 bytes little-endian) directly, because state.DecodeValue boxes every
+// field and this runs once per distinct key per batch; a test checks the two
+// agree.
+func (p *plan) decodeValue(val []byte, vals []aggVal) error {
+	for a := range p.aggs {
+		ra := &p.aggs[a]
+		var ok bool
+		if ra.out == engine.Float64 {
+			if len(val) < 8 {
+				return p.badValue(a)
+			}
+			vals[a].f = math.Float64frombits(binary.LittleEndian.Uint64(val))
+			val = val[8:]
+		} else {
+			if vals[a].i, val, ok = readVarint(val); !ok {
+				return p.badValue(a)
+			}
+		}
+		if ra.hasNonNull() {
+			if vals[a].nn, val, ok = readVarint(val); !ok {
+				return p.badValue(a)
+			}
+		}
+	}
+	if len(val) != 0 {
+		return fmt.Errorf("decode aggregation state value: %d trailing bytes", len(val))
+	}
+	return nil
+}
+
+func readVarint(b []byte) (int64, []byte, bool) {
+	v, n := binary.Varint(b)
+	if n <= 0 {
+		return 0, b, false
+	}
+	return v, b[n:], true
+}
+
+func (p *plan) badValue(a int) error {
+	return fmt.Errorf("decode aggregation state value: field %q truncated or malformed", p.aggs[a].As)
+}
+
+// merge folds the partial values of entry e into vals (the stored values).
+func (pt *partial) merge(e int, vals []aggVal) {
+	for a := range pt.p.aggs {
+		ra := &pt.p.aggs[a]
+		acc := &pt.acc[a]
+		v := &vals[a]
+		if ra.Kind == Count {
+			v.i += acc.ints[e]
+			continue
+		}
+		nn := acc.nn[e]
+		if nn == 0 {
+			continue
+		}
+		if ra.out == engine.Float64 {
+			x := acc.floats[e]
+			switch ra.Kind {
+			case Sum:
+				v.f += x
+			case Min:
+				if v.nn == 0 || floatLess(x, v.f) {
+					v.f = x
+				}
+			case Max:
+				if v.nn == 0 || floatLess(v.f, x) {
+					v.f = x
+				}
+			}
+		} else {
+			x := acc.ints[e]
+			switch ra.Kind {
+			case Sum:
+				v.i += x
+			case Min:
+				if v.nn == 0 || x < v.i {
+					v.i = x
+				}
+			case Max:
+				if v.nn == 0 || x > v.i {
+					v.i = x
+				}
+			}
+		}
+		v.nn += nn
+	}
+}

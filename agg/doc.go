@@ -1,0 +1,92 @@
+// Package agg is ethstream's stateful grouped aggregation: event-time
+// windows, watermark, count/sum/min/max, and the update, append and complete
+// output modes, as an engine.Operator over the Pebble-backed state.Store
+// (DESIGN.md §3, §7, §8). The reference query
+//
+//	groupBy(window(block_ts, "5 minutes"), source, miner).count()
+//	withWatermark(block_ts, "2 days"), outputMode("update")
+//
+// is one Spec; nothing in the package knows about blocks.
+//
+// # Semantics (Spark's)
+//
+// Windows are aligned to the Unix epoch: a row at event time t belongs to every
+// window [start, start+size) with start a multiple of the slide and
+// start <= t < start+size (one window when tumbling). Rows with a null event
+// time are skipped (Spark's window() filters them).
+//
+// The engine computes the watermark (max event time seen minus the delay, at
+// the end of a batch, used by the next; EventTime().Max feeds it) and passes
+// the batch's watermark to Process and Finish. With a watermark:
+//
+//   - Process drops each window instance whose end <= watermark and counts it
+//     in numRowsDroppedByWatermark (a row of a sliding window can be dropped
+//     for one window and kept for another). A row older than the watermark
+//     whose window is still open is kept.
+//   - Finish merges the batch's partial aggregates into state, then evicts
+//     every key whose window end <= watermark.
+//
+// Without a watermark (Spec.WatermarkDelay 0) nothing is late and nothing is
+// evicted; the watermark argument is ignored.
+//
+// Output modes: Update returns the keys the batch changed with their new full
+// values (not deltas), for a MERGE; Append returns each window once, when it
+// is evicted, with its final values; Complete returns every key in state after
+// eviction. Spark never evicts in complete mode; here a complete-mode query
+// over windows must have a watermark (else UNSUPPORTED_OUTPUT_MODE, as its
+// state would grow without bound), and windows the watermark closed leave
+// state and the output. Append needs a window and a watermark.
+//
+// State of a source removed from the query is not special: its keys stay in
+// state until the watermark, advanced by the remaining sources, closes their
+// windows.
+//
+// # State layout
+//
+// One state.Store per operator (env.StateDir), schema checked on Open so that
+// a changed query fails with STATE_SCHEMA_MISMATCH instead of misreading:
+//
+//	OperatorName  "stateStoreSave"
+//	Key           window_end Timestamp, window_start Timestamp (windowed
+//	              queries only), then the group columns with their types.
+//	              window_end comes first so that eviction is one range scan
+//	              [start, enc(watermark µs + 1)) per partition.
+//	Value         per aggregate, its As name with the output type (count:
+//	              Int64; sum of Int64: Int64, of Float64: Float64; min/max:
+//	              the input type); sum/min/max add a field <As>__nonnull Int64,
+//	              the number of non-null inputs (0 means SQL null), because
+//	              state values are not nullable.
+//	Spec          "agg/v1 window=<col> size=<d> slide=<d> groupBy=<cols>
+//	              aggs=<kind>(<col>|*):<as>,... mode=<mode>
+//	              watermark=<col>-<delay>|none"
+//
+// Keys and values use state's encodings (state.AppendInt64Key,
+// AppendStringKey, AppendInt64Value, AppendFloat64Value); the operator reads
+// values back directly (varint / little-endian float) on the hot path.
+//
+// # Output batch
+//
+// Columns in order: window_start, window_end (Timestamp, µs; windowed queries
+// only), the group columns by name, then one column per aggregate named As
+// (Valid set when a sum/min/max saw only nulls). Rows are in first-seen order
+// (update) or state order (append, complete).
+//
+// # Performance
+//
+// Process is vectorised per chunk: columns are resolved once, a first pass
+// maps each row (per window instance) to a dense entry index through a
+// comparison with the chunk's few recent keys or, failing that, an
+// open-addressing hash table over a byte arena (groupTable), and one tight
+// loop per aggregate then folds values by index. No per-row allocation or
+// interface boxing; state is touched once per distinct key per batch, in
+// Finish.
+//
+// # Progress
+//
+// Finish returns the stateOperators entry (numRowsTotal, numRowsUpdated =
+// keys written, numRowsRemoved = keys evicted, numRowsDroppedByWatermark,
+// allUpdatesTimeMs, allRemovalsTimeMs, numShufflePartitions and
+// numStateStoreInstances = state partitions; customMetrics numInputRows,
+// numNullEventTimeRows, numOutputRows). commitTimeMs and memoryUsedBytes are
+// only known after Commit: Progress returns the completed entry then.
+package agg

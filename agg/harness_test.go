@@ -1,0 +1,231 @@
+package agg
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/state"
+)
+
+// testRow is one input row of the tests. Columns: source, miner (String),
+// block_ts (Timestamp), gas_used (Int64), shard (Int64), fee (Float64).
+type testRow struct {
+	source, miner string
+	ts            int64
+	tsNull        bool
+	gas           int64
+	gasNull       bool
+	shard         int64
+	fee           float64
+	feeNull       bool
+}
+
+// testColumnTypes declares the non-block test columns.
+var testColumnTypes = map[string]engine.Type{"shard": engine.Int64, "fee": engine.Float64}
+
+// makeBatch builds a columnar batch of rows; nullable columns get a Valid
+// slice only when they hold a null, as sources do.
+func makeBatch(rows []testRow) *engine.Batch {
+	n := len(rows)
+	src := engine.Column{Name: engine.ColSource, Type: engine.String, Strings: make([]string, n)}
+	miner := engine.Column{Name: engine.ColMiner, Type: engine.String, Strings: make([]string, n)}
+	ts := engine.Column{Name: engine.ColBlockTS, Type: engine.Timestamp, Int64s: make([]int64, n)}
+	gas := engine.Column{Name: engine.ColGasUsed, Type: engine.Int64, Int64s: make([]int64, n)}
+	shard := engine.Column{Name: "shard", Type: engine.Int64, Int64s: make([]int64, n)}
+	fee := engine.Column{Name: "fee", Type: engine.Float64, Float64s: make([]float64, n)}
+	valid := func(c *engine.Column, i int, null bool) {
+		if null && c.Valid == nil {
+			c.Valid = make([]bool, n)
+			for j := range c.Valid {
+				c.Valid[j] = true
+			}
+		}
+		if c.Valid != nil {
+			c.Valid[i] = !null
+		}
+	}
+	for i, r := range rows {
+		src.Strings[i], miner.Strings[i] = r.source, r.miner
+		ts.Int64s[i], gas.Int64s[i], shard.Int64s[i], fee.Float64s[i] = r.ts, r.gas, r.shard, r.fee
+		valid(&ts, i, r.tsNull)
+		valid(&gas, i, r.gasNull)
+		valid(&fee, i, r.feeNull)
+	}
+	return &engine.Batch{Len: n, Columns: []engine.Column{ts, src, miner, gas, shard, fee}}
+}
+
+// harness plays the engine around one Operator: it computes the watermark as
+// the engine does (max event time seen minus the delay, at the end of a batch,
+// for the next), runs batches, commits, restarts and crashes.
+type harness struct {
+	t         testing.TB
+	spec      Spec
+	fs        vfs.FS
+	stateDir  string
+	localDir  string
+	parts     int
+	op        *Operator
+	committed int64 // last committed batch id, -1 for none
+	wmMs      int64 // watermark of the next batch
+	maxEvent  int64 // max event time seen (µs), MinInt64 for none
+}
+
+func newHarness(t testing.TB, spec Spec, fs vfs.FS, parts int) *harness {
+	h := &harness{t: t, spec: spec, fs: fs, parts: parts, committed: -1, maxEvent: math.MinInt64}
+	h.stateDir = fs.PathJoin(t.TempDir(), "ckpt", "state", "0")
+	if err := fs.MkdirAll(h.stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.localDir = t.TempDir()
+	h.open()
+	return h
+}
+
+func (h *harness) env() engine.OperatorEnv {
+	return engine.OperatorEnv{StateDir: h.stateDir, FS: h.fs, LocalDir: h.localDir,
+		Partitions: h.parts, Version: h.committed}
+}
+
+func (h *harness) open() {
+	h.t.Helper()
+	op, err := New(h.spec)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := op.Open(context.Background(), h.env()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.op = op
+}
+
+// restart closes the operator and opens a new one at the committed version,
+// with an empty local cache directory when fresh is set (as on a new machine).
+func (h *harness) restart(fresh bool) {
+	h.t.Helper()
+	if err := h.op.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	if fresh {
+		h.localDir = h.t.TempDir()
+	}
+	h.open()
+}
+
+// process feeds chunks of batch id at the harness watermark.
+func (h *harness) process(id int64, chunks [][]testRow) {
+	h.t.Helper()
+	for _, c := range chunks {
+		if err := h.op.Process(context.Background(), id, h.wmMs, makeBatch(c)); err != nil {
+			h.t.Fatalf("batch %d: process: %v", id, err)
+		}
+	}
+}
+
+// finish ends batch id and commits it, then advances the watermark.
+func (h *harness) finishCommit(id int64, chunks [][]testRow) (*engine.Batch, engine.OperatorProgress) {
+	h.t.Helper()
+	out, _, err := h.op.Finish(context.Background(), id, h.wmMs)
+	if err != nil {
+		h.t.Fatalf("batch %d: finish: %v", id, err)
+	}
+	if err := h.op.Commit(context.Background(), id); err != nil {
+		h.t.Fatalf("batch %d: commit: %v", id, err)
+	}
+	h.committed = id
+	for _, c := range chunks {
+		for _, r := range c {
+			if !r.tsNull && r.ts > h.maxEvent {
+				h.maxEvent = r.ts
+			}
+		}
+	}
+	if h.maxEvent != math.MinInt64 && h.spec.WatermarkDelay > 0 {
+		wm := floorDiv(h.maxEvent, 1000) - h.spec.WatermarkDelay.Milliseconds()
+		h.wmMs = max(h.wmMs, wm)
+	}
+	return out, h.op.Progress()
+}
+
+// stateRows reads the committed state through the store's offline reader and
+// renders each row as "key -> value".
+func (h *harness) stateRows() []string {
+	h.t.Helper()
+	var rows []string
+	_, err := state.ReadAll(context.Background(), h.fs, h.stateDir, h.committed, func(_ int, key, val []any) error {
+		rows = append(rows, fmt.Sprint(key)+" -> "+fmt.Sprint(val))
+		return nil
+	})
+	if err != nil {
+		h.t.Fatalf("read state: %v", err)
+	}
+	sort.Strings(rows)
+	return rows
+}
+
+// outRow is one output row, split into its key (window + groups) and values.
+type outRow struct {
+	key  string
+	end  int64 // window end, 0 without a window
+	vals []string
+}
+
+// decodeOutput renders an output batch as rows: the key is "start|end|g1|g2"
+// and values are formatted per aggregate ("null" for nulls).
+func decodeOutput(t testing.TB, p *plan, b *engine.Batch) []outRow {
+	t.Helper()
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	if p.window {
+		want = append(want, ColWindowStart, ColWindowEnd)
+	}
+	want = append(want, p.spec.GroupBy...)
+	for _, a := range p.aggs {
+		want = append(want, a.As)
+	}
+	if len(b.Columns) != len(want) {
+		t.Fatalf("output has %d columns, want %v", len(b.Columns), want)
+	}
+	for i := range b.Columns {
+		if b.Columns[i].Name != want[i] {
+			t.Fatalf("output column %d is %q, want %q", i, b.Columns[i].Name, want[i])
+		}
+	}
+	rows := make([]outRow, b.Len)
+	nk := len(want) - len(p.aggs)
+	for i := 0; i < b.Len; i++ {
+		var parts []string
+		for c := 0; c < nk; c++ {
+			parts = append(parts, cellString(&b.Columns[c], i))
+		}
+		rows[i].key = strings.Join(parts, "|")
+		if p.window {
+			rows[i].end = b.Columns[1].Int64s[i]
+		}
+		for c := nk; c < len(want); c++ {
+			rows[i].vals = append(rows[i].vals, cellString(&b.Columns[c], i))
+		}
+	}
+	return rows
+}
+
+func cellString(c *engine.Column, i int) string {
+	if c.IsNull(i) {
+		return "null"
+	}
+	switch c.Type {
+	case engine.String:
+		return c.Strings[i]
+	case engine.Float64:
+		return fmt.Sprint(c.Float64s[i])
+	default:
+		return fmt.Sprint(c.Int64s[i])
+	}
+}

@@ -1,0 +1,414 @@
+package agg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/state"
+)
+
+// Operator is the stateful grouped aggregation (engine.Operator over a
+// state.Store). The engine drives it from one goroutine; it is not safe for
+// concurrent use.
+type Operator struct {
+	p      *plan
+	store  *state.Store
+	logger *slog.Logger
+	pt     *partial
+
+	// The current batch.
+	inBatch  bool
+	finished bool
+	batchID  int64
+	et       eventTime
+	inRows   int64
+	chunk    chunkStats
+
+	// noneBelowUs: no key in state (committed and pending) has a window end
+	// <= noneBelowUs; it makes NeedsNoDataBatch and eviction skip the store
+	// when nothing can be closed. committedNoneBelowUs is its value at the
+	// last committed version, restored by Abort.
+	noneBelowUs, committedNoneBelowUs int64
+
+	vals     []aggVal
+	keyBuf   []byte
+	valBuf   []byte
+	progress engine.OperatorProgress
+	memBytes int64
+}
+
+var _ engine.Operator = (*Operator)(nil)
+
+// New validates spec and returns an operator to Open. Columns missing from
+// the input are reported by the first Process.
+func New(spec Spec) (*Operator, error) {
+	p, err := newPlan(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Operator{p: p, pt: newPartial(p), vals: make([]aggVal, len(p.aggs))}, nil
+}
+
+// Schema returns the state schema the operator records and checks on Open.
+func (o *Operator) Schema() state.Schema { return o.p.schema }
+
+// Spec returns the validated spec (Mode defaulted).
+func (o *Operator) Spec() Spec { return o.p.spec }
+
+// Open loads the state committed at env.Version.
+func (o *Operator) Open(ctx context.Context, env engine.OperatorEnv) error {
+	if o.store != nil {
+		return errors.New("aggregation operator already open")
+	}
+	o.logger = env.Logger
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	s, err := state.Open(ctx, state.Options{
+		Dir:        env.StateDir,
+		FS:         env.FS,
+		LocalDir:   env.LocalDir,
+		Partitions: env.Partitions,
+		Schema:     o.p.schema,
+		Logger:     o.logger,
+	}, env.Version)
+	if err != nil {
+		return err
+	}
+	o.store = s
+	o.resetBatch()
+	// An empty store has nothing to evict; otherwise the first eviction
+	// scan finds out.
+	o.noneBelowUs = math.MinInt64
+	if s.NumKeys() == 0 {
+		o.noneBelowUs = math.MaxInt64
+	}
+	o.committedNoneBelowUs = o.noneBelowUs
+	return nil
+}
+
+func (o *Operator) resetBatch() {
+	o.pt.reset()
+	o.inBatch, o.finished = false, false
+}
+
+// begin starts batch batchID on its first Process or Finish.
+func (o *Operator) begin(batchID int64) error {
+	if o.store == nil {
+		return errors.New("aggregation operator is not open")
+	}
+	if o.inBatch {
+		if batchID != o.batchID {
+			return fmt.Errorf("aggregation: batch %d started while batch %d is uncommitted", batchID, o.batchID)
+		}
+		if o.finished {
+			return fmt.Errorf("aggregation: batch %d already finished", batchID)
+		}
+		return nil
+	}
+	o.inBatch, o.finished, o.batchID = true, false, batchID
+	o.et = eventTime{}
+	o.inRows = 0
+	o.chunk = chunkStats{}
+	return nil
+}
+
+// wmUs converts the engine's watermark to the window clock, or returns
+// MinInt64 when the query has no watermark (nothing is late or evicted).
+func (o *Operator) wmUs(watermarkMs int64) int64 {
+	if !o.p.evicts {
+		return math.MinInt64
+	}
+	return watermarkMs * 1000
+}
+
+// Process folds one chunk of batch batchID into the batch's partial
+// aggregates. Window instances whose end <= the watermark are dropped and
+// counted; rows with a null event time are skipped.
+func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *engine.Batch) error {
+	if err := o.begin(batchID); err != nil {
+		return err
+	}
+	if in == nil || in.Len == 0 {
+		return nil
+	}
+	st, err := o.pt.add(in, o.wmUs(watermarkMs))
+	if err != nil {
+		return err
+	}
+	if o.p.window {
+		o.et.add(o.pt.cols.ts)
+	}
+	o.inRows += int64(in.Len)
+	o.chunk.dropped += st.dropped
+	o.chunk.nullTS += st.nullTS
+	return nil
+}
+
+// errStop ends a Scan early.
+var errStop = errors.New("stop scan")
+
+// Finish merges the batch's partial aggregates into state (one Get and Put
+// per distinct key), evicts windows whose end <= the watermark, and returns
+// the rows of the output mode: update, the keys changed by this batch with
+// their full values; append, the windows evicted now; complete, every key
+// left in state. The returned batch is new and owned by the caller.
+func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*engine.Batch, engine.OperatorProgress, error) {
+	if err := o.begin(batchID); err != nil {
+		return nil, engine.OperatorProgress{}, err
+	}
+	p, pt := o.p, o.pt
+	n := pt.len()
+	var out *output
+	switch p.spec.Mode {
+	case Update:
+		out = newOutput(p, n)
+	default:
+		out = newOutput(p, 0)
+	}
+
+	// Merge.
+	t0 := time.Now()
+	for e := 0; e < n; e++ {
+		if e&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, engine.OperatorProgress{}, err
+			}
+		}
+		o.keyBuf = pt.stateKey(o.keyBuf[:0], e)
+		clear(o.vals)
+		val, ok, err := o.store.Get(o.keyBuf)
+		if err != nil {
+			return nil, engine.OperatorProgress{}, fmt.Errorf("aggregation: read state: %w", err)
+		}
+		if ok {
+			if err := p.decodeValue(val, o.vals); err != nil {
+				return nil, engine.OperatorProgress{}, err
+			}
+		}
+		pt.merge(e, o.vals)
+		o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
+		if err := o.store.Put(o.keyBuf, o.valBuf); err != nil {
+			return nil, engine.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
+		}
+		if p.spec.Mode == Update {
+			out.appendEntry(pt, e, o.vals)
+		}
+		if p.window {
+			if end := pt.start[e] + p.sizeUs; end <= o.noneBelowUs {
+				o.noneBelowUs = end - 1
+			}
+		}
+	}
+	updates := time.Since(t0)
+
+	// Evict.
+	t1 := time.Now()
+	removed, err := o.evict(o.wmUs(watermarkMs), out)
+	if err != nil {
+		return nil, engine.OperatorProgress{}, err
+	}
+	removals := time.Since(t1)
+
+	if p.spec.Mode == Complete {
+		err := o.store.Scan(nil, nil, func(key, val []byte) error {
+			if err := p.decodeValue(val, o.vals); err != nil {
+				return err
+			}
+			return out.appendStored(key, o.vals)
+		})
+		if err != nil {
+			return nil, engine.OperatorProgress{}, fmt.Errorf("aggregation: read state for complete output: %w", err)
+		}
+	}
+
+	parts := int64(o.store.Partitions())
+	o.progress = engine.OperatorProgress{
+		OperatorName:              OperatorName,
+		NumRowsTotal:              o.store.NumKeys(),
+		NumRowsUpdated:            int64(n),
+		AllUpdatesTimeMs:          updates.Milliseconds(),
+		NumRowsRemoved:            removed,
+		AllRemovalsTimeMs:         removals.Milliseconds(),
+		MemoryUsedBytes:           o.memBytes,
+		NumRowsDroppedByWatermark: o.chunk.dropped,
+		NumShufflePartitions:      parts,
+		NumStateStoreInstances:    parts,
+		CustomMetrics: map[string]int64{
+			"numInputRows":         o.inRows,
+			"numNullEventTimeRows": o.chunk.nullTS,
+			"numOutputRows":        int64(out.b.Len),
+		},
+	}
+	pt.reset()
+	o.finished = true
+	return out.b, o.progress, nil
+}
+
+// evict deletes every key whose window end <= wmUs (a range scan: keys start
+// with window_end), appending them to out in append mode.
+func (o *Operator) evict(wmUs int64, out *output) (int64, error) {
+	if !o.p.evicts || wmUs <= o.noneBelowUs {
+		return 0, nil
+	}
+	upper := state.AppendInt64Key(nil, wmUs+1)
+	var removed int64
+	err := o.store.Scan(nil, upper, func(key, val []byte) error {
+		if o.p.spec.Mode == Append {
+			if err := o.p.decodeValue(val, o.vals); err != nil {
+				return err
+			}
+			if err := out.appendStored(key, o.vals); err != nil {
+				return err
+			}
+		}
+		removed++
+		return o.store.Delete(key)
+	})
+	if err != nil {
+		return removed, fmt.Errorf("aggregation: evict windows closed by watermark: %w", err)
+	}
+	o.noneBelowUs = wmUs
+	return removed, nil
+}
+
+// Commit makes state version batchID durable. The progress of the batch,
+// completed with the commit's metrics, is then available from Progress.
+func (o *Operator) Commit(ctx context.Context, batchID int64) error {
+	if o.store == nil {
+		return errors.New("aggregation operator is not open")
+	}
+	if !o.inBatch || !o.finished || o.batchID != batchID {
+		return fmt.Errorf("aggregation: commit of batch %d before its Finish", batchID)
+	}
+	m, err := o.store.Commit(ctx, batchID)
+	if err != nil {
+		return fmt.Errorf("aggregation: commit state version %d: %w", batchID, err)
+	}
+	o.memBytes = m.MemoryUsedBytes
+	o.progress.CommitTimeMs = m.CommitTimeMs
+	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
+	o.progress.NumRowsTotal = m.RowsTotal
+	o.committedNoneBelowUs = o.noneBelowUs
+	o.resetBatch()
+	return nil
+}
+
+// Progress returns the stateOperators entry of the last finished batch; after
+// Commit it includes commitTimeMs and memoryUsedBytes of that commit, which
+// Finish cannot know yet.
+func (o *Operator) Progress() engine.OperatorProgress { return o.progress }
+
+// Abort discards the current batch: partial aggregates and pending state.
+func (o *Operator) Abort() {
+	if o.store != nil {
+		o.store.Abort()
+	}
+	o.noneBelowUs = o.committedNoneBelowUs
+	o.resetBatch()
+}
+
+// NeedsNoDataBatch reports whether some key in state has a window end <=
+// watermarkMs, so that a batch without input would evict (and, in append or
+// complete mode, emit). It costs one bounded range scan at most, none when a
+// previous call or eviction proved there is nothing below watermarkMs.
+func (o *Operator) NeedsNoDataBatch(watermarkMs int64) bool {
+	if o.store == nil || !o.p.evicts {
+		return false
+	}
+	wmUs := o.wmUs(watermarkMs)
+	if wmUs <= o.noneBelowUs {
+		return false
+	}
+	found := false
+	err := o.store.Scan(nil, state.AppendInt64Key(nil, wmUs+1), func(key, val []byte) error {
+		found = true
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		// Running the batch is the safe answer: its Finish reports the error.
+		o.logger.Warn("aggregation: scan for closed windows failed", "err", err)
+		return true
+	}
+	if !found {
+		o.noneBelowUs = wmUs
+		if !o.inBatch {
+			o.committedNoneBelowUs = wmUs
+		}
+	}
+	return found
+}
+
+// Repartition writes the state committed at base into n partitions as
+// version batchID (delegated to the store), and continues with n partitions.
+func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (engine.RepartitionStats, error) {
+	if o.store == nil {
+		return engine.RepartitionStats{}, errors.New("aggregation operator is not open")
+	}
+	if o.inBatch {
+		return engine.RepartitionStats{}, fmt.Errorf("aggregation: repartition while batch %d is uncommitted", o.batchID)
+	}
+	return o.store.Repartition(ctx, base, batchID, n)
+}
+
+// Close releases the store; uncommitted changes are discarded. The operator
+// may be opened again.
+func (o *Operator) Close() error {
+	if o.store == nil {
+		return nil
+	}
+	o.store.Abort()
+	err := o.store.Close()
+	o.store = nil
+	o.resetBatch()
+	return err
+}
+
+// EventTimeStats summarises the event times of a batch's input (all rows with
+// an event time, late ones included, as Spark's eventTime progress does).
+// Times are microseconds since the epoch; Count 0 means no event time seen.
+type EventTimeStats struct {
+	Count         int64
+	Min, Max, Avg int64
+}
+
+// EventTime returns the event-time statistics of the current or last batch:
+// the engine reports them as progress eventTime and takes Max for the next
+// watermark. Zero for operators without a window.
+func (o *Operator) EventTime() EventTimeStats { return o.et.stats() }
+
+// eventTime accumulates EventTimeStats; the average is kept as a float sum
+// of offsets from the first time seen, which cannot overflow.
+type eventTime struct {
+	count    int64
+	min, max int64
+	base     int64
+	sum      float64
+}
+
+func (e *eventTime) add(c *engine.Column) {
+	for i, t := range c.Int64s {
+		if c.Valid != nil && !c.Valid[i] {
+			continue
+		}
+		if e.count == 0 {
+			e.min, e.max, e.base = t, t, t
+		}
+		e.min = min(e.min, t)
+		e.max = max(e.max, t)
+		e.sum += float64(t - e.base)
+		e.count++
+	}
+}
+
+func (e *eventTime) stats() EventTimeStats {
+	if e.count == 0 {
+		return EventTimeStats{}
+	}
+	return EventTimeStats{Count: e.count, Min: e.min, Max: e.max, Avg: e.base + int64(math.Round(e.sum/float64(e.count)))}
+}

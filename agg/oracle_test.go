@@ -1,0 +1,511 @@
+package agg
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/engine"
+)
+
+var long = flag.Bool("long", false, "run the property tests with many more seeds and rows")
+
+// oracle is the brute-force model: it keeps every accepted (row, window)
+// pair per key and recomputes aggregates from scratch.
+type oracle struct {
+	p       *plan
+	rows    map[string][]testRow
+	end     map[string]int64
+	keyVals map[string][]any // the key as the state reader decodes it
+	evicted map[string]bool
+}
+
+func newOracle(t testing.TB, spec Spec) *oracle {
+	p, err := newPlan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &oracle{p: p, rows: map[string][]testRow{}, end: map[string]int64{},
+		keyVals: map[string][]any{}, evicted: map[string]bool{}}
+}
+
+func groupVal(r testRow, col string) any {
+	switch col {
+	case engine.ColSource:
+		return r.source
+	case engine.ColMiner:
+		return r.miner
+	case "shard":
+		return r.shard
+	}
+	panic(col)
+}
+
+// apply runs one batch at watermark wmMs and returns the window instances
+// dropped as late and the keys the batch touched.
+func (o *oracle) apply(rows []testRow, wmMs int64) (dropped int64, touched map[string]bool) {
+	touched = map[string]bool{}
+	for _, r := range rows {
+		var wins [][2]int64
+		if o.p.window {
+			if r.tsNull {
+				continue
+			}
+			wins = naiveWindows(r.ts, o.p.sizeUs, o.p.slideUs)
+		} else {
+			wins = [][2]int64{{0, 0}}
+		}
+		for _, w := range wins {
+			if o.p.evicts && w[1] <= wmMs*1000 {
+				dropped++
+				continue
+			}
+			var parts []string
+			var kv []any
+			if o.p.window {
+				parts = append(parts, fmt.Sprint(w[0]), fmt.Sprint(w[1]))
+				kv = append(kv, w[1], w[0])
+			}
+			for _, g := range o.p.spec.GroupBy {
+				parts = append(parts, fmt.Sprint(groupVal(r, g)))
+				kv = append(kv, groupVal(r, g))
+			}
+			k := strings.Join(parts, "|")
+			if o.evicted[k] {
+				panic(fmt.Sprintf("oracle: row accepted into evicted key %s", k))
+			}
+			o.rows[k] = append(o.rows[k], r)
+			o.end[k] = w[1]
+			o.keyVals[k] = kv
+			touched[k] = true
+		}
+	}
+	return dropped, touched
+}
+
+// evict marks keys closed by wmMs and returns them.
+func (o *oracle) evict(wmMs int64) map[string]bool {
+	out := map[string]bool{}
+	if !o.p.evicts {
+		return out
+	}
+	for k, e := range o.end {
+		if !o.evicted[k] && e <= wmMs*1000 {
+			o.evicted[k] = true
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// aggValue computes aggregate a over rows from scratch: its output string
+// and its stored value fields.
+func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
+	if a.Kind == Count {
+		var n int64
+		for _, r := range rows {
+			switch a.Column {
+			case "":
+				n++
+			case engine.ColGasUsed:
+				if !r.gasNull {
+					n++
+				}
+			case "fee":
+				if !r.feeNull {
+					n++
+				}
+			case engine.ColBlockTS:
+				if !r.tsNull {
+					n++
+				}
+			}
+		}
+		return fmt.Sprint(n), []any{n}
+	}
+	if a.in == engine.Float64 {
+		var vs []float64
+		for _, r := range rows {
+			if !r.feeNull {
+				vs = append(vs, r.fee)
+			}
+		}
+		if len(vs) == 0 {
+			return "null", []any{0.0, int64(0)}
+		}
+		v := vs[0]
+		if a.Kind == Sum {
+			v = 0
+		}
+		for _, x := range vs {
+			switch a.Kind {
+			case Sum:
+				v += x
+			case Min:
+				v = math.Min(v, x)
+			case Max:
+				v = math.Max(v, x)
+			}
+		}
+		return fmt.Sprint(v), []any{v, int64(len(vs))}
+	}
+	var vs []int64
+	for _, r := range rows {
+		switch a.Column {
+		case engine.ColGasUsed:
+			if !r.gasNull {
+				vs = append(vs, r.gas)
+			}
+		case engine.ColBlockTS:
+			if !r.tsNull {
+				vs = append(vs, r.ts)
+			}
+		}
+	}
+	if len(vs) == 0 {
+		return "null", []any{int64(0), int64(0)}
+	}
+	v := vs[0]
+	if a.Kind == Sum {
+		v = 0
+	}
+	for _, x := range vs {
+		switch a.Kind {
+		case Sum:
+			v += x
+		case Min:
+			v = min(v, x)
+		case Max:
+			v = max(v, x)
+		}
+	}
+	return fmt.Sprint(v), []any{v, int64(len(vs))}
+}
+
+func (o *oracle) value(k string) (out []string, stored []any) {
+	for _, a := range o.p.aggs {
+		s, st := o.aggValue(a, o.rows[k])
+		out = append(out, s)
+		stored = append(stored, st...)
+	}
+	return out, stored
+}
+
+// liveState renders the keys the state must hold, as harness.stateRows does.
+func (o *oracle) liveState() []string {
+	var rows []string
+	for k := range o.rows {
+		if o.evicted[k] {
+			continue
+		}
+		_, st := o.value(k)
+		rows = append(rows, fmt.Sprint(o.keyVals[k])+" -> "+fmt.Sprint(st))
+	}
+	sort.Strings(rows)
+	return rows
+}
+
+// genStream produces a block-like stream: time advances by 0-30 s per row (whole seconds, 10% jittered);
+// a quarter of the rows are out of order within the delay, 5% are late by
+// more than the delay; the archive source feeds the first third, both feed
+// the middle, the live source the rest (the archive is "removed").
+func genStream(rng *rand.Rand, n int, delay time.Duration, step, maxSteps int64) []testRow {
+	const t0 = int64(1_793_491_200_000_000) // 2026-11-01T00:00:00Z
+	delayUs := int64(delay / time.Microsecond)
+	miners := []string{"0xaa", "0xbb", "0xcc", "0xdd", "0xee", "0xff"}
+	now := t0
+	rows := make([]testRow, n)
+	for i := range rows {
+		now += rng.Int64N(maxSteps+1) * step
+		r := testRow{ts: now}
+		switch x := rng.IntN(100); {
+		case x < 25:
+			r.ts = now - rng.Int64N(delayUs/step)*step
+		case x < 30:
+			r.ts = now - delayUs - rng.Int64N(3*delayUs/step)*step
+		}
+		if rng.IntN(10) == 0 {
+			r.ts += rng.Int64N(1_000_000)
+		}
+		switch {
+		case i < n/3:
+			r.source = "s3_backfill"
+		case i < 2*n/3 && rng.IntN(2) == 0:
+			r.source = "s3_backfill"
+		default:
+			r.source = "eth_live"
+		}
+		r.miner = miners[rng.IntN(len(miners))]
+		if rng.IntN(50) == 0 {
+			r.miner = fmt.Sprintf("0xrare%d", rng.IntN(1000))
+		}
+		r.tsNull = rng.IntN(100) == 0
+		r.gas = rng.Int64N(2_000_001) - 1000
+		r.gasNull = rng.IntN(20) == 0
+		r.shard = rng.Int64N(3) - 1
+		r.fee = float64(rng.IntN(400)-50) / 4 // exact in binary: sums do not depend on order
+		r.feeNull = rng.IntN(20) == 0
+		rows[i] = r
+	}
+	return rows
+}
+
+// splitBatches cuts rows into batches (some empty: no-data batches) and each
+// batch into chunks.
+func splitBatches(rng *rand.Rand, rows []testRow) [][][]testRow {
+	var batches [][][]testRow
+	for len(rows) > 0 {
+		n := min(len(rows), rng.IntN(40))
+		b := rows[:n]
+		rows = rows[n:]
+		var chunks [][]testRow
+		for len(b) > 0 {
+			c := min(len(b), 1+rng.IntN(15))
+			chunks = append(chunks, b[:c])
+			b = b[c:]
+		}
+		batches = append(batches, chunks)
+	}
+	return batches
+}
+
+func flatten(chunks [][]testRow) []testRow {
+	var out []testRow
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
+var propertySpecs = map[string]Spec{
+	"reference": {Window: &Window{Column: engine.ColBlockTS, Size: 5 * time.Minute},
+		GroupBy: []string{engine.ColSource, engine.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
+		Mode: Update, WatermarkDelay: 20 * time.Minute},
+	"sliding-all-aggs": {Window: &Window{Column: engine.ColBlockTS, Size: 10 * time.Minute, Slide: 5 * time.Minute},
+		GroupBy: []string{engine.ColMiner, "shard"}, Aggregates: []Aggregate{
+			{Kind: Count}, {Kind: Count, Column: engine.ColGasUsed, As: "n_gas"},
+			{Kind: Sum, Column: engine.ColGasUsed}, {Kind: Min, Column: engine.ColGasUsed}, {Kind: Max, Column: engine.ColGasUsed},
+			{Kind: Sum, Column: "fee"}, {Kind: Min, Column: "fee"}, {Kind: Max, Column: "fee"},
+			{Kind: Max, Column: engine.ColBlockTS, As: "last_ts"}},
+		Mode: Update, WatermarkDelay: 15 * time.Minute, ColumnTypes: testColumnTypes},
+	"append-uneven-slide": {Window: &Window{Column: engine.ColBlockTS, Size: 7 * time.Minute, Slide: 3 * time.Minute},
+		GroupBy: []string{engine.ColSource}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Min, Column: "fee"}},
+		Mode: Append, WatermarkDelay: 10 * time.Minute, ColumnTypes: testColumnTypes},
+	"complete-tumbling": {Window: &Window{Column: engine.ColBlockTS, Size: 15 * time.Minute},
+		GroupBy: []string{engine.ColMiner}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Sum, Column: engine.ColGasUsed}},
+		Mode: Complete, WatermarkDelay: 30 * time.Minute},
+	"no-window-update": {GroupBy: []string{engine.ColSource, "shard"},
+		Aggregates: []Aggregate{{Kind: Count}, {Kind: Max, Column: "fee"}}, Mode: Update, ColumnTypes: testColumnTypes},
+	"no-window-complete": {GroupBy: []string{engine.ColMiner},
+		Aggregates: []Aggregate{{Kind: Sum, Column: engine.ColGasUsed}}, Mode: Complete},
+	"reference-no-watermark": {Window: &Window{Column: engine.ColBlockTS, Size: 5 * time.Minute},
+		GroupBy: []string{engine.ColSource, engine.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
+		Mode: Update},
+}
+
+// TestOracle runs random streams through the operator with random batch
+// splits, restarts (sometimes with an empty local cache) and crashes (abort
+// mid-batch or after Finish, process death before Commit), and after every
+// batch compares the output, the committed state and the metrics with the
+// brute-force oracle.
+func TestOracle(t *testing.T) {
+	seeds, rows := 3, 500
+	if *long {
+		seeds, rows = 30, 3000
+	}
+	names := make([]string, 0, len(propertySpecs))
+	for name := range propertySpecs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		spec := propertySpecs[name]
+		for seed := range uint64(seeds) {
+			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
+				var fs vfs.FS = vfs.NewMem()
+				if seed == 0 {
+					fs = vfs.Default // once per spec on the real file system
+				}
+				runOracle(t, spec, seed, rows, fs)
+			})
+		}
+	}
+}
+
+func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS) {
+	rng := rand.New(rand.NewPCG(seed, uint64(len(spec.GroupBy))))
+	delay := spec.WatermarkDelay
+	if delay == 0 {
+		delay = 20 * time.Minute
+	}
+	// Steps of whole seconds, or of a minute every other seed so that the
+	// watermark often lands exactly on a window boundary (the off-by-one
+	// cases of dropping and eviction).
+	step, maxSteps := int64(1_000_000), int64(30)
+	if seed%2 == 1 {
+		step, maxSteps = 60_000_000, 1
+	}
+	batches := splitBatches(rng, genStream(rng, nRows, delay, step, maxSteps))
+	h := newHarness(t, spec, fs, 1+rng.IntN(5))
+	or := newOracle(t, spec)
+	merged := map[string][]string{} // the sink's table after MERGEs of every output
+	ctx := context.Background()
+	for i, chunks := range batches {
+		id := int64(i)
+		rows := flatten(chunks)
+		wm := h.wmMs
+
+		// The engine asks before planning a batch without input.
+		wantNoData := false
+		for k, e := range or.end {
+			if !or.evicted[k] && or.p.evicts && e <= wm*1000 {
+				wantNoData = true
+			}
+		}
+		if got := h.op.NeedsNoDataBatch(wm); got != wantNoData {
+			t.Fatalf("batch %d: NeedsNoDataBatch(%d) = %v, want %v", id, wm, got, wantNoData)
+		}
+
+		// Crash points: the batch's first attempt fails somewhere; the
+		// engine then re-runs it from the last committed version.
+		switch rng.IntN(10) {
+		case 0: // abort mid-batch
+			h.process(id, chunks[:rng.IntN(len(chunks)+1)])
+			h.op.Abort()
+		case 1: // abort after Finish (the sink failed)
+			h.process(id, chunks)
+			if _, _, err := h.op.Finish(ctx, id, wm); err != nil {
+				t.Fatal(err)
+			}
+			h.op.Abort()
+		case 2: // the process dies before Commit
+			h.process(id, chunks[:rng.IntN(len(chunks)+1)])
+			h.restart(rng.IntN(2) == 0)
+		}
+
+		h.process(id, chunks)
+		out, prog := h.finishCommit(id, chunks)
+
+		dropped, touched := or.apply(rows, wm)
+		evicted := or.evict(wm)
+		if prog.NumRowsDroppedByWatermark != dropped {
+			t.Fatalf("batch %d: numRowsDroppedByWatermark = %d, want %d", id, prog.NumRowsDroppedByWatermark, dropped)
+		}
+		if prog.NumRowsRemoved != int64(len(evicted)) {
+			t.Fatalf("batch %d: numRowsRemoved = %d, want %d", id, prog.NumRowsRemoved, len(evicted))
+		}
+		if prog.NumRowsUpdated != int64(len(touched)) {
+			t.Fatalf("batch %d: numRowsUpdated = %d, want %d", id, prog.NumRowsUpdated, len(touched))
+		}
+		live := or.liveState()
+		if prog.NumRowsTotal != int64(len(live)) {
+			t.Fatalf("batch %d: numRowsTotal = %d, want %d", id, prog.NumRowsTotal, len(live))
+		}
+		checkEventTime(t, id, h.op.EventTime(), rows, or.p.window)
+
+		got := decodeOutput(t, or.p, out)
+		seen := map[string]bool{}
+		for _, r := range got {
+			if seen[r.key] {
+				t.Fatalf("batch %d: key %s output twice", id, r.key)
+			}
+			seen[r.key] = true
+			want, _ := or.value(r.key)
+			if fmt.Sprint(r.vals) != fmt.Sprint(want) {
+				t.Fatalf("batch %d: key %s output %v, oracle %v", id, r.key, r.vals, want)
+			}
+		}
+		switch spec.Mode {
+		case Update:
+			// Exactly the touched keys, with full values (checked above).
+			if len(got) != len(touched) {
+				t.Fatalf("batch %d: update output has %d keys, batch touched %d", id, len(got), len(touched))
+			}
+			for _, r := range got {
+				if !touched[r.key] {
+					t.Fatalf("batch %d: update output key %s the batch did not touch", id, r.key)
+				}
+				merged[r.key] = r.vals
+			}
+			// The merged table equals the oracle for every key ever accepted.
+			if len(merged) != len(or.rows) {
+				t.Fatalf("batch %d: merged table has %d keys, oracle %d", id, len(merged), len(or.rows))
+			}
+			for k := range or.rows {
+				want, _ := or.value(k)
+				if fmt.Sprint(merged[k]) != fmt.Sprint(want) {
+					t.Fatalf("batch %d: merged %s = %v, oracle %v", id, k, merged[k], want)
+				}
+			}
+		case Append:
+			// Exactly the windows closed now, each once, with final values.
+			if len(got) != len(evicted) {
+				t.Fatalf("batch %d: append output has %d keys, %d windows closed", id, len(got), len(evicted))
+			}
+			for _, r := range got {
+				if !evicted[r.key] {
+					t.Fatalf("batch %d: append output key %s whose window is open", id, r.key)
+				}
+				if _, dup := merged[r.key]; dup {
+					t.Fatalf("batch %d: append output key %s a second time", id, r.key)
+				}
+				merged[r.key] = r.vals
+			}
+		case Complete:
+			if len(got) != len(live) {
+				t.Fatalf("batch %d: complete output has %d keys, state %d", id, len(got), len(live))
+			}
+		}
+
+		// The committed state holds exactly the keys whose windows are open.
+		if st := h.stateRows(); fmt.Sprint(st) != fmt.Sprint(live) {
+			t.Fatalf("batch %d (wm %d): state\n%s\nwant\n%s", id, wm, strings.Join(st, "\n"), strings.Join(live, "\n"))
+		}
+
+		if rng.IntN(8) == 0 {
+			h.restart(rng.IntN(2) == 0)
+		}
+	}
+	if err := h.op.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkEventTime(t *testing.T, id int64, got EventTimeStats, rows []testRow, window bool) {
+	t.Helper()
+	var want EventTimeStats
+	if window {
+		var sum float64
+		for _, r := range rows {
+			if r.tsNull {
+				continue
+			}
+			if want.Count == 0 {
+				want.Min, want.Max = r.ts, r.ts
+			}
+			want.Min, want.Max = min(want.Min, r.ts), max(want.Max, r.ts)
+			sum += float64(r.ts)
+			want.Count++
+		}
+		if want.Count > 0 {
+			want.Avg = int64(math.Round(sum / float64(want.Count)))
+		}
+	}
+	if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max || abs(got.Avg-want.Avg) > 1000 {
+		t.Fatalf("batch %d: event time %+v, want %+v", id, got, want)
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

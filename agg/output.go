@@ -1,0 +1,132 @@
+package agg
+
+import (
+	"fmt"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/state"
+)
+
+// output builds the batch Finish hands the sink: window_start, window_end
+// (windowed plans), the group columns, then one column per aggregate.
+type output struct {
+	p     *plan
+	b     *engine.Batch
+	gBase int // index of the first group column
+	aBase int // index of the first aggregate column
+}
+
+func newOutput(p *plan, capacity int) *output {
+	o := &output{p: p, b: &engine.Batch{}}
+	add := func(name string, t engine.Type) {
+		c := engine.Column{Name: name, Type: t}
+		switch t {
+		case engine.String:
+			c.Strings = make([]string, 0, capacity)
+		case engine.Float64:
+			c.Float64s = make([]float64, 0, capacity)
+		default:
+			c.Int64s = make([]int64, 0, capacity)
+		}
+		o.b.Columns = append(o.b.Columns, c)
+	}
+	if p.window {
+		add(ColWindowStart, engine.Timestamp)
+		add(ColWindowEnd, engine.Timestamp)
+	}
+	o.gBase = len(o.b.Columns)
+	for k, g := range p.spec.GroupBy {
+		add(g, p.groupType[k])
+	}
+	o.aBase = len(o.b.Columns)
+	for _, a := range p.aggs {
+		add(a.As, a.out)
+	}
+	return o
+}
+
+// appendAggs appends the aggregate values of one row; a sum/min/max that saw
+// only nulls is a null.
+func (o *output) appendAggs(vals []aggVal) {
+	for a := range o.p.aggs {
+		ra := &o.p.aggs[a]
+		c := &o.b.Columns[o.aBase+a]
+		if ra.out == engine.Float64 {
+			c.Float64s = append(c.Float64s, vals[a].f)
+		} else {
+			c.Int64s = append(c.Int64s, vals[a].i)
+		}
+		null := ra.hasNonNull() && vals[a].nn == 0
+		if null && c.Valid == nil {
+			c.Valid = make([]bool, o.b.Len, o.b.Len+1)
+			for i := range c.Valid {
+				c.Valid[i] = true
+			}
+		}
+		if c.Valid != nil {
+			c.Valid = append(c.Valid, !null)
+		}
+	}
+	o.b.Len++
+}
+
+// appendEntry appends partial entry e with its merged values.
+func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
+	cols := o.b.Columns
+	if o.p.window {
+		s := pt.start[e]
+		cols[0].Int64s = append(cols[0].Int64s, s)
+		cols[1].Int64s = append(cols[1].Int64s, s+o.p.sizeUs)
+	}
+	for k, t := range o.p.groupType {
+		c := &cols[o.gBase+k]
+		if t == engine.String {
+			c.Strings = append(c.Strings, pt.gStr[k][e])
+		} else {
+			c.Int64s = append(c.Int64s, pt.gInt[k][e])
+		}
+	}
+	o.appendAggs(vals)
+}
+
+// appendStored appends a row read from the store (append and complete modes).
+func (o *output) appendStored(key []byte, vals []aggVal) error {
+	fields, err := state.DecodeKey(o.p.schema.Key, key)
+	if err != nil {
+		return fmt.Errorf("decode aggregation state key: %w", err)
+	}
+	if len(fields) != len(o.p.schema.Key) {
+		return fmt.Errorf("decode aggregation state key: %d fields, want %d", len(fields), len(o.p.schema.Key))
+	}
+	cols := o.b.Columns
+	j := 0
+	if o.p.window {
+		end, ok1 := fields[0].(int64)
+		start, ok2 := fields[1].(int64)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("decode aggregation state key: window is %T, %T", fields[0], fields[1])
+		}
+		cols[0].Int64s = append(cols[0].Int64s, start)
+		cols[1].Int64s = append(cols[1].Int64s, end)
+		j = 2
+	}
+	for k, t := range o.p.groupType {
+		c := &cols[o.gBase+k]
+		f := fields[j+k]
+		if t == engine.String {
+			s, ok := f.(string)
+			if !ok {
+				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)
+			}
+			c.Strings = append(c.Strings, s)
+		} else {
+			v, ok := f.(int64)
+			if !ok {
+				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)
+			}
+			c.Int64s = append(c.Int64s, v)
+		}
+	}
+	o.appendAggs(vals)
+	return nil
+}

@@ -1,0 +1,421 @@
+package agg
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// accum holds one aggregate's partial values, one slot per group entry.
+type accum struct {
+	ints   []int64   // count; sum/min/max of Int64 and Timestamp
+	floats []float64 // sum/min/max of Float64
+	nn     []int64   // non-null inputs seen (sum/min/max)
+}
+
+// partial is the batch-local hash aggregation: Process folds rows into it,
+// Finish merges it into the state store once per distinct key (not per row).
+// Entries are kept as columns (struct of arrays) in insertion order. Not safe
+// for concurrent use.
+type partial struct {
+	p      *plan
+	groups groupTable
+	start  []int64   // window start per entry (windowed plans)
+	gInt   [][]int64 // per group column: values (Int64/Timestamp columns)
+	gStr   [][]string
+	acc    []accum
+	intern map[string]string
+
+	// per-chunk scratch
+	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
+	// The chunk's most recently inserted or found keys (see assign).
+	recent  [8]recentKey
+	nRecent int
+	keyBuf  []byte
+	cols    chunkCols
+}
+
+// chunkCols are the input columns of one chunk, resolved once per chunk.
+type chunkCols struct {
+	ts    *engine.Column
+	group []*engine.Column
+	agg   []*engine.Column // nil for count(*)
+	// The group columns' value slices by kind, for sameGroup's inner loop.
+	strs [][]string
+	ints [][]int64
+}
+
+func newPartial(p *plan) *partial {
+	return &partial{
+		p:      p,
+		groups: newGroupTable(),
+		gInt:   make([][]int64, len(p.groupType)),
+		gStr:   make([][]string, len(p.groupType)),
+		acc:    make([]accum, len(p.aggs)),
+		intern: map[string]string{},
+		cols:   chunkCols{group: make([]*engine.Column, len(p.groupType)), agg: make([]*engine.Column, len(p.aggs))},
+	}
+}
+
+func (pt *partial) len() int { return pt.groups.len() }
+
+func (pt *partial) reset() {
+	pt.groups.reset()
+	pt.start = pt.start[:0]
+	for j := range pt.gInt {
+		pt.gInt[j] = pt.gInt[j][:0]
+		clear(pt.gStr[j]) // drop references to the batch's strings
+		pt.gStr[j] = pt.gStr[j][:0]
+	}
+	for a := range pt.acc {
+		pt.acc[a].ints = pt.acc[a].ints[:0]
+		pt.acc[a].floats = pt.acc[a].floats[:0]
+		pt.acc[a].nn = pt.acc[a].nn[:0]
+	}
+	// The intern table bounds its own growth: high-cardinality string keys
+	// would otherwise keep every value ever seen alive.
+	if len(pt.intern) > 1<<16 {
+		pt.intern = map[string]string{}
+	}
+}
+
+func unresolved(name string) error {
+	return errcode.New(CodeUnresolvedColumn, "", "check the query's projection and the source's columns",
+		"column %q is not in the input", name)
+}
+
+func mismatch(name string, got, want engine.Type) error {
+	return errcode.New(CodeDatatypeMismatch, "", "declare the column's real type in Spec.ColumnTypes",
+		"column %q is %s, the aggregation expects %s", name, got, want)
+}
+
+// resolve finds and checks the chunk's columns.
+func (pt *partial) resolve(in *engine.Batch) error {
+	p := pt.p
+	col := func(name string, want engine.Type) (*engine.Column, error) {
+		c := in.Column(name)
+		if c == nil {
+			return nil, unresolved(name)
+		}
+		if c.Type != want {
+			return nil, mismatch(name, c.Type, want)
+		}
+		if c.Len() != in.Len || (c.Valid != nil && len(c.Valid) != in.Len) {
+			return nil, errcode.New(errcode.InvalidArgument, "", "this is a bug in the source",
+				"column %q has %d values, batch has %d rows", name, c.Len(), in.Len)
+		}
+		return c, nil
+	}
+	var err error
+	if p.window {
+		if pt.cols.ts, err = col(p.spec.Window.Column, engine.Timestamp); err != nil {
+			return err
+		}
+	}
+	for j, g := range p.spec.GroupBy {
+		c, err := col(g, p.groupType[j])
+		if err != nil {
+			return err
+		}
+		if c.Valid != nil {
+			for i := 0; i < in.Len; i++ {
+				if !c.Valid[i] {
+					return errcode.New(CodeNullGroupKey, "", "filter or fill nulls before grouping",
+						"group column %q is null at row %d", g, i)
+				}
+			}
+		}
+		pt.cols.group[j] = c
+	}
+	pt.cols.strs, pt.cols.ints = pt.cols.strs[:0], pt.cols.ints[:0]
+	for j, c := range pt.cols.group {
+		if p.groupType[j] == engine.String {
+			pt.cols.strs = append(pt.cols.strs, c.Strings)
+		} else {
+			pt.cols.ints = append(pt.cols.ints, c.Int64s)
+		}
+	}
+	for a := range p.aggs {
+		ra := &p.aggs[a]
+		pt.cols.agg[a] = nil
+		if ra.Column != "" {
+			if pt.cols.agg[a], err = col(ra.Column, ra.in); err != nil {
+				return err
+			}
+		}
+	}
+	if cap(pt.rowIdx) < in.Len {
+		pt.rowIdx = make([]int32, in.Len)
+	}
+	pt.rowIdx = pt.rowIdx[:in.Len]
+	return nil
+}
+
+// sameGroup reports whether rows i and j have equal group values. String
+// comparison is cheap for interned strings (equal pointers).
+func (pt *partial) sameGroup(i, j int) bool {
+	for _, c := range pt.cols.strs {
+		if c[i] != c[j] {
+			return false
+		}
+	}
+	for _, c := range pt.cols.ints {
+		if c[i] != c[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// localKey encodes row i's group (with window start) for the batch-local
+// table. This encoding is private to the batch; the state key is built once
+// per entry in Finish.
+func (pt *partial) localKey(start int64, i int) []byte {
+	b := pt.keyBuf[:0]
+	if pt.p.window {
+		b = binary.LittleEndian.AppendUint64(b, uint64(start))
+	}
+	for k, c := range pt.cols.group {
+		if pt.p.groupType[k] == engine.String {
+			s := c.Strings[i]
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		} else {
+			b = binary.LittleEndian.AppendUint64(b, uint64(c.Int64s[i]))
+		}
+	}
+	pt.keyBuf = b
+	return b
+}
+
+func (pt *partial) addEntry(start int64, i int) {
+	pt.start = append(pt.start, start)
+	for k, c := range pt.cols.group {
+		if pt.p.groupType[k] == engine.String {
+			// Keep a private copy: the source may reuse its buffers once the
+			// chunk is consumed.
+			s := c.Strings[i]
+			v, ok := "", false
+			for j := range pt.nRecent { // usually the same value in a recent key
+				if r := &pt.recent[j]; c.Strings[r.row] == s {
+					v, ok = pt.gStr[k][r.idx], true
+					break
+				}
+			}
+			if !ok {
+				if v, ok = pt.intern[s]; !ok {
+					v = string([]byte(s))
+					pt.intern[v] = v
+				}
+			}
+			pt.gStr[k] = append(pt.gStr[k], v)
+		} else {
+			pt.gInt[k] = append(pt.gInt[k], c.Int64s[i])
+		}
+	}
+	for a := range pt.acc {
+		acc := &pt.acc[a]
+		if pt.p.aggs[a].out == engine.Float64 {
+			acc.floats = append(acc.floats, 0)
+		} else {
+			acc.ints = append(acc.ints, 0)
+		}
+		if pt.p.aggs[a].hasNonNull() {
+			acc.nn = append(acc.nn, 0)
+		}
+	}
+}
+
+// chunkStats is what one chunk contributes to the batch's metrics.
+type chunkStats struct {
+	dropped int64 // window instances dropped as late
+	nullTS  int64 // rows without event time (skipped, as Spark's window() filters them)
+}
+
+// add folds one chunk into the table: for each window instance k, a first
+// pass maps rows to entries (rowIdx), then one tight pass per aggregate.
+func (pt *partial) add(in *engine.Batch, wmUs int64) (chunkStats, error) {
+	var st chunkStats
+	if err := pt.resolve(in); err != nil {
+		return st, err
+	}
+	n := in.Len
+	inst := 1
+	if pt.p.window {
+		inst = pt.p.nInst
+	}
+	for k := 0; k < inst; k++ {
+		d, nulls := pt.assign(n, int64(k), wmUs)
+		st.dropped += d
+		if k == 0 {
+			st.nullTS = nulls
+		}
+		pt.accumulate()
+	}
+	return st, nil
+}
+
+// assign sets rowIdx for window instance k and returns the rows dropped as
+// late and the rows without event time.
+func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls int64) {
+	p := pt.p
+	idx := pt.rowIdx
+	var ts []int64
+	var tsValid []bool
+	if p.window {
+		ts, tsValid = pt.cols.ts.Int64s, pt.cols.ts.Valid
+	}
+	size, slide := p.sizeUs, p.slideUs
+	pt.nRecent = 0
+	next := 0
+	lastLo := int64(math.MaxInt64) // start of the slide interval of the previous row
+	for i := 0; i < n; i++ {
+		var start int64
+		if p.window {
+			if tsValid != nil && !tsValid[i] {
+				idx[i] = -1
+				nulls++
+				continue
+			}
+			t := ts[i]
+			// Sorted-ish input stays in one slide interval for many rows:
+			// skip the (slow) division while it does.
+			if t < lastLo || t >= lastLo+slide {
+				lastLo = floorDiv(t, slide) * slide
+			}
+			start = lastLo - k*slide
+			end := start + size
+			if end <= t { // instance k does not contain t (size not a multiple of slide)
+				idx[i] = -1
+				continue
+			}
+			if end <= wmUs {
+				idx[i] = -1
+				dropped++
+				continue
+			}
+		}
+		// Time-ordered input touches a handful of keys at a time (about 6
+		// builders per 5-minute window): a few comparisons against the
+		// recently used keys of this chunk (strings interned by the source
+		// compare by pointer) avoid hashing and the cache misses of a
+		// lookup in a table of 100k+ keys.
+		hit := false
+		for j := range pt.nRecent {
+			r := &pt.recent[j]
+			if r.start == start && pt.sameGroup(i, r.row) {
+				idx[i] = r.idx
+				hit = true
+				break
+			}
+		}
+		if hit {
+			continue
+		}
+		e, inserted := pt.groups.find(pt.localKey(start, i))
+		if inserted {
+			pt.addEntry(start, i)
+		}
+		idx[i] = e
+		pt.recent[next] = recentKey{row: i, start: start, idx: e}
+		next = (next + 1) % len(pt.recent)
+		pt.nRecent = min(pt.nRecent+1, len(pt.recent))
+	}
+	return dropped, nulls
+}
+
+// recentKey is a key seen at row of the current chunk, mapped to entry idx.
+type recentKey struct {
+	row   int
+	start int64
+	idx   int32
+}
+
+// accumulate folds the rows mapped by rowIdx into the accumulators.
+func (pt *partial) accumulate() {
+	idx := pt.rowIdx
+	for a := range pt.p.aggs {
+		ra := &pt.p.aggs[a]
+		acc := &pt.acc[a]
+		c := pt.cols.agg[a]
+		if c == nil { // count(*)
+			cnt := acc.ints
+			for _, g := range idx {
+				if g >= 0 {
+					cnt[g]++
+				}
+			}
+			continue
+		}
+		valid := c.Valid
+		switch {
+		case ra.Kind == Count:
+			cnt := acc.ints
+			for i, g := range idx {
+				if g >= 0 && (valid == nil || valid[i]) {
+					cnt[g]++
+				}
+			}
+		case ra.in == engine.Float64:
+			accFloat(ra.Kind, acc, c.Float64s, valid, idx)
+		default:
+			accInt(ra.Kind, acc, c.Int64s, valid, idx)
+		}
+	}
+}
+
+func accInt(kind AggKind, acc *accum, vs []int64, valid []bool, idx []int32) {
+	out, nn := acc.ints, acc.nn
+	for i, g := range idx {
+		if g < 0 || (valid != nil && !valid[i]) {
+			continue
+		}
+		v := vs[i]
+		switch kind {
+		case Sum:
+			out[g] += v
+		case Min:
+			if nn[g] == 0 || v < out[g] {
+				out[g] = v
+			}
+		case Max:
+			if nn[g] == 0 || v > out[g] {
+				out[g] = v
+			}
+		}
+		nn[g]++
+	}
+}
+
+func accFloat(kind AggKind, acc *accum, vs []float64, valid []bool, idx []int32) {
+	out, nn := acc.floats, acc.nn
+	for i, g := range idx {
+		if g < 0 || (valid != nil && !valid[i]) {
+			continue
+		}
+		v := vs[i]
+		switch kind {
+		case Sum:
+			out[g] += v
+		case Min:
+			if nn[g] == 0 || floatLess(v, out[g]) {
+				out[g] = v
+			}
+		case Max:
+			if nn[g] == 0 || floatLess(out[g], v) {
+				out[g] = v
+			}
+		}
+		nn[g]++
+	}
+}
+
+// floatLess orders NaN above every other value, as Spark's min/max do.
+func floatLess(a, b float64) bool {
+	if math.IsNaN(a) {
+		return false
+	}
+	return a < b || math.IsNaN(b)
+}

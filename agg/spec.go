@@ -1,0 +1,361 @@
+package agg
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/state"
+)
+
+// Error codes of this package, in the style of DESIGN.md §6 (Spark's names
+// where Spark has one).
+const (
+	// CodeUnsupportedOutputMode: an output mode that cannot work for the
+	// query, e.g. complete or append over event-time windows without a watermark.
+	CodeUnsupportedOutputMode = "UNSUPPORTED_OUTPUT_MODE"
+	// CodeUnresolvedColumn: a column the spec names is missing from the input.
+	CodeUnresolvedColumn = "UNRESOLVED_COLUMN"
+	// CodeDatatypeMismatch: a column has a type the spec cannot use.
+	CodeDatatypeMismatch = "DATATYPE_MISMATCH"
+	// CodeNullGroupKey: a group column holds a null, which the state key
+	// encoding cannot represent.
+	CodeNullGroupKey = "NULL_GROUP_KEY"
+)
+
+// AggKind is an aggregate function. Values are never renumbered (they are
+// recorded in the state schema's Spec text by name, not by number).
+type AggKind uint8
+
+// Aggregate functions.
+const (
+	Count AggKind = 1 // count(*) or, with a Column, count of its non-null values
+	Sum   AggKind = 2 // sum of an Int64 (-> Int64) or Float64 (-> Float64) column
+	Min   AggKind = 3 // minimum of an Int64, Timestamp or Float64 column, same type
+	Max   AggKind = 4 // maximum of an Int64, Timestamp or Float64 column, same type
+)
+
+func (k AggKind) String() string {
+	switch k {
+	case Count:
+		return "count"
+	case Sum:
+		return "sum"
+	case Min:
+		return "min"
+	case Max:
+		return "max"
+	}
+	return fmt.Sprintf("AggKind(%d)", uint8(k))
+}
+
+// Aggregate is one aggregate of the query.
+type Aggregate struct {
+	Kind AggKind
+	// Column is the input column; "" means count(*) (only for Count).
+	Column string
+	// As is the output column name; "" picks "count" for count(*) and
+	// "<kind>_<column>" otherwise.
+	As string
+}
+
+// Window is an event-time window, as Spark's window(col, size, slide):
+// windows are aligned to the Unix epoch and a row at time t belongs to every
+// window [start, start+Size) with start <= t < start+Size.
+type Window struct {
+	// Column is the event time column; it must be an engine.Timestamp.
+	Column string
+	// Size is the window length; Slide is the distance between window starts.
+	// Slide 0 or Slide == Size means tumbling windows. Both must be whole
+	// microseconds, and 0 < Slide <= Size.
+	Size, Slide time.Duration
+}
+
+// OutputMode says which rows Finish hands the sink.
+type OutputMode uint8
+
+// Output modes, as Spark's.
+const (
+	// Update emits, each batch, the keys that batch changed, with their new
+	// full values (not deltas): the sink MERGEs them.
+	Update OutputMode = 1
+	// Append emits each window once, when the watermark closes it (at eviction).
+	Append OutputMode = 2
+	// Complete emits every key in state each batch.
+	Complete OutputMode = 3
+)
+
+func (m OutputMode) String() string {
+	switch m {
+	case Update:
+		return "update"
+	case Append:
+		return "append"
+	case Complete:
+		return "complete"
+	}
+	return fmt.Sprintf("OutputMode(%d)", uint8(m))
+}
+
+// Spec describes a grouped aggregation, optionally over event-time windows.
+type Spec struct {
+	// Window is the event-time window; nil groups by GroupBy alone.
+	Window *Window
+	// GroupBy names the group columns, in output order.
+	GroupBy []string
+	// Aggregates are computed per group, in output order. At least one.
+	Aggregates []Aggregate
+	// Mode is the output mode; 0 means Update.
+	Mode OutputMode
+	// WatermarkDelay is the delay of the watermark on Window.Column (the
+	// engine computes the watermark as max event time seen minus this delay).
+	// 0 means no watermark: nothing is dropped as late, nothing is evicted,
+	// and the watermark passed to Process and Finish is ignored.
+	WatermarkDelay time.Duration
+	// ColumnTypes gives the types of input columns that are not block columns
+	// (engine.BlockColumnType knows those). Types are needed before the first
+	// input arrives, to build the state schema.
+	ColumnTypes map[string]engine.Type
+}
+
+// Output column names of the window (the Delta sink relies on them).
+const (
+	ColWindowStart = "window_start"
+	ColWindowEnd   = "window_end"
+)
+
+// OperatorName is the stateOperators[].operatorName and the state schema's
+// operator name, as Spark's streaming aggregation reports it.
+const OperatorName = "stateStoreSave"
+
+// resolvedAgg is an Aggregate with its types settled.
+type resolvedAgg struct {
+	Aggregate
+	in  engine.Type // input column type; 0 for count(*)
+	out engine.Type
+}
+
+// plan is a validated Spec.
+type plan struct {
+	spec      Spec
+	window    bool
+	sizeUs    int64
+	slideUs   int64
+	nInst     int // window instances per row: ceil(size/slide)
+	evicts    bool
+	groupType []engine.Type
+	aggs      []resolvedAgg
+	schema    state.Schema
+}
+
+func invalid(format string, args ...any) *errcode.Error {
+	return errcode.New(errcode.InvalidArgument, "", "fix the aggregation spec", format, args...)
+}
+
+func (s *Spec) columnType(name string) (engine.Type, bool) {
+	if t, ok := s.ColumnTypes[name]; ok {
+		return t, true
+	}
+	return engine.BlockColumnType(name)
+}
+
+// newPlan validates spec and derives everything New needs.
+func newPlan(spec Spec) (*plan, error) {
+	if spec.Mode == 0 {
+		spec.Mode = Update
+	}
+	p := &plan{spec: spec}
+	switch spec.Mode {
+	case Update, Append, Complete:
+	default:
+		return nil, invalid("unknown output mode %d", uint8(spec.Mode))
+	}
+	if spec.WatermarkDelay < 0 {
+		return nil, invalid("negative watermark delay %s", spec.WatermarkDelay)
+	}
+	if len(spec.Aggregates) == 0 {
+		return nil, invalid("no aggregates")
+	}
+	used := map[string]bool{}
+	claim := func(name, what string) error {
+		if name == "" {
+			return invalid("empty %s name", what)
+		}
+		if used[name] {
+			return invalid("output column %q appears twice (as %s)", name, what)
+		}
+		used[name] = true
+		return nil
+	}
+	if w := spec.Window; w != nil {
+		p.window = true
+		if w.Size <= 0 || w.Size%time.Microsecond != 0 {
+			return nil, invalid("window size %s must be a positive number of microseconds", w.Size)
+		}
+		slide := w.Slide
+		if slide == 0 {
+			slide = w.Size
+		}
+		if slide <= 0 || slide > w.Size || slide%time.Microsecond != 0 {
+			return nil, invalid("window slide %s must be a positive number of microseconds, at most the size %s", w.Slide, w.Size)
+		}
+		p.sizeUs = int64(w.Size / time.Microsecond)
+		p.slideUs = int64(slide / time.Microsecond)
+		p.nInst = int((p.sizeUs + p.slideUs - 1) / p.slideUs)
+		t, ok := spec.columnType(w.Column)
+		if !ok {
+			return nil, invalid("event time column %q has no known type; set Spec.ColumnTypes", w.Column)
+		}
+		if t != engine.Timestamp {
+			return nil, errcode.New(CodeDatatypeMismatch, "", "window over a timestamp column",
+				"event time column %q is %s, want timestamp", w.Column, t)
+		}
+		if err := claim(ColWindowStart, "window"); err != nil {
+			return nil, err
+		}
+		if err := claim(ColWindowEnd, "window"); err != nil {
+			return nil, err
+		}
+		p.evicts = spec.WatermarkDelay > 0
+	}
+	for _, g := range spec.GroupBy {
+		if err := claim(g, "group column"); err != nil {
+			return nil, err
+		}
+		t, ok := spec.columnType(g)
+		if !ok {
+			return nil, invalid("group column %q has no known type; set Spec.ColumnTypes", g)
+		}
+		if t != engine.Int64 && t != engine.Timestamp && t != engine.String {
+			return nil, errcode.New(CodeDatatypeMismatch, "", "group by int64, timestamp or string columns",
+				"group column %q is %s", g, t)
+		}
+		p.groupType = append(p.groupType, t)
+	}
+	for _, a := range spec.Aggregates {
+		ra := resolvedAgg{Aggregate: a}
+		switch a.Kind {
+		case Count, Sum, Min, Max:
+		default:
+			return nil, invalid("unknown aggregate kind %d", uint8(a.Kind))
+		}
+		if a.Column == "" {
+			if a.Kind != Count {
+				return nil, invalid("%s needs a column", a.Kind)
+			}
+		} else {
+			t, ok := spec.columnType(a.Column)
+			if !ok {
+				return nil, invalid("aggregate column %q has no known type; set Spec.ColumnTypes", a.Column)
+			}
+			ra.in = t
+		}
+		switch a.Kind {
+		case Count:
+			ra.out = engine.Int64
+		case Sum:
+			if ra.in != engine.Int64 && ra.in != engine.Float64 {
+				return nil, errcode.New(CodeDatatypeMismatch, "", "sum an int64 or float64 column",
+					"sum(%s): column is %s", a.Column, ra.in)
+			}
+			ra.out = ra.in
+		case Min, Max:
+			if ra.in != engine.Int64 && ra.in != engine.Float64 && ra.in != engine.Timestamp {
+				return nil, errcode.New(CodeDatatypeMismatch, "", "use an int64, timestamp or float64 column",
+					"%s(%s): column is %s", a.Kind, a.Column, ra.in)
+			}
+			ra.out = ra.in
+		}
+		if ra.As == "" {
+			if a.Column == "" {
+				ra.As = "count"
+			} else {
+				ra.As = a.Kind.String() + "_" + a.Column
+			}
+		}
+		if err := claim(ra.As, "aggregate"); err != nil {
+			return nil, err
+		}
+		p.aggs = append(p.aggs, ra)
+	}
+	// Spark refuses these at analysis time (UnsupportedOperationChecker): an
+	// append-mode aggregation emits a window only when the watermark closes
+	// it, and complete mode keeps every key forever unless windows close.
+	switch spec.Mode {
+	case Append:
+		if !p.evicts {
+			return nil, errcode.New(CodeUnsupportedOutputMode, "",
+				"use update mode, or add an event-time window and a watermark delay",
+				"append output mode needs an event-time window and a watermark: without them no group is ever final")
+		}
+	case Complete:
+		if p.window && !p.evicts {
+			return nil, errcode.New(CodeUnsupportedOutputMode, "",
+				"set a watermark delay so closed windows are evicted, or use update mode",
+				"complete output mode over event-time windows without a watermark keeps every window forever (unbounded state)")
+		}
+	}
+	p.schema = p.buildSchema()
+	return p, nil
+}
+
+// nonNullSuffix names the hidden value field that counts the non-null inputs
+// of a sum/min/max, so an all-null group reads back as null (Spark's
+// aggregation buffers are nullable; the state value encoding is not).
+const nonNullSuffix = "__nonnull"
+
+func (a *resolvedAgg) hasNonNull() bool { return a.Kind != Count }
+
+func (p *plan) buildSchema() state.Schema {
+	s := state.Schema{OperatorName: OperatorName}
+	if p.window {
+		s.Key = append(s.Key,
+			state.Field{Name: ColWindowEnd, Type: engine.Timestamp},
+			state.Field{Name: ColWindowStart, Type: engine.Timestamp})
+	}
+	for i, g := range p.spec.GroupBy {
+		s.Key = append(s.Key, state.Field{Name: g, Type: p.groupType[i]})
+	}
+	for _, a := range p.aggs {
+		s.Value = append(s.Value, state.Field{Name: a.As, Type: a.out})
+		if a.hasNonNull() {
+			s.Value = append(s.Value, state.Field{Name: a.As + nonNullSuffix, Type: engine.Int64})
+		}
+	}
+	s.Spec = p.specText()
+	return s
+}
+
+// specText is recorded with the state and compared on open, so that a query
+// whose window, aggregates, mode or watermark changed is refused with
+// STATE_SCHEMA_MISMATCH rather than misreading the old state.
+func (p *plan) specText() string {
+	var b strings.Builder
+	b.WriteString("agg/v1")
+	if w := p.spec.Window; w != nil {
+		fmt.Fprintf(&b, " window=%s size=%s slide=%s", w.Column,
+			time.Duration(p.sizeUs)*time.Microsecond, time.Duration(p.slideUs)*time.Microsecond)
+	} else {
+		b.WriteString(" window=none")
+	}
+	fmt.Fprintf(&b, " groupBy=%s aggs=", strings.Join(p.spec.GroupBy, ","))
+	for i, a := range p.aggs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		col := a.Column
+		if col == "" {
+			col = "*"
+		}
+		fmt.Fprintf(&b, "%s(%s):%s", a.Kind, col, a.As)
+	}
+	fmt.Fprintf(&b, " mode=%s", p.spec.Mode)
+	if p.spec.WatermarkDelay > 0 && p.window {
+		fmt.Fprintf(&b, " watermark=%s-%s", p.spec.Window.Column, p.spec.WatermarkDelay)
+	} else {
+		b.WriteString(" watermark=none")
+	}
+	return b.String()
+}
