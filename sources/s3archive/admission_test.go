@@ -401,3 +401,23 @@ func TestCrashDuringLogWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestSortObjects: date partition first, then name, whatever the listing order.
+func TestSortObjects(t *testing.T) {
+	objs := []object{
+		{URI: "s3://b/p/date=2026-01-02/part-0.parquet"},
+		{URI: "s3://b/p/date=2025-12-31/part-1.parquet"},
+		{URI: "s3://b/p/date=2026-01-02/part-00.parquet"},
+		{URI: "s3://b/p/zz/date=2025-12-31/part-0.parquet"},
+		{URI: "s3://b/p/undated.parquet"},
+	}
+	sortObjects(objs)
+	var got []string
+	for _, o := range objs {
+		got = append(got, strings.TrimPrefix(o.URI, "s3://b/p/"))
+	}
+	want := "undated.parquet date=2025-12-31/part-1.parquet zz/date=2025-12-31/part-0.parquet date=2026-01-02/part-0.parquet date=2026-01-02/part-00.parquet"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("order %v", got)
+	}
+}

@@ -51,8 +51,12 @@ func partitionDate(uri string) string {
 // sortObjects orders files by date partition, then by URI: the order in which
 // they are admitted and read.
 func sortObjects(objs []object) {
+	dates := make(map[string]string, len(objs))
+	for _, o := range objs {
+		dates[o.URI] = partitionDate(o.URI)
+	}
 	sort.SliceStable(objs, func(i, j int) bool {
-		di, dj := partitionDate(objs[i].URI), partitionDate(objs[j].URI)
+		di, dj := dates[objs[i].URI], dates[objs[j].URI]
 		if di != dj {
 			return di < dj
 		}
@@ -114,6 +118,9 @@ func (s *localStore) list(ctx context.Context) ([]object, error) {
 	})
 	s.m.requests.Add(1)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, unreadable(err, fileURI(s.root), "list archive directory")
 	}
 	return out, nil
