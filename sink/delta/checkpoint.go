@@ -29,11 +29,11 @@ type cpTxn struct {
 
 type cpAdd struct {
 	Path             *string           `parquet:"path,optional"`
-	PartitionValues  map[string]string `parquet:"partitionValues,optional"`
+	PartitionValues  map[string]*string `parquet:"partitionValues,optional"`
 	Size             *int64            `parquet:"size,optional"`
 	ModificationTime *int64            `parquet:"modificationTime,optional"`
 	DataChange       *bool             `parquet:"dataChange,optional"`
-	Tags             map[string]string `parquet:"tags,optional"`
+	Tags             map[string]*string `parquet:"tags,optional"`
 	Stats            *string           `parquet:"stats,optional"`
 }
 
@@ -42,7 +42,7 @@ type cpRemove struct {
 	DeletionTimestamp    *int64            `parquet:"deletionTimestamp,optional"`
 	DataChange           *bool             `parquet:"dataChange,optional"`
 	ExtendedFileMetadata *bool             `parquet:"extendedFileMetadata,optional"`
-	PartitionValues      map[string]string `parquet:"partitionValues,optional"`
+	PartitionValues      map[string]*string `parquet:"partitionValues,optional"`
 	Size                 *int64            `parquet:"size,optional"`
 }
 
@@ -75,19 +75,10 @@ type cpRow struct {
 	Protocol *cpProtocol `parquet:"protocol,optional"`
 }
 
-func ptr[T any](v T) *T { return &v }
+// checkpointSchema names the root as Spark does.
+var checkpointSchema = parquet.NewSchema("spark_schema", parquet.SchemaOf(new(cpRow)))
 
-func flatMap(m map[string]*string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if v != nil {
-			out[k] = *v
-		} else {
-			out[k] = "" // Delta reads "" as null too
-		}
-	}
-	return out
-}
+func ptr[T any](v T) *T { return &v }
 
 // lastCheckpoint is the _last_checkpoint file.
 type lastCheckpoint struct {
@@ -125,11 +116,11 @@ func (s *Snapshot) checkpointRows(now time.Time) []cpRow {
 	}
 	for _, f := range s.Files() {
 		a := &cpAdd{
-			Path: ptr(f.Path), PartitionValues: flatMap(f.PartitionValues), Size: ptr(f.Size),
+			Path: ptr(f.Path), PartitionValues: nonNilPV(f.PartitionValues), Size: ptr(f.Size),
 			ModificationTime: ptr(f.ModificationTime), DataChange: ptr(false),
 		}
 		if len(f.Tags) > 0 {
-			a.Tags = flatMap(f.Tags)
+			a.Tags = f.Tags
 		}
 		if f.Stats != "" {
 			a.Stats = ptr(f.Stats)
@@ -143,7 +134,7 @@ func (s *Snapshot) checkpointRows(now time.Time) []cpRow {
 		}
 		rows = append(rows, cpRow{Remove: &cpRemove{
 			Path: ptr(r.Path), DeletionTimestamp: r.DeletionTimestamp, DataChange: ptr(false),
-			ExtendedFileMetadata: r.ExtendedFileMetadata, PartitionValues: flatMap(r.PartitionValues), Size: r.Size,
+			ExtendedFileMetadata: r.ExtendedFileMetadata, PartitionValues: nonNilPV(r.PartitionValues), Size: r.Size,
 		}})
 	}
 	return rows
@@ -190,7 +181,7 @@ func parseInterval(s string) (time.Duration, bool) {
 func (s *Snapshot) writeCheckpoint(now time.Time) error {
 	rows := s.checkpointRows(now)
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&parquet.Snappy))
+	w := parquet.NewGenericWriter[cpRow](&buf, checkpointSchema, parquet.Compression(&parquet.Snappy))
 	if _, err := w.Write(rows); err != nil {
 		return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
 	}
