@@ -28,22 +28,22 @@ type cpTxn struct {
 }
 
 type cpAdd struct {
-	Path             *string           `parquet:"path,optional"`
+	Path             *string            `parquet:"path,optional"`
 	PartitionValues  map[string]*string `parquet:"partitionValues,optional"`
-	Size             *int64            `parquet:"size,optional"`
-	ModificationTime *int64            `parquet:"modificationTime,optional"`
-	DataChange       *bool             `parquet:"dataChange,optional"`
+	Size             *int64             `parquet:"size,optional"`
+	ModificationTime *int64             `parquet:"modificationTime,optional"`
+	DataChange       *bool              `parquet:"dataChange,optional"`
 	Tags             map[string]*string `parquet:"tags,optional"`
-	Stats            *string           `parquet:"stats,optional"`
+	Stats            *string            `parquet:"stats,optional"`
 }
 
 type cpRemove struct {
-	Path                 *string           `parquet:"path,optional"`
-	DeletionTimestamp    *int64            `parquet:"deletionTimestamp,optional"`
-	DataChange           *bool             `parquet:"dataChange,optional"`
-	ExtendedFileMetadata *bool             `parquet:"extendedFileMetadata,optional"`
+	Path                 *string            `parquet:"path,optional"`
+	DeletionTimestamp    *int64             `parquet:"deletionTimestamp,optional"`
+	DataChange           *bool              `parquet:"dataChange,optional"`
+	ExtendedFileMetadata *bool              `parquet:"extendedFileMetadata,optional"`
 	PartitionValues      map[string]*string `parquet:"partitionValues,optional"`
-	Size                 *int64            `parquet:"size,optional"`
+	Size                 *int64             `parquet:"size,optional"`
 }
 
 type cpFormat struct {
