@@ -26,6 +26,104 @@ func init() {
 	checkpointCmd.AddCommand(checkpointInspectCmd())
 	rootCmd.AddCommand(checkpointCmd)
 	rootCmd.AddCommand(progressFlattenCmd())
+	rootCmd.AddCommand(planCmd())
+}
+
+// planCmd prints what `ethstream run` with the same flags would do on start.
+// Planning needs only the checkpoint, the source names and the confs, so the
+// other run flags are accepted and ignored.
+func planCmd() *cobra.Command {
+	var (
+		ckpt, table, trigger, progress string
+		sources, confs                 []string
+		maxBatches                     int
+		asJSON                         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan --checkpoint DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [run flags]",
+		Short: "Print what a start of the query would do; writes nothing",
+		Long: `plan reads the checkpoint (without locking or writing it) and prints what
+'ethstream run' with the same flags would do on start: the uncommitted batch it would
+re-run first, the sources it would resume, add and tombstone, a repartition from -> to,
+warnings (pinned confs overriding the session), and the error it would refuse with,
+if any; in that case plan exits non-zero with the same code.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ckpt == "" {
+				return errcode.New(errcode.InvalidArgument, "", "pass --checkpoint DIR", "missing --checkpoint")
+			}
+			q := engine.Query{Conf: map[string]string{}}
+			for _, s := range sources {
+				name, _, ok := strings.Cut(s, "=")
+				if !ok {
+					return errcode.New(errcode.InvalidArgument, "", "use --source NAME=FORMAT:URI (NAME may be empty)", "bad --source %q", s)
+				}
+				q.Sources = append(q.Sources, engine.NamedSource{Name: name})
+			}
+			for _, kv := range confs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return errcode.New(errcode.InvalidArgument, "", "use --conf KEY=VALUE", "bad --conf %q", kv)
+				}
+				q.Conf[k] = v
+			}
+			rep, planErr := engine.Plan(q, vfs.Default, ckpt)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else if err := printPlan(cmd.OutOrStdout(), rep); err != nil {
+				return err
+			}
+			return planErr
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ckpt, "checkpoint", "", "checkpoint directory")
+	f.StringArrayVar(&sources, "source", nil, "NAME=FORMAT:URI (repeatable; only NAME is used)")
+	f.StringArrayVar(&confs, "conf", nil, "KEY=VALUE (repeatable)")
+	f.StringVar(&table, "table", "", "accepted for symmetry with run; unused")
+	f.StringVar(&trigger, "trigger", "", "accepted for symmetry with run; unused")
+	f.StringVar(&progress, "progress", "", "accepted for symmetry with run; unused")
+	f.IntVar(&maxBatches, "max-batches", 0, "accepted for symmetry with run; unused")
+	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	return cmd
+}
+
+func printPlan(w io.Writer, r *engine.PlanReport) error {
+	var b strings.Builder
+	if r.NewCheckpoint {
+		fmt.Fprintf(&b, "new checkpoint %s: offset log v%d, %d state partitions\n", r.Checkpoint, r.FormatVersion, r.StatePartitions)
+	} else {
+		fmt.Fprintf(&b, "checkpoint %s: query %s, offset log v%d, %d state partitions\n", r.Checkpoint, r.QueryID, r.FormatVersion, r.StatePartitions)
+	}
+	if r.PendingBatch != nil {
+		fmt.Fprintf(&b, "re-run uncommitted batch %d (%s) first, with its recorded offsets\n", *r.PendingBatch, r.PendingKind)
+	}
+	if r.Repartition != nil {
+		fmt.Fprintf(&b, "repartition state %d -> %d in control batch %d\n", r.Repartition.From, r.Repartition.To, r.Repartition.BatchID)
+	}
+	if len(r.Resumed) > 0 {
+		fmt.Fprintf(&b, "resume sources: %s\n", strings.Join(r.Resumed, ", "))
+	}
+	if len(r.Added) > 0 {
+		fmt.Fprintf(&b, "add sources (from their configured start): %s\n", strings.Join(r.Added, ", "))
+	}
+	for _, t := range r.Tombstoned {
+		fmt.Fprintf(&b, "tombstone %s in batch %d (last offset %s)\n", t.Name, t.RemovedInBatch, offsetStr(t.LastOffset))
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	if r.ErrorCode == "" {
+		fmt.Fprintf(&b, "next new batch: %d\n", r.NextBatchID)
+	} else {
+		fmt.Fprintf(&b, "the start would be refused: %s\n", r.ErrorCode)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func checkpointInspectCmd() *cobra.Command {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/errcode"
 )
 
 func writeTestCheckpoint(t *testing.T) string {
@@ -79,5 +80,38 @@ func TestProgressCommandNeedsPhases(t *testing.T) {
 	if code := execute(context.Background(), []string{"progress", "--out", t.TempDir()}, &out, &errOut); code == 0 ||
 		!strings.HasPrefix(errOut.String(), "error: INVALID_ARGUMENT") {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestPlanCommand(t *testing.T) {
+	dir := writeTestCheckpoint(t)
+	// A fresh command per call: cobra keeps repeatable flag values between
+	// executions of one command value.
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		c := planCmd()
+		c.SetArgs(args)
+		c.SetOut(&out)
+		c.SetErr(&out)
+		c.SilenceUsage, c.SilenceErrors = true, true
+		err := c.ExecuteContext(context.Background())
+		return out.String(), err
+	}
+	args := []string{"--checkpoint", dir, "--source", "eth_live=ethrpc:http://127.0.0.1:8545",
+		"--conf", "spark.sql.streaming.queryEvolution.enableSourceEvolution=true", "--conf", "spark.sql.streaming.stateStore.partitions=4"}
+	out, err := run(args...)
+	if err != nil || !strings.Contains(out, "repartition state 8 -> 4 in control batch 1") || !strings.Contains(out, "resume sources: eth_live") {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	out, err = run(append(args, "--source", "s3_backfill=s3archive:file:///x", "--json")...)
+	if !errcode.Is(err, errcode.TombstoneNameReuse) ||
+		!strings.Contains(out, `"errorCode": "STREAMING_QUERY_EVOLUTION_ERROR.TOMBSTONE_SOURCE_NAME_REUSE"`) {
+		t.Fatalf("err %v, stdout %s", err, out)
+	}
+	// Through the CLI entry point: the coded error on stderr, non-zero exit.
+	var o, e bytes.Buffer
+	if code := execute(context.Background(), []string{"plan", "--checkpoint", dir, "--source", "=s3archive:file:///x"}, &o, &e); code == 0 ||
+		!strings.HasPrefix(e.String(), "error: STREAMING_QUERY_EVOLUTION_ERROR.CONFIG_MISMATCH") {
+		t.Fatalf("exit %d: %s", code, e.String())
 	}
 }
