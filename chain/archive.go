@@ -54,19 +54,22 @@ type rowPreLondon struct {
 	TransactionCount int64     `parquet:"transaction_count"`
 }
 
+// rowLondon adds the EIP-1559 base fee. It is optional (null) for the
+// London day's blocks before the fork block, as in a Spark-written file.
 type rowLondon struct {
 	rowPreLondon
-	BaseFeePerGas int64 `parquet:"base_fee_per_gas"`
+	BaseFeePerGas *int64 `parquet:"base_fee_per_gas,optional"`
 }
 
+// rowShanghai adds the withdrawals root, null before the Shanghai fork on
+// the Shanghai day.
 type rowShanghai struct {
 	rowLondon
-	WithdrawalsRoot string `parquet:"withdrawals_root"`
+	WithdrawalsRoot *string `parquet:"withdrawals_root,optional"`
 }
 
-// Schema eras of a day file, decided by the day's first block so that a
-// file has one schema (a day straddling a fork gets the older schema's
-// columns plus, from London on, the base fee as the next day does).
+// Schema eras of a day file. A file has one schema: the newest that any of
+// its blocks needs.
 const (
 	eraPreLondon = iota
 	eraLondon
@@ -74,12 +77,11 @@ const (
 )
 
 func eraOf(db *dayBlocks) int {
-	first := db.headers[0]
 	last := db.headers[len(db.headers)-1]
 	switch {
-	case first.WithdrawalsHash != nil:
+	case last.WithdrawalsHash != nil:
 		return eraShanghai
-	case last.BaseFee != nil && first.BaseFee != nil:
+	case last.BaseFee != nil:
 		return eraLondon
 	default:
 		return eraPreLondon
@@ -124,11 +126,11 @@ func basicRow(db *dayBlocks, i int) rowPreLondon {
 	}
 }
 
-func baseFee(h *types.Header) int64 {
+func baseFee(h *types.Header) *int64 {
 	if h.BaseFee == nil {
-		return 0
+		return nil
 	}
-	return h.BaseFee.Int64()
+	return ptr(h.BaseFee.Int64())
 }
 
 // rowGroups is how many row groups a day file gets (Spark-written files of
@@ -137,6 +139,7 @@ const rowGroups = 2
 
 func writeRows[T any](f *os.File, rows []T) error {
 	w := parquet.NewGenericWriter[T](f,
+		parquet.NewSchema("spark_schema", parquet.SchemaOf(new(T))),
 		parquet.Compression(&parquet.Snappy),
 		parquet.CreatedBy("ethstream", "1", "chain"),
 	)
@@ -176,9 +179,9 @@ func encodeDay(db *dayBlocks, dst string) (int64, error) {
 	default:
 		rows := make([]rowShanghai, n)
 		for i := range rows {
-			wr := ""
+			var wr *string
 			if h := db.headers[i].WithdrawalsHash; h != nil {
-				wr = hexString(h[:])
+				wr = ptr(hexString(h[:]))
 			}
 			rows[i] = rowShanghai{rowLondon{basicRow(db, i), baseFee(db.headers[i])}, wr}
 		}
