@@ -58,26 +58,6 @@ func parseKeyColumns(cols []string) (keyMask, error) {
 	return m, nil
 }
 
-func (m keyMask) keyOf(r *sinkRow) mergeKey {
-	k := r.key()
-	if m&keyWS == 0 {
-		k.WS, k.nulls = 0, k.nulls&^nullWS
-	}
-	if m&keyWE == 0 {
-		k.WE, k.nulls = 0, k.nulls&^nullWE
-	}
-	if m&keySource == 0 {
-		k.Source, k.nulls = "", k.nulls&^nullSource
-	}
-	if m&keyMiner == 0 {
-		k.Miner, k.nulls = "", k.nulls&^nullMiner
-	}
-	if m&(keyWS|keyWE) == 0 {
-		k.nulls &^= nullWindow
-	}
-	return k
-}
-
 // mergeOptions parameterise one MERGE.
 type mergeOptions struct {
 	keys       keyMask
@@ -150,46 +130,130 @@ func (p *mergePlan) abandon() {
 // next live batch (which updates that window) rewrites only a few rows.
 const hotTailRows = 1024
 
+// cmp orders rows by the key columns in m: window.start, window.end,
+// source, miner, each with null first. With every key column it is also
+// the row order of the files MergeSink writes.
+func (m keyMask) cmp(a, b *sinkRow) int {
+	if m&keyWS != 0 {
+		if c := cmpNullable(a.nulls&nullWS != 0, b.nulls&nullWS != 0); c != 0 {
+			return c
+		}
+		if a.WS != b.WS {
+			if a.WS < b.WS {
+				return -1
+			}
+			return 1
+		}
+	}
+	if m&keyWE != 0 {
+		if c := cmpNullable(a.nulls&nullWE != 0, b.nulls&nullWE != 0); c != 0 {
+			return c
+		}
+		if a.WE != b.WE {
+			if a.WE < b.WE {
+				return -1
+			}
+			return 1
+		}
+	}
+	if m&keySource != 0 {
+		if c := cmpNullable(a.nulls&nullSource != 0, b.nulls&nullSource != 0); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+	}
+	if m&keyMiner != 0 {
+		if c := cmpNullable(a.nulls&nullMiner != 0, b.nulls&nullMiner != 0); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Miner, b.Miner); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// cmpNullable orders null before non-null; 0 means "compare the values"
+// (both present) or "equal" (both null).
+func cmpNullable(an, bn bool) int {
+	switch {
+	case an == bn:
+		return 0
+	case an:
+		return -1
+	}
+	return 1
+}
+
+// dedupeSorted returns src's rows sorted by key, keeping the last row of
+// each key (the engine's order is the update order).
+func (m keyMask) dedupeSorted(src []sinkRow) []sinkRow {
+	rows := make([]sinkRow, len(src))
+	copy(rows, src)
+	if !slices.IsSortedFunc(rows, func(a, b sinkRow) int { return m.cmp(&a, &b) }) {
+		for i := range rows {
+			rows[i].seq = int32(i)
+		}
+		slices.SortFunc(rows, func(a, b sinkRow) int {
+			if c := m.cmp(&a, &b); c != 0 {
+				return c
+			}
+			return int(a.seq - b.seq)
+		})
+	}
+	out := rows[:0]
+	for i := range rows {
+		if len(out) > 0 && m.cmp(&out[len(out)-1], &rows[i]) == 0 {
+			out[len(out)-1] = rows[i]
+			continue
+		}
+		out = append(out, rows[i])
+	}
+	return out
+}
+
+// mergeSorted merges two runs sorted by m.cmp.
+func (m keyMask) mergeSorted(a, b []sinkRow) []sinkRow {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]sinkRow, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if m.cmp(&b[j], &a[i]) < 0 {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
 // planMerge upserts src into the snapshot's sink table: rows whose key
 // matches take src's count, the others are inserted. Only the files whose
 // stats may hold a src key are read, and only the ones that really hold one
-// are rewritten.
+// are rewritten. Matching is a sort-merge join: the source is sorted by key
+// once, and each candidate file (already sorted when we wrote it) is joined
+// against the part of the source its first key starts at.
 func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions) (*mergePlan, error) {
 	start := time.Now()
 	plan := &mergePlan{}
 	plan.metrics.NumSourceRows = int64(len(src))
+	cmp := func(a, b sinkRow) int { return o.keys.cmp(&a, &b) }
+	uniq := o.keys.dedupeSorted(src)
 
-	// Deduplicate the source: the last row for a key wins.
-	index := make(map[mergeKey]int, len(src))
-	uniq := make([]sinkRow, 0, len(src))
-	for i := range src {
-		k := o.keys.keyOf(&src[i])
-		if j, ok := index[k]; ok {
-			uniq[j] = src[i]
-			continue
-		}
-		index[k] = len(uniq)
-		uniq = append(uniq, src[i])
-	}
-	// Order by window.start so that pruning can binary-search it.
-	order := make([]int, len(uniq))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		wa, wb := uniq[a].WS, uniq[b].WS
-		switch {
-		case wa < wb:
-			return -1
-		case wa > wb:
-			return 1
-		}
-		return 0
-	})
-
-	candidates := s.mergeCandidates(uniq, order, o.keys)
+	candidates := s.mergeCandidates(uniq, o.keys)
 	matched := make([]bool, len(uniq))
-	var out []sinkRow
+	var touchedRows []sinkRow
+	touchedFiles := 0
 	var buf []sinkRow
 	for _, f := range candidates {
 		if err := ctx.Err(); err != nil {
@@ -199,32 +263,39 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 		var err error
 		buf, err = readSinkFile(p, buf[:0])
 		if err != nil {
-			if os.IsNotExist(err) {
-				return nil, errcode.Wrap(err, CodeMissingFile, p, "restore the file or the table from a backup", "live data file of version %d is missing", s.Version)
-			}
-			return nil, errcode.Wrap(err, CodeMissingFile, p, "restore the file or the table from a backup", "read live data file")
+			return nil, errcode.Wrap(err, CodeMissingFile, p, "restore the file or the table from a backup", "read live data file of version %d", s.Version)
 		}
-		touched := false
-		var updated int64
-		for i := range buf {
-			j, ok := index[o.keys.keyOf(&buf[i])]
-			if !ok {
-				continue
-			}
-			touched = true
-			matched[j] = true
-			buf[i].Count = uniq[j].Count
-			buf[i].nulls = buf[i].nulls&^nullCount | uniq[j].nulls&nullCount
-			updated++
-		}
-		if !touched {
+		if len(buf) == 0 {
 			continue
 		}
+		if !slices.IsSortedFunc(buf, cmp) {
+			slices.SortFunc(buf, cmp) // a file another writer produced
+		}
+		j := sort.Search(len(uniq), func(i int) bool { return o.keys.cmp(&uniq[i], &buf[0]) >= 0 })
+		var updated int64
+		for i := range buf {
+			for j < len(uniq) && o.keys.cmp(&uniq[j], &buf[i]) < 0 {
+				j++
+			}
+			if j == len(uniq) {
+				break
+			}
+			if o.keys.cmp(&uniq[j], &buf[i]) == 0 {
+				matched[j] = true
+				buf[i].Count = uniq[j].Count
+				buf[i].nulls = buf[i].nulls&^nullCount | uniq[j].nulls&nullCount
+				updated++
+			}
+		}
+		if updated == 0 {
+			continue
+		}
+		touchedFiles++
 		plan.metrics.NumTargetRowsUpdated += updated
 		plan.metrics.NumTargetRowsCopied += int64(len(buf)) - updated
 		plan.metrics.NumTargetFilesRemoved++
 		plan.metrics.NumTargetBytesRemoved += f.Size
-		out = append(out, buf...)
+		touchedRows = append(touchedRows, buf...)
 		ts := o.now.UnixMilli()
 		size := f.Size
 		plan.removes = append(plan.removes, action{Remove: &RemoveFile{
@@ -234,24 +305,20 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 		}})
 	}
 	plan.metrics.ScanTimeMs = time.Since(start).Milliseconds()
+	inserted := make([]sinkRow, 0, len(uniq))
 	for i := range uniq {
 		if !matched[i] {
-			out = append(out, uniq[i])
-			plan.metrics.NumTargetRowsInserted++
+			inserted = append(inserted, uniq[i])
 		}
 	}
+	plan.metrics.NumTargetRowsInserted = int64(len(inserted))
+	if touchedFiles > 1 {
+		slices.SortFunc(touchedRows, cmp) // files may overlap
+	}
+	out := o.keys.mergeSorted(touchedRows, inserted)
 	plan.metrics.NumOutputRows = int64(len(out))
 	if len(out) > 0 {
 		rewriteStart := time.Now()
-		slices.SortFunc(out, func(a, b sinkRow) int {
-			if rowLess(&a, &b) {
-				return -1
-			}
-			if rowLess(&b, &a) {
-				return 1
-			}
-			return 0
-		})
 		adds, err := s.table.writeChunks(ctx, chunkRows(out, o.targetRows), o.now)
 		for _, a := range adds {
 			plan.written = append(plan.written, s.table.filePath(a.Path))
@@ -276,25 +343,28 @@ func nonNilPV(m map[string]*string) map[string]*string {
 	return m
 }
 
-// mergeCandidates returns the live files whose stats may hold a key of uniq
-// (order sorts uniq by window.start), in path order.
-func (s *Snapshot) mergeCandidates(uniq []sinkRow, order []int, keys keyMask) []*AddFile {
+// mergeCandidates returns the live files whose stats may hold a key of
+// uniq (sorted by keys.cmp), in path order.
+func (s *Snapshot) mergeCandidates(uniq []sinkRow, keys keyMask) []*AddFile {
 	if len(uniq) == 0 {
 		return nil
 	}
+	// uniq is sorted by window.start when it is a key column; keys with a
+	// null window.start sort first and defeat the range search.
+	byWS := keys&keyWS != 0 && uniq[0].nulls&nullWS == 0
 	var out []*AddFile
 	for _, f := range s.files {
 		fr := s.rangeOf(f)
 		if fr.numRecords == 0 {
 			continue
 		}
-		if keys&keyWS == 0 || !fr.hasWS {
+		if !byWS || !fr.hasWS {
 			out = append(out, f)
 			continue
 		}
-		lo := sort.Search(len(order), func(i int) bool { return uniq[order[i]].WS >= fr.minWS })
-		for i := lo; i < len(order) && uniq[order[i]].WS <= fr.maxWS; i++ {
-			r := &uniq[order[i]]
+		lo := sort.Search(len(uniq), func(i int) bool { return uniq[i].WS >= fr.minWS })
+		for i := lo; i < len(uniq) && uniq[i].WS <= fr.maxWS; i++ {
+			r := &uniq[i]
 			if keys&keySource != 0 && !strMayContain(r.Source, fr.minSrc, fr.maxSrc) {
 				continue
 			}

@@ -497,3 +497,67 @@ func copyTable(t testing.TB, src string) string {
 var quietLog = slog.New(slog.DiscardHandler)
 
 var _ = sort.Strings
+
+func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := NewMergeSink(SinkOptions{Path: dir, KeyColumns: []string{KeyWindowStart, KeySource}, TargetFileRows: 7, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer's file, rows in no particular order.
+	unsorted := []sinkRow{row(5, "b", "x", 1), row(1, "a", "x", 2), row(3, "c", "x", 3), row(1, "b", "x", 4)}
+	add, err := s.table.writeSinkFile(unsorted, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.snap.commitActions([]action{{Add: add}}, filepath.Join(dir, add.Path)); err != nil {
+		t.Fatal(err)
+	}
+	type k2 struct {
+		ws  int64
+		src string
+	}
+	oracle := map[k2]sinkRow{}
+	for _, r := range unsorted {
+		oracle[k2{r.WS, r.Source}] = r
+	}
+	rng := rand.New(rand.NewSource(7))
+	for b := int64(0); b < 15; b++ {
+		var rows []sinkRow
+		for i := 0; i < 1+rng.Intn(12); i++ {
+			// Duplicate keys within a batch: the last one wins.
+			rows = append(rows, row(rng.Intn(8), []string{"a", "b", "c"}[rng.Intn(3)], minerName(rng.Intn(3)), rng.Int63n(100)))
+		}
+		if _, err := s.AddBatch(ctx, b, mkBatch(rows)); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			oracle[k2{r.WS, r.Source}] = r
+		}
+		got := map[k2]sinkRow{}
+		if err := s.snap.sinkRows(ctx, func(r *sinkRow) error {
+			k := k2{r.WS, r.Source}
+			if _, dup := got[k]; dup {
+				return fmt.Errorf("duplicate key %v", k)
+			}
+			got[k] = *r
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(oracle) {
+			t.Fatalf("batch %d: %d rows, oracle %d", b, len(got), len(oracle))
+		}
+		for k, want := range oracle {
+			g := got[k]
+			// A matched row keeps its miner (not a key column) and takes the count.
+			if g.Count != want.Count {
+				t.Fatalf("batch %d key %v: count %d, want %d", b, k, g.Count, want.Count)
+			}
+		}
+	}
+}

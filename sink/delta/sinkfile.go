@@ -25,6 +25,7 @@ type sinkRow struct {
 	Source, Miner string
 	Count         int64
 	nulls         uint8
+	seq           int32 // input position, only while deduplicating a batch
 }
 
 const (
@@ -35,18 +36,6 @@ const (
 	nullCount
 	nullWindow
 )
-
-func (r *sinkRow) key() mergeKey {
-	return mergeKey{WS: r.WS, WE: r.WE, Source: r.Source, Miner: r.Miner, nulls: r.nulls &^ nullCount}
-}
-
-// mergeKey is the MERGE key; columns that are not key columns are zeroed by
-// MergeSink so that they do not take part in matching.
-type mergeKey struct {
-	WS, WE        int64
-	Source, Miner string
-	nulls         uint8
-}
 
 func rowLess(a, b *sinkRow) bool {
 	if a.WS != b.WS {
