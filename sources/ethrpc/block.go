@@ -1,0 +1,127 @@
+package ethrpc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common/hexutil"
+)
+
+// blockRow is one block's values as the engine's block columns hold them.
+type blockRow struct {
+	Number           int64
+	Hash             string // 0x-hex, lowercase
+	ParentHash       string // 0x-hex, lowercase
+	BlockTS          int64  // µs since the Unix epoch, UTC
+	Miner            string // 0x-hex, lowercase
+	TransactionCount int64
+	GasUsed          int64
+}
+
+// errBlockNotFound is a null result: the endpoint does not (yet) have the
+// block, e.g. a load-balanced replica lagging behind the one that served
+// eth_blockNumber. Callers retry it.
+var errBlockNotFound = errors.New("block not found (null result)")
+
+// rpcBlock is the subset of eth_getBlockByNumber's result the source reads.
+// Fields are raw strings so that every check is ours and explicit.
+type rpcBlock struct {
+	Number       *string           `json:"number"`
+	Hash         *string           `json:"hash"`
+	ParentHash   *string           `json:"parentHash"`
+	Timestamp    *string           `json:"timestamp"`
+	Miner        *string           `json:"miner"`
+	GasUsed      *string           `json:"gasUsed"`
+	Transactions []json.RawMessage `json:"transactions"`
+}
+
+// parseBlock turns the raw JSON result of eth_getBlockByNumber (hydrated or
+// not) into row values. It validates everything it reads and never panics:
+// the input comes from the network.
+func parseBlock(raw []byte) (blockRow, error) {
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return blockRow{}, errBlockNotFound
+	}
+	var b rpcBlock
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return blockRow{}, fmt.Errorf("decode block: %w", err)
+	}
+	var r blockRow
+	var err error
+	if r.Number, err = quantity("number", b.Number, math.MaxInt64); err != nil {
+		return blockRow{}, err
+	}
+	if r.Hash, err = hashField("hash", b.Hash, 32); err != nil {
+		return blockRow{}, err
+	}
+	if r.ParentHash, err = hashField("parentHash", b.ParentHash, 32); err != nil {
+		return blockRow{}, err
+	}
+	if r.Miner, err = hashField("miner", b.Miner, 20); err != nil {
+		return blockRow{}, err
+	}
+	ts, err := quantity("timestamp", b.Timestamp, math.MaxInt64/1_000_000)
+	if err != nil {
+		return blockRow{}, err
+	}
+	r.BlockTS = ts * 1_000_000
+	if r.GasUsed, err = quantity("gasUsed", b.GasUsed, math.MaxInt64); err != nil {
+		return blockRow{}, err
+	}
+	if b.Transactions == nil {
+		return blockRow{}, errors.New("block has no transactions field")
+	}
+	r.TransactionCount = int64(len(b.Transactions))
+	return r, nil
+}
+
+func quantity(field string, s *string, max uint64) (int64, error) {
+	if s == nil {
+		return 0, fmt.Errorf("block field %s missing", field)
+	}
+	v, err := hexutil.DecodeUint64(*s)
+	if err != nil {
+		return 0, fmt.Errorf("block field %s %q: %w", field, *s, err)
+	}
+	if v > max {
+		return 0, fmt.Errorf("block field %s %q out of range", field, *s)
+	}
+	return int64(v), nil
+}
+
+func hashField(field string, s *string, size int) (string, error) {
+	if s == nil {
+		return "", fmt.Errorf("block field %s missing", field)
+	}
+	h, err := normHex(*s, size)
+	if err != nil {
+		return "", fmt.Errorf("block field %s: %w", field, err)
+	}
+	return h, nil
+}
+
+// normHex checks that s is 0x followed by exactly size bytes of hex and
+// returns it lowercased.
+func normHex(s string, size int) (string, error) {
+	if len(s) != 2+2*size || (s[:2] != "0x" && s[:2] != "0X") {
+		return "", fmt.Errorf("%q is not 0x-prefixed %d-byte hex", s, size)
+	}
+	out := make([]byte, len(s))
+	out[0], out[1] = '0', 'x'
+	for i := 2; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		case c >= 'A' && c <= 'F':
+			c += 'a' - 'A'
+		default:
+			return "", fmt.Errorf("%q is not 0x-prefixed %d-byte hex", s, size)
+		}
+		out[i] = c
+	}
+	return string(out), nil
+}

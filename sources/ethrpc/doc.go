@@ -1,0 +1,110 @@
+// Package ethrpc is the live block source over Ethereum JSON-RPC: the seeds'
+// eth_rpc data source, with a checked seam to the archive, reorg safety and
+// resilience against rate-limited public endpoints. It implements
+// engine.Source, engine.ReportingSource and engine.AvailableNowSource.
+//
+// # URI and options
+//
+//	ethstream run ... --source eth_live=ethrpc:http://127.0.0.1:8545?maxBlocksPerTrigger=20&start_block=26086570&confirmations=0
+//
+// The URI is the endpoint; its query string holds the options (ParseURI):
+//
+//	maxBlocksPerTrigger  blocks per batch, default 20
+//	start_block          first block, honoured only the first time the source's
+//	                     name is seen (no committed offset); afterwards the
+//	                     checkpoint wins. Unset/0 = start at the readable head.
+//	start_parent_hash    the very first block's parentHash must equal it (the
+//	                     archive's last hash), else SEAM_MISMATCH
+//	confirmations        read only blocks <= head - confirmations (default 0)
+//	finality             safe | finalized: read only blocks <= that tag's block
+//	endpoints            url1,url2: further endpoints, tried in order on failure
+//	maxBatchSize         calls per JSON-RPC batch request (default 100)
+//	timeout              per request, Go duration (default 10s)
+//	maxRetries           retries of one call across endpoints (default 8)
+//
+// An unknown option is an INVALID_ARGUMENT error. Endpoint URLs appear in
+// logs, descriptions and metrics as scheme://host only, because providers put
+// API keys in paths and query strings; an endpoint needing its own query
+// string goes URL-encoded into endpoints=.
+//
+// # Offsets
+//
+// An offset is the last block included and its hash, as canonical compact
+// JSON: {"block":26086589,"hash":"0x…"} (lowercase hash, fields in this
+// order), so equal positions are byte-identical. A batch (start, end] holds
+// blocks start.block+1 .. end.block; the first batch (start nil) holds
+// start_block .. end.block, or just end.block when start_block is 0.
+//
+// # Reading a batch and its checks
+//
+// ReadBatch fetches the range with eth_getBlockByNumber(n, false) calls sent
+// as JSON-RPC batch requests of at most maxBatchSize calls; when an endpoint
+// answers "batch too large" (go-ethereum's BatchRequestLimit, HTTP 413, or a
+// provider's equivalent) the size is halved and kept. Nothing is emitted
+// before every check passed:
+//
+//   - the first block's parentHash equals the start offset's hash (the seam
+//     between batches), or start_parent_hash for the very first batch
+//     (SEAM_MISMATCH);
+//   - each block's parentHash equals the previous block's hash;
+//   - the end block's hash equals the one recorded in the end offset when the
+//     batch was planned, so a re-run after a crash reads exactly the planned
+//     blocks or fails (REORG_DETECTED).
+//
+// Rows carry number, hash, parent_hash, block_ts (header timestamp in µs),
+// miner (lowercase hex of the fee recipient), transaction_count (the length
+// of the block's transaction list) and gas_used, restricted to the
+// projection.
+//
+// # Resilience
+//
+// Each request has a timeout. 429, 5xx, 408, timeouts and connection errors
+// are retried with exponential backoff (100 ms doubling to 10 s, jitter in
+// [d/2, d]) or the server's Retry-After if longer (captured by an
+// http.RoundTripper, since rpc.HTTPError drops headers). A 429 or a JSON-RPC
+// rate-limit error (-32005) also turns on an AIMD request rate: 10 req/s on
+// the first throttle, halved on each further one (floor 0.5 req/s), +1 req/s
+// per success, off again above 50 req/s. With several endpoints a failure
+// fails over to the next; the first pass over the endpoints does not sleep.
+// When maxRetries is spent the call fails with RPC_UNAVAILABLE. All waits use
+// the engine's injected clock. Metrics (progress event sources[].metrics):
+// requests, retries, throttles, failovers, batchSplits, batchSize,
+// latencyP50Ms, latencyMaxMs (over the last 512 requests), requestRate,
+// activeEndpoint, head. ReportLatestOffset is the readable head.
+//
+// # Following a real public endpoint
+//
+// To continue the public AWS archive live from mainnet (block numbers are an
+// example: use the archive's manifest):
+//
+//	ethstream run --checkpoint ck --table tbl \
+//	  --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true' \
+//	  --source 'eth_live=ethrpc:https://ethereum-rpc.publicnode.com?start_block=26086570&start_parent_hash=0x<archive last hash>&confirmations=12&maxBlocksPerTrigger=20&endpoints=https://eth.llamarpc.com' \
+//	  --trigger processing-time=60s
+//
+// or finality=finalized instead of confirmations for blocks that cannot be
+// reorganised at all (about 13 minutes behind the head). Public endpoints
+// throttle: the source backs off and slows down by itself, and the metrics
+// show it.
+//
+// # Why confirmations matter
+//
+// The head of a chain can be replaced by a reorganisation. Since the merge
+// (block 15,537,394) mainnet reorgs are rare and shallow, almost always one
+// block, when a proposer's block arrives late; a block is "safe" once the
+// attestations of its slot make a reorg very unlikely, and "finalized" after
+// two epochs (64 slots, ~12.8 min), after which it cannot be reverted
+// without slashing a third of all stake. A block this source emitted is
+// aggregated and merged into the sink; if it is later orphaned the sink keeps
+// its counts. The source never emits from a changed chain: a reorg deeper than
+// the confirmations is REORG_DETECTED, not silently mixed data. With
+// confirmations greater than the reorg depth (or finality=safe|finalized) a
+// reorg is invisible to the query. The embedded node (ethstream node) never
+// reorganises unless told to, so its default is 0; on mainnet use 12 or more,
+// or finality=finalized.
+//
+// # Concurrency
+//
+// A Source is used by the engine from one goroutine; Metrics and
+// ReportLatestOffset are safe to call concurrently with it.
+package ethrpc

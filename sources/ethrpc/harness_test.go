@@ -1,0 +1,320 @@
+package ethrpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/params"
+	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/ethstream/ethstream/engine"
+)
+
+// fakeClock is a manual engine.Clock: Sleep records the wait and advances
+// time at once, so retry and rate-limit paths run without real sleeping.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.sleeps = append(c.sleeps, d)
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+func (c *fakeClock) slept() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.sleeps...)
+}
+
+// ethProxy is a JSON-RPC service forwarding the two methods the source uses
+// to the simulated backend's in-process client, so the source talks to a real
+// go-ethereum rpc.Server over HTTP on loopback.
+type ethProxy struct{ c *rpc.Client }
+
+func (p *ethProxy) BlockNumber(ctx context.Context) (hexutil.Uint64, error) {
+	var n hexutil.Uint64
+	err := p.c.CallContext(ctx, &n, "eth_blockNumber")
+	return n, err
+}
+
+func (p *ethProxy) GetBlockByNumber(ctx context.Context, tag string, full bool) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := p.c.CallContext(ctx, &raw, "eth_getBlockByNumber", tag, full)
+	return raw, err
+}
+
+// faultHandler wraps an http.Handler: scripted HTTP error statuses for the
+// next requests, a kill switch, and a record of batch sizes seen.
+type faultHandler struct {
+	next http.Handler
+
+	mu         sync.Mutex
+	script     []int // statuses to answer instead of serving, in order
+	retryAfter string
+	requests   int
+	batchSizes []int
+}
+
+func (f *faultHandler) inject(retryAfter string, statuses ...int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script = append(f.script, statuses...)
+	f.retryAfter = retryAfter
+}
+
+func (f *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	f.mu.Lock()
+	f.requests++
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		var msgs []json.RawMessage
+		if json.Unmarshal(t, &msgs) == nil {
+			f.batchSizes = append(f.batchSizes, len(msgs))
+		}
+	}
+	var status int
+	if len(f.script) > 0 {
+		status, f.script = f.script[0], f.script[1:]
+	}
+	ra := f.retryAfter
+	f.mu.Unlock()
+	if status != 0 {
+		if ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+func (f *faultHandler) sizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.batchSizes...)
+}
+
+// simNode is go-ethereum's simulated chain served over HTTP on 127.0.0.1.
+type simNode struct {
+	t      testing.TB
+	sim    *simulated.Backend
+	rpc    *rpc.Server
+	faults *faultHandler
+	url    string
+	key    *ecdsa.PrivateKey
+	nonce  uint64
+}
+
+func newSimNode(t testing.TB) *simNode {
+	t.Helper()
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := crypto.PubkeyToAddress(key.PublicKey)
+	// The backend hides its rpc.Client; its node's IPC endpoint gives the
+	// proxy a raw JSON-RPC connection to it.
+	ipc := filepath.Join(t.TempDir(), "sim.ipc")
+	sim := simulated.NewBackend(types.GenesisAlloc{addr: {Balance: new(big.Int).Mul(big.NewInt(1000), big.NewInt(params.Ether))}},
+		func(nc *node.Config, _ *ethconfig.Config) { nc.IPCPath = ipc })
+	inproc, err := rpc.Dial(ipc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("eth", &ethProxy{c: inproc}); err != nil {
+		t.Fatal(err)
+	}
+	fh := &faultHandler{next: srv}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: fh, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	n := &simNode{t: t, sim: sim, rpc: srv, faults: fh, url: "http://" + ln.Addr().String(), key: key}
+	t.Cleanup(func() {
+		_ = hs.Close()
+		srv.Stop()
+		inproc.Close()
+		_ = sim.Close()
+	})
+	return n
+}
+
+// mine seals k blocks.
+func (n *simNode) mine(k int) {
+	for range k {
+		n.sim.Commit()
+	}
+}
+
+// sendTxs queues k transfers that the next mined block includes.
+func (n *simNode) sendTxs(k int) {
+	n.t.Helper()
+	ctx := context.Background()
+	c := n.sim.Client()
+	head, err := c.HeaderByNumber(ctx, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	to := common.HexToAddress("0x00000000000000000000000000000000000000aa")
+	chainID := big.NewInt(1337)
+	for range k {
+		tx := types.NewTx(&types.DynamicFeeTx{
+			ChainID: chainID, Nonce: n.nonce, GasTipCap: big.NewInt(params.GWei),
+			GasFeeCap: new(big.Int).Add(head.BaseFee, big.NewInt(2*params.GWei)), Gas: 21000, To: &to, Value: big.NewInt(1),
+		})
+		signed, err := types.SignTx(tx, types.LatestSignerForChainID(chainID), n.key)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		if err := c.SendTransaction(ctx, signed); err != nil {
+			n.t.Fatal(err)
+		}
+		n.nonce++
+	}
+}
+
+func (n *simNode) head() uint64 {
+	n.t.Helper()
+	h, err := n.sim.Client().BlockNumber(context.Background())
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return h
+}
+
+func (n *simNode) block(num uint64) *types.Block {
+	n.t.Helper()
+	b, err := n.sim.Client().BlockByNumber(context.Background(), new(big.Int).SetUint64(num))
+	if err != nil {
+		n.t.Fatalf("block %d: %v", num, err)
+	}
+	return b
+}
+
+// reorg replaces the blocks above head-depth with a longer side chain of
+// depth+extra blocks, so the new blocks have different hashes.
+func (n *simNode) reorg(depth, extra int) {
+	n.t.Helper()
+	h := n.head()
+	parent := n.block(h - uint64(depth))
+	if err := n.sim.Fork(parent.Hash()); err != nil {
+		n.t.Fatal(err)
+	}
+	n.mine(depth + extra)
+}
+
+// deadURL is an http URL on 127.0.0.1 where nothing listens.
+func deadURL(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return "http://" + addr
+}
+
+// openSource builds and opens a source with a fake clock and all columns.
+func openSource(t testing.TB, o Options, committed engine.Offset) (*Source, *fakeClock) {
+	t.Helper()
+	if o.Timeout == 0 {
+		o.Timeout = 20 * time.Second
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := newFakeClock()
+	env := engine.SourceEnv{Name: "eth_live", Columns: engine.BlockColumns, Committed: committed, Clock: clk,
+		Logger: slog.New(slog.DiscardHandler)}
+	if err := s.Open(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, clk
+}
+
+// rows is the decoded content of emitted batches, for comparisons.
+type rows struct {
+	number, ts, txs, gas []int64
+	hash, parent, miner  []string
+	batches              int
+}
+
+func (r *rows) emit(b *engine.Batch) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	r.batches++
+	for _, c := range b.Columns {
+		switch c.Name {
+		case engine.ColNumber:
+			r.number = append(r.number, c.Int64s...)
+		case engine.ColBlockTS:
+			r.ts = append(r.ts, c.Int64s...)
+		case engine.ColTransactionCount:
+			r.txs = append(r.txs, c.Int64s...)
+		case engine.ColGasUsed:
+			r.gas = append(r.gas, c.Int64s...)
+		case engine.ColHash:
+			r.hash = append(r.hash, c.Strings...)
+		case engine.ColParentHash:
+			r.parent = append(r.parent, c.Strings...)
+		case engine.ColMiner:
+			r.miner = append(r.miner, c.Strings...)
+		default:
+			return errors.New("unexpected column " + c.Name)
+		}
+	}
+	return nil
+}
+
+func mustOffset(t testing.TB, raw engine.Offset) Offset {
+	t.Helper()
+	o, ok, err := ParseOffset(raw)
+	if err != nil || !ok {
+		t.Fatalf("offset %s: ok=%v err=%v", raw, ok, err)
+	}
+	return o
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

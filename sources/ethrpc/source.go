@@ -1,0 +1,477 @@
+package ethrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// emitChunkRows bounds the rows of one emitted engine.Batch, so a large
+// catch-up batch does not build one huge columnar chunk.
+const emitChunkRows = 4096
+
+// Source is the live block source over Ethereum JSON-RPC. It implements
+// engine.Source, engine.ReportingSource and engine.AvailableNowSource.
+// The engine calls LatestOffset/ReadBatch/Commit from one goroutine;
+// Metrics and ReportLatestOffset may be called concurrently with them.
+type Source struct {
+	o     Options
+	env   engine.SourceEnv
+	log   *slog.Logger
+	pool  *pool
+	batch atomic.Int64 // current JSON-RPC batch size; halved on "batch too large"
+
+	capSet bool   // PrepareAvailableNow fixed the readable head
+	cap    uint64 // that head
+
+	mu struct {
+		sync.Mutex
+		report *Offset // newest readable block, for ReportLatestOffset
+	}
+}
+
+var (
+	_ engine.Source             = (*Source)(nil)
+	_ engine.ReportingSource    = (*Source)(nil)
+	_ engine.AvailableNowSource = (*Source)(nil)
+)
+
+// New validates o, applies defaults and returns a Source; it does not
+// contact the endpoints (Open does, lazily).
+func New(o Options) (*Source, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, errcode.New(CodeInvalidOption, "", "give at least one JSON-RPC endpoint URL", "ethrpc source has no endpoint")
+	}
+	for _, e := range o.Endpoints {
+		if err := checkEndpoint(e); err != nil {
+			return nil, err
+		}
+	}
+	if o.Finality != "" && o.Finality != "safe" && o.Finality != "finalized" {
+		return nil, errcode.New(CodeInvalidOption, "", `use finality "", "safe" or "finalized"`, "unknown finality %q", o.Finality)
+	}
+	if o.StartParentHash != "" {
+		h, err := normHex(o.StartParentHash, 32)
+		if err != nil {
+			return nil, errcode.Wrap(err, CodeInvalidOption, "", "give the 0x-prefixed 32-byte hash of the block before start_block", "start_parent_hash")
+		}
+		o.StartParentHash = h
+	}
+	if o.MaxBlocksPerTrigger < 0 || o.MaxBatchSize < 0 || o.MaxRetries < 0 || o.Timeout < 0 {
+		return nil, errcode.New(CodeInvalidOption, "", "use positive limits", "negative ethrpc limit in %+v", o)
+	}
+	if o.MaxBlocksPerTrigger == 0 {
+		o.MaxBlocksPerTrigger = DefaultMaxBlocksPerTrigger
+	}
+	if o.MaxBatchSize == 0 {
+		o.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = DefaultMaxRetries
+	}
+	s := &Source{o: o}
+	s.batch.Store(int64(o.MaxBatchSize))
+	return s, nil
+}
+
+// Options returns the options with defaults applied.
+func (s *Source) Options() Options { return s.o }
+
+// Open prepares the source for a run: it checks the projection and sets up
+// the endpoint pool (connections are made on first use).
+func (s *Source) Open(ctx context.Context, env engine.SourceEnv) error {
+	for _, c := range env.Columns {
+		if t, ok := engine.BlockColumnType(c); !ok || c == engine.ColSource {
+			return errcode.New(CodeInvalidOption, "", "project only the block columns "+strings.Join(engine.BlockColumns, ", "),
+				"ethrpc source cannot produce column %q (type %v)", c, t)
+		}
+	}
+	if env.Clock == nil {
+		env.Clock = engine.SystemClock{}
+	}
+	s.log = s.o.Logger
+	if s.log == nil {
+		s.log = env.Logger
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.env = env
+	s.pool = newPool(s.o.Endpoints, env.Clock, s.o.Timeout, s.o.MaxRetries, s.log)
+	return nil
+}
+
+// Description names the source and its first endpoint (host only: provider
+// URLs carry API keys).
+func (s *Source) Description() string {
+	return "EthRPCSource[" + redact(s.o.Endpoints[0]) + "]"
+}
+
+// PrepareAvailableNow fixes the readable head: later LatestOffset calls never
+// go past it.
+func (s *Source) PrepareAvailableNow(ctx context.Context) error {
+	head, ok, err := s.readableHead(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		head = 0
+	}
+	s.cap, s.capSet = head, true
+	return nil
+}
+
+// LatestOffset returns the end of the next batch: up to MaxBlocksPerTrigger
+// blocks past start, never past the readable head (head - confirmations, or
+// the finality tag's block). With start nil (and nothing committed) the first
+// block is StartBlock, or the readable head when StartBlock is 0. Returning
+// start means no new block.
+func (s *Source) LatestOffset(ctx context.Context, start engine.Offset) (engine.Offset, error) {
+	from := start
+	if from == nil {
+		// Defensive: the engine passes the last planned end; with none
+		// planned but one committed, the committed offset wins over start_block.
+		from = s.env.Committed
+	}
+	st, haveStart, err := ParseOffset(from)
+	if err != nil {
+		return nil, err
+	}
+	head, ok, err := s.readableHead(ctx)
+	if err != nil || !ok {
+		return start, err
+	}
+	var first uint64
+	if haveStart {
+		if st.Block >= head {
+			return start, s.noteHead(ctx, head)
+		}
+		first = st.Block + 1
+	} else {
+		first = s.o.StartBlock
+		if first == 0 {
+			first = head
+		}
+		if first > head {
+			return start, s.noteHead(ctx, head)
+		}
+	}
+	end := min(first+uint64(s.o.MaxBlocksPerTrigger)-1, head)
+	nums := []uint64{end}
+	if head != end {
+		nums = append(nums, head)
+	}
+	rows, err := s.fetchRange(ctx, nums)
+	if err != nil {
+		return nil, err
+	}
+	s.setReport(Offset{Block: uint64(rows[len(rows)-1].Number), Hash: rows[len(rows)-1].Hash})
+	return Offset{Block: end, Hash: rows[0].Hash}.JSON(), nil
+}
+
+// noteHead records the readable head for ReportLatestOffset when no batch is
+// planned; it costs one call only when the head moved.
+func (s *Source) noteHead(ctx context.Context, head uint64) error {
+	s.mu.Lock()
+	known := s.mu.report != nil && s.mu.report.Block == head
+	s.mu.Unlock()
+	if known {
+		return nil
+	}
+	rows, err := s.fetchRange(ctx, []uint64{head})
+	if err != nil {
+		return err
+	}
+	s.setReport(Offset{Block: head, Hash: rows[0].Hash})
+	return nil
+}
+
+func (s *Source) setReport(o Offset) {
+	s.mu.Lock()
+	s.mu.report = &o
+	s.mu.Unlock()
+}
+
+// firstBlock is the first block of the very first batch, whose start offset
+// is nil: StartBlock, or for StartBlock 0 the end block itself (LatestOffset
+// planned a one-block batch at the head). Derived from the end offset alone,
+// so a re-run after a crash reads the same range.
+func (s *Source) firstBlock(end Offset) uint64 {
+	if s.o.StartBlock != 0 && s.o.StartBlock <= end.Block {
+		return s.o.StartBlock
+	}
+	return end.Block
+}
+
+// ReadBatch fetches the blocks in (start, end], checks that they extend the
+// chain of start (or start_parent_hash for the first batch) and end at end's
+// hash, and only then emits them.
+func (s *Source) ReadBatch(ctx context.Context, start, end engine.Offset, emit func(*engine.Batch) error) error {
+	en, ok, err := ParseOffset(end)
+	if err != nil || !ok {
+		return err
+	}
+	st, haveStart, err := ParseOffset(start)
+	if err != nil {
+		return err
+	}
+	first := s.firstBlock(en)
+	if haveStart {
+		if en.Block <= st.Block {
+			return nil
+		}
+		first = st.Block + 1
+	}
+	nums := make([]uint64, 0, en.Block-first+1)
+	for n := first; n <= en.Block; n++ {
+		nums = append(nums, n)
+	}
+	var rows []blockRow
+	// A load-balanced endpoint may answer parts of one range from replicas
+	// on different sides of a reorg; one refetch tells that from a real break.
+	for try := 0; ; try++ {
+		rows, err = s.fetchRange(ctx, nums)
+		if err != nil {
+			return err
+		}
+		err = s.verify(rows, st, haveStart, en)
+		if err == nil || try == 1 || !errors.Is(err, errInternalBreak) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(rows); i += emitChunkRows {
+		if err := emit(s.toBatch(rows[i:min(i+emitChunkRows, len(rows))])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errInternalBreak = errors.New("fetched blocks do not form a chain")
+
+func (s *Source) verify(rows []blockRow, st Offset, haveStart bool, en Offset) error {
+	r0 := rows[0]
+	switch {
+	case haveStart && r0.ParentHash != st.Hash:
+		return errcode.New(CodeReorgDetected, "", remedyReorg,
+			"block %d has parent hash %s, but block %d, the end of the previous batch, has hash %s",
+			r0.Number, r0.ParentHash, st.Block, st.Hash)
+	case !haveStart && s.o.StartParentHash != "" && r0.ParentHash != s.o.StartParentHash:
+		return errcode.New(CodeSeamMismatch, "", remedySeam,
+			"first block %d has parent hash %s, but start_parent_hash (block %d) is %s",
+			r0.Number, r0.ParentHash, r0.Number-1, s.o.StartParentHash)
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].ParentHash != rows[i-1].Hash {
+			return errcode.Wrap(errInternalBreak, CodeReorgDetected, "", remedyReorg,
+				"block %d has parent hash %s, but block %d has hash %s",
+				rows[i].Number, rows[i].ParentHash, rows[i-1].Number, rows[i-1].Hash)
+		}
+	}
+	if last := rows[len(rows)-1]; last.Hash != en.Hash {
+		return errcode.New(CodeReorgDetected, "", remedyReorg,
+			"block %d now has hash %s, but the planned batch recorded %s",
+			last.Number, last.Hash, en.Hash)
+	}
+	return nil
+}
+
+// toBatch builds the projected columns of rows.
+func (s *Source) toBatch(rows []blockRow) *engine.Batch {
+	b := &engine.Batch{Len: len(rows), Columns: make([]engine.Column, 0, len(s.env.Columns))}
+	for _, name := range s.env.Columns {
+		typ, _ := engine.BlockColumnType(name)
+		c := engine.Column{Name: name, Type: typ}
+		switch name {
+		case engine.ColNumber, engine.ColBlockTS, engine.ColTransactionCount, engine.ColGasUsed:
+			c.Int64s = make([]int64, len(rows))
+			for i := range rows {
+				switch name {
+				case engine.ColNumber:
+					c.Int64s[i] = rows[i].Number
+				case engine.ColBlockTS:
+					c.Int64s[i] = rows[i].BlockTS
+				case engine.ColTransactionCount:
+					c.Int64s[i] = rows[i].TransactionCount
+				default:
+					c.Int64s[i] = rows[i].GasUsed
+				}
+			}
+		case engine.ColHash, engine.ColParentHash, engine.ColMiner:
+			c.Strings = make([]string, len(rows))
+			for i := range rows {
+				switch name {
+				case engine.ColHash:
+					c.Strings[i] = rows[i].Hash
+				case engine.ColParentHash:
+					c.Strings[i] = rows[i].ParentHash
+				default:
+					c.Strings[i] = rows[i].Miner
+				}
+			}
+		default:
+			panic(fmt.Sprintf("ethrpc: column %q passed Open's check", name))
+		}
+		b.Columns = append(b.Columns, c)
+	}
+	return b
+}
+
+// Commit is a no-op: the source keeps no per-batch state.
+func (s *Source) Commit(context.Context, engine.Offset) error { return nil }
+
+// Close releases the endpoint connections.
+func (s *Source) Close() error {
+	if s.pool != nil {
+		s.pool.close()
+	}
+	return nil
+}
+
+// ReportLatestOffset is the newest readable block (head minus confirmations,
+// or the finality tag's block) seen by the last LatestOffset call.
+func (s *Source) ReportLatestOffset() engine.Offset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.report == nil {
+		return nil
+	}
+	return s.mu.report.JSON()
+}
+
+// Metrics reports requests, retries, throttles, failovers, batch splits,
+// latency p50/max in ms, the request rate and the readable head.
+func (s *Source) Metrics() map[string]string {
+	if s.pool == nil {
+		return nil
+	}
+	m := s.pool.metrics()
+	s.mu.Lock()
+	if s.mu.report != nil {
+		m["head"] = strconv.FormatUint(s.mu.report.Block, 10)
+	}
+	s.mu.Unlock()
+	m["batchSize"] = strconv.FormatInt(s.batch.Load(), 10)
+	return m
+}
+
+// readableHead is the newest block the source may read; ok is false when the
+// chain is shorter than the confirmations.
+func (s *Source) readableHead(ctx context.Context) (head uint64, ok bool, err error) {
+	if s.o.Finality != "" {
+		rows, err := s.fetchTags(ctx, s.o.Finality)
+		if err != nil {
+			return 0, false, err
+		}
+		head, ok = uint64(rows.Number), true
+	}
+	if s.o.Confirmations > 0 || s.o.Finality == "" {
+		var bn hexutil.Uint64
+		err := s.pool.call(ctx, "eth_blockNumber", func(ctx context.Context, c *rpc.Client) error {
+			return c.CallContext(ctx, &bn, "eth_blockNumber")
+		})
+		if err != nil {
+			return 0, false, err
+		}
+		if uint64(bn) < s.o.Confirmations {
+			return 0, false, nil
+		}
+		if h := uint64(bn) - s.o.Confirmations; !ok || h < head {
+			head = h
+		}
+		ok = true
+	}
+	if s.capSet && head > s.cap {
+		head = s.cap
+	}
+	return head, ok, nil
+}
+
+func (s *Source) fetchTags(ctx context.Context, tag string) (blockRow, error) {
+	var r blockRow
+	err := s.pool.call(ctx, "eth_getBlockByNumber "+tag, func(ctx context.Context, c *rpc.Client) error {
+		var raw json.RawMessage
+		if err := c.CallContext(ctx, &raw, "eth_getBlockByNumber", tag, false); err != nil {
+			return err
+		}
+		var err error
+		r, err = parseBlock(raw)
+		if err != nil && !errors.Is(err, errBlockNotFound) {
+			return errcode.Wrap(err, CodeBadBlock, "", "the endpoint returned a malformed block; try another endpoint", "block %q", tag)
+		}
+		return err
+	})
+	return r, err
+}
+
+// fetchRange fetches the given blocks in JSON-RPC batch requests of at most
+// s.batch calls, halving the size for good when the endpoint refuses it.
+func (s *Source) fetchRange(ctx context.Context, nums []uint64) ([]blockRow, error) {
+	rows := make([]blockRow, 0, len(nums))
+	for i := 0; i < len(nums); {
+		j := min(len(nums), i+int(s.batch.Load()))
+		got, err := s.fetchChunk(ctx, nums[i:j])
+		if errors.Is(err, errBatchTooLarge) && j-i > 1 {
+			s.batch.Store(int64(max(1, (j-i)/2)))
+			s.pool.noteSplit()
+			s.log.Info("ethrpc endpoint refused the batch size, halving", "size", s.batch.Load())
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, got...)
+		i = j
+	}
+	return rows, nil
+}
+
+func (s *Source) fetchChunk(ctx context.Context, nums []uint64) ([]blockRow, error) {
+	rows := make([]blockRow, len(nums))
+	what := fmt.Sprintf("eth_getBlockByNumber %d..%d", nums[0], nums[len(nums)-1])
+	err := s.pool.call(ctx, what, func(ctx context.Context, c *rpc.Client) error {
+		raws := make([]json.RawMessage, len(nums))
+		elems := make([]rpc.BatchElem, len(nums))
+		for i, n := range nums {
+			elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &raws[i]}
+		}
+		if err := c.BatchCallContext(ctx, elems); err != nil {
+			return err
+		}
+		for i, e := range elems {
+			if e.Error != nil {
+				return fmt.Errorf("block %d: %w", nums[i], e.Error)
+			}
+			r, err := parseBlock(raws[i])
+			if errors.Is(err, errBlockNotFound) {
+				return fmt.Errorf("block %d: %w", nums[i], err)
+			}
+			if err == nil && uint64(r.Number) != nums[i] {
+				err = fmt.Errorf("asked for block %d, got block %d", nums[i], r.Number)
+			}
+			if err != nil {
+				return errcode.Wrap(err, CodeBadBlock, "", "the endpoint returned a malformed block; try another endpoint", "block %d", nums[i])
+			}
+			rows[i] = r
+		}
+		return nil
+	})
+	return rows, err
+}
