@@ -173,15 +173,25 @@ func (n *Node) clock() {
 	}
 }
 
+// maxCatchUp bounds the blocks mined per catch-up step, so a speed the
+// machine cannot sustain makes the head lag instead of holding the lock (and
+// blocking Close and RPC calls) for an ever-growing backlog.
+const maxCatchUp = 32
+
 func (n *Node) catchUp() {
 	if n.o.Manual {
 		return
+	}
+	select {
+	case <-n.stop:
+		return
+	default:
 	}
 	due := n.o.InitialBlocks + int(time.Since(n.start)/n.period)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if due > n.mined {
-		n.mineLocked(due - n.mined)
+		n.mineLocked(min(due-n.mined, maxCatchUp))
 	}
 }
 

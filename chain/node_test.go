@@ -273,10 +273,10 @@ func TestNodeFaults(t *testing.T) {
 }
 
 func TestNodeClockAndWebsocket(t *testing.T) {
-	// 12 s blocks at 6000x: a block every 2 ms of wall time.
-	n := startTestNode(t, NodeOptions{Seed: 11, Speed: 6000, InitialBlocks: 1})
-	deadline := time.Now().Add(20 * time.Second)
-	for n.Head() < n.base+20 {
+	// 12 s blocks at 600x: a block every 20 ms of wall time.
+	n := startTestNode(t, NodeOptions{Seed: 11, Speed: 600, InitialBlocks: 1})
+	deadline := time.Now().Add(30 * time.Second)
+	for n.Head() < n.base+10 {
 		if time.Now().After(deadline) {
 			t.Fatalf("head stuck at %d", n.Head())
 		}
@@ -288,7 +288,7 @@ func TestNodeClockAndWebsocket(t *testing.T) {
 	}
 	defer c.Close()
 	var num hexutil.Uint64
-	if err := c.Call(&num, "eth_blockNumber"); err != nil || uint64(num) < n.base+20 {
+	if err := c.Call(&num, "eth_blockNumber"); err != nil || uint64(num) < n.base+10 {
 		t.Fatalf("ws eth_blockNumber %d %v", num, err)
 	}
 	var b json.RawMessage

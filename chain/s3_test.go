@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/parquet-go/parquet-go"
 	"io"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -225,7 +228,12 @@ func TestS3Faults(t *testing.T) {
 	srv.SetFaults(S3Faults{ErrorRate: 0.3, ThrottleRate: 0.1, Seed: 3})
 	// A retrying client rides through the faults.
 	c2 := s3.New(s3.Options{BaseEndpoint: aws.String(srv.URL()), Region: "us-east-2", UsePathStyle: true,
-		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 10})
+		Credentials: aws.AnonymousCredentials{},
+		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 10
+			o.RateLimiter = ratelimit.None
+			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+		})})
 	for i := 0; i < 10; i++ {
 		out, err := c2.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k")})
 		if err != nil {
