@@ -561,3 +561,44 @@ func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestSinkFileRoundTripWithNulls(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	tbl, err := Create(ctx, dir, SinkSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []sinkRow{
+		row(0, "a", "m", 1),
+		{nulls: nullWindow | nullWS | nullWE, Source: "b", Miner: "m", Count: 2},
+		{WS: baseTS, nulls: nullWE, Source: "c", Miner: "m", Count: 3},
+		{WS: baseTS, WE: baseTS + window, nulls: nullSource | nullMiner | nullCount},
+		row(1, "", "", 0), // empty strings and zero stay values, not nulls
+	}
+	add, err := tbl.writeSinkFile(in, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSinkFile(filepath.Join(dir, add.Path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(in) {
+		t.Fatalf("round trip\n got %v\nwant %v", got, in)
+	}
+	var generic []string
+	if err := readGenericRows(filepath.Join(dir, add.Path), func(r map[string]any) error {
+		generic = append(generic, fmt.Sprintf("%v %v %v", r["window"] == nil, r["source"], r["count"]))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[false a 1 true b 2 false c 3 false <nil> <nil> false  0]"; fmt.Sprint(generic) != want {
+		t.Fatalf("generic = %v, want %s", generic, want)
+	}
+	st, _ := parseStats(add.Stats)
+	if fmt.Sprint(st.NullCount) != "map[count:1 miner:1 source:1 window:map[end:2 start:1]]" {
+		t.Fatalf("nullCount = %v", st.NullCount)
+	}
+}

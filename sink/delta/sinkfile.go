@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
@@ -116,41 +117,56 @@ func (t *Table) writeSinkFile(rows []sinkRow, now time.Time) (*AddFile, error) {
 	}, nil
 }
 
+// encodeSinkRows writes rows column by column: each leaf's values (with
+// their definition levels) go straight to its column writer, which skips
+// parquet-go's row-to-column shredding. The footer's row count comes from
+// the columns, so this is equivalent to WriteRows.
 func encodeSinkRows(w io.Writer, rows []sinkRow) error {
 	pw := parquet.NewWriter(w, sinkParquetSchema, parquet.Compression(&parquet.Snappy),
 		parquet.CreatedBy("ethstream", EngineVersion, ""))
-	const chunk = 4096
-	buf := make([]parquet.Row, 0, chunk)
-	vals := make([]parquet.Value, 0, chunk*5)
-	for i := range rows {
-		r := &rows[i]
-		start := len(vals)
-		switch {
-		case r.nulls&nullWindow != 0:
-			vals = append(vals, parquet.NullValue().Level(0, 0, colStart), parquet.NullValue().Level(0, 0, colEnd))
-		default:
-			vals = append(vals, tsValue(r.WS, r.nulls&nullWS != 0, colStart), tsValue(r.WE, r.nulls&nullWE != 0, colEnd))
-		}
-		vals = append(vals,
-			strValue(r.Source, r.nulls&nullSource != 0, colSource),
-			strValue(r.Miner, r.nulls&nullMiner != 0, colMiner))
-		if r.nulls&nullCount != 0 {
-			vals = append(vals, parquet.NullValue().Level(0, 0, colCount))
-		} else {
-			vals = append(vals, parquet.Int64Value(r.Count).Level(0, 1, colCount))
-		}
-		buf = append(buf, vals[start:len(vals):len(vals)])
-		if len(buf) == chunk || i == len(rows)-1 {
-			if _, err := pw.WriteRows(buf); err != nil {
+	cols := pw.ColumnWriters()
+	if len(cols) != 5 {
+		return fmt.Errorf("sink parquet schema has %d columns, want 5", len(cols))
+	}
+	const chunk = 8192
+	vals := make([]parquet.Value, 0, chunk)
+	for lo := 0; lo < len(rows); lo += chunk {
+		part := rows[lo:min(lo+chunk, len(rows))]
+		for c := colStart; c <= colCount; c++ {
+			vals = vals[:0]
+			for i := range part {
+				r := &part[i]
+				var v parquet.Value
+				switch c {
+				case colStart:
+					v = tsValue(r.WS, r.nulls&nullWS != 0, r.nulls&nullWindow != 0, c)
+				case colEnd:
+					v = tsValue(r.WE, r.nulls&nullWE != 0, r.nulls&nullWindow != 0, c)
+				case colSource:
+					v = strValue(r.Source, r.nulls&nullSource != 0, c)
+				case colMiner:
+					v = strValue(r.Miner, r.nulls&nullMiner != 0, c)
+				case colCount:
+					if r.nulls&nullCount != 0 {
+						v = parquet.NullValue().Level(0, 0, c)
+					} else {
+						v = parquet.Int64Value(r.Count).Level(0, 1, c)
+					}
+				}
+				vals = append(vals, v)
+			}
+			if _, err := cols[c].WriteRowValues(vals); err != nil {
 				return err
 			}
-			buf, vals = buf[:0], vals[:0]
 		}
 	}
 	return pw.Close()
 }
 
-func tsValue(v int64, null bool, col int) parquet.Value {
+func tsValue(v int64, null, windowNull bool, col int) parquet.Value {
+	if windowNull {
+		return parquet.NullValue().Level(0, 0, col)
+	}
 	if null {
 		return parquet.NullValue().Level(0, 1, col)
 	}
@@ -161,7 +177,8 @@ func strValue(s string, null bool, col int) parquet.Value {
 	if null {
 		return parquet.NullValue().Level(0, 0, col)
 	}
-	return parquet.ByteArrayValue([]byte(s)).Level(0, 1, col)
+	// No copy: the column buffer copies the bytes, and s outlives the call.
+	return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))).Level(0, 1, col)
 }
 
 // readSinkFile reads every row of a sink-schema data file. Columns are
