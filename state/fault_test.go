@@ -84,6 +84,7 @@ func noTemps(t *testing.T, fs vfs.FS, dir string) {
 func TestFaultLoop(t *testing.T) {
 	for _, kind := range []string{"delta", "snapshot", "repartition"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			for _, retry := range []bool{true, false} {
 				for i := 0; ; i++ {
 					if !faultOnce(t, kind, i, retry) {

@@ -28,7 +28,9 @@ type partitions struct {
 	dir      string
 	n        int
 	dbs      []*pebble.DB
-	dirty    []bool // written since the last flush
+	dirty    []bool  // written since the last flush
+	stale    []bool  // written since memSize[i] was read
+	memSize  []int64 // last known memtable bytes per partition
 	cache    *pebble.Cache
 	files    *pebble.FileCache
 	memtable uint64
@@ -70,6 +72,8 @@ func newPartitions(dir string, n int, cacheBytes int64, logger *slog.Logger) *pa
 		n:        n,
 		dbs:      make([]*pebble.DB, n),
 		dirty:    make([]bool, n),
+		stale:    make([]bool, n),
+		memSize:  make([]int64, n),
 		cache:    pebble.NewCache(cacheBytes),
 		files:    pebble.NewFileCache(4, fileCacheSize),
 		memtable: memtableSize(n),
@@ -207,6 +211,7 @@ func (l *sstLoader) finish() error {
 		return fmt.Errorf("remove %s: %w", l.path, err)
 	}
 	l.p.dirty[l.cur] = true
+	l.p.stale[l.cur] = true
 	return nil
 }
 
@@ -221,18 +226,26 @@ func (p *partitions) flush() error {
 			return fmt.Errorf("flush state partition %d: %w", i, err)
 		}
 		p.dirty[i] = false
+		p.stale[i] = true
 	}
 	return nil
 }
 
 // memoryUsed is memtables (with large batches) of open partitions plus the
-// block cache in use.
+// block cache in use. DB.Metrics is not cheap (about 10 µs), so a
+// partition's memtable size is refreshed only when it was written since the
+// last call: the cost follows the partitions a batch touched, not the count.
 func (p *partitions) memoryUsed() int64 {
 	total := p.cache.Size()
-	for _, d := range p.dbs {
-		if d != nil {
-			total += int64(d.Metrics().MemTable.Size)
+	for i, d := range p.dbs {
+		if d == nil {
+			continue
 		}
+		if p.stale[i] {
+			p.memSize[i] = int64(d.Metrics().MemTable.Size)
+			p.stale[i] = false
+		}
+		total += p.memSize[i]
 	}
 	return total
 }

@@ -61,6 +61,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 		}
 	}
 	st.From, st.To = s.n, n
+	s.lastGet = s.lastGet[:0]
 
 	// Read the old partitions sequentially and route.
 	buckets := make([]bucket, n)

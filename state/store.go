@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -59,8 +60,10 @@ const (
 // pendingEntry is one key changed by the current batch.
 type pendingEntry struct {
 	val     []byte
+	part    int32
 	del     bool
-	existed bool // the key is in the committed version
+	known   bool // existed has been looked up
+	existed bool // the key is in the committed version (if known)
 }
 
 // Store is a partitioned, versioned key-value state store (package doc). It
@@ -82,14 +85,17 @@ type Store struct {
 	rows     int64
 
 	pending      map[string]*pendingEntry
-	pendingDelta int64 // NumKeys change of the pending batch
+	pendingDelta int64 // NumKeys change of the pending batch's known entries
+	unknown      int   // entries whose existence is not looked up yet
 	pendingBytes int64
 
 	nextAttempt map[int64]int // version -> first attempt number not yet used
 	abandoned   []int64       // versions above the loaded one found at Open
 	tmps        []string      // temp files a failed publish could not remove
 	getBuf      []byte
-	broken      error // the local cache no longer matches s.version
+	lastGet     []byte // key of the last committed lookup, and its outcome:
+	lastFound   bool   // agg reads a key, then writes it; the write reuses this
+	broken      error  // the local cache no longer matches s.version
 	closed      bool
 }
 
@@ -310,6 +316,7 @@ func (a *applier) commit() error {
 		return fmt.Errorf("write state partition %d: %w", a.cur, err)
 	}
 	a.s.parts.dirty[a.cur] = true
+	a.s.parts.stale[a.cur] = true
 	return nil
 }
 
@@ -349,6 +356,10 @@ func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
 	if ok {
 		s.getBuf = v
 	}
+	if err == nil {
+		s.lastGet = append(s.lastGet[:0], key...)
+		s.lastFound = ok
+	}
 	return v, ok, err
 }
 
@@ -367,7 +378,8 @@ func (s *Store) Get(key []byte) (val []byte, ok bool, err error) {
 	return s.committedGet(key)
 }
 
-// contrib is an entry's share of NumKeys relative to the committed version.
+// contrib is a known entry's share of NumKeys relative to the committed
+// version.
 func (e *pendingEntry) contrib() int64 {
 	var c int64
 	if !e.del {
@@ -379,20 +391,28 @@ func (e *pendingEntry) contrib() int64 {
 	return c
 }
 
-// entry returns key's pending entry, creating it from the committed version
-// (unchanged: present iff it existed) if needed.
-func (s *Store) entry(key []byte) (*pendingEntry, error) {
+// entry returns key's pending entry, creating it if needed. Whether the key
+// exists in the committed version is taken from the last Get if it read this
+// key, and otherwise looked up later, in key order, by resolve: blind writes
+// of many keys then cost a sequential pass instead of a random read each.
+func (s *Store) entry(key []byte) *pendingEntry {
 	if e, found := s.pending[string(key)]; found {
-		return e, nil
+		return e
 	}
-	_, existed, err := s.committedGet(key)
-	if err != nil {
-		return nil, err
+	p := PartitionOf(key, s.n)
+	e := &pendingEntry{part: int32(p)}
+	switch {
+	case s.partRows[p] == 0:
+		e.known = true
+	case s.lastGet != nil && string(s.lastGet) == string(key):
+		e.known, e.existed = true, s.lastFound
+	default:
+		s.unknown++
 	}
-	e := &pendingEntry{existed: existed, del: !existed}
+	e.del = !e.existed // unchanged so far (an unknown entry is set right away)
 	s.pending[string(key)] = e
-	s.pendingBytes += int64(len(key)) + 64
-	return e, nil
+	s.pendingBytes += int64(len(key)) + 80
+	return e
 }
 
 // Put sets key to val in the pending batch (both are copied).
@@ -400,15 +420,16 @@ func (s *Store) Put(key, val []byte) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	e, err := s.entry(key)
-	if err != nil {
-		return err
+	e := s.entry(key)
+	if e.known {
+		s.pendingDelta -= e.contrib()
 	}
-	s.pendingDelta -= e.contrib()
 	s.pendingBytes += int64(len(val) - len(e.val))
 	e.val = append(e.val[:0], val...)
 	e.del = false
-	s.pendingDelta += e.contrib()
+	if e.known {
+		s.pendingDelta += e.contrib()
+	}
 	return nil
 }
 
@@ -417,26 +438,79 @@ func (s *Store) Delete(key []byte) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	e, err := s.entry(key)
-	if err != nil {
-		return err
+	e := s.entry(key)
+	if e.known {
+		s.pendingDelta -= e.contrib()
 	}
-	s.pendingDelta -= e.contrib()
 	s.pendingBytes -= int64(len(e.val))
 	e.val = nil
 	e.del = true
-	if !e.existed {
-		// Net nothing: forget the key.
-		delete(s.pending, string(key))
-		s.pendingBytes -= int64(len(key)) + 64
-		return nil
+	if e.known {
+		if !e.existed {
+			// Net nothing: forget the key.
+			s.forget(key)
+			return nil
+		}
+		s.pendingDelta += e.contrib()
 	}
-	s.pendingDelta += e.contrib()
 	return nil
 }
 
-// NumKeys returns the number of keys as of the pending batch (exact).
-func (s *Store) NumKeys() int64 { return s.rows + s.pendingDelta }
+func (s *Store) forget(key []byte) {
+	delete(s.pending, string(key))
+	s.pendingBytes -= int64(len(key)) + 80
+}
+
+// resolve looks up, partition by partition in key order, whether each
+// pending entry of unknown existence is in the committed version.
+func (s *Store) resolve() error {
+	if s.unknown == 0 {
+		return nil
+	}
+	byPart := map[int32][]string{}
+	for k, e := range s.pending {
+		if !e.known {
+			byPart[e.part] = append(byPart[e.part], k)
+		}
+	}
+	for p, keys := range byPart {
+		slices.Sort(keys)
+		d, err := s.parts.db(int(p))
+		if err != nil {
+			return err
+		}
+		it, err := d.NewIter(nil)
+		if err != nil {
+			return fmt.Errorf("read state partition %d: %w", p, err)
+		}
+		for _, k := range keys {
+			kb := []byte(k)
+			found := it.SeekGE(kb) && bytes.Equal(it.Key(), kb)
+			e := s.pending[k]
+			e.known, e.existed = true, found
+			s.unknown--
+			if e.del && !found {
+				s.forget(kb)
+				continue
+			}
+			s.pendingDelta += e.contrib()
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("read state partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// NumKeys returns the number of keys as of the pending batch (exact). It may
+// read the committed version to resolve blind writes; a read error panics
+// (the cache is broken and nothing sensible can be counted).
+func (s *Store) NumKeys() int64 {
+	if err := s.resolve(); err != nil {
+		panic(fmt.Sprintf("state: count keys: %v", err))
+	}
+	return s.rows + s.pendingDelta
+}
 
 // Scan visits every key in [lower, upper) (nil = unbounded) as of the pending
 // batch, partition by partition in index order, in key order within a
@@ -459,16 +533,14 @@ func (s *Store) Scan(lower, upper []byte, fn func(key, val []byte) error) error 
 // by partition, each group sorted.
 func (s *Store) pendingByPartition(lower, upper []byte) map[int][]string {
 	buckets := map[int][]string{}
-	for k := range s.pending {
-		kb := []byte(k)
-		if lower != nil && bytes.Compare(kb, lower) < 0 {
+	for k, e := range s.pending {
+		if lower != nil && k < string(lower) {
 			continue
 		}
-		if upper != nil && bytes.Compare(kb, upper) >= 0 {
+		if upper != nil && k >= string(upper) {
 			continue
 		}
-		p := PartitionOf(kb, s.n)
-		buckets[p] = append(buckets[p], k)
+		buckets[int(e.part)] = append(buckets[int(e.part)], k)
 	}
 	for _, b := range buckets {
 		sort.Strings(b)
@@ -544,7 +616,8 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 // Abort drops the pending batch.
 func (s *Store) Abort() {
 	clear(s.pending)
-	s.pendingDelta, s.pendingBytes = 0, 0
+	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
+	s.lastGet = s.lastGet[:0]
 }
 
 // change is one effective change of the pending batch.
@@ -562,13 +635,13 @@ func (s *Store) changes() []change {
 		if e.del && !e.existed {
 			continue
 		}
-		cs = append(cs, change{part: PartitionOf([]byte(k), s.n), key: k, e: e})
+		cs = append(cs, change{part: int(e.part), key: k, e: e})
 	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].part != cs[j].part {
-			return cs[i].part < cs[j].part
+	slices.SortFunc(cs, func(a, b change) int {
+		if a.part != b.part {
+			return a.part - b.part
 		}
-		return cs[i].key < cs[j].key
+		return strings.Compare(a.key, b.key)
 	})
 	return cs
 }
@@ -586,6 +659,9 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		return Metrics{}, fmt.Errorf("state: commit version %d, store already holds version %d", version, s.version)
 	}
 	if err := ctx.Err(); err != nil {
+		return Metrics{}, err
+	}
+	if err := s.resolve(); err != nil {
 		return Metrics{}, err
 	}
 	cs := s.changes()

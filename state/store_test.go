@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -236,11 +237,23 @@ func indexOf(s, sub string) int {
 // deletes, scans with deletes (eviction), aborts, restarts with and without
 // the cache, and repartitions 200 -> 8 -> 1 -> 37.
 func TestPropertyOracle(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runOracle(t, seed, false) })
+	seeds := []uint64{1, 2}
+	if *long {
+		seeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8}
 	}
-	t.Run("wipe-cache-every-restart", func(t *testing.T) { runOracle(t, 9, true) })
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			runOracle(t, seed, false)
+		})
+	}
+	t.Run("wipe-cache-every-restart", func(t *testing.T) {
+		t.Parallel()
+		runOracle(t, 9, true)
+	})
 }
+
+var long = flag.Bool("long", false, "run the long property and fault tests")
 
 func runOracle(t *testing.T, seed uint64, wipe bool) {
 	ctx := context.Background()
@@ -252,11 +265,15 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 	versions := map[int64]map[string]string{}
 	version := int64(-1)
 	plan := []int{8, 1, 37}
-	for step := 0; step < 60; step++ {
+	steps, every := 40, 10
+	if *long {
+		steps, every = 200, 50
+	}
+	for step := 0; step < steps; step++ {
 		// One batch.
 		work := maps.Clone(oracle)
 		for range rng.IntN(60) {
-			k := testKey(rng.IntN(400))
+			k := testKey(rng.IntN(300))
 			if rng.IntN(4) == 0 {
 				if err := s.Delete(k); err != nil {
 					t.Fatal(err)
@@ -303,7 +320,7 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 			versions[version] = oracle
 		}
 		diffMaps(t, fmt.Sprintf("step %d", step), oracle, storeContents(t, s))
-		if rng.IntN(6) == 0 || (step%15 == 14 && len(plan) > 0) {
+		if rng.IntN(8) == 0 || (step%every == every-1 && len(plan) > 0) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +332,7 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 			s = e.open(n, version)
 			diffMaps(t, fmt.Sprintf("step %d reopened", step), oracle, storeContents(t, s))
 		}
-		if step%15 == 14 && len(plan) > 0 && version >= 0 {
+		if step%every == every-1 && len(plan) > 0 && version >= 0 {
 			to := plan[0]
 			plan = plan[1:]
 			version++

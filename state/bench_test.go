@@ -1,0 +1,191 @@
+package state
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Benchmarks (DESIGN.md §11). Run them alone, the machine is shared:
+//
+//	go test -bench . ./state -run '^$'
+//	go test -bench 'RSS/live' ./state -run '^$' -benchtime 1x    (peak RSS needs its own process)
+//	go test -bench 'RSS/backfill' ./state -run '^$' -benchtime 1x
+//
+// The checkpoint is on the real disk (vfs.Default under b.TempDir()), like a
+// production checkpoint, so commit times include the fsyncs.
+
+func benchKeys(n int) [][]byte {
+	ks := make([][]byte, n)
+	for i := range ks {
+		ks[i] = testKey(i)
+	}
+	return ks
+}
+
+func benchStore(b *testing.B, parts int) (*Store, string) {
+	root := b.TempDir()
+	opts := Options{
+		Dir: filepath.Join(root, "ckpt", "state", "0"), FS: vfs.Default,
+		LocalDir: filepath.Join(root, "cache"), Partitions: parts, Schema: testSchema,
+	}
+	s, err := Open(context.Background(), opts, -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, root
+}
+
+func fill(b *testing.B, s *Store, keys [][]byte, version int64) {
+	for i, k := range keys {
+		if err := s.Put(k, testVal(int64(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.Commit(context.Background(), version); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkCommit measures one batch (puts of `updated` keys, then Commit)
+// over a state of max(3,200, updated) keys. commit-ms/op is the Commit call
+// alone (durable delta or snapshot + Pebble apply).
+func BenchmarkCommit(b *testing.B) {
+	for _, updated := range []int{20, 700_000} {
+		for _, parts := range []int{8, 200} {
+			b.Run(fmt.Sprintf("updated=%d/partitions=%d", updated, parts), func(b *testing.B) {
+				ctx := context.Background()
+				keys := benchKeys(max(3200, updated))
+				s, _ := benchStore(b, parts)
+				defer s.Close()
+				fill(b, s, keys, 0)
+				v := int64(1)
+				var commit time.Duration
+				var snaps int
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					off := (i * 997) % len(keys)
+					for j := range updated {
+						if err := s.Put(keys[(off+j)%len(keys)], testVal(int64(i+j))); err != nil {
+							b.Fatal(err)
+						}
+					}
+					t := time.Now()
+					m, err := s.Commit(ctx, v)
+					if err != nil {
+						b.Fatal(err)
+					}
+					commit += time.Since(t)
+					if m.Snapshot {
+						snaps++
+					}
+					v++
+				}
+				b.ReportMetric(float64(commit.Microseconds())/1000/float64(b.N), "commit-ms/op")
+				b.ReportMetric(float64(snaps)/float64(b.N), "snapshots/op")
+			})
+		}
+	}
+}
+
+// BenchmarkRepartition measures Repartition 200 -> 8 (snapshot to the
+// checkpoint + local rebuild by ingestion). Between iterations the store is
+// put back to 200 partitions, untimed.
+func BenchmarkRepartition(b *testing.B) {
+	for _, n := range []int{3200, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%d/200to8", n), func(b *testing.B) {
+			ctx := context.Background()
+			s, _ := benchStore(b, 200)
+			defer s.Close()
+			fill(b, s, benchKeys(n), 0)
+			v := int64(0)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if s.Partitions() != 200 {
+					b.StopTimer()
+					if _, err := s.Repartition(ctx, v, v+1, 200); err != nil {
+						b.Fatal(err)
+					}
+					v++
+					b.StartTimer()
+				}
+				st, err := s.Repartition(ctx, v, v+1, 8)
+				if err != nil {
+					b.Fatal(err)
+				}
+				v++
+				if st.KeysAfter != int64(n) {
+					b.Fatalf("keys after %d", st.KeysAfter)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRSS reports the process's peak RSS (VmHWM) after running 200
+// open partitions: "live" = 3,200 keys and 50 batches of 20 updates, then a
+// full scan per batch (eviction); "backfill" = 13 batches of 700k updates
+// over 3,200-window-like keys. Run each in its own process (-benchtime 1x).
+func BenchmarkRSS(b *testing.B) {
+	for _, c := range []struct {
+		name             string
+		keys, upd, batch int
+	}{
+		{"live", 3200, 20, 50},
+		{"backfill", 700_000, 700_000, 13},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			for i := 0; i < b.N; i++ {
+				s, _ := benchStore(b, 200)
+				keys := benchKeys(c.keys)
+				fill(b, s, keys, 0)
+				for v := 1; v <= c.batch; v++ {
+					for j := range c.upd {
+						if err := s.Put(keys[(v*31+j)%len(keys)], testVal(int64(v))); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := s.Scan(nil, AppendInt64Key(nil, 0), func(k, v []byte) error { return nil }); err != nil {
+						b.Fatal(err)
+					}
+					m, err := s.Commit(ctx, int64(v))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if v == c.batch {
+						b.ReportMetric(float64(m.MemoryUsedBytes)/(1<<20), "state-mem-MB")
+					}
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(vmHWM(b), "VmHWM-MB")
+		})
+	}
+}
+
+func vmHWM(b *testing.B) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
