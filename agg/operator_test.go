@@ -253,3 +253,24 @@ func benchRows(n int, startUs int64) []testRow {
 	}
 	return rows
 }
+
+// FuzzDecodeValue: state bytes are disk input; decoding them never panics
+// and accepts exactly what state.DecodeValue accepts.
+func FuzzDecodeValue(f *testing.F) {
+	p, err := newPlan(propertySpecs["sliding-all-aggs"])
+	if err != nil {
+		f.Fatal(err)
+	}
+	vals := make([]aggVal, len(p.aggs))
+	f.Add(p.encodeValue(nil, vals))
+	vals[0].i, vals[1].nn, vals[5].f = 300, 1<<40, -2.5
+	f.Add(p.encodeValue(nil, vals))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := make([]aggVal, len(p.aggs))
+		err := p.decodeValue(b, got)
+		_, serr := state.DecodeValue(p.schema.Value, b)
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("decodeValue error %v, state.DecodeValue error %v", err, serr)
+		}
+	})
+}

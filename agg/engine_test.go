@@ -1,0 +1,214 @@
+package agg
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/state"
+)
+
+// sliceSource is a named test source over fixed rows; its offset is
+// {"n":rows consumed}. It delivers block_ts and miner only (the engine adds
+// the source column).
+type sliceSource struct {
+	name string
+	rows []testRow
+	max  int // rows per batch
+}
+
+func (s *sliceSource) Open(context.Context, engine.SourceEnv) error { return nil }
+func (s *sliceSource) Description() string                          { return "slice[" + s.name + "]" }
+func (s *sliceSource) PrepareAvailableNow(context.Context) error    { return nil }
+func (s *sliceSource) Commit(context.Context, engine.Offset) error  { return nil }
+func (s *sliceSource) Close() error                                 { return nil }
+
+func offsetN(o engine.Offset) int {
+	if o == nil {
+		return 0
+	}
+	var v struct{ N int }
+	if err := json.Unmarshal(o, &v); err != nil {
+		panic(err)
+	}
+	return v.N
+}
+
+func (s *sliceSource) LatestOffset(_ context.Context, start engine.Offset) (engine.Offset, error) {
+	cur := offsetN(start)
+	end := min(len(s.rows), cur+s.max)
+	if end == cur {
+		return start, nil
+	}
+	return engine.Offset(fmt.Sprintf(`{"n":%d}`, end)), nil
+}
+
+func (s *sliceSource) ReadBatch(_ context.Context, start, end engine.Offset, emit func(*engine.Batch) error) error {
+	rows := s.rows[offsetN(start):offsetN(end)]
+	for len(rows) > 0 { // chunks of 7 rows, to cross chunk boundaries
+		n := min(len(rows), 7)
+		b := makeBatch(rows[:n])
+		b.Columns = []engine.Column{*b.Column(engine.ColBlockTS), *b.Column(engine.ColMiner)}
+		if err := emit(b); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// mergeSink applies each batch's output as a MERGE on (window, source,
+// miner), skipping batch ids it already applied (the Delta txn rule).
+type mergeSink struct {
+	applied map[int64]bool
+	table   map[string]int64
+}
+
+func (m *mergeSink) Open(context.Context, string) error { return nil }
+func (m *mergeSink) Description() string                { return "merge" }
+func (m *mergeSink) Close() error                       { return nil }
+
+func (m *mergeSink) AddBatch(_ context.Context, id int64, out *engine.Batch) (engine.SinkProgress, error) {
+	if m.applied[id] {
+		return engine.SinkProgress{NumOutputRows: 0}, nil
+	}
+	m.applied[id] = true
+	ws, we := out.Column(ColWindowStart), out.Column(ColWindowEnd)
+	src, miner, cnt := out.Column(engine.ColSource), out.Column(engine.ColMiner), out.Column("count")
+	for i := 0; i < out.Len; i++ {
+		m.table[fmt.Sprintf("%d|%d|%s|%s", ws.Int64s[i], we.Int64s[i], src.Strings[i], miner.Strings[i])] = cnt.Int64s[i]
+	}
+	return engine.SinkProgress{NumOutputRows: int64(out.Len)}, nil
+}
+
+// TestEngineReferencePipeline runs the reference query through engine.Run
+// over three process starts, as the demo does: backfill (availableNow),
+// archive + live, live only (archive removed). The table must equal a
+// recount of every block, and the archive's keys must stay in state exactly
+// while their windows are open.
+func TestEngineReferencePipeline(t *testing.T) {
+	const t0 = int64(1_793_491_200_000_000)
+	miners := []string{"0xaa", "0xbb", "0xcc", "0xdd", "0xee", "0xff"}
+	block := func(i int) testRow {
+		// One block every 7 minutes: the archive spans about 4 days.
+		return testRow{miner: miners[(i*i+i/3)%len(miners)], ts: t0 + int64(i)*7*60_000_000}
+	}
+	var archive, live []testRow
+	for i := range 800 {
+		archive = append(archive, block(i))
+	}
+	for i := 800; i < 860; i++ {
+		live = append(live, block(i))
+	}
+
+	dir := t.TempDir()
+	ckpt, local := filepath.Join(dir, "ckpt"), filepath.Join(dir, "local")
+	sink := &mergeSink{applied: map[int64]bool{}, table: map[string]int64{}}
+	var last *engine.Progress
+	run := func(trigger engine.Trigger, maxBatches int, sources ...engine.NamedSource) *engine.RunSummary {
+		t.Helper()
+		op, err := New(refSpec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := engine.Run(context.Background(), engine.Query{
+			Sources:        sources,
+			Columns:        []string{engine.ColBlockTS, engine.ColMiner, engine.ColSource},
+			Watermark:      &engine.Watermark{Column: engine.ColBlockTS, Delay: 48 * time.Hour},
+			Operator:       op,
+			Sink:           sink,
+			Trigger:        trigger,
+			MaxDataBatches: maxBatches,
+			Conf: map[string]string{
+				checkpoint.ConfSourceEvolution:   "true",
+				checkpoint.ConfOffsetLogVersion:  "2",
+				checkpoint.ConfShufflePartitions: "4",
+			},
+		}, engine.Options{CheckpointDir: ckpt, LocalDir: local,
+			Listeners: []engine.Listener{engine.ListenerFunc(func(p *engine.Progress) { last = p })}})
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		return sum
+	}
+	backfill := &sliceSource{name: "s3_backfill", rows: archive, max: 100}
+	ethLive := &sliceSource{name: "eth_live", rows: live, max: 20}
+
+	sum := run(engine.Trigger{Kind: engine.AvailableNow}, 0, engine.NamedSource{Name: "s3_backfill", Source: backfill})
+	if sum.DataBatches != 8 || sum.NoDataBatches != 1 {
+		t.Fatalf("backfill: %d data and %d no-data batches, want 8 and 1", sum.DataBatches, sum.NoDataBatches)
+	}
+	run(engine.Trigger{Kind: engine.ProcessingTime}, 1,
+		engine.NamedSource{Name: "s3_backfill", Source: backfill}, engine.NamedSource{Name: "eth_live", Source: ethLive})
+	run(engine.Trigger{Kind: engine.ProcessingTime}, 2, engine.NamedSource{Name: "eth_live", Source: ethLive})
+
+	// The table: every block counted once in its window (nothing was late).
+	want := map[string]int64{}
+	add := func(rows []testRow, src string) {
+		for _, r := range rows {
+			s := floorDiv(r.ts, 300_000_000) * 300_000_000
+			want[fmt.Sprintf("%d|%d|%s|%s", s, s+300_000_000, src, r.miner)]++
+		}
+	}
+	add(archive, "s3_backfill")
+	add(live, "eth_live")
+	if fmt.Sprint(sink.table) != fmt.Sprint(want) {
+		t.Fatalf("table has %d keys, recount %d:\n%v\n%v", len(sink.table), len(want), sink.table, want)
+	}
+	var total int64
+	for _, c := range sink.table {
+		total += c
+	}
+	if total != int64(len(archive)+len(live)) {
+		t.Fatalf("sum(count) = %d, want %d", total, len(archive)+len(live))
+	}
+
+	// State: exactly the keys whose window end is after the last batch's
+	// watermark, archive keys included although the archive is gone.
+	wm, err := time.Parse(time.RFC3339Nano, last.EventTime["watermark"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantState []string
+	for k := range want {
+		var s, e int64
+		var rest string
+		if _, err := fmt.Sscanf(strings.ReplaceAll(k, "|", " "), "%d %d %s", &s, &e, &rest); err != nil {
+			t.Fatal(err)
+		}
+		if e > wm.UnixMicro() {
+			wantState = append(wantState, k)
+		}
+	}
+	var gotState []string
+	archiveKeys := 0
+	_, err = state.ReadAll(context.Background(), vfs.Default, filepath.Join(ckpt, "state", "0"), -1, func(_ int, key, _ []any) error {
+		gotState = append(gotState, fmt.Sprintf("%d|%d|%s|%s", key[1], key[0], key[2], key[3]))
+		if key[2] == "s3_backfill" {
+			archiveKeys++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(gotState)
+	sort.Strings(wantState)
+	if fmt.Sprint(gotState) != fmt.Sprint(wantState) {
+		t.Fatalf("state at watermark %s:\n%v\nwant\n%v", wm, gotState, wantState)
+	}
+	if archiveKeys == 0 {
+		t.Fatal("no archive keys left in state: the scenario does not test retention")
+	}
+	if op := last.StateOperators[0]; op.OperatorName != OperatorName || op.NumRowsTotal != int64(len(wantState)) {
+		t.Fatalf("last progress state operator %+v, want %d rows", op, len(wantState))
+	}
+}
