@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/pipeline"
+	"github.com/spf13/cobra"
+)
+
+// queryFlags are shared by run and plan: they describe the query to start.
+type queryFlags struct {
+	checkpoint, table, localDir string
+	sources, conf               []string
+	trigger                     string
+	maxBatches                  int
+	progress                    string
+	metricsAddr                 string
+}
+
+func (f *queryFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&f.checkpoint, "checkpoint", "", "checkpoint directory (required)")
+	c.Flags().StringVar(&f.table, "table", "", "Delta table directory (required)")
+	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: <checkpoint>.cache); may be deleted between runs")
+	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI, repeatable, in plan order; empty NAME for an unnamed source")
+	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (spark.sql.* keys of DESIGN.md §4)")
+	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "available-now | once | processing-time=DUR")
+	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
+	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
+	_ = c.MarkFlagRequired("checkpoint")
+	_ = c.MarkFlagRequired("table")
+}
+
+func (f *queryFlags) config(logger *slog.Logger) (pipeline.Config, error) {
+	cfg := pipeline.Config{Checkpoint: f.checkpoint, Table: f.table, LocalDir: f.localDir,
+		MaxBatches: f.maxBatches, Logger: logger, ProgressFile: f.progress}
+	for _, s := range f.sources {
+		spec, err := pipeline.ParseSourceSpec(s)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Sources = append(cfg.Sources, spec)
+	}
+	var err error
+	if cfg.Conf, err = pipeline.ParseConf(f.conf); err != nil {
+		return cfg, err
+	}
+	if cfg.Trigger, err = pipeline.ParseTrigger(f.trigger); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func newRunCmd() *cobra.Command {
+	var f queryFlags
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the reference query (DESIGN.md §3) on a checkpoint and a Delta table",
+		Example: `  ethstream run --checkpoint ck --table tbl \
+    --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
+    --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := newLogger(cmd)
+			cfg, err := f.config(logger)
+			if err != nil {
+				return err
+			}
+			if f.metricsAddr != "" {
+				m := pipeline.NewMetrics(time.Now)
+				addr, err := m.Serve(cmd.Context(), f.metricsAddr)
+				if err != nil {
+					return err
+				}
+				logger.Info("serving Prometheus metrics", "url", "http://"+addr+"/metrics")
+				cfg.Listeners = append(cfg.Listeners, m)
+			}
+			// A progress bar only for backfills on a terminal; slog lines otherwise.
+			if cfg.Trigger.Kind == engine.AvailableNow && stderrIsTerminal(cmd) {
+				bar := pipeline.NewBar(cmd.ErrOrStderr())
+				defer bar.Close()
+				cfg.Listeners = append(cfg.Listeners, bar)
+			} else {
+				cfg.Listeners = append(cfg.Listeners, engine.ListenerFunc(func(p *engine.Progress) {
+					logger.Info("batch", "id", p.BatchID, "kind", p.Kind(), "rows", p.NumInputRows,
+						"ms", p.DurationMs[engine.DurTriggerExecution], "watermark", p.EventTime["watermark"])
+				}))
+			}
+			sum, err := pipeline.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "query %s run %s: batches %d-%d (%d data, %d no-data, %d control)%s\n",
+				sum.QueryID, sum.RunID, sum.FirstBatchID, sum.LastBatchID, sum.DataBatches, sum.NoDataBatches, sum.ControlBatches,
+				map[bool]string{true: ", interrupted", false: ""}[sum.Interrupted])
+			return nil
+		},
+	}
+	f.register(c)
+	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464)")
+	return c
+}
+
+func newLogger(cmd *cobra.Command) *slog.Logger {
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func init() {
+	rootCmd.AddCommand(newRunCmd())
+}
+
+// stderrIsTerminal reports whether the command's stderr is a terminal.
+func stderrIsTerminal(cmd *cobra.Command) bool {
+	f, ok := cmd.ErrOrStderr().(*os.File)
+	return ok && isTerminal(f)
+}

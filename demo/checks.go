@@ -1,0 +1,455 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/state"
+	"github.com/parquet-go/parquet-go"
+)
+
+// verifier gathers evidence between phases (state at the right versions) and
+// turns it into the checks of DESIGN.md §12.
+type verifier struct {
+	o   Options
+	env *Env
+
+	retireChecks []Check
+	refusal      []Check
+	before       map[string]string // state at the last batch before the shrink
+	beforeBatch  int64
+}
+
+func newVerifier(o Options, env *Env) *verifier { return &verifier{o: o, env: env} }
+
+func (v *verifier) stateDir() string {
+	return filepath.Join(v.env.Checkpoint, "state", engine.OperatorID)
+}
+
+// stateRows reads the state at version into key -> value strings, with the
+// partition of each key.
+func (v *verifier) stateRows(ctx context.Context, version int64) (rows map[string]string, parts map[int]int, schema state.Schema, err error) {
+	rows, parts = map[string]string{}, map[int]int{}
+	schema, err = state.ReadAll(ctx, vfs.Default, v.stateDir(), version, func(p int, key, val []any) error {
+		k := fmt.Sprint(key...)
+		if _, dup := rows[k]; dup {
+			return fmt.Errorf("key %s appears twice in state version %d", k, version)
+		}
+		rows[k] = fmt.Sprint(val...)
+		parts[p]++
+		return nil
+	})
+	return rows, parts, schema, err
+}
+
+func fieldIndex(fields []state.Field, name string) int {
+	for i, f := range fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (v *verifier) lastCommitted() (int64, *engine.InspectReport, error) {
+	rep, err := engine.Inspect(vfs.Default, v.env.Checkpoint)
+	if err != nil {
+		return 0, nil, err
+	}
+	if rep.LatestCommittedBatchID == nil {
+		return 0, nil, fmt.Errorf("checkpoint %s has no committed batch", v.env.Checkpoint)
+	}
+	return *rep.LatestCommittedBatchID, rep, nil
+}
+
+// afterRetire: archive keys still in state = archive rows in the table whose
+// windows the watermark has not closed (check 6).
+func (v *verifier) afterRetire(ctx context.Context) error {
+	c, _, err := v.lastCommitted()
+	if err != nil {
+		return err
+	}
+	events, err := engine.ReadProgress(vfs.Default, filepath.Join(v.o.WorkDir, "progress", PhaseRetireArchive+".jsonl"))
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("phase %s reported no progress", PhaseRetireArchive)
+	}
+	last := events[len(events)-1]
+	wm, err := time.Parse(time.RFC3339Nano, last.EventTime["watermark"])
+	if err != nil {
+		return fmt.Errorf("watermark of batch %d: %w", last.BatchID, err)
+	}
+	var keys [][]any
+	schema, err := state.ReadAll(ctx, vfs.Default, v.stateDir(), c, func(_ int, key, _ []any) error {
+		keys = append(keys, key)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	si := fieldIndex(schema.Key, engine.ColSource)
+	if si < 0 {
+		return fmt.Errorf("state schema has no %q key: %v", engine.ColSource, schema.Key)
+	}
+	var archiveKeys int64
+	for _, k := range keys {
+		if k[si] == ArchiveSource {
+			archiveKeys++
+		}
+	}
+	total := len(keys)
+	var openRows int64
+	if err := v.tableRows(ctx, func(r tableRow) {
+		if r.source == ArchiveSource && r.end.After(wm) {
+			openRows++
+		}
+	}); err != nil {
+		return err
+	}
+	v.retireChecks = append(v.retireChecks,
+		check("6. archive keys in state after retirement = archive rows with open windows in the table", openRows, archiveKeys),
+		figure(fmt.Sprintf("6. state keys at batch %d (watermark %s)", c, wm.Format(time.RFC3339)), total))
+	return nil
+}
+
+func (v *verifier) refused(err error, before, after string) {
+	v.refusal = append(v.refusal,
+		check("5. re-adding s3_backfill is refused", errcode.TombstoneNameReuse, errcode.Code(err)),
+		check("5. the refused start left the checkpoint byte-identical (sha256 of the tree)", before, after))
+}
+
+// beforeShrink snapshots the state the repartition must preserve.
+func (v *verifier) beforeShrink(ctx context.Context) error {
+	c, _, err := v.lastCommitted()
+	if err != nil {
+		return err
+	}
+	rows, _, _, err := v.stateRows(ctx, c)
+	if err != nil {
+		return err
+	}
+	v.before, v.beforeBatch = rows, c
+	return nil
+}
+
+type tableRow struct {
+	start, end    time.Time
+	source, miner string
+	count         int64
+}
+
+func (v *verifier) tableRows(ctx context.Context, fn func(tableRow)) error {
+	t, err := delta.Open(ctx, v.env.Table)
+	if err != nil {
+		return err
+	}
+	snap, err := t.Snapshot(ctx, -1)
+	if err != nil {
+		return err
+	}
+	return snap.Rows(ctx, func(row map[string]any) error {
+		w, _ := row["window"].(map[string]any)
+		var r tableRow
+		r.start, _ = w["start"].(time.Time)
+		r.end, _ = w["end"].(time.Time)
+		r.source, _ = row["source"].(string)
+		r.miner, _ = row["miner"].(string)
+		r.count, _ = row["count"].(int64)
+		fn(r)
+		return nil
+	})
+}
+
+type windowKey struct {
+	start         int64
+	source, miner string
+}
+
+func windowOf(ts time.Time) int64 {
+	us := ts.UnixMicro()
+	size := int64(5 * time.Minute / time.Microsecond)
+	return us - ((us%size)+size)%size
+}
+
+// recount counts blocks per (window, source, miner) from the raw blocks: the
+// archive's Parquet files read directly, and the node's headers over JSON-RPC.
+func (v *verifier) recount(ctx context.Context, liveFirst, liveLast uint64) (map[windowKey]int64, error) {
+	counts := map[windowKey]int64{}
+	type row struct {
+		Timestamp time.Time `parquet:"timestamp,timestamp(microsecond)"`
+		Miner     string    `parquet:"miner"`
+	}
+	for _, f := range v.env.Manifest.Files {
+		rows, err := parquet.ReadFile[row](filepath.Join(v.env.ArchiveRoot, f.Key))
+		if err != nil {
+			return nil, fmt.Errorf("recount: read %s: %w", f.Key, err)
+		}
+		for _, r := range rows {
+			counts[windowKey{windowOf(r.Timestamp), ArchiveSource, strings.ToLower(r.Miner)}]++
+		}
+	}
+	if liveLast >= liveFirst {
+		c, err := ethclient.DialContext(ctx, v.env.Node.URL())
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		for n := liveFirst; n <= liveLast; n++ {
+			h, err := c.HeaderByNumber(ctx, new(big.Int).SetUint64(n))
+			if err != nil {
+				return nil, fmt.Errorf("recount: header %d: %w", n, err)
+			}
+			ts := time.Unix(int64(h.Time), 0).UTC()
+			counts[windowKey{windowOf(ts), LiveSource, strings.ToLower(h.Coinbase.Hex())}]++
+		}
+	}
+	return counts, nil
+}
+
+// final computes every check from the CSVs, the checkpoint, the state and the table.
+func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []BatchRecord, sources []SourceRecord) ([]Check, int64, error) {
+	var cs []Check
+	// 1. One query id, contiguous batch ids, a run id per start.
+	qids, runs := map[string]bool{}, map[string]string{}
+	ids := make([]int64, 0, len(batches))
+	for _, b := range batches {
+		qids[b.QueryID] = true
+		if r, ok := runs[b.Phase]; ok && r != b.RunID {
+			runs[b.Phase] = "several"
+		} else {
+			runs[b.Phase] = b.RunID
+		}
+		ids = append(ids, b.BatchID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	contiguous := len(ids) > 0 && ids[0] == 0
+	for i := 1; i < len(ids); i++ {
+		if ids[i] != ids[i-1]+1 {
+			contiguous = false
+		}
+	}
+	distinctRuns := map[string]bool{}
+	for _, r := range runs {
+		distinctRuns[r] = true
+	}
+	cs = append(cs,
+		check("1. one query id across all phases", 1, len(qids)),
+		check("1. batch ids contiguous from 0", true, contiguous),
+		check("1. each start has its own run id (phases with batches = distinct run ids)", len(runs), len(distinctRuns)))
+
+	// 2. Backfill = ceil(files / maxFilesPerTrigger) data batches, then one
+	// no-data batch if the archive spans more than the watermark delay (the
+	// final watermark then closes windows that must be evicted).
+	files := len(v.env.Manifest.Files)
+	k := int64((files + v.o.Preset.MaxFilesPerTrigger - 1) / v.o.Preset.MaxFilesPerTrigger)
+	firstDay, _ := time.Parse("2006-01-02", v.env.Manifest.FirstDay)
+	if time.Unix(v.env.Manifest.LastTimestamp, 0).Sub(firstDay) <= pipeline.WatermarkDelay {
+		k--
+	}
+	first, last := phaseSpan(batches, PhaseBackfill)
+	liveFirst, _ := phaseSpan(batches, PhaseAddLive)
+	cs = append(cs,
+		check("2. backfill batch ids", fmt.Sprintf("0-%d", k), fmt.Sprintf("%d-%d", first, last)),
+		check("2. the live phase starts at batch", k+1, liveFirst))
+
+	// 3. After the live source is added, the archive reads nothing and its offset holds.
+	var archiveEnd string
+	for _, s := range sources {
+		if s.Phase == PhaseBackfill && s.SourceName == ArchiveSource {
+			archiveEnd = s.EndOffset
+		}
+	}
+	zeroRows, held, n := true, true, 0
+	for _, s := range sources {
+		if s.Phase != PhaseBackfill && s.SourceName == ArchiveSource {
+			n++
+			zeroRows = zeroRows && s.NumInputRows == 0
+			held = held && s.StartOffset == archiveEnd && s.EndOffset == archiveEnd
+		}
+	}
+	cs = append(cs,
+		check("3. s3_backfill rows read after the live source was added", 0, map[bool]int{true: 0, false: -1}[zeroRows]),
+		check(fmt.Sprintf("3. s3_backfill start and end offsets held at %s in all %d batches", archiveEnd, n), true, held && n > 0))
+
+	// 4. eth_live starts from a null offset at archive last + 1, chained to the archive, 20 blocks a batch.
+	var liveRows []SourceRecord
+	for _, s := range sources {
+		if s.SourceName == LiveSource {
+			liveRows = append(liveRows, s)
+		}
+	}
+	var liveBlocks int64
+	if len(liveRows) > 0 {
+		f := liveRows[0]
+		end, _ := parseLive(f.EndOffset)
+		_, hasStart := parseLive(f.StartOffset)
+		per := uint64(v.o.BlocksPerBatch)
+		cs = append(cs,
+			check("4. eth_live first start offset is null", false, hasStart),
+			check("4. eth_live first block = archive last + 1", v.env.Manifest.LastBlock+1, end.Block-per+1))
+		c, err := ethclient.DialContext(ctx, v.env.Node.URL())
+		if err != nil {
+			return nil, 0, err
+		}
+		h, err := c.HeaderByNumber(ctx, new(big.Int).SetUint64(v.env.Manifest.LastBlock+1))
+		c.Close()
+		if err != nil {
+			return nil, 0, err
+		}
+		cs = append(cs, check("4. its parent hash is the archive's last hash", v.env.Manifest.LastHash, h.ParentHash.Hex()))
+		steps := true
+		var lastEnd liveOffset
+		for _, r := range liveRows {
+			e, ok := parseLive(r.EndOffset)
+			s, hasS := parseLive(r.StartOffset)
+			if !ok {
+				steps = false
+				continue
+			}
+			if hasS && r.NumInputRows > 0 && e.Block-s.Block != per {
+				steps = false
+			}
+			lastEnd = e
+		}
+		cs = append(cs, check("4. later eth_live batches advance 20 blocks each", true, steps))
+		liveBlocks = int64(lastEnd.Block - v.env.Manifest.LastBlock)
+	}
+
+	// 5. Tombstone and the refused reuse.
+	_, rep, err := v.lastCommitted()
+	if err != nil {
+		return nil, 0, err
+	}
+	tomb := "none"
+	for _, t := range rep.Tombstones {
+		if t.Name == ArchiveSource {
+			tomb = fmt.Sprintf("%s removed in batch %d", t.Name, t.RemovedInBatch)
+		}
+	}
+	retireFirst, _ := phaseSpan(batches, PhaseRetireArchive)
+	cs = append(cs, check("5. newest offset entry has s3_backfill tombstoned", fmt.Sprintf("%s removed in batch %d", ArchiveSource, retireFirst), tomb))
+	cs = append(cs, v.refusal...)
+	// 6.
+	cs = append(cs, v.retireChecks...)
+
+	// 7. Repartition 200 -> 8 moved every key unchanged.
+	var rb *BatchRecord
+	for i := range batches {
+		if batches[i].Kind == engine.KindRepartition {
+			rb = &batches[i]
+		}
+	}
+	if rb == nil {
+		cs = append(cs, check("7. a repartition control batch ran", true, false))
+	} else {
+		after, parts, _, err := v.stateRows(ctx, rb.BatchID)
+		if err != nil {
+			return nil, 0, err
+		}
+		same := len(after) == len(v.before)
+		for k, val := range v.before {
+			if after[k] != val {
+				same = false
+			}
+		}
+		maxPart := -1
+		for p := range parts {
+			if p > maxPart {
+				maxPart = p
+			}
+		}
+		cs = append(cs,
+			check("7. repartition batch follows the last batch before the shrink", v.beforeBatch+1, rb.BatchID),
+			check("7. state partitions after the control batch", v.o.ShrinkTo, rb.StatePartitions),
+			check("7. keys before = keys after", len(v.before), len(after)),
+			check("7. keys removed by the repartition", 0, rb.StateRowsRemoved),
+			check("7. identical contents", true, same),
+			check("7. every key in a partition below the new count", true, maxPart < v.o.ShrinkTo))
+	}
+
+	// 8. The table: totals, uniqueness, recount.
+	table := map[windowKey]int64{}
+	var sum, dups int64
+	if err := v.tableRows(ctx, func(r tableRow) {
+		k := windowKey{r.start.UnixMicro(), r.source, r.miner}
+		if _, ok := table[k]; ok {
+			dups++
+		}
+		table[k] = r.count
+		sum += r.count
+	}); err != nil {
+		return nil, 0, err
+	}
+	raw, err := v.recount(ctx, v.env.Manifest.LastBlock+1, v.env.Manifest.LastBlock+uint64(liveBlocks))
+	if err != nil {
+		return nil, 0, err
+	}
+	mismatch := 0
+	for k, c := range raw {
+		if table[k] != c {
+			mismatch++
+		}
+	}
+	for k := range table {
+		if _, ok := raw[k]; !ok {
+			mismatch++
+		}
+	}
+	cs = append(cs,
+		check("8. table sum(count) = archive blocks + live blocks", fmt.Sprintf("%d = %d + %d", v.env.Manifest.Rows+liveBlocks, v.env.Manifest.Rows, liveBlocks), fmt.Sprintf("%d = %d + %d", sum, v.env.Manifest.Rows, sum-v.env.Manifest.Rows)),
+		check("8. live blocks", v.o.BlocksPerBatch*(v.o.AddLiveBatches+v.o.RetireBatches+v.o.ShrinkBatches), liveBlocks),
+		check("8. duplicate (window, source, miner) rows", 0, dups),
+		check("8. rows whose count differs from a recount of the raw blocks", 0, mismatch))
+
+	// 9. Figures.
+	var before, after []float64
+	var memBefore, memAfter int64
+	var repMs float64
+	for _, b := range batches {
+		switch {
+		case b.Phase == PhaseRetireArchive && b.Kind == engine.KindData:
+			before = append(before, b.AddBatchMs)
+			memBefore = b.StateMemoryBytes
+		case b.Phase == PhaseShrinkState && b.Kind == engine.KindData:
+			after = append(after, b.AddBatchMs)
+			memAfter = b.StateMemoryBytes
+		case b.Kind == engine.KindRepartition:
+			repMs = b.RepartitionMs
+		}
+	}
+	cs = append(cs,
+		figure(fmt.Sprintf("9. addBatch median ms, %d partitions", v.o.StatePartitions), median(before)),
+		figure(fmt.Sprintf("9. addBatch median ms, %d partitions", v.o.ShrinkTo), median(after)),
+		figure("9. state memory bytes before -> after the shrink", fmt.Sprintf("%d -> %d", memBefore, memAfter)),
+		figure("9. controlBatch.REPARTITION ms", repMs))
+	return cs, liveBlocks, nil
+}
+
+func phaseSpan(batches []BatchRecord, phase string) (first, last int64) {
+	first, last = -1, -1
+	for _, b := range batches {
+		if b.Phase != phase {
+			continue
+		}
+		if first < 0 || b.BatchID < first {
+			first = b.BatchID
+		}
+		if b.BatchID > last {
+			last = b.BatchID
+		}
+	}
+	return first, last
+}

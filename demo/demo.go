@@ -1,0 +1,412 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
+)
+
+// Bucket is the embedded endpoint's bucket, named after the public dataset's.
+const Bucket = "aws-public-blockchain"
+
+// Phase names, as they appear in batches.csv and the charts.
+const (
+	PhaseBackfill      = "backfill"
+	PhaseAddLive       = "add_live"
+	PhaseRetireArchive = "retire_archive"
+	PhaseReuseRefused  = "reuse_refused"
+	PhaseShrinkState   = "shrink_state"
+)
+
+// Source names of the reference run.
+const (
+	ArchiveSource = "s3_backfill"
+	LiveSource    = "eth_live"
+)
+
+// Options configure a demo run.
+type Options struct {
+	WorkDir    string       // archive cache, checkpoint, table
+	ResultsDir string       // CSVs, verification, charts
+	Preset     chain.Preset // demo by default; tests use chain.LastDaysPreset(n)
+	Seed       int64
+	Runner     PhaseRunner // how a phase is started; InProcess by default
+	Out        io.Writer   // the summary table; nil = discard
+	Logger     *slog.Logger
+	// Live batches per phase (DESIGN.md §12: 16, 8, 8 of 20 blocks).
+	AddLiveBatches, RetireBatches, ShrinkBatches int
+	BlocksPerBatch                               int
+	StatePartitions, ShrinkTo                    int
+	TriggerInterval                              time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Runner == nil {
+		o.Runner = InProcess{}
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.AddLiveBatches == 0 {
+		o.AddLiveBatches = 16
+	}
+	if o.RetireBatches == 0 {
+		o.RetireBatches = 8
+	}
+	if o.ShrinkBatches == 0 {
+		o.ShrinkBatches = 8
+	}
+	if o.BlocksPerBatch == 0 {
+		o.BlocksPerBatch = 20
+	}
+	if o.StatePartitions == 0 {
+		o.StatePartitions = 200
+	}
+	if o.ShrinkTo == 0 {
+		o.ShrinkTo = 8
+	}
+	if o.TriggerInterval == 0 {
+		o.TriggerInterval = 50 * time.Millisecond
+	}
+}
+
+// PhaseRunner starts one phase of the query as a user would: a fresh start
+// on the same checkpoint and table.
+type PhaseRunner interface {
+	RunPhase(ctx context.Context, cfg pipeline.Config) error
+}
+
+// InProcess runs a phase inside this process (a new engine run each time).
+type InProcess struct{}
+
+// RunPhase runs cfg to completion.
+func (InProcess) RunPhase(ctx context.Context, cfg pipeline.Config) error {
+	_, err := pipeline.Run(ctx, cfg)
+	return err
+}
+
+// Env is the running embedded infrastructure of a demo.
+type Env struct {
+	ArchiveRoot string // <workdir>/s3/<bucket>
+	Manifest    *chain.Manifest
+	S3          *chain.S3Server
+	Node        *chain.Node
+	Checkpoint  string
+	Table       string
+}
+
+// PhaseResult records how one phase went.
+type PhaseResult struct {
+	Name     string
+	Sources  []string
+	Conf     map[string]string
+	Trigger  string
+	Err      error // non-nil only for the refused phase, where it is expected
+	Duration time.Duration
+	Progress string // the phase's progress file
+}
+
+// Report is the outcome of a demo.
+type Report struct {
+	Phases      []PhaseResult
+	Checks      []Check
+	WallTime    time.Duration
+	LiveBlocks  int64
+	ArchiveRows int64
+}
+
+// Passed reports whether every check held.
+func (r *Report) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Pass && !c.Figure {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+// Run executes the whole lifecycle and writes results. It returns an error
+// only if the demo could not run; failed checks are in the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.defaults()
+	start := time.Now()
+	env, err := Setup(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+
+	rep := &Report{ArchiveRows: env.Manifest.Rows}
+	progressDir := filepath.Join(o.WorkDir, "progress")
+	if err := os.MkdirAll(progressDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", progressDir, err)
+	}
+	s3src := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive", URI: fmt.Sprintf(
+		"s3://%s/v1.0/eth/blocks?endpoint=%s&region=us-east-2&anonymous=true&maxFilesPerTrigger=%d",
+		Bucket, env.S3.URL(), o.Preset.MaxFilesPerTrigger)}
+	liveSrc := pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: fmt.Sprintf(
+		"%s?maxBlocksPerTrigger=%d&start_block=%d&confirmations=0&start_parent_hash=%s",
+		env.Node.URL(), o.BlocksPerBatch, env.Manifest.LastBlock+1, env.Manifest.LastHash)}
+	baseConf := map[string]string{
+		"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true",
+		"spark.sql.streaming.offsetLog.formatVersion":              "2",
+		"spark.sql.shuffle.partitions":                             strconv.Itoa(o.StatePartitions),
+	}
+	live := engine.Trigger{Kind: engine.ProcessingTime, Interval: o.TriggerInterval}
+	phase := func(name string, sources []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, maxBatches int) PhaseResult {
+		cfg := pipeline.Config{
+			Checkpoint:   env.Checkpoint,
+			Table:        env.Table,
+			LocalDir:     filepath.Join(o.WorkDir, "state-cache"),
+			Sources:      sources,
+			Conf:         conf,
+			Trigger:      trig,
+			MaxBatches:   maxBatches,
+			Logger:       o.Logger.With("phase", name),
+			ProgressFile: filepath.Join(progressDir, name+".jsonl"),
+		}
+		t0 := time.Now()
+		err := o.Runner.RunPhase(ctx, cfg)
+		res := PhaseResult{Name: name, Conf: conf, Trigger: trigString(trig, maxBatches), Err: err,
+			Duration: time.Since(t0), Progress: cfg.ProgressFile}
+		for _, s := range sources {
+			res.Sources = append(res.Sources, s.Name)
+		}
+		return res
+	}
+	v := newVerifier(o, env)
+
+	// 1. Backfill.
+	r := phase(PhaseBackfill, []pipeline.SourceSpec{s3src}, baseConf, engine.Trigger{Kind: engine.AvailableNow}, 0)
+	rep.Phases = append(rep.Phases, r)
+	if r.Err != nil {
+		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
+	}
+	// 2. Add the live source on the same checkpoint.
+	r = phase(PhaseAddLive, []pipeline.SourceSpec{s3src, liveSrc}, baseConf, live, o.AddLiveBatches)
+	rep.Phases = append(rep.Phases, r)
+	if r.Err != nil {
+		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
+	}
+	// 3. Retire the archive.
+	r = phase(PhaseRetireArchive, []pipeline.SourceSpec{liveSrc}, baseConf, live, o.RetireBatches)
+	rep.Phases = append(rep.Phases, r)
+	if r.Err != nil {
+		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
+	}
+	if err := v.afterRetire(ctx); err != nil {
+		return rep, err
+	}
+	// 4. Re-adding the retired name must be refused, leaving the checkpoint untouched.
+	before, err := TreeHash(env.Checkpoint)
+	if err != nil {
+		return rep, err
+	}
+	r = phase(PhaseReuseRefused, []pipeline.SourceSpec{liveSrc, s3src}, baseConf, live, 1)
+	rep.Phases = append(rep.Phases, r)
+	after, err := TreeHash(env.Checkpoint)
+	if err != nil {
+		return rep, err
+	}
+	v.refused(r.Err, before, after)
+	// 5. Shrink the state.
+	shrinkConf := clone(baseConf)
+	shrinkConf["spark.sql.streaming.stateStore.partitions"] = strconv.Itoa(o.ShrinkTo)
+	if err := v.beforeShrink(ctx); err != nil {
+		return rep, err
+	}
+	r = phase(PhaseShrinkState, []pipeline.SourceSpec{liveSrc}, shrinkConf, live, o.ShrinkBatches)
+	rep.Phases = append(rep.Phases, r)
+	if r.Err != nil {
+		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
+	}
+
+	// Report: CSVs from the query's own progress records, then checks and charts.
+	if err := os.MkdirAll(o.ResultsDir, 0o755); err != nil {
+		return rep, fmt.Errorf("create %s: %w", o.ResultsDir, err)
+	}
+	var files []engine.PhaseFile
+	for _, p := range rep.Phases {
+		if p.Err == nil {
+			files = append(files, engine.PhaseFile{Phase: p.Name, Path: p.Progress})
+		}
+	}
+	if err := engine.FlattenProgress(vfs.Default, o.ResultsDir, files); err != nil {
+		return rep, err
+	}
+	batches, err := ReadBatches(filepath.Join(o.ResultsDir, "batches.csv"))
+	if err != nil {
+		return rep, err
+	}
+	sources, err := ReadSources(filepath.Join(o.ResultsDir, "sources.csv"))
+	if err != nil {
+		return rep, err
+	}
+	rep.Checks, rep.LiveBlocks, err = v.final(ctx, rep.Phases, batches, sources)
+	if err != nil {
+		return rep, err
+	}
+	if err := WriteChecks(filepath.Join(o.ResultsDir, "verification.csv"), rep.Checks); err != nil {
+		return rep, err
+	}
+	if err := WriteCharts(o.ResultsDir, batches, sources); err != nil {
+		return rep, err
+	}
+	rep.WallTime = time.Since(start)
+	PrintSummary(o.Out, rep, batches)
+	return rep, nil
+}
+
+func trigString(t engine.Trigger, maxBatches int) string {
+	switch t.Kind {
+	case engine.AvailableNow:
+		return "availableNow"
+	case engine.Once:
+		return "once"
+	}
+	return fmt.Sprintf("processingTime %s, %d data batches", t.Interval, maxBatches)
+}
+
+func clone(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Setup generates (or reuses) the archive and starts the embedded S3 endpoint
+// and node. The checkpoint and table start empty on every demo run.
+func Setup(ctx context.Context, o Options) (*Env, error) {
+	o.defaults()
+	env := &Env{
+		ArchiveRoot: filepath.Join(o.WorkDir, "s3", Bucket),
+		Checkpoint:  filepath.Join(o.WorkDir, "checkpoint"),
+		Table:       filepath.Join(o.WorkDir, "table"),
+	}
+	m, err := chain.ReadManifest(env.ArchiveRoot)
+	if err != nil || m.Preset != o.Preset.Name || m.Seed != o.Seed || m.LastBlock != o.Preset.LastBlock || m.FirstBlock != o.Preset.FirstBlock {
+		o.Logger.Info("generating archive", "preset", o.Preset.Name, "dir", env.ArchiveRoot)
+		if err := os.RemoveAll(env.ArchiveRoot); err != nil {
+			return nil, fmt.Errorf("clear %s: %w", env.ArchiveRoot, err)
+		}
+		m, err = chain.GenerateArchive(ctx, chain.GenOptions{Out: env.ArchiveRoot, Preset: o.Preset, Seed: o.Seed})
+		if err != nil {
+			return nil, err
+		}
+	}
+	env.Manifest = m
+	for _, d := range []string{env.Checkpoint, env.Table, filepath.Join(o.WorkDir, "state-cache"), filepath.Join(o.WorkDir, "progress")} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("clear %s: %w", d, err)
+		}
+	}
+	env.S3, err = chain.StartS3(ctx, chain.S3Options{Root: filepath.Join(o.WorkDir, "s3"), Addr: "127.0.0.1:0"})
+	if err != nil {
+		return nil, err
+	}
+	live := o.BlocksPerBatch * (o.AddLiveBatches + o.RetireBatches + o.ShrinkBatches + 2)
+	env.Node, err = chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: o.Seed, Addr: "127.0.0.1:0",
+		BlockInterval: 12 * time.Second, Speed: 1, InitialBlocks: live})
+	if err != nil {
+		env.S3.Close()
+		return nil, err
+	}
+	return env, nil
+}
+
+// Close stops the embedded endpoints.
+func (e *Env) Close() {
+	if e.Node != nil {
+		e.Node.Close()
+	}
+	if e.S3 != nil {
+		e.S3.Close()
+	}
+}
+
+// TreeHash hashes every file's relative path and content under dir, so a
+// refused start can be shown to have left the checkpoint byte-identical.
+func TreeHash(dir string) (string, error) {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("walk %s: %w", dir, err)
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		rel, _ := filepath.Rel(dir, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", p, err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Exec runs each phase as its own process of the ethstream binary, exactly as
+// a user restarting the job would.
+type Exec struct {
+	Binary string
+	Stderr io.Writer
+}
+
+// RunPhase runs `ethstream run` with cfg's flags; a coded error printed by the
+// child is returned with its code.
+func (e Exec) RunPhase(ctx context.Context, cfg pipeline.Config) error {
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, e.Binary, cfg.Args()...)
+	cmd.Stdout = io.Discard
+	w := io.Writer(&stderr)
+	if e.Stderr != nil {
+		w = io.MultiWriter(&stderr, e.Stderr)
+	}
+	cmd.Stderr = w
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	// The child prints "error: CODE: message" as its last error line.
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if rest, ok := strings.CutPrefix(line, "error: "); ok {
+			code, msg, _ := strings.Cut(rest, ": ")
+			return &errcode.Error{Code: code, Msg: msg, Err: err}
+		}
+	}
+	return fmt.Errorf("%s %s: %w", e.Binary, strings.Join(cfg.Args(), " "), err)
+}

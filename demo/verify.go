@@ -1,0 +1,138 @@
+package demo
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Check is one line of verification.csv. Figure lines report a number and
+// never fail.
+type Check struct {
+	Name     string
+	Expected string
+	Actual   string
+	Pass     bool
+	Figure   bool
+}
+
+// WriteChecks writes verification.csv: check, expected, actual, pass.
+func WriteChecks(path string, checks []Check) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"check", "expected", "actual", "pass"})
+	for _, c := range checks {
+		pass := strconv.FormatBool(c.Pass)
+		if c.Figure {
+			pass = "figure"
+		}
+		w.Write([]string{c.Name, c.Expected, c.Actual, pass})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func check(name string, expected, actual any) Check {
+	e, a := fmt.Sprint(expected), fmt.Sprint(actual)
+	return Check{Name: name, Expected: e, Actual: a, Pass: e == a}
+}
+
+func figure(name string, actual any) Check {
+	return Check{Name: name, Expected: "", Actual: fmt.Sprint(actual), Figure: true}
+}
+
+// PrintSummary prints the phase-by-phase table and the checks.
+func PrintSummary(w io.Writer, rep *Report, batches []BatchRecord) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "phase\tsources\tbatches\trows in\tstate keys (end)\tpartitions\ttime\tresult")
+	for _, p := range rep.Phases {
+		var ids []int64
+		var rows, keys, parts int64
+		for _, b := range batches {
+			if b.Phase == p.Name {
+				ids = append(ids, b.BatchID)
+				rows += b.NumInputRows
+				keys, parts = b.StateRowsTotal, b.StatePartitions
+			}
+		}
+		span := "-"
+		if len(ids) > 0 {
+			span = fmt.Sprintf("%d-%d", ids[0], ids[len(ids)-1])
+		}
+		result := "ok"
+		if p.Err != nil {
+			result = "refused: " + errcode.Code(p.Err)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", p.Name, strings.Join(p.Sources, ","), span, rows, keys, parts,
+			p.Duration.Round(time.Millisecond), result)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "check\texpected\tactual\tpass")
+	for _, c := range rep.Checks {
+		pass := "PASS"
+		switch {
+		case c.Figure:
+			pass = "-"
+		case !c.Pass:
+			pass = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Expected, c.Actual, pass)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\narchive rows %d + live blocks %d; wall time %s\n", rep.ArchiveRows, rep.LiveBlocks, rep.WallTime.Round(time.Millisecond))
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// liveOffset is the ethrpc offset JSON.
+type liveOffset struct {
+	Block uint64 `json:"block"`
+	Hash  string `json:"hash"`
+}
+
+func parseLive(s string) (liveOffset, bool) {
+	var o liveOffset
+	if s == "" || s == "null" {
+		return o, false
+	}
+	if err := json.Unmarshal([]byte(s), &o); err != nil {
+		return o, false
+	}
+	return o, true
+}

@@ -1,0 +1,274 @@
+// Package pipeline assembles the reference query of DESIGN.md §3 from
+// command-line level settings: named sources given as NAME=FORMAT:URI, the
+// windowed count under a watermark, and the Delta MERGE sink. `ethstream run`,
+// `ethstream plan` and the demo all build their queries here, so the three can
+// never disagree about what the query is.
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/sources/ethrpc"
+	"github.com/ethstream/ethstream/sources/s3archive"
+)
+
+// The reference query's shape (DESIGN.md §3).
+const (
+	WindowSize     = 5 * time.Minute
+	WatermarkDelay = 48 * time.Hour
+)
+
+// SourceSpec is one --source flag: NAME=FORMAT:URI.
+type SourceSpec struct {
+	Name   string // "" for an unnamed source
+	Format string // s3archive | ethrpc
+	URI    string
+}
+
+func (s SourceSpec) String() string { return s.Name + "=" + s.Format + ":" + s.URI }
+
+// ParseSourceSpec parses NAME=FORMAT:URI. The name is validated by the engine
+// (it owns the naming rules), not here.
+func ParseSourceSpec(flag string) (SourceSpec, error) {
+	eq := strings.IndexByte(flag, '=')
+	if eq < 0 {
+		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "use NAME=FORMAT:URI, e.g. eth_live=ethrpc:http://127.0.0.1:8545",
+			"--source %q has no '='", flag)
+	}
+	name, rest := flag[:eq], flag[eq+1:]
+	colon := strings.IndexByte(rest, ':')
+	if colon < 0 {
+		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "use NAME=FORMAT:URI with FORMAT s3archive or ethrpc",
+			"--source %q has no FORMAT:", flag)
+	}
+	spec := SourceSpec{Name: name, Format: rest[:colon], URI: rest[colon+1:]}
+	switch spec.Format {
+	case "s3archive", "ethrpc":
+	default:
+		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "FORMAT is s3archive or ethrpc",
+			"--source %q: unknown format %q", flag, spec.Format)
+	}
+	return spec, nil
+}
+
+// ParseTrigger parses available-now | once | processing-time=DUR.
+func ParseTrigger(s string) (engine.Trigger, error) {
+	switch {
+	case s == "available-now" || s == "availableNow":
+		return engine.Trigger{Kind: engine.AvailableNow}, nil
+	case s == "once":
+		return engine.Trigger{Kind: engine.Once}, nil
+	case strings.HasPrefix(s, "processing-time="):
+		d, err := time.ParseDuration(strings.TrimPrefix(s, "processing-time="))
+		if err != nil || d < 0 {
+			return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", "e.g. processing-time=2s",
+				"bad trigger interval in %q", s)
+		}
+		return engine.Trigger{Kind: engine.ProcessingTime, Interval: d}, nil
+	}
+	return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", "use available-now, once or processing-time=DUR",
+		"unknown trigger %q", s)
+}
+
+// ParseConf parses K=V pairs.
+func ParseConf(pairs []string) (map[string]string, error) {
+	conf := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, errcode.New(errcode.InvalidArgument, "", "use --conf key=value", "bad --conf %q", p)
+		}
+		conf[k] = v
+	}
+	return conf, nil
+}
+
+// Config is everything `ethstream run` takes.
+type Config struct {
+	Checkpoint string
+	Table      string
+	LocalDir   string // state cache; default <checkpoint>/../.ethstream-cache/<base>
+	Sources    []SourceSpec
+	Conf       map[string]string
+	Trigger    engine.Trigger
+	MaxBatches int
+	Logger     *slog.Logger
+	Listeners  []engine.Listener
+	Clock      engine.Clock
+	// ProgressFile, if set, also receives this run's progress events as JSON lines.
+	ProgressFile string
+}
+
+// Args renders cfg as `ethstream run` flags, so a phase can be started as its
+// own process exactly as a user would type it.
+func (c Config) Args() []string {
+	args := []string{"run", "--checkpoint", c.Checkpoint, "--table", c.Table}
+	if c.LocalDir != "" {
+		args = append(args, "--local-dir", c.LocalDir)
+	}
+	for _, s := range c.Sources {
+		args = append(args, "--source", s.String())
+	}
+	keys := make([]string, 0, len(c.Conf))
+	for k := range c.Conf {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--conf", k+"="+c.Conf[k])
+	}
+	args = append(args, "--trigger", TriggerString(c.Trigger))
+	if c.MaxBatches > 0 {
+		args = append(args, "--max-batches", strconv.Itoa(c.MaxBatches))
+	}
+	if c.ProgressFile != "" {
+		args = append(args, "--progress", c.ProgressFile)
+	}
+	return args
+}
+
+// TriggerString is the inverse of ParseTrigger.
+func TriggerString(t engine.Trigger) string {
+	switch t.Kind {
+	case engine.AvailableNow:
+		return "available-now"
+	case engine.Once:
+		return "once"
+	}
+	return "processing-time=" + t.Interval.String()
+}
+
+// DefaultLocalDir is the state cache for a checkpoint: under the user's cache
+// directory, keyed by the checkpoint's absolute path. Deleting it is always safe.
+func DefaultLocalDir(checkpoint string) string {
+	abs, err := filepath.Abs(checkpoint)
+	if err != nil {
+		abs = checkpoint
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(base, "ethstream", filepath.Base(abs)+"-"+hex.EncodeToString(sum[:6]))
+}
+
+// ReferenceSpec is the aggregation of DESIGN.md §3:
+// groupBy(window(block_ts, 5 minutes), source, miner).count(), update mode,
+// under a 2-day watermark.
+func ReferenceSpec() agg.Spec {
+	return agg.Spec{
+		Window:         &agg.Window{Column: engine.ColBlockTS, Size: WindowSize},
+		GroupBy:        []string{engine.ColSource, engine.ColMiner},
+		Aggregates:     []agg.Aggregate{{Kind: agg.Count, As: "count"}},
+		Mode:           agg.Update,
+		WatermarkDelay: WatermarkDelay,
+	}
+}
+
+// Build turns a Config into the engine's query and options. Nothing is opened
+// or written: the engine validates the source list against the checkpoint
+// before it touches any source or file.
+func Build(cfg Config) (engine.Query, engine.Options, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var q engine.Query
+	for _, spec := range cfg.Sources {
+		src, err := NewSource(spec, logger)
+		if err != nil {
+			return q, engine.Options{}, err
+		}
+		q.Sources = append(q.Sources, engine.NamedSource{Name: spec.Name, Source: src})
+	}
+	op, err := agg.New(ReferenceSpec())
+	if err != nil {
+		return q, engine.Options{}, err
+	}
+	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger})
+	if err != nil {
+		return q, engine.Options{}, err
+	}
+	q.Name = "eth_blocks_per_window"
+	q.Columns = []string{engine.ColBlockTS, engine.ColMiner, engine.ColSource}
+	q.Watermark = &engine.Watermark{Column: engine.ColBlockTS, Delay: WatermarkDelay}
+	q.Operator = op
+	q.Sink = sink
+	q.Trigger = cfg.Trigger
+	q.MaxDataBatches = cfg.MaxBatches
+	q.Conf = cfg.Conf
+	localDir := cfg.LocalDir
+	if localDir == "" {
+		localDir = DefaultLocalDir(cfg.Checkpoint)
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = engine.SystemClock{}
+	}
+	opts := engine.Options{
+		CheckpointDir: cfg.Checkpoint,
+		FS:            vfs.Default,
+		LocalDir:      localDir,
+		Clock:         clock,
+		Logger:        logger,
+		Listeners:     cfg.Listeners,
+	}
+	return q, opts, nil
+}
+
+// NewSource builds the source a spec names.
+func NewSource(spec SourceSpec, logger *slog.Logger) (engine.Source, error) {
+	switch spec.Format {
+	case "s3archive":
+		o, err := s3archive.ParseURI(spec.URI)
+		if err != nil {
+			return nil, err
+		}
+		o.Logger = logger
+		return s3archive.New(o)
+	case "ethrpc":
+		o, err := ethrpc.ParseURI(spec.URI)
+		if err != nil {
+			return nil, err
+		}
+		o.Logger = logger
+		return ethrpc.New(o)
+	}
+	return nil, fmt.Errorf("unknown source format %q", spec.Format)
+}
+
+// Run builds and runs the query until its trigger says stop.
+func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
+	var pf *engine.JSONLListener
+	if cfg.ProgressFile != "" {
+		pf = &engine.JSONLListener{FS: vfs.Default, Path: cfg.ProgressFile}
+		cfg.Listeners = append(cfg.Listeners, pf)
+		defer func() {
+			if pf.Err != nil {
+				err = errors.Join(err, fmt.Errorf("write progress file %s: %w", cfg.ProgressFile, pf.Err))
+			}
+		}()
+	}
+	q, opts, err := Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Run(ctx, q, opts)
+}

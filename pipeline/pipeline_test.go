@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+func TestParseSourceSpec(t *testing.T) {
+	cases := []struct {
+		in   string
+		want SourceSpec
+		code string
+	}{
+		{in: "s3_backfill=s3archive:s3://b/v1.0/eth/blocks?maxFilesPerTrigger=5",
+			want: SourceSpec{Name: "s3_backfill", Format: "s3archive", URI: "s3://b/v1.0/eth/blocks?maxFilesPerTrigger=5"}},
+		{in: "eth_live=ethrpc:http://127.0.0.1:8545?start_block=1&x=a=b",
+			want: SourceSpec{Name: "eth_live", Format: "ethrpc", URI: "http://127.0.0.1:8545?start_block=1&x=a=b"}},
+		{in: "=s3archive:file:///tmp/a", want: SourceSpec{Format: "s3archive", URI: "file:///tmp/a"}},
+		// Names are the engine's to validate, so an invalid one passes here.
+		{in: "my-src=ethrpc:http://h", want: SourceSpec{Name: "my-src", Format: "ethrpc", URI: "http://h"}},
+		{in: "nofmt", code: errcode.InvalidArgument},
+		{in: "a=kafka:x", code: errcode.InvalidArgument},
+		{in: "a=s3archive", code: errcode.InvalidArgument},
+	}
+	for _, c := range cases {
+		got, err := ParseSourceSpec(c.in)
+		if c.code != "" {
+			if errcode.Code(err) != c.code {
+				t.Errorf("%q: err = %v, want code %s", c.in, err, c.code)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: got %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+		if got.String() != c.in {
+			t.Errorf("%q does not round-trip: %q", c.in, got.String())
+		}
+	}
+}
+
+func TestParseTrigger(t *testing.T) {
+	for in, want := range map[string]engine.Trigger{
+		"available-now":         {Kind: engine.AvailableNow},
+		"once":                  {Kind: engine.Once},
+		"processing-time=200ms": {Kind: engine.ProcessingTime, Interval: 200 * time.Millisecond},
+		"processing-time=0s":    {Kind: engine.ProcessingTime},
+	} {
+		got, err := ParseTrigger(in)
+		if err != nil || got != want {
+			t.Errorf("%q: got %+v, %v", in, got, err)
+		}
+		if back, _ := ParseTrigger(TriggerString(got)); back != got {
+			t.Errorf("%q does not round-trip via %q", in, TriggerString(got))
+		}
+	}
+	for _, bad := range []string{"", "continuous", "processing-time=x", "processing-time=-1s"} {
+		if _, err := ParseTrigger(bad); errcode.Code(err) != errcode.InvalidArgument {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+func TestConfigArgsAreRunFlags(t *testing.T) {
+	cfg := Config{Checkpoint: "/ck", Table: "/tb", LocalDir: "/cache",
+		Sources: []SourceSpec{{Name: "a", Format: "ethrpc", URI: "http://h?x=1"}, {Format: "s3archive", URI: "file:///f"}},
+		Conf:    map[string]string{"z": "1", "a": "2"}, Trigger: engine.Trigger{Kind: engine.ProcessingTime, Interval: time.Second},
+		MaxBatches: 8, ProgressFile: "/p.jsonl"}
+	got := strings.Join(cfg.Args(), " ")
+	want := "run --checkpoint /ck --table /tb --local-dir /cache --source a=ethrpc:http://h?x=1 --source =s3archive:file:///f --conf a=2 --conf z=1 --trigger processing-time=1s --max-batches 8 --progress /p.jsonl"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestParseConf(t *testing.T) {
+	got, err := ParseConf([]string{"a=1", "b=x=y"})
+	if err != nil || !reflect.DeepEqual(got, map[string]string{"a": "1", "b": "x=y"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := ParseConf([]string{"=1"}); errcode.Code(err) != errcode.InvalidArgument {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDefaultLocalDirIsStablePerCheckpoint(t *testing.T) {
+	a, b, c := DefaultLocalDir("/x/ck"), DefaultLocalDir("/x/ck"), DefaultLocalDir("/y/ck")
+	if a != b || a == c {
+		t.Fatalf("%s %s %s", a, b, c)
+	}
+}
