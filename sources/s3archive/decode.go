@@ -634,9 +634,16 @@ type decodedFile struct {
 }
 
 // decodeFile reads the projected columns of the object at uri.
-func decodeFile(ctx context.Context, st store, uri string, size int64, cols []string, m *metrics) (*decodedFile, error) {
+func decodeFile(ctx context.Context, st store, uri string, size int64, cols []string, m *metrics) (_ *decodedFile, err error) {
 	start := time.Now()
 	defer func() { m.decodeNanos.Add(int64(time.Since(start))) }()
+	// A damaged file must fail its batch, not the process: parquet-go can
+	// panic on inconsistent metadata (e.g. an out-of-range offset).
+	defer func() {
+		if r := recover(); r != nil {
+			err = unreadable(fmt.Errorf("parquet decoder panic: %v", r), uri, "decode parquet file")
+		}
+	}()
 	if size < 12 {
 		return nil, unreadable(nil, uri, "object is %d bytes, too small to be a Parquet file", size)
 	}

@@ -62,7 +62,9 @@
 //
 // For each file the source fetches the last 64 KiB (the footer, read
 // speculatively; more if the footer is larger), then only the byte ranges of
-// the projected column chunks, merging ranges that touch, and decodes pages
+// the projected column chunks not already in that tail, merging ranges that
+// touch (ranges with a gap stay apart, so no unprojected column chunk is
+// downloaded beyond the speculative tail), and decodes pages
 // with parquet-go's page API into columnar engine batches: one batch per row
 // group, in log order then row-group order. Up to Parallelism files are
 // fetched and decoded ahead of emission. Columns are matched by name per file
@@ -73,15 +75,21 @@
 // encodings; hashes as strings or as fixed-length binary (rendered 0x-hex).
 // Miner strings are interned.
 //
-// Store requests are retried with exponential backoff and jitter (on the
-// engine's clock) on 503 SlowDown, 429, 5xx and connection errors; counts
-// are in Metrics().
+// Store requests are retried (up to 10 attempts) with exponential backoff
+// from 25 ms and jitter, sleeping on the engine's clock, on 503 SlowDown, 429,
+// 5xx and connection errors; the AWS SDK's own retryer is off so that every
+// attempt is counted. Metrics() reports filesListed, filesAdmitted,
+// pendingFiles, filesRead, rowsRead, bytesRead, requests, retries,
+// throttles, decodeMs (summed over decode workers), skippedFiles and skipped.
+// ReportLatestOffset is the newest admitted log offset (files not yet
+// admitted cannot have an offset; they are counted as pendingFiles).
 //
 // # Errors
 //
 // A truncated or non-Parquet object, a missing required column (number,
 // hash, parent_hash, timestamp, miner, when projected), an unsupported
-// column type or an unreadable bucket is an ARCHIVE_FILE_UNREADABLE error
+// column type, a decoder failure on damaged pages, or an unreadable bucket
+// or object is an ARCHIVE_FILE_UNREADABLE error
 // naming the object. The batch fails; after the cause is fixed it re-runs
 // identically. With skipUnreadable=true such files are skipped instead and
 // listed in Metrics() (skippedFiles, skipped).

@@ -406,3 +406,13 @@ func (s *Source) ReportLatestOffset() engine.Offset {
 // pendingFiles (listed, not yet admitted), filesRead, rowsRead, bytesRead, requests, retries, throttles, decodeMs,
 // skippedFiles and, when any, skipped (comma-separated URIs).
 func (s *Source) Metrics() map[string]string { return s.m.snapshot() }
+
+// NewFromURI is ParseURI followed by New: the form the CLI's
+// --source NAME=s3archive:URI uses.
+func NewFromURI(uri string) (*Source, error) {
+	o, err := ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	return New(o)
+}
