@@ -86,7 +86,9 @@ func (t *Table) writeSinkFile(rows []sinkRow, now time.Time) (*AddFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create data file %s: %w", p, err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
+	// Buffers sized to the file: a live batch writes a few hundred rows, and
+	// megabyte buffers per file would dominate its cost.
+	bw := bufio.NewWriterSize(f, clampInt(len(rows)*64, 16<<10, 1<<20))
 	err = encodeSinkRows(bw, rows)
 	if err == nil {
 		err = bw.Flush()
@@ -123,7 +125,8 @@ func (t *Table) writeSinkFile(rows []sinkRow, now time.Time) (*AddFile, error) {
 // the columns, so this is equivalent to WriteRows.
 func encodeSinkRows(w io.Writer, rows []sinkRow) error {
 	pw := parquet.NewWriter(w, sinkParquetSchema, parquet.Compression(&parquet.Snappy),
-		parquet.CreatedBy("ethstream", EngineVersion, ""))
+		parquet.CreatedBy("ethstream", EngineVersion, ""),
+		parquet.PageBufferSize(clampInt(len(rows)*48, 4<<10, parquet.DefaultPageBufferSize)))
 	cols := pw.ColumnWriters()
 	if len(cols) != 5 {
 		return fmt.Errorf("sink parquet schema has %d columns, want 5", len(cols))
@@ -162,6 +165,8 @@ func encodeSinkRows(w io.Writer, rows []sinkRow) error {
 	}
 	return pw.Close()
 }
+
+func clampInt(v, lo, hi int) int { return max(lo, min(v, hi)) }
 
 func tsValue(v int64, null, windowNull bool, col int) parquet.Value {
 	if windowNull {
@@ -227,7 +232,7 @@ func readSinkFile(path string, dst []sinkRow) ([]sinkRow, error) {
 			missing |= []uint8{nullWS, nullWE, nullSource, nullMiner, nullCount}[i]
 		}
 	}
-	buf := make([]parquet.Row, 1024)
+	buf := make([]parquet.Row, clampInt(int(pf.NumRows()), 1, 1024))
 	for _, rg := range pf.RowGroups() {
 		rows := rg.Rows()
 		for {
