@@ -99,9 +99,19 @@ func zipfCum(n int, s float64) []float64 {
 	return c
 }
 
+// tailAddrs caches the tail producers' addresses (a keccak each).
+var tailAddrs = map[string][]common.Address{}
+
 func init() {
 	zipfCache[poolTail] = zipfCum(poolTail, 1.05)
 	zipfCache[builderTail] = zipfCum(builderTail, 0.6)
+	for kind, n := range map[string]int{"pool": poolTail, "builder": builderTail} {
+		a := make([]common.Address, n)
+		for i := range a {
+			a[i] = producerAddress(kind+"-tail", i)
+		}
+		tailAddrs[kind] = a
+	}
 }
 
 func newMinerTable(t time.Time, pos bool) *minerTable {
@@ -152,5 +162,5 @@ func (mt *minerTable) pick(r *rand.Rand) (common.Address, []byte) {
 	if j >= len(mt.tail) {
 		j = len(mt.tail) - 1
 	}
-	return producerAddress(mt.kind+"-tail", j), tailExtras[j%len(tailExtras)]
+	return tailAddrs[mt.kind][j], tailExtras[j%len(tailExtras)]
 }

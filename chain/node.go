@@ -70,6 +70,9 @@ type Node struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
+	closeOnce sync.Once
+	closeErr  error
+
 	mu       sync.RWMutex
 	parent   *types.Header // the archive's last header
 	canon    []*nodeBlock  // canon[i] is block base+i
@@ -269,21 +272,19 @@ func (n *Node) Header(num uint64) *types.Header {
 	return nil
 }
 
-// Close stops the clock and the server.
+// Close stops the clock and the server. It may be called more than once.
 func (n *Node) Close() error {
-	select {
-	case <-n.stop:
-		return nil
-	default:
-	}
-	close(n.stop)
-	err := n.srv.Close()
-	n.rpc.Stop()
-	n.wg.Wait()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		err := n.srv.Close()
+		n.rpc.Stop()
+		n.wg.Wait()
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		n.closeErr = err
+	})
+	return n.closeErr
 }
 
 func (n *Node) blockLocked(num uint64) *nodeBlock {
