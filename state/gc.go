@@ -74,6 +74,7 @@ func (s *Store) gc() error {
 // marker is the local cache's claim: "these Pebble directories hold exactly
 // this version of this store".
 type marker struct {
+	Gen           string  `json:"gen"` // the generation directory holding the instances
 	StoreID       string  `json:"storeId"`
 	Version       int64   `json:"version"`
 	Attempt       int     `json:"attempt"`
@@ -99,7 +100,7 @@ func decodeMarker(b []byte) (*marker, error) {
 func (s *Store) writeMarker() error {
 	syscall.Sync()
 	js, err := json.Marshal(marker{
-		StoreID: s.storeID, Version: s.head.Version, Attempt: s.head.Attempt,
+		Gen: s.parts.gen, StoreID: s.storeID, Version: s.head.Version, Attempt: s.head.Attempt,
 		Partitions: s.n, PartitionRows: s.head.PartitionRows,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
 )
 
 // partitions is the local Pebble cache: one Pebble instance per state
@@ -25,7 +26,8 @@ import (
 // Close writes after flushing every dirty partition.
 type partitions struct {
 	fs       vfs.FS // the local file system (syncs are no-ops, see noSyncFS)
-	dir      string
+	gen      string // generation directory name under LocalDir
+	dir      string // LocalDir/<gen>
 	n        int
 	dbs      []*pebble.DB
 	dirty    []bool  // written since the last flush
@@ -50,6 +52,7 @@ const (
 	fileCacheSize        = 2048 // open sstables across all partitions
 	maxPartitions        = 10000
 	partitionDirPrefix   = "p-"
+	genDirPrefix         = "gen-"
 	ingestDirName        = "ingest"
 	markerName           = "MARKER"
 	localMarkerMagicLine = "ethstream-state-cache v1"
@@ -62,13 +65,18 @@ func memtableSize(n int) uint64 {
 	return m
 }
 
-func newPartitions(dir string, n int, cacheBytes int64, logger *slog.Logger) *partitions {
+// newGen returns a fresh generation directory name.
+func newGen() string { return genDirPrefix + uuid.NewString()[:8] }
+
+func newPartitions(root, gen string, n int, cacheBytes int64, logger *slog.Logger) *partitions {
 	if cacheBytes <= 0 {
 		cacheBytes = defaultCacheBytes
 	}
+	fs := noSyncFS{vfs.Default}
 	p := &partitions{
-		fs:       noSyncFS{vfs.Default},
-		dir:      dir,
+		fs:       fs,
+		gen:      gen,
+		dir:      fs.PathJoin(root, gen),
 		n:        n,
 		dbs:      make([]*pebble.DB, n),
 		dirty:    make([]bool, n),
@@ -269,20 +277,20 @@ func (p *partitions) close() error {
 	return errors.Join(errs...)
 }
 
-// wipe removes every partition directory and leftover ingest file under dir
-// (the caller has closed the instances). Other files are left alone.
-func wipeLocal(fs vfs.FS, dir string) error {
-	names, err := fs.List(dir)
+// wipeLocal removes every cache generation under root except keep (the
+// caller has closed their instances). Other files are left alone.
+func wipeLocal(fs vfs.FS, root, keep string) error {
+	names, err := fs.List(root)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		return fmt.Errorf("list state cache %s: %w", dir, err)
+		return fmt.Errorf("list state cache %s: %w", root, err)
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, partitionDirPrefix) || n == ingestDirName {
-			if err := fs.RemoveAll(fs.PathJoin(dir, n)); err != nil {
-				return fmt.Errorf("remove state cache %s: %w", fs.PathJoin(dir, n), err)
+		if n != keep && (strings.HasPrefix(n, genDirPrefix) || strings.HasPrefix(n, partitionDirPrefix) || n == ingestDirName) {
+			if err := fs.RemoveAll(fs.PathJoin(root, n)); err != nil {
+				return fmt.Errorf("remove state cache %s: %w", fs.PathJoin(root, n), err)
 			}
 		}
 	}

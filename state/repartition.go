@@ -181,15 +181,26 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 	return st, nil
 }
 
-// resetCache closes the Pebble instances and starts an empty cache with
-// s.n partitions.
+// resetCache starts an empty cache generation with s.n partitions. The old
+// generation's instances are closed and its directory removed in the
+// background: closing 200 instances and deleting their files is the one part
+// of a repartition whose cost follows the old partition count, and nothing
+// waits for it except Close.
 func (s *Store) resetCache() error {
-	err := s.parts.close()
-	s.parts = newPartitions(s.opts.LocalDir, s.n, s.opts.CacheBytes, s.logger)
-	if err != nil {
-		return err
-	}
-	return wipeLocal(s.parts.fs, s.opts.LocalDir)
+	old := s.parts
+	s.parts = newPartitions(s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		err := old.close()
+		if rmErr := old.fs.RemoveAll(old.dir); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+		if err != nil {
+			s.logger.Warn("remove replaced state cache", "dir", old.dir, "err", err)
+		}
+	}()
+	return nil
 }
 
 // reloadAt makes the store hold committed version v (with the partition count
@@ -207,6 +218,7 @@ func (s *Store) reloadAt(ctx context.Context, v int64) error {
 	if err != nil {
 		return err
 	}
+	s.bg.Wait()
 	if err := s.parts.close(); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -93,9 +94,10 @@ type Store struct {
 	abandoned   []int64       // versions above the loaded one found at Open
 	tmps        []string      // temp files a failed publish could not remove
 	getBuf      []byte
-	lastGet     []byte // key of the last committed lookup, and its outcome:
-	lastFound   bool   // agg reads a key, then writes it; the write reuses this
-	broken      error  // the local cache no longer matches s.version
+	lastGet     []byte         // key of the last committed lookup, and its outcome:
+	lastFound   bool           // agg reads a key, then writes it; the write reuses this
+	broken      error          // the local cache no longer matches s.version
+	bg          sync.WaitGroup // closes and removes a replaced cache generation
 	closed      bool
 }
 
@@ -198,15 +200,20 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	}
 	s.version = version
 	s.n = s.opts.Partitions
-	s.parts = newPartitions(s.opts.LocalDir, s.n, s.opts.CacheBytes, s.logger)
-
-	if s.head != nil && s.trustMarker() {
-		s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
-		return nil
+	if s.head != nil {
+		if gen, ok := s.trustMarker(); ok {
+			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
+			s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
+			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
+				return errors.Join(err, s.parts.close())
+			}
+			return nil
+		}
 	}
-	if err := wipeLocal(s.parts.fs, s.opts.LocalDir); err != nil {
-		return errors.Join(err, s.parts.close())
+	if err := wipeLocal(vfs.Default, s.opts.LocalDir, ""); err != nil {
+		return err
 	}
+	s.parts = newPartitions(s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
 	if err := s.rebuild(ctx, chain); err != nil {
 		return errors.Join(err, s.parts.close())
 	}
@@ -216,21 +223,23 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 // trustMarker reports whether the local cache holds exactly s.head, and
 // removes the marker: from now on the cache changes and is trusted again only
 // after Close rewrites the marker.
-func (s *Store) trustMarker() bool {
-	path := s.parts.fs.PathJoin(s.opts.LocalDir, markerName)
+func (s *Store) trustMarker() (gen string, ok bool) {
+	path := vfs.Default.PathJoin(s.opts.LocalDir, markerName)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return false
+		return "", false
 	}
 	m, err := decodeMarker(b)
 	if err := errors.Join(err, os.Remove(path)); err != nil {
-		return false
+		return "", false
 	}
 	if err := syncDir(vfs.Default, s.opts.LocalDir); err != nil {
-		return false
+		return "", false
 	}
-	return m.StoreID == s.storeID && m.Version == s.head.Version && m.Attempt == s.head.Attempt &&
-		m.Partitions == s.n && slices.Equal(m.PartitionRows, s.head.PartitionRows)
+	ok = m.StoreID == s.storeID && m.Version == s.head.Version && m.Attempt == s.head.Attempt &&
+		m.Partitions == s.n && slices.Equal(m.PartitionRows, s.head.PartitionRows) &&
+		strings.HasPrefix(m.Gen, genDirPrefix) && !strings.ContainsAny(m.Gen, `/\.`)
+	return m.Gen, ok
 }
 
 // rebuild fills the empty cache from a metadata chain: the snapshot by
@@ -850,6 +859,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.Abort()
+	s.bg.Wait()
 	trusted := s.broken == nil && s.head != nil
 	var err error
 	if trusted {
