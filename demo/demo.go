@@ -97,14 +97,14 @@ func (o *Options) defaults() {
 // PhaseRunner starts one phase of the query as a user would: a fresh start
 // on the same checkpoint and table.
 type PhaseRunner interface {
-	RunPhase(ctx context.Context, cfg pipeline.Config) error
+	RunPhase(ctx context.Context, phase string, cfg pipeline.Config) error
 }
 
 // InProcess runs a phase inside this process (a new engine run each time).
 type InProcess struct{}
 
 // RunPhase runs cfg to completion.
-func (InProcess) RunPhase(ctx context.Context, cfg pipeline.Config) error {
+func (InProcess) RunPhase(ctx context.Context, _ string, cfg pipeline.Config) error {
 	_, err := pipeline.Run(ctx, cfg)
 	return err
 }
@@ -158,6 +158,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(o.Out, "archive: %d files, blocks %d-%d (%d rows); S3 %s, node %s\n\n", len(env.Manifest.Files),
+		env.Manifest.FirstBlock, env.Manifest.LastBlock, env.Manifest.Rows, env.S3.URL(), env.Node.URL())
 	defer env.Close()
 
 	rep := &Report{ArchiveRows: env.Manifest.Rows}
@@ -190,7 +192,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			ProgressFile: filepath.Join(progressDir, name+".jsonl"),
 		}
 		t0 := time.Now()
-		err := o.Runner.RunPhase(ctx, cfg)
+		fmt.Fprintf(o.Out, "==> %-15s %s\n", name, strings.Join(cfg.Args(), " "))
+		err := o.Runner.RunPhase(ctx, name, cfg)
+		if err != nil {
+			fmt.Fprintf(o.Out, "    %s: %v\n", name, err)
+		} else {
+			fmt.Fprintf(o.Out, "    %s done in %s\n", name, time.Since(t0).Round(time.Millisecond))
+		}
 		res := PhaseResult{Name: name, Conf: conf, Trigger: trigString(trig, maxBatches), Err: err,
 			Duration: time.Since(t0), Progress: cfg.ProgressFile}
 		for _, s := range sources {
@@ -380,33 +388,39 @@ func TreeHash(dir string) (string, error) {
 }
 
 // Exec runs each phase as its own process of the ethstream binary, exactly as
-// a user restarting the job would.
+// a user restarting the job would. Each phase's log goes to LogDir/<phase>.log.
 type Exec struct {
 	Binary string
-	Stderr io.Writer
+	LogDir string
 }
 
 // RunPhase runs `ethstream run` with cfg's flags; a coded error printed by the
-// child is returned with its code.
-func (e Exec) RunPhase(ctx context.Context, cfg pipeline.Config) error {
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, e.Binary, cfg.Args()...)
-	cmd.Stdout = io.Discard
-	w := io.Writer(&stderr)
-	if e.Stderr != nil {
-		w = io.MultiWriter(&stderr, e.Stderr)
+// child ("error: CODE: message") is returned with its code.
+func (e Exec) RunPhase(ctx context.Context, phase string, cfg pipeline.Config) error {
+	if err := os.MkdirAll(e.LogDir, 0o755); err != nil {
+		return fmt.Errorf("create log dir %s: %w", e.LogDir, err)
 	}
-	cmd.Stderr = w
-	err := cmd.Run()
+	logPath := filepath.Join(e.LogDir, phase+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", logPath, err)
+	}
+	defer logFile.Close()
+	args := cfg.Args()
+	fmt.Fprintf(logFile, "$ %s %s\n", e.Binary, strings.Join(args, " "))
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, e.Binary, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = io.MultiWriter(&stderr, logFile)
+	err = cmd.Run()
 	if err == nil {
 		return nil
 	}
-	// The child prints "error: CODE: message" as its last error line.
 	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
 		if rest, ok := strings.CutPrefix(line, "error: "); ok {
 			code, msg, _ := strings.Cut(rest, ": ")
-			return &errcode.Error{Code: code, Msg: msg, Err: err}
+			return &errcode.Error{Code: code, Msg: msg}
 		}
 	}
-	return fmt.Errorf("%s %s: %w", e.Binary, strings.Join(cfg.Args(), " "), err)
+	return fmt.Errorf("phase %s (log %s): %w", phase, logPath, err)
 }

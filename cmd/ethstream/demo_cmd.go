@@ -40,7 +40,7 @@ and exits 0 only if every verification holds.`,
 				if err != nil {
 					return fmt.Errorf("find own executable: %w", err)
 				}
-				o.Runner = demo.Exec{Binary: exe, Stderr: cmd.ErrOrStderr()}
+				o.Runner = demo.Exec{Binary: exe, LogDir: filepath.Join(workdir, "logs")}
 			}
 			rep, err := demo.Run(cmd.Context(), o)
 			if err != nil {
