@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
 )
 
 // Retry policy for store requests: full-jitter exponential backoff. The AWS
@@ -80,6 +81,8 @@ func parseS3URI(uri string) (bucket, key string, err error) {
 	}
 	return u.Host, strings.TrimPrefix(u.Path, "/"), nil
 }
+
+const listRemedy = "check the bucket name, the region (s3://aws-public-blockchain is in us-east-2: add region=us-east-2&anonymous=true), the endpoint and the credentials, then restart"
 
 // classify says whether err is worth retrying and whether it is a throttle.
 func classify(err error) (retry, throttle bool) {
@@ -161,7 +164,7 @@ func (s *s3Store) list(ctx context.Context) ([]object, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, unreadable(err, s3URI(s.bucket, s.prefix), "list archive bucket")
+			return nil, errcode.Wrap(err, ArchiveFileUnreadable, s3URI(s.bucket, s.prefix), listRemedy, "list archive bucket")
 		}
 		for _, c := range page.Contents {
 			key := aws.ToString(c.Key)
