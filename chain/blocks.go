@@ -60,7 +60,7 @@ var emptyRate = []knot{
 // gasPerTx is the mean gas per transaction.
 var gasPerTx = []knot{
 	{d(2015, 7, 30), 30_000}, {d(2017, 1, 1), 45_000}, {d(2019, 1, 1), 55_000},
-	{d(2021, 1, 1), 70_000}, {d(2022, 9, 15), 100_000}, {d(2026, 12, 31), 110_000},
+	{d(2021, 1, 1), 70_000}, {d(2022, 9, 15), 100_000}, {d(2025, 6, 1), 120_000}, {d(2026, 12, 31), 160_000},
 }
 
 // logRate is the fraction of non-empty blocks whose logs bloom is not zero.
