@@ -35,7 +35,58 @@ type rpcBlock struct {
 	Timestamp    *string           `json:"timestamp"`
 	Miner        *string           `json:"miner"`
 	GasUsed      *string           `json:"gasUsed"`
-	Transactions []json.RawMessage `json:"transactions"`
+	Transactions *txCount          `json:"transactions"`
+}
+
+// txCount counts the elements of the transactions array (hashes, or objects
+// when hydrated) without materialising them: a mainnet block lists ~200.
+type txCount int64
+
+// UnmarshalJSON counts the top-level elements of a JSON array. encoding/json
+// has validated data before calling it, so a small scanner that tracks
+// strings and nesting is exact.
+func (c *txCount) UnmarshalJSON(data []byte) error {
+	if len(data) == 0 || data[0] != '[' {
+		return fmt.Errorf("transactions is not an array")
+	}
+	var n int64
+	depth, inStr, esc, empty := 0, false, false, true
+	for _, ch := range data[1:] {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case ch == '\\':
+				esc = true
+			case ch == '"':
+				inStr = false
+			}
+			continue
+		case ch == ' ', ch == '\t', ch == '\n', ch == '\r':
+			continue
+		}
+		if depth == 0 && ch != ']' {
+			empty = false
+		}
+		switch ch {
+		case '"':
+			inStr = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		}
+	}
+	if !empty {
+		n++
+	}
+	*c = txCount(n)
+	return nil
 }
 
 // parseBlock turns the raw JSON result of eth_getBlockByNumber (hydrated or
@@ -75,7 +126,7 @@ func parseBlock(raw []byte) (blockRow, error) {
 	if b.Transactions == nil {
 		return blockRow{}, errors.New("block has no transactions field")
 	}
-	r.TransactionCount = int64(len(b.Transactions))
+	r.TransactionCount = int64(*b.Transactions)
 	return r, nil
 }
 

@@ -89,3 +89,21 @@ func FuzzParseBlock(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTxCount checks the allocation-free counter against the naive oracle
+// (decoding into []json.RawMessage) on any valid JSON array.
+func FuzzTxCount(f *testing.F) {
+	for _, s := range []string{`[]`, `[ ]`, `["0xaa"]`, `["a,b","c\"],["]`, `[{"x":[1,2,{"y":"]"}]},[],[[]],null, 1]`, "[\n1 ,\t2\r]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var naive []json.RawMessage
+		if json.Unmarshal(raw, &naive) != nil || naive == nil {
+			return
+		}
+		var c txCount
+		if err := json.Unmarshal(raw, &c); err != nil || int(c) != len(naive) {
+			t.Fatalf("%s: counted %d (%v), want %d", raw, c, err, len(naive))
+		}
+	})
+}

@@ -19,6 +19,7 @@
 //	finality             safe | finalized: read only blocks <= that tag's block
 //	endpoints            url1,url2: further endpoints, tried in order on failure
 //	maxBatchSize         calls per JSON-RPC batch request (default 100)
+//	parallelism          batch requests in flight for one range (default 4)
 //	timeout              per request, Go duration (default 10s)
 //	maxRetries           retries of one call across endpoints (default 8)
 //
@@ -40,7 +41,9 @@
 // ReadBatch fetches the range with eth_getBlockByNumber(n, false) calls sent
 // as JSON-RPC batch requests of at most maxBatchSize calls; when an endpoint
 // answers "batch too large" (go-ethereum's BatchRequestLimit, HTTP 413, or a
-// provider's equivalent) the size is halved and kept. Nothing is emitted
+// provider's equivalent) the size is halved and kept. A range is split over
+// up to parallelism concurrent requests of at least 5 blocks each, because a
+// node answers one batch request sequentially. Nothing is emitted
 // before every check passed:
 //
 //   - the first block's parentHash equals the start offset's hash (the seam

@@ -17,6 +17,7 @@ const (
 	DefaultMaxBatchSize        = 100
 	DefaultTimeout             = 10 * time.Second
 	DefaultMaxRetries          = 8
+	DefaultParallelism         = 4
 )
 
 // Options configures a Source. The zero value of each field selects its default.
@@ -44,6 +45,9 @@ type Options struct {
 	Timeout time.Duration
 	// MaxRetries bounds the retries of one call across all endpoints (default 8).
 	MaxRetries int
+	// Parallelism bounds the batch requests in flight for one range (default
+	// 4); a range is split so that each gets at least 5 blocks.
+	Parallelism int
 	// Logger receives retries and failovers; nil uses the engine's logger.
 	Logger *slog.Logger
 }
@@ -60,6 +64,7 @@ var uriKeys = map[string]string{
 	"maxBatchSize":  "maxBatchSize", "max_batch_size": "maxBatchSize",
 	"timeout":    "timeout",
 	"maxRetries": "maxRetries", "max_retries": "maxRetries",
+	"parallelism": "parallelism",
 }
 
 // ParseURI parses the source URI of `ethstream run --source NAME=ethrpc:URI`:
@@ -67,7 +72,8 @@ var uriKeys = map[string]string{
 // "http://127.0.0.1:8545?maxBlocksPerTrigger=20&start_block=26086570&confirmations=0".
 // Options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations,
 // finality (safe|finalized), endpoints (comma-separated further URLs, tried in
-// order after the URI's own), maxBatchSize, timeout (Go duration), maxRetries.
+// order after the URI's own), maxBatchSize, parallelism, timeout (Go duration),
+// maxRetries.
 // An unknown option is an INVALID_ARGUMENT error: a typo must not silently
 // read from the wrong block. An endpoint that needs its own query string
 // (an API key) goes URL-encoded into endpoints=.
@@ -95,7 +101,7 @@ func ParseURI(uri string) (Options, error) {
 		canon, ok := uriKeys[k]
 		if !ok {
 			return Options{}, errcode.New(CodeInvalidOption, "",
-				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, timeout, maxRetries",
+				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, maxRetries",
 				"unknown ethrpc option %q", k)
 		}
 		if prev, dup := seen[canon]; dup || len(vals[k]) > 1 {
@@ -155,6 +161,12 @@ func ParseURI(uri string) (Options, error) {
 				return Options{}, bad(err)
 			}
 			o.Timeout = d
+		case "parallelism":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return Options{}, bad(err)
+			}
+			o.Parallelism = n
 		case "maxRetries":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {

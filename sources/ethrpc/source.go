@@ -15,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"golang.org/x/sync/errgroup"
 )
 
 // emitChunkRows bounds the rows of one emitted engine.Batch, so a large
@@ -82,6 +83,9 @@ func New(o Options) (*Source, error) {
 	}
 	if o.MaxRetries == 0 {
 		o.MaxRetries = DefaultMaxRetries
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = DefaultParallelism
 	}
 	s := &Source{o: o}
 	s.batch.Store(int64(o.MaxBatchSize))
@@ -421,15 +425,43 @@ func (s *Source) fetchTags(ctx context.Context, tag string) (blockRow, error) {
 	return r, err
 }
 
+// minParallelChunk is the smallest chunk worth its own request when a range
+// is split across parallel requests.
+const minParallelChunk = 5
+
 // fetchRange fetches the given blocks in JSON-RPC batch requests of at most
-// s.batch calls, halving the size for good when the endpoint refuses it.
+// s.batch calls, up to Parallelism requests in flight (a node serves one
+// batch request sequentially, so a range is split to use several cores or
+// connections). The size is halved for good when the endpoint refuses it.
 func (s *Source) fetchRange(ctx context.Context, nums []uint64) ([]blockRow, error) {
-	rows := make([]blockRow, 0, len(nums))
-	for i := 0; i < len(nums); {
-		j := min(len(nums), i+int(s.batch.Load()))
-		got, err := s.fetchChunk(ctx, nums[i:j])
-		if errors.Is(err, errBatchTooLarge) && j-i > 1 {
-			s.batch.Store(int64(max(1, (j-i)/2)))
+	rows := make([]blockRow, len(nums))
+	for {
+		size := int(s.batch.Load())
+		if per := (len(nums) + s.o.Parallelism - 1) / s.o.Parallelism; per < size {
+			size = max(per, min(minParallelChunk, size))
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(s.o.Parallelism)
+		for i := 0; i < len(nums); i += size {
+			j := min(len(nums), i+size)
+			g.Go(func() error {
+				got, err := s.fetchChunk(gctx, nums[i:j])
+				if err == nil {
+					copy(rows[i:j], got)
+				} else if errors.Is(err, errBatchTooLarge) && j-i > 1 {
+					// Several chunks may refuse at once: keep the smallest halving.
+					for half := int64(max(1, (j-i)/2)); ; {
+						cur := s.batch.Load()
+						if half >= cur || s.batch.CompareAndSwap(cur, half) {
+							break
+						}
+					}
+				}
+				return err
+			})
+		}
+		err := g.Wait()
+		if errors.Is(err, errBatchTooLarge) && size > 1 {
 			s.pool.noteSplit()
 			s.log.Info("ethrpc endpoint refused the batch size, halving", "size", s.batch.Load())
 			continue
@@ -437,10 +469,8 @@ func (s *Source) fetchRange(ctx context.Context, nums []uint64) ([]blockRow, err
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, got...)
-		i = j
+		return rows, nil
 	}
-	return rows, nil
 }
 
 func (s *Source) fetchChunk(ctx context.Context, nums []uint64) ([]blockRow, error) {
