@@ -29,13 +29,13 @@ var errBlockNotFound = errors.New("block not found (null result)")
 // rpcBlock is the subset of eth_getBlockByNumber's result the source reads.
 // Fields are raw strings so that every check is ours and explicit.
 type rpcBlock struct {
-	Number       *string           `json:"number"`
-	Hash         *string           `json:"hash"`
-	ParentHash   *string           `json:"parentHash"`
-	Timestamp    *string           `json:"timestamp"`
-	Miner        *string           `json:"miner"`
-	GasUsed      *string           `json:"gasUsed"`
-	Transactions *txCount          `json:"transactions"`
+	Number       *string  `json:"number"`
+	Hash         *string  `json:"hash"`
+	ParentHash   *string  `json:"parentHash"`
+	Timestamp    *string  `json:"timestamp"`
+	Miner        *string  `json:"miner"`
+	GasUsed      *string  `json:"gasUsed"`
+	Transactions *txCount `json:"transactions"`
 }
 
 // txCount counts the elements of the transactions array (hashes, or objects
