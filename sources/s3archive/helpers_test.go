@@ -118,7 +118,19 @@ type eraSeconds struct {
 	GasUsed          int64  `parquet:"gas_used"`
 }
 
-var eras = []string{"modern", "int96", "decimal", "nanos", "seconds"}
+// eraSpark: every column optional, as Spark writes nullable columns (the real
+// dataset), with no nulls at all; INT96 timestamp.
+type eraSpark struct {
+	Timestamp        *deprecated.Int96 `parquet:"timestamp,optional"`
+	Number           *int64            `parquet:"number,optional"`
+	Hash             *string           `parquet:"hash,optional"`
+	ParentHash       *string           `parquet:"parent_hash,optional"`
+	Miner            *string           `parquet:"miner,optional,dict"`
+	GasUsed          *int64            `parquet:"gas_used,optional"`
+	TransactionCount *int64            `parquet:"transaction_count,optional"`
+}
+
+var eras = []string{"modern", "int96", "decimal", "nanos", "seconds", "spark"}
 
 func toInt96(us int64) deprecated.Int96 {
 	day := us / 86_400_000_000
@@ -242,6 +254,14 @@ func writeEra(t testing.TB, path, era string, blocks []block, opts ...parquet.Wr
 		for i, b := range blocks {
 			rows[i] = eraSeconds{Number: b.Number, Timestamp: b.TS / 1e6, Hash: b.Hash, ParentHash: b.ParentHash,
 				Miner: b.Miner, TransactionCount: b.TxCount, GasUsed: b.GasUsed}
+		}
+		writeRows(t, path, rows, opts...)
+	case "spark":
+		rows := make([]eraSpark, len(blocks))
+		for i, b := range blocks {
+			ts := toInt96(b.TS)
+			rows[i] = eraSpark{Timestamp: &ts, Number: &b.Number, Hash: &b.Hash, ParentHash: &b.ParentHash,
+				Miner: &b.Miner, GasUsed: &b.GasUsed, TransactionCount: &b.TxCount}
 		}
 		writeRows(t, path, rows, opts...)
 	default:
