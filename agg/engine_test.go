@@ -121,8 +121,8 @@ func TestEngineReferencePipeline(t *testing.T) {
 		}
 		sum, err := engine.Run(context.Background(), engine.Query{
 			Sources:        sources,
-			Columns:        []string{engine.ColBlockTS, engine.ColMiner, engine.ColSource},
-			Watermark:      &engine.Watermark{Column: engine.ColBlockTS, Delay: 48 * time.Hour},
+			Columns:        refSpec().InputColumns(),
+			Watermark:      refSpec().EngineWatermark(),
 			Operator:       op,
 			Sink:           sink,
 			Trigger:        trigger,

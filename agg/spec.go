@@ -2,6 +2,7 @@ package agg
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -358,4 +359,36 @@ func (p *plan) specText() string {
 		b.WriteString(" watermark=none")
 	}
 	return b.String()
+}
+
+// EngineWatermark returns the engine.Watermark that matches the spec (the
+// engine computes the watermark; the operator drops and evicts by it), or
+// nil when the spec has no watermark.
+func (s Spec) EngineWatermark() *engine.Watermark {
+	if s.Window == nil || s.WatermarkDelay <= 0 {
+		return nil
+	}
+	return &engine.Watermark{Column: s.Window.Column, Delay: s.WatermarkDelay}
+}
+
+// InputColumns returns the input columns the operator reads, each once: the
+// event time column, the group columns, the aggregate columns (for
+// engine.Query.Columns).
+func (s Spec) InputColumns() []string {
+	var cols []string
+	add := func(c string) {
+		if c != "" && !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	if s.Window != nil {
+		add(s.Window.Column)
+	}
+	for _, g := range s.GroupBy {
+		add(g)
+	}
+	for _, a := range s.Aggregates {
+		add(a.Column)
+	}
+	return cols
 }

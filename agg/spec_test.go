@@ -111,3 +111,21 @@ func TestSchema(t *testing.T) {
 		t.Fatalf("value schema %s, want %s", got, want)
 	}
 }
+
+func TestSpecEngineHelpers(t *testing.T) {
+	s := refSpec()
+	if got := s.InputColumns(); strings.Join(got, ",") != "block_ts,source,miner" {
+		t.Fatalf("InputColumns = %v", got)
+	}
+	if w := s.EngineWatermark(); w == nil || w.Column != engine.ColBlockTS || w.Delay != 48*time.Hour {
+		t.Fatalf("EngineWatermark = %+v", w)
+	}
+	s.Aggregates = append(s.Aggregates, Aggregate{Kind: Sum, Column: engine.ColGasUsed}, Aggregate{Kind: Max, Column: engine.ColBlockTS})
+	if got := s.InputColumns(); strings.Join(got, ",") != "block_ts,source,miner,gas_used" {
+		t.Fatalf("InputColumns = %v", got)
+	}
+	s.WatermarkDelay = 0
+	if w := s.EngineWatermark(); w != nil {
+		t.Fatalf("EngineWatermark without delay = %+v", w)
+	}
+}
