@@ -9,6 +9,8 @@ for p in backfill add_live retire_archive shrink_state; do
 done
 run "$BIN" progress --out "$OUT" "${phases[@]}"
 run "$BIN" checkpoint inspect "$CKPT" --json
-run "$BIN" table history "$TABLE" | tail -n 5
-run "$BIN" table show "$TABLE" --format csv | head -n 10
-echo "wrote $OUT/batches.csv and $OUT/sources.csv" >&2
+run "$BIN" table history "$TABLE" >"$OUT/history.txt"
+head -n 5 "$OUT/history.txt"
+run "$BIN" table show "$TABLE" --format csv >"$OUT/table.csv"
+head -n 10 "$OUT/table.csv"
+echo "wrote $OUT/batches.csv, $OUT/sources.csv, $OUT/history.txt and $OUT/table.csv" >&2
