@@ -300,44 +300,41 @@ func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofak
 		return nil, err
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].key < objs[j].key })
-	out := gofakes3.NewObjectList()
-	var count int64
-	lastPrefix := ""
-	for i, o := range objs {
-		if page.HasMarker && o.key <= page.Marker {
-			continue
-		}
-		if page.HasMarker && strings.HasSuffix(page.Marker, delim) && delim != "" && strings.HasPrefix(o.key, page.Marker) {
-			continue // under the common prefix that ended the previous page
-		}
-		marker := o.key
+	// Entries in key order: a key, or the common prefix it rolls up into.
+	// Keys sharing a common prefix are contiguous, so entries stay sorted.
+	type entry struct {
+		name   string
+		prefix bool
+		obj    listedObject
+	}
+	var entries []entry
+	for _, o := range objs {
+		e := entry{name: o.key, obj: o}
 		if delim != "" {
 			if j := strings.Index(o.key[len(pfx):], delim); j >= 0 {
-				cp := o.key[:len(pfx)+j+len(delim)]
-				if cp == lastPrefix {
-					continue
-				}
-				lastPrefix = cp
-				out.AddPrefix(cp)
-				marker = cp
-			} else {
-				out.Add(b.content(o))
+				e = entry{name: o.key[:len(pfx)+j+len(delim)], prefix: true}
 			}
-		} else {
-			out.Add(b.content(o))
 		}
-		count++
-		if page.MaxKeys > 0 && count >= page.MaxKeys {
-			// Truncated only if something after this entry would be listed.
-			for _, rest := range objs[i+1:] {
-				if delim != "" && strings.HasSuffix(marker, delim) && strings.HasPrefix(rest.key, marker) {
-					continue
-				}
-				out.IsTruncated = true
-				out.NextMarker = marker
-				break
-			}
+		if n := len(entries); n > 0 && entries[n-1].prefix && e.prefix && entries[n-1].name == e.name {
+			continue
+		}
+		// The marker is the last entry of the previous page.
+		if page.HasMarker && e.name <= page.Marker {
+			continue
+		}
+		entries = append(entries, e)
+	}
+	out := gofakes3.NewObjectList()
+	for i, e := range entries {
+		if page.MaxKeys > 0 && int64(i) == page.MaxKeys {
+			out.IsTruncated = true
+			out.NextMarker = entries[i-1].name
 			break
+		}
+		if e.prefix {
+			out.AddPrefix(e.name)
+		} else {
+			out.Add(b.content(e.obj))
 		}
 	}
 	return out, nil
