@@ -3,10 +3,10 @@ package state
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -16,8 +16,15 @@ import (
 
 // kvRef locates one key/value pair in a repartition arena.
 type kvRef struct {
+	pfx       uint64 // the key's first 8 bytes, big-endian: most comparisons stop here
 	off       int
 	klen, vln int32
+}
+
+func keyPrefix(k []byte) uint64 {
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // bucket collects the pairs routed to one new partition.
@@ -65,6 +72,9 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 
 	// Read the old partitions sequentially and route.
 	buckets := make([]bucket, n)
+	for t := range buckets {
+		buckets[t].refs = make([]kvRef, 0, s.rows/int64(n)+s.rows/int64(4*n)+16)
+	}
 	for p := 0; p < s.n; p++ {
 		if s.partRows[p] == 0 {
 			continue
@@ -87,7 +97,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 				return st, errors.Join(fmt.Errorf("read state partition %d: %w", p, err), it.Close())
 			}
 			b := &buckets[PartitionOf(k, n)]
-			b.refs = append(b.refs, kvRef{off: len(b.arena), klen: int32(len(k)), vln: int32(len(v))})
+			b.refs = append(b.refs, kvRef{pfx: keyPrefix(k), off: len(b.arena), klen: int32(len(k)), vln: int32(len(v))})
 			b.arena = append(b.arena, k...)
 			b.arena = append(b.arena, v...)
 			st.KeysBefore++
@@ -104,7 +114,15 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 	rows := make([]int64, n)
 	for t := range buckets {
 		b := &buckets[t]
-		sort.Slice(b.refs, func(i, j int) bool { return bytes.Compare(b.key(b.refs[i]), b.key(b.refs[j])) < 0 })
+		slices.SortFunc(b.refs, func(x, y kvRef) int {
+			if x.pfx != y.pfx {
+				if x.pfx < y.pfx {
+					return -1
+				}
+				return 1
+			}
+			return bytes.Compare(b.key(x), b.key(y))
+		})
 		for i := 1; i < len(b.refs); i++ {
 			if bytes.Equal(b.key(b.refs[i-1]), b.key(b.refs[i])) {
 				return st, fmt.Errorf("state: key %x found in two partitions of version %d", b.key(b.refs[i]), base)

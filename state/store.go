@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -476,15 +477,32 @@ func (s *Store) resolve() error {
 	if s.unknown == 0 {
 		return nil
 	}
-	byPart := map[int32][]string{}
+	cs := make([]change, 0, s.unknown)
 	for k, e := range s.pending {
 		if !e.known {
-			byPart[e.part] = append(byPart[e.part], k)
+			cs = append(cs, newChange(k, e))
 		}
 	}
-	for p, keys := range byPart {
-		slices.Sort(keys)
-		d, err := s.parts.db(int(p))
+	sortChanges(cs)
+	return s.resolveSorted(cs)
+}
+
+// resolveSorted resolves the unknown entries among cs, sorted by (partition,
+// key), with one iterator per partition seeking forward.
+func (s *Store) resolveSorted(cs []change) error {
+	for i := 0; i < len(cs) && s.unknown > 0; {
+		p := cs[i].part
+		j := i
+		anyUnknown := false
+		for ; j < len(cs) && cs[j].part == p; j++ {
+			anyUnknown = anyUnknown || !cs[j].e.known
+		}
+		group := cs[i:j]
+		i = j
+		if !anyUnknown {
+			continue
+		}
+		d, err := s.parts.db(p)
 		if err != nil {
 			return err
 		}
@@ -492,10 +510,13 @@ func (s *Store) resolve() error {
 		if err != nil {
 			return fmt.Errorf("read state partition %d: %w", p, err)
 		}
-		for _, k := range keys {
-			kb := []byte(k)
+		for _, c := range group {
+			e := c.e
+			if e.known {
+				continue
+			}
+			kb := []byte(c.key)
 			found := it.SeekGE(kb) && bytes.Equal(it.Key(), kb)
-			e := s.pending[k]
 			e.known, e.existed = true, found
 			s.unknown--
 			if e.del && !found {
@@ -624,35 +645,65 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 
 // Abort drops the pending batch.
 func (s *Store) Abort() {
-	clear(s.pending)
+	if len(s.pending) > 4096 {
+		// A cleared map keeps its buckets; let a backfill-sized one go.
+		s.pending = map[string]*pendingEntry{}
+	} else {
+		clear(s.pending)
+	}
 	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
 	s.lastGet = s.lastGet[:0]
 }
 
-// change is one effective change of the pending batch.
+// change is one entry of the pending batch, with its sort key.
 type change struct {
+	pfx  uint64 // first 8 key bytes: most comparisons stop here
 	part int
 	key  string
 	e    *pendingEntry
 }
 
-// changes returns the pending batch's effective changes sorted by
-// (partition, key): puts, and deletes of keys that existed.
-func (s *Store) changes() []change {
-	cs := make([]change, 0, len(s.pending))
-	for k, e := range s.pending {
-		if e.del && !e.existed {
-			continue
-		}
-		cs = append(cs, change{part: int(e.part), key: k, e: e})
-	}
+func newChange(k string, e *pendingEntry) change {
+	var b [8]byte
+	copy(b[:], k)
+	return change{pfx: binary.BigEndian.Uint64(b[:]), part: int(e.part), key: k, e: e}
+}
+
+func sortChanges(cs []change) {
 	slices.SortFunc(cs, func(a, b change) int {
 		if a.part != b.part {
 			return a.part - b.part
 		}
+		if a.pfx != b.pfx {
+			if a.pfx < b.pfx {
+				return -1
+			}
+			return 1
+		}
 		return strings.Compare(a.key, b.key)
 	})
-	return cs
+}
+
+// changes returns the pending batch's effective changes sorted by
+// (partition, key): puts, and deletes of keys that existed. It resolves
+// unknown entries on the way (one sort for both).
+func (s *Store) changes() ([]change, error) {
+	cs := make([]change, 0, len(s.pending))
+	for k, e := range s.pending {
+		cs = append(cs, newChange(k, e))
+	}
+	sortChanges(cs)
+	if err := s.resolveSorted(cs); err != nil {
+		return nil, err
+	}
+	out := cs[:0]
+	for _, c := range cs {
+		if c.e.del && !c.e.existed {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // Commit makes version durable in Dir (data file, then metadata file, both
@@ -670,10 +721,10 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	if err := ctx.Err(); err != nil {
 		return Metrics{}, err
 	}
-	if err := s.resolve(); err != nil {
+	cs, err := s.changes()
+	if err != nil {
 		return Metrics{}, err
 	}
-	cs := s.changes()
 	var updated, removed int64
 	newRows := slices.Clone(s.partRows)
 	for _, c := range cs {
