@@ -21,9 +21,9 @@ func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 func genArchiveCmd() *cobra.Command {
 	var (
-		out, preset string
-		seed        int64
-		days        int
+		out, preset, from string
+		seed              int64
+		days              int
 	)
 	cmd := &cobra.Command{
 		Use:   "gen-archive --out DIR [--preset demo|seed] [--seed N] [--days N]",
@@ -41,11 +41,23 @@ and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("days") {
+			if cmd.Flags().Changed("days") || from != "" {
+				if !cmd.Flags().Changed("days") {
+					days = 1
+				}
 				if days < 1 || days > chain.TotalDays {
 					return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --days between 1 and %d", chain.TotalDays), "invalid --days %d", days)
 				}
 				p = chain.LastDaysPreset(days)
+				if from != "" {
+					fd, err := time.Parse(time.DateOnly, from)
+					last := chain.FirstDay.AddDate(0, 0, chain.TotalDays-days)
+					if err != nil || fd.Before(chain.FirstDay) || fd.After(last) {
+						return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --from YYYY-MM-DD between %s and %s for %d days",
+							chain.FirstDay.Format(time.DateOnly), last.Format(time.DateOnly), days), "invalid --from %q", from)
+					}
+					p = chain.RangePreset(fd, days)
+				}
 			}
 			start := time.Now()
 			opts := chain.GenOptions{Out: out, Preset: p, Seed: seed}
@@ -81,11 +93,15 @@ and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days
 	cmd.Flags().StringVar(&preset, "preset", "demo", "demo or seed")
 	cmd.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	cmd.Flags().IntVar(&days, "days", 0, "reduced scale: write only the last N days")
+	cmd.Flags().StringVar(&from, "from", "", "with --days: write N days from this date (YYYY-MM-DD) instead of the last N")
 	return cmd
 }
 
 func serveS3Cmd() *cobra.Command {
-	var root, addr string
+	var (
+		root, addr string
+		faults     chain.S3Faults
+	)
 	cmd := &cobra.Command{
 		Use:   "serve-s3 --root DIR [--addr 127.0.0.1:9000]",
 		Short: "Serve a directory as an S3-compatible endpoint (bucket = each top-level folder)",
@@ -97,7 +113,7 @@ so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`
 			if root == "" {
 				return errcode.New(errcode.InvalidArgument, "", "pass --root DIR", "--root is required")
 			}
-			srv, err := chain.StartS3(cmd.Context(), chain.S3Options{Root: root, Addr: addr})
+			srv, err := chain.StartS3(cmd.Context(), chain.S3Options{Root: root, Addr: addr, Faults: faults})
 			if err != nil {
 				return err
 			}
@@ -108,6 +124,9 @@ so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`
 	}
 	cmd.Flags().StringVar(&root, "root", "", "directory to serve")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9000", "listen address (loopback)")
+	cmd.Flags().Float64Var(&faults.ThrottleRate, "throttle-rate", 0, "fault injection: fraction of requests answered 503 SlowDown")
+	cmd.Flags().Float64Var(&faults.ErrorRate, "error-rate", 0, "fault injection: fraction of requests answered 500 InternalError")
+	cmd.Flags().Int64Var(&faults.Seed, "fault-seed", 1, "fault injection seed")
 	return cmd
 }
 func nodeCmd() *cobra.Command {
@@ -117,6 +136,7 @@ func nodeCmd() *cobra.Command {
 		speed         float64
 		initial       int
 		seed          int64
+		faults        chain.NodeFaults
 	)
 	cmd := &cobra.Command{
 		Use:   "node --archive DIR [--addr 127.0.0.1:8545] [--block-interval 12s] [--speed X] [--initial-blocks N]",
@@ -142,6 +162,7 @@ mined every --block-interval / --speed of wall time; block timestamps stay 12 s 
 			}
 			n, err := chain.StartNode(cmd.Context(), chain.NodeOptions{
 				Manifest: m, Seed: seed, Addr: addr, BlockInterval: interval, Speed: speed, InitialBlocks: initial,
+				Faults: faults,
 			})
 			if err != nil {
 				return err
@@ -158,5 +179,10 @@ mined every --block-interval / --speed of wall time; block timestamps stay 12 s 
 	cmd.Flags().Float64Var(&speed, "speed", 1, "wall clock runs this many times faster")
 	cmd.Flags().IntVar(&initial, "initial-blocks", 0, "blocks already mined at start")
 	cmd.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed (default: the archive's)")
+	cmd.Flags().DurationVar(&faults.Latency, "latency", 0, "fault injection: delay added to every request")
+	cmd.Flags().Float64Var(&faults.Rate429, "rate-429", 0, "fault injection: fraction of requests answered 429 with Retry-After")
+	cmd.Flags().Float64Var(&faults.Rate5xx, "rate-5xx", 0, "fault injection: fraction of requests answered 503")
+	cmd.Flags().DurationVar(&faults.RetryAfter, "retry-after", time.Second, "Retry-After of 429 answers")
+	cmd.Flags().Int64Var(&faults.Seed, "fault-seed", 1, "fault injection seed")
 	return cmd
 }

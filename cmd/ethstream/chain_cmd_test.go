@@ -40,6 +40,10 @@ func TestChainCommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
 		t.Fatal(err)
 	}
+	code, out, errOut = runChainCmd(t, ctx, "gen-archive", "--out", t.TempDir(), "--from", "2021-08-05", "--days", "1")
+	if code != 0 || !strings.Contains(out, "blocks 12") {
+		t.Fatalf("gen-archive --from: %d %q %q", code, out, errOut)
+	}
 	// A cancelled context: the servers start, print their endpoint and stop.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -75,6 +79,8 @@ func TestChainCommandErrors(t *testing.T) {
 		{[]string{"serve-s3", "--root", t.TempDir(), "--addr", busy}, "ADDRESS_IN_USE"},
 		{[]string{"node", "--archive", t.TempDir()}, "ARCHIVE_NOT_FOUND"},
 		{[]string{"node", "--archive", t.TempDir(), "--speed", "0"}, "INVALID_ARGUMENT"},
+		{[]string{"gen-archive", "--out", t.TempDir(), "--from", "2014-01-01"}, "INVALID_ARGUMENT"},
+		{[]string{"gen-archive", "--out", t.TempDir(), "--from", "2026-09-29", "--days", "2"}, "INVALID_ARGUMENT"},
 	} {
 		code, _, errOut := runChainCmd(t, ctx, c.args...)
 		if code == 0 || !strings.HasPrefix(errOut, "error: "+c.code+": ") || strings.Count(errOut, "\n") != 1 {
