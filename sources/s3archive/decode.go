@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -58,6 +59,35 @@ type rangeReader struct {
 	spans []span // sorted by off
 	m     *metrics
 }
+
+// fetchAll fetches ranges concurrently (at most rangeConcurrency at a time):
+// over S3 each range is a round trip, and a file has a few per row group.
+func (r *rangeReader) fetchAll(rs []byteRange) error {
+	bufs := make([][]byte, len(rs))
+	errs := make([]error, len(rs))
+	sem := make(chan struct{}, rangeConcurrency)
+	var wg sync.WaitGroup
+	for i, br := range rs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			bufs[i], errs[i] = r.st.readRange(r.ctx, r.uri, br.off, br.end-br.off)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, br := range rs {
+		r.spans = append(r.spans, span{off: br.off, data: bufs[i]})
+	}
+	sort.Slice(r.spans, func(i, j int) bool { return r.spans[i].off < r.spans[j].off })
+	return nil
+}
+
+// rangeConcurrency bounds the concurrent range requests of one file.
+const rangeConcurrency = 4
 
 func (r *rangeReader) fetch(off, n int64) error {
 	if n <= 0 {
@@ -697,14 +727,15 @@ func decodeFile(ctx context.Context, st store, uri string, size int64, cols []st
 		}
 	}
 	fetchedFrom := rr.spans[0].off // the footer read covers [fetchedFrom, size)
+	var need []byteRange
 	for _, r := range coalesce(rs) {
 		r.end = min(r.end, fetchedFrom)
-		if r.end <= r.off {
-			continue
+		if r.end > r.off {
+			need = append(need, r)
 		}
-		if err := rr.fetch(r.off, r.end-r.off); err != nil {
-			return nil, readErr(ctx, err, uri, "read column chunks")
-		}
+	}
+	if err := rr.fetchAll(need); err != nil {
+		return nil, readErr(ctx, err, uri, "read column chunks")
 	}
 	out := &decodedFile{}
 	for gi, rg := range f.RowGroups() {
