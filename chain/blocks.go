@@ -53,7 +53,7 @@ var utilisation = []knot{
 
 // emptyRate is the fraction of blocks without transactions.
 var emptyRate = []knot{
-	{d(2015, 7, 30), 0.7}, {d(2016, 1, 1), 0.3}, {d(2016, 6, 1), 0.1},
+	{d(2015, 7, 30), 0.85}, {d(2016, 1, 1), 0.5}, {d(2016, 6, 1), 0.25}, {d(2017, 1, 1), 0.1},
 	{d(2018, 1, 1), 0.03}, {d(2020, 1, 1), 0.01}, {d(2022, 9, 15), 0.005}, {d(2026, 12, 31), 0.002},
 }
 
@@ -65,7 +65,7 @@ var gasPerTx = []knot{
 
 // logRate is the fraction of non-empty blocks whose logs bloom is not zero.
 // Blooms are modelled sparse (a few entries) to keep the archive small.
-var logRate = []knot{{d(2015, 7, 30), 0.05}, {d(2016, 6, 1), 0.2}, {d(2017, 6, 1), 0.4}, {d(2019, 1, 1), 0.45}}
+var logRate = []knot{{d(2015, 7, 30), 0.05}, {d(2016, 6, 1), 0.15}, {d(2017, 6, 1), 0.3}, {d(2019, 1, 1), 0.3}}
 
 const blobGasPerBlob = 131072
 
