@@ -2,11 +2,16 @@ package ethrpc
 
 import (
 	"context"
+	"encoding/json"
+	"net"
+	"net/http"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
 )
@@ -85,3 +90,65 @@ func median(v []float64) float64 {
 }
 
 func lowerHex(s string) string { h, _ := normHex(s, 32); return h }
+
+// cachedBlocks serves blocks rendered once by the embedded node, so a
+// benchmark measures the source (HTTP, JSON-RPC batches, decoding, checks)
+// without the node's per-request block rendering.
+type cachedBlocks struct{ raw map[string]json.RawMessage }
+
+func (c *cachedBlocks) GetBlockByNumber(tag string, full bool) (json.RawMessage, error) {
+	if r, ok := c.raw[tag]; ok {
+		return r, nil
+	}
+	return json.RawMessage("null"), nil
+}
+
+// BenchmarkFetchBlocksCached: blocks per second and CPU per block of the
+// source alone, against a loopback rpc.Server holding pre-rendered blocks.
+func BenchmarkFetchBlocksCached(b *testing.B) {
+	m := testManifest(b)
+	const span = 1000
+	n := startChainNode(b, span, chain.NodeFaults{})
+	c, err := rpc.Dial(n.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache := &cachedBlocks{raw: map[string]json.RawMessage{}}
+	for i := uint64(1); i <= span; i++ {
+		tag := hexutil.EncodeUint64(m.LastBlock + i)
+		var raw json.RawMessage
+		if err := c.Call(&raw, "eth_getBlockByNumber", tag, false); err != nil {
+			b.Fatal(err)
+		}
+		cache.raw[tag] = raw
+	}
+	c.Close()
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("eth", cache); err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	for _, par := range []int{1, 4} {
+		b.Run("parallelism="+itoa(uint64(par)), func(b *testing.B) {
+			s, _ := openSource(b, Options{Endpoints: []string{"http://" + ln.Addr().String()}, Parallelism: par}, nil)
+			start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
+			end := Offset{Block: m.LastBlock + span, Hash: lowerHex(n.Header(m.LastBlock + span).Hash().Hex())}.JSON()
+			var got int
+			emit := func(bt *engine.Batch) error { got += bt.Len; return nil }
+			cpu0, t0 := cpuTime(), time.Now()
+			for b.Loop() {
+				if err := s.ReadBatch(context.Background(), start, end, emit); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(got)/time.Since(t0).Seconds(), "blocks/s")
+			b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(got), "cpu-µs/block")
+		})
+	}
+}

@@ -107,3 +107,28 @@ func FuzzTxCount(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastParse: the single-pass decoder agrees with the reference decoder
+// (encoding/json) on every valid JSON input, errors included.
+func FuzzFastParse(f *testing.F) {
+	f.Add([]byte(sampleBlock))
+	f.Add([]byte(strings.Replace(sampleBlock, `"number"`, `"NUMBER"`, 1)))
+	f.Add([]byte(strings.Replace(sampleBlock, `"miner"`, `"mi\u006eer"`, 1)))
+	f.Add([]byte(strings.Replace(sampleBlock, `"extraData":"0x"`, `"x":{"a":[1,"]}",{"b":null}]},"number":"0x1"`, 1)))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`[1]`))
+	f.Add([]byte(`{"transactions":{}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return
+		}
+		want, werr := parseBlock(raw)
+		var res blockResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatalf("blockResult.UnmarshalJSON failed: %v", err)
+		}
+		if (werr == nil) != (res.err == nil) || want != res.row {
+			t.Fatalf("%s:\nfast %+v %v\nref  %+v %v", raw, res.row, res.err, want, werr)
+		}
+	})
+}

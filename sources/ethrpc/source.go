@@ -477,10 +477,10 @@ func (s *Source) fetchChunk(ctx context.Context, nums []uint64) ([]blockRow, err
 	rows := make([]blockRow, len(nums))
 	what := fmt.Sprintf("eth_getBlockByNumber %d..%d", nums[0], nums[len(nums)-1])
 	err := s.pool.call(ctx, what, func(ctx context.Context, c *rpc.Client) error {
-		raws := make([]json.RawMessage, len(nums))
+		res := make([]blockResult, len(nums))
 		elems := make([]rpc.BatchElem, len(nums))
 		for i, n := range nums {
-			elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &raws[i]}
+			elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &res[i]}
 		}
 		if err := c.BatchCallContext(ctx, elems); err != nil {
 			return err
@@ -489,9 +489,9 @@ func (s *Source) fetchChunk(ctx context.Context, nums []uint64) ([]blockRow, err
 			if e.Error != nil {
 				return fmt.Errorf("block %d: %w", nums[i], e.Error)
 			}
-			r, err := parseBlock(raws[i])
-			if errors.Is(err, errBlockNotFound) {
-				return fmt.Errorf("block %d: %w", nums[i], err)
+			r, err := res[i].row, res[i].err
+			if !res[i].set || errors.Is(err, errBlockNotFound) {
+				return fmt.Errorf("block %d: %w", nums[i], errBlockNotFound)
 			}
 			if err == nil && uint64(r.Number) != nums[i] {
 				err = fmt.Errorf("asked for block %d, got block %d", nums[i], r.Number)
