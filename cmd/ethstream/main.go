@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -25,6 +26,36 @@ sources, offset log V2, tombstones) and on-demand state repartitioning in Go.
 Start with 'ethstream demo': it runs the whole lifecycle offline.`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
+}
+
+var cpuProfile string
+
+func init() {
+	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the command to FILE (go tool pprof)")
+	stop := func() {}
+	rootCmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		var err error
+		stop, err = startProfile()
+		return err
+	}
+	cobra.OnFinalize(func() { stop() })
+}
+
+// startProfile starts CPU profiling if --cpuprofile was given; the returned
+// function stops it.
+func startProfile() (func(), error) {
+	if cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(cpuProfile)
+	if err != nil {
+		return nil, fmt.Errorf("create profile %s: %w", cpuProfile, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func main() {

@@ -1,0 +1,213 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/pipeline"
+)
+
+// BenchOptions configure `ethstream bench`: the DESIGN.md §11 targets measured
+// end to end through the real components (embedded S3, node, Pebble, Delta).
+type BenchOptions struct {
+	WorkDir     string
+	Preset      chain.Preset
+	Seed        int64
+	LiveBatches int // per partition count; default 20
+	Out         io.Writer
+	Log         io.Writer // progress lines; nil = discard
+}
+
+// BenchResult is what bench measured. Durations in milliseconds.
+type BenchResult struct {
+	Preset                 string  `json:"preset"`
+	Files                  int     `json:"files"`
+	Blocks                 int64   `json:"blocks"`
+	ArchiveBytes           int64   `json:"archiveBytes"`
+	BackfillMs             int64   `json:"backfillMs"`
+	BackfillRowsPerSec     float64 `json:"backfillRowsPerSec"`
+	BackfillPeakRSSBytes   int64   `json:"backfillPeakRssBytes"`
+	KeysAfterBackfill      int64   `json:"keysAfterBackfill"`
+	RestartToFirstCommitMs int64   `json:"restartToFirstCommitMs"`
+	LiveMedianMs200        float64 `json:"liveMedianTriggerToCommitMs200"`
+	RepartitionMs          int64   `json:"repartitionMs"`
+	RepartitionKeys        int64   `json:"repartitionKeys"`
+	LiveMedianMs8          float64 `json:"liveMedianTriggerToCommitMs8"`
+	LivePeakRSSBytes       int64   `json:"livePeakRssBytes"`
+	GoMaxProcs             int     `json:"gomaxprocs"`
+}
+
+// peakRSS returns VmHWM of this process; resetPeakRSS restarts it (Linux).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return -1
+}
+
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// recorder keeps every progress event of a run and when the first arrived.
+type recorder struct {
+	mu     sync.Mutex
+	start  time.Time
+	first  time.Duration
+	events []*engine.Progress
+}
+
+func (r *recorder) OnProgress(p *engine.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.events) == 0 {
+		r.first = time.Since(r.start)
+	}
+	r.events = append(r.events, p)
+}
+
+func (r *recorder) medianTrigger(kind string) float64 {
+	var xs []float64
+	for _, p := range r.events {
+		if p.Kind() == kind {
+			xs = append(xs, float64(p.DurationMs[engine.DurTriggerExecution]))
+		}
+	}
+	sort.Float64s(xs)
+	return median(xs)
+}
+
+// Bench runs backfill, live at the wide partition count, the shrink and live
+// at the narrow count, each as its own engine run on one checkpoint, in this
+// process (so peak RSS is the engine's own).
+func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
+	if o.LiveBatches == 0 {
+		o.LiveBatches = 20
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	do := Options{WorkDir: o.WorkDir, Preset: o.Preset, Seed: o.Seed,
+		AddLiveBatches: o.LiveBatches, RetireBatches: o.LiveBatches, ShrinkBatches: 1}
+	do.defaults()
+	fmt.Fprintf(o.Log, "archive %s (cached in %s) ...\n", o.Preset.Name, o.WorkDir)
+	env, err := Setup(ctx, do)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	res := &BenchResult{Preset: o.Preset.Name, Files: len(env.Manifest.Files), Blocks: env.Manifest.Rows,
+		ArchiveBytes: env.Manifest.Bytes, GoMaxProcs: runtimeProcs()}
+	s3src := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive", URI: fmt.Sprintf(
+		"s3://%s/v1.0/eth/blocks?endpoint=%s&region=us-east-2&anonymous=true&maxFilesPerTrigger=%d",
+		Bucket, env.S3.URL(), o.Preset.MaxFilesPerTrigger)}
+	liveSrc := pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: fmt.Sprintf(
+		"%s?maxBlocksPerTrigger=20&start_block=%d&confirmations=0&start_parent_hash=%s",
+		env.Node.URL(), env.Manifest.LastBlock+1, env.Manifest.LastHash)}
+	conf := map[string]string{
+		"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true",
+		"spark.sql.streaming.offsetLog.formatVersion":              "2",
+		"spark.sql.shuffle.partitions":                             "200",
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	run := func(srcs []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, max int) (*recorder, error) {
+		rec := &recorder{start: time.Now()}
+		_, err := pipeline.Run(ctx, pipeline.Config{Checkpoint: env.Checkpoint, Table: env.Table, Logger: quiet,
+			LocalDir: filepath.Join(o.WorkDir, "state-cache"), Sources: srcs, Conf: conf, Trigger: trig,
+			MaxBatches: max, Listeners: []engine.Listener{rec}})
+		return rec, err
+	}
+
+	fmt.Fprintf(o.Log, "backfill %d files, %d blocks ...\n", res.Files, res.Blocks)
+	resetPeakRSS()
+	t0 := time.Now()
+	rec, err := run([]pipeline.SourceSpec{s3src}, conf, engine.Trigger{Kind: engine.AvailableNow}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("backfill: %w", err)
+	}
+	res.BackfillMs = time.Since(t0).Milliseconds()
+	res.BackfillPeakRSSBytes = peakRSS()
+	res.BackfillRowsPerSec = float64(res.Blocks) / time.Since(t0).Seconds()
+	if n := len(rec.events); n > 0 && len(rec.events[n-1].StateOperators) > 0 {
+		res.KeysAfterBackfill = rec.events[n-1].StateOperators[0].NumRowsTotal
+	}
+
+	fmt.Fprintf(o.Log, "live, 200 partitions, %d batches ...\n", o.LiveBatches)
+	live := engine.Trigger{Kind: engine.ProcessingTime}
+	resetPeakRSS()
+	rec, err = run([]pipeline.SourceSpec{s3src, liveSrc}, conf, live, o.LiveBatches)
+	if err != nil {
+		return nil, fmt.Errorf("live at 200: %w", err)
+	}
+	res.RestartToFirstCommitMs = rec.first.Milliseconds()
+	res.LiveMedianMs200 = rec.medianTrigger(engine.KindData)
+
+	fmt.Fprintf(o.Log, "shrink to 8 partitions, then %d live batches ...\n", o.LiveBatches)
+	shrink := clone(conf)
+	shrink["spark.sql.streaming.stateStore.partitions"] = "8"
+	rec, err = run([]pipeline.SourceSpec{liveSrc}, shrink, live, o.LiveBatches)
+	if err != nil {
+		return nil, fmt.Errorf("live at 8: %w", err)
+	}
+	res.LivePeakRSSBytes = peakRSS()
+	for _, p := range rec.events {
+		if p.Kind() == engine.KindRepartition {
+			res.RepartitionMs = p.DurationMs["controlBatch.REPARTITION"]
+			if len(p.StateOperators) > 0 {
+				res.RepartitionKeys = p.StateOperators[0].NumRowsTotal
+			}
+		}
+	}
+	res.LiveMedianMs8 = rec.medianTrigger(engine.KindData)
+	if o.Out != nil {
+		PrintBench(o.Out, res)
+	}
+	return res, nil
+}
+
+// PrintBench prints the result against the DESIGN.md §11 targets.
+func PrintBench(w io.Writer, r *BenchResult) {
+	mb := func(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
+	fmt.Fprintf(w, "| what (preset %s: %d files, %d blocks, GOMAXPROCS %d) | measured | target |\n|---|---|---|\n",
+		r.Preset, r.Files, r.Blocks, r.GoMaxProcs)
+	fmt.Fprintf(w, "| backfill S3 -> state -> Delta | %.1f s (%.0f blocks/s) | <= 60 s (seed) |\n", float64(r.BackfillMs)/1000, r.BackfillRowsPerSec)
+	fmt.Fprintf(w, "| keys in state after the backfill | %d | |\n", r.KeysAfterBackfill)
+	fmt.Fprintf(w, "| peak RSS, backfill | %s | <= 1.5 GB |\n", mb(r.BackfillPeakRSSBytes))
+	fmt.Fprintf(w, "| restart to first committed batch | %d ms | <= 1 s |\n", r.RestartToFirstCommitMs)
+	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 200 partitions | %.0f ms | |\n", r.LiveMedianMs200)
+	fmt.Fprintf(w, "| repartition 200 -> 8 (%d keys) | %d ms | <= 100 ms |\n", r.RepartitionKeys, r.RepartitionMs)
+	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 8 partitions | %.0f ms | <= 50 ms |\n", r.LiveMedianMs8)
+	fmt.Fprintf(w, "| peak RSS, live (shrink + live at 8) | %s | <= 200 MB |\n", mb(r.LivePeakRSSBytes))
+}
+
+// WriteBenchJSON writes r as indented JSON.
+func WriteBenchJSON(path string, r *BenchResult) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
