@@ -141,7 +141,7 @@ func TestS3Throttling(t *testing.T) {
 	root := t.TempDir()
 	want := writeDays(t, filepath.Join(root, "archive"), day0, 10, 30, "nanos")
 	f := startFakeS3(t, root)
-	f.setFaults(0.3, 0.1) // 30% 503 SlowDown, 10% 500 InternalError
+	f.setFaults(0.25, 0.05) // 25% 503 SlowDown, 5% 500 InternalError
 	o := s3Opts(f, "s3://archive/v1.0/eth/blocks")
 	o.ListPageSize = 4
 	o.Parallelism = 3
