@@ -55,6 +55,10 @@
 // empty file, a gap in the ids or a foreign file name is a CHECKPOINT_CORRUPT
 // error naming the file; the source never resets its log.
 //
+// Open reads the latest compact file and the files after it (at most ten
+// files whatever the log's length) to rebuild the set of admitted files;
+// ReadBatch reads <n> or <n>.compact for each n of the batch.
+//
 // Offsets are Spark's FileStreamSourceOffset: {"logOffset":n}; a bare n is
 // also accepted on input.
 //
@@ -76,7 +80,8 @@
 // Miner strings are interned.
 //
 // Store requests are retried (up to 10 attempts) with exponential backoff
-// from 25 ms and jitter, sleeping on the engine's clock, on 503 SlowDown, 429,
+// from 25 ms and jitter, sleeping on the engine's clock (a manual clock in a
+// test must be advanced for a retry to proceed), on 503 SlowDown, 429,
 // 5xx and connection errors; the AWS SDK's own retryer is off so that every
 // attempt is counted. Metrics() reports filesListed, filesAdmitted,
 // pendingFiles, filesRead, rowsRead, bytesRead, requests, retries,
