@@ -3,6 +3,7 @@ package agg
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"sort"
 	"strings"
@@ -89,7 +90,7 @@ func newHarness(t testing.TB, spec Spec, fs vfs.FS, parts int) *harness {
 
 func (h *harness) env() engine.OperatorEnv {
 	return engine.OperatorEnv{StateDir: h.stateDir, FS: h.fs, LocalDir: h.localDir,
-		Partitions: h.parts, Version: h.committed}
+		Partitions: h.parts, Version: h.committed, Logger: slog.New(slog.DiscardHandler)}
 }
 
 func (h *harness) open() {

@@ -318,7 +318,7 @@ var propertySpecs = map[string]Spec{
 func TestOracle(t *testing.T) {
 	seeds, rows := 3, 500
 	if *long {
-		seeds, rows = 30, 3000
+		seeds, rows = 12, 2000
 	}
 	names := make([]string, 0, len(propertySpecs))
 	for name := range propertySpecs {

@@ -279,6 +279,11 @@ func newPlan(spec Spec) (*plan, error) {
 		if err := claim(ra.As, "aggregate"); err != nil {
 			return nil, err
 		}
+		if ra.hasNonNull() {
+			if err := claim(ra.As+nonNullSuffix, "hidden state field of "+ra.As); err != nil {
+				return nil, err
+			}
+		}
 		p.aggs = append(p.aggs, ra)
 	}
 	// Spark refuses these at analysis time (UnsupportedOperationChecker): an

@@ -57,6 +57,9 @@ func TestNewValidates(t *testing.T) {
 			s.ColumnTypes = map[string]engine.Type{ColWindowStart: engine.Timestamp}
 		}, errcode.InvalidArgument, "twice"},
 		{"aggregate named like a group column", func(s *Spec) { s.Aggregates[0].As = "miner" }, errcode.InvalidArgument, "twice"},
+		{"aggregate named like a hidden field", func(s *Spec) {
+			s.Aggregates = []Aggregate{{Kind: Sum, Column: "gas_used", As: "g"}, {Kind: Count, As: "g__nonnull"}}
+		}, errcode.InvalidArgument, "twice"},
 		{"sum without column", func(s *Spec) { s.Aggregates = []Aggregate{{Kind: Sum}} }, errcode.InvalidArgument, "column"},
 		{"sum of a string", func(s *Spec) { s.Aggregates = []Aggregate{{Kind: Sum, Column: "hash"}} }, CodeDatatypeMismatch, "sum"},
 		{"sum of a timestamp", func(s *Spec) { s.Aggregates = []Aggregate{{Kind: Sum, Column: "block_ts"}} }, CodeDatatypeMismatch, "sum"},
