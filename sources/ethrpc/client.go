@@ -233,7 +233,13 @@ func (p *pool) call(ctx context.Context, what string, fn func(ctx context.Contex
 		class := classify(err)
 		switch class {
 		case classFatal:
-			return fmt.Errorf("%s at %s: %w", what, redact(ep.url), err)
+			var ce *errcode.Error
+			if errors.As(err, &ce) {
+				return err
+			}
+			return errcode.Wrap(err, CodeRPCRequestFailed, "",
+				"check the endpoint URL and API key, and that the endpoint serves Ethereum JSON-RPC (eth_blockNumber, eth_getBlockByNumber)",
+				"%s at %s", what, redact(ep.url))
 		case classTooLarge:
 			return fmt.Errorf("%s at %s: %w: %w", what, redact(ep.url), errBatchTooLarge, err)
 		}

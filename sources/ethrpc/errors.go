@@ -14,6 +14,9 @@ const (
 	CodeSeamMismatch = "SEAM_MISMATCH"
 	// CodeRPCUnavailable: every endpoint failed for longer than the retry budget.
 	CodeRPCUnavailable = "RPC_UNAVAILABLE"
+	// CodeRPCRequestFailed: an endpoint refused a request for a reason
+	// retrying cannot fix (bad API key, unknown method, invalid params).
+	CodeRPCRequestFailed = "RPC_REQUEST_FAILED"
 	// CodeBadBlock: an endpoint returned a block that is not well formed.
 	CodeBadBlock = "RPC_BAD_BLOCK"
 	// CodeInvalidOption: a source option or URI is invalid.

@@ -170,3 +170,38 @@ func TestEmbeddedNodeFailover(t *testing.T) {
 	}
 	var _ engine.Source = s
 }
+
+// TestEmbeddedNodeTimeouts: a node slower than the per-request timeout is
+// retried, then reported as unavailable.
+func TestEmbeddedNodeTimeouts(t *testing.T) {
+	n := startChainNode(t, 5, chain.NodeFaults{Latency: 5 * time.Second})
+	s, _ := openSource(t, Options{Endpoints: []string{n.URL()}, Timeout: 50 * time.Millisecond, MaxRetries: 2}, nil)
+	_, err := s.LatestOffset(context.Background(), nil)
+	if !errcode.Is(err, CodeRPCUnavailable) || s.Metrics()["retries"] != "2" {
+		t.Fatalf("err %v metrics %v", err, s.Metrics())
+	}
+
+}
+
+// TestWaitForStartBlock: a start_block beyond the head is no data, not an error.
+func TestWaitForStartBlock(t *testing.T) {
+	m := testManifest(t)
+	n := startChainNode(t, 5, chain.NodeFaults{})
+	s, _ := openSource(t, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 10}, nil)
+	o, err := s.LatestOffset(context.Background(), nil)
+	if err != nil || o != nil {
+		t.Fatalf("offset %s err %v, want no data", o, err)
+	}
+	if got := mustOffset(t, s.ReportLatestOffset()).Block; got != m.LastBlock+5 {
+		t.Fatalf("reported head %d", got)
+	}
+	n.Mine(10)
+	o, err = s.LatestOffset(context.Background(), nil)
+	if err != nil || mustOffset(t, o).Block != m.LastBlock+15 {
+		t.Fatalf("offset %s err %v", o, err)
+	}
+	var r rows
+	if err := s.ReadBatch(context.Background(), nil, o, r.emit); err != nil || r.number[0] != int64(m.LastBlock+10) || len(r.number) != 6 {
+		t.Fatalf("rows %v err %v", r.number, err)
+	}
+}

@@ -490,3 +490,16 @@ func TestProjection(t *testing.T) {
 		t.Fatalf("projection of source accepted: %v", err)
 	}
 }
+
+// TestClientErrorNotRetried: a 401 (bad API key) cannot be fixed by
+// retrying; it fails at once with a coded error that hides the key.
+func TestClientErrorNotRetried(t *testing.T) {
+	n := newSimNode(t)
+	n.mine(2)
+	s, _ := openSource(t, Options{Endpoints: []string{n.url + "/v3/SECRETKEY"}}, nil)
+	n.faults.inject("", 401)
+	_, err := s.LatestOffset(context.Background(), nil)
+	if !errcode.Is(err, CodeRPCRequestFailed) || s.Metrics()["retries"] != "0" || strings.Contains(err.Error(), "SECRETKEY") {
+		t.Fatalf("err %v metrics %v", err, s.Metrics())
+	}
+}
