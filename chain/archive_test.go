@@ -345,6 +345,25 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`{"version":1,"firstBlock":1,"lastBlock":1,"rows":1,"files":[{"key":"../x","firstBlock":1,"lastBlock":1,"rows":1}]}`))
 	f.Add([]byte(`{"version":2}`))
+	// A valid manifest, so the fuzzer starts from the accepting path.
+	pl := planFor(1)
+	db := buildDay(pl, &pl.days[TotalDays-1])
+	last := db.link(anchorHash(1, db.day.first))
+	h := db.headers[len(db.headers)-1]
+	valid, err := json.Marshal(&Manifest{
+		Version: 1, Preset: "last-1", Seed: 1, FirstDay: "2026-09-29", Days: 1,
+		FirstBlock: db.day.first, LastBlock: h.Number.Uint64(), FirstParentHash: anchorHash(1, db.day.first).Hex(),
+		LastHash: last.Hex(), LastTimestamp: int64(h.Time), Rows: int64(len(db.headers)),
+		Files:      []ManifestFile{{Key: "v1.0/eth/blocks/date=2026-09-29/part-0.parquet", Date: "2026-09-29", Rows: int64(len(db.headers)), FirstBlock: db.day.first, LastBlock: h.Number.Uint64()}},
+		LastHeader: h,
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := parseManifest(valid); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := parseManifest(b)
 		if err != nil {
