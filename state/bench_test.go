@@ -132,7 +132,7 @@ func BenchmarkRepartition(b *testing.B) {
 
 // BenchmarkRSS reports the process's peak RSS (VmHWM) after running 200
 // open partitions: "live" = 3,200 keys and 50 batches of 20 updates, then a
-// full scan per batch (eviction); "backfill" = 13 batches of 700k updates
+// full scan per batch (eviction); "backfill" = 5 batches of 700k updates
 // over 3,200-window-like keys. Run each in its own process (-benchtime 1x).
 func BenchmarkRSS(b *testing.B) {
 	for _, c := range []struct {
@@ -140,7 +140,7 @@ func BenchmarkRSS(b *testing.B) {
 		keys, upd, batch int
 	}{
 		{"live", 3200, 20, 50},
-		{"backfill", 700_000, 700_000, 13},
+		{"backfill", 700_000, 700_000, 5},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -359,4 +360,100 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 		diffMaps(t, fmt.Sprintf("checkpoint version %d", v), want, checkpointContents(t, e.fs, e.dir, v))
 	}
 	_ = slices.Sorted(maps.Keys(versions))
+}
+
+// TestRepartitionExtremes grows 1 -> 10,000 -> 1: only non-empty partitions
+// get a Pebble instance, and no key is lost, duplicated or altered.
+func TestRepartitionExtremes(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	s := e.open(1, -1)
+	want := map[string]string{}
+	for i := range 300 {
+		k, v := testKey(i), testVal(int64(i))
+		if err := s.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+		want[string(k)] = string(v)
+	}
+	if _, err := s.Commit(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	for v, n := range []int{10000, 1, 3} {
+		st, err := s.Repartition(ctx, int64(v), int64(v+1), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.KeysBefore != 300 || st.KeysAfter != 300 || st.To != n {
+			t.Fatalf("stats %+v", st)
+		}
+		diffMaps(t, fmt.Sprintf("after repartition to %d", n), want, storeContents(t, s))
+		open := 0
+		for _, d := range s.parts.dbs {
+			if d != nil {
+				open++
+			}
+		}
+		if open > 300 {
+			t.Fatalf("%d Pebble instances open for 300 keys", open)
+		}
+		diffMaps(t, fmt.Sprintf("checkpoint after repartition to %d", n), want, checkpointContents(t, e.fs, e.dir, int64(v+1)))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, e.opts(7), 3); err == nil {
+		t.Fatal("open with a partition count other than the recorded one succeeded")
+	}
+}
+
+// TestRerunBatch re-commits a version from its base, as the engine does when
+// a batch's state was committed but its commits/<id> was not: the new attempt
+// wins, readers and restarts see it, and the old attempt becomes garbage.
+func TestRerunBatch(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	s := e.open(4, -1)
+	for i := range 20 {
+		_ = s.Put(testKey(i), testVal(1))
+	}
+	if _, err := s.Commit(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Put(testKey(100), testVal(1))
+	if _, err := s.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	s = e.open(4, 0)
+	_ = s.Put(testKey(200), testVal(2))
+	if _, err := s.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := storeContents(t, s)
+	if _, ok := want[string(testKey(100))]; ok {
+		t.Fatal("abandoned attempt's key visible")
+	}
+	_ = s.Close()
+	diffMaps(t, "checkpoint", want, checkpointContents(t, e.fs, e.dir, 1))
+	if err := os.RemoveAll(e.local); err != nil {
+		t.Fatal(err)
+	}
+	s = e.open(4, 1)
+	diffMaps(t, "restart", want, storeContents(t, s))
+	// Later snapshots collect the old attempt.
+	o := e.opts(4)
+	for v := int64(2); v < 13; v++ {
+		_ = s.Put(testKey(int(v)), testVal(v))
+		if _, err := s.Commit(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.Close()
+	names, _ := e.fs.List(e.dir)
+	for _, n := range names {
+		if strings.HasPrefix(n, "00000000000000000001.0.") {
+			t.Fatalf("old attempt %s not collected (retain %d)", n, o.Retain)
+		}
+	}
 }
