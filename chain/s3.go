@@ -315,11 +315,12 @@ func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofak
 				e = entry{name: o.key[:len(pfx)+j+len(delim)], prefix: true}
 			}
 		}
-		if n := len(entries); n > 0 && entries[n-1].prefix && e.prefix && entries[n-1].name == e.name {
+		// The marker (continuation token or start-after) excludes keys up to
+		// it, and the common prefix it names when it ended the last page.
+		if page.HasMarker && (o.key <= page.Marker || e.prefix && e.name == page.Marker) {
 			continue
 		}
-		// The marker is the last entry of the previous page.
-		if page.HasMarker && e.name <= page.Marker {
+		if n := len(entries); n > 0 && entries[n-1].prefix && e.prefix && entries[n-1].name == e.name {
 			continue
 		}
 		entries = append(entries, e)

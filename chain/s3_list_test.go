@@ -80,6 +80,18 @@ func TestDirBackendListMatchesNaive(t *testing.T) {
 			want := naiveList(keys, prefix, delim)
 			var got []string
 			page := gofakes3.ListBucketPage{MaxKeys: maxKeys}
+			if r.IntN(3) == 0 {
+				// start-after: keys after it, rolled up as usual.
+				sa := keys[r.IntN(len(keys))]
+				page.Marker, page.HasMarker = sa, true
+				var after []string
+				for _, k := range keys {
+					if k > sa {
+						after = append(after, k)
+					}
+				}
+				want = naiveList(after, prefix, delim)
+			}
 			for pages := 0; ; pages++ {
 				if pages > len(keys)+2 {
 					t.Fatal("listing does not terminate")
