@@ -156,8 +156,10 @@ func (pt *partial) resolve(in *engine.Batch) error {
 // sameGroup reports whether rows i and j have equal group values. String
 // comparison is cheap for interned strings (equal pointers).
 func (pt *partial) sameGroup(i, j int) bool {
-	for _, c := range pt.cols.strs {
-		if c[i] != c[j] {
+	// Last column first: group lists usually go from coarse to fine
+	// (source, miner), so the last one rejects a different key soonest.
+	for k := len(pt.cols.strs) - 1; k >= 0; k-- {
+		if c := pt.cols.strs[k]; c[i] != c[j] {
 			return false
 		}
 	}
