@@ -120,7 +120,7 @@ func (e *endpoint) client(ctx context.Context) (*rpc.Client, error) {
 func (e *endpoint) drop(c *rpc.Client) {
 	// A websocket connection that failed is redialled on next use; for HTTP
 	// the client is stateless and kept.
-	if strings.HasPrefix(e.url, "ws") {
+	if c != nil && strings.HasPrefix(e.url, "ws") {
 		e.mu.Lock()
 		if e.c == c {
 			e.c.Close()

@@ -169,6 +169,14 @@ func TestEmbeddedNodeFailover(t *testing.T) {
 		t.Fatalf("end %s metrics %v", end, s.Metrics())
 	}
 	var _ engine.Source = s
+
+	// A dead websocket endpoint (dial fails) fails over too.
+	dead := "ws://" + strings.TrimPrefix(deadURL(t), "http://")
+	s2, _ := openSource(t, Options{Endpoints: []string{dead, n.URL()}, StartBlock: m.LastBlock + 1}, nil)
+	var r2 rows
+	if end, _ := drive(t, s2, nil, 20, &r2); mustOffset(t, end).Block != m.LastBlock+25 {
+		t.Fatalf("end %s", end)
+	}
 }
 
 // TestEmbeddedNodeTimeouts: a node slower than the per-request timeout is
