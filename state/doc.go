@@ -103,14 +103,19 @@
 //
 // # Local cache (LocalDir)
 //
-//	LocalDir/p-<i>/     Pebble instance of partition i (created on first use)
-//	LocalDir/ingest/    sstables being built for ingestion
-//	LocalDir/MARKER     "ethstream-state-cache v1\n" + JSON {storeId, version,
-//	                    attempt, partitions, partitionRows}
+//	LocalDir/gen-<id>/p-<i>/   Pebble instance of partition i (created on first use)
+//	LocalDir/gen-<id>/ingest/  sstables being built for ingestion
+//	LocalDir/MARKER            "ethstream-state-cache v1\n" + JSON {gen, storeId,
+//	                           version, attempt, partitions, partitionRows}
+//
+// A generation is one set of instances; a rebuild or a repartition starts a
+// new one, and the replaced generation is closed and deleted in the
+// background (Close waits for it), so a repartition does not pay for closing
+// 200 instances. Open deletes every generation but the trusted one.
 //
 // Pebble runs without a WAL and without fsyncs: the cache is trusted only if
 // MARKER names exactly the version being opened (same storeId, version,
-// attempt and counts). Open deletes MARKER before anything can change the
+// attempt and counts) and its generation. Open deletes MARKER before anything can change the
 // cache; Close flushes every written partition, calls sync(2) once, and
 // rewrites MARKER. Anything else (no marker, a crash, another checkpoint, a
 // fresh machine) rebuilds the cache from the checkpoint files: the snapshot
@@ -128,7 +133,8 @@
 // Repartition(base, v, n) reads version base sequentially partition by
 // partition, routes each key with PartitionOf(key, n), sorts each new
 // partition's keys, writes one snapshot of version v with n partitions, and
-// replaces the cache by ingesting one sstable per non-empty new partition.
+// replaces the cache by a new generation built by ingesting one sstable per
+// non-empty new partition.
 // Redoing it after a crash writes a new attempt with identical content.
 //
 // # Row codec

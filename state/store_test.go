@@ -322,7 +322,9 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 		}
 		diffMaps(t, fmt.Sprintf("step %d", step), oracle, storeContents(t, s))
 		if rng.IntN(8) == 0 || (step%every == every-1 && len(plan) > 0) {
-			if err := s.Close(); err != nil {
+			if rng.IntN(2) == 0 {
+				crashStore(s)
+			} else if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
 			if wipe {
@@ -360,6 +362,15 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 		diffMaps(t, fmt.Sprintf("checkpoint version %d", v), want, checkpointContents(t, e.fs, e.dir, v))
 	}
 	_ = slices.Sorted(maps.Keys(versions))
+}
+
+// crashStore simulates the death of the process holding s: the Pebble
+// instances go away without a flush (there is no WAL, so their memtables are
+// lost) and no marker is written; the next Open must not trust the cache.
+func crashStore(s *Store) {
+	s.bg.Wait()
+	_ = s.parts.close()
+	s.closed = true
 }
 
 // TestRepartitionExtremes grows 1 -> 10,000 -> 1: only non-empty partitions
