@@ -128,7 +128,7 @@ func (s *Source) Description() string {
 // PrepareAvailableNow fixes the readable head: later LatestOffset calls never
 // go past it.
 func (s *Source) PrepareAvailableNow(ctx context.Context) error {
-	head, ok, err := s.readableHead(ctx)
+	head, _, ok, err := s.readableHead(ctx)
 	if err != nil {
 		return err
 	}
@@ -155,14 +155,14 @@ func (s *Source) LatestOffset(ctx context.Context, start engine.Offset) (engine.
 	if err != nil {
 		return nil, err
 	}
-	head, ok, err := s.readableHead(ctx)
+	head, known, ok, err := s.readableHead(ctx)
 	if err != nil || !ok {
 		return start, err
 	}
 	var first uint64
 	if haveStart {
 		if st.Block >= head {
-			return start, s.noteHead(ctx, head)
+			return start, s.noteHead(ctx, head, known)
 		}
 		first = st.Block + 1
 	} else {
@@ -171,29 +171,47 @@ func (s *Source) LatestOffset(ctx context.Context, start engine.Offset) (engine.
 			first = head
 		}
 		if first > head {
-			return start, s.noteHead(ctx, head)
+			return start, s.noteHead(ctx, head, known)
 		}
 	}
 	end := min(first+uint64(s.o.MaxBlocksPerTrigger)-1, head)
-	nums := []uint64{end}
-	if head != end {
+	var nums []uint64
+	if known == nil || end != head {
+		nums = append(nums, end)
+	}
+	if known == nil && head != end {
 		nums = append(nums, head)
 	}
-	rows, err := s.fetchRange(ctx, nums)
-	if err != nil {
-		return nil, err
+	var endRow, headRow blockRow
+	if known != nil {
+		headRow = *known
+		endRow = headRow
 	}
-	s.setReport(Offset{Block: uint64(rows[len(rows)-1].Number), Hash: rows[len(rows)-1].Hash})
-	return Offset{Block: end, Hash: rows[0].Hash}.JSON(), nil
+	if len(nums) > 0 {
+		rows, err := s.fetchRange(ctx, nums)
+		if err != nil {
+			return nil, err
+		}
+		endRow = rows[0]
+		if known == nil {
+			headRow = rows[len(rows)-1]
+		}
+	}
+	s.setReport(Offset{Block: uint64(headRow.Number), Hash: headRow.Hash})
+	return Offset{Block: end, Hash: endRow.Hash}.JSON(), nil
 }
 
 // noteHead records the readable head for ReportLatestOffset when no batch is
-// planned; it costs one call only when the head moved.
-func (s *Source) noteHead(ctx context.Context, head uint64) error {
+// planned; it costs a call only when the head moved and is not known yet.
+func (s *Source) noteHead(ctx context.Context, head uint64, known *blockRow) error {
+	if known != nil {
+		s.setReport(Offset{Block: head, Hash: known.Hash})
+		return nil
+	}
 	s.mu.Lock()
-	known := s.mu.report != nil && s.mu.report.Block == head
+	have := s.mu.report != nil && s.mu.report.Block == head
 	s.mu.Unlock()
-	if known {
+	if have {
 		return nil
 	}
 	rows, err := s.fetchRange(ctx, []uint64{head})
@@ -377,38 +395,49 @@ func (s *Source) Metrics() map[string]string {
 }
 
 // readableHead is the newest block the source may read; ok is false when the
-// chain is shorter than the confirmations.
-func (s *Source) readableHead(ctx context.Context) (head uint64, ok bool, err error) {
-	if s.o.Finality != "" {
-		rows, err := s.fetchTags(ctx, s.o.Finality)
-		if err != nil {
-			return 0, false, err
+// chain is shorter than the confirmations. known is that block's header when
+// the calls made already returned it (tag "latest" or "safe"/"finalized"
+// without confirmations), which saves a round trip per trigger at the head.
+func (s *Source) readableHead(ctx context.Context) (head uint64, known *blockRow, ok bool, err error) {
+	if s.o.Confirmations == 0 {
+		tag := s.o.Finality
+		if tag == "" {
+			tag = "latest"
 		}
-		head, ok = uint64(rows.Number), true
-	}
-	if s.o.Confirmations > 0 || s.o.Finality == "" {
+		r, err := s.fetchTag(ctx, tag)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		head, known = uint64(r.Number), &r
+	} else {
+		if s.o.Finality != "" {
+			r, err := s.fetchTag(ctx, s.o.Finality)
+			if err != nil {
+				return 0, nil, false, err
+			}
+			head = uint64(r.Number)
+		}
 		var bn hexutil.Uint64
 		err := s.pool.call(ctx, "eth_blockNumber", func(ctx context.Context, c *rpc.Client) error {
 			return c.CallContext(ctx, &bn, "eth_blockNumber")
 		})
 		if err != nil {
-			return 0, false, err
+			return 0, nil, false, err
 		}
 		if uint64(bn) < s.o.Confirmations {
-			return 0, false, nil
+			return 0, nil, false, nil
 		}
-		if h := uint64(bn) - s.o.Confirmations; !ok || h < head {
+		if h := uint64(bn) - s.o.Confirmations; s.o.Finality == "" || h < head {
 			head = h
 		}
-		ok = true
 	}
 	if s.capSet && head > s.cap {
-		head = s.cap
+		head, known = s.cap, nil
 	}
-	return head, ok, nil
+	return head, known, true, nil
 }
 
-func (s *Source) fetchTags(ctx context.Context, tag string) (blockRow, error) {
+func (s *Source) fetchTag(ctx context.Context, tag string) (blockRow, error) {
 	var r blockRow
 	err := s.pool.call(ctx, "eth_getBlockByNumber "+tag, func(ctx context.Context, c *rpc.Client) error {
 		var raw json.RawMessage
