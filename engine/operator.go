@@ -78,3 +78,9 @@ type Operator interface {
 	// Close releases local resources; uncommitted changes are discarded.
 	Close() error
 }
+
+// ProgressReporter is implemented by operators whose stateOperators entry is
+// complete only after Commit (commit time, memory): the engine asks again then.
+type ProgressReporter interface {
+	Progress() OperatorProgress
+}

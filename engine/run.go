@@ -520,6 +520,11 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 	if err := op.Commit(ctx, id); err != nil {
 		return fmt.Errorf("batch %d: commit state: %w", id, err)
 	}
+	// Commit time and memory are known only now; an operator that can say so
+	// replaces what Finish reported.
+	if pr, ok := op.(ProgressReporter); ok {
+		opProg = pr.Progress()
+	}
 	dur[DurAddBatch] = clk.Now().Sub(tAdd).Milliseconds()
 	dur[DurGetBatch] = getBatch.Milliseconds()
 	if err := r.o.hook("after-state-commit"); err != nil {

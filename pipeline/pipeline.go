@@ -198,7 +198,8 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		}
 		q.Sources = append(q.Sources, engine.NamedSource{Name: spec.Name, Source: src})
 	}
-	op, err := agg.New(ReferenceSpec())
+	spec := ReferenceSpec()
+	op, err := agg.New(spec)
 	if err != nil {
 		return q, engine.Options{}, err
 	}
@@ -207,8 +208,8 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		return q, engine.Options{}, err
 	}
 	q.Name = "eth_blocks_per_window"
-	q.Columns = []string{engine.ColBlockTS, engine.ColMiner, engine.ColSource}
-	q.Watermark = &engine.Watermark{Column: engine.ColBlockTS, Delay: WatermarkDelay}
+	q.Columns = spec.InputColumns()
+	q.Watermark = spec.EngineWatermark()
 	q.Operator = op
 	q.Sink = sink
 	q.Trigger = cfg.Trigger
