@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -121,6 +122,38 @@ func (p *partitions) db(i int) (*pebble.DB, error) {
 	}
 	p.dbs[i] = d
 	return d, nil
+}
+
+// openAll opens the instances of every partition in want (true = needed)
+// with a few goroutines: opening creates several files per instance, so a
+// rebuild or a grown repartition at 200+ partitions waits on the file system
+// more than on the CPU.
+func (p *partitions) openAll(want func(i int) bool) error {
+	idx := make(chan int)
+	errs := make([]error, p.n)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range idx {
+				d, err := pebble.Open(p.path(i), p.opts.Clone())
+				if err != nil {
+					errs[i] = fmt.Errorf("open state partition %d at %s: %w", i, p.path(i), err)
+					continue
+				}
+				p.dbs[i] = d
+			}
+		}()
+	}
+	for i := 0; i < p.n; i++ {
+		if p.dbs[i] == nil && want(i) {
+			idx <- i
+		}
+	}
+	close(idx)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // get reads key from partition i; the value is appended to buf[:0].

@@ -168,8 +168,14 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 	if err := s.resetCache(); err != nil {
 		s.broken = err
 	} else {
+		if err := s.parts.openAll(func(i int) bool { return rows[i] > 0 }); err != nil {
+			s.broken = err
+		}
 		ld := s.parts.loader(ctx)
 		for t := range buckets {
+			if s.broken != nil {
+				break
+			}
 			b := &buckets[t]
 			for _, r := range b.refs {
 				if err := ld.add(t, b.key(r), b.val(r)); err != nil {

@@ -208,6 +208,11 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
 				return errors.Join(err, s.parts.close())
 			}
+			// The first batch's eviction scan visits every non-empty
+			// partition; open them now, in parallel.
+			if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
+				return errors.Join(err, s.parts.close())
+			}
 			return nil
 		}
 	}
@@ -215,6 +220,9 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		return err
 	}
 	s.parts = newPartitions(s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
+	if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
+		return errors.Join(err, s.parts.close())
+	}
 	if err := s.rebuild(ctx, chain); err != nil {
 		return errors.Join(err, s.parts.close())
 	}
