@@ -58,26 +58,30 @@ func cpuTime() time.Duration {
 func BenchmarkReadBatch20(b *testing.B) {
 	m := testManifest(b)
 	n := startChainNode(b, 20, chain.NodeFaults{})
-	s, _ := openSource(b, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1}, nil)
-	ctx := context.Background()
-	var planMs, readMs []float64
-	emit := func(*engine.Batch) error { return nil }
-	for b.Loop() {
-		t0 := time.Now()
-		end, err := s.LatestOffset(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if err := s.ReadBatch(ctx, nil, end, emit); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		planMs = append(planMs, float64(t1.Sub(t0))/1e6)
-		readMs = append(readMs, float64(t2.Sub(t1))/1e6)
+	for _, par := range []int{1, 4} {
+		b.Run("parallelism="+itoa(uint64(par)), func(b *testing.B) {
+			s, _ := openSource(b, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, Parallelism: par}, nil)
+			ctx := context.Background()
+			var planMs, readMs []float64
+			emit := func(*engine.Batch) error { return nil }
+			for b.Loop() {
+				t0 := time.Now()
+				end, err := s.LatestOffset(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := s.ReadBatch(ctx, nil, end, emit); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				planMs = append(planMs, float64(t1.Sub(t0))/1e6)
+				readMs = append(readMs, float64(t2.Sub(t1))/1e6)
+			}
+			b.ReportMetric(median(readMs), "readBatch-p50-ms")
+			b.ReportMetric(median(planMs), "latestOffset-p50-ms")
+		})
 	}
-	b.ReportMetric(median(readMs), "readBatch-p50-ms")
-	b.ReportMetric(median(planMs), "latestOffset-p50-ms")
 }
 
 func median(v []float64) float64 {

@@ -42,7 +42,7 @@
 // as JSON-RPC batch requests of at most maxBatchSize calls; when an endpoint
 // answers "batch too large" (go-ethereum's BatchRequestLimit, HTTP 413, or a
 // provider's equivalent) the size is halved and kept. A range is split over
-// up to parallelism concurrent requests of at least 5 blocks each, because a
+// up to parallelism concurrent requests of at least 25 blocks each, because a
 // node answers one batch request sequentially. Nothing is emitted
 // before every check passed:
 //

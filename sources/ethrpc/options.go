@@ -46,7 +46,7 @@ type Options struct {
 	// MaxRetries bounds the retries of one call across all endpoints (default 8).
 	MaxRetries int
 	// Parallelism bounds the batch requests in flight for one range (default
-	// 4); a range is split so that each gets at least 5 blocks.
+	// 4); a range is split so that each gets at least 25 blocks.
 	Parallelism int
 	// Logger receives retries and failovers; nil uses the engine's logger.
 	Logger *slog.Logger

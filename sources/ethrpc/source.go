@@ -456,12 +456,14 @@ func (s *Source) fetchTag(ctx context.Context, tag string) (blockRow, error) {
 
 // minParallelChunk is the smallest chunk worth its own request when a range
 // is split across parallel requests.
-const minParallelChunk = 5
+const minParallelChunk = 25
 
 // fetchRange fetches the given blocks in JSON-RPC batch requests of at most
 // s.batch calls, up to Parallelism requests in flight (a node serves one
 // batch request sequentially, so a range is split to use several cores or
-// connections). The size is halved for good when the endpoint refuses it.
+// connections); a live 20-block batch stays one request, which public
+// endpoints count against rate limits. The size is halved for good when the
+// endpoint refuses it.
 func (s *Source) fetchRange(ctx context.Context, nums []uint64) ([]blockRow, error) {
 	rows := make([]blockRow, len(nums))
 	for {
