@@ -41,20 +41,21 @@ type Error struct {
 	Err    error  // the underlying cause; may be nil
 }
 
-// Error renders "<CODE>: <msg> (path: <path>): <cause>. <remedy>".
+// Error renders "<CODE>: <msg> (path: <path>): <cause>. To fix: <remedy>".
+// The path is left out when the message already names it.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Code)
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
-	if e.Path != "" {
+	if e.Path != "" && !strings.Contains(e.Msg, e.Path) {
 		fmt.Fprintf(&b, " (path: %s)", e.Path)
 	}
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
 	if e.Remedy != "" {
-		b.WriteString(". ")
+		b.WriteString(". To fix: ")
 		b.WriteString(e.Remedy)
 	}
 	return b.String()
