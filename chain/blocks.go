@@ -65,7 +65,7 @@ var gasPerTx = []knot{
 
 // logRate is the fraction of non-empty blocks whose logs bloom is not zero.
 // Blooms are modelled sparse (a few entries) to keep the archive small.
-var logRate = []knot{{d(2015, 7, 30), 0.05}, {d(2016, 6, 1), 0.15}, {d(2017, 6, 1), 0.3}, {d(2019, 1, 1), 0.3}}
+var logRate = []knot{{d(2015, 7, 30), 0.05}, {d(2016, 6, 1), 0.1}, {d(2017, 6, 1), 0.15}, {d(2019, 1, 1), 0.15}}
 
 const blobGasPerBlob = 131072
 
@@ -171,9 +171,11 @@ func buildDay(p *plan, dp *dayPlan) *dayBlocks {
 			h.MixDigest = randHash(fr) // prevRandao
 		} else {
 			h.Coinbase, extra = powTable.pick(r)
+			// Mainnet's difficulty moves in steps of parent/2048; the
+			// jitter is a multiple of diff/2048 (few distinct values a day).
 			var rj int64
 			if i < n-1 && num < MergeBlock-1 {
-				rj = int64((r.Float64() - 0.5) * 0.02 * dp.diff)
+				rj = int64(r.IntN(21)-10) * int64(dp.diff/2048)
 			}
 			diff := int64(dp.diff) + rj - prevJ
 			prevJ = rj

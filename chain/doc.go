@@ -48,9 +48,10 @@
 //     utilisation (low in 2015, ~95% before London, ~50% ± 22% after), empty
 //     blocks (85% in 2015 down to 0.2%), transaction count = gas used / mean
 //     gas per transaction;
-//   - difficulty: a log-interpolated mainnet curve with per-block jitter
-//     that telescopes to zero over a day, so total difficulty at each day's
-//     start is known without building earlier days; 0 after the merge;
+//   - difficulty: a log-interpolated mainnet curve with per-block jitter in
+//     steps of 1/2048 (like mainnet's adjustment) that telescopes to zero
+//     over a day, so total difficulty at each day's start is known without
+//     building earlier days; 0 after the merge;
 //   - base fee from block 12,965,000 (exactly 1 gwei there): the day's first
 //     block takes a seeded day-level level (a log random walk around
 //     mainnet's history), later blocks follow EIP-1559 from their parent;
@@ -60,7 +61,7 @@
 //     roots and mix digests are seeded random hashes (transactions and
 //     receipts roots are the empty-trie roots for empty blocks); logs blooms
 //     are sparse to keep the archive small: zero, or one log entry's three
-//     bits in 5% of blocks in 2015 and 30% from 2017.
+//     bits in 5% of blocks in 2015 and 15% from 2017.
 //
 // Hashes. Headers are go-ethereum types.Header values and each ParentHash
 // is the previous header's Hash(). Hashing all of history takes a minute, so
@@ -81,8 +82,8 @@
 // so regeneration is byte-identical. Each file has two row groups, Snappy
 // compression, schema "spark_schema" with these columns, in order:
 //
-//	timestamp          int64 TIMESTAMP(MICROS, UTC)   required
-//	number             int64                          required
+//	timestamp          int64 TIMESTAMP(MICROS, UTC)   required, DELTA_BINARY_PACKED
+//	number             int64                          required, DELTA_BINARY_PACKED
 //	hash, parent_hash, nonce, sha3_uncles, logs_bloom,
 //	transactions_root, state_root, receipts_root,
 //	miner              string (0x-hex, lowercase)     required
@@ -95,8 +96,8 @@
 //
 // The schema drifts by file as in the AWS dataset: a column exists in the
 // files of its fork day and later, and is null for the fork day's blocks
-// before the fork. sha3_uncles, miner, extra_data and logs_bloom are
-// dictionary-encoded, the rest plain.
+// before the fork. sha3_uncles, miner, extra_data, logs_bloom and difficulty are
+// dictionary-encoded, timestamp and number delta-encoded, the rest plain.
 //
 // # manifest.json (version 1)
 //
