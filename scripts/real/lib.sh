@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The phases against the real public bucket and a real JSON-RPC endpoint.
+# Not run in CI (this needs the internet). Set RPC_URL to your endpoint (an API
+# key in the URL is never printed by ethstream), and optionally RPC_FALLBACK.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+WORK="${WORK:-$ROOT/work-real}"
+BIN="${ETHSTREAM_BIN:-$WORK/bin/ethstream}"
+RPC_URL="${RPC_URL:-https://ethereum-rpc.publicnode.com}"
+CKPT="$WORK/checkpoint"; TABLE="$WORK/table"; PROGRESS="$WORK/progress"
+EVOLUTION=(--conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true
+           --conf spark.sql.streaming.offsetLog.formatVersion=2)
+mkdir -p "$WORK" "$PROGRESS"
+run() { printf '\n$ %s\n' "$*" >&2; "$@"; }
+if [ ! -x "$BIN" ]; then (cd "$ROOT" && go build -o "$BIN" ./cmd/ethstream); fi
+
+S3_SOURCE="s3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=${MAX_FILES:-365}"
+
+# The live source starts one block past the archive's last block, chained to its hash:
+# both are read from the table the backfill wrote (the newest archive window's blocks).
+LIVE_SOURCE() {
+  : "${START_BLOCK:?set START_BLOCK to the archive last block + 1 (see 02_backfill.sh output)}"
+  : "${START_PARENT_HASH:?set START_PARENT_HASH to the archive last block hash}"
+  local fallback=""
+  [ -n "${RPC_FALLBACK:-}" ] && fallback="&endpoints=$RPC_FALLBACK"
+  echo "eth_live=ethrpc:$RPC_URL?start_block=$START_BLOCK&start_parent_hash=$START_PARENT_HASH&confirmations=${CONFIRMATIONS:-12}&maxBlocksPerTrigger=20$fallback"
+}
