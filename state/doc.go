@@ -103,7 +103,8 @@
 //
 // # Local cache (LocalDir)
 //
-//	LocalDir/gen-<id>/p-<i>/   Pebble instance of partition i (created on first use)
+//	LocalDir/gen-<id>/p-<i>/   Pebble instance of partition i (created on first use,
+//	                           opened on the first read or write of one of its keys)
 //	LocalDir/gen-<id>/ingest/  sstables being built for ingestion
 //	LocalDir/MARKER            "ethstream-state-cache v1\n" + JSON {gen, storeId,
 //	                           version, attempt, partitions, partitionRows}
@@ -130,11 +131,14 @@
 //
 // # Repartitioning
 //
-// Repartition(base, v, n) reads version base sequentially partition by
-// partition, routes each key with PartitionOf(key, n), sorts each new
-// partition's keys, writes one snapshot of version v with n partitions, and
-// replaces the cache by a new generation built by ingesting one sstable per
-// non-empty new partition.
+// Repartition(base, v, n) reads version base sequentially, routes each key
+// with PartitionOf(key, n), sorts each new partition's keys, writes one
+// snapshot of version v with n partitions, and replaces the cache by a new
+// generation built by ingesting one sstable per non-empty new partition.
+// Version base is read from the open instances when every non-empty
+// partition is open, and otherwise from its checkpoint files (the deltas
+// folded into a map of overrides, then the snapshot streamed through it):
+// right after a restart that is far cheaper than opening 200 instances.
 // Redoing it after a crash writes a new attempt with identical content.
 //
 // # Row codec

@@ -70,46 +70,35 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 	st.From, st.To = s.n, n
 	s.lastGet = s.lastGet[:0]
 
-	// Read the old partitions sequentially and route.
+	// Route every key of version base into its new partition: from the
+	// checkpoint files when some old partition is not open (the usual case
+	// right after a restart: opening 200 Pebble instances only to read 3,300
+	// keys costs far more than reading the snapshot and its deltas), else
+	// from the open instances.
 	buckets := make([]bucket, n)
 	for t := range buckets {
 		buckets[t].refs = make([]kvRef, 0, s.rows/int64(n)+s.rows/int64(4*n)+16)
 	}
-	for p := 0; p < s.n; p++ {
-		if s.partRows[p] == 0 {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		d, err := s.parts.db(p)
-		if err != nil {
-			return st, err
-		}
-		it, err := d.NewIter(&pebble.IterOptions{})
-		if err != nil {
-			return st, fmt.Errorf("read state partition %d: %w", p, err)
-		}
-		for valid := it.First(); valid; valid = it.Next() {
-			k := it.Key()
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return st, errors.Join(fmt.Errorf("read state partition %d: %w", p, err), it.Close())
-			}
-			b := &buckets[PartitionOf(k, n)]
-			b.refs = append(b.refs, kvRef{pfx: keyPrefix(k), off: len(b.arena), klen: int32(len(k)), vln: int32(len(v))})
-			b.arena = append(b.arena, k...)
-			b.arena = append(b.arena, v...)
-			st.KeysBefore++
-			st.BytesRead += int64(len(k) + len(v))
-		}
-		if err := it.Close(); err != nil {
-			return st, fmt.Errorf("read state partition %d: %w", p, err)
-		}
+	route := func(k, v []byte) {
+		b := &buckets[PartitionOf(k, n)]
+		b.refs = append(b.refs, kvRef{pfx: keyPrefix(k), off: len(b.arena), klen: int32(len(k)), vln: int32(len(v))})
+		b.arena = append(b.arena, k...)
+		b.arena = append(b.arena, v...)
+		st.KeysBefore++
+		st.BytesRead += int64(len(k) + len(v))
+	}
+	var err error
+	if s.allNonEmptyOpen() {
+		err = s.routeFromCache(ctx, route)
+	} else {
+		err = s.routeFromFiles(ctx, base, route)
+	}
+	if err != nil {
+		return st, err
 	}
 	if st.KeysBefore != s.rows {
 		return st, errcode.Corrupt(s.opts.LocalDir, nil,
-			"state cache holds %d keys at version %d, the checkpoint says %d; delete the cache directory and retry", st.KeysBefore, base, s.rows)
+			"state version %d reads as %d keys, its metadata says %d; delete the cache directory and retry", base, st.KeysBefore, s.rows)
 	}
 	rows := make([]int64, n)
 	for t := range buckets {
@@ -203,6 +192,111 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 	s.logger.Info("state repartitioned", "dir", s.dir, "from", st.From, "to", st.To, "keys", st.KeysAfter,
 		"version", version, "ms", time.Since(start).Milliseconds())
 	return st, nil
+}
+
+// allNonEmptyOpen reports whether every partition holding keys has its
+// Pebble instance open.
+func (s *Store) allNonEmptyOpen() bool {
+	for p := 0; p < s.n; p++ {
+		if s.partRows[p] > 0 && s.parts.dbs[p] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// routeFromCache passes every committed key and value to fn, reading the
+// open Pebble instances partition by partition.
+func (s *Store) routeFromCache(ctx context.Context, fn func(k, v []byte)) error {
+	for p := 0; p < s.n; p++ {
+		if s.partRows[p] == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := s.parts.dbs[p]
+		it, err := d.NewIter(&pebble.IterOptions{})
+		if err != nil {
+			return fmt.Errorf("read state partition %d: %w", p, err)
+		}
+		for valid := it.First(); valid; valid = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return errors.Join(fmt.Errorf("read state partition %d: %w", p, err), it.Close())
+			}
+			fn(it.Key(), v)
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("read state partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// routeFromFiles passes every key and value of committed version v to fn,
+// reading its checkpoint files sequentially without the local cache: the
+// deltas of v's chain are folded into one map of overrides (the last write
+// of a key wins, nil = deleted), then the snapshot is streamed, each key
+// replaced by its override if it has one, and the overrides' remaining puts
+// follow. Memory beyond the output is the deltas' keys, not the state.
+func (s *Store) routeFromFiles(ctx context.Context, v int64, fn func(k, v []byte)) error {
+	cat, err := listCatalog(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	chain, err := loadChain(s.fs, s.dir, cat, v)
+	if err != nil {
+		return err
+	}
+	var snap *versionMeta
+	deltas := chain
+	if chain[0].Kind == kindNameSnapshot {
+		snap, deltas = chain[0], chain[1:]
+	}
+	type override struct {
+		val []byte
+		del bool
+	}
+	over := map[string]*override{}
+	for _, m := range deltas {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := readDataFile(s.fs, s.dir, m, func(r record) error {
+			o := over[string(r.Key)]
+			if o == nil {
+				o = &override{}
+				over[string(r.Key)] = o
+			}
+			o.del = r.Kind == recDelete
+			o.val = append(o.val[:0], r.Val...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if snap != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := readDataFile(s.fs, s.dir, snap, func(r record) error {
+			if _, ok := over[string(r.Key)]; !ok {
+				fn(r.Key, r.Val)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for k, o := range over {
+		if !o.del {
+			fn([]byte(k), o.val)
+		}
+	}
+	return nil
 }
 
 // resetCache starts an empty cache generation with s.n partitions. The old

@@ -208,11 +208,9 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
 				return errors.Join(err, s.parts.close())
 			}
-			// The first batch's eviction scan visits every non-empty
-			// partition; open them now, in parallel.
-			if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
-				return errors.Join(err, s.parts.close())
-			}
+			// Instances open lazily, on the first read or write of a key
+			// of theirs: a restart (or a repartition right after it) pays
+			// only for the partitions it touches.
 			return nil
 		}
 	}
