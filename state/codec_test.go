@@ -210,11 +210,17 @@ func FuzzDecodeMeta(f *testing.F) {
 		FormatVersion: metaFormatVersion, StoreID: "x", Version: 3, Attempt: 1, Kind: kindNameDelta,
 		Data: dataFileName(3, 1, kindNameDelta), DataSize: 100, DataRecords: 2, Base: &versionRef{2, 0},
 		ChainLength: 1, ChainBytes: 100, Partitions: 2, Rows: 5, PartitionRows: []int64{2, 3}, Schema: testSchema,
+		PartitionKeys: []*keyBounds{{Min: []byte{1}, Max: []byte{1, 2}}, nil},
 	})
 	if _, err := decodeMeta(b); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	f.Add(encodeMeta(&versionMeta{
+		FormatVersion: 1, StoreID: "x", Version: 3, Attempt: 1, Kind: kindNameSnapshot,
+		Data: dataFileName(3, 1, kindNameSnapshot), DataSize: 100, DataRecords: 2,
+		Partitions: 2, Rows: 5, PartitionRows: []int64{2, 3}, Schema: testSchema,
+	}))
 	f.Add([]byte(metaHeader + "\n{}\ncrc32c:00000000\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeMeta(b)

@@ -69,15 +69,16 @@
 // "01 03 <klen> <key> <vlen> <val>" and "02 05 <klen> <key>", and the
 // footer with count 2.
 //
-// # Metadata file format (.meta), version 1
+// # Metadata file format (.meta), formatVersion 2 (1 is still read)
 //
 // Three newline-terminated lines:
 //
 //	ethstream-state-meta v1
-//	{"formatVersion":1,"storeId":"<uuid>","version":12,"attempt":0,
+//	{"formatVersion":2,"storeId":"<uuid>","version":12,"attempt":0,
 //	 "kind":"delta","data":"00000000000000000012.0.delta","dataSize":311,
 //	 "dataRecords":2,"base":{"version":11,"attempt":0},"chainLength":2,
 //	 "chainBytes":611,"partitions":8,"rows":3154,"partitionRows":[...8 counts],
+//	 "partitionKeys":[{"min":"<base64 key>","max":"<base64 key>"},null,...8 entries],
 //	 "schema":{"operatorName":"aggregate","key":[{"name":"window_end","type":"timestamp"},...],
 //	           "value":[{"name":"count","type":"int64"}],"spec":"window=5m ..."}}
 //	crc32c:<8 lowercase hex digits of CRC-32C over the JSON line>
@@ -87,8 +88,15 @@
 // copied forward; it ties the local cache to this checkpoint. schema is the
 // operator metadata: Open compares it with the query's and refuses a change
 // with STATE_SCHEMA_MISMATCH naming both. partitions is the partition count
-// of that version. An unknown header or formatVersion is CHECKPOINT_CORRUPT,
-// never guessed at.
+// of that version. partitionKeys (formatVersion 2) gives each partition's
+// smallest and largest encoded key, or null for an empty partition or one
+// whose bounds are unknown (a partition untouched since a formatVersion 1
+// version); min <= max. Scan(lower, upper) skips, without opening its Pebble
+// instance, every partition whose range misses [lower, upper): eviction
+// scans [-inf, watermark) and keys start with window_end, so it opens only
+// the partitions holding closed windows. formatVersion 1 is the same without
+// partitionKeys (all bounds unknown); this build writes 2. An unknown header
+// or formatVersion is CHECKPOINT_CORRUPT, never guessed at.
 //
 // # Garbage
 //

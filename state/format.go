@@ -39,7 +39,7 @@ const (
 	maxChunk    = 64 << 20 // larger declared chunks are corrupt, not allocated
 
 	metaHeader        = "ethstream-state-meta v1"
-	metaFormatVersion = 1
+	metaFormatVersion = 2 // written; 1 (no partitionKeys) is still read
 
 	kindNameDelta    = "delta"
 	kindNameSnapshot = "snapshot"
@@ -357,7 +357,17 @@ type versionMeta struct {
 	Partitions    int         `json:"partitions"`
 	Rows          int64       `json:"rows"`
 	PartitionRows []int64     `json:"partitionRows"`
-	Schema        Schema      `json:"schema"`
+	// PartitionKeys (format 2) holds each partition's smallest and largest
+	// key, null for an empty partition or one whose bounds are unknown
+	// (carried forward from a format-1 version). Absent in format 1.
+	PartitionKeys []*keyBounds `json:"partitionKeys,omitempty"`
+	Schema        Schema       `json:"schema"`
+}
+
+// keyBounds is the smallest and largest key of a non-empty partition.
+type keyBounds struct {
+	Min []byte `json:"min"` // JSON: base64
+	Max []byte `json:"max"`
 }
 
 func (m *versionMeta) ref() versionRef { return versionRef{m.Version, m.Attempt} }
@@ -404,7 +414,27 @@ func decodeMeta(b []byte) (*versionMeta, error) {
 	if err := dec.Decode(m); err != nil {
 		return nil, fmt.Errorf("parse metadata json: %w", err)
 	}
-	if m.FormatVersion != metaFormatVersion {
+	switch m.FormatVersion {
+	case 1:
+		if m.PartitionKeys != nil {
+			return nil, errors.New("partitionKeys in a formatVersion 1 file")
+		}
+	case 2:
+		if len(m.PartitionKeys) != m.Partitions {
+			return nil, fmt.Errorf("partitionKeys has %d entries for %d partitions", len(m.PartitionKeys), m.Partitions)
+		}
+		for p, b := range m.PartitionKeys {
+			if b == nil {
+				continue
+			}
+			if p < len(m.PartitionRows) && m.PartitionRows[p] == 0 {
+				return nil, fmt.Errorf("key bounds for empty partition %d", p)
+			}
+			if bytes.Compare(b.Min, b.Max) > 0 {
+				return nil, fmt.Errorf("bad key bounds for partition %d", p)
+			}
+		}
+	default:
 		return nil, fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
 	}
 	if m.Version < 0 || m.Attempt < 0 || m.Partitions <= 0 || m.Partitions > maxPartitions ||

@@ -1,9 +1,14 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func openCount(s *Store) int {
@@ -150,4 +155,202 @@ func TestRepartitionFromOpenCache(t *testing.T) {
 	}
 	diffMaps(t, "store after repartition", want, storeContents(t, s))
 	diffMaps(t, "checkpoint after repartition", want, checkpointContents(t, e.fs, e.dir, 4))
+}
+
+// checkBounds compares the store's key bounds with the committed version
+// read from the files: known bounds are exact, empty partitions have none,
+// and with wantAll every non-empty partition's bounds are known.
+func checkBounds(t *testing.T, e *env, s *Store, wantAll bool) {
+	t.Helper()
+	lo := map[int][]byte{}
+	hi := map[int][]byte{}
+	_, _, err := ReadAllRaw(context.Background(), e.fs, e.dir, s.Version(), func(p int, k, _ []byte) error {
+		if _, ok := lo[p]; !ok {
+			lo[p] = bytes.Clone(k)
+		}
+		hi[p] = bytes.Clone(k)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, b := range s.bounds {
+		l, ok := lo[p]
+		switch {
+		case !ok && b != nil:
+			t.Fatalf("empty partition %d has bounds %x..%x", p, b.Min, b.Max)
+		case ok && b == nil && wantAll:
+			t.Fatalf("partition %d has no bounds", p)
+		case ok && b != nil && (!bytes.Equal(b.Min, l) || !bytes.Equal(b.Max, hi[p])):
+			t.Fatalf("partition %d bounds %x..%x, keys span %x..%x", p, b.Min, b.Max, l, hi[p])
+		}
+	}
+}
+
+// TestScanOpensOnlyPartitionsInRange: after a restart, an eviction-like
+// scan [nil, upper) opens exactly the partitions holding a key below upper,
+// and still sees the pending keys of the others; deletes of a partition's
+// smallest keys move its bounds.
+func TestScanOpensOnlyPartitionsInRange(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	want := lazyFixture(t, e)
+	s := e.open(50, 3)
+	defer s.Close()
+	checkBounds(t, e, s, true)
+	upper := AppendInt64Key(nil, 5*300_000_000) // the first few windows
+	inRange := map[int]bool{}
+	for k := range want {
+		if k < string(upper) {
+			inRange[PartitionOf([]byte(k), 50)] = true
+		}
+	}
+	if len(inRange) == 0 || len(inRange) > 25 {
+		t.Fatalf("fixture: %d partitions below the bound", len(inRange))
+	}
+	// A pending key below upper in a partition with no committed key there.
+	var extra []byte
+	for i := 0; ; i++ {
+		k := EncodeKeyRow(nil, testSchema.Key, int64(0), int64(-1), "x", fmt.Sprintf("extra%d", i))
+		if !inRange[PartitionOf(k, 50)] {
+			extra = k
+			break
+		}
+	}
+	if err := s.Put(extra, testVal(1)); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	err := s.Scan(nil, upper, func(k, v []byte) error {
+		seen++
+		return s.Delete(k)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, d := range s.parts.dbs {
+		if (d != nil) != inRange[p] {
+			t.Fatalf("partition %d open=%v, has keys in range=%v", p, d != nil, inRange[p])
+		}
+	}
+	wantSeen := 1
+	for k := range want {
+		if k < string(upper) {
+			wantSeen++
+			delete(want, k)
+		}
+	}
+	if seen != wantSeen {
+		t.Fatalf("scan saw %d keys, want %d", seen, wantSeen)
+	}
+	if _, err := s.Commit(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	checkBounds(t, e, s, true)
+	diffMaps(t, "after eviction", want, storeContents(t, s))
+	// The next scan of the same range opens nothing more and finds nothing.
+	open := openCount(s)
+	if err := s.Scan(nil, upper, func(k, v []byte) error { t.Fatalf("key %x left below the bound", k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if openCount(s) != open {
+		t.Fatal("an empty range scan opened partitions")
+	}
+}
+
+// TestMetaFormat1: a checkpoint whose metadata files are format 1 (no key
+// bounds) opens, scans correctly (opening partitions of unknown bounds),
+// and the next commit writes format 2 with exact bounds for the partitions
+// it touched; a repartition gives every partition bounds.
+func TestMetaFormat1(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	want := lazyFixture(t, e)
+	names, err := e.fs.List(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".meta") {
+			continue
+		}
+		path := e.fs.PathJoin(e.dir, n)
+		b := readFS(t, e.fs, path)
+		m, err := decodeMeta(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.FormatVersion, m.PartitionKeys = 1, nil
+		old := encodeMeta(m)
+		if strings.Contains(string(old), "partitionKeys") {
+			t.Fatal("format 1 metadata with partitionKeys")
+		}
+		writeFS(t, e.fs, path, old)
+	}
+	s := e.open(50, 3)
+	defer s.Close()
+	for p, b := range s.bounds {
+		if b != nil {
+			t.Fatalf("partition %d has bounds from format-1 metadata", p)
+		}
+	}
+	upper := AppendInt64Key(nil, 5*300_000_000)
+	n := 0
+	if err := s.Scan(nil, upper, func(k, v []byte) error { n++; return s.Delete(k) }); err != nil {
+		t.Fatal(err)
+	}
+	for k := range want {
+		if k < string(upper) {
+			n--
+			delete(want, k)
+		}
+	}
+	if n != 0 {
+		t.Fatalf("scan count off by %d", n)
+	}
+	if _, err := s.Commit(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	m, err := readMeta(e.fs, e.dir, 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FormatVersion != metaFormatVersion || m.PartitionKeys == nil {
+		t.Fatalf("commit wrote formatVersion %d, bounds %v", m.FormatVersion, m.PartitionKeys != nil)
+	}
+	checkBounds(t, e, s, false)
+	diffMaps(t, "after commit on format 1", want, storeContents(t, s))
+	if _, err := s.Repartition(ctx, 4, 5, 9); err != nil {
+		t.Fatal(err)
+	}
+	checkBounds(t, e, s, true)
+	diffMaps(t, "after repartition", want, storeContents(t, s))
+}
+
+func readFS(t *testing.T, fs vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeFS(t *testing.T, fs vfs.FS, path string, b []byte) {
+	t.Helper()
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

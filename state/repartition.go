@@ -101,6 +101,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 			"state version %d reads as %d keys, its metadata says %d; delete the cache directory and retry", base, st.KeysBefore, s.rows)
 	}
 	rows := make([]int64, n)
+	bounds := make([]*keyBounds, n)
 	for t := range buckets {
 		b := &buckets[t]
 		slices.SortFunc(b.refs, func(x, y kvRef) int {
@@ -118,6 +119,9 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 			}
 		}
 		rows[t] = int64(len(b.refs))
+		if len(b.refs) > 0 {
+			bounds[t] = &keyBounds{Min: bytes.Clone(b.key(b.refs[0])), Max: bytes.Clone(b.key(b.refs[len(b.refs)-1]))}
+		}
 		st.KeysAfter += rows[t]
 	}
 
@@ -133,6 +137,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 		Partitions:    n,
 		Rows:          st.KeysAfter,
 		PartitionRows: rows,
+		PartitionKeys: bounds,
 		Schema:        s.schema,
 	}
 	written, err := s.publishVersion(m, func(dw *dataWriter) error {
@@ -152,7 +157,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 	st.BytesWritten = written
 
 	// The new version is durable; replace the cache.
-	s.version, s.head, s.partRows, s.rows = version, m, rows, m.Rows
+	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, rows, m.Rows, bounds
 	s.n, s.opts.Partitions = n, n
 	if err := s.resetCache(); err != nil {
 		s.broken = err

@@ -84,7 +84,11 @@ type Store struct {
 	version  int64        // committed version the store holds; -1 = empty
 	head     *versionMeta // its metadata; nil when version == -1
 	partRows []int64      // committed rows per partition
-	rows     int64
+	// bounds holds each partition's committed key range (nil: empty, or
+	// unknown after a format-1 version): Scan skips a partition whose range
+	// misses the scanned one without opening its Pebble instance.
+	bounds []*keyBounds
+	rows   int64
 
 	pending      map[string]*pendingEntry
 	pendingDelta int64 // NumKeys change of the pending batch's known entries
@@ -195,9 +199,14 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		s.storeID = head.StoreID
 		s.partRows = slices.Clone(head.PartitionRows)
 		s.rows = head.Rows
+		s.bounds = slices.Clone(head.PartitionKeys)
+		if s.bounds == nil {
+			s.bounds = make([]*keyBounds, head.Partitions)
+		}
 	} else {
 		s.storeID = uuid.NewString()
 		s.partRows = make([]int64, s.opts.Partitions)
+		s.bounds = make([]*keyBounds, s.opts.Partitions)
 	}
 	s.version = version
 	s.n = s.opts.Partitions
@@ -584,6 +593,111 @@ func (s *Store) pendingByPartition(lower, upper []byte) map[int][]string {
 	return buckets
 }
 
+// outside reports whether partition p's committed keys are known to lie
+// outside [lower, upper).
+func (s *Store) outside(p int, lower, upper []byte) bool {
+	b := s.bounds[p]
+	return b != nil && (upper != nil && bytes.Compare(b.Min, upper) >= 0 || lower != nil && bytes.Compare(b.Max, lower) < 0)
+}
+
+// nextBounds returns the partitions' key bounds after the sorted changes cs
+// (newRows: the rows per partition after them). A partition with only puts
+// widens its known range; one with deletes, or with unknown bounds, reads
+// its first and last surviving committed keys (its instance is open, or is
+// opened anyway to apply the changes).
+func (s *Store) nextBounds(cs []change, newRows []int64) ([]*keyBounds, error) {
+	out := slices.Clone(s.bounds)
+	for i := 0; i < len(cs); {
+		p := cs[i].part
+		j := i
+		var firstPut, lastPut []byte
+		var dels []string
+		for ; j < len(cs) && cs[j].part == p; j++ {
+			if cs[j].e.del {
+				dels = append(dels, cs[j].key)
+				continue
+			}
+			if firstPut == nil {
+				firstPut = []byte(cs[j].key)
+			}
+			lastPut = []byte(cs[j].key)
+		}
+		i = j
+		if newRows[p] == 0 {
+			out[p] = nil
+			continue
+		}
+		old := s.bounds[p]
+		var lo, hi []byte
+		switch {
+		case s.partRows[p] == 0:
+			// Nothing committed: the puts are all.
+		case old != nil && len(dels) == 0:
+			lo, hi = old.Min, old.Max
+		default:
+			var err error
+			lo, hi, err = s.survivingBounds(p, dels)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if firstPut != nil && (lo == nil || bytes.Compare(firstPut, lo) < 0) {
+			lo = firstPut
+		}
+		if lastPut != nil && (hi == nil || bytes.Compare(lastPut, hi) > 0) {
+			hi = lastPut
+		}
+		if lo == nil || hi == nil {
+			return nil, fmt.Errorf("state: partition %d has %d rows but no key", p, newRows[p])
+		}
+		out[p] = &keyBounds{Min: bytes.Clone(lo), Max: bytes.Clone(hi)}
+	}
+	return out, nil
+}
+
+// survivingBounds returns partition p's smallest and largest committed keys
+// not in dels (sorted), nil if none survives.
+func (s *Store) survivingBounds(p int, dels []string) (lo, hi []byte, err error) {
+	d, err := s.parts.db(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	it, err := d.NewIter(nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read state partition %d: %w", p, err)
+	}
+	di := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		for di < len(dels) && dels[di] < string(k) {
+			di++
+		}
+		if di < len(dels) && dels[di] == string(k) {
+			continue
+		}
+		lo = bytes.Clone(k)
+		break
+	}
+	if lo != nil {
+		di = len(dels) - 1
+		for valid := it.Last(); valid; valid = it.Prev() {
+			k := it.Key()
+			for di >= 0 && dels[di] > string(k) {
+				di--
+			}
+			if di >= 0 && dels[di] == string(k) {
+				continue
+			}
+			hi = bytes.Clone(k)
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, nil, fmt.Errorf("read state partition %d: %w", p, err)
+	}
+	return lo, hi, nil
+}
+
 // scanPartition merges partition p's committed keys with its pending ones.
 func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func(key, val []byte) error) error {
 	visitPending := func(k string) error {
@@ -593,7 +707,7 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 		}
 		return fn([]byte(k), e.val)
 	}
-	if s.partRows[p] == 0 {
+	if s.partRows[p] == 0 || s.outside(p, lower, upper) {
 		for _, k := range pend {
 			if err := visitPending(k); err != nil {
 				return err
@@ -745,6 +859,10 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 			}
 		}
 	}
+	bounds, err := s.nextBounds(cs, newRows)
+	if err != nil {
+		return Metrics{}, err
+	}
 	snapshot := s.head == nil || s.head.ChainLength+1 >= s.opts.SnapshotEvery
 	kind := kindNameDelta
 	if snapshot {
@@ -761,6 +879,7 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		Data:          dataFileName(version, attempt, kind),
 		Partitions:    s.n,
 		PartitionRows: newRows,
+		PartitionKeys: bounds,
 		Schema:        s.schema,
 	}
 	for _, r := range newRows {
@@ -820,7 +939,7 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 			s.broken = err
 		}
 	}
-	s.version, s.head, s.partRows, s.rows = version, m, newRows, m.Rows
+	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, newRows, m.Rows, bounds
 	s.Abort()
 	s.afterPublish(snapshot)
 	if s.broken != nil {

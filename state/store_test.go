@@ -321,6 +321,9 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 			versions[version] = oracle
 		}
 		diffMaps(t, fmt.Sprintf("step %d", step), oracle, storeContents(t, s))
+		if version >= 0 {
+			checkBounds(t, e, s, true)
+		}
 		if rng.IntN(8) == 0 || (step%every == every-1 && len(plan) > 0) {
 			if rng.IntN(2) == 0 {
 				crashStore(s)
