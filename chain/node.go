@@ -83,6 +83,40 @@ type Node struct {
 	fmu    sync.Mutex
 	faults NodeFaults
 	frnd   *rand.Rand
+
+	// Rendered eth_getBlockByNumber(..., false) answers by block hash: a block
+	// never changes, and rebuilding its transactions costs ~1 ms per request.
+	// Bounded FIFO, so a long-running node does not grow without limit.
+	cmu    sync.Mutex
+	cached map[common.Hash]json.RawMessage
+	corder []common.Hash
+}
+
+// maxCachedBlocks bounds the rendered-block cache (~15 KB a block).
+const maxCachedBlocks = 4096
+
+func (n *Node) cachedJSON(h common.Hash) (json.RawMessage, bool) {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	b, ok := n.cached[h]
+	return b, ok
+}
+
+func (n *Node) cacheJSON(h common.Hash, b json.RawMessage) {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if n.cached == nil {
+		n.cached = make(map[common.Hash]json.RawMessage)
+	}
+	if _, ok := n.cached[h]; ok {
+		return
+	}
+	if len(n.corder) >= maxCachedBlocks {
+		delete(n.cached, n.corder[0])
+		n.corder = n.corder[1:]
+	}
+	n.cached[h] = b
+	n.corder = append(n.corder, h)
 }
 
 // StartNode starts the node: it mines InitialBlocks blocks, then serves
@@ -438,6 +472,21 @@ func txSender(seed int64, num, branch uint64, i int) common.Address {
 // (go-ethereum's own JSON, including "hash"), size, total difficulty,
 // transactions (hashes, or full objects when full), uncles and withdrawals.
 func (n *Node) blockJSON(b *nodeBlock, full bool) (json.RawMessage, error) {
+	if !full {
+		if j, ok := n.cachedJSON(b.hash); ok {
+			return j, nil
+		}
+		j, err := n.renderBlock(b, false)
+		if err == nil {
+			n.cacheJSON(b.hash, j)
+		}
+		return j, err
+	}
+	return n.renderBlock(b, true)
+}
+
+// renderBlock builds a block's JSON, with transaction objects if full.
+func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 	hj, err := json.Marshal(b.header)
 	if err != nil {
 		return nil, err
