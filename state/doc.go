@@ -35,7 +35,10 @@
 // a snapshot (or to the empty state), apply the snapshot, then each delta in
 // order. A snapshot is written instead of a delta when the chain since the
 // last snapshot reaches Options.SnapshotEvery deltas (default 10), for the
-// first version, and always for a repartition.
+// first version, and always for a repartition. A snapshot is written from
+// the open Pebble instances when every non-empty partition is open, and
+// otherwise from the files (the last snapshot merged with the deltas since
+// and the batch), so that it does not open every partition after a restart.
 //
 // # Data file format (.delta and .snap), version 1
 //

@@ -354,3 +354,61 @@ func writeFS(t *testing.T, fs vfs.FS, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestSnapshotFromFiles: a snapshot commit with most partitions closed is
+// written from the checkpoint files (last snapshot, deltas and the batch)
+// and opens only the partitions the batch changed.
+func TestSnapshotFromFiles(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	want := lazyFixture(t, e)
+	opts := e.opts(50)
+	opts.SnapshotEvery = 2
+	s, err := Open(ctx, opts, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	touched := map[int]bool{}
+	for i := 1000; i < 1010; i++ { // new keys
+		k, v := testKey(i), testVal(int64(i))
+		if err := s.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+		want[string(k)] = string(v)
+		touched[PartitionOf(k, 50)] = true
+	}
+	for i := 5; i < 300; i += 40 { // overwrite or delete existing keys
+		k := testKey(i)
+		if _, ok := want[string(k)]; !ok {
+			continue
+		}
+		touched[PartitionOf(k, 50)] = true
+		if i%3 == 0 {
+			if err := s.Delete(k); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, string(k))
+			continue
+		}
+		if err := s.Put(k, testVal(-int64(i))); err != nil {
+			t.Fatal(err)
+		}
+		want[string(k)] = string(testVal(-int64(i)))
+	}
+	m, err := s.Commit(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Snapshot {
+		t.Fatal("commit did not write a snapshot")
+	}
+	for p, d := range s.parts.dbs {
+		if d != nil && !touched[p] {
+			t.Fatalf("snapshot commit opened untouched partition %d", p)
+		}
+	}
+	diffMaps(t, "checkpoint snapshot", want, checkpointContents(t, e.fs, e.dir, 4))
+	diffMaps(t, "store after snapshot", want, storeContents(t, s))
+	checkBounds(t, e, s, true)
+}

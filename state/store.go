@@ -897,7 +897,11 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		}
 		return nil
 	}
-	if snapshot {
+	if snapshot && s.head != nil && !s.allNonEmptyOpen() {
+		// Opening every closed partition only to copy it would cost more
+		// than the rest of the batch: rewrite the files instead.
+		write = func(dw *dataWriter) error { return s.writeSnapshotFromFiles(dw, cs, m.Rows) }
+	} else if snapshot {
 		write = func(dw *dataWriter) error {
 			rest := cs
 			for p := 0; p < s.n; p++ {
@@ -955,6 +959,98 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		Snapshot:        snapshot,
 		BytesWritten:    n,
 	}, nil
+}
+
+// writeSnapshotFromFiles writes the full state after the sorted changes cs
+// as snapshot records, from the committed version's checkpoint files
+// instead of the local cache: the deltas since the last snapshot and cs are
+// folded into overrides (the last write wins), and the last snapshot is
+// merged with the overrides' puts in (partition, key) order. Memory beyond
+// the streaming is the overrides, not the state.
+func (s *Store) writeSnapshotFromFiles(dw *dataWriter, cs []change, rows int64) error {
+	cat, err := listCatalog(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	chain, err := loadChain(s.fs, s.dir, cat, s.version)
+	if err != nil {
+		return err
+	}
+	var snap *versionMeta
+	deltas := chain
+	if chain[0].Kind == kindNameSnapshot {
+		snap, deltas = chain[0], chain[1:]
+	}
+	type override struct {
+		part int
+		val  []byte
+		del  bool
+	}
+	over := map[string]*override{}
+	set := func(k string, part int, val []byte, del bool) {
+		o := over[k]
+		if o == nil {
+			o = &override{part: part}
+			over[k] = o
+		}
+		o.del = del
+		o.val = append(o.val[:0], val...)
+	}
+	for _, m := range deltas {
+		err := readDataFile(s.fs, s.dir, m, func(r record) error {
+			set(string(r.Key), r.Partition, r.Val, r.Kind == recDelete)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, c := range cs {
+		set(c.key, c.part, c.e.val, c.e.del)
+	}
+	type put struct {
+		part int
+		key  string
+		val  []byte
+	}
+	puts := make([]put, 0, len(over))
+	for k, o := range over {
+		if !o.del {
+			puts = append(puts, put{o.part, k, o.val})
+		}
+	}
+	slices.SortFunc(puts, func(a, b put) int {
+		if a.part != b.part {
+			return a.part - b.part
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	i := 0
+	if snap != nil {
+		err := readDataFile(s.fs, s.dir, snap, func(r record) error {
+			for ; i < len(puts) && (puts[i].part < r.Partition || puts[i].part == r.Partition && puts[i].key < string(r.Key)); i++ {
+				if err := dw.add(recPut, puts[i].part, []byte(puts[i].key), puts[i].val); err != nil {
+					return err
+				}
+			}
+			if _, ok := over[string(r.Key)]; ok {
+				return nil
+			}
+			return dw.add(recPut, r.Partition, r.Key, r.Val)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for ; i < len(puts); i++ {
+		if err := dw.add(recPut, puts[i].part, []byte(puts[i].key), puts[i].val); err != nil {
+			return err
+		}
+	}
+	if dw.count != uint64(rows) {
+		return errcode.Corrupt(s.dir, nil, "state version %d and its changes give %d keys, the partition counts say %d", s.version, dw.count, rows)
+	}
+	return nil
 }
 
 // publishVersion writes m's data file with write, then m's metadata file.
