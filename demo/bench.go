@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -27,6 +28,9 @@ type BenchOptions struct {
 	Preset      chain.Preset
 	Seed        int64
 	LiveBatches int // per partition count; default 20
+	// DuckDB is the path of scripts/duckref's binary; if set, DuckDB's plain
+	// GROUP BY over the same files is timed as the yardstick.
+	DuckDB string
 	Out         io.Writer
 	Log         io.Writer // progress lines; nil = discard
 }
@@ -48,6 +52,7 @@ type BenchResult struct {
 	LiveMedianMs8          float64 `json:"liveMedianTriggerToCommitMs8"`
 	LivePeakRSSBytes       int64   `json:"livePeakRssBytes"`
 	GoMaxProcs             int     `json:"gomaxprocs"`
+	DuckDBMs               int64   `json:"duckdbGroupByMs,omitempty"`
 }
 
 // peakRSS returns VmHWM of this process; resetPeakRSS restarts it (Linux).
@@ -153,6 +158,18 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		res.KeysAfterBackfill = rec.events[n-1].StateOperators[0].NumRowsTotal
 	}
 
+	if o.DuckDB != "" {
+		glob := filepath.Join(env.ArchiveRoot, "v1.0", "eth", "blocks", "*", "*.parquet")
+		fmt.Fprintf(o.Log, "duckdb GROUP BY over %s ...\n", glob)
+		t := time.Now()
+		out, err := exec.CommandContext(ctx, o.DuckDB, glob).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("duckdb reference %s: %w\n%s", o.DuckDB, err, out)
+		}
+		res.DuckDBMs = time.Since(t).Milliseconds()
+		fmt.Fprintf(o.Log, "%s", out)
+	}
+
 	fmt.Fprintf(o.Log, "live, 200 partitions, %d batches ...\n", o.LiveBatches)
 	live := engine.Trigger{Kind: engine.ProcessingTime}
 	resetPeakRSS()
@@ -192,6 +209,10 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| what (preset %s: %d files, %d blocks, GOMAXPROCS %d) | measured | target |\n|---|---|---|\n",
 		r.Preset, r.Files, r.Blocks, r.GoMaxProcs)
 	fmt.Fprintf(w, "| backfill S3 -> state -> Delta | %.1f s (%.0f blocks/s) | <= 60 s (seed) |\n", float64(r.BackfillMs)/1000, r.BackfillRowsPerSec)
+	if r.DuckDBMs > 0 {
+		fmt.Fprintf(w, "| DuckDB plain GROUP BY over the same files (process wall time) | %.1f s; backfill = %.1fx | backfill <= 3x |\n",
+			float64(r.DuckDBMs)/1000, float64(r.BackfillMs)/float64(r.DuckDBMs))
+	}
 	fmt.Fprintf(w, "| keys in state after the backfill | %d | |\n", r.KeysAfterBackfill)
 	fmt.Fprintf(w, "| peak RSS, backfill | %s | <= 1.5 GB |\n", mb(r.BackfillPeakRSSBytes))
 	fmt.Fprintf(w, "| restart to first committed batch | %d ms | <= 1 s |\n", r.RestartToFirstCommitMs)

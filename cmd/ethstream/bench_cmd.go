@@ -7,7 +7,7 @@ import (
 )
 
 func newBenchCmd() *cobra.Command {
-	var workdir, preset, out string
+	var workdir, preset, out, duck string
 	var days, live int
 	var seed int64
 	c := &cobra.Command{
@@ -29,7 +29,7 @@ and about 9 GB of disk the first time.`,
 				p = chain.LastDaysPreset(days)
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
-				LiveBatches: live, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				LiveBatches: live, DuckDB: duck, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -45,6 +45,7 @@ and about 9 GB of disk the first time.`,
 	c.Flags().IntVar(&live, "live-batches", 20, "live batches measured at each partition count")
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&out, "out", "", "write the figures as JSON to FILE")
+	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also time DuckDB's GROUP BY over the same files")
 	return c
 }
 
