@@ -31,8 +31,8 @@ type BenchOptions struct {
 	// DuckDB is the path of scripts/duckref's binary; if set, DuckDB's plain
 	// GROUP BY over the same files is timed as the yardstick.
 	DuckDB string
-	Out         io.Writer
-	Log         io.Writer // progress lines; nil = discard
+	Out    io.Writer
+	Log    io.Writer // progress lines; nil = discard
 }
 
 // BenchResult is what bench measured. Durations in milliseconds.
