@@ -86,7 +86,31 @@ func TestOpenIsLazy(t *testing.T) {
 	if n := openCount(s); n != 1 || s.parts.dbs[PartitionOf(k, 50)] == nil {
 		t.Fatalf("Get opened %d partitions, want only the key's", n)
 	}
+	// A key of a new window lies beyond every partition's bounds: reading
+	// and writing it opens nothing until Commit writes it.
+	nk := testKey(7000)
+	np := PartitionOf(nk, 50)
+	if s.parts.dbs[np] != nil {
+		t.Skip("fixture: the new key's partition is already open")
+	}
+	if _, ok, err := s.Get(nk); err != nil || ok {
+		t.Fatalf("Get of a new key: ok %v err %v", ok, err)
+	}
+	if err := s.Put(nk, testVal(7)); err != nil {
+		t.Fatal(err)
+	}
+	if s.parts.dbs[np] != nil || s.NumKeys() != int64(len(want))+1 {
+		t.Fatalf("new key: partition open %v, NumKeys %d want %d", s.parts.dbs[np] != nil, s.NumKeys(), len(want)+1)
+	}
+	if _, err := s.Commit(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	want[string(nk)] = string(testVal(7))
+	if s.parts.dbs[np] == nil {
+		t.Fatal("Commit did not write the new key's partition")
+	}
 	diffMaps(t, "lazily opened store", want, storeContents(t, s))
+	checkBounds(t, e, s, true)
 }
 
 // TestRepartitionFromFiles: right after a restart, Repartition reads the

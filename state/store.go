@@ -377,6 +377,13 @@ func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
 	if s.partRows[p] == 0 {
 		return nil, false, nil
 	}
+	if s.beyondBounds(p, key) {
+		// Usually a key of a new window: known missing without opening
+		// the partition (Commit opens the partitions it writes together).
+		s.lastGet = append(s.lastGet[:0], key...)
+		s.lastFound = false
+		return nil, false, nil
+	}
 	v, ok, err := s.parts.get(p, key, s.getBuf)
 	if ok {
 		s.getBuf = v
@@ -427,7 +434,7 @@ func (s *Store) entry(key []byte) *pendingEntry {
 	p := PartitionOf(key, s.n)
 	e := &pendingEntry{part: int32(p)}
 	switch {
-	case s.partRows[p] == 0:
+	case s.partRows[p] == 0 || s.beyondBounds(p, key):
 		e.known = true
 	case s.lastGet != nil && string(s.lastGet) == string(key):
 		e.known, e.existed = true, s.lastFound
@@ -591,6 +598,13 @@ func (s *Store) pendingByPartition(lower, upper []byte) map[int][]string {
 		sort.Strings(b)
 	}
 	return buckets
+}
+
+// beyondBounds reports whether key is known not to be a committed key of
+// partition p because it lies outside p's key bounds.
+func (s *Store) beyondBounds(p int, key []byte) bool {
+	b := s.bounds[p]
+	return b != nil && (bytes.Compare(key, b.Min) < 0 || bytes.Compare(key, b.Max) > 0)
 }
 
 // outside reports whether partition p's committed keys are known to lie
@@ -857,6 +871,22 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 			if !c.e.existed {
 				newRows[c.part]++
 			}
+		}
+	}
+	// Open the partitions the batch writes that are still closed, in
+	// parallel: after a restart a batch touches many of them for the first
+	// time, and opening one waits mostly on file creation.
+	touched := make([]bool, s.n)
+	closed := 0
+	for _, c := range cs {
+		if !touched[c.part] && s.parts.dbs[c.part] == nil {
+			closed++
+		}
+		touched[c.part] = true
+	}
+	if closed > 1 {
+		if err := s.parts.openAll(func(i int) bool { return touched[i] }); err != nil {
+			return Metrics{}, err
 		}
 	}
 	bounds, err := s.nextBounds(cs, newRows)
