@@ -115,7 +115,8 @@
 // # Local cache (LocalDir)
 //
 //	LocalDir/gen-<id>/p-<i>/   Pebble instance of partition i (created on first use,
-//	                           opened on the first read or write of one of its keys)
+//	                           opened on the first read or write of one of its keys;
+//	                           a Get or Scan outside its key bounds does not open it)
 //	LocalDir/gen-<id>/ingest/  sstables being built for ingestion
 //	LocalDir/MARKER            "ethstream-state-cache v1\n" + JSON {gen, storeId,
 //	                           version, attempt, partitions, partitionRows}
