@@ -285,7 +285,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, err
 	}
 	rep.WallTime = time.Since(start)
-	PrintSummary(o.Out, rep, batches)
+	var summary strings.Builder
+	PrintSummary(&summary, rep, batches)
+	fmt.Fprint(o.Out, summary.String())
+	if err := os.WriteFile(filepath.Join(o.ResultsDir, "summary.txt"), []byte(summary.String()), 0o644); err != nil {
+		return rep, fmt.Errorf("write summary: %w", err)
+	}
 	return rep, nil
 }
 
