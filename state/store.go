@@ -573,6 +573,20 @@ func (s *Store) Scan(lower, upper []byte, fn func(key, val []byte) error) error 
 		return err
 	}
 	buckets := s.pendingByPartition(lower, upper)
+	// Open the closed partitions the range needs in parallel (the first
+	// eviction scans after a restart).
+	need := func(p int) bool { return s.partRows[p] > 0 && !s.outside(p, lower, upper) }
+	closed := 0
+	for p := 0; p < s.n && closed < 2; p++ {
+		if need(p) && s.parts.dbs[p] == nil {
+			closed++
+		}
+	}
+	if closed > 1 {
+		if err := s.parts.openAll(need); err != nil {
+			return err
+		}
+	}
 	for p := 0; p < s.n; p++ {
 		if err := s.scanPartition(p, lower, upper, buckets[p], fn); err != nil {
 			return err
