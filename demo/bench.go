@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,7 +74,13 @@ func peakRSS() int64 {
 	return -1
 }
 
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+// resetPeakRSS returns freed heap to the OS first, so that a phase's peak is
+// not the previous phase's leftovers (the live phases follow the backfill in
+// this same process).
+func resetPeakRSS() {
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
 
 // recorder keeps every progress event of a run and when the first arrived.
 type recorder struct {
@@ -183,6 +190,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	fmt.Fprintf(o.Log, "shrink to 8 partitions, then %d live batches ...\n", o.LiveBatches)
 	shrink := clone(conf)
 	shrink["spark.sql.streaming.stateStore.partitions"] = "8"
+	resetPeakRSS()
 	rec, err = run([]pipeline.SourceSpec{liveSrc}, shrink, live, o.LiveBatches)
 	if err != nil {
 		return nil, fmt.Errorf("live at 8: %w", err)
