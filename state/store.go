@@ -9,10 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -776,6 +778,11 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 		if err != nil {
 			return errors.Join(fmt.Errorf("scan state partition %d: %w", p, err), it.Close())
 		}
+		// k is a committed key: a Delete or Put of it by fn (eviction)
+		// then knows it existed, instead of leaving it to resolve (a sort
+		// and a seek per key).
+		s.lastGet = append(s.lastGet[:0], k...)
+		s.lastFound = true
 		if err := fn(k, v); err != nil {
 			return errors.Join(err, it.Close())
 		}
@@ -817,19 +824,71 @@ func newChange(k string, e *pendingEntry) change {
 	return change{pfx: binary.BigEndian.Uint64(b[:]), part: int(e.part), key: k, e: e}
 }
 
+func cmpChange(a, b change) int {
+	if a.part != b.part {
+		return a.part - b.part
+	}
+	if a.pfx != b.pfx {
+		if a.pfx < b.pfx {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.key, b.key)
+}
+
+// sortChanges sorts cs by (partition, key). A backfill batch has millions of
+// changes: they are first grouped by partition in place (a counting sort,
+// linear), then the groups are sorted by a few goroutines, which is both
+// fewer comparisons and parallel.
 func sortChanges(cs []change) {
-	slices.SortFunc(cs, func(a, b change) int {
-		if a.part != b.part {
-			return a.part - b.part
-		}
-		if a.pfx != b.pfx {
-			if a.pfx < b.pfx {
-				return -1
+	if len(cs) < 1<<14 {
+		slices.SortFunc(cs, cmpChange)
+		return
+	}
+	np := 0
+	for i := range cs {
+		np = max(np, cs[i].part+1)
+	}
+	// start[p] .. start[p+1] is partition p's group once grouped.
+	start := make([]int, np+1)
+	for i := range cs {
+		start[cs[i].part+1]++
+	}
+	for p := 1; p <= np; p++ {
+		start[p] += start[p-1]
+	}
+	// Cycle-leader permutation: next[p] is the first slot of group p not
+	// yet holding one of p's changes.
+	next := slices.Clone(start[:np])
+	for p := 0; p < np; p++ {
+		for next[p] < start[p+1] {
+			c := cs[next[p]]
+			for c.part != p {
+				d := next[c.part]
+				next[c.part]++
+				cs[d], c = c, cs[d]
 			}
-			return 1
+			cs[next[p]] = c
+			next[p]++
 		}
-		return strings.Compare(a.key, b.key)
-	})
+	}
+	var wg sync.WaitGroup
+	var cursor atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), 4) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				p := int(cursor.Add(1) - 1)
+				if p >= np {
+					return
+				}
+				slices.SortFunc(cs[start[p]:start[p+1]], cmpChange)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // changes returns the pending batch's effective changes sorted by
