@@ -84,10 +84,13 @@ func (t *groupTable) grow() {
 }
 
 // reset empties the table, keeping its memory for the next batch unless it
-// grew far beyond what small (live) batches need.
+// grew far beyond what small (live) batches need and the batch just done was
+// small: backfill batches of similar size then reuse the slots and the arena
+// (regrowing them costs a copy per doubling and fresh pages every batch),
+// and the first small batch after them lets the memory go.
 func (t *groupTable) reset() {
 	const keep = 1 << 20
-	if len(t.slots) > keep {
+	if len(t.slots) > keep && 8*len(t.hashes) < len(t.slots) {
 		*t = newGroupTable()
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -640,17 +641,17 @@ func (s *Store) nextBounds(cs []change, newRows []int64) ([]*keyBounds, error) {
 	for i := 0; i < len(cs); {
 		p := cs[i].part
 		j := i
-		var firstPut, lastPut []byte
+		firstPut, lastPut := -1, -1 // indexes in cs
 		var dels []string
 		for ; j < len(cs) && cs[j].part == p; j++ {
 			if cs[j].e.del {
 				dels = append(dels, cs[j].key)
 				continue
 			}
-			if firstPut == nil {
-				firstPut = []byte(cs[j].key)
+			if firstPut < 0 {
+				firstPut = j
 			}
-			lastPut = []byte(cs[j].key)
+			lastPut = j
 		}
 		i = j
 		if newRows[p] == 0 {
@@ -671,13 +672,14 @@ func (s *Store) nextBounds(cs []change, newRows []int64) ([]*keyBounds, error) {
 				return nil, err
 			}
 		}
-		if firstPut != nil && (lo == nil || bytes.Compare(firstPut, lo) < 0) {
-			lo = firstPut
+		hasLo, hasHi := lo != nil, hi != nil
+		if firstPut >= 0 && (!hasLo || cs[firstPut].key < string(lo)) {
+			lo, hasLo = []byte(cs[firstPut].key), true
 		}
-		if lastPut != nil && (hi == nil || bytes.Compare(lastPut, hi) > 0) {
-			hi = lastPut
+		if lastPut >= 0 && (!hasHi || cs[lastPut].key > string(hi)) {
+			hi, hasHi = []byte(cs[lastPut].key), true
 		}
-		if lo == nil || hi == nil {
+		if !hasLo || !hasHi {
 			return nil, fmt.Errorf("state: partition %d has %d rows but no key", p, newRows[p])
 		}
 		out[p] = &keyBounds{Min: bytes.Clone(lo), Max: bytes.Clone(hi)}
@@ -809,6 +811,11 @@ func (s *Store) Abort() {
 	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
 	s.lastGet = s.lastGet[:0]
 }
+
+// keyBytes returns a read-only view of a pending key's bytes without copying
+// (a commit passes millions of keys to writers that copy them anyway: the
+// data file's chunk buffer and Pebble's batch). Never write through it.
+func keyBytes(k string) []byte { return unsafe.Slice(unsafe.StringData(k), len(k)) }
 
 // change is one entry of the pending batch, with its sort key.
 type change struct {
@@ -991,10 +998,10 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	write := func(dw *dataWriter) error {
 		for _, c := range cs {
 			if c.e.del {
-				if err := dw.add(recDelete, c.part, []byte(c.key), nil); err != nil {
+				if err := dw.add(recDelete, c.part, keyBytes(c.key), nil); err != nil {
 					return err
 				}
-			} else if err := dw.add(recPut, c.part, []byte(c.key), c.e.val); err != nil {
+			} else if err := dw.add(recPut, c.part, keyBytes(c.key), c.e.val); err != nil {
 				return err
 			}
 		}
@@ -1031,7 +1038,7 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	// The version is durable; now the cache.
 	ap := s.newApplier()
 	for _, c := range cs {
-		r := record{Kind: recPut, Partition: c.part, Key: []byte(c.key), Val: c.e.val}
+		r := record{Kind: recPut, Partition: c.part, Key: keyBytes(c.key), Val: c.e.val}
 		if c.e.del {
 			r.Kind = recDelete
 		}
