@@ -87,10 +87,12 @@ func (t *groupTable) grow() {
 // grew far beyond what small (live) batches need and the batch just done was
 // small: backfill batches of similar size then reuse the slots and the arena
 // (regrowing them costs a copy per doubling and fresh pages every batch),
-// and the first small batch after them lets the memory go.
+// and the first small batch after them lets the memory go. An empty table
+// says nothing about the batch size (the operator resets after Finish and
+// again after Commit), so it keeps its memory.
 func (t *groupTable) reset() {
 	const keep = 1 << 20
-	if len(t.slots) > keep && 8*len(t.hashes) < len(t.slots) {
+	if n := len(t.hashes); len(t.slots) > keep && n > 0 && 8*n < len(t.slots) {
 		*t = newGroupTable()
 		return
 	}

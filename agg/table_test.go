@@ -56,3 +56,30 @@ func TestGroupTableFindDoesNotAllocate(t *testing.T) {
 		t.Fatalf("lookup of a present key allocates %v times", n)
 	}
 }
+
+// TestGroupTableResetKeepsBigTables: a table grown by a big batch keeps its
+// memory across resets (also repeated ones with nothing inserted) while
+// batches stay big, and lets it go after the first small batch.
+func TestGroupTableResetKeepsBigTables(t *testing.T) {
+	tb := newGroupTable()
+	fill := func(n int) {
+		for i := 0; i < n; i++ {
+			tb.find([]byte(fmt.Sprintf("key-%d", i)))
+		}
+	}
+	fill(1 << 20)
+	big := len(tb.slots)
+	tb.reset()
+	tb.reset()
+	if len(tb.slots) != big || cap(tb.arena) == 0 || tb.len() != 0 {
+		t.Fatalf("after a big batch: slots %d (want %d), arena cap %d, len %d", len(tb.slots), big, cap(tb.arena), tb.len())
+	}
+	fill(10)
+	if e, ins := tb.find([]byte("key-3")); ins || e != 3 {
+		t.Fatalf("reused table: find(key-3) = %d, %v", e, ins)
+	}
+	tb.reset()
+	if len(tb.slots) >= big {
+		t.Fatalf("after a small batch the table kept %d slots", len(tb.slots))
+	}
+}

@@ -255,7 +255,8 @@ func NewSource(spec SourceSpec, logger *slog.Logger) (engine.Source, error) {
 	return nil, fmt.Errorf("unknown source format %q", spec.Format)
 }
 
-// Run builds and runs the query until its trigger says stop.
+// Run builds and runs the query until its trigger says stop. It sets the Go
+// runtime soft memory limit to DefaultMemoryLimit unless one is set already.
 func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 	var pf *engine.JSONLListener
 	if cfg.ProgressFile != "" {
@@ -271,5 +272,6 @@ func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 	if err != nil {
 		return nil, err
 	}
+	applyMemoryLimit()
 	return engine.Run(ctx, q, opts)
 }
