@@ -355,6 +355,75 @@ func (a *applier) close() {
 	}
 }
 
+// applyChanges writes the sorted changes cs to the local cache, one Pebble
+// batch per partition. For a partition in rangeDel (its deletes are exactly
+// its committed keys from the first deleted one to the last: an eviction),
+// the deletes are one range deletion instead of a tombstone per key: Pebble
+// then drops the covered files whole instead of compacting a backfill
+// batch's million tombstones with the keys they delete. The range deletion
+// comes first in the batch, so a put of a new key inside the range (a later
+// sequence number) survives it.
+func (s *Store) applyChanges(cs []change, rangeDel []bool) error {
+	for i := 0; i < len(cs); {
+		p := cs[i].part
+		j := i
+		for j < len(cs) && cs[j].part == p {
+			j++
+		}
+		if err := s.applyPartition(p, cs[i:j], rangeDel[p]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
+	d, err := s.parts.db(p)
+	if err != nil {
+		return err
+	}
+	b := d.NewBatch()
+	if rangeDel {
+		first, last := -1, -1
+		for i := range cs {
+			if cs[i].e.del {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		if first >= 0 {
+			end := append([]byte(cs[last].key), 0) // the smallest key after the last
+			err = b.DeleteRange(keyBytes(cs[first].key), end, nil)
+		}
+	}
+	for _, c := range cs {
+		if err != nil {
+			break
+		}
+		switch {
+		case !c.e.del:
+			err = b.Set(keyBytes(c.key), c.e.val, nil)
+		case !rangeDel:
+			err = b.Delete(keyBytes(c.key), nil)
+		}
+	}
+	if err == nil {
+		err = b.Commit(pebble.NoSync)
+	}
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write state partition %d: %w", p, err)
+	}
+	s.parts.dirty[p] = true
+	s.parts.stale[p] = true
+	return nil
+}
+
 // Partitions returns the partition count in force.
 func (s *Store) Partitions() int { return s.n }
 
@@ -636,8 +705,9 @@ func (s *Store) outside(p int, lower, upper []byte) bool {
 // widens its known range; one with deletes, or with unknown bounds, reads
 // its first and last surviving committed keys (its instance is open, or is
 // opened anyway to apply the changes).
-func (s *Store) nextBounds(cs []change, newRows []int64) ([]*keyBounds, error) {
+func (s *Store) nextBounds(cs []change, newRows []int64) (_ []*keyBounds, rangeDel []bool, _ error) {
 	out := slices.Clone(s.bounds)
+	rangeDel = make([]bool, s.n)
 	for i := 0; i < len(cs); {
 		p := cs[i].part
 		j := i
@@ -655,7 +725,8 @@ func (s *Store) nextBounds(cs []change, newRows []int64) ([]*keyBounds, error) {
 		}
 		i = j
 		if newRows[p] == 0 {
-			out[p] = nil
+			// Every committed key is deleted: one range.
+			out[p], rangeDel[p] = nil, len(dels) > 0
 			continue
 		}
 		old := s.bounds[p]
@@ -667,9 +738,9 @@ func (s *Store) nextBounds(cs []change, newRows []int64) ([]*keyBounds, error) {
 			lo, hi = old.Min, old.Max
 		default:
 			var err error
-			lo, hi, err = s.survivingBounds(p, dels)
+			lo, hi, rangeDel[p], err = s.survivingBounds(p, dels)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		hasLo, hasHi := lo != nil, hi != nil
@@ -680,36 +751,40 @@ func (s *Store) nextBounds(cs []change, newRows []int64) ([]*keyBounds, error) {
 			hi, hasHi = []byte(cs[lastPut].key), true
 		}
 		if !hasLo || !hasHi {
-			return nil, fmt.Errorf("state: partition %d has %d rows but no key", p, newRows[p])
+			return nil, nil, fmt.Errorf("state: partition %d has %d rows but no key", p, newRows[p])
 		}
 		out[p] = &keyBounds{Min: bytes.Clone(lo), Max: bytes.Clone(hi)}
 	}
-	return out, nil
+	return out, rangeDel, nil
 }
 
 // survivingBounds returns partition p's smallest and largest committed keys
-// not in dels (sorted), nil if none survives.
-func (s *Store) survivingBounds(p int, dels []string) (lo, hi []byte, err error) {
+// not in dels (sorted), nil if none survives. prefix reports that dels are
+// exactly the committed keys below lo (an eviction of the oldest windows), so
+// that the cache may delete them as one range.
+func (s *Store) survivingBounds(p int, dels []string) (lo, hi []byte, prefix bool, err error) {
 	d, err := s.parts.db(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	it, err := d.NewIter(nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read state partition %d: %w", p, err)
+		return nil, nil, false, fmt.Errorf("read state partition %d: %w", p, err)
 	}
-	di := 0
+	di, matched := 0, 0
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()
 		for di < len(dels) && dels[di] < string(k) {
 			di++
 		}
 		if di < len(dels) && dels[di] == string(k) {
+			matched++
 			continue
 		}
 		lo = bytes.Clone(k)
 		break
 	}
+	prefix = matched == len(dels)
 	if lo != nil {
 		di = len(dels) - 1
 		for valid := it.Last(); valid; valid = it.Prev() {
@@ -725,9 +800,9 @@ func (s *Store) survivingBounds(p int, dels []string) (lo, hi []byte, err error)
 		}
 	}
 	if err := it.Close(); err != nil {
-		return nil, nil, fmt.Errorf("read state partition %d: %w", p, err)
+		return nil, nil, false, fmt.Errorf("read state partition %d: %w", p, err)
 	}
-	return lo, hi, nil
+	return lo, hi, prefix, nil
 }
 
 // scanPartition merges partition p's committed keys with its pending ones.
@@ -969,7 +1044,7 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 			return Metrics{}, err
 		}
 	}
-	bounds, err := s.nextBounds(cs, newRows)
+	bounds, rangeDel, err := s.nextBounds(cs, newRows)
 	if err != nil {
 		return Metrics{}, err
 	}
@@ -1036,22 +1111,8 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		return Metrics{}, err
 	}
 	// The version is durable; now the cache.
-	ap := s.newApplier()
-	for _, c := range cs {
-		r := record{Kind: recPut, Partition: c.part, Key: keyBytes(c.key), Val: c.e.val}
-		if c.e.del {
-			r.Kind = recDelete
-		}
-		if err := ap.add(r); err != nil {
-			ap.close()
-			s.broken = err
-			break
-		}
-	}
-	if s.broken == nil {
-		if err := ap.commit(); err != nil {
-			s.broken = err
-		}
+	if err := s.applyChanges(cs, rangeDel); err != nil {
+		s.broken = err
 	}
 	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, newRows, m.Rows, bounds
 	s.Abort()
