@@ -35,12 +35,32 @@ func TestEvictionRangeDeletes(t *testing.T) {
 			}
 			continue
 		}
+		// Pending changes of committed keys inside the evicted range: the
+		// scan must see the new value of one and skip the other.
+		upd, gone := testKey(next-500), testKey(next-501)
+		if err := s.Put(upd, testVal(1e9)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(gone); err != nil {
+			t.Fatal(err)
+		}
+		delete(want, string(gone))
 		// Evict everything below the window of key next-450.
 		upper := testKey(next - 450)[:8]
-		err := s.Scan(nil, upper, func(k, _ []byte) error {
+		sawUpd := false
+		err := s.Scan(nil, upper, func(k, v []byte) error {
+			if string(k) == string(gone) {
+				t.Fatalf("scan visits a deleted pending key %x", k)
+			}
+			if string(k) == string(upd) {
+				sawUpd = string(v) == string(testVal(1e9))
+			}
 			delete(want, string(k))
 			return s.Delete(k)
 		})
+		if !sawUpd {
+			t.Fatalf("version %d: scan missed the pending value of a committed key", v)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

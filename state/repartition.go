@@ -68,7 +68,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (en
 		}
 	}
 	st.From, st.To = s.n, n
-	s.lastGet = s.lastGet[:0]
+	s.lastGet, s.lastAbsent = s.lastGet[:0], false
 
 	// Route every key of version base into its new partition: from the
 	// checkpoint files when some old partition is not open (the usual case

@@ -107,6 +107,12 @@ type Store struct {
 	broken      error          // the local cache no longer matches s.version
 	bg          sync.WaitGroup // closes and removes a replaced cache generation
 	closed      bool
+
+	// lastAbsent: lastGet is known not to be a pending key (Get missed it
+	// in the pending batch, or a Scan visited it as a committed key only),
+	// so the write that follows skips one map lookup. Any new pending entry
+	// clears it.
+	lastAbsent bool
 }
 
 // Open loads the state committed at version (-1 = empty/new). A schema
@@ -453,7 +459,7 @@ func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
 		// Usually a key of a new window: known missing without opening
 		// the partition (Commit opens the partitions it writes together).
 		s.lastGet = append(s.lastGet[:0], key...)
-		s.lastFound = false
+		s.lastFound, s.lastAbsent = false, true
 		return nil, false, nil
 	}
 	v, ok, err := s.parts.get(p, key, s.getBuf)
@@ -462,7 +468,7 @@ func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
 	}
 	if err == nil {
 		s.lastGet = append(s.lastGet[:0], key...)
-		s.lastFound = ok
+		s.lastFound, s.lastAbsent = ok, true
 	}
 	return v, ok, err
 }
@@ -500,8 +506,10 @@ func (e *pendingEntry) contrib() int64 {
 // key, and otherwise looked up later, in key order, by resolve: blind writes
 // of many keys then cost a sequential pass instead of a random read each.
 func (s *Store) entry(key []byte) *pendingEntry {
-	if e, found := s.pending[string(key)]; found {
-		return e
+	if !s.lastAbsent || string(s.lastGet) != string(key) {
+		if e, found := s.pending[string(key)]; found {
+			return e
+		}
 	}
 	p := PartitionOf(key, s.n)
 	e := &pendingEntry{part: int32(p)}
@@ -515,6 +523,7 @@ func (s *Store) entry(key []byte) *pendingEntry {
 	}
 	e.del = !e.existed // unchanged so far (an unknown entry is set right away)
 	s.pending[string(key)] = e
+	s.lastAbsent = false
 	s.pendingBytes += int64(len(key)) + 80
 	return e
 }
@@ -839,17 +848,20 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 			}
 			i++
 		}
+		// pend holds every pending key of the range (fn changes only the
+		// key it visits), so a committed key not in it has no pending
+		// entry: no map lookup.
 		if i < len(pend) && pend[i] == string(k) {
 			i++
-		}
-		if e, ok := s.pending[string(k)]; ok {
-			if e.del {
+			if e, ok := s.pending[string(k)]; ok {
+				if e.del {
+					continue
+				}
+				if err := fn(k, e.val); err != nil {
+					return errors.Join(err, it.Close())
+				}
 				continue
 			}
-			if err := fn(k, e.val); err != nil {
-				return errors.Join(err, it.Close())
-			}
-			continue
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -859,7 +871,7 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 		// then knows it existed, instead of leaving it to resolve (a sort
 		// and a seek per key).
 		s.lastGet = append(s.lastGet[:0], k...)
-		s.lastFound = true
+		s.lastFound, s.lastAbsent = true, true
 		if err := fn(k, v); err != nil {
 			return errors.Join(err, it.Close())
 		}
@@ -885,6 +897,7 @@ func (s *Store) Abort() {
 	}
 	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
 	s.lastGet = s.lastGet[:0]
+	s.lastAbsent = false
 }
 
 // keyBytes returns a read-only view of a pending key's bytes without copying
