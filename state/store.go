@@ -107,6 +107,7 @@ type Store struct {
 	broken      error          // the local cache no longer matches s.version
 	bg          sync.WaitGroup // closes and removes a replaced cache generation
 	closed      bool
+	alloc       pendingAlloc // the pending batch's entries, keys and values
 
 	// lastAbsent: lastGet is known not to be a pending key (Get missed it
 	// in the pending batch, or a Scan visited it as a committed key only),
@@ -512,7 +513,8 @@ func (s *Store) entry(key []byte) *pendingEntry {
 		}
 	}
 	p := PartitionOf(key, s.n)
-	e := &pendingEntry{part: int32(p)}
+	e := s.alloc.entry()
+	e.part = int32(p)
 	switch {
 	case s.partRows[p] == 0 || s.beyondBounds(p, key):
 		e.known = true
@@ -522,7 +524,7 @@ func (s *Store) entry(key []byte) *pendingEntry {
 		s.unknown++
 	}
 	e.del = !e.existed // unchanged so far (an unknown entry is set right away)
-	s.pending[string(key)] = e
+	s.pending[s.alloc.str(key)] = e
 	s.lastAbsent = false
 	s.pendingBytes += int64(len(key)) + 80
 	return e
@@ -538,7 +540,11 @@ func (s *Store) Put(key, val []byte) error {
 		s.pendingDelta -= e.contrib()
 	}
 	s.pendingBytes += int64(len(val) - len(e.val))
-	e.val = append(e.val[:0], val...)
+	if cap(e.val) >= len(val) {
+		e.val = append(e.val[:0], val...)
+	} else {
+		e.val = s.alloc.bytes(val)
+	}
 	e.del = false
 	if e.known {
 		s.pendingDelta += e.contrib()
@@ -898,6 +904,49 @@ func (s *Store) Abort() {
 	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
 	s.lastGet = s.lastGet[:0]
 	s.lastAbsent = false
+	s.alloc = pendingAlloc{}
+}
+
+// pendingAlloc carves the pending batch's entries, keys and values out of
+// chunks: a backfill batch has millions of pending keys, and three small
+// allocations per key (entry, key string, value) cost malloc time and GC
+// work. The chunks live as long as any entry of theirs: Abort (and Commit,
+// which calls it) drops the allocator with the map. Chunks grow from small
+// (live batches of a few keys) to a cap per batch.
+type pendingAlloc struct {
+	entries []pendingEntry
+	buf     []byte
+}
+
+func (a *pendingAlloc) entry() *pendingEntry {
+	if len(a.entries) == cap(a.entries) {
+		a.entries = make([]pendingEntry, 0, min(max(2*cap(a.entries), 32), 4096))
+	}
+	a.entries = a.entries[:len(a.entries)+1]
+	return &a.entries[len(a.entries)-1]
+}
+
+// bytes returns a copy of b with no spare capacity (appending to it
+// reallocates instead of overwriting a neighbour).
+func (a *pendingAlloc) bytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, max(min(max(2*cap(a.buf), 1<<10), 256<<10), len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// str returns b as a string backed by the chunk (never written again).
+func (a *pendingAlloc) str(b []byte) string {
+	c := a.bytes(b)
+	if len(c) == 0 {
+		return ""
+	}
+	return unsafe.String(&c[0], len(c))
 }
 
 // keyBytes returns a read-only view of a pending key's bytes without copying
