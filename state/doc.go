@@ -126,6 +126,14 @@
 // background (Close waits for it), so a repartition does not pay for closing
 // 200 instances. Open deletes every generation but the trusted one.
 //
+// A commit writes each partition's changes to its instance as one Pebble
+// batch. When a partition's deletes are exactly its lowest committed keys
+// (an eviction: the bounds check that reads its first surviving key finds
+// them), the batch holds one range deletion for them, ahead of the puts,
+// instead of a tombstone per key (the data file still has one delete record
+// per key): Pebble drops the covered files instead of compacting a million
+// tombstones per backfill batch.
+//
 // Pebble runs without a WAL and without fsyncs: the cache is trusted only if
 // MARKER names exactly the version being opened (same storeId, version,
 // attempt and counts) and its generation. Open deletes MARKER before anything can change the
