@@ -157,6 +157,9 @@ func LatencyChart(path string, batches []BatchRecord) error {
 	byPhase := map[string]plotter.XYs{}
 	var order []string
 	for _, b := range batches {
+		if b.Kind == "repartition" {
+			continue // a control batch has no addBatch; its time is controlBatch.REPARTITION
+		}
 		if _, ok := byPhase[b.Phase]; !ok {
 			order = append(order, b.Phase)
 		}
@@ -186,6 +189,10 @@ func InputChart(path string, batches []BatchRecord, sources []SourceRecord) erro
 		return fmt.Errorf("input chart %s: no source records", path)
 	}
 	marks := phaseStarts(batches)
+	var lastBatch int64
+	for _, b := range batches {
+		lastBatch = max(lastBatch, b.BatchID)
+	}
 	var plots []*plot.Plot
 	for i, n := range names {
 		p := plot.New()
@@ -200,6 +207,8 @@ func InputChart(path string, batches []BatchRecord, sources []SourceRecord) erro
 		if err := addPhaseMarks(p, marks, maxY(xys)); err != nil {
 			return err
 		}
+		// One batch axis for every panel, so phases line up across sources.
+		p.X.Min, p.X.Max = -1, float64(lastBatch)+1
 		plots = append(plots, p)
 	}
 	return savePlots(path, 20*vg.Centimeter, vg.Length(9*len(plots))*vg.Centimeter, plots...)
