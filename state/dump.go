@@ -5,15 +5,14 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 )
@@ -169,21 +168,9 @@ func appendJSON(dst []byte, t engine.Type, x any) []byte {
 // <ckpt>/commits/N (decimal name), or -1 if there is none. A batch is
 // committed iff that file exists (DESIGN.md §5).
 func LatestCommittedBatch(fs vfs.FS, ckpt string) (int64, error) {
-	dir := fs.PathJoin(ckpt, "commits")
-	names, err := fs.List(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return -1, nil
-		}
-		return -1, fmt.Errorf("list commit log %s: %w", dir, err)
+	ids, err := checkpoint.Dir{FS: fs, Path: ckpt}.ListCommits()
+	if err != nil || len(ids) == 0 {
+		return -1, err
 	}
-	best := int64(-1)
-	for _, n := range names {
-		id, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || id < 0 || strconv.FormatInt(id, 10) != n {
-			continue // temp files and the like
-		}
-		best = max(best, id)
-	}
-	return best, nil
+	return ids[len(ids)-1], nil
 }
