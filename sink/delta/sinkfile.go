@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -354,73 +355,55 @@ func usStatString(us int64) *string {
 	return &s
 }
 
+// colStats accumulates one column's min, max and null count.
+type colStats[T cmp.Ordered] struct {
+	min, max T
+	has      bool
+	nulls    int64
+}
+
+func (c *colStats[T]) add(v T, null bool) {
+	switch {
+	case null:
+		c.nulls++
+	case !c.has:
+		c.min, c.max, c.has = v, v, true
+	default:
+		c.min, c.max = min(c.min, v), max(c.max, v)
+	}
+}
+
 func computeSinkStats(rows []sinkRow) sinkStatsJSON {
 	st := sinkStatsJSON{NumRecords: int64(len(rows))}
-	var (
-		minWS, maxWS, minWE, maxWE, minC, maxC int64
-		minS, maxS, minM, maxM                 string
-		hasWS, hasWE, hasS, hasM, hasC         bool
-	)
+	var ws, we, cnt colStats[int64]
+	var src, miner colStats[string]
 	for i := range rows {
 		r := &rows[i]
-		if r.nulls&nullWS != 0 {
-			st.NullCount.Window.Start++
-		} else {
-			if !hasWS {
-				minWS, maxWS, hasWS = r.WS, r.WS, true
-			}
-			minWS, maxWS = min(minWS, r.WS), max(maxWS, r.WS)
-		}
-		if r.nulls&nullWE != 0 {
-			st.NullCount.Window.End++
-		} else {
-			if !hasWE {
-				minWE, maxWE, hasWE = r.WE, r.WE, true
-			}
-			minWE, maxWE = min(minWE, r.WE), max(maxWE, r.WE)
-		}
-		if r.nulls&nullSource != 0 {
-			st.NullCount.Source++
-		} else {
-			if !hasS {
-				minS, maxS, hasS = r.Source, r.Source, true
-			}
-			minS, maxS = min(minS, r.Source), max(maxS, r.Source)
-		}
-		if r.nulls&nullMiner != 0 {
-			st.NullCount.Miner++
-		} else {
-			if !hasM {
-				minM, maxM, hasM = r.Miner, r.Miner, true
-			}
-			minM, maxM = min(minM, r.Miner), max(maxM, r.Miner)
-		}
-		if r.nulls&nullCount != 0 {
-			st.NullCount.Count++
-		} else {
-			if !hasC {
-				minC, maxC, hasC = r.Count, r.Count, true
-			}
-			minC, maxC = min(minC, r.Count), max(maxC, r.Count)
-		}
+		ws.add(r.WS, r.nulls&nullWS != 0)
+		we.add(r.WE, r.nulls&nullWE != 0)
+		src.add(r.Source, r.nulls&nullSource != 0)
+		miner.add(r.Miner, r.nulls&nullMiner != 0)
+		cnt.add(r.Count, r.nulls&nullCount != 0)
 	}
-	if hasWS || hasWE {
+	st.NullCount.Window.Start, st.NullCount.Window.End = ws.nulls, we.nulls
+	st.NullCount.Source, st.NullCount.Miner, st.NullCount.Count = src.nulls, miner.nulls, cnt.nulls
+	if ws.has || we.has {
 		st.MinValues.Window, st.MaxValues.Window = &windowStatValues{}, &windowStatValues{}
 	}
-	if hasWS {
-		st.MinValues.Window.Start, st.MaxValues.Window.Start = usStatString(minWS), usStatString(maxWS)
+	if ws.has {
+		st.MinValues.Window.Start, st.MaxValues.Window.Start = usStatString(ws.min), usStatString(ws.max)
 	}
-	if hasWE {
-		st.MinValues.Window.End, st.MaxValues.Window.End = usStatString(minWE), usStatString(maxWE)
+	if we.has {
+		st.MinValues.Window.End, st.MaxValues.Window.End = usStatString(we.min), usStatString(we.max)
 	}
-	if hasS {
-		st.MinValues.Source, st.MaxValues.Source = ptr(truncMin(minS)), ptr(truncMax(maxS))
+	if src.has {
+		st.MinValues.Source, st.MaxValues.Source = ptr(truncMin(src.min)), ptr(truncMax(src.max))
 	}
-	if hasM {
-		st.MinValues.Miner, st.MaxValues.Miner = ptr(truncMin(minM)), ptr(truncMax(maxM))
+	if miner.has {
+		st.MinValues.Miner, st.MaxValues.Miner = ptr(truncMin(miner.min)), ptr(truncMax(miner.max))
 	}
-	if hasC {
-		st.MinValues.Count, st.MaxValues.Count = &minC, &maxC
+	if cnt.has {
+		st.MinValues.Count, st.MaxValues.Count = &cnt.min, &cnt.max
 	}
 	return st
 }
