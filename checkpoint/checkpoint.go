@@ -288,7 +288,7 @@ func (w *Writer) WriteMetadata(m Metadata) error {
 	if err != nil {
 		return err
 	}
-	return publish(w.FS, w.Path, MetadataFile, data)
+	return Publish(w.FS, w.Path, MetadataFile, data)
 }
 
 // WriteOffsets publishes offsets/<id>; ErrExists if it exists.
@@ -297,12 +297,12 @@ func (w *Writer) WriteOffsets(id int64, e *OffsetEntry) error {
 	if err != nil {
 		return fmt.Errorf("encode offsets entry %d: %w", id, err)
 	}
-	return publish(w.FS, w.Join(OffsetsDir), strconv.FormatInt(id, 10), data)
+	return Publish(w.FS, w.Join(OffsetsDir), strconv.FormatInt(id, 10), data)
 }
 
 // WriteCommit publishes commits/<id>; ErrExists if it exists.
 func (w *Writer) WriteCommit(id int64, c *CommitEntry) error {
-	return publish(w.FS, w.Join(CommitsDir), strconv.FormatInt(id, 10), EncodeCommit(c))
+	return Publish(w.FS, w.Join(CommitsDir), strconv.FormatInt(id, 10), EncodeCommit(c))
 }
 
 // SourceDir returns sources/<key>, creating it durably (a crash never loses
@@ -410,11 +410,17 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// publish writes data to dir/name crash-safely without ever overwriting.
-func publish(fs vfs.FS, dir, name string, data []byte) error {
+// Publish writes data to dir/name crash-safely without ever overwriting:
+// write .name.tmp, fsync, link(2) to name (ErrExists if it is taken), remove
+// the temp file, fsync dir. Every immutable file of a checkpoint, including a
+// source's private logs under sources/<key>/, is published this way.
+func Publish(fs vfs.FS, dir, name string, data []byte) error {
 	final := fs.PathJoin(dir, name)
 	if _, err := fs.Stat(final); err == nil {
 		return fmt.Errorf("publish %s: %w", final, ErrExists)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		// Not knowing is not "absent": a failed stat must not lead to a write.
+		return fmt.Errorf("stat %s: %w", final, err)
 	}
 	tmp := fs.PathJoin(dir, "."+name+tempSuffix)
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 )
@@ -128,44 +129,19 @@ func (l *fileLog) batch(n int64) ([]logEntry, error) {
 	return out, nil
 }
 
-var errLogExists = errors.New("source log entry already exists")
-
-// write publishes file n holding entries, crash-safely and never overwriting.
+// write publishes file n holding entries through the checkpoint's own
+// publishing (temp file, fsync, link, fsync dir): crash-safe and never
+// overwriting, so a second writer gets checkpoint.ErrExists.
 func (l *fileLog) write(n int64, entries []logEntry) error {
-	path := l.fileName(n)
-	if _, err := l.fs.Stat(path); err == nil {
-		return fmt.Errorf("write source log %s: %w (is another query using this checkpoint?)", path, errLogExists)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("stat source log %s: %w", path, err)
-	}
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("create source log dir %s: %w", l.dir, err)
 	}
-	tmp := l.fs.PathJoin(l.dir, "."+l.fs.PathBase(path)+tmpSuffix)
-	f, err := l.fs.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("create source log temp %s: %w", tmp, err)
-	}
-	_, err = f.Write(formatLog(entries))
-	if err == nil {
-		err = f.Sync()
-	}
-	err = errors.Join(err, f.Close())
-	if err != nil {
-		_ = l.fs.Remove(tmp)
-		return fmt.Errorf("write source log temp %s: %w", tmp, err)
-	}
-	if err := l.fs.Rename(tmp, path); err != nil {
-		_ = l.fs.Remove(tmp)
-		return fmt.Errorf("publish source log %s: %w", path, err)
-	}
-	d, err := l.fs.OpenDir(l.dir)
-	if err != nil {
-		return fmt.Errorf("open source log dir %s: %w", l.dir, err)
-	}
-	err = errors.Join(d.Sync(), d.Close())
-	if err != nil {
-		return fmt.Errorf("sync source log dir %s: %w", l.dir, err)
+	path := l.fileName(n)
+	if err := checkpoint.Publish(l.fs, l.dir, l.fs.PathBase(path), formatLog(entries)); err != nil {
+		if errors.Is(err, checkpoint.ErrExists) {
+			return fmt.Errorf("write source log %s: %w (is another query using this checkpoint?)", path, err)
+		}
+		return fmt.Errorf("write source log: %w", err)
 	}
 	return nil
 }
