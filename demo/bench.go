@@ -131,17 +131,9 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	defer env.Close()
 	res := &BenchResult{Preset: o.Preset.Name, Files: len(env.Manifest.Files), Blocks: env.Manifest.Rows,
 		ArchiveBytes: env.Manifest.Bytes, GoMaxProcs: runtimeProcs()}
-	s3src := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive", URI: fmt.Sprintf(
-		"s3://%s/v1.0/eth/blocks?endpoint=%s&region=us-east-2&anonymous=true&maxFilesPerTrigger=%d",
-		Bucket, env.S3.URL(), o.Preset.MaxFilesPerTrigger)}
-	liveSrc := pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: fmt.Sprintf(
-		"%s?maxBlocksPerTrigger=20&start_block=%d&confirmations=0&start_parent_hash=%s",
-		env.Node.URL(), env.Manifest.LastBlock+1, env.Manifest.LastHash)}
-	conf := map[string]string{
-		"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true",
-		"spark.sql.streaming.offsetLog.formatVersion":              "2",
-		"spark.sql.shuffle.partitions":                             "200",
-	}
+	s3src := env.ArchiveSource(o.Preset.MaxFilesPerTrigger)
+	liveSrc := env.LiveSource(20)
+	conf := EvolutionConf(200)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run := func(srcs []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, max int) (*recorder, error) {
 		rec := &recorder{start: time.Now()}

@@ -167,17 +167,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := os.MkdirAll(progressDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", progressDir, err)
 	}
-	s3src := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive", URI: fmt.Sprintf(
-		"s3://%s/v1.0/eth/blocks?endpoint=%s&region=us-east-2&anonymous=true&maxFilesPerTrigger=%d",
-		Bucket, env.S3.URL(), o.Preset.MaxFilesPerTrigger)}
-	liveSrc := pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: fmt.Sprintf(
-		"%s?maxBlocksPerTrigger=%d&start_block=%d&confirmations=0&start_parent_hash=%s",
-		env.Node.URL(), o.BlocksPerBatch, env.Manifest.LastBlock+1, env.Manifest.LastHash)}
-	baseConf := map[string]string{
-		"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true",
-		"spark.sql.streaming.offsetLog.formatVersion":              "2",
-		"spark.sql.shuffle.partitions":                             strconv.Itoa(o.StatePartitions),
-	}
+	s3src := env.ArchiveSource(o.Preset.MaxFilesPerTrigger)
+	liveSrc := env.LiveSource(o.BlocksPerBatch)
+	baseConf := EvolutionConf(o.StatePartitions)
 	live := engine.Trigger{Kind: engine.ProcessingTime, Interval: o.TriggerInterval}
 	phase := func(name string, sources []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, maxBatches int) PhaseResult {
 		cfg := pipeline.Config{
@@ -350,6 +342,32 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	return env, nil
+}
+
+// ArchiveSource is the s3_backfill source reading the archive through the
+// embedded S3 endpoint, as it would read the public bucket.
+func (e *Env) ArchiveSource(maxFilesPerTrigger int) pipeline.SourceSpec {
+	return pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive", URI: fmt.Sprintf(
+		"s3://%s/v1.0/eth/blocks?endpoint=%s&region=us-east-2&anonymous=true&maxFilesPerTrigger=%d",
+		Bucket, e.S3.URL(), maxFilesPerTrigger)}
+}
+
+// LiveSource is the eth_live source: one block past the archive's last,
+// chained to its hash.
+func (e *Env) LiveSource(blocksPerBatch int) pipeline.SourceSpec {
+	return pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: fmt.Sprintf(
+		"%s?maxBlocksPerTrigger=%d&start_block=%d&confirmations=0&start_parent_hash=%s",
+		e.Node.URL(), blocksPerBatch, e.Manifest.LastBlock+1, e.Manifest.LastHash)}
+}
+
+// EvolutionConf is the reference run's conf: named sources, offset log V2,
+// and the state partition count of a new checkpoint.
+func EvolutionConf(statePartitions int) map[string]string {
+	return map[string]string{
+		"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true",
+		"spark.sql.streaming.offsetLog.formatVersion":              "2",
+		"spark.sql.shuffle.partitions":                             strconv.Itoa(statePartitions),
+	}
 }
 
 // Close stops the embedded endpoints.

@@ -21,12 +21,9 @@ with --out, writes the figures as JSON. The seed preset's archive takes minutes 
 and about 9 GB of disk the first time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := chain.PresetByName(preset)
+			p, err := presetFromFlags(preset, days)
 			if err != nil {
 				return err
-			}
-			if days > 0 {
-				p = chain.LastDaysPreset(days)
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
 				LiveBatches: live, DuckDB: duck, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})

@@ -26,12 +26,9 @@ sources.csv, verification.csv and the charts to the results directory, prints a 
 and exits 0 only if every verification holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := chain.PresetByName(preset)
+			p, err := presetFromFlags(preset, days)
 			if err != nil {
 				return err
-			}
-			if days > 0 {
-				p = chain.LastDaysPreset(days)
 			}
 			o := demo.Options{WorkDir: workdir, ResultsDir: results, Preset: p, Seed: seed,
 				Out: cmd.OutOrStdout(), Logger: newLogger(cmd)}
@@ -65,3 +62,16 @@ and exits 0 only if every verification holds.`,
 }
 
 func init() { rootCmd.AddCommand(newDemoCmd()) }
+
+// presetFromFlags is the archive a --preset/--days pair names: --days N > 0
+// means the last N days instead of the preset.
+func presetFromFlags(preset string, days int) (chain.Preset, error) {
+	if days == 0 {
+		return chain.PresetByName(preset)
+	}
+	if days < 0 || days > chain.TotalDays {
+		return chain.Preset{}, errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --days between 1 and %d", chain.TotalDays),
+			"invalid --days %d", days)
+	}
+	return chain.LastDaysPreset(days), nil
+}
