@@ -228,7 +228,10 @@ func WriteBenchJSON(path string, r *BenchResult) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeFile(path, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -3,7 +3,7 @@ package demo
 import (
 	"fmt"
 	"image/color"
-	"os"
+	"io"
 	"path/filepath"
 	"sort"
 
@@ -98,23 +98,10 @@ func savePlots(path string, w, h vg.Length, plots ...*plot.Plot) error {
 	for i, p := range plots {
 		p.Draw(canvases[i][0])
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create chart %s: %w", path, err)
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write chart %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync chart %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close chart %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return writeFile(path, func(w io.Writer) error {
+		_, err := c.WriteTo(w)
+		return err
+	})
 }
 
 // StateChart draws keys in state and state partitions per batch, phases marked.

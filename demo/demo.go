@@ -280,8 +280,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var summary strings.Builder
 	PrintSummary(&summary, rep, batches)
 	fmt.Fprint(o.Out, summary.String())
-	if err := os.WriteFile(filepath.Join(o.ResultsDir, "summary.txt"), []byte(summary.String()), 0o644); err != nil {
-		return rep, fmt.Errorf("write summary: %w", err)
+	if err := writeFile(filepath.Join(o.ResultsDir, "summary.txt"), func(w io.Writer) error {
+		_, err := io.WriteString(w, summary.String())
+		return err
+	}); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }

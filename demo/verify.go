@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,33 +26,19 @@ type Check struct {
 
 // WriteChecks writes verification.csv: check, expected, actual, pass.
 func WriteChecks(path string, checks []Check) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"check", "expected", "actual", "pass"})
-	for _, c := range checks {
-		pass := strconv.FormatBool(c.Pass)
-		if c.Figure {
-			pass = "figure"
+	return writeFile(path, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		w.Write([]string{"check", "expected", "actual", "pass"})
+		for _, c := range checks {
+			pass := strconv.FormatBool(c.Pass)
+			if c.Figure {
+				pass = "figure"
+			}
+			w.Write([]string{c.Name, c.Expected, c.Actual, pass})
 		}
-		w.Write([]string{c.Name, c.Expected, c.Actual, pass})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+		w.Flush()
+		return w.Error()
+	})
 }
 
 func check(name string, expected, actual any) Check {
