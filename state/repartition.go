@@ -246,41 +246,9 @@ func (s *Store) routeFromCache(ctx context.Context, fn func(k, v []byte)) error 
 // replaced by its override if it has one, and the overrides' remaining puts
 // follow. Memory beyond the output is the deltas' keys, not the state.
 func (s *Store) routeFromFiles(ctx context.Context, v int64, fn func(k, v []byte)) error {
-	cat, err := listCatalog(s.fs, s.dir)
+	snap, over, err := s.foldChain(ctx, v)
 	if err != nil {
 		return err
-	}
-	chain, err := loadChain(s.fs, s.dir, cat, v)
-	if err != nil {
-		return err
-	}
-	var snap *versionMeta
-	deltas := chain
-	if chain[0].Kind == kindNameSnapshot {
-		snap, deltas = chain[0], chain[1:]
-	}
-	type override struct {
-		val []byte
-		del bool
-	}
-	over := map[string]*override{}
-	for _, m := range deltas {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		err := readDataFile(s.fs, s.dir, m, func(r record) error {
-			o := over[string(r.Key)]
-			if o == nil {
-				o = &override{}
-				over[string(r.Key)] = o
-			}
-			o.del = r.Kind == recDelete
-			o.val = append(o.val[:0], r.Val...)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
 	}
 	if snap != nil {
 		if err := ctx.Err(); err != nil {
@@ -302,6 +270,60 @@ func (s *Store) routeFromFiles(ctx context.Context, v int64, fn func(k, v []byte
 		}
 	}
 	return nil
+}
+
+// fileOverride is the last write of one key in a chain of delta files.
+type fileOverride struct {
+	part int
+	val  []byte
+	del  bool
+}
+
+// overrides maps an encoded key to its last write.
+type overrides map[string]*fileOverride
+
+func (over overrides) set(k string, part int, val []byte, del bool) {
+	o := over[k]
+	if o == nil {
+		o = &fileOverride{part: part}
+		over[k] = o
+	}
+	o.del = del
+	o.val = append(o.val[:0], val...)
+}
+
+// foldChain loads committed version v's chain from the checkpoint files and
+// folds its deltas into overrides (the last write of a key wins). It returns
+// the snapshot the chain starts from, nil if it starts from the empty state;
+// the caller streams it, replacing keys that have an override.
+func (s *Store) foldChain(ctx context.Context, v int64) (*versionMeta, overrides, error) {
+	cat, err := listCatalog(s.fs, s.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	chain, err := loadChain(s.fs, s.dir, cat, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	var snap *versionMeta
+	deltas := chain
+	if chain[0].Kind == kindNameSnapshot {
+		snap, deltas = chain[0], chain[1:]
+	}
+	over := overrides{}
+	for _, m := range deltas {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		err := readDataFile(s.fs, s.dir, m, func(r record) error {
+			over.set(string(r.Key), r.Partition, r.Val, r.Kind == recDelete)
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return snap, over, nil
 }
 
 // resetCache starts an empty cache generation with s.n partitions. The old

@@ -1201,45 +1201,12 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 // merged with the overrides' puts in (partition, key) order. Memory beyond
 // the streaming is the overrides, not the state.
 func (s *Store) writeSnapshotFromFiles(dw *dataWriter, cs []change, rows int64) error {
-	cat, err := listCatalog(s.fs, s.dir)
+	snap, over, err := s.foldChain(context.Background(), s.version)
 	if err != nil {
 		return err
-	}
-	chain, err := loadChain(s.fs, s.dir, cat, s.version)
-	if err != nil {
-		return err
-	}
-	var snap *versionMeta
-	deltas := chain
-	if chain[0].Kind == kindNameSnapshot {
-		snap, deltas = chain[0], chain[1:]
-	}
-	type override struct {
-		part int
-		val  []byte
-		del  bool
-	}
-	over := map[string]*override{}
-	set := func(k string, part int, val []byte, del bool) {
-		o := over[k]
-		if o == nil {
-			o = &override{part: part}
-			over[k] = o
-		}
-		o.del = del
-		o.val = append(o.val[:0], val...)
-	}
-	for _, m := range deltas {
-		err := readDataFile(s.fs, s.dir, m, func(r record) error {
-			set(string(r.Key), r.Partition, r.Val, r.Kind == recDelete)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
 	}
 	for _, c := range cs {
-		set(c.key, c.part, c.e.val, c.e.del)
+		over.set(c.key, c.part, c.e.val, c.e.del)
 	}
 	type put struct {
 		part int
