@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/stream"
 )
 
 const (
@@ -16,9 +16,9 @@ const (
 	benchChunkN = 8192 // rows per chunk, as a source hands them over
 )
 
-func benchChunks(b *testing.B) []*engine.Batch {
+func benchChunks(b *testing.B) []*stream.Batch {
 	rows := benchRows(benchRowsN, 0)
-	var chunks []*engine.Batch
+	var chunks []*stream.Batch
 	for len(rows) > 0 {
 		n := min(len(rows), benchChunkN)
 		chunks = append(chunks, makeBatch(rows[:n]))

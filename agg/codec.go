@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // aggVal is one aggregate's value for one key: the running value and, for
@@ -28,7 +28,7 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 		dst = state.AppendInt64Key(dst, s)
 	}
 	for k, t := range p.groupType {
-		if t == engine.String {
+		if t == stream.String {
 			dst = state.AppendStringKey(dst, pt.gStr[k][e])
 		} else {
 			dst = state.AppendInt64Key(dst, pt.gInt[k][e])
@@ -41,7 +41,7 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 func (p *plan) encodeValue(dst []byte, vals []aggVal) []byte {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
-		if ra.out == engine.Float64 {
+		if ra.out == stream.Float64 {
 			dst = state.AppendFloat64Value(dst, vals[a].f)
 		} else {
 			dst = state.AppendInt64Value(dst, vals[a].i)
@@ -62,7 +62,7 @@ func (p *plan) decodeValue(val []byte, vals []aggVal) error {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
 		var ok bool
-		if ra.out == engine.Float64 {
+		if ra.out == stream.Float64 {
 			if len(val) < 8 {
 				return p.badValue(a)
 			}
@@ -111,7 +111,7 @@ func (pt *partial) merge(e int, vals []aggVal) {
 		if nn == 0 {
 			continue
 		}
-		if ra.out == engine.Float64 {
+		if ra.out == stream.Float64 {
 			x := acc.floats[e]
 			switch ra.Kind {
 			case Sum:

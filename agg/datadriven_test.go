@@ -11,8 +11,9 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // TestDataDriven runs the scenario scripts in testdata/. Commands:
@@ -134,7 +135,7 @@ func ddSpec(t *testing.T, d *datadriven.TestData, base Spec) Spec {
 			if a.Vals[0] == "none" {
 				spec.Window = nil
 			} else {
-				spec.Window = &Window{Column: engine.ColBlockTS, Size: dur(a.Vals[0])}
+				spec.Window = &Window{Column: ethblock.ColBlockTS, Size: dur(a.Vals[0])}
 			}
 		case "slide":
 			spec.Window.Slide = dur(a.Vals[0])
@@ -228,14 +229,14 @@ func ddRows(t *testing.T, input string) []testRow {
 }
 
 // fmtOutput renders output rows sorted, window times as MM-DD hh:mm:ss.
-func fmtOutput(t *testing.T, p *plan, b *engine.Batch) []string {
+func fmtOutput(t *testing.T, p *plan, b *stream.Batch) []string {
 	var lines []string
 	for i := 0; i < b.Len; i++ {
 		var parts []string
 		for c := range b.Columns {
 			col := &b.Columns[c]
 			s := cellString(col, i)
-			if col.Type == engine.Timestamp && !col.IsNull(i) {
+			if col.Type == stream.Timestamp && !col.IsNull(i) {
 				s = fmtTime(col.Int64s[i])
 			}
 			if c >= len(b.Columns)-len(p.aggs) {

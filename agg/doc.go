@@ -1,6 +1,6 @@
 // Package agg is ethstream's stateful grouped aggregation: event-time
 // windows, watermark, count/sum/min/max, and the update, append and complete
-// output modes, as an engine.Operator over the Pebble-backed state.Store
+// output modes, as an stream.Operator over the Pebble-backed state.Store
 // (DESIGN.md §3, §7, §8). The reference query
 //
 //	groupBy(window(block_ts, "5 minutes"), source, miner).count()

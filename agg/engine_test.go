@@ -13,7 +13,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // sliceSource is a named test source over fixed rows; its offset is
@@ -25,13 +27,13 @@ type sliceSource struct {
 	max  int // rows per batch
 }
 
-func (s *sliceSource) Open(context.Context, engine.SourceEnv) error { return nil }
+func (s *sliceSource) Open(context.Context, stream.SourceEnv) error { return nil }
 func (s *sliceSource) Description() string                          { return "slice[" + s.name + "]" }
 func (s *sliceSource) PrepareAvailableNow(context.Context) error    { return nil }
-func (s *sliceSource) Commit(context.Context, engine.Offset) error  { return nil }
+func (s *sliceSource) Commit(context.Context, stream.Offset) error  { return nil }
 func (s *sliceSource) Close() error                                 { return nil }
 
-func offsetN(o engine.Offset) int {
+func offsetN(o stream.Offset) int {
 	if o == nil {
 		return 0
 	}
@@ -42,21 +44,21 @@ func offsetN(o engine.Offset) int {
 	return v.N
 }
 
-func (s *sliceSource) LatestOffset(_ context.Context, start engine.Offset) (engine.Offset, error) {
+func (s *sliceSource) LatestOffset(_ context.Context, start stream.Offset) (stream.Offset, error) {
 	cur := offsetN(start)
 	end := min(len(s.rows), cur+s.max)
 	if end == cur {
 		return start, nil
 	}
-	return engine.Offset(fmt.Sprintf(`{"n":%d}`, end)), nil
+	return stream.Offset(fmt.Sprintf(`{"n":%d}`, end)), nil
 }
 
-func (s *sliceSource) ReadBatch(_ context.Context, start, end engine.Offset, emit func(*engine.Batch) error) error {
+func (s *sliceSource) ReadBatch(_ context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
 	rows := s.rows[offsetN(start):offsetN(end)]
 	for len(rows) > 0 { // chunks of 7 rows, to cross chunk boundaries
 		n := min(len(rows), 7)
 		b := makeBatch(rows[:n])
-		b.Columns = []engine.Column{*b.Column(engine.ColBlockTS), *b.Column(engine.ColMiner)}
+		b.Columns = []stream.Column{*b.Column(ethblock.ColBlockTS), *b.Column(ethblock.ColMiner)}
 		if err := emit(b); err != nil {
 			return err
 		}
@@ -76,17 +78,17 @@ func (m *mergeSink) Open(context.Context, string) error { return nil }
 func (m *mergeSink) Description() string                { return "merge" }
 func (m *mergeSink) Close() error                       { return nil }
 
-func (m *mergeSink) AddBatch(_ context.Context, id int64, out *engine.Batch) (engine.SinkProgress, error) {
+func (m *mergeSink) AddBatch(_ context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
 	if m.applied[id] {
-		return engine.SinkProgress{NumOutputRows: 0}, nil
+		return stream.SinkProgress{NumOutputRows: 0}, nil
 	}
 	m.applied[id] = true
 	ws, we := out.Column(ColWindowStart), out.Column(ColWindowEnd)
-	src, miner, cnt := out.Column(engine.ColSource), out.Column(engine.ColMiner), out.Column("count")
+	src, miner, cnt := out.Column(stream.ColSource), out.Column(ethblock.ColMiner), out.Column("count")
 	for i := 0; i < out.Len; i++ {
 		m.table[fmt.Sprintf("%d|%d|%s|%s", ws.Int64s[i], we.Int64s[i], src.Strings[i], miner.Strings[i])] = cnt.Int64s[i]
 	}
-	return engine.SinkProgress{NumOutputRows: int64(out.Len)}, nil
+	return stream.SinkProgress{NumOutputRows: int64(out.Len)}, nil
 }
 
 // TestEngineReferencePipeline runs the reference query through engine.Run
@@ -112,7 +114,7 @@ func TestEngineReferencePipeline(t *testing.T) {
 	dir := t.TempDir()
 	ckpt, local := filepath.Join(dir, "ckpt"), filepath.Join(dir, "local")
 	sink := &mergeSink{applied: map[int64]bool{}, table: map[string]int64{}}
-	var last *engine.Progress
+	var last *stream.Progress
 	run := func(trigger engine.Trigger, maxBatches int, sources ...engine.NamedSource) *engine.RunSummary {
 		t.Helper()
 		op, err := New(refSpec())
@@ -122,7 +124,7 @@ func TestEngineReferencePipeline(t *testing.T) {
 		sum, err := engine.Run(context.Background(), engine.Query{
 			Sources:        sources,
 			Columns:        refSpec().InputColumns(),
-			Watermark:      refSpec().EngineWatermark(),
+			Watermark:      refWatermark(),
 			Operator:       op,
 			Sink:           sink,
 			Trigger:        trigger,
@@ -133,7 +135,7 @@ func TestEngineReferencePipeline(t *testing.T) {
 				checkpoint.ConfShufflePartitions: "4",
 			},
 		}, engine.Options{CheckpointDir: ckpt, LocalDir: local,
-			Listeners: []engine.Listener{engine.ListenerFunc(func(p *engine.Progress) { last = p })}})
+			Listeners: []engine.Listener{engine.ListenerFunc(func(p *stream.Progress) { last = p })}})
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
@@ -211,4 +213,10 @@ func TestEngineReferencePipeline(t *testing.T) {
 	if op := last.StateOperators[0]; op.OperatorName != OperatorName || op.NumRowsTotal != int64(len(wantState)) {
 		t.Fatalf("last progress state operator %+v, want %d rows", op, len(wantState))
 	}
+}
+
+// refWatermark is the engine watermark matching refSpec.
+func refWatermark() *engine.Watermark {
+	col, delay, _ := refSpec().Watermark()
+	return &engine.Watermark{Column: col, Delay: delay}
 }

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // testRow is one input row of the tests. Columns: source, miner (String),
@@ -28,19 +29,22 @@ type testRow struct {
 }
 
 // testColumnTypes declares the non-block test columns.
-var testColumnTypes = map[string]engine.Type{"shard": engine.Int64, "fee": engine.Float64}
+var testColumnTypes = map[string]stream.Type{"shard": stream.Int64, "fee": stream.Float64,
+	ethblock.ColNumber: stream.Int64, ethblock.ColHash: stream.String, ethblock.ColParentHash: stream.String,
+	ethblock.ColBlockTS: stream.Timestamp, ethblock.ColMiner: stream.String,
+	ethblock.ColTransactionCount: stream.Int64, ethblock.ColGasUsed: stream.Int64}
 
 // makeBatch builds a columnar batch of rows; nullable columns get a Valid
 // slice only when they hold a null, as sources do.
-func makeBatch(rows []testRow) *engine.Batch {
+func makeBatch(rows []testRow) *stream.Batch {
 	n := len(rows)
-	src := engine.Column{Name: engine.ColSource, Type: engine.String, Strings: make([]string, n)}
-	miner := engine.Column{Name: engine.ColMiner, Type: engine.String, Strings: make([]string, n)}
-	ts := engine.Column{Name: engine.ColBlockTS, Type: engine.Timestamp, Int64s: make([]int64, n)}
-	gas := engine.Column{Name: engine.ColGasUsed, Type: engine.Int64, Int64s: make([]int64, n)}
-	shard := engine.Column{Name: "shard", Type: engine.Int64, Int64s: make([]int64, n)}
-	fee := engine.Column{Name: "fee", Type: engine.Float64, Float64s: make([]float64, n)}
-	valid := func(c *engine.Column, i int, null bool) {
+	src := stream.Column{Name: stream.ColSource, Type: stream.String, Strings: make([]string, n)}
+	miner := stream.Column{Name: ethblock.ColMiner, Type: stream.String, Strings: make([]string, n)}
+	ts := stream.Column{Name: ethblock.ColBlockTS, Type: stream.Timestamp, Int64s: make([]int64, n)}
+	gas := stream.Column{Name: ethblock.ColGasUsed, Type: stream.Int64, Int64s: make([]int64, n)}
+	shard := stream.Column{Name: "shard", Type: stream.Int64, Int64s: make([]int64, n)}
+	fee := stream.Column{Name: "fee", Type: stream.Float64, Float64s: make([]float64, n)}
+	valid := func(c *stream.Column, i int, null bool) {
 		if null && c.Valid == nil {
 			c.Valid = make([]bool, n)
 			for j := range c.Valid {
@@ -58,7 +62,7 @@ func makeBatch(rows []testRow) *engine.Batch {
 		valid(&gas, i, r.gasNull)
 		valid(&fee, i, r.feeNull)
 	}
-	return &engine.Batch{Len: n, Columns: []engine.Column{ts, src, miner, gas, shard, fee}}
+	return &stream.Batch{Len: n, Columns: []stream.Column{ts, src, miner, gas, shard, fee}}
 }
 
 // harness plays the engine around one Operator: it computes the watermark as
@@ -88,8 +92,8 @@ func newHarness(t testing.TB, spec Spec, fs vfs.FS, parts int) *harness {
 	return h
 }
 
-func (h *harness) env() engine.OperatorEnv {
-	return engine.OperatorEnv{StateDir: h.stateDir, FS: h.fs, LocalDir: h.localDir,
+func (h *harness) env() stream.OperatorEnv {
+	return stream.OperatorEnv{StateDir: h.stateDir, FS: h.fs, LocalDir: h.localDir,
 		Partitions: h.parts, Version: h.committed, Logger: slog.New(slog.DiscardHandler)}
 }
 
@@ -129,7 +133,7 @@ func (h *harness) process(id int64, chunks [][]testRow) {
 }
 
 // finish ends batch id and commits it, then advances the watermark.
-func (h *harness) finishCommit(id int64, chunks [][]testRow) (*engine.Batch, engine.OperatorProgress) {
+func (h *harness) finishCommit(id int64, chunks [][]testRow) (*stream.Batch, stream.OperatorProgress) {
 	h.t.Helper()
 	out, _, err := h.op.Finish(context.Background(), id, h.wmMs)
 	if err != nil {
@@ -178,7 +182,7 @@ type outRow struct {
 
 // decodeOutput renders an output batch as rows: the key is "start|end|g1|g2"
 // and values are formatted per aggregate ("null" for nulls).
-func decodeOutput(t testing.TB, p *plan, b *engine.Batch) []outRow {
+func decodeOutput(t testing.TB, p *plan, b *stream.Batch) []outRow {
 	t.Helper()
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)
@@ -217,14 +221,14 @@ func decodeOutput(t testing.TB, p *plan, b *engine.Batch) []outRow {
 	return rows
 }
 
-func cellString(c *engine.Column, i int) string {
+func cellString(c *stream.Column, i int) string {
 	if c.IsNull(i) {
 		return "null"
 	}
 	switch c.Type {
-	case engine.String:
+	case stream.String:
 		return c.Strings[i]
-	case engine.Float64:
+	case stream.Float64:
 		return fmt.Sprint(c.Float64s[i])
 	default:
 		return fmt.Sprint(c.Int64s[i])

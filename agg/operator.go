@@ -8,11 +8,11 @@ import (
 	"math"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
-// Operator is the stateful grouped aggregation (engine.Operator over a
+// Operator is the stateful grouped aggregation (stream.Operator over a
 // state.Store). The engine drives it from one goroutine; it is not safe for
 // concurrent use.
 type Operator struct {
@@ -38,11 +38,11 @@ type Operator struct {
 	vals     []aggVal
 	keyBuf   []byte
 	valBuf   []byte
-	progress engine.OperatorProgress
+	progress stream.OperatorProgress
 	memBytes int64
 }
 
-var _ engine.Operator = (*Operator)(nil)
+var _ stream.Operator = (*Operator)(nil)
 
 // New validates spec and returns an operator to Open. Columns missing from
 // the input are reported by the first Process.
@@ -61,7 +61,7 @@ func (o *Operator) Schema() state.Schema { return o.p.schema }
 func (o *Operator) Spec() Spec { return o.p.spec }
 
 // Open loads the state committed at env.Version.
-func (o *Operator) Open(ctx context.Context, env engine.OperatorEnv) error {
+func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	if o.store != nil {
 		return errors.New("aggregation operator already open")
 	}
@@ -130,7 +130,7 @@ func (o *Operator) wmUs(watermarkMs int64) int64 {
 // Process folds one chunk of batch batchID into the batch's partial
 // aggregates. Window instances whose end <= the watermark are dropped and
 // counted; rows with a null event time are skipped.
-func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *engine.Batch) error {
+func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *stream.Batch) error {
 	if err := o.begin(batchID); err != nil {
 		return err
 	}
@@ -158,9 +158,9 @@ var errStop = errors.New("stop scan")
 // the rows of the output mode: update, the keys changed by this batch with
 // their full values; append, the windows evicted now; complete, every key
 // left in state. The returned batch is new and owned by the caller.
-func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*engine.Batch, engine.OperatorProgress, error) {
+func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*stream.Batch, stream.OperatorProgress, error) {
 	if err := o.begin(batchID); err != nil {
-		return nil, engine.OperatorProgress{}, err
+		return nil, stream.OperatorProgress{}, err
 	}
 	p, pt := o.p, o.pt
 	n := pt.len()
@@ -177,24 +177,24 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*eng
 	for e := 0; e < n; e++ {
 		if e&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, engine.OperatorProgress{}, err
+				return nil, stream.OperatorProgress{}, err
 			}
 		}
 		o.keyBuf = pt.stateKey(o.keyBuf[:0], e)
 		clear(o.vals)
 		val, ok, err := o.store.Get(o.keyBuf)
 		if err != nil {
-			return nil, engine.OperatorProgress{}, fmt.Errorf("aggregation: read state: %w", err)
+			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: read state: %w", err)
 		}
 		if ok {
 			if err := p.decodeValue(val, o.vals); err != nil {
-				return nil, engine.OperatorProgress{}, err
+				return nil, stream.OperatorProgress{}, err
 			}
 		}
 		pt.merge(e, o.vals)
 		o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
 		if err := o.store.Put(o.keyBuf, o.valBuf); err != nil {
-			return nil, engine.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
+			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
 		}
 		if p.spec.Mode == Update {
 			out.appendEntry(pt, e, o.vals)
@@ -211,7 +211,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*eng
 	t1 := time.Now()
 	removed, err := o.evict(o.wmUs(watermarkMs), out)
 	if err != nil {
-		return nil, engine.OperatorProgress{}, err
+		return nil, stream.OperatorProgress{}, err
 	}
 	removals := time.Since(t1)
 
@@ -223,12 +223,12 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*eng
 			return out.appendStored(key, o.vals)
 		})
 		if err != nil {
-			return nil, engine.OperatorProgress{}, fmt.Errorf("aggregation: read state for complete output: %w", err)
+			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: read state for complete output: %w", err)
 		}
 	}
 
 	parts := int64(o.store.Partitions())
-	o.progress = engine.OperatorProgress{
+	o.progress = stream.OperatorProgress{
 		OperatorName:              OperatorName,
 		NumRowsTotal:              o.store.NumKeys(),
 		NumRowsUpdated:            int64(n),
@@ -302,7 +302,7 @@ func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 // Progress returns the stateOperators entry of the last finished batch; after
 // Commit it includes commitTimeMs and memoryUsedBytes of that commit, which
 // Finish cannot know yet.
-func (o *Operator) Progress() engine.OperatorProgress { return o.progress }
+func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 
 // Abort discards the current batch: partial aggregates and pending state.
 func (o *Operator) Abort() {
@@ -346,12 +346,12 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) bool {
 
 // Repartition writes the state committed at base into n partitions as
 // version batchID (delegated to the store), and continues with n partitions.
-func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (engine.RepartitionStats, error) {
+func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
 	if o.store == nil {
-		return engine.RepartitionStats{}, errors.New("aggregation operator is not open")
+		return stream.RepartitionStats{}, errors.New("aggregation operator is not open")
 	}
 	if o.inBatch {
-		return engine.RepartitionStats{}, fmt.Errorf("aggregation: repartition while batch %d is uncommitted", o.batchID)
+		return stream.RepartitionStats{}, fmt.Errorf("aggregation: repartition while batch %d is uncommitted", o.batchID)
 	}
 	return o.store.Repartition(ctx, base, batchID, n)
 }
@@ -391,7 +391,7 @@ type eventTime struct {
 	sum      float64
 }
 
-func (e *eventTime) add(c *engine.Column) {
+func (e *eventTime) add(c *stream.Column) {
 	for i, t := range c.Int64s {
 		if c.Valid != nil && !c.Valid[i] {
 			continue

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // TestDecodeValueMatchesState checks the operator's direct value decoder
@@ -28,7 +29,7 @@ func TestDecodeValueMatchesState(t *testing.T) {
 	for range 2000 {
 		for a := range vals {
 			vals[a] = aggVal{i: rng.Int64() - math.MaxInt64/2, f: rng.NormFloat64() * 1e12, nn: rng.Int64N(1 << 40)}
-			if p.aggs[a].out == engine.Float64 {
+			if p.aggs[a].out == stream.Float64 {
 				vals[a].i = 0
 			} else {
 				vals[a].f = 0
@@ -44,7 +45,7 @@ func TestDecodeValueMatchesState(t *testing.T) {
 		}
 		var want []any
 		for a, ra := range p.aggs {
-			if ra.out == engine.Float64 {
+			if ra.out == stream.Float64 {
 				want = append(want, vals[a].f)
 			} else {
 				want = append(want, vals[a].i)
@@ -93,7 +94,7 @@ func TestProcessRejectsBadInput(t *testing.T) {
 	h := newHarness(t, refSpec(), vfs.NewMem(), 2)
 	ctx := context.Background()
 	good := makeBatch([]testRow{{source: "s", miner: "m", ts: 1_793_491_200_000_000}})
-	drop := func(name string) *engine.Batch {
+	drop := func(name string) *stream.Batch {
 		b := makeBatch([]testRow{{source: "s", miner: "m", ts: 1_793_491_200_000_000}})
 		for i := range b.Columns {
 			if b.Columns[i].Name == name {
@@ -104,18 +105,18 @@ func TestProcessRejectsBadInput(t *testing.T) {
 		return b
 	}
 	retype := makeBatch([]testRow{{source: "s", miner: "m", ts: 1}})
-	retype.Columns[0].Type = engine.Int64 // block_ts as a plain int64
+	retype.Columns[0].Type = stream.Int64 // block_ts as a plain int64
 	nullMiner := makeBatch([]testRow{{source: "s", miner: "m", ts: 1}, {source: "s", ts: 2}})
 	nullMiner.Columns[2].Valid = []bool{true, false}
 	short := makeBatch([]testRow{{source: "s", miner: "m", ts: 1}})
 	short.Len = 2
 	for _, c := range []struct {
 		name string
-		b    *engine.Batch
+		b    *stream.Batch
 		code string
 	}{
-		{"missing miner", drop(engine.ColMiner), CodeUnresolvedColumn},
-		{"missing event time", drop(engine.ColBlockTS), CodeUnresolvedColumn},
+		{"missing miner", drop(ethblock.ColMiner), CodeUnresolvedColumn},
+		{"missing event time", drop(ethblock.ColBlockTS), CodeUnresolvedColumn},
 		{"event time type", retype, CodeDatatypeMismatch},
 		{"null group key", nullMiner, CodeNullGroupKey},
 		{"short column", short, errcode.InvalidArgument},

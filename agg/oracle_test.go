@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 var long = flag.Bool("long", false, "run the property tests with many more seeds and rows")
@@ -38,9 +39,9 @@ func newOracle(t testing.TB, spec Spec) *oracle {
 
 func groupVal(r testRow, col string) any {
 	switch col {
-	case engine.ColSource:
+	case stream.ColSource:
 		return r.source
-	case engine.ColMiner:
+	case ethblock.ColMiner:
 		return r.miner
 	case "shard":
 		return r.shard
@@ -114,7 +115,7 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 			switch a.Column {
 			case "":
 				n++
-			case engine.ColGasUsed:
+			case ethblock.ColGasUsed:
 				if !r.gasNull {
 					n++
 				}
@@ -122,7 +123,7 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 				if !r.feeNull {
 					n++
 				}
-			case engine.ColBlockTS:
+			case ethblock.ColBlockTS:
 				if !r.tsNull {
 					n++
 				}
@@ -130,7 +131,7 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 		}
 		return fmt.Sprint(n), []any{n}
 	}
-	if a.in == engine.Float64 {
+	if a.in == stream.Float64 {
 		var vs []float64
 		for _, r := range rows {
 			if !r.feeNull {
@@ -159,11 +160,11 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 	var vs []int64
 	for _, r := range rows {
 		switch a.Column {
-		case engine.ColGasUsed:
+		case ethblock.ColGasUsed:
 			if !r.gasNull {
 				vs = append(vs, r.gas)
 			}
-		case engine.ColBlockTS:
+		case ethblock.ColBlockTS:
 			if !r.tsNull {
 				vs = append(vs, r.ts)
 			}
@@ -285,29 +286,29 @@ func flatten(chunks [][]testRow) []testRow {
 }
 
 var propertySpecs = map[string]Spec{
-	"reference": {Window: &Window{Column: engine.ColBlockTS, Size: 5 * time.Minute},
-		GroupBy: []string{engine.ColSource, engine.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
-		Mode: Update, WatermarkDelay: 20 * time.Minute},
-	"sliding-all-aggs": {Window: &Window{Column: engine.ColBlockTS, Size: 10 * time.Minute, Slide: 5 * time.Minute},
-		GroupBy: []string{engine.ColMiner, "shard"}, Aggregates: []Aggregate{
-			{Kind: Count}, {Kind: Count, Column: engine.ColGasUsed, As: "n_gas"},
-			{Kind: Sum, Column: engine.ColGasUsed}, {Kind: Min, Column: engine.ColGasUsed}, {Kind: Max, Column: engine.ColGasUsed},
+	"reference": {Window: &Window{Column: ethblock.ColBlockTS, Size: 5 * time.Minute},
+		GroupBy: []string{stream.ColSource, ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
+		Mode: Update, WatermarkDelay: 20 * time.Minute, ColumnTypes: testColumnTypes},
+	"sliding-all-aggs": {Window: &Window{Column: ethblock.ColBlockTS, Size: 10 * time.Minute, Slide: 5 * time.Minute},
+		GroupBy: []string{ethblock.ColMiner, "shard"}, Aggregates: []Aggregate{
+			{Kind: Count}, {Kind: Count, Column: ethblock.ColGasUsed, As: "n_gas"},
+			{Kind: Sum, Column: ethblock.ColGasUsed}, {Kind: Min, Column: ethblock.ColGasUsed}, {Kind: Max, Column: ethblock.ColGasUsed},
 			{Kind: Sum, Column: "fee"}, {Kind: Min, Column: "fee"}, {Kind: Max, Column: "fee"},
-			{Kind: Max, Column: engine.ColBlockTS, As: "last_ts"}},
+			{Kind: Max, Column: ethblock.ColBlockTS, As: "last_ts"}},
 		Mode: Update, WatermarkDelay: 15 * time.Minute, ColumnTypes: testColumnTypes},
-	"append-uneven-slide": {Window: &Window{Column: engine.ColBlockTS, Size: 7 * time.Minute, Slide: 3 * time.Minute},
-		GroupBy: []string{engine.ColSource}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Min, Column: "fee"}},
+	"append-uneven-slide": {Window: &Window{Column: ethblock.ColBlockTS, Size: 7 * time.Minute, Slide: 3 * time.Minute},
+		GroupBy: []string{stream.ColSource}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Min, Column: "fee"}},
 		Mode: Append, WatermarkDelay: 10 * time.Minute, ColumnTypes: testColumnTypes},
-	"complete-tumbling": {Window: &Window{Column: engine.ColBlockTS, Size: 15 * time.Minute},
-		GroupBy: []string{engine.ColMiner}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Sum, Column: engine.ColGasUsed}},
-		Mode: Complete, WatermarkDelay: 30 * time.Minute},
-	"no-window-update": {GroupBy: []string{engine.ColSource, "shard"},
+	"complete-tumbling": {Window: &Window{Column: ethblock.ColBlockTS, Size: 15 * time.Minute},
+		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Sum, Column: ethblock.ColGasUsed}},
+		Mode: Complete, WatermarkDelay: 30 * time.Minute, ColumnTypes: testColumnTypes},
+	"no-window-update": {GroupBy: []string{stream.ColSource, "shard"},
 		Aggregates: []Aggregate{{Kind: Count}, {Kind: Max, Column: "fee"}}, Mode: Update, ColumnTypes: testColumnTypes},
-	"no-window-complete": {GroupBy: []string{engine.ColMiner},
-		Aggregates: []Aggregate{{Kind: Sum, Column: engine.ColGasUsed}}, Mode: Complete},
-	"reference-no-watermark": {Window: &Window{Column: engine.ColBlockTS, Size: 5 * time.Minute},
-		GroupBy: []string{engine.ColSource, engine.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
-		Mode: Update},
+	"no-window-complete": {GroupBy: []string{ethblock.ColMiner},
+		Aggregates: []Aggregate{{Kind: Sum, Column: ethblock.ColGasUsed}}, Mode: Complete, ColumnTypes: testColumnTypes},
+	"reference-no-watermark": {Window: &Window{Column: ethblock.ColBlockTS, Size: 5 * time.Minute},
+		GroupBy: []string{stream.ColSource, ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
+		Mode: Update, ColumnTypes: testColumnTypes},
 }
 
 // TestOracle runs random streams through the operator with random batch

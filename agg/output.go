@@ -3,27 +3,27 @@ package agg
 import (
 	"fmt"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // output builds the batch Finish hands the sink: window_start, window_end
 // (windowed plans), the group columns, then one column per aggregate.
 type output struct {
 	p     *plan
-	b     *engine.Batch
+	b     *stream.Batch
 	gBase int // index of the first group column
 	aBase int // index of the first aggregate column
 }
 
 func newOutput(p *plan, capacity int) *output {
-	o := &output{p: p, b: &engine.Batch{}}
-	add := func(name string, t engine.Type) {
-		c := engine.Column{Name: name, Type: t}
+	o := &output{p: p, b: &stream.Batch{}}
+	add := func(name string, t stream.Type) {
+		c := stream.Column{Name: name, Type: t}
 		switch t {
-		case engine.String:
+		case stream.String:
 			c.Strings = make([]string, 0, capacity)
-		case engine.Float64:
+		case stream.Float64:
 			c.Float64s = make([]float64, 0, capacity)
 		default:
 			c.Int64s = make([]int64, 0, capacity)
@@ -31,8 +31,8 @@ func newOutput(p *plan, capacity int) *output {
 		o.b.Columns = append(o.b.Columns, c)
 	}
 	if p.window {
-		add(ColWindowStart, engine.Timestamp)
-		add(ColWindowEnd, engine.Timestamp)
+		add(ColWindowStart, stream.Timestamp)
+		add(ColWindowEnd, stream.Timestamp)
 	}
 	o.gBase = len(o.b.Columns)
 	for k, g := range p.spec.GroupBy {
@@ -51,7 +51,7 @@ func (o *output) appendAggs(vals []aggVal) {
 	for a := range o.p.aggs {
 		ra := &o.p.aggs[a]
 		c := &o.b.Columns[o.aBase+a]
-		if ra.out == engine.Float64 {
+		if ra.out == stream.Float64 {
 			c.Float64s = append(c.Float64s, vals[a].f)
 		} else {
 			c.Int64s = append(c.Int64s, vals[a].i)
@@ -80,7 +80,7 @@ func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
 	}
 	for k, t := range o.p.groupType {
 		c := &cols[o.gBase+k]
-		if t == engine.String {
+		if t == stream.String {
 			c.Strings = append(c.Strings, pt.gStr[k][e])
 		} else {
 			c.Int64s = append(c.Int64s, pt.gInt[k][e])
@@ -113,7 +113,7 @@ func (o *output) appendStored(key []byte, vals []aggVal) error {
 	for k, t := range o.p.groupType {
 		c := &cols[o.gBase+k]
 		f := fields[j+k]
-		if t == engine.String {
+		if t == stream.String {
 			s, ok := f.(string)
 			if !ok {
 				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)

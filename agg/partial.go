@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // accum holds one aggregate's partial values, one slot per group entry.
@@ -39,9 +39,9 @@ type partial struct {
 
 // chunkCols are the input columns of one chunk, resolved once per chunk.
 type chunkCols struct {
-	ts    *engine.Column
-	group []*engine.Column
-	agg   []*engine.Column // nil for count(*)
+	ts    *stream.Column
+	group []*stream.Column
+	agg   []*stream.Column // nil for count(*)
 	// The group columns' value slices by kind, for sameGroup's inner loop.
 	strs [][]string
 	ints [][]int64
@@ -55,7 +55,7 @@ func newPartial(p *plan) *partial {
 		gStr:   make([][]string, len(p.groupType)),
 		acc:    make([]accum, len(p.aggs)),
 		intern: map[string]string{},
-		cols:   chunkCols{group: make([]*engine.Column, len(p.groupType)), agg: make([]*engine.Column, len(p.aggs))},
+		cols:   chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs))},
 	}
 }
 
@@ -86,15 +86,15 @@ func unresolved(name string) error {
 		"column %q is not in the input", name)
 }
 
-func mismatch(name string, got, want engine.Type) error {
+func mismatch(name string, got, want stream.Type) error {
 	return errcode.New(CodeDatatypeMismatch, "", "declare the column's real type in Spec.ColumnTypes",
 		"column %q is %s, the aggregation expects %s", name, got, want)
 }
 
 // resolve finds and checks the chunk's columns.
-func (pt *partial) resolve(in *engine.Batch) error {
+func (pt *partial) resolve(in *stream.Batch) error {
 	p := pt.p
-	col := func(name string, want engine.Type) (*engine.Column, error) {
+	col := func(name string, want stream.Type) (*stream.Column, error) {
 		c := in.Column(name)
 		if c == nil {
 			return nil, unresolved(name)
@@ -110,7 +110,7 @@ func (pt *partial) resolve(in *engine.Batch) error {
 	}
 	var err error
 	if p.window {
-		if pt.cols.ts, err = col(p.spec.Window.Column, engine.Timestamp); err != nil {
+		if pt.cols.ts, err = col(p.spec.Window.Column, stream.Timestamp); err != nil {
 			return err
 		}
 	}
@@ -131,7 +131,7 @@ func (pt *partial) resolve(in *engine.Batch) error {
 	}
 	pt.cols.strs, pt.cols.ints = pt.cols.strs[:0], pt.cols.ints[:0]
 	for j, c := range pt.cols.group {
-		if p.groupType[j] == engine.String {
+		if p.groupType[j] == stream.String {
 			pt.cols.strs = append(pt.cols.strs, c.Strings)
 		} else {
 			pt.cols.ints = append(pt.cols.ints, c.Int64s)
@@ -180,7 +180,7 @@ func (pt *partial) localKey(start int64, i int) []byte {
 		b = binary.LittleEndian.AppendUint64(b, uint64(start))
 	}
 	for k, c := range pt.cols.group {
-		if pt.p.groupType[k] == engine.String {
+		if pt.p.groupType[k] == stream.String {
 			s := c.Strings[i]
 			b = binary.AppendUvarint(b, uint64(len(s)))
 			b = append(b, s...)
@@ -195,7 +195,7 @@ func (pt *partial) localKey(start int64, i int) []byte {
 func (pt *partial) addEntry(start int64, i int) {
 	pt.start = append(pt.start, start)
 	for k, c := range pt.cols.group {
-		if pt.p.groupType[k] == engine.String {
+		if pt.p.groupType[k] == stream.String {
 			// Keep a private copy: the source may reuse its buffers once the
 			// chunk is consumed.
 			s := c.Strings[i]
@@ -219,7 +219,7 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 	for a := range pt.acc {
 		acc := &pt.acc[a]
-		if pt.p.aggs[a].out == engine.Float64 {
+		if pt.p.aggs[a].out == stream.Float64 {
 			acc.floats = append(acc.floats, 0)
 		} else {
 			acc.ints = append(acc.ints, 0)
@@ -238,7 +238,7 @@ type chunkStats struct {
 
 // add folds one chunk into the table: for each window instance k, a first
 // pass maps rows to entries (rowIdx), then one tight pass per aggregate.
-func (pt *partial) add(in *engine.Batch, wmUs int64) (chunkStats, error) {
+func (pt *partial) add(in *stream.Batch, wmUs int64) (chunkStats, error) {
 	var st chunkStats
 	if err := pt.resolve(in); err != nil {
 		return st, err
@@ -360,7 +360,7 @@ func (pt *partial) accumulate() {
 					cnt[g]++
 				}
 			}
-		case ra.in == engine.Float64:
+		case ra.in == stream.Float64:
 			accFloat(ra.Kind, acc, c.Float64s, valid, idx)
 		default:
 			accInt(ra.Kind, acc, c.Int64s, valid, idx)

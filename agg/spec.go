@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Error codes of this package, in the style of DESIGN.md §6 (Spark's names
@@ -66,7 +66,7 @@ type Aggregate struct {
 // windows are aligned to the Unix epoch and a row at time t belongs to every
 // window [start, start+Size) with start <= t < start+Size.
 type Window struct {
-	// Column is the event time column; it must be an engine.Timestamp.
+	// Column is the event time column; it must be an stream.Timestamp.
 	Column string
 	// Size is the window length; Slide is the distance between window starts.
 	// Slide 0 or Slide == Size means tumbling windows. Both must be whole
@@ -115,10 +115,10 @@ type Spec struct {
 	// 0 means no watermark: nothing is dropped as late, nothing is evicted,
 	// and the watermark passed to Process and Finish is ignored.
 	WatermarkDelay time.Duration
-	// ColumnTypes gives the types of input columns that are not block columns
-	// (engine.BlockColumnType knows those). Types are needed before the first
-	// input arrives, to build the state schema.
-	ColumnTypes map[string]engine.Type
+	// ColumnTypes gives the type of every input column the spec reads (the
+	// literal stream.ColSource is always a string). Types are needed before
+	// the first input arrives, to build the state schema.
+	ColumnTypes map[string]stream.Type
 }
 
 // Output column names of the window (the Delta sink relies on them).
@@ -134,8 +134,8 @@ const OperatorName = "stateStoreSave"
 // resolvedAgg is an Aggregate with its types settled.
 type resolvedAgg struct {
 	Aggregate
-	in  engine.Type // input column type; 0 for count(*)
-	out engine.Type
+	in  stream.Type // input column type; 0 for count(*)
+	out stream.Type
 }
 
 // plan is a validated Spec.
@@ -146,7 +146,7 @@ type plan struct {
 	slideUs   int64
 	nInst     int // window instances per row: ceil(size/slide)
 	evicts    bool
-	groupType []engine.Type
+	groupType []stream.Type
 	aggs      []resolvedAgg
 	schema    state.Schema
 }
@@ -155,11 +155,14 @@ func invalid(format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidArgument, "", "fix the aggregation spec", format, args...)
 }
 
-func (s *Spec) columnType(name string) (engine.Type, bool) {
+func (s *Spec) columnType(name string) (stream.Type, bool) {
 	if t, ok := s.ColumnTypes[name]; ok {
 		return t, true
 	}
-	return engine.BlockColumnType(name)
+	if name == stream.ColSource {
+		return stream.String, true
+	}
+	return 0, false
 }
 
 // newPlan validates spec and derives everything New needs.
@@ -209,7 +212,7 @@ func newPlan(spec Spec) (*plan, error) {
 		if !ok {
 			return nil, invalid("event time column %q has no known type; set Spec.ColumnTypes", w.Column)
 		}
-		if t != engine.Timestamp {
+		if t != stream.Timestamp {
 			return nil, errcode.New(CodeDatatypeMismatch, "", "window over a timestamp column",
 				"event time column %q is %s, want timestamp", w.Column, t)
 		}
@@ -229,7 +232,7 @@ func newPlan(spec Spec) (*plan, error) {
 		if !ok {
 			return nil, invalid("group column %q has no known type; set Spec.ColumnTypes", g)
 		}
-		if t != engine.Int64 && t != engine.Timestamp && t != engine.String {
+		if t != stream.Int64 && t != stream.Timestamp && t != stream.String {
 			return nil, errcode.New(CodeDatatypeMismatch, "", "group by int64, timestamp or string columns",
 				"group column %q is %s", g, t)
 		}
@@ -255,15 +258,15 @@ func newPlan(spec Spec) (*plan, error) {
 		}
 		switch a.Kind {
 		case Count:
-			ra.out = engine.Int64
+			ra.out = stream.Int64
 		case Sum:
-			if ra.in != engine.Int64 && ra.in != engine.Float64 {
+			if ra.in != stream.Int64 && ra.in != stream.Float64 {
 				return nil, errcode.New(CodeDatatypeMismatch, "", "sum an int64 or float64 column",
 					"sum(%s): column is %s", a.Column, ra.in)
 			}
 			ra.out = ra.in
 		case Min, Max:
-			if ra.in != engine.Int64 && ra.in != engine.Float64 && ra.in != engine.Timestamp {
+			if ra.in != stream.Int64 && ra.in != stream.Float64 && ra.in != stream.Timestamp {
 				return nil, errcode.New(CodeDatatypeMismatch, "", "use an int64, timestamp or float64 column",
 					"%s(%s): column is %s", a.Kind, a.Column, ra.in)
 			}
@@ -318,8 +321,8 @@ func (p *plan) buildSchema() state.Schema {
 	s := state.Schema{OperatorName: OperatorName}
 	if p.window {
 		s.Key = append(s.Key,
-			state.Field{Name: ColWindowEnd, Type: engine.Timestamp},
-			state.Field{Name: ColWindowStart, Type: engine.Timestamp})
+			state.Field{Name: ColWindowEnd, Type: stream.Timestamp},
+			state.Field{Name: ColWindowStart, Type: stream.Timestamp})
 	}
 	for i, g := range p.spec.GroupBy {
 		s.Key = append(s.Key, state.Field{Name: g, Type: p.groupType[i]})
@@ -327,7 +330,7 @@ func (p *plan) buildSchema() state.Schema {
 	for _, a := range p.aggs {
 		s.Value = append(s.Value, state.Field{Name: a.As, Type: a.out})
 		if a.hasNonNull() {
-			s.Value = append(s.Value, state.Field{Name: a.As + nonNullSuffix, Type: engine.Int64})
+			s.Value = append(s.Value, state.Field{Name: a.As + nonNullSuffix, Type: stream.Int64})
 		}
 	}
 	s.Spec = p.specText()
@@ -366,19 +369,19 @@ func (p *plan) specText() string {
 	return b.String()
 }
 
-// EngineWatermark returns the engine.Watermark that matches the spec (the
-// engine computes the watermark; the operator drops and evicts by it), or
-// nil when the spec has no watermark.
-func (s Spec) EngineWatermark() *engine.Watermark {
+// Watermark returns the event-time column and delay the engine must compute
+// the watermark from (the operator drops and evicts by it), and false when
+// the spec has no watermark.
+func (s Spec) Watermark() (column string, delay time.Duration, ok bool) {
 	if s.Window == nil || s.WatermarkDelay <= 0 {
-		return nil
+		return "", 0, false
 	}
-	return &engine.Watermark{Column: s.Window.Column, Delay: s.WatermarkDelay}
+	return s.Window.Column, s.WatermarkDelay, true
 }
 
 // InputColumns returns the input columns the operator reads, each once: the
 // event time column, the group columns, the aggregate columns (for
-// engine.Query.Columns).
+// the engine's query projection).
 func (s Spec) InputColumns() []string {
 	var cols []string
 	add := func(c string) {

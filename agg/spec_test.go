@@ -1,21 +1,24 @@
 package agg
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func refSpec() Spec {
 	return Spec{
-		Window:         &Window{Column: engine.ColBlockTS, Size: 5 * time.Minute},
-		GroupBy:        []string{engine.ColSource, engine.ColMiner},
+		Window:         &Window{Column: ethblock.ColBlockTS, Size: 5 * time.Minute},
+		GroupBy:        []string{stream.ColSource, ethblock.ColMiner},
 		Aggregates:     []Aggregate{{Kind: Count, As: "count"}},
 		Mode:           Update,
 		WatermarkDelay: 48 * time.Hour,
+		ColumnTypes:    maps.Clone(testColumnTypes),
 	}
 }
 
@@ -40,21 +43,21 @@ func TestNewValidates(t *testing.T) {
 		{"slide above size", func(s *Spec) { s.Window.Slide = 10 * time.Minute }, errcode.InvalidArgument, "slide"},
 		{"negative slide", func(s *Spec) { s.Window.Slide = -time.Minute }, errcode.InvalidArgument, "slide"},
 		{"negative delay", func(s *Spec) { s.WatermarkDelay = -1 }, errcode.InvalidArgument, "negative"},
-		{"event time not a timestamp", func(s *Spec) { s.Window.Column = engine.ColNumber }, CodeDatatypeMismatch, "timestamp"},
+		{"event time not a timestamp", func(s *Spec) { s.Window.Column = ethblock.ColNumber }, CodeDatatypeMismatch, "timestamp"},
 		{"unknown event time column", func(s *Spec) { s.Window.Column = "ts" }, errcode.InvalidArgument, "ColumnTypes"},
 		{"declared event time column", func(s *Spec) {
 			s.Window.Column = "ts"
-			s.ColumnTypes = map[string]engine.Type{"ts": engine.Timestamp}
+			s.ColumnTypes["ts"] = stream.Timestamp
 		}, "", ""},
 		{"unknown group column", func(s *Spec) { s.GroupBy = []string{"pool"} }, errcode.InvalidArgument, "pool"},
 		{"float group column", func(s *Spec) {
 			s.GroupBy = []string{"fee"}
-			s.ColumnTypes = map[string]engine.Type{"fee": engine.Float64}
+			s.ColumnTypes["fee"] = stream.Float64
 		}, CodeDatatypeMismatch, "fee"},
 		{"duplicate group column", func(s *Spec) { s.GroupBy = []string{"miner", "miner"} }, errcode.InvalidArgument, "twice"},
 		{"group column named like the window", func(s *Spec) {
 			s.GroupBy = []string{ColWindowStart}
-			s.ColumnTypes = map[string]engine.Type{ColWindowStart: engine.Timestamp}
+			s.ColumnTypes[ColWindowStart] = stream.Timestamp
 		}, errcode.InvalidArgument, "twice"},
 		{"aggregate named like a group column", func(s *Spec) { s.Aggregates[0].As = "miner" }, errcode.InvalidArgument, "twice"},
 		{"aggregate named like a hidden field", func(s *Spec) {
@@ -101,7 +104,7 @@ func TestSchema(t *testing.T) {
 		t.Fatalf("schema\n%s\nwant\n%s", got, want)
 	}
 	s := refSpec()
-	s.Aggregates = []Aggregate{{Kind: Count}, {Kind: Sum, Column: engine.ColGasUsed}, {Kind: Max, Column: engine.ColBlockTS, As: "last"}}
+	s.Aggregates = []Aggregate{{Kind: Count}, {Kind: Sum, Column: ethblock.ColGasUsed}, {Kind: Max, Column: ethblock.ColBlockTS, As: "last"}}
 	op, err = New(s)
 	if err != nil {
 		t.Fatal(err)
@@ -120,15 +123,15 @@ func TestSpecEngineHelpers(t *testing.T) {
 	if got := s.InputColumns(); strings.Join(got, ",") != "block_ts,source,miner" {
 		t.Fatalf("InputColumns = %v", got)
 	}
-	if w := s.EngineWatermark(); w == nil || w.Column != engine.ColBlockTS || w.Delay != 48*time.Hour {
-		t.Fatalf("EngineWatermark = %+v", w)
+	if col, delay, ok := s.Watermark(); !ok || col != ethblock.ColBlockTS || delay != 48*time.Hour {
+		t.Fatalf("Watermark = %q %v %v", col, delay, ok)
 	}
-	s.Aggregates = append(s.Aggregates, Aggregate{Kind: Sum, Column: engine.ColGasUsed}, Aggregate{Kind: Max, Column: engine.ColBlockTS})
+	s.Aggregates = append(s.Aggregates, Aggregate{Kind: Sum, Column: ethblock.ColGasUsed}, Aggregate{Kind: Max, Column: ethblock.ColBlockTS})
 	if got := s.InputColumns(); strings.Join(got, ",") != "block_ts,source,miner,gas_used" {
 		t.Fatalf("InputColumns = %v", got)
 	}
 	s.WatermarkDelay = 0
-	if w := s.EngineWatermark(); w != nil {
-		t.Fatalf("EngineWatermark without delay = %+v", w)
+	if col, _, ok := s.Watermark(); ok {
+		t.Fatalf("Watermark without delay = %q", col)
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func TestFloorDiv(t *testing.T) {
@@ -34,8 +35,9 @@ func TestWindowAssignment(t *testing.T) {
 			slide = size
 		}
 		p, err := newPlan(Spec{
-			Window:     &Window{Column: engine.ColBlockTS, Size: time.Duration(size) * time.Microsecond, Slide: time.Duration(slide) * time.Microsecond},
-			Aggregates: []Aggregate{{Kind: Count}},
+			Window:      &Window{Column: ethblock.ColBlockTS, Size: time.Duration(size) * time.Microsecond, Slide: time.Duration(slide) * time.Microsecond},
+			Aggregates:  []Aggregate{{Kind: Count}},
+			ColumnTypes: testColumnTypes,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +60,7 @@ func TestWindowAssignment(t *testing.T) {
 			}
 		}
 		pt := newPartial(p)
-		b := &engine.Batch{Len: n, Columns: []engine.Column{{Name: engine.ColBlockTS, Type: engine.Timestamp, Int64s: ts}}}
+		b := &stream.Batch{Len: n, Columns: []stream.Column{{Name: ethblock.ColBlockTS, Type: stream.Timestamp, Int64s: ts}}}
 		if _, err := pt.add(b, math.MinInt64); err != nil {
 			t.Fatal(err)
 		}

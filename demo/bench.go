@@ -20,6 +20,7 @@ import (
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // BenchOptions configure `ethstream bench`: the DESIGN.md §11 targets measured
@@ -87,10 +88,10 @@ type recorder struct {
 	mu     sync.Mutex
 	start  time.Time
 	first  time.Duration
-	events []*engine.Progress
+	events []*stream.Progress
 }
 
-func (r *recorder) OnProgress(p *engine.Progress) {
+func (r *recorder) OnProgress(p *stream.Progress) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.events) == 0 {
@@ -103,7 +104,7 @@ func (r *recorder) medianTrigger(kind string) float64 {
 	var xs []float64
 	for _, p := range r.events {
 		if p.Kind() == kind {
-			xs = append(xs, float64(p.DurationMs[engine.DurTriggerExecution]))
+			xs = append(xs, float64(p.DurationMs[stream.DurTriggerExecution]))
 		}
 	}
 	sort.Float64s(xs)
@@ -177,7 +178,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		return nil, fmt.Errorf("live at 200: %w", err)
 	}
 	res.RestartToFirstCommitMs = rec.first.Milliseconds()
-	res.LiveMedianMs200 = rec.medianTrigger(engine.KindData)
+	res.LiveMedianMs200 = rec.medianTrigger(stream.KindData)
 
 	fmt.Fprintf(o.Log, "shrink to 8 partitions, then %d live batches ...\n", o.LiveBatches)
 	shrink := clone(conf)
@@ -189,14 +190,14 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	}
 	res.LivePeakRSSBytes = peakRSS()
 	for _, p := range rec.events {
-		if p.Kind() == engine.KindRepartition {
+		if p.Kind() == stream.KindRepartition {
 			res.RepartitionMs = p.DurationMs["controlBatch.REPARTITION"]
 			if len(p.StateOperators) > 0 {
 				res.RepartitionKeys = p.StateOperators[0].NumRowsTotal
 			}
 		}
 	}
-	res.LiveMedianMs8 = rec.medianTrigger(engine.KindData)
+	res.LiveMedianMs8 = rec.medianTrigger(stream.KindData)
 	if o.Out != nil {
 		PrintBench(o.Out, res)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -100,9 +101,9 @@ func (v *verifier) afterRetire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	si := fieldIndex(schema.Key, engine.ColSource)
+	si := fieldIndex(schema.Key, stream.ColSource)
 	if si < 0 {
-		return fmt.Errorf("state schema has no %q key: %v", engine.ColSource, schema.Key)
+		return fmt.Errorf("state schema has no %q key: %v", stream.ColSource, schema.Key)
 	}
 	var archiveKeys int64
 	for _, k := range keys {
@@ -352,7 +353,7 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 	// 7. Repartition 200 -> 8 moved every key unchanged.
 	var rb *BatchRecord
 	for i := range batches {
-		if batches[i].Kind == engine.KindRepartition {
+		if batches[i].Kind == stream.KindRepartition {
 			rb = &batches[i]
 		}
 	}
@@ -424,13 +425,13 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 	var repMs float64
 	for _, b := range batches {
 		switch {
-		case b.Phase == PhaseRetireArchive && b.Kind == engine.KindData:
+		case b.Phase == PhaseRetireArchive && b.Kind == stream.KindData:
 			before = append(before, b.AddBatchMs)
 			memBefore = b.StateMemoryBytes
-		case b.Phase == PhaseShrinkState && b.Kind == engine.KindData:
+		case b.Phase == PhaseShrinkState && b.Kind == stream.KindData:
 			after = append(after, b.AddBatchMs)
 			memAfter = b.StateMemoryBytes
-		case b.Kind == engine.KindRepartition:
+		case b.Kind == stream.KindRepartition:
 			repMs = b.RepartitionMs
 		}
 	}

@@ -7,24 +7,26 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // nopOp is a stateless operator: it isolates the engine loop's own cost.
 type nopOp struct{ rows int64 }
 
-func (o *nopOp) Open(context.Context, OperatorEnv) error { return nil }
-func (o *nopOp) Process(_ context.Context, _, _ int64, in *Batch) error {
+func (o *nopOp) Open(context.Context, stream.OperatorEnv) error { return nil }
+func (o *nopOp) Process(_ context.Context, _, _ int64, in *stream.Batch) error {
 	o.rows += int64(in.Len)
 	return nil
 }
-func (o *nopOp) Finish(context.Context, int64, int64) (*Batch, OperatorProgress, error) {
-	return &Batch{}, OperatorProgress{OperatorName: "nop"}, nil
+func (o *nopOp) Finish(context.Context, int64, int64) (*stream.Batch, stream.OperatorProgress, error) {
+	return &stream.Batch{}, stream.OperatorProgress{OperatorName: "nop"}, nil
 }
 func (o *nopOp) Commit(context.Context, int64) error { return nil }
 func (o *nopOp) Abort()                              {}
 func (o *nopOp) NeedsNoDataBatch(int64) bool         { return false }
-func (o *nopOp) Repartition(context.Context, int64, int64, int) (RepartitionStats, error) {
-	return RepartitionStats{}, nil
+func (o *nopOp) Repartition(context.Context, int64, int64, int) (stream.RepartitionStats, error) {
+	return stream.RepartitionStats{}, nil
 }
 func (o *nopOp) Close() error { return nil }
 
@@ -41,7 +43,7 @@ func BenchmarkBatchOverhead(b *testing.B) {
 func benchLoop(b *testing.B, fs vfs.FS, dir string) {
 	w := &srcWorld{start: 1, available: 0, max: 20, grow: 20}
 	q := Query{
-		Columns:  []string{ColBlockTS, ColMiner, ColSource},
+		Columns:  []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource},
 		Sources:  []NamedSource{{Name: "eth_live", Source: &memSource{w: w, name: "eth_live"}}},
 		Operator: &nopOp{}, Sink: &memSink{t: &tableWorld{rows: map[string]int64{}, applied: map[int64]bool{}}},
 		Trigger: Trigger{Kind: ProcessingTime}, MaxDataBatches: b.N,
@@ -65,7 +67,7 @@ func TestRunOnDisk(t *testing.T) {
 	s.sources["a"] = &srcWorld{start: 1, available: 50, max: 20}
 	s.sources["b"] = &srcWorld{start: 1, available: 5}
 	mk := func(names ...string) Query {
-		q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
 			Trigger: Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"}}
 		for _, n := range names {
 			q.Sources = append(q.Sources, NamedSource{n, &memSource{w: s.sources[n], name: n}})

@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func TestSourceNames(t *testing.T) {
@@ -74,8 +76,8 @@ func TestCrashAtEveryPoint(t *testing.T) {
 					s.sources["a"] = &srcWorld{start: 1, available: 40, max: 10}
 					s.sources["b"] = &srcWorld{start: 101, available: 130, max: 7}
 					mk := func() (Query, Options) {
-						q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{},
-							Watermark: &Watermark{Column: ColBlockTS, Delay: time.Hour},
+						q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{},
+							Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Hour},
 							Sink:      &memSink{t: s.table}, Trigger: Trigger{Kind: AvailableNow},
 							Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
 							Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}},
@@ -130,14 +132,14 @@ func TestCrashAtEveryPoint(t *testing.T) {
 // StreamingQueryProgress serialisation.
 func TestProgressJSONShape(t *testing.T) {
 	name := "s3_backfill"
-	p := &Progress{ID: "q", RunID: "r", Timestamp: isoTime(1700000000000), BatchID: 3, BatchDuration: 12, NumInputRows: 5,
+	p := &stream.Progress{ID: "q", RunID: "r", Timestamp: isoTime(1700000000000), BatchID: 3, BatchDuration: 12, NumInputRows: 5,
 		InputRowsPerSecond: rate(5, 0), ProcessedRowsPerSecond: rate(5, 500*time.Millisecond),
-		DurationMs:     map[string]int64{DurWalCommit: 1, DurAddBatch: 2, DurTriggerExecution: 12},
+		DurationMs:     map[string]int64{stream.DurWalCommit: 1, stream.DurAddBatch: 2, stream.DurTriggerExecution: 12},
 		EventTime:      map[string]string{"watermark": isoTime(0), "min": isoTime(1)},
-		StateOperators: []OperatorProgress{{OperatorName: "agg", NumRowsTotal: 1, NumShufflePartitions: 8}},
-		Sources: []SourceProgress{{Description: "FileStreamSource[x]", Name: &name, EndOffset: json.RawMessage(`{"logOffset":1}`),
+		StateOperators: []stream.OperatorProgress{{OperatorName: "agg", NumRowsTotal: 1, NumShufflePartitions: 8}},
+		Sources: []stream.SourceProgress{{Description: "FileStreamSource[x]", Name: &name, EndOffset: json.RawMessage(`{"logOffset":1}`),
 			LatestOffset: json.RawMessage(`{"logOffset":1}`), NumInputRows: 5}},
-		Sink: SinkProgress{Description: "DeltaSink[t]", NumOutputRows: -1}}
+		Sink: stream.SinkProgress{Description: "DeltaSink[t]", NumOutputRows: -1}}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +153,7 @@ func TestProgressJSONShape(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("got\n%s\nwant\n%s", b, want)
 	}
-	if p.Kind() != KindData {
+	if p.Kind() != stream.KindData {
 		t.Fatalf("kind %s", p.Kind())
 	}
 }
@@ -163,8 +165,8 @@ func TestFlattenProgress(t *testing.T) {
 	s.sources["live"] = &srcWorld{start: 101, available: 100, max: 20, grow: 20}
 	fs := s.fs
 	run := func(phase string, srcs []string, conf map[string]string, trig Trigger, maxB int) {
-		q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
-			Watermark: &Watermark{Column: ColBlockTS, Delay: time.Hour}, Trigger: trig, MaxDataBatches: maxB,
+		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+			Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Hour}, Trigger: trig, MaxDataBatches: maxB,
 			Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"}}
 		for k, v := range conf {
 			q.Conf[k] = v
@@ -173,7 +175,7 @@ func TestFlattenProgress(t *testing.T) {
 			q.Sources = append(q.Sources, NamedSource{n, &memSource{w: s.sources[n], name: n}})
 		}
 		path := "/progress-" + phase + ".jsonl"
-		o := Options{CheckpointDir: ckptDir, FS: fs, Clock: s.clock, Listeners: []Listener{ListenerFunc(func(p *Progress) {
+		o := Options{CheckpointDir: ckptDir, FS: fs, Clock: s.clock, Listeners: []Listener{ListenerFunc(func(p *stream.Progress) {
 			b, _ := json.Marshal(p)
 			if err := checkpoint.AppendLine(fs, path, b); err != nil {
 				t.Fatal(err)
@@ -225,7 +227,7 @@ func TestFileOpFaultLoop(t *testing.T) {
 		s.sources["a"] = &srcWorld{start: 1, available: 30, max: 10}
 		s.sources["b"] = &srcWorld{start: 101, available: 110, max: 4}
 		return s, func(fs vfs.FS) (Query, Options) {
-			q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{},
+			q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{},
 				Sink: &memSink{t: s.table}, Trigger: Trigger{Kind: AvailableNow},
 				Conf: map[string]string{checkpoint.ConfSourceEvolution: "true", checkpoint.ConfMinBatchesToRetain: "2"},
 				Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}},
@@ -273,7 +275,7 @@ func TestCancelMidBatch(t *testing.T) {
 	s.sources["a"] = &srcWorld{start: 1, available: 50, max: 10}
 	ctx, cancel := context.WithCancel(context.Background())
 	src := &cancelSource{memSource: memSource{w: s.sources["a"], name: "a"}, cancel: cancel, at: 3}
-	q := Query{Columns: []string{ColBlockTS, ColMiner, ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+	q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
 		Trigger: Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
 		Sources: []NamedSource{{"a", src}}}
 	o := Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock}
@@ -299,7 +301,7 @@ type cancelSource struct {
 	reads  int
 }
 
-func (c *cancelSource) ReadBatch(ctx context.Context, start, end Offset, emit func(*Batch) error) error {
+func (c *cancelSource) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
 	if c.reads++; c.reads == c.at {
 		c.cancel()
 		return ctx.Err()

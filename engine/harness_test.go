@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // ---- a deterministic in-memory block source ----
@@ -47,7 +49,7 @@ type blockOffset struct {
 	Block int64 `json:"block"`
 }
 
-func (s *memSource) Open(ctx context.Context, env SourceEnv) error {
+func (s *memSource) Open(ctx context.Context, env stream.SourceEnv) error {
 	if env.MetadataDir == "" {
 		return errors.New("no metadata dir")
 	}
@@ -60,7 +62,7 @@ func (s *memSource) Open(ctx context.Context, env SourceEnv) error {
 
 func (s *memSource) Description() string { return "MemorySource[" + s.name + "]" }
 
-func (s *memSource) pos(off Offset) (int64, error) {
+func (s *memSource) pos(off stream.Offset) (int64, error) {
 	if off == nil {
 		return s.w.start - 1, nil
 	}
@@ -71,7 +73,7 @@ func (s *memSource) pos(off Offset) (int64, error) {
 	return o.Block, nil
 }
 
-func (s *memSource) LatestOffset(ctx context.Context, start Offset) (Offset, error) {
+func (s *memSource) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
 	if s.capAt < 0 {
 		s.w.available += s.w.grow
 	}
@@ -93,7 +95,7 @@ func (s *memSource) LatestOffset(ctx context.Context, start Offset) (Offset, err
 	return json.Marshal(blockOffset{end})
 }
 
-func (s *memSource) ReadBatch(ctx context.Context, start, end Offset, emit func(*Batch) error) error {
+func (s *memSource) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
 	if s.readErr != nil {
 		return s.readErr
 	}
@@ -108,22 +110,22 @@ func (s *memSource) ReadBatch(ctx context.Context, start, end Offset, emit func(
 	const chunk = 7
 	for lo := from + 1; lo <= to; lo += chunk {
 		hi := min(lo+chunk-1, to)
-		b := &Batch{Len: int(hi - lo + 1)}
+		b := &stream.Batch{Len: int(hi - lo + 1)}
 		for _, c := range s.cols {
-			col := Column{Name: c}
+			col := stream.Column{Name: c}
 			switch c {
-			case ColNumber:
-				col.Type = Int64
+			case ethblock.ColNumber:
+				col.Type = stream.Int64
 				for n := lo; n <= hi; n++ {
 					col.Int64s = append(col.Int64s, n)
 				}
-			case ColBlockTS:
-				col.Type = Timestamp
+			case ethblock.ColBlockTS:
+				col.Type = stream.Timestamp
 				for n := lo; n <= hi; n++ {
 					col.Int64s = append(col.Int64s, blockTS(n))
 				}
-			case ColMiner:
-				col.Type = String
+			case ethblock.ColMiner:
+				col.Type = stream.String
 				for n := lo; n <= hi; n++ {
 					col.Strings = append(col.Strings, blockMiner(n))
 				}
@@ -139,7 +141,7 @@ func (s *memSource) ReadBatch(ctx context.Context, start, end Offset, emit func(
 	return nil
 }
 
-func (s *memSource) Commit(ctx context.Context, end Offset) error {
+func (s *memSource) Commit(ctx context.Context, end stream.Offset) error {
 	s.w.commits = append(s.w.commits, string(end))
 	return nil
 }
@@ -156,7 +158,7 @@ func (s *memSource) Close() error { return nil }
 const windowUS = int64(time.Hour / time.Microsecond)
 
 type countOp struct {
-	env        OperatorEnv
+	env        stream.OperatorEnv
 	committed  map[string]int64 // state at the loaded version
 	cur        map[string]int64
 	updated    map[string]bool
@@ -195,7 +197,7 @@ func (o *countOp) load(v int64) (stateFile, error) {
 	return sf, nil
 }
 
-func (o *countOp) Open(ctx context.Context, env OperatorEnv) error {
+func (o *countOp) Open(ctx context.Context, env stream.OperatorEnv) error {
 	o.env = env
 	if err := env.FS.MkdirAll(env.StateDir, 0o755); err != nil {
 		return err
@@ -231,8 +233,8 @@ func keyWindowEndMs(k string) int64 {
 	return (ws + windowUS) / 1000
 }
 
-func (o *countOp) Process(ctx context.Context, batchID, wm int64, in *Batch) error {
-	ts, miner, src := in.Column(ColBlockTS), in.Column(ColMiner), in.Column(ColSource)
+func (o *countOp) Process(ctx context.Context, batchID, wm int64, in *stream.Batch) error {
+	ts, miner, src := in.Column(ethblock.ColBlockTS), in.Column(ethblock.ColMiner), in.Column(stream.ColSource)
 	if ts == nil || miner == nil || src == nil {
 		return fmt.Errorf("input lacks block_ts, miner or source: %d columns", len(in.Columns))
 	}
@@ -248,8 +250,8 @@ func (o *countOp) Process(ctx context.Context, batchID, wm int64, in *Batch) err
 	return nil
 }
 
-func (o *countOp) Finish(ctx context.Context, batchID, wm int64) (*Batch, OperatorProgress, error) {
-	out := &Batch{Columns: []Column{{Name: "key", Type: String}, {Name: "count", Type: Int64}}}
+func (o *countOp) Finish(ctx context.Context, batchID, wm int64) (*stream.Batch, stream.OperatorProgress, error) {
+	out := &stream.Batch{Columns: []stream.Column{{Name: "key", Type: stream.String}, {Name: "count", Type: stream.Int64}}}
 	for _, k := range sortedKeys(o.updated) {
 		out.Columns[0].Strings = append(out.Columns[0].Strings, k)
 		out.Columns[1].Int64s = append(out.Columns[1].Int64s, o.cur[k])
@@ -262,7 +264,7 @@ func (o *countOp) Finish(ctx context.Context, batchID, wm int64) (*Batch, Operat
 			removed++
 		}
 	}
-	return out, OperatorProgress{OperatorName: "countOp", NumRowsTotal: int64(len(o.cur)), NumRowsUpdated: int64(len(o.updated)),
+	return out, stream.OperatorProgress{OperatorName: "countOp", NumRowsTotal: int64(len(o.cur)), NumRowsUpdated: int64(len(o.updated)),
 		NumRowsRemoved: removed, NumRowsDroppedByWatermark: o.dropped, NumShufflePartitions: int64(o.parts),
 		NumStateStoreInstances: int64(o.parts)}, nil
 }
@@ -315,19 +317,19 @@ func (o *countOp) NeedsNoDataBatch(wm int64) bool {
 	return false
 }
 
-func (o *countOp) Repartition(ctx context.Context, base, batchID int64, n int) (RepartitionStats, error) {
+func (o *countOp) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
 	sf, err := o.load(base)
 	if err != nil {
-		return RepartitionStats{}, err
+		return stream.RepartitionStats{}, err
 	}
 	if err := o.write(batchID, sf.Rows, n); err != nil {
-		return RepartitionStats{}, err
+		return stream.RepartitionStats{}, err
 	}
 	from := o.parts
 	o.parts = n
 	o.committed = sf.Rows
 	o.reset()
-	return RepartitionStats{From: from, To: n, KeysBefore: int64(len(sf.Rows)), KeysAfter: int64(len(sf.Rows))}, nil
+	return stream.RepartitionStats{From: from, To: n, KeysBefore: int64(len(sf.Rows)), KeysAfter: int64(len(sf.Rows))}, nil
 }
 
 func (o *countOp) Close() error { return nil }
@@ -348,7 +350,7 @@ type memSink struct {
 
 func (s *memSink) Open(ctx context.Context, queryID string) error { s.queryID = queryID; return nil }
 func (s *memSink) Description() string                            { return "MemorySink" }
-func (s *memSink) AddBatch(ctx context.Context, id int64, out *Batch) (SinkProgress, error) {
+func (s *memSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
 	if !s.t.applied[id] {
 		for i := 0; i < out.Len; i++ {
 			s.t.rows[out.Columns[0].Strings[i]] = out.Columns[1].Int64s[i]
@@ -358,10 +360,10 @@ func (s *memSink) AddBatch(ctx context.Context, id int64, out *Batch) (SinkProgr
 	}
 	if s.failAfter != nil {
 		if err := s.failAfter(id); err != nil {
-			return SinkProgress{}, err
+			return stream.SinkProgress{}, err
 		}
 	}
-	return SinkProgress{Description: s.Description(), NumOutputRows: int64(out.Len)}, nil
+	return stream.SinkProgress{Description: s.Description(), NumOutputRows: int64(out.Len)}, nil
 }
 func (s *memSink) Close() error { return nil }
 

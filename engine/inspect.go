@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // InspectReport is `checkpoint inspect --json` (DESIGN.md §10); its JSON
@@ -169,9 +170,9 @@ func Plan(q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 	if sp.Pending != nil {
 		id := sp.PendingID
 		rep.PendingBatch = &id
-		rep.PendingKind = KindData
+		rep.PendingKind = stream.KindData
 		if sp.PendingRepartitionTo > 0 {
-			rep.PendingKind = KindRepartition
+			rep.PendingKind = stream.KindRepartition
 			rep.Repartition = &InspectControl{BatchID: id, OperationType: checkpoint.OpRepartition, From: sp.Partitions, To: sp.PendingRepartitionTo}
 		}
 	}
@@ -203,7 +204,7 @@ type RepartitionResult struct {
 	BatchID    int64
 	From, To   int
 	Redo       bool
-	Stats      RepartitionStats
+	Stats      stream.RepartitionStats
 	DurationMs int64
 }
 
@@ -212,7 +213,7 @@ type RepartitionResult struct {
 // L+1 based on the last committed batch C == L, or a redo of an unfinished
 // repartition R == L to the same n. The operator is opened here and closed
 // before returning. No progress event is emitted (no query runs).
-func RepartitionOffline(ctx context.Context, o Options, op Operator, n int) (res *RepartitionResult, err error) {
+func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n int) (res *RepartitionResult, err error) {
 	o = o.withDefaults()
 	if n <= 0 {
 		return nil, errcode.New(ErrRepartitionInvalidParameter, "", "pass --partitions N with N >= 1", "numPartitions must be greater than zero, got %d", n)
@@ -262,7 +263,7 @@ func RepartitionOffline(ctx context.Context, o Options, op Operator, n int) (res
 	if err != nil {
 		return nil, err
 	}
-	env := OperatorEnv{StateDir: stateDir, FS: o.FS, LocalDir: o.LocalDir,
+	env := stream.OperatorEnv{StateDir: stateDir, FS: o.FS, LocalDir: o.LocalDir,
 		Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
 	if err := op.Open(ctx, env); err != nil {
 		return nil, fmt.Errorf("open operator: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // PhaseFile names one progress log (a progress.jsonl) and the phase its
@@ -31,18 +32,18 @@ var (
 
 // ReadProgress reads a progress log: one JSON event per line. A torn final
 // line (a crash during the append) is skipped; any other bad line is an error.
-func ReadProgress(fs vfs.FS, path string) ([]*Progress, error) {
+func ReadProgress(fs vfs.FS, path string) ([]*stream.Progress, error) {
 	data, err := checkpoint.ReadFile(fs, path)
 	if err != nil {
 		return nil, fmt.Errorf("read progress log %s: %w", path, err)
 	}
 	lines := bytes.Split(data, []byte("\n"))
-	var out []*Progress
+	var out []*stream.Progress
 	for i, l := range lines {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		p := new(Progress)
+		p := new(stream.Progress)
 		if err := json.Unmarshal(l, p); err != nil {
 			if i == len(lines)-1 {
 				break // torn final line: no trailing newline
@@ -119,7 +120,7 @@ func durStr(m map[string]int64, k string) string {
 }
 
 // BatchRecord is one batches.csv row.
-func BatchRecord(phase string, p *Progress) []string {
+func BatchRecord(phase string, p *stream.Progress) []string {
 	var total, updated, removed, dropped, mem int64
 	parts := ""
 	for i, o := range p.StateOperators {
@@ -135,14 +136,14 @@ func BatchRecord(phase string, p *Progress) []string {
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	return []string{p.ID, p.RunID, phase, i64(p.BatchID), p.Timestamp, p.Kind(),
 		i64(p.NumInputRows), fmtRate(p.InputRowsPerSecond), fmtRate(p.ProcessedRowsPerSecond),
-		durStr(p.DurationMs, DurTriggerExecution), durStr(p.DurationMs, DurLatestOffset),
-		durStr(p.DurationMs, DurWalCommit), durStr(p.DurationMs, DurGetBatch), durStr(p.DurationMs, DurAddBatch),
-		durStr(p.DurationMs, DurCommitOffsets), durStr(p.DurationMs, DurRepartition), p.EventTime["watermark"],
+		durStr(p.DurationMs, stream.DurTriggerExecution), durStr(p.DurationMs, stream.DurLatestOffset),
+		durStr(p.DurationMs, stream.DurWalCommit), durStr(p.DurationMs, stream.DurGetBatch), durStr(p.DurationMs, stream.DurAddBatch),
+		durStr(p.DurationMs, stream.DurCommitOffsets), durStr(p.DurationMs, stream.DurRepartition), p.EventTime["watermark"],
 		i64(total), i64(updated), i64(removed), i64(dropped), parts, i64(mem), i64(p.Sink.NumOutputRows)}
 }
 
 // SourceRecords are the sources.csv rows of one event.
-func SourceRecords(phase string, p *Progress) [][]string {
+func SourceRecords(phase string, p *stream.Progress) [][]string {
 	var out [][]string
 	for i, s := range p.Sources {
 		name := ""

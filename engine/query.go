@@ -9,13 +9,14 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // NamedSource is one input of a query. Name "" is an unnamed source (keyed by
 // position, only allowed without source evolution).
 type NamedSource struct {
 	Name   string
-	Source Source
+	Source stream.Source
 }
 
 // Watermark defines event time: the column (a Timestamp block column) and the
@@ -65,13 +66,13 @@ type Trigger struct {
 type Query struct {
 	Name    string
 	Sources []NamedSource
-	// Columns is the projection: block columns the operator reads, plus
-	// "source" if it needs the literal source-name column. Nil = all block
-	// columns and "source".
+	// Columns is the projection: the source columns the operator reads, plus
+	// stream.ColSource if it needs the literal source-name column. Nil = every
+	// column the sources produce, and the source column.
 	Columns   []string
 	Watermark *Watermark
-	Operator  Operator
-	Sink      Sink
+	Operator  stream.Operator
+	Sink      stream.Sink
 	Trigger   Trigger
 	// MaxDataBatches stops the run after this many data batches committed in
 	// it (0 = no limit). Control and no-data batches do not count.
@@ -87,7 +88,7 @@ type Options struct {
 	// LocalDir is the operator's local cache directory (OperatorEnv.LocalDir).
 	LocalDir string
 	// Clock; nil = SystemClock.
-	Clock  Clock
+	Clock  stream.Clock
 	Logger *slog.Logger
 	// Listeners receive every progress event, after it is appended to
 	// <ckpt>/progress.jsonl.
@@ -103,7 +104,7 @@ func (o Options) withDefaults() Options {
 		o.FS = vfs.Default
 	}
 	if o.Clock == nil {
-		o.Clock = SystemClock{}
+		o.Clock = stream.SystemClock{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -191,10 +192,10 @@ const DefaultShufflePartitions = 200
 // literal source column is wanted.
 func queryColumns(cols []string) (proj []string, withSource bool) {
 	if cols == nil {
-		return append([]string(nil), BlockColumns...), true
+		return nil, true // the sources' own full schema
 	}
 	for _, c := range cols {
-		if c == ColSource {
+		if c == stream.ColSource {
 			withSource = true
 			continue
 		}

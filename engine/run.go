@@ -11,6 +11,7 @@ import (
 
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 )
 
@@ -43,7 +44,7 @@ type RunSummary struct {
 
 type srcState struct {
 	name, key string
-	src       Source
+	src       stream.Source
 	current   json.RawMessage // end offset of the last planned batch
 	nameBuf   []string        // the literal source column, reused
 	open      bool
@@ -170,7 +171,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	env := OperatorEnv{
+	env := stream.OperatorEnv{
 		StateDir: stateDir, FS: r.o.FS, LocalDir: r.o.LocalDir,
 		Partitions: r.parts, Version: r.sp.CommittedID, Logger: r.o.Logger,
 	}
@@ -183,7 +184,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		senv := SourceEnv{Name: st.name, MetadataDir: dir, FS: r.o.FS, Columns: r.proj,
+		senv := stream.SourceEnv{Name: st.name, MetadataDir: dir, FS: r.o.FS, Columns: r.proj,
 			Committed: r.sp.Committed[st.key], Clock: r.o.Clock, Logger: r.o.Logger.With("source", st.key)}
 		if err := st.src.Open(ctx, senv); err != nil {
 			return fmt.Errorf("open source %q (%s): %w", st.key, st.src.Description(), err)
@@ -255,7 +256,7 @@ func (r *runner) recover(ctx context.Context) error {
 func (r *runner) loop(ctx context.Context) error {
 	if r.q.Trigger.Kind == AvailableNow {
 		for _, st := range r.srcs {
-			if an, ok := st.src.(AvailableNowSource); ok {
+			if an, ok := st.src.(stream.AvailableNowSource); ok {
 				if err := an.PrepareAvailableNow(ctx); err != nil {
 					return fmt.Errorf("prepare source %q for availableNow: %w", st.key, err)
 				}
@@ -353,7 +354,7 @@ func (r *runner) planNext(latest map[string]json.RawMessage, nowMs int64) (*chec
 			data = true
 		}
 	}
-	kind := KindData
+	kind := stream.KindData
 	if !data {
 		lastWM := int64(0)
 		if r.last != nil {
@@ -362,7 +363,7 @@ func (r *runner) planNext(latest map[string]json.RawMessage, nowMs int64) (*chec
 		if !r.s.noDataBatches || r.last == nil || r.wm <= lastWM || !r.q.Operator.NeedsNoDataBatch(r.wm) {
 			return nil, ""
 		}
-		kind = KindNoData
+		kind = stream.KindNoData
 	}
 	return r.newEntry(latest, nowMs), kind
 }
@@ -413,7 +414,7 @@ type eventStats struct {
 	sumMs    float64 // float: an int64 sum of ms timestamps overflows past ~5M rows
 }
 
-func (s *eventStats) add(c *Column) {
+func (s *eventStats) add(c *stream.Column) {
 	for i, v := range c.Int64s {
 		if c.IsNull(i) {
 			continue
@@ -434,7 +435,7 @@ func (s *eventStats) add(c *Column) {
 // Any failure aborts the operator's batch and leaves it pending.
 func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEntry, rerun bool, trigger time.Time, latestDur, planDur time.Duration) (err error) {
 	clk := r.o.Clock
-	dur := map[string]int64{DurLatestOffset: latestDur.Milliseconds(), DurQueryPlanning: planDur.Milliseconds()}
+	dur := map[string]int64{stream.DurLatestOffset: latestDur.Milliseconds(), stream.DurQueryPlanning: planDur.Milliseconds()}
 	t := clk.Now()
 	if !rerun {
 		if err := r.w.WriteOffsets(id, e); err != nil {
@@ -448,7 +449,7 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 			return err
 		}
 	}
-	dur[DurWalCommit] = clk.Now().Sub(t).Milliseconds()
+	dur[stream.DurWalCommit] = clk.Now().Sub(t).Milliseconds()
 	if err := r.o.hook("after-offsets"); err != nil {
 		return err
 	}
@@ -463,7 +464,7 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 	var getBatch time.Duration
 	var ev eventStats
 	var total int64
-	sp := make([]SourceProgress, 0, len(e.Sources))
+	sp := make([]stream.SourceProgress, 0, len(e.Sources))
 	for _, so := range e.Sources {
 		st := r.byKey[so.Key]
 		if st == nil {
@@ -475,7 +476,7 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 		if !bytes.Equal(start, end) {
 			readStart := clk.Now()
 			var inEmit time.Duration
-			err := st.src.ReadBatch(ctx, start, end, func(b *Batch) error {
+			err := st.src.ReadBatch(ctx, start, end, func(b *stream.Batch) error {
 				t0 := clk.Now()
 				defer func() { inEmit += clk.Now().Sub(t0) }()
 				rows += int64(b.Len)
@@ -495,9 +496,9 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 			getBatch += clk.Now().Sub(readStart) - inEmit
 		}
 		total += rows
-		p := SourceProgress{Description: st.src.Description(), Name: strPtr(st.name),
+		p := stream.SourceProgress{Description: st.src.Description(), Name: strPtr(st.name),
 			StartOffset: start, EndOffset: end, LatestOffset: end, NumInputRows: rows}
-		if rs, ok := st.src.(ReportingSource); ok {
+		if rs, ok := st.src.(stream.ReportingSource); ok {
 			p.LatestOffset = rs.ReportLatestOffset()
 			p.Metrics = rs.Metrics()
 		}
@@ -511,7 +512,7 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 		return err
 	}
 	if out == nil {
-		out = &Batch{}
+		out = &stream.Batch{}
 	}
 	sinkProg, err := r.q.Sink.AddBatch(ctx, id, out)
 	if err != nil {
@@ -522,11 +523,11 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 	}
 	// Commit time and memory are known only now; an operator that can say so
 	// replaces what Finish reported.
-	if pr, ok := op.(ProgressReporter); ok {
+	if pr, ok := op.(stream.ProgressReporter); ok {
 		opProg = pr.Progress()
 	}
-	dur[DurAddBatch] = clk.Now().Sub(tAdd).Milliseconds()
-	dur[DurGetBatch] = getBatch.Milliseconds()
+	dur[stream.DurAddBatch] = clk.Now().Sub(tAdd).Milliseconds()
+	dur[stream.DurGetBatch] = getBatch.Milliseconds()
 	if err := r.o.hook("after-state-commit"); err != nil {
 		return err
 	}
@@ -547,7 +548,7 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 			}
 		}
 	}
-	dur[DurCommitOffsets] = clk.Now().Sub(tc).Milliseconds()
+	dur[stream.DurCommitOffsets] = clk.Now().Sub(tc).Milliseconds()
 	if err := r.o.hook("after-commit"); err != nil {
 		return err
 	}
@@ -555,29 +556,29 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 	for _, so := range e.Sources {
 		r.byKey[so.Key].current = so.Offset
 	}
-	kind := KindData
+	kind := stream.KindData
 	if total == 0 {
-		kind = KindNoData
+		kind = stream.KindNoData
 		for _, p := range sp {
 			if !bytes.Equal(p.StartOffset, p.EndOffset) {
-				kind = KindData
+				kind = stream.KindData
 			}
 		}
 	}
 	r.finishBatch(id, e, next, kind)
 	end := clk.Now()
-	dur[DurTriggerExecution] = end.Sub(trigger).Milliseconds()
+	dur[stream.DurTriggerExecution] = end.Sub(trigger).Milliseconds()
 	if opProg.NumShufflePartitions == 0 {
 		opProg.NumShufflePartitions = int64(r.parts)
 	}
 	p := r.progress(id, trigger, end, dur, total)
-	p.StateOperators = []OperatorProgress{opProg}
+	p.StateOperators = []stream.OperatorProgress{opProg}
 	p.Sources = sp
 	for i := range p.Sources {
-		p.Sources[i].InputRowsPerSecond = p.inputRate(p.Sources[i].NumInputRows, r.lastTrigger, trigger)
+		p.Sources[i].InputRowsPerSecond = inputRate(p.Sources[i].NumInputRows, r.lastTrigger, trigger)
 		p.Sources[i].ProcessedRowsPerSecond = rate(p.Sources[i].NumInputRows, end.Sub(trigger))
 	}
-	p.InputRowsPerSecond = p.inputRate(total, r.lastTrigger, trigger)
+	p.InputRowsPerSecond = inputRate(total, r.lastTrigger, trigger)
 	p.ProcessedRowsPerSecond = rate(total, end.Sub(trigger))
 	p.EventTime = map[string]string{}
 	if ev.n > 0 {
@@ -594,7 +595,7 @@ func (r *runner) runBatch(ctx context.Context, id int64, e *checkpoint.OffsetEnt
 	}
 	r.lastTrigger = trigger
 	switch kind {
-	case KindData:
+	case stream.KindData:
 		r.sum.DataBatches++
 	default:
 		r.sum.NoDataBatches++
@@ -622,23 +623,23 @@ func (r *runner) finishBatch(id int64, e *checkpoint.OffsetEntry, nextWM int64, 
 	r.o.Logger.Info("batch committed", "batchId", id, "kind", kind, "watermarkMs", nextWM)
 }
 
-func (p *Progress) inputRate(n int64, last, now time.Time) *float64 {
+func inputRate(n int64, last, now time.Time) *float64 {
 	if last.IsZero() {
 		return nil
 	}
 	return rate(n, now.Sub(last))
 }
 
-func (r *runner) progress(id int64, trigger, end time.Time, dur map[string]int64, rows int64) *Progress {
-	return &Progress{
+func (r *runner) progress(id int64, trigger, end time.Time, dur map[string]int64, rows int64) *stream.Progress {
+	return &stream.Progress{
 		ID: r.queryID, RunID: r.runID, Name: strPtr(r.q.Name), Timestamp: isoTime(trigger.UnixMilli()),
 		BatchID: id, BatchDuration: end.Sub(trigger).Milliseconds(), NumInputRows: rows, DurationMs: dur,
-		StateOperators: []OperatorProgress{}, Sources: []SourceProgress{},
+		StateOperators: []stream.OperatorProgress{}, Sources: []stream.SourceProgress{},
 	}
 }
 
 // emit appends the event to progress.jsonl and hands it to the listeners.
-func (r *runner) emit(p *Progress) error {
+func (r *runner) emit(p *stream.Progress) error {
 	line, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode progress of batch %d: %w", p.BatchID, err)
@@ -654,7 +655,7 @@ func (r *runner) emit(p *Progress) error {
 }
 
 // withSourceColumn returns b plus the literal source column.
-func (st *srcState) withSourceColumn(b *Batch) *Batch {
+func (st *srcState) withSourceColumn(b *stream.Batch) *stream.Batch {
 	if len(st.nameBuf) < b.Len {
 		n := b.Len
 		if n < 2*len(st.nameBuf) {
@@ -665,10 +666,10 @@ func (st *srcState) withSourceColumn(b *Batch) *Batch {
 			st.nameBuf[i] = st.name
 		}
 	}
-	cols := make([]Column, len(b.Columns), len(b.Columns)+1)
+	cols := make([]stream.Column, len(b.Columns), len(b.Columns)+1)
 	copy(cols, b.Columns)
-	cols = append(cols, Column{Name: ColSource, Type: String, Strings: st.nameBuf[:b.Len]})
-	return &Batch{Len: b.Len, Columns: cols}
+	cols = append(cols, stream.Column{Name: stream.ColSource, Type: stream.String, Strings: st.nameBuf[:b.Len]})
+	return &stream.Batch{Len: b.Len, Columns: cols}
 }
 
 // repartition runs control batch id: offsets/id (a copy of the last
@@ -685,7 +686,7 @@ func (r *runner) repartition(ctx context.Context, id int64, base *checkpoint.Off
 		if err := r.w.WriteOffsets(id, e); err != nil {
 			return fmt.Errorf("write offsets for repartition batch %d: %w", id, err)
 		}
-		dur[DurWalCommit] = clk.Now().Sub(t).Milliseconds()
+		dur[stream.DurWalCommit] = clk.Now().Sub(t).Milliseconds()
 		if _, err := r.w.Purge(id, r.s.minRetain); err != nil {
 			return err
 		}
@@ -700,7 +701,7 @@ func (r *runner) repartition(ctx context.Context, id int64, base *checkpoint.Off
 	if err != nil {
 		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", id, from, to, err)
 	}
-	dur[DurRepartition] = clk.Now().Sub(t).Milliseconds()
+	dur[stream.DurRepartition] = clk.Now().Sub(t).Milliseconds()
 	if err := r.o.hook("after-state-commit"); err != nil {
 		return err
 	}
@@ -709,15 +710,15 @@ func (r *runner) repartition(ctx context.Context, id int64, base *checkpoint.Off
 	if err := r.w.WriteCommit(id, &checkpoint.CommitEntry{NextBatchWatermarkMs: r.wm}); err != nil {
 		return fmt.Errorf("write commit for repartition batch %d: %w", id, err)
 	}
-	dur[DurCommitOffsets] = clk.Now().Sub(tc).Milliseconds()
+	dur[stream.DurCommitOffsets] = clk.Now().Sub(tc).Milliseconds()
 	r.parts = to
 	r.conf[checkpoint.ConfShufflePartitions] = strconv.Itoa(to)
-	r.finishBatch(id, e, r.wm, KindRepartition)
+	r.finishBatch(id, e, r.wm, stream.KindRepartition)
 	r.sum.ControlBatches++
 	end := clk.Now()
-	dur[DurTriggerExecution] = end.Sub(trigger).Milliseconds()
+	dur[stream.DurTriggerExecution] = end.Sub(trigger).Milliseconds()
 	p := r.progress(id, trigger, end, dur, 0)
-	p.StateOperators = []OperatorProgress{{
+	p.StateOperators = []stream.OperatorProgress{{
 		OperatorName: "repartition", NumRowsTotal: stats.KeysAfter, NumShufflePartitions: int64(to),
 		NumStateStoreInstances: int64(to),
 		CustomMetrics: map[string]int64{"keysBefore": stats.KeysBefore, "keysAfter": stats.KeysAfter,
@@ -729,13 +730,13 @@ func (r *runner) repartition(ctx context.Context, id int64, base *checkpoint.Off
 		if st != nil {
 			desc, name = st.src.Description(), strPtr(st.name)
 		}
-		p.Sources = append(p.Sources, SourceProgress{Description: desc, Name: name,
+		p.Sources = append(p.Sources, stream.SourceProgress{Description: desc, Name: name,
 			StartOffset: so.Offset, EndOffset: so.Offset, LatestOffset: so.Offset})
 	}
 	if r.q.Watermark != nil {
 		p.EventTime = map[string]string{"watermark": isoTime(e.Metadata.BatchWatermarkMs)}
 	}
-	p.Sink = SinkProgress{Description: r.q.Sink.Description(), NumOutputRows: 0}
+	p.Sink = stream.SinkProgress{Description: r.q.Sink.Description(), NumOutputRows: 0}
 	return r.emit(p)
 }
 

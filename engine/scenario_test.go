@@ -16,6 +16,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 const ckptDir = "/ckpt"
@@ -30,7 +32,7 @@ type scenario struct {
 	fs       *vfs.MemFS
 	sources  map[string]*srcWorld
 	table    *tableWorld
-	events   []*Progress
+	events   []*stream.Progress
 	clock    *manualClock
 	hashes   map[string]string
 	held     *checkpoint.Writer
@@ -219,8 +221,8 @@ func (s *scenario) crashIfInjected(err error) {
 }
 
 func (s *scenario) query(t *testing.T, d *datadriven.TestData) (Query, map[string]*memSource) {
-	q := Query{Name: "blocks", Columns: []string{ColBlockTS, ColMiner, ColSource},
-		Watermark: &Watermark{Column: ColBlockTS, Delay: time.Duration(argInt(t, d, "delay-min", 1000000)) * time.Minute},
+	q := Query{Name: "blocks", Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource},
+		Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Duration(argInt(t, d, "delay-min", 1000000)) * time.Minute},
 		Operator:  &countOp{}, Conf: map[string]string{}}
 	srcs := map[string]*memSource{}
 	var worlds []string
@@ -274,7 +276,7 @@ func (s *scenario) query(t *testing.T, d *datadriven.TestData) (Query, map[strin
 
 func (s *scenario) options(t *testing.T, d *datadriven.TestData) Options {
 	o := Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock,
-		Listeners: []Listener{ListenerFunc(func(p *Progress) { s.events = append(s.events, p) })}}
+		Listeners: []Listener{ListenerFunc(func(p *stream.Progress) { s.events = append(s.events, p) })}}
 	if c := argOr(d, "crash", ""); c != "" {
 		point, nth, _ := strings.Cut(c, "@")
 		n := 1

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/schollz/progressbar/v3"
@@ -51,14 +51,14 @@ func NewMetrics(now func() time.Time) *Metrics {
 }
 
 // OnProgress updates the metrics from one event.
-func (m *Metrics) OnProgress(p *engine.Progress) {
+func (m *Metrics) OnProgress(p *stream.Progress) {
 	if p.InputRowsPerSecond != nil {
 		m.inputRate.Set(*p.InputRowsPerSecond)
 	}
 	if p.ProcessedRowsPerSecond != nil {
 		m.processedRate.Set(*p.ProcessedRowsPerSecond)
 	}
-	m.batchMs.Set(float64(p.DurationMs[engine.DurTriggerExecution]))
+	m.batchMs.Set(float64(p.DurationMs[stream.DurTriggerExecution]))
 	m.batchID.Set(float64(p.BatchID))
 	for _, op := range p.StateOperators {
 		m.stateRows.Set(float64(op.NumRowsTotal))
@@ -118,7 +118,7 @@ func NewBar(w io.Writer) *Bar {
 }
 
 // OnProgress advances the bar by the batch's rows.
-func (b *Bar) OnProgress(p *engine.Progress) {
+func (b *Bar) OnProgress(p *stream.Progress) {
 	b.rows += p.NumInputRows
 	files := ""
 	for _, s := range p.Sources {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func TestMetricsFromProgress(t *testing.T) {
@@ -16,13 +16,13 @@ func TestMetricsFromProgress(t *testing.T) {
 	m := NewMetrics(func() time.Time { return now })
 	rate := 125.0
 	name := "eth_live"
-	m.OnProgress(&engine.Progress{
+	m.OnProgress(&stream.Progress{
 		BatchID: 41, NumInputRows: 20, InputRowsPerSecond: &rate,
-		DurationMs:     map[string]int64{engine.DurTriggerExecution: 37},
+		DurationMs:     map[string]int64{stream.DurTriggerExecution: 37},
 		EventTime:      map[string]string{"watermark": "2026-09-28T00:00:00.000Z"},
-		StateOperators: []engine.OperatorProgress{{NumRowsTotal: 3283, NumShufflePartitions: 8}},
-		Sources: []engine.SourceProgress{{Name: &name, NumInputRows: 20,
-			StartOffset: engine.Offset(`{"block":1}`), EndOffset: engine.Offset(`{"block":21}`)}},
+		StateOperators: []stream.OperatorProgress{{NumRowsTotal: 3283, NumShufflePartitions: 8}},
+		Sources: []stream.SourceProgress{{Name: &name, NumInputRows: 20,
+			StartOffset: stream.Offset(`{"block":1}`), EndOffset: stream.Offset(`{"block":21}`)}},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -23,9 +23,11 @@ import (
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/sources/s3archive"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // The reference query's shape (DESIGN.md §3).
@@ -110,7 +112,7 @@ type Config struct {
 	MaxBatches int
 	Logger     *slog.Logger
 	Listeners  []engine.Listener
-	Clock      engine.Clock
+	Clock      stream.Clock
 	// ProgressFile, if set, also receives this run's progress events as JSON lines.
 	ProgressFile string
 }
@@ -174,12 +176,22 @@ func DefaultLocalDir(checkpoint string) string {
 // under a 2-day watermark.
 func ReferenceSpec() agg.Spec {
 	return agg.Spec{
-		Window:         &agg.Window{Column: engine.ColBlockTS, Size: WindowSize},
-		GroupBy:        []string{engine.ColSource, engine.ColMiner},
+		Window:         &agg.Window{Column: ethblock.ColBlockTS, Size: WindowSize},
+		GroupBy:        []string{stream.ColSource, ethblock.ColMiner},
 		Aggregates:     []agg.Aggregate{{Kind: agg.Count, As: "count"}},
 		Mode:           agg.Update,
 		WatermarkDelay: WatermarkDelay,
+		ColumnTypes:    BlockColumnTypes(),
 	}
+}
+
+// BlockColumnTypes maps every block column to its type, for agg.Spec.ColumnTypes.
+func BlockColumnTypes() map[string]stream.Type {
+	m := make(map[string]stream.Type, len(ethblock.Columns))
+	for _, c := range ethblock.Columns {
+		m[c], _ = ethblock.ColumnType(c)
+	}
+	return m
 }
 
 // Build turns a Config into the engine's query and options. Nothing is opened
@@ -209,7 +221,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	q.Name = "eth_blocks_per_window"
 	q.Columns = spec.InputColumns()
-	q.Watermark = spec.EngineWatermark()
+	if col, delay, ok := spec.Watermark(); ok {
+		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
+	}
 	q.Operator = op
 	q.Sink = sink
 	q.Trigger = cfg.Trigger
@@ -221,7 +235,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	clock := cfg.Clock
 	if clock == nil {
-		clock = engine.SystemClock{}
+		clock = stream.SystemClock{}
 	}
 	opts := engine.Options{
 		CheckpointDir: cfg.Checkpoint,
@@ -235,7 +249,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 }
 
 // NewSource builds the source a spec names.
-func NewSource(spec SourceSpec, logger *slog.Logger) (engine.Source, error) {
+func NewSource(spec SourceSpec, logger *slog.Logger) (stream.Source, error) {
 	switch spec.Format {
 	case "s3archive":
 		o, err := s3archive.ParseURI(spec.URI)

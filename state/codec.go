@@ -7,13 +7,13 @@ import (
 	"math"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Field describes one column of a key or value row.
 type Field struct {
 	Name string      `json:"name"`
-	Type engine.Type `json:"type"` // engine.Int64, Float64, String or Timestamp
+	Type stream.Type `json:"type"` // stream.Int64, Float64, String or Timestamp
 }
 
 // Schema is recorded in every version's metadata file and checked on Open: a
@@ -77,7 +77,7 @@ func (s Schema) validate() error {
 	for _, fs := range [][]Field{s.Key, s.Value} {
 		for _, f := range fs {
 			switch f.Type {
-			case engine.Int64, engine.Float64, engine.String, engine.Timestamp:
+			case stream.Int64, stream.Float64, stream.String, stream.Timestamp:
 			default:
 				return fmt.Errorf("state schema field %q has unsupported type %v", f.Name, f.Type)
 			}
@@ -177,11 +177,11 @@ func EncodeKeyRow(dst []byte, fields []Field, vals ...any) []byte {
 	}
 	for i, f := range fields {
 		switch f.Type {
-		case engine.Int64, engine.Timestamp:
+		case stream.Int64, stream.Timestamp:
 			dst = AppendInt64Key(dst, toInt64(f, vals[i]))
-		case engine.Float64:
+		case stream.Float64:
 			dst = AppendFloat64Key(dst, toFloat64(f, vals[i]))
-		case engine.String:
+		case stream.String:
 			dst = AppendStringKey(dst, toString(f, vals[i]))
 		default:
 			panic(fmt.Sprintf("state: field %q has unsupported type %v", f.Name, f.Type))
@@ -198,11 +198,11 @@ func EncodeValueRow(dst []byte, fields []Field, vals ...any) []byte {
 	}
 	for i, f := range fields {
 		switch f.Type {
-		case engine.Int64, engine.Timestamp:
+		case stream.Int64, stream.Timestamp:
 			dst = AppendInt64Value(dst, toInt64(f, vals[i]))
-		case engine.Float64:
+		case stream.Float64:
 			dst = AppendFloat64Value(dst, toFloat64(f, vals[i]))
-		case engine.String:
+		case stream.String:
 			dst = AppendStringValue(dst, toString(f, vals[i]))
 		default:
 			panic(fmt.Sprintf("state: field %q has unsupported type %v", f.Name, f.Type))
@@ -218,7 +218,7 @@ func toInt64(f Field, v any) int64 {
 	case int:
 		return int64(x)
 	case time.Time:
-		if f.Type == engine.Timestamp {
+		if f.Type == stream.Timestamp {
 			return x.UnixMicro()
 		}
 	}
@@ -249,13 +249,13 @@ func DecodeKey(schema []Field, key []byte) ([]any, error) {
 	out := make([]any, 0, len(schema))
 	for _, f := range schema {
 		switch f.Type {
-		case engine.Int64, engine.Timestamp:
+		case stream.Int64, stream.Timestamp:
 			if len(key) < 8 {
 				return nil, fmt.Errorf("%w: key field %q truncated", errMalformedRow, f.Name)
 			}
 			out = append(out, int64(binary.BigEndian.Uint64(key)^(1<<63)))
 			key = key[8:]
-		case engine.Float64:
+		case stream.Float64:
 			if len(key) < 8 {
 				return nil, fmt.Errorf("%w: key field %q truncated", errMalformedRow, f.Name)
 			}
@@ -267,7 +267,7 @@ func DecodeKey(schema []Field, key []byte) ([]any, error) {
 			}
 			out = append(out, math.Float64frombits(u))
 			key = key[8:]
-		case engine.String:
+		case stream.String:
 			var b []byte
 			done := false
 			i := 0
@@ -308,20 +308,20 @@ func DecodeValue(schema []Field, val []byte) ([]any, error) {
 	out := make([]any, 0, len(schema))
 	for _, f := range schema {
 		switch f.Type {
-		case engine.Int64, engine.Timestamp:
+		case stream.Int64, stream.Timestamp:
 			v, n := binary.Varint(val)
 			if n <= 0 {
 				return nil, fmt.Errorf("%w: value field %q truncated", errMalformedRow, f.Name)
 			}
 			out = append(out, v)
 			val = val[n:]
-		case engine.Float64:
+		case stream.Float64:
 			if len(val) < 8 {
 				return nil, fmt.Errorf("%w: value field %q truncated", errMalformedRow, f.Name)
 			}
 			out = append(out, math.Float64frombits(binary.LittleEndian.Uint64(val)))
 			val = val[8:]
-		case engine.String:
+		case stream.String:
 			l, n := binary.Uvarint(val)
 			if n <= 0 || l > uint64(len(val)-n) {
 				return nil, fmt.Errorf("%w: value field %q truncated", errMalformedRow, f.Name)

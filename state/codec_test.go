@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/stream"
 )
 
-var mixedSchema = []Field{{"a", engine.Int64}, {"b", engine.Float64}, {"c", engine.String}, {"d", engine.Timestamp}}
+var mixedSchema = []Field{{"a", stream.Int64}, {"b", stream.Float64}, {"c", stream.String}, {"d", stream.Timestamp}}
 
 func randRow(rng *rand.Rand) []any {
 	ints := []int64{math.MinInt64, -1, 0, 1, math.MaxInt64, rng.Int64() - math.MaxInt64/2, int64(rng.IntN(5))}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // DumpOptions configures Dump.
@@ -70,7 +70,7 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	}
 	var (
 		header []string
-		types  []engine.Type
+		types  []stream.Type
 	)
 	for _, f := range append(append([]Field(nil), info.Schema.Key...), info.Schema.Value...) {
 		header = append(header, f.Name)
@@ -129,10 +129,10 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	return v, bw.Flush()
 }
 
-func formatText(t engine.Type, x any) string {
+func formatText(t stream.Type, x any) string {
 	switch v := x.(type) {
 	case int64:
-		if t == engine.Timestamp {
+		if t == stream.Timestamp {
 			return time.UnixMicro(v).UTC().Format(timestampLayout)
 		}
 		return strconv.FormatInt(v, 10)
@@ -144,10 +144,10 @@ func formatText(t engine.Type, x any) string {
 	return fmt.Sprint(x)
 }
 
-func appendJSON(dst []byte, t engine.Type, x any) []byte {
+func appendJSON(dst []byte, t stream.Type, x any) []byte {
 	switch v := x.(type) {
 	case int64:
-		if t == engine.Timestamp {
+		if t == stream.Timestamp {
 			return strconv.AppendQuote(dst, time.UnixMicro(v).UTC().Format(timestampLayout))
 		}
 		return strconv.AppendInt(dst, v, 10)

@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // The on-disk formats are specified in doc.go; constants here are never
@@ -520,7 +520,7 @@ func (f *Field) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &x); err != nil {
 		return err
 	}
-	for _, t := range []engine.Type{engine.Int64, engine.Float64, engine.String, engine.Timestamp} {
+	for _, t := range []stream.Type{stream.Int64, stream.Float64, stream.String, stream.Timestamp} {
 		if t.String() == x.Type {
 			f.Name, f.Type = x.Name, t
 			return nil

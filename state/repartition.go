@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // kvRef locates one key/value pair in a repartition arena.
@@ -46,9 +46,9 @@ func (b *bucket) val(r kvRef) []byte {
 // and one sstable per non-empty new partition: it grows with the state size,
 // not the partition counts. Redoing it after a crash (Open at base, Repartition
 // again) writes a new attempt of the same version with the same content.
-func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (engine.RepartitionStats, error) {
+func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (stream.RepartitionStats, error) {
 	start := time.Now()
-	var st engine.RepartitionStats
+	var st stream.RepartitionStats
 	if err := s.usable(); err != nil {
 		return st, err
 	}

@@ -26,10 +26,10 @@ import (
 
 // Options configures Open.
 type Options struct {
-	Dir        string // durable dir: <ckpt>/state/<opId> (engine.OperatorEnv.StateDir)
-	FS         vfs.FS // checkpoint FS (engine.OperatorEnv.FS)
-	LocalDir   string // Pebble cache dir (engine.OperatorEnv.LocalDir); may be wiped between runs
-	Partitions int    // engine.OperatorEnv.Partitions; 1..10,000
+	Dir        string // durable dir: <ckpt>/state/<opId> (stream.OperatorEnv.StateDir)
+	FS         vfs.FS // checkpoint FS (stream.OperatorEnv.FS)
+	LocalDir   string // Pebble cache dir (stream.OperatorEnv.LocalDir); may be wiped between runs
+	Partitions int    // stream.OperatorEnv.Partitions; 1..10,000
 	Schema     Schema
 	Logger     *slog.Logger
 

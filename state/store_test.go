@@ -13,17 +13,17 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 var testSchema = Schema{
 	OperatorName: "aggregate",
 	Key: []Field{
-		{"window_end", engine.Timestamp}, {"window_start", engine.Timestamp},
-		{"source", engine.String}, {"miner", engine.String},
+		{"window_end", stream.Timestamp}, {"window_start", stream.Timestamp},
+		{"source", stream.String}, {"miner", stream.String},
 	},
-	Value: []Field{{"count", engine.Int64}},
+	Value: []Field{{"count", stream.Int64}},
 	Spec:  "window=5m watermark=block_ts-48h mode=update",
 }
 
@@ -211,7 +211,7 @@ func TestSchemaMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := e.opts(2)
-	o.Schema.Value = []Field{{"count", engine.Int64}, {"sum_gas", engine.Int64}}
+	o.Schema.Value = []Field{{"count", stream.Int64}, {"sum_gas", stream.Int64}}
 	_, err := Open(context.Background(), o, 0)
 	if !errcode.Is(err, errcode.StateSchemaMismatch) {
 		t.Fatalf("want STATE_SCHEMA_MISMATCH, got %v", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/spf13/cobra"
 )
 
@@ -84,9 +85,9 @@ func newRunCmd() *cobra.Command {
 				defer bar.Close()
 				cfg.Listeners = append(cfg.Listeners, bar)
 			} else {
-				cfg.Listeners = append(cfg.Listeners, engine.ListenerFunc(func(p *engine.Progress) {
+				cfg.Listeners = append(cfg.Listeners, engine.ListenerFunc(func(p *stream.Progress) {
 					logger.Info("batch", "id", p.BatchID, "kind", p.Kind(), "rows", p.NumInputRows,
-						"ms", p.DurationMs[engine.DurTriggerExecution], "watermark", p.EventTime["watermark"])
+						"ms", p.DurationMs[stream.DurTriggerExecution], "watermark", p.EventTime["watermark"])
 				}))
 			}
 			sum, err := pipeline.Run(cmd.Context(), cfg)

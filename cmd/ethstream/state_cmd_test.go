@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func TestStateDumpCommand(t *testing.T) {
@@ -18,8 +18,8 @@ func TestStateDumpCommand(t *testing.T) {
 	ckpt := t.TempDir()
 	schema := state.Schema{
 		OperatorName: "aggregate",
-		Key:          []state.Field{{Name: "window_end", Type: engine.Timestamp}, {Name: "miner", Type: engine.String}},
-		Value:        []state.Field{{Name: "count", Type: engine.Int64}},
+		Key:          []state.Field{{Name: "window_end", Type: stream.Timestamp}, {Name: "miner", Type: stream.String}},
+		Value:        []state.Field{{Name: "count", Type: stream.Int64}},
 	}
 	s, err := state.Open(ctx, state.Options{
 		Dir: filepath.Join(ckpt, "state", "0"), FS: vfs.Default, LocalDir: t.TempDir(),

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 )
 
@@ -31,7 +31,7 @@ type SinkOptions struct {
 	Clock          func() time.Time
 }
 
-// MergeSink is the engine.Sink that upserts each batch into the Delta table
+// MergeSink is the stream.Sink that upserts each batch into the Delta table
 // with one idempotent MERGE commit (DESIGN §9). It keeps the latest snapshot
 // in memory and applies only new commits before each batch. Its methods are
 // safe for concurrent use but batches are written one at a time.
@@ -46,7 +46,7 @@ type MergeSink struct {
 	queryID string
 }
 
-var _ engine.Sink = (*MergeSink)(nil)
+var _ stream.Sink = (*MergeSink)(nil)
 
 // NewMergeSink validates o. The table is opened (or created) by Open.
 func NewMergeSink(o SinkOptions) (*MergeSink, error) {
@@ -147,10 +147,10 @@ func (m *MergeSink) Version() int64 {
 
 // AddBatch upserts out as batch batchID. A batch whose id is not above the
 // table's txn version for this query is skipped, so re-runs write nothing.
-func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *engine.Batch) (engine.SinkProgress, error) {
+func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Batch) (stream.SinkProgress, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	prog := engine.SinkProgress{Description: m.Description()}
+	prog := stream.SinkProgress{Description: m.Description()}
 	if m.snap == nil {
 		return prog, errcode.New(errcode.InvalidArgument, m.o.Path, "call Open first", "delta sink is not open")
 	}
@@ -246,14 +246,14 @@ func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkR
 }
 
 // batchRows converts the engine's columnar batch into sink rows.
-func batchRows(b *engine.Batch) ([]sinkRow, error) {
+func batchRows(b *stream.Batch) ([]sinkRow, error) {
 	if b == nil || b.Len == 0 {
 		return nil, nil
 	}
 	if err := b.Validate(); err != nil {
 		return nil, errcode.Wrap(err, CodeBadBatch, "", "this is a bug in the pipeline feeding the sink", "invalid batch")
 	}
-	col := func(name string, typ engine.Type) (*engine.Column, error) {
+	col := func(name string, typ stream.Type) (*stream.Column, error) {
 		c := b.Column(name)
 		if c == nil {
 			return nil, errcode.New(CodeBadBatch, "", "the sink needs window_start, window_end, source, miner, count", "batch has no column %q", name)
@@ -263,23 +263,23 @@ func batchRows(b *engine.Batch) ([]sinkRow, error) {
 		}
 		return c, nil
 	}
-	ws, err := col(KeyWindowStart, engine.Timestamp)
+	ws, err := col(KeyWindowStart, stream.Timestamp)
 	if err != nil {
 		return nil, err
 	}
-	we, err := col(KeyWindowEnd, engine.Timestamp)
+	we, err := col(KeyWindowEnd, stream.Timestamp)
 	if err != nil {
 		return nil, err
 	}
-	src, err := col(KeySource, engine.String)
+	src, err := col(KeySource, stream.String)
 	if err != nil {
 		return nil, err
 	}
-	miner, err := col(KeyMiner, engine.String)
+	miner, err := col(KeyMiner, stream.String)
 	if err != nil {
 		return nil, err
 	}
-	cnt, err := col("count", engine.Int64)
+	cnt, err := col("count", stream.Int64)
 	if err != nil {
 		return nil, err
 	}

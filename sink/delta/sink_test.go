@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/stream"
 )
 
 const window = 5 * 60 * 1_000_000 // 5 minutes in µs
@@ -26,10 +26,10 @@ type oracleKey struct {
 }
 
 // mkBatch builds an engine batch with the sink's columns.
-func mkBatch(rows []sinkRow) *engine.Batch {
-	b := &engine.Batch{Len: len(rows), Columns: []engine.Column{
-		{Name: "window_start", Type: engine.Timestamp}, {Name: "window_end", Type: engine.Timestamp},
-		{Name: "source", Type: engine.String}, {Name: "miner", Type: engine.String}, {Name: "count", Type: engine.Int64},
+func mkBatch(rows []sinkRow) *stream.Batch {
+	b := &stream.Batch{Len: len(rows), Columns: []stream.Column{
+		{Name: "window_start", Type: stream.Timestamp}, {Name: "window_end", Type: stream.Timestamp},
+		{Name: "source", Type: stream.String}, {Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64},
 	}}
 	for _, r := range rows {
 		b.Columns[0].Int64s = append(b.Columns[0].Int64s, r.WS)
@@ -196,7 +196,7 @@ func TestSinkIdempotentBatch(t *testing.T) {
 		t.Fatalf("rows = %v", got)
 	}
 	// A new batch id goes ahead, and an empty batch still records its txn.
-	if _, err := s2.AddBatch(ctx, 8, &engine.Batch{}); err != nil {
+	if _, err := s2.AddBatch(ctx, 8, &stream.Batch{}); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ := Open(ctx, dir)

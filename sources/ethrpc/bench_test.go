@@ -13,7 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/chain"
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // BenchmarkFetchBlocks measures blocks per second fetched from the embedded
@@ -29,7 +29,7 @@ func BenchmarkFetchBlocks(b *testing.B) {
 			start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
 			end := Offset{Block: m.LastBlock + span, Hash: lowerHex(n.Header(m.LastBlock + span).Hash().Hex())}.JSON()
 			var got int
-			emit := func(bt *engine.Batch) error { got += bt.Len; return nil }
+			emit := func(bt *stream.Batch) error { got += bt.Len; return nil }
 			cpu0 := cpuTime()
 			t0 := time.Now()
 			for b.Loop() {
@@ -63,7 +63,7 @@ func BenchmarkReadBatch20(b *testing.B) {
 			s, _ := openSource(b, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, Parallelism: par}, nil)
 			ctx := context.Background()
 			var planMs, readMs []float64
-			emit := func(*engine.Batch) error { return nil }
+			emit := func(*stream.Batch) error { return nil }
 			for b.Loop() {
 				t0 := time.Now()
 				end, err := s.LatestOffset(ctx, nil)
@@ -144,7 +144,7 @@ func BenchmarkFetchBlocksCached(b *testing.B) {
 			start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
 			end := Offset{Block: m.LastBlock + span, Hash: lowerHex(n.Header(m.LastBlock + span).Hash().Hex())}.JSON()
 			var got int
-			emit := func(bt *engine.Batch) error { got += bt.Len; return nil }
+			emit := func(bt *stream.Batch) error { got += bt.Len; return nil }
 			cpu0, t0 := cpuTime(), time.Now()
 			for b.Loop() {
 				if err := s.ReadBatch(context.Background(), start, end, emit); err != nil {

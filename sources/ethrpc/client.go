@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/rpc"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Backoff and rate-control constants. The rate limiter is off until the
@@ -44,7 +44,7 @@ var errBatchTooLarge = errors.New("endpoint refused the batch size")
 // goroutine, Metrics from another.
 type pool struct {
 	eps        []*endpoint
-	clock      engine.Clock
+	clock      stream.Clock
 	timeout    time.Duration
 	maxRetries int
 	log        *slog.Logger
@@ -91,7 +91,7 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func newPool(urls []string, clock engine.Clock, timeout time.Duration, maxRetries int, log *slog.Logger) *pool {
+func newPool(urls []string, clock stream.Clock, timeout time.Duration, maxRetries int, log *slog.Logger) *pool {
 	p := &pool{clock: clock, timeout: timeout, maxRetries: maxRetries, log: log}
 	for _, u := range urls {
 		p.eps = append(p.eps, &endpoint{url: u})

@@ -1,7 +1,7 @@
 // Package ethrpc is the live block source over Ethereum JSON-RPC: the seeds'
 // eth_rpc data source, with a checked seam to the archive, reorg safety and
 // resilience against rate-limited public endpoints. It implements
-// engine.Source, engine.ReportingSource and engine.AvailableNowSource.
+// stream.Source, stream.ReportingSource and stream.AvailableNowSource.
 //
 // # URI and options
 //

@@ -26,10 +26,11 @@ import (
 	"github.com/ethereum/go-ethereum/node"
 	"github.com/ethereum/go-ethereum/params"
 	"github.com/ethereum/go-ethereum/rpc"
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
-// fakeClock is a manual engine.Clock: Sleep records the wait and advances
+// fakeClock is a manual stream.Clock: Sleep records the wait and advances
 // time at once, so retry and rate-limit paths run without real sleeping.
 type fakeClock struct {
 	mu     sync.Mutex
@@ -254,7 +255,7 @@ func deadURL(t testing.TB) string {
 }
 
 // openSource builds and opens a source with a fake clock and all columns.
-func openSource(t testing.TB, o Options, committed engine.Offset) (*Source, *fakeClock) {
+func openSource(t testing.TB, o Options, committed stream.Offset) (*Source, *fakeClock) {
 	t.Helper()
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Second
@@ -264,7 +265,7 @@ func openSource(t testing.TB, o Options, committed engine.Offset) (*Source, *fak
 		t.Fatal(err)
 	}
 	clk := newFakeClock()
-	env := engine.SourceEnv{Name: "eth_live", Columns: engine.BlockColumns, Committed: committed, Clock: clk,
+	env := stream.SourceEnv{Name: "eth_live", Columns: ethblock.Columns, Committed: committed, Clock: clk,
 		Logger: slog.New(slog.DiscardHandler)}
 	if err := s.Open(context.Background(), env); err != nil {
 		t.Fatal(err)
@@ -280,26 +281,26 @@ type rows struct {
 	batches              int
 }
 
-func (r *rows) emit(b *engine.Batch) error {
+func (r *rows) emit(b *stream.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
 	r.batches++
 	for _, c := range b.Columns {
 		switch c.Name {
-		case engine.ColNumber:
+		case ethblock.ColNumber:
 			r.number = append(r.number, c.Int64s...)
-		case engine.ColBlockTS:
+		case ethblock.ColBlockTS:
 			r.ts = append(r.ts, c.Int64s...)
-		case engine.ColTransactionCount:
+		case ethblock.ColTransactionCount:
 			r.txs = append(r.txs, c.Int64s...)
-		case engine.ColGasUsed:
+		case ethblock.ColGasUsed:
 			r.gas = append(r.gas, c.Int64s...)
-		case engine.ColHash:
+		case ethblock.ColHash:
 			r.hash = append(r.hash, c.Strings...)
-		case engine.ColParentHash:
+		case ethblock.ColParentHash:
 			r.parent = append(r.parent, c.Strings...)
-		case engine.ColMiner:
+		case ethblock.ColMiner:
 			r.miner = append(r.miner, c.Strings...)
 		default:
 			return errors.New("unexpected column " + c.Name)
@@ -308,7 +309,7 @@ func (r *rows) emit(b *engine.Batch) error {
 	return nil
 }
 
-func mustOffset(t testing.TB, raw engine.Offset) Offset {
+func mustOffset(t testing.TB, raw stream.Offset) Offset {
 	t.Helper()
 	o, ok, err := ParseOffset(raw)
 	if err != nil || !ok {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/chain"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 var (
@@ -168,7 +168,7 @@ func TestEmbeddedNodeFailover(t *testing.T) {
 	if mustOffset(t, end).Block != m.LastBlock+25 || s.Metrics()["failovers"] == "0" {
 		t.Fatalf("end %s metrics %v", end, s.Metrics())
 	}
-	var _ engine.Source = s
+	var _ stream.Source = s
 
 	// A dead websocket endpoint (dial fails) fails over too.
 	dead := "ws://" + strings.TrimPrefix(deadURL(t), "http://")

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Offset is the source's position: the last block included and its hash.
@@ -18,7 +18,7 @@ type Offset struct {
 }
 
 // JSON renders the canonical compact form.
-func (o Offset) JSON() engine.Offset {
+func (o Offset) JSON() stream.Offset {
 	b := make([]byte, 0, 100)
 	b = append(b, `{"block":`...)
 	b = strconv.AppendUint(b, o.Block, 10)
@@ -31,7 +31,7 @@ func (o Offset) JSON() engine.Offset {
 // ParseOffset decodes an offset written by this source. A nil or empty
 // offset returns ok=false. A malformed one is CHECKPOINT_CORRUPT, because
 // offsets only come from the checkpoint's logs.
-func ParseOffset(raw engine.Offset) (o Offset, ok bool, err error) {
+func ParseOffset(raw stream.Offset) (o Offset, ok bool, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return Offset{}, false, nil
 	}

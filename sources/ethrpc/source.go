@@ -13,22 +13,23 @@ import (
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 	"golang.org/x/sync/errgroup"
 )
 
-// emitChunkRows bounds the rows of one emitted engine.Batch, so a large
+// emitChunkRows bounds the rows of one emitted stream.Batch, so a large
 // catch-up batch does not build one huge columnar chunk.
 const emitChunkRows = 4096
 
 // Source is the live block source over Ethereum JSON-RPC. It implements
-// engine.Source, engine.ReportingSource and engine.AvailableNowSource.
+// stream.Source, stream.ReportingSource and stream.AvailableNowSource.
 // The engine calls LatestOffset/ReadBatch/Commit from one goroutine;
 // Metrics and ReportLatestOffset may be called concurrently with them.
 type Source struct {
 	o     Options
-	env   engine.SourceEnv
+	env   stream.SourceEnv
 	log   *slog.Logger
 	pool  *pool
 	batch atomic.Int64 // current JSON-RPC batch size; halved on "batch too large"
@@ -43,9 +44,9 @@ type Source struct {
 }
 
 var (
-	_ engine.Source             = (*Source)(nil)
-	_ engine.ReportingSource    = (*Source)(nil)
-	_ engine.AvailableNowSource = (*Source)(nil)
+	_ stream.Source             = (*Source)(nil)
+	_ stream.ReportingSource    = (*Source)(nil)
+	_ stream.AvailableNowSource = (*Source)(nil)
 )
 
 // New validates o, applies defaults and returns a Source; it does not
@@ -97,15 +98,18 @@ func (s *Source) Options() Options { return s.o }
 
 // Open prepares the source for a run: it checks the projection and sets up
 // the endpoint pool (connections are made on first use).
-func (s *Source) Open(ctx context.Context, env engine.SourceEnv) error {
+func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	for _, c := range env.Columns {
-		if t, ok := engine.BlockColumnType(c); !ok || c == engine.ColSource {
-			return errcode.New(CodeInvalidOption, "", "project only the block columns "+strings.Join(engine.BlockColumns, ", "),
+		if t, ok := ethblock.ColumnType(c); !ok || c == stream.ColSource {
+			return errcode.New(CodeInvalidOption, "", "project only the block columns "+strings.Join(ethblock.Columns, ", "),
 				"ethrpc source cannot produce column %q (type %v)", c, t)
 		}
 	}
+	if env.Columns == nil {
+		env.Columns = ethblock.Columns // no projection: every block column
+	}
 	if env.Clock == nil {
-		env.Clock = engine.SystemClock{}
+		env.Clock = stream.SystemClock{}
 	}
 	s.log = s.o.Logger
 	if s.log == nil {
@@ -144,7 +148,7 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 // the finality tag's block). With start nil (and nothing committed) the first
 // block is StartBlock, or the readable head when StartBlock is 0. Returning
 // start means no new block.
-func (s *Source) LatestOffset(ctx context.Context, start engine.Offset) (engine.Offset, error) {
+func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
 	from := start
 	if from == nil {
 		// Defensive: the engine passes the last planned end; with none
@@ -242,7 +246,7 @@ func (s *Source) firstBlock(end Offset) uint64 {
 // ReadBatch fetches the blocks in (start, end], checks that they extend the
 // chain of start (or start_parent_hash for the first batch) and end at end's
 // hash, and only then emits them.
-func (s *Source) ReadBatch(ctx context.Context, start, end engine.Offset, emit func(*engine.Batch) error) error {
+func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
 	en, ok, err := ParseOffset(end)
 	if err != nil || !ok {
 		return err
@@ -316,33 +320,33 @@ func (s *Source) verify(rows []blockRow, st Offset, haveStart bool, en Offset) e
 }
 
 // toBatch builds the projected columns of rows.
-func (s *Source) toBatch(rows []blockRow) *engine.Batch {
-	b := &engine.Batch{Len: len(rows), Columns: make([]engine.Column, 0, len(s.env.Columns))}
+func (s *Source) toBatch(rows []blockRow) *stream.Batch {
+	b := &stream.Batch{Len: len(rows), Columns: make([]stream.Column, 0, len(s.env.Columns))}
 	for _, name := range s.env.Columns {
-		typ, _ := engine.BlockColumnType(name)
-		c := engine.Column{Name: name, Type: typ}
+		typ, _ := ethblock.ColumnType(name)
+		c := stream.Column{Name: name, Type: typ}
 		switch name {
-		case engine.ColNumber, engine.ColBlockTS, engine.ColTransactionCount, engine.ColGasUsed:
+		case ethblock.ColNumber, ethblock.ColBlockTS, ethblock.ColTransactionCount, ethblock.ColGasUsed:
 			c.Int64s = make([]int64, len(rows))
 			for i := range rows {
 				switch name {
-				case engine.ColNumber:
+				case ethblock.ColNumber:
 					c.Int64s[i] = rows[i].Number
-				case engine.ColBlockTS:
+				case ethblock.ColBlockTS:
 					c.Int64s[i] = rows[i].BlockTS
-				case engine.ColTransactionCount:
+				case ethblock.ColTransactionCount:
 					c.Int64s[i] = rows[i].TransactionCount
 				default:
 					c.Int64s[i] = rows[i].GasUsed
 				}
 			}
-		case engine.ColHash, engine.ColParentHash, engine.ColMiner:
+		case ethblock.ColHash, ethblock.ColParentHash, ethblock.ColMiner:
 			c.Strings = make([]string, len(rows))
 			for i := range rows {
 				switch name {
-				case engine.ColHash:
+				case ethblock.ColHash:
 					c.Strings[i] = rows[i].Hash
-				case engine.ColParentHash:
+				case ethblock.ColParentHash:
 					c.Strings[i] = rows[i].ParentHash
 				default:
 					c.Strings[i] = rows[i].Miner
@@ -357,7 +361,7 @@ func (s *Source) toBatch(rows []blockRow) *engine.Batch {
 }
 
 // Commit is a no-op: the source keeps no per-batch state.
-func (s *Source) Commit(context.Context, engine.Offset) error { return nil }
+func (s *Source) Commit(context.Context, stream.Offset) error { return nil }
 
 // Close releases the endpoint connections.
 func (s *Source) Close() error {
@@ -369,7 +373,7 @@ func (s *Source) Close() error {
 
 // ReportLatestOffset is the newest readable block (head minus confirmations,
 // or the finality tag's block) seen by the last LatestOffset call.
-func (s *Source) ReportLatestOffset() engine.Offset {
+func (s *Source) ReportLatestOffset() stream.Offset {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.report == nil {

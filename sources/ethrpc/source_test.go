@@ -6,16 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // drive plans and reads batches until the source reports no new data,
 // checking that every batch advances by at most max blocks.
-func drive(t *testing.T, s *Source, start engine.Offset, max int, out *rows) (engine.Offset, []engine.Offset) {
+func drive(t *testing.T, s *Source, start stream.Offset, max int, out *rows) (stream.Offset, []stream.Offset) {
 	t.Helper()
 	ctx := context.Background()
-	var ends []engine.Offset
+	var ends []stream.Offset
 	for {
 		end, err := s.LatestOffset(ctx, start)
 		if err != nil {
@@ -470,14 +471,14 @@ func TestProjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := engine.SourceEnv{Columns: []string{engine.ColMiner, engine.ColBlockTS}, Clock: newFakeClock()}
+	env := stream.SourceEnv{Columns: []string{ethblock.ColMiner, ethblock.ColBlockTS}, Clock: newFakeClock()}
 	if err := s.Open(context.Background(), env); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	o, _ := s.LatestOffset(context.Background(), nil)
-	err = s.ReadBatch(context.Background(), nil, o, func(b *engine.Batch) error {
-		if len(b.Columns) != 2 || b.Columns[0].Name != engine.ColMiner || b.Columns[1].Type != engine.Timestamp || b.Len != 3 {
+	err = s.ReadBatch(context.Background(), nil, o, func(b *stream.Batch) error {
+		if len(b.Columns) != 2 || b.Columns[0].Name != ethblock.ColMiner || b.Columns[1].Type != stream.Timestamp || b.Len != 3 {
 			t.Fatalf("batch %+v", b)
 		}
 		return b.Validate()
@@ -486,7 +487,7 @@ func TestProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad, _ := New(Options{Endpoints: []string{n.url}})
-	if err := bad.Open(context.Background(), engine.SourceEnv{Columns: []string{"source"}}); !errcode.Is(err, CodeInvalidOption) {
+	if err := bad.Open(context.Background(), stream.SourceEnv{Columns: []string{"source"}}); !errcode.Is(err, CodeInvalidOption) {
 		t.Fatalf("projection of source accepted: %v", err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // TestAdmission60Days is the demo's backfill shape: 60 daily files with
@@ -25,7 +25,7 @@ func TestAdmission60Days(t *testing.T) {
 	fs := vfs.NewMem()
 	o := Options{URI: fileURI(filepath.Join(root, "v1.0/eth/blocks")), MaxFilesPerTrigger: 5}
 	s := openSource(t, o, testEnv(t, fs))
-	var start engine.Offset
+	var start stream.Offset
 	var got []block
 	steps := 0
 	for {
@@ -83,7 +83,7 @@ func TestRestartResumes(t *testing.T) {
 	want := writeDays(t, root, day0, 23, 3, "int96")
 	fs := vfs.NewMem()
 	o := Options{URI: fileURI(root), MaxFilesPerTrigger: 5}
-	var start engine.Offset
+	var start stream.Offset
 	var got []block
 	// Each "run" plans at most 2 batches, then the process "restarts".
 	for run := 0; run < 10; run++ {
@@ -192,7 +192,7 @@ func TestAvailableNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeDays(t, root, day0.AddDate(0, 0, 7), 2, 2, "modern")
-	var start engine.Offset
+	var start stream.Offset
 	files := 0
 	for {
 		end, err := s.LatestOffset(t.Context(), start)
@@ -220,7 +220,7 @@ func TestMaxBytesPerTrigger(t *testing.T) {
 	}
 	size := objs[0].Size
 	s := openSource(t, Options{URI: fileURI(root), MaxBytesPerTrigger: 2*size + size/2}, testEnv(t, vfs.NewMem()))
-	var start engine.Offset
+	var start stream.Offset
 	var per []int
 	for {
 		end, err := s.LatestOffset(t.Context(), start)

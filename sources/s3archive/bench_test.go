@@ -12,7 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
-	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func cpuTime() time.Duration {
@@ -60,8 +61,8 @@ func benchArchive(b *testing.B) (string, *chain.Manifest) {
 func BenchmarkDecode(b *testing.B) {
 	root, m := benchArchive(b)
 	projections := map[string][]string{
-		"seven":    engine.BlockColumns,
-		"ts+miner": {engine.ColBlockTS, engine.ColMiner},
+		"seven":    ethblock.Columns,
+		"ts+miner": {ethblock.ColBlockTS, ethblock.ColMiner},
 	}
 	for _, via := range []string{"file", "s3"} {
 		for _, pname := range []string{"seven", "ts+miner"} {
@@ -89,7 +90,7 @@ func BenchmarkDecode(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					err = s.ReadBatch(context.Background(), nil, end, func(bt *engine.Batch) error {
+					err = s.ReadBatch(context.Background(), nil, end, func(bt *stream.Batch) error {
 						rows += int64(bt.Len)
 						return nil
 					})

@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
-
-	"github.com/ethstream/ethstream/engine"
 )
 
 // footerPrefetch is the speculative tail read: the footer of a daily blocks
@@ -27,7 +27,7 @@ const footerPrefetch = 64 << 10
 
 // archiveName maps an engine block column to its archive column.
 func archiveName(col string) string {
-	if col == engine.ColBlockTS {
+	if col == ethblock.ColBlockTS {
 		return "timestamp"
 	}
 	return col
@@ -36,7 +36,7 @@ func archiveName(col string) string {
 // requiredColumn reports whether a projected column must exist in every file.
 func requiredColumn(col string) bool {
 	switch col {
-	case engine.ColNumber, engine.ColHash, engine.ColParentHash, engine.ColBlockTS, engine.ColMiner:
+	case ethblock.ColNumber, ethblock.ColHash, ethblock.ColParentHash, ethblock.ColBlockTS, ethblock.ColMiner:
 		return true
 	}
 	return false
@@ -191,7 +191,7 @@ const (
 type colDecoder struct {
 	name   string // engine column name
 	arch   string // archive column name
-	typ    engine.Type
+	typ    stream.Type
 	leaf   int // leaf column index in the file, -1 when absent
 	maxDef int
 	phys   format.Type
@@ -236,12 +236,12 @@ func schemaElement(md *format.FileMetaData, name string) *format.SchemaElement {
 // newColDecoder plans the decoding of engine column name from file f; a nil
 // decoder error with leaf -1 means the column is absent (nulls).
 func newColDecoder(f *parquet.File, name string, intern map[string]string) (*colDecoder, error) {
-	typ, ok := engine.BlockColumnType(name)
+	typ, ok := ethblock.ColumnType(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown block column %q", name)
 	}
 	d := &colDecoder{name: name, arch: archiveName(name), typ: typ, leaf: -1}
-	if name == engine.ColMiner {
+	if name == ethblock.ColMiner {
 		d.intern = intern
 	}
 	c := f.Root().Column(d.arch)
@@ -275,7 +275,7 @@ func newColDecoder(f *parquet.File, name string, intern map[string]string) (*col
 		return fmt.Errorf("column %q has physical type %s (%s), which cannot be read as %s", d.arch, d.phys, el.LogicalType.String(), typ)
 	}
 	switch typ {
-	case engine.Int64:
+	case stream.Int64:
 		switch d.phys {
 		case format.Int32, format.Int64, format.Double, format.FixedLenByteArray, format.ByteArray:
 		default:
@@ -284,7 +284,7 @@ func newColDecoder(f *parquet.File, name string, intern map[string]string) (*col
 		if (d.phys == format.FixedLenByteArray || d.phys == format.ByteArray) && !isDecimal(el) {
 			return nil, bad()
 		}
-	case engine.Timestamp:
+	case stream.Timestamp:
 		switch d.phys {
 		case format.Int96:
 			d.tsMode = tsInt96
@@ -310,7 +310,7 @@ func newColDecoder(f *parquet.File, name string, intern map[string]string) (*col
 		default:
 			return nil, bad()
 		}
-	case engine.String:
+	case stream.String:
 		switch d.phys {
 		case format.ByteArray:
 		case format.FixedLenByteArray:
@@ -382,7 +382,7 @@ func (d *colDecoder) toInts(v encoding.Values, dst []int64) ([]int64, error) {
 	default:
 		return nil, fmt.Errorf("column %q: unsupported physical type %s", d.arch, d.phys)
 	}
-	if d.typ == engine.Timestamp {
+	if d.typ == stream.Timestamp {
 		for i, x := range dst {
 			dst[i] = tsMicrosOf(d.tsMode, x)
 		}
@@ -520,7 +520,7 @@ func (d *colDecoder) internStr(s string) string {
 
 // decodeChunk decodes the column chunk of one row group into col, which has
 // room for n rows.
-func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *engine.Column, n int) error {
+func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, n int) error {
 	pages := chunk.Pages()
 	defer pages.Close()
 	// Dictionaries belong to their chunk: never match a pointer from another.
@@ -547,7 +547,7 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *engine.Column, 
 	return nil
 }
 
-func (d *colDecoder) decodePage(p parquet.Page, col *engine.Column, pos, n int) error {
+func (d *colDecoder) decodePage(p parquet.Page, col *stream.Column, pos, n int) error {
 	rows := int(p.NumRows())
 	if pos+rows > n {
 		return fmt.Errorf("column %q holds more values than its row group's %d rows", d.arch, n)
@@ -569,7 +569,7 @@ func (d *colDecoder) decodePage(p parquet.Page, col *engine.Column, pos, n int) 
 	if dict := p.Dictionary(); dict != nil {
 		if dict != d.dict {
 			d.dict, d.dictInts, d.dictStrs = dict, nil, nil
-			if d.typ == engine.String {
+			if d.typ == stream.String {
 				d.dictStrs = d.toStrs(dict.Page().Data(), nil)
 			} else if d.dictInts, err = d.toInts(dict.Page().Data(), nil); err != nil {
 				return err
@@ -580,7 +580,7 @@ func (d *colDecoder) decodePage(p parquet.Page, col *engine.Column, pos, n int) 
 		if len(idx) != nonNull {
 			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(idx), nonNull)
 		}
-		if d.typ == engine.String {
+		if d.typ == stream.String {
 			d.strs = d.strs[:0]
 			for _, k := range idx {
 				if k < 0 || int(k) >= len(d.dictStrs) {
@@ -597,20 +597,20 @@ func (d *colDecoder) decodePage(p parquet.Page, col *engine.Column, pos, n int) 
 				d.ints = append(d.ints, d.dictInts[k])
 			}
 		}
-	} else if d.typ == engine.String {
+	} else if d.typ == stream.String {
 		d.strs = d.toStrs(p.Data(), d.strs)
 	} else if d.ints, err = d.toInts(p.Data(), d.ints); err != nil {
 		return err
 	}
 	got := len(d.ints)
-	if d.typ == engine.String {
+	if d.typ == stream.String {
 		got = len(d.strs)
 	}
 	if got != nonNull {
 		return fmt.Errorf("column %q: page has %d values, want %d", d.arch, got, nonNull)
 	}
 	if d.maxDef == 0 || nonNull == rows {
-		if d.typ == engine.String {
+		if d.typ == stream.String {
 			copy(col.Strings[pos:], d.strs)
 		} else {
 			copy(col.Int64s[pos:], d.ints)
@@ -636,7 +636,7 @@ func (d *colDecoder) decodePage(p parquet.Page, col *engine.Column, pos, n int) 
 			continue
 		}
 		col.Valid[pos+i] = true
-		if d.typ == engine.String {
+		if d.typ == stream.String {
 			col.Strings[pos+i] = d.strs[k]
 		} else {
 			col.Int64s[pos+i] = d.ints[k]
@@ -647,9 +647,9 @@ func (d *colDecoder) decodePage(p parquet.Page, col *engine.Column, pos, n int) 
 }
 
 // newColumn allocates an engine column of n rows.
-func newColumn(name string, typ engine.Type, n int) engine.Column {
-	c := engine.Column{Name: name, Type: typ}
-	if typ == engine.String {
+func newColumn(name string, typ stream.Type, n int) stream.Column {
+	c := stream.Column{Name: name, Type: typ}
+	if typ == stream.String {
 		c.Strings = make([]string, n)
 	} else {
 		c.Int64s = make([]int64, n)
@@ -659,7 +659,7 @@ func newColumn(name string, typ engine.Type, n int) engine.Column {
 
 // decodedFile is the result of decoding one file: one batch per row group.
 type decodedFile struct {
-	batches []*engine.Batch
+	batches []*stream.Batch
 	rows    int64
 }
 
@@ -743,7 +743,7 @@ func decodeFile(ctx context.Context, st store, uri string, size int64, cols []st
 			return nil, err
 		}
 		n := int(rg.NumRows())
-		b := &engine.Batch{Len: n, Columns: make([]engine.Column, len(decs))}
+		b := &stream.Batch{Len: n, Columns: make([]stream.Column, len(decs))}
 		chunks := rg.ColumnChunks()
 		for i, d := range decs {
 			b.Columns[i] = newColumn(d.name, d.typ, n)

@@ -25,7 +25,7 @@
 // # Source log format (version 1)
 //
 // The log is Spark's FileStreamSourceLog, byte for byte. Directory:
-// <checkpoint>/sources/<key>/ (engine.SourceEnv.MetadataDir). One file per
+// <checkpoint>/sources/<key>/ (stream.SourceEnv.MetadataDir). One file per
 // log id n = 0, 1, 2, ...:
 //
 //	<n>           the entries admitted by log id n
@@ -45,7 +45,7 @@
 // n). Entries are in admission order: date partition, then URI.
 //
 // Every file is written to ".<name>.tmp", fsynced, closed, renamed to its
-// final name and the directory fsynced (all through engine.SourceEnv.FS).
+// final name and the directory fsynced (all through stream.SourceEnv.FS).
 // Files are never overwritten or deleted. If log id n already exists when
 // LatestOffset is asked for the batch after n-1, the previous run admitted it
 // and crashed before the engine recorded the batch: the entry is re-used, so

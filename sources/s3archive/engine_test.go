@@ -8,6 +8,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // countingOperator records every block number the engine hands it, per
@@ -18,15 +20,15 @@ type countingOperator struct {
 	pending map[int64]int64
 }
 
-func (o *countingOperator) Open(context.Context, engine.OperatorEnv) error { return nil }
-func (o *countingOperator) Process(_ context.Context, id, _ int64, in *engine.Batch) error {
-	for _, n := range in.Column(engine.ColNumber).Int64s {
+func (o *countingOperator) Open(context.Context, stream.OperatorEnv) error { return nil }
+func (o *countingOperator) Process(_ context.Context, id, _ int64, in *stream.Batch) error {
+	for _, n := range in.Column(ethblock.ColNumber).Int64s {
 		o.pending[n] = id
 	}
 	return nil
 }
-func (o *countingOperator) Finish(context.Context, int64, int64) (*engine.Batch, engine.OperatorProgress, error) {
-	return &engine.Batch{}, engine.OperatorProgress{OperatorName: "count"}, nil
+func (o *countingOperator) Finish(context.Context, int64, int64) (*stream.Batch, stream.OperatorProgress, error) {
+	return &stream.Batch{}, stream.OperatorProgress{OperatorName: "count"}, nil
 }
 func (o *countingOperator) Commit(context.Context, int64) error {
 	for n, id := range o.pending {
@@ -40,8 +42,8 @@ func (o *countingOperator) Commit(context.Context, int64) error {
 }
 func (o *countingOperator) Abort()                      { clear(o.pending) }
 func (o *countingOperator) NeedsNoDataBatch(int64) bool { return false }
-func (o *countingOperator) Repartition(context.Context, int64, int64, int) (engine.RepartitionStats, error) {
-	return engine.RepartitionStats{}, nil
+func (o *countingOperator) Repartition(context.Context, int64, int64, int) (stream.RepartitionStats, error) {
+	return stream.RepartitionStats{}, nil
 }
 func (o *countingOperator) Close() error { return nil }
 
@@ -49,8 +51,8 @@ type nopSink struct{}
 
 func (nopSink) Open(context.Context, string) error { return nil }
 func (nopSink) Description() string                { return "nop" }
-func (nopSink) AddBatch(context.Context, int64, *engine.Batch) (engine.SinkProgress, error) {
-	return engine.SinkProgress{Description: "nop"}, nil
+func (nopSink) AddBatch(context.Context, int64, *stream.Batch) (stream.SinkProgress, error) {
+	return stream.SinkProgress{Description: "nop"}, nil
 }
 func (nopSink) Close() error { return nil }
 
@@ -71,7 +73,7 @@ func TestEngineBackfill(t *testing.T) {
 		q := engine.Query{
 			Name:           "backfill",
 			Sources:        []engine.NamedSource{{Name: "s3_backfill", Source: s}},
-			Columns:        engine.BlockColumns,
+			Columns:        ethblock.Columns,
 			Operator:       op,
 			Sink:           nopSink{},
 			Trigger:        engine.Trigger{Kind: engine.AvailableNow},

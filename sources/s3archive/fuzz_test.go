@@ -10,8 +10,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
 )
 
 // memStore serves one object from memory.
@@ -48,7 +48,7 @@ func FuzzDecodeFile(f *testing.F) {
 			data = bytes.Clone(data)
 			data[int(at)%len(data)] ^= x
 		}
-		out, err := decodeFile(context.Background(), memStore{data}, "mem:///f.parquet", int64(len(data)), engine.BlockColumns, &metrics{})
+		out, err := decodeFile(context.Background(), memStore{data}, "mem:///f.parquet", int64(len(data)), ethblock.Columns, &metrics{})
 		if err != nil {
 			if !errcode.Is(err, ArchiveFileUnreadable) {
 				t.Fatalf("error without %s: %v", ArchiveFileUnreadable, err)

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
-
-	"github.com/ethstream/ethstream/engine"
 )
 
 // block is the oracle row: what the source must produce for a written row.
@@ -292,19 +292,19 @@ func writeDays(t testing.TB, root string, first time.Time, days, perDay int, era
 }
 
 // env returns a SourceEnv over fs with the given projection.
-func testEnv(t testing.TB, fs vfs.FS, cols ...string) engine.SourceEnv {
+func testEnv(t testing.TB, fs vfs.FS, cols ...string) stream.SourceEnv {
 	t.Helper()
 	dir := "/ckpt/sources/s3_backfill"
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if len(cols) == 0 {
-		cols = engine.BlockColumns
+		cols = ethblock.Columns
 	}
-	return engine.SourceEnv{Name: "s3_backfill", MetadataDir: dir, FS: fs, Columns: cols, Clock: engine.SystemClock{}}
+	return stream.SourceEnv{Name: "s3_backfill", MetadataDir: dir, FS: fs, Columns: cols, Clock: stream.SystemClock{}}
 }
 
-func openSource(t testing.TB, o Options, env engine.SourceEnv) *Source {
+func openSource(t testing.TB, o Options, env stream.SourceEnv) *Source {
 	t.Helper()
 	s, err := New(o)
 	if err != nil {
@@ -317,7 +317,7 @@ func openSource(t testing.TB, o Options, env engine.SourceEnv) *Source {
 }
 
 // collect reads (start, end] and returns the rows as blocks (absent columns zero).
-func collect(t testing.TB, s *Source, start, end engine.Offset) []block {
+func collect(t testing.TB, s *Source, start, end stream.Offset) []block {
 	t.Helper()
 	out, err := tryCollect(s, start, end)
 	if err != nil {
@@ -326,9 +326,9 @@ func collect(t testing.TB, s *Source, start, end engine.Offset) []block {
 	return out
 }
 
-func tryCollect(s *Source, start, end engine.Offset) ([]block, error) {
+func tryCollect(s *Source, start, end stream.Offset) ([]block, error) {
 	var out []block
-	err := s.ReadBatch(context.Background(), start, end, func(b *engine.Batch) error {
+	err := s.ReadBatch(context.Background(), start, end, func(b *stream.Batch) error {
 		if err := b.Validate(); err != nil {
 			return err
 		}
@@ -338,19 +338,19 @@ func tryCollect(s *Source, start, end engine.Offset) ([]block, error) {
 				r := &rows[i]
 				null := c.IsNull(i)
 				switch c.Name {
-				case engine.ColNumber:
+				case ethblock.ColNumber:
 					r.Number = c.Int64s[i]
-				case engine.ColHash:
+				case ethblock.ColHash:
 					r.Hash = c.Strings[i]
-				case engine.ColParentHash:
+				case ethblock.ColParentHash:
 					r.ParentHash = c.Strings[i]
-				case engine.ColBlockTS:
+				case ethblock.ColBlockTS:
 					r.TS = c.Int64s[i]
-				case engine.ColMiner:
+				case ethblock.ColMiner:
 					r.Miner = c.Strings[i]
-				case engine.ColTransactionCount:
+				case ethblock.ColTransactionCount:
 					r.TxCount, r.TxNull = c.Int64s[i], null
-				case engine.ColGasUsed:
+				case ethblock.ColGasUsed:
 					r.GasUsed, r.GasNull = c.Int64s[i], null
 				}
 			}
@@ -361,6 +361,6 @@ func tryCollect(s *Source, start, end engine.Offset) ([]block, error) {
 	return out, err
 }
 
-func off(n int64) engine.Offset { return formatOffset(n) }
+func off(n int64) stream.Offset { return formatOffset(n) }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -14,8 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/checkpoint"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // compactInterval is Spark's spark.sql.streaming.fileSource.log.compactInterval
@@ -210,12 +210,12 @@ func parseLog(path string, n int64, data []byte) ([]logEntry, error) {
 }
 
 // formatOffset renders Spark's FileStreamSourceOffset.
-func formatOffset(n int64) engine.Offset {
-	return engine.Offset(`{"logOffset":` + strconv.FormatInt(n, 10) + `}`)
+func formatOffset(n int64) stream.Offset {
+	return stream.Offset(`{"logOffset":` + strconv.FormatInt(n, 10) + `}`)
 }
 
 // parseOffset parses {"logOffset":n} or a bare n; nil means "no offset" (-1).
-func parseOffset(o engine.Offset) (int64, error) {
+func parseOffset(o stream.Offset) (int64, error) {
 	if o == nil {
 		return -1, nil
 	}

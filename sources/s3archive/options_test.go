@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func TestParseURI(t *testing.T) {
@@ -55,13 +55,13 @@ func TestParseURI(t *testing.T) {
 func TestParseOffset(t *testing.T) {
 	good := map[string]int64{`{"logOffset":0}`: 0, `{"logOffset":12}`: 12, `7`: 7, ` {"logOffset": 3} `: 3}
 	for in, want := range good {
-		got, err := parseOffset(engine.Offset(in))
+		got, err := parseOffset(stream.Offset(in))
 		if err != nil || got != want {
 			t.Errorf("parseOffset(%s) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{``, `{}`, `{"logOffset":-1}`, `-3`, `{"logOffset":1,"x":2}`, `{"logOffset":"1"}`, `1.5`, `{"logOffset":1}{}`, `null`} {
-		if _, err := parseOffset(engine.Offset(in)); err == nil {
+		if _, err := parseOffset(stream.Offset(in)); err == nil {
 			t.Errorf("parseOffset(%q) succeeded", in)
 		}
 	}
@@ -78,7 +78,7 @@ func FuzzParseOffset(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, err := parseOffset(engine.Offset(data))
+		n, err := parseOffset(stream.Offset(data))
 		if err != nil {
 			return
 		}

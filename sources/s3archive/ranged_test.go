@@ -8,9 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ethstream/ethstream/ethblock"
 	"github.com/parquet-go/parquet-go"
-
-	"github.com/ethstream/ethstream/engine"
 )
 
 // recordingStore records every range read.
@@ -57,7 +56,7 @@ func TestRangedReadsNeverFetchUnprojectedColumns(t *testing.T) {
 			chunks[name] = append(chunks[name], chunkRange(&c.MetaData))
 		}
 	}
-	for _, cols := range [][]string{{engine.ColBlockTS, engine.ColMiner}, engine.BlockColumns, {engine.ColGasUsed}} {
+	for _, cols := range [][]string{{ethblock.ColBlockTS, ethblock.ColMiner}, ethblock.Columns, {ethblock.ColGasUsed}} {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
 			rec := &recordingStore{store: &localStore{root: root, m: &metrics{}}}
 			m := &metrics{}

@@ -9,8 +9,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func blocksEqual(t *testing.T, got, want []block) {
@@ -34,25 +35,25 @@ func project(bs []block, cols []string) []block {
 	out := make([]block, len(bs))
 	for i, b := range bs {
 		var r block
-		if has[engine.ColNumber] {
+		if has[ethblock.ColNumber] {
 			r.Number = b.Number
 		}
-		if has[engine.ColHash] {
+		if has[ethblock.ColHash] {
 			r.Hash = b.Hash
 		}
-		if has[engine.ColParentHash] {
+		if has[ethblock.ColParentHash] {
 			r.ParentHash = b.ParentHash
 		}
-		if has[engine.ColBlockTS] {
+		if has[ethblock.ColBlockTS] {
 			r.TS = b.TS
 		}
-		if has[engine.ColMiner] {
+		if has[ethblock.ColMiner] {
 			r.Miner = b.Miner
 		}
-		if has[engine.ColTransactionCount] {
+		if has[ethblock.ColTransactionCount] {
 			r.TxCount, r.TxNull = b.TxCount, b.TxNull
 		}
-		if has[engine.ColGasUsed] {
+		if has[ethblock.ColGasUsed] {
 			r.GasUsed, r.GasNull = b.GasUsed, b.GasNull
 		}
 		out[i] = r
@@ -64,9 +65,9 @@ func project(bs []block, cols []string) []block {
 // pages and projections, against the oracle rows.
 func TestEras(t *testing.T) {
 	projections := [][]string{
-		engine.BlockColumns,
-		{engine.ColBlockTS, engine.ColMiner},
-		{engine.ColGasUsed, engine.ColNumber},
+		ethblock.Columns,
+		{ethblock.ColBlockTS, ethblock.ColMiner},
+		{ethblock.ColGasUsed, ethblock.ColNumber},
 	}
 	writers := map[string][]parquet.WriterOption{
 		"one-group":    nil,
@@ -99,19 +100,19 @@ func TestEras(t *testing.T) {
 func TestBatchShape(t *testing.T) {
 	root := t.TempDir()
 	writeEra(t, dayPath(root, day0, 0), "nanos", genBlocks(1, 250, day0), parquet.MaxRowsPerRowGroup(100))
-	cols := []string{engine.ColMiner, engine.ColBlockTS, engine.ColGasUsed}
+	cols := []string{ethblock.ColMiner, ethblock.ColBlockTS, ethblock.ColGasUsed}
 	s := openSource(t, Options{URI: fileURI(root)}, testEnv(t, vfs.NewMem(), cols...))
 	end, err := s.LatestOffset(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lens []int
-	err = s.ReadBatch(t.Context(), nil, end, func(b *engine.Batch) error {
+	err = s.ReadBatch(t.Context(), nil, end, func(b *stream.Batch) error {
 		lens = append(lens, b.Len)
 		var names []string
 		for _, c := range b.Columns {
 			names = append(names, c.Name)
-			if typ, _ := engine.BlockColumnType(c.Name); typ != c.Type {
+			if typ, _ := ethblock.ColumnType(c.Name); typ != c.Type {
 				t.Errorf("column %s has type %s, want %s", c.Name, c.Type, typ)
 			}
 		}
@@ -225,7 +226,7 @@ func TestProjectionRejectsUnknownColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Open(t.Context(), testEnv(t, vfs.NewMem(), engine.ColSource)); !errcode.Is(err, errcode.InvalidArgument) {
+	if err := s.Open(t.Context(), testEnv(t, vfs.NewMem(), stream.ColSource)); !errcode.Is(err, errcode.InvalidArgument) {
 		t.Fatalf("got %v, want %s", err, errcode.InvalidArgument)
 	}
 }

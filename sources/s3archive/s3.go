@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Retry policy for store requests: full-jitter exponential backoff. The AWS
@@ -35,11 +35,11 @@ type s3Store struct {
 	bucket   string
 	prefix   string // "" or ending in "/"
 	pageSize int32
-	clock    func() engine.Clock
+	clock    func() stream.Clock
 	m        *metrics
 }
 
-func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metrics, clock func() engine.Clock) (*s3Store, error) {
+func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metrics, clock func() stream.Clock) (*s3Store, error) {
 	var opts []func(*config.LoadOptions) error
 	if o.Region != "" {
 		opts = append(opts, config.WithRegion(o.Region))

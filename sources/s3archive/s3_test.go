@@ -19,8 +19,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // fakeS3 is chain's embedded S3 endpoint over a directory (bucket = each
@@ -94,7 +95,7 @@ func s3Opts(f *fakeS3, uri string) Options {
 // the number of data batches.
 func drain(t testing.TB, s *Source) ([]block, int) {
 	t.Helper()
-	var start engine.Offset
+	var start stream.Offset
 	var rows []block
 	n := 0
 	for {
@@ -178,8 +179,8 @@ func TestS3RangedReads(t *testing.T) {
 		}
 		return f.respBytes.Load() - before, s.m.bytesRead.Load()
 	}
-	two, twoSrc := read(engine.ColBlockTS, engine.ColMiner)
-	seven, sevenSrc := read(engine.BlockColumns...)
+	two, twoSrc := read(ethblock.ColBlockTS, ethblock.ColMiner)
+	seven, sevenSrc := read(ethblock.Columns...)
 	if two != twoSrc || seven != sevenSrc {
 		t.Fatalf("server sent %d/%d bytes, source counted %d/%d", two, seven, twoSrc, sevenSrc)
 	}
@@ -219,7 +220,7 @@ func TestS3Cancel(t *testing.T) {
 		}
 		cancel()
 	}()
-	err = s.ReadBatch(ctx, nil, end, func(*engine.Batch) error { return nil })
+	err = s.ReadBatch(ctx, nil, end, func(*stream.Batch) error { return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // TestScenarios runs the admission lifecycle scripts in testdata/ (regenerate
@@ -35,7 +36,7 @@ func TestScenarios(t *testing.T) {
 		env := testEnv(t, fs)
 		var s *Source
 		saved := map[string][]byte{}
-		off := func(td *datadriven.TestData, key string) engine.Offset {
+		off := func(td *datadriven.TestData, key string) stream.Offset {
 			var v string
 			td.ScanArgs(t, key, &v)
 			if v == "-" {
@@ -122,9 +123,9 @@ func TestScenarios(t *testing.T) {
 				var out strings.Builder
 				rows := 0
 				var last int64 = -1
-				err := s.ReadBatch(t.Context(), off(td, "start"), off(td, "end"), func(b *engine.Batch) error {
+				err := s.ReadBatch(t.Context(), off(td, "start"), off(td, "end"), func(b *stream.Batch) error {
 					rows += b.Len
-					if c := b.Column(engine.ColBlockTS); c != nil && b.Len > 0 {
+					if c := b.Column(ethblock.ColBlockTS); c != nil && b.Len > 0 {
 						d := time.UnixMicro(c.Int64s[0]).UTC().Format(time.DateOnly)
 						if c.Int64s[0] < last {
 							return fmt.Errorf("rows out of order")

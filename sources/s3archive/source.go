@@ -9,8 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Source is Spark's FileStreamSource over date-partitioned Parquet block
@@ -23,7 +24,7 @@ type Source struct {
 	m      *metrics
 	parall int
 
-	env    engine.SourceEnv
+	env    stream.SourceEnv
 	log    *fileLog
 	logger *slog.Logger
 	opened bool
@@ -38,13 +39,13 @@ type Source struct {
 	snapshot map[string]struct{}
 
 	mu     sync.Mutex // guards latest
-	latest engine.Offset
+	latest stream.Offset
 }
 
 var (
-	_ engine.Source             = (*Source)(nil)
-	_ engine.AvailableNowSource = (*Source)(nil)
-	_ engine.ReportingSource    = (*Source)(nil)
+	_ stream.Source             = (*Source)(nil)
+	_ stream.AvailableNowSource = (*Source)(nil)
+	_ stream.ReportingSource    = (*Source)(nil)
 )
 
 // New returns a source for o. It validates the options and prepares the
@@ -82,11 +83,11 @@ func New(o Options) (*Source, error) {
 	return s, nil
 }
 
-func (s *Source) clock() engine.Clock {
+func (s *Source) clock() stream.Clock {
 	if s.env.Clock != nil {
 		return s.env.Clock
 	}
-	return engine.SystemClock{}
+	return stream.SystemClock{}
 }
 
 // Description names the source in progress reports.
@@ -94,15 +95,18 @@ func (s *Source) Description() string { return "FileStreamSource[" + s.opts.URI 
 
 // Open loads the source log from env.MetadataDir: the latest compact file and
 // the files after it.
-func (s *Source) Open(ctx context.Context, env engine.SourceEnv) error {
+func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if env.FS == nil || env.MetadataDir == "" {
 		return fmt.Errorf("open %s: SourceEnv lacks FS or MetadataDir", s.Description())
 	}
 	for _, c := range env.Columns {
-		if _, ok := engine.BlockColumnType(c); !ok || c == engine.ColSource {
-			return errcode.New(errcode.InvalidArgument, "", "project only the block columns "+strings.Join(engine.BlockColumns, ", "),
+		if _, ok := ethblock.ColumnType(c); !ok || c == stream.ColSource {
+			return errcode.New(errcode.InvalidArgument, "", "project only the block columns "+strings.Join(ethblock.Columns, ", "),
 				"s3archive cannot produce column %q", c)
 		}
+	}
+	if env.Columns == nil {
+		env.Columns = ethblock.Columns // no projection: every block column
 	}
 	s.env = env
 	s.logger = s.opts.Logger
@@ -158,7 +162,7 @@ func (s *Source) Open(ctx context.Context, env engine.SourceEnv) error {
 	return nil
 }
 
-func (s *Source) setLatest(o engine.Offset) {
+func (s *Source) setLatest(o stream.Offset) {
 	s.mu.Lock()
 	s.latest = o
 	s.mu.Unlock()
@@ -202,7 +206,7 @@ func (s *Source) list(ctx context.Context) ([]object, error) {
 // lists the store and admits up to MaxFilesPerTrigger files never seen
 // before as log entry n; when log entry start+1 already exists (a previous
 // run admitted it and crashed before planning the batch), it is re-used.
-func (s *Source) LatestOffset(ctx context.Context, start engine.Offset) (engine.Offset, error) {
+func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
 	s.mustOpen()
 	st, err := parseOffset(start)
 	if err != nil {
@@ -271,7 +275,7 @@ func (s *Source) LatestOffset(ctx context.Context, start engine.Offset) (engine.
 // ReadBatch emits the rows of the files admitted by log entries (start, end],
 // one batch per row group, in log order then row-group order. Files are
 // fetched and decoded Parallelism at a time, ahead of emission.
-func (s *Source) ReadBatch(ctx context.Context, start, end engine.Offset, emit func(*engine.Batch) error) error {
+func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
 	s.mustOpen()
 	st, err := parseOffset(start)
 	if err != nil {
@@ -301,7 +305,7 @@ type fileResult struct {
 	err error
 }
 
-func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*engine.Batch) error) error {
+func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*stream.Batch) error) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -384,7 +388,7 @@ func (s *Source) readFile(ctx context.Context, uri string) (*decodedFile, error)
 
 // Commit is a no-op: the log is immutable and needed to re-run any batch that
 // the engine has planned but not committed.
-func (s *Source) Commit(ctx context.Context, end engine.Offset) error {
+func (s *Source) Commit(ctx context.Context, end stream.Offset) error {
 	if _, err := parseOffset(end); err != nil {
 		return errcode.Corrupt(s.env.MetadataDir, err, "commit offset of %s", s.Description())
 	}
@@ -396,7 +400,7 @@ func (s *Source) Close() error { return nil }
 
 // ReportLatestOffset is the newest log offset admitted so far, nil if none.
 // Files listed but not yet admitted are reported as the pendingFiles metric.
-func (s *Source) ReportLatestOffset() engine.Offset {
+func (s *Source) ReportLatestOffset() stream.Offset {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.latest

@@ -1,4 +1,4 @@
-package engine
+package stream
 
 import "fmt"
 
@@ -88,32 +88,6 @@ func (b *Batch) Validate() error {
 	return nil
 }
 
-// Block columns: the names the reference pipeline reads (DESIGN.md §2). Sources
-// of block data produce these names and types; "source" is the literal column
-// the engine adds from the source's name.
-const (
-	ColNumber           = "number"            // Int64
-	ColHash             = "hash"              // String, 0x-hex
-	ColParentHash       = "parent_hash"       // String, 0x-hex
-	ColBlockTS          = "block_ts"          // Timestamp (event time)
-	ColMiner            = "miner"             // String, 0x-hex, lowercase
-	ColTransactionCount = "transaction_count" // Int64
-	ColGasUsed          = "gas_used"          // Int64
-	ColSource           = "source"            // String, added by the engine
-)
-
-// BlockColumns lists the seven block columns in their canonical order.
-var BlockColumns = []string{ColNumber, ColHash, ColParentHash, ColBlockTS, ColMiner, ColTransactionCount, ColGasUsed}
-
-// BlockColumnType returns the type of a block column, and false for an unknown name.
-func BlockColumnType(name string) (Type, bool) {
-	switch name {
-	case ColNumber, ColTransactionCount, ColGasUsed:
-		return Int64, true
-	case ColHash, ColParentHash, ColMiner, ColSource:
-		return String, true
-	case ColBlockTS:
-		return Timestamp, true
-	}
-	return 0, false
-}
+// ColSource is the literal column the engine adds to every input row: the
+// name of the source the row came from (Spark's lit(name) in a union by name).
+const ColSource = "source"

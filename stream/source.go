@@ -1,4 +1,4 @@
-package engine
+package stream
 
 import (
 	"context"
@@ -24,8 +24,9 @@ type SourceEnv struct {
 	MetadataDir string
 	// FS is the file system of the checkpoint; all checkpoint I/O goes through it.
 	FS vfs.FS
-	// Columns is the projection: the block columns the query reads (a subset of
-	// BlockColumns, never "source"). A source must not decode other columns.
+	// Columns is the projection: the columns the query reads, never ColSource
+	// (the engine adds it). Nil means every column the source produces. A
+	// source must not decode columns outside the projection.
 	Columns []string
 	// Committed is the end offset of the source's last committed batch, nil if
 	// the name was never committed; a source honours start options such as
