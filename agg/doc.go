@@ -1,7 +1,7 @@
 // Package agg is ethstream's stateful grouped aggregation: event-time
 // windows, watermark, count/sum/min/max, and the update, append and complete
 // output modes, as an stream.Operator over the Pebble-backed state.Store
-// (DESIGN.md §3, §7, §8). The reference query
+// (docs/contracts.md: Reference query, State, Progress records). The reference query
 //
 //	groupBy(window(block_ts, "5 minutes"), source, miner).count()
 //	withWatermark(block_ts, "2 days"), outputMode("update")

@@ -11,7 +11,7 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// Error codes of this package, in the style of DESIGN.md §6 (Spark's names
+// Error codes of this package, in the style of docs/contracts.md, Errors (Spark's names
 // where Spark has one).
 const (
 	// CodeUnsupportedOutputMode: an output mode that cannot work for the

@@ -2,7 +2,7 @@
 // Ethereum chain and the services that expose it: an archive writer in the
 // AWS public-blockchain Parquet layout, an embedded S3 endpoint over a
 // directory, and an embedded JSON-RPC node that continues the archive's
-// chain (DESIGN.md §2).
+// chain (docs/contracts.md, Data).
 //
 // # The chain model
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 )
 
-// Conf keys (DESIGN.md §4). They follow Spark's names on purpose.
+// Conf keys (docs/contracts.md, Configuration). They follow Spark's names on purpose.
 const (
 	ConfShufflePartitions  = "spark.sql.shuffle.partitions"
 	ConfSourceEvolution    = "spark.sql.streaming.queryEvolution.enableSourceEvolution"

@@ -1,5 +1,5 @@
 // Package checkpoint reads and writes ethstream's checkpoint directory: the
-// durable record of a streaming query (DESIGN.md §5). Its layout and formats
+// durable record of a streaming query (docs/contracts.md, Checkpoint). Its layout and formats
 // mirror Spark Structured Streaming's so that Spark's explanations apply
 // literally; they are versioned and never change incompatibly. Every file is
 // read and written through a pebble vfs.FS so that tests can inject crashes.

@@ -23,7 +23,7 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// BenchOptions configure `ethstream bench`: the DESIGN.md §11 targets measured
+// BenchOptions configure `ethstream bench`: the targets of docs/contracts.md measured
 // end to end through the real components (embedded S3, node, Pebble, Delta).
 type BenchOptions struct {
 	WorkDir     string
@@ -204,7 +204,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	return res, nil
 }
 
-// PrintBench prints the result against the DESIGN.md §11 targets.
+// PrintBench prints the result against the targets of docs/contracts.md.
 func PrintBench(w io.Writer, r *BenchResult) {
 	mb := func(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
 	fmt.Fprintf(w, "| what (preset %s: %d files, %d blocks, GOMAXPROCS %d) | measured | target |\n|---|---|---|\n",

@@ -21,7 +21,7 @@ import (
 )
 
 // verifier gathers evidence between phases (state at the right versions) and
-// turns it into the checks of DESIGN.md §12.
+// turns it into the checks of docs/contracts.md, Demo checks.
 type verifier struct {
 	o   Options
 	env *Env

@@ -51,7 +51,7 @@ type Options struct {
 	Runner     PhaseRunner // how a phase is started; InProcess by default
 	Out        io.Writer   // the summary table; nil = discard
 	Logger     *slog.Logger
-	// Live batches per phase (DESIGN.md §12: 16, 8, 8 of 20 blocks).
+	// Live batches per phase (docs/contracts.md, Demo checks: 16, 8, 8 of 20 blocks).
 	AddLiveBatches, RetireBatches, ShrinkBatches int
 	BlocksPerBatch                               int
 	StatePartitions, ShrinkTo                    int

@@ -11,7 +11,7 @@ import (
 )
 
 // TestDemoReducedScale runs the whole lifecycle on three days of archive and
-// asserts every verification line (DESIGN.md §12), in process.
+// asserts every verification line (docs/contracts.md, Demo checks), in process.
 func TestDemoReducedScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end demo")
@@ -35,7 +35,7 @@ func TestDemoReducedScale(t *testing.T) {
 	if !rep.Passed() {
 		t.Fatalf("demo did not pass:\n%s", out.String())
 	}
-	// Every check family of DESIGN.md §12 is present.
+	// Every check family of docs/contracts.md, Demo checks is present.
 	for _, prefix := range []string{"1.", "2.", "3.", "4.", "5.", "6.", "7.", "8.", "9."} {
 		found := false
 		for _, c := range rep.Checks {

@@ -1,13 +1,13 @@
 // Package demo is ethstream's reference application: it runs the seeds' lifecycle
 // (backfill, add a live source, retire the archive, refused reuse, shrink the
 // state) on one checkpoint and one Delta table, then proves each claim from the
-// query's own records and the table (DESIGN.md §12), and draws the charts.
+// query's own records and the table (docs/contracts.md, Demo checks), and draws the charts.
 //
 // # Files it writes to the results directory
 //
-//	batches.csv, sources.csv   progress flattened by engine.FlattenProgress (DESIGN.md §8)
+//	batches.csv, sources.csv   progress flattened by engine.FlattenProgress (docs/contracts.md, Progress records)
 //	verification.csv           header "check,expected,actual,pass"; one row per check,
-//	                           numbered by the DESIGN.md §12 claim it proves ("5. ...");
+//	                           numbered by the docs/contracts.md, Demo checks claim it proves ("5. ...");
 //	                           pass is true or false, or "figure" for a reported number
 //	summary.txt                the phase table and checks as printed (informational)
 //	state.svg, latency.svg, input.svg   charts drawn from the two CSVs only

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// BatchRecord is one row of batches.csv (DESIGN.md §8), the fields the report uses.
+// BatchRecord is one row of batches.csv (docs/contracts.md, Progress records), the fields the report uses.
 type BatchRecord struct {
 	QueryID, RunID, Phase, Kind string
 	BatchID                     int64
@@ -25,7 +25,7 @@ type BatchRecord struct {
 	Watermark                   string
 }
 
-// SourceRecord is one row of sources.csv (DESIGN.md §8).
+// SourceRecord is one row of sources.csv (docs/contracts.md, Progress records).
 type SourceRecord struct {
 	QueryID, RunID, Phase  string
 	BatchID                int64

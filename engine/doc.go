@@ -1,6 +1,6 @@
 // Package engine is ethstream's micro-batch streaming engine: planning,
 // triggers, restart and recovery, source evolution rules, progress events and
-// listeners (DESIGN.md §3-§8).
+// listeners (docs/contracts.md: Reference query through Progress records).
 //
 // The contracts other packages implement are in this package: Source
 // (sources/s3archive, sources/ethrpc), Operator (agg over state), Sink

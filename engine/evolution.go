@@ -11,7 +11,7 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 )
 
-// ValidSourceName reports whether name matches ^[a-zA-Z0-9_]+$ (DESIGN.md §6).
+// ValidSourceName reports whether name matches ^[a-zA-Z0-9_]+$ (docs/contracts.md, Errors).
 func ValidSourceName(name string) bool {
 	if name == "" {
 		return false

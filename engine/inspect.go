@@ -13,7 +13,7 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// InspectReport is `checkpoint inspect --json` (DESIGN.md §10); its JSON
+// InspectReport is `checkpoint inspect --json` (docs/contracts.md, CLI); its JSON
 // field names and order are the contract. It is a plain value.
 type InspectReport struct {
 	QueryID                string             `json:"queryId"`
@@ -190,7 +190,7 @@ func Plan(q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 	return rep, nil
 }
 
-// Repartition errors of the offline procedure (reference §d), in Spark's
+// Repartition errors of the offline procedure (as Spark 4.x and DBR 18 name them), in Spark's
 // STATE_REPARTITION_INVALID_CHECKPOINT class.
 const (
 	ErrRepartitionNoCommittedBatch = "STATE_REPARTITION_INVALID_CHECKPOINT.NO_COMMITTED_BATCH"

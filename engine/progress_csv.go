@@ -19,7 +19,7 @@ type PhaseFile struct {
 	Path  string
 }
 
-// BatchesCSVHeader and SourcesCSVHeader are the columns of DESIGN.md §8.
+// BatchesCSVHeader and SourcesCSVHeader are the columns of docs/contracts.md, Progress records.
 var (
 	BatchesCSVHeader = []string{"query_id", "run_id", "phase", "batch_id", "timestamp", "kind",
 		"num_input_rows", "input_rows_per_second", "processed_rows_per_second", "trigger_execution_ms",

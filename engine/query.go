@@ -62,7 +62,7 @@ type Trigger struct {
 
 // Query is what runs: named sources, the columns it reads, the watermark, one
 // stateful operator, one sink and a trigger. Conf holds the Spark-named
-// settings of DESIGN.md §4 (checkpoint.Conf* keys).
+// settings of docs/contracts.md, Configuration (checkpoint.Conf* keys).
 type Query struct {
 	Name    string
 	Sources []NamedSource

@@ -1,5 +1,5 @@
 // Package errcode defines ethstream's user-facing errors: a stable code from
-// DESIGN.md §6 (or a component's own, such as ARCHIVE_FILE_UNREADABLE), the path
+// docs/contracts.md, Errors (or a component's own, such as ARCHIVE_FILE_UNREADABLE), the path
 // it concerns, and what the user should do about it.
 //
 // Every package that can fail because of something a user did or has on disk
@@ -34,7 +34,7 @@ const (
 // Error is a user-facing error with a stable code. It is immutable and safe to
 // share between goroutines.
 type Error struct {
-	Code   string // stable, from DESIGN.md; never renamed
+	Code   string // stable, from docs/contracts.md; never renamed
 	Path   string // the file, directory or object concerned; may be empty
 	Msg    string // what happened, lowercase, no trailing period
 	Remedy string // what the user should do; may be empty

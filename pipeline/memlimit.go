@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultMemoryLimit is the Go runtime soft memory limit Run sets when
-// nothing else set one (DESIGN.md §11: backfill peak RSS <= 1.5 GB). Pebble's
+// nothing else set one (docs/contracts.md, Targets: backfill peak RSS <= 1.5 GB). Pebble's
 // memtables and block cache live outside the Go heap (cgo) and take a few
 // hundred MB more, hence 1 GiB for the Go side.
 //

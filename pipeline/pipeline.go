@@ -1,4 +1,4 @@
-// Package pipeline assembles the reference query of DESIGN.md §3 from
+// Package pipeline assembles the reference query of docs/contracts.md, Reference query from
 // command-line level settings: named sources given as NAME=FORMAT:URI, the
 // windowed count under a watermark, and the Delta MERGE sink. `ethstream run`,
 // `ethstream plan` and the demo all build their queries here, so the three can
@@ -30,7 +30,7 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// The reference query's shape (DESIGN.md §3).
+// The reference query's shape (docs/contracts.md, Reference query).
 const (
 	WindowSize     = 5 * time.Minute
 	WatermarkDelay = 48 * time.Hour
@@ -171,7 +171,7 @@ func DefaultLocalDir(checkpoint string) string {
 	return filepath.Join(base, "ethstream", filepath.Base(abs)+"-"+hex.EncodeToString(sum[:6]))
 }
 
-// ReferenceSpec is the aggregation of DESIGN.md §3:
+// ReferenceSpec is the aggregation of docs/contracts.md, Reference query:
 // groupBy(window(block_ts, 5 minutes), source, miner).count(), update mode,
 // under a 2-day watermark.
 func ReferenceSpec() agg.Spec {

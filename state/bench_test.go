@@ -14,7 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// Benchmarks (DESIGN.md §11). Run them alone, the machine is shared:
+// Benchmarks (docs/contracts.md, Targets). Run them alone, the machine is shared:
 //
 //	go test -bench . ./state -run '^$'
 //	go test -bench 'RSS/live' ./state -run '^$' -benchtime 1x    (peak RSS needs its own process)

@@ -1,5 +1,5 @@
 // Package state is ethstream's partitioned, versioned key-value state store
-// (DESIGN.md §7): one Pebble instance per state partition as a local cache,
+// (docs/contracts.md, State): one Pebble instance per state partition as a local cache,
 // and the checkpoint as the only source of truth.
 //
 // # Model

@@ -166,7 +166,7 @@ func appendJSON(dst []byte, t stream.Type, x any) []byte {
 
 // LatestCommittedBatch returns the highest batch id N with a file
 // <ckpt>/commits/N (decimal name), or -1 if there is none. A batch is
-// committed iff that file exists (DESIGN.md §5).
+// committed iff that file exists (docs/contracts.md, Checkpoint).
 func LatestCommittedBatch(fs vfs.FS, ckpt string) (int64, error) {
 	ids, err := checkpoint.Dir{FS: fs, Path: ckpt}.ListCommits()
 	if err != nil || len(ids) == 0 {

@@ -41,7 +41,7 @@ type partitions struct {
 	opts     *pebble.Options // template; FS, caches and sizes set
 }
 
-// Pebble tuning (DESIGN §11 memory targets with 200 partitions in one
+// Pebble tuning (the memory targets of docs/contracts.md with 200 partitions in one
 // process): memtables are small and start at 256 KB (Pebble doubles them up to
 // MemTableSize), one compaction per instance, one block cache and one file
 // cache for all instances.

@@ -56,7 +56,7 @@ type Metrics struct {
 	BytesWritten int64
 }
 
-// Codes of this package, spelled like DESIGN.md §6's.
+// Codes of this package, spelled like those of docs/contracts.md, Errors.
 const (
 	// CodeStateNotFound: a reader asked for state that was never committed.
 	CodeStateNotFound = "STATE_NOT_FOUND"

@@ -11,7 +11,7 @@ import (
 // or before a repartition.
 type OperatorEnv struct {
 	// StateDir is <checkpoint>/state/<opId>; the operator's durable state lives
-	// there and nowhere else (DESIGN.md §7).
+	// there and nowhere else (docs/contracts.md, State).
 	StateDir string
 	// FS is the checkpoint's file system.
 	FS vfs.FS

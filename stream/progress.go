@@ -6,7 +6,7 @@ import (
 )
 
 // Progress is a StreamingQueryProgress in Spark's JSON shape and key order
-// (reference §e), plus sources[].name. It is immutable once delivered.
+// (as Spark's StreamingQueryProgress.json), plus sources[].name. It is immutable once delivered.
 type Progress struct {
 	ID                     string             `json:"id"`
 	RunID                  string             `json:"runId"`

@@ -12,7 +12,7 @@ func newBenchCmd() *cobra.Command {
 	var seed int64
 	c := &cobra.Command{
 		Use:   "bench [--preset seed] [--out FILE]",
-		Short: "Measure the DESIGN.md §11 targets end to end: backfill, restart, live latency, repartition, RSS",
+		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it through the
 embedded S3 endpoint, and runs in this process: the backfill (availableNow, 200 state
 partitions), a restart with the live source at 200 partitions, and a restart that shrinks the

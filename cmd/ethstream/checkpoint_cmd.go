@@ -218,7 +218,7 @@ func progressFlattenCmd() *cobra.Command {
 		Short: "Flatten progress logs (progress.jsonl) into batches.csv and sources.csv",
 		Long: `progress reads StreamingQueryProgress logs (one JSON event per line, as in
 <checkpoint>/progress.jsonl or a run's --progress file) and writes DIR/batches.csv and
-DIR/sources.csv with the columns of DESIGN.md §8. Each --phase names the phase of the
+DIR/sources.csv with the columns of docs/contracts.md, Progress records. Each --phase names the phase of the
 events in one file; files are read in the order given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

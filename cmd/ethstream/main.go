@@ -1,5 +1,5 @@
 // Command ethstream is the CLI of the ethstream streaming engine and its
-// reference application (DESIGN.md §10). It only wires packages together: each
+// reference application (docs/contracts.md, CLI). It only wires packages together: each
 // subcommand lives in its own file and registers itself on rootCmd in init.
 package main
 

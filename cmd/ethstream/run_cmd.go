@@ -27,7 +27,7 @@ func (f *queryFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.table, "table", "", "Delta table directory (required)")
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: <checkpoint>.cache); may be deleted between runs")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI, repeatable, in plan order; empty NAME for an unnamed source")
-	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (spark.sql.* keys of DESIGN.md §4)")
+	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (spark.sql.* keys of docs/contracts.md, Configuration)")
 	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "available-now | once | processing-time=DUR")
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
@@ -59,7 +59,7 @@ func newRunCmd() *cobra.Command {
 	var f queryFlags
 	c := &cobra.Command{
 		Use:   "run",
-		Short: "Run the reference query (DESIGN.md §3) on a checkpoint and a Delta table",
+		Short: "Run the reference query (docs/contracts.md, Reference query) on a checkpoint and a Delta table",
 		Example: `  ethstream run --checkpoint ck --table tbl \
     --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
     --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,

@@ -1,5 +1,5 @@
 // Command duckref times DuckDB's plain GROUP BY over the archive files: the
-// reference the backfill target of DESIGN.md §11 is stated against.
+// reference the backfill target of docs/contracts.md (Targets) is stated against.
 package main
 
 import (

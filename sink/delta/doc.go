@@ -1,6 +1,6 @@
 // Package delta implements the Delta Lake transaction protocol (reader
 // version 1, writer version 2, no table features) for local directories, and
-// the idempotent MERGE sink of the reference pipeline (DESIGN.md §9).
+// the idempotent MERGE sink of the reference pipeline (docs/contracts.md, Delta table).
 //
 // # On-disk format (Delta protocol, as written by Spark)
 //

@@ -46,7 +46,7 @@ func (t DataType) Kind() string {
 }
 
 // SinkSchemaString is the schemaString of the table MergeSink writes, byte for
-// byte what Spark writes for a DataFrame with these columns (DESIGN §9).
+// byte what Spark writes for a DataFrame with these columns (docs/contracts.md, Delta table).
 const SinkSchemaString = `{"type":"struct","fields":[` +
 	`{"name":"window","type":{"type":"struct","fields":[` +
 	`{"name":"start","type":"timestamp","nullable":true,"metadata":{}},` +

@@ -47,7 +47,7 @@ func isSinkWindow(f Field) bool {
 }
 
 // Show writes every live row of the table at version (-1 = latest) to w
-// (DESIGN §10). csv: a header row, then one row per table row; nested values
+// (docs/contracts.md, CLI). csv: a header row, then one row per table row; nested values
 // are JSON text and nulls are empty cells. jsonl: one JSON object per row,
 // keys in column order, nested values as JSON values, nulls as null.
 // Timestamps use ShowTimeLayout. Rows come in file order.

@@ -32,7 +32,7 @@ type SinkOptions struct {
 }
 
 // MergeSink is the stream.Sink that upserts each batch into the Delta table
-// with one idempotent MERGE commit (DESIGN §9). It keeps the latest snapshot
+// with one idempotent MERGE commit (docs/contracts.md, Delta table). It keeps the latest snapshot
 // in memory and applies only new commits before each batch. Its methods are
 // safe for concurrent use but batches are written one at a time.
 type MergeSink struct {

@@ -53,7 +53,7 @@ type Options struct {
 }
 
 // uriKeys maps every accepted option spelling to its canonical name. Spark
-// style camelCase and the snake_case of DESIGN.md §4 are both accepted.
+// style camelCase and the snake_case of docs/contracts.md, Configuration are both accepted.
 var uriKeys = map[string]string{
 	"maxBlocksPerTrigger": "maxBlocksPerTrigger", "max_blocks_per_trigger": "maxBlocksPerTrigger",
 	"start_block": "start_block", "startBlock": "start_block",

@@ -58,7 +58,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// ParseURI parses the URI form of the options (DESIGN.md §10):
+// ParseURI parses the URI form of the options (docs/contracts.md, CLI):
 //
 //	s3://BUCKET/v1.0/eth/blocks?endpoint=http://127.0.0.1:9000&region=us-east-2&anonymous=true&maxFilesPerTrigger=5
 //	file:///abs/path/v1.0/eth/blocks?maxFilesPerTrigger=5

@@ -15,7 +15,7 @@ import (
 )
 
 // Source is Spark's FileStreamSource over date-partitioned Parquet block
-// files (DESIGN.md §2) on S3 or a local path. The engine calls it from one
+// files (docs/contracts.md, Data) on S3 or a local path. The engine calls it from one
 // goroutine at a time; Metrics and ReportLatestOffset may be called
 // concurrently with the other methods.
 type Source struct {
