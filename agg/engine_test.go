@@ -74,9 +74,9 @@ type mergeSink struct {
 	table   map[string]int64
 }
 
-func (m *mergeSink) Open(context.Context, string) error { return nil }
-func (m *mergeSink) Description() string                { return "merge" }
-func (m *mergeSink) Close() error                       { return nil }
+func (m *mergeSink) Open(context.Context, stream.SinkEnv) error { return nil }
+func (m *mergeSink) Description() string                        { return "merge" }
+func (m *mergeSink) Close() error                               { return nil }
 
 func (m *mergeSink) AddBatch(_ context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
 	if m.applied[id] {

@@ -45,6 +45,27 @@ func newOutput(p *plan, capacity int) *output {
 	return o
 }
 
+// OutputSchema is the schema of the rows Finish emits: window_start and
+// window_end (windowed plans), the group columns, then the aggregates. The key
+// is the window and the group columns; aggregates are nullable when the
+// aggregate can see only nulls (sum, min, max of a nullable column).
+func (o *Operator) OutputSchema() stream.Schema {
+	p := o.p
+	var s stream.Schema
+	if p.window {
+		s.Fields = append(s.Fields, stream.Field{Name: ColWindowStart, Type: stream.Timestamp}, stream.Field{Name: ColWindowEnd, Type: stream.Timestamp})
+		s.Key = append(s.Key, ColWindowStart, ColWindowEnd)
+	}
+	for k, g := range p.spec.GroupBy {
+		s.Fields = append(s.Fields, stream.Field{Name: g, Type: p.groupType[k], Nullable: true})
+		s.Key = append(s.Key, g)
+	}
+	for _, a := range p.aggs {
+		s.Fields = append(s.Fields, stream.Field{Name: a.As, Type: a.out, Nullable: a.hasNonNull()})
+	}
+	return s
+}
+
 // appendAggs appends the aggregate values of one row; a sum/min/max that saw
 // only nulls is a null.
 func (o *output) appendAggs(vals []aggVal) {

@@ -348,8 +348,11 @@ type memSink struct {
 	failAfter func(batchID int64) error // called after applying (a crash in the sink)
 }
 
-func (s *memSink) Open(ctx context.Context, queryID string) error { s.queryID = queryID; return nil }
-func (s *memSink) Description() string                            { return "MemorySink" }
+func (s *memSink) Open(ctx context.Context, env stream.SinkEnv) error {
+	s.queryID = env.QueryID
+	return nil
+}
+func (s *memSink) Description() string { return "MemorySink" }
 func (s *memSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
 	if !s.t.applied[id] {
 		for i := 0; i < out.Len; i++ {

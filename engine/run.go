@@ -163,7 +163,11 @@ func (r *runner) prepare(ctx context.Context) error {
 		r.byKey[st.key] = st
 	}
 	r.parts = r.sp.Partitions
-	if err := r.q.Sink.Open(ctx, r.queryID); err != nil {
+	senv := stream.SinkEnv{QueryID: r.queryID}
+	if so, ok := r.q.Operator.(stream.SchemaOperator); ok {
+		senv.Schema = so.OutputSchema()
+	}
+	if err := r.q.Sink.Open(ctx, senv); err != nil {
 		return fmt.Errorf("open sink %s: %w", r.q.Sink.Description(), err)
 	}
 	r.sinkOpen = true
@@ -669,7 +673,7 @@ func (st *srcState) withSourceColumn(b *stream.Batch) *stream.Batch {
 	cols := make([]stream.Column, len(b.Columns), len(b.Columns)+1)
 	copy(cols, b.Columns)
 	cols = append(cols, stream.Column{Name: stream.ColSource, Type: stream.String, Strings: st.nameBuf[:b.Len]})
-	return &stream.Batch{Len: b.Len, Columns: cols}
+	return &stream.Batch{Len: b.Len, Columns: cols, Signs: b.Signs}
 }
 
 // repartition runs control batch id: offsets/id (a copy of the last

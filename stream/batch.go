@@ -61,6 +61,25 @@ func (c *Column) IsNull(i int) bool { return c.Valid != nil && !c.Valid[i] }
 type Batch struct {
 	Len     int
 	Columns []Column
+	// Signs, when non-nil, has one entry per row: +1 for an insertion, -1 for
+	// a retraction. nil means every row is an insertion, the common case, so
+	// plain batches pay nothing.
+	//
+	// In a source's batch a retraction takes back a row the same source
+	// emitted in an earlier batch, with identical column values (a block
+	// orphaned by a chain reorganisation); the replacement rows follow as
+	// insertions in the same batch. In an operator's output a retraction
+	// deletes the row with that key from the sink (an aggregate whose count
+	// reached zero); only the key columns of such a row are meaningful.
+	Signs []int8
+}
+
+// Sign returns the sign of row i: +1 or -1.
+func (b *Batch) Sign(i int) int8 {
+	if b.Signs == nil {
+		return 1
+	}
+	return b.Signs[i]
 }
 
 // Column returns the column with the given name, or nil.
@@ -83,6 +102,16 @@ func (b *Batch) Validate() error {
 		}
 		if c.Valid != nil && len(c.Valid) != b.Len {
 			return fmt.Errorf("column %q has %d validity flags, batch has %d rows", c.Name, len(c.Valid), b.Len)
+		}
+	}
+	if b.Signs != nil {
+		if len(b.Signs) != b.Len {
+			return fmt.Errorf("batch has %d signs for %d rows", len(b.Signs), b.Len)
+		}
+		for i, s := range b.Signs {
+			if s != 1 && s != -1 {
+				return fmt.Errorf("row %d has sign %d, want +1 or -1", i, s)
+			}
 		}
 	}
 	return nil

@@ -1,10 +1,38 @@
 // Package stream is the leaf of ethstream: the streaming data model and the
 // contracts between the engine and its plugins. It holds columnar batches
-// (Batch, Column, Type), source offsets, the Source, Operator and Sink
-// interfaces with the environments the engine hands them, the processing-time
-// Clock, and the StreamingQueryProgress types. It imports nothing of ethstream
-// and knows no domain: the Ethereum block schema lives in package ethblock.
+// (Batch, Column, Type), output schemas (Schema), source offsets, the Source,
+// Operator and Sink interfaces with the environments the engine hands them,
+// the processing-time Clock, and the StreamingQueryProgress types. It imports
+// nothing of ethstream and knows no domain: the Ethereum block schema lives in
+// package ethblock.
 //
-// Every other package may import stream; stream imports only the standard
-// library and pebble's vfs (the FS the engine hands its plugins).
+// # Retractions (signed rows)
+//
+// A batch may carry retractions (Batch.Signs). The contract, shared by every
+// source, operator and sink:
+//
+//   - A source emits a retraction only for a row it emitted in an earlier,
+//     committed batch, with identical column values, and emits it before the
+//     insertions that replace it, in the same batch. The end offset of that
+//     batch records the new position (for a chain: the new canonical tip), so
+//     a re-run of the batch retracts and re-inserts exactly the same rows.
+//   - The engine passes signs through unchanged; numInputRows counts every
+//     row, retractions included.
+//   - An operator applies a retraction as the inverse of the insertion: count
+//     and sum subtract; min and max must keep enough to undo (or the operator
+//     refuses the query at New with a coded error saying why). A retraction
+//     whose event time is behind the watermark is late like any late row: it
+//     is counted (numRowsDroppedByWatermark and a custom metric), never
+//     applied to evicted state.
+//   - An operator's output row with sign -1 deletes the row with that key
+//     from the sink (a group whose count reached zero); only its key columns
+//     are meaningful. Sinks that cannot delete refuse such a batch.
+//
+// # Schemas
+//
+// An operator that knows its output before the first batch implements
+// SchemaOperator; the engine hands that schema to Sink.Open (SinkEnv), so a
+// sink creates its table from the query's output, or refuses an existing
+// table whose schema differs, before any batch runs. Schema.Key names the
+// columns that identify a row across batches: the sink's MERGE keys.
 package stream

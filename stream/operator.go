@@ -84,3 +84,10 @@ type Operator interface {
 type ProgressReporter interface {
 	Progress() OperatorProgress
 }
+
+// SchemaOperator is implemented by operators that declare the schema of their
+// output before the first batch, so that the sink can create or check its
+// table at Open.
+type SchemaOperator interface {
+	OutputSchema() Schema
+}

@@ -9,12 +9,23 @@ type SinkProgress struct {
 	Metrics       map[string]string `json:"metrics,omitempty"`
 }
 
+// SinkEnv is what the engine hands a sink when a query starts.
+type SinkEnv struct {
+	// QueryID is the checkpoint's query id (the Delta txn appId).
+	QueryID string
+	// Schema is the operator's output schema (OutputSchema); its Key is what
+	// identifies a row across batches. Empty when the operator declares none.
+	Schema Schema
+}
+
 // Sink receives each batch's output. It must be idempotent per (query id,
 // batch id): the engine re-runs an uncommitted batch after a crash and hands
 // the sink the same batch id and the same rows again.
 type Sink interface {
-	// Open binds the sink to a query id (the Delta txn appId).
-	Open(ctx context.Context, queryID string) error
+	// Open binds the sink to a query and the schema of the rows it will
+	// receive; a sink whose existing output has another schema refuses here,
+	// before any batch runs.
+	Open(ctx context.Context, env SinkEnv) error
 	Description() string
 	// AddBatch writes batch batchID's output (out may have zero rows).
 	AddBatch(ctx context.Context, batchID int64, out *Batch) (SinkProgress, error)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func codeOf(err error) string {
@@ -123,7 +124,7 @@ func TestWriterRefusesNewerWriterProtocol(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	s2, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
-	if err := s2.Open(ctx, "q"); codeOf(err) != CodeUnsupportedProtocol {
+	if err := s2.Open(ctx, stream.SinkEnv{QueryID: "q"}); codeOf(err) != CodeUnsupportedProtocol {
 		t.Fatalf("open err = %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ethstream/ethstream/stream"
 )
 
 // cpuTime is the process's user+system CPU time: on this shared machine
@@ -40,7 +42,7 @@ func buildTable(b *testing.B, dir string, n int) (*MergeSink, int64, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Open(context.Background(), "bench"); err != nil {
+	if err := s.Open(context.Background(), stream.SinkEnv{QueryID: "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	const batch = 700_000
@@ -124,7 +126,7 @@ func BenchmarkReplay1000Commits(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Open(ctx, "bench"); err != nil {
+	if err := s.Open(ctx, stream.SinkEnv{QueryID: "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()

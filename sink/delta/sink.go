@@ -72,9 +72,12 @@ func NewMergeSink(o SinkOptions) (*MergeSink, error) {
 	return &MergeSink{o: o, keys: keys, log: o.Logger}, nil
 }
 
-// Open binds the sink to queryID (the txn appId), creating the table with
+// Open binds the sink to the query id (the txn appId), creating the table with
 // the sink schema if the directory holds none, and loads the latest snapshot.
-func (m *MergeSink) Open(ctx context.Context, queryID string) error {
+// The operator's declared schema is not consulted yet: this sink writes the
+// reference table's five columns.
+func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
+	queryID := env.QueryID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if queryID == "" {

@@ -54,7 +54,7 @@ func newSink(t testing.TB, dir string, target int) *MergeSink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Open(context.Background(), "query-1"); err != nil {
+	if err := s.Open(context.Background(), stream.SinkEnv{QueryID: "query-1"}); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -217,7 +217,7 @@ func TestSinkRacingWriters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Open(ctx, fmt.Sprintf("query-%d", i%2)); err != nil {
+		if err := s.Open(ctx, stream.SinkEnv{QueryID: fmt.Sprintf("query-%d", i%2)}); err != nil {
 			t.Fatal(err)
 		}
 		sinks[i] = s
@@ -288,7 +288,7 @@ func TestLostRaceRedoesMerge(t *testing.T) {
 	ctx := context.Background()
 	a := newSink(t, dir, 0)
 	b, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
-	if err := b.Open(ctx, "query-b"); err != nil {
+	if err := b.Open(ctx, stream.SinkEnv{QueryID: "query-b"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
@@ -465,7 +465,7 @@ func TestSinkRefusesForeignSchema(t *testing.T) {
 	root := goldenDir(t)
 	dir := copyTable(t, filepath.Join(root, "basic-with-inserts-merge"))
 	s, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
-	err := s.Open(context.Background(), "q")
+	err := s.Open(context.Background(), stream.SinkEnv{QueryID: "q"})
 	if err == nil || !strings.Contains(err.Error(), CodeSchemaMismatch) {
 		t.Fatalf("err = %v", err)
 	}
@@ -505,7 +505,7 @@ func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Open(ctx, "q"); err != nil {
+	if err := s.Open(ctx, stream.SinkEnv{QueryID: "q"}); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer's file, rows in no particular order.

@@ -49,8 +49,8 @@ func (o *countingOperator) Close() error { return nil }
 
 type nopSink struct{}
 
-func (nopSink) Open(context.Context, string) error { return nil }
-func (nopSink) Description() string                { return "nop" }
+func (nopSink) Open(context.Context, stream.SinkEnv) error { return nil }
+func (nopSink) Description() string                        { return "nop" }
 func (nopSink) AddBatch(context.Context, int64, *stream.Batch) (stream.SinkProgress, error) {
 	return stream.SinkProgress{Description: "nop"}, nil
 }
