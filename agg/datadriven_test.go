@@ -74,7 +74,11 @@ func TestDataDriven(t *testing.T) {
 				h.op.Abort()
 				return fmt.Sprintf("batch %d aborted after %s\n", nextID, at)
 			case "needs-no-data":
-				return fmt.Sprintf("%v at watermark %s\n", h.op.NeedsNoDataBatch(h.wmMs), fmtWatermark(h.wmMs, h.spec))
+				needs, err := h.op.NeedsNoDataBatch(h.wmMs)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return fmt.Sprintf("%v at watermark %s\n", needs, fmtWatermark(h.wmMs, h.spec))
 			case "state":
 				var b strings.Builder
 				for _, r := range h.stateRows() {

@@ -316,14 +316,15 @@ func (o *Operator) Abort() {
 // NeedsNoDataBatch reports whether some key in state has a window end <=
 // watermarkMs, so that a batch without input would evict (and, in append or
 // complete mode, emit). It costs one bounded range scan at most, none when a
-// previous call or eviction proved there is nothing below watermarkMs.
-func (o *Operator) NeedsNoDataBatch(watermarkMs int64) bool {
+// previous call or eviction proved there is nothing below watermarkMs. A
+// failed scan is returned: the engine fails the run rather than guess.
+func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	if o.store == nil || !o.p.evicts {
-		return false
+		return false, nil
 	}
 	wmUs := o.wmUs(watermarkMs)
 	if wmUs <= o.noneBelowUs {
-		return false
+		return false, nil
 	}
 	found := false
 	err := o.store.Scan(nil, state.AppendInt64Key(nil, wmUs+1), func(key, val []byte) error {
@@ -331,9 +332,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) bool {
 		return errStop
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		// Running the batch is the safe answer: its Finish reports the error.
-		o.logger.Warn("aggregation: scan for closed windows failed", "err", err)
-		return true
+		return false, fmt.Errorf("aggregation: scan for closed windows: %w", err)
 	}
 	if !found {
 		o.noneBelowUs = wmUs
@@ -341,7 +340,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) bool {
 			o.committedNoneBelowUs = wmUs
 		}
 	}
-	return found
+	return found, nil
 }
 
 // Repartition writes the state committed at base into n partitions as

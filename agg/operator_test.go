@@ -149,8 +149,8 @@ func TestLifecycleMisuse(t *testing.T) {
 	if err := op.Process(ctx, 0, 0, makeBatch(nil)); err == nil {
 		t.Fatal("Process before Open: no error")
 	}
-	if op.NeedsNoDataBatch(math.MaxInt64 / 1000) {
-		t.Fatal("NeedsNoDataBatch before Open = true")
+	if needs, err := op.NeedsNoDataBatch(math.MaxInt64 / 1000); needs || err != nil {
+		t.Fatalf("NeedsNoDataBatch before Open = %v, %v", needs, err)
 	}
 	h := newHarness(t, refSpec(), vfs.NewMem(), 1)
 	if err := h.op.Commit(ctx, 0); err == nil {

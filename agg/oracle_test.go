@@ -370,8 +370,8 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS) {
 				wantNoData = true
 			}
 		}
-		if got := h.op.NeedsNoDataBatch(wm); got != wantNoData {
-			t.Fatalf("batch %d: NeedsNoDataBatch(%d) = %v, want %v", id, wm, got, wantNoData)
+		if got, err := h.op.NeedsNoDataBatch(wm); err != nil || got != wantNoData {
+			t.Fatalf("batch %d: NeedsNoDataBatch(%d) = %v, %v; want %v", id, wm, got, err, wantNoData)
 		}
 
 		// Crash points: the batch's first attempt fails somewhere; the

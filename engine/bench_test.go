@@ -22,9 +22,9 @@ func (o *nopOp) Process(_ context.Context, _, _ int64, in *stream.Batch) error {
 func (o *nopOp) Finish(context.Context, int64, int64) (*stream.Batch, stream.OperatorProgress, error) {
 	return &stream.Batch{}, stream.OperatorProgress{OperatorName: "nop"}, nil
 }
-func (o *nopOp) Commit(context.Context, int64) error { return nil }
-func (o *nopOp) Abort()                              {}
-func (o *nopOp) NeedsNoDataBatch(int64) bool         { return false }
+func (o *nopOp) Commit(context.Context, int64) error  { return nil }
+func (o *nopOp) Abort()                               {}
+func (o *nopOp) NeedsNoDataBatch(int64) (bool, error) { return false, nil }
 func (o *nopOp) Repartition(context.Context, int64, int64, int) (stream.RepartitionStats, error) {
 	return stream.RepartitionStats{}, nil
 }

@@ -257,11 +257,9 @@ func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPla
 			p.Warnings = append(p.Warnings, fmt.Sprintf("latest commit %d is more than one batch behind offsets entry %d", C, L))
 		}
 		if from, to, ok := pendingRepartition(latest, snap.Prev); ok {
-			if s.stateParts > 0 && s.stateParts != to {
-				return nil, errcode.New(errcode.UnresumableRepartition, path,
-					fmt.Sprintf("restart with %s=%d until the repartition finishes", checkpoint.ConfStatePartitions, to),
-					"batch %d is an unfinished repartition to %d partitions (from %d); the restart requests %d: batchId=%d unfinishedNumPartition=%d requestedNumPartition=%d",
-					L, to, from, s.stateParts, L, to, s.stateParts)
+			if err := redoRepartition(path, L, from, to, s.stateParts,
+				fmt.Sprintf("restart with %s=%d until the repartition finishes", checkpoint.ConfStatePartitions, to)); err != nil {
+				return nil, err
 			}
 			p.PendingRepartitionTo = to
 			p.Partitions = from
@@ -335,9 +333,7 @@ func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPla
 	if p.PendingRepartitionTo > 0 {
 		cur = p.PendingRepartitionTo
 	}
-	if s.stateParts > 0 && s.stateParts != cur {
-		p.RepartitionFrom, p.RepartitionTo = cur, s.stateParts
-	}
+	p.RepartitionFrom, p.RepartitionTo = newRepartition(cur, s.stateParts)
 	return p, nil
 }
 
@@ -362,23 +358,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-// pendingRepartition reports whether entry latest is a repartition control
-// batch: controlBatchInfo REPARTITION (V2), or, as Spark detects it in V1
-// where no control info exists, a partition count differing from prev's.
-func pendingRepartition(latest, prev *checkpoint.OffsetEntry) (from, to int, ok bool) {
-	if from, to, ok := latest.IsRepartition(); ok {
-		return from, to, true
-	}
-	if latest.Version != checkpoint.OffsetsV1 || prev == nil {
-		return 0, 0, false
-	}
-	a, b := prev.Metadata.Conf[checkpoint.ConfShufflePartitions], latest.Metadata.Conf[checkpoint.ConfShufflePartitions]
-	if a == "" || b == "" || a == b {
-		return 0, 0, false
-	}
-	from, err1 := strconv.Atoi(a)
-	to, err2 := strconv.Atoi(b)
-	return from, to, err1 == nil && err2 == nil
 }

@@ -308,13 +308,13 @@ func (o *countOp) Commit(ctx context.Context, batchID int64) error {
 
 func (o *countOp) Abort() { o.reset() }
 
-func (o *countOp) NeedsNoDataBatch(wm int64) bool {
+func (o *countOp) NeedsNoDataBatch(wm int64) (bool, error) {
 	for k := range o.cur {
 		if keyWindowEndMs(k) <= wm {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 func (o *countOp) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {

@@ -97,6 +97,9 @@ type Options struct {
 	// crash, if set (tests), is called at named points of a batch; an error
 	// aborts the run there as a process death would.
 	crash func(point string) error
+	// trace, if set (tests), receives each batch's plan as the driver starts
+	// performing it.
+	trace func(p *batchPlan)
 }
 
 func (o Options) withDefaults() Options {

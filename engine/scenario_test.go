@@ -113,8 +113,12 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "plan":
 		q, _ := s.query(t, d)
 		rep, _ := Plan(q, s.fs, ckptDir)
-		b, _ := json.MarshalIndent(rep, "", " ")
-		return string(b) + "\n"
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", " ")
+		enc.SetEscapeHTML(false)
+		enc.Encode(rep)
+		return b.String()
 	case "inspect":
 		rep, err := Inspect(s.fs, ckptDir)
 		if err != nil {
@@ -192,12 +196,30 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "repartition-offline":
 		o := s.options(t, d)
 		op := &countOp{}
-		res, err := RepartitionOffline(context.Background(), o, op, int(argInt(t, d, "n", 0)))
+		n := int(argInt(t, d, "n", 0))
+		var res *RepartitionResult
+		var err error
+		if d.HasArg("dry") {
+			res, err = PlanRepartitionOffline(o, n)
+		} else {
+			res, err = RepartitionOffline(context.Background(), o, op, n)
+		}
 		if err != nil {
 			s.crashIfInjected(err)
 			return "error: " + codeOf(err) + "\n"
 		}
-		return fmt.Sprintf("repartitioned batch %d: %d -> %d redo=%t keys %d -> %d\n", res.BatchID, res.From, res.To, res.Redo, res.Stats.KeysBefore, res.Stats.KeysAfter)
+		var out strings.Builder
+		if d.HasArg("steps") || d.HasArg("dry") {
+			out.WriteString(res.Steps)
+		}
+		switch {
+		case res.AlreadyAt:
+			fmt.Fprintf(&out, "already at %d partitions (batch %d): nothing written\n", res.To, res.BatchID)
+		case d.HasArg("dry"):
+		default:
+			fmt.Fprintf(&out, "repartitioned batch %d: %d -> %d redo=%t keys %d -> %d\n", res.BatchID, res.From, res.To, res.Redo, res.Stats.KeysBefore, res.Stats.KeysAfter)
+		}
+		return out.String()
 	}
 	t.Fatalf("unknown command %q", d.Cmd)
 	return ""
@@ -315,8 +337,12 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	q.Sink = sink
 	s.clock.sleeps = 0
 	s.clock.stopAfter = int(argInt(t, d, "stop-after-sleeps", 0))
-	sum, err := Run(context.Background(), q, o)
 	var out strings.Builder
+	if d.HasArg("steps") {
+		// Print each batch's plan as the driver starts it.
+		o.trace = func(p *batchPlan) { out.WriteString(stepList(p)) }
+	}
+	sum, err := Run(context.Background(), q, o)
 	if sum != nil {
 		if sum.QueryID != "" {
 			s.queryIDs[sum.QueryID] = true

@@ -69,8 +69,9 @@ type Operator interface {
 	// Abort discards the uncommitted changes of the current batch.
 	Abort()
 	// NeedsNoDataBatch reports whether a batch without input, run at
-	// watermark watermarkMs, would evict or emit anything.
-	NeedsNoDataBatch(watermarkMs int64) bool
+	// watermark watermarkMs, would evict or emit anything. The engine asks
+	// only when its planner needs the answer; an error fails the run.
+	NeedsNoDataBatch(watermarkMs int64) (bool, error)
 	// Repartition writes the state committed at version base, redistributed
 	// into n partitions, as version batchID, durably; the operator continues
 	// with n partitions. Redoing it after a crash yields the same result.

@@ -46,7 +46,9 @@ func planCmd() *cobra.Command {
 'ethstream run' with the same flags would do on start: the uncommitted batch it would
 re-run first, the sources it would resume, add and tombstone, a repartition from -> to,
 warnings (pinned confs overriding the session), and the error it would refuse with,
-if any; in that case plan exits non-zero with the same code.`,
+if any; in that case plan exits non-zero with the same code. Then the steps: the batches
+the start performs before it polls its sources, each step by step as the run's driver
+would perform it (plan is the run's dry run), and the poll that decides the next batch.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ckpt == "" {
@@ -71,6 +73,7 @@ if any; in that case plan exits non-zero with the same code.`,
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
 				if err := enc.Encode(rep); err != nil {
 					return err
 				}
@@ -119,6 +122,12 @@ func printPlan(w io.Writer, r *engine.PlanReport) error {
 	}
 	if r.ErrorCode == "" {
 		fmt.Fprintf(&b, "next new batch: %d\n", r.NextBatchID)
+		if len(r.Steps) > 0 {
+			b.WriteString("steps:\n")
+			for _, s := range r.Steps {
+				fmt.Fprintf(&b, "  %s\n", s)
+			}
+		}
 	} else {
 		fmt.Fprintf(&b, "the start would be refused: %s\n", r.ErrorCode)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +105,13 @@ func TestPlanCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "repartition state 8 -> 4 in control batch 1") || !strings.Contains(out, "resume sources: eth_live") {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
+	// The dry run's steps: the control batch, then the poll.
+	for _, want := range []string{"  batch 1: repartition 8 -> 4\n", "    write offsets/1\n",
+		"    repartition state version 0 -> 1: 8 -> 4 partitions\n", "    write commits/1\n", "  poll sources eth_live: batch 2"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("plan steps: no %q in\n%s", want, out)
+		}
+	}
 	out, err = run(append(args, "--source", "s3_backfill=s3archive:file:///x", "--json")...)
 	if !errcode.Is(err, errcode.TombstoneNameReuse) ||
 		!strings.Contains(out, `"errorCode": "STREAMING_QUERY_EVOLUTION_ERROR.TOMBSTONE_SOURCE_NAME_REUSE"`) {
@@ -114,4 +123,41 @@ func TestPlanCommand(t *testing.T) {
 		!strings.HasPrefix(e.String(), "error: STREAMING_QUERY_EVOLUTION_ERROR.CONFIG_MISMATCH") {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
+}
+
+// TestCheckpointRepartitionCommand: the dry run prints the control batch's
+// steps and writes nothing; the count already matching is exit 0.
+func TestCheckpointRepartitionCommand(t *testing.T) {
+	dir := writeTestCheckpoint(t)
+	before := dirListing(t, dir)
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), []string{"checkpoint", "repartition", dir, "--partitions", "4", "--dry-run"}, &out, &errOut)
+	if code != 0 || !strings.Contains(out.String(), "batch 1: repartition 8 -> 4\n  write offsets/1\n") {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	code = execute(context.Background(), []string{"checkpoint", "repartition", dir, "--partitions", "8"}, &out, &errOut)
+	if code != 0 || out.String() != "state already at 8 partitions (batch 0): nothing to do\n" {
+		t.Fatalf("same count: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if after := dirListing(t, dir); after != before {
+		t.Fatalf("checkpoint changed:\n%s\nvs\n%s", before, after)
+	}
+}
+
+// dirListing is every file under dir with its content.
+func dirListing(t *testing.T, dir string) string {
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		fmt.Fprintf(&b, "%s %q\n", p, data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

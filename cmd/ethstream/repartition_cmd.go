@@ -13,6 +13,7 @@ import (
 func checkpointRepartitionCmd() *cobra.Command {
 	var partitions int
 	var localDir string
+	var dryRun bool
 	c := &cobra.Command{
 		Use:   "repartition DIR --partitions N",
 		Short: "Repartition a stopped query's state to N partitions (the offline REPARTITION control batch)",
@@ -21,7 +22,10 @@ spark.sql.streaming.stateStore.partitions=N would run: offsets/R copies the last
 offsets with controlBatchInfo REPARTITION {from, to}, the state is redistributed into a new
 version, and commits/R is written last. The query must be stopped (the checkpoint lock is
 taken). A crash is redone by running the same command again; a different N is refused until
-the unfinished one completes. The state is the reference query's (docs/contracts.md, Reference query).`,
+the unfinished one completes. If the state already has N partitions nothing is written and
+the command says so (exit 0). --dry-run prints the steps without locking or writing anything.
+The control batch is the one a run performs: the same plan and the same steps. The state is
+the reference query's (docs/contracts.md, Reference query).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op, err := agg.New(pipeline.ReferenceSpec())
@@ -31,23 +35,36 @@ the unfinished one completes. The state is the reference query's (docs/contracts
 			if localDir == "" {
 				localDir = pipeline.DefaultLocalDir(args[0])
 			}
-			res, err := engine.RepartitionOffline(cmd.Context(), engine.Options{
-				CheckpointDir: args[0], FS: vfs.Default, LocalDir: localDir, Logger: newLogger(cmd),
-			}, op, partitions)
+			o := engine.Options{CheckpointDir: args[0], FS: vfs.Default, LocalDir: localDir, Logger: newLogger(cmd)}
+			var res *engine.RepartitionResult
+			if dryRun {
+				res, err = engine.PlanRepartitionOffline(o, partitions)
+			} else {
+				res, err = engine.RepartitionOffline(cmd.Context(), o, op, partitions)
+			}
 			if err != nil {
 				return err
 			}
-			redo := ""
-			if res.Redo {
-				redo = " (redone after an unfinished attempt)"
+			out := cmd.OutOrStdout()
+			switch {
+			case res.AlreadyAt:
+				fmt.Fprintf(out, "state already at %d partitions (batch %d): nothing to do\n", res.To, res.BatchID)
+			case dryRun:
+				fmt.Fprint(out, res.Steps)
+			default:
+				redo := ""
+				if res.Redo {
+					redo = " (redone after an unfinished attempt)"
+				}
+				fmt.Fprintf(out, "control batch %d: state partitions %d -> %d, %d keys before, %d after, %d ms%s\n",
+					res.BatchID, res.From, res.To, res.Stats.KeysBefore, res.Stats.KeysAfter, res.DurationMs, redo)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "control batch %d: state partitions %d -> %d, %d keys before, %d after, %d ms%s\n",
-				res.BatchID, res.From, res.To, res.Stats.KeysBefore, res.Stats.KeysAfter, res.DurationMs, redo)
 			return nil
 		},
 	}
 	c.Flags().IntVar(&partitions, "partitions", 0, "the new state partition count (1 to 10,000)")
 	c.Flags().StringVar(&localDir, "local-dir", "", "state cache directory (default: the run command's)")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the control batch's steps; lock, write and open nothing")
 	_ = c.MarkFlagRequired("partitions")
 	return c
 }

@@ -40,8 +40,8 @@ func (o *countingOperator) Commit(context.Context, int64) error {
 	clear(o.pending)
 	return nil
 }
-func (o *countingOperator) Abort()                      { clear(o.pending) }
-func (o *countingOperator) NeedsNoDataBatch(int64) bool { return false }
+func (o *countingOperator) Abort()                               { clear(o.pending) }
+func (o *countingOperator) NeedsNoDataBatch(int64) (bool, error) { return false, nil }
 func (o *countingOperator) Repartition(context.Context, int64, int64, int) (stream.RepartitionStats, error) {
 	return stream.RepartitionStats{}, nil
 }

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// A batch's progress event (Spark's StreamingQueryProgress), built by the
+// driver's emit-progress step from what the batch's steps recorded.
+
+// eventStats accumulates the watermark column's min/max/sum in µs.
+type eventStats struct {
+	n        int64
+	min, max int64
+	sumMs    float64 // float: an int64 sum of ms timestamps overflows past ~5M rows
+}
+
+func (s *eventStats) add(c *stream.Column) {
+	for i, v := range c.Int64s {
+		if c.IsNull(i) {
+			continue
+		}
+		if s.n == 0 || v < s.min {
+			s.min = v
+		}
+		if s.n == 0 || v > s.max {
+			s.max = v
+		}
+		s.sumMs += float64(v / 1000)
+		s.n++
+	}
+}
+
+// sourceProgress is each range's sources[] entry, taken after the reads (a
+// reporting source's latest offset and metrics are those of this batch).
+func (d *driver) sourceProgress(b *batchRun) []stream.SourceProgress {
+	sp := make([]stream.SourceProgress, 0, len(b.p.Ranges))
+	for _, r := range b.p.Ranges {
+		st := d.byKey[r.Key]
+		p := stream.SourceProgress{Description: st.src.Description(), Name: strPtr(st.name),
+			StartOffset: r.Start, EndOffset: r.End, LatestOffset: r.End, NumInputRows: b.rows[r.Key]}
+		if rs, ok := st.src.(stream.ReportingSource); ok {
+			p.LatestOffset = rs.ReportLatestOffset()
+			p.Metrics = rs.Metrics()
+		}
+		sp = append(sp, p)
+	}
+	return sp
+}
+
+// dataProgress is a data or no-data batch's event.
+func (d *driver) dataProgress(b *batchRun) *stream.Progress {
+	end := d.o.Clock.Now()
+	trigger := b.trigger
+	b.dur[stream.DurTriggerExecution] = end.Sub(trigger).Milliseconds()
+	opProg := b.opProg
+	if opProg.NumShufflePartitions == 0 {
+		opProg.NumShufflePartitions = int64(b.p.Partitions)
+	}
+	p := d.progress(b.p.ID, trigger, end, b.dur, b.total)
+	p.StateOperators = []stream.OperatorProgress{opProg}
+	p.Sources = b.srcProg
+	for i := range p.Sources {
+		p.Sources[i].InputRowsPerSecond = inputRate(p.Sources[i].NumInputRows, d.lastTrigger, trigger)
+		p.Sources[i].ProcessedRowsPerSecond = rate(p.Sources[i].NumInputRows, end.Sub(trigger))
+	}
+	p.InputRowsPerSecond = inputRate(b.total, d.lastTrigger, trigger)
+	p.ProcessedRowsPerSecond = rate(b.total, end.Sub(trigger))
+	p.EventTime = map[string]string{}
+	if b.ev.n > 0 {
+		p.EventTime["min"] = isoTime(b.ev.min / 1000)
+		p.EventTime["max"] = isoTime(b.ev.max / 1000)
+		p.EventTime["avg"] = isoTime(int64(b.ev.sumMs / float64(b.ev.n)))
+	}
+	if d.q.Watermark != nil {
+		p.EventTime["watermark"] = isoTime(b.p.Entry.Metadata.BatchWatermarkMs)
+	}
+	p.Sink = b.sinkProg
+	if p.Sink.Description == "" {
+		p.Sink.Description = d.sink.Description()
+	}
+	return p
+}
+
+// controlProgress is a REPARTITION control batch's event.
+func (d *driver) controlProgress(b *batchRun) *stream.Progress {
+	end := d.o.Clock.Now()
+	b.dur[stream.DurTriggerExecution] = end.Sub(b.trigger).Milliseconds()
+	stats, from, to := b.res.Repartition, b.p.From, b.p.To
+	p := d.progress(b.p.ID, b.trigger, end, b.dur, 0)
+	p.StateOperators = []stream.OperatorProgress{{
+		OperatorName: "repartition", NumRowsTotal: stats.KeysAfter, NumShufflePartitions: int64(to),
+		NumStateStoreInstances: int64(to),
+		CustomMetrics: map[string]int64{"keysBefore": stats.KeysBefore, "keysAfter": stats.KeysAfter,
+			"partitionsBefore": int64(from), "bytesRead": stats.BytesRead, "bytesWritten": stats.BytesWritten},
+	}}
+	for _, r := range b.p.Ranges {
+		st := d.byKey[r.Key]
+		desc, name := "", strPtr(r.Key)
+		if st != nil {
+			desc, name = st.src.Description(), strPtr(st.name)
+		}
+		p.Sources = append(p.Sources, stream.SourceProgress{Description: desc, Name: name,
+			StartOffset: r.End, EndOffset: r.End, LatestOffset: r.End})
+	}
+	if d.q.Watermark != nil {
+		p.EventTime = map[string]string{"watermark": isoTime(b.p.Entry.Metadata.BatchWatermarkMs)}
+	}
+	p.Sink = stream.SinkProgress{Description: d.sink.Description(), NumOutputRows: 0}
+	return p
+}
+
+func (d *driver) progress(id int64, trigger, end time.Time, dur map[string]int64, rows int64) *stream.Progress {
+	return &stream.Progress{
+		ID: d.queryID, RunID: d.runID, Name: strPtr(d.q.Name), Timestamp: isoTime(trigger.UnixMilli()),
+		BatchID: id, BatchDuration: end.Sub(trigger).Milliseconds(), NumInputRows: rows, DurationMs: dur,
+		StateOperators: []stream.OperatorProgress{}, Sources: []stream.SourceProgress{},
+	}
+}
+
+func inputRate(n int64, last, now time.Time) *float64 {
+	if last.IsZero() {
+		return nil
+	}
+	return rate(n, now.Sub(last))
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/stream"
+	"github.com/google/uuid"
+)
+
+// Opening and closing what a validated start uses: the checkpoint's
+// directories and metadata, the sink, the operator and the sources.
+
+// open writes what a validated start writes (directories, metadata) and
+// opens the sink, the operator and the sources.
+func (d *driver) open(ctx context.Context, sp *startPlan) error {
+	if err := d.w.Prepare(); err != nil {
+		return err
+	}
+	d.queryID = sp.QueryID
+	if d.queryID == "" {
+		d.queryID = uuid.NewString()
+		if err := d.w.WriteMetadata(checkpoint.Metadata{ID: d.queryID}); err != nil {
+			return fmt.Errorf("write query metadata: %w", err)
+		}
+	}
+	q := d.q
+	proj, withSrc := queryColumns(q.Columns)
+	if wmk := q.Watermark; wmk != nil && !contains(proj, wmk.Column) {
+		proj = append(proj, wmk.Column)
+	}
+	d.withSrc = withSrc
+	d.byKey = map[string]*srcState{}
+	d.order = d.order[:0]
+	for i, ns := range q.Sources {
+		st := &srcState{name: ns.Name, key: sp.Keys[i], src: ns.Source}
+		d.order = append(d.order, st)
+		d.byKey[st.key] = st
+	}
+	senv := stream.SinkEnv{QueryID: d.queryID}
+	if so, ok := d.op.(stream.SchemaOperator); ok {
+		senv.Schema = so.OutputSchema()
+	}
+	if err := d.sink.Open(ctx, senv); err != nil {
+		return fmt.Errorf("open sink %s: %w", d.sink.Description(), err)
+	}
+	d.sinkOpen = true
+	stateDir, err := d.w.StateDir(OperatorID)
+	if err != nil {
+		return err
+	}
+	env := stream.OperatorEnv{
+		StateDir: stateDir, FS: d.o.FS, LocalDir: d.o.LocalDir,
+		Partitions: sp.Partitions, Version: sp.CommittedID, Logger: d.o.Logger,
+	}
+	if err := d.op.Open(ctx, env); err != nil {
+		return fmt.Errorf("open operator: %w", err)
+	}
+	d.opOpen = true
+	for _, st := range d.order {
+		dir, err := d.w.SourceDir(st.key)
+		if err != nil {
+			return err
+		}
+		senv := stream.SourceEnv{Name: st.name, MetadataDir: dir, FS: d.o.FS, Columns: proj,
+			Committed: sp.Committed[st.key], Clock: d.o.Clock, Logger: d.o.Logger.With("source", st.key)}
+		if err := st.src.Open(ctx, senv); err != nil {
+			return fmt.Errorf("open source %q (%s): %w", st.key, st.src.Description(), err)
+		}
+		st.open = true
+	}
+	return nil
+}
+
+// close releases what open opened.
+func (d *driver) close() error {
+	var errs []error
+	for _, st := range d.order {
+		if st.open {
+			errs = append(errs, st.src.Close())
+		}
+	}
+	if d.opOpen {
+		errs = append(errs, d.op.Close())
+	}
+	if d.sinkOpen {
+		errs = append(errs, d.sink.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// prepareAvailableNow fixes each source's end for the availableNow trigger.
+func (d *driver) prepareAvailableNow(ctx context.Context) error {
+	for _, st := range d.order {
+		if an, ok := st.src.(stream.AvailableNowSource); ok {
+			if err := an.PrepareAvailableNow(ctx); err != nil {
+				return fmt.Errorf("prepare source %q for availableNow: %w", st.key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// latestOffsets polls every source (keys in query order) for its latest
+// offset after current, compacted so that the planner compares bytes.
+func (d *driver) latestOffsets(ctx context.Context, keys []string, current map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	latest := make(map[string]json.RawMessage, len(keys))
+	for _, k := range keys {
+		off, err := d.byKey[k].src.LatestOffset(ctx, current[k])
+		if err != nil {
+			return nil, fmt.Errorf("latest offset of source %q: %w", k, err)
+		}
+		if off != nil {
+			if off, err = compactOffset(off); err != nil {
+				return nil, fmt.Errorf("source %q returned an invalid offset: %w", k, err)
+			}
+		}
+		latest[k] = off
+	}
+	return latest, nil
+}
+
+func compactOffset(off json.RawMessage) (json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, off); err != nil {
+		return nil, err
+	}
+	if b.String() == "null" {
+		return nil, nil
+	}
+	return b.Bytes(), nil
+}
+
+func (q *Query) sourceNames() []string {
+	names := make([]string, len(q.Sources))
+	for i, ns := range q.Sources {
+		names[i] = ns.Name
+	}
+	return names
+}
