@@ -2,28 +2,44 @@
 // triggers, restart and recovery, source evolution rules, progress events and
 // listeners (docs/contracts.md: Reference query through Progress records).
 //
-// The contracts other packages implement are in this package: Source
-// (sources/s3archive, sources/ethrpc), Operator (agg over state), Sink
-// (sink/delta), all exchanging columnar Batches. The checkpoint files are in
-// package checkpoint.
+// The contracts it drives are in package stream: Source (sources/s3archive,
+// sources/ethrpc), Operator (agg over state), Sink (sink/delta), all
+// exchanging columnar Batches. The checkpoint files are in package
+// checkpoint; this package writes them only through it.
 //
 // # Structure
 //
-// A pure core and a thin driver, in the manner of etcd's raft:
+// A pure core and a thin driver, in the manner of etcd's raft (Ready /
+// Advance). One concept per file:
 //
-//   - planStart (evolution.go) takes an immutable checkpoint.Snapshot, the
-//     query's source names and the session confs and returns a startPlan: the
-//     pending batch to re-run, the sources resumed / added / to tombstone, the
-//     pinned confs, a repartition to run, or the coded error that refuses the
-//     start. It performs no I/O, so every refusal happens before anything is
-//     written or any source is opened, and a refused start leaves the
-//     checkpoint byte-identical. Plan exposes it for `ethstream plan`.
-//   - planNext (run.go) decides each trigger: a data batch if some source's
-//     latest offset differs from its current one (byte comparison), a no-data
-//     batch if spark.sql.streaming.noDataMicroBatches.enabled and the
-//     watermark moved past the last batch's and Operator.NeedsNoDataBatch,
-//     otherwise nothing.
-//   - Run (run.go) is the driver.
+//   - evolution.go: planStart takes an immutable checkpoint.Snapshot, the
+//     query's source names and the session confs and returns a startPlan:
+//     the pending batch to re-run, the sources resumed / added / to
+//     tombstone, the pinned confs, a repartition to run, or the coded error
+//     that refuses the start. It performs no I/O, so every refusal happens
+//     before anything is written or any source is opened, and a refused
+//     start leaves the checkpoint byte-identical.
+//   - planner.go: the per-batch planner. recoveryPlan gives the batches a
+//     start runs before new ones (the pending batch, then a requested
+//     control batch); planNext decides each trigger from a batchView (the
+//     loop state, each source's latest offset, the operator's no-data
+//     answer, all passed in as values) and, when it lacks one of these, says
+//     which (needLatest, needProbe) instead of fetching it. A decision is a
+//     batchPlan: the offsets entry and its steps (write or re-use offsets/N,
+//     purge, read a range per source into the operator, finish, write the
+//     sink, commit state or repartition it, write commits/N, commit the
+//     sources, emit progress). advance is the loop state after a commit.
+//   - repartition.go: the REPARTITION control batch, once: its decisions
+//     (redoRepartition, newRepartition, pendingRepartition), its plan
+//     (controlPlan) and the offline procedure (planOffline,
+//     RepartitionOffline) that runs it through the same driver.
+//   - driver.go: performs a plan's steps against the checkpoint, sources,
+//     operator and sink, and reports the rows and the commit watermark back.
+//     It decides nothing. open.go opens and closes what it uses;
+//     batch_progress.go builds the progress event from what the steps saw.
+//   - run.go: Run, the trigger loop: obtain what planNext asks for, have the
+//     driver perform the plan, advance. plan.go: Plan, Run's dry run through
+//     the same planner and driver with I/O switched off (`ethstream plan`).
 //
 // # Batch lifecycle
 //
@@ -38,6 +54,11 @@
 // aborts the operator's batch and leaves N pending; because the sink is
 // idempotent per (query id, N) and the operator re-runs from version N-1,
 // the next start's re-run neither loses nor doubles anything.
+//
+// A no-data batch (no source moved) is planned only if
+// spark.sql.streaming.noDataMicroBatches.enabled, the watermark moved past
+// the last batch's, and Operator.NeedsNoDataBatch says it would evict; the
+// driver asks the operator only then, and an error from it fails the run.
 //
 // # Restart
 //
@@ -62,13 +83,15 @@
 //
 // When spark.sql.streaming.stateStore.partitions differs from the
 // checkpoint's count, after any pending batch the engine runs control batch
-// R: offsets/R copies the last committed entry with controlBatchInfo
-// REPARTITION {from, to} and the new count in conf, Operator.Repartition(C, R,
-// n), commits/R (copy of commit C) last, and a progress event with
-// durationMs["controlBatch.REPARTITION"]. An unfinished R is redone on the
-// next start unless a different count is requested
-// (STREAMING_UNRESUMABLE_CONTROL_BATCH_DETECTED.REPARTITION).
-// RepartitionOffline does the same for a stopped query.
+// R: offsets/R copies the newest entry with controlBatchInfo REPARTITION
+// {from, to} and the new count in conf (then the purge, as for any batch),
+// Operator.Repartition(R-1, R, n), commits/R (the watermark unchanged) last,
+// and a progress event with durationMs["controlBatch.REPARTITION"]. An
+// unfinished R is redone on the next start unless a different count is
+// requested (STREAMING_UNRESUMABLE_CONTROL_BATCH_DETECTED.REPARTITION).
+// RepartitionOffline runs the same plan through the same driver for a
+// stopped query, without the progress event; a count that already matches
+// writes nothing.
 //
 // # Triggers
 //
