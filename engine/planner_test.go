@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +22,6 @@ type plannerWorld struct {
 	sp      *startPlan
 	c       planConf
 	st      loopState
-	phase   startPhase
 	last    *batchPlan // the plan a "commit" command reports back
 }
 
@@ -175,11 +173,7 @@ func (w *plannerWorld) state() string {
 	for _, k := range sortedKeys(w.st.Current) {
 		cur = append(cur, k+"="+rawOrNull(w.st.Current[k]))
 	}
-	var tombs []string
-	for _, k := range sortedKeys(w.st.NewTombstones) {
-		tombs = append(tombs, k)
-	}
-	sort.Strings(tombs)
+	tombs := sortedKeys(w.st.NewTombstones)
 	return fmt.Sprintf("state: next=%d wm=%d parts=%d current=(%s) new-tombstones=(%s)\n",
 		w.st.NextID, w.st.Watermark, w.st.Partitions, strings.Join(cur, ", "), strings.Join(tombs, ", "))
 }
