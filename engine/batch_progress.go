@@ -36,10 +36,10 @@ func (s *eventStats) add(c *stream.Column) {
 // reporting source's latest offset and metrics are those of this batch).
 func (d *driver) sourceProgress(b *batchRun) []stream.SourceProgress {
 	sp := make([]stream.SourceProgress, 0, len(b.p.Ranges))
-	for _, r := range b.p.Ranges {
+	for i, r := range b.p.Ranges {
 		st := d.byKey[r.Key]
 		p := stream.SourceProgress{Description: st.src.Description(), Name: strPtr(st.name),
-			StartOffset: r.Start, EndOffset: r.End, LatestOffset: r.End, NumInputRows: b.rows[r.Key]}
+			StartOffset: r.Start, EndOffset: r.End, LatestOffset: r.End, NumInputRows: b.rows[i]}
 		if rs, ok := st.src.(stream.ReportingSource); ok {
 			p.LatestOffset = rs.ReportLatestOffset()
 			p.Metrics = rs.Metrics()

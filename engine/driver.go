@@ -65,7 +65,7 @@ type batchRun struct {
 	tAdd     time.Time
 	getBatch time.Duration
 	ev       eventStats
-	rows     map[string]int64
+	rows     []int64 // per range of the plan
 	total    int64
 	out      *stream.Batch
 	opProg   stream.OperatorProgress
@@ -75,9 +75,10 @@ type batchRun struct {
 	walDone  bool
 }
 
-// preDurations are the trigger's durations before the batch started
-// (latestOffset and queryPlanning of a new batch).
-type preDurations map[string]int64
+// preDurations are the trigger's durations before the batch started:
+// latestOffset and queryPlanning, reported by every data and no-data batch
+// (0 for a re-run, which polls and plans nothing).
+type preDurations struct{ latest, planning time.Duration }
 
 // exec performs plan p. Any failure of a data batch aborts the operator's
 // batch and leaves p.ID pending.
@@ -93,11 +94,10 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 	if p.reportsWAL() {
 		b.t = clk.Now()
 	}
-	for k, v := range pre {
-		b.dur[k] = v
-	}
 	if p.Kind != stream.KindRepartition {
-		b.rows = make(map[string]int64, len(p.Ranges))
+		b.dur[stream.DurLatestOffset] = pre.latest.Milliseconds()
+		b.dur[stream.DurQueryPlanning] = pre.planning.Milliseconds()
+		b.rows = make([]int64, len(p.Ranges))
 		defer func() {
 			if err != nil {
 				d.op.Abort()
@@ -266,7 +266,11 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		return fmt.Errorf("batch %d: read source %q: %w", s.Batch, s.Source, err)
 	}
 	b.getBatch += clk.Now().Sub(readStart) - inEmit
-	b.rows[s.Source] += rows
+	for i, r := range b.p.Ranges {
+		if r.Key == s.Source {
+			b.rows[i] += rows
+		}
+	}
 	b.total += rows
 	b.res.Rows = b.total
 	return nil

@@ -193,7 +193,7 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	defer func() { err = errors.Join(err, op.Close()) }()
 	d := &driver{o: o, w: w, op: op, trace: o.trace}
 	start := o.Clock.Now()
-	br, err := d.exec(ctx, p, start, nil)
+	br, err := d.exec(ctx, p, start, preDurations{})
 	if err != nil {
 		return nil, err
 	}

@@ -140,11 +140,7 @@ func (r *run) recover(ctx context.Context) error {
 			r.sum.RerunBatchID = p.ID
 			r.d.o.Logger.Info("re-running uncommitted batch", "batchId", p.ID)
 		}
-		var pre preDurations
-		if p.Kind != stream.KindRepartition {
-			pre = preDurations{stream.DurLatestOffset: 0, stream.DurQueryPlanning: 0}
-		}
-		if err := r.perform(ctx, p, r.d.o.Clock.Now(), pre); err != nil {
+		if err := r.perform(ctx, p, r.d.o.Clock.Now(), preDurations{}); err != nil {
 			return err
 		}
 	}
@@ -260,6 +256,5 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 	}
 	planDur := clk.Now().Sub(t1)
 	r.d.o.Logger.Debug("planned batch", "batchId", dec.Plan.ID, "kind", dec.Plan.Kind)
-	pre := preDurations{stream.DurLatestOffset: latestDur.Milliseconds(), stream.DurQueryPlanning: planDur.Milliseconds()}
-	return true, r.perform(ctx, dec.Plan, start, pre)
+	return true, r.perform(ctx, dec.Plan, start, preDurations{latest: latestDur, planning: planDur})
 }
