@@ -308,3 +308,36 @@ func (c *cancelSource) ReadBatch(ctx context.Context, start, end stream.Offset, 
 	}
 	return c.memSource.ReadBatch(ctx, start, end, emit)
 }
+
+// probeErrOp fails the operator's no-data answer.
+type probeErrOp struct {
+	countOp
+	probes int
+}
+
+var errProbe = errors.New("scan for closed windows failed")
+
+func (o *probeErrOp) NeedsNoDataBatch(int64) (bool, error) {
+	o.probes++
+	return false, errProbe
+}
+
+// TestNoDataProbeError: the operator's no-data answer is a value the driver
+// obtains only when the planner asks for it, and its error fails the run
+// (it was logged and dropped once); the committed batches stay committed.
+func TestNoDataProbeError(t *testing.T) {
+	s := newScenario()
+	s.sources["a"] = &srcWorld{start: 1, available: 20, max: 10}
+	op := &probeErrOp{}
+	q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: op, Sink: &memSink{t: s.table},
+		Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Minute},
+		Trigger:   Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
+		Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}}}}
+	sum, err := Run(context.Background(), q, Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock})
+	if !errors.Is(err, errProbe) || sum.DataBatches != 2 || op.probes != 1 {
+		t.Fatalf("run: %+v probes=%d %v", sum, op.probes, err)
+	}
+	if got := s.verifyTable(); !strings.HasPrefix(got, "ok: 20 blocks") {
+		t.Fatal(got)
+	}
+}
