@@ -121,7 +121,7 @@ func printPlan(w io.Writer, r *engine.PlanReport) error {
 		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	if r.ErrorCode == "" {
-		fmt.Fprintf(&b, "next new batch: %d\n", r.NextBatchID)
+		fmt.Fprintf(&b, "next batch id: %d\n", r.NextBatchID)
 		if len(r.Steps) > 0 {
 			b.WriteString("steps:\n")
 			for _, s := range r.Steps {
