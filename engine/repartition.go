@@ -116,8 +116,8 @@ type RepartitionResult struct {
 // unfinished repartition R == L to the same n, nothing if the count already
 // matches (plan nil), or the coded refusal.
 func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *RepartitionResult, error) {
-	if n <= 0 {
-		return nil, nil, errcode.New(ErrRepartitionInvalidParameter, "", "pass --partitions N with N >= 1", "numPartitions must be greater than zero, got %d", n)
+	if err := checkPartitionsParam(n); err != nil {
+		return nil, nil, err
 	}
 	path := snap.Path
 	if snap.CommittedID < 0 {
@@ -151,6 +151,15 @@ func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *Repa
 	return controlPlan(c, res.BatchID, snap.Latest, from, to, true, wm), res, nil
 }
 
+// checkPartitionsParam refuses a partition count below 1 (Spark's
+// IS_NOT_GREATER_THAN_ZERO).
+func checkPartitionsParam(n int) error {
+	if n <= 0 {
+		return errcode.New(ErrRepartitionInvalidParameter, "", "pass --partitions N with N >= 1", "numPartitions must be greater than zero, got %d", n)
+	}
+	return nil
+}
+
 // RepartitionOffline repartitions a stopped query's state to n partitions
 // (`ethstream checkpoint repartition DIR --partitions N`) through the same
 // control batch plan and driver as a start with
@@ -160,8 +169,8 @@ func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *Repa
 // says AlreadyAt.
 func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n int) (res *RepartitionResult, err error) {
 	o = o.withDefaults()
-	if n <= 0 {
-		_, _, err := planOffline(&checkpoint.Snapshot{}, n, 0)
+	// Refused before the lock is taken: nothing is created.
+	if err := checkPartitionsParam(n); err != nil {
 		return nil, err
 	}
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)
