@@ -52,10 +52,7 @@ type InspectControl struct {
 // (safe on a running query's checkpoint).
 func Inspect(fs vfs.FS, dir string) (*InspectReport, error) {
 	d := checkpoint.Dir{FS: fs, Path: dir}
-	if !d.Exists() {
-		return nil, errcode.New(errcode.InvalidArgument, dir, "check the path", "checkpoint directory does not exist")
-	}
-	snap, err := d.ReadSnapshot()
+	snap, err := d.ReadExisting()
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +76,8 @@ func Inspect(fs vfs.FS, dir string) (*InspectReport, error) {
 		rep.Tombstones = append(rep.Tombstones, InspectTombstone{Name: k, RemovedInBatch: t.RemovedInBatch, LastOffset: t.LastOffset})
 	}
 	rep.Conf = snap.Latest.Metadata.Conf
-	rep.StatePartitions, _ = strconv.Atoi(rep.Conf[checkpoint.ConfShufflePartitions])
+	parts, _ := checkpoint.ConfValue(rep.Conf, checkpoint.ConfShufflePartitions)
+	rep.StatePartitions, _ = strconv.Atoi(parts)
 	ids, err := d.ListOffsets()
 	if err != nil {
 		return nil, err
@@ -153,7 +151,8 @@ func Plan(q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 	rep.QueryID, rep.NewCheckpoint, rep.NextBatchID = snap.Metadata.ID, snap.Latest == nil, snap.LatestID+1
 	if snap.Latest != nil {
 		rep.FormatVersion = snap.Latest.Version
-		rep.StatePartitions, _ = strconv.Atoi(snap.Latest.Metadata.Conf[checkpoint.ConfShufflePartitions])
+		parts, _ := checkpoint.ConfValue(snap.Latest.Metadata.Conf, checkpoint.ConfShufflePartitions)
+		rep.StatePartitions, _ = strconv.Atoi(parts)
 	}
 	sp, err := planStart(snap, names, s)
 	if err != nil {
@@ -218,6 +217,19 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	if n <= 0 {
 		return nil, errcode.New(ErrRepartitionInvalidParameter, "", "pass --partitions N with N >= 1", "numPartitions must be greater than zero, got %d", n)
 	}
+	path := o.CheckpointDir
+	// Refusals that a read decides come before Lock, which would create the
+	// directory and .lock.
+	pre, err := checkpoint.Dir{FS: o.FS, Path: path}.ReadSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	if err := pre.CheckStateProvider(); err != nil {
+		return nil, err
+	}
+	if pre.CommittedID < 0 {
+		return nil, errcode.New(ErrRepartitionNoCommittedBatch, path, "run the query until it commits a batch", "checkpoint has no committed batch")
+	}
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)
 	if err != nil {
 		return nil, err
@@ -226,10 +238,6 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	snap, err := w.ReadSnapshot()
 	if err != nil {
 		return nil, err
-	}
-	path := o.CheckpointDir
-	if snap.CommittedID < 0 {
-		return nil, errcode.New(ErrRepartitionNoCommittedBatch, path, "run the query until it commits a batch", "checkpoint has no committed batch")
 	}
 	res = &RepartitionResult{To: n}
 	var e *checkpoint.OffsetEntry
