@@ -21,7 +21,9 @@ spark.sql.streaming.stateStore.partitions=N would run: offsets/R copies the last
 offsets with controlBatchInfo REPARTITION {from, to}, the state is redistributed into a new
 version, and commits/R is written last. The query must be stopped (the checkpoint lock is
 taken). A crash is redone by running the same command again; a different N is refused until
-the unfinished one completes. The state is the reference query's (docs/contracts.md, Reference query).`,
+the unfinished one completes. The state is the reference query's (docs/contracts.md, Reference query).
+A checkpoint without a committed batch, or whose state another provider wrote
+(STATE_PROVIDER_UNSUPPORTED), is refused before the lock is taken: nothing is created.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op, err := agg.New(pipeline.ReferenceSpec())
