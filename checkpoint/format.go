@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -282,22 +283,13 @@ func EncodeOffsets(e *OffsetEntry) ([]byte, error) {
 	if e.Version == OffsetsV2 {
 		// A source may lack an entry (Spark writes "{}"), but an entry must
 		// have its line: the reader treats a missing one as damage.
-		for _, k := range sortedKeys(m.SourceMetadataInfo) {
+		for _, k := range slices.Sorted(maps.Keys(m.SourceMetadataInfo)) {
 			if !seen[k] {
 				return nil, fmt.Errorf("sourceMetadataInfo entry %q has no source line", k)
 			}
 		}
 	}
 	return b.Bytes(), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 func compact(raw []byte) (json.RawMessage, error) {
@@ -454,7 +446,7 @@ func ParseOffsets(path string, data []byte) (*OffsetEntry, error) {
 		e.Sources = append(e.Sources, SourceOffset{Key: key, Offset: off})
 	}
 	var missing []string
-	for _, k := range sortedKeys(e.Metadata.SourceMetadataInfo) {
+	for _, k := range slices.Sorted(maps.Keys(e.Metadata.SourceMetadataInfo)) {
 		if !seen[k] {
 			missing = append(missing, k)
 		}

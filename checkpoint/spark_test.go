@@ -3,8 +3,10 @@ package checkpoint
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,7 +196,7 @@ func ids(xs []int64) string {
 func formatEntry(e *OffsetEntry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "v%d batchWatermarkMs=%d batchTimestampMs=%d\n", e.Version, e.Metadata.BatchWatermarkMs, e.Metadata.BatchTimestampMs)
-	for _, k := range sortedKeys(e.Metadata.Conf) {
+	for _, k := range slices.Sorted(maps.Keys(e.Metadata.Conf)) {
 		fmt.Fprintf(&b, "  conf %s=%s\n", k, e.Metadata.Conf[k])
 	}
 	for _, k := range PinnedConfs {
