@@ -29,12 +29,15 @@
 //
 // # Lines
 //
-// metadata, offsets and commits files are lines separated by "\n". As Spark
-// writes them, the last line has no final "\n"; files written by earlier
-// ethstream versions end with one, and both read the same (one final "\n" is
-// dropped before splitting). A missing final newline is not truncation:
-// files are published complete (Publishing), so the corruption signals are a
-// line that does not parse and a version that is unknown.
+// Offsets, commits and file source logs are lines: writers separate them with
+// "\n", and readers end a line at "\n", "\r\n" or "\r" (Java's readLine, which
+// Spark reads them with). As Spark writes them, the last line has no final
+// "\n"; files written by earlier ethstream versions end with one, and both
+// read the same (a final line terminator does not start another line). The
+// metadata file is one JSON object, without a final newline too. A missing
+// final newline is not truncation: files are published complete
+// (Publishing), so the corruption signals are a line that does not parse and
+// a version that is unknown.
 //
 // # metadata
 //
