@@ -13,26 +13,6 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 )
 
-// Conf keys (docs/contracts.md, Configuration). They follow Spark's names on purpose.
-const (
-	ConfShufflePartitions  = "spark.sql.shuffle.partitions"
-	ConfSourceEvolution    = "spark.sql.streaming.queryEvolution.enableSourceEvolution"
-	ConfOffsetLogVersion   = "spark.sql.streaming.offsetLog.formatVersion"
-	ConfStatePartitions    = "spark.sql.streaming.stateStore.partitions"
-	ConfProviderClass      = "spark.sql.streaming.stateStore.providerClass"
-	ConfMinBatchesToRetain = "spark.sql.streaming.minBatchesToRetain"
-	ConfNoDataBatches      = "spark.sql.streaming.noDataMicroBatches.enabled"
-
-	// ProviderPebble is the only state store provider, recorded in conf.
-	ProviderPebble = "pebble"
-	// DefaultMinBatchesToRetain is Spark's default retention.
-	DefaultMinBatchesToRetain = 100
-)
-
-// PinnedConfs are the conf keys recorded in every offsets entry and restored
-// from the checkpoint on restart, in the order they are documented.
-var PinnedConfs = []string{ConfShufflePartitions, ConfSourceEvolution, ConfProviderClass}
-
 // File and directory names inside a checkpoint.
 const (
 	MetadataFile = "metadata"
@@ -67,6 +47,51 @@ func (d Dir) Join(elem ...string) string {
 func (d Dir) Exists() bool {
 	_, err := d.FS.Stat(d.Path)
 	return err == nil
+}
+
+// stat reports whether the checkpoint directory exists; a path that exists
+// but is not a directory is an INVALID_ARGUMENT error.
+func (d Dir) stat() (bool, error) {
+	return statDir(d.FS, d.Path)
+}
+
+func statDir(fs vfs.FS, path string) (bool, error) {
+	st, err := fs.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("stat checkpoint dir %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return true, errcode.New(errcode.InvalidArgument, path,
+			"pass the checkpoint directory of the query", "checkpoint path is not a directory")
+	}
+	return true, nil
+}
+
+// ReadExisting reads the snapshot of a checkpoint that must already exist,
+// for commands that only read one (inspect): a missing path, a regular file
+// and a directory that holds no checkpoint (an empty directory, a Delta
+// table) are INVALID_ARGUMENT errors. It writes nothing and creates nothing.
+func (d Dir) ReadExisting() (*Snapshot, error) {
+	ok, err := d.stat()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errcode.New(errcode.InvalidArgument, d.Path, "check the path", "checkpoint directory does not exist")
+	}
+	s, err := d.ReadSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	if !s.HasMetadata && s.LatestID < 0 && s.CommittedID < 0 {
+		return nil, errcode.New(errcode.InvalidArgument, d.Path,
+			"pass the checkpoint directory of a query (the one given to run --checkpoint)",
+			"not a checkpoint: the directory has no %s file and no %s/ entries", MetadataFile, OffsetsDir)
+	}
+	return s, nil
 }
 
 // ReadMetadata returns the query metadata; ok is false if the file does not
@@ -172,15 +197,21 @@ type Snapshot struct {
 // It writes nothing.
 func (d Dir) ReadSnapshot() (*Snapshot, error) {
 	s := &Snapshot{Path: d.Path, LatestID: -1, CommittedID: -1}
+	if _, err := d.stat(); err != nil {
+		return nil, err
+	}
 	var err error
 	if s.Metadata, s.HasMetadata, err = d.ReadMetadata(); err != nil {
 		return nil, err
 	}
-	offs, err := d.ListOffsets()
+	// Commits are listed before offsets: a running query writes offsets/N
+	// before commits/N, so every commit seen here has its offsets entry
+	// listed too, even while the query writes.
+	commits, err := d.ListCommits()
 	if err != nil {
 		return nil, err
 	}
-	commits, err := d.ListCommits()
+	offs, err := d.ListOffsets()
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +263,16 @@ type Writer struct {
 }
 
 // Lock takes the checkpoint's exclusive lock, creating the directory and the
-// .lock file if needed. It writes nothing else, so a start that is then
-// refused leaves an existing checkpoint byte-identical. Another live holder
-// gives CHECKPOINT_LOCKED.
+// .lock file if needed. It writes nothing else; callers validate a start from
+// a read of the checkpoint (ReadSnapshot) before they call it, so that a
+// refused start creates nothing. A path that is a regular file is
+// INVALID_ARGUMENT; another live holder gives CHECKPOINT_LOCKED.
 func Lock(fs vfs.FS, path string) (*Writer, error) {
-	if _, err := fs.Stat(path); err != nil {
+	exists, err := statDir(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
 		if err := fs.MkdirAll(path, 0o755); err != nil {
 			return nil, fmt.Errorf("create checkpoint dir %s: %w", path, err)
 		}

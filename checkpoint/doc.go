@@ -1,8 +1,11 @@
 // Package checkpoint reads and writes ethstream's checkpoint directory: the
-// durable record of a streaming query (docs/contracts.md, Checkpoint). Its layout and formats
-// mirror Spark Structured Streaming's so that Spark's explanations apply
-// literally; they are versioned and never change incompatibly. Every file is
-// read and written through a pebble vfs.FS so that tests can inject crashes.
+// durable record of a streaming query (docs/contracts.md, Checkpoint). Its
+// layout and formats are Spark Structured Streaming's, byte for byte where
+// Spark has the file: a checkpoint Apache Spark wrote reads here (its logs;
+// see Foreign state), and the offsets, commits and metadata files written
+// here read in Spark. They are versioned and never change incompatibly. Every
+// file is read and written through a pebble vfs.FS so that tests can inject
+// crashes.
 //
 // # Layout
 //
@@ -18,9 +21,28 @@
 // offsets/ and commits/ that are not batch ids are ignored, except temporary
 // files (see Publishing), which are deleted when a writer opens the checkpoint.
 //
+// A directory is a checkpoint once it holds metadata or an offsets or commits
+// entry. Commands that only read (inspect) refuse anything else (an empty
+// directory, a Delta table) as INVALID_ARGUMENT "not a checkpoint", and a
+// path that is a regular file as "not a directory"; they never create the
+// directory.
+//
+// # Lines
+//
+// Offsets, commits and file source logs are lines: writers separate them with
+// "\n", and readers end a line at "\n", "\r\n" or "\r" (Java's readLine, which
+// Spark reads them with). As Spark writes them, the last line has no final
+// "\n"; files written by earlier ethstream versions end with one, and both
+// read the same (a final line terminator does not start another line). The
+// metadata file is one JSON object, without a final newline too. A missing
+// final newline is not truncation: files are published complete
+// (Publishing), so the corruption signals are a line that does not parse and
+// a version that is unknown.
+//
 // # metadata
 //
-// One line, a JSON object with one field, no version line (as Spark):
+// One line, a JSON object with one field, no version line, no final newline
+// (as Spark):
 //
 //	{"id":"6f1c1f3e-8a4b-4c3e-9b8e-3f0e2b7d9a10"}
 //
@@ -30,8 +52,7 @@
 //
 // # offsets/<batchId>, version 1
 //
-// Written before batch <batchId> runs. Lines are separated by "\n" and the
-// file ends with "\n"; a file that does not end with "\n" was truncated.
+// Written before batch <batchId> runs (no final newline, see Lines):
 //
 //	v1
 //	{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{"spark.sql.shuffle.partitions":"200",...}}
@@ -44,6 +65,12 @@
 // conf, the pinned settings (see Pinned confs). Then one line per source in
 // plan order: the source's end offset for this batch as compact JSON, or "-"
 // for "no offset yet". Sources are keyed by position: line 3 is source 0.
+// A blank line 2 means "no metadata" (as Spark): zero watermark and
+// timestamp, no conf. The metadata of Spark 2.1 has no conf at all, later
+// versions a few or many keys; missing keys mean what Missing conf keys
+// says. An offset is kept as opaque compact JSON whatever the source kind
+// (a file source's 0 or {"logOffset":0}, Kafka's {"topic-0":{"0":1}}); only
+// the source that wrote it interprets it.
 //
 // # offsets/<batchId>, version 2
 //
@@ -53,8 +80,10 @@
 //	s3_backfill:-
 //
 // Line 2 is required and holds the V1 fields plus:
-//   - sourceMetadataInfo: source key -> {sourceId, providerName, apiVersion}, one
-//     entry per source line (a missing line is detected as truncation);
+//   - sourceMetadataInfo: source key -> {sourceId, providerName, apiVersion}.
+//     Spark may leave it empty ({}) or missing: a source line without an
+//     entry is keyed by its line alone. An entry without a source line is
+//     damage (CHECKPOINT_CORRUPT);
 //   - controlBatchInfo: null for a data or no-data batch, or for a control batch
 //     {"operationType":"REPARTITION","operationInfo":{"from":"200","to":"8"}}
 //     (counts as decimal strings);
@@ -78,26 +107,80 @@
 // restored on every restart over the session's values (with a warning):
 //
 //	spark.sql.shuffle.partitions                               state partition count (as Spark >= 4.1)
-//	spark.sql.streaming.queryEvolution.enableSourceEvolution   "true" or "false"; missing reads as "false"
+//	spark.sql.streaming.queryEvolution.enableSourceEvolution   "true" or "false"
 //	spark.sql.streaming.stateStore.providerClass               "pebble"
+//
+// ethstream records all three in every entry. Other keys (Spark writes many,
+// e.g. spark.sql.streaming.aggregation.stateFormatVersion) are carried
+// forward unchanged and not interpreted.
+//
+// # Missing conf keys
+//
+// A key an entry does not record (a checkpoint older than the key, or one
+// Spark wrote) means Spark's value for old checkpoints (ConfValue):
+//
+//	spark.sql.shuffle.partitions
+//	    Spark injects no default: the session's value prevails, else Spark's
+//	    default 200. Spark 2.1 recorded no conf at all.
+//	spark.sql.streaming.queryEvolution.enableSourceEvolution
+//	    "false": the checkpoint predates source evolution (as Spark).
+//	spark.sql.streaming.stateStore.providerClass
+//	    org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider:
+//	    Spark's default provider, the one a Spark session without the key
+//	    uses, and the only one of the Spark versions that did not record it.
+//	    ethstream always records "pebble", so a missing key is a Spark
+//	    checkpoint, and its state is foreign (see Foreign state).
+//
+// # Foreign state
+//
+// The state/ of a checkpoint whose provider (above) is not "pebble" was
+// written by another engine, e.g. Spark's HDFSBackedStateStoreProvider or
+// org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider,
+// and ethstream cannot read it. Its logs still read (checkpoint inspect, plan,
+// progress), but a start (run) and checkpoint repartition are refused with
+// STATE_PROVIDER_UNSUPPORTED, naming the provider, before anything is
+// written: the checkpoint stays byte-identical and not even .lock is created
+// (Snapshot.CheckStateProvider).
 //
 // # commits/<batchId>
 //
-// Written after batch <batchId> completed (state committed, sink written):
+// Written after batch <batchId> completed (state committed, sink written),
+// no final newline:
 //
 //	v1
 //	{"nextBatchWatermarkMs":1700000005000}
 //
 // nextBatchWatermarkMs is the watermark computed after the batch, for the
-// next one. A batch counts as committed only once this file exists.
+// next one; missing, it is 0 (Spark 2.2 wrote "{}"). Line 2 must be a JSON
+// object and there are exactly two lines. A batch counts as committed only
+// once this file exists.
+//
+// # sources/<key>/ of a FileStreamSource
+//
+// Spark's file source (and ethstream's s3archive source) keeps its log of
+// admitted files in sources/<key>/, one file per source log id n (the
+// source's own counter, not a batch id):
+//
+//	<n>           the files admitted by log id n
+//	<n>.compact   every file admitted by ids 0..n (a compaction)
+//
+//	v1
+//	{"path":"file:///a/b/0","timestamp":1480730949000,"batchId":0}
+//
+// Line 1 is the version (1); then one JSON object per admitted file: path
+// (URL-encoded URI), timestamp (modification time, ms) and batchId (the log
+// id that admitted it: n in <n>, 0..n in <n>.compact). Spark writes no final
+// newline; Spark 2.1 wrote one; both read. The whole log is the newest
+// <c>.compact plus every id after c, which must all exist (ids before c may
+// have been deleted); other names are ignored (ReadFileSourceLog).
 //
 // # Versions
 //
 // The first line is "v" followed by a decimal integer > 0. Offsets accept 1
-// and 2, commits 1. A larger version is a file from a newer ethstream and is
-// refused as CHECKPOINT_CORRUPT ("unsupported future version"), as is any
-// malformed, truncated or unparsable file; ethstream never starts a
-// checkpoint afresh because a file is damaged.
+// and 2, commits and file source logs 1. A larger version is a file from a
+// newer writer and is refused as CHECKPOINT_CORRUPT ("unsupported future
+// version"), as is any malformed or unparsable file; ethstream never starts
+// a checkpoint afresh because a file is damaged.
 //
 // # Publishing
 //

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,16 +42,13 @@ func ParseMetadata(path string, data []byte) (Metadata, error) {
 	return m, nil
 }
 
-// EncodeMetadata renders the metadata file.
+// EncodeMetadata renders the metadata file as Spark writes it: the JSON
+// object and no final newline.
 func EncodeMetadata(m Metadata) ([]byte, error) {
 	if m.ID == "" {
 		return nil, errors.New("encode query metadata: empty id")
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
+	return json.Marshal(m)
 }
 
 // OffsetEntry is one offsets/<batchId> file.
@@ -182,6 +180,39 @@ type metaDecodeJSON struct {
 	Tombstones         map[string]Tombstone      `json:"tombstones"`
 }
 
+// decodeMeta decodes line 2, matching its top-level keys exactly as Spark's
+// JSON reader does (encoding/json alone would also take "BatchWatermarkMs").
+// Unknown keys are ignored.
+func decodeMeta(line string) (metaDecodeJSON, error) {
+	var md metaDecodeJSON
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &obj); err != nil {
+		return md, err
+	}
+	if obj == nil {
+		return md, errors.New("metadata is not a JSON object")
+	}
+	fields := []struct {
+		key string
+		dst any
+	}{
+		{"batchWatermarkMs", &md.BatchWatermarkMs},
+		{"batchTimestampMs", &md.BatchTimestampMs},
+		{"conf", &md.Conf},
+		{"sourceMetadataInfo", &md.SourceMetadataInfo},
+		{"controlBatchInfo", &md.ControlBatchInfo},
+		{"tombstones", &md.Tombstones},
+	}
+	for _, f := range fields {
+		if raw, ok := obj[f.key]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				return md, fmt.Errorf("field %s: %w", f.key, err)
+			}
+		}
+	}
+	return md, nil
+}
+
 // EncodeOffsets renders an offsets entry. Offsets must be valid JSON; they
 // are compacted onto one line.
 func EncodeOffsets(e *OffsetEntry) ([]byte, error) {
@@ -217,11 +248,14 @@ func EncodeOffsets(e *OffsetEntry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(&b, "v%d\n", e.Version)
-	b.Write(meta)
+	// Spark's layout: every line but the first starts with "\n", and the
+	// file does not end with one.
+	fmt.Fprintf(&b, "v%d", e.Version)
 	b.WriteByte('\n')
+	b.Write(meta)
 	seen := make(map[string]bool, len(e.Sources))
 	for _, s := range e.Sources {
+		b.WriteByte('\n')
 		if e.Version == OffsetsV2 {
 			if s.Key == "" || strings.ContainsAny(s.Key, ":\n") {
 				return nil, fmt.Errorf("invalid source key %q", s.Key)
@@ -230,9 +264,6 @@ func EncodeOffsets(e *OffsetEntry) ([]byte, error) {
 				return nil, fmt.Errorf("duplicate source key %q", s.Key)
 			}
 			seen[s.Key] = true
-			if _, ok := m.SourceMetadataInfo[s.Key]; !ok {
-				return nil, fmt.Errorf("source %q has no sourceMetadataInfo entry", s.Key)
-			}
 			b.WriteString(s.Key)
 			b.WriteByte(':')
 		}
@@ -243,12 +274,20 @@ func EncodeOffsets(e *OffsetEntry) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("offset of source %q: %w", s.Key, err)
 			}
+			if c == nil {
+				return nil, fmt.Errorf("offset of source %q is null (use a nil Offset for none)", s.Key)
+			}
 			b.Write(c)
 		}
-		b.WriteByte('\n')
 	}
-	if e.Version == OffsetsV2 && len(seen) != len(m.SourceMetadataInfo) {
-		return nil, fmt.Errorf("sourceMetadataInfo has %d entries for %d source lines", len(m.SourceMetadataInfo), len(seen))
+	if e.Version == OffsetsV2 {
+		// A source may lack an entry (Spark writes "{}"), but an entry must
+		// have its line: the reader treats a missing one as damage.
+		for _, k := range slices.Sorted(maps.Keys(m.SourceMetadataInfo)) {
+			if !seen[k] {
+				return nil, fmt.Errorf("sourceMetadataInfo entry %q has no source line", k)
+			}
+		}
 	}
 	return b.Bytes(), nil
 }
@@ -291,15 +330,35 @@ func truncate(s string) string {
 	return s
 }
 
-// splitLines splits a file that must end with "\n" into its lines.
+// splitLines splits a log file into its lines as Spark reads them (Java's
+// readLine): a line ends at "\n", "\r\n" or "\r", and the last line may
+// end without one. Spark writes no final newline, earlier ethstream versions
+// wrote one; both read the same. A missing final newline is not truncation:
+// a published file is complete (it was linked or renamed into place), so the
+// corruption signal is a line that does not parse.
 func splitLines(path string, data []byte) ([]string, error) {
 	if len(data) == 0 {
 		return nil, errcode.Corrupt(path, nil, "empty file")
 	}
-	if data[len(data)-1] != '\n' {
-		return nil, errcode.Corrupt(path, nil, "truncated file: no final newline")
+	var lines []string
+	start := 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '\n':
+			lines = append(lines, string(data[start:i]))
+			start = i + 1
+		case '\r':
+			lines = append(lines, string(data[start:i]))
+			if i+1 < len(data) && data[i+1] == '\n' {
+				i++
+			}
+			start = i + 1
+		}
 	}
-	return strings.Split(string(data[:len(data)-1]), "\n"), nil
+	if start < len(data) {
+		lines = append(lines, string(data[start:]))
+	}
+	return lines, nil
 }
 
 // ParseOffsets decodes an offsets entry read from path. Any defect is
@@ -317,9 +376,10 @@ func ParseOffsets(path string, data []byte) (*OffsetEntry, error) {
 		return nil, errcode.Corrupt(path, nil, "truncated offsets entry: no metadata line")
 	}
 	e := &OffsetEntry{Version: v}
-	if v == OffsetsV2 || lines[1] != "" {
-		var md metaDecodeJSON
-		if err := json.Unmarshal([]byte(lines[1]), &md); err != nil {
+	// As Spark, a V1 metadata line that is blank means "no metadata".
+	if v == OffsetsV2 || strings.TrimSpace(lines[1]) != "" {
+		md, err := decodeMeta(lines[1])
+		if err != nil {
 			return nil, errcode.Corrupt(path, err, "unparsable offsets metadata")
 		}
 		if md.BatchWatermarkMs == nil || md.BatchTimestampMs == nil {
@@ -369,9 +429,8 @@ func ParseOffsets(path string, data []byte) (*OffsetEntry, error) {
 			if seen[k] {
 				return nil, errcode.Corrupt(path, nil, "source %q appears twice", k)
 			}
-			if _, ok := e.Metadata.SourceMetadataInfo[k]; !ok {
-				return nil, errcode.Corrupt(path, nil, "source %q has no sourceMetadataInfo entry", k)
-			}
+			// A line without a sourceMetadataInfo entry is keyed by its
+			// line alone, as Spark reads it ("sourceMetadataInfo":{}).
 			seen[k] = true
 			key, val = k, rest
 		}
@@ -386,14 +445,13 @@ func ParseOffsets(path string, data []byte) (*OffsetEntry, error) {
 		}
 		e.Sources = append(e.Sources, SourceOffset{Key: key, Offset: off})
 	}
-	if v == OffsetsV2 && len(seen) != len(e.Metadata.SourceMetadataInfo) {
-		missing := make([]string, 0)
-		for k := range e.Metadata.SourceMetadataInfo {
-			if !seen[k] {
-				missing = append(missing, k)
-			}
+	var missing []string
+	for _, k := range slices.Sorted(maps.Keys(e.Metadata.SourceMetadataInfo)) {
+		if !seen[k] {
+			missing = append(missing, k)
 		}
-		sort.Strings(missing)
+	}
+	if len(missing) > 0 {
 		return nil, errcode.Corrupt(path, nil, "truncated offsets entry: no line for sources %v", missing)
 	}
 	return e, nil
@@ -404,9 +462,9 @@ type CommitEntry struct {
 	NextBatchWatermarkMs int64 `json:"nextBatchWatermarkMs"`
 }
 
-// EncodeCommit renders a commit entry.
+// EncodeCommit renders a commit entry as Spark writes it (no final newline).
 func EncodeCommit(c *CommitEntry) []byte {
-	return fmt.Appendf(nil, "v%d\n{\"nextBatchWatermarkMs\":%d}\n", CommitV1, c.NextBatchWatermarkMs)
+	return fmt.Appendf(nil, "v%d\n{\"nextBatchWatermarkMs\":%d}", CommitV1, c.NextBatchWatermarkMs)
 }
 
 // ParseCommit decodes a commit entry read from path.
@@ -421,14 +479,17 @@ func ParseCommit(path string, data []byte) (*CommitEntry, error) {
 	if len(lines) != 2 {
 		return nil, errcode.Corrupt(path, nil, "commit entry has %d lines, want 2", len(lines))
 	}
-	var raw struct {
-		Next *int64 `json:"nextBatchWatermarkMs"`
-	}
-	if err := json.Unmarshal([]byte(lines[1]), &raw); err != nil {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(lines[1]), &raw); err != nil || raw == nil {
 		return nil, errcode.Corrupt(path, err, "unparsable commit entry")
 	}
-	if raw.Next == nil {
-		return nil, errcode.Corrupt(path, nil, "commit entry lacks nextBatchWatermarkMs")
+	c := &CommitEntry{}
+	// Spark 2.2 wrote "{}" (its commit log had no fields yet), and Spark
+	// reads a missing nextBatchWatermarkMs as 0.
+	if v, ok := raw["nextBatchWatermarkMs"]; ok {
+		if err := json.Unmarshal(v, &c.NextBatchWatermarkMs); err != nil || string(v) == "null" {
+			return nil, errcode.Corrupt(path, err, "commit entry has an invalid nextBatchWatermarkMs")
+		}
 	}
-	return &CommitEntry{NextBatchWatermarkMs: *raw.Next}, nil
+	return c, nil
 }

@@ -42,10 +42,10 @@ func TestOffsetsGolden(t *testing.T) {
 			Sources: []SourceOffset{{Key: "0", Offset: json.RawMessage(`{ "logOffset": 3 }`)}, {Key: "1"}},
 		}, "v1\n" +
 			`{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{"spark.sql.shuffle.partitions":"200","spark.sql.streaming.queryEvolution.enableSourceEvolution":"false","spark.sql.streaming.stateStore.providerClass":"pebble"}}` + "\n" +
-			`{"logOffset":3}` + "\n-\n"},
+			`{"logOffset":3}` + "\n-"},
 		{"v2", sampleV2(), "v2\n" +
 			`{"batchWatermarkMs":5,"batchTimestampMs":1700000000000,"conf":{"spark.sql.shuffle.partitions":"200","spark.sql.streaming.queryEvolution.enableSourceEvolution":"true","spark.sql.streaming.stateStore.providerClass":"pebble"},"sourceMetadataInfo":{"eth_live":{"sourceId":"eth_live","providerName":"ethrpc","apiVersion":"1"}},"controlBatchInfo":null,"tombstones":{"s3_backfill":{"removedInBatch":41,"lastOffset":{"logOffset":11}}}}` + "\n" +
-			`eth_live:{"block":26087209}` + "\n"},
+			`eth_live:{"block":26087209}`},
 		{"v2-repartition", &OffsetEntry{
 			Version: OffsetsV2,
 			Metadata: OffsetMetadata{Conf: map[string]string{ConfShufflePartitions: "8"},
@@ -54,7 +54,7 @@ func TestOffsetsGolden(t *testing.T) {
 			Sources: []SourceOffset{{Key: "a"}},
 		}, "v2\n" +
 			`{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{"spark.sql.shuffle.partitions":"8"},"sourceMetadataInfo":{"a":{"sourceId":"a","providerName":"","apiVersion":""}},"controlBatchInfo":{"operationType":"REPARTITION","operationInfo":{"from":"200","to":"8"}}}` + "\n" +
-			"a:-\n"},
+			"a:-"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,7 +108,6 @@ func TestOffsetsCorrupt(t *testing.T) {
 	metaV2 := `{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{},"sourceMetadataInfo":{"a":{"sourceId":"a"}},"controlBatchInfo":null}`
 	cases := map[string]string{
 		"empty":               "",
-		"no final newline":    good[:len(good)-1],
 		"truncated mid-json":  good[:40],
 		"version only":        "v1\n",
 		"future version":      "v3\n" + meta + "\n",
@@ -124,7 +123,6 @@ func TestOffsetsCorrupt(t *testing.T) {
 		"null offset":         "v1\n" + meta + "\nnull\n",
 		"v2 no colon":         "v2\n" + metaV2 + "\na\n",
 		"v2 missing line":     "v2\n" + metaV2 + "\n",
-		"v2 unknown source":   "v2\n" + metaV2 + "\na:-\nb:-\n",
 		"v2 duplicate":        "v2\n" + metaV2 + "\na:-\na:-\n",
 		"v2 control no type":  "v2\n" + `{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{},"sourceMetadataInfo":{},"controlBatchInfo":{}}` + "\n",
 		"bad tombstone":       "v2\n" + `{"batchWatermarkMs":0,"batchTimestampMs":1,"sourceMetadataInfo":{},"tombstones":{"x":{"removedInBatch":"a"}}}` + "\n",
@@ -142,7 +140,9 @@ func TestOffsetsCorrupt(t *testing.T) {
 		})
 	}
 	// Valid odd inputs that must parse.
-	for _, data := range []string{"v1\n\n-\n", "v1\n" + meta + "\n", "v1\n" + meta + "\n42\n", "v2\n" + metaV2 + "\na:{\"x\":\"a:b\"}\n"} {
+	for _, data := range []string{"v1\n\n-\n", "v1\n" + meta + "\n", "v1\n" + meta + "\n42\n", "v2\n" + metaV2 + "\na:{\"x\":\"a:b\"}\n",
+		// Spark's layout (no final newline) and what Spark leaves out.
+		good, good + "\n", "v1\n" + meta, "v1\n \n-", "v2\n" + metaV2 + "\na:-\nb:-"} {
 		if _, err := ParseOffsets("x", []byte(data)); err != nil {
 			t.Errorf("ParseOffsets(%q): %v", data, err)
 		}
@@ -151,15 +151,23 @@ func TestOffsetsCorrupt(t *testing.T) {
 
 func TestCommitFormat(t *testing.T) {
 	got := EncodeCommit(&CommitEntry{NextBatchWatermarkMs: 1700000005000})
-	if string(got) != "v1\n{\"nextBatchWatermarkMs\":1700000005000}\n" {
+	if string(got) != "v1\n{\"nextBatchWatermarkMs\":1700000005000}" {
 		t.Fatalf("commit = %q", got)
 	}
 	c, err := ParseCommit("c", got)
 	if err != nil || c.NextBatchWatermarkMs != 1700000005000 {
 		t.Fatalf("ParseCommit = %v, %v", c, err)
 	}
-	for _, bad := range []string{"", "v1\n", "v1\n{}\n", "v2\n{\"nextBatchWatermarkMs\":1}\n", "v1\n{\"nextBatchWatermarkMs\":1}",
-		"v1\n{\"nextBatchWatermarkMs\":\"x\"}\n", "v1\n{\"nextBatchWatermarkMs\":1}\nextra\n", "x1\n{}\n"} {
+	// What earlier ethstream versions (final newline) and Spark 2.2 ("{}",
+	// no field: watermark 0) wrote.
+	for data, want := range map[string]int64{"v1\n{\"nextBatchWatermarkMs\":7}\n": 7, "v1\n{}": 0, "v1\n{}\n": 0, "v1\n{\"nextBatchWatermarkMs\":-3,\"other\":1}": -3} {
+		if c, err := ParseCommit("c", []byte(data)); err != nil || c.NextBatchWatermarkMs != want {
+			t.Errorf("ParseCommit(%q) = %v, %v; want %d", data, c, err, want)
+		}
+	}
+	for _, bad := range []string{"", "v1\n", "v2\n{\"nextBatchWatermarkMs\":1}\n", "v1\n{\"nextBatchWatermarkMs\":1",
+		"v1\n{\"nextBatchWatermarkMs\":\"x\"}\n", "v1\n{\"nextBatchWatermarkMs\":1}\nextra\n", "x1\n{}\n",
+		"v1\nnull", "v1\n[]", "v1\n{\"nextBatchWatermarkMs\":null}"} {
 		if _, err := ParseCommit("ckpt/commits/3", []byte(bad)); !errcode.Is(err, errcode.CheckpointCorrupt) {
 			t.Errorf("ParseCommit(%q) = %v, want CHECKPOINT_CORRUPT", bad, err)
 		}
@@ -168,7 +176,7 @@ func TestCommitFormat(t *testing.T) {
 
 func TestMetadataFormat(t *testing.T) {
 	b, err := EncodeMetadata(Metadata{ID: "6f1c1f3e-8a4b-4c3e-9b8e-3f0e2b7d9a10"})
-	if err != nil || string(b) != "{\"id\":\"6f1c1f3e-8a4b-4c3e-9b8e-3f0e2b7d9a10\"}\n" {
+	if err != nil || string(b) != "{\"id\":\"6f1c1f3e-8a4b-4c3e-9b8e-3f0e2b7d9a10\"}" {
 		t.Fatalf("metadata = %q %v", b, err)
 	}
 	for _, bad := range []string{"", "{}", "{\"id\":", "[]"} {
@@ -186,6 +194,13 @@ func FuzzParseOffsets(f *testing.F) {
 	f.Add([]byte("v2\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":0,\"conf\":{},\"sourceMetadataInfo\":{\"a\":{}},\"controlBatchInfo\":{\"operationType\":\"REPARTITION\",\"operationInfo\":{\"from\":\"2\",\"to\":\"1\"}}}\na:-\n"))
 	f.Add([]byte("v1\n\n-\n"))
 	f.Add([]byte("v9\n"))
+	// Spark's own files: no final newline, no conf, a Kafka offset, V2 with
+	// an empty sourceMetadataInfo.
+	f.Add([]byte("v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1489085905815}\n2"))
+	f.Add([]byte("v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1480981499528}\n0\n{\"topic-0\":{\"0\":1}}"))
+	f.Add([]byte("v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1533784347136,\"conf\":{\"spark.sql.shuffle.partitions\":\"5\",\"spark.sql.streaming.stateStore.providerClass\":\"org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider\"}}\n0"))
+	f.Add([]byte("v2\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1700000000000,\"conf\":{},\"sourceMetadataInfo\":{},\"controlBatchInfo\":null}\norders:{\"logOffset\":3}\nclicks:{\"topicA\":{\"0\":42}}"))
+	f.Add([]byte("v1\r\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1}\r\n-"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := ParseOffsets("f", data)
 		if err != nil {
@@ -194,6 +209,8 @@ func FuzzParseOffsets(f *testing.F) {
 			}
 			return
 		}
+		// What we accept, Spark's rules read as the same values.
+		agreeWithSpark(t, data, e)
 		enc, err := EncodeOffsets(e)
 		if err != nil {
 			t.Fatalf("accepted entry does not encode: %v\n%q", err, data)
@@ -214,6 +231,8 @@ func FuzzParseCommit(f *testing.F) {
 	f.Add([]byte("v1\n{\"nextBatchWatermarkMs\":1700000005000}\n"))
 	f.Add([]byte("v1\n{}\n"))
 	f.Add([]byte("v2\n{\"nextBatchWatermarkMs\":1}\n"))
+	f.Add([]byte("v1\n{\"nextBatchWatermarkMs\":233}")) // Spark's CommitLogSuite file
+	f.Add([]byte("v1\n{}"))                             // Spark 2.2
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseCommit("f", data)
 		if err != nil {
@@ -222,9 +241,35 @@ func FuzzParseCommit(f *testing.F) {
 			}
 			return
 		}
+		if next, err := sparkReadCommit(data); err != nil || next != c.NextBatchWatermarkMs {
+			t.Fatalf("we read %d, Spark's rules %d (%v):\n%q", c.NextBatchWatermarkMs, next, err, data)
+		}
 		c2, err := ParseCommit("f", EncodeCommit(c))
 		if err != nil || *c2 != *c {
 			t.Fatalf("round trip %v -> %v (%v)", c, c2, err)
+		}
+	})
+}
+
+// FuzzParseMetadata checks the metadata parser never panics and round-trips.
+func FuzzParseMetadata(f *testing.F) {
+	f.Add([]byte(`{"id":"dddc5e7f-1e71-454c-8362-de184444fb5a"}`))
+	f.Add([]byte("{\"id\":\"q\"}\n"))
+	f.Add([]byte(`{"id":""}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseMetadata("f", data)
+		if err != nil {
+			if !errcode.Is(err, errcode.CheckpointCorrupt) {
+				t.Fatalf("non-corrupt error %v", err)
+			}
+			return
+		}
+		enc, err := EncodeMetadata(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m2, err := ParseMetadata("f", enc); err != nil || m2 != m {
+			t.Fatalf("round trip %v -> %v (%v)", m, m2, err)
 		}
 	})
 }

@@ -138,6 +138,9 @@ func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPla
 	if err := validateNames(names, s); err != nil {
 		return nil, err
 	}
+	if err := snap.CheckStateProvider(); err != nil {
+		return nil, err
+	}
 	path := snap.Path
 	p := &startPlan{QueryID: snap.Metadata.ID, Committed: map[string]json.RawMessage{},
 		CommittedID: snap.CommittedID, PendingID: -1}

@@ -11,7 +11,8 @@ import (
 
 func entryV(v int, parts string, evo bool, srcs ...string) *checkpoint.OffsetEntry {
 	e := &checkpoint.OffsetEntry{Version: v, Metadata: checkpoint.OffsetMetadata{Conf: map[string]string{
-		checkpoint.ConfShufflePartitions: parts, checkpoint.ConfSourceEvolution: map[bool]string{true: "true", false: "false"}[evo]}}}
+		checkpoint.ConfShufflePartitions: parts, checkpoint.ConfSourceEvolution: map[bool]string{true: "true", false: "false"}[evo],
+		checkpoint.ConfProviderClass: checkpoint.ProviderPebble}}}
 	if v == 2 {
 		e.Metadata.SourceMetadataInfo = map[string]checkpoint.SourceMetadata{}
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
-	"github.com/ethstream/ethstream/errcode"
 )
 
 // InspectReport is `checkpoint inspect --json` (docs/contracts.md, CLI); its JSON
@@ -48,10 +47,7 @@ type InspectControl struct {
 // (safe on a running query's checkpoint).
 func Inspect(fs vfs.FS, dir string) (*InspectReport, error) {
 	d := checkpoint.Dir{FS: fs, Path: dir}
-	if !d.Exists() {
-		return nil, errcode.New(errcode.InvalidArgument, dir, "check the path", "checkpoint directory does not exist")
-	}
-	snap, err := d.ReadSnapshot()
+	snap, err := d.ReadExisting()
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +71,8 @@ func Inspect(fs vfs.FS, dir string) (*InspectReport, error) {
 		rep.Tombstones = append(rep.Tombstones, InspectTombstone{Name: k, RemovedInBatch: t.RemovedInBatch, LastOffset: t.LastOffset})
 	}
 	rep.Conf = snap.Latest.Metadata.Conf
-	rep.StatePartitions, _ = strconv.Atoi(rep.Conf[checkpoint.ConfShufflePartitions])
+	parts, _ := checkpoint.ConfValue(rep.Conf, checkpoint.ConfShufflePartitions)
+	rep.StatePartitions, _ = strconv.Atoi(parts)
 	ids, err := d.ListOffsets()
 	if err != nil {
 		return nil, err

@@ -67,7 +67,8 @@ func Plan(q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 	rep.QueryID, rep.NewCheckpoint, rep.NextBatchID = snap.Metadata.ID, snap.Latest == nil, snap.LatestID+1
 	if snap.Latest != nil {
 		rep.FormatVersion = snap.Latest.Version
-		rep.StatePartitions, _ = strconv.Atoi(snap.Latest.Metadata.Conf[checkpoint.ConfShufflePartitions])
+		parts, _ := checkpoint.ConfValue(snap.Latest.Metadata.Conf, checkpoint.ConfShufflePartitions)
+		rep.StatePartitions, _ = strconv.Atoi(parts)
 	}
 	sp, err := planStart(snap, names, s)
 	if err != nil {

@@ -119,6 +119,9 @@ func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *Repa
 	if err := checkPartitionsParam(n); err != nil {
 		return nil, nil, err
 	}
+	if err := snap.CheckStateProvider(); err != nil {
+		return nil, nil, err
+	}
 	path := snap.Path
 	if snap.CommittedID < 0 {
 		return nil, nil, errcode.New(ErrRepartitionNoCommittedBatch, path, "run the query until it commits a batch", "checkpoint has no committed batch")
@@ -127,7 +130,8 @@ func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *Repa
 	wm := snap.Committed.NextBatchWatermarkMs
 	res := &RepartitionResult{To: n}
 	if snap.LatestID == snap.CommittedID {
-		cur, err := strconv.Atoi(snap.Latest.Metadata.Conf[checkpoint.ConfShufflePartitions])
+		parts, _ := checkpoint.ConfValue(snap.Latest.Metadata.Conf, checkpoint.ConfShufflePartitions)
+		cur, err := strconv.Atoi(parts)
 		if err != nil || cur < 1 {
 			return nil, nil, errcode.Corrupt(path, err, "offsets entry %d has an invalid %s", snap.LatestID, checkpoint.ConfShufflePartitions)
 		}
@@ -172,6 +176,17 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	// Refused before the lock is taken: nothing is created.
 	if err := checkPartitionsParam(n); err != nil {
 		return nil, err
+	}
+	// So is every refusal a read decides (no committed batch, state another
+	// provider wrote, a different count while a repartition is unfinished)
+	// and "already at n": Lock would create the directory and .lock. The
+	// plan is made again under the lock.
+	pre, err := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}.ReadSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	if p, res, err := planOffline(pre, n, checkpoint.DefaultMinBatchesToRetain); err != nil || p == nil {
+		return res, err
 	}
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)
 	if err != nil {

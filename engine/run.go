@@ -52,9 +52,10 @@ type run struct {
 
 // Run starts (or restarts) query q on the checkpoint in o and runs it under
 // its trigger. Every refusal (source evolution rules, locks, corrupt files,
-// an unresumable repartition) happens before anything is written or any
-// source is opened, so a refused start leaves the checkpoint byte-identical
-// (apart from creating .lock if it was missing). On restart the uncommitted
+// an unresumable repartition, state another provider wrote) happens before
+// anything is written or any source is opened, so a refused start leaves the
+// checkpoint byte-identical and creates nothing, not even .lock (only a lock
+// held by another query is found after taking it). On restart the uncommitted
 // batch re-runs first with its recorded offsets, timestamp and watermark, then
 // a requested repartition runs as a control batch, then new batches follow.
 //
@@ -77,6 +78,15 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	// Rules that need no checkpoint are checked before the directory is
 	// created or locked.
 	if err := validateNames(names, s); err != nil {
+		return nil, err
+	}
+	// So are the rules a read of the checkpoint decides: Lock creates the
+	// directory and .lock. The plan is made again under the lock.
+	pre, err := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}.ReadSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := planStart(pre, names, s); err != nil {
 		return nil, err
 	}
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)

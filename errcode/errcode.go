@@ -28,7 +28,12 @@ const (
 	UnresumableRepartition  = "STREAMING_UNRESUMABLE_CONTROL_BATCH_DETECTED.REPARTITION"
 	CheckpointLocked        = "CHECKPOINT_LOCKED"
 	CheckpointCorrupt       = "CHECKPOINT_CORRUPT"
-	InvalidArgument         = "INVALID_ARGUMENT"
+	// StateProviderUnsupported: the checkpoint's state was written by
+	// another state store provider (Spark's HDFSBackedStateStoreProvider
+	// or RocksDBStateStoreProvider); ethstream can read its logs but
+	// neither resume nor repartition it. Raised before anything is written.
+	StateProviderUnsupported = "STATE_PROVIDER_UNSUPPORTED"
+	InvalidArgument          = "INVALID_ARGUMENT"
 )
 
 // Error is a user-facing error with a stable code. It is immutable and safe to

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/spf13/cobra"
@@ -145,7 +146,12 @@ func checkpointInspectCmd() *cobra.Command {
 --json prints {"queryId","formatVersion","latestBatchId","latestCommittedBatchId",
 "sources":[{"name","offset"}],"tombstones":[{"name","removedInBatch","lastOffset"}],
 "statePartitions","conf":{...},"controlBatches":[{"batchId","operationType","from","to"}]}.
-A damaged file fails with CHECKPOINT_CORRUPT naming it.`,
+Conf keys the checkpoint does not record are shown with the value they mean (Spark's
+default for old checkpoints). A checkpoint Apache Spark wrote reads too; one whose state
+another provider wrote (Spark's HDFS-backed or RocksDB store) is shown but cannot be
+resumed (STATE_PROVIDER_UNSUPPORTED). A damaged file fails with CHECKPOINT_CORRUPT naming
+it; a directory that is not a checkpoint (empty, a Delta table) or a regular file fails
+with INVALID_ARGUMENT.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := engine.Inspect(vfs.Default, args[0])
@@ -192,6 +198,14 @@ func printInspect(w io.Writer, r *engine.InspectReport) error {
 	b.WriteString("conf:\n")
 	for _, k := range sortedConfKeys(r.Conf) {
 		fmt.Fprintf(&b, "  %s=%s\n", k, r.Conf[k])
+	}
+	if r.LatestBatchID != nil {
+		// What a key the checkpoint does not record means (a Spark or older checkpoint).
+		for _, k := range checkpoint.PinnedConfs {
+			if v, recorded := checkpoint.ConfValue(r.Conf, k); !recorded {
+				fmt.Fprintf(&b, "  %s=%s (not recorded: default)\n", k, v)
+			}
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -30,7 +30,7 @@ func writeTestCheckpoint(t *testing.T) string {
 		t.Fatal(err)
 	}
 	e := &checkpoint.OffsetEntry{Version: checkpoint.OffsetsV2, Metadata: checkpoint.OffsetMetadata{
-		Conf:               map[string]string{checkpoint.ConfShufflePartitions: "8", checkpoint.ConfSourceEvolution: "true"},
+		Conf:               map[string]string{checkpoint.ConfShufflePartitions: "8", checkpoint.ConfSourceEvolution: "true", checkpoint.ConfProviderClass: checkpoint.ProviderPebble},
 		SourceMetadataInfo: map[string]checkpoint.SourceMetadata{"eth_live": {SourceID: "eth_live"}},
 		Tombstones:         map[string]checkpoint.Tombstone{"s3_backfill": {RemovedInBatch: 29, LastOffset: json.RawMessage(`{"logOffset":11}`)}},
 	}, Sources: []checkpoint.SourceOffset{{Key: "eth_live", Offset: json.RawMessage(`{"block":26087209}`)}}}

@@ -25,7 +25,9 @@ taken). A crash is redone by running the same command again; a different N is re
 the unfinished one completes. If the state already has N partitions nothing is written and
 the command says so (exit 0). --dry-run prints the steps without locking or writing anything.
 The control batch is the one a run performs: the same plan and the same steps. The state is
-the reference query's (docs/contracts.md, Reference query).`,
+the reference query's (docs/contracts.md, Reference query). A checkpoint without a committed
+batch, or whose state another provider wrote (STATE_PROVIDER_UNSUPPORTED), is refused before
+the lock is taken: nothing is created.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op, err := agg.New(pipeline.ReferenceSpec())

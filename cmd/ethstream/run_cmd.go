@@ -60,6 +60,11 @@ func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run the reference query (docs/contracts.md, Reference query) on a checkpoint and a Delta table",
+		Long: `run starts (or resumes) the reference query on the checkpoint --checkpoint and the
+Delta table --table. Every refusal is decided from a read of the checkpoint before anything
+is written: nothing is created, not even the directory or its .lock. A checkpoint whose state
+another state store provider wrote (Apache Spark's HDFS-backed or RocksDB store) is refused
+with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`,
 		Example: `  ethstream run --checkpoint ck --table tbl \
     --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
     --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
