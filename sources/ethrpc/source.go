@@ -52,7 +52,11 @@ var (
 	_ stream.Source             = (*Source)(nil)
 	_ stream.ReportingSource    = (*Source)(nil)
 	_ stream.AvailableNowSource = (*Source)(nil)
+	_ stream.RetractingSource   = (*Source)(nil)
 )
+
+// Retracts reports whether the source retracts reorganised blocks (reorg=retract).
+func (s *Source) Retracts() bool { return s.o.Reorg == ReorgRetract }
 
 // New validates o, applies defaults and returns a Source; it does not
 // contact the endpoints (Open does, lazily).
