@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
@@ -156,6 +158,26 @@ func canonicalCounts(n *chain.Node, first uint64) map[string]int64 {
 	return want
 }
 
+// chainCounts recounts the chain ending at hash (orphaned or not), walking
+// parent hashes back to block first.
+func chainCounts(ctx context.Context, c *ethclient.Client, hash string, first uint64) (map[string]int64, error) {
+	want := map[string]int64{}
+	size := int64(WindowSize / time.Microsecond)
+	h := common.HexToHash(hash)
+	for {
+		hd, err := c.HeaderByHash(ctx, h)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", h.Hex(), err)
+		}
+		ts := int64(hd.Time) * 1_000_000
+		want[fmt.Sprint(ts-ts%size, "|", strings.ToLower(hd.Coinbase.Hex()))]++
+		if hd.Number.Uint64() <= first {
+			return want, nil
+		}
+		h = hd.ParentHash
+	}
+}
+
 // TestRetractCrashAtEveryStep runs the reference query over the embedded
 // node with reorg=retract: after a first batch the chain is reorganised, and
 // the retracting batch dies at each step in turn (in the read, before and
@@ -208,7 +230,15 @@ func TestRetractCrashAtEveryStep(t *testing.T) {
 			n.Reorg(3) // while the query is down
 			n.Mine(1)
 
+			// After every batch the table is the recount of the chain ending
+			// at the batch's end (canonical when the batch was planned).
+			ec, err := ethclient.DialContext(ctx, n.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ec.Close()
 			var deleted, retracted int64
+			var bad []string
 			cfg.Listeners = []engine.Listener{engine.ListenerFunc(func(p *stream.Progress) {
 				var d int64
 				fmt.Sscan(p.Sink.Metrics["numTargetRowsDeleted"], &d)
@@ -216,11 +246,25 @@ func TestRetractCrashAtEveryStep(t *testing.T) {
 				if len(p.StateOperators) > 0 {
 					retracted += p.StateOperators[0].CustomMetrics["numRetractedRows"]
 				}
+				end, ok, err := ethrpc.ParseOffset(p.Sources[0].EndOffset)
+				if err != nil || !ok {
+					bad = append(bad, fmt.Sprintf("batch %d: end offset %s", p.BatchID, p.Sources[0].EndOffset))
+					return
+				}
+				want, err := chainCounts(ctx, ec, end.Hash, first)
+				if err != nil {
+					bad = append(bad, err.Error())
+				} else if got := tableCounts(t, cfg.Table); fmt.Sprint(got) != fmt.Sprint(want) {
+					bad = append(bad, fmt.Sprintf("batch %d: table %v, recount of the chain ending at %s %v", p.BatchID, got, end, want))
+				}
 			})}
 			for i := 0; i < 3; i++ { // the re-run, the second reorg, and nothing left
 				if _, err := Run(ctx, cfg); err != nil {
 					t.Fatalf("restart %d: %v", i, err)
 				}
+			}
+			if len(bad) > 0 {
+				t.Fatalf("crash at %s:\n%s", point, strings.Join(bad, "\n"))
 			}
 			got, want := tableCounts(t, cfg.Table), canonicalCounts(n, first)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
