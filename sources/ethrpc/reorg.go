@@ -212,8 +212,8 @@ func (s *Source) planFrom(ctx context.Context, st Offset, head uint64) (Offset, 
 			break
 		}
 	}
-	if !found {
-		return Offset{}, nil, s.tooDeep(ctx, st, hs, canon[len(canon)-1])
+	if !found { // rows[0] is the canonical block at top
+		return Offset{}, nil, s.tooDeep(ctx, st, hs, rows[0])
 	}
 	if above := canon[fork-hs.first()+1:]; len(above) > 0 {
 		anc, _ := hs.at(fork)

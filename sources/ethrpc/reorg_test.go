@@ -461,3 +461,29 @@ func FuzzParseOffset(f *testing.F) {
 		}
 	})
 }
+
+// TestRetractShorterChain: on go-ethereum's simulated backend the chain is
+// forked 4 blocks back and grows by one only, so the new head is below the
+// emitted tip; the batch retracts 4 blocks and inserts 1.
+func TestRetractShorterChain(t *testing.T) {
+	n := newSimNode(t)
+	n.mine(12)
+	d := &retractDriver{t: t, o: Options{Endpoints: []string{n.url}, StartBlock: 1, MaxBlocksPerTrigger: 50,
+		Reorg: ReorgRetract, ReorgDepth: 8}, fs: vfs.Default, dir: t.TempDir(), table: map[int64]blockRow{}}
+	d.open()
+	if !d.step(crashNone) || len(d.table) != 12 {
+		t.Fatalf("first batch: %d rows", len(d.table))
+	}
+	if err := n.sim.Fork(n.block(8).Hash()); err != nil {
+		t.Fatal(err)
+	}
+	n.sendTxs(1) // a different block 9
+	n.mine(1)
+	if !d.step(crashNone) || d.retracted != 4 || len(d.table) != 9 {
+		t.Fatalf("retracted %d, %d rows", d.retracted, len(d.table))
+	}
+	if got := mustOffset(t, d.committed); got.Block != 9 || !got.HasFork || got.Fork != 8 ||
+		got.Hash != strings.ToLower(n.block(9).Hash().Hex()) {
+		t.Fatalf("end %s", d.committed)
+	}
+}
