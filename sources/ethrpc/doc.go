@@ -79,9 +79,10 @@
 //
 // LatestOffset reads, in one batch request, the block at the start offset's
 // height and the next blocks. If the start block is still canonical it plans
-// as usual. Otherwise it reads the canonical blocks at every height of the
-// start's history and takes the newest one whose hash the history holds as
-// the common ancestor (fork); the batch ends at most maxBlocksPerTrigger
+// as usual. Otherwise it reads the canonical blocks back from that height,
+// 8 then 32, 128, ... at a time (reorgs are mostly shallow), down to the
+// start of the start's history, and takes the newest one whose hash the
+// history holds as the common ancestor (fork); the batch ends at most maxBlocksPerTrigger
 // blocks past the fork, and its end offset records fork and the new tip. No
 // common ancestor within the history is REORG_DETECTED, naming the block's
 // old and new hashes and the depth, found by walking the old chain back by

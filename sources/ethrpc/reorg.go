@@ -17,6 +17,10 @@ import (
 // plans no batch for this trigger.
 const planAttempts = 3
 
+// walkBackStep is the first step of the search for the common ancestor;
+// each further step reads four times as many blocks.
+const walkBackStep = 8
+
 // errChainMoved: the blocks read for one plan do not form a chain; reading
 // again usually settles it.
 var errChainMoved = errors.New("the chain moved while it was read")
@@ -200,22 +204,32 @@ func (s *Source) planFrom(ctx context.Context, st Offset, head uint64) (Offset, 
 		return Offset{Block: end, Hash: l.Hash}, hs.extend(next, s.keep()), nil
 	}
 	// The chain no longer holds st: find the newest block of the history it
-	// still holds.
-	canon, err := s.fetchRange(ctx, numbers(hs.first(), top))
-	if err != nil {
-		return Offset{}, nil, err
-	}
+	// still holds, reading back from top in growing steps (reorgs are
+	// mostly shallow; a step is one batch request).
+	var canon []blockRow // canonical blocks lo..top, as read so far
 	fork, found := uint64(0), false
-	for i := len(canon) - 1; i >= 0; i-- {
-		if b, _ := hs.at(uint64(canon[i].Number)); b.Hash == canon[i].Hash {
-			fork, found = uint64(canon[i].Number), true
+	for step, hi := uint64(walkBackStep), top; !found && hi+1 > hs.first(); step *= 4 {
+		lo := max(hs.first(), hi-min(hi, step-1))
+		part, err := s.fetchRange(ctx, numbers(lo, hi))
+		if err != nil {
+			return Offset{}, nil, err
+		}
+		canon = append(part, canon...)
+		for i := len(part) - 1; i >= 0; i-- {
+			if b, _ := hs.at(uint64(part[i].Number)); b.Hash == part[i].Hash {
+				fork, found = uint64(part[i].Number), true
+				break
+			}
+		}
+		if lo == 0 {
 			break
 		}
+		hi = lo - 1
 	}
 	if !found { // rows[0] is the canonical block at top
 		return Offset{}, nil, s.tooDeep(ctx, st, hs, rows[0])
 	}
-	if above := canon[fork-hs.first()+1:]; len(above) > 0 {
+	if above := canon[fork-uint64(canon[0].Number)+1:]; len(above) > 0 {
 		anc, _ := hs.at(fork)
 		if linked(above) != nil || above[0].ParentHash != anc.Hash {
 			return Offset{}, nil, errChainMoved
