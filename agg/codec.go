@@ -108,14 +108,25 @@ func (pt *partial) merge(e int, vals []aggVal) {
 			continue
 		}
 		nn := acc.nn[e]
+		if ra.Kind == Sum {
+			// With retractions a sum's partial may be non-zero with a net
+			// non-null count of 0 (one value retracted, another inserted).
+			if ra.out == stream.Float64 {
+				v.f += acc.floats[e]
+			} else {
+				v.i += acc.ints[e]
+			}
+			if v.nn += nn; v.nn == 0 {
+				v.i, v.f = 0, 0 // every value retracted: SQL null, no float residue
+			}
+			continue
+		}
 		if nn == 0 {
 			continue
 		}
 		if ra.out == stream.Float64 {
 			x := acc.floats[e]
 			switch ra.Kind {
-			case Sum:
-				v.f += x
 			case Min:
 				if v.nn == 0 || floatLess(x, v.f) {
 					v.f = x
@@ -128,8 +139,6 @@ func (pt *partial) merge(e int, vals []aggVal) {
 		} else {
 			x := acc.ints[e]
 			switch ra.Kind {
-			case Sum:
-				v.i += x
 			case Min:
 				if v.nn == 0 || x < v.i {
 					v.i = x

@@ -37,6 +37,40 @@
 // state would grow without bound), and windows the watermark closed leave
 // state and the output. Append needs a window and a watermark.
 //
+// # Retractions
+//
+// A row with Sign -1 (stream.Batch.Signs) takes back a row an earlier batch
+// inserted, with identical values (a block orphaned by a chain
+// reorganisation). It goes through the same windows and the same watermark
+// rule as an insertion, and then:
+//
+//   - count and sum subtract (a sum's non-null count too, so a sum whose
+//     values were all retracted is null again); avg, where a query needs it,
+//     is sum / count of the same group, so it follows. Float sums are undone
+//     by subtraction and may differ from a recount in the last bits.
+//   - min and max are refused: they keep one value per group, and undoing
+//     the minimum would need every row behind it. A Spec with Retractions
+//     is refused at New with RETRACTION_UNSUPPORTED naming the aggregate; a
+//     query that did not declare retractions gets the same code at the
+//     first retraction it receives, before anything of the batch is applied.
+//   - a group whose row count reaches zero is deleted from state and, in
+//     update mode, emitted with Sign -1 (only its key columns are
+//     meaningful), so the sink deletes the row. Append mode never emitted
+//     it; complete mode simply no longer lists it. The row count is the
+//     first count(*) of the query or, when there is none and the Spec
+//     declares Retractions, a hidden value field "__rows" (never output).
+//   - a retraction whose window the watermark closed is dropped like a late
+//     row (numRowsDroppedByWatermark) and counted in the custom metric
+//     numLateRetractions; it is never applied to evicted state. A warning
+//     is logged for such a batch.
+//   - a group whose row count would go negative (a retraction of a row
+//     never inserted) fails the batch with RETRACTION_UNMATCHED.
+//
+// customMetrics gain numRetractedRows (input rows with Sign -1),
+// numLateRetractions (window instances of them dropped as late) and
+// numGroupsRetracted (groups emptied, also in numRowsRemoved) when the Spec
+// declares Retractions or the batch held a retraction.
+//
 // State of a source removed from the query is not special: its keys stay in
 // state until the watermark, advanced by the remaining sources, closes their
 // windows.
@@ -55,7 +89,12 @@
 //	              Int64; sum of Int64: Int64, of Float64: Float64; min/max:
 //	              the input type); sum/min/max add a field <As>__nonnull Int64,
 //	              the number of non-null inputs (0 means SQL null), because
-//	              state values are not nullable.
+//	              state values are not nullable. A Spec declaring
+//	              Retractions without a count(*) adds a last field __rows
+//	              Int64 (the group's row count) and its aggregate
+//	              count(*):__rows to the Spec text; every other state layout
+//	              is unchanged by retractions, so checkpoints written before
+//	              them read as they did.
 //	Spec          "agg/v1 window=<col> size=<d> slide=<d> groupBy=<cols>
 //	              aggs=<kind>(<col>|*):<as>,... mode=<mode>
 //	              watermark=<col>-<delay>|none"

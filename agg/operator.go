@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -28,6 +30,9 @@ type Operator struct {
 	et       eventTime
 	inRows   int64
 	chunk    chunkStats
+	// retracted counts the batch's input rows with Sign -1; deleted the
+	// groups those emptied (removed from state, emitted with Sign -1).
+	retracted, deleted int64
 
 	// noneBelowUs: no key in state (committed and pending) has a window end
 	// <= noneBelowUs; it makes NeedsNoDataBatch and eviction skip the store
@@ -115,6 +120,7 @@ func (o *Operator) begin(batchID int64) error {
 	o.et = eventTime{}
 	o.inRows = 0
 	o.chunk = chunkStats{}
+	o.retracted, o.deleted = 0, 0
 	return nil
 }
 
@@ -137,6 +143,11 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	if in == nil || in.Len == 0 {
 		return nil
 	}
+	if in.Signs != nil {
+		if err := o.checkRetractions(in); err != nil {
+			return err
+		}
+	}
 	st, err := o.pt.add(in, o.wmUs(watermarkMs))
 	if err != nil {
 		return err
@@ -147,6 +158,32 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	o.inRows += int64(in.Len)
 	o.chunk.dropped += st.dropped
 	o.chunk.nullTS += st.nullTS
+	o.chunk.lateRetractions += st.lateRetractions
+	return nil
+}
+
+// checkRetractions counts the chunk's retractions and refuses them when the
+// query cannot undo a row (see Spec.Retractions).
+func (o *Operator) checkRetractions(in *stream.Batch) error {
+	var n int64
+	for _, s := range in.Signs {
+		if s < 0 {
+			n++
+		}
+	}
+	if n > 0 && !o.p.retractable {
+		why := "it has no count(*) to tell when a group is empty; add count(*) or declare Spec.Retractions"
+		for _, a := range o.p.aggs {
+			if a.Kind == Min || a.Kind == Max {
+				why = a.Kind.String() + "(" + a.Column + ") keeps one value per group, not the rows behind it; drop it"
+				break
+			}
+		}
+		return errcode.New(CodeRetractionUnsupported, "",
+			"read the source without retractions (e.g. with confirmations instead of reorg=retract), or change the query",
+			"the input retracts %d rows, but the aggregation cannot undo a row: %s", n, why)
+	}
+	o.retracted += n
 	return nil
 }
 
@@ -192,6 +229,25 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			}
 		}
 		pt.merge(e, o.vals)
+		if p.rowsAgg >= 0 && o.vals[p.rowsAgg].i <= 0 {
+			if o.vals[p.rowsAgg].i < 0 {
+				return nil, stream.OperatorProgress{}, errcode.New(CodeRetractionUnmatched, "",
+					"this is a bug in the source: it must retract only rows it emitted in an earlier batch",
+					"batch %d retracts %d more rows than group %s holds", batchID, -o.vals[p.rowsAgg].i, o.describeEntry(e))
+			}
+			// Every row of the group was retracted: it leaves state and,
+			// in update mode, the sink.
+			if ok {
+				if err := o.store.Delete(o.keyBuf); err != nil {
+					return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: delete state: %w", err)
+				}
+				o.deleted++
+				if p.spec.Mode == Update {
+					out.appendDeletion(pt, e, o.vals)
+				}
+			}
+			continue
+		}
 		o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
 		if err := o.store.Put(o.keyBuf, o.valBuf); err != nil {
 			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
@@ -245,9 +301,42 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			"numOutputRows":        int64(out.b.Len),
 		},
 	}
+	o.progress.NumRowsRemoved += o.deleted
+	if p.spec.Retractions || o.retracted > 0 {
+		o.progress.CustomMetrics["numRetractedRows"] = o.retracted
+		o.progress.CustomMetrics["numLateRetractions"] = o.chunk.lateRetractions
+		o.progress.CustomMetrics["numGroupsRetracted"] = o.deleted
+	}
+	if o.chunk.lateRetractions > 0 {
+		o.logger.Warn("aggregation: retractions behind the watermark were not applied (their windows are closed)",
+			"batchId", batchID, "windowInstances", o.chunk.lateRetractions, "watermarkMs", watermarkMs)
+	}
 	pt.reset()
 	o.finished = true
 	return out.b, o.progress, nil
+}
+
+// describeEntry renders partial entry e's key for errors.
+func (o *Operator) describeEntry(e int) string {
+	var b strings.Builder
+	pt := o.pt
+	b.WriteByte('(')
+	if o.p.window {
+		fmt.Fprintf(&b, "window [%s, %s)", time.UnixMicro(pt.start[e]).UTC().Format(time.RFC3339),
+			time.UnixMicro(pt.start[e]+o.p.sizeUs).UTC().Format(time.RFC3339))
+	}
+	for k, g := range o.p.spec.GroupBy {
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		if o.p.groupType[k] == stream.String {
+			fmt.Fprintf(&b, "%s=%q", g, pt.gStr[k][e])
+		} else {
+			fmt.Fprintf(&b, "%s=%d", g, pt.gInt[k][e])
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
 }
 
 // evict deletes every key whose window end <= wmUs (a range scan: keys start

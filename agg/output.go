@@ -40,7 +40,9 @@ func newOutput(p *plan, capacity int) *output {
 	}
 	o.aBase = len(o.b.Columns)
 	for _, a := range p.aggs {
-		add(a.As, a.out)
+		if !a.hidden {
+			add(a.As, a.out)
+		}
 	}
 	return o
 }
@@ -61,7 +63,9 @@ func (o *Operator) OutputSchema() stream.Schema {
 		s.Key = append(s.Key, g)
 	}
 	for _, a := range p.aggs {
-		s.Fields = append(s.Fields, stream.Field{Name: a.As, Type: a.out, Nullable: a.hasNonNull()})
+		if !a.hidden {
+			s.Fields = append(s.Fields, stream.Field{Name: a.As, Type: a.out, Nullable: a.hasNonNull()})
+		}
 	}
 	return s
 }
@@ -71,6 +75,9 @@ func (o *Operator) OutputSchema() stream.Schema {
 func (o *output) appendAggs(vals []aggVal) {
 	for a := range o.p.aggs {
 		ra := &o.p.aggs[a]
+		if ra.hidden { // hidden aggregates come last
+			break
+		}
 		c := &o.b.Columns[o.aBase+a]
 		if ra.out == stream.Float64 {
 			c.Float64s = append(c.Float64s, vals[a].f)
@@ -89,6 +96,24 @@ func (o *output) appendAggs(vals []aggVal) {
 		}
 	}
 	o.b.Len++
+	if o.b.Signs != nil {
+		o.b.Signs = append(o.b.Signs, 1)
+	}
+}
+
+// appendDeletion appends partial entry e as a row with Sign -1: its group
+// was emptied by retractions and leaves the sink. Only the key columns are
+// meaningful; the aggregates are zero (count) or null.
+func (o *output) appendDeletion(pt *partial, e int, zero []aggVal) {
+	clear(zero)
+	o.appendEntry(pt, e, zero)
+	if o.b.Signs == nil {
+		o.b.Signs = make([]int8, o.b.Len, o.b.Len+8)
+		for i := range o.b.Signs {
+			o.b.Signs[i] = 1
+		}
+	}
+	o.b.Signs[o.b.Len-1] = -1
 }
 
 // appendEntry appends partial entry e with its merged values.

@@ -45,6 +45,8 @@ type chunkCols struct {
 	// The group columns' value slices by kind, for sameGroup's inner loop.
 	strs [][]string
 	ints [][]int64
+	// signs is the chunk's Batch.Signs: nil when every row is an insertion.
+	signs []int8
 }
 
 func newPartial(p *plan) *partial {
@@ -146,6 +148,7 @@ func (pt *partial) resolve(in *stream.Batch) error {
 			}
 		}
 	}
+	pt.cols.signs = in.Signs
 	if cap(pt.rowIdx) < in.Len {
 		pt.rowIdx = make([]int32, in.Len)
 	}
@@ -234,6 +237,9 @@ func (pt *partial) addEntry(start int64, i int) {
 type chunkStats struct {
 	dropped int64 // window instances dropped as late
 	nullTS  int64 // rows without event time (skipped, as Spark's window() filters them)
+	// lateRetractions: window instances of retractions dropped as late (also
+	// in dropped): their windows were closed, so they are never applied.
+	lateRetractions int64
 }
 
 // add folds one chunk into the table: for each window instance k, a first
@@ -249,19 +255,24 @@ func (pt *partial) add(in *stream.Batch, wmUs int64) (chunkStats, error) {
 		inst = pt.p.nInst
 	}
 	for k := 0; k < inst; k++ {
-		d, nulls := pt.assign(n, int64(k), wmUs)
+		d, nulls, lateRetr := pt.assign(n, int64(k), wmUs)
 		st.dropped += d
+		st.lateRetractions += lateRetr
 		if k == 0 {
 			st.nullTS = nulls
 		}
-		pt.accumulate()
+		if pt.cols.signs != nil {
+			pt.accumulateSigned()
+		} else {
+			pt.accumulate()
+		}
 	}
 	return st, nil
 }
 
 // assign sets rowIdx for window instance k and returns the rows dropped as
-// late and the rows without event time.
-func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls int64) {
+// late, the rows without event time and, of the late rows, the retractions.
+func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions int64) {
 	p := pt.p
 	idx := pt.rowIdx
 	var ts []int64
@@ -296,6 +307,9 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls int64) {
 			if end <= wmUs {
 				idx[i] = -1
 				dropped++
+				if pt.cols.signs != nil && pt.cols.signs[i] < 0 {
+					lateRetractions++
+				}
 				continue
 			}
 		}
@@ -325,7 +339,7 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls int64) {
 		next = (next + 1) % len(pt.recent)
 		pt.nRecent = min(pt.nRecent+1, len(pt.recent))
 	}
-	return dropped, nulls
+	return dropped, nulls, lateRetractions
 }
 
 // recentKey is a key seen at row of the current chunk, mapped to entry idx.
@@ -364,6 +378,38 @@ func (pt *partial) accumulate() {
 			accFloat(ra.Kind, acc, c.Float64s, valid, idx)
 		default:
 			accInt(ra.Kind, acc, c.Int64s, valid, idx)
+		}
+	}
+}
+
+// accumulateSigned is accumulate for a chunk with retractions: each row
+// counts with its sign (count and sum subtract, the non-null counts too).
+// Min and max never get here: Process refuses retractions for them.
+func (pt *partial) accumulateSigned() {
+	idx, sg := pt.rowIdx, pt.cols.signs
+	for a := range pt.p.aggs {
+		ra := &pt.p.aggs[a]
+		acc := &pt.acc[a]
+		c := pt.cols.agg[a]
+		var valid []bool
+		if c != nil {
+			valid = c.Valid
+		}
+		for i, g := range idx {
+			if g < 0 || (valid != nil && !valid[i]) {
+				continue
+			}
+			s := int64(sg[i])
+			switch {
+			case ra.Kind == Count:
+				acc.ints[g] += s
+				continue
+			case ra.in == stream.Float64:
+				acc.floats[g] += float64(s) * c.Float64s[i]
+			default:
+				acc.ints[g] += s * c.Int64s[i]
+			}
+			acc.nn[g] += s
 		}
 	}
 }

@@ -24,6 +24,16 @@ const (
 	// CodeNullGroupKey: a group column holds a null, which the state key
 	// encoding cannot represent.
 	CodeNullGroupKey = "NULL_GROUP_KEY"
+	// CodeRetractionUnsupported: the input carries (or, with
+	// Spec.Retractions, may carry) retractions, and the query cannot undo a
+	// row: min and max keep no per-row history, and a query without count(*)
+	// that did not declare Retractions keeps no row count to know when a
+	// group is empty.
+	CodeRetractionUnsupported = "RETRACTION_UNSUPPORTED"
+	// CodeRetractionUnmatched: a retraction takes back more rows of a group
+	// than the group holds (its row count would go negative), i.e. the
+	// source retracted a row it never emitted.
+	CodeRetractionUnmatched = "RETRACTION_UNMATCHED"
 )
 
 // AggKind is an aggregate function. Values are never renumbered (they are
@@ -119,6 +129,14 @@ type Spec struct {
 	// literal stream.ColSource is always a string). Types are needed before
 	// the first input arrives, to build the state schema.
 	ColumnTypes map[string]stream.Type
+	// Retractions declares that the input may carry retractions (rows with
+	// Sign -1, stream.Batch.Signs): New then refuses min and max
+	// (RETRACTION_UNSUPPORTED) and, when no count(*) is among the
+	// aggregates, keeps a hidden row count per group (state value field
+	// "__rows") so a group whose rows were all retracted is deleted. A query
+	// with count(*) and without min/max applies retractions whether or not
+	// it declared them.
+	Retractions bool
 }
 
 // Output column names of the window (the Delta sink relies on them).
@@ -136,6 +154,8 @@ type resolvedAgg struct {
 	Aggregate
 	in  stream.Type // input column type; 0 for count(*)
 	out stream.Type
+	// hidden: kept in state, never output (the row count of Spec.Retractions).
+	hidden bool
 }
 
 // plan is a validated Spec.
@@ -149,6 +169,11 @@ type plan struct {
 	groupType []stream.Type
 	aggs      []resolvedAgg
 	schema    state.Schema
+	// rowsAgg is the index in aggs of the group's row count (the first
+	// count(*), or the hidden one), -1 if none; retractable is true when
+	// retractions can be applied (a row count and no min/max).
+	rowsAgg     int
+	retractable bool
 }
 
 func invalid(format string, args ...any) *errcode.Error {
@@ -289,6 +314,31 @@ func newPlan(spec Spec) (*plan, error) {
 		}
 		p.aggs = append(p.aggs, ra)
 	}
+	p.rowsAgg = -1
+	minMax := ""
+	for i, a := range p.aggs {
+		if a.Kind == Count && a.Column == "" && p.rowsAgg < 0 {
+			p.rowsAgg = i
+		}
+		if (a.Kind == Min || a.Kind == Max) && minMax == "" {
+			minMax = a.Kind.String() + "(" + a.Column + ")"
+		}
+	}
+	if spec.Retractions {
+		if minMax != "" {
+			return nil, errcode.New(CodeRetractionUnsupported, "",
+				"drop "+minMax+" from the query, or read the source without retractions (e.g. with confirmations instead of reorg=retract)",
+				"%s cannot be undone when a row is retracted: the aggregation keeps one value per group, not the rows behind it", minMax)
+		}
+		if p.rowsAgg < 0 {
+			if err := claim(rowsField, "hidden row count"); err != nil {
+				return nil, err
+			}
+			p.aggs = append(p.aggs, resolvedAgg{Aggregate: Aggregate{Kind: Count, As: rowsField}, out: stream.Int64, hidden: true})
+			p.rowsAgg = len(p.aggs) - 1
+		}
+	}
+	p.retractable = p.rowsAgg >= 0 && minMax == ""
 	// Spark refuses these at analysis time (UnsupportedOperationChecker): an
 	// append-mode aggregation emits a window only when the watermark closes
 	// it, and complete mode keeps every key forever unless windows close.
@@ -314,6 +364,10 @@ func newPlan(spec Spec) (*plan, error) {
 // of a sum/min/max, so an all-null group reads back as null (Spark's
 // aggregation buffers are nullable; the state value encoding is not).
 const nonNullSuffix = "__nonnull"
+
+// rowsField is the hidden row count of a query that declared Retractions
+// without a count(*).
+const rowsField = "__rows"
 
 func (a *resolvedAgg) hasNonNull() bool { return a.Kind != Count }
 

@@ -56,6 +56,9 @@ type Options struct {
 	BlocksPerBatch                               int
 	StatePartitions, ShrinkTo                    int
 	TriggerInterval                              time.Duration
+	// live_reorgs (reorgs.go): data batches per following start (default 24)
+	// and the deepest reorganisation the node makes (default 8).
+	ReorgBatches, ReorgMaxDepth int
 }
 
 func (o *Options) defaults() {
@@ -88,6 +91,12 @@ func (o *Options) defaults() {
 	}
 	if o.ShrinkTo == 0 {
 		o.ShrinkTo = 8
+	}
+	if o.ReorgBatches == 0 {
+		o.ReorgBatches = 24
+	}
+	if o.ReorgMaxDepth == 0 {
+		o.ReorgMaxDepth = 8
 	}
 	if o.TriggerInterval == 0 {
 		o.TriggerInterval = 50 * time.Millisecond
@@ -270,6 +279,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	// 6. Follow the head through reorgs (own checkpoint and table).
+	rp, rc, reorgBatches, err := runLiveReorgs(ctx, o, env)
+	rep.Phases, rep.Checks = append(rep.Phases, rp...), append(rep.Checks, rc...)
+	if err != nil {
+		return rep, err
+	}
 	if err := WriteChecks(filepath.Join(o.ResultsDir, "verification.csv"), rep.Checks); err != nil {
 		return rep, err
 	}
@@ -278,7 +293,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.WallTime = time.Since(start)
 	var summary strings.Builder
-	PrintSummary(&summary, rep, batches)
+	PrintSummary(&summary, rep, append(batches, reorgBatches...))
 	fmt.Fprint(o.Out, summary.String())
 	if err := writeFile(filepath.Join(o.ResultsDir, "summary.txt"), func(w io.Writer) error {
 		_, err := io.WriteString(w, summary.String())

@@ -211,6 +211,11 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		q.Sources = append(q.Sources, engine.NamedSource{Name: spec.Name, Source: src})
 	}
 	spec := ReferenceSpec()
+	for _, ns := range q.Sources {
+		if rs, ok := ns.Source.(stream.RetractingSource); ok && rs.Retracts() {
+			spec.Retractions = true // the count(*) keeps the state layout unchanged
+		}
+	}
 	op, err := agg.New(spec)
 	if err != nil {
 		return q, engine.Options{}, err

@@ -24,6 +24,8 @@
 //     whose event time is behind the watermark is late like any late row: it
 //     is counted (numRowsDroppedByWatermark and a custom metric), never
 //     applied to evicted state.
+//   - A source that may emit retractions implements RetractingSource, so
+//     the query's builder can tell the operator before the first batch.
 //   - An operator's output row with sign -1 deletes the row with that key
 //     from the sink (a group whose count reached zero); only its key columns
 //     are meaningful. Sinks that cannot delete refuse such a batch.

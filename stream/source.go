@@ -78,3 +78,11 @@ type ReportingSource interface {
 	// Metrics are reported as sources[].metrics (requests, retries, bytes ...).
 	Metrics() map[string]string
 }
+
+// RetractingSource is implemented by sources that may emit retractions
+// (Batch.Signs); Retracts reports whether this one will, as configured. A
+// query builder declares it to its operator (e.g. agg.Spec.Retractions), so
+// a query that cannot undo a row is refused before the first batch.
+type RetractingSource interface {
+	Retracts() bool
+}

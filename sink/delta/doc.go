@@ -59,6 +59,16 @@
 //	{"add":{"path":..,"partitionValues":{},"size":N,"modificationTime":ms,"dataChange":true,
 //	   "stats":"{\"numRecords\":..,\"minValues\":{\"window\":{\"start\":..}..},..}"}} per new file
 //
+// A row with Sign -1 (stream.Batch.Signs: a group emptied by retractions)
+// is a deletion: WHEN MATCHED AND s.sign = -1 THEN DELETE. The file holding
+// its key is removed and rewritten without it (a file left empty is only
+// removed), a deletion of an absent key changes nothing, and such a commit
+// records matchedPredicates
+// [{"predicate":"(s.sign = -1)","actionType":"delete"},{"actionType":"update"}]
+// with numTargetRowsDeleted and numTargetRowsMatchedDeleted filled in.
+// Matching uses the sink's key columns (SinkOptions.KeyColumns), like the
+// update.
+//
 // A batch is skipped when the snapshot's txn version for the query id is
 // already >= the batch id (Spark's rule), so a re-run batch writes nothing.
 // Candidate files are the live files whose window.start range (max widened

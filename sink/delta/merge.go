@@ -70,6 +70,7 @@ type MergeMetrics struct {
 	NumSourceRows         int64
 	NumTargetRowsInserted int64
 	NumTargetRowsUpdated  int64
+	NumTargetRowsDeleted  int64
 	NumTargetRowsCopied   int64
 	NumOutputRows         int64
 	NumTargetFilesAdded   int64
@@ -88,10 +89,10 @@ func (m MergeMetrics) asMap() map[string]any {
 		"numTargetRowsInserted":                  s(m.NumTargetRowsInserted),
 		"numTargetRowsUpdated":                   s(m.NumTargetRowsUpdated),
 		"numTargetRowsMatchedUpdated":            s(m.NumTargetRowsUpdated),
-		"numTargetRowsMatchedDeleted":            "0",
+		"numTargetRowsMatchedDeleted":            s(m.NumTargetRowsDeleted),
 		"numTargetRowsNotMatchedBySourceUpdated": "0",
 		"numTargetRowsNotMatchedBySourceDeleted": "0",
-		"numTargetRowsDeleted":                   "0",
+		"numTargetRowsDeleted":                   s(m.NumTargetRowsDeleted),
 		"numTargetRowsCopied":                    s(m.NumTargetRowsCopied),
 		"numOutputRows":                          s(m.NumOutputRows),
 		"numTargetFilesAdded":                    s(m.NumTargetFilesAdded),
@@ -238,7 +239,9 @@ func (m keyMask) mergeSorted(a, b []sinkRow) []sinkRow {
 }
 
 // planMerge upserts src into the snapshot's sink table: rows whose key
-// matches take src's count, the others are inserted. Only the files whose
+// matches take src's count, the others are inserted; a src row marked del
+// (Sign -1) deletes the target row with its key instead (and inserts
+// nothing when there is none). Only the files whose
 // stats may hold a src key are read, and only the ones that really hold one
 // are rewritten. Matching is a sort-merge join: the source is sorted by key
 // once, and each candidate file (already sorted when we wrote it) is joined
@@ -272,7 +275,7 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 			slices.SortFunc(buf, cmp) // a file another writer produced
 		}
 		j := sort.Search(len(uniq), func(i int) bool { return o.keys.cmp(&uniq[i], &buf[0]) >= 0 })
-		var updated int64
+		var updated, deleted int64
 		for i := range buf {
 			for j < len(uniq) && o.keys.cmp(&uniq[j], &buf[i]) < 0 {
 				j++
@@ -282,17 +285,33 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 			}
 			if o.keys.cmp(&uniq[j], &buf[i]) == 0 {
 				matched[j] = true
+				if uniq[j].del {
+					buf[i].del = true
+					deleted++
+					continue
+				}
 				buf[i].Count = uniq[j].Count
 				buf[i].nulls = buf[i].nulls&^nullCount | uniq[j].nulls&nullCount
 				updated++
 			}
 		}
-		if updated == 0 {
+		if updated == 0 && deleted == 0 {
 			continue
+		}
+		rows := int64(len(buf))
+		if deleted > 0 {
+			kept := buf[:0]
+			for _, r := range buf {
+				if !r.del {
+					kept = append(kept, r)
+				}
+			}
+			buf = kept
 		}
 		touchedFiles++
 		plan.metrics.NumTargetRowsUpdated += updated
-		plan.metrics.NumTargetRowsCopied += int64(len(buf)) - updated
+		plan.metrics.NumTargetRowsDeleted += deleted
+		plan.metrics.NumTargetRowsCopied += rows - updated - deleted
 		plan.metrics.NumTargetFilesRemoved++
 		plan.metrics.NumTargetBytesRemoved += f.Size
 		touchedRows = append(touchedRows, buf...)
@@ -301,13 +320,13 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 		plan.removes = append(plan.removes, action{Remove: &RemoveFile{
 			Path: f.Path, DeletionTimestamp: &ts, DataChange: true, ExtendedFileMetadata: ptr(true),
 			PartitionValues: nonNilPV(f.PartitionValues), Size: &size,
-			Stats: fmt.Sprintf(`{"numRecords":%d}`, len(buf)),
+			Stats: fmt.Sprintf(`{"numRecords":%d}`, rows),
 		}})
 	}
 	plan.metrics.ScanTimeMs = time.Since(start).Milliseconds()
 	inserted := make([]sinkRow, 0, len(uniq))
 	for i := range uniq {
-		if !matched[i] {
+		if !matched[i] && !uniq[i].del {
 			inserted = append(inserted, uniq[i])
 		}
 	}

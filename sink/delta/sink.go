@@ -217,7 +217,7 @@ func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkR
 			Timestamp: ts, Operation: "MERGE",
 			OperationParameters: map[string]any{
 				"predicate":                    mergePredicate(m.keys),
-				"matchedPredicates":            `[{"actionType":"update"}]`,
+				"matchedPredicates":            matchedPredicates(plan.metrics.NumTargetRowsDeleted > 0),
 				"notMatchedPredicates":         `[{"actionType":"insert"}]`,
 				"notMatchedBySourcePredicates": `[]`,
 			},
@@ -289,6 +289,7 @@ func batchRows(b *stream.Batch) ([]sinkRow, error) {
 	rows := make([]sinkRow, b.Len)
 	for i := range rows {
 		r := &rows[i]
+		r.del = b.Sign(i) < 0
 		r.WS, r.WE, r.Source, r.Miner, r.Count = ws.Int64s[i], we.Int64s[i], src.Strings[i], miner.Strings[i], cnt.Int64s[i]
 		if ws.IsNull(i) {
 			r.WS, r.nulls = 0, r.nulls|nullWS
@@ -307,6 +308,16 @@ func batchRows(b *stream.Batch) ([]sinkRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// matchedPredicates is the commitInfo's WHEN MATCHED clauses: a batch that
+// deletes rows shows the DELETE clause Spark records for
+// "WHEN MATCHED AND s.sign = -1 THEN DELETE" ahead of the update.
+func matchedPredicates(deletes bool) string {
+	if deletes {
+		return `[{"predicate":"(s.sign = -1)","actionType":"delete"},{"actionType":"update"}]`
+	}
+	return `[{"actionType":"update"}]`
 }
 
 // Close releases the cached snapshot.

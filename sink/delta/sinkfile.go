@@ -28,6 +28,9 @@ type sinkRow struct {
 	Count         int64
 	nulls         uint8
 	seq           int32 // input position, only while deduplicating a batch
+	// del marks a batch row with Sign -1: the MERGE deletes the target row
+	// with its key (never set on rows read from or written to files).
+	del bool
 }
 
 const (

@@ -3,6 +3,7 @@ package ethrpc
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/chain"
@@ -153,6 +155,67 @@ func BenchmarkFetchBlocksCached(b *testing.B) {
 			}
 			b.ReportMetric(float64(got)/time.Since(t0).Seconds(), "blocks/s")
 			b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(got), "cpu-µs/block")
+		})
+	}
+}
+
+// BenchmarkRetract measures one live trigger's source work with
+// reorg=retract at the head: LatestOffset (which publishes the history file),
+// ReadBatch and Commit, after the node either mined one block or
+// reorganised its last 3 blocks; median latencies in ms.
+func BenchmarkRetract(b *testing.B) {
+	m := testManifest(b)
+	for _, reorg := range []bool{false, true} {
+		name := "mine1"
+		if reorg {
+			name = "reorg3"
+		}
+		b.Run(name, func(b *testing.B) {
+			n := startChainNode(b, 40, chain.NodeFaults{})
+			s, err := New(Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, MaxBlocksPerTrigger: 50,
+				Reorg: ReorgRetract})
+			if err != nil {
+				b.Fatal(err)
+			}
+			env := stream.SourceEnv{Name: "eth_live", MetadataDir: b.TempDir(), FS: vfs.Default, Clock: newFakeClock(),
+				Logger: slog.New(slog.DiscardHandler)}
+			if err := s.Open(context.Background(), env); err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			var start stream.Offset
+			emit := func(*stream.Batch) error { return nil }
+			step := func() (time.Duration, time.Duration) {
+				t0 := time.Now()
+				end, err := s.LatestOffset(ctx, start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := s.ReadBatch(ctx, start, end, emit); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Commit(ctx, end); err != nil {
+					b.Fatal(err)
+				}
+				start = end
+				return t1.Sub(t0), time.Since(t1)
+			}
+			step()
+			var planMs, readMs []float64
+			for b.Loop() {
+				if reorg {
+					n.Reorg(3)
+				} else {
+					n.Mine(1)
+				}
+				p, r := step()
+				planMs = append(planMs, float64(p)/1e6)
+				readMs = append(readMs, float64(r)/1e6)
+			}
+			b.ReportMetric(median(planMs), "latestOffset-p50-ms")
+			b.ReportMetric(median(readMs), "readBatch+commit-p50-ms")
 		})
 	}
 }

@@ -22,6 +22,10 @@
 //	parallelism          batch requests in flight for one range (default 4)
 //	timeout              per request, Go duration (default 10s)
 //	maxRetries           retries of one call across endpoints (default 8)
+//	reorg                fail (default): a reorganisation of emitted blocks is
+//	                     REORG_DETECTED; retract: it is undone (below)
+//	reorgDepth           with reorg=retract, the deepest reorganisation undone
+//	                     (default 64, at most 4096)
 //
 // An unknown option is an INVALID_ARGUMENT error. Endpoint URLs appear in
 // logs, descriptions and metrics as scheme://host only, because providers put
@@ -35,6 +39,11 @@
 // order), so equal positions are byte-identical. A batch (start, end] holds
 // blocks start.block+1 .. end.block; the first batch (start nil) holds
 // start_block .. end.block, or just end.block when start_block is 0.
+//
+// With reorg=retract the end offset of a batch that retracts blocks adds the
+// common ancestor: {"block":26086591,"hash":"0x…","fork":26086588}; the batch
+// (start, end] then retracts start's blocks fork+1 .. start.block and inserts
+// blocks fork+1 .. end.block of the chain ending at end.hash.
 //
 // # Reading a batch and its checks
 //
@@ -58,6 +67,68 @@
 // miner (lowercase hex of the fee recipient), transaction_count (the length
 // of the block's transaction list) and gas_used, restricted to the
 // projection.
+//
+// # Retracting reorganisations (reorg=retract)
+//
+// The source follows the head (typically confirmations=0) and stays exact
+// through reorganisations up to reorgDepth blocks deep, using the signed rows
+// of package stream: a batch retracts the orphaned blocks it emitted (rows
+// with Sign -1 and exactly the values emitted, newest first) and then
+// inserts the canonical replacements, so a count or sum downstream equals a
+// recount of the canonical chain after every batch.
+//
+// LatestOffset reads, in one batch request, the block at the start offset's
+// height and the next blocks. If the start block is still canonical it plans
+// as usual. Otherwise it reads the canonical blocks back from that height,
+// 8 then 32, 128, ... at a time (reorgs are mostly shallow), down to the
+// start of the start's history, and takes the newest one whose hash the
+// history holds as the common ancestor (fork); the batch ends at most maxBlocksPerTrigger
+// blocks past the fork, and its end offset records fork and the new tip. No
+// common ancestor within the history is REORG_DETECTED, naming the block's
+// old and new hashes and the depth, found by walking the old chain back by
+// eth_getBlockByHash against the canonical chain (at most reorgDepth more
+// blocks), or "more than N". The blocks of one plan are read by several
+// calls; when they do not form one chain (the head moved meanwhile) the plan
+// is read again, at most 3 times, then no batch is planned this trigger.
+//
+// Before LatestOffset returns an end, it publishes that end's history (below),
+// so the history exists before the engine writes the offsets. ReadBatch takes
+// the retracted rows from the start's history and the inserted rows from the
+// end's history (older blocks of a long catch-up batch are fetched by number
+// and must link into it, else REORG_DETECTED): a re-run after a crash
+// retracts and re-inserts exactly the same rows even if the chain moved
+// again, without reading the chain. Commit(end) deletes every history file
+// but end's.
+//
+// History file (format version 1):
+// <checkpoint>/sources/<name>/history.<block>.<hash>.json, named by the end
+// offset it belongs to, written once through the checkpoint's crash-safe
+// publish (write temp, fsync, link, fsync dir). A file already present (the
+// same batch planned again after a crash) must hold the same bytes. One JSON
+// object and a newline:
+//
+//	{"version":1,"blocks":[{"number":26086571,"hash":"0x…","parent_hash":"0x…",
+//	  "block_ts":1764547211000000,"miner":"0x…","transaction_count":180,"gas_used":29999823},...]}
+//
+// blocks are the last emitted blocks of the chain ending at the file's
+// offset, oldest first, at most reorgDepth+1 (the tip and reorgDepth
+// ancestors, so a reorg reorgDepth deep still finds its ancestor), never
+// before the source's first block: contiguous numbers, each parent_hash the
+// previous hash, the last one the offset's block and hash. Fields in this
+// order, integers in decimal, hashes lowercase 0x-hex, values as the block
+// columns hold them (block_ts in µs). An unknown version, a missing or
+// unknown field, or a file that breaks any of these rules is
+// CHECKPOINT_CORRUPT with its path. A committed offset without a history (a
+// checkpoint that ran without reorg=retract) gets one on first use: the
+// blocks from max(start_block, block-reorgDepth) to the committed block of
+// the chain ending at its hash, or the committed block alone without
+// start_block.
+//
+// Each progress event reports, in sources[].metrics: reorgs, a JSON array of
+// the reorganisations the batch undid ({"depth","ancestor","oldTip",
+// "newTip","blocksRetracted","blocksInserted"}; absent when none, see
+// ParseReorgs), and the totals since the source was opened: reorgsTotal,
+// blocksRetractedTotal, reorgDepthMax.
 //
 // # Resilience
 //
@@ -99,8 +170,10 @@
 // two epochs (64 slots, ~12.8 min), after which it cannot be reverted
 // without slashing a third of all stake. A block this source emitted is
 // aggregated and merged into the sink; if it is later orphaned the sink keeps
-// its counts. The source never emits from a changed chain: a reorg deeper than
-// the confirmations is REORG_DETECTED, not silently mixed data. With
+// its counts (unless reorg=retract takes them back). The source never emits
+// from a changed chain: a reorg deeper than the confirmations (and, with
+// reorg=retract, deeper than reorgDepth) is REORG_DETECTED, not silently
+// mixed data. With
 // confirmations greater than the reorg depth (or finality=safe|finalized) a
 // reorg is invisible to the query. The embedded node (ethstream node) never
 // reorganises unless told to, so its default is 0; on mainnet use 12 or more,

@@ -27,6 +27,9 @@ const (
 	remedyReorg = "nothing from the changed chain was emitted; the endpoint's chain was reorganised deeper than the source reads. " +
 		"Use more confirmations (e.g. confirmations=12) or finality=safe|finalized so only blocks that cannot be reorganised are read, " +
 		"then resume this source under a new name with start_block set before the fork (rows from orphaned blocks already in the sink stay there)"
+	remedyReorgDepth = "the source retracts reorganisations up to reorgDepth blocks deep; raise reorgDepth (at most 4096) " +
+		"or read with confirmations so deeper ones stay invisible, then resume this source under a new name with start_block " +
+		"set before the fork (rows of orphaned blocks already in the sink stay there)"
 	remedySeam = "check that start_block is the archive's last block + 1 and that the endpoint serves the same chain as the archive " +
 		"(start_parent_hash must be the archive's last block hash)"
 )

@@ -62,7 +62,7 @@ func (c *fakeClock) slept() []time.Duration {
 	return append([]time.Duration(nil), c.sleeps...)
 }
 
-// ethProxy is a JSON-RPC service forwarding the two methods the source uses
+// ethProxy is a JSON-RPC service forwarding the three methods the source uses
 // to the simulated backend's in-process client, so the source talks to a real
 // go-ethereum rpc.Server over HTTP on loopback.
 type ethProxy struct{ c *rpc.Client }
@@ -76,6 +76,12 @@ func (p *ethProxy) BlockNumber(ctx context.Context) (hexutil.Uint64, error) {
 func (p *ethProxy) GetBlockByNumber(ctx context.Context, tag string, full bool) (json.RawMessage, error) {
 	var raw json.RawMessage
 	err := p.c.CallContext(ctx, &raw, "eth_getBlockByNumber", tag, full)
+	return raw, err
+}
+
+func (p *ethProxy) GetBlockByHash(ctx context.Context, hash string, full bool) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := p.c.CallContext(ctx, &raw, "eth_getBlockByHash", hash, full)
 	return raw, err
 }
 

@@ -1,6 +1,7 @@
 package ethrpc
 
 import (
+	"fmt"
 	"log/slog"
 	"net/url"
 	"sort"
@@ -18,6 +19,20 @@ const (
 	DefaultTimeout             = 10 * time.Second
 	DefaultMaxRetries          = 8
 	DefaultParallelism         = 4
+	DefaultReorgDepth          = 64
+	// MaxReorgDepth bounds reorgDepth: the history file holds reorgDepth+1
+	// blocks and is rewritten every batch.
+	MaxReorgDepth = 4096
+)
+
+// Reorg modes (Options.Reorg).
+const (
+	// ReorgFail stops with REORG_DETECTED when the chain no longer contains
+	// a block the source emitted (the default).
+	ReorgFail = "fail"
+	// ReorgRetract retracts the orphaned blocks (rows with Sign -1) and
+	// emits their canonical replacements in the same batch.
+	ReorgRetract = "retract"
 )
 
 // Options configures a Source. The zero value of each field selects its default.
@@ -48,6 +63,11 @@ type Options struct {
 	// Parallelism bounds the batch requests in flight for one range (default
 	// 4); a range is split so that each gets at least 25 blocks.
 	Parallelism int
+	// Reorg is "" or ReorgFail (stop with REORG_DETECTED), or ReorgRetract.
+	Reorg string
+	// ReorgDepth is the deepest reorganisation ReorgRetract undoes (default
+	// 64 blocks); deeper ones are REORG_DETECTED. Only with ReorgRetract.
+	ReorgDepth int
 	// Logger receives retries and failovers; nil uses the engine's logger.
 	Logger *slog.Logger
 }
@@ -65,6 +85,8 @@ var uriKeys = map[string]string{
 	"timeout":    "timeout",
 	"maxRetries": "maxRetries", "max_retries": "maxRetries",
 	"parallelism": "parallelism",
+	"reorg":       "reorg",
+	"reorgDepth":  "reorgDepth", "reorg_depth": "reorgDepth",
 }
 
 // ParseURI parses the source URI of `ethstream run --source NAME=ethrpc:URI`:
@@ -73,7 +95,7 @@ var uriKeys = map[string]string{
 // Options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations,
 // finality (safe|finalized), endpoints (comma-separated further URLs, tried in
 // order after the URI's own), maxBatchSize, parallelism, timeout (Go duration),
-// maxRetries.
+// maxRetries, reorg (fail|retract), reorgDepth.
 // An unknown option is an INVALID_ARGUMENT error: a typo must not silently
 // read from the wrong block. An endpoint that needs its own query string
 // (an API key) goes URL-encoded into endpoints=.
@@ -101,7 +123,7 @@ func ParseURI(uri string) (Options, error) {
 		canon, ok := uriKeys[k]
 		if !ok {
 			return Options{}, errcode.New(CodeInvalidOption, "",
-				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, maxRetries",
+				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, maxRetries, reorg, reorgDepth",
 				"unknown ethrpc option %q", k)
 		}
 		if prev, dup := seen[canon]; dup || len(vals[k]) > 1 {
@@ -167,6 +189,17 @@ func ParseURI(uri string) (Options, error) {
 				return Options{}, bad(err)
 			}
 			o.Parallelism = n
+		case "reorg":
+			if v != ReorgFail && v != ReorgRetract {
+				return Options{}, errcode.New(CodeInvalidOption, "", "use reorg=fail (the default) or reorg=retract", "ethrpc option %s=%q", k, v)
+			}
+			o.Reorg = v
+		case "reorgDepth":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 || n > MaxReorgDepth {
+				return Options{}, errcode.Wrap(err, CodeInvalidOption, "", fmt.Sprintf("use a depth from 1 to %d", MaxReorgDepth), "ethrpc option %s=%q", k, v)
+			}
+			o.ReorgDepth = n
 		case "maxRetries":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {

@@ -37,9 +37,14 @@ type Source struct {
 	capSet bool   // PrepareAvailableNow fixed the readable head
 	cap    uint64 // that head
 
+	hist historyLog // reorg=retract: the history files in MetadataDir
+
 	mu struct {
 		sync.Mutex
 		report *Offset // newest readable block, for ReportLatestOffset
+		// reorg=retract: the reorgs of the current batch, and totals.
+		reorgs                                []Reorg
+		reorgsTotal, retractedTotal, maxDepth int64
 	}
 }
 
@@ -47,7 +52,11 @@ var (
 	_ stream.Source             = (*Source)(nil)
 	_ stream.ReportingSource    = (*Source)(nil)
 	_ stream.AvailableNowSource = (*Source)(nil)
+	_ stream.RetractingSource   = (*Source)(nil)
 )
+
+// Retracts reports whether the source retracts reorganised blocks (reorg=retract).
+func (s *Source) Retracts() bool { return s.o.Reorg == ReorgRetract }
 
 // New validates o, applies defaults and returns a Source; it does not
 // contact the endpoints (Open does, lazily).
@@ -69,6 +78,22 @@ func New(o Options) (*Source, error) {
 			return nil, errcode.Wrap(err, CodeInvalidOption, "", "give the 0x-prefixed 32-byte hash of the block before start_block", "start_parent_hash")
 		}
 		o.StartParentHash = h
+	}
+	switch o.Reorg {
+	case "", ReorgFail:
+		if o.ReorgDepth != 0 {
+			return nil, errcode.New(CodeInvalidOption, "", "add reorg=retract, or drop reorgDepth", "reorgDepth=%d needs reorg=retract", o.ReorgDepth)
+		}
+		o.Reorg = ReorgFail
+	case ReorgRetract:
+		if o.ReorgDepth < 0 || o.ReorgDepth > MaxReorgDepth {
+			return nil, errcode.New(CodeInvalidOption, "", fmt.Sprintf("use a reorgDepth from 1 to %d", MaxReorgDepth), "reorgDepth=%d", o.ReorgDepth)
+		}
+		if o.ReorgDepth == 0 {
+			o.ReorgDepth = DefaultReorgDepth
+		}
+	default:
+		return nil, errcode.New(CodeInvalidOption, "", "use reorg=fail (the default) or reorg=retract", "unknown reorg mode %q", o.Reorg)
 	}
 	if o.MaxBlocksPerTrigger < 0 || o.MaxBatchSize < 0 || o.MaxRetries < 0 || o.Timeout < 0 {
 		return nil, errcode.New(CodeInvalidOption, "", "use positive limits", "negative ethrpc limit in %+v", o)
@@ -119,6 +144,13 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.env = env
+	if s.o.Reorg == ReorgRetract {
+		if env.FS == nil || env.MetadataDir == "" {
+			return errcode.New(CodeInvalidOption, "", "run the source in a query with a checkpoint",
+				"reorg=retract keeps its history under the checkpoint's sources/<name>/, and none was given")
+		}
+		s.hist = historyLog{fs: env.FS, dir: env.MetadataDir}
+	}
 	s.pool = newPool(s.o.Endpoints, env.Clock, s.o.Timeout, s.o.MaxRetries, s.log)
 	return nil
 }
@@ -149,6 +181,10 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 // block is StartBlock, or the readable head when StartBlock is 0. Returning
 // start means no new block.
 func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
+	if s.o.Reorg == ReorgRetract {
+		s.resetBatchReorgs()
+		return s.latestRetract(ctx, start)
+	}
 	from := start
 	if from == nil {
 		// Defensive: the engine passes the last planned end; with none
@@ -247,6 +283,10 @@ func (s *Source) firstBlock(end Offset) uint64 {
 // chain of start (or start_parent_hash for the first batch) and end at end's
 // hash, and only then emits them.
 func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
+	if s.o.Reorg == ReorgRetract {
+		s.resetBatchReorgs()
+		return s.readRetract(ctx, start, end, emit)
+	}
 	en, ok, err := ParseOffset(end)
 	if err != nil || !ok {
 		return err
@@ -360,8 +400,18 @@ func (s *Source) toBatch(rows []blockRow) *stream.Batch {
 	return b
 }
 
-// Commit is a no-op: the source keeps no per-batch state.
-func (s *Source) Commit(context.Context, stream.Offset) error { return nil }
+// Commit forgets what precedes end: with reorg=retract it deletes every
+// history file but end's; otherwise the source keeps no per-batch state.
+func (s *Source) Commit(_ context.Context, end stream.Offset) error {
+	if s.o.Reorg != ReorgRetract {
+		return nil
+	}
+	en, ok, err := ParseOffset(end)
+	if err != nil || !ok {
+		return err
+	}
+	return s.hist.prune(en)
+}
 
 // Close releases the endpoint connections.
 func (s *Source) Close() error {
@@ -393,6 +443,7 @@ func (s *Source) Metrics() map[string]string {
 	if s.mu.report != nil {
 		m["head"] = strconv.FormatUint(s.mu.report.Block, 10)
 	}
+	s.reorgMetrics(m)
 	s.mu.Unlock()
 	m["batchSize"] = strconv.FormatInt(s.batch.Load(), 10)
 	return m
