@@ -76,24 +76,25 @@ func textFiles(t *testing.T, root string, fn func(rel string, data []byte)) {
 // itself.
 var (
 	outsideDocs = []string{"DESIGN" + ".md", "STYLE" + ".md"}
-	// A path into the reference directory beside the repository.
-	sharedPath = regexp.MustCompile(`(\.\./|/work/)` + `shared\b|\bshared/(DESIGN|STYLE|reference|hooks)\b`)
-	// Fixtures under shared/testdata may be named by tests that read them.
+	// The reference directory beside the repository, by an absolute path or
+	// by its documents.
+	sharedDocs = regexp.MustCompile(`/work/` + `shared\b|\bshared/(DESIGN|STYLE|reference|hooks)\b`)
+	// A relative path to it, or its fixtures: only tests may name those.
+	sharedRel     = regexp.MustCompile(`\.\./` + `shared\b`)
 	sharedFixture = regexp.MustCompile(`\bshared/` + `testdata\b`)
-	// How a test names them relative to the repository.
-	relFixture = regexp.MustCompile(`(\.\./)+shared/` + `testdata\b`)
 )
 
 // TestNoOutsideReferences fails if any file of the repository (code, help
 // texts, README, scripts, testdata) cites a document outside it or a path into
-// the reference directory beside it. Only tests may name the shared fixtures
-// (shared/testdata), which they look up and skip when absent.
+// the reference directory beside it. Only tests (a _test.go file, or a script
+// under a testdata directory) may name the shared fixtures (../shared,
+// shared/testdata), which they look up and skip when absent.
 func TestNoOutsideReferences(t *testing.T) {
 	root := repoRoot(t)
 	files := 0
 	textFiles(t, root, func(rel string, data []byte) {
 		files++
-		isTest := strings.HasSuffix(rel, "_test.go")
+		isTest := strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(rel, "testdata/") || strings.Contains(rel, "/testdata/")
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 		for n := 1; sc.Scan(); n++ {
@@ -103,14 +104,11 @@ func TestNoOutsideReferences(t *testing.T) {
 					t.Errorf("%s:%d cites %s, which is not in the repository; cite docs/contracts.md or a package doc instead: %s", rel, n, doc, strings.TrimSpace(line))
 				}
 			}
-			if isTest {
-				line = relFixture.ReplaceAllString(line, "")
-			}
-			if sharedPath.MatchString(line) {
+			if sharedDocs.MatchString(line) {
 				t.Errorf("%s:%d names a path outside the repository: %s", rel, n, strings.TrimSpace(line))
 			}
-			if !isTest && sharedFixture.MatchString(line) {
-				t.Errorf("%s:%d names the shared fixtures outside a test: %s", rel, n, strings.TrimSpace(line))
+			if !isTest && (sharedRel.MatchString(line) || sharedFixture.MatchString(line)) {
+				t.Errorf("%s:%d names the shared directory outside a test: %s", rel, n, strings.TrimSpace(line))
 			}
 		}
 		if err := sc.Err(); err != nil {
