@@ -15,9 +15,11 @@
 // start <= t < start+size (one window when tumbling). Rows with a null event
 // time are skipped (Spark's window() filters them).
 //
-// The engine computes the watermark (max event time seen minus the delay, at
-// the end of a batch, used by the next; EventTime().Max feeds it) and passes
-// the batch's watermark to Process and Finish. With a watermark:
+// The operator does not compute the watermark. The engine does, from the
+// event-time column of the rows it reads (after batch N: the larger of N's
+// watermark and N's maximum event time minus the delay, recorded in
+// commits/N and used by batch N+1), and passes the batch's watermark to
+// Process and Finish. With a watermark:
 //
 //   - Process drops each window instance whose end <= watermark and counts it
 //     in numRowsDroppedByWatermark (a row of a sliding window can be dropped

@@ -465,9 +465,10 @@ type EventTimeStats struct {
 	Min, Max, Avg int64
 }
 
-// EventTime returns the event-time statistics of the current or last batch:
-// the engine reports them as progress eventTime and takes Max for the next
-// watermark. Zero for operators without a window.
+// EventTime returns the event-time statistics of the current or last batch,
+// as the operator saw them. The engine does not use them: it computes
+// progress eventTime and the next watermark from the rows it reads itself.
+// Zero for operators without a window.
 func (o *Operator) EventTime() EventTimeStats { return o.et.stats() }
 
 // eventTime accumulates EventTimeStats; the average is kept as a float sum

@@ -75,15 +75,16 @@
 // # offsets/<batchId>, version 2
 //
 //	v2
-//	{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{...},"sourceMetadataInfo":{"eth_live":{"sourceId":"eth_live","providerName":"ethrpc","apiVersion":"1"}},"controlBatchInfo":null,"tombstones":{"s3_backfill":{"removedInBatch":41,"lastOffset":{"logOffset":11}}}}
-//	eth_live:{"block":26087209}
-//	s3_backfill:-
+//	{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{...},"sourceMetadataInfo":{"eth_live":{"sourceId":"eth_live","providerName":"EthRPCSource","apiVersion":"1"}},"controlBatchInfo":null,"tombstones":{"s3_backfill":{"removedInBatch":41,"lastOffset":{"logOffset":11}}}}
+//	eth_live:{"block":26087209,"hash":"0x…"}
 //
 // Line 2 is required and holds the V1 fields plus:
 //   - sourceMetadataInfo: source key -> {sourceId, providerName, apiVersion}.
 //     Spark may leave it empty ({}) or missing: a source line without an
 //     entry is keyed by its line alone. An entry without a source line is
-//     damage (CHECKPOINT_CORRUPT);
+//     damage (CHECKPOINT_CORRUPT). ethstream writes one entry per source
+//     line; its providerName is the source's description up to its first
+//     "[", "(" or space (FileStreamSource, EthRPCSource);
 //   - controlBatchInfo: null for a data or no-data batch, or for a control batch
 //     {"operationType":"REPARTITION","operationInfo":{"from":"200","to":"8"}}
 //     (counts as decimal strings);

@@ -50,10 +50,13 @@
 // Operator.Finish, Sink.AddBatch(N), Operator.Commit(N), commits/N with
 // nextBatchWatermarkMs = max(batch watermark, max event time - delay),
 // Source.Commit(end), and the progress event (appended to
-// <ckpt>/progress.jsonl, then given to the listeners). A failure anywhere
-// aborts the operator's batch and leaves N pending; because the sink is
-// idempotent per (query id, N) and the operator re-runs from version N-1,
-// the next start's re-run neither loses nor doubles anything.
+// <ckpt>/progress.jsonl, then given to the listeners). The sink is written
+// before the state is committed. A failure anywhere aborts the operator's
+// batch and leaves N pending, and the next start re-runs N from state
+// version N-1 (the last committed batch): a crash after the sink write finds
+// N's txn in the table and writes nothing twice; a crash after the state
+// commit commits version N again under a new attempt. So the re-run neither
+// loses nor doubles anything.
 //
 // A no-data batch (no source moved) is planned only if
 // spark.sql.streaming.noDataMicroBatches.enabled, the watermark moved past
@@ -99,7 +102,8 @@
 // runs batches until none is planned (the final no-data batch included).
 // Once recovers, then runs at most one batch. ProcessingTime runs a batch per
 // interval, never overlapping, skipping idle triggers, until the context
-// ends or Query.MaxDataBatches data batches ran in this run. A cancelled
+// ends. Under any trigger the run also stops once Query.MaxDataBatches data
+// batches committed in it (0 = no limit). A cancelled
 // context between batches ends the run cleanly; inside a batch the batch is
 // abandoned and re-run by the next start.
 package engine

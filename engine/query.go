@@ -19,7 +19,7 @@ type NamedSource struct {
 	Source stream.Source
 }
 
-// Watermark defines event time: the column (a Timestamp block column) and the
+// Watermark defines event time: the column (of type Timestamp) and the
 // delay behind the maximum event time seen.
 type Watermark struct {
 	Column string

@@ -1,8 +1,11 @@
 // Package pipeline assembles the reference query of docs/contracts.md, Reference query from
 // command-line level settings: named sources given as NAME=FORMAT:URI, the
 // windowed count under a watermark, and the Delta MERGE sink. `ethstream run`,
-// `ethstream plan` and the demo all build their queries here, so the three can
-// never disagree about what the query is.
+// the demo and the bench build their queries here (a demo phase started as its
+// own process goes through Config.Args and `ethstream run`), so they agree on
+// what the query is. `ethstream plan` does not: it hands the engine only the
+// source names and the confs, so it neither parses source formats and options
+// nor builds the operator and the sink.
 package pipeline
 
 import (
@@ -105,7 +108,7 @@ func ParseConf(pairs []string) (map[string]string, error) {
 type Config struct {
 	Checkpoint string
 	Table      string
-	LocalDir   string // state cache; default <checkpoint>/../.ethstream-cache/<base>
+	LocalDir   string // state cache; default DefaultLocalDir(Checkpoint)
 	Sources    []SourceSpec
 	Conf       map[string]string
 	Trigger    engine.Trigger

@@ -19,7 +19,7 @@ type Field struct {
 // Schema is recorded in every version's metadata file and checked on Open: a
 // checkpoint written by one operator definition is never read by another.
 type Schema struct {
-	OperatorName string  `json:"operatorName"` // e.g. "aggregate"
+	OperatorName string  `json:"operatorName"` // e.g. "stateStoreSave"
 	Key          []Field `json:"key"`          // key fields in encoding order
 	Value        []Field `json:"value"`        // value fields in encoding order
 	Spec         string  `json:"spec"`         // free text the operator wants checked too

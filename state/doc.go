@@ -82,8 +82,8 @@
 //	 "dataRecords":2,"base":{"version":11,"attempt":0},"chainLength":2,
 //	 "chainBytes":611,"partitions":8,"rows":3154,"partitionRows":[...8 counts],
 //	 "partitionKeys":[{"min":"<base64 key>","max":"<base64 key>"},null,...8 entries],
-//	 "schema":{"operatorName":"aggregate","key":[{"name":"window_end","type":"timestamp"},...],
-//	           "value":[{"name":"count","type":"int64"}],"spec":"window=5m ..."}}
+//	 "schema":{"operatorName":"stateStoreSave","key":[{"name":"window_end","type":"timestamp"},...],
+//	           "value":[{"name":"count","type":"int64"}],"spec":"agg/v1 window=block_ts ..."}}
 //	crc32c:<8 lowercase hex digits of CRC-32C over the JSON line>
 //
 // (the JSON is on one line). base is null for a snapshot and for a delta on
@@ -107,8 +107,9 @@
 // it loaded) the store deletes: every version above the committed one (an
 // abandoned history), every attempt of a version other than its newest
 // metadata attempt, and every version older than the snapshot that starts
-// the chain of version (latest - Retain), Retain defaulting to 100
-// (spark.sql.streaming.minBatchesToRetain). Files needed by versions
+// the chain of version (latest - Retain), Retain defaulting to 100 (Spark's
+// default minBatchesToRetain; the engine does not pass its conf value, so a
+// query keeps 100 state versions whatever it sets). Files needed by versions
 // ≥ latest - Retain are always kept. Deletion runs newest first, metadata
 // before data, after the new version is published.
 //

@@ -117,6 +117,7 @@ func (b *Batch) Validate() error {
 	return nil
 }
 
-// ColSource is the literal column the engine adds to every input row: the
-// name of the source the row came from (Spark's lit(name) in a union by name).
+// ColSource is the literal column the engine adds to the input rows when the
+// query reads it: the name of the source the row came from (Spark's lit(name)
+// in a union by name).
 const ColSource = "source"

@@ -18,8 +18,9 @@ type OperatorEnv struct {
 	// LocalDir is a cache directory for local stores (Pebble); it may be empty
 	// or missing at any start, and the operator rebuilds it from StateDir.
 	LocalDir string
-	// Partitions is the state partition count in force (from the checkpoint,
-	// or spark.sql.shuffle.partitions for a new one).
+	// Partitions is the state partition count in force: the checkpoint's, or
+	// for a new checkpoint spark.sql.streaming.stateStore.partitions, else
+	// spark.sql.shuffle.partitions, else 200.
 	Partitions int
 	// Version is the last committed batch id whose state to load, -1 for none.
 	Version int64
@@ -57,9 +58,11 @@ type Operator interface {
 	// STATE_SCHEMA_MISMATCH error if the checkpoint's operator metadata
 	// (keys, aggregates, window) differs from this operator's.
 	Open(ctx context.Context, env OperatorEnv) error
-	// Process consumes one chunk of batch batchID's input. Rows whose event
-	// time is already behind watermarkMs (the batch's watermark, from the
-	// offset log) are dropped and counted.
+	// Process consumes one chunk of batch batchID's input. Input that
+	// watermarkMs (the batch's watermark, from the offset log) has already
+	// closed is dropped and counted: for a windowed aggregation, the window
+	// instances whose end is at or before it. A late row whose window is
+	// still open is kept.
 	Process(ctx context.Context, batchID, watermarkMs int64, in *Batch) error
 	// Finish ends the batch: it evicts state the watermark closed and returns
 	// the rows for the sink according to the output mode (may be empty).

@@ -36,7 +36,7 @@ type SourceEnv struct {
 	Logger    *slog.Logger
 }
 
-// Source is a named streaming input producing columnar block batches, in the
+// Source is a named streaming input producing columnar batches, in the
 // manner of Spark's MicroBatchStream with admission control. The engine calls
 // its methods from one goroutine at a time.
 type Source interface {

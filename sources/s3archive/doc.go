@@ -44,16 +44,19 @@
 // batchId n; a compact file holds every batchId 0..n and at least one equal to
 // n). Entries are in admission order: date partition, then URI.
 //
-// Every file is written to ".<name>.tmp", fsynced, closed, renamed to its
-// final name and the directory fsynced (all through stream.SourceEnv.FS).
-// Files are never overwritten or deleted. If log id n already exists when
-// LatestOffset is asked for the batch after n-1, the previous run admitted it
-// and crashed before the engine recorded the batch: the entry is re-used, so
-// LatestOffset is idempotent. Stale temp files are removed on Open. A missing
-// version line, a version other than v1 (a newer one is refused), a line that
-// is not a JSON object with path, timestamp and batchId, a wrong batchId, an
-// empty file, a gap in the ids or a foreign file name is a CHECKPOINT_CORRUPT
-// error naming the file; the source never resets its log.
+// Every file is published through the checkpoint's primitive
+// (checkpoint.Publish, through stream.SourceEnv.FS): written to
+// ".<name>.tmp", fsynced, closed, hard-linked to its final name (which fails
+// if the name exists, so two writers cannot both publish log id n), the temp
+// name removed and the directory fsynced. Files are never overwritten or
+// deleted. If log id n already exists when LatestOffset is asked for the
+// batch after n-1, the previous run admitted it and crashed before the engine
+// recorded the batch: the entry is re-used, so LatestOffset is idempotent.
+// Stale temp files are removed on Open. A missing version line, a version
+// other than v1 (a newer one is refused), a line that is not a JSON object
+// with path, timestamp and batchId, a wrong batchId, an empty file, a gap in
+// the ids or a foreign file name is a CHECKPOINT_CORRUPT error naming the
+// file; the source never resets its log.
 //
 // Open reads the latest compact file and the files after it (at most ten
 // files whatever the log's length) to rebuild the set of admitted files;
