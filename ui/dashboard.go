@@ -57,25 +57,25 @@ type Dashboard struct {
 
 	mu struct {
 		sync.Mutex
-		gen      int // bumped when the history restarts (a new checkpoint)
-		metaVer  int // bumped when Meta changes
-		wake     chan struct{}
-		closed   bool
-		query    Query
-		batches  []Batch
-		dropped  int // batches dropped from the front (MaxBatches)
-		runs     map[string]int
-		runPhase map[string]string
-		phase    string // demo phase running now
-		lastRun  string
-		last     *stream.Progress
-		log      OffsetLog
-		latest   *checkpoint.OffsetEntry
-		demo     *Demo
-		tail     tail
-		cache    map[int64]cachedEntry
-		ingested int // events read in the current generation
-		skipNote string
+		gen         int // bumped when the history restarts (a new checkpoint)
+		metaVer     int // bumped when Meta changes
+		wake        chan struct{}
+		closed      bool
+		query       Query
+		batches     []Batch
+		dropped     int // batches dropped from the front (MaxBatches)
+		runs        map[string]int
+		runPhase    map[string]string
+		phase       string // demo phase running now
+		lastRun     string
+		last        *stream.Progress
+		log         OffsetLog
+		latest      *checkpoint.OffsetEntry
+		demo        *Demo
+		tail        tail
+		cache       map[int64]cachedEntry
+		ingested    int // events read in the current generation
+		skipNote    string
 		demoStarted bool
 	}
 }

@@ -90,13 +90,13 @@ type Control struct {
 
 // Batch is one point of every chart: one progress event.
 type Batch struct {
-	BatchID   int64  `json:"batchId"`
-	RunID     string `json:"runId"`
-	Run       int    `json:"run"` // 1-based index of RunID among the runs seen
-	Restart   bool   `json:"restart"`
-	Phase     string `json:"phase,omitempty"`
-	Timestamp string `json:"timestamp"`
-	Kind      string `json:"kind"` // data | no-data | repartition
+	BatchID   int64    `json:"batchId"`
+	RunID     string   `json:"runId"`
+	Run       int      `json:"run"` // 1-based index of RunID among the runs seen
+	Restart   bool     `json:"restart"`
+	Phase     string   `json:"phase,omitempty"`
+	Timestamp string   `json:"timestamp"`
+	Kind      string   `json:"kind"` // data | no-data | repartition
 	Control   *Control `json:"control,omitempty"`
 
 	InputRows   int64            `json:"inputRows"`
