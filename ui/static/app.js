@@ -265,10 +265,30 @@ class Chart {
 
     const width = Math.max(280, Math.round(this.fig.clientWidth - 12) || 560);
     const narrow = width < 420;
-    const height = narrow ? 210 : 230;
-    const left = narrow ? 46 : 58, right = 10, top = 30, bottom = height - 34;
+    const height = narrow ? 220 : 240;
+    const left = narrow ? 46 : 58, right = 10, bottom = height - 34;
     const n = batches.length;
     const step = n ? (width - left - right) / n : 1;
+    // Markers: restarts at the left edge of a run's first batch, control
+    // batches through their middle. Labels are packed into as few rows as
+    // keep them apart; the plot starts below the last row.
+    const items = [];
+    batches.forEach((b, i) => {
+      if (b.restart) items.push({ kind: 'restart', b, x: left + i * step, label: '↻ ' + (b.phase || 'run ' + b.run) });
+      if (b.control) items.push({ kind: 'control', b, x: left + (i + 0.5) * step, label: '⟲ ' + b.control.operation + ' ' + b.control.from + '→' + b.control.to });
+    });
+    const rowEnds = [];
+    for (const it of items) {
+      const w = it.label.length * 6.4 + 6;
+      it.anchor = it.x + w > width - right ? 'end' : 'start';
+      it.x0 = it.anchor === 'end' ? it.x - w : it.x;
+      it.x1 = it.x0 + w;
+      let row = rowEnds.findIndex(end => end + 4 <= it.x0);
+      if (row < 0) { row = rowEnds.length; rowEnds.push(0); }
+      rowEnds[row] = it.x1;
+      it.row = row;
+    }
+    const top = 16 + 11 * Math.max(1, rowEnds.length);
     this.geom = { width, left, step };
     const root = this.plot;
     root.setAttribute('viewBox', `0 0 ${width} ${height}`);
@@ -356,26 +376,15 @@ class Chart {
     });
     root.append(marks);
 
-    // Markers: restarts at the left edge of a run's first batch, control
-    // batches through their middle, labels staggered so they never overlap.
     const markers = svg('g', { class: 'markers' });
-    let lastLabelX = -1e9, row = 0;
-    batches.forEach((b, i) => {
-      const items = [];
-      if (b.restart) items.push(['restart', left + i * step, (b.phase || 'run ' + b.run)]);
-      if (b.control) items.push(['control', xc(i), b.control.operation + ' ' + b.control.from + '→' + b.control.to]);
-      for (const [kind, x, label] of items) {
-        row = x - lastLabelX < 90 ? (row + 1) % 2 : 0;
-        lastLabelX = x;
-        const ly = 10 + row * 11;
-        const g = svg('g', { class: 'marker-' + kind, 'data-batch-id': b.batchId });
-        g.append(svg('title', { text: kind === 'control' ? 'control batch ' + b.batchId + ': ' + label : 'restart: run ' + b.run + ' starts at batch ' + b.batchId }));
-        g.append(svg('line', { x1: x, x2: x, y1: ly + 2, y2: bottom }));
-        const anchor = x + 8 + label.length * 6.3 > width - right ? 'end' : 'start';
-        g.append(svg('text', { x: anchor === 'end' ? x - 3 : x + 3, y: ly, 'text-anchor': anchor, text: (kind === 'control' ? '⟲ ' : '↻ ') + label }));
-        markers.append(g);
-      }
-    });
+    for (const it of items) {
+      const ly = 10 + it.row * 11;
+      const g = svg('g', { class: 'marker-' + it.kind, 'data-batch-id': it.b.batchId });
+      g.append(svg('title', { text: it.kind === 'control' ? 'control batch ' + it.b.batchId + ': ' + it.label.slice(2) : 'restart: run ' + it.b.run + ' starts at batch ' + it.b.batchId }));
+      g.append(svg('line', { x1: it.x, x2: it.x, y1: ly + 2, y2: bottom }));
+      g.append(svg('text', { x: it.anchor === 'end' ? it.x - 3 : it.x + 3, y: ly, 'text-anchor': it.anchor, text: it.label }));
+      markers.append(g);
+    }
     root.append(markers);
 
     this.cursorRect = svg('rect', { class: 'cursor', x: 0, y: top, width: 1, height: bottom - top, visibility: 'hidden', 'pointer-events': 'none' });
@@ -515,11 +524,12 @@ function render() {
     renderDemo(state.demo);
     const specs = chartSpecs(state.batches);
     const grid = document.getElementById('chart-grid');
+    // All figures first, so each measures its width in the final grid.
     specs.forEach((spec, i) => {
       if (!charts[i]) { charts[i] = new Chart(spec); grid.append(charts[i].fig); }
-      charts[i].render(spec, state.batches);
     });
-    setText('batch-count', state.batches.length + ' batches');
+    specs.forEach((spec, i) => charts[i].render(spec, state.batches));
+    setText('batch-count', '· ' + state.batches.length + ' progress events');
     renderSources(state.sources);
     renderLog(state.offsetLog);
     document.body.setAttribute('data-batches', String(state.batches.length));
@@ -549,5 +559,10 @@ function connect() {
   es.addEventListener('error', () => { if (es.readyState !== EventSource.CLOSED) setConn('reconnecting…', true); });
 }
 
-window.addEventListener('resize', () => render());
-document.addEventListener('DOMContentLoaded', connect);
+// Re-draw when the charts' width changes (window, zoom, phone rotation).
+let gridWidth = 0;
+new ResizeObserver(entries => {
+  const w = Math.round(entries[0].contentRect.width);
+  if (w !== gridWidth) { gridWidth = w; render(); }
+}).observe(document.getElementById('chart-grid'));
+connect();
