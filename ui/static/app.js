@@ -529,7 +529,7 @@ function render() {
       if (!charts[i]) { charts[i] = new Chart(spec); grid.append(charts[i].fig); }
     });
     specs.forEach((spec, i) => charts[i].render(spec, state.batches));
-    setText('batch-count', '· ' + state.batches.length + ' progress events');
+    setText('batch-count', '(' + state.batches.length + ')');
     renderSources(state.sources);
     renderLog(state.offsetLog);
     document.body.setAttribute('data-batches', String(state.batches.length));
