@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,7 +58,10 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "ethstream")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not on PATH: %v", err)
+	}
 	build := exec.Command(goTool, "build", "-o", bin, "github.com/ethstream/ethstream/cmd/ethstream")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build ethstream: %v\n%s", err, out)

@@ -28,7 +28,7 @@ phase as its own start on one checkpoint and one Delta table. It writes batches.
 sources.csv, verification.csv and the charts to the results directory, prints a summary,
 and exits 0 only if every verification holds.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			p, err := presetFromFlags(preset, days)
 			if err != nil {
 				return err
@@ -50,12 +50,13 @@ and exits 0 only if every verification holds.`,
 				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
 					return err
 				}
+				// After the verdict: --ui-wait keeps the dashboard up.
+				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
 				o.Observer = obs
 			}
 			rep, err := demo.Run(cmd.Context(), o)
 			if obs != nil {
 				obs.Finished(rep, err)
-				err = errors.Join(err, uf.finish(cmd, srv))
 			}
 			if err != nil {
 				return err

@@ -72,7 +72,7 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
     --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
     --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			logger := newLogger(cmd)
 			cfg, err := f.config(logger)
 			if err != nil {
@@ -105,13 +105,14 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
 					return err
 				}
+				// After the summary: --ui-wait keeps the dashboard up.
+				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
 				dash.Started("")
 				cfg.Listeners = append(cfg.Listeners, dash)
 			}
 			sum, err := pipeline.Run(cmd.Context(), cfg)
 			if dash != nil {
 				dash.Finished(err)
-				err = errors.Join(err, uf.finish(cmd, srv))
 			}
 			if err != nil {
 				return err
