@@ -26,7 +26,8 @@ const keepAlive = 15 * time.Second
 const CodeUIAddr = "UI_ADDRESS_UNAVAILABLE"
 
 // Server serves a Dashboard over HTTP. Close stops it: every event stream
-// gets the final state and an end event, then the listener closes.
+// gets the final state and an end event, then the listener closes. Safe for
+// concurrent use; Close may be called more than once.
 type Server struct {
 	d      *Dashboard
 	srv    *http.Server
