@@ -158,7 +158,7 @@ function chartSpecs(batches) {
     },
     {
       id: 'state', title: 'State rows', unit: 'keys', log: false, type: 'line', bands: true,
-      series: [{ label: 'state rows (keys)', color: OI.green, dash: '', shape: 'circle', get: b => b.stateRows }],
+      series: [{ label: 'state rows', color: OI.green, dash: '', shape: 'circle', get: b => b.stateRows }],
     },
     {
       id: 'memory', title: 'State memory', unit: 'MiB', log: false, type: 'line', bands: true,
@@ -205,7 +205,9 @@ class Chart {
     this.h = el('h3', { id: 'chart-' + spec.id + '-h' });
     this.legend = el('ul', { class: 'legend', 'aria-label': 'Legend' });
     this.plot = svg('svg', { class: 'plot', tabindex: '0', role: 'img', 'aria-labelledby': 'chart-' + spec.id + '-h', 'aria-describedby': 'chart-' + spec.id + '-r' });
-    this.readout = el('p', { class: 'readout', id: 'chart-' + spec.id + '-r', 'aria-live': 'polite' });
+    // Not a live region until the user reads batch by batch: live updates
+    // of six charts must not be announced on every batch.
+    this.readout = el('p', { class: 'readout', id: 'chart-' + spec.id + '-r', 'aria-live': 'off' });
     this.details = el('details', {}, el('summary', { text: 'Values as a table' }));
     this.tableWrap = el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Values' });
     this.details.append(this.tableWrap);
@@ -214,6 +216,7 @@ class Chart {
     this.plot.addEventListener('keydown', e => this.key(e));
     this.plot.addEventListener('mousemove', e => this.hover(e));
     this.plot.addEventListener('focus', () => { if (this.cursor < 0 && this.batches && this.batches.length) this.setCursor(this.batches.length - 1); });
+    this.plot.addEventListener('blur', () => this.readout.setAttribute('aria-live', 'off'));
   }
 
   key(e) {
@@ -226,6 +229,7 @@ class Chart {
     else if (e.key === 'End') c = n - 1;
     else return;
     e.preventDefault();
+    this.readout.setAttribute('aria-live', 'polite');
     this.setCursor(c);
   }
 
@@ -245,7 +249,11 @@ class Chart {
       this.cursorRect.setAttribute('width', Math.max(1, g.step));
       this.cursorRect.setAttribute('visibility', 'visible');
     }
-    this.readout.textContent = readoutText(this.spec, this.batches[i]);
+    this.say(readoutText(this.spec, this.batches[i]));
+  }
+
+  say(text) {
+    if (this.readout.textContent !== text) this.readout.textContent = text;
   }
 
   render(spec, batches) {
@@ -391,8 +399,8 @@ class Chart {
     root.append(this.cursorRect);
     if (this.cursor >= n) this.cursor = -1;
     if (this.cursor >= 0) this.setCursor(this.cursor);
-    else if (n) this.readout.textContent = 'Latest: ' + readoutText(spec, batches[n - 1]);
-    else this.readout.textContent = 'No batch yet.';
+    else if (n) this.say('Latest: ' + readoutText(spec, batches[n - 1]));
+    else this.say('No batch yet.');
     root.setAttribute('aria-label', spec.title + ', ' + n + ' batches');
     if (this.details.open) this.renderTable();
   }
