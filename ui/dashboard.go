@@ -77,6 +77,7 @@ type Dashboard struct {
 		ingested    int // events read in the current generation
 		skipNote    string
 		demoStarted bool
+		synced      bool // the first read is done: later events are new
 	}
 }
 
@@ -229,6 +230,7 @@ func (d *Dashboard) Sync() error {
 	}
 	perr := d.syncProgressLocked()
 	lerr := d.syncLogLocked()
+	d.mu.synced = true
 	return errors.Join(perr, lerr)
 }
 
@@ -343,7 +345,7 @@ func (d *Dashboard) ingestLocked(p *stream.Progress) {
 	if b.Partitions > 0 {
 		q.StatePartitions = int(b.Partitions)
 	}
-	if d.o.Mode == ModeUI && d.mu.tail.off > 0 && d.mu.query.Status.State != StatusActive {
+	if d.o.Mode == ModeUI && d.mu.synced && d.mu.query.Status.State != StatusActive {
 		// New events after the first read: the query is running elsewhere.
 		q.Status = Status{State: StatusActive, Since: d.now(), Message: "batches are arriving from another process"}
 	}

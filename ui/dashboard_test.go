@@ -117,8 +117,8 @@ func TestSyncTailsProgressLineByLine(t *testing.T) {
 	if len(s.Batches) != 2 {
 		t.Fatalf("after a torn third line: %d batches, want 2", len(s.Batches))
 	}
-	if s.Query.Status.State != StatusStopped {
-		t.Fatalf("ui mode before new events: status %q", s.Query.Status.State)
+	if s.Query.Status.State != StatusActive {
+		t.Errorf("ui mode after events that came after the first read: status %q, want active", s.Query.Status.State)
 	}
 	appendRaw(t, fs, path, all[cut:])
 	if err := d.Sync(); err != nil {
@@ -128,8 +128,11 @@ func TestSyncTailsProgressLineByLine(t *testing.T) {
 	if len(s.Batches) != 3 {
 		t.Fatalf("%d batches, want 3", len(s.Batches))
 	}
-	if s.Query.Status.State != StatusActive {
-		t.Errorf("ui mode after new events: status %q, want active", s.Query.Status.State)
+	// A dashboard opened on the finished history says stopped.
+	late := New(Options{Checkpoint: ckpt, FS: fs, Mode: ModeUI})
+	late.Sync()
+	if st := late.Snapshot(); st.Query.Status.State != StatusStopped || len(st.Batches) != 3 {
+		t.Errorf("ui mode on a history: status %q, %d batches", st.Query.Status.State, len(st.Batches))
 	}
 	for i, b := range s.Batches {
 		ev := evs[i]
