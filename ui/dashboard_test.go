@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -386,6 +387,15 @@ func TestDemoObserver(t *testing.T) {
 	if st := d.Snapshot().Query.Status; st.State != StatusFailed || st.Code != errcode.TombstoneNameReuse {
 		t.Errorf("status after the refused start: %+v", st)
 	}
+	// A phase on its own checkpoint: its starts show on its card only.
+	before := d.Snapshot().Query
+	for i := 1; i <= 2; i++ {
+		obs.PhaseStarted(demo.PhaseResult{Name: demo.PhaseLiveReorgs + "#" + strconv.Itoa(i), Trigger: "reorgs"})
+		obs.PhaseEnded(demo.PhaseResult{Name: demo.PhaseLiveReorgs + "#" + strconv.Itoa(i), Duration: time.Second})
+	}
+	if q := d.Snapshot().Query; q.Status != before.Status || q.Trigger != before.Trigger {
+		t.Errorf("a phase on its own checkpoint changed the header: %+v -> %+v", before, q)
+	}
 	obs.Checked([]demo.Check{{Name: "5. refused", Expected: "x", Actual: "x", Pass: true}})
 	obs.Checked([]demo.Check{{Name: "1. ids", Expected: "a", Actual: "b"}, {Name: "5. refused", Expected: "x", Actual: "x", Pass: true},
 		{Name: "9. figure", Actual: "3", Figure: true}})
@@ -403,6 +413,12 @@ func TestDemoObserver(t *testing.T) {
 	}
 	if p := ph[demo.PhaseReuseRefused]; p.State != PhaseRefused || p.Code != errcode.TombstoneNameReuse || p.FirstBatch != nil {
 		t.Errorf("reuse_refused %+v", p)
+	}
+	if p := ph[demo.PhaseLiveReorgs]; p.State != PhaseDone || p.Starts != 2 || p.DurationMs != 2000 || !p.OwnCheckpoint || p.FirstBatch != nil {
+		t.Errorf("live_reorgs %+v", p)
+	}
+	if len(s.Demo.Phases) != 6 {
+		t.Errorf("%d phase cards, want 6", len(s.Demo.Phases))
 	}
 	if p := ph[demo.PhaseShrinkState]; p.State != PhasePending {
 		t.Errorf("shrink_state %+v", p)

@@ -1,12 +1,28 @@
 package ui
 
 import (
+	"strings"
+
 	"github.com/ethstream/ethstream/demo"
 	"github.com/ethstream/ethstream/errcode"
 )
 
 // demoPhases are the demo's phases in the order it runs them.
-var demoPhases = []string{demo.PhaseBackfill, demo.PhaseAddLive, demo.PhaseRetireArchive, demo.PhaseReuseRefused, demo.PhaseShrinkState}
+var demoPhases = []string{demo.PhaseBackfill, demo.PhaseAddLive, demo.PhaseRetireArchive, demo.PhaseReuseRefused, demo.PhaseShrinkState,
+	demo.PhaseLiveReorgs}
+
+// ownCheckpoint is the phase that runs on a checkpoint of its own: its starts
+// ("live_reorgs#1", ...) are shown on its card, never in the header or the
+// charts of the lifecycle's checkpoint.
+const ownCheckpoint = demo.PhaseLiveReorgs
+
+// baseName is a phase's name without the start number of a multi-start phase.
+func baseName(name string) string {
+	if i := strings.IndexByte(name, '#'); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
 
 // DemoObserver shows a demo's lifecycle on a dashboard: it is the
 // demo.Observer of `ethstream demo --ui-addr`. Safe for concurrent use.
@@ -20,7 +36,7 @@ func NewDemo(checkpoint string) (*Dashboard, *DemoObserver) {
 	d := New(Options{Checkpoint: checkpoint, Mode: ModeDemo})
 	dm := &Demo{Phases: []Phase{}, Checks: []Check{}}
 	for _, name := range demoPhases {
-		dm.Phases = append(dm.Phases, Phase{Name: name, State: PhasePending, Sources: []string{}})
+		dm.Phases = append(dm.Phases, Phase{Name: name, State: PhasePending, Sources: []string{}, OwnCheckpoint: name == ownCheckpoint})
 	}
 	d.mu.demo = dm
 	return d, &DemoObserver{d: d}
@@ -45,12 +61,18 @@ func (o *DemoObserver) PhaseStarted(p demo.PhaseResult) {
 		d.mu.demoStarted = true
 		d.resetLocked()
 	}
-	d.mu.phase = p.Name
-	ph := o.phase(p.Name)
-	ph.State, ph.Trigger, ph.StartedAt = PhaseRunning, p.Trigger, d.now()
+	ph := o.phase(baseName(p.Name))
+	if ph.State != PhaseRunning || ph.StartedAt == "" {
+		ph.StartedAt = d.now()
+	}
+	ph.State, ph.Trigger = PhaseRunning, p.Trigger
 	ph.Sources = append([]string{}, p.Sources...)
-	d.mu.query.Trigger = p.Trigger
-	d.mu.query.Status = Status{State: StatusActive, Since: d.now()}
+	ph.Starts++
+	if !ph.OwnCheckpoint {
+		d.mu.phase = p.Name
+		d.mu.query.Trigger = p.Trigger
+		d.mu.query.Status = Status{State: StatusActive, Since: d.now()}
+	}
 	d.changedLocked()
 	d.mu.Unlock()
 }
@@ -62,8 +84,8 @@ func (o *DemoObserver) PhaseEnded(p demo.PhaseResult) {
 	d.Sync()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ph := o.phase(p.Name)
-	ph.DurationMs = p.Duration.Milliseconds()
+	ph := o.phase(baseName(p.Name))
+	ph.DurationMs += p.Duration.Milliseconds()
 	ph.State = PhaseDone
 	if p.Err != nil {
 		ph.State = PhaseFailed
@@ -73,8 +95,10 @@ func (o *DemoObserver) PhaseEnded(p demo.PhaseResult) {
 		ph.Code = errcode.Code(p.Err)
 		ph.Message = p.Err.Error()
 	}
-	d.mu.phase = ""
-	d.mu.query.Status = StatusOf(p.Err, d.o.Now())
+	if !ph.OwnCheckpoint {
+		d.mu.phase = ""
+		d.mu.query.Status = StatusOf(p.Err, d.o.Now())
+	}
 	d.changedLocked()
 }
 

@@ -205,6 +205,11 @@ type Phase struct {
 	LastBatch  *int64   `json:"lastBatch"`
 	Code       string   `json:"code,omitempty"`
 	Message    string   `json:"message,omitempty"`
+	// Starts is how many times the phase started the query (live_reorgs: 3).
+	Starts int `json:"starts"`
+	// OwnCheckpoint: the phase runs on a checkpoint of its own, so its
+	// batches are not in this dashboard's charts.
+	OwnCheckpoint bool `json:"ownCheckpoint"`
 }
 
 // Check is one verification line.

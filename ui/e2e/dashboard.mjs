@@ -52,7 +52,7 @@ try {
   // Live: the page shows phases as they run. Wait for the shrink to finish
   // and for the final verification lines.
   await page.waitForSelector('#phases li[data-phase="shrink_state"][data-state="done"]', { timeout: timeoutMs });
-  await page.waitForSelector('#demo-result.passed', { timeout: 60000 });
+  await page.waitForSelector('#demo-result.passed', { timeout: timeoutMs });
   await page.waitForTimeout(300); // one more frame after the last event
 
   const seen = await page.evaluate(() => {
@@ -104,6 +104,8 @@ try {
     check(ran[i].first === ran[i - 1].last + 1, `${ran[i].name} continues at batch ${ran[i - 1].last + 1}`, ran[i]);
   }
   check(ran.length > 0 && ran[ran.length - 1].last === n - 1, 'the phases cover every batch', ran);
+  const reorgs = seen.phases.find(p => p.name === 'live_reorgs');
+  check(reorgs && reorgs.state === 'done' && reorgs.first === null, 'live_reorgs (own checkpoint) done, none of its batches charted here', reorgs);
   const refused = seen.phases.find(p => p.name === 'reuse_refused');
   check(refused && refused.state === 'refused' && refused.code === 'STREAMING_QUERY_EVOLUTION_ERROR.TOMBSTONE_SOURCE_NAME_REUSE',
     'reuse_refused shows its error code', refused);

@@ -456,7 +456,13 @@ function renderDemo(dm) {
     const li = el('li', { class: 'phase', 'data-phase': p.name, 'data-state': p.state,
       'data-first-batch': p.firstBatch, 'data-last-batch': p.lastBatch, 'aria-current': p.state === 'running' ? 'step' : null });
     li.append(el('div', {}, el('span', { class: 'ph-name', text: (i + 1) + '. ' + p.name }), el('span', { class: 'ph-state', text: labels[p.state] || p.state })));
-    if (p.state !== 'pending' && p.state !== 'refused' && p.state !== 'failed') li.append(el('p', { class: 'ph-batches', text: range(p.firstBatch, p.lastBatch) + (p.durationMs ? ' · ' + (p.durationMs / 1000).toFixed(2) + ' s' : '') }));
+    const secs = p.durationMs ? ' · ' + (p.durationMs / 1000).toFixed(2) + ' s' : '';
+    if (p.ownCheckpoint) {
+      if (p.state !== 'pending') li.append(el('p', { class: 'ph-batches', text: p.starts + (p.starts === 1 ? ' start' : ' starts') + secs }));
+      li.append(el('p', { class: 'muted', text: 'on a checkpoint and table of its own: not in the charts below' }));
+    } else if (p.state !== 'pending' && p.state !== 'refused' && p.state !== 'failed') {
+      li.append(el('p', { class: 'ph-batches', text: range(p.firstBatch, p.lastBatch) + secs }));
+    }
     if (p.code) li.append(el('p', {}, el('code', { class: 'ph-code', text: p.code })));
     if (p.sources && p.sources.length) li.append(el('p', { class: 'muted', text: 'sources: ' + p.sources.join(', ') }));
     if (p.trigger) li.append(el('p', { class: 'muted', text: 'trigger: ' + p.trigger }));
