@@ -59,7 +59,28 @@ type Options struct {
 	// live_reorgs (reorgs.go): data batches per following start (default 24)
 	// and the deepest reorganisation the node makes (default 8).
 	ReorgBatches, ReorgMaxDepth int
+	// Observer, if set, is told of each phase and verification line as the
+	// demo reaches it (the live dashboard of `demo --ui-addr`).
+	Observer Observer
 }
+
+// Observer follows a demo as it runs. Calls come from the demo's goroutine,
+// in order; a slow observer delays the demo.
+type Observer interface {
+	// PhaseStarted: Name, Sources, Conf and Trigger are set.
+	PhaseStarted(p PhaseResult)
+	// PhaseEnded: every field is set; Err is the start's error, if any.
+	PhaseEnded(p PhaseResult)
+	// Checked receives verification lines once decided; the final report
+	// repeats the lines decided between phases.
+	Checked(checks []Check)
+}
+
+type noObserver struct{}
+
+func (noObserver) PhaseStarted(PhaseResult) {}
+func (noObserver) PhaseEnded(PhaseResult)   {}
+func (noObserver) Checked([]Check)          {}
 
 func (o *Options) defaults() {
 	if o.Seed == 0 {
@@ -73,6 +94,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
 	}
 	if o.AddLiveBatches == 0 {
 		o.AddLiveBatches = 16
@@ -192,6 +216,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			Logger:       o.Logger.With("phase", name),
 			ProgressFile: filepath.Join(progressDir, name+".jsonl"),
 		}
+		res := PhaseResult{Name: name, Conf: conf, Trigger: trigString(trig, maxBatches), Progress: cfg.ProgressFile}
+		for _, s := range sources {
+			res.Sources = append(res.Sources, s.Name)
+		}
+		o.Observer.PhaseStarted(res)
 		t0 := time.Now()
 		fmt.Fprintf(o.Out, "==> %-15s %s\n", name, strings.Join(cfg.Args(), " "))
 		err := o.Runner.RunPhase(ctx, name, cfg)
@@ -200,11 +229,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		} else {
 			fmt.Fprintf(o.Out, "    %s done in %s\n", name, time.Since(t0).Round(time.Millisecond))
 		}
-		res := PhaseResult{Name: name, Conf: conf, Trigger: trigString(trig, maxBatches), Err: err,
-			Duration: time.Since(t0), Progress: cfg.ProgressFile}
-		for _, s := range sources {
-			res.Sources = append(res.Sources, s.Name)
-		}
+		res.Err, res.Duration = err, time.Since(t0)
+		o.Observer.PhaseEnded(res)
 		return res
 	}
 	v := newVerifier(o, env)
@@ -230,6 +256,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := v.afterRetire(ctx); err != nil {
 		return rep, err
 	}
+	o.Observer.Checked(v.retireChecks)
 	// 4. Re-adding the retired name must be refused, leaving the checkpoint untouched.
 	before, err := TreeHash(env.Checkpoint)
 	if err != nil {
@@ -242,6 +269,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, err
 	}
 	v.refused(r.Err, before, after)
+	o.Observer.Checked(v.refusal)
 	// 5. Shrink the state.
 	shrinkConf := clone(baseConf)
 	shrinkConf["spark.sql.streaming.stateStore.partitions"] = strconv.Itoa(o.ShrinkTo)
@@ -279,9 +307,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	o.Observer.Checked(rep.Checks)
 	// 6. Follow the head through reorgs (own checkpoint and table).
 	rp, rc, reorgBatches, err := runLiveReorgs(ctx, o, env)
 	rep.Phases, rep.Checks = append(rep.Phases, rp...), append(rep.Checks, rc...)
+	o.Observer.Checked(rc)
 	if err != nil {
 		return rep, err
 	}
@@ -328,7 +358,7 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 	o.defaults()
 	env := &Env{
 		ArchiveRoot: filepath.Join(o.WorkDir, "s3", Bucket),
-		Checkpoint:  filepath.Join(o.WorkDir, "checkpoint"),
+		Checkpoint:  CheckpointDir(o.WorkDir),
 		Table:       filepath.Join(o.WorkDir, "table"),
 	}
 	m, err := chain.ReadManifest(env.ArchiveRoot)
@@ -361,6 +391,9 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 	}
 	return env, nil
 }
+
+// CheckpointDir is the checkpoint of the demo run in workDir.
+func CheckpointDir(workDir string) string { return filepath.Join(workDir, "checkpoint") }
 
 // ArchiveSource is the s3_backfill source reading the archive through the
 // embedded S3 endpoint, as it would read the public bucket.

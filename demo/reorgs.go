@@ -110,6 +110,8 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 		files = append(files, cfg.ProgressFile)
 		name := fmt.Sprintf("%s#%d", PhaseLiveReorgs, start)
 		phaseFiles = append(phaseFiles, engine.PhaseFile{Phase: name, Path: cfg.ProgressFile})
+		o.Observer.PhaseStarted(PhaseResult{Name: name, Sources: []string{LiveSource}, Conf: cfg.Conf,
+			Trigger: trigString(cfg.Trigger, cfg.MaxBatches), Progress: cfg.ProgressFile})
 		fmt.Fprintf(o.Out, "==> %-15s %s\n", PhaseLiveReorgs, strings.Join(cfg.Args(), " "))
 		t0 := time.Now()
 		dctx, stop := context.WithCancel(ctx)
@@ -126,6 +128,7 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 		res := PhaseResult{Name: name, Sources: []string{LiveSource}, Conf: cfg.Conf,
 			Trigger: trigString(cfg.Trigger, cfg.MaxBatches), Err: err, Duration: time.Since(t0), Progress: cfg.ProgressFile}
 		results = append(results, res)
+		o.Observer.PhaseEnded(res)
 		if err != nil {
 			fmt.Fprintf(o.Out, "    %s: %v\n", PhaseLiveReorgs, err)
 			return results, nil, nil, fmt.Errorf("phase %s: %w", name, err)

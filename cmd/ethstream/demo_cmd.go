@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/demo"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ui"
 	"github.com/spf13/cobra"
 )
 
@@ -16,6 +18,7 @@ func newDemoCmd() *cobra.Command {
 	var days int
 	var seed int64
 	var inProcess bool
+	var uf uiFlags
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole lifecycle offline: backfill, add live, retire the archive, refused reuse, shrink the state, proof",
@@ -25,7 +28,7 @@ phase as its own start on one checkpoint and one Delta table. It writes batches.
 sources.csv, verification.csv and the charts to the results directory, prints a summary,
 and exits 0 only if every verification holds.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			p, err := presetFromFlags(preset, days)
 			if err != nil {
 				return err
@@ -39,7 +42,22 @@ and exits 0 only if every verification holds.`,
 				}
 				o.Runner = demo.Exec{Binary: exe, LogDir: filepath.Join(workdir, "logs")}
 			}
+			var srv *ui.Server
+			var obs *ui.DemoObserver
+			if uf.addr != "" {
+				var dash *ui.Dashboard
+				dash, obs = ui.NewDemo(demo.CheckpointDir(workdir))
+				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				// After the verdict: --ui-wait keeps the dashboard up.
+				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
+				o.Observer = obs
+			}
 			rep, err := demo.Run(cmd.Context(), o)
+			if obs != nil {
+				obs.Finished(rep, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -58,6 +76,7 @@ and exits 0 only if every verification holds.`,
 	c.Flags().IntVar(&days, "days", 0, "reduced scale: the last N days instead of the preset")
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().BoolVar(&inProcess, "in-process", false, "run phases inside this process instead of restarting the binary for each")
+	uf.register(c)
 	return c
 }
 

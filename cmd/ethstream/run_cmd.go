@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/stream"
+	"github.com/ethstream/ethstream/ui"
 	"github.com/spf13/cobra"
 )
 
@@ -57,6 +59,7 @@ func (f *queryFlags) config(logger *slog.Logger) (pipeline.Config, error) {
 
 func newRunCmd() *cobra.Command {
 	var f queryFlags
+	var uf uiFlags
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run the reference query (docs/contracts.md, Reference query) on a checkpoint and a Delta table",
@@ -69,7 +72,7 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
     --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
     --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			logger := newLogger(cmd)
 			cfg, err := f.config(logger)
 			if err != nil {
@@ -95,7 +98,22 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 						"ms", p.DurationMs[stream.DurTriggerExecution], "watermark", p.EventTime["watermark"])
 				}))
 			}
+			var dash *ui.Dashboard
+			var srv *ui.Server
+			if uf.addr != "" {
+				dash = ui.New(ui.Options{Checkpoint: cfg.Checkpoint, Mode: ui.ModeRun, Trigger: pipeline.TriggerString(cfg.Trigger)})
+				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				// After the summary: --ui-wait keeps the dashboard up.
+				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
+				dash.Started("")
+				cfg.Listeners = append(cfg.Listeners, dash)
+			}
 			sum, err := pipeline.Run(cmd.Context(), cfg)
+			if dash != nil {
+				dash.Finished(err)
+			}
 			if err != nil {
 				return err
 			}
@@ -107,6 +125,7 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 	}
 	f.register(c)
 	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464)")
+	uf.register(c)
 	return c
 }
 
