@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,6 +147,11 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 	if err := os.MkdirAll(flat, 0o755); err != nil {
 		return results, nil, nil, fmt.Errorf("create %s: %w", flat, err)
 	}
+	// A start that ran no batch wrote no progress file (see readEvents).
+	phaseFiles = slices.DeleteFunc(phaseFiles, func(f engine.PhaseFile) bool {
+		_, err := os.Stat(f.Path)
+		return errors.Is(err, fs.ErrNotExist)
+	})
 	if err := engine.FlattenProgress(vfs.Default, flat, phaseFiles); err != nil {
 		return results, nil, nil, err
 	}
@@ -232,6 +240,12 @@ func lastEnd(path string) (uint64, bool) {
 func readEvents(files []string) (events [][]stream.Progress, err error) {
 	for _, f := range files {
 		fh, err := os.Open(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A start that ran no batch (the chain did not move while it
+			// polled) appends no event, so its file never appears.
+			events = append(events, nil)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", f, err)
 		}
