@@ -45,10 +45,11 @@
 // n). Entries are in admission order: date partition, then URI.
 //
 // Every file is published through the checkpoint's primitive
-// (checkpoint.Publish, through stream.SourceEnv.FS): written to
-// ".<name>.tmp", fsynced, closed, hard-linked to its final name (which fails
-// if the name exists, so two writers cannot both publish log id n), the temp
-// name removed and the directory fsynced. Files are never overwritten or
+// (checkpoint.Publish: package durable, NoOverwrite, through
+// stream.SourceEnv.FS): written to ".<name>.<hex>.tmp", fsynced, closed,
+// hard-linked to its final name (which fails if the name exists, so two
+// writers cannot both publish log id n), the temp name removed and the
+// directory fsynced. Files are never overwritten or
 // deleted. If log id n already exists when LatestOffset is asked for the
 // batch after n-1, the previous run admitted it and crashed before the engine
 // recorded the batch: the entry is re-used, so LatestOffset is idempotent.
