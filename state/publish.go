@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,111 +9,35 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 )
 
+// tmpSuffix ends every temp file name: durable's ".<name>.<hex>.tmp" and
+// the "<name>.tmp" of earlier versions, both deleted by Open.
 const tmpSuffix = ".tmp"
 
-// publishFile writes dir/name crash-safely: write dir/name.tmp, fsync, close,
-// rename to name (a name never published before), fsync dir. On error the
+// publishFile writes dir/name crash-safely through durable (Replace: temp
+// file, fsync, close, rename to name, fsync dir); name is never published
+// before (attempt numbers), so the rename replaces nothing. On error the
 // temp file is removed if possible; the caller remembers the temp path
-// (returned) to retry the removal later. It returns the published size.
+// (returned) to retry the removal later. If only the directory fsync
+// failed, the rename may or may not survive a crash: the caller treats the
+// version as not committed and retries under a new attempt. It returns the
+// published size.
 func publishFile(fs vfs.FS, dir, name string, write func(w io.Writer) error) (size int64, tmp string, err error) {
-	final := fs.PathJoin(dir, name)
-	tmp = final + tmpSuffix
-	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return 0, tmp, fmt.Errorf("create %s: %w", tmp, err)
-	}
-	fail := func(err error) (int64, string, error) {
-		if f != nil {
-			_ = f.Close()
-		}
-		if rmErr := fs.Remove(tmp); rmErr == nil || errors.Is(rmErr, os.ErrNotExist) {
-			tmp = ""
-		}
-		return 0, tmp, err
-	}
-	cw := &countingWriter{w: f}
-	bw := bufio.NewWriterSize(cw, 256<<10)
-	if err := write(bw); err != nil {
-		return fail(fmt.Errorf("write %s: %w", tmp, err))
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(fmt.Errorf("write %s: %w", tmp, err))
-	}
-	if err := f.Sync(); err != nil {
-		return fail(fmt.Errorf("sync %s: %w", tmp, err))
-	}
-	err = f.Close()
-	f = nil
-	if err != nil {
-		return fail(fmt.Errorf("close %s: %w", tmp, err))
-	}
-	if err := fs.Rename(tmp, final); err != nil {
-		return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, err))
-	}
-	tmp = ""
-	if err := syncDir(fs, dir); err != nil {
-		// The rename may or may not survive a crash; the caller treats the
-		// version as not committed and retries under a new attempt.
-		return 0, "", err
-	}
-	return cw.n, "", nil
+	res, err := durable.Local{FS: fs}.Publish(dir, name, durable.Options{Mode: durable.Replace}, write)
+	return res.Size, res.Temp, err
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	if err := d.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("sync dir %s: %w", dir, err), d.Close())
-	}
-	if err := d.Close(); err != nil {
-		return fmt.Errorf("close dir %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(fs vfs.FS, dir string) error { return durable.SyncDir(fs, dir) }
 
 // ensureDir creates dir and makes its entry durable: the parent of every
 // directory that did not exist is fsynced, or a crash could lose the whole
 // state directory with every version published in it.
 func ensureDir(fs vfs.FS, dir string) error {
-	var created []string
-	for d := dir; ; {
-		if _, err := fs.Stat(d); err == nil {
-			break
-		}
-		created = append(created, d)
-		parent := fs.PathDir(d)
-		if parent == d || parent == "" || parent == "." {
-			break
-		}
-		d = parent
-	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	if err := durable.EnsureDir(fs, dir); err != nil {
 		return fmt.Errorf("create state dir %s: %w", dir, err)
-	}
-	for _, d := range created {
-		parent := fs.PathDir(d)
-		if parent == "" {
-			parent = "."
-		}
-		if err := syncDir(fs, parent); err != nil {
-			return err
-		}
 	}
 	return nil
 }
