@@ -153,7 +153,7 @@
 // StartS3 serves a directory with gofakes3: bucket = top-level folder,
 // path-style requests, ListObjectsV2 (prefix, delimiter, MaxKeys,
 // continuation tokens), GET with ranges (the file is seeked, only the range
-// is read), HEAD, PUT (temp file + rename; If-None-Match: * is honoured),
+// is read), HEAD, PUT (durable publish: rename, or link(2) for If-None-Match: *),
 // DELETE. ETags derive from size, mtime and key rather than an MD5 of the
 // content. Faults: a seeded fraction of requests answered 503 SlowDown or
 // 500 InternalError.
