@@ -3,9 +3,9 @@ package delta
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -189,14 +189,14 @@ func (s *Snapshot) writeCheckpoint(now time.Time) error {
 		return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
 	}
 	path := s.table.checkpointPath(s.Version)
-	if err := replaceFileSync(path, buf.Bytes()); err != nil {
+	if err := s.table.replaceFile(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("write checkpoint %s: %w", path, err)
 	}
 	adds := int64(len(s.files))
 	lc := lastCheckpoint{Version: s.Version, Size: int64(len(rows)), SizeInBytes: ptr(int64(buf.Len())), NumOfAddFiles: &adds}
 	js, _ := json.Marshal(lc)
-	lp := filepath.Join(s.table.logDir, "_last_checkpoint")
-	if err := replaceFileSync(lp, js); err != nil {
+	lp := s.table.fs.PathJoin(s.table.logDir, "_last_checkpoint")
+	if err := s.table.replaceFile(lp, js); err != nil {
 		return fmt.Errorf("write %s: %w", lp, err)
 	}
 	return nil
@@ -205,10 +205,10 @@ func (s *Snapshot) writeCheckpoint(now time.Time) error {
 // readLastCheckpoint returns the pointer, or ok=false if it is absent.
 func (t *Table) readLastCheckpoint() (lastCheckpoint, bool, error) {
 	var lc lastCheckpoint
-	p := filepath.Join(t.logDir, "_last_checkpoint")
-	data, err := os.ReadFile(p)
+	p := t.fs.PathJoin(t.logDir, "_last_checkpoint")
+	data, err := t.readFile(p)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, os.ErrNotExist) {
 			return lc, false, nil
 		}
 		return lc, false, err
