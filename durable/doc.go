@@ -50,7 +50,9 @@
 // is removed; if that removal fails the publish still succeeds (the file is
 // published) and Result.Temp names the leftover for a later removal. On a
 // failed publish the temp file is removed when possible; Result.Temp names it
-// when it could not be.
+// when it could not be. An error with Result.Visible set means the name was
+// published but the directory fsync failed: readers may see the file, it is
+// only not known to survive a crash.
 //
 // # Directories
 //

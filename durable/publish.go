@@ -52,6 +52,11 @@ type Result struct {
 	// Temp is the path of a temp file this call could not remove, "" if
 	// none. The caller may retry the removal; RemoveTemps finds it anyway.
 	Temp string
+	// Visible is true once the name was published (linked or renamed),
+	// even when Publish then failed to fsync the directory: readers may
+	// already see the file, so a caller must not undo what it depends on
+	// (it is only not known to survive a crash).
+	Visible bool
 }
 
 // Publisher publishes whole files crash-safely (package doc). Local is the
@@ -123,6 +128,7 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 		if err := fs.Rename(tmp, final); err != nil {
 			return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, err))
 		}
+		res.Visible = true
 	default:
 		if err := fs.Link(tmp, final); err != nil {
 			if errors.Is(err, os.ErrExist) {
@@ -130,6 +136,7 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 			}
 			return fail(fmt.Errorf("publish %s: %w", final, err))
 		}
+		res.Visible = true
 		// The name is published: a temp name that stays is garbage for
 		// RemoveTemps, not a failure.
 		if rmErr := fs.Remove(tmp); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
@@ -139,7 +146,7 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 	if !o.NoDirSync {
 		if err := SyncDir(fs, dir); err != nil {
 			// The name may or may not survive a crash: not durable.
-			return Result{Temp: res.Temp}, err
+			return Result{Temp: res.Temp, Visible: true}, err
 		}
 	}
 	res.Size = size

@@ -22,6 +22,12 @@ func engineInfo() string { return "ethstream/" + EngineVersion }
 // errVersionTaken means another writer committed the version first.
 var errVersionTaken = errors.New("delta: commit version already exists")
 
+// errCommitUncertain means the commit was linked into the log but the log
+// directory fsync failed: readers see it, a crash may lose it. The caller
+// must keep its data files (the visible commit references them) and fail;
+// a restart reads the log to learn what happened.
+var errCommitUncertain = errors.New("delta: commit published but not known to be durable")
+
 // tryCommit publishes body as commit v if, and only if, no commit v exists,
 // through durable in NoOverwrite mode: the body is written to a unique temp
 // file in _delta_log, fsynced, and hard-linked to the final name; link(2)
@@ -33,9 +39,12 @@ var errVersionTaken = errors.New("delta: commit version already exists")
 // concurrently with the temp file's fsync (the two waits overlap) and must
 // succeed before the commit is published.
 func (t *Table) tryCommit(v int64, body []byte, ready func() error) error {
-	_, err := durable.Bytes(t.pub, t.logDir, t.fs.PathBase(t.commitPath(v)), durable.Options{Wait: ready}, body)
+	res, err := durable.Bytes(t.pub, t.logDir, t.fs.PathBase(t.commitPath(v)), durable.Options{Wait: ready}, body)
 	if errors.Is(err, durable.ErrExists) {
 		return errVersionTaken
+	}
+	if err != nil && res.Visible {
+		return fmt.Errorf("write commit %d: %w: %w", v, errCommitUncertain, err)
 	}
 	if err != nil {
 		return fmt.Errorf("write commit %d: %w", v, err)

@@ -2,12 +2,15 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -109,5 +112,58 @@ func TestStaleTempsRemovedAfterGrace(t *testing.T) {
 	open(time.Now().Add(tempGrace + time.Minute))
 	if got := temps(); got != 0 {
 		t.Fatalf("%d stale temps left", got)
+	}
+}
+
+// TestCommitVisibleButNotSyncedKeepsFiles: when the commit is linked into
+// the log but the log directory fsync fails, the batch fails without
+// deleting the data files the (visible) commit references; a restarted sink
+// sees the commit, skips the batch, and the table reads back whole.
+func TestCommitVisibleButNotSyncedKeepsFiles(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	const dir = "/t"
+	var armed atomic.Bool
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed.Load() && op.Kind == errorfs.OpFileSync && op.Path == dir+"/_delta_log" {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	open := func() *MergeSink {
+		s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Open(ctx, stream.SinkEnv{QueryID: "q"}); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	armed.Store(true)
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); !errors.Is(err, errCommitUncertain) {
+		t.Fatalf("AddBatch = %v, want errCommitUncertain", err)
+	}
+	armed.Store(false)
+	s = open()
+	prog, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)}))
+	if err != nil || prog.Metrics["skipped"] != "true" {
+		t.Fatalf("re-run batch: %+v, %v; want skipped", prog, err)
+	}
+	tbl, err := OpenFS(ctx, fs, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tbl.Snapshot(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := snap.Rows(ctx, func(map[string]any) error { n++; return nil }); err != nil {
+		t.Fatalf("the visible commit lost its data file: %v", err)
+	}
+	if n != 1 {
+		t.Fatalf("%d rows, want 1", n)
 	}
 }

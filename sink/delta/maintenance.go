@@ -166,7 +166,9 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 			continue
 		}
 		if err != nil {
-			abandon()
+			if !errors.Is(err, errCommitUncertain) {
+				abandon()
+			}
 			return OptimizeResult{}, err
 		}
 		if s.Version%CheckpointInterval == 0 {

@@ -246,7 +246,9 @@ func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkR
 			continue
 		}
 		if err != nil {
-			plan.abandon()
+			if !errors.Is(err, errCommitUncertain) {
+				plan.abandon()
+			}
 			return batchResult{}, err
 		}
 		if s.Version%CheckpointInterval == 0 {
