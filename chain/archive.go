@@ -193,7 +193,7 @@ func encodeDay(db *dayBlocks, dst string) (int64, error) {
 			return writeRows(f, rows)
 		}
 	}
-	res, err := durable.Local{FS: vfs.Default}.Publish(filepath.Dir(dst), filepath.Base(dst),
+	res, err := durable.For(vfs.Default).Publish(filepath.Dir(dst), filepath.Base(dst),
 		durable.Options{Mode: durable.Replace, NoDirSync: true}, write)
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", dst, err)
@@ -448,7 +448,7 @@ func writeManifest(out string, m *Manifest) error {
 	}
 	b = append(b, '\n')
 	dst := filepath.Join(out, ManifestName)
-	if _, err := durable.Bytes(durable.Local{FS: vfs.Default}, out, ManifestName, durable.Options{Mode: durable.Replace}, b); err != nil {
+	if _, err := durable.Bytes(durable.For(vfs.Default), out, ManifestName, durable.Options{Mode: durable.Replace}, b); err != nil {
 		return errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write manifest")
 	}
 	return nil

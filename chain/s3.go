@@ -520,7 +520,7 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 	if cond != nil && cond.IfNoneMatch != nil && *cond.IfNoneMatch == "*" {
 		mode = durable.NoOverwrite
 	}
-	_, err = durable.Local{FS: vfs.Default}.Publish(filepath.Dir(p), filepath.Base(p), durable.Options{Mode: mode},
+	_, err = durable.For(vfs.Default).Publish(filepath.Dir(p), filepath.Base(p), durable.Options{Mode: mode},
 		func(w io.Writer) error {
 			_, err := io.Copy(w, input)
 			return err

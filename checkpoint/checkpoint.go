@@ -442,7 +442,7 @@ func (w *Writer) Close() error {
 // the name is taken). Every immutable file of a checkpoint, including a
 // source's private logs under sources/<key>/, is published this way.
 func Publish(fs vfs.FS, dir, name string, data []byte) error {
-	_, err := durable.Bytes(durable.Local{FS: fs}, dir, name, durable.Options{}, data)
+	_, err := durable.Bytes(durable.For(fs), dir, name, durable.Options{}, data)
 	return err
 }
 

@@ -17,7 +17,7 @@ import (
 // failed or interrupted run never leaves a half-written result and a
 // finished one survives a crash.
 func writeFile(path string, write func(io.Writer) error) error {
-	_, err := durable.Local{FS: vfs.Default}.Publish(filepath.Dir(path), filepath.Base(path),
+	_, err := durable.For(vfs.Default).Publish(filepath.Dir(path), filepath.Base(path),
 		durable.Options{Mode: durable.Replace}, write)
 	return err
 }

@@ -35,7 +35,9 @@
 //
 // An object store implements the same interface: NoOverwrite is a PUT with
 // "If-None-Match: *" (412 Precondition Failed is ErrExists) and Replace a
-// plain PUT; both are atomic there, so no temp object is needed.
+// plain PUT; both are atomic there, so no temp object is needed. Writers get
+// their Publisher from For(fs), which returns fs itself when the FS
+// implements Publisher, and Local (the temp file protocol) otherwise.
 //
 // # Temp files
 //

@@ -75,6 +75,17 @@ type Local struct {
 
 var _ Publisher = Local{}
 
+// For returns the Publisher for files of fs: fs itself when it implements
+// Publisher (a store that publishes natively, such as an object store's
+// conditional PUT), else Local{FS: fs}. Every writer gets its Publisher
+// here, so a new kind of store changes no writer.
+func For(fs vfs.FS) Publisher {
+	if p, ok := fs.(Publisher); ok {
+		return p
+	}
+	return Local{FS: fs}
+}
+
 // Bytes publishes data as dir/name through p.
 func Bytes(p Publisher, dir, name string, o Options, data []byte) (Result, error) {
 	return p.Publish(dir, name, o, func(w io.Writer) error {

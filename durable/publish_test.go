@@ -206,3 +206,27 @@ func TestIsTemp(t *testing.T) {
 		t.Errorf("temp name %q", n)
 	}
 }
+
+// nativeFS is a store that publishes by itself (as an object store would).
+type nativeFS struct {
+	vfs.FS
+	published []string
+}
+
+func (n *nativeFS) Publish(dir, name string, o Options, write func(io.Writer) error) (Result, error) {
+	n.published = append(n.published, n.PathJoin(dir, name))
+	return Result{Visible: true}, write(io.Discard)
+}
+
+func TestForPrefersNativePublisher(t *testing.T) {
+	if _, ok := For(vfs.NewMem()).(Local); !ok {
+		t.Fatal("a plain FS does not get the temp file protocol")
+	}
+	n := &nativeFS{FS: vfs.NewMem()}
+	if _, err := Bytes(For(n), "/d", "x", Options{}, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.published) != 1 || n.published[0] != "/d/x" {
+		t.Fatalf("native publisher not used: %v", n.published)
+	}
+}

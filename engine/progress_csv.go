@@ -92,7 +92,7 @@ func FlattenProgress(fs vfs.FS, outDir string, phases []PhaseFile) error {
 // rename, dir fsync): a rerun replaces the CSVs atomically, and a crash
 // never leaves a truncated one.
 func writeFile(fs vfs.FS, path string, data []byte) error {
-	if _, err := durable.Bytes(durable.Local{FS: fs}, fs.PathDir(path), fs.PathBase(path),
+	if _, err := durable.Bytes(durable.For(fs), fs.PathDir(path), fs.PathBase(path),
 		durable.Options{Mode: durable.Replace}, data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -21,7 +21,7 @@ const tmpSuffix = ".tmp"
 // version as not committed and retries under a new attempt. It returns the
 // published size.
 func publishFile(fs vfs.FS, dir, name string, write func(w io.Writer) error) (size int64, tmp string, err error) {
-	res, err := durable.Local{FS: fs}.Publish(dir, name, durable.Options{Mode: durable.Replace}, write)
+	res, err := durable.For(fs).Publish(dir, name, durable.Options{Mode: durable.Replace}, write)
 	return res.Size, res.Temp, err
 }
 

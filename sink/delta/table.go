@@ -42,7 +42,7 @@ func newTable(fs vfs.FS, root string) *Table {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	return &Table{fs: fs, pub: durable.Local{FS: fs}, root: root, logDir: fs.PathJoin(root, "_delta_log")}
+	return &Table{fs: fs, pub: durable.For(fs), root: root, logDir: fs.PathJoin(root, "_delta_log")}
 }
 
 // readFile reads a whole file of the table.
