@@ -230,3 +230,30 @@ func TestForPrefersNativePublisher(t *testing.T) {
 		t.Fatalf("native publisher not used: %v", n.published)
 	}
 }
+
+// TestWaitGatesThePublish: a failing Wait publishes nothing and leaves no
+// temp file; a succeeding one has run before the name appears.
+func TestWaitGatesThePublish(t *testing.T) {
+	fs := vfs.NewMem()
+	boom := errors.New("data files not durable")
+	_, err := Bytes(Local{FS: fs}, "/", "c", Options{Wait: func() error { return boom }}, []byte("x"))
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the Wait error", err)
+	}
+	if _, ok := readAll(t, fs, "/c"); ok {
+		t.Fatal("published although Wait failed")
+	}
+	if tmps := listTemps(t, fs, "/"); len(tmps) != 0 {
+		t.Fatalf("temps left: %v", tmps)
+	}
+	waited := false
+	if _, err := Bytes(Local{FS: fs}, "/", "c", Options{Wait: func() error {
+		if _, err := fs.Stat("/c"); err == nil {
+			return errors.New("name visible before Wait returned")
+		}
+		waited = true
+		return nil
+	}}, []byte("x")); err != nil || !waited {
+		t.Fatalf("publish = %v, waited %v", err, waited)
+	}
+}
