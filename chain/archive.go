@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -15,7 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
@@ -140,7 +143,7 @@ func baseFee(h *types.Header) *int64 {
 // this size usually have one or two).
 const rowGroups = 2
 
-func writeRows[T any](f *os.File, rows []T) error {
+func writeRows[T any](f io.Writer, rows []T) error {
 	w := parquet.NewGenericWriter[T](f,
 		parquet.NewSchema("spark_schema", parquet.SchemaOf(new(T))),
 		parquet.Compression(&parquet.Snappy),
@@ -158,59 +161,44 @@ func writeRows[T any](f *os.File, rows []T) error {
 	return w.Close()
 }
 
-// encodeDay writes db as Parquet to path via a temp file, fsync and rename.
+// encodeDay publishes db as Parquet at dst through durable (Replace: a
+// rerun rewrites identical bytes), streaming the rows. The directory is not
+// fsynced here: GenerateArchive syncs each directory once, before the
+// manifest that vouches for its files.
 func encodeDay(db *dayBlocks, dst string) (int64, error) {
-	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return 0, fmt.Errorf("create %s: %w", tmp, err)
-	}
 	n := len(db.headers)
-	switch eraOf(db) {
-	case eraPreLondon:
-		rows := make([]rowPreLondon, n)
-		for i := range rows {
-			rows[i] = basicRow(db, i)
-		}
-		err = writeRows(f, rows)
-	case eraLondon:
-		rows := make([]rowLondon, n)
-		for i := range rows {
-			rows[i] = rowLondon{basicRow(db, i), baseFee(db.headers[i])}
-		}
-		err = writeRows(f, rows)
-	default:
-		rows := make([]rowShanghai, n)
-		for i := range rows {
-			var wr *string
-			if h := db.headers[i].WithdrawalsHash; h != nil {
-				wr = ptr(hexString(h[:]))
+	write := func(f io.Writer) error {
+		switch eraOf(db) {
+		case eraPreLondon:
+			rows := make([]rowPreLondon, n)
+			for i := range rows {
+				rows[i] = basicRow(db, i)
 			}
-			rows[i] = rowShanghai{rowLondon{basicRow(db, i), baseFee(db.headers[i])}, wr}
+			return writeRows(f, rows)
+		case eraLondon:
+			rows := make([]rowLondon, n)
+			for i := range rows {
+				rows[i] = rowLondon{basicRow(db, i), baseFee(db.headers[i])}
+			}
+			return writeRows(f, rows)
+		default:
+			rows := make([]rowShanghai, n)
+			for i := range rows {
+				var wr *string
+				if h := db.headers[i].WithdrawalsHash; h != nil {
+					wr = ptr(hexString(h[:]))
+				}
+				rows[i] = rowShanghai{rowLondon{basicRow(db, i), baseFee(db.headers[i])}, wr}
+			}
+			return writeRows(f, rows)
 		}
-		err = writeRows(f, rows)
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	var size int64
-	if err == nil {
-		var st os.FileInfo
-		if st, err = f.Stat(); err == nil {
-			size = st.Size()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
+	res, err := durable.For(vfs.Default).Publish(filepath.Dir(dst), filepath.Base(dst),
+		durable.Options{Mode: durable.Replace, NoDirSync: true}, write)
 	if err != nil {
-		os.Remove(tmp)
 		return 0, fmt.Errorf("write %s: %w", dst, err)
 	}
-	return size, nil
+	return res.Size, nil
 }
 
 // fileKey is the archive key of a day: AWS layout, Spark-style part name
@@ -221,14 +209,7 @@ func fileKey(seed int64, date time.Time) string {
 	return path.Join(blocksPrefix, "date="+ds, "part-00000-"+id.String()+"-c000.snappy.parquet")
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
-}
+func syncDir(dir string) error { return durable.SyncDir(vfs.Default, dir) }
 
 // prepareOut creates the output root, checks it is writable, deletes stale
 // temp files of a crashed run and refuses Parquet files that this
@@ -363,7 +344,8 @@ func GenerateArchive(ctx context.Context, o GenOptions) (*Manifest, error) {
 				dst := filepath.Join(o.Out, filepath.FromSlash(key))
 				dirs[idx] = filepath.Dir(dst)
 				var size int64
-				err := os.MkdirAll(filepath.Dir(dst), 0o755)
+				// New date directories must survive a crash with their files.
+				err := durable.EnsureDir(vfs.Default, filepath.Dir(dst))
 				if err == nil {
 					size, err = encodeDay(db, dst)
 				}
@@ -466,30 +448,8 @@ func writeManifest(out string, m *Manifest) error {
 	}
 	b = append(b, '\n')
 	dst := filepath.Join(out, ManifestName)
-	tmp := dst + ".tmp"
-	werr := func() error {
-		f, err := os.Create(tmp)
-		if err != nil {
-			return err
-		}
-		_, err = f.Write(b)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, dst)
-		}
-		if err == nil {
-			err = syncDir(out)
-		}
-		return err
-	}()
-	if werr != nil {
-		os.Remove(tmp)
-		return errcode.Wrap(werr, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write manifest")
+	if _, err := durable.Bytes(durable.For(vfs.Default), out, ManifestName, durable.Options{Mode: durable.Replace}, b); err != nil {
+		return errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write manifest")
 	}
 	return nil
 }

@@ -131,9 +131,10 @@
 //	           "date":"2026-08-01","rows":7153,"bytes":…,"firstBlock":25657631,"lastBlock":25664783}, …],
 //	 "lastHeader":{"parentHash":"0x…","number":"0x18e0ca9", …}}
 //
-// Crash safety: every Parquet file and the manifest is written to
-// ".<name>.tmp" in its final directory, fsynced, renamed, and the directory
-// fsynced; an existing manifest is removed before regeneration starts. A new
+// Crash safety: every Parquet file and the manifest is published by package
+// durable: written to ".<name>.<hex>.tmp" in its final directory, fsynced,
+// renamed, and the directory fsynced (new date directories with their
+// parents); an existing manifest is removed before regeneration starts. A new
 // run deletes stale temp files and refuses (ARCHIVE_OUTPUT_NOT_EMPTY) an
 // output directory holding archive files this run would not write (another
 // preset or seed), so readers never see a mixed archive.
@@ -152,7 +153,7 @@
 // StartS3 serves a directory with gofakes3: bucket = top-level folder,
 // path-style requests, ListObjectsV2 (prefix, delimiter, MaxKeys,
 // continuation tokens), GET with ranges (the file is seeked, only the range
-// is read), HEAD, PUT (temp file + rename; If-None-Match: * is honoured),
+// is read), HEAD, PUT (durable publish: rename, or link(2) for If-None-Match: *),
 // DELETE. ETags derive from size, mtime and key rather than an MD5 of the
 // content. Faults: a seeded fraction of requests answered 503 SlowDown or
 // 500 InternalError.

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/johannesboyne/gofakes3"
 )
@@ -171,9 +173,10 @@ func s3Error(w http.ResponseWriter, status int, code, msg string) {
 // opaque; multipart ones are not MD5s either). Ranged GETs seek the file and
 // stream only the range.
 //
-// Files named ".*.tmp" are writes in progress and are not listed. Writes go
-// to such a temp file and are renamed into place, so readers never see a
-// partial object. Safe for concurrent use.
+// Files named ".*.tmp" are writes in progress and are not listed. Writes are
+// published by package durable (temp file, fsync, rename, or link(2) for
+// If-None-Match: *, directory fsync), so readers never see a partial object.
+// Safe for concurrent use.
 type dirBackend struct {
 	root string
 }
@@ -506,37 +509,26 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 			return gofakes3.PutObjectResult{}, err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	// Published through durable: a temp file, fsync, then link(2) for
+	// If-None-Match: * (put-if-absent, atomic against a racing PUT) or
+	// rename otherwise, and a directory fsync. A reader never sees a
+	// partial object.
+	if err := durable.EnsureDir(vfs.Default, filepath.Dir(p)); err != nil {
 		return gofakes3.PutObjectResult{}, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*.tmp")
-	if err != nil {
-		return gofakes3.PutObjectResult{}, err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, input)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return gofakes3.PutObjectResult{}, err
-	}
+	mode := durable.Replace
 	if cond != nil && cond.IfNoneMatch != nil && *cond.IfNoneMatch == "*" {
-		if err := os.Link(tmp.Name(), p); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return gofakes3.PutObjectResult{}, gofakes3.ErrorMessage(gofakes3.ErrPreconditionFailed, "The object already exists")
-			}
-			return gofakes3.PutObjectResult{}, err
-		}
-		return gofakes3.PutObjectResult{}, syncDir(filepath.Dir(p))
+		mode = durable.NoOverwrite
 	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return gofakes3.PutObjectResult{}, err
+	_, err = durable.For(vfs.Default).Publish(filepath.Dir(p), filepath.Base(p), durable.Options{Mode: mode},
+		func(w io.Writer) error {
+			_, err := io.Copy(w, input)
+			return err
+		})
+	if errors.Is(err, durable.ErrExists) {
+		return gofakes3.PutObjectResult{}, gofakes3.ErrorMessage(gofakes3.ErrPreconditionFailed, "The object already exists")
 	}
-	return gofakes3.PutObjectResult{}, syncDir(filepath.Dir(p))
+	return gofakes3.PutObjectResult{}, err
 }
 
 func (b *dirBackend) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDeleteResult, error) {

@@ -7,9 +7,9 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 )
 
@@ -22,13 +22,12 @@ const (
 	StateDir     = "state"
 	ProgressFile = "progress.jsonl"
 	LockFile     = ".lock"
-	tempSuffix   = ".tmp"
 )
 
 // ErrExists is returned when a file that is written once (metadata, an
 // offsets or commits entry) already exists. Callers turn it into a
 // "concurrent update" error: two writers raced for the same batch id.
-var ErrExists = errors.New("checkpoint file already exists")
+var ErrExists = durable.ErrExists
 
 // Dir gives read-only access to a checkpoint directory. Reads never modify
 // anything, so a Dir may be used on the checkpoint of a running query (e.g. by
@@ -303,16 +302,8 @@ func (w *Writer) Prepare() error {
 		return err
 	}
 	for _, dir := range []string{w.Path, w.Join(OffsetsDir), w.Join(CommitsDir)} {
-		names, err := w.FS.List(dir)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", dir, err)
-		}
-		for _, n := range names {
-			if strings.HasPrefix(n, ".") && strings.HasSuffix(n, tempSuffix) {
-				if err := w.FS.Remove(w.FS.PathJoin(dir, n)); err != nil {
-					return fmt.Errorf("remove stale temp file %s: %w", w.FS.PathJoin(dir, n), err)
-				}
-			}
+		if _, err := durable.RemoveTemps(w.FS, dir); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -446,56 +437,16 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// Publish writes data to dir/name crash-safely without ever overwriting:
-// write .name.tmp, fsync, link(2) to name (ErrExists if it is taken), remove
-// the temp file, fsync dir. Every immutable file of a checkpoint, including a
+// Publish writes data to dir/name crash-safely without ever overwriting
+// (durable.NoOverwrite: temp file, fsync, link(2), fsync dir; ErrExists if
+// the name is taken). Every immutable file of a checkpoint, including a
 // source's private logs under sources/<key>/, is published this way.
 func Publish(fs vfs.FS, dir, name string, data []byte) error {
-	final := fs.PathJoin(dir, name)
-	if _, err := fs.Stat(final); err == nil {
-		return fmt.Errorf("publish %s: %w", final, ErrExists)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		// Not knowing is not "absent": a failed stat must not lead to a write.
-		return fmt.Errorf("stat %s: %w", final, err)
-	}
-	tmp := fs.PathJoin(dir, "."+name+tempSuffix)
-	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	// vfs.File.Write may modify its argument.
-	buf := append([]byte(nil), data...)
-	_, werr := f.Write(buf)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if err := errors.Join(werr, f.Close()); err != nil {
-		_ = fs.Remove(tmp)
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := fs.Link(tmp, final); err != nil {
-		_ = fs.Remove(tmp)
-		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("publish %s: %w", final, ErrExists)
-		}
-		return fmt.Errorf("publish %s: %w", final, err)
-	}
-	if err := fs.Remove(tmp); err != nil {
-		return fmt.Errorf("remove %s: %w", tmp, err)
-	}
-	return syncDir(fs, dir)
+	_, err := durable.Bytes(durable.For(fs), dir, name, durable.Options{}, data)
+	return err
 }
 
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	if err := errors.Join(d.Sync(), d.Close()); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(fs vfs.FS, dir string) error { return durable.SyncDir(fs, dir) }
 
 // maxFileSize bounds what a reader loads; checkpoint files are small.
 const maxFileSize = 64 << 20

@@ -185,12 +185,13 @@
 //
 // # Publishing
 //
-// Every file is written as ".<name>.tmp" in its final directory, fsynced and
-// closed, then hard-linked to its final name (which fails if the name exists:
-// a file is never overwritten, and a second write of the same batch id is
+// Every file is published by package durable in NoOverwrite mode: written as
+// ".<name>.<16 hex digits>.tmp" in its final directory, fsynced and closed,
+// then hard-linked to its final name (which fails if the name exists: a file
+// is never overwritten, and a second write of the same batch id is
 // ErrExists), the temp name removed and the directory fsynced. A crash leaves
-// either no file or the complete file, plus possibly a stale temp file that
-// the next writer deletes.
+// either no file or the complete file, plus possibly a stale temp file (any
+// name starting with "." and ending in ".tmp") that the next writer deletes.
 //
 // # Lock
 //

@@ -283,8 +283,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	// Report: CSVs from the query's own progress records, then checks and charts.
-	if err := os.MkdirAll(o.ResultsDir, 0o755); err != nil {
-		return rep, fmt.Errorf("create %s: %w", o.ResultsDir, err)
+	if err := prepareResults(o.ResultsDir); err != nil {
+		return rep, err
 	}
 	var files []engine.PhaseFile
 	for _, p := range rep.Phases {

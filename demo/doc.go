@@ -40,8 +40,10 @@
 // ancestor) are as many as the blocks retracted, none is on the final
 // chain, and counting them would have changed the table.
 //
-// Every file is written to a temporary name and renamed, so a failed run never
-// leaves a half-written result next to a good one.
+// Every file is published by package durable (a temporary name, fsync, rename,
+// directory fsync), so a failed run never leaves a half-written result next
+// to a good one; the demo deletes temp files an interrupted run left in the
+// results directory before it writes the report.
 //
 // `ethstream bench --out FILE` writes BenchResult as indented JSON: one object
 // whose keys are the json tags of BenchResult (durations in milliseconds, sizes

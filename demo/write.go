@@ -5,32 +5,40 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 )
 
-// writeFile writes path through a temporary file that is fsynced and renamed,
-// so a failed or interrupted run never leaves a half-written result.
-func writeFile(path string, write func(io.Writer) error) (err error) {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+// writeFile publishes path through package durable (Replace: a temp file
+// that is fsynced, renamed over path, and the directory fsynced), so a
+// failed or interrupted run never leaves a half-written result and a
+// finished one survives a crash.
+func writeFile(path string, write func(io.Writer) error) error {
+	_, err := durable.For(vfs.Default).Publish(filepath.Dir(path), filepath.Base(path),
+		durable.Options{Mode: durable.Replace}, write)
+	return err
+}
+
+// prepareResults creates the results directory and deletes the temp files
+// an interrupted run left there: durable's and the "<name>.tmp" of earlier
+// versions (the demo owns its results directory).
+func prepareResults(dir string) error {
+	if err := durable.EnsureDir(vfs.Default, dir); err != nil {
+		return err
+	}
+	names, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+		return fmt.Errorf("list %s: %w", dir, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
+	for _, e := range names {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".tmp") {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove stale temp file: %w", err)
+			}
 		}
-	}()
-	if err := write(f); err != nil {
-		return errors.Join(fmt.Errorf("write %s: %w", path, err), f.Close())
-	}
-	if err := f.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("sync %s: %w", path, err), f.Close())
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("publish %s: %w", path, err)
 	}
 	return nil
 }

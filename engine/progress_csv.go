@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -87,19 +88,12 @@ func FlattenProgress(fs vfs.FS, outDir string, phases []PhaseFile) error {
 	return nil
 }
 
+// writeFile publishes path through durable (Replace: temp file, fsync,
+// rename, dir fsync): a rerun replaces the CSVs atomically, and a crash
+// never leaves a truncated one.
 func writeFile(fs vfs.FS, path string, data []byte) error {
-	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	_, err = f.Write(append([]byte(nil), data...))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if _, err := durable.Bytes(durable.For(fs), fs.PathDir(path), fs.PathBase(path),
+		durable.Options{Mode: durable.Replace}, data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

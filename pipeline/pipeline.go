@@ -118,6 +118,9 @@ type Config struct {
 	Clock      stream.Clock
 	// ProgressFile, if set, also receives this run's progress events as JSON lines.
 	ProgressFile string
+	// FS holds the checkpoint and the table; nil = vfs.Default (the local
+	// disk). Tests inject faults and crashes through it.
+	FS vfs.FS
 }
 
 // Args renders cfg as `ethstream run` flags, so a phase can be started as its
@@ -223,7 +226,11 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if err != nil {
 		return q, engine.Options{}, err
 	}
-	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger})
+	fs := cfg.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs})
 	if err != nil {
 		return q, engine.Options{}, err
 	}
@@ -247,7 +254,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	opts := engine.Options{
 		CheckpointDir: cfg.Checkpoint,
-		FS:            vfs.Default,
+		FS:            fs,
 		LocalDir:      localDir,
 		Clock:         clock,
 		Logger:        logger,

@@ -23,9 +23,9 @@
 //	<version:%020d>.<attempt>.meta    the version's metadata; written last
 //
 // A version is committed iff its .meta file exists and verifies. Every file
-// is published crash-safely (write <name>.tmp, fsync, close, rename, fsync
-// Dir) under a name never used before, and is never modified afterwards.
-// Attempts make re-runs safe: committing version v again (the engine re-runs
+// is published crash-safely by package durable (write .<name>.<hex>.tmp,
+// fsync, close, rename, fsync Dir) under a name never used before, and is
+// never modified afterwards. Attempts make re-runs safe: committing version v again (the engine re-runs
 // a batch whose state was committed but whose commits/<v> was not) writes
 // attempt max+1 (over every file name seen for v); the newest attempt with a
 // .meta file wins. A crash leaves at most a .tmp file (deleted by the next

@@ -1,244 +1,38 @@
 package state
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"sort"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/durable"
 )
 
+// tmpSuffix ends every temp file name: durable's ".<name>.<hex>.tmp" and
+// the "<name>.tmp" of earlier versions, both deleted by Open.
 const tmpSuffix = ".tmp"
 
-// publishFile writes dir/name crash-safely: write dir/name.tmp, fsync, close,
-// rename to name (a name never published before), fsync dir. On error the
+// publishFile writes dir/name crash-safely through durable (Replace: temp
+// file, fsync, close, rename to name, fsync dir); name is never published
+// before (attempt numbers), so the rename replaces nothing. On error the
 // temp file is removed if possible; the caller remembers the temp path
-// (returned) to retry the removal later. It returns the published size.
+// (returned) to retry the removal later. If only the directory fsync
+// failed, the rename may or may not survive a crash: the caller treats the
+// version as not committed and retries under a new attempt. It returns the
+// published size.
 func publishFile(fs vfs.FS, dir, name string, write func(w io.Writer) error) (size int64, tmp string, err error) {
-	final := fs.PathJoin(dir, name)
-	tmp = final + tmpSuffix
-	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return 0, tmp, fmt.Errorf("create %s: %w", tmp, err)
-	}
-	fail := func(err error) (int64, string, error) {
-		if f != nil {
-			_ = f.Close()
-		}
-		if rmErr := fs.Remove(tmp); rmErr == nil || errors.Is(rmErr, os.ErrNotExist) {
-			tmp = ""
-		}
-		return 0, tmp, err
-	}
-	cw := &countingWriter{w: f}
-	bw := bufio.NewWriterSize(cw, 256<<10)
-	if err := write(bw); err != nil {
-		return fail(fmt.Errorf("write %s: %w", tmp, err))
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(fmt.Errorf("write %s: %w", tmp, err))
-	}
-	if err := f.Sync(); err != nil {
-		return fail(fmt.Errorf("sync %s: %w", tmp, err))
-	}
-	err = f.Close()
-	f = nil
-	if err != nil {
-		return fail(fmt.Errorf("close %s: %w", tmp, err))
-	}
-	if err := fs.Rename(tmp, final); err != nil {
-		return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, err))
-	}
-	tmp = ""
-	if err := syncDir(fs, dir); err != nil {
-		// The rename may or may not survive a crash; the caller treats the
-		// version as not committed and retries under a new attempt.
-		return 0, "", err
-	}
-	return cw.n, "", nil
+	res, err := durable.For(fs).Publish(dir, name, durable.Options{Mode: durable.Replace}, write)
+	return res.Size, res.Temp, err
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	if err := d.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("sync dir %s: %w", dir, err), d.Close())
-	}
-	if err := d.Close(); err != nil {
-		return fmt.Errorf("close dir %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(fs vfs.FS, dir string) error { return durable.SyncDir(fs, dir) }
 
 // ensureDir creates dir and makes its entry durable: the parent of every
 // directory that did not exist is fsynced, or a crash could lose the whole
 // state directory with every version published in it.
 func ensureDir(fs vfs.FS, dir string) error {
-	var created []string
-	for d := dir; ; {
-		if _, err := fs.Stat(d); err == nil {
-			break
-		}
-		created = append(created, d)
-		parent := fs.PathDir(d)
-		if parent == d || parent == "" || parent == "." {
-			break
-		}
-		d = parent
-	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	if err := durable.EnsureDir(fs, dir); err != nil {
 		return fmt.Errorf("create state dir %s: %w", dir, err)
 	}
-	for _, d := range created {
-		parent := fs.PathDir(d)
-		if parent == "" {
-			parent = "."
-		}
-		if err := syncDir(fs, parent); err != nil {
-			return err
-		}
-	}
 	return nil
-}
-
-// catalog is the listing of a state directory: every metadata file by version
-// and attempt, and every other state file.
-type catalog struct {
-	metas map[int64][]int     // version -> attempts with a .meta file, ascending
-	maxAt map[int64]int       // version -> highest attempt seen in any file name
-	files []string            // every parsed state file name
-	tmps  []string            // leftover temp files
-	other map[string]struct{} // unrecognised names (kept, never deleted)
-}
-
-func listCatalog(fs vfs.FS, dir string) (*catalog, error) {
-	names, err := fs.List(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			names = nil
-		} else {
-			return nil, fmt.Errorf("list state dir %s: %w", dir, err)
-		}
-	}
-	c := &catalog{metas: map[int64][]int{}, maxAt: map[int64]int{}, other: map[string]struct{}{}}
-	for _, n := range names {
-		if strings.HasSuffix(n, tmpSuffix) {
-			c.tmps = append(c.tmps, n)
-			continue
-		}
-		v, a, suf, ok := parseFileName(n)
-		if !ok {
-			c.other[n] = struct{}{}
-			continue
-		}
-		c.files = append(c.files, n)
-		if cur, seen := c.maxAt[v]; !seen || a > cur {
-			c.maxAt[v] = a
-		}
-		if suf == "meta" {
-			c.metas[v] = append(c.metas[v], a)
-		}
-	}
-	for v := range c.metas {
-		sort.Ints(c.metas[v])
-	}
-	return c, nil
-}
-
-// versions returns the versions with metadata, ascending.
-func (c *catalog) versions() []int64 {
-	vs := make([]int64, 0, len(c.metas))
-	for v := range c.metas {
-		vs = append(vs, v)
-	}
-	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
-	return vs
-}
-
-// latestAttempt returns the newest attempt of version v (the one that wins).
-func (c *catalog) latestAttempt(v int64) (int, bool) {
-	as := c.metas[v]
-	if len(as) == 0 {
-		return 0, false
-	}
-	return as[len(as)-1], true
-}
-
-// readMeta reads and verifies one metadata file.
-func readMeta(fs vfs.FS, dir string, v int64, attempt int) (*versionMeta, error) {
-	path := fs.PathJoin(dir, metaFileName(v, attempt))
-	f, err := fs.Open(path)
-	if err != nil {
-		return nil, errcode.Corrupt(path, err, "open state metadata of version %d", v)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, errcode.Corrupt(path, err, "read state metadata of version %d", v)
-	}
-	m, err := decodeMeta(b)
-	if err != nil {
-		return nil, errcode.Corrupt(path, err, "decode state metadata")
-	}
-	if m.Version != v || m.Attempt != attempt {
-		return nil, errcode.Corrupt(path, nil, "state metadata says version %d attempt %d", m.Version, m.Attempt)
-	}
-	return m, nil
-}
-
-// loadChain returns the metadata chain that reconstructs version v (its
-// newest attempt): a snapshot, or an empty base, followed by deltas, oldest
-// first.
-func loadChain(fs vfs.FS, dir string, c *catalog, v int64) ([]*versionMeta, error) {
-	a, ok := c.latestAttempt(v)
-	if !ok {
-		return nil, errcode.Corrupt(dir, nil, "state version %d has no metadata file", v)
-	}
-	var chain []*versionMeta
-	ref := versionRef{v, a}
-	for {
-		m, err := readMeta(fs, dir, ref.Version, ref.Attempt)
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, m)
-		if len(chain) > 1 {
-			prev := chain[len(chain)-2]
-			if m.Partitions != prev.Partitions || m.StoreID != prev.StoreID {
-				return nil, errcode.Corrupt(fs.PathJoin(dir, metaFileName(prev.Version, prev.Attempt)), nil,
-					"delta of version %d does not continue version %d (partitions or store id differ)", prev.Version, m.Version)
-			}
-		}
-		if m.Kind == kindNameSnapshot || m.Base == nil {
-			break
-		}
-		ref = *m.Base
-		if len(chain) > 1<<20 {
-			return nil, errcode.Corrupt(dir, nil, "state delta chain of version %d does not end", v)
-		}
-	}
-	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
-		chain[i], chain[j] = chain[j], chain[i]
-	}
-	return chain, nil
 }

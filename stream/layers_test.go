@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestLayers pins the package graph: the leaf imports nothing of ethstream,
-// the plugins (state, agg, sources, sink, checkpoint) never import the loop,
-// and the loop knows no Ethereum names. It asks the go tool for the real
+// TestLayers pins the package graph: the leaves (stream, errcode, durable)
+// import nothing of ethstream, the plugins (state, agg, sources, sink,
+// checkpoint) never import the loop, and the loop knows no Ethereum names. It asks the go tool for the real
 // transitive imports, so a new import anywhere below shows up here.
 func TestLayers(t *testing.T) {
 	const mod = "github.com/ethstream/ethstream/"
@@ -18,6 +18,7 @@ func TestLayers(t *testing.T) {
 	}{
 		{"stream", []string{"*"}},
 		{"errcode", []string{"*"}},
+		{"durable", []string{"*"}},
 		{"ethblock", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"checkpoint", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "pipeline", "demo"}},
 		{"state", []string{"engine", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},

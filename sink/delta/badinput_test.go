@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -188,7 +189,7 @@ func FuzzParseActions(f *testing.F) {
 		if len(again) != len(acts) {
 			t.Fatalf("re-parse gave %d actions, want %d", len(again), len(acts))
 		}
-		s := newSnapshot(&Table{root: "/nonexistent"})
+		s := newSnapshot(newTable(vfs.Default, "/nonexistent"))
 		s.applyAll(acts)
 	})
 }

@@ -1,14 +1,15 @@
 package delta
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
+	"github.com/ethstream/ethstream/durable"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -180,23 +181,26 @@ func parseInterval(s string) (time.Duration, bool) {
 // older pointer, and readers trust the listing over the pointer anyway.
 func (s *Snapshot) writeCheckpoint(now time.Time) error {
 	rows := s.checkpointRows(now)
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[cpRow](&buf, checkpointSchema, parquet.Compression(&parquet.Snappy))
-	if _, err := w.Write(rows); err != nil {
-		return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
-	}
 	path := s.table.checkpointPath(s.Version)
-	if err := replaceFileSync(path, buf.Bytes()); err != nil {
+	// Streamed into the publish: a table with many files has a large checkpoint.
+	res, err := s.table.pub.Publish(s.table.logDir, s.table.fs.PathBase(path), durable.Options{Mode: durable.Replace}, func(f io.Writer) error {
+		w := parquet.NewGenericWriter[cpRow](f, checkpointSchema, parquet.Compression(&parquet.Snappy))
+		if _, err := w.Write(rows); err != nil {
+			return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("write checkpoint %s: %w", path, err)
 	}
 	adds := int64(len(s.files))
-	lc := lastCheckpoint{Version: s.Version, Size: int64(len(rows)), SizeInBytes: ptr(int64(buf.Len())), NumOfAddFiles: &adds}
+	lc := lastCheckpoint{Version: s.Version, Size: int64(len(rows)), SizeInBytes: ptr(res.Size), NumOfAddFiles: &adds}
 	js, _ := json.Marshal(lc)
-	lp := filepath.Join(s.table.logDir, "_last_checkpoint")
-	if err := replaceFileSync(lp, js); err != nil {
+	lp := s.table.fs.PathJoin(s.table.logDir, "_last_checkpoint")
+	if err := s.table.replaceFile(lp, js); err != nil {
 		return fmt.Errorf("write %s: %w", lp, err)
 	}
 	return nil
@@ -205,10 +209,10 @@ func (s *Snapshot) writeCheckpoint(now time.Time) error {
 // readLastCheckpoint returns the pointer, or ok=false if it is absent.
 func (t *Table) readLastCheckpoint() (lastCheckpoint, bool, error) {
 	var lc lastCheckpoint
-	p := filepath.Join(t.logDir, "_last_checkpoint")
-	data, err := os.ReadFile(p)
+	p := t.fs.PathJoin(t.logDir, "_last_checkpoint")
+	data, err := t.readFile(p)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, os.ErrNotExist) {
 			return lc, false, nil
 		}
 		return lc, false, err

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/google/uuid"
 )
@@ -22,102 +22,94 @@ func engineInfo() string { return "ethstream/" + EngineVersion }
 // errVersionTaken means another writer committed the version first.
 var errVersionTaken = errors.New("delta: commit version already exists")
 
-// tryCommit publishes body as commit v if, and only if, no commit v exists.
-// The body is written to a unique temp file in _delta_log, fsynced, and
-// hard-linked to the final name: link(2) fails with EEXIST instead of
-// replacing, so two writers can never both win, and readers never see a
-// partial commit. The temp file is removed whatever happens.
+// errCommitUncertain means the commit was linked into the log but the log
+// directory fsync failed: readers see it, a crash may lose it. The caller
+// must keep its data files (the visible commit references them) and fail;
+// a restart reads the log to learn what happened.
+var errCommitUncertain = errors.New("delta: commit published but not known to be durable")
+
+// tryCommit publishes body as commit v if, and only if, no commit v exists,
+// through durable in NoOverwrite mode: the body is written to a unique temp
+// file in _delta_log, fsynced, and hard-linked to the final name; link(2)
+// fails with EEXIST instead of replacing, so two writers can never both win,
+// and readers never see a partial commit. The temp file is removed whatever
+// happens (a crash leaves it for cleanTemps).
 //
-// durable, if not nil, makes the commit's data files durable; it runs
+// ready, if not nil, makes the commit's data files durable; it runs
 // concurrently with the temp file's fsync (the two waits overlap) and must
 // succeed before the commit is published.
-func (t *Table) tryCommit(v int64, body []byte, durable func() error) error {
-	final := t.commitPath(v)
-	tmp := filepath.Join(t.logDir, fmt.Sprintf(".%020d.json.%s.tmp", v, uuid.NewString()))
-	durErr := make(chan error, 1)
-	if durable != nil {
-		go func() { durErr <- durable() }()
-	} else {
-		durErr <- nil
+func (t *Table) tryCommit(v int64, body []byte, ready func() error) error {
+	res, err := durable.Bytes(t.pub, t.logDir, t.fs.PathBase(t.commitPath(v)), durable.Options{Wait: ready}, body)
+	if errors.Is(err, durable.ErrExists) {
+		return errVersionTaken
 	}
-	werr := writeFileSync(tmp, body)
-	if err := errors.Join(werr, <-durErr); err != nil {
-		os.Remove(tmp)
+	if err != nil && res.Visible {
+		return fmt.Errorf("write commit %d: %w: %w", v, errCommitUncertain, err)
+	}
+	if err != nil {
 		return fmt.Errorf("write commit %d: %w", v, err)
 	}
-	err := os.Link(tmp, final)
-	rmErr := os.Remove(tmp)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return errVersionTaken
-		}
-		return fmt.Errorf("publish commit %s: %w", final, err)
-	}
-	if rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-		return fmt.Errorf("remove commit temp %s: %w", tmp, rmErr)
-	}
-	return syncDir(t.logDir)
+	return nil
 }
 
-// writeFileSync creates path exclusively, writes data and fsyncs it.
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close())
+// replaceFile atomically replaces path with data (durable Replace: temp,
+// fsync, rename, fsync dir). Only for derived files that may be
+// overwritten: checkpoints and _last_checkpoint.
+func (t *Table) replaceFile(path string, data []byte) error {
+	_, err := durable.Bytes(t.pub, t.fs.PathDir(path), t.fs.PathBase(path), durable.Options{Mode: durable.Replace}, data)
+	return err
 }
 
-// replaceFileSync atomically replaces path with data (temp, fsync, rename,
-// fsync dir). Only for derived files that may be overwritten: checkpoints
-// and _last_checkpoint.
-func replaceFileSync(path string, data []byte) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+uuid.NewString()+".tmp")
-	if err := writeFileSync(tmp, data); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncFiles fsyncs files and then their directories, so that both the data
-// and the names survive a crash before the commit that references them.
-func syncFiles(paths []string) error {
+// syncDirsOf fsyncs the directories of paths (data files published without
+// a directory fsync), so their names survive a crash before the commit that
+// references them.
+func (t *Table) syncDirsOf(paths []string) error {
 	dirs := map[string]bool{}
 	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", p, err)
-		}
-		err = f.Sync()
-		if err = errors.Join(err, f.Close()); err != nil {
-			return fmt.Errorf("sync %s: %w", p, err)
-		}
-		dirs[filepath.Dir(p)] = true
+		dirs[t.fs.PathDir(p)] = true
 	}
 	for d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := durable.SyncDir(t.fs, d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
+// tempGrace is how old a temp file in the table must be before a writer
+// deletes it as left by a crash: other writers may share the table, and a
+// temp file younger than this may be a publish in progress.
+const tempGrace = time.Hour
+
+// cleanTemps deletes the temp files (durable.IsTemp) in the table root and
+// _delta_log whose modification time is more than tempGrace before now. It
+// returns the number deleted.
+func (t *Table) cleanTemps(now time.Time) (int, error) {
+	n := 0
+	for _, dir := range []string{t.root, t.logDir} {
+		names, err := t.fs.List(dir)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return n, fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, name := range names {
+			if !durable.IsTemp(name) {
+				continue
+			}
+			p := t.fs.PathJoin(dir, name)
+			st, err := t.fs.Stat(p)
+			if err != nil || st.IsDir() || !st.ModTime().Before(now.Add(-tempGrace)) {
+				continue
+			}
+			if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return n, fmt.Errorf("remove stale temp file %s: %w", p, err)
+			}
+			n++
+		}
 	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
+	return n, nil
 }
 
 // CreateOption configures Create.
@@ -127,6 +119,7 @@ type createConfig struct {
 	partitionColumns []string
 	configuration    map[string]string
 	clock            func() time.Time
+	fs               vfs.FS
 }
 
 // WithPartitionColumns sets metaData.partitionColumns.
@@ -142,6 +135,11 @@ func WithConfiguration(conf map[string]string) CreateOption {
 // WithClock sets the clock used for createdTime and the commit timestamp.
 func WithClock(clock func() time.Time) CreateOption {
 	return func(c *createConfig) { c.clock = clock }
+}
+
+// WithFS creates the table in fs instead of the local disk.
+func WithFS(fs vfs.FS) CreateOption {
+	return func(c *createConfig) { c.fs = fs }
 }
 
 // Create makes a new empty table at path with protocol 1/2 and the given
@@ -164,8 +162,8 @@ func Create(ctx context.Context, path string, schema Schema, opts ...CreateOptio
 			return nil, errcode.New(errcode.InvalidArgument, root, "partition by a top-level column", "partition column %q not in schema", pc)
 		}
 	}
-	t := &Table{root: root, logDir: filepath.Join(root, "_delta_log")}
-	if err := os.MkdirAll(t.logDir, 0o755); err != nil {
+	t := newTable(cfg.fs, root)
+	if err := durable.EnsureDir(t.fs, t.logDir); err != nil {
 		return nil, fmt.Errorf("create table dir %s: %w", t.logDir, err)
 	}
 	now := cfg.clock().UnixMilli()
@@ -216,8 +214,8 @@ func (s *Snapshot) refresh(ctx context.Context) (int, error) {
 			return n, err
 		}
 		v := s.Version + 1
-		if _, err := os.Stat(s.table.commitPath(v)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+		if _, err := s.table.fs.Stat(s.table.commitPath(v)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
 				return n, nil
 			}
 			return n, fmt.Errorf("stat commit %d: %w", v, err)
@@ -236,7 +234,8 @@ func (s *Snapshot) refresh(ctx context.Context) (int, error) {
 }
 
 // commitActions tries to publish acts as version s.Version+1 after making
-// the new data files (local paths) durable. On success it applies them to s.
+// the names of the new data files (paths in the table's FS, published
+// without a directory fsync) durable. On success it applies them to s.
 // errVersionTaken is returned untouched for the caller's conflict handling.
 func (s *Snapshot) commitActions(acts []action, dataFiles ...string) error {
 	body, err := marshalActions(acts)
@@ -244,11 +243,11 @@ func (s *Snapshot) commitActions(acts []action, dataFiles ...string) error {
 		return err
 	}
 	v := s.Version + 1
-	var durable func() error
+	var ready func() error
 	if len(dataFiles) > 0 {
-		durable = func() error { return syncFiles(dataFiles) }
+		ready = func() error { return s.table.syncDirsOf(dataFiles) }
 	}
-	if err := s.table.tryCommit(v, body, durable); err != nil {
+	if err := s.table.tryCommit(v, body, ready); err != nil {
 		return err
 	}
 	s.applyAll(acts)

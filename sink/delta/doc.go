@@ -1,6 +1,8 @@
 // Package delta implements the Delta Lake transaction protocol (reader
 // version 1, writer version 2, no table features) for local directories, and
 // the idempotent MERGE sink of the reference pipeline (docs/contracts.md, Delta table).
+// Every file of a table is read and written through a pebble vfs.FS
+// (SinkOptions.FS, OpenFS, WithFS; the local disk by default).
 //
 // # On-disk format (Delta protocol, as written by Spark)
 //
@@ -10,7 +12,7 @@
 //	    00000000000000000000.json             commit v0 (20-digit, contiguous)
 //	    00000000000000000010.checkpoint.parquet  classic checkpoint every 10 commits
 //	    _last_checkpoint                      {"version":10,"size":N,"sizeInBytes":B,"numOfAddFiles":F}
-//	    .00000000000000000011.json.<uuid>.tmp   a commit being published (ignored by readers)
+//	    .00000000000000000011.json.<hex>.tmp    a commit being published (ignored by readers)
 //
 // A commit is newline-delimited JSON, one single-key action per line:
 // commitInfo first, then txn, remove, add (and protocol/metaData in v0).
@@ -30,13 +32,22 @@
 //
 // # Writing
 //
-// Commits are put-if-absent: the actions are written to a temp file in
-// _delta_log, fsynced, and hard-linked (link(2)) to the final name; EEXIST
-// means another writer took the version, and the writer re-reads the log and
-// retries (or stops if its txn is already there). Rename is never used for
-// commits because it overwrites on POSIX. Checkpoints and _last_checkpoint
-// are derived data: they are written to a temp file, fsynced and renamed
-// over (racing writers produce the same content).
+// Every file is published by package durable. Commits are put-if-absent
+// (NoOverwrite): the actions are written to a temp file in _delta_log,
+// fsynced, and hard-linked (link(2)) to the final name; EEXIST means another
+// writer took the version, and the writer re-reads the log and retries (or
+// stops if its txn is already there). Rename is never used for commits
+// because it overwrites on POSIX. Data files are published the same way
+// under new UUID names (".part-...parquet.<hex>.tmp" while written), so a
+// partial data file is never visible either. Checkpoints and
+// _last_checkpoint are derived data: they are written to a temp file,
+// fsynced and renamed over (Replace; racing writers produce the same
+// content).
+//
+// Temp files are hidden names ending in ".tmp" (durable.IsTemp). Writers may
+// share a table, so a sink deletes only those in the root and _delta_log
+// older than one hour (by its clock, against the file's modification time)
+// when it opens: a younger one may be another writer's publish in progress.
 //
 // Every commit this package writes starts with commitInfo (timestamp,
 // operation, operationParameters, readVersion, isolationLevel,
@@ -84,9 +95,10 @@
 // check. A checkpoint follows every commit whose version is a multiple of
 // CheckpointInterval; its failure is logged, not fatal (the commit is durable).
 //
-// Crash safety: data files are written under new UUID names, and fsynced
-// with their directory while the commit's temp file is fsynced; only then is
-// the commit linked into place, and the log directory fsynced. A crash before
+// Crash safety: data files are published (fsynced and linked) under new UUID
+// names, and their directory is fsynced while the commit's temp file is
+// fsynced; only then is the commit linked into place, and the log directory
+// fsynced. A crash before
 // the link leaves orphan data files and a temp file that no reader looks at;
 // the engine re-runs the batch, and Vacuum deletes the orphans after the
 // retention.

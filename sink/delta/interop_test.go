@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/google/uuid"
 )
 
@@ -36,7 +38,7 @@ func TestGoldenAppendAndCheckpoint(t *testing.T) {
 			bestRows := -1
 			for _, f := range s.Files() {
 				n := 0
-				if err := readGenericRows(tbl.filePath(f.Path), func(map[string]any) error { n++; return nil }); err != nil {
+				if err := readGenericRows(vfs.Default, tbl.filePath(f.Path), func(map[string]any) error { n++; return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if n > bestRows {
@@ -53,7 +55,7 @@ func TestGoldenAppendAndCheckpoint(t *testing.T) {
 			if dirPart != "." {
 				newPath = dirPart + "/" + name
 			}
-			if err := writeFileSync(tbl.filePath(newPath), data); err != nil {
+			if _, err := durable.Bytes(durable.Local{FS: vfs.Default}, filepath.Dir(tbl.filePath(newPath)), filepath.Base(tbl.filePath(newPath)), durable.Options{}, data); err != nil {
 				t.Fatal(err)
 			}
 			add := best

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,7 +45,7 @@ func (t *Table) History(ctx context.Context) ([]CommitInfo, error) {
 			}
 		}
 		if !found {
-			if st, err := os.Stat(t.commitPath(v)); err == nil {
+			if st, err := t.fs.Stat(t.commitPath(v)); err == nil {
 				ci.Timestamp = st.ModTime().UnixMilli()
 			}
 		}
@@ -103,14 +102,14 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 		res := OptimizeResult{}
 		abandon := func() {
 			for _, p := range written {
-				os.Remove(p)
+				_ = t.fs.Remove(p)
 			}
 		}
 		for _, bin := range bins {
 			var rows []sinkRow
 			for _, f := range bin {
 				p := t.filePath(f.Path)
-				rows, err = readSinkFile(p, rows)
+				rows, err = readSinkFile(t.fs, p, rows)
 				if err != nil {
 					abandon()
 					return OptimizeResult{}, errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read live data file")
@@ -167,7 +166,9 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 			continue
 		}
 		if err != nil {
-			abandon()
+			if !errors.Is(err, errCommitUncertain) {
+				abandon()
+			}
 			return OptimizeResult{}, err
 		}
 		if s.Version%CheckpointInterval == 0 {
@@ -267,42 +268,51 @@ func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool
 		}
 	}
 	var out []string
-	err = filepath.WalkDir(t.root, func(p string, d fs.DirEntry, err error) error {
+	var walk func(dir, rel string) error
+	walk = func(dir, rel string) error {
+		names, err := t.fs.List(dir)
 		if err != nil {
-			return err
+			return fmt.Errorf("list %s: %w", dir, err)
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(t.root, p)
-		if rel == "." {
-			return nil
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
-				return filepath.SkipDir
+		sort.Strings(names)
+		for _, name := range names {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			return nil
-		}
-		if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") || keep[rel] {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if info.ModTime().After(cutoff) {
-			return nil // may belong to a write in progress
-		}
-		out = append(out, filepath.ToSlash(rel))
-		if !dryRun {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("vacuum %s: %w", p, err)
+			p := t.fs.PathJoin(dir, name)
+			r := name
+			if rel != "" {
+				r = filepath.Join(rel, name)
+			}
+			if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
+				continue // the log, hidden and underscore files and directories
+			}
+			info, err := t.fs.Stat(p)
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					continue // removed meanwhile
+				}
+				return err
+			}
+			if info.IsDir() {
+				if err := walk(p, r); err != nil {
+					return err
+				}
+				continue
+			}
+			if keep[r] || info.ModTime().After(cutoff) {
+				continue // referenced, or may belong to a write in progress
+			}
+			out = append(out, filepath.ToSlash(r))
+			if !dryRun {
+				if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("vacuum %s: %w", p, err)
+				}
 			}
 		}
 		return nil
-	})
+	}
+	err = walk(t.root, "")
 	if err != nil {
 		return out, err
 	}

@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 )
 
@@ -114,7 +114,8 @@ func (m MergeMetrics) asMap() map[string]any {
 type mergePlan struct {
 	removes []action
 	adds    []action
-	written []string // local paths of the new files, deleted if the commit is abandoned
+	written []string // paths of the new files, deleted if the commit is abandoned
+	fs      vfs.FS   // the table's FS, where written lives
 	metrics MergeMetrics
 }
 
@@ -122,7 +123,7 @@ type mergePlan struct {
 // commit, so no reader can need them.
 func (p *mergePlan) abandon() {
 	for _, f := range p.written {
-		os.Remove(f)
+		_ = p.fs.Remove(f)
 	}
 }
 
@@ -248,7 +249,7 @@ func (m keyMask) mergeSorted(a, b []sinkRow) []sinkRow {
 // against the part of the source its first key starts at.
 func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions) (*mergePlan, error) {
 	start := time.Now()
-	plan := &mergePlan{}
+	plan := &mergePlan{fs: s.table.fs}
 	plan.metrics.NumSourceRows = int64(len(src))
 	cmp := func(a, b sinkRow) int { return o.keys.cmp(&a, &b) }
 	uniq := o.keys.dedupeSorted(src)
@@ -264,7 +265,7 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 		}
 		p := s.table.filePath(f.Path)
 		var err error
-		buf, err = readSinkFile(p, buf[:0])
+		buf, err = readSinkFile(s.table.fs, p, buf[:0])
 		if err != nil {
 			return nil, errcode.Wrap(err, CodeMissingFile, p, "restore the file or the table from a backup", "read live data file of version %d", s.Version)
 		}

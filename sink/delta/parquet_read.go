@@ -3,19 +3,19 @@ package delta
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// openParquet opens a local parquet file. The caller closes the returned file.
-func openParquet(path string) (*parquet.File, *os.File, error) {
-	f, err := os.Open(path)
+// openParquet opens a parquet file of fs. The caller closes the returned file.
+func openParquet(fs vfs.FS, path string) (*parquet.File, vfs.File, error) {
+	f, err := fs.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,8 +35,8 @@ func openParquet(path string) (*parquet.File, *os.File, error) {
 // readGenericRows calls fn with every row of a parquet file, reconstructed
 // as nested Go values and normalised (normalize) so that timestamps are
 // time.Time whatever their physical encoding.
-func readGenericRows(path string, fn func(map[string]any) error) error {
-	pf, f, err := openParquet(path)
+func readGenericRows(fs vfs.FS, path string, fn func(map[string]any) error) error {
+	pf, f, err := openParquet(fs, path)
 	if err != nil {
 		return err
 	}

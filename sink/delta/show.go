@@ -158,7 +158,7 @@ func (s *Snapshot) sinkRows(ctx context.Context, fn func(*sinkRow) error) error 
 		}
 		p := s.table.filePath(f.Path)
 		var err error
-		buf, err = readSinkFile(p, buf[:0])
+		buf, err = readSinkFile(s.table.fs, p, buf[:0])
 		if err != nil {
 			return errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read data file")
 		}

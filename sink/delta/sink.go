@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
@@ -29,6 +30,8 @@ type SinkOptions struct {
 	TargetFileRows int          // rows per data file; default DefaultTargetFileRows
 	Logger         *slog.Logger // default slog.Default()
 	Clock          func() time.Time
+	// FS holds the table; nil = vfs.Default (the local disk).
+	FS vfs.FS
 }
 
 // MergeSink is the stream.Sink that upserts each batch into the Delta table
@@ -69,6 +72,9 @@ func NewMergeSink(o SinkOptions) (*MergeSink, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
 	return &MergeSink{o: o, keys: keys, log: o.Logger}, nil
 }
 
@@ -83,15 +89,15 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	if queryID == "" {
 		return errcode.New(errcode.InvalidArgument, m.o.Path, "open the sink with the query id", "empty query id")
 	}
-	t, err := Open(ctx, m.o.Path)
+	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
 	var ce *errcode.Error
 	if errors.As(err, &ce) && ce.Code == CodeNotATable {
-		_, err = Create(ctx, m.o.Path, SinkSchema(), WithClock(m.o.Clock))
+		_, err = Create(ctx, m.o.Path, SinkSchema(), WithClock(m.o.Clock), WithFS(m.o.FS))
 		if errors.As(err, &ce) && ce.Code == CodeTableExists {
 			err = nil // another writer created it first
 		}
 		if err == nil {
-			t, err = Open(ctx, m.o.Path)
+			t, err = OpenFS(ctx, m.o.FS, m.o.Path)
 		}
 		if err == nil {
 			m.log.Info("created delta table", "path", t.Path())
@@ -106,6 +112,13 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	}
 	if err := checkWriteProtocol(s.Protocol, t.logDir); err != nil {
 		return err
+	}
+	// Temp files a crashed writer left (ours or another's, once old enough
+	// not to be a publish in progress).
+	if n, err := t.cleanTemps(m.o.Clock()); err != nil {
+		return err
+	} else if n > 0 {
+		m.log.Info("removed stale temp files from the delta table", "path", t.Path(), "files", n)
 	}
 	if !sameShape(s.Schema, SinkSchema()) {
 		return errcode.New(CodeSchemaMismatch, t.root, "point --table at an empty directory or a table written by ethstream",
@@ -233,7 +246,9 @@ func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkR
 			continue
 		}
 		if err != nil {
-			plan.abandon()
+			if !errors.Is(err, errCommitUncertain) {
+				plan.abandon()
+			}
 			return batchResult{}, err
 		}
 		if s.Version%CheckpointInterval == 0 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -435,7 +436,7 @@ func TestSinkSchemaAndStats(t *testing.T) {
 	}
 	_ = st
 	// The file itself: INT64 TIMESTAMP(MICROS, UTC), snappy, optional fields.
-	pf, fh, err := openParquet(filepath.Join(dir, f.Path))
+	pf, fh, err := openParquet(vfs.Default, filepath.Join(dir, f.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +581,7 @@ func TestSinkFileRoundTripWithNulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readSinkFile(filepath.Join(dir, add.Path), nil)
+	got, err := readSinkFile(vfs.Default, filepath.Join(dir, add.Path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +589,7 @@ func TestSinkFileRoundTripWithNulls(t *testing.T) {
 		t.Fatalf("round trip\n got %v\nwant %v", got, in)
 	}
 	var generic []string
-	if err := readGenericRows(filepath.Join(dir, add.Path), func(r map[string]any) error {
+	if err := readGenericRows(vfs.Default, filepath.Join(dir, add.Path), func(r map[string]any) error {
 		generic = append(generic, fmt.Sprintf("%v %v %v", r["window"] == nil, r["source"], r["count"]))
 		return nil
 	}); err != nil {

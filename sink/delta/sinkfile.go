@@ -1,19 +1,18 @@
 package delta
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -80,39 +79,19 @@ const (
 	colCount
 )
 
-// writeSinkFile writes rows (already sorted) to a new uniquely named file
-// in the table root and returns its add action with full stats. The file
-// is not yet durable: the commit that references it syncs it.
+// writeSinkFile publishes rows (already sorted) as a new uniquely named
+// file in the table root (durable NoOverwrite: temp file, fsync, link) and
+// returns its add action with full stats. Its directory entry is not yet
+// durable: the commit that references it fsyncs the directory first.
 func (t *Table) writeSinkFile(rows []sinkRow, now time.Time) (*AddFile, error) {
 	name := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid.NewString())
-	p := filepath.Join(t.root, name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	res, err := t.pub.Publish(t.root, name, durable.Options{NoDirSync: true}, func(w io.Writer) error {
+		return encodeSinkRows(w, rows)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("create data file %s: %w", p, err)
+		return nil, fmt.Errorf("write data file %s: %w", t.fs.PathJoin(t.root, name), err)
 	}
-	// Buffers sized to the file: a live batch writes a few hundred rows, and
-	// megabyte buffers per file would dominate its cost.
-	bw := bufio.NewWriterSize(f, clampInt(len(rows)*64, 16<<10, 1<<20))
-	err = encodeSinkRows(bw, rows)
-	if err == nil {
-		err = bw.Flush()
-	}
-	// No fsync here: commitActions syncs the new files while it writes the
-	// commit, before publishing it.
-	var size int64
-	if err == nil {
-		var st os.FileInfo
-		if st, err = f.Stat(); err == nil {
-			size = st.Size()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(p)
-		return nil, fmt.Errorf("write data file %s: %w", p, err)
-	}
+	size := res.Size
 	stats, err := json.Marshal(computeSinkStats(rows))
 	if err != nil {
 		return nil, err
@@ -193,8 +172,8 @@ func strValue(s string, null bool, col int) parquet.Value {
 // readSinkFile reads every row of a sink-schema data file. Columns are
 // found by name, so files other writers produced (INT96 timestamps, other
 // column orders, missing columns) read too.
-func readSinkFile(path string, dst []sinkRow) ([]sinkRow, error) {
-	pf, f, err := openParquet(path)
+func readSinkFile(fs vfs.FS, path string, dst []sinkRow) ([]sinkRow, error) {
+	pf, f, err := openParquet(fs, path)
 	if err != nil {
 		return dst, err
 	}

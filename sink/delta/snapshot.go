@@ -184,7 +184,7 @@ func (t *Table) filePath(logPath string) string {
 			return r
 		}
 	}
-	return filepath.Join(t.root, filepath.FromSlash(decodePath(logPath)))
+	return t.fs.PathJoin(t.root, filepath.FromSlash(decodePath(logPath)))
 }
 
 // checkFiles verifies that every live file can be read before a scan starts,
@@ -195,7 +195,7 @@ func (s *Snapshot) checkFiles(files []AddFile) error {
 			return errcode.New(CodeUnsupportedFeature, s.table.filePath(f.Path), remedyProtocol, "file has a deletion vector")
 		}
 		p := s.table.filePath(f.Path)
-		if _, err := os.Stat(p); err != nil {
+		if _, err := s.table.fs.Stat(p); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return errcode.Wrap(err, CodeMissingFile, p,
 					"restore the file, or restore the table to a version that does not reference it",
@@ -238,7 +238,7 @@ func (s *Snapshot) Rows(ctx context.Context, fn func(row map[string]any) error) 
 		}
 		p := s.table.filePath(f.Path)
 		out := make(map[string]any, len(s.Schema.Fields))
-		err := readGenericRows(p, func(raw map[string]any) error {
+		err := readGenericRows(s.table.fs, p, func(raw map[string]any) error {
 			for _, fld := range s.Schema.Fields {
 				if partCols[fld.Name] {
 					out[fld.Name] = pvals[fld.Name]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 )
 
@@ -22,13 +25,34 @@ const (
 	WriterVersion = 2
 )
 
-// Table is a Delta table in a local directory. A Table holds only its paths,
-// so it is safe for concurrent use; every Snapshot is an immutable view that
+// Table is a Delta table in a directory of a vfs.FS (the local disk by
+// default; every file of the table is read and written through it, so tests
+// inject faults and crashes). A Table holds only its paths and FS, so it is
+// safe for concurrent use; every Snapshot is an immutable view that
 // is safe for concurrent reads. Writers on the same directory (in this or
 // other processes) are serialised by put-if-absent commits.
 type Table struct {
+	fs     vfs.FS
+	pub    durable.Publisher
 	root   string
 	logDir string
+}
+
+func newTable(fs vfs.FS, root string) *Table {
+	if fs == nil {
+		fs = vfs.Default
+	}
+	return &Table{fs: fs, pub: durable.For(fs), root: root, logDir: fs.PathJoin(root, "_delta_log")}
+}
+
+// readFile reads a whole file of the table.
+func (t *Table) readFile(p string) ([]byte, error) {
+	f, err := t.fs.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	return data, errors.Join(err, f.Close())
 }
 
 var (
@@ -53,14 +77,20 @@ func resolveRoot(path string) (string, error) {
 	return filepath.Clean(path), nil
 }
 
-// Open opens an existing table: the directory must have a _delta_log holding
-// at least one commit or checkpoint. It reads nothing else; Snapshot replays.
+// Open opens an existing table on the local disk (OpenFS with vfs.Default).
 func Open(ctx context.Context, path string) (*Table, error) {
+	return OpenFS(ctx, vfs.Default, path)
+}
+
+// OpenFS opens an existing table in fs: the directory must have a _delta_log
+// holding at least one commit or checkpoint. It reads nothing else; Snapshot
+// replays.
+func OpenFS(ctx context.Context, fs vfs.FS, path string) (*Table, error) {
 	root, err := resolveRoot(path)
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{root: root, logDir: filepath.Join(root, "_delta_log")}
+	t := newTable(fs, root)
 	l, err := t.list()
 	if err != nil {
 		return nil, err
@@ -75,11 +105,11 @@ func Open(ctx context.Context, path string) (*Table, error) {
 func (t *Table) Path() string { return t.root }
 
 func (t *Table) commitPath(v int64) string {
-	return filepath.Join(t.logDir, fmt.Sprintf("%020d.json", v))
+	return t.fs.PathJoin(t.logDir, fmt.Sprintf("%020d.json", v))
 }
 
 func (t *Table) checkpointPath(v int64) string {
-	return filepath.Join(t.logDir, fmt.Sprintf("%020d.checkpoint.parquet", v))
+	return t.fs.PathJoin(t.logDir, fmt.Sprintf("%020d.checkpoint.parquet", v))
 }
 
 // listing is what _delta_log holds: commit versions and classic
@@ -91,15 +121,14 @@ type listing struct {
 
 func (t *Table) list() (listing, error) {
 	var l listing
-	ents, err := os.ReadDir(t.logDir)
+	ents, err := t.fs.List(t.logDir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return l, errcode.New(CodeNotATable, t.logDir, "check the path, or let the sink create the table", "no _delta_log directory")
 		}
 		return l, fmt.Errorf("list %s: %w", t.logDir, err)
 	}
-	for _, e := range ents {
-		name := e.Name()
+	for _, name := range ents {
 		if m := commitRe.FindStringSubmatch(name); m != nil {
 			v, _ := strconv.ParseInt(m[1], 10, 64)
 			l.commits = append(l.commits, v)
@@ -116,7 +145,7 @@ func (t *Table) list() (listing, error) {
 // readCommit reads and parses one commit file.
 func (t *Table) readCommit(v int64) ([]action, error) {
 	p := t.commitPath(v)
-	data, err := os.ReadFile(p)
+	data, err := t.readFile(p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, errcode.Wrap(err, CodeVersionGap, p, remedyCorrupt, "commit %d is missing from the log", v)
@@ -207,7 +236,7 @@ func (t *Table) replay(ctx context.Context, l listing, target int64) (*Snapshot,
 // not track (commitInfo in very old checkpoints, domainMetadata) are skipped.
 func (t *Table) readCheckpoint(path string) ([]action, error) {
 	var acts []action
-	err := readGenericRows(path, func(row map[string]any) error {
+	err := readGenericRows(t.fs, path, func(row map[string]any) error {
 		var a action
 		set := 0
 		for _, col := range []string{"txn", "add", "remove", "metaData", "protocol"} {

@@ -45,13 +45,14 @@
 // n). Entries are in admission order: date partition, then URI.
 //
 // Every file is published through the checkpoint's primitive
-// (checkpoint.Publish, through stream.SourceEnv.FS): written to
-// ".<name>.tmp", fsynced, closed, hard-linked to its final name (which fails
-// if the name exists, so two writers cannot both publish log id n), the temp
-// name removed and the directory fsynced. Files are never overwritten or
-// deleted. If log id n already exists when LatestOffset is asked for the
-// batch after n-1, the previous run admitted it and crashed before the engine
-// recorded the batch: the entry is re-used, so LatestOffset is idempotent.
+// (checkpoint.Publish: package durable, NoOverwrite, through
+// stream.SourceEnv.FS): written to ".<name>.<hex>.tmp", fsynced, closed,
+// hard-linked to its final name (which fails if the name exists, so two
+// writers cannot both publish log id n), the temp name removed and the
+// directory fsynced. Files are never overwritten or deleted. If log id n
+// already exists when LatestOffset is asked for the batch after n-1, the
+// previous run admitted it and crashed before the engine recorded the batch:
+// the entry is re-used, so LatestOffset is idempotent.
 // Stale temp files are removed on Open. A missing version line, a version
 // other than v1 (a newer one is refused), a line that is not a JSON object
 // with path, timestamp and batchId, a wrong batchId, an empty file, a gap in

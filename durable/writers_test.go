@@ -1,0 +1,67 @@
+package durable_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestOneWriter keeps package durable the only durable writer: outside it,
+// no non-test file of the module creates, links or renames a file, except
+// the writers listed here, none of which publishes durable output.
+func TestOneWriter(t *testing.T) {
+	allowed := map[string]string{
+		"chain/archive.go:os.CreateTemp(":  "a writability probe, removed at once",
+		"cmd/ethstream/main.go:os.Create(": "the --cpuprofile file of a debugging run",
+		"demo/bench.go:os.WriteFile(":      "/proc/self/clear_refs, not a file",
+		"demo/demo.go:os.Create(":          "a phase's log, streamed while the phase runs",
+		"state/partitions.go:.Create(":     "the local Pebble cache (sstables to ingest, no-sync wrapper); trusted only via the marker, which is published through durable",
+	}
+	re := regexp.MustCompile(`os\.(WriteFile|CreateTemp|OpenFile|Create|Rename|Link)\(|\.(Rename|Link|Create)\(`)
+	root := ".."
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (rel == "durable" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "//") {
+				continue
+			}
+			for _, m := range re.FindAllString(line, -1) {
+				key := rel + ":" + m
+				if _, ok := allowed[key]; ok {
+					seen[key] = true
+					continue
+				}
+				t.Errorf("%s:%d writes a file without package durable: %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range allowed {
+		if !seen[k] {
+			t.Errorf("allowed writer %s no longer exists: drop it from the list", k)
+		}
+	}
+}

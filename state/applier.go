@@ -1,0 +1,135 @@
+package state
+
+// The cache applier: writing records and sorted changes to the Pebble
+// partitions of the local cache.
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// applier writes records, in partition order, as one Pebble batch per
+// partition.
+type applier struct {
+	s   *Store
+	cur int
+	b   *pebble.Batch
+}
+
+func (s *Store) newApplier() *applier { return &applier{s: s, cur: -1} }
+
+func (a *applier) add(r record) error {
+	if r.Partition != a.cur || a.b == nil {
+		if err := a.commit(); err != nil {
+			return err
+		}
+		d, err := a.s.parts.db(r.Partition)
+		if err != nil {
+			return err
+		}
+		a.cur = r.Partition
+		a.b = d.NewBatch()
+	}
+	var err error
+	if r.Kind == recPut {
+		err = a.b.Set(r.Key, r.Val, nil)
+	} else {
+		err = a.b.Delete(r.Key, nil)
+	}
+	return err
+}
+
+func (a *applier) commit() error {
+	if a.b == nil {
+		return nil
+	}
+	b := a.b
+	a.b = nil
+	err := b.Commit(pebble.NoSync)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write state partition %d: %w", a.cur, err)
+	}
+	a.s.parts.dirty[a.cur] = true
+	a.s.parts.stale[a.cur] = true
+	return nil
+}
+
+func (a *applier) close() {
+	if a.b != nil {
+		_ = a.b.Close()
+		a.b = nil
+	}
+}
+
+// applyChanges writes the sorted changes cs to the local cache, one Pebble
+// batch per partition. For a partition in rangeDel (its deletes are exactly
+// its committed keys from the first deleted one to the last: an eviction),
+// the deletes are one range deletion instead of a tombstone per key: Pebble
+// then drops the covered files whole instead of compacting a backfill
+// batch's million tombstones with the keys they delete. The range deletion
+// comes first in the batch, so a put of a new key inside the range (a later
+// sequence number) survives it.
+func (s *Store) applyChanges(cs []change, rangeDel []bool) error {
+	for i := 0; i < len(cs); {
+		p := cs[i].part
+		j := i
+		for j < len(cs) && cs[j].part == p {
+			j++
+		}
+		if err := s.applyPartition(p, cs[i:j], rangeDel[p]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
+	d, err := s.parts.db(p)
+	if err != nil {
+		return err
+	}
+	b := d.NewBatch()
+	if rangeDel {
+		first, last := -1, -1
+		for i := range cs {
+			if cs[i].e.del {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		if first >= 0 {
+			end := append([]byte(cs[last].key), 0) // the smallest key after the last
+			err = b.DeleteRange(keyBytes(cs[first].key), end, nil)
+		}
+	}
+	for _, c := range cs {
+		if err != nil {
+			break
+		}
+		switch {
+		case !c.e.del:
+			err = b.Set(keyBytes(c.key), c.e.val, nil)
+		case !rangeDel:
+			err = b.Delete(keyBytes(c.key), nil)
+		}
+	}
+	if err == nil {
+		err = b.Commit(pebble.NoSync)
+	}
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write state partition %d: %w", p, err)
+	}
+	s.parts.dirty[p] = true
+	s.parts.stale[p] = true
+	return nil
+}

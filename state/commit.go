@@ -1,0 +1,281 @@
+package state
+
+// Committing a version: publishing its files, then applying it to the cache.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Commit makes version durable in Dir (data file, then metadata file, both
+// published crash-safely), applies the batch to the local cache, and returns
+// the batch's metrics. version must be above the loaded one. On error the
+// pending batch is kept: the caller may retry Commit or Abort.
+func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
+	start := time.Now()
+	if err := s.usable(); err != nil {
+		return Metrics{}, err
+	}
+	if version <= s.version {
+		return Metrics{}, fmt.Errorf("state: commit version %d, store already holds version %d", version, s.version)
+	}
+	if err := ctx.Err(); err != nil {
+		return Metrics{}, err
+	}
+	cs, err := s.changes()
+	if err != nil {
+		return Metrics{}, err
+	}
+	var updated, removed int64
+	newRows := slices.Clone(s.partRows)
+	for _, c := range cs {
+		switch {
+		case c.e.del:
+			removed++
+			newRows[c.part]--
+		default:
+			updated++
+			if !c.e.existed {
+				newRows[c.part]++
+			}
+		}
+	}
+	// Open the partitions the batch writes that are still closed, in
+	// parallel: after a restart a batch touches many of them for the first
+	// time, and opening one waits mostly on file creation.
+	touched := make([]bool, s.n)
+	closed := 0
+	for _, c := range cs {
+		if !touched[c.part] && s.parts.dbs[c.part] == nil {
+			closed++
+		}
+		touched[c.part] = true
+	}
+	if closed > 1 {
+		if err := s.parts.openAll(func(i int) bool { return touched[i] }); err != nil {
+			return Metrics{}, err
+		}
+	}
+	bounds, rangeDel, err := s.nextBounds(cs, newRows)
+	if err != nil {
+		return Metrics{}, err
+	}
+	snapshot := s.head == nil || s.head.ChainLength+1 >= s.opts.SnapshotEvery
+	kind := kindNameDelta
+	if snapshot {
+		kind = kindNameSnapshot
+	}
+	attempt := s.nextAttempt[version]
+	s.nextAttempt[version] = attempt + 1
+	m := &versionMeta{
+		FormatVersion: metaFormatVersion,
+		StoreID:       s.storeID,
+		Version:       version,
+		Attempt:       attempt,
+		Kind:          kind,
+		Data:          dataFileName(version, attempt, kind),
+		Partitions:    s.n,
+		PartitionRows: newRows,
+		PartitionKeys: bounds,
+		Schema:        s.schema,
+	}
+	for _, r := range newRows {
+		m.Rows += r
+	}
+	write := func(dw *dataWriter) error {
+		for _, c := range cs {
+			if c.e.del {
+				if err := dw.add(recDelete, c.part, keyBytes(c.key), nil); err != nil {
+					return err
+				}
+			} else if err := dw.add(recPut, c.part, keyBytes(c.key), c.e.val); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if snapshot && s.head != nil && !s.allNonEmptyOpen() {
+		// Opening every closed partition only to copy it would cost more
+		// than the rest of the batch: rewrite the files instead.
+		write = func(dw *dataWriter) error { return s.writeSnapshotFromFiles(dw, cs, m.Rows) }
+	} else if snapshot {
+		write = func(dw *dataWriter) error {
+			rest := cs
+			for p := 0; p < s.n; p++ {
+				var pend []string
+				for ; len(rest) > 0 && rest[0].part == p; rest = rest[1:] {
+					pend = append(pend, rest[0].key)
+				}
+				err := s.scanPartition(p, nil, nil, pend, func(k, v []byte) error { return dw.add(recPut, p, k, v) })
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	} else if s.head != nil {
+		ref := s.head.ref()
+		m.Base = &ref
+		m.ChainLength = s.head.ChainLength + 1
+	}
+	n, err := s.publishVersion(m, write)
+	if err != nil {
+		return Metrics{}, err
+	}
+	// The version is durable; now the cache.
+	if err := s.applyChanges(cs, rangeDel); err != nil {
+		s.broken = err
+	}
+	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, newRows, m.Rows, bounds
+	s.Abort()
+	s.afterPublish(snapshot)
+	if s.broken != nil {
+		return Metrics{}, fmt.Errorf("state: version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
+	}
+	return Metrics{
+		RowsTotal:       s.rows,
+		RowsUpdated:     updated,
+		RowsRemoved:     removed,
+		MemoryUsedBytes: s.memoryUsed(),
+		CommitTimeMs:    time.Since(start).Milliseconds(),
+		PartitionRows:   slices.Clone(s.partRows),
+		Snapshot:        snapshot,
+		BytesWritten:    n,
+	}, nil
+}
+
+// writeSnapshotFromFiles writes the full state after the sorted changes cs
+// as snapshot records, from the committed version's checkpoint files
+// instead of the local cache: the deltas since the last snapshot and cs are
+// folded into overrides (the last write wins), and the last snapshot is
+// merged with the overrides' puts in (partition, key) order. Memory beyond
+// the streaming is the overrides, not the state.
+func (s *Store) writeSnapshotFromFiles(dw *dataWriter, cs []change, rows int64) error {
+	snap, over, err := s.foldChain(context.Background(), s.version)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		over.set(c.key, c.part, c.e.val, c.e.del)
+	}
+	type put struct {
+		part int
+		key  string
+		val  []byte
+	}
+	puts := make([]put, 0, len(over))
+	for k, o := range over {
+		if !o.del {
+			puts = append(puts, put{o.part, k, o.val})
+		}
+	}
+	slices.SortFunc(puts, func(a, b put) int {
+		if a.part != b.part {
+			return a.part - b.part
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	i := 0
+	if snap != nil {
+		err := readDataFile(s.fs, s.dir, snap, func(r record) error {
+			for ; i < len(puts) && (puts[i].part < r.Partition || puts[i].part == r.Partition && puts[i].key < string(r.Key)); i++ {
+				if err := dw.add(recPut, puts[i].part, []byte(puts[i].key), puts[i].val); err != nil {
+					return err
+				}
+			}
+			if _, ok := over[string(r.Key)]; ok {
+				return nil
+			}
+			return dw.add(recPut, r.Partition, r.Key, r.Val)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for ; i < len(puts); i++ {
+		if err := dw.add(recPut, puts[i].part, []byte(puts[i].key), puts[i].val); err != nil {
+			return err
+		}
+	}
+	if dw.count != uint64(rows) {
+		return errcode.Corrupt(s.dir, nil, "state version %d and its changes give %d keys, the partition counts say %d", s.version, dw.count, rows)
+	}
+	return nil
+}
+
+// publishVersion writes m's data file with write, then m's metadata file.
+// The version is committed once the metadata file is published.
+func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error) (int64, error) {
+	kindByte := byte(kindDelta)
+	if m.Kind == kindNameSnapshot {
+		kindByte = kindSnapshot
+	}
+	var records uint64
+	size, tmp, err := publishFile(s.fs, s.dir, m.Data, func(w io.Writer) error {
+		dw, err := newDataWriter(w, kindByte, m.Version, m.Attempt, m.Partitions)
+		if err != nil {
+			return err
+		}
+		if err := write(dw); err != nil {
+			return err
+		}
+		records = dw.count
+		return dw.finish()
+	})
+	if tmp != "" {
+		s.tmps = append(s.tmps, tmp)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: commit version %d: %w", m.Version, err)
+	}
+	m.DataSize = size
+	m.DataRecords = int64(records)
+	if m.Kind == kindNameDelta {
+		m.ChainBytes = size
+		if s.head != nil && m.Base != nil {
+			m.ChainBytes += s.head.ChainBytes
+		}
+	}
+	mb := encodeMeta(m)
+	msize, tmp, err := publishFile(s.fs, s.dir, metaFileName(m.Version, m.Attempt), func(w io.Writer) error {
+		_, err := w.Write(mb)
+		return err
+	})
+	if tmp != "" {
+		s.tmps = append(s.tmps, tmp)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: commit version %d: %w", m.Version, err)
+	}
+	return size + msize, nil
+}
+
+// afterPublish removes what a new version made garbage: temp files of failed
+// attempts, versions above it (an abandoned history), and, after a snapshot,
+// files no version within Retain needs. Failures are logged, not returned:
+// garbage never affects correctness.
+func (s *Store) afterPublish(snapshot bool) {
+	var keep []string
+	for _, t := range s.tmps {
+		if err := s.fs.Remove(t); err != nil && !errors.Is(err, os.ErrNotExist) {
+			keep = append(keep, t)
+		}
+	}
+	s.tmps = keep
+	if len(s.abandoned) == 0 && !snapshot {
+		return
+	}
+	if err := s.gc(); err != nil {
+		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)
+		return
+	}
+	s.abandoned = nil
+}

@@ -1,0 +1,280 @@
+package state
+
+// The pending batch: the keys the current batch changed, and reads as of it.
+
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+)
+
+// pendingEntry is one key changed by the current batch.
+type pendingEntry struct {
+	val     []byte
+	part    int32
+	del     bool
+	known   bool // existed has been looked up
+	existed bool // the key is in the committed version (if known)
+}
+
+// committedGet reads key from the committed version.
+func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
+	p := PartitionOf(key, s.n)
+	if s.partRows[p] == 0 {
+		return nil, false, nil
+	}
+	if s.beyondBounds(p, key) {
+		// Usually a key of a new window: known missing without opening
+		// the partition (Commit opens the partitions it writes together).
+		s.lastGet = append(s.lastGet[:0], key...)
+		s.lastFound, s.lastAbsent = false, true
+		return nil, false, nil
+	}
+	v, ok, err := s.parts.get(p, key, s.getBuf)
+	if ok {
+		s.getBuf = v
+	}
+	if err == nil {
+		s.lastGet = append(s.lastGet[:0], key...)
+		s.lastFound, s.lastAbsent = ok, true
+	}
+	return v, ok, err
+}
+
+// Get returns key's value as of the pending batch. val is valid until the
+// next call on the store.
+func (s *Store) Get(key []byte) (val []byte, ok bool, err error) {
+	if err := s.usable(); err != nil {
+		return nil, false, err
+	}
+	if e, found := s.pending[string(key)]; found {
+		if e.del {
+			return nil, false, nil
+		}
+		return e.val, true, nil
+	}
+	return s.committedGet(key)
+}
+
+// contrib is a known entry's share of NumKeys relative to the committed
+// version.
+func (e *pendingEntry) contrib() int64 {
+	var c int64
+	if !e.del {
+		c++
+	}
+	if e.existed {
+		c--
+	}
+	return c
+}
+
+// entry returns key's pending entry, creating it if needed. Whether the key
+// exists in the committed version is taken from the last Get if it read this
+// key, and otherwise looked up later, in key order, by resolve: blind writes
+// of many keys then cost a sequential pass instead of a random read each.
+func (s *Store) entry(key []byte) *pendingEntry {
+	if !s.lastAbsent || string(s.lastGet) != string(key) {
+		if e, found := s.pending[string(key)]; found {
+			return e
+		}
+	}
+	p := PartitionOf(key, s.n)
+	e := s.alloc.entry()
+	e.part = int32(p)
+	switch {
+	case s.partRows[p] == 0 || s.beyondBounds(p, key):
+		e.known = true
+	case s.lastGet != nil && string(s.lastGet) == string(key):
+		e.known, e.existed = true, s.lastFound
+	default:
+		s.unknown++
+	}
+	e.del = !e.existed // unchanged so far (an unknown entry is set right away)
+	s.pending[s.alloc.str(key)] = e
+	s.lastAbsent = false
+	s.pendingBytes += int64(len(key)) + 80
+	return e
+}
+
+// Put sets key to val in the pending batch (both are copied).
+func (s *Store) Put(key, val []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	e := s.entry(key)
+	if e.known {
+		s.pendingDelta -= e.contrib()
+	}
+	s.pendingBytes += int64(len(val) - len(e.val))
+	if cap(e.val) >= len(val) {
+		e.val = append(e.val[:0], val...)
+	} else {
+		e.val = s.alloc.bytes(val)
+	}
+	e.del = false
+	if e.known {
+		s.pendingDelta += e.contrib()
+	}
+	return nil
+}
+
+// Delete removes key in the pending batch; deleting a missing key is a no-op.
+func (s *Store) Delete(key []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	e := s.entry(key)
+	if e.known {
+		s.pendingDelta -= e.contrib()
+	}
+	s.pendingBytes -= int64(len(e.val))
+	e.val = nil
+	e.del = true
+	if e.known {
+		if !e.existed {
+			// Net nothing: forget the key.
+			s.forget(key)
+			return nil
+		}
+		s.pendingDelta += e.contrib()
+	}
+	return nil
+}
+
+func (s *Store) forget(key []byte) {
+	delete(s.pending, string(key))
+	s.pendingBytes -= int64(len(key)) + 80
+}
+
+// resolve looks up, partition by partition in key order, whether each
+// pending entry of unknown existence is in the committed version.
+func (s *Store) resolve() error {
+	if s.unknown == 0 {
+		return nil
+	}
+	cs := make([]change, 0, s.unknown)
+	for k, e := range s.pending {
+		if !e.known {
+			cs = append(cs, newChange(k, e))
+		}
+	}
+	sortChanges(cs)
+	return s.resolveSorted(cs)
+}
+
+// resolveSorted resolves the unknown entries among cs, sorted by (partition,
+// key), with one iterator per partition seeking forward.
+func (s *Store) resolveSorted(cs []change) error {
+	for i := 0; i < len(cs) && s.unknown > 0; {
+		p := cs[i].part
+		j := i
+		anyUnknown := false
+		for ; j < len(cs) && cs[j].part == p; j++ {
+			anyUnknown = anyUnknown || !cs[j].e.known
+		}
+		group := cs[i:j]
+		i = j
+		if !anyUnknown {
+			continue
+		}
+		d, err := s.parts.db(p)
+		if err != nil {
+			return err
+		}
+		it, err := d.NewIter(nil)
+		if err != nil {
+			return fmt.Errorf("read state partition %d: %w", p, err)
+		}
+		for _, c := range group {
+			e := c.e
+			if e.known {
+				continue
+			}
+			kb := []byte(c.key)
+			found := it.SeekGE(kb) && bytes.Equal(it.Key(), kb)
+			e.known, e.existed = true, found
+			s.unknown--
+			if e.del && !found {
+				s.forget(kb)
+				continue
+			}
+			s.pendingDelta += e.contrib()
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("read state partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// NumKeys returns the number of keys as of the pending batch (exact). It may
+// read the committed version to resolve blind writes; a read error panics
+// (the cache is broken and nothing sensible can be counted).
+func (s *Store) NumKeys() int64 {
+	if err := s.resolve(); err != nil {
+		panic(fmt.Sprintf("state: count keys: %v", err))
+	}
+	return s.rows + s.pendingDelta
+}
+
+// Abort drops the pending batch.
+func (s *Store) Abort() {
+	if len(s.pending) > 4096 {
+		// A cleared map keeps its buckets; let a backfill-sized one go.
+		s.pending = map[string]*pendingEntry{}
+	} else {
+		clear(s.pending)
+	}
+	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
+	s.lastGet = s.lastGet[:0]
+	s.lastAbsent = false
+	s.alloc = pendingAlloc{}
+}
+
+// pendingAlloc carves the pending batch's entries, keys and values out of
+// chunks: a backfill batch has millions of pending keys, and three small
+// allocations per key (entry, key string, value) cost malloc time and GC
+// work. The chunks live as long as any entry of theirs: Abort (and Commit,
+// which calls it) drops the allocator with the map. Chunks grow from small
+// (live batches of a few keys) to a cap per batch.
+type pendingAlloc struct {
+	entries []pendingEntry
+	buf     []byte
+}
+
+func (a *pendingAlloc) entry() *pendingEntry {
+	if len(a.entries) == cap(a.entries) {
+		a.entries = make([]pendingEntry, 0, min(max(2*cap(a.entries), 32), 4096))
+	}
+	a.entries = a.entries[:len(a.entries)+1]
+	return &a.entries[len(a.entries)-1]
+}
+
+// bytes returns a copy of b with no spare capacity (appending to it
+// reallocates instead of overwriting a neighbour).
+func (a *pendingAlloc) bytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, max(min(max(2*cap(a.buf), 1<<10), 256<<10), len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// str returns b as a string backed by the chunk (never written again).
+func (a *pendingAlloc) str(b []byte) string {
+	c := a.bytes(b)
+	if len(c) == 0 {
+		return ""
+	}
+	return unsafe.String(&c[0], len(c))
+}
+
+// keyBytes returns a read-only view of a pending key's bytes without copying
+// (a commit passes millions of keys to writers that copy them anyway: the
+// data file's chunk buffer and Pebble's batch). Never write through it.
+func keyBytes(k string) []byte { return unsafe.Slice(unsafe.StringData(k), len(k)) }
