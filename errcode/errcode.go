@@ -33,6 +33,8 @@ const (
 	// or RocksDBStateStoreProvider); ethstream can read its logs but
 	// neither resume nor repartition it. Raised before anything is written.
 	StateProviderUnsupported = "STATE_PROVIDER_UNSUPPORTED"
+	CheckpointNotFound       = "CHECKPOINT_NOT_FOUND"
+	MissingFlag              = "MISSING_REQUIRED_FLAG"
 	InvalidArgument          = "INVALID_ARGUMENT"
 )
 

@@ -40,7 +40,7 @@ the lock is taken: nothing is created.`,
 			o := engine.Options{CheckpointDir: args[0], FS: vfs.Default, LocalDir: localDir, Logger: newLogger(cmd)}
 			var res *engine.RepartitionResult
 			if dryRun {
-				res, err = engine.PlanRepartitionOffline(o, partitions)
+				res, err = engine.PlanRepartitionOffline(o, op, partitions)
 			} else {
 				res, err = engine.RepartitionOffline(cmd.Context(), o, op, partitions)
 			}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/ethstream/ethstream/chain"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// cli runs the CLI in-process as a user would type it, with every flag of
+// the command tree reset to its default first (cobra keeps flag values,
+// repeatable ones included, between executions).
+func cli(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var reset func(c *cobra.Command)
+	reset = func(c *cobra.Command) {
+		fl := func(f *pflag.Flag) {
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				_ = sv.Replace(nil)
+			} else {
+				_ = f.Value.Set(f.DefValue)
+			}
+			f.Changed = false
+		}
+		c.Flags().VisitAll(fl)
+		c.PersistentFlags().VisitAll(fl)
+		for _, sub := range c.Commands() {
+			reset(sub)
+		}
+	}
+	reset(rootCmd)
+	var out, errOut bytes.Buffer
+	code = execute(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// archiveDir is removed by TestMain once generated.
+var archiveDir string
+
+// testArchive is a one-day generated archive (shared by the tests of the
+// package: generating it takes a fraction of a second, but once is enough).
+var testArchive = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "ethstream-cmd-archive-")
+	if err != nil {
+		return "", err
+	}
+	archiveDir = dir
+	_, err = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 4, Workers: 1})
+	return dir, err
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if archiveDir != "" {
+		os.RemoveAll(archiveDir)
+	}
+	os.Exit(code)
+}
+
+// archiveURI is the file:// URI of the test archive's blocks.
+func archiveURI(t *testing.T) (root, uri string) {
+	t.Helper()
+	dir, err := testArchive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, "file://" + filepath.Join(dir, "v1.0", "eth", "blocks")
+}
+
+// startNode serves the test archive's continuation over loopback JSON-RPC.
+func startNode(t *testing.T) string {
+	t.Helper()
+	root, _ := archiveURI(t)
+	m, err := chain.ReadManifest(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := chain.StartNode(context.Background(), chain.NodeOptions{Manifest: m, Addr: "127.0.0.1:0", InitialBlocks: 4, Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	return n.URL()
+}
+
+// treeHash hashes every path, mode and content under dir; "" if dir does
+// not exist.
+func treeHash(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return ""
+	}
+	h := sha256.New()
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		info, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		h.Write([]byte(rel + "\x00" + info.Mode().String() + "\x00"))
+		if info.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Write(b)
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
