@@ -43,18 +43,39 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	if o.Format != "csv" && o.Format != "jsonl" {
 		return -1, errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", o.Format)
 	}
+	if o.Batch < -1 {
+		return -1, errcode.New(errcode.InvalidArgument, "", "pass --batch N with N >= 0, or -1 for the latest committed batch",
+			"--batch %d is not a batch id", o.Batch)
+	}
+	if !(checkpoint.Dir{FS: o.FS, Path: o.Checkpoint}).Exists() {
+		return -1, errcode.New(errcode.CheckpointNotFound, o.Checkpoint, "check --checkpoint: it names the directory a query ran on",
+			"checkpoint directory %s does not exist", o.Checkpoint)
+	}
 	dir := o.FS.PathJoin(o.Checkpoint, "state", strconv.Itoa(o.Operator))
+	c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
+	if err != nil {
+		return -1, err
+	}
+	if c < 0 {
+		return -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
+			"run the query until a batch commits", "the checkpoint has no committed batch")
+	}
 	limit := o.Batch
 	if limit < 0 {
-		c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
+		limit = c
+	} else if limit > c {
+		// Past the commit log, only a state version written for exactly
+		// that batch (a batch that will re-run) can be asked for: printing
+		// an older one would pass it off as batch limit's state.
+		newest, err := LatestVersionAtMost(o.FS, dir, math.MaxInt64)
 		if err != nil {
 			return -1, err
 		}
-		if c < 0 {
+		if limit > newest {
 			return -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
-				"run the query until a batch commits", "the checkpoint has no committed batch")
+				fmt.Sprintf("pass --batch from 0 to %d, or omit it for the latest committed batch", max(c, newest)),
+				"batch %d has not run; the latest committed batch is %d", limit, c)
 		}
-		limit = c
 	}
 	v, err := LatestVersionAtMost(o.FS, dir, limit)
 	if err != nil {

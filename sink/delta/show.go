@@ -55,6 +55,10 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 	if format != FormatCSV && format != FormatJSONL {
 		return errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", format)
 	}
+	if version < -1 {
+		return errcode.New(errcode.InvalidArgument, "", "pass --version V with V >= 0 (table history lists the versions), or omit it for the latest",
+			"--version %d is not a table version", version)
+	}
 	t, err := Open(ctx, path)
 	if err != nil {
 		return err
