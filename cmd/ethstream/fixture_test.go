@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/ethstream/ethstream/chain"
@@ -47,19 +48,33 @@ func cli(t *testing.T, ctx context.Context, args ...string) (code int, stdout, s
 // archiveDir is removed by TestMain once generated.
 var archiveDir string
 
-// testArchive is a one-day generated archive (shared by the tests of the
+// testArchive is a one-day generated archive, ARCHIVE/archive (shared by the tests of the
 // package: generating it takes a fraction of a second, but once is enough).
 var testArchive = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ethstream-cmd-archive-")
+	base, err := os.MkdirTemp("", "ethstream-cmd-archive-")
 	if err != nil {
 		return "", err
 	}
-	archiveDir = dir
+	archiveDir = base
+	// base is also the root served as S3: its one folder is bucket "archive".
+	dir := filepath.Join(base, "archive")
 	_, err = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 4, Workers: 1})
 	return dir, err
 })
 
+// testFileLimit is the open-file limit (soft and hard) of this test binary:
+// low enough that partition counts beyond it are refused whatever the
+// machine's own limit, high enough for every test here.
+const testFileLimit = 8192
+
 func TestMain(m *testing.M) {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil && r.Max > testFileLimit {
+		r.Cur, r.Max = testFileLimit, testFileLimit
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
+			panic(err)
+		}
+	}
 	code := m.Run()
 	if archiveDir != "" {
 		os.RemoveAll(archiveDir)
@@ -75,6 +90,18 @@ func archiveURI(t *testing.T) (root, uri string) {
 		t.Fatal(err)
 	}
 	return dir, "file://" + filepath.Join(dir, "v1.0", "eth", "blocks")
+}
+
+// startS3 serves the test archive's parent over loopback S3: bucket "archive".
+func startS3(t *testing.T) string {
+	t.Helper()
+	dir, _ := archiveURI(t)
+	srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: filepath.Dir(dir), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv.URL()
 }
 
 // startNode serves the test archive's continuation over loopback JSON-RPC.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -28,8 +29,8 @@ func (m *MergeSink) Check(ctx context.Context) error {
 	fs := m.o.FS
 	for p := root; ; p = filepath.Dir(p) {
 		info, err := fs.Stat(p)
-		if errors.Is(err, os.ErrNotExist) && filepath.Dir(p) != p {
-			continue // created by Open
+		if (errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && filepath.Dir(p) != p {
+			continue // created by Open, or a file above it that the loop reports
 		}
 		if err != nil {
 			return errcode.Wrap(err, errcode.InvalidArgument, p, "check the --table path and its permissions", "cannot read the table location")
