@@ -22,6 +22,12 @@ const (
 	fdReserve       = 256
 )
 
+// The process's open-file limit; tests replace them.
+var (
+	fileLimit      = rlimitNOFILE
+	raiseFileLimit = raiseNOFILE
+)
+
 // FilesNeeded is how many open files the cache of a state with to partitions
 // needs while it replaces one of from partitions (0 for none): during a
 // repartition the old generation closes in the background while the new one

@@ -2,7 +2,7 @@
 
 package state
 
-// fileLimit reports no limit where RLIMIT_NOFILE does not exist.
-func fileLimit() (soft, hard uint64, ok bool) { return 0, 0, false }
+// rlimitNOFILE reports no limit where RLIMIT_NOFILE does not exist.
+func rlimitNOFILE() (soft, hard uint64, ok bool) { return 0, 0, false }
 
-func raiseFileLimit(uint64) bool { return false }
+func raiseNOFILE(uint64) bool { return false }

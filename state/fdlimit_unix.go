@@ -4,8 +4,8 @@ package state
 
 import "syscall"
 
-// fileLimit returns the soft and hard RLIMIT_NOFILE.
-func fileLimit() (soft, hard uint64, ok bool) {
+// rlimitNOFILE returns the soft and hard RLIMIT_NOFILE.
+func rlimitNOFILE() (soft, hard uint64, ok bool) {
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
 		return 0, 0, false
@@ -13,8 +13,8 @@ func fileLimit() (soft, hard uint64, ok bool) {
 	return uint64(r.Cur), uint64(r.Max), true
 }
 
-// raiseFileLimit raises the soft limit to n (at most the hard limit).
-func raiseFileLimit(n uint64) bool {
+// raiseNOFILE raises the soft limit to the hard limit if that is at least n.
+func raiseNOFILE(n uint64) bool {
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil || uint64(r.Max) < n {
 		return false
