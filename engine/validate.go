@@ -102,18 +102,27 @@ func checkPartitions(op stream.Operator, from, to int) error {
 	return nil
 }
 
+// CheckPartitionCount refuses a `checkpoint repartition --partitions` count
+// outside 1..MaxStatePartitions; it looks at nothing else.
+func CheckPartitionCount(n int) error {
+	if err := checkPartitionsParam(n); err != nil {
+		return err
+	}
+	if n > MaxStatePartitions {
+		return errcode.New(errcode.InvalidArgument, "", "pass --partitions N with N from 1 to "+strconv.Itoa(MaxStatePartitions),
+			"state partition count %d is out of range", n)
+	}
+	return nil
+}
+
 // checkRepartition is RepartitionOffline's part of the one validation path,
 // reading only: the count, the checkpoint (it must exist: the lock would
 // create it), the decision the locked procedure will take (planOffline), and
 // what the operator can hold. alreadyAt is set when the state has n
 // partitions already (nothing to do).
 func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *RepartitionResult, err error) {
-	if err := checkPartitionsParam(n); err != nil {
+	if err := CheckPartitionCount(n); err != nil {
 		return nil, err
-	}
-	if n > MaxStatePartitions {
-		return nil, errcode.New(errcode.InvalidArgument, "", "pass --partitions N with N from 1 to "+strconv.Itoa(MaxStatePartitions),
-			"state partition count %d is out of range", n)
 	}
 	d := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}
 	if !d.Exists() {

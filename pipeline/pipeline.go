@@ -251,8 +251,8 @@ func BlockColumnTypes() map[string]stream.Type {
 	return m
 }
 
-// Build turns a Config into the engine's query and options. Nothing is opened
-// or written: the engine validates the source list against the checkpoint
+// Build turns a Config into the engine's query and options (without a sink
+// if cfg.Table is empty). Nothing is opened or written: the engine validates the source list against the checkpoint
 // before it touches any source or file.
 func Build(cfg Config) (engine.Query, engine.Options, error) {
 	logger := cfg.Logger
@@ -281,9 +281,14 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs})
-	if err != nil {
-		return q, engine.Options{}, err
+	// No table, no sink: a plan reads none (engine.Run refuses a query
+	// without one).
+	if cfg.Table != "" {
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs})
+		if err != nil {
+			return q, engine.Options{}, err
+		}
+		q.Sink = sink
 	}
 	q.Name = "eth_blocks_per_window"
 	q.Columns = spec.InputColumns()
@@ -291,7 +296,6 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
 	}
 	q.Operator = op
-	q.Sink = sink
 	q.Trigger = cfg.Trigger
 	q.MaxDataBatches = cfg.MaxBatches
 	q.Conf = cfg.Conf

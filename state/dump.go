@@ -31,6 +31,19 @@ type DumpOptions struct {
 // timestampLayout renders Timestamp fields: RFC 3339, UTC, microseconds.
 const timestampLayout = "2006-01-02T15:04:05.000000Z07:00"
 
+// Validate refuses a format or batch id Dump cannot take, looking at
+// nothing else ("" is csv).
+func (o DumpOptions) Validate() error {
+	if o.Format != "" && o.Format != "csv" && o.Format != "jsonl" {
+		return errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", o.Format)
+	}
+	if o.Batch < -1 {
+		return errcode.New(errcode.InvalidArgument, "", "pass --batch N with N >= 0, or -1 for the latest committed batch",
+			"--batch %d is not a batch id", o.Batch)
+	}
+	return nil
+}
+
 // Dump writes every row of one operator's state: a header row (key fields,
 // value fields, "partition"), then one row per key in (partition, key) order.
 // In jsonl each line is one row as a JSON object whose keys are those column
@@ -40,12 +53,8 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	if o.Format == "" {
 		o.Format = "csv"
 	}
-	if o.Format != "csv" && o.Format != "jsonl" {
-		return -1, errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", o.Format)
-	}
-	if o.Batch < -1 {
-		return -1, errcode.New(errcode.InvalidArgument, "", "pass --batch N with N >= 0, or -1 for the latest committed batch",
-			"--batch %d is not a batch id", o.Batch)
+	if err := o.Validate(); err != nil {
+		return -1, err
 	}
 	if !(checkpoint.Dir{FS: o.FS, Path: o.Checkpoint}).Exists() {
 		return -1, errcode.New(errcode.CheckpointNotFound, o.Checkpoint, "check --checkpoint: it names the directory a query ran on",

@@ -10,7 +10,6 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
 )
 
@@ -38,6 +37,7 @@ func planCmd() *cobra.Command {
 	var (
 		f      queryFlags
 		asJSON bool
+		probe  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "plan --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [run flags]",
@@ -51,13 +51,17 @@ the start performs before it polls its sources, each step by step as the run's d
 would perform it (plan is the run's dry run), and the poll that decides the next batch.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := f.config(newLogger(cmd))
+			cfg, q, opts, err := f.build(newLogger(cmd), false)
 			if err != nil {
 				return err
 			}
-			q, opts, err := pipeline.Build(cfg)
-			if err != nil {
-				return err
+			if cfg.Table == "" || !probe {
+				q.Sink = nil // not probed
+			}
+			if !probe {
+				for i := range q.Sources {
+					q.Sources[i].Source = nil
+				}
 			}
 			rep, planErr := engine.Plan(cmd.Context(), q, opts.FS, opts.CheckpointDir)
 			if asJSON {
@@ -77,6 +81,7 @@ would perform it (plan is the run's dry run), and the poll that decides the next
 	var uf uiFlags // run's flags, accepted: plan serves no dashboard
 	uf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().BoolVar(&probe, "probe", true, "check, reading only, that the sources answer and hold data and that --table (if given) is usable, as run does before its first write")
 	return cmd
 }
 
@@ -230,13 +235,13 @@ events in one file; files are read in the order given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" || len(phases) == 0 {
-				return errcode.New(errcode.InvalidArgument, "", "pass --out DIR and at least one --phase NAME=FILE", "missing --out or --phase")
+				return usage(errcode.New(errcode.InvalidArgument, "", "pass --out DIR and at least one --phase NAME=FILE", "missing --out or --phase"))
 			}
 			var pf []engine.PhaseFile
 			for _, p := range phases {
 				name, file, ok := strings.Cut(p, "=")
 				if !ok || name == "" || file == "" {
-					return errcode.New(errcode.InvalidArgument, "", "use --phase NAME=PROGRESS_FILE", "bad --phase %q", p)
+					return usage(errcode.New(errcode.InvalidArgument, "", "use --phase NAME=PROGRESS_FILE", "bad --phase %q", p))
 				}
 				pf = append(pf, engine.PhaseFile{Phase: name, Path: file})
 			}

@@ -41,7 +41,7 @@ func TestErrorTable(t *testing.T) {
 		exit int
 	}{
 		{"state dump on a missing checkpoint", []string{"state", "dump", "--checkpoint", missing}, "CHECKPOINT_NOT_FOUND", 1},
-		{"state dump without --checkpoint", []string{"state", "dump"}, "INVALID_ARGUMENT", 2},
+		{"state dump without --checkpoint", []string{"state", "dump"}, "MISSING_REQUIRED_FLAG", 2},
 		{"state dump --batch 9999", []string{"state", "dump", "--checkpoint", ck, "--batch", "9999"}, "STATE_NOT_FOUND", 1},
 		{"state dump --batch -5", []string{"state", "dump", "--checkpoint", ck, "--batch", "-5"}, "INVALID_ARGUMENT", 2},
 		{"table show --version -5", []string{"table", "show", tbl, "--version", "-5"}, "INVALID_ARGUMENT", 2},
@@ -51,9 +51,11 @@ func TestErrorTable(t *testing.T) {
 		{"progress with a missing file", []string{"progress", "--out", filepath.Join(base, "flat"), "--phase", "backfill=" + missing}, "PROGRESS_FILE_NOT_FOUND", 1},
 		{"progress with a damaged file", []string{"progress", "--out", filepath.Join(base, "flat"), "--phase", "backfill=" + damaged}, "PROGRESS_FILE_CORRUPT", 1},
 		{"unknown command", []string{"no-such-command"}, "INVALID_ARGUMENT", 2},
-		{"--cpuprofile in a missing directory", []string{"--cpuprofile", "/no/such/dir/x.prof", "checkpoint", "inspect", ck}, "INVALID_ARGUMENT", 2},
+		{"--cpuprofile in a missing directory", []string{"--cpuprofile", "/no/such/dir/x.prof", "checkpoint", "inspect", ck}, "INVALID_ARGUMENT", 1},
+		{"progress without --phase", []string{"progress", "--out", filepath.Join(base, "flat")}, "INVALID_ARGUMENT", 2},
+		{"state dump --format xml", []string{"state", "dump", "--checkpoint", ck, "--format", "xml"}, "INVALID_ARGUMENT", 2},
 		{"repartition without --partitions", []string{"checkpoint", "repartition", ck, "--local-dir", cache}, "MISSING_REQUIRED_FLAG", 2},
-		{"repartition --partitions 0", []string{"checkpoint", "repartition", ck, "--partitions", "0", "--local-dir", cache}, "STATE_REPARTITION_INVALID_PARAMETER.IS_NOT_GREATER_THAN_ZERO", 1},
+		{"repartition --partitions 0", []string{"checkpoint", "repartition", ck, "--partitions", "0", "--local-dir", cache}, "STATE_REPARTITION_INVALID_PARAMETER.IS_NOT_GREATER_THAN_ZERO", 2},
 		{"repartition --partitions 20000", []string{"checkpoint", "repartition", ck, "--partitions", "20000", "--local-dir", cache}, "INVALID_ARGUMENT", 2},
 		{"repartition beyond the open-file limit", []string{"checkpoint", "repartition", ck, "--partitions", "5000", "--local-dir", cache}, "OPEN_FILE_LIMIT_TOO_LOW", 1},
 		{"repartition a missing checkpoint", []string{"checkpoint", "repartition", missing, "--partitions", "4", "--local-dir", cache}, "STATE_REPARTITION_INVALID_CHECKPOINT.NO_COMMITTED_BATCH", 1},

@@ -46,8 +46,8 @@ func init() {
 	cobra.OnFinalize(func() { stop(); stop = func() {} })
 	// Flag mistakes are usage errors with a code and a remedy, like any other.
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return errcode.New(errcode.InvalidArgument, "", "run 'ethstream "+commandPath(c)+"--help' for the flags",
-			"%s", err.Error())
+		return usage(errcode.New(errcode.InvalidArgument, "", "run 'ethstream "+commandPath(c)+"--help' for the flags",
+			"%s", err.Error()))
 	})
 }
 
@@ -103,18 +103,32 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
-// Exit codes: 0 success, 1 the command failed, 2 the command line is wrong
-// (a usage error: nothing was done).
+// Exit codes: 0 success, 1 the command failed, 2 the command line alone is
+// wrong (a usage error: nothing was read or done).
 const (
 	exitFailed = 1
 	exitUsage  = 2
 )
 
-// usageCodes are the codes of mistakes in the command line itself.
-var usageCodes = map[string]bool{errcode.InvalidArgument: true, errcode.MissingFlag: true}
+// usageErr marks an error found in the command line alone (a flag's syntax
+// or value, a missing flag), before anything was read or done: exit 2. The
+// same code found by looking at something (a path that is not a checkpoint)
+// exits 1.
+type usageErr struct{ error }
+
+func (u usageErr) Unwrap() error { return u.error }
+
+// usage marks err (if any) as a usage error.
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageErr{err}
+}
 
 func exitCode(err error) int {
-	if usageCodes[errcode.Code(err)] {
+	var u usageErr
+	if errors.As(err, &u) || errcode.Is(err, errcode.MissingFlag) {
 		return exitUsage
 	}
 	return exitFailed
@@ -130,7 +144,7 @@ func usageError(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "unknown command"):
-		return errcode.New(errcode.InvalidArgument, "", "run 'ethstream --help' for the commands", "%s", strings.SplitN(msg, "\n", 2)[0])
+		return usage(errcode.New(errcode.InvalidArgument, "", "run 'ethstream --help' for the commands", "%s", strings.SplitN(msg, "\n", 2)[0]))
 	case strings.HasPrefix(msg, "required flag(s) "):
 		flags := strings.Fields(strings.NewReplacer(`"`, "", ",", " ").Replace(strings.TrimSuffix(strings.TrimPrefix(msg, "required flag(s) "), " not set")))
 		for i := range flags {
@@ -138,7 +152,7 @@ func usageError(err error) error {
 		}
 		return errcode.New(errcode.MissingFlag, "", "pass "+strings.Join(flags, " and ")+" (see --help)", "missing %s", strings.Join(flags, " and "))
 	case strings.Contains(msg, "arg(s)"):
-		return errcode.New(errcode.InvalidArgument, "", "run the command with --help for its arguments", "%s", msg)
+		return usage(errcode.New(errcode.InvalidArgument, "", "run the command with --help for its arguments", "%s", msg))
 	}
 	return err
 }

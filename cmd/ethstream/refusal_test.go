@@ -11,7 +11,10 @@ import (
 	"github.com/ethstream/ethstream/pipeline"
 )
 
-const evolution = "spark.sql.streaming.queryEvolution.enableSourceEvolution=true"
+const (
+	evolution = "spark.sql.streaming.queryEvolution.enableSourceEvolution=true"
+	runOnly   = "run only"
+)
 
 // refusalEnv holds the paths and servers a refusal row's arguments name.
 type refusalEnv struct {
@@ -122,43 +125,48 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		exit int
 		// first: a first start (fresh directories); else the existing query.
 		first bool
+		// runOnly: plan accepts it (plan reads no table, --table is optional).
+		runOnly string
 	}{
-		{"missing --checkpoint", []string{"--table", "{tbl}", "--source", "s3_backfill=s3archive:{arch}"}, "MISSING_REQUIRED_FLAG", 2, true},
-		{"missing --table", []string{"--checkpoint", "{ck}", "--source", "s3_backfill=s3archive:{arch}"}, "MISSING_REQUIRED_FLAG", 2, true},
-		{"missing --source", with("--conf", evolution), "MISSING_REQUIRED_FLAG", 2, true},
-		{"unknown flag", with(append(src, "--bogus")...), "INVALID_ARGUMENT", 2, true},
-		{"--source without NAME=", with("--source", "s3archive:s3://archive/v1.0/eth/blocks?endpoint={s3}", "--conf", evolution), "INVALID_ARGUMENT", 2, true},
-		{"unknown source format", with("--source", "eth_live=bogus:x", "--conf", evolution), "INVALID_ARGUMENT", 2, true},
-		{"unknown source format, existing", with("--source", "eth_live=bogus:x", "--conf", evolution), "INVALID_ARGUMENT", 2, false},
-		{"unknown s3archive option", with("--source", "s3_backfill=s3archive:{arch}?maxFiles=3", "--conf", evolution), "INVALID_ARGUMENT", 2, true},
-		{"bad s3archive option value", with("--source", "s3_backfill=s3archive:{arch}?anonymous=maybe", "--conf", evolution), "INVALID_ARGUMENT", 2, true},
-		{"--max-batches -1", with(append(src, "--max-batches", "-1")...), "INVALID_ARGUMENT", 2, true},
-		{"unknown trigger", with(append(src, "--trigger", "continuous")...), "INVALID_ARGUMENT", 2, true},
-		{"negative trigger interval", with(append(src, "--trigger", "processingTime=-5s")...), "INVALID_ARGUMENT", 2, true},
-		{"bad conf value", with(append(src, "--conf", "spark.sql.shuffle.partitions=many")...), "INVALID_ARGUMENT", 2, true},
-		{"shuffle partitions above the maximum", with(append(src, "--conf", "spark.sql.shuffle.partitions=10001")...), "INVALID_ARGUMENT", 2, true},
-		{"shuffle partitions beyond the open-file limit", with(append(src, "--conf", "spark.sql.shuffle.partitions=10000")...), "OPEN_FILE_LIMIT_TOO_LOW", 1, true},
-		{"state partitions above the maximum", with(append(src, "--conf", "spark.sql.streaming.stateStore.partitions=20000")...), "INVALID_ARGUMENT", 2, false},
-		{"state partitions beyond the open-file limit", with(append(src, "--conf", "spark.sql.streaming.stateStore.partitions=5000")...), "OPEN_FILE_LIMIT_TOO_LOW", 1, false},
-		{"other state store provider", with(append(src, "--conf", "spark.sql.streaming.stateStore.providerClass=rocksdb")...), "INVALID_ARGUMENT", 2, true},
-		{"named source without evolution", with("--source", "s3_backfill=s3archive:{arch}"), "STREAMING_QUERY_EVOLUTION_ERROR.SOURCE_NAMING_NOT_SUPPORTED", 1, true},
-		{"unnamed source on a named checkpoint", with("--source", "=s3archive:{arch}"), "STREAMING_QUERY_EVOLUTION_ERROR.CONFIG_MISMATCH", 1, false},
-		{"file:// archive that does not exist", with("--source", "s3_backfill=s3archive:{nosuch}", "--conf", evolution), "ARCHIVE_NOT_FOUND", 1, true},
-		{"archive without block files", with("--source", "s3_backfill=s3archive:{empty}", "--conf", evolution), "ARCHIVE_EMPTY", 1, true},
-		{"s3 prefix without block files", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/btc/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_EMPTY", 1, true},
-		{"s3 wrong bucket", with("--source", "s3_backfill=s3archive:s3://no-such-bucket/v1.0/eth/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true},
-		{"s3 endpoint down", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/eth/blocks?endpoint={down}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true},
-		{"rpc endpoint down", with("--source", "eth_live=ethrpc:{down}", "--conf", evolution), "RPC_UNAVAILABLE", 1, true},
-		{"rpc endpoint down, existing", with(append(src, "--source", "eth_live=ethrpc:{down}")...), "RPC_UNAVAILABLE", 1, false},
-		{"confirmations=-1", with("--source", "eth_live=ethrpc:{rpc}?confirmations=-1", "--conf", evolution), "INVALID_ARGUMENT", 2, true},
-		{"malformed start_parent_hash", with("--source", "eth_live=ethrpc:{rpc}?start_parent_hash=0x12", "--conf", evolution), "INVALID_ARGUMENT", 2, true},
-		{"unknown ethrpc option", with("--source", "eth_live=ethrpc:{rpc}?confirmation=3", "--conf", evolution), "INVALID_ARGUMENT", 2, true},
-		{"table is a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true},
-		{"table under a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}/tbl", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true},
-		{"--cpuprofile in a missing directory", append([]string{"--cpuprofile", "/no/such/dir/x.prof"}, with(src...)...), "INVALID_ARGUMENT", 2, true},
+		{"missing --checkpoint", []string{"--table", "{tbl}", "--source", "s3_backfill=s3archive:{arch}"}, "MISSING_REQUIRED_FLAG", 2, true, ""},
+		{"missing --table", []string{"--checkpoint", "{ck}", "--source", "s3_backfill=s3archive:{arch}"}, "MISSING_REQUIRED_FLAG", 2, true, runOnly},
+		{"missing --source", with("--conf", evolution), "MISSING_REQUIRED_FLAG", 2, true, ""},
+		{"unknown flag", with(append(src, "--bogus")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"--source without NAME=", with("--source", "s3archive:s3://archive/v1.0/eth/blocks?endpoint={s3}", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
+		{"unknown source format", with("--source", "eth_live=bogus:x", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
+		{"unknown source format, existing", with("--source", "eth_live=bogus:x", "--conf", evolution), "INVALID_ARGUMENT", 2, false, ""},
+		{"unknown s3archive option", with("--source", "s3_backfill=s3archive:{arch}?maxFiles=3", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
+		{"bad s3archive option value", with("--source", "s3_backfill=s3archive:{arch}?anonymous=maybe", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
+		{"--max-batches -1", with(append(src, "--max-batches", "-1")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"unknown trigger", with(append(src, "--trigger", "continuous")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"negative trigger interval", with(append(src, "--trigger", "processingTime=-5s")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"bad conf value", with(append(src, "--conf", "spark.sql.shuffle.partitions=many")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"shuffle partitions above the maximum", with(append(src, "--conf", "spark.sql.shuffle.partitions=10001")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"shuffle partitions beyond the open-file limit", with(append(src, "--conf", "spark.sql.shuffle.partitions=10000")...), "OPEN_FILE_LIMIT_TOO_LOW", 1, true, ""},
+		{"state partitions above the maximum", with(append(src, "--conf", "spark.sql.streaming.stateStore.partitions=20000")...), "INVALID_ARGUMENT", 2, false, ""},
+		{"state partitions beyond the open-file limit", with(append(src, "--conf", "spark.sql.streaming.stateStore.partitions=5000")...), "OPEN_FILE_LIMIT_TOO_LOW", 1, false, ""},
+		{"other state store provider", with(append(src, "--conf", "spark.sql.streaming.stateStore.providerClass=rocksdb")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"named source without evolution", with("--source", "s3_backfill=s3archive:{arch}"), "STREAMING_QUERY_EVOLUTION_ERROR.SOURCE_NAMING_NOT_SUPPORTED", 1, true, ""},
+		{"unnamed source on a named checkpoint", with("--source", "=s3archive:{arch}"), "STREAMING_QUERY_EVOLUTION_ERROR.CONFIG_MISMATCH", 1, false, ""},
+		{"file:// archive that does not exist", with("--source", "s3_backfill=s3archive:{nosuch}", "--conf", evolution), "ARCHIVE_NOT_FOUND", 1, true, ""},
+		{"archive without block files", with("--source", "s3_backfill=s3archive:{empty}", "--conf", evolution), "ARCHIVE_EMPTY", 1, true, ""},
+		{"s3 prefix without block files", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/btc/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_EMPTY", 1, true, ""},
+		{"s3 wrong bucket", with("--source", "s3_backfill=s3archive:s3://no-such-bucket/v1.0/eth/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true, ""},
+		{"s3 endpoint down", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/eth/blocks?endpoint={down}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true, ""},
+		{"rpc endpoint down", with("--source", "eth_live=ethrpc:{down}", "--conf", evolution), "RPC_UNAVAILABLE", 1, true, ""},
+		{"rpc endpoint down, existing", with(append(src, "--source", "eth_live=ethrpc:{down}")...), "RPC_UNAVAILABLE", 1, false, ""},
+		{"confirmations=-1", with("--source", "eth_live=ethrpc:{rpc}?confirmations=-1", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
+		{"malformed start_parent_hash", with("--source", "eth_live=ethrpc:{rpc}?start_parent_hash=0x12", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
+		{"unknown ethrpc option", with("--source", "eth_live=ethrpc:{rpc}?confirmation=3", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
+		{"table is a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true, ""},
+		{"table under a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}/tbl", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true, ""},
+		{"--cpuprofile in a missing directory", append([]string{"--cpuprofile", "/no/such/dir/x.prof"}, with(src...)...), "INVALID_ARGUMENT", 1, true, ""},
 	}
 	for _, r := range rows {
 		for _, cmd := range []string{"run", "plan"} {
+			if cmd == "plan" && r.runOnly != "" {
+				continue
+			}
 			env := existing
 			if r.first {
 				b := t.TempDir()

@@ -41,16 +41,33 @@ func (f *queryFlags) register(c *cobra.Command) {
 
 // config checks every flag (the CLI's part of the one validation path; the
 // engine checks the rest against the checkpoint before writing anything) and
-// returns the pipeline configuration. Unknown conf keys are logged as
-// warnings naming the closest known key.
-func (f *queryFlags) config(logger *slog.Logger) (pipeline.Config, error) {
+// returns the pipeline configuration; its errors are usage errors. Unknown
+// conf keys are logged as warnings naming the closest known key. --table is
+// required unless needTable is false (plan reads no table).
+func (f *queryFlags) config(logger *slog.Logger, needTable bool) (pipeline.Config, error) {
+	cfg, err := f.parse(logger, needTable)
+	return cfg, usage(err)
+}
+
+// build is config then pipeline.Build, which parses the source URIs: both
+// look at the command line only.
+func (f *queryFlags) build(logger *slog.Logger, needTable bool) (pipeline.Config, engine.Query, engine.Options, error) {
+	cfg, err := f.config(logger, needTable)
+	if err != nil {
+		return cfg, engine.Query{}, engine.Options{}, err
+	}
+	q, o, err := pipeline.Build(cfg)
+	return cfg, q, o, usage(err)
+}
+
+func (f *queryFlags) parse(logger *slog.Logger, needTable bool) (pipeline.Config, error) {
 	cfg := pipeline.Config{Checkpoint: f.checkpoint, Table: f.table, LocalDir: f.localDir,
 		MaxBatches: f.maxBatches, Logger: logger, ProgressFile: f.progress}
 	var missing []string
 	if f.checkpoint == "" {
 		missing = append(missing, "--checkpoint DIR (the query's checkpoint directory)")
 	}
-	if f.table == "" {
+	if f.table == "" && needTable {
 		missing = append(missing, "--table DIR (the Delta table the query writes)")
 	}
 	if len(missing) > 0 {
@@ -115,7 +132,9 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			logger := newLogger(cmd)
-			cfg, err := f.config(logger)
+			// Built here so that mistakes in the URIs are usage errors;
+			// pipeline.Run builds the query again from cfg.
+			cfg, _, _, err := f.build(logger, true)
 			if err != nil {
 				return err
 			}
