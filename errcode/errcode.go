@@ -4,15 +4,18 @@
 //
 // Every package that can fail because of something a user did or has on disk
 // returns an *Error; the CLI prints it as "error: <CODE>: <message>. To fix:
-// <remedy>" on one line, the code once, and exits 2 for a usage error
-// (INVALID_ARGUMENT, MISSING_REQUIRED_FLAG: the command line is wrong and
-// nothing was done) and 1 for every other error.
+// <remedy>" on one line, the code once, and exits 2 for a usage error (one
+// found in the command line alone before anything was read or done: always
+// MISSING_REQUIRED_FLAG, and INVALID_ARGUMENT for a flag's syntax or value)
+// and 1 for every other error (INVALID_ARGUMENT too when found by looking at
+// a path, such as a directory that is not a checkpoint).
 //
 // Codes of the start validation and the CLI (besides the source-evolution
 // codes below and each component's own):
 //
 //	INVALID_ARGUMENT                  a flag, conf, trigger, source URI or option value is malformed
-//	                                  or out of range (partition counts 1..10000)
+//	                                  or out of range (partition counts 1..10000), or a path is not
+//	                                  what the command needs
 //	MISSING_REQUIRED_FLAG             a required flag (--checkpoint, --table, --source, --partitions) is missing
 //	CHECKPOINT_NOT_FOUND              a command that reads a checkpoint was given a path that does not exist
 //	OPEN_FILE_LIMIT_TOO_LOW           the state partitions asked for need more open files than
