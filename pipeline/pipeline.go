@@ -339,9 +339,30 @@ func NewSource(spec SourceSpec, logger *slog.Logger) (stream.Source, error) {
 	return nil, errcode.New(errcode.InvalidArgument, "", "FORMAT is s3archive or ethrpc", "--source %s: unknown format %q", spec, spec.Format)
 }
 
+// CheckProgressFile refuses a --progress file the run could not append to:
+// its directory must exist and it must not be a directory. It reads only, so
+// a refusal comes before the query's first write.
+func CheckProgressFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errcode.New(errcode.InvalidArgument, path, "pass --progress a file path, not a directory", "--progress %s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return errcode.New(errcode.InvalidArgument, path, "create the directory first, or pass --progress a file in an existing directory",
+			"--progress %s: directory %s does not exist", path, dir)
+	}
+	return nil
+}
+
 // Run builds and runs the query until its trigger says stop. It sets the Go
 // runtime soft memory limit to DefaultMemoryLimit unless one is set already.
 func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
+	if err := CheckProgressFile(cfg.ProgressFile); err != nil {
+		return nil, err
+	}
 	var pf *engine.JSONLListener
 	if cfg.ProgressFile != "" {
 		pf = &engine.JSONLListener{FS: vfs.Default, Path: cfg.ProgressFile}

@@ -10,6 +10,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
 )
 
@@ -53,6 +54,10 @@ would perform it (plan is the run's dry run), and the poll that decides the next
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, q, opts, err := f.build(newLogger(cmd), false)
 			if err != nil {
+				return err
+			}
+			// Run refuses this before its checkpoint is touched: so does plan.
+			if err := pipeline.CheckProgressFile(cfg.ProgressFile); err != nil {
 				return err
 			}
 			if cfg.Table == "" || !probe {

@@ -103,7 +103,7 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 	down := "http://" + ln.Addr().String()
 	ln.Close()
 	vars := map[string]string{"arch": arch, "s3": startS3(t), "rpc": startNode(t), "down": down,
-		"empty": "file://" + empty, "file": file, "nosuch": "file:///nonexistent/ethstream/blocks"}
+		"emptyuri": "file://" + empty, "empty": empty, "file": file, "nosuch": "file:///nonexistent/ethstream/blocks"}
 
 	// The existing query: one committed batch of the archive.
 	existing := &refusalEnv{vars: map[string]string{}}
@@ -149,7 +149,7 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		{"named source without evolution", with("--source", "s3_backfill=s3archive:{arch}"), "STREAMING_QUERY_EVOLUTION_ERROR.SOURCE_NAMING_NOT_SUPPORTED", 1, true, ""},
 		{"unnamed source on a named checkpoint", with("--source", "=s3archive:{arch}"), "STREAMING_QUERY_EVOLUTION_ERROR.CONFIG_MISMATCH", 1, false, ""},
 		{"file:// archive that does not exist", with("--source", "s3_backfill=s3archive:{nosuch}", "--conf", evolution), "ARCHIVE_NOT_FOUND", 1, true, ""},
-		{"archive without block files", with("--source", "s3_backfill=s3archive:{empty}", "--conf", evolution), "ARCHIVE_EMPTY", 1, true, ""},
+		{"archive without block files", with("--source", "s3_backfill=s3archive:{emptyuri}", "--conf", evolution), "ARCHIVE_EMPTY", 1, true, ""},
 		{"s3 prefix without block files", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/btc/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_EMPTY", 1, true, ""},
 		{"s3 wrong bucket", with("--source", "s3_backfill=s3archive:s3://no-such-bucket/v1.0/eth/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true, ""},
 		{"s3 endpoint down", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/eth/blocks?endpoint={down}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true, ""},
@@ -160,6 +160,8 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		{"unknown ethrpc option", with("--source", "eth_live=ethrpc:{rpc}?confirmation=3", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
 		{"table is a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true, ""},
 		{"table under a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}/tbl", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true, ""},
+		{"--progress in a missing directory", with(append(src, "--progress", "/no/such/dir/progress.jsonl")...), "INVALID_ARGUMENT", 1, true, ""},
+		{"--progress is a directory", with(append(src, "--progress", "{empty}")...), "INVALID_ARGUMENT", 1, true, ""},
 		{"--cpuprofile in a missing directory", append([]string{"--cpuprofile", "/no/such/dir/x.prof"}, with(src...)...), "INVALID_ARGUMENT", 1, true, ""},
 	}
 	for _, r := range rows {
