@@ -125,7 +125,8 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		exit int
 		// first: a first start (fresh directories); else the existing query.
 		first bool
-		// runOnly: plan accepts it (plan reads no table, --table is optional).
+		// runOnly: plan accepts it (plan reads no table, so --table is
+		// optional; it serves no metrics).
 		runOnly string
 	}{
 		{"missing --checkpoint", []string{"--table", "{tbl}", "--source", "s3_backfill=s3archive:{arch}"}, "MISSING_REQUIRED_FLAG", 2, true, ""},
@@ -162,6 +163,7 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		{"table under a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}/tbl", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true, ""},
 		{"--progress in a missing directory", with(append(src, "--progress", "/no/such/dir/progress.jsonl")...), "INVALID_ARGUMENT", 1, true, ""},
 		{"--progress is a directory", with(append(src, "--progress", "{empty}")...), "INVALID_ARGUMENT", 1, true, ""},
+		{"--metrics-addr without a port", with(append(src, "--metrics-addr", "bogus")...), "INVALID_ARGUMENT", 1, true, runOnly},
 		{"--cpuprofile in a missing directory", append([]string{"--cpuprofile", "/no/such/dir/x.prof"}, with(src...)...), "INVALID_ARGUMENT", 1, true, ""},
 	}
 	for _, r := range rows {

@@ -142,7 +142,14 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 				m := pipeline.NewMetrics(time.Now)
 				addr, err := m.Serve(cmd.Context(), f.metricsAddr)
 				if err != nil {
-					return err
+					// The listener's own text ends with the reason ("address
+					// already in use", "missing port in address").
+					reason := err.Error()
+					if i := strings.LastIndex(reason, ": "); i >= 0 {
+						reason = reason[i+2:]
+					}
+					return errcode.New(errcode.InvalidArgument, "", "pass --metrics-addr HOST:PORT with a free port, e.g. 127.0.0.1:9464 (port 0 picks one)",
+						"cannot serve metrics on %s: %s", f.metricsAddr, reason)
 				}
 				logger.Info("serving Prometheus metrics", "url", "http://"+addr+"/metrics")
 				cfg.Listeners = append(cfg.Listeners, m)
