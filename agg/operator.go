@@ -47,7 +47,10 @@ type Operator struct {
 	memBytes int64
 }
 
-var _ stream.Operator = (*Operator)(nil)
+var (
+	_ stream.Operator         = (*Operator)(nil)
+	_ stream.PartitionLimiter = (*Operator)(nil)
+)
 
 // New validates spec and returns an operator to Open. Columns missing from
 // the input are reported by the first Process.
@@ -443,6 +446,10 @@ func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) 
 	}
 	return o.store.Repartition(ctx, base, batchID, n)
 }
+
+// CheckPartitions refuses a partition count the state store's cache cannot
+// hold within the process's open-file limit (stream.PartitionLimiter).
+func (o *Operator) CheckPartitions(from, to int) error { return state.CheckPartitions(from, to) }
 
 // Close releases the store; uncommitted changes are discarded. The operator
 // may be opened again.

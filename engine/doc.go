@@ -19,6 +19,15 @@
 //     that refuses the start. It performs no I/O, so every refusal happens
 //     before anything is written or any source is opened, and a refused
 //     start leaves the checkpoint byte-identical.
+//   - settings.go and validate.go: the one validation of a start, shared by
+//     Run, Plan and RepartitionOffline. ValidateConf parses the session confs
+//     (pure; an unknown key is a warning naming the closest known one);
+//     checkStart adds the source names, the checkpoint read without a lock,
+//     the start plan, the state partition counts against what the operator
+//     can hold (stream.PartitionLimiter) and a read-only probe of every
+//     source and the sink (stream.Checker); checkRepartition is its offline
+//     counterpart. All of it runs before Lock creates the directory and
+//     .lock, so a refused first start creates nothing.
 //   - planner.go: the per-batch planner. recoveryPlan gives the batches a
 //     start runs before new ones (the pending batch, then a requested
 //     control batch); planNext decides each trigger from a batchView (the

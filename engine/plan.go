@@ -38,42 +38,34 @@ type PlanReport struct {
 
 // Plan is Run's dry run: the same start plan, the same per-batch planner and
 // the same driver with its I/O switched off, so it writes, locks and opens
-// nothing. Only the query's source names and Conf are used (no source is
-// opened, so the steps end where Run would poll the sources). If the start
-// would be refused, the report carries the code and the error is returned
-// too.
-func Plan(q Query, fs vfs.FS, dir string) (*PlanReport, error) {
-	if fs == nil {
-		fs = vfs.Default
-	}
+// nothing. It validates as Run does (checkStart: confs, names, the
+// checkpoint, partition counts, and a read-only probe of the sources and the
+// sink the query has; nil ones are skipped). No source is opened, so the
+// steps end where Run would poll the sources. If the start would be refused,
+// the report carries the code and the error is returned too.
+func Plan(ctx context.Context, q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 	rep := &PlanReport{Checkpoint: dir, Resumed: []string{}, Added: []string{}, Tombstoned: []InspectTombstone{},
 		Warnings: []string{}, Steps: []string{}}
 	fail := func(err error) (*PlanReport, error) {
 		rep.ErrorCode, rep.Error = errcode.Code(err), err.Error()
 		return rep, err
 	}
-	s, err := parseSettings(q.Conf)
-	if err != nil {
-		return fail(err)
-	}
-	names := q.sourceNames()
-	d := checkpoint.Dir{FS: fs, Path: dir}
-	snap := &checkpoint.Snapshot{Path: dir, LatestID: -1, CommittedID: -1}
-	if d.Exists() {
-		if snap, err = d.ReadSnapshot(); err != nil {
-			return fail(err)
+	// Run's own validation, so plan refuses exactly what run refuses.
+	chk, err := checkStart(ctx, q, fs, dir)
+	if chk != nil {
+		snap := chk.snap
+		rep.QueryID, rep.NewCheckpoint, rep.NextBatchID = snap.Metadata.ID, snap.Latest == nil, snap.LatestID+1
+		if snap.Latest != nil {
+			rep.FormatVersion = snap.Latest.Version
+			parts, _ := checkpoint.ConfValue(snap.Latest.Metadata.Conf, checkpoint.ConfShufflePartitions)
+			rep.StatePartitions, _ = strconv.Atoi(parts)
 		}
 	}
-	rep.QueryID, rep.NewCheckpoint, rep.NextBatchID = snap.Metadata.ID, snap.Latest == nil, snap.LatestID+1
-	if snap.Latest != nil {
-		rep.FormatVersion = snap.Latest.Version
-		parts, _ := checkpoint.ConfValue(snap.Latest.Metadata.Conf, checkpoint.ConfShufflePartitions)
-		rep.StatePartitions, _ = strconv.Atoi(parts)
-	}
-	sp, err := planStart(snap, names, s)
 	if err != nil {
 		return fail(err)
 	}
+	s, sp := chk.s, chk.sp
+	rep.Warnings = append(rep.Warnings, s.warnings...)
 	rep.NewCheckpoint, rep.QueryID, rep.FormatVersion, rep.StatePartitions = sp.New, sp.QueryID, sp.Version, sp.Partitions
 	rep.NextBatchID = sp.NextID
 	rep.Resumed = append(rep.Resumed, sp.Resumed...)
@@ -100,7 +92,7 @@ func Plan(q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 		rep.Steps = append(rep.Steps, strings.Split(strings.TrimSuffix(stepList(p), "\n"), "\n")...)
 	}}
 	r := newRun(q, sp, s, dry)
-	if err := r.recover(context.Background()); err != nil {
+	if err := r.recover(ctx); err != nil {
 		return fail(err)
 	}
 	if dec := planNext(r.c, batchView{loopState: r.st}); dec.Need == needLatest {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -31,12 +34,25 @@ var (
 		"description", "start_offset", "end_offset", "latest_offset", "num_input_rows"}
 )
 
+// Codes of reading progress logs.
+const (
+	// CodeProgressNotFound: a progress log to read does not exist or cannot be read.
+	CodeProgressNotFound = "PROGRESS_FILE_NOT_FOUND"
+	// CodeProgressCorrupt: a line of a progress log (other than a torn last one)
+	// is not a progress event.
+	CodeProgressCorrupt = "PROGRESS_FILE_CORRUPT"
+)
+
 // ReadProgress reads a progress log: one JSON event per line. A torn final
 // line (a crash during the append) is skipped; any other bad line is an error.
 func ReadProgress(fs vfs.FS, path string) ([]*stream.Progress, error) {
 	data, err := checkpoint.ReadFile(fs, path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errcode.New(CodeProgressNotFound, path,
+			"pass the progress.jsonl of a checkpoint a query ran on, or the --progress FILE of a run", "progress log %s does not exist", path)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read progress log %s: %w", path, err)
+		return nil, errcode.Wrap(err, CodeProgressNotFound, path, "check the path and its permissions", "cannot read progress log %s", path)
 	}
 	lines := bytes.Split(data, []byte("\n"))
 	var out []*stream.Progress
@@ -49,7 +65,8 @@ func ReadProgress(fs vfs.FS, path string) ([]*stream.Progress, error) {
 			if i == len(lines)-1 {
 				break // torn final line: no trailing newline
 			}
-			return nil, fmt.Errorf("progress log %s line %d: %w", path, i+1, err)
+			return nil, errcode.New(CodeProgressCorrupt, path, "restore the file, or remove the damaged line: every line is one progress event as JSON",
+				"progress log %s line %d is not a progress event", path, i+1)
 		}
 		out = append(out, p)
 	}

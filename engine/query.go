@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -121,75 +120,6 @@ func (o Options) hook(point string) error {
 	}
 	return o.crash(point)
 }
-
-// settings are the parsed session confs.
-type settings struct {
-	evolution       bool
-	evolutionSet    bool
-	formatVersion   int // 0 = unset
-	shuffle         int // 0 = unset
-	stateParts      int // 0 = unset
-	minRetain       int
-	noDataBatches   bool
-	providerClass   string
-	providerSet     bool
-	shuffleExplicit bool
-}
-
-// parseSettings reads the session conf; malformed values are INVALID_ARGUMENT.
-func parseSettings(conf map[string]string) (settings, error) {
-	s := settings{minRetain: checkpoint.DefaultMinBatchesToRetain, noDataBatches: true}
-	bad := func(k, v, want string) error {
-		return errcode.New(errcode.InvalidArgument, "", "fix the --conf value", "conf %s=%q: want %s", k, v, want)
-	}
-	for k, v := range conf {
-		var err error
-		switch k {
-		case checkpoint.ConfSourceEvolution:
-			s.evolution, err = strconv.ParseBool(v)
-			s.evolutionSet = true
-			if err != nil {
-				return s, bad(k, v, "true or false")
-			}
-		case checkpoint.ConfOffsetLogVersion:
-			s.formatVersion, err = strconv.Atoi(v)
-			if err != nil || s.formatVersion < 1 || s.formatVersion > checkpoint.MaxOffsetsVer {
-				return s, bad(k, v, "1 or 2")
-			}
-		case checkpoint.ConfShufflePartitions:
-			s.shuffle, err = strconv.Atoi(v)
-			s.shuffleExplicit = true
-			if err != nil || s.shuffle < 1 {
-				return s, bad(k, v, "a positive integer")
-			}
-		case checkpoint.ConfStatePartitions:
-			s.stateParts, err = strconv.Atoi(v)
-			if err != nil || s.stateParts < 1 {
-				return s, bad(k, v, "a positive integer")
-			}
-		case checkpoint.ConfMinBatchesToRetain:
-			s.minRetain, err = strconv.Atoi(v)
-			if err != nil || s.minRetain < 1 {
-				return s, bad(k, v, "a positive integer")
-			}
-		case checkpoint.ConfNoDataBatches:
-			s.noDataBatches, err = strconv.ParseBool(v)
-			if err != nil {
-				return s, bad(k, v, "true or false")
-			}
-		case checkpoint.ConfProviderClass:
-			s.providerClass, s.providerSet = v, true
-			if v != checkpoint.ProviderPebble {
-				return s, bad(k, v, `"pebble" (the only state store provider)`)
-			}
-		}
-	}
-	return s, nil
-}
-
-// DefaultShufflePartitions is the state partition count of a new checkpoint
-// when neither partition conf is set (Spark's default).
-const DefaultShufflePartitions = 200
 
 // queryColumns returns the projection handed to sources and whether the
 // literal source column is wanted.

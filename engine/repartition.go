@@ -173,19 +173,12 @@ func checkPartitionsParam(n int) error {
 // says AlreadyAt.
 func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n int) (res *RepartitionResult, err error) {
 	o = o.withDefaults()
-	// Refused before the lock is taken: nothing is created.
-	if err := checkPartitionsParam(n); err != nil {
-		return nil, err
-	}
-	// So is every refusal a read decides (no committed batch, state another
-	// provider wrote, a different count while a repartition is unfinished)
-	// and "already at n": Lock would create the directory and .lock. The
-	// plan is made again under the lock.
-	pre, err := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}.ReadSnapshot()
-	if err != nil {
-		return nil, err
-	}
-	if p, res, err := planOffline(pre, n, checkpoint.DefaultMinBatchesToRetain); err != nil || p == nil {
+	// Every refusal (the count, no committed batch, state another provider
+	// wrote, a different count while a repartition is unfinished, more
+	// partitions than the operator can hold) and "already at n" are decided
+	// before the lock is taken: Lock would create the directory and .lock.
+	// The plan is made again under the lock.
+	if res, err := checkRepartition(o, op, n); err != nil || res != nil {
 		return res, err
 	}
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)
@@ -227,10 +220,14 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	return res, nil
 }
 
-// PlanRepartitionOffline is RepartitionOffline's dry run: the same decision
-// and steps, without locking, writing or opening anything.
-func PlanRepartitionOffline(o Options, n int) (*RepartitionResult, error) {
+// PlanRepartitionOffline is RepartitionOffline's dry run: the same
+// validation, decision and steps, without locking, writing or opening
+// anything.
+func PlanRepartitionOffline(o Options, op stream.Operator, n int) (*RepartitionResult, error) {
 	o = o.withDefaults()
+	if res, err := checkRepartition(o, op, n); err != nil || res != nil {
+		return res, err
+	}
 	d := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}
 	snap := &checkpoint.Snapshot{Path: o.CheckpointDir, LatestID: -1, CommittedID: -1}
 	if d.Exists() {

@@ -52,8 +52,9 @@ type run struct {
 
 // Run starts (or restarts) query q on the checkpoint in o and runs it under
 // its trigger. Every refusal (source evolution rules, locks, corrupt files,
-// an unresumable repartition, state another provider wrote) happens before
-// anything is written or any source is opened, so a refused start leaves the
+// an unresumable repartition, state another provider wrote, partition
+// counts, unreachable sources, an unusable sink) happens before anything is
+// written, created or opened (checkStart), so a refused start leaves the
 // checkpoint byte-identical and creates nothing, not even .lock (only a lock
 // held by another query is found after taking it). On restart the uncommitted
 // batch re-runs first with its recorded offsets, timestamp and watermark, then
@@ -70,25 +71,14 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	if o.CheckpointDir == "" {
 		return nil, errcode.New(errcode.InvalidArgument, "", "pass --checkpoint DIR", "no checkpoint directory")
 	}
-	s, err := parseSettings(q.Conf)
+	// Everything a start depends on is validated before the first write:
+	// Lock creates the directory and .lock. The plan is made again under the
+	// lock.
+	chk, err := checkStart(ctx, q, o.FS, o.CheckpointDir)
 	if err != nil {
 		return nil, err
 	}
-	names := q.sourceNames()
-	// Rules that need no checkpoint are checked before the directory is
-	// created or locked.
-	if err := validateNames(names, s); err != nil {
-		return nil, err
-	}
-	// So are the rules a read of the checkpoint decides: Lock creates the
-	// directory and .lock. The plan is made again under the lock.
-	pre, err := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}.ReadSnapshot()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := planStart(pre, names, s); err != nil {
-		return nil, err
-	}
+	s, names := chk.s, q.sourceNames()
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)
 	if err != nil {
 		return nil, err

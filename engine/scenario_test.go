@@ -116,7 +116,7 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		return s.run(t, d)
 	case "plan":
 		q, _ := s.query(t, d)
-		rep, _ := Plan(q, s.fs, ckptDir)
+		rep, _ := Plan(context.Background(), q, s.fs, ckptDir)
 		var b strings.Builder
 		enc := json.NewEncoder(&b)
 		enc.SetIndent("", " ")
@@ -204,7 +204,7 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		var res *RepartitionResult
 		var err error
 		if d.HasArg("dry") {
-			res, err = PlanRepartitionOffline(o, n)
+			res, err = PlanRepartitionOffline(o, op, n)
 		} else {
 			res, err = RepartitionOffline(context.Background(), o, op, n)
 		}

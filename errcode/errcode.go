@@ -3,7 +3,32 @@
 // it concerns, and what the user should do about it.
 //
 // Every package that can fail because of something a user did or has on disk
-// returns an *Error; the CLI prints it as "error: <CODE>: <message>".
+// returns an *Error; the CLI prints it as "error: <CODE>: <message>. To fix:
+// <remedy>" on one line, the code once, and exits 2 for a usage error (one
+// found in the command line alone before anything was read or done: always
+// MISSING_REQUIRED_FLAG, and INVALID_ARGUMENT for a flag's syntax or value)
+// and 1 for every other error (INVALID_ARGUMENT too when found by looking at
+// a path, such as a directory that is not a checkpoint).
+//
+// Codes of the start validation and the CLI (besides the source-evolution
+// codes below and each component's own):
+//
+//	INVALID_ARGUMENT                  a flag, conf, trigger, source URI or option value is malformed
+//	                                  or out of range (partition counts 1..10000), or a path is not
+//	                                  what the command needs
+//	MISSING_REQUIRED_FLAG             a required flag (--checkpoint, --table, --source, --partitions) is missing
+//	CHECKPOINT_NOT_FOUND              a command that reads a checkpoint was given a path that does not exist
+//	OPEN_FILE_LIMIT_TOO_LOW           the state partitions asked for need more open files than
+//	                                  RLIMIT_NOFILE allows (package state; the remedy names the ulimit -n to set)
+//	ARCHIVE_NOT_FOUND                 a file:// archive directory does not exist (package s3archive)
+//	ARCHIVE_EMPTY                     an archive location lists no block file (package s3archive)
+//	DELTA_TABLE_PATH_NOT_A_DIRECTORY  --table (or a directory above it) is a file (package delta)
+//	PROGRESS_FILE_NOT_FOUND           a progress log to read does not exist (package engine)
+//	PROGRESS_FILE_CORRUPT             a line of a progress log is not a progress event (package engine)
+//
+// A start is validated before its first write (engine: checkStart), so every
+// one of these leaves an existing checkpoint byte-identical and a refused
+// first start creates nothing.
 package errcode
 
 import (
@@ -33,6 +58,8 @@ const (
 	// or RocksDBStateStoreProvider); ethstream can read its logs but
 	// neither resume nor repartition it. Raised before anything is written.
 	StateProviderUnsupported = "STATE_PROVIDER_UNSUPPORTED"
+	CheckpointNotFound       = "CHECKPOINT_NOT_FOUND"
+	MissingFlag              = "MISSING_REQUIRED_FLAG"
 	InvalidArgument          = "INVALID_ARGUMENT"
 )
 

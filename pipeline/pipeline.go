@@ -57,6 +57,12 @@ func ParseSourceSpec(flag string) (SourceSpec, error) {
 			"--source %q has no '='", flag)
 	}
 	name, rest := flag[:eq], flag[eq+1:]
+	if strings.ContainsAny(name, ":/?") {
+		// The first '=' is inside the URI (a query option): NAME= is missing.
+		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "",
+			"start the flag with the source name: --source 'NAME="+flag+"' (e.g. s3_backfill=...), or '="+flag+"' for an unnamed source",
+			"--source %q has no NAME=", flag)
+	}
 	colon := strings.IndexByte(rest, ':')
 	if colon < 0 {
 		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "use NAME=FORMAT:URI with FORMAT s3archive or ethrpc",
@@ -72,23 +78,68 @@ func ParseSourceSpec(flag string) (SourceSpec, error) {
 	return spec, nil
 }
 
-// ParseTrigger parses available-now | once | processing-time=DUR.
+// ParseTrigger parses a trigger in Spark's spellings or the CLI's:
+// availableNow | available-now, once, processingTime=DUR | processing-time=DUR,
+// where DUR is a Go duration (5s, 1m30s) or a Spark interval ('5 seconds',
+// "500 milliseconds", "interval 1 minute"), optionally quoted.
 func ParseTrigger(s string) (engine.Trigger, error) {
-	switch {
-	case s == "available-now" || s == "availableNow":
-		return engine.Trigger{Kind: engine.AvailableNow}, nil
-	case s == "once":
-		return engine.Trigger{Kind: engine.Once}, nil
-	case strings.HasPrefix(s, "processing-time="):
-		d, err := time.ParseDuration(strings.TrimPrefix(s, "processing-time="))
-		if err != nil || d < 0 {
-			return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", "e.g. processing-time=2s",
-				"bad trigger interval in %q", s)
+	const remedy = "use --trigger availableNow, once or processingTime=DUR (e.g. processingTime=5s or processingTime='5 seconds')"
+	kind, arg, hasArg := strings.Cut(strings.TrimSpace(s), "=")
+	switch strings.ToLower(strings.ReplaceAll(kind, "-", "")) {
+	case "availablenow":
+		if !hasArg {
+			return engine.Trigger{Kind: engine.AvailableNow}, nil
+		}
+	case "once":
+		if !hasArg {
+			return engine.Trigger{Kind: engine.Once}, nil
+		}
+	case "processingtime":
+		d, ok := parseInterval(arg)
+		if !ok {
+			return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", remedy, "bad trigger interval %q in %q: want a duration such as 5s or '5 seconds'", arg, s)
 		}
 		return engine.Trigger{Kind: engine.ProcessingTime, Interval: d}, nil
 	}
-	return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", "use available-now, once or processing-time=DUR",
-		"unknown trigger %q", s)
+	return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", remedy, "unknown trigger %q", s)
+}
+
+// intervalUnits are the units of Spark interval strings.
+var intervalUnits = map[string]time.Duration{
+	"ms": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
+	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
+	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
+	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+}
+
+// parseInterval reads a non-negative trigger interval: a Go duration or a
+// Spark interval string ("5 seconds", "interval 1 minute 30 seconds").
+func parseInterval(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
+		v = strings.TrimSpace(v[1 : len(v)-1])
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, d >= 0
+	}
+	f := strings.Fields(strings.ToLower(v))
+	if len(f) > 0 && f[0] == "interval" {
+		f = f[1:]
+	}
+	if len(f) == 0 || len(f)%2 != 0 {
+		return 0, false
+	}
+	var d time.Duration
+	for i := 0; i < len(f); i += 2 {
+		n, err := strconv.ParseInt(f[i], 10, 32)
+		unit, ok := intervalUnits[f[i+1]]
+		if err != nil || n < 0 || !ok {
+			return 0, false
+		}
+		d += time.Duration(n) * unit
+	}
+	return d, true
 }
 
 // ParseConf parses K=V pairs.
@@ -200,8 +251,8 @@ func BlockColumnTypes() map[string]stream.Type {
 	return m
 }
 
-// Build turns a Config into the engine's query and options. Nothing is opened
-// or written: the engine validates the source list against the checkpoint
+// Build turns a Config into the engine's query and options (without a sink
+// if cfg.Table is empty). Nothing is opened or written: the engine validates the source list against the checkpoint
 // before it touches any source or file.
 func Build(cfg Config) (engine.Query, engine.Options, error) {
 	logger := cfg.Logger
@@ -230,9 +281,14 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs})
-	if err != nil {
-		return q, engine.Options{}, err
+	// No table, no sink: a plan reads none (engine.Run refuses a query
+	// without one).
+	if cfg.Table != "" {
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs})
+		if err != nil {
+			return q, engine.Options{}, err
+		}
+		q.Sink = sink
 	}
 	q.Name = "eth_blocks_per_window"
 	q.Columns = spec.InputColumns()
@@ -240,7 +296,6 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
 	}
 	q.Operator = op
-	q.Sink = sink
 	q.Trigger = cfg.Trigger
 	q.MaxDataBatches = cfg.MaxBatches
 	q.Conf = cfg.Conf
@@ -281,12 +336,33 @@ func NewSource(spec SourceSpec, logger *slog.Logger) (stream.Source, error) {
 		o.Logger = logger
 		return ethrpc.New(o)
 	}
-	return nil, fmt.Errorf("unknown source format %q", spec.Format)
+	return nil, errcode.New(errcode.InvalidArgument, "", "FORMAT is s3archive or ethrpc", "--source %s: unknown format %q", spec, spec.Format)
+}
+
+// CheckProgressFile refuses a --progress file the run could not append to:
+// its directory must exist and it must not be a directory. It reads only, so
+// a refusal comes before the query's first write.
+func CheckProgressFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errcode.New(errcode.InvalidArgument, path, "pass --progress a file path, not a directory", "--progress %s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return errcode.New(errcode.InvalidArgument, path, "create the directory first, or pass --progress a file in an existing directory",
+			"--progress %s: directory %s does not exist", path, dir)
+	}
+	return nil
 }
 
 // Run builds and runs the query until its trigger says stop. It sets the Go
 // runtime soft memory limit to DefaultMemoryLimit unless one is set already.
 func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
+	if err := CheckProgressFile(cfg.ProgressFile); err != nil {
+		return nil, err
+	}
 	var pf *engine.JSONLListener
 	if cfg.ProgressFile != "" {
 		pf = &engine.JSONLListener{FS: vfs.Default, Path: cfg.ProgressFile}

@@ -26,6 +26,9 @@ func TestParseSourceSpec(t *testing.T) {
 		{in: "nofmt", code: errcode.InvalidArgument},
 		{in: "a=kafka:x", code: errcode.InvalidArgument},
 		{in: "a=s3archive", code: errcode.InvalidArgument},
+		// The first '=' inside the URI: NAME= is missing.
+		{in: "s3archive:s3://b/p?endpoint=http://127.0.0.1:9000", code: errcode.InvalidArgument},
+		{in: "ethrpc:http://h?start_block=1", code: errcode.InvalidArgument},
 	}
 	for _, c := range cases {
 		got, err := ParseSourceSpec(c.in)
@@ -59,7 +62,22 @@ func TestParseTrigger(t *testing.T) {
 			t.Errorf("%q does not round-trip via %q", in, TriggerString(got))
 		}
 	}
-	for _, bad := range []string{"", "continuous", "processing-time=x", "processing-time=-1s"} {
+	// Spark's spellings.
+	for in, want := range map[string]engine.Trigger{
+		"availableNow":                          {Kind: engine.AvailableNow},
+		"AvailableNow":                          {Kind: engine.AvailableNow},
+		"processingTime=5s":                     {Kind: engine.ProcessingTime, Interval: 5 * time.Second},
+		"processingTime='5 seconds'":            {Kind: engine.ProcessingTime, Interval: 5 * time.Second},
+		`processingTime="500 milliseconds"`:     {Kind: engine.ProcessingTime, Interval: 500 * time.Millisecond},
+		"processingTime=interval 1 minute 30 s": {Kind: engine.ProcessingTime, Interval: 90 * time.Second},
+		"processingTime=1 hour":                 {Kind: engine.ProcessingTime, Interval: time.Hour},
+	} {
+		if got, err := ParseTrigger(in); err != nil || got != want {
+			t.Errorf("%q: got %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "continuous", "processing-time=x", "processing-time=-1s", "processingTime=", "processingTime='5 parsecs'",
+		"processingTime=-5 seconds", "processingTime=5", "once=1", "availableNow=true", "processingTime='5 seconds"} {
 		if _, err := ParseTrigger(bad); errcode.Code(err) != errcode.InvalidArgument {
 			t.Errorf("%q: err = %v", bad, err)
 		}

@@ -31,6 +31,19 @@ type DumpOptions struct {
 // timestampLayout renders Timestamp fields: RFC 3339, UTC, microseconds.
 const timestampLayout = "2006-01-02T15:04:05.000000Z07:00"
 
+// Validate refuses a format or batch id Dump cannot take, looking at
+// nothing else ("" is csv).
+func (o DumpOptions) Validate() error {
+	if o.Format != "" && o.Format != "csv" && o.Format != "jsonl" {
+		return errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", o.Format)
+	}
+	if o.Batch < -1 {
+		return errcode.New(errcode.InvalidArgument, "", "pass --batch N with N >= 0, or -1 for the latest committed batch",
+			"--batch %d is not a batch id", o.Batch)
+	}
+	return nil
+}
+
 // Dump writes every row of one operator's state: a header row (key fields,
 // value fields, "partition"), then one row per key in (partition, key) order.
 // In jsonl each line is one row as a JSON object whose keys are those column
@@ -40,21 +53,38 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	if o.Format == "" {
 		o.Format = "csv"
 	}
-	if o.Format != "csv" && o.Format != "jsonl" {
-		return -1, errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", o.Format)
+	if err := o.Validate(); err != nil {
+		return -1, err
+	}
+	if !(checkpoint.Dir{FS: o.FS, Path: o.Checkpoint}).Exists() {
+		return -1, errcode.New(errcode.CheckpointNotFound, o.Checkpoint, "check --checkpoint: it names the directory a query ran on",
+			"checkpoint directory %s does not exist", o.Checkpoint)
 	}
 	dir := o.FS.PathJoin(o.Checkpoint, "state", strconv.Itoa(o.Operator))
+	c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
+	if err != nil {
+		return -1, err
+	}
+	if c < 0 {
+		return -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
+			"run the query until a batch commits", "the checkpoint has no committed batch")
+	}
 	limit := o.Batch
 	if limit < 0 {
-		c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
+		limit = c
+	} else if limit > c {
+		// Past the commit log, only a state version written for exactly
+		// that batch (a batch that will re-run) can be asked for: printing
+		// an older one would pass it off as batch limit's state.
+		newest, err := LatestVersionAtMost(o.FS, dir, math.MaxInt64)
 		if err != nil {
 			return -1, err
 		}
-		if c < 0 {
+		if limit > newest {
 			return -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
-				"run the query until a batch commits", "the checkpoint has no committed batch")
+				fmt.Sprintf("pass --batch from 0 to %d, or omit it for the latest committed batch", max(c, newest)),
+				"batch %d has not run; the latest committed batch is %d", limit, c)
 		}
-		limit = c
 	}
 	v, err := LatestVersionAtMost(o.FS, dir, limit)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
 )
 
@@ -31,17 +32,16 @@ func init() {
 }
 
 // planCmd prints what `ethstream run` with the same flags would do on start.
-// Planning needs only the checkpoint, the source names and the confs, so the
-// other run flags are accepted and ignored.
+// It takes run's flag set and builds the query as run does, so the two
+// validate through one path and refuse with the same code.
 func planCmd() *cobra.Command {
 	var (
-		ckpt, table, trigger, progress string
-		sources, confs                 []string
-		maxBatches                     int
-		asJSON                         bool
+		f      queryFlags
+		asJSON bool
+		probe  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "plan --checkpoint DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [run flags]",
+		Use:   "plan --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [run flags]",
 		Short: "Print what a start of the query would do; writes nothing",
 		Long: `plan reads the checkpoint (without locking or writing it) and prints what
 'ethstream run' with the same flags would do on start: the uncommitted batch it would
@@ -52,25 +52,23 @@ the start performs before it polls its sources, each step by step as the run's d
 would perform it (plan is the run's dry run), and the poll that decides the next batch.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if ckpt == "" {
-				return errcode.New(errcode.InvalidArgument, "", "pass --checkpoint DIR", "missing --checkpoint")
+			cfg, q, opts, err := f.build(newLogger(cmd), false)
+			if err != nil {
+				return err
 			}
-			q := engine.Query{Conf: map[string]string{}}
-			for _, s := range sources {
-				name, _, ok := strings.Cut(s, "=")
-				if !ok {
-					return errcode.New(errcode.InvalidArgument, "", "use --source NAME=FORMAT:URI (NAME may be empty)", "bad --source %q", s)
+			// Run refuses this before its checkpoint is touched: so does plan.
+			if err := pipeline.CheckProgressFile(cfg.ProgressFile); err != nil {
+				return err
+			}
+			if cfg.Table == "" || !probe {
+				q.Sink = nil // not probed
+			}
+			if !probe {
+				for i := range q.Sources {
+					q.Sources[i].Source = nil
 				}
-				q.Sources = append(q.Sources, engine.NamedSource{Name: name})
 			}
-			for _, kv := range confs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return errcode.New(errcode.InvalidArgument, "", "use --conf KEY=VALUE", "bad --conf %q", kv)
-				}
-				q.Conf[k] = v
-			}
-			rep, planErr := engine.Plan(q, vfs.Default, ckpt)
+			rep, planErr := engine.Plan(cmd.Context(), q, opts.FS, opts.CheckpointDir)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -84,15 +82,11 @@ would perform it (plan is the run's dry run), and the poll that decides the next
 			return planErr
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&ckpt, "checkpoint", "", "checkpoint directory")
-	f.StringArrayVar(&sources, "source", nil, "NAME=FORMAT:URI (repeatable; only NAME is used)")
-	f.StringArrayVar(&confs, "conf", nil, "KEY=VALUE (repeatable)")
-	f.StringVar(&table, "table", "", "accepted for symmetry with run; unused")
-	f.StringVar(&trigger, "trigger", "", "accepted for symmetry with run; unused")
-	f.StringVar(&progress, "progress", "", "accepted for symmetry with run; unused")
-	f.IntVar(&maxBatches, "max-batches", 0, "accepted for symmetry with run; unused")
-	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	f.register(cmd)
+	var uf uiFlags // run's flags, accepted: plan serves no dashboard
+	uf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().BoolVar(&probe, "probe", true, "check, reading only, that the sources answer and hold data and that --table (if given) is usable, as run does before its first write")
 	return cmd
 }
 
@@ -246,13 +240,13 @@ events in one file; files are read in the order given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" || len(phases) == 0 {
-				return errcode.New(errcode.InvalidArgument, "", "pass --out DIR and at least one --phase NAME=FILE", "missing --out or --phase")
+				return usage(errcode.New(errcode.InvalidArgument, "", "pass --out DIR and at least one --phase NAME=FILE", "missing --out or --phase"))
 			}
 			var pf []engine.PhaseFile
 			for _, p := range phases {
 				name, file, ok := strings.Cut(p, "=")
 				if !ok || name == "" || file == "" {
-					return errcode.New(errcode.InvalidArgument, "", "use --phase NAME=PROGRESS_FILE", "bad --phase %q", p)
+					return usage(errcode.New(errcode.InvalidArgument, "", "use --phase NAME=PROGRESS_FILE", "bad --phase %q", p))
 				}
 				pf = append(pf, engine.PhaseFile{Phase: name, Path: file})
 			}

@@ -99,7 +99,9 @@ func TestPlanCommand(t *testing.T) {
 		err := c.ExecuteContext(context.Background())
 		return out.String(), err
 	}
-	args := []string{"--checkpoint", dir, "--source", "eth_live=ethrpc:http://127.0.0.1:8545",
+	// plan probes the sources as run does: a real node over loopback.
+	table := filepath.Join(t.TempDir(), "table")
+	args := []string{"--checkpoint", dir, "--table", table, "--source", "eth_live=ethrpc:" + startNode(t),
 		"--conf", "spark.sql.streaming.queryEvolution.enableSourceEvolution=true", "--conf", "spark.sql.streaming.stateStore.partitions=4"}
 	out, err := run(args...)
 	if err != nil || !strings.Contains(out, "repartition state 8 -> 4 in control batch 1") || !strings.Contains(out, "resume sources: eth_live") {
@@ -119,7 +121,7 @@ func TestPlanCommand(t *testing.T) {
 	}
 	// Through the CLI entry point: the coded error on stderr, non-zero exit.
 	var o, e bytes.Buffer
-	if code := execute(context.Background(), []string{"plan", "--checkpoint", dir, "--source", "=s3archive:file:///x"}, &o, &e); code == 0 ||
+	if code := execute(context.Background(), []string{"plan", "--checkpoint", dir, "--table", table, "--source", "=s3archive:file:///x"}, &o, &e); code == 0 ||
 		!strings.HasPrefix(e.String(), "error: STREAMING_QUERY_EVOLUTION_ERROR.CONFIG_MISMATCH") {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}

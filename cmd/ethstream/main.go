@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -34,26 +36,47 @@ func init() {
 	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the command to FILE (go tool pprof)")
 	stop := func() {}
 	rootCmd.PersistentPreRunE = func(*cobra.Command, []string) error {
-		var err error
-		stop, err = startProfile()
-		return err
+		s, err := startProfile()
+		if err != nil {
+			return err
+		}
+		stop = s
+		return nil
 	}
-	cobra.OnFinalize(func() { stop() })
+	cobra.OnFinalize(func() { stop(); stop = func() {} })
+	// Flag mistakes are usage errors with a code and a remedy, like any other.
+	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usage(errcode.New(errcode.InvalidArgument, "", "run 'ethstream "+commandPath(c)+"--help' for the flags",
+			"%s", err.Error()))
+	})
+}
+
+// commandPath is c's path below the root, with a trailing space ("" for the root).
+func commandPath(c *cobra.Command) string {
+	p := strings.TrimPrefix(c.CommandPath(), rootCmd.Name())
+	return strings.TrimPrefix(p, " ") + map[bool]string{true: " ", false: ""}[p != ""]
 }
 
 // startProfile starts CPU profiling if --cpuprofile was given; the returned
-// function stops it.
+// function stops it. It is never nil when err is nil.
 func startProfile() (func(), error) {
 	if cpuProfile == "" {
 		return func() {}, nil
 	}
 	f, err := os.Create(cpuProfile)
 	if err != nil {
-		return nil, fmt.Errorf("create profile %s: %w", cpuProfile, err)
+		reason := "it cannot be created"
+		if errors.Is(err, fs.ErrNotExist) {
+			reason = "its directory does not exist"
+		} else if errors.Is(err, fs.ErrPermission) {
+			reason = "permission denied"
+		}
+		return nil, errcode.New(errcode.InvalidArgument, cpuProfile, "pass --cpuprofile a file in an existing, writable directory",
+			"cannot write the CPU profile %s: %s", cpuProfile, reason)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("start CPU profile: %w", err)
+		return nil, errcode.New(errcode.InvalidArgument, cpuProfile, "profile one command at a time", "cannot start the CPU profile: %v", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
@@ -75,18 +98,75 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	err = usageError(err)
 	fmt.Fprintf(stderr, "error: %s\n", formatError(err))
-	return 1
+	return exitCode(err)
 }
 
-// formatError puts the stable code first; errors without one are flag or
-// environment failures and get INVALID_ARGUMENT or RUNTIME_ERROR.
+// Exit codes: 0 success, 1 the command failed, 2 the command line alone is
+// wrong (a usage error: nothing was read or done).
+const (
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// usageErr marks an error found in the command line alone (a flag's syntax
+// or value, a missing flag), before anything was read or done: exit 2. The
+// same code found by looking at something (a path that is not a checkpoint)
+// exits 1.
+type usageErr struct{ error }
+
+func (u usageErr) Unwrap() error { return u.error }
+
+// usage marks err (if any) as a usage error.
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageErr{err}
+}
+
+func exitCode(err error) int {
+	var u usageErr
+	if errors.As(err, &u) || errcode.Is(err, errcode.MissingFlag) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// usageError gives cobra's own command-line errors (unknown command, wrong
+// argument count) a code and a remedy; flag errors get theirs from the flag
+// error func.
+func usageError(err error) error {
+	if errcode.Code(err) != "" {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "unknown command"):
+		return usage(errcode.New(errcode.InvalidArgument, "", "run 'ethstream --help' for the commands", "%s", strings.SplitN(msg, "\n", 2)[0]))
+	case strings.HasPrefix(msg, "required flag(s) "):
+		flags := strings.Fields(strings.NewReplacer(`"`, "", ",", " ").Replace(strings.TrimSuffix(strings.TrimPrefix(msg, "required flag(s) "), " not set")))
+		for i := range flags {
+			flags[i] = "--" + flags[i]
+		}
+		return errcode.New(errcode.MissingFlag, "", "pass "+strings.Join(flags, " and ")+" (see --help)", "missing %s", strings.Join(flags, " and "))
+	case strings.Contains(msg, "arg(s)"):
+		return usage(errcode.New(errcode.InvalidArgument, "", "run the command with --help for its arguments", "%s", msg))
+	}
+	return err
+}
+
+// formatError puts the stable code first, once; errors without one are
+// environment failures and get RUNTIME_ERROR.
 func formatError(err error) string {
 	var e *errcode.Error
 	if errors.As(err, &e) {
 		if errors.Is(err, e) && err.Error() != e.Error() {
-			// Wrapped with context: keep the code in front.
-			return e.Code + ": " + err.Error()
+			// Wrapped with context: the code goes in front and is not
+			// repeated where the coded error's own text begins.
+			inner := e.Error()
+			return e.Code + ": " + strings.Replace(err.Error(), inner, strings.TrimPrefix(inner, e.Code+": "), 1)
 		}
 		return err.Error()
 	}

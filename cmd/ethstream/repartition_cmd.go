@@ -30,6 +30,9 @@ batch, or whose state another provider wrote (STATE_PROVIDER_UNSUPPORTED), is re
 the lock is taken: nothing is created.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := engine.CheckPartitionCount(partitions); err != nil {
+				return usage(err)
+			}
 			op, err := agg.New(pipeline.ReferenceSpec())
 			if err != nil {
 				return err
@@ -40,7 +43,7 @@ the lock is taken: nothing is created.`,
 			o := engine.Options{CheckpointDir: args[0], FS: vfs.Default, LocalDir: localDir, Logger: newLogger(cmd)}
 			var res *engine.RepartitionResult
 			if dryRun {
-				res, err = engine.PlanRepartitionOffline(o, partitions)
+				res, err = engine.PlanRepartitionOffline(o, op, partitions)
 			} else {
 				res, err = engine.RepartitionOffline(cmd.Context(), o, op, partitions)
 			}

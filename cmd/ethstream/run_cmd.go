@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/ethstream/ethstream/ui"
 	"github.com/spf13/cobra"
 )
 
-// queryFlags are shared by run and plan: they describe the query to start.
+// queryFlags are shared by run and plan: they describe the query to start,
+// and both commands take exactly this flag set.
 type queryFlags struct {
 	checkpoint, table, localDir string
 	sources, conf               []string
@@ -30,16 +33,55 @@ func (f *queryFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: <checkpoint>.cache); may be deleted between runs")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI, repeatable, in plan order; empty NAME for an unnamed source")
 	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (spark.sql.* keys of docs/contracts.md, Configuration)")
-	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "available-now | once | processing-time=DUR")
+	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR (also available-now, processing-time=DUR; DUR as 5s or '5 seconds')")
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
-	_ = c.MarkFlagRequired("checkpoint")
-	_ = c.MarkFlagRequired("table")
+	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464)")
 }
 
-func (f *queryFlags) config(logger *slog.Logger) (pipeline.Config, error) {
+// config checks every flag (the CLI's part of the one validation path; the
+// engine checks the rest against the checkpoint before writing anything) and
+// returns the pipeline configuration; its errors are usage errors. Unknown
+// conf keys are logged as warnings naming the closest known key. --table is
+// required unless needTable is false (plan reads no table).
+func (f *queryFlags) config(logger *slog.Logger, needTable bool) (pipeline.Config, error) {
+	cfg, err := f.parse(logger, needTable)
+	return cfg, usage(err)
+}
+
+// build is config then pipeline.Build, which parses the source URIs: both
+// look at the command line only.
+func (f *queryFlags) build(logger *slog.Logger, needTable bool) (pipeline.Config, engine.Query, engine.Options, error) {
+	cfg, err := f.config(logger, needTable)
+	if err != nil {
+		return cfg, engine.Query{}, engine.Options{}, err
+	}
+	q, o, err := pipeline.Build(cfg)
+	return cfg, q, o, usage(err)
+}
+
+func (f *queryFlags) parse(logger *slog.Logger, needTable bool) (pipeline.Config, error) {
 	cfg := pipeline.Config{Checkpoint: f.checkpoint, Table: f.table, LocalDir: f.localDir,
 		MaxBatches: f.maxBatches, Logger: logger, ProgressFile: f.progress}
+	var missing []string
+	if f.checkpoint == "" {
+		missing = append(missing, "--checkpoint DIR (the query's checkpoint directory)")
+	}
+	if f.table == "" && needTable {
+		missing = append(missing, "--table DIR (the Delta table the query writes)")
+	}
+	if len(missing) > 0 {
+		return cfg, errcode.New(errcode.MissingFlag, "", "pass "+strings.Join(missing, " and "),
+			"missing %s", strings.Join(flagNames(missing), " and "))
+	}
+	if len(f.sources) == 0 {
+		return cfg, errcode.New(errcode.MissingFlag, "", "pass --source NAME=FORMAT:URI, e.g. --source 's3_backfill=s3archive:file:///data/v1.0/eth/blocks'",
+			"missing --source")
+	}
+	if f.maxBatches < 0 {
+		return cfg, errcode.New(errcode.InvalidArgument, "", "pass --max-batches N with N >= 1, or 0 (the default) for no limit",
+			"--max-batches %d is negative", f.maxBatches)
+	}
 	for _, s := range f.sources {
 		spec, err := pipeline.ParseSourceSpec(s)
 		if err != nil {
@@ -51,10 +93,26 @@ func (f *queryFlags) config(logger *slog.Logger) (pipeline.Config, error) {
 	if cfg.Conf, err = pipeline.ParseConf(f.conf); err != nil {
 		return cfg, err
 	}
+	warnings, err := engine.ValidateConf(cfg.Conf)
+	if err != nil {
+		return cfg, err
+	}
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
 	if cfg.Trigger, err = pipeline.ParseTrigger(f.trigger); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// flagNames keeps the flag of each "--flag ARG (what)" item.
+func flagNames(items []string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i], _, _ = strings.Cut(it, " ")
+	}
+	return out
 }
 
 func newRunCmd() *cobra.Command {
@@ -74,7 +132,9 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			logger := newLogger(cmd)
-			cfg, err := f.config(logger)
+			// Built here so that mistakes in the URIs are usage errors;
+			// pipeline.Run builds the query again from cfg.
+			cfg, _, _, err := f.build(logger, true)
 			if err != nil {
 				return err
 			}
@@ -82,7 +142,14 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 				m := pipeline.NewMetrics(time.Now)
 				addr, err := m.Serve(cmd.Context(), f.metricsAddr)
 				if err != nil {
-					return err
+					// The listener's own text ends with the reason ("address
+					// already in use", "missing port in address").
+					reason := err.Error()
+					if i := strings.LastIndex(reason, ": "); i >= 0 {
+						reason = reason[i+2:]
+					}
+					return errcode.New(errcode.InvalidArgument, "", "pass --metrics-addr HOST:PORT with a free port, e.g. 127.0.0.1:9464 (port 0 picks one)",
+						"cannot serve metrics on %s: %s", f.metricsAddr, reason)
 				}
 				logger.Info("serving Prometheus metrics", "url", "http://"+addr+"/metrics")
 				cfg.Listeners = append(cfg.Listeners, m)
@@ -117,14 +184,17 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "query %s run %s: batches %d-%d (%d data, %d no-data, %d control)%s\n",
-				sum.QueryID, sum.RunID, sum.FirstBatchID, sum.LastBatchID, sum.DataBatches, sum.NoDataBatches, sum.ControlBatches,
+			batches := "no new batch (nothing to do)"
+			if sum.FirstBatchID >= 0 {
+				batches = fmt.Sprintf("batches %d-%d", sum.FirstBatchID, sum.LastBatchID)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "query %s run %s: %s (%d data, %d no-data, %d control)%s\n",
+				sum.QueryID, sum.RunID, batches, sum.DataBatches, sum.NoDataBatches, sum.ControlBatches,
 				map[bool]string{true: ", interrupted", false: ""}[sum.Interrupted])
 			return nil
 		},
 	}
 	f.register(c)
-	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464)")
 	uf.register(c)
 	return c
 }

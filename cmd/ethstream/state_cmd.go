@@ -42,11 +42,13 @@ Timestamps are RFC 3339 UTC with microseconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ckpt == "" {
-				return errcode.New(errcode.InvalidArgument, "", "pass --checkpoint DIR", "missing --checkpoint")
+				return errcode.New(errcode.MissingFlag, "", "pass --checkpoint DIR", "missing --checkpoint")
 			}
-			_, err := state.Dump(cmd.Context(), state.DumpOptions{
-				FS: vfs.Default, Checkpoint: ckpt, Operator: op, Batch: batch, Format: format,
-			}, cmd.OutOrStdout())
+			o := state.DumpOptions{FS: vfs.Default, Checkpoint: ckpt, Operator: op, Batch: batch, Format: format}
+			if err := o.Validate(); err != nil {
+				return usage(err)
+			}
+			_, err := state.Dump(cmd.Context(), o, cmd.OutOrStdout())
 			return err
 		},
 	}

@@ -40,6 +40,9 @@ jsonl: one JSON object per row. The sink's table prints window_start, window_end
 source, miner, count; timestamps are RFC 3339 UTC.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := delta.CheckShowOptions(format, version); err != nil {
+				return usage(err)
+			}
 			return delta.Show(cmd.Context(), cmd.OutOrStdout(), args[0], format, version)
 		},
 	}

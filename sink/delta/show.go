@@ -46,14 +46,27 @@ func isSinkWindow(f Field) bool {
 	return a.Name == "start" && b.Name == "end" && a.Type.Primitive == "timestamp" && b.Type.Primitive == "timestamp"
 }
 
+// CheckShowOptions refuses a format or version Show cannot take, looking at
+// nothing else.
+func CheckShowOptions(format string, version int64) error {
+	if format != FormatCSV && format != FormatJSONL {
+		return errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", format)
+	}
+	if version < -1 {
+		return errcode.New(errcode.InvalidArgument, "", "pass --version V with V >= 0 (table history lists the versions), or omit it for the latest",
+			"--version %d is not a table version", version)
+	}
+	return nil
+}
+
 // Show writes every live row of the table at version (-1 = latest) to w
 // (docs/contracts.md, CLI). csv: a header row, then one row per table row; nested values
 // are JSON text and nulls are empty cells. jsonl: one JSON object per row,
 // keys in column order, nested values as JSON values, nulls as null.
 // Timestamps use ShowTimeLayout. Rows come in file order.
 func Show(ctx context.Context, w io.Writer, path, format string, version int64) error {
-	if format != FormatCSV && format != FormatJSONL {
-		return errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", format)
+	if err := CheckShowOptions(format, version); err != nil {
+		return err
 	}
 	t, err := Open(ctx, path)
 	if err != nil {

@@ -110,7 +110,7 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	if err != nil {
 		return err
 	}
-	if err := checkWriteProtocol(s.Protocol, t.logDir); err != nil {
+	if err := checkSinkTable(t, s); err != nil {
 		return err
 	}
 	// Temp files a crashed writer left (ours or another's, once old enough
@@ -119,10 +119,6 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 		return err
 	} else if n > 0 {
 		m.log.Info("removed stale temp files from the delta table", "path", t.Path(), "files", n)
-	}
-	if !sameShape(s.Schema, SinkSchema()) {
-		return errcode.New(CodeSchemaMismatch, t.root, "point --table at an empty directory or a table written by ethstream",
-			"table schema %s is not the sink schema %s", s.Metadata.SchemaString, SinkSchemaString)
 	}
 	m.table, m.snap, m.queryID = t, s, queryID
 	return nil

@@ -32,4 +32,6 @@ const (
 		"set before the fork (rows of orphaned blocks already in the sink stay there)"
 	remedySeam = "check that start_block is the archive's last block + 1 and that the endpoint serves the same chain as the archive " +
 		"(start_parent_hash must be the archive's last block hash)"
+	remedyParentHash = "pass start_parent_hash=0x<64 hex digits>: the hash of the block before start_block (the archive's last block hash; " +
+		"gen-archive prints it, and it is the parent_hash column of the first live block)"
 )

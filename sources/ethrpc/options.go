@@ -134,31 +134,33 @@ func ParseURI(uri string) (Options, error) {
 		}
 		seen[canon] = k
 		v := vals[k][0]
-		bad := func(err error) error {
-			return errcode.Wrap(err, CodeInvalidOption, "", "", "ethrpc option %s=%q", k, v)
+		// bad names what the option takes; the parser's own text (strconv
+		// internals) is not shown.
+		bad := func(want string) error {
+			return errcode.New(CodeInvalidOption, "", fmt.Sprintf("pass %s=<%s>", k, want), "ethrpc option %s=%q: want %s", k, v, want)
 		}
 		switch canon {
 		case "maxBlocksPerTrigger":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return Options{}, bad(err)
+				return Options{}, bad("a positive integer")
 			}
 			o.MaxBlocksPerTrigger = n
 		case "start_block":
 			if o.StartBlock, err = strconv.ParseUint(v, 10, 63); err != nil {
-				return Options{}, bad(err)
+				return Options{}, bad("a block number (a non-negative integer)")
 			}
 		case "start_parent_hash":
 			if o.StartParentHash, err = normHex(v, 32); err != nil {
-				return Options{}, bad(err)
+				return Options{}, errcode.New(CodeInvalidOption, "", remedyParentHash, "ethrpc option %s=%q: want a 0x-prefixed 32-byte hex hash", k, v)
 			}
 		case "confirmations":
 			if o.Confirmations, err = strconv.ParseUint(v, 10, 32); err != nil {
-				return Options{}, bad(err)
+				return Options{}, bad("a non-negative integer, e.g. 12")
 			}
 		case "finality":
 			if v != "" && v != "safe" && v != "finalized" {
-				return Options{}, bad(nil)
+				return Options{}, bad("safe or finalized")
 			}
 			o.Finality = v
 		case "endpoints":
@@ -174,19 +176,19 @@ func ParseURI(uri string) (Options, error) {
 		case "maxBatchSize":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return Options{}, bad(err)
+				return Options{}, bad("a positive integer")
 			}
 			o.MaxBatchSize = n
 		case "timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return Options{}, bad(err)
+				return Options{}, bad("a positive duration, e.g. 10s")
 			}
 			o.Timeout = d
 		case "parallelism":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return Options{}, bad(err)
+				return Options{}, bad("a positive integer")
 			}
 			o.Parallelism = n
 		case "reorg":
@@ -203,7 +205,7 @@ func ParseURI(uri string) (Options, error) {
 		case "maxRetries":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return Options{}, bad(err)
+				return Options{}, bad("a non-negative integer")
 			}
 			o.MaxRetries = n
 		}

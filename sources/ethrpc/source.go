@@ -75,7 +75,7 @@ func New(o Options) (*Source, error) {
 	if o.StartParentHash != "" {
 		h, err := normHex(o.StartParentHash, 32)
 		if err != nil {
-			return nil, errcode.Wrap(err, CodeInvalidOption, "", "give the 0x-prefixed 32-byte hash of the block before start_block", "start_parent_hash")
+			return nil, errcode.New(CodeInvalidOption, "", remedyParentHash, "start_parent_hash %q: want a 0x-prefixed 32-byte hex hash", o.StartParentHash)
 		}
 		o.StartParentHash = h
 	}

@@ -95,8 +95,9 @@ func ParseURI(uri string) (Options, error) {
 	pathStyleSet := false
 	for key, vals := range q {
 		v := vals[len(vals)-1]
-		bad := func(err error) error {
-			return errcode.Wrap(err, errcode.InvalidArgument, "", uriRemedy, "s3archive option %s=%q", key, v)
+		// bad names what the option takes, not the parser's own text.
+		bad := func(want string) error {
+			return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass %s=<%s>", key, want), "s3archive option %s=%q: want %s", key, v, want)
 		}
 		switch key {
 		case "endpoint":
@@ -106,43 +107,43 @@ func ParseURI(uri string) (Options, error) {
 		case "anonymous":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return o, bad(err)
+				return o, bad("true or false")
 			}
 			o.Anonymous = b
 		case "pathStyle":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return o, bad(err)
+				return o, bad("true or false")
 			}
 			o.PathStyle, pathStyleSet = b, true
 		case "maxFilesPerTrigger":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return o, bad(fmt.Errorf("want a non-negative integer"))
+				return o, bad("a non-negative integer")
 			}
 			o.MaxFilesPerTrigger = n
 		case "maxBytesPerTrigger":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
-				return o, bad(fmt.Errorf("want a non-negative integer"))
+				return o, bad("a non-negative integer")
 			}
 			o.MaxBytesPerTrigger = n
 		case "parallelism":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return o, bad(fmt.Errorf("want a non-negative integer"))
+				return o, bad("a non-negative integer")
 			}
 			o.Parallelism = n
 		case "skipUnreadable":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return o, bad(err)
+				return o, bad("true or false")
 			}
 			o.SkipUnreadable = b
 		case "listPageSize":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return o, bad(fmt.Errorf("want a non-negative integer"))
+				return o, bad("a non-negative integer")
 			}
 			o.ListPageSize = n
 		default:

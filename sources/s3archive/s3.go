@@ -84,6 +84,36 @@ func parseS3URI(uri string) (bucket, key string, err error) {
 
 const listRemedy = "check the bucket name, the region (s3://aws-public-blockchain is in us-east-2: add region=us-east-2&anonymous=true), the endpoint and the credentials, then restart"
 
+// s3Reason says in a few words why an S3 request failed: the service's
+// error code and message, or the transport's last word ("connection
+// refused"), without the SDK's operation and request-id wrapping.
+func s3Reason(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		if msg := ae.ErrorMessage(); msg != "" {
+			return ae.ErrorCode() + ": " + msg
+		}
+		return ae.ErrorCode()
+	}
+	var hs interface{ HTTPStatusCode() int }
+	if errors.As(err, &hs) && hs.HTTPStatusCode() > 0 {
+		return fmt.Sprintf("HTTP status %d", hs.HTTPStatusCode())
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		msg := oe.Err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		return "endpoint does not answer (" + msg + ")"
+	}
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		return "unknown host " + de.Name
+	}
+	return err.Error()
+}
+
 // classify says whether err is worth retrying and whether it is a throttle.
 func classify(err error) (retry, throttle bool) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -164,7 +194,7 @@ func (s *s3Store) list(ctx context.Context) ([]object, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, errcode.Wrap(err, ArchiveFileUnreadable, s3URI(s.bucket, s.prefix), listRemedy, "list archive bucket")
+			return nil, errcode.New(ArchiveFileUnreadable, s3URI(s.bucket, s.prefix), listRemedy, "cannot list %s: %s", s3URI(s.bucket, s.prefix), s3Reason(err))
 		}
 		for _, c := range page.Contents {
 			key := aws.ToString(c.Key)

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// settings are the parsed session confs.
+type settings struct {
+	evolution       bool
+	evolutionSet    bool
+	formatVersion   int // 0 = unset
+	shuffle         int // 0 = unset
+	stateParts      int // 0 = unset
+	minRetain       int
+	noDataBatches   bool
+	providerClass   string
+	providerSet     bool
+	shuffleExplicit bool
+	// warnings name conf keys the engine does not know (with the closest
+	// known key): Spark accepts any key, so a typo is a warning, not an error.
+	warnings []string
+}
+
+// DefaultShufflePartitions is the state partition count of a new checkpoint
+// when neither partition conf is set (Spark's default).
+const DefaultShufflePartitions = 200
+
+// MaxStatePartitions is the largest state partition count any conf or
+// `checkpoint repartition --partitions` accepts. An operator whose partitions
+// hold file descriptors may allow fewer (stream.PartitionLimiter).
+const MaxStatePartitions = 10000
+
+// KnownConfs are the conf keys the engine reads (docs/contracts.md, Configuration).
+var KnownConfs = []string{
+	checkpoint.ConfShufflePartitions, checkpoint.ConfSourceEvolution, checkpoint.ConfOffsetLogVersion,
+	checkpoint.ConfStatePartitions, checkpoint.ConfProviderClass, checkpoint.ConfMinBatchesToRetain,
+	checkpoint.ConfNoDataBatches,
+}
+
+// ValidateConf checks a session conf the way every start does: a malformed
+// value of a known key is INVALID_ARGUMENT; an unknown key is accepted (as
+// Spark does) and returned as a warning naming the closest known key. It is
+// pure: `run`, `plan` and the CLI's flag parsing call it before anything is
+// opened.
+func ValidateConf(conf map[string]string) (warnings []string, err error) {
+	s, err := parseSettings(conf)
+	return s.warnings, err
+}
+
+// parseSettings reads the session conf; malformed values are INVALID_ARGUMENT.
+func parseSettings(conf map[string]string) (settings, error) {
+	s := settings{minRetain: checkpoint.DefaultMinBatchesToRetain, noDataBatches: true}
+	// Keys in order, so the first bad one reported is deterministic.
+	keys := make([]string, 0, len(conf))
+	for k := range conf {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := conf[k]
+		var err error
+		switch k {
+		case checkpoint.ConfSourceEvolution:
+			s.evolution, err = parseBool(k, v)
+			s.evolutionSet = true
+		case checkpoint.ConfOffsetLogVersion:
+			s.formatVersion, err = parseInt(k, v, 1, checkpoint.MaxOffsetsVer)
+		case checkpoint.ConfShufflePartitions:
+			s.shuffle, err = parseInt(k, v, 1, MaxStatePartitions)
+			s.shuffleExplicit = true
+		case checkpoint.ConfStatePartitions:
+			s.stateParts, err = parseInt(k, v, 1, MaxStatePartitions)
+		case checkpoint.ConfMinBatchesToRetain:
+			s.minRetain, err = parseInt(k, v, 1, 1<<31-1)
+		case checkpoint.ConfNoDataBatches:
+			s.noDataBatches, err = parseBool(k, v)
+		case checkpoint.ConfProviderClass:
+			s.providerClass, s.providerSet = v, true
+			if v != checkpoint.ProviderPebble {
+				err = badConf(k, v, `"pebble" (the only state store provider)`)
+			}
+		default:
+			if w := unknownConfWarning(k); w != "" {
+				s.warnings = append(s.warnings, w)
+			}
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func badConf(k, v, want string) error {
+	return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --conf %s=<%s>", k, want), "conf %s=%q: want %s", k, v, want)
+}
+
+func parseBool(k, v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badConf(k, v, "true or false")
+	}
+	return b, nil
+}
+
+func parseInt(k, v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < lo || n > hi {
+		return 0, badConf(k, v, fmt.Sprintf("an integer from %d to %d", lo, hi))
+	}
+	return n, nil
+}
+
+// unknownConfWarning is the warning for a key the engine does not read: a
+// spark.sql.* key within a few edits of a known one is most likely a typo.
+// Other keys (another engine's, a user's own) pass silently, as in Spark.
+func unknownConfWarning(k string) string {
+	best, dist := "", -1
+	for _, known := range KnownConfs {
+		if d := editDistance(strings.ToLower(k), strings.ToLower(known)); dist < 0 || d < dist {
+			best, dist = known, d
+		}
+	}
+	if dist <= 3 || strings.HasPrefix(k, "spark.sql.streaming.") || strings.HasPrefix(k, "spark.sql.shuffle") {
+		return fmt.Sprintf("unknown conf %s is ignored; did you mean %s?", k, best)
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// startCheck is what checkStart read and decided; plain values. On a
+// refusal it holds what was read before it (snap may be set, sp nil).
+type startCheck struct {
+	s    settings
+	snap *checkpoint.Snapshot
+	sp   *startPlan
+}
+
+// checkStart is the one validation of a start, shared by Run and Plan (and,
+// through checkRepartition, by RepartitionOffline): the confs, the source
+// names, the checkpoint and the start it implies, the state partition counts
+// against what the operator can hold, then a read-only probe of every source
+// and of the sink (stream.Checker). It reads but never writes, creates or
+// locks anything, so a refusal leaves the checkpoint byte-identical and a
+// refused first start leaves no file or directory behind. Sources and an
+// operator or sink that are nil (a plan from names alone) are not probed.
+func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startCheck, error) {
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if dir == "" {
+		return nil, errcode.New(errcode.InvalidArgument, "", "pass --checkpoint DIR", "no checkpoint directory")
+	}
+	s, err := parseSettings(q.Conf)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(q.Sources))
+	for i, ns := range q.Sources {
+		names[i] = ns.Name
+	}
+	if err := validateNames(names, s); err != nil {
+		return nil, err
+	}
+	snap, err := readSnapshot(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	chk := &startCheck{s: s, snap: snap}
+	sp, err := planStart(snap, names, s)
+	if err != nil {
+		return chk, err
+	}
+	chk.sp = sp
+	from, to := 0, sp.Partitions
+	switch {
+	case sp.RepartitionTo > 0:
+		from, to = sp.RepartitionFrom, sp.RepartitionTo
+	case sp.PendingRepartitionTo > 0:
+		from, to = sp.Partitions, sp.PendingRepartitionTo
+	}
+	if err := checkPartitions(q.Operator, from, to); err != nil {
+		return chk, err
+	}
+	for _, ns := range q.Sources {
+		if c, ok := ns.Source.(stream.Checker); ok {
+			if err := c.Check(ctx); err != nil {
+				return chk, err
+			}
+		}
+	}
+	if c, ok := q.Sink.(stream.Checker); ok {
+		if err := c.Check(ctx); err != nil {
+			return chk, err
+		}
+	}
+	return chk, nil
+}
+
+// readSnapshot reads the checkpoint at dir without locking it; a missing
+// directory is a new checkpoint.
+func readSnapshot(fs vfs.FS, dir string) (*checkpoint.Snapshot, error) {
+	d := checkpoint.Dir{FS: fs, Path: dir}
+	if !d.Exists() {
+		return &checkpoint.Snapshot{Path: dir, LatestID: -1, CommittedID: -1}, nil
+	}
+	return d.ReadSnapshot()
+}
+
+// checkPartitions refuses a partition count outside 1..MaxStatePartitions,
+// or one the operator cannot hold (stream.PartitionLimiter).
+func checkPartitions(op stream.Operator, from, to int) error {
+	if to < 1 || to > MaxStatePartitions {
+		return errcode.New(errcode.InvalidArgument, "", "use a state partition count from 1 to "+strconv.Itoa(MaxStatePartitions),
+			"state partition count %d is out of range", to)
+	}
+	if pl, ok := op.(stream.PartitionLimiter); ok {
+		return pl.CheckPartitions(from, to)
+	}
+	return nil
+}
+
+// CheckPartitionCount refuses a `checkpoint repartition --partitions` count
+// outside 1..MaxStatePartitions; it looks at nothing else.
+func CheckPartitionCount(n int) error {
+	if err := checkPartitionsParam(n); err != nil {
+		return err
+	}
+	if n > MaxStatePartitions {
+		return errcode.New(errcode.InvalidArgument, "", "pass --partitions N with N from 1 to "+strconv.Itoa(MaxStatePartitions),
+			"state partition count %d is out of range", n)
+	}
+	return nil
+}
+
+// checkRepartition is RepartitionOffline's part of the one validation path,
+// reading only: the count, the checkpoint (it must exist: the lock would
+// create it), the decision the locked procedure will take (planOffline), and
+// what the operator can hold. alreadyAt is set when the state has n
+// partitions already (nothing to do).
+func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *RepartitionResult, err error) {
+	if err := CheckPartitionCount(n); err != nil {
+		return nil, err
+	}
+	d := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}
+	if !d.Exists() {
+		return nil, errcode.New(ErrRepartitionNoCommittedBatch, o.CheckpointDir, "check the path; repartition works on the checkpoint of a query that committed a batch",
+			"checkpoint directory does not exist")
+	}
+	snap, err := d.ReadSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return res, nil
+	}
+	return nil, checkPartitions(op, res.From, n)
+}

@@ -1,0 +1,72 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// CodeTablePathNotADirectory: the table path (or a directory above it) is a
+// file, so the table can be neither read nor created there.
+const CodeTablePathNotADirectory = "DELTA_TABLE_PATH_NOT_A_DIRECTORY"
+
+var _ stream.Checker = (*MergeSink)(nil)
+
+// Check is the sink's part of a start's validation (stream.Checker), reading
+// only: the path must be a directory or creatable as one, and a table already
+// there must have a protocol this writer supports and the sink's schema. Open
+// creates the table; Check creates nothing.
+func (m *MergeSink) Check(ctx context.Context) error {
+	root, err := resolveRoot(m.o.Path)
+	if err != nil {
+		return err
+	}
+	fs := m.o.FS
+	for p := root; ; p = filepath.Dir(p) {
+		info, err := fs.Stat(p)
+		if (errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && filepath.Dir(p) != p {
+			continue // created by Open, or a file above it that the loop reports
+		}
+		if err != nil {
+			return errcode.Wrap(err, errcode.InvalidArgument, p, "check the --table path and its permissions", "cannot read the table location")
+		}
+		if !info.IsDir() {
+			return errcode.New(CodeTablePathNotADirectory, p, "point --table at a directory: an empty or new one, or one holding a Delta table",
+				"table path %s is a file, not a directory", p)
+		}
+		if p != root {
+			return nil // a new table under an existing directory
+		}
+		break
+	}
+	t, err := OpenFS(ctx, fs, root)
+	if errcode.Is(err, CodeNotATable) {
+		return nil // Open creates it
+	}
+	if err != nil {
+		return err
+	}
+	s, err := t.Snapshot(ctx, -1)
+	if err != nil {
+		return err
+	}
+	return checkSinkTable(t, s)
+}
+
+// checkSinkTable refuses a table this sink cannot write: a protocol it does
+// not implement, or another schema.
+func checkSinkTable(t *Table, s *Snapshot) error {
+	if err := checkWriteProtocol(s.Protocol, t.logDir); err != nil {
+		return err
+	}
+	if !sameShape(s.Schema, SinkSchema()) {
+		return errcode.New(CodeSchemaMismatch, t.root, "point --table at an empty directory or a table written by ethstream",
+			"table schema %s is not the sink schema %s", s.Metadata.SchemaString, SinkSchemaString)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package s3archive
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Codes of the start-time probe (Check).
+const (
+	// CodeArchiveNotFound: a file:// archive directory does not exist or is
+	// not a directory.
+	CodeArchiveNotFound = "ARCHIVE_NOT_FOUND"
+	// CodeArchiveEmpty: the archive location lists no block file (*.parquet).
+	CodeArchiveEmpty = "ARCHIVE_EMPTY"
+)
+
+var _ stream.Checker = (*Source)(nil)
+
+// Check probes the archive before a start writes anything (stream.Checker):
+// a file:// directory must exist, and the location (directory or S3 prefix)
+// must list at least one block file. It lists once and keeps nothing.
+func (s *Source) Check(ctx context.Context) error {
+	if ls, ok := s.st.(*localStore); ok {
+		info, err := os.Stat(ls.root)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return errcode.New(CodeArchiveNotFound, ls.root, "check the file:// path: it names the directory holding the date=YYYY-MM-DD partitions (e.g. file:///data/v1.0/eth/blocks)",
+				"archive directory %s does not exist", ls.root)
+		case err != nil:
+			return unreadable(err, s.opts.URI, "read archive directory")
+		case !info.IsDir():
+			return errcode.New(CodeArchiveNotFound, ls.root, "point the file:// URI at the directory holding the date=YYYY-MM-DD partitions, not at a file",
+				"archive path %s is not a directory", ls.root)
+		}
+	}
+	objs, err := s.st.list(ctx)
+	if err != nil {
+		return err
+	}
+	if len(objs) == 0 {
+		return errcode.New(CodeArchiveEmpty, s.opts.URI,
+			"check the URI: it must name the directory (or S3 prefix) holding date=YYYY-MM-DD/*.parquet block files, e.g. s3://aws-public-blockchain/v1.0/eth/blocks",
+			"no block files (*.parquet) under %s", s.opts.URI)
+	}
+	return nil
+}
