@@ -14,6 +14,7 @@ import (
 	"github.com/ethstream/ethstream/stream"
 	"github.com/ethstream/ethstream/ui"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // queryFlags are shared by run and plan: they describe the query to start,
@@ -131,12 +132,35 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
     --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			logger := newLogger(cmd)
+			// On a terminal one status line is redrawn in place and log lines
+			// are printed above it; elsewhere a log line per batch.
+			var bar *pipeline.Bar
+			logOut := cmd.ErrOrStderr()
+			if stderrIsTerminal(cmd) {
+				bar = pipeline.NewBar(logOut, terminalWidth(cmd), barLabel(f.trigger), time.Now)
+				defer bar.Close()
+				logOut = bar
+			}
+			logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			// Built here so that mistakes in the URIs are usage errors;
 			// pipeline.Run builds the query again from cfg.
 			cfg, _, _, err := f.build(logger, true)
 			if err != nil {
 				return err
+			}
+			var dash *ui.Dashboard
+			var srv *ui.Server
+			if uf.addr != "" {
+				dash = ui.New(ui.Options{Checkpoint: cfg.Checkpoint, Mode: ui.ModeRun, Trigger: pipeline.TriggerString(cfg.Trigger)})
+				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				// After the summary: --ui-wait keeps the dashboard up. Served
+				// before the first log line, so its address is printed before
+				// the status line is drawn.
+				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
+				dash.Started("")
+				cfg.Listeners = append(cfg.Listeners, dash)
 			}
 			if f.metricsAddr != "" {
 				m := pipeline.NewMetrics(time.Now)
@@ -154,10 +178,7 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 				logger.Info("serving Prometheus metrics", "url", "http://"+addr+"/metrics")
 				cfg.Listeners = append(cfg.Listeners, m)
 			}
-			// A progress bar only for backfills on a terminal; slog lines otherwise.
-			if cfg.Trigger.Kind == engine.AvailableNow && stderrIsTerminal(cmd) {
-				bar := pipeline.NewBar(cmd.ErrOrStderr())
-				defer bar.Close()
+			if bar != nil {
 				cfg.Listeners = append(cfg.Listeners, bar)
 			} else {
 				cfg.Listeners = append(cfg.Listeners, engine.ListenerFunc(func(p *stream.Progress) {
@@ -165,19 +186,10 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 						"ms", p.DurationMs[stream.DurTriggerExecution], "watermark", p.EventTime["watermark"])
 				}))
 			}
-			var dash *ui.Dashboard
-			var srv *ui.Server
-			if uf.addr != "" {
-				dash = ui.New(ui.Options{Checkpoint: cfg.Checkpoint, Mode: ui.ModeRun, Trigger: pipeline.TriggerString(cfg.Trigger)})
-				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
-					return err
-				}
-				// After the summary: --ui-wait keeps the dashboard up.
-				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
-				dash.Started("")
-				cfg.Listeners = append(cfg.Listeners, dash)
-			}
 			sum, err := pipeline.Run(cmd.Context(), cfg)
+			if bar != nil {
+				bar.Close() // the summary or the error starts on a line of its own
+			}
 			if dash != nil {
 				dash.Finished(err)
 			}
@@ -205,6 +217,24 @@ func newLogger(cmd *cobra.Command) *slog.Logger {
 
 func init() {
 	rootCmd.AddCommand(newRunCmd())
+}
+
+// terminalWidth is the column count of the command's stderr terminal.
+func terminalWidth(cmd *cobra.Command) int {
+	if f, ok := cmd.ErrOrStderr().(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return w
+		}
+	}
+	return 0
+}
+
+// barLabel names the run on the status line after its trigger.
+func barLabel(trigger string) string {
+	if strings.HasPrefix(trigger, "processing-time") || strings.HasPrefix(trigger, "processingTime") {
+		return "live"
+	}
+	return "backfill"
 }
 
 // stderrIsTerminal reports whether the command's stderr is a terminal.
