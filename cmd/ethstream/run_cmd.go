@@ -31,13 +31,13 @@ type queryFlags struct {
 func (f *queryFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.checkpoint, "checkpoint", "", "checkpoint directory (required)")
 	c.Flags().StringVar(&f.table, "table", "", "Delta table directory (required)")
-	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: <checkpoint>.cache); may be deleted between runs")
-	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI, repeatable, in plan order; empty NAME for an unnamed source")
-	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (spark.sql.* keys of docs/contracts.md, Configuration)")
-	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR (also available-now, processing-time=DUR; DUR as 5s or '5 seconds')")
+	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
+	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive or ethrpc, repeatable, in plan order (see SOURCES)")
+	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (see CONF)")
+	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR, or available-now, processing-time=DUR (see TRIGGERS)")
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
-	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464)")
+	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start)")
 }
 
 // config checks every flag (the CLI's part of the one validation path; the
@@ -120,17 +120,11 @@ func newRunCmd() *cobra.Command {
 	var f queryFlags
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:   "run",
-		Short: "Run the reference query (docs/contracts.md, Reference query) on a checkpoint and a Delta table",
-		Long: `run starts (or resumes) the reference query on the checkpoint --checkpoint and the
-Delta table --table. Every refusal is decided from a read of the checkpoint before anything
-is written: nothing is created, not even the directory or its .lock. A checkpoint whose state
-another state store provider wrote (Apache Spark's HDFS-backed or RocksDB store) is refused
-with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`,
-		Example: `  ethstream run --checkpoint ck --table tbl \
-    --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
-    --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
-		Args: cobra.NoArgs,
+		Use:     "run",
+		Short:   "Run the reference query on a checkpoint and a Delta table",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			// On a terminal one status line is redrawn in place and log lines
 			// are printed above it; elsewhere a log line per batch.

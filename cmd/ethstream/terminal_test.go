@@ -160,3 +160,48 @@ func TestRunProgressOnTerminal(t *testing.T) {
 		t.Errorf("summary above the status line:\n%s", text)
 	}
 }
+
+// TestStateDumpAgreesWithTableShow: after a backfill, state dump and table
+// show print the same columns in the same order and the same time format, so
+// every key still in state is a row of the table, verbatim.
+func TestStateDumpAgreesWithTableShow(t *testing.T) {
+	bin := ethstreamBinary(t)
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "archive")
+	if out, err := exec.Command(bin, "gen-archive", "--out", archive, "--days", "2").CombinedOutput(); err != nil {
+		t.Fatalf("gen-archive: %v\n%s", err, out)
+	}
+	ck, tbl := filepath.Join(dir, "ck"), filepath.Join(dir, "tbl")
+	if out, err := exec.Command(bin, "run", "--checkpoint", ck, "--table", tbl, "--local-dir", filepath.Join(dir, "cache"),
+		"--source", "s3_backfill=s3archive:file://"+filepath.Join(archive, "v1.0/eth/blocks"),
+		"--conf", "spark.sql.streaming.queryEvolution.enableSourceEvolution=true",
+		"--conf", "spark.sql.shuffle.partitions=4").CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	dump, err := exec.Command(bin, "state", "dump", "--checkpoint", ck).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	show, err := exec.Command(bin, "table", "show", tbl).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := strings.Split(strings.TrimSpace(string(dump)), "\n")
+	sl := strings.Split(strings.TrimSpace(string(show)), "\n")
+	if want := "window_start,window_end,source,miner,count"; dl[0] != want+",partition" || sl[0] != want {
+		t.Fatalf("headers: state dump %q, table show %q", dl[0], sl[0])
+	}
+	rows := map[string]bool{}
+	for _, l := range sl[1:] {
+		rows[l] = true
+	}
+	if len(dl) < 10 {
+		t.Fatalf("state dump has %d lines", len(dl))
+	}
+	for _, l := range dl[1:] {
+		row := l[:strings.LastIndexByte(l, ',')]
+		if !rows[row] {
+			t.Fatalf("state row %q is not a table row (first table rows: %q)", row, sl[1:3])
+		}
+	}
+}
