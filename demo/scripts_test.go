@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ethstream/ethstream/chain"
 )
 
 // processesOf lists the pids of running processes whose executable is bin.
@@ -65,8 +67,9 @@ func TestPhaseScripts(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	s3Addr, nodeAddr := freeAddr(t), freeAddr(t)
 	env := append(os.Environ(), "WORK="+work, "ETHSTREAM_BIN="+bin, "DAYS=3",
-		"S3_ADDR="+freeAddr(t), "NODE_ADDR="+freeAddr(t), "OUT="+filepath.Join(work, "results"))
+		"S3_ADDR="+s3Addr, "NODE_ADDR="+nodeAddr, "OUT="+filepath.Join(work, "results"))
 	var scriptCommands [][]string
 	run := func(script string) string {
 		t.Helper()
@@ -145,7 +148,13 @@ func TestPhaseScripts(t *testing.T) {
 	if pids := processesOf(bin); len(pids) > 0 {
 		t.Errorf("the refused script left %v running", pids)
 	}
-	checkREADMECommands(t, filepath.Join(root, "README.md"), scriptCommands)
+	m, err := chain.ReadManifest(filepath.Join(work, "s3", Bucket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkREADMECommands(t, filepath.Join(root, "README.md"), scriptCommands, work, bin,
+		[]string{"LAST_BLOCK=" + strconv.FormatUint(m.LastBlock, 10), "LAST_HASH=" + m.LastHash},
+		map[string]string{s3Addr: "127.0.0.1:9000", nodeAddr: "127.0.0.1:8545"})
 
 	batches, err := ReadBatches(filepath.Join(work, "results", "batches.csv"))
 	if err != nil {

@@ -26,7 +26,7 @@ func genArchiveCmd() *cobra.Command {
 		days              int
 	)
 	cmd := &cobra.Command{
-		Use:   "gen-archive --out DIR [--preset demo|seed] [--seed N] [--days N]",
+		Use:   "gen-archive --out DIR [--preset demo|seed] [--days N [--from YYYY-MM-DD]] [--seed N]",
 		Short: "Write a synthetic mainnet block archive in the AWS public-blockchain Parquet layout",
 		Long: `gen-archive writes DIR/v1.0/eth/blocks/date=YYYY-MM-DD/part-00000-<uuid>-c000.snappy.parquet,
 one file per day, and DIR/manifest.json (block range, last hash, files). Same seed and

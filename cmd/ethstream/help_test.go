@@ -222,3 +222,14 @@ func TestHelpDefaults(t *testing.T) {
 	}
 	walk(rootCmd)
 }
+
+// TestPlanTakesRunFlags: "a run command line becomes a plan by changing its
+// first word" (plan --help, README).
+func TestPlanTakesRunFlags(t *testing.T) {
+	plan := planCmd()
+	newRunCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		if plan.Flags().Lookup(f.Name) == nil {
+			t.Errorf("plan does not take run's --%s", f.Name)
+		}
+	})
+}
