@@ -272,21 +272,36 @@ func (p *partitions) flush() error {
 	return nil
 }
 
-// memoryUsed is memtables (with large batches) of open partitions plus the
-// block cache in use. DB.Metrics is not cheap (about 10 µs), so a
-// partition's memtable size is refreshed only when it was written since the
-// last call: the cost follows the partitions a batch touched, not the count.
-func (p *partitions) memoryUsed() int64 {
-	total := p.cache.Size()
+// pebbleInitialMemtable is the arena Pebble allocates for a partition's
+// first memtable when the partition is opened (pebble's initialMemTableSize,
+// capped by MemTableSize). TestMemoryUsedIsStable pins it.
+const pebbleInitialMemtable = 256 << 10
+
+// memoryUsed is the memory the state needs resident at its partition count:
+// the memtable arena of every partition that holds keys (holds), as measured
+// when the partition is open in this process and at least the arena opening
+// it allocates, plus what open partitions without keys measure. Partitions
+// are opened lazily and the block cache warms up with reads, so neither
+// "what is open now" nor the cache is counted: the figure is the same for the
+// same state whether the process just started or has run for hours.
+// DB.Metrics is not cheap (about 10 µs), so a partition's memtable size is
+// refreshed only when it was written since the last call.
+func (p *partitions) memoryUsed(holds func(int) bool) int64 {
+	floor := min(int64(pebbleInitialMemtable), int64(p.memtable))
+	var total int64
 	for i, d := range p.dbs {
-		if d == nil {
-			continue
+		var size int64
+		if d != nil {
+			if p.stale[i] {
+				p.memSize[i] = int64(d.Metrics().MemTable.Size)
+				p.stale[i] = false
+			}
+			size = p.memSize[i]
 		}
-		if p.stale[i] {
-			p.memSize[i] = int64(d.Metrics().MemTable.Size)
-			p.stale[i] = false
+		if holds(i) {
+			size = max(size, floor)
 		}
-		total += p.memSize[i]
+		total += size
 	}
 	return total
 }
