@@ -13,7 +13,7 @@
 //	summary.txt                the phase table and checks as printed (informational), with
 //	                           the same result markers; the README's results sections are
 //	                           rendered from it and verification.csv (RenderREADME)
-//	state.svg, latency.svg, input.svg   charts drawn from the two CSVs only
+//	state.svg, memory.svg, latency.svg, input.svg   charts drawn from the two CSVs only
 //
 //	reorgs/reorgs.csv          the live_reorgs phase, one row per data batch: header
 //	                           "start,batch_id,end_block,fork,blocks_retracted,blocks_inserted,reorg_depth,

@@ -19,13 +19,13 @@ type BatchRecord struct {
 	// The other durationMs phases; with AddBatchMs and RepartitionMs they
 	// sum to at most TriggerExecutionMs.
 	LatestOffsetMs, WalCommitMs, GetBatchMs, CommitOffsetsMs float64
-	StateRowsTotal              int64
-	StateRowsUpdated            int64
-	StateRowsRemoved            int64
-	StatePartitions             int64
-	StateMemoryBytes            int64
-	SinkRows                    int64
-	Watermark                   string
+	StateRowsTotal                                           int64
+	StateRowsUpdated                                         int64
+	StateRowsRemoved                                         int64
+	StatePartitions                                          int64
+	StateMemoryBytes                                         int64
+	SinkRows                                                 int64
+	Watermark                                                string
 }
 
 // SourceRecord is one row of sources.csv (docs/contracts.md, Progress records).

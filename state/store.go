@@ -32,10 +32,11 @@ type Options struct {
 // event).
 type Metrics struct {
 	RowsTotal, RowsUpdated, RowsRemoved int64
-	// MemoryUsedBytes is the memory the state needs resident at its
-	// partition count: a memtable arena per partition holding keys (as if
-	// open, whether or not this process has opened it) plus the pending
-	// batch; the block cache is not counted (see partitions.memoryUsed).
+	// MemoryUsedBytes is the memory floor of the state at its partition
+	// count: one Pebble memtable arena per partition holding keys, whether
+	// or not this process has opened it, plus the pending batch (empty after
+	// a commit). Memtable growth and the block cache depend on the process's
+	// history and are not counted (see partitions.memoryUsed).
 	MemoryUsedBytes int64
 	CommitTimeMs    int64
 	PartitionRows   []int64 // rows per partition (skew)

@@ -14,7 +14,10 @@ func synopsis() []string {
 	var out []string
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if c.Runnable() && c != rootCmd && c.Name() != "help" && c.Name() != "completion" && !c.Hidden {
+		if c.Name() == "help" || c.Name() == "completion" || c.Hidden {
+			return // cobra's own, added on the first Execute
+		}
+		if c.Runnable() && c != rootCmd {
 			line := c.CommandPath()
 			if _, args, ok := strings.Cut(c.Use, " "); ok {
 				line += " " + args
