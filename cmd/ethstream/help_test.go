@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,22 +38,31 @@ func knownList(t *testing.T, err error, re string) []string {
 // every conf key the engine reads.
 func confKeys(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "../../checkpoint/checkpoint.go", nil, 0)
+	files, err := filepath.Glob("../../checkpoint/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Conf") {
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Conf") {
+				return true
+			}
+			if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				v, _ := strconv.Unquote(lit.Value)
+				keys = append(keys, v)
+			}
 			return true
-		}
-		if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			v, _ := strconv.Unquote(lit.Value)
-			keys = append(keys, v)
-		}
-		return true
-	})
+		})
+	}
 	if len(keys) < 5 {
 		t.Fatalf("found only %v", keys)
 	}
