@@ -96,6 +96,10 @@ func checkREADMECommands(t *testing.T, readme string, scripts [][]string, work, 
 			if len(c) == 0 {
 				continue
 			}
+			if c[0] == "run" && !strings.Contains(strings.Join(c, " "), "--checkpoint work/scripts/checkpoint") &&
+				!strings.Contains(strings.Join(c, " "), "--checkpoint "+work+"/checkpoint") {
+				continue // a phase the demo runs on a query of its own (live_reorgs)
+			}
 			switch c[0] {
 			case "run", "serve-s3", "node":
 				var n []string

@@ -153,7 +153,7 @@ func TestPhaseScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkREADMECommands(t, filepath.Join(root, "README.md"), scriptCommands, work, bin,
-		[]string{"LAST_BLOCK=" + strconv.FormatUint(m.LastBlock, 10), "LAST_HASH=" + m.LastHash},
+		[]string{"LAST_BLOCK=" + strconv.FormatUint(m.LastBlock, 10), "LAST_HASH=" + m.LastHash, "HEAD=" + strconv.FormatUint(m.LastBlock+1000, 10)},
 		map[string]string{s3Addr: "127.0.0.1:9000", nodeAddr: "127.0.0.1:8545"})
 
 	batches, err := ReadBatches(filepath.Join(work, "results", "batches.csv"))

@@ -198,7 +198,7 @@ func validateCommand(t *testing.T, args []string) {
 }
 
 // sampleEnv gives the placeholders of the examples a value.
-var sampleEnv = []string{"LAST_BLOCK=26086569", "LAST_HASH=0x" + strings.Repeat("12", 32),
+var sampleEnv = []string{"LAST_BLOCK=26086569", "HEAD=26087569", "LAST_HASH=0x" + strings.Repeat("12", 32),
 	"START_BLOCK=26086570", "START_PARENT_HASH=0x" + strings.Repeat("12", 32)}
 
 func TestRunExamplesParse(t *testing.T) {

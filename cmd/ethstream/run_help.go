@@ -53,8 +53,13 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
     parallelism=N             batch requests in flight for one range (default 4)
     timeout=DUR               per request, a Go duration (default 10s)
     maxRetries=N              retries of one call across all endpoints (default 8)
+    reorg=fail|retract        when the chain no longer holds a block already read: stop with
+                              REORG_DETECTED (fail, the default), or retract the orphaned
+                              blocks' rows and insert the canonical ones in the same batch
+    reorgDepth=N              the deepest reorganisation retract undoes (default 64, at most
+                              4096); a deeper one is REORG_DETECTED
   The snake_case and camelCase spellings are both accepted: startBlock, startParentHash,
-  max_blocks_per_trigger, max_batch_size, max_retries. An unknown key is an error.
+  max_blocks_per_trigger, max_batch_size, max_retries, reorg_depth. An unknown key is an error.
 
 CONF  --conf KEY=VALUE, repeatable (Spark's names and meanings)
 
