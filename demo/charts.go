@@ -326,9 +326,9 @@ func MemoryChart(path string, batches []BatchRecord) error {
 }
 
 // coldStartCap is the y limit of the latency chart: a batch above twice the
-// 90th percentile (batch 0 opens every partition and creates the table) is
-// drawn at the cap with its value written beside it, so one cold start does
-// not flatten every other batch.
+// 90th percentile (typically batch 0, which opens every partition and creates
+// the table) is drawn at the cap with its value written beside it, so one
+// cold start does not flatten every other batch.
 func coldStartCap(ys []float64) float64 {
 	if len(ys) == 0 {
 		return 1
@@ -370,8 +370,14 @@ func LatencyChart(path string, batches []BatchRecord) error {
 		xys := byPhase[ph]
 		for j := range xys {
 			if xys[j].Y > ceiling {
-				clipped.XYs = append(clipped.XYs, plotter.XY{X: xys[j].X + 0.6, Y: ceiling * 1.05})
-				clipped.Labels = append(clipped.Labels, fmt.Sprintf("batch %d: %.0f ms, clipped (cold start)", int64(xys[j].X), xys[j].Y))
+				// Labels stack upwards in the free band, one line each.
+				y := ceiling*1.04 + float64(len(clipped.Labels))*p.Y.Max*0.045
+				text := fmt.Sprintf("batch %d: %.0f ms, clipped", int64(xys[j].X), xys[j].Y)
+				if j == 0 {
+					text += " (cold start: first batch of the process)"
+				}
+				clipped.XYs = append(clipped.XYs, plotter.XY{X: xys[j].X + 0.6, Y: y})
+				clipped.Labels = append(clipped.Labels, text)
 				xys[j].Y = ceiling
 				clippedPts = append(clippedPts, xys[j])
 			}

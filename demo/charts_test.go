@@ -62,7 +62,7 @@ func TestChartsRender(t *testing.T) {
 		t.Fatal("phase marks missing from state.svg")
 	}
 	lat := mustRead(t, filepath.Join(dir, "latency.svg"))
-	for _, want := range []string{"batch 0: 700 ms, clipped (cold start)", "median 5.5 ms, 200 partitions", "median 6.0 ms, 8 partitions",
+	for _, want := range []string{"batch 0: 700 ms, clipped (cold start: first batch of the process)", "median 5.5 ms, 200 partitions", "median 6.0 ms, 8 partitions",
 		"control batch (REPARTITION)", "no-data batch"} {
 		if !strings.Contains(lat, want) {
 			t.Errorf("latency.svg lacks %q", want)

@@ -120,7 +120,7 @@ func newRunCmd() *cobra.Command {
 	var f queryFlags
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:     "run --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--local-dir DIR]",
+		Use:     "run --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR]",
 		Short:   "Run the reference query on a checkpoint and a Delta table",
 		Long:    runLong,
 		Example: runExample,
