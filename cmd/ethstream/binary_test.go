@@ -15,15 +15,6 @@ var (
 	binDir  string
 )
 
-// TestMain removes the binary the process tests build.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
 // ethstreamBinary builds this command once per test process, for tests that
 // must run it as its own process (a terminal, the README's commands).
 func ethstreamBinary(t *testing.T) string {

@@ -225,7 +225,7 @@ func terminalWidth(cmd *cobra.Command) int {
 
 // barLabel names the run on the status line after its trigger.
 func barLabel(trigger string) string {
-	if strings.HasPrefix(trigger, "processing-time") || strings.HasPrefix(trigger, "processingTime") {
+	if t, err := pipeline.ParseTrigger(trigger); err == nil && t.Kind == engine.ProcessingTime {
 		return "live"
 	}
 	return "backfill"

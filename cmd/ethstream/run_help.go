@@ -80,14 +80,16 @@ CONF  --conf KEY=VALUE, repeatable (Spark's names and meanings)
   spark.sql.streaming.noDataMicroBatches.enabled=true|false
         run a batch without new data when the watermark would evict state (default true).
 
-TRIGGERS  --trigger
+TRIGGERS  --trigger (Spark's spellings; the hyphenated ones are accepted too)
 
-  available-now (or availableNow)  read everything available at the start, in batches of the
+  availableNow (or available-now)  read everything available at the start, in batches of the
                                    sources' limits, then stop
   once                             one batch, then stop
-  processing-time=DUR              a batch every DUR (500ms, 2s, 1m) until --max-batches data
-                                   batches ran or the process is interrupted (Ctrl-C: the
-                                   batch in flight is abandoned and re-runs at the next start)
+  processingTime=DUR (or processing-time=DUR)
+                                   a batch every DUR (500ms, 2s, 1m, or Spark's '5 seconds')
+                                   until --max-batches data batches ran or the process is
+                                   interrupted (Ctrl-C: the batch in flight is abandoned and
+                                   re-runs at the next start)
 
 On a terminal, a status line shows the batch, files read of the total, blocks, the rate and
 the ETA, with log lines above it; elsewhere each batch is one log line.`
