@@ -27,8 +27,18 @@ func TestChartsRender(t *testing.T) {
 		if id >= 37 {
 			parts = 8
 		}
-		batches = append(batches, BatchRecord{Phase: phase(id), BatchID: id, Kind: "data",
-			NumInputRows: 20, AddBatchMs: float64(id%7 + 3), StateRowsTotal: 3000 + id, StatePartitions: parts})
+		kind, ms := "data", float64(id%7+3)
+		switch id {
+		case 0:
+			ms = 700 // the cold start
+		case 12:
+			kind = "no-data"
+		case 37:
+			kind, ms = "repartition", 0
+		}
+		batches = append(batches, BatchRecord{Phase: phase(id), BatchID: id, Kind: kind,
+			NumInputRows: 20, AddBatchMs: ms, StateRowsTotal: 3000 + id, StatePartitions: parts,
+			StateMemoryBytes: parts << 18})
 		sources = append(sources, SourceRecord{Phase: phase(id), BatchID: id, SourceName: "eth_live", NumInputRows: 20})
 		if id <= 28 {
 			sources = append(sources, SourceRecord{Phase: phase(id), BatchID: id, SourceName: "s3_backfill", NumInputRows: 35000})
@@ -38,7 +48,7 @@ func TestChartsRender(t *testing.T) {
 	if err := WriteCharts(dir, batches, sources); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"state.svg", "latency.svg", "input.svg"} {
+	for _, name := range []string{"state.svg", "memory.svg", "latency.svg", "input.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -51,11 +61,33 @@ func TestChartsRender(t *testing.T) {
 	if !strings.Contains(mustRead(t, filepath.Join(dir, "state.svg")), "shrink_state") {
 		t.Fatal("phase marks missing from state.svg")
 	}
-	if os.Getenv("ETHSTREAM_KEEP_CHARTS") != "" {
-		for _, n := range []string{"state.svg", "latency.svg", "input.svg"} {
-			b, _ := os.ReadFile(filepath.Join(dir, n))
-			os.WriteFile(filepath.Join(os.Getenv("ETHSTREAM_KEEP_CHARTS"), n), b, 0o644)
+	lat := mustRead(t, filepath.Join(dir, "latency.svg"))
+	for _, want := range []string{"batch 0: 700 ms, clipped (cold start: first batch of the process)", "median 5.5 ms, 200 partitions", "median 6.0 ms, 8 partitions",
+		"control batch (REPARTITION)", "no-data batch"} {
+		if !strings.Contains(lat, want) {
+			t.Errorf("latency.svg lacks %q", want)
 		}
+	}
+	if in := mustRead(t, filepath.Join(dir, "input.svg")); !strings.Contains(in, "control batch (REPARTITION)") {
+		t.Error("input.svg does not mark the control batch")
+	}
+	if mem := mustRead(t, filepath.Join(dir, "memory.svg")); !strings.Contains(mem, "50.0 MiB at 200 partitions") || !strings.Contains(mem, "2.0 MiB at 8 partitions") {
+		t.Error("memory.svg lacks the before/after labels")
+	}
+}
+
+// The batches a chart draws as a line: data batches only, so a control or
+// no-data batch is marked, never a drop to 0 rows; every y axis from 0.
+func TestChartConventions(t *testing.T) {
+	if c := coldStartCap([]float64{700, 5, 6, 7, 8, 5, 6, 7, 8, 9, 6}); c != 9 {
+		t.Errorf("cap = %v, want the largest non-outlier 9", c)
+	}
+	if c := coldStartCap([]float64{50, 90, 220, 60}); c != 220 {
+		t.Errorf("cap = %v: a slow live batch is not a cold start", c)
+	}
+	p := newPlot("x", "y", 10, []BatchRecord{{BatchID: 3}})
+	if p.Y.Min != 0 || p.Y.Max != 10*headroom || p.X.Max != 4 {
+		t.Errorf("axes y %v..%v x ..%v", p.Y.Min, p.Y.Max, p.X.Max)
 	}
 }
 

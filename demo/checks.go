@@ -419,6 +419,16 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		check("8. duplicate (window, source, miner) rows", 0, dups),
 		check("8. rows whose count differs from a recount of the raw blocks", 0, mismatch))
 
+	// 9. Durations nest as Spark's: the phases never add up to more than the
+	// batch (each is truncated to whole ms, which only lowers the sum).
+	overlapping := 0
+	for _, b := range batches {
+		if b.LatestOffsetMs+b.WalCommitMs+b.GetBatchMs+b.AddBatchMs+b.CommitOffsetsMs+b.RepartitionMs > b.TriggerExecutionMs {
+			overlapping++
+		}
+	}
+	cs = append(cs, check("9. batches whose durationMs phases add up to more than triggerExecution", 0, overlapping))
+
 	// 9. Figures.
 	var before, after []float64
 	var memBefore, memAfter int64

@@ -45,7 +45,7 @@ func TestDemoReducedScale(t *testing.T) {
 			t.Errorf("no check %s", prefix)
 		}
 	}
-	for _, f := range []string{"batches.csv", "sources.csv", "verification.csv", "state.svg", "latency.svg", "input.svg"} {
+	for _, f := range []string{"batches.csv", "sources.csv", "verification.csv", "summary.txt", "state.svg", "memory.svg", "latency.svg", "input.svg"} {
 		if st, err := os.Stat(filepath.Join(dir, "results", f)); err != nil || st.Size() == 0 {
 			t.Errorf("results/%s missing or empty: %v", f, err)
 		}

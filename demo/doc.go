@@ -7,11 +7,13 @@
 // # Files it writes to the results directory
 //
 //	batches.csv, sources.csv   progress flattened by engine.FlattenProgress (docs/contracts.md, Progress records)
-//	verification.csv           header "check,expected,actual,pass"; one row per check,
+//	verification.csv           header "check,expected,actual,result"; one row per check,
 //	                           numbered by the docs/contracts.md, Demo checks claim it proves ("5. ...");
-//	                           pass is true or false, or "figure" for a reported number
-//	summary.txt                the phase table and checks as printed (informational)
-//	state.svg, latency.svg, input.svg   charts drawn from the two CSVs only
+//	                           result is PASS or FAIL, or "figure" for a reported number
+//	summary.txt                the phase table and checks as printed (informational), with
+//	                           the same result markers; the README's results sections are
+//	                           rendered from it and verification.csv (RenderREADME)
+//	state.svg, memory.svg, latency.svg, input.svg   charts drawn from the two CSVs only
 //
 //	reorgs/reorgs.csv          the live_reorgs phase, one row per data batch: header
 //	                           "start,batch_id,end_block,fork,blocks_retracted,blocks_inserted,reorg_depth,

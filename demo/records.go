@@ -16,13 +16,16 @@ type BatchRecord struct {
 	AddBatchMs                  float64
 	RepartitionMs               float64
 	TriggerExecutionMs          float64
-	StateRowsTotal              int64
-	StateRowsUpdated            int64
-	StateRowsRemoved            int64
-	StatePartitions             int64
-	StateMemoryBytes            int64
-	SinkRows                    int64
-	Watermark                   string
+	// The other durationMs phases; with AddBatchMs and RepartitionMs they
+	// sum to at most TriggerExecutionMs.
+	LatestOffsetMs, WalCommitMs, GetBatchMs, CommitOffsetsMs float64
+	StateRowsTotal                                           int64
+	StateRowsUpdated                                         int64
+	StateRowsRemoved                                         int64
+	StatePartitions                                          int64
+	StateMemoryBytes                                         int64
+	SinkRows                                                 int64
+	Watermark                                                string
 }
 
 // SourceRecord is one row of sources.csv (docs/contracts.md, Progress records).
@@ -130,7 +133,12 @@ func ReadBatches(path string) ([]BatchRecord, error) {
 		b.StateMemoryBytes, errs[13] = t.int(row, "state_memory_bytes")
 		b.SinkRows, errs[14] = t.int(row, "sink_rows")
 		b.Watermark, errs[15] = t.str(row, "watermark")
-		for _, e := range errs {
+		var more [4]error
+		b.LatestOffsetMs, more[0] = t.float(row, "latest_offset_ms")
+		b.WalCommitMs, more[1] = t.float(row, "wal_commit_ms")
+		b.GetBatchMs, more[2] = t.float(row, "get_batch_ms")
+		b.CommitOffsetsMs, more[3] = t.float(row, "commit_offsets_ms")
+		for _, e := range append(errs[:], more[:]...) {
 			if e != nil {
 				return nil, e
 			}

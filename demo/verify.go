@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,17 +23,31 @@ type Check struct {
 	Figure   bool
 }
 
-// WriteChecks writes verification.csv: check, expected, actual, pass.
+// Result markers, the same in verification.csv, summary.txt and the README.
+const (
+	ResultPass   = "PASS"
+	ResultFail   = "FAIL"
+	ResultFigure = "figure"
+)
+
+// Result is the check's marker: PASS, FAIL, or figure for a reported number.
+func (c Check) Result() string {
+	switch {
+	case c.Figure:
+		return ResultFigure
+	case c.Pass:
+		return ResultPass
+	}
+	return ResultFail
+}
+
+// WriteChecks writes verification.csv: check, expected, actual, result.
 func WriteChecks(path string, checks []Check) error {
 	return writeFile(path, func(f io.Writer) error {
 		w := csv.NewWriter(f)
-		w.Write([]string{"check", "expected", "actual", "pass"})
+		w.Write([]string{"check", "expected", "actual", "result"})
 		for _, c := range checks {
-			pass := strconv.FormatBool(c.Pass)
-			if c.Figure {
-				pass = "figure"
-			}
-			w.Write([]string{c.Name, c.Expected, c.Actual, pass})
+			w.Write([]string{c.Name, c.Expected, c.Actual, c.Result()})
 		}
 		w.Flush()
 		return w.Error()
@@ -78,16 +91,9 @@ func PrintSummary(w io.Writer, rep *Report, batches []BatchRecord) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "check\texpected\tactual\tpass")
+	fmt.Fprintln(tw, "check\texpected\tactual\tresult")
 	for _, c := range rep.Checks {
-		pass := "PASS"
-		switch {
-		case c.Figure:
-			pass = "-"
-		case !c.Pass:
-			pass = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Expected, c.Actual, pass)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Expected, c.Actual, c.Result())
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\narchive rows %d + live blocks %d; wall time %s\n", rep.ArchiveRows, rep.LiveBlocks, rep.WallTime.Round(time.Millisecond))

@@ -2,79 +2,260 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ethstream/ethstream/stream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/schollz/progressbar/v3"
 )
 
-// Metrics exports progress events as Prometheus gauges and counters.
+// Metrics exports progress events in Prometheus conventions: durations as
+// _seconds histograms, monotonic counts as _total counters, levels as gauges,
+// plus the Go runtime and process collectors. Every figure comes from the
+// progress events (the query's own record of itself), so a scrape and the
+// progress file can never disagree.
+//
+// Source counters (requests, retries, throttles, bytes) are cumulative in the
+// sources' metrics since the process started; they are exported as counters
+// holding the last value seen, so a restart resets them as Prometheus expects
+// of a process's counters.
 type Metrics struct {
-	reg                                 *prometheus.Registry
-	inputRate, processedRate, batchMs   prometheus.Gauge
-	stateRows, partitions, watermarkLag prometheus.Gauge
-	batchID                             prometheus.Gauge
-	rows                                *prometheus.CounterVec
-	batches                             *prometheus.CounterVec
-	now                                 func() time.Time
+	reg *prometheus.Registry
+	now func() time.Time
+
+	batchSeconds       *prometheus.HistogramVec
+	phaseSeconds       *prometheus.HistogramVec
+	stateCommitSeconds prometheus.Histogram
+	deltaMergeSeconds  prometheus.Histogram
+
+	batches      *prometheus.CounterVec
+	sourceRows   *prometheus.CounterVec
+	sinkRows     prometheus.Counter
+	deltaCommits prometheus.Counter
+	deltaFiles   *prometheus.CounterVec
+
+	stateRows, stateMemory, partitions prometheus.Gauge
+	watermarkDelay, lastBatch          prometheus.Gauge
+	inputRate, processedRate           prometheus.Gauge
+	sourceLag                          *prometheus.GaugeVec
+	pendingFiles                       *prometheus.GaugeVec
+
+	mu      sync.Mutex
+	sources map[string]map[string]float64 // source name -> metric key -> last cumulative value
+}
+
+// Buckets of the duration histograms: 1 ms to about 65 s, doubling.
+var secondsBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
+
+// sourceCounters maps a source metric key (sources[].metrics of a progress
+// event) to the counter it is exported as. s3archive reports bytesRead and
+// filesRead; ethrpc reports failovers; both report requests, retries and
+// throttles (HTTP 429/503 SlowDown on S3, 429 or a rate-limit error on RPC).
+var sourceCounters = []struct {
+	key, family, name, help string
+}{
+	{"requests", "s3", "ethstream_s3_requests_total", "S3 requests (every attempt of LIST and GET), per source."},
+	{"retries", "s3", "ethstream_s3_retries_total", "S3 requests retried, per source."},
+	{"throttles", "s3", "ethstream_s3_throttles_total", "S3 requests answered with a throttling error (503 SlowDown, 429), per source."},
+	{"bytesRead", "s3", "ethstream_s3_read_bytes_total", "Bytes of archive objects read, per source."},
+	{"filesRead", "s3", "ethstream_s3_files_read_total", "Archive files read, per source."},
+	{"requests", "rpc", "ethstream_rpc_requests_total", "JSON-RPC HTTP requests (every attempt; a batch request counts once), per source."},
+	{"retries", "rpc", "ethstream_rpc_retries_total", "JSON-RPC requests retried, per source."},
+	{"throttles", "rpc", "ethstream_rpc_throttled_total", "JSON-RPC requests answered 429 or with a rate-limit error, per source."},
+	{"failovers", "rpc", "ethstream_rpc_failovers_total", "Switches to the next JSON-RPC endpoint, per source."},
 }
 
 // NewMetrics registers the query's metrics on a fresh registry.
 func NewMetrics(now func() time.Time) *Metrics {
 	g := func(name, help string) prometheus.Gauge {
-		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "ethstream", Name: name, Help: help})
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: "ethstream_" + name, Help: help})
+	}
+	h := func(name, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ethstream_" + name, Help: help, Buckets: secondsBuckets})
 	}
 	m := &Metrics{
-		reg:           prometheus.NewRegistry(),
-		inputRate:     g("input_rows_per_second", "Input rows per second of the last batch (rows / time since the previous trigger)."),
-		processedRate: g("processed_rows_per_second", "Rows processed per second of the last batch."),
-		batchMs:       g("batch_duration_ms", "triggerExecution of the last batch, milliseconds."),
-		stateRows:     g("state_rows", "Keys in state after the last batch."),
-		partitions:    g("state_partitions", "State partitions in force."),
-		watermarkLag:  g("watermark_delay_seconds", "Processing time minus the event-time watermark."),
-		batchID:       g("batch_id", "Id of the last completed batch."),
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ethstream", Name: "input_rows_total",
-			Help: "Rows read, per source."}, []string{"source"}),
-		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ethstream", Name: "batches_total",
-			Help: "Batches completed, per kind (data, no-data, repartition)."}, []string{"kind"}),
+		reg: prometheus.NewRegistry(),
 		now: now,
+		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ethstream_batch_duration_seconds",
+			Help:    "triggerExecution: trigger to progress event of a batch, per kind (data, no-data, repartition).",
+			Buckets: secondsBuckets}, []string{"kind"}),
+		phaseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ethstream_batch_phase_duration_seconds",
+			Help: "The durationMs phases of a batch (latestOffset, queryPlanning, walCommit, getBatch, addBatch, " +
+				"commitOffsets, controlBatch.REPARTITION); they do not overlap and sum to at most triggerExecution.",
+			Buckets: secondsBuckets}, []string{"phase"}),
+		stateCommitSeconds: h("state_commit_duration_seconds", "State store commit of a batch (stateOperators[].commitTimeMs, part of addBatch)."),
+		deltaMergeSeconds:  h("delta_merge_duration_seconds", "Delta MERGE of a batch: scan of the candidate files and rewrite (operationMetrics executionTimeMs, part of addBatch)."),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ethstream_batches_total",
+			Help: "Batches completed, per kind (data, no-data, repartition)."}, []string{"kind"}),
+		sourceRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ethstream_source_rows_total",
+			Help: "Rows read, per source."}, []string{"source"}),
+		sinkRows: prometheus.NewCounter(prometheus.CounterOpts{Name: "ethstream_sink_rows_total",
+			Help: "Rows handed to the sink (MERGE source rows)."}),
+		deltaCommits: prometheus.NewCounter(prometheus.CounterOpts{Name: "ethstream_delta_commits_total",
+			Help: "Delta table versions committed by the sink (a re-run batch already in the table commits none)."}),
+		deltaFiles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ethstream_delta_files_total",
+			Help: "Delta data files added or removed by MERGE commits, per action (add, remove)."}, []string{"action"}),
+		stateRows:      g("state_rows", "Keys in state after the last batch."),
+		stateMemory:    g("state_memory_bytes", "State memory after the last batch (stateOperators[].memoryUsedBytes)."),
+		partitions:     g("state_partitions", "State partitions in force."),
+		watermarkDelay: g("watermark_delay_seconds", "Wall clock minus the event-time watermark."),
+		lastBatch:      g("last_batch_id", "Id of the last completed batch."),
+		inputRate:      g("input_rows_per_second", "inputRowsPerSecond of the last batch (rows / time since the previous trigger)."),
+		processedRate:  g("processed_rows_per_second", "processedRowsPerSecond of the last batch."),
+		sourceLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ethstream_source_lag_blocks",
+			Help: "Blocks between a live source's readable head and the end offset of the last batch, per source."}, []string{"source"}),
+		pendingFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ethstream_source_pending_files",
+			Help: "Archive files listed but not yet admitted into a batch, per source."}, []string{"source"}),
+		sources: map[string]map[string]float64{},
 	}
-	m.reg.MustRegister(m.inputRate, m.processedRate, m.batchMs, m.stateRows, m.partitions, m.watermarkLag, m.batchID, m.rows, m.batches)
+	m.reg.MustRegister(m.batchSeconds, m.phaseSeconds, m.stateCommitSeconds, m.deltaMergeSeconds,
+		m.batches, m.sourceRows, m.sinkRows, m.deltaCommits, m.deltaFiles,
+		m.stateRows, m.stateMemory, m.partitions, m.watermarkDelay, m.lastBatch, m.inputRate, m.processedRate,
+		m.sourceLag, m.pendingFiles, sourceCollector{m},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
+func seconds(ms int64) float64 { return float64(ms) / 1000 }
+
 // OnProgress updates the metrics from one event.
 func (m *Metrics) OnProgress(p *stream.Progress) {
+	kind := p.Kind()
+	m.batches.WithLabelValues(kind).Inc()
+	m.lastBatch.Set(float64(p.BatchID))
+	for phase, ms := range p.DurationMs {
+		if phase == stream.DurTriggerExecution {
+			m.batchSeconds.WithLabelValues(kind).Observe(seconds(ms))
+			continue
+		}
+		m.phaseSeconds.WithLabelValues(phase).Observe(seconds(ms))
+	}
 	if p.InputRowsPerSecond != nil {
 		m.inputRate.Set(*p.InputRowsPerSecond)
 	}
 	if p.ProcessedRowsPerSecond != nil {
 		m.processedRate.Set(*p.ProcessedRowsPerSecond)
 	}
-	m.batchMs.Set(float64(p.DurationMs[stream.DurTriggerExecution]))
-	m.batchID.Set(float64(p.BatchID))
+	var rows, mem int64
 	for _, op := range p.StateOperators {
-		m.stateRows.Set(float64(op.NumRowsTotal))
+		rows += op.NumRowsTotal
+		mem += op.MemoryUsedBytes
 		m.partitions.Set(float64(op.NumShufflePartitions))
+		if kind != stream.KindRepartition {
+			m.stateCommitSeconds.Observe(seconds(op.CommitTimeMs))
+		}
+	}
+	if len(p.StateOperators) > 0 {
+		m.stateRows.Set(float64(rows))
+		m.stateMemory.Set(float64(mem))
 	}
 	if w, err := time.Parse(time.RFC3339Nano, p.EventTime["watermark"]); err == nil && w.Unix() > 0 {
-		m.watermarkLag.Set(m.now().Sub(w).Seconds())
+		m.watermarkDelay.Set(m.now().Sub(w).Seconds())
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for i, s := range p.Sources {
-		name := strconv.Itoa(i)
-		if s.Name != nil {
-			name = *s.Name
+		name := SourceLabel(i, s)
+		m.sourceRows.WithLabelValues(name).Add(float64(s.NumInputRows))
+		if lag, ok := SourceLag(s); ok {
+			m.sourceLag.WithLabelValues(name).Set(float64(lag))
 		}
-		m.rows.WithLabelValues(name).Add(float64(s.NumInputRows))
+		if v, ok := s.Metrics["pendingFiles"]; ok {
+			m.pendingFiles.WithLabelValues(name).Set(float64(atoi(v)))
+		}
+		last := m.sources[name]
+		if last == nil {
+			last = map[string]float64{}
+			m.sources[name] = last
+		}
+		fam := sourceFamily(s)
+		for _, c := range sourceCounters {
+			if c.family != fam {
+				continue
+			}
+			if v, err := strconv.ParseFloat(s.Metrics[c.key], 64); err == nil {
+				last[c.name] = v
+			}
+		}
 	}
-	m.batches.WithLabelValues(p.Kind()).Inc()
+	sm := p.Sink.Metrics
+	m.sinkRows.Add(float64(p.Sink.NumOutputRows))
+	if _, ok := sm["tableVersion"]; ok && sm["skipped"] != "true" && p.Sink.NumOutputRows > 0 {
+		m.deltaCommits.Inc()
+		m.deltaFiles.WithLabelValues("add").Add(float64(atoi(sm["numTargetFilesAdded"])))
+		m.deltaFiles.WithLabelValues("remove").Add(float64(atoi(sm["numTargetFilesRemoved"])))
+		m.deltaMergeSeconds.Observe(seconds(atoi(sm["executionTimeMs"])))
+	}
+}
+
+// sourceFamily tells an archive source (its metrics have bytesRead) from a
+// live RPC source (failovers).
+func sourceFamily(s stream.SourceProgress) string {
+	if _, ok := s.Metrics["bytesRead"]; ok {
+		return "s3"
+	}
+	if _, ok := s.Metrics["failovers"]; ok {
+		return "rpc"
+	}
+	return ""
+}
+
+// SourceLabel is a source's name, or its position for an unnamed source.
+func SourceLabel(i int, s stream.SourceProgress) string {
+	if s.Name != nil && *s.Name != "" {
+		return *s.Name
+	}
+	return strconv.Itoa(i)
+}
+
+// SourceLag is how many blocks a live source is behind its readable head
+// after the batch: the head metric minus the end offset's block.
+func SourceLag(s stream.SourceProgress) (int64, bool) {
+	h, ok := s.Metrics["head"]
+	if !ok {
+		return 0, false
+	}
+	var off struct {
+		Block *int64 `json:"block"`
+	}
+	if json.Unmarshal(s.EndOffset, &off) != nil || off.Block == nil {
+		return 0, false
+	}
+	return max(0, atoi(h)-*off.Block), true
+}
+
+// sourceCollector exports the sources' cumulative counters as last seen.
+type sourceCollector struct{ m *Metrics }
+
+var sourceDescs = func() map[string]*prometheus.Desc {
+	d := map[string]*prometheus.Desc{}
+	for _, c := range sourceCounters {
+		d[c.name] = prometheus.NewDesc(c.name, c.help, []string{"source"}, nil)
+	}
+	return d
+}()
+
+func (c sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range sourceDescs {
+		ch <- d
+	}
+}
+
+func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	for src, vals := range c.m.sources {
+		for name, v := range vals {
+			ch <- prometheus.MustNewConstMetric(sourceDescs[name], prometheus.CounterValue, v, src)
+		}
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -97,38 +278,3 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (string, error) {
 	go srv.Serve(ln)
 	return ln.Addr().String(), nil
 }
-
-// Bar shows a backfill's progress on a terminal: batches, rows, rate.
-type Bar struct {
-	bar  *progressbar.ProgressBar
-	rows int64
-}
-
-// NewBar draws on w (a terminal).
-func NewBar(w io.Writer) *Bar {
-	return &Bar{bar: progressbar.NewOptions64(-1,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("backfill"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("blocks"),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)}
-}
-
-// OnProgress advances the bar by the batch's rows.
-func (b *Bar) OnProgress(p *stream.Progress) {
-	b.rows += p.NumInputRows
-	files := ""
-	for _, s := range p.Sources {
-		if v, ok := s.Metrics["filesRead"]; ok {
-			files += " files " + v
-		}
-	}
-	b.bar.Describe("batch " + strconv.FormatInt(p.BatchID, 10) + files)
-	_ = b.bar.Add64(p.NumInputRows)
-}
-
-// Close finishes the bar.
-func (b *Bar) Close() error { return b.bar.Finish() }

@@ -5,5 +5,5 @@ endpoints
 run "$BIN" run --checkpoint "$CKPT" --table "$TABLE" \
   --source "$(S3_SOURCE)" --source "$(LIVE_SOURCE)" \
   "${EVOLUTION[@]}" \
-  --trigger processing-time=200ms --max-batches 16 --progress "$PROGRESS/add_live.jsonl"
+  --trigger processing-time=50ms --max-batches 16 --progress "$PROGRESS/add_live.jsonl"
 run "$BIN" checkpoint inspect "$CKPT"

@@ -6,7 +6,7 @@ endpoints
 run "$BIN" run --checkpoint "$CKPT" --table "$TABLE" \
   --source "$(LIVE_SOURCE)" \
   "${EVOLUTION[@]}" \
-  --trigger processing-time=200ms --max-batches 8 --progress "$PROGRESS/retire_archive.jsonl"
+  --trigger processing-time=50ms --max-batches 8 --progress "$PROGRESS/retire_archive.jsonl"
 run "$BIN" checkpoint inspect "$CKPT"
 echo ">>> re-adding the retired name must fail with TOMBSTONE_SOURCE_NAME_REUSE:" >&2
 if run "$BIN" run --checkpoint "$CKPT" --table "$TABLE" \

@@ -5,5 +5,5 @@ endpoints
 run "$BIN" run --checkpoint "$CKPT" --table "$TABLE" \
   --source "$(LIVE_SOURCE)" \
   "${EVOLUTION[@]}" --conf spark.sql.streaming.stateStore.partitions=8 \
-  --trigger processing-time=200ms --max-batches 8 --progress "$PROGRESS/shrink_state.jsonl"
+  --trigger processing-time=50ms --max-batches 8 --progress "$PROGRESS/shrink_state.jsonl"
 run "$BIN" checkpoint inspect "$CKPT"

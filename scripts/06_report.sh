@@ -10,7 +10,7 @@ done
 run "$BIN" progress --out "$OUT" "${phases[@]}"
 run "$BIN" checkpoint inspect "$CKPT" --json
 run "$BIN" table history "$TABLE" >"$OUT/history.txt"
-head -n 5 "$OUT/history.txt"
+run head -n 5 "$OUT/history.txt"
 run "$BIN" table show "$TABLE" --format csv >"$OUT/table.csv"
-head -n 10 "$OUT/table.csv"
+run head -n 10 "$OUT/table.csv"
 echo "wrote $OUT/batches.csv, $OUT/sources.csv, $OUT/history.txt and $OUT/table.csv" >&2

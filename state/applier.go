@@ -54,7 +54,6 @@ func (a *applier) commit() error {
 		return fmt.Errorf("write state partition %d: %w", a.cur, err)
 	}
 	a.s.parts.dirty[a.cur] = true
-	a.s.parts.stale[a.cur] = true
 	return nil
 }
 
@@ -130,6 +129,5 @@ func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
 		return fmt.Errorf("write state partition %d: %w", p, err)
 	}
 	s.parts.dirty[p] = true
-	s.parts.stale[p] = true
 	return nil
 }

@@ -26,10 +26,17 @@ type DumpOptions struct {
 	// ≤ Batch); -1 means the latest committed batch (commits/<id>).
 	Batch  int64
 	Format string // "csv" (default) or "jsonl"
+	// Columns is the preferred order of the key and value columns, e.g. the
+	// query's output order (window_start before window_end, while the key
+	// encodes window_end first for eviction). Names not in the schema are
+	// ignored; fields it does not name follow in schema order.
+	Columns []string
 }
 
-// timestampLayout renders Timestamp fields: RFC 3339, UTC, microseconds.
-const timestampLayout = "2006-01-02T15:04:05.000000Z07:00"
+// timestampLayout renders Timestamp fields: RFC 3339, UTC, with the
+// fraction of a second only when there is one (up to microseconds), as
+// `ethstream table show` prints them.
+const timestampLayout = "2006-01-02T15:04:05.999999Z07:00"
 
 // Validate refuses a format or batch id Dump cannot take, looking at
 // nothing else ("" is csv).
@@ -44,11 +51,11 @@ func (o DumpOptions) Validate() error {
 	return nil
 }
 
-// Dump writes every row of one operator's state: a header row (key fields,
-// value fields, "partition"), then one row per key in (partition, key) order.
-// In jsonl each line is one row as a JSON object whose keys are those column
-// names in that order (no header line). Timestamps are RFC 3339 UTC with
-// microseconds. It returns the version dumped.
+// Dump writes every row of one operator's state: a header row (key and
+// value fields in the order of Columns, "partition" last), then one row per
+// key in (partition, key) order. In jsonl each line is one row as a JSON
+// object whose keys are those column names in that order (no header line).
+// Timestamps are RFC 3339 UTC (timestampLayout). It returns the version dumped.
 func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	if o.Format == "" {
 		o.Format = "csv"
@@ -102,9 +109,11 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 		header []string
 		types  []stream.Type
 	)
-	for _, f := range append(append([]Field(nil), info.Schema.Key...), info.Schema.Value...) {
-		header = append(header, f.Name)
-		types = append(types, f.Type)
+	fields := append(append([]Field(nil), info.Schema.Key...), info.Schema.Value...)
+	order := columnOrder(fields, o.Columns)
+	for _, i := range order {
+		header = append(header, fields[i].Name)
+		types = append(types, fields[i].Type)
 	}
 	header = append(header, "partition")
 	bw := bufio.NewWriterSize(w, 256<<10)
@@ -120,10 +129,15 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 		line []byte
 		vals []any
 	)
+	var row []any
 	_, err = ReadAll(ctx, o.FS, dir, v, func(p int, key, val []any) error {
-		vals = append(append(vals[:0], key...), val...)
-		if len(vals) != len(types) {
-			return fmt.Errorf("state: row has %d values, schema %d", len(vals), len(types))
+		row = append(append(row[:0], key...), val...)
+		if len(row) != len(types) {
+			return fmt.Errorf("state: row has %d values, schema %d", len(row), len(types))
+		}
+		vals = vals[:0]
+		for _, i := range order {
+			vals = append(vals, row[i])
 		}
 		if cw != nil {
 			rec = rec[:0]
@@ -157,6 +171,28 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 		}
 	}
 	return v, bw.Flush()
+}
+
+// columnOrder returns the indexes of fields in the order prefer names them,
+// then the fields it does not name, in schema order.
+func columnOrder(fields []Field, prefer []string) []int {
+	var order []int
+	used := make([]bool, len(fields))
+	for _, name := range prefer {
+		for i, f := range fields {
+			if f.Name == name && !used[i] {
+				order = append(order, i)
+				used[i] = true
+				break
+			}
+		}
+	}
+	for i := range fields {
+		if !used[i] {
+			order = append(order, i)
+		}
+	}
+	return order
 }
 
 func formatText(t stream.Type, x any) string {

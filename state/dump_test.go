@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,8 +57,8 @@ func TestDump(t *testing.T) {
 	p1 := PartitionOf(EncodeKeyRow(nil, testSchema.Key, ts, ts.Add(-5*time.Minute), "eth_live", "0xaa"), 3)
 	p2 := PartitionOf(EncodeKeyRow(nil, testSchema.Key, ts, ts.Add(-5*time.Minute), "s3_backfill", "0xbb,\"q\""), 3)
 	rows := []string{
-		"2026-11-29T12:05:00.000000Z,2026-11-29T12:00:00.000000Z,eth_live,0xaa,3," + strconv.Itoa(p1) + "\n",
-		"2026-11-29T12:05:00.000000Z,2026-11-29T12:00:00.000000Z,s3_backfill,\"0xbb,\"\"q\"\"\",1," + strconv.Itoa(p2) + "\n",
+		"2026-11-29T12:05:00Z,2026-11-29T12:00:00Z,eth_live,0xaa,3," + strconv.Itoa(p1) + "\n",
+		"2026-11-29T12:05:00Z,2026-11-29T12:00:00Z,s3_backfill,\"0xbb,\"\"q\"\"\",1," + strconv.Itoa(p2) + "\n",
 	}
 	if p2 < p1 {
 		rows[0], rows[1] = rows[1], rows[0]
@@ -70,8 +71,22 @@ func TestDump(t *testing.T) {
 	if n := bytes.Count([]byte(got), []byte("\n")); n != 3 {
 		t.Fatalf("jsonl at batch 1 has %d lines:\n%s", n, got)
 	}
-	if !bytes.Contains([]byte(got), []byte(`{"window_end":"2026-11-29T12:10:00.000000Z","window_start":"2026-11-29T12:05:00.000000Z","source":"eth_live","miner":"0xaa","count":7,"partition":`)) {
+	if !bytes.Contains([]byte(got), []byte(`{"window_end":"2026-11-29T12:10:00Z","window_start":"2026-11-29T12:05:00Z","source":"eth_live","miner":"0xaa","count":7,"partition":`)) {
 		t.Fatalf("jsonl:\n%s", got)
+	}
+	// A preferred column order (the query's output order); unknown names are
+	// ignored, unnamed fields follow in schema order.
+	var b bytes.Buffer
+	if _, err := Dump(ctx, DumpOptions{FS: fs, Checkpoint: "ckpt", Batch: -1, Format: "csv",
+		Columns: []string{"window_start", "window_end", "no_such", "source"}}, &b); err != nil {
+		t.Fatal(err)
+	}
+	reorder := func(r string) string {
+		c := strings.SplitN(r, ",", 3)
+		return c[1] + "," + c[0] + "," + c[2]
+	}
+	if want := "window_start,window_end,source,miner,count,partition\n" + reorder(rows[0]) + reorder(rows[1]); b.String() != want {
+		t.Fatalf("csv in preferred order:\n%s\nwant:\n%s", b.String(), want)
 	}
 	_, err = Dump(ctx, DumpOptions{FS: fs, Checkpoint: "ckpt", Operator: 4, Batch: -1}, &bytes.Buffer{})
 	if !errcode.Is(err, CodeStateNotFound) {

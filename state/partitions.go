@@ -31,9 +31,7 @@ type partitions struct {
 	dir      string // LocalDir/<gen>
 	n        int
 	dbs      []*pebble.DB
-	dirty    []bool  // written since the last flush
-	stale    []bool  // written since memSize[i] was read
-	memSize  []int64 // last known memtable bytes per partition
+	dirty    []bool // written since the last flush
 	cache    *pebble.Cache
 	files    *pebble.FileCache
 	memtable uint64
@@ -81,8 +79,6 @@ func newPartitions(root, gen string, n int, cacheBytes int64, logger *slog.Logge
 		n:        n,
 		dbs:      make([]*pebble.DB, n),
 		dirty:    make([]bool, n),
-		stale:    make([]bool, n),
-		memSize:  make([]int64, n),
 		cache:    pebble.NewCache(cacheBytes),
 		files:    pebble.NewFileCache(4, fileCacheSize),
 		memtable: memtableSize(n),
@@ -252,7 +248,6 @@ func (l *sstLoader) finish() error {
 		return fmt.Errorf("remove %s: %w", l.path, err)
 	}
 	l.p.dirty[l.cur] = true
-	l.p.stale[l.cur] = true
 	return nil
 }
 
@@ -267,26 +262,31 @@ func (p *partitions) flush() error {
 			return fmt.Errorf("flush state partition %d: %w", i, err)
 		}
 		p.dirty[i] = false
-		p.stale[i] = true
 	}
 	return nil
 }
 
-// memoryUsed is memtables (with large batches) of open partitions plus the
-// block cache in use. DB.Metrics is not cheap (about 10 µs), so a
-// partition's memtable size is refreshed only when it was written since the
-// last call: the cost follows the partitions a batch touched, not the count.
-func (p *partitions) memoryUsed() int64 {
-	total := p.cache.Size()
-	for i, d := range p.dbs {
-		if d == nil {
-			continue
+// pebbleInitialMemtable is the arena Pebble allocates for a partition's
+// first memtable when the partition is opened (pebble's initialMemTableSize,
+// capped by MemTableSize). TestMemoryUsedIsStable pins it.
+const pebbleInitialMemtable = 256 << 10
+
+// memoryUsed is the memory floor of the state resident at its partition
+// count: the memtable arena Pebble allocates for every partition instance it
+// opens, counted for each partition that holds keys. It is a function of the
+// committed state alone: what this process happened to open (partitions are
+// opened lazily after a restart), how far memtables have grown with flushes
+// (each new memtable doubles, up to MemTableSize, so the arena depends on
+// how many batches this process ran) and the block cache (it warms up with
+// reads) are left out, so the same state reports the same figure in every
+// batch and every process.
+func (p *partitions) memoryUsed(holds func(int) bool) int64 {
+	arena := min(int64(pebbleInitialMemtable), int64(p.memtable))
+	var total int64
+	for i := range p.n {
+		if holds(i) {
+			total += arena
 		}
-		if p.stale[i] {
-			p.memSize[i] = int64(d.Metrics().MemTable.Size)
-			p.stale[i] = false
-		}
-		total += p.memSize[i]
 	}
 	return total
 }

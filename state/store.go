@@ -32,9 +32,14 @@ type Options struct {
 // event).
 type Metrics struct {
 	RowsTotal, RowsUpdated, RowsRemoved int64
-	MemoryUsedBytes                     int64 // Pebble memtables + block cache in use + the pending batch
-	CommitTimeMs                        int64
-	PartitionRows                       []int64 // rows per partition (skew)
+	// MemoryUsedBytes is the memory floor of the state at its partition
+	// count: one Pebble memtable arena per partition holding keys, whether
+	// or not this process has opened it, plus the pending batch (empty after
+	// a commit). Memtable growth and the block cache depend on the process's
+	// history and are not counted (see partitions.memoryUsed).
+	MemoryUsedBytes int64
+	CommitTimeMs    int64
+	PartitionRows   []int64 // rows per partition (skew)
 	// Snapshot is true when this commit wrote a full snapshot.
 	Snapshot bool
 	// BytesWritten is the size of the version's data and metadata files.
@@ -134,5 +139,5 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) memoryUsed() int64 {
-	return s.parts.memoryUsed() + s.pendingBytes
+	return s.parts.memoryUsed(func(p int) bool { return s.partRows[p] > 0 }) + s.pendingBytes
 }

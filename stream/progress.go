@@ -39,7 +39,13 @@ type SourceProgress struct {
 	Metrics                map[string]string `json:"metrics,omitempty"`
 }
 
-// durationMs keys (Spark's, plus DBR's control batch key).
+// durationMs keys (Spark's, plus DBR's control batch key). The phases do not
+// overlap, so together they take at most triggerExecution, as in Spark:
+// latestOffset, queryPlanning, walCommit, then getBatch (time inside the
+// sources' ReadBatch) and addBatch (operator, sink and state commit: the rest
+// of the read-process-write pass, which streams source chunks into the
+// operator), then commitOffsets; a control batch has controlBatch.REPARTITION
+// in place of getBatch and addBatch.
 const (
 	DurTriggerExecution = "triggerExecution"
 	DurLatestOffset     = "latestOffset"

@@ -11,7 +11,7 @@ func newBenchCmd() *cobra.Command {
 	var days, live int
 	var seed int64
 	c := &cobra.Command{
-		Use:   "bench [--preset seed] [--out FILE]",
+		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it through the
 embedded S3 endpoint, and runs in this process: the backfill (availableNow, 200 state

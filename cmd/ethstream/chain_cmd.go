@@ -26,7 +26,7 @@ func genArchiveCmd() *cobra.Command {
 		days              int
 	)
 	cmd := &cobra.Command{
-		Use:   "gen-archive --out DIR [--preset demo|seed] [--seed N] [--days N]",
+		Use:   "gen-archive --out DIR [--preset demo|seed] [--days N [--from YYYY-MM-DD]] [--seed N]",
 		Short: "Write a synthetic mainnet block archive in the AWS public-blockchain Parquet layout",
 		Long: `gen-archive writes DIR/v1.0/eth/blocks/date=YYYY-MM-DD/part-00000-<uuid>-c000.snappy.parquet,
 one file per day, and DIR/manifest.json (block range, last hash, files). Same seed and
@@ -178,7 +178,7 @@ mined every --block-interval / --speed of wall time; block timestamps stay 12 s 
 	cmd.Flags().DurationVar(&interval, "block-interval", 12*time.Second, "virtual block time")
 	cmd.Flags().Float64Var(&speed, "speed", 1, "wall clock runs this many times faster")
 	cmd.Flags().IntVar(&initial, "initial-blocks", 0, "blocks already mined at start")
-	cmd.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed (default: the archive's)")
+	cmd.Flags().Int64Var(&seed, "seed", 0, "chain seed (default: the archive's, from its manifest)")
 	cmd.Flags().DurationVar(&faults.Latency, "latency", 0, "fault injection: delay added to every request")
 	cmd.Flags().Float64Var(&faults.Rate429, "rate-429", 0, "fault injection: fraction of requests answered 429 with Retry-After")
 	cmd.Flags().Float64Var(&faults.Rate5xx, "rate-5xx", 0, "fault injection: fraction of requests answered 503")

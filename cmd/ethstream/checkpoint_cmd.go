@@ -41,7 +41,7 @@ func planCmd() *cobra.Command {
 		probe  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "plan --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [run flags]",
+		Use:   "plan --checkpoint DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [--table DIR] [--json] [--probe=false] [any run flag]",
 		Short: "Print what a start of the query would do; writes nothing",
 		Long: `plan reads the checkpoint (without locking or writing it) and prints what
 'ethstream run' with the same flags would do on start: the uncommitted batch it would
@@ -49,7 +49,9 @@ re-run first, the sources it would resume, add and tombstone, a repartition from
 warnings (pinned confs overriding the session), and the error it would refuse with,
 if any; in that case plan exits non-zero with the same code. Then the steps: the batches
 the start performs before it polls its sources, each step by step as the run's driver
-would perform it (plan is the run's dry run), and the poll that decides the next batch.`,
+would perform it (plan is the run's dry run), and the poll that decides the next batch.
+It takes every flag of run, so a run command line becomes a plan by changing its first
+word.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, q, opts, err := f.build(newLogger(cmd), false)

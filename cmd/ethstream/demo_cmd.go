@@ -14,19 +14,24 @@ import (
 )
 
 func newDemoCmd() *cobra.Command {
-	var workdir, results, preset string
+	var workdir, results, preset, readme string
 	var days int
 	var seed int64
 	var inProcess bool
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:   "demo",
+		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--in-process] [--readme FILE] [--ui-addr ADDR [--ui-wait]]",
 		Short: "Run the whole lifecycle offline: backfill, add live, retire the archive, refused reuse, shrink the state, proof",
 		Long: `demo generates a synthetic mainnet archive (cached in the work directory), serves it
 through an embedded S3 endpoint and an embedded JSON-RPC node on loopback, and runs each
-phase as its own start on one checkpoint and one Delta table. It writes batches.csv,
-sources.csv, verification.csv and the charts to the results directory, prints a summary,
-and exits 0 only if every verification holds.`,
+phase as its own process of this binary (ethstream run with the flags printed for each
+phase) on one checkpoint and one Delta table. It writes batches.csv, sources.csv,
+verification.csv, summary.txt and the charts to the results directory, prints the
+summary, and exits 0 only if every check holds.
+
+The work directory keeps the archive between runs; the checkpoint, table and state cache
+are recreated on every run. The phase scripts (scripts/) use their own work directory,
+work/scripts, so the demo and the scripts never share a checkpoint.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			p, err := presetFromFlags(preset, days)
@@ -66,6 +71,11 @@ and exits 0 only if every verification holds.`,
 					"read the FAIL lines above; the checkpoint and table are kept in the work directory for inspection",
 					"some verification checks failed")
 			}
+			if readme != "" {
+				if err := demo.UpdateREADME(readme, results); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "all checks passed; results in %s\n", results)
 			return nil
 		},
@@ -75,6 +85,7 @@ and exits 0 only if every verification holds.`,
 	c.Flags().StringVar(&preset, "preset", "demo", "archive preset: demo | seed")
 	c.Flags().IntVar(&days, "days", 0, "reduced scale: the last N days instead of the preset")
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
+	c.Flags().StringVar(&readme, "readme", "", "after a passing run, rewrite the results sections of this README from the results")
 	c.Flags().BoolVar(&inProcess, "in-process", false, "run phases inside this process instead of restarting the binary for each")
 	uf.register(c)
 	return c

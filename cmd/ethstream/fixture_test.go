@@ -79,6 +79,9 @@ func TestMain(m *testing.M) {
 	if archiveDir != "" {
 		os.RemoveAll(archiveDir)
 	}
+	if binDir != "" { // the binary the process tests built (binary_test.go)
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 

@@ -15,7 +15,7 @@ func checkpointRepartitionCmd() *cobra.Command {
 	var localDir string
 	var dryRun bool
 	c := &cobra.Command{
-		Use:   "repartition DIR --partitions N",
+		Use:   "repartition DIR --partitions N [--dry-run] [--local-dir DIR]",
 		Short: "Repartition a stopped query's state to N partitions (the offline REPARTITION control batch)",
 		Long: `repartition writes the control batch R a restart with
 spark.sql.streaming.stateStore.partitions=N would run: offsets/R copies the last committed

@@ -14,6 +14,7 @@ import (
 	"github.com/ethstream/ethstream/stream"
 	"github.com/ethstream/ethstream/ui"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // queryFlags are shared by run and plan: they describe the query to start,
@@ -30,13 +31,13 @@ type queryFlags struct {
 func (f *queryFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.checkpoint, "checkpoint", "", "checkpoint directory (required)")
 	c.Flags().StringVar(&f.table, "table", "", "Delta table directory (required)")
-	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: <checkpoint>.cache); may be deleted between runs")
-	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI, repeatable, in plan order; empty NAME for an unnamed source")
-	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (spark.sql.* keys of docs/contracts.md, Configuration)")
-	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR (also available-now, processing-time=DUR; DUR as 5s or '5 seconds')")
+	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
+	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive or ethrpc, repeatable, in plan order (see SOURCES)")
+	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (see CONF)")
+	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR, or available-now, processing-time=DUR (see TRIGGERS)")
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
-	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464)")
+	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start)")
 }
 
 // config checks every flag (the CLI's part of the one validation path; the
@@ -119,24 +120,41 @@ func newRunCmd() *cobra.Command {
 	var f queryFlags
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:   "run",
-		Short: "Run the reference query (docs/contracts.md, Reference query) on a checkpoint and a Delta table",
-		Long: `run starts (or resumes) the reference query on the checkpoint --checkpoint and the
-Delta table --table. Every refusal is decided from a read of the checkpoint before anything
-is written: nothing is created, not even the directory or its .lock. A checkpoint whose state
-another state store provider wrote (Apache Spark's HDFS-backed or RocksDB store) is refused
-with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`,
-		Example: `  ethstream run --checkpoint ck --table tbl \
-    --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
-    --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
-		Args: cobra.NoArgs,
+		Use:     "run --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR]",
+		Short:   "Run the reference query on a checkpoint and a Delta table",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			logger := newLogger(cmd)
+			// On a terminal one status line is redrawn in place and log lines
+			// are printed above it; elsewhere a log line per batch.
+			var bar *pipeline.Bar
+			logOut := cmd.ErrOrStderr()
+			if stderrIsTerminal(cmd) {
+				bar = pipeline.NewBar(logOut, terminalWidth(cmd), barLabel(f.trigger), time.Now)
+				defer bar.Close()
+				logOut = bar
+			}
+			logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			// Built here so that mistakes in the URIs are usage errors;
 			// pipeline.Run builds the query again from cfg.
 			cfg, _, _, err := f.build(logger, true)
 			if err != nil {
 				return err
+			}
+			var dash *ui.Dashboard
+			var srv *ui.Server
+			if uf.addr != "" {
+				dash = ui.New(ui.Options{Checkpoint: cfg.Checkpoint, Mode: ui.ModeRun, Trigger: pipeline.TriggerString(cfg.Trigger)})
+				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				// After the summary: --ui-wait keeps the dashboard up. Served
+				// before the first log line, so its address is printed before
+				// the status line is drawn.
+				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
+				dash.Started("")
+				cfg.Listeners = append(cfg.Listeners, dash)
 			}
 			if f.metricsAddr != "" {
 				m := pipeline.NewMetrics(time.Now)
@@ -154,10 +172,7 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 				logger.Info("serving Prometheus metrics", "url", "http://"+addr+"/metrics")
 				cfg.Listeners = append(cfg.Listeners, m)
 			}
-			// A progress bar only for backfills on a terminal; slog lines otherwise.
-			if cfg.Trigger.Kind == engine.AvailableNow && stderrIsTerminal(cmd) {
-				bar := pipeline.NewBar(cmd.ErrOrStderr())
-				defer bar.Close()
+			if bar != nil {
 				cfg.Listeners = append(cfg.Listeners, bar)
 			} else {
 				cfg.Listeners = append(cfg.Listeners, engine.ListenerFunc(func(p *stream.Progress) {
@@ -165,19 +180,10 @@ with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`
 						"ms", p.DurationMs[stream.DurTriggerExecution], "watermark", p.EventTime["watermark"])
 				}))
 			}
-			var dash *ui.Dashboard
-			var srv *ui.Server
-			if uf.addr != "" {
-				dash = ui.New(ui.Options{Checkpoint: cfg.Checkpoint, Mode: ui.ModeRun, Trigger: pipeline.TriggerString(cfg.Trigger)})
-				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
-					return err
-				}
-				// After the summary: --ui-wait keeps the dashboard up.
-				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
-				dash.Started("")
-				cfg.Listeners = append(cfg.Listeners, dash)
-			}
 			sum, err := pipeline.Run(cmd.Context(), cfg)
+			if bar != nil {
+				bar.Close() // the summary or the error starts on a line of its own
+			}
 			if dash != nil {
 				dash.Finished(err)
 			}
@@ -205,6 +211,24 @@ func newLogger(cmd *cobra.Command) *slog.Logger {
 
 func init() {
 	rootCmd.AddCommand(newRunCmd())
+}
+
+// terminalWidth is the column count of the command's stderr terminal.
+func terminalWidth(cmd *cobra.Command) int {
+	if f, ok := cmd.ErrOrStderr().(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return w
+		}
+	}
+	return 0
+}
+
+// barLabel names the run on the status line after its trigger.
+func barLabel(trigger string) string {
+	if t, err := pipeline.ParseTrigger(trigger); err == nil && t.Kind == engine.ProcessingTime {
+		return "live"
+	}
+	return "backfill"
 }
 
 // stderrIsTerminal reports whether the command's stderr is a terminal.

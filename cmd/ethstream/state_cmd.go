@@ -2,7 +2,9 @@ package main
 
 import (
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/state"
 	"github.com/spf13/cobra"
 )
@@ -36,15 +38,17 @@ func stateDumpCmd() *cobra.Command {
 (the highest <checkpoint>/commits/<id>), or as of batch --batch N: the newest state
 version at or before it.
 
-csv: a header row (key columns, value columns, partition), then one row per key in
-(partition, key) order. jsonl: one JSON object per key with the same columns.
-Timestamps are RFC 3339 UTC with microseconds.`,
+csv: a header row, then one row per key in (partition, key) order. The columns are those
+of 'ethstream table show' (window_start, window_end, source, miner, count), then partition;
+timestamps are RFC 3339 UTC as there (2026-09-28T01:30:00Z, a fraction only when there is
+one). jsonl: one JSON object per key with the same columns.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ckpt == "" {
 				return errcode.New(errcode.MissingFlag, "", "pass --checkpoint DIR", "missing --checkpoint")
 			}
-			o := state.DumpOptions{FS: vfs.Default, Checkpoint: ckpt, Operator: op, Batch: batch, Format: format}
+			o := state.DumpOptions{FS: vfs.Default, Checkpoint: ckpt, Operator: op, Batch: batch, Format: format,
+				Columns: referenceColumns()}
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
@@ -57,4 +61,18 @@ Timestamps are RFC 3339 UTC with microseconds.`,
 	cmd.Flags().Int64Var(&batch, "batch", -1, "dump the state as of this batch id; -1 = latest committed batch")
 	cmd.Flags().IntVar(&op, "op", 0, "stateful operator id (the directory under <checkpoint>/state)")
 	return cmd
+}
+
+// referenceColumns is the column order of the reference query's output (the
+// Delta table's), so that state dump and table show print rows alike.
+func referenceColumns() []string {
+	op, err := agg.New(pipeline.ReferenceSpec())
+	if err != nil {
+		return nil
+	}
+	var cols []string
+	for _, f := range op.OutputSchema().Fields {
+		cols = append(cols, f.Name)
+	}
+	return cols
 }

@@ -12,7 +12,7 @@ EVOLUTION=(--conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true
            --conf spark.sql.streaming.offsetLog.formatVersion=2)
 mkdir -p "$WORK" "$PROGRESS"
 run() { printf '\n$ %s\n' "$*" >&2; "$@"; }
-if [ ! -x "$BIN" ]; then (cd "$ROOT" && go build -o "$BIN" ./cmd/ethstream); fi
+if [ ! -x "$BIN" ]; then mkdir -p "$(dirname "$BIN")"; run go -C "$ROOT" build -o "$BIN" ./cmd/ethstream; fi
 
 S3_SOURCE="s3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=${MAX_FILES:-365}"
 

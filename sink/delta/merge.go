@@ -324,7 +324,7 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 			Stats: fmt.Sprintf(`{"numRecords":%d}`, rows),
 		}})
 	}
-	plan.metrics.ScanTimeMs = time.Since(start).Milliseconds()
+	plan.metrics.ScanTimeMs = ceilMs(time.Since(start))
 	inserted := make([]sinkRow, 0, len(uniq))
 	for i := range uniq {
 		if !matched[i] && !uniq[i].del {
@@ -350,10 +350,17 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 			plan.abandon()
 			return nil, err
 		}
-		plan.metrics.RewriteTimeMs = time.Since(rewriteStart).Milliseconds()
+		plan.metrics.RewriteTimeMs = ceilMs(time.Since(rewriteStart))
 	}
-	plan.metrics.ExecutionTimeMs = time.Since(start).Milliseconds()
+	plan.metrics.ExecutionTimeMs = ceilMs(time.Since(start))
 	return plan, nil
+}
+
+// ceilMs rounds a duration up to whole milliseconds: a MERGE of a live batch
+// scans and rewrites in well under a millisecond (the data files' fsyncs
+// overlap the commit's), and truncating would report work that ran as 0 ms.
+func ceilMs(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 func nonNilPV(m map[string]*string) map[string]*string {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -398,6 +399,18 @@ func TestMergeTouchesOnlyOverlappingFiles(t *testing.T) {
 	}
 	if hist[0].Operation != "MERGE" || hist[0].OperationMetrics["numTargetFilesRemoved"] != "1" || *hist[0].ReadVersion != 1 {
 		t.Fatalf("history[0] = %+v", hist[0])
+	}
+	// The timings are filled: a MERGE that scanned and rewrote reports at
+	// least 1 ms for each, and the whole covers its parts.
+	ms := func(k string) int64 {
+		v, err := strconv.ParseInt(fmt.Sprint(hist[0].OperationMetrics[k]), 10, 64)
+		if err != nil {
+			t.Fatalf("%s = %v", k, hist[0].OperationMetrics[k])
+		}
+		return v
+	}
+	if ex, sc, rw := ms("executionTimeMs"), ms("scanTimeMs"), ms("rewriteTimeMs"); sc < 1 || rw < 1 || ex < sc || ex < rw {
+		t.Fatalf("executionTimeMs %d, scanTimeMs %d, rewriteTimeMs %d", ex, sc, rw)
 	}
 	got := tableRows(t, dir, -1)
 	if len(got) != 20005 || got[oracleKey{baseTS + 57*window, "src2", minerName(3)}] != 42 {
