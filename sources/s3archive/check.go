@@ -47,5 +47,6 @@ func (s *Source) Check(ctx context.Context) error {
 			"check the URI: it must name the directory (or S3 prefix) holding date=YYYY-MM-DD/*.parquet block files, e.g. s3://aws-public-blockchain/v1.0/eth/blocks",
 			"no block files (*.parquet) under %s", s.opts.URI)
 	}
+	s.probed = objs
 	return nil
 }

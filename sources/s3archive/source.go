@@ -37,6 +37,10 @@ type Source struct {
 	// snapshot is the set of files that existed when PrepareAvailableNow ran;
 	// nil without availableNow.
 	snapshot map[string]struct{}
+	// probed is the listing Check made just before the start, handed to the
+	// first list instead of listing again (a seed-size prefix is 4,080
+	// objects: a second listing doubled the restart's cost).
+	probed []object
 
 	mu     sync.Mutex // guards latest
 	latest stream.Offset
@@ -190,7 +194,11 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 }
 
 func (s *Source) list(ctx context.Context) ([]object, error) {
-	objs, err := s.st.list(ctx)
+	objs, err := s.probed, error(nil)
+	s.probed = nil
+	if objs == nil {
+		objs, err = s.st.list(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
