@@ -55,8 +55,9 @@
 // For batch N: offsets/N is written (walCommit) and entries older than
 // minBatchesToRetain are purged; each source's rows in (start, end] are read
 // with ReadBatch (the literal "source" column is added when the query reads
-// it) and handed to Operator.Process with the batch's watermark; then
-// Operator.Finish, Sink.AddBatch(N), Operator.Commit(N), commits/N with
+// it) and handed to Operator.Process with the batch's watermark; then, for
+// an operator that implements stream.WatermarkLookahead, NextWatermark with
+// the commit watermark (known once the input is read), Operator.Finish, Sink.AddBatch(N), Operator.Commit(N), commits/N with
 // nextBatchWatermarkMs = max(batch watermark, max event time - delay),
 // Source.Commit(end), and the progress event (appended to
 // <ckpt>/progress.jsonl, then given to the listeners). The sink is written

@@ -86,6 +86,10 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		PartitionRows: newRows,
 		PartitionKeys: bounds,
 		Schema:        s.schema,
+		ClosedRows:    s.pendingClosed,
+	}
+	if m.ClosedRows > 0 {
+		m.FormatVersion = metaFormatClosed
 	}
 	for _, r := range newRows {
 		m.Rows += r

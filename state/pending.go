@@ -226,7 +226,7 @@ func (s *Store) Abort() {
 	} else {
 		clear(s.pending)
 	}
-	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
+	s.pendingDelta, s.pendingBytes, s.unknown, s.pendingClosed = 0, 0, 0, 0
 	s.lastGet = s.lastGet[:0]
 	s.lastAbsent = false
 	s.alloc = pendingAlloc{}

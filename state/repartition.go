@@ -139,6 +139,10 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 		PartitionRows: rows,
 		PartitionKeys: bounds,
 		Schema:        s.schema,
+		ClosedRows:    s.ClosedRows(), // still closed by the same next watermark
+	}
+	if m.ClosedRows > 0 {
+		m.FormatVersion = metaFormatClosed
 	}
 	written, err := s.publishVersion(m, func(dw *dataWriter) error {
 		for t := range buckets {

@@ -74,6 +74,9 @@ type Store struct {
 	bounds []*keyBounds
 	rows   int64
 
+	// pendingClosed is the pending batch's SetClosedRows value.
+	pendingClosed int64
+
 	pending      map[string]*pendingEntry
 	pendingDelta int64 // NumKeys change of the pending batch's known entries
 	unknown      int   // entries whose existence is not looked up yet
@@ -105,6 +108,22 @@ func (s *Store) Schema() Schema { return s.schema }
 
 // Version returns the committed version the store holds (-1 = none).
 func (s *Store) Version() int64 { return s.version }
+
+// ClosedRows returns the committed version's closed rows (SetClosedRows).
+func (s *Store) ClosedRows() int64 {
+	if s.head == nil {
+		return 0
+	}
+	return s.head.ClosedRows
+}
+
+// SetClosedRows records, for the version the next Commit writes, how many
+// rows the operator counts as part of that version without storing them:
+// rows the next batch's watermark closes, which it would otherwise write
+// now and delete in the next batch. The store only keeps the number (in the
+// version's metadata, carried through a repartition); the operator answers
+// for what it means. Abort resets it to 0.
+func (s *Store) SetClosedRows(n int64) { s.pendingClosed = max(n, 0) }
 
 func (s *Store) usable() error {
 	if s.closed {
