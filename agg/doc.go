@@ -109,8 +109,9 @@
 //
 // Columns in order: window_start, window_end (Timestamp, µs; windowed queries
 // only), the group columns by name, then one column per aggregate named As
-// (Valid set when a sum/min/max saw only nulls). Rows are in first-seen order
-// (update) or state order (append, complete).
+// (Valid set when a sum/min/max saw only nulls). Rows are in key order,
+// window start then the group columns (update: the sink merges by key and
+// then need not sort), or in state order (append, complete).
 //
 // # Performance
 //

@@ -1,8 +1,11 @@
 package agg
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -466,4 +469,36 @@ func floatLess(a, b float64) bool {
 		return false
 	}
 	return a < b || math.IsNaN(b)
+}
+
+// keyOrder returns the entries sorted by output key: window start, then the
+// group columns in order (the sink's merge order for the reference table;
+// start is 0 for every entry of a plan without a window).
+// Time-ordered input appends entries almost in that order already.
+func (pt *partial) keyOrder(dst []int32) []int32 {
+	n := pt.len()
+	for e := range n {
+		dst = append(dst, int32(e))
+	}
+	less := func(a, b int32) int {
+		if c := cmp.Compare(pt.start[a], pt.start[b]); c != 0 {
+			return c
+		}
+		for k, t := range pt.p.groupType {
+			var c int
+			if t == stream.String {
+				c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
+			} else {
+				c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	if !slices.IsSortedFunc(dst, less) {
+		slices.SortFunc(dst, less)
+	}
+	return dst
 }

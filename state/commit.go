@@ -139,6 +139,7 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		s.broken = err
 	}
 	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, newRows, m.Rows, bounds
+	s.union = unionBounds{}
 	s.Abort()
 	s.afterPublish(snapshot)
 	if s.broken != nil {

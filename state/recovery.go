@@ -122,6 +122,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	}
 	s.version = version
 	s.n = s.opts.Partitions
+	s.union = unionBounds{}
 	if s.head != nil {
 		if gen, ok := s.trustMarker(); ok {
 			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)

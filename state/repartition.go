@@ -162,6 +162,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 
 	// The new version is durable; replace the cache.
 	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, rows, m.Rows, bounds
+	s.union = unionBounds{}
 	s.n, s.opts.Partitions = n, n
 	if err := s.resetCache(); err != nil {
 		s.broken = err

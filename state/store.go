@@ -72,6 +72,7 @@ type Store struct {
 	// unknown after a format-1 version): Scan skips a partition whose range
 	// misses the scanned one without opening its Pebble instance.
 	bounds []*keyBounds
+	union  unionBounds // of bounds, for outsideCommitted
 	rows   int64
 
 	// pendingClosed is the pending batch's SetClosedRows value.
