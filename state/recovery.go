@@ -62,7 +62,6 @@ func Open(ctx context.Context, opts Options, version int64) (*Store, error) {
 		dir:         opts.Dir,
 		logger:      opts.Logger,
 		version:     -1,
-		pending:     map[string]*pendingEntry{},
 		nextAttempt: map[int64]int{},
 	}
 	for v, a := range cat.maxAt {

@@ -59,7 +59,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 	if version <= base {
 		return st, fmt.Errorf("state: repartition into version %d from base %d", version, base)
 	}
-	if len(s.pending) > 0 {
+	if s.ptab.live > 0 {
 		return st, errors.New("state: repartition with an uncommitted batch pending")
 	}
 	if s.version != base {
@@ -68,7 +68,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 		}
 	}
 	st.From, st.To = s.n, n
-	s.lastGet, s.lastAbsent = s.lastGet[:0], false
+	s.lastGet = s.lastGet[:0]
 
 	// Route every key of version base into its new partition: from the
 	// checkpoint files when some old partition is not open (the usual case

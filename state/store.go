@@ -78,9 +78,9 @@ type Store struct {
 	// pendingClosed is the pending batch's SetClosedRows value.
 	pendingClosed int64
 
-	pending      map[string]*pendingEntry
-	pendingDelta int64 // NumKeys change of the pending batch's known entries
-	unknown      int   // entries whose existence is not looked up yet
+	ptab         pendingTable // the pending batch
+	pendingDelta int64        // NumKeys change of the pending batch's known entries
+	unknown      int          // entries whose existence is not looked up yet
 	pendingBytes int64
 
 	nextAttempt map[int64]int // version -> first attempt number not yet used
@@ -94,11 +94,6 @@ type Store struct {
 	closed      bool
 	alloc       pendingAlloc // the pending batch's entries, keys and values
 
-	// lastAbsent: lastGet is known not to be a pending key (Get missed it
-	// in the pending batch, or a Scan visited it as a committed key only),
-	// so the write that follows skips one map lookup. Any new pending entry
-	// clears it.
-	lastAbsent bool
 }
 
 // Partitions returns the partition count in force.
