@@ -60,6 +60,7 @@ type Operator struct {
 
 	vals     []aggVal
 	order    []int32 // entries in key order (update mode), reused
+	counts   []int32 // keyOrder's scratch
 	keyBuf   []byte
 	valBuf   []byte
 	progress stream.OperatorProgress
@@ -250,7 +251,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	}
 	var order []int32
 	if p.spec.Mode == Update {
-		o.order = pt.keyOrder(o.order[:0])
+		o.order, o.counts = pt.keyOrder(o.order[:0], o.counts)
 		order = o.order
 	}
 	for i := 0; i < n; i++ {
