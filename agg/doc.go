@@ -109,8 +109,9 @@
 //
 // Columns in order: window_start, window_end (Timestamp, µs; windowed queries
 // only), the group columns by name, then one column per aggregate named As
-// (Valid set when a sum/min/max saw only nulls). Rows are in first-seen order
-// (update) or state order (append, complete).
+// (Valid set when a sum/min/max saw only nulls). Rows are in key order,
+// window start then the group columns (update: the sink merges by key and
+// then need not sort), or in state order (append, complete).
 //
 // # Performance
 //
@@ -121,6 +122,34 @@
 // loop per aggregate then folds values by index. No per-row allocation or
 // interface boxing; state is touched once per distinct key per batch, in
 // Finish.
+//
+// # Closed at commit
+//
+// In update mode with a watermark, the engine tells the operator before
+// Finish(N) the watermark batch N+1 will run with (NextWatermark, the
+// nextBatchWatermarkMs of commits/N). Spark's state version N holds every
+// window ending after batch N's watermark; batch N+1 then evicts those
+// ending at or before its own, emitting nothing (update mode). In a
+// backfill that is nearly every key: each batch would write ~700k keys to
+// state only for the next to delete them. So version N does not store a
+// key whose window ends at or before the next watermark: Finish still
+// merges it with its stored value and emits it, then deletes the stored
+// key (if any) instead of writing it, and its eviction scan runs up to the
+// next watermark. The number of such rows is the version's closedRows
+// (state.Store.SetClosedRows, in its metadata, carried through a
+// repartition).
+//
+// What a state reader sees changes: `ethstream state dump` of version N
+// lists only the stored keys (a version written after the last batch's
+// successor, such as the final no-data batch of a backfill, is the same as
+// Spark's). What the query sees does not: the output, the batches (closed
+// rows make NeedsNoDataBatch true, as the stored keys would have), and the
+// progress figures (numRowsTotal counts the closed rows, numRowsRemoved of
+// the next batch counts them as evicted) are Spark's. Two custom metrics
+// say how much was never stored: numClosedRowsNotStored (rows of
+// numRowsTotal closed at this commit) and numRemovedRowsNotStored (rows of
+// numRowsRemoved the previous version closed). Append and complete modes,
+// and a caller that does not call NextWatermark, store every row.
 //
 // # Progress
 //

@@ -79,6 +79,9 @@ type harness struct {
 	committed int64 // last committed batch id, -1 for none
 	wmMs      int64 // watermark of the next batch
 	maxEvent  int64 // max event time seen (µs), MinInt64 for none
+	// lookahead: tell the operator the next batch's watermark before
+	// Finish, as the engine does (stream.WatermarkLookahead).
+	lookahead bool
 }
 
 func newHarness(t testing.TB, spec Spec, fs vfs.FS, parts int) *harness {
@@ -132,10 +135,38 @@ func (h *harness) process(id int64, chunks [][]testRow) {
 	}
 }
 
-// finish ends batch id and commits it, then advances the watermark.
+// nextWm returns the watermark of the batch after one that reads chunks,
+// and the max event time seen then.
+func (h *harness) nextWm(chunks [][]testRow) (wmMs, maxEvent int64) {
+	wmMs, maxEvent = h.wmMs, h.maxEvent
+	for _, c := range chunks {
+		for _, r := range c {
+			if !r.tsNull && r.ts > maxEvent {
+				maxEvent = r.ts
+			}
+		}
+	}
+	if maxEvent != math.MinInt64 && h.spec.WatermarkDelay > 0 {
+		wmMs = max(wmMs, floorDiv(maxEvent, 1000)-h.spec.WatermarkDelay.Milliseconds())
+	}
+	return wmMs, maxEvent
+}
+
+// finish ends batch id (telling the operator the next watermark first when
+// lookahead is set) and returns what Finish returned.
+func (h *harness) finish(id int64, chunks [][]testRow) (*stream.Batch, error) {
+	if h.lookahead {
+		next, _ := h.nextWm(chunks)
+		h.op.NextWatermark(id, next)
+	}
+	out, _, err := h.op.Finish(context.Background(), id, h.wmMs)
+	return out, err
+}
+
+// finishCommit ends batch id and commits it, then advances the watermark.
 func (h *harness) finishCommit(id int64, chunks [][]testRow) (*stream.Batch, stream.OperatorProgress) {
 	h.t.Helper()
-	out, _, err := h.op.Finish(context.Background(), id, h.wmMs)
+	out, err := h.finish(id, chunks)
 	if err != nil {
 		h.t.Fatalf("batch %d: finish: %v", id, err)
 	}
@@ -143,17 +174,7 @@ func (h *harness) finishCommit(id int64, chunks [][]testRow) (*stream.Batch, str
 		h.t.Fatalf("batch %d: commit: %v", id, err)
 	}
 	h.committed = id
-	for _, c := range chunks {
-		for _, r := range c {
-			if !r.tsNull && r.ts > h.maxEvent {
-				h.maxEvent = r.ts
-			}
-		}
-	}
-	if h.maxEvent != math.MinInt64 && h.spec.WatermarkDelay > 0 {
-		wm := floorDiv(h.maxEvent, 1000) - h.spec.WatermarkDelay.Milliseconds()
-		h.wmMs = max(h.wmMs, wm)
-	}
+	h.wmMs, h.maxEvent = h.nextWm(chunks)
 	return out, h.op.Progress()
 }
 

@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,17 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
+)
+
+// Custom metrics of the stateOperators entry that say how much of Spark's
+// figures is state never stored (doc.go, Closed at commit).
+const (
+	// MetricClosedUnstored: rows of numRowsTotal that the next batch's
+	// watermark closes, so this version does not store them.
+	MetricClosedUnstored = "numClosedRowsNotStored"
+	// MetricRemovedUnstored: rows of numRowsRemoved that the previous
+	// version counted but never stored.
+	MetricRemovedUnstored = "numRemovedRowsNotStored"
 )
 
 // Operator is the stateful grouped aggregation (stream.Operator over a
@@ -40,7 +52,15 @@ type Operator struct {
 	// last committed version, restored by Abort.
 	noneBelowUs, committedNoneBelowUs int64
 
+	// nextWmUs is the watermark batch nextWmBatch's successor runs with
+	// (NextWatermark), in µs; hasNextWm says it was given for that batch.
+	nextWmUs    int64
+	nextWmBatch int64
+	hasNextWm   bool
+
 	vals     []aggVal
+	order    []int32 // entries in key order (update mode), reused
+	counts   []int32 // keyOrder's scratch
 	keyBuf   []byte
 	valBuf   []byte
 	progress stream.OperatorProgress
@@ -48,8 +68,9 @@ type Operator struct {
 }
 
 var (
-	_ stream.Operator         = (*Operator)(nil)
-	_ stream.PartitionLimiter = (*Operator)(nil)
+	_ stream.Operator           = (*Operator)(nil)
+	_ stream.PartitionLimiter   = (*Operator)(nil)
+	_ stream.WatermarkLookahead = (*Operator)(nil)
 )
 
 // New validates spec and returns an operator to Open. Columns missing from
@@ -212,17 +233,40 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		out = newOutput(p, 0)
 	}
 
-	// Merge.
+	// closeUs is the watermark the state this batch commits must be read
+	// at: windows ending at or before it are closed at commit (update
+	// mode, with the next batch's watermark known; see closedAtCommitUs).
+	wmUs := o.wmUs(watermarkMs)
+	closeUs := o.closedAtCommitUs(batchID, wmUs)
+	var closed int64 // rows of this version closed at commit, not stored
+
+	// Merge. Each entry is a distinct key, and Process writes no state: with
+	// an empty pending batch now, no key the loop reads has a pending change,
+	// so it reads the committed version directly. In update mode the entries
+	// go in key order, the order the sink merges in (it then skips a sort).
 	t0 := time.Now()
-	for e := 0; e < n; e++ {
-		if e&1023 == 0 {
+	get := o.store.Get
+	if o.store.PendingLen() == 0 {
+		get = o.store.GetCommitted
+	}
+	var order []int32
+	if p.spec.Mode == Update {
+		o.order, o.counts = pt.keyOrder(o.order[:0], o.counts)
+		order = o.order
+	}
+	for i := 0; i < n; i++ {
+		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, stream.OperatorProgress{}, err
 			}
 		}
+		e := i
+		if order != nil {
+			e = int(order[i])
+		}
 		o.keyBuf = pt.stateKey(o.keyBuf[:0], e)
 		clear(o.vals)
-		val, ok, err := o.store.Get(o.keyBuf)
+		val, ok, err := get(o.keyBuf)
 		if err != nil {
 			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: read state: %w", err)
 		}
@@ -251,12 +295,22 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			}
 			continue
 		}
+		if p.spec.Mode == Update {
+			out.appendEntry(pt, e, o.vals)
+		}
+		if p.window && pt.start[e]+p.sizeUs <= closeUs {
+			// Closed at commit: the next batch would only delete it.
+			closed++
+			if ok {
+				if err := o.store.Delete(o.keyBuf); err != nil {
+					return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
+				}
+			}
+			continue
+		}
 		o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
 		if err := o.store.Put(o.keyBuf, o.valBuf); err != nil {
 			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
-		}
-		if p.spec.Mode == Update {
-			out.appendEntry(pt, e, o.vals)
 		}
 		if p.window {
 			if end := pt.start[e] + p.sizeUs; end <= o.noneBelowUs {
@@ -268,10 +322,16 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 
 	// Evict.
 	t1 := time.Now()
-	removed, err := o.evict(o.wmUs(watermarkMs), out)
+	removed, closedStored, err := o.evict(wmUs, closeUs, out)
 	if err != nil {
 		return nil, stream.OperatorProgress{}, err
 	}
+	closed += closedStored
+	// The previous version's closed rows are what this batch's watermark
+	// evicts without a stored key to delete.
+	removedUnstored := o.store.ClosedRows()
+	removed += removedUnstored
+	o.store.SetClosedRows(closed)
 	removals := time.Since(t1)
 
 	if p.spec.Mode == Complete {
@@ -289,7 +349,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	parts := int64(o.store.Partitions())
 	o.progress = stream.OperatorProgress{
 		OperatorName:              OperatorName,
-		NumRowsTotal:              o.store.NumKeys(),
+		NumRowsTotal:              o.store.NumKeys() + closed,
 		NumRowsUpdated:            int64(n),
 		AllUpdatesTimeMs:          updates.Milliseconds(),
 		NumRowsRemoved:            removed,
@@ -302,6 +362,11 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			"numInputRows":         o.inRows,
 			"numNullEventTimeRows": o.chunk.nullTS,
 			"numOutputRows":        int64(out.b.Len),
+			// Spark's figures stay whole (numRowsTotal counts the closed
+			// rows, numRowsRemoved the unstored ones); these say how much
+			// of them was never stored (doc.go, Closed at commit).
+			MetricClosedUnstored:  closed,
+			MetricRemovedUnstored: removedUnstored,
 		},
 	}
 	o.progress.NumRowsRemoved += o.deleted
@@ -342,15 +407,38 @@ func (o *Operator) describeEntry(e int) string {
 	return b.String()
 }
 
-// evict deletes every key whose window end <= wmUs (a range scan: keys start
-// with window_end), appending them to out in append mode.
-func (o *Operator) evict(wmUs int64, out *output) (int64, error) {
-	if !o.p.evicts || wmUs <= o.noneBelowUs {
-		return 0, nil
+// closedAtCommitUs is the watermark that closes state at this batch's
+// commit: the next batch's (NextWatermark) in update mode, where evicting
+// emits nothing and so a row the next batch would only delete need not be
+// stored; otherwise this batch's own (wmUs).
+func (o *Operator) closedAtCommitUs(batchID, wmUs int64) int64 {
+	if !o.p.evicts || o.p.spec.Mode != Update || !o.hasNextWm || o.nextWmBatch != batchID {
+		return wmUs
 	}
-	upper := state.AppendInt64Key(nil, wmUs+1)
-	var removed int64
-	err := o.store.Scan(nil, upper, func(key, val []byte) error {
+	return max(wmUs, o.nextWmUs)
+}
+
+// NextWatermark records the watermark batch batchID's successor runs with
+// (stream.WatermarkLookahead): the engine calls it before Finish.
+func (o *Operator) NextWatermark(batchID, nextWatermarkMs int64) {
+	o.hasNextWm, o.nextWmBatch, o.nextWmUs = true, batchID, o.wmUs(nextWatermarkMs)
+}
+
+// evict deletes every stored key whose window end <= closeUs (a range scan:
+// keys start with window_end), appending them to out in append mode. It
+// returns the keys whose window end <= wmUs (removed, Spark's eviction) and
+// the others (closed at commit: Spark keeps them until the next batch).
+func (o *Operator) evict(wmUs, closeUs int64, out *output) (removed, closed int64, err error) {
+	if !o.p.evicts || closeUs <= o.noneBelowUs {
+		return 0, 0, nil
+	}
+	upper := state.AppendInt64Key(nil, closeUs+1)
+	live := state.AppendInt64Key(nil, wmUs+1) // smallest key this batch's watermark keeps
+	err = o.store.Scan(nil, upper, func(key, val []byte) error {
+		if bytes.Compare(key, live) >= 0 {
+			closed++
+			return o.store.Delete(key)
+		}
 		if o.p.spec.Mode == Append {
 			if err := o.p.decodeValue(val, o.vals); err != nil {
 				return err
@@ -363,10 +451,10 @@ func (o *Operator) evict(wmUs int64, out *output) (int64, error) {
 		return o.store.Delete(key)
 	})
 	if err != nil {
-		return removed, fmt.Errorf("aggregation: evict windows closed by watermark: %w", err)
+		return removed, closed, fmt.Errorf("aggregation: evict windows closed by watermark: %w", err)
 	}
-	o.noneBelowUs = wmUs
-	return removed, nil
+	o.noneBelowUs = closeUs
+	return removed, closed, nil
 }
 
 // Commit makes state version batchID durable. The progress of the batch,
@@ -385,7 +473,7 @@ func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	o.memBytes = m.MemoryUsedBytes
 	o.progress.CommitTimeMs = m.CommitTimeMs
 	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
-	o.progress.NumRowsTotal = m.RowsTotal
+	o.progress.NumRowsTotal = m.RowsTotal + o.store.ClosedRows()
 	o.committedNoneBelowUs = o.noneBelowUs
 	o.resetBatch()
 	return nil
@@ -413,6 +501,11 @@ func (o *Operator) Abort() {
 func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	if o.store == nil || !o.p.evicts {
 		return false, nil
+	}
+	if o.store.ClosedRows() > 0 {
+		// Rows closed at the last commit: the batch at the next watermark
+		// (the one asked about) evicts them, as it would have stored ones.
+		return true, nil
 	}
 	wmUs := o.wmUs(watermarkMs)
 	if wmUs <= o.noneBelowUs {

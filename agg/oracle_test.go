@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -199,11 +198,16 @@ func (o *oracle) value(k string) (out []string, stored []any) {
 	return out, stored
 }
 
-// liveState renders the keys the state must hold, as harness.stateRows does.
-func (o *oracle) liveState() []string {
+// liveState renders the keys Spark's state holds, as harness.stateRows does.
+func (o *oracle) liveState() []string { return o.storedState(math.MinInt64) }
+
+// storedState renders the keys of liveState whose window ends after
+// closeUs: what a version stores when the next watermark, closeUs, is known
+// (doc.go, Closed at commit).
+func (o *oracle) storedState(closeUs int64) []string {
 	var rows []string
 	for k := range o.rows {
-		if o.evicted[k] {
+		if o.evicted[k] || o.p.window && o.end[k] <= closeUs {
 			continue
 		}
 		_, st := o.value(k)
@@ -334,13 +338,19 @@ func TestOracle(t *testing.T) {
 				if seed == 0 {
 					fs = vfs.Default // once per spec on the real file system
 				}
-				runOracle(t, spec, seed, rows, fs)
+				runOracle(t, spec, seed, rows, fs, false)
+			})
+			t.Run(fmt.Sprintf("%s/seed=%d/lookahead", name, seed), func(t *testing.T) {
+				runOracle(t, spec, seed, rows, vfs.NewMem(), true)
 			})
 		}
 	}
 }
 
-func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS) {
+// runOracle checks the operator against the oracle over a random stream;
+// with lookahead the harness tells it each next watermark before Finish, as
+// the engine does, and only the stored state may differ (closed rows).
+func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, lookahead bool) {
 	rng := rand.New(rand.NewPCG(seed, uint64(len(spec.GroupBy))))
 	delay := spec.WatermarkDelay
 	if delay == 0 {
@@ -355,9 +365,11 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS) {
 	}
 	batches := splitBatches(rng, genStream(rng, nRows, delay, step, maxSteps))
 	h := newHarness(t, spec, fs, 1+rng.IntN(5))
+	h.lookahead = lookahead
 	or := newOracle(t, spec)
+	closes := lookahead && spec.Mode == Update && or.p.evicts
+	var closedSeen int64
 	merged := map[string][]string{} // the sink's table after MERGEs of every output
-	ctx := context.Background()
 	for i, chunks := range batches {
 		id := int64(i)
 		rows := flatten(chunks)
@@ -382,7 +394,7 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS) {
 			h.op.Abort()
 		case 1: // abort after Finish (the sink failed)
 			h.process(id, chunks)
-			if _, _, err := h.op.Finish(ctx, id, wm); err != nil {
+			if _, err := h.finish(id, chunks); err != nil {
 				t.Fatal(err)
 			}
 			h.op.Abort()
@@ -465,14 +477,26 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS) {
 			}
 		}
 
-		// The committed state holds exactly the keys whose windows are open.
-		if st := h.stateRows(); fmt.Sprint(st) != fmt.Sprint(live) {
-			t.Fatalf("batch %d (wm %d): state\n%s\nwant\n%s", id, wm, strings.Join(st, "\n"), strings.Join(live, "\n"))
+		// The committed state holds exactly the keys whose windows are open
+		// (at the next watermark, h.wmMs now, if the operator knew it).
+		stored := live
+		if closes {
+			stored = or.storedState(h.wmMs * 1000)
 		}
+		if st := h.stateRows(); fmt.Sprint(st) != fmt.Sprint(stored) {
+			t.Fatalf("batch %d (wm %d): state\n%s\nwant\n%s", id, wm, strings.Join(st, "\n"), strings.Join(stored, "\n"))
+		}
+		if c := prog.CustomMetrics[MetricClosedUnstored]; c != int64(len(live)-len(stored)) {
+			t.Fatalf("batch %d: %s = %d, want %d", id, MetricClosedUnstored, c, len(live)-len(stored))
+		}
+		closedSeen += int64(len(live) - len(stored))
 
 		if rng.IntN(8) == 0 {
 			h.restart(rng.IntN(2) == 0)
 		}
+	}
+	if closes && closedSeen == 0 {
+		t.Fatal("no row was closed at commit: the stream does not test lookahead")
 	}
 	if err := h.op.Close(); err != nil {
 		t.Fatal(err)

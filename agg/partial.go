@@ -1,8 +1,11 @@
 package agg
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -466,4 +469,82 @@ func floatLess(a, b float64) bool {
 		return false
 	}
 	return a < b || math.IsNaN(b)
+}
+
+// keyOrder returns the entries sorted by output key: window start, then the
+// group columns in order (the sink's merge order for the reference table;
+// start is 0 for every entry of a plan without a window). Windowed entries
+// are first placed by a counting sort on the window index (starts are
+// multiples of the slide; a backfill batch of a year holds ~100k windows and
+// its entries arrive interleaved by the parallel file decoding), then each
+// window's few entries are sorted by their groups. counts is scratch space.
+func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
+	n := pt.len()
+	less := func(a, b int32) int {
+		if c := cmp.Compare(pt.start[a], pt.start[b]); c != 0 {
+			return c
+		}
+		for k, t := range pt.p.groupType {
+			var c int
+			if t == stream.String {
+				c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
+			} else {
+				c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	if n == 0 {
+		return dst, counts
+	}
+	lo, hi := pt.start[0], pt.start[0]
+	for _, s := range pt.start[:n] {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	slide := max(pt.p.slideUs, 1)
+	if !pt.p.window || (hi-lo)/slide >= int64(4*n+1024) {
+		for e := range n {
+			dst = append(dst, int32(e))
+		}
+		if !slices.IsSortedFunc(dst, less) {
+			slices.SortFunc(dst, less)
+		}
+		return dst, counts
+	}
+	nb := int((hi-lo)/slide) + 1
+	counts = slices.Grow(counts[:0], nb+1)[:nb+1]
+	clear(counts)
+	for _, s := range pt.start[:n] {
+		counts[(s-lo)/slide+1]++
+	}
+	for b := 1; b <= nb; b++ {
+		counts[b] += counts[b-1]
+	}
+	dst = slices.Grow(dst[:0], n)[:n]
+	for e, s := range pt.start[:n] {
+		b := (s - lo) / slide
+		dst[counts[b]] = int32(e)
+		counts[b]++
+	}
+	// counts[b] is now the end of window b's run (the start of b+1's).
+	from := int32(0)
+	for b := 0; b < nb; b++ {
+		to := counts[b]
+		if run := dst[from:to]; len(run) > 1 {
+			if len(run) <= 12 {
+				for i := 1; i < len(run); i++ {
+					for j := i; j > 0 && less(run[j-1], run[j]) > 0; j-- {
+						run[j-1], run[j] = run[j], run[j-1]
+					}
+				}
+			} else {
+				slices.SortFunc(run, less)
+			}
+		}
+		from = to
+	}
+	return dst, counts
 }

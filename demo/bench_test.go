@@ -2,6 +2,8 @@ package demo
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,9 +16,16 @@ func TestBenchSmallArchive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end bench")
 	}
+	// DuckDB is a separate module (cgo); a script stands in for its binary
+	// here, so that the file:// backfill, the timing of the child process and
+	// the ratios are exercised.
+	duck := filepath.Join(t.TempDir(), "duckref")
+	if err := os.WriteFile(duck, []byte("#!/bin/sh\necho \"duckdb: globbed $1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var out strings.Builder
 	res, err := Bench(context.Background(), BenchOptions{WorkDir: t.TempDir(), Preset: chain.LastDaysPreset(2),
-		LiveBatches: 3, Out: &out})
+		LiveBatches: 3, Out: &out, DuckDB: duck})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +44,11 @@ func TestBenchSmallArchive(t *testing.T) {
 	if res.BackfillPeakRSSBytes <= 0 || res.LivePeakRSSBytes <= 0 {
 		t.Fatalf("RSS not measured: %+v", res)
 	}
-	if !strings.Contains(out.String(), "repartition 200 -> 8") {
+	if !strings.Contains(out.String(), "repartition 200 -> 8") || !strings.Contains(out.String(), "backfill file:// / DuckDB") {
 		t.Fatalf("table:\n%s", out.String())
+	}
+	if res.BackfillCPUMs <= 0 || res.FileBackfillMs <= 0 || res.FileBackfillCPUMs <= 0 || res.DuckDBMs < 0 ||
+		!strings.HasPrefix(res.DuckDBOutput, "duckdb: globbed ") || !strings.HasSuffix(res.DuckDBOutput, "*.parquet") {
+		t.Fatalf("file:// backfill or DuckDB figures missing: %+v", res)
 	}
 }

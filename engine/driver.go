@@ -162,6 +162,10 @@ func (d *driver) do(ctx context.Context, b *batchRun, s step) error {
 		return d.read(ctx, b, s)
 	case opFinish:
 		b.srcProg = d.sourceProgress(b)
+		if la, ok := d.op.(stream.WatermarkLookahead); ok {
+			// The input is read: the commit watermark is known now.
+			la.NextWatermark(s.Batch, nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.ev))
+		}
 		out, opProg, err := d.op.Finish(ctx, s.Batch, p.Entry.Metadata.BatchWatermarkMs)
 		if err != nil {
 			return fmt.Errorf("batch %d: finish operator: %w", s.Batch, err)

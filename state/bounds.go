@@ -16,6 +16,43 @@ func (s *Store) beyondBounds(p int, key []byte) bool {
 	return b != nil && (bytes.Compare(key, b.Min) < 0 || bytes.Compare(key, b.Max) > 0)
 }
 
+// outsideCommitted reports whether key is known to lie outside the range
+// of every committed partition (two comparisons, no partition hash). The
+// union of the bounds is computed once per committed version.
+func (s *Store) outsideCommitted(key []byte) bool {
+	if !s.union.valid {
+		s.union = unionBounds{valid: true, known: true}
+		for p, b := range s.bounds {
+			if s.partRows[p] == 0 {
+				continue
+			}
+			if b == nil {
+				s.union.known = false
+				break
+			}
+			if s.union.min == nil || bytes.Compare(b.Min, s.union.min) < 0 {
+				s.union.min = b.Min
+			}
+			if s.union.max == nil || bytes.Compare(b.Max, s.union.max) > 0 {
+				s.union.max = b.Max
+			}
+		}
+	}
+	u := &s.union
+	if !u.known {
+		return false
+	}
+	return u.min == nil || bytes.Compare(key, u.min) < 0 || bytes.Compare(key, u.max) > 0
+}
+
+// unionBounds caches the union of the committed partitions' key bounds
+// (outsideCommitted); whatever replaces Store.bounds resets it.
+type unionBounds struct {
+	valid    bool
+	known    bool   // every non-empty partition's bounds are known
+	min, max []byte // nil: no committed key
+}
+
 // outside reports whether partition p's committed keys are known to lie
 // outside [lower, upper).
 func (s *Store) outside(p int, lower, upper []byte) bool {

@@ -19,10 +19,10 @@ type change struct {
 	e    *pendingEntry
 }
 
-func newChange(k string, e *pendingEntry) change {
+func newChange(e *pendingEntry) change {
 	var b [8]byte
-	copy(b[:], k)
-	return change{pfx: binary.BigEndian.Uint64(b[:]), part: int(e.part), key: k, e: e}
+	copy(b[:], e.key)
+	return change{pfx: binary.BigEndian.Uint64(b[:]), part: int(e.part), key: e.key, e: e}
 }
 
 func cmpChange(a, b change) int {
@@ -96,9 +96,11 @@ func sortChanges(cs []change) {
 // (partition, key): puts, and deletes of keys that existed. It resolves
 // unknown entries on the way (one sort for both).
 func (s *Store) changes() ([]change, error) {
-	cs := make([]change, 0, len(s.pending))
-	for k, e := range s.pending {
-		cs = append(cs, newChange(k, e))
+	cs := make([]change, 0, s.ptab.live)
+	for _, e := range s.ptab.ents {
+		if !e.gone {
+			cs = append(cs, newChange(e))
+		}
 	}
 	sortChanges(cs)
 	if err := s.resolveSorted(cs); err != nil {

@@ -346,10 +346,5 @@ func PartitionOf(key []byte, n int) int {
 	if n <= 0 {
 		panic(fmt.Sprintf("state: PartitionOf with %d partitions", n))
 	}
-	h := uint64(14695981039346656037)
-	for _, c := range key {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return int(h % uint64(n))
+	return int(keyHash(key) % uint64(n))
 }

@@ -86,6 +86,10 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		PartitionRows: newRows,
 		PartitionKeys: bounds,
 		Schema:        s.schema,
+		ClosedRows:    s.pendingClosed,
+	}
+	if m.ClosedRows > 0 {
+		m.FormatVersion = metaFormatClosed
 	}
 	for _, r := range newRows {
 		m.Rows += r
@@ -110,9 +114,9 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		write = func(dw *dataWriter) error {
 			rest := cs
 			for p := 0; p < s.n; p++ {
-				var pend []string
+				var pend []*pendingEntry
 				for ; len(rest) > 0 && rest[0].part == p; rest = rest[1:] {
-					pend = append(pend, rest[0].key)
+					pend = append(pend, rest[0].e)
 				}
 				err := s.scanPartition(p, nil, nil, pend, func(k, v []byte) error { return dw.add(recPut, p, k, v) })
 				if err != nil {
@@ -135,6 +139,7 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		s.broken = err
 	}
 	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, newRows, m.Rows, bounds
+	s.union = unionBounds{}
 	s.Abort()
 	s.afterPublish(snapshot)
 	if s.broken != nil {

@@ -98,8 +98,13 @@
 // instance, every partition whose range misses [lower, upper): eviction
 // scans [-inf, watermark) and keys start with window_end, so it opens only
 // the partitions holding closed windows. formatVersion 1 is the same without
-// partitionKeys (all bounds unknown); this build writes 2. An unknown header
-// or formatVersion is CHECKPOINT_CORRUPT, never guessed at.
+// partitionKeys (all bounds unknown). formatVersion 3 is 2 plus
+// "closedRows":<n> (n > 0): rows the operator counts as part of the
+// version without storing them (Store.SetClosedRows; for the aggregation,
+// windows the next batch's watermark closes). This build writes 3 when
+// closedRows > 0 and 2 otherwise, so a reader that does not know the field
+// refuses exactly the files it would miscount. An unknown header or
+// formatVersion is CHECKPOINT_CORRUPT, never guessed at.
 //
 // # Garbage
 //

@@ -40,6 +40,10 @@ const (
 
 	metaHeader        = "ethstream-state-meta v1"
 	metaFormatVersion = 2 // written; 1 (no partitionKeys) is still read
+	// metaFormatClosed is written instead of metaFormatVersion by a version
+	// with closedRows > 0 (format 2 plus closedRows): a reader that does not
+	// know the field refuses the file instead of miscounting.
+	metaFormatClosed = 3
 
 	kindNameDelta    = "delta"
 	kindNameSnapshot = "snapshot"
@@ -362,6 +366,10 @@ type versionMeta struct {
 	// (carried forward from a format-1 version). Absent in format 1.
 	PartitionKeys []*keyBounds `json:"partitionKeys,omitempty"`
 	Schema        Schema       `json:"schema"`
+	// ClosedRows (format 3, absent when 0) counts the rows the operator
+	// holds as part of this version but did not store, because the next
+	// batch's watermark closes them (Store.SetClosedRows).
+	ClosedRows int64 `json:"closedRows,omitempty"`
 }
 
 // keyBounds is the smallest and largest key of a non-empty partition.
@@ -419,7 +427,10 @@ func decodeMeta(b []byte) (*versionMeta, error) {
 		if m.PartitionKeys != nil {
 			return nil, errors.New("partitionKeys in a formatVersion 1 file")
 		}
-	case 2:
+	case 2, 3:
+		if (m.FormatVersion == 3) != (m.ClosedRows > 0) {
+			return nil, fmt.Errorf("closedRows %d in a formatVersion %d file", m.ClosedRows, m.FormatVersion)
+		}
 		if len(m.PartitionKeys) != m.Partitions {
 			return nil, fmt.Errorf("partitionKeys has %d entries for %d partitions", len(m.PartitionKeys), m.Partitions)
 		}
@@ -437,8 +448,11 @@ func decodeMeta(b []byte) (*versionMeta, error) {
 	default:
 		return nil, fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
 	}
+	if m.FormatVersion == 1 && m.ClosedRows != 0 {
+		return nil, errors.New("closedRows in a formatVersion 1 file")
+	}
 	if m.Version < 0 || m.Attempt < 0 || m.Partitions <= 0 || m.Partitions > maxPartitions ||
-		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 {
+		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 || m.ClosedRows < 0 {
 		return nil, errors.New("metadata fields out of range")
 	}
 	var sum int64

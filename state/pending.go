@@ -10,16 +10,31 @@ import (
 
 // pendingEntry is one key changed by the current batch.
 type pendingEntry struct {
+	key     string // backed by the batch's arena (pendingAlloc)
+	hash    uint64 // keyHash(key)
 	val     []byte
 	part    int32
 	del     bool
 	known   bool // existed has been looked up
 	existed bool // the key is in the committed version (if known)
+	gone    bool // netted to nothing (forget): not pending until written again
 }
 
 // committedGet reads key from the committed version.
 func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
-	p := PartitionOf(key, s.n)
+	if s.outsideCommitted(key) {
+		// A key outside every partition's range (a backfill's new
+		// windows): known missing without hashing it to its partition.
+		s.lastGet = append(s.lastGet[:0], key...)
+		s.lastFound = false
+		return nil, false, nil
+	}
+	return s.committedAt(key, keyHash(key))
+}
+
+// committedAt is committedGet for a key whose keyHash is h.
+func (s *Store) committedAt(key []byte, h uint64) ([]byte, bool, error) {
+	p := int(h % uint64(s.n))
 	if s.partRows[p] == 0 {
 		return nil, false, nil
 	}
@@ -27,7 +42,7 @@ func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
 		// Usually a key of a new window: known missing without opening
 		// the partition (Commit opens the partitions it writes together).
 		s.lastGet = append(s.lastGet[:0], key...)
-		s.lastFound, s.lastAbsent = false, true
+		s.lastFound = false
 		return nil, false, nil
 	}
 	v, ok, err := s.parts.get(p, key, s.getBuf)
@@ -36,10 +51,25 @@ func (s *Store) committedGet(key []byte) ([]byte, bool, error) {
 	}
 	if err == nil {
 		s.lastGet = append(s.lastGet[:0], key...)
-		s.lastFound, s.lastAbsent = ok, true
+		s.lastFound = ok
 	}
 	return v, ok, err
 }
+
+// GetCommitted returns key's value in the committed version, ignoring the
+// pending batch: for a caller that knows the key has no pending change (the
+// aggregation's merge writes each distinct key once, into an empty pending
+// batch). A Put or Delete of the same key right after it costs no lookup of
+// the committed version. val is valid until the next call on the store.
+func (s *Store) GetCommitted(key []byte) (val []byte, ok bool, err error) {
+	if err := s.usable(); err != nil {
+		return nil, false, err
+	}
+	return s.committedGet(key)
+}
+
+// PendingLen returns the number of keys the pending batch changes.
+func (s *Store) PendingLen() int { return s.ptab.live }
 
 // Get returns key's value as of the pending batch. val is valid until the
 // next call on the store.
@@ -47,13 +77,14 @@ func (s *Store) Get(key []byte) (val []byte, ok bool, err error) {
 	if err := s.usable(); err != nil {
 		return nil, false, err
 	}
-	if e, found := s.pending[string(key)]; found {
+	h := keyHash(key)
+	if e := s.ptab.get(key, h); e != nil {
 		if e.del {
 			return nil, false, nil
 		}
 		return e.val, true, nil
 	}
-	return s.committedGet(key)
+	return s.committedAt(key, h)
 }
 
 // contrib is a known entry's share of NumKeys relative to the committed
@@ -70,18 +101,26 @@ func (e *pendingEntry) contrib() int64 {
 }
 
 // entry returns key's pending entry, creating it if needed. Whether the key
-// exists in the committed version is taken from the last Get if it read this
-// key, and otherwise looked up later, in key order, by resolve: blind writes
-// of many keys then cost a sequential pass instead of a random read each.
+// exists in the committed version is taken from the last committed lookup
+// if it read this key, and otherwise looked up later, in key order, by
+// resolve: blind writes of many keys then cost a sequential pass instead of
+// a random read each.
 func (s *Store) entry(key []byte) *pendingEntry {
-	if !s.lastAbsent || string(s.lastGet) != string(key) {
-		if e, found := s.pending[string(key)]; found {
-			return e
+	h := keyHash(key)
+	e, slot := s.ptab.find(key, h)
+	if e != nil {
+		if e.gone {
+			// Forgotten as known missing from the committed version:
+			// pending again, unchanged so far.
+			e.gone, e.del, e.val = false, true, nil
+			s.ptab.live++
+			s.pendingBytes += int64(len(key)) + 80
 		}
+		return e
 	}
-	p := PartitionOf(key, s.n)
-	e := s.alloc.entry()
-	e.part = int32(p)
+	p := int(h % uint64(s.n))
+	e = s.alloc.entry()
+	e.key, e.hash, e.part = s.alloc.str(key), h, int32(p)
 	switch {
 	case s.partRows[p] == 0 || s.beyondBounds(p, key):
 		e.known = true
@@ -91,8 +130,7 @@ func (s *Store) entry(key []byte) *pendingEntry {
 		s.unknown++
 	}
 	e.del = !e.existed // unchanged so far (an unknown entry is set right away)
-	s.pending[s.alloc.str(key)] = e
-	s.lastAbsent = false
+	s.ptab.insert(e, slot)
 	s.pendingBytes += int64(len(key)) + 80
 	return e
 }
@@ -134,7 +172,7 @@ func (s *Store) Delete(key []byte) error {
 	if e.known {
 		if !e.existed {
 			// Net nothing: forget the key.
-			s.forget(key)
+			s.forget(e)
 			return nil
 		}
 		s.pendingDelta += e.contrib()
@@ -142,9 +180,12 @@ func (s *Store) Delete(key []byte) error {
 	return nil
 }
 
-func (s *Store) forget(key []byte) {
-	delete(s.pending, string(key))
-	s.pendingBytes -= int64(len(key)) + 80
+// forget drops e, a deleted key known missing from the committed version,
+// from the pending batch.
+func (s *Store) forget(e *pendingEntry) {
+	e.gone, e.del, e.val = true, true, nil
+	s.ptab.live--
+	s.pendingBytes -= int64(len(e.key)) + 80
 }
 
 // resolve looks up, partition by partition in key order, whether each
@@ -154,9 +195,9 @@ func (s *Store) resolve() error {
 		return nil
 	}
 	cs := make([]change, 0, s.unknown)
-	for k, e := range s.pending {
-		if !e.known {
-			cs = append(cs, newChange(k, e))
+	for _, e := range s.ptab.ents {
+		if !e.known && !e.gone {
+			cs = append(cs, newChange(e))
 		}
 	}
 	sortChanges(cs)
@@ -196,7 +237,7 @@ func (s *Store) resolveSorted(cs []change) error {
 			e.known, e.existed = true, found
 			s.unknown--
 			if e.del && !found {
-				s.forget(kb)
+				s.forget(e)
 				continue
 			}
 			s.pendingDelta += e.contrib()
@@ -220,15 +261,9 @@ func (s *Store) NumKeys() int64 {
 
 // Abort drops the pending batch.
 func (s *Store) Abort() {
-	if len(s.pending) > 4096 {
-		// A cleared map keeps its buckets; let a backfill-sized one go.
-		s.pending = map[string]*pendingEntry{}
-	} else {
-		clear(s.pending)
-	}
-	s.pendingDelta, s.pendingBytes, s.unknown = 0, 0, 0
+	s.ptab.reset()
+	s.pendingDelta, s.pendingBytes, s.unknown, s.pendingClosed = 0, 0, 0, 0
 	s.lastGet = s.lastGet[:0]
-	s.lastAbsent = false
 	s.alloc = pendingAlloc{}
 }
 

@@ -62,7 +62,6 @@ func Open(ctx context.Context, opts Options, version int64) (*Store, error) {
 		dir:         opts.Dir,
 		logger:      opts.Logger,
 		version:     -1,
-		pending:     map[string]*pendingEntry{},
 		nextAttempt: map[int64]int{},
 	}
 	for v, a := range cat.maxAt {
@@ -122,6 +121,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	}
 	s.version = version
 	s.n = s.opts.Partitions
+	s.union = unionBounds{}
 	if s.head != nil {
 		if gen, ok := s.trustMarker(); ok {
 			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)

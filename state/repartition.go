@@ -59,7 +59,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 	if version <= base {
 		return st, fmt.Errorf("state: repartition into version %d from base %d", version, base)
 	}
-	if len(s.pending) > 0 {
+	if s.ptab.live > 0 {
 		return st, errors.New("state: repartition with an uncommitted batch pending")
 	}
 	if s.version != base {
@@ -68,7 +68,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 		}
 	}
 	st.From, st.To = s.n, n
-	s.lastGet, s.lastAbsent = s.lastGet[:0], false
+	s.lastGet = s.lastGet[:0]
 
 	// Route every key of version base into its new partition: from the
 	// checkpoint files when some old partition is not open (the usual case
@@ -139,6 +139,10 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 		PartitionRows: rows,
 		PartitionKeys: bounds,
 		Schema:        s.schema,
+		ClosedRows:    s.ClosedRows(), // still closed by the same next watermark
+	}
+	if m.ClosedRows > 0 {
+		m.FormatVersion = metaFormatClosed
 	}
 	written, err := s.publishVersion(m, func(dw *dataWriter) error {
 		for t := range buckets {
@@ -158,6 +162,7 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 
 	// The new version is durable; replace the cache.
 	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, rows, m.Rows, bounds
+	s.union = unionBounds{}
 	s.n, s.opts.Partitions = n, n
 	if err := s.resetCache(); err != nil {
 		s.broken = err

@@ -5,7 +5,8 @@ package state
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -34,44 +35,50 @@ func (s *Store) Scan(lower, upper []byte, fn func(key, val []byte) error) error 
 		}
 	}
 	for p := 0; p < s.n; p++ {
-		if err := s.scanPartition(p, lower, upper, buckets[p], fn); err != nil {
+		var pend []*pendingEntry
+		if buckets != nil {
+			pend = buckets[p]
+		}
+		if err := s.scanPartition(p, lower, upper, pend, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// pendingByPartition returns the pending keys within [lower, upper) grouped
-// by partition, each group sorted.
-func (s *Store) pendingByPartition(lower, upper []byte) map[int][]string {
-	buckets := map[int][]string{}
-	for k, e := range s.pending {
-		if lower != nil && k < string(lower) {
+// pendingByPartition returns the pending entries within [lower, upper)
+// grouped by partition (nil when none is), each group sorted by key.
+func (s *Store) pendingByPartition(lower, upper []byte) [][]*pendingEntry {
+	if s.ptab.live == 0 {
+		return nil
+	}
+	buckets := make([][]*pendingEntry, s.n)
+	for _, e := range s.ptab.ents {
+		if e.gone || lower != nil && e.key < string(lower) || upper != nil && e.key >= string(upper) {
 			continue
 		}
-		if upper != nil && k >= string(upper) {
-			continue
-		}
-		buckets[int(e.part)] = append(buckets[int(e.part)], k)
+		buckets[e.part] = append(buckets[e.part], e)
 	}
 	for _, b := range buckets {
-		sort.Strings(b)
+		slices.SortFunc(b, func(x, y *pendingEntry) int { return strings.Compare(x.key, y.key) })
 	}
 	return buckets
 }
 
-// scanPartition merges partition p's committed keys with its pending ones.
-func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func(key, val []byte) error) error {
-	visitPending := func(k string) error {
-		e, ok := s.pending[k]
-		if !ok || e.del {
+// scanPartition merges partition p's committed keys with its pending
+// entries pend (sorted by key). An entry is read when it is visited: fn may
+// have changed it since pend was gathered (it changes only the key it is
+// given).
+func (s *Store) scanPartition(p int, lower, upper []byte, pend []*pendingEntry, fn func(key, val []byte) error) error {
+	visitPending := func(e *pendingEntry) error {
+		if e.gone || e.del {
 			return nil
 		}
-		return fn([]byte(k), e.val)
+		return fn(keyBytes(e.key), e.val)
 	}
 	if s.partRows[p] == 0 || s.outside(p, lower, upper) {
-		for _, k := range pend {
-			if err := visitPending(k); err != nil {
+		for _, e := range pend {
+			if err := visitPending(e); err != nil {
 				return err
 			}
 		}
@@ -88,7 +95,7 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 	i := 0
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()
-		for i < len(pend) && pend[i] < string(k) {
+		for i < len(pend) && pend[i].key < string(k) {
 			if err := visitPending(pend[i]); err != nil {
 				return errors.Join(err, it.Close())
 			}
@@ -96,10 +103,11 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 		}
 		// pend holds every pending key of the range (fn changes only the
 		// key it visits), so a committed key not in it has no pending
-		// entry: no map lookup.
-		if i < len(pend) && pend[i] == string(k) {
+		// entry: no lookup.
+		if i < len(pend) && pend[i].key == string(k) {
+			e := pend[i]
 			i++
-			if e, ok := s.pending[string(k)]; ok {
+			if !e.gone {
 				if e.del {
 					continue
 				}
@@ -117,7 +125,7 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []string, fn func
 		// then knows it existed, instead of leaving it to resolve (a sort
 		// and a seek per key).
 		s.lastGet = append(s.lastGet[:0], k...)
-		s.lastFound, s.lastAbsent = true, true
+		s.lastFound = true
 		if err := fn(k, v); err != nil {
 			return errors.Join(err, it.Close())
 		}

@@ -17,7 +17,7 @@ func TestSortChangesMatchesNaive(t *testing.T) {
 			cs := make([]change, n)
 			for i := range cs {
 				k := fmt.Sprintf("%08d|%d", r.IntN(50), r.IntN(1000000))
-				cs[i] = newChange(k, &pendingEntry{part: int32(r.IntN(parts))})
+				cs[i] = newChange(&pendingEntry{key: k, part: int32(r.IntN(parts))})
 			}
 			want := slices.Clone(cs)
 			slices.SortStableFunc(want, cmpChange)

@@ -72,11 +72,15 @@ type Store struct {
 	// unknown after a format-1 version): Scan skips a partition whose range
 	// misses the scanned one without opening its Pebble instance.
 	bounds []*keyBounds
+	union  unionBounds // of bounds, for outsideCommitted
 	rows   int64
 
-	pending      map[string]*pendingEntry
-	pendingDelta int64 // NumKeys change of the pending batch's known entries
-	unknown      int   // entries whose existence is not looked up yet
+	// pendingClosed is the pending batch's SetClosedRows value.
+	pendingClosed int64
+
+	ptab         pendingTable // the pending batch
+	pendingDelta int64        // NumKeys change of the pending batch's known entries
+	unknown      int          // entries whose existence is not looked up yet
 	pendingBytes int64
 
 	nextAttempt map[int64]int // version -> first attempt number not yet used
@@ -90,11 +94,6 @@ type Store struct {
 	closed      bool
 	alloc       pendingAlloc // the pending batch's entries, keys and values
 
-	// lastAbsent: lastGet is known not to be a pending key (Get missed it
-	// in the pending batch, or a Scan visited it as a committed key only),
-	// so the write that follows skips one map lookup. Any new pending entry
-	// clears it.
-	lastAbsent bool
 }
 
 // Partitions returns the partition count in force.
@@ -105,6 +104,22 @@ func (s *Store) Schema() Schema { return s.schema }
 
 // Version returns the committed version the store holds (-1 = none).
 func (s *Store) Version() int64 { return s.version }
+
+// ClosedRows returns the committed version's closed rows (SetClosedRows).
+func (s *Store) ClosedRows() int64 {
+	if s.head == nil {
+		return 0
+	}
+	return s.head.ClosedRows
+}
+
+// SetClosedRows records, for the version the next Commit writes, how many
+// rows the operator counts as part of that version without storing them:
+// rows the next batch's watermark closes, which it would otherwise write
+// now and delete in the next batch. The store only keeps the number (in the
+// version's metadata, carried through a repartition); the operator answers
+// for what it means. Abort resets it to 0.
+func (s *Store) SetClosedRows(n int64) { s.pendingClosed = max(n, 0) }
 
 func (s *Store) usable() error {
 	if s.closed {

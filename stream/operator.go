@@ -89,6 +89,17 @@ type ProgressReporter interface {
 	Progress() OperatorProgress
 }
 
+// WatermarkLookahead is implemented by operators that use the watermark the
+// next batch runs with, which the engine knows once a batch's input is read
+// (the nextBatchWatermarkMs its commit records): the engine calls
+// NextWatermark(N, ms) before Finish(N), with exactly that value. An
+// operator may then leave out of state version N what that watermark
+// closes, as long as its output, its progress figures and NeedsNoDataBatch
+// stay what they would be had it stored them.
+type WatermarkLookahead interface {
+	NextWatermark(batchID, nextWatermarkMs int64)
+}
+
 // SchemaOperator is implemented by operators that declare the schema of their
 // output before the first batch, so that the sink can create or check its
 // table at Open.

@@ -18,7 +18,12 @@ embedded S3 endpoint, and runs in this process: the backfill (availableNow, 200 
 partitions), a restart with the live source at 200 partitions, and a restart that shrinks the
 state to 8 partitions followed by live batches. It prints a table against the targets and,
 with --out, writes the figures as JSON. The seed preset's archive takes minutes to generate
-and about 9 GB of disk the first time.`,
+and about 9 GB of disk the first time.
+
+With --duckdb PATH (the scripts/duckref binary, built in its own module: cd scripts/duckref &&
+go build -o /tmp/duckref .), bench also runs the backfill from file:// on a checkpoint of its
+own, then DuckDB's plain GROUP BY over the same files, and prints the ratios of wall time and of
+CPU time (user + system: this process during a backfill, the DuckDB process for DuckDB).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := presetFromFlags(preset, days)
@@ -42,7 +47,7 @@ and about 9 GB of disk the first time.`,
 	c.Flags().IntVar(&live, "live-batches", 20, "live batches measured at each partition count")
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&out, "out", "", "write the figures as JSON to FILE")
-	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also time DuckDB's GROUP BY over the same files")
+	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also run the file:// backfill and DuckDB's GROUP BY over the same files, and print the ratios")
 	return c
 }
 

@@ -1,0 +1,96 @@
+package state
+
+// The pending batch's index: an open-addressing hash table from key bytes to
+// entries, instead of a Go map keyed by strings. A backfill batch puts
+// millions of keys; the map cost two string hashes per Put (lookup, then
+// insert) on top of the partition hash, and a growth by rehashing strings.
+// Here one FNV-1a pass per key gives both the partition (PartitionOf's hash,
+// part of the format) and the slot, a lookup that misses is followed by an
+// insert into the slot it found, and growth rehashes stored hashes.
+
+// keyHash is PartitionOf's FNV-1a 64 of key, before the modulo.
+func keyHash(key []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range key {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// pendingTable indexes the pending entries by key. Entries are never
+// removed from it: a key that nets to nothing (forget) is marked gone and
+// revived by a later write, so probing needs no tombstones.
+type pendingTable struct {
+	slots []int32         // index+1 into ents; 0 = empty; len is a power of two
+	ents  []*pendingEntry // insertion order
+	live  int             // entries not gone
+}
+
+// slotOf spreads h over the table (FNV's low bits alone cluster).
+func (t *pendingTable) slotOf(h uint64) int {
+	return int((h * 0x9E3779B97F4A7C15) >> 32 & uint64(len(t.slots)-1))
+}
+
+// find returns key's entry (possibly gone) or nil, and the slot where an
+// insert of key belongs.
+func (t *pendingTable) find(key []byte, h uint64) (*pendingEntry, int) {
+	if len(t.slots) == 0 {
+		return nil, -1
+	}
+	mask := len(t.slots) - 1
+	for i := t.slotOf(h); ; i = (i + 1) & mask {
+		j := t.slots[i]
+		if j == 0 {
+			return nil, i
+		}
+		if e := t.ents[j-1]; e.hash == h && e.key == string(key) {
+			return e, i
+		}
+	}
+}
+
+// get returns key's entry if it is pending (not gone).
+func (t *pendingTable) get(key []byte, h uint64) *pendingEntry {
+	e, _ := t.find(key, h)
+	if e == nil || e.gone {
+		return nil
+	}
+	return e
+}
+
+// insert adds e (whose key find reported missing at slot) to the table.
+func (t *pendingTable) insert(e *pendingEntry, slot int) {
+	if slot < 0 || 4*(len(t.ents)+1) > 3*len(t.slots) {
+		t.grow()
+		_, slot = t.find(keyBytes(e.key), e.hash)
+	}
+	t.ents = append(t.ents, e)
+	t.slots[slot] = int32(len(t.ents))
+	t.live++
+}
+
+func (t *pendingTable) grow() {
+	n := max(2*len(t.slots), 64)
+	t.slots = make([]int32, n)
+	mask := n - 1
+	for j, e := range t.ents {
+		i := t.slotOf(e.hash)
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = int32(j + 1)
+	}
+}
+
+// reset empties the table, keeping small arrays for the next batch.
+func (t *pendingTable) reset() {
+	if len(t.slots) > 1<<14 {
+		*t = pendingTable{}
+		return
+	}
+	clear(t.slots)
+	clear(t.ents)
+	t.ents = t.ents[:0]
+	t.live = 0
+}
