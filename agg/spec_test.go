@@ -99,7 +99,7 @@ func TestSchema(t *testing.T) {
 	}
 	got := op.Schema().String()
 	want := "stateStoreSave key(window_end timestamp, window_start timestamp, source string, miner string) value(count int64) " +
-		"spec(agg/v1 window=block_ts size=5m0s slide=5m0s groupBy=source,miner aggs=count(*):count mode=update watermark=block_ts-48h0m0s)"
+		"spec(agg/v2 window=block_ts size=5m0s slide=5m0s groupBy=source,miner aggs=count(*):count)"
 	if got != want {
 		t.Fatalf("schema\n%s\nwant\n%s", got, want)
 	}
