@@ -318,7 +318,10 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
 	}
 	q.Operator = c.op
-	q.Shape = &c.shape
+	if cfg.Table != "" {
+		// Without a table (a plan) there is no whole shape to check.
+		q.Shape = &c.shape
+	}
 	q.Trigger = cfg.Trigger
 	q.MaxDataBatches = cfg.MaxBatches
 	q.Conf = cfg.Conf

@@ -25,6 +25,7 @@ type queryFlags struct {
 	maxBatches                  int
 	progress                    string
 	metricsAddr                 string
+	sql                         sqlFlags
 }
 
 func (f *queryFlags) register(c *cobra.Command) {
@@ -37,6 +38,7 @@ func (f *queryFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
 	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464)")
+	f.sql.register(c)
 }
 
 // config checks every flag (the CLI's part of the one validation path; the
@@ -103,6 +105,9 @@ func (f *queryFlags) parse(logger *slog.Logger, needTable bool) (pipeline.Config
 	if cfg.Trigger, err = pipeline.ParseTrigger(f.trigger); err != nil {
 		return cfg, err
 	}
+	if err := f.sql.apply(&cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
@@ -120,12 +125,14 @@ func newRunCmd() *cobra.Command {
 	var uf uiFlags
 	c := &cobra.Command{
 		Use:   "run",
-		Short: "Run the reference query (docs/contracts.md, Reference query) on a checkpoint and a Delta table",
-		Long: `run starts (or resumes) the reference query on the checkpoint --checkpoint and the
-Delta table --table. Every refusal is decided from a read of the checkpoint before anything
-is written: nothing is created, not even the directory or its .lock. A checkpoint whose state
-another state store provider wrote (Apache Spark's HDFS-backed or RocksDB store) is refused
-with STATE_PROVIDER_UNSUPPORTED; 'ethstream checkpoint inspect' still reads it.`,
+		Short: "Run a query (the reference query unless --query) on a checkpoint and a Delta table",
+		Long: `run starts (or resumes) a query on the checkpoint --checkpoint and the Delta table
+--table: the reference query, or --query/--query-file in Spark SQL. Every refusal is decided
+from a read of the checkpoint before anything is written: nothing is created, not even the
+directory or its .lock. A checkpoint whose state another state store provider wrote (Apache
+Spark's HDFS-backed or RocksDB store) is refused with STATE_PROVIDER_UNSUPPORTED; 'ethstream
+checkpoint inspect' still reads it. A restart whose query shape differs from the recorded one
+is decided by the restart rules ('ethstream plan' shows the diff).`,
 		Example: `  ethstream run --checkpoint ck --table tbl \
     --source 's3_backfill=s3archive:s3://aws-public-blockchain/v1.0/eth/blocks?region=us-east-2&anonymous=true&maxFilesPerTrigger=365' \
     --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true --trigger available-now`,
