@@ -303,7 +303,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {
-		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs})
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema()})
 		if err != nil {
 			return q, engine.Options{}, err
 		}
