@@ -441,6 +441,19 @@ func (p *plan) specText() string {
 	return b.String()
 }
 
+// compatibleSpec accepts the v1 text of the same window and aggregates
+// ("agg/v1 ... mode=<m> watermark=<w>").
+func (p *plan) compatibleSpec(recorded string) bool {
+	rest, ok := strings.CutPrefix(recorded, "agg/v1")
+	if !ok {
+		return false
+	}
+	if i := strings.Index(rest, " mode="); i >= 0 {
+		rest = rest[:i]
+	}
+	return "agg/v2"+rest == p.schema.Spec
+}
+
 // Watermark returns the event-time column and delay the engine must compute
 // the watermark from (the operator drops and evicts by it), and false when
 // the spec has no watermark.
