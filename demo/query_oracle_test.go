@@ -127,7 +127,6 @@ func TestQueriesAgainstRecount(t *testing.T) {
 
 	type agg struct {
 		n, gas, txMax, numMin int64
-		has                   bool
 	}
 	for _, tc := range []struct {
 		name, query, watermark, mode string

@@ -84,7 +84,7 @@ func restartCases() []rrCase {
 		{change: "add a filter (WHERE gas_used > 15000000)", spark: "allowed", ours: allowedFrom, expected: "allowed",
 			modify: withQuery(rrFilter)},
 		{change: "remove the filter", spark: "allowed", ours: allowedFrom, expected: "allowed",
-			setup: func(c *pipeline.Config) { c.Query, c.WithWatermark = rrFilter, pipeline.ReferenceWatermark },
+			setup:  func(c *pipeline.Config) { c.Query, c.WithWatermark = rrFilter, pipeline.ReferenceWatermark },
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = "", "" }},
 		{change: "rate limit maxFilesPerTrigger 1 -> 2", spark: "allowed, from the next newly planned batch", ours: "allowed, from the next newly planned batch", expected: "allowed",
 			modify: func(c *pipeline.Config, e *rrEnv) { c.Sources[0] = e.ArchiveSource(2) }},
@@ -229,6 +229,8 @@ func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipe
 			return fmt.Errorf("setup start: %w", err)
 		}
 	}
+	var pendingOffsets string
+	var pendingEntry []byte
 	if c.pending {
 		d := checkpoint.Dir{FS: vfs.Default, Path: cfg.Checkpoint}
 		ids, err := d.ListCommits()
@@ -236,6 +238,10 @@ func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipe
 			return fmt.Errorf("no commit to make pending: %v", err)
 		}
 		if err := os.Remove(d.CommitPath(ids[len(ids)-1])); err != nil {
+			return err
+		}
+		pendingOffsets = d.OffsetsPath(ids[len(ids)-1])
+		if pendingEntry, err = os.ReadFile(pendingOffsets); err != nil {
 			return err
 		}
 	}
@@ -274,6 +280,14 @@ func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipe
 		}
 	} else if c.pending {
 		return errors.New("no batch was re-run")
+	}
+	if c.pending {
+		// The same data: the re-run used the recorded offsets entry as is.
+		after, err := os.ReadFile(pendingOffsets)
+		if err != nil || string(after) != string(pendingEntry) {
+			return fmt.Errorf("the pending batch's offsets entry %s changed: %v", pendingOffsets, err)
+		}
+		notes = append(notes, "its offsets entry unchanged")
 	}
 	if sum.FirstBatchID < 0 {
 		notes = append(notes, "no new data: no batch ran")
