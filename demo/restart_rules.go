@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
@@ -174,17 +175,16 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 		if _, err := pipeline.Run(ctx, cfg); err != nil {
 			return nil, fmt.Errorf("restart-rules backfill: %w", err)
 		}
+		// Kept aside: every case restores it into the same paths, which the
+		// recorded shape names.
 		b := filepath.Join(root, fmt.Sprintf("baseline-evolution-%t", evo))
-		if err := os.Rename(ck, filepath.Join(b, "checkpoint")); err != nil {
-			if err := os.MkdirAll(b, 0o755); err != nil {
+		for _, d := range [][2]string{{ck, "checkpoint"}, {table, "table"}} {
+			if err := copyTree(d[0], filepath.Join(b, d[1])); err != nil {
 				return nil, err
 			}
-			if err := os.Rename(ck, filepath.Join(b, "checkpoint")); err != nil {
+			if err := os.RemoveAll(d[0]); err != nil {
 				return nil, err
 			}
-		}
-		if err := os.Rename(table, filepath.Join(b, "table")); err != nil {
-			return nil, err
 		}
 		baselines[evo] = b
 	}
@@ -344,8 +344,10 @@ func writeRestartRules(w io.Writer, rows []RestartRule) error {
 	return cw.Error()
 }
 
-// copyTree copies the files under src to dst (created).
+// copyTree copies the files under src to dst (created), through the one
+// publish primitive like every other file ethstream writes.
 func copyTree(src, dst string) error {
+	pub := durable.For(vfs.Default)
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -353,12 +355,13 @@ func copyTree(src, dst string) error {
 		rel, _ := filepath.Rel(src, p)
 		target := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
+			return durable.EnsureDir(vfs.Default, target)
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(target, b, 0o644)
+		_, err = durable.Bytes(pub, filepath.Dir(target), filepath.Base(target), durable.Options{Mode: durable.Replace, NoDirSync: true}, b)
+		return err
 	})
 }

@@ -8,10 +8,10 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 )
 
@@ -155,8 +155,8 @@ func ReadLatest(fs vfs.FS, ckpt string) (*Record, error) {
 	}
 	var seqs []int64
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") {
-			continue // a temp file of a publish that did not finish
+		if durable.IsTemp(n) {
+			continue // a publish that did not finish
 		}
 		v, err := strconv.ParseInt(n, 10, 64)
 		if err != nil || v < 0 || strconv.FormatInt(v, 10) != n {
@@ -186,18 +186,8 @@ func ReadLatest(fs vfs.FS, ckpt string) (*Record, error) {
 // directory if needed.
 func Write(fs vfs.FS, ckpt string, seq int64, r Record) error {
 	dir := fs.PathJoin(ckpt, Dir)
-	if _, err := fs.Stat(dir); err != nil {
-		if err := fs.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
-		}
-		// The new directory's entry must be durable before a record in it is.
-		d, err := fs.OpenDir(ckpt)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", ckpt, err)
-		}
-		if err := errors.Join(d.Sync(), d.Close()); err != nil {
-			return fmt.Errorf("sync %s: %w", ckpt, err)
-		}
+	if err := durable.EnsureDir(fs, dir); err != nil {
+		return err
 	}
 	data, err := Encode(r)
 	if err != nil {
