@@ -101,11 +101,14 @@ func (s Shape) Equal(o Shape) bool {
 // Encode renders a record in the version-1 file format.
 func Encode(r Record) ([]byte, error) {
 	r.Shape = r.Shape.normal()
-	js, err := json.Marshal(r)
-	if err != nil {
+	var b bytes.Buffer
+	b.WriteString("v" + strconv.Itoa(Version) + "\n")
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // filters read as written: (gas_used > 0)
+	if err := enc.Encode(r); err != nil {
 		return nil, err
 	}
-	return append(append([]byte("v"+strconv.Itoa(Version)+"\n"), js...), '\n'), nil
+	return b.Bytes(), nil
 }
 
 // Parse reads a record file's content; path is for errors.
