@@ -22,6 +22,9 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	if err := d.w.Prepare(); err != nil {
 		return err
 	}
+	if err := shape.RemoveTemps(d.o.FS, d.w.Path); err != nil {
+		return err
+	}
 	d.queryID = sp.QueryID
 	if d.queryID == "" {
 		d.queryID = uuid.NewString()

@@ -198,3 +198,10 @@ func Write(fs vfs.FS, ckpt string, seq int64, r Record) error {
 	}
 	return checkpoint.Publish(fs, dir, strconv.FormatInt(seq, 10), data)
 }
+
+// RemoveTemps deletes what publishes under shape/ left when they did not
+// finish (a crash); only the checkpoint's lock holder may call it.
+func RemoveTemps(fs vfs.FS, ckpt string) error {
+	_, err := durable.RemoveTemps(fs, fs.PathJoin(ckpt, Dir))
+	return err
+}
