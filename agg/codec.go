@@ -41,7 +41,7 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 func (p *plan) encodeValue(dst []byte, vals []aggVal) []byte {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
-		if ra.out == stream.Float64 {
+		if ra.acc() == stream.Float64 {
 			dst = state.AppendFloat64Value(dst, vals[a].f)
 		} else {
 			dst = state.AppendInt64Value(dst, vals[a].i)
@@ -62,7 +62,7 @@ func (p *plan) decodeValue(val []byte, vals []aggVal) error {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
 		var ok bool
-		if ra.out == stream.Float64 {
+		if ra.acc() == stream.Float64 {
 			if len(val) < 8 {
 				return p.badValue(a)
 			}
@@ -108,10 +108,10 @@ func (pt *partial) merge(e int, vals []aggVal) {
 			continue
 		}
 		nn := acc.nn[e]
-		if ra.Kind == Sum {
+		if ra.Kind == Sum || ra.Kind == Avg {
 			// With retractions a sum's partial may be non-zero with a net
 			// non-null count of 0 (one value retracted, another inserted).
-			if ra.out == stream.Float64 {
+			if ra.acc() == stream.Float64 {
 				v.f += acc.floats[e]
 			} else {
 				v.i += acc.ints[e]
@@ -124,7 +124,7 @@ func (pt *partial) merge(e int, vals []aggVal) {
 		if nn == 0 {
 			continue
 		}
-		if ra.out == stream.Float64 {
+		if ra.acc() == stream.Float64 {
 			x := acc.floats[e]
 			switch ra.Kind {
 			case Min:

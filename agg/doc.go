@@ -89,7 +89,7 @@
 //	              [start, enc(watermark µs + 1)) per partition.
 //	Value         per aggregate, its As name with the output type (count:
 //	              Int64; sum of Int64: Int64, of Float64: Float64; min/max:
-//	              the input type); sum/min/max add a field <As>__nonnull Int64,
+//	              the input type; avg: the sum, in the input type); sum/min/max/avg add a field <As>__nonnull Int64,
 //	              the number of non-null inputs (0 means SQL null), because
 //	              state values are not nullable. A Spec declaring
 //	              Retractions without a count(*) adds a last field __rows
@@ -97,9 +97,10 @@
 //	              count(*):__rows to the Spec text; every other state layout
 //	              is unchanged by retractions, so checkpoints written before
 //	              them read as they did.
-//	Spec          "agg/v1 window=<col> size=<d> slide=<d> groupBy=<cols>
-//	              aggs=<kind>(<col>|*):<as>,... mode=<mode>
-//	              watermark=<col>-<delay>|none"
+//	Spec          "agg/v2 window=<col> size=<d> slide=<d> groupBy=<cols>
+//	              aggs=<kind>(<col>|*):<as>,..." (what shapes the state
+//	              only: the output mode and the watermark delay are checked
+//	              by the engine's restart rules; "agg/v1" also named them)
 //
 // Keys and values use state's encodings (state.AppendInt64Key,
 // AppendStringKey, AppendInt64Value, AppendFloat64Value); the operator reads

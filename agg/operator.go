@@ -105,6 +105,9 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		Partitions: env.Partitions,
 		Schema:     o.p.schema,
 		Logger:     o.logger,
+		// Checkpoints written before spec v2 named the mode and watermark
+		// too; the engine's restart rules decide those now.
+		SpecCompatible: o.p.compatibleSpec,
 	}, env.Version)
 	if err != nil {
 		return err

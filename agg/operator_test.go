@@ -29,7 +29,7 @@ func TestDecodeValueMatchesState(t *testing.T) {
 	for range 2000 {
 		for a := range vals {
 			vals[a] = aggVal{i: rng.Int64() - math.MaxInt64/2, f: rng.NormFloat64() * 1e12, nn: rng.Int64N(1 << 40)}
-			if p.aggs[a].out == stream.Float64 {
+			if p.aggs[a].acc() == stream.Float64 {
 				vals[a].i = 0
 			} else {
 				vals[a].f = 0
@@ -45,7 +45,7 @@ func TestDecodeValueMatchesState(t *testing.T) {
 		}
 		var want []any
 		for a, ra := range p.aggs {
-			if ra.out == stream.Float64 {
+			if ra.acc() == stream.Float64 {
 				want = append(want, vals[a].f)
 			} else {
 				want = append(want, vals[a].i)

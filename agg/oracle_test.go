@@ -141,18 +141,21 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 			return "null", []any{0.0, int64(0)}
 		}
 		v := vs[0]
-		if a.Kind == Sum {
+		if a.Kind == Sum || a.Kind == Avg {
 			v = 0
 		}
 		for _, x := range vs {
 			switch a.Kind {
-			case Sum:
+			case Sum, Avg:
 				v += x
 			case Min:
 				v = math.Min(v, x)
 			case Max:
 				v = math.Max(v, x)
 			}
+		}
+		if a.Kind == Avg {
+			return fmt.Sprint(v / float64(len(vs))), []any{v, int64(len(vs))}
 		}
 		return fmt.Sprint(v), []any{v, int64(len(vs))}
 	}
@@ -173,18 +176,21 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 		return "null", []any{int64(0), int64(0)}
 	}
 	v := vs[0]
-	if a.Kind == Sum {
+	if a.Kind == Sum || a.Kind == Avg {
 		v = 0
 	}
 	for _, x := range vs {
 		switch a.Kind {
-		case Sum:
+		case Sum, Avg:
 			v += x
 		case Min:
 			v = min(v, x)
 		case Max:
 			v = max(v, x)
 		}
+	}
+	if a.Kind == Avg {
+		return fmt.Sprint(float64(v) / float64(len(vs))), []any{v, int64(len(vs))}
 	}
 	return fmt.Sprint(v), []any{v, int64(len(vs))}
 }
@@ -298,7 +304,8 @@ var propertySpecs = map[string]Spec{
 			{Kind: Count}, {Kind: Count, Column: ethblock.ColGasUsed, As: "n_gas"},
 			{Kind: Sum, Column: ethblock.ColGasUsed}, {Kind: Min, Column: ethblock.ColGasUsed}, {Kind: Max, Column: ethblock.ColGasUsed},
 			{Kind: Sum, Column: "fee"}, {Kind: Min, Column: "fee"}, {Kind: Max, Column: "fee"},
-			{Kind: Max, Column: ethblock.ColBlockTS, As: "last_ts"}},
+			{Kind: Max, Column: ethblock.ColBlockTS, As: "last_ts"},
+			{Kind: Avg, Column: ethblock.ColGasUsed}, {Kind: Avg, Column: "fee"}},
 		Mode: Update, WatermarkDelay: 15 * time.Minute, ColumnTypes: testColumnTypes},
 	"append-uneven-slide": {Window: &Window{Column: ethblock.ColBlockTS, Size: 7 * time.Minute, Slide: 3 * time.Minute},
 		GroupBy: []string{stream.ColSource}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Min, Column: "fee"}},

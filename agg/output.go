@@ -79,9 +79,20 @@ func (o *output) appendAggs(vals []aggVal) {
 			break
 		}
 		c := &o.b.Columns[o.aBase+a]
-		if ra.out == stream.Float64 {
+		switch {
+		case ra.Kind == Avg:
+			sum := vals[a].f
+			if ra.acc() != stream.Float64 {
+				sum = float64(vals[a].i)
+			}
+			avg := 0.0
+			if vals[a].nn > 0 {
+				avg = sum / float64(vals[a].nn)
+			}
+			c.Float64s = append(c.Float64s, avg)
+		case ra.out == stream.Float64:
 			c.Float64s = append(c.Float64s, vals[a].f)
-		} else {
+		default:
 			c.Int64s = append(c.Int64s, vals[a].i)
 		}
 		null := ra.hasNonNull() && vals[a].nn == 0

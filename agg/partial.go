@@ -225,7 +225,7 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 	for a := range pt.acc {
 		acc := &pt.acc[a]
-		if pt.p.aggs[a].out == stream.Float64 {
+		if pt.p.aggs[a].acc() == stream.Float64 {
 			acc.floats = append(acc.floats, 0)
 		} else {
 			acc.ints = append(acc.ints, 0)
@@ -425,7 +425,7 @@ func accInt(kind AggKind, acc *accum, vs []int64, valid []bool, idx []int32) {
 		}
 		v := vs[i]
 		switch kind {
-		case Sum:
+		case Sum, Avg:
 			out[g] += v
 		case Min:
 			if nn[g] == 0 || v < out[g] {
@@ -448,7 +448,7 @@ func accFloat(kind AggKind, acc *accum, vs []float64, valid []bool, idx []int32)
 		}
 		v := vs[i]
 		switch kind {
-		case Sum:
+		case Sum, Avg:
 			out[g] += v
 		case Min:
 			if nn[g] == 0 || floatLess(v, out[g]) {

@@ -46,6 +46,9 @@ const (
 	Sum   AggKind = 2 // sum of an Int64 (-> Int64) or Float64 (-> Float64) column
 	Min   AggKind = 3 // minimum of an Int64, Timestamp or Float64 column, same type
 	Max   AggKind = 4 // maximum of an Int64, Timestamp or Float64 column, same type
+	// Avg is the mean of an Int64 or Float64 column, as Float64. State keeps
+	// the sum (in the input type) and the non-null count, as Spark's buffer.
+	Avg AggKind = 5
 )
 
 func (k AggKind) String() string {
@@ -58,6 +61,8 @@ func (k AggKind) String() string {
 		return "min"
 	case Max:
 		return "max"
+	case Avg:
+		return "avg"
 	}
 	return fmt.Sprintf("AggKind(%d)", uint8(k))
 }
@@ -153,7 +158,7 @@ const OperatorName = "stateStoreSave"
 type resolvedAgg struct {
 	Aggregate
 	in  stream.Type // input column type; 0 for count(*)
-	out stream.Type
+	out stream.Type // output column type
 	// hidden: kept in state, never output (the row count of Spec.Retractions).
 	hidden bool
 }
@@ -266,7 +271,7 @@ func newPlan(spec Spec) (*plan, error) {
 	for _, a := range spec.Aggregates {
 		ra := resolvedAgg{Aggregate: a}
 		switch a.Kind {
-		case Count, Sum, Min, Max:
+		case Count, Sum, Min, Max, Avg:
 		default:
 			return nil, invalid("unknown aggregate kind %d", uint8(a.Kind))
 		}
@@ -296,6 +301,12 @@ func newPlan(spec Spec) (*plan, error) {
 					"%s(%s): column is %s", a.Kind, a.Column, ra.in)
 			}
 			ra.out = ra.in
+		case Avg:
+			if ra.in != stream.Int64 && ra.in != stream.Float64 {
+				return nil, errcode.New(CodeDatatypeMismatch, "", "average an int64 or float64 column",
+					"avg(%s): column is %s", a.Column, ra.in)
+			}
+			ra.out = stream.Float64
 		}
 		if ra.As == "" {
 			if a.Column == "" {
@@ -371,6 +382,15 @@ const rowsField = "__rows"
 
 func (a *resolvedAgg) hasNonNull() bool { return a.Kind != Count }
 
+// acc is the type of the running value kept in state: the output type, but
+// for avg the sum's (the input type).
+func (a *resolvedAgg) acc() stream.Type {
+	if a.Kind == Avg {
+		return a.in
+	}
+	return a.out
+}
+
 func (p *plan) buildSchema() state.Schema {
 	s := state.Schema{OperatorName: OperatorName}
 	if p.window {
@@ -382,7 +402,7 @@ func (p *plan) buildSchema() state.Schema {
 		s.Key = append(s.Key, state.Field{Name: g, Type: p.groupType[i]})
 	}
 	for _, a := range p.aggs {
-		s.Value = append(s.Value, state.Field{Name: a.As, Type: a.out})
+		s.Value = append(s.Value, state.Field{Name: a.As, Type: a.acc()})
 		if a.hasNonNull() {
 			s.Value = append(s.Value, state.Field{Name: a.As + nonNullSuffix, Type: stream.Int64})
 		}
@@ -392,11 +412,15 @@ func (p *plan) buildSchema() state.Schema {
 }
 
 // specText is recorded with the state and compared on open, so that a query
-// whose window, aggregates, mode or watermark changed is refused with
-// STATE_SCHEMA_MISMATCH rather than misreading the old state.
+// whose window or aggregates changed is refused with STATE_SCHEMA_MISMATCH
+// rather than misreading the old state. It names only what shapes the state
+// (v2): the output mode and the watermark delay do not change what a key or
+// a value means, and whether a change of them is safe across a restart is
+// the engine's restart rule to decide (a mode change is allowed, a larger
+// watermark delay is not).
 func (p *plan) specText() string {
 	var b strings.Builder
-	b.WriteString("agg/v1")
+	b.WriteString("agg/v2")
 	if w := p.spec.Window; w != nil {
 		fmt.Fprintf(&b, " window=%s size=%s slide=%s", w.Column,
 			time.Duration(p.sizeUs)*time.Microsecond, time.Duration(p.slideUs)*time.Microsecond)
@@ -414,13 +438,20 @@ func (p *plan) specText() string {
 		}
 		fmt.Fprintf(&b, "%s(%s):%s", a.Kind, col, a.As)
 	}
-	fmt.Fprintf(&b, " mode=%s", p.spec.Mode)
-	if p.spec.WatermarkDelay > 0 && p.window {
-		fmt.Fprintf(&b, " watermark=%s-%s", p.spec.Window.Column, p.spec.WatermarkDelay)
-	} else {
-		b.WriteString(" watermark=none")
-	}
 	return b.String()
+}
+
+// compatibleSpec accepts the v1 text of the same window and aggregates
+// ("agg/v1 ... mode=<m> watermark=<w>").
+func (p *plan) compatibleSpec(recorded string) bool {
+	rest, ok := strings.CutPrefix(recorded, "agg/v1")
+	if !ok {
+		return false
+	}
+	if i := strings.Index(rest, " mode="); i >= 0 {
+		rest = rest[:i]
+	}
+	return "agg/v2"+rest == p.schema.Spec
 }
 
 // Watermark returns the event-time column and delay the engine must compute

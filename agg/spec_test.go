@@ -99,7 +99,7 @@ func TestSchema(t *testing.T) {
 	}
 	got := op.Schema().String()
 	want := "stateStoreSave key(window_end timestamp, window_start timestamp, source string, miner string) value(count int64) " +
-		"spec(agg/v1 window=block_ts size=5m0s slide=5m0s groupBy=source,miner aggs=count(*):count mode=update watermark=block_ts-48h0m0s)"
+		"spec(agg/v2 window=block_ts size=5m0s slide=5m0s groupBy=source,miner aggs=count(*):count)"
 	if got != want {
 		t.Fatalf("schema\n%s\nwant\n%s", got, want)
 	}
@@ -133,5 +133,28 @@ func TestSpecEngineHelpers(t *testing.T) {
 	s.WatermarkDelay = 0
 	if col, _, ok := s.Watermark(); ok {
 		t.Fatalf("Watermark without delay = %q", col)
+	}
+}
+
+// A state written with the v1 spec text (which also named the mode and the
+// watermark) reopens under v2 when the window and aggregates are the same.
+func TestCompatibleSpecV1(t *testing.T) {
+	p, err := newPlan(Spec{Window: &Window{Column: ethblock.ColBlockTS, Size: 5 * time.Minute}, GroupBy: []string{stream.ColSource, ethblock.ColMiner},
+		Aggregates: []Aggregate{{Kind: Count, As: "count"}}, Mode: Update, WatermarkDelay: 48 * time.Hour, ColumnTypes: testColumnTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := "agg/v1 window=block_ts size=5m0s slide=5m0s groupBy=source,miner aggs=count(*):count mode=update watermark=block_ts-48h0m0s"
+	if !p.compatibleSpec(v1) {
+		t.Fatalf("v1 text not accepted for %s", p.schema.Spec)
+	}
+	for _, other := range []string{
+		"agg/v1 window=block_ts size=10m0s slide=10m0s groupBy=source,miner aggs=count(*):count mode=update watermark=none",
+		"agg/v1 window=block_ts size=5m0s slide=5m0s groupBy=miner aggs=count(*):count mode=update watermark=none",
+		"agg/v3 window=block_ts size=5m0s slide=5m0s groupBy=source,miner aggs=count(*):count",
+	} {
+		if p.compatibleSpec(other) {
+			t.Errorf("accepted %q", other)
+		}
 	}
 }

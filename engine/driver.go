@@ -38,6 +38,8 @@ type driver struct {
 	byKey   map[string]*srcState
 	order   []*srcState // query order
 	withSrc bool
+	// shape is the restart rules' decision; open records the shape if asked.
+	shape *shapeDecision
 	// opOpen and sinkOpen say what close must close.
 	opOpen, sinkOpen bool
 

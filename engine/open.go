@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 )
@@ -19,6 +20,9 @@ import (
 // opens the sink, the operator and the sources.
 func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	if err := d.w.Prepare(); err != nil {
+		return err
+	}
+	if err := shape.RemoveTemps(d.o.FS, d.w.Path); err != nil {
 		return err
 	}
 	d.queryID = sp.QueryID
@@ -72,6 +76,13 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 			return fmt.Errorf("open source %q (%s): %w", st.key, st.src.Description(), err)
 		}
 		st.open = true
+	}
+	// The shape is recorded last: a start that fails to open its sink or
+	// operator leaves no record of a shape that never ran.
+	if sd := d.shape; sd != nil && sd.Write {
+		if err := shape.Write(d.o.FS, d.w.Path, sd.Seq, shape.Record{FirstBatchID: sd.FirstBatchID, Shape: sd.Shape}); err != nil {
+			return fmt.Errorf("record the query shape: %w", err)
+		}
 	}
 	return nil
 }

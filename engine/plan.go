@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -31,6 +32,12 @@ type PlanReport struct {
 	// the start runs before polling its sources (the pending batch, a
 	// control batch), then the poll that decides the next new batch.
 	Steps []string `json:"steps"`
+	// RecordedShape is the query shape in the checkpoint (nil: none), Shape
+	// the starting query's, and ShapeChanges every difference with the
+	// restart rule that decides it.
+	RecordedShape *shape.Shape  `json:"recordedShape,omitempty"`
+	Shape         *shape.Shape  `json:"shape,omitempty"`
+	ShapeChanges  []ShapeChange `json:"shapeChanges,omitempty"`
 	// Error is the code and message a start would fail with ("" if none).
 	ErrorCode string `json:"errorCode,omitempty"`
 	Error     string `json:"error,omitempty"`
@@ -45,13 +52,19 @@ type PlanReport struct {
 // the report carries the code and the error is returned too.
 func Plan(ctx context.Context, q Query, fs vfs.FS, dir string) (*PlanReport, error) {
 	rep := &PlanReport{Checkpoint: dir, Resumed: []string{}, Added: []string{}, Tombstoned: []InspectTombstone{},
-		Warnings: []string{}, Steps: []string{}}
+		Warnings: []string{}, Steps: []string{}, ShapeChanges: []ShapeChange{}, Shape: q.Shape}
 	fail := func(err error) (*PlanReport, error) {
 		rep.ErrorCode, rep.Error = errcode.Code(err), err.Error()
 		return rep, err
 	}
 	// Run's own validation, so plan refuses exactly what run refuses.
 	chk, err := checkStart(ctx, q, fs, dir)
+	if chk != nil && chk.rec != nil {
+		rep.RecordedShape = &chk.rec.Shape
+	}
+	if chk != nil && chk.sd != nil {
+		rep.ShapeChanges = append(rep.ShapeChanges, chk.sd.Changes...)
+	}
 	if chk != nil {
 		snap := chk.snap
 		rep.QueryID, rep.NewCheckpoint, rep.NextBatchID = snap.Metadata.ID, snap.Latest == nil, snap.LatestID+1
@@ -66,6 +79,7 @@ func Plan(ctx context.Context, q Query, fs vfs.FS, dir string) (*PlanReport, err
 	}
 	s, sp := chk.s, chk.sp
 	rep.Warnings = append(rep.Warnings, s.warnings...)
+	sp.Warnings = append(sp.Warnings, chk.sd.Warnings...)
 	rep.NewCheckpoint, rep.QueryID, rep.FormatVersion, rep.StatePartitions = sp.New, sp.QueryID, sp.Version, sp.Partitions
 	rep.NextBatchID = sp.NextID
 	rep.Resumed = append(rep.Resumed, sp.Resumed...)

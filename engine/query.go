@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -77,6 +78,9 @@ type Query struct {
 	// it (0 = no limit). Control and no-data batches do not count.
 	MaxDataBatches int
 	Conf           map[string]string
+	// Shape is the query's shape, recorded in the checkpoint and checked by
+	// the restart rules on every start (nil: none is recorded or checked).
+	Shape *shape.Shape
 }
 
 // Options are the run environment. They are read, never modified, by Run.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 )
@@ -92,7 +93,16 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := newRun(q, sp, s, &driver{o: o, w: w, op: q.Operator, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace})
+	rec, err := shape.ReadLatest(o.FS, o.CheckpointDir)
+	if err != nil {
+		return nil, err
+	}
+	sd, err := decideShape(o.CheckpointDir, rec, q.Shape, sp, s.evolution)
+	if err != nil {
+		return nil, err
+	}
+	sp.Warnings = append(sp.Warnings, sd.Warnings...)
+	r := newRun(q, sp, s, &driver{o: o, w: w, op: q.Operator, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd})
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -16,6 +17,10 @@ type startCheck struct {
 	s    settings
 	snap *checkpoint.Snapshot
 	sp   *startPlan
+	// rec is the recorded query shape (nil: none), sd the restart rules'
+	// decision on the query's shape.
+	rec *shape.Record
+	sd  *shapeDecision
 }
 
 // checkStart is the one validation of a start, shared by Run and Plan (and,
@@ -54,6 +59,16 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 		return chk, err
 	}
 	chk.sp = sp
+	// The restart rules, over the recorded query shape.
+	if (checkpoint.Dir{FS: fs, Path: dir}).Exists() {
+		if chk.rec, err = shape.ReadLatest(fs, dir); err != nil {
+			return chk, err
+		}
+	}
+	chk.sd, err = decideShape(dir, chk.rec, q.Shape, sp, s.evolution)
+	if err != nil {
+		return chk, err
+	}
 	from, to := 0, sp.Partitions
 	switch {
 	case sp.RepartitionTo > 0:

@@ -63,6 +63,42 @@ const (
 	InvalidArgument          = "INVALID_ARGUMENT"
 )
 
+// Restart rules: a query restarted on a checkpoint whose recorded shape
+// (package shape) differs in a way that cannot carry on safely. Each is
+// decided before anything is written, names the checkpoint, and says what
+// to do instead (a new checkpoint, or a new source name). A change of the
+// group keys, aggregates or window is StateSchemaMismatch, with both state
+// schemas.
+const (
+	// SourceProviderChanged: a source name (or, without source evolution,
+	// a position) now reads from another provider (s3archive <-> ethrpc).
+	// Its committed offsets mean nothing to the new provider: resuming would
+	// rewind or skip data silently.
+	SourceProviderChanged = "SOURCE_PROVIDER_CHANGED"
+	// SourceLocationChanged: a source name now reads another location (an
+	// archive bucket or prefix, a node URL). Its offsets were positions in
+	// the old location; Spark calls the outcome unpredictable.
+	SourceLocationChanged = "SOURCE_LOCATION_CHANGED"
+	// SinkLocationChanged: the output table moved. The new table lacks the
+	// rows of every committed batch, and the batch ids already committed
+	// would never be written there.
+	SinkLocationChanged = "SINK_LOCATION_CHANGED"
+	// OutputSchemaMismatch: the query's output columns changed (an
+	// aggregate renamed) while the state would fit; the Delta table keeps
+	// the schema it was created with and does not evolve it.
+	OutputSchemaMismatch = "OUTPUT_SCHEMA_MISMATCH"
+	// WatermarkDelayIncreased: a larger watermark delay would move the
+	// watermark back: windows already evicted (final in the table) would
+	// accept late rows again, start from an empty state and, in update
+	// mode, overwrite the full count in the table with a partial one.
+	WatermarkDelayIncreased = "WATERMARK_DELAY_INCREASED"
+	// WatermarkChanged: a watermark added, removed or moved to another
+	// column. Removing one keeps every window forever and lets evicted
+	// windows restart from zero; adding or moving one changes which state is
+	// final. Spark requires a full refresh.
+	WatermarkChanged = "WATERMARK_CHANGED"
+)
+
 // Error is a user-facing error with a stable code. It is immutable and safe to
 // share between goroutines.
 type Error struct {

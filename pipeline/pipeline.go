@@ -172,6 +172,13 @@ type Config struct {
 	// FS holds the checkpoint and the table; nil = vfs.Default (the local
 	// disk). Tests inject faults and crashes through it.
 	FS vfs.FS
+	// Query is the SQL text of the query; "" runs ReferenceQuery (with
+	// ReferenceWatermark unless WithWatermark is set).
+	Query string
+	// WithWatermark is withWatermark's "column, delay" ("" = none, or the
+	// reference's for the reference query); OutputMode is outputMode
+	// ("" = update).
+	WithWatermark, OutputMode string
 }
 
 // Args renders cfg as `ethstream run` flags, so a phase can be started as its
@@ -198,6 +205,15 @@ func (c Config) Args() []string {
 	}
 	if c.ProgressFile != "" {
 		args = append(args, "--progress", c.ProgressFile)
+	}
+	if c.Query != "" {
+		args = append(args, "--query", c.Query)
+	}
+	if c.WithWatermark != "" {
+		args = append(args, "--with-watermark", c.WithWatermark)
+	}
+	if c.OutputMode != "" {
+		args = append(args, "--output-mode", c.OutputMode)
 	}
 	return args
 }
@@ -260,22 +276,25 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		logger = slog.Default()
 	}
 	var q engine.Query
-	for _, spec := range cfg.Sources {
+	c, err := CompileQuery(cfg)
+	if err != nil {
+		return q, engine.Options{}, err
+	}
+	for _, spec := range c.sources {
 		src, err := NewSource(spec, logger)
 		if err != nil {
 			return q, engine.Options{}, err
 		}
 		q.Sources = append(q.Sources, engine.NamedSource{Name: spec.Name, Source: src})
 	}
-	spec := ReferenceSpec()
 	for _, ns := range q.Sources {
 		if rs, ok := ns.Source.(stream.RetractingSource); ok && rs.Retracts() {
-			spec.Retractions = true // the count(*) keeps the state layout unchanged
+			// A count(*) keeps the state layout unchanged.
+			if err := c.withRetractions(cfg); err != nil {
+				return q, engine.Options{}, err
+			}
+			break
 		}
-	}
-	op, err := agg.New(spec)
-	if err != nil {
-		return q, engine.Options{}, err
 	}
 	fs := cfg.FS
 	if fs == nil {
@@ -284,18 +303,25 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {
-		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs})
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema()})
 		if err != nil {
 			return q, engine.Options{}, err
 		}
 		q.Sink = sink
 	}
 	q.Name = "eth_blocks_per_window"
-	q.Columns = spec.InputColumns()
-	if col, delay, ok := spec.Watermark(); ok {
+	if cfg.Query != "" {
+		q.Name = "query"
+	}
+	q.Columns = c.q.Columns
+	if col, delay, ok := c.agg.Spec().Watermark(); ok {
 		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
 	}
-	q.Operator = op
+	q.Operator = c.op
+	if cfg.Table != "" {
+		// Without a table (a plan) there is no whole shape to check.
+		q.Shape = &c.shape
+	}
 	q.Trigger = cfg.Trigger
 	q.MaxDataBatches = cfg.MaxBatches
 	q.Conf = cfg.Conf

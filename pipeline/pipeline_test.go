@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func TestParseSourceSpec(t *testing.T) {
@@ -110,5 +112,27 @@ func TestDefaultLocalDirIsStablePerCheckpoint(t *testing.T) {
 	a, b, c := DefaultLocalDir("/x/ck"), DefaultLocalDir("/x/ck"), DefaultLocalDir("/y/ck")
 	if a != b || a == c {
 		t.Fatalf("%s %s %s", a, b, c)
+	}
+}
+
+// The default query is the reference query compiled from SQL, and it is
+// exactly ReferenceSpec.
+func TestReferenceQueryIsReferenceSpec(t *testing.T) {
+	c, err := CompileQuery(Config{Table: "t", Sources: []SourceSpec{{Name: "s3_backfill", Format: "s3archive", URI: "s3://b/p?maxFilesPerTrigger=2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := agg.New(ReferenceSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.agg.Schema().Equal(want.Schema()) || !c.agg.OutputSchema().Equal(want.OutputSchema()) || c.agg.Spec().WatermarkDelay != WatermarkDelay {
+		t.Fatalf("compiled %s / %s, reference %s / %s", c.agg.Schema(), c.agg.OutputSchema(), want.Schema(), want.OutputSchema())
+	}
+	if c.op != stream.Operator(c.agg) || strings.Join(c.q.Columns, ",") != "block_ts,source,miner" {
+		t.Fatalf("operator %T columns %v", c.op, c.q.Columns)
+	}
+	if s := c.shape; s.Sources[0].Location != "s3://b/p" || s.Sources[0].Options != "maxFilesPerTrigger=2" || s.Watermark == nil || s.Watermark.DelayUs != WatermarkDelay.Microseconds() {
+		t.Fatalf("shape %+v", s)
 	}
 }

@@ -97,7 +97,13 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			return err
 		}
 		head := chain[len(chain)-1]
-		if !head.Schema.Equal(s.opts.Schema) {
+		same := head.Schema.Equal(s.opts.Schema)
+		if !same && s.opts.SpecCompatible != nil && s.opts.SpecCompatible(head.Schema.Spec) {
+			layout := head.Schema
+			layout.Spec = s.opts.Schema.Spec
+			same = layout.Equal(s.opts.Schema)
+		}
+		if !same {
 			return errcode.New(errcode.StateSchemaMismatch, s.dir,
 				"restore the previous query definition, or start the changed query on a new checkpoint",
 				"the state schema changed: checkpoint has %s, query has %s", head.Schema, s.opts.Schema)

@@ -26,6 +26,11 @@ type Options struct {
 	// Retain keeps the files needed to load any of the last Retain versions
 	// (default 100, spark.sql.streaming.minBatchesToRetain).
 	Retain int
+	// SpecCompatible, if set, accepts a recorded schema whose Spec text
+	// differs from Schema.Spec while its operator, key and value fields are
+	// the same (an operator's older Spec format); the versions written from
+	// then on record Schema.
+	SpecCompatible func(recorded string) bool
 }
 
 // Metrics describes one commit (the stateOperators[] figures of a progress

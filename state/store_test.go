@@ -482,3 +482,37 @@ func TestRerunBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecCompatible: an operator may accept its older Spec text for the
+// same key and value fields; the layout itself must still match.
+func TestSpecCompatible(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(2, -1)
+	if err := s.Put(testKey(1), testVal(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recorded := e.opts(2).Schema.Spec
+	o := e.opts(2)
+	o.Schema.Spec = "new spec"
+	if _, err := Open(context.Background(), o, 0); !errcode.Is(err, errcode.StateSchemaMismatch) {
+		t.Fatalf("another spec without SpecCompatible: %v", err)
+	}
+	o.SpecCompatible = func(r string) bool { return r == recorded }
+	s, err := Open(context.Background(), o, 0)
+	if err != nil {
+		t.Fatalf("compatible spec: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.Schema.Value = []Field{{"count", stream.Int64}, {"sum_gas", stream.Int64}}
+	if _, err := Open(context.Background(), o, 0); !errcode.Is(err, errcode.StateSchemaMismatch) {
+		t.Fatalf("compatible spec, other fields: %v", err)
+	}
+}

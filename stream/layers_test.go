@@ -26,7 +26,10 @@ func TestLayers(t *testing.T) {
 		{"sink/delta", []string{"engine", "state", "agg", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"sources/s3archive", []string{"engine", "state", "agg", "sink/delta", "sources/ethrpc", "pipeline", "demo"}},
 		{"sources/ethrpc", []string{"engine", "state", "agg", "sink/delta", "sources/s3archive", "pipeline", "demo"}},
-		{"engine", []string{"ethblock", "chain", "sources/s3archive", "sources/ethrpc", "agg", "state", "sink/delta", "pipeline", "demo"}},
+		{"engine", []string{"ethblock", "chain", "sources/s3archive", "sources/ethrpc", "agg", "state", "sink/delta", "pipeline", "demo", "query", "filter"}},
+		{"filter", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "shape"}},
+		{"shape", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "filter"}},
+		{"query", []string{"engine", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "shape"}},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+r.pkg).CombinedOutput()

@@ -114,6 +114,7 @@ func printPlan(w io.Writer, r *engine.PlanReport) error {
 	for _, t := range r.Tombstoned {
 		fmt.Fprintf(&b, "tombstone %s in batch %d (last offset %s)\n", t.Name, t.RemovedInBatch, offsetStr(t.LastOffset))
 	}
+	printShapeChanges(&b, r)
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)
 	}

@@ -26,6 +26,7 @@ type queryFlags struct {
 	maxBatches                  int
 	progress                    string
 	metricsAddr                 string
+	sql                         sqlFlags
 }
 
 func (f *queryFlags) register(c *cobra.Command) {
@@ -38,6 +39,7 @@ func (f *queryFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
 	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start)")
+	f.sql.register(c)
 }
 
 // config checks every flag (the CLI's part of the one validation path; the
@@ -104,6 +106,9 @@ func (f *queryFlags) parse(logger *slog.Logger, needTable bool) (pipeline.Config
 	if cfg.Trigger, err = pipeline.ParseTrigger(f.trigger); err != nil {
 		return cfg, err
 	}
+	if err := f.sql.apply(&cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
@@ -120,8 +125,8 @@ func newRunCmd() *cobra.Command {
 	var f queryFlags
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:     "run --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR]",
-		Short:   "Run the reference query on a checkpoint and a Delta table",
+		Use:     "run --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR] [--query SQL | --query-file FILE] [--with-watermark 'COL, DELAY'] [--output-mode update|append|complete]",
+		Short:   "Run a query (the reference query unless --query) on a checkpoint and a Delta table",
 		Long:    runLong,
 		Example: runExample,
 		Args:    cobra.NoArgs,

@@ -5,9 +5,12 @@ package main
 // key the engine reads and every trigger spelling is described here, and
 // every example parses.
 
-const runLong = `run starts the reference query on a checkpoint and a Delta table and runs micro-batches
-until its trigger says stop: blocks per 5-minute window per (source, miner), under a
-2-day watermark, update mode, MERGEd into the table on (window, source, miner).
+const runLong = `run starts a query on a checkpoint and a Delta table and runs micro-batches until its
+trigger says stop. Without --query it is the reference query: blocks per 5-minute window
+per (source, miner), under a 2-day watermark, update mode, MERGEd into the table on
+(window, source, miner). --query 'SELECT ...' (or --query-file) runs your own query in
+Spark SQL (see QUERY below); a restart whose query shape differs from the one recorded in
+the checkpoint is decided by the restart rules ('ethstream plan' shows the diff).
 
 Every start is a restart of the same query. An uncommitted batch re-runs first, with its
 recorded offsets; then each named source resumes from its own committed offset, a name the
@@ -18,6 +21,19 @@ or its .lock. A checkpoint whose state another state store provider wrote (Apach
 HDFS-backed or RocksDB store) is refused with STATE_PROVIDER_UNSUPPORTED; 'ethstream
 checkpoint inspect' still reads it. 'ethstream plan' with the same flags prints what a start
 would do.
+
+QUERY  --query 'SELECT ...' or --query-file FILE (Spark SQL; default: the reference query)
+
+  SELECT window(block_ts, '5 minutes'[, 'SLIDE']), miner, count(*), sum(gas_used) AS gas
+  FROM blocks | FROM <source name>       blocks: every --source, with the column source
+  [WHERE transaction_count > 100 AND miner IN ('0x..') AND NOT gas_used IS NULL ...]
+  GROUP BY window(block_ts, '5 minutes'), miner
+    aggregates: count(*), count(col), sum, min, max, avg; group keys: any block column or
+    source; WHERE: comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL.
+  --with-watermark 'block_ts, 48 hours'  Spark's withWatermark (default: the reference's)
+  --output-mode update|append|complete   Spark's outputMode (default update)
+  Anything else is UNSUPPORTED_SQL naming the construct. The shape is recorded in the
+  checkpoint; a restart with another shape follows the restart rules (plan shows the diff).
 
 SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unnamed source)
 

@@ -55,18 +55,39 @@ func (m *MergeSink) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return checkSinkTable(t, s)
+	want, _, err := tableFor(m.o.Schema)
+	if err != nil {
+		return err
+	}
+	return checkSinkTable(t, s, want)
 }
 
 // checkSinkTable refuses a table this sink cannot write: a protocol it does
-// not implement, or another schema.
-func checkSinkTable(t *Table, s *Snapshot) error {
+// not implement, or a schema other than want (the query's output's).
+func checkSinkTable(t *Table, s *Snapshot, want Schema) error {
 	if err := checkWriteProtocol(s.Protocol, t.logDir); err != nil {
 		return err
 	}
-	if !sameShape(s.Schema, SinkSchema()) {
-		return errcode.New(CodeSchemaMismatch, t.root, "point --table at an empty directory or a table written by ethstream",
-			"table schema %s is not the sink schema %s", s.Metadata.SchemaString, SinkSchemaString)
+	if !sameShape(s.Schema, want) {
+		return errcode.New(CodeSchemaMismatch, t.root, "point --table at an empty directory, or run the query that wrote this table",
+			"the table's schema %s differs from the query's output schema %s", s.Metadata.SchemaString, want.String())
 	}
 	return nil
+}
+
+// tableFor is the table schema for rows of out and, unless it is the
+// reference table's, the general path that writes it (an empty out is the
+// reference table).
+func tableFor(out stream.Schema) (Schema, *generalSink, error) {
+	if len(out.Fields) == 0 {
+		return SinkSchema(), nil, nil
+	}
+	l, err := newOutLayout(out)
+	if err != nil {
+		return Schema{}, nil, err
+	}
+	if l.isReference() {
+		return SinkSchema(), nil, nil
+	}
+	return l.schema, newGeneralSink(l), nil
 }

@@ -126,6 +126,25 @@
 // immutable. MergeSink serialises its own calls; any number of writers (in
 // one process or several) may share a table directory.
 //
+// # Tables of any query (general.go)
+//
+// The table's schema comes from the operator's output schema (SinkEnv.Schema,
+// TableSchema): window_start and window_end become the struct column
+// window<start timestamp, end timestamp> where window_start stood, every
+// other column keeps its name with the Delta type of its column type
+// (int64 long, float64 double, string string, timestamp timestamp), all
+// nullable; the MERGE key is the schema's key (the window and the group
+// keys). A row with sign -1 deletes its key. Data files are snappy parquet,
+// every field OPTIONAL, timestamps INT64 TIMESTAMP(MICROS, UTC), rows sorted
+// by the key; each add carries stats for every column (numRecords; minValues
+// and maxValues per column, nested like the schema, timestamps cut to
+// milliseconds, strings to 32 characters, NaN left out; nullCount per
+// column). Files whose window.start range cannot hold a batch key are not
+// read. An existing table whose schema differs from the output's is refused
+// with DELTA_SCHEMA_MISMATCH naming both. The reference query's output
+// (the five columns below, keyed by window, source, miner) takes the typed
+// path described above instead, with the same format.
+//
 // The sink table has Spark's schema (SinkSchemaString): window
 // struct<start timestamp, end timestamp>, source string, miner string,
 // count long. Its parquet files are snappy-compressed, every field OPTIONAL,

@@ -32,6 +32,11 @@ type SinkOptions struct {
 	Clock          func() time.Time
 	// FS holds the table; nil = vfs.Default (the local disk).
 	FS vfs.FS
+	// Schema is the schema of the rows the sink will receive (the
+	// operator's output), known before Open so that Check refuses a table of
+	// another schema before anything is written; SinkEnv.Schema, when set,
+	// wins at Open. Empty means the reference table's.
+	Schema stream.Schema
 }
 
 // MergeSink is the stream.Sink that upserts each batch into the Delta table
@@ -47,6 +52,9 @@ type MergeSink struct {
 	table   *Table
 	snap    *Snapshot // private, updated in place; never handed out
 	queryID string
+	// gen is set when the query's output is not the reference table's
+	// shape: the table then has the output's own schema (general.go).
+	gen *generalSink
 }
 
 var _ stream.Sink = (*MergeSink)(nil)
@@ -78,10 +86,11 @@ func NewMergeSink(o SinkOptions) (*MergeSink, error) {
 	return &MergeSink{o: o, keys: keys, log: o.Logger}, nil
 }
 
-// Open binds the sink to the query id (the txn appId), creating the table with
-// the sink schema if the directory holds none, and loads the latest snapshot.
-// The operator's declared schema is not consulted yet: this sink writes the
-// reference table's five columns.
+// Open binds the sink to the query id (the txn appId), creating the table
+// with the schema of the operator's output (env.Schema; the reference
+// table's when the operator declares none) if the directory holds none, and
+// loads the latest snapshot. An existing table with another schema is
+// refused with DELTA_SCHEMA_MISMATCH naming both.
 func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	queryID := env.QueryID
 	m.mu.Lock()
@@ -89,10 +98,19 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	if queryID == "" {
 		return errcode.New(errcode.InvalidArgument, m.o.Path, "open the sink with the query id", "empty query id")
 	}
+	out := env.Schema
+	if len(out.Fields) == 0 {
+		out = m.o.Schema
+	}
+	want, gen, err := tableFor(out)
+	if err != nil {
+		return err
+	}
+	m.gen = gen
 	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
 	var ce *errcode.Error
 	if errors.As(err, &ce) && ce.Code == CodeNotATable {
-		_, err = Create(ctx, m.o.Path, SinkSchema(), WithClock(m.o.Clock), WithFS(m.o.FS))
+		_, err = Create(ctx, m.o.Path, want, WithClock(m.o.Clock), WithFS(m.o.FS))
 		if errors.As(err, &ce) && ce.Code == CodeTableExists {
 			err = nil // another writer created it first
 		}
@@ -110,7 +128,7 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSinkTable(t, s); err != nil {
+	if err := checkSinkTable(t, s, want); err != nil {
 		return err
 	}
 	// Temp files a crashed writer left (ours or another's, once old enough
@@ -166,15 +184,31 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 	if m.snap == nil {
 		return prog, errcode.New(errcode.InvalidArgument, m.o.Path, "call Open first", "delta sink is not open")
 	}
-	rows, err := batchRows(out)
-	if err != nil {
-		return prog, err
+	var n int
+	var res batchResult
+	if g := m.gen; g != nil {
+		rows, signs, err := g.rows(out)
+		if err != nil {
+			return prog, err
+		}
+		n = len(rows)
+		res, err = m.commitWith(ctx, batchID, func(s *Snapshot, now time.Time) (*mergePlan, error) {
+			return s.planGeneralMerge(ctx, g, rows, signs, m.o.TargetFileRows, now)
+		}, g.l.predicate())
+		if err != nil {
+			return prog, err
+		}
+	} else {
+		rows, err := batchRows(out)
+		if err != nil {
+			return prog, err
+		}
+		n = len(rows)
+		if res, err = m.commitBatch(ctx, batchID, rows); err != nil {
+			return prog, err
+		}
 	}
-	res, err := m.commitBatch(ctx, batchID, rows)
-	if err != nil {
-		return prog, err
-	}
-	prog.NumOutputRows = int64(len(rows))
+	prog.NumOutputRows = int64(n)
 	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version)}
 	if res.skipped {
 		prog.NumOutputRows = 0
@@ -198,6 +232,14 @@ type batchResult struct {
 // MERGE, try to publish the next version; on a lost race abandon the files
 // and start again from the fresher snapshot.
 func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkRow) (batchResult, error) {
+	return m.commitWith(ctx, batchID, func(s *Snapshot, now time.Time) (*mergePlan, error) {
+		return s.planMerge(ctx, rows, mergeOptions{keys: m.keys, targetRows: m.o.TargetFileRows, now: now})
+	}, mergePredicate(m.keys))
+}
+
+// commitWith is commitBatch for any MERGE plan (the reference rows or a
+// general table's).
+func (m *MergeSink) commitWith(ctx context.Context, batchID int64, planFn func(s *Snapshot, now time.Time) (*mergePlan, error), predicate string) (batchResult, error) {
 	s := m.snap
 	for attempt := 1; attempt <= maxCommitAttempts; attempt++ {
 		if _, err := s.refresh(ctx); err != nil {
@@ -211,7 +253,7 @@ func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkR
 			return batchResult{version: s.Version, skipped: true, attempts: attempt}, nil
 		}
 		now := m.o.Clock()
-		plan, err := s.planMerge(ctx, rows, mergeOptions{keys: m.keys, targetRows: m.o.TargetFileRows, now: now})
+		plan, err := planFn(s, now)
 		if err != nil {
 			return batchResult{}, err
 		}
@@ -225,7 +267,7 @@ func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkR
 		acts := []action{{CommitInfo: &CommitInfo{
 			Timestamp: ts, Operation: "MERGE",
 			OperationParameters: map[string]any{
-				"predicate":                    mergePredicate(m.keys),
+				"predicate":                    predicate,
 				"matchedPredicates":            matchedPredicates(plan.metrics.NumTargetRowsDeleted > 0),
 				"notMatchedPredicates":         `[{"actionType":"insert"}]`,
 				"notMatchedBySourcePredicates": `[]`,

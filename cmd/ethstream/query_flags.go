@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
+	"github.com/spf13/cobra"
+)
+
+// sqlFlags are the query text and Spark's query options, shared by run and
+// plan.
+type sqlFlags struct {
+	query, queryFile, watermark, outputMode string
+}
+
+func (f *sqlFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&f.query, "query", "", "the query in Spark SQL, e.g. \"SELECT window, miner, sum(gas_used) AS gas FROM blocks GROUP BY window(block_ts, '1 hour'), miner\" (default: the reference query)")
+	c.Flags().StringVar(&f.queryFile, "query-file", "", "read the query from FILE")
+	c.Flags().StringVar(&f.watermark, "with-watermark", "", "withWatermark: 'COLUMN, DELAY', e.g. 'block_ts, 48 hours' (default: none; the reference query's is 'block_ts, 48 hours')")
+	c.Flags().StringVar(&f.outputMode, "output-mode", "", "outputMode: update (default), append or complete")
+}
+
+// apply sets the query fields of cfg.
+func (f *sqlFlags) apply(cfg *pipeline.Config) error {
+	if f.query != "" && f.queryFile != "" {
+		return errcode.New(errcode.InvalidArgument, "", "pass either --query or --query-file", "both --query and --query-file given")
+	}
+	cfg.Query = f.query
+	if f.queryFile != "" {
+		b, err := os.ReadFile(f.queryFile)
+		if err != nil {
+			return errcode.Wrap(err, errcode.InvalidArgument, f.queryFile, "pass a readable file", "cannot read --query-file")
+		}
+		cfg.Query = string(b)
+		if cfg.Query == "" {
+			return errcode.New(errcode.InvalidArgument, f.queryFile, "write the query into the file", "--query-file is empty")
+		}
+	}
+	cfg.WithWatermark, cfg.OutputMode = f.watermark, f.outputMode
+	return nil
+}
+
+// printShapeChanges prints plan's query-shape section: each difference
+// between the recorded and the new shape, old -> new, with Spark's rule,
+// ours, and whether the start may go on.
+func printShapeChanges(b *strings.Builder, r *engine.PlanReport) {
+	switch {
+	case r.Shape == nil:
+		return
+	case r.RecordedShape == nil:
+		b.WriteString("query shape: none recorded; this start records it\n")
+		return
+	case len(r.ShapeChanges) == 0:
+		b.WriteString("query shape: unchanged\n")
+		return
+	}
+	b.WriteString("query shape changes:\n")
+	for _, c := range r.ShapeChanges {
+		verdict := fmt.Sprintf("allowed from batch %d", c.FirstBatchID)
+		if !c.Allowed {
+			verdict = "REFUSED " + c.Code
+		}
+		fmt.Fprintf(b, "  %s: %s -> %s\n    %s\n    Spark: %s; ethstream: %s\n", c.Change, orDash(c.Old), orDash(c.New), verdict, c.SparkRule, c.Rule)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

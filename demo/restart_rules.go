@@ -1,0 +1,367 @@
+package demo
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/shape"
+)
+
+// The restart-rules scenario: a backfill checkpoint (the archive minus its
+// last day) and, for every row of the restart-compatibility table plus
+// ethstream's stricter rules, a restart with that one change on a fresh copy
+// of the checkpoint and table. Each row records the change, Spark's rule,
+// ethstream's, the outcome, the code, the first batch an allowed change
+// applies to, and whether a refused start left the checkpoint and the table
+// byte-identical. It writes results/restart-rules.csv.
+
+// RestartRule is one row of restart-rules.csv.
+type RestartRule struct {
+	Change    string
+	SparkRule string
+	OurRule   string
+	Expected  string // allowed | refused
+	Outcome   string // allowed | refused | error
+	Code      string
+	// FirstBatch is the first batch an allowed change applies to (-1 n/a).
+	FirstBatch int64
+	// Unchanged: for a refusal, the checkpoint and the table are
+	// byte-identical after the start.
+	Unchanged bool
+	Detail    string
+}
+
+// Pass reports whether the row behaved as the rule says.
+func (r RestartRule) Pass() bool {
+	return r.Outcome == r.Expected && (r.Outcome != "refused" || r.Unchanged)
+}
+
+// RestartRulesFile is the scenario's results file.
+const RestartRulesFile = "restart-rules.csv"
+
+// rrCase is one change: how the restarted query differs from the backfill's.
+type rrCase struct {
+	change, spark, ours, expected, code string
+	// setup runs first on the copy (a previous start the change is relative
+	// to, e.g. one with a filter before it is removed).
+	setup  func(c *pipeline.Config)
+	modify func(c *pipeline.Config, e *rrEnv)
+	// pending deletes the last commit before the restart, so the restart
+	// re-runs an uncommitted batch.
+	pending bool
+	// positional uses the baseline without source evolution.
+	positional bool
+}
+
+type rrEnv struct {
+	*Env
+	o    Options
+	live pipeline.SourceSpec
+}
+
+const rrFilter = "SELECT window(block_ts, '5 minutes') AS window, source, miner, count(*) AS count FROM blocks WHERE gas_used > 15000000 GROUP BY window(block_ts, '5 minutes'), source, miner"
+
+func restartCases() []rrCase {
+	withQuery := func(q string) func(c *pipeline.Config, _ *rrEnv) {
+		return func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = q, pipeline.ReferenceWatermark }
+	}
+	allowedFrom := "allowed, logged with the first batch it applies to"
+	return []rrCase{
+		{change: "add a filter (WHERE gas_used > 15000000)", spark: "allowed", ours: allowedFrom, expected: "allowed",
+			modify: withQuery(rrFilter)},
+		{change: "remove the filter", spark: "allowed", ours: allowedFrom, expected: "allowed",
+			setup:  func(c *pipeline.Config) { c.Query, c.WithWatermark = rrFilter, pipeline.ReferenceWatermark },
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = "", "" }},
+		{change: "rate limit maxFilesPerTrigger 1 -> 2", spark: "allowed, from the next newly planned batch", ours: "allowed, from the next newly planned batch", expected: "allowed",
+			modify: func(c *pipeline.Config, e *rrEnv) { c.Sources[0] = e.ArchiveSource(2) }},
+		{change: "trigger available-now -> processing-time=10ms", spark: "allowed, from the next newly planned batch", ours: "allowed, from the next newly planned batch", expected: "allowed",
+			modify: func(c *pipeline.Config, _ *rrEnv) {
+				c.Trigger = engine.Trigger{Kind: engine.ProcessingTime, Interval: 10 * time.Millisecond}
+				c.MaxBatches = 1
+			}},
+		{change: "projection, same output schema (SELECT items reordered)", spark: "allowed", ours: "allowed", expected: "allowed",
+			modify: withQuery("SELECT source, miner, window, count(*) AS count FROM blocks GROUP BY window(block_ts, '5 minutes'), source, miner")},
+		{change: "projection, another output schema (count AS blocks)", spark: "only if the sink allows it", ours: "refused: the Delta table keeps its schema",
+			expected: "refused", code: errcode.OutputSchemaMismatch,
+			modify: withQuery("SELECT window, source, miner, count(*) AS blocks FROM blocks GROUP BY window(block_ts, '5 minutes'), source, miner")},
+		{change: "add a source, without source evolution", spark: "not allowed by default", ours: "refused", expected: "refused", code: errcode.SourceCountMismatch,
+			positional: true, modify: func(c *pipeline.Config, e *rrEnv) { l := e.live; l.Name = ""; c.Sources = append(c.Sources, l) }},
+		{change: "add a source (eth_live), with source evolution", spark: "source evolution relaxes it", ours: "allowed: the new source starts at its configured start", expected: "allowed",
+			modify: func(c *pipeline.Config, e *rrEnv) { c.Sources = append(c.Sources, e.live) }},
+		{change: "source type: s3_backfill now an ethrpc source", spark: "not allowed by default; source evolution relaxes it", ours: "refused: offsets of another provider (use a new name)",
+			expected: "refused", code: errcode.SourceProviderChanged,
+			modify: func(c *pipeline.Config, e *rrEnv) { l := e.live; l.Name = ArchiveSource; c.Sources[0] = l }},
+		{change: "source location: s3_backfill reads another prefix", spark: "generally needs a new checkpoint; results unpredictable", ours: "refused: offsets are positions in the old location (use a new name)",
+			expected: "refused", code: errcode.SourceLocationChanged,
+			modify: func(c *pipeline.Config, _ *rrEnv) {
+				c.Sources[0].URI = strings.Replace(c.Sources[0].URI, "/v1.0/eth/blocks", "/v1.1/eth/blocks", 1)
+			}},
+		{change: "sink output directory", spark: "not allowed", ours: "refused", expected: "refused", code: errcode.SinkLocationChanged,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.Table += "-moved" }},
+		{change: "grouping keys (drop source)", spark: "not allowed: state schema", ours: "refused", expected: "refused", code: errcode.StateSchemaMismatch,
+			modify: withQuery("SELECT window, miner, count(*) AS count FROM blocks GROUP BY window(block_ts, '5 minutes'), miner")},
+		{change: "aggregates (add sum(gas_used))", spark: "not allowed: state schema", ours: "refused", expected: "refused", code: errcode.StateSchemaMismatch,
+			modify: withQuery("SELECT window, source, miner, count(*) AS count, sum(gas_used) FROM blocks GROUP BY window(block_ts, '5 minutes'), source, miner")},
+		{change: "aggregation column (count(*) -> count(gas_used))", spark: "requires a full refresh", ours: "refused", expected: "refused", code: errcode.StateSchemaMismatch,
+			modify: withQuery("SELECT window, source, miner, count(gas_used) AS count FROM blocks GROUP BY window(block_ts, '5 minutes'), source, miner")},
+		{change: "watermark delay 48 hours -> 96 hours", spark: "requires a full refresh", ours: "refused (stricter): evicted windows would restart from zero and overwrite full counts",
+			expected: "refused", code: errcode.WatermarkDelayIncreased,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.WithWatermark = "block_ts, 96 hours" }},
+		{change: "watermark delay 48 hours -> 24 hours", spark: "requires a full refresh", ours: "allowed (looser): the watermark only moves forward; logged",
+			expected: "allowed", modify: func(c *pipeline.Config, _ *rrEnv) { c.WithWatermark = "block_ts, 24 hours" }},
+		{change: "watermark removed", spark: "requires a full refresh", ours: "refused: evicted windows would restart from zero", expected: "refused", code: errcode.WatermarkChanged,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = pipeline.ReferenceQuery, "" }},
+		{change: "output mode update -> append", spark: "not in the table (the sink must support the mode)", ours: "allowed: MERGE upserts full values; logged", expected: "allowed",
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "append" }},
+		{change: "any change (a filter) with a planned, uncommitted batch", spark: "the planned batch re-runs first with the same data", ours: "the same: its recorded offsets and watermark",
+			expected: "allowed", pending: true, modify: withQuery(rrFilter)},
+	}
+}
+
+// RestartRules runs the scenario and writes results/restart-rules.csv.
+func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
+	o.defaults()
+	env, err := Setup(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	e := &rrEnv{Env: env, o: o, live: env.LiveSource(o.BlocksPerBatch)}
+	root := filepath.Join(o.WorkDir, "restart-rules")
+	if err := os.RemoveAll(root); err != nil {
+		return nil, fmt.Errorf("clear %s: %w", root, err)
+	}
+	ck, table, cache := filepath.Join(root, "checkpoint"), filepath.Join(root, "table"), filepath.Join(root, "state-cache")
+	// The backfill: every archive file but the last, one per batch, so an
+	// allowed restart has a day left to run.
+	days := len(env.Manifest.Files)
+	if days < 2 {
+		return nil, errcode.New(errcode.InvalidArgument, "", "use --days 2 or more", "the restart-rules scenario needs at least two archive days")
+	}
+	// Few state partitions: the scenario is about the rules, not throughput.
+	const partitions = 4
+	base := func(evolution bool) pipeline.Config {
+		src := env.ArchiveSource(1)
+		conf := EvolutionConf(partitions)
+		if !evolution {
+			src.Name = ""
+			conf = map[string]string{"spark.sql.shuffle.partitions": strconv.Itoa(partitions)}
+		}
+		return pipeline.Config{Checkpoint: ck, Table: table, LocalDir: cache, Sources: []pipeline.SourceSpec{src}, Conf: conf,
+			Trigger: engine.Trigger{Kind: engine.AvailableNow}, MaxBatches: 1, Logger: o.Logger}
+	}
+	baselines := map[bool]string{}
+	for _, evo := range []bool{true, false} {
+		cfg := base(evo)
+		cfg.MaxBatches = days - 1
+		if err := os.RemoveAll(cache); err != nil {
+			return nil, err
+		}
+		if _, err := pipeline.Run(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("restart-rules backfill: %w", err)
+		}
+		// Kept aside: every case restores it into the same paths, which the
+		// recorded shape names.
+		b := filepath.Join(root, fmt.Sprintf("baseline-evolution-%t", evo))
+		for _, d := range [][2]string{{ck, "checkpoint"}, {table, "table"}} {
+			if err := copyTree(d[0], filepath.Join(b, d[1])); err != nil {
+				return nil, err
+			}
+			if err := os.RemoveAll(d[0]); err != nil {
+				return nil, err
+			}
+		}
+		baselines[evo] = b
+	}
+	var rows []RestartRule
+	for _, c := range restartCases() {
+		r := RestartRule{Change: c.change, SparkRule: c.spark, OurRule: c.ours, Expected: c.expected, FirstBatch: -1}
+		if err := e.runCase(ctx, c, baselines[!c.positional], base(!c.positional), &r); err != nil {
+			r.Outcome, r.Detail = "error", err.Error()
+		}
+		if c.code != "" && r.Code != c.code {
+			r.Outcome = "error"
+			r.Detail = fmt.Sprintf("want code %s; %s", c.code, r.Detail)
+		}
+		fmt.Fprintf(o.Out, "%-60s %-8s %-30s %s\n", r.Change, r.Outcome, r.Code, map[bool]string{true: "ok", false: "FAIL"}[r.Pass()])
+		rows = append(rows, r)
+	}
+	if err := os.MkdirAll(o.ResultsDir, 0o755); err != nil {
+		return rows, err
+	}
+	err = writeFile(filepath.Join(o.ResultsDir, RestartRulesFile), func(w io.Writer) error { return writeRestartRules(w, rows) })
+	return rows, err
+}
+
+// runCase restores the baseline into the scenario's paths, applies the
+// change and restarts once.
+func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config, r *RestartRule) error {
+	for _, d := range []string{cfg.Checkpoint, cfg.Table, cfg.Table + "-moved", cfg.LocalDir} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	if err := copyTree(filepath.Join(baseline, "checkpoint"), cfg.Checkpoint); err != nil {
+		return err
+	}
+	if err := copyTree(filepath.Join(baseline, "table"), cfg.Table); err != nil {
+		return err
+	}
+	if c.setup != nil {
+		s := cfg
+		c.setup(&s)
+		if _, err := pipeline.Run(ctx, s); err != nil {
+			return fmt.Errorf("setup start: %w", err)
+		}
+	}
+	var pendingOffsets string
+	var pendingEntry []byte
+	if c.pending {
+		d := checkpoint.Dir{FS: vfs.Default, Path: cfg.Checkpoint}
+		ids, err := d.ListCommits()
+		if err != nil || len(ids) == 0 {
+			return fmt.Errorf("no commit to make pending: %v", err)
+		}
+		if err := os.Remove(d.CommitPath(ids[len(ids)-1])); err != nil {
+			return err
+		}
+		pendingOffsets = d.OffsetsPath(ids[len(ids)-1])
+		if pendingEntry, err = os.ReadFile(pendingOffsets); err != nil {
+			return err
+		}
+	}
+	c.modify(&cfg, e)
+	before, err := e.hashes(cfg)
+	if err != nil {
+		return err
+	}
+	sum, runErr := pipeline.Run(ctx, cfg)
+	after, err := e.hashes(cfg)
+	if err != nil {
+		return err
+	}
+	r.Unchanged = before == after
+	if runErr != nil {
+		r.Code = errcode.Code(runErr)
+		r.Outcome, r.Detail = "refused", runErr.Error()
+		if r.Code == "" {
+			r.Outcome = "error"
+		}
+		return nil
+	}
+	r.Outcome = "allowed"
+	rec, err := shape.ReadLatest(vfs.Default, cfg.Checkpoint)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		r.FirstBatch = rec.FirstBatchID
+	}
+	var notes []string
+	if sum.RerunBatchID >= 0 {
+		notes = append(notes, fmt.Sprintf("re-ran batch %d first", sum.RerunBatchID))
+		if c.pending && rec != nil && rec.FirstBatchID != sum.RerunBatchID {
+			return fmt.Errorf("the change applies from batch %d, not the re-run batch %d", rec.FirstBatchID, sum.RerunBatchID)
+		}
+	} else if c.pending {
+		return errors.New("no batch was re-run")
+	}
+	if c.pending {
+		// The same data: the re-run used the recorded offsets entry as is.
+		after, err := os.ReadFile(pendingOffsets)
+		if err != nil || string(after) != string(pendingEntry) {
+			return fmt.Errorf("the pending batch's offsets entry %s changed: %v", pendingOffsets, err)
+		}
+		notes = append(notes, "its offsets entry unchanged")
+	}
+	if sum.FirstBatchID < 0 {
+		notes = append(notes, "no new data: no batch ran")
+	} else {
+		notes = append(notes, fmt.Sprintf("ran batches %d-%d", sum.FirstBatchID, sum.LastBatchID))
+	}
+	notes = append(notes, sum.Warnings...)
+	r.Detail = strings.Join(notes, "; ")
+	return nil
+}
+
+// hashes is the content hash of the checkpoint and the table (and of the
+// moved table's directory, which a refused start must not create).
+func (e *rrEnv) hashes(cfg pipeline.Config) (string, error) {
+	var parts []string
+	for _, d := range []string{cfg.Checkpoint, e.baseTable(cfg)} {
+		if _, err := os.Stat(d); err != nil {
+			parts = append(parts, "absent")
+			continue
+		}
+		h, err := TreeHash(d)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, h)
+	}
+	if _, err := os.Stat(cfg.Table); err == nil {
+		parts = append(parts, "table:"+cfg.Table)
+	}
+	return strings.Join(parts, ","), nil
+}
+
+func (e *rrEnv) baseTable(cfg pipeline.Config) string { return strings.TrimSuffix(cfg.Table, "-moved") }
+
+func writeRestartRules(w io.Writer, rows []RestartRule) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"change", "spark_rule", "our_rule", "expected", "outcome", "code", "first_batch", "checkpoint_unchanged", "pass", "detail"}); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		first := ""
+		if r.FirstBatch >= 0 && r.Outcome == "allowed" {
+			first = strconv.FormatInt(r.FirstBatch, 10)
+		}
+		unchanged := ""
+		if r.Outcome == "refused" {
+			unchanged = strconv.FormatBool(r.Unchanged)
+		}
+		if err := cw.Write([]string{r.Change, r.SparkRule, r.OurRule, r.Expected, r.Outcome, r.Code, first, unchanged, strconv.FormatBool(r.Pass()), r.Detail}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// copyTree copies the files under src to dst (created), through the one
+// publish primitive like every other file ethstream writes.
+func copyTree(src, dst string) error {
+	pub := durable.For(vfs.Default)
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return durable.EnsureDir(vfs.Default, target)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		_, err = durable.Bytes(pub, filepath.Dir(target), filepath.Base(target), durable.Options{Mode: durable.Replace, NoDirSync: true}, b)
+		return err
+	})
+}

@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
+)
+
+// The restart rules: what a query may change between two starts on the same
+// checkpoint. decideShape compares the shape recorded in the checkpoint with
+// the shape of the query now starting and gives, for every difference, the
+// rule that applies (Spark's and ours) and whether the start may go on. It
+// is pure: the caller read the record, and nothing is written until every
+// difference is allowed.
+
+// Spark's rules, as Databricks' restart-compatibility table states them.
+const (
+	sparkFilter     = "allowed"
+	sparkRate       = "allowed, from the next newly planned batch"
+	sparkProjection = "allowed; another schema only if the sink allows it"
+	sparkSources    = "not allowed by default; source evolution relaxes it"
+	sparkLocation   = "generally needs a new checkpoint; results unpredictable"
+	sparkSink       = "not allowed"
+	sparkState      = "not allowed: the state schema must stay the same"
+	sparkWatermark  = "requires a full refresh"
+	sparkMode       = "not in the table: allowed if the sink supports the mode"
+)
+
+// ShapeChange is one difference between the recorded and the new shape and
+// the rule that decides it.
+type ShapeChange struct {
+	Change    string `json:"change"`
+	Old       string `json:"old"`
+	New       string `json:"new"`
+	SparkRule string `json:"sparkRule"`
+	Rule      string `json:"rule"`
+	Allowed   bool   `json:"allowed"`
+	// Code is the refusal's error code ("" when allowed).
+	Code string `json:"code,omitempty"`
+	// FirstBatchID is the first batch an allowed change applies to.
+	FirstBatchID int64 `json:"firstBatchId"`
+}
+
+// shapeDecision is what decideShape decided.
+type shapeDecision struct {
+	Changes []ShapeChange
+	// Write: record Shape as shape/<Seq>, applying from FirstBatchID.
+	Write        bool
+	Seq          int64
+	FirstBatchID int64
+	Shape        shape.Shape
+	Warnings     []string
+}
+
+// decideShape applies the restart rules. rec is the newest record (nil:
+// none yet), cur the starting query's shape (nil: the query records none,
+// nothing is checked). The first refused change is returned as the error,
+// with the full list of changes in the decision.
+func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan, evolution bool) (*shapeDecision, error) {
+	d := &shapeDecision{}
+	if cur == nil {
+		return d, nil
+	}
+	// The batch a start runs first: a pending batch re-runs (with its
+	// recorded offsets and watermark, but the new query), else a new one.
+	first := sp.NextID
+	if sp.Pending != nil {
+		first = sp.PendingID
+	}
+	d.Shape, d.FirstBatchID = *cur, first
+	if rec == nil {
+		d.Write = true
+		if !sp.New {
+			d.Warnings = append(d.Warnings, fmt.Sprintf(
+				"the checkpoint has no recorded query shape: recording this query's from batch %d; changes made before this start cannot be checked", first))
+		}
+		return d, nil
+	}
+	d.Seq = rec.Seq + 1
+	old := rec.Shape
+	add := func(c ShapeChange) { d.Changes = append(d.Changes, c) }
+	allow := func(change, o, n, spark, rule string, from int64) {
+		add(ShapeChange{Change: change, Old: o, New: n, SparkRule: spark, Rule: rule, Allowed: true, FirstBatchID: from})
+	}
+	var refusal error
+	refuse := func(change, o, n, spark, rule, code, remedy, format string, args ...any) {
+		add(ShapeChange{Change: change, Old: o, New: n, SparkRule: spark, Rule: rule, Code: code, FirstBatchID: -1})
+		if refusal == nil {
+			refusal = errcode.New(code, path, remedy, format, args...)
+		}
+	}
+	newCkpt := "start the changed query on a new checkpoint (and a new table)"
+
+	// Sources, matched by name with source evolution, by position without.
+	key := func(i int, s shape.Source) string {
+		if evolution {
+			return s.Name
+		}
+		return fmt.Sprint(i)
+	}
+	oldBy := map[string]shape.Source{}
+	for i, s := range old.Sources {
+		oldBy[key(i, s)] = s
+	}
+	newKeys := map[string]bool{}
+	for i, s := range cur.Sources {
+		k := key(i, s)
+		newKeys[k] = true
+		label := "source " + k
+		if s.Name != "" {
+			label = "source " + s.Name
+		}
+		o, ok := oldBy[k]
+		if !ok {
+			allow("source added", "", s.Name+" ("+s.Provider+":"+s.Location+")", sparkSources,
+				"allowed with source evolution: the new source starts from its configured start", first)
+			continue
+		}
+		if o.Provider != s.Provider {
+			remedy := newCkpt
+			if evolution {
+				remedy = "give the new source a new name (the old name is tombstoned), or start a new checkpoint"
+			}
+			refuse(label+" provider", o.Provider, s.Provider, sparkSources,
+				"refused: the committed offsets belong to the old provider; resuming would rewind or skip data silently",
+				errcode.SourceProviderChanged, remedy,
+				"%s was %s and is now %s: its committed offsets mean nothing to the new provider and resuming would silently rewind or skip data",
+				label, o.Provider, s.Provider)
+			continue
+		}
+		if o.Location != s.Location {
+			remedy := newCkpt
+			if evolution {
+				remedy = "give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint"
+			}
+			refuse(label+" location", o.Location, s.Location, sparkLocation,
+				"refused: offsets are positions in the old location; resuming would silently rewind or skip data",
+				errcode.SourceLocationChanged, remedy,
+				"%s read %s and now reads %s: its committed offsets are positions in the old location, so resuming would silently rewind or skip data",
+				label, o.Location, s.Location)
+			continue
+		}
+		if o.Options != s.Options {
+			allow(label+" options", o.Options, s.Options, sparkRate,
+				"allowed: read limits and options apply from the next newly planned batch", sp.NextID)
+		}
+	}
+	for i, s := range old.Sources {
+		if !newKeys[key(i, s)] {
+			allow("source removed", s.Name+" ("+s.Provider+":"+s.Location+")", "", sparkSources,
+				"allowed with source evolution: the name is tombstoned and its state ages out under the watermark", first)
+		}
+	}
+	if old.From != cur.From {
+		allow("FROM", old.From, cur.From, sparkSources, "allowed when each source change above is", first)
+	}
+
+	// Sink.
+	if old.Sink != cur.Sink {
+		refuse("sink location", old.Sink.Format+":"+old.Sink.Location, cur.Sink.Format+":"+cur.Sink.Location, sparkSink,
+			"refused: the new table would lack every committed batch's rows",
+			errcode.SinkLocationChanged, newCkpt+", or point --table back at "+old.Sink.Location,
+			"the output moved from %s to %s: the new table would lack the rows of every committed batch, which are never written again",
+			old.Sink.Location, cur.Sink.Location)
+	}
+
+	// State: window, group keys, aggregates. Renaming an aggregate changes
+	// the output columns only (the state check ignores the alias here).
+	structural := !slices.Equal(old.Keys, cur.Keys) || windowText(old.Window) != windowText(cur.Window) ||
+		!sameAggFuncs(old.Aggregates, cur.Aggregates)
+	renamed := old.OutputSchema != cur.OutputSchema || !slices.Equal(old.Aggregates, cur.Aggregates)
+	switch {
+	case structural || (!renamed && old.StateSchema != cur.StateSchema):
+		what := []string{}
+		if windowText(old.Window) != windowText(cur.Window) {
+			what = append(what, "window")
+		}
+		if !slices.Equal(old.Keys, cur.Keys) {
+			what = append(what, "group keys")
+		}
+		if !sameAggFuncs(old.Aggregates, cur.Aggregates) || len(what) == 0 {
+			what = append(what, "aggregates")
+		}
+		change := strings.Join(what, ", ")
+		refuse(change, stateText(old), stateText(*cur), sparkState,
+			"refused: the state was built for the old keys and aggregates",
+			errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
+			"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, old.StateSchema, cur.StateSchema)
+	case renamed:
+		refuse("output schema", old.OutputSchema, cur.OutputSchema, sparkProjection,
+			"refused: the Delta table keeps the schema it was created with",
+			errcode.OutputSchemaMismatch, "keep the output column names, or "+newCkpt,
+			"the output schema changed from %s to %s; the Delta sink does not evolve its table's schema", old.OutputSchema, cur.OutputSchema)
+	case !slices.Equal(old.Projection, cur.Projection):
+		allow("projection", strings.Join(old.Projection, ", "), strings.Join(cur.Projection, ", "), sparkProjection,
+			"allowed: the output schema is the same", first)
+	}
+
+	// Filter.
+	if old.Filter != cur.Filter {
+		allow("filter", orNone(old.Filter), orNone(cur.Filter), sparkFilter,
+			"allowed; results change from the first batch it applies to (logged)", first)
+		d.Warnings = append(d.Warnings, fmt.Sprintf("the filter changed from %s to %s: it applies from batch %d on; earlier batches keep the old filter's results",
+			orNone(old.Filter), orNone(cur.Filter), first))
+	}
+	if !slices.Equal(old.Columns, cur.Columns) {
+		allow("columns read", strings.Join(old.Columns, ", "), strings.Join(cur.Columns, ", "), sparkProjection,
+			"allowed: sources decode the columns the new query reads", first)
+	}
+
+	// Watermark.
+	ow, nw := old.Watermark, cur.Watermark
+	switch {
+	case ow == nil && nw == nil:
+	case ow == nil || nw == nil || ow.Column != nw.Column:
+		refuse("watermark", watermarkText(ow), watermarkText(nw), sparkWatermark,
+			"refused: adding, removing or moving the watermark changes which state is final",
+			errcode.WatermarkChanged, newCkpt,
+			"the watermark changed from %s to %s: removing it keeps every window forever and lets evicted windows restart from zero; adding or moving it changes which windows are final",
+			watermarkText(ow), watermarkText(nw))
+	case nw.DelayUs > ow.DelayUs:
+		refuse("watermark delay increased", watermarkText(ow), watermarkText(nw), sparkWatermark,
+			"refused (stricter than Spark): evicted windows would reopen from zero and overwrite full results",
+			errcode.WatermarkDelayIncreased, "keep the delay at most "+durText(ow.DelayUs)+", or "+newCkpt,
+			"the watermark delay grew from %s to %s: windows already evicted (final in the table) would accept late rows again, start from an empty state and, in update mode, overwrite the full count in the table with a partial one",
+			durText(ow.DelayUs), durText(nw.DelayUs))
+	case nw.DelayUs < ow.DelayUs:
+		allow("watermark delay decreased", watermarkText(ow), watermarkText(nw), sparkWatermark,
+			"allowed (looser than Spark): the watermark only moves forward, rows later than the new delay are dropped from the next newly planned batch (logged)", sp.NextID)
+		d.Warnings = append(d.Warnings, fmt.Sprintf("the watermark delay shrank from %s to %s: from batch %d on, rows later than %s are dropped as late",
+			durText(ow.DelayUs), durText(nw.DelayUs), sp.NextID, durText(nw.DelayUs)))
+	}
+
+	// Output mode and trigger.
+	if old.OutputMode != cur.OutputMode {
+		allow("output mode", old.OutputMode, cur.OutputMode, sparkMode,
+			"allowed: the MERGE sink upserts full values in every mode; the rows emitted change from the first batch it applies to (logged)", first)
+		d.Warnings = append(d.Warnings, fmt.Sprintf("the output mode changed from %s to %s: it applies from batch %d on", old.OutputMode, cur.OutputMode, first))
+	}
+	if old.Trigger != cur.Trigger {
+		allow("trigger", old.Trigger, cur.Trigger, sparkRate, "allowed: from the next newly planned batch", sp.NextID)
+	}
+	if sp.Pending != nil && len(d.Changes) > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("batch %d was planned before the change: it re-runs first with the same data (its recorded offsets and watermark)", sp.PendingID))
+	}
+	if refusal != nil {
+		return d, refusal
+	}
+	d.Write = !old.Equal(*cur)
+	return d, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func windowText(w *shape.Window) string {
+	if w == nil {
+		return "none"
+	}
+	s := "window(" + w.Column + ", '" + w.Size + "'"
+	if w.Slide != "" {
+		s += ", '" + w.Slide + "'"
+	}
+	return s + ")"
+}
+
+func durText(us int64) string { return (time.Duration(us) * time.Microsecond).String() }
+
+func watermarkText(w *shape.Watermark) string {
+	if w == nil {
+		return "none"
+	}
+	return w.Column + " - " + durText(w.DelayUs)
+}
+
+// aggFunc strips the alias: "sum(gas_used) as gas" -> "sum(gas_used)".
+func aggFunc(a string) string {
+	if i := strings.Index(a, " as "); i >= 0 {
+		return a[:i]
+	}
+	return a
+}
+
+func sameAggFuncs(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if aggFunc(a[i]) != aggFunc(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func stateText(s shape.Shape) string {
+	return "group by " + strings.Join(append([]string{windowText(s.Window)}, s.Keys...), ", ") + "; " + strings.Join(s.Aggregates, ", ")
+}

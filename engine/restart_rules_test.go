@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
+)
+
+func baseShape() shape.Shape {
+	return shape.Shape{
+		Sources: []shape.Source{
+			{Name: "s3_backfill", Provider: "s3archive", Location: "s3://b/v1.0/eth/blocks", Options: "maxFilesPerTrigger=2"},
+			{Name: "eth_live", Provider: "ethrpc", Location: "http://127.0.0.1:8545", Options: "maxBlocksPerTrigger=20"},
+		},
+		From:       "blocks",
+		Projection: []string{"window(block_ts, '5 minutes') as window", "source", "miner", "count(*) as count"},
+		Columns:    []string{"block_ts", "source", "miner"},
+		Window:     &shape.Window{Column: "block_ts", Size: "5 minutes"},
+		Watermark:  &shape.Watermark{Column: "block_ts", DelayUs: 48 * 3600 * 1e6},
+		Keys:       []string{"source", "miner"},
+		Aggregates: []string{"count(*) as count"},
+		OutputMode: "update", OutputSchema: "window_start timestamp, ..., count int64", StateSchema: "stateStoreSave ... count(*):count",
+		Sink: shape.Sink{Format: "delta", Location: "/t"}, Trigger: "available-now",
+	}
+}
+
+// TestRestartRules is the rule table: each change on its own, whether the
+// start may go on, the code of a refusal and the first batch an allowed
+// change applies to.
+func TestRestartRules(t *testing.T) {
+	sp := &startPlan{NextID: 10, PendingID: -1}
+	pending := &startPlan{NextID: 10, PendingID: 9, Pending: &checkpoint.OffsetEntry{}}
+	for _, tc := range []struct {
+		name    string
+		change  func(s *shape.Shape)
+		sp      *startPlan
+		code    string // "" = allowed
+		changes string // the Change names, comma-separated
+		first   int64
+		warn    string
+	}{
+		{name: "no change", change: func(*shape.Shape) {}, changes: ""},
+		{name: "add a filter", change: func(s *shape.Shape) { s.Filter = "(gas_used > 0)"; s.Columns = append(s.Columns, "gas_used") },
+			changes: "filter,columns read", first: 10, warn: "applies from batch 10"},
+		{name: "change a filter with a pending batch", change: func(s *shape.Shape) { s.Filter = "(gas_used > 0)" }, sp: pending,
+			changes: "filter", first: 9, warn: "re-runs first with the same data"},
+		{name: "read limit", change: func(s *shape.Shape) { s.Sources[0].Options = "maxFilesPerTrigger=5" }, sp: pending,
+			changes: "source s3_backfill options", first: 10},
+		{name: "trigger", change: func(s *shape.Shape) { s.Trigger = "processing-time=2s" }, changes: "trigger", first: 10},
+		{name: "projection, same schema", change: func(s *shape.Shape) { s.Projection[1], s.Projection[2] = s.Projection[2], s.Projection[1] },
+			changes: "projection", first: 10},
+		{name: "projection, another schema", change: func(s *shape.Shape) {
+			s.Aggregates = []string{"count(*) as blocks"}
+			s.OutputSchema, s.StateSchema = "... blocks int64", "... count(*):blocks"
+		}, code: errcode.OutputSchemaMismatch, changes: "output schema"},
+		{name: "add a source", change: func(s *shape.Shape) {
+			s.Sources = append(s.Sources, shape.Source{Name: "eth_live2", Provider: "ethrpc", Location: "http://h"})
+		}, changes: "source added", first: 10},
+		{name: "remove a source", change: func(s *shape.Shape) { s.Sources = s.Sources[:1] }, changes: "source removed", first: 10},
+		{name: "source provider", change: func(s *shape.Shape) { s.Sources[1].Provider = "s3archive" },
+			code: errcode.SourceProviderChanged, changes: "source eth_live provider"},
+		{name: "source location", change: func(s *shape.Shape) { s.Sources[0].Location = "s3://other/v1.0/eth/blocks" },
+			code: errcode.SourceLocationChanged, changes: "source s3_backfill location"},
+		{name: "sink location", change: func(s *shape.Shape) { s.Sink.Location = "/t2" }, code: errcode.SinkLocationChanged, changes: "sink location"},
+		{name: "group keys", change: func(s *shape.Shape) { s.Keys = []string{"miner"}; s.StateSchema = "other" },
+			code: errcode.StateSchemaMismatch, changes: "group keys"},
+		{name: "aggregates", change: func(s *shape.Shape) { s.Aggregates = append(s.Aggregates, "sum(gas_used) as sum_gas_used") },
+			code: errcode.StateSchemaMismatch, changes: "aggregates"},
+		{name: "aggregation column", change: func(s *shape.Shape) { s.Aggregates = []string{"sum(size) as count"} },
+			code: errcode.StateSchemaMismatch, changes: "aggregates"},
+		{name: "window", change: func(s *shape.Shape) { s.Window.Size = "10 minutes" }, code: errcode.StateSchemaMismatch, changes: "window"},
+		{name: "watermark delay up", change: func(s *shape.Shape) { s.Watermark.DelayUs *= 2 },
+			code: errcode.WatermarkDelayIncreased, changes: "watermark delay increased"},
+		{name: "watermark delay down", change: func(s *shape.Shape) { s.Watermark.DelayUs /= 2 }, sp: pending,
+			changes: "watermark delay decreased", first: 10, warn: "from batch 10 on"},
+		{name: "watermark removed", change: func(s *shape.Shape) { s.Watermark = nil }, code: errcode.WatermarkChanged, changes: "watermark"},
+		{name: "output mode", change: func(s *shape.Shape) { s.OutputMode = "append" }, changes: "output mode", first: 10, warn: "output mode changed"},
+		{name: "two refusals, first one reported", change: func(s *shape.Shape) { s.Sink.Location = "/t2"; s.Watermark.DelayUs *= 2 },
+			code: errcode.SinkLocationChanged, changes: "sink location,watermark delay increased"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.sp
+			if p == nil {
+				p = sp
+			}
+			rec := &shape.Record{Seq: 3, Shape: baseShape()}
+			cur := baseShape()
+			tc.change(&cur)
+			d, err := decideShape("/ck", rec, &cur, p, true)
+			var names []string
+			for _, c := range d.Changes {
+				names = append(names, c.Change)
+				if c.Allowed != (c.Code == "") || c.SparkRule == "" || c.Rule == "" {
+					t.Errorf("change %+v: inconsistent", c)
+				}
+				if c.Allowed && tc.code == "" && c.FirstBatchID != tc.first {
+					t.Errorf("%s applies from batch %d, want %d", c.Change, c.FirstBatchID, tc.first)
+				}
+			}
+			if got := strings.Join(names, ","); got != tc.changes {
+				t.Errorf("changes %q, want %q", got, tc.changes)
+			}
+			if errcode.Code(err) != tc.code {
+				t.Fatalf("error %v, want code %q", err, tc.code)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), "/ck") || !strings.Contains(err.Error(), "To fix:") {
+					t.Errorf("refusal lacks the checkpoint or a remedy: %v", err)
+				}
+				if d.Write {
+					t.Error("a refused start would write a shape")
+				}
+				return
+			}
+			if d.Write != (tc.changes != "") || (d.Write && d.Seq != 4) {
+				t.Errorf("write %v seq %d", d.Write, d.Seq)
+			}
+			if tc.warn != "" && !strings.Contains(strings.Join(d.Warnings, "\n"), tc.warn) {
+				t.Errorf("warnings %q lack %q", d.Warnings, tc.warn)
+			}
+		})
+	}
+}
+
+func TestRestartRulesPositional(t *testing.T) {
+	rec := &shape.Record{Shape: baseShape()}
+	cur := baseShape()
+	for i := range cur.Sources {
+		cur.Sources[i].Name, rec.Shape.Sources[i].Name = "", ""
+	}
+	cur.Sources[0].Provider = "ethrpc"
+	_, err := decideShape("/ck", rec, &cur, &startPlan{NextID: 1, PendingID: -1}, false)
+	if errcode.Code(err) != errcode.SourceProviderChanged || !strings.Contains(err.Error(), "new checkpoint") {
+		t.Fatalf("positional provider change: %v", err)
+	}
+}
+
+func TestRestartRulesFirstRecord(t *testing.T) {
+	cur := baseShape()
+	d, err := decideShape("/ck", nil, &cur, &startPlan{NextID: 5, PendingID: -1}, true)
+	if err != nil || !d.Write || d.Seq != 0 || d.FirstBatchID != 5 || len(d.Warnings) != 1 {
+		t.Fatalf("legacy checkpoint: %+v %v", d, err)
+	}
+	d, err = decideShape("/ck", nil, &cur, &startPlan{New: true, PendingID: -1}, true)
+	if err != nil || !d.Write || len(d.Warnings) != 0 {
+		t.Fatalf("new checkpoint: %+v %v", d, err)
+	}
+	d, err = decideShape("/ck", nil, nil, &startPlan{New: true}, true)
+	if err != nil || d.Write {
+		t.Fatalf("no shape: %+v %v", d, err)
+	}
+}

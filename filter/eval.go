@@ -1,0 +1,472 @@
+package filter
+
+import (
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// CodeFilterInvalid is a predicate that does not type-check against the
+// input columns (an unknown column, a string compared with a number, ...).
+const CodeFilterInvalid = "FILTER_INVALID"
+
+// tri is SQL's three-valued truth.
+type tri uint8
+
+const (
+	fls tri = iota
+	tru
+	unk
+)
+
+func (t tri) not() tri {
+	switch t {
+	case tru:
+		return fls
+	case fls:
+		return tru
+	}
+	return unk
+}
+
+// class is how two operands compare.
+type class uint8
+
+const (
+	clsInt   class = iota + 1 // Int64 and Timestamp values
+	clsFloat                  // Float64, or an Int64 against a decimal literal
+	clsString
+)
+
+// operand is a compiled column reference or literal of a known class.
+type operand struct {
+	col  int // index into Predicate.cols, -1 for a literal
+	null bool
+	i    int64
+	f    float64
+	s    string
+}
+
+type node struct {
+	kind   uint8 // nCmp, nAnd, nOr, nNot, nIn, nIsNull, nConst
+	op     CmpOp
+	cls    class
+	l, r   operand
+	list   []operand
+	neg    bool
+	kids   []*node
+	constv tri
+}
+
+const (
+	nCmp uint8 = iota + 1
+	nAnd
+	nOr
+	nNot
+	nIn
+	nIsNull
+	nConst
+)
+
+// Predicate is a compiled, type-checked Expr. It is immutable; Keep may be
+// called from one goroutine at a time (it reuses a buffer).
+type Predicate struct {
+	expr  Expr
+	root  *node
+	cols  []string
+	types []stream.Type
+	bound []*stream.Column
+	keep  []bool
+}
+
+// Types resolves a column's type; false means no such column.
+type Types func(name string) (stream.Type, bool)
+
+func invalid(format string, args ...any) error {
+	return errcode.New(CodeFilterInvalid, "", "compare columns with literals of their type (numbers with numbers, strings and timestamps with quoted strings)", format, args...)
+}
+
+// Compile type-checks e against the input columns.
+func Compile(e Expr, types Types) (*Predicate, error) {
+	p := &Predicate{expr: e}
+	root, err := p.compile(e, types)
+	if err != nil {
+		return nil, err
+	}
+	p.root = root
+	p.bound = make([]*stream.Column, len(p.cols))
+	return p, nil
+}
+
+// String is the canonical text of the predicate.
+func (p *Predicate) String() string { return p.expr.String() }
+
+// Columns are the input columns the predicate reads.
+func (p *Predicate) Columns() []string { return append([]string(nil), p.cols...) }
+
+func (p *Predicate) colIndex(name string, t stream.Type) int {
+	for i, c := range p.cols {
+		if c == name {
+			return i
+		}
+	}
+	p.cols = append(p.cols, name)
+	p.types = append(p.types, t)
+	return len(p.cols) - 1
+}
+
+func classOf(t stream.Type) class {
+	switch t {
+	case stream.Int64, stream.Timestamp:
+		return clsInt
+	case stream.Float64:
+		return clsFloat
+	}
+	return clsString
+}
+
+// typedSide is an operand before its class is settled.
+type typedSide struct {
+	col  string
+	t    stream.Type // 0 for a literal
+	lit  Lit
+	isCo bool
+}
+
+func side(e Expr, types Types) (typedSide, error) {
+	switch x := e.(type) {
+	case Col:
+		t, ok := types(x.Name)
+		if !ok {
+			return typedSide{}, errcode.New(CodeFilterInvalid, "", "use a column of the input", "WHERE references unknown column %q", x.Name)
+		}
+		return typedSide{col: x.Name, t: t, isCo: true}, nil
+	case Lit:
+		return typedSide{lit: x}, nil
+	}
+	return typedSide{}, invalid("WHERE compares %s, which is not a column or a literal", e)
+}
+
+// litOperand converts literal l to class c (the column's), for column type t.
+func litOperand(l Lit, c class, t stream.Type, against string) (operand, error) {
+	o := operand{col: -1}
+	if l.Kind == LitNull {
+		o.null = true
+		return o, nil
+	}
+	switch c {
+	case clsInt:
+		if t == stream.Timestamp {
+			if l.Kind != LitString {
+				return o, invalid("timestamp column %q compared with %s: quote a timestamp, e.g. '2024-01-01 00:00:00'", against, l)
+			}
+			us, ok := parseTimestamp(l.Str)
+			if !ok {
+				return o, invalid("%s is not a timestamp (want 'YYYY-MM-DD[ HH:MM:SS]' or RFC 3339) for column %q", l, against)
+			}
+			o.i = us
+			return o, nil
+		}
+		if l.Kind != LitInt {
+			return o, invalid("%s column %q compared with %s", typeName(t), against, l)
+		}
+		o.i = l.Int
+	case clsFloat:
+		switch l.Kind {
+		case LitInt:
+			o.f = float64(l.Int)
+		case LitFloat:
+			o.f = l.Flt
+		default:
+			return o, invalid("%s column %q compared with %s", typeName(t), against, l)
+		}
+	case clsString:
+		if l.Kind != LitString {
+			return o, invalid("string column %q compared with %s: quote the value", against, l)
+		}
+		o.s = l.Str
+	}
+	return o, nil
+}
+
+func (p *Predicate) compile(e Expr, types Types) (*node, error) {
+	switch x := e.(type) {
+	case And, Or:
+		var l, r Expr
+		k := nAnd
+		if a, ok := x.(And); ok {
+			l, r = a.L, a.R
+		} else {
+			o := x.(Or)
+			l, r, k = o.L, o.R, nOr
+		}
+		ln, err := p.compile(l, types)
+		if err != nil {
+			return nil, err
+		}
+		rn, err := p.compile(r, types)
+		if err != nil {
+			return nil, err
+		}
+		return &node{kind: k, kids: []*node{ln, rn}}, nil
+	case Not:
+		n, err := p.compile(x.X, types)
+		if err != nil {
+			return nil, err
+		}
+		return &node{kind: nNot, kids: []*node{n}}, nil
+	case Lit:
+		switch x.Kind {
+		case LitBool:
+			if x.Bool {
+				return &node{kind: nConst, constv: tru}, nil
+			}
+			return &node{kind: nConst, constv: fls}, nil
+		case LitNull:
+			return &node{kind: nConst, constv: unk}, nil
+		}
+		return nil, invalid("WHERE %s is not a condition", x)
+	case Col:
+		t, ok := types(x.Name)
+		if !ok {
+			return nil, errcode.New(CodeFilterInvalid, "", "use a column of the input", "WHERE references unknown column %q", x.Name)
+		}
+		return nil, invalid("WHERE %s: column %q is %s, not a condition; compare it with a value", x, x.Name, typeName(t))
+	case IsNull:
+		s, err := side(x.X, types)
+		if err != nil {
+			return nil, err
+		}
+		if !s.isCo {
+			return nil, invalid("IS NULL applies to a column, not %s", x.X)
+		}
+		return &node{kind: nIsNull, neg: x.Neg, l: operand{col: p.colIndex(s.col, s.t)}}, nil
+	case In:
+		s, err := side(x.X, types)
+		if err != nil {
+			return nil, err
+		}
+		if !s.isCo {
+			return nil, invalid("IN applies to a column, not %s", x.X)
+		}
+		n := &node{kind: nIn, neg: x.Neg, cls: classOf(s.t), l: operand{col: p.colIndex(s.col, s.t)}}
+		for _, l := range x.List {
+			o, err := litOperand(l, n.cls, s.t, s.col)
+			if err != nil {
+				return nil, err
+			}
+			n.list = append(n.list, o)
+		}
+		return n, nil
+	case Cmp:
+		ls, err := side(x.L, types)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := side(x.R, types)
+		if err != nil {
+			return nil, err
+		}
+		n := &node{kind: nCmp, op: x.Op}
+		switch {
+		case ls.isCo && rs.isCo:
+			lc, rc := classOf(ls.t), classOf(rs.t)
+			if lc != rc && !(lc != clsString && rc != clsString) {
+				return nil, invalid("WHERE %s compares %s column %q with %s column %q", x, typeName(ls.t), ls.col, typeName(rs.t), rs.col)
+			}
+			if (ls.t == stream.Timestamp) != (rs.t == stream.Timestamp) && lc == clsInt && rc == clsInt {
+				return nil, invalid("WHERE %s compares a timestamp with a number", x)
+			}
+			n.cls = lc
+			if lc != rc {
+				n.cls = clsFloat
+			}
+			n.l = operand{col: p.colIndex(ls.col, ls.t)}
+			n.r = operand{col: p.colIndex(rs.col, rs.t)}
+		case ls.isCo || rs.isCo:
+			colSide, litSide, flip := ls, rs, false
+			if !ls.isCo {
+				colSide, litSide, flip = rs, ls, true
+			}
+			n.cls = classOf(colSide.t)
+			if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitFloat {
+				n.cls = clsFloat
+			}
+			lo, err := litOperand(litSide.lit, n.cls, colSide.t, colSide.col)
+			if err != nil {
+				return nil, err
+			}
+			co := operand{col: p.colIndex(colSide.col, colSide.t)}
+			n.l, n.r = co, lo
+			if flip {
+				n.l, n.r = lo, co
+			}
+		default:
+			return nil, invalid("WHERE %s compares two literals; compare a column", x)
+		}
+		return n, nil
+	}
+	return nil, invalid("unsupported condition %s", e)
+}
+
+// Keep returns, for each row of b, whether the predicate is TRUE for it.
+// The slice is reused by the next call.
+func (p *Predicate) Keep(b *stream.Batch) ([]bool, error) {
+	for i, name := range p.cols {
+		c := b.Column(name)
+		if c == nil {
+			return nil, errcode.New(CodeFilterInvalid, "", "this is a bug in the query's projection", "filter column %q is not in the input", name)
+		}
+		if c.Type != p.types[i] {
+			return nil, errcode.New(CodeFilterInvalid, "", "this is a bug in the source", "filter column %q is %s, want %s", name, c.Type, p.types[i])
+		}
+		p.bound[i] = c
+	}
+	if cap(p.keep) < b.Len {
+		p.keep = make([]bool, b.Len)
+	}
+	p.keep = p.keep[:b.Len]
+	for r := 0; r < b.Len; r++ {
+		p.keep[r] = p.eval(p.root, r) == tru
+	}
+	clear(p.bound)
+	return p.keep, nil
+}
+
+// value reads operand o at row r in class c.
+func (p *Predicate) value(o operand, c class, r int) (operand, bool) {
+	if o.col < 0 {
+		return o, !o.null
+	}
+	col := p.bound[o.col]
+	if col.IsNull(r) {
+		return o, false
+	}
+	var v operand
+	switch col.Type {
+	case stream.Int64, stream.Timestamp:
+		v.i = col.Int64s[r]
+		if c == clsFloat {
+			v.f = float64(v.i)
+		}
+	case stream.Float64:
+		v.f = col.Float64s[r]
+	default:
+		v.s = col.Strings[r]
+	}
+	return v, true
+}
+
+func compare(c class, a, b operand) int {
+	switch c {
+	case clsInt:
+		switch {
+		case a.i < b.i:
+			return -1
+		case a.i > b.i:
+			return 1
+		}
+	case clsFloat:
+		switch {
+		case a.f < b.f:
+			return -1
+		case a.f > b.f:
+			return 1
+		}
+	default:
+		switch {
+		case a.s < b.s:
+			return -1
+		case a.s > b.s:
+			return 1
+		}
+	}
+	return 0
+}
+
+func (p *Predicate) eval(n *node, r int) tri {
+	switch n.kind {
+	case nConst:
+		return n.constv
+	case nAnd:
+		a := p.eval(n.kids[0], r)
+		if a == fls {
+			return fls
+		}
+		b := p.eval(n.kids[1], r)
+		switch {
+		case b == fls:
+			return fls
+		case a == tru && b == tru:
+			return tru
+		}
+		return unk
+	case nOr:
+		a := p.eval(n.kids[0], r)
+		if a == tru {
+			return tru
+		}
+		b := p.eval(n.kids[1], r)
+		switch {
+		case b == tru:
+			return tru
+		case a == fls && b == fls:
+			return fls
+		}
+		return unk
+	case nNot:
+		return p.eval(n.kids[0], r).not()
+	case nIsNull:
+		null := p.bound[n.l.col].IsNull(r)
+		if null != n.neg {
+			return tru
+		}
+		return fls
+	case nIn:
+		v, ok := p.value(n.l, n.cls, r)
+		if !ok {
+			return unk
+		}
+		res := fls
+		for _, o := range n.list {
+			if o.null {
+				res = unk
+				continue
+			}
+			if compare(n.cls, v, o) == 0 {
+				res = tru
+				break
+			}
+		}
+		if n.neg {
+			return res.not()
+		}
+		return res
+	case nCmp:
+		a, ok1 := p.value(n.l, n.cls, r)
+		b, ok2 := p.value(n.r, n.cls, r)
+		if !ok1 || !ok2 {
+			return unk
+		}
+		c := compare(n.cls, a, b)
+		var t bool
+		switch n.op {
+		case Eq:
+			t = c == 0
+		case Ne:
+			t = c != 0
+		case Lt:
+			t = c < 0
+		case Le:
+			t = c <= 0
+		case Gt:
+			t = c > 0
+		case Ge:
+			t = c >= 0
+		}
+		if t {
+			return tru
+		}
+		return fls
+	}
+	return unk
+}

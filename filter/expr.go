@@ -1,0 +1,187 @@
+package filter
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Expr is a node of a predicate tree. String renders it in a canonical SQL
+// form (fully parenthesised binary operators, lowercase keywords), which is
+// what the query shape records: two predicates are the same filter exactly
+// when their strings are equal.
+type Expr interface {
+	String() string
+	expr()
+}
+
+// Col references an input column.
+type Col struct{ Name string }
+
+// LitKind is the kind of a literal as written.
+type LitKind uint8
+
+// Literal kinds.
+const (
+	LitInt LitKind = iota + 1
+	LitFloat
+	LitString
+	LitBool
+	LitNull
+)
+
+// Lit is a literal: an integer, a decimal number, a string, true/false or
+// null.
+type Lit struct {
+	Kind LitKind
+	Int  int64
+	Flt  float64
+	Str  string
+	Bool bool
+}
+
+// CmpOp is a comparison operator.
+type CmpOp string
+
+// Comparison operators (SQL spelling; "<>" and "!=" both parse to Ne).
+const (
+	Eq CmpOp = "="
+	Ne CmpOp = "<>"
+	Lt CmpOp = "<"
+	Le CmpOp = "<="
+	Gt CmpOp = ">"
+	Ge CmpOp = ">="
+)
+
+// Cmp compares two operands.
+type Cmp struct {
+	Op   CmpOp
+	L, R Expr
+}
+
+// And, Or and Not are the logical connectives.
+type And struct{ L, R Expr }
+
+// Or is a disjunction.
+type Or struct{ L, R Expr }
+
+// Not negates.
+type Not struct{ X Expr }
+
+// In is X [NOT] IN (list).
+type In struct {
+	X    Expr
+	List []Lit
+	Neg  bool
+}
+
+// IsNull is X IS [NOT] NULL.
+type IsNull struct {
+	X   Expr
+	Neg bool
+}
+
+func (Col) expr()    {}
+func (Lit) expr()    {}
+func (Cmp) expr()    {}
+func (And) expr()    {}
+func (Or) expr()     {}
+func (Not) expr()    {}
+func (In) expr()     {}
+func (IsNull) expr() {}
+
+func (c Col) String() string { return c.Name }
+
+func (l Lit) String() string {
+	switch l.Kind {
+	case LitInt:
+		return strconv.FormatInt(l.Int, 10)
+	case LitFloat:
+		return strconv.FormatFloat(l.Flt, 'g', -1, 64)
+	case LitString:
+		return "'" + strings.ReplaceAll(l.Str, "'", "''") + "'"
+	case LitBool:
+		return strconv.FormatBool(l.Bool)
+	}
+	return "null"
+}
+
+func (c Cmp) String() string {
+	return "(" + c.L.String() + " " + string(c.Op) + " " + c.R.String() + ")"
+}
+func (a And) String() string { return "(" + a.L.String() + " and " + a.R.String() + ")" }
+func (o Or) String() string  { return "(" + o.L.String() + " or " + o.R.String() + ")" }
+func (n Not) String() string { return "(not " + n.X.String() + ")" }
+
+func (i In) String() string {
+	parts := make([]string, len(i.List))
+	for k, l := range i.List {
+		parts[k] = l.String()
+	}
+	op := " in ("
+	if i.Neg {
+		op = " not in ("
+	}
+	return "(" + i.X.String() + op + strings.Join(parts, ", ") + "))"
+}
+
+func (n IsNull) String() string {
+	if n.Neg {
+		return "(" + n.X.String() + " is not null)"
+	}
+	return "(" + n.X.String() + " is null)"
+}
+
+// Columns returns the columns e reads, each once, in first-use order.
+func Columns(e Expr) []string {
+	var out []string
+	var walk func(Expr)
+	walk = func(e Expr) {
+		switch x := e.(type) {
+		case Col:
+			for _, c := range out {
+				if c == x.Name {
+					return
+				}
+			}
+			out = append(out, x.Name)
+		case Cmp:
+			walk(x.L)
+			walk(x.R)
+		case And:
+			walk(x.L)
+			walk(x.R)
+		case Or:
+			walk(x.L)
+			walk(x.R)
+		case Not:
+			walk(x.X)
+		case In:
+			walk(x.X)
+		case IsNull:
+			walk(x.X)
+		}
+	}
+	if e != nil {
+		walk(e)
+	}
+	return out
+}
+
+// timestampLayouts are the literal forms a timestamp column compares with
+// (Spark casts the string to a timestamp, in UTC here).
+var timestampLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"}
+
+func parseTimestamp(s string) (int64, bool) {
+	for _, l := range timestampLayouts {
+		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+			return t.UnixMicro(), true
+		}
+	}
+	return 0, false
+}
+
+// typeName is how errors name a column type.
+func typeName(t stream.Type) string { return t.String() }

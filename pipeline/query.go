@@ -1,0 +1,174 @@
+package pipeline
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/filter"
+	"github.com/ethstream/ethstream/query"
+	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// ReferenceQuery is the reference query (docs/contracts.md, Reference query)
+// in SQL: what `ethstream run` runs without --query, with
+// ReferenceWatermark and update mode.
+const ReferenceQuery = "SELECT window(block_ts, '5 minutes') AS window, source, miner, count(*) AS count " +
+	"FROM blocks GROUP BY window(block_ts, '5 minutes'), source, miner"
+
+// ReferenceWatermark is the reference query's withWatermark.
+const ReferenceWatermark = "block_ts, 48 hours"
+
+// compiled is a Config's query, resolved: the sources it reads, the
+// operator (a filter stage before the aggregation when there is a WHERE),
+// and its shape for the checkpoint.
+type compiled struct {
+	q       *query.Compiled
+	sources []SourceSpec
+	agg     *agg.Operator
+	op      stream.Operator
+	shape   shape.Shape
+}
+
+// CompileQuery resolves cfg's query (the reference query when cfg.Query is
+// empty) against cfg's sources. It opens nothing.
+func CompileQuery(cfg Config) (*compiled, error) {
+	text, wm := cfg.Query, cfg.WithWatermark
+	if text == "" {
+		text = ReferenceQuery
+		if wm == "" {
+			wm = ReferenceWatermark
+		}
+	}
+	o := query.Options{OutputMode: cfg.OutputMode, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns}
+	for _, s := range cfg.Sources {
+		o.Sources = append(o.Sources, s.Name)
+	}
+	if wm != "" {
+		col, d, err := query.ParseWatermark(wm)
+		if err != nil {
+			return nil, err
+		}
+		o.WatermarkColumn, o.WatermarkDelay = col, d
+	}
+	qc, err := query.Compile(text, o)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiled{q: qc}
+	for _, i := range qc.Sources {
+		c.sources = append(c.sources, cfg.Sources[i])
+	}
+	if len(c.sources) < len(cfg.Sources) {
+		var unread []string
+		for i, s := range cfg.Sources {
+			if !contains(qc.Sources, i) {
+				unread = append(unread, s.String())
+			}
+		}
+		return nil, errcode.New(errcode.InvalidArgument, "", "drop the --source flags the query does not read, or use FROM blocks",
+			"the query reads FROM %s only; it does not read --source %s", qc.From, strings.Join(unread, ", --source "))
+	}
+	if c.agg, err = agg.New(qc.Spec); err != nil {
+		return nil, err
+	}
+	c.op = c.agg
+	if qc.Where != nil {
+		c.op = &filter.Operator{Pred: qc.Where, Inner: c.agg}
+	}
+	c.shape = c.buildShape(cfg)
+	return c, nil
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// SourceLocation splits a --source URI into its location (without the query
+// string) and its options (the query string).
+func SourceLocation(uri string) (location, options string) {
+	loc, opts, _ := strings.Cut(uri, "?")
+	if u, err := url.Parse(loc); err == nil && u.Scheme != "" {
+		u.RawQuery, u.Fragment = "", ""
+		loc = u.String()
+	}
+	return loc, opts
+}
+
+// tableLocation is the table path as the shape records it: absolute, so
+// that a restart from another working directory is the same location.
+func tableLocation(p string) string {
+	if strings.Contains(p, "://") && !strings.HasPrefix(p, "file:") {
+		return p
+	}
+	p = strings.TrimPrefix(strings.TrimPrefix(p, "file://"), "file:")
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
+}
+
+func (c *compiled) buildShape(cfg Config) shape.Shape {
+	qc, spec := c.q, c.agg.Spec()
+	s := shape.Shape{From: qc.From, Projection: qc.Projection, Columns: qc.Columns, Keys: spec.GroupBy,
+		OutputMode: spec.Mode.String(), OutputSchema: c.agg.OutputSchema().String(), StateSchema: c.agg.Schema().String(),
+		Sink: shape.Sink{Format: "delta", Location: tableLocation(cfg.Table)}, Trigger: TriggerString(cfg.Trigger)}
+	for _, src := range c.sources {
+		loc, opts := SourceLocation(src.URI)
+		s.Sources = append(s.Sources, shape.Source{Name: src.Name, Provider: src.Format, Location: loc, Options: opts})
+	}
+	if qc.Where != nil {
+		s.Filter = qc.Where.String()
+	}
+	if w := spec.Window; w != nil {
+		s.Window = &shape.Window{Column: w.Column, Size: query.FormatInterval(w.Size)}
+		if w.Slide != 0 && w.Slide != w.Size {
+			s.Window.Slide = query.FormatInterval(w.Slide)
+		}
+	}
+	if col, d, ok := spec.Watermark(); ok {
+		s.Watermark = &shape.Watermark{Column: col, DelayUs: d.Microseconds()}
+	}
+	for _, a := range spec.Aggregates {
+		col := a.Column
+		if col == "" {
+			col = "*"
+		}
+		name := a.As
+		if name == "" {
+			if a.Column == "" {
+				name = "count"
+			} else {
+				name = a.Kind.String() + "_" + a.Column
+			}
+		}
+		s.Aggregates = append(s.Aggregates, a.Kind.String()+"("+col+") as "+name)
+	}
+	return s
+}
+
+// withRetractions rebuilds the operator for input with retractions (a
+// source that retracts rows of a reorganised chain).
+func (c *compiled) withRetractions(cfg Config) error {
+	spec := c.q.Spec
+	spec.Retractions = true
+	a, err := agg.New(spec)
+	if err != nil {
+		return err
+	}
+	c.agg, c.op = a, a
+	if c.q.Where != nil {
+		c.op = &filter.Operator{Pred: c.q.Where, Inner: a}
+	}
+	c.shape = c.buildShape(cfg)
+	return nil
+}

@@ -1,0 +1,37 @@
+package query
+
+import (
+	"fmt"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Error codes of the SQL front end (Spark's names where Spark has one).
+const (
+	// CodeParseSyntax: the text is not a query of the supported grammar.
+	CodeParseSyntax = "PARSE_SYNTAX_ERROR"
+	// CodeUnsupported: valid Spark SQL that ethstream does not run (a join,
+	// HAVING, ORDER BY, arithmetic, ...); the message names the construct.
+	CodeUnsupported = "UNSUPPORTED_SQL"
+	// CodeUnresolvedColumn: a column or source name the input does not have.
+	CodeUnresolvedColumn = "UNRESOLVED_COLUMN"
+	// CodeInvalidQuery: the query is well-formed but meaningless for a
+	// streaming aggregation (a selected column missing from GROUP BY, ...).
+	CodeInvalidQuery = "INVALID_STREAMING_QUERY"
+)
+
+// Supported summarises the grammar for error remedies.
+const Supported = "supported: SELECT <group keys>, <aggregates> FROM blocks|<source name> " +
+	"[WHERE <condition>] GROUP BY [window(block_ts, '<size>'[, '<slide>']),] <columns>; " +
+	"aggregates count(*), count(col), sum, min, max, avg over numeric columns, AS aliases; " +
+	"conditions with = <> != < <= > >= [NOT] IN (...) IS [NOT] NULL [NOT] BETWEEN, AND, OR, NOT, parentheses"
+
+func syntaxErr(src string, off int, format string, args ...any) error {
+	return errcode.New(CodeParseSyntax, "", "fix the query; "+Supported,
+		"syntax error at %s: %s", position(src, off), fmt.Sprintf(format, args...))
+}
+
+func unsupported(src string, off int, construct string) error {
+	return errcode.New(CodeUnsupported, "", "rewrite the query without it; "+Supported,
+		"%s is not supported (at %s)", construct, position(src, off))
+}

@@ -1,0 +1,250 @@
+package query
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+)
+
+func testOptions() Options {
+	return Options{Sources: []string{"s3_backfill", "eth_live"}, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns,
+		WatermarkColumn: "block_ts", WatermarkDelay: 48 * time.Hour}
+}
+
+const reference = "SELECT window(block_ts, '5 minutes') AS window, source, miner, count(*) AS count FROM blocks GROUP BY window(block_ts, '5 minutes'), source, miner"
+
+func TestCompileReference(t *testing.T) {
+	c, err := Compile(reference, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Spec
+	if s.Window == nil || s.Window.Size != 5*time.Minute || s.Window.Slide != 0 || s.WatermarkDelay != 48*time.Hour ||
+		strings.Join(s.GroupBy, ",") != "source,miner" || len(s.Aggregates) != 1 || s.Aggregates[0].Kind != agg.Count || s.Mode != agg.Update {
+		t.Fatalf("spec %+v", s)
+	}
+	if strings.Join(c.Columns, ",") != "block_ts,source,miner" || len(c.Sources) != 2 || c.Where != nil {
+		t.Fatalf("columns %v sources %v", c.Columns, c.Sources)
+	}
+	if c.Text != "select window(block_ts, '5 minutes') as window, source, miner, count(*) as count from blocks group by window(block_ts, '5 minutes'), source, miner" {
+		t.Fatalf("canonical %q", c.Text)
+	}
+}
+
+// TestCorpusValid compiles queries a Spark user would write and checks the
+// essentials of what they resolve to.
+func TestCorpusValid(t *testing.T) {
+	for _, tc := range []struct {
+		q       string
+		mode    string
+		columns string // projection
+		aggs    string // output names
+		where   string // canonical filter
+		sources int
+	}{
+		{q: reference, columns: "block_ts,source,miner", aggs: "count", sources: 2},
+		{q: "select window, miner, sum(gas_used) as gas from blocks where transaction_count > 0 group by window(block_ts, '1 hour'), miner",
+			columns: "block_ts,miner,gas_used,transaction_count", aggs: "gas", where: "(transaction_count > 0)", sources: 2},
+		{q: "SELECT window(block_ts,'10 minutes','5 minutes'), source, count(*), avg(gas_used), min(gas_used), max(block_ts) FROM s3_backfill GROUP BY window(block_ts,'10 minutes','5 minutes'), source;",
+			columns: "block_ts,source,gas_used", aggs: "count,avg_gas_used,min_gas_used,max_block_ts", sources: 1},
+		{q: "select miner, count(1) n from eth_live group by miner", columns: "miner", aggs: "n", sources: 1},
+		{q: "select `miner`, COUNT(*) AS `blocks` FROM `eth_live` GROUP BY `MINER`", columns: "miner", aggs: "blocks", sources: 1},
+		{q: "select source, miner, window, count(*) as count from blocks group by window(block_ts, '5 minutes'), source, miner",
+			columns: "block_ts,source,miner", aggs: "count", sources: 2},
+		{q: "select window, count(number) from blocks where miner in ('0xaa', '0xbb') and not (gas_used is null or gas_used between 1 and 5) group by window(block_ts, 'interval 2 hours')",
+			columns: "block_ts,number,miner,gas_used", aggs: "count_number", where: "((miner in ('0xaa', '0xbb')) and (not ((gas_used is null) or ((gas_used >= 1) and (gas_used <= 5)))))", sources: 2},
+		{q: "select window, count(*) from blocks where block_ts >= timestamp '2024-01-01 00:00:00' and miner <> '0xaa' or number != -1 group by window(block_ts, '1 day')",
+			columns: "block_ts,miner,number", aggs: "count", where: "(((block_ts >= '2024-01-01 00:00:00') and (miner <> '0xaa')) or (number <> -1))", sources: 2},
+		{q: "select window, miner, max(gas_used) from blocks group by window(block_ts, '15 minutes'), miner -- trailing comment", mode: "append",
+			columns: "block_ts,miner,gas_used", aggs: "max_gas_used", sources: 2},
+		{q: "/* c */ select window, miner, mean(transaction_count) from blocks where miner not in ('0x00') group by window(block_ts, '5minutes'), miner", mode: "complete",
+			columns: "block_ts,miner,transaction_count", aggs: "avg_transaction_count", where: "(miner not in ('0x00'))", sources: 2},
+	} {
+		o := testOptions()
+		o.OutputMode = tc.mode
+		if !strings.Contains(tc.q, "window") {
+			o.WatermarkColumn = ""
+		}
+		c, err := Compile(tc.q, o)
+		if err != nil {
+			t.Errorf("%s: %v", tc.q, err)
+			continue
+		}
+		var names []string
+		for _, a := range c.Spec.Aggregates {
+			n := a.As
+			if n == "" {
+				if a.Column == "" {
+					n = "count"
+				} else {
+					n = a.Kind.String() + "_" + a.Column
+				}
+			}
+			names = append(names, n)
+		}
+		where := ""
+		if c.Where != nil {
+			where = c.Where.String()
+		}
+		if got := strings.Join(c.Columns, ","); got != tc.columns {
+			t.Errorf("%s: columns %s, want %s", tc.q, got, tc.columns)
+		}
+		if got := strings.Join(names, ","); got != tc.aggs {
+			t.Errorf("%s: aggregates %s, want %s", tc.q, got, tc.aggs)
+		}
+		if where != tc.where {
+			t.Errorf("%s: where %s, want %s", tc.q, where, tc.where)
+		}
+		if len(c.Sources) != tc.sources {
+			t.Errorf("%s: %d sources, want %d", tc.q, len(c.Sources), tc.sources)
+		}
+		if _, err := agg.New(c.Spec); err != nil {
+			t.Errorf("%s: agg refuses the spec: %v", tc.q, err)
+		}
+		// The canonical text is a fixed point.
+		c2, err := Compile(c.Text, o)
+		if err != nil || c2.Text != c.Text {
+			t.Errorf("%s: canonical %q does not recompile to itself: %v", tc.q, c.Text, err)
+		}
+	}
+}
+
+// TestCorpusInvalid checks that each refused query gets the right code and
+// a message naming what is wrong.
+func TestCorpusInvalid(t *testing.T) {
+	const win = " group by window(block_ts, '5 minutes'), miner"
+	for _, tc := range []struct {
+		q, code, says string
+	}{
+		{"", CodeParseSyntax, "expected SELECT"},
+		{"selec window from blocks", CodeParseSyntax, "expected SELECT"},
+		{"select window, miner, count(*) from blocks" + win + " having count(*) > 1", CodeUnsupported, "HAVING"},
+		{"select window, miner, count(*) from blocks" + win + " order by miner", CodeUnsupported, "ORDER BY"},
+		{"select window, miner, count(*) from blocks" + win + " limit 10", CodeUnsupported, "LIMIT"},
+		{"select * from blocks", CodeUnsupported, "SELECT *"},
+		{"select distinct miner from blocks", CodeUnsupported, "SELECT DISTINCT"},
+		{"select window, miner, count(*) from blocks join other on a = b" + win, CodeUnsupported, "JOIN"},
+		{"select window, miner, count(*) from blocks b" + win, CodeUnsupported, "table alias"},
+		{"select window, miner, count(distinct hash) from blocks" + win, CodeUnsupported, "DISTINCT"},
+		{"select window, miner, sum(gas_used * 2) from blocks" + win, CodeUnsupported, "expression inside sum"},
+		{"select window, miner, sum(gas_used) + 1 from blocks" + win, CodeUnsupported, "arithmetic"},
+		{"select window, miner, count(*) from blocks where gas_used + 1 > 2" + win, CodeUnsupported, "arithmetic"},
+		{"select window, miner, stddev(gas_used) from blocks" + win, CodeUnsupported, "stddev"},
+		{"select window, lower(miner), count(*) from blocks" + win, CodeUnsupported, "function lower"},
+		{"select window, miner, count(*) from blocks where miner like '0x%'" + win, CodeUnsupported, "LIKE"},
+		{"select window, miner, count(*) from blocks where miner in (select x from y)" + win, CodeUnsupported, "subquery"},
+		{"select window, miner, count(*) from (select * from blocks)" + win, CodeUnsupported, "subquery"},
+		{"with t as (select 1) select * from t", CodeUnsupported, "WITH"},
+		{"select window, miner, count(*) from blocks" + win + "; select 1", CodeUnsupported, "more than one statement"},
+		{"select window, miner, count(*) from blocks where count(*) > 1" + win, CodeUnsupported, "aggregate in WHERE"},
+		{"select window, miner, count(*) from blocks group by session_window(block_ts, '5 minutes'), miner", CodeUnsupported, "session_window"},
+		{"select window, miner, count(*) from blocks group by window(block_ts, '5 minutes', '5 minutes', '1 minute'), miner", CodeUnsupported, "startTime"},
+		{"select window, miner, count(*) from blocks group by window(block_ts, 5), miner", CodeParseSyntax, "durations are strings"},
+		{"select window, miner, count(*) from blocks group by window(block_ts, '1 month'), miner", CodeParseSyntax, "fixed length"},
+		{"select window, miner, count(*) from blocks group by window(block_ts, '5 fortnights'), miner", CodeParseSyntax, "unknown unit"},
+		{"select window, miner, count(*) from blocks group by window(block_ts, '5 minutes', '10 minutes'), miner", CodeInvalidQuery, "slide"},
+		{"select window, miner, count(*) from blocks group by window(miner, '5 minutes'), miner", CodeInvalidQuery, "not a timestamp"},
+		{"select window, miner, count(*) from nowhere" + win, CodeUnresolvedColumn, "FROM nowhere"},
+		{"select window, coinbase, count(*) from blocks" + win, CodeUnresolvedColumn, "coinbase"},
+		{"select window, miner, sum(fee) from blocks" + win, CodeUnresolvedColumn, "fee"},
+		{"select window, miner, count(*) from blocks where fee > 1" + win, "FILTER_INVALID", "fee"},
+		{"select window, miner, count(*) from blocks where miner > 1" + win, "FILTER_INVALID", "string column"},
+		{"select window, miner, count(*) from blocks where block_ts > 'soon'" + win, "FILTER_INVALID", "not a timestamp"},
+		{"select miner, count(*) from blocks", CodeInvalidQuery, "without GROUP BY"},
+		{"select window, miner, hash, count(*) from blocks" + win, CodeInvalidQuery, "neither in GROUP BY"},
+		{"select window, count(*) from blocks" + win, CodeInvalidQuery, "miner is not selected"},
+		{"select miner, count(*) from blocks" + win, CodeInvalidQuery, "window is not selected"},
+		{"select window, miner from blocks" + win, CodeInvalidQuery, "no aggregate"},
+		{"select window, miner, sum(miner) from blocks" + win, CodeInvalidQuery, "string"},
+		{"select window, miner, avg(block_ts) from blocks" + win, CodeInvalidQuery, "timestamp"},
+		{"select window, miner, count(*) as c, sum(gas_used) as c from blocks" + win, CodeInvalidQuery, "appears twice"},
+		{"select window as w, miner, count(*) from blocks" + win, CodeUnsupported, "renaming the window"},
+		{"select window, miner as m, count(*) from blocks" + win, CodeUnsupported, "renaming a group key"},
+		{"select window(block_ts, '10 minutes'), miner, count(*) from blocks" + win, CodeInvalidQuery, "differs from GROUP BY"},
+		{"select window, miner, count(*) from blocks where miner = 'unterminated" + win, CodeParseSyntax, "unterminated string"},
+		{"select window, miner, count(*) from blocks where number > 99999999999999999999" + win, CodeParseSyntax, "out of range"},
+		{"select window, miner, count(*) from blocks where" + win, CodeParseSyntax, "expected a column or a value"},
+		{"select window, miner, count(*) from blocks group by 1", CodeUnsupported, "GROUP BY position"},
+		{"select window, miner, count(*) from blocks group by window(block_ts, '5 minutes'), miner with rollup", CodeUnsupported, "ROLLUP"},
+		{"select window, miner, count(*) over () from blocks" + win, CodeUnsupported, "OVER"},
+		{"select window, miner, count(*) from blocks" + win + " union select 1", CodeUnsupported, "UNION"},
+		{"select window, miner, count(*) from blocks where case when 1 then 2 end" + win, CodeUnsupported, "CASE"},
+		{"select window, miner, count(*) from blocks where cast(number as string) = '1'" + win, CodeUnsupported, "CAST"},
+		{"select window, miner, count(*) from blocks where gas_used is true" + win, CodeUnsupported, "IS TRUE"},
+		{"select window, miner, count(*) from blocks where gas_used" + win, "FILTER_INVALID", "not a condition"},
+		{"select window, miner, count(*) from blocks ~" + win, CodeParseSyntax, "unexpected character"},
+		{"select window, miner, count(*) from blocks where " + strings.Repeat("(", 500) + "number > 1" + strings.Repeat(")", 500) + win, CodeParseSyntax, "nested deeper"},
+	} {
+		_, err := Compile(tc.q, testOptions())
+		if err == nil {
+			t.Errorf("%s: compiled, want %s", tc.q, tc.code)
+			continue
+		}
+		if errcode.Code(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s:\n  error %v\n  want code %s saying %q", tc.q, err, tc.code, tc.says)
+		}
+		if strings.Contains(err.Error(), "strconv") || strings.Contains(err.Error(), "runtime") {
+			t.Errorf("%s: error leaks Go internals: %v", tc.q, err)
+		}
+	}
+}
+
+func TestOptions(t *testing.T) {
+	o := testOptions()
+	o.WatermarkColumn = "number"
+	if _, err := Compile(reference, o); errcode.Code(err) != CodeUnsupported {
+		t.Fatalf("watermark on another column: %v", err)
+	}
+	o = testOptions()
+	o.OutputMode = "upsert"
+	if _, err := Compile(reference, o); errcode.Code(err) != errcode.InvalidArgument {
+		t.Fatalf("bad mode: %v", err)
+	}
+	for in, want := range map[string]time.Duration{"block_ts, 48 hours": 48 * time.Hour, "BLOCK_TS,2 days": 48 * time.Hour, "block_ts, 1 hour 30 minutes": 90 * time.Minute} {
+		col, d, err := ParseWatermark(in)
+		if err != nil || col != "block_ts" || d != want {
+			t.Errorf("ParseWatermark(%q) = %s %s %v", in, col, d, err)
+		}
+	}
+	for _, in := range []string{"block_ts", "block_ts, soon", ", 1 hour", "block_ts, 0 seconds"} {
+		if _, _, err := ParseWatermark(in); err == nil {
+			t.Errorf("ParseWatermark(%q): no error", in)
+		}
+	}
+	for _, d := range []time.Duration{time.Microsecond, 5 * time.Minute, 48 * time.Hour, 90 * time.Minute, 36*time.Hour + 1500*time.Millisecond} {
+		back, err := ParseInterval(FormatInterval(d))
+		if err != nil || back != d {
+			t.Errorf("interval %s -> %q -> %s %v", d, FormatInterval(d), back, err)
+		}
+	}
+}
+
+// FuzzCompile: any text either compiles to a spec agg accepts, whose
+// canonical text compiles to itself, or fails with a coded error; never a
+// panic.
+func FuzzCompile(f *testing.F) {
+	f.Add(reference)
+	f.Add("select window, miner, sum(gas_used) as gas from blocks where transaction_count > 0 and miner in ('a','b') group by window(block_ts, '1 hour', '30 minutes'), miner")
+	f.Add("select miner, count(*) from eth_live where not gas_used is null or number between -1 and 2e3 group by miner")
+	f.Add("select `x`, 'y' from `z` where a <> b /* c */ -- d")
+	f.Fuzz(func(t *testing.T, q string) {
+		c, err := Compile(q, testOptions())
+		if err != nil {
+			if errcode.Code(err) == "" {
+				t.Fatalf("%q: uncoded error %v", q, err)
+			}
+			return
+		}
+		if _, err := agg.New(c.Spec); err != nil {
+			t.Fatalf("%q: compiled, but agg refuses: %v", q, err)
+		}
+		c2, err := Compile(c.Text, testOptions())
+		if err != nil || c2.Text != c.Text {
+			t.Fatalf("%q: canonical %q does not recompile to itself: %v", q, c.Text, err)
+		}
+	})
+}

@@ -1,0 +1,47 @@
+// Package shape is the record of a streaming query's shape in its
+// checkpoint: which sources it reads (by name, provider and location), its
+// filter, projection, window, watermark, group keys, aggregates, output mode,
+// output and state schemas, sink location and trigger. The engine compares
+// the recorded shape with the shape of a restarted query and applies its
+// restart rules (engine/restart_rules.go) before anything is written; this
+// package only holds, encodes and reads the record.
+//
+// # On-disk format (version 1)
+//
+//	<checkpoint>/shape/<seq>
+//
+// seq is 0, 1, 2, ... (decimal, no padding). A file is written once, through
+// checkpoint.Publish (temp file, fsync, link, never overwritten), when a
+// query starts on a new checkpoint or restarts with an allowed change; the
+// newest seq is the shape in force. Each file is two lines:
+//
+//	v1
+//	{"firstBatchId":N,"shape":{...}}
+//
+// firstBatchId is the first batch the shape applies to (the batch a start
+// runs first: the re-run of a pending batch, or the next new batch). The
+// shape object has these fields, all always present:
+//
+//	sources       [{"name","provider","location","options"}] in query order;
+//	              name "" for an unnamed (positional) source; provider is the
+//	              --source FORMAT (s3archive, ethrpc); location the URI
+//	              without its query string; options the query string (read
+//	              limits and other options), "" if none
+//	from          "blocks" (every source) or one source name
+//	filter        canonical WHERE text, "" without a filter
+//	projection    the SELECT list, canonical, in the order written
+//	columns       the input columns read
+//	window        {"column","size","slide"} (Spark interval strings; slide ""
+//	              for tumbling) or null
+//	watermark     {"column","delayUs"} or null
+//	keys          group keys in GROUP BY order (without the window)
+//	aggregates    "<func>(<col>|*) as <name>", in SELECT order
+//	outputMode    update | append | complete
+//	outputSchema  the operator's output schema (stream.Schema.String())
+//	stateSchema   the aggregation's state schema (state.Schema.String())
+//	sink          {"format","location"}
+//	trigger       available-now | once | processing-time=<duration>
+//
+// A file that does not parse, has another version line, or an unexpected
+// name under shape/ is CHECKPOINT_CORRUPT with its path, never ignored.
+package shape

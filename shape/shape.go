@@ -1,0 +1,207 @@
+package shape
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Dir is the checkpoint subdirectory holding the records.
+const Dir = "shape"
+
+// Version is the format version this package writes and reads.
+const Version = 1
+
+// Source is one input of the query.
+type Source struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	Location string `json:"location"`
+	Options  string `json:"options"`
+}
+
+// Window is the event-time window.
+type Window struct {
+	Column string `json:"column"`
+	Size   string `json:"size"`
+	Slide  string `json:"slide"`
+}
+
+// Watermark is withWatermark(column, delay).
+type Watermark struct {
+	Column  string `json:"column"`
+	DelayUs int64  `json:"delayUs"`
+}
+
+// Sink is where the output goes.
+type Sink struct {
+	Format   string `json:"format"`
+	Location string `json:"location"`
+}
+
+// Shape is a query's shape. It is a plain value; Equal compares all fields.
+type Shape struct {
+	Sources      []Source   `json:"sources"`
+	From         string     `json:"from"`
+	Filter       string     `json:"filter"`
+	Projection   []string   `json:"projection"`
+	Columns      []string   `json:"columns"`
+	Window       *Window    `json:"window"`
+	Watermark    *Watermark `json:"watermark"`
+	Keys         []string   `json:"keys"`
+	Aggregates   []string   `json:"aggregates"`
+	OutputMode   string     `json:"outputMode"`
+	OutputSchema string     `json:"outputSchema"`
+	StateSchema  string     `json:"stateSchema"`
+	Sink         Sink       `json:"sink"`
+	Trigger      string     `json:"trigger"`
+}
+
+// Record is one shape file: the shape and the first batch it applies to.
+type Record struct {
+	Seq          int64  `json:"-"`
+	Path         string `json:"-"`
+	FirstBatchID int64  `json:"firstBatchId"`
+	Shape        Shape  `json:"shape"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// normal returns s with nil slices as empty ones, so that equal shapes
+// encode to the same bytes.
+func (s Shape) normal() Shape {
+	s.Projection, s.Columns, s.Keys, s.Aggregates = nonNil(s.Projection), nonNil(s.Columns), nonNil(s.Keys), nonNil(s.Aggregates)
+	if s.Sources == nil {
+		s.Sources = []Source{}
+	}
+	return s
+}
+
+// Equal reports whether two shapes are identical.
+func (s Shape) Equal(o Shape) bool {
+	a, _ := json.Marshal(s.normal())
+	b, _ := json.Marshal(o.normal())
+	return bytes.Equal(a, b)
+}
+
+// Encode renders a record in the version-1 file format.
+func Encode(r Record) ([]byte, error) {
+	r.Shape = r.Shape.normal()
+	var b bytes.Buffer
+	b.WriteString("v" + strconv.Itoa(Version) + "\n")
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // filters read as written: (gas_used > 0)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Parse reads a record file's content; path is for errors.
+func Parse(path string, data []byte) (Record, error) {
+	var r Record
+	head, body, ok := bytes.Cut(data, []byte("\n"))
+	if !ok {
+		return r, errcode.Corrupt(path, nil, "query shape record has no version line")
+	}
+	if string(head) != "v"+strconv.Itoa(Version) {
+		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v%d", truncate(string(head)), Version)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, errcode.Corrupt(path, err, "query shape record does not parse")
+	}
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
+		return r, errcode.Corrupt(path, nil, "query shape record has trailing data")
+	}
+	if r.FirstBatchID < 0 {
+		return r, errcode.Corrupt(path, nil, "query shape record has firstBatchId %d", r.FirstBatchID)
+	}
+	r.Shape = r.Shape.normal()
+	r.Path = path
+	return r, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// ReadLatest reads the newest record under <checkpoint>/shape, or nil when
+// there is none (a new checkpoint, or one written before shapes were
+// recorded). It reads only.
+func ReadLatest(fs vfs.FS, ckpt string) (*Record, error) {
+	dir := fs.PathJoin(ckpt, Dir)
+	names, err := fs.List(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var seqs []int64
+	for _, n := range names {
+		if durable.IsTemp(n) {
+			continue // a publish that did not finish
+		}
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || v < 0 || strconv.FormatInt(v, 10) != n {
+			return nil, errcode.Corrupt(fs.PathJoin(dir, n), nil, "unexpected file in the query shape directory")
+		}
+		seqs = append(seqs, v)
+	}
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	last := seqs[len(seqs)-1]
+	p := fs.PathJoin(dir, strconv.FormatInt(last, 10))
+	data, err := checkpoint.ReadFile(fs, p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := Parse(p, data)
+	if err != nil {
+		return nil, err
+	}
+	r.Seq = last
+	return &r, nil
+}
+
+// Write publishes record r as <checkpoint>/shape/<seq>, creating the
+// directory if needed.
+func Write(fs vfs.FS, ckpt string, seq int64, r Record) error {
+	dir := fs.PathJoin(ckpt, Dir)
+	if err := durable.EnsureDir(fs, dir); err != nil {
+		return err
+	}
+	data, err := Encode(r)
+	if err != nil {
+		return fmt.Errorf("encode query shape: %w", err)
+	}
+	return checkpoint.Publish(fs, dir, strconv.FormatInt(seq, 10), data)
+}
+
+// RemoveTemps deletes what publishes under shape/ left when they did not
+// finish (a crash); only the checkpoint's lock holder may call it.
+func RemoveTemps(fs vfs.FS, ckpt string) error {
+	_, err := durable.RemoveTemps(fs, fs.PathJoin(ckpt, Dir))
+	return err
+}

@@ -1,0 +1,91 @@
+package shape
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+func sample() Shape {
+	return Shape{
+		Sources:    []Source{{Name: "s3_backfill", Provider: "s3archive", Location: "s3://b/v1.0/eth/blocks", Options: "maxFilesPerTrigger=2"}},
+		From:       "blocks",
+		Projection: []string{"window", "source", "miner", "count(*) as count"},
+		Columns:    []string{"block_ts", "source", "miner"},
+		Window:     &Window{Column: "block_ts", Size: "5 minutes"},
+		Watermark:  &Watermark{Column: "block_ts", DelayUs: 172800000000},
+		Keys:       []string{"source", "miner"}, Aggregates: []string{"count(*) as count"},
+		OutputMode: "update", OutputSchema: "x", StateSchema: "y",
+		Sink: Sink{Format: "delta", Location: "/t"}, Trigger: "available-now",
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("ck", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ReadLatest(fs, "ck"); r != nil || err != nil {
+		t.Fatalf("empty checkpoint: %v %v", r, err)
+	}
+	a, b := sample(), sample()
+	b.Filter = "(gas_used > 0)"
+	if a.Equal(b) || !a.Equal(sample()) {
+		t.Fatal("Equal")
+	}
+	if err := Write(fs, "ck", 0, Record{FirstBatchID: 0, Shape: a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(fs, "ck", 1, Record{FirstBatchID: 7, Shape: b}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(fs, "ck", 1, Record{FirstBatchID: 8, Shape: b}); err == nil {
+		t.Fatal("overwrote shape/1")
+	}
+	r, err := ReadLatest(fs, "ck")
+	if err != nil || r.Seq != 1 || r.FirstBatchID != 7 || !r.Shape.Equal(b) {
+		t.Fatalf("latest %+v %v", r, err)
+	}
+	f, _ := fs.Create("ck/shape/junk", vfs.WriteCategoryUnspecified)
+	f.Close()
+	if _, err := ReadLatest(fs, "ck"); errcode.Code(err) != errcode.CheckpointCorrupt || !strings.Contains(err.Error(), "ck/shape/junk") {
+		t.Fatalf("junk file: %v", err)
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	good, err := Encode(Record{Shape: sample()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", "v1", "v2\n{}", "v1\n{", "v1\n{\"firstBatchId\":-1,\"shape\":{}}", "v1\n{\"other\":1}", string(good) + "x"} {
+		if _, err := Parse("p", []byte(bad)); errcode.Code(err) != errcode.CheckpointCorrupt {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	good, _ := Encode(Record{FirstBatchID: 3, Shape: sample()})
+	f.Add(good)
+	f.Add([]byte("v1\n{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Parse("p", data)
+		if err != nil {
+			if errcode.Code(err) != errcode.CheckpointCorrupt {
+				t.Fatalf("uncoded error %v", err)
+			}
+			return
+		}
+		enc, err := Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := Parse("p", enc)
+		if err != nil || !r2.Shape.Equal(r.Shape) || r2.FirstBatchID != r.FirstBatchID {
+			t.Fatalf("re-encoded record does not parse back: %v", err)
+		}
+	})
+}
