@@ -14,7 +14,7 @@ import (
 )
 
 func newDemoCmd() *cobra.Command {
-	var workdir, results, preset, readme string
+	var workdir, results, preset, readme, storage string
 	var days int
 	var seed int64
 	var inProcess bool
@@ -38,7 +38,7 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 			if err != nil {
 				return err
 			}
-			o := demo.Options{WorkDir: workdir, ResultsDir: results, Preset: p, Seed: seed,
+			o := demo.Options{WorkDir: workdir, ResultsDir: results, Preset: p, Seed: seed, Storage: storage,
 				Out: cmd.OutOrStdout(), Logger: newLogger(cmd)}
 			if !inProcess {
 				exe, err := os.Executable()
@@ -83,6 +83,7 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 	c.Flags().StringVar(&workdir, "workdir", "work", "work directory: archive cache, checkpoint, table")
 	c.Flags().StringVar(&results, "results", "results", "where to write the CSVs and charts")
 	c.Flags().StringVar(&preset, "preset", "demo", "archive preset: demo | seed")
+	c.Flags().StringVar(&storage, "storage", "local", "where the checkpoint and the table live: local (the work directory) | s3 (the embedded S3 endpoint)")
 	c.Flags().IntVar(&days, "days", 0, "reduced scale: the last N days instead of the preset")
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&readme, "readme", "", "after a passing run, rewrite the results sections of this README from the results")
