@@ -32,6 +32,10 @@ type SinkOptions struct {
 	Clock          func() time.Time
 	// FS holds the table; nil = vfs.Default (the local disk).
 	FS vfs.FS
+	// AutoCompactMinFiles is auto-compaction's minNumFiles (default
+	// DefaultAutoCompactMinFiles); negative turns auto-compaction off
+	// (as does the table property delta.autoOptimize.autoCompact=false).
+	AutoCompactMinFiles int
 }
 
 // MergeSink is the stream.Sink that upserts each batch into the Delta table
@@ -47,6 +51,8 @@ type MergeSink struct {
 	table   *Table
 	snap    *Snapshot // private, updated in place; never handed out
 	queryID string
+	// lastVacuum is when auto-maintenance last vacuumed (zero: not yet).
+	lastVacuum time.Time
 }
 
 var _ stream.Sink = (*MergeSink)(nil)
@@ -173,6 +179,9 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 	res, err := m.commitBatch(ctx, batchID, rows)
 	if err != nil {
 		return prog, err
+	}
+	if !res.skipped {
+		m.autoMaintain(ctx)
 	}
 	prog.NumOutputRows = int64(len(rows))
 	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version)}

@@ -1,0 +1,75 @@
+package delta
+
+import (
+	"context"
+)
+
+// Auto-maintenance defaults (Delta's delta.autoOptimize.autoCompact with
+// minNumFiles 50). A file is small below DefaultTargetFileRows/16 rows; the
+// autoCompactSkipNewest newest files are left to the next MERGE, which
+// rewrites the files holding the windows it updates anyway.
+const (
+	DefaultAutoCompactMinFiles = 50
+	autoCompactSkipNewest      = 8
+)
+
+// autoCompactEnabled reads delta.autoOptimize.autoCompact: on unless the
+// table sets it to false (ethstream's sink adds a file per batch, so a
+// table without compaction grows without bound).
+func (m *MergeSink) autoCompactEnabled() bool {
+	if m.o.AutoCompactMinFiles < 0 {
+		return false
+	}
+	switch m.snap.Metadata.Configuration["delta.autoOptimize.autoCompact"] {
+	case "false", "False", "FALSE":
+		return false
+	}
+	return true
+}
+
+// autoMaintain runs after a committed batch: when at least minNumFiles
+// small files (other than the newest) are live, they are compacted by an
+// OPTIMIZE commit of its own (dataChange=false, auto=true); then, at most
+// every half retention, files removed longer ago than
+// delta.deletedFileRetentionDuration (and orphans that old) are vacuumed.
+// Both are idempotent and crash-safe (a crash leaves at most unreferenced
+// files, which a later vacuum deletes), and a failure is logged, never the
+// batch's: the batch is committed.
+func (m *MergeSink) autoMaintain(ctx context.Context) {
+	if !m.autoCompactEnabled() {
+		return
+	}
+	minFiles := m.o.AutoCompactMinFiles
+	if minFiles == 0 {
+		minFiles = DefaultAutoCompactMinFiles
+	}
+	o := OptimizeOptions{TargetFileRows: m.o.TargetFileRows, MaxFileRows: max(m.o.TargetFileRows/16, 1),
+		SkipNewest: autoCompactSkipNewest, MinFiles: minFiles, Auto: true, Clock: m.o.Clock}
+	if len(m.snap.optimizeBins(o)) == 0 {
+		return // cheap check on the sink's own snapshot first
+	}
+	res, err := m.table.Optimize(ctx, o)
+	if err != nil {
+		m.log.Warn("delta auto-compaction failed", "err", err)
+		return
+	}
+	m.log.Debug("delta auto-compaction", "version", res.Version, "filesRemoved", res.FilesRemoved, "filesAdded", res.FilesAdded)
+	if _, err := m.snap.refresh(ctx); err != nil {
+		m.log.Warn("delta refresh after auto-compaction failed", "err", err)
+		return
+	}
+	retention := m.snap.tombstoneRetention()
+	now := m.o.Clock()
+	if !m.lastVacuum.IsZero() && now.Sub(m.lastVacuum) < retention/2 {
+		return
+	}
+	m.lastVacuum = now
+	deleted, err := m.table.vacuum(ctx, retention, false, now)
+	if err != nil {
+		m.log.Warn("delta auto-vacuum failed", "err", err)
+		return
+	}
+	if len(deleted) > 0 {
+		m.log.Debug("delta auto-vacuum", "deleted", len(deleted), "retention", retention.String())
+	}
+}
