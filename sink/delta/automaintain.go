@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"time"
 )
 
 // Auto-maintenance defaults (Delta's delta.autoOptimize.autoCompact with
@@ -28,15 +29,18 @@ func (m *MergeSink) autoCompactEnabled() bool {
 }
 
 // autoMaintain runs after a committed batch: when at least minNumFiles
-// small files (other than the newest) are live, they are compacted by an
-// OPTIMIZE commit of its own (dataChange=false, auto=true); then, at most
-// every half retention, files removed longer ago than
-// delta.deletedFileRetentionDuration (and orphans that old) are vacuumed.
-// Both are idempotent and crash-safe (a crash leaves at most unreferenced
-// files, which a later vacuum deletes), and a failure is logged, never the
-// batch's: the batch is committed.
-func (m *MergeSink) autoMaintain(ctx context.Context) {
-	if !m.autoCompactEnabled() {
+// small files (other than the newest) are live, a background goroutine
+// compacts them by an OPTIMIZE commit of its own (dataChange=false,
+// auto=true), off the batch's path; then, at most every half retention, it
+// vacuums the files removed longer ago than delta.deletedFileRetentionDuration
+// (and orphans that old). A MERGE that races the OPTIMIZE commit loses at
+// most one attempt and re-plans on the fresher snapshot. Both steps are
+// idempotent and crash-safe (a crash leaves at most unreferenced files,
+// which a later vacuum deletes), and a failure is logged, never the
+// batch's: the batch is committed. One maintenance runs at a time; Close
+// waits for it. Called with m.mu held.
+func (m *MergeSink) autoMaintain() {
+	if !m.autoCompactEnabled() || m.maintaining.Load() {
 		return
 	}
 	minFiles := m.o.AutoCompactMinFiles
@@ -46,19 +50,25 @@ func (m *MergeSink) autoMaintain(ctx context.Context) {
 	o := OptimizeOptions{TargetFileRows: m.o.TargetFileRows, MaxFileRows: max(m.o.TargetFileRows/16, 1),
 		SkipNewest: autoCompactSkipNewest, MinFiles: minFiles, Auto: true, Clock: m.o.Clock}
 	if len(m.snap.optimizeBins(o)) == 0 {
-		return // cheap check on the sink's own snapshot first
+		return // the cheap check, on the sink's own snapshot
 	}
+	retention := m.snap.tombstoneRetention()
+	m.maintaining.Store(true)
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		defer m.maintaining.Store(false)
+		m.maintain(context.Background(), o, retention)
+	}()
+}
+
+func (m *MergeSink) maintain(ctx context.Context, o OptimizeOptions, retention time.Duration) {
 	res, err := m.table.Optimize(ctx, o)
 	if err != nil {
 		m.log.Warn("delta auto-compaction failed", "err", err)
 		return
 	}
 	m.log.Debug("delta auto-compaction", "version", res.Version, "filesRemoved", res.FilesRemoved, "filesAdded", res.FilesAdded)
-	if _, err := m.snap.refresh(ctx); err != nil {
-		m.log.Warn("delta refresh after auto-compaction failed", "err", err)
-		return
-	}
-	retention := m.snap.tombstoneRetention()
 	now := m.o.Clock()
 	if !m.lastVacuum.IsZero() && now.Sub(m.lastVacuum) < retention/2 {
 		return
@@ -73,3 +83,6 @@ func (m *MergeSink) autoMaintain(ctx context.Context) {
 		m.log.Debug("delta auto-vacuum", "deleted", len(deleted), "retention", retention.String())
 	}
 }
+
+// waitMaintenance waits for a running auto-maintenance (Close, tests).
+func (m *MergeSink) waitMaintenance() { m.bg.Wait() }

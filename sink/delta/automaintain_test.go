@@ -74,6 +74,7 @@ func TestAutoCompaction(t *testing.T) {
 		if _, err := s.AddBatch(ctx, int64(b), mkBatch(rows)); err != nil {
 			t.Fatalf("batch %d: %v", b, err)
 		}
+		s.waitMaintenance()
 		if b%10 == 0 {
 			maxLive = max(maxLive, len(s.snap.files))
 		}
@@ -148,6 +149,7 @@ func TestAutoCompactionOff(t *testing.T) {
 		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{row(b, "live", minerName(b), 1)})); err != nil {
 			t.Fatal(err)
 		}
+		s.waitMaintenance()
 	}
 	if n := liveFiles(t, dir); n != 80 {
 		t.Fatalf("%d live files, want 80 (compaction off)", n)
@@ -179,6 +181,7 @@ func TestAutoVacuumHonoursRetention(t *testing.T) {
 		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{row(b/5, "live", minerName(b%7), int64(b))})); err != nil {
 			t.Fatal(err)
 		}
+		s.waitMaintenance()
 		mu.Lock()
 		now = now.Add(time.Minute)
 		mu.Unlock()

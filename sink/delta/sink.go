@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -51,8 +52,11 @@ type MergeSink struct {
 	table   *Table
 	snap    *Snapshot // private, updated in place; never handed out
 	queryID string
-	// lastVacuum is when auto-maintenance last vacuumed (zero: not yet).
-	lastVacuum time.Time
+	// Auto-maintenance (automaintain.go): maintaining is set while its
+	// goroutine runs; lastVacuum is only touched by that goroutine.
+	maintaining atomic.Bool
+	bg          sync.WaitGroup
+	lastVacuum  time.Time
 }
 
 var _ stream.Sink = (*MergeSink)(nil)
@@ -181,7 +185,7 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 		return prog, err
 	}
 	if !res.skipped {
-		m.autoMaintain(ctx)
+		m.autoMaintain()
 	}
 	prog.NumOutputRows = int64(len(rows))
 	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version)}
@@ -342,6 +346,7 @@ func matchedPredicates(deletes bool) string {
 
 // Close releases the cached snapshot.
 func (m *MergeSink) Close() error {
+	m.waitMaintenance()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.snap = nil
