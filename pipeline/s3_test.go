@@ -221,3 +221,43 @@ func TestResumeOnAnotherMachine(t *testing.T) {
 		}
 	})
 }
+
+// TestSecondQueryOnS3CheckpointIsLocked: while a query runs on an S3
+// checkpoint, a second start on it is CHECKPOINT_LOCKED;
+// once the first stops cleanly (its lease released) the second runs at once.
+func TestSecondQueryOnS3CheckpointIsLocked(t *testing.T) {
+	s3test.Run(t, func(t *testing.T, s s3test.Server) {
+		ckpt, table := s.Location("q2/checkpoint"), s.Location("q2/table")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		first := s3Config(ckpt, table, t.TempDir(), archiveURI(t))
+		first.Trigger = engine.Trigger{Kind: engine.ProcessingTime, Interval: 10 * time.Millisecond}
+		done := make(chan error, 1)
+		go func() { _, err := Run(ctx, first); done <- err }()
+		deadline := time.Now().Add(60 * time.Second)
+		for !slices.Contains(s.Keys(t, "q2/checkpoint/commits/"), "q2/checkpoint/commits/0") {
+			if time.Now().After(deadline) {
+				t.Fatal("first query committed nothing in 60s")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		before := s.Keys(t, "q2/checkpoint/")
+		second := s3Config(ckpt, table, t.TempDir(), archiveURI(t))
+		if _, err := Run(context.Background(), second); !errcode.Is(err, errcode.CheckpointLocked) {
+			t.Fatalf("second query = %v, want CHECKPOINT_LOCKED", err)
+		}
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("first query: %v", err)
+		}
+		if after := s.Keys(t, "q2/checkpoint/"); len(after) < len(before) {
+			t.Fatalf("objects vanished: %d -> %d", len(before), len(after))
+		}
+		if _, err := Run(context.Background(), second); err != nil {
+			t.Fatalf("second query after the first stopped: %v", err)
+		}
+		if d := diffCounts(recount(t, mustArchive(t)), locTableCounts(t, table)); d != "" {
+			t.Fatalf("table: %s", d)
+		}
+	})
+}
