@@ -154,4 +154,3 @@ func rssMB() float64 {
 	}
 	return 0
 }
-
