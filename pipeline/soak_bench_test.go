@@ -33,8 +33,9 @@ var (
 // median and p99 trigger->commit of those batches, the table's live files
 // and files on disk, Delta log entries, checkpoint files and bytes, and
 // RSS. Targets: live files <= 100, checkpoint files flat, p99 <= 4x median,
-// RSS flat. The table's delta.deletedFileRetentionDuration is 1 minute, so
-// auto-vacuum runs within the soak.
+// RSS flat. The table's delta.deletedFileRetentionDuration and
+// delta.logRetentionDuration are 1 minute, so auto-vacuum and the expired-log
+// cleanup run within the soak.
 func BenchmarkSoak(b *testing.B) {
 	if *soakBatches <= 0 {
 		b.Skip("pass -soak.batches N")
@@ -54,7 +55,8 @@ func BenchmarkSoak(b *testing.B) {
 	defer node.Close()
 	ckpt, table := filepath.Join(dir, "ck"), filepath.Join(dir, "table")
 	if _, err := delta.Create(ctx, table, delta.SinkSchema(),
-		delta.WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 minute"})); err != nil {
+		delta.WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 minute",
+			"delta.logRetentionDuration": "interval 1 minute"})); err != nil {
 		b.Fatal(err)
 	}
 	var mu sync.Mutex

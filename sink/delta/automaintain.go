@@ -2,6 +2,9 @@ package delta
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"time"
 )
 
@@ -53,12 +56,20 @@ func (m *MergeSink) autoMaintain() {
 		return // the cheap check, on the sink's own snapshot
 	}
 	retention := m.snap.tombstoneRetention()
+	logRetention, cleanLogs := m.snap.logRetention()
 	m.maintaining.Store(true)
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		defer m.maintaining.Store(false)
 		m.maintain(context.Background(), o, retention)
+		if cleanLogs {
+			if n, err := m.table.cleanExpiredLogs(logRetention, m.o.Clock()); err != nil {
+				m.log.Warn("delta log cleanup failed", "err", err)
+			} else if n > 0 {
+				m.log.Debug("delta log cleanup", "deleted", n, "retention", logRetention.String())
+			}
+		}
 	}()
 }
 
@@ -86,3 +97,63 @@ func (m *MergeSink) maintain(ctx context.Context, o OptimizeOptions, retention t
 
 // waitMaintenance waits for a running auto-maintenance (Close, tests).
 func (m *MergeSink) waitMaintenance() { m.bg.Wait() }
+
+// defaultLogRetention is delta.logRetentionDuration's default.
+const defaultLogRetention = 30 * 24 * time.Hour
+
+// logRetention is delta.logRetentionDuration, and false when the table sets
+// delta.enableExpiredLogCleanup=false.
+func (s *Snapshot) logRetention() (time.Duration, bool) {
+	if s.Metadata.Configuration["delta.enableExpiredLogCleanup"] == "false" {
+		return 0, false
+	}
+	if d, ok := parseInterval(s.Metadata.Configuration["delta.logRetentionDuration"]); ok {
+		return d, true
+	}
+	return defaultLogRetention, true
+}
+
+// cleanExpiredLogs deletes the log entries Delta's expired-log cleanup
+// deletes: with cp the newest checkpoint written before now - retention,
+// every commit and checkpoint below cp. Every version newer than the cutoff
+// keeps a checkpoint at or below it and the commits after, so it still
+// reads (time travel to older versions ends); the newest checkpoint and
+// the commits after it are never touched. Oldest first, so a crash leaves
+// a log that starts later, never one with a gap.
+func (t *Table) cleanExpiredLogs(retention time.Duration, now time.Time) (int, error) {
+	l, err := t.list()
+	if err != nil {
+		return 0, err
+	}
+	cutoff := now.Add(-retention)
+	cp := int64(-1)
+	for _, c := range l.checkpoints {
+		st, err := t.fs.Stat(t.checkpointPath(c))
+		if err != nil || st.ModTime().After(cutoff) {
+			break // ascending: later checkpoints are newer still
+		}
+		cp = c
+	}
+	if cp <= 0 {
+		return 0, nil
+	}
+	var doomed []string
+	for _, v := range l.commits {
+		if v < cp {
+			doomed = append(doomed, t.commitPath(v))
+		}
+	}
+	for _, c := range l.checkpoints {
+		if c < cp {
+			doomed = append(doomed, t.checkpointPath(c))
+		}
+	}
+	n := 0
+	for _, p := range doomed {
+		if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return n, fmt.Errorf("clean up expired log %s: %w", p, err)
+		}
+		n++
+	}
+	return n, nil
+}

@@ -222,3 +222,68 @@ func TestAutoVacuumHonoursRetention(t *testing.T) {
 	_ = tableRows(t, dir, latest.Version-10)
 	_ = tableRows(t, dir, -1)
 }
+
+// TestExpiredLogCleanup: with delta.logRetentionDuration, the sink deletes
+// the commits and checkpoints below the newest checkpoint older than the
+// retention; the latest version reads unchanged and the log stays bounded.
+func TestExpiredLogCleanup(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	if _, err := Create(ctx, dir, SinkSchema(), WithClock(clock),
+		WithConfiguration(map[string]string{"delta.logRetentionDuration": "interval 1 hour"})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx, stream.SinkEnv{QueryID: "query-1"}); err != nil {
+		t.Fatal(err)
+	}
+	oracle := map[oracleKey]int64{}
+	const batches = 300
+	for b := 0; b < batches; b++ {
+		r := row(b/5, "live", minerName(b), 1)
+		oracle[oracleKey{r.WS, r.Source, r.Miner}] = 1
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{r})); err != nil {
+			t.Fatal(err)
+		}
+		s.waitMaintenance()
+		mu.Lock()
+		now = now.Add(time.Minute) // the files' own times stay real: every checkpoint expires
+		mu.Unlock()
+	}
+	tbl, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tbl.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.commits) == 0 || l.commits[0] == 0 || len(l.commits) > 100 {
+		t.Fatalf("%d commits left, first %v: want the expired ones cleaned up", len(l.commits), l.commits[:min(1, len(l.commits))])
+	}
+	if len(l.checkpoints) == 0 || l.checkpoints[0] > l.commits[0] {
+		t.Fatalf("log does not start at a checkpoint: checkpoints %v, first commit %d", l.checkpoints, l.commits[0])
+	}
+	got := tableRows(t, dir, -1)
+	if len(got) != len(oracle) {
+		t.Fatalf("%d rows after the cleanup, want %d", len(got), len(oracle))
+	}
+	// The sink keeps writing on the cleaned log, and a fresh sink reopens it.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newSink(t, dir, 64)
+	if _, err := s2.AddBatch(ctx, batches, mkBatch([]sinkRow{row(0, "live", minerName(0), 5)})); err != nil {
+		t.Fatal(err)
+	}
+	s2.waitMaintenance()
+	if got := tableRows(t, dir, -1); got[oracleKey{baseTS, "live", minerName(0)}] != 5 {
+		t.Fatalf("update after the cleanup: %v", got[oracleKey{baseTS, "live", minerName(0)}])
+	}
+}

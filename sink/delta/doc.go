@@ -122,7 +122,12 @@
 // file per batch keeps about 60 live files plus one per TargetFileRows of
 // closed windows. After such a compaction, at most every half
 // delta.deletedFileRetentionDuration (default 7 days), it vacuums the files
-// removed longer ago than that retention. Both are ordinary commits and
+// removed longer ago than that retention, and cleans up expired log entries
+// as Delta does (delta.logRetentionDuration, default 30 days; off with
+// delta.enableExpiredLogCleanup=false): with cp the newest checkpoint older
+// than the retention, the commits and checkpoints below cp are deleted,
+// oldest first, so the log always starts at a checkpoint and every version
+// from cp on still reads. These are ordinary commits and
 // deletions: a crash leaves at most unreferenced files for a later vacuum,
 // a MERGE racing the OPTIMIZE re-plans on the fresher snapshot, and a
 // failure is logged without failing the batch.
