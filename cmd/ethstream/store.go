@@ -29,7 +29,7 @@ func store(ctx context.Context, flag, value string) (vfs.FS, string, error) {
 
 // localFlags are the path flags that are always on the local disk.
 var localFlags = map[string]bool{"local-dir": true, "progress": true, "workdir": true, "results": true,
-	"out": true, "root": true, "archive": true, "cpuprofile": true, "duckdb": true}
+	"out": true, "root": true, "archive": true, "cpuprofile": true, "duckdb": true, "readme": true}
 
 // checkLocations refuses, before a command does anything, a path flag with a
 // scheme it cannot store to: --checkpoint and --table take local paths,
