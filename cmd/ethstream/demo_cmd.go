@@ -20,7 +20,7 @@ func newDemoCmd() *cobra.Command {
 	var inProcess bool
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--in-process] [--readme FILE] [--ui-addr ADDR [--ui-wait]]",
+		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--storage local|s3] [--in-process] [--readme FILE] [--ui-addr ADDR [--ui-wait]]",
 		Short: "Run the whole lifecycle offline: backfill, add live, retire the archive, refused reuse, shrink the state, proof",
 		Long: `demo generates a synthetic mainnet archive (cached in the work directory), serves it
 through an embedded S3 endpoint and an embedded JSON-RPC node on loopback, and runs each
