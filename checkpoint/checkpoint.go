@@ -283,6 +283,9 @@ func Lock(fs vfs.FS, path string) (*Writer, error) {
 	lockPath := fs.PathJoin(path, LockFile)
 	l, err := fs.Lock(lockPath)
 	if err != nil {
+		if errcode.Code(err) != "" {
+			return nil, err // a store's own verdict (an S3 lease names its holder)
+		}
 		return nil, errcode.Wrap(err, errcode.CheckpointLocked, path,
 			"stop the other query using this checkpoint, or use another checkpoint directory",
 			"another running query holds the checkpoint lock")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
@@ -62,6 +64,10 @@ type Options struct {
 	// Observer, if set, is told of each phase and verification line as the
 	// demo reaches it (the live dashboard of `demo --ui-addr`).
 	Observer Observer
+	// Storage is where the checkpoint and the table live: "local" (the
+	// default, under WorkDir) or "s3" (bucket LakeBucket of the embedded S3
+	// endpoint, whose files are under WorkDir/s3/LakeBucket).
+	Storage string
 }
 
 // Observer follows a demo as it runs. Calls come from the demo's goroutine,
@@ -148,8 +154,15 @@ type Env struct {
 	Manifest    *chain.Manifest
 	S3          *chain.S3Server
 	Node        *chain.Node
-	Checkpoint  string
-	Table       string
+	// Checkpoint and Table are local directories: the checkpoint and the
+	// table themselves, or with Storage "s3" the files behind the embedded
+	// endpoint's objects (read by the checks).
+	Checkpoint string
+	Table      string
+	// CheckpointLoc and TableLoc are what the phases are given: the local
+	// directories, or their s3:// locations.
+	CheckpointLoc string
+	TableLoc      string
 }
 
 // PhaseResult records how one phase went.
@@ -206,8 +219,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	live := engine.Trigger{Kind: engine.ProcessingTime, Interval: o.TriggerInterval}
 	phase := func(name string, sources []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, maxBatches int) PhaseResult {
 		cfg := pipeline.Config{
-			Checkpoint:   env.Checkpoint,
-			Table:        env.Table,
+			Checkpoint:   env.CheckpointLoc,
+			Table:        env.TableLoc,
 			LocalDir:     filepath.Join(o.WorkDir, "state-cache"),
 			Sources:      sources,
 			Conf:         conf,
@@ -361,6 +374,20 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 		Checkpoint:  CheckpointDir(o.WorkDir),
 		Table:       filepath.Join(o.WorkDir, "table"),
 	}
+	switch o.Storage {
+	case "", "local":
+	case "s3":
+		lake := filepath.Join(o.WorkDir, "s3", LakeBucket)
+		if err := os.RemoveAll(lake); err != nil {
+			return nil, fmt.Errorf("clear %s: %w", lake, err)
+		}
+		if err := durable.EnsureDir(vfs.Default, lake); err != nil {
+			return nil, err
+		}
+		env.Checkpoint, env.Table = filepath.Join(lake, "q1", "checkpoint"), filepath.Join(lake, "q1", "table")
+	default:
+		return nil, errcode.New(errcode.InvalidArgument, "", "use --storage local or --storage s3", "unknown storage %q", o.Storage)
+	}
 	m, err := chain.ReadManifest(env.ArchiveRoot)
 	if err != nil || m.Preset != o.Preset.Name || m.Seed != o.Seed || m.LastBlock != o.Preset.LastBlock || m.FirstBlock != o.Preset.FirstBlock {
 		o.Logger.Info("generating archive", "preset", o.Preset.Name, "dir", env.ArchiveRoot)
@@ -382,6 +409,12 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.CheckpointLoc, env.TableLoc = env.Checkpoint, env.Table
+	if o.Storage == "s3" {
+		q := "?endpoint=" + url.QueryEscape(env.S3.URL()) + "&anonymous=true"
+		env.CheckpointLoc = "s3://" + LakeBucket + "/q1/checkpoint" + q
+		env.TableLoc = "s3://" + LakeBucket + "/q1/table" + q
+	}
 	live := o.BlocksPerBatch * (o.AddLiveBatches + o.RetireBatches + o.ShrinkBatches + 2)
 	env.Node, err = chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: o.Seed, Addr: "127.0.0.1:0",
 		BlockInterval: 12 * time.Second, Speed: 1, InitialBlocks: live})
@@ -394,6 +427,10 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 
 // CheckpointDir is the checkpoint of the demo run in workDir.
 func CheckpointDir(workDir string) string { return filepath.Join(workDir, "checkpoint") }
+
+// LakeBucket is the embedded endpoint's bucket of the checkpoint and the
+// table with Options.Storage "s3".
+const LakeBucket = "lake"
 
 // ArchiveSource is the s3_backfill source reading the archive through the
 // embedded S3 endpoint, as it would read the public bucket.

@@ -85,3 +85,46 @@ func TestTreeHashDetectsChange(t *testing.T) {
 		t.Fatal("new empty file not detected")
 	}
 }
+
+// TestDemoOnS3 runs the lifecycle with the checkpoint and the table in the
+// embedded S3 endpoint (demo --storage s3): every check passes, and the
+// files are the endpoint's objects, not a local directory.
+func TestDemoOnS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end demo")
+	}
+	dir := t.TempDir()
+	var out strings.Builder
+	rep, err := Run(context.Background(), Options{
+		WorkDir:    filepath.Join(dir, "work"),
+		ResultsDir: filepath.Join(dir, "results"),
+		Preset:     chain.LastDaysPreset(2),
+		Storage:    "s3",
+		Out:        &out,
+	})
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	for _, c := range rep.Checks {
+		if !c.Figure && !c.Pass {
+			t.Errorf("check failed: %s: expected %s, got %s", c.Name, c.Expected, c.Actual)
+		}
+	}
+	if !rep.Passed() {
+		t.Fatalf("demo did not pass:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "--checkpoint s3://"+LakeBucket+"/q1/checkpoint?") {
+		t.Errorf("the phases were not given s3:// locations:\n%s", out.String())
+	}
+	lake := filepath.Join(dir, "work", "s3", LakeBucket, "q1")
+	for _, p := range []string{"checkpoint/commits/0", "checkpoint/metadata", "table/_delta_log/00000000000000000000.json"} {
+		if _, err := os.Stat(filepath.Join(lake, p)); err != nil {
+			t.Errorf("object %s missing: %v", p, err)
+		}
+	}
+	for _, p := range []string{"checkpoint", "table"} {
+		if _, err := os.Stat(filepath.Join(dir, "work", p)); !os.IsNotExist(err) {
+			t.Errorf("a local %s exists: %v", p, err)
+		}
+	}
+}

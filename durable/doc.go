@@ -25,13 +25,13 @@
 //     for one name exactly one wins and the other gets ErrExists. A name that
 //     already exists before the write starts is ErrExists without writing.
 //     Used for every file that is written once: checkpoint metadata, offsets
-//     and commits entries, a source's log files, Delta commits and data files.
+//     and commits entries, a source's log files, state versions, Delta
+//     commits and data files.
 //   - Replace: the temp file is renamed (rename(2)) over name, atomically
 //     replacing any previous file. Used for derived files that may be
 //     rewritten with the same or newer content (Delta checkpoints and
 //     _last_checkpoint, results files, archive files regenerated from a seed,
-//     the state cache marker) and for names that are unique by construction
-//     (state versions carry an attempt number never used before).
+//     the state cache marker).
 //
 // An object store implements the same interface: NoOverwrite is a PUT with
 // "If-None-Match: *" (412 Precondition Failed is ErrExists) and Replace a

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -30,6 +31,7 @@ import (
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/sources/s3archive"
+	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -233,7 +235,7 @@ func TriggerString(t engine.Trigger) string {
 // directory, keyed by the checkpoint's absolute path. Deleting it is always safe.
 func DefaultLocalDir(checkpoint string) string {
 	abs, err := filepath.Abs(checkpoint)
-	if err != nil {
+	if err != nil || storage.IsS3(checkpoint) {
 		abs = checkpoint
 	}
 	base, err := os.UserCacheDir()
@@ -241,7 +243,39 @@ func DefaultLocalDir(checkpoint string) string {
 		base = os.TempDir()
 	}
 	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(base, "ethstream", filepath.Base(abs)+"-"+hex.EncodeToString(sum[:6]))
+	return filepath.Join(base, "ethstream", path.Base(abs)+"-"+hex.EncodeToString(sum[:6]))
+}
+
+// Locations checks every path flag of cfg before anything is opened (an
+// unsupported scheme is UNSUPPORTED_LOCATION; the state cache and the
+// progress file are always local) and returns the checkpoint and table
+// paths with the FS that holds both: cfg.FS (or the local disk) when both
+// are local, else a storage.Mux routing s3:// paths to S3.
+func Locations(cfg Config) (checkpoint, table string, fs vfs.FS, err error) {
+	ckpt, err := storage.Parse("--checkpoint", cfg.Checkpoint)
+	if err != nil {
+		return "", "", nil, err
+	}
+	tbl, err := storage.Parse("--table", cfg.Table)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if err := storage.CheckLocal("--local-dir", cfg.LocalDir); err != nil {
+		return "", "", nil, err
+	}
+	if err := storage.CheckLocal("--progress", cfg.ProgressFile); err != nil {
+		return "", "", nil, err
+	}
+	fs, err = storage.NewFS(context.Background(), cfg.FS, ckpt, tbl)
+	if err != nil {
+		return "", "", nil, err
+	}
+	// A file:// URI is kept as given: the sink resolves it itself.
+	table = cfg.Table
+	if tbl.Kind == storage.S3 {
+		table = tbl.Path
+	}
+	return ckpt.Path, table, fs, nil
 }
 
 // ReferenceSpec is the aggregation of docs/contracts.md, Reference query:
@@ -296,14 +330,14 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 			break
 		}
 	}
-	fs := cfg.FS
-	if fs == nil {
-		fs = vfs.Default
+	ckpt, table, fs, err := Locations(cfg)
+	if err != nil {
+		return q, engine.Options{}, err
 	}
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {
-		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema()})
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema()})
 		if err != nil {
 			return q, engine.Options{}, err
 		}
@@ -327,14 +361,14 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	q.Conf = cfg.Conf
 	localDir := cfg.LocalDir
 	if localDir == "" {
-		localDir = DefaultLocalDir(cfg.Checkpoint)
+		localDir = DefaultLocalDir(ckpt)
 	}
 	clock := cfg.Clock
 	if clock == nil {
 		clock = stream.SystemClock{}
 	}
 	opts := engine.Options{
-		CheckpointDir: cfg.Checkpoint,
+		CheckpointDir: ckpt,
 		FS:            fs,
 		LocalDir:      localDir,
 		Clock:         clock,

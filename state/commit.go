@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
 )
 
@@ -224,7 +225,7 @@ func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error)
 		kindByte = kindSnapshot
 	}
 	var records uint64
-	size, tmp, err := publishFile(s.fs, s.dir, m.Data, func(w io.Writer) error {
+	size, tmp, err := publishFile(s.fs, s.dir, m.Data, durable.NoOverwrite, func(w io.Writer) error {
 		dw, err := newDataWriter(w, kindByte, m.Version, m.Attempt, m.Partitions)
 		if err != nil {
 			return err
@@ -250,7 +251,7 @@ func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error)
 		}
 	}
 	mb := encodeMeta(m)
-	msize, tmp, err := publishFile(s.fs, s.dir, metaFileName(m.Version, m.Attempt), func(w io.Writer) error {
+	msize, tmp, err := publishFile(s.fs, s.dir, metaFileName(m.Version, m.Attempt), durable.NoOverwrite, func(w io.Writer) error {
 		_, err := w.Write(mb)
 		return err
 	})

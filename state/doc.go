@@ -24,8 +24,9 @@
 //
 // A version is committed iff its .meta file exists and verifies. Every file
 // is published crash-safely by package durable (write .<name>.<hex>.tmp,
-// fsync, close, rename, fsync Dir) under a name never used before, and is
-// never modified afterwards. Attempts make re-runs safe: committing version v again (the engine re-runs
+// fsync, close, link(2) put-if-absent, fsync Dir; a conditional PUT on S3)
+// under a name never used before, and is never modified afterwards.
+// Attempts make re-runs safe: committing version v again (the engine re-runs
 // a batch whose state was committed but whose commits/<v> was not) writes
 // attempt max+1 (over every file name seen for v); the newest attempt with a
 // .meta file wins. A crash leaves at most a .tmp file (deleted by the next

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
 )
 
 // gc deletes state files no retained version needs (doc.go, "Garbage"):
@@ -106,7 +107,7 @@ func (s *Store) writeMarker() error {
 	if err != nil {
 		return err
 	}
-	_, _, err = publishFile(vfs.Default, s.opts.LocalDir, markerName, func(w io.Writer) error {
+	_, _, err = publishFile(vfs.Default, s.opts.LocalDir, markerName, durable.Replace, func(w io.Writer) error {
 		if _, err := io.WriteString(w, localMarkerMagicLine+"\n"); err != nil {
 			return err
 		}

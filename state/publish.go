@@ -12,16 +12,18 @@ import (
 // the "<name>.tmp" of earlier versions, both deleted by Open.
 const tmpSuffix = ".tmp"
 
-// publishFile writes dir/name crash-safely through durable (Replace: temp
-// file, fsync, close, rename to name, fsync dir); name is never published
-// before (attempt numbers), so the rename replaces nothing. On error the
+// publishFile writes dir/name crash-safely through durable (temp file,
+// fsync, close, link or rename to name, fsync dir; on object storage a
+// conditional PUT). Version files use durable.NoOverwrite: their names are
+// never published before (attempt numbers), so a name that exists means
+// another writer raced for the version (durable.ErrExists). On error the
 // temp file is removed if possible; the caller remembers the temp path
 // (returned) to retry the removal later. If only the directory fsync
 // failed, the rename may or may not survive a crash: the caller treats the
 // version as not committed and retries under a new attempt. It returns the
 // published size.
-func publishFile(fs vfs.FS, dir, name string, write func(w io.Writer) error) (size int64, tmp string, err error) {
-	res, err := durable.For(fs).Publish(dir, name, durable.Options{Mode: durable.Replace}, write)
+func publishFile(fs vfs.FS, dir, name string, mode durable.Mode, write func(w io.Writer) error) (size int64, tmp string, err error) {
+	res, err := durable.For(fs).Publish(dir, name, durable.Options{Mode: mode}, write)
 	return res.Size, res.Temp, err
 }
 

@@ -151,7 +151,11 @@ it; a directory that is not a checkpoint (empty, a Delta table) or a regular fil
 with INVALID_ARGUMENT.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := engine.Inspect(vfs.Default, args[0])
+			fs, dir, err := store(cmd.Context(), "checkpoint", args[0])
+			if err != nil {
+				return err
+			}
+			rep, err := engine.Inspect(fs, dir)
 			if err != nil {
 				return err
 			}

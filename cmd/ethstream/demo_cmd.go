@@ -14,14 +14,14 @@ import (
 )
 
 func newDemoCmd() *cobra.Command {
-	var workdir, results, preset, readme string
+	var workdir, results, preset, readme, storage string
 	var days int
 	var seed int64
 	var inProcess bool
 	var uf uiFlags
 	var scenario string
 	c := &cobra.Command{
-		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--in-process] [--readme FILE] [--ui-addr ADDR [--ui-wait]] [--scenario restart-rules]",
+		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--storage local|s3] [--in-process] [--readme FILE] [--ui-addr ADDR [--ui-wait]] [--scenario restart-rules]",
 		Short: "Run the whole lifecycle offline: backfill, add live, retire the archive, refused reuse, shrink the state, proof",
 		Long: `demo generates a synthetic mainnet archive (cached in the work directory), serves it
 through an embedded S3 endpoint and an embedded JSON-RPC node on loopback, and runs each
@@ -39,7 +39,7 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 			if err != nil {
 				return err
 			}
-			o := demo.Options{WorkDir: workdir, ResultsDir: results, Preset: p, Seed: seed,
+			o := demo.Options{WorkDir: workdir, ResultsDir: results, Preset: p, Seed: seed, Storage: storage,
 				Out: cmd.OutOrStdout(), Logger: newLogger(cmd)}
 			if scenario != "" {
 				return runScenario(cmd, scenario, o)
@@ -87,6 +87,7 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 	c.Flags().StringVar(&workdir, "workdir", "work", "work directory: archive cache, checkpoint, table")
 	c.Flags().StringVar(&results, "results", "results", "where to write the CSVs and charts")
 	c.Flags().StringVar(&preset, "preset", "demo", "archive preset: demo | seed")
+	c.Flags().StringVar(&storage, "storage", "local", "where the checkpoint and the table live: local (the work directory) | s3 (the embedded S3 endpoint)")
 	c.Flags().IntVar(&days, "days", 0, "reduced scale: the last N days instead of the preset")
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&readme, "readme", "", "after a passing run, rewrite the results sections of this README from the results")

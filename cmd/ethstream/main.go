@@ -35,7 +35,12 @@ var cpuProfile string
 func init() {
 	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the command to FILE (go tool pprof)")
 	stop := func() {}
-	rootCmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// A path flag with a scheme we cannot store to is wrong on the
+		// command line alone: a usage error, before anything runs.
+		if err := checkLocations(cmd); err != nil {
+			return usage(err)
+		}
 		s, err := startProfile()
 		if err != nil {
 			return err

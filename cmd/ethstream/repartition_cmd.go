@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/storage"
 	"github.com/spf13/cobra"
 )
 
@@ -37,10 +37,17 @@ the lock is taken: nothing is created.`,
 			if err != nil {
 				return err
 			}
-			if localDir == "" {
-				localDir = pipeline.DefaultLocalDir(args[0])
+			if err := storage.CheckLocal("--local-dir", localDir); err != nil {
+				return err
 			}
-			o := engine.Options{CheckpointDir: args[0], FS: vfs.Default, LocalDir: localDir, Logger: newLogger(cmd)}
+			fs, dir, err := store(cmd.Context(), "checkpoint", args[0])
+			if err != nil {
+				return err
+			}
+			if localDir == "" {
+				localDir = pipeline.DefaultLocalDir(dir)
+			}
+			o := engine.Options{CheckpointDir: dir, FS: fs, LocalDir: localDir, Logger: newLogger(cmd)}
 			var res *engine.RepartitionResult
 			if dryRun {
 				res, err = engine.PlanRepartitionOffline(o, op, partitions)

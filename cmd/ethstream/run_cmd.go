@@ -30,8 +30,8 @@ type queryFlags struct {
 }
 
 func (f *queryFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.checkpoint, "checkpoint", "", "checkpoint directory (required)")
-	c.Flags().StringVar(&f.table, "table", "", "Delta table directory (required)")
+	c.Flags().StringVar(&f.checkpoint, "checkpoint", "", "checkpoint directory or s3://BUCKET/PREFIX?OPTIONS (required)")
+	c.Flags().StringVar(&f.table, "table", "", "Delta table directory or s3://BUCKET/PREFIX?OPTIONS (required)")
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive or ethrpc, repeatable, in plan order (see SOURCES)")
 	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (see CONF)")

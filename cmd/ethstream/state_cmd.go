@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
@@ -47,12 +46,16 @@ one). jsonl: one JSON object per key with the same columns.`,
 			if ckpt == "" {
 				return errcode.New(errcode.MissingFlag, "", "pass --checkpoint DIR", "missing --checkpoint")
 			}
-			o := state.DumpOptions{FS: vfs.Default, Checkpoint: ckpt, Operator: op, Batch: batch, Format: format,
+			fs, dir, err := store(cmd.Context(), "--checkpoint", ckpt)
+			if err != nil {
+				return err
+			}
+			o := state.DumpOptions{FS: fs, Checkpoint: dir, Operator: op, Batch: batch, Format: format,
 				Columns: referenceColumns()}
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
-			_, err := state.Dump(cmd.Context(), o, cmd.OutOrStdout())
+			_, err = state.Dump(cmd.Context(), o, cmd.OutOrStdout())
 			return err
 		},
 	}

@@ -58,7 +58,11 @@ func tableHistoryCmd() *cobra.Command {
 		Short: "Print the commitInfo of every commit, newest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := delta.Open(cmd.Context(), args[0])
+			fs, dir, err := store(cmd.Context(), "table", args[0])
+			if err != nil {
+				return err
+			}
+			t, err := delta.OpenFS(cmd.Context(), fs, dir)
 			if err != nil {
 				return err
 			}
@@ -104,7 +108,11 @@ func tableOptimizeCmd() *cobra.Command {
 		Short: "Compact the small files of the sink's table (dataChange=false)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := delta.Open(cmd.Context(), args[0])
+			fs, dir, err := store(cmd.Context(), "table", args[0])
+			if err != nil {
+				return err
+			}
+			t, err := delta.OpenFS(cmd.Context(), fs, dir)
 			if err != nil {
 				return err
 			}
@@ -142,7 +150,11 @@ retention are never touched, so time travel within the retention keeps working.`
 			if retention < 0 {
 				return errcode.New(errcode.InvalidArgument, "", "pass --retention 0 or more", "negative --retention %s", retention)
 			}
-			t, err := delta.Open(cmd.Context(), args[0])
+			fs, dir, err := store(cmd.Context(), "table", args[0])
+			if err != nil {
+				return err
+			}
+			t, err := delta.OpenFS(cmd.Context(), fs, dir)
 			if err != nil {
 				return err
 			}

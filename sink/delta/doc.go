@@ -113,6 +113,25 @@
 // than the retention; it is a dry run unless asked. History lists commitInfo
 // per version, newest first. Show prints any table as CSV or JSON lines.
 //
+// Auto-maintenance (delta.autoOptimize.autoCompact; on unless the table
+// property is "false", or SinkOptions.AutoCompactMinFiles < 0): after a
+// committed batch, if at least 50 files (minNumFiles) other than the 8
+// newest hold fewer than TargetFileRows/16 rows, the MergeSink compacts them
+// in the background with an Optimize of those files only (operationParameters
+// auto=true, every action dataChange=false), so a live query that adds a
+// file per batch keeps about 60 live files plus one per TargetFileRows of
+// closed windows. After such a compaction, at most every half
+// delta.deletedFileRetentionDuration (default 7 days), it vacuums the files
+// removed longer ago than that retention, and cleans up expired log entries
+// as Delta does (delta.logRetentionDuration, default 30 days; off with
+// delta.enableExpiredLogCleanup=false): with cp the newest checkpoint older
+// than the retention, the commits and checkpoints below cp are deleted,
+// oldest first, so the log always starts at a checkpoint and every version
+// from cp on still reads. These are ordinary commits and
+// deletions: a crash leaves at most unreferenced files for a later vacuum,
+// a MERGE racing the OPTIMIZE re-plans on the fresher snapshot, and a
+// failure is logged without failing the batch.
+//
 // # Errors
 //
 // User-facing failures are *errcode.Error with the codes in errors.go

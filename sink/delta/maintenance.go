@@ -58,6 +58,18 @@ func (t *Table) History(ctx context.Context) ([]CommitInfo, error) {
 type OptimizeOptions struct {
 	TargetFileRows int // default DefaultTargetFileRows
 	Clock          func() time.Time
+	// MaxFileRows: a file with at least this many rows is left alone;
+	// default TargetFileRows.
+	MaxFileRows int
+	// SkipNewest leaves the newest files (by modificationTime) alone: the
+	// ones the next MERGE is likely to rewrite anyway.
+	SkipNewest int
+	// MinFiles: nothing is compacted unless at least this many files are
+	// candidates (auto-compaction's minNumFiles).
+	MinFiles int
+	// Auto marks the commit as an auto-compaction (operationParameters
+	// auto=true).
+	Auto bool
 }
 
 // OptimizeResult says what Optimize committed.
@@ -92,7 +104,7 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 			return OptimizeResult{}, errcode.New(CodeUnsupportedFeature, t.root, "optimize only tables written by ethstream's sink",
 				"optimize supports the sink schema only, table schema is %s", s.Metadata.SchemaString)
 		}
-		bins := s.optimizeBins(o.TargetFileRows)
+		bins := s.optimizeBins(o)
 		if len(bins) == 0 {
 			return OptimizeResult{Version: s.Version}, nil
 		}
@@ -150,7 +162,7 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 		blind := false
 		acts := []action{{CommitInfo: &CommitInfo{
 			Timestamp: now.UnixMilli(), Operation: "OPTIMIZE",
-			OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "auto": "false"},
+			OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "auto": strconv.FormatBool(o.Auto)},
 			ReadVersion:         &readVersion, IsolationLevel: "SnapshotIsolation", IsBlindAppend: &blind,
 			OperationMetrics: map[string]any{
 				"numRemovedFiles": strconv.Itoa(res.FilesRemoved), "numAddedFiles": strconv.Itoa(res.FilesAdded),
@@ -196,8 +208,15 @@ func sumSize(acts []action) int64 {
 }
 
 // optimizeBins groups runs of small files (in window order) into bins of up
-// to target rows; a bin of one file is left alone.
-func (s *Snapshot) optimizeBins(target int) [][]*AddFile {
+// to o.TargetFileRows rows; a bin of one file is left alone. A file is small
+// below o.MaxFileRows rows; the o.SkipNewest newest files are not
+// candidates, and fewer than o.MinFiles candidates give no bin.
+func (s *Snapshot) optimizeBins(o OptimizeOptions) [][]*AddFile {
+	target := o.TargetFileRows
+	maxRows := int64(o.MaxFileRows)
+	if maxRows <= 0 || maxRows > int64(target) {
+		maxRows = int64(target)
+	}
 	type fr struct {
 		f  *AddFile
 		r  fileRange
@@ -207,6 +226,24 @@ func (s *Snapshot) optimizeBins(target int) [][]*AddFile {
 	for _, f := range s.files {
 		r := s.rangeOf(f)
 		all = append(all, fr{f, r, r.minWS})
+	}
+	if o.SkipNewest > 0 {
+		sort.Slice(all, func(i, j int) bool {
+			if all[i].f.ModificationTime != all[j].f.ModificationTime {
+				return all[i].f.ModificationTime > all[j].f.ModificationTime
+			}
+			return all[i].f.Path > all[j].f.Path
+		})
+		all = all[min(o.SkipNewest, len(all)):]
+	}
+	small := 0
+	for _, x := range all {
+		if n := x.r.numRecords; n >= 0 && n < maxRows {
+			small++
+		}
+	}
+	if small < max(o.MinFiles, 2) {
+		return nil
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].ws != all[j].ws {
@@ -225,7 +262,7 @@ func (s *Snapshot) optimizeBins(target int) [][]*AddFile {
 	}
 	for _, x := range all {
 		n := x.r.numRecords
-		if n < 0 || n >= int64(target) {
+		if n < 0 || n >= maxRows {
 			flush()
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -37,6 +38,10 @@ type SinkOptions struct {
 	// another schema before anything is written; SinkEnv.Schema, when set,
 	// wins at Open. Empty means the reference table's.
 	Schema stream.Schema
+	// AutoCompactMinFiles is auto-compaction's minNumFiles (default
+	// DefaultAutoCompactMinFiles); negative turns auto-compaction off
+	// (as does the table property delta.autoOptimize.autoCompact=false).
+	AutoCompactMinFiles int
 }
 
 // MergeSink is the stream.Sink that upserts each batch into the Delta table
@@ -55,6 +60,11 @@ type MergeSink struct {
 	// gen is set when the query's output is not the reference table's
 	// shape: the table then has the output's own schema (general.go).
 	gen *generalSink
+	// Auto-maintenance (automaintain.go): maintaining is set while its
+	// goroutine runs; lastVacuum is only touched by that goroutine.
+	maintaining atomic.Bool
+	bg          sync.WaitGroup
+	lastVacuum  time.Time
 }
 
 var _ stream.Sink = (*MergeSink)(nil)
@@ -207,6 +217,9 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 		if res, err = m.commitBatch(ctx, batchID, rows); err != nil {
 			return prog, err
 		}
+	}
+	if !res.skipped {
+		m.autoMaintain()
 	}
 	prog.NumOutputRows = int64(n)
 	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version)}
@@ -375,6 +388,7 @@ func matchedPredicates(deletes bool) string {
 
 // Close releases the cached snapshot.
 func (m *MergeSink) Close() error {
+	m.waitMaintenance()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.snap = nil

@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/storage"
 )
 
 // Implemented protocol: reader 1, writer 2, no table features.
@@ -68,8 +69,15 @@ func resolveRoot(path string) (string, error) {
 			return "", errcode.Wrap(err, errcode.InvalidArgument, path, "pass a local directory or a file:// URI", "parse table path")
 		}
 		path = u.Path
+	} else if storage.IsS3(path) {
+		// Parsed by storage.Parse; the table's FS routes it to S3.
+		loc, err := storage.Parse("--table", path)
+		if err != nil {
+			return "", err
+		}
+		return loc.Path, nil
 	} else if strings.Contains(path, "://") {
-		return "", errcode.New(errcode.InvalidArgument, path, "pass a local directory or a file:// URI", "unsupported table location scheme")
+		return "", errcode.New(storage.CodeUnsupportedLocation, path, "pass a local directory, a file:// URI or an s3:// URI", "unsupported table location scheme")
 	}
 	if path == "" {
 		return "", errcode.New(errcode.InvalidArgument, path, "pass a table directory", "empty table path")

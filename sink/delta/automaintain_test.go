@@ -1,0 +1,289 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// liveFiles is the number of data files of the table's latest snapshot.
+func liveFiles(t *testing.T, dir string) int {
+	t.Helper()
+	tbl, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tbl.Snapshot(context.Background(), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(s.files)
+}
+
+// diskFiles counts the Parquet data files under the table root.
+func diskFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "_delta_log" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestAutoCompaction: a live query that adds a small file per batch keeps a
+// bounded number of files; the compactions are commits of their own with
+// dataChange=false, and the table always equals the oracle.
+func TestAutoCompaction(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := newSink(t, dir, 64)
+	oracle := map[oracleKey]int64{}
+	maxLive := 0
+	const batches = 400
+	for b := 0; b < batches; b++ {
+		// One new key per batch (a new miner in the current window), and
+		// every 7th batch an older key counted again (an update).
+		rows := []sinkRow{row(b/5, "live", minerName(b), 1)}
+		if b%7 == 6 {
+			old := b / 2
+			k := oracleKey{baseTS + int64(old/5)*window, "live", minerName(old)}
+			rows = append(rows, row(old/5, "live", minerName(old), oracle[k]+1))
+		}
+		for _, r := range rows {
+			oracle[oracleKey{r.WS, r.Source, r.Miner}] = r.Count
+		}
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch(rows)); err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+		s.waitMaintenance()
+		if b%10 == 0 {
+			maxLive = max(maxLive, len(s.snap.files))
+		}
+	}
+	// minNumFiles small files + the newest left alone + the compacted ones.
+	if limit := DefaultAutoCompactMinFiles + autoCompactSkipNewest + batches/64 + 4; maxLive > limit {
+		t.Fatalf("%d live files at most, want <= %d", maxLive, limit)
+	}
+	got := tableRows(t, dir, -1)
+	if len(got) != len(oracle) {
+		t.Fatalf("%d rows, oracle %d", len(got), len(oracle))
+	}
+	for k, v := range oracle {
+		if got[k] != v {
+			t.Fatalf("%v = %d, oracle %d", k, got[k], v)
+		}
+	}
+	tbl, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := tbl.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auto := 0
+	for _, ci := range hist {
+		if ci.Operation != "OPTIMIZE" {
+			continue
+		}
+		if ci.OperationParameters["auto"] != "true" {
+			t.Fatalf("OPTIMIZE %d not marked auto: %v", ci.Version, ci.OperationParameters)
+		}
+		auto++
+		acts, err := tbl.readCommit(ci.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range acts {
+			if (a.Add != nil && a.Add.DataChange) || (a.Remove != nil && a.Remove.DataChange) {
+				t.Fatalf("OPTIMIZE %d changes data: %+v", ci.Version, a)
+			}
+		}
+	}
+	if auto == 0 {
+		t.Fatal("no auto-compaction commit")
+	}
+	// Idempotent: compacting again right away finds nothing or compacts
+	// the rest, and the rows stay.
+	before := liveFiles(t, dir)
+	if _, err := tbl.Optimize(ctx, OptimizeOptions{TargetFileRows: 64, MaxFileRows: 4, SkipNewest: autoCompactSkipNewest,
+		MinFiles: DefaultAutoCompactMinFiles, Auto: true}); err != nil {
+		t.Fatal(err)
+	}
+	if after := liveFiles(t, dir); after > before {
+		t.Fatalf("re-run of the compaction grew the table: %d -> %d files", before, after)
+	}
+	if d := len(tableRows(t, dir, -1)); d != len(oracle) {
+		t.Fatalf("after re-run: %d rows", d)
+	}
+}
+
+// TestAutoCompactionOff: delta.autoOptimize.autoCompact=false keeps every file.
+func TestAutoCompactionOff(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	if _, err := Create(ctx, dir, SinkSchema(), WithConfiguration(map[string]string{"delta.autoOptimize.autoCompact": "false"})); err != nil {
+		t.Fatal(err)
+	}
+	s := newSink(t, dir, 64)
+	for b := 0; b < 80; b++ {
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{row(b, "live", minerName(b), 1)})); err != nil {
+			t.Fatal(err)
+		}
+		s.waitMaintenance()
+	}
+	if n := liveFiles(t, dir); n != 80 {
+		t.Fatalf("%d live files, want 80 (compaction off)", n)
+	}
+}
+
+// TestAutoVacuumHonoursRetention: files removed longer ago than
+// delta.deletedFileRetentionDuration are deleted by the sink itself; the
+// younger ones stay, so recent versions still read.
+func TestAutoVacuumHonoursRetention(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	if _, err := Create(ctx, dir, SinkSchema(), WithClock(clock),
+		WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 hour"})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx, stream.SinkEnv{QueryID: "query-1"}); err != nil {
+		t.Fatal(err)
+	}
+	const batches = 400
+	for b := 0; b < batches; b++ {
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{row(b/5, "live", minerName(b%7), int64(b))})); err != nil {
+			t.Fatal(err)
+		}
+		s.waitMaintenance()
+		mu.Lock()
+		now = now.Add(time.Minute)
+		mu.Unlock()
+	}
+	tbl, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every batch and every compaction wrote files; 400 minutes ran and
+	// the retention is 60, so most removed files are gone.
+	hist, err := tbl.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := 0
+	for _, ci := range hist {
+		if n, ok := ci.OperationMetrics["numAddedFiles"].(string); ok {
+			var k int
+			fmt.Sscan(n, &k)
+			written += k
+		} else if n, ok := ci.OperationMetrics["numTargetFilesAdded"].(string); ok {
+			var k int
+			fmt.Sscan(n, &k)
+			written += k
+		}
+	}
+	n := diskFiles(t, dir)
+	t.Logf("%d data files on disk of %d written", n, written)
+	if written < batches || n > written*45/100 {
+		t.Fatalf("%d data files on disk of %d written, want removed files older than the retention vacuumed", n, written)
+	}
+	latest, err := tbl.Snapshot(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A version from 10 minutes ago still reads: its files were removed
+	// less than the retention ago.
+	_ = tableRows(t, dir, latest.Version-10)
+	_ = tableRows(t, dir, -1)
+}
+
+// TestExpiredLogCleanup: with delta.logRetentionDuration, the sink deletes
+// the commits and checkpoints below the newest checkpoint older than the
+// retention; the latest version reads unchanged and the log stays bounded.
+func TestExpiredLogCleanup(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	if _, err := Create(ctx, dir, SinkSchema(), WithClock(clock),
+		WithConfiguration(map[string]string{"delta.logRetentionDuration": "interval 1 hour"})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx, stream.SinkEnv{QueryID: "query-1"}); err != nil {
+		t.Fatal(err)
+	}
+	oracle := map[oracleKey]int64{}
+	const batches = 300
+	for b := 0; b < batches; b++ {
+		r := row(b/5, "live", minerName(b), 1)
+		oracle[oracleKey{r.WS, r.Source, r.Miner}] = 1
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{r})); err != nil {
+			t.Fatal(err)
+		}
+		s.waitMaintenance()
+		mu.Lock()
+		now = now.Add(time.Minute) // the files' own times stay real: every checkpoint expires
+		mu.Unlock()
+	}
+	tbl, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tbl.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.commits) == 0 || l.commits[0] == 0 || len(l.commits) > 100 {
+		t.Fatalf("%d commits left, first %v: want the expired ones cleaned up", len(l.commits), l.commits[:min(1, len(l.commits))])
+	}
+	if len(l.checkpoints) == 0 || l.checkpoints[0] > l.commits[0] {
+		t.Fatalf("log does not start at a checkpoint: checkpoints %v, first commit %d", l.checkpoints, l.commits[0])
+	}
+	got := tableRows(t, dir, -1)
+	if len(got) != len(oracle) {
+		t.Fatalf("%d rows after the cleanup, want %d", len(got), len(oracle))
+	}
+	// The sink keeps writing on the cleaned log, and a fresh sink reopens it.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newSink(t, dir, 64)
+	if _, err := s2.AddBatch(ctx, batches, mkBatch([]sinkRow{row(0, "live", minerName(0), 5)})); err != nil {
+		t.Fatal(err)
+	}
+	s2.waitMaintenance()
+	if got := tableRows(t, dir, -1); got[oracleKey{baseTS, "live", minerName(0)}] != 5 {
+		t.Fatalf("update after the cleanup: %v", got[oracleKey{baseTS, "live", minerName(0)}])
+	}
+}

@@ -1,0 +1,82 @@
+// Package storage says where a query's files live and gives the vfs.FS that
+// reaches them: the local disk, or S3 for the checkpoint and the Delta table
+// (any mix). The state's Pebble instances stay on the local disk as a cache
+// (--local-dir); everything needed to resume lives in the checkpoint, so a
+// query resumes on any machine from S3 alone.
+//
+// # Locations
+//
+// --checkpoint and --table take
+//
+//	path/to/dir | /abs/dir          the local disk
+//	file:///abs/dir                 the local disk
+//	s3://BUCKET/PREFIX?OPTIONS      S3 (AWS or any S3-compatible endpoint)
+//
+// with the s3archive source's options: endpoint=URL (a custom endpoint;
+// implies pathStyle=true), region=R (default: the environment's, else
+// us-east-1), anonymous=BOOL (unsigned requests; otherwise the default AWS
+// credential chain: environment, shared config and credentials files, SSO,
+// web identity, container and instance roles), pathStyle=BOOL, and
+// leaseTTL=DUR (the checkpoint lease, default 30s, at least 1s). Every
+// other path flag (--local-dir, --progress, --workdir, --results, --out,
+// ...) is on the local disk only. A value with any other scheme (gs://,
+// abfss://, hdfs://, a typo such as s4://), or s3:// where only a local
+// path fits, is UNSUPPORTED_LOCATION, refused before anything is written.
+// Parse and CheckLocal do no I/O; NewFS sends no request.
+//
+// # Objects
+//
+// An S3 path is s3://bucket/key. A "directory" is a key prefix: it exists
+// while an object lives under it, MkdirAll writes nothing, and a directory
+// fsync is a no-op (an object is durable when its PUT returns). The files
+// are the local layout's, byte for byte, under the location's prefix: a
+// checkpoint or table copied between the local disk and S3 (aws s3 sync)
+// reads the same.
+//
+// Publishing (durable.Publisher) needs no temp object, since an S3 PUT is
+// atomic: durable.NoOverwrite is a PUT with "If-None-Match: *", so of two
+// writers of one name exactly one gets 200 and the other 412 Precondition
+// Failed, reported as durable.ErrExists like link(2)'s EEXIST; this guards
+// every file that is written once (metadata, offsets and commits entries,
+// source logs, state versions, Delta commits and data files). A 409
+// ConditionalRequestConflict (a conditional write of the same key in
+// flight) is retried until it resolves to 200 or 412. durable.Replace is a
+// plain PUT (Delta checkpoints, _last_checkpoint). The server must honour
+// If-None-Match on PUT (AWS S3 since 2024, Versity Gateway, MinIO, the
+// embedded endpoint of package chain). Reads are GETs: an object up to
+// 8 MiB is read whole, a larger one by ranged GETs. An append (the
+// checkpoint's informational progress.jsonl) rewrites the object.
+//
+// # Lease protocol (the checkpoint lock on S3), format 1
+//
+// The local checkpoint lock is flock(2) on <checkpoint>/.lock. On S3 the
+// lock is a lease: objects <checkpoint>/.lock/<generation:%020d>, each
+// holding one JSON object
+//
+//	{"version":1,"owner":"<host>:<pid>:<start ns>","expiresMs":<unix ms>,"ttlMs":<ms>,"released":false}
+//
+// The highest generation alone decides who holds the checkpoint.
+//
+//   - Acquire: list .lock/; if the highest generation G is neither released
+//     nor expired (expiresMs > now), the start fails with CHECKPOINT_LOCKED
+//     naming its owner and expiry. Otherwise PUT generation G+1 with
+//     If-None-Match: * and expiresMs = now + TTL: 200 = held; 412 = another
+//     query took it first, CHECKPOINT_LOCKED. The holder then deletes the
+//     generations below its own.
+//   - Renew: every TTL/3 the holder checks that G+1 does not exist and
+//     rewrites its own generation (a plain PUT: no one else writes it) with
+//     a new expiry. If G+1 exists the lease was taken over: lost.
+//   - Fence: the holder refuses every write under the checkpoint (with
+//     CHECKPOINT_LOCKED) once its lease is lost or past its last expiry
+//     without a renewal, so a paused or partitioned query stops writing
+//     before anyone may take over.
+//   - Release: a clean stop rewrites its generation with released: true,
+//     so the next start need not wait.
+//   - Crash: a killed holder stops renewing; its lease expires TTL after
+//     the last renewal and the next start takes generation G+1.
+//
+// Expiry compares the holder's and the taker's wall clocks, so they must
+// agree to well within TTL (NTP). The lease only keeps a second query out
+// early: correctness does not rest on it, because every offsets and commits
+// entry is put-if-absent, so two writers can never both commit a batch.
+package storage

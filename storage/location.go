@@ -1,0 +1,186 @@
+package storage
+
+import (
+	"net/url"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// CodeUnsupportedLocation is the code of a location whose scheme ethstream
+// cannot store to (gs://, abfss://, a typo such as s4://), or an s3://
+// location given to a flag that only takes a local path.
+const CodeUnsupportedLocation = "UNSUPPORTED_LOCATION"
+
+// Kind says where a location's files live.
+type Kind uint8
+
+const (
+	// Local is a path on the local disk (a plain path or file:///abs/path).
+	Local Kind = iota
+	// S3 is an object-store prefix, s3://bucket/prefix.
+	S3
+)
+
+// Location is a parsed path flag.
+type Location struct {
+	// Raw is the flag value as given.
+	Raw  string
+	Kind Kind
+	// Path is the path the store's FS understands: a cleaned local path, or
+	// s3://bucket/prefix without the query (no trailing slash).
+	Path string
+	// S3 holds the options of an s3:// location.
+	S3 S3Options
+}
+
+// S3Options are the query keys of an s3:// location, the same as the
+// s3archive source's: endpoint, region, anonymous, pathStyle; plus leaseTTL
+// for a checkpoint's lease (doc.go).
+type S3Options struct {
+	Bucket    string
+	Prefix    string // key prefix without leading or trailing slash; "" = bucket root
+	Endpoint  string
+	Region    string
+	Anonymous bool
+	PathStyle bool
+	LeaseTTL  time.Duration
+}
+
+const locationRemedy = "pass a local path, file:///ABS/PATH, or s3://BUCKET/PREFIX?endpoint=URL&region=R&anonymous=BOOL&pathStyle=BOOL&leaseTTL=DUR"
+
+// HasScheme reports whether s starts with "scheme://" (letters, digits, +, -
+// or . after a leading letter), which a local path never does by accident.
+func HasScheme(s string) (scheme string, ok bool) {
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		return "", false
+	}
+	for j, c := range s[:i] {
+		letter := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		if !letter && (j == 0 || !((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.')) {
+			return "", false
+		}
+	}
+	return strings.ToLower(s[:i]), true
+}
+
+// CheckLocal refuses a value of a flag that takes only a local path (the
+// state cache, a progress file, a work directory) if it carries any scheme
+// but file://. It touches nothing; an empty value is accepted (the flag's
+// default applies).
+func CheckLocal(flag, value string) error {
+	if value == "" {
+		return nil
+	}
+	scheme, ok := HasScheme(value)
+	if !ok || scheme == "file" {
+		return nil
+	}
+	return errcode.New(CodeUnsupportedLocation, "", "pass a local path (this flag is always on the local disk)",
+		"%s %q: %s:// is not supported here", flag, value, scheme)
+}
+
+// Parse parses the value of a flag that may name object storage (--checkpoint,
+// --table): a local path, file:///abs/path or s3://bucket/prefix?options.
+// Any other scheme is UNSUPPORTED_LOCATION; it touches nothing.
+func Parse(flag, value string) (Location, error) {
+	loc := Location{Raw: value}
+	scheme, ok := HasScheme(value)
+	if !ok {
+		loc.Path = value
+		if value != "" {
+			loc.Path = filepath.Clean(value)
+		}
+		return loc, nil
+	}
+	u, err := url.Parse(value)
+	if err != nil {
+		return loc, errcode.Wrap(err, CodeUnsupportedLocation, "", locationRemedy, "%s %q: not a valid URI", flag, value)
+	}
+	switch scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return loc, errcode.New(CodeUnsupportedLocation, "", locationRemedy, "%s %q: a file URI is file:///absolute/path", flag, value)
+		}
+		if u.RawQuery != "" {
+			return loc, errcode.New(CodeUnsupportedLocation, "", locationRemedy, "%s %q: a file URI takes no options", flag, value)
+		}
+		loc.Path = filepath.Clean(u.Path)
+		return loc, nil
+	case "s3":
+	default:
+		return loc, errcode.New(CodeUnsupportedLocation, "", locationRemedy,
+			"%s %q: %s:// is not a supported storage scheme (supported: local paths, file://, s3://)", flag, value, scheme)
+	}
+	if u.Host == "" {
+		return loc, errcode.New(CodeUnsupportedLocation, "", locationRemedy, "%s %q names no bucket", flag, value)
+	}
+	o := S3Options{Bucket: u.Host, Prefix: strings.Trim(path.Clean("/"+u.Path), "/")}
+	pathStyleSet := false
+	for key, vals := range u.Query() {
+		v := vals[len(vals)-1]
+		bad := func(what string) error {
+			return errcode.New(errcode.InvalidArgument, "", locationRemedy, "%s %q: option %s=%q: %s", flag, value, key, v, what)
+		}
+		switch key {
+		case "endpoint":
+			eu, err := url.Parse(v)
+			if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+				return loc, bad("want an http:// or https:// URL")
+			}
+			o.Endpoint = v
+		case "region":
+			o.Region = v
+		case "anonymous":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return loc, bad("want true or false")
+			}
+			o.Anonymous = b
+		case "pathStyle":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return loc, bad("want true or false")
+			}
+			o.PathStyle, pathStyleSet = b, true
+		case "leaseTTL":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return loc, bad("want a duration of at least 1s, e.g. 30s")
+			}
+			o.LeaseTTL = d
+		default:
+			return loc, errcode.New(errcode.InvalidArgument, "", locationRemedy,
+				"%s %q: unknown option %q (known: endpoint, region, anonymous, pathStyle, leaseTTL)", flag, value, key)
+		}
+	}
+	if o.Endpoint != "" && !pathStyleSet {
+		o.PathStyle = true
+	}
+	loc.Kind, loc.S3 = S3, o
+	loc.Path = o.root()
+	return loc, nil
+}
+
+// root is the FS path of the location: s3://bucket or s3://bucket/prefix.
+func (o S3Options) root() string {
+	if o.Prefix == "" {
+		return "s3://" + o.Bucket
+	}
+	return "s3://" + o.Bucket + "/" + o.Prefix
+}
+
+// String renders the location for messages: its path (never credentials;
+// the options hold none).
+func (l Location) String() string { return l.Path }
+
+// sameEndpoint reports whether two S3 locations use one client.
+func (o S3Options) sameEndpoint(p S3Options) bool {
+	return o.Bucket == p.Bucket && o.Endpoint == p.Endpoint && o.Region == p.Region &&
+		o.Anonymous == p.Anonymous && o.PathStyle == p.PathStyle
+}

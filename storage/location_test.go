@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+func TestParseRefusesUnsupportedSchemes(t *testing.T) {
+	for _, v := range []string{
+		"gs://bucket/q1", "abfss://c@acct.dfs.core.windows.net/q1", "s4://bucket/q1",
+		"hdfs://nn/q1", "S3A://bucket/q1", "http://host/q1",
+	} {
+		_, err := Parse("--checkpoint", v)
+		if !errcode.Is(err, CodeUnsupportedLocation) {
+			t.Errorf("Parse(%q) = %v, want %s", v, err, CodeUnsupportedLocation)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		kind Kind
+		path string
+		o    S3Options
+	}{
+		{in: "work/ck", path: "work/ck"},
+		{in: "./work//ck/", path: "work/ck"},
+		{in: "file:///abs/ck", path: "/abs/ck"},
+		{in: "weird:name/x", path: "weird:name/x"}, // no "://": a local name
+		{in: "s3://b/q1/checkpoint", kind: S3, path: "s3://b/q1/checkpoint", o: S3Options{Bucket: "b", Prefix: "q1/checkpoint"}},
+		{in: "s3://b", kind: S3, path: "s3://b", o: S3Options{Bucket: "b"}},
+		{in: "s3://b/q1/?endpoint=http://127.0.0.1:9000&leaseTTL=5s", kind: S3, path: "s3://b/q1",
+			o: S3Options{Bucket: "b", Prefix: "q1", Endpoint: "http://127.0.0.1:9000", PathStyle: true, LeaseTTL: 5 * time.Second}},
+		{in: "s3://b/t?region=eu-west-1&anonymous=true&pathStyle=false&endpoint=https://s3.example", kind: S3, path: "s3://b/t",
+			o: S3Options{Bucket: "b", Prefix: "t", Region: "eu-west-1", Anonymous: true, Endpoint: "https://s3.example"}},
+	} {
+		l, err := Parse("--table", tc.in)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tc.in, err)
+			continue
+		}
+		if l.Kind != tc.kind || l.Path != tc.path || l.S3 != tc.o {
+			t.Errorf("Parse(%q) = %+v, want kind %d path %q %+v", tc.in, l, tc.kind, tc.path, tc.o)
+		}
+	}
+}
+
+func TestParseRefusesBadS3Options(t *testing.T) {
+	for in, code := range map[string]string{
+		"s3:///q1":                     CodeUnsupportedLocation,
+		"s3://b/q1?endpont=http://x":   errcode.InvalidArgument,
+		"s3://b/q1?anonymous=maybe":    errcode.InvalidArgument,
+		"s3://b/q1?endpoint=127.0.0.1": errcode.InvalidArgument,
+		"s3://b/q1?leaseTTL=10ms":      errcode.InvalidArgument,
+		"file://host/x":                CodeUnsupportedLocation,
+		"file:///x?endpoint=http://y":  CodeUnsupportedLocation,
+	} {
+		if _, err := Parse("--checkpoint", in); !errcode.Is(err, code) {
+			t.Errorf("Parse(%q) = %v, want %s", in, err, code)
+		}
+	}
+}
+
+func TestCheckLocal(t *testing.T) {
+	for _, v := range []string{"", "cache", "/tmp/x", "file:///tmp/x", "a:b"} {
+		if err := CheckLocal("--local-dir", v); err != nil {
+			t.Errorf("CheckLocal(%q): %v", v, err)
+		}
+	}
+	for _, v := range []string{"s3://b/cache", "gs://b/x", "abfss://c@a/x"} {
+		if err := CheckLocal("--local-dir", v); !errcode.Is(err, CodeUnsupportedLocation) {
+			t.Errorf("CheckLocal(%q) = %v, want %s", v, err, CodeUnsupportedLocation)
+		}
+	}
+}
+
+func TestS3Paths(t *testing.T) {
+	if got := s3PathJoin("s3://b/q1", "offsets", "7"); got != "s3://b/q1/offsets/7" {
+		t.Errorf("join = %q", got)
+	}
+	if got := s3PathJoin("s3://b", "x"); got != "s3://b/x" {
+		t.Errorf("join = %q", got)
+	}
+	if got := s3PathDir("s3://b/q1/offsets/7"); got != "s3://b/q1/offsets" {
+		t.Errorf("dir = %q", got)
+	}
+	if got := s3PathDir("s3://b"); got != "s3://b" {
+		t.Errorf("dir = %q", got)
+	}
+	if got := s3PathBase("s3://b/q1/offsets/7"); got != "7" {
+		t.Errorf("base = %q", got)
+	}
+}
