@@ -96,6 +96,11 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			}
 			return err
 		}
+		// The checkpoint is the truth and the cache only a copy: a damaged
+		// file is refused even when a trusted cache could carry on.
+		if err := checkChain(s.fs, s.dir, chain); err != nil {
+			return err
+		}
 		head := chain[len(chain)-1]
 		same := head.Schema.Equal(s.opts.Schema)
 		if !same && s.opts.SpecCompatible != nil && s.opts.SpecCompatible(head.Schema.Spec) {
@@ -132,6 +137,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		if gen, ok := s.trustMarker(); ok {
 			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
 			s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
+			s.startFullCheck(chain)
 			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
 				return errors.Join(err, s.parts.close())
 			}
