@@ -97,7 +97,7 @@ type Store struct {
 	broken      error          // the local cache no longer matches s.version
 	bg          sync.WaitGroup // closes and removes a replaced cache generation
 	closed      bool
-	check       *fullCheck     // full read of the chain a trusted cache stands for
+	check       *fullCheck   // full read of the chain a trusted cache stands for
 	alloc       pendingAlloc // the pending batch's entries, keys and values
 
 }
