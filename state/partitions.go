@@ -37,6 +37,11 @@ type partitions struct {
 	memtable uint64
 	logger   *slog.Logger
 	opts     *pebble.Options // template; FS, caches and sizes set
+
+	// trusted is set for a reused generation: each partition is checked
+	// when first opened, and rebuilt by repair on damage (cacherepair.go).
+	trusted []trustedPart
+	repair  func(i int) error
 }
 
 // Pebble tuning (the memory targets of docs/contracts.md with 200 partitions in one
@@ -97,6 +102,7 @@ func newPartitions(root, gen string, n int, cacheBytes int64, logger *slog.Logge
 		FormatMajorVersion:          pebble.FormatMinSupported,
 		Logger:                      pebbleLogger{logger},
 		NoSyncOnClose:               true,
+		EventListener:               corruptionListener(logger),
 	}
 	p.opts.EnsureDefaults()
 	return p
@@ -114,10 +120,14 @@ func (p *partitions) db(i int) (*pebble.DB, error) {
 	o := p.opts.Clone()
 	d, err := pebble.Open(p.path(i), o)
 	if err != nil {
-		return nil, fmt.Errorf("open state partition %d at %s: %w", i, p.path(i), err)
+		err = fmt.Errorf("open state partition %d at %s: %w", i, p.path(i), err)
+	} else {
+		p.dbs[i] = d
 	}
-	p.dbs[i] = d
-	return d, nil
+	if err := p.settle(i, err); err != nil {
+		return nil, err
+	}
+	return p.db(i)
 }
 
 // openAll opens the instances of every partition in want (true = needed)
@@ -142,13 +152,20 @@ func (p *partitions) openAll(want func(i int) bool) error {
 			}
 		}()
 	}
+	var opened []int
 	for i := 0; i < p.n; i++ {
 		if p.dbs[i] == nil && want(i) {
+			opened = append(opened, i)
 			idx <- i
 		}
 	}
 	close(idx)
 	wg.Wait()
+	// The first-open checks of a reused generation run one at a time: a
+	// repair writes through the store.
+	for _, i := range opened {
+		errs[i] = p.settle(i, errs[i])
+	}
 	return errors.Join(errs...)
 }
 

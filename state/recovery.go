@@ -136,6 +136,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	if s.head != nil {
 		if gen, ok := s.trustMarker(); ok {
 			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
+			s.trustPartitions(s.head)
 			s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
 			s.startFullCheck(chain)
 			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
