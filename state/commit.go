@@ -31,9 +31,6 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	if err := ctx.Err(); err != nil {
 		return Metrics{}, err
 	}
-	if err := s.awaitFullCheck(); err != nil {
-		return Metrics{}, err
-	}
 	cs, err := s.changes()
 	if err != nil {
 		return Metrics{}, err

@@ -97,7 +97,8 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			return err
 		}
 		// The checkpoint is the truth and the cache only a copy: a damaged
-		// file is refused even when a trusted cache could carry on.
+		// file is refused even when a trusted cache could carry on, before
+		// the engine writes anything for the next batch.
 		if err := checkChain(s.fs, s.dir, chain); err != nil {
 			return err
 		}
@@ -138,7 +139,6 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
 			s.trustPartitions(s.head)
 			s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
-			s.startFullCheck(chain)
 			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
 				return errors.Join(err, s.parts.close())
 			}

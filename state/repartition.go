@@ -62,9 +62,6 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 	if s.ptab.live > 0 {
 		return st, errors.New("state: repartition with an uncommitted batch pending")
 	}
-	if err := s.awaitFullCheck(); err != nil {
-		return st, err
-	}
 	if s.version != base {
 		if err := s.reloadAt(ctx, base); err != nil {
 			return st, err
@@ -372,8 +369,6 @@ func (s *Store) reloadAt(ctx context.Context, v int64) error {
 		return err
 	}
 	s.bg.Wait()
-	s.stopFullCheck()
-	s.check = nil
 	if err := s.parts.close(); err != nil {
 		return err
 	}

@@ -97,7 +97,6 @@ type Store struct {
 	broken      error          // the local cache no longer matches s.version
 	bg          sync.WaitGroup // closes and removes a replaced cache generation
 	closed      bool
-	check       *fullCheck   // full read of the chain a trusted cache stands for
 	alloc       pendingAlloc // the pending batch's entries, keys and values
 
 }
@@ -146,7 +145,6 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.Abort()
-	s.stopFullCheck()
 	s.bg.Wait()
 	trusted := s.broken == nil && s.head != nil
 	var err error

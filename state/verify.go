@@ -1,15 +1,17 @@
 package state
 
-// Verifying the checkpoint files a version depends on: cheaply at every Open
-// (presence, size, header and footer checksums), fully on demand (every
-// chunk and record, as a rebuild reads them).
+// Verifying the checkpoint files a version depends on: at every Open
+// (presence, size, header, footer and chunk checksums, without decoding a
+// record), fully on demand (every record too, as a rebuild reads them).
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
@@ -17,12 +19,13 @@ import (
 
 const footerLen = 16
 
-// checkDataFile checks, without reading its chunks, that the data file named
-// by m exists with m's size, that its header verifies and names m's kind,
-// version, attempt and partition count, and that its footer verifies and
-// counts m's records. It reads 44 bytes: Open runs it over the whole chain
-// of the version it loads, so that a cache that outlived damage to the
-// checkpoint is never trusted over it.
+// checkDataFile checks that the data file named by m exists with m's size,
+// that its header verifies and names m's kind, version, attempt and
+// partition count, that its footer verifies and counts m's records, and that
+// every chunk's length and CRC-32C verify (records are not decoded: the CRC
+// pass runs at memory speed). Open runs it over the whole chain of the
+// version it loads, before anything is written, so that a cache that
+// outlived damage to the checkpoint is never trusted over it.
 func checkDataFile(fs vfs.FS, dir string, m *versionMeta) error {
 	path := fs.PathJoin(dir, m.Data)
 	f, err := fs.Open(path)
@@ -69,6 +72,34 @@ func checkDataFile(fs vfs.FS, dir string, m *versionMeta) error {
 	}
 	if c := binary.LittleEndian.Uint64(ft[4:12]); int64(c) != m.DataRecords {
 		return errcode.Corrupt(path, nil, "state data file footer counts %d records, its metadata says %d", c, m.DataRecords)
+	}
+	return checkChunks(path, io.NewSectionReader(f, headerLen, off-headerLen))
+}
+
+// checkChunks verifies the chunk sequence between a data file's header and
+// its footer: lengths that add up exactly, and each payload's CRC-32C.
+func checkChunks(path string, r *io.SectionReader) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var buf []byte
+	offset := int64(headerLen)
+	end := headerLen + r.Size()
+	for offset < end {
+		var ch [8]byte
+		if _, err := io.ReadFull(br, ch[:]); err != nil {
+			return errcode.Corrupt(path, noEOF(err), "read chunk header at offset %d", offset)
+		}
+		n := int64(binary.LittleEndian.Uint32(ch[:4]))
+		if n == 0 || n > maxChunk || offset+8+n > end {
+			return errcode.Corrupt(path, nil, "chunk at offset %d declares %d bytes", offset, n)
+		}
+		buf = slices.Grow(buf[:0], int(n))[:n]
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return errcode.Corrupt(path, noEOF(err), "read chunk at offset %d", offset)
+		}
+		if got, want := binary.LittleEndian.Uint32(ch[4:8]), crc32.Checksum(buf, crcTable); got != want {
+			return errcode.Corrupt(path, nil, "chunk checksum mismatch at offset %d: stored %08x, computed %08x", offset, got, want)
+		}
+		offset += 8 + n
 	}
 	return nil
 }
@@ -132,51 +163,4 @@ func Verify(ctx context.Context, fs vfs.FS, dir string, committed int64) (Verify
 		}
 	}
 	return rep, nil
-}
-
-// fullCheck reads the chain a trusted cache stands for in full, in the
-// background: Open stays cheap, and the first Commit (which extends the
-// chain) waits for the outcome, so damage inside a chunk is refused before
-// anything is built on it.
-type fullCheck struct {
-	done   chan struct{}
-	err    error
-	cancel context.CancelFunc
-}
-
-func (s *Store) startFullCheck(chain []*versionMeta) {
-	ctx, cancel := context.WithCancel(context.Background())
-	fc := &fullCheck{done: make(chan struct{}), cancel: cancel}
-	s.check = fc
-	go func() {
-		defer close(fc.done)
-		for _, m := range chain {
-			if ctx.Err() != nil {
-				return
-			}
-			if err := readDataFile(s.fs, s.dir, m, func(record) error { return ctx.Err() }); err != nil {
-				if ctx.Err() == nil {
-					fc.err = err
-				}
-				return
-			}
-		}
-	}()
-}
-
-// awaitFullCheck returns the background check's verdict, waiting for it.
-func (s *Store) awaitFullCheck() error {
-	if s.check == nil {
-		return nil
-	}
-	<-s.check.done
-	return s.check.err
-}
-
-// stopFullCheck cancels the background check and waits for it to end.
-func (s *Store) stopFullCheck() {
-	if s.check != nil {
-		s.check.cancel()
-		<-s.check.done
-	}
 }

@@ -124,7 +124,7 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 				rows, err = readSinkFile(t.fs, p, rows)
 				if err != nil {
 					abandon()
-					return OptimizeResult{}, errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read live data file")
+					return OptimizeResult{}, dataFileError(err, p, "restore the file from a backup", "read live data file")
 				}
 				ts := now.UnixMilli()
 				size := f.Size
