@@ -158,7 +158,9 @@ func under(dir string, fn func(rel string) bool) func(t *testing.T, root string)
 	return func(t *testing.T, root string) []string { return pick(t, root, dir, fn) }
 }
 
-func suffix(s string) func(string) bool { return func(r string) bool { return strings.HasSuffix(r, s) } }
+func suffix(s string) func(string) bool {
+	return func(r string) bool { return strings.HasSuffix(r, s) }
+}
 
 func applyDamage(t *testing.T, path, how string) {
 	t.Helper()
