@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -84,4 +85,15 @@ func lastSinkBatch(d checkpoint.Dir, snap *checkpoint.Snapshot) (int64, error) {
 		}
 	}
 	return -1, nil
+}
+
+// CheckSink is the start check of a sink against the checkpoint in dir,
+// for tools (`ethstream checkpoint verify`): nil when they agree.
+func CheckSink(ctx context.Context, fs vfs.FS, dir string, sink stream.RecordingSink) error {
+	d := checkpoint.Dir{FS: fs, Path: dir}
+	snap, err := d.ReadSnapshot()
+	if err != nil {
+		return err
+	}
+	return checkSinkAgrees(ctx, d, snap, sink)
 }
