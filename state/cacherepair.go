@@ -140,13 +140,21 @@ func (s *Store) rebuildPartition(i int) error {
 	return nil
 }
 
-// corruptionListener keeps Pebble from aborting the process on damage it
-// finds (its default calls Fatalf): the read returns the error instead, and
-// the store repairs or reports it.
-func corruptionListener(logger *slog.Logger) *pebble.EventListener {
+// eventListener keeps Pebble from aborting the process on damage it finds
+// (its default calls Fatalf): the read returns the error instead, and the
+// store repairs or reports it. Background errors are logged, except the
+// retries of a flush on a disk known to be full (once is enough).
+func eventListener(logger *slog.Logger, full *spaceLatch) *pebble.EventListener {
 	return &pebble.EventListener{
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			logger.Warn("state cache: on-disk corruption", "path", info.Path, "err", info.Details)
+		},
+		BackgroundError: func(err error) {
+			wasFull := full.get() != nil
+			_ = full.check(err)
+			if !wasFull {
+				logger.Error("state cache: background error", "err", err)
+			}
 		},
 	}
 }

@@ -136,7 +136,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	s.union = unionBounds{}
 	if s.head != nil {
 		if gen, ok := s.trustMarker(); ok {
-			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
+			s.parts = newPartitions(s.opts.LocalFS, s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
 			s.trustPartitions(s.head)
 			s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
 			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
@@ -151,7 +151,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	if err := wipeLocal(vfs.Default, s.opts.LocalDir, ""); err != nil {
 		return err
 	}
-	s.parts = newPartitions(s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
+	s.parts = newPartitions(s.opts.LocalFS, s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
 	if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
 		return errors.Join(err, s.parts.close())
 	}
