@@ -44,6 +44,12 @@ var damageArchive = sync.OnceValues(func() (string, error) {
 // stops after that many data batches.
 func damageRun(t *testing.T, root string, max int) error {
 	t.Helper()
+	return damageRunFS(t, vfs.Default, root, max)
+}
+
+// damageRunFS is damageRun with the checkpoint and the table on fsys.
+func damageRunFS(t *testing.T, fsys vfs.FS, root string, max int) error {
+	t.Helper()
 	archive, err := damageArchive()
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +57,7 @@ func damageRun(t *testing.T, root string, max int) error {
 	uri := "file://" + filepath.ToSlash(archive) + "/v1.0/eth/blocks?maxFilesPerTrigger=1"
 	cfg := Config{
 		Checkpoint: filepath.Join(root, "ck"), Table: filepath.Join(root, "table"), LocalDir: filepath.Join(root, "cache"),
-		FS: vfs.Default, MaxBatches: max,
+		FS: fsys, MaxBatches: max,
 		Sources: []SourceSpec{{Name: flSource, Format: "s3archive", URI: uri}},
 		Conf: map[string]string{"spark.sql.shuffle.partitions": "2",
 			"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
@@ -63,7 +69,7 @@ func damageRun(t *testing.T, root string, max int) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, FS: vfs.Default, Logger: cfg.Logger})
+	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, FS: fsys, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
