@@ -195,7 +195,7 @@ func ParseURI(uri string) (Options, error) {
 		case "batchTimeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return Options{}, bad(err)
+				return Options{}, bad("a positive duration, e.g. 30s")
 			}
 			o.BatchTimeout = d
 		case "parallelism":
