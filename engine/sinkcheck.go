@@ -21,7 +21,8 @@ import (
 // pending batch reached the sink before the crash; the sink skips re-runs).
 // A record below it, or none, is TABLE_BEHIND_CHECKPOINT; no record for our
 // id while another id holds that batch means metadata was replaced:
-// CHECKPOINT_CORRUPT naming it.
+// CHECKPOINT_CORRUPT naming it. A sink whose output does not exist at all
+// (a new table) is not checked: the sink creates it.
 func checkSinkAgrees(ctx context.Context, d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Sink) error {
 	rs, ok := sink.(stream.RecordingSink)
 	if !ok || !snap.HasMetadata || snap.CommittedID < 0 {
@@ -32,7 +33,7 @@ func checkSinkAgrees(ctx context.Context, d checkpoint.Dir, snap *checkpoint.Sna
 		return err
 	}
 	rec, err := rs.RecordedBatches(ctx)
-	if err != nil {
+	if err != nil || rec == nil {
 		return err
 	}
 	id := snap.Metadata.ID

@@ -40,8 +40,9 @@ type Sink interface {
 type RecordingSink interface {
 	Sink
 	// RecordedBatches reads, writing and creating nothing, the newest batch
-	// id the sink holds for each query id; empty when the sink's output
-	// does not exist yet. Damage it can see cheaply (a missing data file)
-	// is an error here.
+	// id the sink holds for each query id; nil when the sink's output does
+	// not exist at all (a new table for an existing checkpoint is the
+	// user's choice, not damage). Damage it can see cheaply (a missing data
+	// file) is an error here.
 	RecordedBatches(ctx context.Context) (map[string]int64, error)
 }

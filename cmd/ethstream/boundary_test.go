@@ -13,7 +13,7 @@ import (
 )
 
 // TestPanicIsACodedError: a panic below a command (a bug) ends as
-// INTERNAL_ERROR with exit 2 and no stack trace.
+// INTERNAL_ERROR with exit 3 and no stack trace.
 func TestPanicIsACodedError(t *testing.T) {
 	c := &cobra.Command{Use: "panics-for-test", Hidden: true, RunE: func(*cobra.Command, []string) error {
 		var m map[string]int
@@ -24,7 +24,7 @@ func TestPanicIsACodedError(t *testing.T) {
 	defer rootCmd.RemoveCommand(c)
 	var out, errOut bytes.Buffer
 	code := execute(context.Background(), []string{"panics-for-test"}, &out, &errOut)
-	if code != 2 || !strings.HasPrefix(errOut.String(), "error: INTERNAL_ERROR: ") || strings.Contains(errOut.String(), "goroutine") {
+	if code != 3 || !strings.HasPrefix(errOut.String(), "error: INTERNAL_ERROR: ") || strings.Contains(errOut.String(), "goroutine") {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }

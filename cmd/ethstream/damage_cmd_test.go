@@ -35,7 +35,7 @@ func corruptCache(t *testing.T, dir string) int {
 }
 
 // TestCorruptCacheThroughEveryCommand sends a corrupted state cache through
-// every command that reads a checkpoint: none panics (exit 2, a stack
+// every command that reads a checkpoint: none panics (exit 3, a stack
 // trace); run and repartition rebuild the damaged partitions and succeed.
 func TestCorruptCacheThroughEveryCommand(t *testing.T) {
 	ctx := context.Background()
@@ -74,7 +74,7 @@ func TestCorruptCacheThroughEveryCommand(t *testing.T) {
 			t.Fatal("no cache file to corrupt")
 		}
 		code, errOut := exec(c.args...)
-		if code == 2 || strings.Contains(errOut, "panic") || strings.Contains(errOut, "goroutine ") {
+		if code == 3 || strings.Contains(errOut, "panic") || strings.Contains(errOut, "goroutine ") {
 			t.Fatalf("%v: exit %d with a panic:\n%s", c.args, code, errOut)
 		}
 		if c.mustOK && code != 0 {

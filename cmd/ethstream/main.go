@@ -113,14 +113,14 @@ func main() {
 
 // execute runs the CLI with args and returns the process exit code. Errors go to
 // stderr as "error: <CODE>: <message>". A panic is a bug: it is reported
-// as INTERNAL_ERROR with exit code 2, never as a stack trace (the last
+// as INTERNAL_ERROR with exit code 3 (2 is a usage error), never as a stack trace (the last
 // resort; the packages return errors for everything a user can cause).
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "error: %s: %v. To fix: this is a bug in ethstream; the checkpoint is intact (every file is published whole), start again, and report the command and this message\n",
 				errcode.Internal, r)
-			code = 2
+			code = 3
 		}
 	}()
 	rootCmd.SetArgs(args)

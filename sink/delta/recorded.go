@@ -14,14 +14,14 @@ import (
 var _ stream.RecordingSink = (*MergeSink)(nil)
 
 // RecordedBatches returns the txn version of every appId of the latest
-// snapshot (empty when the directory holds no table yet), after checking that
+// snapshot (nil when the directory holds no table yet), after checking that
 // every live data file exists (DELTA_MISSING_FILE otherwise). It creates and
 // writes nothing.
 func (m *MergeSink) RecordedBatches(ctx context.Context) (map[string]int64, error) {
 	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
 	var ce *errcode.Error
 	if errors.As(err, &ce) && ce.Code == CodeNotATable {
-		return map[string]int64{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
