@@ -15,10 +15,9 @@ import (
 // TestPanicIsACodedError: a panic below a command (a bug) ends as
 // INTERNAL_ERROR with exit 3 and no stack trace.
 func TestPanicIsACodedError(t *testing.T) {
-	c := &cobra.Command{Use: "panics-for-test", Hidden: true, RunE: func(*cobra.Command, []string) error {
-		var m map[string]int
-		m["x"]++ // a nil map write: a real runtime panic
-		return nil
+	c := &cobra.Command{Use: "panics-for-test", Hidden: true, RunE: func(_ *cobra.Command, args []string) error {
+		xs := []int{}
+		return errors.New(strings.Repeat("x", xs[len(args)])) // index out of range: a runtime panic
 	}}
 	rootCmd.AddCommand(c)
 	defer rootCmd.RemoveCommand(c)
