@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -173,18 +174,47 @@ func writeTemp(fs vfs.FS, tmp string, write func(w io.Writer) error) (int64, err
 	bw := getBuffer(f)
 	defer putBuffer(bw)
 	if err := write(bw); err != nil {
-		return 0, errors.Join(fmt.Errorf("write %s: %w", tmp, err), f.Close())
+		return 0, errors.Join(spaceError(tmp, bw, err), f.Close())
 	}
 	if err := bw.flush(); err != nil {
-		return 0, errors.Join(fmt.Errorf("write %s: %w", tmp, err), f.Close())
+		return 0, errors.Join(spaceError(tmp, bw, err), f.Close())
 	}
 	if err := f.Sync(); err != nil {
-		return 0, errors.Join(fmt.Errorf("sync %s: %w", tmp, err), f.Close())
+		return 0, errors.Join(spaceError(tmp, bw, fmt.Errorf("sync: %w", err)), f.Close())
 	}
 	if err := f.Close(); err != nil {
 		return 0, fmt.Errorf("close %s: %w", tmp, err)
 	}
 	return bw.n, nil
+}
+
+// SpaceError is a write that failed for want of space (ENOSPC, EDQUOT): it
+// says how many bytes the file still had to write when it failed, a lower
+// bound of the space to free.
+type SpaceError struct {
+	Path    string
+	Written int64 // bytes the file system accepted
+	Needed  int64 // bytes buffered but not accepted
+	Err     error
+}
+
+func (e *SpaceError) Error() string {
+	return fmt.Sprintf("write %s: %d bytes written, at least %d more needed: %v", e.Path, e.Written, e.Needed, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SpaceError) Unwrap() error { return e.Err }
+
+// NeededBytes is the lower bound of the space to free.
+func (e *SpaceError) NeededBytes() int64 { return e.Needed }
+
+// spaceError wraps a failed write of tmp: a SpaceError when the file system
+// is full, else the error with the path.
+func spaceError(tmp string, bw *buffer, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return &SpaceError{Path: tmp, Written: bw.n, Needed: bw.failed, Err: err}
+	}
+	return fmt.Errorf("write %s: %w", tmp, err)
 }
 
 // bufferSize is the write buffer of a publish: large enough that a big state
@@ -195,10 +225,11 @@ const bufferSize = 256 << 10
 // hands the caller's slice to the file (a vfs.File may modify what it is
 // given).
 type buffer struct {
-	f   io.Writer
-	buf []byte
-	n   int64 // bytes written to f
-	err error
+	f      io.Writer
+	buf    []byte
+	n      int64 // bytes written to f
+	failed int64 // bytes of the write that failed, not accepted by f
+	err    error
 }
 
 func (b *buffer) Write(p []byte) (int, error) {
@@ -229,6 +260,9 @@ func (b *buffer) flush() error {
 	}
 	n, err := b.f.Write(b.buf)
 	b.n += int64(n)
+	if err != nil {
+		b.failed = int64(len(b.buf) - n)
+	}
 	if err == nil && n < len(b.buf) {
 		err = io.ErrShortWrite
 	}
@@ -241,7 +275,7 @@ var bufferPool = sync.Pool{New: func() any { return &buffer{buf: make([]byte, 0,
 
 func getBuffer(f io.Writer) *buffer {
 	b := bufferPool.Get().(*buffer)
-	b.f, b.buf, b.n, b.err = f, b.buf[:0], 0, nil
+	b.f, b.buf, b.n, b.failed, b.err = f, b.buf[:0], 0, 0, nil
 	return b
 }
 

@@ -91,6 +91,9 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 			return chk, err
 		}
 	}
+	if err := checkSinkAgrees(ctx, checkpoint.Dir{FS: fs, Path: dir}, snap, q.Sink); err != nil {
+		return chk, err
+	}
 	return chk, nil
 }
 

@@ -107,8 +107,14 @@ func recount(t *testing.T, archive string) map[windowKey]int64 {
 
 // archiveTableCounts reads the Delta table: count per key, failing on a duplicate key.
 func archiveTableCounts(fs vfs.FS) (map[windowKey]int64, error) {
+	return keyCounts(fs, flTable)
+}
+
+// keyCounts reads the Delta table at path: count per key, failing on a
+// duplicate key.
+func keyCounts(fs vfs.FS, path string) (map[windowKey]int64, error) {
 	ctx := context.Background()
-	tbl, err := delta.OpenFS(ctx, fs, flTable)
+	tbl, err := delta.OpenFS(ctx, fs, path)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,10 @@ func (a *applier) commit() error {
 	}
 	b := a.b
 	a.b = nil
+	if err := a.s.parts.full.diskFull(a.s.parts.dir); err != nil {
+		_ = b.Close()
+		return err
+	}
 	err := b.Commit(pebble.NoSync)
 	if cerr := b.Close(); err == nil {
 		err = cerr
@@ -88,6 +92,10 @@ func (s *Store) applyChanges(cs []change, rangeDel []bool) error {
 }
 
 func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
+	// A full disk stalls Pebble's writes once its memtables are queued.
+	if err := s.parts.full.diskFull(s.parts.dir); err != nil {
+		return err
+	}
 	d, err := s.parts.db(p)
 	if err != nil {
 		return err

@@ -37,6 +37,12 @@ type partitions struct {
 	memtable uint64
 	logger   *slog.Logger
 	opts     *pebble.Options // template; FS, caches and sizes set
+
+	// trusted is set for a reused generation: each partition is checked
+	// when first opened, and rebuilt by repair on damage (cacherepair.go).
+	trusted []trustedPart
+	repair  func(i int) error
+	full    *spaceLatch // the first out-of-space error (diskfull.go)
 }
 
 // Pebble tuning (the memory targets of docs/contracts.md with 200 partitions in one
@@ -67,12 +73,17 @@ func memtableSize(n int) uint64 {
 // newGen returns a fresh generation directory name.
 func newGen() string { return genDirPrefix + uuid.NewString()[:8] }
 
-func newPartitions(root, gen string, n int, cacheBytes int64, logger *slog.Logger) *partitions {
+func newPartitions(base vfs.FS, root, gen string, n int, cacheBytes int64, logger *slog.Logger) *partitions {
 	if cacheBytes <= 0 {
 		cacheBytes = defaultCacheBytes
 	}
-	fs := noSyncFS{vfs.Default}
+	if base == nil {
+		base = vfs.Default
+	}
+	latch := newSpaceLatch()
+	fs := noSyncFS{spaceFS{FS: base, latch: latch}}
 	p := &partitions{
+		full:     latch,
 		fs:       fs,
 		gen:      gen,
 		dir:      fs.PathJoin(root, gen),
@@ -97,6 +108,7 @@ func newPartitions(root, gen string, n int, cacheBytes int64, logger *slog.Logge
 		FormatMajorVersion:          pebble.FormatMinSupported,
 		Logger:                      pebbleLogger{logger},
 		NoSyncOnClose:               true,
+		EventListener:               eventListener(logger, latch),
 	}
 	p.opts.EnsureDefaults()
 	return p
@@ -114,10 +126,14 @@ func (p *partitions) db(i int) (*pebble.DB, error) {
 	o := p.opts.Clone()
 	d, err := pebble.Open(p.path(i), o)
 	if err != nil {
-		return nil, fmt.Errorf("open state partition %d at %s: %w", i, p.path(i), err)
+		err = fmt.Errorf("open state partition %d at %s: %w", i, p.path(i), err)
+	} else {
+		p.dbs[i] = d
 	}
-	p.dbs[i] = d
-	return d, nil
+	if err := p.settle(i, err); err != nil {
+		return nil, err
+	}
+	return p.db(i)
 }
 
 // openAll opens the instances of every partition in want (true = needed)
@@ -142,13 +158,20 @@ func (p *partitions) openAll(want func(i int) bool) error {
 			}
 		}()
 	}
+	var opened []int
 	for i := 0; i < p.n; i++ {
 		if p.dbs[i] == nil && want(i) {
+			opened = append(opened, i)
 			idx <- i
 		}
 	}
 	close(idx)
 	wg.Wait()
+	// The first-open checks of a reused generation run one at a time: a
+	// repair writes through the store.
+	for _, i := range opened {
+		errs[i] = p.settle(i, errs[i])
+	}
 	return errors.Join(errs...)
 }
 
@@ -258,8 +281,18 @@ func (p *partitions) flush() error {
 		if d == nil || !p.dirty[i] {
 			continue
 		}
-		if err := d.Flush(); err != nil {
+		if err := p.full.diskFull(p.dir); err != nil {
+			return err
+		}
+		// Not d.Flush: on a full disk Pebble retries the flush forever.
+		done, err := d.AsyncFlush()
+		if err != nil {
 			return fmt.Errorf("flush state partition %d: %w", i, err)
+		}
+		select {
+		case <-done:
+		case <-p.full.done:
+			return p.full.diskFull(p.dir)
 		}
 		p.dirty[i] = false
 	}
@@ -293,6 +326,15 @@ func (p *partitions) memoryUsed(holds func(int) bool) int64 {
 
 // close closes every instance and releases the shared caches.
 func (p *partitions) close() error {
+	if err := p.full.diskFull(p.dir); err != nil {
+		// A DB whose flush keeps failing never finishes closing: leave the
+		// instances to the process's exit (the cache is not trusted, its
+		// marker is not rewritten) rather than hang.
+		for i := range p.dbs {
+			p.dbs[i] = nil
+		}
+		return err
+	}
 	var errs []error
 	for i, d := range p.dbs {
 		if d != nil {

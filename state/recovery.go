@@ -96,6 +96,12 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			}
 			return err
 		}
+		// The checkpoint is the truth and the cache only a copy: a damaged
+		// file is refused even when a trusted cache could carry on, before
+		// the engine writes anything for the next batch.
+		if err := checkChain(s.fs, s.dir, chain); err != nil {
+			return err
+		}
 		head := chain[len(chain)-1]
 		same := head.Schema.Equal(s.opts.Schema)
 		if !same && s.opts.SpecCompatible != nil && s.opts.SpecCompatible(head.Schema.Spec) {
@@ -130,7 +136,8 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	s.union = unionBounds{}
 	if s.head != nil {
 		if gen, ok := s.trustMarker(); ok {
-			s.parts = newPartitions(s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
+			s.parts = newPartitions(s.opts.LocalFS, s.opts.LocalDir, gen, s.n, s.opts.CacheBytes, s.logger)
+			s.trustPartitions(s.head)
 			s.logger.Debug("state cache reused", "dir", s.opts.LocalDir, "version", version)
 			if err := wipeLocal(vfs.Default, s.opts.LocalDir, gen); err != nil {
 				return errors.Join(err, s.parts.close())
@@ -144,7 +151,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	if err := wipeLocal(vfs.Default, s.opts.LocalDir, ""); err != nil {
 		return err
 	}
-	s.parts = newPartitions(s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
+	s.parts = newPartitions(s.opts.LocalFS, s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
 	if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
 		return errors.Join(err, s.parts.close())
 	}

@@ -338,7 +338,7 @@ func (s *Store) foldChain(ctx context.Context, v int64) (*versionMeta, overrides
 // waits for it except Close.
 func (s *Store) resetCache() error {
 	old := s.parts
-	s.parts = newPartitions(s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
+	s.parts = newPartitions(s.opts.LocalFS, s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()

@@ -18,6 +18,10 @@ type Options struct {
 	Schema     Schema
 	Logger     *slog.Logger
 
+	// LocalFS is the file system of the Pebble instances under LocalDir
+	// (nil = the local disk); tests inject faults through it.
+	LocalFS vfs.FS
+
 	// CacheBytes is the block cache shared by all partitions (default 32 MB).
 	CacheBytes int64
 	// SnapshotEvery writes a full snapshot once this many deltas follow the

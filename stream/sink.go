@@ -31,3 +31,18 @@ type Sink interface {
 	AddBatch(ctx context.Context, batchID int64, out *Batch) (SinkProgress, error)
 	Close() error
 }
+
+// RecordingSink is a Sink that records, in its own output, which batch of
+// which query it holds (a Delta table's txn actions). Before a start writes
+// anything the engine compares that record with the checkpoint's commits,
+// so a sink restored from an older backup is refused instead of silently
+// missing batches.
+type RecordingSink interface {
+	Sink
+	// RecordedBatches reads, writing and creating nothing, the newest batch
+	// id the sink holds for each query id; nil when the sink's output does
+	// not exist at all (a new table for an existing checkpoint is the
+	// user's choice, not damage). Damage it can see cheaply (a missing data
+	// file) is an error here.
+	RecordedBatches(ctx context.Context) (map[string]int64, error)
+}

@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/spf13/cobra"
@@ -86,16 +87,42 @@ func startProfile() (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// stopGrace is how long a command may take to wind down after SIGTERM or
+// Ctrl-C before the process exits anyway: a shutdown stuck on a full disk
+// must not outlive the signal. A second signal exits at once.
+const stopGrace = 5 * time.Second
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		select {
+		case <-sigs:
+		case <-time.After(stopGrace):
+		}
+		fmt.Fprintf(os.Stderr, "error: INTERRUPTED: stopped by signal before the command could wind down; the next start recovers from the checkpoint\n")
+		os.Exit(130)
+	}()
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
 	os.Exit(code)
 }
 
 // execute runs the CLI with args and returns the process exit code. Errors go to
-// stderr as "error: <CODE>: <message>".
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// stderr as "error: <CODE>: <message>". A panic is a bug: it is reported
+// as INTERNAL_ERROR with exit code 3 (2 is a usage error), never as a stack trace (the last
+// resort; the packages return errors for everything a user can cause).
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "error: %s: %v. To fix: this is a bug in ethstream; the checkpoint is intact (every file is published whole), start again, and report the command and this message\n",
+				errcode.Internal, r)
+			code = 3
+		}
+	}()
 	rootCmd.SetArgs(args)
 	rootCmd.SetOut(stdout)
 	rootCmd.SetErr(stderr)
@@ -165,6 +192,11 @@ func usageError(err error) error {
 // formatError puts the stable code first, once; errors without one are
 // environment failures and get RUNTIME_ERROR.
 func formatError(err error) string {
+	// An exhausted resource is named as such even when it surfaced inside
+	// another coded error (a read that hit EMFILE is not damage).
+	if r := errcode.Resource(err); r != nil {
+		return r.Error()
+	}
 	var e *errcode.Error
 	if errors.As(err, &e) {
 		if errors.Is(err, e) && err.Error() != e.Error() {

@@ -53,6 +53,9 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
                               failing the batch; they are listed in the progress metrics
                               (default false)
     listPageSize=N            keys per LIST page (default 0: the server's, 1000)
+    timeout=DUR               per store request, body included (default 30s)
+    batchTimeout=DUR          everything one batch asks of the store, retries included
+                              (default 10m): a store that never answers fails the batch
 
   ethrpc:URL?KEY=VALUE&...   an Ethereum JSON-RPC endpoint over http, https, ws or wss
     maxBlocksPerTrigger=N     blocks per batch (default 20)
@@ -68,6 +71,8 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
                               endpoint refuses the size)
     parallelism=N             batch requests in flight for one range (default 4)
     timeout=DUR               per request, a Go duration (default 10s)
+    batchTimeout=DUR          everything one batch asks of the endpoints, retries included
+                              (default 30s): a silent endpoint is RPC_UNAVAILABLE after it
     maxRetries=N              retries of one call across all endpoints (default 8)
     reorg=fail|retract        when the chain no longer holds a block already read: stop with
                               REORG_DETECTED (fail, the default), or retract the orphaned

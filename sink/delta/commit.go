@@ -85,14 +85,29 @@ const tempGrace = time.Hour
 // _delta_log whose modification time is more than tempGrace before now. It
 // returns the number deleted.
 func (t *Table) cleanTemps(now time.Time) (int, error) {
+	tmps, err := t.staleTemps(now)
 	n := 0
+	for _, p := range tmps {
+		if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return n, fmt.Errorf("remove stale temp file %s: %w", p, err)
+		}
+		n++
+	}
+	return n, err
+}
+
+// staleTemps lists the temp files in the table root and _delta_log older
+// than tempGrace: abandoned by a writer that crashed (no publish takes that
+// long), so deleting them cannot break a write in progress.
+func (t *Table) staleTemps(now time.Time) ([]string, error) {
+	var out []string
 	for _, dir := range []string{t.root, t.logDir} {
 		names, err := t.fs.List(dir)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
-			return n, fmt.Errorf("list %s: %w", dir, err)
+			return out, fmt.Errorf("list %s: %w", dir, err)
 		}
 		for _, name := range names {
 			if !durable.IsTemp(name) {
@@ -103,13 +118,10 @@ func (t *Table) cleanTemps(now time.Time) (int, error) {
 			if err != nil || st.IsDir() || !st.ModTime().Before(now.Add(-tempGrace)) {
 				continue
 			}
-			if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return n, fmt.Errorf("remove stale temp file %s: %w", p, err)
-			}
-			n++
+			out = append(out, p)
 		}
 	}
-	return n, nil
+	return out, nil
 }
 
 // CreateOption configures Create.

@@ -1,6 +1,11 @@
 package delta
 
-import "github.com/ethstream/ethstream/errcode"
+import (
+	"errors"
+	"os"
+
+	"github.com/ethstream/ethstream/errcode"
+)
 
 // Error codes of the Delta sink. They are part of the CLI contract
 // ("error: CODE: ..."), so they are never renamed.
@@ -14,6 +19,9 @@ const (
 	CodeVersionGap = "DELTA_VERSION_GAP"
 	// CodeMissingFile: a live data file named by the log is not on disk.
 	CodeMissingFile = "DELTA_MISSING_FILE"
+	// CodeCorruptFile: a live data file does not have the size its add
+	// action records (truncated or replaced), or does not decode.
+	CodeCorruptFile = "DELTA_CORRUPT_FILE"
 	// CodeNotATable: the directory has no _delta_log with commits.
 	CodeNotATable = "DELTA_TABLE_NOT_FOUND"
 	// CodeTableExists: Create found an existing commit 0.
@@ -38,4 +46,15 @@ const (
 
 func corrupt(path string, err error, format string, args ...any) *errcode.Error {
 	return errcode.Wrap(err, CodeCorruptLog, path, remedyCorrupt, format, args...)
+}
+
+// dataFileError is the error of a live data file that cannot be read:
+// DELTA_MISSING_FILE when it is gone, DELTA_CORRUPT_FILE when it does not
+// decode.
+func dataFileError(err error, path, remedy, format string, args ...any) *errcode.Error {
+	code := CodeCorruptFile
+	if errors.Is(err, os.ErrNotExist) {
+		code = CodeMissingFile
+	}
+	return errcode.Wrap(err, code, path, remedy, format, args...)
 }

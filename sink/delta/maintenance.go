@@ -124,7 +124,7 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 				rows, err = readSinkFile(t.fs, p, rows)
 				if err != nil {
 					abandon()
-					return OptimizeResult{}, errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read live data file")
+					return OptimizeResult{}, dataFileError(err, p, "restore the file from a backup", "read live data file")
 				}
 				ts := now.UnixMilli()
 				size := f.Size
@@ -352,6 +352,21 @@ func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool
 	err = walk(t.root, "")
 	if err != nil {
 		return out, err
+	}
+	// Temp files a crashed writer left in the root and the log (hidden,
+	// so the walk skips them), once older than any publish in progress.
+	tmps, err := t.staleTemps(now)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range tmps {
+		rel, _ := filepath.Rel(t.root, p)
+		out = append(out, filepath.ToSlash(rel))
+		if !dryRun {
+			if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return out, fmt.Errorf("vacuum %s: %w", p, err)
+			}
+		}
 	}
 	sort.Strings(out)
 	return out, nil

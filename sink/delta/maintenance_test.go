@@ -174,3 +174,48 @@ func TestShowSinkTable(t *testing.T) {
 		t.Fatalf("bad format err = %v", err)
 	}
 }
+
+// TestVacuumStaleTemps: vacuum removes the temp files a killed writer left
+// in _delta_log and the root once they are older than any publish in
+// progress, and keeps younger ones (another writer's publish).
+func TestVacuumStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := newSink(t, dir, 0)
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+		t.Fatal(err)
+	}
+	logTmp := filepath.Join(dir, "_delta_log", ".00000000000000000002.json.0123456789abcdef.tmp")
+	dataTmp := filepath.Join(dir, ".part-00000-x-c000.snappy.parquet.0123456789abcdef.tmp")
+	young := filepath.Join(dir, "_delta_log", ".00000000000000000003.json.fedcba9876543210.tmp")
+	old := time.Now().Add(-2 * time.Hour)
+	for _, p := range []string{logTmp, dataTmp, young} {
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{logTmp, dataTmp} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ := Open(ctx, dir)
+	got, err := tbl.vacuum(ctx, 168*time.Hour, true, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !contains(got, "_delta_log/.00000000000000000002.json.0123456789abcdef.tmp") || !contains(got, ".part-00000-x-c000.snappy.parquet.0123456789abcdef.tmp") {
+		t.Fatalf("dry run = %v", got)
+	}
+	if _, err := tbl.vacuum(ctx, 168*time.Hour, false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{logTmp, dataTmp} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still there", p)
+		}
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Fatal("vacuum removed a temp file of a publish that may be in progress")
+	}
+}

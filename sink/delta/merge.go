@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/errcode"
 )
 
 // Key column names (engine batch columns) that MergeSink can match on.
@@ -267,7 +266,7 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 		var err error
 		buf, err = readSinkFile(s.table.fs, p, buf[:0])
 		if err != nil {
-			return nil, errcode.Wrap(err, CodeMissingFile, p, "restore the file or the table from a backup", "read live data file of version %d", s.Version)
+			return nil, dataFileError(err, p, "restore the file or the table from a backup", "read live data file of version %d", s.Version)
 		}
 		if len(buf) == 0 {
 			continue

@@ -173,7 +173,7 @@ func (s *Snapshot) sinkRows(ctx context.Context, fn func(*sinkRow) error) error 
 		var err error
 		buf, err = readSinkFile(s.table.fs, p, buf[:0])
 		if err != nil {
-			return errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read data file")
+			return dataFileError(err, p, "restore the file from a backup", "read data file")
 		}
 		for i := range buf {
 			if err := fn(&buf[i]); err != nil {

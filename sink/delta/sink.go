@@ -57,6 +57,7 @@ type MergeSink struct {
 	table   *Table
 	snap    *Snapshot // private, updated in place; never handed out
 	queryID string
+	seen    map[string]struct{} // live files known to exist (checkLiveFiles)
 	// gen is set when the query's output is not the reference table's
 	// shape: the table then has the output's own schema (general.go).
 	gen *generalSink
@@ -264,6 +265,9 @@ func (m *MergeSink) commitWith(ctx context.Context, batchID int64, planFn func(s
 		if v, ok := s.Txn(m.queryID); ok && v >= batchID {
 			m.log.Debug("delta batch already committed", "batch", batchID, "txnVersion", v, "tableVersion", s.Version)
 			return batchResult{version: s.Version, skipped: true, attempts: attempt}, nil
+		}
+		if err := m.checkLiveFiles(s); err != nil {
+			return batchResult{}, err
 		}
 		now := m.o.Clock()
 		plan, err := planFn(s, now)

@@ -195,13 +195,19 @@ func (s *Snapshot) checkFiles(files []AddFile) error {
 			return errcode.New(CodeUnsupportedFeature, s.table.filePath(f.Path), remedyProtocol, "file has a deletion vector")
 		}
 		p := s.table.filePath(f.Path)
-		if _, err := s.table.fs.Stat(p); err != nil {
+		st, err := s.table.fs.Stat(p)
+		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return errcode.Wrap(err, CodeMissingFile, p,
 					"restore the file, or restore the table to a version that does not reference it",
 					"live data file of version %d is missing", s.Version)
 			}
 			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		if f.Size > 0 && st.Size() != f.Size {
+			return errcode.New(CodeCorruptFile, p,
+				"restore the file, or restore the table to a version that does not reference it",
+				"live data file of version %d has %d bytes, its add action records %d", s.Version, st.Size(), f.Size)
 		}
 	}
 	return nil
@@ -253,7 +259,7 @@ func (s *Snapshot) Rows(ctx context.Context, fn func(row map[string]any) error) 
 			if errors.As(err, &ce) || errors.Is(err, context.Canceled) {
 				return err
 			}
-			return errcode.Wrap(err, CodeMissingFile, p, "restore the file from a backup", "read data file")
+			return dataFileError(err, p, "restore the file from a backup", "read data file")
 		}
 	}
 	return nil

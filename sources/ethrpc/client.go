@@ -207,7 +207,7 @@ func classify(err error) errClass {
 func (p *pool) call(ctx context.Context, what string, fn func(ctx context.Context, c *rpc.Client) error) error {
 	for attempt := 0; ; attempt++ {
 		if err := p.waitRate(ctx); err != nil {
-			return err
+			return batchDeadlineErr(ctx, what, p.eps[0].url, err)
 		}
 		p.mu.Lock()
 		ep := p.eps[p.mu.cur]
@@ -228,7 +228,7 @@ func (p *pool) call(ctx context.Context, what string, fn func(ctx context.Contex
 			return nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return batchDeadlineErr(ctx, what, ep.url, err)
 		}
 		class := classify(err)
 		switch class {
@@ -270,7 +270,7 @@ func (p *pool) call(ctx context.Context, what string, fn func(ctx context.Contex
 			"attempt", attempt+1, "wait", wait, "err", err)
 		if wait > 0 {
 			if err := p.clock.Sleep(ctx, wait); err != nil {
-				return err
+				return batchDeadlineErr(ctx, what, ep.url, err)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ const (
 	DefaultMaxBlocksPerTrigger = 20
 	DefaultMaxBatchSize        = 100
 	DefaultTimeout             = 10 * time.Second
+	DefaultBatchTimeout        = 30 * time.Second
 	DefaultMaxRetries          = 8
 	DefaultParallelism         = 4
 	DefaultReorgDepth          = 64
@@ -60,6 +61,11 @@ type Options struct {
 	Timeout time.Duration
 	// MaxRetries bounds the retries of one call across all endpoints (default 8).
 	MaxRetries int
+	// BatchTimeout bounds everything one LatestOffset or ReadBatch asks of
+	// the endpoints, retries and backoff included (default 30s): an endpoint
+	// that accepts connections and never answers fails the batch with
+	// RPC_UNAVAILABLE after this long, not after every retry's timeout.
+	BatchTimeout time.Duration
 	// Parallelism bounds the batch requests in flight for one range (default
 	// 4); a range is split so that each gets at least 25 blocks.
 	Parallelism int
@@ -82,7 +88,8 @@ var uriKeys = map[string]string{
 	"finality":      "finality",
 	"endpoints":     "endpoints",
 	"maxBatchSize":  "maxBatchSize", "max_batch_size": "maxBatchSize",
-	"timeout":    "timeout",
+	"timeout":      "timeout",
+	"batchTimeout": "batchTimeout", "batch_timeout": "batchTimeout",
 	"maxRetries": "maxRetries", "max_retries": "maxRetries",
 	"parallelism": "parallelism",
 	"reorg":       "reorg",
@@ -95,7 +102,7 @@ var uriKeys = map[string]string{
 // Options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations,
 // finality (safe|finalized), endpoints (comma-separated further URLs, tried in
 // order after the URI's own), maxBatchSize, parallelism, timeout (Go duration),
-// maxRetries, reorg (fail|retract), reorgDepth.
+// batchTimeout (Go duration), maxRetries, reorg (fail|retract), reorgDepth.
 // An unknown option is an INVALID_ARGUMENT error: a typo must not silently
 // read from the wrong block. An endpoint that needs its own query string
 // (an API key) goes URL-encoded into endpoints=.
@@ -123,7 +130,7 @@ func ParseURI(uri string) (Options, error) {
 		canon, ok := uriKeys[k]
 		if !ok {
 			return Options{}, errcode.New(CodeInvalidOption, "",
-				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, maxRetries, reorg, reorgDepth",
+				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, batchTimeout, maxRetries, reorg, reorgDepth",
 				"unknown ethrpc option %q", k)
 		}
 		if prev, dup := seen[canon]; dup || len(vals[k]) > 1 {
@@ -185,6 +192,12 @@ func ParseURI(uri string) (Options, error) {
 				return Options{}, bad("a positive duration, e.g. 10s")
 			}
 			o.Timeout = d
+		case "batchTimeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return Options{}, bad("a positive duration, e.g. 30s")
+			}
+			o.BatchTimeout = d
 		case "parallelism":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {

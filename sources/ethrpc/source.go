@@ -110,6 +110,9 @@ func New(o Options) (*Source, error) {
 	if o.MaxRetries == 0 {
 		o.MaxRetries = DefaultMaxRetries
 	}
+	if o.BatchTimeout <= 0 {
+		o.BatchTimeout = DefaultBatchTimeout
+	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = DefaultParallelism
 	}
@@ -181,6 +184,8 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 // block is StartBlock, or the readable head when StartBlock is 0. Returning
 // start means no new block.
 func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
+	ctx, cancel := s.batchDeadline(ctx)
+	defer cancel()
 	if s.o.Reorg == ReorgRetract {
 		s.resetBatchReorgs()
 		return s.latestRetract(ctx, start)
@@ -283,6 +288,8 @@ func (s *Source) firstBlock(end Offset) uint64 {
 // chain of start (or start_parent_hash for the first batch) and end at end's
 // hash, and only then emits them.
 func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
+	ctx, cancel := s.batchDeadline(ctx)
+	defer cancel()
 	if s.o.Reorg == ReorgRetract {
 		s.resetBatchReorgs()
 		return s.readRetract(ctx, start, end, emit)

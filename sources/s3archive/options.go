@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ethstream/ethstream/errcode"
 )
@@ -18,8 +19,10 @@ const ArchiveFileUnreadable = "ARCHIVE_FILE_UNREADABLE"
 
 // Defaults applied by New when an option is zero.
 const (
-	DefaultParallelism = 4
-	DefaultRegion      = "us-east-1"
+	DefaultParallelism  = 4
+	DefaultTimeout      = 30 * time.Second
+	DefaultBatchTimeout = 10 * time.Minute
+	DefaultRegion       = "us-east-1"
 	// PublicBucketRegion is the region of s3://aws-public-blockchain.
 	PublicBucketRegion = "us-east-2"
 )
@@ -54,6 +57,14 @@ type Options struct {
 	// ListPageSize is the MaxKeys of each ListObjectsV2 page; 0 means the
 	// server's default (1000). Tests use small pages to exercise pagination.
 	ListPageSize int
+	// Timeout bounds each store request, its body included
+	// (DefaultTimeout when 0); a request that times out is retried.
+	Timeout time.Duration
+	// BatchTimeout bounds everything one LatestOffset or ReadBatch asks of
+	// the store, retries included (DefaultBatchTimeout when 0): a store
+	// that accepts connections and never answers fails the batch with
+	// ARCHIVE_FILE_UNREADABLE and a remedy after this long.
+	BatchTimeout time.Duration
 	// Logger receives debug and warning logs; the engine's logger when nil.
 	Logger *slog.Logger
 }
@@ -64,7 +75,8 @@ type Options struct {
 //	file:///abs/path/v1.0/eth/blocks?maxFilesPerTrigger=5
 //
 // Query keys: endpoint, region, anonymous, pathStyle, maxFilesPerTrigger,
-// maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize. An unknown key
+// maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize, timeout and
+// batchTimeout (Go durations). An unknown key
 // or a bad value is an INVALID_ARGUMENT error.
 func ParseURI(uri string) (Options, error) {
 	var o Options
@@ -146,6 +158,16 @@ func ParseURI(uri string) (Options, error) {
 				return o, bad("a non-negative integer")
 			}
 			o.ListPageSize = n
+		case "timeout", "batchTimeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return o, bad("a positive duration, e.g. 30s")
+			}
+			if key == "timeout" {
+				o.Timeout = d
+			} else {
+				o.BatchTimeout = d
+			}
 		default:
 			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy,
 				"unknown s3archive option %q in %q (known: %s)", key, uri, strings.Join(knownOptions, ", "))
@@ -161,6 +183,6 @@ func ParseURI(uri string) (Options, error) {
 }
 
 var knownOptions = []string{"endpoint", "region", "anonymous", "pathStyle", "maxFilesPerTrigger",
-	"maxBytesPerTrigger", "parallelism", "skipUnreadable", "listPageSize"}
+	"maxBytesPerTrigger", "parallelism", "skipUnreadable", "listPageSize", "timeout", "batchTimeout"}
 
-const uriRemedy = "use s3://BUCKET/PREFIX?key=value or file:///ABS/PATH?key=value with keys endpoint, region, anonymous, pathStyle, maxFilesPerTrigger, maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize"
+const uriRemedy = "use s3://BUCKET/PREFIX?key=value or file:///ABS/PATH?key=value with keys endpoint, region, anonymous, pathStyle, maxFilesPerTrigger, maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize, timeout, batchTimeout"

@@ -37,6 +37,7 @@ type s3Store struct {
 	pageSize int32
 	clock    func() stream.Clock
 	m        *metrics
+	timeout  time.Duration // per request, body included
 }
 
 func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metrics, clock func() stream.Clock) (*s3Store, error) {
@@ -66,7 +67,7 @@ func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metric
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return &s3Store{client: client, bucket: bucket, prefix: prefix, pageSize: int32(o.ListPageSize), clock: clock, m: m}, nil
+	return &s3Store{client: client, bucket: bucket, prefix: prefix, pageSize: int32(o.ListPageSize), clock: clock, m: m, timeout: o.Timeout}, nil
 }
 
 func s3URI(bucket, key string) string {
@@ -153,12 +154,18 @@ func (s *s3Store) do(ctx context.Context, op func(context.Context) error) error 
 	var err error
 	for attempt := 0; ; attempt++ {
 		s.m.requests.Add(1)
-		err = op(ctx)
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		err = op(rctx)
+		cancel()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return batchDeadlineErr(ctx, err)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return errcode.Wrap(err, ArchiveFileUnreadable, "", timeoutRemedy,
+				"the archive store did not answer within timeout=%s", s.timeout)
 		}
 		retry, throttle := classify(err)
 		if throttle {
@@ -171,7 +178,7 @@ func (s *s3Store) do(ctx context.Context, op func(context.Context) error) error 
 		d := min(backoffLimit, backoffBase<<attempt)
 		d = d/2 + rand.N(d/2+1) // jitter in [d/2, d]
 		if serr := s.clock().Sleep(ctx, d); serr != nil {
-			return serr
+			return batchDeadlineErr(ctx, serr)
 		}
 	}
 }
@@ -252,4 +259,33 @@ func (s *s3Store) readRange(ctx context.Context, uri string, off, n int64) ([]by
 		return nil
 	})
 	return buf, err
+}
+
+const timeoutRemedy = "check that the S3 endpoint answers (it accepts connections but did not reply in time), or raise timeout= / batchTimeout= in the source URI"
+
+// errBatchDeadline is the cause of a batch context that ran out of
+// BatchTimeout (as opposed to the engine stopping the query).
+var errBatchDeadline = errors.New("s3archive batch deadline exceeded")
+
+// deadlineErr turns any error of a batch whose deadline ran out (however it
+// surfaced: a request, a wait, a decode) into batchDeadlineErr's.
+func deadlineErr(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), errBatchDeadline) {
+		return err
+	}
+	var ce *errcode.Error
+	if errors.As(err, &ce) && ce.Code == ArchiveFileUnreadable && strings.Contains(ce.Remedy, "batchTimeout") {
+		return err
+	}
+	return batchDeadlineErr(ctx, err)
+}
+
+// batchDeadlineErr is what a request returns once ctx ended: a coded error
+// with a remedy when the batch deadline ran out, else the context's error.
+func batchDeadlineErr(ctx context.Context, last error) error {
+	if !errors.Is(context.Cause(ctx), errBatchDeadline) {
+		return ctx.Err()
+	}
+	return errcode.Wrap(last, ArchiveFileUnreadable, "", timeoutRemedy,
+		"the archive store did not answer within the batch deadline")
 }

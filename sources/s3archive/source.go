@@ -62,6 +62,12 @@ func New(o Options) (*Source, error) {
 	if o.Parallelism < 0 || o.MaxFilesPerTrigger < 0 || o.MaxBytesPerTrigger < 0 || o.ListPageSize < 0 {
 		return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive options must not be negative")
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.BatchTimeout <= 0 {
+		o.BatchTimeout = DefaultBatchTimeout
+	}
 	s := &Source{opts: o, m: &metrics{}, parall: o.Parallelism}
 	if s.parall == 0 {
 		s.parall = DefaultParallelism
@@ -214,8 +220,11 @@ func (s *Source) list(ctx context.Context) ([]object, error) {
 // lists the store and admits up to MaxFilesPerTrigger files never seen
 // before as log entry n; when log entry start+1 already exists (a previous
 // run admitted it and crashed before planning the batch), it is re-used.
-func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
+func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ stream.Offset, err error) {
 	s.mustOpen()
+	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.BatchTimeout, errBatchDeadline)
+	defer cancel()
+	defer func() { err = deadlineErr(ctx, err) }()
 	st, err := parseOffset(start)
 	if err != nil {
 		return nil, errcode.Corrupt(s.env.MetadataDir, err, "start offset of %s", s.Description())
@@ -283,8 +292,11 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.
 // ReadBatch emits the rows of the files admitted by log entries (start, end],
 // one batch per row group, in log order then row-group order. Files are
 // fetched and decoded Parallelism at a time, ahead of emission.
-func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
+func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) (err error) {
 	s.mustOpen()
+	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.BatchTimeout, errBatchDeadline)
+	defer cancel()
+	defer func() { err = deadlineErr(ctx, err) }()
 	st, err := parseOffset(start)
 	if err != nil {
 		return errcode.Corrupt(s.env.MetadataDir, err, "start offset of %s", s.Description())
