@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/s3client"
 )
 
 // DefaultRegion is used when neither the location nor the environment names one.
-const DefaultRegion = "us-east-1"
+const DefaultRegion = s3client.DefaultRegion
 
 // requestTimeout bounds one S3 request (vfs calls carry no context).
 const requestTimeout = 5 * time.Minute
@@ -52,28 +52,10 @@ var (
 )
 
 func newBucketFS(ctx context.Context, o S3Options) (*bucketFS, error) {
-	var opts []func(*config.LoadOptions) error
-	if o.Region != "" {
-		opts = append(opts, config.WithRegion(o.Region))
-	}
-	if o.Anonymous {
-		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	client, err := s3client.New(ctx, s3client.Conn{Endpoint: o.Endpoint, Region: o.Region, Anonymous: o.Anonymous, PathStyle: o.PathStyle})
 	if err != nil {
-		return nil, fmt.Errorf("load aws config: %w", err)
+		return nil, err
 	}
-	if cfg.Region == "" {
-		cfg.Region = DefaultRegion
-	}
-	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
-		if o.Endpoint != "" {
-			so.BaseEndpoint = aws.String(o.Endpoint)
-		}
-		so.UsePathStyle = o.PathStyle
-		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-	})
 	ttl := o.LeaseTTL
 	if ttl == 0 {
 		ttl = DefaultLeaseTTL

@@ -18,6 +18,7 @@ func TestLayers(t *testing.T) {
 	}{
 		{"stream", []string{"*"}},
 		{"errcode", []string{"*"}},
+		{"s3client", []string{"*"}},
 		{"durable", []string{"*"}},
 		{"ethblock", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"checkpoint", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "pipeline", "demo"}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/s3client"
 )
 
 // ArchiveFileUnreadable is the code of every error caused by an archive object
@@ -22,7 +23,7 @@ const (
 	DefaultParallelism  = 4
 	DefaultTimeout      = 30 * time.Second
 	DefaultBatchTimeout = 10 * time.Minute
-	DefaultRegion       = "us-east-1"
+	DefaultRegion       = s3client.DefaultRegion
 	// PublicBucketRegion is the region of s3://aws-public-blockchain.
 	PublicBucketRegion = "us-east-2"
 )

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/s3client"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -41,29 +41,11 @@ type s3Store struct {
 }
 
 func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metrics, clock func() stream.Clock) (*s3Store, error) {
-	var opts []func(*config.LoadOptions) error
-	if o.Region != "" {
-		opts = append(opts, config.WithRegion(o.Region))
-	}
-	if o.Anonymous {
-		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	// The store retries itself, on the engine's clock and with its metrics.
+	client, err := s3client.New(ctx, s3client.Conn{Endpoint: o.Endpoint, Region: o.Region, Anonymous: o.Anonymous, PathStyle: o.PathStyle, NoRetries: true})
 	if err != nil {
-		return nil, fmt.Errorf("load aws config: %w", err)
+		return nil, err
 	}
-	if cfg.Region == "" {
-		cfg.Region = DefaultRegion
-	}
-	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
-		if o.Endpoint != "" {
-			so.BaseEndpoint = aws.String(o.Endpoint)
-		}
-		so.UsePathStyle = o.PathStyle
-		so.Retryer = aws.NopRetryer{}
-		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-	})
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
