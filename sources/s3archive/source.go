@@ -408,8 +408,9 @@ func (s *Source) readFile(ctx context.Context, uri string) (*decodedFile, error)
 	return f, err
 }
 
-// Commit is a no-op: the log is immutable and needed to re-run any batch that
-// the engine has planned but not committed.
+// Commit is a no-op: log entries are never rewritten, and old ones are
+// pruned after an admission, keeping minBatchesToRetain ids (doc.go), so
+// any batch the engine has planned but not committed can be re-run.
 func (s *Source) Commit(ctx context.Context, end stream.Offset) error {
 	if _, err := parseOffset(end); err != nil {
 		return errcode.Corrupt(s.env.MetadataDir, err, "commit offset of %s", s.Description())
