@@ -25,6 +25,7 @@ type Mux struct {
 var (
 	_ vfs.FS            = (*Mux)(nil)
 	_ durable.Publisher = (*Mux)(nil)
+	_ infoLister        = (*Mux)(nil)
 )
 
 // NewFS returns the FS that holds locs: local itself when none is on S3

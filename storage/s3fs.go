@@ -44,6 +44,9 @@ type bucketFS struct {
 	// spoolDir holds the temp files of objects too large to stage in
 	// memory before their PUT ("" = os.TempDir()).
 	spoolDir string
+	// listPage caps the keys per LIST page (0 = the server's, 1,000 on
+	// AWS); tests lower it to exercise paging.
+	listPage int32
 
 	mu     sync.Mutex
 	leases map[string]*lease // by the root (checkpoint path) they guard
@@ -52,6 +55,7 @@ type bucketFS struct {
 var (
 	_ vfs.FS            = (*bucketFS)(nil)
 	_ durable.Publisher = (*bucketFS)(nil)
+	_ infoLister        = (*bucketFS)(nil)
 )
 
 func newBucketFS(ctx context.Context, o S3Options) (*bucketFS, error) {
