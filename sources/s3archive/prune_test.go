@@ -15,6 +15,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/storage"
+	"github.com/ethstream/ethstream/storage/s3test"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -301,4 +304,52 @@ func TestDeriveCompactInterval(t *testing.T) {
 			t.Errorf("interval %d does not make %d a compaction id", got, c.latest)
 		}
 	}
+}
+
+// TestPruneOnS3 runs the pruning lifecycle with the checkpoint on each S3
+// server: 30 admissions with retain 5 leave ids 19..29, the directory is
+// listed only when the bound moves (at ids 14 and 24) plus once by Open,
+// each pruned file costs one DELETE, and a restart on S3 alone sees every
+// admitted file and re-reads every batch.
+func TestPruneOnS3(t *testing.T) {
+	s3test.Run(t, func(t *testing.T, srv s3test.Server) {
+		srv, counts := srv.Counting(t)
+		loc, err := storage.Parse("--checkpoint", srv.Location("q1/checkpoint"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := storage.NewFS(t.Context(), vfs.NewMem(), loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := t.TempDir()
+		want := writeDays(t, root, day0, 30, 1, "modern")
+		o := Options{URI: fileURI(root), MaxFilesPerTrigger: 1}
+		env := stream.SourceEnv{Name: "s3_backfill", MetadataDir: fs.PathJoin(loc.Path, "sources", "s3_backfill"), FS: fs,
+			Columns: ethblock.Columns, Clock: stream.SystemClock{}, MinBatchesToRetain: 5}
+		s := openSource(t, o, env)
+		var start stream.Offset
+		for range 30 {
+			end, err := s.LatestOffset(t.Context(), start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start = end
+		}
+		if l, d := counts.Get("LIST"), counts.Get("DELETE"); l != 3 || d != 19 {
+			t.Fatalf("30 admissions made %d LISTs and %d DELETEs, want 3 and 19", l, d)
+		}
+		var wantNames []string
+		for id := int64(19); id < 30; id++ {
+			wantNames = append(wantNames, s.log.fs.PathBase(s.log.fileName(id)))
+		}
+		if got := logNames(t, fs, env.MetadataDir); !slices.Equal(got, wantNames) {
+			t.Fatalf("files %v, want %v", got, wantNames)
+		}
+		s2 := openSource(t, o, env)
+		if len(s2.seen) != 30 || s2.nextID != 30 {
+			t.Fatalf("restart: %d seen, next id %d", len(s2.seen), s2.nextID)
+		}
+		blocksEqual(t, collect(t, s2, nil, off(29)), want)
+	})
 }
