@@ -25,6 +25,12 @@ import (
 // written with (deriveCompactInterval).
 const defaultCompactInterval = 10
 
+// maxLogID bounds the ids a log may hold: far beyond any real log (one id
+// per admitting trigger; Spark itself takes the compact id as a 32-bit Int
+// when deriving the interval), and small enough that id arithmetic cannot
+// overflow and deriving the interval stays quick (about 2^20 steps).
+const maxLogID = 1 << 40
+
 const (
 	compactSuffix = ".compact"
 	tmpSuffix     = ".tmp"
@@ -42,19 +48,24 @@ func isCompactID(n, interval int64) bool { return (n+1)%interval == 0 }
 // default is below (latest+1)/2, else latest+1.
 func deriveCompactInterval(def, latest int64) int64 {
 	n := latest + 1
-	switch {
-	case n <= def:
-		return n
-	case def < n/2:
-		for i := def; i <= n/2; i++ {
-			if n%i == 0 {
-				return i
-			}
-		}
-		return n
-	default:
+	if n <= def || def >= n/2 {
 		return n
 	}
+	// The smallest divisor of n from def up (n itself at worst), in
+	// O(sqrt n) steps: each divisor i pairs with n/i.
+	best := n
+	for i := int64(1); i*i <= n; i++ {
+		if n%i != 0 {
+			continue
+		}
+		if i >= def {
+			best = min(best, i)
+		}
+		if j := n / i; j >= def {
+			best = min(best, j)
+		}
+	}
+	return best
 }
 
 // fileLog is the source's admission log in MetadataDir. It is not safe for
@@ -113,6 +124,9 @@ func (l *fileLog) scan() (first, next int64, err error) {
 		if !ok {
 			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil,
 				"unexpected file in source log directory (want <n> or <n>.compact)")
+		}
+		if n >= maxLogID {
+			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil, "source log id %d is out of range", n)
 		}
 		if prev, dup := compactOf[n]; dup && prev != compact {
 			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil, "source log id %d is both compacted and not", n)

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/storage/s3test"
@@ -304,6 +305,30 @@ func TestDeriveCompactInterval(t *testing.T) {
 			t.Errorf("interval %d does not make %d a compaction id", got, c.latest)
 		}
 	}
+	// Against Spark's rule written out literally: properDivisors(def, n)
+	// is the divisors of n in def..n/2, then n; take the first.
+	spark := func(def, latest int64) int64 {
+		n := latest + 1
+		if n <= def {
+			return n
+		}
+		if def < n/2 {
+			for i := def; i <= n/2; i++ {
+				if n%i == 0 {
+					return i
+				}
+			}
+			return n
+		}
+		return n
+	}
+	for def := int64(1); def <= 24; def++ {
+		for latest := int64(0); latest < 600; latest++ {
+			if got, want := deriveCompactInterval(def, latest), spark(def, latest); got != want {
+				t.Fatalf("deriveCompactInterval(%d, %d) = %d, Spark's rule gives %d", def, latest, got, want)
+			}
+		}
+	}
 }
 
 // TestPruneOnS3 runs the pruning lifecycle with the checkpoint on each S3
@@ -351,5 +376,51 @@ func TestPruneOnS3(t *testing.T) {
 			t.Fatalf("restart: %d seen, next id %d", len(s2.seen), s2.nextID)
 		}
 		blocksEqual(t, collect(t, s2, nil, off(29)), want)
+	})
+}
+
+// FuzzScan feeds the directory scan arbitrary sets of names: it never
+// panics, any refusal is CHECKPOINT_CORRUPT, and an accepted directory has
+// an interval that keeps its newest compact file a compaction id and a
+// gap-free run of ids from it.
+func FuzzScan(f *testing.F) {
+	f.Add("0,1,2")
+	f.Add("2.compact,3,4")
+	f.Add("9.compact,10,19.compact,20")
+	f.Add("5,6,9.compact,10,x")
+	f.Add("19.compact,20,21,.a.tmp")
+	f.Add("9223372036854775807.compact")
+	f.Add("9223372036854775806,9223372036854775807")
+	f.Fuzz(func(t *testing.T, list string) {
+		fs := vfs.NewMem()
+		if err := fs.MkdirAll("/s", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range strings.Split(list, ",") {
+			if n == "" || strings.ContainsAny(n, "/\x00") || n == "." || n == ".." {
+				continue
+			}
+			fl, err := fs.Create(fs.PathJoin("/s", n), vfs.WriteCategoryUnspecified)
+			if err != nil {
+				continue
+			}
+			fl.Close()
+		}
+		l := &fileLog{fs: fs, dir: "/s", retain: 5}
+		first, next, err := l.scan()
+		if err != nil {
+			if !errcode.Is(err, errcode.CheckpointCorrupt) {
+				t.Fatalf("scan error without CHECKPOINT_CORRUPT: %v", err)
+			}
+			return
+		}
+		if l.interval <= 0 || first > next || (l.latestCompact >= 0 && (first != l.latestCompact || !isCompactID(first, l.interval))) {
+			t.Fatalf("scan of %q: first %d next %d interval %d compact %d", list, first, next, l.interval, l.latestCompact)
+		}
+		for id := first; id < next; id++ {
+			if _, err := fs.Stat(l.fileName(id)); err != nil {
+				t.Fatalf("scan of %q: id %d accepted but %s missing", list, id, l.fileName(id))
+			}
+		}
 	})
 }
