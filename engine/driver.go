@@ -40,6 +40,9 @@ type driver struct {
 	withSrc bool
 	// shape is the restart rules' decision; open records the shape if asked.
 	shape *shapeDecision
+	// minRetain is minBatchesToRetain, handed to the sources that prune
+	// their own logs.
+	minRetain int
 	// opOpen and sinkOpen say what close must close.
 	opOpen, sinkOpen bool
 

@@ -294,6 +294,28 @@ func TestCancelMidBatch(t *testing.T) {
 	}
 }
 
+// TestSourcesGetRetention: a source that prunes its own log is handed the
+// query's minBatchesToRetain (Spark's default when unset).
+func TestSourcesGetRetention(t *testing.T) {
+	for conf, want := range map[string]int{"": checkpoint.DefaultMinBatchesToRetain, "7": 7} {
+		s := newScenario()
+		s.sources["a"] = &srcWorld{start: 1, available: 5, max: 10}
+		src := &memSource{w: s.sources["a"], name: "a"}
+		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+			Trigger: Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
+			Sources: []NamedSource{{"a", src}}}
+		if conf != "" {
+			q.Conf[checkpoint.ConfMinBatchesToRetain] = conf
+		}
+		if _, err := Run(context.Background(), q, Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock}); err != nil {
+			t.Fatal(err)
+		}
+		if src.retain != want {
+			t.Fatalf("conf %q: source got minBatchesToRetain %d, want %d", conf, src.retain, want)
+		}
+	}
+}
+
 type cancelSource struct {
 	memSource
 	cancel func()

@@ -43,6 +43,7 @@ type memSource struct {
 	opened   bool
 	readErr  error
 	metadata string
+	retain   int // SourceEnv.MinBatchesToRetain of the last Open
 }
 
 type blockOffset struct {
@@ -56,7 +57,7 @@ func (s *memSource) Open(ctx context.Context, env stream.SourceEnv) error {
 	if _, err := env.FS.Stat(env.MetadataDir); err != nil {
 		return fmt.Errorf("metadata dir: %w", err)
 	}
-	s.cols, s.opened, s.capAt, s.metadata = env.Columns, true, -1, env.MetadataDir
+	s.cols, s.opened, s.capAt, s.metadata, s.retain = env.Columns, true, -1, env.MetadataDir, env.MinBatchesToRetain
 	return nil
 }
 

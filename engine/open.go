@@ -71,7 +71,7 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 			return err
 		}
 		senv := stream.SourceEnv{Name: st.name, MetadataDir: dir, FS: d.o.FS, Columns: proj,
-			Committed: sp.Committed[st.key], Clock: d.o.Clock, Logger: d.o.Logger.With("source", st.key)}
+			Committed: sp.Committed[st.key], MinBatchesToRetain: d.minRetain, Clock: d.o.Clock, Logger: d.o.Logger.With("source", st.key)}
 		if err := st.src.Open(ctx, senv); err != nil {
 			return fmt.Errorf("open source %q (%s): %w", st.key, st.src.Description(), err)
 		}

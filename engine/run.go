@@ -102,7 +102,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 		return nil, err
 	}
 	sp.Warnings = append(sp.Warnings, sd.Warnings...)
-	r := newRun(q, sp, s, &driver{o: o, w: w, op: q.Operator, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd})
+	r := newRun(q, sp, s, &driver{o: o, w: w, op: q.Operator, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain})
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)
 	}

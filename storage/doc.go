@@ -43,8 +43,19 @@
 // flight) is retried until it resolves to 200 or 412. durable.Replace is a
 // plain PUT (Delta checkpoints, _last_checkpoint). The server must honour
 // If-None-Match on PUT (AWS S3 since 2024, Versity Gateway, MinIO, the
-// embedded endpoint of package chain). Reads are GETs: an object up to
-// 8 MiB is read whole, a larger one by ranged GETs. An append (the
+// embedded endpoint of package chain). An object is staged before its one
+// PUT (a PUT needs its length): in memory up to 4 MiB, beyond that in a
+// local temp file (under the state cache, --local-dir, else the system
+// temp directory), unlinked as soon as it is open, so a crash leaves
+// nothing and memory stays bounded whatever the object's size. Multipart
+// upload is not used: put-if-absent stays one conditional PUT, and the
+// embedded endpoint has no multipart API (Versity Gateway v1.8.0 does honour
+// If-None-Match on CompleteMultipartUpload). Reads are GETs: an object up to
+// 8 MiB is read whole, a larger one by ranged GETs. List is ListObjectsV2
+// with delimiter "/"; ListInfo gives each entry's size and time from those
+// same responses (one request per page of up to 1,000 keys, no HEAD per
+// object: vacuum and the temp-file sweep use it), while Stat of one name
+// is a HEAD. An append (the
 // checkpoint's informational progress.jsonl) rewrites the object.
 //
 // # Lease protocol (the checkpoint lock on S3), format 1

@@ -17,7 +17,7 @@ import (
 )
 
 // openFS returns the Mux over one S3 location of s, and that location's path.
-func openFS(t *testing.T, s s3test.Server, prefix string) (vfs.FS, string) {
+func openFS(t testing.TB, s s3test.Server, prefix string) (vfs.FS, string) {
 	t.Helper()
 	loc, err := Parse("--checkpoint", s.Location(prefix))
 	if err != nil {

@@ -25,6 +25,7 @@ type Mux struct {
 var (
 	_ vfs.FS            = (*Mux)(nil)
 	_ durable.Publisher = (*Mux)(nil)
+	_ infoLister        = (*Mux)(nil)
 )
 
 // NewFS returns the FS that holds locs: local itself when none is on S3
@@ -61,6 +62,16 @@ func NewFS(ctx context.Context, local vfs.FS, locs ...Location) (vfs.FS, error) 
 		return local, nil
 	}
 	return m, nil
+}
+
+// SetSpoolDir makes the S3 stores stage objects larger than they hold in
+// memory in temp files under dir (a local directory, e.g. the state cache's
+// --local-dir) instead of os.TempDir(). The files are unlinked once open, so
+// nothing is left behind by a crash.
+func (m *Mux) SetSpoolDir(dir string) {
+	for _, b := range m.buckets {
+		b.spoolDir = dir
+	}
 }
 
 // route returns the store of path p.

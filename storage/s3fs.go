@@ -41,6 +41,12 @@ type bucketFS struct {
 	client   *s3.Client
 	leaseTTL time.Duration
 	now      func() time.Time
+	// spoolDir holds the temp files of objects too large to stage in
+	// memory before their PUT ("" = os.TempDir()).
+	spoolDir string
+	// listPage caps the keys per LIST page (0 = the server's, 1,000 on
+	// AWS); tests lower it to exercise paging.
+	listPage int32
 
 	mu     sync.Mutex
 	leases map[string]*lease // by the root (checkpoint path) they guard
@@ -49,6 +55,7 @@ type bucketFS struct {
 var (
 	_ vfs.FS            = (*bucketFS)(nil)
 	_ durable.Publisher = (*bucketFS)(nil)
+	_ infoLister        = (*bucketFS)(nil)
 )
 
 func newBucketFS(ctx context.Context, o S3Options) (*bucketFS, error) {
@@ -127,10 +134,15 @@ func shortS3Error(err error) string {
 // put writes data under key; ifNoneMatch makes it a put-if-absent whose lost
 // race (412) is durable.ErrExists.
 func (b *bucketFS) put(key string, data []byte, ifNoneMatch bool) error {
+	return b.putBody(key, func() io.ReadSeeker { return bytes.NewReader(data) }, int64(len(data)), ifNoneMatch)
+}
+
+// putBody is put of size bytes read from body(), called once per attempt.
+func (b *bucketFS) putBody(key string, body func() io.ReadSeeker, size int64, ifNoneMatch bool) error {
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := ctxTimeout()
 		in := &s3.PutObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key),
-			Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
+			Body: body(), ContentLength: aws.Int64(size)}
 		if ifNoneMatch {
 			in.IfNoneMatch = aws.String("*")
 		}
@@ -154,31 +166,35 @@ func (b *bucketFS) put(key string, data []byte, ifNoneMatch bool) error {
 
 // Publish implements durable.Publisher: NoOverwrite is a PUT with
 // If-None-Match: * (412 = durable.ErrExists), Replace a plain PUT; both are
-// atomic in S3, so no temp object is written. The content is buffered (an
-// S3 PUT needs its length). Under a checkpoint whose lease this process
-// holds, a publish is refused once the lease is lost or expired.
+// atomic in S3, so no temp object is written. The content is staged first
+// (an S3 PUT needs its length): in memory up to spoolLimit, beyond that in a
+// local temp file, so memory stays bounded whatever the size. Under a
+// checkpoint whose lease this process holds, a publish is refused once the
+// lease is lost or expired.
 func (b *bucketFS) Publish(dir, name string, o durable.Options, write func(w io.Writer) error) (durable.Result, error) {
 	key := b.key(dir + "/" + name)
 	if err := b.checkLease(key); err != nil {
 		return durable.Result{}, err
 	}
-	var buf bytes.Buffer
-	werr := write(&buf)
+	sp := &spool{dir: b.spoolDir}
+	defer sp.Close()
+	werr := write(sp)
 	if o.Wait != nil {
 		werr = errors.Join(werr, o.Wait())
 	}
 	if werr != nil {
 		return durable.Result{}, fmt.Errorf("write %s: %w", b.path(key), werr)
 	}
-	if err := b.put(key, buf.Bytes(), o.Mode == durable.NoOverwrite); err != nil {
+	if err := b.putBody(key, sp.body, sp.size, o.Mode == durable.NoOverwrite); err != nil {
 		return durable.Result{}, err
 	}
-	return durable.Result{Size: int64(buf.Len()), Visible: true}, nil
+	return durable.Result{Size: sp.size, Visible: true}, nil
 }
 
-// Create returns a file whose bytes are PUT (replacing) on Sync or Close.
+// Create returns a file whose bytes are PUT (replacing) on Sync or Close,
+// staged like a publish's (memory up to spoolLimit, then a temp file).
 func (b *bucketFS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
-	return &writeFile{fs: b, key: b.key(name), dirty: true}, nil
+	return &createFile{fs: b, key: b.key(name), sp: spool{dir: b.spoolDir}, dirty: true}, nil
 }
 
 // OpenReadWrite reads the object (if any) into memory; writes are PUT on

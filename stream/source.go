@@ -32,8 +32,12 @@ type SourceEnv struct {
 	// the name was never committed; a source honours start options such as
 	// start_block only when it is nil.
 	Committed Offset
-	Clock     Clock
-	Logger    *slog.Logger
+	// MinBatchesToRetain is the query's spark.sql.streaming.minBatchesToRetain
+	// (0: Spark's default, 100): a source that prunes its own log keeps at
+	// least the entries the retained offset log can name.
+	MinBatchesToRetain int
+	Clock              Clock
+	Logger             *slog.Logger
 }
 
 // Source is a named streaming input producing columnar batches, in the

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/storage"
 	"github.com/google/uuid"
 )
 
@@ -102,23 +103,18 @@ func (t *Table) cleanTemps(now time.Time) (int, error) {
 func (t *Table) staleTemps(now time.Time) ([]string, error) {
 	var out []string
 	for _, dir := range []string{t.root, t.logDir} {
-		names, err := t.fs.List(dir)
+		infos, err := storage.ListInfo(t.fs, dir, durable.IsTemp)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
 			return out, fmt.Errorf("list %s: %w", dir, err)
 		}
-		for _, name := range names {
-			if !durable.IsTemp(name) {
+		for _, st := range infos {
+			if st.IsDir() || !st.ModTime().Before(now.Add(-tempGrace)) {
 				continue
 			}
-			p := t.fs.PathJoin(dir, name)
-			st, err := t.fs.Stat(p)
-			if err != nil || st.IsDir() || !st.ModTime().Before(now.Add(-tempGrace)) {
-				continue
-			}
-			out = append(out, p)
+			out = append(out, t.fs.PathJoin(dir, st.Name()))
 		}
 	}
 	return out, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/storage"
 	"github.com/google/uuid"
 )
 
@@ -307,15 +308,18 @@ func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool
 	var out []string
 	var walk func(dir, rel string) error
 	walk = func(dir, rel string) error {
-		names, err := t.fs.List(dir)
+		// One LIST per page gives every entry's size and time: no HEAD per
+		// file on S3.
+		infos, err := storage.ListInfo(t.fs, dir, nil)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", dir, err)
 		}
-		sort.Strings(names)
-		for _, name := range names {
+		sort.SliceStable(infos, func(i, j int) bool { return infos[i].Name() < infos[j].Name() })
+		for _, info := range infos {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			name := info.Name()
 			p := t.fs.PathJoin(dir, name)
 			r := name
 			if rel != "" {
@@ -323,13 +327,6 @@ func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool
 			}
 			if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
 				continue // the log, hidden and underscore files and directories
-			}
-			info, err := t.fs.Stat(p)
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					continue // removed meanwhile
-				}
-				return err
 			}
 			if info.IsDir() {
 				if err := walk(p, r); err != nil {

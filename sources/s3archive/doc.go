@@ -24,15 +24,25 @@
 //
 // # Source log format (version 1)
 //
-// The log is Spark's FileStreamSourceLog, byte for byte. Directory:
-// <checkpoint>/sources/<key>/ (stream.SourceEnv.MetadataDir). One file per
-// log id n = 0, 1, 2, ...:
+// The log is Spark's FileStreamSourceLog (a CompactibleFileStreamLog), byte
+// for byte. Directory: <checkpoint>/sources/<key>/
+// (stream.SourceEnv.MetadataDir). One file per log id n = 0, 1, 2, ...:
 //
 //	<n>           the entries admitted by log id n
-//	<n>.compact   when (n+1) % 10 == 0: every entry of log ids 0..n
+//	<n>.compact   when (n+1) % interval == 0: every entry of log ids 0..n
+//
+// The compaction interval is Spark's
+// spark.sql.streaming.fileSource.log.compactInterval default, 10, unless
+// the directory already holds compact files; then it is derived from them
+// as Spark does: with two or more, the distance between the newest two;
+// with one, <c>.compact, c+1 if that is at most 10, else the smallest
+// divisor of c+1 from 10 up when 10 < (c+1)/2, else c+1 (so a log Spark
+// wrote with another interval, such as its own test log 2.compact, 3, 4 of
+// interval 3, is continued in its layout).
 //
 // A file is the line "v1", then for each entry a newline and one JSON object
-// (no trailing newline):
+// (no trailing newline; a reader also accepts one newline after every line,
+// as Spark 2.1 wrote):
 //
 //	v1
 //	{"path":"s3://aws-public-blockchain/v1.0/eth/blocks/date=2026-09-30/part-00000-0b3c-c000.snappy.parquet","timestamp":1790812800000,"batchId":3}
@@ -42,26 +52,57 @@
 // %20; "=" and "/" stay); timestamp is its last-modified time in ms since the
 // Unix epoch; batchId is the log id that admitted it (every entry of <n> has
 // batchId n; a compact file holds every batchId 0..n and at least one equal to
-// n). Entries are in admission order: date partition, then URI.
+// n). Entries are in admission order: date partition, then URI. Files are
+// parsed by package checkpoint's FileStreamSourceLog parser (the one
+// `checkpoint inspect` uses), so both agree on what is well formed.
 //
 // Every file is published through the checkpoint's primitive
 // (checkpoint.Publish: package durable, NoOverwrite, through
 // stream.SourceEnv.FS): written to ".<name>.<hex>.tmp", fsynced, closed,
 // hard-linked to its final name (which fails if the name exists, so two
 // writers cannot both publish log id n), the temp name removed and the
-// directory fsynced. Files are never overwritten or deleted. If log id n
+// directory fsynced; on S3 a PUT with If-None-Match: *. Files are never
+// overwritten. If log id n
 // already exists when LatestOffset is asked for the batch after n-1, the
 // previous run admitted it and crashed before the engine recorded the batch:
 // the entry is re-used, so LatestOffset is idempotent.
 // Stale temp files are removed on Open. A missing version line, a version
 // other than v1 (a newer one is refused), a line that is not a JSON object
 // with path, timestamp and batchId, a wrong batchId, an empty file, a gap in
-// the ids or a foreign file name is a CHECKPOINT_CORRUPT error naming the
+// the ids from the newest compact file on, a file of the wrong form for the
+// interval or a foreign file name is a CHECKPOINT_CORRUPT error naming the
 // file; the source never resets its log.
 //
-// Open reads the latest compact file and the files after it (at most ten
-// files whatever the log's length) to rebuild the set of admitted files;
-// ReadBatch reads <n> or <n>.compact for each n of the batch.
+// # Pruning (Spark's deleteExpiredLog)
+//
+// After log id n is published the source deletes old files exactly where
+// Spark's CompactibleFileStreamLog.deleteExpiredLog does (with
+// spark.sql.streaming.fileSource.log.deletion at its default, true): with
+// retain = the query's spark.sql.streaming.minBatchesToRetain
+// (stream.SourceEnv.MinBatchesToRetain, default 100) and m = n+1-retain,
+// nothing when interval > m; otherwise every file with an id below
+// b = m - m%interval - 1, the newest compact id below m. So the newest
+// compact file and every file after it are never deleted, at least retain
+// ids keep their own files (each query batch advances the source by at
+// most one id, so these cover every source offset the retained offset log
+// can name), and the directory holds at most retain+interval files however
+// long the query runs. Files are deleted lowest id first; the directory is
+// listed only when a file below b may exist (once per interval ids). A
+// crash midway, or between publishing a compact file and deleting, leaves
+// old files that no reader needs (reading starts at the newest compact
+// file) and the next admission deletes them; a failed delete is logged and
+// retried likewise, never failing the batch. One difference from Spark:
+// Spark deletes only files older than
+// spark.sql.streaming.fileSource.log.cleanupDelay (10 minutes), a guard
+// for S3's former eventually consistent listing in which a reader could
+// miss the new compact file; S3 listing is strongly consistent now and the
+// retained window is at least retain ids, so files are deleted at once.
+//
+// Open reads the newest compact file and the files after it (at most
+// interval files whatever the log's length) to rebuild the set of admitted
+// files; ReadBatch reads <n> or <n>.compact for each n of the batch, and
+// for an id whose file was pruned takes its entries from what the newest
+// compact file holds (Spark's FileStreamSourceLog.get does the same).
 //
 // Offsets are Spark's FileStreamSourceOffset: {"logOffset":n}; a bare n is
 // also accepted on input.

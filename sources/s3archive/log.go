@@ -18,84 +18,158 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// compactInterval is Spark's spark.sql.streaming.fileSource.log.compactInterval
-// default: log ids n with (n+1)%compactInterval == 0 are written as
-// "<n>.compact" holding every entry so far.
-const compactInterval = 10
+// defaultCompactInterval is Spark's
+// spark.sql.streaming.fileSource.log.compactInterval default: log ids n
+// with (n+1)%interval == 0 are written as "<n>.compact" holding every entry
+// so far. A log that already has compact files keeps the interval they were
+// written with (deriveCompactInterval).
+const defaultCompactInterval = 10
+
+// maxLogID bounds the ids a log may hold: far beyond any real log (one id
+// per admitting trigger; Spark itself takes the compact id as a 32-bit Int
+// when deriving the interval), and small enough that id arithmetic cannot
+// overflow and deriving the interval stays quick (about 2^20 steps).
+const maxLogID = 1 << 40
 
 const (
-	logVersion   = 1
-	compactSufix = ".compact"
-	tmpSuffix    = ".tmp"
+	compactSuffix = ".compact"
+	tmpSuffix     = ".tmp"
 )
 
 // logEntry is one admitted file: Spark's FileEntry.
-type logEntry struct {
-	Path      string `json:"path"`      // URL-encoded URI of the object
-	Timestamp int64  `json:"timestamp"` // modification time, ms since the epoch
-	BatchID   int64  `json:"batchId"`   // the source log id that admitted it
-}
+type logEntry = checkpoint.FileEntry
 
-// entryJSON is used for decoding so that a missing field is detected.
-type entryJSON struct {
-	Path      *string `json:"path"`
-	Timestamp *int64  `json:"timestamp"`
-	BatchID   *int64  `json:"batchId"`
-}
+func isCompactID(n, interval int64) bool { return (n+1)%interval == 0 }
 
-func isCompactID(n int64) bool { return (n+1)%compactInterval == 0 }
+// deriveCompactInterval is Spark's CompactibleFileStreamLog rule for a log
+// holding exactly one compact file, latest: the interval must make latest a
+// compaction id, so it is latest+1 when that is at most the default, else
+// the smallest divisor of latest+1 that is at least the default when the
+// default is below (latest+1)/2, else latest+1.
+func deriveCompactInterval(def, latest int64) int64 {
+	n := latest + 1
+	if n <= def || def >= n/2 {
+		return n
+	}
+	// The smallest divisor of n from def up (n itself at worst), in
+	// O(sqrt n) steps: each divisor i pairs with n/i.
+	best := n
+	for i := int64(1); i*i <= n; i++ {
+		if n%i != 0 {
+			continue
+		}
+		if i >= def {
+			best = min(best, i)
+		}
+		if j := n / i; j >= def {
+			best = min(best, j)
+		}
+	}
+	return best
+}
 
 // fileLog is the source's admission log in MetadataDir. It is not safe for
 // concurrent use; the engine calls the source from one goroutine.
 type fileLog struct {
 	fs  vfs.FS
 	dir string
+	// retain is minBatchesToRetain: the log ids kept behind the newest.
+	retain int64
+
+	// Set by scan.
+	interval      int64 // the compaction interval
+	latestCompact int64 // newest compact id, -1 if none
+	oldest        int64 // lowest id a file may exist for, -1 if none
 }
 
 func (l *fileLog) fileName(n int64) string {
-	if isCompactID(n) {
-		return l.fs.PathJoin(l.dir, strconv.FormatInt(n, 10)+compactSufix)
+	if isCompactID(n, l.interval) {
+		return l.fs.PathJoin(l.dir, strconv.FormatInt(n, 10)+compactSuffix)
 	}
 	return l.fs.PathJoin(l.dir, strconv.FormatInt(n, 10))
 }
 
-// scan returns the ids present in the log, ascending, removing stale temp
-// files left by a crash (they were never published, so nothing refers to them).
-func (l *fileLog) scan() ([]int64, error) {
+// logName parses a log file name: <n> or <n>.compact.
+func logName(name string) (id int64, compact, ok bool) {
+	base, compact := strings.CutSuffix(name, compactSuffix)
+	id, ok = checkpoint.ParseBatchID(base)
+	return id, compact, ok
+}
+
+// scan reads the directory: it derives the compaction interval, checks the
+// ids from the newest compact file on (the ones a reader needs) are
+// gap-free and of the right form, and returns the first id to read (the
+// newest compact id, or 0) and the next id to write. Ids below the newest
+// compact file may be missing (pruned). Stale temp files left by a crash
+// are removed (they were never published, so nothing refers to them).
+func (l *fileLog) scan() (first, next int64, err error) {
+	l.interval, l.latestCompact, l.oldest = defaultCompactInterval, -1, -1
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+			return 0, 0, nil
 		}
-		return nil, fmt.Errorf("list source log %s: %w", l.dir, err)
+		return 0, 0, fmt.Errorf("list source log %s: %w", l.dir, err)
 	}
-	var ids []int64
+	compactOf := map[int64]bool{}
+	var ids, compacts []int64
 	for _, name := range names {
 		if strings.HasSuffix(name, tmpSuffix) {
 			if err := l.fs.Remove(l.fs.PathJoin(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("remove stale temp file %s: %w", l.fs.PathJoin(l.dir, name), err)
+				return 0, 0, fmt.Errorf("remove stale temp file %s: %w", l.fs.PathJoin(l.dir, name), err)
 			}
 			continue
 		}
-		base, compact := strings.CutSuffix(name, compactSufix)
-		n, err := strconv.ParseInt(base, 10, 64)
-		if err != nil || n < 0 || strconv.FormatInt(n, 10) != base {
-			return nil, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil,
+		n, compact, ok := logName(name)
+		if !ok {
+			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil,
 				"unexpected file in source log directory (want <n> or <n>.compact)")
 		}
-		if compact != isCompactID(n) {
-			return nil, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil,
-				"source log file %d has the wrong form (compaction interval %d)", n, compactInterval)
+		if n >= maxLogID {
+			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil, "source log id %d is out of range", n)
 		}
+		if prev, dup := compactOf[n]; dup && prev != compact {
+			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil, "source log id %d is both compacted and not", n)
+		}
+		compactOf[n] = compact
 		ids = append(ids, n)
+		if compact {
+			compacts = append(compacts, n)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, 0, nil
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for i, id := range ids {
-		if id != int64(i) {
-			return nil, errcode.Corrupt(l.dir, nil, "source log has a gap: expected file %d, found %d", i, id)
-		}
+	sort.Slice(compacts, func(i, j int) bool { return compacts[i] > compacts[j] })
+	// Spark's three cases: no compact file, the default; two or more, the
+	// distance of the newest two; one, derived from it.
+	switch {
+	case len(compacts) >= 2:
+		l.interval = compacts[0] - compacts[1]
+	case len(compacts) == 1:
+		l.interval = deriveCompactInterval(defaultCompactInterval, compacts[0])
 	}
-	return ids, nil
+	if len(compacts) > 0 {
+		l.latestCompact = compacts[0]
+		first = compacts[0]
+	}
+	l.oldest = ids[0]
+	want := first
+	for _, id := range ids {
+		if id < first {
+			continue
+		}
+		if id != want {
+			return 0, 0, errcode.Corrupt(l.dir, nil, "source log has a gap: expected file %d, found %d", want, id)
+		}
+		if compactOf[id] != isCompactID(id, l.interval) {
+			return 0, 0, errcode.Corrupt(l.fileName(id), nil,
+				"source log file %d has the wrong form (compaction interval %d)", id, l.interval)
+		}
+		want++
+	}
+	return first, want, nil
 }
 
 // read returns the entries stored in file n: the entries of batch n, or for a
@@ -111,17 +185,33 @@ func (l *fileLog) read(n int64) ([]logEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read source log %s: %w", path, err)
 	}
-	return parseLog(path, n, data)
+	return parseLog(path, n, isCompactID(n, l.interval), data)
 }
 
-// batch returns the entries admitted by log id n, in admission order.
-func (l *fileLog) batch(n int64) ([]logEntry, error) {
-	all, err := l.read(n)
-	if err != nil || !isCompactID(n) {
-		return all, err
+// batch returns the entries admitted by log id n, in admission order. When
+// file n was pruned they come from all, every admitted entry (what the
+// newest compact file and the files after it hold), as Spark's
+// FileStreamSourceLog.get falls back to the newest compact file.
+func (l *fileLog) batch(n int64, all []logEntry) ([]logEntry, error) {
+	es, err := l.read(n)
+	if errors.Is(err, os.ErrNotExist) && n < l.latestCompact {
+		es = nil
+		for _, e := range all {
+			if e.BatchID == n {
+				es = append(es, e)
+			}
+		}
+		if len(es) == 0 {
+			return nil, errcode.Corrupt(l.fileName(n), nil,
+				"source log id %d was pruned and the compact file %d holds no entry of it", n, l.latestCompact)
+		}
+		return es, nil
+	}
+	if err != nil || !isCompactID(n, l.interval) {
+		return es, err
 	}
 	var out []logEntry
-	for _, e := range all {
+	for _, e := range es {
 		if e.BatchID == n {
 			out = append(out, e)
 		}
@@ -130,8 +220,9 @@ func (l *fileLog) batch(n int64) ([]logEntry, error) {
 }
 
 // write publishes file n holding entries through the checkpoint's own
-// publishing (temp file, fsync, link, fsync dir): crash-safe and never
-// overwriting, so a second writer gets checkpoint.ErrExists.
+// publishing (temp file, fsync, link, fsync dir; a conditional PUT on S3):
+// crash-safe and never overwriting, so a second writer gets
+// checkpoint.ErrExists.
 func (l *fileLog) write(n int64, entries []logEntry) error {
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("create source log dir %s: %w", l.dir, err)
@@ -143,70 +234,87 @@ func (l *fileLog) write(n int64, entries []logEntry) error {
 		}
 		return fmt.Errorf("write source log: %w", err)
 	}
+	if isCompactID(n, l.interval) {
+		l.latestCompact = n
+	}
+	if l.oldest < 0 {
+		l.oldest = n
+	}
 	return nil
+}
+
+// pruneBound is Spark's CompactibleFileStreamLog.deleteExpiredLog bound
+// after log id cur was added: files of ids below it may be deleted, -1 when
+// none may. It keeps the newest compact id at or below
+// cur+1-retain and every id after it, so at least retain ids (the ones the
+// offset log's retained batches can name) stay readable from their own
+// files, and the newest compact file is never below the bound.
+func pruneBound(cur, retain, interval int64) int64 {
+	minBatch := cur + 1 - retain
+	if interval > minBatch {
+		return -1
+	}
+	return minBatch - minBatch%interval - 1
+}
+
+// prune deletes the log files Spark's deleteExpiredLog would after log id
+// cur was added, lowest id first. It lists the directory only when a file
+// below the bound may exist (once per interval ids). A crash midway leaves
+// a suffix of the old files, which a reader never needs (it starts at the
+// newest compact file) and the next prune deletes.
+func (l *fileLog) prune(cur int64) (removed int, err error) {
+	bound := pruneBound(cur, l.retain, l.interval)
+	if bound < 0 || l.oldest < 0 || l.oldest >= bound {
+		return 0, nil
+	}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return 0, fmt.Errorf("list source log %s: %w", l.dir, err)
+	}
+	type file struct {
+		id   int64
+		name string
+	}
+	var old []file
+	for _, name := range names {
+		if id, _, ok := logName(name); ok && id < bound {
+			old = append(old, file{id, name})
+		}
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i].id < old[j].id })
+	for _, f := range old {
+		if err := l.fs.Remove(l.fs.PathJoin(l.dir, f.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.oldest = f.id
+			return removed, fmt.Errorf("prune source log %s: %w", l.fs.PathJoin(l.dir, f.name), err)
+		}
+		removed++
+	}
+	l.oldest = bound
+	return removed, nil
 }
 
 // formatLog renders a log file exactly as Spark's FileStreamSourceLog does:
 // "v1", then "\n" + one JSON object per entry, no trailing newline.
-func formatLog(entries []logEntry) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "v%d", logVersion)
-	for _, e := range entries {
-		b.WriteByte('\n')
-		j, err := json.Marshal(e)
-		if err != nil {
-			panic(fmt.Sprintf("marshal log entry %+v: %v", e, err))
-		}
-		b.Write(j)
-	}
-	return b.Bytes()
-}
+func formatLog(entries []logEntry) []byte { return checkpoint.EncodeFileSourceLog(entries) }
 
-// parseLog parses the content of log file n (see doc.go). Anything but a
-// well-formed file is a CHECKPOINT_CORRUPT error naming path.
-func parseLog(path string, n int64, data []byte) ([]logEntry, error) {
-	lines := strings.Split(string(data), "\n")
-	if lines[0] != "v1" {
-		if v, ok := strings.CutPrefix(lines[0], "v"); ok {
-			if k, err := strconv.Atoi(v); err == nil && k > logVersion {
-				return nil, errcode.Corrupt(path, nil, "source log version v%d is newer than this ethstream supports (v%d)", k, logVersion)
-			}
-		}
-		return nil, errcode.Corrupt(path, nil, "source log does not start with a version line %q", "v1")
+// parseLog parses log file n (see doc.go) with the checkpoint's Spark
+// FileStreamSourceLog parser, then checks what this source always writes:
+// at least one entry, and in a compact file one of batch n itself. Anything
+// but a well-formed file is a CHECKPOINT_CORRUPT error naming path.
+func parseLog(path string, n int64, compact bool, data []byte) ([]logEntry, error) {
+	es, err := checkpoint.ParseFileSourceLog(path, n, compact, data)
+	if err != nil {
+		return nil, err
 	}
-	lines = lines[1:]
-	// Spark writes no trailing newline; accept one so hand-edited files parse.
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if len(lines) == 0 {
+	if len(es) == 0 {
 		return nil, errcode.Corrupt(path, nil, "source log holds no entries")
 	}
-	out := make([]logEntry, 0, len(lines))
-	sawN := false
-	for i, line := range lines {
-		var j entryJSON
-		if err := json.Unmarshal([]byte(line), &j); err != nil {
-			return nil, errcode.Corrupt(path, err, "source log line %d is not a JSON entry", i+2)
+	for _, e := range es {
+		if e.BatchID == n {
+			return es, nil
 		}
-		if j.Path == nil || *j.Path == "" || j.Timestamp == nil || j.BatchID == nil {
-			return nil, errcode.Corrupt(path, nil, "source log line %d lacks path, timestamp or batchId", i+2)
-		}
-		e := logEntry{Path: *j.Path, Timestamp: *j.Timestamp, BatchID: *j.BatchID}
-		if isCompactID(n) {
-			if e.BatchID < 0 || e.BatchID > n {
-				return nil, errcode.Corrupt(path, nil, "source log line %d has batchId %d outside 0..%d", i+2, e.BatchID, n)
-			}
-		} else if e.BatchID != n {
-			return nil, errcode.Corrupt(path, nil, "source log line %d has batchId %d, want %d", i+2, e.BatchID, n)
-		}
-		sawN = sawN || e.BatchID == n
-		out = append(out, e)
 	}
-	if !sawN {
-		return nil, errcode.Corrupt(path, nil, "compact source log holds no entry of batch %d", n)
-	}
-	return out, nil
+	return nil, errcode.Corrupt(path, nil, "compact source log holds no entry of batch %d", n)
 }
 
 // formatOffset renders Spark's FileStreamSourceOffset.

@@ -102,7 +102,8 @@ func FuzzParseLog(f *testing.F) {
 		if n < 0 {
 			n = -n
 		}
-		es, err := parseLog("/log", n, data)
+		compact := isCompactID(n, defaultCompactInterval)
+		es, err := parseLog("/log", n, compact, data)
 		if err != nil {
 			if !errcode.Is(err, errcode.CheckpointCorrupt) {
 				t.Fatalf("error without CHECKPOINT_CORRUPT: %v", err)
@@ -110,12 +111,12 @@ func FuzzParseLog(f *testing.F) {
 			return
 		}
 		// Whatever parses re-renders to a file that parses to the same entries.
-		again, err := parseLog("/log", n, formatLog(es))
+		again, err := parseLog("/log", n, compact, formatLog(es))
 		if err != nil || !reflect.DeepEqual(again, es) {
 			t.Fatalf("round trip: %v\n%+v\n%+v", err, es, again)
 		}
 		for _, e := range es {
-			if e.Path == "" || e.BatchID > n || e.BatchID < 0 || (!isCompactID(n) && e.BatchID != n) {
+			if e.Path == "" || e.BatchID > n || e.BatchID < 0 || (!compact && e.BatchID != n) {
 				t.Fatalf("accepted bad entry %+v in log %d", e, n)
 			}
 		}

@@ -24,11 +24,14 @@ import (
 //
 //	write first=YYYY-MM-DD days=N [per-day=R] [parts=P] [era=E]   write daily files
 //	damage day=YYYY-MM-DD | repair day=YYYY-MM-DD                  truncate / restore part 0
-//	open [max-files=N] [max-bytes=N] [skip-unreadable]             a new Source (a restart) on the same checkpoint
+//	open [max-files=N] [max-bytes=N] [skip-unreadable] [retain=N]  a new Source (a restart) on the same checkpoint
+//	                                                               (retain: the engine's minBatchesToRetain)
 //	available-now                                                  PrepareAvailableNow
 //	latest start=-|N                                               LatestOffset
+//	advance start=-|N times=K                                      LatestOffset K times, each from the last end: the last end
 //	read start=-|N end=N                                           ReadBatch: files and rows read
 //	log                                                            the source log files, timestamps elided
+//	files                                                          the source log's file names, in id order
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		root := t.TempDir()
@@ -97,6 +100,8 @@ func TestScenarios(t *testing.T) {
 				td.MaybeScanArgs(t, "max-files", &o.MaxFilesPerTrigger)
 				td.MaybeScanArgs(t, "max-bytes", &o.MaxBytesPerTrigger)
 				o.SkipUnreadable = td.HasArg("skip-unreadable")
+				env.MinBatchesToRetain = 0
+				td.MaybeScanArgs(t, "retain", &env.MinBatchesToRetain)
 				var err error
 				if s, err = New(o); err != nil {
 					return "error: " + err.Error()
@@ -119,6 +124,23 @@ func TestScenarios(t *testing.T) {
 					return "nil"
 				}
 				return string(o)
+			case "advance":
+				var times int
+				td.ScanArgs(t, "times", &times)
+				o := off(td, "start")
+				for range times {
+					next, err := s.LatestOffset(t.Context(), o)
+					if err != nil {
+						return "error: " + errcode.Code(err)
+					}
+					o = next
+				}
+				if o == nil {
+					return "nil"
+				}
+				return string(o)
+			case "files":
+				return strings.Join(logNames(t, fs, env.MetadataDir), " ")
 			case "read":
 				var out strings.Builder
 				rows := 0
@@ -141,17 +163,8 @@ func TestScenarios(t *testing.T) {
 				fmt.Fprintf(&out, "total rows=%d skipped=%s\n", rows, s.Metrics()["skippedFiles"])
 				return clean(out.String())
 			case "log":
-				names, err := fs.List(env.MetadataDir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sort.Slice(names, func(i, j int) bool {
-					a, _ := strconv.Atoi(strings.TrimSuffix(names[i], ".compact"))
-					b, _ := strconv.Atoi(strings.TrimSuffix(names[j], ".compact"))
-					return a < b
-				})
 				var out strings.Builder
-				for _, n := range names {
+				for _, n := range logNames(t, fs, env.MetadataDir) {
 					f, err := fs.Open(fs.PathJoin(env.MetadataDir, n))
 					if err != nil {
 						t.Fatal(err)
@@ -166,6 +179,21 @@ func TestScenarios(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// logNames lists the source log directory in id order.
+func logNames(t testing.TB, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, _ := strconv.Atoi(strings.TrimSuffix(names[i], ".compact"))
+		b, _ := strconv.Atoi(strings.TrimSuffix(names[j], ".compact"))
+		return a < b
+	})
+	return names
 }
 
 func pathOf(err error) string {

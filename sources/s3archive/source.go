@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/stream"
@@ -126,30 +127,24 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	s.log = &fileLog{fs: env.FS, dir: env.MetadataDir}
-	ids, err := s.log.scan()
+	retain := int64(env.MinBatchesToRetain)
+	if retain <= 0 {
+		retain = checkpoint.DefaultMinBatchesToRetain
+	}
+	s.log = &fileLog{fs: env.FS, dir: env.MetadataDir, retain: retain}
+	first, next, err := s.log.scan()
 	if err != nil {
 		return err
 	}
-	s.nextID = int64(len(ids))
+	s.nextID = next
 	s.entries = nil
 	s.seen = make(map[string]struct{})
-	first := int64(0)
-	for i := len(ids) - 1; i >= 0; i-- {
-		if isCompactID(ids[i]) {
-			first = ids[i]
-			break
-		}
-	}
 	for id := first; id < s.nextID; id++ {
 		es, err := s.log.read(id)
 		if err != nil {
 			return err
 		}
-		if isCompactID(id) {
-			// A compact file holds everything up to id; earlier reads are superseded.
-			s.entries = s.entries[:0]
-		}
+		// A compact file holds everything up to its id: it comes first.
 		s.entries = append(s.entries, es...)
 	}
 	for _, e := range s.entries {
@@ -271,7 +266,7 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 		return start, nil
 	}
 	toWrite := admit
-	if isCompactID(s.nextID) {
+	if isCompactID(s.nextID, s.log.interval) {
 		toWrite = append(append([]logEntry(nil), s.entries...), admit...)
 	}
 	if err := s.log.write(s.nextID, toWrite); err != nil {
@@ -286,6 +281,13 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 	s.nextID++
 	s.setLatest(end)
 	s.logger.Debug("admitted files", "source", s.Description(), "logOffset", s.nextID-1, "files", len(admit))
+	// Pruning is housekeeping after the entry is durable: a failure leaves
+	// old files that the next prune deletes, so it is logged, not fatal.
+	if n, err := s.log.prune(s.nextID - 1); err != nil {
+		s.logger.Warn("source log pruning failed; retried after the next admission", "source", s.Description(), "err", err)
+	} else if n > 0 {
+		s.logger.Debug("pruned source log", "source", s.Description(), "files", n, "logOffset", s.nextID-1)
+	}
 	return end, nil
 }
 
@@ -311,7 +313,7 @@ func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit f
 	}
 	var files []logEntry
 	for id := st + 1; id <= en; id++ {
-		es, err := s.log.batch(id)
+		es, err := s.log.batch(id, s.entries)
 		if err != nil {
 			return err
 		}
@@ -406,8 +408,9 @@ func (s *Source) readFile(ctx context.Context, uri string) (*decodedFile, error)
 	return f, err
 }
 
-// Commit is a no-op: the log is immutable and needed to re-run any batch that
-// the engine has planned but not committed.
+// Commit is a no-op: log entries are never rewritten, and old ones are
+// pruned after an admission, keeping minBatchesToRetain ids (doc.go), so
+// any batch the engine has planned but not committed can be re-run.
 func (s *Source) Commit(ctx context.Context, end stream.Offset) error {
 	if _, err := parseOffset(end); err != nil {
 		return errcode.Corrupt(s.env.MetadataDir, err, "commit offset of %s", s.Description())

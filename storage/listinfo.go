@@ -1,0 +1,102 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// infoLister is a vfs.FS that lists a directory with each entry's info.
+type infoLister interface {
+	ListInfo(dir string, match func(name string) bool) ([]vfs.FileInfo, error)
+}
+
+// ListInfo returns the entries directly under dir whose names match (nil:
+// all) with their size, modification time and kind, as List followed by a
+// Stat of each matching name would. On S3 they come from the LIST responses themselves (ListObjectsV2
+// carries each object's Size and LastModified; a common prefix is a
+// directory), so a directory of n objects costs one request per page of
+// up to 1,000 instead of one HEAD per object. On any other FS it is List
+// then Stat of each match; a name removed between the two is left out.
+// Order is List's.
+func ListInfo(fs vfs.FS, dir string, match func(name string) bool) ([]vfs.FileInfo, error) {
+	if l, ok := fs.(infoLister); ok {
+		return l.ListInfo(dir, match)
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vfs.FileInfo, 0, len(names))
+	for _, name := range names {
+		if match != nil && !match(name) {
+			continue
+		}
+		info, err := fs.Stat(fs.PathJoin(dir, name))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, namedInfo{info, name})
+	}
+	return out, nil
+}
+
+// namedInfo is a FileInfo whose Name is the listed name (Stat of some
+// FSes names the whole path).
+type namedInfo struct {
+	vfs.FileInfo
+	name string
+}
+
+func (n namedInfo) Name() string { return n.name }
+
+// ListInfo implements ListInfo for the store of dir.
+func (m *Mux) ListInfo(dir string, match func(name string) bool) ([]vfs.FileInfo, error) {
+	fs, err := m.route(dir)
+	if err != nil {
+		return nil, err
+	}
+	return ListInfo(fs, dir, match)
+}
+
+// ListInfo lists dir's objects and sub-prefixes with the info the LIST
+// response carries: no HEAD per object.
+func (b *bucketFS) ListInfo(dir string, match func(name string) bool) ([]vfs.FileInfo, error) {
+	prefix := b.key(dir)
+	if prefix != "" {
+		prefix += "/"
+	}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/")}
+	if b.listPage > 0 {
+		in.MaxKeys = aws.Int32(b.listPage)
+	}
+	var out []vfs.FileInfo
+	p := s3.NewListObjectsV2Paginator(b.client, in)
+	for p.HasMorePages() {
+		ctx, cancel := ctxTimeout()
+		page, err := p.NextPage(ctx)
+		cancel()
+		if err != nil {
+			return nil, s3Err("list", b.path(prefix), err)
+		}
+		for _, o := range page.Contents {
+			if n := strings.TrimPrefix(aws.ToString(o.Key), prefix); n != "" && (match == nil || match(n)) {
+				out = append(out, fileInfo{name: n, size: aws.ToInt64(o.Size), mod: aws.ToTime(o.LastModified)})
+			}
+		}
+		for _, cp := range page.CommonPrefixes {
+			if n := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/"); n != "" && (match == nil || match(n)) {
+				out = append(out, fileInfo{name: path.Base("/" + n), dir: true})
+			}
+		}
+	}
+	return out, nil
+}
