@@ -53,7 +53,7 @@ type Metrics struct {
 	// PrepareTimeMs is the part of CommitTimeMs spent in Prepare (0 when
 	// Commit ran alone).
 	PrepareTimeMs int64
-	PartitionRows   []int64 // rows per partition (skew)
+	PartitionRows []int64 // rows per partition (skew)
 	// Snapshot is true when this commit wrote a full snapshot.
 	Snapshot bool
 	// BytesWritten is the size of the version's data and metadata files.
