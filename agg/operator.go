@@ -40,8 +40,9 @@ const (
 )
 
 // Operator is the stateful grouped aggregation (stream.Operator over a
-// state.Store). The engine drives it from one goroutine; it is not safe for
-// concurrent use.
+// state.Store). The engine drives it from one goroutine at a time (its
+// PrepareCommit runs on another, while nothing else of it does); it is not
+// safe for concurrent use.
 type Operator struct {
 	p      *plan
 	store  *state.Store

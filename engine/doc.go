@@ -99,11 +99,13 @@
 // hooks) are before-sink, after-sink (sink written, state prepared, not
 // published), after-state-commit and after-commit; the pipeline's fault
 // loops crash at every write and at every pair of the two writers' writes
-// inside the overlap. The gain is what the state commit took before its
-// metadata write: in a backfill with closed windows left out of state
-// (stream.WatermarkLookahead) that is a few hundred keys per batch and
-// little time except on the first batch, which opens every partition and
-// writes the first snapshot.
+// inside the overlap. The gain is at most the preparation time the sink
+// write covers (the custom metric commitPrepareTimeMs): in a backfill with
+// closed windows left out of state (stream.WatermarkLookahead) a batch
+// prepares a few hundred keys, so it matters mostly on the first batch,
+// which opens every partition and writes the first snapshot. The
+// preparation and the sink's file encoding compete for the same cores, so
+// on a busy machine the saving is smaller than the preparation time.
 //
 // A no-data batch (no source moved) is planned only if
 // spark.sql.streaming.noDataMicroBatches.enabled, the watermark moved past
