@@ -8,7 +8,7 @@
 // pending batch of puts and deletes kept in memory. Reads (Get, Scan) see the
 // pending batch over the committed version. Commit(v') publishes v' to the
 // checkpoint, then applies the batch to the local Pebble instances; Abort drops
-// it. Commit may be split: Prepare(v') publishes v''s data file only (the
+// it. Commit may be split: Prepare(v') publishes the data file of v' only (the
 // version stays invisible: it has no .meta file) and freezes the pending
 // batch; Commit(v') then publishes the .meta file and applies the cache, and
 // Abort instead leaves the data file as garbage, exactly what a crash
