@@ -158,6 +158,16 @@
 // keys written, numRowsRemoved = keys evicted, numRowsDroppedByWatermark,
 // allUpdatesTimeMs, allRemovalsTimeMs, numShufflePartitions and
 // numStateStoreInstances = state partitions; customMetrics numInputRows,
-// numNullEventTimeRows, numOutputRows). commitTimeMs and memoryUsedBytes are
-// only known after Commit: Progress returns the completed entry then.
+// numNullEventTimeRows, numOutputRows, and processTimeMs: the time spent in
+// Process, which allUpdatesTimeMs, the merge into state, does not include).
+// commitTimeMs and memoryUsedBytes are only known after Commit: Progress
+// returns the completed entry then, with the custom metric
+// commitPrepareTimeMs, the part of commitTimeMs spent in PrepareCommit.
+//
+// # Commit
+//
+// The operator implements stream.CommitPreparer: PrepareCommit(N) has the
+// state store write version N's data file (state.Store.Prepare), which the
+// engine does while the sink writes batch N; Commit(N) then publishes it.
+// Between the two the batch is finished and nothing of the operator changes.
 package agg

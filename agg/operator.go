@@ -26,9 +26,23 @@ const (
 	MetricRemovedUnstored = "numRemovedRowsNotStored"
 )
 
+// Custom metrics of the stateOperators entry that time what Spark's figures
+// do not split out.
+const (
+	// MetricProcessTime: milliseconds spent in Process (folding the input
+	// into the batch's partial aggregates); the merge into state and the
+	// eviction are allUpdatesTimeMs and allRemovalsTimeMs.
+	MetricProcessTime = "processTimeMs"
+	// MetricCommitPrepareTime: the part of commitTimeMs spent in
+	// PrepareCommit, which the engine runs while the sink writes the batch
+	// (0 when the commit ran alone).
+	MetricCommitPrepareTime = "commitPrepareTimeMs"
+)
+
 // Operator is the stateful grouped aggregation (stream.Operator over a
-// state.Store). The engine drives it from one goroutine; it is not safe for
-// concurrent use.
+// state.Store). The engine drives it from one goroutine at a time (its
+// PrepareCommit runs on another, while nothing else of it does); it is not
+// safe for concurrent use.
 type Operator struct {
 	p      *plan
 	store  *state.Store
@@ -42,6 +56,7 @@ type Operator struct {
 	et       eventTime
 	inRows   int64
 	chunk    chunkStats
+	process  time.Duration // spent in Process
 	// retracted counts the batch's input rows with Sign -1; deleted the
 	// groups those emptied (removed from state, emitted with Sign -1).
 	retracted, deleted int64
@@ -71,6 +86,7 @@ var (
 	_ stream.Operator           = (*Operator)(nil)
 	_ stream.PartitionLimiter   = (*Operator)(nil)
 	_ stream.WatermarkLookahead = (*Operator)(nil)
+	_ stream.CommitPreparer     = (*Operator)(nil)
 )
 
 // New validates spec and returns an operator to Open. Columns missing from
@@ -146,6 +162,7 @@ func (o *Operator) begin(batchID int64) error {
 	o.inBatch, o.finished, o.batchID = true, false, batchID
 	o.et = eventTime{}
 	o.inRows = 0
+	o.process = 0
 	o.chunk = chunkStats{}
 	o.retracted, o.deleted = 0, 0
 	return nil
@@ -170,6 +187,8 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	if in == nil || in.Len == 0 {
 		return nil
 	}
+	t0 := time.Now()
+	defer func() { o.process += time.Since(t0) }()
 	if in.Signs != nil {
 		if err := o.checkRetractions(in); err != nil {
 			return err
@@ -370,6 +389,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			// of them was never stored (doc.go, Closed at commit).
 			MetricClosedUnstored:  closed,
 			MetricRemovedUnstored: removedUnstored,
+			MetricProcessTime:     o.process.Milliseconds(),
 		},
 	}
 	o.progress.NumRowsRemoved += o.deleted
@@ -460,14 +480,36 @@ func (o *Operator) evict(wmUs, closeUs int64, out *output) (removed, closed int6
 	return removed, closed, nil
 }
 
-// Commit makes state version batchID durable. The progress of the batch,
-// completed with the commit's metrics, is then available from Progress.
-func (o *Operator) Commit(ctx context.Context, batchID int64) error {
+// PrepareCommit writes state version batchID's data without making it
+// visible (stream.CommitPreparer, state.Store.Prepare); Commit then
+// publishes it. The engine calls it while the sink writes the batch.
+func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
+	if err := o.committable(batchID); err != nil {
+		return err
+	}
+	if err := o.store.Prepare(ctx, batchID); err != nil {
+		return fmt.Errorf("aggregation: prepare state version %d: %w", batchID, err)
+	}
+	return nil
+}
+
+// committable refuses a commit of anything but the finished batch.
+func (o *Operator) committable(batchID int64) error {
 	if o.store == nil {
 		return errors.New("aggregation operator is not open")
 	}
 	if !o.inBatch || !o.finished || o.batchID != batchID {
 		return fmt.Errorf("aggregation: commit of batch %d before its Finish", batchID)
+	}
+	return nil
+}
+
+// Commit makes state version batchID durable (publishing what PrepareCommit
+// wrote, if it ran). The progress of the batch, completed with the commit's
+// metrics, is then available from Progress.
+func (o *Operator) Commit(ctx context.Context, batchID int64) error {
+	if err := o.committable(batchID); err != nil {
+		return err
 	}
 	m, err := o.store.Commit(ctx, batchID)
 	if err != nil {
@@ -477,6 +519,9 @@ func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	o.progress.CommitTimeMs = m.CommitTimeMs
 	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
 	o.progress.NumRowsTotal = m.RowsTotal + o.store.ClosedRows()
+	if o.progress.CustomMetrics != nil {
+		o.progress.CustomMetrics[MetricCommitPrepareTime] = m.PrepareTimeMs
+	}
 	o.committedNoneBelowUs = o.noneBelowUs
 	o.resetBatch()
 	return nil

@@ -65,6 +65,8 @@ type BenchResult struct {
 	DuckDBMs          int64  `json:"duckdbGroupByMs,omitempty"`
 	DuckDBCPUMs       int64  `json:"duckdbGroupByCpuMs,omitempty"`
 	DuckDBOutput      string `json:"duckdbOutput,omitempty"`
+	// BackfillPhases is where the S3 backfill's time went.
+	BackfillPhases BenchPhases `json:"backfillPhases"`
 }
 
 // cpuTime returns this process's user+system CPU time so far.
@@ -180,6 +182,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	if n := len(rec.events); n > 0 && len(rec.events[n-1].StateOperators) > 0 {
 		res.KeysAfterBackfill = rec.events[n-1].StateOperators[0].NumRowsTotal
 	}
+	res.BackfillPhases = benchPhases(rec.events)
 
 	if o.DuckDB != "" {
 		// The same backfill from file://, on a checkpoint and table of its
@@ -277,6 +280,9 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| repartition 200 -> 8 (%d keys) | %d ms | <= 100 ms |\n", r.RepartitionKeys, r.RepartitionMs)
 	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 8 partitions | %.0f ms | <= 50 ms |\n", r.LiveMedianMs8)
 	fmt.Fprintf(w, "| peak RSS, live (shrink + live at 8) | %s | <= 200 MB |\n", mb(r.LivePeakRSSBytes))
+	if r.BackfillPhases.Batches > 0 {
+		printPhases(w, "backfill S3 -> state -> Delta", r.BackfillPhases, r.BackfillMs)
+	}
 }
 
 // WriteBenchJSON writes r as indented JSON.

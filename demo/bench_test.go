@@ -8,7 +8,42 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/stream"
 )
+
+// TestBenchPhases: each phase is the sum of the figures it names, and
+// "other" is what triggerExecution leaves of the phases the driver waits for.
+func TestBenchPhases(t *testing.T) {
+	ev := func(trigger, latest, get, wal, commitOff, process, upd, rem, commit, prep int64, write, merge, decode string) *stream.Progress {
+		return &stream.Progress{
+			DurationMs: map[string]int64{stream.DurTriggerExecution: trigger, stream.DurLatestOffset: latest, stream.DurQueryPlanning: 1,
+				stream.DurGetBatch: get, stream.DurWalCommit: wal, stream.DurCommitOffsets: commitOff},
+			StateOperators: []stream.OperatorProgress{{AllUpdatesTimeMs: upd, AllRemovalsTimeMs: rem, CommitTimeMs: commit,
+				CustomMetrics: map[string]int64{"processTimeMs": process, "commitPrepareTimeMs": prep}}},
+			Sources: []stream.SourceProgress{{Metrics: map[string]string{"decodeMs": decode}}},
+			Sink:    stream.SinkProgress{Metrics: map[string]string{"writeTimeMs": write, "executionTimeMs": merge}},
+		}
+	}
+	ph := benchPhases([]*stream.Progress{
+		ev(1000, 100, 200, 10, 5, 150, 80, 20, 60, 50, "300", "250", "700"),
+		// the preparation outlasts the sink write by 30 ms:
+		ev(400, 0, 0, 0, 0, 0, 0, 0, 45, 40, "10", "5", ""),
+		ev(500, 90, 100, 4, 6, 70, 30, 10, 10, 0, "120", "100", "900"),
+	})
+	want := BenchPhases{Batches: 3, TriggerMs: 1900, ListMs: 193, ReadMs: 300, DecodeWorkerMs: 900, ProcessMs: 220,
+		FinishMs: 140, SinkMs: 430, MergeMs: 355, StateCommitMs: 115, StatePreparedMs: 90, CheckpointMs: 25,
+		StateWaitMs: 10 + 10 + (30 + 5), StateHiddenMs: 50 + 10}
+	want.OtherMs = 1900 - (193 + 300 + 220 + 140 + 430 + 55 + 25)
+	if ph != want {
+		t.Fatalf("phases\n got %+v\nwant %+v", ph, want)
+	}
+	var out strings.Builder
+	printPhases(&out, "backfill", ph, 2000)
+	if !strings.Contains(out.String(), "| state commit, beyond the sink write | 55 | 3% | commitTimeMs 115 ms: 90 ms prepared alongside the sink, 60 ms of it hidden by the sink write |") ||
+		!strings.Contains(out.String(), "| outside batches (open, close) | 100 | 5% |") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+}
 
 // TestBenchSmallArchive runs the bench end to end on two days and checks that
 // every figure comes from the run it names.
@@ -44,7 +79,11 @@ func TestBenchSmallArchive(t *testing.T) {
 	if res.BackfillPeakRSSBytes <= 0 || res.LivePeakRSSBytes <= 0 {
 		t.Fatalf("RSS not measured: %+v", res)
 	}
-	if !strings.Contains(out.String(), "repartition 200 -> 8") || !strings.Contains(out.String(), "backfill file:// / DuckDB") {
+	if ph := res.BackfillPhases; ph.Batches < 1 || ph.TriggerMs <= 0 || ph.TriggerMs > res.BackfillMs {
+		t.Fatalf("backfill phases: %+v (backfill %d ms)", ph, res.BackfillMs)
+	}
+	if !strings.Contains(out.String(), "repartition 200 -> 8") || !strings.Contains(out.String(), "backfill file:// / DuckDB") ||
+		!strings.Contains(out.String(), "sink write (Delta MERGE + commit)") {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	if res.BackfillCPUMs <= 0 || res.FileBackfillMs <= 0 || res.FileBackfillCPUMs <= 0 || res.DuckDBMs < 0 ||

@@ -49,5 +49,7 @@
 //
 // `ethstream bench --out FILE` writes BenchResult as indented JSON: one object
 // whose keys are the json tags of BenchResult (durations in milliseconds, sizes
-// in bytes). Version 1; keys are only ever added.
+// in bytes); backfillPhases is an object with the json tags of BenchPhases,
+// the backfill's time per phase summed from its progress events. Version 1;
+// keys are only ever added.
 package demo

@@ -57,25 +57,55 @@
 // with ReadBatch (the literal "source" column is added when the query reads
 // it) and handed to Operator.Process with the batch's watermark; then, for
 // an operator that implements stream.WatermarkLookahead, NextWatermark with
-// the commit watermark (known once the input is read), Operator.Finish, Sink.AddBatch(N), Operator.Commit(N), commits/N with
+// the commit watermark (known once the input is read), Operator.Finish,
+// Sink.AddBatch(N) and Operator.Commit(N), commits/N with
 // nextBatchWatermarkMs = max(batch watermark, max event time - delay),
 // Source.Commit(end), and the progress event (appended to
-// <ckpt>/progress.jsonl, then given to the listeners). The sink is written
-// before the state is committed. A failure anywhere aborts the operator's
-// batch and leaves N pending, and the next start re-runs N from state
-// version N-1 (the last committed batch): a crash after the sink write finds
-// N's txn in the table and writes nothing twice; a crash after the state
-// commit commits version N again under a new attempt. So the re-run neither
-// loses nor doubles anything.
+// <ckpt>/progress.jsonl, then given to the listeners). A failure anywhere
+// aborts the operator's batch and leaves N pending, and the next start
+// re-runs N from state version N-1 (the last committed batch).
 //
-// The crash order needs only commits/N after both Sink.AddBatch(N) and
-// Operator.Commit(N): either may be durable without the other (a re-run
-// finds the sink's batch N written and skips it, and writes state version N
-// again as a new attempt), so the two could overlap. The driver runs them
-// one after the other, sink first: with closed windows left out of state
-// (stream.WatermarkLookahead), a backfill batch's state commit is a few
-// hundred keys, about 1% of its sink write, so overlapping them would save
-// nothing measurable there.
+// # Crash order
+//
+// The order needs commits/N after both the sink's batch N and state version
+// N are durable; it does not need either of those before the other: a
+// re-run finds the sink's batch N written (its txn) and writes nothing
+// twice, and writes state version N again under a new attempt, whose
+// metadata wins over any earlier attempt's. The driver overlaps the two as
+// far as keeping the visible order sink, then state, allows:
+//
+//  1. Operator.Finish(N).
+//  2. With an operator that implements stream.CommitPreparer (agg),
+//     PrepareCommit(N) runs on its own goroutine while Sink.AddBatch(N) runs
+//     on the driver's: the state store opens the partitions the batch
+//     writes and publishes version N's data file, not its metadata file. A
+//     state version without metadata is never loaded, and the sink's files
+//     are disjoint from the state's, so any interleaving of the two writers'
+//     files is a state a crash in the serial order could also leave: the
+//     table with or without batch N, and at most an unpublished data file of
+//     state version N. The driver waits for both; if either failed, the
+//     batch fails and Abort drops the prepared version (its data file is
+//     collected like any crash leftover: the next commit of N writes a new
+//     attempt, and garbage collection removes attempts without metadata).
+//  3. Operator.Commit(N), only after the sink succeeded: it publishes the
+//     prepared version's metadata file (state version N becomes the one a
+//     restart can load) and applies the batch to the local cache. Without
+//     CommitPreparer, Commit(N) does all of 2's state work here.
+//  4. commits/N, then the sources' commits and the progress event.
+//
+// So state version N is published only after the sink's batch N is
+// durable, as in the serial order; what the overlap adds is only the
+// unpublished data file during the sink write. Crash points (the test
+// hooks) are before-sink, after-sink (sink written, state prepared, not
+// published), after-state-commit and after-commit; the pipeline's fault
+// loops crash at every write and at every pair of the two writers' writes
+// inside the overlap. The gain is at most the preparation time the sink
+// write covers (the custom metric commitPrepareTimeMs): in a backfill with
+// closed windows left out of state (stream.WatermarkLookahead) a batch
+// prepares a few hundred keys, so it matters mostly on the first batch,
+// which opens every partition and writes the first snapshot. The
+// preparation and the sink's file encoding compete for the same cores, so
+// on a busy machine the saving is smaller than the preparation time.
 //
 // A no-data batch (no source moved) is planned only if
 // spark.sql.streaming.noDataMicroBatches.enabled, the watermark moved past

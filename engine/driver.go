@@ -181,11 +181,15 @@ func (d *driver) do(ctx context.Context, b *batchRun, s step) error {
 		b.out, b.opProg = out, opProg
 		return d.o.hook("before-sink")
 	case opWriteSink:
+		if s.Overlap {
+			return d.writeSinkPreparing(ctx, b, s)
+		}
 		sp, err := d.sink.AddBatch(ctx, s.Batch, b.out)
 		if err != nil {
 			return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), err)
 		}
 		b.sinkProg = sp
+		return d.o.hook("after-sink")
 	case opCommitState:
 		if err := d.op.Commit(ctx, s.Batch); err != nil {
 			return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
@@ -247,6 +251,37 @@ func (d *driver) do(ctx context.Context, b *batchRun, s step) error {
 		return fmt.Errorf("batch %d: unknown step %v", s.Batch, s)
 	}
 	return nil
+}
+
+// writeSinkPreparing writes the sink while the operator prepares its state
+// commit on another goroutine (stream.CommitPreparer): the two touch
+// disjoint files, and nothing of the prepared version is visible until
+// opCommitState publishes it, after the sink succeeded. A failure of either
+// fails the batch once both returned; exec's Abort then drops the prepared
+// version (doc.go, Batch lifecycle).
+func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) error {
+	cp, ok := d.op.(stream.CommitPreparer)
+	if !ok {
+		return fmt.Errorf("batch %d: the plan prepares the state commit, the operator cannot", s.Batch)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	prepared := make(chan error, 1)
+	go func() { prepared <- cp.PrepareCommit(pctx, s.Batch) }()
+	sp, sinkErr := d.sink.AddBatch(ctx, s.Batch, b.out)
+	if sinkErr != nil {
+		// The batch fails anyway: the prepared version would be dropped.
+		cancel()
+	}
+	prepErr := <-prepared
+	if sinkErr != nil {
+		return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), sinkErr)
+	}
+	if prepErr != nil {
+		return fmt.Errorf("batch %d: prepare state: %w", s.Batch, prepErr)
+	}
+	b.sinkProg = sp
+	return d.o.hook("after-sink")
 }
 
 // read streams one source's range into the operator.

@@ -271,8 +271,11 @@ func (o *countOp) Finish(ctx context.Context, batchID, wm int64) (*stream.Batch,
 }
 
 func (o *countOp) write(v int64, rows map[string]int64, parts int) error {
+	return o.writeTo(o.path(v), rows, parts)
+}
+
+func (o *countOp) writeTo(p string, rows map[string]int64, parts int) error {
 	data, _ := json.Marshal(stateFile{Partitions: parts, Rows: rows})
-	p := o.path(v)
 	f, err := o.env.FS.Create(p, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
@@ -335,6 +338,59 @@ func (o *countOp) Repartition(ctx context.Context, base, batchID int64, n int) (
 
 func (o *countOp) Close() error { return nil }
 
+// prepOp is countOp with a two-phase commit (stream.CommitPreparer):
+// PrepareCommit writes version N under a name Open never reads, Commit
+// renames it into place; Abort leaves the prepared file behind, as a crash
+// would.
+type prepOp struct {
+	*countOp
+	prepared int64 // -1: nothing prepared
+	prepares int
+}
+
+func newPrepOp() *prepOp { return &prepOp{countOp: &countOp{}, prepared: -1} }
+
+func (o *prepOp) prepPath(v int64) string { return o.path(v) + ".prepared" }
+
+func (o *prepOp) PrepareCommit(ctx context.Context, batchID int64) error {
+	o.prepares++
+	if err := o.writeTo(o.prepPath(batchID), o.cur, o.parts); err != nil {
+		return err
+	}
+	o.prepared = batchID
+	return nil
+}
+
+func (o *prepOp) Commit(ctx context.Context, batchID int64) error {
+	if o.prepared != batchID {
+		return o.countOp.Commit(ctx, batchID)
+	}
+	o.prepared = -1
+	if o.failCommit != nil {
+		return o.failCommit
+	}
+	if err := o.env.FS.Rename(o.prepPath(batchID), o.path(batchID)); err != nil {
+		return err
+	}
+	d, err := o.env.FS.OpenDir(o.env.StateDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return err
+	}
+	o.committed = o.cur
+	o.commits = append(o.commits, batchID)
+	o.reset()
+	return nil
+}
+
+func (o *prepOp) Abort() {
+	o.prepared = -1
+	o.countOp.Abort()
+}
+
 // ---- an idempotent in-memory sink: MERGE by key, skip applied batch ids ----
 
 type tableWorld struct {
@@ -347,6 +403,9 @@ type memSink struct {
 	t         *tableWorld
 	queryID   string
 	failAfter func(batchID int64) error // called after applying (a crash in the sink)
+	// failBefore is called before applying (a sink that fails and writes
+	// nothing).
+	failBefore func(batchID int64) error
 }
 
 func (s *memSink) Open(ctx context.Context, env stream.SinkEnv) error {
@@ -355,6 +414,11 @@ func (s *memSink) Open(ctx context.Context, env stream.SinkEnv) error {
 }
 func (s *memSink) Description() string { return "MemorySink" }
 func (s *memSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
+	if s.failBefore != nil {
+		if err := s.failBefore(id); err != nil {
+			return stream.SinkProgress{}, err
+		}
+	}
 	if !s.t.applied[id] {
 		for i := 0; i < out.Len; i++ {
 			s.t.rows[out.Columns[0].Strings[i]] = out.Columns[1].Int64s[i]

@@ -44,6 +44,9 @@ type planConf struct {
 	MinRetain int
 	// Progress is false offline: no query runs, no event is emitted.
 	Progress bool
+	// Prepare: the operator prepares its state commit while the sink
+	// writes (stream.CommitPreparer), and publishes it after.
+	Prepare bool
 }
 
 // batchView is the immutable input of planNext: the loop state and what the
@@ -83,8 +86,8 @@ const (
 	opPurge                          // offsets and commits below Below
 	opRead                           // Source's rows in (Start, End] into the operator
 	opFinish                         // Operator.Finish: evict, output rows
-	opWriteSink                      // Sink.AddBatch(N)
-	opCommitState                    // Operator.Commit(N)
+	opWriteSink                      // Sink.AddBatch(N), with Overlap alongside Operator.PrepareCommit(N)
+	opCommitState                    // Operator.Commit(N): with Overlap, publishes what PrepareCommit wrote
 	opRepartitionState               // Operator.Repartition(N-1, N, To)
 	opWriteCommit                    // commits/N
 	opCommitSources                  // Source.Commit(end) for each source with an end
@@ -100,6 +103,9 @@ type step struct {
 	Start, End json.RawMessage
 	From, To   int
 	Below      int64
+	// Overlap: the sink write runs alongside the state's PrepareCommit and
+	// the state commit publishes it (planConf.Prepare).
+	Overlap bool
 }
 
 func (s step) String() string {
@@ -115,8 +121,14 @@ func (s step) String() string {
 	case opFinish:
 		return "finish operator"
 	case opWriteSink:
+		if s.Overlap {
+			return fmt.Sprintf("write sink batch %d, prepare state version %d alongside", s.Batch, s.Batch)
+		}
 		return fmt.Sprintf("write sink batch %d", s.Batch)
 	case opCommitState:
+		if s.Overlap {
+			return fmt.Sprintf("publish state version %d", s.Batch)
+		}
 		return fmt.Sprintf("commit state version %d", s.Batch)
 	case opRepartitionState:
 		return fmt.Sprintf("repartition state version %d -> %d: %d -> %d partitions", s.Batch-1, s.Batch, s.From, s.To)
@@ -246,8 +258,8 @@ func dataPlan(c planConf, id int64, e *checkpoint.OffsetEntry, ranges []readRang
 			p.Steps = append(p.Steps, step{Op: opRead, Batch: id, Source: r.Key, Start: r.Start, End: r.End})
 		}
 	}
-	p.Steps = append(p.Steps, step{Op: opFinish, Batch: id}, step{Op: opWriteSink, Batch: id},
-		step{Op: opCommitState, Batch: id}, step{Op: opWriteCommit, Batch: id}, step{Op: opCommitSources, Batch: id})
+	p.Steps = append(p.Steps, step{Op: opFinish, Batch: id}, step{Op: opWriteSink, Batch: id, Overlap: c.Prepare},
+		step{Op: opCommitState, Batch: id, Overlap: c.Prepare}, step{Op: opWriteCommit, Batch: id}, step{Op: opCommitSources, Batch: id})
 	if c.Progress {
 		p.Steps = append(p.Steps, step{Op: opEmitProgress, Batch: id})
 	}

@@ -124,6 +124,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 func newRun(q Query, sp *startPlan, s settings, d *driver) *run {
 	r := &run{q: q, sp: sp, d: d, st: initialState(sp)}
 	r.c = planConf{Version: sp.Version, Keys: sp.Keys, NoData: s.noDataBatches, MinRetain: s.minRetain, Progress: true}
+	_, r.c.Prepare = q.Operator.(stream.CommitPreparer)
 	for _, ns := range q.Sources {
 		desc := ""
 		if ns.Source != nil {

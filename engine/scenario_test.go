@@ -150,6 +150,11 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 			})
 			fmt.Fprintf(&out, "%s: %s\n", sub, strings.Join(names, " "))
 		}
+		if d.HasArg("state") {
+			names, _ := s.fs.List(ckptDir + "/state/0")
+			sort.Strings(names)
+			fmt.Fprintf(&out, "state/0: %s\n", strings.Join(names, " "))
+		}
 		return out.String()
 	case "write":
 		// write file=offsets/3 then the input as the file's new content
@@ -250,6 +255,10 @@ func (s *scenario) query(t *testing.T, d *datadriven.TestData) (Query, map[strin
 	q := Query{Name: "blocks", Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource},
 		Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Duration(argInt(t, d, "delay-min", 1000000)) * time.Minute},
 		Operator:  &countOp{}, Conf: map[string]string{}}
+	if d.HasArg("prepare") {
+		// The operator prepares its commit while the sink writes.
+		q.Operator = newPrepOp()
+	}
 	srcs := map[string]*memSource{}
 	var worlds []string
 	defer func() {
@@ -327,6 +336,17 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	q, _ := s.query(t, d)
 	o := s.options(t, d)
 	sink := &memSink{t: s.table}
+	if c := argOr(d, "sink-fail", ""); c != "" {
+		n, _ := strconv.Atoi(c)
+		calls := 0
+		sink.failBefore = func(int64) error {
+			calls++
+			if calls == n {
+				return errors.New("injected sink failure")
+			}
+			return nil
+		}
+	}
 	if c := argOr(d, "sink-crash", ""); c != "" {
 		n, _ := strconv.Atoi(c)
 		calls := 0

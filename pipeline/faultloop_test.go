@@ -32,7 +32,9 @@ import (
 // vfs.CrashClone), for every i;
 // then the query restarts on what is left. After the restart: the run
 // succeeded, the table equals a recount of every archived block, no row is
-// duplicated, and no temp file is left anywhere.
+// duplicated, no temp file is left anywhere, and no state data file lacks
+// its metadata (what an interrupted or prepared commit leaves is collected).
+// faultoverlap_test.go adds the crashes inside the sink / state overlap.
 
 const (
 	flCheckpoint = "/ck"
@@ -268,6 +270,9 @@ func faultRun(t *testing.T, want map[windowKey]int64, i int, mode faultMode) boo
 	}
 	if tmps := listTemps(fs, "/"); len(tmps) > 0 {
 		t.Fatalf("op %d: temp files left after the restart: %v", i, tmps)
+	}
+	if o := orphanStateData(fs); len(o) > 0 {
+		t.Fatalf("op %d: state data files without metadata after the restart: %v", i, o)
 	}
 	return true
 }

@@ -16,14 +16,81 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 )
 
+// prepared is a version whose data file is published and whose metadata
+// file is not: Prepare's result, which Commit publishes and Abort drops.
+type prepared struct {
+	version          int64
+	m                *versionMeta
+	cs               []change
+	rangeDel         []bool
+	newRows          []int64
+	bounds           []*keyBounds
+	snapshot         bool
+	updated, removed int64
+	dataSize         int64
+	took             time.Duration // spent in Prepare
+}
+
+// Prepare does everything Commit(version) does before the version becomes
+// visible: it opens the partitions the batch writes, computes the new
+// bounds and counts, and publishes the version's data file, but not the
+// metadata file that commits it. A version without metadata is never read:
+// a crash or an Abort after Prepare leaves exactly what a crash inside
+// Commit between the two files leaves (a data file collected as garbage;
+// the next attempt of the version gets a new attempt number). Commit then
+// only publishes the metadata and applies the batch to the cache, so a
+// caller can run Prepare while something else that must happen first (the
+// engine's sink write) is in flight, and Commit after it.
+//
+// Between Prepare and Commit or Abort the pending batch is frozen: Put and
+// Delete fail, reads see it as before. On error nothing is prepared and the
+// pending batch is kept: the caller may retry or Abort.
+func (s *Store) Prepare(ctx context.Context, version int64) error {
+	start := time.Now()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if s.prep != nil {
+		return fmt.Errorf("state: prepare version %d, version %d is prepared already", version, s.prep.version)
+	}
+	if version <= s.version {
+		return fmt.Errorf("state: commit version %d, store already holds version %d", version, s.version)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := s.prepare(version)
+	if err != nil {
+		return err
+	}
+	p.took = time.Since(start)
+	s.prep = p
+	return nil
+}
+
+// Prepared reports the version Prepare left ready for Commit, if any.
+func (s *Store) Prepared() (int64, bool) {
+	if s.prep == nil {
+		return 0, false
+	}
+	return s.prep.version, true
+}
+
 // Commit makes version durable in Dir (data file, then metadata file, both
 // published crash-safely), applies the batch to the local cache, and returns
-// the batch's metrics. version must be above the loaded one. On error the
-// pending batch is kept: the caller may retry Commit or Abort.
+// the batch's metrics. version must be above the loaded one. After
+// Prepare(version) only the metadata file is left to publish. On error the
+// pending batch is kept (and nothing stays prepared): the caller may retry
+// Commit, which writes the version under a new attempt, or Abort.
 func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	start := time.Now()
 	if err := s.usable(); err != nil {
 		return Metrics{}, err
+	}
+	p := s.prep
+	s.prep = nil
+	if p != nil && p.version != version {
+		return Metrics{}, fmt.Errorf("state: commit version %d, version %d is prepared", version, p.version)
 	}
 	if version <= s.version {
 		return Metrics{}, fmt.Errorf("state: commit version %d, store already holds version %d", version, s.version)
@@ -31,9 +98,50 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	if err := ctx.Err(); err != nil {
 		return Metrics{}, err
 	}
-	cs, err := s.changes()
+	var prepTime time.Duration
+	if p == nil {
+		var err error
+		if p, err = s.prepare(version); err != nil {
+			return Metrics{}, err
+		}
+	} else {
+		prepTime = p.took
+	}
+	msize, err := s.publishMeta(p.m)
 	if err != nil {
 		return Metrics{}, err
+	}
+	// The version is durable; now the cache.
+	if err := s.applyChanges(p.cs, p.rangeDel); err != nil {
+		s.broken = err
+	}
+	m := p.m
+	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, p.newRows, m.Rows, p.bounds
+	s.union = unionBounds{}
+	s.Abort()
+	s.afterPublish(p.snapshot)
+	if s.broken != nil {
+		return Metrics{}, fmt.Errorf("state: version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
+	}
+	return Metrics{
+		RowsTotal:       s.rows,
+		RowsUpdated:     p.updated,
+		RowsRemoved:     p.removed,
+		MemoryUsedBytes: s.memoryUsed(),
+		CommitTimeMs:    (time.Since(start) + prepTime).Milliseconds(),
+		PrepareTimeMs:   prepTime.Milliseconds(),
+		PartitionRows:   slices.Clone(s.partRows),
+		Snapshot:        p.snapshot,
+		BytesWritten:    p.dataSize + msize,
+	}, nil
+}
+
+// prepare computes version's metadata from the pending batch and publishes
+// its data file (Prepare's work, and the first half of a Commit).
+func (s *Store) prepare(version int64) (*prepared, error) {
+	cs, err := s.changes()
+	if err != nil {
+		return nil, err
 	}
 	var updated, removed int64
 	newRows := slices.Clone(s.partRows)
@@ -62,12 +170,12 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	}
 	if closed > 1 {
 		if err := s.parts.openAll(func(i int) bool { return touched[i] }); err != nil {
-			return Metrics{}, err
+			return nil, err
 		}
 	}
 	bounds, rangeDel, err := s.nextBounds(cs, newRows)
 	if err != nil {
-		return Metrics{}, err
+		return nil, err
 	}
 	snapshot := s.head == nil || s.head.ChainLength+1 >= s.opts.SnapshotEvery
 	kind := kindNameDelta
@@ -131,31 +239,12 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		m.Base = &ref
 		m.ChainLength = s.head.ChainLength + 1
 	}
-	n, err := s.publishVersion(m, write)
+	n, err := s.publishData(m, write)
 	if err != nil {
-		return Metrics{}, err
+		return nil, err
 	}
-	// The version is durable; now the cache.
-	if err := s.applyChanges(cs, rangeDel); err != nil {
-		s.broken = err
-	}
-	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, newRows, m.Rows, bounds
-	s.union = unionBounds{}
-	s.Abort()
-	s.afterPublish(snapshot)
-	if s.broken != nil {
-		return Metrics{}, fmt.Errorf("state: version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
-	}
-	return Metrics{
-		RowsTotal:       s.rows,
-		RowsUpdated:     updated,
-		RowsRemoved:     removed,
-		MemoryUsedBytes: s.memoryUsed(),
-		CommitTimeMs:    time.Since(start).Milliseconds(),
-		PartitionRows:   slices.Clone(s.partRows),
-		Snapshot:        snapshot,
-		BytesWritten:    n,
-	}, nil
+	return &prepared{version: version, m: m, cs: cs, rangeDel: rangeDel, newRows: newRows, bounds: bounds,
+		snapshot: snapshot, updated: updated, removed: removed, dataSize: n}, nil
 }
 
 // writeSnapshotFromFiles writes the full state after the sorted changes cs
@@ -217,9 +306,10 @@ func (s *Store) writeSnapshotFromFiles(dw *dataWriter, cs []change, rows int64) 
 	return nil
 }
 
-// publishVersion writes m's data file with write, then m's metadata file.
-// The version is committed once the metadata file is published.
-func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error) (int64, error) {
+// publishData writes m's data file with write and completes m with its
+// size and record count. The version is not committed yet: publishMeta
+// does that.
+func (s *Store) publishData(m *versionMeta, write func(dw *dataWriter) error) (int64, error) {
 	kindByte := byte(kindDelta)
 	if m.Kind == kindNameSnapshot {
 		kindByte = kindSnapshot
@@ -250,6 +340,12 @@ func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error)
 			m.ChainBytes += s.head.ChainBytes
 		}
 	}
+	return size, nil
+}
+
+// publishMeta writes m's metadata file: the version is committed once it is
+// published.
+func (s *Store) publishMeta(m *versionMeta) (int64, error) {
 	mb := encodeMeta(m)
 	msize, tmp, err := publishFile(s.fs, s.dir, metaFileName(m.Version, m.Attempt), durable.NoOverwrite, func(w io.Writer) error {
 		_, err := w.Write(mb)
@@ -260,6 +356,20 @@ func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("state: commit version %d: %w", m.Version, err)
+	}
+	return msize, nil
+}
+
+// publishVersion writes m's data file with write, then m's metadata file
+// (a repartition's snapshot, which nothing overlaps).
+func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error) (int64, error) {
+	size, err := s.publishData(m, write)
+	if err != nil {
+		return 0, err
+	}
+	msize, err := s.publishMeta(m)
+	if err != nil {
+		return 0, err
 	}
 	return size + msize, nil
 }

@@ -8,7 +8,12 @@
 // pending batch of puts and deletes kept in memory. Reads (Get, Scan) see the
 // pending batch over the committed version. Commit(v') publishes v' to the
 // checkpoint, then applies the batch to the local Pebble instances; Abort drops
-// it. A key lives in partition PartitionOf(key, n): FNV-1a 64 of the encoded
+// it. Commit may be split: Prepare(v') publishes the data file of v' only (the
+// version stays invisible: it has no .meta file) and freezes the pending
+// batch; Commit(v') then publishes the .meta file and applies the cache, and
+// Abort instead leaves the data file as garbage, exactly what a crash
+// between the two files leaves. The engine prepares while the sink writes.
+// A key lives in partition PartitionOf(key, n): FNV-1a 64 of the encoded
 // key bytes modulo n. That function is part of the format and never changes.
 //
 // The Store is not safe for concurrent use.

@@ -82,7 +82,7 @@ func noTemps(t *testing.T, fs vfs.FS, dir string) {
 // leaves no temp file; a restart sees the old version, or exactly the new
 // one, never a mix.
 func TestFaultLoop(t *testing.T) {
-	for _, kind := range []string{"delta", "snapshot", "repartition"} {
+	for _, kind := range []string{"delta", "prepared", "snapshot", "repartition"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			for _, retry := range []bool{true, false} {
@@ -134,7 +134,14 @@ func faultOnce(t *testing.T, kind string, i int, retry bool) bool {
 		if err := batchOps(s, rng, want); err != nil {
 			t.Fatal(err)
 		}
-		_, opErr = s.Commit(ctx, 1)
+		if kind == "prepared" {
+			// The engine's overlapped commit: Prepare, then Commit.
+			if opErr = s.Prepare(ctx, 1); opErr == nil {
+				_, opErr = s.Commit(ctx, 1)
+			}
+		} else {
+			_, opErr = s.Commit(ctx, 1)
+		}
 	}
 	inj.armed = false
 	if !inj.hit {
@@ -249,7 +256,13 @@ func crashOnce(t *testing.T, i int) bool {
 					break
 				}
 				versions[v] = next
-				_, err = s.Commit(ctx, v)
+				if v%2 == 1 {
+					// Odd versions commit as the engine's overlap does.
+					err = s.Prepare(ctx, v)
+				}
+				if err == nil {
+					_, err = s.Commit(ctx, v)
+				}
 				if err == nil {
 					cur = next
 				}

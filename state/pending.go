@@ -135,9 +135,20 @@ func (s *Store) entry(key []byte) *pendingEntry {
 	return e
 }
 
+// writable refuses a change to a frozen pending batch (Prepare).
+func (s *Store) writable() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if s.prep != nil {
+		return fmt.Errorf("state: write to the pending batch after Prepare of version %d (Commit or Abort first)", s.prep.version)
+	}
+	return nil
+}
+
 // Put sets key to val in the pending batch (both are copied).
 func (s *Store) Put(key, val []byte) error {
-	if err := s.usable(); err != nil {
+	if err := s.writable(); err != nil {
 		return err
 	}
 	e := s.entry(key)
@@ -159,7 +170,7 @@ func (s *Store) Put(key, val []byte) error {
 
 // Delete removes key in the pending batch; deleting a missing key is a no-op.
 func (s *Store) Delete(key []byte) error {
-	if err := s.usable(); err != nil {
+	if err := s.writable(); err != nil {
 		return err
 	}
 	e := s.entry(key)
@@ -261,6 +272,7 @@ func (s *Store) NumKeys() int64 {
 
 // Abort drops the pending batch.
 func (s *Store) Abort() {
+	s.prep = nil
 	s.ptab.reset()
 	s.pendingDelta, s.pendingBytes, s.unknown, s.pendingClosed = 0, 0, 0, 0
 	s.lastGet = s.lastGet[:0]

@@ -47,8 +47,13 @@ type Metrics struct {
 	// a commit). Memtable growth and the block cache depend on the process's
 	// history and are not counted (see partitions.memoryUsed).
 	MemoryUsedBytes int64
-	CommitTimeMs    int64
-	PartitionRows   []int64 // rows per partition (skew)
+	// CommitTimeMs is the time spent committing: in Prepare, if the
+	// version was prepared, plus in Commit.
+	CommitTimeMs int64
+	// PrepareTimeMs is the part of CommitTimeMs spent in Prepare (0 when
+	// Commit ran alone).
+	PrepareTimeMs int64
+	PartitionRows []int64 // rows per partition (skew)
 	// Snapshot is true when this commit wrote a full snapshot.
 	Snapshot bool
 	// BytesWritten is the size of the version's data and metadata files.
@@ -86,6 +91,9 @@ type Store struct {
 
 	// pendingClosed is the pending batch's SetClosedRows value.
 	pendingClosed int64
+	// prep is the version Prepare published the data file of; nil when
+	// none. While set, the pending batch is frozen.
+	prep *prepared
 
 	ptab         pendingTable // the pending batch
 	pendingDelta int64        // NumKeys change of the pending batch's known entries

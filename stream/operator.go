@@ -51,8 +51,9 @@ type RepartitionStats struct {
 }
 
 // Operator is the stateful operator hook (agg/ implements it over state/).
-// The engine drives it from one goroutine: per batch, Process for each input
-// chunk, then Finish, then Commit (or Abort if anything failed).
+// The engine drives it from one goroutine at a time: per batch, Process for
+// each input chunk, then Finish, then Commit (or Abort if anything failed);
+// see CommitPreparer for the one call made on another goroutine.
 type Operator interface {
 	// Open loads the state committed at env.Version. It returns a
 	// STATE_SCHEMA_MISMATCH error if the checkpoint's operator metadata
@@ -87,6 +88,23 @@ type Operator interface {
 // complete only after Commit (commit time, memory): the engine asks again then.
 type ProgressReporter interface {
 	Progress() OperatorProgress
+}
+
+// CommitPreparer is implemented by operators whose Commit splits in two:
+// PrepareCommit(N) writes everything version N needs except what makes it
+// the committed version (for the state store: the data file, not the
+// metadata file that publishes it), then Commit(N) publishes it. After
+// PrepareCommit, a crash or an Abort must leave only what a crash inside
+// Commit may leave, which the next Open ignores and collects: a prepared,
+// unpublished version is never loaded.
+//
+// The engine calls PrepareCommit(N) after Finish(N), on another goroutine,
+// while Sink.AddBatch(N) runs (no other method of the operator runs
+// meanwhile), and Commit(N) only after both returned and the sink
+// succeeded; if either failed it calls Abort. Without this interface the
+// engine calls Commit(N) after Sink.AddBatch(N) returned.
+type CommitPreparer interface {
+	PrepareCommit(ctx context.Context, batchID int64) error
 }
 
 // WatermarkLookahead is implemented by operators that use the watermark the

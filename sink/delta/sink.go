@@ -186,9 +186,14 @@ func (m *MergeSink) Version() int64 {
 	return m.snap.Version
 }
 
+// MetricWriteTime is the sink metric (progress event sink.metrics) giving the
+// milliseconds AddBatch took, the Delta commit included.
+const MetricWriteTime = "writeTimeMs"
+
 // AddBatch upserts out as batch batchID. A batch whose id is not above the
 // table's txn version for this query is skipped, so re-runs write nothing.
 func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Batch) (stream.SinkProgress, error) {
+	start := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	prog := stream.SinkProgress{Description: m.Description()}
@@ -223,7 +228,10 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 		m.autoMaintain()
 	}
 	prog.NumOutputRows = int64(n)
-	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version)}
+	// writeTimeMs is the whole call: the MERGE (executionTimeMs) plus the
+	// table refresh, the log commit and starting any maintenance.
+	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version),
+		MetricWriteTime: fmt.Sprint(time.Since(start).Milliseconds())}
 	if res.skipped {
 		prog.NumOutputRows = 0
 		prog.Metrics["skipped"] = "true"
