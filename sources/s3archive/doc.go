@@ -20,7 +20,9 @@
 // admitted by later triggers; an admitted file is never admitted again, across
 // restarts. Names starting with "_" or "." and files not ending in ".parquet"
 // are ignored. With trigger availableNow, PrepareAvailableNow snapshots the
-// listing and only files in the snapshot are admitted.
+// listing and only files in the snapshot are admitted; the triggers of that
+// run admit from the snapshot and do not list again (Spark's
+// FileStreamSource does the same).
 //
 // # Source log format (version 1)
 //

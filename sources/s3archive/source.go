@@ -36,8 +36,14 @@ type Source struct {
 	seen    map[string]struct{} // URIs of every admitted file
 	sizes   sync.Map            // URI -> size from the latest listing (saves a HEAD per file)
 	// snapshot is the set of files that existed when PrepareAvailableNow ran;
-	// nil without availableNow.
-	snapshot map[string]struct{}
+	// nil without availableNow. snapshotObjs is that listing, sorted: with
+	// availableNow every LatestOffset admits from it instead of listing the
+	// store again (as Spark's FileStreamSource reuses its pre-fetched
+	// listing for Trigger.AvailableNow): the answer is the same, since only
+	// files in the snapshot may be admitted, and a backfill of 4,080 files at
+	// 365 per trigger listed the prefix 12 times.
+	snapshot     map[string]struct{}
+	snapshotObjs []object
 	// probed is the listing Check made just before the start, handed to the
 	// first list instead of listing again (a seed-size prefix is 4,080
 	// objects: a second listing doubled the restart's cost).
@@ -191,6 +197,7 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 	for _, o := range objs {
 		s.snapshot[o.URI] = struct{}{}
 	}
+	s.snapshotObjs = objs
 	return nil
 }
 
@@ -231,9 +238,11 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 		return nil, errcode.Corrupt(s.env.MetadataDir, nil,
 			"start offset logOffset %d but the source log ends at %d: source log files are missing", st, s.nextID-1)
 	}
-	objs, err := s.list(ctx)
-	if err != nil {
-		return nil, err
+	objs := s.snapshotObjs
+	if s.snapshot == nil {
+		if objs, err = s.list(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var admit []logEntry
 	var bytes int64
