@@ -377,8 +377,9 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 	for range workers {
 		go func() {
 			defer wg.Done()
+			intern := make(map[string]string, 1024)
 			for i := range next {
-				f, err := s.readFile(ctx, pool, files[i].Path)
+				f, err := s.readFile(ctx, pool, intern, files[i].Path)
 				results[i] <- fileResult{f, err}
 			}
 		}()
@@ -420,7 +421,7 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 // the oldest.
 func aheadFiles(parallelism int) int { return 2 * parallelism }
 
-func (s *Source) readFile(ctx context.Context, pool *fetchPool, uri string) (*decodedFile, error) {
+func (s *Source) readFile(ctx context.Context, pool *fetchPool, intern map[string]string, uri string) (*decodedFile, error) {
 	var size int64
 	if v, ok := s.sizes.Load(uri); ok {
 		size = v.(int64)
@@ -431,7 +432,7 @@ func (s *Source) readFile(ctx context.Context, pool *fetchPool, uri string) (*de
 		}
 		size = n
 	}
-	f, err := decodeFileWith(ctx, s.st, pool, uri, size, s.env.Columns, s.m)
+	f, err := decodeFileWith(ctx, s.st, pool, intern, uri, size, s.env.Columns, s.m)
 	if err != nil {
 		// The listed size may be stale (the object was replaced): ask again
 		// when the batch is re-run.
