@@ -189,8 +189,14 @@ func cmpNullable(an, bn bool) int {
 }
 
 // dedupeSorted returns src's rows sorted by key, keeping the last row of
-// each key (the engine's order is the update order).
+// each key (the engine's order is the update order). src is not modified;
+// when it is sorted with unique keys already (an update-mode batch in key
+// order) it is returned itself rather than copied: the copy of a seed
+// backfill batch's ~1M rows was 57 MB live at the batch's memory peak.
 func (m keyMask) dedupeSorted(src []sinkRow) []sinkRow {
+	if slices.IsSortedFunc(src, func(a, b sinkRow) int { return m.cmp(&a, &b) }) && m.unique(src) {
+		return src
+	}
 	rows := make([]sinkRow, len(src))
 	copy(rows, src)
 	if !slices.IsSortedFunc(rows, func(a, b sinkRow) int { return m.cmp(&a, &b) }) {
@@ -213,6 +219,16 @@ func (m keyMask) dedupeSorted(src []sinkRow) []sinkRow {
 		out = append(out, rows[i])
 	}
 	return out
+}
+
+// unique reports whether sorted holds no two rows with the same key.
+func (m keyMask) unique(sorted []sinkRow) bool {
+	for i := 1; i < len(sorted); i++ {
+		if m.cmp(&sorted[i-1], &sorted[i]) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeSorted merges two runs sorted by m.cmp.

@@ -195,9 +195,14 @@ func TestAvailableNow(t *testing.T) {
 	var start stream.Offset
 	files := 0
 	for {
+		req := s.m.requests.Load()
 		end, err := s.LatestOffset(t.Context(), start)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The triggers admit from the snapshot: no listing after the first.
+		if n := s.m.requests.Load() - req; n != 0 {
+			t.Fatalf("LatestOffset after PrepareAvailableNow made %d store requests, want 0", n)
 		}
 		if bytes.Equal(end, start) {
 			break

@@ -20,7 +20,9 @@
 // admitted by later triggers; an admitted file is never admitted again, across
 // restarts. Names starting with "_" or "." and files not ending in ".parquet"
 // are ignored. With trigger availableNow, PrepareAvailableNow snapshots the
-// listing and only files in the snapshot are admitted.
+// listing and only files in the snapshot are admitted; the triggers of that
+// run admit from the snapshot and do not list again (Spark's
+// FileStreamSource does the same).
 //
 // # Source log format (version 1)
 //
@@ -109,14 +111,16 @@
 //
 // # Reading
 //
-// For each file the source fetches the last 64 KiB (the footer, read
-// speculatively; more if the footer is larger), then only the byte ranges of
+// For each file the source fetches the last 128 KiB (the footer and the last
+// row group's last columns, read speculatively; more if the footer is
+// larger), then only the byte ranges of
 // the projected column chunks not already in that tail, merging ranges that
 // touch (ranges with a gap stay apart, so no unprojected column chunk is
 // downloaded beyond the speculative tail), and decodes pages
 // with parquet-go's page API into columnar engine batches: one batch per row
-// group, in log order then row-group order. Up to Parallelism files are
-// fetched and decoded ahead of emission. Columns are matched by name per file
+// group, in log order then row-group order. Parallelism files are fetched
+// and decoded at once, by long-lived workers, up to 2 x Parallelism files
+// ahead of emission. Columns are matched by name per file
 // (engine block_ts is the archive's timestamp) and may drift between files:
 // missing optional columns (transaction_count, gas_used) become nulls; INT96
 // and INT64 timestamps (millis, micros, nanos; unannotated integers by

@@ -36,8 +36,14 @@ type Source struct {
 	seen    map[string]struct{} // URIs of every admitted file
 	sizes   sync.Map            // URI -> size from the latest listing (saves a HEAD per file)
 	// snapshot is the set of files that existed when PrepareAvailableNow ran;
-	// nil without availableNow.
-	snapshot map[string]struct{}
+	// nil without availableNow. snapshotObjs is that listing, sorted: with
+	// availableNow every LatestOffset admits from it instead of listing the
+	// store again (as Spark's FileStreamSource reuses its pre-fetched
+	// listing for Trigger.AvailableNow): the answer is the same, since only
+	// files in the snapshot may be admitted, and a backfill of 4,080 files at
+	// 365 per trigger listed the prefix 12 times.
+	snapshot     map[string]struct{}
+	snapshotObjs []object
 	// probed is the listing Check made just before the start, handed to the
 	// first list instead of listing again (a seed-size prefix is 4,080
 	// objects: a second listing doubled the restart's cost).
@@ -191,6 +197,7 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 	for _, o := range objs {
 		s.snapshot[o.URI] = struct{}{}
 	}
+	s.snapshotObjs = objs
 	return nil
 }
 
@@ -231,9 +238,11 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 		return nil, errcode.Corrupt(s.env.MetadataDir, nil,
 			"start offset logOffset %d but the source log ends at %d: source log files are missing", st, s.nextID-1)
 	}
-	objs, err := s.list(ctx)
-	if err != nil {
-		return nil, err
+	objs := s.snapshotObjs
+	if s.snapshot == nil {
+		if objs, err = s.list(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var admit []logEntry
 	var bytes int64
@@ -327,6 +336,12 @@ type fileResult struct {
 	err error
 }
 
+// readFiles fetches and decodes files on Parallelism long-lived workers, up
+// to aheadFiles(Parallelism) files ahead of the one being emitted, and emits
+// their batches in order. A worker takes the next file as soon as it is done
+// with one, so a slow file holds back emission, not the other workers
+// (until the window is full); a decoded file is small (the projected
+// columns of ~7,000 rows), the window bounds how many are held.
 func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*stream.Batch) error) error {
 	if len(files) == 0 {
 		return nil
@@ -336,30 +351,43 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 	for i := range results {
 		results[i] = make(chan fileResult, 1)
 	}
-	// slots bounds the files being decoded or waiting to be emitted.
-	slots := make(chan struct{}, s.parall)
+	// window holds a token per file being read or waiting to be emitted.
+	window := make(chan struct{}, aheadFiles(s.parall))
+	next := make(chan int)
+	workers := min(s.parall, len(files))
+	pool := newFetchPool(workers * (rangeConcurrency - 1))
 	var wg sync.WaitGroup
-	launched := make(chan struct{})
+	wg.Add(1 + workers)
 	go func() {
-		defer close(launched)
+		defer wg.Done()
+		defer close(next)
 		for i := range files {
 			select {
-			case slots <- struct{}{}:
+			case window <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				f, err := s.readFile(ctx, files[i].Path)
-				results[i] <- fileResult{f, err}
-			}(i)
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
+	for range workers {
+		go func() {
+			defer wg.Done()
+			intern := make(map[string]string, 1024)
+			for i := range next {
+				f, err := s.readFile(ctx, pool, intern, files[i].Path)
+				results[i] <- fileResult{f, err}
+			}
+		}()
+	}
 	defer func() {
 		cancel()
-		<-launched
 		wg.Wait()
+		pool.close()
 	}()
 	for i := range files {
 		var r fileResult
@@ -368,7 +396,7 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		<-slots
+		<-window
 		if r.err != nil {
 			if s.opts.SkipUnreadable && errcode.Is(r.err, ArchiveFileUnreadable) {
 				s.m.skip(files[i].Path)
@@ -388,7 +416,12 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 	return nil
 }
 
-func (s *Source) readFile(ctx context.Context, uri string) (*decodedFile, error) {
+// aheadFiles is how many files may be read ahead of emission: twice the
+// workers, so that every worker has a next file while emission waits for
+// the oldest.
+func aheadFiles(parallelism int) int { return 2 * parallelism }
+
+func (s *Source) readFile(ctx context.Context, pool *fetchPool, intern map[string]string, uri string) (*decodedFile, error) {
 	var size int64
 	if v, ok := s.sizes.Load(uri); ok {
 		size = v.(int64)
@@ -399,7 +432,7 @@ func (s *Source) readFile(ctx context.Context, uri string) (*decodedFile, error)
 		}
 		size = n
 	}
-	f, err := decodeFile(ctx, s.st, uri, size, s.env.Columns, s.m)
+	f, err := decodeFileWith(ctx, s.st, pool, intern, uri, size, s.env.Columns, s.m)
 	if err != nil {
 		// The listed size may be stale (the object was replaced): ask again
 		// when the batch is re-run.
