@@ -564,6 +564,7 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 			info.Exists, info.Hash = true, etag(key, st)
 		}
 		if err := gofakes3.CheckPutConditions(cond, info); err != nil {
+			drain(input)
 			return gofakes3.PutObjectResult{}, err
 		}
 	}
@@ -584,9 +585,18 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 			return err
 		})
 	if errors.Is(err, durable.ErrExists) {
+		drain(input)
 		return gofakes3.PutObjectResult{}, gofakes3.ErrorMessage(gofakes3.ErrPreconditionFailed, "The object already exists")
 	}
 	return gofakes3.PutObjectResult{}, err
+}
+
+// drain reads a refused PUT's body to its end before the 412 goes out. A
+// taken name is refused before the body is read; net/http then closes the
+// connection under a client still sending a large body, and the client sees
+// "connection reset" instead of the 412 (a lost race read as an I/O error).
+func drain(body io.Reader) {
+	_, _ = io.Copy(io.Discard, body)
 }
 
 func (b *dirBackend) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDeleteResult, error) {
