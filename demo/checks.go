@@ -198,22 +198,40 @@ type tableVsRecount struct {
 
 // compareTable streams the table's rows against the recount's groups,
 // marking each group it meets (count 0: no recounted group has 0 blocks),
-// so no second map of the table is built. It consumes raw.
+// so no second copy of the table is built. It consumes raw.
 func compareTable(raw *groupCounts, scan func(func(delta.SinkRow) error) error) (tableVsRecount, error) {
 	var out tableVsRecount
+	// met records a group's row; it reports whether the count is the recount's.
+	met := func(c *uint32, count int64) {
+		switch {
+		case *c == 0:
+			out.dups++
+		case int64(*c) != count:
+			out.mismatch++
+		}
+		*c = 0
+	}
 	extra := map[windowKey]bool{} // table rows that are no recounted group
 	err := scan(func(r delta.SinkRow) error {
 		out.sum += r.Count
-		if k, ok := raw.key(r.WindowStart, r.Source, r.Miner); ok {
-			if c, ok := raw.counts[k]; ok {
-				switch {
-				case c == 0:
-					out.dups++
-				case c != r.Count:
-					out.mismatch++
+		if id, ok := raw.miners[r.Miner]; ok {
+			switch r.Source {
+			case ArchiveSource:
+				if i, ok := raw.lookup(r.WindowStart, id); ok {
+					met(&raw.archive[i].count, r.Count)
+					return nil
 				}
-				raw.counts[k] = 0
-				return nil
+			case LiveSource:
+				k := liveKey{r.WindowStart, id}
+				if c, ok := raw.live[k]; ok {
+					if c == 0 {
+						out.dups++
+					} else if c != r.Count {
+						out.mismatch++
+					}
+					raw.live[k] = 0
+					return nil
+				}
 			}
 		}
 		k := windowKey{r.WindowStart, r.Source, r.Miner}
@@ -228,7 +246,12 @@ func compareTable(raw *groupCounts, scan func(func(delta.SinkRow) error) error) 
 	if err != nil {
 		return out, err
 	}
-	for _, c := range raw.counts {
+	for _, g := range raw.archive {
+		if g.count != 0 {
+			out.mismatch++
+		}
+	}
+	for _, c := range raw.live {
 		if c != 0 {
 			out.mismatch++
 		}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -90,17 +93,58 @@ func TestRecountMatchesBruteForce(t *testing.T) {
 		names[id] = m
 	}
 	got := map[windowKey]int64{}
-	for k, c := range raw.counts {
-		if k.source != srcArchive {
-			t.Fatalf("group %v is not an archive group", k)
+	for i, g := range raw.archive {
+		if i > 0 && groupCmp(raw.archive[i-1], g) >= 0 {
+			t.Fatalf("groups %d and %d out of order: %v %v", i-1, i, raw.archive[i-1], g)
 		}
-		got[windowKey{k.start, ArchiveSource, names[k.miner]}] = c
+		got[windowKey{g.start, ArchiveSource, names[g.miner]}] = int64(g.count)
+	}
+	if len(raw.live) != 0 {
+		t.Fatalf("%d live groups without live blocks", len(raw.live))
 	}
 	if len(want) < 1000 {
 		t.Fatalf("only %d groups: the archive is too small to test anything", len(want))
 	}
 	if d := diffRows(got, want); d != 0 {
 		t.Fatalf("%d of %d groups differ from the brute-force recount", d, len(want))
+	}
+}
+
+// TestLookupMatchesBruteForce: the galloping search finds exactly the
+// groups a linear scan finds, whatever order the keys come in, and the
+// out-of-order merge adds up a group two files hold.
+func TestLookupMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for round := range 200 {
+		var groups []archiveGroup
+		for range rng.Intn(60) {
+			groups = append(groups, archiveGroup{start: int64(rng.Intn(20)) * 300e6, miner: uint32(rng.Intn(5)), count: uint32(1 + rng.Intn(3))})
+		}
+		want := map[liveKey]uint32{}
+		for _, g := range groups {
+			want[liveKey{g.start, g.miner}] += g.count
+		}
+		g := &groupCounts{archive: slices.Clone(groups)}
+		if err := g.sortAndMerge(); err != nil {
+			t.Fatal(err)
+		}
+		if len(g.archive) != len(want) {
+			t.Fatalf("round %d: %d groups after the merge, want %d", round, len(g.archive), len(want))
+		}
+		for range 100 {
+			k := liveKey{int64(rng.Intn(22)-1) * 300e6, uint32(rng.Intn(6))}
+			if rng.Intn(4) == 0 {
+				k.start++ // not a window start
+			}
+			i, ok := g.lookup(k.start, k.miner)
+			c, exists := want[k]
+			if ok != exists || ok && g.archive[i].count != c {
+				t.Fatalf("round %d: lookup %v = %d, %v; want found %v with %d", round, k, i, ok, exists, c)
+			}
+			if lb := sort.Search(len(g.archive), func(j int) bool { return groupCmp(g.archive[j], archiveGroup{start: k.start, miner: k.miner}) >= 0 }); i != lb {
+				t.Fatalf("round %d: lookup %v ended at %d, the lower bound is %d", round, k, i, lb)
+			}
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"sync"
 
 	"github.com/ethstream/ethstream/errcode"
 )
@@ -29,4 +30,88 @@ func (s *Snapshot) SinkRows(ctx context.Context, fn func(SinkRow) error) error {
 	return s.sinkRows(ctx, func(r *sinkRow) error {
 		return fn(SinkRow{WindowStart: r.WS, WindowEnd: r.WE, Source: r.Source, Miner: r.Miner, Count: r.Count, HasNull: r.nulls != 0})
 	})
+}
+
+// readAhead reads items 0..n-1 with read on up to workers goroutines, at
+// most 2*workers items ahead of use, and calls use with each item's rows in
+// order on the calling goroutine. Buffers use is done with are handed back
+// to read. The first error (or ctx's) stops the scan.
+func readAhead(ctx context.Context, n, workers int, read func(i int, buf []sinkRow) ([]sinkRow, error), use func([]sinkRow) error) error {
+	if n == 0 {
+		return ctx.Err()
+	}
+	workers = max(1, min(workers, n))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		rows []sinkRow
+		err  error
+	}
+	done := make([]chan result, n)
+	for i := range done {
+		done[i] = make(chan result, 1)
+	}
+	ahead := make(chan struct{}, 2*workers)
+	free := make(chan []sinkRow, 2*workers+workers)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				var buf []sinkRow
+				select {
+				case buf = <-free:
+				default:
+				}
+				rows, err := read(i, buf[:0])
+				done[i] <- result{rows, err}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(next)
+		for i := range n {
+			select {
+			case ahead <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var err error
+	for i := range n {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		var r result
+		select {
+		case r = <-done[i]:
+		case <-ctx.Done():
+			r.err = ctx.Err()
+		}
+		if err = r.err; err != nil {
+			break
+		}
+		err = use(r.rows)
+		<-ahead
+		select {
+		case free <- r.rows:
+		default:
+		}
+		if err != nil {
+			break
+		}
+	}
+	cancel()
+	wg.Wait()
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"testing"
 	"time"
@@ -99,5 +100,77 @@ func TestSinkRowsMatchesRows(t *testing.T) {
 	}
 	if err := fs.SinkRows(ctx, func(SinkRow) error { return nil }); codeOf(err) != CodeSchemaMismatch {
 		t.Fatalf("a foreign table: %v", err)
+	}
+}
+
+// TestReadAheadOrderAndErrors: rows come in item order whatever order the
+// workers finish in; a read error, a use error and a cancelled context each
+// stop the scan with that error, and no goroutine is left behind.
+func TestReadAheadOrderAndErrors(t *testing.T) {
+	ctx := context.Background()
+	before := runtime.NumGoroutine()
+	rng := rand.New(rand.NewSource(5))
+	delays := make([]time.Duration, 40)
+	for i := range delays {
+		delays[i] = time.Duration(rng.Intn(300)) * time.Microsecond
+	}
+	read := func(i int, buf []sinkRow) ([]sinkRow, error) {
+		time.Sleep(delays[i])
+		return append(buf, sinkRow{Count: int64(i)}, sinkRow{Count: int64(i)}), nil
+	}
+	for _, workers := range []int{1, 3, 8} {
+		var got []int64
+		if err := readAhead(ctx, len(delays), workers, read, func(rows []sinkRow) error {
+			for _, r := range rows {
+				got = append(got, r.Count)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range got {
+			if c != int64(i/2) || len(got) != 2*len(delays) {
+				t.Fatalf("workers %d: rows %v", workers, got)
+			}
+		}
+	}
+	errRead, errUse := fmt.Errorf("read 7"), fmt.Errorf("use 9")
+	failRead := func(i int, buf []sinkRow) ([]sinkRow, error) {
+		if i == 7 {
+			return buf, errRead
+		}
+		return read(i, buf)
+	}
+	n := 0
+	if err := readAhead(ctx, len(delays), 3, failRead, func([]sinkRow) error { n++; return nil }); err != errRead || n != 7 {
+		t.Fatalf("read error: %v after %d items", err, n)
+	}
+	n = 0
+	if err := readAhead(ctx, len(delays), 3, read, func([]sinkRow) error {
+		if n++; n == 10 {
+			return errUse
+		}
+		return nil
+	}); err != errUse || n != 10 {
+		t.Fatalf("use error: %v after %d items", err, n)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	n = 0
+	if err := readAhead(cctx, len(delays), 3, read, func([]sinkRow) error {
+		if n++; n == 4 {
+			cancel()
+		}
+		return nil
+	}); err != context.Canceled || n != 4 {
+		t.Fatalf("cancelled: %v after %d items", err, n)
+	}
+	if err := readAhead(ctx, 0, 3, read, func([]sinkRow) error { return errUse }); err != nil {
+		t.Fatalf("no items: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines before, %d after", before, runtime.NumGoroutine())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
