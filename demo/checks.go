@@ -424,27 +424,12 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 			check("7. every key in a partition below the new count", true, maxPart < v.o.ShrinkTo))
 	}
 
-	// 8. The table: totals, uniqueness, recount.
-	snap, err := tableSnapshot(ctx, v.env.Table, -1)
+	// 8.
+	tc, err := v.tableChecks(ctx, liveBlocks)
 	if err != nil {
 		return nil, 0, err
 	}
-	hint, _ := snap.NumRecords() // only sizes the recount's map
-	raw, err := recount(ctx, v.env.ArchiveRoot, v.env.Manifest.Files, v.env.Node.URL(),
-		v.env.Manifest.LastBlock+1, v.env.Manifest.LastBlock+uint64(liveBlocks), int(hint))
-	if err != nil {
-		return nil, 0, err
-	}
-	cmp, err := compareTable(raw, func(fn func(delta.SinkRow) error) error { return snap.SinkRows(ctx, fn) })
-	if err != nil {
-		return nil, 0, err
-	}
-	sum, dups, mismatch := cmp.sum, cmp.dups, cmp.mismatch
-	cs = append(cs,
-		check("8. table sum(count) = archive blocks + live blocks", fmt.Sprintf("%d = %d + %d", v.env.Manifest.Rows+liveBlocks, v.env.Manifest.Rows, liveBlocks), fmt.Sprintf("%d = %d + %d", sum, v.env.Manifest.Rows, sum-v.env.Manifest.Rows)),
-		check("8. live blocks", v.o.BlocksPerBatch*(v.o.AddLiveBatches+v.o.RetireBatches+v.o.ShrinkBatches), liveBlocks),
-		check("8. duplicate (window, source, miner) rows", 0, dups),
-		check("8. rows whose count differs from a recount of the raw blocks", 0, mismatch))
+	cs = append(cs, tc...)
 
 	// 9. Durations nest as Spark's: the phases never add up to more than the
 	// batch (each is truncated to whole ms, which only lowers the sum).
@@ -478,6 +463,33 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		figure("9. state memory bytes before -> after the shrink", fmt.Sprintf("%d -> %d", memBefore, memAfter)),
 		figure("9. controlBatch.REPARTITION ms", repMs))
 	return cs, liveBlocks, nil
+}
+
+// tableChecks is check 8: the table's totals, its uniqueness, and every
+// row against a recount of the raw blocks (the archive and the live blocks
+// after it).
+func (v *verifier) tableChecks(ctx context.Context, liveBlocks int64) ([]Check, error) {
+	snap, err := tableSnapshot(ctx, v.env.Table, -1)
+	if err != nil {
+		return nil, err
+	}
+	hint, _ := snap.NumRecords() // only sizes the recount's slice
+	raw, err := recount(ctx, v.env.ArchiveRoot, v.env.Manifest.Files, v.env.Node.URL(),
+		v.env.Manifest.LastBlock+1, v.env.Manifest.LastBlock+uint64(liveBlocks), int(hint))
+	if err != nil {
+		return nil, err
+	}
+	cmp, err := compareTable(raw, func(fn func(delta.SinkRow) error) error { return snap.SinkRows(ctx, fn) })
+	if err != nil {
+		return nil, err
+	}
+	rows := v.env.Manifest.Rows
+	return []Check{
+		check("8. table sum(count) = archive blocks + live blocks", fmt.Sprintf("%d = %d + %d", rows+liveBlocks, rows, liveBlocks), fmt.Sprintf("%d = %d + %d", cmp.sum, rows, cmp.sum-rows)),
+		check("8. live blocks", v.o.BlocksPerBatch*(v.o.AddLiveBatches+v.o.RetireBatches+v.o.ShrinkBatches), liveBlocks),
+		check("8. duplicate (window, source, miner) rows", 0, cmp.dups),
+		check("8. rows whose count differs from a recount of the raw blocks", 0, cmp.mismatch),
+	}, nil
 }
 
 func phaseSpan(batches []BatchRecord, phase string) (first, last int64) {

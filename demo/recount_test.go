@@ -25,7 +25,7 @@ import (
 // backfilledTable generates a two-day archive and backfills it into a real
 // Delta table through the engine (file by file, so there are several data
 // files).
-func backfilledTable(t *testing.T) (*Env, string) {
+func backfilledTable(t *testing.T) (Options, *Env, string) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -42,7 +42,7 @@ func backfilledTable(t *testing.T) (*Env, string) {
 	if _, err := pipeline.Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	return env, table
+	return o, env, table
 }
 
 // compareWith runs check 8's recount of the archive and its comparison with
@@ -64,6 +64,28 @@ func compareWith(t *testing.T, env *Env, path string) tableVsRecount {
 	}
 	return got
 }
+
+// check8Lines are the verification lines of check 8 on the table at path
+// (no live blocks), by name.
+func check8Lines(t *testing.T, o Options, env *Env, path string) map[string]Check {
+	t.Helper()
+	e := *env
+	e.Table = path
+	cs, err := newVerifier(o, &e).tableChecks(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Check{}
+	for _, c := range cs {
+		m[c.Name] = c
+	}
+	return m
+}
+
+const (
+	lineDups     = "8. duplicate (window, source, miner) rows"
+	lineMismatch = "8. rows whose count differs from a recount of the raw blocks"
+)
 
 // TestRecountMatchesBruteForce: the column-wise, parallel recount equals a
 // plain row-by-row read of every archive file.
@@ -154,10 +176,14 @@ func TestCheck8CatchesCorruptTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
 	}
-	env, table := backfilledTable(t)
+	o, env, table := backfilledTable(t)
 	rows := env.Manifest.Rows
 	if got, want := compareWith(t, env, table), (tableVsRecount{sum: rows}); got != want {
 		t.Fatalf("the engine's table: %+v, want %+v", got, want)
+	}
+	lines := check8Lines(t, o, env, table)
+	if !lines[lineDups].Pass || !lines[lineMismatch].Pass {
+		t.Fatalf("check 8 fails on the engine's table: %+v", lines)
 	}
 	ctx := context.Background()
 	snap, err := tableSnapshot(ctx, table, -1)
@@ -226,6 +252,14 @@ func TestCheck8CatchesCorruptTable(t *testing.T) {
 			}
 			if got := compareWith(t, env, p); got != tc.want {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			// The demo's own check lines fail, with the numbers.
+			lines := check8Lines(t, o, env, p)
+			for name, n := range map[string]int64{lineDups: tc.want.dups, lineMismatch: tc.want.mismatch} {
+				c, ok := lines[name]
+				if !ok || c.Pass != (n == 0) || c.Actual != fmt.Sprint(n) {
+					t.Errorf("line %q = %+v, want actual %d", name, c, n)
+				}
 			}
 		})
 	}
