@@ -281,7 +281,6 @@ func (fc *fileCounter) count(path string) ([]archiveGroup, error) {
 	if minerCol.Node.Type().Kind() != parquet.ByteArray {
 		return nil, fmt.Errorf("recount: %s: miner is %s, want a string", path, minerCol.Node.Type())
 	}
-	fc.dict = nil
 	for _, rg := range pf.RowGroups() {
 		cols := rg.ColumnChunks()
 		if err := fc.readTimestamps(cols[tsCol.ColumnIndex]); err != nil {
@@ -367,9 +366,10 @@ func (fc *fileCounter) readTimestamps(cc parquet.ColumnChunk) error {
 }
 
 // readMiners turns every miner of the chunk into its id: per dictionary
-// entry for a dictionary-encoded chunk, per value otherwise.
+// entry for a dictionary-encoded chunk (a dictionary belongs to one chunk),
+// per value otherwise.
 func (fc *fileCounter) readMiners(cc parquet.ColumnChunk) error {
-	fc.miner = fc.miner[:0]
+	fc.miner, fc.dict = fc.miner[:0], nil
 	return eachPage(cc, func(p parquet.Page) error {
 		if d := p.Dictionary(); d != nil {
 			if d != fc.dict {
