@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -19,7 +18,6 @@ import (
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
-	"github.com/parquet-go/parquet-go"
 )
 
 // verifier gathers evidence between phases (state at the right versions) and
@@ -124,13 +122,14 @@ func (v *verifier) afterRetire(ctx context.Context) error {
 	}
 	total := len(keys)
 	var openRows, openNow int64
-	if err := v.tableRows(ctx, func(r tableRow) {
-		if r.source == ArchiveSource && r.end.After(nextWm) {
+	if err := tableRows(ctx, v.env.Table, -1, func(r delta.SinkRow) error {
+		if r.Source == ArchiveSource && r.WindowEnd > nextWm.UnixMicro() {
 			openRows++
 		}
-		if r.end.After(wm) {
+		if r.WindowEnd > wm.UnixMicro() {
 			openNow++
 		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -167,32 +166,22 @@ func (v *verifier) beforeShrink(ctx context.Context) error {
 	return nil
 }
 
-type tableRow struct {
-	start, end    time.Time
-	source, miner string
-	count         int64
+// tableRows calls fn for every live row of the table at version (-1 =
+// latest), read from the real Delta table with its typed reader.
+func tableRows(ctx context.Context, path string, version int64, fn func(delta.SinkRow) error) error {
+	snap, err := tableSnapshot(ctx, path, version)
+	if err != nil {
+		return err
+	}
+	return snap.SinkRows(ctx, fn)
 }
 
-func (v *verifier) tableRows(ctx context.Context, fn func(tableRow)) error {
-	t, err := delta.Open(ctx, v.env.Table)
+func tableSnapshot(ctx context.Context, path string, version int64) (*delta.Snapshot, error) {
+	t, err := delta.Open(ctx, path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	snap, err := t.Snapshot(ctx, -1)
-	if err != nil {
-		return err
-	}
-	return snap.Rows(ctx, func(row map[string]any) error {
-		w, _ := row["window"].(map[string]any)
-		var r tableRow
-		r.start, _ = w["start"].(time.Time)
-		r.end, _ = w["end"].(time.Time)
-		r.source, _ = row["source"].(string)
-		r.miner, _ = row["miner"].(string)
-		r.count, _ = row["count"].(int64)
-		fn(r)
-		return nil
-	})
+	return t.Snapshot(ctx, version)
 }
 
 type windowKey struct {
@@ -200,45 +189,74 @@ type windowKey struct {
 	source, miner string
 }
 
-func windowOf(ts time.Time) int64 {
-	us := ts.UnixMicro()
-	size := int64(5 * time.Minute / time.Microsecond)
-	return us - ((us%size)+size)%size
+// tableVsRecount is the outcome of comparing the table with the recount.
+type tableVsRecount struct {
+	sum      int64 // sum(count) over the table's rows
+	dups     int64 // rows whose (window, source, miner) an earlier row has
+	mismatch int64 // groups missing from the table, with another count, or absent from the recount
 }
 
-// recount counts blocks per (window, source, miner) from the raw blocks: the
-// archive's Parquet files read directly, and the node's headers over JSON-RPC.
-func (v *verifier) recount(ctx context.Context, liveFirst, liveLast uint64) (map[windowKey]int64, error) {
-	counts := map[windowKey]int64{}
-	type row struct {
-		Timestamp time.Time `parquet:"timestamp,timestamp(microsecond)"`
-		Miner     string    `parquet:"miner"`
+// compareTable streams the table's rows against the recount's groups,
+// marking each group it meets (count 0: no recounted group has 0 blocks),
+// so no second copy of the table is built. It consumes raw.
+func compareTable(raw *groupCounts, scan func(func(delta.SinkRow) error) error) (tableVsRecount, error) {
+	var out tableVsRecount
+	// met records a group's row; it reports whether the count is the recount's.
+	met := func(c *uint32, count int64) {
+		switch {
+		case *c == 0:
+			out.dups++
+		case int64(*c) != count:
+			out.mismatch++
+		}
+		*c = 0
 	}
-	for _, f := range v.env.Manifest.Files {
-		rows, err := parquet.ReadFile[row](filepath.Join(v.env.ArchiveRoot, f.Key))
-		if err != nil {
-			return nil, fmt.Errorf("recount: read %s: %w", f.Key, err)
-		}
-		for _, r := range rows {
-			counts[windowKey{windowOf(r.Timestamp), ArchiveSource, strings.ToLower(r.Miner)}]++
-		}
-	}
-	if liveLast >= liveFirst {
-		c, err := ethclient.DialContext(ctx, v.env.Node.URL())
-		if err != nil {
-			return nil, err
-		}
-		defer c.Close()
-		for n := liveFirst; n <= liveLast; n++ {
-			h, err := c.HeaderByNumber(ctx, new(big.Int).SetUint64(n))
-			if err != nil {
-				return nil, fmt.Errorf("recount: header %d: %w", n, err)
+	extra := map[windowKey]bool{} // table rows that are no recounted group
+	err := scan(func(r delta.SinkRow) error {
+		out.sum += r.Count
+		if id, ok := raw.miners[r.Miner]; ok {
+			switch r.Source {
+			case ArchiveSource:
+				if i, ok := raw.lookup(r.WindowStart, id); ok {
+					met(&raw.archive[i].count, r.Count)
+					return nil
+				}
+			case LiveSource:
+				k := liveKey{r.WindowStart, id}
+				if c, ok := raw.live[k]; ok {
+					if c == 0 {
+						out.dups++
+					} else if c != r.Count {
+						out.mismatch++
+					}
+					raw.live[k] = 0
+					return nil
+				}
 			}
-			ts := time.Unix(int64(h.Time), 0).UTC()
-			counts[windowKey{windowOf(ts), LiveSource, strings.ToLower(h.Coinbase.Hex())}]++
+		}
+		k := windowKey{r.WindowStart, r.Source, r.Miner}
+		if extra[k] {
+			out.dups++
+		} else {
+			extra[k] = true
+			out.mismatch++
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, g := range raw.archive {
+		if g.count != 0 {
+			out.mismatch++
 		}
 	}
-	return counts, nil
+	for _, c := range raw.live {
+		if c != 0 {
+			out.mismatch++
+		}
+	}
+	return out, nil
 }
 
 // final computes every check from the CSVs, the checkpoint, the state and the table.
@@ -406,39 +424,12 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 			check("7. every key in a partition below the new count", true, maxPart < v.o.ShrinkTo))
 	}
 
-	// 8. The table: totals, uniqueness, recount.
-	table := map[windowKey]int64{}
-	var sum, dups int64
-	if err := v.tableRows(ctx, func(r tableRow) {
-		k := windowKey{r.start.UnixMicro(), r.source, r.miner}
-		if _, ok := table[k]; ok {
-			dups++
-		}
-		table[k] = r.count
-		sum += r.count
-	}); err != nil {
-		return nil, 0, err
-	}
-	raw, err := v.recount(ctx, v.env.Manifest.LastBlock+1, v.env.Manifest.LastBlock+uint64(liveBlocks))
+	// 8.
+	tc, err := v.tableChecks(ctx, liveBlocks)
 	if err != nil {
 		return nil, 0, err
 	}
-	mismatch := 0
-	for k, c := range raw {
-		if table[k] != c {
-			mismatch++
-		}
-	}
-	for k := range table {
-		if _, ok := raw[k]; !ok {
-			mismatch++
-		}
-	}
-	cs = append(cs,
-		check("8. table sum(count) = archive blocks + live blocks", fmt.Sprintf("%d = %d + %d", v.env.Manifest.Rows+liveBlocks, v.env.Manifest.Rows, liveBlocks), fmt.Sprintf("%d = %d + %d", sum, v.env.Manifest.Rows, sum-v.env.Manifest.Rows)),
-		check("8. live blocks", v.o.BlocksPerBatch*(v.o.AddLiveBatches+v.o.RetireBatches+v.o.ShrinkBatches), liveBlocks),
-		check("8. duplicate (window, source, miner) rows", 0, dups),
-		check("8. rows whose count differs from a recount of the raw blocks", 0, mismatch))
+	cs = append(cs, tc...)
 
 	// 9. Durations nest as Spark's: the phases never add up to more than the
 	// batch (each is truncated to whole ms, which only lowers the sum).
@@ -472,6 +463,33 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		figure("9. state memory bytes before -> after the shrink", fmt.Sprintf("%d -> %d", memBefore, memAfter)),
 		figure("9. controlBatch.REPARTITION ms", repMs))
 	return cs, liveBlocks, nil
+}
+
+// tableChecks is check 8: the table's totals, its uniqueness, and every
+// row against a recount of the raw blocks (the archive and the live blocks
+// after it).
+func (v *verifier) tableChecks(ctx context.Context, liveBlocks int64) ([]Check, error) {
+	snap, err := tableSnapshot(ctx, v.env.Table, -1)
+	if err != nil {
+		return nil, err
+	}
+	hint, _ := snap.NumRecords() // only sizes the recount's slice
+	raw, err := recount(ctx, v.env.ArchiveRoot, v.env.Manifest.Files, v.env.Node.URL(),
+		v.env.Manifest.LastBlock+1, v.env.Manifest.LastBlock+uint64(liveBlocks), int(hint))
+	if err != nil {
+		return nil, err
+	}
+	cmp, err := compareTable(raw, func(fn func(delta.SinkRow) error) error { return snap.SinkRows(ctx, fn) })
+	if err != nil {
+		return nil, err
+	}
+	rows := v.env.Manifest.Rows
+	return []Check{
+		check("8. table sum(count) = archive blocks + live blocks", fmt.Sprintf("%d = %d + %d", rows+liveBlocks, rows, liveBlocks), fmt.Sprintf("%d = %d + %d", cmp.sum, rows, cmp.sum-rows)),
+		check("8. live blocks", v.o.BlocksPerBatch*(v.o.AddLiveBatches+v.o.RetireBatches+v.o.ShrinkBatches), liveBlocks),
+		check("8. duplicate (window, source, miner) rows", 0, cmp.dups),
+		check("8. rows whose count differs from a recount of the raw blocks", 0, cmp.mismatch),
+	}, nil
 }
 
 func phaseSpan(batches []BatchRecord, phase string) (first, last int64) {

@@ -324,26 +324,13 @@ func countHeaders(hs []*types.Header) map[windowKey]int64 {
 
 // tableAt reads the eth_live rows of the table at version.
 func tableAt(ctx context.Context, path string, version int64) (map[windowKey]int64, error) {
-	t, err := delta.Open(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := t.Snapshot(ctx, version)
-	if err != nil {
-		return nil, err
-	}
 	m := map[windowKey]int64{}
-	err = snap.Rows(ctx, func(row map[string]any) error {
-		w, _ := row["window"].(map[string]any)
-		start, _ := w["start"].(time.Time)
-		src, _ := row["source"].(string)
-		miner, _ := row["miner"].(string)
-		c, _ := row["count"].(int64)
-		k := windowKey{start.UnixMicro(), src, miner}
+	err := tableRows(ctx, path, version, func(r delta.SinkRow) error {
+		k := windowKey{r.WindowStart, r.Source, r.Miner}
 		if _, dup := m[k]; dup {
 			return fmt.Errorf("table version %d: duplicate row %v", version, k)
 		}
-		m[k] = c
+		m[k] = r.Count
 		return nil
 	})
 	return m, err

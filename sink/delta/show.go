@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -158,30 +159,29 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 }
 
 // sinkRows is the typed scan of a sink-schema table (no reflection), in
-// file path order.
+// file path order. Files are decoded on GOMAXPROCS goroutines a few files
+// ahead of fn, which runs on the calling goroutine.
 func (s *Snapshot) sinkRows(ctx context.Context, fn func(*sinkRow) error) error {
 	files := s.Files()
 	if err := s.checkFiles(files); err != nil {
 		return err
 	}
-	var buf []sinkRow
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		p := s.table.filePath(f.Path)
-		var err error
-		buf, err = readSinkFile(s.table.fs, p, buf[:0])
+	read := func(i int, buf []sinkRow) ([]sinkRow, error) {
+		p := s.table.filePath(files[i].Path)
+		rows, err := readSinkFile(s.table.fs, p, buf)
 		if err != nil {
-			return dataFileError(err, p, "restore the file from a backup", "read data file")
+			return rows, dataFileError(err, p, "restore the file from a backup", "read data file")
 		}
-		for i := range buf {
-			if err := fn(&buf[i]); err != nil {
+		return rows, nil
+	}
+	return readAhead(ctx, len(files), runtime.GOMAXPROCS(0), read, func(rows []sinkRow) error {
+		for i := range rows {
+			if err := fn(&rows[i]); err != nil {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // jsonValue prepares a row value for encoding/json: timestamps as strings

@@ -1,0 +1,176 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+)
+
+// TestSinkRowsMatchesRows: the typed scan returns the rows the generic
+// reader returns, over several MERGE batches (files rewritten, rows of
+// nulls from another writer), and refuses a table of another schema.
+func TestSinkRowsMatchesRows(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := newSink(t, dir, 5)
+	rng := rand.New(rand.NewSource(3))
+	for b := int64(0); b < 8; b++ {
+		var rows []sinkRow
+		for range 1 + rng.Intn(9) {
+			rows = append(rows, row(rng.Intn(6), []string{"a", "b"}[rng.Intn(2)], minerName(rng.Intn(4)), rng.Int63n(50)))
+		}
+		if _, err := s.AddBatch(ctx, b, mkBatch(rows)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file another writer produced, with nulls.
+	add, err := s.table.writeSinkFile([]sinkRow{
+		{nulls: nullWindow | nullWS | nullWE, Source: "c", Miner: "m", Count: 2},
+		{WS: baseTS, WE: baseTS + window, nulls: nullSource | nullMiner | nullCount},
+	}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.snap.commitActions([]action{{Add: add}}, filepath.Join(dir, add.Path)); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tbl.Snapshot(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(ws, we any, src, miner, count any) string {
+		return fmt.Sprintf("%v|%v|%v|%v|%v", ws, we, src, miner, count)
+	}
+	var generic, typed []string
+	if err := snap.Rows(ctx, func(r map[string]any) error {
+		var ws, we any
+		if w, ok := r["window"].(map[string]any); ok {
+			if v, ok := w["start"].(time.Time); ok {
+				ws = v.UnixMicro()
+			}
+			if v, ok := w["end"].(time.Time); ok {
+				we = v.UnixMicro()
+			}
+		}
+		generic = append(generic, render(ws, we, r["source"], r["miner"], r["count"]))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nulls := 0
+	if err := snap.SinkRows(ctx, func(r SinkRow) error {
+		if !r.HasNull {
+			typed = append(typed, render(r.WindowStart, r.WindowEnd, r.Source, r.Miner, r.Count))
+			return nil
+		}
+		nulls++
+		// Nulls read as zero values; render them as the generic reader does.
+		if r.Source == "c" {
+			typed = append(typed, render(nil, nil, r.Source, r.Miner, r.Count))
+		} else {
+			typed = append(typed, render(r.WindowStart, r.WindowEnd, nil, nil, nil))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(generic)
+	sort.Strings(typed)
+	if nulls != 2 || len(typed) < 10 || fmt.Sprint(generic) != fmt.Sprint(typed) {
+		t.Fatalf("%d rows with nulls\ntyped   %v\ngeneric %v", nulls, typed, generic)
+	}
+
+	foreign := copyTable(t, filepath.Join(goldenDir(t), "basic-with-inserts-merge"))
+	ft, err := Open(ctx, foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := ft.Snapshot(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SinkRows(ctx, func(SinkRow) error { return nil }); codeOf(err) != CodeSchemaMismatch {
+		t.Fatalf("a foreign table: %v", err)
+	}
+}
+
+// TestReadAheadOrderAndErrors: rows come in item order whatever order the
+// workers finish in; a read error, a use error and a cancelled context each
+// stop the scan with that error, and no goroutine is left behind.
+func TestReadAheadOrderAndErrors(t *testing.T) {
+	ctx := context.Background()
+	before := runtime.NumGoroutine()
+	rng := rand.New(rand.NewSource(5))
+	delays := make([]time.Duration, 40)
+	for i := range delays {
+		delays[i] = time.Duration(rng.Intn(300)) * time.Microsecond
+	}
+	read := func(i int, buf []sinkRow) ([]sinkRow, error) {
+		time.Sleep(delays[i])
+		return append(buf, sinkRow{Count: int64(i)}, sinkRow{Count: int64(i)}), nil
+	}
+	for _, workers := range []int{1, 3, 8} {
+		var got []int64
+		if err := readAhead(ctx, len(delays), workers, read, func(rows []sinkRow) error {
+			for _, r := range rows {
+				got = append(got, r.Count)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range got {
+			if c != int64(i/2) || len(got) != 2*len(delays) {
+				t.Fatalf("workers %d: rows %v", workers, got)
+			}
+		}
+	}
+	errRead, errUse := fmt.Errorf("read 7"), fmt.Errorf("use 9")
+	failRead := func(i int, buf []sinkRow) ([]sinkRow, error) {
+		if i == 7 {
+			return buf, errRead
+		}
+		return read(i, buf)
+	}
+	n := 0
+	if err := readAhead(ctx, len(delays), 3, failRead, func([]sinkRow) error { n++; return nil }); err != errRead || n != 7 {
+		t.Fatalf("read error: %v after %d items", err, n)
+	}
+	n = 0
+	if err := readAhead(ctx, len(delays), 3, read, func([]sinkRow) error {
+		if n++; n == 10 {
+			return errUse
+		}
+		return nil
+	}); err != errUse || n != 10 {
+		t.Fatalf("use error: %v after %d items", err, n)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	n = 0
+	if err := readAhead(cctx, len(delays), 3, read, func([]sinkRow) error {
+		if n++; n == 4 {
+			cancel()
+		}
+		return nil
+	}); err != context.Canceled || n != 4 {
+		t.Fatalf("cancelled: %v after %d items", err, n)
+	}
+	if err := readAhead(ctx, 0, 3, read, func([]sinkRow) error { return errUse }); err != nil {
+		t.Fatalf("no items: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines before, %d after", before, runtime.NumGoroutine())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
