@@ -8,11 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
@@ -24,7 +28,8 @@ import (
 var (
 	soakBatches = flag.Int("soak.batches", 0, "BenchmarkSoak: live batches of one block to run (0 = skip the soak)")
 	soakEvery   = flag.Int("soak.every", 1000, "BenchmarkSoak: report every N batches")
-	soakVerbose = flag.Bool("soak.v", false, "BenchmarkSoak: print the phases of every batch over 100 ms")
+	soakVerbose = flag.Bool("soak.v", false, "BenchmarkSoak: print what the batches at or over each window's p99 did")
+	soakHeap    = flag.String("soak.heapprofile", "", "BenchmarkSoak: write heap profiles PREFIX.N after -soak.every batches and at the end")
 )
 
 // BenchmarkSoak runs the reference query live for -soak.batches batches of
@@ -59,39 +64,63 @@ func BenchmarkSoak(b *testing.B) {
 			"delta.logRetentionDuration": "interval 1 minute"})); err != nil {
 		b.Fatal(err)
 	}
+	rec := newSoakRecorder(ckpt, table)
 	var mu sync.Mutex
-	var window []float64
+	var window, all []*soakBatch
 	n := 0
+	last := time.Now()
 	report := func() {
-		sort.Float64s(window)
-		med, p99 := window[len(window)/2], window[min(len(window)-1, len(window)*99/100)]
+		trig, wall := soakQuantiles(window, func(b *soakBatch) float64 { return b.trigger }),
+			soakQuantiles(window, func(b *soakBatch) float64 { return b.wall })
 		live, onDisk, logEntries := tableFigures(b, table)
 		files, bytes := treeFigures(b, ckpt)
-		fmt.Fprintf(os.Stderr, "%7d  %8.1f  %8.1f  %5.2f  %6d  %7d  %7d  %7d  %9d  %6.0f\n",
-			n, med, p99, p99/med, live, onDisk, logEntries, files, bytes, rssMB())
+		heap, goRT := goMB()
+		fmt.Fprintf(os.Stderr, "%7d  %8.1f  %8.1f  %5.2f  %8.1f  %8.1f  %5.2f  %6d  %7d  %7d  %7d  %9d  %6.0f  %6.1f  %6.1f\n",
+			n, trig[0], trig[1], trig[1]/trig[0], wall[0], wall[1], wall[1]/wall[0],
+			live, onDisk, logEntries, files, bytes, rssMB(), heap, goRT)
+		if *soakVerbose {
+			soakExplain(window, trig[1])
+		}
 		window = window[:0]
 	}
-	fmt.Fprintf(os.Stderr, "%7s  %8s  %8s  %5s  %6s  %7s  %7s  %7s  %9s  %6s\n",
-		"batches", "med ms", "p99 ms", "p99/m", "live", "on disk", "log", "ck files", "ck bytes", "RSS MB")
+	fmt.Fprintf(os.Stderr, "%7s  %8s  %8s  %5s  %8s  %8s  %5s  %6s  %7s  %7s  %7s  %9s  %6s  %6s  %6s\n",
+		"batches", "med ms", "p99 ms", "p99/m", "wall med", "wall p99", "p99/m", "live", "on disk", "log", "ck files", "ck bytes", "RSS MB", "heap", "Go MB")
 	listener := engine.ListenerFunc(func(p *stream.Progress) {
+		now := time.Now()
+		ops := rec.take()
+		cycles, pause := rec.gc()
 		if p.NumInputRows == 0 {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		n++
-		window = append(window, float64(p.DurationMs[stream.DurTriggerExecution]))
-		if *soakVerbose && p.DurationMs[stream.DurTriggerExecution] > 100 {
-			fmt.Fprintf(os.Stderr, "slow batch %d: %v\n", p.BatchID, p.DurationMs)
+		sb := &soakBatch{id: p.BatchID, trigger: float64(p.DurationMs[stream.DurTriggerExecution]),
+			wall: float64(now.Sub(last)) / 1e6, dur: p.DurationMs, ops: ops, gcCycles: cycles, gcPause: pause,
+			metrics: p.Sink.Metrics}
+		last = now
+		if n == 1 {
+			return // the first batch opens the sources and creates the table
+		}
+		window = append(window, sb)
+		if *soakVerbose {
+			all = append(all, sb)
 		}
 		if n%*soakEvery == 0 {
 			report()
+		}
+		if *soakHeap != "" && (n == *soakEvery || n == *soakBatches) {
+			writeHeapProfile(b, fmt.Sprintf("%s.%d", *soakHeap, n))
+			// The profile's GC and write are not the next batch's.
+			rec.take()
+			rec.gc()
+			last = time.Now()
 		}
 	})
 	uri := fmt.Sprintf("%s?maxBlocksPerTrigger=1&start_block=%d&confirmations=0&start_parent_hash=%s",
 		node.URL(), m.LastBlock+1, m.LastHash)
 	cfg := Config{
-		Checkpoint: ckpt, Table: table, LocalDir: filepath.Join(dir, "cache"),
+		Checkpoint: ckpt, Table: table, LocalDir: filepath.Join(dir, "cache"), FS: &soakFS{FS: vfs.Default, rec: rec},
 		Sources: []SourceSpec{{Name: "eth_live", Format: "ethrpc", URI: uri}},
 		Conf: map[string]string{"spark.sql.shuffle.partitions": "8",
 			"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
@@ -105,6 +134,77 @@ func BenchmarkSoak(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
+	if *soakVerbose && len(all) > 0 {
+		fmt.Fprintln(os.Stderr, "whole run:")
+		soakExplain(all, soakQuantiles(all, func(b *soakBatch) float64 { return b.trigger })[1])
+	}
+}
+
+// soakQuantiles is the median and p99 of f over bs.
+func soakQuantiles(bs []*soakBatch, f func(*soakBatch) float64) [2]float64 {
+	v := make([]float64, len(bs))
+	for i, b := range bs {
+		v[i] = f(b)
+	}
+	sort.Float64s(v)
+	return [2]float64{v[len(v)/2], v[min(len(v)-1, len(v)*99/100)]}
+}
+
+// soakExplain prints the batches at or over the p99 and the mean FS time
+// per batch, by key, of those batches against all of them.
+func soakExplain(bs []*soakBatch, p99 float64) {
+	var slow []*soakBatch
+	for _, b := range bs {
+		if b.trigger >= p99 {
+			slow = append(slow, b)
+		}
+	}
+	for _, b := range slow {
+		fmt.Fprintln(os.Stderr, "  slow", b.describe())
+	}
+	ps, pa := soakProfile(slow), soakProfile(bs)
+	keys := make([]string, 0, len(pa))
+	for k := range pa {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return ps[keys[i]] > ps[keys[j]] })
+	fmt.Fprintf(os.Stderr, "  fs ms/batch (slow vs all):")
+	for i, k := range keys {
+		if i == 12 || ps[k] < 0.5 {
+			break
+		}
+		fmt.Fprintf(os.Stderr, " [%s %.1f vs %.1f]", k, ps[k], pa[k])
+	}
+	var gs, ga float64
+	for _, b := range slow {
+		gs += float64(b.gcPause) / 1e6 / float64(len(slow))
+	}
+	for _, b := range bs {
+		ga += float64(b.gcPause) / 1e6 / float64(len(bs))
+	}
+	fmt.Fprintf(os.Stderr, "; gc pause %.2f vs %.2f ms\n", gs, ga)
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// goMB is the live heap and the memory the Go runtime holds from the OS
+// (the rest of the RSS is the binary and C allocations: Pebble's memtables
+// and block cache).
+func goMB() (heap, runtime float64) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return float64(s[0].Value.Uint64()) / (1 << 20), float64(s[1].Value.Uint64()-s[2].Value.Uint64()) / (1 << 20)
 }
 
 // tableFigures: live data files, data files on disk, _delta_log entries.
