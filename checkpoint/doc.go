@@ -204,7 +204,9 @@
 //
 // After writing offsets/N, entries of offsets/ and commits/ with id <
 // N - minBatchesToRetain are deleted (default 100). Tombstones survive because
-// each entry carries them all.
+// each entry carries them all. A writer lists the two logs for its first
+// purge only; after that it deletes the ids that fell out of the retention
+// by name (no listing per batch, which is a LIST on S3).
 //
 // # progress.jsonl
 //

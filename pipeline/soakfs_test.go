@@ -7,11 +7,13 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/sink/delta"
 )
 
 // soakFS wraps the FS of the checkpoint and the table in BenchmarkSoak and
@@ -267,6 +269,21 @@ func (f *soakFile) Close() error {
 	return f.File.Close()
 }
 
+// soakMaintMetrics are the sink's reports of the maintenance that finished
+// since the previous batch (milliseconds).
+var soakMaintMetrics = []string{delta.MetricCheckpointMs, delta.MetricAutoCompactMs, delta.MetricVacuumMs, delta.MetricLogCleanupMs}
+
+// maintMs is the maintenance time the batch's sink progress reports.
+func (b *soakBatch) maintMs() float64 {
+	var ms float64
+	for _, k := range soakMaintMetrics {
+		if v, err := strconv.ParseFloat(b.metrics[k], 64); err == nil {
+			ms += v
+		}
+	}
+	return ms
+}
+
 // soakBatch is what one batch took and did.
 type soakBatch struct {
 	id       int64
@@ -308,7 +325,7 @@ func (b *soakBatch) describe() string {
 	if b.gcCycles > 0 {
 		fmt.Fprintf(&sb, "; gc %d cycles %.1f ms pause", b.gcCycles, float64(b.gcPause)/1e6)
 	}
-	for _, k := range []string{"autoCompact", "checkpoint", "vacuum", "logCleanup"} {
+	for _, k := range soakMaintMetrics {
 		if v, ok := b.metrics[k]; ok {
 			fmt.Fprintf(&sb, "; %s=%s", k, v)
 		}
