@@ -20,7 +20,6 @@ const (
 	CommitsDir   = "commits"
 	SourcesDir   = "sources"
 	StateDir     = "state"
-	ProgressFile = "progress.jsonl"
 	LockFile     = ".lock"
 )
 
@@ -262,6 +261,7 @@ type Writer struct {
 	// purgedBelow: every offsets and commits entry below it is deleted
 	// (0 = not known yet: the next Purge lists the logs).
 	purgedBelow int64
+	progress    progressLog // progress.go
 }
 
 // Lock takes the checkpoint's exclusive lock, creating the directory and the
@@ -421,12 +421,6 @@ func (w *Writer) Purge(current int64, minRetain int) (int, error) {
 	}
 	w.purgedBelow = threshold
 	return n, nil
-}
-
-// AppendProgress appends one line to progress.jsonl. It does not fsync: the
-// log is informational, and readers skip a torn final line.
-func (w *Writer) AppendProgress(line []byte) error {
-	return appendLine(w.FS, w.Join(ProgressFile), line, false)
 }
 
 // AppendLine appends line plus "\n" to the file at path, creating it, and syncs.
