@@ -18,10 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/storage/s3test"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -30,20 +33,49 @@ var (
 	soakEvery   = flag.Int("soak.every", 1000, "BenchmarkSoak: report every N batches")
 	soakVerbose = flag.Bool("soak.v", false, "BenchmarkSoak: print what the batches at or over each window's p99 did")
 	soakHeap    = flag.String("soak.heapprofile", "", "BenchmarkSoak: write heap profiles PREFIX.N after -soak.every batches and at the end")
+	soakS3      = flag.String("soak.s3", "", "BenchmarkSoak: put the checkpoint and the table on S3: embedded or versity (ETHSTREAM_VERSITY_*)")
+	soakDisk    = flag.Bool("soak.disk", false, "BenchmarkSoak: first time 1,000 rounds of 6 fsynced publishes alone (the disk's own p99/median)")
 )
 
 // BenchmarkSoak runs the reference query live for -soak.batches batches of
 // one block each (go test -run '^$' -bench Soak -benchtime 1x
-// -soak.batches 10000 ./pipeline/) and reports, every -soak.every batches:
-// median and p99 trigger->commit of those batches, the table's live files
-// and files on disk, Delta log entries, checkpoint files and bytes, and
-// RSS. Targets: live files <= 100, checkpoint files flat, p99 <= 4x median,
-// RSS flat. The table's delta.deletedFileRetentionDuration and
-// delta.logRetentionDuration are 1 minute, so auto-vacuum and the expired-log
-// cleanup run within the soak.
+// -soak.batches 10000 ./pipeline/) and reports, every -soak.every batches
+// (the first batch, which opens the sources and creates the table, left
+// out):
+//
+//   - med/p99 ms: trigger->commit (durationMs.triggerExecution: from the
+//     trigger to the batch's commit, i.e. latestOffset, planning, the
+//     offsets write, read, aggregation, the Delta MERGE commit, the state
+//     commit with its share of state garbage collection, the commits entry
+//     and the offset-log purge);
+//   - wall med/p99: the full cycle, from one progress event to the next:
+//     trigger->commit plus the progress append, the listeners and the loop;
+//   - bg ms/b, bg max: the Delta maintenance that ran off the batch's path
+//     (checkpoints, auto-compaction, vacuum, log cleanup) as the sink's
+//     progress metrics report it, per batch on average and the most one
+//     batch reported (it overlaps later batches, which the two timings
+//     above show);
+//   - the table's live files, data files in the store and Delta log
+//     entries; checkpoint files and bytes; RSS, the live Go heap and the
+//     memory the Go runtime holds (the rest of the RSS is the binary and
+//     C allocations).
+//
+// Targets: live files <= 100, checkpoint files flat, p99 <= 4x median, RSS
+// flat. The table's delta.deletedFileRetentionDuration and
+// delta.logRetentionDuration are 10 seconds, so auto-vacuum and the
+// expired-log cleanup reach their steady state within the soak.
+// -soak.s3 embedded|versity puts the checkpoint and the table on S3 (the
+// embedded endpoint, or the Versity Gateway of ETHSTREAM_VERSITY_*);
+// -soak.v prints what the batches at or over each window's p99 did (every
+// FS call of the local store, by file kind and maintenance), and
+// -soak.disk first times fsync-bound publishes alone, the floor of the
+// local disk's own p99/median.
 func BenchmarkSoak(b *testing.B) {
 	if *soakBatches <= 0 {
 		b.Skip("pass -soak.batches N")
+	}
+	if *soakDisk {
+		diskFloor(b)
 	}
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -59,10 +91,50 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	defer node.Close()
 	ckpt, table := filepath.Join(dir, "ck"), filepath.Join(dir, "table")
-	if _, err := delta.Create(ctx, table, delta.SinkSchema(),
+	var srv *s3test.Server
+	switch *soakS3 {
+	case "":
+	case "embedded":
+		s := s3test.Embedded(b)
+		srv = &s
+	case "versity":
+		s := s3test.Versity(b)
+		srv = &s
+	default:
+		b.Fatalf("-soak.s3 %q: want embedded or versity", *soakS3)
+	}
+	if srv != nil {
+		ckpt, table = srv.Location("soak/checkpoint"), srv.Location("soak/table")
+	}
+	_, tablePath, storeFS, err := Locations(Config{Checkpoint: ckpt, Table: table})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := delta.Create(ctx, tablePath, delta.SinkSchema(), delta.WithFS(storeFS),
 		delta.WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 10 seconds",
 			"delta.logRetentionDuration": "interval 10 seconds"})); err != nil {
 		b.Fatal(err)
+	}
+	figures := func() (live, onDisk, logEntries, files int, bytes int64) {
+		live = liveFiles(b, storeFS, tablePath)
+		if srv == nil {
+			onDisk, logEntries = localTableFigures(table)
+			files, bytes = treeFigures(b, ckpt)
+			return
+		}
+		for _, o := range objects(b, *srv, "soak/table/") {
+			switch {
+			case strings.HasPrefix(o.key, "soak/table/_delta_log/"):
+				logEntries++
+			case strings.HasSuffix(o.key, ".parquet"):
+				onDisk++
+			}
+		}
+		for _, o := range objects(b, *srv, "soak/checkpoint/") {
+			files++
+			bytes += o.size
+		}
+		return
 	}
 	rec := newSoakRecorder(ckpt, table)
 	var mu sync.Mutex
@@ -72,8 +144,7 @@ func BenchmarkSoak(b *testing.B) {
 	report := func() {
 		trig, wall := soakQuantiles(window, func(b *soakBatch) float64 { return b.trigger }),
 			soakQuantiles(window, func(b *soakBatch) float64 { return b.wall })
-		live, onDisk, logEntries := tableFigures(b, table)
-		files, bytes := treeFigures(b, ckpt)
+		live, onDisk, logEntries, files, bytes := figures()
 		heap, goRT := goMB()
 		var maint, maintMax float64
 		for _, b := range window {
@@ -125,7 +196,7 @@ func BenchmarkSoak(b *testing.B) {
 	uri := fmt.Sprintf("%s?maxBlocksPerTrigger=1&start_block=%d&confirmations=0&start_parent_hash=%s",
 		node.URL(), m.LastBlock+1, m.LastHash)
 	cfg := Config{
-		Checkpoint: ckpt, Table: table, LocalDir: filepath.Join(dir, "cache"), FS: &soakFS{FS: vfs.Default, rec: rec},
+		Checkpoint: ckpt, Table: table, LocalDir: filepath.Join(dir, "cache"),
 		Sources: []SourceSpec{{Name: "eth_live", Format: "ethrpc", URI: uri}},
 		Conf: map[string]string{"spark.sql.shuffle.partitions": "8",
 			"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
@@ -133,6 +204,11 @@ func BenchmarkSoak(b *testing.B) {
 		MaxBatches: *soakBatches,
 		Logger:     slog.New(slog.DiscardHandler),
 		Listeners:  []engine.Listener{listener},
+	}
+	if srv == nil {
+		// The local store is instrumented (an S3 store's calls are HTTP
+		// requests inside package storage).
+		cfg.FS = &soakFS{FS: vfs.Default, rec: rec}
 	}
 	b.ResetTimer()
 	if _, err := Run(ctx, cfg); err != nil {
@@ -212,10 +288,10 @@ func goMB() (heap, runtime float64) {
 	return float64(s[0].Value.Uint64()) / (1 << 20), float64(s[1].Value.Uint64()-s[2].Value.Uint64()) / (1 << 20)
 }
 
-// tableFigures: live data files, data files on disk, _delta_log entries.
-func tableFigures(b *testing.B, table string) (live, onDisk, logEntries int) {
+// liveFiles is the number of live data files of the table.
+func liveFiles(b *testing.B, fs vfs.FS, table string) int {
 	ctx := context.Background()
-	t, err := delta.OpenFS(ctx, vfs.Default, table)
+	t, err := delta.OpenFS(ctx, fs, table)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -223,7 +299,32 @@ func tableFigures(b *testing.B, table string) (live, onDisk, logEntries int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	live = len(s.Files())
+	return len(s.Files())
+}
+
+type s3Object struct {
+	key  string
+	size int64
+}
+
+// objects lists the server's objects under prefix.
+func objects(b *testing.B, s s3test.Server, prefix string) []s3Object {
+	var out []s3Object
+	p := s3.NewListObjectsV2Paginator(s.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			out = append(out, s3Object{aws.ToString(o.Key), aws.ToInt64(o.Size)})
+		}
+	}
+	return out
+}
+
+// localTableFigures: data files on disk, _delta_log entries.
+func localTableFigures(table string) (onDisk, logEntries int) {
 	logs, _ := os.ReadDir(filepath.Join(table, "_delta_log"))
 	logEntries = len(logs)
 	_ = filepath.WalkDir(table, func(p string, d fs.DirEntry, err error) error {
@@ -232,7 +333,7 @@ func tableFigures(b *testing.B, table string) (live, onDisk, logEntries int) {
 		}
 		return nil
 	})
-	return live, onDisk, logEntries
+	return onDisk, logEntries
 }
 
 func treeFigures(b *testing.B, dir string) (files int, bytes int64) {
@@ -260,4 +361,35 @@ func rssMB() float64 {
 		}
 	}
 	return 0
+}
+
+// diskFloor times 1,000 rounds of what a batch's publishes do to the local
+// disk, without the engine: 6 files of 700 bytes, each written, fsynced,
+// closed, with a directory fsync, and prints the median and p99 of a round.
+func diskFloor(b *testing.B) {
+	dir := b.TempDir()
+	var rounds []float64
+	buf := make([]byte, 700)
+	for i := range 1000 {
+		t0 := time.Now()
+		for j := range 6 {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d-%d", i, j)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = f.Write(buf)
+			_ = f.Sync()
+			_ = f.Close()
+			d, err := os.Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = d.Sync()
+			_ = d.Close()
+		}
+		rounds = append(rounds, float64(time.Since(t0).Microseconds())/1000)
+	}
+	sort.Float64s(rounds)
+	med, p99 := rounds[len(rounds)/2], rounds[len(rounds)*99/100]
+	fmt.Fprintf(os.Stderr, "disk floor (6 fsynced publishes, no engine): median %.1f ms, p99 %.1f ms, p99/median %.2f\n", med, p99, p99/med)
 }

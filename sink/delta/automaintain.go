@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -246,13 +247,21 @@ func (s *Snapshot) logRetention() (time.Duration, bool) {
 	return defaultLogRetention, true
 }
 
+// maxLogCleanupPerRun bounds the log entries one cleanup deletes, so that
+// a backlog (a retention just shortened, a query restarted after weeks) is
+// spread over the maintenance runs instead of one long burst of deletions
+// beside the batches; a live query adds about one entry per batch, and a
+// run follows every compaction (every ~50 batches).
+const maxLogCleanupPerRun = 128
+
 // cleanExpiredLogs deletes the log entries Delta's expired-log cleanup
 // deletes: with cp the newest checkpoint written before now - retention,
-// every commit and checkpoint below cp. Every version newer than the cutoff
+// every commit and checkpoint below cp, at most maxLogCleanupPerRun of
+// them per call, oldest version first. Every version newer than the cutoff
 // keeps a checkpoint at or below it and the commits after, so it still
 // reads (time travel to older versions ends); the newest checkpoint and
-// the commits after it are never touched. Oldest first, so a crash leaves
-// a log that starts later, never one with a gap.
+// the commits after it are never touched. Oldest first, so a crash (or
+// the bound) leaves a log that starts later, never one with a gap.
 func (t *Table) cleanExpiredLogs(retention time.Duration, now time.Time) (int, error) {
 	l, err := t.list()
 	if err != nil {
@@ -270,19 +279,28 @@ func (t *Table) cleanExpiredLogs(retention time.Duration, now time.Time) (int, e
 	if cp <= 0 {
 		return 0, nil
 	}
-	var doomed []string
+	type entry struct {
+		v    int64
+		path string
+	}
+	var doomed []entry
 	for _, v := range l.commits {
 		if v < cp {
-			doomed = append(doomed, t.commitPath(v))
+			doomed = append(doomed, entry{v, t.commitPath(v)})
 		}
 	}
 	for _, c := range l.checkpoints {
 		if c < cp {
-			doomed = append(doomed, t.checkpointPath(c))
+			doomed = append(doomed, entry{c, t.checkpointPath(c)})
 		}
 	}
+	sort.SliceStable(doomed, func(i, j int) bool { return doomed[i].v < doomed[j].v })
+	if len(doomed) > maxLogCleanupPerRun {
+		doomed = doomed[:maxLogCleanupPerRun]
+	}
 	n := 0
-	for _, p := range doomed {
+	for _, e := range doomed {
+		p := e.path
 		if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return n, fmt.Errorf("clean up expired log %s: %w", p, err)
 		}
