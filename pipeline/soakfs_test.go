@@ -286,14 +286,15 @@ func (b *soakBatch) maintMs() float64 {
 
 // soakBatch is what one batch took and did.
 type soakBatch struct {
-	id       int64
-	trigger  float64 // triggerExecution ms
-	wall     float64 // this progress event to the previous one, ms
-	dur      map[string]int64
-	ops      soakOps
-	gcCycles uint64
-	gcPause  time.Duration
-	metrics  map[string]string // the sink's
+	id        int64
+	trigger   float64 // triggerExecution ms
+	wall      float64 // this progress event to the previous one, ms
+	dur       map[string]int64
+	ops       soakOps
+	gcCycles  uint64
+	gcPause   time.Duration
+	metrics   map[string]string // the sink's
+	stateRows int64
 }
 
 // opsTime is the total time of the calls whose key has prefix p.
