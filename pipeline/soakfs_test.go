@@ -297,17 +297,6 @@ type soakBatch struct {
 	stateRows int64
 }
 
-// opsTime is the total time of the calls whose key has prefix p.
-func (b *soakBatch) opsTime(match func(string) bool) time.Duration {
-	var d time.Duration
-	for k, o := range b.ops {
-		if match(k) {
-			d += o.dur
-		}
-	}
-	return d
-}
-
 // describe renders a batch in one line: its phases, GC, and its FS calls
 // over 1 ms, slowest first.
 func (b *soakBatch) describe() string {
