@@ -72,21 +72,53 @@ func (d Dir) ProgressSegments() ([]ProgressSegment, error) {
 		return nil, fmt.Errorf("stat progress log %s: %w", legacy, err)
 	}
 	dir := d.Join(ProgressDir)
-	names, err := d.FS.List(dir)
+	segs, err := listSegments(d.FS, dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].Seq < segs[j].Seq })
+	return append(out, segs...), nil
+}
+
+// infoLister is a store that lists a directory with each entry's size in
+// one request per page (package storage's S3 store and router), instead of
+// a Stat (a HEAD on S3) per entry.
+type infoLister interface {
+	ListInfo(dir string, match func(name string) bool) ([]vfs.FileInfo, error)
+}
+
+// listSegments lists the segments in dir with their sizes, in any order.
+func listSegments(fs vfs.FS, dir string) ([]ProgressSegment, error) {
+	var segs []ProgressSegment
+	isSeg := func(n string) bool { _, ok := parseProgressSegment(n); return ok }
+	if l, ok := fs.(infoLister); ok {
+		infos, err := l.ListInfo(dir, isSeg)
+		if err != nil {
+			return nil, fmt.Errorf("list progress log %s: %w", dir, err)
+		}
+		for _, fi := range infos {
+			seq, _ := parseProgressSegment(fi.Name())
+			segs = append(segs, ProgressSegment{Seq: seq, Path: fs.PathJoin(dir, fi.Name()), Size: fi.Size()})
+		}
+		return segs, nil
+	}
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
 		return nil, fmt.Errorf("list progress log %s: %w", dir, err)
 	}
-	var segs []ProgressSegment
 	for _, n := range names {
-		seq, ok := parseProgressSegment(n)
-		if !ok {
+		if !isSeg(n) {
 			continue
 		}
-		p := d.FS.PathJoin(dir, n)
-		st, err := d.FS.Stat(p)
+		seq, _ := parseProgressSegment(n)
+		p := fs.PathJoin(dir, n)
+		st, err := fs.Stat(p)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // deleted by the writer's retention meanwhile
 		}
@@ -95,8 +127,7 @@ func (d Dir) ProgressSegments() ([]ProgressSegment, error) {
 		}
 		segs = append(segs, ProgressSegment{Seq: seq, Path: p, Size: st.Size()})
 	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].Seq < segs[j].Seq })
-	return append(out, segs...), nil
+	return segs, nil
 }
 
 // progressLog is a Writer's view of the progress log, loaded at its first
