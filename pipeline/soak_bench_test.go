@@ -69,7 +69,8 @@ var (
 // -soak.s3 embedded|versity puts the checkpoint and the table on S3 (the
 // embedded endpoint, or the Versity Gateway of ETHSTREAM_VERSITY_*);
 // -soak.v prints what the batches at or over each window's p99 did (every
-// FS call of the local store, by file kind and maintenance), and
+// FS call of the local store, by file kind and maintenance; it keeps every
+// batch's record, so its RSS is not the query's), and
 // -soak.disk times fsync-bound publishes alone before and after the soak,
 // the floor of the local disk's own p99/median.
 func BenchmarkSoak(b *testing.B) {

@@ -89,9 +89,10 @@ func (r *soakRecorder) add(path, op string, d time.Duration) {
 // soakOrigins name the maintenance an FS call is part of, by a function on
 // the caller's stack.
 var soakOrigins = []struct{ fn, origin string }{
+	{"delta.(*Table).vacuum", "vacuum"},
 	{"delta.(*MergeSink).maintain", "compact"},
 	{"delta.(*Table).cleanExpiredLogs", "logclean"},
-	{"delta.(*Snapshot).writeCheckpoint", "dcheckpoint"},
+	{"delta.(*Table).writeCheckpointRows", "dcheckpoint"},
 	{"state.(*Store).gc", "stategc"},
 	{"checkpoint.(*Writer).Purge", "purge"},
 }
