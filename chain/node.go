@@ -34,6 +34,10 @@ type NodeOptions struct {
 	InitialBlocks int  // blocks already mined at start
 	Manual        bool // head moves only through Mine
 	Faults        NodeFaults
+	// CachedBlocks bounds the rendered-block cache (default
+	// maxCachedBlocks); a client that reads each block once (a soak, whose
+	// process memory is measured) needs only a few.
+	CachedBlocks int
 }
 
 // NodeFaults injects HTTP-level failures in front of the JSON-RPC handler,
@@ -111,7 +115,11 @@ func (n *Node) cacheJSON(h common.Hash, b json.RawMessage) {
 	if _, ok := n.cached[h]; ok {
 		return
 	}
-	if len(n.corder) >= maxCachedBlocks {
+	limit := n.o.CachedBlocks
+	if limit <= 0 {
+		limit = maxCachedBlocks
+	}
+	if len(n.corder) >= limit {
 		delete(n.cached, n.corder[0])
 		n.corder = n.corder[1:]
 	}

@@ -20,7 +20,6 @@ const (
 	CommitsDir   = "commits"
 	SourcesDir   = "sources"
 	StateDir     = "state"
-	ProgressFile = "progress.jsonl"
 	LockFile     = ".lock"
 )
 
@@ -259,6 +258,10 @@ func (d Dir) ReadSnapshot() (*Snapshot, error) {
 type Writer struct {
 	Dir
 	lock io.Closer
+	// purgedBelow: every offsets and commits entry below it is deleted
+	// (0 = not known yet: the next Purge lists the logs).
+	purgedBelow int64
+	progress    progressLog // progress.go
 }
 
 // Lock takes the checkpoint's exclusive lock, creating the directory and the
@@ -363,7 +366,12 @@ func (w *Writer) durableDir(parent, name string) (string, error) {
 	return p, nil
 }
 
+// maxPurgeWithoutList bounds the ids Purge deletes by name, without listing.
+const maxPurgeWithoutList = 1000
+
 // Purge deletes offsets and commits entries with id < current-minRetain.
+// The first Purge of a Writer lists both logs; later ones delete the ids
+// that fell out of the retention since, by name.
 // Offsets are deleted before commits of the same id, oldest first, so a crash
 // midway leaves a consistent (if longer) log.
 func (w *Writer) Purge(current int64, minRetain int) (int, error) {
@@ -371,6 +379,29 @@ func (w *Writer) Purge(current int64, minRetain int) (int, error) {
 		return 0, nil
 	}
 	threshold := current - int64(minRetain)
+	if threshold <= w.purgedBelow {
+		return 0, nil
+	}
+	if w.purgedBelow > 0 && threshold-w.purgedBelow <= maxPurgeWithoutList {
+		// The logs were purged below purgedBelow by this writer: delete the
+		// few ids since by name instead of listing both logs every batch (a
+		// LIST each on S3).
+		n := 0
+		for _, sub := range []string{OffsetsDir, CommitsDir} {
+			for id := w.purgedBelow; id < threshold; id++ {
+				p := w.Join(sub, strconv.FormatInt(id, 10))
+				if err := w.FS.Remove(p); err != nil {
+					if errors.Is(err, os.ErrNotExist) {
+						continue
+					}
+					return n, fmt.Errorf("purge %s: %w", p, err)
+				}
+				n++
+			}
+		}
+		w.purgedBelow = threshold
+		return n, nil
+	}
 	n := 0
 	for _, sub := range []string{OffsetsDir, CommitsDir} {
 		ids, err := w.listBatches(sub)
@@ -388,13 +419,8 @@ func (w *Writer) Purge(current int64, minRetain int) (int, error) {
 			n++
 		}
 	}
+	w.purgedBelow = threshold
 	return n, nil
-}
-
-// AppendProgress appends one line to progress.jsonl. It does not fsync: the
-// log is informational, and readers skip a torn final line.
-func (w *Writer) AppendProgress(line []byte) error {
-	return appendLine(w.FS, w.Join(ProgressFile), line, false)
 }
 
 // AppendLine appends line plus "\n" to the file at path, creating it, and syncs.

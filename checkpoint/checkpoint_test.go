@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"testing"
 
@@ -72,6 +73,23 @@ func testWriterLifecycle(t *testing.T, fs vfs.FS, dir string) {
 	commits, _ := w.ListCommits()
 	if len(offs) != 3 || offs[0] != 2 || len(commits) != 2 || commits[0] != 2 {
 		t.Fatalf("after purge offsets %v commits %v", offs, commits)
+	}
+	// The next purges delete by name what fell out of the retention since.
+	for i := int64(5); i < 9; i++ {
+		if err := w.WriteCommit(i-1, &CommitEntry{NextBatchWatermarkMs: i}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteOffsets(i, entry(i)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := w.Purge(i, 2); err != nil || n != 2 {
+			t.Fatalf("purge at %d = %d, %v", i, n, err)
+		}
+	}
+	offs, _ = w.ListOffsets()
+	commits, _ = w.ListCommits()
+	if !slices.Equal(offs, []int64{6, 7, 8}) || !slices.Equal(commits, []int64{6, 7}) {
+		t.Fatalf("after incremental purges offsets %v commits %v", offs, commits)
 	}
 	// A second writer is refused while the first holds the lock.
 	if _, err := Lock(fs, dir); !errcode.Is(err, errcode.CheckpointLocked) {

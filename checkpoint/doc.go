@@ -14,7 +14,8 @@
 //	<ckpt>/commits/<batchId>     batch completion log (v1)
 //	<ckpt>/sources/<key>/...     per-source private logs; key = name (V2) or position (V1)
 //	<ckpt>/state/<opId>/...      state store files (owned by package state, not this one)
-//	<ckpt>/progress.jsonl        one StreamingQueryProgress JSON per line (informational)
+//	<ckpt>/progress/<n>.jsonl    the progress log: StreamingQueryProgress JSON lines (informational)
+//	<ckpt>/progress.jsonl        the progress log of format 1 (read, never written)
 //	<ckpt>/.lock                 empty file locked while a query runs
 //
 // <batchId> is a non-negative decimal integer without leading zeros. Names in
@@ -204,11 +205,31 @@
 //
 // After writing offsets/N, entries of offsets/ and commits/ with id <
 // N - minBatchesToRetain are deleted (default 100). Tombstones survive because
-// each entry carries them all.
+// each entry carries them all. A writer lists the two logs for its first
+// purge only; after that it deletes the ids that fell out of the retention
+// by name (no listing per batch, which is a LIST on S3).
 //
-// # progress.jsonl
+// # progress/ (the progress log), format 2
 //
-// Appended after each batch: one StreamingQueryProgress JSON object per line
-// (package engine defines its shape). Informational: a torn final line after
-// a crash is skipped by readers.
+// Appended after each batch: one StreamingQueryProgress JSON object per line,
+// each ended by "\n" (package engine defines its shape). The log is a
+// sequence of segments, <ckpt>/progress/<n>.jsonl with n a 20-digit
+// zero-padded segment number from 0, read in ascending order; names in
+// progress/ that are not segment names are ignored. Format 1 was a single
+// <ckpt>/progress.jsonl: where it exists, it is read first, and it is never
+// appended to.
+//
+//   - Append: the writer (the lock holder) appends to the newest segment
+//     while that stays within ProgressSegmentBytes (256 KiB) and ends with
+//     "\n"; otherwise it starts segment newest+1. An append therefore costs
+//     at most one segment where an append rewrites the object (S3), and the
+//     line itself on a local disk.
+//   - Retention: after starting a segment, the writer deletes the oldest
+//     segments (the format 1 file included) while the newer ones hold at
+//     least ProgressRetainBytes (8 MiB, a few thousand events), oldest
+//     first. The offsets log keeps 100 batches; this log keeps the recent
+//     history a dashboard shows, and no more, however long the query runs.
+//   - Informational: nothing is fsynced. A torn final line of a segment (a
+//     crash mid-append) is skipped by readers, and the next writer starts a
+//     new segment after it.
 package checkpoint

@@ -60,8 +60,9 @@
 // the commit watermark (known once the input is read), Operator.Finish,
 // Sink.AddBatch(N) and Operator.Commit(N), commits/N with
 // nextBatchWatermarkMs = max(batch watermark, max event time - delay),
-// Source.Commit(end), and the progress event (appended to
-// <ckpt>/progress.jsonl, then given to the listeners). A failure anywhere
+// Source.Commit(end), and the progress event (appended to the
+// checkpoint's progress log, <ckpt>/progress/, then given to the
+// listeners). A failure anywhere
 // aborts the operator's batch and leaves N pending, and the next start
 // re-runs N from state version N-1 (the last committed batch).
 //

@@ -324,7 +324,7 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 	return nil
 }
 
-// emit appends the event to progress.jsonl and hands it to the listeners.
+// emit appends the event to the progress log and hands it to the listeners.
 func (d *driver) emit(p *stream.Progress) error {
 	line, err := json.Marshal(p)
 	if err != nil {

@@ -91,7 +91,7 @@ const (
 	opRepartitionState               // Operator.Repartition(N-1, N, To)
 	opWriteCommit                    // commits/N
 	opCommitSources                  // Source.Commit(end) for each source with an end
-	opEmitProgress                   // progress.jsonl, then the listeners
+	opEmitProgress                   // the progress log, then the listeners
 )
 
 // step is one planned action. It is a plain value; String is what `plan` and

@@ -16,8 +16,8 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// PhaseFile names one progress log (a progress.jsonl) and the phase its
-// events belong to.
+// PhaseFile names one progress log (a --progress file or a checkpoint,
+// ReadProgress) and the phase its events belong to.
 type PhaseFile struct {
 	Phase string
 	Path  string
@@ -43,13 +43,73 @@ const (
 	CodeProgressCorrupt = "PROGRESS_FILE_CORRUPT"
 )
 
-// ReadProgress reads a progress log: one JSON event per line. A torn final
-// line (a crash during the append) is skipped; any other bad line is an error.
+// ReadProgress reads a progress log: a run's --progress file, or a
+// checkpoint's log given as the checkpoint directory (or its progress/
+// directory, or its progress.jsonl of format 1, which then also reads the
+// segments after it): package checkpoint, "progress/". Each file holds one
+// JSON event per line. A torn final line of a file (a crash during the
+// append) is skipped; any other bad line is an error naming the file.
 func ReadProgress(fs vfs.FS, path string) ([]*stream.Progress, error) {
+	files, err := progressFiles(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*stream.Progress
+	for _, f := range files {
+		events, err := readProgressFile(fs, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, events...)
+	}
+	return out, nil
+}
+
+// progressFiles resolves path to the files of its progress log, in order.
+func progressFiles(fs vfs.FS, path string) ([]string, error) {
+	const remedy = "pass a checkpoint directory a query ran on, or the --progress FILE of a run"
+	st, err := fs.Stat(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, errcode.Wrap(err, CodeProgressNotFound, path, "check the path and its permissions", "cannot read progress log %s", path)
+	}
+	var ckpt string
+	switch {
+	case err == nil && st.IsDir() && fs.PathBase(path) == checkpoint.ProgressDir:
+		ckpt = fs.PathDir(path)
+	case err == nil && st.IsDir():
+		ckpt = path
+	case fs.PathBase(path) == checkpoint.ProgressFile:
+		// <ckpt>/progress.jsonl: format 1, and the segments written since.
+		ckpt = fs.PathDir(path)
+		if err != nil {
+			if _, derr := fs.Stat(fs.PathJoin(ckpt, checkpoint.ProgressDir)); derr != nil {
+				return nil, errcode.New(CodeProgressNotFound, path, remedy, "progress log %s does not exist", path)
+			}
+		}
+	case err != nil:
+		return nil, errcode.New(CodeProgressNotFound, path, remedy, "progress log %s does not exist", path)
+	default:
+		return []string{path}, nil
+	}
+	segs, err := checkpoint.Dir{FS: fs, Path: ckpt}.ProgressSegments()
+	if err != nil {
+		return nil, errcode.Wrap(err, CodeProgressNotFound, path, "check the path and its permissions", "cannot read progress log %s", path)
+	}
+	if len(segs) == 0 {
+		return nil, errcode.New(CodeProgressNotFound, path, remedy, "%s holds no progress log", path)
+	}
+	files := make([]string, len(segs))
+	for i, s := range segs {
+		files[i] = s.Path
+	}
+	return files, nil
+}
+
+// readProgressFile reads one file of a progress log.
+func readProgressFile(fs vfs.FS, path string) ([]*stream.Progress, error) {
 	data, err := checkpoint.ReadFile(fs, path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, errcode.New(CodeProgressNotFound, path,
-			"pass the progress.jsonl of a checkpoint a query ran on, or the --progress FILE of a run", "progress log %s does not exist", path)
+		return nil, nil // deleted by the writer's retention since the listing
 	}
 	if err != nil {
 		return nil, errcode.Wrap(err, CodeProgressNotFound, path, "check the path and its permissions", "cannot read progress log %s", path)

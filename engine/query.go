@@ -94,7 +94,7 @@ type Options struct {
 	Clock  stream.Clock
 	Logger *slog.Logger
 	// Listeners receive every progress event, after it is appended to
-	// <ckpt>/progress.jsonl.
+	// the checkpoint's progress log (<ckpt>/progress/).
 	Listeners []Listener
 
 	// crash, if set (tests), is called at named points of a batch; an error

@@ -148,6 +148,15 @@ func TestStorageMixes(t *testing.T) {
 				if got := stateDump(t, mix.ckpt); got != refState {
 					t.Fatalf("state differs from the local run's:\n%s\nwant\n%s", got, refState)
 				}
+				// The progress log is in the checkpoint's store, one event a batch.
+				ckpt, _, fs, err := Locations(Config{Checkpoint: mix.ckpt, Table: mix.table})
+				if err != nil {
+					t.Fatal(err)
+				}
+				events, err := engine.ReadProgress(fs, ckpt)
+				if err != nil || len(events) == 0 {
+					t.Fatalf("progress log of %s: %d events, %v", mix.ckpt, len(events), err)
+				}
 			})
 		}
 		// Nothing of the S3 runs landed on the local disk under a mangled name.

@@ -375,9 +375,10 @@ func (s *Store) publishVersion(m *versionMeta, write func(dw *dataWriter) error)
 }
 
 // afterPublish removes what a new version made garbage: temp files of failed
-// attempts, versions above it (an abandoned history), and, after a snapshot,
-// files no version within Retain needs. Failures are logged, not returned:
-// garbage never affects correctness.
+// attempts and versions above it (an abandoned history) at once; after a
+// snapshot, the files no version within Retain needs, gcRemovesPerCommit
+// per commit. Failures are logged, not returned: garbage never affects
+// correctness.
 func (s *Store) afterPublish(snapshot bool) {
 	var keep []string
 	for _, t := range s.tmps {
@@ -386,12 +387,22 @@ func (s *Store) afterPublish(snapshot bool) {
 		}
 	}
 	s.tmps = keep
-	if len(s.abandoned) == 0 && !snapshot {
-		return
+	var err error
+	switch {
+	case len(s.abandoned) > 0:
+		// An abandoned history goes at once: its versions are written anew.
+		if err = s.gc(); err == nil {
+			s.abandoned = nil
+		}
+	case snapshot:
+		// The rest is spread over the commits that follow (gcRemovesPerCommit).
+		if s.gcQueue, err = s.gcVictims(); err == nil {
+			err = s.drainGC(gcRemovesPerCommit)
+		}
+	default:
+		err = s.drainGC(gcRemovesPerCommit)
 	}
-	if err := s.gc(); err != nil {
+	if err != nil {
 		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)
-		return
 	}
-	s.abandoned = nil
 }

@@ -122,7 +122,10 @@
 // default minBatchesToRetain; the engine does not pass its conf value, so a
 // query keeps 100 state versions whatever it sets). Files needed by versions
 // ≥ latest - Retain are always kept. Deletion runs newest first, metadata
-// before data, after the new version is published.
+// before data, after the new version is published. An abandoned history is
+// deleted at once; the rest of a snapshot's garbage at most 4 files per
+// commit (and whatever is left at Close), so that no batch pays for all of
+// it.
 //
 // # Local cache (LocalDir)
 //

@@ -14,19 +14,45 @@ import (
 	"github.com/ethstream/ethstream/durable"
 )
 
-// gc deletes state files no retained version needs (doc.go, "Garbage"):
+// gcRemovesPerCommit bounds the files the collection after a snapshot
+// deletes per commit: a version adds two files (data and metadata), so 4
+// per commit drains a snapshot's garbage (about 2 x SnapshotEvery files)
+// well before the next snapshot, and no commit pays for all of it at once.
+const gcRemovesPerCommit = 4
+
+// gcVictim is one state file to delete.
+type gcVictim struct {
+	v    int64
+	meta bool
+	name string
+}
+
+// gc deletes, at once, the state files no retained version needs
+// (gcVictims).
+func (s *Store) gc() error {
+	victims, err := s.gcVictims()
+	if err != nil {
+		return err
+	}
+	s.gcQueue = victims
+	return s.drainGC(len(victims))
+}
+
+// gcVictims lists the state files no retained version needs (doc.go,
+// "Garbage"):
 //   - every file of versions above the store's version (an abandoned history:
 //     the engine re-ran a batch whose state had been committed),
 //   - every attempt of a version other than its newest metadata attempt,
 //   - every version below the snapshot that starts the chain of the oldest
 //     retained version (s.version - Retain).
 //
-// Files go newest version first and metadata before data, so a crash in the
-// middle leaves only loadable versions or versions without metadata.
-func (s *Store) gc() error {
+// They are ordered newest version first and metadata before data, so a
+// crash in the middle of deleting them leaves only loadable versions or
+// versions without metadata.
+func (s *Store) gcVictims() ([]gcVictim, error) {
 	cat, err := listCatalog(s.fs, s.dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	floor := int64(0)
 	oldest := s.version - int64(s.opts.Retain)
@@ -36,23 +62,18 @@ func (s *Store) gc() error {
 		}
 		chain, err := loadChain(s.fs, s.dir, cat, v)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		floor = chain[0].Version
 		break
 	}
-	type victim struct {
-		v    int64
-		meta bool
-		name string
-	}
-	var victims []victim
+	var victims []gcVictim
 	for _, name := range cat.files {
 		v, a, suf, _ := parseFileName(name)
 		latest, hasMeta := cat.latestAttempt(v)
 		drop := v > s.version || v < floor || !hasMeta || a != latest
 		if drop {
-			victims = append(victims, victim{v, suf == "meta", name})
+			victims = append(victims, gcVictim{v, suf == "meta", name})
 		}
 	}
 	sort.Slice(victims, func(i, j int) bool {
@@ -61,12 +82,25 @@ func (s *Store) gc() error {
 		}
 		return victims[i].meta && !victims[j].meta
 	})
-	for _, vc := range victims {
+	return victims, nil
+}
+
+// drainGC deletes up to n files from the front of the queue, and syncs the
+// directory once the queue is empty. Every queued file stays garbage: a
+// version below the floor or a superseded attempt is never needed again,
+// and the queue is computed anew at each snapshot.
+func (s *Store) drainGC(n int) error {
+	removed := 0
+	for ; removed < n && len(s.gcQueue) > 0; removed++ {
+		vc := s.gcQueue[0]
 		if err := s.fs.Remove(s.fs.PathJoin(s.dir, vc.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.gcQueue = nil
 			return fmt.Errorf("remove state file %s: %w", s.fs.PathJoin(s.dir, vc.name), err)
 		}
+		s.gcQueue = s.gcQueue[1:]
 	}
-	if len(victims) > 0 {
+	if removed > 0 && len(s.gcQueue) == 0 {
+		s.gcQueue = nil
 		return syncDir(s.fs, s.dir)
 	}
 	return nil

@@ -84,6 +84,7 @@ func Open(ctx context.Context, opts Options, version int64) (*Store, error) {
 
 // load makes the store hold version (the cache or a rebuild from the files).
 func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
+	s.gcQueue = nil // computed for another version
 	var chain []*versionMeta
 	if version >= 0 {
 		var err error

@@ -103,6 +103,7 @@ type Store struct {
 	nextAttempt map[int64]int // version -> first attempt number not yet used
 	abandoned   []int64       // versions above the loaded one found at Open
 	tmps        []string      // temp files a failed publish could not remove
+	gcQueue     []gcVictim    // garbage still to delete, in order (gc.go)
 	getBuf      []byte
 	lastGet     []byte         // key of the last committed lookup, and its outcome:
 	lastFound   bool           // agg reads a key, then writes it; the write reuses this
@@ -158,6 +159,9 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.Abort()
 	s.bg.Wait()
+	if err := s.drainGC(len(s.gcQueue)); err != nil {
+		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)
+	}
 	trusted := s.broken == nil && s.head != nil
 	var err error
 	if trusted {

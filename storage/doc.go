@@ -55,8 +55,10 @@
 // with delimiter "/"; ListInfo gives each entry's size and time from those
 // same responses (one request per page of up to 1,000 keys, no HEAD per
 // object: vacuum and the temp-file sweep use it), while Stat of one name
-// is a HEAD. An append (the
-// checkpoint's informational progress.jsonl) rewrites the object.
+// is a HEAD. An append rewrites the object; the only appended files are
+// the segments of the checkpoint's informational progress log, at most
+// 256 KiB each (package checkpoint, "progress/"), so an append costs one
+// segment, not the whole history.
 //
 // # Lease protocol (the checkpoint lock on S3), format 1
 //

@@ -45,7 +45,7 @@ type Options struct {
 	Now        func() time.Time // nil = time.Now
 }
 
-// Dashboard follows one checkpoint: it tails <ckpt>/progress.jsonl and reads
+// Dashboard follows one checkpoint: it tails its progress log and reads
 // the offsets and commits logs, read-only, so it works the same for a query
 // in this process, in a child process (the demo's phases) or one that
 // finished long ago. Its methods are safe for concurrent use.
@@ -86,9 +86,12 @@ type cachedEntry struct {
 	raw []byte
 }
 
-// tail is the read position in progress.jsonl.
+// tail is the read position in the progress log: offset off of segment
+// seq (checkpoint.ProgressSegment.Seq), once read is set.
 type tail struct {
-	off int64
+	seq  int64
+	off  int64
+	read bool
 }
 
 // New returns a dashboard of o.Checkpoint. Nothing is read until Sync.
@@ -145,7 +148,7 @@ func (d *Dashboard) changedLocked() {
 }
 
 // OnProgress makes Dashboard an engine.Listener: the event is already in
-// progress.jsonl (the engine appends before it calls listeners), so it only
+// the progress log (the engine appends before it calls listeners), so it only
 // asks for an immediate read instead of waiting for the next poll, and never
 // blocks the query.
 func (d *Dashboard) OnProgress(*stream.Progress) {
@@ -234,47 +237,99 @@ func (d *Dashboard) Sync() error {
 	return errors.Join(perr, lerr)
 }
 
-// syncProgressLocked reads the complete lines appended to progress.jsonl
-// since the last call. A line without its "\n" is being written (or was torn
-// by a crash) and is left for the next call.
+// syncProgressLocked reads the complete lines appended to the checkpoint's
+// progress log (package checkpoint, "progress/": the format 1 file, then
+// the segments) since the last call. A line without its "\n" at the end of
+// the newest segment is being written and is left for the next call; at the
+// end of an older one it was torn by a crash and is skipped. Segments the
+// writer's retention deleted before they were read are skipped.
 func (d *Dashboard) syncProgressLocked() error {
-	path := d.dir.Join(checkpoint.ProgressFile)
-	fi, err := d.o.FS.Stat(path)
+	segs, err := d.dir.ProgressSegments()
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			if d.mu.tail.off > 0 {
-				d.resetLocked()
-			}
-			return nil
+		return d.progressErrLocked(err, nil)
+	}
+	t := &d.mu.tail
+	if len(segs) == 0 {
+		if t.read {
+			d.resetLocked() // the log is gone: a new history
 		}
-		return d.progressErrLocked(fmt.Errorf("stat progress log %s: %w", path, err), nil)
-	}
-	if fi.Size() < d.mu.tail.off {
-		d.resetLocked() // truncated or replaced: a new history
-	}
-	if fi.Size() == d.mu.tail.off {
 		return d.progressErrLocked(nil, nil)
 	}
+	i := 0
+	if t.read {
+		i = -1
+		for j, sg := range segs {
+			if sg.Seq >= t.seq {
+				i = j
+				break
+			}
+		}
+		switch {
+		case i < 0 || segs[i].Seq == t.seq && segs[i].Size < t.off:
+			d.resetLocked() // truncated, replaced or recreated: a new history
+			i = 0
+		case segs[i].Seq != t.seq:
+			t.seq, t.off = segs[i].Seq, 0
+		}
+	}
+	var bad error
+	changed := false
+	for ; i < len(segs); i++ {
+		sg := segs[i]
+		if !t.read || t.seq != sg.Seq {
+			t.seq, t.off, t.read = sg.Seq, 0, true
+		}
+		last := i == len(segs)-1
+		if sg.Size > t.off {
+			n, skipped, err := d.readSegmentLocked(sg.Path, t.off, sg.Size)
+			if err != nil {
+				return d.progressErrLocked(err, bad)
+			}
+			if skipped != nil {
+				bad = skipped
+			}
+			if n > 0 {
+				changed = true
+			}
+			t.off += n
+		}
+		if !last {
+			// A segment is complete once a newer one exists: a partial
+			// line left in it was torn by a crash.
+			t.seq, t.off = segs[i+1].Seq, 0
+		}
+	}
+	if changed {
+		d.changedLocked()
+	}
+	return d.progressErrLocked(nil, bad)
+}
+
+// readSegmentLocked ingests the complete lines of path in [off, size) and
+// returns the bytes they took.
+func (d *Dashboard) readSegmentLocked(path string, off, size int64) (consumed int64, skipped, err error) {
 	f, err := d.o.FS.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil, nil // deleted by the writer's retention since the listing
+	}
 	if err != nil {
-		return d.progressErrLocked(fmt.Errorf("open progress log %s: %w", path, err), nil)
+		return 0, nil, fmt.Errorf("open progress log %s: %w", path, err)
 	}
 	defer f.Close()
-	buf := make([]byte, fi.Size()-d.mu.tail.off)
-	n, err := f.ReadAt(buf, d.mu.tail.off)
+	buf := make([]byte, size-off)
+	n, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return d.progressErrLocked(fmt.Errorf("read progress log %s: %w", path, err), nil)
+		return 0, nil, fmt.Errorf("read progress log %s: %w", path, err)
 	}
 	buf = buf[:n]
-	consumed := 0
-	var bad error
+	c := 0
 	for {
-		i := bytes.IndexByte(buf[consumed:], '\n')
+		i := bytes.IndexByte(buf[c:], '\n')
 		if i < 0 {
 			break
 		}
-		line := buf[consumed : consumed+i]
-		consumed += i + 1
+		line := buf[c : c+i]
+		c += i + 1
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -282,19 +337,15 @@ func (d *Dashboard) syncProgressLocked() error {
 		if err := json.Unmarshal(line, p); err != nil {
 			// A torn line inside the file (a crash mid-append, then more
 			// appends) is skipped as the engine's reader skips a torn tail.
-			bad = fmt.Errorf("progress log %s: skipped an unreadable event after %d events: %v", path, d.mu.ingested, err)
+			skipped = fmt.Errorf("progress log %s: skipped an unreadable event after %d events: %v", path, d.mu.ingested, err)
 			continue
 		}
 		d.ingestLocked(p)
 	}
-	d.mu.tail.off += int64(consumed)
-	if consumed > 0 {
-		d.changedLocked()
-	}
-	return d.progressErrLocked(nil, bad)
+	return int64(c), skipped, nil
 }
 
-// progressErrLocked records the outcome of a read of progress.jsonl in the
+// progressErrLocked records the outcome of a read of the progress log in the
 // header: a read error lasts until a read succeeds, a skipped line until the
 // history resets.
 func (d *Dashboard) progressErrLocked(readErr, skipped error) error {

@@ -466,3 +466,68 @@ func FuzzProgressTail(f *testing.F) {
 		}
 	})
 }
+
+// TestSyncTailsProgressSegments: the dashboard follows the progress log
+// across the format 1 file and the segments a writer appends (each sync
+// sees only complete lines), keeps up while the writer's retention deletes
+// the oldest segments, and skips a line torn at the end of an older segment.
+func TestSyncTailsProgressSegments(t *testing.T) {
+	fs := newFS(t)
+	appendRaw(t, fs, filepath.Join(ckpt, checkpoint.ProgressFile), line(t, event(0, "run-a", map[string]int64{"s3_backfill": 1}, 2)))
+	d := New(Options{Checkpoint: ckpt, FS: fs, Mode: ModeUI})
+	w, err := checkpoint.Lock(fs, ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	const n = 4000 // about 1.5 x ProgressRetainBytes of events with the padding below
+	pad := strings.Repeat("x", 3000)
+	for id := int64(1); id < n; id++ {
+		ev := event(id, "run-a", map[string]int64{"s3_backfill": 1}, 2)
+		ev.Sink.Metrics["pad"] = pad
+		b := line(t, ev)
+		if err := w.AppendProgress(b[:len(b)-1]); err != nil {
+			t.Fatal(err)
+		}
+		if id%97 == 0 {
+			if err := d.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A crash tore the newest segment's last line; the next writer starts a new one.
+	segs, _ := w.ProgressSegments()
+	appendRaw(t, fs, segs[len(segs)-1].Path, []byte(`{"id":"q-1","batchId":`))
+	w.Close()
+	w2, err := checkpoint.Lock(fs, ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	last := line(t, event(n, "run-b", map[string]int64{"s3_backfill": 1}, 2))
+	if err := w2.AppendProgress(last[:len(last)-1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	bs := d.Snapshot().Batches
+	if len(bs) != n+1 {
+		t.Fatalf("%d batches, want %d", len(bs), n+1)
+	}
+	for i, b := range bs {
+		if b.BatchID != int64(i) {
+			t.Fatalf("batch %d has id %d", i, b.BatchID)
+		}
+	}
+	if segs, _ := w2.ProgressSegments(); segs[0].Seq < 1 {
+		t.Fatalf("the retention deleted nothing: %+v", segs[0])
+	}
+	// A dashboard opened now sees the retained history only, in order.
+	late := New(Options{Checkpoint: ckpt, FS: fs, Mode: ModeUI})
+	late.Sync()
+	lb := late.Snapshot().Batches
+	if len(lb) == 0 || len(lb) >= n || lb[len(lb)-1].BatchID != n {
+		t.Fatalf("late dashboard: %d batches, last %+v", len(lb), lb[len(lb)-1])
+	}
+}

@@ -7,7 +7,8 @@
 // # Where the data comes from
 //
 // A Dashboard only reads the checkpoint (package checkpoint's Dir): it tails
-// <ckpt>/progress.jsonl and re-reads offsets/ and commits/ on every poke
+// the checkpoint's progress log (<ckpt>/progress/ segments, after a
+// progress.jsonl of format 1) and re-reads offsets/ and commits/ on every poke
 // (engine.Listener: a batch committed in this process) and every poll
 // (DefaultPoll). The same code therefore follows a query in this process, in
 // child processes (the demo starts each phase as its own `ethstream run`) and

@@ -239,9 +239,10 @@ func progressFlattenCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "progress --out DIR --phase NAME=PROGRESS_FILE ...",
-		Short: "Flatten progress logs (progress.jsonl) into batches.csv and sources.csv",
-		Long: `progress reads StreamingQueryProgress logs (one JSON event per line, as in
-<checkpoint>/progress.jsonl or a run's --progress file) and writes DIR/batches.csv and
+		Short: "Flatten progress logs (a checkpoint's, or a run's --progress file) into batches.csv and sources.csv",
+		Long: `progress reads StreamingQueryProgress logs (one JSON event per line: a run's --progress
+file, or a checkpoint directory, whose progress log is <checkpoint>/progress/, the recent
+history only) and writes DIR/batches.csv and
 DIR/sources.csv with the columns of docs/contracts.md, Progress records. Each --phase names the phase of the
 events in one file; files are read in the order given.`,
 		Args: cobra.NoArgs,

@@ -48,9 +48,9 @@ func newUICmd() *cobra.Command {
 	var checkpoint, addr string
 	c := &cobra.Command{
 		Use:   "ui --checkpoint DIR [--ui-addr 127.0.0.1:4040]",
-		Short: "Serve the dashboard of a checkpoint: its batches from progress.jsonl, its offset log, live if a query still runs on it",
+		Short: "Serve the dashboard of a checkpoint: its batches from its progress log, its offset log, live if a query still runs on it",
 		Long: `ui serves the same dashboard as run --ui-addr for a checkpoint on disk: the charts of
-every batch recorded in <checkpoint>/progress.jsonl, the sources of the newest batch and the
+every batch recorded in the checkpoint's progress log (<checkpoint>/progress/), the sources of the newest batch and the
 offset log as it is on disk. It only reads, so it is safe beside a running query, whose new
 batches then appear as they commit. It runs until interrupted.`,
 		Example: `  ethstream ui --checkpoint work/checkpoint            # then open http://127.0.0.1:4040/`,

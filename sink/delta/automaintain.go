@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strconv"
+	"sync"
 	"time"
 )
 
@@ -31,17 +34,138 @@ func (m *MergeSink) autoCompactEnabled() bool {
 	return true
 }
 
+// Sink metrics of the maintenance that finished since the previous batch
+// (MergeSink.AddBatch reports them in its SinkProgress): maintenance runs
+// after a batch's commit, off the batch's path, so the batch that started
+// it cannot report it; the next one does. Durations are milliseconds.
+const (
+	MetricCheckpointMs       = "deltaCheckpointMs"
+	MetricCheckpointVersion  = "deltaCheckpointVersion"
+	MetricAutoCompactMs      = "autoCompactMs"
+	MetricAutoCompactRemoved = "autoCompactFilesRemoved"
+	MetricAutoCompactAdded   = "autoCompactFilesAdded"
+	MetricVacuumMs           = "vacuumMs"
+	MetricVacuumDeleted      = "vacuumFilesDeleted"
+	MetricLogCleanupMs       = "logCleanupMs"
+	MetricLogCleanupDeleted  = "logCleanupEntriesDeleted"
+)
+
+// maintReport accumulates the metrics above until AddBatch reports them.
+type maintReport struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func (r *maintReport) add(k string, v int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]int64{}
+	}
+	r.m[k] += v
+}
+
+func (r *maintReport) set(k string, v int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]int64{}
+	}
+	r.m[k] = v
+}
+
+// drainInto moves the accumulated metrics into m.
+func (r *maintReport) drainInto(m map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, v := range r.m {
+		m[k] = strconv.FormatInt(v, 10)
+	}
+	r.m = nil
+}
+
+// background queues job on the sink's maintenance goroutine, which runs
+// the jobs one at a time in the order queued and exits when none is left.
+// Close waits for them.
+func (m *MergeSink) background(job func()) {
+	m.bg.Add(1)
+	m.bgMu.Lock()
+	m.bgQueue = append(m.bgQueue, job)
+	start := !m.bgRunning
+	m.bgRunning = true
+	m.bgMu.Unlock()
+	if start {
+		go m.runBackground()
+	}
+}
+
+func (m *MergeSink) runBackground() {
+	for {
+		m.bgMu.Lock()
+		if len(m.bgQueue) == 0 {
+			m.bgRunning = false
+			m.bgMu.Unlock()
+			return
+		}
+		job := m.bgQueue[0]
+		m.bgQueue = m.bgQueue[1:]
+		m.bgMu.Unlock()
+		job()
+		m.bg.Done()
+	}
+}
+
+// checkpointLater writes the checkpoint of s (just committed) off the
+// batch's path, as Delta's post-commit checkpoint hook: the rows are taken
+// now (s changes with the next batch), the file is written by the
+// maintenance goroutine. A checkpoint still waiting there when the next one
+// is due is replaced by it (only the newest one speeds up replay), so the
+// queue stays bounded however slow the store. A failure is logged: the
+// commit is durable, a missing checkpoint only slows replay. Called with
+// m.mu held.
+func (m *MergeSink) checkpointLater(s *Snapshot) {
+	cp := &pendingCheckpoint{version: s.Version, rows: s.checkpointRows(m.o.Clock()), adds: int64(len(s.files))}
+	m.bgMu.Lock()
+	queued := m.nextCheckpoint != nil
+	m.nextCheckpoint = cp
+	m.bgMu.Unlock()
+	if queued {
+		return
+	}
+	m.background(func() {
+		m.bgMu.Lock()
+		cp := m.nextCheckpoint
+		m.nextCheckpoint = nil
+		m.bgMu.Unlock()
+		t0 := time.Now()
+		if err := m.table.writeCheckpointRows(cp.version, cp.rows, cp.adds); err != nil {
+			m.log.Warn("delta checkpoint failed", "version", cp.version, "err", err)
+			return
+		}
+		m.report.add(MetricCheckpointMs, time.Since(t0).Milliseconds())
+		m.report.set(MetricCheckpointVersion, cp.version)
+	})
+}
+
+// pendingCheckpoint is a checkpoint's content, taken at its version.
+type pendingCheckpoint struct {
+	version int64
+	rows    []cpRow
+	adds    int64
+}
+
 // autoMaintain runs after a committed batch: when at least minNumFiles
-// small files (other than the newest) are live, a background goroutine
+// small files (other than the newest) are live, the maintenance goroutine
 // compacts them by an OPTIMIZE commit of its own (dataChange=false,
 // auto=true), off the batch's path; then, at most every half retention, it
 // vacuums the files removed longer ago than delta.deletedFileRetentionDuration
-// (and orphans that old). A MERGE that races the OPTIMIZE commit loses at
-// most one attempt and re-plans on the fresher snapshot. Both steps are
-// idempotent and crash-safe (a crash leaves at most unreferenced files,
-// which a later vacuum deletes), and a failure is logged, never the
-// batch's: the batch is committed. One maintenance runs at a time; Close
-// waits for it. Called with m.mu held.
+// (and orphans that old), and cleans up the expired log entries. The
+// OPTIMIZE commit is published under the sink's lock and rebased past the
+// batches committed meanwhile (commitRebasing), so a batch never loses its
+// version to it. All steps are idempotent and crash-safe (a crash leaves at
+// most unreferenced files, which a later vacuum deletes), and a failure is
+// logged, never the batch's: the batch is committed. One compaction runs at
+// a time; Close waits for it. Called with m.mu held.
 func (m *MergeSink) autoMaintain() {
 	if !m.autoCompactEnabled() || m.maintaining.Load() {
 		return
@@ -51,51 +175,61 @@ func (m *MergeSink) autoMaintain() {
 		minFiles = DefaultAutoCompactMinFiles
 	}
 	o := OptimizeOptions{TargetFileRows: m.o.TargetFileRows, MaxFileRows: max(m.o.TargetFileRows/16, 1),
-		SkipNewest: autoCompactSkipNewest, MinFiles: minFiles, Auto: true, Clock: m.o.Clock}
+		SkipNewest: autoCompactSkipNewest, MinFiles: minFiles, Auto: true, Clock: m.o.Clock, commitLock: &m.mu}
 	if len(m.snap.optimizeBins(o)) == 0 {
 		return // the cheap check, on the sink's own snapshot
 	}
 	retention := m.snap.tombstoneRetention()
 	logRetention, cleanLogs := m.snap.logRetention()
 	m.maintaining.Store(true)
-	m.bg.Add(1)
-	go func() {
-		defer m.bg.Done()
+	m.background(func() {
 		defer m.maintaining.Store(false)
 		m.maintain(context.Background(), o, retention)
 		if cleanLogs {
+			t0 := time.Now()
 			if n, err := m.table.cleanExpiredLogs(logRetention, m.o.Clock()); err != nil {
 				m.log.Warn("delta log cleanup failed", "err", err)
-			} else if n > 0 {
-				m.log.Debug("delta log cleanup", "deleted", n, "retention", logRetention.String())
+			} else {
+				m.report.add(MetricLogCleanupMs, time.Since(t0).Milliseconds())
+				m.report.add(MetricLogCleanupDeleted, int64(n))
+				if n > 0 {
+					m.log.Debug("delta log cleanup", "deleted", n, "retention", logRetention.String())
+				}
 			}
 		}
-	}()
+	})
 }
 
 func (m *MergeSink) maintain(ctx context.Context, o OptimizeOptions, retention time.Duration) {
+	t0 := time.Now()
 	res, err := m.table.Optimize(ctx, o)
 	if err != nil {
 		m.log.Warn("delta auto-compaction failed", "err", err)
 		return
 	}
-	m.log.Debug("delta auto-compaction", "version", res.Version, "filesRemoved", res.FilesRemoved, "filesAdded", res.FilesAdded)
+	m.report.add(MetricAutoCompactMs, time.Since(t0).Milliseconds())
+	m.report.add(MetricAutoCompactRemoved, int64(res.FilesRemoved))
+	m.report.add(MetricAutoCompactAdded, int64(res.FilesAdded))
+	m.log.Debug("delta auto-compaction", "version", res.Version, "filesRemoved", res.FilesRemoved, "filesAdded", res.FilesAdded, "rebased", res.Rebased)
 	now := m.o.Clock()
 	if !m.lastVacuum.IsZero() && now.Sub(m.lastVacuum) < retention/2 {
 		return
 	}
 	m.lastVacuum = now
+	t0 = time.Now()
 	deleted, err := m.table.vacuum(ctx, retention, false, now)
 	if err != nil {
 		m.log.Warn("delta auto-vacuum failed", "err", err)
 		return
 	}
+	m.report.add(MetricVacuumMs, time.Since(t0).Milliseconds())
+	m.report.add(MetricVacuumDeleted, int64(len(deleted)))
 	if len(deleted) > 0 {
 		m.log.Debug("delta auto-vacuum", "deleted", len(deleted), "retention", retention.String())
 	}
 }
 
-// waitMaintenance waits for a running auto-maintenance (Close, tests).
+// waitMaintenance waits for the queued maintenance (Close, tests).
 func (m *MergeSink) waitMaintenance() { m.bg.Wait() }
 
 // defaultLogRetention is delta.logRetentionDuration's default.
@@ -113,13 +247,21 @@ func (s *Snapshot) logRetention() (time.Duration, bool) {
 	return defaultLogRetention, true
 }
 
+// maxLogCleanupPerRun bounds the log entries one cleanup deletes, so that
+// a backlog (a retention just shortened, a query restarted after weeks) is
+// spread over the maintenance runs instead of one long burst of deletions
+// beside the batches; a live query adds about one entry per batch, and a
+// run follows every compaction (every ~50 batches).
+const maxLogCleanupPerRun = 128
+
 // cleanExpiredLogs deletes the log entries Delta's expired-log cleanup
 // deletes: with cp the newest checkpoint written before now - retention,
-// every commit and checkpoint below cp. Every version newer than the cutoff
+// every commit and checkpoint below cp, at most maxLogCleanupPerRun of
+// them per call, oldest version first. Every version newer than the cutoff
 // keeps a checkpoint at or below it and the commits after, so it still
 // reads (time travel to older versions ends); the newest checkpoint and
-// the commits after it are never touched. Oldest first, so a crash leaves
-// a log that starts later, never one with a gap.
+// the commits after it are never touched. Oldest first, so a crash (or
+// the bound) leaves a log that starts later, never one with a gap.
 func (t *Table) cleanExpiredLogs(retention time.Duration, now time.Time) (int, error) {
 	l, err := t.list()
 	if err != nil {
@@ -137,19 +279,28 @@ func (t *Table) cleanExpiredLogs(retention time.Duration, now time.Time) (int, e
 	if cp <= 0 {
 		return 0, nil
 	}
-	var doomed []string
+	type entry struct {
+		v    int64
+		path string
+	}
+	var doomed []entry
 	for _, v := range l.commits {
 		if v < cp {
-			doomed = append(doomed, t.commitPath(v))
+			doomed = append(doomed, entry{v, t.commitPath(v)})
 		}
 	}
 	for _, c := range l.checkpoints {
 		if c < cp {
-			doomed = append(doomed, t.checkpointPath(c))
+			doomed = append(doomed, entry{c, t.checkpointPath(c)})
 		}
 	}
+	sort.SliceStable(doomed, func(i, j int) bool { return doomed[i].v < doomed[j].v })
+	if len(doomed) > maxLogCleanupPerRun {
+		doomed = doomed[:maxLogCleanupPerRun]
+	}
 	n := 0
-	for _, p := range doomed {
+	for _, e := range doomed {
+		p := e.path
 		if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return n, fmt.Errorf("clean up expired log %s: %w", p, err)
 		}

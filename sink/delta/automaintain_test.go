@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +58,7 @@ func TestAutoCompaction(t *testing.T) {
 	ctx := context.Background()
 	s := newSink(t, dir, 64)
 	oracle := map[oracleKey]int64{}
-	maxLive := 0
+	maxLive, reported := 0, 0
 	const batches = 400
 	for b := 0; b < batches; b++ {
 		// One new key per batch (a new miner in the current window), and
@@ -71,8 +72,13 @@ func TestAutoCompaction(t *testing.T) {
 		for _, r := range rows {
 			oracle[oracleKey{r.WS, r.Source, r.Miner}] = r.Count
 		}
-		if _, err := s.AddBatch(ctx, int64(b), mkBatch(rows)); err != nil {
+		prog, err := s.AddBatch(ctx, int64(b), mkBatch(rows))
+		if err != nil {
 			t.Fatalf("batch %d: %v", b, err)
+		}
+		// The maintenance of the previous batches is reported by this one.
+		if n, err := strconv.Atoi(prog.Metrics[MetricAutoCompactRemoved]); err == nil {
+			reported += n
 		}
 		s.waitMaintenance()
 		if b%10 == 0 {
@@ -100,10 +106,13 @@ func TestAutoCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auto := 0
+	auto, removed := 0, 0
 	for _, ci := range hist {
 		if ci.Operation != "OPTIMIZE" {
 			continue
+		}
+		if n, err := strconv.Atoi(fmt.Sprint(ci.OperationMetrics["numRemovedFiles"])); err == nil {
+			removed += n
 		}
 		if ci.OperationParameters["auto"] != "true" {
 			t.Fatalf("OPTIMIZE %d not marked auto: %v", ci.Version, ci.OperationParameters)
@@ -121,6 +130,11 @@ func TestAutoCompaction(t *testing.T) {
 	}
 	if auto == 0 {
 		t.Fatal("no auto-compaction commit")
+	}
+	// The batches' sink metrics report the compactions (all but one still
+	// unreported after the last batch).
+	if reported == 0 || reported > removed {
+		t.Fatalf("the batches reported %d files compacted away, the OPTIMIZE commits removed %d", reported, removed)
 	}
 	// Idempotent: compacting again right away finds nothing or compacts
 	// the rest, and the rows stay.
@@ -286,4 +300,91 @@ func TestExpiredLogCleanup(t *testing.T) {
 	if got := tableRows(t, dir, -1); got[oracleKey{baseTS, "live", minerName(0)}] != 5 {
 		t.Fatalf("update after the cleanup: %v", got[oracleKey{baseTS, "live", minerName(0)}])
 	}
+}
+
+// TestOptimizeRebase: an OPTIMIZE whose snapshot fell behind commits that
+// left its input files live is committed at the next free version without
+// rewriting anything, and the table keeps every row; one behind a commit
+// that removed an input file is refused (errVersionTaken: start over).
+func TestOptimizeRebase(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := newSink(t, dir, 64)
+	s.o.AutoCompactMinFiles = -1
+	oracle := map[oracleKey]int64{}
+	add := func(b, win int, miner string) {
+		r := row(win, "live", miner, int64(b+1))
+		oracle[oracleKey{r.WS, r.Source, r.Miner}] = r.Count
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{r})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for b := range 4 {
+		add(b, b, minerName(b)) // one file per window
+	}
+	plan := func() (*Snapshot, []action) {
+		snap, err := s.table.Snapshot(ctx, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Compact windows 0 and 1 into nothing but their removes: enough
+		// to see which commits conflict.
+		var removes []action
+		for _, f := range snap.files {
+			if r := snap.rangeOf(f); r.minWS <= baseTS+window {
+				ts := time.Now().UnixMilli()
+				removes = append(removes, action{Remove: &RemoveFile{Path: f.Path, DeletionTimestamp: &ts, DataChange: false}})
+			}
+		}
+		if len(removes) != 2 {
+			t.Fatalf("%d files in windows 0-1, want 2", len(removes))
+		}
+		return snap, removes
+	}
+	snap, removes := plan()
+	add(4, 3, minerName(9)) // rewrites window 3's file only
+	add(5, 5, minerName(5)) // a new window
+	acts := append([]action{{CommitInfo: &CommitInfo{Operation: "OPTIMIZE"}}}, removes...)
+	rebased, err := snap.commitRebasing(ctx, &s.mu, acts, removes, nil)
+	if err != nil || rebased != 1 {
+		t.Fatalf("commit past two unrelated batches = %d rebases, %v; want 1, nil", rebased, err)
+	}
+	if v := s.Version(); snap.Version != v+1 {
+		t.Fatalf("OPTIMIZE committed at %d, the sink's last batch at %d", snap.Version, v)
+	}
+	got := tableRows(t, dir, -1)
+	for k := range oracle {
+		if k.ws <= baseTS+window {
+			delete(oracle, k) // the test's OPTIMIZE dropped them on purpose
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(oracle) {
+		t.Fatalf("table %v, want %v", got, oracle)
+	}
+	// A batch that rewrites an input file is a conflict.
+	add(6, 2, minerName(2))
+	snap, removes = plan2(t, s, ctx)
+	add(7, 2, minerName(2)) // updates the key in that file: rewrites it
+	acts = append([]action{{CommitInfo: &CommitInfo{Operation: "OPTIMIZE"}}}, removes...)
+	if _, err := snap.commitRebasing(ctx, &s.mu, acts, removes, nil); err != errVersionTaken {
+		t.Fatalf("commit past a batch that rewrote its input = %v, want errVersionTaken", err)
+	}
+}
+
+// plan2 removes window 2's file from a fresh snapshot.
+func plan2(t *testing.T, s *MergeSink, ctx context.Context) (*Snapshot, []action) {
+	snap, err := s.table.Snapshot(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var removes []action
+	for _, f := range snap.files {
+		if r := snap.rangeOf(f); r.minWS == baseTS+2*window {
+			removes = append(removes, action{Remove: &RemoveFile{Path: f.Path, DataChange: false}})
+		}
+	}
+	if len(removes) != 1 {
+		t.Fatalf("%d files in window 2, want 1", len(removes))
+	}
+	return snap, removes
 }

@@ -180,27 +180,32 @@ func parseInterval(s string) (time.Duration, bool) {
 // derived data, replaced atomically; a crash between them leaves a valid
 // older pointer, and readers trust the listing over the pointer anyway.
 func (s *Snapshot) writeCheckpoint(now time.Time) error {
-	rows := s.checkpointRows(now)
-	path := s.table.checkpointPath(s.Version)
+	return s.table.writeCheckpointRows(s.Version, s.checkpointRows(now), int64(len(s.files)))
+}
+
+// writeCheckpointRows writes the checkpoint of version from its rows
+// (checkpointRows) and the number of its live files, then points
+// _last_checkpoint at it.
+func (t *Table) writeCheckpointRows(version int64, rows []cpRow, adds int64) error {
+	path := t.checkpointPath(version)
 	// Streamed into the publish: a table with many files has a large checkpoint.
-	res, err := s.table.pub.Publish(s.table.logDir, s.table.fs.PathBase(path), durable.Options{Mode: durable.Replace}, func(f io.Writer) error {
+	res, err := t.pub.Publish(t.logDir, t.fs.PathBase(path), durable.Options{Mode: durable.Replace}, func(f io.Writer) error {
 		w := parquet.NewGenericWriter[cpRow](f, checkpointSchema, parquet.Compression(&parquet.Snappy))
 		if _, err := w.Write(rows); err != nil {
-			return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
+			return fmt.Errorf("encode checkpoint %d: %w", version, err)
 		}
 		if err := w.Close(); err != nil {
-			return fmt.Errorf("encode checkpoint %d: %w", s.Version, err)
+			return fmt.Errorf("encode checkpoint %d: %w", version, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("write checkpoint %s: %w", path, err)
 	}
-	adds := int64(len(s.files))
-	lc := lastCheckpoint{Version: s.Version, Size: int64(len(rows)), SizeInBytes: ptr(res.Size), NumOfAddFiles: &adds}
+	lc := lastCheckpoint{Version: version, Size: int64(len(rows)), SizeInBytes: ptr(res.Size), NumOfAddFiles: &adds}
 	js, _ := json.Marshal(lc)
-	lp := s.table.fs.PathJoin(s.table.logDir, "_last_checkpoint")
-	if err := s.table.replaceFile(lp, js); err != nil {
+	lp := t.fs.PathJoin(t.logDir, "_last_checkpoint")
+	if err := t.replaceFile(lp, js); err != nil {
 		return fmt.Errorf("write %s: %w", lp, err)
 	}
 	return nil

@@ -93,7 +93,11 @@
 // a full file. A lost race abandons (deletes) the attempt's data files,
 // applies the new commits to the cached snapshot and retries from the txn
 // check. A checkpoint follows every commit whose version is a multiple of
-// CheckpointInterval; its failure is logged, not fatal (the commit is durable).
+// CheckpointInterval: its rows are taken at the commit, and the file is
+// written after it by the sink's maintenance goroutine (Delta's post-commit
+// checkpoint hook), off the batch's path; one still queued when the next is
+// due is replaced by the newer. Its failure is logged, not fatal (the
+// commit is durable; a missing checkpoint only slows replay).
 //
 // Crash safety: data files are published (fsynced and linked) under new UUID
 // names, and their directory is fsynced while the commit's temp file is
@@ -129,8 +133,18 @@
 // oldest first, so the log always starts at a checkpoint and every version
 // from cp on still reads. These are ordinary commits and
 // deletions: a crash leaves at most unreferenced files for a later vacuum,
-// a MERGE racing the OPTIMIZE re-plans on the fresher snapshot, and a
-// failure is logged without failing the batch.
+// and a failure is logged without failing the batch. The OPTIMIZE commit is
+// published under the sink's lock, so a batch's MERGE never loses its
+// version to it; a version taken meanwhile (by the sink's batches or by
+// another writer) is no conflict unless its commit removed a file the
+// OPTIMIZE read, and the same actions are then committed at the next free
+// version (Delta's rule for a dataChange=false compaction); otherwise the
+// OPTIMIZE starts over. Maintenance runs one job at a time, in order; what
+// finished since the previous batch is reported in the next batch's sink
+// metrics (milliseconds and counts): deltaCheckpointMs,
+// deltaCheckpointVersion, autoCompactMs, autoCompactFilesRemoved,
+// autoCompactFilesAdded, vacuumMs, vacuumFilesDeleted, logCleanupMs,
+// logCleanupEntriesDeleted.
 //
 // # Errors
 //

@@ -38,6 +38,10 @@ func TestTableOnMemFS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The sink's checkpoint and compaction run after its commits: let them end.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	tbl, err := OpenFS(ctx, fs, dir)
 	if err != nil {
 		t.Fatal(err)

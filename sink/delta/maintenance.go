@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -71,6 +72,11 @@ type OptimizeOptions struct {
 	// Auto marks the commit as an auto-compaction (operationParameters
 	// auto=true).
 	Auto bool
+	// commitLock, if set, is held while the OPTIMIZE commit is published:
+	// the MergeSink's own lock, so that a batch's MERGE (which holds it from
+	// its refresh to its commit) never loses its version to the sink's own
+	// auto-compaction and never has to write its files twice.
+	commitLock sync.Locker
 }
 
 // OptimizeResult says what Optimize committed.
@@ -79,6 +85,9 @@ type OptimizeResult struct {
 	FilesRemoved int
 	FilesAdded   int
 	Rows         int64
+	// Rebased counts the commits of other writers the OPTIMIZE commit was
+	// moved past (commitRebasing).
+	Rebased int
 }
 
 // Optimize compacts the small files of a sink-schema table: neighbouring
@@ -173,9 +182,9 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 		}}}
 		acts = append(acts, removes...)
 		acts = append(acts, adds...)
-		err = s.commitActions(acts, written...)
+		rebased, err := s.commitRebasing(ctx, o.commitLock, acts, removes, written)
 		if errors.Is(err, errVersionTaken) {
-			abandon() // a concurrent writer may have rewritten our inputs: start over
+			abandon() // a concurrent writer rewrote our inputs: start over
 			continue
 		}
 		if err != nil {
@@ -184,6 +193,7 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 			}
 			return OptimizeResult{}, err
 		}
+		res.Rebased = rebased
 		if s.Version%CheckpointInterval == 0 {
 			if err := s.writeCheckpoint(o.Clock()); err != nil {
 				return OptimizeResult{}, err
@@ -193,6 +203,36 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 		return res, nil
 	}
 	return OptimizeResult{}, errcode.New(CodeCommitConflict, t.logDir, "stop the other writers and re-run optimize", "optimize lost the commit race %d times", maxCommitAttempts)
+}
+
+// commitRebasing publishes an OPTIMIZE commit (under lock, if set). A
+// version taken meanwhile by another commit is not a conflict unless that
+// commit removed one of the files the OPTIMIZE read (Delta's conflict rule
+// for a compaction, whose adds and removes are dataChange=false): the
+// snapshot catches up and the same actions are committed at the next free
+// version, without rewriting anything; rebased counts those catch-ups.
+// errVersionTaken means an input file is gone.
+func (s *Snapshot) commitRebasing(ctx context.Context, lock sync.Locker, acts, removes []action, written []string) (rebased int, err error) {
+	if lock != nil {
+		lock.Lock()
+		defer lock.Unlock()
+	}
+	for range maxCommitAttempts {
+		err = s.commitActions(acts, written...)
+		if !errors.Is(err, errVersionTaken) {
+			return rebased, err
+		}
+		if _, err := s.refresh(ctx); err != nil {
+			return rebased, err
+		}
+		for _, r := range removes {
+			if _, live := s.files[decodePath(r.Remove.Path)]; !live {
+				return rebased, errVersionTaken
+			}
+		}
+		rebased++
+	}
+	return rebased, errVersionTaken
 }
 
 func sumSize(acts []action) int64 {

@@ -61,11 +61,18 @@ type MergeSink struct {
 	// gen is set when the query's output is not the reference table's
 	// shape: the table then has the output's own schema (general.go).
 	gen *generalSink
-	// Auto-maintenance (automaintain.go): maintaining is set while its
-	// goroutine runs; lastVacuum is only touched by that goroutine.
-	maintaining atomic.Bool
-	bg          sync.WaitGroup
-	lastVacuum  time.Time
+	// Auto-maintenance (automaintain.go): jobs queued for the maintenance
+	// goroutine (bgMu guards the queue and nextCheckpoint); maintaining is
+	// set while a compaction is queued or runs; lastVacuum is only touched
+	// by that goroutine; report holds what finished since the last batch.
+	maintaining    atomic.Bool
+	bg             sync.WaitGroup
+	bgMu           sync.Mutex
+	bgQueue        []func()
+	bgRunning      bool
+	nextCheckpoint *pendingCheckpoint
+	lastVacuum     time.Time
+	report         maintReport
 }
 
 var _ stream.Sink = (*MergeSink)(nil)
@@ -232,6 +239,7 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 	// table refresh, the log commit and starting any maintenance.
 	prog.Metrics = map[string]string{"tableVersion": fmt.Sprint(res.version),
 		MetricWriteTime: fmt.Sprint(time.Since(start).Milliseconds())}
+	m.report.drainInto(prog.Metrics)
 	if res.skipped {
 		prog.NumOutputRows = 0
 		prog.Metrics["skipped"] = "true"
@@ -315,10 +323,7 @@ func (m *MergeSink) commitWith(ctx context.Context, batchID int64, planFn func(s
 			return batchResult{}, err
 		}
 		if s.Version%CheckpointInterval == 0 {
-			if err := s.writeCheckpoint(m.o.Clock()); err != nil {
-				// The commit is durable; a missing checkpoint only slows replay.
-				m.log.Warn("delta checkpoint failed", "version", s.Version, "err", err)
-			}
+			m.checkpointLater(s)
 		}
 		return batchResult{version: s.Version, attempts: attempt, metrics: plan.metrics}, nil
 	}

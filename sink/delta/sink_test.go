@@ -113,6 +113,9 @@ func TestSinkMergeMatchesOracle(t *testing.T) {
 		if _, err := s.AddBatch(ctx, batch, mkBatch(rows)); err != nil {
 			t.Fatal(err)
 		}
+		// A checkpoint still queued when the next is due is replaced by it:
+		// wait, so that every one is written.
+		s.waitMaintenance()
 		for _, r := range rows {
 			oracle[oracleKey{r.WS, r.Source, r.Miner}] = r.Count
 		}

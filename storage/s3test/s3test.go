@@ -86,7 +86,7 @@ func Embedded(t testing.TB) Server {
 // skips (fails when CI=true) if none is configured. It sets the AWS
 // credential variables for the test, so the default credential chain of
 // the code under test signs with Versity's keys.
-func Versity(t *testing.T) Server {
+func Versity(t testing.TB) Server {
 	t.Helper()
 	ep, ak, sk := os.Getenv(EnvEndpoint), os.Getenv(EnvAccessKey), os.Getenv(EnvSecretKey)
 	if ep == "" || ak == "" || sk == "" {
