@@ -40,7 +40,12 @@
 // every file that is written once (metadata, offsets and commits entries,
 // source logs, state versions, Delta commits and data files). A 409
 // ConditionalRequestConflict (a conditional write of the same key in
-// flight) is retried until it resolves to 200 or 412. durable.Replace is a
+// flight) is retried until it resolves to 200 or 412. A put-if-absent that
+// gets no answer at all (a server may refuse a taken name before reading the
+// body and close the connection under it) is resolved by a HEAD: if the key
+// exists the put counts as a lost race, even if it was in fact this PUT that
+// landed, so two writers never both believe they won (the loser's path is
+// safe: it stops or leaves an orphan for vacuum). durable.Replace is a
 // plain PUT (Delta checkpoints, _last_checkpoint). The server must honour
 // If-None-Match on PUT (AWS S3 since 2024, Versity Gateway, MinIO, the
 // embedded endpoint of package chain). An object is staged before its one

@@ -158,10 +158,27 @@ func (b *bucketFS) putBody(key string, body func() io.ReadSeeker, size int64, if
 			// was in flight; retrying tells whether it won (412) or not.
 			time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
 			continue
+		case ifNoneMatch && st == 0 && b.exists(key):
+			// No answer (the connection broke mid-body): servers refuse a
+			// taken name before reading the body and may close the
+			// connection under a client still sending one, so a lost race
+			// can surface as a reset. The key exists, so either another
+			// writer won or this PUT landed unseen; it counts as lost, so
+			// two writers can never both believe they won.
+			return fmt.Errorf("publish %s: %w", b.path(key), durable.ErrExists)
 		default:
 			return s3Err("put", b.path(key), err)
 		}
 	}
+}
+
+// exists reports whether an object is stored under key (false if the HEAD
+// itself fails: the caller then reports its own error).
+func (b *bucketFS) exists(key string) bool {
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	_, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)})
+	return err == nil
 }
 
 // Publish implements durable.Publisher: NoOverwrite is a PUT with
