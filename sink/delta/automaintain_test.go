@@ -184,6 +184,7 @@ func TestAutoVacuumHonoursRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
+	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +252,7 @@ func TestExpiredLogCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
+	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
 	}

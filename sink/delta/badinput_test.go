@@ -125,6 +125,7 @@ func TestWriterRefusesNewerWriterProtocol(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	s2, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	closeAtEnd(t, s2)
 	if err := s2.Open(ctx, stream.SinkEnv{QueryID: "q"}); codeOf(err) != CodeUnsupportedProtocol {
 		t.Fatalf("open err = %v", err)
 	}

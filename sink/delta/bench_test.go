@@ -39,6 +39,7 @@ func backfillRows(w0, n int) []sinkRow {
 func buildTable(b *testing.B, dir string, n int) (*MergeSink, int64, int) {
 	b.Helper()
 	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	closeAtEnd(b, s)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,6 +124,7 @@ func BenchmarkReplay1000Commits(b *testing.B) {
 	dir := b.TempDir()
 	ctx := context.Background()
 	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	closeAtEnd(b, s)
 	if err != nil {
 		b.Fatal(err)
 	}

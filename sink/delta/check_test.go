@@ -32,6 +32,7 @@ func TestSinkCheck(t *testing.T) {
 		{path: foreign, code: CodeSchemaMismatch},
 	} {
 		s, err := NewMergeSink(SinkOptions{Path: c.path, Logger: quietLog})
+		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
 		}

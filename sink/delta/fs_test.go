@@ -26,6 +26,7 @@ func TestTableOnMemFS(t *testing.T) {
 		t.Skip("the probe path exists on the local disk")
 	}
 	s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, TargetFileRows: 2, Logger: quietLog})
+	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +82,7 @@ func TestStaleTempsRemovedAfterGrace(t *testing.T) {
 	const dir = "/t"
 	open := func(now time.Time) {
 		s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog, Clock: func() time.Time { return now }})
+		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,6 +138,7 @@ func TestCommitVisibleButNotSyncedKeepsFiles(t *testing.T) {
 	}))
 	open := func() *MergeSink {
 		s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog})
+		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,6 +56,7 @@ func TestGeneralSink(t *testing.T) {
 	dir := t.TempDir()
 	open := func(s stream.Schema) (*MergeSink, error) {
 		m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, TargetFileRows: 2})
+		closeAtEnd(t, m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +129,7 @@ func TestGeneralSink(t *testing.T) {
 		{Name: KeySource, Type: stream.String}, {Name: KeyMiner, Type: stream.String}, {Name: "count", Type: stream.Int64}},
 		Key: DefaultKeyColumns}
 	r, err := NewMergeSink(SinkOptions{Path: t.TempDir(), Logger: quietLog})
+	closeAtEnd(t, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +165,7 @@ func TestGeneralSinkNoWindow(t *testing.T) {
 	dir := t.TempDir()
 	s := stream.Schema{Fields: []stream.Field{{Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64}}, Key: []string{"miner"}}
 	m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	closeAtEnd(t, m)
 	if err != nil {
 		t.Fatal(err)
 	}

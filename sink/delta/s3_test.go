@@ -32,6 +32,7 @@ func TestVacuumOnS3(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, err := NewMergeSink(SinkOptions{Path: loc.Path, FS: fs, Logger: quietLog, AutoCompactMinFiles: -1})
+		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
 		}

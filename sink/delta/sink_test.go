@@ -53,6 +53,7 @@ func minerName(i int) string { return fmt.Sprintf("0x%040x", i) }
 func newSink(t testing.TB, dir string, target int) *MergeSink {
 	t.Helper()
 	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: target, Logger: quietLog})
+	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +220,7 @@ func TestSinkRacingWriters(t *testing.T) {
 	sinks := make([]*MergeSink, writers)
 	for i := range sinks {
 		s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,6 +295,7 @@ func TestLostRaceRedoesMerge(t *testing.T) {
 	ctx := context.Background()
 	a := newSink(t, dir, 0)
 	b, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	closeAtEnd(t, b)
 	if err := b.Open(ctx, stream.SinkEnv{QueryID: "query-b"}); err != nil {
 		t.Fatal(err)
 	}
@@ -482,6 +485,7 @@ func TestSinkRefusesForeignSchema(t *testing.T) {
 	root := goldenDir(t)
 	dir := copyTable(t, filepath.Join(root, "basic-with-inserts-merge"))
 	s, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	closeAtEnd(t, s)
 	err := s.Open(context.Background(), stream.SinkEnv{QueryID: "q"})
 	if err == nil || !strings.Contains(err.Error(), CodeSchemaMismatch) {
 		t.Fatalf("err = %v", err)
@@ -519,6 +523,7 @@ func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s, err := NewMergeSink(SinkOptions{Path: dir, KeyColumns: []string{KeyWindowStart, KeySource}, TargetFileRows: 7, Logger: quietLog})
+	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,5 +622,15 @@ func TestSinkFileRoundTripWithNulls(t *testing.T) {
 	st, _ := parseStats(add.Stats)
 	if fmt.Sprint(st.NullCount) != "map[count:1 miner:1 source:1 window:map[end:2 start:1]]" {
 		t.Fatalf("nullCount = %v", st.NullCount)
+	}
+}
+
+// closeAtEnd closes s when the test ends, before its temp dirs are removed
+// (cleanups run last-in first-out): a sink's post-commit maintenance (a Delta
+// checkpoint, a compaction) may still be writing into the table until Close
+// waits for it.
+func closeAtEnd(t testing.TB, s *MergeSink) {
+	if s != nil {
+		t.Cleanup(func() { _ = s.Close() })
 	}
 }
