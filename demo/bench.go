@@ -69,6 +69,27 @@ type BenchResult struct {
 	BackfillPhases BenchPhases `json:"backfillPhases"`
 }
 
+// warmPageCache reads every archive file once, untimed, so the timed runs
+// that follow all find them in the page cache.
+func warmPageCache(ctx context.Context, root string, files []chain.ManifestFile) error {
+	buf := make([]byte, 1<<20)
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fh, err := os.Open(filepath.Join(root, f.Key))
+		if err != nil {
+			return fmt.Errorf("warm the page cache: %w", err)
+		}
+		_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{fh}, buf)
+		fh.Close()
+		if err != nil {
+			return fmt.Errorf("warm the page cache: read %s: %w", f.Key, err)
+		}
+	}
+	return nil
+}
+
 // cpuTime returns this process's user+system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -168,6 +189,13 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		return runIn(env.Checkpoint, env.Table, filepath.Join(o.WorkDir, "state-cache"), srcs, conf, trig, max)
 	}
 
+	// Every timed run reads the archive from a warm page cache, as DuckDB's
+	// yardstick does: otherwise the first run (the S3 one) alone pays the
+	// disk reads and the S3 / file:// ratio measures the disk, not the path.
+	fmt.Fprintf(o.Log, "warm the page cache (%d files) ...\n", res.Files)
+	if err := warmPageCache(ctx, env.ArchiveRoot, env.Manifest.Files); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(o.Log, "backfill %d files, %d blocks ...\n", res.Files, res.Blocks)
 	resetPeakRSS()
 	t0, c0 := time.Now(), cpuTime()
@@ -274,7 +302,7 @@ func PrintBench(w io.Writer, r *BenchResult) {
 			ratio(r.BackfillMs, r.FileBackfillMs), ratio(r.BackfillCPUMs, r.FileBackfillCPUMs))
 	}
 	fmt.Fprintf(w, "| keys in state after the backfill | %d | |\n", r.KeysAfterBackfill)
-	fmt.Fprintf(w, "| peak RSS, backfill | %s | <= 1.5 GB |\n", mb(r.BackfillPeakRSSBytes))
+	fmt.Fprintf(w, "| peak RSS, backfill | %s | <= 1.0 GB |\n", mb(r.BackfillPeakRSSBytes))
 	fmt.Fprintf(w, "| restart to first committed batch | %d ms | <= 1 s |\n", r.RestartToFirstCommitMs)
 	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 200 partitions | %.0f ms | |\n", r.LiveMedianMs200)
 	fmt.Fprintf(w, "| repartition 200 -> 8 (%d keys) | %d ms | <= 100 ms |\n", r.RepartitionKeys, r.RepartitionMs)
