@@ -215,12 +215,14 @@ func (m *MergeSink) maintain(ctx context.Context, o OptimizeOptions, retention t
 	if !m.lastVacuum.IsZero() && now.Sub(m.lastVacuum) < retention/2 {
 		return
 	}
-	m.lastVacuum = now
 	t0 = time.Now()
-	deleted, err := m.table.vacuum(ctx, retention, false, now)
+	deleted, err := m.table.vacuumAtMost(ctx, retention, false, now, maxVacuumPerRun)
 	if err != nil {
 		m.log.Warn("delta auto-vacuum failed", "err", err)
 		return
+	}
+	if len(deleted) < maxVacuumPerRun {
+		m.lastVacuum = now // done; a full run leaves more for the next maintenance
 	}
 	m.report.add(MetricVacuumMs, time.Since(t0).Milliseconds())
 	m.report.add(MetricVacuumDeleted, int64(len(deleted)))
@@ -246,6 +248,12 @@ func (s *Snapshot) logRetention() (time.Duration, bool) {
 	}
 	return defaultLogRetention, true
 }
+
+// maxVacuumPerRun bounds the data files one automatic vacuum deletes, as
+// maxLogCleanupPerRun bounds the log entries: maintenance in small steps
+// beside the live batches, never one burst of deletes. A run that reaches it
+// is continued by the next maintenance instead of waiting half a retention.
+const maxVacuumPerRun = 128
 
 // maxLogCleanupPerRun bounds the log entries one cleanup deletes, so that
 // a backlog (a retention just shortened, a query restarted after weeks) is

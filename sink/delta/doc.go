@@ -126,11 +126,13 @@
 // file per batch keeps about 60 live files plus one per TargetFileRows of
 // closed windows. After such a compaction, at most every half
 // delta.deletedFileRetentionDuration (default 7 days), it vacuums the files
-// removed longer ago than that retention, and cleans up expired log entries
+// removed longer ago than that retention (at most 128 files a run; a run
+// that reaches the bound is continued by the next maintenance, so weeks of
+// owed deletes never come as one burst), and cleans up expired log entries
 // as Delta does (delta.logRetentionDuration, default 30 days; off with
 // delta.enableExpiredLogCleanup=false): with cp the newest checkpoint older
 // than the retention, the commits and checkpoints below cp are deleted,
-// oldest first, so the log always starts at a checkpoint and every version
+// oldest first, at most 128 a run, so the log always starts at a checkpoint and every version
 // from cp on still reads. These are ordinary commits and
 // deletions: a crash leaves at most unreferenced files for a later vacuum,
 // and a failure is logged without failing the batch. The OPTIMIZE commit is

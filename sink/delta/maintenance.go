@@ -328,6 +328,18 @@ func (t *Table) Vacuum(ctx context.Context, retention time.Duration, dryRun bool
 }
 
 func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool, now time.Time) ([]string, error) {
+	return t.vacuumAtMost(ctx, retention, dryRun, now, 0)
+}
+
+// errVacuumFull stops a bounded vacuum's walk once it deleted its limit.
+var errVacuumFull = errors.New("vacuum limit reached")
+
+// vacuumAtMost is vacuum deleting at most limit data files (0 = all), for
+// the automatic vacuum: a query that ran for weeks may owe thousands of
+// deletes, and one run doing them all stalls the disk under the live batches
+// (the soak's p99). The temp sweep runs only in a run that did not stop at
+// its limit. A later run continues where this one stopped.
+func (t *Table) vacuumAtMost(ctx context.Context, retention time.Duration, dryRun bool, now time.Time, limit int) ([]string, error) {
 	if retention < 0 {
 		return nil, errcode.New(errcode.InvalidArgument, t.root, "use a retention of 0 or more", "negative retention %s", retention)
 	}
@@ -383,10 +395,16 @@ func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool
 					return fmt.Errorf("vacuum %s: %w", p, err)
 				}
 			}
+			if limit > 0 && len(out) >= limit {
+				return errVacuumFull
+			}
 		}
 		return nil
 	}
 	err = walk(t.root, "")
+	if errors.Is(err, errVacuumFull) {
+		return out, nil
+	}
 	if err != nil {
 		return out, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,48 @@ func TestVacuumStaleTemps(t *testing.T) {
 	}
 	if _, err := os.Stat(young); err != nil {
 		t.Fatal("vacuum removed a temp file of a publish that may be in progress")
+	}
+}
+
+// TestVacuumAtMost: a bounded vacuum deletes at most its limit, a later run
+// continues, the union is what one unbounded vacuum deletes, and the live
+// files stay throughout.
+func TestVacuumAtMost(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := newSink(t, dir, 0)
+	for b := int64(0); b < 8; b++ {
+		if _, err := s.AddBatch(ctx, b, mkBatch([]sinkRow{row(0, "a", "m", b+1)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := s.snap.Files()[0].Path
+	tbl, _ := Open(ctx, dir)
+	later := time.Now().Add(8 * 24 * time.Hour)
+	want, err := tbl.vacuum(ctx, 168*time.Hour, true, later)
+	if err != nil || len(want) != 7 {
+		t.Fatalf("dry run = %v, %v: want the 7 replaced files", want, err)
+	}
+	var all []string
+	for run := 0; run < 4; run++ {
+		got, err := tbl.vacuumAtMost(ctx, 168*time.Hour, false, later, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := min(3, 7-len(all)); len(got) != n {
+			t.Fatalf("run %d deleted %d files, want %d", run, len(got), n)
+		}
+		all = append(all, got...)
+	}
+	slices.Sort(all)
+	slices.Sort(want)
+	if !slices.Equal(all, want) {
+		t.Fatalf("bounded runs deleted %v, one vacuum would delete %v", all, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, live)); err != nil {
+		t.Fatalf("the live file went: %v", err)
+	}
+	if rows := tableRows(t, dir, -1); len(rows) != 1 || rows[oracleKey{baseTS, "a", "m"}] != 8 {
+		t.Fatalf("rows after the vacuums = %v", rows)
 	}
 }
