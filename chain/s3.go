@@ -446,19 +446,25 @@ func (b *dirBackend) ForceDeleteBucket(name string) error {
 	return os.RemoveAll(dir)
 }
 
+// open opens the object's file. The bucket directory is looked at only when
+// the file cannot be opened, to tell a missing bucket from a missing key: a
+// file that opens proves its bucket exists, and every GET saves a stat(2).
 func (b *dirBackend) open(bucket, key string) (*os.File, fs.FileInfo, error) {
-	if ok, err := b.BucketExists(bucket); err != nil || !ok {
-		return nil, nil, gofakes3.BucketNotFound(bucket)
-	}
 	p, err := b.objectPath(bucket, key)
 	if err != nil {
+		if ok, berr := b.BucketExists(bucket); berr != nil || !ok {
+			return nil, nil, gofakes3.BucketNotFound(bucket)
+		}
 		return nil, nil, err
 	}
 	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, gofakes3.KeyNotFound(key)
-	}
 	if err != nil {
+		if ok, berr := b.BucketExists(bucket); berr != nil || !ok {
+			return nil, nil, gofakes3.BucketNotFound(bucket)
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil, gofakes3.KeyNotFound(key)
+		}
 		return nil, nil, err
 	}
 	st, err := f.Stat()

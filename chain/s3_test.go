@@ -126,6 +126,15 @@ func TestS3ListPaginationAndDelimiter(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "NoSuchKey" {
 		t.Fatalf("get unknown key: %v", err)
 	}
+	_, err = c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("nope"), Key: aws.String("k")})
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "NoSuchBucket" {
+		t.Fatalf("get from unknown bucket: %v", err)
+	}
+	// A key under an object's name (a path through a regular file).
+	_, err = c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String(want[0] + "/x")})
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "NoSuchKey" {
+		t.Fatalf("get key below an object: %v", err)
+	}
 	sort.Strings(want)
 }
 

@@ -26,10 +26,12 @@ func (r *recordingStore) readRange(ctx context.Context, uri string, off, n int64
 	return r.store.readRange(ctx, uri, off, n)
 }
 
-// TestRangedReadsNeverFetchUnprojectedColumns decodes a multi-row-group file
-// with several projections and checks every byte range fetched after the
-// speculative footer read against the file's column chunk layout.
-func TestRangedReadsNeverFetchUnprojectedColumns(t *testing.T) {
+// TestRangedReadsBoundUnprojectedBytes decodes a multi-row-group file with
+// several projections and checks every byte range fetched after the
+// speculative footer read against the file's column chunk layout: every
+// projected byte is fetched once, unprojected ones only in holes of at most
+// coalesceGap between projected chunks.
+func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 	root := t.TempDir()
 	path := dayPath(root, day0, 0)
 	bs := genBlocks(1, 4000, day0)
@@ -83,14 +85,28 @@ func TestRangedReadsNeverFetchUnprojectedColumns(t *testing.T) {
 			if rec.ranges[0] != (byteRange{footerStart, size}) {
 				t.Fatalf("first read %v, want the footer [%d,%d)", rec.ranges[0], footerStart, size)
 			}
-			var fetched int64
+			// Each range after the tail starts and ends on projected bytes,
+			// and the unprojected bytes inside it are holes of at most
+			// coalesceGap between projected chunks.
+			var fetched, fetchedProjected int64
 			for _, r := range rec.ranges[1:] {
 				fetched += r.end - r.off
+				var in []byteRange
 				for name, rs := range chunks {
 					for _, c := range rs {
-						if !want[name] && r.off < c.end && c.off < r.end {
-							t.Fatalf("range %v overlaps unprojected column %s chunk %v", r, name, c)
+						if want[name] && r.off < c.end && c.off < r.end {
+							in = append(in, byteRange{max(c.off, r.off), min(c.end, r.end)})
 						}
+					}
+				}
+				in = coalesce(in, 0)
+				if len(in) == 0 || in[0].off != r.off || in[len(in)-1].end != r.end {
+					t.Fatalf("range %v does not start and end on projected chunks (%v)", r, in)
+				}
+				for i, c := range in {
+					fetchedProjected += c.end - c.off
+					if i > 0 && c.off-in[i-1].end > coalesceGap {
+						t.Fatalf("range %v spans a %d-byte hole of unprojected columns, more than %d", r, c.off-in[i-1].end, coalesceGap)
 					}
 				}
 			}
@@ -101,8 +117,8 @@ func TestRangedReadsNeverFetchUnprojectedColumns(t *testing.T) {
 					projectedBeforeTail += max(0, min(r.end, footerStart)-r.off)
 				}
 			}
-			if fetched != projectedBeforeTail {
-				t.Fatalf("fetched %d bytes after the footer; projected chunks hold %d (%d before the tail)", fetched, projected, projectedBeforeTail)
+			if fetchedProjected != projectedBeforeTail {
+				t.Fatalf("fetched %d projected bytes after the footer; projected chunks hold %d (%d before the tail)", fetchedProjected, projected, projectedBeforeTail)
 			}
 			t.Logf("%v: %d reads, %d+%d of %d bytes (%.1f%%)", cols, len(rec.ranges), size-footerStart, fetched, size,
 				100*float64(size-footerStart+fetched)/float64(size))
@@ -111,10 +127,21 @@ func TestRangedReadsNeverFetchUnprojectedColumns(t *testing.T) {
 }
 
 func TestCoalesce(t *testing.T) {
-	got := coalesce([]byteRange{{50, 60}, {0, 10}, {10, 20}, {30, 40}, {35, 45}, {5, 5}})
-	want := []byteRange{{0, 20}, {30, 45}, {50, 60}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("coalesce = %v, want %v", got, want)
+	in := func() []byteRange {
+		return []byteRange{{50, 60}, {0, 10}, {10, 20}, {30, 40}, {35, 45}, {5, 5}, {80, 90}}
+	}
+	for _, c := range []struct {
+		gap  int64
+		want []byteRange
+	}{
+		{0, []byteRange{{0, 20}, {30, 45}, {50, 60}, {80, 90}}},
+		{5, []byteRange{{0, 20}, {30, 60}, {80, 90}}},
+		{10, []byteRange{{0, 60}, {80, 90}}},
+		{20, []byteRange{{0, 90}}},
+	} {
+		if got := coalesce(in(), c.gap); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("coalesce(gap %d) = %v, want %v", c.gap, got, c.want)
+		}
 	}
 }
 
