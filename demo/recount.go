@@ -19,6 +19,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/readahead"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -150,69 +151,20 @@ func recount(ctx context.Context, root string, files []chain.ManifestFile, nodeU
 // manifest order. Should a file's groups not all follow the previous
 // file's (a window in two files), the slice is sorted and merged at the end.
 func (g *groupCounts) countArchive(ctx context.Context, root string, files []chain.ManifestFile) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		groups []archiveGroup
-		err    error
-	}
-	done := make([]chan result, len(files))
-	for i := range done {
-		done[i] = make(chan result, 1)
-	}
 	workers := runtime.GOMAXPROCS(0)
-	next := make(chan int)
-	ahead := make(chan struct{}, 4*workers) // files handed out and not yet appended
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fc := fileCounter{g: g, local: map[liveKey]int64{}, ids: map[string]uint32{}}
-			for i := range next {
-				groups, err := fc.count(filepath.Join(root, filepath.FromSlash(files[i].Key)))
-				done[i] <- result{groups, err}
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(next)
-		for i := range files {
-			select {
-			case ahead <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var err error
 	sorted := true
-	for i := range files {
-		var r result
-		select {
-		case r = <-done[i]:
-		case <-ctx.Done():
-			r.err = ctx.Err()
+	err := readahead.Map(ctx, len(files), workers, 4*workers, func() func(int) ([]archiveGroup, error) {
+		fc := fileCounter{g: g, local: map[liveKey]int64{}, ids: map[string]uint32{}}
+		return func(i int) ([]archiveGroup, error) {
+			return fc.count(filepath.Join(root, filepath.FromSlash(files[i].Key)))
 		}
-		if r.err != nil {
-			err = r.err
-			break
-		}
-		<-ahead
-		if n := len(g.archive); n > 0 && len(r.groups) > 0 && groupCmp(g.archive[n-1], r.groups[0]) >= 0 {
+	}, func(_ int, groups []archiveGroup) error {
+		if n := len(g.archive); n > 0 && len(groups) > 0 && groupCmp(g.archive[n-1], groups[0]) >= 0 {
 			sorted = false
 		}
-		g.archive = append(g.archive, r.groups...)
-	}
-	cancel()
-	wg.Wait()
+		g.archive = append(g.archive, groups...)
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,9 @@ package delta
 
 import (
 	"context"
-	"sync"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/readahead"
 )
 
 // SinkRow is one row of a table with the sink's schema (SinkSchema). The
@@ -37,81 +37,23 @@ func (s *Snapshot) SinkRows(ctx context.Context, fn func(SinkRow) error) error {
 // order on the calling goroutine. Buffers use is done with are handed back
 // to read. The first error (or ctx's) stops the scan.
 func readAhead(ctx context.Context, n, workers int, read func(i int, buf []sinkRow) ([]sinkRow, error), use func([]sinkRow) error) error {
-	if n == 0 {
-		return ctx.Err()
-	}
 	workers = max(1, min(workers, n))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		rows []sinkRow
-		err  error
-	}
-	done := make([]chan result, n)
-	for i := range done {
-		done[i] = make(chan result, 1)
-	}
-	ahead := make(chan struct{}, 2*workers)
-	free := make(chan []sinkRow, 2*workers+workers)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				var buf []sinkRow
-				select {
-				case buf = <-free:
-				default:
-				}
-				rows, err := read(i, buf[:0])
-				done[i] <- result{rows, err}
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(next)
-		for i := range n {
+	free := make(chan []sinkRow, 3*workers)
+	return readahead.Map(ctx, n, workers, 2*workers, func() func(int) ([]sinkRow, error) {
+		return func(i int) ([]sinkRow, error) {
+			var buf []sinkRow
 			select {
-			case ahead <- struct{}{}:
-			case <-ctx.Done():
-				return
+			case buf = <-free:
+			default:
 			}
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
+			return read(i, buf[:0])
 		}
-	}()
-	var err error
-	for i := range n {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		var r result
+	}, func(_ int, rows []sinkRow) error {
+		err := use(rows)
 		select {
-		case r = <-done[i]:
-		case <-ctx.Done():
-			r.err = ctx.Err()
-		}
-		if err = r.err; err != nil {
-			break
-		}
-		err = use(r.rows)
-		<-ahead
-		select {
-		case free <- r.rows:
+		case free <- rows:
 		default:
 		}
-		if err != nil {
-			break
-		}
-	}
-	cancel()
-	wg.Wait()
-	return err
+		return err
+	})
 }
