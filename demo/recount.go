@@ -153,9 +153,9 @@ func recount(ctx context.Context, root string, files []chain.ManifestFile, nodeU
 func (g *groupCounts) countArchive(ctx context.Context, root string, files []chain.ManifestFile) error {
 	workers := runtime.GOMAXPROCS(0)
 	sorted := true
-	err := readahead.Map(ctx, len(files), workers, 4*workers, func() func(int) ([]archiveGroup, error) {
+	err := readahead.Map(ctx, len(files), workers, 4*workers, func() func(context.Context, int) ([]archiveGroup, error) {
 		fc := fileCounter{g: g, local: map[liveKey]int64{}, ids: map[string]uint32{}}
-		return func(i int) ([]archiveGroup, error) {
+		return func(_ context.Context, i int) ([]archiveGroup, error) {
 			return fc.count(filepath.Join(root, filepath.FromSlash(files[i].Key)))
 		}
 	}, func(_ int, groups []archiveGroup) error {

@@ -12,10 +12,12 @@ import (
 
 // Map produces items 0..n-1 with produce functions made by newWorker (one
 // per worker goroutine, so a worker may keep state across items), at most
-// ahead items beyond the one being used, and calls use for each item in
-// index order on the calling goroutine. The first error (produce's, use's or
-// ctx's) stops it. Map returns once every goroutine it started has ended.
-func Map[T any](ctx context.Context, n, workers, ahead int, newWorker func() func(i int) (T, error), use func(i int, v T) error) error {
+// ahead items handed out and not yet used (the one being used included),
+// and calls use for each item in index order on the calling goroutine. The
+// first error (produce's, use's or ctx's) stops it: the context produce is
+// given is cancelled, so reads in flight stop too. Map returns once every
+// goroutine it started has ended.
+func Map[T any](ctx context.Context, n, workers, ahead int, newWorker func() func(ctx context.Context, i int) (T, error), use func(i int, v T) error) error {
 	if n == 0 {
 		return ctx.Err()
 	}
@@ -41,7 +43,7 @@ func Map[T any](ctx context.Context, n, workers, ahead int, newWorker func() fun
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				v, err := produce(i)
+				v, err := produce(ctx, i)
 				done[i] <- result{v, err}
 			}
 		}()

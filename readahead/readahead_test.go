@@ -16,8 +16,8 @@ func TestMapOrderAndBound(t *testing.T) {
 	for _, c := range []struct{ n, workers, ahead int }{{0, 2, 4}, {1, 4, 1}, {50, 3, 5}, {200, 8, 8}} {
 		var produced, used atomic.Int64
 		var got []int
-		err := Map(context.Background(), c.n, c.workers, c.ahead, func() func(int) (int, error) {
-			return func(i int) (int, error) {
+		err := Map(context.Background(), c.n, c.workers, c.ahead, func() func(context.Context, int) (int, error) {
+			return func(_ context.Context, i int) (int, error) {
 				produced.Add(1)
 				if i%7 == 0 {
 					time.Sleep(time.Millisecond) // finish out of order
@@ -63,8 +63,8 @@ func TestMapStops(t *testing.T) {
 	}{{"produce", 1, 13, false, false}, {"use", 0, 9, true, false}, {"cancel", 0, 5, false, true}} {
 		ctx, cancel := context.WithCancel(context.Background())
 		var last int
-		err := Map(ctx, 100, 4, 6, func() func(int) (int, error) {
-			return func(i int) (int, error) {
+		err := Map(ctx, 100, 4, 6, func() func(context.Context, int) (int, error) {
+			return func(_ context.Context, i int) (int, error) {
 				if c.produceErr == 1 && i == c.at {
 					return 0, boom
 				}
@@ -98,5 +98,36 @@ func TestMapStops(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines left behind (%d before)", n-before, before)
+	}
+}
+
+// TestMapCancelsReadsInFlight: when use fails, a produce still waiting
+// (here: forever, but for its context) is cancelled, so Map returns.
+func TestMapCancelsReadsInFlight(t *testing.T) {
+	boom := errors.New("boom")
+	done := make(chan error, 1)
+	go func() {
+		done <- Map(context.Background(), 10, 2, 4, func() func(context.Context, int) (int, error) {
+			return func(ctx context.Context, i int) (int, error) {
+				if i == 3 {
+					<-ctx.Done()
+					return 0, ctx.Err()
+				}
+				return i, nil
+			}
+		}, func(i, _ int) error {
+			if i == 1 {
+				return boom
+			}
+			return nil
+		})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want boom", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Map did not return: the read in flight was not cancelled")
 	}
 }

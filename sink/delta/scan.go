@@ -39,8 +39,8 @@ func (s *Snapshot) SinkRows(ctx context.Context, fn func(SinkRow) error) error {
 func readAhead(ctx context.Context, n, workers int, read func(i int, buf []sinkRow) ([]sinkRow, error), use func([]sinkRow) error) error {
 	workers = max(1, min(workers, n))
 	free := make(chan []sinkRow, 3*workers)
-	return readahead.Map(ctx, n, workers, 2*workers, func() func(int) ([]sinkRow, error) {
-		return func(i int) ([]sinkRow, error) {
+	return readahead.Map(ctx, n, workers, 2*workers, func() func(context.Context, int) ([]sinkRow, error) {
+		return func(_ context.Context, i int) ([]sinkRow, error) {
 			var buf []sinkRow
 			select {
 			case buf = <-free:

@@ -12,6 +12,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/readahead"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -341,67 +342,30 @@ type fileResult struct {
 // their batches in order. A worker takes the next file as soon as it is done
 // with one, so a slow file holds back emission, not the other workers
 // (until the window is full); a decoded file is small (the projected
-// columns of ~7,000 rows), the window bounds how many are held.
+// columns of ~7,000 rows), the window bounds how many are held. An
+// unreadable file is the worker's value, not its error, so that
+// skipUnreadable can pass over it in order.
 func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*stream.Batch) error) error {
 	if len(files) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	results := make([]chan fileResult, len(files))
-	for i := range results {
-		results[i] = make(chan fileResult, 1)
-	}
-	// window holds a token per file being read or waiting to be emitted.
-	window := make(chan struct{}, aheadFiles(s.parall))
-	next := make(chan int)
 	workers := min(s.parall, len(files))
 	pool := newFetchPool(workers * (rangeConcurrency - 1))
-	var wg sync.WaitGroup
-	wg.Add(1 + workers)
-	go func() {
-		defer wg.Done()
-		defer close(next)
-		for i := range files {
-			select {
-			case window <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
+	defer pool.close()
+	// The window counts the file being emitted too: one more than
+	// aheadFiles keeps aheadFiles reads in flight while it is emitted.
+	return readahead.Map(ctx, len(files), workers, aheadFiles(s.parall)+1, func() func(context.Context, int) (fileResult, error) {
+		intern := make(map[string]string, 1024)
+		return func(ctx context.Context, i int) (fileResult, error) {
+			f, err := s.readFile(ctx, pool, intern, files[i].Path)
+			return fileResult{f, err}, nil
 		}
-	}()
-	for range workers {
-		go func() {
-			defer wg.Done()
-			intern := make(map[string]string, 1024)
-			for i := range next {
-				f, err := s.readFile(ctx, pool, intern, files[i].Path)
-				results[i] <- fileResult{f, err}
-			}
-		}()
-	}
-	defer func() {
-		cancel()
-		wg.Wait()
-		pool.close()
-	}()
-	for i := range files {
-		var r fileResult
-		select {
-		case r = <-results[i]:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		<-window
+	}, func(i int, r fileResult) error {
 		if r.err != nil {
 			if s.opts.SkipUnreadable && errcode.Is(r.err, ArchiveFileUnreadable) {
 				s.m.skip(files[i].Path)
 				s.logger.Warn("skipping unreadable archive file", "file", files[i].Path, "err", r.err)
-				continue
+				return nil
 			}
 			return r.err
 		}
@@ -412,8 +376,8 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 		}
 		s.m.filesRead.Add(1)
 		s.m.rowsRead.Add(r.f.rows)
-	}
-	return nil
+		return nil
+	})
 }
 
 // aheadFiles is how many files may be read ahead of emission: twice the
