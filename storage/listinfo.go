@@ -79,14 +79,7 @@ func (b *bucketFS) ListInfo(dir string, match func(name string) bool) ([]vfs.Fil
 		in.MaxKeys = aws.Int32(b.listPage)
 	}
 	var out []vfs.FileInfo
-	p := s3.NewListObjectsV2Paginator(b.client, in)
-	for p.HasMorePages() {
-		ctx, cancel := ctxTimeout()
-		page, err := p.NextPage(ctx)
-		cancel()
-		if err != nil {
-			return nil, s3Err("list", b.path(prefix), err)
-		}
+	err := b.eachPage(in, func(page *s3.ListObjectsV2Output) {
 		for _, o := range page.Contents {
 			if n := strings.TrimPrefix(aws.ToString(o.Key), prefix); n != "" && (match == nil || match(n)) {
 				out = append(out, fileInfo{name: n, size: aws.ToInt64(o.Size), mod: aws.ToTime(o.LastModified)})
@@ -97,6 +90,6 @@ func (b *bucketFS) ListInfo(dir string, match func(name string) bool) ([]vfs.Fil
 				out = append(out, fileInfo{name: path.Base("/" + n), dir: true})
 			}
 		}
-	}
-	return out, nil
+	})
+	return out, err
 }

@@ -312,22 +312,31 @@ func (b *bucketFS) listKeys(prefix, delimiter string) ([]string, error) {
 	if delimiter != "" {
 		in.Delimiter = aws.String(delimiter)
 	}
-	p := s3.NewListObjectsV2Paginator(b.client, in)
-	for p.HasMorePages() {
-		ctx, cancel := ctxTimeout()
-		page, err := p.NextPage(ctx)
-		cancel()
-		if err != nil {
-			return nil, s3Err("list", b.path(prefix), err)
-		}
+	err := b.eachPage(in, func(page *s3.ListObjectsV2Output) {
 		for _, o := range page.Contents {
 			out = append(out, aws.ToString(o.Key))
 		}
 		for _, cp := range page.CommonPrefixes {
 			out = append(out, strings.TrimSuffix(aws.ToString(cp.Prefix), "/"))
 		}
+	})
+	return out, err
+}
+
+// eachPage calls fn with every page of the listing in, each page under a
+// deadline of its own.
+func (b *bucketFS) eachPage(in *s3.ListObjectsV2Input, fn func(*s3.ListObjectsV2Output)) error {
+	p := s3.NewListObjectsV2Paginator(b.client, in)
+	for p.HasMorePages() {
+		ctx, cancel := ctxTimeout()
+		page, err := p.NextPage(ctx)
+		cancel()
+		if err != nil {
+			return s3Err("list", b.path(aws.ToString(in.Prefix)), err)
+		}
+		fn(page)
 	}
-	return out, nil
+	return nil
 }
 
 // List returns the names directly under dir (objects and sub-prefixes); an
