@@ -34,6 +34,8 @@ type Conn struct {
 	// NoRetries turns the SDK's retryer off, for callers that retry
 	// themselves (with their own clock and metrics).
 	NoRetries bool
+
+	pathStyleSet bool // SetOption saw pathStyle (ApplyDefaults keeps it)
 }
 
 // MaxIdleConnsPerHost is how many idle connections to one endpoint the

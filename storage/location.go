@@ -4,11 +4,11 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/s3client"
 )
 
 // CodeUnsupportedLocation is the code of a location whose scheme ethstream
@@ -121,33 +121,19 @@ func Parse(flag, value string) (Location, error) {
 		return loc, errcode.New(CodeUnsupportedLocation, "", locationRemedy, "%s %q names no bucket", flag, value)
 	}
 	o := S3Options{Bucket: u.Host, Prefix: strings.Trim(path.Clean("/"+u.Path), "/")}
-	pathStyleSet := false
+	var conn s3client.Conn
 	for key, vals := range u.Query() {
 		v := vals[len(vals)-1]
 		bad := func(what string) error {
 			return errcode.New(errcode.InvalidArgument, "", locationRemedy, "%s %q: option %s=%q: %s", flag, value, key, v, what)
 		}
+		if ok, want := conn.SetOption(key, v); ok {
+			if want != "" {
+				return loc, bad("want " + want)
+			}
+			continue
+		}
 		switch key {
-		case "endpoint":
-			eu, err := url.Parse(v)
-			if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
-				return loc, bad("want an http:// or https:// URL")
-			}
-			o.Endpoint = v
-		case "region":
-			o.Region = v
-		case "anonymous":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return loc, bad("want true or false")
-			}
-			o.Anonymous = b
-		case "pathStyle":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return loc, bad("want true or false")
-			}
-			o.PathStyle, pathStyleSet = b, true
 		case "leaseTTL":
 			d, err := time.ParseDuration(v)
 			if err != nil || d < time.Second {
@@ -156,12 +142,11 @@ func Parse(flag, value string) (Location, error) {
 			o.LeaseTTL = d
 		default:
 			return loc, errcode.New(errcode.InvalidArgument, "", locationRemedy,
-				"%s %q: unknown option %q (known: endpoint, region, anonymous, pathStyle, leaseTTL)", flag, value, key)
+				"%s %q: unknown option %q (known: %s, leaseTTL)", flag, value, key, strings.Join(s3client.ConnOptions, ", "))
 		}
 	}
-	if o.Endpoint != "" && !pathStyleSet {
-		o.PathStyle = true
-	}
+	conn.ApplyDefaults()
+	o.Endpoint, o.Region, o.Anonymous, o.PathStyle = conn.Endpoint, conn.Region, conn.Anonymous, conn.PathStyle
 	loc.Kind, loc.S3 = S3, o
 	loc.Path = o.root()
 	return loc, nil

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,30 +106,20 @@ func ParseURI(uri string) (Options, error) {
 	base.RawQuery = ""
 	base.ForceQuery = false
 	o.URI = base.String()
-	pathStyleSet := false
+	var conn s3client.Conn
 	for key, vals := range q {
 		v := vals[len(vals)-1]
 		// bad names what the option takes, not the parser's own text.
 		bad := func(want string) error {
 			return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass %s=<%s>", key, want), "s3archive option %s=%q: want %s", key, v, want)
 		}
+		if ok, want := conn.SetOption(key, v); ok {
+			if want != "" {
+				return o, bad(want)
+			}
+			continue
+		}
 		switch key {
-		case "endpoint":
-			o.Endpoint = v
-		case "region":
-			o.Region = v
-		case "anonymous":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return o, bad("true or false")
-			}
-			o.Anonymous = b
-		case "pathStyle":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return o, bad("true or false")
-			}
-			o.PathStyle, pathStyleSet = b, true
 		case "maxFilesPerTrigger":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
@@ -174,16 +165,15 @@ func ParseURI(uri string) (Options, error) {
 				"unknown s3archive option %q in %q (known: %s)", key, uri, strings.Join(knownOptions, ", "))
 		}
 	}
-	if o.Endpoint != "" && !pathStyleSet {
-		o.PathStyle = true
-	}
+	conn.ApplyDefaults()
+	o.Endpoint, o.Region, o.Anonymous, o.PathStyle = conn.Endpoint, conn.Region, conn.Anonymous, conn.PathStyle
 	if u.Scheme == "file" && (o.Endpoint != "" || o.Anonymous || o.Region != "") {
 		return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3 options given for file uri %q", uri)
 	}
 	return o, nil
 }
 
-var knownOptions = []string{"endpoint", "region", "anonymous", "pathStyle", "maxFilesPerTrigger",
-	"maxBytesPerTrigger", "parallelism", "skipUnreadable", "listPageSize", "timeout", "batchTimeout"}
+var knownOptions = append(slices.Clone(s3client.ConnOptions), "maxFilesPerTrigger",
+	"maxBytesPerTrigger", "parallelism", "skipUnreadable", "listPageSize", "timeout", "batchTimeout")
 
 const uriRemedy = "use s3://BUCKET/PREFIX?key=value or file:///ABS/PATH?key=value with keys endpoint, region, anonymous, pathStyle, maxFilesPerTrigger, maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize, timeout, batchTimeout"
