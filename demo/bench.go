@@ -81,7 +81,7 @@ func warmPageCache(ctx context.Context, root string, files []chain.ManifestFile)
 		if err != nil {
 			return fmt.Errorf("warm the page cache: %w", err)
 		}
-		_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{fh}, buf)
+		_, err = io.CopyBuffer(io.Discard, fh, buf)
 		fh.Close()
 		if err != nil {
 			return fmt.Errorf("warm the page cache: read %s: %w", f.Key, err)
