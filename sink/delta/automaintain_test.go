@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,4 +390,50 @@ func plan2(t *testing.T, s *MergeSink, ctx context.Context) (*Snapshot, []action
 		t.Fatalf("%d files in window 2, want 1", len(removes))
 	}
 	return snap, removes
+}
+
+// TestAutoVacuumInSteps: the sink's own vacuum deletes at most
+// maxVacuumPerRun files a run, the next maintenance continues at once (not
+// half a retention later), and together they delete every expired file.
+func TestAutoVacuumInSteps(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	if _, err := Create(ctx, dir, SinkSchema(), WithClock(clock),
+		WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 hour"})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, Clock: clock, AutoCompactMinFiles: -1})
+	closeAtEnd(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx, stream.SinkEnv{QueryID: "query-1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Each batch rewrites the table's one file: 2*maxVacuumPerRun+10 files
+	// removed, all expired two hours later.
+	const removed = 2*maxVacuumPerRun + 10
+	for b := int64(0); b <= removed; b++ {
+		if _, err := s.AddBatch(ctx, b, mkBatch([]sinkRow{row(0, "live", minerName(0), b+1)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := diskFiles(t, dir); n != removed+1 {
+		t.Fatalf("%d data files on disk, want %d", n, removed+1)
+	}
+	now = now.Add(2 * time.Hour)
+	var runs []int
+	for range 4 {
+		before := diskFiles(t, dir)
+		s.maintain(ctx, OptimizeOptions{MinFiles: 50, Auto: true, Clock: clock, commitLock: &s.mu}, time.Hour)
+		runs = append(runs, before-diskFiles(t, dir))
+	}
+	if want := []int{maxVacuumPerRun, maxVacuumPerRun, 10, 0}; !slices.Equal(runs, want) {
+		t.Fatalf("files deleted per maintenance run %v, want %v", runs, want)
+	}
+	if rows := tableRows(t, dir, -1); rows[oracleKey{baseTS, "live", minerName(0)}] != removed+1 {
+		t.Fatalf("rows after the vacuums = %v", rows)
+	}
 }
