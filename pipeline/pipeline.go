@@ -28,6 +28,7 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/interval"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/sources/s3archive"
@@ -106,17 +107,9 @@ func ParseTrigger(s string) (engine.Trigger, error) {
 	return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", remedy, "unknown trigger %q", s)
 }
 
-// intervalUnits are the units of Spark interval strings.
-var intervalUnits = map[string]time.Duration{
-	"ms": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
-	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
-	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
-	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
-	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
-}
-
 // parseInterval reads a non-negative trigger interval: a Go duration or a
-// Spark interval string ("5 seconds", "interval 1 minute 30 seconds").
+// Spark interval string ("5 seconds", "interval 1 minute 30 seconds"),
+// optionally quoted.
 func parseInterval(v string) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
@@ -125,23 +118,8 @@ func parseInterval(v string) (time.Duration, bool) {
 	if d, err := time.ParseDuration(v); err == nil {
 		return d, d >= 0
 	}
-	f := strings.Fields(strings.ToLower(v))
-	if len(f) > 0 && f[0] == "interval" {
-		f = f[1:]
-	}
-	if len(f) == 0 || len(f)%2 != 0 {
-		return 0, false
-	}
-	var d time.Duration
-	for i := 0; i < len(f); i += 2 {
-		n, err := strconv.ParseInt(f[i], 10, 32)
-		unit, ok := intervalUnits[f[i+1]]
-		if err != nil || n < 0 || !ok {
-			return 0, false
-		}
-		d += time.Duration(n) * unit
-	}
-	return d, true
+	d, err := interval.Parse(v)
+	return d, err == nil
 }
 
 // ParseConf parses K=V pairs.

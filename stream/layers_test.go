@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestLayers pins the package graph: the leaves (stream, errcode, durable, readahead)
+// TestLayers pins the package graph: the leaves (stream, errcode, durable, readahead, interval)
 // import nothing of ethstream, the plugins (state, agg, sources, sink,
 // checkpoint) never import the loop, and the loop knows no Ethereum names. It asks the go tool for the real
 // transitive imports, so a new import anywhere below shows up here.
@@ -21,6 +21,7 @@ func TestLayers(t *testing.T) {
 		{"s3client", []string{"*"}},
 		{"durable", []string{"*"}},
 		{"readahead", []string{"*"}},
+		{"interval", []string{"*"}},
 		{"ethblock", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"checkpoint", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "pipeline", "demo"}},
 		{"state", []string{"engine", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/interval"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -157,22 +158,11 @@ func (s *Snapshot) tombstoneRetention() time.Duration {
 	return defaultTombstoneRetention
 }
 
+// parseInterval reads a table property's interval ("interval 1 week",
+// Delta's spelling) with the one interval parser.
 func parseInterval(s string) (time.Duration, bool) {
-	var n int64
-	var unit string
-	if _, err := fmt.Sscanf(s, "interval %d %s", &n, &unit); err != nil {
-		return 0, false
-	}
-	units := map[string]time.Duration{
-		"second": time.Second, "seconds": time.Second, "minute": time.Minute, "minutes": time.Minute,
-		"hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
-		"week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
-	}
-	u, ok := units[unit]
-	if !ok {
-		return 0, false
-	}
-	return time.Duration(n) * u, true
+	d, err := interval.Parse(s)
+	return d, err == nil
 }
 
 // writeCheckpoint writes the classic checkpoint of s (which must be at a
