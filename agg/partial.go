@@ -299,7 +299,7 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 			// Sorted-ish input stays in one slide interval for many rows:
 			// skip the (slow) division while it does.
 			if t < lastLo || t >= lastLo+slide {
-				lastLo = floorDiv(t, slide) * slide
+				lastLo = floorDiv(t-p.startUs, slide)*slide + p.startUs
 			}
 			start = lastLo - k*slide
 			end := start + size

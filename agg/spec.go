@@ -77,9 +77,10 @@ type Aggregate struct {
 	As string
 }
 
-// Window is an event-time window, as Spark's window(col, size, slide):
-// windows are aligned to the Unix epoch and a row at time t belongs to every
-// window [start, start+Size) with start <= t < start+Size.
+// Window is an event-time window, as Spark's window(col, size, slide,
+// startTime): windows start at the Unix epoch plus Start plus a multiple of
+// the slide, and a row at time t belongs to every window [start,
+// start+Size) with start <= t < start+Size.
 type Window struct {
 	// Column is the event time column; it must be an stream.Timestamp.
 	Column string
@@ -87,6 +88,9 @@ type Window struct {
 	// Slide 0 or Slide == Size means tumbling windows. Both must be whole
 	// microseconds, and 0 < Slide <= Size.
 	Size, Slide time.Duration
+	// Start is startTime, the offset of window starts from the epoch:
+	// 0 <= Start < slide, whole microseconds.
+	Start time.Duration
 }
 
 // OutputMode says which rows Finish hands the sink.
@@ -130,6 +134,15 @@ type Spec struct {
 	// 0 means no watermark: nothing is dropped as late, nothing is evicted,
 	// and the watermark passed to Process and Finish is ignored.
 	WatermarkDelay time.Duration
+	// WatermarkColumn is withWatermark's column when the spec has no
+	// window (Spark allows a watermark on an aggregation without one: it
+	// closes nothing, and the engine still reports it); with a window it
+	// must be empty or Window.Column.
+	WatermarkColumn string
+	// NonANSI is spark.sql.ansi.enabled=false: a long sum that overflows
+	// wraps (Spark 3's default) instead of failing the batch with
+	// ARITHMETIC_OVERFLOW.
+	NonANSI bool
 	// ColumnTypes gives the type of every input column the spec reads (the
 	// literal stream.ColSource is always a string). Types are needed before
 	// the first input arrives, to build the state schema.
@@ -169,7 +182,8 @@ type plan struct {
 	window    bool
 	sizeUs    int64
 	slideUs   int64
-	nInst     int // window instances per row: ceil(size/slide)
+	startUs   int64 // window startTime offset
+	nInst     int   // window instances per row: ceil(size/slide)
 	evicts    bool
 	groupType []stream.Type
 	aggs      []resolvedAgg
@@ -235,8 +249,12 @@ func newPlan(spec Spec) (*plan, error) {
 		if slide <= 0 || slide > w.Size || slide%time.Microsecond != 0 {
 			return nil, invalid("window slide %s must be a positive number of microseconds, at most the size %s", w.Slide, w.Size)
 		}
+		if w.Start < 0 || w.Start >= slide || w.Start%time.Microsecond != 0 {
+			return nil, invalid("window start time %s must be whole microseconds in [0, slide %s)", w.Start, slide)
+		}
 		p.sizeUs = int64(w.Size / time.Microsecond)
 		p.slideUs = int64(slide / time.Microsecond)
+		p.startUs = int64(w.Start / time.Microsecond)
 		p.nInst = int((p.sizeUs + p.slideUs - 1) / p.slideUs)
 		t, ok := spec.columnType(w.Column)
 		if !ok {
@@ -424,6 +442,10 @@ func (p *plan) specText() string {
 	if w := p.spec.Window; w != nil {
 		fmt.Fprintf(&b, " window=%s size=%s slide=%s", w.Column,
 			time.Duration(p.sizeUs)*time.Microsecond, time.Duration(p.slideUs)*time.Microsecond)
+		if p.startUs != 0 {
+			// Only when set, so that the text of every older spec is unchanged.
+			fmt.Fprintf(&b, " start=%s", time.Duration(p.startUs)*time.Microsecond)
+		}
 	} else {
 		b.WriteString(" window=none")
 	}
@@ -458,10 +480,14 @@ func (p *plan) compatibleSpec(recorded string) bool {
 // the watermark from (the operator drops and evicts by it), and false when
 // the spec has no watermark.
 func (s Spec) Watermark() (column string, delay time.Duration, ok bool) {
-	if s.Window == nil || s.WatermarkDelay <= 0 {
+	column = s.WatermarkColumn
+	if s.Window != nil {
+		column = s.Window.Column
+	}
+	if column == "" || s.WatermarkDelay <= 0 {
 		return "", 0, false
 	}
-	return s.Window.Column, s.WatermarkDelay, true
+	return column, s.WatermarkDelay, true
 }
 
 // InputColumns returns the input columns the operator reads, each once: the
@@ -476,6 +502,9 @@ func (s Spec) InputColumns() []string {
 	}
 	if s.Window != nil {
 		add(s.Window.Column)
+	}
+	if _, _, ok := s.Watermark(); ok {
+		add(s.WatermarkColumn)
 	}
 	for _, g := range s.GroupBy {
 		add(g)

@@ -1,13 +1,35 @@
 package filter
 
 import (
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
 
 // CodeFilterInvalid is a predicate that does not type-check against the
-// input columns (an unknown column, a string compared with a number, ...).
+// input columns (an unknown column, a string column compared with a
+// number, ...).
 const CodeFilterInvalid = "FILTER_INVALID"
+
+// CodeCastInvalidInput is Spark's CAST_INVALID_INPUT: under ANSI mode
+// (spark.sql.ansi.enabled, the default) a string literal compared with a
+// numeric column must be a number of the column's type. The predicate's
+// literals are constants, so ethstream raises it when the query compiles,
+// before the first batch, where Spark raises it in the first batch.
+const CodeCastInvalidInput = "CAST_INVALID_INPUT"
+
+// Options are the SQL settings a predicate is compiled under.
+type Options struct {
+	// NonANSI is spark.sql.ansi.enabled=false: a string literal that is not
+	// a number of the column's type becomes null (the comparison is
+	// unknown) instead of CAST_INVALID_INPUT.
+	NonANSI bool
+}
 
 // tri is SQL's three-valued truth.
 type tri uint8
@@ -65,12 +87,16 @@ const (
 	nIn
 	nIsNull
 	nConst
+	// nConstNN is constv when operand l is not null, unknown when it is
+	// (an integer column compared with a decimal it can never equal).
+	nConstNN
 )
 
 // Predicate is a compiled, type-checked Expr. It is immutable; Keep may be
 // called from one goroutine at a time (it reuses a buffer).
 type Predicate struct {
 	expr  Expr
+	opts  Options
 	root  *node
 	cols  []string
 	types []stream.Type
@@ -85,9 +111,15 @@ func invalid(format string, args ...any) error {
 	return errcode.New(CodeFilterInvalid, "", "compare columns with literals of their type (numbers with numbers, strings and timestamps with quoted strings)", format, args...)
 }
 
-// Compile type-checks e against the input columns.
+// Compile type-checks e against the input columns under Spark's defaults
+// (ANSI mode).
 func Compile(e Expr, types Types) (*Predicate, error) {
-	p := &Predicate{expr: e}
+	return CompileWith(e, types, Options{})
+}
+
+// CompileWith type-checks e against the input columns under o.
+func CompileWith(e Expr, types Types, o Options) (*Predicate, error) {
+	p := &Predicate{expr: e, opts: o}
 	root, err := p.compile(e, types)
 	if err != nil {
 		return nil, err
@@ -146,8 +178,12 @@ func side(e Expr, types Types) (typedSide, error) {
 	return typedSide{}, invalid("WHERE compares %s, which is not a column or a literal", e)
 }
 
-// litOperand converts literal l to class c (the column's), for column type t.
-func litOperand(l Lit, c class, t stream.Type, against string) (operand, error) {
+// litOperand converts literal l to class c (the column's), for column type
+// t, with Spark's ANSI implicit casts: a string literal becomes a number of
+// the column's type (BIGINT or DOUBLE) or a timestamp; an integer or a
+// decimal becomes a double against a double column. Exact comparisons of
+// an integer column with a decimal are rewritten before (intDecimal).
+func (p *Predicate) litOperand(l Lit, c class, t stream.Type, against string) (operand, error) {
 	o := operand{col: -1}
 	if l.Kind == LitNull {
 		o.null = true
@@ -166,16 +202,32 @@ func litOperand(l Lit, c class, t stream.Type, against string) (operand, error) 
 			o.i = us
 			return o, nil
 		}
-		if l.Kind != LitInt {
+		switch l.Kind {
+		case LitInt:
+			o.i = l.Int
+		case LitString:
+			v, err := strconv.ParseInt(strings.TrimSpace(l.Str), 10, 64)
+			if err != nil {
+				return p.castFailed(o, l, "BIGINT", against)
+			}
+			o.i = v
+		default:
 			return o, invalid("%s column %q compared with %s", typeName(t), against, l)
 		}
-		o.i = l.Int
 	case clsFloat:
 		switch l.Kind {
 		case LitInt:
 			o.f = float64(l.Int)
 		case LitFloat:
 			o.f = l.Flt
+		case LitDecimal:
+			o.f, _ = l.rat().Float64()
+		case LitString:
+			v, err := strconv.ParseFloat(strings.TrimSpace(l.Str), 64)
+			if err != nil {
+				return p.castFailed(o, l, "DOUBLE", against)
+			}
+			o.f = v
 		default:
 			return o, invalid("%s column %q compared with %s", typeName(t), against, l)
 		}
@@ -186,6 +238,68 @@ func litOperand(l Lit, c class, t stream.Type, against string) (operand, error) 
 		o.s = l.Str
 	}
 	return o, nil
+}
+
+// castFailed is a string literal that is not a number of the column's
+// type: CAST_INVALID_INPUT under ANSI, a null otherwise (Spark's cast).
+func (p *Predicate) castFailed(o operand, l Lit, to, against string) (operand, error) {
+	if p.opts.NonANSI {
+		o.null = true
+		return o, nil
+	}
+	return o, errcode.New(CodeCastInvalidInput, "", "compare "+against+" with a number (or set spark.sql.ansi.enabled=false to make it null)",
+		"the value %s of the type \"STRING\" cannot be cast to \"%s\" because it is malformed (compared with column %q)", l, to, against)
+}
+
+// intDecimal compiles an integer column compared with a DECIMAL literal
+// exactly, as Spark does (both widen to DECIMAL(20+s, s)): into a
+// comparison with an integer bound, or a constant for non-null values
+// when the decimal lies outside BIGINT or cannot be equal. flip: the
+// literal is on the left.
+func (p *Predicate) intDecimal(op CmpOp, col operand, d *big.Rat, flip bool) *node {
+	if flip {
+		op = map[CmpOp]CmpOp{Eq: Eq, Ne: Ne, Lt: Gt, Le: Ge, Gt: Lt, Ge: Le}[op]
+	}
+	konst := func(v bool) *node {
+		n := &node{kind: nConstNN, l: col, constv: fls}
+		if v {
+			n.constv = tru
+		}
+		return n
+	}
+	cmpInt := func(op CmpOp, v int64) *node {
+		return &node{kind: nCmp, op: op, cls: clsInt, l: col, r: operand{col: -1, i: v}}
+	}
+	floor := new(big.Int).Div(d.Num(), d.Denom()) // Euclidean: floor for a positive denominator
+	integral := d.IsInt()
+	ceil := new(big.Int).Set(floor)
+	if !integral {
+		ceil.Add(ceil, big.NewInt(1))
+	}
+	minI, maxI := big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+	switch op {
+	case Eq, Ne:
+		if !integral || floor.Cmp(minI) < 0 || floor.Cmp(maxI) > 0 {
+			return konst(op == Ne)
+		}
+		return cmpInt(op, floor.Int64())
+	case Lt, Ge: // x < d  <=>  x < ceil(d)
+		if ceil.Cmp(maxI) > 0 {
+			return konst(op == Lt)
+		}
+		if ceil.Cmp(minI) <= 0 {
+			return konst(op == Ge)
+		}
+		return cmpInt(op, ceil.Int64())
+	default: // Le, Gt: x <= d  <=>  x <= floor(d)
+		if floor.Cmp(maxI) >= 0 {
+			return konst(op == Le)
+		}
+		if floor.Cmp(minI) < 0 {
+			return konst(op == Gt)
+		}
+		return cmpInt(op, floor.Int64())
+	}
 }
 
 func (p *Predicate) compile(e Expr, types Types) (*node, error) {
@@ -249,8 +363,18 @@ func (p *Predicate) compile(e Expr, types Types) (*node, error) {
 			return nil, invalid("IN applies to a column, not %s", x.X)
 		}
 		n := &node{kind: nIn, neg: x.Neg, cls: classOf(s.t), l: operand{col: p.colIndex(s.col, s.t)}}
+		if s.t == stream.Int64 && slices.ContainsFunc(x.List, func(l Lit) bool { return l.Kind == LitFloat }) {
+			n.cls = clsFloat // the list's common type is DOUBLE
+		}
 		for _, l := range x.List {
-			o, err := litOperand(l, n.cls, s.t, s.col)
+			if l.Kind == LitDecimal && n.cls == clsInt && s.t == stream.Int64 {
+				// Exact: an element equal to no BIGINT never matches.
+				if r := l.rat(); r.IsInt() && r.Num().IsInt64() {
+					n.list = append(n.list, operand{col: -1, i: r.Num().Int64()})
+				}
+				continue
+			}
+			o, err := p.litOperand(l, n.cls, s.t, s.col)
 			if err != nil {
 				return nil, err
 			}
@@ -291,7 +415,11 @@ func (p *Predicate) compile(e Expr, types Types) (*node, error) {
 			if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitFloat {
 				n.cls = clsFloat
 			}
-			lo, err := litOperand(litSide.lit, n.cls, colSide.t, colSide.col)
+			if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitDecimal {
+				co := operand{col: p.colIndex(colSide.col, colSide.t)}
+				return p.intDecimal(x.Op, co, litSide.lit.rat(), flip), nil
+			}
+			lo, err := p.litOperand(litSide.lit, n.cls, colSide.t, colSide.col)
 			if err != nil {
 				return nil, err
 			}
@@ -386,6 +514,11 @@ func compare(c class, a, b operand) int {
 func (p *Predicate) eval(n *node, r int) tri {
 	switch n.kind {
 	case nConst:
+		return n.constv
+	case nConstNN:
+		if p.bound[n.l.col].IsNull(r) {
+			return unk
+		}
 		return n.constv
 	case nAnd:
 		a := p.eval(n.kids[0], r)

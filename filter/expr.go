@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -30,10 +31,13 @@ const (
 	LitString
 	LitBool
 	LitNull
+	// LitDecimal is an exact decimal (Spark's DECIMAL literal: 1.5,
+	// 9223372036854775808); Str holds its canonical text.
+	LitDecimal
 )
 
-// Lit is a literal: an integer, a decimal number, a string, true/false or
-// null.
+// Lit is a literal: an integer (Int), a double (Flt), an exact decimal
+// (Str, made by DecimalLit), a string (Str), true/false or null.
 type Lit struct {
 	Kind LitKind
 	Int  int64
@@ -104,8 +108,54 @@ func (l Lit) String() string {
 		return "'" + strings.ReplaceAll(l.Str, "'", "''") + "'"
 	case LitBool:
 		return strconv.FormatBool(l.Bool)
+	case LitDecimal:
+		return l.Str
 	}
 	return "null"
+}
+
+// DecimalLit is the DECIMAL literal of r, its text canonical: no trailing
+// fractional zeros, so 1.50 and 1.5 are the same literal.
+func DecimalLit(r *big.Rat) Lit {
+	s := r.FloatString(decimalScale(r))
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return Lit{Kind: LitDecimal, Str: s}
+}
+
+// decimalScale is the number of fractional digits r needs: its
+// denominator is 2^a * 5^b (it came from decimal text), so max(a, b).
+func decimalScale(r *big.Rat) int {
+	count := func(f int64) int {
+		d, n := new(big.Int).Set(r.Denom()), 0
+		q, m, bf := new(big.Int), new(big.Int), big.NewInt(f)
+		for d.Sign() > 0 {
+			q.QuoRem(d, bf, m)
+			if m.Sign() != 0 {
+				break
+			}
+			d.Set(q)
+			n++
+		}
+		return n
+	}
+	return max(count(2), count(5))
+}
+
+// rat is the exact value of a numeric literal.
+func (l Lit) rat() *big.Rat {
+	switch l.Kind {
+	case LitInt:
+		return new(big.Rat).SetInt64(l.Int)
+	case LitDecimal:
+		r, _ := new(big.Rat).SetString(l.Str)
+		return r
+	}
+	return nil
 }
 
 func (c Cmp) String() string {
@@ -132,6 +182,15 @@ func (n IsNull) String() string {
 		return "(" + n.X.String() + " is not null)"
 	}
 	return "(" + n.X.String() + " is null)"
+}
+
+// Conjuncts splits e at its top-level ANDs, left to right (Spark's
+// splitConjunctivePredicates).
+func Conjuncts(e Expr) []Expr {
+	if a, ok := e.(And); ok {
+		return append(Conjuncts(a.L), Conjuncts(a.R)...)
+	}
+	return []Expr{e}
 }
 
 // Columns returns the columns e reads, each once, in first-use order.

@@ -308,6 +308,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 			break
 		}
 	}
+	c.wrapSources(q.Sources)
 	ckpt, table, fs, err := Locations(cfg)
 	if err != nil {
 		return q, engine.Options{}, err

@@ -3,9 +3,11 @@ package pipeline
 import (
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/filter"
@@ -44,9 +46,9 @@ func CompileQuery(cfg Config) (*compiled, error) {
 			wm = ReferenceWatermark
 		}
 	}
-	o := query.Options{OutputMode: cfg.OutputMode, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns}
-	for _, s := range cfg.Sources {
-		o.Sources = append(o.Sources, s.Name)
+	o, err := queryOptions(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if wm != "" {
 		col, d, err := query.ParseWatermark(wm)
@@ -82,6 +84,58 @@ func CompileQuery(cfg Config) (*compiled, error) {
 	}
 	c.shape = c.buildShape(cfg)
 	return c, nil
+}
+
+// FromAll is the view the ethereum app registers over every --source: the
+// union by name of their rows, each with the literal column source (the
+// source's name). FROM <name> reads one source.
+const FromAll = "blocks"
+
+// queryOptions are the query package's options for cfg: the block schema,
+// the blocks view over every source then each source under its own name
+// (a source named blocks is read through the view), and the SQL confs.
+func queryOptions(cfg Config) (query.Options, error) {
+	o := query.Options{OutputMode: cfg.OutputMode, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns}
+	all := query.Relation{Name: FromAll}
+	for i, s := range cfg.Sources {
+		o.Sources = append(o.Sources, s.Name)
+		all.Sources = append(all.Sources, i)
+	}
+	o.Relations = []query.Relation{all}
+	for i, s := range cfg.Sources {
+		if !strings.EqualFold(s.Name, FromAll) {
+			o.Relations = append(o.Relations, query.Relation{Name: s.Name, Sources: []int{i}})
+		}
+	}
+	for _, c := range []struct {
+		key string
+		off *bool
+	}{{query.ConfANSI, &o.NonANSI}, {query.ConfGroupByAliases, &o.NoGroupByAliases}, {query.ConfGroupByOrdinal, &o.NoGroupByOrdinal}} {
+		v, ok := cfg.Conf[c.key]
+		if !ok {
+			continue
+		}
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return o, errcode.New(errcode.InvalidArgument, "", "set "+c.key+" to true or false", "conf %s=%q is not a boolean", c.key, v)
+		}
+		*c.off = !on
+	}
+	return o, nil
+}
+
+// wrapSources hides, from the watermark, the event time of the rows the
+// query's pushed-down conjuncts reject (filter.PushedSource), when it has
+// any: Spark computes the watermark above the pushed Filter.
+func (c *compiled) wrapSources(sources []engine.NamedSource) {
+	pre := c.q.PreWatermark
+	col, _, ok := c.agg.Spec().Watermark()
+	if pre == nil || !ok {
+		return
+	}
+	for i := range sources {
+		sources[i].Source = filter.NewPushedSource(sources[i].Source, sources[i].Name, pre, col)
+	}
 }
 
 func contains(xs []int, x int) bool {

@@ -11,12 +11,19 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// FromAll is the FROM name that reads every source: the union by name of
-// all --source streams with the literal source column.
-const FromAll = "blocks"
+// Relation is a name FROM can read: one source, or a view over several
+// (the union by name of their rows, each with the literal column
+// stream.ColSource). The caller registers them; the query package knows
+// no name of its own.
+type Relation struct {
+	Name string
+	// Sources are indexes into Options.Sources.
+	Sources []int
+}
 
 // Options are what a query runs with besides its text: Spark's
-// withWatermark and outputMode, and the input it resolves against.
+// withWatermark and outputMode, the SQL settings, and the input it
+// resolves against.
 type Options struct {
 	// WatermarkColumn and WatermarkDelay are withWatermark(column, delay);
 	// an empty column means no watermark.
@@ -26,11 +33,23 @@ type Options struct {
 	OutputMode string
 	// Sources are the names of the query's input streams, in --source order.
 	Sources []string
+	// Relations are the names FROM resolves (case-insensitively). Nil means
+	// each source under its own name.
+	Relations []Relation
 	// ColumnType resolves an input column (block columns); the literal
 	// source column is always a string.
 	ColumnType func(name string) (stream.Type, bool)
 	// Columns lists the input columns, for errors.
 	Columns []string
+	// NoGroupByAliases is spark.sql.groupByAliases=false: a GROUP BY name
+	// resolves to input columns only, never to a SELECT alias.
+	NoGroupByAliases bool
+	// NoGroupByOrdinal is spark.sql.groupByOrdinal=false: GROUP BY 1 is the
+	// constant 1, not the first SELECT item.
+	NoGroupByOrdinal bool
+	// NonANSI is spark.sql.ansi.enabled=false (Spark 3's default): casts
+	// that fail give null, and the aggregation's long sums wrap.
+	NonANSI bool
 }
 
 // Compiled is a query resolved against its input: what the engine runs.
@@ -39,10 +58,18 @@ type Compiled struct {
 	Text string
 	// Sources are the indexes (into Options.Sources) of the sources read.
 	Sources []int
-	From    string
-	Spec    agg.Spec
-	// Where is the compiled filter, nil without WHERE.
+	// From is the name of the relation read, as registered.
+	From string
+	Spec agg.Spec
+	// Where is the compiled filter, nil without WHERE: every row the
+	// aggregation sees passed it.
 	Where *filter.Predicate
+	// PreWatermark holds the conjuncts of the WHERE that Spark's optimizer
+	// pushes below the watermark (PushPredicateThroughNonJoin: the
+	// deterministic conjuncts that do not read the event-time column); nil
+	// without a watermark or without such a conjunct. Only the rows it keeps
+	// may advance the watermark (query/doc.go, Evaluation order).
+	PreWatermark *filter.Predicate
 	// Columns are the input columns read (the projection handed to the
 	// sources), with stream.ColSource when the query uses it.
 	Columns []string
@@ -94,240 +121,402 @@ func Compile(src string, o Options) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resolve(src, sel, o)
+	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{},
+		spec:     agg.Spec{ColumnTypes: map[string]stream.Type{}},
+		selected: map[string]bool{}, names: map[string]bool{}}
+	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	r.columns()
+	r.c.Spec = r.spec
+	r.c.Text = canonical(sel, r.c.From)
+	return r.c, nil
 }
 
-func resolve(src string, sel *Select, o Options) (*Compiled, error) {
-	c := &Compiled{From: sel.From}
-	colType := func(name string) (stream.Type, bool) {
-		if name == stream.ColSource {
-			return stream.String, true
+// resolver resolves one parsed query, clause by clause.
+type resolver struct {
+	src      string
+	sel      *Select
+	o        Options
+	c        *Compiled
+	spec     agg.Spec
+	window   *WindowCall
+	selected map[string]bool // group keys and window selected
+	names    map[string]bool // output names claimed, lowercase
+}
+
+func (r *resolver) colType(name string) (stream.Type, bool) {
+	if name == stream.ColSource {
+		return stream.String, true
+	}
+	return r.o.ColumnType(name)
+}
+
+func (r *resolver) unresolved(pos int, name string) error {
+	e := errcode.New(CodeUnresolvedColumn, "", "use one of: "+strings.Join(append(slices.Clone(r.o.Columns), stream.ColSource), ", "),
+		"column %q does not exist", name)
+	e.Msg += " (at " + position(r.src, pos) + ")"
+	return e
+}
+
+// from resolves the FROM name among the registered relations,
+// case-insensitively (Spark's identifiers are).
+func (r *resolver) from() error {
+	rels := r.o.Relations
+	if rels == nil {
+		for i, s := range r.o.Sources {
+			rels = append(rels, Relation{Name: s, Sources: []int{i}})
 		}
-		return o.ColumnType(name)
 	}
-	unresolved := func(pos int, name string) error {
-		e := errcode.New(CodeUnresolvedColumn, "", "use one of: "+strings.Join(append(slices.Clone(o.Columns), stream.ColSource), ", "),
-			"column %q does not exist", name)
-		e.Msg += " (at " + position(src, pos) + ")"
-		return e
-	}
-	// FROM.
-	if sel.From == FromAll {
-		for i := range o.Sources {
-			c.Sources = append(c.Sources, i)
+	var names []string
+	for _, rel := range rels {
+		if strings.EqualFold(rel.Name, r.sel.From) {
+			r.c.From, r.c.Sources = rel.Name, slices.Clone(rel.Sources)
+			return nil
 		}
-	} else {
-		i := slices.Index(o.Sources, sel.From)
-		if i < 0 {
-			e := errcode.New(CodeUnresolvedColumn, "", "FROM blocks (every source) or FROM one of the --source names: "+strings.Join(o.Sources, ", "),
-				"FROM %s: no source has that name", sel.From)
-			e.Msg += " (at " + position(src, sel.FromPos) + ")"
-			return nil, e
+		names = append(names, rel.Name)
+	}
+	e := errcode.New(CodeTableNotFound, "", "read FROM one of: "+strings.Join(names, ", "),
+		"FROM %s: the table or view %s cannot be found (no --source or view has that name)", r.sel.From, quoteIdent(r.sel.From))
+	e.Msg += " (at " + position(r.src, r.sel.FromPos) + ")"
+	return e
+}
+
+// groupBy resolves each GROUP BY item to the window or a group column.
+func (r *resolver) groupBy() error {
+	for _, g := range r.sel.GroupBy {
+		w, col, err := r.groupTarget(g)
+		if err != nil {
+			return err
 		}
-		c.Sources = []int{i}
-	}
-	// GROUP BY.
-	spec := agg.Spec{ColumnTypes: map[string]stream.Type{}}
-	var window *WindowCall
-	if len(sel.GroupBy) == 0 {
-		return nil, invalidQuery(src, len(src), "add GROUP BY window(block_ts, '5 minutes') and/or columns",
-			"an aggregation without GROUP BY keeps one row forever; ethstream runs grouped aggregations only")
-	}
-	for _, g := range sel.GroupBy {
-		if g.Window != nil {
-			if g.Window.Ref {
-				return nil, invalidQuery(src, g.Pos, "group by window(block_ts, '5 minutes')", "GROUP BY window needs its arguments")
+		if w != nil {
+			if r.window != nil && !r.window.Same(w) {
+				return unsupported(r.src, g.Pos, "more than one window() in GROUP BY")
 			}
-			if window != nil {
-				return nil, unsupported(src, g.Pos, "more than one window() in GROUP BY")
-			}
-			window = g.Window
+			r.window = w
 			continue
 		}
-		t, ok := colType(g.Col)
+		t, ok := r.colType(col)
 		if !ok {
-			return nil, unresolved(g.Pos, g.Col)
+			return r.unresolved(g.Pos, col)
 		}
-		if slices.Contains(spec.GroupBy, g.Col) {
-			return nil, invalidQuery(src, g.Pos, "name each group key once", "GROUP BY %s appears twice", g.Col)
+		if slices.Contains(r.spec.GroupBy, col) {
+			return invalidQuery(r.src, g.Pos, "name each group key once", "GROUP BY %s appears twice", col)
 		}
-		spec.GroupBy = append(spec.GroupBy, g.Col)
-		spec.ColumnTypes[g.Col] = t
+		r.spec.GroupBy = append(r.spec.GroupBy, col)
+		r.spec.ColumnTypes[col] = t
 	}
-	if window != nil {
-		t, ok := colType(window.Col)
-		if !ok {
-			return nil, unresolved(window.Pos, window.Col)
+	return nil
+}
+
+// groupTarget is what a GROUP BY item names: a window, or a column. A name
+// is an input column first, then (spark.sql.groupByAliases) a SELECT
+// alias; an ordinal (spark.sql.groupByOrdinal) is a SELECT item.
+func (r *resolver) groupTarget(g GroupItem) (*WindowCall, string, error) {
+	items := r.sel.Items
+	switch {
+	case g.Ordinal != 0:
+		if r.o.NoGroupByOrdinal {
+			return nil, "", unsupported(r.src, g.Pos, "GROUP BY a constant (spark.sql.groupByOrdinal is false, so "+g.String()+" is not a position)")
 		}
-		if t != stream.Timestamp {
-			return nil, invalidQuery(src, window.Pos, "window over a timestamp column such as block_ts",
-				"window(%s, ...): %s is %s, not a timestamp", window.Col, window.Col, t)
+		if g.Ordinal < 1 || g.Ordinal > len(items) {
+			return nil, "", invalidQuery(r.src, g.Pos, "use a position of the SELECT list",
+				"GROUP BY position %s is not in select list (valid range is [1, %d])", g.ordinalText(), len(items))
 		}
-		size, err := ParseInterval(window.Size)
-		if err != nil {
-			return nil, err
-		}
-		w := &agg.Window{Column: window.Col, Size: size}
-		if window.Slide != "" {
-			if w.Slide, err = ParseInterval(window.Slide); err != nil {
-				return nil, err
+		return r.itemTarget(items[g.Ordinal-1], g)
+	case g.Window != nil && !g.Window.Ref:
+		return g.Window, "", nil
+	case g.Window != nil: // GROUP BY window
+		if !r.o.NoGroupByAliases {
+			for _, it := range items {
+				if it.Window != nil && !it.Window.Ref && (it.As == "" || strings.EqualFold(it.As, "window")) {
+					return it.Window, "", nil
+				}
 			}
-			if w.Slide > size || w.Slide <= 0 {
-				return nil, invalidQuery(src, window.Pos, "use a slide between 1 microsecond and the window size",
-					"window slide %s is not within (0, %s]", window.Slide, window.Size)
-			}
 		}
-		if size <= 0 {
-			return nil, invalidQuery(src, window.Pos, "use a positive window size", "window size %q is zero", window.Size)
-		}
-		spec.Window = w
-		spec.ColumnTypes[window.Col] = t
+		return nil, "", invalidQuery(r.src, g.Pos, "group by window(block_ts, '5 minutes'), or select window(...) AS window and group by window",
+			"GROUP BY window needs its arguments")
 	}
-	// SELECT.
-	selectedKeys := map[string]bool{}
-	names := map[string]bool{}
-	claim := func(pos int, name string) error {
-		if names[name] {
-			return invalidQuery(src, pos, "give each output column its own name with AS", "output column %q appears twice", name)
+	if _, ok := r.colType(g.Col); ok || r.o.NoGroupByAliases {
+		return nil, g.Col, nil
+	}
+	for _, it := range items {
+		if it.As != "" && strings.EqualFold(it.As, g.Col) {
+			return r.itemTarget(it, g)
 		}
-		names[name] = true
+	}
+	return nil, g.Col, nil
+}
+
+// itemTarget is the group a SELECT item makes when GROUP BY names it.
+func (r *resolver) itemTarget(it Item, g GroupItem) (*WindowCall, string, error) {
+	switch {
+	case it.Agg != "":
+		return nil, "", invalidQuery(r.src, g.Pos, "group by columns or window(...), and aggregate in SELECT",
+			"GROUP BY %s refers to an expression %s that contains an aggregate function. Aggregate functions are not allowed in GROUP BY", g, it.String())
+	case it.Window != nil && it.Window.Ref:
+		return nil, "", r.unresolved(it.Pos, "window")
+	case it.Window != nil:
+		return it.Window, "", nil
+	}
+	return nil, it.Col, nil
+}
+
+func (g GroupItem) ordinalText() string {
+	if g.Ordinal < 0 {
+		return "0"
+	}
+	return g.String()
+}
+
+// windowSpec checks the grouping window and makes it agg's.
+func (r *resolver) windowSpec() error {
+	w := r.window
+	if w == nil {
 		return nil
 	}
-	for _, it := range sel.Items {
-		c.Projection = append(c.Projection, it.String())
+	t, ok := r.colType(w.Col)
+	if !ok {
+		return r.unresolved(w.Pos, w.Col)
+	}
+	if t != stream.Timestamp {
+		return invalidQuery(r.src, w.Pos, "window over a timestamp column such as block_ts",
+			"window(%s, ...): %s is %s, not a timestamp", w.Col, w.Col, t)
+	}
+	if w.Size <= 0 {
+		return invalidQuery(r.src, w.Pos, "use a positive window size", "the window duration of %s is zero", w)
+	}
+	if w.slide() > w.Size {
+		return invalidQuery(r.src, w.Pos, "use a slide between 1 microsecond and the window size",
+			"window slide %s is not within (0, %s]", FormatInterval(w.slide()), FormatInterval(w.Size))
+	}
+	if w.Start >= w.slide() {
+		// Spark: "The absolute value of start time must be less than the slide duration".
+		return invalidQuery(r.src, w.Pos, "use a startTime below the slide",
+			"the window startTime %s must be less than the slide duration %s", FormatInterval(w.Start), FormatInterval(w.slide()))
+	}
+	r.spec.Window = &agg.Window{Column: w.Col, Size: w.Size, Start: w.Start}
+	if w.Slide != 0 {
+		r.spec.Window.Slide = w.Slide
+	}
+	r.spec.ColumnTypes[w.Col] = t
+	return nil
+}
+
+// claim reserves an output column name; Delta, like Spark, compares
+// column names case-insensitively.
+func (r *resolver) claim(pos int, name string) error {
+	k := strings.ToLower(name)
+	if r.names[k] {
+		return invalidQuery(r.src, pos, "give each output column its own name with AS", "output column %q appears twice", name)
+	}
+	r.names[k] = true
+	return nil
+}
+
+// selectList resolves the SELECT items against the groups.
+func (r *resolver) selectList() error {
+	for _, it := range r.sel.Items {
+		r.c.Projection = append(r.c.Projection, it.String())
+		var err error
 		switch {
 		case it.Window != nil:
-			if window == nil {
-				return nil, invalidQuery(src, it.Pos, "add the window to GROUP BY", "SELECT %s without GROUP BY window(...)", it.Window)
-			}
-			if !it.Window.Ref && it.Window.String() != window.String() {
-				return nil, invalidQuery(src, it.Pos, "select the window of GROUP BY ("+window.String()+"), or just window",
-					"SELECT %s differs from GROUP BY %s", it.Window, window)
-			}
-			if it.As != "" && it.As != "window" {
-				return nil, unsupported(src, it.Pos, "renaming the window (it is the table's window struct; leave AS window or no alias)")
-			}
-			if err := claim(it.Pos, "window"); err != nil {
-				return nil, err
-			}
-			selectedKeys["window"] = true
+			err = r.selectWindow(it)
 		case it.Agg != "":
-			a := agg.Aggregate{Column: it.AggCol, As: it.As}
-			switch it.Agg {
-			case "count":
-				a.Kind = agg.Count
-			case "sum":
-				a.Kind = agg.Sum
-			case "min":
-				a.Kind = agg.Min
-			case "max":
-				a.Kind = agg.Max
-			case "avg":
-				a.Kind = agg.Avg
-			}
-			if a.Column != "" {
-				t, ok := colType(a.Column)
-				if !ok {
-					return nil, unresolved(it.Pos, a.Column)
-				}
-				if it.Agg != "count" {
-					switch {
-					case t == stream.String:
-						return nil, invalidQuery(src, it.Pos, "aggregate a numeric column", "%s(%s): %s is a string", it.Agg, a.Column, a.Column)
-					case t == stream.Timestamp && (a.Kind == agg.Sum || a.Kind == agg.Avg):
-						return nil, invalidQuery(src, it.Pos, "use min or max of a timestamp", "%s(%s): %s is a timestamp", it.Agg, a.Column, a.Column)
-					}
-				}
-				spec.ColumnTypes[a.Column] = t
-			}
-			name := a.As
-			if name == "" {
-				if a.Column == "" {
-					name = "count"
-				} else {
-					name = it.Agg + "_" + a.Column
-				}
-			}
-			if !validColumnName(name) {
-				return nil, invalidQuery(src, it.Pos, "use an alias of letters, digits and underscores", "output column name %q is not valid in a Delta table", name)
-			}
-			if err := claim(it.Pos, name); err != nil {
-				return nil, err
-			}
-			spec.Aggregates = append(spec.Aggregates, a)
+			err = r.selectAggregate(it)
 		default:
-			if it.Col == "window" {
-				return nil, invalidQuery(src, it.Pos, "group by window(...)", "window is not a column")
-			}
-			if _, ok := colType(it.Col); !ok {
-				return nil, unresolved(it.Pos, it.Col)
-			}
-			if !slices.Contains(spec.GroupBy, it.Col) {
-				return nil, invalidQuery(src, it.Pos, "add "+it.Col+" to GROUP BY or aggregate it",
-					"%s is neither in GROUP BY nor aggregated", it.Col)
-			}
-			if it.As != "" && it.As != it.Col {
-				return nil, unsupported(src, it.Pos, "renaming a group key (AS "+it.As+")")
-			}
-			if err := claim(it.Pos, it.Col); err != nil {
-				return nil, err
-			}
-			selectedKeys[it.Col] = true
+			err = r.selectColumn(it)
 		}
-	}
-	if len(spec.Aggregates) == 0 {
-		return nil, invalidQuery(src, 0, "add count(*), sum(col), min, max or avg", "the query has no aggregate")
-	}
-	if window != nil && !selectedKeys["window"] {
-		return nil, invalidQuery(src, window.Pos, "select window too", "GROUP BY window(...) but the window is not selected: the table could not tell windows apart")
-	}
-	for _, g := range spec.GroupBy {
-		if !selectedKeys[g] {
-			return nil, invalidQuery(src, 0, "select "+g+" too", "GROUP BY %s but %s is not selected: the table could not tell its groups apart", g, g)
-		}
-	}
-	// WHERE.
-	if sel.Where != nil {
-		p, err := filter.Compile(sel.Where, colType)
 		if err != nil {
-			return nil, err
-		}
-		c.Where = p
-		for _, col := range p.Columns() {
-			if t, ok := colType(col); ok {
-				spec.ColumnTypes[col] = t
-			}
+			return err
 		}
 	}
-	// Options.
-	mode, err := ParseOutputMode(o.OutputMode)
+	if len(r.spec.Aggregates) == 0 {
+		return invalidQuery(r.src, 0, "add count(*), sum(col), min, max or avg", "the query has no aggregate")
+	}
+	if r.window != nil && !r.selected["window"] {
+		return invalidQuery(r.src, r.window.Pos, "select window too", "GROUP BY window(...) but the window is not selected: the table could not tell windows apart")
+	}
+	for _, g := range r.spec.GroupBy {
+		if !r.selected[g] {
+			return invalidQuery(r.src, 0, "select "+g+" too", "GROUP BY %s but %s is not selected: the table could not tell its groups apart", g, g)
+		}
+	}
+	return nil
+}
+
+func (r *resolver) selectWindow(it Item) error {
+	if r.window == nil {
+		return invalidQuery(r.src, it.Pos, "add the window to GROUP BY", "SELECT %s without GROUP BY window(...)", it.Window)
+	}
+	if !it.Window.Ref && !it.Window.Same(r.window) {
+		return invalidQuery(r.src, it.Pos, "select the window of GROUP BY ("+r.window.String()+"), or just window",
+			"SELECT %s differs from GROUP BY %s", it.Window, r.window)
+	}
+	if it.As != "" && !strings.EqualFold(it.As, "window") {
+		return unsupported(r.src, it.Pos, "renaming the window (it is the table's window struct; leave AS window or no alias)")
+	}
+	r.selected["window"] = true
+	return r.claim(it.Pos, "window")
+}
+
+var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg}
+
+func (r *resolver) selectAggregate(it Item) error {
+	a := agg.Aggregate{Kind: aggKinds[it.Agg], Column: it.AggCol, As: it.As}
+	if a.Column != "" {
+		t, ok := r.colType(a.Column)
+		if !ok {
+			return r.unresolved(it.Pos, a.Column)
+		}
+		if it.Agg != "count" {
+			switch {
+			case t == stream.String:
+				return invalidQuery(r.src, it.Pos, "aggregate a numeric column", "%s(%s): %s is a string", it.Agg, a.Column, a.Column)
+			case t == stream.Timestamp && (a.Kind == agg.Sum || a.Kind == agg.Avg):
+				return invalidQuery(r.src, it.Pos, "use min or max of a timestamp", "%s(%s): %s is a timestamp", it.Agg, a.Column, a.Column)
+			}
+		}
+		r.spec.ColumnTypes[a.Column] = t
+	}
+	name := a.As
+	if name == "" {
+		name = "count"
+		if a.Column != "" {
+			name = it.Agg + "_" + a.Column
+		}
+	}
+	if !validColumnName(name) {
+		return invalidQuery(r.src, it.Pos, "use an alias of letters, digits and underscores", "output column name %q is not valid in a Delta table", name)
+	}
+	if err := r.claim(it.Pos, name); err != nil {
+		return err
+	}
+	r.spec.Aggregates = append(r.spec.Aggregates, a)
+	return nil
+}
+
+func (r *resolver) selectColumn(it Item) error {
+	if it.Col == "window" {
+		return invalidQuery(r.src, it.Pos, "group by window(...)", "window is not a column")
+	}
+	if _, ok := r.colType(it.Col); !ok {
+		return r.unresolved(it.Pos, it.Col)
+	}
+	if len(r.sel.GroupBy) == 0 {
+		return invalidQuery(r.src, it.Pos, "add GROUP BY "+it.Col+", or select aggregates only (a global aggregation)",
+			"%s is neither in GROUP BY nor aggregated: a query without GROUP BY selects aggregates only", it.Col)
+	}
+	if !slices.Contains(r.spec.GroupBy, it.Col) {
+		return invalidQuery(r.src, it.Pos, "add "+it.Col+" to GROUP BY or aggregate it",
+			"%s is neither in GROUP BY nor aggregated", it.Col)
+	}
+	if it.As != "" && !strings.EqualFold(it.As, it.Col) {
+		return unsupported(r.src, it.Pos, "renaming a group key (AS "+it.As+")")
+	}
+	r.selected[it.Col] = true
+	return r.claim(it.Pos, it.Col)
+}
+
+// where compiles the WHERE and splits off the conjuncts that run before
+// the watermark (options decides whether there is one).
+func (r *resolver) where() error {
+	if r.sel.Where == nil {
+		return nil
+	}
+	p, err := filter.CompileWith(r.sel.Where, r.colType, filter.Options{NonANSI: r.o.NonANSI})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	spec.Mode = mode
-	if o.WatermarkColumn != "" {
-		if window == nil {
-			return nil, errcode.New(CodeUnsupported, "", "add GROUP BY window(...) or drop the watermark",
-				"withWatermark(%s) without a window: the watermark would close nothing", o.WatermarkColumn)
+	r.c.Where = p
+	for _, col := range p.Columns() {
+		if t, ok := r.colType(col); ok {
+			r.spec.ColumnTypes[col] = t
 		}
-		if o.WatermarkColumn != window.Col {
-			return nil, errcode.New(CodeUnsupported, "", "set the watermark on the window's event-time column",
-				"withWatermark(%s): ethstream evicts state by the window's event time; a watermark on another column is not supported", o.WatermarkColumn)
-		}
-		spec.WatermarkDelay = o.WatermarkDelay
 	}
-	// Projection: the columns read, source column included when used.
-	c.Columns = spec.InputColumns()
-	if c.Where != nil {
-		for _, col := range c.Where.Columns() {
-			if !slices.Contains(c.Columns, col) {
-				c.Columns = append(c.Columns, col)
+	return nil
+}
+
+// options applies the output mode and withWatermark.
+func (r *resolver) options() error {
+	mode, err := ParseOutputMode(r.o.OutputMode)
+	if err != nil {
+		return err
+	}
+	r.spec.Mode = mode
+	r.spec.NonANSI = r.o.NonANSI
+	col := r.o.WatermarkColumn
+	if col == "" {
+		return nil
+	}
+	t, ok := r.colType(col)
+	if !ok {
+		return errcode.New(CodeUnresolvedColumn, "", "set the watermark on a timestamp column such as block_ts",
+			"withWatermark(%s): column %q does not exist", col, col)
+	}
+	if t != stream.Timestamp {
+		// Spark: EVENT_TIME_IS_NOT_ON_TIMESTAMP_TYPE.
+		return errcode.New(CodeUnsupported, "", "set the watermark on a timestamp column such as block_ts",
+			"withWatermark(%s): the event time %s has the invalid type %s, but expected \"TIMESTAMP\"", col, col, t)
+	}
+	if r.window != nil && col != r.window.Col {
+		return errcode.New(CodeUnsupported, "", "set the watermark on the window's event-time column",
+			"withWatermark(%s): ethstream evicts state by the window's event time; a watermark on another column is not supported", col)
+	}
+	r.spec.WatermarkDelay = r.o.WatermarkDelay
+	r.spec.WatermarkColumn = col
+	r.spec.ColumnTypes[col] = t
+	if r.c.Where != nil {
+		pre, err := r.pushDown(col)
+		if err != nil {
+			return err
+		}
+		r.c.PreWatermark = pre
+	}
+	return nil
+}
+
+// pushDown compiles the conjuncts of the WHERE that do not read the
+// event-time column: Spark's PushPredicateThroughNonJoin moves each such
+// (deterministic; all of ours are) conjunct below EventTimeWatermark.
+func (r *resolver) pushDown(eventTime string) (*filter.Predicate, error) {
+	var pushed filter.Expr
+	for _, c := range filter.Conjuncts(r.sel.Where) {
+		if slices.Contains(filter.Columns(c), eventTime) {
+			continue
+		}
+		if pushed == nil {
+			pushed = c
+		} else {
+			pushed = filter.And{L: pushed, R: c}
+		}
+	}
+	if pushed == nil {
+		return nil, nil
+	}
+	return filter.CompileWith(pushed, r.colType, filter.Options{NonANSI: r.o.NonANSI})
+}
+
+// columns sets the projection: the columns read, the source column
+// included when used.
+func (r *resolver) columns() {
+	cols := r.spec.InputColumns()
+	add := func(list []string) {
+		for _, col := range list {
+			if !slices.Contains(cols, col) {
+				cols = append(cols, col)
 			}
 		}
 	}
-	c.Spec = spec
-	c.Text = canonical(sel)
-	return c, nil
+	if r.c.Where != nil {
+		add(r.c.Where.Columns())
+	}
+	if r.spec.WatermarkColumn != "" {
+		add([]string{r.spec.WatermarkColumn})
+	}
+	r.c.Columns = cols
 }
 
 // validColumnName refuses the characters Delta does not allow in column
@@ -337,8 +526,9 @@ func validColumnName(s string) bool {
 }
 
 // canonical renders a parsed query in one normal form (lowercase keywords,
-// single spaces, fully parenthesised WHERE).
-func canonical(sel *Select) string {
+// single spaces, fully parenthesised WHERE), reading FROM the relation as
+// registered.
+func canonical(sel *Select, from string) string {
 	var b strings.Builder
 	b.WriteString("select ")
 	for i, it := range sel.Items {
@@ -347,7 +537,7 @@ func canonical(sel *Select) string {
 		}
 		b.WriteString(it.String())
 	}
-	b.WriteString(" from " + sel.From)
+	b.WriteString(" from " + quoteIdent(from))
 	if sel.Where != nil {
 		b.WriteString(" where " + sel.Where.String())
 	}
@@ -357,11 +547,7 @@ func canonical(sel *Select) string {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if g.Window != nil {
-				b.WriteString(g.Window.String())
-			} else {
-				b.WriteString(g.Col)
-			}
+			b.WriteString(g.String())
 		}
 	}
 	return b.String()

@@ -1,30 +1,55 @@
 // Package query is ethstream's SQL front end: it parses a streaming
-// aggregation in Spark SQL syntax and resolves it against the query's
-// sources into what the engine runs (an agg.Spec, a filter.Predicate run
-// before it, the sources read and the columns they must decode).
+// aggregation in Spark SQL syntax and resolves it against the relations
+// its caller registers into what the engine runs (an agg.Spec, a
+// filter.Predicate run before it and the part of it that runs before the
+// watermark, the sources read and the columns they must decode). It knows
+// no relation name of its own: the ethereum pipeline registers the view
+// blocks (the union by name of every --source, each row with the literal
+// column source) and each source under its own name.
 //
 // # Grammar
 //
-//	query     := SELECT item {, item} FROM source [WHERE cond]
-//	             GROUP BY group {, group} [;]
-//	source    := blocks | <source name> | `quoted`
-//	item      := window(col, 'size'[, 'slide']) [AS window] | window
+//	query     := SELECT item {, item} FROM relation [WHERE cond]
+//	             [GROUP BY group {, group}] [;]
+//	relation  := <registered name> | `quoted`          (case-insensitive)
+//	item      := window(col, dur[, dur[, dur]]) [AS window] | window
 //	           | col | agg [[AS] alias]
 //	agg       := count(*) | count(1) | count(col) | sum(col) | min(col)
 //	           | max(col) | avg(col) | mean(col)
-//	group     := window(col, 'size'[, 'slide']) | col
+//	group     := window(col, dur[, dur[, dur]]) | col | <SELECT alias>
+//	           | <SELECT ordinal>
+//	dur       := 'interval string' | INTERVAL 'string' | INTERVAL 'n' unit
+//	           | INTERVAL n unit {n unit}
 //	cond      := cond OR cond | cond AND cond | NOT cond | (cond)
 //	           | operand cmp operand | operand [NOT] IN (literal {, literal})
 //	           | operand IS [NOT] NULL | operand [NOT] BETWEEN operand AND operand
 //	cmp       := = | == | <> | != | < | <= | > | >=
-//	operand   := col | 'string' | number | -number | true | false | null
-//	           | TIMESTAMP 'yyyy-mm-dd hh:mm:ss' | DATE 'yyyy-mm-dd'
+//	operand   := col | literal | TIMESTAMP 'yyyy-mm-dd hh:mm:ss' | DATE 'yyyy-mm-dd'
+//	literal   := 'string' | number | -number | true | false | null
 //
-// FROM blocks reads the union by name of every --source stream, each row
-// with the literal column source (the source's name); FROM <name> reads
-// that one source. Identifiers are case-insensitive. Durations are Spark
-// interval strings ('5 minutes', '1 hour', '2 days', 'interval 10 seconds').
-// Timestamps compare with strings in UTC.
+// window(col, size, slide, startTime) is Spark's: windows start at the
+// epoch plus startTime (below the slide) plus a multiple of the slide.
+// Durations are Spark interval strings (package interval: '5 minutes',
+// '1 hour', '2 days', 'interval 10 seconds') or INTERVAL literals, compared
+// by value: window(ts, '1 hour') and window(ts, INTERVAL 60 MINUTES) are
+// the same window. Without GROUP BY the query is a global aggregation (its
+// items are aggregates only). Timestamps compare with strings in UTC.
+//
+// # Lexical rules (Spark's SqlBaseLexer)
+//
+// Identifiers resolve case-insensitively; an alias keeps its case (AS
+// AVG_TX is the column AVG_TX). A string literal ends at its first
+// unescaped quote and its escapes are unescapeSQLString's: \0 \b \n \r \t
+// \Z, \uXXXX (UTF-16 units, pairs combine), \UXXXXXXXX, octal \[01][0-7][0-7],
+// \% and \_ kept for LIKE, any other escaped character as itself; r'...'
+// is raw. Adjacent literals are one ('a' 'b' and 'a”b' are 'ab'). Comments
+// are -- to the end of the line and /* */, which nest. Numbers are typed as
+// AstBuilder types them: an integer is BIGINT when it fits, else DECIMAL;
+// 1.5 is DECIMAL; 1.5e3 DOUBLE; the suffixes L, S, Y, D, F, BD force a type
+// and a value outside it is PARSE_SYNTAX_ERROR. In a comparison a string
+// literal is cast to the column's type (AnsiStringPromotionTypeCoercion:
+// BIGINT, DOUBLE, TIMESTAMP) and an integer column compares with a DECIMAL
+// exactly (package filter).
 //
 // # Output
 //
@@ -37,17 +62,45 @@
 //
 // Spark's withWatermark(column, delay) and outputMode(mode) are options
 // beside the text (Options; the CLI's --with-watermark and --output-mode).
-// A watermark must be on the window's event-time column.
+// A watermark on a windowed aggregation must be on the window's event-time
+// column; on one without a window it closes nothing (Spark allows it in
+// update and complete mode), and the engine still computes and reports it.
+// spark.sql.ansi.enabled, spark.sql.groupByAliases and
+// spark.sql.groupByOrdinal are honoured (Options; default true each).
+//
+// # Evaluation order
+//
+// Spark's optimizer (PushPredicateThroughNonJoin) splits the WHERE at its
+// top-level ANDs and moves each deterministic conjunct that does not read
+// the watermark's event-time column below EventTimeWatermark: the
+// watermark is then computed from the rows those conjuncts keep, and the
+// conjuncts that read the event time (and an OR joining one with others)
+// apply after it. Compiled.PreWatermark holds the pushed conjuncts; the
+// pipeline runs them ahead of the watermark (filter.PushedSource) and the
+// whole WHERE before the aggregation. Worked example, with
+// withWatermark(block_ts, 1 hour):
+//
+//	WHERE number < 1000 AND block_ts >= '2024-01-01'
+//	  before the watermark:  number < 1000
+//	  after it:              block_ts >= '2024-01-01'
+//
+// Over blocks 0..1999 where block 1999 is 6 hours after block 999, the next
+// watermark is max(block_ts of blocks 0..999) - 1 hour: the windows of
+// blocks 0..999 stay open for late rows. Computed from every row read it
+// would be 5 hours later and close them.
 //
 // # Errors
 //
-// PARSE_SYNTAX_ERROR (with line:column) for text outside the grammar,
-// UNSUPPORTED_SQL naming the construct for valid Spark SQL that does not
-// run here (joins, HAVING, ORDER BY, LIMIT, DISTINCT, arithmetic, CASE,
-// CAST, subqueries, other functions), UNRESOLVED_COLUMN for an unknown
-// column or source, INVALID_STREAMING_QUERY for a query that cannot be a
-// streaming aggregation (no GROUP BY, a selected column outside GROUP BY, a
-// group key not selected). Every remedy lists what is supported.
+// PARSE_SYNTAX_ERROR (with line:column, counted in characters) for text
+// outside the grammar, UNSUPPORTED_SQL naming the construct for valid
+// Spark SQL that does not run here (joins, named as such, HAVING, ORDER
+// BY, LIMIT, DISTINCT, arithmetic, CASE, CAST, subqueries, other
+// functions), TABLE_OR_VIEW_NOT_FOUND for a FROM name nothing registered,
+// UNRESOLVED_COLUMN for an unknown column, INVALID_STREAMING_QUERY for a
+// query that cannot be a streaming aggregation (a selected column outside
+// GROUP BY, a group key not selected, GROUP BY an aggregate), with Spark's
+// reason. Every remedy lists what is supported. Non-ASCII text in a
+// message is shown as written.
 //
 // A hand-written recursive-descent parser: the Go SQL parsers (vitess,
 // TiDB, CockroachDB's, pg_query) implement MySQL or PostgreSQL, where

@@ -13,16 +13,32 @@ const (
 	// CodeUnsupported: valid Spark SQL that ethstream does not run (a join,
 	// HAVING, ORDER BY, arithmetic, ...); the message names the construct.
 	CodeUnsupported = "UNSUPPORTED_SQL"
-	// CodeUnresolvedColumn: a column or source name the input does not have.
+	// CodeUnresolvedColumn: a column name the input does not have.
 	CodeUnresolvedColumn = "UNRESOLVED_COLUMN"
+	// CodeTableNotFound: FROM names no source and no registered view
+	// (Spark's TABLE_OR_VIEW_NOT_FOUND).
+	CodeTableNotFound = "TABLE_OR_VIEW_NOT_FOUND"
 	// CodeInvalidQuery: the query is well-formed but meaningless for a
 	// streaming aggregation (a selected column missing from GROUP BY, ...).
 	CodeInvalidQuery = "INVALID_STREAMING_QUERY"
 )
 
+// The SQL confs a query reads (Spark's keys and defaults).
+const (
+	// ConfANSI is spark.sql.ansi.enabled (default true, as in Spark 4).
+	ConfANSI = "spark.sql.ansi.enabled"
+	// ConfGroupByAliases is spark.sql.groupByAliases (default true).
+	ConfGroupByAliases = "spark.sql.groupByAliases"
+	// ConfGroupByOrdinal is spark.sql.groupByOrdinal (default true).
+	ConfGroupByOrdinal = "spark.sql.groupByOrdinal"
+)
+
+// Confs are the conf keys the SQL front end reads.
+var Confs = []string{ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal}
+
 // Supported summarises the grammar for error remedies.
 const Supported = "supported: SELECT <group keys>, <aggregates> FROM blocks|<source name> " +
-	"[WHERE <condition>] GROUP BY [window(block_ts, '<size>'[, '<slide>']),] <columns>; " +
+	"[WHERE <condition>] [GROUP BY [window(block_ts, '<size>'[, '<slide>'[, '<start>']]),] <columns>]; " +
 	"aggregates count(*), count(col), sum, min, max, avg over numeric columns, AS aliases; " +
 	"conditions with = <> != < <= > >= [NOT] IN (...) IS [NOT] NULL [NOT] BETWEEN, AND, OR, NOT, parentheses"
 

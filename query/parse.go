@@ -1,21 +1,25 @@
 package query
 
 import (
+	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/filter"
 )
 
 // Select is a parsed query: the syntax tree, not yet resolved against the
-// input columns (Compile does that).
+// input columns (Compile does that). Column names are lowercased (Spark
+// resolves them case-insensitively); aliases and the FROM name keep the
+// case they were written in.
 type Select struct {
 	Items   []Item
-	From    string // "blocks" (lowercase) or a source name as written
+	From    string // the relation name as written
 	FromPos int
 	Where   filter.Expr // nil without WHERE
-	GroupBy []GroupItem
+	GroupBy []GroupItem // empty without GROUP BY (a global aggregation)
 }
 
 // Item is one SELECT item: the window, a column, or an aggregate.
@@ -24,34 +28,60 @@ type Item struct {
 	Col    string      // a column (lowercase)
 	Agg    string      // count, sum, min, max, avg (lowercase)
 	AggCol string      // the aggregate's column; "" is count(*)
-	As     string      // alias, "" if none
+	As     string      // alias as written, "" if none
 	Pos    int
 }
 
-// WindowCall is window(col, size[, slide]); Ref is set for the bare
-// identifier window, which names the grouping window.
+// WindowCall is window(col, size[, slide[, startTime]]); Ref is set for
+// the bare identifier window, which names the grouping window. Durations
+// are parsed (every spelling Spark accepts: '1 hour', '60 minutes',
+// INTERVAL 1 HOUR, INTERVAL '1' HOUR), so equal windows written
+// differently are equal.
 type WindowCall struct {
-	Ref         bool
-	Col         string
-	Size, Slide string // interval text as written; Slide "" = tumbling
-	Pos         int
+	Ref   bool
+	Col   string
+	Size  time.Duration
+	Slide time.Duration // 0: tumbling (Size)
+	Start time.Duration // startTime, 0 when not given
+	Pos   int
 }
 
-// GroupItem is one GROUP BY expression.
+// GroupItem is one GROUP BY expression: the window, a name (a column or,
+// with spark.sql.groupByAliases, a SELECT alias), or a SELECT ordinal
+// (spark.sql.groupByOrdinal).
 type GroupItem struct {
-	Window *WindowCall
-	Col    string
-	Pos    int
+	Window  *WindowCall
+	Col     string // lowercase
+	Ordinal int    // 1-based position in SELECT; 0 if not an ordinal
+	Pos     int
 }
 
-// String renders the window call canonically.
+// slide is the effective slide (Size for a tumbling window).
+func (w *WindowCall) slide() time.Duration {
+	if w.Slide == 0 {
+		return w.Size
+	}
+	return w.Slide
+}
+
+// Same reports whether w and o are the same window (the same column and
+// durations, however they were written).
+func (w *WindowCall) Same(o *WindowCall) bool {
+	return w.Col == o.Col && w.Size == o.Size && w.slide() == o.slide() && w.Start == o.Start
+}
+
+// String renders the window call canonically, durations in their largest
+// whole units.
 func (w *WindowCall) String() string {
 	if w.Ref {
 		return "window"
 	}
-	s := "window(" + w.Col + ", '" + w.Size + "'"
-	if w.Slide != "" {
-		s += ", '" + w.Slide + "'"
+	s := "window(" + w.Col + ", '" + FormatInterval(w.Size) + "'"
+	if w.slide() != w.Size || w.Start != 0 {
+		s += ", '" + FormatInterval(w.slide()) + "'"
+	}
+	if w.Start != 0 {
+		s += ", '" + FormatInterval(w.Start) + "'"
 	}
 	return s + ")"
 }
@@ -72,9 +102,32 @@ func (it Item) String() string {
 		s = it.Col
 	}
 	if it.As != "" {
-		s += " as " + it.As
+		s += " as " + quoteIdent(it.As)
 	}
 	return s
+}
+
+// String renders a GROUP BY item canonically.
+func (g GroupItem) String() string {
+	switch {
+	case g.Window != nil:
+		return g.Window.String()
+	case g.Ordinal > 0:
+		return strconv.Itoa(g.Ordinal)
+	}
+	return g.Col
+}
+
+// quoteIdent backquotes a name that would not lex back as itself.
+func quoteIdent(s string) string {
+	plain := s != "" && isIdentStart(s[0]) && !reserved[strings.ToLower(s)]
+	for i := 0; i < len(s) && plain; i++ {
+		plain = isIdentPart(s[i])
+	}
+	if plain {
+		return s
+	}
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
 }
 
 type parser struct {
@@ -135,17 +188,23 @@ var reserved = map[string]bool{
 	"qualify": true, "pivot": true, "unpivot": true, "tablesample": true, "rlike": true, "ilike": true,
 }
 
-// ident reads an identifier (bare or `quoted`), lowercased when bare... and
-// quoted alike: Spark resolves column names case-insensitively.
+// ident reads an identifier (bare or `quoted`) as written.
 func (p *parser) ident(what string) (string, token, error) {
 	t := p.next()
 	switch {
 	case t.kind == tQuoted:
-		return strings.ToLower(t.text), t, nil
+		return t.text, t, nil
 	case t.kind == tIdent && !reserved[strings.ToLower(t.text)]:
-		return strings.ToLower(t.text), t, nil
+		return t.text, t, nil
 	}
 	return "", t, p.errAt(t, "expected %s, found %s", what, t)
+}
+
+// column reads a column name, lowercased: Spark resolves column names
+// case-insensitively, and the input's columns are lowercase.
+func (p *parser) column(what string) (string, token, error) {
+	c, t, err := p.ident(what)
+	return strings.ToLower(c), t, err
 }
 
 func (p *parser) query() (*Select, error) {
@@ -176,37 +235,8 @@ func (p *parser) query() (*Select, error) {
 		}
 		p.next()
 	}
-	if err := p.expectKeyword("from"); err != nil {
+	if err := p.from(q); err != nil {
 		return nil, err
-	}
-	ft := p.next()
-	switch {
-	case ft.punct("("):
-		return nil, unsupported(p.src, ft.pos, "a subquery in FROM")
-	case ft.kind == tQuoted:
-		q.From = ft.text
-	case ft.kind == tIdent && !reserved[strings.ToLower(ft.text)]:
-		q.From = ft.text
-		if strings.EqualFold(ft.text, "blocks") {
-			q.From = "blocks"
-		}
-	default:
-		return nil, p.errAt(ft, "expected a source name or blocks after FROM, found %s", ft)
-	}
-	q.FromPos = ft.pos
-	if t := p.peek(); t.punct(".") {
-		return nil, unsupported(p.src, t.pos, "a qualified table name (catalog.schema.table)")
-	}
-	if t := p.peek(); t.is("as") || (t.kind == tIdent && !reserved[strings.ToLower(t.text)]) {
-		return nil, unsupported(p.src, t.pos, "a table alias")
-	}
-	for _, kw := range []string{"join", "inner", "left", "right", "full", "cross", "natural", "lateral"} {
-		if t := p.peek(); t.is(kw) {
-			return nil, unsupported(p.src, t.pos, "JOIN")
-		}
-	}
-	if t := p.peek(); t.punct(",") {
-		return nil, unsupported(p.src, t.pos, "several tables in FROM (a join)")
 	}
 	if p.peek().is("where") {
 		p.next()
@@ -216,55 +246,111 @@ func (p *parser) query() (*Select, error) {
 		}
 		q.Where = e
 	}
-	if p.peek().is("group") {
+	if err := p.groupBy(q); err != nil {
+		return nil, err
+	}
+	return q, p.end()
+}
+
+// from reads FROM <relation>. A join is named as one wherever it starts,
+// also after a table alias.
+func (p *parser) from(q *Select) error {
+	if err := p.expectKeyword("from"); err != nil {
+		return err
+	}
+	ft := p.next()
+	switch {
+	case ft.punct("("):
+		return unsupported(p.src, ft.pos, "a subquery in FROM")
+	case ft.kind == tQuoted || ft.kind == tIdent && !reserved[strings.ToLower(ft.text)]:
+		q.From = ft.text
+	default:
+		return p.errAt(ft, "expected a source name or blocks after FROM, found %s", ft)
+	}
+	q.FromPos = ft.pos
+	if t := p.peek(); t.punct(".") {
+		return unsupported(p.src, t.pos, "a qualified table name (catalog.schema.table)")
+	}
+	alias := -1
+	if t := p.peek(); t.is("as") || t.kind == tQuoted || (t.kind == tIdent && !reserved[strings.ToLower(t.text)]) {
+		alias = p.i
 		p.next()
-		if err := p.expectKeyword("by"); err != nil {
-			return nil, err
-		}
-		for {
-			g, err := p.groupItem()
-			if err != nil {
-				return nil, err
-			}
-			q.GroupBy = append(q.GroupBy, g)
-			if !p.peek().punct(",") {
-				break
-			}
+		if t.is("as") && p.peek().kind != tEOF {
 			p.next()
 		}
-		for _, kw := range []string{"grouping", "with", "rollup", "cube"} {
-			if t := p.peek(); t.is(kw) {
-				what := strings.ToUpper(kw)
-				if kw == "with" {
-					what = "WITH " + strings.ToUpper(p.toks[p.i+1].text)
-				}
-				return nil, unsupported(p.src, t.pos, "GROUP BY ... "+what)
-			}
+	}
+	for _, kw := range []string{"join", "inner", "left", "right", "full", "cross", "natural", "lateral", "anti", "semi"} {
+		if t := p.peek(); t.is(kw) {
+			return unsupported(p.src, t.pos, "JOIN (a streaming aggregation here reads one relation)")
 		}
 	}
-	t = p.peek()
+	if t := p.peek(); t.punct(",") {
+		return unsupported(p.src, t.pos, "several tables in FROM (a join)")
+	}
+	if alias >= 0 {
+		return unsupported(p.src, p.toks[alias].pos, "a table alias")
+	}
+	return nil
+}
+
+// groupBy reads GROUP BY <group> {, <group>}, if present.
+func (p *parser) groupBy(q *Select) error {
+	if !p.peek().is("group") {
+		return nil
+	}
+	p.next()
+	if err := p.expectKeyword("by"); err != nil {
+		return err
+	}
+	for {
+		g, err := p.groupItem()
+		if err != nil {
+			return err
+		}
+		q.GroupBy = append(q.GroupBy, g)
+		if !p.peek().punct(",") {
+			break
+		}
+		p.next()
+	}
+	for _, kw := range []string{"grouping", "with", "rollup", "cube"} {
+		if t := p.peek(); t.is(kw) {
+			what := strings.ToUpper(kw)
+			if kw == "with" {
+				what = "WITH " + strings.ToUpper(p.toks[p.i+1].text)
+			}
+			return unsupported(p.src, t.pos, "GROUP BY ... "+what)
+		}
+	}
+	return nil
+}
+
+// end refuses the clauses after GROUP BY that do not run here, then
+// anything but an optional semicolon.
+func (p *parser) end() error {
+	t := p.peek()
 	switch {
 	case t.is("having"):
-		return nil, unsupported(p.src, t.pos, "HAVING")
+		return unsupported(p.src, t.pos, "HAVING")
 	case t.is("order"), t.is("sort"), t.is("cluster"), t.is("distribute"):
-		return nil, unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (a streaming aggregation emits rows as windows change)")
+		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (a streaming aggregation emits rows as windows change)")
 	case t.is("limit"):
-		return nil, unsupported(p.src, t.pos, "LIMIT")
+		return unsupported(p.src, t.pos, "LIMIT")
 	case t.is("union"), t.is("except"), t.is("intersect"), t.is("minus"):
-		return nil, unsupported(p.src, t.pos, strings.ToUpper(t.text))
+		return unsupported(p.src, t.pos, strings.ToUpper(t.text))
 	case t.is("window"):
-		return nil, unsupported(p.src, t.pos, "a WINDOW clause (named window specifications)")
+		return unsupported(p.src, t.pos, "a WINDOW clause (named window specifications)")
 	}
 	if t.punct(";") {
 		p.next()
 	}
 	if t := p.peek(); t.kind != tEOF {
 		if t.punct(";") || t.is("select") {
-			return nil, unsupported(p.src, t.pos, "more than one statement")
+			return unsupported(p.src, t.pos, "more than one statement")
 		}
-		return nil, p.errAt(t, "unexpected %s after the query", t)
+		return p.errAt(t, "unexpected %s after the query", t)
 	}
-	return q, nil
+	return nil
 }
 
 var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true, "mean": true}
@@ -375,7 +461,7 @@ func (p *parser) item() (Item, error) {
 		case a.punct(")"):
 			return it, p.errAt(a, "%s() needs an argument", name)
 		default:
-			c, ct, err := p.ident("a column")
+			c, ct, err := p.column("a column")
 			if err != nil {
 				return it, err
 			}
@@ -398,7 +484,7 @@ func (p *parser) item() (Item, error) {
 		}
 		return it, p.alias(&it)
 	}
-	c, ct, err := p.ident("a column, window(...) or an aggregate")
+	c, ct, err := p.column("a column, window(...) or an aggregate")
 	if err != nil {
 		return it, err
 	}
@@ -412,7 +498,7 @@ func (p *parser) item() (Item, error) {
 	return it, p.alias(&it)
 }
 
-// window parses window(col, 'size'[, 'slide'[, 'start']]) or the bare
+// window parses window(col, size[, slide[, startTime]]) or the bare
 // identifier window.
 func (p *parser) window() (*WindowCall, error) {
 	t := p.next()
@@ -422,26 +508,19 @@ func (p *parser) window() (*WindowCall, error) {
 		return w, nil
 	}
 	p.next()
-	c, _, err := p.ident("the event-time column of window()")
+	c, _, err := p.column("the event-time column of window()")
 	if err != nil {
 		return nil, err
 	}
 	w.Col = c
-	var args []string
+	var args []time.Duration
 	for p.peek().punct(",") {
 		p.next()
-		a := p.next()
-		switch a.kind {
-		case tString:
-			args = append(args, a.text)
-		case tIdent:
-			if a.is("interval") {
-				return nil, unsupported(p.src, a.pos, "an INTERVAL literal in window() (write the duration as a string, e.g. '5 minutes')")
-			}
-			return nil, p.errAt(a, "window() durations are strings, e.g. '5 minutes'; found %s", a)
-		default:
-			return nil, p.errAt(a, "window() durations are strings, e.g. '5 minutes'; found %s", a)
+		d, err := p.duration()
+		if err != nil {
+			return nil, err
 		}
+		args = append(args, d)
 	}
 	if _, err := p.expectPunct(")"); err != nil {
 		return nil, err
@@ -449,23 +528,92 @@ func (p *parser) window() (*WindowCall, error) {
 	switch len(args) {
 	case 0:
 		return nil, p.errAt(t, "window() needs a duration: window(%s, '5 minutes')", c)
-	case 1:
+	case 1, 2, 3:
 		w.Size = args[0]
-	case 2:
-		w.Size, w.Slide = args[0], args[1]
-	case 3:
-		return nil, unsupported(p.src, t.pos, "the startTime argument of window()")
+		if len(args) > 1 {
+			w.Slide = args[1]
+		}
+		if len(args) > 2 {
+			w.Start = args[2]
+		}
 	default:
-		return nil, p.errAt(t, "window() takes at most 3 durations")
+		return nil, p.errAt(t, "window() takes at most 3 durations (windowDuration, slideDuration, startTime)")
 	}
 	return w, nil
+}
+
+// duration reads a window() duration in every form Spark accepts: an
+// interval string ('1 hour', '60 minutes', 'interval 1 hour'), INTERVAL
+// '1 hour', INTERVAL '1' HOUR, or INTERVAL 1 HOUR [30 MINUTES ...].
+func (p *parser) duration() (time.Duration, error) {
+	a := p.next()
+	switch {
+	case a.kind == tString:
+		return ParseInterval(a.text)
+	case a.is("interval"):
+		text, err := p.intervalLiteral(a)
+		if err != nil {
+			return 0, err
+		}
+		return ParseInterval(text)
+	}
+	return 0, p.errAt(a, "window() durations are strings or INTERVAL literals, e.g. '5 minutes' or INTERVAL 5 MINUTES; found %s", a)
+}
+
+// intervalLiteral reads what follows INTERVAL and returns it as an
+// interval string.
+func (p *parser) intervalLiteral(kw token) (string, error) {
+	t := p.peek()
+	if t.kind == tString {
+		p.next()
+		if u := p.peek(); u.kind == tIdent && isIntervalUnit(u.text) {
+			p.next()
+			if to := p.peek(); to.is("to") {
+				return "", unsupported(p.src, to.pos, "an INTERVAL ... TO ... literal (write INTERVAL '90' MINUTE or '1 hour 30 minutes')")
+			}
+			return t.text + " " + u.text, nil
+		}
+		return t.text, nil
+	}
+	var parts []string
+	for p.peek().kind == tNumber {
+		n := p.next()
+		u := p.next()
+		if u.kind != tIdent || !isIntervalUnit(u.text) {
+			return "", p.errAt(u, "expected an interval unit (SECOND, MINUTE, HOUR, DAY, WEEK, ...) after %s, found %s", n.text, u)
+		}
+		parts = append(parts, n.text+" "+u.text)
+	}
+	if len(parts) == 0 {
+		return "", p.errAt(t, "expected a number or a string after INTERVAL, found %s", t)
+	}
+	_ = kw
+	return strings.Join(parts, " "), nil
+}
+
+func isIntervalUnit(s string) bool {
+	switch strings.ToLower(s) {
+	case "year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours",
+		"minute", "minutes", "second", "seconds", "millisecond", "milliseconds", "microsecond", "microseconds":
+		return true
+	}
+	return false
 }
 
 func (p *parser) groupItem() (GroupItem, error) {
 	t := p.peek()
 	g := GroupItem{Pos: t.pos}
 	if t.kind == tNumber {
-		return g, unsupported(p.src, t.pos, "GROUP BY position (name the column)")
+		p.next()
+		n, err := strconv.Atoi(t.text)
+		if err != nil || n < 0 {
+			return g, unsupported(p.src, t.pos, "GROUP BY a constant "+t.text+" (an ordinal is a whole number)")
+		}
+		g.Ordinal = n
+		if n == 0 {
+			g.Ordinal = -1 // out of range, reported with the SELECT list's size
+		}
+		return g, p.afterOperand()
 	}
 	if t.is("window") {
 		w, err := p.window()
@@ -475,7 +623,7 @@ func (p *parser) groupItem() (GroupItem, error) {
 		g.Window = w
 		return g, p.afterOperand()
 	}
-	c, ct, err := p.ident("a column or window(...)")
+	c, ct, err := p.column("a column or window(...)")
 	if err != nil {
 		return g, err
 	}
@@ -674,10 +822,10 @@ func (p *parser) noArith() error {
 func (p *parser) operand() (filter.Expr, error) {
 	t := p.peek()
 	switch {
-	case t.kind == tString || t.kind == tNumber || t.punct("-") || t.is("null") || t.is("true") || t.is("false"):
+	case t.kind == tString || t.kind == tNumber || t.punct("-") || t.punct("+") || t.is("null") || t.is("true") || t.is("false"):
 		return p.literal()
 	case t.is("interval"):
-		return nil, unsupported(p.src, t.pos, "INTERVAL literals")
+		return nil, unsupported(p.src, t.pos, "INTERVAL literals in a condition")
 	case t.is("case"):
 		return nil, unsupported(p.src, t.pos, "CASE")
 	case t.is("cast"):
@@ -691,7 +839,7 @@ func (p *parser) operand() (filter.Expr, error) {
 			return filter.Lit{Kind: filter.LitString, Str: s.text}, nil
 		}
 	}
-	c, ct, err := p.ident("a column or a value")
+	c, ct, err := p.column("a column or a value")
 	if err != nil {
 		return nil, err
 	}
@@ -707,38 +855,101 @@ func (p *parser) operand() (filter.Expr, error) {
 func (p *parser) literal() (filter.Lit, error) {
 	t := p.next()
 	neg := false
-	if t.punct("-") {
-		neg = true
+	if t.punct("-") || t.punct("+") {
+		neg = t.punct("-")
 		t = p.next()
 		if t.kind != tNumber {
-			return filter.Lit{}, p.errAt(t, "expected a number after '-', found %s", t)
+			return filter.Lit{}, p.errAt(t, "expected a number after a sign, found %s", t)
 		}
 	}
 	switch {
 	case t.kind == tString:
 		return filter.Lit{Kind: filter.LitString, Str: t.text}, nil
 	case t.kind == tNumber:
-		text := t.text
-		if neg {
-			text = "-" + text
-		}
-		if !strings.ContainsAny(text, ".eE") {
-			v, err := strconv.ParseInt(text, 10, 64)
-			if err != nil {
-				return filter.Lit{}, errcode.New(CodeParseSyntax, "", "use a number between -9223372036854775808 and 9223372036854775807",
-					"syntax error at %s: integer %s is out of range", position(p.src, t.pos), text)
-			}
-			return filter.Lit{Kind: filter.LitInt, Int: v}, nil
-		}
-		v, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			return filter.Lit{}, p.errAt(t, "malformed number %s", text)
-		}
-		return filter.Lit{Kind: filter.LitFloat, Flt: v}, nil
+		return p.number(t, neg)
 	case t.is("null"):
 		return filter.Lit{Kind: filter.LitNull}, nil
 	case t.is("true"), t.is("false"):
 		return filter.Lit{Kind: filter.LitBool, Bool: t.is("true")}, nil
 	}
 	return filter.Lit{}, p.errAt(t, "expected a value, found %s", t)
+}
+
+// maxDecimalPrecision is Spark's DecimalType.MAX_PRECISION.
+const maxDecimalPrecision = 38
+
+// number types a numeric literal as Spark's parser does (AstBuilder): an
+// integer is INT or BIGINT when it fits, else a DECIMAL (so
+// 9223372036854775808 is a decimal, not an error); a number with a
+// fraction is a DECIMAL; one with an exponent a DOUBLE; the suffixes L
+// (BIGINT), S (SMALLINT), Y (TINYINT), D (DOUBLE), F (FLOAT) and BD
+// (DECIMAL) force the type, and a value outside it is an error.
+func (p *parser) number(t token, neg bool) (filter.Lit, error) {
+	text := strings.ToLower(t.text)
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	outOfRange := func(typ, lo, hi string) error {
+		return errcode.New(CodeParseSyntax, "", "use a number between "+lo+" and "+hi+", or drop the suffix",
+			"syntax error at %s: numeric literal %s%s is out of range for %s [%s, %s]", position(p.src, t.pos), sign, t.text, typ, lo, hi)
+	}
+	intLit := func(digits string, bits int, typ string) (filter.Lit, error) {
+		v, err := strconv.ParseInt(sign+digits, 10, bits)
+		if err != nil {
+			lo, hi := -(int64(1) << (bits - 1)), int64(1)<<(bits-1)-1
+			return filter.Lit{}, outOfRange(typ, strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10))
+		}
+		return filter.Lit{Kind: filter.LitInt, Int: v}, nil
+	}
+	switch {
+	case strings.HasSuffix(text, "bd"):
+		return p.decimal(t, sign+text[:len(text)-2])
+	case strings.HasSuffix(text, "l") && !strings.ContainsAny(text, ".e"):
+		return intLit(text[:len(text)-1], 64, "BIGINT")
+	case strings.HasSuffix(text, "s") && !strings.ContainsAny(text, ".e"):
+		return intLit(text[:len(text)-1], 16, "SMALLINT")
+	case strings.HasSuffix(text, "y") && !strings.ContainsAny(text, ".e"):
+		return intLit(text[:len(text)-1], 8, "TINYINT")
+	case strings.HasSuffix(text, "d"), strings.HasSuffix(text, "f"):
+		bits := 64
+		if strings.HasSuffix(text, "f") {
+			bits = 32
+		}
+		v, err := strconv.ParseFloat(sign+text[:len(text)-1], bits)
+		if err != nil {
+			return filter.Lit{}, outOfRange(map[int]string{32: "FLOAT", 64: "DOUBLE"}[bits], "-inf", "inf")
+		}
+		return filter.Lit{Kind: filter.LitFloat, Flt: v}, nil
+	case strings.HasSuffix(text, "l") || strings.HasSuffix(text, "s") || strings.HasSuffix(text, "y"):
+		return filter.Lit{}, p.errAt(t, "malformed number %s (an integer suffix after a fraction or exponent)", t.text)
+	case strings.Contains(text, "e"):
+		v, err := strconv.ParseFloat(sign+text, 64)
+		if err != nil {
+			return filter.Lit{}, outOfRange("DOUBLE", "-1.7976931348623157E308", "1.7976931348623157E308")
+		}
+		return filter.Lit{Kind: filter.LitFloat, Flt: v}, nil
+	case strings.Contains(text, "."):
+		return p.decimal(t, sign+text)
+	}
+	if v, err := strconv.ParseInt(sign+text, 10, 64); err == nil {
+		return filter.Lit{Kind: filter.LitInt, Int: v}, nil
+	}
+	return p.decimal(t, sign+text)
+}
+
+// decimal makes a DECIMAL literal of text, refusing more than 38 digits
+// (Spark's DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION).
+func (p *parser) decimal(t token, text string) (filter.Lit, error) {
+	r, ok := new(big.Rat).SetString(text)
+	if !ok {
+		return filter.Lit{}, p.errAt(t, "malformed number %s", t.text)
+	}
+	digits := strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(text), "0")
+	if len(digits) > maxDecimalPrecision {
+		return filter.Lit{}, errcode.New(CodeParseSyntax, "", "use at most 38 digits, or a DOUBLE literal (1.5E40)",
+			"syntax error at %s: decimal literal %s is out of range: its precision exceeds the maximum of %d digits",
+			position(p.src, t.pos), text, maxDecimalPrecision)
+	}
+	return filter.DecimalLit(r), nil
 }
