@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"path/filepath"
@@ -122,7 +123,7 @@ func (v *verifier) afterRetire(ctx context.Context) error {
 	}
 	total := len(keys)
 	var openRows, openNow int64
-	if err := tableRows(ctx, v.env.Table, -1, func(r delta.SinkRow) error {
+	if err := tableRows(ctx, v.env.Table, -1, func(r tableRow) error {
 		if r.Source == ArchiveSource && r.WindowEnd > nextWm.UnixMicro() {
 			openRows++
 		}
@@ -167,13 +168,47 @@ func (v *verifier) beforeShrink(ctx context.Context) error {
 }
 
 // tableRows calls fn for every live row of the table at version (-1 =
-// latest), read from the real Delta table with its typed reader.
-func tableRows(ctx context.Context, path string, version int64, fn func(delta.SinkRow) error) error {
+// latest), read from the real Delta table with its columnar reader.
+func tableRows(ctx context.Context, path string, version int64, fn func(tableRow) error) error {
 	snap, err := tableSnapshot(ctx, path, version)
 	if err != nil {
 		return err
 	}
-	return snap.SinkRows(ctx, fn)
+	return scanTable(ctx, snap, fn)
+}
+
+// tableRow is one row of the reference table; a null reads as its type's
+// zero value.
+type tableRow struct {
+	WindowStart, WindowEnd int64
+	Source, Miner          string
+	Count                  int64
+}
+
+// scanTable calls fn for every live row of the reference table in snap.
+func scanTable(ctx context.Context, snap *delta.Snapshot, fn func(tableRow) error) error {
+	return snap.Scan(ctx, func(b *stream.Batch) error {
+		col := func(name string, t stream.Type) (*stream.Column, error) {
+			if c := b.Column(name); c != nil && c.Type == t {
+				return c, nil
+			}
+			return nil, fmt.Errorf("the table has no %s column %q: not the reference query's table", t, name)
+		}
+		ws, err1 := col(delta.KeyWindowStart, stream.Timestamp)
+		we, err2 := col(delta.KeyWindowEnd, stream.Timestamp)
+		src, err3 := col("source", stream.String)
+		miner, err4 := col("miner", stream.String)
+		cnt, err5 := col("count", stream.Int64)
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+			return err
+		}
+		for i := range b.Len {
+			if err := fn(tableRow{ws.Int64s[i], we.Int64s[i], src.Strings[i], miner.Strings[i], cnt.Int64s[i]}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func tableSnapshot(ctx context.Context, path string, version int64) (*delta.Snapshot, error) {
@@ -199,7 +234,7 @@ type tableVsRecount struct {
 // compareTable streams the table's rows against the recount's groups,
 // marking each group it meets (count 0: no recounted group has 0 blocks),
 // so no second copy of the table is built. It consumes raw.
-func compareTable(raw *groupCounts, scan func(func(delta.SinkRow) error) error) (tableVsRecount, error) {
+func compareTable(raw *groupCounts, scan func(func(tableRow) error) error) (tableVsRecount, error) {
 	var out tableVsRecount
 	// met records a group's row; it reports whether the count is the recount's.
 	met := func(c *uint32, count int64) {
@@ -212,7 +247,7 @@ func compareTable(raw *groupCounts, scan func(func(delta.SinkRow) error) error) 
 		*c = 0
 	}
 	extra := map[windowKey]bool{} // table rows that are no recounted group
-	err := scan(func(r delta.SinkRow) error {
+	err := scan(func(r tableRow) error {
 		out.sum += r.Count
 		if id, ok := raw.miners[r.Miner]; ok {
 			switch r.Source {
@@ -479,7 +514,7 @@ func (v *verifier) tableChecks(ctx context.Context, liveBlocks int64) ([]Check, 
 	if err != nil {
 		return nil, err
 	}
-	cmp, err := compareTable(raw, func(fn func(delta.SinkRow) error) error { return snap.SinkRows(ctx, fn) })
+	cmp, err := compareTable(raw, func(fn func(tableRow) error) error { return scanTable(ctx, snap, fn) })
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func compareWith(t *testing.T, env *Env, path string) tableVsRecount {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := compareTable(raw, func(fn func(delta.SinkRow) error) error { return snap.SinkRows(ctx, fn) })
+	got, err := compareTable(raw, func(fn func(tableRow) error) error { return scanTable(ctx, snap, fn) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +200,9 @@ func TestCheck8CatchesCorruptTable(t *testing.T) {
 	if err := json.Unmarshal([]byte(files[0].Stats), &stats); err != nil || stats.NumRecords == 0 {
 		t.Fatalf("stats of %s: %q (%v)", files[0].Path, files[0].Stats, err)
 	}
-	var first delta.SinkRow
+	var first tableRow
 	seen := false
-	if err := tableRows(ctx, table, -1, func(r delta.SinkRow) error {
+	if err := tableRows(ctx, table, -1, func(r tableRow) error {
 		if !seen {
 			first, seen = r, true
 		}
@@ -224,13 +224,13 @@ func TestCheck8CatchesCorruptTable(t *testing.T) {
 		corrupt func(t *testing.T, path string)
 		want    tableVsRecount
 	}{
-		{"a count off by one", func(t *testing.T, p string) { mergeRows(t, p, []delta.SinkRow{bumped}, nil) },
+		{"a count off by one", func(t *testing.T, p string) { mergeRows(t, p, []tableRow{bumped}, nil) },
 			tableVsRecount{sum: rows + 1, mismatch: 1}},
-		{"a missing row", func(t *testing.T, p string) { mergeRows(t, p, []delta.SinkRow{first}, []int8{-1}) },
+		{"a missing row", func(t *testing.T, p string) { mergeRows(t, p, []tableRow{first}, []int8{-1}) },
 			tableVsRecount{sum: rows - first.Count, mismatch: 1}},
-		{"a row the recount has no group for", func(t *testing.T, p string) { mergeRows(t, p, []delta.SinkRow{other}, nil) },
+		{"a row the recount has no group for", func(t *testing.T, p string) { mergeRows(t, p, []tableRow{other}, nil) },
 			tableVsRecount{sum: rows + first.Count, mismatch: 1}},
-		{"a miner in upper case", func(t *testing.T, p string) { mergeRows(t, p, []delta.SinkRow{upper}, nil) },
+		{"a miner in upper case", func(t *testing.T, p string) { mergeRows(t, p, []tableRow{upper}, nil) },
 			tableVsRecount{sum: rows + first.Count, mismatch: 1}},
 		{"a data file added twice", func(t *testing.T, p string) { addCopyOf(t, p, files[0].Path) },
 			tableVsRecount{sum: -1, dups: stats.NumRecords}},
@@ -243,7 +243,7 @@ func TestCheck8CatchesCorruptTable(t *testing.T) {
 			tc.corrupt(t, p)
 			if tc.want.sum < 0 { // the sum of the copied file's counts
 				tc.want.sum = 0
-				if err := tableRows(ctx, p, -1, func(r delta.SinkRow) error { tc.want.sum += r.Count; return nil }); err != nil {
+				if err := tableRows(ctx, p, -1, func(r tableRow) error { tc.want.sum += r.Count; return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if tc.want.sum <= rows {
@@ -266,7 +266,7 @@ func TestCheck8CatchesCorruptTable(t *testing.T) {
 }
 
 // mergeRows upserts (or with sign -1 deletes) rows as another query would.
-func mergeRows(t *testing.T, path string, rows []delta.SinkRow, signs []int8) {
+func mergeRows(t *testing.T, path string, rows []tableRow, signs []int8) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := delta.NewMergeSink(delta.SinkOptions{Path: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AutoCompactMinFiles: -1})
@@ -279,7 +279,7 @@ func mergeRows(t *testing.T, path string, rows []delta.SinkRow, signs []int8) {
 	defer s.Close()
 	b := &stream.Batch{Len: len(rows), Signs: signs, Columns: []stream.Column{
 		{Name: delta.KeyWindowStart, Type: stream.Timestamp}, {Name: delta.KeyWindowEnd, Type: stream.Timestamp},
-		{Name: delta.KeySource, Type: stream.String}, {Name: delta.KeyMiner, Type: stream.String}, {Name: "count", Type: stream.Int64},
+		{Name: "source", Type: stream.String}, {Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64},
 	}}
 	for _, r := range rows {
 		b.Columns[0].Int64s = append(b.Columns[0].Int64s, r.WindowStart)

@@ -26,7 +26,6 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/pipeline"
-	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -325,7 +324,7 @@ func countHeaders(hs []*types.Header) map[windowKey]int64 {
 // tableAt reads the eth_live rows of the table at version.
 func tableAt(ctx context.Context, path string, version int64) (map[windowKey]int64, error) {
 	m := map[windowKey]int64{}
-	err := tableRows(ctx, path, version, func(r delta.SinkRow) error {
+	err := tableRows(ctx, path, version, func(r tableRow) error {
 		k := windowKey{r.WindowStart, r.Source, r.Miner}
 		if _, dup := m[k]; dup {
 			return fmt.Errorf("table version %d: duplicate row %v", version, k)

@@ -64,7 +64,7 @@ func TestAutoCompaction(t *testing.T) {
 	for b := 0; b < batches; b++ {
 		// One new key per batch (a new miner in the current window), and
 		// every 7th batch an older key counted again (an update).
-		rows := []sinkRow{row(b/5, "live", minerName(b), 1)}
+		rows := []refRow{row(b/5, "live", minerName(b), 1)}
 		if b%7 == 6 {
 			old := b / 2
 			k := oracleKey{baseTS + int64(old/5)*window, "live", minerName(old)}
@@ -161,7 +161,7 @@ func TestAutoCompactionOff(t *testing.T) {
 	}
 	s := newSink(t, dir, 64)
 	for b := 0; b < 80; b++ {
-		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{row(b, "live", minerName(b), 1)})); err != nil {
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]refRow{row(b, "live", minerName(b), 1)})); err != nil {
 			t.Fatal(err)
 		}
 		s.waitMaintenance()
@@ -194,7 +194,7 @@ func TestAutoVacuumHonoursRetention(t *testing.T) {
 	}
 	const batches = 400
 	for b := 0; b < batches; b++ {
-		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{row(b/5, "live", minerName(b%7), int64(b))})); err != nil {
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]refRow{row(b/5, "live", minerName(b%7), int64(b))})); err != nil {
 			t.Fatal(err)
 		}
 		s.waitMaintenance()
@@ -265,7 +265,7 @@ func TestExpiredLogCleanup(t *testing.T) {
 	for b := 0; b < batches; b++ {
 		r := row(b/5, "live", minerName(b), 1)
 		oracle[oracleKey{r.WS, r.Source, r.Miner}] = 1
-		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{r})); err != nil {
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]refRow{r})); err != nil {
 			t.Fatal(err)
 		}
 		s.waitMaintenance()
@@ -296,7 +296,7 @@ func TestExpiredLogCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := newSink(t, dir, 64)
-	if _, err := s2.AddBatch(ctx, batches, mkBatch([]sinkRow{row(0, "live", minerName(0), 5)})); err != nil {
+	if _, err := s2.AddBatch(ctx, batches, mkBatch([]refRow{row(0, "live", minerName(0), 5)})); err != nil {
 		t.Fatal(err)
 	}
 	s2.waitMaintenance()
@@ -318,7 +318,7 @@ func TestOptimizeRebase(t *testing.T) {
 	add := func(b, win int, miner string) {
 		r := row(win, "live", miner, int64(b+1))
 		oracle[oracleKey{r.WS, r.Source, r.Miner}] = r.Count
-		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]sinkRow{r})); err != nil {
+		if _, err := s.AddBatch(ctx, int64(b), mkBatch([]refRow{r})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -416,7 +416,7 @@ func TestAutoVacuumInSteps(t *testing.T) {
 	// removed, all expired two hours later.
 	const removed = 2*maxVacuumPerRun + 10
 	for b := int64(0); b <= removed; b++ {
-		if _, err := s.AddBatch(ctx, b, mkBatch([]sinkRow{row(0, "live", minerName(0), b+1)})); err != nil {
+		if _, err := s.AddBatch(ctx, b, mkBatch([]refRow{row(0, "live", minerName(0), b+1)})); err != nil {
 			t.Fatal(err)
 		}
 	}

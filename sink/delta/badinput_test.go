@@ -112,7 +112,7 @@ func TestWriterRefusesNewerWriterProtocol(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); err != nil {
 		t.Fatal(err)
 	}
 	// Another engine upgrades the writer protocol: we can still read, not write.
@@ -120,7 +120,7 @@ func TestWriterRefusesNewerWriterProtocol(t *testing.T) {
 	if got := tableRows(t, dir, -1); len(got) != 1 {
 		t.Fatalf("rows = %v", got)
 	}
-	_, err := s.AddBatch(ctx, 1, mkBatch([]sinkRow{row(0, "a", "m", 2)}))
+	_, err := s.AddBatch(ctx, 1, mkBatch([]refRow{row(0, "a", "m", 2)}))
 	if codeOf(err) != CodeUnsupportedProtocol {
 		t.Fatalf("err = %v", err)
 	}
@@ -136,7 +136,7 @@ func TestCommitFileNamesOnly(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); err != nil {
 		t.Fatal(err)
 	}
 	log := filepath.Join(dir, "_delta_log")

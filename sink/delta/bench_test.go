@@ -26,8 +26,8 @@ var benchRows = flag.Int("delta.benchrows", 1_000_000, "rows in the table Benchm
 const rowsPerWindow = 8 // about 5-8 distinct miners per 5-minute window
 
 // backfillRows returns n rows of consecutive windows starting at window w0.
-func backfillRows(w0, n int) []sinkRow {
-	rows := make([]sinkRow, 0, n)
+func backfillRows(w0, n int) []refRow {
+	rows := make([]refRow, 0, n)
 	for i := 0; i < n; i++ {
 		w := w0 + i/rowsPerWindow
 		rows = append(rows, row(w, "s3_backfill", minerName((w*7+i%rowsPerWindow)%200), int64(1+i%13)))
@@ -51,7 +51,7 @@ func buildTable(b *testing.B, dir string, n int) (*MergeSink, int64, int) {
 	w := 0
 	for done := 0; done < n; done += batch {
 		k := min(batch, n-done)
-		if _, err := s.commitBatch(context.Background(), batchID, backfillRows(w, k)); err != nil {
+		if _, err := s.commitBatch(context.Background(), batchID, s.rows(backfillRows(w, k))); err != nil {
 			b.Fatal(err)
 		}
 		w += k / rowsPerWindow
@@ -73,14 +73,14 @@ func BenchmarkMergeLive20(b *testing.B) {
 	cpu0 := cpuTime()
 	var removed, touchedRows int64
 	for i := 0; i < b.N; i++ {
-		var rows []sinkRow
+		var rows []refRow
 		for m := 0; m < 12; m++ { // the open window: new counts for its 8 keys, 4 new keys
 			rows = append(rows, row(w-1, "eth_live", minerName(m), int64(100+i)))
 		}
 		for m := 0; m < 8; m++ { // the next window appears
 			rows = append(rows, row(w, "eth_live", minerName(m), int64(1+m)))
 		}
-		res, err := s.commitBatch(ctx, batchID, rows)
+		res, err := s.commitBatch(ctx, batchID, s.rows(rows))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func BenchmarkMergeBackfill700k(b *testing.B) {
 		rows := backfillRows(w-70_000/rowsPerWindow, 700_000)
 		b.StartTimer()
 		cpu0 := cpuTime()
-		res, err := s.commitBatch(ctx, 100, rows)
+		res, err := s.commitBatch(ctx, 100, s.rows(rows))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -133,8 +133,8 @@ func BenchmarkReplay1000Commits(b *testing.B) {
 	}
 	start := time.Now()
 	for i := int64(0); i < 999; i++ {
-		rows := []sinkRow{row(int(i), "eth_live", minerName(int(i%7)), i), row(int(i), "eth_live", minerName(int(i%5)+10), i)}
-		if _, err := s.commitBatch(ctx, i, rows); err != nil {
+		rows := []refRow{row(int(i), "eth_live", minerName(int(i%7)), i), row(int(i), "eth_live", minerName(int(i%5)+10), i)}
+		if _, err := s.commitBatch(ctx, i, s.rows(rows)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -55,11 +55,11 @@ func (m *MergeSink) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	want, _, err := tableFor(m.o.Schema)
+	l, err := sinkLayout(m.o.Schema, m.o.KeyColumns, root)
 	if err != nil {
 		return err
 	}
-	return checkSinkTable(t, s, want)
+	return checkSinkTable(t, s, l.schema)
 }
 
 // checkSinkTable refuses a table this sink cannot write: a protocol it does
@@ -75,19 +75,20 @@ func checkSinkTable(t *Table, s *Snapshot, want Schema) error {
 	return nil
 }
 
-// tableFor is the table schema for rows of out and, unless it is the
-// reference table's, the general path that writes it (an empty out is the
-// reference table).
-func tableFor(out stream.Schema) (Schema, *generalSink, error) {
+// sinkLayout is the table layout for rows of out (ReferenceSchema when out
+// is empty), keyed by keyCols when given, else by out's key.
+func sinkLayout(out stream.Schema, keyCols []string, path string) (*outLayout, error) {
 	if len(out.Fields) == 0 {
-		return SinkSchema(), nil, nil
+		out = ReferenceSchema()
 	}
 	l, err := newOutLayout(out)
 	if err != nil {
-		return Schema{}, nil, err
+		return nil, err
 	}
-	if l.isReference() {
-		return SinkSchema(), nil, nil
+	if len(keyCols) > 0 {
+		if err := l.setKey(keyCols); err != nil {
+			return nil, errcode.Wrap(err, errcode.InvalidArgument, path, "name MERGE key columns of the output schema "+out.String(), "bad MERGE key columns")
+		}
 	}
-	return l.schema, newGeneralSink(l), nil
+	return l, nil
 }

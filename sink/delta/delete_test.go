@@ -11,9 +11,9 @@ import (
 )
 
 // signed builds a batch whose rows marked del carry Sign -1.
-func signed(rows []sinkRow) *signedBatch { return &signedBatch{rows: rows} }
+func signed(rows []refRow) *signedBatch { return &signedBatch{rows: rows} }
 
-type signedBatch struct{ rows []sinkRow }
+type signedBatch struct{ rows []refRow }
 
 func (s *signedBatch) add(ctx context.Context, t *testing.T, m *MergeSink, id int64) map[string]string {
 	t.Helper()
@@ -48,7 +48,7 @@ func TestSinkDeletesRetractedRows(t *testing.T) {
 	oracle := map[oracleKey]int64{}
 	var deletedTotal int64
 	for batch := int64(0); batch < 30; batch++ {
-		var rows []sinkRow
+		var rows []refRow
 		var wantDeleted int64
 		seen := map[oracleKey]bool{}
 		for i := 0; i < 1+rng.Intn(30); i++ {
@@ -102,9 +102,9 @@ func TestSinkDeleteCommit(t *testing.T) {
 	ctx := context.Background()
 	s := newSink(t, dir, 100)
 	a, b := row(0, "eth_live", minerName(1), 3), row(0, "eth_live", minerName(2), 4)
-	signed([]sinkRow{a, b}).add(ctx, t, s, 0)
+	signed([]refRow{a, b}).add(ctx, t, s, 0)
 	a.del, b.del = true, true
-	m := signed([]sinkRow{a, b}).add(ctx, t, s, 1)
+	m := signed([]refRow{a, b}).add(ctx, t, s, 1)
 	if m["numTargetRowsDeleted"] != "2" || m["numTargetFilesAdded"] != "0" || m["numTargetFilesRemoved"] != "1" {
 		t.Fatalf("metrics %v", m)
 	}

@@ -34,7 +34,7 @@ func TestTableOnMemFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for b := int64(0); b < 12; b++ {
-		rows := []sinkRow{row(int(b), "a", "m", b+1), row(0, "a", "m", b+100)}
+		rows := []refRow{row(int(b), "a", "m", b+1), row(0, "a", "m", b+100)}
 		if _, err := s.AddBatch(ctx, b, mkBatch(rows)); err != nil {
 			t.Fatal(err)
 		}
@@ -149,12 +149,12 @@ func TestCommitVisibleButNotSyncedKeepsFiles(t *testing.T) {
 	}
 	s := open()
 	armed.Store(true)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); !errors.Is(err, errCommitUncertain) {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); !errors.Is(err, errCommitUncertain) {
 		t.Fatalf("AddBatch = %v, want errCommitUncertain", err)
 	}
 	armed.Store(false)
 	s = open()
-	prog, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)}))
+	prog, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)}))
 	if err != nil || prog.Metrics["skipped"] != "true" {
 		t.Fatalf("re-run batch: %+v, %v; want skipped", prog, err)
 	}

@@ -66,8 +66,8 @@ func TestGeneralSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.gen == nil {
-		t.Fatal("a non-reference schema took the reference path")
+	if m.layout == nil || len(m.layout.keys) != 3 || m.layout.predicate() != `["(t.window.start = s.window.start) AND (t.window.end = s.window.end) AND (t.miner <=> s.miner)"]` {
+		t.Fatal("the sink's layout is not keyed by the output's key")
 	}
 	want := `{"type":"struct","fields":[{"name":"window","type":{"type":"struct","fields":[{"name":"start","type":"timestamp","nullable":true,"metadata":{}},{"name":"end","type":"timestamp","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},{"name":"miner","type":"string","nullable":true,"metadata":{}},{"name":"gas","type":"long","nullable":true,"metadata":{}},{"name":"avg_gas","type":"double","nullable":true,"metadata":{}}]}`
 	if got := m.snap.Metadata.SchemaString; got != want {
@@ -124,17 +124,17 @@ func TestGeneralSink(t *testing.T) {
 	if _, err := open(other); errcode.Code(err) != CodeSchemaMismatch || !strings.Contains(err.Error(), `"gas"`) || !strings.Contains(err.Error(), `"gas_used"`) {
 		t.Fatalf("other schema: %v", err)
 	}
-	// The reference output schema takes the typed path.
+	// The reference output schema makes the reference table.
 	ref := stream.Schema{Fields: []stream.Field{{Name: KeyWindowStart, Type: stream.Timestamp}, {Name: KeyWindowEnd, Type: stream.Timestamp},
-		{Name: KeySource, Type: stream.String}, {Name: KeyMiner, Type: stream.String}, {Name: "count", Type: stream.Int64}},
-		Key: DefaultKeyColumns}
+		{Name: "source", Type: stream.String}, {Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64}},
+		Key: ReferenceSchema().Key}
 	r, err := NewMergeSink(SinkOptions{Path: t.TempDir(), Logger: quietLog})
 	closeAtEnd(t, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Open(ctx, stream.SinkEnv{QueryID: "q", Schema: ref}); err != nil || r.gen != nil {
-		t.Fatalf("reference schema: gen %v err %v", r.gen, err)
+	if err := r.Open(ctx, stream.SinkEnv{QueryID: "q", Schema: ref}); err != nil || r.snap.Metadata.SchemaString != SinkSchemaString {
+		t.Fatalf("reference schema: table %s err %v", r.snap.Metadata.SchemaString, err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,11 +89,13 @@ type OptimizeResult struct {
 	Rebased int
 }
 
-// Optimize compacts the small files of a sink-schema table: neighbouring
-// files (in window order) holding fewer than TargetFileRows rows are
-// rewritten into files of up to TargetFileRows rows, all sorted by key. The
-// commit has operation OPTIMIZE and every add and remove has dataChange=false,
-// so streaming readers of the table ignore it. Other tables are refused.
+// Optimize compacts the small files of one of the sink's tables:
+// neighbouring files (in window order) holding fewer than TargetFileRows
+// rows are rewritten into files of up to TargetFileRows rows, sorted by
+// every column in table order (the key first). The commit has operation
+// OPTIMIZE and every add and remove has dataChange=false, so streaming
+// readers of the table ignore it. A table of another schema (types the sink
+// does not write, partitions) is refused.
 func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult, error) {
 	if o.TargetFileRows <= 0 {
 		o.TargetFileRows = DefaultTargetFileRows
@@ -110,99 +111,117 @@ func (t *Table) Optimize(ctx context.Context, o OptimizeOptions) (OptimizeResult
 		if err := checkWriteProtocol(s.Protocol, t.logDir); err != nil {
 			return OptimizeResult{}, err
 		}
-		if !sameShape(s.Schema, SinkSchema()) {
-			return OptimizeResult{}, errcode.New(CodeUnsupportedFeature, t.root, "optimize only tables written by ethstream's sink",
-				"optimize supports the sink schema only, table schema is %s", s.Metadata.SchemaString)
+		l, err := tableLayout(s.Schema)
+		if err == nil && len(s.Metadata.PartitionColumns) > 0 {
+			err = fmt.Errorf("table is partitioned by %v", s.Metadata.PartitionColumns)
+		}
+		if err != nil {
+			return OptimizeResult{}, errcode.Wrap(err, CodeUnsupportedFeature, t.root, "optimize only tables written by ethstream's sink",
+				"optimize supports the sink's tables only, table schema is %s", s.Metadata.SchemaString)
 		}
 		bins := s.optimizeBins(o)
 		if len(bins) == 0 {
 			return OptimizeResult{Version: s.Version}, nil
 		}
 		now := o.Clock()
-		var removes, adds []action
-		var written []string
-		res := OptimizeResult{}
-		abandon := func() {
-			for _, p := range written {
-				_ = t.fs.Remove(p)
-			}
+		c, err := s.compact(l, bins, o.TargetFileRows, now)
+		if err != nil {
+			return OptimizeResult{}, err
 		}
-		for _, bin := range bins {
-			var rows []sinkRow
-			for _, f := range bin {
-				p := t.filePath(f.Path)
-				rows, err = readSinkFile(t.fs, p, rows)
-				if err != nil {
-					abandon()
-					return OptimizeResult{}, dataFileError(err, p, "restore the file from a backup", "read live data file")
-				}
-				ts := now.UnixMilli()
-				size := f.Size
-				removes = append(removes, action{Remove: &RemoveFile{
-					Path: f.Path, DeletionTimestamp: &ts, DataChange: false, ExtendedFileMetadata: ptr(true),
-					PartitionValues: nonNilPV(f.PartitionValues), Size: &size,
-				}})
-				res.FilesRemoved++
-			}
-			slices.SortFunc(rows, func(a, b sinkRow) int {
-				if rowLess(&a, &b) {
-					return -1
-				}
-				if rowLess(&b, &a) {
-					return 1
-				}
-				return 0
-			})
-			res.Rows += int64(len(rows))
-			for len(rows) > 0 {
-				n := min(len(rows), o.TargetFileRows)
-				add, err := t.writeSinkFile(rows[:n], now)
-				if err != nil {
-					abandon()
-					return OptimizeResult{}, err
-				}
-				add.DataChange = false
-				written = append(written, t.filePath(add.Path))
-				adds = append(adds, action{Add: add})
-				res.FilesAdded++
-				rows = rows[n:]
-			}
-		}
-		readVersion := s.Version
-		blind := false
-		acts := []action{{CommitInfo: &CommitInfo{
-			Timestamp: now.UnixMilli(), Operation: "OPTIMIZE",
-			OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "auto": strconv.FormatBool(o.Auto)},
-			ReadVersion:         &readVersion, IsolationLevel: "SnapshotIsolation", IsBlindAppend: &blind,
-			OperationMetrics: map[string]any{
-				"numRemovedFiles": strconv.Itoa(res.FilesRemoved), "numAddedFiles": strconv.Itoa(res.FilesAdded),
-				"numRemovedBytes": strconv.FormatInt(sumSize(removes), 10), "numAddedBytes": strconv.FormatInt(sumSize(adds), 10),
-			},
-			EngineInfo: engineInfo(), TxnID: uuid.NewString(),
-		}}}
-		acts = append(acts, removes...)
-		acts = append(acts, adds...)
-		rebased, err := s.commitRebasing(ctx, o.commitLock, acts, removes, written)
+		rebased, err := s.commitRebasing(ctx, o.commitLock, c.actions(s.Version, now, o.Auto), c.removes, c.written)
 		if errors.Is(err, errVersionTaken) {
-			abandon() // a concurrent writer rewrote our inputs: start over
+			c.abandon() // a concurrent writer rewrote our inputs: start over
 			continue
 		}
 		if err != nil {
 			if !errors.Is(err, errCommitUncertain) {
-				abandon()
+				c.abandon()
 			}
 			return OptimizeResult{}, err
 		}
-		res.Rebased = rebased
+		c.res.Rebased = rebased
 		if s.Version%CheckpointInterval == 0 {
 			if err := s.writeCheckpoint(o.Clock()); err != nil {
 				return OptimizeResult{}, err
 			}
 		}
-		res.Version = s.Version
-		return res, nil
+		c.res.Version = s.Version
+		return c.res, nil
 	}
 	return OptimizeResult{}, errcode.New(CodeCommitConflict, t.logDir, "stop the other writers and re-run optimize", "optimize lost the commit race %d times", maxCommitAttempts)
+}
+
+// compaction is an OPTIMIZE whose files are written but not committed.
+type compaction struct {
+	t             *Table
+	removes, adds []action
+	written       []string
+	res           OptimizeResult
+}
+
+func (c *compaction) abandon() {
+	for _, p := range c.written {
+		_ = c.t.fs.Remove(p)
+	}
+}
+
+// compact reads each bin's files and writes their rows, sorted, into files
+// of up to target rows (dataChange=false).
+func (s *Snapshot) compact(l *outLayout, bins [][]*AddFile, target int, now time.Time) (*compaction, error) {
+	t := s.table
+	c := &compaction{t: t}
+	for _, bin := range bins {
+		rows := newRowSet(l, 0)
+		for _, f := range bin {
+			p := t.filePath(f.Path)
+			rs, err := readDataFile(t.fs, p, l)
+			if err != nil {
+				c.abandon()
+				return nil, dataFileError(err, p, "restore the file from a backup", "read live data file")
+			}
+			for i := range rs.n {
+				rows.appendRow(rs, i)
+			}
+			ts := now.UnixMilli()
+			size := f.Size
+			c.removes = append(c.removes, action{Remove: &RemoveFile{
+				Path: f.Path, DeletionTimestamp: &ts, DataChange: false, ExtendedFileMetadata: ptr(true),
+				PartitionValues: nonNilPV(f.PartitionValues), Size: &size,
+			}})
+			c.res.FilesRemoved++
+		}
+		rows.sortByKey()
+		c.res.Rows += int64(rows.n)
+		for lo := 0; lo < rows.n; lo += target {
+			add, err := t.writeDataFile(l.pq, rows.slice(lo, min(lo+target, rows.n)), now)
+			if err != nil {
+				c.abandon()
+				return nil, err
+			}
+			add.DataChange = false
+			c.written = append(c.written, t.filePath(add.Path))
+			c.adds = append(c.adds, action{Add: add})
+			c.res.FilesAdded++
+		}
+	}
+	return c, nil
+}
+
+// actions is the OPTIMIZE commit: commitInfo, the removes, the adds.
+func (c *compaction) actions(readVersion int64, now time.Time, auto bool) []action {
+	blind := false
+	acts := []action{{CommitInfo: &CommitInfo{
+		Timestamp: now.UnixMilli(), Operation: "OPTIMIZE",
+		OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "auto": strconv.FormatBool(auto)},
+		ReadVersion:         &readVersion, IsolationLevel: "SnapshotIsolation", IsBlindAppend: &blind,
+		OperationMetrics: map[string]any{
+			"numRemovedFiles": strconv.Itoa(c.res.FilesRemoved), "numAddedFiles": strconv.Itoa(c.res.FilesAdded),
+			"numRemovedBytes": strconv.FormatInt(sumSize(c.removes), 10), "numAddedBytes": strconv.FormatInt(sumSize(c.adds), 10),
+		},
+		EngineInfo: engineInfo(), TxnID: uuid.NewString(),
+	}}}
+	acts = append(acts, c.removes...)
+	return append(acts, c.adds...)
 }
 
 // commitRebasing publishes an OPTIMIZE commit (under lock, if set). A

@@ -17,7 +17,7 @@ func TestOptimizeCompactsAndKeepsRows(t *testing.T) {
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
 	for b := int64(0); b < 12; b++ {
-		var rows []sinkRow
+		var rows []refRow
 		for m := 0; m < 5; m++ {
 			rows = append(rows, row(int(b), "live", minerName(m), b*10+int64(m)))
 		}
@@ -58,7 +58,7 @@ func TestOptimizeCompactsAndKeepsRows(t *testing.T) {
 	if got := tableRows(t, dir, snap.Version); len(got) != 60 {
 		t.Fatalf("time travel rows = %d", len(got))
 	}
-	if _, err := s.AddBatch(ctx, 12, mkBatch([]sinkRow{row(11, "live", minerName(0), 999)})); err != nil {
+	if _, err := s.AddBatch(ctx, 12, mkBatch([]refRow{row(11, "live", minerName(0), 999)})); err != nil {
 		t.Fatal(err)
 	}
 	if got := tableRows(t, dir, -1); got[oracleKey{baseTS + 11*window, "live", minerName(0)}] != 999 || len(got) != 60 {
@@ -75,11 +75,11 @@ func TestVacuumRetention(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); err != nil {
 		t.Fatal(err)
 	}
 	first := s.snap.Files()[0].Path
-	if _, err := s.AddBatch(ctx, 1, mkBatch([]sinkRow{row(0, "a", "m", 2)})); err != nil {
+	if _, err := s.AddBatch(ctx, 1, mkBatch([]refRow{row(0, "a", "m", 2)})); err != nil {
 		t.Fatal(err)
 	}
 	live := s.snap.Files()[0].Path
@@ -136,10 +136,10 @@ func TestShowSinkTable(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m1", 3), row(1, "b", "m,2", 4)})); err != nil {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m1", 3), row(1, "b", "m,2", 4)})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddBatch(ctx, 1, mkBatch([]sinkRow{row(0, "a", "m1", 5)})); err != nil {
+	if _, err := s.AddBatch(ctx, 1, mkBatch([]refRow{row(0, "a", "m1", 5)})); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -183,7 +183,7 @@ func TestVacuumStaleTemps(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); err != nil {
 		t.Fatal(err)
 	}
 	logTmp := filepath.Join(dir, "_delta_log", ".00000000000000000002.json.0123456789abcdef.tmp")
@@ -229,7 +229,7 @@ func TestVacuumAtMost(t *testing.T) {
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
 	for b := int64(0); b < 8; b++ {
-		if _, err := s.AddBatch(ctx, b, mkBatch([]sinkRow{row(0, "a", "m", b+1)})); err != nil {
+		if _, err := s.AddBatch(ctx, b, mkBatch([]refRow{row(0, "a", "m", b+1)})); err != nil {
 			t.Fatal(err)
 		}
 	}

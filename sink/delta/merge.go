@@ -3,63 +3,23 @@ package delta
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// Key column names (engine batch columns) that MergeSink can match on.
+// Column names of the window in an operator's output (the table holds them
+// as the struct window<start, end>).
 const (
 	KeyWindowStart = "window_start"
 	KeyWindowEnd   = "window_end"
-	KeySource      = "source"
-	KeyMiner       = "miner"
 )
-
-// DefaultKeyColumns is the MERGE key of the reference pipeline.
-var DefaultKeyColumns = []string{KeyWindowStart, KeyWindowEnd, KeySource, KeyMiner}
-
-// keyMask selects the key columns; a zero bit means the column is ignored.
-type keyMask uint8
-
-const (
-	keyWS keyMask = 1 << iota
-	keyWE
-	keySource
-	keyMiner
-	keyAll = keyWS | keyWE | keySource | keyMiner
-)
-
-func parseKeyColumns(cols []string) (keyMask, error) {
-	var m keyMask
-	for _, c := range cols {
-		switch c {
-		case KeyWindowStart:
-			m |= keyWS
-		case KeyWindowEnd:
-			m |= keyWE
-		case KeySource:
-			m |= keySource
-		case KeyMiner:
-			m |= keyMiner
-		default:
-			return 0, fmt.Errorf("unknown key column %q (want some of %v)", c, DefaultKeyColumns)
-		}
-	}
-	if m == 0 {
-		return 0, fmt.Errorf("no key columns")
-	}
-	return m, nil
-}
 
 // mergeOptions parameterise one MERGE.
 type mergeOptions struct {
-	keys       keyMask
 	targetRows int
 	now        time.Time
 }
@@ -131,228 +91,44 @@ func (p *mergePlan) abandon() {
 // next live batch (which updates that window) rewrites only a few rows.
 const hotTailRows = 1024
 
-// cmp orders rows by the key columns in m: window.start, window.end,
-// source, miner, each with null first. With every key column it is also
-// the row order of the files MergeSink writes.
-func (m keyMask) cmp(a, b *sinkRow) int {
-	if m&keyWS != 0 {
-		if c := cmpNullable(a.nulls&nullWS != 0, b.nulls&nullWS != 0); c != 0 {
-			return c
-		}
-		if a.WS != b.WS {
-			if a.WS < b.WS {
-				return -1
-			}
-			return 1
-		}
-	}
-	if m&keyWE != 0 {
-		if c := cmpNullable(a.nulls&nullWE != 0, b.nulls&nullWE != 0); c != 0 {
-			return c
-		}
-		if a.WE != b.WE {
-			if a.WE < b.WE {
-				return -1
-			}
-			return 1
-		}
-	}
-	if m&keySource != 0 {
-		if c := cmpNullable(a.nulls&nullSource != 0, b.nulls&nullSource != 0); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Source, b.Source); c != 0 {
-			return c
-		}
-	}
-	if m&keyMiner != 0 {
-		if c := cmpNullable(a.nulls&nullMiner != 0, b.nulls&nullMiner != 0); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Miner, b.Miner); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
-// cmpNullable orders null before non-null; 0 means "compare the values"
-// (both present) or "equal" (both null).
-func cmpNullable(an, bn bool) int {
-	switch {
-	case an == bn:
-		return 0
-	case an:
-		return -1
-	}
-	return 1
-}
-
-// dedupeSorted returns src's rows sorted by key, keeping the last row of
-// each key (the engine's order is the update order). src is not modified;
-// when it is sorted with unique keys already (an update-mode batch in key
-// order) it is returned itself rather than copied: the copy of a seed
-// backfill batch's ~1M rows was 57 MB live at the batch's memory peak.
-func (m keyMask) dedupeSorted(src []sinkRow) []sinkRow {
-	if slices.IsSortedFunc(src, func(a, b sinkRow) int { return m.cmp(&a, &b) }) && m.unique(src) {
-		return src
-	}
-	rows := make([]sinkRow, len(src))
-	copy(rows, src)
-	if !slices.IsSortedFunc(rows, func(a, b sinkRow) int { return m.cmp(&a, &b) }) {
-		for i := range rows {
-			rows[i].seq = int32(i)
-		}
-		slices.SortFunc(rows, func(a, b sinkRow) int {
-			if c := m.cmp(&a, &b); c != 0 {
-				return c
-			}
-			return int(a.seq - b.seq)
-		})
-	}
-	out := rows[:0]
-	for i := range rows {
-		if len(out) > 0 && m.cmp(&out[len(out)-1], &rows[i]) == 0 {
-			out[len(out)-1] = rows[i]
-			continue
-		}
-		out = append(out, rows[i])
-	}
-	return out
-}
-
-// unique reports whether sorted holds no two rows with the same key.
-func (m keyMask) unique(sorted []sinkRow) bool {
-	for i := 1; i < len(sorted); i++ {
-		if m.cmp(&sorted[i-1], &sorted[i]) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// mergeSorted merges two runs sorted by m.cmp.
-func (m keyMask) mergeSorted(a, b []sinkRow) []sinkRow {
-	if len(a) == 0 {
-		return b
-	}
-	if len(b) == 0 {
-		return a
-	}
-	out := make([]sinkRow, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if m.cmp(&b[j], &a[i]) < 0 {
-			out = append(out, b[j])
-			j++
-		} else {
-			out = append(out, a[i])
-			i++
-		}
-	}
-	out = append(out, a[i:]...)
-	return append(out, b[j:]...)
-}
-
-// planMerge upserts src into the snapshot's sink table: rows whose key
-// matches take src's count, the others are inserted; a src row marked del
-// (Sign -1) deletes the target row with its key instead (and inserts
-// nothing when there is none). Only the files whose
-// stats may hold a src key are read, and only the ones that really hold one
-// are rewritten. Matching is a sort-merge join: the source is sorted by key
-// once, and each candidate file (already sorted when we wrote it) is joined
-// against the part of the source its first key starts at.
-func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions) (*mergePlan, error) {
+// planMerge upserts src into the snapshot's table by the layout's key,
+// matching keys null-safely (Spark's <=>: a null equals a null): a target
+// row whose key a src row has takes that row's values, the other src rows
+// are inserted; a src row marked del (sign -1) deletes the target row with
+// its key instead (and inserts nothing when there is none). Only the files
+// whose stats may hold a src key are read, and only the ones that really
+// hold one are rewritten. Matching is a sort-merge join: the source is
+// sorted by key once, and each candidate file (already sorted when we wrote
+// it) is joined against the part of the source its first key starts at. A
+// layout without a key appends every row.
+func (s *Snapshot) planMerge(ctx context.Context, src *rowSet, o mergeOptions) (*mergePlan, error) {
 	start := time.Now()
 	plan := &mergePlan{fs: s.table.fs}
-	plan.metrics.NumSourceRows = int64(len(src))
-	cmp := func(a, b sinkRow) int { return o.keys.cmp(&a, &b) }
-	uniq := o.keys.dedupeSorted(src)
-
-	candidates := s.mergeCandidates(uniq, o.keys)
-	matched := make([]bool, len(uniq))
-	var touchedRows []sinkRow
-	touchedFiles := 0
-	var buf []sinkRow
-	for _, f := range candidates {
+	plan.metrics.NumSourceRows = int64(src.n)
+	uniq := src
+	if len(src.l.keys) > 0 {
+		uniq = src.dedupeSorted()
+	}
+	matched := make([]bool, uniq.n)
+	var touched []*rowSet
+	for _, f := range s.mergeCandidates(uniq) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := s.table.filePath(f.Path)
-		var err error
-		buf, err = readSinkFile(s.table.fs, p, buf[:0])
+		part, err := s.joinFile(f, uniq, matched, plan, o.now)
 		if err != nil {
-			return nil, dataFileError(err, p, "restore the file or the table from a backup", "read live data file of version %d", s.Version)
+			return nil, err
 		}
-		if len(buf) == 0 {
-			continue
+		if part != nil {
+			touched = append(touched, part)
 		}
-		if !slices.IsSortedFunc(buf, cmp) {
-			slices.SortFunc(buf, cmp) // a file another writer produced
-		}
-		j := sort.Search(len(uniq), func(i int) bool { return o.keys.cmp(&uniq[i], &buf[0]) >= 0 })
-		var updated, deleted int64
-		for i := range buf {
-			for j < len(uniq) && o.keys.cmp(&uniq[j], &buf[i]) < 0 {
-				j++
-			}
-			if j == len(uniq) {
-				break
-			}
-			if o.keys.cmp(&uniq[j], &buf[i]) == 0 {
-				matched[j] = true
-				if uniq[j].del {
-					buf[i].del = true
-					deleted++
-					continue
-				}
-				buf[i].Count = uniq[j].Count
-				buf[i].nulls = buf[i].nulls&^nullCount | uniq[j].nulls&nullCount
-				updated++
-			}
-		}
-		if updated == 0 && deleted == 0 {
-			continue
-		}
-		rows := int64(len(buf))
-		if deleted > 0 {
-			kept := buf[:0]
-			for _, r := range buf {
-				if !r.del {
-					kept = append(kept, r)
-				}
-			}
-			buf = kept
-		}
-		touchedFiles++
-		plan.metrics.NumTargetRowsUpdated += updated
-		plan.metrics.NumTargetRowsDeleted += deleted
-		plan.metrics.NumTargetRowsCopied += rows - updated - deleted
-		plan.metrics.NumTargetFilesRemoved++
-		plan.metrics.NumTargetBytesRemoved += f.Size
-		touchedRows = append(touchedRows, buf...)
-		ts := o.now.UnixMilli()
-		size := f.Size
-		plan.removes = append(plan.removes, action{Remove: &RemoveFile{
-			Path: f.Path, DeletionTimestamp: &ts, DataChange: true, ExtendedFileMetadata: ptr(true),
-			PartitionValues: nonNilPV(f.PartitionValues), Size: &size,
-			Stats: fmt.Sprintf(`{"numRecords":%d}`, rows),
-		}})
 	}
 	plan.metrics.ScanTimeMs = ceilMs(time.Since(start))
-	inserted := make([]sinkRow, 0, len(uniq))
-	for i := range uniq {
-		if !matched[i] && !uniq[i].del {
-			inserted = append(inserted, uniq[i])
-		}
-	}
-	plan.metrics.NumTargetRowsInserted = int64(len(inserted))
-	if touchedFiles > 1 {
-		slices.SortFunc(touchedRows, cmp) // files may overlap
-	}
-	out := o.keys.mergeSorted(touchedRows, inserted)
-	plan.metrics.NumOutputRows = int64(len(out))
-	if len(out) > 0 {
+	inserted := uniq.unmatched(matched)
+	plan.metrics.NumTargetRowsInserted = int64(inserted.n)
+	out := mergeRuns(touched, inserted)
+	plan.metrics.NumOutputRows = int64(out.n)
+	if out.n > 0 {
 		rewriteStart := time.Now()
 		adds, err := s.table.writeChunks(ctx, chunkRows(out, o.targetRows), o.now)
 		for _, a := range adds {
@@ -371,6 +147,135 @@ func (s *Snapshot) planMerge(ctx context.Context, src []sinkRow, o mergeOptions)
 	return plan, nil
 }
 
+// joinFile joins one candidate file against uniq (sorted, unique keys),
+// marking the src rows it matches. When the file holds a src key it returns
+// the file's rows as they are after the MERGE (updated rows replaced by
+// their src row, deleted ones left out), sorted by key, and records the
+// file's remove in plan; otherwise nil.
+func (s *Snapshot) joinFile(f *AddFile, uniq *rowSet, matched []bool, plan *mergePlan, now time.Time) (*rowSet, error) {
+	p := s.table.filePath(f.Path)
+	rows, err := readDataFile(s.table.fs, p, uniq.l)
+	if err != nil {
+		return nil, dataFileError(err, p, "restore the file or the table from a backup", "read live data file of version %d", s.Version)
+	}
+	if rows.n == 0 {
+		return nil, nil
+	}
+	rows.sortByKey() // a no-op for our files; another writer's may be in any order
+	// by[i] is the src row that updates file row i, -1 for none, -2 for a deletion.
+	by := make([]int32, rows.n)
+	j := sort.Search(uniq.n, func(i int) bool { return cmpKey(uniq, i, rows, 0) >= 0 })
+	var updated, deleted int64
+	for i := range by {
+		by[i] = -1
+		for j < uniq.n && cmpKey(uniq, j, rows, i) < 0 {
+			j++
+		}
+		if j == uniq.n {
+			by = by[:i+1]
+			break
+		}
+		if cmpKey(uniq, j, rows, i) != 0 {
+			continue
+		}
+		matched[j] = true
+		if uniq.deleted(j) {
+			by[i] = -2
+			deleted++
+			continue
+		}
+		by[i] = int32(j)
+		updated++
+	}
+	if updated == 0 && deleted == 0 {
+		return nil, nil
+	}
+	out := newRowSet(uniq.l, rows.n-int(deleted))
+	for i := range rows.n {
+		switch {
+		case i >= len(by) || by[i] == -1:
+			out.appendRow(rows, i)
+		case by[i] >= 0:
+			out.appendRow(uniq, int(by[i]))
+		}
+	}
+	plan.metrics.NumTargetRowsUpdated += updated
+	plan.metrics.NumTargetRowsDeleted += deleted
+	plan.metrics.NumTargetRowsCopied += int64(rows.n) - updated - deleted
+	plan.metrics.NumTargetFilesRemoved++
+	plan.metrics.NumTargetBytesRemoved += f.Size
+	ts := now.UnixMilli()
+	size := f.Size
+	plan.removes = append(plan.removes, action{Remove: &RemoveFile{
+		Path: f.Path, DeletionTimestamp: &ts, DataChange: true, ExtendedFileMetadata: ptr(true),
+		PartitionValues: nonNilPV(f.PartitionValues), Size: &size,
+		Stats: fmt.Sprintf(`{"numRecords":%d}`, rows.n),
+	}})
+	return out, nil
+}
+
+// unmatched returns the rows neither matched nor deletions: the inserts.
+// With none matched and none deleted (a backfill batch) that is rs itself.
+func (rs *rowSet) unmatched(matched []bool) *rowSet {
+	some := rs.del != nil
+	for _, m := range matched {
+		some = some || m
+	}
+	if !some {
+		return rs
+	}
+	out := newRowSet(rs.l, rs.n)
+	for i := range rs.n {
+		if !matched[i] && !rs.deleted(i) {
+			out.appendRow(rs, i)
+		}
+	}
+	return out
+}
+
+// mergeRuns merges the rewritten files' rows (each sorted; files may
+// overlap) and the inserted rows (sorted) into one run sorted by key.
+func mergeRuns(touched []*rowSet, inserted *rowSet) *rowSet {
+	if len(touched) == 0 {
+		return inserted
+	}
+	a := touched[0]
+	if len(touched) > 1 {
+		n := 0
+		for _, t := range touched {
+			n += t.n
+		}
+		a = newRowSet(inserted.l, n)
+		for _, t := range touched {
+			for i := range t.n {
+				a.appendRow(t, i)
+			}
+		}
+		a.sortByKey()
+	}
+	if inserted.n == 0 {
+		return a
+	}
+	out := newRowSet(inserted.l, a.n+inserted.n)
+	i, j := 0, 0
+	for i < a.n && j < inserted.n {
+		if cmpKey(inserted, j, a, i) < 0 {
+			out.appendRow(inserted, j)
+			j++
+		} else {
+			out.appendRow(a, i)
+			i++
+		}
+	}
+	for ; i < a.n; i++ {
+		out.appendRow(a, i)
+	}
+	for ; j < inserted.n; j++ {
+		out.appendRow(inserted, j)
+	}
+	return out
+}
+
 // ceilMs rounds a duration up to whole milliseconds: a MERGE of a live batch
 // scans and rewrites in well under a millisecond (the data files' fsyncs
 // overlap the commit's), and truncating would report work that ran as 0 ms.
@@ -385,66 +290,35 @@ func nonNilPV(m map[string]*string) map[string]*string {
 	return m
 }
 
-// mergeCandidates returns the live files whose stats may hold a key of
-// uniq (sorted by keys.cmp), in path order.
-func (s *Snapshot) mergeCandidates(uniq []sinkRow, keys keyMask) []*AddFile {
-	if len(uniq) == 0 {
-		return nil
-	}
-	// uniq is sorted by window.start when it is a key column; keys with a
-	// null window.start sort first and defeat the range search.
-	byWS := keys&keyWS != 0 && uniq[0].nulls&nullWS == 0
-	var out []*AddFile
-	for _, f := range s.files {
-		fr := s.rangeOf(f)
-		if fr.numRecords == 0 {
-			continue
-		}
-		if !byWS || !fr.hasWS {
-			out = append(out, f)
-			continue
-		}
-		lo := sort.Search(len(uniq), func(i int) bool { return uniq[i].WS >= fr.minWS })
-		for i := lo; i < len(uniq) && uniq[i].WS <= fr.maxWS; i++ {
-			r := &uniq[i]
-			if keys&keySource != 0 && !strMayContain(r.Source, fr.minSrc, fr.maxSrc) {
-				continue
-			}
-			if keys&keyMiner != 0 && !strMayContain(r.Miner, fr.minMiner, fr.maxMiner) {
-				continue
-			}
-			out = append(out, f)
-			break
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
-}
-
-// chunkRows cuts sorted rows into files of at most target rows, keeping
-// the newest window in a file of its own when the last chunk is large.
-func chunkRows(rows []sinkRow, target int) [][]sinkRow {
+// chunkRows cuts sorted rows into files of at most target rows. In a
+// windowed table whose key starts with the window, the newest window goes to
+// a file of its own when the last chunk is large (the hot tail).
+func chunkRows(rows *rowSet, target int) []*rowSet {
 	if target <= 0 {
 		target = DefaultTargetFileRows
 	}
-	var chunks [][]sinkRow
-	for len(rows) > target {
-		chunks = append(chunks, rows[:target])
-		rows = rows[target:]
+	var chunks []*rowSet
+	lo := 0
+	for rows.n-lo > target {
+		chunks = append(chunks, rows.slice(lo, lo+target))
+		lo += target
 	}
-	if len(rows) > hotTailRows {
-		lastWS := rows[len(rows)-1].WS
-		cut := sort.Search(len(rows), func(i int) bool { return rows[i].WS >= lastWS })
-		if cut > 0 {
-			chunks = append(chunks, rows[:cut])
-			rows = rows[cut:]
+	if rows.n-lo > hotTailRows && len(rows.l.keys) > 0 && rows.l.leaves[rows.l.keys[0]].col == KeyWindowStart {
+		ws := &rows.cols[rows.l.keys[0]]
+		if last := rows.n - 1; !ws.isNull(last) {
+			lastWS := ws.i64[last]
+			cut := lo + sort.Search(rows.n-lo, func(i int) bool { return !ws.isNull(lo+i) && ws.i64[lo+i] >= lastWS })
+			if cut > lo {
+				chunks = append(chunks, rows.slice(lo, cut))
+				lo = cut
+			}
 		}
 	}
-	return append(chunks, rows)
+	return append(chunks, rows.slice(lo, rows.n))
 }
 
 // writeChunks writes each chunk to its own data file, two at a time.
-func (t *Table) writeChunks(ctx context.Context, chunks [][]sinkRow, now time.Time) ([]*AddFile, error) {
+func (t *Table) writeChunks(ctx context.Context, chunks []*rowSet, now time.Time) ([]*AddFile, error) {
 	adds := make([]*AddFile, len(chunks))
 	errs := make([]error, len(chunks))
 	sem := make(chan struct{}, 2)
@@ -458,7 +332,7 @@ func (t *Table) writeChunks(ctx context.Context, chunks [][]sinkRow, now time.Ti
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			adds[i], errs[i] = t.writeSinkFile(c, now)
+			adds[i], errs[i] = t.writeDataFile(c.l.pq, c, now)
 		}()
 	}
 	wg.Wait()
@@ -473,22 +347,4 @@ func (t *Table) writeChunks(ctx context.Context, chunks [][]sinkRow, now time.Ti
 		}
 	}
 	return out, firstErr
-}
-
-// mergePredicate renders the MERGE condition the way Spark shows it.
-func mergePredicate(keys keyMask) string {
-	var parts []string
-	if keys&keyWS != 0 {
-		parts = append(parts, "(t.window.start = s.window.start)")
-	}
-	if keys&keyWE != 0 {
-		parts = append(parts, "(t.window.end = s.window.end)")
-	}
-	if keys&keySource != 0 {
-		parts = append(parts, "(t.source = s.source)")
-	}
-	if keys&keyMiner != 0 {
-		parts = append(parts, "(t.miner = s.miner)")
-	}
-	return `["` + strings.Join(parts, " AND ") + `"]`
 }

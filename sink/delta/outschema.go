@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
+	"github.com/parquet-go/parquet-go"
 )
 
 // Column names of the window in an operator's output; the table holds them
@@ -39,6 +40,9 @@ type outLeaf struct {
 	path []string
 	typ  stream.Type
 	key  bool
+	// nullable: the output may hold nulls here; the MERGE condition shows
+	// such a key column as t.c <=> s.c (it matches null-safely either way).
+	nullable bool
 }
 
 // outLayout is the table layout of an operator's output schema.
@@ -46,6 +50,7 @@ type outLayout struct {
 	leaves []outLeaf
 	keys   []int // leaf indexes of the MERGE key, in key order
 	schema Schema
+	pq     *parquet.Schema // of its data files (datafile.go)
 }
 
 // TableSchema returns the Delta schema of the table that holds rows of out:
@@ -73,8 +78,8 @@ func newOutLayout(out stream.Schema) (*outLayout, error) {
 			continue
 		case KeyWindowStart:
 			l.leaves = append(l.leaves,
-				outLeaf{col: KeyWindowStart, path: []string{windowField, windowStart}, typ: stream.Timestamp},
-				outLeaf{col: KeyWindowEnd, path: []string{windowField, windowEnd}, typ: stream.Timestamp})
+				outLeaf{col: KeyWindowStart, path: []string{windowField, windowStart}, typ: stream.Timestamp, nullable: ws.Nullable},
+				outLeaf{col: KeyWindowEnd, path: []string{windowField, windowEnd}, typ: stream.Timestamp, nullable: we.Nullable})
 			st := &Schema{Fields: []Field{
 				{Name: windowStart, Type: DataType{Primitive: "timestamp"}, Nullable: true},
 				{Name: windowEnd, Type: DataType{Primitive: "timestamp"}, Nullable: true}}}
@@ -87,48 +92,111 @@ func newOutLayout(out stream.Schema) (*outLayout, error) {
 		if err != nil {
 			return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "emit int64, float64, string or timestamp columns", "output column %q", f.Name)
 		}
-		l.leaves = append(l.leaves, outLeaf{col: f.Name, path: []string{f.Name}, typ: f.Type})
+		l.leaves = append(l.leaves, outLeaf{col: f.Name, path: []string{f.Name}, typ: f.Type, nullable: f.Nullable})
 		l.schema.Fields = append(l.schema.Fields, Field{Name: f.Name, Type: DataType{Primitive: p}, Nullable: true})
 	}
-	for _, k := range out.Key {
+	if err := l.setKey(out.Key); err != nil {
+		return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "key the output by its own columns", "output schema %s", out)
+	}
+	l.pq = parquetSchemaOf(l)
+	return l, nil
+}
+
+// setKey makes cols (engine column names) the MERGE key, in that order.
+func (l *outLayout) setKey(cols []string) error {
+	for i := range l.leaves {
+		l.leaves[i].key = false
+	}
+	l.keys = l.keys[:0]
+	for _, k := range cols {
 		i := slices.IndexFunc(l.leaves, func(x outLeaf) bool { return x.col == k })
 		if i < 0 {
-			return nil, errcode.New(errcode.InvalidArgument, "", "key the output by its own columns", "key column %q is not in the output schema %s", k, out)
+			return fmt.Errorf("key column %q is not an output column", k)
+		}
+		if l.leaves[i].key {
+			return fmt.Errorf("key column %q named twice", k)
 		}
 		l.leaves[i].key = true
 		l.keys = append(l.keys, i)
 	}
+	return nil
+}
+
+// ReferenceSchema is the output schema of the reference query (blocks per
+// window, source and miner), and the sink's schema when it is given none:
+// its table is SinkSchema. Group columns are nullable, as the aggregation
+// declares them.
+func ReferenceSchema() stream.Schema {
+	return stream.Schema{Fields: []stream.Field{
+		{Name: KeyWindowStart, Type: stream.Timestamp}, {Name: KeyWindowEnd, Type: stream.Timestamp},
+		{Name: "source", Type: stream.String, Nullable: true}, {Name: "miner", Type: stream.String, Nullable: true},
+		{Name: "count", Type: stream.Int64},
+	}, Key: []string{KeyWindowStart, KeyWindowEnd, "source", "miner"}}
+}
+
+// tableLayout is the layout of an existing table's schema, for the code
+// that has no output schema (OPTIMIZE, Scan, Show): the window struct and
+// the columns of the four Delta types the sink writes. Its key is every
+// leaf in table order, the order OPTIMIZE sorts by (the output's key comes
+// first in its columns, so a table sorted this way is sorted by that key).
+// Any other schema is not one of ours: an error.
+func tableLayout(s Schema) (*outLayout, error) {
+	l := &outLayout{schema: s}
+	for _, f := range s.Fields {
+		if isSinkWindow(f) {
+			l.leaves = append(l.leaves,
+				outLeaf{col: KeyWindowStart, path: []string{windowField, windowStart}, typ: stream.Timestamp, nullable: true},
+				outLeaf{col: KeyWindowEnd, path: []string{windowField, windowEnd}, typ: stream.Timestamp, nullable: true})
+			continue
+		}
+		var t stream.Type
+		switch f.Type.Primitive {
+		case "long":
+			t = stream.Int64
+		case "double":
+			t = stream.Float64
+		case "string":
+			t = stream.String
+		case "timestamp":
+			t = stream.Timestamp
+		default:
+			return nil, fmt.Errorf("column %q has type %s, which ethstream does not write", f.Name, f.Type.String())
+		}
+		if f.Name == KeyWindowStart || f.Name == KeyWindowEnd {
+			return nil, fmt.Errorf("column %q clashes with the window struct's flat name", f.Name)
+		}
+		l.leaves = append(l.leaves, outLeaf{col: f.Name, path: []string{f.Name}, typ: t, nullable: true})
+	}
+	if len(l.leaves) == 0 {
+		return nil, fmt.Errorf("table has no columns")
+	}
+	for i := range l.leaves {
+		l.leaves[i].key = true
+		l.keys = append(l.keys, i)
+	}
+	l.pq = parquetSchemaOf(l)
 	return l, nil
 }
 
-// isReference reports whether the layout is the reference table's (the
-// five columns, keyed by window, source and miner), which the typed sinkRow
-// path writes.
-func (l *outLayout) isReference() bool {
-	if !sameShape(l.schema, SinkSchema()) || len(l.keys) != len(DefaultKeyColumns) {
-		return false
-	}
-	for i, k := range l.keys {
-		if l.leaves[k].col != DefaultKeyColumns[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// predicate renders the MERGE condition the way Spark shows it.
+// predicate renders the MERGE condition the way Spark shows it. Keys match
+// null-safely (Spark's <=>); a column the output declares non-nullable is
+// shown with =, which is the same there.
 func (l *outLayout) predicate() string {
 	var parts string
 	for i, k := range l.keys {
 		if i > 0 {
 			parts += " AND "
 		}
-		p := l.leaves[k].path
-		name := p[0]
-		if len(p) == 2 {
-			name += "." + p[1]
+		lf := l.leaves[k]
+		name := lf.path[0]
+		if len(lf.path) == 2 {
+			name += "." + lf.path[1]
 		}
-		parts += "(t." + name + " = s." + name + ")"
+		op := " = "
+		if lf.nullable {
+			op = " <=> "
+		}
+		parts += "(t." + name + op + "s." + name + ")"
 	}
 	return `["` + parts + `"]`
 }

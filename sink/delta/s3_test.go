@@ -40,7 +40,7 @@ func TestVacuumOnS3(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 12 {
-			if _, err := s.AddBatch(ctx, int64(i), mkBatch([]sinkRow{row(i, "a", "m", 1)})); err != nil {
+			if _, err := s.AddBatch(ctx, int64(i), mkBatch([]refRow{row(i, "a", "m", 1)})); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -49,7 +49,7 @@ func TestVacuumOnS3(t *testing.T) {
 			before[f.Path] = true
 		}
 		// Window 0 again: its file is rewritten, the old one tombstoned.
-		if _, err := s.AddBatch(ctx, 12, mkBatch([]sinkRow{row(0, "a", "m", 2)})); err != nil {
+		if _, err := s.AddBatch(ctx, 12, mkBatch([]refRow{row(0, "a", "m", 2)})); err != nil {
 			t.Fatal(err)
 		}
 		var live, tombstoned []string

@@ -2,58 +2,66 @@ package delta
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/readahead"
+	"github.com/ethstream/ethstream/stream"
 )
 
-// SinkRow is one row of a table with the sink's schema (SinkSchema). The
-// window bounds are microseconds since the epoch, UTC. A null value reads
-// as its type's zero value and sets HasNull.
-type SinkRow struct {
-	WindowStart, WindowEnd int64
-	Source, Miner          string
-	Count                  int64
-	HasNull                bool
+// Scan calls fn with the live rows of one of the sink's tables (unpartitioned,
+// columns of the types the sink writes), one engine batch per data file, in
+// file path order: the window struct as the columns window_start and
+// window_end, every other column under its name, nulls as invalid values.
+// Columns are decoded straight into the batch (no map or reflection per
+// row), so a scan of millions of rows costs little CPU, and files are decoded
+// on GOMAXPROCS goroutines a few files ahead of fn, which runs on the calling
+// goroutine; fn must not keep the batch. Any other table is
+// DELTA_SCHEMA_MISMATCH (read it with Rows).
+func (s *Snapshot) Scan(ctx context.Context, fn func(*stream.Batch) error) error {
+	l, err := s.scanLayout()
+	if err != nil {
+		return err
+	}
+	return s.scanRows(ctx, l, func(rs *rowSet) error { return fn(rs.batch()) })
 }
 
-// SinkRows calls fn for every live row of a table with the sink's schema
-// and no partition columns, in file path order, like Rows but decoding the
-// five leaf columns straight into a SinkRow: no map or reflection per row,
-// so a scan of millions of rows costs little CPU and constant memory. Any
-// other table is DELTA_SCHEMA_MISMATCH (read it with Rows).
-func (s *Snapshot) SinkRows(ctx context.Context, fn func(SinkRow) error) error {
-	if !sameShape(s.Schema, SinkSchema()) || len(s.Metadata.PartitionColumns) > 0 {
-		return errcode.New(CodeSchemaMismatch, s.table.root, "read this table with a generic reader (ethstream table show)",
-			"table does not have the sink's schema (window struct, source, miner, count; unpartitioned)")
+// scanLayout is the layout Scan and Show read the table with.
+func (s *Snapshot) scanLayout() (*outLayout, error) {
+	if len(s.Metadata.PartitionColumns) > 0 {
+		return nil, errcode.New(CodeSchemaMismatch, s.table.root, "read this table with a generic reader (ethstream table show)",
+			"table is partitioned, which the sink's tables never are")
 	}
-	return s.sinkRows(ctx, func(r *sinkRow) error {
-		return fn(SinkRow{WindowStart: r.WS, WindowEnd: r.WE, Source: r.Source, Miner: r.Miner, Count: r.Count, HasNull: r.nulls != 0})
-	})
+	l, err := tableLayout(s.Schema)
+	if err != nil {
+		return nil, errcode.Wrap(err, CodeSchemaMismatch, s.table.root, "read this table with a generic reader (ethstream table show)",
+			"table does not have a schema the sink writes")
+	}
+	return l, nil
+}
+
+// scanRows decodes every live file with layout l, in path order.
+func (s *Snapshot) scanRows(ctx context.Context, l *outLayout, fn func(*rowSet) error) error {
+	files := s.Files()
+	if err := s.checkFiles(files); err != nil {
+		return err
+	}
+	return readAhead(ctx, len(files), runtime.GOMAXPROCS(0), func(i int) (*rowSet, error) {
+		p := s.table.filePath(files[i].Path)
+		rs, err := readDataFile(s.table.fs, p, l)
+		if err != nil {
+			return nil, dataFileError(err, p, "restore the file from a backup", "read data file")
+		}
+		return rs, nil
+	}, fn)
 }
 
 // readAhead reads items 0..n-1 with read on up to workers goroutines, at
-// most 2*workers items ahead of use, and calls use with each item's rows in
-// order on the calling goroutine. Buffers use is done with are handed back
-// to read. The first error (or ctx's) stops the scan.
-func readAhead(ctx context.Context, n, workers int, read func(i int, buf []sinkRow) ([]sinkRow, error), use func([]sinkRow) error) error {
+// most 2*workers items ahead of use, and calls use with each item in order
+// on the calling goroutine. The first error (or ctx's) stops the scan.
+func readAhead[T any](ctx context.Context, n, workers int, read func(i int) (T, error), use func(T) error) error {
 	workers = max(1, min(workers, n))
-	free := make(chan []sinkRow, 3*workers)
-	return readahead.Map(ctx, n, workers, 2*workers, func() func(context.Context, int) ([]sinkRow, error) {
-		return func(_ context.Context, i int) ([]sinkRow, error) {
-			var buf []sinkRow
-			select {
-			case buf = <-free:
-			default:
-			}
-			return read(i, buf[:0])
-		}
-	}, func(_ int, rows []sinkRow) error {
-		err := use(rows)
-		select {
-		case free <- rows:
-		default:
-		}
-		return err
-	})
+	return readahead.Map(ctx, n, workers, 2*workers, func() func(context.Context, int) (T, error) {
+		return func(_ context.Context, i int) (T, error) { return read(i) }
+	}, func(_ int, v T) error { return use(v) })
 }

@@ -9,18 +9,20 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/ethstream/ethstream/stream"
 )
 
-// TestSinkRowsMatchesRows: the typed scan returns the rows the generic
+// TestScanMatchesRows: the columnar scan returns the rows the generic
 // reader returns, over several MERGE batches (files rewritten, rows of
 // nulls from another writer), and refuses a table of another schema.
-func TestSinkRowsMatchesRows(t *testing.T) {
+func TestScanMatchesRows(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := newSink(t, dir, 5)
 	rng := rand.New(rand.NewSource(3))
 	for b := int64(0); b < 8; b++ {
-		var rows []sinkRow
+		var rows []refRow
 		for range 1 + rng.Intn(9) {
 			rows = append(rows, row(rng.Intn(6), []string{"a", "b"}[rng.Intn(2)], minerName(rng.Intn(4)), rng.Int63n(50)))
 		}
@@ -29,7 +31,7 @@ func TestSinkRowsMatchesRows(t *testing.T) {
 		}
 	}
 	// A file another writer produced, with nulls.
-	add, err := s.table.writeSinkFile([]sinkRow{
+	add, err := s.table.writeRefFile([]refRow{
 		{nulls: nullWindow | nullWS | nullWE, Source: "c", Miner: "m", Count: 2},
 		{WS: baseTS, WE: baseTS + window, nulls: nullSource | nullMiner | nullCount},
 	}, time.Now())
@@ -67,17 +69,26 @@ func TestSinkRowsMatchesRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	nulls := 0
-	if err := snap.SinkRows(ctx, func(r SinkRow) error {
-		if !r.HasNull {
-			typed = append(typed, render(r.WindowStart, r.WindowEnd, r.Source, r.Miner, r.Count))
-			return nil
+	if err := snap.Scan(ctx, func(b *stream.Batch) error {
+		val := func(name string, i int) any {
+			c := b.Column(name)
+			switch {
+			case c.IsNull(i):
+				return nil
+			case c.Type == stream.String:
+				return c.Strings[i]
+			}
+			return c.Int64s[i]
 		}
-		nulls++
-		// Nulls read as zero values; render them as the generic reader does.
-		if r.Source == "c" {
-			typed = append(typed, render(nil, nil, r.Source, r.Miner, r.Count))
-		} else {
-			typed = append(typed, render(r.WindowStart, r.WindowEnd, nil, nil, nil))
+		for i := range b.Len {
+			hasNull := false
+			for _, c := range b.Columns {
+				hasNull = hasNull || c.IsNull(i)
+			}
+			if hasNull {
+				nulls++
+			}
+			typed = append(typed, render(val(KeyWindowStart, i), val(KeyWindowEnd, i), val("source", i), val("miner", i), val("count", i)))
 		}
 		return nil
 	}); err != nil {
@@ -98,7 +109,7 @@ func TestSinkRowsMatchesRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fs.SinkRows(ctx, func(SinkRow) error { return nil }); codeOf(err) != CodeSchemaMismatch {
+	if err := fs.Scan(ctx, func(*stream.Batch) error { return nil }); codeOf(err) != CodeSchemaMismatch {
 		t.Fatalf("a foreign table: %v", err)
 	}
 }
@@ -114,13 +125,13 @@ func TestReadAheadOrderAndErrors(t *testing.T) {
 	for i := range delays {
 		delays[i] = time.Duration(rng.Intn(300)) * time.Microsecond
 	}
-	read := func(i int, buf []sinkRow) ([]sinkRow, error) {
+	read := func(i int) ([]refRow, error) {
 		time.Sleep(delays[i])
-		return append(buf, sinkRow{Count: int64(i)}, sinkRow{Count: int64(i)}), nil
+		return []refRow{{Count: int64(i)}, {Count: int64(i)}}, nil
 	}
 	for _, workers := range []int{1, 3, 8} {
 		var got []int64
-		if err := readAhead(ctx, len(delays), workers, read, func(rows []sinkRow) error {
+		if err := readAhead(ctx, len(delays), workers, read, func(rows []refRow) error {
 			for _, r := range rows {
 				got = append(got, r.Count)
 			}
@@ -135,18 +146,18 @@ func TestReadAheadOrderAndErrors(t *testing.T) {
 		}
 	}
 	errRead, errUse := fmt.Errorf("read 7"), fmt.Errorf("use 9")
-	failRead := func(i int, buf []sinkRow) ([]sinkRow, error) {
+	failRead := func(i int) ([]refRow, error) {
 		if i == 7 {
-			return buf, errRead
+			return nil, errRead
 		}
-		return read(i, buf)
+		return read(i)
 	}
 	n := 0
-	if err := readAhead(ctx, len(delays), 3, failRead, func([]sinkRow) error { n++; return nil }); err != errRead || n != 7 {
+	if err := readAhead(ctx, len(delays), 3, failRead, func([]refRow) error { n++; return nil }); err != errRead || n != 7 {
 		t.Fatalf("read error: %v after %d items", err, n)
 	}
 	n = 0
-	if err := readAhead(ctx, len(delays), 3, read, func([]sinkRow) error {
+	if err := readAhead(ctx, len(delays), 3, read, func([]refRow) error {
 		if n++; n == 10 {
 			return errUse
 		}
@@ -156,7 +167,7 @@ func TestReadAheadOrderAndErrors(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	n = 0
-	if err := readAhead(cctx, len(delays), 3, read, func([]sinkRow) error {
+	if err := readAhead(cctx, len(delays), 3, read, func([]refRow) error {
 		if n++; n == 4 {
 			cancel()
 		}
@@ -164,7 +175,7 @@ func TestReadAheadOrderAndErrors(t *testing.T) {
 	}); err != context.Canceled || n != 4 {
 		t.Fatalf("cancelled: %v after %d items", err, n)
 	}
-	if err := readAhead(ctx, 0, 3, read, func([]sinkRow) error { return errUse }); err != nil {
+	if err := readAhead(ctx, 0, 3, read, func([]refRow) error { return errUse }); err != nil {
 		t.Fatalf("no items: %v", err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Show formats.
@@ -111,25 +111,17 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 		bw.WriteString("}\n")
 		return nil
 	}
-	if sameShape(s.Schema, SinkSchema()) && len(s.Metadata.PartitionColumns) == 0 {
-		err = s.sinkRows(ctx, func(r *sinkRow) error {
-			vals[0], vals[1], vals[2], vals[3], vals[4] = nil, nil, nil, nil, nil
-			if r.nulls&nullWS == 0 {
-				vals[0] = time.UnixMicro(r.WS).UTC()
+	if l, lerr := s.scanLayout(); lerr == nil {
+		err = s.scanRows(ctx, l, func(rs *rowSet) error {
+			for r := range rs.n {
+				for c := range rs.cols {
+					vals[c] = rs.value(c, r)
+				}
+				if err := emit(); err != nil {
+					return err
+				}
 			}
-			if r.nulls&nullWE == 0 {
-				vals[1] = time.UnixMicro(r.WE).UTC()
-			}
-			if r.nulls&nullSource == 0 {
-				vals[2] = r.Source
-			}
-			if r.nulls&nullMiner == 0 {
-				vals[3] = r.Miner
-			}
-			if r.nulls&nullCount == 0 {
-				vals[4] = r.Count
-			}
-			return emit()
+			return nil
 		})
 	} else {
 		err = s.Rows(ctx, func(row map[string]any) error {
@@ -158,30 +150,22 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 	return bw.Flush()
 }
 
-// sinkRows is the typed scan of a sink-schema table (no reflection), in
-// file path order. Files are decoded on GOMAXPROCS goroutines a few files
-// ahead of fn, which runs on the calling goroutine.
-func (s *Snapshot) sinkRows(ctx context.Context, fn func(*sinkRow) error) error {
-	files := s.Files()
-	if err := s.checkFiles(files); err != nil {
-		return err
-	}
-	read := func(i int, buf []sinkRow) ([]sinkRow, error) {
-		p := s.table.filePath(files[i].Path)
-		rows, err := readSinkFile(s.table.fs, p, buf)
-		if err != nil {
-			return rows, dataFileError(err, p, "restore the file from a backup", "read data file")
-		}
-		return rows, nil
-	}
-	return readAhead(ctx, len(files), runtime.GOMAXPROCS(0), read, func(rows []sinkRow) error {
-		for i := range rows {
-			if err := fn(&rows[i]); err != nil {
-				return err
-			}
-		}
+// value returns column c of row r as Rows would: time.Time (UTC), int64,
+// float64, string, or nil for a null.
+func (rs *rowSet) value(c, r int) any {
+	v := &rs.cols[c]
+	if v.isNull(r) {
 		return nil
-	})
+	}
+	switch rs.l.leaves[c].typ {
+	case stream.Timestamp:
+		return time.UnixMicro(v.i64[r]).UTC()
+	case stream.Float64:
+		return v.f64[r]
+	case stream.String:
+		return v.str[r]
+	}
+	return v.i64[r]
 }
 
 // jsonValue prepares a row value for encoding/json: timestamps as strings

@@ -27,7 +27,7 @@ const maxCommitAttempts = 100
 // SinkOptions configure a MergeSink.
 type SinkOptions struct {
 	Path           string       // table directory or file:// URI
-	KeyColumns     []string     // MERGE key; default DefaultKeyColumns
+	KeyColumns     []string     // MERGE key (output column names); default the output schema's key
 	TargetFileRows int          // rows per data file; default DefaultTargetFileRows
 	Logger         *slog.Logger // default slog.Default()
 	Clock          func() time.Time
@@ -36,7 +36,7 @@ type SinkOptions struct {
 	// Schema is the schema of the rows the sink will receive (the
 	// operator's output), known before Open so that Check refuses a table of
 	// another schema before anything is written; SinkEnv.Schema, when set,
-	// wins at Open. Empty means the reference table's.
+	// wins at Open. Empty means ReferenceSchema.
 	Schema stream.Schema
 	// AutoCompactMinFiles is auto-compaction's minNumFiles (default
 	// DefaultAutoCompactMinFiles); negative turns auto-compaction off
@@ -49,18 +49,16 @@ type SinkOptions struct {
 // in memory and applies only new commits before each batch. Its methods are
 // safe for concurrent use but batches are written one at a time.
 type MergeSink struct {
-	o    SinkOptions
-	keys keyMask
-	log  *slog.Logger
+	o   SinkOptions
+	log *slog.Logger
 
 	mu      sync.Mutex
 	table   *Table
 	snap    *Snapshot // private, updated in place; never handed out
 	queryID string
 	seen    map[string]struct{} // live files known to exist (checkLiveFiles)
-	// gen is set when the query's output is not the reference table's
-	// shape: the table then has the output's own schema (general.go).
-	gen *generalSink
+	// layout is the table layout of the output schema, keyed for the MERGE.
+	layout *outLayout
 	// Auto-maintenance (automaintain.go): jobs queued for the maintenance
 	// goroutine (bgMu guards the queue and nextCheckpoint); maintaining is
 	// set while a compaction is queued or runs; lastVacuum is only touched
@@ -82,13 +80,6 @@ func NewMergeSink(o SinkOptions) (*MergeSink, error) {
 	if o.Path == "" {
 		return nil, errcode.New(errcode.InvalidArgument, "", "pass --table DIR", "delta sink needs a table path")
 	}
-	if len(o.KeyColumns) == 0 {
-		o.KeyColumns = DefaultKeyColumns
-	}
-	keys, err := parseKeyColumns(o.KeyColumns)
-	if err != nil {
-		return nil, errcode.Wrap(err, errcode.InvalidArgument, o.Path, "use window_start, window_end, source, miner", "bad MERGE key columns")
-	}
 	if o.TargetFileRows <= 0 {
 		o.TargetFileRows = DefaultTargetFileRows
 	}
@@ -101,12 +92,12 @@ func NewMergeSink(o SinkOptions) (*MergeSink, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	return &MergeSink{o: o, keys: keys, log: o.Logger}, nil
+	return &MergeSink{o: o, log: o.Logger}, nil
 }
 
 // Open binds the sink to the query id (the txn appId), creating the table
-// with the schema of the operator's output (env.Schema; the reference
-// table's when the operator declares none) if the directory holds none, and
+// with the schema of the operator's output (env.Schema; SinkOptions.Schema or
+// ReferenceSchema when the operator declares none) if the directory holds none, and
 // loads the latest snapshot. An existing table with another schema is
 // refused with DELTA_SCHEMA_MISMATCH naming both.
 func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
@@ -120,11 +111,12 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	if len(out.Fields) == 0 {
 		out = m.o.Schema
 	}
-	want, gen, err := tableFor(out)
+	l, err := sinkLayout(out, m.o.KeyColumns, m.o.Path)
 	if err != nil {
 		return err
 	}
-	m.gen = gen
+	want := l.schema
+	m.layout = l
 	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
 	var ce *errcode.Error
 	if errors.As(err, &ce) && ce.Code == CodeNotATable {
@@ -207,29 +199,14 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 	if m.snap == nil {
 		return prog, errcode.New(errcode.InvalidArgument, m.o.Path, "call Open first", "delta sink is not open")
 	}
-	var n int
-	var res batchResult
-	if g := m.gen; g != nil {
-		rows, signs, err := g.rows(out)
-		if err != nil {
-			return prog, err
-		}
-		n = len(rows)
-		res, err = m.commitWith(ctx, batchID, func(s *Snapshot, now time.Time) (*mergePlan, error) {
-			return s.planGeneralMerge(ctx, g, rows, signs, m.o.TargetFileRows, now)
-		}, g.l.predicate())
-		if err != nil {
-			return prog, err
-		}
-	} else {
-		rows, err := batchRows(out)
-		if err != nil {
-			return prog, err
-		}
-		n = len(rows)
-		if res, err = m.commitBatch(ctx, batchID, rows); err != nil {
-			return prog, err
-		}
+	rows, err := batchRows(m.layout, out)
+	if err != nil {
+		return prog, err
+	}
+	n := rows.n
+	res, err := m.commitBatch(ctx, batchID, rows)
+	if err != nil {
+		return prog, err
 	}
 	if !res.skipped {
 		m.autoMaintain()
@@ -261,15 +238,8 @@ type batchResult struct {
 // commitBatch runs the optimistic loop: catch up, check the txn, plan the
 // MERGE, try to publish the next version; on a lost race abandon the files
 // and start again from the fresher snapshot.
-func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows []sinkRow) (batchResult, error) {
-	return m.commitWith(ctx, batchID, func(s *Snapshot, now time.Time) (*mergePlan, error) {
-		return s.planMerge(ctx, rows, mergeOptions{keys: m.keys, targetRows: m.o.TargetFileRows, now: now})
-	}, mergePredicate(m.keys))
-}
-
-// commitWith is commitBatch for any MERGE plan (the reference rows or a
-// general table's).
-func (m *MergeSink) commitWith(ctx context.Context, batchID int64, planFn func(s *Snapshot, now time.Time) (*mergePlan, error), predicate string) (batchResult, error) {
+func (m *MergeSink) commitBatch(ctx context.Context, batchID int64, rows *rowSet) (batchResult, error) {
+	predicate := m.layout.predicate()
 	s := m.snap
 	for attempt := 1; attempt <= maxCommitAttempts; attempt++ {
 		if _, err := s.refresh(ctx); err != nil {
@@ -286,7 +256,7 @@ func (m *MergeSink) commitWith(ctx context.Context, batchID int64, planFn func(s
 			return batchResult{}, err
 		}
 		now := m.o.Clock()
-		plan, err := planFn(s, now)
+		plan, err := s.planMerge(ctx, rows, mergeOptions{targetRows: m.o.TargetFileRows, now: now})
 		if err != nil {
 			return batchResult{}, err
 		}
@@ -331,66 +301,21 @@ func (m *MergeSink) commitWith(ctx context.Context, batchID int64, planFn func(s
 		"batch %d lost the commit race %d times", batchID, maxCommitAttempts)
 }
 
-// batchRows converts the engine's columnar batch into sink rows.
-func batchRows(b *stream.Batch) ([]sinkRow, error) {
+// batchRows views the engine's columnar batch as rows of layout l.
+func batchRows(l *outLayout, b *stream.Batch) (*rowSet, error) {
 	if b == nil || b.Len == 0 {
-		return nil, nil
+		return newRowSet(l, 0), nil
 	}
 	if err := b.Validate(); err != nil {
 		return nil, errcode.Wrap(err, CodeBadBatch, "", "this is a bug in the pipeline feeding the sink", "invalid batch")
 	}
-	col := func(name string, typ stream.Type) (*stream.Column, error) {
-		c := b.Column(name)
-		if c == nil {
-			return nil, errcode.New(CodeBadBatch, "", "the sink needs window_start, window_end, source, miner, count", "batch has no column %q", name)
-		}
-		if c.Type != typ {
-			return nil, errcode.New(CodeBadBatch, "", "the sink needs window_start, window_end, source, miner, count", "column %q is %s, want %s", name, c.Type, typ)
-		}
-		return c, nil
-	}
-	ws, err := col(KeyWindowStart, stream.Timestamp)
-	if err != nil {
-		return nil, err
-	}
-	we, err := col(KeyWindowEnd, stream.Timestamp)
-	if err != nil {
-		return nil, err
-	}
-	src, err := col(KeySource, stream.String)
-	if err != nil {
-		return nil, err
-	}
-	miner, err := col(KeyMiner, stream.String)
-	if err != nil {
-		return nil, err
-	}
-	cnt, err := col("count", stream.Int64)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]sinkRow, b.Len)
-	for i := range rows {
-		r := &rows[i]
-		r.del = b.Sign(i) < 0
-		r.WS, r.WE, r.Source, r.Miner, r.Count = ws.Int64s[i], we.Int64s[i], src.Strings[i], miner.Strings[i], cnt.Int64s[i]
-		if ws.IsNull(i) {
-			r.WS, r.nulls = 0, r.nulls|nullWS
-		}
-		if we.IsNull(i) {
-			r.WE, r.nulls = 0, r.nulls|nullWE
-		}
-		if src.IsNull(i) {
-			r.Source, r.nulls = "", r.nulls|nullSource
-		}
-		if miner.IsNull(i) {
-			r.Miner, r.nulls = "", r.nulls|nullMiner
-		}
-		if cnt.IsNull(i) {
-			r.Count, r.nulls = 0, r.nulls|nullCount
-		}
-	}
-	return rows, nil
+	return batchRowSet(l, b)
+}
+
+// errBadBatch: the batch lacks a column of the sink's schema.
+func errBadBatch(col string, typ stream.Type) error {
+	return errcode.New(CodeBadBatch, "", "the batch must match the schema the sink was opened with",
+		"batch column %q is missing or not %s", col, typ)
 }
 
 // matchedPredicates is the commitInfo's WHEN MATCHED clauses: a batch that

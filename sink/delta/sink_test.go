@@ -28,7 +28,7 @@ type oracleKey struct {
 }
 
 // mkBatch builds an engine batch with the sink's columns.
-func mkBatch(rows []sinkRow) *stream.Batch {
+func mkBatch(rows []refRow) *stream.Batch {
 	b := &stream.Batch{Len: len(rows), Columns: []stream.Column{
 		{Name: "window_start", Type: stream.Timestamp}, {Name: "window_end", Type: stream.Timestamp},
 		{Name: "source", Type: stream.String}, {Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64},
@@ -43,9 +43,9 @@ func mkBatch(rows []sinkRow) *stream.Batch {
 	return b
 }
 
-func row(win int, src, miner string, count int64) sinkRow {
+func row(win int, src, miner string, count int64) refRow {
 	ws := baseTS + int64(win)*window
-	return sinkRow{WS: ws, WE: ws + window, Source: src, Miner: miner, Count: count}
+	return refRow{WS: ws, WE: ws + window, Source: src, Miner: miner, Count: count}
 }
 
 func minerName(i int) string { return fmt.Sprintf("0x%040x", i) }
@@ -101,7 +101,7 @@ func TestSinkMergeMatchesOracle(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	oracle := map[oracleKey]int64{}
 	for batch := int64(0); batch < 25; batch++ {
-		var rows []sinkRow
+		var rows []refRow
 		// Mostly recent windows (live-like), sometimes old ones (late data).
 		for i := 0; i < 1+rng.Intn(40); i++ {
 			win := int(batch)*2 + rng.Intn(3)
@@ -177,12 +177,12 @@ func TestSinkIdempotentBatch(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
-	rows := []sinkRow{row(0, "a", "m1", 3), row(0, "a", "m2", 4)}
+	rows := []refRow{row(0, "a", "m1", 3), row(0, "a", "m2", 4)}
 	p1, err := s.AddBatch(ctx, 7, mkBatch(rows))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := s.AddBatch(ctx, 7, mkBatch([]sinkRow{row(0, "a", "m1", 99)}))
+	p2, err := s.AddBatch(ctx, 7, mkBatch([]refRow{row(0, "a", "m1", 99)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,8 +236,8 @@ func TestSinkRacingWriters(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rows := []sinkRow{row(0, "a", minerName(i), int64(i+1)), row(0, "shared", "m", int64(100+i))}
-			results[i], errs[i] = s.commitBatch(ctx, 0, rows)
+			rows := []refRow{row(0, "a", minerName(i), int64(i+1)), row(0, "shared", "m", int64(100+i))}
+			results[i], errs[i] = s.commitBatch(ctx, 0, s.rows(rows))
 		}()
 	}
 	wg.Wait()
@@ -299,12 +299,12 @@ func TestLostRaceRedoesMerge(t *testing.T) {
 	if err := b.Open(ctx, stream.SinkEnv{QueryID: "query-b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+	if _, err := a.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); err != nil {
 		t.Fatal(err)
 	}
 	// b's cached snapshot is at version 0; its commit of version 1 loses,
 	// and it must redo the MERGE on a's file (update, not duplicate).
-	if _, err := b.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 5)})); err != nil {
+	if _, err := b.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 5)})); err != nil {
 		t.Fatal(err)
 	}
 	got := tableRows(t, dir, -1)
@@ -317,12 +317,12 @@ func TestCrashBeforeCommitLeavesInvisibleOrphans(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m", 1)})); err != nil {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); err != nil {
 		t.Fatal(err)
 	}
 	// Simulate a crash after the data files and the temp commit are written
 	// but before the link: plan, write the temp, never publish.
-	plan, err := s.snap.planMerge(ctx, []sinkRow{row(0, "a", "m", 2), row(1, "a", "m", 3)}, mergeOptions{keys: keyAll, targetRows: 100, now: time.Now()})
+	plan, err := s.snap.planMerge(ctx, s.rows([]refRow{row(0, "a", "m", 2), row(1, "a", "m", 3)}), mergeOptions{targetRows: 100, now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestCrashBeforeCommitLeavesInvisibleOrphans(t *testing.T) {
 	}
 	// The restarted sink redoes the batch exactly once.
 	s2 := newSink(t, dir, 0)
-	if _, err := s2.AddBatch(ctx, 1, mkBatch([]sinkRow{row(0, "a", "m", 2), row(1, "a", "m", 3)})); err != nil {
+	if _, err := s2.AddBatch(ctx, 1, mkBatch([]refRow{row(0, "a", "m", 2), row(1, "a", "m", 3)})); err != nil {
 		t.Fatal(err)
 	}
 	got = tableRows(t, dir, -1)
@@ -364,7 +364,7 @@ func TestMergeTouchesOnlyOverlappingFiles(t *testing.T) {
 	ctx := context.Background()
 	s := newSink(t, dir, 2000)
 	// Backfill: 200 windows x 5 sources x 20 miners = 20,000 rows -> 10 files.
-	var rows []sinkRow
+	var rows []refRow
 	for w := 0; w < 200; w++ {
 		for src := 0; src < 5; src++ {
 			for m := 0; m < 20; m++ {
@@ -380,14 +380,14 @@ func TestMergeTouchesOnlyOverlappingFiles(t *testing.T) {
 		t.Fatalf("backfill wrote %d files, want >= 10", files)
 	}
 	// Update 20 keys of window 57 (inside one file) and insert 5 new ones.
-	var upd []sinkRow
+	var upd []refRow
 	for m := 0; m < 20; m++ {
 		upd = append(upd, row(57, "src2", minerName(m), 42))
 	}
 	for m := 0; m < 5; m++ {
 		upd = append(upd, row(300, "src9", minerName(m), 7))
 	}
-	res, err := s.commitBatch(ctx, 1, upd)
+	res, err := s.commitBatch(ctx, 1, s.rows(upd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestSinkSchemaAndStats(t *testing.T) {
 	ctx := context.Background()
 	s := newSink(t, dir, 0)
 	long := strings.Repeat("z", 40)
-	if _, err := s.AddBatch(ctx, 0, mkBatch([]sinkRow{row(0, "a", "m1", 1), row(2, "b", long, 42)})); err != nil {
+	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m1", 1), row(2, "b", long, 42)})); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"))
@@ -522,7 +522,7 @@ var _ = sort.Strings
 func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := NewMergeSink(SinkOptions{Path: dir, KeyColumns: []string{KeyWindowStart, KeySource}, TargetFileRows: 7, Logger: quietLog})
+	s, err := NewMergeSink(SinkOptions{Path: dir, KeyColumns: []string{KeyWindowStart, "source"}, TargetFileRows: 7, Logger: quietLog})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
@@ -531,8 +531,8 @@ func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another writer's file, rows in no particular order.
-	unsorted := []sinkRow{row(5, "b", "x", 1), row(1, "a", "x", 2), row(3, "c", "x", 3), row(1, "b", "x", 4)}
-	add, err := s.table.writeSinkFile(unsorted, time.Now())
+	unsorted := []refRow{row(5, "b", "x", 1), row(1, "a", "x", 2), row(3, "c", "x", 3), row(1, "b", "x", 4)}
+	add, err := s.table.writeRefFile(unsorted, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,13 +543,13 @@ func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 		ws  int64
 		src string
 	}
-	oracle := map[k2]sinkRow{}
+	oracle := map[k2]refRow{}
 	for _, r := range unsorted {
 		oracle[k2{r.WS, r.Source}] = r
 	}
 	rng := rand.New(rand.NewSource(7))
 	for b := int64(0); b < 15; b++ {
-		var rows []sinkRow
+		var rows []refRow
 		for i := 0; i < 1+rng.Intn(12); i++ {
 			// Duplicate keys within a batch: the last one wins.
 			rows = append(rows, row(rng.Intn(8), []string{"a", "b", "c"}[rng.Intn(3)], minerName(rng.Intn(3)), rng.Int63n(100)))
@@ -560,8 +560,8 @@ func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 		for _, r := range rows {
 			oracle[k2{r.WS, r.Source}] = r
 		}
-		got := map[k2]sinkRow{}
-		if err := s.snap.sinkRows(ctx, func(r *sinkRow) error {
+		got := map[k2]refRow{}
+		if err := s.snap.refRows(ctx, func(r *refRow) error {
 			k := k2{r.WS, r.Source}
 			if _, dup := got[k]; dup {
 				return fmt.Errorf("duplicate key %v", k)
@@ -591,18 +591,18 @@ func TestSinkFileRoundTripWithNulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := []sinkRow{
+	in := []refRow{
 		row(0, "a", "m", 1),
 		{nulls: nullWindow | nullWS | nullWE, Source: "b", Miner: "m", Count: 2},
 		{WS: baseTS, nulls: nullWE, Source: "c", Miner: "m", Count: 3},
 		{WS: baseTS, WE: baseTS + window, nulls: nullSource | nullMiner | nullCount},
 		row(1, "", "", 0), // empty strings and zero stay values, not nulls
 	}
-	add, err := tbl.writeSinkFile(in, time.Now())
+	add, err := tbl.writeRefFile(in, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readSinkFile(vfs.Default, filepath.Join(dir, add.Path), nil)
+	got, err := readRefFile(vfs.Default, filepath.Join(dir, add.Path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,10 @@ type Snapshot struct {
 
 	rangeMu sync.Mutex
 	ranges  map[*AddFile]fileRange // parsed stats of live files, filled lazily
+	// keyRanges are the key columns' stats of live files for keyLayout
+	// (prune.go), filled lazily.
+	keyLayout *outLayout
+	keyRanges map[*AddFile][]leafRange
 }
 
 // rangeOf returns the pruning range of a live file, parsing its stats once
@@ -48,6 +52,14 @@ func (s *Snapshot) rangeOf(f *AddFile) fileRange {
 	r := rangeOf(f)
 	s.ranges[f] = r
 	return r
+}
+
+// forgetRange drops the parsed stats of a file no longer live.
+func (s *Snapshot) forgetRange(f *AddFile) {
+	s.rangeMu.Lock()
+	delete(s.ranges, f)
+	delete(s.keyRanges, f)
+	s.rangeMu.Unlock()
 }
 
 func newSnapshot(t *Table) *Snapshot {
@@ -69,18 +81,14 @@ func (s *Snapshot) applyAll(acts []action) {
 		case a.Add != nil:
 			p := decodePath(a.Add.Path)
 			if old, ok := s.files[p]; ok {
-				s.rangeMu.Lock()
-				delete(s.ranges, old)
-				s.rangeMu.Unlock()
+				s.forgetRange(old)
 			}
 			delete(s.tombstones, p)
 			s.files[p] = a.Add
 		case a.Remove != nil:
 			p := decodePath(a.Remove.Path)
 			if old, ok := s.files[p]; ok {
-				s.rangeMu.Lock()
-				delete(s.ranges, old)
-				s.rangeMu.Unlock()
+				s.forgetRange(old)
 			}
 			delete(s.files, p)
 			s.tombstones[p] = a.Remove

@@ -1,0 +1,508 @@
+package delta
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/stream"
+	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Data files of the sink's tables: one Parquet schema per layout (every
+// field OPTIONAL, the window a group of two INT64 TIMESTAMP(MICROS, UTC)
+// leaves, strings BYTE_ARRAY (STRING), longs INT64, doubles DOUBLE), snappy
+// pages, and the add action's stats. The reference table's files are, byte
+// for byte, what its typed writer wrote before this one replaced it.
+
+// parquetSchemaOf builds the parquet schema of a layout through a struct
+// type made at run time, so the columns keep the table's order (a
+// parquet.Group would sort them by name).
+func parquetSchemaOf(l *outLayout) *parquet.Schema {
+	leafType := func(t stream.Type) (reflect.Type, string) {
+		switch t {
+		case stream.Float64:
+			return reflect.TypeOf((*float64)(nil)), ",optional"
+		case stream.String:
+			return reflect.TypeOf((*string)(nil)), ",optional"
+		case stream.Timestamp:
+			return reflect.TypeOf((*int64)(nil)), ",optional,timestamp(microsecond:utc)"
+		}
+		return reflect.TypeOf((*int64)(nil)), ",optional"
+	}
+	var fields []reflect.StructField
+	for i := 0; i < len(l.leaves); i++ {
+		lf := l.leaves[i]
+		if len(lf.path) == 2 { // the window struct: start, end
+			st, sTag := leafType(stream.Timestamp)
+			win := reflect.StructOf([]reflect.StructField{
+				{Name: "Start", Type: st, Tag: reflect.StructTag(`parquet:"` + windowStart + sTag + `"`)},
+				{Name: "End", Type: st, Tag: reflect.StructTag(`parquet:"` + windowEnd + sTag + `"`)},
+			})
+			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.PointerTo(win),
+				Tag: reflect.StructTag(`parquet:"` + windowField + `,optional"`)})
+			i++
+			continue
+		}
+		t, tag := leafType(lf.typ)
+		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: t,
+			Tag: reflect.StructTag(`parquet:"` + lf.path[0] + tag + `"`)})
+	}
+	return parquet.NewSchema("spark_schema", parquet.SchemaOf(reflect.New(reflect.StructOf(fields)).Interface()))
+}
+
+// writeDataFile publishes rows (already sorted) as a new uniquely named
+// file in the table root (durable NoOverwrite: temp file, fsync, link) and
+// returns its add action with full stats. Its directory entry is not yet
+// durable: the commit that references it fsyncs the directory first.
+func (t *Table) writeDataFile(pq *parquet.Schema, rows *rowSet, now time.Time) (*AddFile, error) {
+	name := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid.NewString())
+	res, err := t.pub.Publish(t.root, name, durable.Options{NoDirSync: true}, func(w io.Writer) error {
+		return encodeRows(w, pq, rows)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("write data file %s: %w", t.fs.PathJoin(t.root, name), err)
+	}
+	return &AddFile{
+		Path: name, PartitionValues: map[string]*string{}, Size: res.Size,
+		ModificationTime: now.UnixMilli(), DataChange: true, Stats: rows.stats(),
+	}, nil
+}
+
+// encodeRows writes rows column by column: each leaf's values (with their
+// definition levels) go straight to its column writer, which skips
+// parquet-go's row-to-column shredding. The footer's row count comes from
+// the columns, so this is equivalent to WriteRows.
+func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) error {
+	// The page buffer is sized for about 48 bytes a row, so that a live
+	// batch's small file does not allocate the default 256 KiB per column.
+	pw := parquet.NewWriter(w, pq, parquet.Compression(&parquet.Snappy),
+		parquet.CreatedBy("ethstream", EngineVersion, ""),
+		parquet.PageBufferSize(clampInt(rows.n*48, 4<<10, parquet.DefaultPageBufferSize)))
+	cols := pw.ColumnWriters()
+	if len(cols) != len(rows.cols) {
+		return fmt.Errorf("parquet schema has %d columns, the layout %d", len(cols), len(rows.cols))
+	}
+	const chunk = 8192
+	vals := make([]parquet.Value, 0, min(chunk, rows.n))
+	for lo := 0; lo < rows.n; lo += chunk {
+		hi := min(lo+chunk, rows.n)
+		for c := range rows.cols {
+			vals = rows.appendValues(vals[:0], c, lo, hi)
+			if _, err := cols[c].WriteRowValues(vals); err != nil {
+				return err
+			}
+		}
+	}
+	return pw.Close()
+}
+
+// appendValues appends the parquet values of column c, rows [lo, hi), with
+// their definition levels: a window leaf is at level 2 (1 when null, 0 when
+// the window itself is null), any other leaf at 1 (0 when null).
+func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Value {
+	v := &rs.cols[c]
+	def := len(rs.l.leaves[c].path)
+	typ := rs.l.leaves[c].typ
+	for i := lo; i < hi; i++ {
+		switch {
+		case def == 2 && rs.winNull != nil && rs.winNull[i]:
+			dst = append(dst, parquet.NullValue().Level(0, 0, c))
+		case v.isNull(i):
+			dst = append(dst, parquet.NullValue().Level(0, def-1, c))
+		case typ == stream.Float64:
+			dst = append(dst, parquet.DoubleValue(v.f64[i]).Level(0, def, c))
+		case typ == stream.String:
+			s := v.str[i]
+			// No copy: the column buffer copies the bytes, and s outlives the call.
+			dst = append(dst, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))).Level(0, def, c))
+		default:
+			dst = append(dst, parquet.Int64Value(v.i64[i]).Level(0, def, c))
+		}
+	}
+	return dst
+}
+
+func clampInt(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+// fileLeaf is where a layout leaf is in a data file, and how its values
+// convert.
+type fileLeaf struct {
+	maxDef int
+	scale  int64 // µs per unit for INT64 timestamps; 0 = INT96
+	nanos  bool
+}
+
+// readDataFile reads every row of a data file of layout l. Columns are
+// found by name, so files other writers produced (INT96 or milli/nano
+// timestamps, INT32 or FLOAT columns, other column orders, missing columns:
+// null) read too. It decodes one column chunk at a time.
+func readDataFile(fs vfs.FS, path string, l *outLayout) (*rowSet, error) {
+	pf, f, err := openParquet(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	schema := pf.Schema()
+	ourOf := make([]int, len(schema.Columns())) // file column -> our leaf + 1
+	leaves := make([]fileLeaf, len(l.leaves))
+	found := make([]bool, len(l.leaves))
+	winMaxDef := 0
+	for i, lf := range l.leaves {
+		lc, ok := schema.Lookup(lf.path...)
+		if !ok {
+			continue
+		}
+		fl := fileLeaf{maxDef: lc.MaxDefinitionLevel, scale: 1}
+		if lf.typ == stream.Timestamp {
+			if lc.Node.Type().Kind() == parquet.Int96 {
+				fl.scale = 0
+			} else if lt, ok := logicalOf(lc.Node).(*format.TimestampType); ok {
+				switch lt.Unit.Value.(type) {
+				case *format.MilliSeconds:
+					fl.scale = 1000
+				case *format.NanoSeconds:
+					fl.nanos = true
+				}
+			}
+		}
+		if len(lf.path) == 2 {
+			winMaxDef = max(winMaxDef, fl.maxDef)
+		}
+		leaves[i], found[i] = fl, true
+		ourOf[lc.ColumnIndex] = i + 1
+	}
+	n := int(pf.NumRows())
+	rs := newRowSet(l, n)
+	// winSeen[r]: a window leaf of row r has a definition level above 0,
+	// so the window struct is present.
+	var winSeen []bool
+	if winMaxDef > 1 {
+		winSeen = make([]bool, n)
+	}
+	base := 0
+	vals := make([]parquet.Value, clampInt(n, 1, 4096))
+	for _, rg := range pf.RowGroups() {
+		rgRows := int(rg.NumRows())
+		for fc, chunk := range rg.ColumnChunks() {
+			if ourOf[fc] == 0 {
+				continue
+			}
+			c := ourOf[fc] - 1
+			if err := rs.readChunk(chunk, c, leaves[c], winSeen, base, vals); err != nil {
+				return nil, fmt.Errorf("read %s: %w", path, err)
+			}
+		}
+		for c := range l.leaves {
+			if !found[c] {
+				rs.appendNulls(c, rgRows)
+			}
+			if got := rs.colLen(c); got != base+rgRows {
+				return nil, fmt.Errorf("read %s: column %s has %d values, the row groups %d rows", path, l.leaves[c].col, got, base+rgRows)
+			}
+		}
+		base += rgRows
+	}
+	rs.n = base
+	if winSeen != nil {
+		for r, seen := range winSeen[:base] {
+			if !seen {
+				if rs.winNull == nil {
+					rs.winNull = make([]bool, base)
+				}
+				rs.winNull[r] = true
+			}
+		}
+	}
+	return rs, nil
+}
+
+// readChunk appends the values of one column chunk to column c; rows start
+// at row index base in the file.
+func (rs *rowSet) readChunk(chunk parquet.ColumnChunk, c int, fl fileLeaf, winSeen []bool, base int, vals []parquet.Value) error {
+	pages := chunk.Pages()
+	defer pages.Close()
+	v := &rs.cols[c]
+	typ := rs.l.leaves[c].typ
+	window := len(rs.l.leaves[c].path) == 2
+	row := base
+	for {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		vr := p.Values()
+		for {
+			k, err := vr.ReadValues(vals)
+			for _, x := range vals[:k] {
+				if window && winSeen != nil && x.DefinitionLevel() > 0 && row < len(winSeen) {
+					winSeen[row] = true
+				}
+				row++
+				null := x.IsNull()
+				if null && v.null == nil {
+					v.null = make([]bool, rs.colLen(c), max(cap(v.i64), cap(v.f64), cap(v.str)))
+				}
+				if v.null != nil {
+					v.null = append(v.null, null)
+				}
+				switch typ {
+				case stream.Float64:
+					var f float64
+					if !null {
+						f = x.Double()
+						if x.Kind() == parquet.Float {
+							f = float64(x.Float())
+						}
+					}
+					v.f64 = append(v.f64, f)
+				case stream.String:
+					var s string
+					if !null {
+						s = string(x.ByteArray())
+					}
+					v.str = append(v.str, s)
+				default:
+					var i int64
+					if !null {
+						i = leafInt(x, fl, typ)
+					}
+					v.i64 = append(v.i64, i)
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				parquet.Release(p)
+				return err
+			}
+		}
+		parquet.Release(p)
+	}
+}
+
+// leafInt converts an integer or timestamp value to int64 (µs for
+// timestamps).
+func leafInt(x parquet.Value, fl fileLeaf, typ stream.Type) int64 {
+	switch x.Kind() {
+	case parquet.Int96:
+		return int96Micros(x.Int96())
+	case parquet.Int32:
+		return int64(x.Int32())
+	}
+	i := x.Int64()
+	if typ != stream.Timestamp {
+		return i
+	}
+	if fl.nanos {
+		return i / 1000
+	}
+	return i * fl.scale
+}
+
+func (rs *rowSet) colLen(c int) int {
+	v := &rs.cols[c]
+	switch rs.l.leaves[c].typ {
+	case stream.Float64:
+		return len(v.f64)
+	case stream.String:
+		return len(v.str)
+	}
+	return len(v.i64)
+}
+
+// appendNulls appends k nulls to column c (a column the file lacks).
+func (rs *rowSet) appendNulls(c, k int) {
+	v := &rs.cols[c]
+	have := rs.colLen(c)
+	if v.null == nil {
+		v.null = make([]bool, have, have+k)
+	}
+	for range k {
+		v.null = append(v.null, true)
+	}
+	switch rs.l.leaves[c].typ {
+	case stream.Float64:
+		v.f64 = append(v.f64, make([]float64, k)...)
+	case stream.String:
+		v.str = append(v.str, make([]string, k)...)
+	default:
+		v.i64 = append(v.i64, make([]int64, k)...)
+	}
+}
+
+// statsPrefixLen is Spark's string stats prefix (32 characters).
+const statsPrefixLen = 32
+
+// maxTieBreaker follows a truncated max string so that it stays >= every
+// value with that prefix.
+const maxTieBreaker = "\U0010FFFF"
+
+func truncMin(s string) string {
+	if len(s) <= statsPrefixLen { // bytes >= runes
+		return s
+	}
+	if r := []rune(s); len(r) > statsPrefixLen {
+		return string(r[:statsPrefixLen])
+	}
+	return s
+}
+
+func truncMax(s string) string {
+	if len(s) <= statsPrefixLen {
+		return s
+	}
+	if r := []rune(s); len(r) > statsPrefixLen {
+		return string(r[:statsPrefixLen]) + maxTieBreaker
+	}
+	return s
+}
+
+// colStat is one column's min, max (row indexes) and null count.
+type colStat struct {
+	lo, hi int
+	has    bool
+	nulls  int64
+}
+
+// stats is the add action's stats JSON, in Spark's shape and key order:
+// numRecords; minValues and maxValues per column, nested like the schema
+// (window.start, window.end), timestamps ISO-8601 cut to milliseconds,
+// strings cut to 32 characters (a cut max followed by U+10FFFF), NaN and
+// infinities left out, a column without values left out; nullCount per
+// column, always present.
+func (rs *rowSet) stats() string {
+	st := make([]colStat, len(rs.cols))
+	for c := range rs.cols {
+		st[c] = rs.colStat(c)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"numRecords":`)
+	b.WriteString(strconv.Itoa(rs.n))
+	b.WriteString(`,"minValues":`)
+	rs.writeStatValues(&b, st, true)
+	b.WriteString(`,"maxValues":`)
+	rs.writeStatValues(&b, st, false)
+	b.WriteString(`,"nullCount":{`)
+	for c := 0; c < len(rs.cols); c++ {
+		if c > 0 {
+			b.WriteByte(',')
+		}
+		lf := rs.l.leaves[c]
+		if len(lf.path) == 2 {
+			fmt.Fprintf(&b, `%s:{%s:%d,%s:%d}`, jsonStr(lf.path[0]), jsonStr(lf.path[1]), st[c].nulls,
+				jsonStr(rs.l.leaves[c+1].path[1]), st[c+1].nulls)
+			c++
+			continue
+		}
+		fmt.Fprintf(&b, `%s:%d`, jsonStr(lf.path[0]), st[c].nulls)
+	}
+	b.WriteString("}}")
+	return b.String()
+}
+
+func (rs *rowSet) colStat(c int) colStat {
+	v := &rs.cols[c]
+	typ := rs.l.leaves[c].typ
+	var s colStat
+	for i := 0; i < rs.n; i++ {
+		if v.isNull(i) {
+			s.nulls++
+			continue
+		}
+		if typ == stream.Float64 && (math.IsNaN(v.f64[i]) || math.IsInf(v.f64[i], 0)) {
+			continue
+		}
+		if !s.has {
+			s.lo, s.hi, s.has = i, i, true
+			continue
+		}
+		if cmpAt(typ, v, i, v, s.lo) < 0 {
+			s.lo = i
+		}
+		if cmpAt(typ, v, i, v, s.hi) > 0 {
+			s.hi = i
+		}
+	}
+	return s
+}
+
+func (rs *rowSet) writeStatValues(b *bytes.Buffer, st []colStat, isMin bool) {
+	b.WriteByte('{')
+	first := true
+	sep := func() {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+	}
+	for c := 0; c < len(rs.cols); c++ {
+		lf := rs.l.leaves[c]
+		if len(lf.path) == 2 {
+			if st[c].has || st[c+1].has {
+				sep()
+				b.WriteString(jsonStr(lf.path[0]) + ":{")
+				if st[c].has {
+					b.WriteString(jsonStr(lf.path[1]) + ":" + rs.statValue(c, st[c], isMin))
+				}
+				if st[c+1].has {
+					if st[c].has {
+						b.WriteByte(',')
+					}
+					b.WriteString(jsonStr(rs.l.leaves[c+1].path[1]) + ":" + rs.statValue(c+1, st[c+1], isMin))
+				}
+				b.WriteByte('}')
+			}
+			c++
+			continue
+		}
+		if st[c].has {
+			sep()
+			b.WriteString(jsonStr(lf.path[0]) + ":" + rs.statValue(c, st[c], isMin))
+		}
+	}
+	b.WriteByte('}')
+}
+
+// statValue renders column c's min or max as JSON.
+func (rs *rowSet) statValue(c int, s colStat, isMin bool) string {
+	i := s.hi
+	if isMin {
+		i = s.lo
+	}
+	v := &rs.cols[c]
+	switch rs.l.leaves[c].typ {
+	case stream.Timestamp:
+		return jsonStr(formatStatsTime(time.UnixMicro(v.i64[i])))
+	case stream.Float64:
+		js, _ := json.Marshal(v.f64[i]) // finite: NaN and infinities have no stats
+		return string(js)
+	case stream.String:
+		if isMin {
+			return jsonStr(truncMin(v.str[i]))
+		}
+		return jsonStr(truncMax(v.str[i]))
+	}
+	return strconv.FormatInt(v.i64[i], 10)
+}
+
+// jsonStr encodes s as encoding/json does (HTML characters escaped).
+func jsonStr(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

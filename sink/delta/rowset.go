@@ -1,0 +1,263 @@
+package delta
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// rowSet holds rows of one table layout by column: one vector per layout
+// leaf, as the engine's batches and Parquet's column chunks hold them, so
+// a batch becomes a rowSet without copying its values and a file is decoded
+// and encoded one column at a time. Timestamps are microseconds since the
+// epoch, UTC.
+type rowSet struct {
+	l    *outLayout
+	cols []vector
+	n    int
+	// winNull, when non-nil, marks rows whose window struct itself is null
+	// (a file another writer produced); their window leaves are null too.
+	winNull []bool
+	// del, when non-nil, marks batch rows with sign -1: the MERGE deletes
+	// the target row with their key (never set on rows of a file).
+	del []bool
+}
+
+// vector is one column of a rowSet: the slice its type selects, and null
+// flags (nil when no value is null). The value of a null is its type's zero.
+type vector struct {
+	i64  []int64 // Int64, Timestamp
+	f64  []float64
+	str  []string
+	null []bool
+}
+
+func (v *vector) isNull(i int) bool { return v.null != nil && v.null[i] }
+
+func newRowSet(l *outLayout, capacity int) *rowSet {
+	rs := &rowSet{l: l, cols: make([]vector, len(l.leaves))}
+	for i, lf := range l.leaves {
+		switch lf.typ {
+		case stream.Float64:
+			rs.cols[i].f64 = make([]float64, 0, capacity)
+		case stream.String:
+			rs.cols[i].str = make([]string, 0, capacity)
+		default:
+			rs.cols[i].i64 = make([]int64, 0, capacity)
+		}
+	}
+	return rs
+}
+
+// batchRowSet views an engine batch as a rowSet of layout l, sharing its
+// value slices (neither is modified afterwards). Only null flags and signs
+// are converted.
+func batchRowSet(l *outLayout, b *stream.Batch) (*rowSet, error) {
+	rs := &rowSet{l: l, cols: make([]vector, len(l.leaves)), n: b.Len}
+	for i, lf := range l.leaves {
+		c := b.Column(lf.col)
+		if c == nil || c.Type != lf.typ {
+			return nil, errBadBatch(lf.col, lf.typ)
+		}
+		v := &rs.cols[i]
+		v.i64, v.f64, v.str = c.Int64s, c.Float64s, c.Strings
+		if c.Valid != nil && slices.Contains(c.Valid, false) {
+			v.null = make([]bool, b.Len)
+			for r, ok := range c.Valid {
+				v.null[r] = !ok
+			}
+		}
+	}
+	if b.Signs != nil && slices.Contains(b.Signs, -1) {
+		rs.del = make([]bool, b.Len)
+		for r, s := range b.Signs {
+			rs.del[r] = s < 0
+		}
+	}
+	return rs, nil
+}
+
+// batch returns the rows as an engine batch with the layout's column names
+// (the window struct as window_start, window_end), sharing the value slices.
+func (rs *rowSet) batch() *stream.Batch {
+	b := &stream.Batch{Len: rs.n, Columns: make([]stream.Column, len(rs.cols))}
+	for i, lf := range rs.l.leaves {
+		v := &rs.cols[i]
+		c := stream.Column{Name: lf.col, Type: lf.typ, Int64s: v.i64, Float64s: v.f64, Strings: v.str}
+		if v.null != nil {
+			c.Valid = make([]bool, rs.n)
+			for r, null := range v.null {
+				c.Valid[r] = !null
+			}
+		}
+		b.Columns[i] = c
+	}
+	return b
+}
+
+// cmpAt compares one column's values at rows i of a and j of b (same
+// layout): null before every value, nulls equal to each other (Spark's <=>,
+// so a null key is one key), NaN before every other double.
+func cmpAt(t stream.Type, a *vector, i int, b *vector, j int) int {
+	an, bn := a.isNull(i), b.isNull(j)
+	if an || bn {
+		return cmpNullable(an, bn)
+	}
+	switch t {
+	case stream.Float64:
+		return cmp.Compare(a.f64[i], b.f64[j])
+	case stream.String:
+		return strings.Compare(a.str[i], b.str[j])
+	}
+	return cmp.Compare(a.i64[i], b.i64[j])
+}
+
+// cmpNullable orders null before non-null; 0 means "compare the values"
+// (both present) or "equal" (both null).
+func cmpNullable(an, bn bool) int {
+	switch {
+	case an == bn:
+		return 0
+	case an:
+		return -1
+	}
+	return 1
+}
+
+// cmpKey orders row i of a and row j of b by the layout's key columns.
+func cmpKey(a *rowSet, i int, b *rowSet, j int) int {
+	for _, k := range a.l.keys {
+		if c := cmpAt(a.l.leaves[k].typ, &a.cols[k], i, &b.cols[k], j); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// sortedUnique reports whether the rows are in key order with no key twice.
+func (rs *rowSet) sortedUnique() bool {
+	for i := 1; i < rs.n; i++ {
+		if cmpKey(rs, i-1, rs, i) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// dedupeSorted returns the rows sorted by key, keeping the last row of each
+// key (the engine's order is the update order). When they are sorted with
+// unique keys already (an update-mode batch in key order) rs itself is
+// returned rather than copied: a copy of a seed backfill batch's ~1M rows
+// would be live at the batch's memory peak.
+func (rs *rowSet) dedupeSorted() *rowSet {
+	if rs.sortedUnique() {
+		return rs
+	}
+	perm := make([]int32, rs.n)
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	// Stable by input position, so that of equal keys the last comes last.
+	slices.SortFunc(perm, func(a, b int32) int {
+		if c := cmpKey(rs, int(a), rs, int(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	out := perm[:0]
+	for _, r := range perm {
+		if len(out) > 0 && cmpKey(rs, int(out[len(out)-1]), rs, int(r)) == 0 {
+			out[len(out)-1] = r
+			continue
+		}
+		out = append(out, r)
+	}
+	dst := newRowSet(rs.l, len(out))
+	for _, r := range out {
+		dst.appendRow(rs, int(r))
+	}
+	return dst
+}
+
+// sortByKey sorts the rows by key in place (order among equal keys is not
+// kept: callers sort rows whose keys are unique).
+func (rs *rowSet) sortByKey() {
+	if rs.sortedUnique() {
+		return
+	}
+	perm := make([]int32, rs.n)
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int { return cmpKey(rs, int(a), rs, int(b)) })
+	dst := newRowSet(rs.l, rs.n)
+	for _, r := range perm {
+		dst.appendRow(rs, int(r))
+	}
+	*rs = *dst
+}
+
+// appendRow appends row i of src (same layout).
+func (rs *rowSet) appendRow(src *rowSet, i int) {
+	for c := range rs.cols {
+		d, s := &rs.cols[c], &src.cols[c]
+		switch rs.l.leaves[c].typ {
+		case stream.Float64:
+			d.f64 = append(d.f64, s.f64[i])
+		case stream.String:
+			d.str = append(d.str, s.str[i])
+		default:
+			d.i64 = append(d.i64, s.i64[i])
+		}
+		if d.null == nil && s.isNull(i) {
+			d.null = make([]bool, rs.n)
+		}
+		if d.null != nil {
+			d.null = append(d.null, s.isNull(i))
+		}
+	}
+	wn := src.winNull != nil && src.winNull[i]
+	if wn && rs.winNull == nil {
+		rs.winNull = make([]bool, rs.n)
+	}
+	if rs.winNull != nil {
+		rs.winNull = append(rs.winNull, wn)
+	}
+	if d := src.deleted(i); d || rs.del != nil {
+		if rs.del == nil {
+			rs.del = make([]bool, rs.n)
+		}
+		rs.del = append(rs.del, d)
+	}
+	rs.n++
+}
+
+// slice returns rows [lo, hi) sharing rs's vectors.
+func (rs *rowSet) slice(lo, hi int) *rowSet {
+	out := &rowSet{l: rs.l, cols: make([]vector, len(rs.cols)), n: hi - lo}
+	for c := range rs.cols {
+		s, d := &rs.cols[c], &out.cols[c]
+		switch rs.l.leaves[c].typ {
+		case stream.Float64:
+			d.f64 = s.f64[lo:hi:hi]
+		case stream.String:
+			d.str = s.str[lo:hi:hi]
+		default:
+			d.i64 = s.i64[lo:hi:hi]
+		}
+		if s.null != nil {
+			d.null = s.null[lo:hi:hi]
+		}
+	}
+	if rs.winNull != nil {
+		out.winNull = rs.winNull[lo:hi:hi]
+	}
+	if rs.del != nil {
+		out.del = rs.del[lo:hi:hi]
+	}
+	return out
+}
+
+func (rs *rowSet) deleted(i int) bool { return rs.del != nil && rs.del[i] }
