@@ -36,8 +36,9 @@ func tableShowCmd() *cobra.Command {
 		Short: "Print every live row of a Delta table",
 		Long: `show prints every live row of the table at its latest version (or --version V).
 csv: a header row, then one row per table row; nested values are JSON text.
-jsonl: one JSON object per row. The sink's table prints window_start, window_end,
-source, miner, count; timestamps are RFC 3339 UTC.`,
+jsonl: one JSON object per row. A table the sink wrote prints its window struct as
+window_start, window_end, then its other columns (the reference query's: source, miner,
+count); timestamps are RFC 3339 UTC.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := delta.CheckShowOptions(format, version); err != nil {
@@ -105,7 +106,7 @@ func tableOptimizeCmd() *cobra.Command {
 	var targetRows int
 	cmd := &cobra.Command{
 		Use:   "optimize DIR [--target-file-rows N]",
-		Short: "Compact the small files of the sink's table (dataChange=false)",
+		Short: "Compact the small files of a table the sink wrote, any query's (dataChange=false)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fs, dir, err := store(cmd.Context(), "table", args[0])

@@ -1,6 +1,6 @@
 // Package delta implements the Delta Lake transaction protocol (reader
 // version 1, writer version 2, no table features) for local directories, and
-// the idempotent MERGE sink of the reference pipeline (docs/contracts.md, Delta table).
+// the idempotent MERGE sink of every query's output (docs/contracts.md, Delta table).
 // Every file of a table is read and written through a pebble vfs.FS
 // (SinkOptions.FS, OpenFS, WithFS; the local disk by default).
 //
@@ -60,7 +60,7 @@
 //
 // One commit per engine batch:
 //
-//	{"commitInfo":{..."operation":"MERGE","operationParameters":{"predicate":..,
+//	{"commitInfo":{..."operation":"MERGE","operationParameters":{"predicate":"[\"(t.window.start = s.window.start) AND ... AND (t.miner <=> s.miner)\"]",
 //	   "matchedPredicates":"[{\"actionType\":\"update\"}]","notMatchedPredicates":..},
 //	   "readVersion":v,"isolationLevel":"Serializable","isBlindAppend":false,
 //	   "operationMetrics":{"numSourceRows":"20",...},"engineInfo":"ethstream/0.1.0","txnId":..}}
@@ -77,20 +77,33 @@
 // records matchedPredicates
 // [{"predicate":"(s.sign = -1)","actionType":"delete"},{"actionType":"update"}]
 // with numTargetRowsDeleted and numTargetRowsMatchedDeleted filled in.
-// Matching uses the sink's key columns (SinkOptions.KeyColumns), like the
-// update.
+//
+// The MERGE key is the output schema's key (stream.Schema.Key: the window
+// and the group columns; SinkOptions.KeyColumns overrides it), for the
+// reference table and every query's table alike: one columnar MERGE
+// (rowset.go, merge.go). Keys match null-safely, as Spark's <=>: a null key
+// column equals a null (and NaN equals NaN, -0 equals 0), so a group whose
+// key is null is one row of the table, updated and deleted like any other.
+// The predicate shows a key column the output declares nullable as
+// "(t.c <=> s.c)" and a non-nullable one as "(t.c = s.c)" (the same match
+// there); tables written before keys matched null-safely show "=" for every
+// column in their older commits and keep working unchanged. A matched
+// target row takes the batch row's values. An output without a key (a
+// global aggregation) has one empty key: its table holds one row.
 //
 // A batch is skipped when the snapshot's txn version for the query id is
 // already >= the batch id (Spark's rule), so a re-run batch writes nothing.
-// Candidate files are the live files whose window.start range (max widened
-// by 1 ms for the millisecond cut) and source/miner ranges (32-character
-// prefixes; a truncated max is followed by U+10FFFF) may hold a batch key;
-// they are read, and only those that really hold one are removed and
-// rewritten with the updated rows. All output rows (copied, updated and
-// inserted) are sorted and cut into files of TargetFileRows rows; when the
-// last file would be large, the newest window goes to a file of its own
-// ("hot tail"), so that the next live batch rewrites a few hundred rows, not
-// a full file. A lost race abandons (deletes) the attempt's data files,
+// Candidate files are the live files whose stats may hold a batch key
+// (prune.go): for every key column its min and max (timestamps' max widened
+// by 1 ms for the millisecond cut; strings 32-character prefixes, a
+// truncated max followed by U+10FFFF; NaN and infinities always admitted)
+// and its nullCount (a null key only in a file with nulls there). They are
+// read, and only those that really hold one are removed and rewritten with
+// the updated rows. All output rows (copied, updated and inserted) are
+// sorted by key and cut into files of TargetFileRows rows; in a windowed
+// table, when the last file would be large, the newest window goes to a file
+// of its own ("hot tail"), so that the next live batch rewrites a few
+// hundred rows, not a full file. A lost race abandons (deletes) the attempt's data files,
 // applies the new commits to the cached snapshot and retries from the txn
 // check. A checkpoint follows every commit whose version is a multiple of
 // CheckpointInterval: its rows are taken at the commit, and the file is
@@ -109,9 +122,12 @@
 //
 // # Maintenance
 //
-// Optimize compacts runs of small files of the sink table (in window order)
-// into files of TargetFileRows rows: one commit, operation OPTIMIZE, every
-// add and remove dataChange=false. Vacuum deletes files under the root (not
+// Optimize compacts runs of small files (in window order) of any table the
+// sink writes (the window struct and nullable long, double, string and
+// timestamp columns, unpartitioned; its layout is read from the table's
+// schema) into files of TargetFileRows rows sorted by every column in table
+// order (the key first): one commit, operation OPTIMIZE, every add and remove
+// dataChange=false; any other table is DELTA_UNSUPPORTED_FEATURE. Vacuum deletes files under the root (not
 // in _delta_log or hidden/underscore directories) that the latest snapshot
 // neither references nor removed within the retention, and that are older
 // than the retention; it is a dry run unless asked. History lists commitInfo
@@ -161,7 +177,7 @@
 // immutable. MergeSink serialises its own calls; any number of writers (in
 // one process or several) may share a table directory.
 //
-// # Tables of any query (general.go)
+// # Tables of any query (outschema.go, datafile.go)
 //
 // The table's schema comes from the operator's output schema (SinkEnv.Schema,
 // TableSchema): window_start and window_end become the struct column
@@ -171,19 +187,24 @@
 // nullable; the MERGE key is the schema's key (the window and the group
 // keys). A row with sign -1 deletes its key. Data files are snappy parquet,
 // every field OPTIONAL, timestamps INT64 TIMESTAMP(MICROS, UTC), rows sorted
-// by the key; each add carries stats for every column (numRecords; minValues
-// and maxValues per column, nested like the schema, timestamps cut to
-// milliseconds, strings to 32 characters, NaN left out; nullCount per
-// column). Files whose window.start range cannot hold a batch key are not
-// read. An existing table whose schema differs from the output's is refused
-// with DELTA_SCHEMA_MISMATCH naming both. The reference query's output
-// (the five columns below, keyed by window, source, miner) takes the typed
-// path described above instead, with the same format.
+// by the key, written and read one column at a time (datafile.go); each add
+// carries stats for every column, keys in schema order (numRecords;
+// minValues and maxValues per column, nested like the schema, timestamps cut
+// to milliseconds, strings to 32 characters, NaN and infinities left out, a
+// column without values left out; nullCount per column, always). Tables
+// written before this order recorded the keys of minValues, maxValues and
+// nullCount alphabetically; JSON readers, ours included, do not care. An
+// existing table whose schema differs from the output's is refused with
+// DELTA_SCHEMA_MISMATCH naming both. Snapshot.Scan reads any such table
+// as engine batches, one per file; Show prints it.
 //
-// The sink table has Spark's schema (SinkSchemaString): window
-// struct<start timestamp, end timestamp>, source string, miner string,
-// count long. Its parquet files are snappy-compressed, every field OPTIONAL,
-// timestamps INT64 TIMESTAMP(MICROS, isAdjustedToUTC=true), and rows are
-// sorted by (window.start, window.end, source, miner) so that the files'
-// min/max stats on window.start prune MERGE.
+// The reference query's output (ReferenceSchema, also the sink's schema
+// when it is given none) makes the reference table, with Spark's schema
+// (SinkSchemaString): window struct<start timestamp, end timestamp>, source
+// string, miner string, count long, keyed by (window, source, miner). Its
+// parquet files are snappy-compressed, every field OPTIONAL, timestamps
+// INT64 TIMESTAMP(MICROS, isAdjustedToUTC=true), and rows are sorted by
+// (window.start, window.end, source, miner) so that the files' min/max stats
+// on window.start prune MERGE. Its data files and stats are byte for byte
+// those of the typed writer this MERGE replaced.
 package delta

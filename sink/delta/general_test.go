@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -182,5 +183,31 @@ func TestGeneralSinkNoWindow(t *testing.T) {
 	}
 	if got := showCSV(t, dir); !sort3(got, "miner,count\na,3\nb,1\n") {
 		t.Fatalf("table\n%s", got)
+	}
+}
+
+// A table without a key (a global aggregation): every row has the one empty
+// key, so the table holds one row, updated by each batch.
+func TestGeneralSinkNoKey(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := stream.Schema{Fields: []stream.Field{{Name: "count", Type: stream.Int64}, {Name: "gas", Type: stream.Int64, Nullable: true}}}
+	m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	closeAtEnd(t, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Open(ctx, stream.SinkEnv{QueryID: "q", Schema: s}); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int64{3, 5, 9} {
+		b := &stream.Batch{Len: 1, Columns: []stream.Column{{Name: "count", Type: stream.Int64, Int64s: []int64{n}},
+			{Name: "gas", Type: stream.Int64, Int64s: []int64{n * 10}}}}
+		if _, err := m.AddBatch(ctx, int64(i), b); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := showCSV(t, dir), fmt.Sprintf("count,gas\n%d,%d\n", n, n*10); got != want {
+			t.Fatalf("batch %d: table\n%s\nwant\n%s", i, got, want)
+		}
 	}
 }

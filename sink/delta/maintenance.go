@@ -358,6 +358,21 @@ var errVacuumFull = errors.New("vacuum limit reached")
 // deletes, and one run doing them all stalls the disk under the live batches
 // (the soak's p99). The temp sweep runs only in a run that did not stop at
 // its limit. A later run continues where this one stopped.
+// vacuumKeeps is the set of paths (OS form, relative to the root) vacuum
+// must not delete: the live files and those removed after cutoff.
+func (s *Snapshot) vacuumKeeps(cutoff time.Time) map[string]bool {
+	keep := map[string]bool{}
+	for p := range s.files {
+		keep[filepath.FromSlash(p)] = true
+	}
+	for p, r := range s.tombstones {
+		if r.DeletionTimestamp == nil || time.UnixMilli(*r.DeletionTimestamp).After(cutoff) {
+			keep[filepath.FromSlash(p)] = true
+		}
+	}
+	return keep
+}
+
 func (t *Table) vacuumAtMost(ctx context.Context, retention time.Duration, dryRun bool, now time.Time, limit int) ([]string, error) {
 	if retention < 0 {
 		return nil, errcode.New(errcode.InvalidArgument, t.root, "use a retention of 0 or more", "negative retention %s", retention)
@@ -366,16 +381,8 @@ func (t *Table) vacuumAtMost(ctx context.Context, retention time.Duration, dryRu
 	if err != nil {
 		return nil, err
 	}
-	keep := map[string]bool{}
-	for p := range s.files {
-		keep[filepath.FromSlash(p)] = true
-	}
 	cutoff := now.Add(-retention)
-	for p, r := range s.tombstones {
-		if r.DeletionTimestamp == nil || time.UnixMilli(*r.DeletionTimestamp).After(cutoff) {
-			keep[filepath.FromSlash(p)] = true
-		}
-	}
+	keep := s.vacuumKeeps(cutoff)
 	var out []string
 	var walk func(dir, rel string) error
 	walk = func(dir, rel string) error {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ethstream/ethstream/stream"
 )
 
 func TestOptimizeCompactsAndKeepsRows(t *testing.T) {
@@ -261,5 +263,56 @@ func TestVacuumAtMost(t *testing.T) {
 	}
 	if rows := tableRows(t, dir, -1); len(rows) != 1 || rows[oracleKey{baseTS, "a", "m"}] != 8 {
 		t.Fatalf("rows after the vacuums = %v", rows)
+	}
+}
+
+// TestOptimizeAnyTable: OPTIMIZE compacts a table of any query's output
+// (not only the reference table's) without changing a row, the compacted
+// file sorted by the key, and the MERGE goes on updating its rows; a table
+// of a schema the sink does not write is refused.
+func TestOptimizeAnyTable(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, TargetFileRows: 1, AutoCompactMinFiles: -1})
+	closeAtEnd(t, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Open(ctx, stream.SinkEnv{QueryID: "q", Schema: generalSchema()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.AddBatch(ctx, 0, generalBatch(nil, [4]any{int64(2), "0xbb", int64(1), 1.5}, [4]any{int64(1), "0xaa", int64(5), nil}, [4]any{int64(1), "0xbb", int64(7), 7.0})); err != nil {
+		t.Fatal(err)
+	}
+	before := showCSV(t, dir)
+	tbl, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tbl.Optimize(ctx, OptimizeOptions{TargetFileRows: 100})
+	if err != nil || res.FilesRemoved != 3 || res.FilesAdded != 1 || res.Rows != 3 {
+		t.Fatalf("optimize: %+v %v", res, err)
+	}
+	// One file, in key order: Show prints its rows as they are stored.
+	want := "window_start,window_end,miner,gas,avg_gas\n" +
+		"1970-01-01T01:00:00Z,1970-01-01T02:00:00Z,0xaa,5,\n" +
+		"1970-01-01T01:00:00Z,1970-01-01T02:00:00Z,0xbb,7,7\n" +
+		"1970-01-01T02:00:00Z,1970-01-01T03:00:00Z,0xbb,1,1.5\n"
+	if got := showCSV(t, dir); got != want || !sort3(got, before) {
+		t.Fatalf("after optimize\n%s\nwant\n%s", got, want)
+	}
+	if _, err := m.AddBatch(ctx, 1, generalBatch(nil, [4]any{int64(1), "0xaa", int64(6), 2.0})); err != nil {
+		t.Fatal(err)
+	}
+	if got := showCSV(t, dir); !sort3(got, strings.Replace(want, "0xaa,5,\n", "0xaa,6,2\n", 1)) {
+		t.Fatalf("after a MERGE\n%s", got)
+	}
+	foreign := copyTable(t, filepath.Join(goldenDir(t), "table_with_null_stats_in_notnull_struct"))
+	ft, err := Open(ctx, foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ft.Optimize(ctx, OptimizeOptions{}); codeOf(err) != CodeUnsupportedFeature {
+		t.Fatalf("a foreign table: %v", err)
 	}
 }

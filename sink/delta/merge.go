@@ -99,16 +99,14 @@ const hotTailRows = 1024
 // whose stats may hold a src key are read, and only the ones that really
 // hold one are rewritten. Matching is a sort-merge join: the source is
 // sorted by key once, and each candidate file (already sorted when we wrote
-// it) is joined against the part of the source its first key starts at. A
-// layout without a key appends every row.
+// it) is joined against the part of the source its first key starts at. In
+// a layout without a key (a global aggregation) every row has the one empty
+// key: the table holds one row, which each batch updates.
 func (s *Snapshot) planMerge(ctx context.Context, src *rowSet, o mergeOptions) (*mergePlan, error) {
 	start := time.Now()
 	plan := &mergePlan{fs: s.table.fs}
 	plan.metrics.NumSourceRows = int64(src.n)
-	uniq := src
-	if len(src.l.keys) > 0 {
-		uniq = src.dedupeSorted()
-	}
+	uniq := src.dedupeSorted()
 	matched := make([]bool, uniq.n)
 	var touched []*rowSet
 	for _, f := range s.mergeCandidates(uniq) {

@@ -139,7 +139,8 @@ func ReferenceSchema() stream.Schema {
 // the columns of the four Delta types the sink writes. Its key is every
 // leaf in table order, the order OPTIMIZE sorts by (the output's key comes
 // first in its columns, so a table sorted this way is sorted by that key).
-// Any other schema is not one of ours: an error.
+// Any other schema (other types, a column not nullable) is not one of
+// ours: an error.
 func tableLayout(s Schema) (*outLayout, error) {
 	l := &outLayout{schema: s}
 	for _, f := range s.Fields {
@@ -148,6 +149,9 @@ func tableLayout(s Schema) (*outLayout, error) {
 				outLeaf{col: KeyWindowStart, path: []string{windowField, windowStart}, typ: stream.Timestamp, nullable: true},
 				outLeaf{col: KeyWindowEnd, path: []string{windowField, windowEnd}, typ: stream.Timestamp, nullable: true})
 			continue
+		}
+		if !f.Nullable {
+			return nil, fmt.Errorf("column %q is not nullable; the sink writes every column nullable", f.Name)
 		}
 		var t stream.Type
 		switch f.Type.Primitive {

@@ -204,8 +204,18 @@ func admits(rs *rowSet, i int, kr []leafRange) bool {
 // narrows the rows to check by binary search; the others are checked per
 // row.
 func (s *Snapshot) mergeCandidates(uniq *rowSet) []*AddFile {
-	if uniq.n == 0 || len(uniq.l.keys) == 0 {
+	if uniq.n == 0 {
 		return nil
+	}
+	if len(uniq.l.keys) == 0 { // one key, which every row has
+		var out []*AddFile
+		for _, f := range s.files {
+			if fr := s.rangeOf(f); fr.numRecords != 0 {
+				out = append(out, f)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+		return out
 	}
 	k0 := uniq.l.keys[0]
 	v0 := &uniq.cols[k0]

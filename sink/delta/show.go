@@ -111,8 +111,23 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 		bw.WriteString("}\n")
 		return nil
 	}
-	if l, lerr := s.scanLayout(); lerr == nil {
-		err = s.scanRows(ctx, l, func(rs *rowSet) error {
+	err = s.showRows(ctx, vals, emit)
+	if err != nil {
+		return err
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// showRows sets vals to each live row's values, in ShowColumns order, and
+// calls emit: decoded by column for the sink's tables, by the generic reader
+// for any other.
+func (s *Snapshot) showRows(ctx context.Context, vals []any, emit func() error) error {
+	if l, err := s.scanLayout(); err == nil {
+		return s.scanRows(ctx, l, func(rs *rowSet) error {
 			for r := range rs.n {
 				for c := range rs.cols {
 					vals[c] = rs.value(c, r)
@@ -123,31 +138,22 @@ func Show(ctx context.Context, w io.Writer, path, format string, version int64) 
 			}
 			return nil
 		})
-	} else {
-		err = s.Rows(ctx, func(row map[string]any) error {
-			i := 0
-			for _, f := range s.Schema.Fields {
-				v := row[f.Name]
-				if isSinkWindow(f) {
-					m, _ := v.(map[string]any)
-					vals[i], vals[i+1] = m["start"], m["end"]
-					i += 2
-					continue
-				}
-				vals[i] = v
-				i++
+	}
+	return s.Rows(ctx, func(row map[string]any) error {
+		i := 0
+		for _, f := range s.Schema.Fields {
+			v := row[f.Name]
+			if isSinkWindow(f) {
+				m, _ := v.(map[string]any)
+				vals[i], vals[i+1] = m["start"], m["end"]
+				i += 2
+				continue
 			}
-			return emit()
-		})
-	}
-	if err != nil {
-		return err
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
-	}
-	return bw.Flush()
+			vals[i] = v
+			i++
+		}
+		return emit()
+	})
 }
 
 // value returns column c of row r as Rows would: time.Time (UTC), int64,

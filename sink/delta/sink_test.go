@@ -27,18 +27,32 @@ type oracleKey struct {
 	src, miner string
 }
 
-// mkBatch builds an engine batch with the sink's columns.
+// mkBatch builds an engine batch with the sink's columns (nulls as the
+// rows' null bits say).
 func mkBatch(rows []refRow) *stream.Batch {
 	b := &stream.Batch{Len: len(rows), Columns: []stream.Column{
 		{Name: "window_start", Type: stream.Timestamp}, {Name: "window_end", Type: stream.Timestamp},
 		{Name: "source", Type: stream.String}, {Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64},
 	}}
-	for _, r := range rows {
+	for i, r := range rows {
 		b.Columns[0].Int64s = append(b.Columns[0].Int64s, r.WS)
 		b.Columns[1].Int64s = append(b.Columns[1].Int64s, r.WE)
 		b.Columns[2].Strings = append(b.Columns[2].Strings, r.Source)
 		b.Columns[3].Strings = append(b.Columns[3].Strings, r.Miner)
 		b.Columns[4].Int64s = append(b.Columns[4].Int64s, r.Count)
+		for c, bit := range []uint8{nullWS, nullWE, nullSource, nullMiner, nullCount} {
+			if r.nulls&bit == 0 {
+				continue
+			}
+			col := &b.Columns[c]
+			if col.Valid == nil {
+				col.Valid = make([]bool, len(rows))
+				for j := range col.Valid {
+					col.Valid[j] = true
+				}
+			}
+			col.Valid[i] = false
+		}
 	}
 	return b
 }
