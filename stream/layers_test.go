@@ -33,6 +33,9 @@ func TestLayers(t *testing.T) {
 		{"filter", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "shape"}},
 		{"shape", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "filter"}},
 		{"query", []string{"engine", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "shape"}},
+		// The test harness twins the stream contracts and nothing else, so
+		// that the tests of every layer (the engine's own included) may use it.
+		{"internal/streamtest", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "query", "filter", "shape", "storage", "durable"}},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+r.pkg).CombinedOutput()
@@ -48,6 +51,27 @@ func TestLayers(t *testing.T) {
 				if f == "*" || rel == f {
 					t.Errorf("%s imports %s (directly or not); the layering forbids it", r.pkg, rel)
 				}
+			}
+		}
+	}
+}
+
+// TestHarnessOnlyInTests pins that internal/streamtest is test support: no
+// package's production code imports it (tests do).
+func TestHarnessOnlyInTests(t *testing.T) {
+	const harness = "github.com/ethstream/ethstream/internal/streamtest"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "github.com/ethstream/ethstream/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == harness {
+			continue
+		}
+		for _, dep := range f[1:] {
+			if dep == harness {
+				t.Errorf("%s imports %s (directly or not): it is for tests only", f[0], harness)
 			}
 		}
 	}

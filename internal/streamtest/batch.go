@@ -1,0 +1,118 @@
+package streamtest
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// appendRows appends rows [lo, hi) of src to dst, which is empty or has
+// src's columns (names and types, in order). Values are copied: dst never
+// aliases src, so a receiver may keep dst after src's producer reuses it.
+func appendRows(dst, src *stream.Batch, lo, hi int) error {
+	if len(dst.Columns) == 0 && dst.Len == 0 {
+		for _, c := range src.Columns {
+			dst.Columns = append(dst.Columns, stream.Column{Name: c.Name, Type: c.Type})
+		}
+	}
+	if len(dst.Columns) != len(src.Columns) {
+		return fmt.Errorf("rows have %d columns, want %d", len(src.Columns), len(dst.Columns))
+	}
+	for i := range src.Columns {
+		d, s := &dst.Columns[i], &src.Columns[i]
+		if d.Name != s.Name || d.Type != s.Type {
+			return fmt.Errorf("column %d is %s %v, want %s %v", i, s.Name, s.Type, d.Name, d.Type)
+		}
+		switch s.Type {
+		case stream.String:
+			d.Strings = append(d.Strings, s.Strings[lo:hi]...)
+		case stream.Float64:
+			d.Float64s = append(d.Float64s, s.Float64s[lo:hi]...)
+		default:
+			d.Int64s = append(d.Int64s, s.Int64s[lo:hi]...)
+		}
+		if s.Valid != nil && d.Valid == nil {
+			d.Valid = make([]bool, dst.Len, dst.Len+hi-lo)
+			for j := range d.Valid {
+				d.Valid[j] = true
+			}
+		}
+		if d.Valid != nil {
+			for j := lo; j < hi; j++ {
+				d.Valid = append(d.Valid, !s.IsNull(j))
+			}
+		}
+	}
+	if src.Signs != nil && dst.Signs == nil {
+		dst.Signs = make([]int8, dst.Len, dst.Len+hi-lo)
+		for j := range dst.Signs {
+			dst.Signs[j] = 1
+		}
+	}
+	if dst.Signs != nil {
+		for j := lo; j < hi; j++ {
+			dst.Signs = append(dst.Signs, src.Sign(j))
+		}
+	}
+	dst.Len += hi - lo
+	return nil
+}
+
+// project returns rows [lo, hi) of b with the named columns in that order
+// (every column when names is nil), as a copy.
+func project(b *stream.Batch, names []string, lo, hi int) (*stream.Batch, error) {
+	src := b
+	if names != nil {
+		src = &stream.Batch{Len: b.Len, Signs: b.Signs}
+		for _, n := range names {
+			c := b.Column(n)
+			if c == nil {
+				return nil, fmt.Errorf("no column %q", n)
+			}
+			src.Columns = append(src.Columns, *c)
+		}
+	}
+	out := &stream.Batch{}
+	if err := appendRows(out, src, lo, hi); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Cell renders the value of column c at row i: "null" for a null, a
+// timestamp in RFC 3339 (UTC), numbers as Go prints them.
+func Cell(c *stream.Column, i int) string {
+	if c.IsNull(i) {
+		return "null"
+	}
+	switch c.Type {
+	case stream.String:
+		return c.Strings[i]
+	case stream.Float64:
+		return fmt.Sprint(c.Float64s[i])
+	case stream.Timestamp:
+		return time.UnixMicro(c.Int64s[i]).UTC().Format(time.RFC3339Nano)
+	default:
+		return fmt.Sprint(c.Int64s[i])
+	}
+}
+
+// Row renders row i of b as "name=value ..." in column order, prefixed by
+// "-" for a retraction.
+func Row(b *stream.Batch, i int) string {
+	var s strings.Builder
+	if b.Sign(i) < 0 {
+		s.WriteString("- ")
+	}
+	for c := range b.Columns {
+		if c > 0 {
+			s.WriteByte(' ')
+		}
+		s.WriteString(b.Columns[c].Name)
+		s.WriteByte('=')
+		s.WriteString(Cell(&b.Columns[c], i))
+	}
+	return s.String()
+}
