@@ -10,18 +10,21 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
-// TestDataDriven runs the scenario scripts in testdata/. Commands:
+// TestDataDriven runs the scenario scripts in testdata/ with the shared
+// harness's built-in commands (internal/streamtest: fault, crash, inspect,
+// clock) and these:
 //
 //	new window=5m [slide=1m] group=(source,miner) aggs=(count,sum:gas_used,...) mode=update [watermark=48h] [partitions=N]
-//	    a new query on an empty checkpoint; prints the state schema
+//	    a new query on an empty checkpoint (state in /ckpt/state/0); prints the state schema
 //	batch [id=N]      one batch; input lines "<source> <miner> <MM-DD hh:mm:ss> [gas=N]";
-//	                  prints the watermark, the output rows (sorted) and metrics, then commits
+//	                  prints the watermark, the output rows (sorted) and metrics, then commits;
+//	                  a failure (an armed fault) aborts the batch and prints the error
 //	crash-batch at=(process|finish)
 //	                  the batch's first attempt dies at that point (abort); nothing is committed
 //	needs-no-data     NeedsNoDataBatch at the next batch's watermark
@@ -32,90 +35,131 @@ import (
 //
 // Times are in 2026, UTC; "--" marks a null.
 func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		var h *harness
-		var nextID int64
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			switch d.Cmd {
-			case "new":
-				spec := ddSpec(t, d, Spec{})
-				parts := 4
-				d.MaybeScanArgs(t, "partitions", &parts)
-				h = newHarness(t, spec, vfs.NewMem(), parts)
-				nextID = 0
-				return h.op.Schema().String() + "\n"
-			case "batch":
-				id := nextID
-				d.MaybeScanArgs(t, "id", &id)
-				rows := ddRows(t, d.Input)
-				wm := h.wmMs
-				h.process(id, [][]testRow{rows})
-				out, prog := h.finishCommit(id, [][]testRow{rows})
-				nextID = id + 1
-				var b strings.Builder
-				fmt.Fprintf(&b, "batch %d watermark=%s\n", id, fmtWatermark(wm, h.spec))
-				for _, line := range fmtOutput(t, h.op.p, out) {
-					fmt.Fprintf(&b, "  %s\n", line)
-				}
-				fmt.Fprintf(&b, "dropped=%d updated=%d removed=%d total=%d next-watermark=%s\n",
-					prog.NumRowsDroppedByWatermark, prog.NumRowsUpdated, prog.NumRowsRemoved,
-					prog.NumRowsTotal, fmtWatermark(h.wmMs, h.spec))
-				return b.String()
-			case "crash-batch":
-				var at string
-				d.ScanArgs(t, "at", &at)
-				rows := ddRows(t, d.Input)
-				h.process(nextID, [][]testRow{rows})
-				if at == "finish" {
-					if _, _, err := h.op.Finish(context.Background(), nextID, h.wmMs); err != nil {
-						t.Fatal(err)
-					}
-				}
-				h.op.Abort()
-				return fmt.Sprintf("batch %d aborted after %s\n", nextID, at)
-			case "needs-no-data":
-				needs, err := h.op.NeedsNoDataBatch(h.wmMs)
-				if err != nil {
-					return "error: " + err.Error() + "\n"
-				}
-				return fmt.Sprintf("%v at watermark %s\n", needs, fmtWatermark(h.wmMs, h.spec))
-			case "state":
-				var b strings.Builder
-				for _, r := range h.stateRows() {
-					b.WriteString(fmtStateRow(r))
-					b.WriteByte('\n')
-				}
-				if b.Len() == 0 {
-					return "(empty)\n"
-				}
-				return b.String()
-			case "restart":
-				if err := h.op.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if d.HasArg("fresh") {
-					h.localDir = t.TempDir()
-				}
-				spec := ddSpec(t, d, h.spec)
-				op, err := New(spec)
-				if err != nil {
-					return fmt.Sprintf("error: %v\n", err)
-				}
-				if err := op.Open(context.Background(), h.env()); err != nil {
-					// Reopen the old query so later commands still run.
-					h.open()
-					return fmt.Sprintf("error: %s\n", errcode.Code(err))
-				}
-				h.op, h.spec = op, spec
-				return fmt.Sprintf("reopened at version %d\n", h.committed)
+	streamtest.Walk(t, "testdata", func(w *streamtest.World) streamtest.Commands {
+		s := &aggScript{}
+		w.AtEnd(func() {
+			if s.h != nil {
+				_ = s.h.op.Close()
 			}
-			t.Fatalf("unknown command %q", d.Cmd)
-			return ""
 		})
-		if h != nil {
-			_ = h.op.Close()
-		}
+		return streamtest.Commands{"new": s.new, "batch": s.batch, "crash-batch": s.crashBatch,
+			"needs-no-data": s.needsNoData, "state": s.state, "restart": s.restart}
 	})
+}
+
+// aggScript is one script's operator harness, one handler per command.
+type aggScript struct {
+	h      *harness
+	nextID int64
+}
+
+func (s *aggScript) new(w *streamtest.World, d *datadriven.TestData) string {
+	spec := ddSpec(w.T, d, Spec{})
+	parts := 4
+	d.MaybeScanArgs(w.T, "partitions", &parts)
+	if s.h != nil {
+		_ = s.h.op.Close()
+	}
+	// A new query starts on an empty checkpoint: a new file system.
+	w.Faults = streamtest.NewFaultFS(streamtest.Root)
+	if err := streamtest.MkdirAllDurable(w.Faults.FS(), streamtest.Root+"/state/0"); err != nil {
+		w.T.Fatal(err)
+	}
+	s.h = newHarnessAt(w.T, spec, w.Faults.FS(), streamtest.Root+"/state/0", parts)
+	s.nextID = 0
+	return s.h.op.Schema().String() + "\n"
+}
+
+func (s *aggScript) batch(w *streamtest.World, d *datadriven.TestData) string {
+	h := s.h
+	id := s.nextID
+	d.MaybeScanArgs(w.T, "id", &id)
+	rows := ddRows(w.T, d.Input)
+	wm := h.wmMs
+	chunks := [][]testRow{rows}
+	err := h.op.Process(context.Background(), id, h.wmMs, makeBatch(rows))
+	var out *stream.Batch
+	if err == nil {
+		out, err = h.finish(id, chunks)
+	}
+	if err == nil {
+		err = h.op.Commit(context.Background(), id)
+	}
+	if err != nil {
+		h.op.Abort()
+		return fmt.Sprintf("batch %d: error: %s\n", id, streamtest.ScrubTemp(err.Error()))
+	}
+	h.committed = id
+	h.wmMs, h.maxEvent = h.nextWm(chunks)
+	prog := h.op.Progress()
+	s.nextID = id + 1
+	var b strings.Builder
+	fmt.Fprintf(&b, "batch %d watermark=%s\n", id, fmtWatermark(wm, h.spec))
+	for _, line := range fmtOutput(w.T, h.op.p, out) {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	fmt.Fprintf(&b, "dropped=%d updated=%d removed=%d total=%d next-watermark=%s\n",
+		prog.NumRowsDroppedByWatermark, prog.NumRowsUpdated, prog.NumRowsRemoved,
+		prog.NumRowsTotal, fmtWatermark(h.wmMs, h.spec))
+	return b.String()
+}
+
+func (s *aggScript) crashBatch(w *streamtest.World, d *datadriven.TestData) string {
+	h := s.h
+	var at string
+	d.ScanArgs(w.T, "at", &at)
+	rows := ddRows(w.T, d.Input)
+	h.process(s.nextID, [][]testRow{rows})
+	if at == "finish" {
+		if _, _, err := h.op.Finish(context.Background(), s.nextID, h.wmMs); err != nil {
+			w.T.Fatal(err)
+		}
+	}
+	h.op.Abort()
+	return fmt.Sprintf("batch %d aborted after %s\n", s.nextID, at)
+}
+
+func (s *aggScript) needsNoData(w *streamtest.World, d *datadriven.TestData) string {
+	needs, err := s.h.op.NeedsNoDataBatch(s.h.wmMs)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	return fmt.Sprintf("%v at watermark %s\n", needs, fmtWatermark(s.h.wmMs, s.h.spec))
+}
+
+func (s *aggScript) state(w *streamtest.World, d *datadriven.TestData) string {
+	var b strings.Builder
+	for _, r := range s.h.stateRows() {
+		b.WriteString(fmtStateRow(r))
+		b.WriteByte('\n')
+	}
+	if b.Len() == 0 {
+		return "(empty)\n"
+	}
+	return b.String()
+}
+
+func (s *aggScript) restart(w *streamtest.World, d *datadriven.TestData) string {
+	h := s.h
+	if err := h.op.Close(); err != nil {
+		w.T.Fatal(err)
+	}
+	h.fs = w.Faults.FS() // the same FS, or what a crash left of it
+	if d.HasArg("fresh") {
+		h.localDir = w.T.TempDir()
+	}
+	spec := ddSpec(w.T, d, h.spec)
+	op, err := New(spec)
+	if err != nil {
+		return fmt.Sprintf("error: %v\n", err)
+	}
+	if err := op.Open(context.Background(), h.env()); err != nil {
+		// Reopen the old query so later commands still run.
+		h.open()
+		return fmt.Sprintf("error: %s\n", errcode.Code(err))
+	}
+	h.op, h.spec = op, spec
+	return fmt.Sprintf("reopened at version %d\n", h.committed)
 }
 
 // ddSpec reads spec arguments, starting from base.

@@ -85,8 +85,13 @@ type harness struct {
 }
 
 func newHarness(t testing.TB, spec Spec, fs vfs.FS, parts int) *harness {
+	return newHarnessAt(t, spec, fs, fs.PathJoin(t.TempDir(), "ckpt", "state", "0"), parts)
+}
+
+// newHarnessAt is newHarness with the state in stateDir.
+func newHarnessAt(t testing.TB, spec Spec, fs vfs.FS, stateDir string, parts int) *harness {
 	h := &harness{t: t, spec: spec, fs: fs, parts: parts, committed: -1, maxEvent: math.MinInt64}
-	h.stateDir = fs.PathJoin(t.TempDir(), "ckpt", "state", "0")
+	h.stateDir = stateDir
 	if err := fs.MkdirAll(h.stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package streamtest
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -116,3 +117,10 @@ func Row(b *stream.Batch, i int) string {
 	}
 	return s.String()
 }
+
+var tempName = regexp.MustCompile(`\.[0-9a-f]{16}\.tmp\b`)
+
+// ScrubTemp replaces the random part of durable's temp file names
+// (".<16 hex digits>.tmp") in s by ".RAND.tmp", so that an error naming
+// one prints the same in every run.
+func ScrubTemp(s string) string { return tempName.ReplaceAllString(s, ".RAND.tmp") }

@@ -1,6 +1,7 @@
 package streamtest
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -162,3 +163,25 @@ func (m *memSwitch) GetDiskUsage(path string) (vfs.DiskUsage, error) {
 	return m.f.Mem().GetDiskUsage(path)
 }
 func (m *memSwitch) Unwrap() vfs.FS { return nil }
+
+// MkdirAllDurable creates dir and its parents and syncs each of them and
+// the root, as the engine makes a checkpoint directory durable before a
+// layer writes into it: a test that sets up a layer's directory itself uses
+// it so that a Crash does not lose the directory the layer assumed durable.
+func MkdirAllDurable(fs vfs.FS, dir string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for d := dir; ; d = fs.PathDir(d) {
+		f, err := fs.OpenDir(d)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(f.Sync(), f.Close()); err != nil {
+			return fmt.Errorf("sync %s: %w", d, err)
+		}
+		if p := fs.PathDir(d); p == d {
+			return nil
+		}
+	}
+}

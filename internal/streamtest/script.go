@@ -22,7 +22,14 @@ type World struct {
 	Sink   *Sink
 	// Sources are the named sources the script created, by name.
 	Sources map[string]*Source
+
+	atEnd []func()
 }
+
+// AtEnd registers f to run when the script ends, before the test's
+// cleanups (which remove its temporary directories): where a script closes
+// what it opened.
+func (w *World) AtEnd(f func()) { w.atEnd = append(w.atEnd, f) }
 
 // NewWorld returns an empty world: an empty fault FS rooted at Root, a
 // clock at Epoch, no armed crash point, an empty sink.
@@ -71,6 +78,11 @@ func Builtins() Commands {
 func Walk(t *testing.T, dir string, setup func(w *World) Commands) {
 	datadriven.Walk(t, dir, func(t *testing.T, path string) {
 		w := NewWorld(t)
+		defer func() { // also after a t.Fatal
+			for i := len(w.atEnd) - 1; i >= 0; i-- {
+				w.atEnd[i]()
+			}
+		}()
 		cmds := Builtins()
 		for name, h := range setup(w) {
 			cmds[name] = h

@@ -162,7 +162,7 @@ func TestScripts(t *testing.T) {
 				d.ScanArgs(w.T, "path", &p)
 				p = fs.PathJoin(Root, p)
 				err := func() error {
-					if err := fs.MkdirAll(fs.PathDir(p), 0o755); err != nil {
+					if err := MkdirAllDurable(fs, fs.PathDir(p)); err != nil {
 						return err
 					}
 					f, err := fs.Create(p, vfs.WriteCategoryUnspecified)
@@ -180,19 +180,12 @@ func TestScripts(t *testing.T) {
 					if err := f.Close(); err != nil {
 						return err
 					}
-					// A synced file survives a crash once every directory
-					// up to the root is synced too.
-					for dir := fs.PathDir(p); d.HasArg("sync"); dir = fs.PathDir(dir) {
-						f, err := fs.OpenDir(dir)
+					if d.HasArg("sync") {
+						dir, err := fs.OpenDir(fs.PathDir(p))
 						if err != nil {
 							return err
 						}
-						if err := errors.Join(f.Sync(), f.Close()); err != nil {
-							return err
-						}
-						if dir == "/" {
-							break
-						}
+						return errors.Join(dir.Sync(), dir.Close())
 					}
 					return nil
 				}()
