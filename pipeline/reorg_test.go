@@ -17,6 +17,7 @@ import (
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/stream"
@@ -47,78 +48,76 @@ func testManifest(t *testing.T) *chain.Manifest {
 	return manifest
 }
 
-var errCrash = errors.New("injected crash")
-
-// The crash points of a retracting batch, in the order the engine meets them.
+// The crash points of a retracting batch, in the order the engine meets
+// them: streamtest.Points schedules, hit by the wrappers below (the source,
+// sink and operator are the real ones: each wrapper embeds its concrete
+// type so that every optional interface the engine asks for stays).
 var crashPoints = []string{"read-start", "read-mid", "before-sink", "after-sink", "after-state-commit", "source-commit"}
 
 type crashSource struct {
 	*ethrpc.Source
-	point string
+	points *streamtest.Points
 }
 
 func (s *crashSource) ReadBatch(ctx context.Context, start, end stream.Offset, emit func(*stream.Batch) error) error {
-	switch s.point {
-	case "read-start":
-		return errCrash
-	case "read-mid":
-		n := 0
-		err := s.Source.ReadBatch(ctx, start, end, func(b *stream.Batch) error {
-			// Half of the first chunk reaches the operator, then the process dies.
-			half := *b
-			half.Len = b.Len / 2
-			half.Columns = make([]stream.Column, len(b.Columns))
-			for i, c := range b.Columns {
-				c.Int64s, c.Strings = c.Int64s[:min(len(c.Int64s), half.Len)], c.Strings[:min(len(c.Strings), half.Len)]
-				half.Columns[i] = c
-			}
-			if b.Signs != nil {
-				half.Signs = b.Signs[:half.Len]
-			}
-			if n++; n == 1 {
-				if err := emit(&half); err != nil {
-					return err
-				}
-			}
-			return errCrash
-		})
+	if err := s.points.Hit("read-start"); err != nil {
 		return err
 	}
-	return s.Source.ReadBatch(ctx, start, end, emit)
+	n := 0
+	return s.Source.ReadBatch(ctx, start, end, func(b *stream.Batch) error {
+		if n++; n > 1 || !s.points.Next("read-mid") {
+			return emit(b)
+		}
+		// Half of the first chunk reaches the operator, then the process dies.
+		half := *b
+		half.Len = b.Len / 2
+		half.Columns = make([]stream.Column, len(b.Columns))
+		for i, c := range b.Columns {
+			c.Int64s, c.Strings = c.Int64s[:min(len(c.Int64s), half.Len)], c.Strings[:min(len(c.Strings), half.Len)]
+			half.Columns[i] = c
+		}
+		if b.Signs != nil {
+			half.Signs = b.Signs[:half.Len]
+		}
+		if err := emit(&half); err != nil {
+			return err
+		}
+		return s.points.Hit("read-mid")
+	})
 }
 
 func (s *crashSource) Commit(ctx context.Context, end stream.Offset) error {
-	if s.point == "source-commit" {
-		return errCrash
+	if err := s.points.Hit("source-commit"); err != nil {
+		return err
 	}
 	return s.Source.Commit(ctx, end)
 }
 
 type crashSink struct {
 	*delta.MergeSink
-	point string
+	points *streamtest.Points
 }
 
 func (s *crashSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
-	if s.point == "before-sink" {
-		return stream.SinkProgress{}, errCrash
+	if err := s.points.Hit("before-sink"); err != nil {
+		return stream.SinkProgress{}, err
 	}
 	p, err := s.MergeSink.AddBatch(ctx, id, out)
-	if err == nil && s.point == "after-sink" {
-		err = errCrash
+	if err == nil {
+		err = s.points.Hit("after-sink")
 	}
 	return p, err
 }
 
 type crashOp struct {
 	*agg.Operator
-	point string
+	points *streamtest.Points
 }
 
 func (o *crashOp) Commit(ctx context.Context, id int64) error {
 	err := o.Operator.Commit(ctx, id)
-	if err == nil && o.point == "after-state-commit" {
-		err = errCrash
+	if err == nil {
+		err = o.points.Hit("after-state-commit")
 	}
 	return err
 }
@@ -221,11 +220,12 @@ func TestRetractCrashAtEveryStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q.Sources[0].Source = &crashSource{Source: q.Sources[0].Source.(*ethrpc.Source), point: point}
-			q.Sink = &crashSink{MergeSink: q.Sink.(*delta.MergeSink), point: point}
-			q.Operator = &crashOp{Operator: q.Operator.(*agg.Operator), point: point}
-			if _, err := engine.Run(ctx, q, opts); !errors.Is(err, errCrash) {
-				t.Fatalf("crash at %s: run ended with %v", point, err)
+			points := streamtest.MustPoints(point)
+			q.Sources[0].Source = &crashSource{Source: q.Sources[0].Source.(*ethrpc.Source), points: points}
+			q.Sink = &crashSink{MergeSink: q.Sink.(*delta.MergeSink), points: points}
+			q.Operator = &crashOp{Operator: q.Operator.(*agg.Operator), points: points}
+			if _, err := engine.Run(ctx, q, opts); !errors.Is(err, streamtest.ErrCrash) || len(points.Pending()) != 0 {
+				t.Fatalf("crash at %s: run ended with %v, %v not reached", point, err, points.Pending())
 			}
 			n.Reorg(3) // while the query is down
 			n.Mine(1)

@@ -118,3 +118,15 @@ func (p *Points) Pending() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Next reports whether the next Hit of name fires, for a wrapper that must
+// prepare the crash (emit part of a chunk first) before hitting the point.
+func (p *Points) Next(name string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.armed[name]
+	return ok && p.hits[name]+1 == n
+}
