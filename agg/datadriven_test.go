@@ -283,7 +283,7 @@ func fmtOutput(t *testing.T, p *plan, b *stream.Batch) []string {
 		var parts []string
 		for c := range b.Columns {
 			col := &b.Columns[c]
-			s := cellString(col, i)
+			s := streamtest.Value(col, i)
 			if col.Type == stream.Timestamp && !col.IsNull(i) {
 				s = fmtTime(col.Int64s[i])
 			}

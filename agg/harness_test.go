@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -234,29 +235,15 @@ func decodeOutput(t testing.TB, p *plan, b *stream.Batch) []outRow {
 	for i := 0; i < b.Len; i++ {
 		var parts []string
 		for c := 0; c < nk; c++ {
-			parts = append(parts, cellString(&b.Columns[c], i))
+			parts = append(parts, streamtest.Value(&b.Columns[c], i))
 		}
 		rows[i].key = strings.Join(parts, "|")
 		if p.window {
 			rows[i].end = b.Columns[1].Int64s[i]
 		}
 		for c := nk; c < len(want); c++ {
-			rows[i].vals = append(rows[i].vals, cellString(&b.Columns[c], i))
+			rows[i].vals = append(rows[i].vals, streamtest.Value(&b.Columns[c], i))
 		}
 	}
 	return rows
-}
-
-func cellString(c *stream.Column, i int) string {
-	if c.IsNull(i) {
-		return "null"
-	}
-	switch c.Type {
-	case stream.String:
-		return c.Strings[i]
-	case stream.Float64:
-		return fmt.Sprint(c.Float64s[i])
-	default:
-		return fmt.Sprint(c.Int64s[i])
-	}
 }

@@ -82,9 +82,18 @@ func project(b *stream.Batch, names []string, lo, hi int) (*stream.Batch, error)
 	return out, nil
 }
 
-// Cell renders the value of column c at row i: "null" for a null, a
-// timestamp in RFC 3339 (UTC), numbers as Go prints them.
+// Cell renders the value of column c at row i as Value does, but a
+// timestamp in RFC 3339 (UTC).
 func Cell(c *stream.Column, i int) string {
+	if c.Type == stream.Timestamp && !c.IsNull(i) {
+		return time.UnixMicro(c.Int64s[i]).UTC().Format(time.RFC3339Nano)
+	}
+	return Value(c, i)
+}
+
+// Value renders the value of column c at row i: "null" for a null, numbers
+// as Go prints them (a timestamp as its microseconds), strings as they are.
+func Value(c *stream.Column, i int) string {
 	if c.IsNull(i) {
 		return "null"
 	}
@@ -93,8 +102,6 @@ func Cell(c *stream.Column, i int) string {
 		return c.Strings[i]
 	case stream.Float64:
 		return fmt.Sprint(c.Float64s[i])
-	case stream.Timestamp:
-		return time.UnixMicro(c.Int64s[i]).UTC().Format(time.RFC3339Nano)
 	default:
 		return fmt.Sprint(c.Int64s[i])
 	}
