@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,9 +58,9 @@ func printSelect(src string, q *Select) string {
 		b.WriteString("group by\n")
 	}
 	for _, g := range q.GroupBy {
-		s := g.Col
-		if g.Window != nil {
-			s = g.Window.String()
+		s := g.String()
+		if g.Ordinal != 0 { // -1: ordinal 0, which Compile refuses
+			s = "ordinal " + strconv.Itoa(g.Ordinal)
 		}
 		b.WriteString("  " + s + "  @" + position(src, g.Pos) + "\n")
 	}
