@@ -27,10 +27,16 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 		dst = state.AppendInt64Key(dst, s+p.sizeUs)
 		dst = state.AppendInt64Key(dst, s)
 	}
+	if !p.window && len(p.groupType) == 0 {
+		return state.AppendInt64Key(dst, 0) // globalKeyField
+	}
 	for k, t := range p.groupType {
-		if t == stream.String {
+		switch {
+		case t == stream.String && pt.gNull[k][e]:
+			dst = state.AppendNullStringKey(dst)
+		case t == stream.String:
 			dst = state.AppendStringKey(dst, pt.gStr[k][e])
-		} else {
+		default:
 			dst = state.AppendInt64Key(dst, pt.gInt[k][e])
 		}
 	}
@@ -98,7 +104,8 @@ func (p *plan) badValue(a int) error {
 }
 
 // merge folds the partial values of entry e into vals (the stored values).
-func (pt *partial) merge(e int, vals []aggVal) {
+func (pt *partial) merge(e int, vals []aggVal) (overflow int) {
+	overflow = -1
 	for a := range pt.p.aggs {
 		ra := &pt.p.aggs[a]
 		acc := &pt.acc[a]
@@ -114,6 +121,9 @@ func (pt *partial) merge(e int, vals []aggVal) {
 			if ra.acc() == stream.Float64 {
 				v.f += acc.floats[e]
 			} else {
+				if addOverflows(v.i, acc.ints[e]) && overflow < 0 && (ra.Kind == Avg || !pt.p.spec.NonANSI) {
+					overflow = a
+				}
 				v.i += acc.ints[e]
 			}
 			if v.nn += nn; v.nn == 0 {
@@ -151,4 +161,5 @@ func (pt *partial) merge(e int, vals []aggVal) {
 		}
 		v.nn += nn
 	}
+	return overflow
 }

@@ -86,7 +86,13 @@
 //	Key           window_end Timestamp, window_start Timestamp (windowed
 //	              queries only), then the group columns with their types.
 //	              window_end comes first so that eviction is one range scan
-//	              [start, enc(watermark µs + 1)) per partition.
+//	              [start, enc(watermark µs + 1)) per partition. A null
+//	              String group value is a group of its own, encoded as
+//	              state's null String key (state.AppendNullStringKey; no key
+//	              written before holds it, so older state reads unchanged);
+//	              a null Int64 or Timestamp group value is NULL_GROUP_KEY.
+//	              A global aggregation (no window, no group column) has the
+//	              one key field __global Int64, always 0.
 //	Value         per aggregate, its As name with the output type (count:
 //	              Int64; sum of Int64: Int64, of Float64: Float64; min/max:
 //	              the input type; avg: the sum, in the input type); sum/min/max/avg add a field <As>__nonnull Int64,
@@ -97,14 +103,27 @@
 //	              count(*):__rows to the Spec text; every other state layout
 //	              is unchanged by retractions, so checkpoints written before
 //	              them read as they did.
-//	Spec          "agg/v2 window=<col> size=<d> slide=<d> groupBy=<cols>
-//	              aggs=<kind>(<col>|*):<as>,..." (what shapes the state
+//	Spec          "agg/v2 window=<col> size=<d> slide=<d>[ start=<d>] groupBy=<cols>
+//	              aggs=<kind>(<col>|*):<as>,..." (start= only for a window
+//	              startTime, so older texts are unchanged; what shapes the state
 //	              only: the output mode and the watermark delay are checked
 //	              by the engine's restart rules; "agg/v1" also named them)
 //
 // Keys and values use state's encodings (state.AppendInt64Key,
 // AppendStringKey, AppendInt64Value, AppendFloat64Value); the operator reads
 // values back directly (varint / little-endian float) on the hot path.
+//
+// # Numbers
+//
+// count(col), sum, min, max and avg skip nulls; a group whose values were
+// all null gives null (count(col) 0). Under spark.sql.ansi.enabled (Spec
+// NonANSI false, Spark 4's default) a long sum that leaves BIGINT fails the
+// batch in Process or Finish with ARITHMETIC_OVERFLOW naming the batch and
+// the aggregate, before its state or output is written; with NonANSI it
+// wraps, as Spark 3's. avg keeps a long sum of a BIGINT column (Spark keeps
+// a double): its value is exact while the sum fits, and a sum that leaves
+// BIGINT is ARITHMETIC_OVERFLOW in both modes (docs/contracts.md lists the
+// difference) rather than a wrapped average.
 //
 // # Output batch
 //

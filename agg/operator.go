@@ -195,6 +195,9 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 		}
 	}
 	st, err := o.pt.add(in, o.wmUs(watermarkMs))
+	if oe, ok := err.(*overflowError); ok {
+		return o.overflow(batchID, oe.agg)
+	}
 	if err != nil {
 		return err
 	}
@@ -297,7 +300,9 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 				return nil, stream.OperatorProgress{}, err
 			}
 		}
-		pt.merge(e, o.vals)
+		if a := pt.merge(e, o.vals); a >= 0 {
+			return nil, stream.OperatorProgress{}, o.overflow(batchID, a)
+		}
 		if p.rowsAgg >= 0 && o.vals[p.rowsAgg].i <= 0 {
 			if o.vals[p.rowsAgg].i < 0 {
 				return nil, stream.OperatorProgress{}, errcode.New(CodeRetractionUnmatched, "",
@@ -648,4 +653,16 @@ func (e *eventTime) stats() EventTimeStats {
 		return EventTimeStats{}
 	}
 	return EventTimeStats{Count: e.count, Min: e.min, Max: e.max, Avg: e.base + int64(math.Round(e.sum/float64(e.count)))}
+}
+
+// overflow is ARITHMETIC_OVERFLOW for aggregate a in batch batchID: the
+// batch fails before its state or its output is written.
+func (o *Operator) overflow(batchID int64, a int) error {
+	ra := &o.p.aggs[a]
+	remedy := "set spark.sql.ansi.enabled=false to let a long sum wrap as Spark 3 does, or sum fewer rows per group"
+	if ra.Kind == Avg {
+		remedy = "average a smaller column, or fewer rows per group (ethstream's avg keeps a long sum; Spark's a double)"
+	}
+	return errcode.New(CodeArithmeticOverflow, "", remedy,
+		"batch %d: %s(%s) as %s: long overflow (the sum left BIGINT)", batchID, ra.Kind, ra.Column, ra.As)
 }

@@ -139,11 +139,26 @@ func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
 		c := &cols[o.gBase+k]
 		if t == stream.String {
 			c.Strings = append(c.Strings, pt.gStr[k][e])
+			o.setNull(c, pt.gNull[k][e])
 		} else {
 			c.Int64s = append(c.Int64s, pt.gInt[k][e])
 		}
 	}
 	o.appendAggs(vals)
+}
+
+// setNull records whether the value just appended to group column c (row
+// o.b.Len) is null; Valid stays nil while no value is.
+func (o *output) setNull(c *stream.Column, null bool) {
+	if null && c.Valid == nil {
+		c.Valid = make([]bool, o.b.Len, o.b.Len+1)
+		for i := range c.Valid {
+			c.Valid[i] = true
+		}
+	}
+	if c.Valid != nil {
+		c.Valid = append(c.Valid, !null)
+	}
 }
 
 // appendStored appends a row read from the store (append and complete modes).
@@ -172,10 +187,11 @@ func (o *output) appendStored(key []byte, vals []aggVal) error {
 		f := fields[j+k]
 		if t == stream.String {
 			s, ok := f.(string)
-			if !ok {
+			if !ok && f != nil {
 				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)
 			}
 			c.Strings = append(c.Strings, s)
+			o.setNull(c, f == nil)
 		} else {
 			v, ok := f.(int64)
 			if !ok {

@@ -16,6 +16,8 @@ type accum struct {
 	ints   []int64   // count; sum/min/max of Int64 and Timestamp
 	floats []float64 // sum/min/max of Float64
 	nn     []int64   // non-null inputs seen (sum/min/max)
+	// overflow: a long sum of this batch left BIGINT (it wrapped).
+	overflow bool
 }
 
 // partial is the batch-local hash aggregation: Process folds rows into it,
@@ -28,6 +30,7 @@ type partial struct {
 	start  []int64   // window start per entry (windowed plans)
 	gInt   [][]int64 // per group column: values (Int64/Timestamp columns)
 	gStr   [][]string
+	gNull  [][]bool // per String group column: the entry's key is null
 	acc    []accum
 	intern map[string]string
 
@@ -45,9 +48,11 @@ type chunkCols struct {
 	ts    *stream.Column
 	group []*stream.Column
 	agg   []*stream.Column // nil for count(*)
-	// The group columns' value slices by kind, for sameGroup's inner loop.
-	strs [][]string
-	ints [][]int64
+	// The group columns' value slices by kind, for sameGroup's inner loop;
+	// strValid[k] is strs[k]'s validity (nil: no null in the chunk).
+	strs     [][]string
+	strValid [][]bool
+	ints     [][]int64
 	// signs is the chunk's Batch.Signs: nil when every row is an insertion.
 	signs []int8
 }
@@ -58,6 +63,7 @@ func newPartial(p *plan) *partial {
 		groups: newGroupTable(),
 		gInt:   make([][]int64, len(p.groupType)),
 		gStr:   make([][]string, len(p.groupType)),
+		gNull:  make([][]bool, len(p.groupType)),
 		acc:    make([]accum, len(p.aggs)),
 		intern: map[string]string{},
 		cols:   chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs))},
@@ -73,11 +79,13 @@ func (pt *partial) reset() {
 		pt.gInt[j] = pt.gInt[j][:0]
 		clear(pt.gStr[j]) // drop references to the batch's strings
 		pt.gStr[j] = pt.gStr[j][:0]
+		pt.gNull[j] = pt.gNull[j][:0]
 	}
 	for a := range pt.acc {
 		pt.acc[a].ints = pt.acc[a].ints[:0]
 		pt.acc[a].floats = pt.acc[a].floats[:0]
 		pt.acc[a].nn = pt.acc[a].nn[:0]
+		pt.acc[a].overflow = false
 	}
 	// The intern table bounds its own growth: high-cardinality string keys
 	// would otherwise keep every value ever seen alive.
@@ -124,20 +132,23 @@ func (pt *partial) resolve(in *stream.Batch) error {
 		if err != nil {
 			return err
 		}
-		if c.Valid != nil {
+		// A null String key is a group of its own (Spark groups nulls
+		// together); the state key encoding has no null for the other types.
+		if c.Valid != nil && p.groupType[j] != stream.String {
 			for i := 0; i < in.Len; i++ {
 				if !c.Valid[i] {
 					return errcode.New(CodeNullGroupKey, "", "filter or fill nulls before grouping",
-						"group column %q is null at row %d", g, i)
+						"group column %q (%s) is null at row %d: only string group keys may be null", g, p.groupType[j], i)
 				}
 			}
 		}
 		pt.cols.group[j] = c
 	}
-	pt.cols.strs, pt.cols.ints = pt.cols.strs[:0], pt.cols.ints[:0]
+	pt.cols.strs, pt.cols.strValid, pt.cols.ints = pt.cols.strs[:0], pt.cols.strValid[:0], pt.cols.ints[:0]
 	for j, c := range pt.cols.group {
 		if p.groupType[j] == stream.String {
 			pt.cols.strs = append(pt.cols.strs, c.Strings)
+			pt.cols.strValid = append(pt.cols.strValid, c.Valid)
 		} else {
 			pt.cols.ints = append(pt.cols.ints, c.Int64s)
 		}
@@ -165,6 +176,14 @@ func (pt *partial) sameGroup(i, j int) bool {
 	// Last column first: group lists usually go from coarse to fine
 	// (source, miner), so the last one rejects a different key soonest.
 	for k := len(pt.cols.strs) - 1; k >= 0; k-- {
+		if v := pt.cols.strValid[k]; v != nil {
+			if v[i] != v[j] {
+				return false
+			}
+			if !v[i] {
+				continue // both null
+			}
+		}
 		if c := pt.cols.strs[k]; c[i] != c[j] {
 			return false
 		}
@@ -187,7 +206,12 @@ func (pt *partial) localKey(start int64, i int) []byte {
 	}
 	for k, c := range pt.cols.group {
 		if pt.p.groupType[k] == stream.String {
+			if c.IsNull(i) {
+				b = append(b, 0)
+				continue
+			}
 			s := c.Strings[i]
+			b = append(b, 1)
 			b = binary.AppendUvarint(b, uint64(len(s)))
 			b = append(b, s...)
 		} else {
@@ -202,12 +226,18 @@ func (pt *partial) addEntry(start int64, i int) {
 	pt.start = append(pt.start, start)
 	for k, c := range pt.cols.group {
 		if pt.p.groupType[k] == stream.String {
+			if c.IsNull(i) {
+				pt.gStr[k] = append(pt.gStr[k], "")
+				pt.gNull[k] = append(pt.gNull[k], true)
+				continue
+			}
+			pt.gNull[k] = append(pt.gNull[k], false)
 			// Keep a private copy: the source may reuse its buffers once the
 			// chunk is consumed.
 			s := c.Strings[i]
 			v, ok := "", false
 			for j := range pt.nRecent { // usually the same value in a recent key
-				if r := &pt.recent[j]; c.Strings[r.row] == s {
+				if r := &pt.recent[j]; !c.IsNull(r.row) && c.Strings[r.row] == s {
 					v, ok = pt.gStr[k][r.idx], true
 					break
 				}
@@ -270,7 +300,31 @@ func (pt *partial) add(in *stream.Batch, wmUs int64) (chunkStats, error) {
 			pt.accumulate()
 		}
 	}
+	if a := pt.overflowed(); a >= 0 {
+		return st, &overflowError{agg: a}
+	}
 	return st, nil
+}
+
+// overflowError is a long sum that left BIGINT where that is an error;
+// the operator names the batch (ARITHMETIC_OVERFLOW).
+type overflowError struct{ agg int }
+
+func (e *overflowError) Error() string { return "long overflow" }
+
+// overflowed returns the first aggregate whose long sum overflowed where
+// that is an error, or -1: a sum under ANSI mode (spark.sql.ansi.enabled,
+// the default; without it the sum wraps as in Spark 3), and an avg always
+// (Spark sums an avg in a double, which does not overflow; its long sum
+// here cannot hold the value).
+func (pt *partial) overflowed() int {
+	for a := range pt.acc {
+		ra := &pt.p.aggs[a]
+		if pt.acc[a].overflow && (ra.Kind == Avg || !pt.p.spec.NonANSI) {
+			return a
+		}
+	}
+	return -1
 }
 
 // assign sets rowIdx for window instance k and returns the rows dropped as
@@ -410,11 +464,30 @@ func (pt *partial) accumulateSigned() {
 			case ra.in == stream.Float64:
 				acc.floats[g] += float64(s) * c.Float64s[i]
 			default:
-				acc.ints[g] += s * c.Int64s[i]
+				x, sum := c.Int64s[i], acc.ints[g]
+				if s > 0 {
+					acc.ints[g] = sum + x
+					acc.overflow = acc.overflow || addOverflows(sum, x)
+				} else {
+					acc.ints[g] = sum - x
+					acc.overflow = acc.overflow || subOverflows(sum, x)
+				}
 			}
 			acc.nn[g] += s
 		}
 	}
+}
+
+// addOverflows reports whether a+b leaves int64.
+func addOverflows(a, b int64) bool {
+	r := a + b
+	return (b > 0 && r < a) || (b < 0 && r > a)
+}
+
+// subOverflows reports whether a-b leaves int64.
+func subOverflows(a, b int64) bool {
+	r := a - b
+	return (b > 0 && r > a) || (b < 0 && r < a)
 }
 
 func accInt(kind AggKind, acc *accum, vs []int64, valid []bool, idx []int32) {
@@ -426,7 +499,11 @@ func accInt(kind AggKind, acc *accum, vs []int64, valid []bool, idx []int32) {
 		v := vs[i]
 		switch kind {
 		case Sum, Avg:
-			out[g] += v
+			r := out[g] + v
+			if (v > 0 && r < out[g]) || (v < 0 && r > out[g]) {
+				acc.overflow = true
+			}
+			out[g] = r
 		case Min:
 			if nn[g] == 0 || v < out[g] {
 				out[g] = v
@@ -487,6 +564,12 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 		for k, t := range pt.p.groupType {
 			var c int
 			if t == stream.String {
+				if na, nb := pt.gNull[k][a], pt.gNull[k][b]; na != nb {
+					if na { // nulls first, as the state key orders them
+						return -1
+					}
+					return 1
+				}
 				c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
 			} else {
 				c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])

@@ -21,9 +21,12 @@ const (
 	CodeUnresolvedColumn = "UNRESOLVED_COLUMN"
 	// CodeDatatypeMismatch: a column has a type the spec cannot use.
 	CodeDatatypeMismatch = "DATATYPE_MISMATCH"
-	// CodeNullGroupKey: a group column holds a null, which the state key
-	// encoding cannot represent.
+	// CodeNullGroupKey: a non-string group column holds a null, which the
+	// state key encoding cannot represent (a null string key is a group).
 	CodeNullGroupKey = "NULL_GROUP_KEY"
+	// CodeArithmeticOverflow: a long sum left BIGINT: a sum under
+	// spark.sql.ansi.enabled (the default), an avg always. Spark's name.
+	CodeArithmeticOverflow = "ARITHMETIC_OVERFLOW"
 	// CodeRetractionUnsupported: the input carries (or, with
 	// Spec.Retractions, may carry) retractions, and the query cannot undo a
 	// row: min and max keep no per-row history, and a query without count(*)
@@ -394,6 +397,10 @@ func newPlan(spec Spec) (*plan, error) {
 // aggregation buffers are nullable; the state value encoding is not).
 const nonNullSuffix = "__nonnull"
 
+// globalKeyField is the one state key field of a global aggregation; its
+// value is always 0.
+const globalKeyField = "__global"
+
 // rowsField is the hidden row count of a query that declared Retractions
 // without a count(*).
 const rowsField = "__rows"
@@ -418,6 +425,11 @@ func (p *plan) buildSchema() state.Schema {
 	}
 	for i, g := range p.spec.GroupBy {
 		s.Key = append(s.Key, state.Field{Name: g, Type: p.groupType[i]})
+	}
+	if len(s.Key) == 0 {
+		// A global aggregation (no window, no GROUP BY) is one group; the
+		// state store needs a key, so it has a constant one.
+		s.Key = append(s.Key, state.Field{Name: globalKeyField, Type: stream.Int64})
 	}
 	for _, a := range p.aggs {
 		s.Value = append(s.Value, state.Field{Name: a.As, Type: a.acc()})

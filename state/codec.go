@@ -89,17 +89,29 @@ func (s Schema) validate() error {
 // Key encoding. It is order-preserving: bytes.Compare on two encoded keys
 // orders them like a field-by-field comparison of the values, so a range scan
 // over a key prefix (agg evicts [min, enc(watermark)) on the leading
-// window_end field) is a plain Pebble range. Nulls are not representable.
+// window_end field) is a plain Pebble range.
 //
 //	Int64, Timestamp  8 bytes big-endian of uint64(v) XOR 1<<63
 //	Float64           8 bytes big-endian of the IEEE bits, all bits flipped
 //	                  for negatives, only the sign bit flipped otherwise
 //	String            the bytes with 0x00 escaped as 0x00 0xFF, then 0x00 0x01
+//	null String       0x00 0x00 (a null group key; it sorts before every
+//	                  string, as Spark's NULLS FIRST)
+//
+// The null String form was added after the others: a key written before
+// never holds 0x00 0x00 (every 0x00 was followed by 0xFF or 0x01), so old
+// files read unchanged. Null Int64, Timestamp and Float64 keys are not
+// representable.
 const (
 	strEscape = 0x00
 	strEscNul = 0xFF
 	strEnd    = 0x01
+	strNull   = 0x00
 )
+
+// AppendNullStringKey appends the encoding of a null String key field;
+// DecodeKey returns it as a nil field.
+func AppendNullStringKey(dst []byte) []byte { return append(dst, strEscape, strNull) }
 
 // AppendInt64Key appends the order-preserving encoding of v to dst.
 func AppendInt64Key(dst []byte, v int64) []byte {
@@ -182,6 +194,10 @@ func EncodeKeyRow(dst []byte, fields []Field, vals ...any) []byte {
 		case stream.Float64:
 			dst = AppendFloat64Key(dst, toFloat64(f, vals[i]))
 		case stream.String:
+			if vals[i] == nil {
+				dst = AppendNullStringKey(dst)
+				continue
+			}
 			dst = AppendStringKey(dst, toString(f, vals[i]))
 		default:
 			panic(fmt.Sprintf("state: field %q has unsupported type %v", f.Name, f.Type))
@@ -244,7 +260,7 @@ var errMalformedRow = errors.New("malformed state row")
 
 // DecodeKey decodes an encoded key row. Int64 and Timestamp fields decode to
 // int64 (Timestamp in µs since the epoch, UTC), Float64 to float64 and String
-// to string.
+// to string; a null String (AppendNullStringKey) to nil.
 func DecodeKey(schema []Field, key []byte) ([]any, error) {
 	out := make([]any, 0, len(schema))
 	for _, f := range schema {
@@ -268,6 +284,11 @@ func DecodeKey(schema []Field, key []byte) ([]any, error) {
 			out = append(out, math.Float64frombits(u))
 			key = key[8:]
 		case stream.String:
+			if len(key) >= 2 && key[0] == strEscape && key[1] == strNull {
+				out = append(out, nil)
+				key = key[2:]
+				continue
+			}
 			var b []byte
 			done := false
 			i := 0

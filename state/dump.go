@@ -206,6 +206,8 @@ func formatText(t stream.Type, x any) string {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	case string:
 		return v
+	case nil:
+		return "null" // a null group key
 	}
 	return fmt.Sprint(x)
 }
