@@ -21,7 +21,7 @@ import (
 type listSource struct{ chunks []*stream.Batch }
 
 func (s *listSource) Open(context.Context, stream.SourceEnv) error { return nil }
-func (s *listSource) Description() string                         { return "listSource" }
+func (s *listSource) Description() string                          { return "listSource" }
 func (s *listSource) Commit(context.Context, stream.Offset) error  { return nil }
 func (s *listSource) Close() error                                 { return nil }
 
@@ -54,8 +54,8 @@ func (s *listSource) ReadBatch(_ context.Context, start, end stream.Offset, emit
 type rowSink struct{ rows map[string]string }
 
 func (s *rowSink) Open(context.Context, stream.SinkEnv) error { return nil }
-func (s *rowSink) Description() string                       { return "rowSink" }
-func (s *rowSink) Close() error                              { return nil }
+func (s *rowSink) Description() string                        { return "rowSink" }
+func (s *rowSink) Close() error                               { return nil }
 func (s *rowSink) AddBatch(_ context.Context, _ int64, out *stream.Batch) (stream.SinkProgress, error) {
 	for r := 0; r < out.Len; r++ {
 		ws := time.UnixMicro(out.Column("window_start").Int64s[r]).UTC().Format("15:04")
