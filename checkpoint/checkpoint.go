@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -107,30 +106,22 @@ func (d Dir) ReadMetadata() (m Metadata, ok bool, err error) {
 	return m, err == nil, err
 }
 
-// ListOffsets returns the batch ids of offsets/ in ascending order.
-func (d Dir) ListOffsets() ([]int64, error) { return d.listBatches(OffsetsDir) }
+// offsets is the write-ahead log offsets/ (format: doc.go).
+func (d Dir) offsets() Log[int64, *OffsetEntry] {
+	return Log[int64, *OffsetEntry]{FS: d.FS, Dir: d.Join(OffsetsDir), Codec: OffsetsCodec{}, What: "offsets entry"}
+}
+
+// commits is the batch completion log commits/ (format: doc.go).
+func (d Dir) commits() Log[int64, *CommitEntry] {
+	return Log[int64, *CommitEntry]{FS: d.FS, Dir: d.Join(CommitsDir), Codec: CommitsCodec{}, What: "commit entry"}
+}
+
+// ListOffsets returns the batch ids of offsets/ in ascending order; names
+// that are not batch ids are ignored.
+func (d Dir) ListOffsets() ([]int64, error) { return d.offsets().List() }
 
 // ListCommits returns the batch ids of commits/ in ascending order.
-func (d Dir) ListCommits() ([]int64, error) { return d.listBatches(CommitsDir) }
-
-func (d Dir) listBatches(sub string) ([]int64, error) {
-	dir := d.Join(sub)
-	names, err := d.FS.List(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("list %s: %w", dir, err)
-	}
-	ids := make([]int64, 0, len(names))
-	for _, n := range names {
-		if id, ok := ParseBatchID(n); ok {
-			ids = append(ids, id)
-		}
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids, nil
-}
+func (d Dir) ListCommits() ([]int64, error) { return d.commits().List() }
 
 // ParseBatchID parses a file name that is a batch id: a non-negative decimal
 // integer without sign or leading zeros.
@@ -148,30 +139,16 @@ func ParseBatchID(name string) (int64, bool) {
 }
 
 // OffsetsPath returns the path of offsets/<id>.
-func (d Dir) OffsetsPath(id int64) string { return d.Join(OffsetsDir, strconv.FormatInt(id, 10)) }
+func (d Dir) OffsetsPath(id int64) string { return d.offsets().Path(id) }
 
 // CommitPath returns the path of commits/<id>.
-func (d Dir) CommitPath(id int64) string { return d.Join(CommitsDir, strconv.FormatInt(id, 10)) }
+func (d Dir) CommitPath(id int64) string { return d.commits().Path(id) }
 
 // ReadOffsets reads and validates offsets/<id>.
-func (d Dir) ReadOffsets(id int64) (*OffsetEntry, error) {
-	path := d.OffsetsPath(id)
-	data, err := readFile(d.FS, path)
-	if err != nil {
-		return nil, fmt.Errorf("read offsets entry %s: %w", path, err)
-	}
-	return ParseOffsets(path, data)
-}
+func (d Dir) ReadOffsets(id int64) (*OffsetEntry, error) { return d.offsets().Get(id) }
 
 // ReadCommit reads and validates commits/<id>.
-func (d Dir) ReadCommit(id int64) (*CommitEntry, error) {
-	path := d.CommitPath(id)
-	data, err := readFile(d.FS, path)
-	if err != nil {
-		return nil, fmt.Errorf("read commit entry %s: %w", path, err)
-	}
-	return ParseCommit(path, data)
-}
+func (d Dir) ReadCommit(id int64) (*CommitEntry, error) { return d.commits().Get(id) }
 
 // Snapshot is what a restart needs from the checkpoint, read in one pass.
 type Snapshot struct {
@@ -307,12 +284,13 @@ func (w *Writer) Prepare() error {
 	if err := syncDir(w.FS, w.Path); err != nil {
 		return err
 	}
-	for _, dir := range []string{w.Path, w.Join(OffsetsDir), w.Join(CommitsDir)} {
-		if _, err := durable.RemoveTemps(w.FS, dir); err != nil {
-			return err
-		}
+	if _, err := durable.RemoveTemps(w.FS, w.Path); err != nil {
+		return err
 	}
-	return nil
+	if err := w.offsets().RemoveTemps(); err != nil {
+		return err
+	}
+	return w.commits().RemoveTemps()
 }
 
 // WriteMetadata publishes the metadata file; ErrExists if it exists.
@@ -325,18 +303,10 @@ func (w *Writer) WriteMetadata(m Metadata) error {
 }
 
 // WriteOffsets publishes offsets/<id>; ErrExists if it exists.
-func (w *Writer) WriteOffsets(id int64, e *OffsetEntry) error {
-	data, err := EncodeOffsets(e)
-	if err != nil {
-		return fmt.Errorf("encode offsets entry %d: %w", id, err)
-	}
-	return Publish(w.FS, w.Join(OffsetsDir), strconv.FormatInt(id, 10), data)
-}
+func (w *Writer) WriteOffsets(id int64, e *OffsetEntry) error { return w.offsets().Add(id, e) }
 
 // WriteCommit publishes commits/<id>; ErrExists if it exists.
-func (w *Writer) WriteCommit(id int64, c *CommitEntry) error {
-	return Publish(w.FS, w.Join(CommitsDir), strconv.FormatInt(id, 10), EncodeCommit(c))
-}
+func (w *Writer) WriteCommit(id int64, c *CommitEntry) error { return w.commits().Add(id, c) }
 
 // SourceDir returns sources/<key>, creating it durably (a crash never loses
 // the directory of a source that wrote into it).
@@ -371,9 +341,9 @@ const maxPurgeWithoutList = 1000
 
 // Purge deletes offsets and commits entries with id < current-minRetain.
 // The first Purge of a Writer lists both logs; later ones delete the ids
-// that fell out of the retention since, by name.
-// Offsets are deleted before commits of the same id, oldest first, so a crash
-// midway leaves a consistent (if longer) log.
+// that fell out of the retention since, by name (no LIST per batch on S3).
+// Offsets are deleted before commits, oldest first, so a crash midway
+// leaves a consistent (if longer) log.
 func (w *Writer) Purge(current int64, minRetain int) (int, error) {
 	if minRetain <= 0 || current < int64(minRetain) {
 		return 0, nil
@@ -382,44 +352,35 @@ func (w *Writer) Purge(current int64, minRetain int) (int, error) {
 	if threshold <= w.purgedBelow {
 		return 0, nil
 	}
-	if w.purgedBelow > 0 && threshold-w.purgedBelow <= maxPurgeWithoutList {
-		// The logs were purged below purgedBelow by this writer: delete the
-		// few ids since by name instead of listing both logs every batch (a
-		// LIST each on S3).
-		n := 0
-		for _, sub := range []string{OffsetsDir, CommitsDir} {
-			for id := w.purgedBelow; id < threshold; id++ {
-				p := w.Join(sub, strconv.FormatInt(id, 10))
-				if err := w.FS.Remove(p); err != nil {
-					if errors.Is(err, os.ErrNotExist) {
-						continue
-					}
-					return n, fmt.Errorf("purge %s: %w", p, err)
-				}
-				n++
-			}
-		}
-		w.purgedBelow = threshold
-		return n, nil
+	byName := w.purgedBelow > 0 && threshold-w.purgedBelow <= maxPurgeWithoutList
+	n, err := purgeLog(w.offsets(), w.purgedBelow, threshold, byName)
+	if err != nil {
+		return n, err
+	}
+	m, err := purgeLog(w.commits(), w.purgedBelow, threshold, byName)
+	if n += m; err != nil {
+		return n, err
+	}
+	w.purgedBelow = threshold
+	return n, nil
+}
+
+// purgeLog deletes l's ids below threshold: by name from purgedBelow when
+// byName (this writer purged below purgedBelow already), else by listing.
+func purgeLog[T any](l Log[int64, T], purgedBelow, threshold int64, byName bool) (int, error) {
+	if !byName {
+		return l.Purge(threshold)
 	}
 	n := 0
-	for _, sub := range []string{OffsetsDir, CommitsDir} {
-		ids, err := w.listBatches(sub)
+	for id := purgedBelow; id < threshold; id++ {
+		removed, err := l.Remove(id)
 		if err != nil {
 			return n, err
 		}
-		for _, id := range ids {
-			if id >= threshold {
-				break
-			}
-			p := w.Join(sub, strconv.FormatInt(id, 10))
-			if err := w.FS.Remove(p); err != nil {
-				return n, fmt.Errorf("purge %s: %w", p, err)
-			}
+		if removed {
 			n++
 		}
 	}
-	w.purgedBelow = threshold
 	return n, nil
 }
 

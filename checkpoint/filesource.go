@@ -2,11 +2,10 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,6 +81,94 @@ func ParseFileSourceLog(path string, n int64, compacted bool, data []byte) ([]Fi
 	return out, nil
 }
 
+// FileSourceID is the key of a FileStreamSource log file: its log id and
+// whether it is the compacted form, <n>.compact.
+type FileSourceID struct {
+	ID      int64
+	Compact bool
+}
+
+// FileSourceCodec is the Codec of a FileStreamSource log (doc.go:
+// sources/<key>/ of a FileStreamSource): <n> or <n>.compact, ordered by n.
+// The two forms of one id compare equal, so a log holding both is refused.
+type FileSourceCodec struct{}
+
+// Name returns <n> or <n>.compact.
+func (FileSourceCodec) Name(k FileSourceID) string {
+	if k.Compact {
+		return strconv.FormatInt(k.ID, 10) + compactSuffix
+	}
+	return strconv.FormatInt(k.ID, 10)
+}
+
+// Key parses <n> or <n>.compact.
+func (FileSourceCodec) Key(name string) (FileSourceID, bool) {
+	base, compact := strings.CutSuffix(name, compactSuffix)
+	id, ok := ParseBatchID(base)
+	return FileSourceID{ID: id, Compact: compact}, ok
+}
+
+// Compare orders keys by log id.
+func (FileSourceCodec) Compare(a, b FileSourceID) int { return cmp.Compare(a.ID, b.ID) }
+
+// Encode renders a log file (EncodeFileSourceLog).
+func (FileSourceCodec) Encode(_ FileSourceID, es []FileEntry) ([]byte, error) {
+	return EncodeFileSourceLog(es), nil
+}
+
+// Decode parses a log file (ParseFileSourceLog).
+func (FileSourceCodec) Decode(path string, k FileSourceID, data []byte) ([]FileEntry, error) {
+	return ParseFileSourceLog(path, k.ID, k.Compact, data)
+}
+
+// FileSourceFiles is a FileStreamSource log's directory as Spark's
+// CompactibleFileStreamLog reads it.
+type FileSourceFiles struct {
+	// All is every file, by ascending id.
+	All []FileSourceID
+	// Compacts are the ids of the compact files, newest first.
+	Compacts []int64
+	// Live is what a reader reads: the newest compact file and every file
+	// after it (every file when there is no compaction), gap-free from the
+	// compact id (or 0). Files before it may have been deleted.
+	Live []FileSourceID
+}
+
+// SplitFileSource sorts the keys all of the FileStreamSource log l (from
+// List or Recover) into FileSourceFiles, and checks that the live files
+// have no gap; a gap is CHECKPOINT_CORRUPT.
+func SplitFileSource[T any](l Log[FileSourceID, T], all []FileSourceID) (FileSourceFiles, error) {
+	var f FileSourceFiles
+	if len(all) == 0 {
+		return f, nil
+	}
+	f.All = all
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Compact {
+			f.Compacts = append(f.Compacts, all[i].ID)
+		}
+	}
+	first := int64(0)
+	if len(f.Compacts) > 0 {
+		first = f.Compacts[0]
+	}
+	i, _ := slices.BinarySearchFunc(all, first, func(k FileSourceID, id int64) int { return cmp.Compare(k.ID, id) })
+	f.Live = all[i:]
+	for j, k := range f.Live {
+		if want := first + int64(j); k.ID != want {
+			return FileSourceFiles{}, errcode.Corrupt(l.Dir, nil, "%s has a gap: id %d is missing (found %d)", l.What, want, k.ID)
+		}
+	}
+	return f, nil
+}
+
+// FileSourceLogAt is the FileStreamSource log in dir. A log of Spark's holds
+// checksum files (.<n>.crc), which are ignored; strict refuses them (a log
+// only ethstream writes).
+func FileSourceLogAt(fs vfs.FS, dir string, strict bool) Log[FileSourceID, []FileEntry] {
+	return Log[FileSourceID, []FileEntry]{FS: fs, Dir: dir, Codec: FileSourceCodec{}, What: "file source log", Strict: strict}
+}
+
 // FileSourceLog is a FileStreamSource log read whole from its directory.
 type FileSourceLog struct {
 	Dir string
@@ -101,56 +188,24 @@ type FileSourceLog struct {
 // checksum files) are ignored. A missing directory is an empty log.
 func ReadFileSourceLog(fs vfs.FS, dir string) (*FileSourceLog, error) {
 	l := &FileSourceLog{Dir: dir, LatestID: -1, CompactID: -1}
-	names, err := fs.List(dir)
+	lg := FileSourceLogAt(fs, dir, false)
+	keys, err := lg.List()
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return l, nil
-		}
-		return nil, fmt.Errorf("list file source log %s: %w", dir, err)
+		return nil, err
 	}
-	compacted := map[int64]bool{}
-	for _, name := range names {
-		base, compact := strings.CutSuffix(name, compactSuffix)
-		id, ok := ParseBatchID(base)
-		if !ok {
-			continue
-		}
-		if prev, dup := compacted[id]; dup && prev != compact {
-			return nil, errcode.Corrupt(fs.PathJoin(dir, name), nil, "file source log id %d is both compacted and not", id)
-		}
-		compacted[id] = compact
-		l.LatestID = max(l.LatestID, id)
-		if compact {
-			l.CompactID = max(l.CompactID, id)
-		}
+	files, err := SplitFileSource(lg, keys)
+	if err != nil {
+		return nil, err
 	}
-	if l.LatestID < 0 {
+	if len(files.All) == 0 {
 		return l, nil
 	}
-	ids := make([]int64, 0, len(compacted))
-	for id := range compacted {
-		if id >= l.CompactID {
-			ids = append(ids, id)
-		}
+	l.LatestID = files.All[len(files.All)-1].ID
+	if len(files.Compacts) > 0 {
+		l.CompactID = files.Compacts[0]
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	first := max(l.CompactID, 0)
-	for i, id := range ids {
-		if want := first + int64(i); id != want {
-			return nil, errcode.Corrupt(dir, nil, "file source log has a gap: id %d is missing (found %d)", want, id)
-		}
-	}
-	for _, id := range ids {
-		name := strconv.FormatInt(id, 10)
-		if compacted[id] {
-			name += compactSuffix
-		}
-		path := fs.PathJoin(dir, name)
-		data, err := readFile(fs, path)
-		if err != nil {
-			return nil, fmt.Errorf("read file source log %s: %w", path, err)
-		}
-		es, err := ParseFileSourceLog(path, id, compacted[id], data)
+	for _, k := range files.Live {
+		es, err := lg.Get(k)
 		if err != nil {
 			return nil, err
 		}

@@ -493,3 +493,26 @@ func ParseCommit(path string, data []byte) (*CommitEntry, error) {
 	}
 	return c, nil
 }
+
+// OffsetsCodec is the Codec of offsets/<batchId> (doc.go: offsets, versions 1
+// and 2).
+type OffsetsCodec struct{ BatchNames }
+
+// Encode renders an offsets entry (EncodeOffsets).
+func (OffsetsCodec) Encode(_ int64, e *OffsetEntry) ([]byte, error) { return EncodeOffsets(e) }
+
+// Decode parses an offsets entry (ParseOffsets).
+func (OffsetsCodec) Decode(path string, _ int64, data []byte) (*OffsetEntry, error) {
+	return ParseOffsets(path, data)
+}
+
+// CommitsCodec is the Codec of commits/<batchId> (doc.go: commits).
+type CommitsCodec struct{ BatchNames }
+
+// Encode renders a commit entry (EncodeCommit).
+func (CommitsCodec) Encode(_ int64, c *CommitEntry) ([]byte, error) { return EncodeCommit(c), nil }
+
+// Decode parses a commit entry (ParseCommit).
+func (CommitsCodec) Decode(path string, _ int64, data []byte) (*CommitEntry, error) {
+	return ParseCommit(path, data)
+}

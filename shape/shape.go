@@ -3,10 +3,6 @@ package shape
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"sort"
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -144,64 +140,52 @@ func truncate(s string) string {
 	return s
 }
 
+// Codec is the checkpoint.Log codec of shape/<seq> (doc.go): the
+// version-1 record, keyed by seq.
+type Codec struct{ checkpoint.BatchNames }
+
+// Encode renders record r (Encode).
+func (Codec) Encode(_ int64, r Record) ([]byte, error) { return Encode(r) }
+
+// Decode parses the record of seq read from path (Parse).
+func (Codec) Decode(path string, seq int64, data []byte) (Record, error) {
+	r, err := Parse(path, data)
+	r.Seq = seq
+	return r, err
+}
+
+// Log is the query shape log of the checkpoint ckpt: strict, since only
+// ethstream writes shape/.
+func Log(fs vfs.FS, ckpt string) checkpoint.Log[int64, Record] {
+	return checkpoint.Log[int64, Record]{FS: fs, Dir: fs.PathJoin(ckpt, Dir), Codec: Codec{}, What: "query shape record", Strict: true}
+}
+
 // ReadLatest reads the newest record under <checkpoint>/shape, or nil when
 // there is none (a new checkpoint, or one written before shapes were
 // recorded). It reads only.
 func ReadLatest(fs vfs.FS, ckpt string) (*Record, error) {
-	dir := fs.PathJoin(ckpt, Dir)
-	names, err := fs.List(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("list %s: %w", dir, err)
+	l := Log(fs, ckpt)
+	seq, ok, err := l.Latest()
+	if err != nil || !ok {
+		return nil, err
 	}
-	var seqs []int64
-	for _, n := range names {
-		if durable.IsTemp(n) {
-			continue // a publish that did not finish
-		}
-		v, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || v < 0 || strconv.FormatInt(v, 10) != n {
-			return nil, errcode.Corrupt(fs.PathJoin(dir, n), nil, "unexpected file in the query shape directory")
-		}
-		seqs = append(seqs, v)
-	}
-	if len(seqs) == 0 {
-		return nil, nil
-	}
-	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-	last := seqs[len(seqs)-1]
-	p := fs.PathJoin(dir, strconv.FormatInt(last, 10))
-	data, err := checkpoint.ReadFile(fs, p)
+	r, err := l.Get(seq)
 	if err != nil {
 		return nil, err
 	}
-	r, err := Parse(p, data)
-	if err != nil {
-		return nil, err
-	}
-	r.Seq = last
 	return &r, nil
 }
 
 // Write publishes record r as <checkpoint>/shape/<seq>, creating the
 // directory if needed.
 func Write(fs vfs.FS, ckpt string, seq int64, r Record) error {
-	dir := fs.PathJoin(ckpt, Dir)
-	if err := durable.EnsureDir(fs, dir); err != nil {
+	l := Log(fs, ckpt)
+	if err := durable.EnsureDir(fs, l.Dir); err != nil {
 		return err
 	}
-	data, err := Encode(r)
-	if err != nil {
-		return fmt.Errorf("encode query shape: %w", err)
-	}
-	return checkpoint.Publish(fs, dir, strconv.FormatInt(seq, 10), data)
+	return l.Add(seq, r)
 }
 
 // RemoveTemps deletes what publishes under shape/ left when they did not
 // finish (a crash); only the checkpoint's lock holder may call it.
-func RemoveTemps(fs vfs.FS, ckpt string) error {
-	_, err := durable.RemoveTemps(fs, fs.PathJoin(ckpt, Dir))
-	return err
-}
+func RemoveTemps(fs vfs.FS, ckpt string) error { return Log(fs, ckpt).RemoveTemps() }

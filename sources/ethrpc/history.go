@@ -2,6 +2,7 @@ package ethrpc
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,67 +177,76 @@ func parseHistory(data []byte, maxBlocks int, end *Offset) (*history, error) {
 	return h, nil
 }
 
-// historyLog is the source's history files in its MetadataDir.
+// historyCodec is the checkpoint.Log codec of the history files, keyed by
+// the end offset they belong to (doc.go, "Retracting reorganisations"):
+// history.<block>.<hash>.json, ordered by block, then hash.
+type historyCodec struct{}
+
+// Name returns history.<block>.<hash>.json.
+func (historyCodec) Name(o Offset) string { return historyName(o) }
+
+// Key parses history.<block>.<hash>.json.
+func (historyCodec) Key(name string) (Offset, bool) {
+	mid, okPrefix := strings.CutPrefix(name, historyPrefix)
+	mid, okSuffix := strings.CutSuffix(mid, historySuffix)
+	block, hash, ok := strings.Cut(mid, ".")
+	n, err := strconv.ParseUint(block, 10, 64)
+	if !okPrefix || !okSuffix || !ok || err != nil || hash == "" || strconv.FormatUint(n, 10) != block {
+		return Offset{}, false
+	}
+	return Offset{Block: n, Hash: hash}, true
+}
+
+// Compare orders end offsets by block, then hash.
+func (historyCodec) Compare(a, b Offset) int {
+	return cmp.Or(cmp.Compare(a.Block, b.Block), strings.Compare(a.Hash, b.Hash))
+}
+
+// Encode renders h (history.encode).
+func (historyCodec) Encode(_ Offset, h *history) ([]byte, error) { return h.encode(), nil }
+
+// Decode parses the history ending at o. A file written with a larger
+// reorgDepth is still read whole: its blocks were emitted, and the next
+// history is trimmed to the new depth.
+func (historyCodec) Decode(path string, o Offset, data []byte) (*history, error) {
+	h, err := parseHistory(data, MaxReorgDepth+1, &o)
+	if err != nil {
+		return nil, errcode.Corrupt(path, err, "ethrpc source history")
+	}
+	return h, nil
+}
+
+// historyLog is the source's history files in its MetadataDir, which it
+// shares with nothing else of ours but may hold other names (ignored).
 type historyLog struct {
 	fs  vfs.FS
 	dir string
 }
 
-func (l *historyLog) path(o Offset) string { return l.fs.PathJoin(l.dir, historyName(o)) }
+func (l *historyLog) log() checkpoint.Log[Offset, *history] {
+	return checkpoint.Log[Offset, *history]{FS: l.fs, Dir: l.dir, Codec: historyCodec{}, What: "ethrpc source history"}
+}
+
+func (l *historyLog) path(o Offset) string { return l.log().Path(o) }
 
 // load reads the history ending at o; ok is false when there is none.
 func (l *historyLog) load(o Offset) (*history, bool, error) {
-	p := l.path(o)
-	data, err := checkpoint.ReadFile(l.fs, p)
+	h, err := l.log().Get(o)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", p, err)
-	}
-	// A file written with a larger reorgDepth is still read whole: its
-	// blocks were emitted, and the next history is trimmed to the new depth.
-	h, err := parseHistory(data, MaxReorgDepth+1, &o)
-	if err != nil {
-		return nil, false, errcode.Corrupt(p, err, "ethrpc source history")
-	}
-	return h, true, nil
+	return h, err == nil, err
 }
 
 // publish writes the history ending at o, once: a file already there (the
 // same batch planned again after a crash) must hold the same bytes, since
 // blocks never change under their hash.
-func (l *historyLog) publish(o Offset, h *history) error {
-	data := h.encode()
-	err := checkpoint.Publish(l.fs, l.dir, historyName(o), data)
-	if errors.Is(err, checkpoint.ErrExists) {
-		old, rerr := checkpoint.ReadFile(l.fs, l.path(o))
-		if rerr != nil {
-			return fmt.Errorf("read %s: %w", l.path(o), rerr)
-		}
-		if !bytes.Equal(old, data) {
-			return errcode.Corrupt(l.path(o), nil, "ethrpc source history differs from the chain ending at %s", o)
-		}
-		return nil
-	}
-	return err
-}
+func (l *historyLog) publish(o Offset, h *history) error { return l.log().AddOrMatch(o, h) }
 
 // prune deletes every history file but the one ending at keep: after a
 // commit no batch can start anywhere else.
 func (l *historyLog) prune(keep Offset) error {
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", l.dir, err)
-	}
-	want := historyName(keep)
-	for _, n := range names {
-		if n == want || !strings.HasPrefix(n, historyPrefix) || !strings.HasSuffix(n, historySuffix) {
-			continue
-		}
-		if err := l.fs.Remove(l.fs.PathJoin(l.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", l.fs.PathJoin(l.dir, n), err)
-		}
-	}
-	return nil
+	c := historyCodec{}
+	_, err := l.log().PurgeIf(func(o Offset) bool { return c.Compare(o, keep) != 0 })
+	return err
 }

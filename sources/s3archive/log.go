@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -30,11 +27,6 @@ const defaultCompactInterval = 10
 // when deriving the interval), and small enough that id arithmetic cannot
 // overflow and deriving the interval stays quick (about 2^20 steps).
 const maxLogID = 1 << 40
-
-const (
-	compactSuffix = ".compact"
-	tmpSuffix     = ".tmp"
-)
 
 // logEntry is one admitted file: Spark's FileEntry.
 type logEntry = checkpoint.FileEntry
@@ -68,8 +60,10 @@ func deriveCompactInterval(def, latest int64) int64 {
 	return best
 }
 
-// fileLog is the source's admission log in MetadataDir. It is not safe for
-// concurrent use; the engine calls the source from one goroutine.
+// fileLog is the source's admission log in MetadataDir: a checkpoint.Log
+// of Spark's FileStreamSource format with Spark's compaction policy
+// (CompactibleFileStreamLog) on top. It is not safe for concurrent use; the
+// engine calls the source from one goroutine.
 type fileLog struct {
 	fs  vfs.FS
 	dir string
@@ -82,19 +76,18 @@ type fileLog struct {
 	oldest        int64 // lowest id a file may exist for, -1 if none
 }
 
-func (l *fileLog) fileName(n int64) string {
-	if isCompactID(n, l.interval) {
-		return l.fs.PathJoin(l.dir, strconv.FormatInt(n, 10)+compactSuffix)
-	}
-	return l.fs.PathJoin(l.dir, strconv.FormatInt(n, 10))
+// log is the directory as a checkpoint.Log; strict refuses names that are
+// not log files.
+func (l *fileLog) log(strict bool) checkpoint.Log[checkpoint.FileSourceID, []logEntry] {
+	return checkpoint.Log[checkpoint.FileSourceID, []logEntry]{FS: l.fs, Dir: l.dir, Codec: sourceLogCodec{}, What: "source log", Strict: strict}
 }
 
-// logName parses a log file name: <n> or <n>.compact.
-func logName(name string) (id int64, compact, ok bool) {
-	base, compact := strings.CutSuffix(name, compactSuffix)
-	id, ok = checkpoint.ParseBatchID(base)
-	return id, compact, ok
+// key is the key of log id n: compacted when the interval says so.
+func (l *fileLog) key(n int64) checkpoint.FileSourceID {
+	return checkpoint.FileSourceID{ID: n, Compact: isCompactID(n, l.interval)}
 }
+
+func (l *fileLog) fileName(n int64) string { return l.log(true).Path(l.key(n)) }
 
 // scan reads the directory: it derives the compaction interval, checks the
 // ids from the newest compact file on (the ones a reader needs) are
@@ -104,89 +97,43 @@ func logName(name string) (id int64, compact, ok bool) {
 // are removed (they were never published, so nothing refers to them).
 func (l *fileLog) scan() (first, next int64, err error) {
 	l.interval, l.latestCompact, l.oldest = defaultCompactInterval, -1, -1
-	names, err := l.fs.List(l.dir)
+	lg := l.log(true)
+	keys, err := lg.Recover()
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, 0, nil
-		}
-		return 0, 0, fmt.Errorf("list source log %s: %w", l.dir, err)
+		return 0, 0, err
 	}
-	compactOf := map[int64]bool{}
-	var ids, compacts []int64
-	for _, name := range names {
-		if strings.HasSuffix(name, tmpSuffix) {
-			if err := l.fs.Remove(l.fs.PathJoin(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return 0, 0, fmt.Errorf("remove stale temp file %s: %w", l.fs.PathJoin(l.dir, name), err)
-			}
-			continue
-		}
-		n, compact, ok := logName(name)
-		if !ok {
-			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil,
-				"unexpected file in source log directory (want <n> or <n>.compact)")
-		}
-		if n >= maxLogID {
-			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil, "source log id %d is out of range", n)
-		}
-		if prev, dup := compactOf[n]; dup && prev != compact {
-			return 0, 0, errcode.Corrupt(l.fs.PathJoin(l.dir, name), nil, "source log id %d is both compacted and not", n)
-		}
-		compactOf[n] = compact
-		ids = append(ids, n)
-		if compact {
-			compacts = append(compacts, n)
-		}
+	files, err := checkpoint.SplitFileSource(lg, keys)
+	if err != nil || len(files.All) == 0 {
+		return 0, 0, err
 	}
-	if len(ids) == 0 {
-		return 0, 0, nil
+	if last := files.All[len(files.All)-1]; last.ID >= maxLogID {
+		return 0, 0, errcode.Corrupt(lg.Path(last), nil, "source log id %d is out of range", last.ID)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	sort.Slice(compacts, func(i, j int) bool { return compacts[i] > compacts[j] })
 	// Spark's three cases: no compact file, the default; two or more, the
 	// distance of the newest two; one, derived from it.
-	switch {
-	case len(compacts) >= 2:
-		l.interval = compacts[0] - compacts[1]
-	case len(compacts) == 1:
-		l.interval = deriveCompactInterval(defaultCompactInterval, compacts[0])
+	switch c := files.Compacts; {
+	case len(c) >= 2:
+		l.interval = c[0] - c[1]
+	case len(c) == 1:
+		l.interval = deriveCompactInterval(defaultCompactInterval, c[0])
 	}
-	if len(compacts) > 0 {
-		l.latestCompact = compacts[0]
-		first = compacts[0]
+	if len(files.Compacts) > 0 {
+		l.latestCompact = files.Compacts[0]
+		first = files.Compacts[0]
 	}
-	l.oldest = ids[0]
-	want := first
-	for _, id := range ids {
-		if id < first {
-			continue
+	l.oldest = files.All[0].ID
+	for _, k := range files.Live {
+		if k.Compact != isCompactID(k.ID, l.interval) {
+			return 0, 0, errcode.Corrupt(lg.Path(k), nil,
+				"source log file %d has the wrong form (compaction interval %d)", k.ID, l.interval)
 		}
-		if id != want {
-			return 0, 0, errcode.Corrupt(l.dir, nil, "source log has a gap: expected file %d, found %d", want, id)
-		}
-		if compactOf[id] != isCompactID(id, l.interval) {
-			return 0, 0, errcode.Corrupt(l.fileName(id), nil,
-				"source log file %d has the wrong form (compaction interval %d)", id, l.interval)
-		}
-		want++
 	}
-	return first, want, nil
+	return first, first + int64(len(files.Live)), nil
 }
 
 // read returns the entries stored in file n: the entries of batch n, or for a
 // compact file every entry of batches 0..n.
-func (l *fileLog) read(n int64) ([]logEntry, error) {
-	path := l.fileName(n)
-	f, err := l.fs.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open source log %s: %w", path, err)
-	}
-	data, err := io.ReadAll(f)
-	err = errors.Join(err, f.Close())
-	if err != nil {
-		return nil, fmt.Errorf("read source log %s: %w", path, err)
-	}
-	return parseLog(path, n, isCompactID(n, l.interval), data)
-}
+func (l *fileLog) read(n int64) ([]logEntry, error) { return l.log(true).Get(l.key(n)) }
 
 // batch returns the entries admitted by log id n, in admission order. When
 // file n was pruned they come from all, every admitted entry (what the
@@ -219,18 +166,16 @@ func (l *fileLog) batch(n int64, all []logEntry) ([]logEntry, error) {
 	return out, nil
 }
 
-// write publishes file n holding entries through the checkpoint's own
-// publishing (temp file, fsync, link, fsync dir; a conditional PUT on S3):
-// crash-safe and never overwriting, so a second writer gets
-// checkpoint.ErrExists.
+// write publishes file n holding entries through the checkpoint's log
+// (temp file, fsync, link, fsync dir; a conditional PUT on S3): crash-safe
+// and never overwriting, so a second writer gets checkpoint.ErrExists.
 func (l *fileLog) write(n int64, entries []logEntry) error {
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("create source log dir %s: %w", l.dir, err)
 	}
-	path := l.fileName(n)
-	if err := checkpoint.Publish(l.fs, l.dir, l.fs.PathBase(path), formatLog(entries)); err != nil {
+	if err := l.log(true).Add(l.key(n), entries); err != nil {
 		if errors.Is(err, checkpoint.ErrExists) {
-			return fmt.Errorf("write source log %s: %w (is another query using this checkpoint?)", path, err)
+			return fmt.Errorf("write source log %s: %w (is another query using this checkpoint?)", l.fileName(n), err)
 		}
 		return fmt.Errorf("write source log: %w", err)
 	}
@@ -261,36 +206,30 @@ func pruneBound(cur, retain, interval int64) int64 {
 // cur was added, lowest id first. It lists the directory only when a file
 // below the bound may exist (once per interval ids). A crash midway leaves
 // a suffix of the old files, which a reader never needs (it starts at the
-// newest compact file) and the next prune deletes.
+// newest compact file) and the next prune deletes; after an error oldest
+// stays below the bound, so the next prune lists again.
 func (l *fileLog) prune(cur int64) (removed int, err error) {
 	bound := pruneBound(cur, l.retain, l.interval)
 	if bound < 0 || l.oldest < 0 || l.oldest >= bound {
 		return 0, nil
 	}
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return 0, fmt.Errorf("list source log %s: %w", l.dir, err)
-	}
-	type file struct {
-		id   int64
-		name string
-	}
-	var old []file
-	for _, name := range names {
-		if id, _, ok := logName(name); ok && id < bound {
-			old = append(old, file{id, name})
-		}
-	}
-	sort.Slice(old, func(i, j int) bool { return old[i].id < old[j].id })
-	for _, f := range old {
-		if err := l.fs.Remove(l.fs.PathJoin(l.dir, f.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			l.oldest = f.id
-			return removed, fmt.Errorf("prune source log %s: %w", l.fs.PathJoin(l.dir, f.name), err)
-		}
-		removed++
+	// Not strict: a stray name found mid-run is left alone, as before any
+	// listing refused it (scan does, at the next start).
+	if removed, err = l.log(false).Purge(checkpoint.FileSourceID{ID: bound}); err != nil {
+		return removed, err
 	}
 	l.oldest = bound
 	return removed, nil
+}
+
+// sourceLogCodec is Spark's FileStreamSource log format
+// (checkpoint.FileSourceCodec) with what this source always writes checked
+// on reading (parseLog).
+type sourceLogCodec struct{ checkpoint.FileSourceCodec }
+
+// Decode parses a log file with parseLog.
+func (sourceLogCodec) Decode(path string, k checkpoint.FileSourceID, data []byte) ([]logEntry, error) {
+	return parseLog(path, k.ID, k.Compact, data)
 }
 
 // formatLog renders a log file exactly as Spark's FileStreamSourceLog does:
