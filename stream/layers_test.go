@@ -24,6 +24,7 @@ func TestLayers(t *testing.T) {
 		{"interval", []string{"*"}},
 		{"ethblock", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"checkpoint", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "pipeline", "demo"}},
+		{"checkpoint/logtest", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "shape", "pipeline", "demo"}},
 		{"state", []string{"engine", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"agg", []string{"engine", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"sink/delta", []string{"engine", "state", "agg", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
