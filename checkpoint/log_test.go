@@ -25,7 +25,9 @@ func TestLogCodecs(t *testing.T) {
 		logtest.Run(t, logtest.Case[int64, *checkpoint.CommitEntry]{
 			Codec: checkpoint.CommitsCodec{},
 			Key:   func(i int) int64 { return int64(i) },
-			Value: func(i int) *checkpoint.CommitEntry { return &checkpoint.CommitEntry{NextBatchWatermarkMs: int64(i) * 1000} },
+			Value: func(i int) *checkpoint.CommitEntry {
+				return &checkpoint.CommitEntry{NextBatchWatermarkMs: int64(i) * 1000}
+			},
 			Stray: "notes.txt",
 		})
 	})
