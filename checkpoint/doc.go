@@ -9,18 +9,42 @@
 //
 // # Layout
 //
-//	<ckpt>/metadata              {"id":"<uuid>"}: the query id, written once
-//	<ckpt>/offsets/<batchId>     write-ahead log of planned batches (v1 or v2)
-//	<ckpt>/commits/<batchId>     batch completion log (v1)
-//	<ckpt>/sources/<key>/...     per-source private logs; key = name (V2) or position (V1)
-//	<ckpt>/state/<opId>/...      state store files (owned by package state, not this one)
+// Every artifact of a checkpoint, and the package that specifies it:
+//
+//	<ckpt>/metadata              {"id":"<uuid>"}: the query id, written once (here)
+//	<ckpt>/offsets/<batchId>     write-ahead log of planned batches, v1 or v2 (here)
+//	<ckpt>/commits/<batchId>     batch completion log, v1 (here)
+//	<ckpt>/sources/<key>/        per-source private logs; key = name (V2) or position (V1):
+//	    <n>, <n>.compact           a FileStreamSource log (here; sources/s3archive)
+//	    history.<block>.<hash>.json  the ethrpc source's history (sources/ethrpc)
+//	<ckpt>/state/<opId>/...      state store files (package state)
+//	<ckpt>/shape/<seq>           the query's recorded shape, v1 (package shape)
 //	<ckpt>/progress/<n>.jsonl    the progress log: StreamingQueryProgress JSON lines (informational)
 //	<ckpt>/progress.jsonl        the progress log of format 1 (read, never written)
-//	<ckpt>/.lock                 empty file locked while a query runs
+//	<ckpt>/.lock                 empty file locked while a query runs; on S3 the
+//	                             lease .lock/<generation> (package storage)
 //
 // <batchId> is a non-negative decimal integer without leading zeros. Names in
 // offsets/ and commits/ that are not batch ids are ignored, except temporary
 // files (see Publishing), which are deleted when a writer opens the checkpoint.
+//
+// # Numbered logs
+//
+// offsets/, commits/, shape/, a file source's log and the ethrpc history are
+// each a Log: a directory of files written once, one per key, as Spark's
+// HDFSMetadataLog. The Log lists, publishes (Publishing: put-if-absent),
+// reads, purges and removes stale temp files for all of them; a Codec per
+// artifact gives its file names, their order and the file format, specified
+// beside the codec (OffsetsCodec, CommitsCodec, FileSourceCodec here,
+// shape.Codec, the ethrpc history codec). Common rules: a missing directory
+// is an empty log; temp files are never listed; a name the codec does not
+// parse is ignored (offsets/, commits/, the ethrpc history, a FileStreamSource
+// log Spark wrote, whose .crc files sit beside it) or, for logs only
+// ethstream writes (shape/, the s3archive source's log), CHECKPOINT_CORRUPT
+// naming the file; two files with one key (<n> and <n>.compact) are
+// CHECKPOINT_CORRUPT; ids may have gaps where the artifact's rules allow
+// them (offsets/ and commits/ after retention, a file source log before its
+// newest compact file); a damaged file is CHECKPOINT_CORRUPT naming it.
 //
 // A directory is a checkpoint once it holds metadata or an offsets or commits
 // entry. Commands that only read (inspect) refuse anything else (an empty

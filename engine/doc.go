@@ -4,8 +4,11 @@
 //
 // The contracts it drives are in package stream: Source (sources/s3archive,
 // sources/ethrpc), Operator (agg over state), Sink (sink/delta), all
-// exchanging columnar Batches. The checkpoint files are in package
-// checkpoint; this package writes them only through it.
+// exchanging columnar Batches. The checkpoint's files are in package
+// checkpoint (its doc lists every artifact) and, for the recorded query
+// shape (<ckpt>/shape/), package shape; this package writes them only
+// through those two (state/ and sources/<key>/ through the operator and
+// the sources).
 //
 // # Structure
 //
@@ -28,6 +31,11 @@
 //     source and the sink (stream.Checker); checkRepartition is its offline
 //     counterpart. All of it runs before Lock creates the directory and
 //     .lock, so a refused first start creates nothing.
+//   - restart_rules.go: decideShape compares the shape recorded in
+//     <ckpt>/shape/ (package shape) with the starting query's and applies
+//     the restart rules, as part of checkStart (before anything is
+//     written); open.go records a new or allowed changed shape as
+//     shape/<seq> once the checkpoint is locked.
 //   - planner.go: the per-batch planner. recoveryPlan gives the batches a
 //     start runs before new ones (the pending batch, then a requested
 //     control batch); planNext decides each trigger from a batchView (the

@@ -10,8 +10,9 @@
 //
 //	<checkpoint>/shape/<seq>
 //
-// seq is 0, 1, 2, ... (decimal, no padding). A file is written once, through
-// checkpoint.Publish (temp file, fsync, link, never overwritten), when a
+// seq is 0, 1, 2, ... (decimal, no padding). shape/ is a checkpoint.Log
+// (Codec, Log): a file is written once, through checkpoint.Publish (temp
+// file, fsync, link, never overwritten), when a
 // query starts on a new checkpoint or restarts with an allowed change; the
 // newest seq is the shape in force. Each file is two lines:
 //
@@ -43,5 +44,7 @@
 //	trigger       available-now | once | processing-time=<duration>
 //
 // A file that does not parse, has another version line, or an unexpected
-// name under shape/ is CHECKPOINT_CORRUPT with its path, never ignored.
+// name under shape/ (the log is strict) is CHECKPOINT_CORRUPT with its path,
+// never ignored; temp files of an unfinished publish are skipped and
+// deleted by the lock holder (RemoveTemps). Records are never purged.
 package shape

@@ -102,10 +102,12 @@
 //
 // History file (format version 1):
 // <checkpoint>/sources/<name>/history.<block>.<hash>.json, named by the end
-// offset it belongs to, written once through the checkpoint's crash-safe
-// publish (write temp, fsync, link, fsync dir). A file already present (the
-// same batch planned again after a crash) must hold the same bytes. One JSON
-// object and a newline:
+// offset it belongs to: a checkpoint.Log keyed by the end offset (block,
+// then hash; other names in the directory are ignored), each file written
+// once through the checkpoint's crash-safe publish (write temp, fsync, link,
+// fsync dir). A file already present (the same batch planned again after a
+// crash) must hold the same bytes (Log.AddOrMatch). One JSON object and a
+// newline:
 //
 //	{"version":1,"blocks":[{"number":26086571,"hash":"0x…","parent_hash":"0x…",
 //	  "block_ts":1764547211000000,"miner":"0x…","transaction_count":180,"gas_used":29999823},...]}
