@@ -375,75 +375,20 @@ func ParseOffsets(path string, data []byte) (*OffsetEntry, error) {
 	if len(lines) < 2 {
 		return nil, errcode.Corrupt(path, nil, "truncated offsets entry: no metadata line")
 	}
-	e := &OffsetEntry{Version: v}
+	e := &OffsetEntry{Version: v, Metadata: OffsetMetadata{Conf: map[string]string{}}}
 	// As Spark, a V1 metadata line that is blank means "no metadata".
 	if v == OffsetsV2 || strings.TrimSpace(lines[1]) != "" {
-		md, err := decodeMeta(lines[1])
-		if err != nil {
-			return nil, errcode.Corrupt(path, err, "unparsable offsets metadata")
+		if e.Metadata, err = parseOffsetsMeta(path, v, lines[1]); err != nil {
+			return nil, err
 		}
-		if md.BatchWatermarkMs == nil || md.BatchTimestampMs == nil {
-			return nil, errcode.Corrupt(path, nil, "offsets metadata lacks batchWatermarkMs or batchTimestampMs")
-		}
-		e.Metadata = OffsetMetadata{
-			BatchWatermarkMs: *md.BatchWatermarkMs,
-			BatchTimestampMs: *md.BatchTimestampMs,
-			Conf:             md.Conf,
-		}
-		if e.Metadata.Conf == nil {
-			e.Metadata.Conf = map[string]string{}
-		}
-		if v == OffsetsV2 {
-			e.Metadata.SourceMetadataInfo = md.SourceMetadataInfo
-			if e.Metadata.SourceMetadataInfo == nil {
-				e.Metadata.SourceMetadataInfo = map[string]SourceMetadata{}
-			}
-			e.Metadata.ControlBatchInfo = md.ControlBatchInfo
-			if c := md.ControlBatchInfo; c != nil && c.OperationType == "" {
-				return nil, errcode.Corrupt(path, nil, "controlBatchInfo without operationType")
-			}
-			if len(md.Tombstones) > 0 {
-				e.Metadata.Tombstones = make(map[string]Tombstone, len(md.Tombstones))
-				for k, t := range md.Tombstones {
-					if t.LastOffset != nil {
-						if t.LastOffset, err = compact(t.LastOffset); err != nil {
-							return nil, errcode.Corrupt(path, err, "tombstone %q has an invalid lastOffset", k)
-						}
-					}
-					e.Metadata.Tombstones[k] = t
-				}
-			}
-		}
-	} else {
-		e.Metadata.Conf = map[string]string{}
 	}
 	seen := make(map[string]bool)
 	for i, line := range lines[2:] {
-		key := strconv.Itoa(i)
-		val := line
-		if v == OffsetsV2 {
-			k, rest, ok := strings.Cut(line, ":")
-			if !ok || k == "" {
-				return nil, errcode.Corrupt(path, nil, "source line %d is not <key>:<offset>: %q", i+3, truncate(line))
-			}
-			if seen[k] {
-				return nil, errcode.Corrupt(path, nil, "source %q appears twice", k)
-			}
-			// A line without a sourceMetadataInfo entry is keyed by its
-			// line alone, as Spark reads it ("sourceMetadataInfo":{}).
-			seen[k] = true
-			key, val = k, rest
+		s, err := parseSourceLine(path, v, i, line, seen)
+		if err != nil {
+			return nil, err
 		}
-		var off json.RawMessage
-		if val != "-" {
-			if off, err = compact([]byte(val)); err != nil {
-				return nil, errcode.Corrupt(path, err, "source %q has an invalid offset", key)
-			}
-			if off == nil {
-				return nil, errcode.Corrupt(path, nil, "source %q has a null offset (use -)", key)
-			}
-		}
-		e.Sources = append(e.Sources, SourceOffset{Key: key, Offset: off})
+		e.Sources = append(e.Sources, s)
 	}
 	var missing []string
 	for _, k := range slices.Sorted(maps.Keys(e.Metadata.SourceMetadataInfo)) {
@@ -455,6 +400,79 @@ func ParseOffsets(path string, data []byte) (*OffsetEntry, error) {
 		return nil, errcode.Corrupt(path, nil, "truncated offsets entry: no line for sources %v", missing)
 	}
 	return e, nil
+}
+
+// parseOffsetsMeta decodes line 2 of an offsets entry of version v.
+func parseOffsetsMeta(path string, v int, line string) (OffsetMetadata, error) {
+	md, err := decodeMeta(line)
+	if err != nil {
+		return OffsetMetadata{}, errcode.Corrupt(path, err, "unparsable offsets metadata")
+	}
+	if md.BatchWatermarkMs == nil || md.BatchTimestampMs == nil {
+		return OffsetMetadata{}, errcode.Corrupt(path, nil, "offsets metadata lacks batchWatermarkMs or batchTimestampMs")
+	}
+	m := OffsetMetadata{
+		BatchWatermarkMs: *md.BatchWatermarkMs,
+		BatchTimestampMs: *md.BatchTimestampMs,
+		Conf:             md.Conf,
+	}
+	if m.Conf == nil {
+		m.Conf = map[string]string{}
+	}
+	if v != OffsetsV2 {
+		return m, nil
+	}
+	m.SourceMetadataInfo = md.SourceMetadataInfo
+	if m.SourceMetadataInfo == nil {
+		m.SourceMetadataInfo = map[string]SourceMetadata{}
+	}
+	m.ControlBatchInfo = md.ControlBatchInfo
+	if c := md.ControlBatchInfo; c != nil && c.OperationType == "" {
+		return OffsetMetadata{}, errcode.Corrupt(path, nil, "controlBatchInfo without operationType")
+	}
+	if len(md.Tombstones) > 0 {
+		m.Tombstones = make(map[string]Tombstone, len(md.Tombstones))
+		for k, t := range md.Tombstones {
+			if t.LastOffset != nil {
+				if t.LastOffset, err = compact(t.LastOffset); err != nil {
+					return OffsetMetadata{}, errcode.Corrupt(path, err, "tombstone %q has an invalid lastOffset", k)
+				}
+			}
+			m.Tombstones[k] = t
+		}
+	}
+	return m, nil
+}
+
+// parseSourceLine decodes source line i (from 0, file line i+3) of an
+// offsets entry of version v; seen collects the V2 keys.
+func parseSourceLine(path string, v, i int, line string, seen map[string]bool) (SourceOffset, error) {
+	key := strconv.Itoa(i)
+	val := line
+	if v == OffsetsV2 {
+		k, rest, ok := strings.Cut(line, ":")
+		if !ok || k == "" {
+			return SourceOffset{}, errcode.Corrupt(path, nil, "source line %d is not <key>:<offset>: %q", i+3, truncate(line))
+		}
+		if seen[k] {
+			return SourceOffset{}, errcode.Corrupt(path, nil, "source %q appears twice", k)
+		}
+		// A line without a sourceMetadataInfo entry is keyed by its
+		// line alone, as Spark reads it ("sourceMetadataInfo":{}).
+		seen[k] = true
+		key, val = k, rest
+	}
+	var off json.RawMessage
+	if val != "-" {
+		var err error
+		if off, err = compact([]byte(val)); err != nil {
+			return SourceOffset{}, errcode.Corrupt(path, err, "source %q has an invalid offset", key)
+		}
+		if off == nil {
+			return SourceOffset{}, errcode.Corrupt(path, nil, "source %q has a null offset (use -)", key)
+		}
+	}
+	return SourceOffset{Key: key, Offset: off}, nil
 }
 
 // CommitEntry is one commits/<batchId> file.
