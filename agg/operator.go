@@ -53,7 +53,6 @@ type Operator struct {
 	inBatch  bool
 	finished bool
 	batchID  int64
-	et       eventTime
 	inRows   int64
 	chunk    chunkStats
 	process  time.Duration // spent in Process
@@ -160,7 +159,6 @@ func (o *Operator) begin(batchID int64) error {
 		return nil
 	}
 	o.inBatch, o.finished, o.batchID = true, false, batchID
-	o.et = eventTime{}
 	o.inRows = 0
 	o.process = 0
 	o.chunk = chunkStats{}
@@ -200,9 +198,6 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	}
 	if err != nil {
 		return err
-	}
-	if o.p.window {
-		o.et.add(o.pt.cols.ts)
 	}
 	o.inRows += int64(in.Len)
 	o.chunk.dropped += st.dropped
@@ -608,51 +603,6 @@ func (o *Operator) Close() error {
 	o.store = nil
 	o.resetBatch()
 	return err
-}
-
-// EventTimeStats summarises the event times of a batch's input (all rows with
-// an event time, late ones included, as Spark's eventTime progress does).
-// Times are microseconds since the epoch; Count 0 means no event time seen.
-type EventTimeStats struct {
-	Count         int64
-	Min, Max, Avg int64
-}
-
-// EventTime returns the event-time statistics of the current or last batch,
-// as the operator saw them. The engine does not use them: it computes
-// progress eventTime and the next watermark from the rows it reads itself.
-// Zero for operators without a window.
-func (o *Operator) EventTime() EventTimeStats { return o.et.stats() }
-
-// eventTime accumulates EventTimeStats; the average is kept as a float sum
-// of offsets from the first time seen, which cannot overflow.
-type eventTime struct {
-	count    int64
-	min, max int64
-	base     int64
-	sum      float64
-}
-
-func (e *eventTime) add(c *stream.Column) {
-	for i, t := range c.Int64s {
-		if c.Valid != nil && !c.Valid[i] {
-			continue
-		}
-		if e.count == 0 {
-			e.min, e.max, e.base = t, t, t
-		}
-		e.min = min(e.min, t)
-		e.max = max(e.max, t)
-		e.sum += float64(t - e.base)
-		e.count++
-	}
-}
-
-func (e *eventTime) stats() EventTimeStats {
-	if e.count == 0 {
-		return EventTimeStats{}
-	}
-	return EventTimeStats{Count: e.count, Min: e.min, Max: e.max, Avg: e.base + int64(math.Round(e.sum/float64(e.count)))}
 }
 
 // overflow is ARITHMETIC_OVERFLOW for aggregate a in batch batchID: the

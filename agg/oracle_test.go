@@ -428,7 +428,6 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 		if prog.NumRowsTotal != int64(len(live)) {
 			t.Fatalf("batch %d: numRowsTotal = %d, want %d", id, prog.NumRowsTotal, len(live))
 		}
-		checkEventTime(t, id, h.op.EventTime(), rows, or.p.window)
 
 		got := decodeOutput(t, or.p, out)
 		seen := map[string]bool{}
@@ -508,36 +507,4 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 	if err := h.op.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func checkEventTime(t *testing.T, id int64, got EventTimeStats, rows []testRow, window bool) {
-	t.Helper()
-	var want EventTimeStats
-	if window {
-		var sum float64
-		for _, r := range rows {
-			if r.tsNull {
-				continue
-			}
-			if want.Count == 0 {
-				want.Min, want.Max = r.ts, r.ts
-			}
-			want.Min, want.Max = min(want.Min, r.ts), max(want.Max, r.ts)
-			sum += float64(r.ts)
-			want.Count++
-		}
-		if want.Count > 0 {
-			want.Avg = int64(math.Round(sum / float64(want.Count)))
-		}
-	}
-	if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max || abs(got.Avg-want.Avg) > 1000 {
-		t.Fatalf("batch %d: event time %+v, want %+v", id, got, want)
-	}
-}
-
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

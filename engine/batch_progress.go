@@ -7,7 +7,7 @@ import (
 )
 
 // A batch's progress event (Spark's StreamingQueryProgress), built by the
-// driver's emit-progress step from what the batch's steps recorded.
+// driver's emit-progress step from the recorder's books (recorder.go).
 
 // eventStats accumulates the watermark column's min/max/sum in µs.
 type eventStats struct {
@@ -39,7 +39,7 @@ func (d *driver) sourceProgress(b *batchRun) []stream.SourceProgress {
 	for i, r := range b.p.Ranges {
 		st := d.byKey[r.Key]
 		p := stream.SourceProgress{Description: st.src.Description(), Name: strPtr(st.name),
-			StartOffset: r.Start, EndOffset: r.End, LatestOffset: r.End, NumInputRows: b.rows[i]}
+			StartOffset: r.Start, EndOffset: r.End, LatestOffset: r.End, NumInputRows: b.rec.in.rows[i]}
 		if rs, ok := st.src.(stream.ReportingSource); ok {
 			p.LatestOffset = rs.ReportLatestOffset()
 			p.Metrics = rs.Metrics()
@@ -49,46 +49,43 @@ func (d *driver) sourceProgress(b *batchRun) []stream.SourceProgress {
 	return sp
 }
 
-// dataProgress is a data or no-data batch's event.
-func (d *driver) dataProgress(b *batchRun) *stream.Progress {
-	end := d.o.Clock.Now()
-	trigger := b.trigger
-	b.dur[stream.DurTriggerExecution] = end.Sub(trigger).Milliseconds()
-	opProg := b.opProg
+// dataProgress is a data or no-data batch's event at end.
+func (d *driver) dataProgress(b *batchRun, end time.Time) *stream.Progress {
+	rec := b.rec
+	trigger, in := rec.trigger, &rec.in
+	opProg := rec.seen.op
 	if opProg.NumShufflePartitions == 0 {
 		opProg.NumShufflePartitions = int64(b.p.Partitions)
 	}
-	p := d.progress(b.p.ID, trigger, end, b.dur, b.total)
+	p := d.progress(b.p.ID, trigger, end, rec.durations(end), in.total)
 	p.StateOperators = []stream.OperatorProgress{opProg}
-	p.Sources = b.srcProg
+	p.Sources = rec.seen.sources
 	for i := range p.Sources {
 		p.Sources[i].InputRowsPerSecond = inputRate(p.Sources[i].NumInputRows, d.lastTrigger, trigger)
 		p.Sources[i].ProcessedRowsPerSecond = rate(p.Sources[i].NumInputRows, end.Sub(trigger))
 	}
-	p.InputRowsPerSecond = inputRate(b.total, d.lastTrigger, trigger)
-	p.ProcessedRowsPerSecond = rate(b.total, end.Sub(trigger))
+	p.InputRowsPerSecond = inputRate(in.total, d.lastTrigger, trigger)
+	p.ProcessedRowsPerSecond = rate(in.total, end.Sub(trigger))
 	p.EventTime = map[string]string{}
-	if b.ev.n > 0 {
-		p.EventTime["min"] = isoTime(b.ev.min / 1000)
-		p.EventTime["max"] = isoTime(b.ev.max / 1000)
-		p.EventTime["avg"] = isoTime(int64(b.ev.sumMs / float64(b.ev.n)))
+	if in.ev.n > 0 {
+		p.EventTime["min"] = isoTime(in.ev.min / 1000)
+		p.EventTime["max"] = isoTime(in.ev.max / 1000)
+		p.EventTime["avg"] = isoTime(int64(in.ev.sumMs / float64(in.ev.n)))
 	}
 	if d.q.Watermark != nil {
 		p.EventTime["watermark"] = isoTime(b.p.Entry.Metadata.BatchWatermarkMs)
 	}
-	p.Sink = b.sinkProg
+	p.Sink = rec.seen.sink
 	if p.Sink.Description == "" {
 		p.Sink.Description = d.sink.Description()
 	}
 	return p
 }
 
-// controlProgress is a REPARTITION control batch's event.
-func (d *driver) controlProgress(b *batchRun) *stream.Progress {
-	end := d.o.Clock.Now()
-	b.dur[stream.DurTriggerExecution] = end.Sub(b.trigger).Milliseconds()
+// controlProgress is a REPARTITION control batch's event at end.
+func (d *driver) controlProgress(b *batchRun, end time.Time) *stream.Progress {
 	stats, from, to := b.res.Repartition, b.p.From, b.p.To
-	p := d.progress(b.p.ID, b.trigger, end, b.dur, 0)
+	p := d.progress(b.p.ID, b.rec.trigger, end, b.rec.durations(end), 0)
 	p.StateOperators = []stream.OperatorProgress{{
 		OperatorName: "repartition", NumRowsTotal: stats.KeysAfter, NumShufflePartitions: int64(to),
 		NumStateStoreInstances: int64(to),

@@ -61,32 +61,21 @@ type batchResult struct {
 	Repartition   stream.RepartitionStats
 }
 
-// batchRun accumulates one batch's intermediate values and timings.
+// batchRun is one batch in flight: its plan, the books the recorder keeps
+// beside the steps, the operator's output on its way to the sink, and the
+// result reported back.
 type batchRun struct {
-	p        *batchPlan
-	trigger  time.Time
-	dur      map[string]int64
-	t        time.Time // start of the current phase
-	tAdd     time.Time
-	getBatch time.Duration
-	ev       eventStats
-	rows     []int64 // per range of the plan
-	total    int64
-	out      *stream.Batch
-	opProg   stream.OperatorProgress
-	sinkProg stream.SinkProgress
-	srcProg  []stream.SourceProgress
-	res      batchResult
-	walDone  bool
+	p   *batchPlan
+	rec *recorder
+	out *stream.Batch
+	res batchResult
 }
 
-// preDurations are the trigger's durations before the batch started:
-// latestOffset and queryPlanning, reported by every data and no-data batch
-// (0 for a re-run, which polls and plans nothing).
-type preDurations struct{ latest, planning time.Duration }
-
-// exec performs plan p. Any failure of a data batch aborts the operator's
-// batch and leaves p.ID pending.
+// exec performs plan p step by step. A phase begins with its first step
+// and ends with its last (the next step's phase differs, or the plan ends);
+// the recorder times it, and the step's crash point follows the phase's
+// end. Any failure of a data batch aborts the operator's batch and leaves
+// p.ID pending.
 func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre preDurations) (res batchResult, err error) {
 	if d.trace != nil {
 		d.trace(p)
@@ -94,32 +83,53 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 	if d.dry {
 		return batchResult{NextWatermark: d.dryWatermark(p)}, nil
 	}
-	clk := d.o.Clock
-	b := &batchRun{p: p, trigger: trigger, dur: map[string]int64{}, res: batchResult{NextWatermark: p.CommitWatermark}}
-	if p.reportsWAL() {
-		b.t = clk.Now()
-	}
+	b := &batchRun{p: p, rec: newRecorder(d.o.Clock, p, trigger, pre, d.o.observe), res: batchResult{NextWatermark: p.CommitWatermark}}
 	if p.Kind != stream.KindRepartition {
-		b.dur[stream.DurLatestOffset] = pre.latest.Milliseconds()
-		b.dur[stream.DurQueryPlanning] = pre.planning.Milliseconds()
-		b.rows = make([]int64, len(p.Ranges))
 		defer func() {
 			if err != nil {
 				d.op.Abort()
 			}
 		}()
 	}
-	for _, s := range p.Steps {
-		if !b.walDone && s.Op > opPurge {
-			if err := d.endWAL(b); err != nil {
-				return res, err
-			}
+	for i, s := range p.Steps {
+		if i == 0 || p.Steps[i-1].Phase != s.Phase {
+			b.rec.begin(s.Phase)
+		}
+		if d.o.observe != nil {
+			d.o.observe("  " + s.String())
 		}
 		if err := d.do(ctx, b, s); err != nil {
 			return res, err
 		}
+		last := i+1 == len(p.Steps) || p.Steps[i+1].Phase != s.Phase
+		if last {
+			b.rec.end()
+		}
+		if err := d.o.hook(crashPoint(s, last)); err != nil {
+			return res, err
+		}
 	}
 	return b.res, nil
+}
+
+// crashPoint names the crash point (a test hook, Options.crash) after step
+// s, "" if none; last says s ended its phase. The WAL phase's end is
+// after-offsets; the others follow single steps (doc.go, Crash order).
+func crashPoint(s step, last bool) string {
+	switch s.Op {
+	case opFinish:
+		return "before-sink"
+	case opWriteSink:
+		return "after-sink"
+	case opCommitState, opRepartitionState:
+		return "after-state-commit"
+	case opCommitSources:
+		return "after-commit"
+	}
+	if last && s.Phase == phaseWAL {
+		return "after-offsets"
+	}
+	return ""
 }
 
 // dryWatermark is the commit watermark a dry run assumes: the rows a re-run
@@ -131,124 +141,119 @@ func (d *driver) dryWatermark(p *batchPlan) int64 {
 	return p.Entry.Metadata.BatchWatermarkMs
 }
 
-// endWAL closes the offsets phase (walCommit), crash point after-offsets.
-func (d *driver) endWAL(b *batchRun) error {
-	b.walDone = true
-	if b.p.reportsWAL() {
-		b.dur[stream.DurWalCommit] = d.o.Clock.Now().Sub(b.t).Milliseconds()
-	}
-	if err := d.o.hook("after-offsets"); err != nil {
-		return err
-	}
-	if b.p.Kind != stream.KindRepartition {
-		b.tAdd = d.o.Clock.Now()
-	}
-	return nil
-}
-
 // do performs one step.
 func (d *driver) do(ctx context.Context, b *batchRun, s step) error {
-	clk, p := d.o.Clock, b.p
 	switch s.Op {
 	case opWriteOffsets:
-		if err := d.w.WriteOffsets(s.Batch, p.Entry); err != nil {
-			if errors.Is(err, checkpoint.ErrExists) {
-				return errcode.Wrap(err, errcode.CheckpointLocked, d.w.Path, "make sure only one query uses this checkpoint",
-					"concurrent update to the offsets log: batch %d was written by another writer", s.Batch)
-			}
-			return fmt.Errorf("write offsets for batch %d: %w", s.Batch, err)
-		}
+		return d.writeOffsets(b.p, s)
 	case opReuseOffsets:
+		return nil
 	case opPurge:
-		if _, err := d.w.Purge(s.Batch, int(s.Batch-s.Below)); err != nil {
-			return err
-		}
+		_, err := d.w.Purge(s.Batch, int(s.Batch-s.Below))
+		return err
 	case opRead:
 		return d.read(ctx, b, s)
 	case opFinish:
-		b.srcProg = d.sourceProgress(b)
-		if la, ok := d.op.(stream.WatermarkLookahead); ok {
-			// The input is read: the commit watermark is known now.
-			la.NextWatermark(s.Batch, nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.ev))
-		}
-		out, opProg, err := d.op.Finish(ctx, s.Batch, p.Entry.Metadata.BatchWatermarkMs)
-		if err != nil {
-			return fmt.Errorf("batch %d: finish operator: %w", s.Batch, err)
-		}
-		if out == nil {
-			out = &stream.Batch{}
-		}
-		b.out, b.opProg = out, opProg
-		return d.o.hook("before-sink")
+		return d.finish(ctx, b, s)
 	case opWriteSink:
 		if s.Overlap {
 			return d.writeSinkPreparing(ctx, b, s)
 		}
-		sp, err := d.sink.AddBatch(ctx, s.Batch, b.out)
-		if err != nil {
-			return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), err)
-		}
-		b.sinkProg = sp
-		return d.o.hook("after-sink")
+		return d.writeSink(ctx, b, s)
 	case opCommitState:
-		if err := d.op.Commit(ctx, s.Batch); err != nil {
-			return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
-		}
-		// Commit time and memory are known only now; an operator that can
-		// say so replaces what Finish reported.
-		if pr, ok := d.op.(stream.ProgressReporter); ok {
-			b.opProg = pr.Progress()
-		}
-		// Reading streams into the operator, so the two overlap in time:
-		// addBatch is the wall time of read, process, sink and state commit
-		// minus getBatch (the time inside the sources), and the phases sum
-		// to at most triggerExecution, as Spark's do.
-		b.dur[stream.DurAddBatch] = (clk.Now().Sub(b.tAdd) - b.getBatch).Milliseconds()
-		b.dur[stream.DurGetBatch] = b.getBatch.Milliseconds()
-		return d.o.hook("after-state-commit")
+		return d.commitState(ctx, b, s)
 	case opRepartitionState:
-		d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
-		t := clk.Now()
-		stats, err := d.op.Repartition(ctx, s.Batch-1, s.Batch, s.To)
-		if err != nil {
-			return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
-		}
-		b.res.Repartition = stats
-		b.dur[stream.DurRepartition] = clk.Now().Sub(t).Milliseconds()
-		return d.o.hook("after-state-commit")
+		return d.repartition(ctx, b, s)
 	case opWriteCommit:
-		if p.Kind != stream.KindRepartition {
-			b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.ev)
-		}
-		b.t = clk.Now()
 		if err := d.w.WriteCommit(s.Batch, &checkpoint.CommitEntry{NextBatchWatermarkMs: b.res.NextWatermark}); err != nil {
 			return fmt.Errorf("write commit for batch %d: %w", s.Batch, err)
 		}
-		if p.Kind == stream.KindRepartition {
-			// A data batch's commitOffsets ends after its sources commit.
-			b.dur[stream.DurCommitOffsets] = clk.Now().Sub(b.t).Milliseconds()
-		}
+		return nil
 	case opCommitSources:
-		for _, so := range p.Entry.Sources {
-			if so.Offset != nil {
-				if err := d.byKey[so.Key].src.Commit(ctx, so.Offset); err != nil {
-					return fmt.Errorf("batch %d: commit source %q: %w", s.Batch, so.Key, err)
-				}
+		return d.commitSources(ctx, b, s)
+	case opEmitProgress:
+		return d.report(b)
+	}
+	return fmt.Errorf("batch %d: unknown step %v", s.Batch, s)
+}
+
+// writeOffsets writes offsets/N; an existing one means another writer.
+func (d *driver) writeOffsets(p *batchPlan, s step) error {
+	err := d.w.WriteOffsets(s.Batch, p.Entry)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, checkpoint.ErrExists):
+		return errcode.Wrap(err, errcode.CheckpointLocked, d.w.Path, "make sure only one query uses this checkpoint",
+			"concurrent update to the offsets log: batch %d was written by another writer", s.Batch)
+	}
+	return fmt.Errorf("write offsets for batch %d: %w", s.Batch, err)
+}
+
+// finish closes the input: the sources' progress and the commit watermark
+// are known now, once for the batch; then the operator evicts and outputs.
+func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
+	p := b.p
+	b.rec.seen.sources = d.sourceProgress(b)
+	b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.rec.in.ev)
+	if la, ok := d.op.(stream.WatermarkLookahead); ok {
+		la.NextWatermark(s.Batch, b.res.NextWatermark)
+	}
+	out, opProg, err := d.op.Finish(ctx, s.Batch, p.Entry.Metadata.BatchWatermarkMs)
+	if err != nil {
+		return fmt.Errorf("batch %d: finish operator: %w", s.Batch, err)
+	}
+	if out == nil {
+		out = &stream.Batch{}
+	}
+	b.out, b.rec.seen.op = out, opProg
+	return nil
+}
+
+// writeSink hands the operator's output to the sink as batch N.
+func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
+	sp, err := d.sink.AddBatch(ctx, s.Batch, b.out)
+	if err != nil {
+		return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), err)
+	}
+	b.rec.seen.sink = sp
+	return nil
+}
+
+// commitState commits (or, after a preparing sink write, publishes) state
+// version N.
+func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
+	if err := d.op.Commit(ctx, s.Batch); err != nil {
+		return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
+	}
+	// Commit time and memory are known only now; an operator that can say
+	// so replaces what Finish reported.
+	if pr, ok := d.op.(stream.ProgressReporter); ok {
+		b.rec.seen.op = pr.Progress()
+	}
+	return nil
+}
+
+// repartition is the control batch's state step: version N-1 rewritten as
+// version N with s.To partitions.
+func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
+	d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
+	stats, err := d.op.Repartition(ctx, s.Batch-1, s.Batch, s.To)
+	if err != nil {
+		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
+	}
+	b.res.Repartition = stats
+	return nil
+}
+
+// commitSources tells each source its end offset is committed.
+func (d *driver) commitSources(ctx context.Context, b *batchRun, s step) error {
+	for _, so := range b.p.Entry.Sources {
+		if so.Offset != nil {
+			if err := d.byKey[so.Key].src.Commit(ctx, so.Offset); err != nil {
+				return fmt.Errorf("batch %d: commit source %q: %w", s.Batch, so.Key, err)
 			}
 		}
-		b.dur[stream.DurCommitOffsets] = clk.Now().Sub(b.t).Milliseconds()
-		return d.o.hook("after-commit")
-	case opEmitProgress:
-		var ev *stream.Progress
-		if p.Kind == stream.KindRepartition {
-			ev = d.controlProgress(b)
-		} else {
-			ev = d.dataProgress(b)
-		}
-		d.lastTrigger = b.trigger
-		return d.emit(ev)
-	default:
-		return fmt.Errorf("batch %d: unknown step %v", s.Batch, s)
 	}
 	return nil
 }
@@ -280,29 +285,29 @@ func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) er
 	if prepErr != nil {
 		return fmt.Errorf("batch %d: prepare state: %w", s.Batch, prepErr)
 	}
-	b.sinkProg = sp
-	return d.o.hook("after-sink")
+	b.rec.seen.sink = sp
+	return nil
 }
 
-// read streams one source's range into the operator.
+// read streams one source's range into the operator; the recorder counts
+// its rows and event times as they pass and times the source apart from
+// the operator.
 func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
-	clk := d.o.Clock
 	st := d.byKey[s.Source]
 	if st == nil {
 		// planStart guarantees a pending batch's sources exist.
 		return fmt.Errorf("batch %d needs source %q that the query lacks", s.Batch, s.Source)
 	}
-	wm := b.p.Entry.Metadata.BatchWatermarkMs
+	clk, wm := d.o.Clock, b.p.Entry.Metadata.BatchWatermarkMs
 	var rows int64
-	readStart := clk.Now()
-	var inEmit time.Duration
+	rc := b.rec.startRead()
 	err := st.src.ReadBatch(ctx, s.Start, s.End, func(in *stream.Batch) error {
 		t0 := clk.Now()
-		defer func() { inEmit += clk.Now().Sub(t0) }()
+		defer rc.emitted(t0)
 		rows += int64(in.Len)
 		if d.q.Watermark != nil {
 			if c := in.Column(d.q.Watermark.Column); c != nil {
-				b.ev.add(c)
+				b.rec.in.ev.add(c)
 			}
 		}
 		if d.withSrc {
@@ -313,15 +318,23 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 	if err != nil {
 		return fmt.Errorf("batch %d: read source %q: %w", s.Batch, s.Source, err)
 	}
-	b.getBatch += clk.Now().Sub(readStart) - inEmit
-	for i, r := range b.p.Ranges {
-		if r.Key == s.Source {
-			b.rows[i] += rows
-		}
-	}
-	b.total += rows
-	b.res.Rows = b.total
+	b.rec.endRead(&rc, s.Source, rows)
+	b.res.Rows = b.rec.in.total
 	return nil
+}
+
+// report builds the batch's progress event from the recorder's books and
+// emits it.
+func (d *driver) report(b *batchRun) error {
+	end := d.o.Clock.Now()
+	var ev *stream.Progress
+	if b.p.Kind == stream.KindRepartition {
+		ev = d.controlProgress(b, end)
+	} else {
+		ev = d.dataProgress(b, end)
+	}
+	d.lastTrigger = b.rec.trigger
+	return d.emit(ev)
 }
 
 // emit appends the event to the progress log and hands it to the listeners.
@@ -334,7 +347,12 @@ func (d *driver) emit(p *stream.Progress) error {
 		// Progress is informational: the batch is committed already.
 		d.o.Logger.Warn("cannot append progress", "err", err)
 	}
+	// One encoding: a LineListener gets the bytes the log got.
 	for _, l := range d.o.Listeners {
+		if ll, ok := l.(LineListener); ok {
+			ll.OnProgressLine(p, line)
+			continue
+		}
 		l.OnProgress(p)
 	}
 	return nil

@@ -94,10 +94,43 @@ const (
 	opEmitProgress                   // the progress log, then the listeners
 )
 
+// phase is a named part of a batch, as raft's Ready names each of its
+// parts: every step carries the phase it belongs to, and a phase ends where
+// the next step's differs (or with the plan). At a phase's end the progress
+// recorder takes its time (recorder.go) and the driver runs the crash point
+// that closes it; nothing depends on the order of the step operations.
+type phase int
+
+const (
+	phaseNone        phase = iota
+	phaseWAL               // offsets/N written or re-used, the purge: walCommit, then crash point after-offsets
+	phaseAddBatch          // reads, finish, sink, state commit: addBatch, with getBatch inside it
+	phaseRepartition       // the state's repartition: controlBatch.REPARTITION
+	phaseCommit            // commits/N and the sources' commits: commitOffsets
+	phaseReport            // the progress event, timed by triggerExecution alone
+)
+
+func (ph phase) String() string {
+	switch ph {
+	case phaseWAL:
+		return "wal"
+	case phaseAddBatch:
+		return "add-batch"
+	case phaseRepartition:
+		return "repartition"
+	case phaseCommit:
+		return "commit"
+	case phaseReport:
+		return "report"
+	}
+	return "none"
+}
+
 // step is one planned action. It is a plain value; String is what `plan` and
 // the datadriven scripts print.
 type step struct {
 	Op         stepOp
+	Phase      phase
 	Batch      int64
 	Source     string
 	Start, End json.RawMessage
@@ -180,6 +213,23 @@ type batchPlan struct {
 // entry.
 func (p *batchPlan) reportsWAL() bool { return p.Kind != stream.KindRepartition || !p.Rerun }
 
+// phaseList renders the steps grouped by phase, one phase per line with its
+// steps indented below it (the phase scripts: a moved boundary shows).
+func phaseList(p *batchPlan) string {
+	var b strings.Builder
+	b.WriteString(p.Header())
+	b.WriteString("\n")
+	cur := phaseNone
+	for _, s := range p.Steps {
+		if s.Phase != cur {
+			cur = s.Phase
+			fmt.Fprintf(&b, "  %s:\n", cur)
+		}
+		fmt.Fprintf(&b, "    %s\n", s)
+	}
+	return b.String()
+}
+
 // Header is the plan's one-line title.
 func (p *batchPlan) Header() string {
 	verb := "batch"
@@ -249,34 +299,45 @@ func planRerun(c planConf, id int64, e *checkpoint.OffsetEntry, starts map[strin
 	return p
 }
 
-// dataPlan lists the steps of a data or no-data batch.
+// dataPlan lists the steps of a data or no-data batch: the WAL phase, the
+// add-batch phase (reads, finish, sink, state), the commit phase (commits/N,
+// sources) and the report.
 func dataPlan(c planConf, id int64, e *checkpoint.OffsetEntry, ranges []readRange, rerun bool) *batchPlan {
 	p := &batchPlan{ID: id, Kind: stream.KindData, Rerun: rerun, Entry: e, Ranges: ranges}
 	p.Steps = walSteps(c, id, rerun, make([]step, 0, 8+len(ranges)))
 	for _, r := range ranges {
 		if !bytes.Equal(r.Start, r.End) {
-			p.Steps = append(p.Steps, step{Op: opRead, Batch: id, Source: r.Key, Start: r.Start, End: r.End})
+			p.Steps = append(p.Steps, step{Op: opRead, Phase: phaseAddBatch, Batch: id, Source: r.Key, Start: r.Start, End: r.End})
 		}
 	}
-	p.Steps = append(p.Steps, step{Op: opFinish, Batch: id}, step{Op: opWriteSink, Batch: id, Overlap: c.Prepare},
-		step{Op: opCommitState, Batch: id, Overlap: c.Prepare}, step{Op: opWriteCommit, Batch: id}, step{Op: opCommitSources, Batch: id})
-	if c.Progress {
-		p.Steps = append(p.Steps, step{Op: opEmitProgress, Batch: id})
-	}
-	return p
+	p.Steps = append(p.Steps,
+		step{Op: opFinish, Phase: phaseAddBatch, Batch: id},
+		step{Op: opWriteSink, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare},
+		step{Op: opCommitState, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare},
+		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id},
+		step{Op: opCommitSources, Phase: phaseCommit, Batch: id})
+	return reportStep(c, p)
 }
 
-// walSteps are a batch's first steps: write offsets/N and purge what falls
-// out of minBatchesToRetain, or re-use the recorded entry.
+// walSteps are a batch's first steps, its WAL phase: write offsets/N and
+// purge what falls out of minBatchesToRetain, or re-use the recorded entry.
 func walSteps(c planConf, id int64, rerun bool, steps []step) []step {
 	if rerun {
-		return append(steps, step{Op: opReuseOffsets, Batch: id})
+		return append(steps, step{Op: opReuseOffsets, Phase: phaseWAL, Batch: id})
 	}
-	steps = append(steps, step{Op: opWriteOffsets, Batch: id})
+	steps = append(steps, step{Op: opWriteOffsets, Phase: phaseWAL, Batch: id})
 	if c.MinRetain > 0 && id >= int64(c.MinRetain) {
-		steps = append(steps, step{Op: opPurge, Batch: id, Below: id - int64(c.MinRetain)})
+		steps = append(steps, step{Op: opPurge, Phase: phaseWAL, Batch: id, Below: id - int64(c.MinRetain)})
 	}
 	return steps
+}
+
+// reportStep ends plan p with its progress event, if the run emits one.
+func reportStep(c planConf, p *batchPlan) *batchPlan {
+	if c.Progress {
+		p.Steps = append(p.Steps, step{Op: opEmitProgress, Phase: phaseReport, Batch: p.ID})
+	}
+	return p
 }
 
 // newEntry builds offsets/<NextID> from the sources' end offsets.

@@ -32,10 +32,11 @@ type plannerWorld struct {
 //	start sources=(a,b) conf=(evo:true,parts:8)
 //	                       planStart on the entries, then the start's batches
 //	                       (the pending one, a control batch) as plans
-//	next latest=(a=5,b=null) [probe=true|false] [now=MS] [entry]
-//	                       planNext on the loop state; N is {"block":N}
+//	next latest=(a=5,b=null) [probe=true|false] [now=MS] [entry] [phases]
+//	                       planNext on the loop state; N is {"block":N};
+//	                       phases groups the steps by the phase they carry
 //	commit-plan wm=MS      the driver's report: advance past the last plan
-//	offline n=N            planOffline (`checkpoint repartition`)
+//	offline n=N [phases]   planOffline (`checkpoint repartition`)
 func TestPlanner(t *testing.T) {
 	datadriven.Walk(t, "testdata/planner", func(t *testing.T, path string) {
 		w := &plannerWorld{offsets: map[int64]*checkpoint.OffsetEntry{}, commits: map[int64]*checkpoint.CommitEntry{}}
@@ -99,6 +100,9 @@ func (w *plannerWorld) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		w.last = dec.Plan
 		out := stepList(dec.Plan)
+		if d.HasArg("phases") {
+			out = phaseList(dec.Plan)
+		}
 		if d.HasArg("entry") {
 			b, err := checkpoint.EncodeOffsets(dec.Plan.Entry)
 			if err != nil {
@@ -121,6 +125,9 @@ func (w *plannerWorld) cmd(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + errcode.Code(err) + "\n"
 		case p == nil:
 			return fmt.Sprintf("already at %d partitions (batch %d)\n", res.To, res.BatchID)
+		}
+		if d.HasArg("phases") {
+			return phaseList(p)
 		}
 		return stepList(p)
 	}

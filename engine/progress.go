@@ -46,6 +46,15 @@ func strPtr(s string) *string {
 	return &s
 }
 
+// LineListener is a Listener that also takes the event's JSON encoding:
+// the engine marshals each event once, appends that line to the
+// checkpoint's progress log and hands every LineListener the same bytes
+// (read-only; they may be kept) in place of calling OnProgress.
+type LineListener interface {
+	Listener
+	OnProgressLine(p *stream.Progress, line []byte)
+}
+
 // JSONLListener appends every event as one JSON line to a file (the run's
 // --progress FILE), without fsync: progress is informational. The first
 // write error is kept in Err and later events are dropped. Not safe for
@@ -56,14 +65,24 @@ type JSONLListener struct {
 	Err  error
 }
 
-// OnProgress appends p.
+// OnProgress appends p, encoded here (the engine calls OnProgressLine with
+// the encoding it made once).
 func (l *JSONLListener) OnProgress(p *stream.Progress) {
 	if l.Err != nil {
 		return
 	}
-	b, err := json.Marshal(p)
-	if err == nil {
-		err = checkpoint.AppendLineNoSync(l.FS, l.Path, b)
+	line, err := json.Marshal(p)
+	if err != nil {
+		l.Err = err
+		return
 	}
-	l.Err = err
+	l.OnProgressLine(p, line)
+}
+
+// OnProgressLine appends line, p's encoding.
+func (l *JSONLListener) OnProgressLine(_ *stream.Progress, line []byte) {
+	if l.Err != nil {
+		return
+	}
+	l.Err = checkpoint.AppendLineNoSync(l.FS, l.Path, line)
 }

@@ -103,6 +103,9 @@ type Options struct {
 	// trace, if set (tests), receives each batch's plan as the driver starts
 	// performing it.
 	trace func(p *batchPlan)
+	// observe, if set (tests), receives each phase boundary, step and crash
+	// point of a batch as the driver reaches it.
+	observe func(event string)
 }
 
 func (o Options) withDefaults() Options {
@@ -119,6 +122,12 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) hook(point string) error {
+	if point == "" {
+		return nil
+	}
+	if o.observe != nil {
+		o.observe("crash point " + point)
+	}
 	if o.crash == nil {
 		return nil
 	}

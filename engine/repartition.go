@@ -30,11 +30,10 @@ func controlPlan(c planConf, id int64, base *checkpoint.OffsetEntry, from, to in
 		p.Ranges = append(p.Ranges, readRange{Key: so.Key, Start: so.Offset, End: so.Offset})
 	}
 	p.Steps = walSteps(c, id, redo, nil)
-	p.Steps = append(p.Steps, step{Op: opRepartitionState, Batch: id, From: from, To: to}, step{Op: opWriteCommit, Batch: id})
-	if c.Progress {
-		p.Steps = append(p.Steps, step{Op: opEmitProgress, Batch: id})
-	}
-	return p
+	p.Steps = append(p.Steps,
+		step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to},
+		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})
+	return reportStep(c, p)
 }
 
 // controlEntry copies base (offsets, watermark, timestamp, tombstones) as a

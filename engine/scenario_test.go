@@ -366,6 +366,9 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		// Print each batch's plan as the driver starts it.
 		o.trace = func(p *batchPlan) { out.WriteString(stepList(p)) }
 	}
+	if d.HasArg("phases") {
+		s.tracePhases(&o, &out)
+	}
 	sum, err := Run(context.Background(), q, o)
 	if sum != nil {
 		if sum.QueryID != "" {
