@@ -45,15 +45,22 @@
 //     batchPlan: the offsets entry and its steps (write or re-use offsets/N,
 //     purge, read a range per source into the operator, finish, write the
 //     sink, commit state or repartition it, write commits/N, commit the
-//     sources, emit progress). advance is the loop state after a commit.
+//     sources, emit progress), each carrying its phase (wal, add-batch,
+//     repartition, commit, report): a phase ends where the next step's
+//     differs. advance is the loop state after a commit.
 //   - repartition.go: the REPARTITION control batch, once: its decisions
 //     (redoRepartition, newRepartition, pendingRepartition), its plan
 //     (controlPlan) and the offline procedure (planOffline,
 //     RepartitionOffline) that runs it through the same driver.
 //   - driver.go: performs a plan's steps against the checkpoint, sources,
 //     operator and sink, and reports the rows and the commit watermark back.
-//     It decides nothing. open.go opens and closes what it uses;
-//     batch_progress.go builds the progress event from what the steps saw.
+//     It decides nothing. open.go opens and closes what it uses.
+//   - recorder.go: the progress recorder beside the driver (Spark's
+//     ProgressReporter): it times the phases the steps name and keeps what
+//     the steps saw (rows, event times, the operator's, sink's and
+//     sources' progress), each value computed once per batch;
+//     batch_progress.go builds the one progress event from it, and the
+//     driver encodes it once for the progress log and every listener.
 //   - run.go: Run, the trigger loop: obtain what planNext asks for, have the
 //     driver perform the plan, advance. plan.go: Plan, Run's dry run through
 //     the same planner and driver with I/O switched off (`ethstream plan`).
