@@ -133,7 +133,10 @@ type startPlan struct {
 
 // planStart decides what a start does. It is a pure function of the
 // snapshot, the query's source names and the session settings; every refusal
-// happens here, before anything is written or any source is opened.
+// happens here, before anything is written or any source is opened. The
+// checks run in a fixed order (names, state provider, evolution, confs,
+// sources, the pending batch), so a start with several faults always
+// reports the same one.
 func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPlan, error) {
 	if err := validateNames(names, s); err != nil {
 		return nil, err
@@ -141,55 +144,97 @@ func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPla
 	if err := snap.CheckStateProvider(); err != nil {
 		return nil, err
 	}
-	path := snap.Path
 	p := &startPlan{QueryID: snap.Metadata.ID, Committed: map[string]json.RawMessage{},
 		CommittedID: snap.CommittedID, PendingID: -1}
 	if snap.Latest == nil {
-		// A new checkpoint (possibly with metadata already written).
-		p.New = true
-		p.Version = checkpoint.OffsetsV1
-		if s.formatVersion > 0 {
-			p.Version = s.formatVersion
-		}
-		if s.evolution {
-			p.Version = checkpoint.OffsetsV2
-		}
-		p.Partitions = DefaultShufflePartitions
-		if s.shuffle > 0 {
-			p.Partitions = s.shuffle
-		}
-		if s.stateParts > 0 {
-			p.Partitions = s.stateParts
-		}
-		p.Conf = map[string]string{
-			checkpoint.ConfShufflePartitions: strconv.Itoa(p.Partitions),
-			checkpoint.ConfSourceEvolution:   strconv.FormatBool(s.evolution),
-			checkpoint.ConfProviderClass:     checkpoint.ProviderPebble,
-		}
-		p.Keys = sourceKeys(names, s.evolution)
-		p.Added = append([]string(nil), p.Keys...)
-		p.Tombstones = map[string]checkpoint.Tombstone{}
-		p.NewTombstones = map[string]checkpoint.Tombstone{}
-		p.NextID = 0
+		newStart(p, names, s)
 		return p, nil
 	}
-
-	L, latest := snap.LatestID, snap.Latest
+	latest := snap.Latest
 	p.Version = latest.Version
+	if err := checkEvolution(snap.Path, latest, s); err != nil {
+		return nil, err
+	}
+	p.Keys = sourceKeys(names, s.evolution)
+	if err := pinConfs(p, snap, s); err != nil {
+		return nil, err
+	}
+	if err := checkSources(snap.Path, snap.LatestID, latest, names, s); err != nil {
+		return nil, err
+	}
+	p.Last, p.NextID = latest, snap.LatestID+1
+	if snap.CommittedID < snap.LatestID {
+		if err := planPending(p, snap, s); err != nil {
+			return nil, err
+		}
+	}
+	if snap.Committed != nil {
+		p.Watermark = snap.Committed.NextBatchWatermarkMs
+	}
+	resumeSources(p, snap)
+	planTombstones(p, latest, s)
+	// Repartition after the pending batch, if requested.
+	cur := p.Partitions
+	if p.PendingRepartitionTo > 0 {
+		cur = p.PendingRepartitionTo
+	}
+	p.RepartitionFrom, p.RepartitionTo = newRepartition(cur, s.stateParts)
+	return p, nil
+}
+
+// newStart fills p for a new checkpoint (possibly with metadata already
+// written): the session's format version, partitions and confs.
+func newStart(p *startPlan, names []string, s settings) {
+	p.New = true
+	p.Version = checkpoint.OffsetsV1
+	if s.formatVersion > 0 {
+		p.Version = s.formatVersion
+	}
+	if s.evolution {
+		p.Version = checkpoint.OffsetsV2
+	}
+	p.Partitions = DefaultShufflePartitions
+	if s.shuffle > 0 {
+		p.Partitions = s.shuffle
+	}
+	if s.stateParts > 0 {
+		p.Partitions = s.stateParts
+	}
+	p.Conf = map[string]string{
+		checkpoint.ConfShufflePartitions: strconv.Itoa(p.Partitions),
+		checkpoint.ConfSourceEvolution:   strconv.FormatBool(s.evolution),
+		checkpoint.ConfProviderClass:     checkpoint.ProviderPebble,
+	}
+	p.Keys = sourceKeys(names, s.evolution)
+	p.Added = append([]string(nil), p.Keys...)
+	p.Tombstones = map[string]checkpoint.Tombstone{}
+	p.NewTombstones = map[string]checkpoint.Tombstone{}
+	p.NextID = 0
+}
+
+// checkEvolution refuses a session whose source evolution setting the
+// checkpoint cannot take: evolution on a V1 log, or a setting differing
+// from the checkpoint's.
+func checkEvolution(path string, latest *checkpoint.OffsetEntry, s settings) error {
 	ckptEvolution := latest.Metadata.Conf[checkpoint.ConfSourceEvolution] == "true"
 	if s.evolution && latest.Version < checkpoint.OffsetsV2 {
-		return nil, errcode.New(errcode.NamedSourcesRequireV2, path,
+		return errcode.New(errcode.NamedSourcesRequireV2, path,
 			"disable source evolution for this checkpoint, or start a new checkpoint with it enabled",
 			"cannot enable source evolution on an existing checkpoint: named sources need offset log V2 (OffsetMap), found V%d", latest.Version)
 	}
 	if s.evolution != ckptEvolution {
-		return nil, errcode.New(errcode.ConfigMismatch, path,
+		return errcode.New(errcode.ConfigMismatch, path,
 			"set "+checkpoint.ConfSourceEvolution+"="+strconv.FormatBool(ckptEvolution)+" for this checkpoint",
 			"%s differs from the checkpoint: sessionValue=%t checkpointValue=%t", checkpoint.ConfSourceEvolution, s.evolution, ckptEvolution)
 	}
-	p.Keys = sourceKeys(names, s.evolution)
+	return nil
+}
 
-	// Pinned confs: the checkpoint's values win.
+// pinConfs sets p's confs from the latest entry (the checkpoint's values
+// win over the session's, with a warning) and the partition count they
+// pin.
+func pinConfs(p *startPlan, snap *checkpoint.Snapshot, s settings) error {
+	latest := snap.Latest
 	p.Conf = map[string]string{}
 	for k, v := range latest.Metadata.Conf {
 		p.Conf[k] = v
@@ -221,87 +266,93 @@ func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPla
 	if _, ok := p.Conf[checkpoint.ConfShufflePartitions]; !ok {
 		p.Conf[checkpoint.ConfShufflePartitions] = strconv.Itoa(DefaultShufflePartitions)
 	}
-	p.Conf[checkpoint.ConfSourceEvolution] = strconv.FormatBool(ckptEvolution)
+	// The session's setting equals the checkpoint's here (checkEvolution).
+	p.Conf[checkpoint.ConfSourceEvolution] = strconv.FormatBool(s.evolution)
 	if _, ok := p.Conf[checkpoint.ConfProviderClass]; !ok {
 		p.Conf[checkpoint.ConfProviderClass] = checkpoint.ProviderPebble
 	}
 	parts, err := strconv.Atoi(p.Conf[checkpoint.ConfShufflePartitions])
 	if err != nil || parts < 1 {
-		return nil, errcode.Corrupt(snap.Path, err, "offsets entry %d has an invalid %s", L, checkpoint.ConfShufflePartitions)
+		return errcode.Corrupt(snap.Path, err, "offsets entry %d has an invalid %s", snap.LatestID, checkpoint.ConfShufflePartitions)
 	}
 	p.Partitions = parts
+	return nil
+}
 
-	// Positional checkpoints: the source count is fixed.
+// checkSources refuses a query whose sources the checkpoint cannot resume:
+// another count on a positional checkpoint, or a tombstoned name reused.
+func checkSources(path string, L int64, latest *checkpoint.OffsetEntry, names []string, s settings) error {
 	if !s.evolution && len(latest.Sources) != len(names) {
-		return nil, errcode.New(errcode.SourceCountMismatch, path,
+		return errcode.New(errcode.SourceCountMismatch, path,
 			"use the same sources as when the checkpoint was created, or start a new checkpoint (enable source evolution to add or remove sources later)",
 			"the checkpoint has %d sources (offsets entry %d) but the query has %d", len(latest.Sources), L, len(names))
 	}
-	tombs := latest.Metadata.Tombstones
-	if s.evolution {
-		var reused []string
-		for _, n := range names {
-			if _, ok := tombs[n]; ok {
-				reused = append(reused, n)
-			}
-		}
-		if len(reused) > 0 {
-			return nil, errcode.New(errcode.TombstoneNameReuse, path,
-				"pick a different name; reusing one may cause data-correctness problems",
-				"source names %s were used, then removed from the query at %s", fmtNames(reused), path)
+	if !s.evolution {
+		return nil
+	}
+	var reused []string
+	for _, n := range names {
+		if _, ok := latest.Metadata.Tombstones[n]; ok {
+			reused = append(reused, n)
 		}
 	}
+	if len(reused) > 0 {
+		return errcode.New(errcode.TombstoneNameReuse, path,
+			"pick a different name; reusing one may cause data-correctness problems",
+			"source names %s were used, then removed from the query at %s", fmtNames(reused), path)
+	}
+	return nil
+}
 
-	C := snap.CommittedID
-	p.Last = latest
-	p.NextID = L + 1
-	if C < L {
-		if C < L-1 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("latest commit %d is more than one batch behind offsets entry %d", C, L))
+// planPending sets up the uncommitted batch L (C < L) to run first: an
+// unfinished repartition to redo with the same target, or a data batch to
+// re-run with exactly its recorded offsets from the end offsets of L-1.
+func planPending(p *startPlan, snap *checkpoint.Snapshot, s settings) error {
+	path, L, C, latest := snap.Path, snap.LatestID, snap.CommittedID, snap.Latest
+	if C < L-1 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("latest commit %d is more than one batch behind offsets entry %d", C, L))
+	}
+	if from, to, ok := pendingRepartition(latest, snap.Prev); ok {
+		if err := redoRepartition(path, L, from, to, s.stateParts,
+			fmt.Sprintf("restart with %s=%d until the repartition finishes", checkpoint.ConfStatePartitions, to)); err != nil {
+			return err
 		}
-		if from, to, ok := pendingRepartition(latest, snap.Prev); ok {
-			if err := redoRepartition(path, L, from, to, s.stateParts,
-				fmt.Sprintf("restart with %s=%d until the repartition finishes", checkpoint.ConfStatePartitions, to)); err != nil {
-				return nil, err
-			}
-			p.PendingRepartitionTo = to
-			p.Partitions = from
-		} else {
-			var missing []string
-			for _, so := range latest.Sources {
-				if !contains(p.Keys, so.Key) {
-					missing = append(missing, so.Key)
-				}
-			}
-			if len(missing) > 0 {
-				return nil, errcode.New(errcode.PendingBatchSourceMiss, path,
-					"restart once with the sources of the pending batch so it completes, then change the sources",
-					"pending batch %d must re-run with sources %s, which the query lacks", L, fmtNames(missing))
+		p.PendingRepartitionTo = to
+		p.Partitions = from
+	} else {
+		var missing []string
+		for _, so := range latest.Sources {
+			if !contains(p.Keys, so.Key) {
+				missing = append(missing, so.Key)
 			}
 		}
-		p.Pending, p.PendingID = latest, L
-		p.PendingStart = map[string]json.RawMessage{}
-		if L > 0 {
-			prev := snap.Prev
-			if prev == nil {
-				return nil, errcode.Corrupt(snap.Path, nil, "offsets entry %d is missing: two subsequent offset logs are required to re-run batch %d", L-1, L)
-			}
-			for _, so := range prev.Sources {
-				p.PendingStart[so.Key] = so.Offset
-			}
+		if len(missing) > 0 {
+			return errcode.New(errcode.PendingBatchSourceMiss, path,
+				"restart once with the sources of the pending batch so it completes, then change the sources",
+				"pending batch %d must re-run with sources %s, which the query lacks", L, fmtNames(missing))
 		}
 	}
-	if snap.Committed != nil {
-		p.Watermark = snap.Committed.NextBatchWatermarkMs
+	p.Pending, p.PendingID = latest, L
+	p.PendingStart = map[string]json.RawMessage{}
+	if L > 0 {
+		prev := snap.Prev
+		if prev == nil {
+			return errcode.Corrupt(snap.Path, nil, "offsets entry %d is missing: two subsequent offset logs are required to re-run batch %d", L-1, L)
+		}
+		for _, so := range prev.Sources {
+			p.PendingStart[so.Key] = so.Offset
+		}
 	}
-	// Committed end offsets per source: from the batch before the pending
-	// one, or the latest entry when everything is committed.
-	base := latest
+	return nil
+}
+
+// resumeSources sets each query source's committed end offset (from the
+// batch before the pending one, or the latest entry when everything is
+// committed) and sorts the keys into resumed and added.
+func resumeSources(p *startPlan, snap *checkpoint.Snapshot) {
+	latest, base := snap.Latest, snap.Latest
 	if p.Pending != nil {
-		base = nil
-		if snap.Prev != nil {
-			base = snap.Prev
-		}
+		base = snap.Prev
 	}
 	for _, k := range p.Keys {
 		if base != nil {
@@ -317,27 +368,26 @@ func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPla
 		}
 		p.Added = append(p.Added, k)
 	}
+}
+
+// planTombstones carries the latest entry's tombstones forward and, with
+// evolution, tombstones every source of the entry the query no longer has.
+func planTombstones(p *startPlan, latest *checkpoint.OffsetEntry, s settings) {
 	p.Tombstones = map[string]checkpoint.Tombstone{}
-	for k, t := range tombs {
+	for k, t := range latest.Metadata.Tombstones {
 		p.Tombstones[k] = t
 	}
 	p.NewTombstones = map[string]checkpoint.Tombstone{}
-	if s.evolution {
-		// A removed source cannot be in a pending batch (refused above), so
-		// its line in the latest entry is its last committed end offset.
-		for _, so := range latest.Sources {
-			if !contains(p.Keys, so.Key) {
-				p.NewTombstones[so.Key] = checkpoint.Tombstone{RemovedInBatch: -1, LastOffset: so.Offset}
-			}
+	if !s.evolution {
+		return
+	}
+	// A removed source cannot be in a pending batch (refused above), so its
+	// line in the latest entry is its last committed end offset.
+	for _, so := range latest.Sources {
+		if !contains(p.Keys, so.Key) {
+			p.NewTombstones[so.Key] = checkpoint.Tombstone{RemovedInBatch: -1, LastOffset: so.Offset}
 		}
 	}
-	// Repartition after the pending batch, if requested.
-	cur := p.Partitions
-	if p.PendingRepartitionTo > 0 {
-		cur = p.PendingRepartitionTo
-	}
-	p.RepartitionFrom, p.RepartitionTo = newRepartition(cur, s.stateParts)
-	return p, nil
 }
 
 // sourceKeys returns the checkpoint key of each source: its name with

@@ -81,95 +81,148 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 		return d, nil
 	}
 	d.Seq = rec.Seq + 1
-	old := rec.Shape
-	add := func(c ShapeChange) { d.Changes = append(d.Changes, c) }
-	allow := func(change, o, n, spark, rule string, from int64) {
-		add(ShapeChange{Change: change, Old: o, New: n, SparkRule: spark, Rule: rule, Allowed: true, FirstBatchID: from})
+	c := &shapeCheck{d: d, path: path, old: rec.Shape, cur: *cur, first: first, next: sp.NextID, evolution: evolution}
+	// The changes in a fixed order: sources, sink, state, filter and
+	// columns, watermark, mode and trigger.
+	c.sources()
+	c.sink()
+	c.state()
+	c.filterAndColumns()
+	c.watermark()
+	c.modeAndTrigger()
+	if sp.Pending != nil && len(d.Changes) > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("batch %d was planned before the change: it re-runs first with the same data (its recorded offsets and watermark)", sp.PendingID))
 	}
-	var refusal error
-	refuse := func(change, o, n, spark, rule, code, remedy, format string, args ...any) {
-		add(ShapeChange{Change: change, Old: o, New: n, SparkRule: spark, Rule: rule, Code: code, FirstBatchID: -1})
-		if refusal == nil {
-			refusal = errcode.New(code, path, remedy, format, args...)
-		}
+	if c.refusal != nil {
+		return d, c.refusal
 	}
-	newCkpt := "start the changed query on a new checkpoint (and a new table)"
+	d.Write = !rec.Shape.Equal(*cur)
+	return d, nil
+}
 
-	// Sources, matched by name with source evolution, by position without.
-	key := func(i int, s shape.Source) string {
-		if evolution {
-			return s.Name
-		}
-		return fmt.Sprint(i)
+// shapeCheck is one comparison of a recorded shape (old) with the starting
+// query's (cur): it collects the changes into d and keeps the first
+// refusal.
+type shapeCheck struct {
+	d        *shapeDecision
+	path     string
+	old, cur shape.Shape
+	// first is the first batch a change applies to (a pending batch re-runs
+	// with the new query), next the next newly planned one.
+	first, next int64
+	evolution   bool
+	refusal     error
+}
+
+// newCkpt is the remedy of most refusals.
+const newCkpt = "start the changed query on a new checkpoint (and a new table)"
+
+func (c *shapeCheck) allow(change, o, n, spark, rule string, from int64) {
+	c.d.Changes = append(c.d.Changes, ShapeChange{Change: change, Old: o, New: n, SparkRule: spark, Rule: rule, Allowed: true, FirstBatchID: from})
+}
+
+func (c *shapeCheck) refuse(change, o, n, spark, rule, code, remedy, format string, args ...any) {
+	c.d.Changes = append(c.d.Changes, ShapeChange{Change: change, Old: o, New: n, SparkRule: spark, Rule: rule, Code: code, FirstBatchID: -1})
+	if c.refusal == nil {
+		c.refusal = errcode.New(code, c.path, remedy, format, args...)
 	}
+}
+
+func (c *shapeCheck) warn(format string, args ...any) {
+	c.d.Warnings = append(c.d.Warnings, fmt.Sprintf(format, args...))
+}
+
+// sourceKey matches sources: by name with source evolution, by position
+// without.
+func (c *shapeCheck) sourceKey(i int, s shape.Source) string {
+	if c.evolution {
+		return s.Name
+	}
+	return fmt.Sprint(i)
+}
+
+// sources compares the sources one by one, then FROM.
+func (c *shapeCheck) sources() {
 	oldBy := map[string]shape.Source{}
-	for i, s := range old.Sources {
-		oldBy[key(i, s)] = s
+	for i, s := range c.old.Sources {
+		oldBy[c.sourceKey(i, s)] = s
 	}
 	newKeys := map[string]bool{}
-	for i, s := range cur.Sources {
-		k := key(i, s)
+	for i, s := range c.cur.Sources {
+		k := c.sourceKey(i, s)
 		newKeys[k] = true
+		o, ok := oldBy[k]
+		if !ok {
+			c.allow("source added", "", s.Name+" ("+s.Provider+":"+s.Location+")", sparkSources,
+				"allowed with source evolution: the new source starts from its configured start", c.first)
+			continue
+		}
 		label := "source " + k
 		if s.Name != "" {
 			label = "source " + s.Name
 		}
-		o, ok := oldBy[k]
-		if !ok {
-			allow("source added", "", s.Name+" ("+s.Provider+":"+s.Location+")", sparkSources,
-				"allowed with source evolution: the new source starts from its configured start", first)
-			continue
-		}
-		if o.Provider != s.Provider {
-			remedy := newCkpt
-			if evolution {
-				remedy = "give the new source a new name (the old name is tombstoned), or start a new checkpoint"
-			}
-			refuse(label+" provider", o.Provider, s.Provider, sparkSources,
-				"refused: the committed offsets belong to the old provider; resuming would rewind or skip data silently",
-				errcode.SourceProviderChanged, remedy,
-				"%s was %s and is now %s: its committed offsets mean nothing to the new provider and resuming would silently rewind or skip data",
-				label, o.Provider, s.Provider)
-			continue
-		}
-		if o.Location != s.Location {
-			remedy := newCkpt
-			if evolution {
-				remedy = "give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint"
-			}
-			refuse(label+" location", o.Location, s.Location, sparkLocation,
-				"refused: offsets are positions in the old location; resuming would silently rewind or skip data",
-				errcode.SourceLocationChanged, remedy,
-				"%s read %s and now reads %s: its committed offsets are positions in the old location, so resuming would silently rewind or skip data",
-				label, o.Location, s.Location)
-			continue
-		}
-		if o.Options != s.Options {
-			allow(label+" options", o.Options, s.Options, sparkRate,
-				"allowed: read limits and options apply from the next newly planned batch", sp.NextID)
+		c.source(label, o, s)
+	}
+	for i, s := range c.old.Sources {
+		if !newKeys[c.sourceKey(i, s)] {
+			c.allow("source removed", s.Name+" ("+s.Provider+":"+s.Location+")", "", sparkSources,
+				"allowed with source evolution: the name is tombstoned and its state ages out under the watermark", c.first)
 		}
 	}
-	for i, s := range old.Sources {
-		if !newKeys[key(i, s)] {
-			allow("source removed", s.Name+" ("+s.Provider+":"+s.Location+")", "", sparkSources,
-				"allowed with source evolution: the name is tombstoned and its state ages out under the watermark", first)
-		}
+	if c.old.From != c.cur.From {
+		c.allow("FROM", c.old.From, c.cur.From, sparkSources, "allowed when each source change above is", c.first)
 	}
-	if old.From != cur.From {
-		allow("FROM", old.From, cur.From, sparkSources, "allowed when each source change above is", first)
-	}
+}
 
-	// Sink.
-	if old.Sink != cur.Sink {
-		refuse("sink location", old.Sink.Format+":"+old.Sink.Location, cur.Sink.Format+":"+cur.Sink.Location, sparkSink,
+// source compares one source kept under the same key: its provider, then
+// its location, then its options.
+func (c *shapeCheck) source(label string, o, s shape.Source) {
+	if o.Provider != s.Provider {
+		remedy := newCkpt
+		if c.evolution {
+			remedy = "give the new source a new name (the old name is tombstoned), or start a new checkpoint"
+		}
+		c.refuse(label+" provider", o.Provider, s.Provider, sparkSources,
+			"refused: the committed offsets belong to the old provider; resuming would rewind or skip data silently",
+			errcode.SourceProviderChanged, remedy,
+			"%s was %s and is now %s: its committed offsets mean nothing to the new provider and resuming would silently rewind or skip data",
+			label, o.Provider, s.Provider)
+		return
+	}
+	if o.Location != s.Location {
+		remedy := newCkpt
+		if c.evolution {
+			remedy = "give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint"
+		}
+		c.refuse(label+" location", o.Location, s.Location, sparkLocation,
+			"refused: offsets are positions in the old location; resuming would silently rewind or skip data",
+			errcode.SourceLocationChanged, remedy,
+			"%s read %s and now reads %s: its committed offsets are positions in the old location, so resuming would silently rewind or skip data",
+			label, o.Location, s.Location)
+		return
+	}
+	if o.Options != s.Options {
+		c.allow(label+" options", o.Options, s.Options, sparkRate,
+			"allowed: read limits and options apply from the next newly planned batch", c.next)
+	}
+}
+
+func (c *shapeCheck) sink() {
+	old, cur := c.old.Sink, c.cur.Sink
+	if old != cur {
+		c.refuse("sink location", old.Format+":"+old.Location, cur.Format+":"+cur.Location, sparkSink,
 			"refused: the new table would lack every committed batch's rows",
-			errcode.SinkLocationChanged, newCkpt+", or point --table back at "+old.Sink.Location,
+			errcode.SinkLocationChanged, newCkpt+", or point --table back at "+old.Location,
 			"the output moved from %s to %s: the new table would lack the rows of every committed batch, which are never written again",
-			old.Sink.Location, cur.Sink.Location)
+			old.Location, cur.Location)
 	}
+}
 
-	// State: window, group keys, aggregates. Renaming an aggregate changes
-	// the output columns only (the state check ignores the alias here).
+// state compares the window, the group keys and the aggregates. Renaming
+// an aggregate changes the output columns only (the state check ignores
+// the alias here).
+func (c *shapeCheck) state() {
+	old, cur := c.old, c.cur
 	structural := !slices.Equal(old.Keys, cur.Keys) || windowText(old.Window) != windowText(cur.Window) ||
 		!sameAggFuncs(old.Aggregates, cur.Aggregates)
 	renamed := old.OutputSchema != cur.OutputSchema || !slices.Equal(old.Aggregates, cur.Aggregates)
@@ -186,72 +239,69 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 			what = append(what, "aggregates")
 		}
 		change := strings.Join(what, ", ")
-		refuse(change, stateText(old), stateText(*cur), sparkState,
+		c.refuse(change, stateText(old), stateText(cur), sparkState,
 			"refused: the state was built for the old keys and aggregates",
 			errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
 			"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, old.StateSchema, cur.StateSchema)
 	case renamed:
-		refuse("output schema", old.OutputSchema, cur.OutputSchema, sparkProjection,
+		c.refuse("output schema", old.OutputSchema, cur.OutputSchema, sparkProjection,
 			"refused: the Delta table keeps the schema it was created with",
 			errcode.OutputSchemaMismatch, "keep the output column names, or "+newCkpt,
 			"the output schema changed from %s to %s; the Delta sink does not evolve its table's schema", old.OutputSchema, cur.OutputSchema)
 	case !slices.Equal(old.Projection, cur.Projection):
-		allow("projection", strings.Join(old.Projection, ", "), strings.Join(cur.Projection, ", "), sparkProjection,
-			"allowed: the output schema is the same", first)
+		c.allow("projection", strings.Join(old.Projection, ", "), strings.Join(cur.Projection, ", "), sparkProjection,
+			"allowed: the output schema is the same", c.first)
 	}
+}
 
-	// Filter.
+func (c *shapeCheck) filterAndColumns() {
+	old, cur := c.old, c.cur
 	if old.Filter != cur.Filter {
-		allow("filter", orNone(old.Filter), orNone(cur.Filter), sparkFilter,
-			"allowed; results change from the first batch it applies to (logged)", first)
-		d.Warnings = append(d.Warnings, fmt.Sprintf("the filter changed from %s to %s: it applies from batch %d on; earlier batches keep the old filter's results",
-			orNone(old.Filter), orNone(cur.Filter), first))
+		c.allow("filter", orNone(old.Filter), orNone(cur.Filter), sparkFilter,
+			"allowed; results change from the first batch it applies to (logged)", c.first)
+		c.warn("the filter changed from %s to %s: it applies from batch %d on; earlier batches keep the old filter's results",
+			orNone(old.Filter), orNone(cur.Filter), c.first)
 	}
 	if !slices.Equal(old.Columns, cur.Columns) {
-		allow("columns read", strings.Join(old.Columns, ", "), strings.Join(cur.Columns, ", "), sparkProjection,
-			"allowed: sources decode the columns the new query reads", first)
+		c.allow("columns read", strings.Join(old.Columns, ", "), strings.Join(cur.Columns, ", "), sparkProjection,
+			"allowed: sources decode the columns the new query reads", c.first)
 	}
+}
 
-	// Watermark.
-	ow, nw := old.Watermark, cur.Watermark
+func (c *shapeCheck) watermark() {
+	ow, nw := c.old.Watermark, c.cur.Watermark
 	switch {
 	case ow == nil && nw == nil:
 	case ow == nil || nw == nil || ow.Column != nw.Column:
-		refuse("watermark", watermarkText(ow), watermarkText(nw), sparkWatermark,
+		c.refuse("watermark", watermarkText(ow), watermarkText(nw), sparkWatermark,
 			"refused: adding, removing or moving the watermark changes which state is final",
 			errcode.WatermarkChanged, newCkpt,
 			"the watermark changed from %s to %s: removing it keeps every window forever and lets evicted windows restart from zero; adding or moving it changes which windows are final",
 			watermarkText(ow), watermarkText(nw))
 	case nw.DelayUs > ow.DelayUs:
-		refuse("watermark delay increased", watermarkText(ow), watermarkText(nw), sparkWatermark,
+		c.refuse("watermark delay increased", watermarkText(ow), watermarkText(nw), sparkWatermark,
 			"refused (stricter than Spark): evicted windows would reopen from zero and overwrite full results",
 			errcode.WatermarkDelayIncreased, "keep the delay at most "+durText(ow.DelayUs)+", or "+newCkpt,
 			"the watermark delay grew from %s to %s: windows already evicted (final in the table) would accept late rows again, start from an empty state and, in update mode, overwrite the full count in the table with a partial one",
 			durText(ow.DelayUs), durText(nw.DelayUs))
 	case nw.DelayUs < ow.DelayUs:
-		allow("watermark delay decreased", watermarkText(ow), watermarkText(nw), sparkWatermark,
-			"allowed (looser than Spark): the watermark only moves forward, rows later than the new delay are dropped from the next newly planned batch (logged)", sp.NextID)
-		d.Warnings = append(d.Warnings, fmt.Sprintf("the watermark delay shrank from %s to %s: from batch %d on, rows later than %s are dropped as late",
-			durText(ow.DelayUs), durText(nw.DelayUs), sp.NextID, durText(nw.DelayUs)))
+		c.allow("watermark delay decreased", watermarkText(ow), watermarkText(nw), sparkWatermark,
+			"allowed (looser than Spark): the watermark only moves forward, rows later than the new delay are dropped from the next newly planned batch (logged)", c.next)
+		c.warn("the watermark delay shrank from %s to %s: from batch %d on, rows later than %s are dropped as late",
+			durText(ow.DelayUs), durText(nw.DelayUs), c.next, durText(nw.DelayUs))
 	}
+}
 
-	// Output mode and trigger.
+func (c *shapeCheck) modeAndTrigger() {
+	old, cur := c.old, c.cur
 	if old.OutputMode != cur.OutputMode {
-		allow("output mode", old.OutputMode, cur.OutputMode, sparkMode,
-			"allowed: the MERGE sink upserts full values in every mode; the rows emitted change from the first batch it applies to (logged)", first)
-		d.Warnings = append(d.Warnings, fmt.Sprintf("the output mode changed from %s to %s: it applies from batch %d on", old.OutputMode, cur.OutputMode, first))
+		c.allow("output mode", old.OutputMode, cur.OutputMode, sparkMode,
+			"allowed: the MERGE sink upserts full values in every mode; the rows emitted change from the first batch it applies to (logged)", c.first)
+		c.warn("the output mode changed from %s to %s: it applies from batch %d on", old.OutputMode, cur.OutputMode, c.first)
 	}
 	if old.Trigger != cur.Trigger {
-		allow("trigger", old.Trigger, cur.Trigger, sparkRate, "allowed: from the next newly planned batch", sp.NextID)
+		c.allow("trigger", old.Trigger, cur.Trigger, sparkRate, "allowed: from the next newly planned batch", c.next)
 	}
-	if sp.Pending != nil && len(d.Changes) > 0 {
-		d.Warnings = append(d.Warnings, fmt.Sprintf("batch %d was planned before the change: it re-runs first with the same data (its recorded offsets and watermark)", sp.PendingID))
-	}
-	if refusal != nil {
-		return d, refusal
-	}
-	d.Write = !old.Equal(*cur)
-	return d, nil
 }
 
 func orNone(s string) string {
