@@ -13,10 +13,10 @@ import (
 )
 
 // The driver performs a batchPlan's steps against the checkpoint, the
-// sources, the operator and the sink, and reports what it saw (rows, event
-// times, the commit watermark) back as a batchResult. It decides nothing:
-// which batch, which ranges, whether to write offsets or re-use them, all
-// come from the plan. The same driver runs a query (Run), a stopped query's
+// sources, the operator and the sink, and reports the commit watermark back
+// as a batchResult; the recorder beside it (recorder.go) keeps the books.
+// It decides nothing: which batch, which ranges, whether to write offsets
+// or re-use them, where a phase ends, all come from the plan. The same driver runs a query (Run), a stopped query's
 // repartition (RepartitionOffline) and, with dry set, `plan`.
 
 // srcState is one opened source of the query.
@@ -54,10 +54,11 @@ type driver struct {
 	trace func(p *batchPlan)
 }
 
-// batchResult is what the driver reports back after a batch committed.
+// batchResult is what the driver reports back after a batch committed:
+// the commit watermark (advance) and a control batch's repartition
+// (RepartitionOffline).
 type batchResult struct {
 	NextWatermark int64
-	Rows          int64
 	Repartition   stream.RepartitionStats
 }
 
@@ -319,7 +320,6 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		return fmt.Errorf("batch %d: read source %q: %w", s.Batch, s.Source, err)
 	}
 	b.rec.endRead(&rc, s.Source, rows)
-	b.res.Rows = b.rec.in.total
 	return nil
 }
 
