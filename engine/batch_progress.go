@@ -9,29 +9,6 @@ import (
 // A batch's progress event (Spark's StreamingQueryProgress), built by the
 // driver's emit-progress step from the recorder's books (recorder.go).
 
-// eventStats accumulates the watermark column's min/max/sum in µs.
-type eventStats struct {
-	n        int64
-	min, max int64
-	sumMs    float64 // float: an int64 sum of ms timestamps overflows past ~5M rows
-}
-
-func (s *eventStats) add(c *stream.Column) {
-	for i, v := range c.Int64s {
-		if c.IsNull(i) {
-			continue
-		}
-		if s.n == 0 || v < s.min {
-			s.min = v
-		}
-		if s.n == 0 || v > s.max {
-			s.max = v
-		}
-		s.sumMs += float64(v / 1000)
-		s.n++
-	}
-}
-
 // sourceProgress is each range's sources[] entry, taken after the reads (a
 // reporting source's latest offset and metrics are those of this batch).
 func (d *driver) sourceProgress(b *batchRun) []stream.SourceProgress {

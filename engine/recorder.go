@@ -43,6 +43,29 @@ type inputStats struct {
 	ev    eventStats
 }
 
+// eventStats accumulates the watermark column's min/max/sum in µs.
+type eventStats struct {
+	n        int64
+	min, max int64
+	sumMs    float64 // float: an int64 sum of ms timestamps overflows past ~5M rows
+}
+
+func (s *eventStats) add(c *stream.Column) {
+	for i, v := range c.Int64s {
+		if c.IsNull(i) {
+			continue
+		}
+		if s.n == 0 || v < s.min {
+			s.min = v
+		}
+		if s.n == 0 || v > s.max {
+			s.max = v
+		}
+		s.sumMs += float64(v / 1000)
+		s.n++
+	}
+}
+
 // reports are what the operator, the sink and the sources said about the
 // batch, as the steps that asked them received it.
 type reports struct {
