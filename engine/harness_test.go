@@ -435,31 +435,6 @@ func (s *memSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (st
 }
 func (s *memSink) Close() error { return nil }
 
-// ---- a manual clock ----
-
-type manualClock struct {
-	t          time.Time
-	sleeps     int
-	stopAfter  int // cancel (return context.Canceled) at this many sleeps; 0 = never
-	stepPerNow time.Duration
-}
-
-func (c *manualClock) Now() time.Time {
-	c.t = c.t.Add(c.stepPerNow)
-	return c.t
-}
-
-func (c *manualClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.sleeps++
-	if c.stopAfter > 0 && c.sleeps >= c.stopAfter {
-		return context.Canceled
-	}
-	if d > 0 {
-		c.t = c.t.Add(d)
-	}
-	return ctx.Err()
-}
-
 // ---- helpers ----
 
 // treeHash renders every file (path, size, content) under dir, sorted; two

@@ -18,6 +18,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -34,7 +35,7 @@ type scenario struct {
 	sources  map[string]*srcWorld
 	table    *tableWorld
 	events   []*stream.Progress
-	clock    *manualClock
+	clock    *streamtest.Clock
 	hashes   map[string]string
 	held     *checkpoint.Writer
 	queryIDs map[string]bool
@@ -47,9 +48,17 @@ func newScenario() *scenario {
 	return &scenario{
 		fs: vfs.NewCrashableMem(), sources: map[string]*srcWorld{},
 		table:  &tableWorld{rows: map[string]int64{}, applied: map[int64]bool{}},
-		clock:  &manualClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), stepPerNow: time.Millisecond},
+		clock:  newStepClock(),
 		hashes: map[string]string{}, queryIDs: map[string]bool{}, runIDs: map[string]bool{},
 	}
+}
+
+// newStepClock is the scenarios' clock: from streamtest.Epoch, 1ms a Now,
+// so that consecutive batch timestamps differ.
+func newStepClock() *streamtest.Clock {
+	c := streamtest.NewClock(streamtest.Epoch)
+	c.SetStep(time.Millisecond)
+	return c
 }
 
 func TestScenarios(t *testing.T) {
@@ -359,8 +368,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	q.Sink = sink
-	s.clock.sleeps = 0
-	s.clock.stopAfter = int(argInt(t, d, "stop-after-sleeps", 0))
+	s.clock.StopAfter(int(argInt(t, d, "stop-after-sleeps", 0)))
 	var out strings.Builder
 	if d.HasArg("steps") {
 		// Print each batch's plan as the driver starts it.

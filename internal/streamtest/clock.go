@@ -15,11 +15,11 @@ var Epoch = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // it, so trigger intervals and retries run without real waiting. It is safe
 // for concurrent use (sources may retry from reader goroutines).
 type Clock struct {
-	mu        sync.Mutex
-	now       time.Time
-	step      time.Duration
-	sleeps    []time.Duration
-	stopAfter int
+	mu     sync.Mutex
+	now    time.Time
+	step   time.Duration
+	sleeps []time.Duration
+	stopAt int // len(sleeps) at which Sleep cancels; 0 = never
 }
 
 // NewClock returns a clock at start.
@@ -33,13 +33,16 @@ func (c *Clock) SetStep(d time.Duration) {
 	c.step = d
 }
 
-// StopAfter makes the n-th Sleep (counting those already made) and every
-// later one return context.Canceled without advancing: the way a test stops
-// a processing-time run after n trigger intervals. 0 never stops.
+// StopAfter makes the n-th Sleep from now and every later one return
+// context.Canceled without advancing: the way a test stops a
+// processing-time run after n trigger intervals. 0 never stops.
 func (c *Clock) StopAfter(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopAfter = n
+	c.stopAt = 0
+	if n > 0 {
+		c.stopAt = len(c.sleeps) + n
+	}
 }
 
 // Advance moves the clock forward by d.
@@ -63,7 +66,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sleeps = append(c.sleeps, d)
-	if c.stopAfter > 0 && len(c.sleeps) >= c.stopAfter {
+	if c.stopAt > 0 && len(c.sleeps) >= c.stopAt {
 		return context.Canceled
 	}
 	if d > 0 {

@@ -17,14 +17,17 @@
 //   - FaultFS: a vfs.FS over a crashable in-memory FS whose faults are
 //     errorfs DSL text, e.g. (ErrInjected (And Writes (PathMatch "offsets/*"))),
 //     and whose Crash drops what was not synced (pebble's CrashClone).
+//   - Points: named crash points as text ("after-sink", "read-mid@2") that
+//     the doubles above, and a test's own wrappers of real components, hit.
 //
 // # Scripts
 //
 // Walk runs every datadriven file of a directory with a fresh World (the
-// clock, the fault FS, the sources and the sink) and a command set: the
-// built-in commands of World.Commands (fault, crash, clock, inspect) plus the
-// package's own (batch, start, restart ...), one handler per command. A
-// package test thereby writes only what is its own.
+// clock, the fault FS, the crash points, the sources and the sink) and a
+// command set: the built-in commands of Builtins (fault, crash, clock,
+// inspect), each in its own cmd_*.go file, plus the package's own (batch,
+// start, restart ...), one handler per command. A package test thereby
+// writes only what is its own.
 //
 // None of the types is safe for concurrent mutation by several goroutines
 // unless its comment says so: the engine calls a source, an operator and a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -206,4 +207,31 @@ func TestScripts(t *testing.T) {
 			},
 		}
 	})
+}
+
+// TestClock checks the manual clock: Now steps, Sleep advances and records,
+// StopAfter counts from the call.
+func TestClock(t *testing.T) {
+	ctx := context.Background()
+	c := NewClock(Epoch)
+	c.SetStep(time.Millisecond)
+	if got := c.Now().Sub(Epoch); got != time.Millisecond {
+		t.Fatalf("first Now %v after the epoch", got)
+	}
+	if err := c.Sleep(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.StopAfter(2)
+	if err := c.Sleep(ctx, time.Second); err != nil {
+		t.Fatalf("first sleep after StopAfter(2): %v", err)
+	}
+	if err := c.Sleep(ctx, time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("second sleep after StopAfter(2): %v", err)
+	}
+	if got := c.Now().Sub(Epoch); got != time.Minute+time.Second+2*time.Millisecond {
+		t.Fatalf("clock at %v, want 1m1.002s", got)
+	}
+	if fmt.Sprint(c.Sleeps()) != "[1m0s 1s 1s]" {
+		t.Fatalf("sleeps %v", c.Sleeps())
+	}
 }
