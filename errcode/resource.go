@@ -21,15 +21,33 @@ const (
 	TableBehindCheckpoint = "TABLE_BEHIND_CHECKPOINT"
 	// Internal: a bug (a panic caught at the command boundary).
 	Internal = "INTERNAL_ERROR"
+	// ReadOnlyStorage: a write to the checkpoint, the state cache or the
+	// table was refused because the storage is read-only (EROFS, EACCES or
+	// EPERM on the local disk; 403 AccessDenied on an S3 write). It names
+	// the path; it is not a lock held by another query.
+	ReadOnlyStorage = "READ_ONLY_STORAGE"
+	// StorageCredentials: an S3 request found no credentials to sign with,
+	// or the server refused them (unknown key, bad signature, access denied
+	// on a read).
+	StorageCredentials = "STORAGE_CREDENTIALS"
+	// StorageUnavailable: an S3 request failed transiently (5xx,
+	// throttling, reset, timeout) until its retry budget was spent; it
+	// names the endpoint and the last error.
+	StorageUnavailable = "STORAGE_UNAVAILABLE"
 )
 
 // SpaceNeeder is implemented by errors that know how many bytes a failed
 // write still had to write (durable's publish).
 type SpaceNeeder interface{ NeededBytes() int64 }
 
-// Resource returns the DISK_FULL or TOO_MANY_OPEN_FILES error err stands
-// for, naming the path of the failed operation and, where known, the bytes
-// still needed; nil when err is neither.
+// Resource returns the error of the environment err stands for, whatever
+// other coded error it surfaced in (a table probe that met a read-only disk
+// or a dead S3 endpoint is not a bad argument): DISK_FULL or
+// TOO_MANY_OPEN_FILES naming the path of the failed operation and, where
+// known, the bytes still needed; READ_ONLY_STORAGE for EROFS, EACCES or
+// EPERM; or the READ_ONLY_STORAGE, STORAGE_CREDENTIALS or
+// STORAGE_UNAVAILABLE error of an object store found in its chain. nil
+// when err is none of these.
 func Resource(err error) *Error {
 	if err == nil {
 		return nil
@@ -53,6 +71,31 @@ func Resource(err error) *Error {
 		return Wrap(err, TooManyOpenFiles, path,
 			"raise the open file limit (ulimit -n, at least 4096) or use fewer state partitions, and start again",
 			"too many open files")
+	case errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
+		if e := storageCause(err); e != nil {
+			return e
+		}
+		what := "the file system is read-only"
+		if !errors.Is(err, syscall.EROFS) {
+			what = "permission denied"
+		}
+		return Wrap(err, ReadOnlyStorage, path,
+			"make the location writable by this user (or mount it read-write), or use another location; nothing partial was written",
+			"cannot write: %s", what)
+	}
+	return storageCause(err)
+}
+
+// storageCause returns the first error in err's chain coded by an object
+// store for a cause of its own, nil if none.
+func storageCause(err error) *Error {
+	var e *Error
+	for errors.As(err, &e) {
+		switch e.Code {
+		case ReadOnlyStorage, StorageCredentials, StorageUnavailable:
+			return e
+		}
+		err = e.Err
 	}
 	return nil
 }

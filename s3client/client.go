@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // DefaultRegion is used when neither the URI nor the environment names one.
@@ -48,13 +50,25 @@ const MaxIdleConnsPerHost = 64
 
 // New returns a client for c. Checksums are computed and validated only
 // where the API requires them: S3-compatible servers (gofakes3, Versity)
-// refuse the SDK's default trailing checksums on some requests.
+// refuse the SDK's default trailing checksums on some requests. The SDK
+// logs nothing (its warnings would bypass ethstream's errors; every failure
+// reaches the caller as an error). With a custom endpoint the credential
+// chain never asks the EC2 instance-metadata service (169.254.169.254): a
+// self-hosted or embedded server is no AWS instance role's business, and
+// the lookup is traffic beyond the endpoint the user named; missing
+// credentials then fail the first request at once (storage classifies it
+// as STORAGE_CREDENTIALS).
 func New(ctx context.Context, c Conn) (*s3.Client, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
 			t.MaxIdleConns = max(t.MaxIdleConns, MaxIdleConnsPerHost)
 		})),
+		config.WithLogger(logging.Nop{}),
+		config.WithClientLogMode(0),
+	}
+	if c.Endpoint != "" {
+		opts = append(opts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
@@ -69,6 +83,9 @@ func New(ctx context.Context, c Conn) (*s3.Client, error) {
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
 	}
+	if !c.Anonymous && cfg.Credentials != nil {
+		cfg.Credentials = credentials{cfg.Credentials}
+	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		if c.Endpoint != "" {
 			so.BaseEndpoint = aws.String(c.Endpoint)
@@ -80,4 +97,23 @@ func New(ctx context.Context, c Conn) (*s3.Client, error) {
 		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}), nil
+}
+
+// CredentialsError is the error of a request that found no credentials to
+// sign with: the default chain found none, or its source failed. The SDK
+// gives this failure no type of its own.
+type CredentialsError struct{ Err error }
+
+func (e *CredentialsError) Error() string { return "no S3 credentials: " + e.Err.Error() }
+func (e *CredentialsError) Unwrap() error { return e.Err }
+
+// credentials types the failures of the credential chain it wraps.
+type credentials struct{ aws.CredentialsProvider }
+
+func (c credentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	v, err := c.CredentialsProvider.Retrieve(ctx)
+	if err != nil && ctx.Err() == nil {
+		return v, &CredentialsError{Err: err}
+	}
+	return v, err
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -60,18 +58,11 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 	if end > f.size {
 		end = f.size
 	}
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	out, err := f.fs.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(f.fs.bucket), Key: aws.String(f.key),
-		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, end-1))})
+	data, err := f.fs.obj.GetRange(f.fs.ctx, f.key, off, end-off)
 	if err != nil {
-		return 0, s3Err("read", f.fs.path(f.key), err)
+		return 0, err
 	}
-	defer out.Body.Close()
-	n, err := io.ReadFull(out.Body, p[:end-off])
-	if err != nil {
-		return n, fmt.Errorf("read %s: %w", f.fs.path(f.key), err)
-	}
+	n := copy(p, data)
 	if n < len(p) {
 		return n, io.EOF
 	}

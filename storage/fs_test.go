@@ -16,7 +16,8 @@ import (
 	"github.com/ethstream/ethstream/storage/s3test"
 )
 
-// openFS returns the Mux over one S3 location of s, and that location's path.
+// openFS returns the Mux over one S3 location of s, and that location's
+// path. Its retries wait on a manual clock: no test sleeps.
 func openFS(t testing.TB, s s3test.Server, prefix string) (vfs.FS, string) {
 	t.Helper()
 	loc, err := Parse("--checkpoint", s.Location(prefix))
@@ -27,6 +28,7 @@ func openFS(t testing.TB, s s3test.Server, prefix string) (vfs.FS, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	useClock(fs, &manualClock{})
 	return fs, loc.Path
 }
 

@@ -6,8 +6,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -74,22 +72,20 @@ func (b *bucketFS) ListInfo(dir string, match func(name string) bool) ([]vfs.Fil
 	if prefix != "" {
 		prefix += "/"
 	}
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/")}
-	if b.listPage > 0 {
-		in.MaxKeys = aws.Int32(b.listPage)
-	}
 	var out []vfs.FileInfo
-	err := b.eachPage(in, func(page *s3.ListObjectsV2Output) {
-		for _, o := range page.Contents {
-			if n := strings.TrimPrefix(aws.ToString(o.Key), prefix); n != "" && (match == nil || match(n)) {
-				out = append(out, fileInfo{name: n, size: aws.ToInt64(o.Size), mod: aws.ToTime(o.LastModified)})
+	err := b.obj.List(b.ctx, prefix, "/", b.listPage, 0, func(page []ObjectInfo) error {
+		for _, o := range page {
+			n := strings.TrimPrefix(o.Key, prefix)
+			if n == "" || (match != nil && !match(n)) {
+				continue
 			}
-		}
-		for _, cp := range page.CommonPrefixes {
-			if n := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/"); n != "" && (match == nil || match(n)) {
+			if o.Dir {
 				out = append(out, fileInfo{name: path.Base("/" + n), dir: true})
+			} else {
+				out = append(out, fileInfo{name: n, size: o.Size, mod: o.ModTime})
 			}
 		}
+		return nil
 	})
 	return out, err
 }

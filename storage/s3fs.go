@@ -12,10 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/s3client"
@@ -23,9 +19,6 @@ import (
 
 // DefaultRegion is used when neither the location nor the environment names one.
 const DefaultRegion = s3client.DefaultRegion
-
-// requestTimeout bounds one S3 request (vfs calls carry no context).
-const requestTimeout = 5 * time.Minute
 
 // memoryReadLimit: an object up to this size is read whole on Open and its
 // ReadAt calls are served from memory (checkpoint entries, Delta commits,
@@ -35,10 +28,16 @@ const memoryReadLimit = 8 << 20
 // bucketFS is a vfs.FS and a durable.Publisher over one S3 bucket. Paths are
 // s3://bucket/key ('/'-separated); a "directory" is a key prefix ending in
 // '/', which exists while an object lives under it (MkdirAll writes
-// nothing). Safe for concurrent use.
+// nothing). Every request goes through obj (retries, classification).
+// Safe for concurrent use.
 type bucketFS struct {
-	bucket   string
-	client   *s3.Client
+	bucket string
+	obj    *Objects
+	// ctx is the context of every request: a vfs call carries none. It
+	// keeps NewFS's values but not its cancellation, so that a stopping
+	// command still completes the publish or lease release under way;
+	// each attempt is bounded by the store's request timeout.
+	ctx      context.Context
 	leaseTTL time.Duration
 	now      func() time.Time
 	// spoolDir holds the temp files of objects too large to stage in
@@ -59,7 +58,8 @@ var (
 )
 
 func newBucketFS(ctx context.Context, o S3Options) (*bucketFS, error) {
-	client, err := s3client.New(ctx, s3client.Conn{Endpoint: o.Endpoint, Region: o.Region, Anonymous: o.Anonymous, PathStyle: o.PathStyle})
+	obj, err := NewObjects(ctx, ObjectsOptions{Bucket: o.Bucket,
+		Conn: s3client.Conn{Endpoint: o.Endpoint, Region: o.Region, Anonymous: o.Anonymous, PathStyle: o.PathStyle}})
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func newBucketFS(ctx context.Context, o S3Options) (*bucketFS, error) {
 	if ttl == 0 {
 		ttl = DefaultLeaseTTL
 	}
-	return &bucketFS{bucket: o.Bucket, client: client, leaseTTL: ttl, now: time.Now, leases: map[string]*lease{}}, nil
+	return &bucketFS{bucket: o.Bucket, obj: obj, ctx: context.WithoutCancel(ctx), leaseTTL: ttl, now: time.Now, leases: map[string]*lease{}}, nil
 }
 
 // key returns the object key of an s3://bucket/... path.
@@ -76,109 +76,12 @@ func (b *bucketFS) key(p string) string {
 	return strings.Trim(path.Clean("/"+rest), "/")
 }
 
-func (b *bucketFS) path(key string) string {
-	if key == "" {
-		return "s3://" + b.bucket
-	}
-	return "s3://" + b.bucket + "/" + key
-}
-
-func ctxTimeout() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), requestTimeout)
-}
-
-// httpStatus returns the HTTP status of an S3 error, 0 if none.
-func httpStatus(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
-func isNotFound(err error) bool {
-	if httpStatus(err) == 404 {
-		return true
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "NoSuchKey", "NotFound":
-			return true
-		}
-	}
-	return false
-}
-
-// s3Err turns an S3 failure into an error naming the path, with
-// os.ErrNotExist for a missing object so callers treat it as a local miss.
-func s3Err(op, p string, err error) error {
-	if isNotFound(err) {
-		return &os.PathError{Op: op, Path: p, Err: os.ErrNotExist}
-	}
-	return fmt.Errorf("%s %s: %s", op, p, shortS3Error(err))
-}
-
-// shortS3Error is the S3 error without the SDK's operation wrapping.
-func shortS3Error(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		if st := httpStatus(err); st != 0 {
-			return fmt.Sprintf("%s (HTTP %d): %s", ae.ErrorCode(), st, ae.ErrorMessage())
-		}
-		return ae.ErrorCode() + ": " + ae.ErrorMessage()
-	}
-	return err.Error()
-}
+func (b *bucketFS) path(key string) string { return b.obj.URI(key) }
 
 // put writes data under key; ifNoneMatch makes it a put-if-absent whose lost
 // race (412) is durable.ErrExists.
 func (b *bucketFS) put(key string, data []byte, ifNoneMatch bool) error {
-	return b.putBody(key, func() io.ReadSeeker { return bytes.NewReader(data) }, int64(len(data)), ifNoneMatch)
-}
-
-// putBody is put of size bytes read from body(), called once per attempt.
-func (b *bucketFS) putBody(key string, body func() io.ReadSeeker, size int64, ifNoneMatch bool) error {
-	for attempt := 0; ; attempt++ {
-		ctx, cancel := ctxTimeout()
-		in := &s3.PutObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key),
-			Body: body(), ContentLength: aws.Int64(size)}
-		if ifNoneMatch {
-			in.IfNoneMatch = aws.String("*")
-		}
-		_, err := b.client.PutObject(ctx, in)
-		cancel()
-		switch st := httpStatus(err); {
-		case err == nil:
-			return nil
-		case ifNoneMatch && st == 412:
-			return fmt.Errorf("publish %s: %w", b.path(key), durable.ErrExists)
-		case ifNoneMatch && st == 409 && attempt < 5:
-			// ConditionalRequestConflict: a conditional write to the same key
-			// was in flight; retrying tells whether it won (412) or not.
-			time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
-			continue
-		case ifNoneMatch && st == 0 && b.exists(key):
-			// No answer (the connection broke mid-body): servers refuse a
-			// taken name before reading the body and may close the
-			// connection under a client still sending one, so a lost race
-			// can surface as a reset. The key exists, so either another
-			// writer won or this PUT landed unseen; it counts as lost, so
-			// two writers can never both believe they won.
-			return fmt.Errorf("publish %s: %w", b.path(key), durable.ErrExists)
-		default:
-			return s3Err("put", b.path(key), err)
-		}
-	}
-}
-
-// exists reports whether an object is stored under key (false if the HEAD
-// itself fails: the caller then reports its own error).
-func (b *bucketFS) exists(key string) bool {
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	_, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)})
-	return err == nil
+	return b.obj.Put(b.ctx, key, func() io.ReadSeeker { return bytes.NewReader(data) }, int64(len(data)), ifNoneMatch)
 }
 
 // Publish implements durable.Publisher: NoOverwrite is a PUT with
@@ -202,7 +105,7 @@ func (b *bucketFS) Publish(dir, name string, o durable.Options, write func(w io.
 	if werr != nil {
 		return durable.Result{}, fmt.Errorf("write %s: %w", b.path(key), werr)
 	}
-	if err := b.putBody(key, sp.body, sp.size, o.Mode == durable.NoOverwrite); err != nil {
+	if err := b.obj.Put(b.ctx, key, sp.body, sp.size, o.Mode == durable.NoOverwrite); err != nil {
 		return durable.Result{}, err
 	}
 	return durable.Result{Size: sp.size, Visible: true}, nil
@@ -227,42 +130,24 @@ func (b *bucketFS) OpenReadWrite(name string, _ vfs.DiskWriteCategory, _ ...vfs.
 }
 
 func (b *bucketFS) readAll(key string) ([]byte, error) {
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)})
-	if err != nil {
-		return nil, s3Err("get", b.path(key), err)
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", b.path(key), err)
-	}
-	return data, nil
+	data, _, _, _, err := b.obj.GetObject(b.ctx, key, 1<<62)
+	return data, err
 }
 
 // Open GETs the object: a small one is read whole, a large one keeps its
 // body for sequential reads and serves ReadAt by ranged GETs.
 func (b *bucketFS) Open(name string, _ ...vfs.OpenOption) (vfs.File, error) {
 	key := b.key(name)
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)})
+	data, body, info, cancel, err := b.obj.GetObject(b.ctx, key, memoryReadLimit)
 	if err != nil {
-		cancel()
-		return nil, s3Err("open", name, err)
+		return nil, err
 	}
-	f := &readFile{fs: b, key: key, size: aws.ToInt64(out.ContentLength), mod: aws.ToTime(out.LastModified)}
-	if f.size <= memoryReadLimit {
-		data, err := io.ReadAll(out.Body)
-		out.Body.Close()
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
-		}
-		f.data, f.size, f.whole = data, int64(len(data)), true
+	f := &readFile{fs: b, key: key, size: info.Size, mod: info.ModTime}
+	if body == nil {
+		f.data, f.whole = data, true
 		return f, nil
 	}
-	f.body, f.cancel = out.Body, cancel
+	f.body, f.cancel = body, cancel
 	return f, nil
 }
 
@@ -278,12 +163,7 @@ func (b *bucketFS) Remove(name string) error {
 	if err := b.checkLease(key); err != nil {
 		return err
 	}
-	ctx, cancel := ctxTimeout()
-	defer cancel()
-	if _, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)}); err != nil {
-		return s3Err("delete", name, err)
-	}
-	return nil
+	return b.obj.Delete(b.ctx, key)
 }
 
 // RemoveAll deletes the object name and every object under name/.
@@ -308,35 +188,13 @@ func (b *bucketFS) RemoveAll(name string) error {
 // without their trailing slash) under prefix.
 func (b *bucketFS) listKeys(prefix, delimiter string) ([]string, error) {
 	var out []string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(prefix)}
-	if delimiter != "" {
-		in.Delimiter = aws.String(delimiter)
-	}
-	err := b.eachPage(in, func(page *s3.ListObjectsV2Output) {
-		for _, o := range page.Contents {
-			out = append(out, aws.ToString(o.Key))
+	err := b.obj.List(b.ctx, prefix, delimiter, b.listPage, 0, func(page []ObjectInfo) error {
+		for _, o := range page {
+			out = append(out, o.Key)
 		}
-		for _, cp := range page.CommonPrefixes {
-			out = append(out, strings.TrimSuffix(aws.ToString(cp.Prefix), "/"))
-		}
+		return nil
 	})
 	return out, err
-}
-
-// eachPage calls fn with every page of the listing in, each page under a
-// deadline of its own.
-func (b *bucketFS) eachPage(in *s3.ListObjectsV2Input, fn func(*s3.ListObjectsV2Output)) error {
-	p := s3.NewListObjectsV2Paginator(b.client, in)
-	for p.HasMorePages() {
-		ctx, cancel := ctxTimeout()
-		page, err := p.NextPage(ctx)
-		cancel()
-		if err != nil {
-			return s3Err("list", b.path(aws.ToString(in.Prefix)), err)
-		}
-		fn(page)
-	}
-	return nil
 }
 
 // List returns the names directly under dir (objects and sub-prefixes); an
@@ -363,27 +221,27 @@ func (b *bucketFS) List(dir string) ([]string, error) {
 func (b *bucketFS) Stat(name string) (vfs.FileInfo, error) {
 	key := b.key(name)
 	if key != "" {
-		ctx, cancel := ctxTimeout()
-		out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)})
-		cancel()
+		info, err := b.obj.Head(b.ctx, key)
 		if err == nil {
-			return fileInfo{name: path.Base(key), size: aws.ToInt64(out.ContentLength), mod: aws.ToTime(out.LastModified)}, nil
+			return fileInfo{name: path.Base(key), size: info.Size, mod: info.ModTime}, nil
 		}
-		if !isNotFound(err) {
-			return nil, s3Err("stat", name, err)
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
 		}
 	}
 	prefix := key
 	if prefix != "" {
 		prefix += "/"
 	}
-	ctx, cancel := ctxTimeout()
-	out, err := b.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(prefix), MaxKeys: aws.Int32(1)})
-	cancel()
+	found := false
+	err := b.obj.List(b.ctx, prefix, "", 1, 1, func(page []ObjectInfo) error {
+		found = len(page) > 0
+		return nil
+	})
 	if err != nil {
-		return nil, s3Err("stat", name, err)
+		return nil, err
 	}
-	if len(out.Contents) == 0 {
+	if !found {
 		return nil, &os.PathError{Op: "stat", Path: name, Err: os.ErrNotExist}
 	}
 	return fileInfo{name: path.Base("/" + key), dir: true}, nil

@@ -177,7 +177,7 @@ func (f *createFile) Sync() error {
 	if err := f.fs.checkLease(f.key); err != nil {
 		return err
 	}
-	if err := f.fs.putBody(f.key, f.sp.body, f.sp.size, false); err != nil {
+	if err := f.fs.obj.Put(f.fs.ctx, f.key, f.sp.body, f.sp.size, false); err != nil {
 		return err
 	}
 	f.dirty = false
