@@ -266,6 +266,9 @@ func Lock(fs vfs.FS, path string) (*Writer, error) {
 		if errcode.Code(err) != "" {
 			return nil, err // a store's own verdict (an S3 lease names its holder)
 		}
+		if e := errcode.Resource(err); e != nil {
+			return nil, e // a read-only disk, say: no other query is involved
+		}
 		return nil, errcode.Wrap(err, errcode.CheckpointLocked, path,
 			"stop the other query using this checkpoint, or use another checkpoint directory",
 			"another running query holds the checkpoint lock")

@@ -26,9 +26,11 @@ import (
 // The fault loop runs the reference query over the real path: a file://
 // archive written by package chain -> the s3archive source -> the windowed
 // count (agg) -> the state store -> the Delta MERGE sink, with the
-// checkpoint and the table in one in-memory FS. Run i fails the i-th file
-// operation (errorfs), or crashes at the i-th write (every later operation
-// fails and the FS loses what was not synced, or a random half of it,
+// checkpoint and the table in one in-memory FS and the archive read from
+// the disk through the same injector. Run i fails the i-th file operation
+// (errorfs; the archive's listing, stats, opens and reads count too), or
+// crashes at the i-th write (every later operation fails, archive reads
+// included, and the FS loses what was not synced, or a random half of it,
 // vfs.CrashClone), for every i;
 // then the query restarts on what is left. After the restart: the run
 // succeeded, the table equals a recount of every archived block, no row is
@@ -155,13 +157,19 @@ func diffCounts(want, got map[windowKey]int64) string {
 // sinkClock is the Delta sink's clock: a restart passes one past the sink's
 // temp grace period, as a restart an hour later would see it.
 func runQuery(t *testing.T, fs vfs.FS, localDir string, sinkClock func() time.Time) error {
+	return runQueryArchiveFS(t, fs, nil, localDir, sinkClock)
+}
+
+// runQueryArchiveFS is runQuery reading the archive through archiveFS
+// (nil: the disk).
+func runQueryArchiveFS(t *testing.T, fs, archiveFS vfs.FS, localDir string, sinkClock func() time.Time) error {
 	archive, err := faultArchive()
 	if err != nil {
 		t.Fatal(err)
 	}
 	uri := "file://" + filepath.ToSlash(archive) + "/v1.0/eth/blocks?maxFilesPerTrigger=1"
 	cfg := Config{
-		Checkpoint: flCheckpoint, Table: flTable, LocalDir: localDir, FS: fs,
+		Checkpoint: flCheckpoint, Table: flTable, LocalDir: localDir, FS: fs, ArchiveFS: archiveFS,
 		Sources: []SourceSpec{{Name: flSource, Format: "s3archive", URI: uri}},
 		Conf: map[string]string{"spark.sql.shuffle.partitions": "2",
 			"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
@@ -183,13 +191,15 @@ func runQuery(t *testing.T, fs vfs.FS, localDir string, sinkClock func() time.Ti
 }
 
 // faultInjector fails operation i (counting all operations, or only writes);
-// with crash set, every operation after it fails too.
+// with crash set, every operation after it fails too. hitPath is the path
+// of the operation it failed.
 type faultInjector struct {
 	mu         sync.Mutex
 	i, n       int
 	writesOnly bool
 	crash      bool
 	hit        bool
+	hitPath    string
 }
 
 func (f *faultInjector) String() string { return fmt.Sprintf("fail op %d", f.i) }
@@ -205,7 +215,7 @@ func (f *faultInjector) MaybeError(op errorfs.Op) error {
 	}
 	f.n++
 	if f.n-1 == f.i {
-		f.hit = true
+		f.hit, f.hitPath = true, op.Path
 		return errorfs.ErrInjected
 	}
 	return nil
@@ -236,18 +246,29 @@ type faultMode struct {
 
 var faultModes = []faultMode{{name: "fail-op"}, {name: "crash-at-write", crash: true}, {name: "crash-keeps-half-unsynced", crash: true, unsynced: 50}}
 
-// faultRun is one run of the loop; it reports whether operation i existed.
-func faultRun(t *testing.T, want map[windowKey]int64, i int, mode faultMode) bool {
+// faultRun is one run of the loop; it reports whether operation i existed
+// and whether it was an operation on the archive.
+func faultRun(t *testing.T, want map[windowKey]int64, i int, mode faultMode) (existed, onArchive bool) {
 	crash := mode.crash
 	mem := vfs.NewCrashableMem()
 	inj := &faultInjector{i: i, writesOnly: crash, crash: crash}
 	local := t.TempDir()
-	err := runQuery(t, errorfs.Wrap(mem, inj), local, time.Now)
+	archive, err := faultArchive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = runQueryArchiveFS(t, errorfs.Wrap(mem, inj), errorfs.Wrap(vfs.Default, inj), local, time.Now)
 	if !inj.hit {
 		if err != nil {
 			t.Fatalf("op %d: no fault injected, run failed: %v", i, err)
 		}
-		return false
+		return false, false
+	}
+	onArchive = strings.HasPrefix(inj.hitPath, archive)
+	if onArchive && err == nil {
+		// Every archive operation feeds the batch: a failed one must
+		// fail the run, never yield a batch without its rows.
+		t.Fatalf("op %d (%s): an archive operation failed and the run succeeded", i, inj.hitPath)
 	}
 	fs := vfs.FS(mem)
 	if crash {
@@ -274,7 +295,7 @@ func faultRun(t *testing.T, want map[windowKey]int64, i int, mode faultMode) boo
 	if o := orphanStateData(fs); len(o) > 0 {
 		t.Fatalf("op %d: state data files without metadata after the restart: %v", i, o)
 	}
-	return true
+	return true, onArchive
 }
 
 func TestFaultLoopRealPath(t *testing.T) {
@@ -302,13 +323,24 @@ func TestFaultLoopRealPath(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
 			start := time.Now()
-			i := 0
-			for ; faultRun(t, want, i, mode); i++ {
+			i, archiveOps := 0, 0
+			for ; ; i++ {
+				existed, onArchive := faultRun(t, want, i, mode)
+				if !existed {
+					break
+				}
+				if onArchive {
+					archiveOps++
+				}
 			}
 			if i < 20 {
 				t.Fatalf("only %d operations", i)
 			}
-			t.Logf("%s: %d operations, each failed in turn, in %s", mode.name, i, time.Since(start).Round(time.Millisecond))
+			if !mode.crash && archiveOps < 4 {
+				// The archive's listing, stats, opens and reads of two files.
+				t.Fatalf("only %d of %d failed operations were archive reads: the loop does not reach them", archiveOps, i)
+			}
+			t.Logf("%s: %d operations (%d on the archive), each failed in turn, in %s", mode.name, i, archiveOps, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }

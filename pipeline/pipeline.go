@@ -152,6 +152,9 @@ type Config struct {
 	// FS holds the checkpoint and the table; nil = vfs.Default (the local
 	// disk). Tests inject faults and crashes through it.
 	FS vfs.FS
+	// ArchiveFS reads file:// archive sources; nil = vfs.Default. The
+	// fault loop injects its faults into archive reads through it.
+	ArchiveFS vfs.FS
 	// Query is the SQL text of the query; "" runs ReferenceQuery (with
 	// ReferenceWatermark unless WithWatermark is set).
 	Query string
@@ -293,7 +296,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		return q, engine.Options{}, err
 	}
 	for _, spec := range c.sources {
-		src, err := NewSource(spec, logger)
+		src, err := newSource(spec, logger, cfg.ArchiveFS)
 		if err != nil {
 			return q, engine.Options{}, err
 		}
@@ -363,13 +366,18 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 
 // NewSource builds the source a spec names.
 func NewSource(spec SourceSpec, logger *slog.Logger) (stream.Source, error) {
+	return newSource(spec, logger, nil)
+}
+
+// newSource is NewSource reading file:// archives through archiveFS.
+func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS) (stream.Source, error) {
 	switch spec.Format {
 	case "s3archive":
 		o, err := s3archive.ParseURI(spec.URI)
 		if err != nil {
 			return nil, err
 		}
-		o.Logger = logger
+		o.Logger, o.FS = logger, archiveFS
 		return s3archive.New(o)
 	case "ethrpc":
 		o, err := ethrpc.ParseURI(spec.URI)

@@ -40,7 +40,8 @@
 // every file that is written once (metadata, offsets and commits entries,
 // source logs, state versions, Delta commits and data files). A 409
 // ConditionalRequestConflict (a conditional write of the same key in
-// flight) is retried until it resolves to 200 or 412. A put-if-absent that
+// flight) is retried until it resolves to 200 or 412 (or the retry budget
+// is spent). A put-if-absent that
 // gets no answer at all (a server may refuse a taken name before reading the
 // body and close the connection under it) is resolved by a HEAD: if the key
 // exists the put counts as a lost race, even if it was in fact this PUT that
@@ -64,6 +65,28 @@
 // the segments of the checkpoint's informational progress log, at most
 // 256 KiB each (package checkpoint, "progress/"), so an append costs one
 // segment, not the whole history.
+//
+// # Requests, retries and errors
+//
+// Every S3 request of ethstream, the archive source's included, goes
+// through Objects: one client per bucket (s3client: a pool of 64 idle
+// connections per host, no SDK retryer, no SDK logging, and no EC2
+// instance-metadata lookup when endpoint= names a server), one
+// classification of failures (Classify), and one retry policy (Retry:
+// transient failures, that is 5xx, 503 SlowDown and 429, timeouts, resets
+// and refused connections, and a 409 of a conditional write in flight, are
+// retried up to 10 times with full-jitter exponential backoff from 25 ms
+// to 5 s, on an injected clock). A failure is then os.ErrNotExist (404),
+// durable.ErrExists (412 of a put-if-absent), STORAGE_CREDENTIALS (no
+// credentials found, or refused: InvalidAccessKeyId,
+// SignatureDoesNotMatch, an expired token, AccessDenied on a read),
+// READ_ONLY_STORAGE (AccessDenied on a write), STORAGE_UNAVAILABLE (the
+// retry budget spent: names the endpoint, the object and the last error),
+// or an error naming the operation, the object and the server's reason.
+// A vfs call carries no context: the FS's requests use NewFS's context
+// without its cancellation (a stopping command still completes the publish
+// or lease release under way), each attempt bounded by
+// DefaultRequestTimeout.
 //
 // # Lease protocol (the checkpoint lock on S3), format 1
 //

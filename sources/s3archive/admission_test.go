@@ -219,7 +219,7 @@ func TestAvailableNow(t *testing.T) {
 func TestMaxBytesPerTrigger(t *testing.T) {
 	root := t.TempDir()
 	writeDays(t, root, day0, 6, 20, "modern")
-	objs, err := (&localStore{root: root, m: &metrics{}}).list(t.Context())
+	objs, err := (&localStore{fs: vfs.Default, root: root, m: &metrics{}}).list(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

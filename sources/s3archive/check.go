@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -26,7 +25,7 @@ var _ stream.Checker = (*Source)(nil)
 // must list at least one block file. It lists once and keeps nothing.
 func (s *Source) Check(ctx context.Context) error {
 	if ls, ok := s.st.(*localStore); ok {
-		info, err := os.Stat(ls.root)
+		info, err := ls.fs.Stat(ls.root)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return errcode.New(CodeArchiveNotFound, ls.root, "check the file:// path: it names the directory holding the date=YYYY-MM-DD partitions (e.g. file:///data/v1.0/eth/blocks)",

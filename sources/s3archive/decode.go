@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -877,10 +878,15 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 	return out, nil
 }
 
-// readErr keeps cancellation distinct from a bad file.
+// readErr keeps cancellation, and a store that failed for a cause of its
+// own (a spent retry budget, refused credentials), distinct from a bad
+// file: skipUnreadable must never skip a file the store did not serve.
 func readErr(ctx context.Context, err error, uri, format string, args ...any) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if storage.IsUnavailable(err) {
+		return err
 	}
 	return unreadable(err, uri, format, args...)
 }

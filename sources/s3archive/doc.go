@@ -132,11 +132,14 @@
 // encodings; hashes as strings or as fixed-length binary (rendered 0x-hex).
 // Miner strings are interned.
 //
-// Store requests are retried (up to 10 attempts) with exponential backoff
-// from 25 ms and jitter, sleeping on the engine's clock (a manual clock in a
-// test must be advanced for a retry to proceed), on 503 SlowDown, 429,
-// 5xx and connection errors; the AWS SDK's own retryer is off so that every
-// attempt is counted. Metrics() reports filesListed, filesAdmitted,
+// An S3 archive is read through storage.Objects, the object layer the
+// checkpoint and the table use too: its one error classification, and its
+// retries (up to 10 attempts, full-jitter exponential backoff from 25 ms)
+// sleeping on the engine's clock (a manual clock in a test must be
+// advanced for a retry to proceed), on 503 SlowDown, 429, 5xx, timeouts and
+// connection errors; the AWS SDK's own retryer is off so that every attempt
+// is counted. A file:// archive is read through Options.FS (the local disk
+// unless a test injects faults). Metrics() reports filesListed, filesAdmitted,
 // pendingFiles, filesRead, rowsRead, bytesRead, requests, retries,
 // throttles, decodeMs (summed over decode workers), skippedFiles and skipped.
 // ReportLatestOffset is the newest admitted log offset (files not yet
@@ -150,7 +153,10 @@
 // or object is an ARCHIVE_FILE_UNREADABLE error
 // naming the object. The batch fails; after the cause is fixed it re-runs
 // identically. With skipUnreadable=true such files are skipped instead and
-// listed in Metrics() (skippedFiles, skipped).
+// listed in Metrics() (skippedFiles, skipped). A store that keeps failing
+// transiently past the retry budget is STORAGE_UNAVAILABLE, and missing or
+// refused credentials STORAGE_CREDENTIALS (package storage): never a
+// skipped file.
 //
 // # README: backfilling from the public dataset
 //
@@ -165,6 +171,7 @@
 // Against the embedded endpoint (ethstream serve-s3 --root DIR) add
 // endpoint=http://127.0.0.1:9000 (path-style addressing is then implied).
 // Without anonymous=true the default AWS credential chain (environment,
-// shared config, instance role) signs the requests. To read a local copy:
+// shared config, instance role; no instance role when endpoint= names a
+// server) signs the requests. To read a local copy:
 // s3archive:file:///abs/path/v1.0/eth/blocks?maxFilesPerTrigger=5.
 package s3archive

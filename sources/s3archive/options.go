@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/s3client"
 )
@@ -69,6 +71,10 @@ type Options struct {
 	BatchTimeout time.Duration
 	// Logger receives debug and warning logs; the engine's logger when nil.
 	Logger *slog.Logger
+	// FS reads a file:// archive (listing, sizes, ranged reads); nil means
+	// vfs.Default, the local disk. A test passes a fault-injecting FS so
+	// its faults reach archive reads too.
+	FS vfs.FS
 }
 
 // ParseURI parses the URI form of the options (docs/contracts.md, CLI):

@@ -2,12 +2,12 @@ package s3archive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/parquet-go/parquet-go"
 )
@@ -60,7 +60,7 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 	}
 	for _, cols := range [][]string{{ethblock.ColBlockTS, ethblock.ColMiner}, ethblock.Columns, {ethblock.ColGasUsed}} {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
-			rec := &recordingStore{store: &localStore{root: root, m: &metrics{}}}
+			rec := &recordingStore{store: &localStore{fs: vfs.Default, root: root, m: &metrics{}}}
 			m := &metrics{}
 			rec.store.(*localStore).m = m
 			f, err := decodeFile(t.Context(), rec, fileURI(path), size, cols, m)
@@ -141,32 +141,6 @@ func TestCoalesce(t *testing.T) {
 	} {
 		if got := coalesce(in(), c.gap); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("coalesce(gap %d) = %v, want %v", c.gap, got, c.want)
-		}
-	}
-}
-
-type httpStatusErr int
-
-func (e httpStatusErr) Error() string       { return fmt.Sprintf("status %d", int(e)) }
-func (e httpStatusErr) HTTPStatusCode() int { return int(e) }
-
-func TestClassify(t *testing.T) {
-	cases := []struct {
-		err             error
-		retry, throttle bool
-	}{
-		{httpStatusErr(503), true, true},
-		{httpStatusErr(429), true, true},
-		{httpStatusErr(500), true, false},
-		{httpStatusErr(404), false, false},
-		{httpStatusErr(403), false, false},
-		{fmt.Errorf("get: %w", context.Canceled), false, false},
-		{fmt.Errorf("read body: %w", errors.New("read tcp: connection reset by peer")), true, false},
-		{errors.New("no credentials"), false, false},
-	}
-	for _, c := range cases {
-		if r, th := classify(c.err); r != c.retry || th != c.throttle {
-			t.Errorf("classify(%v) = %v, %v; want %v, %v", c.err, r, th, c.retry, c.throttle)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
@@ -85,7 +87,11 @@ func New(o Options) (*Source, error) {
 		if !filepath.IsAbs(filepath.FromSlash(u.Path)) {
 			return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must name an absolute path", o.URI)
 		}
-		s.st = &localStore{root: filepath.Clean(filepath.FromSlash(u.Path)), m: s.m}
+		fs := o.FS
+		if fs == nil {
+			fs = vfs.Default
+		}
+		s.st = &localStore{fs: fs, root: filepath.Clean(filepath.FromSlash(u.Path)), m: s.m}
 	case "s3":
 		if u.Host == "" {
 			return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q names no bucket", o.URI)

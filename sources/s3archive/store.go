@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
-	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ethstream/ethstream/storage"
 )
 
 // object is one listed archive file.
@@ -81,41 +84,19 @@ func fileURI(path string) string {
 	return u.String()
 }
 
-// localStore reads a directory tree. It is safe for concurrent use.
+// localStore reads a directory tree through fs (the local disk, or the
+// fault-injecting FS of a test), so a fault loop reaches the archive's
+// listing, opens and reads like every other file of the query. It is safe
+// for concurrent use.
 type localStore struct {
+	fs   vfs.FS
 	root string
 	m    *metrics
 }
 
 func (s *localStore) list(ctx context.Context) ([]object, error) {
 	var out []object
-	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != s.root && (strings.HasPrefix(d.Name(), "_") || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(s.root, path)
-		if err != nil {
-			return err
-		}
-		if !isDataFile(filepath.ToSlash(rel)) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, object{URI: fileURI(path), Size: info.Size(), ModTime: info.ModTime()})
-		return nil
-	})
+	err := s.walk(ctx, s.root, "", &out)
 	s.m.requests.Add(1)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -124,6 +105,37 @@ func (s *localStore) list(ctx context.Context) ([]object, error) {
 		return nil, unreadable(err, fileURI(s.root), "list archive directory")
 	}
 	return out, nil
+}
+
+// walk appends the data files under dir (rel: its path below the root) to
+// out, skipping the directories Spark skips ("_" or "." names).
+func (s *localStore) walk(ctx context.Context, dir, rel string, out *[]object) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	infos, err := storage.ListInfo(s.fs, dir, nil)
+	if err != nil {
+		return err
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name() < infos[j].Name() })
+	for _, info := range infos {
+		name := info.Name()
+		p, r := s.fs.PathJoin(dir, name), path.Join(rel, name)
+		if info.IsDir() {
+			if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
+				continue
+			}
+			if err := s.walk(ctx, p, r, out); err != nil {
+				return err
+			}
+			continue
+		}
+		if !isDataFile(r) {
+			continue
+		}
+		*out = append(*out, object{URI: fileURI(p), Size: info.Size(), ModTime: info.ModTime()})
+	}
+	return nil
 }
 
 func localPath(uri string) (string, error) {
@@ -140,7 +152,7 @@ func (s *localStore) size(ctx context.Context, uri string) (int64, error) {
 		return 0, err
 	}
 	s.m.requests.Add(1)
-	info, err := os.Stat(p)
+	info, err := s.fs.Stat(p)
 	if err != nil {
 		return 0, err
 	}
@@ -155,7 +167,7 @@ func (s *localStore) readRange(ctx context.Context, uri string, off, n int64) ([
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := s.fs.Open(p)
 	if err != nil {
 		return nil, err
 	}
