@@ -345,13 +345,15 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
 	}
-	if m, ok := fs.(*storage.Mux); ok {
-		// Large objects bound for S3 are staged beside the state cache.
-		m.SetSpoolDir(filepath.Join(localDir, "spool"))
-	}
 	clock := cfg.Clock
 	if clock == nil {
 		clock = stream.SystemClock{}
+	}
+	if m, ok := fs.(*storage.Mux); ok {
+		// Large objects bound for S3 are staged beside the state cache,
+		// and S3 retries wait on the query's clock.
+		m.SetSpoolDir(filepath.Join(localDir, "spool"))
+		m.SetRetryClock(clock)
 	}
 	opts := engine.Options{
 		CheckpointDir: ckpt,

@@ -74,6 +74,14 @@ func (m *Mux) SetSpoolDir(dir string) {
 	}
 }
 
+// SetRetryClock makes the S3 stores wait out their retries on c (a
+// query's engine clock) instead of the wall clock.
+func (m *Mux) SetRetryClock(c Clock) {
+	for _, b := range m.buckets {
+		b.obj.clock = func() Clock { return c }
+	}
+}
+
 // route returns the store of path p.
 func (m *Mux) route(p string) (vfs.FS, error) {
 	if !IsS3(p) {
