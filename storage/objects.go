@@ -342,10 +342,10 @@ func (s *Objects) Delete(ctx context.Context, key string) error {
 	})
 }
 
-// IsUnavailable reports whether err is an object store's spent retry
+// IsStoreFailure reports whether err is an object store's spent retry
 // budget (STORAGE_UNAVAILABLE) or missing or refused credentials: causes
 // of their own that a caller must pass on as they are, not as a bad file.
-func IsUnavailable(err error) bool {
+func IsStoreFailure(err error) bool {
 	var e *errcode.Error
 	for errors.As(err, &e) {
 		switch e.Code {

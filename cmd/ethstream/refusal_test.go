@@ -153,7 +153,7 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		{"archive without block files", with("--source", "s3_backfill=s3archive:{emptyuri}", "--conf", evolution), "ARCHIVE_EMPTY", 1, true, ""},
 		{"s3 prefix without block files", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/btc/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_EMPTY", 1, true, ""},
 		{"s3 wrong bucket", with("--source", "s3_backfill=s3archive:s3://no-such-bucket/v1.0/eth/blocks?endpoint={s3}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true, ""},
-		{"s3 endpoint down", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/eth/blocks?endpoint={down}&anonymous=true", "--conf", evolution), "ARCHIVE_FILE_UNREADABLE", 1, true, ""},
+		{"s3 endpoint down", with("--source", "s3_backfill=s3archive:s3://archive/v1.0/eth/blocks?endpoint={down}&anonymous=true", "--conf", evolution), "STORAGE_UNAVAILABLE", 1, true, ""},
 		{"rpc endpoint down", with("--source", "eth_live=ethrpc:{down}", "--conf", evolution), "RPC_UNAVAILABLE", 1, true, ""},
 		{"rpc endpoint down, existing", with(append(src, "--source", "eth_live=ethrpc:{down}")...), "RPC_UNAVAILABLE", 1, false, ""},
 		{"confirmations=-1", with("--source", "eth_live=ethrpc:{rpc}?confirmations=-1", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},

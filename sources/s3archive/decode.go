@@ -885,7 +885,7 @@ func readErr(ctx context.Context, err error, uri, format string, args ...any) er
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if storage.IsUnavailable(err) {
+	if storage.IsStoreFailure(err) {
 		return err
 	}
 	return unreadable(err, uri, format, args...)

@@ -72,7 +72,7 @@ func (s *s3Store) list(ctx context.Context) ([]object, error) {
 		return out, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case storage.IsUnavailable(err) || errcode.Code(err) != "":
+	case storage.IsStoreFailure(err) || errcode.Code(err) != "":
 		return nil, err // a cause of its own: a dead endpoint, refused credentials
 	}
 	where := s3URI(bucket, s.prefix)
