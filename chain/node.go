@@ -88,6 +88,10 @@ type Node struct {
 	faults NodeFaults
 	frnd   *rand.Rand
 
+	// hmu serialises the head-request hook (OnHeadRequest) and guards it.
+	hmu  sync.Mutex
+	hook func()
+
 	// Rendered eth_getBlockByNumber(..., false) answers by block hash: a block
 	// never changes, and rebuilding its transactions costs ~1 ms per request.
 	// Bounded FIFO, so a long-running node does not grow without limit.
@@ -292,6 +296,27 @@ func (n *Node) Reorg(depth int) {
 		b := n.makeBlock(parent, n.branches)
 		n.canon[i] = b
 		n.byHash[b.hash] = b
+	}
+}
+
+// OnHeadRequest sets f to run before the node answers each request for the
+// head block (eth_getBlockByNumber "latest" or "pending"), one call at a
+// time; nil removes it. f may Mine and Reorg. A driver that moves the chain
+// in f moves it at fixed points of the client's protocol (a head-following
+// client asks for the head once per poll) instead of at wall-clock times, so
+// a seeded schedule produces the same chains and the same client reads on
+// every run, however the processes are scheduled. Use it with Manual.
+func (n *Node) OnHeadRequest(f func()) {
+	n.hmu.Lock()
+	defer n.hmu.Unlock()
+	n.hook = f
+}
+
+func (n *Node) headRequested() {
+	n.hmu.Lock()
+	defer n.hmu.Unlock()
+	if n.hook != nil {
+		n.hook()
 	}
 }
 
@@ -553,6 +578,9 @@ func (api *ethAPI) Syncing() bool { return false }
 // mined (history lives in the archive). Unknown numbers return null.
 func (api *ethAPI) GetBlockByNumber(ctx context.Context, number rpc.BlockNumber, full bool) (json.RawMessage, error) {
 	n := api.n
+	if number == rpc.LatestBlockNumber || number == rpc.PendingBlockNumber {
+		n.headRequested()
+	}
 	n.catchUp()
 	n.mu.RLock()
 	head := n.base - 1 + uint64(len(n.canon))

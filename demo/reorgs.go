@@ -2,7 +2,6 @@ package demo
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -116,17 +115,11 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 			Trigger: trigString(cfg.Trigger, cfg.MaxBatches), Progress: cfg.ProgressFile})
 		fmt.Fprintf(o.Out, "==> %-15s %s\n", PhaseLiveReorgs, strings.Join(cfg.Args(), " "))
 		t0 := time.Now()
-		dctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if start < 3 {
-				p.drive(dctx, cfg.ProgressFile)
-			}
-		}()
+		if start < 3 {
+			env.Node.OnHeadRequest(p.driver())
+		}
 		err := o.Runner.RunPhase(ctx, PhaseLiveReorgs, cfg)
-		stop()
-		<-done
+		env.Node.OnHeadRequest(nil)
 		res := PhaseResult{Name: name, Sources: []string{LiveSource}, Conf: cfg.Conf,
 			Trigger: trigString(cfg.Trigger, cfg.MaxBatches), Err: err, Duration: time.Since(t0), Progress: cfg.ProgressFile}
 		results = append(results, res)
@@ -175,48 +168,29 @@ func (p *reorgPhase) reorgAt(afterBatch, depth int) {
 	p.mu.Unlock()
 }
 
-// drive moves the node after each data batch the query commits (it watches
-// the progress file): a few new blocks, and often one or two reorgs of
-// random depth (two: both fall inside the next batch).
-func (p *reorgPhase) drive(ctx context.Context, progress string) {
-	seen := 0
-	for ctx.Err() == nil {
-		n := countDataEvents(progress)
-		for ; seen < n; seen++ {
-			if p.rng.IntN(10) < 4 {
-				p.reorg(seen + 1)
-				if p.rng.IntN(4) == 0 {
-					p.reorg(seen + 1)
-				}
+// driver returns the node's schedule for one following start: the start's
+// first head request plans its first batch on the chain as it is; each later
+// one (the query polls the head once per trigger, after the previous batch
+// committed) first moves the node: often one or two reorgs of random depth
+// (two: both fall inside the next batch), then a few new blocks. The moves
+// are drawn from the phase's seeded generator in request order, so the
+// chains and every batch are the same on every run.
+func (p *reorgPhase) driver() func() {
+	polls := 0
+	return func() {
+		polls++
+		if polls == 1 {
+			return
+		}
+		afterBatch := polls - 1
+		if p.rng.IntN(10) < 4 {
+			p.reorg(afterBatch)
+			if p.rng.IntN(4) == 0 {
+				p.reorg(afterBatch)
 			}
-			p.env.Node.Mine(1 + p.rng.IntN(3))
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Millisecond):
-		}
+		p.env.Node.Mine(1 + p.rng.IntN(3))
 	}
-}
-
-// countDataEvents counts the complete progress lines of data batches.
-func countDataEvents(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = b[:i+1]
-	} else {
-		return 0
-	}
-	n := 0
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var ev stream.Progress
-		if json.Unmarshal(line, &ev) == nil && ev.Kind() == stream.KindData {
-			n++
-		}
-	}
-	return n
 }
 
 // lastEnd is the end block of the last data batch in a progress file.
