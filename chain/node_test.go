@@ -310,3 +310,38 @@ func TestNodeBadInput(t *testing.T) {
 		t.Fatalf("busy port: %v", err)
 	}
 }
+
+// TestNodeOnHeadRequest: the hook runs before each head request is
+// answered (so the answer shows what it did), not before other calls, and
+// not after it is removed.
+func TestNodeOnHeadRequest(t *testing.T) {
+	n := startTestNode(t, NodeOptions{Seed: 11, Manual: true, InitialBlocks: 4})
+	calls := 0
+	n.OnHeadRequest(func() { calls++; n.Mine(2) })
+	ec, _ := ethclient.Dial(n.URL())
+	defer ec.Close()
+	ctx := context.Background()
+	start := n.Head()
+	for i := 1; i <= 3; i++ {
+		h, err := ec.HeaderByNumber(ctx, nil) // "latest"
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := start + 2*uint64(i); h.Number.Uint64() != want || h.Hash() != n.Header(want).Hash() {
+			t.Fatalf("head request %d answered block %d, want %d", i, h.Number.Uint64(), want)
+		}
+	}
+	if _, err := ec.BlockNumber(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ec.HeaderByNumber(ctx, new(big.Int).SetUint64(start)); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 {
+		t.Fatalf("hook ran %d times for 3 head requests (and a block number and a numbered block)", calls)
+	}
+	n.OnHeadRequest(nil)
+	if h, err := ec.HeaderByNumber(ctx, nil); err != nil || h.Number.Uint64() != start+6 {
+		t.Fatalf("after removing the hook: %v, %v", h, err)
+	}
+}
