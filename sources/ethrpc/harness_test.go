@@ -217,6 +217,25 @@ func (n *simNode) sendTxs(k int) {
 		}
 		n.nonce++
 	}
+	// SendTransaction returns once the pool has queued the transaction; it
+	// makes it pending (minable) on its own goroutine, so a block mined now
+	// may hold only some of them. Wait until the pool's pending nonce covers
+	// all of them: then the next Commit includes every one.
+	addr := crypto.PubkeyToAddress(n.key.PublicKey)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pending, err := c.PendingNonceAt(ctx, addr)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		if pending >= n.nonce {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("the pool made %d of %d transactions pending", pending, n.nonce)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (n *simNode) head() uint64 {
