@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// refreshEnv, set to anything, makes the browser test save its screenshots
+// into the committed results/ (README.md, "Watch it live").
+const refreshEnv = "ETHSTREAM_REFRESH_RESULTS"
+
 // e2eDays is the archive of the browser test: enough days for a backfill of
 // a few batches, small enough for a CI run of seconds.
 const e2eDays = 12
@@ -22,8 +26,8 @@ const e2eDays = 12
 // through playwright-core (ui/e2e/dashboard.mjs): it waits for the shrink
 // phase and asserts from the page that batch ids continue, the tombstone of
 // s3_backfill is listed, the REPARTITION batch is marked and every chart
-// holds one point per batch, then saves results/dashboard.png and
-// results/dashboard-phone.png.
+// holds one point per batch, then saves dashboard.png and
+// dashboard-phone.png (into results/ with ETHSTREAM_REFRESH_RESULTS set).
 //
 // It needs /usr/bin/chromium (or $CHROMIUM), node, and `npm ci` run in
 // ui/e2e (.ci/run does all three). Without them it is skipped on a
@@ -107,7 +111,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		collected <- out.String()
 	}()
 
-	shots, _ := filepath.Abs(filepath.Join("..", "results"))
+	// The screenshots go to the test's directory: a test run leaves the
+	// committed results/ alone unless asked to refresh them.
+	shots := filepath.Join(dir, "shots")
+	if os.Getenv(refreshEnv) != "" {
+		shots, _ = filepath.Abs(filepath.Join("..", "results"))
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	nodeCmd := exec.Command(node, filepath.Join(e2eDir, "dashboard.mjs"), url, shots)
 	nodeCmd.Dir = e2eDir
 	nodeCmd.Env = append(os.Environ(), "CHROMIUM="+chromium)

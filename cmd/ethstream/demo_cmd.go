@@ -17,24 +17,33 @@ func newDemoCmd() *cobra.Command {
 	var workdir, results, preset, readme, storage string
 	var days int
 	var seed int64
-	var inProcess bool
+	var inProcess, refresh bool
 	var uf uiFlags
 	var scenario string
 	c := &cobra.Command{
-		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--storage local|s3] [--in-process] [--readme FILE] [--ui-addr ADDR [--ui-wait]] [--scenario restart-rules]",
+		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--storage local|s3] [--in-process] [--refresh-results | --readme FILE] [--ui-addr ADDR [--ui-wait]] [--scenario restart-rules]",
 		Short: "Run the whole lifecycle offline: backfill, add live, retire the archive, refused reuse, shrink the state, proof",
 		Long: `demo generates a synthetic mainnet archive (cached in the work directory), serves it
 through an embedded S3 endpoint and an embedded JSON-RPC node on loopback, and runs each
 phase as its own process of this binary (ethstream run with the flags printed for each
 phase) on one checkpoint and one Delta table. It writes batches.csv, sources.csv,
-verification.csv, summary.txt and the charts to the results directory, prints the
-summary, and exits 0 only if every check holds.
+verification.csv, summary.txt and the charts to the results directory (by default
+<workdir>/results, so a run leaves the repository's committed results/ alone), prints
+the summary, and exits 0 only if every check holds. --refresh-results writes them to
+results/ instead and rewrites README.md's results sections from them: the reference
+run, run from the repository's root.
 
 The work directory keeps the archive between runs; the checkpoint, table and state cache
 are recreated on every run. The phase scripts (scripts/) use their own work directory,
 work/scripts, so the demo and the scripts never share a checkpoint.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if refresh {
+				results, readme = "results", "README.md"
+			}
+			if results == "" {
+				results = filepath.Join(workdir, "results")
+			}
 			p, err := presetFromFlags(preset, days)
 			if err != nil {
 				return err
@@ -85,12 +94,15 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 		},
 	}
 	c.Flags().StringVar(&workdir, "workdir", "work", "work directory: archive cache, checkpoint, table")
-	c.Flags().StringVar(&results, "results", "results", "where to write the CSVs and charts")
+	c.Flags().StringVar(&results, "results", "", "where to write the CSVs and charts (default <workdir>/results)")
 	c.Flags().StringVar(&preset, "preset", "demo", "archive preset: demo | seed")
 	c.Flags().StringVar(&storage, "storage", "local", "where the checkpoint and the table live: local (the work directory) | s3 (the embedded S3 endpoint)")
 	c.Flags().IntVar(&days, "days", 0, "reduced scale: the last N days instead of the preset")
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&readme, "readme", "", "after a passing run, rewrite the results sections of this README from the results")
+	c.Flags().BoolVar(&refresh, "refresh-results", false, "write the reference run: the results to results/ and README.md's results sections from them (from the repository's root)")
+	c.MarkFlagsMutuallyExclusive("refresh-results", "readme")
+	c.MarkFlagsMutuallyExclusive("refresh-results", "results")
 	c.Flags().BoolVar(&inProcess, "in-process", false, "run phases inside this process instead of restarting the binary for each")
 	uf.register(c)
 	c.Flags().StringVar(&scenario, "scenario", "", "run one scenario instead of the lifecycle: restart-rules (every restart-compatibility rule, on copies of a backfill checkpoint; writes restart-rules.csv)")
