@@ -1,15 +1,18 @@
 package demo
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"io"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/ethstream/ethstream/stream"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -18,10 +21,15 @@ import (
 )
 
 // Charts are drawn from the CSV records only, so a chart shows exactly what the
-// query reported about itself. Every y axis starts at 0; the top quarter of
-// each plot is left free for the phase labels and the legend, so neither
-// covers a line; batches that are not data batches (no-data, REPARTITION) are
-// marked, never drawn as a drop to 0 rows.
+// query reported about itself. Every y axis starts at 0; the top band of each
+// plot holds the phase names, above the dashed phase markers (which stop below
+// it), in a second row where a name is wider than its phase; every other
+// annotation (what a marker means, medians, clipped values, before/after
+// figures) is a key in rows under the plot, so no text crosses a line or
+// another text. Batches that are not data batches (no-data, REPARTITION) are
+// marked, never drawn as a drop to 0 rows. Text is Liberation Sans (bundled
+// with gonum/plot; the SVGs name Arial and Helvetica, which have the same
+// metrics, and sans-serif as fallbacks).
 
 var palette = []color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
@@ -38,8 +46,35 @@ var (
 	controlC  = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 )
 
-// headroom is the share of the y range above the data, for labels and legend.
-const headroom = 1.35
+// headroom is the y range over the data's maximum: the band above holds the
+// phase names.
+const headroom = 1.3
+
+// markTop is where the dashed phase markers stop, as a share of the y range:
+// the phase names are above it.
+const markTop = 0.86
+
+// sans is the charts' font at size points.
+func sans(size float64) font.Font {
+	return font.From(font.Font{Typeface: "Liberation", Variant: "Sans"}, vg.Points(size))
+}
+
+// chart is a plot and the keys drawn in rows under it.
+type chart struct {
+	*plot.Plot
+	keys []chartKey
+}
+
+// chartKey is one entry of a chart's key: a sample of what it names, then
+// the text.
+type chartKey struct {
+	text   string
+	thumbs []plot.Thumbnailer
+}
+
+func (c *chart) key(text string, thumbs ...plot.Thumbnailer) {
+	c.keys = append(c.keys, chartKey{text: text, thumbs: thumbs})
+}
 
 // phaseStarts returns the first batch id of each phase, in batch order.
 func phaseStarts(batches []BatchRecord) []phaseMark {
@@ -60,12 +95,17 @@ type phaseMark struct {
 }
 
 // newPlot is a plot with the conventions of every chart: a light grid, y from
-// 0 to ymax*headroom, x over the batch ids.
-func newPlot(title, ylabel string, ymax float64, batches []BatchRecord) *plot.Plot {
+// 0 to ymax*headroom, x over the batch ids, Liberation Sans.
+func newPlot(title, ylabel string, ymax float64, batches []BatchRecord) *chart {
 	p := plot.New()
 	p.Title.Text = title
+	p.Title.TextStyle.Font = sans(11)
 	p.X.Label.Text = "batch id"
 	p.Y.Label.Text = ylabel
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = sans(10)
+		a.Tick.Label.Font = sans(9)
+	}
 	g := plotter.NewGrid()
 	g.Vertical.Color, g.Horizontal.Color = lightGray, lightGray
 	p.Add(g)
@@ -79,14 +119,8 @@ func newPlot(title, ylabel string, ymax float64, batches []BatchRecord) *plot.Pl
 	}
 	p.X.Min, p.X.Max = -1, float64(last)+1
 	p.Y.Tick.Marker = plainTicks{}
-	// Top left, below the row of phase labels, inside the free band and
-	// within the first phase (the backfill), so no phase line crosses it.
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(6)
-	p.Legend.YOffs = -vg.Points(14)
-	p.Legend.TextStyle.Font.Size = vg.Points(7.5)
-	return p
+	p.Legend.TextStyle.Font = sans(8)
+	return &chart{Plot: p}
 }
 
 // plainTicks are plot's default ticks labelled without trailing zeros
@@ -103,29 +137,58 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// addPhaseMarks draws a dashed vertical line at each phase start and the
-// phase's name in the free band at the top.
-func addPhaseMarks(p *plot.Plot, marks []phaseMark) error {
+// plotWidth is the width of a chart's data area, roughly (the figure less
+// the y axis and the paddings); it sizes the phase names in batch units.
+const plotWidth = 17.5 * vg.Centimeter
+
+// addPhaseMarks draws a dashed vertical line at each phase start, up to
+// markTop, and the phase's name above it; a name wider than its phase goes one
+// row lower (still above the markers), so names never overlap.
+func addPhaseMarks(p *chart, marks []phaseMark) error {
 	top := p.Y.Max
-	var labels plotter.XYLabels
-	for _, m := range marks {
+	var rows [2]plotter.XYLabels
+	style := text(7)
+	perPt := (p.X.Max - p.X.Min) / float64(plotWidth)
+	rowEnd := [2]float64{p.X.Min - 1, p.X.Min - 1}
+	for i, m := range marks {
 		x := float64(m.batch) - 0.5
-		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top}})
+		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top * markTop}})
 		if err != nil {
 			return err
 		}
 		l.Color = gray
 		l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
 		p.Add(l)
-		labels.XYs = append(labels.XYs, plotter.XY{X: x, Y: top * 0.98})
-		labels.Labels = append(labels.Labels, " "+m.name)
+		end := x + float64(style.Width(m.name)+vg.Points(6))*perPt
+		row := 0
+		if x < rowEnd[0] || (i+1 < len(marks) && end > float64(marks[i+1].batch)-0.5 && x >= rowEnd[1]) {
+			row = 1
+		}
+		if x < rowEnd[row] {
+			row = 0 // both rows taken: the first row's overlap is the lesser evil
+		}
+		rowEnd[row] = end
+		y := top * (0.995 - 0.06*float64(row))
+		rows[row].XYs = append(rows[row].XYs, plotter.XY{X: x, Y: y})
+		rows[row].Labels = append(rows[row].Labels, m.name)
 	}
-	return addLabels(p, labels, gray, 7, draw.YTop)
+	for _, r := range rows {
+		if err := addLabels(p, r, gray, 7, draw.YTop); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// addLabels draws left-aligned text at data coordinates; ya places the text
-// relative to y (draw.YTop: hanging below it, draw.YBottom: above it).
-func addLabels(p *plot.Plot, labels plotter.XYLabels, c color.Color, size float64, ya draw.YAlignment) error {
+// text is the charts' text style at size points.
+func text(size float64) draw.TextStyle {
+	return draw.TextStyle{Color: color.Black, Font: sans(size), Handler: plot.DefaultTextHandler}
+}
+
+// addLabels draws left-aligned text at data coordinates, 2 points to the
+// right; ya places the text relative to y (draw.YTop: hanging below it,
+// draw.YBottom: above it).
+func addLabels(p *chart, labels plotter.XYLabels, c color.Color, size float64, ya draw.YAlignment) error {
 	if len(labels.Labels) == 0 {
 		return nil
 	}
@@ -133,8 +196,9 @@ func addLabels(p *plot.Plot, labels plotter.XYLabels, c color.Color, size float6
 	if err != nil {
 		return err
 	}
+	lp.Offset = vg.Point{X: vg.Points(2)}
 	for i := range lp.TextStyle {
-		lp.TextStyle[i].Font.Size = vg.Points(size)
+		lp.TextStyle[i].Font = sans(size)
 		lp.TextStyle[i].Color = c
 		lp.TextStyle[i].YAlign = ya
 	}
@@ -150,12 +214,68 @@ func maxY(xys plotter.XYs) float64 {
 	return m
 }
 
-// savePlots stacks plots vertically into one file, written crash-safely: SVG,
-// or PNG when the path ends in .png (to look at a chart as a reader would).
-func savePlots(path string, w, h vg.Length, plots ...*plot.Plot) error {
+// Keys under a chart: rows of keyHeight, each key a sample keyThumb wide, the
+// text, and keyGap before the next.
+const (
+	keyHeight = 11 * vg.Length(1)
+	keyThumb  = 16 * vg.Length(1)
+	keyGap    = 12 * vg.Length(1)
+	keyFont   = 7.5
+)
+
+// keyRows lays the keys out in rows no wider than width.
+func keyRows(keys []chartKey, width vg.Length) [][]chartKey {
+	sty := text(keyFont)
+	var rows [][]chartKey
+	var x vg.Length
+	for _, k := range keys {
+		w := keyThumb + vg.Points(3) + sty.Width(k.text)
+		if len(rows) == 0 || (x > 0 && x+w > width) {
+			rows = append(rows, nil)
+			x = 0
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], k)
+		x += w + keyGap
+	}
+	return rows
+}
+
+// drawKeys draws rows of keys into c from its top left.
+func drawKeys(c draw.Canvas, rows [][]chartKey) {
+	sty := text(keyFont)
+	sty.YAlign = draw.YCenter
+	for i, row := range rows {
+		y := c.Max.Y - keyHeight*vg.Length(i) - keyHeight/2
+		x := c.Min.X
+		for _, k := range row {
+			tc := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: x, Y: y - keyHeight/2 + 1}, Max: vg.Point{X: x + keyThumb, Y: y + keyHeight/2 - 1}}}
+			for _, t := range k.thumbs {
+				t.Thumbnail(&tc)
+			}
+			x += keyThumb + vg.Points(3)
+			c.FillText(sty, vg.Point{X: x, Y: y}, k.text)
+			x += sty.Width(k.text) + keyGap
+		}
+	}
+}
+
+// savePlots stacks charts vertically into one file, each with its keys in
+// rows under its x axis, written crash-safely: SVG, or PNG when the path ends
+// in .png (to look at a chart as a reader would).
+func savePlots(path string, w, h vg.Length, charts ...*chart) error {
+	keyW := w - 3*vg.Centimeter
+	rows := make([][][]chartKey, len(charts))
+	var keysH vg.Length
+	for i, c := range charts {
+		rows[i] = keyRows(c.keys, keyW)
+		keysH += keyHeight * vg.Length(len(rows[i]))
+	}
+	h += keysH // the keys add to the figure; the plots keep their size
 	var c vg.CanvasSizer
 	var out io.WriterTo
-	if filepath.Ext(path) == ".png" {
+	png := filepath.Ext(path) == ".png"
+	if png {
 		img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))
 		c, out = img, vgimg.PngCanvas{Canvas: img}
 	} else {
@@ -163,27 +283,46 @@ func savePlots(path string, w, h vg.Length, plots ...*plot.Plot) error {
 		c, out = svg, svg
 	}
 	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Millimeter, PadY: vg.Millimeter * 4,
+	tiles := draw.Tiles{Rows: len(charts), Cols: 1, PadX: vg.Millimeter, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 3}
-	grid := make([][]*plot.Plot, len(plots))
-	for i, p := range plots {
-		grid[i] = []*plot.Plot{p}
+	grid := make([][]*plot.Plot, len(charts))
+	for i, ch := range charts {
+		grid[i] = []*plot.Plot{ch.Plot}
 	}
+	// Align lines up the data areas of stacked plots; each tile's keys are
+	// then cut from its bottom.
 	canvases := plot.Align(grid, tiles, dc)
-	for i, p := range plots {
-		p.Draw(canvases[i][0])
+	for i, ch := range charts {
+		tile := canvases[i][0]
+		kh := keyHeight * vg.Length(len(rows[i]))
+		ch.Draw(draw.Crop(tile, 0, 0, kh, 0))
+		keysC := tile
+		keysC.Max.Y = tile.Min.Y + kh
+		keysC.Min.X += vg.Centimeter * 1.5 // under the data, past the y axis
+		drawKeys(keysC, rows[i])
 	}
 	return writeFile(path, func(w io.Writer) error {
-		_, err := out.WriteTo(w)
+		if png {
+			_, err := out.WriteTo(w)
+			return err
+		}
+		var b bytes.Buffer
+		if _, err := out.WriteTo(&b); err != nil {
+			return err
+		}
+		// The SVG names the font the text was measured with; a viewer
+		// without it takes a metric-compatible one, or any sans-serif.
+		_, err := io.WriteString(w, strings.ReplaceAll(b.String(), "font-family:Liberation Sans;",
+			"font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 		return err
 	})
 }
 
 // addSeries draws xys as a line with points; breaks (x gaps larger than one
-// batch) split the line, so a batch that is not drawn is not bridged.
-func addSeries(p *plot.Plot, xys plotter.XYs, c color.Color, legend string) error {
-	var first *plotter.Line
-	var firstS *plotter.Scatter
+// batch) split the line, so a batch that is not drawn is not bridged. It
+// returns the first segment's line and points (for a key).
+func addSeries(p *chart, xys plotter.XYs, c color.Color) ([]plot.Thumbnailer, error) {
+	var thumbs []plot.Thumbnailer
 	start := 0
 	for i := 1; i <= len(xys); i++ {
 		if i < len(xys) && xys[i].X-xys[i-1].X <= 1 {
@@ -193,7 +332,7 @@ func addSeries(p *plot.Plot, xys plotter.XYs, c color.Color, legend string) erro
 		start = i
 		l, s, err := plotter.NewLinePoints(seg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		l.Color = c
 		l.Width = vg.Points(1.2)
@@ -201,18 +340,15 @@ func addSeries(p *plot.Plot, xys plotter.XYs, c color.Color, legend string) erro
 		s.Radius = vg.Points(1.8)
 		s.Shape = draw.CircleGlyph{}
 		p.Add(l, s)
-		if first == nil {
-			first, firstS = l, s
+		if thumbs == nil {
+			thumbs = []plot.Thumbnailer{l, s}
 		}
 	}
-	if legend != "" && first != nil {
-		p.Legend.Add(legend, first, firstS)
-	}
-	return nil
+	return thumbs, nil
 }
 
 // addBatchMarks marks the no-data and REPARTITION batches on the x axis.
-func addBatchMarks(p *plot.Plot, batches []BatchRecord) error {
+func addBatchMarks(p *chart, batches []BatchRecord) error {
 	var nodata, control plotter.XYs
 	for _, b := range batches {
 		switch b.Kind {
@@ -240,7 +376,7 @@ func addBatchMarks(p *plot.Plot, batches []BatchRecord) error {
 		}
 		s.Color, s.Shape, s.Radius = m.c, m.shape, vg.Points(3.5)
 		p.Add(s)
-		p.Legend.Add(m.text, s)
+		p.key(m.text, s)
 	}
 	return nil
 }
@@ -254,21 +390,22 @@ func StateChart(path string, batches []BatchRecord) error {
 	}
 	marks := phaseStarts(batches)
 	top := newPlot("Keys in state after each batch", "keys", maxY(keys), batches)
-	if err := addSeries(top, keys, palette[0], ""); err != nil {
+	if _, err := addSeries(top, keys, palette[0]); err != nil {
 		return err
 	}
 	if err := addPhaseMarks(top, marks); err != nil {
 		return err
 	}
 	bottom := newPlot("State partitions in force", "partitions", maxY(parts), batches)
-	if err := addSeries(bottom, parts, palette[1], ""); err != nil {
+	if _, err := addSeries(bottom, parts, palette[1]); err != nil {
 		return err
 	}
-	// Label each partition count where it comes into force.
+	// Label each partition count where it comes into force, above the line
+	// (the band under the phase names is free: the count only falls).
 	var counts plotter.XYLabels
 	for i, pt := range parts {
 		if i == 0 || pt.Y != parts[i-1].Y {
-			counts.XYs = append(counts.XYs, plotter.XY{X: pt.X + 0.5, Y: pt.Y + bottom.Y.Max*0.03})
+			counts.XYs = append(counts.XYs, plotter.XY{X: pt.X, Y: pt.Y + bottom.Y.Max*0.03})
 			counts.Labels = append(counts.Labels, fmt.Sprintf("%.0f partitions", pt.Y))
 		}
 	}
@@ -282,13 +419,13 @@ func StateChart(path string, batches []BatchRecord) error {
 }
 
 // MemoryChart draws state memory per batch (memoryUsedBytes: one memtable
-// arena per partition holding keys, plus the pending batch), labelled with
-// the last value before and after the shrink. A control batch reports no
+// arena per partition holding keys, plus the pending batch), with the last
+// value before and after the shrink in its key. A control batch reports no
 // operator memory: it is marked, not drawn.
 func MemoryChart(path string, batches []BatchRecord) error {
 	var mem plotter.XYs
 	type point struct {
-		x, y  float64
+		y     float64
 		parts int64
 	}
 	last := map[string]point{}
@@ -298,28 +435,31 @@ func MemoryChart(path string, batches []BatchRecord) error {
 		}
 		y := float64(b.StateMemoryBytes) / (1 << 20)
 		mem = append(mem, plotter.XY{X: float64(b.BatchID), Y: y})
-		last[b.Phase] = point{float64(b.BatchID), y, b.StatePartitions}
+		last[b.Phase] = point{y, b.StatePartitions}
 	}
 	p := newPlot("State memory after each batch (memoryUsedBytes)", "MiB", maxY(mem), batches)
-	if err := addSeries(p, mem, palette[4], ""); err != nil {
+	thumbs, err := addSeries(p, mem, palette[4])
+	if err != nil {
 		return err
 	}
+	var figures []string
+	for _, ph := range []string{PhaseRetireArchive, PhaseShrinkState} {
+		if pt, ok := last[ph]; ok {
+			figures = append(figures, fmt.Sprintf("%.1f MiB at %d partitions", pt.y, pt.parts))
+		}
+	}
+	text := "state memory"
+	if len(figures) > 0 {
+		text += ": " + strings.Join(figures, " before the shrink, ") + " after"
+		if len(figures) == 1 {
+			text = "state memory: " + figures[0]
+		}
+	}
+	p.key(text, thumbs...)
 	if err := addBatchMarks(p, batches); err != nil {
 		return err
 	}
 	if err := addPhaseMarks(p, phaseStarts(batches)); err != nil {
-		return err
-	}
-	var labels plotter.XYLabels
-	for _, ph := range []string{PhaseRetireArchive, PhaseShrinkState} {
-		pt, ok := last[ph]
-		if !ok {
-			continue
-		}
-		labels.XYs = append(labels.XYs, plotter.XY{X: pt.x - 7, Y: pt.y + p.Y.Max*0.05})
-		labels.Labels = append(labels.Labels, fmt.Sprintf("%.1f MiB at %d partitions", pt.y, pt.parts))
-	}
-	if err := addLabels(p, labels, color.Black, 8, draw.YBottom); err != nil {
 		return err
 	}
 	return savePlots(path, 20*vg.Centimeter, 10*vg.Centimeter, p)
@@ -346,8 +486,8 @@ func coldStartCap(ys []float64) float64 {
 }
 
 // LatencyChart draws addBatch milliseconds per data batch, one series per
-// phase, with the median of the live batches before (retire_archive, the old
-// partition count) and after the shrink as dashed lines.
+// phase, with the median at each state partition count (over every data
+// batch that ran at it) as a dashed line over those batches.
 func LatencyChart(path string, batches []BatchRecord) error {
 	byPhase := map[string]plotter.XYs{}
 	var order []string
@@ -364,28 +504,28 @@ func LatencyChart(path string, batches []BatchRecord) error {
 	}
 	ceiling := coldStartCap(all)
 	p := newPlot("addBatch per data batch (aggregation, Delta MERGE, state commit)", "ms", ceiling, batches)
-	var clipped plotter.XYLabels
+	var clipped []string
 	var clippedPts plotter.XYs
 	for i, ph := range order {
 		xys := byPhase[ph]
 		for j := range xys {
 			if xys[j].Y > ceiling {
-				// Labels stack upwards in the free band, one line each.
-				y := ceiling*1.04 + float64(len(clipped.Labels))*p.Y.Max*0.045
 				text := fmt.Sprintf("batch %d: %.0f ms, clipped", int64(xys[j].X), xys[j].Y)
 				if j == 0 {
 					text += " (cold start: first batch of the process)"
 				}
-				clipped.XYs = append(clipped.XYs, plotter.XY{X: xys[j].X + 0.6, Y: y})
-				clipped.Labels = append(clipped.Labels, text)
+				clipped = append(clipped, text)
 				xys[j].Y = ceiling
 				clippedPts = append(clippedPts, xys[j])
 			}
 		}
-		// The phase labels at the top name the series: no legend entry.
-		if err := addSeries(p, xys, palette[i%len(palette)], ""); err != nil {
+		// The phase names at the top name the series: no key.
+		if _, err := addSeries(p, xys, palette[i%len(palette)]); err != nil {
 			return err
 		}
+	}
+	if err := addMedians(p, batches); err != nil {
+		return err
 	}
 	if len(clippedPts) > 0 {
 		s, err := plotter.NewScatter(clippedPts)
@@ -394,13 +534,9 @@ func LatencyChart(path string, batches []BatchRecord) error {
 		}
 		s.Shape, s.Color, s.Radius = draw.PyramidGlyph{}, color.Black, vg.Points(3.5)
 		p.Add(s)
-		p.Legend.Add("clipped at the axis top", s)
-		if err := addLabels(p, clipped, color.Black, 7, draw.YBottom); err != nil {
-			return err
+		for _, c := range clipped {
+			p.key(c, s)
 		}
-	}
-	if err := addMedians(p, batches); err != nil {
-		return err
 	}
 	if err := addBatchMarks(p, batches); err != nil {
 		return err
@@ -411,40 +547,54 @@ func LatencyChart(path string, batches []BatchRecord) error {
 	return savePlots(path, 20*vg.Centimeter, 11*vg.Centimeter, p)
 }
 
-// addMedians draws the median addBatch of the live data batches before the
-// shrink (retire_archive) and after it (shrink_state), over their batches.
-func addMedians(p *plot.Plot, batches []BatchRecord) error {
-	var labels plotter.XYLabels
-	for _, ph := range []string{PhaseRetireArchive, PhaseShrinkState} {
-		var ys []float64
-		var lo, hi float64 = -1, -1
-		parts := int64(0)
-		for _, b := range batches {
-			if b.Phase != ph || b.Kind != stream.KindData {
-				continue
-			}
-			ys = append(ys, b.AddBatchMs)
-			if lo < 0 {
-				lo = float64(b.BatchID)
-			}
-			hi = float64(b.BatchID)
-			parts = b.StatePartitions
-		}
-		if len(ys) == 0 {
+// partitionMedian is the median addBatch of the data batches that ran at
+// one state partition count, and the batches it spans.
+type partitionMedian struct {
+	partitions int64
+	median     float64
+	first, end int64
+}
+
+// addBatchMedians is the median addBatch at each state partition count, over
+// every data batch that ran at it, whichever phase, in order of first use
+// (the chart's dashed lines and check 9's figures).
+func addBatchMedians(batches []BatchRecord) []partitionMedian {
+	var out []partitionMedian
+	ys := map[int64][]float64{}
+	at := map[int64]int{}
+	for _, b := range batches {
+		if b.Kind != stream.KindData {
 			continue
 		}
-		m := median(ys)
-		l, err := plotter.NewLine(plotter.XYs{{X: lo - 0.4, Y: m}, {X: hi + 0.4, Y: m}})
+		i, ok := at[b.StatePartitions]
+		if !ok {
+			i = len(out)
+			at[b.StatePartitions] = i
+			out = append(out, partitionMedian{partitions: b.StatePartitions, first: b.BatchID})
+		}
+		out[i].end = b.BatchID
+		ys[b.StatePartitions] = append(ys[b.StatePartitions], b.AddBatchMs)
+	}
+	for i := range out {
+		out[i].median = median(ys[out[i].partitions])
+	}
+	return out
+}
+
+// addMedians draws each partition count's median addBatch as a dashed line
+// over its batches, named in the key.
+func addMedians(p *chart, batches []BatchRecord) error {
+	for _, m := range addBatchMedians(batches) {
+		l, err := plotter.NewLine(plotter.XYs{{X: float64(m.first) - 0.4, Y: m.median}, {X: float64(m.end) + 0.4, Y: m.median}})
 		if err != nil {
 			return err
 		}
 		l.Color, l.Width = color.Black, vg.Points(1.5)
 		l.Dashes = []vg.Length{vg.Points(5), vg.Points(2)}
 		p.Add(l)
-		labels.XYs = append(labels.XYs, plotter.XY{X: lo - 0.4, Y: m + p.Y.Max*0.03})
-		labels.Labels = append(labels.Labels, fmt.Sprintf("median %.1f ms, %d partitions", m, parts))
+		p.key(fmt.Sprintf("median %.1f ms, %d partitions (batches %d-%d)", m.median, m.partitions, m.first, m.end), l)
 	}
-	return addLabels(p, labels, color.Black, 7.5, draw.YBottom)
+	return nil
 }
 
 // InputChart draws rows read per data batch, one panel per source, with the
@@ -470,12 +620,12 @@ func InputChart(path string, batches []BatchRecord, sources []SourceRecord) erro
 		return fmt.Errorf("input chart %s: no source records", path)
 	}
 	marks := phaseStarts(batches)
-	var plots []*plot.Plot
+	var plots []*chart
 	for i, n := range names {
 		xys := bySource[n]
 		sort.Slice(xys, func(a, b int) bool { return xys[a].X < xys[b].X })
 		p := newPlot(fmt.Sprintf("Rows read per data batch: %s", n), "rows", maxY(xys), batches)
-		if err := addSeries(p, xys, palette[i%len(palette)], ""); err != nil {
+		if _, err := addSeries(p, xys, palette[i%len(palette)]); err != nil {
 			return err
 		}
 		if err := addBatchMarks(p, batches); err != nil {

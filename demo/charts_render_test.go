@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestRenderResultsCharts draws the charts of ../results as PNG into
+// TestRenderResultsCharts draws the charts of ../results as PNG and SVG into
 // $ETHSTREAM_CHART_DIR, to look at them as a reader would; skipped otherwise.
 func TestRenderResultsCharts(t *testing.T) {
 	dir := os.Getenv("ETHSTREAM_CHART_DIR")
@@ -21,7 +21,9 @@ func TestRenderResultsCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeCharts(dir, ".png", batches, sources); err != nil {
-		t.Fatal(err)
+	for _, ext := range []string{".png", ".svg"} {
+		if err := writeCharts(dir, ext, batches, sources); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,10 +1,14 @@
 package demo
 
 import (
+	"fmt"
 	"os"
+	"sort"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
 )
 
 func TestChartsRender(t *testing.T) {
@@ -61,8 +65,33 @@ func TestChartsRender(t *testing.T) {
 	if !strings.Contains(mustRead(t, filepath.Join(dir, "state.svg")), "shrink_state") {
 		t.Fatal("phase marks missing from state.svg")
 	}
+	// The medians are over every data batch at the count, whichever phase
+	// (brute force over the records here).
+	med := func(parts int64) string {
+		var ys []float64
+		for _, b := range batches {
+			if b.Kind == "data" && b.StatePartitions == parts {
+				ys = append(ys, b.AddBatchMs)
+			}
+		}
+		sort.Float64s(ys)
+		m := ys[len(ys)/2]
+		if len(ys)%2 == 0 {
+			m = (ys[len(ys)/2-1] + ys[len(ys)/2]) / 2
+		}
+		return fmt.Sprintf("median %.1f ms, %d partitions", m, parts)
+	}
+	if med(200) != "median 6.0 ms, 200 partitions" || med(8) != "median 6.0 ms, 8 partitions" {
+		t.Fatalf("oracle: %s, %s", med(200), med(8))
+	}
 	lat := mustRead(t, filepath.Join(dir, "latency.svg"))
-	for _, want := range []string{"batch 0: 700 ms, clipped (cold start: first batch of the process)", "median 5.5 ms, 200 partitions", "median 6.0 ms, 8 partitions",
+	if !strings.Contains(lat, "median 6.0 ms, 200 partitions (batches 0-36)") {
+		t.Error("latency.svg's 200-partition median does not span every phase at 200 partitions")
+	}
+	if !strings.Contains(lat, "Liberation Sans") {
+		t.Error("latency.svg is not in Liberation Sans")
+	}
+	for _, want := range []string{"batch 0: 700 ms, clipped (cold start: first batch of the process)", med(200), med(8),
 		"control batch (REPARTITION)", "no-data batch"} {
 		if !strings.Contains(lat, want) {
 			t.Errorf("latency.svg lacks %q", want)
@@ -98,4 +127,33 @@ func mustRead(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestChartKeysFit: the keys under a chart wrap into rows no wider than the
+// space given, so no key runs past the figure or over another.
+func TestChartKeysFit(t *testing.T) {
+	var keys []chartKey
+	for i := range 12 {
+		keys = append(keys, chartKey{text: strings.Repeat("key text ", 1+i%4)})
+	}
+	width := 12 * vg.Centimeter
+	rows := keyRows(keys, width)
+	n := 0
+	sty := text(keyFont)
+	for _, row := range rows {
+		var w vg.Length
+		for i, k := range row {
+			if i > 0 {
+				w += keyGap
+			}
+			w += keyThumb + vg.Points(3) + sty.Width(k.text)
+		}
+		if w > width && len(row) > 1 {
+			t.Errorf("a row of %d keys is %v wide, more than %v", len(row), w, width)
+		}
+		n += len(row)
+	}
+	if n != len(keys) || len(rows) < 2 {
+		t.Errorf("%d keys in %d rows", n, len(rows))
+	}
 }
