@@ -3,8 +3,8 @@ package demo
 import (
 	"fmt"
 	"os"
-	"sort"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 

@@ -95,6 +95,9 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 			env.Node.Mine(1)
 		}
 		if start == 3 {
+			// The node moves once more while the query is down; the
+			// available-now start catches up with it.
+			p.step(-1)
 			trig, batches = engine.Trigger{Kind: engine.AvailableNow}, 0
 		}
 		cfg := pipeline.Config{
@@ -182,15 +185,19 @@ func (p *reorgPhase) driver() func() {
 		if polls == 1 {
 			return
 		}
-		afterBatch := polls - 1
-		if p.rng.IntN(10) < 4 {
-			p.reorg(afterBatch)
-			if p.rng.IntN(4) == 0 {
-				p.reorg(afterBatch)
-			}
-		}
-		p.env.Node.Mine(1 + p.rng.IntN(3))
+		p.step(polls - 1)
 	}
+}
+
+// step moves the node once: often one or two reorgs, then 1-3 new blocks.
+func (p *reorgPhase) step(afterBatch int) {
+	if p.rng.IntN(10) < 4 {
+		p.reorg(afterBatch)
+		if p.rng.IntN(4) == 0 {
+			p.reorg(afterBatch)
+		}
+	}
+	p.env.Node.Mine(1 + p.rng.IntN(3))
 }
 
 // lastEnd is the end block of the last data batch in a progress file.
