@@ -33,6 +33,9 @@ func TestLayers(t *testing.T) {
 		{"engine", []string{"ethblock", "chain", "sources/s3archive", "sources/ethrpc", "agg", "state", "sink/delta", "pipeline", "demo", "query", "filter"}},
 		{"filter", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "shape"}},
 		{"shape", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "filter"}},
+		// The dashboard shows any query; the demo is adapted to it where the
+		// two are wired (cmd/ethstream).
+		{"ui", []string{"demo", "engine", "pipeline", "chain"}},
 		{"query", []string{"engine", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "shape"}},
 		// The test harness twins the stream contracts and nothing else, so
 		// that the tests of every layer (the engine's own included) may use it.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
-	"github.com/ethstream/ethstream/demo"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -356,12 +355,19 @@ func TestOffsetLogCorruptEntry(t *testing.T) {
 	}
 }
 
+// testLayout is the demo's layout (cmd/ethstream's demoLayout).
+var testLayout = DemoLayout{
+	Phases:        []string{"backfill", "add_live", "retire_archive", "reuse_refused", "shrink_state", "live_reorgs"},
+	OwnCheckpoint: "live_reorgs",
+	Refused:       "reuse_refused",
+}
+
 // The demo observer attributes each phase's batches to it and shows the
 // refused start with its code; checks decided twice appear once.
 func TestDemoObserver(t *testing.T) {
 	fs := newFS(t)
 	path := filepath.Join(ckpt, checkpoint.ProgressFile)
-	d, obs := NewDemo(ckpt)
+	d, obs := NewDemo(ckpt, testLayout)
 	d.o.FS, d.dir.FS = fs, fs
 	appendRaw(t, fs, path, line(t, event(0, "stale", map[string]int64{"s3_backfill": 1}, 200)))
 	d.Sync()
@@ -371,56 +377,56 @@ func TestDemoObserver(t *testing.T) {
 	fs.Remove(path)
 	appendRaw(t, fs, path, nil)
 	run := func(name string, runID string, ids []int64, err error) {
-		obs.PhaseStarted(demo.PhaseResult{Name: name, Sources: []string{"eth_live"}, Trigger: "once"})
+		obs.PhaseStarted(DemoPhase{Name: name, Sources: []string{"eth_live"}, Trigger: "once"})
 		if st := d.Snapshot().Query.Status.State; st != StatusActive {
 			t.Errorf("%s: status %q while running", name, st)
 		}
 		for _, id := range ids {
 			appendRaw(t, fs, path, line(t, event(id, runID, map[string]int64{"eth_live": 1}, 200)))
 		}
-		obs.PhaseEnded(demo.PhaseResult{Name: name, Duration: time.Second, Err: err})
+		obs.PhaseEnded(DemoPhase{Name: name, Duration: time.Second, Err: err})
 	}
 	refusal := errcode.New(errcode.TombstoneNameReuse, ckpt, "pick another name", "source names 's3_backfill' were used")
-	run(demo.PhaseBackfill, "r1", []int64{0, 1}, nil)
-	run(demo.PhaseAddLive, "r2", []int64{2, 3, 4}, nil)
-	run(demo.PhaseReuseRefused, "", nil, refusal)
+	run("backfill", "r1", []int64{0, 1}, nil)
+	run("add_live", "r2", []int64{2, 3, 4}, nil)
+	run("reuse_refused", "", nil, refusal)
 	if st := d.Snapshot().Query.Status; st.State != StatusFailed || st.Code != errcode.TombstoneNameReuse {
 		t.Errorf("status after the refused start: %+v", st)
 	}
 	// A phase on its own checkpoint: its starts show on its card only.
 	before := d.Snapshot().Query
 	for i := 1; i <= 2; i++ {
-		obs.PhaseStarted(demo.PhaseResult{Name: demo.PhaseLiveReorgs + "#" + strconv.Itoa(i), Trigger: "reorgs"})
-		obs.PhaseEnded(demo.PhaseResult{Name: demo.PhaseLiveReorgs + "#" + strconv.Itoa(i), Duration: time.Second})
+		obs.PhaseStarted(DemoPhase{Name: "live_reorgs" + "#" + strconv.Itoa(i), Trigger: "reorgs"})
+		obs.PhaseEnded(DemoPhase{Name: "live_reorgs" + "#" + strconv.Itoa(i), Duration: time.Second})
 	}
 	if q := d.Snapshot().Query; q.Status != before.Status || q.Trigger != before.Trigger {
 		t.Errorf("a phase on its own checkpoint changed the header: %+v -> %+v", before, q)
 	}
-	obs.Checked([]demo.Check{{Name: "5. refused", Expected: "x", Actual: "x", Pass: true}})
-	obs.Checked([]demo.Check{{Name: "1. ids", Expected: "a", Actual: "b"}, {Name: "5. refused", Expected: "x", Actual: "x", Pass: true},
-		{Name: "9. figure", Actual: "3", Figure: true}})
-	obs.Finished(&demo.Report{}, nil)
+	obs.Checked([]Check{{Name: "5. refused", Expected: "x", Actual: "x", Result: "pass"}})
+	obs.Checked([]Check{{Name: "1. ids", Expected: "a", Actual: "b", Result: "fail"}, {Name: "5. refused", Expected: "x", Actual: "x", Result: "pass"},
+		{Name: "9. figure", Actual: "3", Result: "figure"}})
+	obs.Finished(false, nil)
 	s := d.Snapshot()
 	ph := map[string]Phase{}
 	for _, p := range s.Demo.Phases {
 		ph[p.Name] = p
 	}
-	if p := ph[demo.PhaseBackfill]; p.State != PhaseDone || *p.FirstBatch != 0 || *p.LastBatch != 1 {
+	if p := ph["backfill"]; p.State != PhaseDone || *p.FirstBatch != 0 || *p.LastBatch != 1 {
 		t.Errorf("backfill %+v", p)
 	}
-	if p := ph[demo.PhaseAddLive]; p.State != PhaseDone || *p.FirstBatch != 2 || *p.LastBatch != 4 || p.DurationMs != 1000 {
+	if p := ph["add_live"]; p.State != PhaseDone || *p.FirstBatch != 2 || *p.LastBatch != 4 || p.DurationMs != 1000 {
 		t.Errorf("add_live %+v", p)
 	}
-	if p := ph[demo.PhaseReuseRefused]; p.State != PhaseRefused || p.Code != errcode.TombstoneNameReuse || p.FirstBatch != nil {
+	if p := ph["reuse_refused"]; p.State != PhaseRefused || p.Code != errcode.TombstoneNameReuse || p.FirstBatch != nil {
 		t.Errorf("reuse_refused %+v", p)
 	}
-	if p := ph[demo.PhaseLiveReorgs]; p.State != PhaseDone || p.Starts != 2 || p.DurationMs != 2000 || !p.OwnCheckpoint || p.FirstBatch != nil {
+	if p := ph["live_reorgs"]; p.State != PhaseDone || p.Starts != 2 || p.DurationMs != 2000 || !p.OwnCheckpoint || p.FirstBatch != nil {
 		t.Errorf("live_reorgs %+v", p)
 	}
 	if len(s.Demo.Phases) != 6 {
 		t.Errorf("%d phase cards, want 6", len(s.Demo.Phases))
 	}
-	if p := ph[demo.PhaseShrinkState]; p.State != PhasePending {
+	if p := ph["shrink_state"]; p.State != PhasePending {
 		t.Errorf("shrink_state %+v", p)
 	}
 	if len(s.Demo.Checks) != 3 || s.Demo.Checks[0].Name != "5. refused" || s.Demo.Checks[1].Result != "fail" || s.Demo.Checks[2].Result != "figure" {
@@ -429,10 +435,10 @@ func TestDemoObserver(t *testing.T) {
 	if s.Demo.Result != "failed" || s.Query.Status.State != StatusStopped {
 		t.Errorf("result %q status %+v", s.Demo.Result, s.Query.Status)
 	}
-	if b := s.Batches[2]; b.Phase != demo.PhaseAddLive || !b.Restart {
+	if b := s.Batches[2]; b.Phase != "add_live" || !b.Restart {
 		t.Errorf("batch 2 %+v", b)
 	}
-	obs.Finished(nil, errors.New("boom"))
+	obs.Finished(false, errors.New("boom"))
 	if s := d.Snapshot(); s.Demo.Result != "error" || s.Query.Status.State != StatusFailed {
 		t.Errorf("after an error: %q %+v", s.Demo.Result, s.Query.Status)
 	}

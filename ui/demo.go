@@ -2,19 +2,35 @@ package ui
 
 import (
 	"strings"
+	"time"
 
-	"github.com/ethstream/ethstream/demo"
 	"github.com/ethstream/ethstream/errcode"
 )
 
-// demoPhases are the demo's phases in the order it runs them.
-var demoPhases = []string{demo.PhaseBackfill, demo.PhaseAddLive, demo.PhaseRetireArchive, demo.PhaseReuseRefused, demo.PhaseShrinkState,
-	demo.PhaseLiveReorgs}
+// The dashboard knows a demo only through these types: the demo's
+// observer is adapted to them where the two are wired (cmd/ethstream), so
+// the dashboard does not depend on the application it shows.
 
-// ownCheckpoint is the phase that runs on a checkpoint of its own: its starts
-// ("live_reorgs#1", ...) are shown on its card, never in the header or the
-// charts of the lifecycle's checkpoint.
-const ownCheckpoint = demo.PhaseLiveReorgs
+// DemoLayout names a demo's phases.
+type DemoLayout struct {
+	// Phases in the order the demo runs them.
+	Phases []string
+	// OwnCheckpoint is the phase that runs on a checkpoint of its own: its
+	// starts ("live_reorgs#1", ...) are shown on its card, never in the
+	// header or the charts of the lifecycle's checkpoint.
+	OwnCheckpoint string
+	// Refused is the phase whose refusal is what it shows.
+	Refused string
+}
+
+// DemoPhase is one start of a demo's phase, as it starts or ends.
+type DemoPhase struct {
+	Name     string // "live_reorgs#2" for the second start of a multi-start phase
+	Sources  []string
+	Trigger  string
+	Duration time.Duration // when it ended
+	Err      error         // when it ended: the start's error, if any
+}
 
 // baseName is a phase's name without the start number of a multi-start phase.
 func baseName(name string) string {
@@ -24,22 +40,23 @@ func baseName(name string) string {
 	return name
 }
 
-// DemoObserver shows a demo's lifecycle on a dashboard: it is the
-// demo.Observer of `ethstream demo --ui-addr`. Safe for concurrent use.
-type DemoObserver struct{ d *Dashboard }
-
-var _ demo.Observer = (*DemoObserver)(nil)
+// DemoObserver shows a demo's lifecycle on a dashboard (`ethstream demo
+// --ui-addr`). Safe for concurrent use.
+type DemoObserver struct {
+	d      *Dashboard
+	layout DemoLayout
+}
 
 // NewDemo returns the dashboard of a demo whose checkpoint is checkpoint, and
-// the observer to hand the demo.
-func NewDemo(checkpoint string) (*Dashboard, *DemoObserver) {
+// the observer to tell of its phases and checks.
+func NewDemo(checkpoint string, layout DemoLayout) (*Dashboard, *DemoObserver) {
 	d := New(Options{Checkpoint: checkpoint, Mode: ModeDemo})
 	dm := &Demo{Phases: []Phase{}, Checks: []Check{}}
-	for _, name := range demoPhases {
-		dm.Phases = append(dm.Phases, Phase{Name: name, State: PhasePending, Sources: []string{}, OwnCheckpoint: name == ownCheckpoint})
+	for _, name := range layout.Phases {
+		dm.Phases = append(dm.Phases, Phase{Name: name, State: PhasePending, Sources: []string{}, OwnCheckpoint: name == layout.OwnCheckpoint})
 	}
 	d.mu.demo = dm
-	return d, &DemoObserver{d: d}
+	return d, &DemoObserver{d: d, layout: layout}
 }
 
 func (o *DemoObserver) phase(name string) *Phase {
@@ -54,7 +71,7 @@ func (o *DemoObserver) phase(name string) *Phase {
 
 // PhaseStarted marks phase p running and the query active; the demo's first
 // phase starts a new history (the demo cleared the checkpoint before it).
-func (o *DemoObserver) PhaseStarted(p demo.PhaseResult) {
+func (o *DemoObserver) PhaseStarted(p DemoPhase) {
 	d := o.d
 	d.mu.Lock()
 	if !d.mu.demoStarted {
@@ -79,7 +96,7 @@ func (o *DemoObserver) PhaseStarted(p demo.PhaseResult) {
 
 // PhaseEnded reads the checkpoint to the end first, so every batch of the
 // phase is attributed to it before the next one starts.
-func (o *DemoObserver) PhaseEnded(p demo.PhaseResult) {
+func (o *DemoObserver) PhaseEnded(p DemoPhase) {
 	d := o.d
 	d.Sync()
 	d.mu.Lock()
@@ -89,7 +106,7 @@ func (o *DemoObserver) PhaseEnded(p demo.PhaseResult) {
 	ph.State = PhaseDone
 	if p.Err != nil {
 		ph.State = PhaseFailed
-		if p.Name == demo.PhaseReuseRefused {
+		if p.Name == o.layout.Refused {
 			ph.State = PhaseRefused // the refusal is what this phase shows
 		}
 		ph.Code = errcode.Code(p.Err)
@@ -104,19 +121,12 @@ func (o *DemoObserver) PhaseEnded(p demo.PhaseResult) {
 
 // Checked adds verification lines as the demo decides them; a line decided
 // again (the final report repeats the early ones) replaces its first copy.
-func (o *DemoObserver) Checked(checks []demo.Check) {
+func (o *DemoObserver) Checked(checks []Check) {
 	d := o.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, c := range checks {
-		res := "fail"
-		switch {
-		case c.Figure:
-			res = "figure"
-		case c.Pass:
-			res = "pass"
-		}
-		line := Check{Name: c.Name, Expected: c.Expected, Actual: c.Actual, Result: res}
+	for _, line := range checks {
+		c := line
 		replaced := false
 		for i := range d.mu.demo.Checks {
 			if d.mu.demo.Checks[i].Name == c.Name {
@@ -132,7 +142,7 @@ func (o *DemoObserver) Checked(checks []demo.Check) {
 
 // Finished records the demo's outcome: passed, failed (a check failed) or
 // error (the demo could not run to the end).
-func (o *DemoObserver) Finished(rep *demo.Report, err error) {
+func (o *DemoObserver) Finished(passed bool, err error) {
 	d := o.d
 	d.Sync()
 	d.mu.Lock()
@@ -140,7 +150,7 @@ func (o *DemoObserver) Finished(rep *demo.Report, err error) {
 	switch {
 	case err != nil:
 		d.mu.demo.Result, d.mu.demo.Error = "error", err.Error()
-	case rep != nil && rep.Passed():
+	case passed:
 		d.mu.demo.Result = "passed"
 	default:
 		d.mu.demo.Result = "failed"

@@ -61,10 +61,10 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 				o.Runner = demo.Exec{Binary: exe, LogDir: filepath.Join(workdir, "logs")}
 			}
 			var srv *ui.Server
-			var obs *ui.DemoObserver
+			var obs *demoDashboard
 			if uf.addr != "" {
-				var dash *ui.Dashboard
-				dash, obs = ui.NewDemo(demo.CheckpointDir(workdir))
+				dash, dobs := ui.NewDemo(demo.CheckpointDir(workdir), demoLayout)
+				obs = &demoDashboard{dobs}
 				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
 					return err
 				}
@@ -74,7 +74,7 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 			}
 			rep, err := demo.Run(cmd.Context(), o)
 			if obs != nil {
-				obs.Finished(rep, err)
+				obs.finished(rep, err)
 			}
 			if err != nil {
 				return err
