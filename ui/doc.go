@@ -15,7 +15,8 @@
 // a checkpoint finished long ago. What the checkpoint does not record comes
 // from the command: the trigger and the status (active, stopped, failed with
 // its error code) from `run`; phases and verification lines from the demo
-// (demo.Observer, implemented by DemoObserver). `ethstream ui` shows
+// (DemoObserver; cmd/ethstream adapts demo.Observer to it, so ui does not
+// import demo). `ethstream ui` shows
 // "stopped" until new batches arrive, then "active".
 //
 // A progress line without its final "\n" is being appended and is read on

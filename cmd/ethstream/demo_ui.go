@@ -42,4 +42,6 @@ func (a demoDashboard) Checked(cs []demo.Check) {
 }
 
 // finished tells the dashboard the demo's outcome.
-func (a demoDashboard) finished(rep *demo.Report, err error) { a.o.Finished(rep != nil && rep.Passed(), err) }
+func (a demoDashboard) finished(rep *demo.Report, err error) {
+	a.o.Finished(rep != nil && rep.Passed(), err)
+}
