@@ -193,7 +193,7 @@ func (d *Dashboard) Snapshot() State {
 }
 
 func (d *Dashboard) metaLocked() Meta {
-	m := Meta{Query: d.mu.query, Sources: sources(d.mu.last, d.mu.latest), OffsetLog: d.mu.log}
+	m := Meta{Query: d.mu.query, Sources: sources(d.mu.last, d.mu.latest, d.mu.query.Status.State), OffsetLog: d.mu.log}
 	if d.mu.demo != nil {
 		dm := *d.mu.demo
 		dm.Phases = append([]Phase{}, dm.Phases...)

@@ -537,3 +537,21 @@ func TestSyncTailsProgressSegments(t *testing.T) {
 		t.Fatalf("late dashboard: %d batches, last %+v", len(lb), lb[len(lb)-1])
 	}
 }
+
+// A source of the newest batch is active only while the query is: a stopped
+// query (ui --checkpoint on a finished checkpoint) shows stopped sources.
+func TestSourcesFollowTheQueryStatus(t *testing.T) {
+	ev := event(3, "r1", map[string]int64{"eth_live": 5}, 8)
+	for query, want := range map[string]string{StatusActive: "active", StatusStopped: "stopped", StatusFailed: "failed",
+		StatusStarting: "stopped", "": "stopped"} {
+		srcs := sources(ev, nil, query)
+		if len(srcs) == 0 {
+			t.Fatal("no source")
+		}
+		for _, s := range srcs {
+			if s.Status != want {
+				t.Errorf("query %q: source %s is %q, want %q", query, s.Name, s.Status, want)
+			}
+		}
+	}
+}

@@ -122,7 +122,7 @@ type Source struct {
 	Name         string `json:"name"`
 	Provider     string `json:"provider"`
 	Description  string `json:"description"`
-	Status       string `json:"status"` // active | removed
+	Status       string `json:"status"` // active | stopped | failed (as the query) | removed
 	StartOffset  string `json:"startOffset"`
 	EndOffset    string `json:"endOffset"`
 	LatestOffset string `json:"latestOffset"`
@@ -364,14 +364,22 @@ func lag(end, latest json.RawMessage) (*int64, string) {
 }
 
 // sources builds the sources table from the newest event and the newest
-// offsets entry (tombstones, providers).
-func sources(last *stream.Progress, latest *checkpoint.OffsetEntry) []Source {
+// offsets entry (tombstones, providers). A source of the newest event is
+// active while the query is, failed when it failed, and stopped otherwise
+// (a finished checkpoint, or a command that has not started the query yet);
+// the lag of a source that is not active is its lag at its last batch.
+func sources(last *stream.Progress, latest *checkpoint.OffsetEntry, query string) []Source {
+	state := StatusStopped
+	switch query {
+	case StatusActive, StatusFailed:
+		state = query
+	}
 	out := []Source{}
 	seen := map[string]bool{}
 	if last != nil {
 		for i, s := range last.Sources {
 			name := sourceName(s, i)
-			src := Source{Name: name, Provider: providerOf(s.Description), Description: s.Description, Status: "active",
+			src := Source{Name: name, Provider: providerOf(s.Description), Description: s.Description, Status: state,
 				StartOffset: rawString(s.StartOffset), EndOffset: rawString(s.EndOffset), LatestOffset: rawString(s.LatestOffset),
 				RowsLast: s.NumInputRows, LastBatchID: last.BatchID}
 			if latest != nil {

@@ -102,9 +102,11 @@ function yScale(vals, log, top, bottom) {
     const lo = pos.length ? Math.pow(10, Math.floor(Math.log10(Math.min(...pos)))) : 1;
     let hi = pos.length ? Math.pow(10, Math.ceil(Math.log10(Math.max(...pos)))) : 10;
     if (hi <= lo) hi = lo * 10;
-    const zeroY = bottom, baseY = bottom - 14; // 0 sits on its own step below the lowest decade
+    // A log axis has no 0: a zero value (a no-data batch) sits on the x
+    // axis itself, a step below the lowest decade, with no tick of its own.
+    const zeroY = bottom, baseY = bottom - 14;
     const map = v => (v <= 0 ? zeroY : baseY - (Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)) * (baseY - top));
-    const ticks = [{ v: 0, label: '0', y: zeroY }];
+    const ticks = [];
     const decades = Math.log10(hi) - Math.log10(lo);
     const every = decades > 6 ? 2 : 1;
     for (let e = Math.log10(lo); e <= Math.log10(hi) + 1e-9; e += every) {
@@ -426,6 +428,7 @@ function renderHeader(q) {
   setText('q-id', q.id);
   setText('q-run', q.runId ? q.runId + (q.runs > 1 ? ' (run ' + q.runs + ')' : '') : '');
   setText('q-ckpt', q.checkpoint);
+  for (const id of ['q-id', 'q-run', 'q-ckpt']) { const e = document.getElementById(id); e.title = e.textContent; } // cut to one line
   setText('q-parts', q.statePartitions || '');
   setText('q-trigger', q.trigger || (q.mode === 'ui' ? 'not recorded in the checkpoint' : ''));
   setText('q-batch', q.latestBatchId);
@@ -487,10 +490,12 @@ function renderSources(list) {
   if (!list.length) { tb.replaceChildren(el('tr', {}, el('td', { colspan: 8, class: 'muted', text: 'No batch yet.' }))); return; }
   tb.replaceChildren(...list.map(s => {
     const removed = s.status === 'removed';
-    const lagText = s.lag === null || s.lag === undefined ? (removed ? '' : 'n/a') : s.lag + ' ' + s.lagUnit;
+    let lagText = s.lag === null || s.lag === undefined ? (removed ? '' : 'n/a') : s.lag + ' ' + s.lagUnit;
+    // A stopped source has no live lag: say when the figure was true.
+    if (!removed && s.status !== 'active' && lagText !== 'n/a') lagText += ' at batch ' + s.lastBatchId;
     return el('tr', { class: removed ? 'removed' : '', 'data-source': s.name },
       el('th', { scope: 'row', text: s.name }), el('td', { text: s.provider || '' }),
-      el('td', { text: removed ? 'removed in batch ' + s.removedInBatch : 'active (batch ' + s.lastBatchId + ')' }),
+      el('td', { text: removed ? 'removed in batch ' + s.removedInBatch : s.status + ' (batch ' + s.lastBatchId + ')' }),
       el('td', { class: 'mono', text: s.startOffset || '' }), el('td', { class: 'mono', text: s.endOffset || '' }),
       el('td', { class: 'mono', text: s.latestOffset || '' }), el('td', { class: 'num', text: removed ? '' : String(s.rowsLastBatch) }),
       el('td', { text: lagText + (s.pending ? ' · ' + s.pending : '') }));
@@ -552,9 +557,11 @@ function render() {
 
 // ---------- live updates ----------
 
+// The header's status is one word (the query's); the connection speaks
+// only when it is not live.
 function setConn(text, down) {
   const c = document.getElementById('conn');
-  c.textContent = text;
+  c.textContent = text === 'live' ? '' : text;
   c.className = 'conn' + (down ? ' down' : '');
   document.body.setAttribute('data-conn', down ? 'down' : text);
 }
