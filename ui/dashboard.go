@@ -69,6 +69,8 @@ type Dashboard struct {
 		phase       string // demo phase running now
 		lastRun     string
 		last        *stream.Progress
+		detail      map[int64]*stream.Progress // the newest maxDetail events by batch id (BatchDetail)
+		detailOrder []int64
 		log         OffsetLog
 		latest      *checkpoint.OffsetEntry
 		demo        *Demo
@@ -127,6 +129,7 @@ func (d *Dashboard) resetLocked() {
 	d.mu.runPhase = map[string]string{}
 	d.mu.lastRun = ""
 	d.mu.last = nil
+	d.mu.detail, d.mu.detailOrder = map[int64]*stream.Progress{}, nil
 	d.mu.latest = nil
 	d.mu.log = OffsetLog{Dir: d.dir.Join(checkpoint.OffsetsDir), Retained: []int64{}, Entries: []LogEntry{},
 		Tombstones: []Tombstone{}, ControlBatches: []Control{}}
@@ -363,6 +366,37 @@ func (d *Dashboard) progressErrLocked(readErr, skipped error) error {
 	return errors.Join(readErr, skipped)
 }
 
+// maxDetail bounds the batches whose whole progress event is kept for the
+// per-batch page: a long-running query's page shows the recent ones.
+const maxDetail = 2000
+
+// BatchDetail is the whole progress event of a batch (offsets per source,
+// durations, state operators, sink metrics), as the query reported it; ok is
+// false for a batch not seen or no longer kept (the newest maxDetail are).
+func (d *Dashboard) BatchDetail(id int64) (p stream.Progress, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.mu.detail[id]
+	if !ok {
+		return stream.Progress{}, false
+	}
+	return *e, true
+}
+
+func (d *Dashboard) keepDetailLocked(p *stream.Progress) {
+	if d.mu.detail == nil {
+		d.mu.detail = map[int64]*stream.Progress{}
+	}
+	if _, ok := d.mu.detail[p.BatchID]; !ok {
+		d.mu.detailOrder = append(d.mu.detailOrder, p.BatchID)
+	}
+	d.mu.detail[p.BatchID] = p // a re-run batch: its newest report
+	if len(d.mu.detailOrder) > maxDetail {
+		delete(d.mu.detail, d.mu.detailOrder[0])
+		d.mu.detailOrder = d.mu.detailOrder[1:]
+	}
+}
+
 func (d *Dashboard) ingestLocked(p *stream.Progress) {
 	d.mu.ingested++
 	if d.mu.query.ID != "" && p.ID != d.mu.query.ID {
@@ -385,6 +419,7 @@ func (d *Dashboard) ingestLocked(p *stream.Progress) {
 	}
 	d.mu.lastRun = p.RunID
 	d.mu.last = p
+	d.keepDetailLocked(p)
 	q := &d.mu.query
 	q.ID, q.RunID, q.Runs = p.ID, p.RunID, len(d.mu.runs)
 	if p.Name != nil {

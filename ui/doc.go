@@ -44,6 +44,11 @@
 //	GET /              the page (static/, embedded in the binary)
 //	GET /api/state     State as JSON: {"v":1,"query":…,"batches":[…],"sources":[…],"offsetLog":…,"demo":…|null}
 //	GET /api/events    server-sent events, below
+//	GET /api/batch/N   {"kind":"data|no-data|repartition","progress":…}: batch N's whole
+//	                   progress event (sources with their offsets and metrics,
+//	                   durationMs, stateOperators, sink), for
+//	                   the per-batch page; 404 for a batch not seen, or older than the
+//	                   newest 2000 the dashboard keeps
 //
 // Field names are the json tags of State and the types it holds; numbers are
 // plain JSON numbers (durations in ms, memory in bytes, rates in rows/s),

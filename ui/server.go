@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 //go:embed static
@@ -56,6 +58,7 @@ func Serve(d *Dashboard, addr string) (*Server, error) {
 	mux.Handle("GET /", http.FileServer(http.FS(sub)))
 	mux.HandleFunc("GET /api/state", s.handleState)
 	mux.HandleFunc("GET /api/events", s.handleEvents)
+	mux.HandleFunc("GET /api/batch/{id}", s.handleBatch)
 	s.srv = &http.Server{Handler: securityHeaders(mux), ReadHeaderTimeout: 5 * time.Second}
 	d.Sync()
 	go s.poll()
@@ -126,6 +129,30 @@ func (s *Server) handleState(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(s.d.Snapshot())
+}
+
+// handleBatch is one batch's whole progress event (doc.go), for the
+// per-batch page; 404 for a batch not seen or no longer kept.
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 0 {
+		http.Error(w, "batch id must be a number", http.StatusBadRequest)
+		return
+	}
+	p, ok := s.d.BatchDetail(id)
+	if !ok {
+		http.Error(w, fmt.Sprintf("batch %d is not among the batches this dashboard keeps", id), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(BatchPage{Kind: p.Kind(), Progress: p})
+}
+
+// BatchPage is the answer of GET /api/batch/N.
+type BatchPage struct {
+	Kind     string          `json:"kind"` // data | no-data | repartition
+	Progress stream.Progress `json:"progress"`
 }
 
 // handleEvents is the SSE stream (doc.go): a snapshot, then batch and meta

@@ -69,6 +69,46 @@ func TestServeStateAndPage(t *testing.T) {
 			t.Errorf("%s: %d, %d bytes", f, resp.StatusCode, len(body))
 		}
 	}
+	// The per-batch page's data: the whole progress event of the batch.
+	resp, body = get(t, s.URL()+"api/batch/1")
+	var page BatchPage
+	if err := json.Unmarshal(body, &page); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("api/batch/1: %d %v\n%s", resp.StatusCode, err, body)
+	}
+	wantEv := event(1, "r", map[string]int64{"eth_live": 2}, 8)
+	gotJ, _ := json.Marshal(page.Progress)
+	wantJ, _ := json.Marshal(wantEv)
+	if string(gotJ) != string(wantJ) || page.Kind != wantEv.Kind() {
+		t.Errorf("api/batch/1 = %s (%s), want the event %s (%s)", gotJ, page.Kind, wantJ, wantEv.Kind())
+	}
+	if resp, _ := get(t, s.URL()+"api/batch/7"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("api/batch/7 (never seen): %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, s.URL()+"api/batch/x"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("api/batch/x: %d", resp.StatusCode)
+	}
+}
+
+// The per-batch detail keeps the newest maxDetail batches, a re-run batch
+// as last reported.
+func TestBatchDetailBounded(t *testing.T) {
+	d := New(Options{Checkpoint: ckpt, FS: newFS(t), Mode: ModeRun})
+	d.mu.Lock()
+	for id := int64(0); id < maxDetail+5; id++ {
+		d.keepDetailLocked(event(id, "r", map[string]int64{"eth_live": 1}, 8))
+	}
+	d.keepDetailLocked(event(maxDetail+4, "r2", map[string]int64{"eth_live": 1}, 8))
+	n := len(d.mu.detail)
+	d.mu.Unlock()
+	if n != maxDetail {
+		t.Errorf("%d batches kept, want %d", n, maxDetail)
+	}
+	if _, ok := d.BatchDetail(4); ok {
+		t.Error("batch 4 kept beyond the bound")
+	}
+	if p, ok := d.BatchDetail(maxDetail + 4); !ok || p.RunID != "r2" {
+		t.Errorf("the re-run batch: %v %+v", ok, p.RunID)
+	}
 }
 
 type sse struct {

@@ -7,7 +7,8 @@
 // asserts, from the page itself, that batch ids continue across the starts,
 // the tombstone of s3_backfill is listed, the REPARTITION batch is marked on
 // every chart and every chart holds one point per batch; that the page works
-// from the keyboard and at phone width. Saves dashboard.png (1280x800) and
+// from the keyboard, the runs list and the per-batch page, and at phone width.
+// Saves dashboard.png (1280x800), dashboard-batch.png (a batch's page) and
 // dashboard-phone.png (390x844, at the charts) to SCREENSHOT_DIR. Exits non-zero on the
 // first failed assertion, printing what the page showed.
 import { chromium } from 'playwright-core';
@@ -140,9 +141,37 @@ try {
 
   check(consoleErrors.length === 0, 'no script errors', consoleErrors);
 
+  // The runs list: one row per start that ran batches, in order.
+  const runs = await page.$$eval('#runs-table tbody tr[data-run-id]', trs => trs.map(tr => tr.textContent));
+  check(runs.length === 4 && runs.every((t, i) => t.startsWith(String(i + 1))), 'runs list: the four starts with batches, in order', runs);
+
   fs.mkdirSync(outDir, { recursive: true });
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(outDir, 'dashboard.png') });
+
+  // The per-batch page (as Spark's UI has): the control batch, then a data batch.
+  const openBatch = async id => {
+    await page.evaluate(id => { location.hash = '#batch-' + id; }, id);
+    await page.waitForSelector(`body[data-batch-detail="${id}"]`, { timeout: 20000 });
+    return page.evaluate(() => ({
+      facts: document.getElementById('batch-facts').textContent,
+      durations: document.getElementById('batch-durations').textContent,
+      sink: document.getElementById('batch-sink').textContent,
+      sources: [...document.querySelectorAll('#batch-sources tbody tr[data-source]')].map(tr => ({ name: tr.dataset.source, text: tr.textContent })),
+      operators: [...document.querySelectorAll('#batch-operators tbody tr')].map(tr => tr.textContent),
+    }));
+  };
+  const ctl = await openBatch(shrink.first);
+  check(ctl.facts.includes('control batch (REPARTITION)') && ctl.durations.includes('controlBatch.REPARTITION'),
+    `batch page ${shrink.first}: the control batch and its REPARTITION duration`, ctl);
+  const det = await openBatch(shrink.first + 1);
+  check(det.facts.includes('data') && det.durations.includes('addBatch') && det.durations.includes('triggerExecution'),
+    `batch page ${shrink.first + 1}: a data batch with its durations`, det);
+  check(det.sources.length === 1 && det.sources[0].name === 'eth_live' && det.sources[0].text.includes('"block"'),
+    'batch page: eth_live with its start and end offsets', det.sources);
+  check(det.operators.length === 1 && det.operators[0].includes('8'), 'batch page: the state operator at 8 partitions', det.operators);
+  check(det.sink.includes('numOutputRows') && det.sink.includes('tableVersion'), 'batch page: the sink metrics', det.sink);
+  await page.screenshot({ path: path.join(outDir, 'dashboard-batch.png') });
 
   // Phone width: nothing wider than the screen (tables scroll inside).
   await page.setViewportSize({ width: 390, height: 844 });
@@ -154,7 +183,7 @@ try {
       .slice(0, 5).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className && e.className.baseVal === undefined ? '.' + e.className : '')),
   }));
   check(overflow.width <= 390, 'phone width: no horizontal scrolling of the page', overflow);
-  await page.evaluate(() => document.getElementById('charts').scrollIntoView());
+  await page.evaluate(() => { location.hash = '#charts'; document.getElementById('charts').scrollIntoView(); });
   await page.waitForTimeout(200);
   await page.screenshot({ path: path.join(outDir, 'dashboard-phone.png') });
 } catch (e) {

@@ -502,6 +502,101 @@ function renderSources(list) {
   }));
 }
 
+// ---------- runs and the per-batch page ----------
+
+// renderRuns lists the starts of the query, from the batches in view.
+function renderRuns(batches) {
+  const runs = [];
+  for (const b of batches) {
+    let r = runs[runs.length - 1];
+    if (!r || r.runId !== b.runId) { r = { run: b.run, runId: b.runId, phase: b.phase || '', started: b.timestamp, n: 0, first: b.batchId, last: b.batchId, rows: 0 }; runs.push(r); }
+    r.n++; r.last = b.batchId; r.rows += b.inputRows;
+  }
+  setText('runs-count', '(' + runs.length + ')');
+  const tb = document.querySelector('#runs-table tbody');
+  if (!runs.length) { tb.replaceChildren(el('tr', {}, el('td', { colspan: 7, class: 'muted', text: 'No batch yet.' }))); return; }
+  tb.replaceChildren(...runs.map(r => el('tr', { 'data-run-id': r.runId },
+    el('td', { class: 'num', text: String(r.run) }), el('td', { class: 'mono', text: r.runId }), el('td', { text: r.phase }),
+    el('td', { class: 'mono', text: r.started }), el('td', { class: 'num', text: String(r.n) }),
+    el('td', {}, el('a', { href: '#batch-' + r.first, text: String(r.first) }), r.last !== r.first ? '–' : '',
+      r.last !== r.first ? el('a', { href: '#batch-' + r.last, text: String(r.last) }) : ''),
+    el('td', { class: 'num', text: String(r.rows) }))));
+}
+
+function kv(tbody, obj, empty) {
+  const keys = Object.keys(obj || {}).sort();
+  tbody.replaceChildren(...(keys.length ? keys.map(k => el('tr', {}, el('th', { scope: 'row', text: k }), el('td', { class: 'num mono', text: String(obj[k]) })))
+    : [el('tr', {}, el('td', { colspan: 2, class: 'muted', text: empty }))]));
+}
+
+function rate(v) { return v === undefined || v === null ? null : Number(v).toFixed(1); }
+function metricsText(m) { return Object.keys(m || {}).sort().map(k => k + '=' + m[k]).join(' · '); }
+function offsetText(o) { return o === undefined || o === null ? 'null' : (typeof o === 'string' ? o : JSON.stringify(o)); }
+
+// showBatch renders batch id's page from api/batch/<id> (the whole progress
+// event, as Spark's UI shows a batch).
+async function showBatch(id) {
+  const sec = document.getElementById('batch');
+  sec.hidden = false;
+  document.body.setAttribute('data-batch-detail', 'loading');
+  setText('batch-title', id);
+  document.getElementById('batch-prev').href = '#batch-' + Math.max(0, id - 1);
+  document.getElementById('batch-next').href = '#batch-' + (id + 1);
+  const err = document.getElementById('batch-error');
+  let p;
+  try {
+    const r = await fetch('api/batch/' + id, { cache: 'no-store' });
+    if (!r.ok) throw new Error(await r.text());
+    const page = await r.json();
+    p = page.progress;
+    p.kind = page.kind;
+  } catch (e) {
+    err.hidden = false; err.textContent = String(e.message || e).trim();
+    for (const t of ['batch-durations', 'batch-sink', 'batch-sources', 'batch-operators']) document.querySelector('#' + t + ' tbody').replaceChildren();
+    document.getElementById('batch-facts').replaceChildren();
+    document.body.setAttribute('data-batch-detail', 'missing');
+    sec.scrollIntoView();
+    return;
+  }
+  err.hidden = true;
+  const kind = p.kind === 'repartition' ? 'control batch (REPARTITION)' : p.kind;
+  const fact = (k, v, mono) => el('div', {}, el('dt', { text: k }), el('dd', { class: mono ? 'mono' : '', text: v === undefined || v === null || v === '' ? '–' : String(v) }));
+  document.getElementById('batch-facts').replaceChildren(
+    fact('Batch id', p.batchId), fact('Kind', kind), fact('Timestamp', p.timestamp, true), fact('Run id', p.runId, true),
+    fact('Rows in', p.numInputRows), fact('Input rate (rows/s)', rate(p.inputRowsPerSecond)), fact('Processing rate (rows/s)', rate(p.processedRowsPerSecond)),
+    fact('Watermark', (p.eventTime || {}).watermark, true));
+  kv(document.querySelector('#batch-durations tbody'), p.durationMs, 'none reported');
+  const sink = Object.assign({ description: (p.sink || {}).description, numOutputRows: (p.sink || {}).numOutputRows }, (p.sink || {}).metrics || {});
+  kv(document.querySelector('#batch-sink tbody'), sink, 'none reported');
+  const srcs = p.sources || [];
+  document.querySelector('#batch-sources tbody').replaceChildren(...(srcs.length ? srcs.map((s, i) => el('tr', { 'data-source': s.name || String(i) },
+    el('th', { scope: 'row', text: s.name || s.description || String(i) }),
+    el('td', { class: 'mono', text: offsetText(s.startOffset) }), el('td', { class: 'mono', text: offsetText(s.endOffset) }),
+    el('td', { class: 'mono', text: offsetText(s.latestOffset) }), el('td', { class: 'num', text: String(s.numInputRows || 0) }),
+    el('td', { class: 'mono', text: metricsText(s.metrics) })))
+    : [el('tr', {}, el('td', { colspan: 6, class: 'muted', text: 'No source in this batch.' }))]));
+  const ops = p.stateOperators || [];
+  document.querySelector('#batch-operators tbody').replaceChildren(...(ops.length ? ops.map(o => el('tr', {},
+    el('th', { scope: 'row', text: o.operatorName }), el('td', { class: 'num', text: String(o.numRowsTotal) }),
+    el('td', { class: 'num', text: String(o.numRowsUpdated) }), el('td', { class: 'num', text: String(o.numRowsRemoved) }),
+    el('td', { class: 'num', text: String(o.numShufflePartitions) }), el('td', { class: 'num', text: String(o.memoryUsedBytes) }),
+    el('td', { class: 'num', text: String(o.commitTimeMs) }), el('td', { class: 'mono', text: metricsText(o.customMetrics) })))
+    : [el('tr', {}, el('td', { colspan: 8, class: 'muted', text: 'No state operator in this batch.' }))]));
+  document.body.setAttribute('data-batch-detail', String(p.batchId));
+  sec.scrollIntoView();
+}
+
+function route() {
+  const m = /^#batch-(\d+)$/.exec(location.hash);
+  if (m) showBatch(Number(m[1]));
+  else document.getElementById('batch').hidden = true;
+}
+window.addEventListener('hashchange', route);
+document.getElementById('batch-form').addEventListener('submit', e => {
+  e.preventDefault();
+  location.hash = '#batch-' + document.getElementById('batch-id').value;
+});
+
 function renderLog(lg) {
   const sum = lg.retained.length
     ? lg.dir + ' holds batches ' + lg.retained[0] + '–' + lg.retained[1] + ' (older entries are purged by retention); latest committed: ' + (lg.latestCommitted === null ? 'none' : lg.latestCommitted)
@@ -549,6 +644,7 @@ function render() {
     });
     specs.forEach((spec, i) => charts[i].render(spec, state.batches));
     setText('batch-count', '(' + state.batches.length + ')');
+    renderRuns(state.batches);
     renderSources(state.sources);
     renderLog(state.offsetLog);
     document.body.setAttribute('data-batches', String(state.batches.length));
@@ -587,3 +683,4 @@ new ResizeObserver(entries => {
   if (w !== gridWidth) { gridWidth = w; render(); }
 }).observe(document.getElementById('chart-grid'));
 connect();
+route();
