@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/checkpoint"
-	"github.com/ethstream/ethstream/checkpoint/logtest"
+	"github.com/ethstream/ethstream/internal/logtest"
 )
 
 // TestLogCodecs runs the one Log suite against the codecs of this package:

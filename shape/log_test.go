@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ethstream/ethstream/checkpoint/logtest"
+	"github.com/ethstream/ethstream/internal/logtest"
 )
 
 // TestLogCodec runs the one checkpoint.Log suite against shape/: strict

@@ -24,7 +24,7 @@ func TestLayers(t *testing.T) {
 		{"interval", []string{"*"}},
 		{"ethblock", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"checkpoint", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "pipeline", "demo"}},
-		{"checkpoint/logtest", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "shape", "pipeline", "demo"}},
+		{"internal/logtest", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "shape", "pipeline", "demo"}},
 		{"state", []string{"engine", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"agg", []string{"engine", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"sink/delta", []string{"engine", "state", "agg", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
@@ -60,10 +60,15 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-// TestHarnessOnlyInTests pins that internal/streamtest is test support: no
-// package's production code imports it (tests do).
+// TestHarnessOnlyInTests pins that internal/streamtest and internal/logtest
+// are test support: no package's production code imports them (tests do).
 func TestHarnessOnlyInTests(t *testing.T) {
-	const harness = "github.com/ethstream/ethstream/internal/streamtest"
+	for _, harness := range []string{"github.com/ethstream/ethstream/internal/streamtest", "github.com/ethstream/ethstream/internal/logtest"} {
+		harnessOnlyInTests(t, harness)
+	}
+}
+
+func harnessOnlyInTests(t *testing.T, harness string) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "github.com/ethstream/ethstream/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/checkpoint"
-	"github.com/ethstream/ethstream/checkpoint/logtest"
+	"github.com/ethstream/ethstream/internal/logtest"
 )
 
 // TestLogCodec runs the one checkpoint.Log suite against this source's log:
