@@ -418,25 +418,48 @@ func (rs *rowSet) stats() string {
 
 func (rs *rowSet) colStat(c int) colStat {
 	v := &rs.cols[c]
-	typ := rs.l.leaves[c].typ
 	var s colStat
-	for i := 0; i < rs.n; i++ {
-		if v.isNull(i) {
-			s.nulls++
-			continue
+	// One loop per type: this runs over every value of every file written.
+	switch rs.l.leaves[c].typ {
+	case stream.Float64:
+		for i, x := range v.f64[:rs.n] {
+			switch {
+			case v.isNull(i):
+				s.nulls++
+			case math.IsNaN(x) || math.IsInf(x, 0):
+			case !s.has:
+				s.lo, s.hi, s.has = i, i, true
+			case x < v.f64[s.lo]:
+				s.lo = i
+			case x > v.f64[s.hi]:
+				s.hi = i
+			}
 		}
-		if typ == stream.Float64 && (math.IsNaN(v.f64[i]) || math.IsInf(v.f64[i], 0)) {
-			continue
+	case stream.String:
+		for i, x := range v.str[:rs.n] {
+			switch {
+			case v.isNull(i):
+				s.nulls++
+			case !s.has:
+				s.lo, s.hi, s.has = i, i, true
+			case x < v.str[s.lo]:
+				s.lo = i
+			case x > v.str[s.hi]:
+				s.hi = i
+			}
 		}
-		if !s.has {
-			s.lo, s.hi, s.has = i, i, true
-			continue
-		}
-		if cmpAt(typ, v, i, v, s.lo) < 0 {
-			s.lo = i
-		}
-		if cmpAt(typ, v, i, v, s.hi) > 0 {
-			s.hi = i
+	default:
+		for i, x := range v.i64[:rs.n] {
+			switch {
+			case v.isNull(i):
+				s.nulls++
+			case !s.has:
+				s.lo, s.hi, s.has = i, i, true
+			case x < v.i64[s.lo]:
+				s.lo = i
+			case x > v.i64[s.hi]:
+				s.hi = i
+			}
 		}
 	}
 	return s

@@ -179,9 +179,7 @@ func (s *Snapshot) compact(l *outLayout, bins [][]*AddFile, target int, now time
 				c.abandon()
 				return nil, dataFileError(err, p, "restore the file from a backup", "read live data file")
 			}
-			for i := range rs.n {
-				rows.appendRow(rs, i)
-			}
+			rows.appendRange(rs, 0, rs.n)
 			ts := now.UnixMilli()
 			size := f.Size
 			c.removes = append(c.removes, action{Remove: &RemoveFile{

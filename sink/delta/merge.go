@@ -189,14 +189,18 @@ func (s *Snapshot) joinFile(f *AddFile, uniq *rowSet, matched []bool, plan *merg
 		return nil, nil
 	}
 	out := newRowSet(uniq.l, rows.n-int(deleted))
-	for i := range rows.n {
-		switch {
-		case i >= len(by) || by[i] == -1:
-			out.appendRow(rows, i)
-		case by[i] >= 0:
+	run := 0 // start of the current run of unchanged rows
+	for i := range by {
+		if by[i] == -1 {
+			continue
+		}
+		out.appendRange(rows, run, i)
+		if by[i] >= 0 {
 			out.appendRow(uniq, int(by[i]))
 		}
+		run = i + 1
 	}
+	out.appendRange(rows, run, rows.n)
 	plan.metrics.NumTargetRowsUpdated += updated
 	plan.metrics.NumTargetRowsDeleted += deleted
 	plan.metrics.NumTargetRowsCopied += int64(rows.n) - updated - deleted
@@ -223,11 +227,15 @@ func (rs *rowSet) unmatched(matched []bool) *rowSet {
 		return rs
 	}
 	out := newRowSet(rs.l, rs.n)
+	run := 0
 	for i := range rs.n {
-		if !matched[i] && !rs.deleted(i) {
-			out.appendRow(rs, i)
+		if matched[i] || rs.deleted(i) {
+			out.appendRange(rs, run, i)
+			run = i + 1
 		}
 	}
+	out.appendRange(rs, run, rs.n)
+	out.del = nil
 	return out
 }
 
@@ -245,32 +253,30 @@ func mergeRuns(touched []*rowSet, inserted *rowSet) *rowSet {
 		}
 		a = newRowSet(inserted.l, n)
 		for _, t := range touched {
-			for i := range t.n {
-				a.appendRow(t, i)
-			}
+			a.appendRange(t, 0, t.n)
 		}
 		a.sortByKey()
 	}
 	if inserted.n == 0 {
 		return a
 	}
+	// Runs, found by binary search: a backfill's inserts mostly follow the
+	// rewritten rows, or come between a few of their windows.
 	out := newRowSet(inserted.l, a.n+inserted.n)
 	i, j := 0, 0
 	for i < a.n && j < inserted.n {
 		if cmpKey(inserted, j, a, i) < 0 {
-			out.appendRow(inserted, j)
-			j++
+			k := j + 1 + sort.Search(inserted.n-j-1, func(x int) bool { return cmpKey(inserted, j+1+x, a, i) >= 0 })
+			out.appendRange(inserted, j, k)
+			j = k
 		} else {
-			out.appendRow(a, i)
-			i++
+			k := i + 1 + sort.Search(a.n-i-1, func(x int) bool { return cmpKey(inserted, j, a, i+1+x) < 0 })
+			out.appendRange(a, i, k)
+			i = k
 		}
 	}
-	for ; i < a.n; i++ {
-		out.appendRow(a, i)
-	}
-	for ; j < inserted.n; j++ {
-		out.appendRow(inserted, j)
-	}
+	out.appendRange(a, i, a.n)
+	out.appendRange(inserted, j, inserted.n)
 	return out
 }
 

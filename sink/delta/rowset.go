@@ -234,6 +234,46 @@ func (rs *rowSet) appendRow(src *rowSet, i int) {
 	rs.n++
 }
 
+// appendRange appends rows [lo, hi) of src (same layout) column by column:
+// the MERGE moves long runs of rows (a file's unchanged rows, a backfill's
+// inserts), which a row at a time would copy value by value.
+func (rs *rowSet) appendRange(src *rowSet, lo, hi int) {
+	k := hi - lo
+	if k <= 0 {
+		return
+	}
+	for c := range rs.cols {
+		d, s := &rs.cols[c], &src.cols[c]
+		switch rs.l.leaves[c].typ {
+		case stream.Float64:
+			d.f64 = append(d.f64, s.f64[lo:hi]...)
+		case stream.String:
+			d.str = append(d.str, s.str[lo:hi]...)
+		default:
+			d.i64 = append(d.i64, s.i64[lo:hi]...)
+		}
+		d.null = appendFlags(d.null, rs.n, s.null, lo, hi)
+	}
+	rs.winNull = appendFlags(rs.winNull, rs.n, src.winNull, lo, hi)
+	rs.del = appendFlags(rs.del, rs.n, src.del, lo, hi)
+	rs.n += k
+}
+
+// appendFlags appends src[lo:hi] (nil: all false) to dst, which holds n
+// flags or is nil for n false ones; it stays nil while every flag is false.
+func appendFlags(dst []bool, n int, src []bool, lo, hi int) []bool {
+	if src == nil || !slices.Contains(src[lo:hi], true) {
+		if dst == nil {
+			return nil
+		}
+		return append(dst, make([]bool, hi-lo)...)
+	}
+	if dst == nil {
+		dst = make([]bool, n, n+hi-lo)
+	}
+	return append(dst, src[lo:hi]...)
+}
+
 // slice returns rows [lo, hi) sharing rs's vectors.
 func (rs *rowSet) slice(lo, hi int) *rowSet {
 	out := &rowSet{l: rs.l, cols: make([]vector, len(rs.cols)), n: hi - lo}
