@@ -229,122 +229,11 @@ func newPlan(spec Spec) (*plan, error) {
 	if len(spec.Aggregates) == 0 {
 		return nil, invalid("no aggregates")
 	}
-	used := map[string]bool{}
-	claim := func(name, what string) error {
-		if name == "" {
-			return invalid("empty %s name", what)
-		}
-		if used[name] {
-			return invalid("output column %q appears twice (as %s)", name, what)
-		}
-		used[name] = true
-		return nil
-	}
-	if w := spec.Window; w != nil {
-		p.window = true
-		if w.Size <= 0 || w.Size%time.Microsecond != 0 {
-			return nil, invalid("window size %s must be a positive number of microseconds", w.Size)
-		}
-		slide := w.Slide
-		if slide == 0 {
-			slide = w.Size
-		}
-		if slide <= 0 || slide > w.Size || slide%time.Microsecond != 0 {
-			return nil, invalid("window slide %s must be a positive number of microseconds, at most the size %s", w.Slide, w.Size)
-		}
-		if w.Start < 0 || w.Start >= slide || w.Start%time.Microsecond != 0 {
-			return nil, invalid("window start time %s must be whole microseconds in [0, slide %s)", w.Start, slide)
-		}
-		p.sizeUs = int64(w.Size / time.Microsecond)
-		p.slideUs = int64(slide / time.Microsecond)
-		p.startUs = int64(w.Start / time.Microsecond)
-		p.nInst = int((p.sizeUs + p.slideUs - 1) / p.slideUs)
-		t, ok := spec.columnType(w.Column)
-		if !ok {
-			return nil, invalid("event time column %q has no known type; set Spec.ColumnTypes", w.Column)
-		}
-		if t != stream.Timestamp {
-			return nil, errcode.New(CodeDatatypeMismatch, "", "window over a timestamp column",
-				"event time column %q is %s, want timestamp", w.Column, t)
-		}
-		if err := claim(ColWindowStart, "window"); err != nil {
+	used := claims{}
+	for _, step := range []func(claims) error{p.planWindow, p.planGroups, p.planAggregates} {
+		if err := step(used); err != nil {
 			return nil, err
 		}
-		if err := claim(ColWindowEnd, "window"); err != nil {
-			return nil, err
-		}
-		p.evicts = spec.WatermarkDelay > 0
-	}
-	for _, g := range spec.GroupBy {
-		if err := claim(g, "group column"); err != nil {
-			return nil, err
-		}
-		t, ok := spec.columnType(g)
-		if !ok {
-			return nil, invalid("group column %q has no known type; set Spec.ColumnTypes", g)
-		}
-		if t != stream.Int64 && t != stream.Timestamp && t != stream.String {
-			return nil, errcode.New(CodeDatatypeMismatch, "", "group by int64, timestamp or string columns",
-				"group column %q is %s", g, t)
-		}
-		p.groupType = append(p.groupType, t)
-	}
-	for _, a := range spec.Aggregates {
-		ra := resolvedAgg{Aggregate: a}
-		switch a.Kind {
-		case Count, Sum, Min, Max, Avg:
-		default:
-			return nil, invalid("unknown aggregate kind %d", uint8(a.Kind))
-		}
-		if a.Column == "" {
-			if a.Kind != Count {
-				return nil, invalid("%s needs a column", a.Kind)
-			}
-		} else {
-			t, ok := spec.columnType(a.Column)
-			if !ok {
-				return nil, invalid("aggregate column %q has no known type; set Spec.ColumnTypes", a.Column)
-			}
-			ra.in = t
-		}
-		switch a.Kind {
-		case Count:
-			ra.out = stream.Int64
-		case Sum:
-			if ra.in != stream.Int64 && ra.in != stream.Float64 {
-				return nil, errcode.New(CodeDatatypeMismatch, "", "sum an int64 or float64 column",
-					"sum(%s): column is %s", a.Column, ra.in)
-			}
-			ra.out = ra.in
-		case Min, Max:
-			if ra.in != stream.Int64 && ra.in != stream.Float64 && ra.in != stream.Timestamp {
-				return nil, errcode.New(CodeDatatypeMismatch, "", "use an int64, timestamp or float64 column",
-					"%s(%s): column is %s", a.Kind, a.Column, ra.in)
-			}
-			ra.out = ra.in
-		case Avg:
-			if ra.in != stream.Int64 && ra.in != stream.Float64 {
-				return nil, errcode.New(CodeDatatypeMismatch, "", "average an int64 or float64 column",
-					"avg(%s): column is %s", a.Column, ra.in)
-			}
-			ra.out = stream.Float64
-		}
-		if ra.As == "" {
-			if a.Column == "" {
-				ra.As = "count"
-			} else {
-				ra.As = a.Kind.String() + "_" + a.Column
-			}
-		}
-		if err := claim(ra.As, "aggregate"); err != nil {
-			return nil, err
-		}
-		if ra.hasNonNull() {
-			if err := claim(ra.As+nonNullSuffix, "hidden state field of "+ra.As); err != nil {
-				return nil, err
-			}
-		}
-		p.aggs = append(p.aggs, ra)
 	}
 	p.rowsAgg = -1
 	minMax := ""
@@ -363,7 +252,7 @@ func newPlan(spec Spec) (*plan, error) {
 				"%s cannot be undone when a row is retracted: the aggregation keeps one value per group, not the rows behind it", minMax)
 		}
 		if p.rowsAgg < 0 {
-			if err := claim(rowsField, "hidden row count"); err != nil {
+			if err := used.claim(rowsField, "hidden row count"); err != nil {
 				return nil, err
 			}
 			p.aggs = append(p.aggs, resolvedAgg{Aggregate: Aggregate{Kind: Count, As: rowsField}, out: stream.Int64, hidden: true})
@@ -390,6 +279,145 @@ func newPlan(spec Spec) (*plan, error) {
 	}
 	p.schema = p.buildSchema()
 	return p, nil
+}
+
+// claims are the output and state field names taken so far.
+type claims map[string]bool
+
+// claim takes name for what, refusing an empty or a taken one.
+func (c claims) claim(name, what string) error {
+	if name == "" {
+		return invalid("empty %s name", what)
+	}
+	if c[name] {
+		return invalid("output column %q appears twice (as %s)", name, what)
+	}
+	c[name] = true
+	return nil
+}
+
+// planWindow validates the window and claims its output columns.
+func (p *plan) planWindow(used claims) error {
+	spec := p.spec
+	if w := spec.Window; w != nil {
+		p.window = true
+		if w.Size <= 0 || w.Size%time.Microsecond != 0 {
+			return invalid("window size %s must be a positive number of microseconds", w.Size)
+		}
+		slide := w.Slide
+		if slide == 0 {
+			slide = w.Size
+		}
+		if slide <= 0 || slide > w.Size || slide%time.Microsecond != 0 {
+			return invalid("window slide %s must be a positive number of microseconds, at most the size %s", w.Slide, w.Size)
+		}
+		if w.Start < 0 || w.Start >= slide || w.Start%time.Microsecond != 0 {
+			return invalid("window start time %s must be whole microseconds in [0, slide %s)", w.Start, slide)
+		}
+		p.sizeUs = int64(w.Size / time.Microsecond)
+		p.slideUs = int64(slide / time.Microsecond)
+		p.startUs = int64(w.Start / time.Microsecond)
+		p.nInst = int((p.sizeUs + p.slideUs - 1) / p.slideUs)
+		t, ok := spec.columnType(w.Column)
+		if !ok {
+			return invalid("event time column %q has no known type; set Spec.ColumnTypes", w.Column)
+		}
+		if t != stream.Timestamp {
+			return errcode.New(CodeDatatypeMismatch, "", "window over a timestamp column",
+				"event time column %q is %s, want timestamp", w.Column, t)
+		}
+		if err := used.claim(ColWindowStart, "window"); err != nil {
+			return err
+		}
+		if err := used.claim(ColWindowEnd, "window"); err != nil {
+			return err
+		}
+		p.evicts = spec.WatermarkDelay > 0
+	}
+	return nil
+}
+
+// planGroups validates and types the group columns.
+func (p *plan) planGroups(used claims) error {
+	spec := p.spec
+	for _, g := range spec.GroupBy {
+		if err := used.claim(g, "group column"); err != nil {
+			return err
+		}
+		t, ok := spec.columnType(g)
+		if !ok {
+			return invalid("group column %q has no known type; set Spec.ColumnTypes", g)
+		}
+		if t != stream.Int64 && t != stream.Timestamp && t != stream.String {
+			return errcode.New(CodeDatatypeMismatch, "", "group by int64, timestamp or string columns",
+				"group column %q is %s", g, t)
+		}
+		p.groupType = append(p.groupType, t)
+	}
+	return nil
+}
+
+// planAggregates resolves each aggregate's input and output types.
+func (p *plan) planAggregates(used claims) error {
+	spec := p.spec
+	for _, a := range spec.Aggregates {
+		ra := resolvedAgg{Aggregate: a}
+		switch a.Kind {
+		case Count, Sum, Min, Max, Avg:
+		default:
+			return invalid("unknown aggregate kind %d", uint8(a.Kind))
+		}
+		if a.Column == "" {
+			if a.Kind != Count {
+				return invalid("%s needs a column", a.Kind)
+			}
+		} else {
+			t, ok := spec.columnType(a.Column)
+			if !ok {
+				return invalid("aggregate column %q has no known type; set Spec.ColumnTypes", a.Column)
+			}
+			ra.in = t
+		}
+		switch a.Kind {
+		case Count:
+			ra.out = stream.Int64
+		case Sum:
+			if ra.in != stream.Int64 && ra.in != stream.Float64 {
+				return errcode.New(CodeDatatypeMismatch, "", "sum an int64 or float64 column",
+					"sum(%s): column is %s", a.Column, ra.in)
+			}
+			ra.out = ra.in
+		case Min, Max:
+			if ra.in != stream.Int64 && ra.in != stream.Float64 && ra.in != stream.Timestamp {
+				return errcode.New(CodeDatatypeMismatch, "", "use an int64, timestamp or float64 column",
+					"%s(%s): column is %s", a.Kind, a.Column, ra.in)
+			}
+			ra.out = ra.in
+		case Avg:
+			if ra.in != stream.Int64 && ra.in != stream.Float64 {
+				return errcode.New(CodeDatatypeMismatch, "", "average an int64 or float64 column",
+					"avg(%s): column is %s", a.Column, ra.in)
+			}
+			ra.out = stream.Float64
+		}
+		if ra.As == "" {
+			if a.Column == "" {
+				ra.As = "count"
+			} else {
+				ra.As = a.Kind.String() + "_" + a.Column
+			}
+		}
+		if err := used.claim(ra.As, "aggregate"); err != nil {
+			return err
+		}
+		if ra.hasNonNull() {
+			if err := used.claim(ra.As+nonNullSuffix, "hidden state field of "+ra.As); err != nil {
+				return err
+			}
+		}
+		p.aggs = append(p.aggs, ra)
+	}
+	return nil
 }
 
 // nonNullSuffix names the hidden value field that counts the non-null inputs

@@ -355,85 +355,98 @@ func (p *Predicate) compile(e Expr, types Types) (*node, error) {
 		}
 		return &node{kind: nIsNull, neg: x.Neg, l: operand{col: p.colIndex(s.col, s.t)}}, nil
 	case In:
-		s, err := side(x.X, types)
-		if err != nil {
-			return nil, err
-		}
-		if !s.isCo {
-			return nil, invalid("IN applies to a column, not %s", x.X)
-		}
-		n := &node{kind: nIn, neg: x.Neg, cls: classOf(s.t), l: operand{col: p.colIndex(s.col, s.t)}}
-		if s.t == stream.Int64 && slices.ContainsFunc(x.List, func(l Lit) bool { return l.Kind == LitFloat }) {
-			n.cls = clsFloat // the list's common type is DOUBLE
-		}
-		for _, l := range x.List {
-			if l.Kind == LitDecimal && n.cls == clsInt && s.t == stream.Int64 {
-				// Exact: an element equal to no BIGINT never matches.
-				if r := l.rat(); r.IsInt() && r.Num().IsInt64() {
-					n.list = append(n.list, operand{col: -1, i: r.Num().Int64()})
-				}
-				continue
-			}
-			o, err := p.litOperand(l, n.cls, s.t, s.col)
-			if err != nil {
-				return nil, err
-			}
-			n.list = append(n.list, o)
-		}
-		return n, nil
+		return p.compileIn(x, types)
 	case Cmp:
-		ls, err := side(x.L, types)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := side(x.R, types)
-		if err != nil {
-			return nil, err
-		}
-		n := &node{kind: nCmp, op: x.Op}
-		switch {
-		case ls.isCo && rs.isCo:
-			lc, rc := classOf(ls.t), classOf(rs.t)
-			if lc != rc && !(lc != clsString && rc != clsString) {
-				return nil, invalid("WHERE %s compares %s column %q with %s column %q", x, typeName(ls.t), ls.col, typeName(rs.t), rs.col)
-			}
-			if (ls.t == stream.Timestamp) != (rs.t == stream.Timestamp) && lc == clsInt && rc == clsInt {
-				return nil, invalid("WHERE %s compares a timestamp with a number", x)
-			}
-			n.cls = lc
-			if lc != rc {
-				n.cls = clsFloat
-			}
-			n.l = operand{col: p.colIndex(ls.col, ls.t)}
-			n.r = operand{col: p.colIndex(rs.col, rs.t)}
-		case ls.isCo || rs.isCo:
-			colSide, litSide, flip := ls, rs, false
-			if !ls.isCo {
-				colSide, litSide, flip = rs, ls, true
-			}
-			n.cls = classOf(colSide.t)
-			if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitFloat {
-				n.cls = clsFloat
-			}
-			if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitDecimal {
-				co := operand{col: p.colIndex(colSide.col, colSide.t)}
-				return p.intDecimal(x.Op, co, litSide.lit.rat(), flip), nil
-			}
-			lo, err := p.litOperand(litSide.lit, n.cls, colSide.t, colSide.col)
-			if err != nil {
-				return nil, err
-			}
-			co := operand{col: p.colIndex(colSide.col, colSide.t)}
-			n.l, n.r = co, lo
-			if flip {
-				n.l, n.r = lo, co
-			}
-		default:
-			return nil, invalid("WHERE %s compares two literals; compare a column", x)
-		}
-		return n, nil
+		return p.compileCmp(x, types)
 	}
 	return nil, invalid("unsupported condition %s", e)
+}
+
+// compileIn compiles X [NOT] IN (list): the list is converted to the
+// column's class (a DOUBLE list element makes a BIGINT column compare as
+// DOUBLE; DECIMAL elements compare exactly).
+func (p *Predicate) compileIn(x In, types Types) (*node, error) {
+	s, err := side(x.X, types)
+	if err != nil {
+		return nil, err
+	}
+	if !s.isCo {
+		return nil, invalid("IN applies to a column, not %s", x.X)
+	}
+	n := &node{kind: nIn, neg: x.Neg, cls: classOf(s.t), l: operand{col: p.colIndex(s.col, s.t)}}
+	if s.t == stream.Int64 && slices.ContainsFunc(x.List, func(l Lit) bool { return l.Kind == LitFloat }) {
+		n.cls = clsFloat // the list's common type is DOUBLE
+	}
+	for _, l := range x.List {
+		if l.Kind == LitDecimal && n.cls == clsInt && s.t == stream.Int64 {
+			// Exact: an element equal to no BIGINT never matches.
+			if r := l.rat(); r.IsInt() && r.Num().IsInt64() {
+				n.list = append(n.list, operand{col: -1, i: r.Num().Int64()})
+			}
+			continue
+		}
+		o, err := p.litOperand(l, n.cls, s.t, s.col)
+		if err != nil {
+			return nil, err
+		}
+		n.list = append(n.list, o)
+	}
+	return n, nil
+}
+
+// compileCmp compiles a comparison of two columns or of a column with a
+// literal, with Spark's implicit casts.
+func (p *Predicate) compileCmp(x Cmp, types Types) (*node, error) {
+	ls, err := side(x.L, types)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := side(x.R, types)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{kind: nCmp, op: x.Op}
+	switch {
+	case ls.isCo && rs.isCo:
+		lc, rc := classOf(ls.t), classOf(rs.t)
+		if lc != rc && !(lc != clsString && rc != clsString) {
+			return nil, invalid("WHERE %s compares %s column %q with %s column %q", x, typeName(ls.t), ls.col, typeName(rs.t), rs.col)
+		}
+		if (ls.t == stream.Timestamp) != (rs.t == stream.Timestamp) && lc == clsInt && rc == clsInt {
+			return nil, invalid("WHERE %s compares a timestamp with a number", x)
+		}
+		n.cls = lc
+		if lc != rc {
+			n.cls = clsFloat
+		}
+		n.l = operand{col: p.colIndex(ls.col, ls.t)}
+		n.r = operand{col: p.colIndex(rs.col, rs.t)}
+	case ls.isCo || rs.isCo:
+		colSide, litSide, flip := ls, rs, false
+		if !ls.isCo {
+			colSide, litSide, flip = rs, ls, true
+		}
+		n.cls = classOf(colSide.t)
+		if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitFloat {
+			n.cls = clsFloat
+		}
+		if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitDecimal {
+			co := operand{col: p.colIndex(colSide.col, colSide.t)}
+			return p.intDecimal(x.Op, co, litSide.lit.rat(), flip), nil
+		}
+		lo, err := p.litOperand(litSide.lit, n.cls, colSide.t, colSide.col)
+		if err != nil {
+			return nil, err
+		}
+		co := operand{col: p.colIndex(colSide.col, colSide.t)}
+		n.l, n.r = co, lo
+		if flip {
+			n.l, n.r = lo, co
+		}
+	default:
+		return nil, invalid("WHERE %s compares two literals; compare a column", x)
+	}
+	return n, nil
 }
 
 // Keep returns, for each row of b, whether the predicate is TRUE for it.
@@ -555,51 +568,61 @@ func (p *Predicate) eval(n *node, r int) tri {
 		}
 		return fls
 	case nIn:
-		v, ok := p.value(n.l, n.cls, r)
-		if !ok {
-			return unk
-		}
-		res := fls
-		for _, o := range n.list {
-			if o.null {
-				res = unk
-				continue
-			}
-			if compare(n.cls, v, o) == 0 {
-				res = tru
-				break
-			}
-		}
-		if n.neg {
-			return res.not()
-		}
-		return res
+		return p.evalIn(n, r)
 	case nCmp:
-		a, ok1 := p.value(n.l, n.cls, r)
-		b, ok2 := p.value(n.r, n.cls, r)
-		if !ok1 || !ok2 {
-			return unk
-		}
-		c := compare(n.cls, a, b)
-		var t bool
-		switch n.op {
-		case Eq:
-			t = c == 0
-		case Ne:
-			t = c != 0
-		case Lt:
-			t = c < 0
-		case Le:
-			t = c <= 0
-		case Gt:
-			t = c > 0
-		case Ge:
-			t = c >= 0
-		}
-		if t {
-			return tru
-		}
-		return fls
+		return p.evalCmp(n, r)
 	}
 	return unk
+}
+
+// evalIn is X [NOT] IN (list) at row r, in three-valued logic.
+func (p *Predicate) evalIn(n *node, r int) tri {
+	v, ok := p.value(n.l, n.cls, r)
+	if !ok {
+		return unk
+	}
+	res := fls
+	for _, o := range n.list {
+		if o.null {
+			res = unk
+			continue
+		}
+		if compare(n.cls, v, o) == 0 {
+			res = tru
+			break
+		}
+	}
+	if n.neg {
+		return res.not()
+	}
+	return res
+}
+
+// evalCmp is a comparison at row r: unknown when a side is null.
+func (p *Predicate) evalCmp(n *node, r int) tri {
+	a, ok1 := p.value(n.l, n.cls, r)
+	b, ok2 := p.value(n.r, n.cls, r)
+	if !ok1 || !ok2 {
+		return unk
+	}
+	c := compare(n.cls, a, b)
+	var t bool
+	switch n.op {
+	case Eq:
+		t = c == 0
+	case Ne:
+		t = c != 0
+	case Lt:
+		t = c < 0
+	case Le:
+		t = c <= 0
+	case Gt:
+		t = c > 0
+	case Ge:
+		t = c >= 0
+	}
+	if t {
+		return tru
+	}
+	return fls
 }

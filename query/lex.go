@@ -114,25 +114,34 @@ func lex(src string) ([]token, error) {
 			out = append(out, token{kind: tQuoted, text: s, pos: i})
 			i += n
 		default:
-			p := string(c)
-			if i+2 < len(src) && src[i:i+3] == "<=>" {
-				p = "<=>"
-			} else if i+1 < len(src) {
-				switch two := src[i : i+2]; two {
-				case "<=", ">=", "<>", "!=", "==", "||", "&&":
-					p = two
-				}
+			t, err := lexPunct(src, i)
+			if err != nil {
+				return nil, err
 			}
-			if !strings.Contains("(),*;=<>!.+-/%|&[]{}:", p[:1]) {
-				r, _ := utf8.DecodeRuneInString(src[i:])
-				return nil, syntaxErr(src, i, "unexpected character %q", string(r))
-			}
-			out = append(out, token{kind: tPunct, text: p, pos: i})
-			i += len(p)
+			out = append(out, t)
+			i += len(t.text)
 		}
 	}
 	out = append(out, token{kind: tEOF, pos: len(src)})
 	return out, nil
+}
+
+// lexPunct reads the operator or punctuation at src[i].
+func lexPunct(src string, i int) (token, error) {
+	p := src[i : i+1]
+	if i+2 < len(src) && src[i:i+3] == "<=>" {
+		p = "<=>"
+	} else if i+1 < len(src) {
+		switch two := src[i : i+2]; two {
+		case "<=", ">=", "<>", "!=", "==", "||", "&&":
+			p = two
+		}
+	}
+	if !strings.Contains("(),*;=<>!.+-/%|&[]{}:", p[:1]) {
+		r, _ := utf8.DecodeRuneInString(src[i:])
+		return token{}, syntaxErr(src, i, "unexpected character %q", string(r))
+	}
+	return token{kind: tPunct, text: p, pos: i}, nil
 }
 
 // appendString appends a string literal, joining it to a string literal

@@ -437,46 +437,10 @@ func (p *parser) item() (Item, error) {
 		return it, p.alias(&it)
 	}
 	if t.kind == tIdent && p.toks[p.i+1].punct("(") {
-		name := strings.ToLower(t.text)
-		if !aggFuncs[name] {
+		if !aggFuncs[strings.ToLower(t.text)] {
 			return it, p.funcCall(t.text, t)
 		}
-		p.next()
-		p.next()
-		if name == "mean" {
-			name = "avg"
-		}
-		it.Agg = name
-		a := p.peek()
-		switch {
-		case a.punct("*"):
-			if name != "count" {
-				return it, p.errAt(a, "%s(*) is not valid; name a column", name)
-			}
-			p.next()
-		case a.kind == tNumber && name == "count":
-			p.next() // count(1) is count(*)
-		case a.is("distinct"):
-			return it, unsupported(p.src, a.pos, name+"(DISTINCT ...)")
-		case a.punct(")"):
-			return it, p.errAt(a, "%s() needs an argument", name)
-		default:
-			c, ct, err := p.column("a column")
-			if err != nil {
-				return it, err
-			}
-			if nt := p.peek(); !nt.punct(")") {
-				if nt.punct(",") {
-					return it, p.errAt(nt, "%s takes one argument", name)
-				}
-				if nt.punct("(") {
-					return it, unsupported(p.src, ct.pos, "a function call inside "+name+"()")
-				}
-				return it, unsupported(p.src, nt.pos, "an expression inside "+name+"() (name a column)")
-			}
-			it.AggCol = c
-		}
-		if _, err := p.expectPunct(")"); err != nil {
+		if err := p.aggCall(&it); err != nil {
 			return it, err
 		}
 		if err := p.afterOperand(); err != nil {
@@ -496,6 +460,47 @@ func (p *parser) item() (Item, error) {
 		return it, err
 	}
 	return it, p.alias(&it)
+}
+
+// aggCall reads an aggregate call, name(arg), into it.
+func (p *parser) aggCall(it *Item) error {
+	name := strings.ToLower(p.next().text)
+	p.next() // (
+	if name == "mean" {
+		name = "avg"
+	}
+	it.Agg = name
+	a := p.peek()
+	switch {
+	case a.punct("*"):
+		if name != "count" {
+			return p.errAt(a, "%s(*) is not valid; name a column", name)
+		}
+		p.next()
+	case a.kind == tNumber && name == "count":
+		p.next() // count(1) is count(*)
+	case a.is("distinct"):
+		return unsupported(p.src, a.pos, name+"(DISTINCT ...)")
+	case a.punct(")"):
+		return p.errAt(a, "%s() needs an argument", name)
+	default:
+		c, ct, err := p.column("a column")
+		if err != nil {
+			return err
+		}
+		if nt := p.peek(); !nt.punct(")") {
+			if nt.punct(",") {
+				return p.errAt(nt, "%s takes one argument", name)
+			}
+			if nt.punct("(") {
+				return unsupported(p.src, ct.pos, "a function call inside "+name+"()")
+			}
+			return unsupported(p.src, nt.pos, "an expression inside "+name+"() (name a column)")
+		}
+		it.AggCol = c
+	}
+	_, err := p.expectPunct(")")
+	return err
 }
 
 // window parses window(col, size[, slide[, startTime]]) or the bare
@@ -742,62 +747,11 @@ func (p *parser) predicate(d int) (filter.Expr, error) {
 	}
 	switch {
 	case t.is("in"):
-		p.next()
-		if _, err := p.expectPunct("("); err != nil {
-			return nil, err
-		}
-		if p.peek().is("select") {
-			return nil, unsupported(p.src, p.peek().pos, "IN (subquery)")
-		}
-		in := filter.In{X: l, Neg: neg}
-		for {
-			lit, err := p.literal()
-			if err != nil {
-				return nil, err
-			}
-			in.List = append(in.List, lit)
-			if !p.peek().punct(",") {
-				break
-			}
-			p.next()
-		}
-		if _, err := p.expectPunct(")"); err != nil {
-			return nil, err
-		}
-		return in, nil
+		return p.inList(l, neg)
 	case t.is("between"):
-		p.next()
-		lo, err := p.operand()
-		if err != nil {
-			return nil, err
-		}
-		if err := p.expectKeyword("and"); err != nil {
-			return nil, err
-		}
-		hi, err := p.operand()
-		if err != nil {
-			return nil, err
-		}
-		var e filter.Expr = filter.And{L: filter.Cmp{Op: filter.Ge, L: l, R: lo}, R: filter.Cmp{Op: filter.Le, L: l, R: hi}}
-		if neg {
-			e = filter.Not{X: e}
-		}
-		return e, nil
+		return p.between(l, neg)
 	case t.is("is"):
-		p.next()
-		isNeg := false
-		if p.peek().is("not") {
-			p.next()
-			isNeg = true
-		}
-		nt := p.next()
-		if !nt.is("null") {
-			if nt.is("true") || nt.is("false") || nt.is("distinct") || nt.is("unknown") {
-				return nil, unsupported(p.src, nt.pos, "IS "+strings.ToUpper(nt.text))
-			}
-			return nil, p.errAt(nt, "expected NULL after IS, found %s", nt)
-		}
-		return filter.IsNull{X: l, Neg: isNeg}, nil
+		return p.isNull(l)
 	case t.is("like"), t.is("rlike"), t.is("ilike"), t.is("regexp"):
 		return nil, unsupported(p.src, t.pos, strings.ToUpper(t.text))
 	}
@@ -805,6 +759,72 @@ func (p *parser) predicate(d int) (filter.Expr, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// inList reads IN (literal, ...) after operand l.
+func (p *parser) inList(l filter.Expr, neg bool) (filter.Expr, error) {
+	p.next()
+	if _, err := p.expectPunct("("); err != nil {
+		return nil, err
+	}
+	if p.peek().is("select") {
+		return nil, unsupported(p.src, p.peek().pos, "IN (subquery)")
+	}
+	in := filter.In{X: l, Neg: neg}
+	for {
+		lit, err := p.literal()
+		if err != nil {
+			return nil, err
+		}
+		in.List = append(in.List, lit)
+		if !p.peek().punct(",") {
+			break
+		}
+		p.next()
+	}
+	if _, err := p.expectPunct(")"); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// between reads BETWEEN lo AND hi after operand l: l >= lo AND l <= hi.
+func (p *parser) between(l filter.Expr, neg bool) (filter.Expr, error) {
+	p.next()
+	lo, err := p.operand()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectKeyword("and"); err != nil {
+		return nil, err
+	}
+	hi, err := p.operand()
+	if err != nil {
+		return nil, err
+	}
+	var e filter.Expr = filter.And{L: filter.Cmp{Op: filter.Ge, L: l, R: lo}, R: filter.Cmp{Op: filter.Le, L: l, R: hi}}
+	if neg {
+		e = filter.Not{X: e}
+	}
+	return e, nil
+}
+
+// isNull reads IS [NOT] NULL after operand l.
+func (p *parser) isNull(l filter.Expr) (filter.Expr, error) {
+	p.next()
+	isNeg := false
+	if p.peek().is("not") {
+		p.next()
+		isNeg = true
+	}
+	nt := p.next()
+	if !nt.is("null") {
+		if nt.is("true") || nt.is("false") || nt.is("distinct") || nt.is("unknown") {
+			return nil, unsupported(p.src, nt.pos, "IS "+strings.ToUpper(nt.text))
+		}
+		return nil, p.errAt(nt, "expected NULL after IS, found %s", nt)
+	}
+	return filter.IsNull{X: l, Neg: isNeg}, nil
 }
 
 func (p *parser) noArith() error {
