@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -63,6 +64,8 @@ type JSONLListener struct {
 	FS   vfs.FS
 	Path string
 	Err  error
+
+	dirMade bool
 }
 
 // OnProgress appends p, encoded here (the engine calls OnProgressLine with
@@ -79,10 +82,18 @@ func (l *JSONLListener) OnProgress(p *stream.Progress) {
 	l.OnProgressLine(p, line)
 }
 
-// OnProgressLine appends line, p's encoding.
+// OnProgressLine appends line, p's encoding. The first event creates the
+// file's missing directories: an event means the start was not refused, so a
+// refused start still creates nothing.
 func (l *JSONLListener) OnProgressLine(_ *stream.Progress, line []byte) {
 	if l.Err != nil {
 		return
+	}
+	if !l.dirMade {
+		if l.Err = l.FS.MkdirAll(filepath.Dir(l.Path), 0o755); l.Err != nil {
+			return
+		}
+		l.dirMade = true
 	}
 	l.Err = checkpoint.AppendLineNoSync(l.FS, l.Path, line)
 }

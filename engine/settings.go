@@ -22,8 +22,9 @@ type settings struct {
 	providerClass   string
 	providerSet     bool
 	shuffleExplicit bool
-	// warnings name conf keys the engine does not know (with the closest
-	// known key): Spark accepts any key, so a typo is a warning, not an error.
+	// warnings name spark.sql.streaming.* and spark.sql.shuffle* keys the
+	// engine does not read and that are not a typo of one it does: Spark
+	// accepts any key, so they pass, with a warning.
 	warnings []string
 }
 
@@ -44,10 +45,12 @@ var KnownConfs = []string{
 }
 
 // ValidateConf checks a session conf the way every start does: a malformed
-// value of a known key is INVALID_ARGUMENT; an unknown key is accepted (as
-// Spark does) and returned as a warning naming the closest known key. It is
-// pure: `run`, `plan` and the CLI's flag parsing call it before anything is
-// opened.
+// value of a known key is INVALID_ARGUMENT, and so is an unknown key within
+// typoDistance edits of a known one (a typo would silently run the batch
+// with the default, which the checkpoint then pins). Any other unknown key
+// is accepted, as Spark does; a spark.sql.streaming.* or spark.sql.shuffle*
+// one is returned as a warning. It is pure: `run`, `plan` and the CLI's
+// flag parsing call it before anything is opened.
 func ValidateConf(conf map[string]string) (warnings []string, err error) {
 	s, err := parseSettings(conf)
 	return s.warnings, err
@@ -86,7 +89,8 @@ func parseSettings(conf map[string]string) (settings, error) {
 				err = badConf(k, v, `"pebble" (the only state store provider)`)
 			}
 		default:
-			if w := unknownConfWarning(k); w != "" {
+			var w string
+			if w, err = unknownConf(k); w != "" {
 				s.warnings = append(s.warnings, w)
 			}
 		}
@@ -117,20 +121,37 @@ func parseInt(k, v string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// unknownConfWarning is the warning for a key the engine does not read: a
-// spark.sql.* key within a few edits of a known one is most likely a typo.
-// Other keys (another engine's, a user's own) pass silently, as in Spark.
-func unknownConfWarning(k string) string {
+// typoDistance is the most edits between an unknown conf key and a known
+// one for the unknown key to be taken as its typo: two keys the engine reads
+// are at least 10 edits apart, so 3 never makes a typo ambiguous.
+const typoDistance = 3
+
+// unknownConf decides a key the engine does not read: within typoDistance
+// edits of a known key (case aside) it is a typo, INVALID_ARGUMENT naming the
+// known key; another spark.sql.streaming.* or spark.sql.shuffle* key is a
+// warning (a Spark key ethstream does not implement); any other key (another
+// engine's, a user's own) passes silently, as in Spark.
+func unknownConf(k string) (warning string, err error) {
+	best, dist := closestConf(k)
+	if dist <= typoDistance {
+		return "", errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --conf %s=VALUE (run --help lists the confs ethstream reads)", best),
+			"unknown conf %s: did you mean %s?", k, best)
+	}
+	if strings.HasPrefix(k, "spark.sql.streaming.") || strings.HasPrefix(k, "spark.sql.shuffle") {
+		return fmt.Sprintf("unknown conf %s is ignored; did you mean %s?", k, best), nil
+	}
+	return "", nil
+}
+
+// closestConf is the known key nearest to k and its edit distance.
+func closestConf(k string) (string, int) {
 	best, dist := "", -1
 	for _, known := range KnownConfs {
 		if d := editDistance(strings.ToLower(k), strings.ToLower(known)); dist < 0 || d < dist {
 			best, dist = known, d
 		}
 	}
-	if dist <= 3 || strings.HasPrefix(k, "spark.sql.streaming.") || strings.HasPrefix(k, "spark.sql.shuffle") {
-		return fmt.Sprintf("unknown conf %s is ignored; did you mean %s?", k, best)
-	}
-	return ""
+	return best, dist
 }
 
 // editDistance is the Levenshtein distance of a and b (bytes).

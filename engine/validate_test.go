@@ -129,11 +129,16 @@ func TestValidateConf(t *testing.T) {
 	cases := []struct {
 		conf     map[string]string
 		code     string
+		msg      string // in the error
 		warnings []string
 	}{
 		{conf: map[string]string{checkpoint.ConfShufflePartitions: "8", checkpoint.ConfSourceEvolution: "true"}},
-		{conf: map[string]string{"spark.sql.shufle.partitions": "8"}, warnings: []string{"did you mean spark.sql.shuffle.partitions?"}},
-		{conf: map[string]string{"spark.sql.streaming.stateStore.partition": "8"}, warnings: []string{"did you mean spark.sql.streaming.stateStore.partitions?"}},
+		// A typo of a known key is refused naming it (it once only warned).
+		{conf: map[string]string{"spark.sql.shufle.partitions": "8"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.shuffle.partitions?"},
+		{conf: map[string]string{"spark.sql.streaming.stateStore.partition": "8"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.streaming.stateStore.partitions?"},
+		{conf: map[string]string{"Spark.SQL.Shuffle.Partitions": "8"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.shuffle.partitions?"},
+		// A Spark key ethstream does not read passes, with a warning.
+		{conf: map[string]string{"spark.sql.streaming.stateStore.compression.codec": "zstd"}, warnings: []string{"unknown conf spark.sql.streaming.stateStore.compression.codec is ignored"}},
 		{conf: map[string]string{"my.own.key": "1"}},
 		{conf: map[string]string{checkpoint.ConfShufflePartitions: "0"}, code: errcode.InvalidArgument},
 		{conf: map[string]string{checkpoint.ConfShufflePartitions: "10001"}, code: errcode.InvalidArgument},
@@ -151,6 +156,9 @@ func TestValidateConf(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), ". To fix: ") {
 			t.Errorf("%v: no remedy in %v", c.conf, err)
 		}
+		if err != nil && !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%v: error %v, want %q", c.conf, err, c.msg)
+		}
 		if len(warnings) != len(c.warnings) {
 			t.Errorf("%v: warnings %q, want %q", c.conf, warnings, c.warnings)
 			continue
@@ -158,6 +166,18 @@ func TestValidateConf(t *testing.T) {
 		for i := range warnings {
 			if !strings.Contains(warnings[i], c.warnings[i]) {
 				t.Errorf("%v: warning %q, want %q", c.conf, warnings[i], c.warnings[i])
+			}
+		}
+	}
+}
+
+// TestKnownConfsFarApart: no key is within typo distance of two known keys,
+// so a refused typo names the one key it is a typo of.
+func TestKnownConfsFarApart(t *testing.T) {
+	for i, a := range KnownConfs {
+		for _, b := range KnownConfs[i+1:] {
+			if d := editDistance(strings.ToLower(a), strings.ToLower(b)); d <= 2*typoDistance {
+				t.Errorf("%s and %s are %d edits apart", a, b, d)
 			}
 		}
 	}

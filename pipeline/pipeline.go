@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -393,8 +394,9 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS) (stream.S
 }
 
 // CheckProgressFile refuses a --progress file the run could not append to:
-// its directory must exist and it must not be a directory. It reads only, so
-// a refusal comes before the query's first write.
+// it must not be a directory, and its nearest existing ancestor must be a
+// writable directory. It reads only, so a refusal comes before the query's
+// first write.
 func CheckProgressFile(path string) error {
 	if path == "" {
 		return nil
@@ -402,12 +404,24 @@ func CheckProgressFile(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return errcode.New(errcode.InvalidArgument, path, "pass --progress a file path, not a directory", "--progress %s is a directory", path)
 	}
-	dir := filepath.Dir(path)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return errcode.New(errcode.InvalidArgument, path, "create the directory first, or pass --progress a file in an existing directory",
-			"--progress %s: directory %s does not exist", path, dir)
+	// The first event creates missing directories (engine.JSONLListener), so
+	// a fresh work directory needs no mkdir; the nearest one that exists must
+	// be a directory the run can create them in.
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		st, err := os.Stat(dir)
+		if errors.Is(err, os.ErrNotExist) && filepath.Dir(dir) != dir {
+			continue
+		}
+		if err != nil || !st.IsDir() {
+			return errcode.New(errcode.InvalidArgument, path, "pass --progress a file under a directory (missing directories are created)",
+				"--progress %s: %s is not a directory", path, dir)
+		}
+		if syscall.Access(dir, 2 /* W_OK */) != nil {
+			return errcode.New(errcode.InvalidArgument, path, "pass --progress a file in a directory you can write to",
+				"--progress %s: cannot write in %s (permission denied)", path, dir)
+		}
+		return nil
 	}
-	return nil
 }
 
 // Run builds and runs the query until its trigger says stop. It sets the Go

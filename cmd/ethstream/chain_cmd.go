@@ -123,7 +123,8 @@ so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", "", "directory to serve")
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9000", "listen address (loopback)")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9000", "listen address; beyond loopback only with --listen-public")
+	registerListenPublic(cmd)
 	cmd.Flags().Float64Var(&faults.ThrottleRate, "throttle-rate", 0, "fault injection: fraction of requests answered 503 SlowDown")
 	cmd.Flags().Float64Var(&faults.ErrorRate, "error-rate", 0, "fault injection: fraction of requests answered 500 InternalError")
 	cmd.Flags().Int64Var(&faults.Seed, "fault-seed", 1, "fault injection seed")
@@ -174,7 +175,8 @@ mined every --block-interval / --speed of wall time; block timestamps stay 12 s 
 		},
 	}
 	cmd.Flags().StringVar(&archive, "archive", "", "archive directory written by gen-archive")
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8545", "listen address (loopback)")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8545", "listen address; beyond loopback only with --listen-public")
+	registerListenPublic(cmd)
 	cmd.Flags().DurationVar(&interval, "block-interval", 12*time.Second, "virtual block time")
 	cmd.Flags().Float64Var(&speed, "speed", 1, "wall clock runs this many times faster")
 	cmd.Flags().IntVar(&initial, "initial-blocks", 0, "blocks already mined at start")

@@ -89,7 +89,7 @@ func TestErrorTable(t *testing.T) {
 }
 
 // TestAcceptedSpellings: Spark's trigger spellings are accepted by run and
-// plan alike, and a conf key typo is a warning naming the closest known key.
+// plan alike, and a conf key typo is refused naming the closest known key.
 func TestAcceptedSpellings(t *testing.T) {
 	ctx := context.Background()
 	_, arch := archiveURI(t)
@@ -102,9 +102,19 @@ func TestAcceptedSpellings(t *testing.T) {
 			t.Errorf("plan --trigger %s: exit %d, %q %q", trig, code, out, errOut)
 		}
 	}
-	code, _, errOut := cli(t, ctx, append([]string{"plan", "--conf", "spark.sql.shufle.partitions=8"}, q...)...)
-	if code != 0 || !strings.Contains(errOut, "unknown conf spark.sql.shufle.partitions is ignored; did you mean spark.sql.shuffle.partitions?") {
-		t.Errorf("conf typo: exit %d, stderr %q", code, errOut)
+	// A conf key a typo away from a known one is refused naming it, by run
+	// and plan alike, before anything is written; a Spark key ethstream does
+	// not read passes with a warning.
+	for _, c := range []string{"plan", "run"} {
+		code, _, errOut := cli(t, ctx, append([]string{c, "--conf", "spark.sql.shufle.partitions=8"}, q...)...)
+		checkRefusal(t, c+": conf typo", code, errOut, "INVALID_ARGUMENT", 2)
+		if !strings.Contains(errOut, "unknown conf spark.sql.shufle.partitions: did you mean spark.sql.shuffle.partitions?") {
+			t.Errorf("%s: conf typo: exit %d, stderr %q", c, code, errOut)
+		}
+	}
+	code, _, errOut := cli(t, ctx, append([]string{"plan", "--conf", "spark.sql.streaming.stateStore.compression.codec=zstd"}, q...)...)
+	if code != 0 || !strings.Contains(errOut, "unknown conf spark.sql.streaming.stateStore.compression.codec is ignored; did you mean") {
+		t.Errorf("unread Spark conf: exit %d, stderr %q", code, errOut)
 	}
 	if entries(t, base) != nil {
 		t.Errorf("plan created %v", entries(t, base))

@@ -42,6 +42,9 @@ func init() {
 		if err := checkLocations(cmd); err != nil {
 			return usage(err)
 		}
+		if err := checkListeners(cmd); err != nil {
+			return err
+		}
 		s, err := startProfile()
 		if err != nil {
 			return err
@@ -51,10 +54,7 @@ func init() {
 	}
 	cobra.OnFinalize(func() { stop(); stop = func() {} })
 	// Flag mistakes are usage errors with a code and a remedy, like any other.
-	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usage(errcode.New(errcode.InvalidArgument, "", "run 'ethstream "+commandPath(c)+"--help' for the flags",
-			"%s", err.Error()))
-	})
+	rootCmd.SetFlagErrorFunc(flagError)
 }
 
 // commandPath is c's path below the root, with a trailing space ("" for the root).

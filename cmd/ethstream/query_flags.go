@@ -9,15 +9,20 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // sqlFlags are the query text and Spark's query options, shared by run and
 // plan.
 type sqlFlags struct {
 	query, queryFile, watermark, outputMode string
+	// flags tells a --query "" given (refused) from one not given (the
+	// reference query).
+	flags *pflag.FlagSet
 }
 
 func (f *sqlFlags) register(c *cobra.Command) {
+	f.flags = c.Flags()
 	c.Flags().StringVar(&f.query, "query", "", "the query in Spark SQL, e.g. \"SELECT window, miner, sum(gas_used) AS gas FROM blocks GROUP BY window(block_ts, '1 hour'), miner\" (default: the reference query)")
 	c.Flags().StringVar(&f.queryFile, "query-file", "", "read the query from FILE")
 	c.Flags().StringVar(&f.watermark, "with-watermark", "", "withWatermark: 'COLUMN, DELAY', e.g. 'block_ts, 48 hours' (default: none; the reference query's is 'block_ts, 48 hours')")
@@ -29,6 +34,13 @@ func (f *sqlFlags) apply(cfg *pipeline.Config) error {
 	if f.query != "" && f.queryFile != "" {
 		return errcode.New(errcode.InvalidArgument, "", "pass either --query or --query-file", "both --query and --query-file given")
 	}
+	if f.flags != nil && f.flags.Changed("query") && strings.TrimSpace(f.query) == "" {
+		return errcode.New(errcode.InvalidArgument, "", "pass the query's text (SELECT ...), or leave --query out for the reference query",
+			"--query is empty")
+	}
+	if f.flags != nil && f.flags.Changed("query-file") && f.queryFile == "" {
+		return errcode.New(errcode.InvalidArgument, "", "pass --query-file FILE, or leave it out for the reference query", "--query-file names no file")
+	}
 	cfg.Query = f.query
 	if f.queryFile != "" {
 		b, err := os.ReadFile(f.queryFile)
@@ -36,7 +48,7 @@ func (f *sqlFlags) apply(cfg *pipeline.Config) error {
 			return errcode.Wrap(err, errcode.InvalidArgument, f.queryFile, "pass a readable file", "cannot read --query-file")
 		}
 		cfg.Query = string(b)
-		if cfg.Query == "" {
+		if strings.TrimSpace(cfg.Query) == "" {
 			return errcode.New(errcode.InvalidArgument, f.queryFile, "write the query into the file", "--query-file is empty")
 		}
 	}

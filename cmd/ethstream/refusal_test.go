@@ -161,7 +161,17 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		{"unknown ethrpc option", with("--source", "eth_live=ethrpc:{rpc}?confirmation=3", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
 		{"table is a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true, ""},
 		{"table under a file", append([]string{"--checkpoint", "{ck}", "--table", "{file}/tbl", "--local-dir", "{cache}"}, src...), "DELTA_TABLE_PATH_NOT_A_DIRECTORY", 1, true, ""},
-		{"--progress in a missing directory", with(append(src, "--progress", "/no/such/dir/progress.jsonl")...), "INVALID_ARGUMENT", 1, true, ""},
+		// A missing directory is created by the first event (TestProgressCreatesItsDirectory);
+		// one that cannot be (under a regular file) is refused before anything is written.
+		{"--progress under a regular file", with(append(src, "--progress", "{file}/dir/progress.jsonl")...), "INVALID_ARGUMENT", 1, true, ""},
+		{"--progress is a regular file's child", with(append(src, "--progress", "{file}/progress.jsonl")...), "INVALID_ARGUMENT", 1, true, ""},
+		{"empty --query", with(append(src, "--query", "")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"empty --query, existing", with(append(src, "--query", " ")...), "INVALID_ARGUMENT", 2, false, ""},
+		{"--max-batches out of range", with(append(src, "--max-batches", "99999999999999999999")...), "INVALID_ARGUMENT", 2, false, ""},
+		{"conf key a typo away", with(append(src, "--conf", "spark.sql.shufle.partitions=8")...), "INVALID_ARGUMENT", 2, true, ""},
+		{"conf key a typo away, existing", with(append(src, "--conf", "spark.sql.streaming.stateStore.partition=8")...), "INVALID_ARGUMENT", 2, false, ""},
+		{"--metrics-addr on every interface", with(append(src, "--metrics-addr", "0.0.0.0:0")...), "INVALID_ARGUMENT", 2, false, runOnly},
+		{"--ui-addr on every interface", with(append(src, "--ui-addr", ":0")...), "INVALID_ARGUMENT", 2, false, runOnly},
 		{"--progress is a directory", with(append(src, "--progress", "{empty}")...), "INVALID_ARGUMENT", 1, true, ""},
 		{"--metrics-addr without a port", with(append(src, "--metrics-addr", "bogus")...), "INVALID_ARGUMENT", 1, true, runOnly},
 		{"--cpuprofile in a missing directory", append([]string{"--cpuprofile", "/no/such/dir/x.prof"}, with(src...)...), "INVALID_ARGUMENT", 1, true, ""},

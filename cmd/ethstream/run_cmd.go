@@ -38,7 +38,7 @@ func (f *queryFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR, or available-now, processing-time=DUR (see TRIGGERS)")
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
-	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start)")
+	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start; beyond loopback only with --listen-public)")
 	f.sql.register(c)
 }
 

@@ -17,8 +17,9 @@ type uiFlags struct {
 }
 
 func (f *uiFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.addr, "ui-addr", "", "serve the live dashboard on HOST:PORT (e.g. 127.0.0.1:4040; port 0 picks a free one)")
+	c.Flags().StringVar(&f.addr, "ui-addr", "", "serve the live dashboard on HOST:PORT (e.g. 127.0.0.1:4040; port 0 picks a free one; beyond loopback only with --listen-public)")
 	c.Flags().BoolVar(&f.wait, "ui-wait", false, "with --ui-addr: keep serving the dashboard after the end until interrupted (Ctrl-C)")
+	registerListenPublic(c)
 }
 
 // serve starts the dashboard and prints its address to out.
@@ -71,7 +72,8 @@ batches then appear as they commit. It runs until interrupted.`,
 		},
 	}
 	c.Flags().StringVar(&checkpoint, "checkpoint", "", "checkpoint directory (required)")
-	c.Flags().StringVar(&addr, "ui-addr", "127.0.0.1:4040", "serve the dashboard on HOST:PORT (port 0 picks a free one)")
+	c.Flags().StringVar(&addr, "ui-addr", "127.0.0.1:4040", "serve the dashboard on HOST:PORT (port 0 picks a free one; beyond loopback only with --listen-public)")
+	registerListenPublic(c)
 	_ = c.MarkFlagRequired("checkpoint")
 	return c
 }

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestProgressCreatesItsDirectory: --progress in a fresh work directory
+// needs no mkdir (the README's lifecycle starts from an empty W): the run
+// creates the missing directories and appends one line per batch.
+func TestProgressCreatesItsDirectory(t *testing.T) {
+	_, arch := archiveURI(t)
+	base := t.TempDir()
+	progress := filepath.Join(base, "W", "progress", "phase1.jsonl")
+	code, out, errOut := cli(t, context.Background(), "run", "--checkpoint", filepath.Join(base, "ck"), "--table", filepath.Join(base, "tbl"),
+		"--local-dir", filepath.Join(base, "cache"), "--source", "s3_backfill=s3archive:"+arch, "--conf", evolution, "--progress", progress)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	f, err := os.Open(progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := 0
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		lines++
+	}
+	if lines == 0 {
+		t.Fatalf("%s is empty", progress)
+	}
+}
