@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -69,6 +70,58 @@ func HasScheme(s string) (scheme string, ok bool) {
 	return strings.ToLower(s[:i]), true
 }
 
+// lookalikeSchemes are the schemes a location names by mistake when it is
+// one slash or one colon short of a URI (s3:/x, s3:x, S3//x): such a value
+// is refused, not taken for a local directory named "s3:". A local name
+// that merely contains a colon (a:b) stays a local path.
+var lookalikeSchemes = map[string]bool{"s3": true, "s3a": true, "s3n": true, "gs": true, "file": true, "hdfs": true,
+	"abfs": true, "abfss": true, "wasb": true, "wasbs": true, "http": true, "https": true}
+
+// checkLookalike refuses value if it starts like a URI of a storage scheme
+// but is not one. file:/ABS (Hadoop's spelling, which Spark writes into its
+// checkpoints) is a URI: the local path /ABS.
+func checkLookalike(flag, value string) error {
+	if _, ok := HasScheme(value); ok {
+		return nil
+	}
+	var scheme string
+	if i := strings.IndexByte(value, ':'); i > 0 && lookalikeSchemes[strings.ToLower(value[:i])] {
+		scheme = strings.ToLower(value[:i])
+		if scheme == "file" && strings.HasPrefix(value[i+1:], "/") {
+			return nil
+		}
+	} else if i := strings.Index(value, "//"); i > 0 && lookalikeSchemes[strings.ToLower(value[:i])] {
+		scheme = strings.ToLower(value[:i])
+	} else {
+		return nil
+	}
+	return errcode.New(errcode.InvalidArgument, "",
+		fmt.Sprintf("write %s:// (a colon and two slashes), e.g. %s, or ./%s for a local path of that name", scheme, lookalikeExample[scheme], value),
+		"%s %q looks like a %s:// location but is not one", flag, value, scheme)
+}
+
+var lookalikeExample = map[string]string{"s3": "s3://BUCKET/PREFIX", "file": "file:///ABS/PATH"}
+
+func init() {
+	for s := range lookalikeSchemes {
+		if lookalikeExample[s] == "" {
+			lookalikeExample[s] = s + "://HOST/PATH"
+		}
+	}
+}
+
+// localPath is the local path of a value that is not a URI: itself cleaned,
+// or /ABS for file:/ABS.
+func localPath(value string) string {
+	if len(value) > 6 && strings.EqualFold(value[:6], "file:/") {
+		value = value[5:]
+	}
+	if value == "" {
+		return ""
+	}
+	return filepath.Clean(value)
+}
+
 // CheckLocal refuses a value of a flag that takes only a local path (the
 // state cache, a progress file, a work directory) if it carries any scheme
 // but file://. It touches nothing; an empty value is accepted (the flag's
@@ -76,6 +129,9 @@ func HasScheme(s string) (scheme string, ok bool) {
 func CheckLocal(flag, value string) error {
 	if value == "" {
 		return nil
+	}
+	if err := checkLookalike(flag, value); err != nil {
+		return err
 	}
 	scheme, ok := HasScheme(value)
 	if !ok || scheme == "file" {
@@ -86,16 +142,19 @@ func CheckLocal(flag, value string) error {
 }
 
 // Parse parses the value of a flag that may name object storage (--checkpoint,
-// --table): a local path, file:///abs/path or s3://bucket/prefix?options.
-// Any other scheme is UNSUPPORTED_LOCATION; it touches nothing.
+// --table): a local path, file:///abs/path (or file:/abs/path) or
+// s3://bucket/prefix?options. Any other scheme is UNSUPPORTED_LOCATION; a
+// value one slash or colon short of a URI (s3:/x, s3:x, S3//x) is
+// INVALID_ARGUMENT. It is the one location parser of every command that
+// takes a checkpoint or a table; it touches nothing.
 func Parse(flag, value string) (Location, error) {
 	loc := Location{Raw: value}
+	if err := checkLookalike(flag, value); err != nil {
+		return loc, err
+	}
 	scheme, ok := HasScheme(value)
 	if !ok {
-		loc.Path = value
-		if value != "" {
-			loc.Path = filepath.Clean(value)
-		}
+		loc.Path = localPath(value)
 		return loc, nil
 	}
 	u, err := url.Parse(value)

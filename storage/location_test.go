@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ func TestParse(t *testing.T) {
 		{in: "./work//ck/", path: "work/ck"},
 		{in: "file:///abs/ck", path: "/abs/ck"},
 		{in: "weird:name/x", path: "weird:name/x"}, // no "://": a local name
+		{in: "file:/abs/ck", path: "/abs/ck"},      // Hadoop's file URI, as Spark writes it
+		{in: "./s3:/x", path: "s3:/x"},             // a local directory named s3:, asked for
+		{in: "s3x:/y", path: "s3x:/y"},
 		{in: "s3://b/q1/checkpoint", kind: S3, path: "s3://b/q1/checkpoint", o: S3Options{Bucket: "b", Prefix: "q1/checkpoint"}},
 		{in: "s3://b", kind: S3, path: "s3://b", o: S3Options{Bucket: "b"}},
 		{in: "s3://b/q1/?endpoint=http://127.0.0.1:9000&leaseTTL=5s", kind: S3, path: "s3://b/q1",
@@ -64,8 +68,29 @@ func TestParseRefusesBadS3Options(t *testing.T) {
 	}
 }
 
+// TestParseRefusesLookalikes: a value one slash or one colon short of a
+// storage URI is refused by every location flag, never taken for a local
+// directory named "s3:" (issue 28: --checkpoint s3:/lake/q once exited 0
+// having created ./s3:/lake/q).
+func TestParseRefusesLookalikes(t *testing.T) {
+	for _, v := range []string{"s3:/lake/q", "s3:lake/q", "S3//lake/q", "s3//lake/q", "S3:/lake", "s3a:/b/x", "gs:/b/x",
+		"file:x", "file:relative/ck", "hdfs:/nn/x", "https:/host/x"} {
+		_, err := Parse("--checkpoint", v)
+		if !errcode.Is(err, errcode.InvalidArgument) {
+			t.Errorf("Parse(%q) = %v, want %s", v, err, errcode.InvalidArgument)
+			continue
+		}
+		if e := err.(*errcode.Error); !strings.Contains(e.Msg, "looks like a") || !strings.Contains(e.Remedy, "://") {
+			t.Errorf("Parse(%q): %v", v, err)
+		}
+		if err := CheckLocal("--local-dir", v); !errcode.Is(err, errcode.InvalidArgument) {
+			t.Errorf("CheckLocal(%q) = %v, want %s", v, err, errcode.InvalidArgument)
+		}
+	}
+}
+
 func TestCheckLocal(t *testing.T) {
-	for _, v := range []string{"", "cache", "/tmp/x", "file:///tmp/x", "a:b"} {
+	for _, v := range []string{"", "cache", "/tmp/x", "file:///tmp/x", "file:/tmp/x", "a:b"} {
 		if err := CheckLocal("--local-dir", v); err != nil {
 			t.Errorf("CheckLocal(%q): %v", v, err)
 		}

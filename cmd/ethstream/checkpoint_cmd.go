@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
@@ -251,14 +250,25 @@ events in one file; files are read in the order given.`,
 				return usage(errcode.New(errcode.InvalidArgument, "", "pass --out DIR and at least one --phase NAME=FILE", "missing --out or --phase"))
 			}
 			var pf []engine.PhaseFile
+			var locs []location
 			for _, p := range phases {
 				name, file, ok := strings.Cut(p, "=")
 				if !ok || name == "" || file == "" {
 					return usage(errcode.New(errcode.InvalidArgument, "", "use --phase NAME=PROGRESS_FILE", "bad --phase %q", p))
 				}
-				pf = append(pf, engine.PhaseFile{Phase: name, Path: file})
+				pf = append(pf, engine.PhaseFile{Phase: name})
+				locs = append(locs, location{"--phase " + name, file})
 			}
-			return engine.FlattenProgress(vfs.Default, out, pf)
+			// A phase file is a run's --progress file or a checkpoint
+			// directory, local or on S3 like any checkpoint.
+			fs, paths, err := stores(cmd.Context(), locs...)
+			if err != nil {
+				return err
+			}
+			for i := range pf {
+				pf[i].Path = paths[i]
+			}
+			return engine.FlattenProgress(fs, out, pf)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "output directory")

@@ -44,7 +44,11 @@ count); timestamps are RFC 3339 UTC.`,
 			if err := delta.CheckShowOptions(format, version); err != nil {
 				return usage(err)
 			}
-			return delta.Show(cmd.Context(), cmd.OutOrStdout(), args[0], format, version)
+			fs, dir, err := store(cmd.Context(), "table", args[0])
+			if err != nil {
+				return err
+			}
+			return delta.ShowFS(cmd.Context(), cmd.OutOrStdout(), fs, dir, format, version)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", delta.FormatCSV, "output format: csv or jsonl")

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ui"
@@ -57,11 +56,15 @@ batches then appear as they commit. It runs until interrupted.`,
 		Example: `  ethstream ui --checkpoint work/checkpoint            # then open http://127.0.0.1:4040/`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := ui.New(ui.Options{Checkpoint: checkpoint, Mode: ui.ModeUI})
-			if !dirExists(checkpoint) {
+			fs, dir, err := store(cmd.Context(), "--checkpoint", checkpoint)
+			if err != nil {
+				return err
+			}
+			if st, err := fs.Stat(dir); err != nil || !st.IsDir() {
 				return errcode.New(errcode.InvalidArgument, checkpoint, "pass the checkpoint directory of a query to --checkpoint",
 					"checkpoint directory %s does not exist", checkpoint)
 			}
+			d := ui.New(ui.Options{FS: fs, Checkpoint: dir, Mode: ui.ModeUI})
 			f := uiFlags{addr: addr, wait: true}
 			s, err := f.serve(d, cmd.OutOrStdout())
 			if err != nil {
@@ -80,7 +83,3 @@ batches then appear as they commit. It runs until interrupted.`,
 
 func init() { rootCmd.AddCommand(newUICmd()) }
 
-func dirExists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
-}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
@@ -22,7 +21,19 @@ reason) and exits 1 with CHECKPOINT_CORRUPT when anything is damaged. A start ch
 (what the next batch depends on), so verify is the way to check a backup or a copy.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := pipeline.Verify(cmd.Context(), vfs.Default, args[0], table)
+			locs := []location{{"checkpoint", args[0]}}
+			if table != "" {
+				locs = append(locs, location{"--table", table})
+			}
+			fs, paths, err := stores(cmd.Context(), locs...)
+			if err != nil {
+				return err
+			}
+			tablePath := ""
+			if table != "" {
+				tablePath = paths[1]
+			}
+			rep, err := pipeline.Verify(cmd.Context(), fs, paths[0], tablePath)
 			if err != nil {
 				return err
 			}

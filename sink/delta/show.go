@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -66,10 +67,15 @@ func CheckShowOptions(format string, version int64) error {
 // keys in column order, nested values as JSON values, nulls as null.
 // Timestamps use ShowTimeLayout. Rows come in file order.
 func Show(ctx context.Context, w io.Writer, path, format string, version int64) error {
+	return ShowFS(ctx, w, vfs.Default, path, format, version)
+}
+
+// ShowFS is Show of the table at path in fs (an s3:// path in a storage.Mux).
+func ShowFS(ctx context.Context, w io.Writer, fs vfs.FS, path, format string, version int64) error {
 	if err := CheckShowOptions(format, version); err != nil {
 		return err
 	}
-	t, err := Open(ctx, path)
+	t, err := OpenFS(ctx, fs, path)
 	if err != nil {
 		return err
 	}
