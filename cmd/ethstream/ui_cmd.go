@@ -82,4 +82,3 @@ batches then appear as they commit. It runs until interrupted.`,
 }
 
 func init() { rootCmd.AddCommand(newUICmd()) }
-
