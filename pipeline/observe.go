@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -115,7 +117,12 @@ func NewMetrics(now func() time.Time) *Metrics {
 			Help: "Archive files listed but not yet admitted into a batch, per source."}, []string{"source"}),
 		sources: map[string]map[string]float64{},
 	}
-	m.reg.MustRegister(m.batchSeconds, m.phaseSeconds, m.stateCommitSeconds, m.deltaMergeSeconds,
+	bi := ReadBuildInfo()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "ethstream_build_info",
+		Help:        "Always 1; its labels are the build's version, VCS revision and Go version (ethstream --version prints the same).",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion}})
+	buildInfo.Set(1)
+	m.reg.MustRegister(buildInfo, m.batchSeconds, m.phaseSeconds, m.stateCommitSeconds, m.deltaMergeSeconds,
 		m.batches, m.sourceRows, m.sinkRows, m.deltaCommits, m.deltaFiles,
 		m.stateRows, m.stateMemory, m.partitions, m.watermarkDelay, m.lastBatch, m.inputRate, m.processedRate,
 		m.sourceLag, m.pendingFiles, sourceCollector{m},
@@ -277,4 +284,44 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (string, error) {
 	}()
 	go srv.Serve(ln)
 	return ln.Addr().String(), nil
+}
+
+// BuildInfo is what the binary records of its own build
+// (runtime/debug.ReadBuildInfo): `ethstream --version` prints it and the
+// ethstream_build_info metric carries it.
+type BuildInfo struct {
+	Version   string // the module version, "(devel)" for a build inside the module
+	Revision  string // vcs.revision, with "+dirty" when vcs.modified; "unknown" without VCS stamping
+	GoVersion string
+}
+
+// ReadBuildInfo reads the running binary's build info. The revision is
+// "unknown" in a build without VCS stamping: -buildvcs=false, or a git
+// worktree, whose .git is a file the go command does not recognise.
+func ReadBuildInfo() BuildInfo { return buildInfo(debug.ReadBuildInfo()) }
+
+func buildInfo(bi *debug.BuildInfo, ok bool) BuildInfo {
+	b := BuildInfo{Version: "(devel)", Revision: "unknown", GoVersion: runtime.Version()}
+	if !ok {
+		return b
+	}
+	if bi.Main.Version != "" {
+		b.Version = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		b.GoVersion = bi.GoVersion
+	}
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if modified && b.Revision != "unknown" {
+		b.Revision += "+dirty"
+	}
+	return b
 }

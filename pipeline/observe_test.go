@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,6 +100,11 @@ func TestMetricsFromProgress(t *testing.T) {
 	}
 	if strings.Contains(body, "ethstream_s3_requests_total") {
 		t.Error("an RPC source's requests are exported as S3 requests")
+	}
+	bi := ReadBuildInfo()
+	build := fmt.Sprintf(`ethstream_build_info{goversion=%q,revision=%q,version=%q}`, bi.GoVersion, bi.Revision, bi.Version)
+	if got := sample(body, build); got != 1 || bi.GoVersion != runtime.Version() {
+		t.Errorf("%s = %v, want 1 (go %s)\n%s", build, got, runtime.Version(), body)
 	}
 }
 
@@ -198,5 +205,23 @@ func TestMetricsScrapedDuringRun(t *testing.T) {
 	}
 	if sample(last, "ethstream_state_partitions") != 4 || sample(last, "ethstream_state_rows") <= 0 {
 		t.Errorf("state gauges: partitions %v rows %v", sample(last, "ethstream_state_partitions"), sample(last, "ethstream_state_rows"))
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.3"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}
+	if got, want := buildInfo(bi, true), (BuildInfo{"v1.2.3", "abc123+dirty", "go1.26.0"}); got != want {
+		t.Errorf("stamped: %+v, want %+v", got, want)
+	}
+	bi.Settings = bi.Settings[:1]
+	if got := buildInfo(bi, true).Revision; got != "abc123" {
+		t.Errorf("clean: revision %q", got)
+	}
+	if got, want := buildInfo(&debug.BuildInfo{}, true), (BuildInfo{"(devel)", "unknown", runtime.Version()}); got != want {
+		t.Errorf("unstamped: %+v, want %+v", got, want)
+	}
+	if got := buildInfo(nil, false); got.Revision != "unknown" || got.GoVersion != runtime.Version() {
+		t.Errorf("no build info: %+v", got)
 	}
 }

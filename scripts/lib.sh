@@ -24,7 +24,7 @@ PROGRESS="$WORK/progress"
 EVOLUTION=(--conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true
            --conf spark.sql.streaming.offsetLog.formatVersion=2)
 
-mkdir -p "$WORK" "$PROGRESS"
+mkdir -p "$WORK" # --progress creates $PROGRESS
 
 # run prints a command, then runs it.
 run() {
@@ -103,18 +103,15 @@ endpoints() {
   start node "$NODE_ADDR" --archive "$ARCHIVE" --addr "$NODE_ADDR" --initial-blocks 1000
 }
 
-# manifest_field prints a top-level number or string of the archive manifest.
-manifest_field() {
-  sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}.*/\1/p" "$ARCHIVE/manifest.json" | head -n1
-}
 
 S3_SOURCE() {
   echo "s3_backfill=s3archive:s3://$BUCKET/v1.0/eth/blocks?endpoint=http://$S3_ADDR&region=us-east-2&anonymous=true&maxFilesPerTrigger=5"
 }
 
+# LIVE_SOURCE continues the archive: LAST_BLOCK and LAST_HASH come from its
+# manifest.json, as in the README.
 LIVE_SOURCE() {
-  local last hash
-  last=$(manifest_field lastBlock)
-  hash=$(manifest_field lastHash)
-  echo "eth_live=ethrpc:http://$NODE_ADDR?maxBlocksPerTrigger=20&start_block=$((last + 1))&confirmations=0&start_parent_hash=$hash"
+  local LAST_BLOCK LAST_HASH
+  eval "$("$BIN" archive info "$ARCHIVE" --env)"
+  echo "eth_live=ethrpc:http://$NODE_ADDR?maxBlocksPerTrigger=20&start_block=$((LAST_BLOCK + 1))&confirmations=0&start_parent_hash=$LAST_HASH"
 }

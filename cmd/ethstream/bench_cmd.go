@@ -24,6 +24,8 @@ With --duckdb PATH (the scripts/duckref binary, built in its own module: cd scri
 go build -o /tmp/duckref .), bench also runs the backfill from file:// on a checkpoint of its
 own, then DuckDB's plain GROUP BY over the same files, and prints the ratios of wall time and of
 CPU time (user + system: this process during a backfill, the DuckDB process for DuckDB).`,
+		Example: `  ethstream bench --days 7 --out /tmp/bench.json
+  ethstream bench --preset seed --live-batches 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := presetFromFlags(preset, days)

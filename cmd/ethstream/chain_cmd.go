@@ -32,6 +32,9 @@ func genArchiveCmd() *cobra.Command {
 one file per day, and DIR/manifest.json (block range, last hash, files). Same seed and
 preset give identical bytes. Presets: demo (the last 60 days, ending at block 26,086,569)
 and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days instead.`,
+		Example: `  ethstream gen-archive --out work/archive                  # the demo preset: 60 days
+  ethstream gen-archive --out work/archive --days 3 --from 2021-08-05
+  eval "$(ethstream archive info work/archive --env)"       # LAST_BLOCK, LAST_HASH for the live source`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -103,11 +106,13 @@ func serveS3Cmd() *cobra.Command {
 		faults     chain.S3Faults
 	)
 	cmd := &cobra.Command{
-		Use:   "serve-s3 --root DIR [--addr 127.0.0.1:9000]",
+		Use:   "serve-s3 --root DIR [--addr 127.0.0.1:9000] [--listen-public]",
 		Short: "Serve a directory as an S3-compatible endpoint (bucket = each top-level folder)",
 		Long: `serve-s3 serves DIR over the S3 REST API (path-style, ListObjectsV2 with prefixes and
 pagination, ranged GETs, PUT) until interrupted. Each top-level folder of DIR is a bucket,
 so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`,
+		Example: `  ethstream gen-archive --out work/s3/aws-public-blockchain
+  ethstream serve-s3 --root work/s3 &   # s3://aws-public-blockchain/v1.0/eth/blocks?endpoint=http://127.0.0.1:9000&anonymous=true`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if root == "" {
@@ -140,12 +145,14 @@ func nodeCmd() *cobra.Command {
 		faults        chain.NodeFaults
 	)
 	cmd := &cobra.Command{
-		Use:   "node --archive DIR [--addr 127.0.0.1:8545] [--block-interval 12s] [--speed X] [--initial-blocks N]",
+		Use:   "node --archive DIR [--addr 127.0.0.1:8545] [--listen-public] [--block-interval 12s] [--speed X] [--initial-blocks N]",
 		Short: "Serve an Ethereum JSON-RPC chain continuing the archive's last block",
 		Long: `node serves eth_blockNumber, eth_getBlockByNumber, eth_getBlockByHash, eth_chainId,
 net_version and JSON-RPC batches over HTTP (and websocket) on loopback. The first block is
 the archive's last block + 1, its parent hash the archive's last hash. A new block is
 mined every --block-interval / --speed of wall time; block timestamps stay 12 s apart.`,
+		Example: `  ethstream node --archive work/s3/aws-public-blockchain --initial-blocks 1000 &
+  ethstream node --archive work/archive --speed 24 --addr 127.0.0.1:0   # a block every 0.5 s, a free port`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if archive == "" {

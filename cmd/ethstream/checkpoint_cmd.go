@@ -17,10 +17,12 @@ import (
 // subcommands to it (e.g. `checkpoint repartition`) in their init.
 var checkpointCmd = &cobra.Command{
 	Use:   "checkpoint",
-	Short: "Inspect a streaming query's checkpoint directory",
-	Long: `checkpoint reads the directory a streaming query records its progress in:
+	Short: "Inspect, verify and repartition a query's checkpoint (inspect, verify, repartition)",
+	Long: `checkpoint works on the directory a streaming query records its progress in:
 metadata (the query id), offsets/ (planned batches, v1 or v2), commits/, sources/,
-state/. The file formats are specified in package checkpoint (checkpoint/doc.go).`,
+state/. inspect and verify only read it (safe beside a running query); repartition
+writes a control batch into a stopped query's checkpoint. The file formats are
+specified in package checkpoint (checkpoint/doc.go).`,
 }
 
 func init() {
@@ -51,6 +53,11 @@ the start performs before it polls its sources, each step by step as the run's d
 would perform it (plan is the run's dry run), and the poll that decides the next batch.
 It takes every flag of run, so a run command line becomes a plan by changing its first
 word.`,
+		Example: `  # What would a restart that adds the live source do? (no lock, no write)
+  ethstream plan --checkpoint work/checkpoint --source "s3_backfill=s3archive:file://$PWD/work/archive/v1.0/eth/blocks" \
+    --source "eth_live=ethrpc:http://127.0.0.1:8545?start_block=$((LAST_BLOCK + 1))" \
+    --conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true
+  ethstream plan --checkpoint 's3://lake/q/checkpoint?endpoint=http://127.0.0.1:9000' --source '=s3archive:file:///data/blocks' --json --probe=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, q, opts, err := f.build(newLogger(cmd), false)
@@ -83,7 +90,7 @@ word.`,
 			return planErr
 		},
 	}
-	f.register(cmd)
+	f.register(cmd, false)
 	var uf uiFlags // run's flags, accepted: plan serves no dashboard
 	uf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
@@ -148,6 +155,8 @@ another provider wrote (Spark's HDFS-backed or RocksDB store) is shown but canno
 resumed (STATE_PROVIDER_UNSUPPORTED). A damaged file fails with CHECKPOINT_CORRUPT naming
 it; a directory that is not a checkpoint (empty, a Delta table) or a regular file fails
 with INVALID_ARGUMENT.`,
+		Example: `  ethstream checkpoint inspect work/checkpoint
+  ethstream checkpoint inspect 's3://lake/q/checkpoint?endpoint=http://127.0.0.1:9000&anonymous=true' --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fs, dir, err := store(cmd.Context(), "checkpoint", args[0])
@@ -244,6 +253,8 @@ file, or a checkpoint directory, whose progress log is <checkpoint>/progress/, t
 history only) and writes DIR/batches.csv and
 DIR/sources.csv with the columns of docs/contracts.md, Progress records. Each --phase names the phase of the
 events in one file; files are read in the order given.`,
+		Example: `  ethstream progress --out results --phase backfill=work/progress/backfill.jsonl --phase add_live=work/progress/add_live.jsonl
+  ethstream progress --out results --phase all=work/checkpoint   # the checkpoint's own progress log`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" || len(phases) == 0 {

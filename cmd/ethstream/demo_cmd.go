@@ -36,6 +36,9 @@ run, run from the repository's root.
 The work directory keeps the archive between runs; the checkpoint, table and state cache
 are recreated on every run. The phase scripts (scripts/) use their own work directory,
 work/scripts, so the demo and the scripts never share a checkpoint.`,
+		Example: `  ethstream demo                                   # the whole lifecycle, about a minute
+  ethstream demo --days 3 --ui-addr 127.0.0.1:4040 --ui-wait
+  ethstream demo --storage s3 --results /tmp/results`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if refresh {

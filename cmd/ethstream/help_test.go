@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,6 +131,9 @@ func TestRunHelpIsComplete(t *testing.T) {
 // bash (variables, quotes, continuations) and returns their arguments.
 func commandLines(t *testing.T, script string, env ...string) [][]string {
 	t.Helper()
+	// eval "$(ethstream ...)" sets variables: the command is checked, the
+	// variables come from env.
+	script = regexp.MustCompile(`(?m)^(\s*)eval "\$\((ethstream [^)]*)\)"`).ReplaceAllString(script, "$1$2")
 	cmd := exec.Command("bash", "-c", `set -eu
 ethstream() { printf '%s\0' "$@"; printf '\n\0'; }
 `+script)
@@ -242,4 +248,91 @@ func TestPlanTakesRunFlags(t *testing.T) {
 			t.Errorf("plan does not take run's --%s", f.Name)
 		}
 	})
+}
+
+// runnable is every command a user runs (not cobra's help and completion).
+func runnable() []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() == "help" || c.Name() == "completion" || c.Hidden {
+			return
+		}
+		if c.Runnable() && c != rootCmd {
+			out = append(out, c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(rootCmd)
+	return out
+}
+
+// TestEveryCommandHasAnExample: every command's help ends in an example, and
+// each example command line parses as the CLI would parse it (flags, source
+// URIs, confs, triggers) and runs that command.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	cmds := runnable()
+	if len(cmds) < 15 {
+		t.Fatalf("only %d commands", len(cmds))
+	}
+	for _, c := range cmds {
+		if strings.TrimSpace(c.Example) == "" {
+			t.Errorf("%s has no Example", c.CommandPath())
+			continue
+		}
+		lines := commandLines(t, c.Example, sampleEnv...)
+		if len(lines) == 0 {
+			t.Errorf("%s: its example runs no ethstream command:\n%s", c.CommandPath(), c.Example)
+		}
+		path := strings.Fields(strings.TrimPrefix(c.CommandPath(), rootCmd.Name()+" "))
+		mine := false
+		for _, args := range lines {
+			validateCommand(t, args)
+			if len(args) >= len(path) && strings.Join(args[:len(path)], " ") == strings.Join(path, " ") {
+				mine = true
+			}
+		}
+		if !mine {
+			t.Errorf("%s: no example runs it:\n%s", c.CommandPath(), c.Example)
+		}
+	}
+}
+
+// TestHelpSaysWhatCommandsDo: the statements issue 25 found untrue stay
+// true: plan's --table is optional, --with-watermark states one default,
+// and checkpoint says it also repartitions.
+func TestHelpSaysWhatCommandsDo(t *testing.T) {
+	plan := planCmd()
+	if u := plan.Flags().Lookup("table").Usage; strings.Contains(u, "required") {
+		t.Errorf("plan --table: %q (it is optional)", u)
+	}
+	if u := newRunCmd().Flags().Lookup("table").Usage; !strings.Contains(u, "(required)") {
+		t.Errorf("run --table: %q", u)
+	}
+	u := plan.Flags().Lookup("with-watermark").Usage
+	if strings.Count(u, "default") != 1 || !strings.Contains(runLong, "(default: 'block_ts, 48 hours' for") ||
+		!strings.Contains(u, "(default: 'block_ts, 48 hours' for the reference query, none for a --query)") {
+		t.Errorf("--with-watermark: %q", u)
+	}
+	if !strings.Contains(checkpointCmd.Short, "repartition") {
+		t.Errorf("checkpoint: %q", checkpointCmd.Short)
+	}
+}
+
+// TestVersion: --version prints the version, VCS revision and Go version
+// of the build, the labels of the ethstream_build_info metric.
+func TestVersion(t *testing.T) {
+	bi := pipeline.ReadBuildInfo()
+	want := fmt.Sprintf("ethstream %s (revision %s, %s)\n", bi.Version, bi.Revision, bi.GoVersion)
+	for _, arg := range []string{"--version", "-v"} {
+		code, out, errOut := cli(t, context.Background(), arg)
+		if code != 0 || out != want {
+			t.Errorf("%s: exit %d, %q %q, want %q", arg, code, out, errOut, want)
+		}
+	}
+	if bi.GoVersion != runtime.Version() {
+		t.Errorf("go version %q, want %q", bi.GoVersion, runtime.Version())
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
 )
 
@@ -34,6 +35,10 @@ Start with 'ethstream demo': it runs the whole lifecycle offline.`,
 var cpuProfile string
 
 func init() {
+	// --version: the build info, as the ethstream_build_info metric carries it.
+	bi := pipeline.ReadBuildInfo()
+	rootCmd.Version = fmt.Sprintf("%s (revision %s, %s)", bi.Version, bi.Revision, bi.GoVersion)
+	rootCmd.SetVersionTemplate("ethstream {{.Version}}\n")
 	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the command to FILE (go tool pprof)")
 	stop := func() {}
 	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {

@@ -25,7 +25,7 @@ func (f *sqlFlags) register(c *cobra.Command) {
 	f.flags = c.Flags()
 	c.Flags().StringVar(&f.query, "query", "", "the query in Spark SQL, e.g. \"SELECT window, miner, sum(gas_used) AS gas FROM blocks GROUP BY window(block_ts, '1 hour'), miner\" (default: the reference query)")
 	c.Flags().StringVar(&f.queryFile, "query-file", "", "read the query from FILE")
-	c.Flags().StringVar(&f.watermark, "with-watermark", "", "withWatermark: 'COLUMN, DELAY', e.g. 'block_ts, 48 hours' (default: none; the reference query's is 'block_ts, 48 hours')")
+	c.Flags().StringVar(&f.watermark, "with-watermark", "", "withWatermark: 'COLUMN, DELAY', e.g. 'block_ts, 1 hour' (default: 'block_ts, 48 hours' for the reference query, none for a --query)")
 	c.Flags().StringVar(&f.outputMode, "output-mode", "", "outputMode: update (default), append or complete")
 }
 

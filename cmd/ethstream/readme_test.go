@@ -78,6 +78,11 @@ func shellCommands(body string) string {
 			l = strings.TrimSpace(l[:i])
 		}
 		l = strings.TrimSuffix(l, " &")
+		// eval "$(ethstream ...)": the command is checked; its assignments
+		// come from the test's sample environment.
+		if m := regexp.MustCompile(`^eval "\$\((ethstream [^)]*)\)"$`).FindStringSubmatch(l); m != nil {
+			l = m[1]
+		}
 		if strings.HasPrefix(l, "ethstream ") || regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`).MatchString(l) {
 			keep = append(keep, l)
 		}

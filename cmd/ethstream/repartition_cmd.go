@@ -28,6 +28,8 @@ The control batch is the one a run performs: the same plan and the same steps. T
 the reference query's (docs/contracts.md, Reference query). A checkpoint without a committed
 batch, or whose state another provider wrote (STATE_PROVIDER_UNSUPPORTED), is refused before
 the lock is taken: nothing is created.`,
+		Example: `  ethstream checkpoint repartition work/checkpoint --partitions 8 --dry-run   # the steps, nothing written
+  ethstream checkpoint repartition work/checkpoint --partitions 8`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := engine.CheckPartitionCount(partitions); err != nil {

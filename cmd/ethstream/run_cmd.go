@@ -29,9 +29,15 @@ type queryFlags struct {
 	sql                         sqlFlags
 }
 
-func (f *queryFlags) register(c *cobra.Command) {
+// register adds the flags to c; --table is required by run, optional for
+// plan (needTable false).
+func (f *queryFlags) register(c *cobra.Command, needTable bool) {
 	c.Flags().StringVar(&f.checkpoint, "checkpoint", "", "checkpoint directory or s3://BUCKET/PREFIX?OPTIONS (required)")
-	c.Flags().StringVar(&f.table, "table", "", "Delta table directory or s3://BUCKET/PREFIX?OPTIONS (required)")
+	table := "Delta table directory or s3://BUCKET/PREFIX?OPTIONS (required)"
+	if !needTable {
+		table = "Delta table directory or s3://BUCKET/PREFIX?OPTIONS (optional: given, it is probed, reading only)"
+	}
+	c.Flags().StringVar(&f.table, "table", "", table)
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive or ethrpc, repeatable, in plan order (see SOURCES)")
 	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (see CONF)")
@@ -205,7 +211,7 @@ func newRunCmd() *cobra.Command {
 			return nil
 		},
 	}
-	f.register(c)
+	f.register(c, true)
 	uf.register(c)
 	return c
 }

@@ -30,7 +30,8 @@ QUERY  --query 'SELECT ...' or --query-file FILE (Spark SQL; default: the refere
   GROUP BY window(block_ts, '5 minutes'), miner
     aggregates: count(*), count(col), sum, min, max, avg; group keys: any block column or
     source; WHERE: comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL.
-  --with-watermark 'block_ts, 48 hours'  Spark's withWatermark (default: the reference's)
+  --with-watermark 'block_ts, 1 hour'    Spark's withWatermark (default: 'block_ts, 48 hours' for
+                                         the reference query, none for a --query)
   --output-mode update|append|complete   Spark's outputMode (default update)
   Anything else is UNSUPPORTED_SQL naming the construct. The shape is recorded in the
   checkpoint; a restart with another shape follows the restart rules (plan shows the diff).

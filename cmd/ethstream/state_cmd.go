@@ -41,6 +41,8 @@ csv: a header row, then one row per key in (partition, key) order. The columns a
 of 'ethstream table show' (window_start, window_end, source, miner, count), then partition;
 timestamps are RFC 3339 UTC as there (2026-09-28T01:30:00Z, a fraction only when there is
 one). jsonl: one JSON object per key with the same columns.`,
+		Example: `  ethstream state dump --checkpoint work/checkpoint > state.csv
+  ethstream state dump --checkpoint work/checkpoint --batch 12 --format jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ckpt == "" {

@@ -39,6 +39,8 @@ csv: a header row, then one row per table row; nested values are JSON text.
 jsonl: one JSON object per row. A table the sink wrote prints its window struct as
 window_start, window_end, then its other columns (the reference query's: source, miner,
 count); timestamps are RFC 3339 UTC.`,
+		Example: `  ethstream table show work/table > table.csv
+  ethstream table show 's3://lake/q/table?endpoint=http://127.0.0.1:9000&anonymous=true' --format jsonl --version 3`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := delta.CheckShowOptions(format, version); err != nil {
@@ -61,7 +63,9 @@ func tableHistoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history DIR [--json]",
 		Short: "Print the commitInfo of every commit, newest first",
-		Args:  cobra.ExactArgs(1),
+		Example: `  ethstream table history work/table
+  ethstream table history work/table --json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fs, dir, err := store(cmd.Context(), "table", args[0])
 			if err != nil {
@@ -111,7 +115,9 @@ func tableOptimizeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "optimize DIR [--target-file-rows N]",
 		Short: "Compact the small files of a table the sink wrote, any query's (dataChange=false)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  ethstream table optimize work/table
+  ethstream table optimize work/table --target-file-rows 500000`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fs, dir, err := store(cmd.Context(), "table", args[0])
 			if err != nil {
@@ -150,6 +156,8 @@ func tableVacuumCmd() *cobra.Command {
 does not reference and that are older than --retention: files removed longer ago than the
 retention and orphans of abandoned writes. Live files and files removed within the
 retention are never touched, so time travel within the retention keeps working.`,
+		Example: `  ethstream table vacuum work/table                            # list what would go
+  ethstream table vacuum work/table --retention 24h --dry-run=false`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if retention < 0 {

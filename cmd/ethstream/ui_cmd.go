@@ -47,7 +47,7 @@ func (f *uiFlags) finish(cmd *cobra.Command, s *ui.Server) error {
 func newUICmd() *cobra.Command {
 	var checkpoint, addr string
 	c := &cobra.Command{
-		Use:   "ui --checkpoint DIR [--ui-addr 127.0.0.1:4040]",
+		Use:   "ui --checkpoint DIR [--ui-addr 127.0.0.1:4040] [--listen-public]",
 		Short: "Serve the dashboard of a checkpoint: its batches from its progress log, its offset log, live if a query still runs on it",
 		Long: `ui serves the same dashboard as run --ui-addr for a checkpoint on disk: the charts of
 every batch recorded in the checkpoint's progress log (<checkpoint>/progress/), the sources of the newest batch and the

@@ -19,6 +19,8 @@ data file in full, and checks that the table records the checkpoint's last commi
 for the checkpoint's query id. It prints one line per file ("ok" or "DAMAGED" with the
 reason) and exits 1 with CHECKPOINT_CORRUPT when anything is damaged. A start checks less
 (what the next batch depends on), so verify is the way to check a backup or a copy.`,
+		Example: `  ethstream checkpoint verify work/checkpoint --table work/table
+  ethstream checkpoint verify 's3://lake/q/checkpoint?endpoint=http://127.0.0.1:9000&anonymous=true' `,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			locs := []location{{"checkpoint", args[0]}}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	cmd := &cobra.Command{
+		Use:   "archive",
+		Short: "Read a generated archive's manifest (info)",
+	}
+	cmd.AddCommand(archiveInfoCmd())
+	rootCmd.AddCommand(cmd)
+}
+
+// archiveFields are the manifest fields archive info prints, by their JSON
+// names, with the shell variable --env sets for each.
+var archiveFields = map[string]struct {
+	env string
+	get func(*chain.Manifest) string
+}{
+	"preset":          {"ARCHIVE_PRESET", func(m *chain.Manifest) string { return m.Preset }},
+	"seed":            {"ARCHIVE_SEED", func(m *chain.Manifest) string { return fmt.Sprint(m.Seed) }},
+	"firstDay":        {"FIRST_DAY", func(m *chain.Manifest) string { return m.FirstDay }},
+	"days":            {"ARCHIVE_DAYS", func(m *chain.Manifest) string { return fmt.Sprint(m.Days) }},
+	"firstBlock":      {"FIRST_BLOCK", func(m *chain.Manifest) string { return fmt.Sprint(m.FirstBlock) }},
+	"lastBlock":       {"LAST_BLOCK", func(m *chain.Manifest) string { return fmt.Sprint(m.LastBlock) }},
+	"firstParentHash": {"FIRST_PARENT_HASH", func(m *chain.Manifest) string { return m.FirstParentHash }},
+	"lastHash":        {"LAST_HASH", func(m *chain.Manifest) string { return m.LastHash }},
+	"lastTimestamp":   {"LAST_TIMESTAMP", func(m *chain.Manifest) string { return fmt.Sprint(m.LastTimestamp) }},
+	"rows":            {"ARCHIVE_ROWS", func(m *chain.Manifest) string { return fmt.Sprint(m.Rows) }},
+	"bytes":           {"ARCHIVE_BYTES", func(m *chain.Manifest) string { return fmt.Sprint(m.Bytes) }},
+	"files":           {"ARCHIVE_FILES", func(m *chain.Manifest) string { return fmt.Sprint(len(m.Files)) }},
+}
+
+func archiveFieldNames() []string {
+	names := make([]string, 0, len(archiveFields))
+	for n := range archiveFields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func archiveInfoCmd() *cobra.Command {
+	var (
+		field string
+		env   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "info DIR [--field NAME | --env]",
+		Short: "Print an archive's block range and last hash from its manifest.json (no jq needed)",
+		Long: `info reads DIR/manifest.json (the --out of gen-archive) and prints one field per line,
+"name: value". --field NAME prints that field's value alone; --env prints shell assignments
+(LAST_BLOCK=..., LAST_HASH=..., ...) for eval, which is how the README sets the live
+source's start_block and start_parent_hash. Fields: ` + strings.Join(archiveFieldNames(), ", ") + ` (files: the
+number of files).`,
+		Example: `  ethstream archive info work/scripts/s3/aws-public-blockchain
+  ethstream archive info work/scripts/s3/aws-public-blockchain --field lastHash
+  eval "$(ethstream archive info work/scripts/s3/aws-public-blockchain --env)"   # sets LAST_BLOCK, LAST_HASH, ...`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if field != "" && env {
+				return usage(errcode.New(errcode.InvalidArgument, "", "pass either --field NAME or --env", "both --field and --env given"))
+			}
+			f, ok := archiveFields[field]
+			if field != "" && !ok {
+				return usage(errcode.New(errcode.InvalidArgument, "", "pass --field one of: "+strings.Join(archiveFieldNames(), ", "),
+					"unknown manifest field %q", field))
+			}
+			m, err := chain.ReadManifest(args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if field != "" {
+				_, err := fmt.Fprintln(out, f.get(m))
+				return err
+			}
+			var b strings.Builder
+			for _, n := range archiveFieldNames() {
+				if env {
+					fmt.Fprintf(&b, "%s=%s\n", archiveFields[n].env, archiveFields[n].get(m))
+				} else {
+					fmt.Fprintf(&b, "%-16s %s\n", n+":", archiveFields[n].get(m))
+				}
+			}
+			_, err = fmt.Fprint(out, b.String())
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&field, "field", "", "print only this field's value")
+	cmd.Flags().BoolVar(&env, "env", false, "print NAME=VALUE shell assignments, for eval")
+	return cmd
+}
