@@ -138,6 +138,7 @@ func commandLines(t *testing.T, script string, env ...string) [][]string {
 ethstream() { printf '%s\0' "$@"; printf '\n\0'; }
 `+script)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	cmd.Dir = t.TempDir() // an example's > FILE lands here
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("expand commands: %v\n%s", err, script)

@@ -13,7 +13,7 @@ import (
 // listenPublicFlag lets a listener bind beyond loopback. Without it an
 // address whose host is not a loopback address (0.0.0.0:P, :P, a LAN IP, a
 // host name other than localhost) is refused: none of the servers
-// authenticates its clients (docs/contracts.md, CLI, Listeners).
+// authenticates its clients (docs/contracts.md, CLI).
 const listenPublicFlag = "listen-public"
 
 // exposes says, per listening flag of a command ("serve-s3 --addr"), what a
