@@ -177,7 +177,9 @@ func (r *run) perform(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 		r.sum.FirstBatchID = p.ID
 	}
 	r.sum.LastBatchID = p.ID
-	r.d.o.Logger.Info("batch committed", "batchId", p.ID, "kind", p.Kind, "watermarkMs", res.NextWatermark)
+	// The CLI logs each batch from its progress event (pipeline.LogBatches),
+	// one line in one format; this is for debugging the loop.
+	r.d.o.Logger.Debug("batch committed", "batchId", p.ID, "kind", p.Kind, "watermarkMs", res.NextWatermark)
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -324,4 +327,36 @@ func buildInfo(bi *debug.BuildInfo, ok bool) BuildInfo {
 		b.Revision += "+dirty"
 	}
 	return b
+}
+
+// NewLogger is the logger of every command: slog text lines, the time as
+// hh:mm:ss.mmm UTC (the progress events carry full timestamps), so that a
+// line and its attributes fit in 100 columns.
+func NewLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
+				return slog.String(slog.TimeKey, a.Value.Time().UTC().Format("15:04:05.000"))
+			}
+			return a
+		}}))
+}
+
+// LogBatches is the listener that logs each batch as one line, the format
+// every command shares (run off a terminal and above its status line, the
+// demo's phases):
+//
+//	time=05:24:11.939 level=INFO msg="batch committed" id=3 kind=data rows=7175 ms=484 watermark=2026-09-26T23:59:59Z
+//
+// The watermark is the one the batch ran with (the progress event's
+// eventTime.watermark), in RFC 3339 UTC; "-" before the first.
+func LogBatches(l *slog.Logger) engine.Listener {
+	return engine.ListenerFunc(func(p *stream.Progress) {
+		wm := "-"
+		if t, err := time.Parse(time.RFC3339Nano, p.EventTime["watermark"]); err == nil && t.Unix() > 0 {
+			wm = t.UTC().Format(time.RFC3339)
+		}
+		l.Info("batch committed", "id", p.BatchID, "kind", p.Kind(), "rows", p.NumInputRows,
+			"ms", p.DurationMs[stream.DurTriggerExecution], "watermark", wm)
+	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -74,11 +73,11 @@ and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days
 					progressbar.OptionClearOnFinish())
 				opts.Progress = func(done, _ int) { _ = bar.Set(done) }
 			} else {
-				last := time.Now()
+				last, logger := time.Now(), newLogger(cmd)
 				opts.Progress = func(done, total int) {
 					if done == total || time.Since(last) > 5*time.Second {
 						last = time.Now()
-						slog.Info("gen-archive", "files", done, "total", total)
+						logger.Info("gen-archive", "files", done, "total", total)
 					}
 				}
 			}

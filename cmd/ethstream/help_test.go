@@ -134,6 +134,9 @@ func commandLines(t *testing.T, script string, env ...string) [][]string {
 	// eval "$(ethstream ...)" sets variables: the command is checked, the
 	// variables come from env.
 	script = regexp.MustCompile(`(?m)^(\s*)eval "\$\((ethstream [^)]*)\)"`).ReplaceAllString(script, "$1$2")
+	// A command sent to the background (cmd &) runs in the foreground, so
+	// that its arguments are not interleaved with the next command's.
+	script = regexp.MustCompile(`(?m)([^&])&(\s+#.*)?$`).ReplaceAllString(script, "$1$2")
 	cmd := exec.Command("bash", "-c", `set -eu
 ethstream() { printf '%s\0' "$@"; printf '\n\0'; }
 `+script)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +33,22 @@ func TestProgressCreatesItsDirectory(t *testing.T) {
 	}
 	if lines == 0 {
 		t.Fatalf("%s is empty", progress)
+	}
+	// Off a terminal each batch is one log line, in the one format
+	// (pipeline.LogBatches), the watermark in one form, within 100 columns.
+	logged := 0
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if strings.Contains(l, "batch") && strings.Contains(l, "id=") {
+			logged++
+			if !regexp.MustCompile(`^time=\d\d:\d\d:\d\d\.\d{3} level=INFO msg="batch committed" id=\d+ kind=\S+ rows=\d+ ms=\d+ watermark=(-|\S+Z)$`).MatchString(l) || len(l) > 100 {
+				t.Errorf("batch log line %q", l)
+			}
+		}
+		if strings.Contains(l, "watermarkMs") {
+			t.Errorf("the watermark in a second form: %q", l)
+		}
+	}
+	if logged != lines {
+		t.Errorf("%d batch log lines for %d batches:\n%s", logged, lines, errOut)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
-	"github.com/ethstream/ethstream/stream"
 	"github.com/ethstream/ethstream/ui"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -146,7 +145,7 @@ func newRunCmd() *cobra.Command {
 				defer bar.Close()
 				logOut = bar
 			}
-			logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			logger := pipeline.NewLogger(logOut)
 			// Built here so that mistakes in the URIs are usage errors;
 			// pipeline.Run builds the query again from cfg.
 			cfg, _, _, err := f.build(logger, true)
@@ -183,13 +182,10 @@ func newRunCmd() *cobra.Command {
 				logger.Info("serving Prometheus metrics", "url", "http://"+addr+"/metrics")
 				cfg.Listeners = append(cfg.Listeners, m)
 			}
+			// One log line per batch, on a terminal above the status line.
+			cfg.Listeners = append(cfg.Listeners, pipeline.LogBatches(logger))
 			if bar != nil {
 				cfg.Listeners = append(cfg.Listeners, bar)
-			} else {
-				cfg.Listeners = append(cfg.Listeners, engine.ListenerFunc(func(p *stream.Progress) {
-					logger.Info("batch", "id", p.BatchID, "kind", p.Kind(), "rows", p.NumInputRows,
-						"ms", p.DurationMs[stream.DurTriggerExecution], "watermark", p.EventTime["watermark"])
-				}))
 			}
 			sum, err := pipeline.Run(cmd.Context(), cfg)
 			if bar != nil {
@@ -216,9 +212,9 @@ func newRunCmd() *cobra.Command {
 	return c
 }
 
-func newLogger(cmd *cobra.Command) *slog.Logger {
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+// newLogger is the command's logger on its stderr, in the format every
+// command shares (pipeline.NewLogger).
+func newLogger(cmd *cobra.Command) *slog.Logger { return pipeline.NewLogger(cmd.ErrOrStderr()) }
 
 func init() {
 	rootCmd.AddCommand(newRunCmd())
