@@ -15,8 +15,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/sources/s3archive"
 	"github.com/spf13/cobra"
@@ -338,5 +340,27 @@ func TestVersion(t *testing.T) {
 	}
 	if bi.GoVersion != runtime.Version() {
 		t.Errorf("go version %q, want %q", bi.GoVersion, runtime.Version())
+	}
+}
+
+// TestPlanShowsTheRecordedShape: plan never says "none recorded" of a
+// checkpoint whose shape/ holds one: without --table (no shape to compare)
+// it shows the recorded one.
+func TestPlanShowsTheRecordedShape(t *testing.T) {
+	rec := &shape.Shape{Keys: []string{"window", "source", "miner"}, Aggregates: []string{"count(*)"}, OutputMode: "update"}
+	for _, c := range []struct {
+		r    engine.PlanReport
+		want string
+	}{
+		{engine.PlanReport{RecordedShape: rec}, "query shape: recorded (keys window, source, miner; aggregates count(*); update mode); pass --table to compare\n"},
+		{engine.PlanReport{RecordedShape: rec, Shape: rec}, "query shape: unchanged\n"},
+		{engine.PlanReport{Shape: rec}, "query shape: none recorded; this start records it\n"},
+		{engine.PlanReport{}, ""},
+	} {
+		var b strings.Builder
+		printShapeChanges(&b, &c.r)
+		if b.String() != c.want {
+			t.Errorf("got %q, want %q", b.String(), c.want)
+		}
 	}
 }

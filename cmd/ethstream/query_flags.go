@@ -61,6 +61,13 @@ func (f *sqlFlags) apply(cfg *pipeline.Config) error {
 // ours, and whether the start may go on.
 func printShapeChanges(b *strings.Builder, r *engine.PlanReport) {
 	switch {
+	case r.Shape == nil && r.RecordedShape != nil:
+		// plan without --table builds no whole shape to compare; it still
+		// shows what the checkpoint recorded.
+		rs := r.RecordedShape
+		fmt.Fprintf(b, "query shape: recorded (keys %s; aggregates %s; %s mode); pass --table to compare\n",
+			orDash(strings.Join(rs.Keys, ", ")), orDash(strings.Join(rs.Aggregates, ", ")), orDash(rs.OutputMode))
+		return
 	case r.Shape == nil:
 		return
 	case r.RecordedShape == nil:
