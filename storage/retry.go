@@ -1,37 +1,19 @@
 package storage
 
 import (
-	"context"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/ethstream/ethstream/stream"
 )
 
-// Clock is what retries wait on; stream.Clock satisfies it, so a query's
-// object-store retries sleep on the engine's (in tests, a manual) clock.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits for d or until ctx is done, returning ctx.Err() then.
-	Sleep(ctx context.Context, d time.Duration) error
-}
+// Clock is what retries wait on: the engine's clock (stream.Clock), so a
+// query's object-store retries sleep on the engine's (in tests, a manual) clock.
+type Clock = stream.Clock
 
 // SystemClock is the wall clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// Sleep waits for d or ctx.
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+type SystemClock = stream.SystemClock
 
 // Retry is the backoff policy of object-store requests: a request that
 // fails transiently (Class.Retryable) is sent again after a full-jitter
