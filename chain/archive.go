@@ -18,8 +18,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 )

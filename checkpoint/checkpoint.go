@@ -8,8 +8,8 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // File and directory names inside a checkpoint.

@@ -10,8 +10,8 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // Codec is what one artifact of a checkpoint adds to Log: how its keys name

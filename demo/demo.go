@@ -20,9 +20,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/pipeline"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethstream/ethstream/chain"
-	"github.com/ethstream/ethstream/readahead"
+	"github.com/ethstream/ethstream/internal/readahead"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // writeFile publishes path through package durable (Replace: a temp file

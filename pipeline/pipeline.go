@@ -29,7 +29,7 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
-	"github.com/ethstream/ethstream/interval"
+	"github.com/ethstream/ethstream/internal/interval"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/sources/s3archive"

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/interval"
+	"github.com/ethstream/ethstream/internal/interval"
 )
 
 // ParseInterval reads a duration in Spark's interval-string form, as

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // prepared is a version whose data file is published and whose metadata

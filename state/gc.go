@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // gcRemovesPerCommit bounds the files the collection after a snapshot

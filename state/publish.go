@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // tmpSuffix ends every temp file name: durable's ".<name>.<hex>.tmp" and

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
 

@@ -13,7 +13,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
 
-	"github.com/ethstream/ethstream/s3client"
+	"github.com/ethstream/ethstream/internal/s3client"
 )
 
 // Class is what an object-store failure means to its caller. Every S3

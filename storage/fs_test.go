@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // DefaultLeaseTTL is how long a checkpoint lease lasts without renewal.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/s3client"
+	"github.com/ethstream/ethstream/internal/s3client"
 )
 
 // CodeUnsupportedLocation is the code of a location whose scheme ethstream

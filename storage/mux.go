@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // Mux is the vfs.FS of a command whose locations mix the local disk and S3:

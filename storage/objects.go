@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/s3client"
+	"github.com/ethstream/ethstream/internal/durable"
+	"github.com/ethstream/ethstream/internal/s3client"
 )
 
 // Codes of an object store that fails for a reason of its own (not a

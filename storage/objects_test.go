@@ -16,8 +16,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
 

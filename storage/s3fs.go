@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
-	"github.com/ethstream/ethstream/s3client"
+	"github.com/ethstream/ethstream/internal/durable"
+	"github.com/ethstream/ethstream/internal/s3client"
 )
 
 // DefaultRegion is used when neither the location nor the environment names one.

@@ -18,10 +18,10 @@ func TestLayers(t *testing.T) {
 	}{
 		{"stream", []string{"*"}},
 		{"errcode", []string{"*"}},
-		{"s3client", []string{"*"}},
-		{"durable", []string{"*"}},
-		{"readahead", []string{"*"}},
-		{"interval", []string{"*"}},
+		{"internal/s3client", []string{"*"}},
+		{"internal/durable", []string{"*"}},
+		{"internal/readahead", []string{"*"}},
+		{"internal/interval", []string{"*"}},
 		{"ethblock", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"checkpoint", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "pipeline", "demo"}},
 		{"internal/logtest", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "shape", "pipeline", "demo"}},
@@ -39,7 +39,7 @@ func TestLayers(t *testing.T) {
 		{"query", []string{"engine", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "shape"}},
 		// The test harness twins the stream contracts and nothing else, so
 		// that the tests of every layer (the engine's own included) may use it.
-		{"internal/streamtest", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "query", "filter", "shape", "storage", "durable"}},
+		{"internal/streamtest", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "query", "filter", "shape", "storage", "internal/durable"}},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+r.pkg).CombinedOutput()

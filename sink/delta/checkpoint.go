@@ -9,8 +9,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ethstream/ethstream/durable"
-	"github.com/ethstream/ethstream/interval"
+	"github.com/ethstream/ethstream/internal/durable"
+	"github.com/ethstream/ethstream/internal/interval"
 	"github.com/parquet-go/parquet-go"
 )
 

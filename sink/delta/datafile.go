@@ -13,7 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
+	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"

@@ -5,7 +5,7 @@ import (
 	"runtime"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/readahead"
+	"github.com/ethstream/ethstream/internal/readahead"
 	"github.com/ethstream/ethstream/stream"
 )
 

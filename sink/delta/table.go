@@ -15,8 +15,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/durable"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/storage"
 )
 

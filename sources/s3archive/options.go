@@ -13,7 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/s3client"
+	"github.com/ethstream/ethstream/internal/s3client"
 )
 
 // ArchiveFileUnreadable is the code of every error caused by an archive object

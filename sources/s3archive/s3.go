@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/s3client"
+	"github.com/ethstream/ethstream/internal/s3client"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
 )

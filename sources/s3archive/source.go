@@ -14,7 +14,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
-	"github.com/ethstream/ethstream/readahead"
+	"github.com/ethstream/ethstream/internal/readahead"
 	"github.com/ethstream/ethstream/stream"
 )
 
