@@ -52,11 +52,12 @@ ours() {
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- " $1 "
 }
 
-# wait_port waits until something listens on host:port, and fails early if the
-# server NAME exited.
+# wait_port waits until something listens on host:port (up to 120 s: a node
+# loading a large archive on a busy machine takes a while), and fails early if
+# the server NAME exited.
 wait_port() {
   local hostport=$1 name=$2 i
-  for i in $(seq 1 100); do
+  for i in $(seq 1 1200); do
     if up "$hostport"; then return 0; fi
     if ! ours "$name"; then
       echo "error: $name exited before listening on $hostport; see $WORK/$name.log:" >&2

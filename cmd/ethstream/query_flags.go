@@ -70,6 +70,10 @@ func printShapeChanges(b *strings.Builder, r *engine.PlanReport) {
 		return
 	case r.Shape == nil:
 		return
+	case r.RecordedShape == nil && r.ErrorCode != "":
+		// A start refused before the shapes were compared: the refusal
+		// below is the whole answer (the checkpoint may well hold a shape).
+		return
 	case r.RecordedShape == nil:
 		b.WriteString("query shape: none recorded; this start records it\n")
 		return
