@@ -42,10 +42,10 @@ import (
 
 // transcriptStep is one command of the transcript and how to judge it.
 type transcriptStep struct {
-	cmd      string
-	fail     bool   // the command must fail (a refusal the README shows)
-	want     string // the expected output (an output block), or ""
-	where    string // where in the README, for messages
+	cmd   string
+	fail  bool   // the command must fail (a refusal the README shows)
+	want  string // the expected output (an output block), or ""
+	where string // where in the README, for messages
 }
 
 // transcriptSteps reads the lifecycle section of a README into steps.
