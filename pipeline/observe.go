@@ -336,7 +336,13 @@ func NewLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
-				return slog.String(slog.TimeKey, a.Value.Time().UTC().Format("15:04:05.000"))
+				return slog.String(slog.TimeKey, a.Value.Time().UTC().Format("15:04:05"))
+			}
+			// Only a warning or an error says its level: most lines are
+			// INFO, and those 11 columns (with the time in whole seconds:
+			// a batch line has its own ms=) keep a batch's line within 100.
+			if len(groups) == 0 && a.Key == slog.LevelKey && a.Value.Any() == slog.LevelInfo {
+				return slog.Attr{}
 			}
 			return a
 		}}))
@@ -346,7 +352,7 @@ func NewLogger(w io.Writer) *slog.Logger {
 // every command shares (run off a terminal and above its status line, the
 // demo's phases):
 //
-//	time=05:24:11.939 level=INFO msg="batch committed" id=3 kind=data rows=7175 ms=484 watermark=2026-09-26T23:59:59Z
+//	time=05:24:11 msg=batch id=3 kind=data rows=7175 ms=484 watermark=2026-09-26T23:59:59Z
 //
 // The watermark is the one the batch ran with (the progress event's
 // eventTime.watermark), in RFC 3339 UTC; "-" before the first.
@@ -356,7 +362,7 @@ func LogBatches(l *slog.Logger) engine.Listener {
 		if t, err := time.Parse(time.RFC3339Nano, p.EventTime["watermark"]); err == nil && t.Unix() > 0 {
 			wm = t.UTC().Format(time.RFC3339)
 		}
-		l.Info("batch committed", "id", p.BatchID, "kind", p.Kind(), "rows", p.NumInputRows,
+		l.Info("batch", "id", p.BatchID, "kind", p.Kind(), "rows", p.NumInputRows,
 			"ms", p.DurationMs[stream.DurTriggerExecution], "watermark", wm)
 	})
 }

@@ -225,3 +225,24 @@ func TestBuildInfo(t *testing.T) {
 		t.Errorf("no build info: %+v", got)
 	}
 }
+
+// TestBatchLogLineWidth: a batch's log line, at the widest figures the
+// contract names (batch 99,999, 10^7-1 rows, 99,999 ms, a watermark), fits
+// 100 columns; a warning still says its level.
+func TestBatchLogLineWidth(t *testing.T) {
+	var b strings.Builder
+	l := NewLogger(&b)
+	LogBatches(l).OnProgress(&stream.Progress{BatchID: 99999, NumInputRows: 9999999,
+		Sources:    []stream.SourceProgress{{StartOffset: []byte(`{"logOffset":1}`), EndOffset: []byte(`{"logOffset":2}`)}},
+		DurationMs: map[string]int64{stream.DurTriggerExecution: 99999},
+		EventTime:  map[string]string{"watermark": "2026-09-26T23:59:59.000Z"}})
+	line := strings.TrimSuffix(b.String(), "\n")
+	if !regexp.MustCompile(`^time=\d\d:\d\d:\d\d msg=batch id=99999 kind=data rows=9999999 ms=99999 watermark=2026-09-26T23:59:59Z$`).MatchString(line) || len(line) > 100 {
+		t.Errorf("batch line (%d columns): %q", len(line), line)
+	}
+	b.Reset()
+	l.Warn("slow")
+	if !strings.Contains(b.String(), "level=WARN") {
+		t.Errorf("a warning without its level: %q", b.String())
+	}
+}

@@ -142,7 +142,7 @@ func TestRunProgressOnTerminal(t *testing.T) {
 	if summary < 0 || !regexp.MustCompile(`^query \S+ run \S+: batches 0-3 \(3 data, 1 no-data, 0 control\)$`).MatchString(s.lines[summary]) {
 		t.Errorf("no summary line of its own:\n%s", text)
 	}
-	if !strings.Contains(text, `msg="query started"`) || !strings.Contains(text, `msg="batch committed"`) {
+	if !strings.Contains(text, `msg="query started"`) || !strings.Contains(text, `msg=batch id=`) {
 		t.Errorf("log lines missing:\n%s", text)
 	}
 	barRow := -1
