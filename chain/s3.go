@@ -594,6 +594,12 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 		drain(input)
 		return gofakes3.PutObjectResult{}, gofakes3.ErrorMessage(gofakes3.ErrPreconditionFailed, "The object already exists")
 	}
+	if errors.Is(err, gofakes3.ErrBadDigest) {
+		// gofakes3's reader found the body unlike its Content-MD5 at its
+		// end: nothing was published, and the client is told why (400
+		// BadDigest, which it retries), not an internal error.
+		return gofakes3.PutObjectResult{}, gofakes3.ErrBadDigest
+	}
 	return gofakes3.PutObjectResult{}, err
 }
 

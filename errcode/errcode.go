@@ -149,8 +149,16 @@ func Corrupt(path string, err error, format string, args ...any) *Error {
 		format, args...)
 }
 
-// Code returns the code of the first *Error in err's chain, or "" if none.
+// Code returns the code err stands for: that of an object store's own
+// failure (READ_ONLY_STORAGE, STORAGE_CREDENTIALS, STORAGE_UNAVAILABLE,
+// STORAGE_WRITE_LOST) wherever it is in err's chain, since a sink or a
+// checkpoint that wraps it (DELTA_CORRUPT_FILE around a dead endpoint)
+// names a consequence, not the cause; otherwise the code of the first
+// *Error in the chain; "" if none.
 func Code(err error) string {
+	if e := storageCause(err); e != nil {
+		return e.Code
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code

@@ -27,3 +27,24 @@ func TestErrorFormatAndCode(t *testing.T) {
 		t.Fatal("plain errors have no code")
 	}
 }
+
+// TestCodeNamesTheStorageCause: a sink or checkpoint error wrapping an
+// object store's failure is coded by the store's failure (the cause), not
+// by the wrapper, however deep it is.
+func TestCodeNamesTheStorageCause(t *testing.T) {
+	store := New(StorageUnavailable, "s3://lake/t/part-0", "check the endpoint", "the endpoint did not answer")
+	wrapped := fmt.Errorf("add batch 3: %w", Wrap(fmt.Errorf("write part-0: %w", store), "DELTA_CORRUPT_FILE", "/t", "", "cannot write the table"))
+	if got := Code(wrapped); got != StorageUnavailable {
+		t.Fatalf("Code = %q, want %s", got, StorageUnavailable)
+	}
+	for _, code := range []string{ReadOnlyStorage, StorageCredentials, StorageWriteLost} {
+		err := Wrap(Wrap(New(code, "", "", "x"), CheckpointCorrupt, "", "", "y"), InvalidArgument, "", "", "z")
+		if got := Code(err); got != code {
+			t.Fatalf("Code = %q, want %s", got, code)
+		}
+	}
+	// Without a storage cause, the outermost code stands.
+	if got := Code(Wrap(Corrupt("/ck/x", nil, "bad"), InvalidArgument, "", "", "z")); got != InvalidArgument {
+		t.Fatalf("Code = %q, want %s", got, InvalidArgument)
+	}
+}

@@ -34,6 +34,11 @@ const (
 	// throttling, reset, timeout) until its retry budget was spent; it
 	// names the endpoint and the last error.
 	StorageUnavailable = "STORAGE_UNAVAILABLE"
+	// StorageWriteLost: an S3 store acknowledged a PUT but, read back,
+	// does not hold the bytes written (an empty or short object, another
+	// checksum). The write failed before anything referred to the object
+	// (the object is removed), so nothing committed is lost.
+	StorageWriteLost = "STORAGE_WRITE_LOST"
 )
 
 // SpaceNeeder is implemented by errors that know how many bytes a failed
@@ -46,7 +51,7 @@ type SpaceNeeder interface{ NeededBytes() int64 }
 // TOO_MANY_OPEN_FILES naming the path of the failed operation and, where
 // known, the bytes still needed; READ_ONLY_STORAGE for EROFS, EACCES or
 // EPERM; or the READ_ONLY_STORAGE, STORAGE_CREDENTIALS or
-// STORAGE_UNAVAILABLE error of an object store found in its chain. nil
+// STORAGE_UNAVAILABLE or STORAGE_WRITE_LOST error of an object store found in its chain. nil
 // when err is none of these.
 func Resource(err error) *Error {
 	if err == nil {
@@ -92,7 +97,7 @@ func storageCause(err error) *Error {
 	var e *Error
 	for errors.As(err, &e) {
 		switch e.Code {
-		case ReadOnlyStorage, StorageCredentials, StorageUnavailable:
+		case ReadOnlyStorage, StorageCredentials, StorageUnavailable, StorageWriteLost:
 			return e
 		}
 		err = e.Err

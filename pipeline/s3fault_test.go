@@ -83,3 +83,51 @@ func TestS3FaultsRiddenOut(t *testing.T) {
 		}
 	})
 }
+
+// TestS3LyingPutLosesNothing: a store that answers a PUT 200 but keeps an
+// empty (or half) object (issue 28: "committed batch 16 is gone") fails
+// the batch with STORAGE_WRITE_LOST naming the object, before anything
+// refers to it: whichever file of the second batch it hits (a data file,
+// the Delta commit, a checkpoint entry, a state file, the source log), the
+// store heals, the restart completes, and the table equals a clean run's,
+// with no committed batch lost and none doubled.
+func TestS3LyingPutLosesNothing(t *testing.T) {
+	refTable, _ := reference(t)
+	s3test.Run(t, func(t *testing.T, s s3test.Server) {
+		for _, c := range []struct {
+			name, key string
+			nth       int
+			fault     s3test.Fault
+		}{
+			{"data-file", "/table/part-", 2, s3test.Fault{EmptyPut: true}},
+			{"delta-commit", "/table/_delta_log/", 3, s3test.Fault{EmptyPut: true}},
+			{"offsets", "/checkpoint/offsets/", 2, s3test.Fault{EmptyPut: true}},
+			{"commits", "/checkpoint/commits/", 2, s3test.Fault{Truncate: true}},
+			{"state", "/checkpoint/state/", 3, s3test.Fault{EmptyPut: true}},
+			{"source-log", "/checkpoint/sources/", 2, s3test.Fault{Truncate: true}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				sw := s3test.NewSwitch(s3test.Nth(c.nth, c.fault, "PUT", c.key))
+				faulty, _ := s.Faulty(t, sw.Schedule())
+				prefix := "lie-" + c.name
+				cfg := s3Config(faulty.Location(prefix+"/checkpoint"), faulty.Location(prefix+"/table"), t.TempDir(), archiveURI(t))
+				cfg.Clock = &waitClock{}
+				_, err := Run(context.Background(), cfg)
+				if errcode.Code(err) != errcode.StorageWriteLost {
+					t.Fatalf("lying PUT of %s: %v, want %s", c.key, err, errcode.StorageWriteLost)
+				}
+				if !strings.Contains(err.Error(), prefix+c.key) {
+					t.Fatalf("%q does not name the object", err)
+				}
+				sw.Set(nil)
+				cfg.LocalDir = t.TempDir() // a restart on another machine: S3 alone
+				if _, err := Run(context.Background(), cfg); err != nil {
+					t.Fatalf("restart after the store healed: %v", err)
+				}
+				if d := diffCounts(refTable, locTableCounts(t, s.Location(prefix+"/table"))); d != "" {
+					t.Fatalf("table: %s", d)
+				}
+			})
+		}
+	})
+}

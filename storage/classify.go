@@ -40,7 +40,8 @@ const (
 	// this user.
 	ClassAccessDenied
 	// ClassTransient: a 5xx, a timeout, a reset or refused connection, a
-	// truncated body, or a conditional write in flight (409): the same
+	// truncated body, a body refused for its checksum (400 BadDigest), or
+	// a conditional write in flight (409): the same
 	// request may succeed later.
 	ClassTransient
 	// ClassThrottled: the server asked to slow down (503 SlowDown, 429);
@@ -111,7 +112,11 @@ func classOfCode(code string) (Class, bool) {
 		return ClassAccessDenied, true
 	case "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests", "RequestThrottled":
 		return ClassThrottled, true
-	case "InternalError", "ServiceUnavailable", "RequestTimeout", "ConditionalRequestConflict", "OperationAborted":
+	case "InternalError", "ServiceUnavailable", "RequestTimeout", "ConditionalRequestConflict", "OperationAborted",
+		// The body did not arrive as sent (its Content-MD5 or checksum
+		// header disagrees): nothing was stored, and sending it again may
+		// succeed.
+		"BadDigest", "XAmzContentChecksumMismatch", "XAmzContentSHA256Mismatch":
 		return ClassTransient, true
 	}
 	return 0, false

@@ -66,6 +66,33 @@
 // 256 KiB each (package checkpoint, "progress/"), so an append costs one
 // segment, not the whole history.
 //
+// # Verified writes
+//
+// A PUT counts only once the store is seen to hold it (verify.go). Each
+// carries Content-MD5 and x-amz-checksum-crc32c of its body, which the
+// server checks before storing anything (AWS S3 and Versity Gateway both;
+// the embedded endpoint, gofakes3, checks Content-MD5): a body damaged on
+// the way is refused with 400 BadDigest and sent again like a 5xx. After
+// the 200, a HEAD reads the stored size back (and the stored CRC32C, where
+// the store keeps one; a CRC32C in the PUT's answer is compared too). A
+// store that acknowledged a write it does not hold (an empty or short
+// object, another checksum, no object) fails the write with
+// STORAGE_WRITE_LOST naming the object and both sizes, and the object is
+// deleted. The writer publishes nothing that refers to an object before
+// its write returned (a data file before its Delta commit, a state file
+// before the commit entry), so the batch fails before its commit and is
+// redone at the next start: a committed batch is never lost. The check
+// costs one HEAD per PUT. A replacing PUT (durable.Replace) raced by
+// another writer of the same key can fail the check although both writes
+// landed; that fails safe (the batch is redone), and the replaced files
+// (Delta checkpoints, _last_checkpoint, the lease) have one writer each.
+//
+// Reads verify by length: an answer shorter than its Content-Length (a
+// truncated body, a reset mid-body) is retried; a large object's streamed
+// body resumes with a ranged GET from the byte where it broke off, and a
+// body that breaks off again before a byte arrives counts against the
+// retry budget.
+//
 // # Requests, retries and errors
 //
 // Every S3 request of ethstream, the archive source's included, goes

@@ -22,8 +22,10 @@ type readFile struct {
 	data  []byte // whole: the object; otherwise unused
 	off   int64  // sequential read position
 
-	body   io.ReadCloser // !whole: the GET body for sequential reads
-	cancel context.CancelFunc
+	body      io.ReadCloser // !whole: the GET body for sequential reads
+	cancel    context.CancelFunc
+	stalls    int   // consecutive resumes of the body without a byte read
+	resumedAt int64 // off at the last resume
 }
 
 func (f *readFile) Read(p []byte) (int, error) {
@@ -37,7 +39,39 @@ func (f *readFile) Read(p []byte) (int, error) {
 	}
 	n, err := f.body.Read(p)
 	f.off += int64(n)
+	if err != nil && f.off < f.size && (err == io.EOF || Classify(err).Retryable()) {
+		// The body broke off before its Content-Length (a reset, a
+		// truncated answer): resume with a ranged GET from here.
+		if rerr := f.resume(err); rerr != nil {
+			return n, rerr
+		}
+		err = nil
+	}
 	return n, err
+}
+
+// resume replaces a body that broke off at f.off with a GET from there.
+// A body that breaks off again without having delivered a byte counts
+// against the store's retry budget, so a store that never completes an
+// answer is reported, not read forever.
+func (f *readFile) resume(cause error) error {
+	if f.off > f.resumedAt {
+		f.stalls = 0
+	}
+	f.stalls++
+	f.resumedAt = f.off
+	_ = f.body.Close()
+	f.cancel()
+	f.body, f.cancel = nil, func() {}
+	if f.stalls >= f.fs.obj.retry.Attempts {
+		return fmt.Errorf("read %s at byte %d of %d: %w", f.fs.path(f.key), f.off, f.size, cause)
+	}
+	body, cancel, err := f.fs.obj.GetFrom(f.fs.ctx, f.key, f.off)
+	if err != nil {
+		return err
+	}
+	f.body, f.cancel = body, cancel
+	return nil
 }
 
 func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
@@ -70,6 +104,9 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *readFile) Close() error {
+	if f.body == nil && f.cancel != nil {
+		f.cancel()
+	}
 	if f.body != nil {
 		err := f.body.Close()
 		f.cancel()

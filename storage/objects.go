@@ -246,6 +246,25 @@ func (s *Objects) GetObject(ctx context.Context, key string, whole int64) (data 
 	return data, body, info, cancel, err
 }
 
+// GetFrom starts a GET of key from byte off to its end, retried until the
+// server answers, for a reader whose body broke off (readFile resumes
+// there). The caller reads and closes the body, then calls cancel.
+func (s *Objects) GetFrom(ctx context.Context, key string, off int64) (body io.ReadCloser, cancel context.CancelFunc, err error) {
+	cancel = func() {}
+	err = s.do(ctx, "get", key, false, func(rctx context.Context) error {
+		bctx, bcancel := context.WithTimeout(ctx, s.timeout)
+		out, err := s.client.GetObject(bctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
+			Range: aws.String(fmt.Sprintf("bytes=%d-", off))})
+		if err != nil {
+			bcancel()
+			return err
+		}
+		body, cancel = out.Body, bcancel
+		return nil
+	})
+	return body, cancel, err
+}
+
 // Head returns the size and time of key.
 func (s *Objects) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	var info ObjectInfo
@@ -305,23 +324,40 @@ func (s *Objects) List(ctx context.Context, prefix, delimiter string, pageSize i
 	}
 }
 
-// Put writes size bytes read from body() (called once per attempt) under
-// key. With ifNoneMatch it is a put-if-absent ("If-None-Match: *") whose
-// lost race (412) is durable.ErrExists; an attempt that gets no answer at
-// all is settled by a HEAD (doc.go, Objects): if the key exists the put
-// counts as lost, so two writers never both believe they won.
+// Put writes size bytes read from body() (called once per attempt, and
+// once before them to checksum it) under key. With ifNoneMatch it is a
+// put-if-absent ("If-None-Match: *") whose lost race (412) is
+// durable.ErrExists; an attempt that gets no answer at all is settled by a
+// HEAD (doc.go, Objects): if the key exists the put counts as lost, so two
+// writers never both believe they won. Every PUT carries its checksums and
+// is read back (verify.go): a store that acknowledged what it does not hold
+// is STORAGE_WRITE_LOST.
 func (s *Objects) Put(ctx context.Context, key string, body func() io.ReadSeeker, size int64, ifNoneMatch bool) error {
-	return s.do(ctx, "put", key, true, func(rctx context.Context) error {
-		in := &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Body: body(), ContentLength: aws.Int64(size)}
+	d, err := digestOf(body())
+	if err != nil {
+		return fmt.Errorf("put %s: read the body to checksum it: %w", s.URI(key), err)
+	}
+	if d.size != size {
+		return fmt.Errorf("put %s: the body holds %d bytes, not %d", s.URI(key), d.size, size)
+	}
+	var out *s3.PutObjectOutput
+	err = s.do(ctx, "put", key, true, func(rctx context.Context) error {
+		in := &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Body: body(), ContentLength: aws.Int64(size),
+			ContentMD5: aws.String(d.md5), ChecksumCRC32C: aws.String(d.crc32c)}
 		if ifNoneMatch {
 			in.IfNoneMatch = aws.String("*")
 		}
-		_, err := s.client.PutObject(rctx, in)
+		o, err := s.client.PutObject(rctx, in)
 		if err != nil && ifNoneMatch && httpStatus(err) == 0 && Classify(err).Retryable() && s.exists(ctx, key) {
 			return fmt.Errorf("put %s (no answer, and the key exists): %w", s.URI(key), durable.ErrExists)
 		}
+		out = o
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return s.verify(ctx, key, d, out)
 }
 
 // exists reports whether key is stored (false if the HEAD fails: the

@@ -259,7 +259,7 @@ func TestCredentials(t *testing.T) {
 		t.Fatalf("the instance-metadata endpoint was contacted %d times", n)
 	}
 
-	refused, counts := s.Faulty(t, func(int, string) s3test.Fault { return s3test.Fault{Status: 403, Code: "InvalidAccessKeyId"} })
+	refused, counts := s.Faulty(t, func(s3test.Request) s3test.Fault { return s3test.Fault{Status: 403, Code: "InvalidAccessKeyId"} })
 	fs, root = openFS(t, refused, "refused")
 	_, err = fs.Stat(fs.PathJoin(root, "a"))
 	checkCredentials(t, err)
@@ -267,7 +267,7 @@ func TestCredentials(t *testing.T) {
 		t.Fatalf("%d HEADs: refused credentials were retried", counts.Get("HEAD"))
 	}
 
-	denied, _ := s.Faulty(t, func(int, string) s3test.Fault { return s3test.Fault{Status: 403, Code: "AccessDenied"} })
+	denied, _ := s.Faulty(t, func(s3test.Request) s3test.Fault { return s3test.Fault{Status: 403, Code: "AccessDenied"} })
 	fs, root = openFS(t, denied, "denied")
 	_, err = durable.Bytes(durable.For(fs), root, "a", durable.Options{}, []byte("x"))
 	if errcode.Code(err) != errcode.ReadOnlyStorage || !strings.Contains(err.Error(), root+"/a") {
