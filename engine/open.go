@@ -79,6 +79,11 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	}
 	// The shape is recorded last: a start that fails to open its sink or
 	// operator leaves no record of a shape that never ran.
+	if sd := d.shape; sd != nil {
+		if err := identifySink(ctx, sd, d.sink); err != nil {
+			return fmt.Errorf("read the identity of sink %s: %w", d.sink.Description(), err)
+		}
+	}
 	if sd := d.shape; sd != nil && sd.Write {
 		if err := shape.Write(d.o.FS, d.w.Path, sd.Seq, shape.Record{FirstBatchID: sd.FirstBatchID, Shape: sd.Shape}); err != nil {
 			return fmt.Errorf("record the query shape: %w", err)

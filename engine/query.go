@@ -81,6 +81,10 @@ type Query struct {
 	// Shape is the query's shape, recorded in the checkpoint and checked by
 	// the restart rules on every start (nil: none is recorded or checked).
 	Shape *shape.Shape
+	// SinkShared lets a checkpoint that has committed nothing start on a
+	// table another query writes (SINK_TABLE_IN_USE otherwise): both MERGE
+	// into it by key.
+	SinkShared bool
 }
 
 // Options are the run environment. They are read, never modified, by Run.

@@ -54,16 +54,27 @@ type shapeDecision struct {
 	FirstBatchID int64
 	Shape        shape.Shape
 	Warnings     []string
+	// checked: the query has a shape (the start records it); recorded is
+	// the shape in force before this start (nil: none). The driver fills
+	// in the sink's identity after opening a sink whose output did not
+	// exist yet, and records the shape then if it differs.
+	checked  bool
+	recorded *shape.Shape
 }
 
 // decideShape applies the restart rules. rec is the newest record (nil:
 // none yet), cur the starting query's shape (nil: the query records none,
-// nothing is checked). The first refused change is returned as the error,
-// with the full list of changes in the decision.
-func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan, evolution bool) (*shapeDecision, error) {
+// nothing is checked), seen what the start read of the sink's output (its
+// identity is recorded with the shape). The first refused change is
+// returned as the error, with the full list of changes in the decision.
+func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan, evolution bool, seen sinkSeen) (*shapeDecision, error) {
 	d := &shapeDecision{}
 	if cur == nil {
 		return d, nil
+	}
+	d.checked = true
+	if rec != nil {
+		d.recorded = &rec.Shape
 	}
 	// The batch a start runs first: a pending batch re-runs (with its
 	// recorded offsets and watermark, but the new query), else a new one.
@@ -72,6 +83,7 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 		first = sp.PendingID
 	}
 	d.Shape, d.FirstBatchID = *cur, first
+	d.Shape.Sink.ID = seen.ID
 	if rec == nil {
 		d.Write = true
 		if !sp.New {
@@ -81,7 +93,7 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 		return d, nil
 	}
 	d.Seq = rec.Seq + 1
-	c := &shapeCheck{d: d, path: path, old: rec.Shape, cur: *cur, first: first, next: sp.NextID, evolution: evolution}
+	c := &shapeCheck{d: d, path: path, old: rec.Shape, cur: d.Shape, first: first, next: sp.NextID, evolution: evolution, seen: seen, queryID: sp.QueryID}
 	// The changes in a fixed order: sources, sink, state, filter and
 	// columns, watermark, mode and trigger.
 	c.sources()
@@ -96,7 +108,7 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 	if c.refusal != nil {
 		return d, c.refusal
 	}
-	d.Write = !rec.Shape.Equal(*cur)
+	d.Write = !rec.Shape.Equal(d.Shape)
 	return d, nil
 }
 
@@ -112,6 +124,10 @@ type shapeCheck struct {
 	first, next int64
 	evolution   bool
 	refusal     error
+	// seen is what the start read of the sink's output, queryID the
+	// checkpoint's query id (the sink's txn appId).
+	seen    sinkSeen
+	queryID string
 }
 
 // newCkpt is the remedy of most refusals.
@@ -207,15 +223,51 @@ func (c *shapeCheck) source(label string, o, s shape.Source) {
 	}
 }
 
+// sink recognises the table by its identity, not its path: the Delta
+// metadata id the checkpoint recorded or, for a checkpoint that recorded
+// none (written before v2 shape records), the table's txn for the query id.
+// The same table at another location or scheme is an allowed change (a
+// moved or copied pair); another table is refused, and so is a new location
+// with no table at all.
 func (c *shapeCheck) sink() {
-	old, cur := c.old.Sink, c.cur.Sink
-	if old != cur {
-		c.refuse("sink location", old.Format+":"+old.Location, cur.Format+":"+cur.Location, sparkSink,
-			"refused: the new table would lack every committed batch's rows",
-			errcode.SinkLocationChanged, newCkpt+", or point --table back at "+old.Location,
-			"the output moved from %s to %s: the new table would lack the rows of every committed batch, which are never written again",
-			old.Location, cur.Location)
+	old, cur, seen := c.old.Sink, c.cur.Sink, c.seen
+	if seen.Err != nil {
+		return // the sink's output could not be read: the start reports why
 	}
+	oldText, curText := old.Format+":"+old.Location, cur.Format+":"+cur.Location
+	const refusedRule = "refused: another table lacks every committed batch's rows"
+	if old.Format != cur.Format || (old.Location != cur.Location && !seen.Exists) {
+		c.refuse("sink location", oldText, curText, sparkSink, refusedRule,
+			errcode.SinkLocationChanged, newCkpt+", or point --table back at "+old.Location+" (or at a copy of that table)",
+			"the output moved from %s to %s, where there is no table: a new one would lack the rows of every committed batch, which are never written again",
+			old.Location, cur.Location)
+		return
+	}
+	if old.ID != "" && seen.ID != "" && old.ID != seen.ID {
+		c.d.Changes = append(c.d.Changes, ShapeChange{Change: "sink table", Old: oldText + " (id " + old.ID + ")", New: curText + " (id " + seen.ID + ")",
+			SparkRule: sparkSink, Rule: refusedRule, Code: errcode.SinkTableMismatch, FirstBatchID: -1})
+		if c.refusal == nil {
+			c.refusal = tableMismatch(c.path, old, "the table at "+cur.Location, seen.ID)
+		}
+		return
+	}
+	if old.Location == cur.Location {
+		return
+	}
+	if old.ID != "" && old.ID == seen.ID {
+		c.allow("sink location", oldText, curText, sparkLocation,
+			"allowed: the same table (Delta metadata id "+old.ID+") moved; its txn is checked against the commit log", c.first)
+		return
+	}
+	if _, ours := seen.Batches[c.queryID]; ours && c.queryID != "" {
+		c.allow("sink location", oldText, curText, sparkLocation,
+			"allowed: the table records batches of this query id (the checkpoint recorded no table id; it is recorded now)", c.first)
+		return
+	}
+	c.refuse("sink table", oldText, curText, sparkSink, refusedRule,
+		errcode.SinkTableMismatch, "point --table at the table this checkpoint wrote (last at "+old.Location+"), or start a new checkpoint for this table",
+		"the table at %s (id %s) records no batch of query %s: it is not the table this checkpoint wrote at %s",
+		cur.Location, orNone(seen.ID), orNone(c.queryID), old.Location)
 }
 
 // state compares the window, the group keys and the aggregates. Renaming

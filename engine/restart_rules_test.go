@@ -89,7 +89,7 @@ func TestRestartRules(t *testing.T) {
 			rec := &shape.Record{Seq: 3, Shape: baseShape()}
 			cur := baseShape()
 			tc.change(&cur)
-			d, err := decideShape("/ck", rec, &cur, p, true)
+			d, err := decideShape("/ck", rec, &cur, p, true, sinkSeen{})
 			var names []string
 			for _, c := range d.Changes {
 				names = append(names, c.Change)
@@ -132,7 +132,7 @@ func TestRestartRulesPositional(t *testing.T) {
 		cur.Sources[i].Name, rec.Shape.Sources[i].Name = "", ""
 	}
 	cur.Sources[0].Provider = "ethrpc"
-	_, err := decideShape("/ck", rec, &cur, &startPlan{NextID: 1, PendingID: -1}, false)
+	_, err := decideShape("/ck", rec, &cur, &startPlan{NextID: 1, PendingID: -1}, false, sinkSeen{})
 	if errcode.Code(err) != errcode.SourceProviderChanged || !strings.Contains(err.Error(), "new checkpoint") {
 		t.Fatalf("positional provider change: %v", err)
 	}
@@ -140,15 +140,15 @@ func TestRestartRulesPositional(t *testing.T) {
 
 func TestRestartRulesFirstRecord(t *testing.T) {
 	cur := baseShape()
-	d, err := decideShape("/ck", nil, &cur, &startPlan{NextID: 5, PendingID: -1}, true)
+	d, err := decideShape("/ck", nil, &cur, &startPlan{NextID: 5, PendingID: -1}, true, sinkSeen{})
 	if err != nil || !d.Write || d.Seq != 0 || d.FirstBatchID != 5 || len(d.Warnings) != 1 {
 		t.Fatalf("legacy checkpoint: %+v %v", d, err)
 	}
-	d, err = decideShape("/ck", nil, &cur, &startPlan{New: true, PendingID: -1}, true)
+	d, err = decideShape("/ck", nil, &cur, &startPlan{New: true, PendingID: -1}, true, sinkSeen{})
 	if err != nil || !d.Write || len(d.Warnings) != 0 {
 		t.Fatalf("new checkpoint: %+v %v", d, err)
 	}
-	d, err = decideShape("/ck", nil, nil, &startPlan{New: true}, true)
+	d, err = decideShape("/ck", nil, nil, &startPlan{New: true}, true, sinkSeen{})
 	if err != nil || d.Write {
 		t.Fatalf("no shape: %+v %v", d, err)
 	}

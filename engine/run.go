@@ -97,11 +97,12 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sd, err := decideShape(o.CheckpointDir, rec, q.Shape, sp, s.evolution)
+	sd, err := decideShape(o.CheckpointDir, rec, q.Shape, sp, s.evolution, chk.seen)
 	if err != nil {
 		return nil, err
 	}
 	sp.Warnings = append(sp.Warnings, sd.Warnings...)
+	logSinkMoved(o, sd)
 	r := newRun(q, sp, s, &driver{o: o, w: w, op: q.Operator, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain})
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)

@@ -1,43 +1,117 @@
 package engine
 
-// The start check that the sink holds what the checkpoint says it committed.
+// The start checks of the sink: that its output is the checkpoint's (by
+// identity, not by path) and holds what the checkpoint says it committed.
 
 import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 )
 
-// checkSinkAgrees compares a RecordingSink's record of this query with the
-// checkpoint, before anything is written. The newest committed batch that
-// wrote to the sink (control batches do not) must be recorded for the
-// query id of metadata; a record at or above it is fine (one above: the
-// pending batch reached the sink before the crash; the sink skips re-runs).
-// A record below it, or none, is TABLE_BEHIND_CHECKPOINT; no record for our
-// id while another id holds that batch means metadata was replaced:
-// CHECKPOINT_CORRUPT naming it. A sink whose output does not exist at all
-// (a new table) is not checked: the sink creates it.
-func checkSinkAgrees(ctx context.Context, d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Sink) error {
+// sinkSeen is what a start read of the sink's output before writing
+// anything; a plain value, the restart rules' input.
+type sinkSeen struct {
+	// Exists: the output exists (a table is there). Only a
+	// stream.RecordingSink can tell; for any other sink it is false and
+	// nothing below is known.
+	Exists bool
+	// ID is the output's identity (stream.IdentifiedSink), "" if none.
+	ID string
+	// Batches is the newest batch each query id recorded in the output.
+	Batches map[string]int64
+	// Err: the output could not be read (nothing above is known). The
+	// start raises it after the sink's own probe (stream.Checker), which
+	// names most such damage better.
+	Err error
+}
+
+// readSink reads the sink's identity and record, writing nothing; a
+// failure is kept in Err.
+func readSink(ctx context.Context, sink stream.Sink) sinkSeen {
+	var seen sinkSeen
 	rs, ok := sink.(stream.RecordingSink)
-	if !ok || !snap.HasMetadata || snap.CommittedID < 0 {
+	if !ok {
+		return seen
+	}
+	rec, err := rs.RecordedBatches(ctx)
+	if err != nil {
+		return sinkSeen{Err: err}
+	}
+	seen.Batches, seen.Exists = rec, rec != nil
+	if is, ok := sink.(stream.IdentifiedSink); ok {
+		if seen.ID, err = is.OutputID(ctx); err != nil {
+			return sinkSeen{Err: err}
+		}
+		seen.Exists = seen.Exists || seen.ID != ""
+	}
+	return seen
+}
+
+// checkSinkOwner refuses to start a checkpoint that has committed nothing
+// and recorded no table identity on a table another query writes (a txn of
+// another appId and none of ours): its MERGE would silently mix into the
+// other query's rows. shared (run --table-shared) allows it.
+func checkSinkOwner(path string, rec *shape.Record, snap *checkpoint.Snapshot, queryID string, seen sinkSeen, shared bool) error {
+	if shared || seen.Err != nil || !seen.Exists || snap.CommittedID >= 0 || (rec != nil && rec.Shape.Sink.ID != "") {
+		return nil
+	}
+	if _, ours := seen.Batches[queryID]; ours && queryID != "" {
+		return nil
+	}
+	var others []string
+	for id := range seen.Batches {
+		others = append(others, id)
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	slices.Sort(others)
+	return errcode.New(errcode.SinkTableInUse, path,
+		"point --table at a new directory, or pass --table-shared if both queries are meant to MERGE into this table",
+		"the table (id %s) is written by query %s (batch %d): a new query's MERGE would mix into its rows; the queries writing it are %s",
+		orNone(seen.ID), others[0], seen.Batches[others[0]], strings.Join(others, ", "))
+}
+
+// checkSinkAgrees compares what a RecordingSink records of this query
+// (seen, read before anything is written) with the checkpoint. The newest
+// committed batch that wrote to the sink (control batches do not) must be
+// recorded for the query id of metadata; a record at it or one past the
+// last commit is fine (one past: the pending batch reached the sink before
+// the crash; the sink skips re-runs). A record below it, or none, is
+// TABLE_BEHIND_CHECKPOINT; one further ahead CHECKPOINT_BEHIND_TABLE; no
+// record for our id while another id holds that batch means metadata was
+// replaced: CHECKPOINT_CORRUPT naming it. A sink whose output does not
+// exist at all (a new table) is not checked: the sink creates it.
+func checkSinkAgrees(d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Sink, seen sinkSeen) error {
+	if seen.Err != nil {
+		return seen.Err
+	}
+	rec := seen.Batches
+	if rec == nil || !snap.HasMetadata || snap.CommittedID < 0 {
 		return nil
 	}
 	want, err := lastSinkBatch(d, snap)
 	if err != nil || want < 0 {
 		return err
 	}
-	rec, err := rs.RecordedBatches(ctx)
-	if err != nil || rec == nil {
-		return err
-	}
 	id := snap.Metadata.ID
 	got, ok := rec[id]
+	if ok && got > snap.CommittedID+1 {
+		return errcode.New(errcode.CheckpointBehindTable, d.Path,
+			"restore the checkpoint taken together with this table, or point --table at the table this checkpoint wrote",
+			"%s records batch %d of query %s, but the checkpoint committed only batch %d: the checkpoint is older than the table, and new batches would reuse ids the table holds under other offsets, their rows skipped",
+			sink.Description(), got, id, snap.CommittedID)
+	}
 	if ok && got >= want {
 		return nil
 	}
@@ -89,12 +163,66 @@ func lastSinkBatch(d checkpoint.Dir, snap *checkpoint.Snapshot) (int64, error) {
 }
 
 // CheckSink is the start check of a sink against the checkpoint in dir,
-// for tools (`ethstream checkpoint verify`): nil when they agree.
+// for tools (`ethstream checkpoint verify`): nil when they agree. It checks
+// the table's identity (SINK_TABLE_MISMATCH when the checkpoint recorded
+// another Delta metadata id), then that the table records the last
+// committed batch and not more than one past it (TABLE_BEHIND_CHECKPOINT,
+// CHECKPOINT_BEHIND_TABLE). It reads only.
 func CheckSink(ctx context.Context, fs vfs.FS, dir string, sink stream.RecordingSink) error {
 	d := checkpoint.Dir{FS: fs, Path: dir}
 	snap, err := d.ReadSnapshot()
 	if err != nil {
 		return err
 	}
-	return checkSinkAgrees(ctx, d, snap, sink)
+	rec, err := shape.ReadLatest(fs, dir)
+	if err != nil {
+		return err
+	}
+	seen := readSink(ctx, sink)
+	if seen.Err != nil {
+		return seen.Err
+	}
+	if rec != nil && rec.Shape.Sink.ID != "" && seen.ID != "" && seen.ID != rec.Shape.Sink.ID {
+		return tableMismatch(dir, rec.Shape.Sink, sink.Description(), seen.ID)
+	}
+	return checkSinkAgrees(d, snap, sink, seen)
+}
+
+// tableMismatch is the refusal of a table whose identity is not the one
+// the checkpoint recorded.
+func tableMismatch(path string, old shape.Sink, where, id string) error {
+	return errcode.New(errcode.SinkTableMismatch, path,
+		"point --table at the table this checkpoint wrote (id "+old.ID+", last at "+old.Location+"), or start a new checkpoint for this table",
+		"%s is another table (Delta metadata id %s) than the one this checkpoint wrote (id %s, last at %s): resuming would MERGE into a table that lacks every committed batch",
+		where, id, old.ID, old.Location)
+}
+
+// logSinkMoved logs an allowed change of the sink location: the table moved
+// or was copied with its checkpoint and is recognised by its identity.
+func logSinkMoved(o Options, sd *shapeDecision) {
+	for _, c := range sd.Changes {
+		if c.Change == "sink location" && c.Allowed {
+			o.Logger.Info("the table moved with the checkpoint: resuming on it", "checkpoint", o.CheckpointDir,
+				"from", c.Old, "to", c.New, "tableId", orNone(sd.Shape.Sink.ID), "rule", c.Rule)
+		}
+	}
+}
+
+// identifySink completes the shape to record with the identity of the
+// sink's output once the sink is open (it may just have created the table),
+// and has it recorded when that identity is new to the checkpoint.
+func identifySink(ctx context.Context, sd *shapeDecision, sink stream.Sink) error {
+	is, ok := sink.(stream.IdentifiedSink)
+	if !ok || !sd.checked || sd.Shape.Sink.ID != "" {
+		return nil
+	}
+	id, err := is.OutputID(ctx)
+	if err != nil || id == "" {
+		return err
+	}
+	sd.Shape.Sink.ID = id
+	if sd.recorded == nil || !sd.recorded.Equal(sd.Shape) {
+		sd.Write = true
+	}
+	return nil
 }

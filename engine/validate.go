@@ -21,6 +21,8 @@ type startCheck struct {
 	// decision on the query's shape.
 	rec *shape.Record
 	sd  *shapeDecision
+	// seen is what the start read of the sink's output.
+	seen sinkSeen
 }
 
 // checkStart is the one validation of a start, shared by Run and Plan (and,
@@ -65,7 +67,10 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 			return chk, err
 		}
 	}
-	chk.sd, err = decideShape(dir, chk.rec, q.Shape, sp, s.evolution)
+	if q.Sink != nil {
+		chk.seen = readSink(ctx, q.Sink)
+	}
+	chk.sd, err = decideShape(dir, chk.rec, q.Shape, sp, s.evolution, chk.seen)
 	if err != nil {
 		return chk, err
 	}
@@ -91,7 +96,10 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 			return chk, err
 		}
 	}
-	if err := checkSinkAgrees(ctx, checkpoint.Dir{FS: fs, Path: dir}, snap, q.Sink); err != nil {
+	if err := checkSinkAgrees(checkpoint.Dir{FS: fs, Path: dir}, snap, q.Sink, chk.seen); err != nil {
+		return chk, err
+	}
+	if err := checkSinkOwner(dir, chk.rec, snap, sp.QueryID, chk.seen, q.SinkShared); err != nil {
 		return chk, err
 	}
 	return chk, nil

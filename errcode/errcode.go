@@ -79,10 +79,22 @@ const (
 	// archive bucket or prefix, a node URL). Its offsets were positions in
 	// the old location; Spark calls the outcome unpredictable.
 	SourceLocationChanged = "SOURCE_LOCATION_CHANGED"
-	// SinkLocationChanged: the output table moved. The new table lacks the
-	// rows of every committed batch, and the batch ids already committed
-	// would never be written there.
+	// SinkLocationChanged: the output location changed and nothing is
+	// there (no table), or the sink cannot tell its tables apart. A new
+	// table lacks the rows of every committed batch, and the batch ids
+	// already committed would never be written there. A table that moved
+	// with its checkpoint is recognised by its identity and resumes.
 	SinkLocationChanged = "SINK_LOCATION_CHANGED"
+	// SinkTableMismatch: the table at the sink location is not the
+	// checkpoint's: another Delta metadata id than the one the checkpoint
+	// recorded (both named), or, for a checkpoint that recorded none, a
+	// table at a new location without a batch of the query id.
+	SinkTableMismatch = "SINK_TABLE_MISMATCH"
+	// SinkTableInUse: a checkpoint that never committed a batch is pointed
+	// at a table another query writes (a txn of another appId, named); its
+	// MERGE would silently mix into that query's rows. Refused unless the
+	// sharing is explicit (run --table-shared).
+	SinkTableInUse = "SINK_TABLE_IN_USE"
 	// OutputSchemaMismatch: the query's output columns changed (an
 	// aggregate renamed) while the state would fit; the Delta table keeps
 	// the schema it was created with and does not evolve it.

@@ -19,6 +19,12 @@ const (
 	// checkpoint says is committed (a Delta commit removed, or the table
 	// restored from an older backup). Raised before anything is written.
 	TableBehindCheckpoint = "TABLE_BEHIND_CHECKPOINT"
+	// CheckpointBehindTable: the table records a batch of the query id more
+	// than one past the checkpoint's last commit (the checkpoint restored
+	// from an older backup than the table): new batches would reuse ids
+	// the table holds under other offsets, and the sink would skip their
+	// rows. Raised before anything is written.
+	CheckpointBehindTable = "CHECKPOINT_BEHIND_TABLE"
 	// Internal: a bug (a panic caught at the command boundary).
 	Internal = "INTERNAL_ERROR"
 	// ReadOnlyStorage: a write to the checkpoint, the state cache or the

@@ -14,8 +14,11 @@ import (
 // Dir is the checkpoint subdirectory holding the records.
 const Dir = "shape"
 
-// Version is the format version this package writes and reads.
-const Version = 1
+// Version is the newest format version this package writes and reads: v2
+// adds the sink's identity (Sink.ID). A record without one is written as v1,
+// byte for byte what earlier versions wrote, so they still read it; both
+// versions read.
+const Version = 2
 
 // Source is one input of the query.
 type Source struct {
@@ -38,10 +41,14 @@ type Watermark struct {
 	DelayUs int64  `json:"delayUs"`
 }
 
-// Sink is where the output goes.
+// Sink is where the output goes, and which output it is.
 type Sink struct {
 	Format   string `json:"format"`
 	Location string `json:"location"`
+	// ID is the identity of the output whatever its location (a Delta
+	// table's metadata id), "" when unknown (a v1 record, or a sink without
+	// an identity). Version 2 only.
+	ID string `json:"id,omitempty"`
 }
 
 // Shape is a query's shape. It is a plain value; Equal compares all fields.
@@ -94,11 +101,16 @@ func (s Shape) Equal(o Shape) bool {
 	return bytes.Equal(a, b)
 }
 
-// Encode renders a record in the version-1 file format.
+// Encode renders a record in the file format: version 2 when the sink has
+// an identity, else version 1.
 func Encode(r Record) ([]byte, error) {
 	r.Shape = r.Shape.normal()
 	var b bytes.Buffer
-	b.WriteString("v" + strconv.Itoa(Version) + "\n")
+	v := 1
+	if r.Shape.Sink.ID != "" {
+		v = 2
+	}
+	b.WriteString("v" + strconv.Itoa(v) + "\n")
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // filters read as written: (gas_used > 0)
 	if err := enc.Encode(r); err != nil {
@@ -114,8 +126,14 @@ func Parse(path string, data []byte) (Record, error) {
 	if !ok {
 		return r, errcode.Corrupt(path, nil, "query shape record has no version line")
 	}
-	if string(head) != "v"+strconv.Itoa(Version) {
-		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v%d", truncate(string(head)), Version)
+	v := 0
+	switch string(head) {
+	case "v1":
+		v = 1
+	case "v2":
+		v = 2
+	default:
+		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1 or v2", truncate(string(head)))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -124,6 +142,9 @@ func Parse(path string, data []byte) (Record, error) {
 	}
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
 		return r, errcode.Corrupt(path, nil, "query shape record has trailing data")
+	}
+	if (v == 2) != (r.Shape.Sink.ID != "") {
+		return r, errcode.Corrupt(path, nil, "query shape record v%d has sink id %q: v2 records, and only they, have one", v, r.Shape.Sink.ID)
 	}
 	if r.FirstBatchID < 0 {
 		return r, errcode.Corrupt(path, nil, "query shape record has firstBatchId %d", r.FirstBatchID)

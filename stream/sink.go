@@ -46,3 +46,16 @@ type RecordingSink interface {
 	// file) is an error here.
 	RecordedBatches(ctx context.Context) (map[string]int64, error)
 }
+
+// IdentifiedSink is a RecordingSink whose output has an identity of its
+// own, independent of where it is stored (a Delta table's metadata id). The
+// engine records that identity in the checkpoint's query shape and, on a
+// restart, recognises the table by it and by the query id's record
+// (RecordedBatches), not by its path: a checkpoint and table moved or
+// copied together resume; another table is refused.
+type IdentifiedSink interface {
+	RecordingSink
+	// OutputID reads, writing and creating nothing, the identity of the
+	// sink's output; "" when the output does not exist.
+	OutputID(ctx context.Context) (string, error)
+}

@@ -21,6 +21,9 @@ import (
 type Sink struct {
 	// Points, when set, is hit at before-sink and after-sink.
 	Points *Points
+	// ID is the identity of the table (OutputID, as a Delta table's
+	// metadata id); "" for a sink without one.
+	ID string
 
 	mu      sync.Mutex
 	env     stream.SinkEnv
@@ -190,4 +193,7 @@ func (s *Sink) Calls() int {
 // Close does nothing: the table outlives a run.
 func (s *Sink) Close() error { return nil }
 
-var _ stream.RecordingSink = (*Sink)(nil)
+// OutputID returns ID.
+func (s *Sink) OutputID(context.Context) (string, error) { return s.ID, nil }
+
+var _ stream.IdentifiedSink = (*Sink)(nil)

@@ -11,7 +11,25 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-var _ stream.RecordingSink = (*MergeSink)(nil)
+var _ stream.IdentifiedSink = (*MergeSink)(nil)
+
+// OutputID returns the table's metadata id (the metaData action's id, which
+// Delta keeps for the table's life whatever its path), "" when the directory
+// holds no table yet. It creates and writes nothing.
+func (m *MergeSink) OutputID(ctx context.Context) (string, error) {
+	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
+	if errcode.Is(err, CodeNotATable) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s, err := t.Snapshot(ctx, -1)
+	if err != nil {
+		return "", err
+	}
+	return s.Metadata.ID, nil
+}
 
 // RecordedBatches returns the txn version of every appId of the latest
 // snapshot (nil when the directory holds no table yet), after checking that
