@@ -19,6 +19,7 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/streamtest"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -42,6 +43,10 @@ type scenario struct {
 	runIDs   map[string]bool
 	// positional maps a V1 source position to its world source.
 	positional []string
+	// dir is the checkpoint directory (move-checkpoint changes it); sinks
+	// are the identified tables a run may write (sink=NAME).
+	dir   string
+	sinks map[string]*streamtest.Sink
 }
 
 func newScenario() *scenario {
@@ -50,6 +55,7 @@ func newScenario() *scenario {
 		table:  &tableWorld{rows: map[string]int64{}, applied: map[int64]bool{}},
 		clock:  newStepClock(),
 		hashes: map[string]string{}, queryIDs: map[string]bool{}, runIDs: map[string]bool{},
+		dir: ckptDir, sinks: map[string]*streamtest.Sink{},
 	}
 }
 
@@ -123,9 +129,47 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		return ""
 	case "run":
 		return s.run(t, d)
+	case "sink":
+		// sink name=N [id=ID]: an identified table a run writes with
+		// sink=N (id: its identity, as a Delta metadata id; set on an
+		// existing sink it plays a table whose checkpoint recorded none).
+		name := argOr(d, "name", "")
+		k := s.sinks[name]
+		if k == nil {
+			k = streamtest.NewSink()
+			s.sinks[name] = k
+		}
+		k.ID = argOr(d, "id", k.ID)
+		return ""
+	case "sink-state":
+		// sink-state name=N: the batches each query recorded, and how many
+		// batches it applied.
+		k := s.sinks[argOr(d, "name", "")]
+		rec, _ := k.RecordedBatches(context.Background())
+		var qs []string
+		for q, b := range rec {
+			qs = append(qs, fmt.Sprintf("%s@%d", q, b))
+		}
+		sort.Strings(qs)
+		return fmt.Sprintf("id=%s applied=%d recorded=[%s]\n", k.ID, len(k.Applied()), strings.Join(qs, " "))
+	case "use-checkpoint":
+		// use-checkpoint dir=DIR: later commands act on the checkpoint at DIR.
+		s.dir = argOr(d, "dir", ckptDir)
+		return ""
+	case "move-checkpoint":
+		// move-checkpoint to=DIR renames the checkpoint directory (mv).
+		to := argOr(d, "to", "")
+		if err := s.fs.MkdirAll(s.fs.PathDir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.fs.Rename(s.dir, to); err != nil {
+			t.Fatal(err)
+		}
+		s.dir = to
+		return ""
 	case "plan":
 		q, _ := s.query(t, d)
-		rep, _ := Plan(context.Background(), q, s.fs, ckptDir)
+		rep, _ := Plan(context.Background(), q, s.fs, s.dir)
 		var b strings.Builder
 		enc := json.NewEncoder(&b)
 		enc.SetIndent("", " ")
@@ -133,14 +177,14 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		enc.Encode(rep)
 		return b.String()
 	case "inspect":
-		rep, err := Inspect(s.fs, ckptDir)
+		rep, err := Inspect(s.fs, s.dir)
 		if err != nil {
 			return "error: " + errcode.Code(err) + "\n"
 		}
 		b, _ := json.MarshalIndent(rep, "", " ")
 		return string(b) + "\n"
 	case "cat":
-		data, err := checkpoint.ReadFile(s.fs, ckptDir+"/"+argOr(d, "file", ""))
+		data, err := checkpoint.ReadFile(s.fs, s.dir+"/"+argOr(d, "file", ""))
 		if err != nil {
 			return "error: " + err.Error() + "\n"
 		}
@@ -148,7 +192,7 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "ls":
 		var out strings.Builder
 		for _, sub := range []string{"offsets", "commits", "sources"} {
-			names, _ := s.fs.List(ckptDir + "/" + sub)
+			names, _ := s.fs.List(s.dir + "/" + sub)
 			sort.Slice(names, func(i, j int) bool {
 				a, ea := strconv.Atoi(names[i])
 				b, eb := strconv.Atoi(names[j])
@@ -160,7 +204,7 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&out, "%s: %s\n", sub, strings.Join(names, " "))
 		}
 		if d.HasArg("state") {
-			names, _ := s.fs.List(ckptDir + "/state/0")
+			names, _ := s.fs.List(s.dir + "/state/0")
 			sort.Strings(names)
 			fmt.Fprintf(&out, "state/0: %s\n", strings.Join(names, " "))
 		}
@@ -168,7 +212,7 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "write":
 		// write file=offsets/3 then the input as the file's new content
 		// (a damaged file: bypasses the no-overwrite rule on purpose).
-		p := ckptDir + "/" + argOr(d, "file", "")
+		p := s.dir + "/" + argOr(d, "file", "")
 		f, err := s.fs.Create(p, vfs.WriteCategoryUnspecified)
 		if err != nil {
 			t.Fatal(err)
@@ -182,20 +226,20 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		f.Close()
 		return ""
 	case "remove":
-		if err := s.fs.Remove(ckptDir + "/" + argOr(d, "file", "")); err != nil {
+		if err := s.fs.Remove(s.dir + "/" + argOr(d, "file", "")); err != nil {
 			t.Fatal(err)
 		}
 		return ""
 	case "hash":
-		s.hashes[argOr(d, "name", "h")] = treeHash(s.fs, ckptDir)
+		s.hashes[argOr(d, "name", "h")] = treeHash(s.fs, s.dir)
 		return ""
 	case "unchanged":
-		if s.hashes[argOr(d, "name", "h")] == treeHash(s.fs, ckptDir) {
+		if s.hashes[argOr(d, "name", "h")] == treeHash(s.fs, s.dir) {
 			return "byte-identical\n"
 		}
 		return "CHANGED\n"
 	case "lock":
-		w, err := checkpoint.Lock(s.fs, ckptDir)
+		w, err := checkpoint.Lock(s.fs, s.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,11 +359,20 @@ func (s *scenario) query(t *testing.T, d *datadriven.TestData) (Query, map[strin
 		t.Fatalf("trigger %q", tr)
 	}
 	q.MaxDataBatches = int(argInt(t, d, "max-batches", 0))
+	if loc := argOr(d, "location", ""); loc != "" {
+		// The sink at location loc (sink=NAME): the query records its shape.
+		sh := &shape.Shape{Sink: shape.Sink{Format: "memory", Location: loc}, Trigger: q.Trigger.Kind.String()}
+		for _, ns := range q.Sources {
+			sh.Sources = append(sh.Sources, shape.Source{Name: ns.Name, Provider: "mem", Location: "mem://" + ns.Source.(*memSource).name})
+		}
+		q.Shape = sh
+	}
+	q.SinkShared = d.HasArg("table-shared")
 	return q, srcs
 }
 
 func (s *scenario) options(t *testing.T, d *datadriven.TestData) Options {
-	o := Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock,
+	o := Options{CheckpointDir: s.dir, FS: s.fs, Clock: s.clock,
 		Listeners: []Listener{ListenerFunc(func(p *stream.Progress) { s.events = append(s.events, p) })}}
 	if c := argOr(d, "crash", ""); c != "" {
 		point, nth, _ := strings.Cut(c, "@")
@@ -368,6 +421,9 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	q.Sink = sink
+	if name := argOr(d, "sink", ""); name != "" {
+		q.Sink = s.sinks[name]
+	}
 	s.clock.StopAfter(int(argInt(t, d, "stop-after-sleeps", 0)))
 	var out strings.Builder
 	if d.HasArg("steps") {
@@ -413,7 +469,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 func (s *scenario) verify(t *testing.T, d *datadriven.TestData) string { return s.verifyTable() }
 
 func (s *scenario) verifyTable() string {
-	dir := checkpoint.Dir{FS: s.fs, Path: ckptDir}
+	dir := checkpoint.Dir{FS: s.fs, Path: s.dir}
 	snap, err := dir.ReadSnapshot()
 	if err != nil {
 		return "error: " + codeOf(err) + "\n"
