@@ -153,3 +153,51 @@ func TestRestartRulesFirstRecord(t *testing.T) {
 		t.Fatalf("no shape: %+v %v", d, err)
 	}
 }
+
+// TestSinkIdentityRules decides the sink rule from the recorded sink and
+// what the start read at the location the query names.
+func TestSinkIdentityRules(t *testing.T) {
+	ours := map[string]int64{"q": 9}
+	for _, tc := range []struct {
+		name        string
+		oldID, loc  string
+		seen        sinkSeen
+		code        string
+		write, move bool
+	}{
+		{name: "same table, same place", oldID: "A", loc: "/t", seen: sinkSeen{Exists: true, ID: "A", Batches: ours}},
+		{name: "same table moved", oldID: "A", loc: "s3://b/t", seen: sinkSeen{Exists: true, ID: "A", Batches: ours}, write: true, move: true},
+		{name: "another table moved in", oldID: "A", loc: "/t", seen: sinkSeen{Exists: true, ID: "B", Batches: ours}, code: errcode.SinkTableMismatch},
+		{name: "another table elsewhere", oldID: "A", loc: "/u", seen: sinkSeen{Exists: true, ID: "B"}, code: errcode.SinkTableMismatch},
+		{name: "no table elsewhere", oldID: "A", loc: "/u", code: errcode.SinkLocationChanged},
+		{name: "no table here (deleted)", oldID: "A", loc: "/t", write: true},
+		{name: "old record, our txn elsewhere", loc: "/u", seen: sinkSeen{Exists: true, ID: "C", Batches: ours}, write: true, move: true},
+		{name: "old record, no txn of ours elsewhere", loc: "/u", seen: sinkSeen{Exists: true, ID: "C", Batches: map[string]int64{"other": 3}}, code: errcode.SinkTableMismatch},
+		{name: "old record, id first seen here", loc: "/t", seen: sinkSeen{Exists: true, ID: "C", Batches: ours}, write: true},
+		{name: "unreadable table: decided later", oldID: "A", loc: "/u", seen: sinkSeen{Err: errcode.New(errcode.CheckpointCorrupt, "/u", "", "x")}, write: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &shape.Record{Seq: 1, Shape: baseShape()}
+			rec.Shape.Sink.ID = tc.oldID
+			cur := baseShape()
+			cur.Sink.Location = tc.loc
+			d, err := decideShape("/ck", rec, &cur, &startPlan{QueryID: "q", NextID: 10, PendingID: -1}, true, tc.seen)
+			if errcode.Code(err) != tc.code {
+				t.Fatalf("err %v, want code %q", err, tc.code)
+			}
+			if err != nil {
+				if tc.code == errcode.SinkTableMismatch && tc.seen.ID != "" && tc.oldID != "" && (!strings.Contains(err.Error(), tc.oldID) || !strings.Contains(err.Error(), tc.seen.ID)) {
+					t.Fatalf("refusal does not name both ids: %v", err)
+				}
+				return
+			}
+			moved := false
+			for _, c := range d.Changes {
+				moved = moved || (c.Change == "sink location" && c.Allowed)
+			}
+			if d.Write != tc.write || moved != tc.move || d.Shape.Sink.ID != tc.seen.ID {
+				t.Fatalf("write %v moved %v id %q; want %v %v %q", d.Write, moved, d.Shape.Sink.ID, tc.write, tc.move, tc.seen.ID)
+			}
+		})
+	}
+}

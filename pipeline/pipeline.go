@@ -163,6 +163,9 @@ type Config struct {
 	// reference's for the reference query); OutputMode is outputMode
 	// ("" = update).
 	WithWatermark, OutputMode string
+	// TableShared lets a new checkpoint write a table another query writes
+	// (run --table-shared; SINK_TABLE_IN_USE otherwise).
+	TableShared bool
 }
 
 // Args renders cfg as `ethstream run` flags, so a phase can be started as its
@@ -195,6 +198,9 @@ func (c Config) Args() []string {
 	}
 	if c.WithWatermark != "" {
 		args = append(args, "--with-watermark", c.WithWatermark)
+	}
+	if c.TableShared {
+		args = append(args, "--table-shared")
 	}
 	if c.OutputMode != "" {
 		args = append(args, "--output-mode", c.OutputMode)
@@ -339,6 +345,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		// Without a table (a plan) there is no whole shape to check.
 		q.Shape = &c.shape
 	}
+	q.SinkShared = cfg.TableShared
 	q.Trigger = cfg.Trigger
 	q.MaxDataBatches = cfg.MaxBatches
 	q.Conf = cfg.Conf

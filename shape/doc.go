@@ -6,7 +6,7 @@
 // restart rules (engine/restart_rules.go) before anything is written; this
 // package only holds, encodes and reads the record.
 //
-// # On-disk format (version 1)
+// # On-disk format (versions 1 and 2)
 //
 //	<checkpoint>/shape/<seq>
 //
@@ -16,8 +16,13 @@
 // query starts on a new checkpoint or restarts with an allowed change; the
 // newest seq is the shape in force. Each file is two lines:
 //
-//	v1
+//	v2
 //	{"firstBatchId":N,"shape":{...}}
+//
+// Version 2 is version 1 plus the sink's identity, sink.id. A record whose
+// sink has no identity (a sink without one, or a table not created yet) is
+// written as v1, byte for byte what version 1 wrote; both versions read,
+// and a v1 file with a sink id, or a v2 file without one, is corrupt.
 //
 // firstBatchId is the first batch the shape applies to (the batch a start
 // runs first: the re-run of a pending batch, or the next new batch). The
@@ -40,7 +45,10 @@
 //	outputMode    update | append | complete
 //	outputSchema  the operator's output schema (stream.Schema.String())
 //	stateSchema   the aggregation's state schema (state.Schema.String())
-//	sink          {"format","location"}
+//	sink          {"format","location"} and, in v2 only, "id": the identity of
+//	              the output whatever its location (a Delta table's
+//	              metadata id); the restart rules recognise the table by it
+//	              (engine/restart_rules.go), not by location
 //	trigger       available-now | once | processing-time=<duration>
 //
 // A file that does not parse, has another version line, or an unexpected

@@ -25,6 +25,7 @@ type queryFlags struct {
 	maxBatches                  int
 	progress                    string
 	metricsAddr                 string
+	tableShared                 bool
 	sql                         sqlFlags
 }
 
@@ -37,6 +38,7 @@ func (f *queryFlags) register(c *cobra.Command, needTable bool) {
 		table = "Delta table directory or s3://BUCKET/PREFIX?OPTIONS (optional: given, it is probed, reading only)"
 	}
 	c.Flags().StringVar(&f.table, "table", "", table)
+	c.Flags().BoolVar(&f.tableShared, "table-shared", false, "let a new checkpoint write a table another query writes (both MERGE into it by key); refused with SINK_TABLE_IN_USE otherwise")
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive or ethrpc, repeatable, in plan order (see SOURCES)")
 	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (see CONF)")
@@ -70,7 +72,7 @@ func (f *queryFlags) build(logger *slog.Logger, needTable bool) (pipeline.Config
 
 func (f *queryFlags) parse(logger *slog.Logger, needTable bool) (pipeline.Config, error) {
 	cfg := pipeline.Config{Checkpoint: f.checkpoint, Table: f.table, LocalDir: f.localDir,
-		MaxBatches: f.maxBatches, Logger: logger, ProgressFile: f.progress}
+		MaxBatches: f.maxBatches, Logger: logger, ProgressFile: f.progress, TableShared: f.tableShared}
 	var missing []string
 	if f.checkpoint == "" {
 		missing = append(missing, "--checkpoint DIR (the query's checkpoint directory)")
