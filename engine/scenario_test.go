@@ -146,11 +146,19 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		// batches it applied.
 		k := s.sinks[argOr(d, "name", "")]
 		rec, _ := k.RecordedBatches(context.Background())
+		// By batch, then id: query ids are random and print as <uuid>.
 		var qs []string
 		for q, b := range rec {
 			qs = append(qs, fmt.Sprintf("%s@%d", q, b))
 		}
-		sort.Strings(qs)
+		sort.Slice(qs, func(i, j int) bool {
+			qi, bi, _ := strings.Cut(qs[i], "@")
+			qj, bj, _ := strings.Cut(qs[j], "@")
+			if len(bi) != len(bj) || bi != bj {
+				return len(bi) < len(bj) || (len(bi) == len(bj) && bi < bj)
+			}
+			return qi < qj
+		})
 		return fmt.Sprintf("id=%s applied=%d recorded=[%s]\n", k.ID, len(k.Applied()), strings.Join(qs, " "))
 	case "use-checkpoint":
 		// use-checkpoint dir=DIR: later commands act on the checkpoint at DIR.
