@@ -478,10 +478,17 @@ func parseSourceLine(path string, v, i int, line string, seen map[string]bool) (
 // CommitEntry is one commits/<batchId> file.
 type CommitEntry struct {
 	NextBatchWatermarkMs int64 `json:"nextBatchWatermarkMs"`
+	// noWatermark: the file records no nextBatchWatermarkMs (Spark 2.2's
+	// "{}"); it reads as 0 but is not compared with anything (CheckWatermark).
+	noWatermark bool
 }
 
-// EncodeCommit renders a commit entry as Spark writes it (no final newline).
+// EncodeCommit renders a commit entry as Spark writes it (no final newline);
+// one read from a file without nextBatchWatermarkMs renders as that file did.
 func EncodeCommit(c *CommitEntry) []byte {
+	if c.noWatermark && c.NextBatchWatermarkMs == 0 {
+		return fmt.Appendf(nil, "v%d\n{}", CommitV1)
+	}
 	return fmt.Appendf(nil, "v%d\n{\"nextBatchWatermarkMs\":%d}", CommitV1, c.NextBatchWatermarkMs)
 }
 
@@ -504,10 +511,11 @@ func ParseCommit(path string, data []byte) (*CommitEntry, error) {
 	c := &CommitEntry{}
 	// Spark 2.2 wrote "{}" (its commit log had no fields yet), and Spark
 	// reads a missing nextBatchWatermarkMs as 0.
-	if v, ok := raw["nextBatchWatermarkMs"]; ok {
-		if err := json.Unmarshal(v, &c.NextBatchWatermarkMs); err != nil || string(v) == "null" {
-			return nil, errcode.Corrupt(path, err, "commit entry has an invalid nextBatchWatermarkMs")
-		}
+	v, ok := raw["nextBatchWatermarkMs"]
+	if !ok {
+		c.noWatermark = true
+	} else if err := json.Unmarshal(v, &c.NextBatchWatermarkMs); err != nil || string(v) == "null" {
+		return nil, errcode.Corrupt(path, err, "commit entry has an invalid nextBatchWatermarkMs")
 	}
 	return c, nil
 }

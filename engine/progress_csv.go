@@ -120,17 +120,60 @@ func readProgressFile(fs vfs.FS, path string) ([]*stream.Progress, error) {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		p := new(stream.Progress)
-		if err := json.Unmarshal(l, p); err != nil {
-			if i == len(lines)-1 {
-				break // torn final line: no trailing newline
-			}
-			return nil, errcode.New(CodeProgressCorrupt, path, "restore the file, or remove the damaged line: every line is one progress event as JSON",
-				"progress log %s line %d is not a progress event", path, i+1)
+		p, err := parseProgressLine(l)
+		if errors.Is(err, errTornLine) && i == len(lines)-1 {
+			break // torn final line: no trailing newline
+		}
+		if err != nil {
+			return nil, errcode.New(CodeProgressCorrupt, path, "pass a progress log: a run's --progress file or a checkpoint, one StreamingQueryProgress JSON object per line (restore the file, or remove the damaged line)",
+				"progress log %s line %d is not a progress event: %v", path, i+1, err)
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// errTornLine: a line that is not complete JSON (a torn final line of a
+// crash mid-append, when it is the last).
+var errTornLine = errors.New("not a JSON object")
+
+// progressKeys are the fields every StreamingQueryProgress has, this
+// project's and Spark's (StreamingQueryProgress.json writes them all).
+var progressKeys = []string{"id", "runId", "timestamp", "batchId"}
+
+// parseProgressLine decodes one line of a progress log. Valid JSON that is
+// not a StreamingQueryProgress is refused: a Spark event log (a
+// SparkListener event per line, StreamingQueryListener$QueryProgressEvent
+// among them, each {"Event":"<class>",...}) would otherwise decode as an
+// empty progress event per line and flatten into rows of zeros.
+func parseProgressLine(line []byte) (*stream.Progress, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil || obj == nil {
+		return nil, errTornLine
+	}
+	if ev, ok := obj["Event"]; ok {
+		var class string
+		_ = json.Unmarshal(ev, &class)
+		return nil, fmt.Errorf("it is a Spark listener event (%q) of an event log, not a StreamingQueryProgress", class)
+	}
+	for _, k := range progressKeys {
+		if _, ok := obj[k]; !ok {
+			return nil, fmt.Errorf("it has no %q field (a StreamingQueryProgress has %v)", k, progressKeys)
+		}
+	}
+	p := new(stream.Progress)
+	if err := json.Unmarshal(line, p); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return p, nil
+}
+
+// VerifyProgressFile reads one file of a progress log (a segment) and
+// refuses any line that is not a progress event, except a torn final one
+// (`checkpoint verify`). It returns the number of events.
+func VerifyProgressFile(fs vfs.FS, path string) (int, error) {
+	events, err := readProgressFile(fs, path)
+	return len(events), err
 }
 
 // FlattenProgress writes outDir/batches.csv and outDir/sources.csv from the

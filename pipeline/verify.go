@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/state"
 )
 
@@ -52,11 +55,19 @@ func (r *VerifyReport) Print(w io.Writer) {
 }
 
 // Verify reads, locking and writing nothing, every file of the checkpoint
-// dir (metadata, every offsets and commits entry, the file sources' logs,
-// every retained state version in full) and, when table is set, every file
-// of the Delta table (Table.Verify), then checks that the table records the
-// checkpoint's last committed batch for its query id. It goes on past damage;
-// the error is for a directory that is not a checkpoint.
+// dir and, when table is set, every file of its Delta table, and
+// cross-checks what two files both record. Each file is read in full as a
+// restart would read it: metadata, every offsets and commits entry, the
+// sources' logs (a file source's log, the ethrpc source's history), the
+// query shape records, the progress log (every line a progress event) and
+// every retained state version; the table's commits, checkpoints and live
+// data files (Table.Verify). The cross-checks: gaps in the offsets and
+// commit logs, commits without their offsets entry, a commit's watermark
+// against the next batch's (checkpoint.Dir.Audit), the file source logs
+// against the newest offsets entry, state versions the commit log does not
+// cover, and the table's txn for the query against the commit log. It goes
+// on past damage, one check per line; the error is for a directory that is
+// not a checkpoint.
 func Verify(ctx context.Context, fs vfs.FS, dir, table string) (*VerifyReport, error) {
 	if fs == nil {
 		fs = vfs.Default
@@ -69,61 +80,215 @@ func Verify(ctx context.Context, fs vfs.FS, dir, table string) (*VerifyReport, e
 	}
 	rep := &VerifyReport{}
 	rep.add(d.Join(checkpoint.MetadataFile), "metadata and latest entries", err)
-	ids, err := d.ListOffsets()
-	rep.add(d.Join(checkpoint.OffsetsDir), "offsets listing", err)
-	for _, id := range ids {
-		_, err := d.ReadOffsets(id)
-		rep.add(d.OffsetsPath(id), "offsets entry", err)
-	}
-	ids, err = d.ListCommits()
-	rep.add(d.Join(checkpoint.CommitsDir), "commits listing", err)
-	for _, id := range ids {
-		_, err := d.ReadCommit(id)
-		rep.add(d.CommitPath(id), "commit entry", err)
-	}
-	keys, _ := fs.List(d.Join(checkpoint.SourcesDir))
-	for _, key := range keys {
-		_, err := d.ReadSourceLog(key)
-		rep.add(d.Join(checkpoint.SourcesDir, key), "source log", err)
-	}
-	committed := int64(-1)
-	if snap != nil {
-		committed = snap.CommittedID
-	}
-	if snap != nil && snap.CheckStateProvider() != nil {
-		committed = -2 // another provider's state: not ours to read
-	}
-	ops, err := fs.List(d.Join(checkpoint.StateDir))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		rep.add(d.Join(checkpoint.StateDir), "state listing", err)
-	}
-	for _, op := range ops {
-		if committed == -2 {
-			break
-		}
-		sd := d.Join(checkpoint.StateDir, op)
-		sr, err := state.Verify(ctx, fs, sd, committed)
-		rep.add(sd, fmt.Sprintf("state: %d versions, %d files, %d bytes", sr.Versions, sr.Files, sr.Bytes), err)
+	logs := verifyLogs(d, rep)
+	verifySources(d, logs, rep)
+	verifyShape(fs, dir, rep)
+	verifyProgress(d, rep)
+	if err := verifyState(ctx, d, snap, logs, rep); err != nil {
+		return rep, err
 	}
 	if table == "" {
 		return rep, ctx.Err()
 	}
+	return rep, verifyTable(ctx, fs, dir, table, snap, logs, rep)
+}
+
+// verifyLogs reads every offsets and commits entry and audits the two logs
+// against each other.
+func verifyLogs(d checkpoint.Dir, rep *VerifyReport) checkpoint.Logs {
+	logs, damaged, err := d.ReadLogs()
+	if err != nil {
+		rep.add(d.Path, "offsets and commits listing", err)
+		return logs
+	}
+	rep.add(d.Join(checkpoint.OffsetsDir), "offsets listing", nil)
+	for _, id := range logs.OffsetIDs {
+		rep.add(d.OffsetsPath(id), "offsets entry", damaged[d.OffsetsPath(id)])
+	}
+	rep.add(d.Join(checkpoint.CommitsDir), "commits listing", nil)
+	for _, id := range logs.CommitIDs {
+		rep.add(d.CommitPath(id), "commit entry", damaged[d.CommitPath(id)])
+	}
+	findings := d.Audit(logs)
+	for _, f := range findings {
+		rep.add(f.Path, f.What, f.Err)
+	}
+	if len(findings) == 0 {
+		rep.add(d.Path, "offsets and commit logs agree: no gap, every commit planned, watermarks carried", nil)
+	}
+	return logs
+}
+
+// verifySources reads each source's private log: the ethrpc source's
+// history files, or a FileStreamSource log, then compares the file source
+// logs with the newest offsets entry.
+func verifySources(d checkpoint.Dir, logs checkpoint.Logs, rep *VerifyReport) {
+	keys, _ := d.FS.List(d.Join(checkpoint.SourcesDir))
+	for _, key := range keys {
+		sd := d.Join(checkpoint.SourcesDir, key)
+		if ethrpc.IsHistoryDir(d.FS, sd) {
+			paths, errs, err := ethrpc.VerifyHistory(d.FS, sd)
+			if err != nil {
+				rep.add(sd, "ethrpc source history listing", err)
+			}
+			for i, p := range paths {
+				rep.add(p, "ethrpc source history", errs[i])
+			}
+			continue
+		}
+		_, err := d.ReadSourceLog(key)
+		rep.add(sd, "source log", err)
+	}
+	if n := len(logs.OffsetIDs); n > 0 {
+		id := logs.OffsetIDs[n-1]
+		if e := logs.Offsets[id]; e != nil {
+			rep.add(d.OffsetsPath(id), "file source logs hold the log ids the newest offsets entry names", d.CheckFileSourceLogs(id, e))
+		}
+	}
+}
+
+// verifyShape reads every query shape record (shape/).
+func verifyShape(fs vfs.FS, dir string, rep *VerifyReport) {
+	l := shape.Log(fs, dir)
+	seqs, err := l.List()
+	if err != nil {
+		rep.add(l.Dir, "query shape records listing", err)
+		return
+	}
+	for _, seq := range seqs {
+		_, err := l.Get(seq)
+		rep.add(l.Path(seq), "query shape record", err)
+	}
+}
+
+// verifyProgress reads every segment of the progress log: each line must be
+// a progress event (a torn final line excepted).
+func verifyProgress(d checkpoint.Dir, rep *VerifyReport) {
+	segs, err := d.ProgressSegments()
+	if err != nil {
+		rep.add(d.Join(checkpoint.ProgressDir), "progress log listing", err)
+		return
+	}
+	for _, s := range segs {
+		n, err := engine.VerifyProgressFile(d.FS, s.Path)
+		rep.add(s.Path, fmt.Sprintf("progress log segment: %d events", n), err)
+	}
+}
+
+// verifyState reads every retained state version in full and checks that
+// the commit log covers them: state version N is written before commits/N,
+// so the newest may be one past the newest commit, never more.
+func verifyState(ctx context.Context, d checkpoint.Dir, snap *checkpoint.Snapshot, logs checkpoint.Logs, rep *VerifyReport) error {
+	if snap != nil && snap.CheckStateProvider() != nil {
+		return nil // another provider's state: not ours to read
+	}
+	committed := int64(-1)
+	if n := len(logs.CommitIDs); n > 0 {
+		committed = logs.CommitIDs[n-1]
+	}
+	if snap != nil {
+		committed = snap.CommittedID
+	}
+	ops, err := d.FS.List(d.Join(checkpoint.StateDir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		rep.add(d.Join(checkpoint.StateDir), "state listing", err)
+	}
+	for _, op := range ops {
+		sd := d.Join(checkpoint.StateDir, op)
+		sr, err := state.Verify(ctx, d.FS, sd, committed)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rep.add(sd, fmt.Sprintf("state: %d versions, %d files, %d bytes", sr.Versions, sr.Files, sr.Bytes), err)
+		var beyond []int64
+		for _, v := range sr.Committed {
+			if v > committed+1 {
+				beyond = append(beyond, v)
+			}
+		}
+		var cerr error
+		if len(beyond) > 0 {
+			cerr = errcode.Corrupt(sd, nil, "state versions %v are newer than the commit log allows (%s; a state version is at most one past its newest entry): the commit log lost entries, or the state comes from another run",
+				beyond, commitLogEnd(d, committed))
+		}
+		rep.add(sd, "commit log covers every state version", cerr)
+	}
+	return nil
+}
+
+// verifyTable reads every file of the table, then checks its txn for the
+// query against the commit log: one txn per batch the sink wrote, batch ids
+// increasing with table versions, none past the commit log (but the batch
+// in flight), and the newest at the checkpoint's last committed batch.
+func verifyTable(ctx context.Context, fs vfs.FS, dir, table string, snap *checkpoint.Snapshot, logs checkpoint.Logs, rep *VerifyReport) error {
 	t, err := delta.OpenFS(ctx, fs, table)
 	if err != nil {
 		rep.add(table, "delta table", err)
-		return rep, ctx.Err()
+		return ctx.Err()
 	}
 	checks, err := t.Verify(ctx)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	for _, c := range checks {
 		rep.add(c.Path, c.What, c.Err)
+	}
+	if snap != nil && snap.HasMetadata {
+		txns, err := t.TxnHistory(ctx, snap.Metadata.ID)
+		if err != nil {
+			rep.add(table, "table txn history", err)
+		} else {
+			for _, f := range auditTxns(checkpoint.Dir{FS: fs, Path: dir}, snap.Metadata.ID, txns, logs) {
+				rep.add(f.Path, f.What, f.Err)
+			}
+		}
 	}
 	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, FS: fs})
 	if err == nil {
 		err = engine.CheckSink(ctx, fs, dir, sink)
 	}
 	rep.add(table, "table records the checkpoint's last committed batch", err)
-	return rep, ctx.Err()
+	return ctx.Err()
+}
+
+// auditTxns compares the table's txn versions for the query with the
+// commit log (verifyTable).
+func auditTxns(d checkpoint.Dir, queryID string, txns []delta.TxnAt, logs checkpoint.Logs) []checkpoint.Finding {
+	var out []checkpoint.Finding
+	last := int64(-1)
+	firstCommit := int64(-1)
+	if n := len(logs.CommitIDs); n > 0 {
+		firstCommit, last = logs.CommitIDs[0], logs.CommitIDs[n-1]
+	}
+	prev := int64(-1)
+	for i, tx := range txns {
+		switch {
+		case i > 0 && tx.TxnVersion <= prev:
+			out = append(out, checkpoint.Finding{Path: tx.Path, What: "table txn goes back",
+				Err: errcode.Corrupt(tx.Path, nil, "table version %d records batch %d of query %s after batch %d: the table's log was rewritten, or another writer used this query id",
+					tx.TableVersion, tx.TxnVersion, queryID, prev)})
+		case tx.TxnVersion > last+1:
+			out = append(out, checkpoint.Finding{Path: tx.Path, What: "table txn ahead of the commit log",
+				Err: errcode.Corrupt(tx.Path, nil, "table version %d records batch %d of query %s, but %s: the commit log lost entries",
+					tx.TableVersion, tx.TxnVersion, queryID, commitLogEnd(d, last))})
+		case tx.TxnVersion >= firstCommit && tx.TxnVersion <= last && !slices.Contains(logs.CommitIDs, tx.TxnVersion):
+			out = append(out, checkpoint.Finding{Path: tx.Path, What: "table txn of an uncommitted batch",
+				Err: errcode.Corrupt(tx.Path, nil, "table version %d records batch %d of query %s, but %s is missing",
+					tx.TableVersion, tx.TxnVersion, queryID, d.CommitPath(tx.TxnVersion))})
+		}
+		prev = max(prev, tx.TxnVersion)
+	}
+	if len(out) == 0 {
+		out = append(out, checkpoint.Finding{Path: d.Join(checkpoint.CommitsDir),
+			What: fmt.Sprintf("table txn of query %s agrees with the commit log (%d table versions)", queryID, len(txns))})
+	}
+	return out
+}
+
+// commitLogEnd describes the end of the commit log for a message.
+func commitLogEnd(d checkpoint.Dir, last int64) string {
+	if last < 0 {
+		return "the commit log " + d.Join(checkpoint.CommitsDir) + " is empty"
+	}
+	return "the commit log ends at " + d.CommitPath(last)
 }

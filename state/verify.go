@@ -116,9 +116,12 @@ func checkChain(fs vfs.FS, dir string, chain []*versionMeta) error {
 
 // VerifyReport is the outcome of Verify: the files it read in full.
 type VerifyReport struct {
-	Versions int   // retained committed versions verified
-	Files    int   // metadata and data files verified
-	Bytes    int64 // bytes read
+	// Committed lists the committed versions (those with a metadata file)
+	// in ascending order, read or not.
+	Committed []int64
+	Versions  int   // retained committed versions verified
+	Files     int   // metadata and data files verified
+	Bytes     int64 // bytes read
 }
 
 // Verify reads every retained committed version of the state directory dir
@@ -135,8 +138,9 @@ func Verify(ctx context.Context, fs vfs.FS, dir string, committed int64) (Verify
 	if _, ok := cat.metas[committed]; committed >= 0 && !ok {
 		return rep, errcode.Corrupt(dir, nil, "state version %d is committed in the checkpoint but has no metadata file", committed)
 	}
+	rep.Committed = cat.versions()
 	seen := map[string]bool{}
-	for _, v := range cat.versions() {
+	for _, v := range rep.Committed {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}

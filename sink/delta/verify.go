@@ -64,3 +64,38 @@ func (t *Table) Verify(ctx context.Context) ([]FileCheck, error) {
 	}
 	return out, nil
 }
+
+// TxnAt is the txn action one commit of the log records for an application
+// id: the streaming batch that commit wrote.
+type TxnAt struct {
+	TableVersion int64
+	Path         string // the commit file
+	TxnVersion   int64
+}
+
+// TxnHistory returns the txn versions the log's commit files record for
+// appID (a query id), by ascending table version; commits without one are
+// left out, and so are those the log no longer holds (before its oldest
+// checkpoint). A commit that does not read is skipped: Verify reports it.
+func (t *Table) TxnHistory(ctx context.Context, appID string) ([]TxnAt, error) {
+	l, err := t.list()
+	if err != nil {
+		return nil, err
+	}
+	var out []TxnAt
+	for _, v := range l.commits {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		acts, err := t.readCommit(v)
+		if err != nil {
+			continue
+		}
+		for _, a := range acts {
+			if a.Txn != nil && a.Txn.AppID == appID {
+				out = append(out, TxnAt{TableVersion: v, Path: t.commitPath(v), TxnVersion: a.Txn.Version})
+			}
+		}
+	}
+	return out, nil
+}

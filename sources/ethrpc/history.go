@@ -250,3 +250,36 @@ func (l *historyLog) prune(keep Offset) error {
 	_, err := l.log().PurgeIf(func(o Offset) bool { return c.Compare(o, keep) != 0 })
 	return err
 }
+
+// IsHistoryDir reports whether dir (a source's sources/<key>/) holds at
+// least one history file: it is an ethrpc source's directory.
+func IsHistoryDir(fs vfs.FS, dir string) bool {
+	names, err := fs.List(dir)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := (historyCodec{}).Key(n); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// VerifyHistory reads every history file in dir in full, as a restart
+// would (version, fields, contiguity, the end offset its name gives), for
+// `checkpoint verify`. It writes nothing and goes on past damage: it returns
+// each file's path and its error (nil: intact); err is for a directory it
+// cannot list.
+func VerifyHistory(fs vfs.FS, dir string) (paths []string, errs []error, err error) {
+	l := (&historyLog{fs: fs, dir: dir}).log()
+	keys, err := l.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range keys {
+		_, err := l.Get(k)
+		paths, errs = append(paths, l.Path(k)), append(errs, err)
+	}
+	return paths, errs, nil
+}
