@@ -45,7 +45,7 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 		d.order = append(d.order, st)
 		d.byKey[st.key] = st
 	}
-	senv := stream.SinkEnv{QueryID: d.queryID}
+	senv := stream.SinkEnv{QueryID: d.queryID, Locked: true} // open runs under the lock
 	if so, ok := d.op.(stream.SchemaOperator); ok {
 		senv.Schema = so.OutputSchema()
 	}

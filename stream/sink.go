@@ -16,6 +16,11 @@ type SinkEnv struct {
 	// Schema is the operator's output schema (OutputSchema); its Key is what
 	// identifies a row across batches. Empty when the operator declares none.
 	Schema Schema
+	// Locked says the caller holds the checkpoint's lock (local) or lease
+	// (S3) for QueryID: no other run of this query is alive, so what a dead
+	// run of it left behind (temp files of a killed write) may be removed
+	// now rather than after a grace period. The engine always sets it.
+	Locked bool
 }
 
 // Sink receives each batch's output. It must be idempotent per (query id,

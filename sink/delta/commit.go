@@ -11,7 +11,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
-	"github.com/ethstream/ethstream/storage"
 	"github.com/google/uuid"
 )
 
@@ -75,49 +74,6 @@ func (t *Table) syncDirsOf(paths []string) error {
 		}
 	}
 	return nil
-}
-
-// tempGrace is how old a temp file in the table must be before a writer
-// deletes it as left by a crash: other writers may share the table, and a
-// temp file younger than this may be a publish in progress.
-const tempGrace = time.Hour
-
-// cleanTemps deletes the temp files (durable.IsTemp) in the table root and
-// _delta_log whose modification time is more than tempGrace before now. It
-// returns the number deleted.
-func (t *Table) cleanTemps(now time.Time) (int, error) {
-	tmps, err := t.staleTemps(now)
-	n := 0
-	for _, p := range tmps {
-		if err := t.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return n, fmt.Errorf("remove stale temp file %s: %w", p, err)
-		}
-		n++
-	}
-	return n, err
-}
-
-// staleTemps lists the temp files in the table root and _delta_log older
-// than tempGrace: abandoned by a writer that crashed (no publish takes that
-// long), so deleting them cannot break a write in progress.
-func (t *Table) staleTemps(now time.Time) ([]string, error) {
-	var out []string
-	for _, dir := range []string{t.root, t.logDir} {
-		infos, err := storage.ListInfo(t.fs, dir, durable.IsTemp)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return out, fmt.Errorf("list %s: %w", dir, err)
-		}
-		for _, st := range infos {
-			if st.IsDir() || !st.ModTime().Before(now.Add(-tempGrace)) {
-				continue
-			}
-			out = append(out, t.fs.PathJoin(dir, st.Name()))
-		}
-	}
-	return out, nil
 }
 
 // CreateOption configures Create.

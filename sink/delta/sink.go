@@ -141,9 +141,10 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	if err := checkSinkTable(t, s, want); err != nil {
 		return err
 	}
-	// Temp files a crashed writer left (ours or another's, once old enough
-	// not to be a publish in progress).
-	if n, err := t.cleanTemps(m.o.Clock()); err != nil {
+	// Temp files a killed writer left: all of them when no other writer
+	// can be alive, else those old enough not to be a publish in progress
+	// (commit.go, sweepAll).
+	if n, err := t.cleanTemps(m.o.Clock(), sweepAll(env, s)); err != nil {
 		return err
 	} else if n > 0 {
 		m.log.Info("removed stale temp files from the delta table", "path", t.Path(), "files", n)
