@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
 
@@ -64,7 +65,7 @@ func TestS3FaultsRiddenOut(t *testing.T) {
 					t.Fatalf("table: %s", d)
 				}
 
-				dead, _ := s.Faulty(t, s3test.FirstN(1<<30, f.fault))
+				dead, deadCounts := s.Faulty(t, s3test.FirstN(1<<30, f.fault))
 				prefix = "dead-" + f.name
 				cfg = s3Config(dead.Location(prefix+"/checkpoint"), dead.Location(prefix+"/table"), t.TempDir(), archiveURI(t))
 				cfg.Clock = &waitClock{}
@@ -78,6 +79,15 @@ func TestS3FaultsRiddenOut(t *testing.T) {
 				}
 				if keys := s.Keys(t, prefix+"/"); len(keys) != 0 {
 					t.Fatalf("a refused start wrote %v", keys)
+				}
+				// One probe of the endpoint, one retry budget: not a budget
+				// per check (the checkpoint's and the table's, 30 requests).
+				sent := 0
+				for _, k := range []string{"LIST", "HEAD", "GET", "PUT", "DELETE", "POST"} {
+					sent += deadCounts.Get(k)
+				}
+				if sent != storage.DefaultRetry.Attempts {
+					t.Fatalf("a dead endpoint was sent %d requests, want %d (one probe)", sent, storage.DefaultRetry.Attempts)
 				}
 			})
 		}

@@ -110,6 +110,10 @@
 // READ_ONLY_STORAGE (AccessDenied on a write), STORAGE_UNAVAILABLE (the
 // retry budget spent: names the endpoint, the object and the last error),
 // or an error naming the operation, the object and the server's reason.
+// A start (pipeline.Run) first probes each S3 endpoint once (Mux.Probe:
+// one LIST of at most one key per endpoint, the endpoints in parallel,
+// within ProbeBudget, 30 s), so a dead endpoint costs one retry budget, not
+// one per check of the start.
 // A vfs call carries no context: the FS's requests use NewFS's context
 // without its cancellation (a stopping command still completes the publish
 // or lease release under way), each attempt bounded by
