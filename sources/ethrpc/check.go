@@ -23,7 +23,7 @@ const checkRetries = 2
 // one eth_blockNumber must succeed on some endpoint. It opens its own
 // connections and closes them.
 func (s *Source) Check(ctx context.Context) error {
-	p := newPool(s.o.Endpoints, stream.SystemClock{}, s.o.Timeout, min(s.o.MaxRetries, checkRetries), slog.New(slog.DiscardHandler))
+	p := newPool(s.o.Endpoints, stream.SystemClock{}, s.o.Timeout, min(s.o.MaxRetries, checkRetries), s.o.MaxResponseSize, slog.New(slog.DiscardHandler))
 	defer p.close()
 	var bn hexutil.Uint64
 	err := p.call(ctx, "eth_blockNumber", func(ctx context.Context, c *rpc.Client) error {

@@ -67,34 +67,91 @@ type pool struct {
 }
 
 type endpoint struct {
-	url string
-	mu  sync.Mutex
-	c   *rpc.Client
+	url         string
+	maxResponse int64 // bytes of one answer; 0 = no cap
+	mu          sync.Mutex
+	c           *rpc.Client
 }
 
-// retryAfterKey carries a *retryAfterSlot through the request context to the
+// retryAfterKey carries a *callSlot through the request context to the
 // RoundTripper: go-ethereum's rpc.HTTPError keeps status and body but drops
-// the response headers.
+// the response headers, and a capped body's error reaches the caller only
+// as the JSON decoder's.
 type retryAfterKey struct{}
 
-type retryAfterSlot struct{ v string }
+// callSlot is what the transport tells the call about its answer.
+type callSlot struct {
+	v        string // Retry-After of an error answer
+	tooLarge bool   // the answer exceeded the endpoint's cap
+}
 
-type captureTransport struct{ base http.RoundTripper }
+// captureTransport records Retry-After and caps every answer's body at max
+// bytes (0: no cap): an answer announcing more is refused unread, one
+// streaming more is cut off at the cap.
+type captureTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+// errResponseTooLarge ends a capped answer's body.
+var errResponseTooLarge = errors.New("JSON-RPC answer exceeds maxResponseSize")
 
 func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	if err == nil && resp.StatusCode >= 400 {
-		if slot, ok := req.Context().Value(retryAfterKey{}).(*retryAfterSlot); ok {
-			slot.v = resp.Header.Get("Retry-After")
+	if err != nil {
+		return resp, err
+	}
+	slot, _ := req.Context().Value(retryAfterKey{}).(*callSlot)
+	if resp.StatusCode >= 400 && slot != nil {
+		slot.v = resp.Header.Get("Retry-After")
+	}
+	if t.max > 0 {
+		if resp.ContentLength > t.max {
+			resp.Body.Close()
+			if slot != nil {
+				slot.tooLarge = true
+			}
+			return nil, fmt.Errorf("%w (Content-Length %d)", errResponseTooLarge, resp.ContentLength)
 		}
+		resp.Body = &cappedBody{rc: resp.Body, left: t.max, slot: slot}
 	}
 	return resp, err
 }
 
-func newPool(urls []string, clock stream.Clock, timeout time.Duration, maxRetries int, log *slog.Logger) *pool {
+// cappedBody reads at most left bytes of rc, then fails (and marks slot);
+// the rest is never read: Close drops the connection.
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+	slot *callSlot
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte past the cap proves the answer is larger.
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n == 0 {
+			return 0, io.EOF
+		}
+		if b.slot != nil {
+			b.slot.tooLarge = true
+		}
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+func newPool(urls []string, clock stream.Clock, timeout time.Duration, maxRetries int, maxResponse int64, log *slog.Logger) *pool {
 	p := &pool{clock: clock, timeout: timeout, maxRetries: maxRetries, log: log}
 	for _, u := range urls {
-		p.eps = append(p.eps, &endpoint{url: u})
+		p.eps = append(p.eps, &endpoint{url: u, maxResponse: maxResponse})
 	}
 	p.mu.rng = rand.New(rand.NewPCG(uint64(clock.Now().UnixNano()), 0x657468727063))
 	p.mu.lat = make([]time.Duration, 0, latencyWindowLen)
@@ -109,7 +166,7 @@ func (e *endpoint) client(ctx context.Context) (*rpc.Client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
-	c, err := rpc.DialOptions(ctx, e.url, rpc.WithHTTPClient(&http.Client{Transport: captureTransport{tr}}))
+	c, err := rpc.DialOptions(ctx, e.url, rpc.WithHTTPClient(&http.Client{Transport: captureTransport{base: tr, max: e.maxResponse}}))
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", redact(e.url), err)
 	}
@@ -214,7 +271,7 @@ func (p *pool) call(ctx context.Context, what string, fn func(ctx context.Contex
 		p.mu.requests++
 		p.mu.Unlock()
 
-		slot := &retryAfterSlot{}
+		slot := &callSlot{}
 		c, err := ep.client(ctx)
 		if err == nil {
 			actx, cancel := context.WithTimeout(context.WithValue(ctx, retryAfterKey{}, slot), p.timeout)
@@ -229,6 +286,11 @@ func (p *pool) call(ctx context.Context, what string, fn func(ctx context.Contex
 		}
 		if ctx.Err() != nil {
 			return batchDeadlineErr(ctx, what, ep.url, err)
+		}
+		if slot.tooLarge || errors.Is(err, errResponseTooLarge) {
+			return errcode.New(CodeResponseTooLarge, "",
+				"check that the endpoint serves Ethereum JSON-RPC (a block header batch is a few KiB per block), or raise maxResponseSize=, or lower maxBatchSize=",
+				"%s at %s answered more than maxResponseSize (%d bytes); the answer was read no further", what, redact(ep.url), ep.maxResponse)
 		}
 		class := classify(err)
 		switch class {

@@ -17,6 +17,9 @@ const (
 	// CodeRPCRequestFailed: an endpoint refused a request for a reason
 	// retrying cannot fix (bad API key, unknown method, invalid params).
 	CodeRPCRequestFailed = "RPC_REQUEST_FAILED"
+	// CodeResponseTooLarge: an endpoint's answer exceeded maxResponseSize;
+	// it was read no further.
+	CodeResponseTooLarge = "RPC_RESPONSE_TOO_LARGE"
 	// CodeBadBlock: an endpoint returned a block that is not well formed.
 	CodeBadBlock = "RPC_BAD_BLOCK"
 	// CodeInvalidOption: a source option or URI is invalid.

@@ -21,6 +21,11 @@ const (
 	DefaultMaxRetries          = 8
 	DefaultParallelism         = 4
 	DefaultReorgDepth          = 64
+	// DefaultMaxResponseSize caps one JSON-RPC answer (maxResponseSize):
+	// a batch of 100 headers is about 60 KiB, so 64 MiB is three orders of
+	// magnitude of headroom, and a node streaming a 2 GiB answer is cut
+	// off after 64 MiB instead of being read into memory (884 MB RSS, seen).
+	DefaultMaxResponseSize = 64 << 20
 	// MaxReorgDepth bounds reorgDepth: the history file holds reorgDepth+1
 	// blocks and is rewritten every batch.
 	MaxReorgDepth = 4096
@@ -74,6 +79,10 @@ type Options struct {
 	// ReorgDepth is the deepest reorganisation ReorgRetract undoes (default
 	// 64 blocks); deeper ones are REORG_DETECTED. Only with ReorgRetract.
 	ReorgDepth int
+	// MaxResponseSize caps the bytes of one JSON-RPC answer (default
+	// DefaultMaxResponseSize): a larger one is RPC_RESPONSE_TOO_LARGE,
+	// naming the endpoint and the cap, and is read no further.
+	MaxResponseSize int64
 	// Logger receives retries and failovers; nil uses the engine's logger.
 	Logger *slog.Logger
 }
@@ -94,6 +103,7 @@ var uriKeys = map[string]string{
 	"parallelism": "parallelism",
 	"reorg":       "reorg",
 	"reorgDepth":  "reorgDepth", "reorg_depth": "reorgDepth",
+	"maxResponseSize": "maxResponseSize", "max_response_size": "maxResponseSize",
 }
 
 // ParseURI parses the source URI of `ethstream run --source NAME=ethrpc:URI`:
@@ -102,7 +112,8 @@ var uriKeys = map[string]string{
 // Options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations,
 // finality (safe|finalized), endpoints (comma-separated further URLs, tried in
 // order after the URI's own), maxBatchSize, parallelism, timeout (Go duration),
-// batchTimeout (Go duration), maxRetries, reorg (fail|retract), reorgDepth.
+// batchTimeout (Go duration), maxRetries, reorg (fail|retract), reorgDepth,
+// maxResponseSize (bytes, or with a KiB, MiB or GiB suffix).
 // An unknown option is an INVALID_ARGUMENT error: a typo must not silently
 // read from the wrong block. An endpoint that needs its own query string
 // (an API key) goes URL-encoded into endpoints=.
@@ -130,7 +141,7 @@ func ParseURI(uri string) (Options, error) {
 		canon, ok := uriKeys[k]
 		if !ok {
 			return Options{}, errcode.New(CodeInvalidOption, "",
-				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, batchTimeout, maxRetries, reorg, reorgDepth",
+				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, batchTimeout, maxRetries, reorg, reorgDepth, maxResponseSize",
 				"unknown ethrpc option %q", k)
 		}
 		if prev, dup := seen[canon]; dup || len(vals[k]) > 1 {
@@ -215,6 +226,12 @@ func ParseURI(uri string) (Options, error) {
 				return Options{}, errcode.Wrap(err, CodeInvalidOption, "", fmt.Sprintf("use a depth from 1 to %d", MaxReorgDepth), "ethrpc option %s=%q", k, v)
 			}
 			o.ReorgDepth = n
+		case "maxResponseSize":
+			n, ok := parseSize(v)
+			if !ok {
+				return Options{}, bad("a positive size in bytes, or with a KiB, MiB or GiB suffix, e.g. 64MiB")
+			}
+			o.MaxResponseSize = n
 		case "maxRetries":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
@@ -227,6 +244,23 @@ func ParseURI(uri string) (Options, error) {
 		return Options{}, errcode.New(CodeInvalidOption, "", "give an endpoint, e.g. ethrpc:http://127.0.0.1:8545", "ethrpc URI %q names no endpoint", redact(uri))
 	}
 	return o, nil
+}
+
+// parseSize reads a positive byte count: digits, optionally followed by
+// KiB, MiB or GiB.
+func parseSize(v string) (int64, bool) {
+	shift := 0
+	for suffix, sh := range map[string]int{"KiB": 10, "MiB": 20, "GiB": 30} {
+		if strings.HasSuffix(v, suffix) {
+			v, shift = strings.TrimSuffix(v, suffix), sh
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)>>shift {
+		return 0, false
+	}
+	return n << shift, true
 }
 
 func checkEndpoint(e string) error {

@@ -113,6 +113,9 @@ func New(o Options) (*Source, error) {
 	if o.BatchTimeout <= 0 {
 		o.BatchTimeout = DefaultBatchTimeout
 	}
+	if o.MaxResponseSize <= 0 {
+		o.MaxResponseSize = DefaultMaxResponseSize
+	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = DefaultParallelism
 	}
@@ -154,7 +157,7 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 		}
 		s.hist = historyLog{fs: env.FS, dir: env.MetadataDir}
 	}
-	s.pool = newPool(s.o.Endpoints, env.Clock, s.o.Timeout, s.o.MaxRetries, s.log)
+	s.pool = newPool(s.o.Endpoints, env.Clock, s.o.Timeout, s.o.MaxRetries, s.o.MaxResponseSize, s.log)
 	return nil
 }
 
