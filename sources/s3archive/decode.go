@@ -852,6 +852,9 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 	if err := rr.fetchAll(need); err != nil {
 		return nil, readErr(ctx, err, uri, "read column chunks")
 	}
+	if err := checkBounds(md, rr, size, size-8-flen, leavesOf(decs), uri); err != nil {
+		return nil, err // before any allocation sized by the metadata
+	}
 	out := &decodedFile{}
 	for gi, rg := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {

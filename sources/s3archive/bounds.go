@@ -1,0 +1,179 @@
+package s3archive
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// A Parquet file's metadata says how much the decoder will allocate: rows
+// per row group (one slot per row in every projected column), page sizes
+// (a buffer per page), chunk extents (the bytes fetched). parquet-go trusts
+// them: num_rows = 2^62 surfaced as a recovered "makeslice: len out of
+// range", and 2^36 would have been an allocation of hundreds of GiB, not a
+// panic. checkBounds compares every such number with the object before the
+// first allocation that depends on it, so a damaged or hostile file is
+// ARCHIVE_FILE_UNREADABLE naming the file and the field.
+//
+// The bounds:
+//
+//   - row counts are non-negative, the row groups add up to the file's
+//     num_rows, a row group holds at most maxRowGroupRows rows, and the file
+//     at most one row per byte of the object (a block row carries its
+//     32-byte hash, which no encoding shrinks: real files have ~600 bytes
+//     per row);
+//   - every column chunk lies inside the object, before the footer, its
+//     offsets and sizes non-negative and free of overflow;
+//   - every page of a projected chunk (its headers walked from the fetched
+//     bytes) lies inside its chunk, with non-negative sizes, an
+//     uncompressed size of at most maxPageBytes, a dictionary of at most
+//     one value per uncompressed byte, and at most the row group's rows of
+//     values in a data page (the archive's columns are flat).
+const (
+	maxRowGroupRows = 1 << 22  // 4.2M; a day of blocks is ~7,200 rows
+	maxPageBytes    = 1 << 28  // 256 MiB; writers' pages are ~1 MiB
+	maxHeaderBytes  = 16 << 20 // a page header beyond this is damage
+)
+
+// checkBounds checks md against an object of size bytes whose footer
+// starts at footer, walking the page headers of the projected leaves'
+// chunks through rr (already fetched). It returns ARCHIVE_FILE_UNREADABLE
+// naming uri and the first field out of bounds.
+func checkBounds(md *format.FileMetaData, rr io.ReaderAt, size, footer int64, leaves []int, uri string) error {
+	bad := func(format string, args ...any) error { return unreadable(nil, uri, format, args...) }
+	if md.NumRows < 0 || md.NumRows > size {
+		return bad("num_rows %d is out of bounds for a %d-byte object (damaged metadata)", md.NumRows, size)
+	}
+	var rows int64
+	for gi := range md.RowGroups {
+		rg := &md.RowGroups[gi]
+		if rg.NumRows < 0 || rg.NumRows > maxRowGroupRows {
+			return bad("row group %d num_rows %d is out of bounds (0..%d; damaged metadata)", gi, rg.NumRows, maxRowGroupRows)
+		}
+		rows += rg.NumRows
+		if rows > md.NumRows {
+			return bad("the row groups hold more rows than the file's num_rows %d (damaged metadata)", md.NumRows)
+		}
+		for ci := range rg.Columns {
+			if err := checkChunk(&rg.Columns[ci].MetaData, footer); err != nil {
+				return bad("row group %d column %d: %v (damaged metadata)", gi, ci, err)
+			}
+		}
+		for _, leaf := range leaves {
+			if leaf < 0 || leaf >= len(rg.Columns) {
+				continue // the decoder reports a missing column itself
+			}
+			if err := checkPages(&rg.Columns[leaf].MetaData, rr, rg.NumRows); err != nil {
+				return bad("row group %d column %q: %v (damaged file)", gi, columnName(&rg.Columns[leaf].MetaData), err)
+			}
+		}
+	}
+	if rows != md.NumRows {
+		return bad("the row groups hold %d rows, the file's num_rows says %d (damaged metadata)", rows, md.NumRows)
+	}
+	return nil
+}
+
+func columnName(md *format.ColumnMetaData) string {
+	if len(md.PathInSchema) == 0 {
+		return "?"
+	}
+	return md.PathInSchema[len(md.PathInSchema)-1]
+}
+
+// checkChunk checks a column chunk's extent against the footer's start.
+func checkChunk(md *format.ColumnMetaData, footer int64) error {
+	switch {
+	case md.NumValues < 0:
+		return fmt.Errorf("num_values %d is negative", md.NumValues)
+	case md.TotalCompressedSize < 0 || md.TotalUncompressedSize < 0:
+		return fmt.Errorf("chunk sizes %d (compressed), %d (uncompressed) are negative", md.TotalCompressedSize, md.TotalUncompressedSize)
+	case md.DataPageOffset < 0 || md.DataPageOffset >= footer:
+		return fmt.Errorf("data page offset %d lies outside the data (0..%d)", md.DataPageOffset, footer)
+	case md.DictionaryPageOffset < 0 || md.DictionaryPageOffset >= footer:
+		return fmt.Errorf("dictionary page offset %d lies outside the data (0..%d)", md.DictionaryPageOffset, footer)
+	}
+	r := chunkRange(md)
+	if md.TotalCompressedSize > footer-r.off {
+		return fmt.Errorf("chunk [%d, +%d) runs past the data's end %d", r.off, md.TotalCompressedSize, footer)
+	}
+	return nil
+}
+
+// checkPages walks the page headers of one chunk.
+func checkPages(md *format.ColumnMetaData, rr io.ReaderAt, rows int64) error {
+	r := chunkRange(md)
+	proto := &thrift.CompactProtocol{}
+	buf := make([]byte, 0, 4<<10)
+	for pos := r.off; pos < r.end; {
+		var h format.PageHeader
+		n, err := readHeader(rr, proto, &buf, pos, r.end, &h)
+		if err != nil {
+			return fmt.Errorf("page header at %d: %w", pos, err)
+		}
+		if err := checkPage(&h, r.end-pos-n, rows); err != nil {
+			return fmt.Errorf("page at %d: %w", pos, err)
+		}
+		pos += n + int64(h.CompressedPageSize)
+	}
+	return nil
+}
+
+// readHeader decodes the page header at pos (before end) into h and
+// returns its length, reading a window that grows until the header fits.
+func readHeader(rr io.ReaderAt, proto thrift.Protocol, buf *[]byte, pos, end int64, h *format.PageHeader) (int64, error) {
+	for window := int64(cap(*buf)); ; window *= 4 {
+		w := min(window, end-pos)
+		b := (*buf)[:0]
+		if int64(cap(b)) < w {
+			b = make([]byte, 0, w)
+			*buf = b
+		}
+		b = b[:w]
+		if _, err := rr.ReadAt(b, pos); err != nil && err != io.EOF {
+			return 0, err
+		}
+		*h = format.PageHeader{}
+		pr := proto.NewReaderFromBytes(b)
+		err := thrift.NewDecoder(pr).Decode(h)
+		if err == nil {
+			return int64(pr.BytesRead()), nil
+		}
+		if w == end-pos || w >= maxHeaderBytes {
+			return 0, err
+		}
+	}
+}
+
+// checkPage checks one page header; left is the chunk's bytes after it.
+func checkPage(h *format.PageHeader, left, rows int64) error {
+	switch {
+	case h.CompressedPageSize < 0 || h.UncompressedPageSize < 0:
+		return fmt.Errorf("sizes %d (compressed), %d (uncompressed) are negative", h.CompressedPageSize, h.UncompressedPageSize)
+	case int64(h.CompressedPageSize) > left:
+		return fmt.Errorf("%d bytes run past the chunk's end (%d left)", h.CompressedPageSize, left)
+	case h.UncompressedPageSize > maxPageBytes:
+		return fmt.Errorf("uncompressed size %d exceeds %d", h.UncompressedPageSize, maxPageBytes)
+	}
+	if d, ok := h.DictionaryPageHeader.Get(); ok && (d.NumValues < 0 || d.NumValues > h.UncompressedPageSize) {
+		return fmt.Errorf("dictionary of %d values in %d bytes", d.NumValues, h.UncompressedPageSize)
+	}
+	if d, ok := h.DataPageHeader.Get(); ok && (d.NumValues < 0 || int64(d.NumValues) > rows) {
+		return fmt.Errorf("%d values in a row group of %d rows", d.NumValues, rows)
+	}
+	if d, ok := h.DataPageHeaderV2.Get(); ok && (d.NumValues < 0 || d.NumRows < 0 || int64(d.NumRows) > rows || int64(d.NumValues) > rows) {
+		return fmt.Errorf("%d values, %d rows in a row group of %d rows", d.NumValues, d.NumRows, rows)
+	}
+	return nil
+}
+
+// leavesOf returns the leaf columns the decoders read (-1: absent).
+func leavesOf(decs []*colDecoder) []int {
+	leaves := make([]int, len(decs))
+	for i, d := range decs {
+		leaves[i] = d.leaf
+	}
+	return leaves
+}
