@@ -31,6 +31,11 @@ type S3Options struct {
 	Root   string // each top-level folder of Root is a bucket
 	Addr   string // listen address; "127.0.0.1:0" picks a free port
 	Faults S3Faults
+	// AccessKey and SecretKey, when set (both or neither), make the
+	// endpoint verify AWS Signature Version 4 on every request (s3auth.go):
+	// an unsigned request or a wrong key or signature is 403. Without them
+	// it serves anyone who reaches it (Authenticated says which).
+	AccessKey, SecretKey string
 }
 
 // S3Faults injects failures into a fraction of requests, drawn from a
@@ -47,6 +52,8 @@ type S3Faults struct {
 // concurrent use.
 type S3Server struct {
 	url      string
+	root     string // Root, absolute, its symlinks resolved
+	auth     *sigV4 // nil: unauthenticated
 	srv      *http.Server
 	ln       net.Listener
 	requests atomic.Int64
@@ -68,8 +75,17 @@ func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
 		return nil, errcode.Wrap(err, CodeS3RootNotFound, o.Root, "pass --root DIR with the archive (e.g. the --out of gen-archive)", "cannot serve directory")
 	}
 	root, err := filepath.Abs(o.Root)
+	if err == nil {
+		// Containment is judged on real paths: the root's own symlinks
+		// (a /tmp that is a link) resolved once.
+		root, err = filepath.EvalSymlinks(root)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", o.Root, err)
+	}
+	if (o.AccessKey == "") != (o.SecretKey == "") {
+		return nil, errcode.New(errcode.InvalidArgument, "", "give both the access key and the secret key, or neither (an unauthenticated endpoint)",
+			"the S3 endpoint was given an access key or a secret key alone")
 	}
 	addr := o.Addr
 	if addr == "" {
@@ -84,7 +100,10 @@ func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
 		gofakes3.WithoutVersioning(),
 		gofakes3.WithLogger(gofakes3.DiscardLog()),
 	)
-	s := &S3Server{url: "http://" + ln.Addr().String(), ln: ln, done: make(chan struct{})}
+	s := &S3Server{url: "http://" + ln.Addr().String(), root: root, ln: ln, done: make(chan struct{})}
+	if o.AccessKey != "" {
+		s.auth = &sigV4{accessKey: o.AccessKey, secretKey: o.SecretKey, now: time.Now}
+	}
 	s.SetFaults(o.Faults)
 	s.srv = &http.Server{Handler: s.middleware(fake.Server()), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -117,6 +136,9 @@ func listen(addr string) (net.Listener, error) {
 // URL is the endpoint, "http://127.0.0.1:PORT".
 func (s *S3Server) URL() string { return s.url }
 
+// Authenticated reports whether the endpoint verifies SigV4 signatures.
+func (s *S3Server) Authenticated() bool { return s.auth != nil }
+
 // SetFaults replaces the fault injection settings.
 func (s *S3Server) SetFaults(f S3Faults) {
 	s.mu.Lock()
@@ -139,9 +161,29 @@ func (s *S3Server) Close() error {
 	return err
 }
 
+// middleware counts the request, verifies its signature (with
+// credentials), injects the configured faults, and refuses a key that
+// resolves outside the root, before gofakes3 sees it.
 func (s *S3Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if s.auth != nil {
+			if err := s.auth.verify(r); err != nil {
+				var ae *authError
+				if errors.As(err, &ae) {
+					s3Error(w, http.StatusForbidden, ae.code, ae.msg)
+					return
+				}
+				s3Error(w, http.StatusForbidden, "AccessDenied", err.Error())
+				return
+			}
+		}
+		if bucket, key, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); ok && key != "" && filepath.IsLocal(filepath.FromSlash(bucket+"/"+key)) {
+			if out, _ := outside(s.root, filepath.Join(s.root, bucket, filepath.FromSlash(key))); out {
+				s3Error(w, http.StatusForbidden, "AccessDenied", "the key resolves outside the served directory (a symbolic link)")
+				return
+			}
+		}
 		s.mu.Lock()
 		u := s.rnd.Float64()
 		f := s.faults
@@ -457,6 +499,9 @@ func (b *dirBackend) open(bucket, key string) (*os.File, fs.FileInfo, error) {
 		}
 		return nil, nil, err
 	}
+	if out, err := outside(b.root, p); out || err != nil {
+		return nil, nil, gofakes3.KeyNotFound(key) // the middleware already said 403
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		if ok, berr := b.BucketExists(bucket); berr != nil || !ok {
@@ -544,6 +589,9 @@ func (b *dirBackend) DeleteObject(bucket, key string) (gofakes3.ObjectDeleteResu
 	if err != nil {
 		return gofakes3.ObjectDeleteResult{}, nil // S3 deletes of absent keys succeed
 	}
+	if out, err := outside(b.root, filepath.Dir(p)); out || err != nil {
+		return gofakes3.ObjectDeleteResult{}, gofakes3.ErrorInvalidArgument("key", key, "the key resolves outside the served directory")
+	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return gofakes3.ObjectDeleteResult{}, err
 	}
@@ -561,6 +609,10 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 	p, err := b.objectPath(bucket, key)
 	if err != nil {
 		return gofakes3.PutObjectResult{}, gofakes3.ErrorInvalidArgument("key", key, "invalid key")
+	}
+	if out, err := outside(b.root, p); out || err != nil {
+		drain(input)
+		return gofakes3.PutObjectResult{}, gofakes3.ErrorInvalidArgument("key", key, "the key resolves outside the served directory")
 	}
 	if cond != nil && cond.IfMatch != nil {
 		f, st, err := b.open(bucket, key)
@@ -638,4 +690,32 @@ func (b *dirBackend) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, met
 		return gofakes3.CopyObjectResult{}, err
 	}
 	return gofakes3.CopyObjectResult{ETag: gofakes3.FormatETag(etag(dstKey, st)), LastModified: gofakes3.NewContentTime(st.ModTime())}, nil
+}
+
+// outside reports whether path p leaves root (a real path) once its
+// symbolic links are resolved, as far as p exists: a key is served and
+// written only inside the root, whatever links lie under it (a link to a
+// file or directory inside the root is followed). A dangling link is
+// outside: its target is unknown until it exists. Links are resolved when
+// the request arrives; a local user who swaps one between the check and
+// the open is not defended against (the server's clients cannot create
+// links: a PUT writes a regular file).
+func outside(root, p string) (bool, error) {
+	for d := p; ; {
+		real, err := filepath.EvalSymlinks(d)
+		if err == nil {
+			return real != root && !strings.HasPrefix(real, root+string(filepath.Separator)), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return false, err
+		}
+		if st, lerr := os.Lstat(d); lerr == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return true, nil // dangling
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return false, nil
+		}
+		d = parent
+	}
 }

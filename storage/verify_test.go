@@ -192,3 +192,33 @@ func readAll(_ context.Context, f interface{ Read([]byte) (int, error) }) ([]byt
 		}
 	}
 }
+
+// TestSignedEmbedded: the checkpoint and table store works against the
+// embedded endpoint verifying SigV4 (its checksum headers signed too, the
+// lying-PUT proxy re-signing its own writes), and a wrong secret is
+// STORAGE_CREDENTIALS, not a retried failure.
+func TestSignedEmbedded(t *testing.T) {
+	s := s3test.EmbeddedSigned(t)
+	fs, root := openFS(t, s, "signed")
+	data := []byte("signed payload")
+	if _, err := durable.Bytes(durable.For(fs), root, "a", durable.Options{Mode: durable.NoOverwrite}, data); err != nil {
+		t.Fatalf("signed publish: %v", err)
+	}
+	if got := readAllFS(t, fs, root+"/a"); !bytes.Equal(got, data) {
+		t.Fatalf("read back %q", got)
+	}
+	if err := fs.(*Mux).Probe(context.Background()); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	lying, _ := s.Faulty(t, s3test.FirstN(1, s3test.Fault{EmptyPut: true}, "PUT"))
+	lfs, _ := openFS(t, lying, "signed")
+	if _, err := durable.Bytes(durable.For(lfs), root, "b", durable.Options{}, data); errcode.Code(err) != errcode.StorageWriteLost {
+		t.Fatalf("lying PUT on a signed endpoint: %v, want %s", err, errcode.StorageWriteLost)
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+	wrong, _ := openFS(t, s, "signed")
+	_, err := wrong.Stat(root + "/a")
+	if errcode.Code(err) != errcode.StorageCredentials {
+		t.Fatalf("a wrong secret: %v, want %s", err, errcode.StorageCredentials)
+	}
+}

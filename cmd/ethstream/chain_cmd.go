@@ -99,17 +99,24 @@ and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days
 	return cmd
 }
 
+// secretKeyEnv holds serve-s3's secret key: never a flag, which every
+// user of the machine could read in ps.
+const secretKeyEnv = "ETHSTREAM_S3_SECRET_KEY"
+
 func serveS3Cmd() *cobra.Command {
 	var (
-		root, addr string
-		faults     chain.S3Faults
+		root, addr, accessKey string
+		faults                chain.S3Faults
 	)
 	cmd := &cobra.Command{
-		Use:   "serve-s3 --root DIR [--addr 127.0.0.1:9000] [--listen-public]",
+		Use:   "serve-s3 --root DIR [--addr 127.0.0.1:9000] [--listen-public] [--access-key KEY]",
 		Short: "Serve a directory as an S3-compatible endpoint (bucket = each top-level folder)",
 		Long: `serve-s3 serves DIR over the S3 REST API (path-style, ListObjectsV2 with prefixes and
 pagination, ranged GETs, PUT) until interrupted. Each top-level folder of DIR is a bucket,
-so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`,
+so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks. Only regular
+files inside DIR are served (a symbolic link that leaves it is refused). Without --access-key
+it serves whoever reaches it, and says so; with --access-key KEY and the secret in
+` + secretKeyEnv + ` it requires AWS Signature V4 requests by that key.`,
 		Example: `  ethstream gen-archive --out work/s3/aws-public-blockchain
   ethstream serve-s3 --root work/s3 &   # s3://aws-public-blockchain/v1.0/eth/blocks?endpoint=http://127.0.0.1:9000&anonymous=true`,
 		Args: cobra.NoArgs,
@@ -117,11 +124,20 @@ so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`
 			if root == "" {
 				return errcode.New(errcode.InvalidArgument, "", "pass --root DIR", "--root is required")
 			}
-			srv, err := chain.StartS3(cmd.Context(), chain.S3Options{Root: root, Addr: addr, Faults: faults})
+			secret := os.Getenv(secretKeyEnv)
+			if (accessKey == "") != (secret == "") {
+				return errcode.New(errcode.InvalidArgument, "", "pass --access-key KEY and set "+secretKeyEnv+" to its secret, or neither for an unauthenticated endpoint",
+					"serve-s3 needs both --access-key and %s, or neither", secretKeyEnv)
+			}
+			srv, err := chain.StartS3(cmd.Context(), chain.S3Options{Root: root, Addr: addr, Faults: faults, AccessKey: accessKey, SecretKey: secret})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "serving %s at %s (Ctrl-C to stop)\n", root, srv.URL())
+			auth := "unauthenticated: anyone who reaches it reads and writes; pass --access-key to require signed requests"
+			if srv.Authenticated() {
+				auth = "requests must be signed (SigV4) with access key " + accessKey
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "serving %s at %s (%s; Ctrl-C to stop)\n", root, srv.URL(), auth)
 			<-cmd.Context().Done()
 			return srv.Close()
 		},
@@ -129,6 +145,7 @@ so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks.`
 	cmd.Flags().StringVar(&root, "root", "", "directory to serve")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9000", "listen address; beyond loopback only with --listen-public")
 	registerListenPublic(cmd)
+	cmd.Flags().StringVar(&accessKey, "access-key", "", "require AWS SigV4 requests signed with this access key (its secret in "+secretKeyEnv+")")
 	cmd.Flags().Float64Var(&faults.ThrottleRate, "throttle-rate", 0, "fault injection: fraction of requests answered 503 SlowDown")
 	cmd.Flags().Float64Var(&faults.ErrorRate, "error-rate", 0, "fault injection: fraction of requests answered 500 InternalError")
 	cmd.Flags().Int64Var(&faults.Seed, "fault-seed", 1, "fault injection seed")

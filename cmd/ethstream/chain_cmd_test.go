@@ -48,8 +48,13 @@ func TestChainCommands(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	code, out, errOut = runChainCmd(t, cctx, "serve-s3", "--root", filepath.Dir(dir), "--addr", "127.0.0.1:0")
-	if code != 0 || !strings.Contains(out, "http://127.0.0.1:") {
+	if code != 0 || !strings.Contains(out, "http://127.0.0.1:") || !strings.Contains(out, "unauthenticated") {
 		t.Fatalf("serve-s3: %d %q %q", code, out, errOut)
+	}
+	t.Setenv(secretKeyEnv, "s3cret")
+	code, out, errOut = runChainCmd(t, cctx, "serve-s3", "--root", filepath.Dir(dir), "--addr", "127.0.0.1:0", "--access-key", "k1")
+	if code != 0 || !strings.Contains(out, "signed (SigV4) with access key k1") || strings.Contains(out, "s3cret") {
+		t.Fatalf("serve-s3 --access-key: %d %q %q", code, out, errOut)
 	}
 	code, out, errOut = runChainCmd(t, cctx, "node", "--archive", dir, "--addr", "127.0.0.1:0", "--initial-blocks", "2")
 	if code != 0 || !strings.Contains(out, "continuing block 26086570") || !strings.Contains(out, "head 26086571") {
@@ -77,6 +82,7 @@ func TestChainCommandErrors(t *testing.T) {
 		{[]string{"gen-archive", "--out", file, "--days", "1"}, "ARCHIVE_OUTPUT_UNWRITABLE"},
 		{[]string{"serve-s3", "--root", filepath.Join(t.TempDir(), "missing")}, "S3_ROOT_NOT_FOUND"},
 		{[]string{"serve-s3", "--root", t.TempDir(), "--addr", busy}, "ADDRESS_IN_USE"},
+		{[]string{"serve-s3", "--root", t.TempDir(), "--addr", "127.0.0.1:0", "--access-key", "k1"}, "INVALID_ARGUMENT"}, // no secret in the environment
 		{[]string{"node", "--archive", t.TempDir()}, "ARCHIVE_NOT_FOUND"},
 		{[]string{"node", "--archive", t.TempDir(), "--speed", "0"}, "INVALID_ARGUMENT"},
 		{[]string{"gen-archive", "--out", t.TempDir(), "--from", "2014-01-01"}, "INVALID_ARGUMENT"},

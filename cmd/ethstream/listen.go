@@ -19,7 +19,7 @@ const listenPublicFlag = "listen-public"
 // exposes says, per listening flag of a command ("serve-s3 --addr"), what a
 // client reaching that address can do: the text logged when it is public.
 var exposes = map[string]string{
-	"serve-s3 --addr":    "every file under --root, to read and, with PUT and DELETE, to write, without authentication",
+	"serve-s3 --addr":    "every file under --root, to read and, with PUT and DELETE, to write, to any client unless --access-key requires signed requests",
 	"node --addr":        "the JSON-RPC chain (read-only), without authentication",
 	"ui --ui-addr":       "the dashboard: the checkpoint's progress log, offsets and source names (read-only)",
 	"run --ui-addr":      "the dashboard: the query's progress, offsets and source names (read-only)",

@@ -80,8 +80,11 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
                               blocks' rows and insert the canonical ones in the same batch
     reorgDepth=N              the deepest reorganisation retract undoes (default 64, at most
                               4096); a deeper one is REORG_DETECTED
+    maxResponseSize=SIZE      bytes of one JSON-RPC answer, or with KiB, MiB, GiB (default
+                              64MiB): a larger one is RPC_RESPONSE_TOO_LARGE, read no further
   The snake_case and camelCase spellings are both accepted: startBlock, startParentHash,
-  max_blocks_per_trigger, max_batch_size, max_retries, reorg_depth. An unknown key is an error.
+  max_blocks_per_trigger, max_batch_size, max_retries, reorg_depth, max_response_size. An
+  unknown key is an error.
 
 CONF  --conf KEY=VALUE, repeatable (Spark's names and meanings)
 

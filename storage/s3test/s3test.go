@@ -82,6 +82,37 @@ func Embedded(t testing.TB) Server {
 		Client: client(t, srv.URL(), aws.AnonymousCredentials{})}
 }
 
+// Embedded endpoint credentials of EmbeddedSigned.
+const (
+	SignedAccessKey = "ethstream-test"
+	SignedSecretKey = "ethstream-test-secret"
+)
+
+// EmbeddedSigned starts the embedded endpoint verifying SigV4 with
+// SignedAccessKey and SignedSecretKey, and sets the AWS credential
+// variables for the test (as Versity does), so the code under test signs
+// with them; it stops when the test ends.
+func EmbeddedSigned(t *testing.T) Server {
+	t.Helper()
+	root := t.TempDir()
+	bucket := "lake"
+	if err := os.Mkdir(filepath.Join(root, bucket), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: root, Addr: "127.0.0.1:0",
+		AccessKey: SignedAccessKey, SecretKey: SignedSecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	t.Setenv("AWS_ACCESS_KEY_ID", SignedAccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", SignedSecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+	return Server{Name: "embedded-signed", Endpoint: srv.URL(), Bucket: bucket,
+		Query:  "endpoint=" + url.QueryEscape(srv.URL()),
+		Client: client(t, srv.URL(), credentials.NewStaticCredentialsProvider(SignedAccessKey, SignedSecretKey, ""))}
+}
+
 // Versity returns the Versity Gateway of .ci/run with a fresh bucket, or
 // skips (fails when CI=true) if none is configured. It sets the AWS
 // credential variables for the test, so the default credential chain of
