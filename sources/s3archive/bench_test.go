@@ -61,7 +61,7 @@ func benchArchive(b *testing.B) (string, *chain.Manifest) {
 func BenchmarkDecode(b *testing.B) {
 	root, m := benchArchive(b)
 	projections := map[string][]string{
-		"seven":    ethblock.Columns,
+		"seven":    ethblock.Core,
 		"ts+miner": {ethblock.ColBlockTS, ethblock.ColMiner},
 	}
 	for _, via := range []string{"file", "s3"} {

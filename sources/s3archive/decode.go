@@ -36,13 +36,17 @@ const footerPrefetch = 128 << 10
 
 // archiveName maps an engine block column to its archive column.
 func archiveName(col string) string {
-	if col == ethblock.ColBlockTS {
-		return "timestamp"
+	if c, ok := ethblock.Lookup(col); ok {
+		return c.Archive
 	}
 	return col
 }
 
-// requiredColumn reports whether a projected column must exist in every file.
+// requiredColumn reports whether a projected column must exist in every
+// file. The others may be missing from a file and read as null: a column
+// the dataset added later (base_fee_per_gas before the London day's files,
+// withdrawals_root before Shanghai's), or one a file of another writer
+// lacks.
 func requiredColumn(col string) bool {
 	switch col {
 	case ethblock.ColNumber, ethblock.ColHash, ethblock.ColParentHash, ethblock.ColBlockTS, ethblock.ColMiner:
@@ -272,16 +276,18 @@ type colDecoder struct {
 	leaf   int // leaf column index in the file, -1 when absent
 	maxDef int
 	phys   format.Type
-	scale  int32 // decimal scale of integer columns
+	scale  int32 // decimal scale of integer and double columns
 	tsMode int
 	hexBin bool // binary hashes rendered as 0x-hex
 	intern map[string]string
 
-	dict     parquet.Dictionary // dictionary of dictInts/dictStrs
+	dict     parquet.Dictionary // dictionary of dictInts/dictStrs/dictFlts
 	dictInts []int64
 	dictStrs []string
+	dictFlts []float64
 	ints     []int64 // scratch
 	strs     []string
+	flts     []float64
 }
 
 // schemaElement finds the top-level leaf named name in the flattened schema.
@@ -314,22 +320,14 @@ func schemaElement(md *format.FileMetaData, name string) *format.SchemaElement {
 // decoder error with leaf -1 means the column is absent (nulls).
 func newColDecoder(f *parquet.File, name string, intern map[string]string) (*colDecoder, error) {
 	typ, ok := ethblock.ColumnType(name)
-	if !ok {
+	if !ok || name == stream.ColSource {
 		return nil, fmt.Errorf("unknown block column %q", name)
 	}
 	d := &colDecoder{name: name, arch: archiveName(name), typ: typ, leaf: -1}
 	if name == ethblock.ColMiner {
 		d.intern = intern
 	}
-	c := f.Root().Column(d.arch)
-	if c == nil {
-		for _, cc := range f.Root().Columns() {
-			if strings.EqualFold(cc.Name(), d.arch) {
-				c = cc
-				break
-			}
-		}
-	}
+	c := fileColumn(f, d.arch)
 	if c == nil {
 		if requiredColumn(name) {
 			return nil, fmt.Errorf("required column %q is missing", d.arch)
@@ -344,59 +342,86 @@ func newColDecoder(f *parquet.File, name string, intern map[string]string) (*col
 	if el.Scale.Valid {
 		d.scale = el.Scale.V
 	}
-	lt := el.LogicalType.Value
-	if dt, ok := lt.(*format.DecimalType); ok {
+	if dt, ok := el.LogicalType.Value.(*format.DecimalType); ok {
 		d.scale = dt.Scale
 	}
-	bad := func() error {
-		return fmt.Errorf("column %q has physical type %s (%s), which cannot be read as %s", d.arch, d.phys, el.LogicalType.String(), typ)
-	}
-	switch typ {
-	case stream.Int64:
-		switch d.phys {
-		case format.Int32, format.Int64, format.Double, format.FixedLenByteArray, format.ByteArray:
-		default:
-			return nil, bad()
-		}
-		if (d.phys == format.FixedLenByteArray || d.phys == format.ByteArray) && !isDecimal(el) {
-			return nil, bad()
-		}
-	case stream.Timestamp:
-		switch d.phys {
-		case format.Int96:
-			d.tsMode = tsInt96
-		case format.Int64:
-			d.tsMode = tsInfer
-			if ts, ok := lt.(*format.TimestampType); ok {
-				switch ts.Unit.Value.(type) {
-				case *format.MilliSeconds:
-					d.tsMode = tsMillis
-				case *format.MicroSeconds:
-					d.tsMode = tsMicros
-				case *format.NanoSeconds:
-					d.tsMode = tsNanos
-				}
-			} else if el.ConvertedType.Valid {
-				switch el.ConvertedType.V {
-				case deprecated.TimestampMillis:
-					d.tsMode = tsMillis
-				case deprecated.TimestampMicros:
-					d.tsMode = tsMicros
-				}
-			}
-		default:
-			return nil, bad()
-		}
-	case stream.String:
-		switch d.phys {
-		case format.ByteArray:
-		case format.FixedLenByteArray:
-			d.hexBin = true
-		default:
-			return nil, bad()
-		}
+	if !d.planType(el) {
+		return nil, fmt.Errorf("column %q has physical type %s (%s), which cannot be read as %s", d.arch, d.phys, el.LogicalType.String(), typ)
 	}
 	return d, nil
+}
+
+// fileColumn finds the top-level column named arch, case-insensitively as
+// Spark's resolution is.
+func fileColumn(f *parquet.File, arch string) *parquet.Column {
+	if c := f.Root().Column(arch); c != nil {
+		return c
+	}
+	for _, cc := range f.Root().Columns() {
+		if strings.EqualFold(cc.Name(), arch) {
+			return cc
+		}
+	}
+	return nil
+}
+
+// planType checks that the file's physical type can be read as d.typ and
+// picks the conversion; false means it cannot.
+func (d *colDecoder) planType(el *format.SchemaElement) bool {
+	binary := d.phys == format.FixedLenByteArray || d.phys == format.ByteArray
+	switch d.typ {
+	case stream.Int64:
+		switch d.phys {
+		case format.Int32, format.Int64, format.Double:
+			return true
+		}
+		return binary && isDecimal(el)
+	case stream.Float64:
+		// The dataset's difficulty columns are doubles; another writer's
+		// integer or decimal columns convert, as Spark's upcast does.
+		switch d.phys {
+		case format.Double, format.Float, format.Int32, format.Int64:
+			return true
+		}
+		return binary && isDecimal(el)
+	case stream.Timestamp:
+		return d.planTimestamp(el)
+	case stream.String:
+		d.hexBin = d.phys == format.FixedLenByteArray
+		return binary
+	}
+	return false
+}
+
+// planTimestamp picks the unit of an INT96 or INT64 timestamp column.
+func (d *colDecoder) planTimestamp(el *format.SchemaElement) bool {
+	switch d.phys {
+	case format.Int96:
+		d.tsMode = tsInt96
+		return true
+	case format.Int64:
+	default:
+		return false
+	}
+	d.tsMode = tsInfer
+	if ts, ok := el.LogicalType.Value.(*format.TimestampType); ok {
+		switch ts.Unit.Value.(type) {
+		case *format.MilliSeconds:
+			d.tsMode = tsMillis
+		case *format.MicroSeconds:
+			d.tsMode = tsMicros
+		case *format.NanoSeconds:
+			d.tsMode = tsNanos
+		}
+	} else if el.ConvertedType.Valid {
+		switch el.ConvertedType.V {
+		case deprecated.TimestampMillis:
+			d.tsMode = tsMillis
+		case deprecated.TimestampMicros:
+			d.tsMode = tsMicros
+		}
+	}
+	return true
 }
 
 func isDecimal(el *format.SchemaElement) bool {
@@ -474,6 +499,34 @@ func (d *colDecoder) toInts(v encoding.Values, dst []int64) ([]int64, error) {
 			}
 			dst[i] = x / p
 		}
+	}
+	return dst, nil
+}
+
+// toFloats converts the values of a page (or dictionary) to float64s in
+// dst: doubles as they are, integers and decimals to the nearest double.
+func (d *colDecoder) toFloats(v encoding.Values, dst []float64) ([]float64, error) {
+	dst = dst[:0]
+	switch d.phys {
+	case format.Double:
+		dst = append(dst, v.Double()...)
+		return dst, nil
+	case format.Float:
+		for _, x := range v.Float() {
+			dst = append(dst, float64(x))
+		}
+		return dst, nil
+	}
+	saved := d.scale
+	d.scale = 0 // the integers unscaled; the scale divides below
+	ints, err := d.toInts(v, nil)
+	d.scale = saved
+	if err != nil {
+		return nil, err
+	}
+	div := math.Pow10(int(d.scale))
+	for _, x := range ints {
+		dst = append(dst, float64(x)/div)
 	}
 	return dst, nil
 }
@@ -601,7 +654,7 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 	pages := chunk.Pages()
 	defer pages.Close()
 	// Dictionaries belong to their chunk: never match a pointer from another.
-	d.dict, d.dictInts, d.dictStrs = nil, nil, nil
+	d.dict, d.dictInts, d.dictStrs, d.dictFlts = nil, nil, nil, nil
 	pos := 0
 	for {
 		p, err := pages.ReadPage()
@@ -624,6 +677,8 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 	return nil
 }
 
+// decodePage decodes one page into rows [pos, pos+NumRows) of col, which
+// has n rows.
 func (d *colDecoder) decodePage(p parquet.Page, col *stream.Column, pos, n int) error {
 	rows := int(p.NumRows())
 	if pos+rows > n {
@@ -642,93 +697,93 @@ func (d *colDecoder) decodePage(p parquet.Page, col *stream.Column, pos, n int) 
 			}
 		}
 	}
+	pg := page{p: p, defs: defs, pos: pos, rows: rows, nonNull: nonNull, n: n}
+	switch d.typ {
+	case stream.String:
+		return decodeValues(d, pg, col, col.Strings, &d.dictStrs, &d.strs,
+			func(v encoding.Values, dst []string) ([]string, error) { return d.toStrs(v, dst), nil })
+	case stream.Float64:
+		return decodeValues(d, pg, col, col.Float64s, &d.dictFlts, &d.flts, d.toFloats)
+	default:
+		return decodeValues(d, pg, col, col.Int64s, &d.dictInts, &d.ints, d.toInts)
+	}
+}
+
+// page is one data page of a column chunk and where its rows go.
+type page struct {
+	p       parquet.Page
+	defs    []byte
+	pos     int // first row of the page in the row group
+	rows    int // rows of the page
+	nonNull int // rows with a value
+	n       int // rows of the row group
+}
+
+// decodeValues decodes the values of pg into vals (the column's value slice
+// of its type), through the dictionary (converted once per dictionary into
+// *dict) or the page's plain values (converted into *scratch), and spreads
+// them over the non-null rows.
+func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, dict, scratch *[]T,
+	conv func(encoding.Values, []T) ([]T, error)) error {
 	var err error
-	if dict := p.Dictionary(); dict != nil {
-		if dict != d.dict {
-			d.dict, d.dictInts, d.dictStrs = dict, nil, nil
-			if d.typ == stream.String {
-				d.dictStrs = d.toStrs(dict.Page().Data(), nil)
-			} else if d.dictInts, err = d.toInts(dict.Page().Data(), nil); err != nil {
+	dense := d.maxDef == 0 || pg.nonNull == pg.rows
+	if pd := pg.p.Dictionary(); pd != nil {
+		if pd != d.dict {
+			d.dict, d.dictInts, d.dictStrs, d.dictFlts = pd, nil, nil, nil
+			if *dict, err = conv(pd.Page().Data(), nil); err != nil {
 				return err
 			}
 		}
-		data := p.Data()
+		data := pg.p.Data()
 		idx := data.Int32()
-		if len(idx) != nonNull {
-			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(idx), nonNull)
+		if len(idx) != pg.nonNull {
+			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(idx), pg.nonNull)
 		}
 		// Without nulls the values go straight into the column; with nulls
 		// through the scratch slice, spread out below.
-		dense := d.maxDef == 0 || nonNull == rows
-		if d.typ == stream.String {
-			dst := col.Strings[pos : pos+rows]
-			if !dense {
-				d.strs = slices.Grow(d.strs[:0], nonNull)[:nonNull]
-				dst = d.strs
+		dst := vals[pg.pos : pg.pos+pg.rows]
+		if !dense {
+			*scratch = slices.Grow((*scratch)[:0], pg.nonNull)[:pg.nonNull]
+			dst = *scratch
+		}
+		for i, k := range idx {
+			if k < 0 || int(k) >= len(*dict) {
+				return fmt.Errorf("column %q: dictionary index %d out of range", d.arch, k)
 			}
-			for i, k := range idx {
-				if k < 0 || int(k) >= len(d.dictStrs) {
-					return fmt.Errorf("column %q: dictionary index %d out of range", d.arch, k)
-				}
-				dst[i] = d.dictStrs[k]
-			}
-		} else {
-			dst := col.Int64s[pos : pos+rows]
-			if !dense {
-				d.ints = slices.Grow(d.ints[:0], nonNull)[:nonNull]
-				dst = d.ints
-			}
-			for i, k := range idx {
-				if k < 0 || int(k) >= len(d.dictInts) {
-					return fmt.Errorf("column %q: dictionary index %d out of range", d.arch, k)
-				}
-				dst[i] = d.dictInts[k]
-			}
+			dst[i] = (*dict)[k]
 		}
 		if dense {
-			markValid(col, pos, rows)
+			markValid(col, pg.pos, pg.rows)
 			return nil
 		}
-	} else if d.typ == stream.String {
-		d.strs = d.toStrs(p.Data(), d.strs)
-	} else if d.ints, err = d.toInts(p.Data(), d.ints); err != nil {
-		return err
-	}
-	got := len(d.ints)
-	if d.typ == stream.String {
-		got = len(d.strs)
-	}
-	if got != nonNull {
-		return fmt.Errorf("column %q: page has %d values, want %d", d.arch, got, nonNull)
-	}
-	if d.maxDef == 0 || nonNull == rows {
-		if d.typ == stream.String {
-			copy(col.Strings[pos:], d.strs)
-		} else {
-			copy(col.Int64s[pos:], d.ints)
+	} else {
+		if *scratch, err = conv(pg.p.Data(), *scratch); err != nil {
+			return err
 		}
-		markValid(col, pos, rows)
-		return nil
+		if len(*scratch) != pg.nonNull {
+			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(*scratch), pg.nonNull)
+		}
+		if dense {
+			copy(vals[pg.pos:], *scratch)
+			markValid(col, pg.pos, pg.rows)
+			return nil
+		}
 	}
 	if col.Valid == nil {
-		col.Valid = make([]bool, n)
-		for i := range pos {
+		col.Valid = make([]bool, pg.n)
+		for i := range pg.pos {
 			col.Valid[i] = true
 		}
 		// Rows after this page are marked as they are decoded.
 	}
 	k := 0
-	for i, l := range defs {
+	for i, l := range pg.defs {
 		if int(l) != d.maxDef {
-			col.Valid[pos+i] = false
+			col.Valid[pg.pos+i] = false
 			continue
 		}
-		col.Valid[pos+i] = true
-		if d.typ == stream.String {
-			col.Strings[pos+i] = d.strs[k]
-		} else {
-			col.Int64s[pos+i] = d.ints[k]
-		}
+		col.Valid[pg.pos+i] = true
+		vals[pg.pos+i] = (*scratch)[k]
 		k++
 	}
 	return nil
@@ -746,9 +801,12 @@ func markValid(col *stream.Column, pos, n int) {
 // newColumn allocates an engine column of n rows.
 func newColumn(name string, typ stream.Type, n int) stream.Column {
 	c := stream.Column{Name: name, Type: typ}
-	if typ == stream.String {
+	switch typ {
+	case stream.String:
 		c.Strings = make([]string, n)
-	} else {
+	case stream.Float64:
+		c.Float64s = make([]float64, n)
+	default:
 		c.Int64s = make([]int64, n)
 	}
 	return c
@@ -785,31 +843,10 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 			err = unreadable(fmt.Errorf("parquet decoder panic: %v", r), uri, "decode parquet file")
 		}
 	}()
-	if size < 12 {
-		return nil, unreadable(nil, uri, "object is %d bytes, too small to be a Parquet file", size)
-	}
 	rr := &rangeReader{ctx: ctx, st: st, pool: pool, uri: uri, size: size, m: m}
-	tail := min(size, footerPrefetch)
-	if err := rr.fetch(size-tail, tail); err != nil {
-		return nil, readErr(ctx, err, uri, "read parquet footer")
-	}
-	t := rr.spans[0].data
-	if string(t[len(t)-4:]) != "PAR1" {
-		return nil, unreadable(nil, uri, "not a Parquet file: no PAR1 magic at its end (truncated upload or another format)")
-	}
-	flen := int64(binary.LittleEndian.Uint32(t[len(t)-8:]))
-	if flen+12 > size {
-		return nil, unreadable(nil, uri, "parquet footer length %d exceeds the %d-byte object (truncated file)", flen, size)
-	}
-	if flen+8 > tail {
-		if err := rr.fetch(size-8-flen, flen+8-tail); err != nil {
-			return nil, readErr(ctx, err, uri, "read parquet footer")
-		}
-	}
-	f, err := parquet.OpenFile(rr, size, parquet.SkipMagicBytes(true), parquet.SkipPageIndex(true),
-		parquet.SkipBloomFilters(true), parquet.ReadBufferSize(64<<10))
+	f, footer, err := openFooter(ctx, rr)
 	if err != nil {
-		return nil, readErr(ctx, err, uri, "open parquet file")
+		return nil, err
 	}
 	if intern == nil {
 		intern = make(map[string]string, 64)
@@ -822,21 +859,62 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 			return nil, unreadable(err, uri, "unsupported archive schema")
 		}
 	}
-	// Fetch every projected column chunk up front, coalesced, so that the
-	// decoder below is served from memory and nothing else is downloaded.
-	md := f.Metadata()
+	if err := fetchChunks(rr, f, decs, footer); err != nil {
+		return nil, err
+	}
+	return decodeRowGroups(ctx, f, decs, uri)
+}
+
+// openFooter reads the tail of the object (footerPrefetch bytes, more if
+// the footer is larger) and opens it as a Parquet file; footer is the
+// offset of the footer.
+func openFooter(ctx context.Context, rr *rangeReader) (_ *parquet.File, footer int64, _ error) {
+	uri, size := rr.uri, rr.size
+	if size < 12 {
+		return nil, 0, unreadable(nil, uri, "object is %d bytes, too small to be a Parquet file", size)
+	}
+	tail := min(size, footerPrefetch)
+	if err := rr.fetch(size-tail, tail); err != nil {
+		return nil, 0, readErr(ctx, err, uri, "read parquet footer")
+	}
+	t := rr.spans[0].data
+	if string(t[len(t)-4:]) != "PAR1" {
+		return nil, 0, unreadable(nil, uri, "not a Parquet file: no PAR1 magic at its end (truncated upload or another format)")
+	}
+	flen := int64(binary.LittleEndian.Uint32(t[len(t)-8:]))
+	if flen+12 > size {
+		return nil, 0, unreadable(nil, uri, "parquet footer length %d exceeds the %d-byte object (truncated file)", flen, size)
+	}
+	if flen+8 > tail {
+		if err := rr.fetch(size-8-flen, flen+8-tail); err != nil {
+			return nil, 0, readErr(ctx, err, uri, "read parquet footer")
+		}
+	}
+	f, err := parquet.OpenFile(rr, size, parquet.SkipMagicBytes(true), parquet.SkipPageIndex(true),
+		parquet.SkipBloomFilters(true), parquet.ReadBufferSize(64<<10))
+	if err != nil {
+		return nil, 0, readErr(ctx, err, uri, "open parquet file")
+	}
+	return f, size - 8 - flen, nil
+}
+
+// fetchChunks fetches every projected column chunk up front, coalesced, so
+// that the decoder is served from memory and nothing else is downloaded,
+// then checks the metadata's bounds (footer is the footer's offset).
+func fetchChunks(rr *rangeReader, f *parquet.File, decs []*colDecoder, footer int64) error {
+	uri, size := rr.uri, rr.size
 	var rs []byteRange
-	for _, rg := range md.RowGroups {
+	for _, rg := range f.Metadata().RowGroups {
 		for _, d := range decs {
 			if d.leaf < 0 {
 				continue
 			}
 			if d.leaf >= len(rg.Columns) {
-				return nil, unreadable(nil, uri, "row group lacks column %q", d.arch)
+				return unreadable(nil, uri, "row group lacks column %q", d.arch)
 			}
 			r := chunkRange(&rg.Columns[d.leaf].MetaData)
 			if r.off < 0 || r.end > size {
-				return nil, unreadable(nil, uri, "column %q chunk [%d,%d) lies outside the %d-byte object (truncated file)", d.arch, r.off, r.end, size)
+				return unreadable(nil, uri, "column %q chunk [%d,%d) lies outside the %d-byte object (truncated file)", d.arch, r.off, r.end, size)
 			}
 			rs = append(rs, r)
 		}
@@ -850,11 +928,15 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 		}
 	}
 	if err := rr.fetchAll(need); err != nil {
-		return nil, readErr(ctx, err, uri, "read column chunks")
+		return readErr(rr.ctx, err, uri, "read column chunks")
 	}
-	if err := checkBounds(md, rr, size, size-8-flen, leavesOf(decs), uri); err != nil {
-		return nil, err // before any allocation sized by the metadata
-	}
+	// Before any allocation sized by the metadata.
+	return checkBounds(f.Metadata(), rr, size, footer, leavesOf(decs), uri)
+}
+
+// decodeRowGroups decodes the fetched chunks: one batch per non-empty row
+// group, a column absent from the file all null.
+func decodeRowGroups(ctx context.Context, f *parquet.File, decs []*colDecoder, uri string) (*decodedFile, error) {
 	out := &decodedFile{}
 	for gi, rg := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {

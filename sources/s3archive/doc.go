@@ -125,12 +125,17 @@
 // group, in log order then row-group order. Parallelism files are fetched
 // and decoded at once, by long-lived workers, up to 2 x Parallelism files
 // ahead of emission. Columns are matched by name per file
-// (engine block_ts is the archive's timestamp) and may drift between files:
-// missing optional columns (transaction_count, gas_used) become nulls; INT96
-// and INT64 timestamps (millis, micros, nanos; unannotated integers by
-// magnitude); INT32, INT64, DOUBLE and DECIMAL integers; dictionary or plain
-// encodings; hashes as strings or as fixed-length binary (rendered 0x-hex).
-// Miner strings are interned.
+// (engine block_ts is the archive's timestamp; every block column of
+// package ethblock is read, the projected ones only) and may drift between
+// files: a missing column other than number, hash, parent_hash, timestamp
+// and miner becomes nulls (base_fee_per_gas in files before the London
+// day's, withdrawals_root before Shanghai's); optional columns keep their
+// nulls; INT96 and INT64 timestamps (millis, micros, nanos; unannotated
+// integers by magnitude); INT32, INT64, DOUBLE and DECIMAL integers; DOUBLE,
+// FLOAT, INT32, INT64 and DECIMAL for the double columns (difficulty,
+// total_difficulty); dictionary or plain encodings; hashes and other hex
+// strings as strings or as fixed-length binary (rendered 0x-hex). Miner
+// strings are interned.
 //
 // An S3 archive is read through storage.Objects, the object layer the
 // checkpoint and the table use too: its one error classification, and its

@@ -180,7 +180,7 @@ func TestS3RangedReads(t *testing.T) {
 		return f.respBytes.Load() - before, s.m.bytesRead.Load()
 	}
 	two, twoSrc := read(ethblock.ColBlockTS, ethblock.ColMiner)
-	seven, sevenSrc := read(ethblock.Columns...)
+	seven, sevenSrc := read(ethblock.Core...)
 	if two != twoSrc || seven != sevenSrc {
 		t.Fatalf("server sent %d/%d bytes, source counted %d/%d", two, seven, twoSrc, sevenSrc)
 	}
