@@ -172,7 +172,13 @@
 // head-64, earliest = the node's first block), eth_getBlockByHash (blocks
 // replaced by a reorg stay retrievable by hash), eth_chainId (0x1),
 // eth_syncing, net_version ("1"), web3_clientVersion, and batches, over
-// HTTP and websocket. Archive blocks are not served (null). The head
+// HTTP and websocket. Archive blocks are not served (null). Every mined
+// block reports the archive's last total difficulty (its day rebuilt at
+// start), size, and the header's fields, so that the JSON-RPC source parses
+// the row the archive writer would write for it: Node.ExportArchive writes
+// mined blocks as archive files (one per date partition,
+// part-00000-node-<first>-<last>-c000.snappy.parquet, the archive's schema
+// era of the blocks) through the same row function as GenerateArchive. The head
 // advances by one block per BlockInterval/Speed of wall time (computed from
 // elapsed time, at most 32 blocks per catch-up step), or only via Mine in
 // Manual mode.

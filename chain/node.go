@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,11 +65,15 @@ type nodeBlock struct {
 // Node is an embedded Ethereum JSON-RPC node continuing an archive's chain.
 // It is safe for concurrent use.
 type Node struct {
-	o      NodeOptions
-	url    string
-	srv    *http.Server
-	rpc    *rpc.Server
-	base   uint64 // first block the node mines = archive last + 1
+	o    NodeOptions
+	url  string
+	srv  *http.Server
+	rpc  *rpc.Server
+	base uint64 // first block the node mines = archive last + 1
+	// td is the archive's last total difficulty, which every mined
+	// (proof-of-stake) block keeps, so that the node reports the value an
+	// archive row of the same block holds.
+	td     float64
 	start  time.Time
 	period time.Duration
 	stop   chan struct{}
@@ -146,8 +151,13 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
+	td, err := archiveTD(o.Manifest)
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{
 		o:      o,
+		td:     td,
 		base:   o.Manifest.LastBlock + 1,
 		parent: types.CopyHeader(o.Manifest.LastHeader),
 		byHash: map[common.Hash]*nodeBlock{},
@@ -526,8 +536,9 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 	}
 	var buf []byte
 	buf = append(buf, hj[:len(hj)-1]...)
+	td, _ := new(big.Float).SetFloat64(n.td).Int(nil)
 	buf = fmt.Appendf(buf, `,"size":"%s","totalDifficulty":"%s","uncles":[],"withdrawals":[],"transactions":[`,
-		hexutil.EncodeUint64(b.size), hexutil.EncodeBig(terminalTD))
+		hexutil.EncodeUint64(b.size), hexutil.EncodeBig(td))
 	if b.txCount > 0 {
 		txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
 		num := hexutil.EncodeUint64(b.header.Number.Uint64())
@@ -554,9 +565,20 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 	return buf, nil
 }
 
-// terminalTD is mainnet's terminal total difficulty, reported as the total
-// difficulty of every post-merge block.
-var terminalTD, _ = new(big.Int).SetString("58750003716598352816469", 10)
+// archiveTD is the total difficulty of the archive's last block, as its
+// archive row holds it: the model rebuilds that block's day (a few
+// milliseconds). It is the merge's total difficulty for an archive that
+// ends after the merge.
+func archiveTD(m *Manifest) (float64, error) {
+	p := planFor(m.Seed)
+	i := sort.Search(len(p.days), func(i int) bool { return p.days[i].first+uint64(p.days[i].n) > m.LastBlock })
+	if i == len(p.days) || p.days[i].first > m.LastBlock {
+		return 0, errcode.New(CodeManifestCorrupt, "", "regenerate the archive with `ethstream gen-archive`",
+			"manifest's last block %d is outside the chain model", m.LastBlock)
+	}
+	db := buildDay(p, &p.days[i])
+	return db.td[m.LastBlock-p.days[i].first], nil
+}
 
 // ethAPI is the "eth" namespace.
 type ethAPI struct{ n *Node }

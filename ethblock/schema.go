@@ -11,7 +11,7 @@
 // dataset's date is a partition directory (date=YYYY-MM-DD), not a column of
 // its files, and is not a block column; blob_gas_used, excess_blob_gas and
 // parent_beacon_block_root are not columns of the dataset, so they are not
-// block columns either (docs/contracts.md, Block rows).
+// block columns either (docs/contracts.md, Data: "Block rows").
 package ethblock
 
 import "github.com/ethstream/ethstream/stream"

@@ -5,12 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
 )
 
-// blockRow is one block's values as the engine's block columns hold them.
+// blockRow is one block's values as the engine's block columns hold them
+// (package ethblock). The seven columns of ethblock.Core come first; the
+// others are valid only when Full is set: a row read back from a version-1
+// history (which recorded only the seven) has Full false.
 type blockRow struct {
 	Number           int64
 	Hash             string // 0x-hex, lowercase
@@ -19,6 +26,25 @@ type blockRow struct {
 	Miner            string // 0x-hex, lowercase
 	TransactionCount int64
 	GasUsed          int64
+
+	Full             bool
+	Nonce            string // 0x-hex, 8 bytes, lowercase (as every hex string below)
+	Sha3Uncles       string
+	LogsBloom        string
+	TransactionsRoot string
+	StateRoot        string
+	ReceiptsRoot     string
+	Difficulty       float64 // the nearest double, as the dataset holds it
+	TotalDifficulty  float64 // valid if HasTotalDifficulty
+	Size             int64
+	ExtraData        string
+	GasLimit         int64
+	BaseFeePerGas    int64  // valid if HasBaseFee (from London)
+	WithdrawalsRoot  string // valid if HasWithdrawalsRoot (from Shanghai)
+
+	HasTotalDifficulty bool
+	HasBaseFee         bool
+	HasWithdrawalsRoot bool
 }
 
 // errBlockNotFound is a null result: the endpoint does not (yet) have the
@@ -29,13 +55,77 @@ var errBlockNotFound = errors.New("block not found (null result)")
 // rpcBlock is the subset of eth_getBlockByNumber's result the source reads.
 // Fields are raw strings so that every check is ours and explicit.
 type rpcBlock struct {
-	Number       *string  `json:"number"`
-	Hash         *string  `json:"hash"`
-	ParentHash   *string  `json:"parentHash"`
-	Timestamp    *string  `json:"timestamp"`
-	Miner        *string  `json:"miner"`
-	GasUsed      *string  `json:"gasUsed"`
-	Transactions *txCount `json:"transactions"`
+	Number           *string  `json:"number"`
+	Hash             *string  `json:"hash"`
+	ParentHash       *string  `json:"parentHash"`
+	Timestamp        *string  `json:"timestamp"`
+	Miner            *string  `json:"miner"`
+	GasUsed          *string  `json:"gasUsed"`
+	Transactions     *txCount `json:"transactions"`
+	Nonce            *string  `json:"nonce"`
+	Sha3Uncles       *string  `json:"sha3Uncles"`
+	LogsBloom        *string  `json:"logsBloom"`
+	TransactionsRoot *string  `json:"transactionsRoot"`
+	StateRoot        *string  `json:"stateRoot"`
+	ReceiptsRoot     *string  `json:"receiptsRoot"`
+	Difficulty       *string  `json:"difficulty"`
+	TotalDifficulty  *string  `json:"totalDifficulty"`
+	Size             *string  `json:"size"`
+	ExtraData        *string  `json:"extraData"`
+	GasLimit         *string  `json:"gasLimit"`
+	BaseFeePerGas    *string  `json:"baseFeePerGas"`
+	WithdrawalsRoot  *string  `json:"withdrawalsRoot"`
+}
+
+// rpcFieldNames are the JSON keys of rpcBlock (transactions included).
+var rpcFieldNames = [...]string{"number", "hash", "parentHash", "timestamp", "miner", "gasUsed", "transactions",
+	"nonce", "sha3Uncles", "logsBloom", "transactionsRoot", "stateRoot", "receiptsRoot", "difficulty",
+	"totalDifficulty", "size", "extraData", "gasLimit", "baseFeePerGas", "withdrawalsRoot"}
+
+// field returns the string field of JSON key key, nil for transactions and
+// other keys; optional reports whether JSON null means a null column.
+func (b *rpcBlock) field(key string) (dst **string, optional bool) {
+	switch key {
+	case "number":
+		return &b.Number, false
+	case "hash":
+		return &b.Hash, false
+	case "parentHash":
+		return &b.ParentHash, false
+	case "timestamp":
+		return &b.Timestamp, false
+	case "miner":
+		return &b.Miner, false
+	case "gasUsed":
+		return &b.GasUsed, false
+	case "nonce":
+		return &b.Nonce, false
+	case "sha3Uncles":
+		return &b.Sha3Uncles, false
+	case "logsBloom":
+		return &b.LogsBloom, false
+	case "transactionsRoot":
+		return &b.TransactionsRoot, false
+	case "stateRoot":
+		return &b.StateRoot, false
+	case "receiptsRoot":
+		return &b.ReceiptsRoot, false
+	case "difficulty":
+		return &b.Difficulty, false
+	case "totalDifficulty":
+		return &b.TotalDifficulty, true
+	case "size":
+		return &b.Size, false
+	case "extraData":
+		return &b.ExtraData, false
+	case "gasLimit":
+		return &b.GasLimit, false
+	case "baseFeePerGas":
+		return &b.BaseFeePerGas, true
+	case "withdrawalsRoot":
+		return &b.WithdrawalsRoot, true
+	}
+	return nil, false
 }
 
 // txCount counts the elements of the transactions array (hashes, or objects
@@ -105,8 +195,24 @@ func parseBlock(raw []byte) (blockRow, error) {
 	return b.row()
 }
 
-// row validates the decoded fields and converts them.
+// row validates the decoded fields and converts them. Every field is
+// required but totalDifficulty (go-ethereum stopped reporting it in
+// v1.14.9), baseFeePerGas (from London) and withdrawalsRoot (from
+// Shanghai), which are null when missing or null.
 func (b *rpcBlock) row() (blockRow, error) {
+	r, err := b.core()
+	if err != nil {
+		return blockRow{}, err
+	}
+	if err := b.ext(&r); err != nil {
+		return blockRow{}, err
+	}
+	r.Full = true
+	return r, nil
+}
+
+// core validates and converts the seven columns of ethblock.Core.
+func (b *rpcBlock) core() (blockRow, error) {
 	var r blockRow
 	var err error
 	if r.Number, err = quantity("number", b.Number, math.MaxInt64); err != nil {
@@ -136,10 +242,61 @@ func (b *rpcBlock) row() (blockRow, error) {
 	return r, nil
 }
 
+// ext validates and converts the columns beyond the seven into r.
+func (b *rpcBlock) ext(r *blockRow) error {
+	hashes := []struct {
+		name string
+		s    *string
+		size int
+		dst  *string
+	}{
+		{"nonce", b.Nonce, 8, &r.Nonce}, {"sha3Uncles", b.Sha3Uncles, 32, &r.Sha3Uncles},
+		{"logsBloom", b.LogsBloom, 256, &r.LogsBloom}, {"transactionsRoot", b.TransactionsRoot, 32, &r.TransactionsRoot},
+		{"stateRoot", b.StateRoot, 32, &r.StateRoot}, {"receiptsRoot", b.ReceiptsRoot, 32, &r.ReceiptsRoot},
+	}
+	var err error
+	for _, h := range hashes {
+		if *h.dst, err = hashField(h.name, h.s, h.size); err != nil {
+			return err
+		}
+	}
+	if r.Difficulty, err = bigQuantity("difficulty", b.Difficulty); err != nil {
+		return err
+	}
+	if b.TotalDifficulty != nil {
+		if r.TotalDifficulty, err = bigQuantity("totalDifficulty", b.TotalDifficulty); err != nil {
+			return err
+		}
+		r.HasTotalDifficulty = true
+	}
+	if r.Size, err = quantity("size", b.Size, math.MaxInt64); err != nil {
+		return err
+	}
+	if r.ExtraData, err = hexData("extraData", b.ExtraData); err != nil {
+		return err
+	}
+	if r.GasLimit, err = quantity("gasLimit", b.GasLimit, math.MaxInt64); err != nil {
+		return err
+	}
+	if b.BaseFeePerGas != nil {
+		if r.BaseFeePerGas, err = quantity("baseFeePerGas", b.BaseFeePerGas, math.MaxInt64); err != nil {
+			return err
+		}
+		r.HasBaseFee = true
+	}
+	if b.WithdrawalsRoot != nil {
+		if r.WithdrawalsRoot, err = hashField("withdrawalsRoot", b.WithdrawalsRoot, 32); err != nil {
+			return err
+		}
+		r.HasWithdrawalsRoot = true
+	}
+	return nil
+}
+
 // blockResult is the JSON-RPC result slot of one eth_getBlockByNumber call.
 // encoding/json validates the bytes before UnmarshalJSON, so one pass over
-// them finds the seven fields, instead of a second validation plus a
-// reflective decode that skips the 512-byte bloom and ~200 hashes. Anything
+// them finds the block's fields, instead of a second validation plus a
+// reflective decode that skips ~200 transaction hashes. Anything
 // unusual (escapes, keys differing only in case, non-string values) takes
 // the reference path, so both always agree. A decode failure is kept in err
 // rather than returned, so it reaches the caller as a bad block, not as an
@@ -182,21 +339,7 @@ func parseValidBlock(data []byte) (blockRow, error) {
 			return parseBlock(data)
 		}
 		i = skipWS(data, i+1)
-		var dst **string
-		switch key {
-		case "number":
-			dst = &b.Number
-		case "hash":
-			dst = &b.Hash
-		case "parentHash":
-			dst = &b.ParentHash
-		case "timestamp":
-			dst = &b.Timestamp
-		case "miner":
-			dst = &b.Miner
-		case "gasUsed":
-			dst = &b.GasUsed
-		case "transactions":
+		if key == "transactions" {
 			end := skipValue(data, i)
 			if data[i] != '[' {
 				return parseBlock(data)
@@ -207,21 +350,23 @@ func parseValidBlock(data []byte) (blockRow, error) {
 			}
 			b.Transactions = &c
 			i = end
-		default:
-			for _, f := range [...]string{"number", "hash", "parentHash", "timestamp", "miner", "gasUsed", "transactions"} {
+		} else if dst, optional := b.field(key); dst != nil {
+			if optional && data[i] == 'n' {
+				*dst, i = nil, skipValue(data, i) // null: a null column, as encoding/json decodes it
+			} else {
+				v, j, ok := plainString(data, i)
+				if !ok {
+					return parseBlock(data)
+				}
+				*dst, i = &v, j
+			}
+		} else {
+			for _, f := range rpcFieldNames {
 				if strings.EqualFold(key, f) {
 					return parseBlock(data) // encoding/json matches keys case-insensitively
 				}
 			}
 			i = skipValue(data, i)
-		}
-		if dst != nil {
-			v, j, ok := plainString(data, i)
-			if !ok {
-				return parseBlock(data)
-			}
-			*dst = &v
-			i = j
 		}
 		i = skipWS(data, i)
 		if i < len(data) && data[i] == ',' {
@@ -310,6 +455,37 @@ func quantity(field string, s *string, max uint64) (int64, error) {
 	return int64(v), nil
 }
 
+// bigQuantity decodes a hex quantity of up to 256 bits (difficulty, total
+// difficulty: mainnet's total difficulty is above 2^64) to the nearest
+// double, as the dataset stores it.
+func bigQuantity(field string, s *string) (float64, error) {
+	if s == nil {
+		return 0, fmt.Errorf("block field %s missing", field)
+	}
+	v, err := hexutil.DecodeBig(*s)
+	if err != nil {
+		return 0, fmt.Errorf("block field %s %q: %w", field, *s, err)
+	}
+	f, _ := new(big.Float).SetInt(v).Float64()
+	return f, nil
+}
+
+// hexData checks that s is 0x-prefixed hex of whole bytes (any length) and
+// returns it lowercased.
+func hexData(field string, s *string) (string, error) {
+	if s == nil {
+		return "", fmt.Errorf("block field %s missing", field)
+	}
+	if len(*s)%2 != 0 || len(*s) < 2 {
+		return "", fmt.Errorf("block field %s: %q is not 0x-prefixed hex bytes", field, *s)
+	}
+	h, err := normHex(*s, len(*s)/2-1)
+	if err != nil {
+		return "", fmt.Errorf("block field %s: %w", field, err)
+	}
+	return h, nil
+}
+
 func hashField(field string, s *string, size int) (string, error) {
 	if s == nil {
 		return "", fmt.Errorf("block field %s missing", field)
@@ -341,4 +517,143 @@ func normHex(s string, size int) (string, error) {
 		out[i] = c
 	}
 	return string(out), nil
+}
+
+// toBatch builds the projected columns of rows. Every row must be Full
+// when a column beyond ethblock.Core is projected (readRetract completes
+// rows of a version-1 history first).
+func (s *Source) toBatch(rows []blockRow) *stream.Batch {
+	b := &stream.Batch{Len: len(rows), Columns: make([]stream.Column, 0, len(s.env.Columns))}
+	for _, name := range s.env.Columns {
+		typ, _ := ethblock.ColumnType(name)
+		c := stream.Column{Name: name, Type: typ}
+		var valid []bool
+		null := func(i int) {
+			if valid == nil {
+				valid = make([]bool, len(rows))
+				for k := range i {
+					valid[k] = true
+				}
+			}
+		}
+		mark := func(i int, ok bool) {
+			if !ok {
+				null(i)
+			} else if valid != nil {
+				valid[i] = true
+			}
+		}
+		switch typ {
+		case stream.String:
+			c.Strings = make([]string, len(rows))
+			for i := range rows {
+				v, ok := rows[i].stringValue(name)
+				c.Strings[i] = v
+				mark(i, ok)
+			}
+		case stream.Float64:
+			c.Float64s = make([]float64, len(rows))
+			for i := range rows {
+				v, ok := rows[i].floatValue(name)
+				c.Float64s[i] = v
+				mark(i, ok)
+			}
+		default:
+			c.Int64s = make([]int64, len(rows))
+			for i := range rows {
+				v, ok := rows[i].intValue(name)
+				c.Int64s[i] = v
+				mark(i, ok)
+			}
+		}
+		c.Valid = valid
+		b.Columns = append(b.Columns, c)
+	}
+	return b
+}
+
+// needsFull reports whether a projection reads a column beyond
+// ethblock.Core, which only Full rows hold.
+func needsFull(cols []string) bool {
+	for _, c := range cols {
+		if !slices.Contains(ethblock.Core, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *blockRow) mustBeFull(name string) {
+	if !r.Full {
+		panic(fmt.Sprintf("ethrpc: column %q of block %d, a row without it", name, r.Number))
+	}
+}
+
+// intValue is the Int64 or Timestamp column name of r; ok is false for a
+// null.
+func (r *blockRow) intValue(name string) (v int64, ok bool) {
+	switch name {
+	case ethblock.ColNumber:
+		return r.Number, true
+	case ethblock.ColBlockTS:
+		return r.BlockTS, true
+	case ethblock.ColTransactionCount:
+		return r.TransactionCount, true
+	case ethblock.ColGasUsed:
+		return r.GasUsed, true
+	}
+	r.mustBeFull(name)
+	switch name {
+	case ethblock.ColSize:
+		return r.Size, true
+	case ethblock.ColGasLimit:
+		return r.GasLimit, true
+	case ethblock.ColBaseFeePerGas:
+		return r.BaseFeePerGas, r.HasBaseFee
+	}
+	panic(fmt.Sprintf("ethrpc: column %q passed Open's check", name))
+}
+
+// floatValue is the Float64 column name of r; ok is false for a null.
+func (r *blockRow) floatValue(name string) (v float64, ok bool) {
+	r.mustBeFull(name)
+	switch name {
+	case ethblock.ColDifficulty:
+		return r.Difficulty, true
+	case ethblock.ColTotalDifficulty:
+		return r.TotalDifficulty, r.HasTotalDifficulty
+	}
+	panic(fmt.Sprintf("ethrpc: column %q passed Open's check", name))
+}
+
+// stringValue is the String column name of r; ok is false for a null.
+func (r *blockRow) stringValue(name string) (v string, ok bool) {
+	switch name {
+	case ethblock.ColHash:
+		return r.Hash, true
+	case ethblock.ColParentHash:
+		return r.ParentHash, true
+	case ethblock.ColMiner:
+		return r.Miner, true
+	}
+	r.mustBeFull(name)
+	switch name {
+	case ethblock.ColNonce:
+		return r.Nonce, true
+	case ethblock.ColSha3Uncles:
+		return r.Sha3Uncles, true
+	case ethblock.ColLogsBloom:
+		return r.LogsBloom, true
+	case ethblock.ColTransactionsRoot:
+		return r.TransactionsRoot, true
+	case ethblock.ColStateRoot:
+		return r.StateRoot, true
+	case ethblock.ColReceiptsRoot:
+		return r.ReceiptsRoot, true
+	case ethblock.ColExtraData:
+		return r.ExtraData, true
+	case ethblock.ColWithdrawalsRoot:
+		return r.WithdrawalsRoot, r.HasWithdrawalsRoot
+	}
+	panic(fmt.Sprintf("ethrpc: column %q passed Open's check", name))
 }

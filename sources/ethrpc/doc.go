@@ -69,10 +69,21 @@
 //     batch was planned, so a re-run after a crash reads exactly the planned
 //     blocks or fails (REORG_DETECTED).
 //
-// Rows carry number, hash, parent_hash, block_ts (header timestamp in µs),
+// Rows carry every block column of package ethblock, restricted to the
+// projection: number, hash, parent_hash, block_ts (header timestamp in µs),
 // miner (lowercase hex of the fee recipient), transaction_count (the length
-// of the block's transaction list) and gas_used, restricted to the
-// projection.
+// of the block's transaction list), gas_used, nonce, sha3_uncles,
+// logs_bloom, transactions_root, state_root, receipts_root, extra_data
+// (lowercase 0x-hex, widths checked), difficulty and total_difficulty (hex
+// quantities of up to 256 bits, as the nearest double, the dataset's type),
+// size, gas_limit, base_fee_per_gas (hex quantities that must fit an
+// int64) and withdrawals_root. Quantities are validated as go-ethereum's
+// hexutil does (0x prefix, no leading zeros). baseFeePerGas,
+// withdrawalsRoot and totalDifficulty are null when the block lacks them or
+// holds null (before London, before Shanghai; go-ethereum stopped reporting
+// total difficulty in v1.14.9); every other field is required and a block
+// without it is RPC_BAD_BLOCK. Every row holds the values the archive's row of
+// the same block holds (pipeline's TestArchiveAndLiveRowsAgree).
 //
 // # Retracting reorganisations (reorg=retract)
 //
@@ -106,25 +117,38 @@
 // again, without reading the chain. Commit(end) deletes every history file
 // but end's.
 //
-// History file (format version 1):
+// History file (format version 2; version 1 is still read):
 // <checkpoint>/sources/<name>/history.<block>.<hash>.json, named by the end
 // offset it belongs to: a checkpoint.Log keyed by the end offset (block,
 // then hash; other names in the directory are ignored), each file written
 // once through the checkpoint's crash-safe publish (write temp, fsync, link,
 // fsync dir). A file already present (the same batch planned again after a
-// crash) must hold the same bytes (Log.AddOrMatch). One JSON object and a
-// newline:
+// crash) must hold the same bytes (Log.AddOrMatch), or be a version-1 file
+// of the same blocks (an older ethstream planned the batch), which is kept.
+// One JSON object and a newline:
 //
-//	{"version":1,"blocks":[{"number":26086571,"hash":"0x…","parent_hash":"0x…",
-//	  "block_ts":1764547211000000,"miner":"0x…","transaction_count":180,"gas_used":29999823},...]}
+//	{"version":2,"blocks":[{"number":26086571,"hash":"0x…","parent_hash":"0x…",
+//	  "block_ts":1764547211000000,"miner":"0x…","transaction_count":180,"gas_used":29999823,
+//	  "nonce":"0x0000000000000000","sha3_uncles":"0x…","logs_bloom":"0x…","transactions_root":"0x…",
+//	  "state_root":"0x…","receipts_root":"0x…","difficulty":0,"total_difficulty":6.020258576430073e+22,
+//	  "size":15856,"extra_data":"0x…","gas_limit":60000000,"base_fee_per_gas":127034,
+//	  "withdrawals_root":"0x…"},...]}
 //
+// Version 1 had the seven fields number .. gas_used only; version 2 adds
+// every other block column (package ethblock), after them in this order:
+// doubles (difficulty, total_difficulty) in Go's shortest round-trip form,
+// null for a null (total_difficulty, base_fee_per_gas, withdrawals_root
+// only). A version-2 block has all twenty fields, or only the first seven:
+// a block carried over from a version-1 history, whose other columns a
+// retraction that projects them reads by hash (eth_getBlockByHash: a
+// block's values never change under its hash), keeping the seven recorded.
 // blocks are the last emitted blocks of the chain ending at the file's
 // offset, oldest first, at most reorgDepth+1 (the tip and reorgDepth
 // ancestors, so a reorg reorgDepth deep still finds its ancestor), never
 // before the source's first block: contiguous numbers, each parent_hash the
 // previous hash, the last one the offset's block and hash. Fields in this
-// order, integers in decimal, hashes lowercase 0x-hex, values as the block
-// columns hold them (block_ts in µs). An unknown version, a missing or
+// order, integers in decimal, hashes and hex data lowercase 0x-hex, values
+// as the block columns hold them (block_ts in µs). An unknown version, a missing or
 // unknown field, or a file that breaks any of these rules is
 // CHECKPOINT_CORRUPT with its path. A committed offset without a history (a
 // checkpoint that ran without reorg=retract) gets one on first use: the

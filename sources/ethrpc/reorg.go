@@ -322,35 +322,17 @@ func (s *Source) readRetract(ctx context.Context, start, end stream.Offset, emit
 	if haveStart {
 		lowest, wantParent = st.Block+1, st.Hash
 		if en.HasFork {
-			hs, err := s.loadHistory(ctx, st)
-			if err != nil {
+			var anc blockRow
+			if retract, anc, err = s.retracted(ctx, st, en); err != nil {
 				return err
-			}
-			anc, ok := hs.at(en.Fork)
-			if !ok || en.Fork > st.Block {
-				return errcode.Corrupt("", nil, "ethrpc offset %s forks at block %d, outside the history of %s (blocks %d..%d)",
-					en, en.Fork, st, hs.first(), hs.last().Number)
-			}
-			for n := st.Block; n > en.Fork; n-- {
-				b, _ := hs.at(n)
-				retract = append(retract, b)
 			}
 			lowest, wantParent = en.Fork+1, anc.Hash
 		}
 	}
 	var insert []blockRow
 	if en.Block >= lowest {
-		if insert, err = s.assemble(ctx, lowest, en, he); err != nil {
+		if insert, err = s.inserted(ctx, lowest, en, he, wantParent, haveStart); err != nil {
 			return err
-		}
-		if r0 := insert[0]; r0.ParentHash != wantParent && wantParent != "" {
-			if !haveStart {
-				return errcode.New(CodeSeamMismatch, "", remedySeam,
-					"first block %d has parent hash %s, but start_parent_hash (block %d) is %s",
-					r0.Number, r0.ParentHash, r0.Number-1, wantParent)
-			}
-			return errcode.New(CodeReorgDetected, "", remedyReorgDepth,
-				"block %d has parent hash %s, but the batch starts after %s", r0.Number, r0.ParentHash, wantParent)
 		}
 	}
 	if haveStart && en.HasFork {
@@ -358,14 +340,91 @@ func (s *Source) readRetract(ctx context.Context, start, end stream.Offset, emit
 			BlocksRetracted: int64(len(retract)), BlocksInserted: int64(len(insert))})
 	}
 	rows := append(retract, insert...)
+	if err := s.complete(ctx, rows); err != nil {
+		return err
+	}
+	return s.emitSigned(rows, len(retract), emit)
+}
+
+// retracted returns the blocks of st's history above en's fork, newest
+// first, and the fork's block (the common ancestor).
+func (s *Source) retracted(ctx context.Context, st, en Offset) ([]blockRow, blockRow, error) {
+	hs, err := s.loadHistory(ctx, st)
+	if err != nil {
+		return nil, blockRow{}, err
+	}
+	anc, ok := hs.at(en.Fork)
+	if !ok || en.Fork > st.Block {
+		return nil, blockRow{}, errcode.Corrupt("", nil, "ethrpc offset %s forks at block %d, outside the history of %s (blocks %d..%d)",
+			en, en.Fork, st, hs.first(), hs.last().Number)
+	}
+	var retract []blockRow
+	for n := st.Block; n > en.Fork; n-- {
+		b, _ := hs.at(n)
+		retract = append(retract, b)
+	}
+	return retract, anc, nil
+}
+
+// inserted returns blocks lowest..en.Block of the chain ending at en and
+// checks that the first links to wantParent (when known).
+func (s *Source) inserted(ctx context.Context, lowest uint64, en Offset, he *history, wantParent string, haveStart bool) ([]blockRow, error) {
+	insert, err := s.assemble(ctx, lowest, en, he)
+	if err != nil {
+		return nil, err
+	}
+	if r0 := insert[0]; r0.ParentHash != wantParent && wantParent != "" {
+		if !haveStart {
+			return nil, errcode.New(CodeSeamMismatch, "", remedySeam,
+				"first block %d has parent hash %s, but start_parent_hash (block %d) is %s",
+				r0.Number, r0.ParentHash, r0.Number-1, wantParent)
+		}
+		return nil, errcode.New(CodeReorgDetected, "", remedyReorgDepth,
+			"block %d has parent hash %s, but the batch starts after %s", r0.Number, r0.ParentHash, wantParent)
+	}
+	return insert, nil
+}
+
+// complete gives the rows read from a version-1 history (which recorded
+// only the seven columns of ethblock.Core) their other columns, when the
+// projection reads any: a block's values never change under its hash, so
+// eth_getBlockByHash returns exactly what was emitted, orphaned blocks
+// included while the node keeps them.
+func (s *Source) complete(ctx context.Context, rows []blockRow) error {
+	if !needsFull(s.env.Columns) {
+		return nil
+	}
+	for i := range rows {
+		if rows[i].Full {
+			continue
+		}
+		b, err := s.fetchByHash(ctx, rows[i].Hash)
+		if err != nil {
+			return err
+		}
+		if b.Number != rows[i].Number || b.ParentHash != rows[i].ParentHash {
+			return errcode.New(CodeBadBlock, "", "the endpoint returned a malformed block; try another endpoint",
+				"block %s is number %d with parent %s, the source history says %d with parent %s",
+				rows[i].Hash, b.Number, b.ParentHash, rows[i].Number, rows[i].ParentHash)
+		}
+		core := rows[i]
+		rows[i] = b
+		// The seven recorded columns stay as emitted.
+		rows[i].BlockTS, rows[i].Miner, rows[i].TransactionCount, rows[i].GasUsed = core.BlockTS, core.Miner, core.TransactionCount, core.GasUsed
+	}
+	return nil
+}
+
+// emitSigned emits rows in chunks, the first nRetract with sign -1.
+func (s *Source) emitSigned(rows []blockRow, nRetract int, emit func(*stream.Batch) error) error {
 	for i := 0; i < len(rows); i += emitChunkRows {
 		j := min(i+emitChunkRows, len(rows))
 		b := s.toBatch(rows[i:j])
-		if i < len(retract) {
+		if i < nRetract {
 			b.Signs = make([]int8, j-i)
 			for k := range b.Signs {
 				b.Signs[k] = 1
-				if i+k < len(retract) {
+				if i+k < nRetract {
 					b.Signs[k] = -1
 				}
 			}

@@ -369,47 +369,6 @@ func (s *Source) verify(rows []blockRow, st Offset, haveStart bool, en Offset) e
 	return nil
 }
 
-// toBatch builds the projected columns of rows.
-func (s *Source) toBatch(rows []blockRow) *stream.Batch {
-	b := &stream.Batch{Len: len(rows), Columns: make([]stream.Column, 0, len(s.env.Columns))}
-	for _, name := range s.env.Columns {
-		typ, _ := ethblock.ColumnType(name)
-		c := stream.Column{Name: name, Type: typ}
-		switch name {
-		case ethblock.ColNumber, ethblock.ColBlockTS, ethblock.ColTransactionCount, ethblock.ColGasUsed:
-			c.Int64s = make([]int64, len(rows))
-			for i := range rows {
-				switch name {
-				case ethblock.ColNumber:
-					c.Int64s[i] = rows[i].Number
-				case ethblock.ColBlockTS:
-					c.Int64s[i] = rows[i].BlockTS
-				case ethblock.ColTransactionCount:
-					c.Int64s[i] = rows[i].TransactionCount
-				default:
-					c.Int64s[i] = rows[i].GasUsed
-				}
-			}
-		case ethblock.ColHash, ethblock.ColParentHash, ethblock.ColMiner:
-			c.Strings = make([]string, len(rows))
-			for i := range rows {
-				switch name {
-				case ethblock.ColHash:
-					c.Strings[i] = rows[i].Hash
-				case ethblock.ColParentHash:
-					c.Strings[i] = rows[i].ParentHash
-				default:
-					c.Strings[i] = rows[i].Miner
-				}
-			}
-		default:
-			panic(fmt.Sprintf("ethrpc: column %q passed Open's check", name))
-		}
-		b.Columns = append(b.Columns, c)
-	}
-	return b
-}
-
 // Commit forgets what precedes end: with reorg=retract it deletes every
 // history file but end's; otherwise the source keeps no per-batch state.
 func (s *Source) Commit(_ context.Context, end stream.Offset) error {
