@@ -20,6 +20,10 @@ const (
 	SourcesDir   = "sources"
 	StateDir     = "state"
 	LockFile     = ".lock"
+	// CopyMarkerFile marks an unfinished `ethstream checkpoint copy`
+	// destination (package relocate); its presence refuses every read of
+	// the checkpoint with CHECKPOINT_COPY_INCOMPLETE.
+	CopyMarkerFile = "copy-in-progress"
 )
 
 // ErrExists is returned when a file that is written once (metadata, an
@@ -174,6 +178,13 @@ func (d Dir) ReadSnapshot() (*Snapshot, error) {
 	s := &Snapshot{Path: d.Path, LatestID: -1, CommittedID: -1}
 	if _, err := d.stat(); err != nil {
 		return nil, err
+	}
+	if _, err := d.FS.Stat(d.Join(CopyMarkerFile)); err == nil {
+		return nil, errcode.New(errcode.CheckpointCopyIncomplete, d.Join(CopyMarkerFile),
+			"run the same `ethstream checkpoint copy` again (it clears this destination and copies afresh; the source is untouched), or resume from the source",
+			"the checkpoint is an unfinished copy: a `checkpoint copy` stopped before it completed")
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("stat %s: %w", d.Join(CopyMarkerFile), err)
 	}
 	var err error
 	if s.Metadata, s.HasMetadata, err = d.ReadMetadata(); err != nil {

@@ -25,6 +25,10 @@ const (
 	// the table holds under other offsets, and the sink would skip their
 	// rows. Raised before anything is written.
 	CheckpointBehindTable = "CHECKPOINT_BEHIND_TABLE"
+	// CheckpointCopyIncomplete: the checkpoint is the destination of a
+	// `checkpoint copy` that did not finish (its marker is there); running
+	// the copy again completes it.
+	CheckpointCopyIncomplete = "CHECKPOINT_COPY_INCOMPLETE"
 	// Internal: a bug (a panic caught at the command boundary).
 	Internal = "INTERNAL_ERROR"
 	// ReadOnlyStorage: a write to the checkpoint, the state cache or the

@@ -132,7 +132,7 @@ func newRunCmd() *cobra.Command {
 	var f queryFlags
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:     "run --checkpoint DIR --table DIR --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR] [--query SQL | --query-file FILE] [--with-watermark 'COL, DELAY'] [--output-mode update|append|complete]",
+		Use:     "run --checkpoint DIR --table DIR [--table-shared] --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR] [--query SQL | --query-file FILE] [--with-watermark 'COL, DELAY'] [--output-mode update|append|complete]",
 		Short:   "Run a query (the reference query unless --query) on a checkpoint and a Delta table",
 		Long:    runLong,
 		Example: runExample,
