@@ -38,7 +38,7 @@ func TestLayers(t *testing.T) {
 		{"ui", []string{"demo", "engine", "pipeline", "chain"}},
 		{"query", []string{"engine", "sink/delta", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "shape"}},
 		// The copy of a stopped query moves files; it knows no query.
-		{"relocate", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "query", "filter", "shape"}},
+		{"relocate", []string{"engine", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "query", "filter", "shape"}},
 		// The test harness twins the stream contracts and nothing else, so
 		// that the tests of every layer (the engine's own included) may use it.
 		{"internal/streamtest", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "query", "filter", "shape", "storage", "internal/durable"}},
