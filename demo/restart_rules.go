@@ -115,8 +115,11 @@ func restartCases() []rrCase {
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.Table += "-moved" }},
 		{change: "sink output directory, the table moved there (mv)", spark: "not allowed", ours: "allowed: the same table by its Delta metadata id and txn; logged", expected: "allowed",
 			modify: func(c *pipeline.Config, _ *rrEnv) {
-				// A failed rename leaves no table there: the row then fails.
-				_ = os.Rename(c.Table, c.Table+"-moved")
+				// mv as copy then delete (every write goes through durable);
+				// a failure leaves no table there and the row fails.
+				if copyTree(c.Table, c.Table+"-moved") == nil {
+					_ = os.RemoveAll(c.Table)
+				}
 				c.Table += "-moved"
 			}},
 		{change: "sink output directory, another query's table", spark: "not allowed", ours: "refused, naming both table ids", expected: "refused", code: errcode.SinkTableMismatch,
