@@ -294,10 +294,42 @@ func compareTable(raw *groupCounts, scan func(func(tableRow) error) error) (tabl
 	return out, nil
 }
 
-// final computes every check from the CSVs, the checkpoint, the state and the table.
+// final computes every check from the CSVs, the checkpoint, the state and
+// the table, in the order of the proof (1-10; 6 and the refusal of 5 were
+// computed while the phases ran).
 func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []BatchRecord, sources []SourceRecord) ([]Check, int64, error) {
+	cs := identityChecks(batches)
+	cs = append(cs, v.backfillChecks(batches)...)
+	cs = append(cs, archiveHeldChecks(sources)...)
+	live, liveBlocks, err := v.liveChecks(ctx, sources)
+	if err != nil {
+		return nil, 0, err
+	}
+	cs = append(cs, live...)
+	tomb, err := v.tombstoneChecks(batches)
+	if err != nil {
+		return nil, 0, err
+	}
+	cs = append(cs, tomb...)
+	cs = append(cs, v.retireChecks...)
+	rep, err := v.repartitionChecks(ctx, batches)
+	if err != nil {
+		return nil, 0, err
+	}
+	cs = append(cs, rep...)
+	tc, err := v.tableChecks(ctx, liveBlocks)
+	if err != nil {
+		return nil, 0, err
+	}
+	cs = append(cs, tc...)
+	cs = append(cs, v.durationChecks(batches)...)
+	return cs, liveBlocks, nil
+}
+
+// identityChecks is check 1: one query id, contiguous batch ids, a run id
+// per start.
+func identityChecks(batches []BatchRecord) []Check {
 	var cs []Check
-	// 1. One query id, contiguous batch ids, a run id per start.
 	qids, runs := map[string]bool{}, map[string]string{}
 	ids := make([]int64, 0, len(batches))
 	for _, b := range batches {
@@ -325,7 +357,13 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		check("1. batch ids contiguous from 0", true, contiguous),
 		check("1. each start has its own run id (phases with batches = distinct run ids)", len(runs), len(distinctRuns)))
 
-	// 2. Backfill = ceil(files / maxFilesPerTrigger) data batches, then one
+	return cs
+}
+
+// backfillChecks is check 2: the backfill's batch ids.
+func (v *verifier) backfillChecks(batches []BatchRecord) []Check {
+	var cs []Check
+	// Backfill = ceil(files / maxFilesPerTrigger) data batches, then one
 	// no-data batch if the archive spans more than the watermark delay (the
 	// final watermark then closes windows that must be evicted).
 	files := len(v.env.Manifest.Files)
@@ -340,7 +378,13 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		check("2. backfill batch ids", fmt.Sprintf("0-%d", k), fmt.Sprintf("%d-%d", first, last)),
 		check("2. the live phase starts at batch", k+1, liveFirst))
 
-	// 3. After the live source is added, the archive reads nothing and its offset holds.
+	return cs
+}
+
+// archiveHeldChecks is check 3: after the live source is added, the
+// archive reads nothing and its offset holds.
+func archiveHeldChecks(sources []SourceRecord) []Check {
+	var cs []Check
 	var archiveEnd string
 	for _, s := range sources {
 		if s.Phase == PhaseBackfill && s.SourceName == ArchiveSource {
@@ -360,7 +404,14 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		check("3. s3_backfill rows read after the live source was added", 0, archiveRowsAfter),
 		check(fmt.Sprintf("3. s3_backfill start and end offsets held at %s in all %d batches", archiveEnd, n), true, held && n > 0))
 
-	// 4. eth_live starts from a null offset at archive last + 1, chained to the archive, 20 blocks a batch.
+	return cs
+}
+
+// liveChecks is check 4: eth_live starts from a null offset at archive
+// last + 1, chained to the archive, 20 blocks a batch. It returns the live
+// blocks read too.
+func (v *verifier) liveChecks(ctx context.Context, sources []SourceRecord) ([]Check, int64, error) {
+	var cs []Check
 	var liveRows []SourceRecord
 	for _, s := range sources {
 		if s.SourceName == LiveSource {
@@ -407,10 +458,16 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		liveBlocks = int64(lastEnd.Block - v.env.Manifest.LastBlock)
 	}
 
-	// 5. Tombstone and the refused reuse.
+	return cs, liveBlocks, nil
+}
+
+// tombstoneChecks is check 5 (the refusal itself was checked when it ran):
+// the newest offsets entry tombstones the archive.
+func (v *verifier) tombstoneChecks(batches []BatchRecord) ([]Check, error) {
+	var cs []Check
 	_, rep, err := v.lastCommitted()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	tomb := "none"
 	for _, t := range rep.Tombstones {
@@ -421,10 +478,14 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 	retireFirst, _ := phaseSpan(batches, PhaseRetireArchive)
 	cs = append(cs, check("5. newest offset entry has s3_backfill tombstoned", fmt.Sprintf("%s removed in batch %d", ArchiveSource, retireFirst), tomb))
 	cs = append(cs, v.refusal...)
-	// 6.
-	cs = append(cs, v.retireChecks...)
 
-	// 7. Repartition 200 -> 8 moved every key unchanged.
+	return cs, nil
+}
+
+// repartitionChecks is check 7: the repartition 200 -> 8 moved every key
+// unchanged.
+func (v *verifier) repartitionChecks(ctx context.Context, batches []BatchRecord) ([]Check, error) {
+	var cs []Check
 	var rb *BatchRecord
 	for i := range batches {
 		if batches[i].Kind == stream.KindRepartition {
@@ -436,7 +497,7 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 	} else {
 		after, parts, _, err := v.stateRows(ctx, rb.BatchID)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		same := len(after) == len(v.before)
 		for k, val := range v.before {
@@ -459,14 +520,13 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 			check("7. every key in a partition below the new count", true, maxPart < v.o.ShrinkTo))
 	}
 
-	// 8.
-	tc, err := v.tableChecks(ctx, liveBlocks)
-	if err != nil {
-		return nil, 0, err
-	}
-	cs = append(cs, tc...)
+	return cs, nil
+}
 
-	// 9. Durations nest as Spark's: the phases never add up to more than the
+// durationChecks is check 9: durations nest as Spark's, and the figures.
+func (v *verifier) durationChecks(batches []BatchRecord) []Check {
+	var cs []Check
+	// The phases never add up to more than the
 	// batch (each is truncated to whole ms, which only lowers the sum).
 	overlapping := 0
 	for _, b := range batches {
@@ -504,7 +564,7 @@ func (v *verifier) final(ctx context.Context, phases []PhaseResult, batches []Ba
 		figure(fmt.Sprintf("9. addBatch median ms, %d partitions", v.o.ShrinkTo), after),
 		figure("9. state memory bytes before -> after the shrink", fmt.Sprintf("%d -> %d", memBefore, memAfter)),
 		figure("9. controlBatch.REPARTITION ms", repMs))
-	return cs, liveBlocks, nil
+	return cs
 }
 
 // tableChecks is check 8: the table's totals, its uniqueness, and every

@@ -204,82 +204,103 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Out, "archive: %d files, blocks %d-%d (%d rows); S3 %s, node %s\n\n", len(env.Manifest.Files),
+	fmt.Fprintf(o.Out, "archive: %d files, blocks %d-%d (%d rows)\nservers: S3 %s, node %s\n\n", len(env.Manifest.Files),
 		env.Manifest.FirstBlock, env.Manifest.LastBlock, env.Manifest.Rows, env.S3.URL(), env.Node.URL())
 	defer env.Close()
 
 	rep := &Report{ArchiveRows: env.Manifest.Rows}
-	progressDir := filepath.Join(o.WorkDir, "progress")
-	if err := os.MkdirAll(progressDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", progressDir, err)
+	pr := &phaseRunner{o: o, env: env, progressDir: filepath.Join(o.WorkDir, "progress")}
+	if err := os.MkdirAll(pr.progressDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", pr.progressDir, err)
 	}
+	v := newVerifier(o, env)
+	if err := runLifecycle(ctx, pr, v, rep); err != nil {
+		return rep, err
+	}
+	return rep, report(ctx, o, env, v, rep, start)
+}
+
+// phaseRunner runs one phase of the lifecycle: a start of the query with
+// its sources, conf and trigger, printed first as the command it is.
+type phaseRunner struct {
+	o           Options
+	env         *Env
+	progressDir string
+}
+
+func (pr *phaseRunner) run(ctx context.Context, name string, sources []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, maxBatches int) PhaseResult {
+	o, env := pr.o, pr.env
+	cfg := pipeline.Config{
+		Checkpoint:   env.CheckpointLoc,
+		Table:        env.TableLoc,
+		LocalDir:     filepath.Join(o.WorkDir, "state-cache"),
+		Sources:      sources,
+		Conf:         conf,
+		Trigger:      trig,
+		MaxBatches:   maxBatches,
+		Logger:       o.Logger.With("phase", name),
+		ProgressFile: filepath.Join(pr.progressDir, name+".jsonl"),
+	}
+	res := PhaseResult{Name: name, Conf: conf, Trigger: trigString(trig, maxBatches), Progress: cfg.ProgressFile}
+	for _, s := range sources {
+		res.Sources = append(res.Sources, s.Name)
+	}
+	o.Observer.PhaseStarted(res)
+	t0 := time.Now()
+	fmt.Fprintf(o.Out, "==> %s\n%s", name, commandLines("    ethstream", cfg.Args(), summaryWidth))
+	err := o.Runner.RunPhase(ctx, name, cfg)
+	if err != nil {
+		fmt.Fprint(o.Out, wrapWords("    "+name+": "+err.Error(), "      ", summaryWidth))
+	} else {
+		fmt.Fprintf(o.Out, "    %s done in %s\n", name, time.Since(t0).Round(time.Millisecond))
+	}
+	res.Err, res.Duration = err, time.Since(t0)
+	o.Observer.PhaseEnded(res)
+	return res
+}
+
+// runLifecycle runs phases 1-5 on one checkpoint and table, taking the
+// verifier's measurements between them; a phase that fails ends it.
+func runLifecycle(ctx context.Context, pr *phaseRunner, v *verifier, rep *Report) error {
+	o, env := pr.o, pr.env
 	s3src := env.ArchiveSource(o.Preset.MaxFilesPerTrigger)
 	liveSrc := env.LiveSource(o.BlocksPerBatch)
 	baseConf := EvolutionConf(o.StatePartitions)
 	live := engine.Trigger{Kind: engine.ProcessingTime, Interval: o.TriggerInterval}
-	phase := func(name string, sources []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, maxBatches int) PhaseResult {
-		cfg := pipeline.Config{
-			Checkpoint:   env.CheckpointLoc,
-			Table:        env.TableLoc,
-			LocalDir:     filepath.Join(o.WorkDir, "state-cache"),
-			Sources:      sources,
-			Conf:         conf,
-			Trigger:      trig,
-			MaxBatches:   maxBatches,
-			Logger:       o.Logger.With("phase", name),
-			ProgressFile: filepath.Join(progressDir, name+".jsonl"),
+	step := func(name string, sources []pipeline.SourceSpec, conf map[string]string, trig engine.Trigger, maxBatches int) error {
+		r := pr.run(ctx, name, sources, conf, trig, maxBatches)
+		rep.Phases = append(rep.Phases, r)
+		if r.Err != nil {
+			return fmt.Errorf("phase %s: %w", r.Name, r.Err)
 		}
-		res := PhaseResult{Name: name, Conf: conf, Trigger: trigString(trig, maxBatches), Progress: cfg.ProgressFile}
-		for _, s := range sources {
-			res.Sources = append(res.Sources, s.Name)
-		}
-		o.Observer.PhaseStarted(res)
-		t0 := time.Now()
-		fmt.Fprintf(o.Out, "==> %-15s %s\n", name, strings.Join(cfg.Args(), " "))
-		err := o.Runner.RunPhase(ctx, name, cfg)
-		if err != nil {
-			fmt.Fprintf(o.Out, "    %s: %v\n", name, err)
-		} else {
-			fmt.Fprintf(o.Out, "    %s done in %s\n", name, time.Since(t0).Round(time.Millisecond))
-		}
-		res.Err, res.Duration = err, time.Since(t0)
-		o.Observer.PhaseEnded(res)
-		return res
+		return nil
 	}
-	v := newVerifier(o, env)
-
 	// 1. Backfill.
-	r := phase(PhaseBackfill, []pipeline.SourceSpec{s3src}, baseConf, engine.Trigger{Kind: engine.AvailableNow}, 0)
-	rep.Phases = append(rep.Phases, r)
-	if r.Err != nil {
-		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
+	if err := step(PhaseBackfill, []pipeline.SourceSpec{s3src}, baseConf, engine.Trigger{Kind: engine.AvailableNow}, 0); err != nil {
+		return err
 	}
 	// 2. Add the live source on the same checkpoint.
-	r = phase(PhaseAddLive, []pipeline.SourceSpec{s3src, liveSrc}, baseConf, live, o.AddLiveBatches)
-	rep.Phases = append(rep.Phases, r)
-	if r.Err != nil {
-		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
+	if err := step(PhaseAddLive, []pipeline.SourceSpec{s3src, liveSrc}, baseConf, live, o.AddLiveBatches); err != nil {
+		return err
 	}
 	// 3. Retire the archive.
-	r = phase(PhaseRetireArchive, []pipeline.SourceSpec{liveSrc}, baseConf, live, o.RetireBatches)
-	rep.Phases = append(rep.Phases, r)
-	if r.Err != nil {
-		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
+	if err := step(PhaseRetireArchive, []pipeline.SourceSpec{liveSrc}, baseConf, live, o.RetireBatches); err != nil {
+		return err
 	}
 	if err := v.afterRetire(ctx); err != nil {
-		return rep, err
+		return err
 	}
 	o.Observer.Checked(v.retireChecks)
 	// 4. Re-adding the retired name must be refused, leaving the checkpoint untouched.
 	before, err := TreeHash(env.Checkpoint)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	r = phase(PhaseReuseRefused, []pipeline.SourceSpec{liveSrc, s3src}, baseConf, live, 1)
+	r := pr.run(ctx, PhaseReuseRefused, []pipeline.SourceSpec{liveSrc, s3src}, baseConf, live, 1)
 	rep.Phases = append(rep.Phases, r)
 	after, err := TreeHash(env.Checkpoint)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	v.refused(r.Err, before, after)
 	o.Observer.Checked(v.refusal)
@@ -287,17 +308,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	shrinkConf := clone(baseConf)
 	shrinkConf["spark.sql.streaming.stateStore.partitions"] = strconv.Itoa(o.ShrinkTo)
 	if err := v.beforeShrink(ctx); err != nil {
-		return rep, err
+		return err
 	}
-	r = phase(PhaseShrinkState, []pipeline.SourceSpec{liveSrc}, shrinkConf, live, o.ShrinkBatches)
-	rep.Phases = append(rep.Phases, r)
-	if r.Err != nil {
-		return rep, fmt.Errorf("phase %s: %w", r.Name, r.Err)
-	}
+	return step(PhaseShrinkState, []pipeline.SourceSpec{liveSrc}, shrinkConf, live, o.ShrinkBatches)
+}
 
-	// Report: CSVs from the query's own progress records, then checks and charts.
+// report writes the results: the CSVs from the query's own progress
+// records, the checks (with phase 6, which runs its own query), the charts
+// and the summary.
+func report(ctx context.Context, o Options, env *Env, v *verifier, rep *Report, start time.Time) error {
 	if err := prepareResults(o.ResultsDir); err != nil {
-		return rep, err
+		return err
 	}
 	var files []engine.PhaseFile
 	for _, p := range rep.Phases {
@@ -306,19 +327,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	if err := engine.FlattenProgress(vfs.Default, o.ResultsDir, files); err != nil {
-		return rep, err
+		return err
 	}
 	batches, err := ReadBatches(filepath.Join(o.ResultsDir, "batches.csv"))
 	if err != nil {
-		return rep, err
+		return err
 	}
 	sources, err := ReadSources(filepath.Join(o.ResultsDir, "sources.csv"))
 	if err != nil {
-		return rep, err
+		return err
 	}
 	rep.Checks, rep.LiveBlocks, err = v.final(ctx, rep.Phases, batches, sources)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	o.Observer.Checked(rep.Checks)
 	// 6. Follow the head through reorgs (own checkpoint and table).
@@ -326,25 +347,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Phases, rep.Checks = append(rep.Phases, rp...), append(rep.Checks, rc...)
 	o.Observer.Checked(rc)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	if err := WriteChecks(filepath.Join(o.ResultsDir, "verification.csv"), rep.Checks); err != nil {
-		return rep, err
+		return err
 	}
 	if err := WriteCharts(o.ResultsDir, batches, sources); err != nil {
-		return rep, err
+		return err
 	}
 	rep.WallTime = time.Since(start)
 	var summary strings.Builder
 	PrintSummary(&summary, rep, append(batches, reorgBatches...))
 	fmt.Fprint(o.Out, summary.String())
-	if err := writeFile(filepath.Join(o.ResultsDir, "summary.txt"), func(w io.Writer) error {
+	return writeFile(filepath.Join(o.ResultsDir, "summary.txt"), func(w io.Writer) error {
 		_, err := io.WriteString(w, summary.String())
 		return err
-	}); err != nil {
-		return rep, err
-	}
-	return rep, nil
+	})
 }
 
 func trigString(t engine.Trigger, maxBatches int) string {

@@ -113,7 +113,7 @@ func TestDemoOnS3(t *testing.T) {
 	if !rep.Passed() {
 		t.Fatalf("demo did not pass:\n%s", out.String())
 	}
-	if !strings.Contains(out.String(), "--checkpoint s3://"+LakeBucket+"/q1/checkpoint?") {
+	if !strings.Contains(out.String(), "--checkpoint 's3://"+LakeBucket+"/q1/checkpoint?") {
 		t.Errorf("the phases were not given s3:// locations:\n%s", out.String())
 	}
 	lake := filepath.Join(dir, "work", "s3", LakeBucket, "q1")

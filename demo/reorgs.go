@@ -83,23 +83,7 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 	var files []string
 	var phaseFiles []engine.PhaseFile
 	for start := 1; start <= 3; start++ {
-		trig, batches := engine.Trigger{Kind: engine.ProcessingTime, Interval: o.TriggerInterval}, o.ReorgBatches
-		if start == 2 {
-			// A reorganisation while the query is down, reaching below
-			// the last block it committed.
-			unread := uint64(0)
-			if b, ok := lastEnd(files[0]); ok && env.Node.Head() > b {
-				unread = env.Node.Head() - b
-			}
-			p.reorgAt(-1, int(unread)+1+p.rng.IntN(o.ReorgMaxDepth))
-			env.Node.Mine(1)
-		}
-		if start == 3 {
-			// The node moves once more while the query is down; the
-			// available-now start catches up with it.
-			p.step(-1)
-			trig, batches = engine.Trigger{Kind: engine.AvailableNow}, 0
-		}
+		trig, batches := p.betweenStarts(start, files)
 		cfg := pipeline.Config{
 			Checkpoint:   filepath.Join(p.dir, "checkpoint"),
 			Table:        filepath.Join(p.dir, "table"),
@@ -116,7 +100,7 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 		phaseFiles = append(phaseFiles, engine.PhaseFile{Phase: name, Path: cfg.ProgressFile})
 		o.Observer.PhaseStarted(PhaseResult{Name: name, Sources: []string{LiveSource}, Conf: cfg.Conf,
 			Trigger: trigString(cfg.Trigger, cfg.MaxBatches), Progress: cfg.ProgressFile})
-		fmt.Fprintf(o.Out, "==> %-15s %s\n", PhaseLiveReorgs, strings.Join(cfg.Args(), " "))
+		fmt.Fprintf(o.Out, "==> %s\n%s", PhaseLiveReorgs, commandLines("    ethstream", cfg.Args(), summaryWidth))
 		t0 := time.Now()
 		if start < 3 {
 			env.Node.OnHeadRequest(p.driver())
@@ -128,7 +112,7 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 		results = append(results, res)
 		o.Observer.PhaseEnded(res)
 		if err != nil {
-			fmt.Fprintf(o.Out, "    %s: %v\n", PhaseLiveReorgs, err)
+			fmt.Fprint(o.Out, wrapWords("    "+PhaseLiveReorgs+": "+err.Error(), "      ", summaryWidth))
 			return results, nil, nil, fmt.Errorf("phase %s: %w", name, err)
 		}
 		fmt.Fprintf(o.Out, "    %s done in %s\n", PhaseLiveReorgs, res.Duration.Round(time.Millisecond))
@@ -137,10 +121,37 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 	if err != nil {
 		return results, nil, nil, err
 	}
-	// The phase's own progress, flattened like the lifecycle's.
-	flat := filepath.Join(o.ResultsDir, "reorgs")
+	batches, err := flattenReorgs(o.ResultsDir, phaseFiles)
+	return results, checks, batches, err
+}
+
+// betweenStarts moves the node before a start of the phase and returns the
+// start's trigger: before the second, a reorganisation while the query is
+// down, reaching below the last block it committed; before the third, one
+// more move, which the available-now start catches up with.
+func (p *reorgPhase) betweenStarts(start int, files []string) (engine.Trigger, int) {
+	o, env := p.o, p.env
+	switch start {
+	case 2:
+		unread := uint64(0)
+		if b, ok := lastEnd(files[0]); ok && env.Node.Head() > b {
+			unread = env.Node.Head() - b
+		}
+		p.reorgAt(-1, int(unread)+1+p.rng.IntN(o.ReorgMaxDepth))
+		env.Node.Mine(1)
+	case 3:
+		p.step(-1)
+		return engine.Trigger{Kind: engine.AvailableNow}, 0
+	}
+	return engine.Trigger{Kind: engine.ProcessingTime, Interval: o.TriggerInterval}, o.ReorgBatches
+}
+
+// flattenReorgs flattens the phase's own progress like the lifecycle's,
+// into resultsDir/reorgs, and reads its batches back.
+func flattenReorgs(resultsDir string, phaseFiles []engine.PhaseFile) ([]BatchRecord, error) {
+	flat := filepath.Join(resultsDir, "reorgs")
 	if err := os.MkdirAll(flat, 0o755); err != nil {
-		return results, nil, nil, fmt.Errorf("create %s: %w", flat, err)
+		return nil, fmt.Errorf("create %s: %w", flat, err)
 	}
 	// A start that ran no batch wrote no progress file (see readEvents).
 	phaseFiles = slices.DeleteFunc(phaseFiles, func(f engine.PhaseFile) bool {
@@ -148,10 +159,9 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 		return errors.Is(err, fs.ErrNotExist)
 	})
 	if err := engine.FlattenProgress(vfs.Default, flat, phaseFiles); err != nil {
-		return results, nil, nil, err
+		return nil, err
 	}
-	batches, err := ReadBatches(filepath.Join(flat, "batches.csv"))
-	return results, checks, batches, err
+	return ReadBatches(filepath.Join(flat, "batches.csv"))
 }
 
 // reorg makes the node reorganise 1..ReorgMaxDepth blocks and records it.
@@ -356,76 +366,24 @@ func (p *reorgPhase) verify(ctx context.Context, files []string) ([]Check, error
 	defer c.Close()
 	ci := &chainIndex{c: c, byHas: map[string]*types.Header{}}
 	table := filepath.Join(p.dir, "table")
-	var recs []reorgRecord
-	var seen []ethrpc.Reorg
-	var bad, batches int
-	var deleted int64
-	restartRetracted := false
-	var last ethrpc.Offset
-	var lastVersion int64 = -1
-	for si, evs := range events {
-		firstData := true
-		for _, ev := range evs {
-			if ev.Kind() != stream.KindData || len(ev.Sources) != 1 {
-				continue
-			}
-			s := ev.Sources[0]
-			end, ok, err := ethrpc.ParseOffset(s.EndOffset)
-			if err != nil || !ok {
-				return nil, fmt.Errorf("batch %d: end offset %s: %v", ev.BatchID, s.EndOffset, err)
-			}
-			rs, err := ethrpc.ParseReorgs(s.Metrics["reorgs"])
-			if err != nil {
-				return nil, fmt.Errorf("batch %d: %w", ev.BatchID, err)
-			}
-			version, err := strconv.ParseInt(ev.Sink.Metrics["tableVersion"], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("batch %d: sink tableVersion %q", ev.BatchID, ev.Sink.Metrics["tableVersion"])
-			}
-			hs, err := ci.chain(ctx, end.Hash, p.first)
-			if err != nil {
-				return nil, err
-			}
-			want := countHeaders(hs)
-			got, err := tableAt(ctx, table, version)
-			if err != nil {
-				return nil, err
-			}
-			r := reorgRecord{start: int64(si + 1), batchID: ev.BatchID, endBlock: end.Block, tableRows: len(got),
-				recountRows: len(want), bad: diffRows(got, want), deleted: ev.Sink.Metrics["numTargetRowsDeleted"]}
-			if end.HasFork {
-				r.fork = strconv.FormatUint(end.Fork, 10)
-			}
-			for _, x := range rs {
-				r.retracted += x.BlocksRetracted
-				r.inserted += x.BlocksInserted
-				r.depth = max(r.depth, x.Depth)
-				r.oldTip, r.newTip = x.OldTip, x.NewTip
-			}
-			if si == 1 && firstData && len(rs) > 0 {
-				restartRetracted = true
-			}
-			firstData = false
-			if d, err := strconv.ParseInt(r.deleted, 10, 64); err == nil {
-				deleted += d
-			}
-			seen = append(seen, rs...)
-			recs = append(recs, r)
-			batches++
-			if r.bad > 0 {
-				bad++
-			}
-			last, lastVersion = end, version
-		}
-	}
-	if batches == 0 {
-		return nil, fmt.Errorf("phase %s ran no data batch", PhaseLiveReorgs)
-	}
-	if err := writeReorgsCSV(filepath.Join(p.o.ResultsDir, "reorgs", "reorgs.csv"), recs); err != nil {
+	w, err := p.walk(ctx, ci, events, table)
+	if err != nil {
 		return nil, err
 	}
+	if w.batches == 0 {
+		return nil, fmt.Errorf("phase %s ran no data batch", PhaseLiveReorgs)
+	}
+	if err := writeReorgsCSV(filepath.Join(p.o.ResultsDir, "reorgs", "reorgs.csv"), w.recs); err != nil {
+		return nil, err
+	}
+	return p.chainChecks(ctx, ci, table, w)
+}
 
-	// The orphans: the old chains above each ancestor.
+// chainChecks is check 10: the orphans (the old chains above each
+// ancestor) against the final chain, and the final table against a recount
+// of the node's canonical chain, with and without the orphans.
+func (p *reorgPhase) chainChecks(ctx context.Context, ci *chainIndex, table string, w *reorgWalk) ([]Check, error) {
+	seen, last, lastVersion, batches, bad, deleted, restartRetracted := w.seen, w.last, w.lastVersion, w.batches, w.bad, w.deleted, w.restartRetracted
 	final, err := ci.chain(ctx, last.Hash, p.first)
 	if err != nil {
 		return nil, err
@@ -491,6 +449,82 @@ func (p *reorgPhase) verify(ctx context.Context, files []string) ([]Check, error
 		figure("10. live_reorgs: MERGE rows deleted (numTargetRowsDeleted)", deleted),
 	}
 	return cs, nil
+}
+
+// reorgWalk is what verify gathers from the phase's batches: a record per
+// data batch, the reorgs the query reported, and the last end offset and
+// table version.
+type reorgWalk struct {
+	recs             []reorgRecord
+	seen             []ethrpc.Reorg
+	bad, batches     int
+	deleted          int64
+	restartRetracted bool
+	last             ethrpc.Offset
+	lastVersion      int64
+}
+
+// walk reads every data batch of the phase's starts: its end offset and
+// reorgs, and the table at its version against a recount of the chain
+// ending at its end.
+func (p *reorgPhase) walk(ctx context.Context, ci *chainIndex, events [][]stream.Progress, table string) (*reorgWalk, error) {
+	w := &reorgWalk{lastVersion: -1}
+	for si, evs := range events {
+		firstData := true
+		for _, ev := range evs {
+			if ev.Kind() != stream.KindData || len(ev.Sources) != 1 {
+				continue
+			}
+			s := ev.Sources[0]
+			end, ok, err := ethrpc.ParseOffset(s.EndOffset)
+			if err != nil || !ok {
+				return nil, fmt.Errorf("batch %d: end offset %s: %v", ev.BatchID, s.EndOffset, err)
+			}
+			rs, err := ethrpc.ParseReorgs(s.Metrics["reorgs"])
+			if err != nil {
+				return nil, fmt.Errorf("batch %d: %w", ev.BatchID, err)
+			}
+			version, err := strconv.ParseInt(ev.Sink.Metrics["tableVersion"], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("batch %d: sink tableVersion %q", ev.BatchID, ev.Sink.Metrics["tableVersion"])
+			}
+			hs, err := ci.chain(ctx, end.Hash, p.first)
+			if err != nil {
+				return nil, err
+			}
+			want := countHeaders(hs)
+			got, err := tableAt(ctx, table, version)
+			if err != nil {
+				return nil, err
+			}
+			r := reorgRecord{start: int64(si + 1), batchID: ev.BatchID, endBlock: end.Block, tableRows: len(got),
+				recountRows: len(want), bad: diffRows(got, want), deleted: ev.Sink.Metrics["numTargetRowsDeleted"]}
+			if end.HasFork {
+				r.fork = strconv.FormatUint(end.Fork, 10)
+			}
+			for _, x := range rs {
+				r.retracted += x.BlocksRetracted
+				r.inserted += x.BlocksInserted
+				r.depth = max(r.depth, x.Depth)
+				r.oldTip, r.newTip = x.OldTip, x.NewTip
+			}
+			if si == 1 && firstData && len(rs) > 0 {
+				w.restartRetracted = true
+			}
+			firstData = false
+			if d, err := strconv.ParseInt(r.deleted, 10, 64); err == nil {
+				w.deleted += d
+			}
+			w.seen = append(w.seen, rs...)
+			w.recs = append(w.recs, r)
+			w.batches++
+			if r.bad > 0 {
+				w.bad++
+			}
+			w.last, w.lastVersion = end, version
+		}
+	}
+	return w, nil
 }
 
 // writeReorgsCSV writes reorgs.csv (format in doc.go).

@@ -221,25 +221,27 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 	return rows, err
 }
 
-// runCase restores the baseline into the scenario's paths, applies the
-// change and restarts once.
-func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config, r *RestartRule) error {
+// prepareCase lays out a case's fresh copy of the baseline checkpoint and
+// table, runs its setup start, and for a case with a pending batch removes
+// the last commit, returning that batch's offsets entry (path and bytes) to
+// compare after the restart.
+func prepareCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config) (string, []byte, error) {
 	for _, d := range []string{cfg.Checkpoint, cfg.Table, cfg.Table + "-moved", cfg.LocalDir} {
 		if err := os.RemoveAll(d); err != nil {
-			return err
+			return "", nil, err
 		}
 	}
 	if err := copyTree(filepath.Join(baseline, "checkpoint"), cfg.Checkpoint); err != nil {
-		return err
+		return "", nil, err
 	}
 	if err := copyTree(filepath.Join(baseline, "table"), cfg.Table); err != nil {
-		return err
+		return "", nil, err
 	}
 	if c.setup != nil {
 		s := cfg
 		c.setup(&s)
 		if _, err := pipeline.Run(ctx, s); err != nil {
-			return fmt.Errorf("setup start: %w", err)
+			return "", nil, fmt.Errorf("setup start: %w", err)
 		}
 	}
 	var pendingOffsets string
@@ -248,15 +250,25 @@ func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipe
 		d := checkpoint.Dir{FS: vfs.Default, Path: cfg.Checkpoint}
 		ids, err := d.ListCommits()
 		if err != nil || len(ids) == 0 {
-			return fmt.Errorf("no commit to make pending: %v", err)
+			return "", nil, fmt.Errorf("no commit to make pending: %v", err)
 		}
 		if err := os.Remove(d.CommitPath(ids[len(ids)-1])); err != nil {
-			return err
+			return "", nil, err
 		}
 		pendingOffsets = d.OffsetsPath(ids[len(ids)-1])
 		if pendingEntry, err = os.ReadFile(pendingOffsets); err != nil {
-			return err
+			return "", nil, err
 		}
+	}
+	return pendingOffsets, pendingEntry, nil
+}
+
+// runCase restores the baseline into the scenario's paths, applies the
+// change and restarts once.
+func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config, r *RestartRule) error {
+	pendingOffsets, pendingEntry, err := prepareCase(ctx, c, baseline, cfg)
+	if err != nil {
+		return err
 	}
 	c.modify(&cfg, e)
 	before, err := e.hashes(cfg)

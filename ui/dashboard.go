@@ -455,6 +455,58 @@ func (d *Dashboard) syncLogLocked() error {
 	return err
 }
 
+// cacheOffsetsLocked reads and parses the offsets entries of ids not yet
+// cached, and drops the cached entries no longer listed (purged).
+func (d *Dashboard) cacheOffsetsLocked(ids []int64) error {
+	keep := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		keep[id] = true
+		if _, ok := d.mu.cache[id]; ok {
+			continue
+		}
+		path := d.dir.OffsetsPath(id)
+		raw, err := checkpoint.ReadFile(d.o.FS, path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // purged between the listing and the read
+			}
+			return fmt.Errorf("read offsets entry %s: %w", path, err)
+		}
+		e, err := checkpoint.ParseOffsets(path, raw)
+		if err != nil {
+			return err
+		}
+		d.mu.cache[id] = cachedEntry{e: e, raw: raw}
+	}
+	for id := range d.mu.cache {
+		if !keep[id] {
+			delete(d.mu.cache, id)
+		}
+	}
+	return nil
+}
+
+// logEntriesLocked is the page's view of the newest logEntries offsets
+// entries, each with its commit when it has one.
+func (d *Dashboard) logEntriesLocked(ids []int64, committed map[int64]bool) []LogEntry {
+	entries := []LogEntry{}
+	for _, id := range ids[max(0, len(ids)-logEntries):] {
+		ce, ok := d.mu.cache[id]
+		if !ok {
+			continue
+		}
+		le := logEntry(id, ce.e, ce.raw)
+		if committed[id] {
+			le.Committed = true
+			if raw, err := checkpoint.ReadFile(d.o.FS, d.dir.CommitPath(id)); err == nil {
+				le.CommitRaw = string(raw)
+			}
+		}
+		entries = append(entries, le)
+	}
+	return entries
+}
+
 func (d *Dashboard) readLogLocked() error {
 	ids, err := d.dir.ListOffsets()
 	if err != nil {
@@ -481,30 +533,8 @@ func (d *Dashboard) readLogLocked() error {
 	if ok && d.mu.query.ID == "" {
 		d.mu.query.ID = m.ID
 	}
-	keep := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		keep[id] = true
-		if _, ok := d.mu.cache[id]; ok {
-			continue
-		}
-		path := d.dir.OffsetsPath(id)
-		raw, err := checkpoint.ReadFile(d.o.FS, path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // purged between the listing and the read
-			}
-			return fmt.Errorf("read offsets entry %s: %w", path, err)
-		}
-		e, err := checkpoint.ParseOffsets(path, raw)
-		if err != nil {
-			return err
-		}
-		d.mu.cache[id] = cachedEntry{e: e, raw: raw}
-	}
-	for id := range d.mu.cache {
-		if !keep[id] {
-			delete(d.mu.cache, id)
-		}
+	if err := d.cacheOffsetsLocked(ids); err != nil {
+		return err
 	}
 	committed := make(map[int64]bool, len(commits))
 	for _, c := range commits {
@@ -525,22 +555,7 @@ func (d *Dashboard) readLogLocked() error {
 			}
 		}
 	}
-	lg.Entries = []LogEntry{}
-	start := max(0, len(ids)-logEntries)
-	for _, id := range ids[start:] {
-		ce, ok := d.mu.cache[id]
-		if !ok {
-			continue
-		}
-		le := logEntry(id, ce.e, ce.raw)
-		if committed[id] {
-			le.Committed = true
-			if raw, err := checkpoint.ReadFile(d.o.FS, d.dir.CommitPath(id)); err == nil {
-				le.CommitRaw = string(raw)
-			}
-		}
-		lg.Entries = append(lg.Entries, le)
-	}
+	lg.Entries = d.logEntriesLocked(ids, committed)
 	latest := d.mu.cache[ids[len(ids)-1]]
 	if latest.e != nil {
 		d.mu.latest = latest.e
