@@ -302,23 +302,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if err != nil {
 		return q, engine.Options{}, err
 	}
-	for _, spec := range c.sources {
-		src, err := newSource(spec, logger, cfg.ArchiveFS)
-		if err != nil {
-			return q, engine.Options{}, err
-		}
-		q.Sources = append(q.Sources, engine.NamedSource{Name: spec.Name, Source: src})
+	if q.Sources, err = c.buildSources(cfg, logger); err != nil {
+		return q, engine.Options{}, err
 	}
-	for _, ns := range q.Sources {
-		if rs, ok := ns.Source.(stream.RetractingSource); ok && rs.Retracts() {
-			// A count(*) keeps the state layout unchanged.
-			if err := c.withRetractions(cfg); err != nil {
-				return q, engine.Options{}, err
-			}
-			break
-		}
-	}
-	c.wrapSources(q.Sources)
 	ckpt, table, fs, err := Locations(cfg)
 	if err != nil {
 		return q, engine.Options{}, err
@@ -372,6 +358,31 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		Listeners:     cfg.Listeners,
 	}
 	return q, opts, nil
+}
+
+// buildSources builds the compiled query's sources; a source that
+// retracts (a reorg-following live source) switches the aggregation to
+// retractions.
+func (c *compiled) buildSources(cfg Config, logger *slog.Logger) ([]engine.NamedSource, error) {
+	var out []engine.NamedSource
+	for _, spec := range c.sources {
+		src, err := newSource(spec, logger, cfg.ArchiveFS)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, engine.NamedSource{Name: spec.Name, Source: src})
+	}
+	for _, ns := range out {
+		if rs, ok := ns.Source.(stream.RetractingSource); ok && rs.Retracts() {
+			// A count(*) keeps the state layout unchanged.
+			if err := c.withRetractions(cfg); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	c.wrapSources(out)
+	return out, nil
 }
 
 // NewSource builds the source a spec names.

@@ -157,21 +157,8 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 			}
 		}
 	}
-	// Open the partitions the batch writes that are still closed, in
-	// parallel: after a restart a batch touches many of them for the first
-	// time, and opening one waits mostly on file creation.
-	touched := make([]bool, s.n)
-	closed := 0
-	for _, c := range cs {
-		if !touched[c.part] && s.parts.dbs[c.part] == nil {
-			closed++
-		}
-		touched[c.part] = true
-	}
-	if closed > 1 {
-		if err := s.parts.openAll(func(i int) bool { return touched[i] }); err != nil {
-			return nil, err
-		}
+	if err := s.openTouched(cs); err != nil {
+		return nil, err
 	}
 	bounds, rangeDel, err := s.nextBounds(cs, newRows)
 	if err != nil {
@@ -203,6 +190,36 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	for _, r := range newRows {
 		m.Rows += r
 	}
+	n, err := s.publishData(m, s.versionWriter(m, cs, snapshot))
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{version: version, m: m, cs: cs, rangeDel: rangeDel, newRows: newRows, bounds: bounds,
+		snapshot: snapshot, updated: updated, removed: removed, dataSize: n}, nil
+}
+
+// openTouched opens the partitions the batch writes that are still
+// closed, in parallel: after a restart a batch touches many of them for the
+// first time, and opening one waits mostly on file creation.
+func (s *Store) openTouched(cs []change) error {
+	touched := make([]bool, s.n)
+	closed := 0
+	for _, c := range cs {
+		if !touched[c.part] && s.parts.dbs[c.part] == nil {
+			closed++
+		}
+		touched[c.part] = true
+	}
+	if closed > 1 {
+		return s.parts.openAll(func(i int) bool { return touched[i] })
+	}
+	return nil
+}
+
+// versionWriter returns what writes version m's data file: the batch's
+// changes for a delta (linked to its base in m), or the whole state after
+// them for a snapshot.
+func (s *Store) versionWriter(m *versionMeta, cs []change, snapshot bool) func(dw *dataWriter) error {
 	write := func(dw *dataWriter) error {
 		for _, c := range cs {
 			if c.e.del {
@@ -215,11 +232,12 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 		}
 		return nil
 	}
-	if snapshot && s.head != nil && !s.allNonEmptyOpen() {
+	switch {
+	case snapshot && s.head != nil && !s.allNonEmptyOpen():
 		// Opening every closed partition only to copy it would cost more
 		// than the rest of the batch: rewrite the files instead.
 		write = func(dw *dataWriter) error { return s.writeSnapshotFromFiles(dw, cs, m.Rows) }
-	} else if snapshot {
+	case snapshot:
 		write = func(dw *dataWriter) error {
 			rest := cs
 			for p := 0; p < s.n; p++ {
@@ -234,17 +252,12 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 			}
 			return nil
 		}
-	} else if s.head != nil {
+	case s.head != nil:
 		ref := s.head.ref()
 		m.Base = &ref
 		m.ChainLength = s.head.ChainLength + 1
 	}
-	n, err := s.publishData(m, write)
-	if err != nil {
-		return nil, err
-	}
-	return &prepared{version: version, m: m, cs: cs, rangeDel: rangeDel, newRows: newRows, bounds: bounds,
-		snapshot: snapshot, updated: updated, removed: removed, dataSize: n}, nil
+	return write
 }
 
 // writeSnapshotFromFiles writes the full state after the sorted changes cs

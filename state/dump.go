@@ -63,59 +63,15 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	if err := o.Validate(); err != nil {
 		return -1, err
 	}
-	if !(checkpoint.Dir{FS: o.FS, Path: o.Checkpoint}).Exists() {
-		return -1, errcode.New(errcode.CheckpointNotFound, o.Checkpoint, "check --checkpoint: it names the directory a query ran on",
-			"checkpoint directory %s does not exist", o.Checkpoint)
-	}
-	dir := o.FS.PathJoin(o.Checkpoint, "state", strconv.Itoa(o.Operator))
-	c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
+	dir, v, err := dumpVersion(o)
 	if err != nil {
 		return -1, err
-	}
-	if c < 0 {
-		return -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
-			"run the query until a batch commits", "the checkpoint has no committed batch")
-	}
-	limit := o.Batch
-	if limit < 0 {
-		limit = c
-	} else if limit > c {
-		// Past the commit log, only a state version written for exactly
-		// that batch (a batch that will re-run) can be asked for: printing
-		// an older one would pass it off as batch limit's state.
-		newest, err := LatestVersionAtMost(o.FS, dir, math.MaxInt64)
-		if err != nil {
-			return -1, err
-		}
-		if limit > newest {
-			return -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
-				fmt.Sprintf("pass --batch from 0 to %d, or omit it for the latest committed batch", max(c, newest)),
-				"batch %d has not run; the latest committed batch is %d", limit, c)
-		}
-	}
-	v, err := LatestVersionAtMost(o.FS, dir, limit)
-	if err != nil {
-		return -1, err
-	}
-	if v < 0 {
-		return -1, errcode.New(CodeStateNotFound, dir, "check --op and --batch",
-			"no state version at or before batch %d", limit)
 	}
 	info, err := Stat(o.FS, dir, v)
 	if err != nil {
 		return -1, err
 	}
-	var (
-		header []string
-		types  []stream.Type
-	)
-	fields := append(append([]Field(nil), info.Schema.Key...), info.Schema.Value...)
-	order := columnOrder(fields, o.Columns)
-	for _, i := range order {
-		header = append(header, fields[i].Name)
-		types = append(types, fields[i].Type)
-	}
-	header = append(header, "partition")
+	order, header, types := dumpColumns(info.Schema, o.Columns)
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var cw *csv.Writer
 	if o.Format == "csv" {
@@ -171,6 +127,67 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 		}
 	}
 	return v, bw.Flush()
+}
+
+// dumpVersion resolves the state version Dump prints: the newest at or
+// before the asked batch (default: the latest committed one) of the
+// operator's state directory.
+func dumpVersion(o DumpOptions) (string, int64, error) {
+	if !(checkpoint.Dir{FS: o.FS, Path: o.Checkpoint}).Exists() {
+		return "", -1, errcode.New(errcode.CheckpointNotFound, o.Checkpoint, "check --checkpoint: it names the directory a query ran on",
+			"checkpoint directory %s does not exist", o.Checkpoint)
+	}
+	dir := o.FS.PathJoin(o.Checkpoint, "state", strconv.Itoa(o.Operator))
+	c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
+	if err != nil {
+		return "", -1, err
+	}
+	if c < 0 {
+		return "", -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
+			"run the query until a batch commits", "the checkpoint has no committed batch")
+	}
+	limit := o.Batch
+	if limit < 0 {
+		limit = c
+	} else if limit > c {
+		// Past the commit log, only a state version written for exactly
+		// that batch (a batch that will re-run) can be asked for: printing
+		// an older one would pass it off as batch limit's state.
+		newest, err := LatestVersionAtMost(o.FS, dir, math.MaxInt64)
+		if err != nil {
+			return "", -1, err
+		}
+		if limit > newest {
+			return "", -1, errcode.New(CodeStateNotFound, o.FS.PathJoin(o.Checkpoint, "commits"),
+				fmt.Sprintf("pass --batch from 0 to %d, or omit it for the latest committed batch", max(c, newest)),
+				"batch %d has not run; the latest committed batch is %d", limit, c)
+		}
+	}
+	v, err := LatestVersionAtMost(o.FS, dir, limit)
+	if err != nil {
+		return "", -1, err
+	}
+	if v < 0 {
+		return "", -1, errcode.New(CodeStateNotFound, dir, "check --op and --batch",
+			"no state version at or before batch %d", limit)
+	}
+	return dir, v, nil
+}
+
+// dumpColumns is the order of the schema's fields Dump prints (those
+// named first), their header (with the partition last) and their types.
+func dumpColumns(schema Schema, names []string) ([]int, []string, []stream.Type) {
+	var (
+		header []string
+		types  []stream.Type
+	)
+	fields := append(append([]Field(nil), schema.Key...), schema.Value...)
+	order := columnOrder(fields, names)
+	for _, i := range order {
+		header = append(header, fields[i].Name)
+		types = append(types, fields[i].Type)
+	}
+	return order, append(header, "partition"), types
 }
 
 // columnOrder returns the indexes of fields in the order prefer names them,

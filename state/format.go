@@ -193,20 +193,7 @@ func decodeData(r io.Reader, fn func(hd dataHeader, rec record) error) (dataHead
 		}
 		n := binary.LittleEndian.Uint32(ch[:4])
 		if n == 0 {
-			var f [12]byte
-			if _, err := io.ReadFull(br, f[:]); err != nil {
-				return hd, count, fmt.Errorf("read footer at offset %d: %w", offset, noEOF(err))
-			}
-			if got, want := binary.LittleEndian.Uint32(f[8:12]), crc32.Checksum(f[:8], crcTable); got != want {
-				return hd, count, fmt.Errorf("footer checksum mismatch at offset %d", offset)
-			}
-			if c := binary.LittleEndian.Uint64(f[:8]); c != count {
-				return hd, count, fmt.Errorf("footer says %d records, file holds %d", c, count)
-			}
-			if _, err := br.ReadByte(); err != io.EOF {
-				return hd, count, fmt.Errorf("trailing bytes after footer at offset %d", offset+16)
-			}
-			return hd, count, nil
+			return hd, count, readFooter(br, offset, count)
 		}
 		if n > maxChunk {
 			return hd, count, fmt.Errorf("chunk at offset %d declares %d bytes", offset, n)
@@ -214,20 +201,8 @@ func decodeData(r io.Reader, fn func(hd dataHeader, rec record) error) (dataHead
 		if _, err := io.ReadFull(br, ch[4:8]); err != nil {
 			return hd, count, fmt.Errorf("read chunk header at offset %d: %w", offset, noEOF(err))
 		}
-		// Grow the buffer as bytes arrive, so a damaged length cannot make
-		// us allocate 64 MB for a short file.
-		payload = payload[:0]
-		for len(payload) < int(n) {
-			step := min(int(n)-len(payload), 1<<20)
-			payload = slices.Grow(payload, step)
-			m, err := io.ReadFull(br, payload[len(payload):len(payload)+step])
-			payload = payload[:len(payload)+m]
-			if err != nil {
-				return hd, count, fmt.Errorf("read chunk at offset %d: %w", offset, noEOF(err))
-			}
-		}
-		if got, want := binary.LittleEndian.Uint32(ch[4:8]), crc32.Checksum(payload, crcTable); got != want {
-			return hd, count, fmt.Errorf("chunk checksum mismatch at offset %d: stored %08x, computed %08x", offset, got, want)
+		if payload, err = readChunk(br, payload[:0], n, binary.LittleEndian.Uint32(ch[4:8]), offset); err != nil {
+			return hd, count, err
 		}
 		p := payload
 		for len(p) > 0 {
@@ -259,6 +234,44 @@ func decodeData(r io.Reader, fn func(hd dataHeader, rec record) error) (dataHead
 		}
 		offset += 8 + int64(n)
 	}
+}
+
+// readFooter reads the footer at offset (the record count and its CRC)
+// and checks that it counts the count records read and ends the file.
+func readFooter(br *bufio.Reader, offset int64, count uint64) error {
+	var f [12]byte
+	if _, err := io.ReadFull(br, f[:]); err != nil {
+		return fmt.Errorf("read footer at offset %d: %w", offset, noEOF(err))
+	}
+	if got, want := binary.LittleEndian.Uint32(f[8:12]), crc32.Checksum(f[:8], crcTable); got != want {
+		return fmt.Errorf("footer checksum mismatch at offset %d", offset)
+	}
+	if c := binary.LittleEndian.Uint64(f[:8]); c != count {
+		return fmt.Errorf("footer says %d records, file holds %d", c, count)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return fmt.Errorf("trailing bytes after footer at offset %d", offset+16)
+	}
+	return nil
+}
+
+// readChunk reads a chunk's n payload bytes into payload and checks them
+// against the stored CRC. The buffer grows as bytes arrive, so a damaged
+// length cannot make us allocate 64 MB for a short file.
+func readChunk(br *bufio.Reader, payload []byte, n, crc uint32, offset int64) ([]byte, error) {
+	for len(payload) < int(n) {
+		step := min(int(n)-len(payload), 1<<20)
+		payload = slices.Grow(payload, step)
+		m, err := io.ReadFull(br, payload[len(payload):len(payload)+step])
+		payload = payload[:len(payload)+m]
+		if err != nil {
+			return payload, fmt.Errorf("read chunk at offset %d: %w", offset, noEOF(err))
+		}
+	}
+	if got := crc32.Checksum(payload, crcTable); crc != got {
+		return payload, fmt.Errorf("chunk checksum mismatch at offset %d: stored %08x, computed %08x", offset, crc, got)
+	}
+	return payload, nil
 }
 
 // errCallback marks an error returned by decodeData's callback, which is not
@@ -395,95 +408,114 @@ func encodeMeta(m *versionMeta) []byte {
 }
 
 func decodeMeta(b []byte) (*versionMeta, error) {
-	lines := strings.Split(string(b), "\n")
-	if len(lines) != 4 || lines[3] != "" {
-		return nil, fmt.Errorf("want 3 newline-terminated lines, found %d", len(lines)-1)
-	}
-	if lines[0] != metaHeader {
-		if strings.HasPrefix(lines[0], "ethstream-state-meta v") {
-			return nil, fmt.Errorf("unsupported metadata format %q (this build reads %q)", lines[0], metaHeader)
-		}
-		return nil, fmt.Errorf("bad header line %q", lines[0])
-	}
-	crcHex, ok := strings.CutPrefix(lines[2], "crc32c:")
-	if !ok {
-		return nil, fmt.Errorf("bad checksum line %q", lines[2])
-	}
-	crc, err := strconv.ParseUint(crcHex, 16, 32)
-	if err != nil || len(crcHex) != 8 {
-		return nil, fmt.Errorf("bad checksum line %q", lines[2])
-	}
-	if got := crc32.Checksum([]byte(lines[1]), crcTable); uint32(crc) != got {
-		return nil, fmt.Errorf("checksum mismatch: stored %08x, computed %08x", crc, got)
+	body, err := metaBody(b)
+	if err != nil {
+		return nil, err
 	}
 	m := &versionMeta{}
-	dec := json.NewDecoder(strings.NewReader(lines[1]))
+	dec := json.NewDecoder(strings.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(m); err != nil {
 		return nil, fmt.Errorf("parse metadata json: %w", err)
 	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// metaBody checks a metadata file's frame (header line, JSON line, CRC
+// line) and returns its JSON line.
+func metaBody(b []byte) (string, error) {
+	lines := strings.Split(string(b), "\n")
+	if len(lines) != 4 || lines[3] != "" {
+		return "", fmt.Errorf("want 3 newline-terminated lines, found %d", len(lines)-1)
+	}
+	if lines[0] != metaHeader {
+		if strings.HasPrefix(lines[0], "ethstream-state-meta v") {
+			return "", fmt.Errorf("unsupported metadata format %q (this build reads %q)", lines[0], metaHeader)
+		}
+		return "", fmt.Errorf("bad header line %q", lines[0])
+	}
+	crcHex, ok := strings.CutPrefix(lines[2], "crc32c:")
+	if !ok {
+		return "", fmt.Errorf("bad checksum line %q", lines[2])
+	}
+	crc, err := strconv.ParseUint(crcHex, 16, 32)
+	if err != nil || len(crcHex) != 8 {
+		return "", fmt.Errorf("bad checksum line %q", lines[2])
+	}
+	if got := crc32.Checksum([]byte(lines[1]), crcTable); uint32(crc) != got {
+		return "", fmt.Errorf("checksum mismatch: stored %08x, computed %08x", crc, got)
+	}
+	return lines[1], nil
+}
+
+// check validates a decoded metadata record against its format version,
+// its counts, its kind and its file name.
+func (m *versionMeta) check() error {
 	switch m.FormatVersion {
 	case 1:
 		if m.PartitionKeys != nil {
-			return nil, errors.New("partitionKeys in a formatVersion 1 file")
+			return errors.New("partitionKeys in a formatVersion 1 file")
 		}
 	case 2, 3:
 		if (m.FormatVersion == 3) != (m.ClosedRows > 0) {
-			return nil, fmt.Errorf("closedRows %d in a formatVersion %d file", m.ClosedRows, m.FormatVersion)
+			return fmt.Errorf("closedRows %d in a formatVersion %d file", m.ClosedRows, m.FormatVersion)
 		}
 		if len(m.PartitionKeys) != m.Partitions {
-			return nil, fmt.Errorf("partitionKeys has %d entries for %d partitions", len(m.PartitionKeys), m.Partitions)
+			return fmt.Errorf("partitionKeys has %d entries for %d partitions", len(m.PartitionKeys), m.Partitions)
 		}
 		for p, b := range m.PartitionKeys {
 			if b == nil {
 				continue
 			}
 			if p < len(m.PartitionRows) && m.PartitionRows[p] == 0 {
-				return nil, fmt.Errorf("key bounds for empty partition %d", p)
+				return fmt.Errorf("key bounds for empty partition %d", p)
 			}
 			if bytes.Compare(b.Min, b.Max) > 0 {
-				return nil, fmt.Errorf("bad key bounds for partition %d", p)
+				return fmt.Errorf("bad key bounds for partition %d", p)
 			}
 		}
 	default:
-		return nil, fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
+		return fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
 	}
 	if m.FormatVersion == 1 && m.ClosedRows != 0 {
-		return nil, errors.New("closedRows in a formatVersion 1 file")
+		return errors.New("closedRows in a formatVersion 1 file")
 	}
 	if m.Version < 0 || m.Attempt < 0 || m.Partitions <= 0 || m.Partitions > maxPartitions ||
 		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 || m.ClosedRows < 0 {
-		return nil, errors.New("metadata fields out of range")
+		return errors.New("metadata fields out of range")
 	}
 	var sum int64
 	for _, r := range m.PartitionRows {
 		if r < 0 {
-			return nil, errors.New("negative partition row count")
+			return errors.New("negative partition row count")
 		}
 		sum += r
 	}
 	if sum != m.Rows {
-		return nil, fmt.Errorf("partition rows sum to %d, rows says %d", sum, m.Rows)
+		return fmt.Errorf("partition rows sum to %d, rows says %d", sum, m.Rows)
 	}
 	switch m.Kind {
 	case kindNameSnapshot:
 		if m.Base != nil {
-			return nil, errors.New("snapshot with a base")
+			return errors.New("snapshot with a base")
 		}
 	case kindNameDelta:
 		if m.Base != nil && m.Base.Version >= m.Version {
-			return nil, fmt.Errorf("delta version %d based on version %d", m.Version, m.Base.Version)
+			return fmt.Errorf("delta version %d based on version %d", m.Version, m.Base.Version)
 		}
 	default:
-		return nil, fmt.Errorf("unknown kind %q", m.Kind)
+		return fmt.Errorf("unknown kind %q", m.Kind)
 	}
 	if m.Data != dataFileName(m.Version, m.Attempt, m.Kind) {
-		return nil, fmt.Errorf("data file name %q does not match version %d attempt %d", m.Data, m.Version, m.Attempt)
+		return fmt.Errorf("data file name %q does not match version %d attempt %d", m.Data, m.Version, m.Attempt)
 	}
 	if err := m.Schema.validate(); err != nil {
-		return nil, err
+		return err
 	}
-	return m, nil
+	return nil
 }
 
 // File names (doc.go): <version:020d>.<attempt>.{meta,delta,snap}.

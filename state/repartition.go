@@ -70,61 +70,39 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 	st.From, st.To = s.n, n
 	s.lastGet = s.lastGet[:0]
 
-	// Route every key of version base into its new partition: from the
-	// checkpoint files when some old partition is not open (the usual case
-	// right after a restart: opening 200 Pebble instances only to read 3,300
-	// keys costs far more than reading the snapshot and its deltas), else
-	// from the open instances.
-	buckets := make([]bucket, n)
-	for t := range buckets {
-		buckets[t].refs = make([]kvRef, 0, s.rows/int64(n)+s.rows/int64(4*n)+16)
-	}
-	route := func(k, v []byte) {
-		b := &buckets[PartitionOf(k, n)]
-		b.refs = append(b.refs, kvRef{pfx: keyPrefix(k), off: len(b.arena), klen: int32(len(k)), vln: int32(len(v))})
-		b.arena = append(b.arena, k...)
-		b.arena = append(b.arena, v...)
-		st.KeysBefore++
-		st.BytesRead += int64(len(k) + len(v))
-	}
-	var err error
-	if s.allNonEmptyOpen() {
-		err = s.routeFromCache(ctx, route)
-	} else {
-		err = s.routeFromFiles(ctx, base, route)
-	}
+	buckets, err := s.routeInto(ctx, base, n, &st)
 	if err != nil {
 		return st, err
 	}
-	if st.KeysBefore != s.rows {
-		return st, errcode.Corrupt(s.opts.LocalDir, nil,
-			"state version %d reads as %d keys, its metadata says %d; delete the cache directory and retry", base, st.KeysBefore, s.rows)
-	}
-	rows := make([]int64, n)
-	bounds := make([]*keyBounds, n)
-	for t := range buckets {
-		b := &buckets[t]
-		slices.SortFunc(b.refs, func(x, y kvRef) int {
-			if x.pfx != y.pfx {
-				if x.pfx < y.pfx {
-					return -1
-				}
-				return 1
-			}
-			return bytes.Compare(b.key(x), b.key(y))
-		})
-		for i := 1; i < len(b.refs); i++ {
-			if bytes.Equal(b.key(b.refs[i-1]), b.key(b.refs[i])) {
-				return st, fmt.Errorf("state: key %x found in two partitions of version %d", b.key(b.refs[i]), base)
-			}
-		}
-		rows[t] = int64(len(b.refs))
-		if len(b.refs) > 0 {
-			bounds[t] = &keyBounds{Min: bytes.Clone(b.key(b.refs[0])), Max: bytes.Clone(b.key(b.refs[len(b.refs)-1]))}
-		}
-		st.KeysAfter += rows[t]
+	rows, bounds, err := sortBuckets(buckets, base, &st)
+	if err != nil {
+		return st, err
 	}
 
+	m, err := s.publishRepartition(version, buckets, rows, bounds, &st)
+	if err != nil {
+		return st, err
+	}
+
+	// The new version is durable; replace the cache.
+	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, rows, m.Rows, bounds
+	s.union = unionBounds{}
+	s.n, s.opts.Partitions = n, n
+	s.rebuildCache(ctx, buckets, rows)
+	s.afterPublish(true)
+	if s.broken != nil {
+		return st, fmt.Errorf("state: repartitioned version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
+	}
+	s.logger.Info("state repartitioned", "dir", s.dir, "from", st.From, "to", st.To, "keys", st.KeysAfter,
+		"version", version, "ms", time.Since(start).Milliseconds())
+	return st, nil
+}
+
+// publishRepartition writes the repartitioned state as a full snapshot of
+// version (a new attempt of it when redone), the buckets in partition and
+// key order.
+func (s *Store) publishRepartition(version int64, buckets []bucket, rows []int64, bounds []*keyBounds, st *stream.RepartitionStats) (*versionMeta, error) {
+	n := len(buckets)
 	attempt := s.nextAttempt[version]
 	s.nextAttempt[version] = attempt + 1
 	m := &versionMeta{
@@ -156,14 +134,83 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 		return nil
 	})
 	if err != nil {
-		return st, err
+		return nil, err
 	}
 	st.BytesWritten = written
+	return m, nil
+}
 
-	// The new version is durable; replace the cache.
-	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, rows, m.Rows, bounds
-	s.union = unionBounds{}
-	s.n, s.opts.Partitions = n, n
+// routeInto reads every key of version base into the bucket of its new
+// partition (of n), counting what it read into st.
+func (s *Store) routeInto(ctx context.Context, base int64, n int, st *stream.RepartitionStats) ([]bucket, error) {
+	// Route every key of version base into its new partition: from the
+	// checkpoint files when some old partition is not open (the usual case
+	// right after a restart: opening 200 Pebble instances only to read 3,300
+	// keys costs far more than reading the snapshot and its deltas), else
+	// from the open instances.
+	buckets := make([]bucket, n)
+	for t := range buckets {
+		buckets[t].refs = make([]kvRef, 0, s.rows/int64(n)+s.rows/int64(4*n)+16)
+	}
+	route := func(k, v []byte) {
+		b := &buckets[PartitionOf(k, n)]
+		b.refs = append(b.refs, kvRef{pfx: keyPrefix(k), off: len(b.arena), klen: int32(len(k)), vln: int32(len(v))})
+		b.arena = append(b.arena, k...)
+		b.arena = append(b.arena, v...)
+		st.KeysBefore++
+		st.BytesRead += int64(len(k) + len(v))
+	}
+	var err error
+	if s.allNonEmptyOpen() {
+		err = s.routeFromCache(ctx, route)
+	} else {
+		err = s.routeFromFiles(ctx, base, route)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.KeysBefore != s.rows {
+		return nil, errcode.Corrupt(s.opts.LocalDir, nil,
+			"state version %d reads as %d keys, its metadata says %d; delete the cache directory and retry", base, st.KeysBefore, s.rows)
+	}
+	return buckets, nil
+}
+
+// sortBuckets sorts each bucket by key, refuses a key found twice, and
+// returns each new partition's rows and key bounds.
+func sortBuckets(buckets []bucket, base int64, st *stream.RepartitionStats) ([]int64, []*keyBounds, error) {
+	n := len(buckets)
+	rows := make([]int64, n)
+	bounds := make([]*keyBounds, n)
+	for t := range buckets {
+		b := &buckets[t]
+		slices.SortFunc(b.refs, func(x, y kvRef) int {
+			if x.pfx != y.pfx {
+				if x.pfx < y.pfx {
+					return -1
+				}
+				return 1
+			}
+			return bytes.Compare(b.key(x), b.key(y))
+		})
+		for i := 1; i < len(b.refs); i++ {
+			if bytes.Equal(b.key(b.refs[i-1]), b.key(b.refs[i])) {
+				return nil, nil, fmt.Errorf("state: key %x found in two partitions of version %d", b.key(b.refs[i]), base)
+			}
+		}
+		rows[t] = int64(len(b.refs))
+		if len(b.refs) > 0 {
+			bounds[t] = &keyBounds{Min: bytes.Clone(b.key(b.refs[0])), Max: bytes.Clone(b.key(b.refs[len(b.refs)-1]))}
+		}
+		st.KeysAfter += rows[t]
+	}
+	return rows, bounds, nil
+}
+
+// rebuildCache replaces the local cache by the repartitioned buckets
+// (sstable ingestion), letting each bucket's arena go once loaded; a
+// failure marks the store broken (the version itself is committed).
+func (s *Store) rebuildCache(ctx context.Context, buckets []bucket, rows []int64) {
 	if err := s.resetCache(); err != nil {
 		s.broken = err
 	} else {
@@ -195,13 +242,6 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 			ld.abort()
 		}
 	}
-	s.afterPublish(true)
-	if s.broken != nil {
-		return st, fmt.Errorf("state: repartitioned version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
-	}
-	s.logger.Info("state repartitioned", "dir", s.dir, "from", st.From, "to", st.To, "keys", st.KeysAfter,
-		"version", version, "ms", time.Since(start).Milliseconds())
-	return st, nil
 }
 
 // allNonEmptyOpen reports whether every partition holding keys has its

@@ -14,12 +14,7 @@ import (
 )
 
 func newDemoCmd() *cobra.Command {
-	var workdir, results, preset, readme, storage string
-	var days int
-	var seed int64
-	var inProcess, refresh bool
-	var uf uiFlags
-	var scenario string
+	f := &demoFlags{}
 	c := &cobra.Command{
 		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--storage local|s3] [--in-process] [--refresh-results | --readme FILE] [--ui-addr ADDR [--ui-wait]] [--scenario restart-rules]",
 		Short: "Run the whole lifecycle offline: backfill, add live, retire the archive, refused reuse, shrink the state, proof",
@@ -40,76 +35,89 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
   ethstream demo --days 3 --ui-addr 127.0.0.1:4040 --ui-wait
   ethstream demo --storage s3 --results /tmp/results`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if refresh {
-				results, readme = "results", "README.md"
-			}
-			if results == "" {
-				results = filepath.Join(workdir, "results")
-			}
-			p, err := presetFromFlags(preset, days)
-			if err != nil {
-				return err
-			}
-			o := demo.Options{WorkDir: workdir, ResultsDir: results, Preset: p, Seed: seed, Storage: storage,
-				Out: cmd.OutOrStdout(), Logger: newLogger(cmd)}
-			if scenario != "" {
-				return runScenario(cmd, scenario, o)
-			}
-			if !inProcess {
-				exe, err := os.Executable()
-				if err != nil {
-					return fmt.Errorf("find own executable: %w", err)
-				}
-				o.Runner = demo.Exec{Binary: exe, LogDir: filepath.Join(workdir, "logs")}
-			}
-			var srv *ui.Server
-			var obs *demoDashboard
-			if uf.addr != "" {
-				dash, dobs := ui.NewDemo(demo.CheckpointDir(workdir), demoLayout)
-				obs = &demoDashboard{dobs}
-				if srv, err = uf.serve(dash, cmd.OutOrStdout()); err != nil {
-					return err
-				}
-				// After the verdict: --ui-wait keeps the dashboard up.
-				defer func() { err = errors.Join(err, uf.finish(cmd, srv)) }()
-				o.Observer = obs
-			}
-			rep, err := demo.Run(cmd.Context(), o)
-			if obs != nil {
-				obs.finished(rep, err)
-			}
-			if err != nil {
-				return err
-			}
-			if !rep.Passed() {
-				return errcode.New("DEMO_VERIFICATION_FAILED", filepath.Join(results, "verification.csv"),
-					"read the FAIL lines above; the checkpoint and table are kept in the work directory for inspection",
-					"some verification checks failed")
-			}
-			if readme != "" {
-				if err := demo.UpdateREADME(readme, results); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "all checks passed; results in %s\n", results)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
-	c.Flags().StringVar(&workdir, "workdir", "work", "work directory: archive cache, checkpoint, table")
-	c.Flags().StringVar(&results, "results", "", "where to write the CSVs and charts (default <workdir>/results)")
-	c.Flags().StringVar(&preset, "preset", "demo", "archive preset: demo | seed")
-	c.Flags().StringVar(&storage, "storage", "local", "where the checkpoint and the table live: local (the work directory) | s3 (the embedded S3 endpoint)")
-	c.Flags().IntVar(&days, "days", 0, "reduced scale: the last N days instead of the preset")
-	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
-	c.Flags().StringVar(&readme, "readme", "", "after a passing run, rewrite the results sections of this README from the results")
-	c.Flags().BoolVar(&refresh, "refresh-results", false, "write the reference run: the results to results/ and README.md's results sections from them (from the repository's root)")
+	c.Flags().StringVar(&f.workdir, "workdir", "work", "work directory: archive cache, checkpoint, table")
+	c.Flags().StringVar(&f.results, "results", "", "where to write the CSVs and charts (default <workdir>/results)")
+	c.Flags().StringVar(&f.preset, "preset", "demo", "archive preset: demo | seed")
+	c.Flags().StringVar(&f.storage, "storage", "local", "where the checkpoint and the table live: local (the work directory) | s3 (the embedded S3 endpoint)")
+	c.Flags().IntVar(&f.days, "days", 0, "reduced scale: the last N days instead of the preset")
+	c.Flags().Int64Var(&f.seed, "seed", chain.DefaultSeed, "chain seed")
+	c.Flags().StringVar(&f.readme, "readme", "", "after a passing run, rewrite the results sections of this README from the results")
+	c.Flags().BoolVar(&f.refresh, "refresh-results", false, "write the reference run: the results to results/ and README.md's results sections from them (from the repository's root)")
 	c.MarkFlagsMutuallyExclusive("refresh-results", "readme")
 	c.MarkFlagsMutuallyExclusive("refresh-results", "results")
-	c.Flags().BoolVar(&inProcess, "in-process", false, "run phases inside this process instead of restarting the binary for each")
-	uf.register(c)
-	c.Flags().StringVar(&scenario, "scenario", "", "run one scenario instead of the lifecycle: restart-rules (every restart-compatibility rule, on copies of a backfill checkpoint; writes restart-rules.csv)")
+	c.Flags().BoolVar(&f.inProcess, "in-process", false, "run phases inside this process instead of restarting the binary for each")
+	f.uf.register(c)
+	c.Flags().StringVar(&f.scenario, "scenario", "", "run one scenario instead of the lifecycle: restart-rules (every restart-compatibility rule, on copies of a backfill checkpoint; writes restart-rules.csv)")
 	return c
+}
+
+// demoFlags are demo's flags.
+type demoFlags struct {
+	workdir, results, preset, readme, storage, scenario string
+	days                                                int
+	seed                                                int64
+	inProcess, refresh                                  bool
+	uf                                                  uiFlags
+}
+
+// run runs the lifecycle (or a scenario) with the dashboard if asked, and
+// turns a failed check into the command's error.
+func (f *demoFlags) run(cmd *cobra.Command) (err error) {
+	if f.refresh {
+		f.results, f.readme = "results", "README.md"
+	}
+	if f.results == "" {
+		f.results = filepath.Join(f.workdir, "results")
+	}
+	p, err := presetFromFlags(f.preset, f.days)
+	if err != nil {
+		return err
+	}
+	o := demo.Options{WorkDir: f.workdir, ResultsDir: f.results, Preset: p, Seed: f.seed, Storage: f.storage,
+		Out: cmd.OutOrStdout(), Logger: newLogger(cmd)}
+	if f.scenario != "" {
+		return runScenario(cmd, f.scenario, o)
+	}
+	if !f.inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find own executable: %w", err)
+		}
+		o.Runner = demo.Exec{Binary: exe, LogDir: filepath.Join(f.workdir, "logs")}
+	}
+	var srv *ui.Server
+	var obs *demoDashboard
+	if f.uf.addr != "" {
+		dash, dobs := ui.NewDemo(demo.CheckpointDir(f.workdir), demoLayout)
+		obs = &demoDashboard{dobs}
+		if srv, err = f.uf.serve(dash, cmd.OutOrStdout()); err != nil {
+			return err
+		}
+		// After the verdict: --ui-wait keeps the dashboard up.
+		defer func() { err = errors.Join(err, f.uf.finish(cmd, srv)) }()
+		o.Observer = obs
+	}
+	rep, err := demo.Run(cmd.Context(), o)
+	if obs != nil {
+		obs.finished(rep, err)
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Passed() {
+		return errcode.New("DEMO_VERIFICATION_FAILED", filepath.Join(f.results, "verification.csv"),
+			"read the FAIL lines above; the checkpoint and table are kept in the work directory for inspection",
+			"some verification checks failed")
+	}
+	if f.readme != "" {
+		if err := demo.UpdateREADME(f.readme, f.results); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "all checks passed; results in %s\n", f.results)
+	return nil
 }
 
 func init() { rootCmd.AddCommand(newDemoCmd()) }

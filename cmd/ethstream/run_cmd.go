@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -169,19 +170,10 @@ func newRunCmd() *cobra.Command {
 				cfg.Listeners = append(cfg.Listeners, dash)
 			}
 			if f.metricsAddr != "" {
-				m := pipeline.NewMetrics(time.Now)
-				addr, err := m.Serve(cmd.Context(), f.metricsAddr)
+				m, err := serveMetrics(cmd, f.metricsAddr, logger)
 				if err != nil {
-					// The listener's own text ends with the reason ("address
-					// already in use", "missing port in address").
-					reason := err.Error()
-					if i := strings.LastIndex(reason, ": "); i >= 0 {
-						reason = reason[i+2:]
-					}
-					return errcode.New(errcode.InvalidArgument, "", "pass --metrics-addr HOST:PORT with a free port, e.g. 127.0.0.1:9464 (port 0 picks one)",
-						"cannot serve metrics on %s: %s", f.metricsAddr, reason)
+					return err
 				}
-				logger.Info("serving Prometheus metrics", "url", "http://"+addr+"/metrics")
 				cfg.Listeners = append(cfg.Listeners, m)
 			}
 			// One log line per batch, on a terminal above the status line.
@@ -199,19 +191,42 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			batches := "no new batch (nothing to do)"
-			if sum.FirstBatchID >= 0 {
-				batches = fmt.Sprintf("batches %d-%d", sum.FirstBatchID, sum.LastBatchID)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "query %s run %s: %s (%d data, %d no-data, %d control)%s\n",
-				sum.QueryID, sum.RunID, batches, sum.DataBatches, sum.NoDataBatches, sum.ControlBatches,
-				map[bool]string{true: ", interrupted", false: ""}[sum.Interrupted])
+			printRunSummary(cmd.OutOrStdout(), sum)
 			return nil
 		},
 	}
 	f.register(c, true)
 	uf.register(c)
 	return c
+}
+
+// serveMetrics serves the Prometheus metrics on addr for the run.
+func serveMetrics(cmd *cobra.Command, addr string, logger *slog.Logger) (*pipeline.Metrics, error) {
+	m := pipeline.NewMetrics(time.Now)
+	got, err := m.Serve(cmd.Context(), addr)
+	if err != nil {
+		// The listener's own text ends with the reason ("address
+		// already in use", "missing port in address").
+		reason := err.Error()
+		if i := strings.LastIndex(reason, ": "); i >= 0 {
+			reason = reason[i+2:]
+		}
+		return nil, errcode.New(errcode.InvalidArgument, "", "pass --metrics-addr HOST:PORT with a free port, e.g. 127.0.0.1:9464 (port 0 picks one)",
+			"cannot serve metrics on %s: %s", addr, reason)
+	}
+	logger.Info("serving Prometheus metrics", "url", "http://"+got+"/metrics")
+	return m, nil
+}
+
+// printRunSummary prints the run's last line: its ids and the batches it ran.
+func printRunSummary(w io.Writer, sum *engine.RunSummary) {
+	batches := "no new batch (nothing to do)"
+	if sum.FirstBatchID >= 0 {
+		batches = fmt.Sprintf("batches %d-%d", sum.FirstBatchID, sum.LastBatchID)
+	}
+	fmt.Fprintf(w, "query %s run %s: %s (%d data, %d no-data, %d control)%s\n",
+		sum.QueryID, sum.RunID, batches, sum.DataBatches, sum.NoDataBatches, sum.ControlBatches,
+		map[bool]string{true: ", interrupted", false: ""}[sum.Interrupted])
 }
 
 // newLogger is the command's logger on its stderr, in the format every
