@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -104,33 +105,15 @@ func (o *Options) defaults() {
 	if o.Observer == nil {
 		o.Observer = noObserver{}
 	}
-	if o.AddLiveBatches == 0 {
-		o.AddLiveBatches = 16
-	}
-	if o.RetireBatches == 0 {
-		o.RetireBatches = 8
-	}
-	if o.ShrinkBatches == 0 {
-		o.ShrinkBatches = 8
-	}
-	if o.BlocksPerBatch == 0 {
-		o.BlocksPerBatch = 20
-	}
-	if o.StatePartitions == 0 {
-		o.StatePartitions = 200
-	}
-	if o.ShrinkTo == 0 {
-		o.ShrinkTo = 8
-	}
-	if o.ReorgBatches == 0 {
-		o.ReorgBatches = 24
-	}
-	if o.ReorgMaxDepth == 0 {
-		o.ReorgMaxDepth = 8
-	}
-	if o.TriggerInterval == 0 {
-		o.TriggerInterval = 50 * time.Millisecond
-	}
+	o.AddLiveBatches = cmp.Or(o.AddLiveBatches, 16)
+	o.RetireBatches = cmp.Or(o.RetireBatches, 8)
+	o.ShrinkBatches = cmp.Or(o.ShrinkBatches, 8)
+	o.BlocksPerBatch = cmp.Or(o.BlocksPerBatch, 20)
+	o.StatePartitions = cmp.Or(o.StatePartitions, 200)
+	o.ShrinkTo = cmp.Or(o.ShrinkTo, 8)
+	o.ReorgBatches = cmp.Or(o.ReorgBatches, 24)
+	o.ReorgMaxDepth = cmp.Or(o.ReorgMaxDepth, 8)
+	o.TriggerInterval = cmp.Or(o.TriggerInterval, 50*time.Millisecond)
 }
 
 // PhaseRunner starts one phase of the query as a user would: a fresh start

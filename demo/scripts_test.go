@@ -47,6 +47,23 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// buildBinary builds ethstream into dir for a test that runs it as a user
+// does, and returns the repository root and the binary.
+func buildBinary(t *testing.T, dir string) (root, bin string) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "ethstream")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/ethstream")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return root, bin
+}
+
 // TestPhaseScripts runs scripts/01..06 in sequence, as a reader following the
 // seeds step by step would, against a temp work dir and a 3-day archive.
 func TestPhaseScripts(t *testing.T) {
@@ -56,17 +73,8 @@ func TestPhaseScripts(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not found")
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	work := t.TempDir()
-	bin := filepath.Join(work, "bin", "ethstream")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ethstream")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	root, bin := buildBinary(t, filepath.Join(work, "bin"))
 	s3Addr, nodeAddr := freeAddr(t), freeAddr(t)
 	env := append(os.Environ(), "WORK="+work, "ETHSTREAM_BIN="+bin, "DAYS=3",
 		"S3_ADDR="+s3Addr, "NODE_ADDR="+nodeAddr, "OUT="+filepath.Join(work, "results"))

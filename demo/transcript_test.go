@@ -177,10 +177,7 @@ func TestREADMETranscript(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not found")
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, bin := buildBinary(t, t.TempDir())
 	doc, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -191,12 +188,6 @@ func TestREADMETranscript(t *testing.T) {
 	}
 	// A fresh directory with the repository's scripts, as a clone has.
 	dir := t.TempDir()
-	bin := filepath.Join(t.TempDir(), "bin", "ethstream")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ethstream")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	if err := os.Symlink(filepath.Join(root, "scripts"), filepath.Join(dir, "scripts")); err != nil {
 		t.Fatal(err)
 	}

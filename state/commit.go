@@ -169,6 +169,20 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	if snapshot {
 		kind = kindNameSnapshot
 	}
+	m := s.newMeta(version, kind, newRows, bounds, s.pendingClosed)
+	n, err := s.publishData(m, s.versionWriter(m, cs, snapshot))
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{version: version, m: m, cs: cs, rangeDel: rangeDel, newRows: newRows, bounds: bounds,
+		snapshot: snapshot, updated: updated, removed: removed, dataSize: n}, nil
+}
+
+// newMeta is the metadata of a new attempt of version: kind, the rows and
+// key bounds of each partition (their count is the partition count) and
+// the rows closed by the next watermark, in the oldest format that holds
+// them.
+func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyBounds, closed int64) *versionMeta {
 	attempt := s.nextAttempt[version]
 	s.nextAttempt[version] = attempt + 1
 	m := &versionMeta{
@@ -178,24 +192,19 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 		Attempt:       attempt,
 		Kind:          kind,
 		Data:          dataFileName(version, attempt, kind),
-		Partitions:    s.n,
-		PartitionRows: newRows,
+		Partitions:    len(rows),
+		PartitionRows: rows,
 		PartitionKeys: bounds,
 		Schema:        s.schema,
-		ClosedRows:    s.pendingClosed,
+		ClosedRows:    closed,
 	}
 	if m.ClosedRows > 0 {
 		m.FormatVersion = metaFormatClosed
 	}
-	for _, r := range newRows {
+	for _, r := range rows {
 		m.Rows += r
 	}
-	n, err := s.publishData(m, s.versionWriter(m, cs, snapshot))
-	if err != nil {
-		return nil, err
-	}
-	return &prepared{version: version, m: m, cs: cs, rangeDel: rangeDel, newRows: newRows, bounds: bounds,
-		snapshot: snapshot, updated: updated, removed: removed, dataSize: n}, nil
+	return m
 }
 
 // openTouched opens the partitions the batch writes that are still

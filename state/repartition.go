@@ -102,26 +102,8 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 // version (a new attempt of it when redone), the buckets in partition and
 // key order.
 func (s *Store) publishRepartition(version int64, buckets []bucket, rows []int64, bounds []*keyBounds, st *stream.RepartitionStats) (*versionMeta, error) {
-	n := len(buckets)
-	attempt := s.nextAttempt[version]
-	s.nextAttempt[version] = attempt + 1
-	m := &versionMeta{
-		FormatVersion: metaFormatVersion,
-		StoreID:       s.storeID,
-		Version:       version,
-		Attempt:       attempt,
-		Kind:          kindNameSnapshot,
-		Data:          dataFileName(version, attempt, kindNameSnapshot),
-		Partitions:    n,
-		Rows:          st.KeysAfter,
-		PartitionRows: rows,
-		PartitionKeys: bounds,
-		Schema:        s.schema,
-		ClosedRows:    s.ClosedRows(), // still closed by the same next watermark
-	}
-	if m.ClosedRows > 0 {
-		m.FormatVersion = metaFormatClosed
-	}
+	// The closed rows stay closed by the same next watermark.
+	m := s.newMeta(version, kindNameSnapshot, rows, bounds, s.ClosedRows())
 	written, err := s.publishVersion(m, func(dw *dataWriter) error {
 		for t := range buckets {
 			b := &buckets[t]
