@@ -25,9 +25,13 @@ import (
 //     block is an error (below): they must fail.
 //   - an output block whose first line is "$ CMD": CMD runs after the sh
 //     block above it, and its output must match the rest of the block.
-//   - any other output block is the whole output of the one command of
+//   - any other output block is the whole output of the last command of
 //     the sh block above it; the command must fail if, and only if, the
 //     block shows an "error: " line.
+//
+// A command's output is what it printed on stdout and stderr, without its
+// log lines ("time=hh:mm:ss ..."): they carry times, and the README shows
+// them where it explains them.
 //
 // Placeholders, the only liberties taken: the servers' ports (127.0.0.1:9000
 // and :8545 in the text) are replaced by free ones so the test can run
@@ -50,15 +54,33 @@ type transcriptStep struct {
 
 // transcriptSteps reads the lifecycle section of a README into steps.
 func transcriptSteps(doc string) ([]transcriptStep, error) {
-	i := strings.Index(doc, "## The lifecycle, phase by phase")
-	j := strings.Index(doc, "### 6. ")
-	if i < 0 || j < i {
-		return nil, fmt.Errorf("README has no lifecycle section up to phase 6")
-	}
 	var steps []transcriptStep
-	heading := "set-up"
-	lines := strings.Split(doc[i:j], "\n")
-	lastSh := -1 // index in steps of the first command of the last sh block
+	for _, sec := range transcriptSections {
+		i := strings.Index(doc, sec.from)
+		j := strings.Index(doc, sec.to)
+		if i < 0 || j < i {
+			return nil, fmt.Errorf("README has no section from %q to %q", sec.from, sec.to)
+		}
+		var err error
+		if steps, err = appendSteps(steps, doc[i:j], sec.first); err != nil {
+			return nil, err
+		}
+	}
+	return steps, nil
+}
+
+// transcriptSections are the parts of the README the transcript runs, in
+// order, in one shell: the lifecycle up to phase 6, then the query section
+// (on the lifecycle's archive).
+var transcriptSections = []struct{ from, to, first string }{
+	{"## The lifecycle, phase by phase", "### 6. ", "set-up"},
+	{"## Your own query, and what survives a restart", "## Against the real bucket", "your own query"},
+}
+
+// appendSteps reads one section's blocks into steps.
+func appendSteps(steps []transcriptStep, section, heading string) ([]transcriptStep, error) {
+	lines := strings.Split(section, "\n")
+	lastSh := -1 // index in steps of the last command of the last sh block
 	for k := 0; k < len(lines); k++ {
 		l := lines[k]
 		if strings.HasPrefix(l, "### ") {
@@ -75,18 +97,18 @@ func transcriptSteps(doc string) ([]transcriptStep, error) {
 		text := strings.Join(body, "\n")
 		switch {
 		case lang == "sh":
-			lastSh = len(steps)
 			for _, c := range strings.Split(strings.ReplaceAll(text, "\\\n", " "), "\n") {
 				if c = strings.TrimSpace(c); c != "" && !strings.HasPrefix(c, "#") {
 					steps = append(steps, transcriptStep{cmd: c, where: heading})
 				}
 			}
+			lastSh = len(steps) - 1
 		case lang == "" && strings.HasPrefix(text, "$ "):
 			first, rest, _ := strings.Cut(text, "\n")
 			steps = append(steps, transcriptStep{cmd: strings.TrimPrefix(first, "$ "), want: rest, where: heading})
 		case lang == "":
 			if lastSh < 0 || lastSh != len(steps)-1 || steps[lastSh].want != "" {
-				return nil, fmt.Errorf("%s: an output block without \"$ CMD\" must follow a sh block of one command (the transcript cannot tell whose output it is):\n%s", heading, text)
+				return nil, fmt.Errorf("%s: an output block without \"$ CMD\" must follow a sh block (it is its last command's output):\n%s", heading, text)
 			}
 			steps[lastSh].want = text
 			steps[lastSh].fail = strings.HasPrefix(text, "error: ") || strings.Contains(text, "\nerror: ")
@@ -144,6 +166,9 @@ func transcriptPattern(want string) *regexp.Regexp {
 	return regexp.MustCompile(batchTimestamp.ReplaceAllLiteralString(re.String(), `"batchTimestampMs":\d+`))
 }
 
+// logLine is a log line in a command's output.
+var logLine = regexp.MustCompile(`(?m)^time=\d\d:\d\d:\d\d .*\n`)
+
 // batchTimestamp is a wall-clock time in an offsets entry.
 var batchTimestamp = regexp.MustCompile(`"batchTimestampMs":\d+`)
 
@@ -151,13 +176,15 @@ func TestTranscriptSteps(t *testing.T) {
 	doc := "## The lifecycle, phase by phase\n```sh\nA=1\nethstream run \\\n  --x &\n```\n" +
 		"### 1. one\n```sh\nethstream run --bad\n```\n```\nerror: X: y. To fix: z\n```\n" +
 		"```\n$ cat f\nline ... end\n```\n### 6. six\n```sh\nnot run\n```\n"
+	doc += "## Your own query, and what survives a restart\n```sh\nQ=1\nethstream run --q\n```\n```\nquery … run …\n```\n## Against the real bucket\n"
 	steps, err := transcriptSteps(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%+v", steps)
 	want := "[{cmd:A=1 fail:false want: where:set-up} {cmd:ethstream run    --x & fail:false want: where:set-up} " +
-		"{cmd:ethstream run --bad fail:true want:error: X: y. To fix: z where:1. one} {cmd:cat f fail:false want:line ... end where:1. one}]"
+		"{cmd:ethstream run --bad fail:true want:error: X: y. To fix: z where:1. one} {cmd:cat f fail:false want:line ... end where:1. one} " +
+		"{cmd:Q=1 fail:false want: where:your own query} {cmd:ethstream run --q fail:false want:query … run … where:your own query}]"
 	if got != want {
 		t.Fatalf("steps:\n%s\nwant\n%s", got, want)
 	}
@@ -166,6 +193,9 @@ func TestTranscriptSteps(t *testing.T) {
 	}
 	if _, err := transcriptSteps(strings.Replace(doc, "$ cat f", "cat f", 1)); err == nil {
 		t.Fatal("an output block the transcript cannot check was accepted")
+	}
+	if got := string(logLine.ReplaceAll([]byte("time=07:54:24 msg=x\nquery q\ntime=07:54:25 level=WARN msg=y\n"), nil)); got != "query q\n" {
+		t.Fatalf("log lines kept: %q", got)
 	}
 }
 
@@ -210,7 +240,8 @@ func TestREADMETranscript(t *testing.T) {
 		if err != nil {
 			t.Fatalf("README %s: `%s` never ran (the script stopped before it: %v)\n%s", s.where, s.cmd, runErr, out.String())
 		}
-		got, _ := os.ReadFile(filepath.Join(logs, strconv.Itoa(n)+".out"))
+		raw, _ := os.ReadFile(filepath.Join(logs, strconv.Itoa(n)+".out"))
+		got := logLine.ReplaceAll(raw, nil)
 		rc := strings.TrimSpace(string(rcText))
 		switch {
 		case s.fail && rc == "0":
