@@ -124,7 +124,8 @@ func appendSteps(steps []transcriptStep, section, heading string) ([]transcriptS
 // status stops the script.
 func transcriptScript(steps []transcriptStep, dir string, ports map[string]string) string {
 	var b strings.Builder
-	b.WriteString("set -uo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n")
+	// As a reader's interactive shell: no pipefail, so `... | head` is fine.
+	b.WriteString("set -u\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n")
 	for n, s := range steps {
 		cmd := s.cmd
 		for from, to := range ports {
