@@ -128,20 +128,7 @@ func readRows(t *testing.T, src stream.Source) ([]string, []map[string]any) {
 			}
 			for i := range b.Len {
 				rows = append(rows, streamtest.Row(b, i))
-				v := map[string]any{}
-				for _, c := range b.Columns {
-					switch {
-					case c.IsNull(i):
-						v[c.Name] = nil
-					case c.Type == stream.String:
-						v[c.Name] = c.Strings[i]
-					case c.Type == stream.Float64:
-						v[c.Name] = c.Float64s[i]
-					default:
-						v[c.Name] = c.Int64s[i]
-					}
-				}
-				vals = append(vals, v)
+				vals = append(vals, streamtest.Values(b, i))
 			}
 			return nil
 		})

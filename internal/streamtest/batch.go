@@ -107,6 +107,27 @@ func Value(c *stream.Column, i int) string {
 	}
 }
 
+// Values is row i of b as a map from column name to its Go value (int64,
+// float64 or string; nil for a null): what a test compares across two
+// sources that must produce the same row.
+func Values(b *stream.Batch, i int) map[string]any {
+	v := make(map[string]any, len(b.Columns))
+	for c := range b.Columns {
+		col := &b.Columns[c]
+		switch {
+		case col.IsNull(i):
+			v[col.Name] = nil
+		case col.Type == stream.String:
+			v[col.Name] = col.Strings[i]
+		case col.Type == stream.Float64:
+			v[col.Name] = col.Float64s[i]
+		default:
+			v[col.Name] = col.Int64s[i]
+		}
+	}
+	return v
+}
+
 // Row renders row i of b as "name=value ..." in column order, prefixed by
 // "-" for a retraction.
 func Row(b *stream.Batch, i int) string {

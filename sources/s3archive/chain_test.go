@@ -12,6 +12,7 @@ import (
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -189,20 +190,7 @@ func drainAll(t testing.TB, s *Source) []map[string]any {
 				return err
 			}
 			for i := range b.Len {
-				r := map[string]any{}
-				for _, c := range b.Columns {
-					switch {
-					case c.IsNull(i):
-						r[c.Name] = nil
-					case c.Type == stream.String:
-						r[c.Name] = c.Strings[i]
-					case c.Type == stream.Float64:
-						r[c.Name] = c.Float64s[i]
-					default:
-						r[c.Name] = c.Int64s[i]
-					}
-				}
-				rows = append(rows, r)
+				rows = append(rows, streamtest.Values(b, i))
 			}
 			return nil
 		})
