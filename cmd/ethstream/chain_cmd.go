@@ -39,48 +39,12 @@ and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days
 			if out == "" {
 				return errcode.New(errcode.InvalidArgument, "", "pass --out DIR", "--out is required")
 			}
-			p, err := chain.PresetByName(preset)
+			p, err := archivePreset(preset, days, cmd.Flags().Changed("days"), from)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("days") || from != "" {
-				if !cmd.Flags().Changed("days") {
-					days = 1
-				}
-				if days < 1 || days > chain.TotalDays {
-					return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --days between 1 and %d", chain.TotalDays), "invalid --days %d", days)
-				}
-				p = chain.LastDaysPreset(days)
-				if from != "" {
-					fd, err := time.Parse(time.DateOnly, from)
-					last := chain.FirstDay.AddDate(0, 0, chain.TotalDays-days)
-					if err != nil || fd.Before(chain.FirstDay) || fd.After(last) {
-						return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --from YYYY-MM-DD between %s and %s for %d days",
-							chain.FirstDay.Format(time.DateOnly), last.Format(time.DateOnly), days), "invalid --from %q", from)
-					}
-					p = chain.RangePreset(fd, days)
-				}
-			}
 			start := time.Now()
-			opts := chain.GenOptions{Out: out, Preset: p, Seed: seed}
-			if isTerminal(os.Stderr) {
-				bar := progressbar.NewOptions(p.Days,
-					progressbar.OptionSetWriter(os.Stderr),
-					progressbar.OptionSetDescription("gen-archive "+p.Name),
-					progressbar.OptionShowCount(),
-					progressbar.OptionSetItsString("files"),
-					progressbar.OptionShowIts(),
-					progressbar.OptionClearOnFinish())
-				opts.Progress = func(done, _ int) { _ = bar.Set(done) }
-			} else {
-				last, logger := time.Now(), newLogger(cmd)
-				opts.Progress = func(done, total int) {
-					if done == total || time.Since(last) > 5*time.Second {
-						last = time.Now()
-						logger.Info("gen-archive", "files", done, "total", total)
-					}
-				}
-			}
+			opts := chain.GenOptions{Out: out, Preset: p, Seed: seed, Progress: genProgress(cmd, p)}
 			m, err := chain.GenerateArchive(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -97,6 +61,53 @@ and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days
 	cmd.Flags().IntVar(&days, "days", 0, "reduced scale: write only the last N days")
 	cmd.Flags().StringVar(&from, "from", "", "with --days: write N days from this date (YYYY-MM-DD) instead of the last N")
 	return cmd
+}
+
+// archivePreset is the preset gen-archive writes: the named one, or with
+// --days (daysSet) or --from the last N days, or N days from a date.
+func archivePreset(name string, days int, daysSet bool, from string) (chain.Preset, error) {
+	p, err := chain.PresetByName(name)
+	if err != nil || (!daysSet && from == "") {
+		return p, err
+	}
+	if !daysSet {
+		days = 1
+	}
+	if days < 1 || days > chain.TotalDays {
+		return p, errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --days between 1 and %d", chain.TotalDays), "invalid --days %d", days)
+	}
+	if from == "" {
+		return chain.LastDaysPreset(days), nil
+	}
+	fd, err := time.Parse(time.DateOnly, from)
+	last := chain.FirstDay.AddDate(0, 0, chain.TotalDays-days)
+	if err != nil || fd.Before(chain.FirstDay) || fd.After(last) {
+		return p, errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass --from YYYY-MM-DD between %s and %s for %d days",
+			chain.FirstDay.Format(time.DateOnly), last.Format(time.DateOnly), days), "invalid --from %q", from)
+	}
+	return chain.RangePreset(fd, days), nil
+}
+
+// genProgress reports gen-archive's files written: a bar on a terminal,
+// else a log line every 5 s and at the end.
+func genProgress(cmd *cobra.Command, p chain.Preset) func(done, total int) {
+	if isTerminal(os.Stderr) {
+		bar := progressbar.NewOptions(p.Days,
+			progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription("gen-archive "+p.Name),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("files"),
+			progressbar.OptionShowIts(),
+			progressbar.OptionClearOnFinish())
+		return func(done, _ int) { _ = bar.Set(done) }
+	}
+	last, logger := time.Now(), newLogger(cmd)
+	return func(done, total int) {
+		if done == total || time.Since(last) > 5*time.Second {
+			last = time.Now()
+			logger.Info("gen-archive", "files", done, "total", total)
+		}
+	}
 }
 
 // secretKeyEnv holds serve-s3's secret key: never a flag, which every

@@ -36,7 +36,7 @@ type Fault struct {
 	// EmptyPut (PUT only) stores an empty object under the key and answers
 	// 200: a store that acknowledges a write it does not hold.
 	EmptyPut bool
-	// Truncate cuts a body in half. On a GET the proxy sends the server's
+	// Truncate cuts a body in half. On a GET or LIST the proxy sends the server's
 	// headers (its Content-Length too) and half the body, then closes the
 	// connection. On a PUT it stores the first half of the body and
 	// answers 200 (a store that keeps a short object).
@@ -204,7 +204,7 @@ func (s Server) Faulty(t testing.TB, sched Schedule) (Server, *Counts) {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			proxy.ServeHTTP(w, r)
-		case f.Truncate && k == "GET":
+		case f.Truncate && r.Method == http.MethodGet: // a GET or a LIST
 			proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), truncateKey{}, true)))
 		default:
 			proxy.ServeHTTP(w, r)
