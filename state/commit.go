@@ -200,6 +200,10 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	if m.ClosedRows > 0 {
 		m.FormatVersion = metaFormatClosed
 	}
+	if s.hasPendingWm {
+		wm := s.pendingWm
+		m.NextWatermarkMs, m.FormatVersion = &wm, metaFormatWatermark
+	}
 	for _, r := range newRows {
 		m.Rows += r
 	}

@@ -44,6 +44,12 @@ const (
 	// with closedRows > 0 (format 2 plus closedRows): a reader that does not
 	// know the field refuses the file instead of miscounting.
 	metaFormatClosed = 3
+	// metaFormatWatermark is written by a version whose operator gave the
+	// watermark its commit records (Store.SetNextWatermark): format 3 with
+	// closedRows optional (0 omitted) plus nextWatermarkMs, required. The
+	// watermark is the checkpoint's second record of commits/<version>'s
+	// nextBatchWatermarkMs, so that a replaced commit is noticed.
+	metaFormatWatermark = 4
 
 	kindNameDelta    = "delta"
 	kindNameSnapshot = "snapshot"
@@ -370,6 +376,10 @@ type versionMeta struct {
 	// holds as part of this version but did not store, because the next
 	// batch's watermark closes them (Store.SetClosedRows).
 	ClosedRows int64 `json:"closedRows,omitempty"`
+	// NextWatermarkMs (format 4, required there, absent before) is the
+	// watermark the batch after this version runs with, as commits/<version>
+	// records it (Store.SetNextWatermark).
+	NextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
 }
 
 // keyBounds is the smallest and largest key of a non-empty partition.
@@ -427,9 +437,12 @@ func decodeMeta(b []byte) (*versionMeta, error) {
 		if m.PartitionKeys != nil {
 			return nil, errors.New("partitionKeys in a formatVersion 1 file")
 		}
-	case 2, 3:
-		if (m.FormatVersion == 3) != (m.ClosedRows > 0) {
+	case 2, 3, 4:
+		if m.FormatVersion < 4 && (m.FormatVersion == 3) != (m.ClosedRows > 0) {
 			return nil, fmt.Errorf("closedRows %d in a formatVersion %d file", m.ClosedRows, m.FormatVersion)
+		}
+		if (m.FormatVersion == 4) != (m.NextWatermarkMs != nil) {
+			return nil, fmt.Errorf("nextWatermarkMs present %v in a formatVersion %d file", m.NextWatermarkMs != nil, m.FormatVersion)
 		}
 		if len(m.PartitionKeys) != m.Partitions {
 			return nil, fmt.Errorf("partitionKeys has %d entries for %d partitions", len(m.PartitionKeys), m.Partitions)
@@ -448,8 +461,8 @@ func decodeMeta(b []byte) (*versionMeta, error) {
 	default:
 		return nil, fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
 	}
-	if m.FormatVersion == 1 && m.ClosedRows != 0 {
-		return nil, errors.New("closedRows in a formatVersion 1 file")
+	if m.FormatVersion == 1 && (m.ClosedRows != 0 || m.NextWatermarkMs != nil) {
+		return nil, errors.New("closedRows or nextWatermarkMs in a formatVersion 1 file")
 	}
 	if m.Version < 0 || m.Attempt < 0 || m.Partitions <= 0 || m.Partitions > maxPartitions ||
 		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 || m.ClosedRows < 0 {

@@ -144,6 +144,11 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 	if m.ClosedRows > 0 {
 		m.FormatVersion = metaFormatClosed
 	}
+	if s.head != nil && s.head.NextWatermarkMs != nil {
+		// A control batch reads no input: its commit carries the watermark.
+		wm := *s.head.NextWatermarkMs
+		m.NextWatermarkMs, m.FormatVersion = &wm, metaFormatWatermark
+	}
 	written, err := s.publishVersion(m, func(dw *dataWriter) error {
 		for t := range buckets {
 			b := &buckets[t]
