@@ -445,6 +445,11 @@ func (o *Operator) closedAtCommitUs(batchID, wmUs int64) int64 {
 // (stream.WatermarkLookahead): the engine calls it before Finish.
 func (o *Operator) NextWatermark(batchID, nextWatermarkMs int64) {
 	o.hasNextWm, o.nextWmBatch, o.nextWmUs = true, batchID, o.wmUs(nextWatermarkMs)
+	if o.store != nil {
+		// State version batchID records it too, the second record of
+		// commits/batchID (CommittedRecord).
+		o.store.SetNextWatermark(nextWatermarkMs)
+	}
 }
 
 // evict deletes every stored key whose window end <= closeUs (a range scan:

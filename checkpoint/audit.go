@@ -151,10 +151,13 @@ func idRange(first, last int64) string {
 // batch was planned with (batchWatermarkMs), as in Spark, where both come
 // from the one watermark tracker between the two writes. A commit written
 // before the field existed (Spark 2.2's "{}") records none and is not
-// compared. A disagreement is CHECKPOINT_CORRUPT naming both files: one of
-// them was replaced.
+// compared, nor is a control batch's entry (controlBatchInfo set), a copy of
+// the entry before it, watermark included: it reads nothing and carries
+// the commit's watermark to its own commit. A disagreement is
+// CHECKPOINT_CORRUPT naming both files: one of them was replaced.
 func (d Dir) CheckWatermark(id int64, c *CommitEntry, next *OffsetEntry) error {
-	if c == nil || next == nil || c.noWatermark || c.NextBatchWatermarkMs == next.Metadata.BatchWatermarkMs {
+	if c == nil || next == nil || c.noWatermark || next.Metadata.ControlBatchInfo != nil ||
+		c.NextBatchWatermarkMs == next.Metadata.BatchWatermarkMs {
 		return nil
 	}
 	return errcode.Corrupt(d.CommitPath(id), nil,
@@ -219,4 +222,17 @@ func fileSourceLogOffset(raw json.RawMessage) (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// CheckRecordedWatermark compares commits/id with another file's record of
+// the same watermark (the state version of batch id records the watermark
+// of the batch after it): a disagreement is CHECKPOINT_CORRUPT naming both
+// files. A commit that records no watermark (Spark 2.2) is not compared.
+func (d Dir) CheckRecordedWatermark(id int64, c *CommitEntry, otherPath string, otherMs int64) error {
+	if c == nil || c.noWatermark || c.NextBatchWatermarkMs == otherMs {
+		return nil
+	}
+	return errcode.Corrupt(d.CommitPath(id), nil,
+		"%s records nextBatchWatermarkMs %d but %s, written for the same batch, records %d: one of the two files was replaced",
+		d.CommitPath(id), c.NextBatchWatermarkMs, otherPath, otherMs)
 }

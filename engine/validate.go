@@ -27,10 +27,11 @@ type startCheck struct {
 
 // checkStart is the one validation of a start, shared by Run and Plan (and,
 // through checkRepartition, by RepartitionOffline): the confs, the source
-// names, the checkpoint and the start it implies, the state partition counts
-// against what the operator can hold, then a read-only probe of every source
-// and of the sink (stream.Checker). It reads but never writes, creates or
-// locks anything, so a refusal leaves the checkpoint byte-identical and a
+// names, the checkpoint and the start it implies, the cross-checks of what
+// two files of the checkpoint both record (checkRecords), the restart rules,
+// the state partition counts against what the operator can hold, then a
+// read-only probe of every source and of the sink (stream.Checker). It reads
+// but never writes, creates or locks anything, so a refusal leaves the checkpoint byte-identical and a
 // refused first start leaves no file or directory behind. Sources and an
 // operator or sink that are nil (a plan from names alone) are not probed.
 func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startCheck, error) {
@@ -66,6 +67,11 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 		if chk.rec, err = shape.ReadLatest(fs, dir); err != nil {
 			return chk, err
 		}
+	}
+	// A checkpoint whose files disagree is damaged, whatever the query: this
+	// comes before the restart rules, which compare the query with them.
+	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.Operator); err != nil {
+		return chk, err
 	}
 	if q.Sink != nil {
 		chk.seen = readSink(ctx, q.Sink)

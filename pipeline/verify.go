@@ -212,8 +212,44 @@ func verifyState(ctx context.Context, d checkpoint.Dir, snap *checkpoint.Snapsho
 				beyond, commitLogEnd(d, committed))
 		}
 		rep.add(sd, "commit log covers every state version", cerr)
+		verifyStateRecords(d, sd, committed, logs, rep)
 	}
 	return nil
+}
+
+// verifyStateRecords compares what each state version records with the
+// checkpoint's other record of it: the watermark of the batch after it
+// (format 4) with commits/N, and the state schema of the newest version
+// with the query shape record in force when it was written.
+func verifyStateRecords(d checkpoint.Dir, sd string, committed int64, logs checkpoint.Logs, rep *VerifyReport) {
+	bad := 0
+	for _, id := range logs.CommitIDs {
+		c := logs.Commits[id]
+		if c == nil {
+			continue
+		}
+		r, ok, err := state.ReadRecord(d.FS, sd, id)
+		if err != nil || !ok || !r.HasNextWatermark {
+			continue // a damaged or purged version: state.Verify reports it
+		}
+		if err := d.CheckRecordedWatermark(id, c, r.Path, r.NextWatermarkMs); err != nil {
+			rep.add(d.CommitPath(id), "commit and state version disagree on the watermark", err)
+			bad++
+		}
+	}
+	if bad == 0 {
+		rep.add(sd, "state versions record the watermarks the commit log records", nil)
+	}
+	rec, err := shape.ReadLatest(d.FS, d.Path)
+	if err != nil || rec == nil || committed < 0 || rec.FirstBatchID > committed {
+		return // a damaged record is verifyShape's
+	}
+	r, ok, err := state.ReadRecord(d.FS, sd, committed)
+	if err != nil || !ok {
+		return
+	}
+	rep.add(rec.Path, "query shape and state agree on the state schema",
+		engine.CheckStateSchema(rec, committed, r.Path, r.Schema.String()))
 }
 
 // verifyTable reads every file of the table, then checks its txn for the

@@ -169,7 +169,12 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	if snapshot {
 		kind = kindNameSnapshot
 	}
-	m := s.newMeta(version, kind, newRows, bounds, s.pendingClosed)
+	var wm *int64
+	if s.hasPendingWm {
+		w := s.pendingWm
+		wm = &w
+	}
+	m := s.newMeta(version, kind, newRows, bounds, s.pendingClosed, wm)
 	n, err := s.publishData(m, s.versionWriter(m, cs, snapshot))
 	if err != nil {
 		return nil, err
@@ -180,9 +185,9 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 
 // newMeta is the metadata of a new attempt of version: kind, the rows and
 // key bounds of each partition (their count is the partition count) and
-// the rows closed by the next watermark, in the oldest format that holds
-// them.
-func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyBounds, closed int64) *versionMeta {
+// the rows closed by the next watermark and that watermark (nil: not
+// known), in the oldest format that holds them.
+func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyBounds, closed int64, wm *int64) *versionMeta {
 	attempt := s.nextAttempt[version]
 	s.nextAttempt[version] = attempt + 1
 	m := &versionMeta{
@@ -200,6 +205,9 @@ func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyB
 	}
 	if m.ClosedRows > 0 {
 		m.FormatVersion = metaFormatClosed
+	}
+	if wm != nil {
+		m.NextWatermarkMs, m.FormatVersion = wm, metaFormatWatermark
 	}
 	for _, r := range rows {
 		m.Rows += r

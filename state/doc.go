@@ -78,7 +78,7 @@
 // "01 03 <klen> <key> <vlen> <val>" and "02 05 <klen> <key>", and the
 // footer with count 2.
 //
-// # Metadata file format (.meta), formatVersion 2 (1 is still read)
+// # Metadata file format (.meta), formatVersion 2 to 4 (1 is still read)
 //
 // Three newline-terminated lines:
 //
@@ -107,10 +107,18 @@
 // partitionKeys (all bounds unknown). formatVersion 3 is 2 plus
 // "closedRows":<n> (n > 0): rows the operator counts as part of the
 // version without storing them (Store.SetClosedRows; for the aggregation,
-// windows the next batch's watermark closes). This build writes 3 when
-// closedRows > 0 and 2 otherwise, so a reader that does not know the field
-// refuses exactly the files it would miscount. An unknown header or
-// formatVersion is CHECKPOINT_CORRUPT, never guessed at.
+// windows the next batch's watermark closes). formatVersion 4 is 3 with
+// closedRows optional (omitted when 0) plus "nextWatermarkMs":<ms>,
+// required: the watermark the batch after this version runs with, the value
+// commits/<version> records as nextBatchWatermarkMs (Store.SetNextWatermark;
+// a repartition carries its base version's). It is the checkpoint's second
+// record of that watermark: a start and `checkpoint verify` compare the two
+// (ReadRecord), so a commit replaced by valid JSON with another watermark is
+// CHECKPOINT_CORRUPT instead of a silent jump of the watermark. This build
+// writes 4 when the operator gave the watermark, else 3 when closedRows > 0
+// and 2 otherwise, so a reader that does not know a field refuses exactly
+// the files that carry it. An unknown header or formatVersion is
+// CHECKPOINT_CORRUPT, never guessed at.
 //
 // # Garbage
 //

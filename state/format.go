@@ -44,6 +44,12 @@ const (
 	// with closedRows > 0 (format 2 plus closedRows): a reader that does not
 	// know the field refuses the file instead of miscounting.
 	metaFormatClosed = 3
+	// metaFormatWatermark is written by a version whose operator gave the
+	// watermark its commit records (Store.SetNextWatermark): format 3 with
+	// closedRows optional (0 omitted) plus nextWatermarkMs, required. The
+	// watermark is the checkpoint's second record of commits/<version>'s
+	// nextBatchWatermarkMs, so that a replaced commit is noticed.
+	metaFormatWatermark = 4
 
 	kindNameDelta    = "delta"
 	kindNameSnapshot = "snapshot"
@@ -383,6 +389,10 @@ type versionMeta struct {
 	// holds as part of this version but did not store, because the next
 	// batch's watermark closes them (Store.SetClosedRows).
 	ClosedRows int64 `json:"closedRows,omitempty"`
+	// NextWatermarkMs (format 4, required there, absent before) is the
+	// watermark the batch after this version runs with, as commits/<version>
+	// records it (Store.SetNextWatermark).
+	NextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
 }
 
 // keyBounds is the smallest and largest key of a non-empty partition.
@@ -459,9 +469,12 @@ func (m *versionMeta) check() error {
 		if m.PartitionKeys != nil {
 			return errors.New("partitionKeys in a formatVersion 1 file")
 		}
-	case 2, 3:
-		if (m.FormatVersion == 3) != (m.ClosedRows > 0) {
+	case 2, 3, 4:
+		if m.FormatVersion < 4 && (m.FormatVersion == 3) != (m.ClosedRows > 0) {
 			return fmt.Errorf("closedRows %d in a formatVersion %d file", m.ClosedRows, m.FormatVersion)
+		}
+		if (m.FormatVersion == 4) != (m.NextWatermarkMs != nil) {
+			return fmt.Errorf("nextWatermarkMs present %v in a formatVersion %d file", m.NextWatermarkMs != nil, m.FormatVersion)
 		}
 		if len(m.PartitionKeys) != m.Partitions {
 			return fmt.Errorf("partitionKeys has %d entries for %d partitions", len(m.PartitionKeys), m.Partitions)
@@ -480,8 +493,8 @@ func (m *versionMeta) check() error {
 	default:
 		return fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
 	}
-	if m.FormatVersion == 1 && m.ClosedRows != 0 {
-		return errors.New("closedRows in a formatVersion 1 file")
+	if m.FormatVersion == 1 && (m.ClosedRows != 0 || m.NextWatermarkMs != nil) {
+		return errors.New("closedRows or nextWatermarkMs in a formatVersion 1 file")
 	}
 	if m.Version < 0 || m.Attempt < 0 || m.Partitions <= 0 || m.Partitions > maxPartitions ||
 		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 || m.ClosedRows < 0 {

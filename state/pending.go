@@ -275,6 +275,7 @@ func (s *Store) Abort() {
 	s.prep = nil
 	s.ptab.reset()
 	s.pendingDelta, s.pendingBytes, s.unknown, s.pendingClosed = 0, 0, 0, 0
+	s.pendingWm, s.hasPendingWm = 0, false
 	s.lastGet = s.lastGet[:0]
 	s.alloc = pendingAlloc{}
 }

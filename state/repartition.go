@@ -103,7 +103,14 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 // key order.
 func (s *Store) publishRepartition(version int64, buckets []bucket, rows []int64, bounds []*keyBounds, st *stream.RepartitionStats) (*versionMeta, error) {
 	// The closed rows stay closed by the same next watermark.
-	m := s.newMeta(version, kindNameSnapshot, rows, bounds, s.ClosedRows())
+	// A control batch reads no input: its commit carries the watermark the
+	// base version recorded.
+	var wm *int64
+	if s.head != nil && s.head.NextWatermarkMs != nil {
+		w := *s.head.NextWatermarkMs
+		wm = &w
+	}
+	m := s.newMeta(version, kindNameSnapshot, rows, bounds, s.ClosedRows(), wm)
 	written, err := s.publishVersion(m, func(dw *dataWriter) error {
 		for t := range buckets {
 			b := &buckets[t]

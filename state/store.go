@@ -91,6 +91,9 @@ type Store struct {
 
 	// pendingClosed is the pending batch's SetClosedRows value.
 	pendingClosed int64
+	// pendingWm is the pending batch's SetNextWatermark value (hasPendingWm).
+	pendingWm    int64
+	hasPendingWm bool
 	// prep is the version Prepare published the data file of; nil when
 	// none. While set, the pending batch is frozen.
 	prep *prepared
@@ -138,6 +141,14 @@ func (s *Store) ClosedRows() int64 {
 // version's metadata, carried through a repartition); the operator answers
 // for what it means. Abort resets it to 0.
 func (s *Store) SetClosedRows(n int64) { s.pendingClosed = max(n, 0) }
+
+// SetNextWatermark records, for the version the next Commit (or Prepare)
+// writes, the watermark the batch after it runs with: the value the
+// checkpoint's commit of that batch records (nextBatchWatermarkMs). The
+// store keeps it in the version's metadata (format 4) and carries it
+// through a repartition, so that a commit replaced later disagrees with it
+// (ReadRecord). Abort forgets it.
+func (s *Store) SetNextWatermark(ms int64) { s.pendingWm, s.hasPendingWm = ms, true }
 
 func (s *Store) usable() error {
 	if s.closed {

@@ -168,3 +168,37 @@ func Verify(ctx context.Context, fs vfs.FS, dir string, committed int64) (Verify
 	}
 	return rep, nil
 }
+
+// Record is what a committed version's metadata records that another file
+// of the checkpoint records too: the state schema (the query shape records
+// it as well) and, from format 4, the watermark of the batch after it
+// (commits/<version> records it as well).
+type Record struct {
+	Path             string // the metadata file
+	Schema           Schema
+	NextWatermarkMs  int64
+	HasNextWatermark bool
+}
+
+// ReadRecord reads the metadata of version v's newest attempt in dir,
+// writing nothing; ok is false when v has no metadata file (the caller's
+// own load reports that). A damaged file is CHECKPOINT_CORRUPT naming it.
+func ReadRecord(fs vfs.FS, dir string, v int64) (rec Record, ok bool, err error) {
+	cat, err := listCatalog(fs, dir)
+	if err != nil {
+		return Record{}, false, err
+	}
+	a, ok := cat.latestAttempt(v)
+	if !ok {
+		return Record{}, false, nil
+	}
+	m, err := readMeta(fs, dir, v, a)
+	if err != nil {
+		return Record{}, false, err
+	}
+	rec = Record{Path: fs.PathJoin(dir, metaFileName(v, a)), Schema: m.Schema}
+	if m.NextWatermarkMs != nil {
+		rec.NextWatermarkMs, rec.HasNextWatermark = *m.NextWatermarkMs, true
+	}
+	return rec, true, nil
+}
