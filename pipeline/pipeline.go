@@ -323,6 +323,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if err != nil {
 		return q, engine.Options{}, err
 	}
+	if err := c.adoptStateFormat(cfg, fs, ckpt); err != nil {
+		return q, engine.Options{}, err
+	}
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
@@ -208,6 +210,32 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 		s.Aggregates = append(s.Aggregates, a.Kind.String()+"("+col+") as "+name)
 	}
 	return s
+}
+
+// adoptStateFormat keeps the state format of a checkpoint written before
+// the newest (agg.StateFormat1: a long avg sum, no null BIGINT key): its
+// recorded shape names the state schema, and the query runs in the format
+// that has it, so the restart is not refused as a changed state schema.
+// A shape that cannot be read is left to the engine, which reports it.
+func (c *compiled) adoptStateFormat(cfg Config, fs vfs.FS, ckpt string) error {
+	rec, err := shape.ReadLatest(fs, ckpt)
+	if err != nil || rec == nil || rec.Shape.StateSchema == c.agg.Schema().String() {
+		return nil
+	}
+	spec, ok := agg.ForRecordedState(c.agg.Spec(), rec.Shape.StateSchema)
+	if !ok || spec.StateFormat == c.agg.Spec().StateFormat {
+		return nil
+	}
+	a, err := agg.New(spec)
+	if err != nil {
+		return err
+	}
+	c.agg, c.op = a, a
+	if c.q.Where != nil {
+		c.op = &filter.Operator{Pred: c.q.Where, Inner: a}
+	}
+	c.shape = c.buildShape(cfg)
+	return nil
 }
 
 // withRetractions rebuilds the operator for input with retractions (a
