@@ -323,9 +323,6 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if err != nil {
 		return q, engine.Options{}, err
 	}
-	if err := c.adoptStateFormat(cfg, fs, ckpt); err != nil {
-		return q, engine.Options{}, err
-	}
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {
@@ -365,6 +362,14 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		// and S3 retries wait on the query's clock.
 		m.SetSpoolDir(filepath.Join(localDir, "spool"))
 		m.SetRetryClock(clock)
+	}
+	// After the retry clock is set: the recorded shape may be on S3.
+	if err := c.adoptStateFormat(cfg, fs, ckpt); err != nil {
+		return q, engine.Options{}, err
+	}
+	q.Operator = c.op
+	if cfg.Table != "" {
+		q.Shape = &c.shape
 	}
 	opts := engine.Options{
 		CheckpointDir: ckpt,
