@@ -2,12 +2,16 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +27,76 @@ import (
 )
 
 var (
-	sparkrefN    = flag.Int("sparkref.n", 300, "generated queries TestSparkRef runs")
-	sparkrefSeed = flag.Uint64("sparkref.seed", 0, "first seed of TestSparkRef (query i runs seed+i)")
+	sparkrefN      = flag.Int("sparkref.n", 300, "generated queries TestSparkRef runs")
+	sparkrefSeed   = flag.Uint64("sparkref.seed", 0, "first seed of TestSparkRef (query i runs seed+i)")
+	sparkrefDuckDB = flag.String("sparkref.duckdb", "", "write the queries DuckDB can check (no row late) to this JSON-lines file, for scripts/duckref sparkref")
 )
+
+// duckCase is one line of the -sparkref.duckdb file (scripts/duckref
+// reads it): the input, DuckDB's rendering of the query, and the table
+// ethstream left (cells "i:<int64>", "f:<float64>", "s:<string>" or null)
+// or the error code of the batch that failed.
+type duckCase struct {
+	Seed    uint64      `json:"seed"`
+	SQL     string      `json:"sql"`
+	Spark   string      `json:"spark"`
+	Columns []duckCol   `json:"columns"`
+	Rows    [][]*string `json:"rows"`
+	Want    [][]*string `json:"want"`
+	Error   string      `json:"error,omitempty"`
+}
+
+type duckCol struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+func duckCell(v any, tagged bool) *string {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case int64:
+		s = "i:" + strconv.FormatInt(v, 10)
+	case float64:
+		s = "f:" + strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		s = "s:" + v
+	default:
+		panic(fmt.Sprintf("cell %T", v))
+	}
+	if !tagged {
+		s = s[2:]
+	}
+	return &s
+}
+
+func newDuckCase(seed uint64, q *sparkref.Query, schema []sparkref.Column, batches [][]sparkref.Row, sink *tableSink, err error) duckCase {
+	dc := duckCase{Seed: seed, SQL: q.DuckDB(schema), Spark: q.Render(), Error: errcode.Code(err)}
+	for _, c := range schema {
+		dc.Columns = append(dc.Columns, duckCol{Name: c.Name, Type: c.Type.String()})
+	}
+	for _, b := range batches {
+		for _, r := range b {
+			row := make([]*string, len(r))
+			for i, v := range r {
+				row[i] = duckCell(v, false)
+			}
+			dc.Rows = append(dc.Rows, row)
+		}
+	}
+	if err == nil {
+		keys := slices.Sorted(maps.Keys(sink.rows))
+		for _, k := range keys {
+			var row []*string
+			for _, v := range sink.rows[k] {
+				row = append(row, duckCell(v, true))
+			}
+			dc.Want = append(dc.Want, row)
+		}
+	}
+	return dc
+}
 
 // sparkrefSchema is every column of the block schema, so that columns
 // added to it join the generated queries by themselves.
@@ -216,6 +287,15 @@ func TestSparkRef(t *testing.T) {
 	schema := sparkrefSchema(t)
 	gen := &sparkref.Gen{Schema: schema, EventTime: ethblock.ColBlockTS, Source: "s", SourceCol: stream.ColSource,
 		T0: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var duck *json.Encoder
+	if *sparkrefDuckDB != "" {
+		f, err := os.Create(*sparkrefDuckDB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		duck = json.NewEncoder(f)
+	}
 	failed := 0
 	var stats struct{ failing, empty, rows, nulls, queries, late int }
 	defer func() {
@@ -254,7 +334,13 @@ func TestSparkRef(t *testing.T) {
 			}
 		}
 		sink, err := runSparkRef(t, q, schema, batches)
-		if d := diffSparkRef(want, sink, err); d != "" {
+		d := diffSparkRef(want, sink, err)
+		if duck != nil && d == "" && want.Late == 0 && !want.EmptyGlobal {
+			if err := duck.Encode(newDuckCase(seed, q, oschema, obatches, sink, err)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d != "" {
 			failed++
 			t.Errorf("seed %d: %s\n  --with-watermark %q --output-mode %s ansi=%v\n%s", seed, q.Render(), q.WatermarkOption(), q.Mode, q.ANSI, d)
 			if failed >= 10 {
