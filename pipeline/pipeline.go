@@ -363,14 +363,6 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		m.SetSpoolDir(filepath.Join(localDir, "spool"))
 		m.SetRetryClock(clock)
 	}
-	// After the retry clock is set: the recorded shape may be on S3.
-	if err := c.adoptStateFormat(cfg, fs, ckpt); err != nil {
-		return q, engine.Options{}, err
-	}
-	q.Operator = c.op
-	if cfg.Table != "" {
-		q.Shape = &c.shape
-	}
 	opts := engine.Options{
 		CheckpointDir: ckpt,
 		FS:            fs,
@@ -465,6 +457,9 @@ func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 		if err := m.Probe(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := AdoptStateFormat(cfg, &q, opts); err != nil {
+		return nil, err
 	}
 	applyMemoryLimit()
 	return engine.Run(ctx, q, opts)

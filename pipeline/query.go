@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
@@ -212,29 +210,50 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 	return s
 }
 
-// adoptStateFormat keeps the state format of a checkpoint written before
-// the newest (agg.StateFormat1: a long avg sum, no null BIGINT key): its
-// recorded shape names the state schema, and the query runs in the format
-// that has it, so the restart is not refused as a changed state schema.
+// AdoptStateFormat keeps the state format of a checkpoint written before
+// the newest (agg.StateFormat1: a long avg sum, no null BIGINT key): when
+// the checkpoint's recorded query shape names that format's state schema,
+// q's operator and shape are rebuilt in it, so the restart is not refused
+// as a changed state schema. It reads the checkpoint (Build reads
+// nothing): Run calls it after probing the storage, plan before planning.
 // A shape that cannot be read is left to the engine, which reports it.
-func (c *compiled) adoptStateFormat(cfg Config, fs vfs.FS, ckpt string) error {
-	rec, err := shape.ReadLatest(fs, ckpt)
-	if err != nil || rec == nil || rec.Shape.StateSchema == c.agg.Schema().String() {
+func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
+	if q.Shape == nil || opts.FS == nil {
 		return nil
 	}
-	spec, ok := agg.ForRecordedState(c.agg.Spec(), rec.Shape.StateSchema)
-	if !ok || spec.StateFormat == c.agg.Spec().StateFormat {
+	rec, err := shape.ReadLatest(opts.FS, opts.CheckpointDir)
+	if err != nil || rec == nil || rec.Shape.StateSchema == q.Shape.StateSchema {
 		return nil
 	}
-	a, err := agg.New(spec)
+	var inner *agg.Operator
+	pred := (*filter.Predicate)(nil)
+	switch op := q.Operator.(type) {
+	case *agg.Operator:
+		inner = op
+	case *filter.Operator:
+		inner, _ = op.Inner.(*agg.Operator)
+		pred = op.Pred
+	}
+	if inner == nil {
+		return nil
+	}
+	spec, ok := agg.ForRecordedState(inner.Spec(), rec.Shape.StateSchema)
+	if !ok || spec.StateFormat == inner.Spec().StateFormat {
+		return nil
+	}
+	c, err := CompileQuery(cfg)
 	if err != nil {
 		return err
 	}
-	c.agg, c.op = a, a
-	if c.q.Where != nil {
-		c.op = &filter.Operator{Pred: c.q.Where, Inner: a}
+	if c.agg, err = agg.New(spec); err != nil {
+		return err
+	}
+	c.op = c.agg
+	if pred != nil {
+		c.op = &filter.Operator{Pred: pred, Inner: c.agg}
 	}
 	c.shape = c.buildShape(cfg)
+	q.Operator, q.Shape = c.op, &c.shape
 	return nil
 }
 
