@@ -36,6 +36,8 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 			dst = state.AppendNullStringKey(dst)
 		case t == stream.String:
 			dst = state.AppendStringKey(dst, pt.gStr[k][e])
+		case p.nullKey(k):
+			dst = state.AppendNullableInt64Key(dst, pt.gInt[k][e], pt.gNull[k][e])
 		default:
 			dst = state.AppendInt64Key(dst, pt.gInt[k][e])
 		}

@@ -89,13 +89,16 @@
 //	              [start, enc(watermark µs + 1)) per partition. A null
 //	              String group value is a group of its own, encoded as
 //	              state's null String key (state.AppendNullStringKey; no key
-//	              written before holds it, so older state reads unchanged);
-//	              a null Int64 or Timestamp group value is NULL_GROUP_KEY.
+//	              written before holds it, so older state reads unchanged).
+//	              An Int64 or Timestamp group field is nullable in state
+//	              format 2 (state.Field.Nullable: a marker byte, null
+//	              first); in format 1 a null of one is NULL_GROUP_KEY.
 //	              A global aggregation (no window, no group column) has the
 //	              one key field __global Int64, always 0.
 //	Value         per aggregate, its As name with the output type (count:
 //	              Int64; sum of Int64: Int64, of Float64: Float64; min/max:
-//	              the input type; avg: the sum, in the input type); sum/min/max/avg add a field <As>__nonnull Int64,
+//	              the input type; avg: its double sum, Float64, or in
+//	              format 1 the sum in the input type); sum/min/max/avg add a field <As>__nonnull Int64,
 //	              the number of non-null inputs (0 means SQL null), because
 //	              state values are not nullable. A Spec declaring
 //	              Retractions without a count(*) adds a last field __rows
@@ -109,6 +112,16 @@
 //	              only: the output mode and the watermark delay are checked
 //	              by the engine's restart rules; "agg/v1" also named them)
 //
+// Formats (Spec.StateFormat, never renumbered): 1 is every state written
+// before format 2 existed (avg of a BIGINT keeps a long sum, Int64 and
+// Timestamp keys are not nullable); 2, the default for a new checkpoint,
+// has avg's double sum and nullable keys. The two differ only in those
+// fields' types, so the recorded state schema says which a checkpoint
+// has: ForRecordedState picks it from the schema the query shape
+// recorded, and Open, refused with STATE_SCHEMA_MISMATCH in format 2,
+// retries in format 1. A query that has neither an avg of a BIGINT nor a
+// BIGINT or TIMESTAMP group key has the same schema in both.
+//
 // Keys and values use state's encodings (state.AppendInt64Key,
 // AppendStringKey, AppendInt64Value, AppendFloat64Value); the operator reads
 // values back directly (varint / little-endian float) on the hot path.
@@ -120,10 +133,13 @@
 // NonANSI false, Spark 4's default) a long sum that leaves BIGINT fails the
 // batch in Process or Finish with ARITHMETIC_OVERFLOW naming the batch and
 // the aggregate, before its state or output is written; with NonANSI it
-// wraps, as Spark 3's. avg keeps a long sum of a BIGINT column (Spark keeps
-// a double): its value is exact while the sum fits, and a sum that leaves
-// BIGINT is ARITHMETIC_OVERFLOW in both modes (docs/contracts.md lists the
-// difference) rather than a wrapped average.
+// wraps, as Spark 3's. avg sums in a double in both modes, as Spark's
+// Average (each BIGINT cast to a double and added), so it never overflows;
+// like Spark's, the double sum is exact while it stays below 2^53 and
+// otherwise depends on the order of the additions (here: each batch's rows
+// in input order, then the batch's partial added to the stored sum). State
+// format 1 keeps avg's long sum: exact while it fits, ARITHMETIC_OVERFLOW
+// in both modes when it does not.
 //
 // # Output batch
 //

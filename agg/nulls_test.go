@@ -100,8 +100,22 @@ func TestNullGroupKeyIsAGroup(t *testing.T) {
 	if got := strings.Join(rows, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
-	// A null of a non-string key has no state encoding: refused, by name.
-	spec := Spec{GroupBy: []string{"gas_used"}, Aggregates: []Aggregate{{Kind: Count}}, ColumnTypes: nullSpec.ColumnTypes}
+	// A null BIGINT or TIMESTAMP key is a group too (state format 2: a
+	// nullable key field), first in key order, kept across batches.
+	spec := Spec{GroupBy: []string{"gas_used"}, Mode: Complete, Aggregates: []Aggregate{{Kind: Count, As: "n"}}, ColumnTypes: nullSpec.ColumnTypes}
+	rows, err = runBatches(t, spec, minerBatch([]string{"a", "b", "c"}, nil, []int64{1, 0, 1}, []bool{true, false, true}),
+		minerBatch([]string{"d"}, nil, []int64{0}, []bool{false}))
+	if got := strings.Join(rows, ";"); err != nil || got != "b0 gas_used=1 n=2;b0 gas_used=null n=1;b1 gas_used=1 n=2;b1 gas_used=null n=2" {
+		t.Errorf("null int64 key: %s %v", got, err)
+	}
+	ts := Spec{GroupBy: []string{"ts"}, Aggregates: []Aggregate{{Kind: Count, As: "n"}}, ColumnTypes: map[string]stream.Type{"ts": stream.Timestamp}}
+	rows, err = runBatches(t, ts, &stream.Batch{Len: 3, Columns: []stream.Column{{Name: "ts", Type: stream.Timestamp, Int64s: []int64{0, 60e6, 0}, Valid: []bool{false, true, false}}}})
+	if got := strings.Join(rows, ";"); err != nil || got != "b0 ts=00:01 n=1;b0 ts=null n=2" {
+		t.Errorf("null timestamp key: %s %v", got, err)
+	}
+	// State format 1 (checkpoints written before format 2) has no null
+	// for a non-string key: refused, by name.
+	spec.StateFormat = StateFormat1
 	_, err = runBatches(t, spec, minerBatch([]string{"a"}, nil, []int64{1}, []bool{false}))
 	if errcode.Code(err) != CodeNullGroupKey || !strings.Contains(err.Error(), "gas_used") {
 		t.Errorf("null int64 key: %v", err)
@@ -111,8 +125,8 @@ func TestNullGroupKeyIsAGroup(t *testing.T) {
 // TestSumOverflow: under spark.sql.ansi.enabled (Spark 4's default) a long
 // sum that leaves BIGINT fails the batch with ARITHMETIC_OVERFLOW naming
 // the aggregate and the batch, within a batch or against the stored sum;
-// with ansi off it wraps as Spark 3's. avg fails in both modes (Spark's
-// double sum cannot be stored; a documented difference).
+// with ansi off it wraps as Spark 3's. avg sums in a double in both modes,
+// as Spark's Average; state format 1's long avg sum fails in both.
 func TestSumOverflow(t *testing.T) {
 	big := func(vs ...int64) *stream.Batch {
 		m := make([]string, len(vs))
@@ -138,10 +152,18 @@ func TestSumOverflow(t *testing.T) {
 	if err != nil || rows[len(rows)-1] != fmt.Sprintf("b1 miner=0xaa s=%d", int64(math.MinInt64)) {
 		t.Errorf("non-ANSI: %v %v", rows, err)
 	}
-	avg := wrap
-	avg.Aggregates = []Aggregate{{Kind: Avg, Column: "gas_used", As: "a"}}
-	if _, err := runBatches(t, avg, big(math.MaxInt64/2+1, math.MaxInt64/2+1)); errcode.Code(err) != CodeArithmeticOverflow {
-		t.Errorf("avg: %v", err)
+	for _, ansi := range []bool{true, false} {
+		avg := sum
+		avg.NonANSI = !ansi
+		avg.Aggregates = []Aggregate{{Kind: Avg, Column: "gas_used", As: "a"}}
+		rows, err := runBatches(t, avg, big(math.MaxInt64/2+1, math.MaxInt64/2+1), big(math.MaxInt64))
+		if want := fmt.Sprintf("b1 miner=0xaa a=%g", (2*float64(math.MaxInt64/2+1)+float64(math.MaxInt64))/3); err != nil || len(rows) != 2 || rows[1] != want {
+			t.Errorf("avg (ansi %v): %v %v, want %s", ansi, rows, err, want)
+		}
+		avg.StateFormat = StateFormat1
+		if _, err := runBatches(t, avg, big(math.MaxInt64/2+1, math.MaxInt64/2+1)); errcode.Code(err) != CodeArithmeticOverflow {
+			t.Errorf("avg (state format 1, ansi %v): %v", ansi, err)
+		}
 	}
 	// No overflow at the edge.
 	if rows, err := runBatches(t, sum, big(math.MaxInt64-1), big(1)); err != nil || rows[1] != fmt.Sprintf("b1 miner=0xaa s=%d", int64(math.MaxInt64)) {

@@ -113,17 +113,19 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	s, err := state.Open(ctx, state.Options{
-		Dir:        env.StateDir,
-		FS:         env.FS,
-		LocalDir:   env.LocalDir,
-		Partitions: env.Partitions,
-		Schema:     o.p.schema,
-		Logger:     o.logger,
-		// Checkpoints written before spec v2 named the mode and watermark
-		// too; the engine's restart rules decide those now.
-		SpecCompatible: o.p.compatibleSpec,
-	}, env.Version)
+	s, err := o.openStore(ctx, env, o.p)
+	if errcode.Code(err) == errcode.StateSchemaMismatch && o.p.spec.StateFormat == 0 {
+		// State written before format 2 (a checkpoint without a query shape
+		// to tell ForRecordedState) still reads, in its own format.
+		old := o.p.spec
+		old.StateFormat = StateFormat1
+		if p, perr := newPlan(old); perr == nil && !p.schema.Equal(o.p.schema) {
+			if s1, err1 := o.openStore(ctx, env, p); err1 == nil {
+				o.p, o.pt, o.vals = p, newPartial(p), make([]aggVal, len(p.aggs))
+				s, err = s1, nil
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -137,6 +139,21 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	}
 	o.committedNoneBelowUs = o.noneBelowUs
 	return nil
+}
+
+// openStore opens the operator's state store with plan p's schema.
+func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *plan) (*state.Store, error) {
+	return state.Open(ctx, state.Options{
+		Dir:        env.StateDir,
+		FS:         env.FS,
+		LocalDir:   env.LocalDir,
+		Partitions: env.Partitions,
+		Schema:     p.schema,
+		Logger:     o.logger,
+		// Checkpoints written before spec v2 named the mode and watermark
+		// too; the engine's restart rules decide those now.
+		SpecCompatible: p.compatibleSpec,
+	}, env.Version)
 }
 
 func (o *Operator) resetBatch() {
@@ -420,9 +437,12 @@ func (o *Operator) describeEntry(e int) string {
 		if b.Len() > 1 {
 			b.WriteString(", ")
 		}
-		if o.p.groupType[k] == stream.String {
+		switch {
+		case pt.gNull[k][e]:
+			fmt.Fprintf(&b, "%s=null", g)
+		case o.p.groupType[k] == stream.String:
 			fmt.Fprintf(&b, "%s=%q", g, pt.gStr[k][e])
-		} else {
+		default:
 			fmt.Fprintf(&b, "%s=%d", g, pt.gInt[k][e])
 		}
 	}

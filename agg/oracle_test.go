@@ -173,6 +173,9 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 		}
 	}
 	if len(vs) == 0 {
+		if a.Kind == Avg && !a.longSum {
+			return "null", []any{0.0, int64(0)}
+		}
 		return "null", []any{int64(0), int64(0)}
 	}
 	v := vs[0]
@@ -190,7 +193,16 @@ func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
 		}
 	}
 	if a.Kind == Avg {
-		return fmt.Sprint(float64(v) / float64(len(vs))), []any{v, int64(len(vs))}
+		// Spark's Average: each value cast to a double, summed in a double
+		// (state format 2 stores that sum).
+		f := 0.0
+		for _, x := range vs {
+			f += float64(x)
+		}
+		if a.longSum {
+			return fmt.Sprint(float64(v) / float64(len(vs))), []any{v, int64(len(vs))}
+		}
+		return fmt.Sprint(f / float64(len(vs))), []any{f, int64(len(vs))}
 	}
 	return fmt.Sprint(v), []any{v, int64(len(vs))}
 }

@@ -139,10 +139,10 @@ func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
 		c := &cols[o.gBase+k]
 		if t == stream.String {
 			c.Strings = append(c.Strings, pt.gStr[k][e])
-			o.setNull(c, pt.gNull[k][e])
 		} else {
 			c.Int64s = append(c.Int64s, pt.gInt[k][e])
 		}
+		o.setNull(c, pt.gNull[k][e])
 	}
 	o.appendAggs(vals)
 }
@@ -194,10 +194,11 @@ func (o *output) appendStored(key []byte, vals []aggVal) error {
 			o.setNull(c, f == nil)
 		} else {
 			v, ok := f.(int64)
-			if !ok {
+			if !ok && (f != nil || !o.p.nullKey(k)) {
 				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)
 			}
 			c.Int64s = append(c.Int64s, v)
+			o.setNull(c, f == nil)
 		}
 	}
 	o.appendAggs(vals)

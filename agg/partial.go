@@ -53,6 +53,7 @@ type chunkCols struct {
 	strs     [][]string
 	strValid [][]bool
 	ints     [][]int64
+	intValid [][]bool
 	// signs is the chunk's Batch.Signs: nil when every row is an insertion.
 	signs []int8
 }
@@ -132,25 +133,27 @@ func (pt *partial) resolve(in *stream.Batch) error {
 		if err != nil {
 			return err
 		}
-		// A null String key is a group of its own (Spark groups nulls
-		// together); the state key encoding has no null for the other types.
-		if c.Valid != nil && p.groupType[j] != stream.String {
+		// A null key is a group of its own (Spark groups nulls together);
+		// state format 1 has no null for an Int64 or Timestamp key.
+		if c.Valid != nil && !p.nullKey(j) {
 			for i := 0; i < in.Len; i++ {
 				if !c.Valid[i] {
-					return errcode.New(CodeNullGroupKey, "", "filter or fill nulls before grouping",
-						"group column %q (%s) is null at row %d: only string group keys may be null", g, p.groupType[j], i)
+					return errcode.New(CodeNullGroupKey, "", "filter or fill nulls before grouping, or start the query on a new checkpoint (its state format has null keys)",
+						"group column %q (%s) is null at row %d: this checkpoint's state (format 1) has no null %s key", g, p.groupType[j], i, p.groupType[j])
 				}
 			}
 		}
 		pt.cols.group[j] = c
 	}
-	pt.cols.strs, pt.cols.strValid, pt.cols.ints = pt.cols.strs[:0], pt.cols.strValid[:0], pt.cols.ints[:0]
+	pt.cols.strs, pt.cols.strValid = pt.cols.strs[:0], pt.cols.strValid[:0]
+	pt.cols.ints, pt.cols.intValid = pt.cols.ints[:0], pt.cols.intValid[:0]
 	for j, c := range pt.cols.group {
 		if p.groupType[j] == stream.String {
 			pt.cols.strs = append(pt.cols.strs, c.Strings)
 			pt.cols.strValid = append(pt.cols.strValid, c.Valid)
 		} else {
 			pt.cols.ints = append(pt.cols.ints, c.Int64s)
+			pt.cols.intValid = append(pt.cols.intValid, c.Valid)
 		}
 	}
 	for a := range p.aggs {
@@ -188,7 +191,15 @@ func (pt *partial) sameGroup(i, j int) bool {
 			return false
 		}
 	}
-	for _, c := range pt.cols.ints {
+	for k, c := range pt.cols.ints {
+		if v := pt.cols.intValid[k]; v != nil {
+			if v[i] != v[j] {
+				return false
+			}
+			if !v[i] {
+				continue // both null
+			}
+		}
 		if c[i] != c[j] {
 			return false
 		}
@@ -215,6 +226,11 @@ func (pt *partial) localKey(start int64, i int) []byte {
 			b = binary.AppendUvarint(b, uint64(len(s)))
 			b = append(b, s...)
 		} else {
+			if c.IsNull(i) {
+				b = append(b, 0)
+				continue
+			}
+			b = append(b, 1)
 			b = binary.LittleEndian.AppendUint64(b, uint64(c.Int64s[i]))
 		}
 	}
@@ -250,7 +266,13 @@ func (pt *partial) addEntry(start int64, i int) {
 			}
 			pt.gStr[k] = append(pt.gStr[k], v)
 		} else {
-			pt.gInt[k] = append(pt.gInt[k], c.Int64s[i])
+			null := c.IsNull(i)
+			v := c.Int64s[i]
+			if null {
+				v = 0 // a null's slot holds no value
+			}
+			pt.gInt[k] = append(pt.gInt[k], v)
+			pt.gNull[k] = append(pt.gNull[k], null)
 		}
 	}
 	for a := range pt.acc {
@@ -433,9 +455,24 @@ func (pt *partial) accumulate() {
 			}
 		case ra.in == stream.Float64:
 			accFloat(ra.Kind, acc, c.Float64s, valid, idx)
+		case ra.acc() == stream.Float64: // avg of an Int64 column: a double sum
+			accIntAsFloat(acc, c.Int64s, valid, idx)
 		default:
 			accInt(ra.Kind, acc, c.Int64s, valid, idx)
 		}
+	}
+}
+
+// accIntAsFloat is Spark's Average over a BIGINT column: each value is cast
+// to a double and added to a double sum (which does not overflow).
+func accIntAsFloat(acc *accum, vs []int64, valid []bool, idx []int32) {
+	out, nn := acc.floats, acc.nn
+	for i, g := range idx {
+		if g < 0 || (valid != nil && !valid[i]) {
+			continue
+		}
+		out[g] += float64(vs[i])
+		nn[g]++
 	}
 }
 
@@ -463,6 +500,8 @@ func (pt *partial) accumulateSigned() {
 				continue
 			case ra.in == stream.Float64:
 				acc.floats[g] += float64(s) * c.Float64s[i]
+			case ra.acc() == stream.Float64: // avg of an Int64 column
+				acc.floats[g] += float64(s) * float64(c.Int64s[i])
 			default:
 				x, sum := c.Int64s[i], acc.ints[g]
 				if s > 0 {
@@ -563,13 +602,13 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 		}
 		for k, t := range pt.p.groupType {
 			var c int
-			if t == stream.String {
-				if na, nb := pt.gNull[k][a], pt.gNull[k][b]; na != nb {
-					if na { // nulls first, as the state key orders them
-						return -1
-					}
-					return 1
+			if na, nb := pt.gNull[k][a], pt.gNull[k][b]; na != nb {
+				if na { // nulls first, as the state key orders them
+					return -1
 				}
+				return 1
+			}
+			if t == stream.String {
 				c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
 			} else {
 				c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])

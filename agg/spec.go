@@ -21,11 +21,12 @@ const (
 	CodeUnresolvedColumn = "UNRESOLVED_COLUMN"
 	// CodeDatatypeMismatch: a column has a type the spec cannot use.
 	CodeDatatypeMismatch = "DATATYPE_MISMATCH"
-	// CodeNullGroupKey: a non-string group column holds a null, which the
-	// state key encoding cannot represent (a null string key is a group).
+	// CodeNullGroupKey: a BIGINT or TIMESTAMP group column holds a null in
+	// a checkpoint whose state is format 1, which has no null for such a
+	// key (in format 2, and for strings, a null key is a group).
 	CodeNullGroupKey = "NULL_GROUP_KEY"
 	// CodeArithmeticOverflow: a long sum left BIGINT: a sum under
-	// spark.sql.ansi.enabled (the default), an avg always. Spark's name.
+	// spark.sql.ansi.enabled (the default), a format-1 avg always. Spark's name.
 	CodeArithmeticOverflow = "ARITHMETIC_OVERFLOW"
 	// CodeRetractionUnsupported: the input carries (or, with
 	// Spec.Retractions, may carry) retractions, and the query cannot undo a
@@ -150,6 +151,10 @@ type Spec struct {
 	// literal stream.ColSource is always a string). Types are needed before
 	// the first input arrives, to build the state schema.
 	ColumnTypes map[string]stream.Type
+	// StateFormat is the layout of the state's keys and values (doc.go,
+	// State layout); 0 means the newest, StateFormat2. A checkpoint whose
+	// state was written in format 1 keeps it (ForRecordedState).
+	StateFormat StateFormat
 	// Retractions declares that the input may carry retractions (rows with
 	// Sign -1, stream.Batch.Signs): New then refuses min and max
 	// (RETRACTION_UNSUPPORTED) and, when no count(*) is among the
@@ -159,6 +164,23 @@ type Spec struct {
 	// it declared them.
 	Retractions bool
 }
+
+// StateFormat is a layout of the aggregation's state (doc.go, State
+// layout). Formats are never renumbered.
+type StateFormat uint8
+
+// State formats.
+const (
+	// StateFormat1: avg of a BIGINT column keeps a long sum (an overflow of
+	// it is ARITHMETIC_OVERFLOW in both ANSI modes), and a null BIGINT or
+	// TIMESTAMP group value is NULL_GROUP_KEY. Every state written before
+	// format 2 is in it.
+	StateFormat1 StateFormat = 1
+	// StateFormat2: avg sums in a double, as Spark's Average does, and
+	// BIGINT and TIMESTAMP group keys are nullable (state.Field.Nullable): a
+	// null is a group of its own, as in Spark.
+	StateFormat2 StateFormat = 2
+)
 
 // Output column names of the window (the Delta sink relies on them).
 const (
@@ -175,6 +197,8 @@ type resolvedAgg struct {
 	Aggregate
 	in  stream.Type // input column type; 0 for count(*)
 	out stream.Type // output column type
+	// longSum: an avg of an Int64 column summing in an int64 (StateFormat1).
+	longSum bool
 	// hidden: kept in state, never output (the row count of Spec.Retractions).
 	hidden bool
 }
@@ -182,6 +206,7 @@ type resolvedAgg struct {
 // plan is a validated Spec.
 type plan struct {
 	spec      Spec
+	format    StateFormat
 	window    bool
 	sizeUs    int64
 	slideUs   int64
@@ -217,7 +242,14 @@ func newPlan(spec Spec) (*plan, error) {
 	if spec.Mode == 0 {
 		spec.Mode = Update
 	}
-	p := &plan{spec: spec}
+	p := &plan{spec: spec, format: spec.StateFormat}
+	switch p.format {
+	case 0:
+		p.format = StateFormat2
+	case StateFormat1, StateFormat2:
+	default:
+		return nil, invalid("unknown state format %d", uint8(spec.StateFormat))
+	}
 	switch spec.Mode {
 	case Update, Append, Complete:
 	default:
@@ -399,6 +431,7 @@ func (p *plan) planAggregates(used claims) error {
 					"avg(%s): column is %s", a.Column, ra.in)
 			}
 			ra.out = stream.Float64
+			ra.longSum = ra.in == stream.Int64 && p.format == StateFormat1
 		}
 		if ra.As == "" {
 			if a.Column == "" {
@@ -435,13 +468,19 @@ const rowsField = "__rows"
 
 func (a *resolvedAgg) hasNonNull() bool { return a.Kind != Count }
 
-// acc is the type of the running value kept in state: the output type, but
-// for avg the sum's (the input type).
+// acc is the type of the running value kept in state: the output type (for
+// avg its double sum), but Int64 for an avg's long sum (StateFormat1).
 func (a *resolvedAgg) acc() stream.Type {
-	if a.Kind == Avg {
-		return a.in
+	if a.longSum {
+		return stream.Int64
 	}
 	return a.out
+}
+
+// nullKey reports whether group column k may be null in state: a String
+// always (state's null String key), an Int64 or Timestamp in StateFormat2.
+func (p *plan) nullKey(k int) bool {
+	return p.groupType[k] == stream.String || p.format >= StateFormat2
 }
 
 func (p *plan) buildSchema() state.Schema {
@@ -452,7 +491,7 @@ func (p *plan) buildSchema() state.Schema {
 			state.Field{Name: ColWindowStart, Type: stream.Timestamp})
 	}
 	for i, g := range p.spec.GroupBy {
-		s.Key = append(s.Key, state.Field{Name: g, Type: p.groupType[i]})
+		s.Key = append(s.Key, state.Field{Name: g, Type: p.groupType[i], Nullable: p.groupType[i] != stream.String && p.nullKey(i)})
 	}
 	if len(s.Key) == 0 {
 		// A global aggregation (no window, no GROUP BY) is one group; the
@@ -514,6 +553,21 @@ func (p *plan) compatibleSpec(recorded string) bool {
 		rest = rest[:i]
 	}
 	return "agg/v2"+rest == p.schema.Spec
+}
+
+// ForRecordedState returns spec in the state format whose state schema is
+// recorded (state.Schema.String() of the checkpoint's state, as the query
+// shape records it), newest format first, and false when none matches: a
+// checkpoint written in format 1 keeps format 1's layout (a long avg sum, no
+// null BIGINT or TIMESTAMP key) rather than being refused.
+func ForRecordedState(spec Spec, recorded string) (Spec, bool) {
+	for _, f := range []StateFormat{StateFormat2, StateFormat1} {
+		spec.StateFormat = f
+		if p, err := newPlan(spec); err == nil && p.schema.String() == recorded {
+			return spec, true
+		}
+	}
+	return spec, false
 }
 
 // Watermark returns the event-time column and delay the engine must compute

@@ -42,7 +42,21 @@ var KnownConfs = []string{
 	checkpoint.ConfShufflePartitions, checkpoint.ConfSourceEvolution, checkpoint.ConfOffsetLogVersion,
 	checkpoint.ConfStatePartitions, checkpoint.ConfProviderClass, checkpoint.ConfMinBatchesToRetain,
 	checkpoint.ConfNoDataBatches,
+	// Read by the SQL front end (package query, through the pipeline): the
+	// engine only checks that each is a boolean, so a typo of one is refused
+	// like a typo of the engine's own keys.
+	ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal,
 }
+
+// The Spark SQL confs the query front end reads (their meaning is in
+// package query and docs/contracts.md, Configuration). The engine does not
+// import the front end, so the keys are spelled here too; a test checks
+// they are query's.
+const (
+	ConfANSI           = "spark.sql.ansi.enabled"
+	ConfGroupByAliases = "spark.sql.groupByAliases"
+	ConfGroupByOrdinal = "spark.sql.groupByOrdinal"
+)
 
 // ValidateConf checks a session conf the way every start does: a malformed
 // value of a known key is INVALID_ARGUMENT, and so is an unknown key within
@@ -83,6 +97,8 @@ func parseSettings(conf map[string]string) (settings, error) {
 			s.minRetain, err = parseInt(k, v, 1, 1<<31-1)
 		case checkpoint.ConfNoDataBatches:
 			s.noDataBatches, err = parseBool(k, v)
+		case ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal:
+			_, err = parseBool(k, v)
 		case checkpoint.ConfProviderClass:
 			s.providerClass, s.providerSet = v, true
 			if v != checkpoint.ProviderPebble {

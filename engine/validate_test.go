@@ -147,6 +147,13 @@ func TestValidateConf(t *testing.T) {
 		{conf: map[string]string{checkpoint.ConfOffsetLogVersion: "3"}, code: errcode.InvalidArgument},
 		{conf: map[string]string{checkpoint.ConfMinBatchesToRetain: "-1"}, code: errcode.InvalidArgument},
 		{conf: map[string]string{checkpoint.ConfProviderClass: "rocksdb"}, code: errcode.InvalidArgument},
+		// The SQL front end's confs: the real keys pass, a typo is refused
+		// naming the key, a value that is not a boolean is refused.
+		{conf: map[string]string{ConfANSI: "false", ConfGroupByAliases: "true", ConfGroupByOrdinal: "false"}},
+		{conf: map[string]string{"spark.sql.ansi.enable": "false"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.ansi.enabled?"},
+		{conf: map[string]string{"spark.sql.groupByAlias": "false"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.groupByAliases?"},
+		{conf: map[string]string{"spark.sql.groupByOrdinals": "false"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.groupByOrdinal?"},
+		{conf: map[string]string{ConfANSI: "maybe"}, code: errcode.InvalidArgument},
 	}
 	for _, c := range cases {
 		warnings, err := ValidateConf(c.conf)

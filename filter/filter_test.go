@@ -142,3 +142,50 @@ func TestOperatorFiltersBeforeInner(t *testing.T) {
 		t.Fatalf("inner saw rows %v signs %v", rec.rows, rec.signs)
 	}
 }
+
+// optional implements every optional operator interface and records calls.
+type optional struct {
+	recorder
+	calls []string
+}
+
+func (o *optional) PrepareCommit(_ context.Context, id int64) error {
+	o.calls = append(o.calls, fmt.Sprint("prepare ", id))
+	return nil
+}
+func (o *optional) NextWatermark(id, ms int64) {
+	o.calls = append(o.calls, fmt.Sprint("next ", id, " ", ms))
+}
+func (o *optional) CheckPartitions(from, to int) error {
+	o.calls = append(o.calls, fmt.Sprint("partitions ", from, " ", to))
+	return fmt.Errorf("limit")
+}
+
+// TestOperatorForwardsOptionalInterfaces: a filtered query keeps its
+// operator's optional interfaces (the state's prepared commit, the
+// watermark lookahead that leaves closed keys out of state, the partition
+// limit); without them in Inner the wrapper does what the engine does
+// without them.
+func TestOperatorForwardsOptionalInterfaces(t *testing.T) {
+	ctx := context.Background()
+	in := &optional{}
+	op := &Operator{Inner: in}
+	if err := op.PrepareCommit(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	op.NextWatermark(3, 42)
+	if err := op.CheckPartitions(1, 2); err == nil || err.Error() != "limit" {
+		t.Fatalf("CheckPartitions: %v", err)
+	}
+	if got := fmt.Sprint(in.calls); got != "[prepare 3 next 3 42 partitions 1 2]" {
+		t.Fatalf("Inner got %s", got)
+	}
+	bare := &Operator{Inner: &recorder{}}
+	bare.NextWatermark(1, 1)
+	if err := bare.PrepareCommit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := bare.CheckPartitions(1, 10000); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -18,9 +18,12 @@ type Operator struct {
 }
 
 var (
-	_ stream.Operator         = (*Operator)(nil)
-	_ stream.SchemaOperator   = (*Operator)(nil)
-	_ stream.ProgressReporter = (*Operator)(nil)
+	_ stream.Operator           = (*Operator)(nil)
+	_ stream.SchemaOperator     = (*Operator)(nil)
+	_ stream.ProgressReporter   = (*Operator)(nil)
+	_ stream.CommitPreparer     = (*Operator)(nil)
+	_ stream.WatermarkLookahead = (*Operator)(nil)
+	_ stream.PartitionLimiter   = (*Operator)(nil)
 )
 
 // Open opens Inner.
@@ -147,4 +150,28 @@ func (o *Operator) Progress() stream.OperatorProgress {
 		return pr.Progress()
 	}
 	return o.last
+}
+
+// PrepareCommit is Inner's; without it nothing is prepared and Commit does
+// all the work, as it would unwrapped.
+func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
+	if cp, ok := o.Inner.(stream.CommitPreparer); ok {
+		return cp.PrepareCommit(ctx, batchID)
+	}
+	return nil
+}
+
+// NextWatermark tells Inner the next batch's watermark, if it uses it.
+func (o *Operator) NextWatermark(batchID, nextWatermarkMs int64) {
+	if wl, ok := o.Inner.(stream.WatermarkLookahead); ok {
+		wl.NextWatermark(batchID, nextWatermarkMs)
+	}
+}
+
+// CheckPartitions is Inner's limit, if it has one.
+func (o *Operator) CheckPartitions(from, to int) error {
+	if pl, ok := o.Inner.(stream.PartitionLimiter); ok {
+		return pl.CheckPartitions(from, to)
+	}
+	return nil
 }

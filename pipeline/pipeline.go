@@ -469,6 +469,9 @@ func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 			return nil, err
 		}
 	}
+	if err := AdoptStateFormat(cfg, &q, opts); err != nil {
+		return nil, err
+	}
 	applyMemoryLimit()
 	return engine.Run(ctx, q, opts)
 }

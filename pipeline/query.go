@@ -210,6 +210,53 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 	return s
 }
 
+// AdoptStateFormat keeps the state format of a checkpoint written before
+// the newest (agg.StateFormat1: a long avg sum, no null BIGINT key): when
+// the checkpoint's recorded query shape names that format's state schema,
+// q's operator and shape are rebuilt in it, so the restart is not refused
+// as a changed state schema. It reads the checkpoint (Build reads
+// nothing): Run calls it after probing the storage, plan before planning.
+// A shape that cannot be read is left to the engine, which reports it.
+func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
+	if q.Shape == nil || opts.FS == nil {
+		return nil
+	}
+	rec, err := shape.ReadLatest(opts.FS, opts.CheckpointDir)
+	if err != nil || rec == nil || rec.Shape.StateSchema == q.Shape.StateSchema {
+		return nil
+	}
+	var inner *agg.Operator
+	pred := (*filter.Predicate)(nil)
+	switch op := q.Operator.(type) {
+	case *agg.Operator:
+		inner = op
+	case *filter.Operator:
+		inner, _ = op.Inner.(*agg.Operator)
+		pred = op.Pred
+	}
+	if inner == nil {
+		return nil
+	}
+	spec, ok := agg.ForRecordedState(inner.Spec(), rec.Shape.StateSchema)
+	if !ok || spec.StateFormat == inner.Spec().StateFormat {
+		return nil
+	}
+	c, err := CompileQuery(cfg)
+	if err != nil {
+		return err
+	}
+	if c.agg, err = agg.New(spec); err != nil {
+		return err
+	}
+	c.op = c.agg
+	if pred != nil {
+		c.op = &filter.Operator{Pred: pred, Inner: c.agg}
+	}
+	c.shape = c.buildShape(cfg)
+	q.Operator, q.Shape = c.op, &c.shape
+	return nil
+}
+
 // withRetractions rebuilds the operator for input with retractions (a
 // source that retracts rows of a reorganised chain).
 func (c *compiled) withRetractions(cfg Config) error {

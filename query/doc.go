@@ -89,6 +89,19 @@
 // blocks 0..999 stay open for late rows. Computed from every row read it
 // would be 5 hours later and close them.
 //
+// An OR that reads the event time is one conjunct, not split, and a
+// conjunct on the event time is never pushed:
+//
+//	WHERE number < 1000 AND (miner = '0xaa' OR block_ts >= '2024-01-01')
+//	      AND block_ts < '2025-01-01'
+//	  before the watermark:  number < 1000
+//	  after it:              (miner = '0xaa' OR block_ts >= '2024-01-01')
+//	                         AND block_ts < '2025-01-01'
+//
+// so block 5 of 2026 raises the watermark though the WHERE drops it, as in
+// Spark. internal/sparkref's oracle implements the rule independently and
+// pipeline's TestSparkRef compares the two on generated queries.
+//
 // # Errors
 //
 // PARSE_SYNTAX_ERROR (with line:column, counted in characters) for text

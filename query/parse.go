@@ -852,12 +852,8 @@ func (p *parser) operand() (filter.Expr, error) {
 		return nil, unsupported(p.src, t.pos, "CAST")
 	case t.is("exists"):
 		return nil, unsupported(p.src, t.pos, "EXISTS (subquery)")
-	case t.is("timestamp") || t.is("date"):
-		if p.toks[p.i+1].kind == tString {
-			p.next()
-			s := p.next()
-			return filter.Lit{Kind: filter.LitString, Str: s.text}, nil
-		}
+	case p.typedLiteral():
+		return p.literal()
 	}
 	c, ct, err := p.column("a column or a value")
 	if err != nil {
@@ -872,7 +868,22 @@ func (p *parser) operand() (filter.Expr, error) {
 	return filter.Col{Name: c}, nil
 }
 
+// typedLiteral reports whether the next tokens are TIMESTAMP 'text' or
+// DATE 'text'.
+func (p *parser) typedLiteral() bool {
+	t := p.peek()
+	return (t.is("timestamp") || t.is("date")) && p.i+1 < len(p.toks) && p.toks[p.i+1].kind == tString
+}
+
+// literal reads a value: a string, a number, NULL, TRUE, FALSE, or a
+// TIMESTAMP or DATE literal (kept as its string, which the comparison
+// casts to the column's TIMESTAMP as Spark casts a DATE: midnight UTC).
 func (p *parser) literal() (filter.Lit, error) {
+	if p.typedLiteral() {
+		p.next()
+		s := p.next()
+		return filter.Lit{Kind: filter.LitString, Str: s.text}, nil
+	}
 	t := p.next()
 	neg := false
 	if t.punct("-") || t.punct("+") {

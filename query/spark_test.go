@@ -148,6 +148,14 @@ func TestLiteralTypes(t *testing.T) {
 			t.Errorf("%s: keep %v %v, want %v", tc.where, keep, err, tc.keep)
 		}
 	}
+	// TIMESTAMP and DATE literals are values wherever a literal is, an IN
+	// list too (a DATE is midnight UTC, as Spark casts it).
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	ts := &stream.Batch{Len: 3, Columns: []stream.Column{{Name: "block_ts", Type: stream.Timestamp, Int64s: []int64{t0, t0 + 60e6, t0 + 86400e6}}}}
+	c := mustCompile(t, "select window, miner, count(*) from blocks where block_ts in (TIMESTAMP '2024-01-01 00:01:00', DATE '2024-01-02')"+winMiner, testOptions())
+	if keep, err := c.Where.Keep(ts); err != nil || !slices.Equal(keep, []bool{false, true, true}) {
+		t.Errorf("IN (TIMESTAMP, DATE): keep %v %v", keep, err)
+	}
 	for where, code := range map[string]string{
 		"transaction_count = 'abc'":              filter.CodeCastInvalidInput,
 		"transaction_count = '1.5'":              filter.CodeCastInvalidInput,
@@ -165,7 +173,7 @@ func TestLiteralTypes(t *testing.T) {
 	// spark.sql.ansi.enabled=false: the failed cast is null, so nothing matches.
 	o := testOptions()
 	o.NonANSI = true
-	c := mustCompile(t, "select window, miner, count(*) from blocks where transaction_count = 'abc' or transaction_count <> 'abc'"+winMiner, o)
+	c = mustCompile(t, "select window, miner, count(*) from blocks where transaction_count = 'abc' or transaction_count <> 'abc'"+winMiner, o)
 	if keep, _ := c.Where.Keep(big); slices.Contains(keep, true) {
 		t.Errorf("non-ANSI 'abc': keep %v", keep)
 	}

@@ -14,6 +14,10 @@ import (
 type Field struct {
 	Name string      `json:"name"`
 	Type stream.Type `json:"type"` // stream.Int64, Float64, String or Timestamp
+	// Nullable (Int64 and Timestamp key fields only) gives the field a null:
+	// its key encoding gains a marker byte (see the key encoding below).
+	// Schemas recorded before it existed have none, and read as they did.
+	Nullable bool `json:"nullable,omitempty"`
 }
 
 // Schema is recorded in every version's metadata file and checked on Open: a
@@ -66,6 +70,9 @@ func appendFields(b []byte, fs []Field) []byte {
 		b = append(b, f.Name...)
 		b = append(b, ' ')
 		b = append(b, f.Type.String()...)
+		if f.Nullable {
+			b = append(b, " nullable"...)
+		}
 	}
 	return b
 }
@@ -83,6 +90,16 @@ func (s Schema) validate() error {
 			}
 		}
 	}
+	for _, f := range s.Value {
+		if f.Nullable {
+			return fmt.Errorf("state schema value field %q is nullable: only Int64 and Timestamp key fields may be", f.Name)
+		}
+	}
+	for _, f := range s.Key {
+		if f.Nullable && f.Type != stream.Int64 && f.Type != stream.Timestamp {
+			return fmt.Errorf("state schema key field %q (%v) is nullable: only Int64 and Timestamp key fields may be (a String key always has a null)", f.Name, f.Type)
+		}
+	}
 	return nil
 }
 
@@ -98,10 +115,14 @@ func (s Schema) validate() error {
 //	null String       0x00 0x00 (a null group key; it sorts before every
 //	                  string, as Spark's NULLS FIRST)
 //
+//	nullable Int64,   0x00 for a null (sorting before every value, NULLS
+//	  Timestamp       FIRST), else 0x01 then the 8 bytes above
+//
 // The null String form was added after the others: a key written before
 // never holds 0x00 0x00 (every 0x00 was followed by 0xFF or 0x01), so old
-// files read unchanged. Null Int64, Timestamp and Float64 keys are not
-// representable.
+// files read unchanged. A nullable Int64 or Timestamp field is declared in
+// the schema (Field.Nullable), so the fields of schemas recorded before it
+// keep their 8 bytes. A null Float64 key is not representable.
 const (
 	strEscape = 0x00
 	strEscNul = 0xFF
@@ -112,6 +133,21 @@ const (
 // AppendNullStringKey appends the encoding of a null String key field;
 // DecodeKey returns it as a nil field.
 func AppendNullStringKey(dst []byte) []byte { return append(dst, strEscape, strNull) }
+
+// Markers of a nullable Int64 or Timestamp key field.
+const (
+	keyNull    = 0x00
+	keyPresent = 0x01
+)
+
+// AppendNullableInt64Key appends a nullable Int64 or Timestamp key field
+// (Field.Nullable): null, or v.
+func AppendNullableInt64Key(dst []byte, v int64, null bool) []byte {
+	if null {
+		return append(dst, keyNull)
+	}
+	return AppendInt64Key(append(dst, keyPresent), v)
+}
 
 // AppendInt64Key appends the order-preserving encoding of v to dst.
 func AppendInt64Key(dst []byte, v int64) []byte {
@@ -190,6 +226,14 @@ func EncodeKeyRow(dst []byte, fields []Field, vals ...any) []byte {
 	for i, f := range fields {
 		switch f.Type {
 		case stream.Int64, stream.Timestamp:
+			if f.Nullable {
+				if vals[i] == nil {
+					dst = AppendNullableInt64Key(dst, 0, true)
+					continue
+				}
+				dst = AppendNullableInt64Key(dst, toInt64(f, vals[i]), false)
+				continue
+			}
 			dst = AppendInt64Key(dst, toInt64(f, vals[i]))
 		case stream.Float64:
 			dst = AppendFloat64Key(dst, toFloat64(f, vals[i]))
@@ -260,12 +304,24 @@ var errMalformedRow = errors.New("malformed state row")
 
 // DecodeKey decodes an encoded key row. Int64 and Timestamp fields decode to
 // int64 (Timestamp in µs since the epoch, UTC), Float64 to float64 and String
-// to string; a null String (AppendNullStringKey) to nil.
+// to string; a null String (AppendNullStringKey) or a null of a nullable
+// field to nil.
 func DecodeKey(schema []Field, key []byte) ([]any, error) {
 	out := make([]any, 0, len(schema))
 	for _, f := range schema {
 		switch f.Type {
 		case stream.Int64, stream.Timestamp:
+			if f.Nullable {
+				if len(key) < 1 || (key[0] != keyNull && key[0] != keyPresent) {
+					return nil, fmt.Errorf("%w: nullable key field %q has no null marker", errMalformedRow, f.Name)
+				}
+				null := key[0] == keyNull
+				key = key[1:]
+				if null {
+					out = append(out, nil)
+					continue
+				}
+			}
 			if len(key) < 8 {
 				return nil, fmt.Errorf("%w: key field %q truncated", errMalformedRow, f.Name)
 			}

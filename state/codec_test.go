@@ -10,7 +10,7 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-var mixedSchema = []Field{{"a", stream.Int64}, {"b", stream.Float64}, {"c", stream.String}, {"d", stream.Timestamp}}
+var mixedSchema = []Field{{Name: "a", Type: stream.Int64}, {Name: "b", Type: stream.Float64}, {Name: "c", Type: stream.String}, {Name: "d", Type: stream.Timestamp}}
 
 func randRow(rng *rand.Rand) []any {
 	ints := []int64{math.MinInt64, -1, 0, 1, math.MaxInt64, rng.Int64() - math.MaxInt64/2, int64(rng.IntN(5))}
@@ -57,6 +57,57 @@ func TestKeyOrderPreserving(t *testing.T) {
 		if err != nil || cmpRow(dv, x) != 0 {
 			t.Fatalf("value round trip %v -> %v (%v)", x, dv, err)
 		}
+	}
+}
+
+// TestNullableKeyOrder: a nullable Int64 or Timestamp key field encodes
+// null before every value (NULLS FIRST) and keeps the order of values; its
+// null round-trips as nil; a field that is not nullable keeps the 8-byte
+// encoding of schemas recorded before nullable fields existed.
+func TestNullableKeyOrder(t *testing.T) {
+	schema := []Field{{Name: "n", Type: stream.Int64, Nullable: true}, {Name: "t", Type: stream.Timestamp, Nullable: true}, {Name: "s", Type: stream.String}}
+	vals := []any{nil, int64(math.MinInt64), int64(-1), int64(0), int64(1), int64(math.MaxInt64)}
+	cmpVal := func(x, y any) int {
+		switch {
+		case x == nil && y == nil:
+			return 0
+		case x == nil:
+			return -1
+		case y == nil:
+			return 1
+		}
+		return cmp.Compare(x.(int64), y.(int64))
+	}
+	for _, a := range vals {
+		for _, b := range vals {
+			for _, c := range vals {
+				x, y := []any{a, b, "k"}, []any{c, a, "k"}
+				want := cmpVal(a, c)
+				if want == 0 {
+					want = cmpVal(b, a)
+				}
+				if got := bytes.Compare(EncodeKeyRow(nil, schema, x...), EncodeKeyRow(nil, schema, y...)); got != want {
+					t.Fatalf("%v vs %v: encoded compare %d, want %d", x, y, got, want)
+				}
+				d, err := DecodeKey(schema, EncodeKeyRow(nil, schema, x...))
+				if err != nil || cmpVal(d[0], a) != 0 || cmpVal(d[1], b) != 0 || d[2] != "k" {
+					t.Fatalf("round trip %v -> %v (%v)", x, d, err)
+				}
+			}
+		}
+	}
+	if got := EncodeKeyRow(nil, mixedSchema[:1], int64(5)); !bytes.Equal(got, AppendInt64Key(nil, 5)) {
+		t.Fatalf("a field that is not nullable encodes %x", got)
+	}
+	if _, err := DecodeKey(schema[:1], []byte{0x02}); err == nil {
+		t.Fatal("a bad null marker decoded")
+	}
+	bad := Schema{OperatorName: "x", Key: []Field{{Name: "f", Type: stream.Float64, Nullable: true}}}
+	if err := bad.validate(); err == nil {
+		t.Fatal("a nullable Float64 key validated")
+	}
+	if s := (Schema{OperatorName: "x", Key: schema[:1]}).String(); s != "x key(n int64 nullable) value() spec()" {
+		t.Fatalf("String() = %q", s)
 	}
 }
 

@@ -96,7 +96,10 @@
 // the empty state. storeId is generated when a store starts from empty and
 // copied forward; it ties the local cache to this checkpoint. schema is the
 // operator metadata: Open compares it with the query's and refuses a change
-// with STATE_SCHEMA_MISMATCH naming both. partitions is the partition count
+// with STATE_SCHEMA_MISMATCH naming both. A key field may carry
+// "nullable":true (an Int64 or Timestamp key with a null, encoded with a
+// marker byte: codec.go); a field without it is written and read as
+// before the flag existed. partitions is the partition count
 // of that version. partitionKeys (formatVersion 2) gives each partition's
 // smallest and largest encoded key, or null for an empty partition or one
 // whose bounds are unknown (a partition untouched since a formatVersion 1

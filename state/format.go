@@ -562,26 +562,30 @@ func parseFileName(name string) (v int64, attempt int, suffix string, ok bool) {
 	return 0, 0, "", false
 }
 
-// MarshalJSON writes the type by name ("int64", "timestamp", ...).
+// MarshalJSON writes the type by name ("int64", "timestamp", ...), and
+// "nullable":true only for a nullable field (so a schema without one is
+// written as before nullable fields existed).
 func (f Field) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
-	}{f.Name, f.Type.String()})
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Nullable bool   `json:"nullable,omitempty"`
+	}{f.Name, f.Type.String(), f.Nullable})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (f *Field) UnmarshalJSON(b []byte) error {
 	var x struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Nullable bool   `json:"nullable"`
 	}
 	if err := json.Unmarshal(b, &x); err != nil {
 		return err
 	}
 	for _, t := range []stream.Type{stream.Int64, stream.Float64, stream.String, stream.Timestamp} {
 		if t.String() == x.Type {
-			f.Name, f.Type = x.Name, t
+			f.Name, f.Type, f.Nullable = x.Name, t, x.Nullable
 			return nil
 		}
 	}

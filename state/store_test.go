@@ -20,10 +20,10 @@ import (
 var testSchema = Schema{
 	OperatorName: "aggregate",
 	Key: []Field{
-		{"window_end", stream.Timestamp}, {"window_start", stream.Timestamp},
-		{"source", stream.String}, {"miner", stream.String},
+		{Name: "window_end", Type: stream.Timestamp}, {Name: "window_start", Type: stream.Timestamp},
+		{Name: "source", Type: stream.String}, {Name: "miner", Type: stream.String},
 	},
-	Value: []Field{{"count", stream.Int64}},
+	Value: []Field{{Name: "count", Type: stream.Int64}},
 	Spec:  "window=5m watermark=block_ts-48h mode=update",
 }
 
@@ -211,7 +211,7 @@ func TestSchemaMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := e.opts(2)
-	o.Schema.Value = []Field{{"count", stream.Int64}, {"sum_gas", stream.Int64}}
+	o.Schema.Value = []Field{{Name: "count", Type: stream.Int64}, {Name: "sum_gas", Type: stream.Int64}}
 	_, err := Open(context.Background(), o, 0)
 	if !errcode.Is(err, errcode.StateSchemaMismatch) {
 		t.Fatalf("want STATE_SCHEMA_MISMATCH, got %v", err)
@@ -511,7 +511,7 @@ func TestSpecCompatible(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	o.Schema.Value = []Field{{"count", stream.Int64}, {"sum_gas", stream.Int64}}
+	o.Schema.Value = []Field{{Name: "count", Type: stream.Int64}, {Name: "sum_gas", Type: stream.Int64}}
 	if _, err := Open(context.Background(), o, 0); !errcode.Is(err, errcode.StateSchemaMismatch) {
 		t.Fatalf("compatible spec, other fields: %v", err)
 	}

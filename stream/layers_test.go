@@ -42,6 +42,9 @@ func TestLayers(t *testing.T) {
 		// The test harness twins the stream contracts and nothing else, so
 		// that the tests of every layer (the engine's own included) may use it.
 		{"internal/streamtest", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "query", "filter", "shape", "storage", "internal/durable"}},
+		// The differential test's oracle is written without the code it
+		// checks: it reads rows and its own AST, nothing of the SQL path.
+		{"internal/sparkref", []string{"engine", "checkpoint", "state", "agg", "filter", "query", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo", "shape", "storage"}},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+r.pkg).CombinedOutput()
@@ -62,10 +65,10 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-// TestHarnessOnlyInTests pins that internal/streamtest and internal/logtest
-// are test support: no package's production code imports them (tests do).
+// TestHarnessOnlyInTests pins that internal/streamtest, internal/logtest
+// and internal/sparkref are test support: no package's production code imports them (tests do).
 func TestHarnessOnlyInTests(t *testing.T) {
-	for _, harness := range []string{"github.com/ethstream/ethstream/internal/streamtest", "github.com/ethstream/ethstream/internal/logtest"} {
+	for _, harness := range []string{"github.com/ethstream/ethstream/internal/streamtest", "github.com/ethstream/ethstream/internal/logtest", "github.com/ethstream/ethstream/internal/sparkref"} {
 		harnessOnlyInTests(t, harness)
 	}
 }

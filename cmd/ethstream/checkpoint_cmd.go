@@ -76,6 +76,10 @@ word.`,
 					q.Sources[i].Source = nil
 				}
 			}
+			// A checkpoint in an older state format keeps it, as run does.
+			if err := pipeline.AdoptStateFormat(cfg, &q, opts); err != nil {
+				return err
+			}
 			rep, planErr := engine.Plan(cmd.Context(), q, opts.FS, opts.CheckpointDir)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

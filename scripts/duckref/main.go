@@ -12,8 +12,15 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "sparkref" {
+		if err := sparkref(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "duckref:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet'")
+		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet' | duckref sparkref CASES.jsonl")
 		os.Exit(2)
 	}
 	db, err := sql.Open("duckdb", "")

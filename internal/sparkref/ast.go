@@ -1,0 +1,321 @@
+package sparkref
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Column is a column of the input schema.
+type Column struct {
+	Name string
+	Type stream.Type // Int64, Float64, String or Timestamp (µs since the epoch, UTC)
+}
+
+// Row is one input row, a value per schema column: nil for a null, else
+// int64 (Int64, Timestamp), float64 or string.
+type Row []any
+
+// Query is a generated streaming aggregation.
+type Query struct {
+	From   string
+	Window *Window
+	// Keys are the group columns, in GROUP BY order.
+	Keys []string
+	// Aggs are the aggregates, in SELECT order.
+	Aggs  []Agg
+	Where Expr // nil: none
+	// Watermark is withWatermark's delay (0: none) on WatermarkColumn.
+	Watermark       time.Duration
+	WatermarkColumn string
+	Mode            string // "update" or "complete"
+	ANSI            bool   // spark.sql.ansi.enabled
+
+	spell spelling
+}
+
+// Window is window(Column, Size, Slide, Start).
+type Window struct {
+	Column             string
+	Size, Slide, Start time.Duration // Slide == Size for tumbling windows
+}
+
+// Agg is one aggregate: Func is count, sum, min, max or avg; Column ""
+// means count(*).
+type Agg struct {
+	Func, Column string
+	Alias        string // "" = the default name
+}
+
+// Name is the output column's name: the alias, else ethstream's default
+// (count, <func>_<column>; docs/contracts.md lists the difference).
+func (a Agg) Name() string {
+	switch {
+	case a.Alias != "":
+		return a.Alias
+	case a.Column == "":
+		return "count"
+	}
+	return a.Func + "_" + a.Column
+}
+
+// Expr is a WHERE condition: And, Or, Not, Cmp, In, Between or IsNull.
+type Expr interface{ render(*strings.Builder) }
+
+// And, Or and Not are the boolean connectives.
+type (
+	And struct{ L, R Expr }
+	Or  struct{ L, R Expr }
+	Not struct{ X Expr }
+)
+
+// Cmp is L Op R, Op one of = <> < <= > >= (rendered in Spark's spellings).
+type Cmp struct {
+	Op   string
+	L, R Operand
+}
+
+// In is X [NOT] IN (List...).
+type In struct {
+	X    Operand
+	List []Lit
+	Not  bool
+}
+
+// Between is X [NOT] BETWEEN Lo AND Hi.
+type Between struct {
+	X, Lo, Hi Operand
+	Not       bool
+}
+
+// IsNull is X IS [NOT] NULL.
+type IsNull struct {
+	X   Operand
+	Not bool
+}
+
+// Operand is a Col or a Lit.
+type Operand interface{ renderOperand(*strings.Builder) }
+
+// Col is a column reference, rendered as Spell (a case variant or a
+// quoted name) when set.
+type Col struct{ Name, Spell string }
+
+// LitKind is a literal's Spark type.
+type LitKind uint8
+
+// Literal kinds.
+const (
+	LitNull LitKind = iota
+	LitBigint
+	LitDecimal
+	LitDouble
+	LitString
+	LitTimestamp // TIMESTAMP '...'
+	LitDate      // DATE '...'
+)
+
+// Lit is a literal. Text is how it is written (it denotes the value:
+// 200, 200L, '2' '00', 2e2, 200BD ...); the value is in the field of its
+// kind: Int (BIGINT; TIMESTAMP and DATE in µs), Dec, Float, Str.
+type Lit struct {
+	Kind  LitKind
+	Int   int64
+	Dec   *big.Rat
+	Float float64
+	Str   string
+	Text  string
+}
+
+func (c Col) renderOperand(b *strings.Builder) {
+	if c.Spell != "" {
+		b.WriteString(c.Spell)
+		return
+	}
+	b.WriteString(c.Name)
+}
+
+func (l Lit) renderOperand(b *strings.Builder) { b.WriteString(l.Text) }
+
+func (e And) render(b *strings.Builder) { binary(b, e.L, " AND ", e.R) }
+func (e Or) render(b *strings.Builder)  { binary(b, e.L, " or ", e.R) }
+func (e Not) render(b *strings.Builder) {
+	b.WriteString("NOT (")
+	e.X.render(b)
+	b.WriteString(")")
+}
+
+func binary(b *strings.Builder, l Expr, op string, r Expr) {
+	b.WriteString("(")
+	l.render(b)
+	b.WriteString(op)
+	r.render(b)
+	b.WriteString(")")
+}
+
+func (e Cmp) render(b *strings.Builder) {
+	e.L.renderOperand(b)
+	b.WriteString(" " + e.Op + " ")
+	e.R.renderOperand(b)
+}
+
+func (e In) render(b *strings.Builder) {
+	e.X.renderOperand(b)
+	if e.Not {
+		b.WriteString(" NOT")
+	}
+	b.WriteString(" IN (")
+	for i, l := range e.List {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		l.renderOperand(b)
+	}
+	b.WriteString(")")
+}
+
+func (e Between) render(b *strings.Builder) {
+	e.X.renderOperand(b)
+	if e.Not {
+		b.WriteString(" NOT")
+	}
+	b.WriteString(" BETWEEN ")
+	e.Lo.renderOperand(b)
+	b.WriteString(" AND ")
+	e.Hi.renderOperand(b)
+}
+
+func (e IsNull) render(b *strings.Builder) {
+	e.X.renderOperand(b)
+	b.WriteString(" IS ")
+	if e.Not {
+		b.WriteString("NOT ")
+	}
+	b.WriteString("NULL")
+}
+
+// spelling is how Render writes the parts of a query that have several
+// spellings with one meaning; the generator picks them.
+type spelling struct {
+	size, slide, start string // window durations as written
+	windowAlias        bool   // SELECT window(...) AS window
+	groupWindow        int    // GROUP BY the window as: 0 its expression, 1 the alias window, 2 its ordinal
+	keyOrdinal         []bool // GROUP BY key i by its ordinal
+	selectOrder        []int  // SELECT items (window, keys) in this order; aggregates after
+	funcs              []string
+	upper              bool // keywords in upper case
+}
+
+// Render writes q as Spark SQL text.
+func (q *Query) Render() string {
+	var b strings.Builder
+	kw := func(s string) string {
+		if q.spell.upper {
+			return strings.ToUpper(s)
+		}
+		return s
+	}
+	b.WriteString(kw("select") + " ")
+	var items []string
+	win := ""
+	if w := q.Window; w != nil {
+		win = "window(" + w.Column + ", " + q.spell.size
+		if q.spell.slide != "" || q.spell.start != "" {
+			win += ", " + q.spell.slide
+		}
+		if q.spell.start != "" {
+			win += ", " + q.spell.start
+		}
+		win += ")"
+	}
+	// Non-aggregate items: the window, then the keys, in selectOrder.
+	var head []string
+	if win != "" {
+		if q.spell.windowAlias {
+			head = append(head, win+" "+kw("as")+" window")
+		} else {
+			head = append(head, win)
+		}
+	}
+	head = append(head, q.Keys...)
+	order := q.spell.selectOrder
+	if len(order) != len(head) {
+		order = make([]int, len(head))
+		for i := range order {
+			order[i] = i
+		}
+	}
+	for _, i := range order {
+		items = append(items, head[i])
+	}
+	for i, a := range q.Aggs {
+		f := a.Func
+		if i < len(q.spell.funcs) && q.spell.funcs[i] != "" {
+			f = q.spell.funcs[i]
+		}
+		arg := a.Column
+		if arg == "" {
+			arg = "*"
+			if f == "count(1)" {
+				f, arg = "count", "1"
+			}
+		}
+		s := f + "(" + arg + ")"
+		if a.Alias != "" {
+			s += " " + kw("as") + " " + a.Alias
+		}
+		items = append(items, s)
+	}
+	b.WriteString(strings.Join(items, ", "))
+	b.WriteString(" " + kw("from") + " " + q.From)
+	if q.Where != nil {
+		b.WriteString(" " + kw("where") + " ")
+		q.Where.render(&b)
+	}
+	// GROUP BY: ordinals are positions in the SELECT list (1-based).
+	pos := func(headIndex int) int {
+		for p, i := range order {
+			if i == headIndex {
+				return p + 1
+			}
+		}
+		panic("sparkref: select item not found")
+	}
+	var groups []string
+	if win != "" {
+		switch {
+		case q.spell.groupWindow == 1 && q.spell.windowAlias:
+			groups = append(groups, "window")
+		case q.spell.groupWindow == 2:
+			groups = append(groups, fmt.Sprint(pos(0)))
+		default:
+			groups = append(groups, win)
+		}
+	}
+	base := 0
+	if win != "" {
+		base = 1
+	}
+	for i, k := range q.Keys {
+		if i < len(q.spell.keyOrdinal) && q.spell.keyOrdinal[i] {
+			groups = append(groups, fmt.Sprint(pos(base+i)))
+		} else {
+			groups = append(groups, k)
+		}
+	}
+	if len(groups) > 0 {
+		b.WriteString(" " + kw("group by") + " " + strings.Join(groups, ", "))
+	}
+	return b.String()
+}
+
+// WatermarkOption is the --with-watermark value ("" without one).
+func (q *Query) WatermarkOption() string {
+	if q.Watermark == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s, %d seconds", q.WatermarkColumn, int64(q.Watermark/time.Second))
+}

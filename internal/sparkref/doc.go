@@ -1,0 +1,34 @@
+// Package sparkref is a reference for ethstream's SQL: a generator of
+// random streaming aggregations over a block schema (an AST, rendered to
+// Spark SQL text in the many spellings Spark accepts) and an oracle that
+// evaluates the AST over decoded rows, batch by batch, with Spark's
+// semantics written out by brute force: three-valued logic, Spark's
+// implicit casts in comparisons, the split of the WHERE around the
+// watermark (PushPredicateThroughNonJoin), window assignment, late rows
+// dropped by window end, nulls in keys and aggregates, and ANSI overflow.
+//
+// It shares no code with the packages it checks (agg, filter, query) and
+// imports none of them: a differential test renders a generated query,
+// runs it through ethstream, evaluates the same AST here and compares the
+// final tables. It is test support: nothing in a user's run imports it.
+//
+// What the oracle models, as Spark does it:
+//
+//   - A batch's watermark is the previous batch's, raised to the previous
+//     batch's maximum event time (ms, over the rows the pushed-down
+//     conjuncts keep) minus the delay; batch 0's is 0.
+//   - A row's window instance is dropped when its end <= the batch's
+//     watermark (windowed queries only; a watermark on an aggregation
+//     without a window drops nothing).
+//   - count(*) counts rows, count(col) non-null values; sum, min, max and
+//     avg skip nulls and give null for a group without a non-null value;
+//     avg sums each value cast to a double; a BIGINT sum that leaves BIGINT
+//     fails the batch in ANSI mode and wraps otherwise.
+//   - Comparisons cast as Spark's ANSI coercion does: BIGINT with DECIMAL
+//     exactly, BIGINT with DOUBLE as doubles, a string literal to the other
+//     side's type, a DATE to a TIMESTAMP at midnight UTC; an IN list with a
+//     DOUBLE compares as doubles.
+//
+// Where Spark itself is inexact (the order of a double sum), Compare takes
+// a relative tolerance.
+package sparkref

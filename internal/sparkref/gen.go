@@ -1,0 +1,389 @@
+package sparkref
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Gen generates inputs and queries over a schema. EventTime names the
+// TIMESTAMP column windows and watermarks use; Source is the name the
+// input is registered under (FROM <Source>, or FROM blocks, the view over
+// it); SourceCol is the literal column holding that name, when the engine
+// adds one ("" for none).
+type Gen struct {
+	Schema    []Column
+	EventTime string
+	Source    string
+	SourceCol string
+	// T0 is the first event time.
+	T0 time.Time
+}
+
+// big is a BIGINT near 2^62: two of them in one sum leave BIGINT whatever
+// the other (small) values of the group, so whether a sum overflows does
+// not depend on the order of the additions.
+const bigBase = int64(1) << 62
+
+// strVocab are the string values of the inputs: keys that differ only in
+// case, escapes Spark's lexer decodes, the empty string (never a null).
+var strVocab = []string{"0xaa", "0xbb", "0xAA", "", "a'b", `back\slash`, "é", "tab\tx"}
+
+// Batches generates n batches of rows. Event times advance with jitter,
+// a quarter of the rows are out of order, some are late by hours (behind
+// any watermark), some null; each other column is null one time in eight,
+// and a BIGINT column may hold values near 2^62 (overflowing sums).
+func (g *Gen) Batches(rng *rand.Rand, n int) [][]Row {
+	now := g.T0.UnixMicro()
+	bigCols := map[string]bool{}
+	for _, c := range g.Schema {
+		if c.Type == stream.Int64 && rng.IntN(4) == 0 {
+			bigCols[c.Name] = true
+		}
+	}
+	batches := make([][]Row, n)
+	for b := range batches {
+		rows := make([]Row, rng.IntN(16))
+		for i := range rows {
+			// Steps of whole minutes half of the time: event times, window
+			// ends and watermarks then meet exactly (end == watermark is late).
+			if rng.IntN(2) == 0 {
+				now += rng.Int64N(4) * int64(time.Minute/time.Microsecond)
+			} else {
+				now += rng.Int64N(240)*int64(time.Second/time.Microsecond) + rng.Int64N(3)*rng.Int64N(1000)
+			}
+			r := make(Row, len(g.Schema))
+			for ci, c := range g.Schema {
+				r[ci] = g.cell(rng, c, now, bigCols[c.Name])
+			}
+			rows[i] = r
+		}
+		batches[b] = rows
+	}
+	return batches
+}
+
+func (g *Gen) cell(rng *rand.Rand, c Column, now int64, bigValues bool) any {
+	if c.Name == g.EventTime {
+		switch x := rng.IntN(100); {
+		case x < 4:
+			return nil
+		case x < 10: // late by 1-6 hours
+			return now - now%int64(time.Minute/time.Microsecond) - (1+rng.Int64N(6))*int64(time.Hour/time.Microsecond) + rng.Int64N(3)*int64(time.Minute/time.Microsecond)
+		case x < 25: // out of order by whole minutes
+			return now - rng.Int64N(90)*int64(time.Minute/time.Microsecond)
+		case x < 35: // out of order within a few minutes, some sub-ms
+			return now - rng.Int64N(int64(5*time.Minute/time.Microsecond))
+		}
+		if rng.IntN(2) == 0 { // on a minute: a window's end, and watermarks meet it
+			return now - now%int64(time.Minute/time.Microsecond)
+		}
+		return now
+	}
+	if rng.IntN(8) == 0 {
+		return nil
+	}
+	switch c.Type {
+	case stream.Int64:
+		switch x := rng.IntN(100); {
+		case bigValues && x < 25:
+			return bigBase + rng.Int64N(1000)
+		case x < 60:
+			return rng.Int64N(6)
+		case x < 70:
+			return -rng.Int64N(1000)
+		}
+		return rng.Int64N(1_000_000)
+	case stream.Float64:
+		return float64(rng.IntN(2000)-1000) / 8
+	case stream.Timestamp:
+		return g.T0.UnixMicro() + rng.Int64N(6)*int64(time.Hour/time.Microsecond)
+	case stream.String:
+		return strVocab[rng.IntN(len(strVocab))]
+	}
+	panic(fmt.Sprintf("sparkref: column type %v", c.Type))
+}
+
+func (g *Gen) cols(t ...stream.Type) []Column {
+	var out []Column
+	for _, c := range g.Schema {
+		for _, x := range t {
+			if c.Type == x {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+// Query generates a query over the whole grammar.
+func (g *Gen) Query(rng *rand.Rand) *Query {
+	q := &Query{ANSI: rng.IntN(5) != 0, Mode: "update"}
+	q.From = pick(rng, []string{"blocks", "BLOCKS", "Blocks", g.Source, strings.ToUpper(g.Source)})
+	q.spell.upper = rng.IntN(2) == 0
+	if rng.IntN(10) < 7 {
+		q.Window = g.window(rng, q)
+		if rng.IntN(10) < 7 {
+			q.Watermark = pick(rng, []time.Duration{time.Minute, 10 * time.Minute, time.Hour, 3 * time.Hour})
+			q.WatermarkColumn = g.EventTime
+		}
+	} else {
+		switch rng.IntN(4) {
+		case 0:
+			q.Mode = "complete"
+		case 1:
+			q.Watermark, q.WatermarkColumn = time.Hour, g.EventTime // closes nothing
+		}
+	}
+	keyCols := g.cols(stream.String, stream.Int64, stream.Timestamp)
+	if g.SourceCol != "" {
+		keyCols = append(keyCols, Column{Name: g.SourceCol, Type: stream.String})
+	}
+	for range rng.IntN(3) {
+		c := pick(rng, keyCols)
+		if c.Name == g.EventTime && q.Window != nil || containsStr(q.Keys, c.Name) {
+			continue
+		}
+		q.Keys = append(q.Keys, c.Name)
+	}
+	for i := range 1 + rng.IntN(4) {
+		a := g.agg(rng)
+		if rng.IntN(3) == 0 || containsAgg(q.Aggs, a) {
+			a.Alias = pick(rng, []string{"n", "X", "Avg_Tx", "total"}) + strconv.Itoa(i)
+		}
+		q.Aggs = append(q.Aggs, a)
+		f := a.Func
+		switch {
+		case a.Func == "avg" && rng.IntN(3) == 0:
+			f = "mean"
+		case a.Func == "count" && a.Column == "" && rng.IntN(2) == 0:
+			f = "count(1)"
+		case rng.IntN(4) == 0:
+			f = strings.ToUpper(f)
+		}
+		q.spell.funcs = append(q.spell.funcs, f)
+	}
+	if rng.IntN(10) < 7 {
+		q.Where = g.expr(rng, q, 0)
+	}
+	head := len(q.Keys)
+	if q.Window != nil {
+		head++
+		q.spell.windowAlias = rng.IntN(3) != 0
+		q.spell.groupWindow = rng.IntN(3)
+	}
+	q.spell.selectOrder = rng.Perm(head)
+	for range q.Keys {
+		q.spell.keyOrdinal = append(q.spell.keyOrdinal, rng.IntN(4) == 0)
+	}
+	return q
+}
+
+func containsStr(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAgg(xs []Agg, a Agg) bool {
+	for _, x := range xs {
+		if x.Name() == a.Name() {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gen) window(rng *rand.Rand, q *Query) *Window {
+	size := pick(rng, []time.Duration{time.Minute, 5 * time.Minute, 10 * time.Minute, time.Hour})
+	w := &Window{Column: g.EventTime, Size: size, Slide: size}
+	switch rng.IntN(4) {
+	case 0:
+		w.Slide = size / 2
+	case 1:
+		w.Slide = size / 5
+	}
+	q.spell.size = spellDuration(rng, w.Size)
+	if w.Slide != w.Size || rng.IntN(4) == 0 {
+		q.spell.slide = spellDuration(rng, w.Slide)
+	}
+	if rng.IntN(4) == 0 {
+		w.Start = (w.Slide / 3).Truncate(time.Second)
+		if w.Start > 0 {
+			if q.spell.slide == "" {
+				q.spell.slide = spellDuration(rng, w.Slide)
+			}
+			q.spell.start = spellDuration(rng, w.Start)
+		}
+	}
+	return w
+}
+
+// spellDuration writes d in one of Spark's spellings.
+func spellDuration(rng *rand.Rand, d time.Duration) string {
+	n, unit := int64(d/time.Second), "seconds"
+	switch {
+	case d%time.Hour == 0 && rng.IntN(2) == 0:
+		n, unit = int64(d/time.Hour), "hours"
+	case d%time.Minute == 0 && rng.IntN(3) != 0:
+		n, unit = int64(d/time.Minute), "minutes"
+	}
+	switch rng.IntN(5) {
+	case 0:
+		return fmt.Sprintf("INTERVAL %d %s", n, strings.ToUpper(unit))
+	case 1:
+		return fmt.Sprintf("INTERVAL '%d' %s", n, strings.ToUpper(strings.TrimSuffix(unit, "s")))
+	case 2:
+		return fmt.Sprintf("'interval %d %s'", n, unit)
+	}
+	return fmt.Sprintf("'%d %s'", n, unit)
+}
+
+func (g *Gen) agg(rng *rand.Rand) Agg {
+	switch rng.IntN(6) {
+	case 0:
+		return Agg{Func: "count"}
+	case 1:
+		return Agg{Func: "count", Column: pick(rng, g.Schema).Name}
+	case 2:
+		return Agg{Func: "sum", Column: pick(rng, g.cols(stream.Int64, stream.Float64)).Name}
+	case 3:
+		return Agg{Func: "avg", Column: pick(rng, g.cols(stream.Int64, stream.Float64)).Name}
+	}
+	return Agg{Func: pick(rng, []string{"min", "max"}), Column: pick(rng, g.cols(stream.Int64, stream.Float64, stream.Timestamp)).Name}
+}
+
+func (g *Gen) expr(rng *rand.Rand, q *Query, depth int) Expr {
+	if depth < 3 {
+		switch rng.IntN(7) {
+		case 0, 1:
+			return And{g.expr(rng, q, depth+1), g.expr(rng, q, depth+1)}
+		case 2:
+			return Or{g.expr(rng, q, depth+1), g.expr(rng, q, depth+1)}
+		case 3:
+			if rng.IntN(2) == 0 {
+				return Not{g.expr(rng, q, depth+1)}
+			}
+		}
+	}
+	c := pick(rng, g.cols(stream.String, stream.Int64, stream.Timestamp, stream.Float64))
+	col := Col{Name: c.Name}
+	if rng.IntN(4) == 0 {
+		col.Spell = strings.ToUpper(c.Name)
+	} else if rng.IntN(8) == 0 {
+		col.Spell = "`" + c.Name + "`"
+	}
+	op := pick(rng, []string{"=", "==", "<>", "!=", "<", "<=", ">", ">="})
+	switch rng.IntN(8) {
+	case 0:
+		return IsNull{X: col, Not: rng.IntN(2) == 0}
+	case 1:
+		var list []Lit
+		for range 1 + rng.IntN(3) {
+			list = append(list, g.lit(rng, c, true))
+		}
+		return In{X: col, List: list, Not: rng.IntN(3) == 0}
+	case 2:
+		lo, hi := g.lit(rng, c, false), g.lit(rng, c, false)
+		return Between{X: col, Lo: lo, Hi: hi, Not: rng.IntN(3) == 0}
+	case 3:
+		// Two columns of one type.
+		others := g.cols(c.Type)
+		o := pick(rng, others)
+		return Cmp{Op: op, L: col, R: Col{Name: o.Name}}
+	case 4:
+		return Cmp{Op: op, L: g.lit(rng, c, false), R: col}
+	}
+	return Cmp{Op: op, L: col, R: g.lit(rng, c, false)}
+}
+
+// lit is a literal to compare with column c, of a kind Spark casts to or
+// from c's type, in one of its spellings.
+func (g *Gen) lit(rng *rand.Rand, c Column, inList bool) Lit {
+	if rng.IntN(12) == 0 {
+		return Lit{Kind: LitNull, Text: pick(rng, []string{"null", "NULL"})}
+	}
+	switch c.Type {
+	case stream.Int64:
+		v := pick(rng, []int64{0, 1, 2, 3, 5, -3, 500, 250_000, bigBase, bigBase + 500, math.MaxInt64})
+		switch rng.IntN(7) {
+		case 0:
+			return Lit{Kind: LitBigint, Int: v, Text: intText(v) + "L"}
+		case 1:
+			d := new(big.Rat).SetFrac64(2*v+1, 2) // v + 0.5
+			if v > math.MaxInt64/4 {
+				d = new(big.Rat).SetInt64(v)
+				return Lit{Kind: LitDecimal, Dec: d.Add(d, big.NewRat(1, 1)), Text: new(big.Int).Add(big.NewInt(v), big.NewInt(1)).String()}
+			}
+			return Lit{Kind: LitDecimal, Dec: d, Text: d.FloatString(1)}
+		case 2:
+			return Lit{Kind: LitDecimal, Dec: new(big.Rat).SetInt64(v), Text: intText(v) + pick(rng, []string{".0", "BD"})}
+		case 3: // in an IN list, a DOUBLE makes the whole list compare as doubles
+			return Lit{Kind: LitDouble, Float: float64(v), Text: strconv.FormatFloat(float64(v), 'e', -1, 64)}
+		case 4:
+			return Lit{Kind: LitString, Str: strconv.FormatInt(v, 10), Text: "'" + strconv.FormatInt(v, 10) + "'"}
+		}
+		return Lit{Kind: LitBigint, Int: v, Text: intText(v)}
+	case stream.Float64:
+		v := float64(rng.IntN(2000)-1000) / 8
+		return Lit{Kind: LitDouble, Float: v, Text: strconv.FormatFloat(v, 'e', -1, 64)}
+	case stream.Timestamp:
+		t := g.T0.Add(time.Duration(rng.IntN(5*60)) * time.Minute)
+		switch rng.IntN(4) {
+		case 0:
+			return Lit{Kind: LitTimestamp, Int: t.UnixMicro(), Text: "TIMESTAMP '" + t.Format("2006-01-02 15:04:05") + "'"}
+		case 1:
+			d := t.Truncate(24 * time.Hour)
+			return Lit{Kind: LitDate, Int: d.UnixMicro(), Text: "DATE '" + d.Format("2006-01-02") + "'"}
+		}
+		return Lit{Kind: LitString, Str: t.Format("2006-01-02 15:04:05"), Text: "'" + t.Format("2006-01-02 15:04:05") + "'"}
+	case stream.String:
+		s := strVocab[rng.IntN(len(strVocab))]
+		return Lit{Kind: LitString, Str: s, Text: quoteSQL(rng, s)}
+	}
+	panic(fmt.Sprintf("sparkref: literal for %v", c.Type))
+}
+
+func intText(v int64) string {
+	if v < 0 {
+		return "-" + strconv.FormatInt(-v, 10)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// quoteSQL writes s as a Spark string literal: escapes as Spark's lexer
+// decodes them, sometimes split into adjacent literals, sometimes \u.
+func quoteSQL(rng *rand.Rand, s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for i, r := range s {
+		if i > 0 && rng.IntN(6) == 0 {
+			b.WriteString("' '")
+		}
+		switch {
+		case r == '\'':
+			b.WriteString(`\'`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r > 127 || rng.IntN(10) == 0:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}

@@ -1,0 +1,640 @@
+package sparkref
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Result is the table a query leaves after its last batch, or the batch
+// that fails it.
+type Result struct {
+	// Columns are the output columns: window_start and window_end (windowed
+	// queries), the keys in GROUP BY order, the aggregates in SELECT order.
+	Columns []string
+	// Rows are keyed by KeyText of their key columns, sorted by key.
+	Rows []OutRow
+	// Fail is the batch that fails the query (nil: none).
+	Fail *Failure
+	// Late counts the window instances dropped behind the watermark, and
+	// Pushed the rows the conjuncts below the watermark withheld from it
+	// while a conjunct above it... (how much of the late-data rules a run
+	// exercised).
+	Late, Withheld int
+	// EmptyGlobal: a global aggregation that no row reached, whose row
+	// Spark emits or not by the plan it picks; not compared.
+	EmptyGlobal bool
+}
+
+// OutRow is one output row: Key renders its key columns, Values holds
+// every column (timestamps as int64 µs; nil for null).
+type OutRow struct {
+	Key    string
+	Values []any
+}
+
+// Failure is a batch that fails: the error code Spark raises and the batch.
+type Failure struct {
+	Code  string
+	Batch int
+}
+
+// KeyText renders key values null-safely (a null is not the empty string).
+func KeyText(vals []any) string {
+	var b strings.Builder
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		switch v := v.(type) {
+		case nil:
+			b.WriteString("NULL")
+		case string:
+			b.WriteString(strconv.Quote(v))
+		default:
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
+}
+
+// group is one output key's aggregation buffers.
+type group struct {
+	key  []any
+	rows int64
+	aggs []buffer
+}
+
+// buffer is one aggregate's buffer: n non-null inputs, an exact integer
+// sum (math/big: the ANSI check and the wrap are computed from it), a
+// double sum, and the min and max seen.
+type buffer struct {
+	n        int64
+	isum     big.Int
+	fsum     float64
+	min, max any
+}
+
+// Evaluate runs q over the batches (rows of schema) as Spark's
+// micro-batch engine would, one batch after another.
+func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
+	ev := newEvaluator(q, schema)
+	res := Result{Columns: ev.columns()}
+	groups := map[string]*group{}
+	var order []string
+	wmMs := int64(0)
+	for n, batch := range batches {
+		maxMs, seen := int64(math.MinInt64), false
+		for _, r := range batch {
+			if !ev.pushed(r) {
+				continue
+			}
+			if q.Watermark > 0 {
+				if ts := r[ev.idx[q.WatermarkColumn]]; ts != nil {
+					maxMs, seen = max(maxMs, floorDiv(ts.(int64), 1000)), true
+				}
+			}
+		}
+		for _, r := range batch {
+			if ev.eval(q.Where, r) != tTrue {
+				continue
+			}
+			for _, wk := range ev.instances(r) {
+				if q.Window != nil && q.Watermark > 0 && wk.end <= wmMs*1000 {
+					res.Late++
+					continue // late: its window is closed
+				}
+				key := ev.key(wk, r)
+				kt := KeyText(key)
+				g := groups[kt]
+				if g == nil {
+					g = &group{key: key, aggs: make([]buffer, len(q.Aggs))}
+					groups[kt] = g
+					order = append(order, kt)
+				}
+				if a := ev.add(g, r); a >= 0 && q.ANSI {
+					res.Fail = &Failure{Code: "ARITHMETIC_OVERFLOW", Batch: n}
+					return res
+				}
+			}
+		}
+		if seen {
+			wmMs = max(wmMs, maxMs-q.Watermark.Milliseconds())
+		}
+	}
+	if q.Window == nil && len(q.Keys) == 0 && len(groups) == 0 {
+		res.EmptyGlobal = true
+	}
+	slices.Sort(order)
+	for _, kt := range order {
+		g := groups[kt]
+		vals := slices.Clone(g.key)
+		for i, a := range q.Aggs {
+			vals = append(vals, ev.result(a, &g.aggs[i], g.rows))
+		}
+		res.Rows = append(res.Rows, OutRow{Key: kt, Values: vals})
+	}
+	return res
+}
+
+type evaluator struct {
+	q      *Query
+	idx    map[string]int
+	typ    map[string]stream.Type
+	pushed func(Row) bool
+}
+
+func newEvaluator(q *Query, schema []Column) *evaluator {
+	ev := &evaluator{q: q, idx: map[string]int{}, typ: map[string]stream.Type{}}
+	for i, c := range schema {
+		ev.idx[c.Name], ev.typ[c.Name] = i, c.Type
+	}
+	// PushPredicateThroughNonJoin: the conjuncts of the WHERE that do not
+	// read the watermark's column run below EventTimeWatermark.
+	var below []Expr
+	for _, c := range conjuncts(q.Where) {
+		if q.Watermark == 0 || !reads(c, q.WatermarkColumn) {
+			below = append(below, c)
+		}
+	}
+	ev.pushed = func(r Row) bool {
+		for _, c := range below {
+			if ev.eval(c, r) != tTrue {
+				return false
+			}
+		}
+		return true
+	}
+	return ev
+}
+
+func conjuncts(e Expr) []Expr {
+	if a, ok := e.(And); ok {
+		return append(conjuncts(a.L), conjuncts(a.R)...)
+	}
+	if e == nil {
+		return nil
+	}
+	return []Expr{e}
+}
+
+// reads reports whether e reads column name.
+func reads(e Expr, name string) bool {
+	op := func(o Operand) bool { c, ok := o.(Col); return ok && c.Name == name }
+	switch e := e.(type) {
+	case And:
+		return reads(e.L, name) || reads(e.R, name)
+	case Or:
+		return reads(e.L, name) || reads(e.R, name)
+	case Not:
+		return reads(e.X, name)
+	case Cmp:
+		return op(e.L) || op(e.R)
+	case In:
+		return op(e.X)
+	case Between:
+		return op(e.X) || op(e.Lo) || op(e.Hi)
+	case IsNull:
+		return op(e.X)
+	}
+	panic(fmt.Sprintf("sparkref: expression %T", e))
+}
+
+func (ev *evaluator) columns() []string {
+	var cols []string
+	if ev.q.Window != nil {
+		cols = append(cols, "window_start", "window_end")
+	}
+	cols = append(cols, ev.q.Keys...)
+	for _, a := range ev.q.Aggs {
+		cols = append(cols, a.Name())
+	}
+	return cols
+}
+
+// instance is one window a row belongs to (start, end in µs).
+type instance struct{ start, end int64 }
+
+// instances are the windows of row r: every [s, s+size) with s = start +
+// k*slide containing its event time, none for a null one; one
+// pseudo-instance without a window.
+func (ev *evaluator) instances(r Row) []instance {
+	w := ev.q.Window
+	if w == nil {
+		return []instance{{}}
+	}
+	v := r[ev.idx[w.Column]]
+	if v == nil {
+		return nil
+	}
+	ts := v.(int64)
+	size, slide, start := w.Size.Microseconds(), w.Slide.Microseconds(), w.Start.Microseconds()
+	var out []instance
+	// The latest window start at or before ts, then back by slides while
+	// the window still contains ts.
+	s := start + floorDiv(ts-start, slide)*slide
+	for ; s+size > ts; s -= slide {
+		out = append(out, instance{s, s + size})
+	}
+	slices.Reverse(out)
+	return out
+}
+
+func (ev *evaluator) key(wk instance, r Row) []any {
+	var k []any
+	if ev.q.Window != nil {
+		k = append(k, wk.start, wk.end)
+	}
+	for _, c := range ev.q.Keys {
+		k = append(k, r[ev.idx[c]])
+	}
+	return k
+}
+
+var (
+	minLong = big.NewInt(math.MinInt64)
+	maxLong = big.NewInt(math.MaxInt64)
+)
+
+// add folds r into g and returns the first aggregate whose BIGINT sum
+// left BIGINT, or -1.
+func (ev *evaluator) add(g *group, r Row) int {
+	g.rows++
+	over := -1
+	for i, a := range ev.q.Aggs {
+		b := &g.aggs[i]
+		if a.Column == "" {
+			continue
+		}
+		v := r[ev.idx[a.Column]]
+		if v == nil {
+			continue
+		}
+		b.n++
+		switch x := v.(type) {
+		case int64:
+			b.isum.Add(&b.isum, big.NewInt(x))
+			b.fsum += float64(x)
+			if a.Func == "sum" && over < 0 && (b.isum.Cmp(minLong) < 0 || b.isum.Cmp(maxLong) > 0) {
+				over = i
+			}
+			if b.min == nil || x < b.min.(int64) {
+				b.min = x
+			}
+			if b.max == nil || x > b.max.(int64) {
+				b.max = x
+			}
+		case float64:
+			b.fsum += x
+			if b.min == nil || x < b.min.(float64) {
+				b.min = x
+			}
+			if b.max == nil || x > b.max.(float64) {
+				b.max = x
+			}
+		case string:
+			// count only (the generator aggregates strings with count)
+		}
+	}
+	return over
+}
+
+// result is aggregate a's value from its buffer.
+func (ev *evaluator) result(a Agg, b *buffer, rows int64) any {
+	if a.Func == "count" {
+		if a.Column == "" {
+			return rows
+		}
+		return b.n
+	}
+	if b.n == 0 {
+		return nil
+	}
+	switch a.Func {
+	case "sum":
+		if ev.typ[a.Column] == stream.Float64 {
+			return b.fsum
+		}
+		// A wrapped sum (ANSI off) is the exact sum modulo 2^64.
+		var m big.Int
+		m.And(&b.isum, new(big.Int).SetUint64(math.MaxUint64))
+		return int64(m.Uint64())
+	case "avg":
+		return b.fsum / float64(b.n)
+	case "min":
+		return b.min
+	case "max":
+		return b.max
+	}
+	panic("sparkref: aggregate " + a.Func)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// tri is SQL's three-valued logic.
+type tri uint8
+
+const (
+	tFalse tri = iota
+	tTrue
+	tNull
+)
+
+func (t tri) not() tri {
+	switch t {
+	case tTrue:
+		return tFalse
+	case tFalse:
+		return tTrue
+	}
+	return tNull
+}
+
+func and(a, b tri) tri {
+	if a == tFalse || b == tFalse {
+		return tFalse
+	}
+	if a == tNull || b == tNull {
+		return tNull
+	}
+	return tTrue
+}
+
+func or(a, b tri) tri {
+	if a == tTrue || b == tTrue {
+		return tTrue
+	}
+	if a == tNull || b == tNull {
+		return tNull
+	}
+	return tFalse
+}
+
+func (ev *evaluator) eval(e Expr, r Row) tri {
+	switch e := e.(type) {
+	case nil:
+		return tTrue
+	case And:
+		return and(ev.eval(e.L, r), ev.eval(e.R, r))
+	case Or:
+		return or(ev.eval(e.L, r), ev.eval(e.R, r))
+	case Not:
+		return ev.eval(e.X, r).not()
+	case Cmp:
+		return ev.compare(e.Op, e.L, e.R, r, false)
+	case Between:
+		t := and(ev.compare(">=", e.X, e.Lo, r, false), ev.compare("<=", e.X, e.Hi, r, false))
+		if e.Not {
+			return t.not()
+		}
+		return t
+	case IsNull:
+		null := ev.value(e.X, r) == nil
+		if null != e.Not {
+			return tTrue
+		}
+		return tFalse
+	case In:
+		asDouble := false
+		for _, l := range e.List {
+			asDouble = asDouble || l.Kind == LitDouble
+		}
+		t := tFalse
+		for _, l := range e.List {
+			t = or(t, ev.compare("=", e.X, l, r, asDouble))
+		}
+		if e.Not {
+			return t.not()
+		}
+		return t
+	}
+	panic(fmt.Sprintf("sparkref: expression %T", e))
+}
+
+// value is an operand's value: a column's (nil, int64, float64, string),
+// or a literal itself (Lit; nil for NULL).
+func (ev *evaluator) value(o Operand, r Row) any {
+	switch o := o.(type) {
+	case Col:
+		return r[ev.idx[o.Name]]
+	case Lit:
+		if o.Kind == LitNull {
+			return nil
+		}
+		return o
+	}
+	panic(fmt.Sprintf("sparkref: operand %T", o))
+}
+
+// typeOf is the Spark type of a column operand (0 for a literal).
+func (ev *evaluator) typeOf(o Operand) stream.Type {
+	if c, ok := o.(Col); ok {
+		return ev.typ[c.Name]
+	}
+	return 0
+}
+
+// compare evaluates l op r with Spark's coercion: a literal is cast to the
+// column's type, BIGINT meets DECIMAL exactly and DOUBLE as a double
+// (asDouble forces doubles: an IN list holding a DOUBLE).
+func (ev *evaluator) compare(op string, l, r Operand, row Row, asDouble bool) tri {
+	lt, rt := ev.typeOf(l), ev.typeOf(r)
+	lv, rv := ev.value(l, row), ev.value(r, row)
+	if lv == nil || rv == nil {
+		return tNull
+	}
+	if lt == 0 && rt != 0 { // literal op column: compare the other way round
+		return ev.compare(flip(op), r, l, row, asDouble)
+	}
+	var c int
+	switch x := lv.(type) {
+	case int64:
+		if lt == stream.Timestamp {
+			y, ok := asTimestamp(rv)
+			if !ok {
+				return tNull
+			}
+			c = cmpInt(x, y)
+			break
+		}
+		switch y := rv.(type) {
+		case int64:
+			c = cmpInt(x, y)
+		case Lit:
+			var ok bool
+			if c, ok = cmpBigint(x, y, asDouble, ev.q.ANSI); !ok {
+				return tNull
+			}
+		default:
+			panic(fmt.Sprintf("sparkref: BIGINT compared with %T", rv))
+		}
+	case float64:
+		var y float64
+		switch v := rv.(type) {
+		case float64:
+			y = v
+		case Lit:
+			var ok bool
+			if y, ok = litDouble(v); !ok {
+				return tNull
+			}
+		}
+		c = cmpFloat(x, y)
+	case string:
+		var y string
+		switch v := rv.(type) {
+		case string:
+			y = v
+		case Lit:
+			y = v.Str
+		}
+		c = strings.Compare(x, y)
+	default:
+		panic(fmt.Sprintf("sparkref: comparison of %T", lv))
+	}
+	return truth(op, c)
+}
+
+func flip(op string) string {
+	switch op {
+	case "<":
+		return ">"
+	case "<=":
+		return ">="
+	case ">":
+		return "<"
+	case ">=":
+		return "<="
+	}
+	return op
+}
+
+func truth(op string, c int) tri {
+	var t bool
+	switch op {
+	case "=", "==":
+		t = c == 0
+	case "<>", "!=":
+		t = c != 0
+	case "<":
+		t = c < 0
+	case "<=":
+		t = c <= 0
+	case ">":
+		t = c > 0
+	case ">=":
+		t = c >= 0
+	default:
+		panic("sparkref: operator " + op)
+	}
+	if t {
+		return tTrue
+	}
+	return tFalse
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// cmpFloat orders as Spark does: NaN above everything, equal to itself.
+func cmpFloat(a, b float64) int {
+	an, bn := math.IsNaN(a), math.IsNaN(b)
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// cmpBigint compares a BIGINT value with a literal; false when the
+// literal is a string that does not cast (null outside ANSI mode).
+func cmpBigint(x int64, l Lit, asDouble, ansi bool) (int, bool) {
+	if asDouble {
+		y, ok := litDouble(l)
+		return cmpFloat(float64(x), y), ok
+	}
+	switch l.Kind {
+	case LitBigint:
+		return cmpInt(x, l.Int), true
+	case LitDecimal:
+		return new(big.Rat).SetInt64(x).Cmp(l.Dec), true
+	case LitDouble:
+		return cmpFloat(float64(x), l.Float), true
+	case LitString:
+		y, err := strconv.ParseInt(strings.TrimSpace(l.Str), 10, 64)
+		if err != nil {
+			if ansi {
+				panic("sparkref: the generator wrote a string that does not cast: " + l.Str)
+			}
+			return 0, false
+		}
+		return cmpInt(x, y), true
+	}
+	panic(fmt.Sprintf("sparkref: BIGINT compared with literal kind %d", l.Kind))
+}
+
+func litDouble(l Lit) (float64, bool) {
+	switch l.Kind {
+	case LitBigint:
+		return float64(l.Int), true
+	case LitDecimal:
+		f, _ := l.Dec.Float64()
+		return f, true
+	case LitDouble:
+		return l.Float, true
+	case LitString:
+		f, err := strconv.ParseFloat(strings.TrimSpace(l.Str), 64)
+		return f, err == nil
+	}
+	panic(fmt.Sprintf("sparkref: literal kind %d as a double", l.Kind))
+}
+
+// asTimestamp casts a literal to a TIMESTAMP (µs, UTC): a TIMESTAMP, a
+// DATE (midnight) or a string in 'yyyy-mm-dd[ hh:mm:ss]'.
+func asTimestamp(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case Lit:
+		switch v.Kind {
+		case LitTimestamp, LitDate:
+			return v.Int, true
+		case LitString:
+			s := strings.TrimSpace(v.Str)
+			for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
+				if t, err := time.Parse(layout, s); err == nil {
+					return t.UnixMicro(), true
+				}
+			}
+			return 0, false
+		}
+	}
+	panic(fmt.Sprintf("sparkref: %T as a timestamp", v))
+}

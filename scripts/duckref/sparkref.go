@@ -1,0 +1,254 @@
+package main
+
+// duckref sparkref FILE: runs the differential test's queries (the
+// -sparkref.duckdb file of ethstream's TestSparkRef) in DuckDB and compares
+// DuckDB's table with the one ethstream left.
+
+import (
+	"bufio"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+type duckCase struct {
+	Seed    uint64      `json:"seed"`
+	SQL     string      `json:"sql"`
+	Spark   string      `json:"spark"`
+	Columns []duckCol   `json:"columns"`
+	Rows    [][]*string `json:"rows"`
+	Want    [][]*string `json:"want"`
+	Error   string      `json:"error"`
+}
+
+type duckCol struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+var sqlType = map[string]string{"int64": "BIGINT", "float64": "DOUBLE", "string": "VARCHAR", "timestamp": "BIGINT"}
+
+func sparkref(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one connection: the temp table is per connection
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var run, agreed, errorsAgreed int
+	reasons := map[string][]string{}
+	for sc.Scan() {
+		var c duckCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return err
+		}
+		run++
+		got, qerr := runCase(db, c)
+		why := compare(c, got, qerr)
+		switch {
+		case why == "" && c.Error != "":
+			errorsAgreed++
+			agreed++
+		case why == "":
+			agreed++
+		default:
+			reason := why
+			if i := strings.Index(why, ":"); i > 0 {
+				reason = why[:i]
+			}
+			reasons[reason] = append(reasons[reason], fmt.Sprintf("seed %d: %s\n    spark:  %s\n    duckdb: %s", c.Seed, why, c.Spark, c.SQL))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	fmt.Printf("duckdb: %d queries run, %d agreed (%d of them failing in both: an overflowing BIGINT sum), %d disagreed\n", run, agreed, errorsAgreed, run-agreed)
+	keys := make([]string, 0, len(reasons))
+	for k := range reasons {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Printf("  %d: %s\n", len(reasons[k]), k)
+		for i, ex := range reasons[k] {
+			if i == 2 {
+				break
+			}
+			fmt.Println("   ", ex)
+		}
+	}
+	return nil
+}
+
+// runCase loads the rows into blocks and runs the query; timestamps are
+// loaded as µs and turned into TIMESTAMP by a view.
+func runCase(db *sql.DB, c duckCase) ([][]any, error) {
+	var defs, view, marks []string
+	for _, col := range c.Columns {
+		defs = append(defs, fmt.Sprintf(`"%s" %s`, col.Name, sqlType[col.Type]))
+		marks = append(marks, "?")
+		if col.Type == "timestamp" {
+			view = append(view, fmt.Sprintf(`make_timestamp("%s") AS "%s"`, col.Name, col.Name))
+		} else {
+			view = append(view, fmt.Sprintf(`"%s"`, col.Name))
+		}
+	}
+	for _, s := range []string{"DROP VIEW IF EXISTS blocks", "DROP TABLE IF EXISTS raw",
+		"CREATE TABLE raw (" + strings.Join(defs, ", ") + ")",
+		"CREATE VIEW blocks AS SELECT " + strings.Join(view, ", ") + " FROM raw"} {
+		if _, err := db.Exec(s); err != nil {
+			return nil, fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	ins, err := db.Prepare("INSERT INTO raw VALUES (" + strings.Join(marks, ", ") + ")")
+	if err != nil {
+		return nil, err
+	}
+	defer ins.Close()
+	for _, r := range c.Rows {
+		args := make([]any, len(r))
+		for i, v := range r {
+			if v == nil {
+				continue
+			}
+			switch c.Columns[i].Type {
+			case "int64", "timestamp":
+				args[i], _ = strconv.ParseInt(*v, 10, 64)
+			case "float64":
+				args[i], _ = strconv.ParseFloat(*v, 64)
+			default:
+				args[i] = *v
+			}
+		}
+		if _, err := ins.Exec(args...); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := db.Query(c.SQL)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, vals)
+	}
+	return out, rows.Err()
+}
+
+// cell renders a DuckDB value as the case file's tagged cells.
+func cell(v any) *string {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case int64:
+		s = "i:" + strconv.FormatInt(v, 10)
+	case int32:
+		s = "i:" + strconv.FormatInt(int64(v), 10)
+	case float64:
+		s = "f:" + strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		s = "s:" + v
+	default:
+		s = fmt.Sprintf("?:%T %v", v, v)
+	}
+	return &s
+}
+
+func show(c *string) string {
+	if c == nil {
+		return "NULL"
+	}
+	return *c
+}
+
+func sameCell(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if strings.HasPrefix(*a, "f:") && strings.HasPrefix(*b, "f:") {
+		x, _ := strconv.ParseFloat((*a)[2:], 64)
+		y, _ := strconv.ParseFloat((*b)[2:], 64)
+		return x == y || math.Abs(x-y) <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
+	}
+	return *a == *b
+}
+
+func compare(c duckCase, got [][]any, qerr error) string {
+	if c.Error != "" {
+		if qerr == nil {
+			return "ethstream failed, duckdb did not: " + c.Error
+		}
+		return ""
+	}
+	if qerr != nil {
+		return "duckdb error: " + qerr.Error()
+	}
+	var rows [][]*string
+	for _, r := range got {
+		var row []*string
+		for _, v := range r {
+			row = append(row, cell(v))
+		}
+		rows = append(rows, row)
+	}
+	key := func(r []*string) string {
+		var b []string
+		for _, v := range r {
+			b = append(b, show(v))
+		}
+		return strings.Join(b, "|")
+	}
+	// Match rows by every non-float cell (the key and exact aggregates).
+	exact := func(r []*string) string {
+		var b []string
+		for _, v := range r {
+			if v != nil && strings.HasPrefix(*v, "f:") {
+				continue
+			}
+			b = append(b, show(v))
+		}
+		return strings.Join(b, "|")
+	}
+	if len(rows) != len(c.Want) {
+		return fmt.Sprintf("row count: duckdb %d rows, ethstream %d", len(rows), len(c.Want))
+	}
+	byKey := map[string][]*string{}
+	for _, r := range rows {
+		byKey[exact(r)] = r
+	}
+	for _, w := range c.Want {
+		g, ok := byKey[exact(w)]
+		if !ok {
+			return "values: ethstream row " + key(w) + " not in duckdb's"
+		}
+		for i := range w {
+			if !sameCell(g[i], w[i]) {
+				return fmt.Sprintf("values: column %d: duckdb %s, ethstream %s", i, show(g[i]), show(w[i]))
+			}
+		}
+	}
+	return ""
+}
