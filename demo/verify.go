@@ -64,7 +64,7 @@ func figure(name string, actual any) Check {
 // PrintSummary prints the phase-by-phase table and the checks.
 func PrintSummary(w io.Writer, rep *Report, batches []BatchRecord) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "phase\tsources\tbatches\trows in\tstate keys (end)\tpartitions\ttime\tresult")
+	fmt.Fprintln(tw, "phase\tsources\tbatches\trows in\tstate keys\tpartitions\ttime\tresult")
 	for _, p := range rep.Phases {
 		var ids []int64
 		var rows, keys, parts int64
