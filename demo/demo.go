@@ -24,6 +24,7 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
+	"github.com/ethstream/ethstream/internal/textwrap"
 	"github.com/ethstream/ethstream/pipeline"
 )
 
@@ -233,7 +234,7 @@ func (pr *phaseRunner) run(ctx context.Context, name string, sources []pipeline.
 	fmt.Fprintf(o.Out, "==> %s\n%s", name, commandLines("    ethstream", cfg.Args(), summaryWidth))
 	err := o.Runner.RunPhase(ctx, name, cfg)
 	if err != nil {
-		fmt.Fprint(o.Out, wrapWords("    "+name+": "+err.Error(), "      ", summaryWidth))
+		fmt.Fprint(o.Out, textwrap.Words("    "+name+": "+err.Error(), "      ", summaryWidth))
 	} else {
 		fmt.Fprintf(o.Out, "    %s done in %s\n", name, time.Since(t0).Round(time.Millisecond))
 	}

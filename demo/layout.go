@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/ethstream/ethstream/internal/textwrap"
 )
 
 // summaryWidth is the width the summary keeps to (a terminal's 100
@@ -21,7 +23,7 @@ func checkLine(c Check, width int) string {
 	if !c.Figure && !c.Pass {
 		text = c.Name + ": expected " + c.Expected + ", actual " + c.Actual
 	}
-	lines := strings.SplitAfter(strings.TrimSuffix(wrapWords(text, "", width-8), "\n"), "\n")
+	lines := strings.SplitAfter(strings.TrimSuffix(textwrap.Words(text, "", width-8), "\n"), "\n")
 	for i := range lines {
 		pad := "        "
 		if i == 0 {
@@ -30,28 +32,6 @@ func checkLine(c Check, width int) string {
 		lines[i] = pad + lines[i]
 	}
 	return strings.Join(lines, "") + "\n"
-}
-
-// wrapWords wraps text at spaces to width, continuation lines starting
-// with indent; a word longer than a line passes the width. The text's
-// leading spaces are kept.
-func wrapWords(text, indent string, width int) string {
-	lead := text[:len(text)-len(strings.TrimLeft(text, " "))]
-	var b strings.Builder
-	line, fresh := lead, true
-	for _, word := range strings.Fields(text) {
-		if !fresh && len(line)+1+len(word) > width {
-			b.WriteString(line + "\n")
-			line, fresh = indent, true
-		}
-		if !fresh {
-			line += " "
-		}
-		line += word
-		fresh = false
-	}
-	b.WriteString(line + "\n")
-	return b.String()
 }
 
 // commandLines renders a phase's command for the terminal as a reader

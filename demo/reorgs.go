@@ -24,6 +24,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/internal/textwrap"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/stream"
@@ -112,7 +113,7 @@ func runLiveReorgs(ctx context.Context, o Options, env *Env) ([]PhaseResult, []C
 		results = append(results, res)
 		o.Observer.PhaseEnded(res)
 		if err != nil {
-			fmt.Fprint(o.Out, wrapWords("    "+PhaseLiveReorgs+": "+err.Error(), "      ", summaryWidth))
+			fmt.Fprint(o.Out, textwrap.Words("    "+PhaseLiveReorgs+": "+err.Error(), "      ", summaryWidth))
 			return results, nil, nil, fmt.Errorf("phase %s: %w", name, err)
 		}
 		fmt.Fprintf(o.Out, "    %s done in %s\n", PhaseLiveReorgs, res.Duration.Round(time.Millisecond))

@@ -9,6 +9,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/textwrap"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -139,7 +140,9 @@ func printPlan(w io.Writer, r *engine.PlanReport) error {
 	} else {
 		fmt.Fprintf(&b, "the start would be refused: %s\n", r.ErrorCode)
 	}
-	_, err := io.WriteString(w, b.String())
+	// The report keeps to a terminal's 100 columns; a path or URI longer
+	// than a line stays whole so it can be copied.
+	_, err := io.WriteString(w, textwrap.Lines(b.String(), 100))
 	return err
 }
 

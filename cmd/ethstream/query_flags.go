@@ -87,7 +87,7 @@ func printShapeChanges(b *strings.Builder, r *engine.PlanReport) {
 		if !c.Allowed {
 			verdict = "REFUSED " + c.Code
 		}
-		fmt.Fprintf(b, "  %s: %s -> %s\n    %s\n    Spark: %s; ethstream: %s\n", c.Change, orDash(c.Old), orDash(c.New), verdict, c.SparkRule, c.Rule)
+		fmt.Fprintf(b, "  %s: %s -> %s\n    %s\n    Spark: %s\n    ethstream: %s\n", c.Change, orDash(c.Old), orDash(c.New), verdict, c.SparkRule, c.Rule)
 	}
 }
 
