@@ -103,6 +103,11 @@ word.`,
 	return cmd
 }
 
+// planWidth is the width plan's prose keeps to (a terminal's 100 columns).
+// Lines that name the checkpoint or a source are not folded: their length
+// is the path's, and a path stays whole so it can be copied.
+const planWidth = 100
+
 func printPlan(w io.Writer, r *engine.PlanReport) error {
 	var b strings.Builder
 	if r.NewCheckpoint {
@@ -127,22 +132,20 @@ func printPlan(w io.Writer, r *engine.PlanReport) error {
 	}
 	printShapeChanges(&b, r)
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", w)
+		b.WriteString(textwrap.Words("warning: "+w, "  ", planWidth))
 	}
 	if r.ErrorCode == "" {
 		fmt.Fprintf(&b, "next batch id: %d\n", r.NextBatchID)
 		if len(r.Steps) > 0 {
 			b.WriteString("steps:\n")
 			for _, s := range r.Steps {
-				fmt.Fprintf(&b, "  %s\n", s)
+				b.WriteString(textwrap.Words("  "+s, "    ", planWidth))
 			}
 		}
 	} else {
 		fmt.Fprintf(&b, "the start would be refused: %s\n", r.ErrorCode)
 	}
-	// The report keeps to a terminal's 100 columns; a path or URI longer
-	// than a line stays whole so it can be copied.
-	_, err := io.WriteString(w, textwrap.Lines(b.String(), 100))
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/textwrap"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -87,7 +88,9 @@ func printShapeChanges(b *strings.Builder, r *engine.PlanReport) {
 		if !c.Allowed {
 			verdict = "REFUSED " + c.Code
 		}
-		fmt.Fprintf(b, "  %s: %s -> %s\n    %s\n    Spark: %s\n    ethstream: %s\n", c.Change, orDash(c.Old), orDash(c.New), verdict, c.SparkRule, c.Rule)
+		fmt.Fprintf(b, "  %s: %s -> %s\n    %s\n", c.Change, orDash(c.Old), orDash(c.New), verdict)
+		b.WriteString(textwrap.Words("    Spark: "+c.SparkRule, "      ", planWidth))
+		b.WriteString(textwrap.Words("    ethstream: "+c.Rule, "      ", planWidth))
 	}
 }
 
