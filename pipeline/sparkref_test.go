@@ -342,7 +342,11 @@ func TestSparkRef(t *testing.T) {
 		}
 		sink, err := runSparkRef(t, q, schema, batches)
 		d := diffSparkRef(want, sink, err)
-		if duck != nil && d == "" && want.Late == 0 && !want.EmptyGlobal {
+		// DuckDB's GROUP BY is the whole result: the queries whose
+		// table holds only closed (append) or open (complete over
+		// windows) windows are not its to check.
+		whole := q.Mode == "update" || q.Window == nil
+		if duck != nil && d == "" && want.Late == 0 && !want.EmptyGlobal && whole {
 			if err := duck.Encode(newDuckCase(seed, q, oschema, obatches, sink, err)); err != nil {
 				t.Fatal(err)
 			}

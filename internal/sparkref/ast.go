@@ -31,7 +31,7 @@ type Query struct {
 	// Watermark is withWatermark's delay (0: none) on WatermarkColumn.
 	Watermark       time.Duration
 	WatermarkColumn string
-	Mode            string // "update" or "complete"
+	Mode            string // "update", "append" (windows with a watermark) or "complete"
 	ANSI            bool   // spark.sql.ansi.enabled
 
 	spell spelling

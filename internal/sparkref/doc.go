@@ -29,6 +29,12 @@
 //     side's type, a DATE to a TIMESTAMP at midnight UTC; an IN list with a
 //     DOUBLE compares as doubles.
 //
+//   - The output modes: update and complete leave every group in the
+//     table; append over windows only the windows the final watermark
+//     closed (window.end <= watermark, Spark's eviction predicate), each
+//     once; complete over windows only the windows it has not closed
+//     (ethstream's documented difference: Spark keeps them all).
+//
 // Where Spark itself is inexact (the order of a double sum), Compare takes
 // a relative tolerance.
 package sparkref

@@ -134,6 +134,9 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 		if rng.IntN(10) < 7 {
 			q.Watermark = pick(rng, []time.Duration{time.Minute, 10 * time.Minute, time.Hour, 3 * time.Hour})
 			q.WatermarkColumn = g.EventTime
+			// Append and complete need a watermark over windows (Spark
+			// refuses append without one; ethstream refuses complete).
+			q.Mode = pick(rng, []string{"update", "update", "update", "append", "complete"})
 		}
 	} else {
 		switch rng.IntN(4) {

@@ -134,6 +134,9 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 	slices.Sort(order)
 	for _, kt := range order {
 		g := groups[kt]
+		if !ev.emitted(g, wmMs) {
+			continue
+		}
 		vals := slices.Clone(g.key)
 		for i, a := range q.Aggs {
 			vals = append(vals, ev.result(a, &g.aggs[i], g.rows))
@@ -141,6 +144,27 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 		res.Rows = append(res.Rows, OutRow{Key: kt, Values: vals})
 	}
 	return res
+}
+
+// emitted reports whether group g is in the final table under the query's
+// output mode, given the watermark after the last batch (the final no-data
+// batch runs with it): append emits a window once its end is at or below
+// the watermark (Spark's eviction predicate, window.end <= watermark);
+// complete over windows keeps only the windows the watermark has not
+// closed (ethstream's documented difference: Spark keeps them all); update
+// keeps every group.
+func (ev *evaluator) emitted(g *group, wmMs int64) bool {
+	if ev.q.Window == nil || ev.q.Watermark == 0 {
+		return true
+	}
+	end := g.key[1].(int64)
+	switch ev.q.Mode {
+	case "append":
+		return end <= wmMs*1000
+	case "complete":
+		return end > wmMs*1000
+	}
+	return true
 }
 
 type evaluator struct {
