@@ -28,7 +28,6 @@
 //     exactly, BIGINT with DOUBLE as doubles, a string literal to the other
 //     side's type, a DATE to a TIMESTAMP at midnight UTC; an IN list with a
 //     DOUBLE compares as doubles.
-//
 //   - The output modes: update and complete leave every group in the
 //     table; append over windows only the windows the final watermark
 //     closed (window.end <= watermark, Spark's eviction predicate), each
