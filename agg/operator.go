@@ -275,146 +275,37 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	// mode, with the next batch's watermark known; see closedAtCommitUs).
 	wmUs := o.wmUs(watermarkMs)
 	closeUs := o.closedAtCommitUs(batchID, wmUs)
-	var closed int64 // rows of this version closed at commit, not stored
+	var f finishFigures
+	f.updated = int64(n)
 
-	// Merge. Each entry is a distinct key, and Process writes no state: with
-	// an empty pending batch now, no key the loop reads has a pending change,
-	// so it reads the committed version directly. In update mode the entries
-	// go in key order, the order the sink merges in (it then skips a sort).
 	t0 := time.Now()
-	get := o.store.Get
-	if o.store.PendingLen() == 0 {
-		get = o.store.GetCommitted
+	closed, err := o.mergeAll(ctx, batchID, closeUs, out)
+	if err != nil {
+		return nil, stream.OperatorProgress{}, err
 	}
-	var order []int32
-	if p.spec.Mode == Update {
-		o.order, o.counts = pt.keyOrder(o.order[:0], o.counts)
-		order = o.order
-	}
-	for i := 0; i < n; i++ {
-		if i&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, stream.OperatorProgress{}, err
-			}
-		}
-		e := i
-		if order != nil {
-			e = int(order[i])
-		}
-		o.keyBuf = pt.stateKey(o.keyBuf[:0], e)
-		clear(o.vals)
-		val, ok, err := get(o.keyBuf)
-		if err != nil {
-			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: read state: %w", err)
-		}
-		if ok {
-			if err := p.decodeValue(val, o.vals); err != nil {
-				return nil, stream.OperatorProgress{}, err
-			}
-		}
-		if a := pt.merge(e, o.vals); a >= 0 {
-			return nil, stream.OperatorProgress{}, o.overflow(batchID, a)
-		}
-		if p.rowsAgg >= 0 && o.vals[p.rowsAgg].i <= 0 {
-			if o.vals[p.rowsAgg].i < 0 {
-				return nil, stream.OperatorProgress{}, errcode.New(CodeRetractionUnmatched, "",
-					"this is a bug in the source: it must retract only rows it emitted in an earlier batch",
-					"batch %d retracts %d more rows than group %s holds", batchID, -o.vals[p.rowsAgg].i, o.describeEntry(e))
-			}
-			// Every row of the group was retracted: it leaves state and,
-			// in update mode, the sink.
-			if ok {
-				if err := o.store.Delete(o.keyBuf); err != nil {
-					return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: delete state: %w", err)
-				}
-				o.deleted++
-				if p.spec.Mode == Update {
-					out.appendDeletion(pt, e, o.vals)
-				}
-			}
-			continue
-		}
-		if p.spec.Mode == Update {
-			out.appendEntry(pt, e, o.vals)
-		}
-		if p.window && pt.start[e]+p.sizeUs <= closeUs {
-			// Closed at commit: the next batch would only delete it.
-			closed++
-			if ok {
-				if err := o.store.Delete(o.keyBuf); err != nil {
-					return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
-				}
-			}
-			continue
-		}
-		o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
-		if err := o.store.Put(o.keyBuf, o.valBuf); err != nil {
-			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: write state: %w", err)
-		}
-		if p.window {
-			if end := pt.start[e] + p.sizeUs; end <= o.noneBelowUs {
-				o.noneBelowUs = end - 1
-			}
-		}
-	}
-	updates := time.Since(t0)
+	f.updates = time.Since(t0)
 
-	// Evict.
 	t1 := time.Now()
 	removed, closedStored, err := o.evict(wmUs, closeUs, out)
 	if err != nil {
 		return nil, stream.OperatorProgress{}, err
 	}
-	closed += closedStored
+	f.closed = closed + closedStored
 	// The previous version's closed rows are what this batch's watermark
 	// evicts without a stored key to delete.
-	removedUnstored := o.store.ClosedRows()
-	removed += removedUnstored
-	o.store.SetClosedRows(closed)
-	removals := time.Since(t1)
+	f.removedUnstored = o.store.ClosedRows()
+	f.removed = removed + f.removedUnstored
+	o.store.SetClosedRows(f.closed)
+	f.removals = time.Since(t1)
 
 	if p.spec.Mode == Complete {
-		err := o.store.Scan(nil, nil, func(key, val []byte) error {
-			if err := p.decodeValue(val, o.vals); err != nil {
-				return err
-			}
-			return out.appendStored(key, o.vals)
-		})
-		if err != nil {
-			return nil, stream.OperatorProgress{}, fmt.Errorf("aggregation: read state for complete output: %w", err)
+		if err := o.appendState(out); err != nil {
+			return nil, stream.OperatorProgress{}, err
 		}
 	}
 
-	parts := int64(o.store.Partitions())
-	o.progress = stream.OperatorProgress{
-		OperatorName:              OperatorName,
-		NumRowsTotal:              o.store.NumKeys() + closed,
-		NumRowsUpdated:            int64(n),
-		AllUpdatesTimeMs:          updates.Milliseconds(),
-		NumRowsRemoved:            removed,
-		AllRemovalsTimeMs:         removals.Milliseconds(),
-		MemoryUsedBytes:           o.memBytes,
-		NumRowsDroppedByWatermark: o.chunk.dropped,
-		NumShufflePartitions:      parts,
-		NumStateStoreInstances:    parts,
-		CustomMetrics: map[string]int64{
-			"numInputRows":         o.inRows,
-			"numNullEventTimeRows": o.chunk.nullTS,
-			"numOutputRows":        int64(out.b.Len),
-			// Spark's figures stay whole (numRowsTotal counts the closed
-			// rows, numRowsRemoved the unstored ones); these say how much
-			// of them was never stored (doc.go, Closed at commit).
-			MetricClosedUnstored:  closed,
-			MetricRemovedUnstored: removedUnstored,
-			MetricProcessTime:     o.process.Milliseconds(),
-		},
-	}
-	o.progress.NumRowsRemoved += o.deleted
-	if p.spec.Retractions || o.retracted > 0 {
-		o.progress.CustomMetrics["numRetractedRows"] = o.retracted
-		o.progress.CustomMetrics["numLateRetractions"] = o.chunk.lateRetractions
-		o.progress.CustomMetrics["numGroupsRetracted"] = o.deleted
-	}
+	f.outRows = int64(out.b.Len)
+	o.progress = o.batchProgress(f)
 	if o.chunk.lateRetractions > 0 {
 		o.logger.Warn("aggregation: retractions behind the watermark were not applied (their windows are closed)",
 			"batchId", batchID, "windowInstances", o.chunk.lateRetractions, "watermarkMs", watermarkMs)
@@ -422,6 +313,171 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	pt.reset()
 	o.finished = true
 	return out.b, o.progress, nil
+}
+
+// mergeAll merges every partial entry into state (mergeEntry) and returns
+// how many of them were closed at commit rather than stored. Each entry is
+// a distinct key, and Process writes no state: with an empty pending batch
+// now, no key the loop reads has a pending change, so it reads the
+// committed version directly. In update mode the entries go in key order,
+// the order the sink merges in (it then skips a sort).
+func (o *Operator) mergeAll(ctx context.Context, batchID, closeUs int64, out *output) (closed int64, err error) {
+	pt := o.pt
+	get := o.store.Get
+	if o.store.PendingLen() == 0 {
+		get = o.store.GetCommitted
+	}
+	var order []int32
+	if o.p.spec.Mode == Update {
+		o.order, o.counts = pt.keyOrder(o.order[:0], o.counts)
+		order = o.order
+	}
+	for i, n := 0, pt.len(); i < n; i++ {
+		if i&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return closed, err
+			}
+		}
+		e := i
+		if order != nil {
+			e = int(order[i])
+		}
+		c, err := o.mergeEntry(get, batchID, e, closeUs, out)
+		if err != nil {
+			return closed, err
+		}
+		if c {
+			closed++
+		}
+	}
+	return closed, nil
+}
+
+// mergeEntry merges partial entry e into its state key, read with get, and
+// writes the result: a group every row of which is retracted leaves state
+// (dropEmptied); a window closed at commit (closed) is not stored, as the
+// next batch would only delete it; any other group is stored. In update
+// mode the entry's row goes to out.
+func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID int64, e int, closeUs int64, out *output) (closed bool, err error) {
+	p, pt := o.p, o.pt
+	o.keyBuf = pt.stateKey(o.keyBuf[:0], e)
+	clear(o.vals)
+	val, stored, err := get(o.keyBuf)
+	if err != nil {
+		return false, fmt.Errorf("aggregation: read state: %w", err)
+	}
+	if stored {
+		if err := p.decodeValue(val, o.vals); err != nil {
+			return false, err
+		}
+	}
+	if a := pt.merge(e, o.vals); a >= 0 {
+		return false, o.overflow(batchID, a)
+	}
+	if p.rowsAgg >= 0 && o.vals[p.rowsAgg].i <= 0 {
+		return false, o.dropEmptied(batchID, e, stored, out)
+	}
+	if p.spec.Mode == Update {
+		out.appendEntry(pt, e, o.vals)
+	}
+	if p.window && pt.start[e]+p.sizeUs <= closeUs {
+		if stored {
+			if err := o.store.Delete(o.keyBuf); err != nil {
+				return false, fmt.Errorf("aggregation: write state: %w", err)
+			}
+		}
+		return true, nil
+	}
+	o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
+	if err := o.store.Put(o.keyBuf, o.valBuf); err != nil {
+		return false, fmt.Errorf("aggregation: write state: %w", err)
+	}
+	if p.window {
+		if end := pt.start[e] + p.sizeUs; end <= o.noneBelowUs {
+			o.noneBelowUs = end - 1
+		}
+	}
+	return false, nil
+}
+
+// dropEmptied handles entry e (key in o.keyBuf, merged values in o.vals)
+// whose group count fell to zero or below: below is a source bug (it
+// retracted rows it never emitted); zero means every row of the group was
+// retracted, so it leaves state and, in update mode, the sink.
+func (o *Operator) dropEmptied(batchID int64, e int, stored bool, out *output) error {
+	if c := o.vals[o.p.rowsAgg].i; c < 0 {
+		return errcode.New(CodeRetractionUnmatched, "",
+			"this is a bug in the source: it must retract only rows it emitted in an earlier batch",
+			"batch %d retracts %d more rows than group %s holds", batchID, -c, o.describeEntry(e))
+	}
+	if !stored {
+		return nil
+	}
+	if err := o.store.Delete(o.keyBuf); err != nil {
+		return fmt.Errorf("aggregation: delete state: %w", err)
+	}
+	o.deleted++
+	if o.p.spec.Mode == Update {
+		out.appendDeletion(o.pt, e, o.vals)
+	}
+	return nil
+}
+
+// appendState appends every key left in state to out (complete mode).
+func (o *Operator) appendState(out *output) error {
+	err := o.store.Scan(nil, nil, func(key, val []byte) error {
+		if err := o.p.decodeValue(val, o.vals); err != nil {
+			return err
+		}
+		return out.appendStored(key, o.vals)
+	})
+	if err != nil {
+		return fmt.Errorf("aggregation: read state for complete output: %w", err)
+	}
+	return nil
+}
+
+// finishFigures are the counts and timings Finish measures for the batch's
+// stateOperators entry.
+type finishFigures struct {
+	updated, closed, removed, removedUnstored, outRows int64
+	updates, removals                                  time.Duration
+}
+
+// batchProgress builds the batch's stateOperators entry from f and the
+// batch's input counters (commitTimeMs and memoryUsedBytes of its commit
+// are added by Commit).
+func (o *Operator) batchProgress(f finishFigures) stream.OperatorProgress {
+	parts := int64(o.store.Partitions())
+	pr := stream.OperatorProgress{
+		OperatorName:              OperatorName,
+		NumRowsTotal:              o.store.NumKeys() + f.closed,
+		NumRowsUpdated:            f.updated,
+		AllUpdatesTimeMs:          f.updates.Milliseconds(),
+		NumRowsRemoved:            f.removed + o.deleted,
+		AllRemovalsTimeMs:         f.removals.Milliseconds(),
+		MemoryUsedBytes:           o.memBytes,
+		NumRowsDroppedByWatermark: o.chunk.dropped,
+		NumShufflePartitions:      parts,
+		NumStateStoreInstances:    parts,
+		CustomMetrics: map[string]int64{
+			"numInputRows":         o.inRows,
+			"numNullEventTimeRows": o.chunk.nullTS,
+			"numOutputRows":        f.outRows,
+			// Spark's figures stay whole (numRowsTotal counts the closed
+			// rows, numRowsRemoved the unstored ones); these say how much
+			// of them was never stored (doc.go, Closed at commit).
+			MetricClosedUnstored:  f.closed,
+			MetricRemovedUnstored: f.removedUnstored,
+			MetricProcessTime:     o.process.Milliseconds(),
+		},
+	}
+	if o.p.spec.Retractions || o.retracted > 0 {
+		pr.CustomMetrics["numRetractedRows"] = o.retracted
+		pr.CustomMetrics["numLateRetractions"] = o.chunk.lateRetractions
+		pr.CustomMetrics["numGroupsRetracted"] = o.deleted
+	}
+	return pr
 }
 
 // describeEntry renders partial entry e's key for errors.

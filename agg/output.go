@@ -95,16 +95,7 @@ func (o *output) appendAggs(vals []aggVal) {
 		default:
 			c.Int64s = append(c.Int64s, vals[a].i)
 		}
-		null := ra.hasNonNull() && vals[a].nn == 0
-		if null && c.Valid == nil {
-			c.Valid = make([]bool, o.b.Len, o.b.Len+1)
-			for i := range c.Valid {
-				c.Valid[i] = true
-			}
-		}
-		if c.Valid != nil {
-			c.Valid = append(c.Valid, !null)
-		}
+		o.setNull(c, ra.hasNonNull() && vals[a].nn == 0)
 	}
 	o.b.Len++
 	if o.b.Signs != nil {
@@ -147,7 +138,7 @@ func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
 	o.appendAggs(vals)
 }
 
-// setNull records whether the value just appended to group column c (row
+// setNull records whether the value just appended to column c (row
 // o.b.Len) is null; Valid stays nil while no value is.
 func (o *output) setNull(c *stream.Column, null bool) {
 	if null && c.Valid == nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
@@ -268,176 +269,236 @@ func GenerateArchive(ctx context.Context, o GenOptions) (*Manifest, error) {
 	if o.Preset.Days < 1 {
 		return nil, errcode.New(errcode.InvalidArgument, "", "pick a preset with PresetByName", "empty preset")
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	p := planFor(o.Seed)
-	first := o.Preset.dayIndex()
-	days := o.Preset.Days
-	want := map[string]bool{}
-	for i := 0; i < days; i++ {
-		want[fileKey(o.Seed, p.days[first+i].date)] = true
-	}
-	if err := prepareOut(o.Out, want); err != nil {
+	g := newGeneration(o)
+	if err := g.prepare(); err != nil {
 		return nil, err
 	}
-	// An existing manifest would vouch for files we are about to replace.
-	if err := os.Remove(filepath.Join(o.Out, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, errcode.Wrap(err, CodeOutputUnwritable, o.Out, "choose a writable --out directory", "remove old manifest")
-	}
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-
-	// Stage 1: build days in parallel (bounded look-ahead).
-	built := make([]chan *dayBlocks, days)
-	for i := range built {
-		built[i] = make(chan *dayBlocks, 1)
-	}
-	window := make(chan struct{}, 2*workers+2) // days in flight, bounds memory
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	go func() {
-		defer close(jobs)
-		for i := 0; i < days; i++ {
-			select {
-			case window <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case jobs <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				built[i] <- buildDay(p, &p.days[first+i])
-			}
-		}()
-	}
-
-	// Stage 3: encode in parallel.
-	type encoded struct {
-		idx  int
-		file ManifestFile
-	}
-	toEncode := make(chan *dayBlocks, workers)
-	results := make(chan encoded, days)
-	var ewg sync.WaitGroup
-	var progressMu sync.Mutex
-	doneFiles := 0
-	dirs := make([]string, days)
-	for w := 0; w < workers; w++ {
-		ewg.Add(1)
-		go func() {
-			defer ewg.Done()
-			for db := range toEncode {
-				idx := db.day.index - first
-				key := fileKey(o.Seed, db.day.date)
-				dst := filepath.Join(o.Out, filepath.FromSlash(key))
-				dirs[idx] = filepath.Dir(dst)
-				var size int64
-				// New date directories must survive a crash with their files.
-				err := durable.EnsureDir(vfs.Default, filepath.Dir(dst))
-				if err == nil {
-					size, err = encodeDay(db, dst)
-				}
-				if err != nil {
-					cancel(errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file"))
-					<-window
-					continue
-				}
-				results <- encoded{idx, ManifestFile{
-					Key: key, Date: db.day.date.Format(time.DateOnly), Rows: int64(len(db.headers)), Bytes: size,
-					FirstBlock: db.day.first, LastBlock: db.day.first + uint64(db.day.n) - 1,
-				}}
-				progressMu.Lock()
-				doneFiles++
-				if o.Progress != nil {
-					o.Progress(doneFiles, days)
-				}
-				progressMu.Unlock()
-				<-window
-			}
-		}()
-	}
-
-	// Stage 2: link and hash, in day order.
 	m := &Manifest{
 		Version: ManifestVersion, Preset: o.Preset.Name, Seed: o.Seed,
-		FirstDay: o.Preset.FirstDay.Format(time.DateOnly), Days: days,
-		FirstBlock: p.days[first].first,
+		FirstDay: o.Preset.FirstDay.Format(time.DateOnly), Days: g.days,
+		FirstBlock: g.p.days[g.first].first,
 	}
 	parent := anchorHash(o.Seed, m.FirstBlock)
 	m.FirstParentHash = parent.Hex()
-	var lastHeader *types.Header
-	hashErr := func() error {
-		defer close(toEncode)
-		for i := 0; i < days; i++ {
-			var db *dayBlocks
-			select {
-			case db = <-built[i]:
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-			parent = db.link(parent)
-			lastHeader = types.CopyHeader(db.headers[len(db.headers)-1])
-			select {
-			case toEncode <- db:
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-		}
-		return nil
-	}()
-	ewg.Wait()
-	close(results)
-	cancel(nil)
-	wg.Wait()
-	if hashErr != nil {
-		return nil, hashErr
-	}
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	files, last, err := g.run(ctx, parent)
+	if err != nil {
 		return nil, err
-	}
-	files := make([]ManifestFile, days)
-	done := 0
-	for r := range results {
-		files[r.idx] = r.file
-		done++
-	}
-	if done != days {
-		return nil, fmt.Errorf("archive generation stopped after %d of %d files", done, days)
 	}
 	m.Files = files
 	for _, f := range files {
 		m.Rows += f.Rows
 		m.Bytes += f.Bytes
 	}
-	m.LastBlock = files[days-1].LastBlock
-	m.LastHash = parent.Hex()
-	m.LastTimestamp = int64(lastHeader.Time)
-	m.LastHeader = lastHeader
-	seen := map[string]bool{}
-	for _, dir := range dirs {
-		if !seen[dir] {
-			seen[dir] = true
-			if err := syncDir(dir); err != nil {
-				return nil, errcode.Wrap(err, CodeOutputUnwritable, dir, "check --out", "sync directory")
-			}
-		}
+	m.LastBlock = files[g.days-1].LastBlock
+	m.LastHash = last.Hash().Hex()
+	m.LastTimestamp = int64(last.Time)
+	m.LastHeader = last
+	if err := syncDirs(g.dirs); err != nil {
+		return nil, err
 	}
 	if err := writeManifest(o.Out, m); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// generation is one GenerateArchive run, in three stages: build days in
+// parallel (bounded look-ahead), link and hash them in day order, encode
+// them in parallel. Its fields are what the stages share.
+type generation struct {
+	o       GenOptions
+	p       *plan
+	first   int // index in p.days of the preset's first day
+	days    int
+	workers int
+
+	built    []chan *dayBlocks // stage 1 to 2, one per day
+	window   chan struct{}     // days in flight, bounds memory
+	toEncode chan *dayBlocks   // stage 2 to 3
+	results  chan encodedDay   // stage 3 to the manifest
+	dirs     []string          // each day's date directory, synced before the manifest
+	cancel   context.CancelCauseFunc
+
+	progressMu sync.Mutex
+	doneFiles  int
+}
+
+// encodedDay is one written file, idx its day's position in the preset.
+type encodedDay struct {
+	idx  int
+	file ManifestFile
+}
+
+func newGeneration(o GenOptions) *generation {
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	g := &generation{
+		o: o, p: planFor(o.Seed), first: o.Preset.dayIndex(), days: o.Preset.Days, workers: workers,
+		window:   make(chan struct{}, 2*workers+2),
+		toEncode: make(chan *dayBlocks, workers),
+		results:  make(chan encodedDay, o.Preset.Days),
+		dirs:     make([]string, o.Preset.Days),
+	}
+	g.built = make([]chan *dayBlocks, g.days)
+	for i := range g.built {
+		g.built[i] = make(chan *dayBlocks, 1)
+	}
+	return g
+}
+
+// prepare readies the output directory for the preset's files (prepareOut)
+// and removes an old manifest, which would vouch for files about to be
+// replaced.
+func (g *generation) prepare() error {
+	want := map[string]bool{}
+	for i := 0; i < g.days; i++ {
+		want[fileKey(g.o.Seed, g.p.days[g.first+i].date)] = true
+	}
+	if err := prepareOut(g.o.Out, want); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(g.o.Out, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errcode.Wrap(err, CodeOutputUnwritable, g.o.Out, "choose a writable --out directory", "remove old manifest")
+	}
+	return nil
+}
+
+// run starts the builders and encoders, links the days in order from
+// parent, and returns the files in day order and the last header. The first
+// failure of any stage cancels the others.
+func (g *generation) run(ctx context.Context, parent common.Hash) ([]ManifestFile, *types.Header, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	g.cancel = cancel
+
+	jobs := make(chan int)
+	go g.feed(ctx, jobs)
+	var wg, ewg sync.WaitGroup
+	for w := 0; w < g.workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				g.built[i] <- buildDay(g.p, &g.p.days[g.first+i])
+			}
+		}()
+		ewg.Add(1)
+		go func() {
+			defer ewg.Done()
+			for db := range g.toEncode {
+				g.encode(db)
+			}
+		}()
+	}
+	last, hashErr := g.link(ctx, parent)
+	ewg.Wait()
+	close(g.results)
+	cancel(nil)
+	wg.Wait()
+	if hashErr != nil {
+		return nil, nil, hashErr
+	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return nil, nil, err
+	}
+	files := make([]ManifestFile, g.days)
+	done := 0
+	for r := range g.results {
+		files[r.idx] = r.file
+		done++
+	}
+	if done != g.days {
+		return nil, nil, fmt.Errorf("archive generation stopped after %d of %d files", done, g.days)
+	}
+	return files, last, nil
+}
+
+// feed hands out day positions to the builders, at most cap(window) days
+// ahead of the encoders.
+func (g *generation) feed(ctx context.Context, jobs chan<- int) {
+	defer close(jobs)
+	for i := 0; i < g.days; i++ {
+		select {
+		case g.window <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// link takes the built days in day order, links each to its predecessor's
+// hash (the one sequential step) and passes it to the encoders. It returns
+// a copy of the last header.
+func (g *generation) link(ctx context.Context, parent common.Hash) (*types.Header, error) {
+	defer close(g.toEncode)
+	var last *types.Header
+	for i := 0; i < g.days; i++ {
+		var db *dayBlocks
+		select {
+		case db = <-g.built[i]:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		parent = db.link(parent)
+		last = types.CopyHeader(db.headers[len(db.headers)-1])
+		select {
+		case g.toEncode <- db:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	return last, nil
+}
+
+// encode writes one linked day's file and records it; a failure cancels
+// the run. Either way the day leaves the look-ahead window.
+func (g *generation) encode(db *dayBlocks) {
+	defer func() { <-g.window }()
+	idx := db.day.index - g.first
+	key := fileKey(g.o.Seed, db.day.date)
+	dst := filepath.Join(g.o.Out, filepath.FromSlash(key))
+	g.dirs[idx] = filepath.Dir(dst)
+	var size int64
+	// New date directories must survive a crash with their files.
+	err := durable.EnsureDir(vfs.Default, filepath.Dir(dst))
+	if err == nil {
+		size, err = encodeDay(db, dst)
+	}
+	if err != nil {
+		g.cancel(errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file"))
+		return
+	}
+	g.results <- encodedDay{idx, ManifestFile{
+		Key: key, Date: db.day.date.Format(time.DateOnly), Rows: int64(len(db.headers)), Bytes: size,
+		FirstBlock: db.day.first, LastBlock: db.day.first + uint64(db.day.n) - 1,
+	}}
+	g.progressMu.Lock()
+	g.doneFiles++
+	if g.o.Progress != nil {
+		g.o.Progress(g.doneFiles, g.days)
+	}
+	g.progressMu.Unlock()
+}
+
+// syncDirs fsyncs each distinct directory of dirs once.
+func syncDirs(dirs []string) error {
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		if !seen[dir] {
+			seen[dir] = true
+			if err := syncDir(dir); err != nil {
+				return errcode.Wrap(err, CodeOutputUnwritable, dir, "check --out", "sync directory")
+			}
+		}
+	}
+	return nil
 }
 
 // writeManifest publishes m as out/manifest.json crash-safely.

@@ -126,135 +126,191 @@ func ptr[T any](v T) *T { return &v }
 // ParentHash, from the seed and the day plan alone.
 func buildDay(p *plan, dp *dayPlan) *dayBlocks {
 	db := &dayBlocks{day: dp}
-	r := rng(p.seed, purposeDayBlocks, uint64(dp.index), 0)
-	fr := rng(p.seed, purposeFields, uint64(dp.index), 0)
+	b := newDayBuilder(p, dp)
 	n := dp.n
 	db.headers = make([]*types.Header, 0, n)
 	db.txCount = make([]int64, 0, n)
 	db.size = make([]int64, 0, n)
 	db.td = make([]float64, 0, n)
-	mid := dp.date.Add(12 * time.Hour)
 	var times []int64
 	for _, pc := range dp.pieces {
-		times = append(times, pc.blockTimes(r)...)
+		times = append(times, pc.blockTimes(b.r)...)
 	}
-	powTable := newMinerTable(mid, false)
-	posTable := newMinerTable(mid, true)
-	util := interp(utilisation, mid, false)
-	empty := interp(emptyRate, mid, false)
-	perTx := interp(gasPerTx, mid, false)
-	logs := interp(logRate, mid, false)
-	// Difficulty jitter telescopes (j_i = r_i - r_{i-1}, last r = 0) so the
-	// day's difficulty sums to n*diff exactly and total difficulty at the
-	// next day's start is known without building this day.
-	var prevJ int64
-	td := dp.tdStart
-	baseFee := uint64(dp.baseFee)
-	var prevUsed, prevLimit uint64
 	for i := 0; i < n; i++ {
-		num := dp.first + uint64(i)
-		ts := times[i]
-		tt := time.Unix(ts, 0).UTC()
-		pos := num >= MergeBlock
-		h := &types.Header{
-			Number:      new(big.Int).SetUint64(num),
-			Time:        uint64(ts),
-			Root:        randHash(fr),
-			UncleHash:   types.EmptyUncleHash,
-			TxHash:      types.EmptyTxsHash,
-			ReceiptHash: types.EmptyReceiptsHash,
-		}
-		var extra []byte
-		if pos {
-			h.Coinbase, extra = posTable.pick(r)
-			h.Difficulty = new(big.Int)
-			h.MixDigest = randHash(fr) // prevRandao
-		} else {
-			h.Coinbase, extra = powTable.pick(r)
-			// Mainnet's difficulty moves in steps of parent/2048; the
-			// jitter is a multiple of diff/2048 (few distinct values a day).
-			var rj int64
-			if i < n-1 && num < MergeBlock-1 {
-				rj = int64(r.IntN(21)-10) * int64(dp.diff/2048)
-			}
-			diff := int64(dp.diff) + rj - prevJ
-			prevJ = rj
-			h.Difficulty = big.NewInt(diff)
-			td += float64(diff)
-			h.MixDigest = randHash(fr)
-			h.Nonce = types.EncodeNonce(fr.Uint64())
-			if r.Float64() < 0.06 && num > 1000 {
-				h.UncleHash = randHash(fr)
-			}
-		}
-		h.Extra = extra
-		limit := gasLimitAt(tt)
-		if !pos && num < LondonBlock && limit > 100_000 {
-			// Miners vote the limit up and down by up to 1/1024 per block.
-			limit = limit - limit/2048 + uint64(r.IntN(int(limit/1024)+1))
-		}
-		h.GasLimit = limit
-		var used uint64
-		if r.Float64() >= empty {
-			var u float64
-			if num >= LondonBlock {
-				u = 0.5 + 0.22*r.NormFloat64()
-			} else {
-				u = util + 0.1*r.NormFloat64()
-			}
-			u = math.Min(1, math.Max(0.0005, u))
-			used = uint64(u * float64(limit))
-			if used < 21000 {
-				used = 21000
-			}
-			if used > limit {
-				used = limit
-			}
-		}
-		h.GasUsed = used
-		var txs int64
-		if used > 0 {
-			txs = max(1, int64(float64(used)/(perTx*(0.7+0.6*r.Float64()))))
-			h.TxHash = randHash(fr)
-			h.ReceiptHash = randHash(fr)
-			if r.Float64() < logs {
-				h.Bloom = sparseBloom(r, 1)
-			}
-		}
-		if num >= LondonBlock {
-			if num == LondonBlock {
-				baseFee = 1_000_000_000
-			} else if i > 0 {
-				baseFee = nextBaseFee(baseFee, prevUsed, prevLimit)
-			}
-			h.BaseFee = new(big.Int).SetUint64(baseFee)
-		}
-		prevUsed, prevLimit = used, limit
-		if ts >= ShanghaiTime.Unix() {
-			h.WithdrawalsHash = ptr(randHash(fr))
-		}
-		if ts >= CancunTime.Unix() {
-			maxBlobs := 6
-			if ts >= PragueTime.Unix() {
-				maxBlobs = 9
-			}
-			h.BlobGasUsed = ptr(uint64(r.IntN(maxBlobs+1)) * blobGasPerBlob)
-			h.ExcessBlobGas = ptr(uint64(r.IntN(40)) * blobGasPerBlob)
-			h.ParentBeaconRoot = ptr(randHash(fr))
-		}
-		if ts >= PragueTime.Unix() {
-			h.RequestsHash = ptr(types.EmptyRequestsHash)
-		}
-		size := 540 + int64(len(extra)) + txs*int64(110+r.IntN(240))
-		if h.UncleHash != types.EmptyUncleHash {
-			size += 530
-		}
+		h, txs, size := b.block(i, times[i])
 		db.headers = append(db.headers, h)
 		db.txCount = append(db.txCount, txs)
 		db.size = append(db.size, size)
-		db.td = append(db.td, td)
+		db.td = append(db.td, b.td)
 	}
 	return db
+}
+
+// dayBuilder builds one day's blocks in order. r draws the model's
+// decisions and fr the field values, each block taking its draws in a fixed
+// order (the archive's bytes depend on it); the curves are read at the
+// day's noon; the rest carries from one block to the next.
+type dayBuilder struct {
+	dp                       *dayPlan
+	r, fr                    *rand.Rand
+	powTable, posTable       *minerTable
+	util, empty, perTx, logs float64
+
+	// Difficulty jitter telescopes (j_i = r_i - r_{i-1}, last r = 0) so the
+	// day's difficulty sums to n*diff exactly and total difficulty at the
+	// next day's start is known without building this day.
+	prevJ               int64
+	td                  float64 // total difficulty up to the last block built
+	baseFee             uint64
+	prevUsed, prevLimit uint64
+}
+
+func newDayBuilder(p *plan, dp *dayPlan) *dayBuilder {
+	mid := dp.date.Add(12 * time.Hour)
+	return &dayBuilder{
+		dp:       dp,
+		r:        rng(p.seed, purposeDayBlocks, uint64(dp.index), 0),
+		fr:       rng(p.seed, purposeFields, uint64(dp.index), 0),
+		powTable: newMinerTable(mid, false),
+		posTable: newMinerTable(mid, true),
+		util:     interp(utilisation, mid, false),
+		empty:    interp(emptyRate, mid, false),
+		perTx:    interp(gasPerTx, mid, false),
+		logs:     interp(logRate, mid, false),
+		td:       dp.tdStart,
+		baseFee:  uint64(dp.baseFee),
+	}
+}
+
+// block builds the day's block i, mined at unix second ts, and returns its
+// header, transaction count and size.
+func (b *dayBuilder) block(i int, ts int64) (h *types.Header, txs, size int64) {
+	num := b.dp.first + uint64(i)
+	h = &types.Header{
+		Number:      new(big.Int).SetUint64(num),
+		Time:        uint64(ts),
+		Root:        randHash(b.fr),
+		UncleHash:   types.EmptyUncleHash,
+		TxHash:      types.EmptyTxsHash,
+		ReceiptHash: types.EmptyReceiptsHash,
+	}
+	b.seal(h, i)
+	txs = b.gas(h)
+	b.setBaseFee(h, i)
+	b.forkFields(h)
+	size = 540 + int64(len(h.Extra)) + txs*int64(110+b.r.IntN(240))
+	if h.UncleHash != types.EmptyUncleHash {
+		size += 530
+	}
+	return h, txs, size
+}
+
+// seal sets who produced the block and how: the miner or validator and its
+// extra data; under proof of work the difficulty (adding it to the total
+// difficulty), mix digest, nonce and an occasional uncle; under proof of
+// stake a zero difficulty and the prevRandao.
+func (b *dayBuilder) seal(h *types.Header, i int) {
+	num := h.Number.Uint64()
+	if num >= MergeBlock {
+		h.Coinbase, h.Extra = b.posTable.pick(b.r)
+		h.Difficulty = new(big.Int)
+		h.MixDigest = randHash(b.fr) // prevRandao
+		return
+	}
+	h.Coinbase, h.Extra = b.powTable.pick(b.r)
+	// Mainnet's difficulty moves in steps of parent/2048; the jitter is a
+	// multiple of diff/2048 (few distinct values a day).
+	var rj int64
+	if i < b.dp.n-1 && num < MergeBlock-1 {
+		rj = int64(b.r.IntN(21)-10) * int64(b.dp.diff/2048)
+	}
+	diff := int64(b.dp.diff) + rj - b.prevJ
+	b.prevJ = rj
+	h.Difficulty = big.NewInt(diff)
+	b.td += float64(diff)
+	h.MixDigest = randHash(b.fr)
+	h.Nonce = types.EncodeNonce(b.fr.Uint64())
+	if b.r.Float64() < 0.06 && num > 1000 {
+		h.UncleHash = randHash(b.fr)
+	}
+}
+
+// gas sets the block's gas limit and gas used and, for a block with
+// transactions, its transaction and receipt roots and logs bloom; it
+// returns the transaction count.
+func (b *dayBuilder) gas(h *types.Header) (txs int64) {
+	num := h.Number.Uint64()
+	limit := gasLimitAt(time.Unix(int64(h.Time), 0).UTC())
+	if num < LondonBlock && limit > 100_000 {
+		// Miners (all before London) vote the limit up and down by up to
+		// 1/1024 per block.
+		limit = limit - limit/2048 + uint64(b.r.IntN(int(limit/1024)+1))
+	}
+	h.GasLimit = limit
+	var used uint64
+	if b.r.Float64() >= b.empty {
+		var u float64
+		if num >= LondonBlock {
+			u = 0.5 + 0.22*b.r.NormFloat64()
+		} else {
+			u = b.util + 0.1*b.r.NormFloat64()
+		}
+		u = math.Min(1, math.Max(0.0005, u))
+		used = uint64(u * float64(limit))
+		if used < 21000 {
+			used = 21000
+		}
+		if used > limit {
+			used = limit
+		}
+	}
+	h.GasUsed = used
+	if used > 0 {
+		txs = max(1, int64(float64(used)/(b.perTx*(0.7+0.6*b.r.Float64()))))
+		h.TxHash = randHash(b.fr)
+		h.ReceiptHash = randHash(b.fr)
+		if b.r.Float64() < b.logs {
+			h.Bloom = sparseBloom(b.r, 1)
+		}
+	}
+	return txs
+}
+
+// setBaseFee sets the EIP-1559 base fee from London on: 1 gwei at the fork
+// block, then each block's from its parent's gas (the day's first block
+// keeps the day plan's level).
+func (b *dayBuilder) setBaseFee(h *types.Header, i int) {
+	if num := h.Number.Uint64(); num >= LondonBlock {
+		if num == LondonBlock {
+			b.baseFee = 1_000_000_000
+		} else if i > 0 {
+			b.baseFee = nextBaseFee(b.baseFee, b.prevUsed, b.prevLimit)
+		}
+		h.BaseFee = new(big.Int).SetUint64(b.baseFee)
+	}
+	b.prevUsed, b.prevLimit = h.GasUsed, h.GasLimit
+}
+
+// forkFields sets the header fields later forks added: the withdrawals
+// root (Shanghai), blob gas and the parent beacon root (Cancun, up to 9
+// blobs from Prague), the requests hash (Prague).
+func (b *dayBuilder) forkFields(h *types.Header) {
+	ts := int64(h.Time)
+	if ts >= ShanghaiTime.Unix() {
+		h.WithdrawalsHash = ptr(randHash(b.fr))
+	}
+	if ts >= CancunTime.Unix() {
+		maxBlobs := 6
+		if ts >= PragueTime.Unix() {
+			maxBlobs = 9
+		}
+		h.BlobGasUsed = ptr(uint64(b.r.IntN(maxBlobs+1)) * blobGasPerBlob)
+		h.ExcessBlobGas = ptr(uint64(b.r.IntN(40)) * blobGasPerBlob)
+		h.ParentBeaconRoot = ptr(randHash(b.fr))
+	}
+	if ts >= PragueTime.Unix() {
+		h.RequestsHash = ptr(types.EmptyRequestsHash)
+	}
 }
 
 // link sets ParentHash of every header and computes the hashes; it is the

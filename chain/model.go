@@ -187,105 +187,137 @@ func buildPlan(seed int64) *plan {
 		p.days[i].date = FirstDay.AddDate(0, 0, i)
 	}
 	end := FirstDay.AddDate(0, 0, TotalDays).Unix()
-	type seg struct {
-		start, end  int64
-		first, last uint64
-		pos         bool
-	}
-	segs := []seg{
+	segs := []segment{
 		{GenesisTime.Unix() + 15, LondonTime.Unix(), 1, LondonBlock - 1, false},
 		{LondonTime.Unix(), MergeTime.Unix(), LondonBlock, MergeBlock - 1, false},
 		{MergeTime.Unix(), end, MergeBlock, LastBlockNumber, true},
 	}
 	for si, s := range segs {
-		type pc struct {
-			day        int
-			start, end int64
-			w          float64
-		}
-		var pcs []pc
-		for i := range p.days {
-			ds := p.days[i].date.Unix()
-			a, b := max(ds, s.start), min(ds+86400, s.end)
-			if a >= b {
-				continue
-			}
-			r := rng(0, purposeDayWeight, uint64(i), uint64(si)) // layout is seed-independent
-			var w float64
-			if s.pos {
-				// Slots in [a, b) counted from the merge slot.
-				w = float64(slotCount(a, b))
-			} else {
-				mid := time.Unix((a+b)/2, 0).UTC()
-				bt := interp(powBlockTime, mid, false)
-				w = float64(b-a) / bt * (1 + 0.04*(r.Float64()-0.5))
-			}
-			pcs = append(pcs, pc{i, a, b, w})
-		}
-		total := int64(s.last - s.first + 1)
+		pcs := p.segmentPieces(si, s)
 		if s.pos {
-			// Post-merge: count missed slots instead of blocks, with a
-			// day-to-day varying miss rate.
-			var slots int64
-			for _, c := range pcs {
-				slots += int64(c.w)
-			}
-			missed := slots - total
-			if missed < 0 {
-				panic("chain model: fewer slots than blocks after the merge")
-			}
-			ws := make([]float64, len(pcs))
-			var sum float64
-			for k, c := range pcs {
-				r := rng(0, purposeMissed, uint64(c.day), 0)
-				ws[k] = c.w * (0.4 + 1.2*r.Float64())
-				sum += ws[k]
-			}
-			var cum float64
-			var prevMissed int64
-			first := s.first
-			for k, c := range pcs {
-				cum += ws[k]
-				m := int64(math.Floor(float64(missed) * cum / sum))
-				if k == len(pcs)-1 {
-					m = missed
-				}
-				dm := m - prevMissed
-				prevMissed = m
-				n := int(int64(c.w) - dm)
-				if k == 0 && dm >= int64(c.w) {
-					panic("chain model: merge day has no block")
-				}
-				dp := &p.days[c.day]
-				dp.pieces = append(dp.pieces, dayPiece{start: c.start, end: c.end, first: first, n: n, pos: true, forceFirst: k == 0})
-				first += uint64(n)
-			}
-			continue
-		}
-		var sum float64
-		for _, c := range pcs {
-			sum += c.w
-		}
-		var cum float64
-		var prev int64
-		first := s.first
-		for k, c := range pcs {
-			cum += c.w
-			m := int64(math.Floor(float64(total) * cum / sum))
-			if k == len(pcs)-1 {
-				m = total
-			}
-			n := int(m - prev)
-			prev = m
-			if n < 1 || int64(n) > c.end-c.start {
-				panic("chain model: day piece block count out of range")
-			}
-			dp := &p.days[c.day]
-			dp.pieces = append(dp.pieces, dayPiece{start: c.start, end: c.end, first: first, n: n, forceFirst: k == 0})
-			first += uint64(n)
+			p.placePoS(s, pcs)
+		} else {
+			p.placePoW(s, pcs)
 		}
 	}
-	// Day totals, difficulty, total difficulty and base fee levels.
+	p.fillDays()
+	return p
+}
+
+// segment is a run of blocks [first, last] over the unix seconds [start,
+// end); pos marks proof of stake (blocks on 12 s slots).
+type segment struct {
+	start, end  int64
+	first, last uint64
+	pos         bool
+}
+
+// segPiece is one day's part [start, end) of a segment, with the weight w
+// that sets its share of the segment's blocks.
+type segPiece struct {
+	day        int
+	start, end int64
+	w          float64
+}
+
+// segmentPieces cuts segment si into its day pieces. A proof-of-stake
+// piece weighs its slot count; a proof-of-work piece its expected block
+// count at the date's block time, with a ±2% jitter.
+func (p *plan) segmentPieces(si int, s segment) []segPiece {
+	var pcs []segPiece
+	for i := range p.days {
+		ds := p.days[i].date.Unix()
+		a, b := max(ds, s.start), min(ds+86400, s.end)
+		if a >= b {
+			continue
+		}
+		r := rng(0, purposeDayWeight, uint64(i), uint64(si)) // layout is seed-independent
+		var w float64
+		if s.pos {
+			// Slots in [a, b) counted from the merge slot.
+			w = float64(slotCount(a, b))
+		} else {
+			mid := time.Unix((a+b)/2, 0).UTC()
+			bt := interp(powBlockTime, mid, false)
+			w = float64(b-a) / bt * (1 + 0.04*(r.Float64()-0.5))
+		}
+		pcs = append(pcs, segPiece{i, a, b, w})
+	}
+	return pcs
+}
+
+// placePoW gives each proof-of-work piece its share of the segment's
+// blocks by weight.
+func (p *plan) placePoW(s segment, pcs []segPiece) {
+	total := int64(s.last - s.first + 1)
+	var sum float64
+	for _, c := range pcs {
+		sum += c.w
+	}
+	var cum float64
+	var prev int64
+	first := s.first
+	for k, c := range pcs {
+		cum += c.w
+		m := int64(math.Floor(float64(total) * cum / sum))
+		if k == len(pcs)-1 {
+			m = total
+		}
+		n := int(m - prev)
+		prev = m
+		if n < 1 || int64(n) > c.end-c.start {
+			panic("chain model: day piece block count out of range")
+		}
+		dp := &p.days[c.day]
+		dp.pieces = append(dp.pieces, dayPiece{start: c.start, end: c.end, first: first, n: n, forceFirst: k == 0})
+		first += uint64(n)
+	}
+}
+
+// placePoS spreads the segment's missed slots (slots minus blocks) over
+// its proof-of-stake pieces, with a day-to-day varying miss rate; each
+// piece holds its slots minus its missed ones.
+func (p *plan) placePoS(s segment, pcs []segPiece) {
+	total := int64(s.last - s.first + 1)
+	var slots int64
+	for _, c := range pcs {
+		slots += int64(c.w)
+	}
+	missed := slots - total
+	if missed < 0 {
+		panic("chain model: fewer slots than blocks after the merge")
+	}
+	ws := make([]float64, len(pcs))
+	var sum float64
+	for k, c := range pcs {
+		r := rng(0, purposeMissed, uint64(c.day), 0)
+		ws[k] = c.w * (0.4 + 1.2*r.Float64())
+		sum += ws[k]
+	}
+	var cum float64
+	var prevMissed int64
+	first := s.first
+	for k, c := range pcs {
+		cum += ws[k]
+		m := int64(math.Floor(float64(missed) * cum / sum))
+		if k == len(pcs)-1 {
+			m = missed
+		}
+		dm := m - prevMissed
+		prevMissed = m
+		n := int(int64(c.w) - dm)
+		if k == 0 && dm >= int64(c.w) {
+			panic("chain model: merge day has no block")
+		}
+		dp := &p.days[c.day]
+		dp.pieces = append(dp.pieces, dayPiece{start: c.start, end: c.end, first: first, n: n, pos: true, forceFirst: k == 0})
+		first += uint64(n)
+	}
+}
+
+// fillDays sets each day's totals from its pieces, then its difficulty,
+// the total difficulty before it and (from London on) its base fee level.
+func (p *plan) fillDays() {
 	var td float64
 	var walk float64
 	for i := range p.days {
@@ -309,12 +341,11 @@ func buildPlan(seed int64) *plan {
 		if !dp.date.Add(24 * time.Hour).After(LondonTime) {
 			continue
 		}
-		r := rng(seed, purposeBaseFee, uint64(i), 0)
+		r := rng(p.seed, purposeBaseFee, uint64(i), 0)
 		walk = 0.8*walk + 0.35*r.NormFloat64()
 		dp.baseFee = math.Round(interp(baseFeeLevel, mid, true) * 1e9 * math.Exp(walk))
 	}
 	p.mergeTD = td
-	return p
 }
 
 // slotCount is the number of 12 s slots (counted from the merge) whose time

@@ -18,11 +18,13 @@
 //	    <n>, <n>.compact           a FileStreamSource log (here; sources/s3archive)
 //	    history.<block>.<hash>.json  the ethrpc source's history (sources/ethrpc)
 //	<ckpt>/state/<opId>/...      state store files (package state)
-//	<ckpt>/shape/<seq>           the query's recorded shape, v1 (package shape)
+//	<ckpt>/shape/<seq>           the query's recorded shape, v2 or v1 (package shape)
 //	<ckpt>/progress/<n>.jsonl    the progress log: StreamingQueryProgress JSON lines (informational)
 //	<ckpt>/progress.jsonl        the progress log of format 1 (read, never written)
 //	<ckpt>/.lock                 empty file locked while a query runs; on S3 the
 //	                             lease .lock/<generation> (package storage)
+//	<ckpt>/copy-in-progress      a checkpoint copy's destination until its last file
+//	                             is verified (package relocate; CopyMarkerFile)
 //
 // <batchId> is a non-negative decimal integer without leading zeros. Names in
 // offsets/ and commits/ that are not batch ids are ignored, except temporary

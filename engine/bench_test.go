@@ -8,6 +8,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -45,7 +46,7 @@ func benchLoop(b *testing.B, fs vfs.FS, dir string) {
 	q := Query{
 		Columns:  []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource},
 		Sources:  []NamedSource{{Name: "eth_live", Source: &memSource{w: w, name: "eth_live"}}},
-		Operator: &nopOp{}, Sink: &memSink{t: &tableWorld{rows: map[string]int64{}, applied: map[int64]bool{}}},
+		Operator: &nopOp{}, Sink: streamtest.Plain(streamtest.NewSink()),
 		Trigger: Trigger{Kind: ProcessingTime}, MaxDataBatches: b.N,
 		Conf: map[string]string{checkpoint.ConfSourceEvolution: "true", checkpoint.ConfMinBatchesToRetain: "100"},
 	}
@@ -67,7 +68,7 @@ func TestRunOnDisk(t *testing.T) {
 	s.sources["a"] = &srcWorld{start: 1, available: 50, max: 20}
 	s.sources["b"] = &srcWorld{start: 1, available: 5}
 	mk := func(names ...string) Query {
-		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: streamtest.Plain(s.table),
 			Trigger: Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"}}
 		for _, n := range names {
 			q.Sources = append(q.Sources, NamedSource{n, &memSource{w: s.sources[n], name: n}})

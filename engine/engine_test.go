@@ -15,6 +15,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -78,7 +79,7 @@ func TestCrashAtEveryPoint(t *testing.T) {
 					mk := func() (Query, Options) {
 						q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{},
 							Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Hour},
-							Sink:      &memSink{t: s.table}, Trigger: Trigger{Kind: AvailableNow},
+							Sink:      streamtest.Plain(s.table), Trigger: Trigger{Kind: AvailableNow},
 							Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
 							Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}},
 								{"b", &memSource{w: s.sources["b"], name: "b"}}}}
@@ -96,7 +97,8 @@ func TestCrashAtEveryPoint(t *testing.T) {
 					}
 					o.crash = crash
 					if point == "sink" {
-						q.Sink.(*memSink).failAfter = func(int64) error { return crash("sink") }
+						// The process dies right after the sink's nth batch.
+						s.table.Points = streamtest.MustPoints(fmt.Sprintf("after-sink@%d", nth))
 					}
 					_, err := Run(context.Background(), q, o)
 					if err != errCrash && !strings.Contains(fmt.Sprint(err), errCrash.Error()) {
@@ -107,6 +109,7 @@ func TestCrashAtEveryPoint(t *testing.T) {
 						cfg.RNG = rng
 					}
 					s.fs = s.fs.CrashClone(cfg)
+					s.table.Points = nil
 					q, o = mk()
 					if _, err := Run(context.Background(), q, o); err != nil {
 						t.Fatalf("restart: %v", err)
@@ -165,7 +168,7 @@ func TestFlattenProgress(t *testing.T) {
 	s.sources["live"] = &srcWorld{start: 101, available: 100, max: 20, grow: 20}
 	fs := s.fs
 	run := func(phase string, srcs []string, conf map[string]string, trig Trigger, maxB int) {
-		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: streamtest.Plain(s.table),
 			Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Hour}, Trigger: trig, MaxDataBatches: maxB,
 			Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"}}
 		for k, v := range conf {
@@ -228,7 +231,7 @@ func TestFileOpFaultLoop(t *testing.T) {
 		s.sources["b"] = &srcWorld{start: 101, available: 110, max: 4}
 		return s, func(fs vfs.FS) (Query, Options) {
 			q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{},
-				Sink: &memSink{t: s.table}, Trigger: Trigger{Kind: AvailableNow},
+				Sink: streamtest.Plain(s.table), Trigger: Trigger{Kind: AvailableNow},
 				Conf: map[string]string{checkpoint.ConfSourceEvolution: "true", checkpoint.ConfMinBatchesToRetain: "2"},
 				Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}},
 					{"b", &memSource{w: s.sources["b"], name: "b"}}}}
@@ -275,7 +278,7 @@ func TestCancelMidBatch(t *testing.T) {
 	s.sources["a"] = &srcWorld{start: 1, available: 50, max: 10}
 	ctx, cancel := context.WithCancel(context.Background())
 	src := &cancelSource{memSource: memSource{w: s.sources["a"], name: "a"}, cancel: cancel, at: 3}
-	q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+	q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: streamtest.Plain(s.table),
 		Trigger: Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
 		Sources: []NamedSource{{"a", src}}}
 	o := Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock}
@@ -301,7 +304,7 @@ func TestSourcesGetRetention(t *testing.T) {
 		s := newScenario()
 		s.sources["a"] = &srcWorld{start: 1, available: 5, max: 10}
 		src := &memSource{w: s.sources["a"], name: "a"}
-		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: &memSink{t: s.table},
+		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: streamtest.Plain(s.table),
 			Trigger: Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
 			Sources: []NamedSource{{"a", src}}}
 		if conf != "" {
@@ -351,7 +354,7 @@ func TestNoDataProbeError(t *testing.T) {
 	s := newScenario()
 	s.sources["a"] = &srcWorld{start: 1, available: 20, max: 10}
 	op := &probeErrOp{}
-	q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: op, Sink: &memSink{t: s.table},
+	q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: op, Sink: streamtest.Plain(s.table),
 		Watermark: &Watermark{Column: ethblock.ColBlockTS, Delay: time.Minute},
 		Trigger:   Trigger{Kind: AvailableNow}, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
 		Sources: []NamedSource{{"a", &memSource{w: s.sources["a"], name: "a"}}}}

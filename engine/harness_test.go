@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -391,49 +392,29 @@ func (o *prepOp) Abort() {
 	o.countOp.Abort()
 }
 
-// ---- an idempotent in-memory sink: MERGE by key, skip applied batch ids ----
+// ---- the table: streamtest's Sink keyed by countOp's key column ----
 
-type tableWorld struct {
-	rows    map[string]int64
-	applied map[int64]bool
-	adds    int // AddBatch calls that changed the table
-}
-
-type memSink struct {
-	t         *tableWorld
-	queryID   string
-	failAfter func(batchID int64) error // called after applying (a crash in the sink)
-	// failBefore is called before applying (a sink that fails and writes
-	// nothing).
-	failBefore func(batchID int64) error
+// newTable returns an empty table for countOp's output (key, count), which
+// runs see through streamtest.Plain: a bare stream.Sink, so the engine runs
+// no table checks.
+func newTable() *streamtest.Sink {
+	k := streamtest.NewSink()
+	k.Key = []string{"key"}
+	return k
 }
 
-func (s *memSink) Open(ctx context.Context, env stream.SinkEnv) error {
-	s.queryID = env.QueryID
-	return nil
+// tableCounts returns the table's count per key.
+func tableCounts(k *streamtest.Sink) map[string]int64 {
+	m := map[string]int64{}
+	for key, row := range k.Table() {
+		n, err := strconv.ParseInt(row["count"], 10, 64)
+		if err != nil {
+			panic(fmt.Sprintf("table row %s: count %q", key, row["count"]))
+		}
+		m[key] = n
+	}
+	return m
 }
-func (s *memSink) Description() string { return "MemorySink" }
-func (s *memSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
-	if s.failBefore != nil {
-		if err := s.failBefore(id); err != nil {
-			return stream.SinkProgress{}, err
-		}
-	}
-	if !s.t.applied[id] {
-		for i := 0; i < out.Len; i++ {
-			s.t.rows[out.Columns[0].Strings[i]] = out.Columns[1].Int64s[i]
-		}
-		s.t.applied[id] = true
-		s.t.adds++
-	}
-	if s.failAfter != nil {
-		if err := s.failAfter(id); err != nil {
-			return stream.SinkProgress{}, err
-		}
-	}
-	return stream.SinkProgress{Description: s.Description(), NumOutputRows: int64(out.Len)}, nil
-}
-func (s *memSink) Close() error { return nil }
 
 // ---- helpers ----
 

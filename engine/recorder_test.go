@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -126,7 +127,7 @@ func TestProgressEncodedOnce(t *testing.T) {
 	q := Query{Name: "blocks", Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource},
 		Watermark: &Watermark{Column: ethblock.ColBlockTS},
 		Sources:   []NamedSource{{Name: "a", Source: &memSource{w: w, name: "a"}}},
-		Operator:  &countOp{}, Sink: &memSink{t: s.table}, Trigger: Trigger{Kind: AvailableNow},
+		Operator:  &countOp{}, Sink: streamtest.Plain(s.table), Trigger: Trigger{Kind: AvailableNow},
 		Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"}}
 	sum, err := Run(context.Background(), q, Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock, Listeners: []Listener{lr, jl}})
 	if err != nil || sum.DataBatches != 3 {

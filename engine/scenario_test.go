@@ -27,14 +27,16 @@ const ckptDir = "/ckpt"
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-var errCrash = errors.New("injected crash")
+// errCrash is the harness's crash: the engine's crash points and the
+// table's schedules die the same way.
+var errCrash = streamtest.ErrCrash
 
 // scenario is the world a datadriven script acts on: the checkpoint's file
 // system, the data behind each source, the sink's table, progress events.
 type scenario struct {
 	fs       *vfs.MemFS
 	sources  map[string]*srcWorld
-	table    *tableWorld
+	table    *streamtest.Sink
 	events   []*stream.Progress
 	clock    *streamtest.Clock
 	hashes   map[string]string
@@ -52,7 +54,7 @@ type scenario struct {
 func newScenario() *scenario {
 	return &scenario{
 		fs: vfs.NewCrashableMem(), sources: map[string]*srcWorld{},
-		table:  &tableWorld{rows: map[string]int64{}, applied: map[int64]bool{}},
+		table:  newTable(),
 		clock:  newStepClock(),
 		hashes: map[string]string{}, queryIDs: map[string]bool{}, runIDs: map[string]bool{},
 		dir: ckptDir, sinks: map[string]*streamtest.Sink{},
@@ -405,30 +407,16 @@ func (s *scenario) options(t *testing.T, d *datadriven.TestData) Options {
 func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	q, _ := s.query(t, d)
 	o := s.options(t, d)
-	sink := &memSink{t: s.table}
+	// sink-fail=N: the run's N-th AddBatch fails and applies nothing;
+	// sink-crash=N: the process dies right after the N-th applies.
+	s.table.Failures, s.table.Points = nil, nil
 	if c := argOr(d, "sink-fail", ""); c != "" {
-		n, _ := strconv.Atoi(c)
-		calls := 0
-		sink.failBefore = func(int64) error {
-			calls++
-			if calls == n {
-				return errors.New("injected sink failure")
-			}
-			return nil
-		}
+		s.table.Failures = streamtest.MustPoints("before-sink@" + c)
 	}
 	if c := argOr(d, "sink-crash", ""); c != "" {
-		n, _ := strconv.Atoi(c)
-		calls := 0
-		sink.failAfter = func(int64) error {
-			calls++
-			if calls == n {
-				return errCrash
-			}
-			return nil
-		}
+		s.table.Points = streamtest.MustPoints("after-sink@" + c)
 	}
-	q.Sink = sink
+	q.Sink = streamtest.Plain(s.table)
 	if name := argOr(d, "sink", ""); name != "" {
 		q.Sink = s.sinks[name]
 	}
@@ -517,12 +505,13 @@ func (s *scenario) verifyTable() string {
 		}
 	}
 	var bad []string
+	rows := tableCounts(s.table)
 	for k, v := range want {
-		if s.table.rows[k] != v {
-			bad = append(bad, fmt.Sprintf("%s: table %d, recount %d", k, s.table.rows[k], v))
+		if rows[k] != v {
+			bad = append(bad, fmt.Sprintf("%s: table %d, recount %d", k, rows[k], v))
 		}
 	}
-	for k := range s.table.rows {
+	for k := range rows {
 		if _, ok := want[k]; !ok {
 			bad = append(bad, fmt.Sprintf("%s: in table only", k))
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -34,7 +35,7 @@ type checkedSource struct {
 func (s *checkedSource) Check(context.Context) error { return s.err }
 
 type checkedSink struct {
-	memSink
+	stream.Sink
 	err error
 }
 
@@ -48,7 +49,7 @@ func TestStartValidationRunAndPlan(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	w := &srcWorld{start: 100, available: 130, max: 10}
-	table := &tableWorld{rows: map[string]int64{}, applied: map[int64]bool{}}
+	table := newTable()
 	probe := func(code string) error {
 		if code == "" {
 			return nil
@@ -62,7 +63,7 @@ func TestStartValidationRunAndPlan(t *testing.T) {
 		}
 		return Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource},
 			Sources:  []NamedSource{{Name: "eth_live", Source: &checkedSource{memSource: memSource{w: w, name: "eth_live"}, err: probe(srcErr)}}},
-			Operator: &limitedOp{max: max}, Sink: &checkedSink{memSink: memSink{t: table}, err: probe(sinkErr)},
+			Operator: &limitedOp{max: max}, Sink: &checkedSink{Sink: streamtest.Plain(table), err: probe(sinkErr)},
 			Trigger: Trigger{Kind: AvailableNow}, Conf: c}
 	}
 	rows := []struct {

@@ -212,45 +212,74 @@ type spelling struct {
 // Render writes q as Spark SQL text.
 func (q *Query) Render() string {
 	var b strings.Builder
-	kw := func(s string) string {
-		if q.spell.upper {
-			return strings.ToUpper(s)
-		}
-		return s
+	win := q.windowExpr()
+	head, order := q.selectHead(win)
+	items := make([]string, 0, len(order)+len(q.Aggs))
+	for _, i := range order {
+		items = append(items, head[i])
 	}
-	b.WriteString(kw("select") + " ")
-	var items []string
-	win := ""
-	if w := q.Window; w != nil {
-		win = "window(" + w.Column + ", " + q.spell.size
-		if q.spell.slide != "" || q.spell.start != "" {
-			win += ", " + q.spell.slide
-		}
-		if q.spell.start != "" {
-			win += ", " + q.spell.start
-		}
-		win += ")"
+	items = append(items, q.aggItems()...)
+	b.WriteString(q.kw("select") + " ")
+	b.WriteString(strings.Join(items, ", "))
+	b.WriteString(" " + q.kw("from") + " " + q.From)
+	if q.Where != nil {
+		b.WriteString(" " + q.kw("where") + " ")
+		q.Where.render(&b)
 	}
-	// Non-aggregate items: the window, then the keys, in selectOrder.
-	var head []string
+	if groups := q.groupBy(win, order); len(groups) > 0 {
+		b.WriteString(" " + q.kw("group by") + " " + strings.Join(groups, ", "))
+	}
+	return b.String()
+}
+
+// kw spells keyword s in the query's case.
+func (q *Query) kw(s string) string {
+	if q.spell.upper {
+		return strings.ToUpper(s)
+	}
+	return s
+}
+
+// windowExpr is the window(...) call as spelled, "" without a window.
+func (q *Query) windowExpr() string {
+	w := q.Window
+	if w == nil {
+		return ""
+	}
+	win := "window(" + w.Column + ", " + q.spell.size
+	if q.spell.slide != "" || q.spell.start != "" {
+		win += ", " + q.spell.slide
+	}
+	if q.spell.start != "" {
+		win += ", " + q.spell.start
+	}
+	return win + ")"
+}
+
+// selectHead returns the non-aggregate SELECT items (the window, then the
+// keys) and the order they are written in (selectOrder, or as listed).
+func (q *Query) selectHead(win string) (head []string, order []int) {
 	if win != "" {
 		if q.spell.windowAlias {
-			head = append(head, win+" "+kw("as")+" window")
+			head = append(head, win+" "+q.kw("as")+" window")
 		} else {
 			head = append(head, win)
 		}
 	}
 	head = append(head, q.Keys...)
-	order := q.spell.selectOrder
+	order = q.spell.selectOrder
 	if len(order) != len(head) {
 		order = make([]int, len(head))
 		for i := range order {
 			order[i] = i
 		}
 	}
-	for _, i := range order {
-		items = append(items, head[i])
-	}
+	return head, order
+}
+
+// aggItems returns the aggregate SELECT items, each function as spelled.
+func (q *Query) aggItems() []string {
+	var items []string
 	for i, a := range q.Aggs {
 		f := a.Func
 		if i < len(q.spell.funcs) && q.spell.funcs[i] != "" {
@@ -265,17 +294,17 @@ func (q *Query) Render() string {
 		}
 		s := f + "(" + arg + ")"
 		if a.Alias != "" {
-			s += " " + kw("as") + " " + a.Alias
+			s += " " + q.kw("as") + " " + a.Alias
 		}
 		items = append(items, s)
 	}
-	b.WriteString(strings.Join(items, ", "))
-	b.WriteString(" " + kw("from") + " " + q.From)
-	if q.Where != nil {
-		b.WriteString(" " + kw("where") + " ")
-		q.Where.render(&b)
-	}
-	// GROUP BY: ordinals are positions in the SELECT list (1-based).
+	return items
+}
+
+// groupBy returns the GROUP BY items: the window and the keys, each by its
+// expression, alias or ordinal as spelled. Ordinals are positions in the
+// SELECT list (1-based), which order gives.
+func (q *Query) groupBy(win string, order []int) []string {
 	pos := func(headIndex int) int {
 		for p, i := range order {
 			if i == headIndex {
@@ -285,7 +314,9 @@ func (q *Query) Render() string {
 		panic("sparkref: select item not found")
 	}
 	var groups []string
+	base := 0
 	if win != "" {
+		base = 1
 		switch {
 		case q.spell.groupWindow == 1 && q.spell.windowAlias:
 			groups = append(groups, "window")
@@ -295,10 +326,6 @@ func (q *Query) Render() string {
 			groups = append(groups, win)
 		}
 	}
-	base := 0
-	if win != "" {
-		base = 1
-	}
 	for i, k := range q.Keys {
 		if i < len(q.spell.keyOrdinal) && q.spell.keyOrdinal[i] {
 			groups = append(groups, fmt.Sprint(pos(base+i)))
@@ -306,10 +333,7 @@ func (q *Query) Render() string {
 			groups = append(groups, k)
 		}
 	}
-	if len(groups) > 0 {
-		b.WriteString(" " + kw("group by") + " " + strings.Join(groups, ", "))
-	}
-	return b.String()
+	return groups
 }
 
 // WatermarkOption is the --with-watermark value ("" without one).

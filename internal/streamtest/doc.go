@@ -10,8 +10,11 @@
 //     included, Batch.Signs), offset {"n":<rows consumed>}, an optional read
 //     limit per batch, trigger availableNow.
 //   - Sink: a stream.Sink that MERGEs each batch into a table by the output
-//     schema's key (appends when there is none) and applies a batch id once,
-//     as the Delta sink's txn action does; it records every batch it applied.
+//     schema's key (or its Key; appends when there is none) and applies a
+//     batch id once, as the Delta sink's txn action does; it records every
+//     batch it applied. Failures schedules AddBatch errors that are not
+//     crashes; Plain hands the engine the same table as a bare stream.Sink
+//     (no identity, no record: no table checks).
 //   - PassThrough: a stateless stream.Operator handing its input to the sink.
 //   - Clock: a manual stream.Clock; Sleep advances time at once.
 //   - FaultFS: a vfs.FS over a crashable in-memory FS whose faults are

@@ -39,8 +39,13 @@ type FaultFS struct {
 }
 
 // NewFaultFS returns an empty fault FS whose scripts name paths under root.
-func NewFaultFS(root string) *FaultFS {
-	f := &FaultFS{Root: root, mem: vfs.NewCrashableMem()}
+func NewFaultFS(root string) *FaultFS { return NewFaultFSOver(root, vfs.NewCrashableMem()) }
+
+// NewFaultFSOver returns a fault FS over mem, a crashable MemFS the test
+// has already filled: a fault loop then starts each attempt from the same
+// synced state (a CrashClone of it).
+func NewFaultFSOver(root string, mem *vfs.MemFS) *FaultFS {
+	f := &FaultFS{Root: root, mem: mem}
 	f.fs = errorfs.Wrap(&memSwitch{f: f}, f)
 	return f
 }

@@ -2,6 +2,7 @@ package streamtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,9 +22,16 @@ import (
 type Sink struct {
 	// Points, when set, is hit at before-sink and after-sink.
 	Points *Points
+	// Failures, when set, is hit at before-sink too, after Points; where
+	// it fires, AddBatch fails with ErrSinkFailure and applies nothing (a
+	// sink that fails, not a process that dies).
+	Failures *Points
 	// ID is the identity of the table (OutputID, as a Delta table's
 	// metadata id); "" for a sink without one.
 	ID string
+	// Key is the table's key when the output schema names none (an
+	// operator without stream.SchemaOperator); the schema's key wins.
+	Key []string
 
 	mu      sync.Mutex
 	env     stream.SinkEnv
@@ -33,6 +41,10 @@ type Sink struct {
 	applied []Applied
 	calls   int
 }
+
+// ErrSinkFailure is the error of a before-sink hit that Sink.Failures
+// fires.
+var ErrSinkFailure = errors.New("injected sink failure")
 
 // Applied is one batch the sink applied: its query id, batch id and rows
 // (a copy).
@@ -63,6 +75,9 @@ func (s *Sink) AddBatch(_ context.Context, id int64, out *stream.Batch) (stream.
 	if err := s.Points.Hit("before-sink"); err != nil {
 		return stream.SinkProgress{}, err
 	}
+	if s.Failures.Hit("before-sink") != nil {
+		return stream.SinkProgress{}, ErrSinkFailure
+	}
 	if err := out.Validate(); err != nil {
 		return stream.SinkProgress{}, fmt.Errorf("memory sink: batch %d: %w", id, err)
 	}
@@ -90,6 +105,9 @@ func (s *Sink) AddBatch(_ context.Context, id int64, out *stream.Batch) (stream.
 // merge applies out to the table; s.mu is held.
 func (s *Sink) merge(out *stream.Batch) error {
 	key := s.env.Schema.Key
+	if len(key) == 0 {
+		key = s.Key
+	}
 	var keyCols []*stream.Column
 	for _, k := range key {
 		c := out.Column(k)
@@ -197,3 +215,18 @@ func (s *Sink) Close() error { return nil }
 func (s *Sink) OutputID(context.Context) (string, error) { return s.ID, nil }
 
 var _ stream.IdentifiedSink = (*Sink)(nil)
+
+// Plain returns s as a bare stream.Sink: Open, Description, AddBatch and
+// Close only, without OutputID and RecordedBatches, so the engine runs
+// none of the table checks those enable (a sink that records nothing, as
+// Spark's foreachBatch). The table, the record and the schedules are s's.
+func Plain(s *Sink) stream.Sink { return plainSink{s} }
+
+type plainSink struct{ s *Sink }
+
+func (p plainSink) Open(ctx context.Context, env stream.SinkEnv) error { return p.s.Open(ctx, env) }
+func (p plainSink) Description() string                                { return p.s.Description() }
+func (p plainSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
+	return p.s.AddBatch(ctx, id, out)
+}
+func (p plainSink) Close() error { return p.s.Close() }

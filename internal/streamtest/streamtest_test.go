@@ -129,6 +129,41 @@ func TestSinkMerge(t *testing.T) {
 	}
 }
 
+// TestSinkKeyFailuresPlain: Key keys a table whose output schema names no
+// key; a Failures hit fails AddBatch with ErrSinkFailure and applies
+// nothing (the next call applies); Plain hides OutputID and
+// RecordedBatches but writes the same table.
+func TestSinkKeyFailuresPlain(t *testing.T) {
+	ctx := context.Background()
+	s := NewSink()
+	s.Key = []string{"miner"}
+	s.Failures = MustPoints("before-sink@2")
+	p := Plain(s)
+	if _, ok := p.(stream.RecordingSink); ok {
+		t.Fatal("Plain records batches")
+	}
+	if _, ok := p.(stream.IdentifiedSink); ok {
+		t.Fatal("Plain has an identity")
+	}
+	if err := p.Open(ctx, stream.SinkEnv{QueryID: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddBatch(ctx, 0, numbers(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddBatch(ctx, 1, numbers(5, 6)); !errors.Is(err, ErrSinkFailure) {
+		t.Fatalf("second AddBatch: %v, want ErrSinkFailure", err)
+	}
+	if _, err := p.AddBatch(ctx, 1, numbers(5, 6)); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(s.Lines(), "; ")
+	want := "0x0: miner=0x0 number=0; 0x1: miner=0x1 number=1; 0x2: miner=0x2 number=5"
+	if got != want || len(s.Applied()) != 2 {
+		t.Fatalf("table %s (%d applied), want %s", got, len(s.Applied()), want)
+	}
+}
+
 func TestPoints(t *testing.T) {
 	p := MustPoints("a@2, b")
 	var got []string

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -177,9 +177,8 @@ func TestAutoCompactionOff(t *testing.T) {
 func TestAutoVacuumHonoursRetention(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clk := streamtest.NewClock(time.Now())
+	clock := clk.Now
 	if _, err := Create(ctx, dir, SinkSchema(), WithClock(clock),
 		WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 hour"})); err != nil {
 		t.Fatal(err)
@@ -198,9 +197,7 @@ func TestAutoVacuumHonoursRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.waitMaintenance()
-		mu.Lock()
-		now = now.Add(time.Minute)
-		mu.Unlock()
+		clk.Advance(time.Minute)
 	}
 	tbl, err := Open(ctx, dir)
 	if err != nil {
@@ -245,9 +242,8 @@ func TestAutoVacuumHonoursRetention(t *testing.T) {
 func TestExpiredLogCleanup(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clk := streamtest.NewClock(time.Now())
+	clock := clk.Now
 	if _, err := Create(ctx, dir, SinkSchema(), WithClock(clock),
 		WithConfiguration(map[string]string{"delta.logRetentionDuration": "interval 1 hour"})); err != nil {
 		t.Fatal(err)
@@ -269,9 +265,7 @@ func TestExpiredLogCleanup(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.waitMaintenance()
-		mu.Lock()
-		now = now.Add(time.Minute) // the files' own times stay real: every checkpoint expires
-		mu.Unlock()
+		clk.Advance(time.Minute) // the files' own times stay real: every checkpoint expires
 	}
 	tbl, err := Open(ctx, dir)
 	if err != nil {
@@ -398,8 +392,8 @@ func plan2(t *testing.T, s *MergeSink, ctx context.Context) (*Snapshot, []action
 func TestAutoVacuumInSteps(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	now := time.Now()
-	clock := func() time.Time { return now }
+	clk := streamtest.NewClock(time.Now())
+	clock := clk.Now
 	if _, err := Create(ctx, dir, SinkSchema(), WithClock(clock),
 		WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 hour"})); err != nil {
 		t.Fatal(err)
@@ -423,7 +417,7 @@ func TestAutoVacuumInSteps(t *testing.T) {
 	if n := diskFiles(t, dir); n != removed+1 {
 		t.Fatalf("%d data files on disk, want %d", n, removed+1)
 	}
-	now = now.Add(2 * time.Hour)
+	clk.Advance(2 * time.Hour)
 	var runs []int
 	for range 4 {
 		before := diskFiles(t, dir)

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -436,33 +437,30 @@ func (rs *rowSet) colStat(c int) colStat {
 			}
 		}
 	case stream.String:
-		for i, x := range v.str[:rs.n] {
-			switch {
-			case v.isNull(i):
-				s.nulls++
-			case !s.has:
-				s.lo, s.hi, s.has = i, i, true
-			case x < v.str[s.lo]:
-				s.lo = i
-			case x > v.str[s.hi]:
-				s.hi = i
-			}
-		}
+		orderedStat(&s, v, v.str[:rs.n])
 	default:
-		for i, x := range v.i64[:rs.n] {
-			switch {
-			case v.isNull(i):
-				s.nulls++
-			case !s.has:
-				s.lo, s.hi, s.has = i, i, true
-			case x < v.i64[s.lo]:
-				s.lo = i
-			case x > v.i64[s.hi]:
-				s.hi = i
-			}
-		}
+		orderedStat(&s, v, v.i64[:rs.n])
 	}
 	return s
+}
+
+// orderedStat adds to s the nulls and the positions of the least and
+// greatest values of xs, the values of v (strings and integers; a float
+// column skips NaN and infinities, so colStat loops over it itself). Each
+// instantiation is its own loop, as colStat's are.
+func orderedStat[T cmp.Ordered](s *colStat, v *vector, xs []T) {
+	for i, x := range xs {
+		switch {
+		case v.isNull(i):
+			s.nulls++
+		case !s.has:
+			s.lo, s.hi, s.has = i, i, true
+		case x < xs[s.lo]:
+			s.lo = i
+		case x > xs[s.hi]:
+			s.hi = i
+		}
+	}
 }
 
 func (rs *rowSet) writeStatValues(b *bytes.Buffer, st []colStat, isMin bool) {

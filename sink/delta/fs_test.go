@@ -5,12 +5,11 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -127,15 +126,9 @@ func TestStaleTempsRemovedAfterGrace(t *testing.T) {
 // sees the commit, skips the batch, and the table reads back whole.
 func TestCommitVisibleButNotSyncedKeepsFiles(t *testing.T) {
 	ctx := context.Background()
-	mem := vfs.NewMem()
 	const dir = "/t"
-	var armed atomic.Bool
-	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if armed.Load() && op.Kind == errorfs.OpFileSync && op.Path == dir+"/_delta_log" {
-			return errorfs.ErrInjected
-		}
-		return nil
-	}))
+	faults := streamtest.NewFaultFS(dir)
+	fs := faults.FS()
 	open := func() *MergeSink {
 		s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog})
 		closeAtEnd(t, s)
@@ -148,11 +141,18 @@ func TestCommitVisibleButNotSyncedKeepsFiles(t *testing.T) {
 		return s
 	}
 	s := open()
-	armed.Store(true)
+	// The only write to the log directory itself, once the sink is open, is
+	// its fsync after the commit is linked.
+	if _, err := faults.Arm(`(ErrInjected (And Writes (PathMatch "_delta_log")))`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)})); !errors.Is(err, errCommitUncertain) {
 		t.Fatalf("AddBatch = %v, want errCommitUncertain", err)
 	}
-	armed.Store(false)
+	if n := faults.Injected(); n != 1 {
+		t.Fatalf("%d faults injected, want the one log directory fsync", n)
+	}
+	faults.Arm("off")
 	s = open()
 	prog, err := s.AddBatch(ctx, 0, mkBatch([]refRow{row(0, "a", "m", 1)}))
 	if err != nil || prog.Metrics["skipped"] != "true" {

@@ -27,39 +27,15 @@ import (
 	"github.com/ethereum/go-ethereum/params"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
-// fakeClock is a manual stream.Clock: Sleep records the wait and advances
-// time at once, so retry and rate-limit paths run without real sleeping.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	sleeps []time.Duration
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.sleeps = append(c.sleeps, d)
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
-
-func (c *fakeClock) slept() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.sleeps...)
+// newFakeClock is the tests' manual clock (the harness's): Sleep records
+// the wait and advances time at once, so retry and rate-limit paths run
+// without real sleeping.
+func newFakeClock() *streamtest.Clock {
+	return streamtest.NewClock(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
 }
 
 // ethProxy is a JSON-RPC service forwarding the three methods the source uses
@@ -280,7 +256,7 @@ func deadURL(t testing.TB) string {
 }
 
 // openSource builds and opens a source with a fake clock and all columns.
-func openSource(t testing.TB, o Options, committed stream.Offset) (*Source, *fakeClock) {
+func openSource(t testing.TB, o Options, committed stream.Offset) (*Source, *streamtest.Clock) {
 	t.Helper()
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Second

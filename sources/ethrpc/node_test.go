@@ -149,11 +149,11 @@ func TestEmbeddedNodeFaults(t *testing.T) {
 		t.Fatalf("no faults seen: %v", mt)
 	}
 	var honoured bool
-	for _, d := range clk.slept() {
+	for _, d := range clk.Sleeps() {
 		honoured = honoured || d >= 2*time.Second
 	}
 	if !honoured {
-		t.Fatalf("Retry-After never honoured: %v", clk.slept())
+		t.Fatalf("Retry-After never honoured: %v", clk.Sleeps())
 	}
 }
 

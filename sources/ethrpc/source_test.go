@@ -320,13 +320,13 @@ func TestThrottleAndServerErrors(t *testing.T) {
 		t.Fatalf("after 429 burst: %v", m)
 	}
 	var retryWaits int
-	for _, d := range clk.slept() {
+	for _, d := range clk.Sleeps() {
 		if d >= 3*time.Second {
 			retryWaits++
 		}
 	}
 	if retryWaits != 3 {
-		t.Fatalf("sleeps %v: want 3 honouring Retry-After", clk.slept())
+		t.Fatalf("sleeps %v: want 3 honouring Retry-After", clk.Sleeps())
 	}
 
 	// The limiter recovers additively once requests succeed again.
@@ -341,7 +341,7 @@ func TestThrottleAndServerErrors(t *testing.T) {
 
 	// 5xx without Retry-After: exponential backoff with jitter; no limiter.
 	n.faults.inject("", 500, 502, 503)
-	before := len(clk.slept())
+	before := len(clk.Sleeps())
 	o2, err := s.LatestOffset(ctx, o1)
 	if err != nil {
 		t.Fatal(err)
@@ -350,9 +350,9 @@ func TestThrottleAndServerErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAgainstChain(t, n, &r, 1)
-	backoffs := clk.slept()[before:]
+	backoffs := clk.Sleeps()[before:]
 	if len(backoffs) != 3 || s.Metrics()["throttles"] != "3" {
-		t.Fatalf("backoffs %v", clk.slept()[before:])
+		t.Fatalf("backoffs %v", clk.Sleeps()[before:])
 	}
 	for i, d := range backoffs {
 		hi := backoffBase << i
@@ -425,8 +425,8 @@ func TestFailover(t *testing.T) {
 	if m["failovers"] != "1" || !strings.Contains(n.url, m["activeEndpoint"][len("http://"):]) {
 		t.Fatalf("metrics %v", m)
 	}
-	if len(clk.slept()) != 0 {
-		t.Fatalf("failover to a healthy endpoint slept %v", clk.slept())
+	if len(clk.Sleeps()) != 0 {
+		t.Fatalf("failover to a healthy endpoint slept %v", clk.Sleeps())
 	}
 	// Both dead: a coded error after the retry budget.
 	s2, _ := openSource(t, Options{Endpoints: []string{deadURL(t), deadURL(t)}, MaxRetries: 3}, nil)

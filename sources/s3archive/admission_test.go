@@ -6,13 +6,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -369,14 +368,11 @@ func TestCrashDuringLogWrite(t *testing.T) {
 			}
 			f.Close()
 		}
-		var ops atomic.Int32
-		inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-			if ops.Add(1)-1 == i {
-				return errorfs.ErrInjected
-			}
-			return nil
-		})
-		env.FS = errorfs.Wrap(mem, inj)
+		faults := streamtest.NewFaultFSOver("/", mem)
+		if _, err := faults.Arm(fmt.Sprintf("(ErrInjected (OnIndex %d))", i)); err != nil {
+			t.Fatal(err)
+		}
+		env.FS = faults.FS()
 		s, err := New(o)
 		if err != nil {
 			t.Fatal(err)

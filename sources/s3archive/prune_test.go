@@ -8,15 +8,14 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/storage/s3test"
 	"github.com/ethstream/ethstream/stream"
@@ -161,15 +160,12 @@ func TestPruneCrashLoop(t *testing.T) {
 	}
 	for i := int32(0); ; i++ {
 		mem := base.CrashClone(vfs.CrashCloneCfg{})
-		var ops atomic.Int32
-		inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-			if ops.Add(1)-1 == i {
-				return errorfs.ErrInjected
-			}
-			return nil
-		})
+		faults := streamtest.NewFaultFSOver("/", mem)
+		if _, err := faults.Arm(fmt.Sprintf("(ErrInjected (OnIndex %d))", i)); err != nil {
+			t.Fatal(err)
+		}
 		e := env
-		e.FS = errorfs.Wrap(mem, inj)
+		e.FS = faults.FS()
 		s, err := New(o)
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +176,7 @@ func TestPruneCrashLoop(t *testing.T) {
 			end, injected = s.LatestOffset(t.Context(), off(13))
 		}
 		// A failed delete is logged, not returned: detect it by the count.
-		fired := ops.Load() > i
+		fired := faults.Injected() > 0
 		e.FS = mem.CrashClone(vfs.CrashCloneCfg{})
 		s2 := openSource(t, o, e)
 		if len(s2.seen) != 14 && len(s2.seen) != 15 {
