@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
@@ -35,19 +33,7 @@ func TestDeadWriterTempsRemovedOnS3(t *testing.T) {
 			t.Skip("the embedded endpoint lists no temp-named key")
 		}
 		ckpt, table := s.Location("tmp/checkpoint"), s.Location("tmp/table")
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		first := s3Config(ckpt, table, t.TempDir(), archiveURI(t))
-		first.Trigger = engine.Trigger{Kind: engine.ProcessingTime, Interval: 10 * time.Millisecond}
-		done := make(chan error, 1)
-		go func() { _, err := Run(ctx, first); done <- err }()
-		deadline := time.Now().Add(60 * time.Second)
-		for !slices.Contains(s.Keys(t, "tmp/checkpoint/commits/"), "tmp/checkpoint/commits/0") {
-			if time.Now().After(deadline) {
-				t.Fatal("the first query committed nothing in 60s")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		cancel, done := runCommitted(t, s, "tmp")
 		const hex = ".0123456789abcdef.tmp"
 		temps := []string{
 			"tmp/checkpoint/.metadata" + hex,
