@@ -43,8 +43,9 @@ func uploadArchive(t *testing.T, s, srv s3test.Server, prefix string) string {
 
 // TestArchiveEndpointProbed: the s3archive source's endpoint is probed
 // once with the checkpoint's and the table's (issue 28, one probe per
-// endpoint). A dead archive endpoint fails the start with
-// STORAGE_UNAVAILABLE naming it and the last error, after one retry budget
+// endpoint), by a listing where the source lists. A dead archive endpoint
+// fails the start with STORAGE_UNAVAILABLE naming it, the archive's
+// location and the last error, after one retry budget
 // (one probe: DefaultRetry.Attempts requests, waiting on the query's
 // clock), and the local checkpoint is not even created. A live one serves the query, whose table equals
 // the recount.
@@ -77,8 +78,9 @@ func TestArchiveEndpointProbed(t *testing.T) {
 			if e == nil || e.Code != errcode.StorageUnavailable {
 				t.Fatalf("dead archive endpoint: %v, want %s", err, errcode.StorageUnavailable)
 			}
-			if msg := e.Error(); !strings.Contains(msg, dead.Endpoint) || !strings.Contains(msg, "last error") {
-				t.Fatalf("%q does not name the endpoint and the last error", msg)
+			if msg := e.Error(); !strings.Contains(msg, dead.Endpoint) || !strings.Contains(msg, "last error") ||
+				!strings.Contains(msg, "archive/v1.0/eth/blocks") {
+				t.Fatalf("%q does not name the endpoint, the archive's location and the last error", msg)
 			}
 			if _, err := os.Stat(cfg.Checkpoint); !os.IsNotExist(err) {
 				t.Fatalf("a start refused for a dead archive created its checkpoint: %v", err)

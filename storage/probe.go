@@ -32,8 +32,8 @@ func (m *Mux) Stores() []*Objects {
 }
 
 // Probe asks each S3 endpoint among objs once whether it answers: one LIST
-// of at most one key per endpoint (under the bucket of the first store
-// that uses it), the endpoints in parallel, within ProbeBudget, each
+// of at most one key per endpoint (where the first store that uses it
+// lists: ProbedUnder), the endpoints in parallel, within ProbeBudget, each
 // store's retries waiting on clock (its own clock when nil). It returns
 // the first endpoint's STORAGE_UNAVAILABLE (its retry budget spent, or no
 // answer within the budget) or STORAGE_CREDENTIALS error, in endpoint
@@ -82,10 +82,19 @@ func (m *Mux) bucketNames() []string {
 	return names
 }
 
-// probe lists at most one key of the bucket within pctx; ctx is the
+// ProbedUnder returns s probed (Probe) by a listing under prefix rather than
+// the bucket's root: where its reader lists, so the probe needs no more
+// permission than the reader and its error names the reader's location.
+func (s *Objects) ProbedUnder(prefix string) *Objects {
+	c := *s
+	c.probePrefix = prefix
+	return &c
+}
+
+// probe lists at most one key of the bucket (under probePrefix) within pctx; ctx is the
 // caller's (its end is not the probe's verdict).
 func (s *Objects) probe(ctx, pctx context.Context) error {
-	err := s.List(pctx, "", "", 1, 1, func([]ObjectInfo) error { return nil })
+	err := s.List(pctx, s.probePrefix, "", 1, 1, func([]ObjectInfo) error { return nil })
 	if err == nil {
 		return nil
 	}
@@ -98,9 +107,9 @@ func (s *Objects) probe(ctx, pctx context.Context) error {
 		if errors.As(err, &oe) && oe.last != nil {
 			last = Reason(oe.last)
 		}
-		return errcode.New(CodeStorageUnavailable, s.URI(""),
+		return errcode.New(CodeStorageUnavailable, s.URI(s.probePrefix),
 			"check that the endpoint is up and reachable (and not throttling), then start again: the next start resumes from the checkpoint",
-			"%s did not answer a listing of %s within the start's probe budget of %s; last error: %s", s.endpoint, s.URI(""), ProbeBudget, last)
+			"%s did not answer a listing of %s within the start's probe budget of %s; last error: %s", s.endpoint, s.URI(s.probePrefix), ProbeBudget, last)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metric
 // endpoint does.
 func (s *Source) ProbeStore() *storage.Objects {
 	if st, ok := s.st.(*s3Store); ok {
-		return st.obj
+		return st.obj.ProbedUnder(st.prefix)
 	}
 	return nil
 }
