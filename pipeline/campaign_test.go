@@ -21,7 +21,8 @@ import (
 // The crash campaign over the fault proxy (issue 28, "Done when"): the
 // reference query runs with its checkpoint and table on each S3 server
 // (the embedded endpoint, and Versity when .ci/run started it) behind the
-// fault proxy. A run is a series of attempts, each drawn from the run's
+// fault proxy, and its archive on the local disk (even seeds) or copied
+// to the server and read through the same proxy (odd seeds). A run is a series of attempts, each drawn from the run's
 // seed: a rate of injected faults (500, 503, resets, slow answers, bodies
 // cut short, PUTs stored empty or half, bodies damaged in transit) and one
 // crash at a request chosen from the seed: a SIGKILL of the query's own
@@ -159,12 +160,19 @@ func TestCrashCampaign(t *testing.T) {
 	want := recount(t, mustArchive(t))
 	_, refState := reference(t)
 	s3test.Run(t, func(t *testing.T, s s3test.Server) {
-		calib, counts := s.Faulty(t, s3test.Always(s3test.Fault{}))
-		cfg := s3Config(calib.Location("calib/checkpoint"), calib.Location("calib/table"), t.TempDir(), archiveURI(t))
-		if _, err := Run(context.Background(), cfg); err != nil {
-			t.Fatal(err)
+		uploadArchive(t, s, s, campaignArchive)
+		// The requests of a clean run, with the archive on the disk and on
+		// the server: where the crash points are drawn from.
+		var requests [2]int
+		for i, src := range []func(s3test.Server) string{localArchive(t), s3Archive} {
+			calib, counts := s.Faulty(t, s3test.Always(s3test.Fault{}))
+			prefix := fmt.Sprintf("calib-%d", i)
+			cfg := s3Config(calib.Location(prefix+"/checkpoint"), calib.Location(prefix+"/table"), t.TempDir(), src(calib))
+			if _, err := Run(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			requests[i] = counts.Total()
 		}
-		requests := counts.Total()
 		tally := &campaignTally{codes: map[string]int{}}
 		for i := range *campaignN {
 			seed := *campaignSeed + uint64(i)
@@ -189,15 +197,33 @@ func TestCrashCampaign(t *testing.T) {
 			}
 			tally.runs++
 		}
-		t.Logf("crash campaign on %s (%d requests a clean run): %s", s.Name, requests, tally)
+		t.Logf("crash campaign on %s (a clean run: %d requests, %d with the archive on the server): %s", s.Name, requests[0], requests[1], tally)
 	})
 }
 
+// campaignArchive is the prefix of the archive's copy on each server.
+const campaignArchive = "archive"
+
+// localArchive reads the archive from the disk, whatever the server.
+func localArchive(t *testing.T) func(s3test.Server) string {
+	uri := archiveURI(t)
+	return func(s3test.Server) string { return uri }
+}
+
+// s3Archive reads the archive's copy on srv (the server, or the fault
+// proxy in front of it, whose faults then reach the archive's reads too).
+func s3Archive(srv s3test.Server) string {
+	return srv.Location(campaignArchive+"/v1.0/eth/blocks") + "&maxFilesPerTrigger=1"
+}
+
 // campaignRun runs one seed's attempts on fresh prefixes of s, then the
-// clean start that finishes it.
-func campaignRun(t *testing.T, s s3test.Server, seed uint64, requests int, tally *campaignTally) {
+// clean start that finishes it. Odd seeds read the archive's copy on the
+// server through the attempt's fault proxy, even ones the local disk.
+func campaignRun(t *testing.T, s s3test.Server, seed uint64, requests [2]int, tally *campaignTally) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0xc4a5))
+	onServer := int(seed % 2)
+	source := []func(s3test.Server) string{localArchive(t), s3Archive}[onServer]
 	prefix := fmt.Sprintf("camp-%d", seed)
 	local := t.TempDir()
 	commits := 0
@@ -210,7 +236,7 @@ func campaignRun(t *testing.T, s s3test.Server, seed uint64, requests int, tally
 			// The modes in turn (from a seeded start), so that even the
 			// short campaign has each; where each crash falls is random.
 			a.mode = crashMode((int(seed) + n) % 4)
-			a.crashAt = rng.IntN(requests + requests/4)
+			a.crashAt = rng.IntN(requests[onServer] + requests[onServer]/4)
 		}
 		if rng.IntN(3) == 0 {
 			local = t.TempDir() // a restart on another machine
@@ -218,7 +244,7 @@ func campaignRun(t *testing.T, s s3test.Server, seed uint64, requests int, tally
 		faulty, _ := s.Faulty(t, a.schedule)
 		ckpt := faulty.Location(prefix+"/checkpoint") + "&leaseTTL=" + campaignLeaseTTL.String()
 		table := faulty.Location(prefix + "/table")
-		code, err := campaignAttempt(t, a, ckpt, table, local)
+		code, err := campaignAttempt(t, a, ckpt, table, local, source(faulty))
 		tally.attempts++
 		tally.faults += a.faults
 		switch {
@@ -261,9 +287,9 @@ func campaignRun(t *testing.T, s s3test.Server, seed uint64, requests int, tally
 // killed, in process otherwise. It returns the error code the attempt
 // ended with ("" for a finished run or a crash), and an error for an
 // outcome that is a divergence: an error without a code.
-func campaignAttempt(t *testing.T, a *attempt, ckpt, table, local string) (string, error) {
+func campaignAttempt(t *testing.T, a *attempt, ckpt, table, local, src string) (string, error) {
 	if a.mode == crashKill {
-		return campaignChild(t, a, ckpt, table, local)
+		return campaignChild(t, a, ckpt, table, local, src)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -272,7 +298,7 @@ func campaignAttempt(t *testing.T, a *attempt, ckpt, table, local string) (strin
 	} else {
 		a.crash = func() {}
 	}
-	cfg := s3Config(ckpt, table, local, archiveURI(t))
+	cfg := s3Config(ckpt, table, local, src)
 	cfg.Clock = &waitClock{}
 	_, err := Run(ctx, cfg)
 	a.mu.Lock()
@@ -289,10 +315,10 @@ func campaignAttempt(t *testing.T, a *attempt, ckpt, table, local string) (strin
 	return "", fmt.Errorf("an error without a code: %w", err)
 }
 
-func campaignChild(t *testing.T, a *attempt, ckpt, table, local string) (string, error) {
+func campaignChild(t *testing.T, a *attempt, ckpt, table, local, src string) (string, error) {
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), envCampaignChild+"=1", envChildCkpt+"="+ckpt, envChildTable+"="+table,
-		envChildLocal+"="+local, envChildSrc+"="+archiveURI(t))
+		envChildLocal+"="+local, envChildSrc+"="+src)
 	var stderr bytes.Buffer
 	child.Stderr = &stderr
 	a.mu.Lock()
