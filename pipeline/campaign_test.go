@@ -21,11 +21,12 @@ import (
 // The crash campaign over the fault proxy (issue 28, "Done when"): the
 // reference query runs with its checkpoint and table on each S3 server
 // (the embedded endpoint, and Versity when .ci/run started it) behind the
-// fault proxy, and its archive on the local disk (even seeds) or copied
-// to the server and read through the same proxy (odd seeds). A run is a series of attempts, each drawn from the run's
-// seed: a rate of injected faults (500, 503, resets, slow answers, bodies
-// cut short, PUTs stored empty or half, bodies damaged in transit) and one
-// crash at a request chosen from the seed: a SIGKILL of the query's own
+// fault proxy, and its archive on the local disk (even seeds) or copied to
+// the server and read through the same proxy (odd seeds). A run is a
+// series of attempts drawn from the run's seed: a rate of injected faults
+// (500, 503, resets, slow answers, bodies cut short, PUTs stored empty or
+// half, bodies damaged in transit) and one crash at a request chosen from
+// the seed, the crash modes taken in turn: a SIGKILL of the query's own
 // process, the store vanishing under an in-process query (every later
 // request reset: a partition or a machine that lost its network), or a
 // cancel (an operator's stop). Between attempts the local cache is kept or
