@@ -462,12 +462,8 @@ func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if m, ok := opts.FS.(*storage.Mux); ok {
-		// One bounded probe per S3 endpoint before the start's checks, so a
-		// dead endpoint is reported once, not after every check's retries.
-		if err := m.Probe(ctx); err != nil {
-			return nil, err
-		}
+	if err := probeEndpoints(ctx, q, opts); err != nil {
+		return nil, err
 	}
 	if err := AdoptStateFormat(cfg, &q, opts); err != nil {
 		return nil, err

@@ -166,6 +166,29 @@ func TestStorageMixes(t *testing.T) {
 	})
 }
 
+// runCommitted starts a live query (a processing-time trigger, so it never
+// stops by itself) with its checkpoint and table under prefix on s, and
+// returns once it committed batch 0, with its cancel and its result.
+func runCommitted(t *testing.T, s s3test.Server, prefix string) (context.CancelFunc, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cfg := s3Config(s.Location(prefix+"/checkpoint"), s.Location(prefix+"/table"), t.TempDir(), archiveURI(t))
+	cfg.Trigger = engine.Trigger{Kind: engine.ProcessingTime, Interval: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { _, err := Run(ctx, cfg); done <- err }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !slices.Contains(s.Keys(t, prefix+"/checkpoint/commits/"), prefix+"/checkpoint/commits/0") {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("the query under %s committed nothing in 60s", prefix)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cancel, done
+}
+
 func mustArchive(t *testing.T) string {
 	t.Helper()
 	a, err := faultArchive()
@@ -237,19 +260,7 @@ func TestResumeOnAnotherMachine(t *testing.T) {
 func TestSecondQueryOnS3CheckpointIsLocked(t *testing.T) {
 	s3test.Run(t, func(t *testing.T, s s3test.Server) {
 		ckpt, table := s.Location("q2/checkpoint"), s.Location("q2/table")
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		first := s3Config(ckpt, table, t.TempDir(), archiveURI(t))
-		first.Trigger = engine.Trigger{Kind: engine.ProcessingTime, Interval: 10 * time.Millisecond}
-		done := make(chan error, 1)
-		go func() { _, err := Run(ctx, first); done <- err }()
-		deadline := time.Now().Add(60 * time.Second)
-		for !slices.Contains(s.Keys(t, "q2/checkpoint/commits/"), "q2/checkpoint/commits/0") {
-			if time.Now().After(deadline) {
-				t.Fatal("first query committed nothing in 60s")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		cancel, done := runCommitted(t, s, "q2")
 		before := s.Keys(t, "q2/checkpoint/")
 		second := s3Config(ckpt, table, t.TempDir(), archiveURI(t))
 		if _, err := Run(context.Background(), second); !errcode.Is(err, errcode.CheckpointLocked) {

@@ -40,6 +40,8 @@ type Objects struct {
 	clock    func() Clock
 	timeout  time.Duration
 	counters Counters
+	// probePrefix is where Probe lists ("" the bucket's root).
+	probePrefix string
 }
 
 // ObjectsOptions configure NewObjects. Zero fields take the defaults.

@@ -18,19 +18,32 @@ import (
 // requests, for a checkpoint and a table on one dead endpoint).
 const ProbeBudget = 30 * time.Second
 
-// Probe asks each S3 endpoint of the FS once whether it answers: one LIST
-// of at most one key per endpoint (under the first bucket that uses it),
-// the endpoints in parallel, within ProbeBudget. It returns the first
-// endpoint's STORAGE_UNAVAILABLE (its retry budget spent, or no answer
-// within the budget) or STORAGE_CREDENTIALS error, in endpoint order; any
-// other answer (a missing bucket, say) is left to the checks that follow,
-// which name it in their own terms. It writes nothing.
-func (m *Mux) Probe(ctx context.Context) error {
-	byEndpoint := map[string]*bucketFS{}
+// Probe asks each S3 endpoint of the FS once whether it answers (Probe).
+func (m *Mux) Probe(ctx context.Context) error { return Probe(ctx, nil, m.Stores()...) }
+
+// Stores returns the store of each bucket the FS routes to, in bucket
+// order: what a start probes with its sources' stores (Probe).
+func (m *Mux) Stores() []*Objects {
+	objs := make([]*Objects, 0, len(m.buckets))
 	for _, name := range m.bucketNames() {
-		b := m.buckets[name]
-		if _, ok := byEndpoint[b.obj.endpoint]; !ok {
-			byEndpoint[b.obj.endpoint] = b
+		objs = append(objs, m.buckets[name].obj)
+	}
+	return objs
+}
+
+// Probe asks each S3 endpoint among objs once whether it answers: one LIST
+// of at most one key per endpoint (where the first store that uses it
+// lists: ProbedUnder), the endpoints in parallel, within ProbeBudget, each
+// store's retries waiting on clock (its own clock when nil). It returns
+// the first endpoint's STORAGE_UNAVAILABLE (its retry budget spent, or no
+// answer within the budget) or STORAGE_CREDENTIALS error, in endpoint
+// order; any other answer (a missing bucket, say) is left to the checks
+// that follow, which name it in their own terms. It writes nothing.
+func Probe(ctx context.Context, clock Clock, objs ...*Objects) error {
+	byEndpoint := map[string]*Objects{}
+	for _, o := range objs {
+		if _, ok := byEndpoint[o.endpoint]; !ok {
+			byEndpoint[o.endpoint] = o
 		}
 	}
 	endpoints := make([]string, 0, len(byEndpoint))
@@ -43,7 +56,13 @@ func (m *Mux) Probe(ctx context.Context) error {
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
-		wg.Go(func() { errs[i] = byEndpoint[ep].obj.probe(ctx, pctx) })
+		o := byEndpoint[ep]
+		if clock != nil {
+			c := *o // the same client and bucket, waiting on clock
+			c.clock = func() Clock { return clock }
+			o = &c
+		}
+		wg.Go(func() { errs[i] = o.probe(ctx, pctx) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -63,10 +82,19 @@ func (m *Mux) bucketNames() []string {
 	return names
 }
 
-// probe lists at most one key of the bucket within pctx; ctx is the
+// ProbedUnder returns s probed (Probe) by a listing under prefix rather than
+// the bucket's root: where its reader lists, so the probe needs no more
+// permission than the reader and its error names the reader's location.
+func (s *Objects) ProbedUnder(prefix string) *Objects {
+	c := *s
+	c.probePrefix = prefix
+	return &c
+}
+
+// probe lists at most one key of the bucket (under probePrefix) within pctx; ctx is the
 // caller's (its end is not the probe's verdict).
 func (s *Objects) probe(ctx, pctx context.Context) error {
-	err := s.List(pctx, "", "", 1, 1, func([]ObjectInfo) error { return nil })
+	err := s.List(pctx, s.probePrefix, "", 1, 1, func([]ObjectInfo) error { return nil })
 	if err == nil {
 		return nil
 	}
@@ -79,9 +107,9 @@ func (s *Objects) probe(ctx, pctx context.Context) error {
 		if errors.As(err, &oe) && oe.last != nil {
 			last = Reason(oe.last)
 		}
-		return errcode.New(CodeStorageUnavailable, s.URI(""),
+		return errcode.New(CodeStorageUnavailable, s.URI(s.probePrefix),
 			"check that the endpoint is up and reachable (and not throttling), then start again: the next start resumes from the checkpoint",
-			"%s did not answer a listing of %s within the start's probe budget of %s; last error: %s", s.endpoint, s.URI(""), ProbeBudget, last)
+			"%s did not answer a listing of %s within the start's probe budget of %s; last error: %s", s.endpoint, s.URI(s.probePrefix), ProbeBudget, last)
 	}
 	return nil
 }

@@ -88,87 +88,25 @@ type Options struct {
 // or a bad value is an INVALID_ARGUMENT error.
 func ParseURI(uri string) (Options, error) {
 	var o Options
-	u, err := url.Parse(uri)
+	u, err := parseLocation(uri)
 	if err != nil {
-		return o, errcode.Wrap(err, errcode.InvalidArgument, "", uriRemedy, "parse s3archive uri %q", uri)
+		return o, err
 	}
-	switch u.Scheme {
-	case "s3":
-		if u.Host == "" {
-			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q names no bucket", uri)
-		}
-	case "file":
-		if u.Host != "" && u.Host != "localhost" {
-			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must be file:///absolute/path", uri)
-		}
-		if !filepath.IsAbs(u.Path) {
-			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must name an absolute path", uri)
-		}
-	default:
-		return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q: scheme must be s3 or file", uri)
-	}
-	q := u.Query()
 	base := *u
 	base.RawQuery = ""
 	base.ForceQuery = false
 	o.URI = base.String()
 	var conn s3client.Conn
-	for key, vals := range q {
+	for key, vals := range u.Query() {
 		v := vals[len(vals)-1]
-		// bad names what the option takes, not the parser's own text.
-		bad := func(want string) error {
-			return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass %s=<%s>", key, want), "s3archive option %s=%q: want %s", key, v, want)
-		}
 		if ok, want := conn.SetOption(key, v); ok {
 			if want != "" {
-				return o, bad(want)
+				return o, badOption(key, v, want)
 			}
 			continue
 		}
-		switch key {
-		case "maxFilesPerTrigger":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return o, bad("a non-negative integer")
-			}
-			o.MaxFilesPerTrigger = n
-		case "maxBytesPerTrigger":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return o, bad("a non-negative integer")
-			}
-			o.MaxBytesPerTrigger = n
-		case "parallelism":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return o, bad("a non-negative integer")
-			}
-			o.Parallelism = n
-		case "skipUnreadable":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return o, bad("true or false")
-			}
-			o.SkipUnreadable = b
-		case "listPageSize":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return o, bad("a non-negative integer")
-			}
-			o.ListPageSize = n
-		case "timeout", "batchTimeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return o, bad("a positive duration, e.g. 30s")
-			}
-			if key == "timeout" {
-				o.Timeout = d
-			} else {
-				o.BatchTimeout = d
-			}
-		default:
-			return o, errcode.New(errcode.InvalidArgument, "", uriRemedy,
-				"unknown s3archive option %q in %q (known: %s)", key, uri, strings.Join(knownOptions, ", "))
+		if err := o.setOption(uri, key, v); err != nil {
+			return o, err
 		}
 	}
 	conn.ApplyDefaults()
@@ -177,6 +115,83 @@ func ParseURI(uri string) (Options, error) {
 		return o, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3 options given for file uri %q", uri)
 	}
 	return o, nil
+}
+
+// parseLocation parses uri and checks its location: s3://BUCKET/... or
+// file:///ABS/PATH.
+func parseLocation(uri string) (*url.URL, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return nil, errcode.Wrap(err, errcode.InvalidArgument, "", uriRemedy, "parse s3archive uri %q", uri)
+	}
+	switch u.Scheme {
+	case "s3":
+		if u.Host == "" {
+			return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q names no bucket", uri)
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must be file:///absolute/path", uri)
+		}
+		if !filepath.IsAbs(u.Path) {
+			return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "file uri %q must name an absolute path", uri)
+		}
+	default:
+		return nil, errcode.New(errcode.InvalidArgument, "", uriRemedy, "s3archive uri %q: scheme must be s3 or file", uri)
+	}
+	return u, nil
+}
+
+// badOption is the error of option key=v whose value is not what the
+// option takes (want), naming that rather than the parser's own text.
+func badOption(key, v, want string) error {
+	return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass %s=<%s>", key, want), "s3archive option %s=%q: want %s", key, v, want)
+}
+
+// setOption sets the source option key (a read limit, the parallelism,
+// skipUnreadable, the listing page, a timeout) of uri to v.
+func (o *Options) setOption(uri, key, v string) error {
+	switch key {
+	case "maxFilesPerTrigger", "parallelism", "listPageSize":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return badOption(key, v, "a non-negative integer")
+		}
+		switch key {
+		case "maxFilesPerTrigger":
+			o.MaxFilesPerTrigger = n
+		case "parallelism":
+			o.Parallelism = n
+		default:
+			o.ListPageSize = n
+		}
+	case "maxBytesPerTrigger":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return badOption(key, v, "a non-negative integer")
+		}
+		o.MaxBytesPerTrigger = n
+	case "skipUnreadable":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badOption(key, v, "true or false")
+		}
+		o.SkipUnreadable = b
+	case "timeout", "batchTimeout":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return badOption(key, v, "a positive duration, e.g. 30s")
+		}
+		if key == "timeout" {
+			o.Timeout = d
+		} else {
+			o.BatchTimeout = d
+		}
+	default:
+		return errcode.New(errcode.InvalidArgument, "", uriRemedy,
+			"unknown s3archive option %q in %q (known: %s)", key, uri, strings.Join(knownOptions, ", "))
+	}
+	return nil
 }
 
 var knownOptions = append(slices.Clone(s3client.ConnOptions), "maxFilesPerTrigger",

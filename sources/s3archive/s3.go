@@ -41,6 +41,18 @@ func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metric
 	return &s3Store{obj: obj, prefix: prefix, pageSize: int32(o.ListPageSize), m: m}, nil
 }
 
+// ProbeStore returns the object store of an s3:// archive, nil for a
+// file:// one: a start probes each endpoint once, the archive's with the
+// checkpoint's and the table's (storage.Probe), so a dead archive endpoint
+// fails the start before anything is written, as a dead checkpoint
+// endpoint does.
+func (s *Source) ProbeStore() *storage.Objects {
+	if st, ok := s.st.(*s3Store); ok {
+		return st.obj.ProbedUnder(st.prefix)
+	}
+	return nil
+}
+
 func s3URI(bucket, key string) string {
 	u := url.URL{Scheme: "s3", Host: bucket, Path: "/" + key}
 	return u.String()

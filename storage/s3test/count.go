@@ -24,6 +24,17 @@ func (c *Counts) Get(kind string) int {
 	return c.n[kind]
 }
 
+// Total returns the requests of every kind so far.
+func (c *Counts) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.n {
+		n += v
+	}
+	return n
+}
+
 // Reset zeroes every count.
 func (c *Counts) Reset() {
 	c.mu.Lock()
