@@ -75,7 +75,9 @@ type file struct {
 
 // Copy copies the stopped query's checkpoint (and table) as doc.go
 // describes. It returns with the destination complete, or an error that
-// leaves it absent or marked incomplete.
+// leaves it absent or marked incomplete. Everything is checked before the
+// first write: the source, then the destinations, then, under the
+// source's lock, the files to copy.
 func Copy(ctx context.Context, o Options) (res Result, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -83,25 +85,8 @@ func Copy(ctx context.Context, o Options) (res Result, err error) {
 	if err := o.validate(); err != nil {
 		return res, err
 	}
-	src := checkpoint.Dir{FS: o.FS, Path: o.From}
-	if !src.Exists() {
-		return res, errcode.New(errcode.CheckpointNotFound, o.From, "check the source path", "the source checkpoint does not exist")
-	}
-	// The whole snapshot reads: a damaged source (or an unfinished copy
-	// used as one) is refused before anything is written.
-	if _, err := src.ReadSnapshot(); err != nil {
+	if err := o.checkSource(); err != nil {
 		return res, err
-	}
-	if _, ok, err := src.ReadMetadata(); err != nil || !ok {
-		if err == nil {
-			err = errcode.New(errcode.InvalidArgument, o.From, "pass the checkpoint directory of a query that ran", "the source holds no checkpoint metadata")
-		}
-		return res, err
-	}
-	if o.TableFrom != "" {
-		if _, err := o.FS.Stat(o.FS.PathJoin(o.TableFrom, "_delta_log")); err != nil {
-			return res, errcode.Wrap(err, errcode.InvalidArgument, o.TableFrom, "pass --table SRC DST with SRC the query's Delta table", "the table source holds no _delta_log")
-		}
 	}
 	cleared, err := o.checkDestinations()
 	if err != nil {
@@ -114,28 +99,76 @@ func Copy(ctx context.Context, o Options) (res Result, err error) {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
-	ckFiles, err := o.walk(o.From, checkpointFile)
+	ckFiles, tblFiles, err := o.files()
 	if err != nil {
 		return res, err
 	}
-	var tblFiles []file
-	if o.TableFrom != "" {
-		if tblFiles, err = o.walk(o.TableFrom, tableFile); err != nil {
-			return res, err
-		}
-		sortTable(tblFiles)
-	}
 	if cleared {
-		o.Logger.Info("clearing an unfinished copy", "checkpoint", o.To, "table", o.TableTo)
-		for _, d := range []string{o.To, o.TableTo} {
-			if d != "" {
-				if err := o.FS.RemoveAll(d); err != nil {
-					return res, fmt.Errorf("clear the unfinished copy at %s: %w", d, err)
-				}
-			}
+		if err := o.clearUnfinished(); err != nil {
+			return res, err
 		}
 		res.Cleared = true
 	}
+	return o.copyAll(res, ckFiles, tblFiles)
+}
+
+// checkSource refuses a source that is not a whole checkpoint of a query
+// that ran (a damaged one, or an unfinished copy used as one), or a table
+// source without a Delta log, before anything is written.
+func (o Options) checkSource() error {
+	src := checkpoint.Dir{FS: o.FS, Path: o.From}
+	if !src.Exists() {
+		return errcode.New(errcode.CheckpointNotFound, o.From, "check the source path", "the source checkpoint does not exist")
+	}
+	if _, err := src.ReadSnapshot(); err != nil {
+		return err
+	}
+	if _, ok, err := src.ReadMetadata(); err != nil || !ok {
+		if err == nil {
+			err = errcode.New(errcode.InvalidArgument, o.From, "pass the checkpoint directory of a query that ran", "the source holds no checkpoint metadata")
+		}
+		return err
+	}
+	if o.TableFrom != "" {
+		if _, err := o.FS.Stat(o.FS.PathJoin(o.TableFrom, "_delta_log")); err != nil {
+			return errcode.Wrap(err, errcode.InvalidArgument, o.TableFrom, "pass --table SRC DST with SRC the query's Delta table", "the table source holds no _delta_log")
+		}
+	}
+	return nil
+}
+
+// files lists what to copy: the checkpoint's files and the table's, the
+// table's in the order sortTable gives.
+func (o Options) files() (ckFiles, tblFiles []file, err error) {
+	if ckFiles, err = o.walk(o.From, checkpointFile); err != nil {
+		return nil, nil, err
+	}
+	if o.TableFrom != "" {
+		if tblFiles, err = o.walk(o.TableFrom, tableFile); err != nil {
+			return nil, nil, err
+		}
+		sortTable(tblFiles)
+	}
+	return ckFiles, tblFiles, nil
+}
+
+// clearUnfinished removes an unfinished earlier copy at the destinations.
+func (o Options) clearUnfinished() error {
+	o.Logger.Info("clearing an unfinished copy", "checkpoint", o.To, "table", o.TableTo)
+	for _, d := range []string{o.To, o.TableTo} {
+		if d != "" {
+			if err := o.FS.RemoveAll(d); err != nil {
+				return fmt.Errorf("clear the unfinished copy at %s: %w", d, err)
+			}
+		}
+	}
+	return nil
+}
+
+// copyAll writes the copy: the copy-in-progress marker first (every reader
+// refuses the destination while it exists), the table, the checkpoint,
+// then the marker's removal, synced.
+func (o Options) copyAll(res Result, ckFiles, tblFiles []file) (Result, error) {
 	m, _ := json.Marshal(marker{Version: markerVersion, From: o.From, Table: o.TableFrom, TableTo: o.TableTo})
 	if err := o.publish(o.To, checkpoint.CopyMarkerFile, append(m, '\n')); err != nil {
 		return res, err
@@ -160,10 +193,7 @@ func Copy(ctx context.Context, o Options) (res Result, err error) {
 	if err := o.FS.Remove(markerPath); err != nil {
 		return res, fmt.Errorf("remove the copy marker %s: %w", markerPath, err)
 	}
-	if err := durable.SyncDir(o.FS, o.To); err != nil {
-		return res, err
-	}
-	return res, nil
+	return res, durable.SyncDir(o.FS, o.To)
 }
 
 // validate refuses locations that overlap: a destination inside a source
