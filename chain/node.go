@@ -1,7 +1,9 @@
 package chain
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethereum/go-ethereum/trie"
 	"github.com/ethstream/ethstream/errcode"
@@ -97,15 +100,16 @@ type Node struct {
 	hmu  sync.Mutex
 	hook func()
 
-	// Rendered eth_getBlockByNumber(..., false) answers by block hash: a block
-	// never changes, and rebuilding its transactions costs ~1 ms per request.
+	// Rendered eth_getBlockByNumber(..., false) answers by block hash, filled
+	// when a block is mined (mineLocked) or first read: a block never
+	// changes, and rebuilding its transactions costs ~1 ms per request.
 	// Bounded FIFO, so a long-running node does not grow without limit.
 	cmu    sync.Mutex
 	cached map[common.Hash]json.RawMessage
 	corder []common.Hash
 }
 
-// maxCachedBlocks bounds the rendered-block cache (~15 KB a block).
+// maxCachedBlocks bounds the rendered-block cache (~16 KB a block).
 const maxCachedBlocks = 4096
 
 func (n *Node) cachedJSON(h common.Hash) (json.RawMessage, bool) {
@@ -124,16 +128,19 @@ func (n *Node) cacheJSON(h common.Hash, b json.RawMessage) {
 	if _, ok := n.cached[h]; ok {
 		return
 	}
-	limit := n.o.CachedBlocks
-	if limit <= 0 {
-		limit = maxCachedBlocks
-	}
-	if len(n.corder) >= limit {
+	if len(n.corder) >= n.cacheLimit() {
 		delete(n.cached, n.corder[0])
 		n.corder = n.corder[1:]
 	}
 	n.cached[h] = b
 	n.corder = append(n.corder, h)
+}
+
+func (n *Node) cacheLimit() int {
+	if n.o.CachedBlocks > 0 {
+		return n.o.CachedBlocks
+	}
+	return maxCachedBlocks
 }
 
 // StartNode starts the node: it mines InitialBlocks blocks, then serves
@@ -189,6 +196,9 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 		Handler: n.faultMiddleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 				ws.ServeHTTP(w, r)
+				return
+			}
+			if n.serveBlockReads(w, r) {
 				return
 			}
 			n.rpc.ServeHTTP(w, r)
@@ -272,13 +282,18 @@ func (n *Node) Mine(k int) {
 	n.mineLocked(k)
 }
 
+// mineLocked mines k blocks. It renders the answers of the last blocks it
+// mines, as many as the cache keeps (older ones would be evicted before
+// anyone asks): a live reader asks for each new block right after it is
+// mined, and rendering at read time was 1 ms a block of its batch answer.
 func (n *Node) mineLocked(k int) {
+	keep := n.cacheLimit()
 	for i := 0; i < k; i++ {
 		parent := n.parent
 		if len(n.canon) > 0 {
 			parent = n.canon[len(n.canon)-1].header
 		}
-		b := n.makeBlock(parent, 0)
+		b := n.makeBlock(parent, 0, k-i <= keep)
 		n.canon = append(n.canon, b)
 		n.byHash[b.hash] = b
 	}
@@ -303,7 +318,7 @@ func (n *Node) Reorg(depth int) {
 		if i > 0 {
 			parent = n.canon[i-1].header
 		}
-		b := n.makeBlock(parent, n.branches)
+		b := n.makeBlock(parent, n.branches, true)
 		n.canon[i] = b
 		n.byHash[b.hash] = b
 	}
@@ -372,8 +387,10 @@ func (n *Node) blockLocked(num uint64) *nodeBlock {
 }
 
 // makeBlock derives block parent+1 of branch from the seed: a post-merge
-// header with real transactions (whose DeriveSha is TxHash).
-func (n *Node) makeBlock(parent *types.Header, branch uint64) *nodeBlock {
+// header with real transactions (whose DeriveSha is TxHash). With render,
+// it also caches the block's eth_getBlockByNumber(..., false) answer, from
+// the transactions it built anyway.
+func (n *Node) makeBlock(parent *types.Header, branch uint64, render bool) *nodeBlock {
 	num := parent.Number.Uint64() + 1
 	r := rng(n.o.Seed, purposeNode, num, branch)
 	ts := parent.Time + SlotSeconds
@@ -424,10 +441,12 @@ func (n *Node) makeBlock(parent *types.Header, branch uint64) *nodeBlock {
 		count = max(1, int(u*float64(limit)/perTx))
 	}
 	b := &nodeBlock{branch: branch, txCount: count}
+	var enc encodedTxs
 	if count > 0 {
 		txs, used := nodeTxs(n.o.Seed, num, branch, count, parentFee, limit)
+		enc = encodeTxs(txs)
 		h.GasUsed = used
-		h.TxHash = types.DeriveSha(txs, trie.NewStackTrie(nil))
+		h.TxHash = types.DeriveSha(enc, trie.NewStackTrie(nil))
 		h.ReceiptHash = randHash(r)
 		h.Bloom = sparseBloom(r, 1)
 		// Approximate RLP size; tx.Size() would encode every transaction again.
@@ -440,7 +459,45 @@ func (n *Node) makeBlock(parent *types.Header, branch uint64) *nodeBlock {
 	}
 	b.header = h
 	b.hash = h.Hash()
+	if render {
+		if j, err := n.renderHashes(b, enc.hashes()); err == nil {
+			n.cacheJSON(b.hash, j)
+		}
+	}
 	return b
+}
+
+// encodedTxs is a block's transactions in their consensus encoding (type
+// byte + RLP), encoded once: DeriveSha reads them through EncodeIndex and
+// the transaction hashes are their Keccak-256, so neither encodes again
+// (encoding was a third of a block's cost).
+type encodedTxs [][]byte
+
+func encodeTxs(txs types.Transactions) encodedTxs {
+	enc := make(encodedTxs, len(txs))
+	for i, tx := range txs {
+		b, err := tx.MarshalBinary()
+		if err != nil {
+			panic(fmt.Sprintf("chain: encode generated transaction %d: %v", i, err))
+		}
+		enc[i] = b
+	}
+	return enc
+}
+
+// Len implements types.DerivableList.
+func (e encodedTxs) Len() int { return len(e) }
+
+// EncodeIndex implements types.DerivableList.
+func (e encodedTxs) EncodeIndex(i int, w *bytes.Buffer) { w.Write(e[i]) }
+
+// hashes are the transaction hashes, as Transaction.Hash computes them.
+func (e encodedTxs) hashes() []common.Hash {
+	out := make([]common.Hash, len(e))
+	for i, b := range e {
+		out[i] = crypto.Keccak256Hash(b)
+	}
+	return out
 }
 
 var (
@@ -528,27 +585,55 @@ func (n *Node) blockJSON(b *nodeBlock, full bool) (json.RawMessage, error) {
 	return n.renderBlock(b, true)
 }
 
-// renderBlock builds a block's JSON, with transaction objects if full.
-func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
+// renderHead is a block's JSON up to its transactions array, open.
+func (n *Node) renderHead(b *nodeBlock) ([]byte, error) {
 	hj, err := json.Marshal(b.header)
 	if err != nil {
 		return nil, err
 	}
-	var buf []byte
+	buf := make([]byte, 0, len(hj)+160+68*b.txCount)
 	buf = append(buf, hj[:len(hj)-1]...)
 	td, _ := new(big.Float).SetFloat64(n.td).Int(nil)
 	buf = fmt.Appendf(buf, `,"size":"%s","totalDifficulty":"%s","uncles":[],"withdrawals":[],"transactions":[`,
 		hexutil.EncodeUint64(b.size), hexutil.EncodeBig(td))
-	if b.txCount > 0 {
-		txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
+	return buf, nil
+}
+
+// renderHashes builds a block's JSON with transaction hashes (full=false).
+func (n *Node) renderHashes(b *nodeBlock, hashes []common.Hash) (json.RawMessage, error) {
+	buf, err := n.renderHead(b)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range hashes {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '"', '0', 'x')
+		buf = hex.AppendEncode(buf, h[:])
+		buf = append(buf, '"')
+	}
+	return append(buf, "]}"...), nil
+}
+
+// renderBlock builds a block's JSON, with transaction objects if full.
+func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
+	if b.txCount == 0 {
+		return n.renderHashes(b, nil)
+	}
+	txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
+	if !full {
+		return n.renderHashes(b, encodeTxs(txs).hashes())
+	}
+	buf, err := n.renderHead(b)
+	if err != nil {
+		return nil, err
+	}
+	{
 		num := hexutil.EncodeUint64(b.header.Number.Uint64())
 		for i, tx := range txs {
 			if i > 0 {
 				buf = append(buf, ',')
-			}
-			if !full {
-				buf = fmt.Appendf(buf, `"%s"`, tx.Hash().Hex())
-				continue
 			}
 			tj, err := json.Marshal(tx)
 			if err != nil {
