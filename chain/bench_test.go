@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -142,4 +143,28 @@ func medianOf(v []float64) float64 {
 	v = slices.Clone(v)
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// BenchmarkGethBatch20 is BenchmarkNodeBatch20/again against a real node,
+// given by ETHSTREAM_GETH_URL (e.g. geth --dev --dev.period 1 --http on
+// loopback, with at least 40 blocks); skipped without it. It asks for
+// blocks 21..40 every time.
+// Run: ETHSTREAM_GETH_URL=http://127.0.0.1:8545 go test -run '^$' -bench GethBatch20 ./chain
+func BenchmarkGethBatch20(b *testing.B) {
+	url := os.Getenv("ETHSTREAM_GETH_URL")
+	if url == "" {
+		b.Skip("set ETHSTREAM_GETH_URL to a node's HTTP endpoint")
+	}
+	c := &http.Client{}
+	var askMs []float64
+	var size int
+	for b.Loop() {
+		t0 := time.Now()
+		body := postBatch20(b, c, url, 21)
+		askMs = append(askMs, float64(time.Since(t0))/1e6)
+		checkBatch20(b, body)
+		size = len(body)
+	}
+	b.ReportMetric(medianOf(askMs), "batch-p50-ms")
+	b.ReportMetric(float64(size)/1e3, "answer-KB")
 }

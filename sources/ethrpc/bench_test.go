@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -297,6 +298,38 @@ func BenchmarkSourceShare20(b *testing.B) {
 	}
 	if rows != 20*len(ms) {
 		b.Fatalf("emitted %d rows in %d batches", rows, len(ms))
+	}
+	b.ReportMetric(median(ms), "readBatch-p50-ms")
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+}
+
+// BenchmarkGethReadBatch20 is ReadBatch of blocks 21..40 against a real node
+// given by ETHSTREAM_GETH_URL (skipped without it): the node's answer plus
+// the source's share; BenchmarkGethBatch20 in package chain times the
+// node's answer alone.
+// Run: ETHSTREAM_GETH_URL=http://127.0.0.1:8545 go test -run '^$' -bench GethReadBatch20 ./sources/ethrpc
+func BenchmarkGethReadBatch20(b *testing.B) {
+	url := os.Getenv("ETHSTREAM_GETH_URL")
+	if url == "" {
+		b.Skip("set ETHSTREAM_GETH_URL to a node's HTTP endpoint")
+	}
+	s, _ := openSource(b, Options{Endpoints: []string{url}}, nil)
+	ctx := context.Background()
+	rows, err := s.fetchRange(ctx, []uint64{20, 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := Offset{Block: 20, Hash: rows[0].Hash}.JSON()
+	end := Offset{Block: 40, Hash: rows[1].Hash}.JSON()
+	emit := func(*stream.Batch) error { return nil }
+	var ms []float64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.ReadBatch(ctx, start, end, emit); err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, float64(time.Since(t0))/1e6)
 	}
 	b.ReportMetric(median(ms), "readBatch-p50-ms")
 	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
