@@ -102,7 +102,7 @@ func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
 	i := skipWS(data, 0)
 	if data[i] == '{' {
 		// One message for the whole batch: an endpoint's refusal of it.
-		_, _, _, jerr, err := batchMessage(data[i:skipValue(data, i)])
+		_, _, _, jerr, _, err := batchMessage(data, i)
 		if err == nil && jerr != nil {
 			return nil, jerr
 		}
@@ -114,8 +114,7 @@ func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
 	errs := make([]error, len(res))
 	seen := make([]bool, len(res))
 	for i = skipWS(data, i+1); i < len(data) && data[i] != ']'; {
-		end := skipValue(data, i)
-		id, result, hasResult, jerr, err := batchMessage(data[i:end])
+		id, result, hasResult, jerr, end, err := batchMessage(data, i)
 		if err != nil {
 			return nil, err
 		}
@@ -143,43 +142,49 @@ func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
 	return errs, nil
 }
 
-// batchMessage reads one answer message of valid JSON: its id (0 unless
-// a positive integer), its result, and its error object. A message whose
-// keys are not plain strings goes through encoding/json.
-func batchMessage(m []byte) (id int, result []byte, hasResult bool, jerr *jsonError, err error) {
-	i := skipWS(m, 0)
+// batchMessage reads the answer message at m[at:] of valid JSON: its id
+// (0 unless a positive integer), its result, its error object, and the
+// index after it. A message whose keys are not plain strings goes through
+// encoding/json.
+func batchMessage(m []byte, at int) (id int, result []byte, hasResult bool, jerr *jsonError, end int, err error) {
+	i := skipWS(m, at)
 	if i >= len(m) || m[i] != '{' {
-		return 0, nil, false, nil, fmt.Errorf("batch answer element is not an object")
+		return 0, nil, false, nil, 0, fmt.Errorf("batch answer element is not an object")
 	}
 	var errRaw []byte
 	for i = skipWS(m, i+1); i < len(m) && m[i] != '}'; {
 		key, j, ok := plainString(m, i)
 		if !ok {
-			return slowMessage(m)
+			end := skipValue(m, at)
+			id, result, hasResult, jerr, err := slowMessage(m[at:end])
+			return id, result, hasResult, jerr, end, err
 		}
 		i = skipWS(m, j)
 		i = skipWS(m, i+1) // past ':'
-		end := skipValue(m, i)
+		vend := skipValue(m, i)
 		switch key {
 		case "id":
-			id, _ = strconv.Atoi(string(m[i:end]))
+			id, _ = strconv.Atoi(string(m[i:vend]))
 		case "result":
-			result, hasResult = m[i:end], true
+			result, hasResult = m[i:vend], true
 		case "error":
-			errRaw = m[i:end]
+			errRaw = m[i:vend]
 		}
-		i = skipWS(m, end)
+		i = skipWS(m, vend)
 		if i < len(m) && m[i] == ',' {
 			i = skipWS(m, i+1)
 		}
 	}
+	if i < len(m) {
+		i++ // past '}'
+	}
 	if len(errRaw) > 0 && string(errRaw) != "null" {
 		jerr = &jsonError{}
 		if err := json.Unmarshal(errRaw, jerr); err != nil {
-			return 0, nil, false, nil, fmt.Errorf("batch answer error object: %w", err)
+			return 0, nil, false, nil, 0, fmt.Errorf("batch answer error object: %w", err)
 		}
 	}
-	return id, result, hasResult, jerr, nil
+	return id, result, hasResult, jerr, i, nil
 }
 
 // slowMessage is batchMessage through encoding/json (keys with escapes).
