@@ -101,12 +101,74 @@ type Node struct {
 	hook func()
 
 	// Rendered eth_getBlockByNumber(..., false) answers by block hash, filled
-	// when a block is mined (mineLocked) or first read: a block never
+	// when a block is mined (mineBlocks), read ahead of a reader (readAhead)
+	// or first read: a block never
 	// changes, and rebuilding its transactions costs ~1 ms per request.
 	// Bounded FIFO, so a long-running node does not grow without limit.
 	cmu    sync.Mutex
 	cached map[common.Hash]*compactAnswer
 	corder []common.Hash
+
+	// amu guards the read-ahead (readAhead): whether one runs, the last
+	// block it was asked to render, and whether Close began.
+	amu     sync.Mutex
+	ahead   bool
+	aheadTo uint64
+	closed  bool
+}
+
+// readAheadBlocks is how far past a block read readAhead renders.
+const readAheadBlocks = 64
+
+// readAhead keeps the canonical blocks after num rendered, up to
+// num+readAheadBlocks, on a goroutine of its own, so that a reader going
+// through blocks mined before it asks (the blocks mined at start) finds
+// them cached. It starts one when the rendered window ends less than half
+// of it past num and none runs.
+func (n *Node) readAhead(num uint64) {
+	n.amu.Lock()
+	defer n.amu.Unlock()
+	if n.closed || n.ahead || n.aheadTo >= num+readAheadBlocks/2 {
+		return
+	}
+	from := max(num, n.aheadTo) + 1
+	to := num + min(readAheadBlocks, uint64(n.cacheLimit()/2))
+	n.ahead, n.aheadTo = true, to
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer func() {
+			n.amu.Lock()
+			n.ahead = false
+			n.amu.Unlock()
+		}()
+		for k := from; k <= to; k++ {
+			select {
+			case <-n.stop:
+				return
+			default:
+			}
+			n.mu.RLock()
+			b := n.blockLocked(k)
+			n.mu.RUnlock()
+			if b == nil {
+				return
+			}
+			if n.isCached(b.hash) {
+				continue
+			}
+			if c, err := n.compactAnswer(b); err == nil {
+				n.cacheJSON(b.hash, c)
+			}
+		}
+	}()
+}
+
+func (n *Node) isCached(h common.Hash) bool {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	_, ok := n.cached[h]
+	return ok
 }
 
 // maxCachedBlocks bounds the rendered-block cache (~16 KB a block).
@@ -178,7 +240,7 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 		n.period = time.Nanosecond
 	}
 	n.SetFaults(o.Faults)
-	n.mineLocked(o.InitialBlocks)
+	n.mineBlocks(o.InitialBlocks, false)
 	n.rpc = rpc.NewServer()
 	if err := n.rpc.RegisterName("eth", &ethAPI{n}); err != nil {
 		return nil, err
@@ -263,7 +325,7 @@ func (n *Node) catchUp() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if due > n.mined {
-		n.mineLocked(min(due-n.mined, maxCatchUp))
+		n.mineBlocks(min(due-n.mined, maxCatchUp), true)
 	}
 }
 
@@ -282,15 +344,22 @@ func (n *Node) Head() uint64 {
 func (n *Node) Mine(k int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.mineLocked(k)
+	n.mineBlocks(k, true)
 }
 
-// mineLocked mines k blocks. It renders the answers of the last blocks it
-// mines, as many as the cache keeps (older ones would be evicted before
-// anyone asks): a live reader asks for each new block right after it is
-// mined, and rendering at read time was 1 ms a block of its batch answer.
-func (n *Node) mineLocked(k int) {
-	keep := n.cacheLimit()
+// mineBlocks mines k blocks; n.mu must be held. With render it renders
+// the answers of the last blocks it mines, as many as the cache keeps
+// (older ones would be evicted before anyone asks): a live reader asks for
+// each new block right after it is mined, and rendering at read time was
+// 1 ms a block of its batch answer. The blocks mined at start are not
+// rendered (readAhead renders them as a reader reaches them): a bench's
+// backfill runs beside a node holding them, and the cache would be memory
+// it does not use.
+func (n *Node) mineBlocks(k int, render bool) {
+	keep := 0
+	if render {
+		keep = n.cacheLimit()
+	}
 	for i := 0; i < k; i++ {
 		parent := n.parent
 		if len(n.canon) > 0 {
@@ -373,6 +442,9 @@ func (n *Node) Close() error {
 		close(n.stop)
 		err := n.srv.Close()
 		n.rpc.Stop()
+		n.amu.Lock()
+		n.closed = true // no read-ahead starts after this
+		n.amu.Unlock()
 		n.wg.Wait()
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
@@ -750,6 +822,7 @@ func (api *ethAPI) GetBlockByNumber(ctx context.Context, number rpc.BlockNumber,
 	if b == nil {
 		return json.RawMessage("null"), nil
 	}
+	n.readAhead(num)
 	return n.blockJSON(b, full)
 }
 

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 )
@@ -16,7 +17,8 @@ import (
 // TestMinedAnswerIsRendered: the answer cached at mining is the one a read
 // renders from regenerated transactions, for mined and reorganised blocks.
 func TestMinedAnswerIsRendered(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Manual: true, InitialBlocks: 5, CachedBlocks: 3})
+	n := startTestNode(t, NodeOptions{Manual: true, CachedBlocks: 3})
+	n.Mine(5)
 	n.Reorg(1)
 	n.mu.RLock()
 	var blocks []*nodeBlock // the replaced block included
@@ -39,6 +41,30 @@ func TestMinedAnswerIsRendered(t *testing.T) {
 	}
 	if cached != 3 {
 		t.Errorf("%d of %d blocks cached, want the cache's 3", cached, len(blocks))
+	}
+}
+
+// TestReadAhead: the blocks mined at start are not rendered; reading one
+// renders the ones after it, as a reader going through them finds them.
+func TestReadAhead(t *testing.T) {
+	n := startTestNode(t, NodeOptions{Manual: true, InitialBlocks: 200})
+	for num := n.base; num < n.base+200; num++ {
+		if n.isCached(n.Header(num).Hash()) {
+			t.Fatalf("block %d rendered at start", num)
+		}
+	}
+	post(t, n.URL(), `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["`+hexutil.EncodeUint64(n.base+10)+`",false]}`)
+	deadline := time.Now().Add(time.Minute)
+	for num := n.base + 11; num <= n.base+10+readAheadBlocks; num++ {
+		for !n.isCached(n.Header(num).Hash()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("block %d (read %d) not rendered ahead", num, n.base+10)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if n.isCached(n.Header(n.base + 11 + readAheadBlocks).Hash()) {
+		t.Errorf("rendered past the read-ahead window")
 	}
 }
 
