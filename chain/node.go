@@ -109,12 +109,11 @@ type Node struct {
 	cached map[common.Hash]*compactAnswer
 	corder []common.Hash
 
-	// amu guards the read-ahead (readAhead): whether one runs, the last
-	// block it was asked to render, and whether Close began.
-	amu     sync.Mutex
-	ahead   bool
-	aheadTo uint64
-	closed  bool
+	// amu guards the read-ahead (readAhead): whether one runs and whether
+	// Close began.
+	amu    sync.Mutex
+	ahead  bool
+	closed bool
 }
 
 // readAheadBlocks is how far past a block read readAhead renders.
@@ -123,17 +122,23 @@ const readAheadBlocks = 64
 // readAhead keeps the canonical blocks after num rendered, up to
 // num+readAheadBlocks, on a goroutine of its own, so that a reader going
 // through blocks mined before it asks (the blocks mined at start) finds
-// them cached. It starts one when the rendered window ends less than half
-// of it past num and none runs.
+// them cached. It starts one when none runs and the block half a window
+// past num exists but is not rendered.
 func (n *Node) readAhead(num uint64) {
-	n.amu.Lock()
-	defer n.amu.Unlock()
-	if n.closed || n.ahead || n.aheadTo >= num+readAheadBlocks/2 {
+	window := min(readAheadBlocks, uint64(n.cacheLimit()/2))
+	n.mu.RLock()
+	probe := n.blockLocked(num + window/2)
+	n.mu.RUnlock()
+	if probe == nil || n.isCached(probe.hash) {
 		return
 	}
-	from := max(num, n.aheadTo) + 1
-	to := num + min(readAheadBlocks, uint64(n.cacheLimit()/2))
-	n.ahead, n.aheadTo = true, to
+	n.amu.Lock()
+	defer n.amu.Unlock()
+	if n.closed || n.ahead {
+		return
+	}
+	from, to := num+1, num+window
+	n.ahead = true
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -822,7 +827,9 @@ func (api *ethAPI) GetBlockByNumber(ctx context.Context, number rpc.BlockNumber,
 	if b == nil {
 		return json.RawMessage("null"), nil
 	}
-	n.readAhead(num)
+	if number >= 0 {
+		n.readAhead(num) // a reader going through numbers, not polling a tag
+	}
 	return n.blockJSON(b, full)
 }
 
