@@ -1,7 +1,9 @@
 package chain
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethereum/go-ethereum/trie"
 	"github.com/ethstream/ethstream/errcode"
@@ -97,43 +100,117 @@ type Node struct {
 	hmu  sync.Mutex
 	hook func()
 
-	// Rendered eth_getBlockByNumber(..., false) answers by block hash: a block
-	// never changes, and rebuilding its transactions costs ~1 ms per request.
+	// Rendered eth_getBlockByNumber(..., false) answers by block hash, filled
+	// when a block is mined (mineBlocks), read ahead of a reader (readAhead)
+	// or first read: a block never
+	// changes, and rebuilding its transactions costs ~1 ms per request.
 	// Bounded FIFO, so a long-running node does not grow without limit.
 	cmu    sync.Mutex
-	cached map[common.Hash]json.RawMessage
+	cached map[common.Hash]*compactAnswer
 	corder []common.Hash
+
+	// amu guards the read-ahead (readAhead): whether one runs and whether
+	// Close began.
+	amu    sync.Mutex
+	ahead  bool
+	closed bool
 }
 
-// maxCachedBlocks bounds the rendered-block cache (~15 KB a block).
+// readAheadBlocks is how far past a block read readAhead renders.
+const readAheadBlocks = 64
+
+// readAhead keeps the canonical blocks after num rendered, up to
+// num+readAheadBlocks, on a goroutine of its own, so that a reader going
+// through blocks mined before it asks (the blocks mined at start) finds
+// them cached. It starts one when none runs and the block half a window
+// past num exists but is not rendered.
+func (n *Node) readAhead(num uint64) {
+	window := min(readAheadBlocks, uint64(n.cacheLimit()/2))
+	n.mu.RLock()
+	probe := n.blockLocked(num + window/2)
+	n.mu.RUnlock()
+	if probe == nil || n.isCached(probe.hash) {
+		return
+	}
+	n.amu.Lock()
+	defer n.amu.Unlock()
+	if n.closed || n.ahead {
+		return
+	}
+	from, to := num+1, num+window
+	n.ahead = true
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer func() {
+			n.amu.Lock()
+			n.ahead = false
+			n.amu.Unlock()
+		}()
+		for k := from; k <= to; k++ {
+			select {
+			case <-n.stop:
+				return
+			default:
+			}
+			n.mu.RLock()
+			b := n.blockLocked(k)
+			n.mu.RUnlock()
+			if b == nil {
+				return
+			}
+			if n.isCached(b.hash) {
+				continue
+			}
+			if c, err := n.compactAnswer(b); err == nil {
+				n.cacheJSON(b.hash, c)
+			}
+		}
+	}()
+}
+
+func (n *Node) isCached(h common.Hash) bool {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	_, ok := n.cached[h]
+	return ok
+}
+
+// maxCachedBlocks bounds the rendered-block cache (~16 KB a block).
 const maxCachedBlocks = 4096
 
 func (n *Node) cachedJSON(h common.Hash) (json.RawMessage, bool) {
 	n.cmu.Lock()
-	defer n.cmu.Unlock()
-	b, ok := n.cached[h]
-	return b, ok
+	c, ok := n.cached[h]
+	n.cmu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return c.json(), true
 }
 
-func (n *Node) cacheJSON(h common.Hash, b json.RawMessage) {
+func (n *Node) cacheJSON(h common.Hash, b *compactAnswer) {
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	if n.cached == nil {
-		n.cached = make(map[common.Hash]json.RawMessage)
+		n.cached = make(map[common.Hash]*compactAnswer)
 	}
 	if _, ok := n.cached[h]; ok {
 		return
 	}
-	limit := n.o.CachedBlocks
-	if limit <= 0 {
-		limit = maxCachedBlocks
-	}
-	if len(n.corder) >= limit {
+	if len(n.corder) >= n.cacheLimit() {
 		delete(n.cached, n.corder[0])
 		n.corder = n.corder[1:]
 	}
 	n.cached[h] = b
 	n.corder = append(n.corder, h)
+}
+
+func (n *Node) cacheLimit() int {
+	if n.o.CachedBlocks > 0 {
+		return n.o.CachedBlocks
+	}
+	return maxCachedBlocks
 }
 
 // StartNode starts the node: it mines InitialBlocks blocks, then serves
@@ -168,7 +245,7 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 		n.period = time.Nanosecond
 	}
 	n.SetFaults(o.Faults)
-	n.mineLocked(o.InitialBlocks)
+	n.mineBlocks(o.InitialBlocks, true)
 	n.rpc = rpc.NewServer()
 	if err := n.rpc.RegisterName("eth", &ethAPI{n}); err != nil {
 		return nil, err
@@ -189,6 +266,9 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 		Handler: n.faultMiddleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 				ws.ServeHTTP(w, r)
+				return
+			}
+			if n.serveBlockReads(w, r) {
 				return
 			}
 			n.rpc.ServeHTTP(w, r)
@@ -250,7 +330,7 @@ func (n *Node) catchUp() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if due > n.mined {
-		n.mineLocked(min(due-n.mined, maxCatchUp))
+		n.mineBlocks(min(due-n.mined, maxCatchUp), true)
 	}
 }
 
@@ -269,16 +349,29 @@ func (n *Node) Head() uint64 {
 func (n *Node) Mine(k int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.mineLocked(k)
+	n.mineBlocks(k, true)
 }
 
-func (n *Node) mineLocked(k int) {
+// mineBlocks mines k blocks; n.mu must be held. With render it renders
+// the answers of the last blocks it mines, as many as the cache keeps
+// (older ones would be evicted before anyone asks), as a node imports a
+// block once: a live reader asks for each new block right after it is
+// mined, and rendering at read time was 1 ms a block of its batch answer.
+// The blocks mined at start are rendered too (~8 KB each): rendering them
+// on a goroutine ahead of the reader instead (readAhead, which still covers
+// blocks the cache evicted) measured no faster than rendering on read on a
+// busy 2-core machine, the goroutine competing with the engine it serves.
+func (n *Node) mineBlocks(k int, render bool) {
+	keep := 0
+	if render {
+		keep = n.cacheLimit()
+	}
 	for i := 0; i < k; i++ {
 		parent := n.parent
 		if len(n.canon) > 0 {
 			parent = n.canon[len(n.canon)-1].header
 		}
-		b := n.makeBlock(parent, 0)
+		b := n.makeBlock(parent, 0, k-i <= keep)
 		n.canon = append(n.canon, b)
 		n.byHash[b.hash] = b
 	}
@@ -303,7 +396,7 @@ func (n *Node) Reorg(depth int) {
 		if i > 0 {
 			parent = n.canon[i-1].header
 		}
-		b := n.makeBlock(parent, n.branches)
+		b := n.makeBlock(parent, n.branches, true)
 		n.canon[i] = b
 		n.byHash[b.hash] = b
 	}
@@ -355,6 +448,9 @@ func (n *Node) Close() error {
 		close(n.stop)
 		err := n.srv.Close()
 		n.rpc.Stop()
+		n.amu.Lock()
+		n.closed = true // no read-ahead starts after this
+		n.amu.Unlock()
 		n.wg.Wait()
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
@@ -372,8 +468,10 @@ func (n *Node) blockLocked(num uint64) *nodeBlock {
 }
 
 // makeBlock derives block parent+1 of branch from the seed: a post-merge
-// header with real transactions (whose DeriveSha is TxHash).
-func (n *Node) makeBlock(parent *types.Header, branch uint64) *nodeBlock {
+// header with real transactions (whose DeriveSha is TxHash). With render,
+// it also caches the block's eth_getBlockByNumber(..., false) answer, from
+// the transactions it built anyway.
+func (n *Node) makeBlock(parent *types.Header, branch uint64, render bool) *nodeBlock {
 	num := parent.Number.Uint64() + 1
 	r := rng(n.o.Seed, purposeNode, num, branch)
 	ts := parent.Time + SlotSeconds
@@ -424,10 +522,12 @@ func (n *Node) makeBlock(parent *types.Header, branch uint64) *nodeBlock {
 		count = max(1, int(u*float64(limit)/perTx))
 	}
 	b := &nodeBlock{branch: branch, txCount: count}
+	var enc encodedTxs
 	if count > 0 {
 		txs, used := nodeTxs(n.o.Seed, num, branch, count, parentFee, limit)
+		enc = encodeTxs(txs)
 		h.GasUsed = used
-		h.TxHash = types.DeriveSha(txs, trie.NewStackTrie(nil))
+		h.TxHash = types.DeriveSha(enc, trie.NewStackTrie(nil))
 		h.ReceiptHash = randHash(r)
 		h.Bloom = sparseBloom(r, 1)
 		// Approximate RLP size; tx.Size() would encode every transaction again.
@@ -440,7 +540,45 @@ func (n *Node) makeBlock(parent *types.Header, branch uint64) *nodeBlock {
 	}
 	b.header = h
 	b.hash = h.Hash()
+	if render {
+		if c, err := n.compact(b, enc.hashes()); err == nil {
+			n.cacheJSON(b.hash, c)
+		}
+	}
 	return b
+}
+
+// encodedTxs is a block's transactions in their consensus encoding (type
+// byte + RLP), encoded once: DeriveSha reads them through EncodeIndex and
+// the transaction hashes are their Keccak-256, so neither encodes again
+// (encoding was a third of a block's cost).
+type encodedTxs [][]byte
+
+func encodeTxs(txs types.Transactions) encodedTxs {
+	enc := make(encodedTxs, len(txs))
+	for i, tx := range txs {
+		b, err := tx.MarshalBinary()
+		if err != nil {
+			panic(fmt.Sprintf("chain: encode generated transaction %d: %v", i, err))
+		}
+		enc[i] = b
+	}
+	return enc
+}
+
+// Len implements types.DerivableList.
+func (e encodedTxs) Len() int { return len(e) }
+
+// EncodeIndex implements types.DerivableList.
+func (e encodedTxs) EncodeIndex(i int, w *bytes.Buffer) { w.Write(e[i]) }
+
+// hashes are the transaction hashes, as Transaction.Hash computes them.
+func (e encodedTxs) hashes() []common.Hash {
+	out := make([]common.Hash, len(e))
+	for i, b := range e {
+		out[i] = crypto.Keccak256Hash(b)
+	}
+	return out
 }
 
 var (
@@ -519,36 +657,98 @@ func (n *Node) blockJSON(b *nodeBlock, full bool) (json.RawMessage, error) {
 		if j, ok := n.cachedJSON(b.hash); ok {
 			return j, nil
 		}
-		j, err := n.renderBlock(b, false)
-		if err == nil {
-			n.cacheJSON(b.hash, j)
+		c, err := n.compactAnswer(b)
+		if err != nil {
+			return nil, err
 		}
-		return j, err
+		n.cacheJSON(b.hash, c)
+		return c.json(), nil
 	}
 	return n.renderBlock(b, true)
 }
 
-// renderBlock builds a block's JSON, with transaction objects if full.
-func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
+// renderHead is a block's JSON up to its transactions array, open.
+func (n *Node) renderHead(b *nodeBlock) ([]byte, error) {
 	hj, err := json.Marshal(b.header)
 	if err != nil {
 		return nil, err
 	}
-	var buf []byte
+	buf := make([]byte, 0, len(hj)+200)
 	buf = append(buf, hj[:len(hj)-1]...)
 	td, _ := new(big.Float).SetFloat64(n.td).Int(nil)
 	buf = fmt.Appendf(buf, `,"size":"%s","totalDifficulty":"%s","uncles":[],"withdrawals":[],"transactions":[`,
 		hexutil.EncodeUint64(b.size), hexutil.EncodeBig(td))
+	return buf, nil
+}
+
+// compactAnswer is a block's full=false answer as the cache keeps it: the
+// JSON up to its transactions array, and the transaction hashes raw. That
+// is ~8 KB a block instead of the answer's ~16 KB (a hash takes 69 bytes of
+// JSON), which keeps a bench's process within its memory target; json
+// renders it in microseconds.
+type compactAnswer struct {
+	head   []byte
+	hashes []byte // 32 bytes per transaction
+}
+
+// json is the answer.
+func (c *compactAnswer) json() json.RawMessage {
+	k := len(c.hashes) / 32
+	buf := make([]byte, 0, len(c.head)+69*k+2)
+	buf = append(buf, c.head...)
+	for i := range k {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '"', '0', 'x')
+		buf = hex.AppendEncode(buf, c.hashes[32*i:32*i+32])
+		buf = append(buf, '"')
+	}
+	return append(buf, "]}"...)
+}
+
+// compact builds a block's compactAnswer from its transaction hashes.
+func (n *Node) compact(b *nodeBlock, hashes []common.Hash) (*compactAnswer, error) {
+	head, err := n.renderHead(b)
+	if err != nil {
+		return nil, err
+	}
+	c := &compactAnswer{head: head, hashes: make([]byte, 0, 32*len(hashes))}
+	for _, h := range hashes {
+		c.hashes = append(c.hashes, h[:]...)
+	}
+	return c, nil
+}
+
+// compactAnswer builds a block's compactAnswer from regenerated
+// transactions.
+func (n *Node) compactAnswer(b *nodeBlock) (*compactAnswer, error) {
+	if b.txCount == 0 {
+		return n.compact(b, nil)
+	}
+	txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
+	return n.compact(b, encodeTxs(txs).hashes())
+}
+
+// renderBlock builds a block's JSON, with transaction objects if full.
+func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
+	if !full {
+		c, err := n.compactAnswer(b)
+		if err != nil {
+			return nil, err
+		}
+		return c.json(), nil
+	}
+	buf, err := n.renderHead(b)
+	if err != nil {
+		return nil, err
+	}
 	if b.txCount > 0 {
 		txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
 		num := hexutil.EncodeUint64(b.header.Number.Uint64())
 		for i, tx := range txs {
 			if i > 0 {
 				buf = append(buf, ',')
-			}
-			if !full {
-				buf = fmt.Appendf(buf, `"%s"`, tx.Hash().Hex())
-				continue
 			}
 			tj, err := json.Marshal(tx)
 			if err != nil {
@@ -627,6 +827,9 @@ func (api *ethAPI) GetBlockByNumber(ctx context.Context, number rpc.BlockNumber,
 	n.mu.RUnlock()
 	if b == nil {
 		return json.RawMessage("null"), nil
+	}
+	if number >= 0 {
+		n.readAhead(num) // a reader going through numbers, not polling a tag
 	}
 	return n.blockJSON(b, full)
 }

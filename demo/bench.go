@@ -317,6 +317,7 @@ func (b *benchRun) live(ctx context.Context, res *BenchResult) error {
 		}
 	}
 	res.LiveMedianMs8 = rec.medianTrigger(stream.KindData)
+	fmt.Fprint(o.Log, liveBreakdown("live at 8 partitions", rec.events))
 	return nil
 }
 

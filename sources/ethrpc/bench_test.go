@@ -3,10 +3,14 @@ package ethrpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -218,4 +222,115 @@ func BenchmarkRetract(b *testing.B) {
 			b.ReportMetric(median(readMs), "readBatch+commit-p50-ms")
 		})
 	}
+}
+
+// BenchmarkSourceShare20 measures the source's own share of a live
+// trigger's getBatch: ReadBatch of 20 blocks (request, HTTP, decode, parse,
+// chain check, columns) against a loopback server that replies with the
+// node's recorded answer at once, so no node work is in the figure (target:
+// <= 5 ms). It reports the median and the CPU per batch.
+// Run: go test -run '^$' -bench SourceShare20 ./sources/ethrpc
+func BenchmarkSourceShare20(b *testing.B) {
+	m := testManifest(b)
+	n := startChainNode(b, 20, chain.NodeFaults{})
+	var req strings.Builder
+	req.WriteByte('[')
+	for i := uint64(1); i <= 20; i++ {
+		if i > 1 {
+			req.WriteByte(',')
+		}
+		fmt.Fprintf(&req, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":["%s",false]}`, i, hexutil.EncodeUint64(m.LastBlock+i))
+	}
+	req.WriteByte(']')
+	resp, err := http.Post(n.URL(), "application/json", strings.NewReader(req.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The source numbers its calls itself: answer each with its own ids, in
+	// the recorded order (ids are the only part of the answer it sends).
+	var recorded []map[string]json.RawMessage
+	if err := json.Unmarshal(answer, &recorded); err != nil || len(recorded) != 20 {
+		b.Fatalf("recorded answer: %d, %v", len(recorded), err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var calls []struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(body, &calls); err != nil || len(calls) != len(recorded) {
+			http.Error(w, "want the 20-block batch", http.StatusBadRequest)
+			return
+		}
+		out := []byte{'['}
+		for i, c := range calls {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = fmt.Appendf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`, c.ID, recorded[i]["result"])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(out, ']'))
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	s, _ := openSource(b, Options{Endpoints: []string{"http://" + ln.Addr().String()}}, nil)
+	start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
+	end := Offset{Block: m.LastBlock + 20, Hash: lowerHex(n.Header(m.LastBlock + 20).Hash().Hex())}.JSON()
+	var rows int
+	emit := func(bt *stream.Batch) error { rows += bt.Len; return nil }
+	var ms []float64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.ReadBatch(context.Background(), start, end, emit); err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, float64(time.Since(t0))/1e6)
+	}
+	if rows != 20*len(ms) {
+		b.Fatalf("emitted %d rows in %d batches", rows, len(ms))
+	}
+	b.ReportMetric(median(ms), "readBatch-p50-ms")
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+}
+
+// BenchmarkGethReadBatch20 is ReadBatch of blocks 21..40 against a real node
+// given by ETHSTREAM_GETH_URL (skipped without it): the node's answer plus
+// the source's share; BenchmarkGethBatch20 in package chain times the
+// node's answer alone.
+// Run: ETHSTREAM_GETH_URL=http://127.0.0.1:8545 go test -run '^$' -bench GethReadBatch20 ./sources/ethrpc
+func BenchmarkGethReadBatch20(b *testing.B) {
+	url := os.Getenv("ETHSTREAM_GETH_URL")
+	if url == "" {
+		b.Skip("set ETHSTREAM_GETH_URL to a node's HTTP endpoint")
+	}
+	s, _ := openSource(b, Options{Endpoints: []string{url}}, nil)
+	ctx := context.Background()
+	rows, err := s.fetchRange(ctx, []uint64{20, 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := Offset{Block: 20, Hash: rows[0].Hash}.JSON()
+	end := Offset{Block: 40, Hash: rows[1].Hash}.JSON()
+	emit := func(*stream.Batch) error { return nil }
+	var ms []float64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.ReadBatch(ctx, start, end, emit); err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, float64(time.Since(t0))/1e6)
+	}
+	b.ReportMetric(median(ms), "readBatch-p50-ms")
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
 }

@@ -71,6 +71,7 @@ type endpoint struct {
 	maxResponse int64 // bytes of one answer; 0 = no cap
 	mu          sync.Mutex
 	c           *rpc.Client
+	hc          *http.Client // c's HTTP client; nil for websocket
 }
 
 // retryAfterKey carries a *callSlot through the request context to the
@@ -166,12 +167,30 @@ func (e *endpoint) client(ctx context.Context) (*rpc.Client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
-	c, err := rpc.DialOptions(ctx, e.url, rpc.WithHTTPClient(&http.Client{Transport: captureTransport{base: tr, max: e.maxResponse}}))
+	hc := &http.Client{Transport: captureTransport{base: tr, max: e.maxResponse}}
+	c, err := rpc.DialOptions(ctx, e.url, rpc.WithHTTPClient(hc))
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", redact(e.url), err)
 	}
 	e.c = c
+	if strings.HasPrefix(e.url, "http") {
+		e.hc = hc
+	}
 	return c, nil
+}
+
+// httpFor is the HTTP client and URL of the endpoint whose rpc client is c,
+// nil for a websocket one.
+func (p *pool) httpFor(c *rpc.Client) (*http.Client, string) {
+	for _, e := range p.eps {
+		e.mu.Lock()
+		hc, mine := e.hc, e.c == c
+		e.mu.Unlock()
+		if mine {
+			return hc, e.url
+		}
+	}
+	return nil, ""
 }
 
 func (e *endpoint) drop(c *rpc.Client) {

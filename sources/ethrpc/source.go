@@ -528,21 +528,39 @@ func (s *Source) fetchRange(ctx context.Context, nums []uint64) ([]blockRow, err
 	}
 }
 
+// batchBlocks asks c's endpoint for blocks nums in one batch, decoding
+// answer i into res[i]; errs[i] is call i's error. Over HTTP it posts the
+// batch itself (batchhttp.go); over websocket through go-ethereum's client.
+func (s *Source) batchBlocks(ctx context.Context, c *rpc.Client, nums []uint64, res []blockResult) ([]error, error) {
+	if hc, url := s.pool.httpFor(c); hc != nil {
+		return batchBlocksHTTP(ctx, hc, url, nums, res)
+	}
+	elems := make([]rpc.BatchElem, len(nums))
+	for i, n := range nums {
+		elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &res[i]}
+	}
+	if err := c.BatchCallContext(ctx, elems); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(nums))
+	for i, e := range elems {
+		errs[i] = e.Error
+	}
+	return errs, nil
+}
+
 func (s *Source) fetchChunk(ctx context.Context, nums []uint64) ([]blockRow, error) {
 	rows := make([]blockRow, len(nums))
 	what := fmt.Sprintf("eth_getBlockByNumber %d..%d", nums[0], nums[len(nums)-1])
 	err := s.pool.call(ctx, what, func(ctx context.Context, c *rpc.Client) error {
 		res := make([]blockResult, len(nums))
-		elems := make([]rpc.BatchElem, len(nums))
-		for i, n := range nums {
-			elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &res[i]}
-		}
-		if err := c.BatchCallContext(ctx, elems); err != nil {
+		errs, err := s.batchBlocks(ctx, c, nums, res)
+		if err != nil {
 			return err
 		}
-		for i, e := range elems {
-			if e.Error != nil {
-				return fmt.Errorf("block %d: %w", nums[i], e.Error)
+		for i, e := range errs {
+			if e != nil {
+				return fmt.Errorf("block %d: %w", nums[i], e)
 			}
 			r, err := res[i].row, res[i].err
 			if !res[i].set || errors.Is(err, errBlockNotFound) {
