@@ -103,6 +103,8 @@ type Node struct {
 	cmu    sync.Mutex
 	cached map[common.Hash]json.RawMessage
 	corder []common.Hash
+
+	heads heads // newHeads subscribers and announcement times (heads.go)
 }
 
 // maxCachedBlocks bounds the rendered-block cache (~15 KB a block).
@@ -194,6 +196,7 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 			n.rpc.ServeHTTP(w, r)
 		})),
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnState:         n.heads.trackConn,
 	}
 	n.start = time.Now()
 	n.wg.Add(1)
@@ -281,6 +284,7 @@ func (n *Node) mineLocked(k int) {
 		b := n.makeBlock(parent, 0)
 		n.canon = append(n.canon, b)
 		n.byHash[b.hash] = b
+		n.heads.announce(b, true, time.Now())
 	}
 	n.mined += k
 }
@@ -306,6 +310,7 @@ func (n *Node) Reorg(depth int) {
 		b := n.makeBlock(parent, n.branches)
 		n.canon[i] = b
 		n.byHash[b.hash] = b
+		n.heads.announce(b, i == len(n.canon)-1, time.Now())
 	}
 }
 

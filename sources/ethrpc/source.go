@@ -39,6 +39,8 @@ type Source struct {
 
 	hist historyLog // reorg=retract: the history files in MetadataDir
 
+	watch *headWatch // the newHeads subscription; nil when polling
+
 	mu struct {
 		sync.Mutex
 		report *Offset // newest readable block, for ReportLatestOffset
@@ -53,6 +55,7 @@ var (
 	_ stream.ReportingSource    = (*Source)(nil)
 	_ stream.AvailableNowSource = (*Source)(nil)
 	_ stream.RetractingSource   = (*Source)(nil)
+	_ stream.DataNotifier       = (*Source)(nil)
 )
 
 // Retracts reports whether the source retracts reorganised blocks (reorg=retract).
@@ -94,6 +97,13 @@ func New(o Options) (*Source, error) {
 		}
 	default:
 		return nil, errcode.New(CodeInvalidOption, "", "use reorg=fail (the default) or reorg=retract", "unknown reorg mode %q", o.Reorg)
+	}
+	switch o.Subscribe {
+	case "":
+		o.Subscribe = SubscribeAuto
+	case SubscribeAuto, SubscribeOff:
+	default:
+		return nil, errcode.New(CodeInvalidOption, "", "use subscribe=auto (the default) or subscribe=off", "unknown subscribe mode %q", o.Subscribe)
 	}
 	if o.MaxBlocksPerTrigger < 0 || o.MaxBatchSize < 0 || o.MaxRetries < 0 || o.Timeout < 0 {
 		return nil, errcode.New(CodeInvalidOption, "", "use positive limits", "negative ethrpc limit in %+v", o)
@@ -158,6 +168,9 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 		s.hist = historyLog{fs: env.FS, dir: env.MetadataDir}
 	}
 	s.pool = newPool(s.o.Endpoints, env.Clock, s.o.Timeout, s.o.MaxRetries, s.o.MaxResponseSize, s.log)
+	if ws := wsEndpoint(s.o.Endpoints); ws != "" && s.o.Subscribe == SubscribeAuto && s.watch == nil {
+		s.watch = startHeadWatch(ws, env.Clock, s.log)
+	}
 	return nil
 }
 
@@ -382,8 +395,11 @@ func (s *Source) Commit(_ context.Context, end stream.Offset) error {
 	return s.hist.prune(en)
 }
 
-// Close releases the endpoint connections.
+// Close ends the subscription and releases the endpoint connections.
 func (s *Source) Close() error {
+	if s.watch != nil {
+		s.watch.close()
+	}
 	if s.pool != nil {
 		s.pool.close()
 	}
@@ -414,6 +430,9 @@ func (s *Source) Metrics() map[string]string {
 	}
 	s.reorgMetrics(m)
 	s.mu.Unlock()
+	if s.watch != nil {
+		s.watch.metrics(m)
+	}
 	m["batchSize"] = strconv.FormatInt(s.batch.Load(), 10)
 	return m
 }
