@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,3 +161,7 @@ func (api *ethAPI) NewHeads(ctx context.Context) (*rpc.Subscription, error) {
 	}()
 	return sub, nil
 }
+
+// WebsocketURL is the websocket endpoint, "ws://127.0.0.1:PORT", where
+// eth_subscribe("newHeads") is served.
+func (n *Node) WebsocketURL() string { return "ws" + strings.TrimPrefix(n.url, "http") }
