@@ -175,6 +175,9 @@ type Config struct {
 	// TableShared lets a new checkpoint write a table another query writes
 	// (run --table-shared; SINK_TABLE_IN_USE otherwise).
 	TableShared bool
+	// TableProperties are the Delta table properties of a table the run
+	// creates (e.g. delta.logRetentionDuration); not a CLI flag.
+	TableProperties map[string]string
 }
 
 // Args renders cfg as `ethstream run` flags, so a phase can be started as its
@@ -326,7 +329,8 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {
-		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema()})
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema(),
+			TableProperties: cfg.TableProperties})
 		if err != nil {
 			return q, engine.Options{}, err
 		}

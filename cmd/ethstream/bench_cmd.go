@@ -10,6 +10,7 @@ func newBenchCmd() *cobra.Command {
 	var workdir, preset, out, duck string
 	var days, live int
 	var seed int64
+	var fresh freshnessFlags
 	c := &cobra.Command{
 		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
@@ -28,6 +29,9 @@ CPU time (user + system: this process during a backfill, the DuckDB process for 
   ethstream bench --preset seed --live-batches 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fresh.on {
+				return fresh.run(cmd, workdir, seed, out)
+			}
 			p, err := presetFromFlags(preset, days)
 			if err != nil {
 				return err
@@ -50,6 +54,7 @@ CPU time (user + system: this process during a backfill, the DuckDB process for 
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&out, "out", "", "write the figures as JSON to FILE")
 	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also run the file:// backfill and DuckDB's GROUP BY over the same files, and print the ratios")
+	fresh.register(c)
 	return c
 }
 
