@@ -65,7 +65,7 @@ func (k TriggerKind) String() string {
 
 // Trigger is a query's trigger.
 type Trigger struct {
-	Kind     TriggerKind
+	Kind TriggerKind
 	// Interval is ProcessingTime's period (0 = as fast as possible) and
 	// RealTime's fallback poll (0 = DefaultRealTimePoll).
 	Interval time.Duration
