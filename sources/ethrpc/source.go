@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
@@ -47,6 +48,11 @@ type Source struct {
 		// reorg=retract: the reorgs of the current batch, and totals.
 		reorgs                                []Reorg
 		reorgsTotal, retractedTotal, maxDepth int64
+		// learned is when the source first knew each planned end block
+		// was readable (freshness.go); freshness is the last commit's.
+		learned   map[uint64]time.Time
+		freshness time.Duration
+		freshSet  bool
 	}
 }
 
@@ -169,7 +175,7 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	}
 	s.pool = newPool(s.o.Endpoints, env.Clock, s.o.Timeout, s.o.MaxRetries, s.o.MaxResponseSize, s.log)
 	if ws := wsEndpoint(s.o.Endpoints); ws != "" && s.o.Subscribe == SubscribeAuto && s.watch == nil {
-		s.watch = startHeadWatch(ws, env.Clock, s.log)
+		s.watch = startHeadWatch(ws, env.Clock, s.log, s.noteNotified)
 	}
 	return nil
 }
@@ -200,6 +206,14 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 // block is StartBlock, or the readable head when StartBlock is 0. Returning
 // start means no new block.
 func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
+	end, err := s.latestOffset(ctx, start)
+	if err == nil && string(end) != string(start) {
+		s.noteLearned(end)
+	}
+	return end, err
+}
+
+func (s *Source) latestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
 	ctx, cancel := s.batchDeadline(ctx)
 	defer cancel()
 	if s.o.Reorg == ReorgRetract {
@@ -385,6 +399,7 @@ func (s *Source) verify(rows []blockRow, st Offset, haveStart bool, en Offset) e
 // Commit forgets what precedes end: with reorg=retract it deletes every
 // history file but end's; otherwise the source keeps no per-batch state.
 func (s *Source) Commit(_ context.Context, end stream.Offset) error {
+	s.noteCommitted(end)
 	if s.o.Reorg != ReorgRetract {
 		return nil
 	}
@@ -429,6 +444,9 @@ func (s *Source) Metrics() map[string]string {
 		m["head"] = strconv.FormatUint(s.mu.report.Block, 10)
 	}
 	s.reorgMetrics(m)
+	if s.mu.freshSet {
+		m[stream.MetricFreshnessMs] = strconv.FormatInt(s.mu.freshness.Milliseconds(), 10)
+	}
 	s.mu.Unlock()
 	if s.watch != nil {
 		s.watch.metrics(m)

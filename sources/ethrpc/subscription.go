@@ -41,7 +41,8 @@ type headWatch struct {
 	url   string
 	clock stream.Clock
 	log   *slog.Logger
-	ready chan struct{} // capacity 1: wake-ups coalesce
+	note  func(num uint64, t time.Time) // the arrival of a notified head
+	ready chan struct{}                 // capacity 1: wake-ups coalesce
 	stop  context.CancelFunc
 	done  chan struct{}
 
@@ -51,7 +52,6 @@ type headWatch struct {
 		subscribes    int64 // successful subscriptions, the first included
 		notifications int64
 		head          uint64 // number of the newest notified head
-		arrived       time.Time
 	}
 }
 
@@ -65,9 +65,9 @@ func wsEndpoint(eps []string) string {
 	return ""
 }
 
-func startHeadWatch(endpoint string, clock stream.Clock, log *slog.Logger) *headWatch {
+func startHeadWatch(endpoint string, clock stream.Clock, log *slog.Logger, note func(uint64, time.Time)) *headWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &headWatch{url: endpoint, clock: clock, log: log, ready: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+	w := &headWatch{url: endpoint, clock: clock, log: log, note: note, ready: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
 	go w.run(ctx)
 	return w
 }
@@ -129,10 +129,12 @@ func (w *headWatch) follow(ctx context.Context) (ok bool) {
 	for {
 		select {
 		case h := <-ch:
+			now := w.clock.Now()
 			w.mu.Lock()
 			w.mu.notifications++
-			w.mu.head, w.mu.arrived = uint64(h.Number), w.clock.Now()
+			w.mu.head = uint64(h.Number)
 			w.mu.Unlock()
+			w.note(uint64(h.Number), now)
 			w.wake()
 		case err := <-sub.Err():
 			w.log.Debug("ethrpc newHeads subscription ended", "endpoint", redact(w.url), "err", err)

@@ -1,6 +1,7 @@
 package ethrpc
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -79,6 +80,17 @@ func TestSubscriptionWakesOnNewHead(t *testing.T) {
 		end, _ = drive(t, s, end, 20, &r)
 	}
 	checkContiguous(t, n, &r, m.LastBlock+1, m.LastBlock+5)
+	// Freshness: the fake clock stands still, so the head's notification
+	// and the commit are the same instant.
+	if _, ok := s.Metrics()[stream.MetricFreshnessMs]; ok {
+		t.Fatal("freshness reported before any commit")
+	}
+	if err := s.Commit(context.Background(), end); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Metrics()[stream.MetricFreshnessMs]; got != "0" {
+		t.Fatalf("freshnessMs %q after the commit, want 0 on the fake clock", got)
+	}
 	if got := s.Metrics()["headNotifications"]; got != "5" {
 		t.Fatalf("headNotifications %s, want 5", got)
 	}
