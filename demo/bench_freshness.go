@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -365,4 +366,16 @@ func PrintFreshness(w io.Writer, r *FreshnessResult) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, r.PhaseMedianMs[k]))
 	}
 	fmt.Fprintf(w, "| batch phases, median ms | %s | |\n", strings.Join(parts, ", "))
+}
+
+// WriteFreshnessJSON writes r as indented JSON to path, as WriteBenchJSON does.
+func WriteFreshnessJSON(path string, r *FreshnessResult) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(path, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
 }

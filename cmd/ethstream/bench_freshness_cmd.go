@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
-
 	"github.com/ethstream/ethstream/demo"
 	"github.com/spf13/cobra"
 )
@@ -33,9 +30,5 @@ func (f *freshnessFlags) run(cmd *cobra.Command, workdir string, seed int64, out
 	if out == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(out, append(b, '\n'), 0o644)
+	return demo.WriteFreshnessJSON(out, res)
 }
