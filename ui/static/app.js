@@ -423,7 +423,7 @@ class Chart {
 
 function setText(id, v) { document.getElementById(id).textContent = v === undefined || v === null || v === '' ? '–' : String(v); }
 
-// Freshness in the header: the newest batch's, and the median over the
+// Freshness in the header: the newest batch's, then the median over the
 // batches shown, of sources[].metrics.freshnessMs (head to table).
 function renderFreshness(batches) {
   const xs = batches.filter(b => b.freshnessMs !== null && b.freshnessMs !== undefined).map(b => b.freshnessMs);
@@ -432,7 +432,7 @@ function renderFreshness(batches) {
   const last = xs[xs.length - 1];
   const sorted = xs.slice().sort((a, b) => a - b);
   const median = sorted[Math.floor((sorted.length - 1) / 2)];
-  setText('q-fresh', 'last ' + last + ' ms · median ' + median + ' ms');
+  setText('q-fresh', last + ' ms (median ' + median + ' ms)');
   dd.setAttribute('data-last', String(last));
   dd.setAttribute('data-median', String(median));
 }
