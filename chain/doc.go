@@ -161,8 +161,9 @@
 // # JSON-RPC node
 //
 // StartNode continues the archive from lastBlock+1 with parent lastHash:
-// post-merge headers 12 s apart, base fee by EIP-1559 from the parent,
-// WithdrawalsHash = EmptyWithdrawalsHash (empty withdrawals served), blob
+// post-merge headers 12 s apart, base fee by EIP-1559 from the parent (a
+// block is empty while its parent's fee is above 1,000 gwei, so the fee of
+// a long run stays bounded: maxNodeBaseFee), WithdrawalsHash = EmptyWithdrawalsHash (empty withdrawals served), blob
 // fields and parent beacon root after Cancun, requests hash after Prague,
 // and real EIP-1559 transactions whose DeriveSha is the header's
 // transactions root (signature values in range but not real signatures;
@@ -172,7 +173,10 @@
 // head-64, earliest = the node's first block), eth_getBlockByHash (blocks
 // replaced by a reorg stay retrievable by hash), eth_chainId (0x1),
 // eth_syncing, net_version ("1"), web3_clientVersion, and batches, over
-// HTTP and websocket. Archive blocks are not served (null). Every mined
+// HTTP and websocket, and over websocket eth_subscribe("newHeads") (heads.go:
+// each new head's header; a reorg sends its new head only; the time each
+// block was announced is kept for freshness, Node.AnnouncedAt;
+// DropWebsockets closes every websocket, as a restarting node would). Archive blocks are not served (null). Every mined
 // block reports the archive's last total difficulty (its day rebuilt at
 // start), size, and the header's fields, so that the JSON-RPC source parses
 // the row the archive writer would write for it: Node.ExportArchive writes

@@ -114,6 +114,8 @@ type Node struct {
 	amu    sync.Mutex
 	ahead  bool
 	closed bool
+
+	heads heads // newHeads subscribers and announcement times (heads.go)
 }
 
 // readAheadBlocks is how far past a block read readAhead renders.
@@ -274,6 +276,7 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 			n.rpc.ServeHTTP(w, r)
 		})),
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnState:         n.heads.trackConn,
 	}
 	n.start = time.Now()
 	n.wg.Add(1)
@@ -374,6 +377,7 @@ func (n *Node) mineBlocks(k int, render bool) {
 		b := n.makeBlock(parent, 0, k-i <= keep)
 		n.canon = append(n.canon, b)
 		n.byHash[b.hash] = b
+		n.heads.announce(b, true, time.Now())
 	}
 	n.mined += k
 }
@@ -399,6 +403,7 @@ func (n *Node) Reorg(depth int) {
 		b := n.makeBlock(parent, n.branches, true)
 		n.canon[i] = b
 		n.byHash[b.hash] = b
+		n.heads.announce(b, i == len(n.canon)-1, time.Now())
 	}
 }
 
@@ -467,6 +472,16 @@ func (n *Node) blockLocked(num uint64) *nodeBlock {
 	return n.canon[num-n.base]
 }
 
+// maxNodeBaseFee (1,000 gwei) bounds the base fee of mined blocks. A
+// non-empty block's gas is above the EIP-1559 target on average (each
+// transaction uses 21,000 plus a uniform share of its budget), so the base
+// fee (the EIP-1559 rule's) grows about 0.5% a block: from the archive's
+// last fee it passes 1,000 gwei after some 2,500 blocks and overflowed the
+// int64 column after some 4,000 (a 10,000-block freshness run met it).
+// Above the bound a block is empty, which lowers the fee 12.5%; a run of
+// fewer blocks than that is unchanged.
+const maxNodeBaseFee = 1_000_000_000_000
+
 // makeBlock derives block parent+1 of branch from the seed: a post-merge
 // header with real transactions (whose DeriveSha is TxHash). With render,
 // it also caches the block's eth_getBlockByNumber(..., false) answer, from
@@ -520,6 +535,9 @@ func (n *Node) makeBlock(parent *types.Header, branch uint64, render bool) *node
 		u := min(1, max(0.001, 0.5+0.22*r.NormFloat64()))
 		perTx := interp(gasPerTx, tt, false) * (0.7 + 0.6*r.Float64())
 		count = max(1, int(u*float64(limit)/perTx))
+	}
+	if parentFee > maxNodeBaseFee {
+		count = 0 // demand falls with the price: see maxNodeBaseFee
 	}
 	b := &nodeBlock{branch: branch, txCount: count}
 	var enc encodedTxs

@@ -167,7 +167,10 @@
 // runs batches until none is planned (the final no-data batch included).
 // Once recovers, then runs at most one batch. ProcessingTime runs a batch per
 // interval, never overlapping, skipping idle triggers, until the context
-// ends. Under any trigger the run also stops once Query.MaxDataBatches data
+// ends. RealTime plans the next batch at once after a batch and, when idle,
+// waits for a stream.DataNotifier source's signal or its fallback poll
+// (Trigger.Interval, default DefaultRealTimePoll): a micro-batch per new
+// head, not Spark 4's long-running real-time batches. Under any trigger the run also stops once Query.MaxDataBatches data
 // batches committed in it (0 = no limit). A cancelled
 // context between batches ends the run cleanly; inside a batch the batch is
 // abandoned and re-run by the next start.

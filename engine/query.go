@@ -40,6 +40,13 @@ const (
 	AvailableNow
 	// Once recovers, then runs at most one batch and stops.
 	Once
+	// RealTime runs a batch as soon as new data may be readable: after a
+	// batch it plans the next at once; after an idle trigger it waits for a
+	// source's notification (stream.DataNotifier) or Interval (the fallback
+	// poll, default DefaultRealTimePoll), whichever comes first. Spark 4's
+	// Trigger.RealTime runs long-lived batches that stream rows as they
+	// arrive; this one is a micro-batch per notification (engine/trigger.go).
+	RealTime
 )
 
 func (k TriggerKind) String() string {
@@ -50,14 +57,18 @@ func (k TriggerKind) String() string {
 		return "availableNow"
 	case Once:
 		return "once"
+	case RealTime:
+		return "realTime"
 	}
 	return "TriggerKind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Trigger is a query's trigger.
 type Trigger struct {
-	Kind     TriggerKind
-	Interval time.Duration // ProcessingTime only; 0 = as fast as possible
+	Kind TriggerKind
+	// Interval is ProcessingTime's period (0 = as fast as possible) and
+	// RealTime's fallback poll (0 = DefaultRealTimePoll).
+	Interval time.Duration
 }
 
 // Query is what runs: named sources, the columns it reads, the watermark, one
@@ -172,7 +183,7 @@ func (q *Query) validateShape() error {
 	if q.Watermark != nil && q.Watermark.Column == "" {
 		return errcode.New(errcode.InvalidArgument, "", "", "watermark without a column")
 	}
-	if q.Trigger.Kind < ProcessingTime || q.Trigger.Kind > Once {
+	if q.Trigger.Kind < ProcessingTime || q.Trigger.Kind > RealTime {
 		return errcode.New(errcode.InvalidArgument, "", "", "unknown trigger %v", q.Trigger.Kind)
 	}
 	return nil

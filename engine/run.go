@@ -212,6 +212,13 @@ func (r *run) loop(ctx context.Context) error {
 		if stop {
 			return nil
 		}
+		if r.q.Trigger.Kind == RealTime && wait > 0 {
+			if err := r.waitForData(ctx, wait); err != nil {
+				r.sum.Interrupted = true
+				return nil
+			}
+			continue
+		}
 		if wait > 0 {
 			if err := o.Clock.Sleep(ctx, wait); err != nil {
 				r.sum.Interrupted = true
@@ -230,6 +237,8 @@ func afterTrigger(t Trigger, ran bool, start time.Time, now func() time.Time) (s
 		return true, 0
 	case AvailableNow:
 		return !ran, 0
+	case RealTime:
+		return false, realTimeWait(t, ran)
 	}
 	wait = start.Add(t.Interval).Sub(now())
 	if !ran && wait < minIdleWait {

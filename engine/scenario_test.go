@@ -49,6 +49,8 @@ type scenario struct {
 	// are the identified tables a run may write (sink=NAME).
 	dir   string
 	sinks map[string]*streamtest.Sink
+	// sleepsSeen is how many clock sleeps the sleeps command printed.
+	sleepsSeen int
 }
 
 func newScenario() *scenario {
@@ -263,6 +265,12 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		return s.verify(t, d)
 	case "progress":
 		return s.progress(t, d)
+	case "sleeps":
+		// sleeps: the clock's waits since the last sleeps command.
+		all := s.clock.Sleeps()
+		out := fmt.Sprintf("sleeps: %v\n", all[s.sleepsSeen:])
+		s.sleepsSeen = len(all)
+		return out
 	case "ids":
 		return fmt.Sprintf("query ids: %d, run ids: %d\n", len(s.queryIDs), len(s.runIDs))
 	case "repartition-offline":
@@ -365,6 +373,8 @@ func (s *scenario) query(t *testing.T, d *datadriven.TestData) (Query, map[strin
 		q.Trigger = Trigger{Kind: Once}
 	case "processingTime":
 		q.Trigger = Trigger{Kind: ProcessingTime, Interval: time.Second}
+	case "realTime":
+		q.Trigger = Trigger{Kind: RealTime}
 	default:
 		t.Fatalf("trigger %q", tr)
 	}

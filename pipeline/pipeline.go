@@ -84,10 +84,10 @@ func ParseSourceSpec(flag string) (SourceSpec, error) {
 
 // ParseTrigger parses a trigger in Spark's spellings or the CLI's:
 // availableNow | available-now, once, processingTime=DUR | processing-time=DUR,
-// where DUR is a Go duration (5s, 1m30s) or a Spark interval ('5 seconds',
+// realTime[=DUR] | real-time[=DUR] (DUR: the fallback poll), where DUR is a Go duration (5s, 1m30s) or a Spark interval ('5 seconds',
 // "500 milliseconds", "interval 1 minute"), optionally quoted.
 func ParseTrigger(s string) (engine.Trigger, error) {
-	const remedy = "use --trigger availableNow, once or processingTime=DUR (e.g. processingTime=5s or processingTime='5 seconds')"
+	const remedy = "use --trigger availableNow, once, processingTime=DUR (e.g. processingTime=5s or processingTime='5 seconds') or realTime"
 	kind, arg, hasArg := strings.Cut(strings.TrimSpace(s), "=")
 	switch strings.ToLower(strings.ReplaceAll(kind, "-", "")) {
 	case "availablenow":
@@ -104,6 +104,15 @@ func ParseTrigger(s string) (engine.Trigger, error) {
 			return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", remedy, "bad trigger interval %q in %q: want a duration such as 5s or '5 seconds'", arg, s)
 		}
 		return engine.Trigger{Kind: engine.ProcessingTime, Interval: d}, nil
+	case "realtime":
+		if !hasArg {
+			return engine.Trigger{Kind: engine.RealTime}, nil
+		}
+		d, ok := parseInterval(arg)
+		if !ok || d <= 0 {
+			return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", remedy, "bad realTime poll interval %q in %q: want a positive duration such as 100ms", arg, s)
+		}
+		return engine.Trigger{Kind: engine.RealTime, Interval: d}, nil
 	}
 	return engine.Trigger{}, errcode.New(errcode.InvalidArgument, "", remedy, "unknown trigger %q", s)
 }
@@ -166,6 +175,9 @@ type Config struct {
 	// TableShared lets a new checkpoint write a table another query writes
 	// (run --table-shared; SINK_TABLE_IN_USE otherwise).
 	TableShared bool
+	// TableProperties are the Delta table properties of a table the run
+	// creates (e.g. delta.logRetentionDuration); not a CLI flag.
+	TableProperties map[string]string
 }
 
 // Args renders cfg as `ethstream run` flags, so a phase can be started as its
@@ -215,6 +227,11 @@ func TriggerString(t engine.Trigger) string {
 		return "available-now"
 	case engine.Once:
 		return "once"
+	case engine.RealTime:
+		if t.Interval > 0 {
+			return "real-time=" + t.Interval.String()
+		}
+		return "real-time"
 	}
 	return "processing-time=" + t.Interval.String()
 }
@@ -312,7 +329,8 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {
-		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema()})
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema(),
+			TableProperties: cfg.TableProperties})
 		if err != nil {
 			return q, engine.Options{}, err
 		}

@@ -55,6 +55,8 @@ func TestParseTrigger(t *testing.T) {
 		"once":                  {Kind: engine.Once},
 		"processing-time=200ms": {Kind: engine.ProcessingTime, Interval: 200 * time.Millisecond},
 		"processing-time=0s":    {Kind: engine.ProcessingTime},
+		"real-time":             {Kind: engine.RealTime},
+		"real-time=250ms":       {Kind: engine.RealTime, Interval: 250 * time.Millisecond},
 	} {
 		got, err := ParseTrigger(in)
 		if err != nil || got != want {
@@ -73,13 +75,15 @@ func TestParseTrigger(t *testing.T) {
 		`processingTime="500 milliseconds"`:     {Kind: engine.ProcessingTime, Interval: 500 * time.Millisecond},
 		"processingTime=interval 1 minute 30 s": {Kind: engine.ProcessingTime, Interval: 90 * time.Second},
 		"processingTime=1 hour":                 {Kind: engine.ProcessingTime, Interval: time.Hour},
+		"realTime":                              {Kind: engine.RealTime},
+		"RealTime='1 second'":                   {Kind: engine.RealTime, Interval: time.Second},
 	} {
 		if got, err := ParseTrigger(in); err != nil || got != want {
 			t.Errorf("%q: got %+v, %v; want %+v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "continuous", "processing-time=x", "processing-time=-1s", "processingTime=", "processingTime='5 parsecs'",
-		"processingTime=-5 seconds", "processingTime=5", "once=1", "availableNow=true", "processingTime='5 seconds"} {
+		"processingTime=-5 seconds", "processingTime=5", "once=1", "availableNow=true", "processingTime='5 seconds", "realTime=0s", "realTime=x"} {
 		if _, err := ParseTrigger(bad); errcode.Code(err) != errcode.InvalidArgument {
 			t.Errorf("%q: err = %v", bad, err)
 		}

@@ -57,6 +57,12 @@ const (
 	DurRepartition      = "controlBatch.REPARTITION"
 )
 
+// MetricFreshnessMs is the sources[].metrics key of a source that times its
+// data: milliseconds from the source learning that the batch's newest row
+// was readable (a head notification's arrival, or the poll that first saw
+// it) to the batch's commit. The dashboard shows it.
+const MetricFreshnessMs = "freshnessMs"
+
 // Batch kinds as flattened to CSV.
 const (
 	KindData        = "data"

@@ -90,3 +90,16 @@ type ReportingSource interface {
 type RetractingSource interface {
 	Retracts() bool
 }
+
+// DataNotifier is implemented by sources that can tell, without being
+// asked, that new data may be readable (a head subscription). Trigger
+// realTime waits on it between batches instead of polling on a timer.
+type DataNotifier interface {
+	// DataReady returns a channel that receives a value when data newer
+	// than the last LatestOffset call may be readable. It is a hint, never
+	// a promise: the engine still asks LatestOffset, and a source must
+	// not count on being woken (a dropped notification only delays a batch
+	// to the trigger's fallback poll). Nil: the source cannot notify now.
+	// Called after Open.
+	DataReady() <-chan struct{}
+}

@@ -555,3 +555,17 @@ func TestSourcesFollowTheQueryStatus(t *testing.T) {
 		}
 	}
 }
+
+// The batch's freshness is the largest freshnessMs its sources report;
+// without one, none.
+func TestBatchFreshness(t *testing.T) {
+	ev := event(3, "r1", map[string]int64{"s3_backfill": 2, "eth_live": 5}, 8)
+	if b := point(ev, "", 1, ""); b.FreshnessMs != nil {
+		t.Fatalf("freshness %d without a source reporting it", *b.FreshnessMs)
+	}
+	ev.Sources[0].Metrics[stream.MetricFreshnessMs] = "7"
+	ev.Sources[1].Metrics[stream.MetricFreshnessMs] = "31"
+	if b := point(ev, "", 1, ""); b.FreshnessMs == nil || *b.FreshnessMs != 31 {
+		t.Fatalf("freshness %v, want 31", b.FreshnessMs)
+	}
+}

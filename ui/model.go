@@ -115,6 +115,10 @@ type Batch struct {
 	EventTimeMax     string `json:"eventTimeMax"`     // "" for a batch without rows
 	WatermarkDelayMs *int64 `json:"watermarkDelayMs"` // batch time minus watermark
 	EventDelayMs     *int64 `json:"eventDelayMs"`     // batch time minus the newest event time read
+	// FreshnessMs is the largest sources[].metrics.freshnessMs of the batch
+	// (stream.MetricFreshnessMs): from a source learning of its newest row
+	// to the commit. Nil when no source times its data.
+	FreshnessMs *int64 `json:"freshnessMs"`
 }
 
 // Source is one row of the sources table.
@@ -262,6 +266,9 @@ func point(p *stream.Progress, prevRun string, run int, phase string) Batch {
 	}
 	for i, s := range p.Sources {
 		b.SourceRows[sourceName(s, i)] += s.NumInputRows
+		if v, err := strconv.ParseInt(s.Metrics[stream.MetricFreshnessMs], 10, 64); err == nil && (b.FreshnessMs == nil || v > *b.FreshnessMs) {
+			b.FreshnessMs = &v
+		}
 	}
 	var delta int64
 	if v, err := strconv.ParseInt(p.Sink.Metrics["executionTimeMs"], 10, 64); err == nil && p.Sink.Metrics["skipped"] != "true" {

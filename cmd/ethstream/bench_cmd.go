@@ -10,8 +10,9 @@ func newBenchCmd() *cobra.Command {
 	var workdir, preset, out, duck string
 	var days, live int
 	var seed int64
+	var fresh freshnessFlags
 	c := &cobra.Command{
-		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN]",
+		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it through the
 embedded S3 endpoint, and runs in this process: the backfill (availableNow, 200 state
@@ -23,11 +24,24 @@ and about 9 GB of disk the first time.
 With --duckdb PATH (the scripts/duckref binary, built in its own module: cd scripts/duckref &&
 go build -o /tmp/duckref .), bench also runs the backfill from file:// on a checkpoint of its
 own, then DuckDB's plain GROUP BY over the same files, and prints the ratios of wall time and of
-CPU time (user + system: this process during a backfill, the DuckDB process for DuckDB).`,
+CPU time (user + system: this process during a backfill, the DuckDB process for DuckDB).
+
+With --freshness, bench instead measures head-to-table freshness: the reference query (8 state
+partitions) under --trigger real-time follows the in-repo node, mining --rate blocks per second
+and announcing each by newHeads over ws, or with --endpoint an external node (geth --dev --ws);
+per block, the commit of its batch minus the node's announcement (for an external node, the
+arrival of this process's own newHeads notification). It prints p50, p99 and max, RSS after the
+first batch and at the end, the table's and the checkpoint's file counts, and each batch phase's
+median; --out writes them as JSON.`,
 		Example: `  ethstream bench --days 7 --out /tmp/bench.json
-  ethstream bench --preset seed --live-batches 50`,
+  ethstream bench --preset seed --live-batches 50
+  ethstream bench --freshness --blocks 10000 --rate 10
+  ethstream bench --freshness --endpoint ws://127.0.0.1:8546 --blocks 120`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fresh.on {
+				return fresh.run(cmd, workdir, seed, out)
+			}
 			p, err := presetFromFlags(preset, days)
 			if err != nil {
 				return err
@@ -50,6 +64,7 @@ CPU time (user + system: this process during a backfill, the DuckDB process for 
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&out, "out", "", "write the figures as JSON to FILE")
 	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also run the file:// backfill and DuckDB's GROUP BY over the same files, and print the ratios")
+	fresh.register(c)
 	return c
 }
 

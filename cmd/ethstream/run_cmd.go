@@ -43,7 +43,7 @@ func (f *queryFlags) register(c *cobra.Command, needTable bool) {
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive or ethrpc, repeatable, in plan order (see SOURCES)")
 	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (see CONF)")
-	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR, or available-now, processing-time=DUR (see TRIGGERS)")
+	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR | realTime, or available-now, processing-time=DUR, real-time (see TRIGGERS)")
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")
 	c.Flags().StringVar(&f.progress, "progress", "", "also append this run's progress events (JSON lines) to FILE")
 	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start; beyond loopback only with --listen-public)")
@@ -133,7 +133,7 @@ func newRunCmd() *cobra.Command {
 	var f queryFlags
 	var uf uiFlags
 	c := &cobra.Command{
-		Use:     "run --checkpoint DIR --table DIR [--table-shared] --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR] [--query SQL | --query-file FILE] [--with-watermark 'COL, DELAY'] [--output-mode update|append|complete]",
+		Use:     "run --checkpoint DIR --table DIR [--table-shared] --source NAME=FORMAT:URI ... [--conf K=V ...] [--trigger available-now|once|processing-time=DUR|real-time] [--max-batches N] [--progress FILE] [--metrics-addr ADDR] [--ui-addr ADDR [--ui-wait]] [--local-dir DIR] [--query SQL | --query-file FILE] [--with-watermark 'COL, DELAY'] [--output-mode update|append|complete]",
 		Short:   "Run a query (the reference query unless --query) on a checkpoint and a Delta table",
 		Long:    runLong,
 		Example: runExample,
@@ -249,7 +249,7 @@ func terminalWidth(cmd *cobra.Command) int {
 
 // barLabel names the run on the status line after its trigger.
 func barLabel(trigger string) string {
-	if t, err := pipeline.ParseTrigger(trigger); err == nil && t.Kind == engine.ProcessingTime {
+	if t, err := pipeline.ParseTrigger(trigger); err == nil && (t.Kind == engine.ProcessingTime || t.Kind == engine.RealTime) {
 		return "live"
 	}
 	return "backfill"

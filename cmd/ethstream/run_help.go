@@ -82,6 +82,10 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
                               4096); a deeper one is REORG_DETECTED
     maxResponseSize=SIZE      bytes of one JSON-RPC answer, or with KiB, MiB, GiB (default
                               64MiB): a larger one is RPC_RESPONSE_TOO_LARGE, read no further
+    subscribe=auto|off        auto (default): follow eth_subscribe("newHeads") over the first
+                              ws:// or wss:// endpoint, redialled with backoff when dropped, to
+                              wake --trigger realTime; blocks are still read by number and
+                              checked. off, or no ws endpoint: poll
   The snake_case and camelCase spellings are both accepted: startBlock, startParentHash,
   max_blocks_per_trigger, max_batch_size, max_retries, reorg_depth, max_response_size. An
   unknown key is an error.
@@ -115,6 +119,10 @@ TRIGGERS  --trigger (Spark's spellings; the hyphenated ones are accepted too)
                                    until --max-batches data batches ran or the process is
                                    interrupted (Ctrl-C: the batch in flight is abandoned and
                                    re-runs at the next start)
+  realTime (or real-time)          a batch as soon as a new head is readable: woken by the
+                                   sources' notifications (ethrpc newHeads over ws), else
+                                   polling every 100ms (realTime=DUR: every DUR); one batch
+                                   per new head, not Spark's long-running real-time batches
 
 On a terminal, a status line shows the batch, files read of the total, blocks, the rate and
 the ETA, with log lines above it; elsewhere each batch is one log line.`

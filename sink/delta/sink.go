@@ -42,6 +42,9 @@ type SinkOptions struct {
 	// DefaultAutoCompactMinFiles); negative turns auto-compaction off
 	// (as does the table property delta.autoOptimize.autoCompact=false).
 	AutoCompactMinFiles int
+	// TableProperties are the metaData.configuration of a table the sink
+	// creates (delta.logRetentionDuration, ...); an existing table keeps its own.
+	TableProperties map[string]string
 }
 
 // MergeSink is the stream.Sink that upserts each batch into the Delta table
@@ -120,7 +123,11 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
 	var ce *errcode.Error
 	if errors.As(err, &ce) && ce.Code == CodeNotATable {
-		_, err = Create(ctx, m.o.Path, want, WithClock(m.o.Clock), WithFS(m.o.FS))
+		opts := []CreateOption{WithClock(m.o.Clock), WithFS(m.o.FS)}
+		if len(m.o.TableProperties) > 0 {
+			opts = append(opts, WithConfiguration(m.o.TableProperties))
+		}
+		_, err = Create(ctx, m.o.Path, want, opts...)
 		if errors.As(err, &ce) && ce.Code == CodeTableExists {
 			err = nil // another writer created it first
 		}

@@ -178,6 +178,25 @@
 // latencyP50Ms, latencyMaxMs (over the last 512 requests), requestRate,
 // activeEndpoint, head. ReportLatestOffset is the readable head.
 //
+// # Head following (subscription.go)
+//
+// With subscribe=auto (the default) and a ws:// or wss:// endpoint, Open
+// starts a goroutine that dials that endpoint on a connection of its own and
+// calls eth_subscribe("newHeads"); each notification arrives on DataReady
+// (stream.DataNotifier), which wakes trigger realTime. The notification is a
+// hint only: LatestOffset still asks for the head and ReadBatch reads every
+// block by number and checks it, so a notification lost, duplicated or late
+// (the subscriber queue of a busy node drops them) delays a batch to the
+// trigger's fallback poll and never changes what is emitted. A subscription
+// that fails (dial error, connection closed) is redialled after 100 ms,
+// doubling to 5 s on the engine's clock, reset after a subscription that
+// worked; every successful subscription wakes the engine once. Metrics:
+// subscription (up/down), subscribes, headNotifications, notifiedHead.
+// freshnessMs (freshness.go) is the last committed batch's time from the
+// source learning its end block was readable (the notification's arrival,
+// or the LatestOffset that planned it when no notification came first) to
+// Commit. Over http(s), or with subscribe=off, the source polls as before.
+//
 // # Following a real public endpoint
 //
 // To continue the public AWS archive live from mainnet (block numbers are an

@@ -83,6 +83,10 @@ type Options struct {
 	// DefaultMaxResponseSize): a larger one is RPC_RESPONSE_TOO_LARGE,
 	// naming the endpoint and the cap, and is read no further.
 	MaxResponseSize int64
+	// Subscribe is "" or SubscribeAuto (follow eth_subscribe("newHeads") over
+	// the first ws:// or wss:// endpoint, which wakes trigger realTime), or
+	// SubscribeOff (only poll). Blocks are always read by number and checked.
+	Subscribe string
 	// Logger receives retries and failovers; nil uses the engine's logger.
 	Logger *slog.Logger
 }
@@ -104,6 +108,7 @@ var uriKeys = map[string]string{
 	"reorg":       "reorg",
 	"reorgDepth":  "reorgDepth", "reorg_depth": "reorgDepth",
 	"maxResponseSize": "maxResponseSize", "max_response_size": "maxResponseSize",
+	"subscribe": "subscribe",
 }
 
 // ParseURI parses the source URI of `ethstream run --source NAME=ethrpc:URI`:
@@ -113,7 +118,8 @@ var uriKeys = map[string]string{
 // finality (safe|finalized), endpoints (comma-separated further URLs, tried in
 // order after the URI's own), maxBatchSize, parallelism, timeout (Go duration),
 // batchTimeout (Go duration), maxRetries, reorg (fail|retract), reorgDepth,
-// maxResponseSize (bytes, or with a KiB, MiB or GiB suffix).
+// maxResponseSize (bytes, or with a KiB, MiB or GiB suffix), subscribe
+// (auto|off: follow newHeads over the first ws(s) endpoint, or only poll).
 // An unknown option is an INVALID_ARGUMENT error: a typo must not silently
 // read from the wrong block. An endpoint that needs its own query string
 // (an API key) goes URL-encoded into endpoints=.
@@ -138,112 +144,162 @@ func ParseURI(uri string) (Options, error) {
 	sort.Strings(keys) // report the first bad option deterministically
 	seen := map[string]string{}
 	for _, k := range keys {
-		canon, ok := uriKeys[k]
-		if !ok {
-			return Options{}, errcode.New(CodeInvalidOption, "",
-				"valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, batchTimeout, maxRetries, reorg, reorgDepth, maxResponseSize",
-				"unknown ethrpc option %q", k)
+		canon, err := canonicalKey(k, vals[k], seen)
+		if err != nil {
+			return Options{}, err
 		}
-		if prev, dup := seen[canon]; dup || len(vals[k]) > 1 {
-			if !dup {
-				prev = k
-			}
-			return Options{}, errcode.New(CodeInvalidOption, "", "give each option once", "ethrpc option %q given more than once (%s)", canon, prev)
-		}
-		seen[canon] = k
-		v := vals[k][0]
-		// bad names what the option takes; the parser's own text (strconv
-		// internals) is not shown.
-		bad := func(want string) error {
-			return errcode.New(CodeInvalidOption, "", fmt.Sprintf("pass %s=<%s>", k, want), "ethrpc option %s=%q: want %s", k, v, want)
-		}
-		switch canon {
-		case "maxBlocksPerTrigger":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return Options{}, bad("a positive integer")
-			}
-			o.MaxBlocksPerTrigger = n
-		case "start_block":
-			if o.StartBlock, err = strconv.ParseUint(v, 10, 63); err != nil {
-				return Options{}, bad("a block number (a non-negative integer)")
-			}
-		case "start_parent_hash":
-			if o.StartParentHash, err = normHex(v, 32); err != nil {
-				return Options{}, errcode.New(CodeInvalidOption, "", remedyParentHash, "ethrpc option %s=%q: want a 0x-prefixed 32-byte hex hash", k, v)
-			}
-		case "confirmations":
-			if o.Confirmations, err = strconv.ParseUint(v, 10, 32); err != nil {
-				return Options{}, bad("a non-negative integer, e.g. 12")
-			}
-		case "finality":
-			if v != "" && v != "safe" && v != "finalized" {
-				return Options{}, bad("safe or finalized")
-			}
-			o.Finality = v
-		case "endpoints":
-			for _, e := range strings.Split(v, ",") {
-				if e = strings.TrimSpace(e); e == "" {
-					continue
-				}
-				if err := checkEndpoint(e); err != nil {
-					return Options{}, err
-				}
-				o.Endpoints = append(o.Endpoints, e)
-			}
-		case "maxBatchSize":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return Options{}, bad("a positive integer")
-			}
-			o.MaxBatchSize = n
-		case "timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return Options{}, bad("a positive duration, e.g. 10s")
-			}
-			o.Timeout = d
-		case "batchTimeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return Options{}, bad("a positive duration, e.g. 30s")
-			}
-			o.BatchTimeout = d
-		case "parallelism":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return Options{}, bad("a positive integer")
-			}
-			o.Parallelism = n
-		case "reorg":
-			if v != ReorgFail && v != ReorgRetract {
-				return Options{}, errcode.New(CodeInvalidOption, "", "use reorg=fail (the default) or reorg=retract", "ethrpc option %s=%q", k, v)
-			}
-			o.Reorg = v
-		case "reorgDepth":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 || n > MaxReorgDepth {
-				return Options{}, errcode.Wrap(err, CodeInvalidOption, "", fmt.Sprintf("use a depth from 1 to %d", MaxReorgDepth), "ethrpc option %s=%q", k, v)
-			}
-			o.ReorgDepth = n
-		case "maxResponseSize":
-			n, ok := parseSize(v)
-			if !ok {
-				return Options{}, bad("a positive size in bytes, or with a KiB, MiB or GiB suffix, e.g. 64MiB")
-			}
-			o.MaxResponseSize = n
-		case "maxRetries":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return Options{}, bad("a non-negative integer")
-			}
-			o.MaxRetries = n
+		if err := uriSetters[canon](&o, k, vals[k][0]); err != nil {
+			return Options{}, err
 		}
 	}
 	if len(o.Endpoints) == 0 {
 		return Options{}, errcode.New(CodeInvalidOption, "", "give an endpoint, e.g. ethrpc:http://127.0.0.1:8545", "ethrpc URI %q names no endpoint", redact(uri))
 	}
 	return o, nil
+}
+
+// validOptions is the remedy of an unknown option.
+const validOptions = "valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, batchTimeout, maxRetries, reorg, reorgDepth, maxResponseSize, subscribe"
+
+// canonicalKey maps an option spelling to its canonical name, refusing an
+// unknown option and one given twice (under either spelling).
+func canonicalKey(k string, vs []string, seen map[string]string) (string, error) {
+	canon, ok := uriKeys[k]
+	if !ok {
+		return "", errcode.New(CodeInvalidOption, "", validOptions, "unknown ethrpc option %q", k)
+	}
+	if prev, dup := seen[canon]; dup || len(vs) > 1 {
+		if !dup {
+			prev = k
+		}
+		return "", errcode.New(CodeInvalidOption, "", "give each option once", "ethrpc option %q given more than once (%s)", canon, prev)
+	}
+	seen[canon] = k
+	return canon, nil
+}
+
+// badOption names what option k takes; the parser's own text (strconv
+// internals) is not shown.
+func badOption(k, v, want string) error {
+	return errcode.New(CodeInvalidOption, "", fmt.Sprintf("pass %s=<%s>", k, want), "ethrpc option %s=%q: want %s", k, v, want)
+}
+
+// positiveInt parses a positive integer option.
+func positiveInt(k, v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, badOption(k, v, "a positive integer")
+	}
+	return n, nil
+}
+
+// positiveDuration parses a positive Go duration option; eg is an example.
+func positiveDuration(k, v, eg string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, badOption(k, v, "a positive duration, e.g. "+eg)
+	}
+	return d, nil
+}
+
+// uriSetters parse one option (by canonical name) into Options; k is the
+// spelling the user gave, for the error.
+var uriSetters = map[string]func(o *Options, k, v string) error{
+	"maxBlocksPerTrigger": func(o *Options, k, v string) (err error) {
+		o.MaxBlocksPerTrigger, err = positiveInt(k, v)
+		return err
+	},
+	"start_block": func(o *Options, k, v string) (err error) {
+		if o.StartBlock, err = strconv.ParseUint(v, 10, 63); err != nil {
+			return badOption(k, v, "a block number (a non-negative integer)")
+		}
+		return nil
+	},
+	"start_parent_hash": func(o *Options, k, v string) (err error) {
+		if o.StartParentHash, err = normHex(v, 32); err != nil {
+			return errcode.New(CodeInvalidOption, "", remedyParentHash, "ethrpc option %s=%q: want a 0x-prefixed 32-byte hex hash", k, v)
+		}
+		return nil
+	},
+	"confirmations": func(o *Options, k, v string) (err error) {
+		if o.Confirmations, err = strconv.ParseUint(v, 10, 32); err != nil {
+			return badOption(k, v, "a non-negative integer, e.g. 12")
+		}
+		return nil
+	},
+	"finality": func(o *Options, k, v string) error {
+		if v != "" && v != "safe" && v != "finalized" {
+			return badOption(k, v, "safe or finalized")
+		}
+		o.Finality = v
+		return nil
+	},
+	"endpoints": func(o *Options, _, v string) error {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e == "" {
+				continue
+			}
+			if err := checkEndpoint(e); err != nil {
+				return err
+			}
+			o.Endpoints = append(o.Endpoints, e)
+		}
+		return nil
+	},
+	"maxBatchSize": func(o *Options, k, v string) (err error) {
+		o.MaxBatchSize, err = positiveInt(k, v)
+		return err
+	},
+	"timeout": func(o *Options, k, v string) (err error) {
+		o.Timeout, err = positiveDuration(k, v, "10s")
+		return err
+	},
+	"batchTimeout": func(o *Options, k, v string) (err error) {
+		o.BatchTimeout, err = positiveDuration(k, v, "30s")
+		return err
+	},
+	"parallelism": func(o *Options, k, v string) (err error) {
+		o.Parallelism, err = positiveInt(k, v)
+		return err
+	},
+	"reorg": func(o *Options, k, v string) error {
+		if v != ReorgFail && v != ReorgRetract {
+			return errcode.New(CodeInvalidOption, "", "use reorg=fail (the default) or reorg=retract", "ethrpc option %s=%q", k, v)
+		}
+		o.Reorg = v
+		return nil
+	},
+	"reorgDepth": func(o *Options, k, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > MaxReorgDepth {
+			return errcode.Wrap(err, CodeInvalidOption, "", fmt.Sprintf("use a depth from 1 to %d", MaxReorgDepth), "ethrpc option %s=%q", k, v)
+		}
+		o.ReorgDepth = n
+		return nil
+	},
+	"maxResponseSize": func(o *Options, k, v string) error {
+		n, ok := parseSize(v)
+		if !ok {
+			return badOption(k, v, "a positive size in bytes, or with a KiB, MiB or GiB suffix, e.g. 64MiB")
+		}
+		o.MaxResponseSize = n
+		return nil
+	},
+	"maxRetries": func(o *Options, k, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return badOption(k, v, "a non-negative integer")
+		}
+		o.MaxRetries = n
+		return nil
+	},
+	"subscribe": func(o *Options, k, v string) error {
+		if v != SubscribeAuto && v != SubscribeOff {
+			return errcode.New(CodeInvalidOption, "", "use subscribe=auto (the default) or subscribe=off", "ethrpc option %s=%q", k, v)
+		}
+		o.Subscribe = v
+		return nil
+	},
 }
 
 // parseSize reads a positive byte count: digits, optionally followed by

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
@@ -39,12 +40,19 @@ type Source struct {
 
 	hist historyLog // reorg=retract: the history files in MetadataDir
 
+	watch *headWatch // the newHeads subscription; nil when polling
+
 	mu struct {
 		sync.Mutex
 		report *Offset // newest readable block, for ReportLatestOffset
 		// reorg=retract: the reorgs of the current batch, and totals.
 		reorgs                                []Reorg
 		reorgsTotal, retractedTotal, maxDepth int64
+		// learned is when the source first knew each planned end block
+		// was readable (freshness.go); freshness is the last commit's.
+		learned   map[uint64]time.Time
+		freshness time.Duration
+		freshSet  bool
 	}
 }
 
@@ -53,6 +61,7 @@ var (
 	_ stream.ReportingSource    = (*Source)(nil)
 	_ stream.AvailableNowSource = (*Source)(nil)
 	_ stream.RetractingSource   = (*Source)(nil)
+	_ stream.DataNotifier       = (*Source)(nil)
 )
 
 // Retracts reports whether the source retracts reorganised blocks (reorg=retract).
@@ -94,6 +103,13 @@ func New(o Options) (*Source, error) {
 		}
 	default:
 		return nil, errcode.New(CodeInvalidOption, "", "use reorg=fail (the default) or reorg=retract", "unknown reorg mode %q", o.Reorg)
+	}
+	switch o.Subscribe {
+	case "":
+		o.Subscribe = SubscribeAuto
+	case SubscribeAuto, SubscribeOff:
+	default:
+		return nil, errcode.New(CodeInvalidOption, "", "use subscribe=auto (the default) or subscribe=off", "unknown subscribe mode %q", o.Subscribe)
 	}
 	if o.MaxBlocksPerTrigger < 0 || o.MaxBatchSize < 0 || o.MaxRetries < 0 || o.Timeout < 0 {
 		return nil, errcode.New(CodeInvalidOption, "", "use positive limits", "negative ethrpc limit in %+v", o)
@@ -158,6 +174,9 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 		s.hist = historyLog{fs: env.FS, dir: env.MetadataDir}
 	}
 	s.pool = newPool(s.o.Endpoints, env.Clock, s.o.Timeout, s.o.MaxRetries, s.o.MaxResponseSize, s.log)
+	if ws := wsEndpoint(s.o.Endpoints); ws != "" && s.o.Subscribe == SubscribeAuto && s.watch == nil {
+		s.watch = startHeadWatch(ws, env.Clock, s.log, s.noteNotified)
+	}
 	return nil
 }
 
@@ -187,6 +206,14 @@ func (s *Source) PrepareAvailableNow(ctx context.Context) error {
 // block is StartBlock, or the readable head when StartBlock is 0. Returning
 // start means no new block.
 func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
+	end, err := s.latestOffset(ctx, start)
+	if err == nil && string(end) != string(start) {
+		s.noteLearned(end)
+	}
+	return end, err
+}
+
+func (s *Source) latestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
 	ctx, cancel := s.batchDeadline(ctx)
 	defer cancel()
 	if s.o.Reorg == ReorgRetract {
@@ -372,6 +399,7 @@ func (s *Source) verify(rows []blockRow, st Offset, haveStart bool, en Offset) e
 // Commit forgets what precedes end: with reorg=retract it deletes every
 // history file but end's; otherwise the source keeps no per-batch state.
 func (s *Source) Commit(_ context.Context, end stream.Offset) error {
+	s.noteCommitted(end)
 	if s.o.Reorg != ReorgRetract {
 		return nil
 	}
@@ -382,8 +410,11 @@ func (s *Source) Commit(_ context.Context, end stream.Offset) error {
 	return s.hist.prune(en)
 }
 
-// Close releases the endpoint connections.
+// Close ends the subscription and releases the endpoint connections.
 func (s *Source) Close() error {
+	if s.watch != nil {
+		s.watch.close()
+	}
 	if s.pool != nil {
 		s.pool.close()
 	}
@@ -413,7 +444,13 @@ func (s *Source) Metrics() map[string]string {
 		m["head"] = strconv.FormatUint(s.mu.report.Block, 10)
 	}
 	s.reorgMetrics(m)
+	if s.mu.freshSet {
+		m[stream.MetricFreshnessMs] = strconv.FormatInt(s.mu.freshness.Milliseconds(), 10)
+	}
 	s.mu.Unlock()
+	if s.watch != nil {
+		s.watch.metrics(m)
+	}
 	m["batchSize"] = strconv.FormatInt(s.batch.Load(), 10)
 	return m
 }

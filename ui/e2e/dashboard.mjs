@@ -147,6 +147,13 @@ try {
 
   fs.mkdirSync(outDir, { recursive: true });
   await page.evaluate(() => window.scrollTo(0, 0));
+  // Freshness (head to table) of the live batches, in the header.
+  const fresh = await page.evaluate(() => {
+    const dd = document.getElementById('q-fresh');
+    return { text: dd.textContent, last: dd.getAttribute('data-last'), median: dd.getAttribute('data-median') };
+  });
+  check(/^\d+ ms \(median \d+ ms\)$/.test(fresh.text) && Number(fresh.median) >= 0,
+    'header: freshness of the live batches (last and median)', fresh);
   await page.screenshot({ path: path.join(outDir, 'dashboard.png') });
 
   // The per-batch page (as Spark's UI has): the control batch, then a data batch.

@@ -423,6 +423,20 @@ class Chart {
 
 function setText(id, v) { document.getElementById(id).textContent = v === undefined || v === null || v === '' ? '–' : String(v); }
 
+// Freshness in the header: the newest batch's, then the median over the
+// batches shown, of sources[].metrics.freshnessMs (head to table).
+function renderFreshness(batches) {
+  const xs = batches.filter(b => b.freshnessMs !== null && b.freshnessMs !== undefined).map(b => b.freshnessMs);
+  const dd = document.getElementById('q-fresh');
+  if (xs.length === 0) { setText('q-fresh', ''); dd.removeAttribute('data-last'); return; }
+  const last = xs[xs.length - 1];
+  const sorted = xs.slice().sort((a, b) => a - b);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  setText('q-fresh', last + ' ms (median ' + median + ' ms)');
+  dd.setAttribute('data-last', String(last));
+  dd.setAttribute('data-median', String(median));
+}
+
 function renderHeader(q) {
   setText('q-name', q.name);
   setText('q-id', q.id);
@@ -635,6 +649,7 @@ function render() {
     pending = false;
     if (!state) return;
     renderHeader(state.query);
+    renderFreshness(state.batches);
     renderDemo(state.demo);
     const specs = chartSpecs(state.batches);
     const grid = document.getElementById('chart-grid');
