@@ -125,3 +125,37 @@ func TestResponseCapOption(t *testing.T) {
 		}
 	}
 }
+
+// bigService answers big_answer with a string of the asked length.
+type bigService struct{}
+
+func (bigService) Answer(n int) string { return strings.Repeat("a", n) }
+
+// TestResponseCappedOverWebsocket: over ws the cap is the websocket's
+// message limit (go-ethereum's default is 32 MiB, not ours): an answer
+// above maxResponseSize is RPC_RESPONSE_TOO_LARGE, as over http.
+func TestResponseCappedOverWebsocket(t *testing.T) {
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("big", bigService{}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.WebsocketHandler([]string{"*"}))
+	t.Cleanup(func() { hs.Close(); srv.Stop() })
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	const limit = 64 << 10
+	p := newPool([]string{url}, stream.SystemClock{}, time.Minute, 3, limit, slog.New(slog.DiscardHandler))
+	defer p.close()
+	call := func(n int) error {
+		return p.call(context.Background(), "big_answer", func(ctx context.Context, c *rpc.Client) error {
+			var s string
+			return c.CallContext(ctx, &s, "big_answer", n)
+		})
+	}
+	if err := call(limit / 2); err != nil {
+		t.Fatalf("an answer under the cap: %v", err)
+	}
+	err := call(4 * limit)
+	if errcode.Code(err) != CodeResponseTooLarge || !strings.Contains(err.Error(), strconv.Itoa(limit)) {
+		t.Fatalf("an answer of 4x the cap over ws: %v, want %s naming the cap", err, CodeResponseTooLarge)
+	}
+}

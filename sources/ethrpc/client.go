@@ -19,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
+	"github.com/gorilla/websocket"
 )
 
 // Backoff and rate-control constants. The rate limiter is off until the
@@ -168,7 +169,14 @@ func (e *endpoint) client(ctx context.Context) (*rpc.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
 	hc := &http.Client{Transport: captureTransport{base: tr, max: e.maxResponse}}
-	c, err := rpc.DialOptions(ctx, e.url, rpc.WithHTTPClient(hc))
+	opts := []rpc.ClientOption{rpc.WithHTTPClient(hc)}
+	if e.maxResponse > 0 {
+		// Over ws the cap is the websocket's message limit (go-ethereum's
+		// default is 32 MiB): a larger message ends the read with
+		// websocket.ErrReadLimit, reported as over http.
+		opts = append(opts, rpc.WithWebsocketMessageSizeLimit(e.maxResponse))
+	}
+	c, err := rpc.DialOptions(ctx, e.url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", redact(e.url), err)
 	}
@@ -306,7 +314,7 @@ func (p *pool) call(ctx context.Context, what string, fn func(ctx context.Contex
 		if ctx.Err() != nil {
 			return batchDeadlineErr(ctx, what, ep.url, err)
 		}
-		if slot.tooLarge || errors.Is(err, errResponseTooLarge) {
+		if slot.tooLarge || errors.Is(err, errResponseTooLarge) || errors.Is(err, websocket.ErrReadLimit) {
 			return errcode.New(CodeResponseTooLarge, "",
 				"check that the endpoint serves Ethereum JSON-RPC (a block header batch is a few KiB per block), or raise maxResponseSize=, or lower maxBatchSize=",
 				"%s at %s answered more than maxResponseSize (%d bytes); the answer was read no further", what, redact(ep.url), ep.maxResponse)

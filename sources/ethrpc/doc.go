@@ -26,12 +26,13 @@
 //	                     REORG_DETECTED; retract: it is undone (below)
 //	reorgDepth           with reorg=retract, the deepest reorganisation undone
 //	                     (default 64, at most 4096)
-//	maxResponseSize      bytes of one JSON-RPC answer over HTTP (default 64MiB;
-//	                     KiB, MiB, GiB suffixes): a larger answer is
+//	maxResponseSize      bytes of one JSON-RPC answer (default 64MiB; KiB,
+//	                     MiB, GiB suffixes): a larger answer is
 //	                     RPC_RESPONSE_TOO_LARGE naming the endpoint and the
-//	                     cap, refused unread when its Content-Length says so,
-//	                     else cut off at the cap (over ws, go-ethereum's own
-//	                     message limit applies)
+//	                     cap; over HTTP refused unread when its
+//	                     Content-Length says so, else cut off at the cap;
+//	                     over ws it is the websocket's message limit (the
+//	                     newHeads subscription keeps go-ethereum's 32 MiB)
 //
 // An unknown option is an INVALID_ARGUMENT error. Endpoint URLs appear in
 // logs, descriptions and metrics as scheme://host only, because providers put
