@@ -64,8 +64,10 @@ type MergeSink struct {
 	layout *outLayout
 	// Auto-maintenance (automaintain.go): jobs queued for the maintenance
 	// goroutine (bgMu guards the queue and nextCheckpoint); maintaining is
-	// set while a compaction is queued or runs; lastVacuum is only touched
-	// by that goroutine; report holds what finished since the last batch.
+	// set while a maintenance job is queued or runs; lastVacuum and
+	// lastLogCleanup are written only by that goroutine, and read only
+	// while maintaining is false; report holds what finished since the
+	// last batch.
 	maintaining    atomic.Bool
 	bg             sync.WaitGroup
 	bgMu           sync.Mutex
@@ -73,6 +75,7 @@ type MergeSink struct {
 	bgRunning      bool
 	nextCheckpoint *pendingCheckpoint
 	lastVacuum     time.Time
+	lastLogCleanup time.Time
 	report         maintReport
 }
 
