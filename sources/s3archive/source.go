@@ -51,6 +51,9 @@ type Source struct {
 	// first list instead of listing again (a seed-size prefix is 4,080
 	// objects: a second listing doubled the restart's cost).
 	probed []object
+	// moveAdmitted is the move CheckMove admitted just before the start
+	// (zero: none); Open records it.
+	moveAdmitted move
 
 	mu     sync.Mutex // guards latest
 	latest stream.Offset
@@ -148,6 +151,15 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	first, next, err := s.log.scan()
 	if err != nil {
 		return err
+	}
+	// The moves apply to every entry read from here on: the seen set and
+	// the files of a pending batch are at the archive's current location.
+	if s.log.moves, err = recordMove(env.FS, env.MetadataDir, s.moveAdmitted); err != nil {
+		return err
+	}
+	if len(s.log.moves) > 0 {
+		s.logger.Info("source log paths mapped to the archive's new location", "source", s.Description(), "moves", len(s.log.moves),
+			"from", s.log.moves[len(s.log.moves)-1].From, "to", s.log.moves[len(s.log.moves)-1].To)
 	}
 	s.nextID = next
 	s.entries = nil
@@ -269,7 +281,7 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 			break
 		}
 		bytes += o.Size
-		admit = append(admit, logEntry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: s.nextID})
+		admit = append(admit, logEntry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: s.nextID, Size: o.Size})
 	}
 	pending := int64(0)
 	for _, o := range objs {
