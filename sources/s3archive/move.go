@@ -217,21 +217,22 @@ func readLogAndMoves(fs vfs.FS, dir string) ([]logEntry, []move, error) {
 
 // recordMove is Open's part of a move CheckMove admitted: it publishes the
 // move record (unless the newest one is this move: a start that crashed
-// after writing it) and returns every record in force.
-func recordMove(fs vfs.FS, dir string, admitted move) ([]move, error) {
+// after writing it) and returns every record in force, and whether it
+// wrote one.
+func recordMove(fs vfs.FS, dir string, admitted move) ([]move, bool, error) {
 	moves, err := readMoves(fs, dir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if admitted.From == "" || (len(moves) > 0 && moves[len(moves)-1] == admitted) {
-		return moves, nil
+		return moves, false, nil
 	}
 	l := moveLog(fs, dir)
 	if err := fs.MkdirAll(l.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create source move record dir %s: %w", l.Dir, err)
+		return nil, false, fmt.Errorf("create source move record dir %s: %w", l.Dir, err)
 	}
 	if err := l.Add(int64(len(moves)), admitted); err != nil {
-		return nil, fmt.Errorf("record the source's move from %s to %s: %w", admitted.From, admitted.To, err)
+		return nil, false, fmt.Errorf("record the source's move from %s to %s: %w", admitted.From, admitted.To, err)
 	}
-	return append(moves, admitted), nil
+	return append(moves, admitted), true, nil
 }

@@ -152,14 +152,8 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if err != nil {
 		return err
 	}
-	// The moves apply to every entry read from here on: the seen set and
-	// the files of a pending batch are at the archive's current location.
-	if s.log.moves, err = recordMove(env.FS, env.MetadataDir, s.moveAdmitted); err != nil {
+	if err := s.openMoves(env); err != nil {
 		return err
-	}
-	if len(s.log.moves) > 0 {
-		s.logger.Info("source log paths mapped to the archive's new location", "source", s.Description(), "moves", len(s.log.moves),
-			"from", s.log.moves[len(s.log.moves)-1].From, "to", s.log.moves[len(s.log.moves)-1].To)
 	}
 	s.nextID = next
 	s.entries = nil
@@ -189,6 +183,22 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 		s.setLatest(formatOffset(s.nextID - 1))
 	}
 	s.opened = true
+	return nil
+}
+
+// openMoves records the move CheckMove admitted (if any) and hands every
+// move in force to the log, before Open reads it: the seen set and the
+// files of a pending batch are then at the archive's current location.
+func (s *Source) openMoves(env stream.SourceEnv) error {
+	moves, wrote, err := recordMove(env.FS, env.MetadataDir, s.moveAdmitted)
+	if err != nil {
+		return err
+	}
+	s.log.moves = moves
+	if wrote {
+		s.logger.Info("the archive moved: the source log's paths are read at the new location", "source", s.Description(),
+			"from", s.moveAdmitted.From, "to", s.moveAdmitted.To, "moves", len(moves))
+	}
 	return nil
 }
 
