@@ -79,10 +79,14 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	if q.Sink != nil {
 		chk.seen = readSink(ctx, q.Sink)
 	}
-	if chk.moved, err = checkMoves(ctx, fs, dir, chk.rec, q, sp, s.evolution); err != nil {
-		return chk, err
-	}
+	// A move the source refused is its error (it names the file), but the
+	// rules still list every change, for plan to print.
+	chk.moved, err = checkMoves(ctx, fs, dir, chk.rec, q, sp, s.evolution)
+	moveErr := err
 	chk.sd, err = decideShape(dir, chk.rec, q.Shape, sp, s.evolution, chk.seen, chk.moved)
+	if moveErr != nil {
+		return chk, moveErr
+	}
 	if err != nil {
 		return chk, err
 	}
