@@ -145,7 +145,7 @@ func TestMovedArchive(t *testing.T) {
 // TestMovedArchiveToS3: the archive is copied from the local disk to the
 // embedded S3 endpoint and the local copy deleted; told movedFrom, the
 // query resumes from S3, reads only the file not read yet, and its table
-// equals the recount.
+// equals the recount; then the archive moves to another prefix.
 func TestMovedArchiveToS3(t *testing.T) {
 	dir := t.TempDir()
 	a, want := startArchive(t, dir)
@@ -162,5 +162,14 @@ func TestMovedArchiveToS3(t *testing.T) {
 	}
 	if n, err := runMoved(t, dir, movedURI(uri, ""), 0); err != nil || n != 0 {
 		t.Fatalf("the next start on S3 without movedFrom: %d batches, %v", n, err)
+	}
+	// Then to another prefix of the bucket (a mirror on the same server).
+	uri2 := uploadArchive(t, srv, srv, "mirror2")
+	old, _ := SourceLocation(uri)
+	if n, err := runMoved(t, dir, movedURI(uri2, old), 0); err != nil || n != 0 {
+		t.Fatalf("s3 prefix -> s3 prefix: %d batches, %v", n, err)
+	}
+	if d := diffCounts(want, locTableCounts(t, filepath.Join(dir, "table"))); d != "" {
+		t.Fatalf("after the move to another prefix: %s", d)
 	}
 }
