@@ -286,3 +286,31 @@ func FuzzMoveRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestMoveRecordedTwice: a start that recorded the move and crashed before
+// the engine recorded the new shape is told the same move again: it is
+// admitted (the logged paths already map to the new location) and not
+// recorded twice.
+func TestMoveRecordedTwice(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	writeDays(t, a, day0, 2, 1, "modern")
+	fs := vfs.NewMem()
+	env := testEnv(t, fs)
+	s := openSource(t, Options{URI: blocksURI(a)}, env)
+	if _, err := s.LatestOffset(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, a, b)
+	for i := range 2 {
+		s, ok, err := checkMove(t, blocksURI(b)+"?movedFrom="+blocksURI(a), blocksURI(a), env)
+		if err != nil || !ok {
+			t.Fatalf("start %d: CheckMove %v %v", i, ok, err)
+		}
+		if err := s.Open(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(memTree(t, fs, fs.PathJoin(env.MetadataDir, movesDir))); n != 1 {
+		t.Fatalf("%d move records, want 1", n)
+	}
+}
