@@ -197,10 +197,13 @@
 //
 // Line 1 is the version (1); then one JSON object per admitted file: path
 // (URL-encoded URI), timestamp (modification time, ms) and batchId (the log
-// id that admitted it: n in <n>, 0..n in <n>.compact). Spark writes no final
-// newline; Spark 2.1 wrote one; both read. The whole log is the newest
-// <c>.compact plus every id after c, which must all exist (ids before c may
-// have been deleted); other names are ignored (ReadFileSourceLog).
+// id that admitted it: n in <n>, 0..n in <n>.compact). ethstream's source
+// adds size (the file's bytes; absent when unknown, as in Spark's logs;
+// FileEntry), and fields neither knows are ignored, as Spark ignores them.
+// Spark writes no final newline; Spark 2.1 wrote one; both read. The whole
+// log is the newest <c>.compact plus every id after c, which must all exist
+// (ids before c may have been deleted); other names are ignored
+// (ReadFileSourceLog), such as the s3archive source's moves/ directory.
 //
 // # Versions
 //

@@ -19,11 +19,26 @@ const FileSourceLogV1 = 1
 // compactSuffix marks a compacted FileStreamSource log file.
 const compactSuffix = ".compact"
 
-// FileEntry is one file a FileStreamSource admitted (Spark's FileEntry).
+// FileEntry is one file a FileStreamSource admitted (Spark's FileEntry),
+// one JSON object per line of a "v1" log file:
+//
+//	{"path":"s3://b/p/date=2024-01-01/x.parquet","timestamp":1704067200000,"batchId":0,"size":52947}
+//
+// path, timestamp and batchId are Spark's and required. size is ethstream's
+// addition (written since the relocated-archive check, issue 27): the
+// file's size in bytes when it was admitted, omitted when unknown (0), as in
+// every log written before it and every log Spark writes. It is additive,
+// so the version stays "v1": Spark's json4s reader ignores fields it does
+// not know, and so does ParseFileSourceLog (plain json.Unmarshal); a
+// negative size is CHECKPOINT_CORRUPT. A moved archive is admitted only
+// where every logged file exists at the new location with this size
+// (docs/contracts.md, source evolution); an entry without one is checked
+// for existence only.
 type FileEntry struct {
-	Path      string `json:"path"`      // URL-encoded URI of the file
-	Timestamp int64  `json:"timestamp"` // its modification time, ms since the epoch
-	BatchID   int64  `json:"batchId"`   // the source log id that admitted it
+	Path      string `json:"path"`           // URL-encoded URI of the file
+	Timestamp int64  `json:"timestamp"`      // its modification time, ms since the epoch
+	BatchID   int64  `json:"batchId"`        // the source log id that admitted it
+	Size      int64  `json:"size,omitempty"` // its size in bytes; 0: unknown
 }
 
 // fileEntryJSON detects missing fields when decoding.
@@ -31,6 +46,7 @@ type fileEntryJSON struct {
 	Path      *string `json:"path"`
 	Timestamp *int64  `json:"timestamp"`
 	BatchID   *int64  `json:"batchId"`
+	Size      int64   `json:"size"`
 }
 
 // EncodeFileSourceLog renders one log file as Spark writes it: "v1", then
@@ -42,7 +58,7 @@ func EncodeFileSourceLog(entries []FileEntry) []byte {
 		b.WriteByte('\n')
 		j, err := json.Marshal(e)
 		if err != nil {
-			panic(fmt.Sprintf("marshal file entry %+v: %v", e, err)) // three plain fields cannot fail
+			panic(fmt.Sprintf("marshal file entry %+v: %v", e, err)) // four plain fields cannot fail
 		}
 		b.Write(j)
 	}
@@ -69,7 +85,10 @@ func ParseFileSourceLog(path string, n int64, compacted bool, data []byte) ([]Fi
 		if j.Path == nil || *j.Path == "" || j.Timestamp == nil || j.BatchID == nil {
 			return nil, errcode.Corrupt(path, nil, "file source log line %d lacks path, timestamp or batchId", i+2)
 		}
-		e := FileEntry{Path: *j.Path, Timestamp: *j.Timestamp, BatchID: *j.BatchID}
+		if j.Size < 0 {
+			return nil, errcode.Corrupt(path, nil, "file source log line %d has size %d", i+2, j.Size)
+		}
+		e := FileEntry{Path: *j.Path, Timestamp: *j.Timestamp, BatchID: *j.BatchID, Size: j.Size}
 		if compacted && (e.BatchID < 0 || e.BatchID > n) {
 			return nil, errcode.Corrupt(path, nil, "file source log line %d has batchId %d outside 0..%d", i+2, e.BatchID, n)
 		}

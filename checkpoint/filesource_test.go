@@ -104,3 +104,29 @@ func FuzzParseFileSourceLog(f *testing.F) {
 		}
 	})
 }
+
+// TestFileEntrySize: the additive size field round-trips, is omitted when
+// unknown (a log Spark writes, or one written before sizes, reads with size
+// 0), fields neither knows are ignored as Spark's json4s ignores them, and
+// a negative size is refused.
+func TestFileEntrySize(t *testing.T) {
+	es := []FileEntry{{Path: "s3://b/f0", Timestamp: 1, BatchID: 0, Size: 52947}, {Path: "s3://b/f1", Timestamp: 2, BatchID: 0}}
+	data := EncodeFileSourceLog(es)
+	want := "v1\n" + `{"path":"s3://b/f0","timestamp":1,"batchId":0,"size":52947}` + "\n" + `{"path":"s3://b/f1","timestamp":2,"batchId":0}`
+	if string(data) != want {
+		t.Fatalf("encoded\n%s\nwant\n%s", data, want)
+	}
+	got, err := ParseFileSourceLog("/l/0", 0, false, data)
+	if err != nil || !reflect.DeepEqual(got, es) {
+		t.Fatalf("parsed %+v, %v; want %+v", got, err, es)
+	}
+	spark := "v1\n" + `{"path":"s3://b/f0","timestamp":1,"batchId":0,"isDir":false}`
+	got, err = ParseFileSourceLog("/l/0", 0, false, []byte(spark))
+	if err != nil || len(got) != 1 || got[0].Size != 0 {
+		t.Fatalf("a Spark entry parsed as %+v, %v", got, err)
+	}
+	_, err = ParseFileSourceLog("/l/0", 0, false, []byte("v1\n"+`{"path":"s3://b/f0","timestamp":1,"batchId":0,"size":-1}`))
+	if !errcode.Is(err, errcode.CheckpointCorrupt) {
+		t.Fatalf("a negative size: %v, want CHECKPOINT_CORRUPT", err)
+	}
+}

@@ -57,8 +57,11 @@ type Log[K, T any] struct {
 	Codec Codec[K, T]
 	// What names a file of the log in errors ("offsets entry").
 	What string
-	// Strict refuses names that are neither log files nor temp files.
+	// Strict refuses names that are neither log files nor temp files,
+	// nor one of Beside: what the log's owner keeps beside it (the file
+	// source's moves/ directory).
 	Strict bool
+	Beside []string
 }
 
 // Path returns the path of the file of key k.
@@ -210,7 +213,7 @@ func (l Log[K, T]) files(removeTemps bool) ([]logFile[K], error) {
 		}
 		k, ok := l.Codec.Key(name)
 		if !ok {
-			if l.Strict {
+			if l.Strict && !slices.Contains(l.Beside, name) {
 				return nil, errcode.Corrupt(l.FS.PathJoin(l.Dir, name), nil, "unexpected file in the %s directory", l.What)
 			}
 			continue

@@ -65,9 +65,11 @@ type shapeDecision struct {
 // decideShape applies the restart rules. rec is the newest record (nil:
 // none yet), cur the starting query's shape (nil: the query records none,
 // nothing is checked), seen what the start read of the sink's output (its
-// identity is recorded with the shape). The first refused change is
-// returned as the error, with the full list of changes in the decision.
-func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan, evolution bool, seen sinkSeen) (*shapeDecision, error) {
+// identity is recorded with the shape), moved the sources whose move to a
+// new location the source itself admitted before the start (checkMoves:
+// key -> old location). The first refused change is returned as the error,
+// with the full list of changes in the decision.
+func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan, evolution bool, seen sinkSeen, moved map[string]string) (*shapeDecision, error) {
 	d := &shapeDecision{}
 	if cur == nil {
 		return d, nil
@@ -93,7 +95,7 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 		return d, nil
 	}
 	d.Seq = rec.Seq + 1
-	c := &shapeCheck{d: d, path: path, old: rec.Shape, cur: d.Shape, first: first, next: sp.NextID, evolution: evolution, seen: seen, queryID: sp.QueryID}
+	c := &shapeCheck{d: d, path: path, old: rec.Shape, cur: d.Shape, first: first, next: sp.NextID, evolution: evolution, seen: seen, queryID: sp.QueryID, moved: moved}
 	// The changes in a fixed order: sources, sink, state, filter and
 	// columns, watermark, mode and trigger.
 	c.sources()
@@ -128,6 +130,8 @@ type shapeCheck struct {
 	// checkpoint's query id (the sink's txn appId).
 	seen    sinkSeen
 	queryID string
+	// moved: source key -> the old location of an admitted move.
+	moved map[string]string
 }
 
 // newCkpt is the remedy of most refusals.
@@ -177,7 +181,7 @@ func (c *shapeCheck) sources() {
 		if s.Name != "" {
 			label = "source " + s.Name
 		}
-		c.source(label, o, s)
+		c.source(label, k, o, s)
 	}
 	for i, s := range c.old.Sources {
 		if !newKeys[c.sourceKey(i, s)] {
@@ -191,8 +195,9 @@ func (c *shapeCheck) sources() {
 }
 
 // source compares one source kept under the same key: its provider, then
-// its location, then its options.
-func (c *shapeCheck) source(label string, o, s shape.Source) {
+// its location (allowed only when the source admitted the move: every file
+// its log records is at the new location), then its options.
+func (c *shapeCheck) source(label, key string, o, s shape.Source) {
 	if o.Provider != s.Provider {
 		remedy := newCkpt
 		if c.evolution {
@@ -205,10 +210,16 @@ func (c *shapeCheck) source(label string, o, s shape.Source) {
 			label, o.Provider, s.Provider)
 		return
 	}
-	if o.Location != s.Location {
-		remedy := newCkpt
+	if o.Location != s.Location && c.moved[key] == o.Location {
+		c.allow(label+" location", o.Location, s.Location, sparkLocation,
+			"allowed: the source was told of the move and found every file its log records at the new location (checked before the start)", c.first)
+	} else if o.Location != s.Location {
+		// A source that can check a move (stream.MoveChecker) takes the
+		// old location as an option; the archive source's is movedFrom.
+		moved := "if the same files are now at the new location, tell the source where they were (movedFrom=" + o.Location + " on a file archive source); otherwise "
+		remedy := moved + newCkpt
 		if c.evolution {
-			remedy = "give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint"
+			remedy = moved + "give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint"
 		}
 		c.refuse(label+" location", o.Location, s.Location, sparkLocation,
 			"refused: offsets are positions in the old location; resuming would silently rewind or skip data",

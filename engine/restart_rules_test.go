@@ -89,7 +89,7 @@ func TestRestartRules(t *testing.T) {
 			rec := &shape.Record{Seq: 3, Shape: baseShape()}
 			cur := baseShape()
 			tc.change(&cur)
-			d, err := decideShape("/ck", rec, &cur, p, true, sinkSeen{})
+			d, err := decideShape("/ck", rec, &cur, p, true, sinkSeen{}, nil)
 			var names []string
 			for _, c := range d.Changes {
 				names = append(names, c.Change)
@@ -132,7 +132,7 @@ func TestRestartRulesPositional(t *testing.T) {
 		cur.Sources[i].Name, rec.Shape.Sources[i].Name = "", ""
 	}
 	cur.Sources[0].Provider = "ethrpc"
-	_, err := decideShape("/ck", rec, &cur, &startPlan{NextID: 1, PendingID: -1}, false, sinkSeen{})
+	_, err := decideShape("/ck", rec, &cur, &startPlan{NextID: 1, PendingID: -1}, false, sinkSeen{}, nil)
 	if errcode.Code(err) != errcode.SourceProviderChanged || !strings.Contains(err.Error(), "new checkpoint") {
 		t.Fatalf("positional provider change: %v", err)
 	}
@@ -140,15 +140,15 @@ func TestRestartRulesPositional(t *testing.T) {
 
 func TestRestartRulesFirstRecord(t *testing.T) {
 	cur := baseShape()
-	d, err := decideShape("/ck", nil, &cur, &startPlan{NextID: 5, PendingID: -1}, true, sinkSeen{})
+	d, err := decideShape("/ck", nil, &cur, &startPlan{NextID: 5, PendingID: -1}, true, sinkSeen{}, nil)
 	if err != nil || !d.Write || d.Seq != 0 || d.FirstBatchID != 5 || len(d.Warnings) != 1 {
 		t.Fatalf("legacy checkpoint: %+v %v", d, err)
 	}
-	d, err = decideShape("/ck", nil, &cur, &startPlan{New: true, PendingID: -1}, true, sinkSeen{})
+	d, err = decideShape("/ck", nil, &cur, &startPlan{New: true, PendingID: -1}, true, sinkSeen{}, nil)
 	if err != nil || !d.Write || len(d.Warnings) != 0 {
 		t.Fatalf("new checkpoint: %+v %v", d, err)
 	}
-	d, err = decideShape("/ck", nil, nil, &startPlan{New: true}, true, sinkSeen{})
+	d, err = decideShape("/ck", nil, nil, &startPlan{New: true}, true, sinkSeen{}, nil)
 	if err != nil || d.Write {
 		t.Fatalf("no shape: %+v %v", d, err)
 	}
@@ -181,7 +181,7 @@ func TestSinkIdentityRules(t *testing.T) {
 			rec.Shape.Sink.ID = tc.oldID
 			cur := baseShape()
 			cur.Sink.Location = tc.loc
-			d, err := decideShape("/ck", rec, &cur, &startPlan{QueryID: "q", NextID: 10, PendingID: -1}, true, tc.seen)
+			d, err := decideShape("/ck", rec, &cur, &startPlan{QueryID: "q", NextID: 10, PendingID: -1}, true, tc.seen, nil)
 			if errcode.Code(err) != tc.code {
 				t.Fatalf("err %v, want code %q", err, tc.code)
 			}
@@ -199,5 +199,37 @@ func TestSinkIdentityRules(t *testing.T) {
 				t.Fatalf("write %v moved %v id %q; want %v %v %q", d.Write, moved, d.Shape.Sink.ID, tc.write, tc.move, tc.seen.ID)
 			}
 		})
+	}
+}
+
+// TestRestartRulesMovedSource: a location change is allowed only for the
+// key whose move the source admitted from exactly the recorded location;
+// the new shape (recorded by the start) carries the new location.
+func TestRestartRulesMovedSource(t *testing.T) {
+	rec := &shape.Record{Shape: baseShape()}
+	cur := baseShape()
+	cur.Sources[0].Location = "s3://mirror/v1.0/eth/blocks"
+	sp := &startPlan{NextID: 4, PendingID: -1}
+	for _, tc := range []struct {
+		name  string
+		moved map[string]string
+		ok    bool
+	}{
+		{"not told", nil, false},
+		{"told of another old location", map[string]string{"s3_backfill": "s3://other/v1.0/eth/blocks"}, false},
+		{"told for another source", map[string]string{"eth_live": "s3://b/v1.0/eth/blocks"}, false},
+		{"admitted", map[string]string{"s3_backfill": "s3://b/v1.0/eth/blocks"}, true},
+	} {
+		d, err := decideShape("/ck", rec, &cur, sp, true, sinkSeen{}, tc.moved)
+		if !tc.ok {
+			if errcode.Code(err) != errcode.SourceLocationChanged || !strings.Contains(err.Error(), "movedFrom=s3://b/v1.0/eth/blocks") {
+				t.Errorf("%s: %v, want SOURCE_LOCATION_CHANGED naming movedFrom", tc.name, err)
+			}
+			continue
+		}
+		if err != nil || !d.Write || len(d.Changes) != 1 || d.Changes[0].Change != "source s3_backfill location" || d.Changes[0].FirstBatchID != 4 ||
+			d.Shape.Sources[0].Location != "s3://mirror/v1.0/eth/blocks" {
+			t.Errorf("%s: %+v %v", tc.name, d, err)
+		}
 	}
 }

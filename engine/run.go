@@ -97,7 +97,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sd, err := decideShape(o.CheckpointDir, rec, q.Shape, sp, s.evolution, chk.seen)
+	sd, err := decideShape(o.CheckpointDir, rec, q.Shape, sp, s.evolution, chk.seen, chk.moved)
 	if err != nil {
 		return nil, err
 	}

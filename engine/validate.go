@@ -23,6 +23,9 @@ type startCheck struct {
 	sd  *shapeDecision
 	// seen is what the start read of the sink's output.
 	seen sinkSeen
+	// moved holds the sources whose move the source admitted
+	// (stream.MoveChecker): restart-rule source key -> old location.
+	moved map[string]string
 }
 
 // checkStart is the one validation of a start, shared by Run and Plan (and,
@@ -76,7 +79,14 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	if q.Sink != nil {
 		chk.seen = readSink(ctx, q.Sink)
 	}
-	chk.sd, err = decideShape(dir, chk.rec, q.Shape, sp, s.evolution, chk.seen)
+	// A move the source refused is its error (it names the file), but the
+	// rules still list every change, for plan to print.
+	chk.moved, err = checkMoves(ctx, fs, dir, chk.rec, q, sp, s.evolution)
+	moveErr := err
+	chk.sd, err = decideShape(dir, chk.rec, q.Shape, sp, s.evolution, chk.seen, chk.moved)
+	if moveErr != nil {
+		return chk, moveErr
+	}
 	if err != nil {
 		return chk, err
 	}
@@ -109,6 +119,49 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 		return chk, err
 	}
 	return chk, nil
+}
+
+// checkMoves asks every source whose recorded location differs from the
+// starting query's (same key and provider: the restart rules' match) and
+// that can resume a moved log (stream.MoveChecker) whether the move is
+// admitted. The source only reads its metadata directory and the new
+// location. It returns the admitted moves by restart-rule key, the input of
+// decideShape; a source that was told of a move whose files do not match
+// refuses the start with its own error.
+func checkMoves(ctx context.Context, fs vfs.FS, dir string, rec *shape.Record, q Query, sp *startPlan, evolution bool) (map[string]string, error) {
+	if rec == nil || q.Shape == nil {
+		return nil, nil
+	}
+	c := shapeCheck{evolution: evolution}
+	oldBy := map[string]shape.Source{}
+	for i, s := range rec.Shape.Sources {
+		oldBy[c.sourceKey(i, s)] = s
+	}
+	var moved map[string]string
+	for i, ns := range q.Sources {
+		if i >= len(q.Shape.Sources) || i >= len(sp.Keys) {
+			break
+		}
+		cur := q.Shape.Sources[i]
+		k := c.sourceKey(i, cur)
+		o, ok := oldBy[k]
+		mc, can := ns.Source.(stream.MoveChecker)
+		if !ok || !can || o.Provider != cur.Provider || o.Location == cur.Location {
+			continue
+		}
+		env := stream.SourceEnv{Name: ns.Name, FS: fs, MetadataDir: checkpoint.Dir{FS: fs, Path: dir}.Join(checkpoint.SourcesDir, sp.Keys[i])}
+		admitted, err := mc.CheckMove(ctx, env, o.Location)
+		if err != nil {
+			return nil, err
+		}
+		if admitted {
+			if moved == nil {
+				moved = map[string]string{}
+			}
+			moved[k] = o.Location
+		}
+	}
+	return moved, nil
 }
 
 // readSnapshot reads the checkpoint at dir without locking it; a missing

@@ -21,3 +21,21 @@ type Checker interface {
 type PartitionLimiter interface {
 	CheckPartitions(from, to int) error
 }
+
+// MoveChecker is implemented by sources that can resume at a new location
+// the log they kept at an old one: the same files, moved (a mirror of a
+// bucket, another prefix, a local directory copied to S3). The engine calls
+// CheckMove before the start writes anything, when the query shape recorded
+// in the checkpoint names the source at oldLocation and the starting query
+// at another; env is what Open would get (MetadataDir, FS, Name; the
+// directory may not exist), and it must only read there.
+//
+// CheckMove returns false, nil when the source was not told of a move from
+// oldLocation (the restart rules then refuse the change as before), true
+// when it was and every file it recorded is at the new location (the rules
+// then allow it, and Open maps the old location to the new one), and an
+// error, naming the first file that is missing or differs, when it was told
+// but the files do not match.
+type MoveChecker interface {
+	CheckMove(ctx context.Context, env SourceEnv, oldLocation string) (bool, error)
+}

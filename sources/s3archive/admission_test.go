@@ -3,8 +3,10 @@ package s3archive
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -242,7 +244,8 @@ func TestMaxBytesPerTrigger(t *testing.T) {
 	}
 }
 
-// TestLogOnDisk checks the exact bytes of a log file (Spark's format).
+// TestLogOnDisk checks the exact bytes of a log file (Spark's format, with
+// the additive size of each file).
 func TestLogOnDisk(t *testing.T) {
 	root := t.TempDir()
 	writeDays(t, root, day0, 2, 1, "modern")
@@ -265,8 +268,13 @@ func TestLogOnDisk(t *testing.T) {
 		t.Fatalf("log file:\n%s", buf)
 	}
 	for i, l := range lines[1:] {
-		prefix := `{"path":"` + fileURI(dayPath(root, day0.AddDate(0, 0, i), 0)) + `","timestamp":`
-		if !strings.HasPrefix(l, prefix) || !strings.HasSuffix(l, `,"batchId":0}`) {
+		p := dayPath(root, day0.AddDate(0, 0, i), 0)
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := `{"path":"` + fileURI(p) + `","timestamp":`
+		if !strings.HasPrefix(l, prefix) || !strings.HasSuffix(l, `,"batchId":0,"size":`+strconv.FormatInt(info.Size(), 10)+`}`) {
 			t.Fatalf("line %q, want %s...", l, prefix)
 		}
 	}

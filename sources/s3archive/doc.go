@@ -27,7 +27,7 @@
 // # Source log format (version 1)
 //
 // The log is Spark's FileStreamSourceLog (a CompactibleFileStreamLog), byte
-// for byte. Directory: <checkpoint>/sources/<key>/
+// for byte but for one additive field (size, below). Directory: <checkpoint>/sources/<key>/
 // (stream.SourceEnv.MetadataDir). One file per log id n = 0, 1, 2, ...:
 //
 //	<n>           the entries admitted by log id n
@@ -47,14 +47,16 @@
 // as Spark 2.1 wrote):
 //
 //	v1
-//	{"path":"s3://aws-public-blockchain/v1.0/eth/blocks/date=2026-09-30/part-00000-0b3c-c000.snappy.parquet","timestamp":1790812800000,"batchId":3}
-//	{"path":"s3://aws-public-blockchain/v1.0/eth/blocks/date=2026-10-01/part-00000-7a1e-c000.snappy.parquet","timestamp":1790899200000,"batchId":3}
+//	{"path":"s3://aws-public-blockchain/v1.0/eth/blocks/date=2026-09-30/part-00000-0b3c-c000.snappy.parquet","timestamp":1790812800000,"batchId":3,"size":52947}
+//	{"path":"s3://aws-public-blockchain/v1.0/eth/blocks/date=2026-10-01/part-00000-7a1e-c000.snappy.parquet","timestamp":1790899200000,"batchId":3,"size":52960}
 //
 // Fields: path is the object's URI, URL-encoded as by net/url (a space is
 // %20; "=" and "/" stay); timestamp is its last-modified time in ms since the
 // Unix epoch; batchId is the log id that admitted it (every entry of <n> has
 // batchId n; a compact file holds every batchId 0..n and at least one equal to
-// n). Entries are in admission order: date partition, then URI. Files are
+// n); size (ethstream's, checkpoint.FileEntry) is its size in bytes as listed
+// when admitted, absent in logs written before it and in Spark's (Spark's
+// reader ignores it). A moved archive is checked against it (move.go). Entries are in admission order: date partition, then URI. Files are
 // parsed by package checkpoint's FileStreamSourceLog parser (the one
 // `checkpoint inspect` uses), so both agree on what is well formed.
 //
@@ -72,8 +74,9 @@
 // other than v1 (a newer one is refused), a line that is not a JSON object
 // with path, timestamp and batchId, a wrong batchId, an empty file, a gap in
 // the ids from the newest compact file on, a file of the wrong form for the
-// interval or a foreign file name is a CHECKPOINT_CORRUPT error naming the
-// file; the source never resets its log.
+// interval or a foreign file name (any but moves/, the move records of
+// move.go) is a CHECKPOINT_CORRUPT error naming the file; the source never
+// resets its log.
 //
 // # Pruning (Spark's deleteExpiredLog)
 //

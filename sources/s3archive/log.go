@@ -70,6 +70,10 @@ type fileLog struct {
 	// retain is minBatchesToRetain: the log ids kept behind the newest.
 	retain int64
 
+	// moves are the move records in force (move.go), applied to every
+	// entry read: set by Open before it reads.
+	moves []move
+
 	// Set by scan.
 	interval      int64 // the compaction interval
 	latestCompact int64 // newest compact id, -1 if none
@@ -79,7 +83,8 @@ type fileLog struct {
 // log is the directory as a checkpoint.Log; strict refuses names that are
 // not log files.
 func (l *fileLog) log(strict bool) checkpoint.Log[checkpoint.FileSourceID, []logEntry] {
-	return checkpoint.Log[checkpoint.FileSourceID, []logEntry]{FS: l.fs, Dir: l.dir, Codec: sourceLogCodec{}, What: "source log", Strict: strict}
+	return checkpoint.Log[checkpoint.FileSourceID, []logEntry]{FS: l.fs, Dir: l.dir, Codec: sourceLogCodec{}, What: "source log", Strict: strict,
+		Beside: []string{movesDir}}
 }
 
 // key is the key of log id n: compacted when the interval says so.
@@ -94,7 +99,8 @@ func (l *fileLog) fileName(n int64) string { return l.log(true).Path(l.key(n)) }
 // gap-free and of the right form, and returns the first id to read (the
 // newest compact id, or 0) and the next id to write. Ids below the newest
 // compact file may be missing (pruned). Stale temp files left by a crash
-// are removed (they were never published, so nothing refers to them).
+// are removed (they were never published, so nothing refers to them). Any
+// other name but moves/ (the move records, move.go) is CHECKPOINT_CORRUPT.
 func (l *fileLog) scan() (first, next int64, err error) {
 	l.interval, l.latestCompact, l.oldest = defaultCompactInterval, -1, -1
 	lg := l.log(true)
@@ -132,8 +138,18 @@ func (l *fileLog) scan() (first, next int64, err error) {
 }
 
 // read returns the entries stored in file n: the entries of batch n, or for a
-// compact file every entry of batches 0..n.
-func (l *fileLog) read(n int64) ([]logEntry, error) { return l.log(true).Get(l.key(n)) }
+// compact file every entry of batches 0..n, with their paths mapped through
+// the move records (at the archive's current location).
+func (l *fileLog) read(n int64) ([]logEntry, error) {
+	es, err := l.log(true).Get(l.key(n))
+	if err != nil || len(l.moves) == 0 {
+		return es, err
+	}
+	for i := range es {
+		es[i].Path = applyMoves(l.moves, es[i].Path)
+	}
+	return es, nil
+}
 
 // batch returns the entries admitted by log id n, in admission order. When
 // file n was pruned they come from all, every admitted entry (what the

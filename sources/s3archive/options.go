@@ -71,6 +71,14 @@ type Options struct {
 	BatchTimeout time.Duration
 	// Logger receives debug and warning logs; the engine's logger when nil.
 	Logger *slog.Logger
+	// MovedFrom is the location (s3://BUCKET/PREFIX or file:///ABS/PATH,
+	// normalised as URI is) this archive was read from before it moved:
+	// the URI option movedFrom. A start whose checkpoint recorded the
+	// source at MovedFrom resumes here when every file the source log
+	// records exists at the new location with the logged size (CheckMove);
+	// the move is then recorded in the source's metadata (move.go), so
+	// later starts need no option. Empty: no move.
+	MovedFrom string
 	// FS reads a file:// archive (listing, sizes, ranged reads); nil means
 	// vfs.Default, the local disk. A test passes a fault-injecting FS so
 	// its faults reach archive reads too.
@@ -84,7 +92,8 @@ type Options struct {
 //
 // Query keys: endpoint, region, anonymous, pathStyle, maxFilesPerTrigger,
 // maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize, timeout and
-// batchTimeout (Go durations). An unknown key
+// batchTimeout (Go durations), movedFrom (the archive's old location,
+// URL-encoded; see Options.MovedFrom). An unknown key
 // or a bad value is an INVALID_ARGUMENT error.
 func ParseURI(uri string) (Options, error) {
 	var o Options
@@ -142,6 +151,21 @@ func parseLocation(uri string) (*url.URL, error) {
 	return u, nil
 }
 
+// normalLocation is loc as the query shape records a location (the URI
+// without its query, as URL.String renders it) without a final "/": the
+// form a move compares and a logged path starts with.
+func normalLocation(loc string) (string, error) {
+	u, err := parseLocation(loc)
+	if err != nil {
+		return "", err
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
+	if u.Scheme == "file" {
+		u.Host = ""
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
 // badOption is the error of option key=v whose value is not what the
 // option takes (want), naming that rather than the parser's own text.
 func badOption(key, v, want string) error {
@@ -187,6 +211,12 @@ func (o *Options) setOption(uri, key, v string) error {
 		} else {
 			o.BatchTimeout = d
 		}
+	case "movedFrom":
+		loc, err := normalLocation(v)
+		if err != nil {
+			return badOption(key, v, "the old location, s3://BUCKET/PREFIX or file:///ABS/PATH")
+		}
+		o.MovedFrom = loc
 	default:
 		return errcode.New(errcode.InvalidArgument, "", uriRemedy,
 			"unknown s3archive option %q in %q (known: %s)", key, uri, strings.Join(knownOptions, ", "))
@@ -195,6 +225,6 @@ func (o *Options) setOption(uri, key, v string) error {
 }
 
 var knownOptions = append(slices.Clone(s3client.ConnOptions), "maxFilesPerTrigger",
-	"maxBytesPerTrigger", "parallelism", "skipUnreadable", "listPageSize", "timeout", "batchTimeout")
+	"maxBytesPerTrigger", "parallelism", "skipUnreadable", "listPageSize", "timeout", "batchTimeout", "movedFrom")
 
-const uriRemedy = "use s3://BUCKET/PREFIX?key=value or file:///ABS/PATH?key=value with keys endpoint, region, anonymous, pathStyle, maxFilesPerTrigger, maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize, timeout, batchTimeout"
+const uriRemedy = "use s3://BUCKET/PREFIX?key=value or file:///ABS/PATH?key=value with keys endpoint, region, anonymous, pathStyle, maxFilesPerTrigger, maxBytesPerTrigger, parallelism, skipUnreadable, listPageSize, timeout, batchTimeout, movedFrom"

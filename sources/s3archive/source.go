@@ -51,6 +51,9 @@ type Source struct {
 	// first list instead of listing again (a seed-size prefix is 4,080
 	// objects: a second listing doubled the restart's cost).
 	probed []object
+	// moveAdmitted is the move CheckMove admitted just before the start
+	// (zero: none); Open records it.
+	moveAdmitted move
 
 	mu     sync.Mutex // guards latest
 	latest stream.Offset
@@ -149,6 +152,9 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if err != nil {
 		return err
 	}
+	if err := s.openMoves(env); err != nil {
+		return err
+	}
 	s.nextID = next
 	s.entries = nil
 	s.seen = make(map[string]struct{})
@@ -177,6 +183,22 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 		s.setLatest(formatOffset(s.nextID - 1))
 	}
 	s.opened = true
+	return nil
+}
+
+// openMoves records the move CheckMove admitted (if any) and hands every
+// move in force to the log, before Open reads it: the seen set and the
+// files of a pending batch are then at the archive's current location.
+func (s *Source) openMoves(env stream.SourceEnv) error {
+	moves, wrote, err := recordMove(env.FS, env.MetadataDir, s.moveAdmitted)
+	if err != nil {
+		return err
+	}
+	s.log.moves = moves
+	if wrote {
+		s.logger.Info("the archive moved: the source log's paths are read at the new location", "source", s.Description(),
+			"from", s.moveAdmitted.From, "to", s.moveAdmitted.To, "moves", len(moves))
+	}
 	return nil
 }
 
@@ -269,7 +291,7 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 			break
 		}
 		bytes += o.Size
-		admit = append(admit, logEntry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: s.nextID})
+		admit = append(admit, logEntry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: s.nextID, Size: o.Size})
 	}
 	pending := int64(0)
 	for _, o := range objs {
