@@ -39,8 +39,13 @@ type BenchOptions struct {
 	// KeysPerBlock also runs the state at one key per block (docs/contracts.md,
 	// Targets; bench_keys.go).
 	KeysPerBlock bool
-	Out          io.Writer
-	Log          io.Writer // progress lines; nil = discard
+	// KeysFilesPerTrigger is the one-key-per-block run's maxFilesPerTrigger
+	// (0 = 40): every key of a batch is new, so a batch holds its keys in
+	// memory twice (partial aggregates, pending state); the preset's 365
+	// files (2M keys) a batch took the seed run past the soft memory limit.
+	KeysFilesPerTrigger int
+	Out                 io.Writer
+	Log                 io.Writer // progress lines; nil = discard
 }
 
 // BenchResult is what bench measured. Durations in milliseconds.

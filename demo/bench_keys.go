@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -77,7 +78,7 @@ func benchKeys(ctx context.Context, b *benchRun, res *BenchResult) error {
 		return fmt.Errorf("clear %s: %w", dir, err)
 	}
 	cfg := pipeline.Config{Checkpoint: filepath.Join(dir, "checkpoint"), Table: filepath.Join(dir, "table"),
-		LocalDir: filepath.Join(dir, "state-cache"), Sources: []pipeline.SourceSpec{b.s3src}, Conf: b.conf,
+		LocalDir: filepath.Join(dir, "state-cache"), Sources: []pipeline.SourceSpec{b.env.ArchiveSource(cmp.Or(b.o.KeysFilesPerTrigger, 40))}, Conf: b.conf,
 		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Query: KeysQuery, WithWatermark: KeysWatermark,
 		OutputMode: KeysOutputMode}
 	k := &KeysResult{}

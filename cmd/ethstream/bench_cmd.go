@@ -10,6 +10,7 @@ func newBenchCmd() *cobra.Command {
 	var workdir, preset, out, duck string
 	var days, live int
 	var keys bool
+	var keysFiles int
 	var seed int64
 	c := &cobra.Command{
 		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block]",
@@ -44,7 +45,7 @@ pass, fail or "not measured".`,
 				return err
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
-				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -62,6 +63,7 @@ pass, fail or "not measured".`,
 	c.Flags().StringVar(&out, "out", "", "write the figures as JSON to FILE")
 	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also run the file:// backfill and DuckDB's GROUP BY over the same files, and print the ratios")
 	c.Flags().BoolVar(&keys, "keys-per-block", false, "also run the state at one key per block (26M keys on the seed preset) and its repartition 200 -> 8")
+	c.Flags().IntVar(&keysFiles, "keys-files-per-trigger", 40, "maxFilesPerTrigger of the --keys-per-block run")
 	return c
 }
 
