@@ -186,9 +186,12 @@ func keysTargets(k *KeysResult) []Target {
 		lost = float64(max(k.Keys, 1)) // no repartition seen, or it read another count: every key unaccounted for
 	}
 	lo, hi := perKeySpread(k.Commits)
+	// The run completes within the limit only if its restart does too: the
+	// repartition of every key is part of it.
+	peak := float64(max(k.PeakRSSBytes, k.RepartitionRSSByte)) / 1e9
 	return []Target{
-		atMost(fmt.Sprintf("one key per block (%d keys): peak RSS, backfill", k.Keys), "<= 1.5 GB",
-			float64(k.PeakRSSBytes)/1e9, 1.5, fmt.Sprintf("%.2f GB", float64(k.PeakRSSBytes)/1e9)),
+		atMost(fmt.Sprintf("one key per block (%d keys): peak RSS, backfill and repartition", k.Keys), "<= 1.5 GB",
+			peak, 1.5, fmt.Sprintf("%.2f GB (backfill %.2f GB)", peak, float64(k.PeakRSSBytes)/1e9)),
 		atMost("one key per block: state bytes written per changed key, largest commit / smallest", "<= 2x",
 			hi/max(lo, 1e-9), 2, fmt.Sprintf("%.1fx (%.0f-%.0f B/key)", hi/max(lo, 1e-9), lo, hi)),
 		atMost("one key per block: keys lost by the repartition 200 -> 8", "0", max(lost, -lost), 0,
