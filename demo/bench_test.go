@@ -55,12 +55,12 @@ func TestBenchSmallArchive(t *testing.T) {
 	// here, so that the file:// backfill, the timing of the child process and
 	// the ratios are exercised.
 	duck := filepath.Join(t.TempDir(), "duckref")
-	if err := os.WriteFile(duck, []byte("#!/bin/sh\necho \"duckdb: globbed $1\"\n"), 0o755); err != nil {
+	if err := os.WriteFile(duck, []byte("#!/bin/sh\nif [ \"$1\" = copy ]; then echo \"duckdb copy: $2 to $3\"; : > \"$3\"; else echo \"duckdb: globbed $1\"; fi\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
 	res, err := Bench(context.Background(), BenchOptions{WorkDir: t.TempDir(), Preset: chain.LastDaysPreset(2),
-		LiveBatches: 3, Out: &out, DuckDB: duck})
+		LiveBatches: 3, Out: &out, DuckDB: duck, KeysPerBlock: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +82,80 @@ func TestBenchSmallArchive(t *testing.T) {
 	if ph := res.BackfillPhases; ph.Batches < 1 || ph.TriggerMs <= 0 || ph.TriggerMs > res.BackfillMs {
 		t.Fatalf("backfill phases: %+v (backfill %d ms)", ph, res.BackfillMs)
 	}
-	if !strings.Contains(out.String(), "repartition 200 -> 8") || !strings.Contains(out.String(), "backfill file:// / DuckDB") ||
+	if !strings.Contains(out.String(), "repartition 200 -> 8") || !strings.Contains(out.String(), "backfill file:// / DuckDB COPY") ||
 		!strings.Contains(out.String(), "sink write (Delta MERGE + commit)") {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	if res.BackfillCPUMs <= 0 || res.FileBackfillMs <= 0 || res.FileBackfillCPUMs <= 0 || res.DuckDBMs < 0 ||
 		!strings.HasPrefix(res.DuckDBOutput, "duckdb: globbed ") || !strings.HasSuffix(res.DuckDBOutput, "*.parquet") {
 		t.Fatalf("file:// backfill or DuckDB figures missing: %+v", res)
+	}
+	if !strings.HasPrefix(res.DuckDBCopyOutput, "duckdb copy: ") || !strings.HasSuffix(res.DuckDBCopyOutput, "duckdb-copy.parquet") {
+		t.Fatalf("DuckDB COPY not run with the glob and an output file: %q", res.DuckDBCopyOutput)
+	}
+	checkTargets(t, res, out.String())
+	// One key per block: every block's hash is a key (none closes, none is
+	// shared), and the repartition moves every one of them.
+	if k := res.Keys; k == nil || k.Keys != res.Blocks || k.KeysBefore != k.Keys || k.KeysAfter != k.Keys ||
+		len(k.Commits) != k.Batches || k.PeakRSSBytes <= 0 {
+		t.Fatalf("one key per block (%d blocks): %+v", res.Blocks, res.Keys)
+	}
+}
+
+// checkTargets: every target of docs/contracts.md is a row, decided from
+// the figure it names, and the table prints each with its result.
+func checkTargets(t *testing.T, res *BenchResult, out string) {
+	t.Helper()
+	byName := map[string]Target{}
+	for _, tg := range res.Targets {
+		byName[tg.Name] = tg
+		if !strings.Contains(out, "| "+tg.Name+" | "+tg.Measured+" | "+tg.Target+" | "+tg.Status+" |") {
+			t.Errorf("target %q not printed:\n%s", tg.Name, out)
+		}
+		want := TargetPass
+		if tg.Value > tg.Limit {
+			want = TargetFail
+		}
+		if tg.Status != want {
+			t.Errorf("target %+v: status %s, want %s", tg, tg.Status, want)
+		}
+	}
+	rss := byName["peak RSS, backfill"]
+	if rss.Value != float64(res.BackfillPeakRSSBytes)/1e6 || rss.Limit != 800 {
+		t.Errorf("backfill RSS target %+v from %d bytes", rss, res.BackfillPeakRSSBytes)
+	}
+	live := byName["live 20-block batch, trigger to commit, median, 8 partitions"]
+	if live.Value != res.LiveMedianMs8 || live.Limit != 15 {
+		t.Errorf("live target %+v from %v ms", live, res.LiveMedianMs8)
+	}
+	w := byName["backfill file:// / DuckDB writing the grouped result to Parquet, wall"]
+	if w.Value != float64(res.FileBackfillMs)/float64(max(res.DuckDBCopyMs, 1)) || w.Limit != 1.5 {
+		t.Errorf("yardstick target %+v from %d / %d ms", w, res.FileBackfillMs, res.DuckDBCopyMs)
+	}
+	for _, name := range []string{"backfill S3 / file://, wall", "backfill S3 / file://, CPU", "restart to first committed batch",
+		"peak RSS, live (shrink + live at 8)", "backfill file:// / DuckDB writing the grouped result to Parquet, CPU"} {
+		if _, ok := byName[name]; !ok {
+			t.Errorf("no target %q in %+v", name, res.Targets)
+		}
+	}
+}
+
+// TestTargetStatus: a target is met at its limit and missed above it; one
+// the run did not measure says so rather than passing.
+func TestTargetStatus(t *testing.T) {
+	if s := atMost("a", "<= 1", 1, 1, "1").Status; s != TargetPass {
+		t.Errorf("at the limit: %s", s)
+	}
+	if s := atMost("a", "<= 1", 1.01, 1, "1.01").Status; s != TargetFail {
+		t.Errorf("above the limit: %s", s)
+	}
+	ts := coreTargets(&BenchResult{Preset: "demo", BackfillMs: 1000, BackfillPeakRSSBytes: 900e6})
+	var out strings.Builder
+	printTargets(&out, ts)
+	for _, want := range []string{"| backfill file:// / DuckDB writing the grouped result to Parquet, wall and CPU | needs --duckdb | <= 1.5x | not measured |",
+		"| peak RSS, backfill | 900 MB | <= 800 MB | fail |", "not measured\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
 	}
 }

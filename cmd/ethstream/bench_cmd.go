@@ -9,10 +9,12 @@ import (
 func newBenchCmd() *cobra.Command {
 	var workdir, preset, out, duck string
 	var days, live int
+	var keys bool
+	var keysFiles int
 	var seed int64
 	var fresh freshnessFlags
 	c := &cobra.Command{
-		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
+		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block] | --freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it through the
 embedded S3 endpoint, and runs in this process: the backfill (availableNow, 200 state
@@ -23,8 +25,18 @@ and about 9 GB of disk the first time.
 
 With --duckdb PATH (the scripts/duckref binary, built in its own module: cd scripts/duckref &&
 go build -o /tmp/duckref .), bench also runs the backfill from file:// on a checkpoint of its
-own, then DuckDB's plain GROUP BY over the same files, and prints the ratios of wall time and of
-CPU time (user + system: this process during a backfill, the DuckDB process for DuckDB).
+own, then DuckDB doing the same job (reading the same files, grouping, and writing the grouped
+result to a Parquet file: COPY ... TO ... (FORMAT parquet)) and its plain GROUP BY, each as its
+own process, and prints the ratios of wall time and of CPU time (user + system: this process
+during a backfill, the DuckDB process for DuckDB).
+
+With --keys-per-block, bench also runs a query whose state holds one key per block (GROUP BY a
+3650-day window and the block hash, a 3650-day watermark, append mode) through the backfill, then
+restarts it at 8 state partitions, and reports its peak RSS, its state commits and the
+repartition's keys before and after.
+
+Last it prints every target of docs/contracts.md (Targets) with its measured value and
+pass, fail or "not measured".
 
 With --freshness, bench instead measures head-to-table freshness: the reference query (8 state
 partitions) under --trigger real-time follows the in-repo node, mining --rate blocks per second
@@ -47,7 +59,7 @@ median; --out writes them as JSON.`,
 				return err
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
-				LiveBatches: live, DuckDB: duck, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -64,6 +76,8 @@ median; --out writes them as JSON.`,
 	c.Flags().Int64Var(&seed, "seed", chain.DefaultSeed, "chain seed")
 	c.Flags().StringVar(&out, "out", "", "write the figures as JSON to FILE")
 	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also run the file:// backfill and DuckDB's GROUP BY over the same files, and print the ratios")
+	c.Flags().BoolVar(&keys, "keys-per-block", false, "also run the state at one key per block (26M keys on the seed preset) and its repartition 200 -> 8")
+	c.Flags().IntVar(&keysFiles, "keys-files-per-trigger", 40, "maxFilesPerTrigger of the --keys-per-block run")
 	fresh.register(c)
 	return c
 }
