@@ -57,6 +57,9 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
     timeout=DUR               per store request, body included (default 30s)
     batchTimeout=DUR          everything one batch asks of the store, retries included
                               (default 10m): a store that never answers fails the batch
+    movedFrom=LOCATION        the archive moved from LOCATION (URL-encoded): admitted when
+                              every file the source log records is at the new location with
+                              its logged size; recorded, so needed on one start only
 
   ethrpc:URL?KEY=VALUE&...   an Ethereum JSON-RPC endpoint over http, https, ws or wss
     maxBlocksPerTrigger=N     blocks per batch (default 20)
