@@ -240,7 +240,7 @@ func (m *MergeSink) compact(ctx context.Context, o OptimizeOptions) bool {
 func (m *MergeSink) vacuum(ctx context.Context, retention time.Duration) {
 	now := m.o.Clock()
 	t0 := time.Now()
-	deleted, err := m.table.vacuumAtMost(ctx, retention, false, now, maxVacuumPerRun)
+	deleted, err := m.table.vacuumAtMost(ctx, retention, false, now, maxVacuumPerRun, false)
 	if err != nil {
 		m.log.Warn("delta auto-vacuum failed", "err", err)
 		return

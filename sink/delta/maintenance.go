@@ -345,7 +345,7 @@ func (t *Table) Vacuum(ctx context.Context, retention time.Duration, dryRun bool
 }
 
 func (t *Table) vacuum(ctx context.Context, retention time.Duration, dryRun bool, now time.Time) ([]string, error) {
-	return t.vacuumAtMost(ctx, retention, dryRun, now, 0)
+	return t.vacuumAtMost(ctx, retention, dryRun, now, 0, true)
 }
 
 // errVacuumFull stops a bounded vacuum's walk once it deleted its limit.
@@ -371,7 +371,13 @@ func (s *Snapshot) vacuumKeeps(cutoff time.Time) map[string]bool {
 	return keep
 }
 
-func (t *Table) vacuumAtMost(ctx context.Context, retention time.Duration, dryRun bool, now time.Time, limit int) ([]string, error) {
+// vacuumAtMost is Vacuum deleting at most limit data files (0: no limit);
+// with temps, it then deletes the temp files older than tempGrace too. The
+// sink's automatic vacuum passes temps false: it runs beside the sink's own
+// publishes, and the sink removes a dead writer's temps at Open, under the
+// lock (temps.go), so an in-progress publish is never judged by its age
+// against a clock that may run ahead of the files' times.
+func (t *Table) vacuumAtMost(ctx context.Context, retention time.Duration, dryRun bool, now time.Time, limit int, temps bool) ([]string, error) {
 	if retention < 0 {
 		return nil, errcode.New(errcode.InvalidArgument, t.root, "use a retention of 0 or more", "negative retention %s", retention)
 	}
@@ -429,7 +435,7 @@ func (t *Table) vacuumAtMost(ctx context.Context, retention time.Duration, dryRu
 	if errors.Is(err, errVacuumFull) {
 		return out, nil
 	}
-	if err != nil {
+	if err != nil || !temps {
 		return out, err
 	}
 	// Temp files a crashed writer left in the root and the log (hidden,

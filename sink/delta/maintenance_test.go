@@ -244,7 +244,7 @@ func TestVacuumAtMost(t *testing.T) {
 	}
 	var all []string
 	for run := 0; run < 4; run++ {
-		got, err := tbl.vacuumAtMost(ctx, 168*time.Hour, false, later, 3)
+		got, err := tbl.vacuumAtMost(ctx, 168*time.Hour, false, later, 3, true)
 		if err != nil {
 			t.Fatal(err)
 		}
