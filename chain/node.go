@@ -248,14 +248,7 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 	}
 	n.SetFaults(o.Faults)
 	n.mineBlocks(o.InitialBlocks, true)
-	n.rpc = rpc.NewServer()
-	if err := n.rpc.RegisterName("eth", &ethAPI{n}); err != nil {
-		return nil, err
-	}
-	if err := n.rpc.RegisterName("net", netAPI{}); err != nil {
-		return nil, err
-	}
-	if err := n.rpc.RegisterName("web3", web3API{}); err != nil {
+	if n.rpc, err = n.newRPCServer(); err != nil {
 		return nil, err
 	}
 	ln, err := listen(o.Addr)
@@ -296,6 +289,18 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 		}
 	}()
 	return n, nil
+}
+
+// newRPCServer is go-ethereum's JSON-RPC server with the node's eth, net
+// and web3 APIs (block reads are answered before it: serveBlockReads).
+func (n *Node) newRPCServer() (*rpc.Server, error) {
+	srv := rpc.NewServer()
+	for name, api := range map[string]any{"eth": &ethAPI{n}, "net": netAPI{}, "web3": web3API{}} {
+		if err := srv.RegisterName(name, api); err != nil {
+			return nil, err
+		}
+	}
+	return srv, nil
 }
 
 // clock mines the blocks due by wall time: InitialBlocks plus one per

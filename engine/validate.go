@@ -90,35 +90,43 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	if err != nil {
 		return chk, err
 	}
-	from, to := 0, sp.Partitions
+	return chk, chk.checkTargets(ctx, q, fs, dir)
+}
+
+// checkTargets is the end of checkStart, once the restart rules passed:
+// the state partition counts against what the operator can hold, a
+// read-only probe of every source and of the sink (stream.Checker), and
+// the sink's agreement with the checkpoint and its owner.
+func (chk *startCheck) checkTargets(ctx context.Context, q Query, fs vfs.FS, dir string) error {
+	from, to := 0, chk.sp.Partitions
 	switch {
-	case sp.RepartitionTo > 0:
-		from, to = sp.RepartitionFrom, sp.RepartitionTo
-	case sp.PendingRepartitionTo > 0:
-		from, to = sp.Partitions, sp.PendingRepartitionTo
+	case chk.sp.RepartitionTo > 0:
+		from, to = chk.sp.RepartitionFrom, chk.sp.RepartitionTo
+	case chk.sp.PendingRepartitionTo > 0:
+		from, to = chk.sp.Partitions, chk.sp.PendingRepartitionTo
 	}
 	if err := checkPartitions(q.Operator, from, to); err != nil {
-		return chk, err
+		return err
 	}
 	for _, ns := range q.Sources {
 		if c, ok := ns.Source.(stream.Checker); ok {
 			if err := c.Check(ctx); err != nil {
-				return chk, err
+				return err
 			}
 		}
 	}
 	if c, ok := q.Sink.(stream.Checker); ok {
 		if err := c.Check(ctx); err != nil {
-			return chk, err
+			return err
 		}
 	}
-	if err := checkSinkAgrees(checkpoint.Dir{FS: fs, Path: dir}, snap, q.Sink, chk.seen); err != nil {
-		return chk, err
+	if err := checkSinkAgrees(checkpoint.Dir{FS: fs, Path: dir}, chk.snap, q.Sink, chk.seen); err != nil {
+		return err
 	}
-	if err := checkSinkOwner(dir, chk.rec, snap, sp.QueryID, chk.seen, q.SinkShared); err != nil {
-		return chk, err
+	if err := checkSinkOwner(dir, chk.rec, chk.snap, chk.sp.QueryID, chk.seen, q.SinkShared); err != nil {
+		return err
 	}
-	return chk, nil
+	return nil
 }
 
 // checkMoves asks every source whose recorded location differs from the
