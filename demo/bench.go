@@ -405,8 +405,12 @@ func PrintBench(w io.Writer, r *BenchResult) {
 }
 
 // WriteBenchJSON writes r as indented JSON.
-func WriteBenchJSON(path string, r *BenchResult) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+func WriteBenchJSON(path string, r *BenchResult) error { return writeJSON(path, r) }
+
+// writeJSON writes v as indented JSON to path (--out of bench and of
+// bench --freshness).
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -385,13 +384,4 @@ func PrintFreshness(w io.Writer, r *FreshnessResult) {
 }
 
 // WriteFreshnessJSON writes r as indented JSON to path, as WriteBenchJSON does.
-func WriteFreshnessJSON(path string, r *FreshnessResult) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFile(path, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	})
-}
+func WriteFreshnessJSON(path string, r *FreshnessResult) error { return writeJSON(path, r) }
