@@ -77,6 +77,18 @@ func recount(t *testing.T, archive string) map[windowKey]int64 {
 		Miner     string `parquet:"miner"`
 	}
 	want := map[windowKey]int64{}
+	archiveRows(t, archive, func(b blockRow) {
+		ws := b.Timestamp - b.Timestamp%WindowSize.Microseconds()
+		want[windowKey{ws, flSource, b.Miner}]++
+	})
+	return want
+}
+
+// archiveRows calls fn with every row of every Parquet file under archive,
+// read into T (its parquet tags name the columns): the oracles' reader,
+// which shares no code with the source under test.
+func archiveRows[T any](t *testing.T, archive string, fn func(T)) {
+	t.Helper()
 	err := filepath.WalkDir(archive, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
 			return err
@@ -86,14 +98,13 @@ func recount(t *testing.T, archive string) map[windowKey]int64 {
 			return err
 		}
 		defer f.Close()
-		r := parquet.NewGenericReader[blockRow](f)
+		r := parquet.NewGenericReader[T](f)
 		defer r.Close()
-		buf := make([]blockRow, 1024)
+		buf := make([]T, 1024)
 		for {
 			n, err := r.Read(buf)
 			for _, b := range buf[:n] {
-				ws := b.Timestamp - b.Timestamp%WindowSize.Microseconds()
-				want[windowKey{ws, flSource, b.Miner}]++
+				fn(b)
 			}
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -106,7 +117,6 @@ func recount(t *testing.T, archive string) map[windowKey]int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return want
 }
 
 // archiveTableCounts reads the Delta table: count per key, failing on a duplicate key.

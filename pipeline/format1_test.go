@@ -1,20 +1,16 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
@@ -113,42 +109,17 @@ func format1Recount(t *testing.T, archive string) map[format1Key]format1Row {
 	}
 	type acc struct{ n, gas, minTxs int64 }
 	accs := map[format1Key]*acc{}
-	err := filepath.WalkDir(archive, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
-			return err
+	archiveRows(t, archive, func(b blockRow) {
+		k := format1Key{b.Timestamp - b.Timestamp%time.Hour.Microseconds(), b.Miner}
+		a := accs[k]
+		if a == nil {
+			a = &acc{minTxs: math.MaxInt64}
+			accs[k] = a
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r := parquet.NewGenericReader[blockRow](f)
-		defer r.Close()
-		buf := make([]blockRow, 1024)
-		for {
-			n, err := r.Read(buf)
-			for _, b := range buf[:n] {
-				k := format1Key{b.Timestamp - b.Timestamp%time.Hour.Microseconds(), b.Miner}
-				a := accs[k]
-				if a == nil {
-					a = &acc{minTxs: math.MaxInt64}
-					accs[k] = a
-				}
-				a.n++
-				a.gas += b.GasUsed
-				a.minTxs = min(a.minTxs, b.TransactionCount)
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-		}
+		a.n++
+		a.gas += b.GasUsed
+		a.minTxs = min(a.minTxs, b.TransactionCount)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := make(map[format1Key]format1Row, len(accs))
 	for k, a := range accs {
 		want[k] = format1Row{n: a.n, minTxs: a.minTxs, gas: float64(a.gas) / float64(a.n)}
