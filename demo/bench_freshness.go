@@ -66,6 +66,11 @@ type FreshnessResult struct {
 	// durationMs key over the measured batches: where the tail goes.
 	PhaseMedianMs map[string]float64 `json:"phaseMedianMs"`
 	PhaseP99Ms    map[string]float64 `json:"phaseP99Ms"`
+	// Mid is the file counts when half the blocks were measured: the end's
+	// counts are judged against it (freshnessTargets).
+	Mid fileCounts `json:"midpoint"`
+	// Targets are the head-to-table targets of docs/contracts.md, judged.
+	Targets []Target `json:"targets"`
 }
 
 // Freshness table properties: a short log retention, so a long live run's
@@ -104,7 +109,7 @@ func BenchFreshness(ctx context.Context, o FreshnessOptions) (*FreshnessResult, 
 	if o.Endpoint == "" {
 		res.Rate = o.Rate
 	}
-	rec := &freshRecorder{feed: f, want: o.Blocks, done: cancel, log: o.Log}
+	rec := &freshRecorder{feed: f, want: o.Blocks, done: cancel, log: o.Log, dir: dir}
 	trig := engine.Trigger{Kind: engine.RealTime}
 	if o.Poll > 0 {
 		trig = engine.Trigger{Kind: engine.ProcessingTime, Interval: o.Poll}
@@ -125,6 +130,7 @@ func BenchFreshness(ctx context.Context, o FreshnessOptions) (*FreshnessResult, 
 	res.RSSEnd = currentRSS()
 	res.TableFiles, res.LogFiles = countTable(filepath.Join(dir, "table"))
 	res.CkptFiles = countFiles(filepath.Join(dir, "checkpoint"))
+	res.Targets = freshnessTargets(res)
 	return res, nil
 }
 
@@ -228,8 +234,12 @@ type freshRecorder struct {
 	want int
 	done context.CancelFunc
 	log  io.Writer
+	dir  string // the run's directory: its file counts are sampled
 
 	mu        sync.Mutex
+	first     time.Time  // the first measured batch
+	mid       fileCounts // sampled when half the blocks were measured
+	sampled   bool       // mid is set
 	fresh     []float64 // ms, in block order
 	batches   int
 	rssStart  int64
@@ -251,6 +261,7 @@ func (r *freshRecorder) OnProgress(p *stream.Progress) {
 		// The first batch opens the state and creates the table, and
 		// catches up with the blocks mined meanwhile: a warm-up, not measured.
 		r.rssStart = currentRSS()
+		r.first = now
 		return
 	}
 	src := p.Sources[0]
@@ -285,6 +296,11 @@ func (r *freshRecorder) OnProgress(p *stream.Progress) {
 		r.fresh = append(r.fresh, float64(now.Sub(t).Microseconds())/1000)
 	}
 	r.lastBlock = end.Block
+	if !r.sampled && len(r.fresh) >= r.want/2 {
+		r.sampled = true
+		// Once, so counting the files costs one batch its latency.
+		r.mid = countRun(r.dir, now.Sub(r.first))
+	}
 	if n := len(r.fresh); n%1000 == 0 || n >= r.want {
 		fmt.Fprintf(r.log, "  %d blocks, %d batches\n", n, r.batches)
 	}
@@ -298,7 +314,7 @@ func (r *freshRecorder) summarise(res *FreshnessResult) {
 	defer r.mu.Unlock()
 	xs := append([]float64(nil), r.fresh...)
 	sort.Float64s(xs)
-	res.Blocks, res.Batches, res.RSSStart = len(xs), r.batches-1, r.rssStart
+	res.Blocks, res.Batches, res.RSSStart, res.Mid = len(xs), r.batches-1, r.rssStart, r.mid
 	if len(xs) > 0 {
 		res.P50Ms, res.P99Ms, res.MaxMs = percentile(xs, 0.50), percentile(xs, 0.99), xs[len(xs)-1]
 	}
@@ -381,6 +397,9 @@ func PrintFreshness(w io.Writer, r *FreshnessResult) {
 		parts = append(parts, fmt.Sprintf("%s %.0f / %.0f", k, r.PhaseMedianMs[k], r.PhaseP99Ms[k]))
 	}
 	fmt.Fprintf(w, "| batch phases, median / p99 ms | %s | |\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "| midpoint (%.0f s in): table data files / _delta_log entries; checkpoint files | %d / %d; %d | |\n",
+		float64(r.Mid.AtMs)/1000, r.Mid.TableFiles, r.Mid.LogFiles, r.Mid.CkptFiles)
+	printTargets(w, r.Targets)
 }
 
 // WriteFreshnessJSON writes r as indented JSON to path, as WriteBenchJSON does.

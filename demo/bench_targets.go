@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/ethstream/ethstream/errcode"
 )
 
 // Target is one target of docs/contracts.md (Targets) beside what the bench
@@ -113,4 +116,24 @@ func printTargets(w io.Writer, ts []Target) {
 		n[t.Status]++
 	}
 	fmt.Fprintf(w, "\ntargets: %d pass, %d fail, %d not measured\n", n[TargetPass], n[TargetFail], n[TargetNotMeasured])
+}
+
+// MissedTargets is nil when no target failed, and otherwise the coded error
+// the bench command exits with (after printing its tables and writing its
+// JSON): a script or CI job running the bench then sees a missed target in
+// the exit status instead of having to parse the table. A target the run did
+// not measure is not a failure.
+func MissedTargets(ts []Target) error {
+	var missed []string
+	for _, t := range ts {
+		if t.Status == TargetFail {
+			missed = append(missed, fmt.Sprintf("%s: %s, limit %s", t.Name, t.Measured, t.Target))
+		}
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	return errcode.New(errcode.TargetMissed, "",
+		"the limits are for the 2-core reference machine (docs/contracts.md, Targets): run the bench on an idle machine, and read its phase tables for where the time goes",
+		"%d of %d targets missed (%s)", len(missed), len(ts), strings.Join(missed, "; "))
 }

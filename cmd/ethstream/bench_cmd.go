@@ -36,7 +36,8 @@ restarts it at 8 state partitions, and reports its peak RSS, its state commits a
 repartition's keys before and after.
 
 Last it prints every target of docs/contracts.md (Targets) with its measured value and
-pass, fail or "not measured".
+pass, fail or "not measured", and exits 1 with TARGET_MISSED if any target failed (after
+the tables and the --out JSON are written; "not measured" is not a failure).
 
 With --freshness, bench instead measures head-to-table freshness: the reference query (8 state
 partitions) under --trigger real-time follows the in-repo node, mining --rate blocks per second
@@ -44,7 +45,9 @@ and announcing each by newHeads over ws, or with --endpoint an external node (ge
 per block, the commit of its batch minus the node's announcement (for an external node, the
 arrival of this process's own newHeads notification). It prints p50, p99 and max, RSS after the
 first batch and at the end, the table's and the checkpoint's file counts, and each batch phase's
-median; --out writes them as JSON.`,
+median, then its targets (p50, p99, RSS flat, file counts bounded: judged from the run's
+midpoint to its end once the midpoint is two retentions in), with the same exit status;
+--out writes them as JSON.`,
 		Example: `  ethstream bench --days 7 --out /tmp/bench.json
   ethstream bench --preset seed --live-batches 50
   ethstream bench --freshness --blocks 10000 --rate 10
@@ -64,9 +67,11 @@ median; --out writes them as JSON.`,
 				return err
 			}
 			if out != "" {
-				return demo.WriteBenchJSON(out, res)
+				if err := demo.WriteBenchJSON(out, res); err != nil {
+					return err
+				}
 			}
-			return nil
+			return demo.MissedTargets(res.Targets)
 		},
 	}
 	c.Flags().StringVar(&workdir, "workdir", "work/bench", "work directory (the archive is cached here)")

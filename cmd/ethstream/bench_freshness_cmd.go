@@ -31,8 +31,10 @@ func (f *freshnessFlags) run(cmd *cobra.Command, workdir string, seed int64, out
 		return err
 	}
 	demo.PrintFreshness(cmd.OutOrStdout(), res)
-	if out == "" {
-		return nil
+	if out != "" {
+		if err := demo.WriteFreshnessJSON(out, res); err != nil {
+			return err
+		}
 	}
-	return demo.WriteFreshnessJSON(out, res)
+	return demo.MissedTargets(res.Targets)
 }
