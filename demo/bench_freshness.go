@@ -240,7 +240,7 @@ type freshRecorder struct {
 	first     time.Time  // the first measured batch
 	mid       fileCounts // sampled when half the blocks were measured
 	sampled   bool       // mid is set
-	fresh     []float64 // ms, in block order
+	fresh     []float64  // ms, in block order
 	batches   int
 	rssStart  int64
 	metrics   map[string]string

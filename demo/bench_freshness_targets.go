@@ -24,9 +24,9 @@ const (
 // fileCounts is a sample of the run's file counts.
 type fileCounts struct {
 	AtMs       int64 `json:"atMs"` // since the first measured batch
-	TableFiles int           `json:"tableDataFiles"`
-	LogFiles   int           `json:"tableLogFiles"`
-	CkptFiles  int           `json:"checkpointFiles"`
+	TableFiles int   `json:"tableDataFiles"`
+	LogFiles   int   `json:"tableLogFiles"`
+	CkptFiles  int   `json:"checkpointFiles"`
 }
 
 // countRun counts the table's and the checkpoint's files under dir.
@@ -64,7 +64,7 @@ func freshnessTargets(r *FreshnessResult) []Target {
 	} {
 		if at := time.Duration(mid.AtMs) * time.Millisecond; at < 2*freshnessRetention || f.mid == 0 {
 			ts = append(ts, notMeasured(f.name, limit, fmt.Sprintf("midpoint at %.0f s, before two retentions (%.0f s): run more blocks",
-				at.Seconds(), (2 * freshnessRetention).Seconds())))
+				at.Seconds(), (2*freshnessRetention).Seconds())))
 			continue
 		}
 		g := float64(f.end) / float64(f.mid)
