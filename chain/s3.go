@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -218,6 +219,10 @@ func s3Error(w http.ResponseWriter, status int, code, msg string) {
 // Files named ".*.tmp" are writes in progress and are not listed. Writes are
 // published by package durable (temp file, fsync, rename, or link(2) for
 // If-None-Match: *, directory fsync), so readers never see a partial object.
+// A client's key whose last segment has that shape (a dead writer's temp
+// object, which ethstream's sweep must see and remove, as on any S3 server)
+// is stored under an escaped file name (fileName, keyName), so the backend's
+// own writes in progress and a client's keys never share a name.
 // Safe for concurrent use.
 type dirBackend struct {
 	root string
@@ -240,7 +245,30 @@ func (b *dirBackend) objectPath(bucket, key string) (string, error) {
 	if key == "" || !filepath.IsLocal(filepath.FromSlash(key)) || strings.HasSuffix(key, "/") {
 		return "", gofakes3.KeyNotFound(key)
 	}
-	return filepath.Join(dir, filepath.FromSlash(key)), nil
+	d, f := path.Split(key)
+	return filepath.Join(dir, filepath.FromSlash(d), fileName(f)), nil
+}
+
+// escapeMark prefixes the file name of a key's last segment that is
+// temp-shaped or itself starts with the mark: key ".x.tmp" is file
+// "%.x.tmp", key "%a" is file "%%a"; every other key is its own file name,
+// so a tree written by hand (an archive, a table) is served as it is.
+const escapeMark = "%"
+
+// fileName is the file name of a key's last segment.
+func fileName(seg string) string {
+	if isTemp(seg) || strings.HasPrefix(seg, escapeMark) {
+		return escapeMark + seg
+	}
+	return seg
+}
+
+// keyName is the key segment of a file name, the inverse of fileName.
+func keyName(file string) string {
+	if rest, ok := strings.CutPrefix(file, escapeMark); ok && (isTemp(rest) || strings.HasPrefix(rest, escapeMark)) {
+		return rest
+	}
+	return file
 }
 
 func etag(key string, st fs.FileInfo) []byte {
@@ -399,7 +427,7 @@ func walkDirKeys(dir, rel, pfx, marker string, visit func(listedObject) bool) (b
 		if de.IsDir() {
 			return rel + de.Name() + "/"
 		}
-		return rel + de.Name()
+		return rel + keyName(de.Name())
 	}
 	sort.SliceStable(des, func(i, j int) bool { return keyOf(des[i]) < keyOf(des[j]) })
 	for _, de := range des {
