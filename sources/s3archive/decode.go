@@ -66,12 +66,61 @@ type span struct {
 // anything else on demand. It is used by one goroutine.
 type rangeReader struct {
 	ctx   context.Context
-	st    store
+	obj   objectReader
 	pool  *fetchPool // nil: a goroutine per concurrent range
 	uri   string
 	size  int64
-	spans []span // sorted by off
+	shape readShape
+	spans []span    // sorted by off
+	bufs  *readBufs // buffers to read into; the spans go back to it
 	m     *metrics
+}
+
+// readBufs are a decode worker's read buffers, handed from file to file:
+// the ranges of a file are read into the buffers of a file before it. A
+// decoded file holds none of them (every value is copied out of the pages,
+// and parquet-go copies the bytes it reads). Used by one goroutine.
+type readBufs struct{ free [][]byte }
+
+// Bounds of what a worker keeps: the ranges of one daily file for the
+// reference query are 5 of at most 32 KiB from file://.
+const (
+	maxReadBufs   = 8
+	maxReadBufCap = 1 << 20
+)
+
+// get returns the smallest free buffer with room for n bytes, or nil.
+func (b *readBufs) get(n int64) []byte {
+	if b == nil {
+		return nil
+	}
+	best := -1
+	for i, f := range b.free {
+		if int64(cap(f)) >= n && (best < 0 || cap(f) < cap(b.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	f := b.free[best]
+	last := len(b.free) - 1
+	b.free[best], b.free[last] = b.free[last], nil
+	b.free = b.free[:last]
+	return f[:0]
+}
+
+// release hands the spans' buffers back once the file is decoded.
+func (r *rangeReader) release() {
+	if r.bufs == nil {
+		return
+	}
+	for _, sp := range r.spans {
+		if len(r.bufs.free) < maxReadBufs && cap(sp.data) <= maxReadBufCap {
+			r.bufs.free = append(r.bufs.free, sp.data)
+		}
+	}
+	r.spans = nil
 }
 
 // fetchPool is a set of long-lived goroutines that fetch ranges for the
@@ -86,7 +135,7 @@ type fetchPool struct {
 type fetchJob struct {
 	r    *rangeReader
 	br   byteRange
-	buf  *[]byte
+	buf  *[]byte // in: a buffer to read into (may be nil); out: the bytes
 	err  *error
 	done *sync.WaitGroup
 }
@@ -98,7 +147,7 @@ func newFetchPool(workers int) *fetchPool {
 		go func() {
 			defer p.wg.Done()
 			for j := range p.jobs {
-				*j.buf, *j.err = j.r.st.readRange(j.r.ctx, j.r.uri, j.br.off, j.br.end-j.br.off)
+				*j.buf, *j.err = j.r.obj.readRange(j.r.ctx, j.br.off, j.br.end-j.br.off, *j.buf)
 				j.done.Done()
 			}
 		}()
@@ -118,6 +167,9 @@ func (p *fetchPool) close() {
 // rangeConcurrency-1 goroutines of their own).
 func (r *rangeReader) fetchAll(rs []byteRange) error {
 	bufs := make([][]byte, len(rs))
+	for i, br := range rs {
+		bufs[i] = r.bufs.get(br.end - br.off)
+	}
 	errs := make([]error, len(rs))
 	var wg sync.WaitGroup
 	if len(rs) > 1 {
@@ -136,14 +188,14 @@ func (r *rangeReader) fetchAll(rs []byteRange) error {
 					sem <- struct{}{}
 					go func() {
 						defer func() { <-sem; wg.Done() }()
-						bufs[i+1], errs[i+1] = r.st.readRange(r.ctx, r.uri, br.off, br.end-br.off)
+						bufs[i+1], errs[i+1] = r.obj.readRange(r.ctx, br.off, br.end-br.off, bufs[i+1])
 					}()
 				}
 			}()
 		}
 	}
 	if len(rs) > 0 {
-		bufs[0], errs[0] = r.st.readRange(r.ctx, r.uri, rs[0].off, rs[0].end-rs[0].off)
+		bufs[0], errs[0] = r.obj.readRange(r.ctx, rs[0].off, rs[0].end-rs[0].off, bufs[0])
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -163,7 +215,7 @@ func (r *rangeReader) fetch(off, n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	b, err := r.st.readRange(r.ctx, r.uri, off, n)
+	b, err := r.obj.readRange(r.ctx, off, n, r.bufs.get(n))
 	if err != nil {
 		return err
 	}
@@ -205,7 +257,7 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 		return int(end - off), nil
 	}
 	r.m.uncached.Add(1)
-	b, err := r.st.readRange(r.ctx, r.uri, off, end-off)
+	b, err := r.obj.readRange(r.ctx, off, end-off, p)
 	if err != nil {
 		return 0, err
 	}
@@ -837,14 +889,41 @@ func decodeFile(ctx context.Context, st store, uri string, size int64, cols []st
 // rather than grown without bound.
 const maxInterned = 1 << 14
 
+// decodeState is what one decode goroutine carries from file to file: the
+// table its miners of plain pages are interned in (one table per file
+// rebuilt the same few hundred miner strings and map entries in every
+// file: 300 MB of garbage in a seed backfill) and its read buffers.
+type decodeState struct {
+	intern map[string]string
+	bufs   readBufs
+}
+
+func newDecodeState() *decodeState {
+	return &decodeState{intern: make(map[string]string, 1024)}
+}
+
 // decodeFileWith is decodeFile fetching column chunks through pool (nil:
-// goroutines of its own) and interning miners in intern, which one
-// goroutine carries from file to file (nil: a table for this file). One
-// table per file rebuilt the same few hundred miner strings and map entries
-// in every file: 300 MB of garbage in a seed backfill.
-func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[string]string, uri string, size int64, cols []string, m *metrics) (_ *decodedFile, err error) {
+// goroutines of its own) with the state ds of the calling goroutine (nil:
+// a state for this file).
+func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeState, uri string, size int64, cols []string, m *metrics) (_ *decodedFile, err error) {
 	start := time.Now()
 	defer func() { m.decodeNanos.Add(int64(time.Since(start))) }()
+	if ds == nil {
+		ds = &decodeState{intern: make(map[string]string, 64)}
+	} else if len(ds.intern) > maxInterned {
+		clear(ds.intern)
+	}
+	obj, err := st.open(ctx, uri)
+	if err != nil {
+		return nil, readErr(ctx, err, uri, "open archive object")
+	}
+	rr := &rangeReader{ctx: ctx, obj: obj, pool: pool, uri: uri, size: size, shape: st.readShape(), bufs: &ds.bufs, m: m}
+	defer func() {
+		rr.release()
+		if cerr := obj.close(); cerr != nil && err == nil {
+			err = readErr(ctx, cerr, uri, "close archive object")
+		}
+	}()
 	// A damaged file must fail its batch, not the process: parquet-go can
 	// panic on inconsistent metadata (e.g. an out-of-range offset).
 	defer func() {
@@ -852,19 +931,13 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 			err = unreadable(fmt.Errorf("parquet decoder panic: %v", r), uri, "decode parquet file")
 		}
 	}()
-	rr := &rangeReader{ctx: ctx, st: st, pool: pool, uri: uri, size: size, m: m}
 	f, footer, err := openFooter(ctx, rr)
 	if err != nil {
 		return nil, err
 	}
-	if intern == nil {
-		intern = make(map[string]string, 64)
-	} else if len(intern) > maxInterned {
-		clear(intern)
-	}
 	decs := make([]*colDecoder, len(cols))
 	for i, name := range cols {
-		if decs[i], err = newColDecoder(f, name, intern); err != nil {
+		if decs[i], err = newColDecoder(f, name, ds.intern); err != nil {
 			return nil, unreadable(err, uri, "unsupported archive schema")
 		}
 	}
@@ -874,15 +947,15 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 	return decodeRowGroups(ctx, f, decs, uri)
 }
 
-// openFooter reads the tail of the object (footerPrefetch bytes, more if
-// the footer is larger) and opens it as a Parquet file; footer is the
+// openFooter reads the tail of the object (the store's readShape tail,
+// more if the footer is larger) and opens it as a Parquet file; footer is the
 // offset of the footer.
 func openFooter(ctx context.Context, rr *rangeReader) (_ *parquet.File, footer int64, _ error) {
 	uri, size := rr.uri, rr.size
 	if size < 12 {
 		return nil, 0, unreadable(nil, uri, "object is %d bytes, too small to be a Parquet file", size)
 	}
-	tail := min(size, footerPrefetch)
+	tail := min(size, rr.shape.tail)
 	if err := rr.fetch(size-tail, tail); err != nil {
 		return nil, 0, readErr(ctx, err, uri, "read parquet footer")
 	}
@@ -930,7 +1003,7 @@ func fetchChunks(rr *rangeReader, f *parquet.File, decs []*colDecoder, footer in
 	}
 	fetchedFrom := rr.spans[0].off // the footer read covers [fetchedFrom, size)
 	var need []byteRange
-	for _, r := range coalesce(rs, coalesceGap) {
+	for _, r := range coalesce(rs, rr.shape.gap) {
 		r.end = min(r.end, fetchedFrom)
 		if r.end > r.off {
 			need = append(need, r)
