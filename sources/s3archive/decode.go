@@ -164,7 +164,8 @@ func (p *fetchPool) close() {
 // fetchAll fetches ranges concurrently: over S3 each range is a round trip,
 // and a file has a few per row group. The first range is fetched by the
 // calling goroutine, the others by the pool (or, without one, by at most
-// rangeConcurrency-1 goroutines of their own).
+// rangeConcurrency-1 goroutines of their own). A serial store's ranges are
+// read one after the other by the calling goroutine.
 func (r *rangeReader) fetchAll(rs []byteRange) error {
 	bufs := make([][]byte, len(rs))
 	for i, br := range rs {
@@ -172,7 +173,13 @@ func (r *rangeReader) fetchAll(rs []byteRange) error {
 	}
 	errs := make([]error, len(rs))
 	var wg sync.WaitGroup
-	if len(rs) > 1 {
+	if r.shape.serial {
+		for i, br := range rs {
+			if bufs[i], errs[i] = r.obj.readRange(r.ctx, br.off, br.end-br.off, bufs[i]); errs[i] != nil {
+				return errs[i]
+			}
+		}
+	} else if len(rs) > 1 {
 		rest := rs[1:]
 		wg.Add(len(rest))
 		if r.pool != nil {
@@ -194,7 +201,7 @@ func (r *rangeReader) fetchAll(rs []byteRange) error {
 			}()
 		}
 	}
-	if len(rs) > 0 {
+	if len(rs) > 0 && !r.shape.serial {
 		bufs[0], errs[0] = r.obj.readRange(r.ctx, rs[0].off, rs[0].end-rs[0].off, bufs[0])
 	}
 	wg.Wait()
@@ -713,7 +720,9 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 	pages := chunk.Pages()
 	defer pages.Close()
 	// Dictionaries belong to their chunk: never match a pointer from another.
-	d.dict, d.dictInts, d.dictStrs, d.dictFlts = nil, nil, nil, nil
+	// (Their converted values are copied into the columns, so the slices
+	// are reused.)
+	d.dict = nil
 	pos := 0
 	for {
 		p, err := pages.ReadPage()
@@ -790,8 +799,8 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 	dense := d.maxDef == 0 || pg.nonNull == pg.rows
 	if pd := pg.p.Dictionary(); pd != nil {
 		if pd != d.dict {
-			d.dict, d.dictInts, d.dictStrs, d.dictFlts = pd, nil, nil, nil
-			if *dict, err = conv(pd.Page().Data(), nil, true); err != nil {
+			d.dict = pd
+			if *dict, err = conv(pd.Page().Data(), (*dict)[:0], true); err != nil {
 				return err
 			}
 		}
@@ -817,17 +826,25 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 			markValid(col, pg.pos, pg.rows)
 			return nil
 		}
+	} else if dense {
+		// Converted in place: the capacity ends at the page's last row, so
+		// a page with more values than rows converts into a new slice
+		// and fails the count.
+		got, err := conv(pg.p.Data(), vals[pg.pos:pg.pos:pg.pos+pg.rows], false)
+		if err != nil {
+			return err
+		}
+		if len(got) != pg.nonNull {
+			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(got), pg.nonNull)
+		}
+		markValid(col, pg.pos, pg.rows)
+		return nil
 	} else {
 		if *scratch, err = conv(pg.p.Data(), *scratch, false); err != nil {
 			return err
 		}
 		if len(*scratch) != pg.nonNull {
 			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(*scratch), pg.nonNull)
-		}
-		if dense {
-			copy(vals[pg.pos:], *scratch)
-			markValid(col, pg.pos, pg.rows)
-			return nil
 		}
 	}
 	if col.Valid == nil {

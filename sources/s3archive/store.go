@@ -55,8 +55,9 @@ type objectReader interface {
 // readShape is a store's cost model for range reads (see footerPrefetch
 // and coalesceGap).
 type readShape struct {
-	tail int64 // bytes read speculatively from the end of an object
-	gap  int64 // widest unprojected hole a range read bridges
+	tail   int64 // bytes read speculatively from the end of an object
+	gap    int64 // widest unprojected hole a range read bridges
+	serial bool  // a file's ranges are read one after the other
 }
 
 var datePartition = regexp.MustCompile(`(?:^|/)date=(\d{4}-\d{2}-\d{2})(?:/|$)`)
@@ -186,7 +187,9 @@ func (s *localStore) size(ctx context.Context, uri string) (int64, error) {
 // page cache (~10 us per 100 KiB), so bridging a hole or reading ahead pays
 // only for a few KiB; S3's 128 KiB (a daily file's footer is ~10 KiB, its
 // timestamp chunk ~8 KiB) copied ~200 KiB per file that nothing decoded.
-var localReadShape = readShape{tail: 16 << 10, gap: 16 << 10}
+// Handing a read of a few microseconds to another goroutine costs more
+// than it saves, so a file's ranges are read serially.
+var localReadShape = readShape{tail: 16 << 10, gap: 16 << 10, serial: true}
 
 func (s *localStore) readShape() readShape { return localReadShape }
 
