@@ -23,7 +23,8 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// footerPrefetch is the speculative tail read. The footer of a daily blocks
+// footerPrefetch is the speculative tail read over S3 (s3ReadShape; a
+// local file reads localReadShape's). The footer of a daily blocks
 // file is a few KiB; the rest of the tail holds the last row group's last
 // columns (miner, gas_used, transaction_count in the archive's column
 // order), which a tail of 128 KiB also covers in a daily file, so that one
@@ -279,7 +280,7 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 type byteRange struct{ off, end int64 }
 
 // coalesceGap is the widest hole between two projected column chunks that a
-// single range read spans. A request costs far more than the bytes of such a
+// single range read spans over S3 (s3ReadShape). A request costs far more than the bytes of such a
 // hole (see footerPrefetch: ~250 us of CPU through the embedded endpoint and
 // tens of milliseconds of first-byte latency on S3, against ~10 us to copy
 // 64 KiB), so bridging it downloads at most coalesceGap unprojected bytes per
