@@ -113,3 +113,47 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeDay decodes one daily file of the demo archive (its last
+// day, ~7,000 blocks, two row groups) per iteration from file://, through
+// decodeFileWith with one decodeState carried across iterations as a
+// decode worker carries it from file to file: the per-file cost of a
+// backfill's decode, without listing, read-ahead or emission. "ref" is the
+// reference query's projection (block_ts, miner); "chain" adds number,
+// hash and parent_hash; "seven" is ethblock.Core.
+func BenchmarkDecodeDay(b *testing.B) {
+	root, m := benchArchive(b)
+	last := m.Files[len(m.Files)-1]
+	dir := filepath.Join(root, "archive")
+	uri := fileURI(filepath.Join(dir, last.Key))
+	projections := []struct {
+		name string
+		cols []string
+	}{
+		{"ref", []string{ethblock.ColBlockTS, ethblock.ColMiner}},
+		{"chain", []string{ethblock.ColBlockTS, ethblock.ColMiner, ethblock.ColNumber, ethblock.ColHash, ethblock.ColParentHash}},
+		{"seven", ethblock.Core},
+	}
+	for _, p := range projections {
+		b.Run(p.name, func(b *testing.B) {
+			mt := &metrics{}
+			st := &localStore{fs: vfs.Default, root: dir, m: mt}
+			ds := newDecodeState()
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				f, err := decodeFileWith(ctx, st, nil, ds, uri, last.Bytes, p.cols, mt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if f.rows != last.Rows {
+					b.Fatalf("decoded %d rows, want %d", f.rows, last.Rows)
+				}
+			}
+			// The machine is shared: CPU time (this process's, GC
+			// included) is steadier than wall time.
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(int64(b.N)*last.Rows), "cpu-ns/row")
+		})
+	}
+}

@@ -47,6 +47,7 @@ func checkBounds(md *format.FileMetaData, rr io.ReaderAt, size, footer int64, le
 		return bad("num_rows %d is out of bounds for a %d-byte object (damaged metadata)", md.NumRows, size)
 	}
 	var rows int64
+	buf := make([]byte, 0, 4<<10) // page header windows, shared by the chunks
 	for gi := range md.RowGroups {
 		rg := &md.RowGroups[gi]
 		if rg.NumRows < 0 || rg.NumRows > maxRowGroupRows {
@@ -65,7 +66,7 @@ func checkBounds(md *format.FileMetaData, rr io.ReaderAt, size, footer int64, le
 			if leaf < 0 || leaf >= len(rg.Columns) {
 				continue // the decoder reports a missing column itself
 			}
-			if err := checkPages(&rg.Columns[leaf].MetaData, rr, rg.NumRows); err != nil {
+			if err := checkPages(&rg.Columns[leaf].MetaData, rr, rg.NumRows, &buf); err != nil {
 				return bad("row group %d column %q: %v (damaged file)", gi, columnName(&rg.Columns[leaf].MetaData), err)
 			}
 		}
@@ -102,14 +103,13 @@ func checkChunk(md *format.ColumnMetaData, footer int64) error {
 	return nil
 }
 
-// checkPages walks the page headers of one chunk.
-func checkPages(md *format.ColumnMetaData, rr io.ReaderAt, rows int64) error {
+// checkPages walks the page headers of one chunk, reading them into buf.
+func checkPages(md *format.ColumnMetaData, rr io.ReaderAt, rows int64, buf *[]byte) error {
 	r := chunkRange(md)
 	proto := &thrift.CompactProtocol{}
-	buf := make([]byte, 0, 4<<10)
 	for pos := r.off; pos < r.end; {
 		var h format.PageHeader
-		n, err := readHeader(rr, proto, &buf, pos, r.end, &h)
+		n, err := readHeader(rr, proto, buf, pos, r.end, &h)
 		if err != nil {
 			return fmt.Errorf("page header at %d: %w", pos, err)
 		}

@@ -23,7 +23,8 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// footerPrefetch is the speculative tail read. The footer of a daily blocks
+// footerPrefetch is the speculative tail read over S3 (s3ReadShape; a
+// local file reads localReadShape's). The footer of a daily blocks
 // file is a few KiB; the rest of the tail holds the last row group's last
 // columns (miner, gas_used, transaction_count in the archive's column
 // order), which a tail of 128 KiB also covers in a daily file, so that one
@@ -66,12 +67,61 @@ type span struct {
 // anything else on demand. It is used by one goroutine.
 type rangeReader struct {
 	ctx   context.Context
-	st    store
+	obj   objectReader
 	pool  *fetchPool // nil: a goroutine per concurrent range
 	uri   string
 	size  int64
-	spans []span // sorted by off
+	shape readShape
+	spans []span    // sorted by off
+	bufs  *readBufs // buffers to read into; the spans go back to it
 	m     *metrics
+}
+
+// readBufs are a decode worker's read buffers, handed from file to file:
+// the ranges of a file are read into the buffers of a file before it. A
+// decoded file holds none of them (every value is copied out of the pages,
+// and parquet-go copies the bytes it reads). Used by one goroutine.
+type readBufs struct{ free [][]byte }
+
+// Bounds of what a worker keeps: the ranges of one daily file for the
+// reference query are 5 of at most 32 KiB from file://.
+const (
+	maxReadBufs   = 8
+	maxReadBufCap = 1 << 20
+)
+
+// get returns the smallest free buffer with room for n bytes, or nil.
+func (b *readBufs) get(n int64) []byte {
+	if b == nil {
+		return nil
+	}
+	best := -1
+	for i, f := range b.free {
+		if int64(cap(f)) >= n && (best < 0 || cap(f) < cap(b.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	f := b.free[best]
+	last := len(b.free) - 1
+	b.free[best], b.free[last] = b.free[last], nil
+	b.free = b.free[:last]
+	return f[:0]
+}
+
+// release hands the spans' buffers back once the file is decoded.
+func (r *rangeReader) release() {
+	if r.bufs == nil {
+		return
+	}
+	for _, sp := range r.spans {
+		if len(r.bufs.free) < maxReadBufs && cap(sp.data) <= maxReadBufCap {
+			r.bufs.free = append(r.bufs.free, sp.data)
+		}
+	}
+	r.spans = nil
 }
 
 // fetchPool is a set of long-lived goroutines that fetch ranges for the
@@ -86,7 +136,7 @@ type fetchPool struct {
 type fetchJob struct {
 	r    *rangeReader
 	br   byteRange
-	buf  *[]byte
+	buf  *[]byte // in: a buffer to read into (may be nil); out: the bytes
 	err  *error
 	done *sync.WaitGroup
 }
@@ -98,7 +148,7 @@ func newFetchPool(workers int) *fetchPool {
 		go func() {
 			defer p.wg.Done()
 			for j := range p.jobs {
-				*j.buf, *j.err = j.r.st.readRange(j.r.ctx, j.r.uri, j.br.off, j.br.end-j.br.off)
+				*j.buf, *j.err = j.r.obj.readRange(j.r.ctx, j.br.off, j.br.end-j.br.off, *j.buf)
 				j.done.Done()
 			}
 		}()
@@ -115,12 +165,22 @@ func (p *fetchPool) close() {
 // fetchAll fetches ranges concurrently: over S3 each range is a round trip,
 // and a file has a few per row group. The first range is fetched by the
 // calling goroutine, the others by the pool (or, without one, by at most
-// rangeConcurrency-1 goroutines of their own).
+// rangeConcurrency-1 goroutines of their own). A serial store's ranges are
+// read one after the other by the calling goroutine.
 func (r *rangeReader) fetchAll(rs []byteRange) error {
 	bufs := make([][]byte, len(rs))
+	for i, br := range rs {
+		bufs[i] = r.bufs.get(br.end - br.off)
+	}
 	errs := make([]error, len(rs))
 	var wg sync.WaitGroup
-	if len(rs) > 1 {
+	if r.shape.serial {
+		for i, br := range rs {
+			if bufs[i], errs[i] = r.obj.readRange(r.ctx, br.off, br.end-br.off, bufs[i]); errs[i] != nil {
+				return errs[i]
+			}
+		}
+	} else if len(rs) > 1 {
 		rest := rs[1:]
 		wg.Add(len(rest))
 		if r.pool != nil {
@@ -136,14 +196,14 @@ func (r *rangeReader) fetchAll(rs []byteRange) error {
 					sem <- struct{}{}
 					go func() {
 						defer func() { <-sem; wg.Done() }()
-						bufs[i+1], errs[i+1] = r.st.readRange(r.ctx, r.uri, br.off, br.end-br.off)
+						bufs[i+1], errs[i+1] = r.obj.readRange(r.ctx, br.off, br.end-br.off, bufs[i+1])
 					}()
 				}
 			}()
 		}
 	}
-	if len(rs) > 0 {
-		bufs[0], errs[0] = r.st.readRange(r.ctx, r.uri, rs[0].off, rs[0].end-rs[0].off)
+	if len(rs) > 0 && !r.shape.serial {
+		bufs[0], errs[0] = r.obj.readRange(r.ctx, rs[0].off, rs[0].end-rs[0].off, bufs[0])
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -163,7 +223,7 @@ func (r *rangeReader) fetch(off, n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	b, err := r.st.readRange(r.ctx, r.uri, off, n)
+	b, err := r.obj.readRange(r.ctx, off, n, r.bufs.get(n))
 	if err != nil {
 		return err
 	}
@@ -205,7 +265,7 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 		return int(end - off), nil
 	}
 	r.m.uncached.Add(1)
-	b, err := r.st.readRange(r.ctx, r.uri, off, end-off)
+	b, err := r.obj.readRange(r.ctx, off, end-off, p)
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +280,7 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 type byteRange struct{ off, end int64 }
 
 // coalesceGap is the widest hole between two projected column chunks that a
-// single range read spans. A request costs far more than the bytes of such a
+// single range read spans over S3 (s3ReadShape). A request costs far more than the bytes of such a
 // hole (see footerPrefetch: ~250 us of CPU through the embedded endpoint and
 // tens of milliseconds of first-byte latency on S3, against ~10 us to copy
 // 64 KiB), so bridging it downloads at most coalesceGap unprojected bytes per
@@ -592,10 +652,16 @@ func tsMicrosOf(mode int, x int64) int64 {
 	return x // micros, and INT96 already converted
 }
 
-// toStrs converts byte-array values to strings in dst. Plain values share one
-// allocation per page; miner values are interned.
-func (d *colDecoder) toStrs(v encoding.Values, dst []string) []string {
+// toStrs converts byte-array values to strings in dst: one allocation per
+// page (or dictionary) that the strings share. The miner values of a plain
+// page are interned (so that equal miners are equal pointers, which the
+// aggregation compares first); a dictionary's are not: its rows share the
+// dictionary's strings already, and interning them in a table carried from
+// file to file cost a lookup per entry that missed the cache (a seed
+// archive has ~20k miners): 18% of a file's decode.
+func (d *colDecoder) toStrs(v encoding.Values, dst []string, dict bool) []string {
 	dst = dst[:0]
+	intern := d.intern != nil && !dict
 	if d.phys == format.FixedLenByteArray {
 		data, size := v.FixedLenByteArray()
 		if size <= 0 {
@@ -609,7 +675,11 @@ func (d *colDecoder) toStrs(v encoding.Values, dst []string) []string {
 		all := string(buf)
 		w := 2 + 2*size
 		for i := 0; i+w <= len(all); i += w {
-			dst = append(dst, d.internStr(all[i:i+w]))
+			s := all[i : i+w]
+			if intern {
+				s = d.internStr(s)
+			}
+			dst = append(dst, s)
 		}
 		return dst
 	}
@@ -617,7 +687,7 @@ func (d *colDecoder) toStrs(v encoding.Values, dst []string) []string {
 	if len(offs) == 0 {
 		return dst
 	}
-	if d.intern != nil {
+	if intern {
 		for i := 0; i+1 < len(offs); i++ {
 			b := data[offs[i]:offs[i+1]]
 			s, ok := d.intern[string(b)]
@@ -638,9 +708,6 @@ func (d *colDecoder) toStrs(v encoding.Values, dst []string) []string {
 }
 
 func (d *colDecoder) internStr(s string) string {
-	if d.intern == nil {
-		return s
-	}
 	if t, ok := d.intern[s]; ok {
 		return t
 	}
@@ -654,7 +721,9 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 	pages := chunk.Pages()
 	defer pages.Close()
 	// Dictionaries belong to their chunk: never match a pointer from another.
-	d.dict, d.dictInts, d.dictStrs, d.dictFlts = nil, nil, nil, nil
+	// (Their converted values are copied into the columns, so the slices
+	// are reused.)
+	d.dict = nil
 	pos := 0
 	for {
 		p, err := pages.ReadPage()
@@ -701,11 +770,13 @@ func (d *colDecoder) decodePage(p parquet.Page, col *stream.Column, pos, n int) 
 	switch d.typ {
 	case stream.String:
 		return decodeValues(d, pg, col, col.Strings, &d.dictStrs, &d.strs,
-			func(v encoding.Values, dst []string) ([]string, error) { return d.toStrs(v, dst), nil })
+			func(v encoding.Values, dst []string, dict bool) ([]string, error) { return d.toStrs(v, dst, dict), nil })
 	case stream.Float64:
-		return decodeValues(d, pg, col, col.Float64s, &d.dictFlts, &d.flts, d.toFloats)
+		return decodeValues(d, pg, col, col.Float64s, &d.dictFlts, &d.flts,
+			func(v encoding.Values, dst []float64, _ bool) ([]float64, error) { return d.toFloats(v, dst) })
 	default:
-		return decodeValues(d, pg, col, col.Int64s, &d.dictInts, &d.ints, d.toInts)
+		return decodeValues(d, pg, col, col.Int64s, &d.dictInts, &d.ints,
+			func(v encoding.Values, dst []int64, _ bool) ([]int64, error) { return d.toInts(v, dst) })
 	}
 }
 
@@ -724,13 +795,13 @@ type page struct {
 // *dict) or the page's plain values (converted into *scratch), and spreads
 // them over the non-null rows.
 func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, dict, scratch *[]T,
-	conv func(encoding.Values, []T) ([]T, error)) error {
+	conv func(v encoding.Values, dst []T, dict bool) ([]T, error)) error {
 	var err error
 	dense := d.maxDef == 0 || pg.nonNull == pg.rows
 	if pd := pg.p.Dictionary(); pd != nil {
 		if pd != d.dict {
-			d.dict, d.dictInts, d.dictStrs, d.dictFlts = pd, nil, nil, nil
-			if *dict, err = conv(pd.Page().Data(), nil); err != nil {
+			d.dict = pd
+			if *dict, err = conv(pd.Page().Data(), (*dict)[:0], true); err != nil {
 				return err
 			}
 		}
@@ -756,17 +827,25 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 			markValid(col, pg.pos, pg.rows)
 			return nil
 		}
+	} else if dense {
+		// Converted in place: the capacity ends at the page's last row, so
+		// a page with more values than rows converts into a new slice
+		// and fails the count.
+		got, err := conv(pg.p.Data(), vals[pg.pos:pg.pos:pg.pos+pg.rows], false)
+		if err != nil {
+			return err
+		}
+		if len(got) != pg.nonNull {
+			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(got), pg.nonNull)
+		}
+		markValid(col, pg.pos, pg.rows)
+		return nil
 	} else {
-		if *scratch, err = conv(pg.p.Data(), *scratch); err != nil {
+		if *scratch, err = conv(pg.p.Data(), *scratch, false); err != nil {
 			return err
 		}
 		if len(*scratch) != pg.nonNull {
 			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(*scratch), pg.nonNull)
-		}
-		if dense {
-			copy(vals[pg.pos:], *scratch)
-			markValid(col, pg.pos, pg.rows)
-			return nil
 		}
 	}
 	if col.Valid == nil {
@@ -828,14 +907,41 @@ func decodeFile(ctx context.Context, st store, uri string, size int64, cols []st
 // rather than grown without bound.
 const maxInterned = 1 << 14
 
+// decodeState is what one decode goroutine carries from file to file: the
+// table its miners of plain pages are interned in (one table per file
+// rebuilt the same few hundred miner strings and map entries in every
+// file: 300 MB of garbage in a seed backfill) and its read buffers.
+type decodeState struct {
+	intern map[string]string
+	bufs   readBufs
+}
+
+func newDecodeState() *decodeState {
+	return &decodeState{intern: make(map[string]string, 1024)}
+}
+
 // decodeFileWith is decodeFile fetching column chunks through pool (nil:
-// goroutines of its own) and interning miners in intern, which one
-// goroutine carries from file to file (nil: a table for this file). One
-// table per file rebuilt the same few hundred miner strings and map entries
-// in every file: 300 MB of garbage in a seed backfill.
-func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[string]string, uri string, size int64, cols []string, m *metrics) (_ *decodedFile, err error) {
+// goroutines of its own) with the state ds of the calling goroutine (nil:
+// a state for this file).
+func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeState, uri string, size int64, cols []string, m *metrics) (_ *decodedFile, err error) {
 	start := time.Now()
 	defer func() { m.decodeNanos.Add(int64(time.Since(start))) }()
+	if ds == nil {
+		ds = &decodeState{intern: make(map[string]string, 64)}
+	} else if len(ds.intern) > maxInterned {
+		clear(ds.intern)
+	}
+	obj, err := st.open(ctx, uri)
+	if err != nil {
+		return nil, readErr(ctx, err, uri, "open archive object")
+	}
+	rr := &rangeReader{ctx: ctx, obj: obj, pool: pool, uri: uri, size: size, shape: st.readShape(), bufs: &ds.bufs, m: m}
+	defer func() {
+		rr.release()
+		if cerr := obj.close(); cerr != nil && err == nil {
+			err = readErr(ctx, cerr, uri, "close archive object")
+		}
+	}()
 	// A damaged file must fail its batch, not the process: parquet-go can
 	// panic on inconsistent metadata (e.g. an out-of-range offset).
 	defer func() {
@@ -843,19 +949,13 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 			err = unreadable(fmt.Errorf("parquet decoder panic: %v", r), uri, "decode parquet file")
 		}
 	}()
-	rr := &rangeReader{ctx: ctx, st: st, pool: pool, uri: uri, size: size, m: m}
 	f, footer, err := openFooter(ctx, rr)
 	if err != nil {
 		return nil, err
 	}
-	if intern == nil {
-		intern = make(map[string]string, 64)
-	} else if len(intern) > maxInterned {
-		clear(intern)
-	}
 	decs := make([]*colDecoder, len(cols))
 	for i, name := range cols {
-		if decs[i], err = newColDecoder(f, name, intern); err != nil {
+		if decs[i], err = newColDecoder(f, name, ds.intern); err != nil {
 			return nil, unreadable(err, uri, "unsupported archive schema")
 		}
 	}
@@ -865,15 +965,15 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, intern map[s
 	return decodeRowGroups(ctx, f, decs, uri)
 }
 
-// openFooter reads the tail of the object (footerPrefetch bytes, more if
-// the footer is larger) and opens it as a Parquet file; footer is the
+// openFooter reads the tail of the object (the store's readShape tail,
+// more if the footer is larger) and opens it as a Parquet file; footer is the
 // offset of the footer.
 func openFooter(ctx context.Context, rr *rangeReader) (_ *parquet.File, footer int64, _ error) {
 	uri, size := rr.uri, rr.size
 	if size < 12 {
 		return nil, 0, unreadable(nil, uri, "object is %d bytes, too small to be a Parquet file", size)
 	}
-	tail := min(size, footerPrefetch)
+	tail := min(size, rr.shape.tail)
 	if err := rr.fetch(size-tail, tail); err != nil {
 		return nil, 0, readErr(ctx, err, uri, "read parquet footer")
 	}
@@ -921,7 +1021,7 @@ func fetchChunks(rr *rangeReader, f *parquet.File, decs []*colDecoder, footer in
 	}
 	fetchedFrom := rr.spans[0].off // the footer read covers [fetchedFrom, size)
 	var need []byteRange
-	for _, r := range coalesce(rs, coalesceGap) {
+	for _, r := range coalesce(rs, rr.shape.gap) {
 		r.end = min(r.end, fetchedFrom)
 		if r.end > r.off {
 			need = append(need, r)

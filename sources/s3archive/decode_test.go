@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/ethstream/ethstream/ethblock"
@@ -117,4 +120,62 @@ func decodeRows[T any](t *testing.T, rows []T, cols []string) []string {
 		t.Fatalf("decoded %d rows of %d", len(got), len(rows))
 	}
 	return got
+}
+
+// TestDecodeStateReuse decodes files of every era, writer layout and
+// compression one after the other with one decodeState, as a decode worker
+// does, and checks every file's batches against the oracle only after all
+// of them were decoded: a decoded file must own its values, never share
+// memory that the worker's read buffers (handed from file to file) or
+// parquet-go's page pools hand to a later file.
+func TestDecodeStateReuse(t *testing.T) {
+	root := t.TempDir()
+	writers := [][]parquet.WriterOption{
+		nil,
+		{parquet.MaxRowsPerRowGroup(97), parquet.PageBufferSize(512)},
+		{parquet.DataPageVersion(1), parquet.PageBufferSize(300), parquet.Compression(&parquet.Uncompressed)},
+		{parquet.DefaultEncoding(&parquet.RLEDictionary), parquet.MaxRowsPerRowGroup(200)},
+		{parquet.DefaultEncoding(&parquet.RLEDictionary), parquet.Compression(&parquet.Uncompressed)},
+	}
+	projections := [][]string{ethblock.Columns, {ethblock.ColBlockTS, ethblock.ColMiner}, {ethblock.ColHash, ethblock.ColGasUsed}}
+	type file struct {
+		path string
+		cols []string
+		want []block
+	}
+	var files []file
+	for i, era := range eras {
+		for j, w := range writers {
+			k := i*len(writers) + j
+			day := day0.AddDate(0, 0, k)
+			bs := genBlocks(int64(1000*k), 150+37*k, day)
+			p := dayPath(root, day, 0)
+			writeEra(t, p, era, bs, w...)
+			cols := projections[k%len(projections)]
+			files = append(files, file{p, cols, project(expected(era, bs), cols)})
+		}
+	}
+	m := &metrics{}
+	st := &localStore{fs: vfs.Default, root: root, m: m}
+	ds := newDecodeState()
+	got := make([]*decodedFile, len(files))
+	for i, f := range files {
+		info, err := os.Stat(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i], err = decodeFileWith(t.Context(), st, nil, ds, fileURI(f.path), info.Size(), f.cols, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(ds.bufs.free) == 0 {
+		t.Fatal("the decode state kept no read buffer to reuse")
+	}
+	for i, f := range files {
+		var rows []block
+		for _, b := range got[i].batches {
+			rows = append(rows, batchRows(b)...)
+		}
+		t.Run(filepath.Base(filepath.Dir(f.path)), func(t *testing.T) { blocksEqual(t, rows, f.want) })
+	}
 }

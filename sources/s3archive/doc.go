@@ -123,7 +123,11 @@
 // tail: one request saved costs more than that many bytes; in a daily blocks
 // file read for timestamp, number and miner it bridges the ~62 KB from the
 // first row group's miner to the second's timestamp, 4 requests per file ->
-// 3), and decodes pages
+// 3). Those are S3's figures; a file:// archive reads a 16 KiB tail (a daily
+// file's footer is ~8 KiB), bridges holes of at most 16 KiB, opens the file
+// once per decode and reads its ranges one after the other into buffers
+// its decode worker hands from file to file (a local read is a syscall and
+// a copy: bytes nothing decodes cost more than a request), and decodes pages
 // with parquet-go's page API into columnar engine batches: one batch per row
 // group, in log order then row-group order. Parallelism files are fetched
 // and decoded at once, by long-lived workers, up to 2 x Parallelism files
@@ -137,8 +141,10 @@
 // integers by magnitude); INT32, INT64, DOUBLE and DECIMAL integers; DOUBLE,
 // FLOAT, INT32, INT64 and DECIMAL for the double columns (difficulty,
 // total_difficulty); dictionary or plain encodings; hashes and other hex
-// strings as strings or as fixed-length binary (rendered 0x-hex). Miner
-// strings are interned.
+// strings as strings or as fixed-length binary (rendered 0x-hex). The
+// strings of a page or a dictionary share one allocation; the rows of a
+// dictionary-encoded chunk share its strings, and miner strings of plain
+// pages are interned, so that equal miners of a batch are equal pointers.
 //
 // An S3 archive is read through storage.Objects, the object layer the
 // checkpoint and the table use too: its one error classification, and its

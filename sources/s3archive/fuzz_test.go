@@ -24,7 +24,10 @@ func (s memStore) list(context.Context) ([]object, error) { return nil, nil }
 func (s memStore) size(context.Context, string) (int64, error) {
 	return int64(len(s.data)), nil
 }
-func (s memStore) readRange(_ context.Context, _ string, off, n int64) ([]byte, error) {
+func (s memStore) open(context.Context, string) (objectReader, error) { return s, nil }
+func (s memStore) readShape() readShape                               { return s3ReadShape }
+func (s memStore) close() error                                       { return nil }
+func (s memStore) readRange(_ context.Context, off, n int64, _ []byte) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > int64(len(s.data)) {
 		return nil, fmt.Errorf("range [%d,%d) outside %d bytes", off, off+n, len(s.data))
 	}

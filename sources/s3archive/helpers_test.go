@@ -332,33 +332,38 @@ func tryCollect(s *Source, start, end stream.Offset) ([]block, error) {
 		if err := b.Validate(); err != nil {
 			return err
 		}
-		rows := make([]block, b.Len)
-		for _, c := range b.Columns {
-			for i := range rows {
-				r := &rows[i]
-				null := c.IsNull(i)
-				switch c.Name {
-				case ethblock.ColNumber:
-					r.Number = c.Int64s[i]
-				case ethblock.ColHash:
-					r.Hash = c.Strings[i]
-				case ethblock.ColParentHash:
-					r.ParentHash = c.Strings[i]
-				case ethblock.ColBlockTS:
-					r.TS = c.Int64s[i]
-				case ethblock.ColMiner:
-					r.Miner = c.Strings[i]
-				case ethblock.ColTransactionCount:
-					r.TxCount, r.TxNull = c.Int64s[i], null
-				case ethblock.ColGasUsed:
-					r.GasUsed, r.GasNull = c.Int64s[i], null
-				}
-			}
-		}
-		out = append(out, rows...)
+		out = append(out, batchRows(b)...)
 		return nil
 	})
 	return out, err
+}
+
+// batchRows returns the oracle rows of a decoded batch.
+func batchRows(b *stream.Batch) []block {
+	rows := make([]block, b.Len)
+	for _, c := range b.Columns {
+		for i := range rows {
+			r := &rows[i]
+			null := c.IsNull(i)
+			switch c.Name {
+			case ethblock.ColNumber:
+				r.Number = c.Int64s[i]
+			case ethblock.ColHash:
+				r.Hash = c.Strings[i]
+			case ethblock.ColParentHash:
+				r.ParentHash = c.Strings[i]
+			case ethblock.ColBlockTS:
+				r.TS = c.Int64s[i]
+			case ethblock.ColMiner:
+				r.Miner = c.Strings[i]
+			case ethblock.ColTransactionCount:
+				r.TxCount, r.TxNull = c.Int64s[i], null
+			case ethblock.ColGasUsed:
+				r.GasUsed, r.GasNull = c.Int64s[i], null
+			}
+		}
+	}
+	return rows
 }
 
 func off(n int64) stream.Offset { return formatOffset(n) }

@@ -19,18 +19,41 @@ type recordingStore struct {
 	ranges []byteRange
 }
 
-func (r *recordingStore) readRange(ctx context.Context, uri string, off, n int64) ([]byte, error) {
-	r.mu.Lock()
-	r.ranges = append(r.ranges, byteRange{off, off + n})
-	r.mu.Unlock()
-	return r.store.readRange(ctx, uri, off, n)
+func (r *recordingStore) open(ctx context.Context, uri string) (objectReader, error) {
+	o, err := r.store.open(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	return recordingObject{o, r}, nil
 }
+
+type recordingObject struct {
+	objectReader
+	r *recordingStore
+}
+
+func (o recordingObject) readRange(ctx context.Context, off, n int64, buf []byte) ([]byte, error) {
+	o.r.mu.Lock()
+	o.r.ranges = append(o.r.ranges, byteRange{off, off + n})
+	o.r.mu.Unlock()
+	return o.objectReader.readRange(ctx, off, n, buf)
+}
+
+// shapedStore is a store read in another store's shape (the local files of
+// a test read as if over S3).
+type shapedStore struct {
+	store
+	shape readShape
+}
+
+func (s shapedStore) readShape() readShape { return s.shape }
 
 // TestRangedReadsBoundUnprojectedBytes decodes a multi-row-group file with
 // several projections and checks every byte range fetched after the
-// speculative footer read against the file's column chunk layout: every
-// projected byte is fetched once, unprojected ones only in holes of at most
-// coalesceGap between projected chunks.
+// speculative footer read against the file's column chunk layout, in the
+// read shape of file:// and of S3: every projected byte is fetched once,
+// unprojected ones only in holes of at most the shape's gap between
+// projected chunks.
 func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 	root := t.TempDir()
 	path := dayPath(root, day0, 0)
@@ -58,11 +81,22 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 			chunks[name] = append(chunks[name], chunkRange(&c.MetaData))
 		}
 	}
-	for _, cols := range [][]string{{ethblock.ColBlockTS, ethblock.ColMiner}, ethblock.Columns, {ethblock.ColGasUsed}} {
-		t.Run(fmt.Sprint(cols), func(t *testing.T) {
-			rec := &recordingStore{store: &localStore{fs: vfs.Default, root: root, m: &metrics{}}}
+	for _, c := range []struct {
+		name  string
+		shape readShape
+		cols  []string
+	}{
+		{"file", localReadShape, []string{ethblock.ColBlockTS, ethblock.ColMiner}},
+		{"file", localReadShape, ethblock.Columns},
+		{"file", localReadShape, []string{ethblock.ColGasUsed}},
+		{"s3", s3ReadShape, []string{ethblock.ColBlockTS, ethblock.ColMiner}},
+		{"s3", s3ReadShape, ethblock.Columns},
+		{"s3", s3ReadShape, []string{ethblock.ColGasUsed}},
+	} {
+		cols, shape := c.cols, c.shape
+		t.Run(c.name+fmt.Sprint(cols), func(t *testing.T) {
 			m := &metrics{}
-			rec.store.(*localStore).m = m
+			rec := &recordingStore{store: shapedStore{&localStore{fs: vfs.Default, root: root, m: m}, shape}}
 			f, err := decodeFile(t.Context(), rec, fileURI(path), size, cols, m)
 			if err != nil {
 				t.Fatal(err)
@@ -81,13 +115,13 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 					projected += r.end - r.off
 				}
 			}
-			footerStart := size - min(size, footerPrefetch)
+			footerStart := size - min(size, shape.tail)
 			if rec.ranges[0] != (byteRange{footerStart, size}) {
 				t.Fatalf("first read %v, want the footer [%d,%d)", rec.ranges[0], footerStart, size)
 			}
 			// Each range after the tail starts and ends on projected bytes,
 			// and the unprojected bytes inside it are holes of at most
-			// coalesceGap between projected chunks.
+			// the shape's gap between projected chunks.
 			var fetched, fetchedProjected int64
 			for _, r := range rec.ranges[1:] {
 				fetched += r.end - r.off
@@ -105,8 +139,8 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 				}
 				for i, c := range in {
 					fetchedProjected += c.end - c.off
-					if i > 0 && c.off-in[i-1].end > coalesceGap {
-						t.Fatalf("range %v spans a %d-byte hole of unprojected columns, more than %d", r, c.off-in[i-1].end, coalesceGap)
+					if i > 0 && c.off-in[i-1].end > shape.gap {
+						t.Fatalf("range %v spans a %d-byte hole of unprojected columns, more than %d", r, c.off-in[i-1].end, shape.gap)
 					}
 				}
 			}

@@ -112,18 +112,38 @@ func (s *s3Store) size(ctx context.Context, uri string) (int64, error) {
 	return info.Size, err
 }
 
-func (s *s3Store) readRange(ctx context.Context, uri string, off, n int64) ([]byte, error) {
+// s3ReadShape: over S3 a request costs far more than 128 KiB of bytes
+// (footerPrefetch, coalesceGap).
+var s3ReadShape = readShape{tail: footerPrefetch, gap: coalesceGap}
+
+func (s *s3Store) readShape() readShape { return s3ReadShape }
+
+func (s *s3Store) open(_ context.Context, uri string) (objectReader, error) {
 	key, err := s.key(uri)
 	if err != nil {
 		return nil, err
 	}
-	buf, err := s.obj.GetRange(ctx, key, off, n)
+	return &s3Object{s: s, key: key}, nil
+}
+
+// s3Object is one object of the bucket; opening it costs no request.
+type s3Object struct {
+	s   *s3Store
+	key string
+}
+
+// readRange ignores buf: storage.Objects returns the body in a buffer of
+// its own.
+func (o *s3Object) readRange(ctx context.Context, off, n int64, _ []byte) ([]byte, error) {
+	buf, err := o.s.obj.GetRange(ctx, o.key, off, n)
 	if err != nil {
 		return nil, err
 	}
-	s.m.bytesRead.Add(n)
+	o.s.m.bytesRead.Add(n)
 	return buf, nil
 }
+
+func (o *s3Object) close() error { return nil }
 
 const timeoutRemedy = "check that the S3 endpoint answers (it accepts connections but did not reply in time), or raise timeout= / batchTimeout= in the source URI"
 

@@ -383,9 +383,9 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 	// The window counts the file being emitted too: one more than
 	// aheadFiles keeps aheadFiles reads in flight while it is emitted.
 	return readahead.Map(ctx, len(files), workers, aheadFiles(s.parall)+1, func() func(context.Context, int) (fileResult, error) {
-		intern := make(map[string]string, 1024)
+		ds := newDecodeState()
 		return func(ctx context.Context, i int) (fileResult, error) {
-			f, err := s.readFile(ctx, pool, intern, files[i].Path)
+			f, err := s.readFile(ctx, pool, ds, files[i].Path)
 			return fileResult{f, err}, nil
 		}
 	}, func(i int, r fileResult) error {
@@ -413,7 +413,7 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 // the oldest.
 func aheadFiles(parallelism int) int { return 2 * parallelism }
 
-func (s *Source) readFile(ctx context.Context, pool *fetchPool, intern map[string]string, uri string) (*decodedFile, error) {
+func (s *Source) readFile(ctx context.Context, pool *fetchPool, ds *decodeState, uri string) (*decodedFile, error) {
 	var size int64
 	if v, ok := s.sizes.Load(uri); ok {
 		size = v.(int64)
@@ -424,7 +424,7 @@ func (s *Source) readFile(ctx context.Context, pool *fetchPool, intern map[strin
 		}
 		size = n
 	}
-	f, err := decodeFileWith(ctx, s.st, pool, intern, uri, size, s.env.Columns, s.m)
+	f, err := decodeFileWith(ctx, s.st, pool, ds, uri, size, s.env.Columns, s.m)
 	if err != nil {
 		// The listed size may be stale (the object was replaced): ask again
 		// when the batch is re-run.
