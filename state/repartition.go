@@ -71,7 +71,9 @@ func (s *Store) Repartition(ctx context.Context, base, version int64, n int) (st
 // partitions, then publishes version `version` while it merges each new
 // partition's runs into both the snapshot and np's sstables.
 func (s *Store) repartitionInto(ctx context.Context, base, version int64, np *partitions, st *stream.RepartitionStats) (*versionMeta, error) {
-	sp := newSpiller(np.fs, np.fs.PathJoin(np.dir, spillDirName), np.n)
+	// 128 bytes a key is generous (an aggregation key and count take ~60);
+	// it sizes the buffers of a small state down.
+	sp := newSpiller(np.fs, np.fs.PathJoin(np.dir, spillDirName), np.n, s.rows*128)
 	m, err := s.spillAndPublish(ctx, base, version, np, sp, st)
 	if rmErr := sp.remove(); rmErr != nil {
 		if err == nil {

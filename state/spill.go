@@ -81,10 +81,12 @@ type spiller struct {
 	scratch  []byte
 }
 
-func newSpiller(fs vfs.FS, dir string, n int) *spiller {
+// newSpiller splits into n runs under dir about size bytes of records:
+// a small state gets small buffers (3,200 keys allocated 46 MB of them).
+func newSpiller(fs vfs.FS, dir string, n int, size int64) *spiller {
 	return &spiller{
 		fs: fs, dir: dir, n: n, runs: make([]*spillRun, n), lastPart: -1,
-		bufSize: min(max(spillWriteBudget/n, minSpillBuf), maxSpillWriteBuf),
+		bufSize: int(min(max(min(spillWriteBudget/int64(n), size/int64(n)), minSpillBuf), maxSpillWriteBuf)),
 	}
 }
 
@@ -247,7 +249,8 @@ func (r *spillRun) merge(fs vfs.FS, fn func(k, v []byte) error) (err error) {
 	bufSize := min(max(spillReadBudget/len(r.segs), minSpillBuf), maxSpillReadBuf)
 	h := mergeHeap[*runCursor]{less: runLess}
 	for _, s := range r.segs {
-		c := &runCursor{br: bufio.NewReaderSize(io.NewSectionReader(f, s.off, s.end-s.off), bufSize), left: s.end - s.off}
+		size := int(min(int64(bufSize), s.end-s.off)) // bufio rounds it up to 16 bytes
+		c := &runCursor{br: bufio.NewReaderSize(io.NewSectionReader(f, s.off, s.end-s.off), size), left: s.end - s.off}
 		if ok, err := c.next(); err != nil || !ok {
 			return fmt.Errorf("read %s: empty or damaged segment at %d: %v", r.path, s.off, err)
 		}
