@@ -132,7 +132,10 @@ func (s *Store) spillAndPublish(ctx context.Context, base, version int64, np *pa
 				return err
 			}
 			// Free the disk as we go: the runs are as large as the state.
-			_ = np.fs.Remove(r.path)
+			if r.path != "" {
+				_ = np.fs.Remove(r.path)
+			}
+			r.mem = nil
 		}
 		return ld.finish()
 	})

@@ -19,7 +19,10 @@ import (
 // each new partition's runs are merged (mergeRun) into the snapshot and the
 // sstables of the new cache. Memory is the write buffers of the run files
 // and the read buffers of one new partition's runs, whatever the number of
-// keys: an in-memory sort of 26M keys peaked at 3.4 GB.
+// keys: an in-memory sort of 26M keys peaked at 3.4 GB. The runs stay in
+// memory while all of them together hold at most spillMemBudget bytes, so
+// that a small state (3,200 keys) creates no file: creating the run files
+// cost more than the rest of such a repartition.
 //
 // # Spill files (LocalDir/gen-<id>/spill/run-<t>)
 //
@@ -44,19 +47,25 @@ const spillDirName = "spill"
 // 10,000 new partitions cost 40 MB, not one syscall per record.
 const (
 	spillWriteBudget = 8 << 20
+	spillMemDefault  = 16 << 20
 	spillReadBudget  = 4 << 20
 	minSpillBuf      = 4 << 10
 	maxSpillWriteBuf = 1 << 20
 	maxSpillReadBuf  = 256 << 10
 )
 
+// spillMemBudget is the bytes of runs kept in memory before they go to
+// files; tests lower it.
+var spillMemBudget = spillMemDefault
+
 // spillSeg is the byte range [off, end) of one segment of a run file.
 type spillSeg struct{ off, end int64 }
 
-// spillRun is the run file of one new partition, with its row count and
-// key bounds.
+// spillRun is the run of one new partition, in mem until the spiller
+// goes to files, then in a file; with its row count and key bounds.
 type spillRun struct {
 	path     string
+	mem      []byte
 	f        vfs.File
 	w        *bufio.Writer
 	size     int64
@@ -76,6 +85,8 @@ type spiller struct {
 	bufSize  int
 	keys     int64
 	bytes    int64
+	inMem    int  // bytes of the runs in memory
+	onDisk   bool // the runs are files
 	lastPart int
 	lastKey  []byte
 	scratch  []byte
@@ -100,9 +111,12 @@ func (sp *spiller) add(oldPart int, k, v []byte) error {
 	t := PartitionOf(k, sp.n)
 	r := sp.runs[t]
 	if r == nil {
-		var err error
-		if r, err = sp.create(t); err != nil {
-			return err
+		r = &spillRun{segOld: -1}
+		sp.runs[t] = r
+		if sp.onDisk {
+			if err := sp.create(t); err != nil {
+				return err
+			}
 		}
 	}
 	if r.segOld != oldPart {
@@ -115,8 +129,8 @@ func (sp *spiller) add(oldPart int, k, v []byte) error {
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	b = append(b, v...)
 	sp.scratch = b
-	if _, err := r.w.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", r.path, err)
+	if err := sp.write(r, b); err != nil {
+		return err
 	}
 	r.size += int64(len(b))
 	if r.rows == 0 || bytes.Compare(k, r.min) < 0 {
@@ -131,18 +145,54 @@ func (sp *spiller) add(oldPart int, k, v []byte) error {
 	return nil
 }
 
-func (sp *spiller) create(t int) (*spillRun, error) {
+// write appends b to run r: in memory, or in its file once the runs have
+// outgrown spillMemBudget.
+func (sp *spiller) write(r *spillRun, b []byte) error {
+	if !sp.onDisk {
+		r.mem = append(r.mem, b...)
+		if sp.inMem += len(b); sp.inMem <= spillMemBudget {
+			return nil
+		}
+		return sp.toDisk()
+	}
+	if _, err := r.w.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// toDisk moves every run from memory into its file.
+func (sp *spiller) toDisk() error {
+	sp.onDisk = true
+	for t, r := range sp.runs {
+		if r == nil {
+			continue
+		}
+		if err := sp.create(t); err != nil {
+			return err
+		}
+		if _, err := r.w.Write(r.mem); err != nil {
+			return fmt.Errorf("write %s: %w", r.path, err)
+		}
+		r.mem = nil
+	}
+	sp.inMem = 0
+	return nil
+}
+
+// create opens run t's file.
+func (sp *spiller) create(t int) error {
 	if err := sp.fs.MkdirAll(sp.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", sp.dir, err)
+		return fmt.Errorf("create %s: %w", sp.dir, err)
 	}
-	path := sp.fs.PathJoin(sp.dir, "run-"+strconv.Itoa(t))
-	f, err := sp.fs.Create(path, vfs.WriteCategoryUnspecified)
+	r := sp.runs[t]
+	r.path = sp.fs.PathJoin(sp.dir, "run-"+strconv.Itoa(t))
+	f, err := sp.fs.Create(r.path, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return fmt.Errorf("create %s: %w", r.path, err)
 	}
-	r := &spillRun{path: path, f: f, w: bufio.NewWriterSize(f, sp.bufSize), segOld: -1}
-	sp.runs[t] = r
-	return r, nil
+	r.f, r.w = f, bufio.NewWriterSize(f, sp.bufSize)
+	return nil
 }
 
 func (r *spillRun) closeSeg() {
@@ -152,13 +202,16 @@ func (r *spillRun) closeSeg() {
 	}
 }
 
-// finish flushes and closes every run file.
+// finish ends the last segments and flushes and closes every run file.
 func (sp *spiller) finish() error {
 	for _, r := range sp.runs {
 		if r == nil {
 			continue
 		}
 		r.closeSeg()
+		if r.f == nil {
+			continue // in memory, or closed already
+		}
 		err := r.w.Flush()
 		r.w = nil
 		err = errors.Join(err, r.f.Close())
@@ -192,15 +245,21 @@ func (sp *spiller) remove() error {
 			r.f = nil
 		}
 	}
+	if !sp.onDisk {
+		return errors.Join(errs...)
+	}
 	if err := sp.fs.RemoveAll(sp.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("remove %s: %w", sp.dir, err))
 	}
 	return errors.Join(errs...)
 }
 
-// runCursor reads one segment of a run file.
+// runCursor reads one segment of a run.
 type runCursor struct {
-	br       *bufio.Reader
+	br interface {
+		io.Reader
+		io.ByteReader
+	}
 	left     int64 // bytes of the segment not read yet
 	key, val []byte
 }
@@ -239,20 +298,27 @@ func runLess(a, b *runCursor) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 // merge passes the keys of run r to fn in ascending order (a k-way merge
 // of its segments); a key in two segments was in two old partitions, and
-// is an error. It removes the run file after.
+// is an error.
 func (r *spillRun) merge(fs vfs.FS, fn func(k, v []byte) error) (err error) {
-	f, err := fs.Open(r.path)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", r.path, err)
+	var f vfs.File
+	if r.path != "" {
+		if f, err = fs.Open(r.path); err != nil {
+			return fmt.Errorf("open %s: %w", r.path, err)
+		}
+		defer func() { err = errors.Join(err, f.Close()) }()
 	}
-	defer func() { err = errors.Join(err, f.Close()) }()
 	bufSize := min(max(spillReadBudget/len(r.segs), minSpillBuf), maxSpillReadBuf)
 	h := mergeHeap[*runCursor]{less: runLess}
 	for _, s := range r.segs {
-		size := int(min(int64(bufSize), s.end-s.off)) // bufio rounds it up to 16 bytes
-		c := &runCursor{br: bufio.NewReaderSize(io.NewSectionReader(f, s.off, s.end-s.off), size), left: s.end - s.off}
+		c := &runCursor{left: s.end - s.off}
+		if f == nil {
+			c.br = bytes.NewReader(r.mem[s.off:s.end])
+		} else {
+			size := int(min(int64(bufSize), s.end-s.off)) // bufio rounds it up to 16 bytes
+			c.br = bufio.NewReaderSize(io.NewSectionReader(f, s.off, s.end-s.off), size)
+		}
 		if ok, err := c.next(); err != nil || !ok {
-			return fmt.Errorf("read %s: empty or damaged segment at %d: %v", r.path, s.off, err)
+			return fmt.Errorf("state: repartition run segment at %d %s: empty or damaged: %v", s.off, r.path, err)
 		}
 		h.push(c)
 	}

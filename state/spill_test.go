@@ -151,7 +151,10 @@ func TestRepartitionMatchesOracle(t *testing.T) {
 		from, to := 1+rng.IntN(40), 1+rng.IntN(40)
 		versions, keySpace, ops := 1+rng.IntN(8), 1+rng.IntN(3000), rng.IntN(600)
 		fromCache := seed%2 == 0
-		t.Run(fmt.Sprintf("seed=%d/%d->%d/cache=%v", seed, from, to, fromCache), func(t *testing.T) {
+		// Runs in files from the first byte, from a few KB on, or in memory.
+		budget := []int{0, 4 << 10, spillMemDefault}[seed%3]
+		t.Run(fmt.Sprintf("seed=%d/%d->%d/cache=%v/mem=%d", seed, from, to, fromCache, budget), func(t *testing.T) {
+			setSpillMem(t, budget)
 			e := newEnv(t, nil)
 			e.snapEvery = 1 + rng.IntN(4)
 			s := e.open(from, -1)
@@ -186,6 +189,13 @@ func TestRepartitionMatchesOracle(t *testing.T) {
 			diffMaps(t, "reopened after repartition", want, storeContents(t, s))
 		})
 	}
+}
+
+// setSpillMem sets spillMemBudget for the test.
+func setSpillMem(t *testing.T, n int) {
+	old := spillMemBudget
+	spillMemBudget = n
+	t.Cleanup(func() { spillMemBudget = old })
 }
 
 // spillFaults fails the i-th operation on the checkpoint or on a run file
@@ -224,6 +234,7 @@ func (o onlySpill) MaybeError(op errorfs.Op) error {
 // after the next Open when the failed operation was the removal itself);
 // a retry then completes.
 func TestRepartitionSpillFaultLoop(t *testing.T) {
+	setSpillMem(t, 0) // every run in a file
 	for i := 0; ; i++ {
 		if !spillFaultOnce(t, i) {
 			if i < 20 {
