@@ -144,6 +144,10 @@
 //	                           opened on the first read or write of one of its keys;
 //	                           a Get or Scan outside its key bounds does not open it)
 //	LocalDir/gen-<id>/ingest/  sstables being built for ingestion
+//	LocalDir/gen-<id>/spill/   a repartition's sorted run files (spill.go), removed
+//	                           when it ends; Open removes any a crash or a failed
+//	                           removal leaves (in every generation but the trusted
+//	                           one, then in the trusted one)
 //	LocalDir/MARKER            "ethstream-state-cache v1\n" + JSON {gen, storeId,
 //	                           version, attempt, partitions, partitionRows}
 //
@@ -179,15 +183,21 @@
 //
 // # Repartitioning
 //
-// Repartition(base, v, n) reads version base sequentially, routes each key
-// with PartitionOf(key, n), sorts each new partition's keys, writes one
-// snapshot of version v with n partitions, and replaces the cache by a new
-// generation built by ingesting one sstable per non-empty new partition.
-// Version base is read from the open instances when every non-empty
-// partition is open, and otherwise from its checkpoint files (the deltas
-// folded into a map of overrides, then the snapshot streamed through it):
-// right after a restart that is far cheaper than opening 200 instances.
-// Redoing it after a crash writes a new attempt with identical content.
+// Repartition(base, v, n) reads version base old partition by old
+// partition, each in key order, and splits the keys into one sorted run
+// file per new partition (PartitionOf(key, n)) on the local disk; then, new
+// partition by new partition, it merges that partition's runs (a k-way
+// merge, one small buffer per run) into one snapshot of version v with n
+// partitions and into the sstable that a new cache generation ingests.
+// Memory is those buffers (8 MB of run write buffers, 4 MB of read
+// buffers), not the keys. Version base is read from the open instances when every
+// non-empty partition is open, and otherwise from its checkpoint files (a
+// streaming k-way merge of the snapshot and the deltas of its chain, the
+// newest write of a key winning and a delete dropping it): right after a
+// restart that is far cheaper than opening 200 instances. The new
+// generation replaces the cache only once v is published; a failure leaves
+// the committed version and the cache as they were. Redoing it after a
+// crash writes a new attempt with identical content.
 //
 // # Row codec
 //

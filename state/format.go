@@ -176,70 +176,110 @@ func parseDataHeader(h []byte) (dataHeader, error) {
 // footer's count. It calls fn for each record. Errors other than fn's are
 // plain (the caller attaches the path and the CHECKPOINT_CORRUPT code).
 func decodeData(r io.Reader, fn func(hd dataHeader, rec record) error) (dataHeader, uint64, error) {
-	br := bufio.NewReaderSize(r, 256<<10)
-	var h [headerLen]byte
-	if _, err := io.ReadFull(br, h[:]); err != nil {
-		return dataHeader{}, 0, fmt.Errorf("read header: %w", noEOF(err))
-	}
-	hd, err := parseDataHeader(h[:])
+	d, err := newDataReader(r)
 	if err != nil {
-		return hd, 0, err
+		return d.hd, 0, err
 	}
-	var (
-		payload  []byte
-		count    uint64
-		lastPart = -1
-		lastKey  []byte
-		offset   = int64(headerLen)
-	)
 	for {
-		var ch [8]byte
-		if _, err := io.ReadFull(br, ch[:4]); err != nil {
-			return hd, count, fmt.Errorf("read chunk header at offset %d: %w", offset, noEOF(err))
+		rec, ok, err := d.next()
+		if err != nil || !ok {
+			return d.hd, d.count, err
 		}
-		n := binary.LittleEndian.Uint32(ch[:4])
-		if n == 0 {
-			return hd, count, readFooter(br, offset, count)
-		}
-		if n > maxChunk {
-			return hd, count, fmt.Errorf("chunk at offset %d declares %d bytes", offset, n)
-		}
-		if _, err := io.ReadFull(br, ch[4:8]); err != nil {
-			return hd, count, fmt.Errorf("read chunk header at offset %d: %w", offset, noEOF(err))
-		}
-		if payload, err = readChunk(br, payload[:0], n, binary.LittleEndian.Uint32(ch[4:8]), offset); err != nil {
-			return hd, count, err
-		}
-		p := payload
-		for len(p) > 0 {
-			var rec record
-			rec, p, err = decodeRecord(p)
-			if err != nil {
-				return hd, count, fmt.Errorf("chunk at offset %d: %w", offset, err)
-			}
-			if hd.Kind == kindSnapshot && rec.Kind != recPut {
-				return hd, count, fmt.Errorf("chunk at offset %d: delete record in a snapshot", offset)
-			}
-			if rec.Partition >= hd.Partitions {
-				return hd, count, fmt.Errorf("chunk at offset %d: partition %d of %d", offset, rec.Partition, hd.Partitions)
-			}
-			if want := PartitionOf(rec.Key, hd.Partitions); want != rec.Partition {
-				return hd, count, fmt.Errorf("chunk at offset %d: key %x recorded in partition %d, belongs to %d", offset, rec.Key, rec.Partition, want)
-			}
-			if rec.Partition < lastPart || (rec.Partition == lastPart && bytes.Compare(rec.Key, lastKey) <= 0) {
-				return hd, count, fmt.Errorf("chunk at offset %d: records out of order", offset)
-			}
-			lastPart = rec.Partition
-			lastKey = append(lastKey[:0], rec.Key...)
-			count++
-			if fn != nil {
-				if err := fn(hd, rec); err != nil {
-					return hd, count, errCallback{err}
-				}
+		if fn != nil {
+			if err := fn(d.hd, rec); err != nil {
+				return d.hd, d.count, errCallback{err}
 			}
 		}
-		offset += 8 + int64(n)
 	}
+}
+
+// dataReader decodes a data file one record at a time, with the checks of
+// decodeData: a k-way merge of files (a repartition's chain) pulls from
+// several at once. Records alias its buffer until the next call of next.
+type dataReader struct {
+	br       *bufio.Reader
+	hd       dataHeader
+	payload  []byte
+	p        []byte // undecoded rest of payload
+	count    uint64
+	lastPart int
+	lastKey  []byte
+	offset   int64 // of the chunk in payload
+	done     bool
+}
+
+// newDataReader reads and checks the header of the data file in r.
+func newDataReader(r io.Reader) (*dataReader, error) {
+	d := &dataReader{br: bufio.NewReaderSize(r, 256<<10), lastPart: -1, offset: headerLen}
+	var h [headerLen]byte
+	if _, err := io.ReadFull(d.br, h[:]); err != nil {
+		return d, fmt.Errorf("read header: %w", noEOF(err))
+	}
+	var err error
+	d.hd, err = parseDataHeader(h[:])
+	return d, err
+}
+
+// next returns the next record, or ok = false after the footer verified.
+func (d *dataReader) next() (rec record, ok bool, err error) {
+	for len(d.p) == 0 {
+		if d.done {
+			return rec, false, nil
+		}
+		if err := d.nextChunk(); err != nil {
+			return rec, false, err
+		}
+	}
+	rec, d.p, err = decodeRecord(d.p)
+	if err != nil {
+		return rec, false, fmt.Errorf("chunk at offset %d: %w", d.offset, err)
+	}
+	if d.hd.Kind == kindSnapshot && rec.Kind != recPut {
+		return rec, false, fmt.Errorf("chunk at offset %d: delete record in a snapshot", d.offset)
+	}
+	if rec.Partition >= d.hd.Partitions {
+		return rec, false, fmt.Errorf("chunk at offset %d: partition %d of %d", d.offset, rec.Partition, d.hd.Partitions)
+	}
+	if want := PartitionOf(rec.Key, d.hd.Partitions); want != rec.Partition {
+		return rec, false, fmt.Errorf("chunk at offset %d: key %x recorded in partition %d, belongs to %d", d.offset, rec.Key, rec.Partition, want)
+	}
+	if rec.Partition < d.lastPart || (rec.Partition == d.lastPart && bytes.Compare(rec.Key, d.lastKey) <= 0) {
+		return rec, false, fmt.Errorf("chunk at offset %d: records out of order", d.offset)
+	}
+	d.lastPart = rec.Partition
+	d.lastKey = append(d.lastKey[:0], rec.Key...)
+	d.count++
+	return rec, true, nil
+}
+
+// nextChunk reads the chunk after the current one into payload, or the
+// footer (setting done).
+func (d *dataReader) nextChunk() error {
+	if len(d.payload) > 0 {
+		d.offset += 8 + int64(len(d.payload))
+		d.payload = d.payload[:0]
+	}
+	var ch [8]byte
+	if _, err := io.ReadFull(d.br, ch[:4]); err != nil {
+		return fmt.Errorf("read chunk header at offset %d: %w", d.offset, noEOF(err))
+	}
+	n := binary.LittleEndian.Uint32(ch[:4])
+	if n == 0 {
+		d.done = true
+		return readFooter(d.br, d.offset, d.count)
+	}
+	if n > maxChunk {
+		return fmt.Errorf("chunk at offset %d declares %d bytes", d.offset, n)
+	}
+	if _, err := io.ReadFull(d.br, ch[4:8]); err != nil {
+		return fmt.Errorf("read chunk header at offset %d: %w", d.offset, noEOF(err))
+	}
+	var err error
+	if d.payload, err = readChunk(d.br, d.payload[:0], n, binary.LittleEndian.Uint32(ch[4:8]), d.offset); err != nil {
+		return err
+	}
+	d.p = d.payload
+	return nil
 }
 
 // readFooter reads the footer at offset (the record count and its CRC)
@@ -327,36 +367,77 @@ func noEOF(err error) error {
 // readDataFile decodes the data file named by m, checking that it is the file
 // m describes. Corruption is a CHECKPOINT_CORRUPT error naming the path.
 func readDataFile(fs vfs.FS, dir string, m *versionMeta, fn func(rec record) error) error {
+	f, err := openDataFile(fs, dir, m)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	for {
+		rec, ok, err := f.next()
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// dataFile reads the data file of one version record by record (next),
+// with every check of readDataFile.
+type dataFile struct {
+	path string
+	m    *versionMeta
+	f    vfs.File
+	d    *dataReader
+}
+
+// openDataFile opens the data file named by m and checks its size and
+// header against m.
+func openDataFile(fs vfs.FS, dir string, m *versionMeta) (*dataFile, error) {
 	path := fs.PathJoin(dir, m.Data)
 	f, err := fs.Open(path)
 	if err != nil {
-		return errcode.Corrupt(path, err, "state data file of version %d is missing or unreadable", m.Version)
+		return nil, errcode.Corrupt(path, err, "state data file of version %d is missing or unreadable", m.Version)
 	}
-	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Size() != m.DataSize {
-		return errcode.Corrupt(path, nil, "state data file has %d bytes, its metadata says %d", st.Size(), m.DataSize)
+		_ = f.Close()
+		return nil, errcode.Corrupt(path, nil, "state data file has %d bytes, its metadata says %d", st.Size(), m.DataSize)
 	}
-	hd, count, err := decodeData(f, func(_ dataHeader, rec record) error { return fn(rec) })
-	var cb errCallback
-	if errors.As(err, &cb) {
-		return cb.err
-	}
+	d, err := newDataReader(f)
 	if err != nil {
-		return errcode.Corrupt(path, err, "decode state data file")
+		_ = f.Close()
+		return nil, errcode.Corrupt(path, err, "decode state data file")
 	}
+	hd := d.hd
 	wantKind := byte(kindDelta)
 	if m.Kind == kindNameSnapshot {
 		wantKind = kindSnapshot
 	}
 	if hd.Kind != wantKind || hd.Version != m.Version || hd.Attempt != m.Attempt || hd.Partitions != m.Partitions {
-		return errcode.Corrupt(path, nil, "state data file header (kind %d version %d attempt %d partitions %d) does not match its metadata",
+		_ = f.Close()
+		return nil, errcode.Corrupt(path, nil, "state data file header (kind %d version %d attempt %d partitions %d) does not match its metadata",
 			hd.Kind, hd.Version, hd.Attempt, hd.Partitions)
 	}
-	if int64(count) != m.DataRecords {
-		return errcode.Corrupt(path, nil, "state data file holds %d records, its metadata says %d", count, m.DataRecords)
-	}
-	return nil
+	return &dataFile{path: path, m: m, f: f, d: d}, nil
 }
+
+// next returns the next record (valid until the following call), or ok =
+// false at the verified end of the file.
+func (df *dataFile) next() (rec record, ok bool, err error) {
+	rec, ok, err = df.d.next()
+	if err != nil {
+		return rec, false, errcode.Corrupt(df.path, err, "decode state data file")
+	}
+	if !ok && int64(df.d.count) != df.m.DataRecords {
+		return rec, false, errcode.Corrupt(df.path, nil, "state data file holds %d records, its metadata says %d", df.d.count, df.m.DataRecords)
+	}
+	return rec, ok, nil
+}
+
+// close closes the file; a read-only file has nothing to lose at close, so
+// its error is dropped, as it always was.
+func (df *dataFile) close() { _ = df.f.Close() }
 
 // versionRef names one attempt of one version.
 type versionRef struct {

@@ -363,9 +363,26 @@ func (p *partitions) close() error {
 	return errors.Join(errs...)
 }
 
+// discard closes every instance and deletes the generation's directory:
+// a replaced generation, or one a failed repartition built.
+func (p *partitions) discard() error {
+	err := p.close()
+	if rmErr := p.fs.RemoveAll(p.dir); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		err = errors.Join(err, rmErr)
+	}
+	return err
+}
+
 // wipeLocal removes every cache generation under root except keep (the
-// caller has closed their instances). Other files are left alone.
+// caller has closed their instances), and keep's spill directory, which a
+// repartition that could not remove it leaves (spill.go). Other files are
+// left alone.
 func wipeLocal(fs vfs.FS, root, keep string) error {
+	if keep != "" {
+		if err := fs.RemoveAll(fs.PathJoin(root, keep, spillDirName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove state cache %s: %w", fs.PathJoin(root, keep, spillDirName), err)
+		}
+	}
 	names, err := fs.List(root)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
