@@ -36,7 +36,7 @@ type maintenance struct {
 	done   chan struct{}
 	err    error
 	size   int64
-	tmp    string // a temp file the failed publish could not remove
+	tmps   []string // temp files its publishes could not remove
 }
 
 // maybeMaintain collects a finished maintenance and starts one for the
@@ -56,7 +56,7 @@ func (s *Store) maybeMaintain() {
 	fs, dir := s.fs, s.dir
 	run := func() {
 		defer close(mt.done)
-		mt.size, mt.tmp, mt.err = writeBackgroundSnapshot(ctx, fs, dir, mt.target)
+		mt.size, mt.tmps, mt.err = writeBackgroundSnapshot(ctx, fs, dir, mt.target)
 	}
 	if s.opts.syncMaintenance {
 		run()
@@ -87,9 +87,7 @@ func (s *Store) collectMaintenance(wait bool) {
 	}
 	s.maint = nil
 	mt.cancel()
-	if mt.tmp != "" {
-		s.tmps = append(s.tmps, mt.tmp)
-	}
+	s.tmps = append(s.tmps, mt.tmps...)
 	if mt.err != nil {
 		if !errors.Is(mt.err, context.Canceled) {
 			s.logger.Warn("state background snapshot failed; it is retried after the next commit",
@@ -123,25 +121,26 @@ func (s *Store) stopMaintenance() {
 // committed version m (doc.go): the full state at m, merged from the
 // files of m's chain. It returns the bytes written. A version whose chain
 // already starts with its own snapshot needs nothing. A .snap of m left by
-// an earlier failed try (no .snapmeta) is replaced.
-func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *versionMeta) (int64, string, error) {
+// an earlier failed try (no .snapmeta) is replaced. It also returns the
+// temp files it could not remove.
+func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *versionMeta) (int64, []string, error) {
 	cat, err := listCatalog(fs, dir)
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
 	chain, err := loadChain(fs, dir, cat, m.Version)
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
 	if head := chain[len(chain)-1].committed(); head.ref() != m.ref() {
-		return 0, "", fmt.Errorf("state: snapshot version %d attempt %d: attempt %d is the committed one", m.Version, m.Attempt, head.Attempt)
+		return 0, nil, fmt.Errorf("state: snapshot version %d attempt %d: attempt %d is the committed one", m.Version, m.Attempt, head.Attempt)
 	}
 	if chain[len(chain)-1].Kind == kindNameSnapshot {
-		return 0, "", nil
+		return 0, nil, nil
 	}
 	name := dataFileName(m.Version, m.Attempt, kindNameSnapshot)
 	if err := fs.Remove(fs.PathJoin(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, "", fmt.Errorf("remove unfinished state snapshot %s: %w", fs.PathJoin(dir, name), err)
+		return 0, nil, fmt.Errorf("remove unfinished state snapshot %s: %w", fs.PathJoin(dir, name), err)
 	}
 	var records uint64
 	size, tmp, err := publishFile(fs, dir, name, durable.NoOverwrite, func(w io.Writer) error {
@@ -158,8 +157,12 @@ func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *vers
 		}
 		return dw.finish()
 	})
+	var tmps []string
+	if tmp != "" {
+		tmps = append(tmps, tmp)
+	}
 	if err != nil {
-		return 0, tmp, fmt.Errorf("state: snapshot version %d: %w", m.Version, err)
+		return 0, tmps, fmt.Errorf("state: snapshot version %d: %w", m.Version, err)
 	}
 	sm := encodeSnapMeta(&snapMeta{
 		FormatVersion: snapMetaFormatVersion, StoreID: m.StoreID, Version: m.Version, Attempt: m.Attempt,
@@ -169,10 +172,13 @@ func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *vers
 		_, err := w.Write(sm)
 		return err
 	})
-	if err != nil {
-		return size, tmp, fmt.Errorf("state: snapshot version %d: %w", m.Version, err)
+	if tmp != "" {
+		tmps = append(tmps, tmp)
 	}
-	return size + msize, "", nil
+	if err != nil {
+		return size, tmps, fmt.Errorf("state: snapshot version %d: %w", m.Version, err)
+	}
+	return size + msize, tmps, nil
 }
 
 // mergeChain streams the state at the end of chain to fn as puts in
