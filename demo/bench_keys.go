@@ -45,6 +45,12 @@ type KeysResult struct {
 	CacheBytes     int64 `json:"cacheBytes"`
 	// Commits is each backfill batch's state commit.
 	Commits []KeysCommit `json:"commits"`
+	// BackgroundSnapshots counts the snapshots of committed versions the
+	// state store wrote off the commit path (a .snap beside a .snapmeta,
+	// state/doc.go) still in the state directory after the backfill, and
+	// BackgroundSnapshotMaxBytes is the largest: no commit wrote them.
+	BackgroundSnapshots        int   `json:"backgroundSnapshots"`
+	BackgroundSnapshotMaxBytes int64 `json:"backgroundSnapshotMaxBytes"`
 	// The repartition 200 -> 8 at the restart: its duration, the keys the
 	// old partitions held and the new ones hold, and the restart's peak RSS.
 	RepartitionMs      int64 `json:"repartitionMs"`
@@ -95,7 +101,7 @@ func benchKeys(ctx context.Context, b *benchRun, res *BenchResult) error {
 		k.Keys = rec.events[n-1].StateOperators[0].NumRowsTotal
 	}
 	stateDir := filepath.Join(cfg.Checkpoint, "state", engine.OperatorID)
-	if k.Commits, k.StateFileBytes, err = keysCommits(stateDir, rec.events); err != nil {
+	if k.Commits, k.StateFileBytes, err = keysCommits(stateDir, rec.events, k); err != nil {
 		return err
 	}
 	k.CacheBytes = dirBytes(cfg.LocalDir)
@@ -123,11 +129,17 @@ func benchKeys(ctx context.Context, b *benchRun, res *BenchResult) error {
 
 // keysCommits pairs each batch's keys changed and commit time (its progress
 // event) with the data file its state version wrote (<version>.<attempt>
-// .delta or .snap in stateDir), and sums the state directory's bytes.
-func keysCommits(stateDir string, events []*stream.Progress) ([]KeysCommit, int64, error) {
+// .delta or .snap in stateDir), and sums the state directory's bytes. A
+// .snap with a .snapmeta beside it is a background snapshot, not a
+// commit's file: it is counted into k's BackgroundSnapshots instead.
+func keysCommits(stateDir string, events []*stream.Progress, k *KeysResult) ([]KeysCommit, int64, error) {
 	ents, err := os.ReadDir(stateDir)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read %s: %w", stateDir, err)
+	}
+	names := map[string]bool{}
+	for _, e := range ents {
+		names[e.Name()] = true
 	}
 	files := map[int64]KeysCommit{}
 	var total int64
@@ -140,6 +152,11 @@ func keysCommits(stateDir string, events []*stream.Progress) ([]KeysCommit, int6
 		name := e.Name()
 		kind := strings.TrimPrefix(filepath.Ext(name), ".")
 		if kind != "delta" && kind != "snap" {
+			continue
+		}
+		if kind == "snap" && names[strings.TrimSuffix(name, ".snap")+".snapmeta"] {
+			k.BackgroundSnapshots++
+			k.BackgroundSnapshotMaxBytes = max(k.BackgroundSnapshotMaxBytes, info.Size())
 			continue
 		}
 		v, err := strconv.ParseInt(name[:strings.IndexByte(name, '.')], 10, 64)
@@ -231,6 +248,8 @@ func printKeys(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| peak RSS, backfill; restart with the repartition | %.0f MB; %.0f MB |\n",
 		float64(k.PeakRSSBytes)/1e6, float64(k.RepartitionRSSByte)/1e6)
 	fmt.Fprintf(w, "| repartition 200 -> 8 | %d ms, %d keys before, %d after |\n", k.RepartitionMs, k.KeysBefore, k.KeysAfter)
+	fmt.Fprintf(w, "| snapshots written off the commit path, after the backfill | %d, largest %.1f MB |\n",
+		k.BackgroundSnapshots, float64(k.BackgroundSnapshotMaxBytes)/1e6)
 	for _, c := range k.Commits {
 		fmt.Fprintf(w, "| state commit of batch %d | %d keys changed, %s of %.1f MB, %d ms |\n",
 			c.Batch, c.KeysChanged, c.Kind, float64(c.Bytes)/1e6, c.CommitMs)

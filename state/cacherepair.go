@@ -93,7 +93,12 @@ type trustedPart struct {
 // since Open is unchanged since the trusted version, so the committed
 // version's chain gives exactly its content.
 func (s *Store) rebuildPartition(i int) error {
-	cat := &catalog{metas: map[int64][]int{s.head.Version: {s.head.Attempt}}}
+	// The full listing: a background snapshot may start the chain, and the
+	// deltas below it may be collected already.
+	cat, err := listCatalog(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
 	chain, err := loadChain(s.fs, s.dir, cat, s.head.Version)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 // and attempt, and every other state file.
 type catalog struct {
 	metas map[int64][]int     // version -> attempts with a .meta file, ascending
+	snaps map[versionRef]bool // attempts with a background snapshot's .snapmeta file
 	maxAt map[int64]int       // version -> highest attempt seen in any file name
 	files []string            // every parsed state file name
 	tmps  []string            // leftover temp files
@@ -34,7 +35,7 @@ func listCatalog(fs vfs.FS, dir string) (*catalog, error) {
 			return nil, fmt.Errorf("list state dir %s: %w", dir, err)
 		}
 	}
-	c := &catalog{metas: map[int64][]int{}, maxAt: map[int64]int{}, other: map[string]struct{}{}}
+	c := &catalog{metas: map[int64][]int{}, snaps: map[versionRef]bool{}, maxAt: map[int64]int{}, other: map[string]struct{}{}}
 	for _, n := range names {
 		if strings.HasSuffix(n, tmpSuffix) {
 			c.tmps = append(c.tmps, n)
@@ -49,8 +50,11 @@ func listCatalog(fs vfs.FS, dir string) (*catalog, error) {
 		if cur, seen := c.maxAt[v]; !seen || a > cur {
 			c.maxAt[v] = a
 		}
-		if suf == "meta" {
+		switch suf {
+		case "meta":
 			c.metas[v] = append(c.metas[v], a)
+		case "snapmeta":
+			c.snaps[versionRef{v, a}] = true
 		}
 	}
 	for v := range c.metas {
@@ -104,7 +108,10 @@ func readMeta(fs vfs.FS, dir string, v int64, attempt int) (*versionMeta, error)
 
 // loadChain returns the metadata chain that reconstructs version v (its
 // newest attempt): a snapshot, or an empty base, followed by deltas, oldest
-// first.
+// first. Walking back from v, the first version with a background snapshot
+// (a .snapmeta in c) starts the chain, as the stand-in of its metadata
+// (snapMeta.standIn): the newest snapshot at or below v. A .snap without its
+// .snapmeta is not a snapshot (a crash before the record was published).
 func loadChain(fs vfs.FS, dir string, c *catalog, v int64) ([]*versionMeta, error) {
 	a, ok := c.latestAttempt(v)
 	if !ok {
@@ -124,6 +131,14 @@ func loadChain(fs vfs.FS, dir string, c *catalog, v int64) ([]*versionMeta, erro
 				return nil, errcode.Corrupt(fs.PathJoin(dir, metaFileName(prev.Version, prev.Attempt)), nil,
 					"delta of version %d does not continue version %d (partitions or store id differ)", prev.Version, m.Version)
 			}
+		}
+		if m.Kind == kindNameDelta && c.snaps[ref] {
+			sm, err := readSnapMeta(fs, dir, m)
+			if err != nil {
+				return nil, err
+			}
+			chain[len(chain)-1] = sm.standIn(m)
+			break
 		}
 		if m.Kind == kindNameSnapshot || m.Base == nil {
 			break

@@ -9,10 +9,8 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
 )
 
@@ -25,7 +23,6 @@ type prepared struct {
 	rangeDel         []bool
 	newRows          []int64
 	bounds           []*keyBounds
-	snapshot         bool
 	updated, removed int64
 	dataSize         int64
 	took             time.Duration // spent in Prepare
@@ -116,10 +113,17 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		s.broken = err
 	}
 	m := p.m
+	if s.head == nil {
+		s.chainFloor = version
+	}
+	s.chain = append(s.chain, chainLink{version, p.dataSize})
 	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, p.newRows, m.Rows, p.bounds
 	s.union = unionBounds{}
 	s.Abort()
-	s.afterPublish(p.snapshot)
+	s.afterPublish(false)
+	if s.broken == nil {
+		s.maybeMaintain()
+	}
 	if s.broken != nil {
 		return Metrics{}, fmt.Errorf("state: version %d is committed but the local cache failed, reopen the store: %w", version, s.broken)
 	}
@@ -131,7 +135,6 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		CommitTimeMs:    (time.Since(start) + prepTime).Milliseconds(),
 		PrepareTimeMs:   prepTime.Milliseconds(),
 		PartitionRows:   slices.Clone(s.partRows),
-		Snapshot:        p.snapshot,
 		BytesWritten:    p.dataSize + msize,
 	}, nil
 }
@@ -164,23 +167,21 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	snapshot := s.head == nil || s.head.ChainLength+1 >= s.opts.SnapshotEvery
-	kind := kindNameDelta
-	if snapshot {
-		kind = kindNameSnapshot
-	}
+	// Always a delta: the snapshot that shortens the chain is written
+	// later, off the commit path (maintain.go), so that a commit's bytes
+	// follow the keys it changed.
 	var wm *int64
 	if s.hasPendingWm {
 		w := s.pendingWm
 		wm = &w
 	}
-	m := s.newMeta(version, kind, newRows, bounds, s.pendingClosed, wm)
-	n, err := s.publishData(m, s.versionWriter(m, cs, snapshot))
+	m := s.newMeta(version, kindNameDelta, newRows, bounds, s.pendingClosed, wm)
+	n, err := s.publishData(m, s.deltaWriter(m, cs))
 	if err != nil {
 		return nil, err
 	}
 	return &prepared{version: version, m: m, cs: cs, rangeDel: rangeDel, newRows: newRows, bounds: bounds,
-		snapshot: snapshot, updated: updated, removed: removed, dataSize: n}, nil
+		updated: updated, removed: removed, dataSize: n}, nil
 }
 
 // newMeta is the metadata of a new attempt of version: kind, the rows and
@@ -233,11 +234,15 @@ func (s *Store) openTouched(cs []change) error {
 	return nil
 }
 
-// versionWriter returns what writes version m's data file: the batch's
-// changes for a delta (linked to its base in m), or the whole state after
-// them for a snapshot.
-func (s *Store) versionWriter(m *versionMeta, cs []change, snapshot bool) func(dw *dataWriter) error {
-	write := func(dw *dataWriter) error {
+// deltaWriter returns what writes version m's data file: the batch's
+// changes, linked to the committed version in m.
+func (s *Store) deltaWriter(m *versionMeta, cs []change) func(dw *dataWriter) error {
+	m.ChainLength = len(s.chain) + 1
+	if s.head != nil {
+		ref := s.head.ref()
+		m.Base = &ref
+	}
+	return func(dw *dataWriter) error {
 		for _, c := range cs {
 			if c.e.del {
 				if err := dw.add(recDelete, c.part, keyBytes(c.key), nil); err != nil {
@@ -249,91 +254,6 @@ func (s *Store) versionWriter(m *versionMeta, cs []change, snapshot bool) func(d
 		}
 		return nil
 	}
-	switch {
-	case snapshot && s.head != nil && !s.allNonEmptyOpen():
-		// Opening every closed partition only to copy it would cost more
-		// than the rest of the batch: rewrite the files instead.
-		write = func(dw *dataWriter) error { return s.writeSnapshotFromFiles(dw, cs, m.Rows) }
-	case snapshot:
-		write = func(dw *dataWriter) error {
-			rest := cs
-			for p := 0; p < s.n; p++ {
-				var pend []*pendingEntry
-				for ; len(rest) > 0 && rest[0].part == p; rest = rest[1:] {
-					pend = append(pend, rest[0].e)
-				}
-				err := s.scanPartition(p, nil, nil, pend, func(k, v []byte) error { return dw.add(recPut, p, k, v) })
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	case s.head != nil:
-		ref := s.head.ref()
-		m.Base = &ref
-		m.ChainLength = s.head.ChainLength + 1
-	}
-	return write
-}
-
-// writeSnapshotFromFiles writes the full state after the sorted changes cs
-// as snapshot records, from the committed version's checkpoint files
-// instead of the local cache: the deltas since the last snapshot and cs are
-// folded into overrides (the last write wins), and the last snapshot is
-// merged with the overrides' puts in (partition, key) order. Memory beyond
-// the streaming is the overrides, not the state.
-func (s *Store) writeSnapshotFromFiles(dw *dataWriter, cs []change, rows int64) error {
-	snap, over, err := s.foldChain(context.Background(), s.version)
-	if err != nil {
-		return err
-	}
-	for _, c := range cs {
-		over.set(c.key, c.part, c.e.val, c.e.del)
-	}
-	type put struct {
-		part int
-		key  string
-		val  []byte
-	}
-	puts := make([]put, 0, len(over))
-	for k, o := range over {
-		if !o.del {
-			puts = append(puts, put{o.part, k, o.val})
-		}
-	}
-	slices.SortFunc(puts, func(a, b put) int {
-		if a.part != b.part {
-			return a.part - b.part
-		}
-		return strings.Compare(a.key, b.key)
-	})
-	i := 0
-	if snap != nil {
-		err := readDataFile(s.fs, s.dir, snap, func(r record) error {
-			for ; i < len(puts) && (puts[i].part < r.Partition || puts[i].part == r.Partition && puts[i].key < string(r.Key)); i++ {
-				if err := dw.add(recPut, puts[i].part, []byte(puts[i].key), puts[i].val); err != nil {
-					return err
-				}
-			}
-			if _, ok := over[string(r.Key)]; ok {
-				return nil
-			}
-			return dw.add(recPut, r.Partition, r.Key, r.Val)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for ; i < len(puts); i++ {
-		if err := dw.add(recPut, puts[i].part, []byte(puts[i].key), puts[i].val); err != nil {
-			return err
-		}
-	}
-	if dw.count != uint64(rows) {
-		return errcode.Corrupt(s.dir, nil, "state version %d and its changes give %d keys, the partition counts say %d", s.version, dw.count, rows)
-	}
-	return nil
 }
 
 // publishData writes m's data file with write and completes m with its
@@ -366,8 +286,8 @@ func (s *Store) publishData(m *versionMeta, write func(dw *dataWriter) error) (i
 	m.DataRecords = int64(records)
 	if m.Kind == kindNameDelta {
 		m.ChainBytes = size
-		if s.head != nil && m.Base != nil {
-			m.ChainBytes += s.head.ChainBytes
+		for _, l := range s.chain {
+			m.ChainBytes += l.bytes
 		}
 	}
 	return size, nil
@@ -425,7 +345,9 @@ func (s *Store) afterPublish(snapshot bool) {
 			s.abandoned = nil
 		}
 	case snapshot:
-		// The rest is spread over the commits that follow (gcRemovesPerCommit).
+		// A repartition: the chain starts anew at its snapshot. The rest
+		// is spread over the commits that follow (gcRemovesPerCommit).
+		s.chain, s.chainFloor = nil, s.version
 		if s.gcQueue, err = s.gcVictims(); err == nil {
 			err = s.drainGC(gcRemovesPerCommit)
 		}

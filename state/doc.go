@@ -23,9 +23,12 @@
 // Everything needed to rebuild any retained version lives in Dir
 // (<ckpt>/state/<opId>/) and is written through the given vfs.FS:
 //
-//	<version:%020d>.<attempt>.delta   the changes of one batch
-//	<version:%020d>.<attempt>.snap    the full state at a version
-//	<version:%020d>.<attempt>.meta    the version's metadata; written last
+//	<version:%020d>.<attempt>.delta     the changes of one batch
+//	<version:%020d>.<attempt>.snap      the full state at a version
+//	<version:%020d>.<attempt>.meta      the version's metadata; written last
+//	<version:%020d>.<attempt>.snapmeta  the record of a background snapshot
+//	                                    (of a committed delta version): written
+//	                                    after its .snap
 //
 // A version is committed iff its .meta file exists and verifies. Every file
 // is published crash-safely by package durable (write .<name>.<hex>.tmp,
@@ -38,13 +41,63 @@
 // Open) or a data file without metadata (never read, collected as garbage).
 //
 // Loading version v: read v's newest .meta, follow its base pointers back to
-// a snapshot (or to the empty state), apply the snapshot, then each delta in
-// order. A snapshot is written instead of a delta when the chain since the
-// last snapshot reaches Options.SnapshotEvery deltas (default 10), for the
-// first version, and always for a repartition. A snapshot is written from
-// the open Pebble instances when every non-empty partition is open, and
-// otherwise from the files (the last snapshot merged with the deltas since
-// and the batch), so that it does not open every partition after a restart.
+// the first version that is a snapshot (an inline one: kind "snapshot", or
+// a delta version with a background snapshot: a .snapmeta for that very
+// attempt) or to the empty state, apply the snapshot, then each delta in
+// order. That is the newest snapshot at or below v. Commits always write a
+// delta (the first version a delta on the empty state); only a
+// repartition writes an inline snapshot (and checkpoints of earlier
+// builds hold inline snapshots every SnapshotEvery versions, read as
+// before).
+//
+// # Background snapshots
+//
+// Once the chain of the committed version holds Options.SnapshotEvery
+// deltas after its snapshot (default 10, as Spark's minDeltasForSnapshot),
+// the commit starts a maintenance goroutine owned by the Store that
+// writes the full state of that committed version, attempt a, as
+//
+//	<v>.<a>.snap      a data file (format below) of kind 2 (snapshot),
+//	                  header version v, attempt a: the k-way merge of the
+//	                  chain's files, newest record winning, deletes dropped
+//	<v>.<a>.snapmeta  its record, published after the .snap is durable
+//
+// and commits go on meanwhile: it reads only the immutable checkpoint
+// files of v's chain, never the Pebble instances the next batches write,
+// so a commit waits for nothing but a non-blocking check. One runs at a
+// time; Close (and a reload) cancels and joins it. An error is logged and
+// the next commit starts it again (over a .snap a failure left without
+// .snapmeta, which it removes first). The commit that sees it done
+// shortens the chain it counts to the deltas after v and recomputes the
+// garbage. Why a goroutine rather than a Maintain call the engine
+// schedules: the engine's batch loop is sequential, so a step between
+// batches would still delay the next batch by the whole snapshot (16.6 s
+// at 26M keys), and the store alone knows when its chain is long.
+//
+// The .snapmeta is three newline-terminated lines, like a .meta:
+//
+//	ethstream-state-snapmeta v1
+//	{"formatVersion":1,"storeId":"<uuid>","version":12,"attempt":0,
+//	 "data":"00000000000000000012.0.snap","dataSize":75311,"dataRecords":3154,
+//	 "partitions":8,"rows":3154}
+//	crc32c:<8 lowercase hex digits of CRC-32C over the JSON line>
+//
+// Unknown fields, another formatVersion or header, dataRecords != rows, or
+// a record whose storeId, partitions or rows differ from attempt a's .meta
+// are CHECKPOINT_CORRUPT naming the .snapmeta; a .snap that does not match
+// its record (size, header, chunks, footer count) is CHECKPOINT_CORRUPT
+// naming the .snap. A .snap without its .snapmeta is not a snapshot (a
+// crash before the record was published): loading ignores it and uses the
+// deltas, and the file goes with its version's garbage.
+//
+// A reader of an older build (formatVersion 4 and before) knows neither
+// the .snapmeta (its catalog keeps an unknown name untouched) nor a .snap
+// of a delta version (its .meta names the .delta, which it reads): it
+// never reads a background snapshot, so cannot misread one. Once this
+// build has collected the deltas below a background snapshot, an older
+// build loading a version after it follows the base pointers to a
+// missing .meta and fails with CHECKPOINT_CORRUPT naming the state
+// directory; it does not guess.
 //
 // # Data file format (.delta and .snap), version 1
 //
@@ -125,15 +178,19 @@
 //
 // # Garbage
 //
-// After each snapshot (and after a commit that finds versions above the one
-// it loaded) the store deletes: every version above the committed one (an
-// abandoned history), every attempt of a version other than its newest
-// metadata attempt, and every version older than the snapshot that starts
-// the chain of version (latest - Retain), Retain defaulting to 100 (Spark's
+// After each snapshot, background or inline (and after a commit that finds
+// versions above the one it loaded) the store deletes: every version above
+// the committed one (an abandoned history), every attempt of a version
+// other than its newest metadata attempt, and every version older than the
+// snapshot that starts the chain of version (latest - Retain), a
+// background snapshot included (the deltas below it are then garbage; its
+// own .delta stays with its version), Retain defaulting to 100 (Spark's
 // default minBatchesToRetain; the engine does not pass its conf value, so a
 // query keeps 100 state versions whatever it sets). Files needed by versions
-// ≥ latest - Retain are always kept. Deletion runs newest first, metadata
-// before data, after the new version is published. An abandoned history is
+// ≥ latest - Retain are always kept, and so are the chain and the files of
+// the version a background snapshot in flight reads and writes. Deletion
+// runs newest first, .meta before .snapmeta before data, after the new
+// version is published. An abandoned history is
 // deleted at once; the rest of a snapshot's garbage at most 4 files per
 // commit (and whatever is left at Close), so that no batch pays for all of
 // it.

@@ -316,13 +316,14 @@ func crashOnce(t *testing.T, i int) bool {
 // CHECKPOINT_CORRUPT naming it, from Open (without cache) and from ReadAll.
 func TestCorruptFiles(t *testing.T) {
 	ctx := context.Background()
-	for _, suffix := range []string{".snap", ".delta", ".meta"} {
+	for _, suffix := range []string{".snap", ".snapmeta", ".delta", ".meta"} {
 		for _, how := range []string{"flip", "truncate"} {
 			t.Run(suffix+"/"+how, func(t *testing.T) {
 				mem := vfs.NewMem()
-				e := &env{t: t, fs: mem, dir: "ckpt/state/0", local: t.TempDir()}
+				// Version 1's background snapshot starts version 2's chain.
+				e := &env{t: t, fs: mem, dir: "ckpt/state/0", local: t.TempDir(), snapEvery: 2}
 				s := e.open(3, -1)
-				for v := int64(0); v < 2; v++ {
+				for v := int64(0); v < 3; v++ {
 					for k := range 50 {
 						if err := s.Put(testKey(k+int(v)), testVal(v)); err != nil {
 							t.Fatal(err)
@@ -338,7 +339,7 @@ func TestCorruptFiles(t *testing.T) {
 				names, _ := mem.List(e.dir)
 				var victim string
 				for _, n := range names {
-					if strings.HasSuffix(n, suffix) && (suffix == ".snap" || strings.HasPrefix(n, "00000000000000000001")) {
+					if strings.HasSuffix(n, suffix) && strings.HasPrefix(n, "00000000000000000002") != strings.HasPrefix(suffix, ".snap") {
 						victim = mem.PathJoin(e.dir, n)
 					}
 				}
@@ -349,9 +350,9 @@ func TestCorruptFiles(t *testing.T) {
 				if err := os.RemoveAll(e.local); err != nil {
 					t.Fatal(err)
 				}
-				_, err := Open(ctx, e.opts(3), 1)
+				_, err := Open(ctx, e.opts(3), 2)
 				checkCorrupt(t, err, victim)
-				_, _, err = ReadAllRaw(ctx, mem, e.dir, 1, func(int, []byte, []byte) error { return nil })
+				_, _, err = ReadAllRaw(ctx, mem, e.dir, 2, func(int, []byte, []byte) error { return nil })
 				checkCorrupt(t, err, victim)
 			})
 		}

@@ -474,6 +474,19 @@ type versionMeta struct {
 	// watermark the batch after this version runs with, as commits/<version>
 	// records it (Store.SetNextWatermark).
 	NextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
+
+	// own is set only on the stand-in a chain uses for a version whose
+	// background snapshot starts it (snapMeta.standIn): the version's own
+	// committed metadata, whose data file is its delta.
+	own *versionMeta
+}
+
+// committed returns the version's own metadata: m, or what m stands in for.
+func (m *versionMeta) committed() *versionMeta {
+	if m.own != nil {
+		return m.own
+	}
+	return m
 }
 
 // keyBounds is the smallest and largest key of a non-empty partition.
@@ -518,13 +531,20 @@ func decodeMeta(b []byte) (*versionMeta, error) {
 // metaBody checks a metadata file's frame (header line, JSON line, CRC
 // line) and returns its JSON line.
 func metaBody(b []byte) (string, error) {
+	return frameBody(b, metaHeader, "ethstream-state-meta v")
+}
+
+// frameBody checks the frame shared by .meta and .snapmeta files (header
+// line, JSON line, CRC line) and returns the JSON line. A header that
+// starts with family but is not header is a newer format, refused as such.
+func frameBody(b []byte, header, family string) (string, error) {
 	lines := strings.Split(string(b), "\n")
 	if len(lines) != 4 || lines[3] != "" {
 		return "", fmt.Errorf("want 3 newline-terminated lines, found %d", len(lines)-1)
 	}
-	if lines[0] != metaHeader {
-		if strings.HasPrefix(lines[0], "ethstream-state-meta v") {
-			return "", fmt.Errorf("unsupported metadata format %q (this build reads %q)", lines[0], metaHeader)
+	if lines[0] != header {
+		if strings.HasPrefix(lines[0], family) {
+			return "", fmt.Errorf("unsupported metadata format %q (this build reads %q)", lines[0], header)
 		}
 		return "", fmt.Errorf("bad header line %q", lines[0])
 	}
@@ -612,7 +632,7 @@ func (m *versionMeta) check() error {
 	return nil
 }
 
-// File names (doc.go): <version:020d>.<attempt>.{meta,delta,snap}.
+// File names (doc.go): <version:020d>.<attempt>.{meta,delta,snap,snapmeta}.
 func metaFileName(v int64, attempt int) string { return fmt.Sprintf("%020d.%d.meta", v, attempt) }
 
 func dataFileName(v int64, attempt int, kind string) string {
@@ -637,7 +657,7 @@ func parseFileName(name string) (v int64, attempt int, suffix string, ok bool) {
 		return 0, 0, "", false
 	}
 	switch parts[2] {
-	case "meta", "delta", "snap":
+	case "meta", "delta", "snap", "snapmeta":
 		return v, a, parts[2], true
 	}
 	return 0, 0, "", false

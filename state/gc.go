@@ -23,7 +23,7 @@ const gcRemovesPerCommit = 4
 // gcVictim is one state file to delete.
 type gcVictim struct {
 	v    int64
-	meta bool
+	rank int // deletion order within a version: 0 .meta, 1 .snapmeta, 2 data
 	name string
 }
 
@@ -44,11 +44,14 @@ func (s *Store) gc() error {
 //     the engine re-ran a batch whose state had been committed),
 //   - every attempt of a version other than its newest metadata attempt,
 //   - every version below the snapshot that starts the chain of the oldest
-//     retained version (s.version - Retain).
+//     retained version (s.version - Retain), a background snapshot
+//     included: the deltas below it are then garbage.
 //
-// They are ordered newest version first and metadata before data, so a
-// crash in the middle of deleting them leaves only loadable versions or
-// versions without metadata.
+// A background snapshot in flight keeps the chain it reads (its floor) and
+// its own version's files. They are ordered newest version first, then
+// .meta, .snapmeta, data, so a crash in the middle of deleting them leaves
+// only loadable versions or versions without metadata, and never a
+// .snapmeta without its .snap.
 func (s *Store) gcVictims() ([]gcVictim, error) {
 	cat, err := listCatalog(s.fs, s.dir)
 	if err != nil {
@@ -67,23 +70,42 @@ func (s *Store) gcVictims() ([]gcVictim, error) {
 		floor = chain[0].Version
 		break
 	}
+	if s.maint != nil {
+		floor = min(floor, s.maint.floor)
+	}
 	var victims []gcVictim
 	for _, name := range cat.files {
 		v, a, suf, _ := parseFileName(name)
 		latest, hasMeta := cat.latestAttempt(v)
 		drop := v > s.version || v < floor || !hasMeta || a != latest
-		if drop {
-			victims = append(victims, gcVictim{v, suf == "meta", name})
+		if drop && !s.maintaining(v) {
+			victims = append(victims, gcVictim{v, gcRank(suf), name})
 		}
 	}
 	sort.Slice(victims, func(i, j int) bool {
 		if victims[i].v != victims[j].v {
 			return victims[i].v > victims[j].v
 		}
-		return victims[i].meta && !victims[j].meta
+		return victims[i].rank < victims[j].rank
 	})
 	return victims, nil
 }
+
+// gcRank orders the deletion of one version's files: a version stops
+// being committed first, its background snapshot stops being one second.
+func gcRank(suffix string) int {
+	switch suffix {
+	case "meta":
+		return 0
+	case "snapmeta":
+		return 1
+	}
+	return 2
+}
+
+// maintaining reports whether the background snapshot in flight writes
+// files of version v: they are not garbage while it runs.
+func (s *Store) maintaining(v int64) bool { return s.maint != nil && s.maint.target.Version == v }
 
 // drainGC deletes up to n files from the front of the queue, and syncs the
 // directory once the queue is empty. Every queued file stays garbage: a
@@ -93,6 +115,12 @@ func (s *Store) drainGC(n int) error {
 	removed := 0
 	for ; removed < n && len(s.gcQueue) > 0; removed++ {
 		vc := s.gcQueue[0]
+		if s.maintaining(vc.v) {
+			// Queued before the snapshot of v started; the queue is
+			// computed anew when it ends.
+			s.gcQueue = s.gcQueue[1:]
+			continue
+		}
 		if err := s.fs.Remove(s.fs.PathJoin(s.dir, vc.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.gcQueue = nil
 			return fmt.Errorf("remove state file %s: %w", s.fs.PathJoin(s.dir, vc.name), err)

@@ -38,7 +38,7 @@ func TestPrepareCommit(t *testing.T) {
 		t.Fatalf("Get of a pending key after Prepare: %v %v", ok, err)
 	}
 	names, _ := e.fs.List(e.dir)
-	if strings.Join(names, ",") != "00000000000000000000.0.snap" {
+	if strings.Join(names, ",") != "00000000000000000000.0.delta" {
 		t.Fatalf("after Prepare the state dir holds %v, want only the data file", names)
 	}
 	if _, err := s.Commit(ctx, 1); err == nil {

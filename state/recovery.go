@@ -84,7 +84,8 @@ func Open(ctx context.Context, opts Options, version int64) (*Store, error) {
 
 // load makes the store hold version (the cache or a rebuild from the files).
 func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
-	s.gcQueue = nil // computed for another version
+	s.stopMaintenance() // of another version
+	s.gcQueue = nil     // computed for another version
 	var chain []*versionMeta
 	if version >= 0 {
 		var err error
@@ -103,7 +104,8 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		if err := checkChain(s.fs, s.dir, chain); err != nil {
 			return err
 		}
-		head := chain[len(chain)-1]
+		head := chain[len(chain)-1].committed()
+		s.setChain(chain)
 		same := head.Schema.Equal(s.opts.Schema)
 		if !same && s.opts.SpecCompatible != nil && s.opts.SpecCompatible(head.Schema.Spec) {
 			layout := head.Schema
@@ -128,6 +130,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			s.bounds = make([]*keyBounds, head.Partitions)
 		}
 	} else {
+		s.chain, s.chainFloor = nil, -1
 		s.storeID = uuid.NewString()
 		s.partRows = make([]int64, s.opts.Partitions)
 		s.bounds = make([]*keyBounds, s.opts.Partitions)
@@ -160,6 +163,16 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		return errors.Join(err, s.parts.close())
 	}
 	return nil
+}
+
+// setChain records the deltas of a loaded chain after its first file.
+func (s *Store) setChain(chain []*versionMeta) {
+	s.chain, s.chainFloor = nil, chain[0].Version
+	for i, m := range chain {
+		if i > 0 || m.Kind == kindNameDelta {
+			s.chain = append(s.chain, chainLink{m.Version, m.DataSize})
+		}
+	}
 }
 
 // trustMarker reports whether the local cache holds exactly s.head, and

@@ -24,8 +24,10 @@ type Options struct {
 
 	// CacheBytes is the block cache shared by all partitions (default 32 MB).
 	CacheBytes int64
-	// SnapshotEvery writes a full snapshot once this many deltas follow the
-	// last one (default 10). A repartition always writes a snapshot.
+	// SnapshotEvery starts a background snapshot of the committed version
+	// once this many deltas follow the last snapshot (default 10; Spark's
+	// minDeltasForSnapshot). Commits write deltas only; a repartition
+	// writes a snapshot.
 	SnapshotEvery int
 	// Retain keeps the files needed to load any of the last Retain versions
 	// (default 100, spark.sql.streaming.minBatchesToRetain).
@@ -35,6 +37,11 @@ type Options struct {
 	// the same (an operator's older Spec format); the versions written from
 	// then on record Schema.
 	SpecCompatible func(recorded string) bool
+
+	// syncMaintenance (tests) runs the background snapshot inside the
+	// commit that starts it, so that fault injection counts its file
+	// operations deterministically.
+	syncMaintenance bool
 }
 
 // Metrics describes one commit (the stateOperators[] figures of a progress
@@ -54,7 +61,9 @@ type Metrics struct {
 	// Commit ran alone).
 	PrepareTimeMs int64
 	PartitionRows []int64 // rows per partition (skew)
-	// Snapshot is true when this commit wrote a full snapshot.
+	// Snapshot is true when this commit wrote a full snapshot (only a
+	// repartition does; snapshots of committed versions are written in the
+	// background and counted nowhere here).
 	Snapshot bool
 	// BytesWritten is the size of the version's data and metadata files.
 	BytesWritten int64
@@ -88,6 +97,13 @@ type Store struct {
 	bounds []*keyBounds
 	union  unionBounds // of bounds, for outsideCommitted
 	rows   int64
+
+	// chain lists the deltas of the committed version's chain after the
+	// snapshot (or empty base) that starts it at chainFloor: the length
+	// that starts a background snapshot (maintain.go).
+	chain      []chainLink
+	chainFloor int64
+	maint      *maintenance // the background snapshot in flight, if any
 
 	// pendingClosed is the pending batch's SetClosedRows value.
 	pendingClosed int64
@@ -169,6 +185,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.Abort()
+	s.stopMaintenance()
 	s.bg.Wait()
 	if err := s.drainGC(len(s.gcQueue)); err != nil {
 		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)

@@ -35,6 +35,10 @@ type env struct {
 	local string
 	// snapEvery, if set, is Options.SnapshotEvery.
 	snapEvery int
+	// background runs background snapshots in a goroutine, as in
+	// production; otherwise inside the commit that starts them
+	// (Options.syncMaintenance), so that faults hit them deterministically.
+	background bool
 }
 
 func newEnv(t testing.TB, fs vfs.FS) *env {
@@ -45,7 +49,8 @@ func newEnv(t testing.TB, fs vfs.FS) *env {
 }
 
 func (e *env) opts(n int) Options {
-	return Options{Dir: e.dir, FS: e.fs, LocalDir: e.local, Partitions: n, Schema: testSchema, SnapshotEvery: e.snapEvery}
+	return Options{Dir: e.dir, FS: e.fs, LocalDir: e.local, Partitions: n, Schema: testSchema, SnapshotEvery: e.snapEvery,
+		syncMaintenance: !e.background}
 }
 
 func (e *env) open(n int, v int64) *Store {

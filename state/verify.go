@@ -149,24 +149,42 @@ func Verify(ctx context.Context, fs vfs.FS, dir string, committed int64) (Verify
 			return rep, err
 		}
 		rep.Versions++
+		// A version whose background snapshot starts its chain keeps its
+		// own delta too (an older build reads it): verified as well.
+		if own := chain[0].own; own != nil {
+			chain = append(chain, own)
+			if sm := snapMetaFileName(own.Version, own.Attempt); !seen[sm] {
+				seen[sm] = true
+				rep.Files++ // verified by loadChain
+			}
+		}
 		for _, m := range chain {
-			meta := metaFileName(m.Version, m.Attempt)
-			if !seen[meta] {
-				seen[meta] = true
-				rep.Files++
-			}
-			if seen[m.Data] {
-				continue
-			}
-			seen[m.Data] = true
-			if err := readDataFile(fs, dir, m, func(record) error { return nil }); err != nil {
+			if err := verifyFile(fs, dir, m, seen, &rep); err != nil {
 				return rep, err
 			}
-			rep.Files++
-			rep.Bytes += m.DataSize
 		}
 	}
 	return rep, nil
+}
+
+// verifyFile reads m's metadata and data files in full unless seen
+// already, counting them in rep.
+func verifyFile(fs vfs.FS, dir string, m *versionMeta, seen map[string]bool, rep *VerifyReport) error {
+	meta := metaFileName(m.Version, m.Attempt)
+	if !seen[meta] {
+		seen[meta] = true
+		rep.Files++
+	}
+	if seen[m.Data] {
+		return nil
+	}
+	seen[m.Data] = true
+	if err := readDataFile(fs, dir, m, func(record) error { return nil }); err != nil {
+		return err
+	}
+	rep.Files++
+	rep.Bytes += m.DataSize
+	return nil
 }
 
 // Record is what a committed version's metadata records that another file

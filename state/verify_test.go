@@ -15,13 +15,14 @@ import (
 // and restoring the file lets the store continue with exact contents.
 func TestDamageUnderTrustedCache(t *testing.T) {
 	ctx := context.Background()
-	for _, suffix := range []string{".snap", ".delta", ".meta"} {
+	for _, suffix := range []string{".snap", ".snapmeta", ".delta", ".meta"} {
 		for _, how := range []string{"flip", "truncate", "delete"} {
 			t.Run(suffix+"/"+how, func(t *testing.T) {
 				mem := vfs.NewMem()
-				e := &env{t: t, fs: mem, dir: "ckpt/state/0", local: t.TempDir()}
+				// Version 1's background snapshot starts version 2's chain.
+				e := &env{t: t, fs: mem, dir: "ckpt/state/0", local: t.TempDir(), snapEvery: 2}
 				s := e.open(3, -1)
-				for v := int64(0); v < 2; v++ {
+				for v := int64(0); v < 3; v++ {
 					for k := range 50 {
 						if err := s.Put(testKey(k+int(v)), testVal(v)); err != nil {
 							t.Fatal(err)
@@ -38,7 +39,7 @@ func TestDamageUnderTrustedCache(t *testing.T) {
 				names, _ := mem.List(e.dir)
 				var victim string
 				for _, n := range names {
-					if strings.HasSuffix(n, suffix) && (suffix == ".snap" || strings.HasPrefix(n, "00000000000000000001")) {
+					if strings.HasSuffix(n, suffix) && strings.HasPrefix(n, "00000000000000000002") != strings.HasPrefix(suffix, ".snap") {
 						victim = mem.PathJoin(e.dir, n)
 					}
 				}
@@ -50,15 +51,27 @@ func TestDamageUnderTrustedCache(t *testing.T) {
 					if err := mem.Remove(victim); err != nil {
 						t.Fatal(err)
 					}
+					if suffix == ".snapmeta" {
+						// A background snapshot without its record is
+						// one a crash cut short: the chain of deltas
+						// still holds the version.
+						s := e.open(3, 2)
+						diffMaps(t, "without the snapshot", want, storeContents(t, s))
+						if err := s.Close(); err != nil {
+							t.Fatal(err)
+						}
+						diffMaps(t, "checkpoint without the snapshot", want, checkpointContents(t, mem, e.dir, 2))
+						return
+					}
 				} else {
 					damage(t, mem, victim, how)
 				}
-				s, err := Open(ctx, e.opts(3), 1)
+				s, err := Open(ctx, e.opts(3), 2)
 				if err == nil {
 					if err := s.Put(testKey(1000), testVal(7)); err != nil {
 						t.Fatal(err)
 					}
-					_, err = s.Commit(ctx, 2)
+					_, err = s.Commit(ctx, 3)
 					_ = s.Close()
 				}
 				if suffix == ".meta" && how == "delete" {
@@ -67,27 +80,27 @@ func TestDamageUnderTrustedCache(t *testing.T) {
 				} else {
 					checkCorrupt(t, err, victim)
 				}
-				if _, err := Verify(ctx, mem, e.dir, 1); err == nil {
+				if _, err := Verify(ctx, mem, e.dir, 2); err == nil {
 					t.Fatalf("Verify accepts a damaged %s", victim)
 				}
 				// Nothing was written on top of the damage.
-				if _, err := mem.Stat(mem.PathJoin(e.dir, metaFileName(2, 0))); err == nil {
-					t.Fatal("version 2 was committed over a damaged chain")
+				if _, err := mem.Stat(mem.PathJoin(e.dir, metaFileName(3, 0))); err == nil {
+					t.Fatal("version 3 was committed over a damaged chain")
 				}
 				writeAll(t, mem, victim, orig)
-				if rep, err := Verify(ctx, mem, e.dir, 1); err != nil || rep.Versions != 2 {
+				if rep, err := Verify(ctx, mem, e.dir, 2); err != nil || rep.Versions != 3 {
 					t.Fatalf("Verify after restore: %+v %v", rep, err)
 				}
-				s = e.open(3, 1)
+				s = e.open(3, 2)
 				diffMaps(t, "after restore", want, storeContents(t, s))
 				if err := s.Put(testKey(1000), testVal(7)); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Commit(ctx, 2); err != nil {
+				if _, err := s.Commit(ctx, 3); err != nil {
 					t.Fatal(err)
 				}
 				want[string(testKey(1000))] = string(testVal(7))
-				diffMaps(t, "next version", want, checkpointContents(t, mem, e.dir, 2))
+				diffMaps(t, "next version", want, checkpointContents(t, mem, e.dir, 3))
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,273 @@
+package state
+
+// Background snapshots: the maintenance step that writes the full state of
+// an already-committed version off the commit path (doc.go, "Background
+// snapshots"), as Spark's state stores upload snapshots from a maintenance
+// task while each commit writes only its changes.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/durable"
+)
+
+// chainLink is one delta of the committed version's chain after the
+// snapshot (or empty base) that starts it.
+type chainLink struct {
+	version int64
+	bytes   int64
+}
+
+// maintenance is one background snapshot in flight. The goroutine that
+// runs it owns err, size and tmp until done is closed; the store's
+// goroutine owns everything else.
+type maintenance struct {
+	target *versionMeta // the committed version it snapshots (its own metadata)
+	floor  int64        // first version of target's chain: garbage collection keeps it
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	size   int64
+	tmps   []string // temp files its publishes could not remove
+}
+
+// maybeMaintain collects a finished maintenance and starts one for the
+// committed version when the chain since its last snapshot holds
+// SnapshotEvery deltas and none is running. It never waits: a commit pays
+// only for this check. The snapshot reads the immutable checkpoint files,
+// never the Pebble instances the next batch writes, so nothing is shared
+// with the commit path but the file system.
+func (s *Store) maybeMaintain() {
+	s.collectMaintenance(false)
+	if s.maint != nil || s.closed || s.head == nil || len(s.chain) < s.opts.SnapshotEvery {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mt := &maintenance{target: s.head, floor: s.chainFloor, cancel: cancel, done: make(chan struct{})}
+	s.maint = mt
+	fs, dir := s.fs, s.dir
+	run := func() {
+		defer close(mt.done)
+		mt.size, mt.tmps, mt.err = writeBackgroundSnapshot(ctx, fs, dir, mt.target)
+	}
+	if s.opts.syncMaintenance {
+		run()
+		s.collectMaintenance(true)
+		return
+	}
+	go run()
+}
+
+// collectMaintenance takes the result of the maintenance in flight once it
+// is done (waiting for it if wait is set). A snapshot of a version still
+// in the store's chain shortens the chain to the deltas after it and
+// recomputes the garbage (the deltas below the new floor may go); an error
+// is logged, and the next commit starts the maintenance again.
+func (s *Store) collectMaintenance(wait bool) {
+	mt := s.maint
+	if mt == nil {
+		return
+	}
+	if wait {
+		<-mt.done
+	} else {
+		select {
+		case <-mt.done:
+		default:
+			return
+		}
+	}
+	s.maint = nil
+	mt.cancel()
+	s.tmps = append(s.tmps, mt.tmps...)
+	if mt.err != nil {
+		if !errors.Is(mt.err, context.Canceled) {
+			s.logger.Warn("state background snapshot failed; it is retried after the next commit",
+				"dir", s.dir, "version", mt.target.Version, "err", mt.err)
+		}
+		return
+	}
+	for i, l := range s.chain {
+		if l.version == mt.target.Version {
+			s.chain = s.chain[i+1:]
+			s.chainFloor = l.version
+			break
+		}
+	}
+	s.logger.Debug("state background snapshot written", "dir", s.dir, "version", mt.target.Version, "bytes", mt.size)
+	var err error
+	if s.gcQueue, err = s.gcVictims(); err != nil {
+		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)
+	}
+}
+
+// stopMaintenance cancels the maintenance in flight and waits for it.
+func (s *Store) stopMaintenance() {
+	if s.maint != nil {
+		s.maint.cancel()
+		s.collectMaintenance(true)
+	}
+}
+
+// writeBackgroundSnapshot writes the .snap and then the .snapmeta of
+// committed version m (doc.go): the full state at m, merged from the
+// files of m's chain. It returns the bytes written. A version whose chain
+// already starts with its own snapshot needs nothing. A .snap of m left by
+// an earlier failed try (no .snapmeta) is replaced. It also returns the
+// temp files it could not remove.
+func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *versionMeta) (int64, []string, error) {
+	cat, err := listCatalog(fs, dir)
+	if err != nil {
+		return 0, nil, err
+	}
+	chain, err := loadChain(fs, dir, cat, m.Version)
+	if err != nil {
+		return 0, nil, err
+	}
+	if head := chain[len(chain)-1].committed(); head.ref() != m.ref() {
+		return 0, nil, fmt.Errorf("state: snapshot version %d attempt %d: attempt %d is the committed one", m.Version, m.Attempt, head.Attempt)
+	}
+	if chain[len(chain)-1].Kind == kindNameSnapshot {
+		return 0, nil, nil
+	}
+	name := dataFileName(m.Version, m.Attempt, kindNameSnapshot)
+	if err := fs.Remove(fs.PathJoin(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, nil, fmt.Errorf("remove unfinished state snapshot %s: %w", fs.PathJoin(dir, name), err)
+	}
+	var records uint64
+	size, tmp, err := publishFile(fs, dir, name, durable.NoOverwrite, func(w io.Writer) error {
+		dw, err := newDataWriter(w, kindSnapshot, m.Version, m.Attempt, m.Partitions)
+		if err != nil {
+			return err
+		}
+		if err := mergeChain(ctx, fs, dir, chain, func(r record) error { return dw.add(recPut, r.Partition, r.Key, r.Val) }); err != nil {
+			return err
+		}
+		if records = dw.count; records != uint64(m.Rows) {
+			return errcode.Corrupt(fs.PathJoin(dir, metaFileName(m.Version, m.Attempt)), nil,
+				"the chain of state version %d gives %d keys, its metadata says %d", m.Version, records, m.Rows)
+		}
+		return dw.finish()
+	})
+	var tmps []string
+	if tmp != "" {
+		tmps = append(tmps, tmp)
+	}
+	if err != nil {
+		return 0, tmps, fmt.Errorf("state: snapshot version %d: %w", m.Version, err)
+	}
+	sm := encodeSnapMeta(&snapMeta{
+		FormatVersion: snapMetaFormatVersion, StoreID: m.StoreID, Version: m.Version, Attempt: m.Attempt,
+		Data: name, DataSize: size, DataRecords: int64(records), Partitions: m.Partitions, Rows: m.Rows,
+	})
+	msize, tmp, err := publishFile(fs, dir, snapMetaFileName(m.Version, m.Attempt), durable.NoOverwrite, func(w io.Writer) error {
+		_, err := w.Write(sm)
+		return err
+	})
+	if tmp != "" {
+		tmps = append(tmps, tmp)
+	}
+	if err != nil {
+		return size, tmps, fmt.Errorf("state: snapshot version %d: %w", m.Version, err)
+	}
+	return size + msize, tmps, nil
+}
+
+// mergeChain streams the state at the end of chain to fn as puts in
+// (partition, key) order: a k-way merge of its files (each sorted the same
+// way), the newest file's record winning among equal keys, a delete
+// dropping the key. Memory is one read buffer per file, whatever the
+// state's size: folding the deltas into a map first would hold every key
+// ten backfill batches changed.
+func mergeChain(ctx context.Context, fs vfs.FS, dir string, chain []*versionMeta, fn func(r record) error) error {
+	curs := make([]*cursor, len(chain))
+	for i, m := range chain {
+		curs[i] = openCursor(fs, dir, m)
+	}
+	defer func() {
+		for _, c := range curs {
+			c.stop()
+		}
+	}()
+	for n := 0; ; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		best := -1
+		for i, c := range curs {
+			if c.ok && (best < 0 || recordCmp(c.rec, curs[best].rec) <= 0) {
+				best = i // on a tie the later (newer) file wins
+			}
+		}
+		if best < 0 {
+			break
+		}
+		win := curs[best].rec
+		if win.Kind == recPut {
+			if err := fn(win); err != nil {
+				return err
+			}
+		}
+		for i, c := range curs {
+			if i != best && c.ok && recordCmp(c.rec, win) == 0 {
+				c.advance()
+			}
+		}
+		curs[best].advance()
+	}
+	for _, c := range curs {
+		if c.err != nil {
+			return c.err
+		}
+	}
+	return nil
+}
+
+func recordCmp(a, b record) int {
+	if a.Partition != b.Partition {
+		return a.Partition - b.Partition
+	}
+	return bytes.Compare(a.Key, b.Key)
+}
+
+// cursor pulls the records of one data file; rec is valid until the next
+// advance.
+type cursor struct {
+	next func() (record, bool)
+	stop func()
+	rec  record
+	ok   bool
+	err  error
+}
+
+var errStopRead = errors.New("state: stop reading")
+
+func openCursor(fs vfs.FS, dir string, m *versionMeta) *cursor {
+	c := &cursor{}
+	seq := func(yield func(record) bool) {
+		err := readDataFile(fs, dir, m, func(r record) error {
+			if !yield(r) {
+				return errStopRead
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStopRead) {
+			c.err = err
+		}
+	}
+	c.next, c.stop = iter.Pull(iter.Seq[record](seq))
+	c.advance()
+	return c
+}
+
+func (c *cursor) advance() { c.rec, c.ok = c.next() }
