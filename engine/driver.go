@@ -70,6 +70,9 @@ type batchRun struct {
 	rec *recorder
 	out *stream.Batch
 	res batchResult
+	// wal, while offsets/N is written alongside the reads, receives the
+	// write's result (opAwaitOffsets takes it).
+	wal chan error
 }
 
 // exec performs plan p step by step. A phase begins with its first step
@@ -85,6 +88,14 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 		return batchResult{NextWatermark: d.dryWatermark(p)}, nil
 	}
 	b := &batchRun{p: p, rec: newRecorder(d.o.Clock, p, trigger, pre, d.o.observe), res: batchResult{NextWatermark: p.CommitWatermark}}
+	// A read that failed while offsets/N was being written returns before
+	// the await: the write still finishes before the batch does, so no
+	// writer of the checkpoint outlives exec.
+	defer func() {
+		if b.wal != nil {
+			<-b.wal
+		}
+	}()
 	if p.Kind != stream.KindRepartition {
 		defer func() {
 			if err != nil {
@@ -115,7 +126,9 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 
 // crashPoint names the crash point (a test hook, Options.crash) after step
 // s, "" if none; last says s ended its phase. The WAL phase's end is
-// after-offsets; the others follow single steps (doc.go, Crash order).
+// after-offsets (for offsets/N written alongside the reads, the end of the
+// WAL part that awaits it); the others follow single steps (doc.go, Crash
+// order).
 func crashPoint(s step, last bool) string {
 	switch s.Op {
 	case opFinish:
@@ -127,7 +140,7 @@ func crashPoint(s step, last bool) string {
 	case opCommitSources:
 		return "after-commit"
 	}
-	if last && s.Phase == phaseWAL {
+	if last && s.Phase == phaseWAL && !(s.Op == opWriteOffsets && s.Overlap) {
 		return "after-offsets"
 	}
 	return ""
@@ -146,7 +159,14 @@ func (d *driver) dryWatermark(p *batchPlan) int64 {
 func (d *driver) do(ctx context.Context, b *batchRun, s step) error {
 	switch s.Op {
 	case opWriteOffsets:
+		if s.Overlap {
+			b.wal = make(chan error, 1)
+			go func() { b.wal <- d.writeOffsets(b.p, s) }()
+			return nil
+		}
 		return d.writeOffsets(b.p, s)
+	case opAwaitOffsets:
+		return d.awaitOffsets(b, s)
 	case opReuseOffsets:
 		return nil
 	case opPurge:
@@ -189,6 +209,17 @@ func (d *driver) writeOffsets(p *batchPlan, s step) error {
 			"concurrent update to the offsets log: batch %d was written by another writer", s.Batch)
 	}
 	return fmt.Errorf("write offsets for batch %d: %w", s.Batch, err)
+}
+
+// awaitOffsets waits for offsets/N, written alongside the reads, to be
+// durable; the time it waits is walCommit's, not addBatch's.
+func (d *driver) awaitOffsets(b *batchRun, s step) error {
+	if b.wal == nil {
+		return fmt.Errorf("batch %d: await offsets/%d that no step writes", s.Batch, s.Batch)
+	}
+	err := <-b.wal
+	b.wal = nil
+	return err
 }
 
 // finish closes the input: the sources' progress and the commit watermark
