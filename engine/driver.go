@@ -134,6 +134,10 @@ func crashPoint(s step, last bool) string {
 	case opFinish:
 		return "before-sink"
 	case opWriteSink:
+		if s.Overlap {
+			// The state committed alongside: the serial order's point.
+			return "after-state-commit"
+		}
 		return "after-sink"
 	case opCommitState, opRepartitionState:
 		return "after-state-commit"
@@ -252,8 +256,8 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 	return nil
 }
 
-// commitState commits (or, after a preparing sink write, publishes) state
-// version N.
+// commitState commits state version N after the sink wrote batch N (an
+// operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
 	if err := d.op.Commit(ctx, s.Batch); err != nil {
 		return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
@@ -290,12 +294,13 @@ func (d *driver) commitSources(ctx context.Context, b *batchRun, s step) error {
 	return nil
 }
 
-// writeSinkPreparing writes the sink while the operator prepares its state
-// commit on another goroutine (stream.CommitPreparer): the two touch
-// disjoint files, and nothing of the prepared version is visible until
-// opCommitState publishes it, after the sink succeeded. A failure of either
-// fails the batch once both returned; exec's Abort then drops the prepared
-// version (doc.go, Batch lifecycle).
+// writeSinkPreparing writes the sink while the operator commits state
+// version N on another goroutine (stream.CommitPreparer: PrepareCommit,
+// then Commit): the two touch disjoint files, and commits/N, which makes
+// the batch count, follows both (doc.go, Crash order). A failure of either
+// fails the batch once both returned; a sink failure cancels the state's
+// context, so a commit not yet published stays unpublished, and exec's
+// Abort drops what is left of the batch.
 func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) error {
 	cp, ok := d.op.(stream.CommitPreparer)
 	if !ok {
@@ -303,21 +308,35 @@ func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) er
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	prepared := make(chan error, 1)
-	go func() { prepared <- cp.PrepareCommit(pctx, s.Batch) }()
+	committed := make(chan error, 1)
+	go func() {
+		err := cp.PrepareCommit(pctx, s.Batch)
+		if err != nil {
+			committed <- fmt.Errorf("batch %d: prepare state: %w", s.Batch, err)
+			return
+		}
+		if err := d.op.Commit(pctx, s.Batch); err != nil {
+			committed <- fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
+			return
+		}
+		committed <- nil
+	}()
 	sp, sinkErr := d.sink.AddBatch(ctx, s.Batch, b.out)
 	if sinkErr != nil {
-		// The batch fails anyway: the prepared version would be dropped.
+		// The batch fails anyway: the state commit would be re-done.
 		cancel()
 	}
-	prepErr := <-prepared
+	stateErr := <-committed
 	if sinkErr != nil {
 		return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), sinkErr)
 	}
-	if prepErr != nil {
-		return fmt.Errorf("batch %d: prepare state: %w", s.Batch, prepErr)
+	if stateErr != nil {
+		return stateErr
 	}
 	b.rec.seen.sink = sp
+	if pr, ok := d.op.(stream.ProgressReporter); ok {
+		b.rec.seen.op = pr.Progress()
+	}
 	return nil
 }
 

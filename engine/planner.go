@@ -44,8 +44,8 @@ type planConf struct {
 	MinRetain int
 	// Progress is false offline: no query runs, no event is emitted.
 	Progress bool
-	// Prepare: the operator prepares its state commit while the sink
-	// writes (stream.CommitPreparer), and publishes it after.
+	// Prepare: the operator commits its state (PrepareCommit, then
+	// Commit) while the sink writes (stream.CommitPreparer).
 	Prepare bool
 }
 
@@ -87,8 +87,8 @@ const (
 	opPurge                          // offsets and commits below Below
 	opRead                           // Source's rows in (Start, End] into the operator
 	opFinish                         // Operator.Finish: evict, output rows
-	opWriteSink                      // Sink.AddBatch(N), with Overlap alongside Operator.PrepareCommit(N)
-	opCommitState                    // Operator.Commit(N): with Overlap, publishes what PrepareCommit wrote
+	opWriteSink                      // Sink.AddBatch(N), with Overlap alongside Operator.PrepareCommit(N) and Commit(N)
+	opCommitState                    // Operator.Commit(N) after the sink (an operator without stream.CommitPreparer)
 	opRepartitionState               // Operator.Repartition(N-1, N, To)
 	opWriteCommit                    // commits/N
 	opCommitSources                  // Source.Commit(end) for each source with an end
@@ -137,8 +137,8 @@ type step struct {
 	Start, End json.RawMessage
 	From, To   int
 	Below      int64
-	// Overlap: on opWriteSink and opCommitState, the sink write runs
-	// alongside the state's PrepareCommit and the state commit publishes it
+	// Overlap: on opWriteSink, the sink write runs alongside the state's
+	// PrepareCommit and Commit, and no opCommitState follows
 	// (planConf.Prepare); on opWriteOffsets, offsets/N is written alongside
 	// the reads and opAwaitOffsets waits for it (walSteps).
 	Overlap bool
@@ -163,13 +163,10 @@ func (s step) String() string {
 		return "finish operator"
 	case opWriteSink:
 		if s.Overlap {
-			return fmt.Sprintf("write sink batch %d, prepare state version %d alongside", s.Batch, s.Batch)
+			return fmt.Sprintf("write sink batch %d, commit state version %d alongside", s.Batch, s.Batch)
 		}
 		return fmt.Sprintf("write sink batch %d", s.Batch)
 	case opCommitState:
-		if s.Overlap {
-			return fmt.Sprintf("publish state version %d", s.Batch)
-		}
 		return fmt.Sprintf("commit state version %d", s.Batch)
 	case opRepartitionState:
 		return fmt.Sprintf("repartition state version %d -> %d: %d -> %d partitions", s.Batch-1, s.Batch, s.From, s.To)
@@ -322,8 +319,11 @@ func dataPlan(c planConf, id int64, e *checkpoint.OffsetEntry, ranges []readRang
 	p.Steps = walSteps(c, id, rerun, reads, make([]step, 0, 9+len(ranges)))
 	p.Steps = append(p.Steps,
 		step{Op: opFinish, Phase: phaseAddBatch, Batch: id},
-		step{Op: opWriteSink, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare},
-		step{Op: opCommitState, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare},
+		step{Op: opWriteSink, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare})
+	if !c.Prepare {
+		p.Steps = append(p.Steps, step{Op: opCommitState, Phase: phaseAddBatch, Batch: id})
+	}
+	p.Steps = append(p.Steps,
 		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id},
 		step{Op: opCommitSources, Phase: phaseCommit, Batch: id})
 	return reportStep(c, p)
