@@ -202,7 +202,8 @@
 // # Commit
 //
 // The operator implements stream.CommitPreparer: PrepareCommit(N) has the
-// state store write version N's data file (state.Store.Prepare), which the
-// engine does while the sink writes batch N; Commit(N) then publishes it.
+// state store write version N's data file (state.Store.Prepare), and
+// Commit(N) then publishes it; the engine runs both while the sink writes
+// batch N.
 // Between the two the batch is finished and nothing of the operator changes.
 package agg

@@ -67,9 +67,9 @@
 //
 // # Batch lifecycle
 //
-// For batch N: offsets/N is written (walCommit) and entries older than
-// minBatchesToRetain are purged; each source's rows in (start, end] are read
-// with ReadBatch (the literal "source" column is added when the query reads
+// For batch N: offsets/N is written (walCommit; alongside the reads, see
+// Crash order) and entries older than minBatchesToRetain are purged; each
+// source's rows in (start, end] are read with ReadBatch (the literal "source" column is added when the query reads
 // it) and handed to Operator.Process with the batch's watermark; then, for
 // an operator that implements stream.WatermarkLookahead, NextWatermark with
 // the commit watermark (known once the input is read), Operator.Finish,
@@ -83,45 +83,44 @@
 //
 // # Crash order
 //
-// The order needs commits/N after both the sink's batch N and state version
-// N are durable; it does not need either of those before the other: a
-// re-run finds the sink's batch N written (its txn) and writes nothing
-// twice, and writes state version N again under a new attempt, whose
-// metadata wins over any earlier attempt's. The driver overlaps the two as
-// far as keeping the visible order sink, then state, allows:
+// The order needs offsets/N durable before anything of batch N is visible,
+// and commits/N after both the sink's batch N and state version N are
+// durable; it does not need either of those two before the other: a re-run
+// finds the sink's batch N written (its txn) and writes nothing twice, and
+// writes state version N again under a new attempt, whose metadata wins
+// over any earlier attempt's (a state version without its commits/N is
+// never loaded: Open loads the last committed batch's). The driver
+// overlaps what that order allows:
 //
-//  1. Operator.Finish(N).
-//  2. With an operator that implements stream.CommitPreparer (agg),
-//     PrepareCommit(N) runs on its own goroutine while Sink.AddBatch(N) runs
-//     on the driver's: the state store opens the partitions the batch
-//     writes and publishes version N's data file, not its metadata file. A
-//     state version without metadata is never loaded, and the sink's files
-//     are disjoint from the state's, so any interleaving of the two writers'
-//     files is a state a crash in the serial order could also leave: the
-//     table with or without batch N, and at most an unpublished data file of
-//     state version N. The driver waits for both; if either failed, the
-//     batch fails and Abort drops the prepared version (its data file is
-//     collected like any crash leftover: the next commit of N writes a new
-//     attempt, and garbage collection removes attempts without metadata).
-//  3. Operator.Commit(N), only after the sink succeeded: it publishes the
-//     prepared version's metadata file (state version N becomes the one a
-//     restart can load) and applies the batch to the local cache. Without
-//     CommitPreparer, Commit(N) does all of 2's state work here.
+//  1. offsets/N is written on its own goroutine while the sources are read
+//     into the operator (only memory changes), and awaited before Finish:
+//     its fsyncs leave the critical path of a short live batch. The crash
+//     point after-offsets follows the await.
+//  2. Operator.Finish(N).
+//  3. With an operator that implements stream.CommitPreparer (agg),
+//     PrepareCommit(N) then Commit(N) run on their own goroutine while
+//     Sink.AddBatch(N) runs on the driver's: the state store publishes
+//     version N's data file, then its metadata file, and applies the batch
+//     to its local cache. The sink's files are disjoint from the state's,
+//     so any interleaving of the two writers' files is a state a crash
+//     could also leave: the table with or without batch N, and state
+//     version N unpublished, prepared or published. The driver waits for
+//     both; if either failed, the batch fails (a sink failure cancels the
+//     state's context, so a commit not yet published stays unpublished)
+//     and Abort drops what is left (a prepared data file is collected like
+//     any crash leftover: the next commit of N writes a new attempt, and
+//     garbage collection removes attempts without metadata). Without
+//     CommitPreparer, Commit(N) runs after the sink.
 //  4. commits/N, then the sources' commits and the progress event.
 //
-// So state version N is published only after the sink's batch N is
-// durable, as in the serial order; what the overlap adds is only the
-// unpublished data file during the sink write. Crash points (the test
-// hooks) are before-sink, after-sink (sink written, state prepared, not
-// published), after-state-commit and after-commit; the pipeline's fault
-// loops crash at every write and at every pair of the two writers' writes
-// inside the overlap. The gain is at most the preparation time the sink
-// write covers (the custom metric commitPrepareTimeMs): in a backfill with
-// closed windows left out of state (stream.WatermarkLookahead) a batch
-// prepares a few hundred keys, so it matters mostly on the first batch,
-// which opens every partition and writes the first snapshot. The
-// preparation and the sink's file encoding compete for the same cores, so
-// on a busy machine the saving is smaller than the preparation time.
+// Crash points (the test hooks) are after-offsets, before-sink, after-sink
+// (without CommitPreparer), after-state-commit (after the overlapped sink
+// write, or after Commit) and after-commit; the pipeline's fault loops
+// crash at every write and at every pair of the two writers' writes inside
+// the overlap. The gain is the state commit's time the sink write covers,
+// two fsyncs of its metadata file among them; the commit and the sink's
+// file encoding compete for the same cores, so on a busy machine the
+// saving is smaller than the commit time.
 //
 // A no-data batch (no source moved) is planned only if
 // spark.sql.streaming.noDataMicroBatches.enabled, the watermark moved past

@@ -70,6 +70,9 @@ type batchRun struct {
 	rec *recorder
 	out *stream.Batch
 	res batchResult
+	// wal, while offsets/N is written alongside the reads, receives the
+	// write's result (opAwaitOffsets takes it).
+	wal chan error
 }
 
 // exec performs plan p step by step. A phase begins with its first step
@@ -85,6 +88,14 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 		return batchResult{NextWatermark: d.dryWatermark(p)}, nil
 	}
 	b := &batchRun{p: p, rec: newRecorder(d.o.Clock, p, trigger, pre, d.o.observe), res: batchResult{NextWatermark: p.CommitWatermark}}
+	// A read that failed while offsets/N was being written returns before
+	// the await: the write still finishes before the batch does, so no
+	// writer of the checkpoint outlives exec.
+	defer func() {
+		if b.wal != nil {
+			<-b.wal
+		}
+	}()
 	if p.Kind != stream.KindRepartition {
 		defer func() {
 			if err != nil {
@@ -115,19 +126,25 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 
 // crashPoint names the crash point (a test hook, Options.crash) after step
 // s, "" if none; last says s ended its phase. The WAL phase's end is
-// after-offsets; the others follow single steps (doc.go, Crash order).
+// after-offsets (for offsets/N written alongside the reads, the end of the
+// WAL part that awaits it); the others follow single steps (doc.go, Crash
+// order).
 func crashPoint(s step, last bool) string {
 	switch s.Op {
 	case opFinish:
 		return "before-sink"
 	case opWriteSink:
+		if s.Overlap {
+			// The state committed alongside: the serial order's point.
+			return "after-state-commit"
+		}
 		return "after-sink"
 	case opCommitState, opRepartitionState:
 		return "after-state-commit"
 	case opCommitSources:
 		return "after-commit"
 	}
-	if last && s.Phase == phaseWAL {
+	if last && s.Phase == phaseWAL && !(s.Op == opWriteOffsets && s.Overlap) {
 		return "after-offsets"
 	}
 	return ""
@@ -146,7 +163,14 @@ func (d *driver) dryWatermark(p *batchPlan) int64 {
 func (d *driver) do(ctx context.Context, b *batchRun, s step) error {
 	switch s.Op {
 	case opWriteOffsets:
+		if s.Overlap {
+			b.wal = make(chan error, 1)
+			go func() { b.wal <- d.writeOffsets(b.p, s) }()
+			return nil
+		}
 		return d.writeOffsets(b.p, s)
+	case opAwaitOffsets:
+		return d.awaitOffsets(b, s)
 	case opReuseOffsets:
 		return nil
 	case opPurge:
@@ -191,6 +215,17 @@ func (d *driver) writeOffsets(p *batchPlan, s step) error {
 	return fmt.Errorf("write offsets for batch %d: %w", s.Batch, err)
 }
 
+// awaitOffsets waits for offsets/N, written alongside the reads, to be
+// durable; the time it waits is walCommit's, not addBatch's.
+func (d *driver) awaitOffsets(b *batchRun, s step) error {
+	if b.wal == nil {
+		return fmt.Errorf("batch %d: await offsets/%d that no step writes", s.Batch, s.Batch)
+	}
+	err := <-b.wal
+	b.wal = nil
+	return err
+}
+
 // finish closes the input: the sources' progress and the commit watermark
 // are known now, once for the batch; then the operator evicts and outputs.
 func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
@@ -221,8 +256,8 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 	return nil
 }
 
-// commitState commits (or, after a preparing sink write, publishes) state
-// version N.
+// commitState commits state version N after the sink wrote batch N (an
+// operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
 	if err := d.op.Commit(ctx, s.Batch); err != nil {
 		return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
@@ -259,12 +294,13 @@ func (d *driver) commitSources(ctx context.Context, b *batchRun, s step) error {
 	return nil
 }
 
-// writeSinkPreparing writes the sink while the operator prepares its state
-// commit on another goroutine (stream.CommitPreparer): the two touch
-// disjoint files, and nothing of the prepared version is visible until
-// opCommitState publishes it, after the sink succeeded. A failure of either
-// fails the batch once both returned; exec's Abort then drops the prepared
-// version (doc.go, Batch lifecycle).
+// writeSinkPreparing writes the sink while the operator commits state
+// version N on another goroutine (stream.CommitPreparer: PrepareCommit,
+// then Commit): the two touch disjoint files, and commits/N, which makes
+// the batch count, follows both (doc.go, Crash order). A failure of either
+// fails the batch once both returned; a sink failure cancels the state's
+// context, so a commit not yet published stays unpublished, and exec's
+// Abort drops what is left of the batch.
 func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) error {
 	cp, ok := d.op.(stream.CommitPreparer)
 	if !ok {
@@ -272,21 +308,35 @@ func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) er
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	prepared := make(chan error, 1)
-	go func() { prepared <- cp.PrepareCommit(pctx, s.Batch) }()
+	committed := make(chan error, 1)
+	go func() {
+		err := cp.PrepareCommit(pctx, s.Batch)
+		if err != nil {
+			committed <- fmt.Errorf("batch %d: prepare state: %w", s.Batch, err)
+			return
+		}
+		if err := d.op.Commit(pctx, s.Batch); err != nil {
+			committed <- fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
+			return
+		}
+		committed <- nil
+	}()
 	sp, sinkErr := d.sink.AddBatch(ctx, s.Batch, b.out)
 	if sinkErr != nil {
-		// The batch fails anyway: the prepared version would be dropped.
+		// The batch fails anyway: the state commit would be re-done.
 		cancel()
 	}
-	prepErr := <-prepared
+	stateErr := <-committed
 	if sinkErr != nil {
 		return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), sinkErr)
 	}
-	if prepErr != nil {
-		return fmt.Errorf("batch %d: prepare state: %w", s.Batch, prepErr)
+	if stateErr != nil {
+		return stateErr
 	}
 	b.rec.seen.sink = sp
+	if pr, ok := d.op.(stream.ProgressReporter); ok {
+		b.rec.seen.op = pr.Progress()
+	}
 	return nil
 }
 

@@ -366,3 +366,42 @@ func TestNoDataProbeError(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// pollCancelSource cancels the run inside its at-th LatestOffset and
+// returns the context's error, as a node request does on SIGINT.
+type pollCancelSource struct {
+	memSource
+	cancel func()
+	at     int
+	polls  int
+}
+
+func (c *pollCancelSource) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
+	if c.polls++; c.polls == c.at {
+		c.cancel()
+		return nil, fmt.Errorf("poll the node: %w", ctx.Err())
+	}
+	return c.memSource.LatestOffset(ctx, start)
+}
+
+// TestCancelWhilePolling: a cancel that stops the sources' poll for the next
+// batch is an interruption (nil error, Interrupted), not a failure, for
+// every trigger kind: nothing of the next batch was written.
+func TestCancelWhilePolling(t *testing.T) {
+	for _, trig := range []Trigger{{Kind: ProcessingTime}, {Kind: RealTime}, {Kind: AvailableNow}} {
+		s := newScenario()
+		s.sources["a"] = &srcWorld{start: 1, available: 50, max: 10, grow: 5}
+		ctx, cancel := context.WithCancel(context.Background())
+		src := &pollCancelSource{memSource: memSource{w: s.sources["a"], name: "a"}, cancel: cancel, at: 3}
+		q := Query{Columns: []string{ethblock.ColBlockTS, ethblock.ColMiner, stream.ColSource}, Operator: &countOp{}, Sink: streamtest.Plain(s.table),
+			Trigger: trig, Conf: map[string]string{checkpoint.ConfSourceEvolution: "true"},
+			Sources: []NamedSource{{"a", src}}}
+		sum, err := Run(ctx, q, Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock})
+		if err != nil || !sum.Interrupted || sum.LastBatchID != 1 {
+			t.Fatalf("%v: cancelled while polling: %+v %v", trig.Kind, sum, err)
+		}
+		if got := s.verifyTable(); !strings.HasPrefix(got, "ok: 20 blocks") {
+			t.Fatalf("%v: %s", trig.Kind, got)
+		}
+	}
+}

@@ -27,11 +27,16 @@ type recorder struct {
 	// the phase is timed).
 	phase phase
 	began time.Time
+	// spent is each timed phase's time so far: a phase may come in parts
+	// (the WAL's, when offsets/N is written alongside the reads), and its
+	// duration is the sum of its parts.
+	spent map[phase]time.Duration
 	// getBatch is the time inside the sources' ReadBatch, less the time
-	// their emit callbacks spent in the operator.
-	getBatch time.Duration
-	in       inputStats
-	seen     reports
+	// their emit callbacks spent in the operator; taken is the part of it
+	// already subtracted from addBatch.
+	getBatch, taken time.Duration
+	in              inputStats
+	seen            reports
 	// observe, if set (tests), receives each phase boundary.
 	observe func(event string)
 }
@@ -80,7 +85,7 @@ type reports struct {
 type preDurations struct{ latest, planning time.Duration }
 
 func newRecorder(clk stream.Clock, p *batchPlan, trigger time.Time, pre preDurations, observe func(string)) *recorder {
-	r := &recorder{clk: clk, p: p, trigger: trigger, dur: map[string]int64{}, observe: observe}
+	r := &recorder{clk: clk, p: p, trigger: trigger, dur: map[string]int64{}, spent: map[phase]time.Duration{}, observe: observe}
 	if p.Kind != stream.KindRepartition {
 		r.dur[stream.DurLatestOffset] = pre.latest.Milliseconds()
 		r.dur[stream.DurQueryPlanning] = pre.planning.Milliseconds()
@@ -131,10 +136,12 @@ func (r *recorder) end() {
 			// time: addBatch is the phase's wall time (read, process, sink,
 			// state commit) minus getBatch, the time inside the sources,
 			// and the phases sum to at most triggerExecution, as Spark's do.
-			d -= r.getBatch
+			d -= r.getBatch - r.taken
+			r.taken = r.getBatch
 			r.dur[stream.DurGetBatch] = r.getBatch.Milliseconds()
 		}
-		r.dur[phaseKey(ph)] = d.Milliseconds()
+		r.spent[ph] += d
+		r.dur[phaseKey(ph)] = r.spent[ph].Milliseconds()
 	}
 	r.phase = phaseNone
 	r.note("end " + ph.String())

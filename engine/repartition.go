@@ -29,7 +29,7 @@ func controlPlan(c planConf, id int64, base *checkpoint.OffsetEntry, from, to in
 	for _, so := range e.Sources {
 		p.Ranges = append(p.Ranges, readRange{Key: so.Key, Start: so.Offset, End: so.Offset})
 	}
-	p.Steps = walSteps(c, id, redo, nil)
+	p.Steps = walSteps(c, id, redo, nil, nil)
 	p.Steps = append(p.Steps,
 		step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to},
 		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})

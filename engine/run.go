@@ -61,9 +61,10 @@ type run struct {
 // batch re-runs first with its recorded offsets, timestamp and watermark, then
 // a requested repartition runs as a control batch, then new batches follow.
 //
-// A cancelled ctx between batches ends the run with Interrupted set and a nil
-// error; inside a batch the batch is abandoned (the next start re-runs it) and
-// the context's error is returned.
+// A cancelled ctx between batches, or while the sources are polled for the
+// next one (nothing of it is written yet), ends the run with Interrupted set
+// and a nil error; inside a batch the batch is abandoned (the next start
+// re-runs it) and the context's error is returned.
 func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	o = o.withDefaults()
 	if err := q.validateShape(); err != nil {
@@ -202,6 +203,10 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		start := o.Clock.Now()
 		ran, err := r.trigger(ctx, start)
+		if errors.Is(err, errStoppedPolling) {
+			r.sum.Interrupted = true
+			return nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				o.Logger.Warn("batch abandoned: stopped", "batchId", r.st.NextID, "err", err)
@@ -248,6 +253,11 @@ func afterTrigger(t Trigger, ran bool, start time.Time, now func() time.Time) (s
 	return false, wait
 }
 
+// errStoppedPolling is a cancel that stopped the sources' poll for the next
+// batch (a real-time trigger polls at once when a head arrives, so a SIGINT
+// often lands there): no batch began, so it is an interruption, not a failure.
+var errStoppedPolling = errors.New("stopped while polling the sources")
+
 // trigger plans the next batch, obtaining what the planner asks for, and
 // runs it; ran is false when there was nothing to do.
 func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error) {
@@ -261,6 +271,9 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 		case needLatest:
 			t0 := clk.Now()
 			if v.Latest, err = r.d.latestOffsets(ctx, r.c.Keys, r.st.Current); err != nil {
+				if ctx.Err() != nil {
+					return false, errStoppedPolling
+				}
 				return false, err
 			}
 			t1 = clk.Now()

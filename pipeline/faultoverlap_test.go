@@ -12,14 +12,14 @@ import (
 )
 
 // The overlap loop covers what the single-counter loop reaches only by
-// chance: a crash while the sink write and the state store's prepared
-// commit run at the same time (engine doc.go, Batch lifecycle). Each side
-// writes in its own order, so a crash inside the overlap leaves some prefix
-// of the sink's writes of batch N and some prefix of the state's data-file
-// writes of version N. Run (j, k) stops the sink at its j-th write of batch
-// N and the state at its k-th (or lets one side finish), each failing every
-// later operation of its own side; once either side stopped, every other
-// operation fails too, as after a crash. Then the FS loses what was not
+// chance: a crash while the sink write and the state store's commit run at
+// the same time (engine doc.go, Crash order). Each side writes in its own
+// order, so a crash inside the overlap leaves some prefix of the sink's
+// writes of batch N and some prefix of the state's writes of version N
+// (its data file, then its metadata file). Run (j, k) stops the sink at its
+// j-th write of batch N and the state at its k-th (or lets one side
+// finish), each failing every later operation of its own side; once either
+// side stopped, every other operation fails too, as after a crash. Then the FS loses what was not
 // synced and the query restarts: the table must equal the recount, with no
 // duplicate, no temp file, and no state data file without its metadata.
 
@@ -46,8 +46,8 @@ type overlapWrite struct {
 }
 
 // overlapTrace records, in a clean run, each side's writes inside each
-// batch's overlap: from the batch's offsets file to the state's first
-// metadata write (the publish, after the sink finished).
+// batch's overlap: from the batch's offsets file to its commits file (the
+// state store publishes its metadata file alongside the sink write).
 type overlapTrace struct {
 	mu      sync.Mutex
 	n       [3]int
@@ -69,10 +69,10 @@ func (t *overlapTrace) MaybeError(op errorfs.Op) error {
 		t.batch = len(t.batches) - 1
 		t.inside = true
 	}
-	s := side(op.Path)
-	if s == sideState && strings.Contains(op.Path, ".meta.") {
+	if op.Kind == errorfs.OpCreate && strings.HasPrefix(op.Path, flCheckpoint+"/commits/.") {
 		t.inside = false
 	}
+	s := side(op.Path)
 	if t.inside && s != sideOther {
 		t.batches[t.batch] = append(t.batches[t.batch], overlapWrite{s, t.n[s]})
 	}

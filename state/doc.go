@@ -12,7 +12,8 @@
 // version stays invisible: it has no .meta file) and freezes the pending
 // batch; Commit(v') then publishes the .meta file and applies the cache, and
 // Abort instead leaves the data file as garbage, exactly what a crash
-// between the two files leaves. The engine prepares while the sink writes.
+// between the two files leaves. The engine prepares and commits while the
+// sink writes.
 // A key lives in partition PartitionOf(key, n): FNV-1a 64 of the encoded
 // key bytes modulo n. That function is part of the format and never changes.
 //

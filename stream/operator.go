@@ -98,10 +98,12 @@ type ProgressReporter interface {
 // Commit may leave, which the next Open ignores and collects: a prepared,
 // unpublished version is never loaded.
 //
-// The engine calls PrepareCommit(N) after Finish(N), on another goroutine,
-// while Sink.AddBatch(N) runs (no other method of the operator runs
-// meanwhile), and Commit(N) only after both returned and the sink
-// succeeded; if either failed it calls Abort. Without this interface the
+// The engine calls PrepareCommit(N) after Finish(N), then Commit(N), both on
+// another goroutine while Sink.AddBatch(N) runs (no other method of the
+// operator runs meanwhile; a sink failure cancels their context); if
+// either or the sink failed it calls Abort once all returned, which must
+// then be harmless for a version Commit published (the engine loads the
+// last batch with commits/N at the next Open). Without this interface the
 // engine calls Commit(N) after Sink.AddBatch(N) returned.
 type CommitPreparer interface {
 	PrepareCommit(ctx context.Context, batchID int64) error

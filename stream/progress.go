@@ -41,7 +41,8 @@ type SourceProgress struct {
 
 // durationMs keys (Spark's, plus DBR's control batch key). The phases do not
 // overlap, so together they take at most triggerExecution, as in Spark:
-// latestOffset, queryPlanning, walCommit, then getBatch (time inside the
+// latestOffset, queryPlanning, walCommit (less the part of the offsets
+// write the reads covered, engine doc.go Crash order), then getBatch (time inside the
 // sources' ReadBatch) and addBatch (operator, sink and state commit: the rest
 // of the read-process-write pass, which streams source chunks into the
 // operator), then commitOffsets; a control batch has controlBatch.REPARTITION
