@@ -497,13 +497,18 @@ type keyBounds struct {
 
 func (m *versionMeta) ref() versionRef { return versionRef{m.Version, m.Attempt} }
 
-func encodeMeta(m *versionMeta) []byte {
-	js, err := json.Marshal(m)
+func encodeMeta(m *versionMeta) []byte { return encodeFrame(metaHeader, m) }
+
+// encodeFrame writes the frame shared by .meta and .snapmeta files (header
+// line, JSON line, CRC line; frameBody reads it). The values are the
+// package's own structs: a marshal error is a bug.
+func encodeFrame(header string, v any) []byte {
+	js, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("state: marshal version metadata: %v", err))
+		panic(fmt.Sprintf("state: marshal %s: %v", header, err))
 	}
 	var b bytes.Buffer
-	b.WriteString(metaHeader)
+	b.WriteString(header)
 	b.WriteByte('\n')
 	b.Write(js)
 	b.WriteByte('\n')

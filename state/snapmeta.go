@@ -4,11 +4,9 @@ package state
 // .snapmeta file beside the .snap it describes, published after it.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"strings"
 
@@ -40,19 +38,7 @@ func snapMetaFileName(v int64, attempt int) string {
 	return fmt.Sprintf("%020d.%d.snapmeta", v, attempt)
 }
 
-func encodeSnapMeta(sm *snapMeta) []byte {
-	js, err := json.Marshal(sm)
-	if err != nil {
-		panic(fmt.Sprintf("state: marshal snapshot metadata: %v", err))
-	}
-	var b bytes.Buffer
-	b.WriteString(snapMetaHeader)
-	b.WriteByte('\n')
-	b.Write(js)
-	b.WriteByte('\n')
-	fmt.Fprintf(&b, "crc32c:%08x\n", crc32.Checksum(js, crcTable))
-	return b.Bytes()
-}
+func encodeSnapMeta(sm *snapMeta) []byte { return encodeFrame(snapMetaHeader, sm) }
 
 func decodeSnapMeta(b []byte) (*snapMeta, error) {
 	body, err := frameBody(b, snapMetaHeader, "ethstream-state-snapmeta v")
