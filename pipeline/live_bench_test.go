@@ -35,11 +35,7 @@ var liveFsync = flag.Duration("live.fsync", 0, "BenchmarkLive20: added to every 
 func BenchmarkLive20(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	archive := filepath.Join(dir, "archive")
-	m, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 1), Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := oneDayArchive(b, dir)
 	const perBatch = 20
 	node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true,
 		InitialBlocks: perBatch * (b.N + 2)})

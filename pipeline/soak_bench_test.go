@@ -88,11 +88,7 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	ctx := context.Background()
 	dir := b.TempDir()
-	archive := filepath.Join(dir, "archive")
-	m, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 1), Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := oneDayArchive(b, dir)
 	// The node runs in this process: its block cache is kept small so that
 	// it does not show as the query's memory growth.
 	node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true,
@@ -409,4 +405,16 @@ func diskFloor(b *testing.B) {
 	sort.Float64s(rounds)
 	med, p99 := rounds[len(rounds)/2], rounds[len(rounds)*99/100]
 	fmt.Fprintf(os.Stderr, "disk floor (6 fsynced publishes, no engine): median %.1f ms, p99 %.1f ms, p99/median %.2f\n", med, p99, p99/med)
+}
+
+// oneDayArchive generates the first day of the chain (seed 1) under
+// dir/archive for a live benchmark's node to serve.
+func oneDayArchive(b *testing.B, dir string) *chain.Manifest {
+	b.Helper()
+	m, err := chain.GenerateArchive(context.Background(), chain.GenOptions{Out: filepath.Join(dir, "archive"),
+		Preset: chain.RangePreset(chain.FirstDay, 1), Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }
