@@ -20,6 +20,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/internal/interval"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/stream"
@@ -76,8 +77,8 @@ type FreshnessResult struct {
 // Freshness table properties: a short log retention, so a long live run's
 // _delta_log stays bounded (Delta's default keeps 30 days of entries).
 var freshnessTableProps = map[string]string{
-	"delta.logRetentionDuration":         "interval 1 minute",
-	"delta.deletedFileRetentionDuration": "interval 1 minute",
+	"delta.logRetentionDuration":         "interval " + interval.Format(freshnessRetention),
+	"delta.deletedFileRetentionDuration": "interval " + interval.Format(freshnessRetention),
 }
 
 // BenchFreshness runs the reference query under trigger realTime against a

@@ -10,7 +10,8 @@ import (
 // judges "bounded" and "flat" (docs/contracts.md, Targets: table files,
 // checkpoint files and RSS over the run).
 const (
-	// freshnessRetention is the table's log and deleted-file retention.
+	// freshnessRetention is the table's log and deleted-file retention
+	// (freshnessTableProps).
 	freshnessRetention = time.Minute
 	// boundedGrowth: the file counts at the end may exceed those at the
 	// run's midpoint by at most this factor. Once the retentions are in

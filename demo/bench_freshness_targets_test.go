@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/interval"
 )
 
 // TestFreshnessTargets judges made-up runs: a run whose files keep growing
@@ -52,5 +53,16 @@ func TestFreshnessTargets(t *testing.T) {
 	}
 	if err := MissedTargets(freshnessTargets(&short)); err != nil {
 		t.Errorf("not measured counted as missed: %v", err)
+	}
+}
+
+// TestFreshnessRetentionIsTheTables: the retention the targets reason with
+// is the one the run's table is given, as the sink will parse it.
+func TestFreshnessRetentionIsTheTables(t *testing.T) {
+	for k, v := range freshnessTableProps {
+		d, err := interval.Parse(strings.TrimPrefix(v, "interval "))
+		if err != nil || d != freshnessRetention {
+			t.Errorf("%s = %q: %v, %v; want %v", k, v, d, err, freshnessRetention)
+		}
 	}
 }
