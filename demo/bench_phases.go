@@ -24,8 +24,9 @@ type BenchPhases struct {
 	// ListMs: latestOffset + queryPlanning (listing the archive each trigger).
 	ListMs int64 `json:"listMs"`
 	// ReadMs: getBatch, the driver waiting on its sources' reads and
-	// decoding; DecodeWorkerMs is the archive source's decodeMs (summed over
-	// its decode workers, which run ahead of the driver), as last reported.
+	// decoding; DecodeWorkerMs is the archive source's decodeMs (the wall
+	// time of its decode workers, which run ahead of the driver, summed:
+	// time waiting for a core included, so not CPU), as last reported.
 	ReadMs         int64 `json:"readMs"`
 	DecodeWorkerMs int64 `json:"decodeWorkerMs"`
 	// ProcessMs: the operator's Process (custom metric processTimeMs).
@@ -105,7 +106,7 @@ func printPhases(w io.Writer, what string, ph BenchPhases, wallMs int64) {
 		what, ph.Batches, float64(wallMs)/1000)
 	row("list the archive (latestOffset, queryPlanning)", ph.ListMs, "durationMs")
 	row("read/decode: waiting on the source", ph.ReadMs,
-		fmt.Sprintf("durationMs.getBatch; decode workers %d ms (decodeMs)", ph.DecodeWorkerMs))
+		fmt.Sprintf("durationMs.getBatch; decode workers' summed wall %d ms (decodeMs)", ph.DecodeWorkerMs))
 	row("process (into partial aggregates)", ph.ProcessMs, "customMetrics.processTimeMs")
 	row("finish/evict (merge into state, evict)", ph.FinishMs, "allUpdatesTimeMs + allRemovalsTimeMs")
 	row("sink write (Delta MERGE + commit)", ph.SinkMs, fmt.Sprintf("sink writeTimeMs; MERGE %d ms (executionTimeMs)", ph.MergeMs))
