@@ -3,6 +3,8 @@ package state
 import (
 	"bytes"
 	"context"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // chainCursor is one data file of a delta chain in a k-way merge: its
@@ -25,10 +27,7 @@ func chainLess(a, b *chainCursor) bool {
 
 // eachCommitted passes every key and value of committed version v to fn in
 // (partition, key) order, reading its checkpoint files without the local
-// cache: a streaming k-way merge of the snapshot and the deltas of v's
-// chain (each file is in that order already), in which the newest write of
-// a key wins and a delete drops it. Memory is one read buffer per file of
-// the chain, whatever the number of keys.
+// cache (mergeChain).
 func (s *Store) eachCommitted(ctx context.Context, v int64, fn func(part int, k, v []byte) error) error {
 	cat, err := listCatalog(s.fs, s.dir)
 	if err != nil {
@@ -38,6 +37,17 @@ func (s *Store) eachCommitted(ctx context.Context, v int64, fn func(part int, k,
 	if err != nil {
 		return err
 	}
+	return mergeChain(ctx, s.fs, s.dir, chain, fn)
+}
+
+// mergeChain passes the state at the end of chain (oldest file first) to fn
+// as puts in (partition, key) order: a streaming k-way merge of the
+// snapshot and the deltas (each file is in that order already), in which
+// the newest write of a key wins and a delete drops it. Memory is one read
+// buffer per file of the chain, whatever the number of keys: folding the
+// deltas into a map first would hold every key ten backfill batches
+// changed. A repartition and a background snapshot both read through it.
+func mergeChain(ctx context.Context, fs vfs.FS, dir string, chain []*versionMeta, fn func(part int, k, v []byte) error) error {
 	h := mergeHeap[*chainCursor]{less: chainLess}
 	defer func() {
 		for _, c := range h.items {
@@ -45,7 +55,7 @@ func (s *Store) eachCommitted(ctx context.Context, v int64, fn func(part int, k,
 		}
 	}()
 	for age, m := range chain {
-		f, err := openDataFile(s.fs, s.dir, m)
+		f, err := openDataFile(fs, dir, m)
 		if err != nil {
 			return err
 		}

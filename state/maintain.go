@@ -6,12 +6,10 @@ package state
 // task while each commit writes only its changes.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"os"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -148,7 +146,7 @@ func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *vers
 		if err != nil {
 			return err
 		}
-		if err := mergeChain(ctx, fs, dir, chain, func(r record) error { return dw.add(recPut, r.Partition, r.Key, r.Val) }); err != nil {
+		if err := mergeChain(ctx, fs, dir, chain, func(part int, k, v []byte) error { return dw.add(recPut, part, k, v) }); err != nil {
 			return err
 		}
 		if records = dw.count; records != uint64(m.Rows) {
@@ -181,93 +179,3 @@ func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *vers
 	return size + msize, tmps, nil
 }
 
-// mergeChain streams the state at the end of chain to fn as puts in
-// (partition, key) order: a k-way merge of its files (each sorted the same
-// way), the newest file's record winning among equal keys, a delete
-// dropping the key. Memory is one read buffer per file, whatever the
-// state's size: folding the deltas into a map first would hold every key
-// ten backfill batches changed.
-func mergeChain(ctx context.Context, fs vfs.FS, dir string, chain []*versionMeta, fn func(r record) error) error {
-	curs := make([]*cursor, len(chain))
-	for i, m := range chain {
-		curs[i] = openCursor(fs, dir, m)
-	}
-	defer func() {
-		for _, c := range curs {
-			c.stop()
-		}
-	}()
-	for n := 0; ; n++ {
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		best := -1
-		for i, c := range curs {
-			if c.ok && (best < 0 || recordCmp(c.rec, curs[best].rec) <= 0) {
-				best = i // on a tie the later (newer) file wins
-			}
-		}
-		if best < 0 {
-			break
-		}
-		win := curs[best].rec
-		if win.Kind == recPut {
-			if err := fn(win); err != nil {
-				return err
-			}
-		}
-		for i, c := range curs {
-			if i != best && c.ok && recordCmp(c.rec, win) == 0 {
-				c.advance()
-			}
-		}
-		curs[best].advance()
-	}
-	for _, c := range curs {
-		if c.err != nil {
-			return c.err
-		}
-	}
-	return nil
-}
-
-func recordCmp(a, b record) int {
-	if a.Partition != b.Partition {
-		return a.Partition - b.Partition
-	}
-	return bytes.Compare(a.Key, b.Key)
-}
-
-// cursor pulls the records of one data file; rec is valid until the next
-// advance.
-type cursor struct {
-	next func() (record, bool)
-	stop func()
-	rec  record
-	ok   bool
-	err  error
-}
-
-var errStopRead = errors.New("state: stop reading")
-
-func openCursor(fs vfs.FS, dir string, m *versionMeta) *cursor {
-	c := &cursor{}
-	seq := func(yield func(record) bool) {
-		err := readDataFile(fs, dir, m, func(r record) error {
-			if !yield(r) {
-				return errStopRead
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStopRead) {
-			c.err = err
-		}
-	}
-	c.next, c.stop = iter.Pull(iter.Seq[record](seq))
-	c.advance()
-	return c
-}
-
-func (c *cursor) advance() { c.rec, c.ok = c.next() }

@@ -221,60 +221,6 @@ func (s *Store) eachCached(ctx context.Context, fn func(part int, k, v []byte) e
 	return nil
 }
 
-// fileOverride is the last write of one key in a chain of delta files.
-type fileOverride struct {
-	part int
-	val  []byte
-	del  bool
-}
-
-// overrides maps an encoded key to its last write.
-type overrides map[string]*fileOverride
-
-func (over overrides) set(k string, part int, val []byte, del bool) {
-	o := over[k]
-	if o == nil {
-		o = &fileOverride{part: part}
-		over[k] = o
-	}
-	o.del = del
-	o.val = append(o.val[:0], val...)
-}
-
-// foldChain loads committed version v's chain from the checkpoint files and
-// folds its deltas into overrides (the last write of a key wins). It returns
-// the snapshot the chain starts from, nil if it starts from the empty state;
-// the caller streams it, replacing keys that have an override.
-func (s *Store) foldChain(ctx context.Context, v int64) (*versionMeta, overrides, error) {
-	cat, err := listCatalog(s.fs, s.dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	chain, err := loadChain(s.fs, s.dir, cat, v)
-	if err != nil {
-		return nil, nil, err
-	}
-	var snap *versionMeta
-	deltas := chain
-	if chain[0].Kind == kindNameSnapshot {
-		snap, deltas = chain[0], chain[1:]
-	}
-	over := overrides{}
-	for _, m := range deltas {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		err := readDataFile(s.fs, s.dir, m, func(r record) error {
-			over.set(string(r.Key), r.Partition, r.Val, r.Kind == recDelete)
-			return nil
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return snap, over, nil
-}
-
 // reloadAt makes the store hold committed version v (with the partition count
 // recorded for it), from the cache or the checkpoint files.
 func (s *Store) reloadAt(ctx context.Context, v int64) error {
