@@ -178,4 +178,3 @@ func writeBackgroundSnapshot(ctx context.Context, fs vfs.FS, dir string, m *vers
 	}
 	return size + msize, tmps, nil
 }
-
