@@ -47,11 +47,13 @@ type Operator struct {
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
-	pt     *partial
+	pt     *partial    // lane 0; after mergeLanes, every entry of the batch
+	lanes  *laneRunner // the batch's partial tables (lanes.go)
 
 	// The current batch.
 	inBatch  bool
 	finished bool
+	merged   bool // Finish has merged the lanes (mergeLanes)
 	batchID  int64
 	inRows   int64
 	chunk    chunkStats
@@ -95,7 +97,9 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{p: p, pt: newPartial(p), vals: make([]aggVal, len(p.aggs))}, nil
+	o := &Operator{p: p, vals: make([]aggVal, len(p.aggs))}
+	o.setPlan(p)
+	return o, nil
 }
 
 // Schema returns the state schema the operator records and checks on Open.
@@ -121,7 +125,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		old.StateFormat = StateFormat1
 		if p, perr := newPlan(old); perr == nil && !p.schema.Equal(o.p.schema) {
 			if s1, err1 := o.openStore(ctx, env, p); err1 == nil {
-				o.p, o.pt, o.vals = p, newPartial(p), make([]aggVal, len(p.aggs))
+				o.setPlan(p)
 				s, err = s1, nil
 			}
 		}
@@ -156,9 +160,21 @@ func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *pla
 	}, env.Version)
 }
 
+// setPlan makes p the operator's plan, with empty partial tables.
+func (o *Operator) setPlan(p *plan) {
+	o.p, o.vals = p, make([]aggVal, len(p.aggs))
+	if o.lanes != nil {
+		o.lanes.stop()
+	}
+	o.lanes = newLaneRunner(p)
+	o.pt = o.lanes.ls[0]
+}
+
 func (o *Operator) resetBatch() {
-	o.pt.reset()
-	o.inBatch, o.finished = false, false
+	for _, l := range o.lanes.ls {
+		l.reset()
+	}
+	o.inBatch, o.finished, o.merged = false, false, false
 }
 
 // begin starts batch batchID on its first Process or Finish.
@@ -175,7 +191,7 @@ func (o *Operator) begin(batchID int64) error {
 		}
 		return nil
 	}
-	o.inBatch, o.finished, o.batchID = true, false, batchID
+	o.inBatch, o.finished, o.merged, o.batchID = true, false, false, batchID
 	o.inRows = 0
 	o.process = 0
 	o.chunk = chunkStats{}
@@ -209,7 +225,10 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 			return err
 		}
 	}
-	st, err := o.pt.add(in, o.wmUs(watermarkMs))
+	if o.merged {
+		return fmt.Errorf("aggregation: batch %d is being finished", batchID)
+	}
+	st, err := o.lanes.add(in, o.wmUs(watermarkMs))
 	if oe, ok := err.(*overflowError); ok {
 		return o.overflow(batchID, oe.agg)
 	}
@@ -260,6 +279,8 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	if err := o.begin(batchID); err != nil {
 		return nil, stream.OperatorProgress{}, err
 	}
+	mergeLanes(o.lanes.ls)
+	o.merged = true
 	p, pt := o.p, o.pt
 	n := pt.len()
 	var out *output
@@ -683,6 +704,7 @@ func (o *Operator) Close() error {
 	err := o.store.Close()
 	o.store = nil
 	o.resetBatch()
+	o.lanes.stop()
 	return err
 }
 
