@@ -97,7 +97,12 @@ func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	backend := &dirBackend{root: root}
+	rootDir, err := os.Open(root)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("open %s: %w", o.Root, err)
+	}
+	backend := &dirBackend{root: root, rootDir: rootDir}
 	fake := gofakes3.New(backend,
 		gofakes3.WithTimeSkewLimit(0),
 		gofakes3.WithoutVersioning(),
@@ -158,6 +163,7 @@ func (s *S3Server) Requests() int64 { return s.requests.Load() }
 func (s *S3Server) Close() error {
 	err := s.srv.Close()
 	<-s.done
+	s.backend.rootDir.Close() // a second Close's ErrClosed means nothing
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -190,7 +196,7 @@ func (s *S3Server) middleware(next http.Handler) http.Handler {
 			var err error
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				if p, perr := s.backend.objectPath(bucket, key); perr == nil {
-					obj, err = openConfined(s.root, p)
+					obj, err = s.backend.openConfined(p)
 				}
 			} else if out, _ := outside(s.root, filepath.Join(s.root, bucket, filepath.FromSlash(key))); out {
 				err = errOutside
@@ -246,7 +252,8 @@ func s3Error(w http.ResponseWriter, status int, code, msg string) {
 // own writes in progress and a client's keys never share a name.
 // Safe for concurrent use.
 type dirBackend struct {
-	root string
+	root    string
+	rootDir *os.File // root, open for openBeneath; nil: not used
 }
 
 var _ gofakes3.Backend = (*dirBackend)(nil)
@@ -548,7 +555,7 @@ func (b *dirBackend) open(bucket, key string) (*os.File, fs.FileInfo, error) {
 		}
 		return nil, nil, err
 	}
-	f, err := openConfined(b.root, p)
+	f, err := b.openConfined(p)
 	if errors.Is(err, errOutside) {
 		return nil, nil, gofakes3.KeyNotFound(key) // the middleware already said 403
 	}
