@@ -252,8 +252,11 @@ func s3Error(w http.ResponseWriter, status int, code, msg string) {
 // own writes in progress and a client's keys never share a name.
 // Safe for concurrent use.
 type dirBackend struct {
-	root    string
-	rootDir *os.File // root, open for openBeneath; nil: not used
+	root string
+	// rootDir is root as opened at start, for openBeneath (nil: not
+	// used). GET and HEAD resolve keys from it, so a root directory renamed
+	// away while serving (rather than emptied) would still be served.
+	rootDir *os.File
 }
 
 var _ gofakes3.Backend = (*dirBackend)(nil)
