@@ -54,6 +54,7 @@ type S3Faults struct {
 type S3Server struct {
 	url      string
 	root     string // Root, absolute, its symlinks resolved
+	backend  *dirBackend
 	auth     *sigV4 // nil: unauthenticated
 	srv      *http.Server
 	ln       net.Listener
@@ -96,12 +97,18 @@ func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	fake := gofakes3.New(&dirBackend{root: root},
+	rootDir, err := os.Open(root)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("open %s: %w", o.Root, err)
+	}
+	backend := &dirBackend{root: root, rootDir: rootDir}
+	fake := gofakes3.New(backend,
 		gofakes3.WithTimeSkewLimit(0),
 		gofakes3.WithoutVersioning(),
 		gofakes3.WithLogger(gofakes3.DiscardLog()),
 	)
-	s := &S3Server{url: "http://" + ln.Addr().String(), root: root, ln: ln, done: make(chan struct{})}
+	s := &S3Server{url: "http://" + ln.Addr().String(), root: root, backend: backend, ln: ln, done: make(chan struct{})}
 	if o.AccessKey != "" {
 		s.auth = &sigV4{accessKey: o.AccessKey, secretKey: o.SecretKey, now: time.Now}
 	}
@@ -156,6 +163,7 @@ func (s *S3Server) Requests() int64 { return s.requests.Load() }
 func (s *S3Server) Close() error {
 	err := s.srv.Close()
 	<-s.done
+	s.backend.rootDir.Close() // a second Close's ErrClosed means nothing
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -163,8 +171,9 @@ func (s *S3Server) Close() error {
 }
 
 // middleware counts the request, verifies its signature (with
-// credentials), injects the configured faults, and refuses a key that
-// resolves outside the root, before gofakes3 sees it.
+// credentials), refuses a key that resolves outside the root, and injects
+// the configured faults, before gofakes3 sees the request; a plain GET or
+// HEAD of an object it answers itself (serveObject).
 func (s *S3Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
@@ -179,10 +188,25 @@ func (s *S3Server) middleware(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if bucket, key, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); ok && key != "" && filepath.IsLocal(filepath.FromSlash(bucket+"/"+key)) {
-			if out, _ := outside(s.root, filepath.Join(s.root, bucket, filepath.FromSlash(key))); out {
-				s3Error(w, http.StatusForbidden, "AccessDenied", "the key resolves outside the served directory (a symbolic link)")
+		// obj is the object of a GET or HEAD, opened and confined once here
+		// (nil when it does not open: gofakes3 answers why).
+		var obj *os.File
+		bucket, key, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if ok && key != "" && filepath.IsLocal(filepath.FromSlash(bucket+"/"+key)) {
+			var err error
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				if p, perr := s.backend.objectPath(bucket, key); perr == nil {
+					obj, err = s.backend.openConfined(p)
+				}
+			} else if out, _ := outside(s.root, filepath.Join(s.root, bucket, filepath.FromSlash(key))); out {
+				err = errOutside
+			}
+			if errors.Is(err, errOutside) {
+				s3Error(w, http.StatusForbidden, "AccessDenied", errOutside.Error())
 				return
+			}
+			if obj != nil {
+				defer obj.Close()
 			}
 		}
 		s.mu.Lock()
@@ -195,6 +219,9 @@ func (s *S3Server) middleware(next http.Handler) http.Handler {
 			return
 		case u < f.ThrottleRate+f.ErrorRate:
 			s3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+			return
+		}
+		if obj != nil && serveObject(w, r, key, obj) {
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -226,6 +253,10 @@ func s3Error(w http.ResponseWriter, status int, code, msg string) {
 // Safe for concurrent use.
 type dirBackend struct {
 	root string
+	// rootDir is root as opened at start, for openBeneath (nil: not
+	// used). GET and HEAD resolve keys from it, so a root directory renamed
+	// away while serving (rather than emptied) would still be served.
+	rootDir *os.File
 }
 
 var _ gofakes3.Backend = (*dirBackend)(nil)
@@ -527,10 +558,10 @@ func (b *dirBackend) open(bucket, key string) (*os.File, fs.FileInfo, error) {
 		}
 		return nil, nil, err
 	}
-	if out, err := outside(b.root, p); out || err != nil {
+	f, err := b.openConfined(p)
+	if errors.Is(err, errOutside) {
 		return nil, nil, gofakes3.KeyNotFound(key) // the middleware already said 403
 	}
-	f, err := os.Open(p)
 	if err != nil {
 		if ok, berr := b.BucketExists(bucket); berr != nil || !ok {
 			return nil, nil, gofakes3.BucketNotFound(bucket)
@@ -718,32 +749,4 @@ func (b *dirBackend) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, met
 		return gofakes3.CopyObjectResult{}, err
 	}
 	return gofakes3.CopyObjectResult{ETag: gofakes3.FormatETag(etag(dstKey, st)), LastModified: gofakes3.NewContentTime(st.ModTime())}, nil
-}
-
-// outside reports whether path p leaves root (a real path) once its
-// symbolic links are resolved, as far as p exists: a key is served and
-// written only inside the root, whatever links lie under it (a link to a
-// file or directory inside the root is followed). A dangling link is
-// outside: its target is unknown until it exists. Links are resolved when
-// the request arrives; a local user who swaps one between the check and
-// the open is not defended against (the server's clients cannot create
-// links: a PUT writes a regular file).
-func outside(root, p string) (bool, error) {
-	for d := p; ; {
-		real, err := filepath.EvalSymlinks(d)
-		if err == nil {
-			return real != root && !strings.HasPrefix(real, root+string(filepath.Separator)), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return false, err
-		}
-		if st, lerr := os.Lstat(d); lerr == nil && st.Mode()&fs.ModeSymlink != 0 {
-			return true, nil // dangling
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return false, nil
-		}
-		d = parent
-	}
 }

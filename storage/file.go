@@ -92,11 +92,10 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 	if end > f.size {
 		end = f.size
 	}
-	data, err := f.fs.obj.GetRange(f.fs.ctx, f.key, off, end-off)
-	if err != nil {
+	n := int(end - off)
+	if err := f.fs.obj.GetRangeInto(f.fs.ctx, f.key, off, p[:n]); err != nil {
 		return 0, err
 	}
-	n := copy(p, data)
 	if n < len(p) {
 		return n, io.EOF
 	}

@@ -11,8 +11,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/streamtest"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // floatRow writes difficulty and total_difficulty in the physical types a
@@ -124,12 +126,14 @@ func decodeRows[T any](t *testing.T, rows []T, cols []string) []string {
 
 // TestDecodeStateReuse decodes files of every era, writer layout and
 // compression one after the other with one decodeState, as a decode worker
-// does, and checks every file's batches against the oracle only after all
-// of them were decoded: a decoded file must own its values, never share
-// memory that the worker's read buffers (handed from file to file) or
-// parquet-go's page pools hand to a later file.
+// does, from file:// and through the embedded S3 endpoint (both read into
+// the worker's buffers), and checks every file's batches against the
+// oracle only after all of them were decoded: a decoded file must own its
+// values, never share memory that the worker's read buffers (handed from
+// file to file) or parquet-go's page pools hand to a later file.
 func TestDecodeStateReuse(t *testing.T) {
-	root := t.TempDir()
+	served := t.TempDir()
+	root := filepath.Join(served, "lake")
 	writers := [][]parquet.WriterOption{
 		nil,
 		{parquet.MaxRowsPerRowGroup(97), parquet.PageBufferSize(512)},
@@ -155,27 +159,50 @@ func TestDecodeStateReuse(t *testing.T) {
 			files = append(files, file{p, cols, project(expected(era, bs), cols)})
 		}
 	}
-	m := &metrics{}
-	st := &localStore{fs: vfs.Default, root: root, m: m}
-	ds := newDecodeState()
-	got := make([]*decodedFile, len(files))
-	for i, f := range files {
-		info, err := os.Stat(f.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[i], err = decodeFileWith(t.Context(), st, nil, ds, fileURI(f.path), info.Size(), f.cols, m); err != nil {
-			t.Fatal(err)
-		}
+	srv, err := chain.StartS3(t.Context(), chain.S3Options{Root: served, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(ds.bufs.free) == 0 {
-		t.Fatal("the decode state kept no read buffer to reuse")
-	}
-	for i, f := range files {
-		var rows []block
-		for _, b := range got[i].batches {
-			rows = append(rows, batchRows(b)...)
-		}
-		t.Run(filepath.Base(filepath.Dir(f.path)), func(t *testing.T) { blocksEqual(t, rows, f.want) })
+	t.Cleanup(func() { srv.Close() })
+	for _, via := range []string{"file", "s3"} {
+		t.Run(via, func(t *testing.T) {
+			m := &metrics{}
+			var st store = &localStore{fs: vfs.Default, root: root, m: m}
+			uri := func(p string) string { return fileURI(p) }
+			if via == "s3" {
+				o, err := ParseURI("s3://lake/v1.0/eth/blocks?anonymous=true&endpoint=" + srv.URL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st, err = newS3Store(t.Context(), o, "lake", "v1.0/eth/blocks", m, func() stream.Clock { return stream.SystemClock{} }); err != nil {
+					t.Fatal(err)
+				}
+				uri = func(p string) string {
+					rel, _ := filepath.Rel(root, p)
+					return s3URI("lake", filepath.ToSlash(rel))
+				}
+			}
+			ds := newDecodeState()
+			got := make([]*decodedFile, len(files))
+			for i, f := range files {
+				info, err := os.Stat(f.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[i], err = decodeFileWith(t.Context(), st, nil, ds, uri(f.path), info.Size(), f.cols, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(ds.bufs.free) == 0 {
+				t.Fatal("the decode state kept no read buffer to reuse")
+			}
+			for i, f := range files {
+				var rows []block
+				for _, b := range got[i].batches {
+					rows = append(rows, batchRows(b)...)
+				}
+				t.Run(filepath.Base(filepath.Dir(f.path)), func(t *testing.T) { blocksEqual(t, rows, f.want) })
+			}
+		})
 	}
 }

@@ -125,11 +125,12 @@
 // first row group's miner to the second's timestamp, 4 requests per file ->
 // 3). Those are S3's figures; a file:// archive reads a 16 KiB tail (a daily
 // file's footer is ~8 KiB), bridges holes of at most 16 KiB, opens the file
-// once per decode and reads its ranges one after the other into buffers
-// its decode worker hands from file to file (a local read is a syscall and
-// a copy: bytes nothing decodes cost more than a request), and decodes pages
-// with parquet-go's page API into columnar engine batches: one batch per row
-// group, in log order then row-group order. Parallelism files are fetched
+// once per decode and reads its ranges one after the other (a local read is
+// a syscall and a copy: bytes nothing decodes cost more than a request).
+// Either way the ranges are read into buffers the decode worker hands from
+// file to file (over S3 through storage.Objects.GetRangeInto), and pages are
+// decoded with parquet-go's page API into columnar engine batches: one
+// batch per row group, in log order then row-group order. Parallelism files are fetched
 // and decoded at once, by long-lived workers, up to 2 x Parallelism files
 // ahead of emission. Columns are matched by name per file
 // (engine block_ts is the archive's timestamp; every block column of

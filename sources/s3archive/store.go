@@ -221,14 +221,7 @@ func (o *localObject) readRange(ctx context.Context, off, n int64, buf []byte) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if int64(cap(buf)) >= n {
-		buf = buf[:n]
-	} else {
-		// Rounded up, so that the same range of the next file (a few
-		// bytes longer or shorter) fits the buffer when it comes back.
-		const unit = 16 << 10
-		buf = make([]byte, n, (n+unit-1)/unit*unit)
-	}
+	buf = rangeBuf(buf, n)
 	o.m.requests.Add(1)
 	k, err := o.f.ReadAt(buf, off)
 	if err != nil && !(errors.Is(err, io.EOF) && int64(k) == n) {
@@ -236,6 +229,17 @@ func (o *localObject) readRange(ctx context.Context, off, n int64, buf []byte) (
 	}
 	o.m.bytesRead.Add(n)
 	return buf, nil
+}
+
+// rangeBuf returns buf[:n] when buf has room for n bytes, else a new
+// buffer of n bytes, its capacity rounded up so that the same range of the
+// next file (a few bytes longer or shorter) fits it when it comes back.
+func rangeBuf(buf []byte, n int64) []byte {
+	if int64(cap(buf)) >= n {
+		return buf[:n]
+	}
+	const unit = 16 << 10
+	return make([]byte, n, (n+unit-1)/unit*unit)
 }
 
 func (o *localObject) close() error { return o.f.Close() }
