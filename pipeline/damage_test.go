@@ -32,7 +32,7 @@ import (
 
 // damageArchive is three days of the model chain, one file (one batch) a day.
 var damageArchive = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ethstream-damage-")
+	dir, err := sharedTempDir("ethstream-damage-")
 	if err != nil {
 		return "", err
 	}

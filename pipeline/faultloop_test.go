@@ -47,7 +47,7 @@ const (
 // faultArchive is the archive every run reads: two days of the model chain
 // from genesis (one file, and so one batch, per day), written once.
 var faultArchive = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ethstream-faultloop-")
+	dir, err := sharedTempDir("ethstream-faultloop-")
 	if err != nil {
 		return "", err
 	}
@@ -55,11 +55,31 @@ var faultArchive = sync.OnceValues(func() (string, error) {
 	return dir, err
 })
 
+// sharedDirs are the directories of the package's once-made archives
+// (faultArchive, damageArchive): shared by tests, so no test's cleanup can
+// remove them; TestMain does, after the last test.
+var sharedDirs struct {
+	sync.Mutex
+	list []string
+}
+
+func sharedTempDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err == nil {
+		sharedDirs.Lock()
+		sharedDirs.list = append(sharedDirs.list, dir)
+		sharedDirs.Unlock()
+	}
+	return dir, err
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dir, err := faultArchive(); err == nil && dir != "" {
+	sharedDirs.Lock()
+	for _, dir := range sharedDirs.list {
 		os.RemoveAll(dir)
 	}
+	sharedDirs.Unlock()
 	os.Exit(code)
 }
 
