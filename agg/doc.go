@@ -159,16 +159,6 @@
 // interface boxing; state is touched once per distinct key per batch, in
 // Finish.
 //
-// The batch's partial aggregates live in two lanes (lanes.go), each its own
-// table: a chunk's rows are dealt by a fixed mix of their key (a tumbling
-// window's start and the group values; a sliding window's group values
-// only), and a chunk of 1,024 rows or more folds its two lanes on two
-// goroutines. A key's rows all go to one lane, in input order, so every
-// accumulator, double sums included, is bit for bit what one table would
-// hold; Finish appends lane 1's entries to lane 0's and proceeds as for
-// one table. The lookups of a backfill (one per row, into a table far
-// larger than the caches) were the serial part of its read phase.
-//
 // # Closed at commit
 //
 // In update mode with a watermark, the engine tells the operator before
