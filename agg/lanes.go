@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"math"
 	"runtime"
 
 	"github.com/ethstream/ethstream/stream"
@@ -55,15 +54,11 @@ func newLaneRunner(p *plan) *laneRunner {
 	return &laneRunner{ls: ls, stats: make([]chunkStats, len(ls)), errs: make([]error, len(ls))}
 }
 
-// add folds one chunk into every lane and returns what a single table
-// would: the chunk's figures (each row is counted by the one lane it goes
-// to), and a column error (the same in every lane) before the lowest
-// overflowing aggregate of any lane.
+// add folds one chunk into every lane and returns the chunk's figures
+// (counted by lane 0: every lane sees every row) and the error a single
+// table would return: a column error (the same in every lane) first, else
+// the lowest overflowing aggregate of any lane.
 func (r *laneRunner) add(in *stream.Batch, wmUs int64) (chunkStats, error) {
-	if err := r.ls[0].resolve(in); err != nil {
-		return chunkStats{}, err
-	}
-	r.split(in.Len)
 	parallel := in.Len >= parallelMinRows && runtime.GOMAXPROCS(0) > 1
 	r.in, r.wmUs = in, wmUs
 	if parallel {
@@ -85,67 +80,23 @@ func (r *laneRunner) add(in *stream.Batch, wmUs int64) (chunkStats, error) {
 		}
 	}
 	r.in = nil // the source may reuse the chunk's buffers
-	var st chunkStats
 	var over *overflowError
-	for i, err := range r.errs {
-		st.dropped += r.stats[i].dropped
-		st.nullTS += r.stats[i].nullTS
-		st.lateRetractions += r.stats[i].lateRetractions
+	for _, err := range r.errs {
 		if err == nil {
 			continue
 		}
 		oe, ok := err.(*overflowError)
 		if !ok {
-			return st, err
+			return r.stats[0], err
 		}
 		if over == nil || oe.agg < over.agg {
 			over = oe
 		}
 	}
 	if over != nil {
-		return st, over
+		return r.stats[0], over
 	}
-	return st, nil
-}
-
-// split deals the chunk's n rows (resolved in lane 0) to the lanes' row
-// lists. A tumbling window's start is part of the key's mix; a sliding
-// window's is not (a row belongs to several windows, and a key's rows come
-// from several slide intervals), nor is a row without event time (lane 0;
-// every lane skips it). Consecutive rows of one key, the common case in
-// time-ordered input, reuse the previous row's lane.
-func (r *laneRunner) split(n int) {
-	pt := r.ls[0]
-	p := pt.p
-	for _, l := range r.ls {
-		l.rows = l.rows[:0]
-	}
-	tumbling := p.window && p.nInst == 1
-	var ts []int64
-	var tsValid []bool
-	if tumbling {
-		ts, tsValid = pt.cols.ts.Int64s, pt.cols.ts.Valid
-	}
-	lastLo, prevStart, prev, prevLane := int64(math.MaxInt64), int64(0), -1, uint64(0)
-	for i := range n {
-		var start int64
-		if tumbling {
-			if tsValid != nil && !tsValid[i] {
-				r.ls[0].rows = append(r.ls[0].rows, int32(i))
-				continue
-			}
-			if t := ts[i]; t < lastLo || t >= lastLo+p.slideUs {
-				lastLo = floorDiv(t-p.startUs, p.slideUs)*p.slideUs + p.startUs
-			}
-			start = lastLo
-		}
-		lane := prevLane
-		if prev < 0 || start != prevStart || !pt.sameGroup(i, prev) {
-			lane = pt.laneOf(start, i)
-		}
-		r.ls[lane].rows = append(r.ls[lane].rows, int32(i))
-		prev, prevStart, prevLane = i, start, lane
-	}
+	return r.stats[0], nil
 }
 
 func (r *laneRunner) start() {
@@ -196,9 +147,8 @@ func mergeLanes(ls []*partial) {
 	}
 }
 
-// laneOf returns the lane of row i's group in window start (0 but for a
-// tumbling window; see split): a fixed mix of the window start and the
-// group values (a string's length and up to its
+// laneOf returns the lane of row i's group in window start: a fixed mix of
+// the window start and the group values (a string's length and up to its
 // last 8 bytes: hex addresses and hashes differ there), so that equal keys,
 // by sameGroup's equality, always share a lane. Only the balance between
 // lanes depends on the mix, never a result.

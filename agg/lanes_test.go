@@ -44,6 +44,11 @@ func TestLanesMatchOneTable(t *testing.T) {
 						t.Fatalf("chunk of %d: one table %+v %v, lanes %+v %v", n, st1, err1, st2, err2)
 					}
 				}
+				for _, l := range lr.ls {
+					if l.len() == 0 && one.len() > 100 {
+						t.Errorf("a lane holds no entry of %d", one.len())
+					}
+				}
 				mergeLanes(lr.ls)
 				got := lr.ls[0]
 				if got.len() != one.len() {

@@ -35,16 +35,17 @@ type partial struct {
 	intern map[string]string
 
 	// lane of lanes (lanes.go): the table holds only the keys whose laneOf
-	// is lane; 0 of 1 for a table of every key. rows are the current
-	// chunk's rows of this lane (laneRunner.split), in input order.
+	// is lane; 0 of 1 for a table of every key.
 	lane, lanes uint64
-	rows        []int32
 
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
 	// The chunk's most recently inserted or found keys (see assign).
 	recent  [8]recentKey
 	nRecent int
+	// The chunk's most recent keys of other lanes (see assign).
+	others  [8]recentKey
+	nOthers int
 	keyBuf  []byte
 	cols    chunkCols
 }
@@ -369,20 +370,10 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 		ts, tsValid = pt.cols.ts.Int64s, pt.cols.ts.Valid
 	}
 	size, slide := p.sizeUs, p.slideUs
-	pt.nRecent = 0
-	next := 0
+	pt.nRecent, pt.nOthers = 0, 0
+	next, nextOther := 0, 0
 	lastLo := int64(math.MaxInt64) // start of the slide interval of the previous row
-	if pt.lanes > 1 {
-		for i := range idx {
-			idx[i] = -1 // another lane's row
-		}
-		n = len(pt.rows)
-	}
-	for ri := 0; ri < n; ri++ {
-		i := ri
-		if pt.lanes > 1 {
-			i = int(pt.rows[ri])
-		}
+	for i := 0; i < n; i++ {
 		var start int64
 		if p.window {
 			if tsValid != nil && !tsValid[i] {
@@ -427,6 +418,27 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 		}
 		if hit {
 			continue
+		}
+		if pt.lanes > 1 {
+			// Another lane's row: the same few recent keys recur, so they
+			// are recognised without mixing the key again.
+			for j := range pt.nOthers {
+				r := &pt.others[j]
+				if r.start == start && pt.sameGroup(i, r.row) {
+					hit = true
+					break
+				}
+			}
+			if !hit && pt.laneOf(start, i) != pt.lane {
+				pt.others[nextOther] = recentKey{row: i, start: start}
+				nextOther = (nextOther + 1) % len(pt.others)
+				pt.nOthers = min(pt.nOthers+1, len(pt.others))
+				hit = true
+			}
+			if hit {
+				idx[i] = -1
+				continue
+			}
 		}
 		e, inserted := pt.groups.find(pt.localKey(start, i))
 		if inserted {
