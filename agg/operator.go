@@ -47,13 +47,11 @@ type Operator struct {
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
-	pt     *partial    // lane 0; after mergeLanes, every entry of the batch
-	lanes  *laneRunner // the batch's partial tables (lanes.go)
+	pt     *partial
 
 	// The current batch.
 	inBatch  bool
 	finished bool
-	merged   bool // Finish has merged the lanes (mergeLanes)
 	batchID  int64
 	inRows   int64
 	chunk    chunkStats
@@ -97,9 +95,7 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Operator{p: p, vals: make([]aggVal, len(p.aggs))}
-	o.setPlan(p)
-	return o, nil
+	return &Operator{p: p, pt: newPartial(p), vals: make([]aggVal, len(p.aggs))}, nil
 }
 
 // Schema returns the state schema the operator records and checks on Open.
@@ -125,7 +121,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		old.StateFormat = StateFormat1
 		if p, perr := newPlan(old); perr == nil && !p.schema.Equal(o.p.schema) {
 			if s1, err1 := o.openStore(ctx, env, p); err1 == nil {
-				o.setPlan(p)
+				o.p, o.pt, o.vals = p, newPartial(p), make([]aggVal, len(p.aggs))
 				s, err = s1, nil
 			}
 		}
@@ -160,21 +156,9 @@ func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *pla
 	}, env.Version)
 }
 
-// setPlan makes p the operator's plan, with empty partial tables.
-func (o *Operator) setPlan(p *plan) {
-	o.p, o.vals = p, make([]aggVal, len(p.aggs))
-	if o.lanes != nil {
-		o.lanes.stop()
-	}
-	o.lanes = newLaneRunner(p)
-	o.pt = o.lanes.ls[0]
-}
-
 func (o *Operator) resetBatch() {
-	for _, l := range o.lanes.ls {
-		l.reset()
-	}
-	o.inBatch, o.finished, o.merged = false, false, false
+	o.pt.reset()
+	o.inBatch, o.finished = false, false
 }
 
 // begin starts batch batchID on its first Process or Finish.
@@ -191,7 +175,7 @@ func (o *Operator) begin(batchID int64) error {
 		}
 		return nil
 	}
-	o.inBatch, o.finished, o.merged, o.batchID = true, false, false, batchID
+	o.inBatch, o.finished, o.batchID = true, false, batchID
 	o.inRows = 0
 	o.process = 0
 	o.chunk = chunkStats{}
@@ -225,10 +209,7 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 			return err
 		}
 	}
-	if o.merged {
-		return fmt.Errorf("aggregation: batch %d is being finished", batchID)
-	}
-	st, err := o.lanes.add(in, o.wmUs(watermarkMs))
+	st, err := o.pt.add(in, o.wmUs(watermarkMs))
 	if oe, ok := err.(*overflowError); ok {
 		return o.overflow(batchID, oe.agg)
 	}
@@ -279,8 +260,6 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	if err := o.begin(batchID); err != nil {
 		return nil, stream.OperatorProgress{}, err
 	}
-	mergeLanes(o.lanes.ls)
-	o.merged = true
 	p, pt := o.p, o.pt
 	n := pt.len()
 	var out *output
@@ -704,7 +683,6 @@ func (o *Operator) Close() error {
 	err := o.store.Close()
 	o.store = nil
 	o.resetBatch()
-	o.lanes.stop()
 	return err
 }
 

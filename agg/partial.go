@@ -34,18 +34,11 @@ type partial struct {
 	acc    []accum
 	intern map[string]string
 
-	// lane of lanes (lanes.go): the table holds only the keys whose laneOf
-	// is lane; 0 of 1 for a table of every key.
-	lane, lanes uint64
-
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
 	// The chunk's most recently inserted or found keys (see assign).
 	recent  [8]recentKey
 	nRecent int
-	// The chunk's most recent keys of other lanes (see assign).
-	others  [8]recentKey
-	nOthers int
 	keyBuf  []byte
 	cols    chunkCols
 }
@@ -74,14 +67,11 @@ func newPartial(p *plan) *partial {
 		gNull:  make([][]bool, len(p.groupType)),
 		acc:    make([]accum, len(p.aggs)),
 		intern: map[string]string{},
-		lanes:  1,
 		cols:   chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs))},
 	}
 }
 
-// len returns the number of entries (after mergeLanes, more than the hash
-// table holds).
-func (pt *partial) len() int { return len(pt.start) }
+func (pt *partial) len() int { return pt.groups.len() }
 
 func (pt *partial) reset() {
 	pt.groups.reset()
@@ -370,8 +360,8 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 		ts, tsValid = pt.cols.ts.Int64s, pt.cols.ts.Valid
 	}
 	size, slide := p.sizeUs, p.slideUs
-	pt.nRecent, pt.nOthers = 0, 0
-	next, nextOther := 0, 0
+	pt.nRecent = 0
+	next := 0
 	lastLo := int64(math.MaxInt64) // start of the slide interval of the previous row
 	for i := 0; i < n; i++ {
 		var start int64
@@ -418,27 +408,6 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 		}
 		if hit {
 			continue
-		}
-		if pt.lanes > 1 {
-			// Another lane's row: the same few recent keys recur, so they
-			// are recognised without mixing the key again.
-			for j := range pt.nOthers {
-				r := &pt.others[j]
-				if r.start == start && pt.sameGroup(i, r.row) {
-					hit = true
-					break
-				}
-			}
-			if !hit && pt.laneOf(start, i) != pt.lane {
-				pt.others[nextOther] = recentKey{row: i, start: start}
-				nextOther = (nextOther + 1) % len(pt.others)
-				pt.nOthers = min(pt.nOthers+1, len(pt.others))
-				hit = true
-			}
-			if hit {
-				idx[i] = -1
-				continue
-			}
 		}
 		e, inserted := pt.groups.find(pt.localKey(start, i))
 		if inserted {
