@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -39,12 +40,21 @@ func processesOf(bin string) []int {
 // freeAddr returns a loopback address nothing listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// A port below the kernel's ephemeral range (32768-60999 by default):
+	// the server binds it only after this check, and an ephemeral port
+	// could meanwhile become the local port of any outgoing connection of
+	// the parallel test packages (the transcript's serve-s3 once failed so,
+	// under a CI stress loop, and every request got "connection refused").
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			ln.Close()
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port in 20000-31999")
+	return ""
 }
 
 // buildBinary builds ethstream into dir for a test that runs it as a user

@@ -119,6 +119,9 @@ func appendSteps(steps []transcriptStep, section, heading string) ([]transcriptS
 	return steps, nil
 }
 
+// addrFlag finds a server command's --addr HOST:PORT.
+var addrFlag = regexp.MustCompile(`--addr (127\.0\.0\.1):(\d+)`)
+
 // transcriptScript renders the steps as one bash script: each step's
 // output and status land in dir/N.out and dir/N.rc; the first unexpected
 // status stops the script.
@@ -135,7 +138,13 @@ func transcriptScript(steps []transcriptStep, dir string, ports map[string]strin
 		if strings.HasSuffix(cmd, "&") {
 			// A server: started in the background as the reader does; its
 			// output goes to its own file, its status is not waited for.
+			// Like a reader, the script goes on once the server answers
+			// (at most 30 s): a loaded machine can take longer to start
+			// it than the next command's retries last.
 			fmt.Fprintf(&b, "%s >%s.out 2>&1 &\necho 0 >%s.rc\n", strings.TrimSuffix(cmd, "&"), out, out)
+			if m := addrFlag.FindStringSubmatch(cmd); m != nil {
+				fmt.Fprintf(&b, "for _ in $(seq 600); do (exec 3<>/dev/tcp/%s/%s) 2>/dev/null && break; sleep 0.05; done\n", m[1], m[2])
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "%s >%s.out 2>&1\nrc=$?; echo $rc >%s.rc\n", cmd, out, out)
@@ -248,7 +257,7 @@ func TestREADMETranscript(t *testing.T) {
 		case s.fail && rc == "0":
 			t.Fatalf("README %s: `%s` succeeded; the README shows it refused:\n%s", s.where, s.cmd, got)
 		case !s.fail && rc != "0":
-			t.Fatalf("README %s: `%s` exited %s:\n%s", s.where, s.cmd, rc, got)
+			t.Fatalf("README %s: `%s` exited %s:\n%s%s", s.where, s.cmd, rc, got, serverOutput(steps[:n], logs))
 		}
 		if s.want != "" && !transcriptPattern(s.want).Match(got) {
 			t.Errorf("README %s: `%s` printed\n%s\nthe README shows\n%s", s.where, s.cmd, got, s.want)
@@ -257,4 +266,17 @@ func TestREADMETranscript(t *testing.T) {
 	if runErr != nil {
 		t.Fatalf("transcript: %v\n%s", runErr, out.String())
 	}
+}
+
+// serverOutput is what the background servers among steps printed, for a
+// failure that may be theirs.
+func serverOutput(steps []transcriptStep, logs string) string {
+	var b strings.Builder
+	for n, s := range steps {
+		if strings.HasSuffix(s.cmd, "&") {
+			raw, _ := os.ReadFile(filepath.Join(logs, strconv.Itoa(n)+".out"))
+			fmt.Fprintf(&b, "\nserver `%s` printed:\n%s", s.cmd, raw)
+		}
+	}
+	return b.String()
 }
