@@ -153,11 +153,13 @@
 //
 // Process is vectorised per chunk: columns are resolved once, a first pass
 // maps each row (per window instance) to a dense entry index through a
-// comparison with the chunk's few recent keys or, failing that, an
-// open-addressing hash table over a byte arena (groupTable), and one tight
-// loop per aggregate then folds values by index. No per-row allocation or
-// interface boxing; state is touched once per distinct key per batch, in
-// Finish.
+// comparison with the chunk's few recent keys or, failing that, a hash
+// index of the entries (groupIndex: open-addressing tables of entry
+// indexes, one per 1024 windows, so that time-ordered input works in a
+// cache-sized table; a candidate entry is compared by its columns, the index
+// keeps no key bytes), and one tight loop per aggregate then folds values by
+// index. No per-row allocation or interface boxing; state is touched once
+// per distinct key per batch, in Finish.
 //
 // # Closed at commit
 //

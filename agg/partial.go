@@ -3,6 +3,7 @@ package agg
 import (
 	"cmp"
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -26,13 +27,16 @@ type accum struct {
 // for concurrent use.
 type partial struct {
 	p      *plan
-	groups groupTable
+	seed   maphash.Seed
+	groups groupIndex
 	start  []int64   // window start per entry (windowed plans)
 	gInt   [][]int64 // per group column: values (Int64/Timestamp columns)
 	gStr   [][]string
 	gNull  [][]bool // per String group column: the entry's key is null
 	acc    []accum
 	intern map[string]string
+	// internCache: recently interned strings (see internString).
+	internCache [509]string
 
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
@@ -61,7 +65,8 @@ type chunkCols struct {
 func newPartial(p *plan) *partial {
 	return &partial{
 		p:      p,
-		groups: newGroupTable(),
+		seed:   maphash.MakeSeed(),
+		groups: newGroupIndex(),
 		gInt:   make([][]int64, len(p.groupType)),
 		gStr:   make([][]string, len(p.groupType)),
 		gNull:  make([][]bool, len(p.groupType)),
@@ -92,6 +97,7 @@ func (pt *partial) reset() {
 	// would otherwise keep every value ever seen alive.
 	if len(pt.intern) > 1<<16 {
 		pt.intern = map[string]string{}
+		clear(pt.internCache[:])
 	}
 }
 
@@ -207,9 +213,10 @@ func (pt *partial) sameGroup(i, j int) bool {
 	return true
 }
 
-// localKey encodes row i's group (with window start) for the batch-local
-// table. This encoding is private to the batch; the state key is built once
-// per entry in Finish.
+// localKey encodes row i's group (with window start) for hashing: equal
+// groups encode equally. The table keeps no copy of it (an entry's key is
+// its columns, compared by rowIs); the state key is built once per entry in
+// Finish.
 func (pt *partial) localKey(start int64, i int) []byte {
 	b := pt.keyBuf[:0]
 	if pt.p.window {
@@ -238,6 +245,30 @@ func (pt *partial) localKey(start int64, i int) []byte {
 	return b
 }
 
+// rowIs reports whether row i (window start start) is entry e's group.
+func (pt *partial) rowIs(e int32, start int64, i int) bool {
+	if pt.start[e] != start {
+		return false
+	}
+	for k, c := range pt.cols.group {
+		null := c.IsNull(i)
+		if pt.gNull[k][e] != null {
+			return false
+		}
+		if null {
+			continue
+		}
+		if pt.p.groupType[k] == stream.String {
+			if pt.gStr[k][e] != c.Strings[i] {
+				return false
+			}
+		} else if pt.gInt[k][e] != c.Int64s[i] {
+			return false
+		}
+	}
+	return true
+}
+
 func (pt *partial) addEntry(start int64, i int) {
 	pt.start = append(pt.start, start)
 	for k, c := range pt.cols.group {
@@ -259,10 +290,7 @@ func (pt *partial) addEntry(start int64, i int) {
 				}
 			}
 			if !ok {
-				if v, ok = pt.intern[s]; !ok {
-					v = string([]byte(s))
-					pt.intern[v] = v
-				}
+				v = pt.internString(s)
 			}
 			pt.gStr[k] = append(pt.gStr[k], v)
 		} else {
@@ -286,6 +314,30 @@ func (pt *partial) addEntry(start int64, i int) {
 			acc.nn = append(acc.nn, 0)
 		}
 	}
+}
+
+// internString returns the partial's private copy of s. A small
+// direct-mapped cache in front of the intern map answers most calls (a
+// batch's keys repeat a few hundred miners): it is indexed by a few of the
+// string's bytes and checked by content, so it is right whatever it holds,
+// and a hit costs a short compare where a map lookup hashes the whole
+// string (~1 CPU-s of a seed backfill went to those lookups).
+func (pt *partial) internString(s string) string {
+	var h uint
+	if n := len(s); n > 0 {
+		h = uint(n) ^ uint(s[n-1]) ^ uint(s[n/2])<<4 ^ uint(s[n*3/4])<<8
+	}
+	slot := &pt.internCache[h%uint(len(pt.internCache))]
+	if *slot == s {
+		return *slot
+	}
+	v, ok := pt.intern[s]
+	if !ok {
+		v = string([]byte(s))
+		pt.intern[v] = v
+	}
+	*slot = v
+	return v
 }
 
 // chunkStats is what one chunk contributes to the batch's metrics.
@@ -363,6 +415,7 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 	pt.nRecent = 0
 	next := 0
 	lastLo := int64(math.MaxInt64) // start of the slide interval of the previous row
+	var part int64                 // the groupIndex part of the row's window
 	for i := 0; i < n; i++ {
 		var start int64
 		if p.window {
@@ -375,7 +428,11 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 			// Sorted-ish input stays in one slide interval for many rows:
 			// skip the (slow) division while it does.
 			if t < lastLo || t >= lastLo+slide {
-				lastLo = floorDiv(t-p.startUs, slide)*slide + p.startUs
+				w := floorDiv(t-p.startUs, slide)
+				lastLo = w*slide + p.startUs
+				// Windows 1024 at a time (groupIndex): a time-ordered batch
+				// fills one small table after the other.
+				part = (w - k) >> 10
 			}
 			start = lastLo - k*slide
 			end := start + size
@@ -409,7 +466,8 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 		if hit {
 			continue
 		}
-		e, inserted := pt.groups.find(pt.localKey(start, i))
+		h := maphash.Bytes(pt.seed, pt.localKey(start, i))
+		e, inserted := pt.groups.find(part, h, func(e int32) bool { return pt.rowIs(e, start, i) })
 		if inserted {
 			pt.addEntry(start, i)
 		}

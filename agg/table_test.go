@@ -2,55 +2,91 @@ package agg
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"testing"
 )
 
-// TestGroupTable compares the open-addressing table with a Go map through
-// growth and resets, with keys that share prefixes and an empty key.
+// keyedTable is a groupIndex whose entries' keys are strings kept beside it,
+// as the partial keeps its entries' columns; a key's part is its length
+// modulo 3.
+type keyedTable struct {
+	seed maphash.Seed
+	t    groupIndex
+	keys []string
+}
+
+func newKeyedTable() *keyedTable {
+	return &keyedTable{seed: maphash.MakeSeed(), t: newGroupIndex()}
+}
+
+func (k *keyedTable) find(key string) (int32, bool) {
+	e, inserted := k.t.find(int64(len(key)%3), maphash.String(k.seed, key), func(e int32) bool { return k.keys[e] == key })
+	if inserted {
+		k.keys = append(k.keys, key)
+	}
+	return e, inserted
+}
+
+func (k *keyedTable) reset() {
+	k.t.reset()
+	k.keys = k.keys[:0]
+}
+
+// TestGroupTable compares the index with a Go map through growth and
+// resets, with keys that share prefixes, an empty key, keys spread over
+// parts, and a hash function that collides often (the tags then match for
+// other keys, so eq decides).
 func TestGroupTable(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	tb := newGroupTable()
-	for round := range 4 {
-		ref := map[string]int32{}
-		var order []string
-		for range 20000 {
-			k := fmt.Sprintf("k%d", rng.IntN(5000))
-			if rng.IntN(100) == 0 {
-				k = ""
+	for _, collide := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		tb := newKeyedTable()
+		for round := range 4 {
+			ref := map[string]int32{}
+			var order []string
+			for range 20000 {
+				k := fmt.Sprintf("k%d", rng.IntN(5000))
+				if rng.IntN(100) == 0 {
+					k = ""
+				}
+				var e int32
+				var inserted bool
+				if collide {
+					h := maphash.String(tb.seed, k) & (0xf<<32 | 0xff) // 16 tags, 256 home slots
+					e, inserted = tb.t.find(int64(len(k)%2), h, func(e int32) bool { return tb.keys[e] == k })
+					if inserted {
+						tb.keys = append(tb.keys, k)
+					}
+				} else {
+					e, inserted = tb.find(k)
+				}
+				want, ok := ref[k]
+				if inserted == ok {
+					t.Fatalf("collide=%v round %d: find(%q) inserted=%v, present before=%v", collide, round, k, inserted, ok)
+				}
+				if !ok {
+					want = int32(len(order))
+					ref[k] = want
+					order = append(order, k)
+				}
+				if e != want {
+					t.Fatalf("collide=%v round %d: find(%q) = %d, want %d", collide, round, k, e, want)
+				}
 			}
-			e, inserted := tb.find([]byte(k))
-			want, ok := ref[k]
-			if inserted == ok {
-				t.Fatalf("round %d: find(%q) inserted=%v, present before=%v", round, k, inserted, ok)
+			if tb.t.len() != len(order) {
+				t.Fatalf("collide=%v round %d: len %d, want %d", collide, round, tb.t.len(), len(order))
 			}
-			if !ok {
-				want = int32(len(order))
-				ref[k] = want
-				order = append(order, k)
+			tb.reset()
+			if tb.t.len() != 0 {
+				t.Fatalf("len after reset = %d", tb.t.len())
 			}
-			if e != want {
-				t.Fatalf("round %d: find(%q) = %d, want %d", round, k, e, want)
-			}
-		}
-		if tb.len() != len(order) {
-			t.Fatalf("round %d: len %d, want %d", round, tb.len(), len(order))
-		}
-		for i, k := range order {
-			if got := string(tb.key(int32(i))); got != k {
-				t.Fatalf("round %d: key(%d) = %q, want %q", round, i, got, k)
-			}
-		}
-		tb.reset()
-		if tb.len() != 0 {
-			t.Fatalf("len after reset = %d", tb.len())
 		}
 	}
 }
 
 func TestGroupTableFindDoesNotAllocate(t *testing.T) {
-	tb := newGroupTable()
-	key := []byte("0xabcdef0123456789")
+	tb := newKeyedTable()
+	key := "0xabcdef0123456789"
 	tb.find(key)
 	if n := testing.AllocsPerRun(1000, func() { tb.find(key) }); n != 0 {
 		t.Fatalf("lookup of a present key allocates %v times", n)
@@ -62,24 +98,51 @@ func TestGroupTableFindDoesNotAllocate(t *testing.T) {
 // batches stay big, and lets it go after the first small batch.
 func TestGroupTableResetKeepsBigTables(t *testing.T) {
 	tb := newGroupTable()
+	hash := func(i int) uint64 { return uint64(i) * 0x9e3779b97f4a7c15 }
 	fill := func(n int) {
-		for i := 0; i < n; i++ {
-			tb.find([]byte(fmt.Sprintf("key-%d", i)))
+		for i := range n {
+			tb.find(hash(i), int32(i), func(e int32) bool { return e == int32(i) })
 		}
 	}
 	fill(1 << 20)
 	big := len(tb.slots)
 	tb.reset()
 	tb.reset()
-	if len(tb.slots) != big || cap(tb.arena) == 0 || tb.len() != 0 {
-		t.Fatalf("after a big batch: slots %d (want %d), arena cap %d, len %d", len(tb.slots), big, cap(tb.arena), tb.len())
+	if len(tb.slots) != big || cap(tb.hashes) == 0 || len(tb.ids) != 0 {
+		t.Fatalf("after a big batch: slots %d (want %d), hashes cap %d, len %d", len(tb.slots), big, cap(tb.hashes), len(tb.ids))
 	}
 	fill(10)
-	if e, ins := tb.find([]byte("key-3")); ins || e != 3 {
-		t.Fatalf("reused table: find(key-3) = %d, %v", e, ins)
+	if e, ins := tb.find(hash(3), 10, func(e int32) bool { return e == 3 }); ins || e != 3 {
+		t.Fatalf("reused table: find(key 3) = %d, %v", e, ins)
 	}
 	tb.reset()
 	if len(tb.slots) >= big {
 		t.Fatalf("after a small batch the table kept %d slots", len(tb.slots))
+	}
+}
+
+// TestGroupIndexKeepsTheLastBatchsParts: after a batch over many parts the
+// index keeps that many emptied tables for the next batch (also across an
+// empty reset), and after a batch over one part it keeps one.
+func TestGroupIndexKeepsTheLastBatchsParts(t *testing.T) {
+	g := newGroupIndex()
+	batch := func(parts int) {
+		for i := range 4 * parts {
+			g.find(int64(i%parts), uint64(i)<<40|uint64(i), func(e int32) bool { return false })
+		}
+	}
+	batch(100)
+	g.reset()
+	g.reset()
+	if len(g.free) != 100 || len(g.parts) != 0 || g.len() != 0 {
+		t.Fatalf("after a 100-part batch: %d free tables, %d parts, len %d", len(g.free), len(g.parts), g.len())
+	}
+	batch(1)
+	if len(g.free) != 99 {
+		t.Fatalf("a one-part batch took %d tables", 100-len(g.free))
+	}
+	g.reset()
+	if len(g.free) != 1 {
+		t.Fatalf("after a one-part batch: %d free tables, want 1", len(g.free))
 	}
 }

@@ -88,7 +88,7 @@ func (t *Table) writeDataFile(pq *parquet.Schema, rows *rowSet, now time.Time) (
 func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) error {
 	// The page buffer is sized for about 48 bytes a row, so that a live
 	// batch's small file does not allocate the default 256 KiB per column.
-	pw := parquet.NewWriter(w, pq, parquet.Compression(&parquet.Snappy),
+	pw := parquet.NewWriter(w, pq, parquet.Compression(fastSnappy{}),
 		parquet.CreatedBy("ethstream", EngineVersion, ""),
 		parquet.PageBufferSize(clampInt(rows.n*48, 4<<10, parquet.DefaultPageBufferSize)))
 	cols := pw.ColumnWriters()
