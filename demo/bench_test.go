@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,13 +52,7 @@ func TestBenchSmallArchive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end bench")
 	}
-	// DuckDB is a separate module (cgo); a script stands in for its binary
-	// here, so that the file:// backfill, the timing of the child process and
-	// the ratios are exercised.
-	duck := filepath.Join(t.TempDir(), "duckref")
-	if err := os.WriteFile(duck, []byte("#!/bin/sh\nif [ \"$1\" = copy ]; then echo \"duckdb copy: $2 to $3\"; : > \"$3\"; else echo \"duckdb: globbed $1\"; fi\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	duck := fakeDuck(t)
 	var out strings.Builder
 	res, err := Bench(context.Background(), BenchOptions{WorkDir: t.TempDir(), Preset: chain.LastDaysPreset(2),
 		LiveBatches: 3, Out: &out, DuckDB: duck, KeysPerBlock: true})
@@ -158,4 +153,75 @@ func TestTargetStatus(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, out.String())
 		}
 	}
+}
+
+// TestBenchRoundsMedians: with rounds, each backfill figure is the median of
+// its own runs (odd and even counts), rows/s follows the median wall time.
+func TestBenchRoundsMedians(t *testing.T) {
+	rs := []BenchRound{
+		{BackfillMs: 300, BackfillCPUMs: 10, BackfillPeakRSSBytes: 7, FileBackfillMs: 5, FileBackfillCPUMs: 1, DuckDBCopyMs: 9, DuckDBCopyCPUMs: 4, DuckDBMs: 2, DuckDBCPUMs: 8},
+		{BackfillMs: 100, BackfillCPUMs: 30, BackfillPeakRSSBytes: 9, FileBackfillMs: 1, FileBackfillCPUMs: 3, DuckDBCopyMs: 5, DuckDBCopyCPUMs: 6, DuckDBMs: 8, DuckDBCPUMs: 2},
+		{BackfillMs: 200, BackfillCPUMs: 20, BackfillPeakRSSBytes: 8, FileBackfillMs: 3, FileBackfillCPUMs: 2, DuckDBCopyMs: 7, DuckDBCopyCPUMs: 5, DuckDBMs: 5, DuckDBCPUMs: 5},
+	}
+	r := &BenchResult{Blocks: 1000}
+	r.setMedians(rs)
+	if got := r.round(); got != (BenchRound{BackfillMs: 200, BackfillCPUMs: 20, BackfillPeakRSSBytes: 8, FileBackfillMs: 3, FileBackfillCPUMs: 2,
+		DuckDBCopyMs: 7, DuckDBCopyCPUMs: 5, DuckDBMs: 5, DuckDBCPUMs: 5}) || r.BackfillRowsPerSec != 5000 {
+		t.Fatalf("medians of three: %+v, %v rows/s", got, r.BackfillRowsPerSec)
+	}
+	r.setMedians(rs[:2])
+	if r.BackfillMs != 200 || r.DuckDBCopyMs != 7 || r.FileBackfillCPUMs != 2 {
+		t.Fatalf("medians of two: %+v", r.round())
+	}
+}
+
+// TestBenchRounds runs the bench with three rounds on one day: three S3
+// backfills, each figure their median, a table row per round, and the
+// scratch checkpoints of the first two gone (the live runs restart the
+// last round's).
+func TestBenchRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end bench")
+	}
+	dir := t.TempDir()
+	var out strings.Builder
+	res, err := Bench(context.Background(), BenchOptions{WorkDir: dir, Preset: chain.LastDaysPreset(1), LiveBatches: 2, Rounds: 3, DuckDB: fakeDuck(t), Out: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rounds) != 3 {
+		t.Fatalf("%d rounds recorded, want 3", len(res.Rounds))
+	}
+	var ms []float64
+	for i, x := range res.Rounds {
+		if x.BackfillMs <= 0 || x.BackfillCPUMs <= 0 || x.BackfillPeakRSSBytes <= 0 || x.FileBackfillMs <= 0 || x.FileBackfillCPUMs <= 0 {
+			t.Fatalf("round %d not measured: %+v", i+1, x)
+		}
+		ms = append(ms, float64(x.BackfillMs))
+		if !strings.Contains(out.String(), fmt.Sprintf("\n| %d | %.1f s, ", i+1, float64(x.BackfillMs)/1000)) {
+			t.Errorf("round %d not printed:\n%s", i+1, out.String())
+		}
+	}
+	if res.BackfillMs != int64(median(ms)) || !strings.Contains(out.String(), "backfill legs: median of 3 rounds") {
+		t.Fatalf("backfill %d ms, rounds %v; table:\n%s", res.BackfillMs, ms, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s3-backfill-round")); !os.IsNotExist(err) {
+		t.Fatalf("a round's scratch checkpoint is left: %v", err)
+	}
+	if res.KeysAfterBackfill <= 0 || res.RepartitionKeys <= 0 || res.LiveMedianMs8 <= 0 {
+		t.Fatalf("the live runs did not restart the last round's checkpoint: %+v", res)
+	}
+	checkTargets(t, res, out.String())
+}
+
+// fakeDuck writes a script that stands in for scripts/duckref's binary:
+// DuckDB is a separate module (cgo), and the script still exercises the
+// file:// backfill, the timing of the child process and the ratios.
+func fakeDuck(t *testing.T) string {
+	t.Helper()
+	duck := filepath.Join(t.TempDir(), "duckref")
+	if err := os.WriteFile(duck, []byte("#!/bin/sh\nif [ \"$1\" = copy ]; then echo \"duckdb copy: $2 to $3\"; : > \"$3\"; else echo \"duckdb: globbed $1\"; fi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return duck
 }

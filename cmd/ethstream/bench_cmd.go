@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/demo"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/spf13/cobra"
 )
 
@@ -10,11 +11,11 @@ func newBenchCmd() *cobra.Command {
 	var workdir, preset, out, duck string
 	var days, live int
 	var keys bool
-	var keysFiles int
+	var keysFiles, rounds int
 	var seed int64
 	var fresh freshnessFlags
 	c := &cobra.Command{
-		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
+		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--rounds N] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it through the
 embedded S3 endpoint, and runs in this process: the backfill (availableNow, 200 state
@@ -28,7 +29,8 @@ go build -o /tmp/duckref .), bench also runs the backfill from file:// on a chec
 own, then DuckDB doing the same job (reading the same files, grouping, and writing the grouped
 result to a Parquet file: COPY ... TO ... (FORMAT parquet)) and its plain GROUP BY, each as its
 own process, and prints the ratios of wall time and of CPU time (user + system: this process
-during a backfill, the DuckDB process for DuckDB).
+during a backfill, the DuckDB process for DuckDB). With --rounds N those backfill legs run N
+times, alternating, and every figure (and the target judged on it) is the median of its N runs.
 
 With --keys-per-block, bench also runs a query whose state holds one key per block (GROUP BY a
 3650-day window and the block hash, a 3650-day watermark, append mode) through the backfill, then
@@ -54,6 +56,9 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
   ethstream bench --freshness --endpoint ws://127.0.0.1:8546 --blocks 120`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rounds < 1 {
+				return errcode.New(errcode.InvalidArgument, "", "pass --rounds 1 or more", "--rounds %d: a bench runs its backfill legs at least once", rounds)
+			}
 			if fresh.on {
 				return fresh.run(cmd, workdir, seed, out)
 			}
@@ -62,7 +67,7 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 				return err
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
-				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Rounds: rounds, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -83,6 +88,7 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 	c.Flags().StringVar(&duck, "duckdb", "", "path of the scripts/duckref binary: also run the file:// backfill and DuckDB's GROUP BY over the same files, and print the ratios")
 	c.Flags().BoolVar(&keys, "keys-per-block", false, "also run the state at one key per block (26M keys on the seed preset) and its repartition 200 -> 8")
 	c.Flags().IntVar(&keysFiles, "keys-files-per-trigger", 40, "maxFilesPerTrigger of the --keys-per-block run")
+	c.Flags().IntVar(&rounds, "rounds", 1, "run the backfill legs (S3, and with --duckdb the file:// backfill and DuckDB's queries) N times, alternating, and judge the targets on each figure's median")
 	fresh.register(c)
 	return c
 }
