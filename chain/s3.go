@@ -393,7 +393,7 @@ func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofak
 		marker = page.Marker
 	}
 	full := func() bool { return page.MaxKeys > 0 && int64(len(entries)) > page.MaxKeys }
-	err = walkKeys(start, rel, pfx, marker, func(o listedObject) bool {
+	visitEntry := func(o listedObject) bool {
 		e := entry{name: o.key, obj: o}
 		if delim != "" {
 			if j := strings.Index(o.key[len(pfx):], delim); j >= 0 {
@@ -411,7 +411,20 @@ func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofak
 		entries = append(entries, e)
 		// One entry past the page proves that the listing is truncated.
 		return !full()
-	})
+	}
+	// A file deleted between its directory's read and its stat restarts
+	// the listing (errVanished): dropping it would list a moment that never
+	// was, when a file created before that delete (after the read) is not
+	// listed either. A lease takeover (create generation n+1, then delete
+	// n) then listed no generation at all, and a second taker started over
+	// at 0. S3 lists what was there at one moment.
+	for attempt := 1; ; attempt++ {
+		entries = entries[:0]
+		err = walkKeys(start, rel, pfx, marker, visitEntry)
+		if !errors.Is(err, errVanished) || attempt == maxListAttempts {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -441,6 +454,13 @@ func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofak
 // under directory "a" ("a/...") sort after a sibling file "a-b" ('-' <
 // '/'), so siblings are ordered by name, with a directory's name compared
 // as name+"/".
+// errVanished: a file listed by its directory's read was gone at its stat.
+var errVanished = errors.New("a listed file vanished during the listing")
+
+// maxListAttempts bounds the restarts of a listing whose files keep
+// vanishing; the last one's error is the request's (500: clients retry).
+const maxListAttempts = 100
+
 func walkKeys(dir, rel, pfx, marker string, visit func(listedObject) bool) error {
 	_, err := walkDirKeys(dir, rel, pfx, marker, visit)
 	return err
@@ -484,8 +504,11 @@ func walkDirKeys(dir, rel, pfx, marker string, visit func(listedObject) bool) (b
 			continue
 		}
 		st, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, errVanished // removed meanwhile: ListBucket lists again
+		}
 		if err != nil {
-			continue // removed meanwhile
+			continue
 		}
 		if !visit(listedObject{key, st}) {
 			return false, nil

@@ -129,3 +129,63 @@ func TestDirBackendListMatchesNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestDirBackendListSeesATakeover: a writer moves a lease forward, creating
+// generation n+1 and only then deleting n (the checkpoint lease's takeover),
+// while listings run. Every listing must show at least one generation: a
+// listing is one moment of the directory, and at every moment one exists.
+// (It once read the directory, then stat'ed each name and dropped those
+// deleted meanwhile: a listing between a takeover's create and delete could
+// then show neither, and a second taker started over at generation 0, 2
+// takers winning one expired lease.)
+func TestDirBackendListSeesATakeover(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "bkt", "ck", ".lock")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gen := func(n int) string { return filepath.Join(dir, fmt.Sprintf("%020d", n)) }
+	if err := os.WriteFile(gen(0), []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := os.WriteFile(gen(n+1), []byte("x"), 0o644); err != nil {
+				done <- err
+				return
+			}
+			if err := os.Remove(gen(n)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	b := &dirBackend{root: root}
+	prefix := "ck/.lock/"
+	p := gofakes3.NewPrefix(&prefix, nil)
+	var empty int
+	for range 3000 {
+		res, err := b.ListBucket("bkt", &p, gofakes3.ListBucketPage{MaxKeys: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Contents) == 0 {
+			empty++
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if empty > 0 {
+		t.Fatalf("%d of 3000 listings showed no generation", empty)
+	}
+}

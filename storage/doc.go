@@ -134,7 +134,12 @@
 //     naming its owner and expiry. Otherwise PUT generation G+1 with
 //     If-None-Match: * and expiresMs = now + TTL: 200 = held; 412 = another
 //     query took it first, CHECKPOINT_LOCKED. The holder then deletes the
-//     generations below its own.
+//     generations below G, keeping G: a generation number must never be
+//     taken twice, and a taker whose listing ran while G+1 was created and
+//     G deleted could see neither (a LIST is no snapshot across keys), start
+//     over at generation 0, and win it. With G kept, such a listing still
+//     shows G (only the taker of G+2 deletes it), so it PUTs G+1 and gets
+//     412.
 //   - Renew: every TTL/3 the holder checks that G+1 does not exist and
 //     rewrites its own generation (a plain PUT: no one else writes it) with
 //     a new expiry. If G+1 exists the lease was taken over: lost.

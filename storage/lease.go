@@ -109,9 +109,12 @@ func (b *bucketFS) Lock(name string) (io.Closer, error) {
 	}
 	l.expires = expires
 	// Older generations are expired or released: drop them (best effort,
-	// the highest generation alone decides).
+	// the highest generation alone decides), but the one this take
+	// succeeded, which a concurrent listing must still see (doc.go).
 	for _, k := range old {
-		_ = b.Remove(b.path(k))
+		if k != dir+"/"+genName(gen) {
+			_ = b.Remove(b.path(k))
+		}
 	}
 	b.mu.Lock()
 	b.leases[root] = l

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -137,6 +138,44 @@ func TestLeaseOfACrashedHolder(t *testing.T) {
 		la.Close()
 		if _, err := a.Stat(a.PathJoin(root, "offsets", "1")); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("the fenced write reached the store: %v", err)
+		}
+	})
+}
+
+// TestLeaseKeepsThePreviousGeneration: a take deletes the generations below
+// the one it succeeded and keeps that one (doc.go, Lease protocol), so that
+// a listing running while the next take creates G+1 and deletes G-1 still
+// shows a generation; no number is ever taken twice.
+func TestLeaseKeepsThePreviousGeneration(t *testing.T) {
+	s3test.Run(t, func(t *testing.T, s s3test.Server) {
+		c := &clock{t: time.Unix(1_700_000_000, 0)}
+		a, root := process(t, s, "q1/ck", time.Hour, c)
+		lockPath := a.PathJoin(root, ".lock")
+		dir := a.key(lockPath)
+		gens := func() []string {
+			t.Helper()
+			keys, err := a.listKeys(dir+"/", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, k := range keys {
+				names = append(names, k[len(dir)+1:])
+			}
+			return names
+		}
+		want := [][]string{{genName(0)}, {genName(0), genName(1)}, {genName(1), genName(2)}, {genName(2), genName(3)}}
+		for i, w := range want {
+			l, err := a.Lock(lockPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := gens(); !slices.Equal(got, w) {
+				t.Fatalf("take %d: generations %v, want %v", i, got, w)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
