@@ -325,6 +325,15 @@ var propertySpecs = map[string]Spec{
 	"complete-tumbling": {Window: &Window{Column: ethblock.ColBlockTS, Size: 15 * time.Minute},
 		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Sum, Column: ethblock.ColGasUsed}},
 		Mode: Complete, WatermarkDelay: 30 * time.Minute, ColumnTypes: testColumnTypes},
+	// Windows of a second: a stream of a few hours spans thousands of
+	// windows, so the group index spreads its keys over several parts (one
+	// per 1024 windows) and the late rows switch back and forth between them.
+	"one-second-windows": {Window: &Window{Column: ethblock.ColBlockTS, Size: time.Second},
+		GroupBy: []string{stream.ColSource, ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Sum, Column: ethblock.ColGasUsed}},
+		Mode: Update, WatermarkDelay: 20 * time.Minute, ColumnTypes: testColumnTypes},
+	"sliding-seconds-append": {Window: &Window{Column: ethblock.ColBlockTS, Size: 3 * time.Second, Slide: time.Second},
+		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Max, Column: "fee"}},
+		Mode: Append, WatermarkDelay: 20 * time.Minute, ColumnTypes: testColumnTypes},
 	"no-window-update": {GroupBy: []string{stream.ColSource, "shard"},
 		Aggregates: []Aggregate{{Kind: Count}, {Kind: Max, Column: "fee"}}, Mode: Update, ColumnTypes: testColumnTypes},
 	"no-window-complete": {GroupBy: []string{ethblock.ColMiner},

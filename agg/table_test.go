@@ -4,7 +4,14 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/streamtest"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // keyedTable is a groupIndex whose entries' keys are strings kept beside it,
@@ -144,5 +151,54 @@ func TestGroupIndexKeepsTheLastBatchsParts(t *testing.T) {
 	g.reset()
 	if len(g.free) != 1 {
 		t.Fatalf("after a one-part batch: %d free tables, want 1", len(g.free))
+	}
+}
+
+// TestGroupIndexPartBoundary: a batch of one row a second across a part
+// boundary (window index 1024m) under a sliding window of 3 s every 1 s,
+// the rows out of order. A window starting just below the boundary holds
+// rows from both sides of it (window instances k = 0, 1, 2), and each window
+// must be one output row with every row it holds: a part derived from the
+// row's own window instead of the window start would split it.
+func TestGroupIndexPartBoundary(t *testing.T) {
+	spec := Spec{Window: &Window{Column: ethblock.ColBlockTS, Size: 3 * time.Second, Slide: time.Second},
+		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
+		Mode: Update, ColumnTypes: testColumnTypes}
+	const boundary = int64(1_793_491_200/1024+1) * 1024 // seconds, a multiple of 1024
+	var rows []testRow
+	for s := boundary - 6; s < boundary+6; s++ {
+		rows = append(rows, testRow{ts: s * 1_000_000, miner: "0xaa", source: "s"})
+	}
+	rand.New(rand.NewPCG(5, 6)).Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	h := newHarness(t, spec, vfs.NewMem(), 2)
+	chunks := [][]testRow{rows[:5], rows[5:]}
+	h.process(0, chunks)
+	out, _ := h.finishCommit(0, chunks)
+	got := map[string]string{}
+	for _, r := range decodeOutput(t, h.op.p, out) {
+		if _, dup := got[r.key]; dup {
+			t.Fatalf("window %s is two output rows", r.key)
+		}
+		got[r.key] = strings.Join(r.vals, ",")
+	}
+	// Windows [s, s+3) for s from boundary-8 to boundary+5: each holds the
+	// rows of its seconds in [boundary-6, boundary+6).
+	if len(got) != 14 {
+		t.Fatalf("%d windows, want 14: %v", len(got), got)
+	}
+	for key, n := range got {
+		var start int64
+		for s := boundary - 8; s <= boundary+5; s++ {
+			if strings.HasPrefix(key, streamtest.Value(&stream.Column{Type: stream.Timestamp, Int64s: []int64{s * 1_000_000}}, 0)+"|") {
+				start = s
+			}
+		}
+		want := 0
+		for s := max(start, boundary-6); s < min(start+3, boundary+6); s++ {
+			want++
+		}
+		if start == 0 || n != fmt.Sprint(want) {
+			t.Fatalf("window %s: count %s, want %d", key, n, want)
+		}
 	}
 }
