@@ -444,16 +444,6 @@ func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofak
 	return out, nil
 }
 
-// walkKeys calls visit for every regular, non-temp file under dir whose key
-// (rel + its '/'-joined path below dir) has prefix pfx and is not excluded
-// by marker, in byte order of the keys, until visit returns false.
-// Subtrees whose keys all lie outside pfx or at or before marker are not
-// read. A directory that does not exist (or vanishes meanwhile) holds no keys.
-//
-// Byte order of keys is not the order of a plain recursive walk: the keys
-// under directory "a" ("a/...") sort after a sibling file "a-b" ('-' <
-// '/'), so siblings are ordered by name, with a directory's name compared
-// as name+"/".
 // errVanished: a file listed by its directory's read was gone at its stat.
 var errVanished = errors.New("a listed file vanished during the listing")
 
@@ -461,6 +451,18 @@ var errVanished = errors.New("a listed file vanished during the listing")
 // vanishing; the last one's error is the request's (500: clients retry).
 const maxListAttempts = 100
 
+// walkKeys calls visit for every regular, non-temp file under dir whose key
+// (rel + its '/'-joined path below dir) has prefix pfx and is not excluded
+// by marker, in byte order of the keys, until visit returns false.
+// Subtrees whose keys all lie outside pfx or at or before marker are not
+// read. A directory that does not exist (or vanishes meanwhile) holds no keys;
+// a file that vanishes between its directory's read and its stat ends the
+// walk with errVanished (the caller lists again).
+//
+// Byte order of keys is not the order of a plain recursive walk: the keys
+// under directory "a" ("a/...") sort after a sibling file "a-b" ('-' <
+// '/'), so siblings are ordered by name, with a directory's name compared
+// as name+"/".
 func walkKeys(dir, rel, pfx, marker string, visit func(listedObject) bool) error {
 	_, err := walkDirKeys(dir, rel, pfx, marker, visit)
 	return err
