@@ -56,13 +56,14 @@ type BenchOptions struct {
 
 // BenchResult is what bench measured. Durations in milliseconds.
 type BenchResult struct {
-	Preset                 string  `json:"preset"`
-	Files                  int     `json:"files"`
-	Blocks                 int64   `json:"blocks"`
-	ArchiveBytes           int64   `json:"archiveBytes"`
-	BackfillMs             int64   `json:"backfillMs"`
+	Preset       string `json:"preset"`
+	Files        int    `json:"files"`
+	Blocks       int64  `json:"blocks"`
+	ArchiveBytes int64  `json:"archiveBytes"`
+	// BenchRound: the backfill legs (their JSON fields inline), the medians
+	// of Rounds when there are several.
+	BenchRound
 	BackfillRowsPerSec     float64 `json:"backfillRowsPerSec"`
-	BackfillPeakRSSBytes   int64   `json:"backfillPeakRssBytes"`
 	KeysAfterBackfill      int64   `json:"keysAfterBackfill"`
 	RestartToFirstCommitMs int64   `json:"restartToFirstCommitMs"`
 	LiveMedianMs200        float64 `json:"liveMedianTriggerToCommitMs200"`
@@ -71,20 +72,9 @@ type BenchResult struct {
 	LiveMedianMs8          float64 `json:"liveMedianTriggerToCommitMs8"`
 	LivePeakRSSBytes       int64   `json:"livePeakRssBytes"`
 	GoMaxProcs             int     `json:"gomaxprocs"`
-	// BackfillCPUMs is this process's user+system CPU time during the S3
-	// backfill (the embedded S3 endpoint included: it runs in-process).
-	BackfillCPUMs int64 `json:"backfillCpuMs"`
-	// With DuckDB: the same backfill from file:// (what DuckDB reads), and
-	// DuckDB's own process wall and user+system CPU time, and its answer.
-	FileBackfillMs    int64  `json:"fileBackfillMs,omitempty"`
-	FileBackfillCPUMs int64  `json:"fileBackfillCpuMs,omitempty"`
-	DuckDBMs          int64  `json:"duckdbGroupByMs,omitempty"`
-	DuckDBCPUMs       int64  `json:"duckdbGroupByCpuMs,omitempty"`
-	DuckDBOutput      string `json:"duckdbOutput,omitempty"`
-	// DuckDBCopy*: DuckDB's COPY (SELECT ... GROUP BY ALL) TO a Parquet
-	// file, its own process: the yardstick of the backfill target.
-	DuckDBCopyMs     int64  `json:"duckdbCopyMs,omitempty"`
-	DuckDBCopyCPUMs  int64  `json:"duckdbCopyCpuMs,omitempty"`
+	// DuckDB's answers: its plain GROUP BY's, and its COPY's (SELECT ...
+	// GROUP BY ALL) TO a Parquet file, the yardstick of the backfill target.
+	DuckDBOutput     string `json:"duckdbOutput,omitempty"`
 	DuckDBCopyOutput string `json:"duckdbCopyOutput,omitempty"`
 	// BackfillPhases is where the S3 backfill's time went.
 	BackfillPhases BenchPhases `json:"backfillPhases"`
@@ -94,50 +84,45 @@ type BenchResult struct {
 	// Keys is the one-key-per-block run (BenchOptions.KeysPerBlock).
 	Keys *KeysResult `json:"keysPerBlock,omitempty"`
 	// Rounds holds each round's backfill legs when BenchOptions.Rounds > 1;
-	// the figures above are then their medians (BackfillPhases and
+	// BenchRound is then their medians (BackfillPhases and
 	// KeysAfterBackfill are the last round's).
 	Rounds []BenchRound `json:"rounds,omitempty"`
 }
 
-// BenchRound is one round of the backfill legs, in the order they ran.
+// BenchRound is one round of the backfill legs.
 type BenchRound struct {
+	// The S3 backfill: wall, this process's user+system CPU time (the
+	// embedded S3 endpoint included: it runs in-process), peak RSS.
 	BackfillMs           int64 `json:"backfillMs"`
 	BackfillCPUMs        int64 `json:"backfillCpuMs"`
 	BackfillPeakRSSBytes int64 `json:"backfillPeakRssBytes"`
-	FileBackfillMs       int64 `json:"fileBackfillMs,omitempty"`
-	FileBackfillCPUMs    int64 `json:"fileBackfillCpuMs,omitempty"`
-	DuckDBCopyMs         int64 `json:"duckdbCopyMs,omitempty"`
-	DuckDBCopyCPUMs      int64 `json:"duckdbCopyCpuMs,omitempty"`
-	DuckDBMs             int64 `json:"duckdbGroupByMs,omitempty"`
-	DuckDBCPUMs          int64 `json:"duckdbGroupByCpuMs,omitempty"`
+	// With DuckDB: the same backfill from file:// (what DuckDB reads), and
+	// DuckDB's own process wall and user+system CPU time, for its plain
+	// GROUP BY and for its COPY ... TO Parquet.
+	FileBackfillMs    int64 `json:"fileBackfillMs,omitempty"`
+	FileBackfillCPUMs int64 `json:"fileBackfillCpuMs,omitempty"`
+	DuckDBMs          int64 `json:"duckdbGroupByMs,omitempty"`
+	DuckDBCPUMs       int64 `json:"duckdbGroupByCpuMs,omitempty"`
+	DuckDBCopyMs      int64 `json:"duckdbCopyMs,omitempty"`
+	DuckDBCopyCPUMs   int64 `json:"duckdbCopyCpuMs,omitempty"`
 }
 
-// round returns r's backfill legs.
-func (r *BenchResult) round() BenchRound {
-	return BenchRound{BackfillMs: r.BackfillMs, BackfillCPUMs: r.BackfillCPUMs, BackfillPeakRSSBytes: r.BackfillPeakRSSBytes,
-		FileBackfillMs: r.FileBackfillMs, FileBackfillCPUMs: r.FileBackfillCPUMs, DuckDBCopyMs: r.DuckDBCopyMs,
-		DuckDBCopyCPUMs: r.DuckDBCopyCPUMs, DuckDBMs: r.DuckDBMs, DuckDBCPUMs: r.DuckDBCPUMs}
+// figures returns pointers to x's figures, each a median of its own.
+func (x *BenchRound) figures() []*int64 {
+	return []*int64{&x.BackfillMs, &x.BackfillCPUMs, &x.BackfillPeakRSSBytes, &x.FileBackfillMs, &x.FileBackfillCPUMs,
+		&x.DuckDBMs, &x.DuckDBCPUMs, &x.DuckDBCopyMs, &x.DuckDBCopyCPUMs}
 }
 
 // setMedians sets r's backfill legs to the medians of rs (each figure on
 // its own, so the ratios compare the median runs of each leg).
 func (r *BenchResult) setMedians(rs []BenchRound) {
-	med := func(f func(BenchRound) int64) int64 {
+	for i, dst := range r.BenchRound.figures() {
 		xs := make([]float64, len(rs))
-		for i, x := range rs {
-			xs[i] = float64(f(x))
+		for j := range rs {
+			xs[j] = float64(*rs[j].figures()[i])
 		}
-		return int64(median(xs))
+		*dst = int64(median(xs))
 	}
-	r.BackfillMs = med(func(x BenchRound) int64 { return x.BackfillMs })
-	r.BackfillCPUMs = med(func(x BenchRound) int64 { return x.BackfillCPUMs })
-	r.BackfillPeakRSSBytes = med(func(x BenchRound) int64 { return x.BackfillPeakRSSBytes })
-	r.FileBackfillMs = med(func(x BenchRound) int64 { return x.FileBackfillMs })
-	r.FileBackfillCPUMs = med(func(x BenchRound) int64 { return x.FileBackfillCPUMs })
-	r.DuckDBCopyMs = med(func(x BenchRound) int64 { return x.DuckDBCopyMs })
-	r.DuckDBCopyCPUMs = med(func(x BenchRound) int64 { return x.DuckDBCopyCPUMs })
-	r.DuckDBMs = med(func(x BenchRound) int64 { return x.DuckDBMs })
-	r.DuckDBCPUMs = med(func(x BenchRound) int64 { return x.DuckDBCPUMs })
 	r.BackfillRowsPerSec = float64(r.Blocks) / (float64(max(r.BackfillMs, 1)) / 1000)
 }
 
@@ -271,7 +256,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 				return nil, err
 			}
 		}
-		rs = append(rs, res.round())
+		rs = append(rs, res.BenchRound)
 	}
 	if rounds > 1 {
 		res.Rounds = rs

@@ -144,7 +144,7 @@ func TestTargetStatus(t *testing.T) {
 	if s := atMost("a", "<= 1", 1.01, 1, "1.01").Status; s != TargetFail {
 		t.Errorf("above the limit: %s", s)
 	}
-	ts := coreTargets(&BenchResult{Preset: "demo", BackfillMs: 1000, BackfillPeakRSSBytes: 900e6})
+	ts := coreTargets(&BenchResult{Preset: "demo", BenchRound: BenchRound{BackfillMs: 1000, BackfillPeakRSSBytes: 900e6}})
 	var out strings.Builder
 	printTargets(&out, ts)
 	for _, want := range []string{"| backfill file:// / DuckDB writing the grouped result to Parquet, wall and CPU | needs --duckdb | <= 1.5x | not measured |",
@@ -165,13 +165,13 @@ func TestBenchRoundsMedians(t *testing.T) {
 	}
 	r := &BenchResult{Blocks: 1000}
 	r.setMedians(rs)
-	if got := r.round(); got != (BenchRound{BackfillMs: 200, BackfillCPUMs: 20, BackfillPeakRSSBytes: 8, FileBackfillMs: 3, FileBackfillCPUMs: 2,
+	if got := r.BenchRound; got != (BenchRound{BackfillMs: 200, BackfillCPUMs: 20, BackfillPeakRSSBytes: 8, FileBackfillMs: 3, FileBackfillCPUMs: 2,
 		DuckDBCopyMs: 7, DuckDBCopyCPUMs: 5, DuckDBMs: 5, DuckDBCPUMs: 5}) || r.BackfillRowsPerSec != 5000 {
 		t.Fatalf("medians of three: %+v, %v rows/s", got, r.BackfillRowsPerSec)
 	}
 	r.setMedians(rs[:2])
 	if r.BackfillMs != 200 || r.DuckDBCopyMs != 7 || r.FileBackfillCPUMs != 2 {
-		t.Fatalf("medians of two: %+v", r.round())
+		t.Fatalf("medians of two: %+v", r.BenchRound)
 	}
 }
 
