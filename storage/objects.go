@@ -43,6 +43,8 @@ type Objects struct {
 	counters Counters
 	// probePrefix is where Probe lists ("" the bucket's root).
 	probePrefix string
+	// ranged sends GetRangeInto's requests (nil: the SDK does).
+	ranged *rangeGetter
 }
 
 // ObjectsOptions configure NewObjects. Zero fields take the defaults.
@@ -74,6 +76,7 @@ func NewObjects(ctx context.Context, o ObjectsOptions) (*Objects, error) {
 	}
 	s := &Objects{client: client, bucket: o.Bucket, endpoint: conn.Endpoint, retry: o.Retry,
 		clock: o.Clock, timeout: o.Timeout, counters: o.Counters}
+	s.ranged = newRangeGetter(ctx, client, o.Bucket, conn.Anonymous)
 	if s.endpoint == "" {
 		s.endpoint = "AWS S3"
 	}
@@ -202,6 +205,11 @@ func (s *Objects) fail(op, key string, write bool, attempts int, c Class, err er
 func (s *Objects) GetRangeInto(ctx context.Context, key string, off int64, p []byte) error {
 	n := int64(len(p))
 	rng := rangeHeader(off, n)
+	if s.ranged != nil {
+		return s.do(ctx, "read", key, false, func(ctx context.Context) error {
+			return s.ranged.get(ctx, key, off, rng, p)
+		})
+	}
 	return s.do(ctx, "read", key, false, func(ctx context.Context) error {
 		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), Range: &rng,

@@ -1,0 +1,225 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/ethstream/ethstream/internal/s3client"
+	"github.com/ethstream/ethstream/storage/s3test"
+)
+
+// rangeKeys are keys whose escaping differs between schemes: a space, a
+// plus, reserved and unreserved punctuation, a percent sign, non-ASCII
+// letters and Spark's partition directories.
+var rangeKeys = []string{
+	"plain",
+	"date=2024-01-01/part-00000-c000.snappy.parquet",
+	"a b/c+d=e&f;g,h",
+	"tilde~star*(paren)!'quote'",
+	"per%2Fcent/%41",
+	"ünïcødé/ファイル",
+}
+
+// objectsOf returns the store of s's bucket as the code under test builds
+// it (anonymous where s is unsigned), and the same store with its reads on
+// the SDK's path.
+func objectsOf(t *testing.T, s s3test.Server, endpoint string) (lean, sdk *Objects) {
+	t.Helper()
+	mk := func() *Objects {
+		o, err := NewObjects(context.Background(), ObjectsOptions{
+			Conn:   s3client.Conn{Endpoint: endpoint, Anonymous: s.Name == "embedded", PathStyle: true},
+			Bucket: s.Bucket, Retry: Retry{Attempts: 1}, Clock: func() Clock { return &manualClock{} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	lean, sdk = mk(), mk()
+	if lean.ranged == nil {
+		t.Fatalf("%s: no range getter for a path-style custom endpoint", s.Name)
+	}
+	sdk.ranged = nil
+	return lean, sdk
+}
+
+// TestRangeGetterReadsWhatTheSDKReads: every key, every range, through the
+// getter and through the SDK, from the embedded endpoint (unsigned and
+// verifying SigV4) and Versity Gateway (verifying SigV4): the same bytes.
+// A key escaped or signed differently from the SDK is refused (403) or
+// names another object (404).
+func TestRangeGetterReadsWhatTheSDKReads(t *testing.T) {
+	servers := map[string]func(t *testing.T) s3test.Server{
+		"embedded":        func(t *testing.T) s3test.Server { return s3test.Embedded(t) },
+		"embedded-signed": s3test.EmbeddedSigned,
+		"versity":         func(t *testing.T) s3test.Server { return s3test.Versity(t) },
+	}
+	for name, start := range servers {
+		t.Run(name, func(t *testing.T) {
+			s := start(t)
+			ctx := context.Background()
+			lean, sdk := objectsOf(t, s, s.Endpoint)
+			if name != "embedded" && lean.ranged.signer == nil {
+				t.Fatal("a signed store's getter does not sign")
+			}
+			for i, key := range rangeKeys {
+				obj := make([]byte, 20_000+i)
+				for j := range obj {
+					obj[j] = byte(j*13 + i)
+				}
+				if _, err := s.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key), Body: bytes.NewReader(obj)}); err != nil {
+					t.Fatalf("put %q: %v", key, err)
+				}
+				for _, r := range []struct{ off, n int64 }{{0, 1}, {0, int64(len(obj))}, {7_777, 5_000}, {int64(len(obj)) - 3, 3}} {
+					got, want := make([]byte, r.n), make([]byte, r.n)
+					if err := lean.GetRangeInto(ctx, key, r.off, got); err != nil {
+						t.Fatalf("%q bytes %d+%d through the getter: %v", key, r.off, r.n, err)
+					}
+					if err := sdk.GetRangeInto(ctx, key, r.off, want); err != nil {
+						t.Fatalf("%q bytes %d+%d through the SDK: %v", key, r.off, r.n, err)
+					}
+					if !bytes.Equal(got, want) || !bytes.Equal(got, obj[r.off:r.off+r.n]) {
+						t.Fatalf("%q bytes %d+%d: the getter and the SDK read different bytes", key, r.off, r.n)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRangeGetterFailsAsTheSDKFails: a missing key, a refused signature,
+// each injected S3 error and a dead endpoint give the same error through
+// the getter as through the SDK, class and message alike (Classify and
+// Reason drive the retries and the user's error).
+func TestRangeGetterFailsAsTheSDKFails(t *testing.T) {
+	ctx := context.Background()
+	check := func(t *testing.T, what string, lean, sdk *Objects, key string) {
+		t.Helper()
+		p := make([]byte, 10)
+		errLean, errSDK := lean.GetRangeInto(ctx, key, 0, p), sdk.GetRangeInto(ctx, key, 0, p)
+		if errLean == nil || errSDK == nil {
+			t.Fatalf("%s: getter %v, SDK %v: want two errors", what, errLean, errSDK)
+		}
+		if Classify(errLean) != Classify(errSDK) || errLean.Error() != errSDK.Error() {
+			t.Fatalf("%s:\n getter: %v (class %v)\n    SDK: %v (class %v)", what, errLean, Classify(errLean), errSDK, Classify(errSDK))
+		}
+	}
+	s3test.Run(t, func(t *testing.T, s s3test.Server) {
+		lean, sdk := objectsOf(t, s, s.Endpoint)
+		check(t, "a missing key", lean, sdk, "no/such/key")
+		for _, f := range []s3test.Fault{
+			{Status: 503, Code: "SlowDown"},
+			{Status: 500, Code: "InternalError"},
+			{Status: 403, Code: "AccessDenied"},
+			{Status: 400, Code: "InvalidRequest"},
+		} {
+			faulty, _ := s.Faulty(t, s3test.Always(f))
+			lean, sdk := objectsOf(t, s, faulty.Endpoint)
+			check(t, fmt.Sprintf("an injected %d %s", f.Status, f.Code), lean, sdk, "k")
+		}
+	})
+	t.Run("refused-signature", func(t *testing.T) {
+		s := s3test.EmbeddedSigned(t)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+		lean, sdk := objectsOf(t, s, s.Endpoint)
+		check(t, "a wrong secret", lean, sdk, "k")
+	})
+	t.Run("dead-endpoint", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := "http://" + ln.Addr().String()
+		ln.Close()
+		lean, sdk := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, dead)
+		check(t, "a closed port", lean, sdk, "k")
+	})
+}
+
+// TestRangeGetterRefusesAMisplacedAnswer: a server that ignores Range (200
+// and the whole object), answers another range, or holds fewer bytes than
+// asked for is an error, never bytes from the wrong place; a 200 for a
+// read from offset 0 is the object's first bytes.
+func TestRangeGetterRefusesAMisplacedAnswer(t *testing.T) {
+	obj := []byte("0123456789abcdefghij")
+	var mode string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode {
+		case "ignore-range":
+			w.Header().Set("Content-Length", strconv.Itoa(len(obj)))
+			w.Write(obj)
+		case "other-range":
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes 0-4/%d", len(obj)))
+			w.Header().Set("Content-Length", "5")
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(obj[:5])
+		case "short":
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes 15-19/%d", len(obj)))
+			w.Header().Set("Content-Length", "5")
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(obj[15:])
+		}
+	}))
+	defer srv.Close()
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, srv.URL)
+	ctx := context.Background()
+	for _, c := range []struct {
+		mode    string
+		off, n  int64
+		wantErr bool
+	}{
+		{"ignore-range", 0, 5, false},
+		{"ignore-range", 5, 5, true},
+		{"other-range", 5, 5, true},
+		{"short", 15, 10, true},
+	} {
+		mode = c.mode
+		p := make([]byte, c.n)
+		err := lean.GetRangeInto(ctx, "k", c.off, p)
+		if (err != nil) != c.wantErr {
+			t.Fatalf("%s, bytes %d+%d: err %v, want error %v", c.mode, c.off, c.n, err, c.wantErr)
+		}
+		if err == nil && !bytes.Equal(p, obj[c.off:c.off+c.n]) {
+			t.Fatalf("%s, bytes %d+%d: read %q", c.mode, c.off, c.n, p)
+		}
+	}
+}
+
+// TestRangeGetterEndpoints: the getter addresses a bucket as the SDK's
+// endpoint rules do (virtual host on AWS, path style for a name that is no
+// host label or on request, a custom endpoint's path), and leaves to the
+// SDK a bucket whose rules ask for another signature (S3 Express).
+func TestRangeGetterEndpoints(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		conn   s3client.Conn
+		bucket string
+		want   string // "" = no getter
+	}{
+		{s3client.Conn{Region: "us-east-2", Anonymous: true}, "aws-public-blockchain", "https://aws-public-blockchain.s3.us-east-2.amazonaws.com"},
+		{s3client.Conn{Region: "us-east-2", Anonymous: true}, "my.dotted.bucket", "https://s3.us-east-2.amazonaws.com/my.dotted.bucket"},
+		{s3client.Conn{Region: "eu-west-1", Anonymous: true, PathStyle: true}, "lake", "https://s3.eu-west-1.amazonaws.com/lake"},
+		{s3client.Conn{Endpoint: "http://127.0.0.1:9000", Anonymous: true, PathStyle: true}, "lake", "http://127.0.0.1:9000/lake"},
+		{s3client.Conn{Region: "us-west-2", Anonymous: true}, "mybucket--usw2-az1--x-s3", ""},
+	} {
+		o, err := NewObjects(ctx, ObjectsOptions{Conn: c.conn, Bucket: c.bucket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if o.ranged != nil {
+			got = o.ranged.base.String()
+		}
+		if got != c.want {
+			t.Errorf("bucket %s, %+v: getter at %q, want %q", c.bucket, c.conn, got, c.want)
+		}
+	}
+}
