@@ -20,8 +20,8 @@ import (
 // $ETHSTREAM_BENCH_ARCHIVE (a directory holding the bucket folder
 // aws-public-blockchain, e.g. a bench work directory's s3/; skipped when
 // unset). Reported per backfill: CPU seconds, seconds in LatestOffset
-// (listing) and in ReadBatch, and store requests; the S3 figures against
-// the file:// ones are the endpoint's cost.
+// (listing) and in ReadBatch, store requests and megabytes fetched; the
+// S3 figures against the file:// ones are the endpoint's cost.
 func BenchmarkBackfillReads(b *testing.B) {
 	root := os.Getenv("ETHSTREAM_BENCH_ARCHIVE")
 	if root == "" {
@@ -41,7 +41,7 @@ func BenchmarkBackfillReads(b *testing.B) {
 				}
 			}
 			var listT, readT time.Duration
-			var requests int64
+			var requests, bytes int64
 			cpu0 := cpuTime()
 			for range b.N {
 				s := openSource(b, o, testEnv(b, vfs.NewMem(), ethblock.ColBlockTS, ethblock.ColMiner, ethblock.ColNumber))
@@ -70,12 +70,14 @@ func BenchmarkBackfillReads(b *testing.B) {
 					start = end
 				}
 				requests += s.m.requests.Load()
+				bytes += s.m.bytesRead.Load()
 			}
 			n := float64(b.N)
 			b.ReportMetric((cpuTime()-cpu0).Seconds()/n, "cpu-s/op")
 			b.ReportMetric(listT.Seconds()/n, "list-s/op")
 			b.ReportMetric(readT.Seconds()/n, "read-s/op")
 			b.ReportMetric(float64(requests)/n, "requests/op")
+			b.ReportMetric(float64(bytes)/n/1e6, "MB/op")
 		})
 	}
 }
