@@ -50,8 +50,16 @@ type BenchOptions struct {
 	// machine one run of each is further from the next than the targets'
 	// margins.
 	Rounds int
-	Out    io.Writer
-	Log    io.Writer // progress lines; nil = discard
+	// ServeS3 is the command that serves a directory over S3 from a process
+	// of its own, given --root DIR --addr HOST:PORT (the CLI passes its own
+	// executable and "serve-s3"). The S3 backfill then reads the archive
+	// from it, so that its CPU time, the targets' figure, is the engine's
+	// alone, as against S3, whose CPU is not the engine's; the endpoint's
+	// own is measured beside it. Empty: the embedded endpoint in this
+	// process serves the backfill, and its CPU counts as the engine's.
+	ServeS3 []string
+	Out     io.Writer
+	Log     io.Writer // progress lines; nil = discard
 }
 
 // BenchResult is what bench measured. Durations in milliseconds.
@@ -72,6 +80,9 @@ type BenchResult struct {
 	LiveMedianMs8          float64 `json:"liveMedianTriggerToCommitMs8"`
 	LivePeakRSSBytes       int64   `json:"livePeakRssBytes"`
 	GoMaxProcs             int     `json:"gomaxprocs"`
+	// EndpointOwnProcess: the S3 backfill read the archive from an
+	// endpoint in a process of its own (BenchOptions.ServeS3).
+	EndpointOwnProcess bool `json:"endpointOwnProcess"`
 	// DuckDB's answers: its plain GROUP BY's, and its COPY's (SELECT ...
 	// GROUP BY ALL) TO a Parquet file, the yardstick of the backfill target.
 	DuckDBOutput     string `json:"duckdbOutput,omitempty"`
@@ -91,11 +102,15 @@ type BenchResult struct {
 
 // BenchRound is one round of the backfill legs.
 type BenchRound struct {
-	// The S3 backfill: wall, this process's user+system CPU time (the
-	// embedded S3 endpoint included: it runs in-process), peak RSS.
+	// The S3 backfill: wall, this process's user+system CPU time (the S3
+	// endpoint's included when it runs in this process: BenchOptions.
+	// ServeS3), peak RSS.
 	BackfillMs           int64 `json:"backfillMs"`
 	BackfillCPUMs        int64 `json:"backfillCpuMs"`
 	BackfillPeakRSSBytes int64 `json:"backfillPeakRssBytes"`
+	// EndpointCPUMs is the user+system CPU time of the S3 endpoint's own
+	// process during the S3 backfill (0 when it runs in this process).
+	EndpointCPUMs int64 `json:"endpointCpuMs,omitempty"`
 	// With DuckDB: the same backfill from file:// (what DuckDB reads), and
 	// DuckDB's own process wall and user+system CPU time, for its plain
 	// GROUP BY and for its COPY ... TO Parquet.
@@ -109,7 +124,7 @@ type BenchRound struct {
 
 // figures returns pointers to x's figures, each a median of its own.
 func (x *BenchRound) figures() []*int64 {
-	return []*int64{&x.BackfillMs, &x.BackfillCPUMs, &x.BackfillPeakRSSBytes, &x.FileBackfillMs, &x.FileBackfillCPUMs,
+	return []*int64{&x.BackfillMs, &x.BackfillCPUMs, &x.BackfillPeakRSSBytes, &x.EndpointCPUMs, &x.FileBackfillMs, &x.FileBackfillCPUMs,
 		&x.DuckDBMs, &x.DuckDBCPUMs, &x.DuckDBCopyMs, &x.DuckDBCopyCPUMs}
 }
 
@@ -231,6 +246,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	defer env.Close()
 	b := &benchRun{o: o, env: env, conf: EvolutionConf(200), quiet: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		s3src: env.ArchiveSource(o.Preset.MaxFilesPerTrigger), liveSrc: env.LiveSource(20)}
+	b.s3backfill = b.s3src
 	res := &BenchResult{Preset: o.Preset.Name, Files: len(env.Manifest.Files), Blocks: env.Manifest.Rows,
 		ArchiveBytes: env.Manifest.Bytes, GoMaxProcs: runtimeProcs()}
 	// Every timed run reads the archive from a warm page cache, as DuckDB's
@@ -239,6 +255,16 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	fmt.Fprintf(o.Log, "warm the page cache (%d files) ...\n", res.Files)
 	if err := warmPageCache(ctx, env.ArchiveRoot, env.Manifest.Files); err != nil {
 		return nil, err
+	}
+	if len(o.ServeS3) > 0 {
+		fmt.Fprintf(o.Log, "start the S3 endpoint (%s) ...\n", strings.Join(o.ServeS3, " "))
+		ep, err := startEndpoint(ctx, o.ServeS3, filepath.Dir(env.ArchiveRoot))
+		if err != nil {
+			return nil, err
+		}
+		defer ep.stop()
+		b.endpoint, b.s3backfill = ep, archiveSourceAt(ep.url, o.Preset.MaxFilesPerTrigger)
+		res.EndpointOwnProcess = true
 	}
 	rounds := max(o.Rounds, 1)
 	var rs []BenchRound
@@ -283,6 +309,10 @@ type benchRun struct {
 	conf           map[string]string
 	quiet          *slog.Logger
 	s3src, liveSrc pipeline.SourceSpec
+	// s3backfill is the archive source of the timed S3 backfill: s3src, or
+	// the same archive from endpoint, a process of its own.
+	s3backfill pipeline.SourceSpec
+	endpoint   *endpointProcess
 }
 
 // runIn runs the query on a checkpoint and table of its own.
@@ -307,13 +337,20 @@ func (b *benchRun) run(ctx context.Context, srcs []pipeline.SourceSpec, conf map
 // backfill times the S3 backfill of the whole archive: on the bench's
 // checkpoint, or with scratch on one of its own, removed after.
 func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool) error {
-	o, conf, s3src := b.o, b.conf, b.s3src
+	o, conf, s3src := b.o, b.conf, b.s3backfill
 	fmt.Fprintf(o.Log, "backfill %d files, %d blocks ...\n", res.Files, res.Blocks)
 	dir := filepath.Join(o.WorkDir, "s3-backfill-round")
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear %s: %w", dir, err)
 	}
 	resetPeakRSS()
+	var e0 time.Duration
+	if b.endpoint != nil {
+		var err error
+		if e0, err = b.endpoint.cpu(); err != nil {
+			return err
+		}
+	}
 	t0, c0 := time.Now(), cpuTime()
 	var rec *recorder
 	var err error
@@ -328,6 +365,13 @@ func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool)
 	}
 	res.BackfillMs = time.Since(t0).Milliseconds()
 	res.BackfillCPUMs = (cpuTime() - c0).Milliseconds()
+	if b.endpoint != nil {
+		e1, err := b.endpoint.cpu()
+		if err != nil {
+			return err
+		}
+		res.EndpointCPUMs = (e1 - e0).Milliseconds()
+	}
 	res.BackfillPeakRSSBytes = peakRSS()
 	res.BackfillRowsPerSec = float64(res.Blocks) / time.Since(t0).Seconds()
 	if n := len(rec.events); n > 0 && len(rec.events[n-1].StateOperators) > 0 {
@@ -445,8 +489,8 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| what (preset %s: %d files, %d blocks, GOMAXPROCS %d%s) | measured |\n|---|---|\n",
 		r.Preset, r.Files, r.Blocks, r.GoMaxProcs, rounds)
 	sec := func(ms int64) float64 { return float64(ms) / 1000 }
-	fmt.Fprintf(w, "| backfill S3 -> state -> Delta | %.1f s (%.0f blocks/s), %.1f CPU-s |\n",
-		sec(r.BackfillMs), r.BackfillRowsPerSec, sec(r.BackfillCPUMs))
+	fmt.Fprintf(w, "| backfill S3 -> state -> Delta | %.1f s (%.0f blocks/s), %.1f CPU-s%s |\n",
+		sec(r.BackfillMs), r.BackfillRowsPerSec, sec(r.BackfillCPUMs), endpointNote(r))
 	if r.DuckDBMs > 0 {
 		ratio := func(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
 		fmt.Fprintf(w, "| backfill file:// -> state -> Delta | %.1f s, %.1f CPU-s |\n", sec(r.FileBackfillMs), sec(r.FileBackfillCPUMs))
@@ -459,6 +503,10 @@ func PrintBench(w io.Writer, r *BenchResult) {
 			ratio(r.FileBackfillMs, r.DuckDBMs), ratio(r.FileBackfillCPUMs, r.DuckDBCPUMs))
 		fmt.Fprintf(w, "| backfill S3 / file:// | %.2fx wall, %.2fx CPU |\n",
 			ratio(r.BackfillMs, r.FileBackfillMs), ratio(r.BackfillCPUMs, r.FileBackfillCPUMs))
+		if r.EndpointOwnProcess {
+			fmt.Fprintf(w, "| backfill S3 / file://, CPU with the S3 endpoint's | %.2fx |\n",
+				ratio(r.BackfillCPUMs+r.EndpointCPUMs, r.FileBackfillCPUMs))
+		}
 	}
 	fmt.Fprintf(w, "| keys in state after the backfill | %d |\n", r.KeysAfterBackfill)
 	fmt.Fprintf(w, "| peak RSS, backfill | %s |\n", mb(r.BackfillPeakRSSBytes))
@@ -484,10 +532,14 @@ func printRounds(w io.Writer, rs []BenchRound) {
 		return fmt.Sprintf("%.1f s, %.1f CPU-s", float64(ms)/1000, float64(cpu)/1000)
 	}
 	ratio := func(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
-	fmt.Fprintf(w, "\n| round | backfill S3 | backfill file:// | DuckDB COPY | DuckDB GROUP BY | file:// / COPY, wall; CPU | S3 / file://, wall; CPU | peak RSS, S3 backfill |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n| round | backfill S3 | S3 endpoint, own process | backfill file:// | DuckDB COPY | DuckDB GROUP BY | file:// / COPY, wall; CPU | S3 / file://, wall; CPU | peak RSS, S3 backfill |\n|---|---|---|---|---|---|---|---|---|\n")
 	for i, x := range rs {
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %.2fx; %.2fx | %.2fx; %.2fx | %.0f MB |\n", i+1,
-			sec(x.BackfillMs, x.BackfillCPUMs), sec(x.FileBackfillMs, x.FileBackfillCPUMs), sec(x.DuckDBCopyMs, x.DuckDBCopyCPUMs),
+		ep := "-"
+		if x.EndpointCPUMs > 0 {
+			ep = fmt.Sprintf("%.1f CPU-s", float64(x.EndpointCPUMs)/1000)
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %.2fx; %.2fx | %.2fx; %.2fx | %.0f MB |\n", i+1,
+			sec(x.BackfillMs, x.BackfillCPUMs), ep, sec(x.FileBackfillMs, x.FileBackfillCPUMs), sec(x.DuckDBCopyMs, x.DuckDBCopyCPUMs),
 			sec(x.DuckDBMs, x.DuckDBCPUMs), ratio(x.FileBackfillMs, x.DuckDBCopyMs), ratio(x.FileBackfillCPUMs, x.DuckDBCopyCPUMs),
 			ratio(x.BackfillMs, x.FileBackfillMs), ratio(x.BackfillCPUMs, x.FileBackfillCPUMs), float64(x.BackfillPeakRSSBytes)/1e6)
 	}
@@ -510,3 +562,12 @@ func writeJSON(path string, v any) error {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// endpointNote says where the S3 backfill's endpoint ran and what its own
+// process spent.
+func endpointNote(r *BenchResult) string {
+	if !r.EndpointOwnProcess {
+		return " (the S3 endpoint's included: it ran in this process)"
+	}
+	return fmt.Sprintf("; the S3 endpoint, its own process: %.1f CPU-s", float64(r.EndpointCPUMs)/1000)
+}

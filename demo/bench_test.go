@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/stream"
@@ -175,19 +177,26 @@ func TestBenchRoundsMedians(t *testing.T) {
 	}
 }
 
-// TestBenchRounds runs the bench with three rounds on one day: three S3
-// backfills, each figure their median, a table row per round, and the
-// scratch checkpoints of the first two gone (the live runs restart the
-// last round's).
+// TestBenchRounds runs the bench with three rounds on one day, the S3
+// backfill reading from ethstream serve-s3 in a process of its own (as
+// the CLI runs it): three S3 backfills, each figure their median, a table
+// row per round, and the scratch checkpoints of the first two gone (the
+// live runs restart the last round's, through the in-process endpoint).
 func TestBenchRounds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end bench")
 	}
 	dir := t.TempDir()
+	_, bin := buildBinary(t, filepath.Join(dir, "bin"))
 	var out strings.Builder
-	res, err := Bench(context.Background(), BenchOptions{WorkDir: dir, Preset: chain.LastDaysPreset(1), LiveBatches: 2, Rounds: 3, DuckDB: fakeDuck(t), Out: &out})
+	res, err := Bench(context.Background(), BenchOptions{WorkDir: dir, Preset: chain.LastDaysPreset(1), LiveBatches: 2, Rounds: 3, DuckDB: fakeDuck(t),
+		ServeS3: []string{bin, "serve-s3"}, Out: &out})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !res.EndpointOwnProcess || !strings.Contains(out.String(), "; the S3 endpoint, its own process: ") ||
+		!strings.Contains(out.String(), "| backfill S3 / file://, CPU with the S3 endpoint's | ") {
+		t.Fatalf("the S3 endpoint's own process is not reported:\n%s", out.String())
 	}
 	if len(res.Rounds) != 3 {
 		t.Fatalf("%d rounds recorded, want 3", len(res.Rounds))
@@ -224,4 +233,32 @@ func fakeDuck(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return duck
+}
+
+// TestProcStatCPU reads utime+stime (ticks of 1/100 s) past a command name
+// that holds spaces and parentheses.
+func TestProcStatCPU(t *testing.T) {
+	stat := "4242 (serve (s3) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615"
+	got, err := procStatCPU(stat)
+	if err != nil || got != 3250*time.Millisecond {
+		t.Fatalf("procStatCPU = %v, %v; want 3.25s", got, err)
+	}
+	for _, bad := range []string{"", "4242 serve S 1", "4242 (x) S 1 2 3"} {
+		if _, err := procStatCPU(bad); err == nil {
+			t.Errorf("procStatCPU(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestStartEndpointThatDoesNotServe: a command that exits without printing
+// an address fails the bench's start with its output, and leaves no process.
+func TestStartEndpointThatDoesNotServe(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	_, err = startEndpoint(context.Background(), []string{sh, "-c", "echo no such bucket >&2; exit 3", "serve"}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "exited without serving") || !strings.Contains(err.Error(), "no such bucket") {
+		t.Fatalf("startEndpoint of a failing command: %v", err)
+	}
 }

@@ -440,9 +440,15 @@ const LakeBucket = "lake"
 // ArchiveSource is the s3_backfill source reading the archive through the
 // embedded S3 endpoint, as it would read the public bucket.
 func (e *Env) ArchiveSource(maxFilesPerTrigger int) pipeline.SourceSpec {
+	return archiveSourceAt(e.S3.URL(), maxFilesPerTrigger)
+}
+
+// archiveSourceAt is the s3_backfill source reading the archive's bucket
+// from the S3 endpoint at endpoint (a URL).
+func archiveSourceAt(endpoint string, maxFilesPerTrigger int) pipeline.SourceSpec {
 	return pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive", URI: fmt.Sprintf(
 		"s3://%s/v1.0/eth/blocks?endpoint=%s&region=us-east-2&anonymous=true&maxFilesPerTrigger=%d",
-		Bucket, e.S3.URL(), maxFilesPerTrigger)}
+		Bucket, endpoint, maxFilesPerTrigger)}
 }
 
 // LiveSource is the eth_live source: one block past the archive's last,

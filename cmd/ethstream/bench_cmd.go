@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/demo"
 	"github.com/ethstream/ethstream/errcode"
@@ -66,8 +69,15 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 			if err != nil {
 				return err
 			}
+			// The S3 backfill reads from this binary's serve-s3 in a process
+			// of its own, so its CPU is the engine's alone.
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find this executable for the S3 endpoint's process: %w", err)
+			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
-				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Rounds: rounds, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Rounds: rounds,
+				ServeS3: []string{exe, "serve-s3"}, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,128 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// endpointProcess is an S3 endpoint serving the archive from a process of
+// its own (BenchOptions.ServeS3), so that the S3 backfill's CPU is the
+// engine's alone, as it is against S3, and the endpoint's is measured
+// apart (from /proc/PID/stat).
+type endpointProcess struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's, once done
+}
+
+// endpointStartTimeout bounds the wait for the endpoint's "serving" line.
+const endpointStartTimeout = 30 * time.Second
+
+// startEndpoint runs command with --root root on a free loopback port and
+// waits for the URL it prints ("serving ROOT at URL ...").
+func startEndpoint(ctx context.Context, command []string, root string) (*endpointProcess, error) {
+	args := append(slices.Clone(command[1:]), "--root", root, "--addr", "127.0.0.1:0")
+	cmd := exec.Command(command[0], args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the S3 endpoint %s: %w", strings.Join(command, " "), err)
+	}
+	e := &endpointProcess{cmd: cmd, done: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		found := false
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); !found && len(f) >= 4 && f[0] == "serving" && f[2] == "at" {
+				found = true
+				urls <- f[3]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		close(urls)
+	}()
+	go func() {
+		e.err = cmd.Wait()
+		close(e.done)
+	}()
+	t := time.NewTimer(endpointStartTimeout)
+	defer t.Stop()
+	select {
+	case u, ok := <-urls:
+		if ok && strings.HasPrefix(u, "http://") {
+			e.url = u
+			return e, nil
+		}
+		<-e.done
+		return nil, fmt.Errorf("the S3 endpoint %s exited without serving: %v\n%s", strings.Join(command, " "), e.err, stderr.String())
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	e.stop()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("the S3 endpoint %s printed no address within %s\n%s", strings.Join(command, " "), endpointStartTimeout, stderr.String())
+}
+
+// clockTicks is the unit of /proc/PID/stat's CPU times: USER_HZ, 100 on
+// every Linux the kernel ABI allows user space to see.
+const clockTicks = 100
+
+// cpu returns the endpoint's user+system CPU time so far.
+func (e *endpointProcess) cpu() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the S3 endpoint's CPU time: %w", err)
+	}
+	return procStatCPU(string(b))
+}
+
+// procStatCPU parses utime and stime out of a /proc/PID/stat line; the
+// command name, in parentheses, may hold spaces and parentheses itself.
+func procStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("no command name in /proc/PID/stat")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/PID/stat has %d fields after the command name, want 13 or more", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/PID/stat: %w", err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// stop interrupts the endpoint (serve-s3 stops on SIGINT) and kills it if it
+// has not exited within a few seconds.
+func (e *endpointProcess) stop() {
+	_ = e.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-e.done:
+	case <-time.After(5 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.done
+	}
+}
