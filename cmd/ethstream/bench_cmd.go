@@ -20,12 +20,14 @@ func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--rounds N] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
-		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it through the
-embedded S3 endpoint, and runs in this process: the backfill (availableNow, 200 state
-partitions), a restart with the live source at 200 partitions, and a restart that shrinks the
-state to 8 partitions followed by live batches. It prints a table against the targets and,
-with --out, writes the figures as JSON. The seed preset's archive takes minutes to generate
-and about 9 GB of disk the first time.
+		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it over S3,
+and runs in this process: the backfill (availableNow, 200 state partitions), a restart with the
+live source at 200 partitions, and a restart that shrinks the state to 8 partitions followed by
+live batches. The timed backfill reads the archive from this binary's serve-s3, run as a
+process of its own, so that its CPU time is the engine's alone (as against S3); the endpoint's
+CPU time is printed beside it. It prints a table against the targets and, with --out, writes
+the figures as JSON. The seed preset's archive takes minutes to generate and about 9 GB of
+disk the first time.
 
 With --duckdb PATH (the scripts/duckref binary, built in its own module: cd scripts/duckref &&
 go build -o /tmp/duckref .), bench also runs the backfill from file:// on a checkpoint of its
