@@ -49,7 +49,7 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
                               endpoint is set)
     maxFilesPerTrigger=N      new files admitted per batch (default 0: all)
     maxBytesPerTrigger=N      bytes admitted per batch, at least one file (default 0: no limit)
-    parallelism=N             files fetched and decoded at once (default 4)
+    parallelism=N             files fetched and decoded at once (default 4 for file://, 8 for s3://)
     skipUnreadable=true|false skip files failing with ARCHIVE_FILE_UNREADABLE instead of
                               failing the batch; they are listed in the progress metrics
                               (default false)

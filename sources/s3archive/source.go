@@ -84,6 +84,9 @@ func New(o Options) (*Source, error) {
 	s := &Source{opts: o, m: &metrics{}, parall: o.Parallelism}
 	if s.parall == 0 {
 		s.parall = DefaultParallelism
+		if u.Scheme == "s3" {
+			s.parall = DefaultS3Parallelism
+		}
 	}
 	switch u.Scheme {
 	case "file":
