@@ -57,7 +57,10 @@
 // upload is not used: put-if-absent stays one conditional PUT, and the
 // embedded endpoint has no multipart API (Versity Gateway v1.8.0 does honour
 // If-None-Match on CompleteMultipartUpload). Reads are GETs: an object up to
-// 8 MiB is read whole, a larger one by ranged GETs. List is ListObjectsV2
+// 8 MiB is read whole, a larger one by ranged GETs. Ranged GETs (these, and
+// the archive source's column chunks) go out beside the SDK's operation
+// stack (rangeget.go), with the SDK's own endpoint, escaping, signature,
+// HTTP client and error parsing, at half its CPU a request. List is ListObjectsV2
 // with delimiter "/"; ListInfo gives each entry's size and time from those
 // same responses (one request per page of up to 1,000 keys, no HEAD per
 // object: vacuum and the temp-file sweep use it), while Stat of one name
