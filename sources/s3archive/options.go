@@ -31,7 +31,7 @@ const (
 	// round trips (a tail, then its column chunks), which more files in
 	// flight hide. Through the embedded endpoint on the 2-core reference
 	// machine, 8 cut the seed backfill's wait on the source by 40%
-	// (getBatch 0.5-0.7 s to 0.3-0.4 s) and 16 did no better; AWS's tens of
+	// (getBatch 0.5-0.7 s to 0.3-0.45 s) and 16 did no better; AWS's tens of
 	// milliseconds a request may want more (parallelism=).
 	DefaultS3Parallelism = 8
 	DefaultTimeout       = 30 * time.Second
