@@ -52,7 +52,8 @@ type BenchOptions struct {
 	Rounds int
 	// ServeS3 is the command that serves a directory over S3 from a process
 	// of its own, given --root DIR --addr HOST:PORT (the CLI passes its own
-	// executable and "serve-s3"). The S3 backfill then reads the archive
+	// executable and "serve-s3"); it runs with GOMAXPROCS=1
+	// (bench_endpoint.go). The S3 backfill then reads the archive
 	// from it, so that its CPU time, the targets' figure, is the engine's
 	// alone, as against S3, whose CPU is not the engine's; the endpoint's
 	// own is measured beside it. Empty: the embedded endpoint in this
