@@ -55,9 +55,9 @@ func startEndpoint(ctx context.Context, command []string, root string) (*endpoin
 		sc := bufio.NewScanner(stdout)
 		found := false
 		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); !found && len(f) >= 4 && f[0] == "serving" && f[2] == "at" {
+			if u, ok := servingURL(sc.Text()); !found && ok {
 				found = true
-				urls <- f[3]
+				urls <- u
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -71,7 +71,7 @@ func startEndpoint(ctx context.Context, command []string, root string) (*endpoin
 	defer t.Stop()
 	select {
 	case u, ok := <-urls:
-		if ok && strings.HasPrefix(u, "http://") {
+		if ok {
 			e.url = u
 			return e, nil
 		}
@@ -85,6 +85,21 @@ func startEndpoint(ctx context.Context, command []string, root string) (*endpoin
 		return nil, ctx.Err()
 	}
 	return nil, fmt.Errorf("the S3 endpoint %s printed no address within %s\n%s", strings.Join(command, " "), endpointStartTimeout, stderr.String())
+}
+
+// servingURL returns the URL of serve-s3's "serving ROOT at URL (...)" line.
+// ROOT may hold spaces (a work directory's path), the URL does not.
+func servingURL(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "serving ")
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(rest, " at http://")
+	if i < 0 {
+		return "", false
+	}
+	u, _, _ := strings.Cut(rest[i+len(" at "):], " ")
+	return u, true
 }
 
 // clockTicks is the unit of /proc/PID/stat's CPU times: USER_HZ, 100 on

@@ -262,3 +262,27 @@ func TestStartEndpointThatDoesNotServe(t *testing.T) {
 		t.Fatalf("startEndpoint of a failing command: %v", err)
 	}
 }
+
+// TestStartEndpointInADirectoryWithSpaces: the endpoint's address is read
+// from its "serving ROOT at URL" line whatever the root's path holds, and
+// stop ends the process.
+func TestStartEndpointInADirectoryWithSpaces(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	script := `echo "serving $2 at http://127.0.0.1:4321 (unauthenticated; Ctrl-C to stop)"; exec sleep 30`
+	ep, err := startEndpoint(context.Background(), []string{sh, "-c", script, "serve"}, filepath.Join(t.TempDir(), "my bench", "s3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.stop()
+	if ep.url != "http://127.0.0.1:4321" {
+		t.Fatalf("endpoint at %q, want http://127.0.0.1:4321", ep.url)
+	}
+	select {
+	case <-ep.done:
+	default:
+		t.Fatal("the endpoint's process outlived stop")
+	}
+}
