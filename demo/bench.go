@@ -498,7 +498,6 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| backfill S3 -> state -> Delta | %.1f s (%.0f blocks/s), %.1f CPU-s%s |\n",
 		sec(r.BackfillMs), r.BackfillRowsPerSec, sec(r.BackfillCPUMs), endpointNote(r))
 	if r.DuckDBMs > 0 {
-		ratio := func(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
 		fmt.Fprintf(w, "| backfill file:// -> state -> Delta | %.1f s, %.1f CPU-s |\n", sec(r.FileBackfillMs), sec(r.FileBackfillCPUMs))
 		fmt.Fprintf(w, "| DuckDB COPY (GROUP BY ALL) TO Parquet, same files (its process) | %.1f s, %.1f CPU-s |\n",
 			sec(r.DuckDBCopyMs), sec(r.DuckDBCopyCPUMs))
@@ -529,6 +528,10 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	}
 }
 
+// ratio is a / b, durations or CPU times in milliseconds: a figure under a
+// millisecond still counts as one, so that no ratio divides by zero.
+func ratio(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
+
 // printRounds prints each round's backfill legs (BenchOptions.Rounds > 1).
 func printRounds(w io.Writer, rs []BenchRound) {
 	if len(rs) < 2 {
@@ -537,7 +540,6 @@ func printRounds(w io.Writer, rs []BenchRound) {
 	sec := func(ms, cpu int64) string {
 		return fmt.Sprintf("%.1f s, %.1f CPU-s", float64(ms)/1000, float64(cpu)/1000)
 	}
-	ratio := func(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
 	fmt.Fprintf(w, "\n| round | backfill S3 | S3 endpoint, own process | backfill file:// | DuckDB COPY | DuckDB GROUP BY | file:// / COPY, wall; CPU | S3 / file://, wall; CPU | peak RSS, S3 backfill |\n|---|---|---|---|---|---|---|---|---|\n")
 	for i, x := range rs {
 		ep := "-"

@@ -70,7 +70,6 @@ func (b *benchRun) runStages(ctx context.Context, res *BenchResult) error {
 // backfill, RSS and live targets and the restart and repartition ones kept
 // from before), in the order docs/contracts.md lists them.
 func coreTargets(r *BenchResult) []Target {
-	ratio := func(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
 	x := func(v float64) string { return fmt.Sprintf("%.2fx", v) }
 	mb := func(b int64) float64 { return float64(b) / 1e6 }
 	var ts []Target
