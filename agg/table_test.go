@@ -16,19 +16,25 @@ import (
 
 // keyedTable is a groupIndex whose entries' keys are strings kept beside it,
 // as the partial keeps its entries' columns; a key's part is its length
-// modulo 3.
+// modulo 3. With collide, hashes keep 4 tag bits and 8 slot bits, so that
+// tags match for other keys and eq decides.
 type keyedTable struct {
-	seed maphash.Seed
-	t    groupIndex
-	keys []string
+	seed    maphash.Seed
+	collide bool
+	t       groupIndex
+	keys    []string
 }
 
-func newKeyedTable() *keyedTable {
-	return &keyedTable{seed: maphash.MakeSeed(), t: newGroupIndex()}
+func newKeyedTable(collide bool) *keyedTable {
+	return &keyedTable{seed: maphash.MakeSeed(), collide: collide, t: newGroupIndex()}
 }
 
 func (k *keyedTable) find(key string) (int32, bool) {
-	e, inserted := k.t.find(int64(len(key)%3), maphash.String(k.seed, key), func(e int32) bool { return k.keys[e] == key })
+	h := maphash.String(k.seed, key)
+	if k.collide {
+		h &= 0xf<<32 | 0xff // 16 tags, 256 home slots
+	}
+	e, inserted := k.t.find(int64(len(key)%3), h, func(e int32) bool { return k.keys[e] == key })
 	if inserted {
 		k.keys = append(k.keys, key)
 	}
@@ -47,7 +53,7 @@ func (k *keyedTable) reset() {
 func TestGroupTable(t *testing.T) {
 	for _, collide := range []bool{false, true} {
 		rng := rand.New(rand.NewPCG(3, 4))
-		tb := newKeyedTable()
+		tb := newKeyedTable(collide)
 		for round := range 4 {
 			ref := map[string]int32{}
 			var order []string
@@ -56,17 +62,7 @@ func TestGroupTable(t *testing.T) {
 				if rng.IntN(100) == 0 {
 					k = ""
 				}
-				var e int32
-				var inserted bool
-				if collide {
-					h := maphash.String(tb.seed, k) & (0xf<<32 | 0xff) // 16 tags, 256 home slots
-					e, inserted = tb.t.find(int64(len(k)%2), h, func(e int32) bool { return tb.keys[e] == k })
-					if inserted {
-						tb.keys = append(tb.keys, k)
-					}
-				} else {
-					e, inserted = tb.find(k)
-				}
+				e, inserted := tb.find(k)
 				want, ok := ref[k]
 				if inserted == ok {
 					t.Fatalf("collide=%v round %d: find(%q) inserted=%v, present before=%v", collide, round, k, inserted, ok)
@@ -92,7 +88,7 @@ func TestGroupTable(t *testing.T) {
 }
 
 func TestGroupTableFindDoesNotAllocate(t *testing.T) {
-	tb := newKeyedTable()
+	tb := newKeyedTable(false)
 	key := "0xabcdef0123456789"
 	tb.find(key)
 	if n := testing.AllocsPerRun(1000, func() { tb.find(key) }); n != 0 {
