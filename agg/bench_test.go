@@ -3,11 +3,11 @@ package agg
 import (
 	"context"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -25,14 +25,6 @@ func benchChunks(b *testing.B) []*stream.Batch {
 		rows = rows[n:]
 	}
 	return chunks
-}
-
-// cpuTime is the process's user+system CPU time: on a shared machine wall
-// time says more about the neighbours than about this code.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func reportRows(b *testing.B, rows int64, before *runtime.MemStats, cpu time.Duration) {
@@ -63,13 +55,13 @@ func BenchmarkReferenceQuery(b *testing.B) {
 		var cpu time.Duration
 		b.ResetTimer()
 		for i := range b.N {
-			c0 := cpuTime()
+			c0 := cputime.Self()
 			for _, c := range chunks {
 				if err := h.op.Process(ctx, int64(i), 0, c); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpu += cpuTime() - c0
+			cpu += cputime.Self() - c0
 			b.StopTimer()
 			h.op.Abort()
 			b.StartTimer()
@@ -87,7 +79,7 @@ func BenchmarkReferenceQuery(b *testing.B) {
 			runtime.GC()
 			runtime.ReadMemStats(&before) // count only the batch itself
 			b.StartTimer()
-			c0 := cpuTime()
+			c0 := cputime.Self()
 			for _, c := range chunks {
 				if err := h.op.Process(ctx, 0, 0, c); err != nil {
 					b.Fatal(err)
@@ -99,7 +91,7 @@ func BenchmarkReferenceQuery(b *testing.B) {
 			if err := h.op.Commit(ctx, 0); err != nil {
 				b.Fatal(err)
 			}
-			cpu += cpuTime() - c0
+			cpu += cputime.Self() - c0
 			b.StopTimer()
 			_ = h.op.Close()
 		}

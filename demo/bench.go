@@ -15,11 +15,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -161,15 +161,6 @@ func warmPageCache(ctx context.Context, root string, files []chain.ManifestFile)
 		}
 	}
 	return nil
-}
-
-// cpuTime returns this process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // peakRSS returns VmHWM of this process; resetPeakRSS restarts it (Linux).
@@ -352,7 +343,7 @@ func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool)
 			return err
 		}
 	}
-	t0, c0 := time.Now(), cpuTime()
+	t0, c0 := time.Now(), cputime.Self()
 	var rec *recorder
 	var err error
 	if scratch {
@@ -365,7 +356,7 @@ func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool)
 		return fmt.Errorf("backfill: %w", err)
 	}
 	res.BackfillMs = time.Since(t0).Milliseconds()
-	res.BackfillCPUMs = (cpuTime() - c0).Milliseconds()
+	res.BackfillCPUMs = (cputime.Self() - c0).Milliseconds()
 	if b.endpoint != nil {
 		e1, err := b.endpoint.cpu()
 		if err != nil {
@@ -404,13 +395,13 @@ func (b *benchRun) yardstick(ctx context.Context, res *BenchResult) error {
 	// collector's pacing for it, this leg cost ~1 CPU-s less than from a
 	// fresh start, as a user's run is.
 	resetPeakRSS()
-	t, c := time.Now(), cpuTime()
+	t, c := time.Now(), cputime.Self()
 	if _, err := b.runIn(ctx, filepath.Join(fileDir, "checkpoint"), filepath.Join(fileDir, "table"), filepath.Join(fileDir, "state-cache"),
 		[]pipeline.SourceSpec{fileSrc}, conf, engine.Trigger{Kind: engine.AvailableNow}, 0); err != nil {
 		return fmt.Errorf("backfill from file://: %w", err)
 	}
 	res.FileBackfillMs = time.Since(t).Milliseconds()
-	res.FileBackfillCPUMs = (cpuTime() - c).Milliseconds()
+	res.FileBackfillCPUMs = (cputime.Self() - c).Milliseconds()
 	if err := os.RemoveAll(fileDir); err != nil {
 		return fmt.Errorf("clear %s: %w", fileDir, err)
 	}

@@ -3,15 +3,15 @@ package demo
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ethstream/ethstream/internal/cputime"
 )
 
 // endpointProcess is an S3 endpoint serving the archive from a process of
@@ -102,39 +102,13 @@ func servingURL(line string) (string, bool) {
 	return u, true
 }
 
-// clockTicks is the unit of /proc/PID/stat's CPU times: USER_HZ, 100 on
-// every Linux the kernel ABI allows user space to see.
-const clockTicks = 100
-
 // cpu returns the endpoint's user+system CPU time so far.
 func (e *endpointProcess) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.cmd.Process.Pid))
+	d, err := cputime.Of(e.cmd.Process.Pid)
 	if err != nil {
-		return 0, fmt.Errorf("read the S3 endpoint's CPU time: %w", err)
+		return 0, fmt.Errorf("the S3 endpoint's CPU time: %w", err)
 	}
-	return procStatCPU(string(b))
-}
-
-// procStatCPU parses utime and stime out of a /proc/PID/stat line; the
-// command name, in parentheses, may hold spaces and parentheses itself.
-func procStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, errors.New("no command name in /proc/PID/stat")
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/PID/stat has %d fields after the command name, want 13 or more", len(f))
-	}
-	var ticks int64
-	for _, s := range f[11:13] { // utime, stime
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/PID/stat: %w", err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return d, nil
 }
 
 // stop interrupts the endpoint (serve-s3 stops on SIGINT) and kills it if it

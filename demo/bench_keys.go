@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -89,12 +90,12 @@ func benchKeys(ctx context.Context, b *benchRun, res *BenchResult) error {
 		OutputMode: KeysOutputMode}
 	k := &KeysResult{}
 	resetPeakRSS()
-	t0, c0 := time.Now(), cpuTime()
+	t0, c0 := time.Now(), cputime.Self()
 	rec, err := b.runConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("backfill: %w", err)
 	}
-	k.BackfillMs, k.CPUMs, k.PeakRSSBytes = time.Since(t0).Milliseconds(), (cpuTime() - c0).Milliseconds(), peakRSS()
+	k.BackfillMs, k.CPUMs, k.PeakRSSBytes = time.Since(t0).Milliseconds(), (cputime.Self() - c0).Milliseconds(), peakRSS()
 	k.RowsPerSec = float64(res.Blocks) / time.Since(t0).Seconds()
 	k.Batches = len(rec.events)
 	if n := len(rec.events); n > 0 && len(rec.events[n-1].StateOperators) > 0 {

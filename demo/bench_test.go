@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/stream"
@@ -233,21 +232,6 @@ func fakeDuck(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return duck
-}
-
-// TestProcStatCPU reads utime+stime (ticks of 1/100 s) past a command name
-// that holds spaces and parentheses.
-func TestProcStatCPU(t *testing.T) {
-	stat := "4242 (serve (s3) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615"
-	got, err := procStatCPU(stat)
-	if err != nil || got != 3250*time.Millisecond {
-		t.Fatalf("procStatCPU = %v, %v; want 3.25s", got, err)
-	}
-	for _, bad := range []string{"", "4242 serve S 1", "4242 (x) S 1 2 3"} {
-		if _, err := procStatCPU(bad); err == nil {
-			t.Errorf("procStatCPU(%q) succeeded", bad)
-		}
-	}
 }
 
 // TestStartEndpointThatDoesNotServe: a command that exits without printing

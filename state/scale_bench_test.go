@@ -5,9 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ethstream/ethstream/internal/cputime"
 )
 
 var scale10M = flag.Bool("state.10m", false, "BenchmarkScale also runs at 10M keys (minutes, several GB of disk)")
@@ -151,15 +152,6 @@ func fillRange(b *testing.B, s *Store, lo, hi int) {
 	}
 }
 
-// processCPU returns the process's user+system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // measure accumulates wall time, CPU time and allocations of the timed
 // sections.
 type measure struct {
@@ -175,12 +167,12 @@ func (m *measure) start() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.a0 = ms.TotalAlloc
-	m.t0, m.c0 = time.Now(), processCPU()
+	m.t0, m.c0 = time.Now(), cputime.Self()
 }
 
 func (m *measure) stop() {
 	m.wall += time.Since(m.t0)
-	m.cpu += processCPU() - m.c0
+	m.cpu += cputime.Self() - m.c0
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.allocBytes += ms.TotalAlloc - m.a0

@@ -8,13 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/internal/s3client"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
@@ -250,7 +249,7 @@ func BenchmarkGetRangeInto(b *testing.B) {
 				o.ranged = nil
 			}
 			b.SetParallelism(2) // 4 goroutines on the reference machine's 2 cores
-			c0 := processCPU()
+			c0 := cputime.Self()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				p := make([]byte, 8<<10)
@@ -261,16 +260,7 @@ func BenchmarkGetRangeInto(b *testing.B) {
 					}
 				}
 			})
-			b.ReportMetric(float64((processCPU()-c0).Microseconds())/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64((cputime.Self()-c0).Microseconds())/float64(b.N), "cpu-us/op")
 		})
 	}
-}
-
-// processCPU is this process's user+system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

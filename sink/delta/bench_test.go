@@ -4,22 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/stream"
 )
-
-// cpuTime is the process's user+system CPU time: on this shared machine
-// wall time mostly measures the other tenants, so benchmarks report both.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 var benchRows = flag.Int("delta.benchrows", 1_000_000, "rows in the table BenchmarkMergeLive20 builds (9000000 for the full-backfill case)")
 
@@ -70,7 +60,7 @@ func BenchmarkMergeLive20(b *testing.B) {
 	b.Logf("setup: %d rows, %d files, version %d in %v", *benchRows, len(s.snap.files), s.snap.Version, time.Since(start))
 	ctx := context.Background()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	var removed, touchedRows int64
 	for i := 0; i < b.N; i++ {
 		var rows []refRow
@@ -89,7 +79,7 @@ func BenchmarkMergeLive20(b *testing.B) {
 		batchID++
 		w++
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(removed)/float64(b.N), "filesRewritten/op")
 	b.ReportMetric(float64(touchedRows)/float64(b.N), "rowsRewritten/op")
 }
@@ -105,12 +95,12 @@ func BenchmarkMergeBackfill700k(b *testing.B) {
 		s, _, w := buildTable(b, dir, 700_000)
 		rows := backfillRows(w-70_000/rowsPerWindow, 700_000)
 		b.StartTimer()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Self()
 		res, err := s.commitBatch(ctx, 100, s.rows(rows))
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu += cpuTime() - cpu0
+		cpu += cputime.Self() - cpu0
 		if res.metrics.NumTargetRowsUpdated != 70_000 {
 			b.Fatalf("updated %d rows, want 70000", res.metrics.NumTargetRowsUpdated)
 		}
@@ -144,8 +134,8 @@ func BenchmarkReplay1000Commits(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("checkpoint+tail", func(b *testing.B) {
-		cpu0 := cpuTime()
-		defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op") }()
+		cpu0 := cputime.Self()
+		defer func() { b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(b.N), "cpu-ms/op") }()
 		for i := 0; i < b.N; i++ {
 			snap, err := tbl.Snapshot(ctx, -1)
 			if err != nil || snap.Version != 999 {
@@ -154,8 +144,8 @@ func BenchmarkReplay1000Commits(b *testing.B) {
 		}
 	})
 	b.Run("json-only", func(b *testing.B) {
-		cpu0 := cpuTime()
-		defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op") }()
+		cpu0 := cputime.Self()
+		defer func() { b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(b.N), "cpu-ms/op") }()
 		for i := 0; i < b.N; i++ {
 			l, err := tbl.list()
 			if err != nil {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkFetchBlocks(b *testing.B) {
 			end := Offset{Block: m.LastBlock + span, Hash: lowerHex(n.Header(m.LastBlock + span).Hash().Hex())}.JSON()
 			var got int
 			emit := func(bt *stream.Batch) error { got += bt.Len; return nil }
-			cpu0 := cpuTime()
+			cpu0 := cputime.Self()
 			t0 := time.Now()
 			for b.Loop() {
 				if err := s.ReadBatch(ctx, start, end, emit); err != nil {
@@ -45,18 +45,9 @@ func BenchmarkFetchBlocks(b *testing.B) {
 			}
 			b.ReportMetric(float64(got)/time.Since(t0).Seconds(), "blocks/s")
 			// Node and client share the process: CPU per block covers both.
-			b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(got), "cpu-µs/block")
+			b.ReportMetric(float64(cputime.Self()-cpu0)/1e3/float64(got), "cpu-µs/block")
 		})
 	}
-}
-
-// cpuTime is the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkReadBatch20 measures one live trigger's source work: LatestOffset
@@ -151,14 +142,14 @@ func BenchmarkFetchBlocksCached(b *testing.B) {
 			end := Offset{Block: m.LastBlock + span, Hash: lowerHex(n.Header(m.LastBlock + span).Hash().Hex())}.JSON()
 			var got int
 			emit := func(bt *stream.Batch) error { got += bt.Len; return nil }
-			cpu0, t0 := cpuTime(), time.Now()
+			cpu0, t0 := cputime.Self(), time.Now()
 			for b.Loop() {
 				if err := s.ReadBatch(context.Background(), start, end, emit); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(got)/time.Since(t0).Seconds(), "blocks/s")
-			b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(got), "cpu-µs/block")
+			b.ReportMetric(float64(cputime.Self()-cpu0)/1e3/float64(got), "cpu-µs/block")
 		})
 	}
 }
@@ -288,7 +279,7 @@ func BenchmarkSourceShare20(b *testing.B) {
 	var rows int
 	emit := func(bt *stream.Batch) error { rows += bt.Len; return nil }
 	var ms []float64
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	for b.Loop() {
 		t0 := time.Now()
 		if err := s.ReadBatch(context.Background(), start, end, emit); err != nil {
@@ -300,7 +291,7 @@ func BenchmarkSourceShare20(b *testing.B) {
 		b.Fatalf("emitted %d rows in %d batches", rows, len(ms))
 	}
 	b.ReportMetric(median(ms), "readBatch-p50-ms")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
 }
 
 // BenchmarkGethReadBatch20 is ReadBatch of blocks 21..40 against a real node
@@ -323,7 +314,7 @@ func BenchmarkGethReadBatch20(b *testing.B) {
 	end := Offset{Block: 40, Hash: rows[1].Hash}.JSON()
 	emit := func(*stream.Batch) error { return nil }
 	var ms []float64
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	for b.Loop() {
 		t0 := time.Now()
 		if err := s.ReadBatch(ctx, start, end, emit); err != nil {
@@ -332,5 +323,5 @@ func BenchmarkGethReadBatch20(b *testing.B) {
 		ms = append(ms, float64(time.Since(t0))/1e6)
 	}
 	b.ReportMetric(median(ms), "readBatch-p50-ms")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
 }

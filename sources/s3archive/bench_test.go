@@ -5,24 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/stream"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 var (
 	benchOnce sync.Once
@@ -82,7 +73,7 @@ func BenchmarkDecode(b *testing.B) {
 					o = Options{URI: fileURI(filepath.Join(root, "archive/v1.0/eth/blocks"))}
 				}
 				var rows, fetched int64
-				cpu0 := cpuTime()
+				cpu0 := cputime.Self()
 				b.ResetTimer()
 				for range b.N {
 					s := openSource(b, o, testEnv(b, vfs.NewMem(), projections[pname]...))
@@ -100,7 +91,7 @@ func BenchmarkDecode(b *testing.B) {
 					fetched += s.m.bytesRead.Load()
 				}
 				sec := b.Elapsed().Seconds()
-				cpu := (cpuTime() - cpu0).Seconds()
+				cpu := (cputime.Self() - cpu0).Seconds()
 				// The machine is shared: CPU time per row is steadier than wall time.
 				b.ReportMetric(float64(rows)/cpu, "rows/cpu-s")
 				if rows != m.Rows*int64(b.N) {
@@ -141,7 +132,7 @@ func BenchmarkDecodeDay(b *testing.B) {
 			ds := newDecodeState()
 			ctx := context.Background()
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Self()
 			for b.Loop() {
 				f, err := decodeFileWith(ctx, st, nil, ds, uri, last.Bytes, p.cols, mt)
 				if err != nil {
@@ -153,7 +144,7 @@ func BenchmarkDecodeDay(b *testing.B) {
 			}
 			// The machine is shared: CPU time (this process's, GC
 			// included) is steadier than wall time.
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(int64(b.N)*last.Rows), "cpu-ns/row")
+			b.ReportMetric(float64((cputime.Self()-cpu0).Nanoseconds())/float64(int64(b.N)*last.Rows), "cpu-ns/row")
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -42,7 +43,7 @@ func BenchmarkBackfillReads(b *testing.B) {
 			}
 			var listT, readT time.Duration
 			var requests, bytes int64
-			cpu0 := cpuTime()
+			cpu0 := cputime.Self()
 			for range b.N {
 				s := openSource(b, o, testEnv(b, vfs.NewMem(), ethblock.ColBlockTS, ethblock.ColMiner, ethblock.ColNumber))
 				ctx := context.Background()
@@ -73,7 +74,7 @@ func BenchmarkBackfillReads(b *testing.B) {
 				bytes += s.m.bytesRead.Load()
 			}
 			n := float64(b.N)
-			b.ReportMetric((cpuTime()-cpu0).Seconds()/n, "cpu-s/op")
+			b.ReportMetric((cputime.Self()-cpu0).Seconds()/n, "cpu-s/op")
 			b.ReportMetric(listT.Seconds()/n, "list-s/op")
 			b.ReportMetric(readT.Seconds()/n, "read-s/op")
 			b.ReportMetric(float64(requests)/n, "requests/op")
