@@ -62,7 +62,7 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if rounds < 1 {
-				return errcode.New(errcode.InvalidArgument, "", "pass --rounds 1 or more", "--rounds %d: a bench runs its backfill legs at least once", rounds)
+				return usage(errcode.New(errcode.InvalidArgument, "", "pass --rounds 1 or more", "--rounds %d: a bench runs its backfill legs at least once", rounds))
 			}
 			if fresh.on {
 				return fresh.run(cmd, workdir, seed, out)

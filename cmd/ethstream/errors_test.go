@@ -51,6 +51,7 @@ func TestErrorTable(t *testing.T) {
 		{"progress with a missing file", []string{"progress", "--out", filepath.Join(base, "flat"), "--phase", "backfill=" + missing}, "PROGRESS_FILE_NOT_FOUND", 1},
 		{"progress with a damaged file", []string{"progress", "--out", filepath.Join(base, "flat"), "--phase", "backfill=" + damaged}, "PROGRESS_FILE_CORRUPT", 1},
 		{"unknown command", []string{"no-such-command"}, "INVALID_ARGUMENT", 2},
+		{"bench --rounds 0", []string{"bench", "--rounds", "0", "--workdir", filepath.Join(base, "bench")}, "INVALID_ARGUMENT", 2},
 		{"--cpuprofile in a missing directory", []string{"--cpuprofile", "/no/such/dir/x.prof", "checkpoint", "inspect", ck}, "INVALID_ARGUMENT", 1},
 		{"progress without --phase", []string{"progress", "--out", filepath.Join(base, "flat")}, "INVALID_ARGUMENT", 2},
 		{"state dump --format xml", []string{"state", "dump", "--checkpoint", ck, "--format", "xml"}, "INVALID_ARGUMENT", 2},
