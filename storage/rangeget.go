@@ -48,6 +48,9 @@ import (
 type rangeGetter struct {
 	client aws.HTTPClient
 	base   url.URL // the bucket's endpoint: scheme, host and path (path style: "/bucket")
+	// baseURL is base as a string, which each request parses (the key's
+	// path then set on it, rather than formatted into it and parsed back).
+	baseURL string
 	// signer is nil for anonymous requests.
 	signer *v4.Signer
 	creds  aws.CredentialsProvider
@@ -84,7 +87,7 @@ func newRangeGetter(ctx context.Context, client *s3.Client, bucket string, anony
 	if err != nil || len(ep.Headers) > 0 {
 		return nil
 	}
-	g := &rangeGetter{client: o.HTTPClient, base: ep.URI, name: "s3", region: o.Region}
+	g := &rangeGetter{client: o.HTTPClient, base: ep.URI, baseURL: ep.URI.String(), name: "s3", region: o.Region}
 	if opts, ok := smithyauth.GetAuthOptions(&ep.Properties); ok {
 		var sigv4 *smithyauth.Option
 		for _, a := range opts {
@@ -122,14 +125,12 @@ func newRangeGetter(ctx context.Context, client *s3.Client, bucket string, anony
 func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string, p []byte) error {
 	// The path as the SDK builds it: its serializer's "/{Key+}" joined to
 	// the endpoint's path.
-	u := g.base
-	u.Path = smithyhttp.JoinPath(g.base.Path, "/"+key)
-	u.RawPath = smithyhttp.JoinPath(g.base.EscapedPath(), "/"+httpbinding.EscapePath(key, false))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.baseURL, nil)
 	if err != nil {
 		return err
 	}
-	req.URL = &u
+	req.URL.Path = smithyhttp.JoinPath(g.base.Path, "/"+key)
+	req.URL.RawPath = smithyhttp.JoinPath(g.base.EscapedPath(), "/"+httpbinding.EscapePath(key, false))
 	req.Header["Range"] = []string{rng}
 	// Without it net/http would ask for gzip and undo it itself, losing
 	// the Content-Length of the range (the SDK's DisableGzip).
