@@ -31,6 +31,9 @@ type driver struct {
 	o  Options
 	w  *checkpoint.Writer
 	op stream.Operator
+	// reparts, set offline, are the recorded states a control batch
+	// repartitions (op is nil then).
+	reparts []stream.StateRepartitioner
 	// q, sink and byKey are nil offline (a control batch reads no source and
 	// writes no sink).
 	q       *Query
@@ -274,11 +277,21 @@ func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
 // version N with s.To partitions.
 func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
 	d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
-	stats, err := d.op.Repartition(ctx, s.Batch-1, s.Batch, s.To)
-	if err != nil {
-		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
+	reps := d.reparts
+	if reps == nil {
+		reps = []stream.StateRepartitioner{d.op}
 	}
-	b.res.Repartition = stats
+	for _, r := range reps {
+		st, err := r.Repartition(ctx, s.Batch-1, s.Batch, s.To)
+		if err != nil {
+			return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
+		}
+		b.res.Repartition.From, b.res.Repartition.To = st.From, st.To
+		b.res.Repartition.KeysBefore += st.KeysBefore
+		b.res.Repartition.KeysAfter += st.KeysAfter
+		b.res.Repartition.BytesRead += st.BytesRead
+		b.res.Repartition.BytesWritten += st.BytesWritten
+	}
 	return nil
 }
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -102,8 +106,11 @@ type RepartitionResult struct {
 	Redo     bool
 	// AlreadyAt is true when the state already had To partitions: nothing
 	// was written (BatchID is the last committed batch).
-	AlreadyAt  bool
-	Stats      stream.RepartitionStats
+	AlreadyAt bool
+	// Stats sums the repartitions of every stateful operator.
+	Stats stream.RepartitionStats
+	// Operators is the number of stateful operators repartitioned.
+	Operators  int
 	DurationMs int64
 	// Steps are the steps performed (or, for PlanRepartitionOffline, the
 	// steps that would be), one per line.
@@ -166,18 +173,21 @@ func checkPartitionsParam(n int) error {
 // RepartitionOffline repartitions a stopped query's state to n partitions
 // (`ethstream checkpoint repartition DIR --partitions N`) through the same
 // control batch plan and driver as a start with
-// spark.sql.streaming.stateStore.partitions=n. The operator is opened here
-// and closed before returning. No progress event is emitted (no query runs).
+// spark.sql.streaming.stateStore.partitions=n. It needs no query
+// definition: every operator directory under state/ is opened by states
+// with the schema its committed version recorded (as Spark's offline
+// runner, for every stateful operator), before anything is written, and
+// closed before returning. No progress event is emitted (no query runs).
 // If the state already has n partitions nothing is written and the result
 // says AlreadyAt.
-func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n int) (res *RepartitionResult, err error) {
+func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedStates, n int) (res *RepartitionResult, err error) {
 	o = o.withDefaults()
 	// Every refusal (the count, no committed batch, state another provider
 	// wrote, a different count while a repartition is unfinished, more
-	// partitions than the operator can hold) and "already at n" are decided
+	// partitions than the state can hold) and "already at n" are decided
 	// before the lock is taken: Lock would create the directory and .lock.
 	// The plan is made again under the lock.
-	if res, err := checkRepartition(o, op, n); err != nil || res != nil {
+	if res, err := checkRepartition(o, states, n); err != nil || res != nil {
 		return res, err
 	}
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)
@@ -197,34 +207,84 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	if err := w.Prepare(); err != nil {
 		return nil, err
 	}
-	stateDir, err := w.StateDir(OperatorID)
+	ids, err := operatorIDs(o.FS, w.Join(checkpoint.StateDir))
 	if err != nil {
 		return nil, err
 	}
-	env := stream.OperatorEnv{StateDir: stateDir, FS: o.FS, LocalDir: o.LocalDir,
-		Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
-	if err := op.Open(ctx, env); err != nil {
-		return nil, fmt.Errorf("open operator: %w", err)
+	var opened []stream.StateRepartitioner
+	defer func() {
+		for _, r := range opened {
+			err = errors.Join(err, r.Close())
+		}
+	}()
+	for _, id := range ids {
+		env := stream.OperatorEnv{StateDir: w.Join(checkpoint.StateDir, id), FS: o.FS, LocalDir: operatorLocalDir(o.LocalDir, id),
+			Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
+		r, err := states.OpenRecorded(ctx, env)
+		if err != nil {
+			return nil, fmt.Errorf("open the state of operator %s: %w", id, err)
+		}
+		opened = append(opened, r)
 	}
-	defer func() { err = errors.Join(err, op.Close()) }()
-	d := &driver{o: o, w: w, op: op, trace: o.trace}
+	d := &driver{o: o, w: w, reparts: opened, trace: o.trace}
 	start := o.Clock.Now()
 	br, err := d.exec(ctx, p, start, preDurations{})
 	if err != nil {
 		return nil, err
 	}
 	res.Stats = br.Repartition
+	res.Operators = len(ids)
 	res.DurationMs = o.Clock.Now().Sub(start).Milliseconds()
-	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "durationMs", res.DurationMs)
+	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "operators", len(ids), "durationMs", res.DurationMs)
 	return res, nil
+}
+
+// operatorIDs lists the stateful operators whose state the checkpoint
+// holds: the directories state/<opId> (Spark's layout), in numeric order.
+// A checkpoint without state/ (a query with no stateful operator) has none.
+func operatorIDs(fs vfs.FS, stateDir string) ([]string, error) {
+	names, err := fs.List(stateDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list state operators %s: %w", stateDir, err)
+	}
+	var ids []string
+	for _, name := range names {
+		id, err := strconv.Atoi(name)
+		if err != nil || id < 0 || strconv.Itoa(id) != name {
+			continue
+		}
+		if st, err := fs.Stat(fs.PathJoin(stateDir, name)); err == nil && st.IsDir() {
+			ids = append(ids, name)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	return ids, nil
+}
+
+// operatorLocalDir is operator id's state cache directory under base:
+// base itself for operator 0 (the directory a run of the one-operator
+// query uses), base/operator-<id> for the others. A cache is only a copy
+// (state doc, Local cache): a run that uses another directory rebuilds it.
+func operatorLocalDir(base, id string) string {
+	if id == OperatorID {
+		return base
+	}
+	return filepath.Join(base, "operator-"+id)
 }
 
 // PlanRepartitionOffline is RepartitionOffline's dry run: the same
 // validation, decision and steps, without locking, writing or opening
 // anything.
-func PlanRepartitionOffline(o Options, op stream.Operator, n int) (*RepartitionResult, error) {
+func PlanRepartitionOffline(o Options, states stream.RecordedStates, n int) (*RepartitionResult, error) {
 	o = o.withDefaults()
-	if res, err := checkRepartition(o, op, n); err != nil || res != nil {
+	if res, err := checkRepartition(o, states, n); err != nil || res != nil {
 		return res, err
 	}
 	d := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}

@@ -184,7 +184,7 @@ func readSnapshot(fs vfs.FS, dir string) (*checkpoint.Snapshot, error) {
 
 // checkPartitions refuses a partition count outside 1..MaxStatePartitions,
 // or one the operator cannot hold (stream.PartitionLimiter).
-func checkPartitions(op stream.Operator, from, to int) error {
+func checkPartitions(op any, from, to int) error {
 	if to < 1 || to > MaxStatePartitions {
 		return errcode.New(errcode.InvalidArgument, "", "use a state partition count from 1 to "+strconv.Itoa(MaxStatePartitions),
 			"state partition count %d is out of range", to)
@@ -211,9 +211,9 @@ func CheckPartitionCount(n int) error {
 // checkRepartition is RepartitionOffline's part of the one validation path,
 // reading only: the count, the checkpoint (it must exist: the lock would
 // create it), the decision the locked procedure will take (planOffline), and
-// what the operator can hold. alreadyAt is set when the state has n
+// what the operator's state (an Operator or stream.RecordedStates) can hold. alreadyAt is set when the state has n
 // partitions already (nothing to do).
-func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *RepartitionResult, err error) {
+func checkRepartition(o Options, op any, n int) (alreadyAt *RepartitionResult, err error) {
 	if err := CheckPartitionCount(n); err != nil {
 		return nil, err
 	}

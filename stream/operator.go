@@ -126,3 +126,22 @@ type WatermarkLookahead interface {
 type SchemaOperator interface {
 	OutputSchema() Schema
 }
+
+// StateRepartitioner is the part of a stateful operator that a REPARTITION
+// control batch uses: Repartition as Operator.Repartition, then Close. An
+// Operator is one; so is the state of a stopped query's operator opened
+// from what its checkpoint recorded (RecordedStates).
+type StateRepartitioner interface {
+	Repartition(ctx context.Context, base, batchID int64, n int) (RepartitionStats, error)
+	Close() error
+}
+
+// RecordedStates opens the state of a stopped query's stateful operators
+// from what the checkpoint recorded alone (the state schema of the version
+// env.Version), with no query definition: the offline repartition
+// (`ethstream checkpoint repartition`), which, as Spark's offline runner,
+// moves every stored row whatever the operator. An implementation may
+// also be a PartitionLimiter.
+type RecordedStates interface {
+	OpenRecorded(ctx context.Context, env OperatorEnv) (StateRepartitioner, error)
+}
