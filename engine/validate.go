@@ -73,6 +73,9 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	}
 	// A checkpoint whose files disagree is damaged, whatever the query: this
 	// comes before the restart rules, which compare the query with them.
+	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, q.Operator); err != nil {
+		return chk, err
+	}
 	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.Operator); err != nil {
 		return chk, err
 	}

@@ -51,10 +51,11 @@ type Options struct {
 	// "" to copy the checkpoint alone.
 	TableFrom, TableTo string
 	Logger             *slog.Logger
-	// afterPublish, if set (tests), is called after each file the copy
-	// publishes at the destination (the marker included), with its path;
-	// an error aborts the copy there as a crash would.
-	afterPublish func(path string) error
+	// afterStep, if set (tests), is called after each file the copy
+	// publishes at a destination (the marker included) and each file its
+	// clear removes, with its path; an error aborts the copy there as a
+	// crash would.
+	afterStep func(path string) error
 }
 
 // Result is what a copy did.
@@ -152,17 +153,87 @@ func (o Options) files() (ckFiles, tblFiles []file, err error) {
 	return ckFiles, tblFiles, nil
 }
 
-// clearUnfinished removes an unfinished earlier copy at the destinations.
+// clearUnfinished removes an unfinished earlier copy at the destinations,
+// in the order that keeps the checkpoint destination refused until it is
+// empty (doc.go, Clearing): the table destination, then every file of the
+// checkpoint destination but the marker, each directory synced after its
+// removals, and the marker last. A crash at any point leaves the marker in
+// place over whatever is left (CHECKPOINT_COPY_INCOMPLETE, and the copy
+// again clears the rest), or an empty destination.
 func (o Options) clearUnfinished() error {
 	o.Logger.Info("clearing an unfinished copy", "checkpoint", o.To, "table", o.TableTo)
-	for _, d := range []string{o.To, o.TableTo} {
-		if d != "" {
-			if err := o.FS.RemoveAll(d); err != nil {
-				return fmt.Errorf("clear the unfinished copy at %s: %w", d, err)
-			}
+	if o.TableTo != "" {
+		if err := o.removeTree(o.TableTo, nil); err != nil {
+			return fmt.Errorf("clear the unfinished copy at %s: %w", o.TableTo, err)
 		}
 	}
-	return nil
+	if err := o.removeTree(o.To, func(rel string) bool { return rel == checkpoint.CopyMarkerFile }); err != nil {
+		return fmt.Errorf("clear the unfinished copy at %s: %w", o.To, err)
+	}
+	mk := o.FS.PathJoin(o.To, checkpoint.CopyMarkerFile)
+	if err := o.FS.Remove(mk); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear the unfinished copy: remove the marker %s: %w", mk, err)
+	}
+	if err := durable.SyncDir(o.FS, o.To); err != nil {
+		return err
+	}
+	return o.step(mk)
+}
+
+// removeTree removes every file under root (temp files too) but those
+// spare keeps (nil: none), then each directory left empty; every
+// directory is synced after its removals, before its parent's, so that no
+// removed file comes back after a crash once a later step is durable.
+func (o Options) removeTree(root string, spare func(rel string) bool) error {
+	var visit func(dir, rel string) (empty bool, err error)
+	visit = func(dir, rel string) (bool, error) {
+		infos, err := storage.ListInfo(o.FS, dir, nil)
+		if errors.Is(err, os.ErrNotExist) {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("list %s: %w", dir, err)
+		}
+		empty, removed := true, false
+		for _, info := range infos {
+			name := info.Name()
+			p, r := o.FS.PathJoin(dir, name), path.Join(rel, name)
+			if info.IsDir() {
+				sub, err := visit(p, r)
+				if err != nil {
+					return false, err
+				}
+				if !sub {
+					empty = false
+					continue
+				}
+				if err := o.FS.RemoveAll(p); err != nil {
+					return false, fmt.Errorf("remove %s: %w", p, err)
+				}
+				removed = true
+				continue
+			}
+			if spare != nil && spare(r) {
+				empty = false
+				continue
+			}
+			if err := o.FS.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return false, fmt.Errorf("remove %s: %w", p, err)
+			}
+			removed = true
+			if err := o.step(p); err != nil {
+				return false, err
+			}
+		}
+		if removed {
+			if err := durable.SyncDir(o.FS, dir); err != nil {
+				return false, err
+			}
+		}
+		return empty, nil
+	}
+	_, err := visit(root, "")
+	return err
 }
 
 // copyAll writes the copy: the copy-in-progress marker first (every reader
@@ -349,7 +420,7 @@ func (o Options) copyFile(f file, root string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("copy %s to %s: %w", f.src, dst, err)
 	}
-	if err := o.published(dst); err != nil {
+	if err := o.step(dst); err != nil {
 		return 0, err
 	}
 	want := h.Sum(nil)
@@ -372,12 +443,13 @@ func (o Options) publish(dir, name string, data []byte) error {
 	if _, err := durable.Bytes(durable.For(o.FS), dir, name, durable.Options{}, data); err != nil {
 		return fmt.Errorf("write %s: %w", o.FS.PathJoin(dir, name), err)
 	}
-	return o.published(o.FS.PathJoin(dir, name))
+	return o.step(o.FS.PathJoin(dir, name))
 }
 
-func (o Options) published(p string) error {
-	if o.afterPublish != nil {
-		return o.afterPublish(p)
+// step is called after each file published or removed (afterStep).
+func (o Options) step(p string) error {
+	if o.afterStep != nil {
+		return o.afterStep(p)
 	}
 	return nil
 }
