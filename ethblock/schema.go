@@ -118,3 +118,13 @@ func ColumnType(name string) (stream.Type, bool) {
 	c, ok := byName[name]
 	return c.Type, ok
 }
+
+// StreamSchema is the block schema as a source declares it
+// (stream.Source.Schema): every block column in Schema's order, no key.
+func StreamSchema() stream.Schema {
+	s := stream.Schema{Fields: make([]stream.Field, len(Schema))}
+	for i, c := range Schema {
+		s.Fields[i] = stream.Field{Name: c.Name, Type: c.Type, Nullable: c.Nullable}
+	}
+	return s
+}

@@ -123,6 +123,9 @@ func (s *Source) clock() stream.Clock {
 // Description names the source in progress reports.
 func (s *Source) Description() string { return "FileStreamSource[" + s.opts.URI + "]" }
 
+// Schema is the columns the source was configured to read (Options.Columns).
+func (s *Source) Schema() stream.Schema { return ethblock.StreamSchema() }
+
 // Open loads the source log from env.MetadataDir: the latest compact file and
 // the files after it.
 func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
