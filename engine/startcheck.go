@@ -8,6 +8,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
@@ -24,9 +25,10 @@ import (
 //     batch before the offsets log (commits lost: the start would re-run
 //     the newest batch on an older batch's state), and the watermark of the
 //     entries the snapshot read (commits/C against offsets/C+1);
-//   - the state (an operator that is a stream.StateRecorder): no version
-//     newer than the newest offsets entry or more than one past the newest
-//     commit, and version C present (Dir.CheckStateCovered).
+//   - the state of each stateful operator of the plan (ops, in plan order:
+//     operator i keeps state/<i>) that is a stream.StateRecorder: no
+//     version newer than the newest offsets entry or more than one past
+//     the newest commit, and version C present (Dir.CheckStateCovered).
 //
 // The one disagreement a crash leaves, offsets/N (and state version N, and
 // the table's txn N) written without commits/N, passes: the start re-runs
@@ -34,7 +36,7 @@ import (
 // something, see live) and the state directory's listing; it reads no
 // entry the snapshot did not read, so an old entry damaged in the middle
 // of the retained logs is verify's to report (a start never reads it).
-func checkCommitted(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, op stream.Operator) error {
+func checkCommitted(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, ops []stream.Operator) error {
 	if !d.Exists() {
 		return nil
 	}
@@ -48,20 +50,28 @@ func checkCommitted(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *chec
 		}
 		return f[0].Err
 	}
-	sr, ok := op.(stream.StateRecorder)
-	if !ok || snap.CheckStateProvider() != nil {
-		return nil
+	if snap.CheckStateProvider() != nil {
+		return nil // another provider's state: refused by planStart
 	}
-	stateDir := d.Join(checkpoint.StateDir, OperatorID)
-	rec, has, err := sr.CommittedRecord(ctx, fs, stateDir, snap.CommittedID)
-	if err != nil {
-		return err
+	for i, op := range ops {
+		sr, ok := op.(stream.StateRecorder)
+		if !ok {
+			continue
+		}
+		stateDir := d.Join(checkpoint.StateDir, strconv.Itoa(i))
+		rec, has, err := sr.CommittedRecord(ctx, fs, stateDir, snap.CommittedID)
+		if err != nil {
+			return err
+		}
+		var versions []int64
+		if rec.Newest >= 0 {
+			versions = []int64{rec.Newest}
+		}
+		if err := d.CheckStateCovered(stateDir, versions, snap.LatestID, snap.CommittedID, has); err != nil {
+			return err
+		}
 	}
-	var versions []int64
-	if rec.Newest >= 0 {
-		versions = []int64{rec.Newest}
-	}
-	return d.CheckStateCovered(stateDir, versions, snap.LatestID, snap.CommittedID, has)
+	return nil
 }
 
 // startLogs lists both logs (commits first, as ReadSnapshot: every commit
