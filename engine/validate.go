@@ -238,5 +238,9 @@ func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *Repartit
 	if p == nil {
 		return res, nil
 	}
+	// A repartition writes a batch: it believes what a start believes.
+	if err := checkCommitted(context.Background(), o.FS, d, snap, []stream.Operator{op}); err != nil {
+		return nil, err
+	}
 	return nil, checkPartitions(op, res.From, n)
 }
