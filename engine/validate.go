@@ -73,6 +73,9 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	}
 	// A checkpoint whose files disagree is damaged, whatever the query: this
 	// comes before the restart rules, which compare the query with them.
+	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, q.operators()); err != nil {
+		return chk, err
+	}
 	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator()); err != nil {
 		return chk, err
 	}
@@ -234,6 +237,10 @@ func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *Repartit
 	}
 	if p == nil {
 		return res, nil
+	}
+	// A repartition writes a batch: it believes what a start believes.
+	if err := checkCommitted(context.Background(), o.FS, d, snap, []stream.Operator{op}); err != nil {
+		return nil, err
 	}
 	return nil, checkPartitions(op, res.From, n)
 }
