@@ -4,7 +4,7 @@
 //	order_id STRING, amount DECIMAL(10,2), `event time` TIMESTAMP NOT NULL COMMENT 'when'
 //
 // as Spark's StructType.fromDDL accepts it: comma-separated columns, each a
-// name (an identifier or a backquoted name, `` doubling a backquote), a
+// name (an identifier or a backquoted name, “ doubling a backquote), a
 // data type, and optionally NOT NULL and COMMENT 'text'. Keywords and type
 // names are case-insensitive. Types: BOOLEAN, TINYINT|BYTE, SMALLINT|SHORT,
 // INT|INTEGER, BIGINT|LONG, FLOAT|REAL, DOUBLE, DECIMAL|DEC|NUMERIC
