@@ -118,7 +118,9 @@ func rowString(b *stream.Batch, i int) string {
 	return strings.Join(parts, "|")
 }
 
-func fileLoc(dir string) string { return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String() }
+func fileLoc(dir string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
+}
 
 // testEnv is a source env over a fresh in-memory checkpoint.
 func testEnv(t *testing.T) stream.SourceEnv {

@@ -328,4 +328,3 @@ func (r *reader) jsonRecord(line []byte, _ bool) (malformed, skip bool) {
 	}
 	return malformed, false
 }
-

@@ -480,4 +480,3 @@ func (s *Source) Metrics() map[string]string {
 		"bytesRead": i(s.c.bytesRead.Load()), "requests": i(s.c.requests.Load()), "retries": i(s.c.retries.Load()),
 		"throttles": i(s.c.throttles.Load())}
 }
-

@@ -323,4 +323,3 @@ func TestUnreadableFile(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
-

@@ -9,7 +9,7 @@ import (
 // pattern is a compiled Spark datetime pattern (java.time's
 // DateTimeFormatter letters as Spark 3 accepts them for parsing): y, M, d,
 // H, h, a, m, s, S (fraction), X, x and Z (offsets), quoted literals
-// ('T', '' for a quote), optional sections [...], any other non-letter as a
+// ('T', ” for a quote), optional sections [...], any other non-letter as a
 // literal. Letters outside this set are refused when the option is parsed.
 type pattern []patItem
 
