@@ -154,7 +154,12 @@ func ParseURI(format, uri string) (Options, error) {
 		base.Host = ""
 	}
 	o.URI = strings.TrimSuffix(base.String(), "/")
-	for key, vals := range u.Query() {
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return o, errcode.Wrap(err, errcode.InvalidArgument, "", "URL-encode option values: ; as %3B, & as %26, space as %20",
+			"parse the options of %s source uri %q", format, uri)
+	}
+	for key, vals := range query {
 		v := vals[len(vals)-1]
 		if ok, want := o.Conn.SetOption(key, v); ok {
 			if want != "" {

@@ -213,11 +213,14 @@ func (r *reader) decodeText(data []byte, uri string, parts []cell, record record
 		for i := range r.row {
 			r.row[i] = nullCell
 		}
-		malformed, skip := record(line, first)
+		wasFirst := first
+		if len(line) > 0 {
+			first = false
+		}
+		malformed, skip := record(line, wasFirst)
 		if skip {
 			continue
 		}
-		first = false
 		if malformed {
 			switch r.o.Mode {
 			case DropMalformed:
@@ -307,7 +310,7 @@ func (r *reader) jsonRecord(line []byte, _ bool) (malformed, skip bool) {
 	if err := dec.Decode(&obj); err != nil || obj == nil {
 		return true, false
 	}
-	if _, err := dec.Token(); err == nil {
+	if len(bytes.TrimSpace(line[dec.InputOffset():])) > 0 {
 		return true, false // something after the object
 	}
 	for li := range r.l.cols {
