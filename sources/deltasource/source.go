@@ -369,8 +369,8 @@ func (s *Source) walk(ctx context.Context, from position, until *position, visit
 		return err
 	}
 	for v := from.version; v <= latest; v++ {
-		if until != nil && v > until.version {
-			return nil
+		if until != nil && (v > until.version || v == until.version && until.index < 0) {
+			return nil // nothing of version v is in the batch: its commit is not checked
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -489,10 +489,10 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.
 	}
 	var end *position
 	n, bytes := 0, int64(0)
+	// The walk stops as soon as the limit is reached, so that a commit
+	// after the batch's last file is not checked (a delete there is the
+	// next batch's refusal, as in Delta).
 	err := s.walk(ctx, from, nil, func(p position, f delta.AddFile, last bool) bool {
-		if n >= s.opts.MaxFilesPerTrigger || (s.opts.MaxBytesPerTrigger > 0 && n > 0 && bytes >= s.opts.MaxBytesPerTrigger) {
-			return false
-		}
 		n++
 		bytes += f.Size
 		e := p
@@ -500,7 +500,7 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.
 			e = position{version: p.version + 1, index: baseIndex}
 		}
 		end = &e
-		return true
+		return n < s.opts.MaxFilesPerTrigger && (s.opts.MaxBytesPerTrigger <= 0 || bytes < s.opts.MaxBytesPerTrigger)
 	})
 	if err != nil {
 		return nil, err
