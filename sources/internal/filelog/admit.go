@@ -36,41 +36,50 @@ type Limits struct {
 // files remain unadmitted. It is pure: the same inputs give the same answer,
 // so a re-run of a crashed admission over the same listing is identical.
 func Admit(objs []Object, seen, snapshot map[string]struct{}, lim Limits, batchID, latestSeen int64) (admit []Entry, pending int64) {
-	var fresh []Object
-	for _, o := range objs {
+	ageOn := lim.MaxFileAge > 0 && latestSeen > 0 && !(lim.LatestFirst && lim.MaxFiles > 0)
+	cut := latestSeen - lim.MaxFileAge.Milliseconds()
+	eligible := func(o *Object) bool {
 		if _, ok := seen[o.URI]; ok {
-			continue
+			return false
 		}
 		if snapshot != nil {
 			if _, ok := snapshot[o.URI]; !ok {
-				continue
+				return false
 			}
 		}
-		fresh = append(fresh, o)
+		return !ageOn || o.ModTime.UnixMilli() >= cut
 	}
-	if lim.MaxFileAge > 0 && latestSeen > 0 && !(lim.LatestFirst && lim.MaxFiles > 0) {
-		cut := latestSeen - lim.MaxFileAge.Milliseconds()
-		kept := fresh[:0:0]
-		for _, o := range fresh {
-			if o.ModTime.UnixMilli() >= cut {
-				kept = append(kept, o)
-			}
-		}
-		fresh = kept
-	}
+	// In listing order (the archive's backfill path) one pass admits and
+	// counts, allocating only the entries; latestFirst sorts a copy.
+	order := objs
 	if lim.LatestFirst {
-		sortLatestFirst(fresh)
+		order = nil
+		for i := range objs {
+			if eligible(&objs[i]) {
+				order = append(order, objs[i])
+			}
+		}
+		sortLatestFirst(order)
 	}
 	var bytes int64
-	for _, o := range fresh {
-		if lim.MaxFiles > 0 && len(admit) >= lim.MaxFiles {
-			break
+	full := false
+	for i := range order {
+		o := &order[i]
+		if !lim.LatestFirst && !eligible(o) {
+			continue
 		}
-		if lim.MaxBytes > 0 && len(admit) > 0 && bytes+o.Size > lim.MaxBytes {
-			break
+		if !full && lim.MaxFiles > 0 && len(admit) >= lim.MaxFiles {
+			full = true
+		}
+		if !full && lim.MaxBytes > 0 && len(admit) > 0 && bytes+o.Size > lim.MaxBytes {
+			full = true
+		}
+		if full {
+			pending++
+			continue
 		}
 		bytes += o.Size
 		admit = append(admit, Entry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: batchID, Size: o.Size})
 	}
-	return admit, int64(len(fresh) - len(admit))
+	return admit, pending
 }
