@@ -11,6 +11,9 @@ const OI = {
   black: '#000000', orange: '#E69F00', sky: '#56B4E9', green: '#009E73',
   yellow: '#F0E442', blue: '#0072B2', vermillion: '#D55E00', purple: '#CC79A7', grey: '#999999',
 };
+// Colours go by order of first appearance; ui/palette.go has the same lists
+// for the demo's charts (a test keeps them equal).
+const PARTITION_COLORS = ['#009E73', '#CC79A7', '#56B4E9', '#000000'];
 const SOURCE_STYLES = [
   { color: OI.blue, dash: '', shape: 'circle' },
   { color: OI.orange, dash: '6 3', shape: 'square' },
