@@ -173,11 +173,13 @@ function chartSpecs(batches) {
     },
     {
       id: 'state', title: 'State rows', unit: 'keys', log: false, type: 'line', bands: true,
-      series: [{ label: 'state rows', color: OI.green, dash: '', shape: 'circle', get: b => b.stateRows }],
+      // Lines in black: the bands behind them carry the partition counts' colours.
+      series: [{ label: 'state rows', color: OI.black, dash: '', shape: 'circle', get: b => b.stateRows }],
     },
     {
       id: 'memory', title: 'State memory', unit: 'MiB', log: false, type: 'line', bands: true,
-      series: [{ label: 'state memory', color: OI.purple, dash: '', shape: 'diamond', get: b => b.stateMemoryBytes / 1048576 }],
+      // A control batch reports no operator memory: a gap, not a drop to 0.
+      series: [{ label: 'state memory', color: OI.black, dash: '', shape: 'diamond', get: b => (b.kind === 'repartition' ? null : b.stateMemoryBytes / 1048576) }],
     },
     {
       id: 'eventtime', title: 'Watermark and event-time delay behind batch time', unit: du.name, log: false, type: 'line',
