@@ -23,13 +23,13 @@ func (o *Operator) CommittedRecord(_ context.Context, fs vfs.FS, stateDir string
 func ReadStateRecord(fs vfs.FS, stateDir string, version int64) (stream.StateRecord, bool, error) {
 	r, ok, err := state.ReadRecord(fs, stateDir, version)
 	if err != nil || !ok {
-		return stream.StateRecord{}, ok, err
+		return stream.StateRecord{Newest: r.Newest}, ok, err
 	}
 	rec, err := decodeOpRecord(r.Operator, r.Path)
 	if err != nil {
 		return stream.StateRecord{}, false, err
 	}
-	sr := stream.StateRecord{Path: r.Path, StateSchema: r.Schema.String()}
+	sr := stream.StateRecord{Path: r.Path, StateSchema: r.Schema.String(), Newest: r.Newest}
 	if rec.NextWatermarkMs != nil {
 		sr.NextWatermarkMs, sr.HasNextWatermark = *rec.NextWatermarkMs, true
 	}

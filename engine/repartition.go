@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -34,9 +32,8 @@ func controlPlan(c planConf, id int64, base *checkpoint.OffsetEntry, from, to in
 		p.Ranges = append(p.Ranges, readRange{Key: so.Key, Start: so.Offset, End: so.Offset})
 	}
 	p.Steps = walSteps(c, id, redo, nil, nil)
-	p.Steps = append(p.Steps,
-		step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to},
-		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})
+	p.Steps = append(p.Steps, stateSteps(c, step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to})...)
+	p.Steps = append(p.Steps, step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})
 	return reportStep(c, p)
 }
 
@@ -121,7 +118,7 @@ type RepartitionResult struct {
 // batch R = L+1 based on the last committed batch C == L, a redo of an
 // unfinished repartition R == L to the same n, nothing if the count already
 // matches (plan nil), or the coded refusal.
-func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *RepartitionResult, error) {
+func planOffline(snap *checkpoint.Snapshot, n, minRetain, operators int) (*batchPlan, *RepartitionResult, error) {
 	if err := checkPartitionsParam(n); err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +129,7 @@ func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *Repa
 	if snap.CommittedID < 0 {
 		return nil, nil, errcode.New(ErrRepartitionNoCommittedBatch, path, "run the query until it commits a batch", "checkpoint has no committed batch")
 	}
-	c := planConf{MinRetain: minRetain}
+	c := planConf{MinRetain: minRetain, Operators: operators}
 	wm := snap.Committed.NextBatchWatermarkMs
 	res := &RepartitionResult{To: n}
 	if snap.LatestID == snap.CommittedID {
@@ -199,16 +196,16 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 	if err != nil {
 		return nil, err
 	}
-	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain)
+	ops, err := stateOperators(w.Dir)
+	if err != nil {
+		return nil, err
+	}
+	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain, ops)
 	if err != nil || p == nil {
 		return res, err
 	}
 	res.Steps = stepList(p)
 	if err := w.Prepare(); err != nil {
-		return nil, err
-	}
-	ids, err := operatorIDs(o.FS, w.Join(checkpoint.StateDir))
-	if err != nil {
 		return nil, err
 	}
 	var opened []stream.StateRepartitioner
@@ -217,12 +214,12 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 			err = errors.Join(err, r.Close())
 		}
 	}()
-	for _, id := range ids {
-		env := stream.OperatorEnv{StateDir: w.Join(checkpoint.StateDir, id), FS: o.FS, LocalDir: operatorLocalDir(o.LocalDir, id),
+	for id := range ops {
+		env := stream.OperatorEnv{StateDir: w.Join(checkpoint.StateDir, strconv.Itoa(id)), FS: o.FS, LocalDir: opLocalDir(o.LocalDir, id),
 			Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
 		r, err := states.OpenRecorded(ctx, env)
 		if err != nil {
-			return nil, fmt.Errorf("open the state of operator %s: %w", id, err)
+			return nil, fmt.Errorf("open the state of operator %d: %w", id, err)
 		}
 		opened = append(opened, r)
 	}
@@ -232,51 +229,45 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 	if err != nil {
 		return nil, err
 	}
-	res.Stats = br.Repartition
-	res.Operators = len(ids)
+	res.Stats = sumStats(br.Repartition)
+	res.Operators = ops
 	res.DurationMs = o.Clock.Now().Sub(start).Milliseconds()
-	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "operators", len(ids), "durationMs", res.DurationMs)
+	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "operators", ops, "durationMs", res.DurationMs)
 	return res, nil
 }
 
-// operatorIDs lists the stateful operators whose state the checkpoint
-// holds: the directories state/<opId> (Spark's layout), in numeric order.
-// A checkpoint without state/ (a query with no stateful operator) has none.
-func operatorIDs(fs vfs.FS, stateDir string) ([]string, error) {
-	names, err := fs.List(stateDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// stateOperators counts the stateful operators whose state the checkpoint
+// holds: the directories state/0, state/1, ... (Spark's layout; ids in plan
+// order from 0). A gap in the ids is CHECKPOINT_CORRUPT; a checkpoint with
+// none (a query without a stateful operator) has nothing to repartition.
+func stateOperators(d checkpoint.Dir) (int, error) {
+	dir := d.Join(checkpoint.StateDir)
+	names, err := d.FS.List(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("list state operators %s: %w", dir, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("list state operators %s: %w", stateDir, err)
-	}
-	var ids []string
+	var ids []int
 	for _, name := range names {
 		id, err := strconv.Atoi(name)
 		if err != nil || id < 0 || strconv.Itoa(id) != name {
 			continue
 		}
-		if st, err := fs.Stat(fs.PathJoin(stateDir, name)); err == nil && st.IsDir() {
-			ids = append(ids, name)
+		if st, err := d.FS.Stat(d.FS.PathJoin(dir, name)); err == nil && st.IsDir() {
+			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(ids, func(a, b string) int {
-		x, _ := strconv.Atoi(a)
-		y, _ := strconv.Atoi(b)
-		return x - y
-	})
-	return ids, nil
-}
-
-// operatorLocalDir is operator id's state cache directory under base:
-// base itself for operator 0 (the directory a run of the one-operator
-// query uses), base/operator-<id> for the others. A cache is only a copy
-// (state doc, Local cache): a run that uses another directory rebuilds it.
-func operatorLocalDir(base, id string) string {
-	if id == OperatorID {
-		return base
+	slices.Sort(ids)
+	for i, id := range ids {
+		if id != i {
+			return 0, errcode.Corrupt(d.FS.PathJoin(dir, strconv.Itoa(i)), nil,
+				"the state of operator %d is missing while operator %d has state: operator ids are 0, 1, ... in plan order", i, id)
+		}
 	}
-	return filepath.Join(base, "operator-"+id)
+	if len(ids) == 0 {
+		return 0, errcode.New(errcode.InvalidArgument, dir, "repartition the checkpoint of a query with a stateful operator (an aggregation)",
+			"the checkpoint holds no operator state: there is nothing to repartition")
+	}
+	return len(ids), nil
 }
 
 // PlanRepartitionOffline is RepartitionOffline's dry run: the same
@@ -295,7 +286,11 @@ func PlanRepartitionOffline(o Options, states stream.RecordedStates, n int) (*Re
 			return nil, err
 		}
 	}
-	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain)
+	ops, err := stateOperators(d)
+	if err != nil {
+		return nil, err
+	}
+	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain, ops)
 	if err != nil || p == nil {
 		return res, err
 	}

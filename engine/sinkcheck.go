@@ -113,12 +113,8 @@ func checkSinkAgrees(d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Si
 		return seen.Err
 	}
 	rec := seen.Batches
-	if rec == nil || !snap.HasMetadata || snap.CommittedID < 0 {
+	if rec == nil || !snap.HasMetadata {
 		return nil
-	}
-	want, err := lastSinkBatch(d, snap)
-	if err != nil || want < 0 {
-		return err
 	}
 	id := snap.Metadata.ID
 	got, ok := rec[id]
@@ -126,8 +122,15 @@ func checkSinkAgrees(d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Si
 		return errcode.New(errcode.CheckpointBehindTable, d.Path,
 			seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputAhead},
 				"restore the checkpoint taken together with this output, or point the query at the output this checkpoint wrote"),
-			"%s records batch %d of query %s, but the checkpoint committed only batch %d: the checkpoint is older than the table, and new batches would reuse ids the table holds under other offsets, their rows skipped",
-			sink.Description(), got, id, snap.CommittedID)
+			"%s records batch %d of query %s, but the checkpoint committed %s: the checkpoint is older than the table, and new batches would reuse ids the table holds under other offsets, their rows skipped",
+			sink.Description(), got, id, committedDesc(snap.CommittedID))
+	}
+	if snap.CommittedID < 0 {
+		return nil
+	}
+	want, err := lastSinkBatch(d, snap)
+	if err != nil || want < 0 {
+		return err
 	}
 	if ok && got >= want {
 		return nil

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -46,4 +47,17 @@ func OpenRecorded(ctx context.Context, opts Options, version int64) (*Store, err
 	}
 	opts.Schema, opts.SpecCompatible = rec.Schema, nil
 	return Open(ctx, opts, version)
+}
+
+var _ stream.StateRecorder = Recorded{}
+
+// CommittedRecord reads what version's metadata records for a start's
+// checks (stream.StateRecorder): the state schema, the newest version; the
+// operator's own facts (a watermark) are its record's, not read here.
+func (Recorded) CommittedRecord(_ context.Context, fs vfs.FS, stateDir string, version int64) (stream.StateRecord, bool, error) {
+	r, ok, err := ReadRecord(fs, stateDir, version)
+	if err != nil || !ok {
+		return stream.StateRecord{Newest: r.Newest}, ok, err
+	}
+	return stream.StateRecord{Path: r.Path, StateSchema: r.Schema.String(), Newest: r.Newest}, true, nil
 }

@@ -194,23 +194,31 @@ type Record struct {
 	Path     string // the metadata file
 	Schema   Schema
 	Operator []byte // nil: none
+	// Newest is the newest committed version in dir (-1: none), from the
+	// same listing; set even when v has no metadata file.
+	Newest int64
 }
 
 // ReadRecord reads the metadata of version v's newest attempt in dir,
-// writing nothing; ok is false when v has no metadata file (the caller's
-// own load reports that). A damaged file is CHECKPOINT_CORRUPT naming it.
+// writing nothing; ok is false when v has no metadata file (rec holds
+// Newest alone then; the caller's own load reports the missing version). A
+// damaged file is CHECKPOINT_CORRUPT naming it.
 func ReadRecord(fs vfs.FS, dir string, v int64) (rec Record, ok bool, err error) {
 	cat, err := listCatalog(fs, dir)
 	if err != nil {
 		return Record{}, false, err
 	}
+	newest := int64(-1)
+	if vs := cat.versions(); len(vs) > 0 {
+		newest = vs[len(vs)-1]
+	}
 	a, ok := cat.latestAttempt(v)
 	if !ok {
-		return Record{}, false, nil
+		return Record{Newest: newest}, false, nil
 	}
 	m, err := readMeta(fs, dir, v, a)
 	if err != nil {
 		return Record{}, false, err
 	}
-	return Record{Path: fs.PathJoin(dir, metaFileName(v, a)), Schema: m.Schema, Operator: m.operatorRecord()}, true, nil
+	return Record{Path: fs.PathJoin(dir, metaFileName(v, a)), Schema: m.Schema, Operator: m.operatorRecord(), Newest: newest}, true, nil
 }
