@@ -228,3 +228,40 @@ func TestCheckpointRepartitionAnyQuery(t *testing.T) {
 		t.Fatalf("state dump before (%d rows) and after (%d rows) differ", len(before), len(after))
 	}
 }
+
+// TestCheckpointRepartitionRefusesNoState: a checkpoint whose state/ holds
+// no operator (a query without a stateful operator), or skips operator 0,
+// is refused before anything is written, dry run or not.
+func TestCheckpointRepartitionRefusesNoState(t *testing.T) {
+	for _, c := range []struct {
+		name, code string
+		damage     func(dir string) error
+	}{
+		{"no operator", "INVALID_ARGUMENT", func(dir string) error { return os.RemoveAll(filepath.Join(dir, "state")) }},
+		{"operator 0 missing", "CHECKPOINT_CORRUPT", func(dir string) error {
+			return os.Rename(filepath.Join(dir, "state", "0"), filepath.Join(dir, "state", "1"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeTestCheckpoint(t)
+			if err := c.damage(dir); err != nil {
+				t.Fatal(err)
+			}
+			before := dirListing(t, dir)
+			for _, dry := range []bool{true, false} {
+				args := []string{"checkpoint", "repartition", dir, "--partitions", "4", "--local-dir", t.TempDir()}
+				if dry {
+					args = append(args, "--dry-run")
+				}
+				resetFlags(rootCmd)
+				var out, errOut bytes.Buffer
+				if code := execute(context.Background(), args, &out, &errOut); code == 0 || !strings.HasPrefix(errOut.String(), "error: "+c.code+": ") {
+					t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+				}
+			}
+			if after := dirListing(t, dir); after != before {
+				t.Fatal("the refused repartition changed the checkpoint")
+			}
+		})
+	}
+}
