@@ -362,3 +362,29 @@ func TestChainedCrashLoop(t *testing.T) {
 	}
 	t.Logf("%d crash points", crashes)
 }
+
+// TestChainedOfflineRepartitionRefused: the offline repartition opens one
+// operator, so on a checkpoint of two it refuses, before writing anything,
+// and names the online way, which repartitions both.
+func TestChainedOfflineRepartitionRefused(t *testing.T) {
+	dir := t.TempDir()
+	opts := engine.Options{CheckpointDir: filepath.Join(dir, "checkpoint"), LocalDir: filepath.Join(dir, "local")}
+	feed := &Feed{}
+	feed.Publish(Trade{at("12:01"), "ETH-USD", 10}, Trade{at("12:58"), "ETH-USD", 1})
+	q := hourlyOverFiveMinutes(feed, nil, "2").WriteTo(&collectSink{rows: map[hourKey]hourRow{}, applied: -1, failedAt: -1})
+	if _, err := q.Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	eq, err := q.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, opts.CheckpointDir)
+	_, err = engine.RepartitionOffline(t.Context(), opts, eq.Stages[0].Operator, 4)
+	if err == nil || !strings.Contains(err.Error(), "stateful operator 1") || !strings.Contains(err.Error(), "spark.sql.streaming.stateStore.partitions=4") {
+		t.Fatalf("got %v, want a refusal naming operator 1 and the online repartition", err)
+	}
+	if treeOf(t, opts.CheckpointDir) != before {
+		t.Fatal("a refused repartition changed the checkpoint")
+	}
+}
