@@ -26,9 +26,10 @@ type Query struct {
 	// false after an operator that declares none.
 	schema stream.Schema
 	known  bool
-	// ops are the shapes of the stateful operators so far, filters the
-	// filters before the first one; custom is set when an operator of
-	// unknown shape (Operator) is in the plan.
+	// ops are the shapes of the stateful operators so far, input the
+	// stateless steps since the last one, filters the filters before the
+	// first one; custom is set when an operator of unknown shape
+	// (Operator) is in the plan.
 	ops     []shape.Operator
 	input   []string
 	filters []string
@@ -328,7 +329,8 @@ func (q *Query) Build() (engine.Query, error) {
 }
 
 // Run builds the query and runs it on the checkpoint in o under its
-// trigger (engine.Run).
+// trigger (engine.Run). It may be called again once it returned, as a
+// restart of the query: the same operators are opened again.
 func (q *Query) Run(ctx context.Context, o engine.Options) (*engine.RunSummary, error) {
 	eq, err := q.Build()
 	if err != nil {
