@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
@@ -244,6 +246,18 @@ func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *Repartit
 	}
 	if p == nil {
 		return res, nil
+	}
+	// The offline path opens one operator (operator 0): a checkpoint with
+	// more would commit a control batch that left the others' state
+	// behind.
+	if ids, err := o.FS.List(d.Join(checkpoint.StateDir)); err == nil {
+		for _, id := range ids {
+			if id != OperatorID && strings.Trim(id, "0123456789") == "" {
+				return nil, errcode.New(errcode.InvalidArgument, o.CheckpointDir,
+					fmt.Sprintf("repartition it online: start the query with --conf %s=%d, which repartitions every operator", checkpoint.ConfStatePartitions, n),
+					"the checkpoint has state of stateful operator %s besides operator 0; the offline repartition handles one operator", id)
+			}
+		}
 	}
 	// A repartition writes a batch: it believes what a start believes.
 	if err := checkCommitted(context.Background(), o.FS, d, snap, []stream.Operator{op}); err != nil {
