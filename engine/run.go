@@ -125,6 +125,7 @@ func newRun(q Query, sp *startPlan, s settings, d *driver) *run {
 	r := &run{q: q, sp: sp, d: d, st: initialState(sp)}
 	r.c = planConf{Version: sp.Version, Keys: sp.Keys, NoData: s.noDataBatches, MinRetain: s.minRetain, Progress: true}
 	r.c.Prepare = canPrepare(q.operators())
+	r.c.Operators = len(q.operators())
 	for _, ns := range q.Sources {
 		desc := ""
 		if ns.Source != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/internal/interval"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/deltasource"
@@ -316,45 +317,49 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	var q engine.Query
 	c, err := CompileQuery(cfg)
 	if err != nil {
-		return q, engine.Options{}, err
+		return engine.Query{}, engine.Options{}, err
 	}
-	if q.Sources, err = c.buildSources(cfg, logger); err != nil {
-		return q, engine.Options{}, err
+	sources, err := c.buildSources(cfg, logger)
+	if err != nil {
+		return engine.Query{}, engine.Options{}, err
 	}
 	ckpt, table, fs, err := Locations(cfg)
 	if err != nil {
-		return q, engine.Options{}, err
+		return engine.Query{}, engine.Options{}, err
 	}
+	// The query is built through the Go API (flow), as a Go program would:
+	// the compiled operator is its plan.
+	name := "eth_blocks_per_window"
+	if cfg.Query != "" {
+		name = "query"
+	}
+	fq := flow.New(name)
+	for _, ns := range sources {
+		fq.Read(ns.Name, ns.Source)
+	}
+	fq.Columns(c.q.Columns...)
+	if col, delay, ok := c.agg.Spec().Watermark(); ok {
+		fq.WithWatermark(col, delay)
+	}
+	fq.Operator(c.op)
 	// No table, no sink: a plan reads none (engine.Run refuses a query
-	// without one).
+	// without one), and there is no whole shape to check.
+	fq.Shape(nil)
 	if cfg.Table != "" {
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema(),
 			TableProperties: cfg.TableProperties})
 		if err != nil {
-			return q, engine.Options{}, err
+			return engine.Query{}, engine.Options{}, err
 		}
-		q.Sink = sink
+		fq.WriteTo(sink).Shape(&c.shape)
 	}
-	q.Name = "eth_blocks_per_window"
-	if cfg.Query != "" {
-		q.Name = "query"
+	fq.SinkShared(cfg.TableShared).Trigger(cfg.Trigger).MaxBatches(cfg.MaxBatches).Confs(cfg.Conf)
+	q, err := fq.Build()
+	if err != nil {
+		return q, engine.Options{}, err
 	}
-	q.Columns = c.q.Columns
-	if col, delay, ok := c.agg.Spec().Watermark(); ok {
-		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
-	}
-	q.Operator = c.op
-	if cfg.Table != "" {
-		// Without a table (a plan) there is no whole shape to check.
-		q.Shape = &c.shape
-	}
-	q.SinkShared = cfg.TableShared
-	q.Trigger = cfg.Trigger
-	q.MaxDataBatches = cfg.MaxBatches
-	q.Conf = cfg.Conf
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
