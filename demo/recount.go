@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/ethclient"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/internal/readahead"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -123,7 +123,7 @@ func windowOf(ts time.Time) int64 { return windowStart(ts.UnixMicro()) }
 
 // recount counts the archive's files and the live blocks liveFirst..liveLast
 // (none if liveLast < liveFirst). sizeHint is the expected number of groups.
-func recount(ctx context.Context, root string, files []chain.ManifestFile, nodeURL string, liveFirst, liveLast uint64, sizeHint int) (*groupCounts, error) {
+func recount(ctx context.Context, root string, files []archivegen.ManifestFile, nodeURL string, liveFirst, liveLast uint64, sizeHint int) (*groupCounts, error) {
 	g := &groupCounts{archive: make([]archiveGroup, 0, sizeHint), live: map[liveKey]int64{}, miners: map[string]uint32{}}
 	if err := g.countArchive(ctx, root, files); err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func recount(ctx context.Context, root string, files []chain.ManifestFile, nodeU
 // of files ahead of this goroutine, which appends their sorted groups in
 // manifest order. Should a file's groups not all follow the previous
 // file's (a window in two files), the slice is sorted and merged at the end.
-func (g *groupCounts) countArchive(ctx context.Context, root string, files []chain.ManifestFile) error {
+func (g *groupCounts) countArchive(ctx context.Context, root string, files []archivegen.ManifestFile) error {
 	workers := runtime.GOMAXPROCS(0)
 	sorted := true
 	err := readahead.Map(ctx, len(files), workers, 4*workers, func() func(context.Context, int) ([]archiveGroup, error) {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package chain
+package s3serve
 
 import "os"
 

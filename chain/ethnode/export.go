@@ -1,4 +1,4 @@
-package chain
+package ethnode
 
 import (
 	"fmt"
@@ -8,19 +8,21 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
 )
 
 // ExportArchive writes the node's canonical blocks first..last (blocks it
-// has mined) under out in the archive's layout and schema (doc.go, Archive
+// has mined) under out in the archive's layout and schema (package archivegen, Archive
 // layout): one file per date partition, named
 // part-00000-node-<first>-<last>-c000.snappy.parquet, published through
 // durable (Replace: an export repeated writes the same bytes). This is
 // how the dataset's producer turns a node's blocks into daily files, and
 // it lets a test read one block from the archive and from the node: both
 // render the same header through the same row (basicRow, renderBlock).
-func (n *Node) ExportArchive(out string, first, last uint64) ([]ManifestFile, error) {
+func (n *Node) ExportArchive(out string, first, last uint64) ([]archivegen.ManifestFile, error) {
 	n.mu.RLock()
 	var blocks []*nodeBlock
 	for num := first; num <= last && first <= last; num++ {
@@ -33,7 +35,7 @@ func (n *Node) ExportArchive(out string, first, last uint64) ([]ManifestFile, er
 		blocks = append(blocks, b)
 	}
 	n.mu.RUnlock()
-	var files []ManifestFile
+	var files []archivegen.ManifestFile
 	for len(blocks) > 0 {
 		date := blockDate(blocks[0].header)
 		k := 1
@@ -55,28 +57,28 @@ func blockDate(h *types.Header) time.Time {
 }
 
 // exportDay writes blocks, all of one date, as one archive file.
-func (n *Node) exportDay(out string, date time.Time, blocks []*nodeBlock) (ManifestFile, error) {
-	db := &dayBlocks{}
+func (n *Node) exportDay(out string, date time.Time, blocks []*nodeBlock) (archivegen.ManifestFile, error) {
+	db := &chain.Day{}
 	for _, b := range blocks {
-		db.headers = append(db.headers, types.CopyHeader(b.header))
-		db.hashes = append(db.hashes, b.hash)
-		db.txCount = append(db.txCount, int64(b.txCount))
-		db.size = append(db.size, int64(b.size))
-		db.td = append(db.td, n.td)
+		db.Headers = append(db.Headers, types.CopyHeader(b.header))
+		db.Hashes = append(db.Hashes, b.hash)
+		db.TxCount = append(db.TxCount, int64(b.txCount))
+		db.Size = append(db.Size, int64(b.size))
+		db.TD = append(db.TD, n.td)
 	}
 	lo, hi := blocks[0].header.Number.Uint64(), blocks[len(blocks)-1].header.Number.Uint64()
 	ds := date.Format(time.DateOnly)
-	key := path.Join(blocksPrefix, "date="+ds, fmt.Sprintf("part-00000-node-%d-%d-c000.snappy.parquet", lo, hi))
+	key := path.Join(archivegen.BlocksPrefix, "date="+ds, fmt.Sprintf("part-00000-node-%d-%d-c000.snappy.parquet", lo, hi))
 	dst := filepath.Join(out, filepath.FromSlash(key))
 	if err := durable.EnsureDir(vfs.Default, filepath.Dir(dst)); err != nil {
-		return ManifestFile{}, errcode.Wrap(err, CodeOutputUnwritable, dst, "check --out", "create archive directory")
+		return archivegen.ManifestFile{}, errcode.Wrap(err, archivegen.CodeOutputUnwritable, dst, "check --out", "create archive directory")
 	}
-	size, err := encodeDay(db, dst)
+	size, err := archivegen.EncodeDay(db, dst)
 	if err == nil {
-		err = syncDir(filepath.Dir(dst))
+		err = durable.SyncDir(vfs.Default, filepath.Dir(dst))
 	}
 	if err != nil {
-		return ManifestFile{}, errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file")
+		return archivegen.ManifestFile{}, errcode.Wrap(err, archivegen.CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file")
 	}
-	return ManifestFile{Key: key, Date: ds, Rows: int64(len(blocks)), Bytes: size, FirstBlock: lo, LastBlock: hi}, nil
+	return archivegen.ManifestFile{Key: key, Date: ds, Rows: int64(len(blocks)), Bytes: size, FirstBlock: lo, LastBlock: hi}, nil
 }

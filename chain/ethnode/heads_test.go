@@ -1,4 +1,4 @@
-package chain
+package ethnode
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // each block's announcement time is recorded, the replacements' included;
 // DropWebsockets ends the subscription with an error.
 func TestNewHeadsSubscription(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Manual: true})
+	n := startTestNode(t, Options{Manual: true})
 	ctx := context.Background()
 	c, err := ethclient.DialContext(ctx, n.WebsocketURL())
 	if err != nil {

@@ -1,4 +1,4 @@
-package chain
+package ethnode
 
 import (
 	"context"
@@ -18,24 +18,27 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethereum/go-ethereum/trie"
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/internal/listen"
 )
 
 var (
 	nodeArchiveOnce sync.Once
 	nodeArchiveDir  string
-	nodeArchiveM    *Manifest
+	nodeArchiveM    *archivegen.Manifest
 )
 
 // testArchive is a one-day archive (the last day of history), generated once
 // per test binary.
-func testArchive(t *testing.T) (string, *Manifest) {
+func testArchive(t *testing.T) (string, *archivegen.Manifest) {
 	t.Helper()
 	nodeArchiveOnce.Do(func() {
 		dir, err := tempDirForPackage()
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: LastDaysPreset(1), Seed: 11})
+		m, err := archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 11})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +50,7 @@ func testArchive(t *testing.T) (string, *Manifest) {
 	return nodeArchiveDir, nodeArchiveM
 }
 
-func startTestNode(t *testing.T, o NodeOptions) *Node {
+func startTestNode(t *testing.T, o Options) *Node {
 	t.Helper()
 	if o.Manifest == nil {
 		_, o.Manifest = testArchive(t)
@@ -55,7 +58,7 @@ func startTestNode(t *testing.T, o NodeOptions) *Node {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
-	n, err := StartNode(context.Background(), o)
+	n, err := Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +68,11 @@ func startTestNode(t *testing.T, o NodeOptions) *Node {
 
 func TestNodeFollowsArchive(t *testing.T) {
 	dir, m := testArchive(t)
-	m2, err := ReadManifest(dir)
+	m2, err := archivegen.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := startTestNode(t, NodeOptions{Manifest: m2, Seed: m2.Seed, Manual: true, InitialBlocks: 3})
+	n := startTestNode(t, Options{Manifest: m2, Seed: m2.Seed, Manual: true, InitialBlocks: 3})
 	ctx := context.Background()
 	ec, err := ethclient.Dial(n.URL())
 	if err != nil {
@@ -131,7 +134,7 @@ func TestNodeFollowsArchive(t *testing.T) {
 }
 
 func TestNodeBatchTagsAndDeterminism(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Seed: 11, Manual: true, InitialBlocks: 100})
+	n := startTestNode(t, Options{Seed: 11, Manual: true, InitialBlocks: 100})
 	c, err := rpc.Dial(n.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -177,18 +180,18 @@ func TestNodeBatchTagsAndDeterminism(t *testing.T) {
 		t.Fatalf("hydrated tx %v", tx)
 	}
 	// Same seed and archive: same chain.
-	n2 := startTestNode(t, NodeOptions{Seed: 11, Manual: true, InitialBlocks: 100})
+	n2 := startTestNode(t, Options{Seed: 11, Manual: true, InitialBlocks: 100})
 	if n2.Header(head).Hash() != n.Header(head).Hash() {
 		t.Fatal("same seed, different chain")
 	}
-	n3 := startTestNode(t, NodeOptions{Seed: 12, Manual: true, InitialBlocks: 1})
+	n3 := startTestNode(t, Options{Seed: 12, Manual: true, InitialBlocks: 1})
 	if n3.Header(n.base).Hash() == n.Header(n.base).Hash() {
 		t.Fatal("different seed, same block")
 	}
 }
 
 func TestNodeReorg(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Seed: 11, Manual: true, InitialBlocks: 10})
+	n := startTestNode(t, Options{Seed: 11, Manual: true, InitialBlocks: 10})
 	head := n.Head()
 	before := map[uint64]common.Hash{}
 	for num := n.base; num <= head; num++ {
@@ -229,8 +232,8 @@ func TestNodeReorg(t *testing.T) {
 }
 
 func TestNodeFaults(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Seed: 11, Manual: true, InitialBlocks: 2,
-		Faults: NodeFaults{Rate429: 1, RetryAfter: 2 * time.Second}})
+	n := startTestNode(t, Options{Seed: 11, Manual: true, InitialBlocks: 2,
+		Faults: Faults{Rate429: 1, RetryAfter: 2 * time.Second}})
 	resp, err := http.Post(n.URL(), "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -246,13 +249,13 @@ func TestNodeFaults(t *testing.T) {
 	if !errors.As(err, &httpErr) || httpErr.StatusCode != 429 {
 		t.Fatalf("ethclient during 429 burst: %v", err)
 	}
-	n.SetFaults(NodeFaults{Rate5xx: 1})
+	n.SetFaults(Faults{Rate5xx: 1})
 	_, err = ec.BlockNumber(context.Background())
 	if !errors.As(err, &httpErr) || httpErr.StatusCode != 503 {
 		t.Fatalf("ethclient during 5xx: %v", err)
 	}
 	// A burst of 429s at a fractional rate: a client retrying on 429 gets through.
-	n.SetFaults(NodeFaults{Rate429: 0.5, Seed: 5})
+	n.SetFaults(Faults{Rate429: 0.5, Seed: 5})
 	ok, limited := 0, 0
 	for i := 0; i < 40; i++ {
 		if _, err := ec.BlockNumber(context.Background()); err == nil {
@@ -266,7 +269,7 @@ func TestNodeFaults(t *testing.T) {
 	if ok == 0 || limited == 0 {
 		t.Fatalf("ok %d limited %d", ok, limited)
 	}
-	n.SetFaults(NodeFaults{Latency: time.Millisecond})
+	n.SetFaults(Faults{Latency: time.Millisecond})
 	if h, err := ec.BlockNumber(context.Background()); err != nil || h != n.Head() {
 		t.Fatalf("after faults cleared: %d %v", h, err)
 	}
@@ -274,7 +277,7 @@ func TestNodeFaults(t *testing.T) {
 
 func TestNodeClockAndWebsocket(t *testing.T) {
 	// 12 s blocks at 600x: a block every 20 ms of wall time.
-	n := startTestNode(t, NodeOptions{Seed: 11, Speed: 600, InitialBlocks: 1})
+	n := startTestNode(t, Options{Seed: 11, Speed: 600, InitialBlocks: 1})
 	deadline := time.Now().Add(30 * time.Second)
 	for n.Head() < n.base+10 {
 		if time.Now().After(deadline) {
@@ -298,15 +301,15 @@ func TestNodeClockAndWebsocket(t *testing.T) {
 }
 
 func TestNodeBadInput(t *testing.T) {
-	if _, err := StartNode(context.Background(), NodeOptions{}); err == nil {
+	if _, err := Start(context.Background(), Options{}); err == nil {
 		t.Fatal("node without manifest started")
 	}
-	n := startTestNode(t, NodeOptions{Seed: 11, Manual: true})
+	n := startTestNode(t, Options{Seed: 11, Manual: true})
 	if n.Head() != n.o.Manifest.LastBlock {
 		t.Fatalf("fresh node head %d", n.Head())
 	}
-	_, err := StartNode(context.Background(), NodeOptions{Manifest: n.o.Manifest, Addr: strings.TrimPrefix(n.URL(), "http://"), Manual: true})
-	if err == nil || !strings.Contains(err.Error(), CodeAddressInUse) {
+	_, err := Start(context.Background(), Options{Manifest: n.o.Manifest, Addr: strings.TrimPrefix(n.URL(), "http://"), Manual: true})
+	if err == nil || !strings.Contains(err.Error(), listen.CodeAddressInUse) {
 		t.Fatalf("busy port: %v", err)
 	}
 }
@@ -315,7 +318,7 @@ func TestNodeBadInput(t *testing.T) {
 // answered (so the answer shows what it did), not before other calls, and
 // not after it is removed.
 func TestNodeOnHeadRequest(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Seed: 11, Manual: true, InitialBlocks: 4})
+	n := startTestNode(t, Options{Seed: 11, Manual: true, InitialBlocks: 4})
 	calls := 0
 	n.OnHeadRequest(func() { calls++; n.Mine(2) })
 	ec, _ := ethclient.Dial(n.URL())

@@ -1,4 +1,4 @@
-package chain
+package ethnode
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // TestMinedAnswerIsRendered: the answer cached at mining is the one a read
 // renders from regenerated transactions, for mined and reorganised blocks.
 func TestMinedAnswerIsRendered(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Manual: true, CachedBlocks: 3})
+	n := startTestNode(t, Options{Manual: true, CachedBlocks: 3})
 	n.Mine(5)
 	n.Reorg(1)
 	n.mu.RLock()
@@ -47,7 +47,7 @@ func TestMinedAnswerIsRendered(t *testing.T) {
 // TestReadAhead: reading a block renders the ones after it that the cache
 // no longer holds, as a reader going through them finds them.
 func TestReadAhead(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Manual: true, InitialBlocks: 200})
+	n := startTestNode(t, Options{Manual: true, InitialBlocks: 200})
 	n.cmu.Lock()
 	n.cached, n.corder = nil, nil // as if evicted
 	n.cmu.Unlock()
@@ -70,7 +70,7 @@ func TestReadAhead(t *testing.T) {
 // the answer the rpc.Server gives (as JSON values), and every request it
 // does not take reaches the rpc.Server.
 func TestBlockReadsAgreeWithRPCServer(t *testing.T) {
-	n := startTestNode(t, NodeOptions{Manual: true, InitialBlocks: 70})
+	n := startTestNode(t, Options{Manual: true, InitialBlocks: 70})
 	b0 := hexutil.EncodeUint64(n.base)
 	call := func(id, params string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"eth_getBlockByNumber","params":` + params + `}`

@@ -1,4 +1,4 @@
-package chain
+package archivegen
 
 import (
 	"context"
@@ -19,16 +19,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 )
 
-// GenOptions configures GenerateArchive.
-type GenOptions struct {
+// Options configures Generate.
+type Options struct {
 	Out      string // archive root; created if missing
-	Preset   Preset
+	Preset   chain.Preset
 	Seed     int64
 	Workers  int                             // parallel day builders/encoders; default GOMAXPROCS
 	Progress func(doneFiles, totalFiles int) // optional; called from one goroutine at a time
@@ -83,8 +84,8 @@ const (
 	eraShanghai
 )
 
-func eraOf(db *dayBlocks) int {
-	last := db.headers[len(db.headers)-1]
+func eraOf(db *chain.Day) int {
+	last := db.Headers[len(db.Headers)-1]
 	switch {
 	case last.WithdrawalsHash != nil:
 		return eraShanghai
@@ -105,8 +106,8 @@ func hexString(b []byte) string {
 
 var zeroBloomHex = hexString(make([]byte, types.BloomByteLength))
 
-func basicRow(db *dayBlocks, i int) rowPreLondon {
-	h := db.headers[i]
+func basicRow(db *chain.Day, i int) rowPreLondon {
+	h := db.Headers[i]
 	bloom := zeroBloomHex
 	if h.Bloom != (types.Bloom{}) {
 		bloom = hexString(h.Bloom[:])
@@ -114,7 +115,7 @@ func basicRow(db *dayBlocks, i int) rowPreLondon {
 	return rowPreLondon{
 		Timestamp:        int64(h.Time) * 1_000_000,
 		Number:           h.Number.Int64(),
-		Hash:             hexString(db.hashes[i][:]),
+		Hash:             hexString(db.Hashes[i][:]),
 		ParentHash:       hexString(h.ParentHash[:]),
 		Nonce:            hexString(h.Nonce[:]),
 		Sha3Uncles:       hexString(h.UncleHash[:]),
@@ -124,12 +125,12 @@ func basicRow(db *dayBlocks, i int) rowPreLondon {
 		ReceiptsRoot:     hexString(h.ReceiptHash[:]),
 		Miner:            hexString(h.Coinbase[:]),
 		Difficulty:       float64(h.Difficulty.Int64()),
-		TotalDifficulty:  db.td[i],
-		Size:             db.size[i],
+		TotalDifficulty:  db.TD[i],
+		Size:             db.Size[i],
 		ExtraData:        hexString(h.Extra),
 		GasLimit:         int64(h.GasLimit),
 		GasUsed:          int64(h.GasUsed),
-		TransactionCount: db.txCount[i],
+		TransactionCount: db.TxCount[i],
 	}
 }
 
@@ -162,12 +163,12 @@ func writeRows[T any](f io.Writer, rows []T) error {
 	return w.Close()
 }
 
-// encodeDay publishes db as Parquet at dst through durable (Replace: a
+// EncodeDay publishes db (a day or any run of blocks of one date) as Parquet at dst through durable (Replace: a
 // rerun rewrites identical bytes), streaming the rows. The directory is not
-// fsynced here: GenerateArchive syncs each directory once, before the
+// fsynced here: Generate syncs each directory once, before the
 // manifest that vouches for its files.
-func encodeDay(db *dayBlocks, dst string) (int64, error) {
-	n := len(db.headers)
+func EncodeDay(db *chain.Day, dst string) (int64, error) {
+	n := len(db.Headers)
 	write := func(f io.Writer) error {
 		switch eraOf(db) {
 		case eraPreLondon:
@@ -179,17 +180,17 @@ func encodeDay(db *dayBlocks, dst string) (int64, error) {
 		case eraLondon:
 			rows := make([]rowLondon, n)
 			for i := range rows {
-				rows[i] = rowLondon{basicRow(db, i), baseFee(db.headers[i])}
+				rows[i] = rowLondon{basicRow(db, i), baseFee(db.Headers[i])}
 			}
 			return writeRows(f, rows)
 		default:
 			rows := make([]rowShanghai, n)
 			for i := range rows {
 				var wr *string
-				if h := db.headers[i].WithdrawalsHash; h != nil {
+				if h := db.Headers[i].WithdrawalsHash; h != nil {
 					wr = ptr(hexString(h[:]))
 				}
-				rows[i] = rowShanghai{rowLondon{basicRow(db, i), baseFee(db.headers[i])}, wr}
+				rows[i] = rowShanghai{rowLondon{basicRow(db, i), baseFee(db.Headers[i])}, wr}
 			}
 			return writeRows(f, rows)
 		}
@@ -207,10 +208,12 @@ func encodeDay(db *dayBlocks, dst string) (int64, error) {
 func fileKey(seed int64, date time.Time) string {
 	ds := date.Format(time.DateOnly)
 	id := uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "ethstream/%d/%s", seed, ds))
-	return path.Join(blocksPrefix, "date="+ds, "part-00000-"+id.String()+"-c000.snappy.parquet")
+	return path.Join(BlocksPrefix, "date="+ds, "part-00000-"+id.String()+"-c000.snappy.parquet")
 }
 
 func syncDir(dir string) error { return durable.SyncDir(vfs.Default, dir) }
+
+func ptr[T any](v T) *T { return &v }
 
 // prepareOut creates the output root, checks it is writable, deletes stale
 // temp files of a crashed run and refuses Parquet files that this
@@ -226,7 +229,7 @@ func prepareOut(out string, want map[string]bool) error {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
-	root := filepath.Join(out, filepath.FromSlash(blocksPrefix))
+	root := filepath.Join(out, filepath.FromSlash(BlocksPrefix))
 	var foreign []string
 	err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -257,7 +260,7 @@ func prepareOut(out string, want map[string]bool) error {
 	return nil
 }
 
-// GenerateArchive writes the preset's days as
+// Generate writes the preset's days as
 // Out/v1.0/eth/blocks/date=YYYY-MM-DD/part-00000-<uuid>-c000.snappy.parquet
 // and then Out/manifest.json. Each file is published by rename after fsync,
 // the manifest last, so an interrupted run leaves no partial file and no
@@ -265,9 +268,9 @@ func prepareOut(out string, want map[string]bool) error {
 //
 // Days are built and encoded by Workers goroutines; only the header hashing
 // runs in day order, in one goroutine.
-func GenerateArchive(ctx context.Context, o GenOptions) (*Manifest, error) {
+func Generate(ctx context.Context, o Options) (*Manifest, error) {
 	if o.Preset.Days < 1 {
-		return nil, errcode.New(errcode.InvalidArgument, "", "pick a preset with PresetByName", "empty preset")
+		return nil, errcode.New(errcode.InvalidArgument, "", "pick a preset with chain.PresetByName", "empty preset")
 	}
 	g := newGeneration(o)
 	if err := g.prepare(); err != nil {
@@ -276,9 +279,9 @@ func GenerateArchive(ctx context.Context, o GenOptions) (*Manifest, error) {
 	m := &Manifest{
 		Version: ManifestVersion, Preset: o.Preset.Name, Seed: o.Seed,
 		FirstDay: o.Preset.FirstDay.Format(time.DateOnly), Days: g.days,
-		FirstBlock: g.p.days[g.first].first,
+		FirstBlock: o.Preset.FirstBlock,
 	}
-	parent := anchorHash(o.Seed, m.FirstBlock)
+	parent := chain.Anchor(o.Seed, m.FirstBlock)
 	m.FirstParentHash = parent.Hex()
 	files, last, err := g.run(ctx, parent)
 	if err != nil {
@@ -302,19 +305,18 @@ func GenerateArchive(ctx context.Context, o GenOptions) (*Manifest, error) {
 	return m, nil
 }
 
-// generation is one GenerateArchive run, in three stages: build days in
+// generation is one Generate run, in three stages: build days in
 // parallel (bounded look-ahead), link and hash them in day order, encode
 // them in parallel. Its fields are what the stages share.
 type generation struct {
-	o       GenOptions
-	p       *plan
-	first   int // index in p.days of the preset's first day
+	o       Options
+	first   int // the model's index of the preset's first day
 	days    int
 	workers int
 
-	built    []chan *dayBlocks // stage 1 to 2, one per day
+	built    []chan *chain.Day // stage 1 to 2, one per day
 	window   chan struct{}     // days in flight, bounds memory
-	toEncode chan *dayBlocks   // stage 2 to 3
+	toEncode chan *chain.Day   // stage 2 to 3
 	results  chan encodedDay   // stage 3 to the manifest
 	dirs     []string          // each day's date directory, synced before the manifest
 	cancel   context.CancelCauseFunc
@@ -329,21 +331,21 @@ type encodedDay struct {
 	file ManifestFile
 }
 
-func newGeneration(o GenOptions) *generation {
+func newGeneration(o Options) *generation {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	g := &generation{
-		o: o, p: planFor(o.Seed), first: o.Preset.dayIndex(), days: o.Preset.Days, workers: workers,
+		o: o, first: o.Preset.DayIndex(), days: o.Preset.Days, workers: workers,
 		window:   make(chan struct{}, 2*workers+2),
-		toEncode: make(chan *dayBlocks, workers),
+		toEncode: make(chan *chain.Day, workers),
 		results:  make(chan encodedDay, o.Preset.Days),
 		dirs:     make([]string, o.Preset.Days),
 	}
-	g.built = make([]chan *dayBlocks, g.days)
+	g.built = make([]chan *chain.Day, g.days)
 	for i := range g.built {
-		g.built[i] = make(chan *dayBlocks, 1)
+		g.built[i] = make(chan *chain.Day, 1)
 	}
 	return g
 }
@@ -354,7 +356,7 @@ func newGeneration(o GenOptions) *generation {
 func (g *generation) prepare() error {
 	want := map[string]bool{}
 	for i := 0; i < g.days; i++ {
-		want[fileKey(g.o.Seed, g.p.days[g.first+i].date)] = true
+		want[fileKey(g.o.Seed, g.o.Preset.FirstDay.AddDate(0, 0, i))] = true
 	}
 	if err := prepareOut(g.o.Out, want); err != nil {
 		return err
@@ -381,7 +383,7 @@ func (g *generation) run(ctx context.Context, parent common.Hash) ([]ManifestFil
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				g.built[i] <- buildDay(g.p, &g.p.days[g.first+i])
+				g.built[i] <- chain.BuildDay(g.o.Seed, g.first+i)
 			}
 		}()
 		ewg.Add(1)
@@ -440,14 +442,14 @@ func (g *generation) link(ctx context.Context, parent common.Hash) (*types.Heade
 	defer close(g.toEncode)
 	var last *types.Header
 	for i := 0; i < g.days; i++ {
-		var db *dayBlocks
+		var db *chain.Day
 		select {
 		case db = <-g.built[i]:
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
-		parent = db.link(parent)
-		last = types.CopyHeader(db.headers[len(db.headers)-1])
+		parent = db.LinkTo(parent)
+		last = types.CopyHeader(db.Headers[len(db.Headers)-1])
 		select {
 		case g.toEncode <- db:
 		case <-ctx.Done():
@@ -459,25 +461,25 @@ func (g *generation) link(ctx context.Context, parent common.Hash) (*types.Heade
 
 // encode writes one linked day's file and records it; a failure cancels
 // the run. Either way the day leaves the look-ahead window.
-func (g *generation) encode(db *dayBlocks) {
+func (g *generation) encode(db *chain.Day) {
 	defer func() { <-g.window }()
-	idx := db.day.index - g.first
-	key := fileKey(g.o.Seed, db.day.date)
+	idx := db.Index() - g.first
+	key := fileKey(g.o.Seed, db.Date())
 	dst := filepath.Join(g.o.Out, filepath.FromSlash(key))
 	g.dirs[idx] = filepath.Dir(dst)
 	var size int64
 	// New date directories must survive a crash with their files.
 	err := durable.EnsureDir(vfs.Default, filepath.Dir(dst))
 	if err == nil {
-		size, err = encodeDay(db, dst)
+		size, err = EncodeDay(db, dst)
 	}
 	if err != nil {
 		g.cancel(errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file"))
 		return
 	}
 	g.results <- encodedDay{idx, ManifestFile{
-		Key: key, Date: db.day.date.Format(time.DateOnly), Rows: int64(len(db.headers)), Bytes: size,
-		FirstBlock: db.day.first, LastBlock: db.day.first + uint64(db.day.n) - 1,
+		Key: key, Date: db.Date().Format(time.DateOnly), Rows: int64(len(db.Headers)), Bytes: size,
+		FirstBlock: db.FirstBlock(), LastBlock: db.Headers[len(db.Headers)-1].Number.Uint64(),
 	}}
 	g.progressMu.Lock()
 	g.doneFiles++

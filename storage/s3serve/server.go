@@ -1,4 +1,4 @@
-package chain
+package s3serve
 
 import (
 	"context"
@@ -24,14 +24,18 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
+	"github.com/ethstream/ethstream/internal/listen"
 	"github.com/johannesboyne/gofakes3"
 )
 
-// S3Options configures StartS3.
-type S3Options struct {
+// CodeRootNotFound: the directory to serve does not exist.
+const CodeRootNotFound = "S3_ROOT_NOT_FOUND"
+
+// Options configures Start.
+type Options struct {
 	Root   string // each top-level folder of Root is a bucket
 	Addr   string // listen address; "127.0.0.1:0" picks a free port
-	Faults S3Faults
+	Faults Faults
 	// AccessKey and SecretKey, when set (both or neither), make the
 	// endpoint verify AWS Signature Version 4 on every request (s3auth.go):
 	// an unsigned request or a wrong key or signature is 403. Without them
@@ -39,19 +43,19 @@ type S3Options struct {
 	AccessKey, SecretKey string
 }
 
-// S3Faults injects failures into a fraction of requests, drawn from a
+// Faults injects failures into a fraction of requests, drawn from a
 // seeded generator so a test's failure pattern is reproducible for the same
 // request order.
-type S3Faults struct {
+type Faults struct {
 	ThrottleRate float64 // fraction answered 503 SlowDown
 	ErrorRate    float64 // fraction answered 500 InternalError
 	Seed         int64
 }
 
-// S3Server is an S3-compatible endpoint over a directory, served by gofakes3
+// Server is an S3-compatible endpoint over a directory, served by gofakes3
 // with a filesystem backend of our own (see dirBackend). It is safe for
 // concurrent use.
-type S3Server struct {
+type Server struct {
 	url      string
 	root     string // Root, absolute, its symlinks resolved
 	backend  *dirBackend
@@ -62,19 +66,19 @@ type S3Server struct {
 	done     chan struct{}
 
 	mu     sync.Mutex
-	faults S3Faults
+	faults Faults
 	rnd    *rand.Rand
 }
 
-// StartS3 serves Root on Addr until Close or until ctx is done. A busy port
+// Start serves Root on Addr until Close or until ctx is done. A busy port
 // is ADDRESS_IN_USE; a missing Root is S3_ROOT_NOT_FOUND.
-func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
+func Start(ctx context.Context, o Options) (*Server, error) {
 	st, err := os.Stat(o.Root)
 	if err != nil || !st.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
 		}
-		return nil, errcode.Wrap(err, CodeS3RootNotFound, o.Root, "pass --root DIR with the archive (e.g. the --out of gen-archive)", "cannot serve directory")
+		return nil, errcode.Wrap(err, CodeRootNotFound, o.Root, "pass --root DIR with the archive (e.g. the --out of gen-archive)", "cannot serve directory")
 	}
 	root, err := filepath.Abs(o.Root)
 	if err == nil {
@@ -93,7 +97,7 @@ func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	ln, err := listen(addr)
+	ln, err := listen.TCP(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +112,7 @@ func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
 		gofakes3.WithoutVersioning(),
 		gofakes3.WithLogger(gofakes3.DiscardLog()),
 	)
-	s := &S3Server{url: "http://" + ln.Addr().String(), root: root, backend: backend, ln: ln, done: make(chan struct{})}
+	s := &Server{url: "http://" + ln.Addr().String(), root: root, backend: backend, ln: ln, done: make(chan struct{})}
 	if o.AccessKey != "" {
 		s.auth = &sigV4{accessKey: o.AccessKey, secretKey: o.SecretKey, now: time.Now}
 	}
@@ -128,27 +132,14 @@ func StartS3(ctx context.Context, o S3Options) (*S3Server, error) {
 	return s, nil
 }
 
-// listen opens a loopback listener, turning "address already in use" into
-// a coded error with a remedy.
-func listen(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, errcode.Wrap(err, CodeAddressInUse, "", "pass another --addr (or 127.0.0.1:0 for a free port) or stop the process using it", "cannot listen on %s", addr)
-		}
-		return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "pass --addr HOST:PORT on loopback, e.g. 127.0.0.1:9000", "cannot listen on %s", addr)
-	}
-	return ln, nil
-}
-
 // URL is the endpoint, "http://127.0.0.1:PORT".
-func (s *S3Server) URL() string { return s.url }
+func (s *Server) URL() string { return s.url }
 
 // Authenticated reports whether the endpoint verifies SigV4 signatures.
-func (s *S3Server) Authenticated() bool { return s.auth != nil }
+func (s *Server) Authenticated() bool { return s.auth != nil }
 
 // SetFaults replaces the fault injection settings.
-func (s *S3Server) SetFaults(f S3Faults) {
+func (s *Server) SetFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = f
@@ -157,10 +148,10 @@ func (s *S3Server) SetFaults(f S3Faults) {
 
 // Requests is the number of HTTP requests received so far, failed ones
 // included.
-func (s *S3Server) Requests() int64 { return s.requests.Load() }
+func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Close stops the server and waits for it to exit.
-func (s *S3Server) Close() error {
+func (s *Server) Close() error {
 	err := s.srv.Close()
 	<-s.done
 	s.backend.rootDir.Close() // a second Close's ErrClosed means nothing
@@ -174,7 +165,7 @@ func (s *S3Server) Close() error {
 // credentials), refuses a key that resolves outside the root, and injects
 // the configured faults, before gofakes3 sees the request; a plain GET or
 // HEAD of an object it answers itself (serveObject).
-func (s *S3Server) middleware(next http.Handler) http.Handler {
+func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		if s.auth != nil {

@@ -1,7 +1,6 @@
-package chain
+package ethnode
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,15 +17,16 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/rpc"
-	"github.com/ethereum/go-ethereum/trie"
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/listen"
 )
 
-// NodeOptions configures StartNode.
-type NodeOptions struct {
-	Manifest *Manifest // the archive the chain continues; required
+// Options configures Start.
+type Options struct {
+	Manifest *archivegen.Manifest // the archive the chain continues; required
 	Seed     int64
 	Addr     string // listen address; "127.0.0.1:0" picks a free port
 	// BlockInterval is the virtual block time (default 12s); with Speed (default
@@ -37,16 +36,16 @@ type NodeOptions struct {
 	Speed         float64
 	InitialBlocks int  // blocks already mined at start
 	Manual        bool // head moves only through Mine
-	Faults        NodeFaults
+	Faults        Faults
 	// CachedBlocks bounds the rendered-block cache (default
 	// maxCachedBlocks); a client that reads each block once (a soak, whose
 	// process memory is measured) needs only a few.
 	CachedBlocks int
 }
 
-// NodeFaults injects HTTP-level failures in front of the JSON-RPC handler,
+// Faults injects HTTP-level failures in front of the JSON-RPC handler,
 // drawn from a generator seeded with Seed.
-type NodeFaults struct {
+type Faults struct {
 	Latency    time.Duration // added to every HTTP request
 	Rate429    float64       // fraction answered 429 Too Many Requests
 	Rate5xx    float64       // fraction answered 503 Service Unavailable
@@ -68,7 +67,7 @@ type nodeBlock struct {
 // Node is an embedded Ethereum JSON-RPC node continuing an archive's chain.
 // It is safe for concurrent use.
 type Node struct {
-	o    NodeOptions
+	o    Options
 	url  string
 	srv  *http.Server
 	rpc  *rpc.Server
@@ -93,7 +92,7 @@ type Node struct {
 	mined    int // blocks mined by the clock or Mine (excluding reorgs)
 
 	fmu    sync.Mutex
-	faults NodeFaults
+	faults Faults
 	frnd   *rand.Rand
 
 	// hmu serialises the head-request hook (OnHeadRequest) and guards it.
@@ -215,14 +214,14 @@ func (n *Node) cacheLimit() int {
 	return maxCachedBlocks
 }
 
-// StartNode starts the node: it mines InitialBlocks blocks, then serves
+// Start starts the node: it mines InitialBlocks blocks, then serves
 // JSON-RPC over HTTP and websocket on Addr until Close or ctx is done.
-func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
+func Start(ctx context.Context, o Options) (*Node, error) {
 	if o.Manifest == nil || o.Manifest.LastHeader == nil {
-		return nil, errcode.New(CodeArchiveNotFound, "", genRemedy, "node needs an archive manifest with its last header")
+		return nil, errcode.New(archivegen.CodeArchiveNotFound, "", archivegen.GenRemedy, "node needs an archive manifest with its last header")
 	}
 	if o.BlockInterval <= 0 {
-		o.BlockInterval = SlotSeconds * time.Second
+		o.BlockInterval = chain.SlotSeconds * time.Second
 	}
 	if o.Speed <= 0 {
 		o.Speed = 1
@@ -251,7 +250,7 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 	if n.rpc, err = n.newRPCServer(); err != nil {
 		return nil, err
 	}
-	ln, err := listen(o.Addr)
+	ln, err := listen.TCP(o.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +433,7 @@ func (n *Node) headRequested() {
 }
 
 // SetFaults replaces the fault injection settings.
-func (n *Node) SetFaults(f NodeFaults) {
+func (n *Node) SetFaults(f Faults) {
 	n.fmu.Lock()
 	defer n.fmu.Unlock()
 	n.faults = f
@@ -477,199 +476,19 @@ func (n *Node) blockLocked(num uint64) *nodeBlock {
 	return n.canon[num-n.base]
 }
 
-// maxNodeBaseFee (1,000 gwei) bounds the base fee of mined blocks. A
-// non-empty block's gas is above the EIP-1559 target on average (each
-// transaction uses 21,000 plus a uniform share of its budget), so the base
-// fee (the EIP-1559 rule's) grows about 0.5% a block: from the archive's
-// last fee it passes 1,000 gwei after some 2,500 blocks and overflowed the
-// int64 column after some 4,000 (a 10,000-block freshness run met it).
-// Above the bound a block is empty, which lowers the fee 12.5%; a run of
-// fewer blocks than that is unchanged.
-const maxNodeBaseFee = 1_000_000_000_000
-
-// makeBlock derives block parent+1 of branch from the seed: a post-merge
-// header with real transactions (whose DeriveSha is TxHash). With render,
-// it also caches the block's eth_getBlockByNumber(..., false) answer, from
-// the transactions it built anyway.
+// makeBlock is block parent+1 of branch, as the model continues the chain
+// (chain.Next). With render, it also caches the block's
+// eth_getBlockByNumber(..., false) answer, from the transactions the model
+// built anyway.
 func (n *Node) makeBlock(parent *types.Header, branch uint64, render bool) *nodeBlock {
-	num := parent.Number.Uint64() + 1
-	r := rng(n.o.Seed, purposeNode, num, branch)
-	ts := parent.Time + SlotSeconds
-	tt := time.Unix(int64(ts), 0).UTC()
-	coinbase, extra := nodeMiners(tt).pick(r)
-	limit := parent.GasLimit
-	if limit == 0 {
-		limit = gasLimitAt(tt)
-	}
-	var parentFee uint64 = 1_000_000_000
-	if parent.BaseFee != nil {
-		parentFee = nextBaseFee(parent.BaseFee.Uint64(), parent.GasUsed, parent.GasLimit)
-	}
-	h := &types.Header{
-		ParentHash:      parent.Hash(),
-		UncleHash:       types.EmptyUncleHash,
-		Coinbase:        coinbase,
-		Root:            randHash(r),
-		TxHash:          types.EmptyTxsHash,
-		ReceiptHash:     types.EmptyReceiptsHash,
-		Difficulty:      new(big.Int),
-		Number:          new(big.Int).SetUint64(num),
-		GasLimit:        limit,
-		Time:            ts,
-		Extra:           extra,
-		MixDigest:       randHash(r),
-		BaseFee:         new(big.Int).SetUint64(parentFee),
-		WithdrawalsHash: ptr(types.EmptyWithdrawalsHash),
-	}
-	if ts >= uint64(CancunTime.Unix()) {
-		var excess uint64
-		if parent.ExcessBlobGas != nil && parent.BlobGasUsed != nil {
-			if e := *parent.ExcessBlobGas + *parent.BlobGasUsed; e > 6*blobGasPerBlob {
-				excess = e - 6*blobGasPerBlob
-			}
-		}
-		h.BlobGasUsed = ptr(uint64(0)) // no blob transactions are served
-		h.ExcessBlobGas = ptr(excess)
-		h.ParentBeaconRoot = ptr(randHash(r))
-	}
-	if ts >= uint64(PragueTime.Unix()) {
-		h.RequestsHash = ptr(types.EmptyRequestsHash)
-	}
-	count := 0
-	if r.Float64() >= interp(emptyRate, tt, false) {
-		u := min(1, max(0.001, 0.5+0.22*r.NormFloat64()))
-		perTx := interp(gasPerTx, tt, false) * (0.7 + 0.6*r.Float64())
-		count = max(1, int(u*float64(limit)/perTx))
-	}
-	if parentFee > maxNodeBaseFee {
-		count = 0 // demand falls with the price: see maxNodeBaseFee
-	}
-	b := &nodeBlock{branch: branch, txCount: count}
-	var enc encodedTxs
-	if count > 0 {
-		txs, used := nodeTxs(n.o.Seed, num, branch, count, parentFee, limit)
-		enc = encodeTxs(txs)
-		h.GasUsed = used
-		h.TxHash = types.DeriveSha(enc, trie.NewStackTrie(nil))
-		h.ReceiptHash = randHash(r)
-		h.Bloom = sparseBloom(r, 1)
-		// Approximate RLP size; tx.Size() would encode every transaction again.
-		b.size = 600 + uint64(len(extra))
-		for _, tx := range txs {
-			b.size += 115 + uint64(len(tx.Data()))
-		}
-	} else {
-		b.size = 600 + uint64(len(extra))
-	}
-	b.header = h
-	b.hash = h.Hash()
+	nb := chain.Next(n.o.Seed, parent, branch)
+	b := &nodeBlock{header: nb.Header, hash: nb.Header.Hash(), branch: branch, txCount: len(nb.Txs), size: nb.Size}
 	if render {
-		if c, err := n.compact(b, enc.hashes()); err == nil {
+		if c, err := n.compact(b, nb.Txs.Hashes()); err == nil {
 			n.cacheJSON(b.hash, c)
 		}
 	}
 	return b
-}
-
-// encodedTxs is a block's transactions in their consensus encoding (type
-// byte + RLP), encoded once: DeriveSha reads them through EncodeIndex and
-// the transaction hashes are their Keccak-256, so neither encodes again
-// (encoding was a third of a block's cost).
-type encodedTxs [][]byte
-
-func encodeTxs(txs types.Transactions) encodedTxs {
-	enc := make(encodedTxs, len(txs))
-	for i, tx := range txs {
-		b, err := tx.MarshalBinary()
-		if err != nil {
-			panic(fmt.Sprintf("chain: encode generated transaction %d: %v", i, err))
-		}
-		enc[i] = b
-	}
-	return enc
-}
-
-// Len implements types.DerivableList.
-func (e encodedTxs) Len() int { return len(e) }
-
-// EncodeIndex implements types.DerivableList.
-func (e encodedTxs) EncodeIndex(i int, w *bytes.Buffer) { w.Write(e[i]) }
-
-// hashes are the transaction hashes, as Transaction.Hash computes them.
-func (e encodedTxs) hashes() []common.Hash {
-	out := make([]common.Hash, len(e))
-	for i, b := range e {
-		out[i] = crypto.Keccak256Hash(b)
-	}
-	return out
-}
-
-var (
-	nodeMinersMu sync.Mutex
-	nodeMinersAt = map[int64]*minerTable{}
-)
-
-// nodeMiners caches the fee-recipient table per day.
-func nodeMiners(t time.Time) *minerTable {
-	day := t.Unix() / 86400
-	nodeMinersMu.Lock()
-	defer nodeMinersMu.Unlock()
-	mt, ok := nodeMinersAt[day]
-	if !ok {
-		mt = newMinerTable(time.Unix(day*86400+43200, 0).UTC(), true)
-		nodeMinersAt[day] = mt
-	}
-	return mt
-}
-
-// nodeTxs regenerates the transactions of a node block: EIP-1559
-// transactions with fee caps above the base fee and signature values in the
-// valid secp256k1 range (they are not real signatures; senders are served
-// in the "from" field). The gas of each transaction adds up to gasUsed.
-func nodeTxs(seed int64, num, branch uint64, count int, baseFee, limit uint64) (types.Transactions, uint64) {
-	r := rng(seed, purposeTxs, num, branch)
-	txs := make(types.Transactions, count)
-	budget := int64(max(limit/uint64(count), 21000))
-	var used uint64
-	chainID := big.NewInt(1)
-	for i := range txs {
-		gas := uint64(21000 + r.Int64N(budget-21000+1))
-		used += gas
-		tip := uint64(r.IntN(2_000_000_000)) + 1
-		to := common.Address(randHash(r).Bytes()[:20])
-		var rs, ss [32]byte
-		rh, sh := randHash(r), randHash(r)
-		copy(rs[:], rh[:])
-		copy(ss[:], sh[:])
-		rs[0] &= 0x7f // below secp256k1 N/2
-		ss[0] &= 0x7f
-		var data []byte
-		if r.IntN(3) > 0 {
-			data = make([]byte, 4+32*r.IntN(3))
-			for j := range data {
-				data[j] = byte(r.Uint32())
-			}
-		}
-		txs[i] = types.NewTx(&types.DynamicFeeTx{
-			ChainID:   chainID,
-			Nonce:     r.Uint64N(5000),
-			GasTipCap: new(big.Int).SetUint64(tip),
-			GasFeeCap: new(big.Int).SetUint64(2*baseFee + tip),
-			Gas:       gas,
-			To:        &to,
-			Value:     new(big.Int).SetUint64(r.Uint64N(1e18)),
-			Data:      data,
-			V:         new(big.Int).SetUint64(uint64(r.IntN(2))),
-			R:         new(big.Int).SetBytes(rs[:]),
-			S:         new(big.Int).SetBytes(ss[:]),
-		})
-	}
-	return txs, used
-}
-
-// txSender is the served "from" of transaction i of a block.
-func txSender(seed int64, num, branch uint64, i int) common.Address {
-	return common.Address(randHash(rng(seed, purposeTxs+100, num, branch<<20|uint64(i))).Bytes()[:20])
 }
 
 // blockJSON renders b as eth_getBlockByNumber does: the header fields
@@ -749,8 +568,8 @@ func (n *Node) compactAnswer(b *nodeBlock) (*compactAnswer, error) {
 	if b.txCount == 0 {
 		return n.compact(b, nil)
 	}
-	txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
-	return n.compact(b, encodeTxs(txs).hashes())
+	txs, _ := chain.Transactions(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
+	return n.compact(b, chain.EncodeTxs(txs).Hashes())
 }
 
 // renderBlock builds a block's JSON, with transaction objects if full.
@@ -767,7 +586,7 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 		return nil, err
 	}
 	if b.txCount > 0 {
-		txs, _ := nodeTxs(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
+		txs, _ := chain.Transactions(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
 		num := hexutil.EncodeUint64(b.header.Number.Uint64())
 		for i, tx := range txs {
 			if i > 0 {
@@ -780,7 +599,7 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 			buf = append(buf, tj[:len(tj)-1]...)
 			eff := new(big.Int).Add(b.header.BaseFee, tx.GasTipCap())
 			buf = fmt.Appendf(buf, `,"blockHash":"%s","blockNumber":"%s","from":"%s","transactionIndex":"%s","gasPrice":"%s"}`,
-				b.hash.Hex(), num, strings.ToLower(txSender(n.o.Seed, b.header.Number.Uint64(), b.branch, i).Hex()),
+				b.hash.Hex(), num, strings.ToLower(chain.TxSender(n.o.Seed, b.header.Number.Uint64(), b.branch, i).Hex()),
 				hexutil.EncodeUint64(uint64(i)), hexutil.EncodeBig(eff))
 		}
 	}
@@ -792,15 +611,14 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 // archive row holds it: the model rebuilds that block's day (a few
 // milliseconds). It is the merge's total difficulty for an archive that
 // ends after the merge.
-func archiveTD(m *Manifest) (float64, error) {
-	p := planFor(m.Seed)
-	i := sort.Search(len(p.days), func(i int) bool { return p.days[i].first+uint64(p.days[i].n) > m.LastBlock })
-	if i == len(p.days) || p.days[i].first > m.LastBlock {
-		return 0, errcode.New(CodeManifestCorrupt, "", "regenerate the archive with `ethstream gen-archive`",
+func archiveTD(m *archivegen.Manifest) (float64, error) {
+	i, ok := chain.DayOfBlock(m.LastBlock)
+	if !ok {
+		return 0, errcode.New(archivegen.CodeManifestCorrupt, "", "regenerate the archive with `ethstream gen-archive`",
 			"manifest's last block %d is outside the chain model", m.LastBlock)
 	}
-	db := buildDay(p, &p.days[i])
-	return db.td[m.LastBlock-p.days[i].first], nil
+	db := chain.BuildDay(m.Seed, i)
+	return db.TD[m.LastBlock-db.FirstBlock()], nil
 }
 
 // ethAPI is the "eth" namespace.

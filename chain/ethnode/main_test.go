@@ -1,4 +1,4 @@
-package chain
+package ethnode
 
 import (
 	"fmt"
@@ -18,4 +18,10 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(sharedTmp)
 	os.Exit(code)
+}
+
+// tempDirForPackage is a directory shared by the tests of one binary,
+// removed by TestMain.
+func tempDirForPackage() (string, error) {
+	return os.MkdirTemp(sharedTmp, "archive-")
 }

@@ -1,4 +1,4 @@
-package chain
+package ethnode
 
 import (
 	"bytes"
@@ -13,32 +13,21 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 )
-
-func BenchmarkGenerate20Days(b *testing.B) {
-	p := RangePreset(d(2019, 6, 1), 20)
-	for i := 0; i < b.N; i++ {
-		dir := b.TempDir()
-		m, err := GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: p, Seed: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(m.Rows)/b.Elapsed().Seconds()*float64(i+1), "rows/s")
-		b.ReportMetric(float64(m.Bytes)/float64(m.Rows), "B/row")
-	}
-}
 
 // BenchmarkNodeMine1000 measures mining 1,000 late-2026 blocks with their
 // transactions (target: well under 2 s).
 func BenchmarkNodeMine1000(b *testing.B) {
 	dir := b.TempDir()
-	m, err := GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: LastDaysPreset(1), Seed: 1})
+	m, err := archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		n, err := StartNode(context.Background(), NodeOptions{Manifest: m, Seed: 1, Manual: true, Addr: "127.0.0.1:0"})
+		n, err := Start(context.Background(), Options{Manifest: m, Seed: 1, Manual: true, Addr: "127.0.0.1:0"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -54,10 +43,10 @@ func BenchmarkNodeMine1000(b *testing.B) {
 // source reads); "again" repeats one batch. It reports the median answer
 // time (target: <= 5 ms) and, for fresh, the mining time per block, which
 // is where a node that renders a block once at import pays for it.
-// Run: go test -run '^$' -bench NodeBatch20 ./chain
+// Run: go test -run '^$' -bench NodeBatch20 ./chain/ethnode
 func BenchmarkNodeBatch20(b *testing.B) {
 	dir := b.TempDir()
-	m, err := GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: LastDaysPreset(1), Seed: 1})
+	m, err := archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +56,7 @@ func BenchmarkNodeBatch20(b *testing.B) {
 			name = "fresh"
 		}
 		b.Run(name, func(b *testing.B) {
-			n, err := StartNode(context.Background(), NodeOptions{Manifest: m, Seed: 1, Manual: true, InitialBlocks: 20})
+			n, err := Start(context.Background(), Options{Manifest: m, Seed: 1, Manual: true, InitialBlocks: 20})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -149,7 +138,7 @@ func medianOf(v []float64) float64 {
 // given by ETHSTREAM_GETH_URL (e.g. geth --dev --dev.period 1 --http on
 // loopback, with at least 40 blocks); skipped without it. It asks for
 // blocks 21..40 every time.
-// Run: ETHSTREAM_GETH_URL=http://127.0.0.1:8545 go test -run '^$' -bench GethBatch20 ./chain
+// Run: ETHSTREAM_GETH_URL=http://127.0.0.1:8545 go test -run '^$' -bench GethBatch20 ./chain/ethnode
 func BenchmarkGethBatch20(b *testing.B) {
 	url := os.Getenv("ETHSTREAM_GETH_URL")
 	if url == "" {

@@ -1,4 +1,4 @@
-package chain
+package s3serve
 
 import (
 	"encoding/hex"

@@ -1,4 +1,4 @@
-package chain
+package s3serve
 
 import (
 	"crypto/hmac"
@@ -18,7 +18,7 @@ import (
 )
 
 // sigV4 verifies AWS Signature Version 4 on every request to the embedded
-// endpoint when it was started with credentials (S3Options.AccessKey and
+// endpoint when it was started with credentials (Options.AccessKey and
 // SecretKey). The signature is recomputed with aws-sdk-go-v2's own signer
 // over the headers the client says it signed, so what the SDK signs the
 // server accepts, and nothing else:

@@ -1,4 +1,4 @@
-package chain
+package s3serve
 
 import (
 	"bytes"
@@ -17,12 +17,12 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-func startS3(t *testing.T, o S3Options) *S3Server {
+func startS3(t *testing.T, o Options) *Server {
 	t.Helper()
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
-	srv, err := StartS3(context.Background(), o)
+	srv, err := Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestS3SigV4(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ak, sk = "ethstream-key", "ethstream-secret"
-	srv := startS3(t, S3Options{Root: root, AccessKey: ak, SecretKey: sk})
+	srv := startS3(t, Options{Root: root, AccessKey: ak, SecretKey: sk})
 	if !srv.Authenticated() {
 		t.Fatal("started with credentials, the endpoint says it is unauthenticated")
 	}
@@ -146,11 +146,11 @@ func TestS3SigV4(t *testing.T) {
 		t.Fatalf("signed DELETE: %v", err)
 	}
 
-	open := startS3(t, S3Options{Root: root})
+	open := startS3(t, Options{Root: root})
 	if open.Authenticated() {
 		t.Fatal("started without credentials, the endpoint says it authenticates")
 	}
-	if _, err := StartS3(ctx, S3Options{Root: root, Addr: "127.0.0.1:0", AccessKey: ak}); err == nil {
+	if _, err := Start(ctx, Options{Root: root, Addr: "127.0.0.1:0", AccessKey: ak}); err == nil {
 		t.Fatal("an access key without a secret was accepted")
 	}
 }
@@ -178,7 +178,7 @@ func TestS3SymlinkContained(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := startS3(t, S3Options{Root: root})
+	srv := startS3(t, Options{Root: root})
 	c := s3Client(srv.URL(), true)
 	ctx := context.Background()
 	get := func(key string) (string, error) {

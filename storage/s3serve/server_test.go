@@ -1,4 +1,4 @@
-package chain
+package s3serve
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/listen"
 )
 
 func s3Client(url string, anonymous bool) *s3.Client {
@@ -90,7 +91,7 @@ func TestS3ListPaginationAndDelimiter(t *testing.T) {
 	files["bkt/v1.0/eth/blocks/date=2026-01-05/.part-2.parquet.tmp"] = "partial"
 	files["bkt/v1.0/eth/blocks-other/x"] = "x"
 	writeTree(t, root, files)
-	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := Start(context.Background(), Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestS3RangedGet(t *testing.T) {
 		body[i] = byte(i * 7)
 	}
 	writeTree(t, root, map[string]string{"bkt/a/b.bin": string(body)})
-	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := Start(context.Background(), Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestS3RangedGet(t *testing.T) {
 func TestS3PutIsAtomicAndConditional(t *testing.T) {
 	root := t.TempDir()
 	os.Mkdir(filepath.Join(root, "bkt"), 0o755)
-	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := Start(context.Background(), Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestS3PutIsAtomicAndConditional(t *testing.T) {
 func TestS3Faults(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"bkt/k": "v"})
-	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0", Faults: S3Faults{ThrottleRate: 1}})
+	srv, err := Start(context.Background(), Options{Root: root, Addr: "127.0.0.1:0", Faults: Faults{ThrottleRate: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestS3Faults(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "SlowDown" {
 		t.Fatalf("throttled get: %v", err)
 	}
-	srv.SetFaults(S3Faults{ErrorRate: 0.3, ThrottleRate: 0.1, Seed: 3})
+	srv.SetFaults(Faults{ErrorRate: 0.3, ThrottleRate: 0.1, Seed: 3})
 	// A retrying client rides through the faults.
 	c2 := s3.New(s3.Options{BaseEndpoint: aws.String(srv.URL()), Region: "us-east-2", UsePathStyle: true,
 		Credentials: aws.AnonymousCredentials{},
@@ -250,21 +251,21 @@ func TestS3Faults(t *testing.T) {
 		}
 		out.Body.Close()
 	}
-	srv.SetFaults(S3Faults{})
+	srv.SetFaults(Faults{})
 }
 
 func TestS3BadInput(t *testing.T) {
-	_, err := StartS3(context.Background(), S3Options{Root: filepath.Join(t.TempDir(), "missing")})
-	if errcode.Code(err) != CodeS3RootNotFound {
+	_, err := Start(context.Background(), Options{Root: filepath.Join(t.TempDir(), "missing")})
+	if errcode.Code(err) != CodeRootNotFound {
 		t.Fatalf("missing root: %v", err)
 	}
-	srv, err := StartS3(context.Background(), S3Options{Root: t.TempDir(), Addr: "127.0.0.1:0"})
+	srv, err := Start(context.Background(), Options{Root: t.TempDir(), Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	_, err = StartS3(context.Background(), S3Options{Root: t.TempDir(), Addr: strings.TrimPrefix(srv.URL(), "http://")})
-	if errcode.Code(err) != CodeAddressInUse {
+	_, err = Start(context.Background(), Options{Root: t.TempDir(), Addr: strings.TrimPrefix(srv.URL(), "http://")})
+	if errcode.Code(err) != listen.CodeAddressInUse {
 		t.Fatalf("busy port: %v", err)
 	}
 }
@@ -296,50 +297,83 @@ func (r *s3ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// TestS3ServesArchive lists a generated archive through the endpoint with
-// small pages and reads a day file's footer and rows with ranged GETs.
-func TestS3ServesArchive(t *testing.T) {
-	dir, m := testArchive(t)
-	root := filepath.Dir(dir)
-	bucket := filepath.Base(dir)
-	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+// TestS3ServesParquetTree lists a date-partitioned tree of Parquet files
+// (the shape of a Spark-written table) through the endpoint with small
+// pages and reads a file's footer and rows with ranged GETs.
+func TestS3ServesParquetTree(t *testing.T) {
+	type row struct {
+		N int64  `parquet:"n,delta"`
+		S string `parquet:"s"`
+	}
+	root := t.TempDir()
+	bucket := "lake"
+	var want []string
+	var sizes []int64
+	for d := 1; d <= 3; d++ {
+		key := fmt.Sprintf("t/date=2026-01-%02d/part-00000-c000.snappy.parquet", d)
+		rows := make([]row, 5000)
+		for i := range rows {
+			rows[i] = row{int64(d*10_000 + i), fmt.Sprintf("0x%064x", d*10_000+i)}
+		}
+		p := filepath.Join(root, bucket, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := parquet.NewGenericWriter[row](f, parquet.Compression(&parquet.Snappy))
+		for _, half := range [][]row{rows[:2500], rows[2500:]} { // two row groups
+			if _, err := w.Write(half); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := errors.Join(w.Close(), f.Close()); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, sizes = append(want, key), append(sizes, fi.Size())
+	}
+	srv, err := Start(context.Background(), Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	c := s3Client(srv.URL(), true)
-	keys, _, pages := listAll(t, c, bucket, "v1.0/eth/blocks/", "", 1)
-	var want []string
-	for _, f := range m.Files {
-		want = append(want, f.Key)
-	}
+	keys, _, pages := listAll(t, c, bucket, "t/", "", 1)
 	if strings.Join(keys, ",") != strings.Join(want, ",") || pages != len(want) {
 		t.Fatalf("listed %v in %d pages, want %v", keys, pages, want)
 	}
-	_, prefixes, _ := listAll(t, c, bucket, "v1.0/eth/blocks/", "/", 1)
-	if len(prefixes) != len(m.Files) || prefixes[0] != "v1.0/eth/blocks/date="+m.Files[0].Date+"/" {
+	_, prefixes, _ := listAll(t, c, bucket, "t/", "/", 1)
+	if len(prefixes) != len(want) || prefixes[0] != "t/date=2026-01-01/" {
 		t.Fatalf("date prefixes %v", prefixes)
 	}
-	f := m.Files[0]
-	ra := &s3ReaderAt{c: c, bucket: bucket, key: f.Key, size: f.Bytes}
-	pf, err := parquet.OpenFile(ra, f.Bytes)
+	ra := &s3ReaderAt{c: c, bucket: bucket, key: want[0], size: sizes[0]}
+	pf, err := parquet.OpenFile(ra, sizes[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pf.NumRows() != f.Rows {
-		t.Fatalf("rows %d, manifest %d", pf.NumRows(), f.Rows)
+	if pf.NumRows() != 5000 || len(pf.RowGroups()) != 2 {
+		t.Fatalf("rows %d in %d row groups, wrote 5000 in 2", pf.NumRows(), len(pf.RowGroups()))
 	}
 	footerGets := ra.gets
-	rows := make([]readRow, f.Rows)
-	r := parquet.NewGenericReader[readRow](ra)
+	rows := make([]row, 5000)
+	r := parquet.NewGenericReader[row](ra)
 	n, err := r.Read(rows)
 	if err != nil && !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
-	if n != int(f.Rows) || uint64(rows[0].Number) != f.FirstBlock || uint64(rows[n-1].Number) != f.LastBlock || rows[n-1].Hash != m.LastHash {
-		t.Fatalf("read %d rows via S3: first %d last %d", n, rows[0].Number, rows[n-1].Number)
+	if n != 5000 || rows[0].N != 10_000 || rows[n-1].N != 14_999 || rows[n-1].S != fmt.Sprintf("0x%064x", 14_999) {
+		t.Fatalf("read %d rows via S3: first %d last %d", n, rows[0].N, rows[n-1].N)
 	}
-	t.Logf("%d-byte file: footer in %d ranged GETs, rows in %d more; %d requests total", f.Bytes, footerGets, ra.gets-footerGets, srv.Requests())
+	t.Logf("%d-byte file: footer in %d ranged GETs, rows in %d more; %d requests total", sizes[0], footerGets, ra.gets-footerGets, srv.Requests())
 }
 
 // TestS3TempShapedKeys: a client's key shaped like a write in progress
@@ -354,7 +388,7 @@ func TestS3TempShapedKeys(t *testing.T) {
 		"bkt/t/.part-2.tmp":      "backend write in progress",
 		"bkt/t/_delta_log/x.crc": "c",
 	})
-	srv, err := StartS3(context.Background(), S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := Start(context.Background(), Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

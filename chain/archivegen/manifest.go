@@ -1,4 +1,4 @@
-package chain
+package archivegen
 
 import (
 	"encoding/hex"
@@ -13,17 +13,16 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 )
 
-// Error codes of the chain package.
+// Error codes of the archive writer, and the archive's fixed names.
 const (
 	CodeArchiveNotFound  = "ARCHIVE_NOT_FOUND"
 	CodeManifestCorrupt  = "ARCHIVE_MANIFEST_CORRUPT"
 	CodeOutputUnwritable = "ARCHIVE_OUTPUT_UNWRITABLE"
 	CodeOutputNotEmpty   = "ARCHIVE_OUTPUT_NOT_EMPTY"
-	CodeAddressInUse     = "ADDRESS_IN_USE"
-	CodeS3RootNotFound   = "S3_ROOT_NOT_FOUND"
 	ManifestName         = "manifest.json"
 	ManifestVersion      = 1
-	blocksPrefix         = "v1.0/eth/blocks"
+	// BlocksPrefix is the key prefix of the blocks table, as in the AWS dataset.
+	BlocksPrefix = "v1.0/eth/blocks"
 )
 
 // Manifest describes a generated archive; it is Out/manifest.json (format in
@@ -58,7 +57,8 @@ type ManifestFile struct {
 	LastBlock  uint64 `json:"lastBlock"`
 }
 
-const genRemedy = "run `ethstream gen-archive --out DIR` first (or pass the directory gen-archive wrote)"
+// GenRemedy is the remedy for a missing archive.
+const GenRemedy = "run `ethstream gen-archive --out DIR` first (or pass the directory gen-archive wrote)"
 
 // ReadManifest reads and validates dir/manifest.json. A missing archive or
 // manifest is ARCHIVE_NOT_FOUND; an unparsable, inconsistent or
@@ -67,10 +67,10 @@ func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errcode.Wrap(err, CodeArchiveNotFound, path, genRemedy, "no archive manifest")
+		return nil, errcode.Wrap(err, CodeArchiveNotFound, path, GenRemedy, "no archive manifest")
 	}
 	if err != nil {
-		return nil, errcode.Wrap(err, CodeArchiveNotFound, path, genRemedy, "read archive manifest")
+		return nil, errcode.Wrap(err, CodeArchiveNotFound, path, GenRemedy, "read archive manifest")
 	}
 	m, err := parseManifest(b)
 	if err != nil {

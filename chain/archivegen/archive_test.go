@@ -1,4 +1,4 @@
-package chain
+package archivegen
 
 import (
 	"bytes"
@@ -14,24 +14,19 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/parquet-go/parquet-go"
 )
 
-func genSmall(t testing.TB, p Preset, seed int64) (string, *Manifest) {
+func genSmall(t testing.TB, p chain.Preset, seed int64) (string, *Manifest) {
 	t.Helper()
 	dir := t.TempDir()
-	m, err := GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: p, Seed: seed})
+	m, err := Generate(context.Background(), Options{Out: dir, Preset: p, Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir, m
-}
-
-// tempDirForPackage is a directory shared by the tests of one binary,
-// removed by TestMain.
-func tempDirForPackage() (string, error) {
-	return os.MkdirTemp(sharedTmp, "archive-")
 }
 
 // readRow is what a reader of any era decodes: optional columns as pointers.
@@ -116,20 +111,20 @@ func checkArchive(t *testing.T, dir string, m *Manifest) []readRow {
 			if len(r.Miner) != 42 || r.Miner != strings.ToLower(r.Miner) || !common.IsHexAddress(r.Miner) {
 				t.Fatalf("miner %q", r.Miner)
 			}
-			if (r.BaseFeePerGas != nil) != (uint64(r.Number) >= LondonBlock) {
+			if (r.BaseFeePerGas != nil) != (uint64(r.Number) >= chain.LondonBlock) {
 				t.Fatalf("block %d: base fee %v", r.Number, r.BaseFeePerGas)
 			}
-			if (r.WithdrawalsRoot != nil) != !r.Timestamp.Before(ShanghaiTime) {
+			if (r.WithdrawalsRoot != nil) != !r.Timestamp.Before(chain.ShanghaiTime) {
 				t.Fatalf("block %d: withdrawals root %v", r.Number, r.WithdrawalsRoot)
 			}
-			if (r.Difficulty == 0) != (uint64(r.Number) >= MergeBlock) {
+			if (r.Difficulty == 0) != (uint64(r.Number) >= chain.MergeBlock) {
 				t.Fatalf("block %d: difficulty %v", r.Number, r.Difficulty)
 			}
 			if r.GasUsed > r.GasLimit || (r.GasUsed == 0) != (r.TransactionCount == 0) || len(r.LogsBloom) != 514 {
 				t.Fatalf("block %d: gas %d/%d txs %d", r.Number, r.GasUsed, r.GasLimit, r.TransactionCount)
 			}
-			hasLondon = hasLondon || uint64(r.Number) >= LondonBlock
-			hasShanghai = hasShanghai || !r.Timestamp.Before(ShanghaiTime)
+			hasLondon = hasLondon || uint64(r.Number) >= chain.LondonBlock
+			hasShanghai = hasShanghai || !r.Timestamp.Before(chain.ShanghaiTime)
 			parent = r.Hash
 			next++
 		}
@@ -148,13 +143,13 @@ func checkArchive(t *testing.T, dir string, m *Manifest) []readRow {
 func TestArchiveSchemaPerEra(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		p     Preset
+		p     chain.Preset
 		first uint64
 	}{
-		{"genesis", RangePreset(FirstDay, 1), 1},
-		{"london", RangePreset(d(2021, 8, 4), 2), 0},
-		{"shanghai", RangePreset(d(2023, 4, 12), 2), 0},
-		{"end", LastDaysPreset(1), 0},
+		{"genesis", chain.RangePreset(chain.FirstDay, 1), 1},
+		{"london", chain.RangePreset(time.Date(2021, 8, 4, 0, 0, 0, 0, time.UTC), 2), 0},
+		{"shanghai", chain.RangePreset(time.Date(2023, 4, 12, 0, 0, 0, 0, time.UTC), 2), 0},
+		{"end", chain.LastDaysPreset(1), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, m := genSmall(t, c.p, 3)
@@ -168,7 +163,7 @@ func TestArchiveSchemaPerEra(t *testing.T) {
 			if m2, err := ReadManifest(dir); err != nil || m2.LastHash != m.LastHash {
 				t.Fatalf("read manifest back: %v", err)
 			}
-			if c.name == "genesis" && rows[0].Timestamp.Unix() != GenesisTime.Unix()+15 {
+			if c.name == "genesis" && rows[0].Timestamp.Unix() != chain.GenesisTime.Unix()+15 {
 				t.Fatalf("block 1 at %s", rows[0].Timestamp)
 			}
 		})
@@ -178,13 +173,12 @@ func TestArchiveSchemaPerEra(t *testing.T) {
 // TestArchiveHashesAreHeaderHashes rebuilds the headers of a day and checks
 // that the archive's hash column is go-ethereum's Header.Hash of them.
 func TestArchiveHashesAreHeaderHashes(t *testing.T) {
-	p := RangePreset(d(2022, 9, 15), 1) // the merge day: PoW and PoS blocks
+	p := chain.RangePreset(time.Date(2022, 9, 15, 0, 0, 0, 0, time.UTC), 1) // the merge day: PoW and PoS blocks
 	dir, m := genSmall(t, p, 5)
 	rows := checkArchive(t, dir, m)
-	pl := planFor(5)
-	db := buildDay(pl, &pl.days[p.dayIndex()])
-	db.link(anchorHash(5, p.FirstBlock))
-	for i, h := range db.headers {
+	db := chain.BuildDay(5, p.DayIndex())
+	db.LinkTo(chain.Anchor(5, p.FirstBlock))
+	for i, h := range db.Headers {
 		if h.Hash().Hex() != rows[i].Hash || h.ParentHash.Hex() != rows[i].ParentHash {
 			t.Fatalf("block %d: header hash %s, archive %s", h.Number, h.Hash().Hex(), rows[i].Hash)
 		}
@@ -215,13 +209,13 @@ func dirBytes(t *testing.T, dir string) map[string][]byte {
 }
 
 func TestArchiveDeterministic(t *testing.T) {
-	p := LastDaysPreset(2)
+	p := chain.LastDaysPreset(2)
 	a := t.TempDir()
 	b := t.TempDir()
-	if _, err := GenerateArchive(context.Background(), GenOptions{Out: a, Preset: p, Seed: 9, Workers: 1}); err != nil {
+	if _, err := Generate(context.Background(), Options{Out: a, Preset: p, Seed: 9, Workers: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := GenerateArchive(context.Background(), GenOptions{Out: b, Preset: p, Seed: 9, Workers: 3}); err != nil {
+	if _, err := Generate(context.Background(), Options{Out: b, Preset: p, Seed: 9, Workers: 3}); err != nil {
 		t.Fatal(err)
 	}
 	fa, fb := dirBytes(t, a), dirBytes(t, b)
@@ -234,7 +228,7 @@ func TestArchiveDeterministic(t *testing.T) {
 		}
 	}
 	// Regenerating in place is allowed and byte-identical.
-	if _, err := GenerateArchive(context.Background(), GenOptions{Out: a, Preset: p, Seed: 9}); err != nil {
+	if _, err := Generate(context.Background(), Options{Out: a, Preset: p, Seed: 9}); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range dirBytes(t, a) {
@@ -251,11 +245,11 @@ func TestArchiveDeterministic(t *testing.T) {
 }
 
 func TestArchiveBadOutput(t *testing.T) {
-	p := LastDaysPreset(1)
+	p := chain.LastDaysPreset(1)
 	// Output path is a file.
 	f := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(f, nil, 0o644)
-	_, err := GenerateArchive(context.Background(), GenOptions{Out: f, Preset: p, Seed: 1})
+	_, err := Generate(context.Background(), Options{Out: f, Preset: p, Seed: 1})
 	if errcode.Code(err) != CodeOutputUnwritable {
 		t.Fatalf("file as out: %v", err)
 	}
@@ -263,7 +257,7 @@ func TestArchiveBadOutput(t *testing.T) {
 	if os.Geteuid() != 0 {
 		ro := t.TempDir()
 		os.Chmod(ro, 0o555)
-		_, err = GenerateArchive(context.Background(), GenOptions{Out: ro, Preset: p, Seed: 1})
+		_, err = Generate(context.Background(), Options{Out: ro, Preset: p, Seed: 1})
 		if errcode.Code(err) != CodeOutputUnwritable {
 			t.Fatalf("read-only out: %v", err)
 		}
@@ -271,7 +265,7 @@ func TestArchiveBadOutput(t *testing.T) {
 	// Another preset's archive: refused, nothing touched.
 	dir, m := genSmall(t, p, 1)
 	before := dirBytes(t, dir)
-	_, err = GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: p, Seed: 2})
+	_, err = Generate(context.Background(), Options{Out: dir, Preset: p, Seed: 2})
 	if errcode.Code(err) != CodeOutputNotEmpty {
 		t.Fatalf("foreign archive: %v", err)
 	}
@@ -282,7 +276,7 @@ func TestArchiveBadOutput(t *testing.T) {
 	// Stale temp files of a crashed run are removed by the next run.
 	stale := filepath.Join(dir, filepath.Dir(m.Files[0].Key), ".part-crashed.parquet.tmp")
 	os.WriteFile(stale, []byte("partial"), 0o644)
-	if _, err := GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: p, Seed: 1}); err != nil {
+	if _, err := Generate(context.Background(), Options{Out: dir, Preset: p, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
@@ -294,7 +288,7 @@ func TestArchiveCancelLeavesNoManifest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
 	n := 0
-	_, err := GenerateArchive(ctx, GenOptions{Out: dir, Preset: LastDaysPreset(6), Seed: 1, Workers: 1,
+	_, err := Generate(ctx, Options{Out: dir, Preset: chain.LastDaysPreset(6), Seed: 1, Workers: 1,
 		Progress: func(done, total int) {
 			n = done
 			if done == 2 {
@@ -319,7 +313,7 @@ func TestReadManifestErrors(t *testing.T) {
 	if _, err := ReadManifest(dir); errcode.Code(err) != CodeArchiveNotFound || !strings.Contains(err.Error(), "gen-archive") {
 		t.Fatalf("missing: %v", err)
 	}
-	_, m := testArchive(t)
+	_, m := genSmall(t, chain.LastDaysPreset(1), 11)
 	good, _ := json.Marshal(m)
 	for name, body := range map[string]string{
 		"truncated":    string(good[:len(good)/2]),
@@ -346,15 +340,14 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"version":1,"firstBlock":1,"lastBlock":1,"rows":1,"files":[{"key":"../x","firstBlock":1,"lastBlock":1,"rows":1}]}`))
 	f.Add([]byte(`{"version":2}`))
 	// A valid manifest, so the fuzzer starts from the accepting path.
-	pl := planFor(1)
-	db := buildDay(pl, &pl.days[TotalDays-1])
-	last := db.link(anchorHash(1, db.day.first))
-	h := db.headers[len(db.headers)-1]
+	db := chain.BuildDay(1, chain.TotalDays-1)
+	last := db.LinkTo(chain.Anchor(1, db.FirstBlock()))
+	h := db.Headers[len(db.Headers)-1]
 	valid, err := json.Marshal(&Manifest{
 		Version: 1, Preset: "last-1", Seed: 1, FirstDay: "2026-09-29", Days: 1,
-		FirstBlock: db.day.first, LastBlock: h.Number.Uint64(), FirstParentHash: anchorHash(1, db.day.first).Hex(),
-		LastHash: last.Hex(), LastTimestamp: int64(h.Time), Rows: int64(len(db.headers)),
-		Files:      []ManifestFile{{Key: "v1.0/eth/blocks/date=2026-09-29/part-0.parquet", Date: "2026-09-29", Rows: int64(len(db.headers)), FirstBlock: db.day.first, LastBlock: h.Number.Uint64()}},
+		FirstBlock: db.FirstBlock(), LastBlock: h.Number.Uint64(), FirstParentHash: chain.Anchor(1, db.FirstBlock()).Hex(),
+		LastHash: last.Hex(), LastTimestamp: int64(h.Time), Rows: int64(len(db.Headers)),
+		Files:      []ManifestFile{{Key: "v1.0/eth/blocks/date=2026-09-29/part-0.parquet", Date: "2026-09-29", Rows: int64(len(db.Headers)), FirstBlock: db.FirstBlock(), LastBlock: h.Number.Uint64()}},
 		LastHeader: h,
 	})
 	if err != nil {

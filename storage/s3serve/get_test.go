@@ -1,4 +1,4 @@
-package chain
+package s3serve
 
 import (
 	"io"
@@ -17,7 +17,7 @@ func TestS3ObjectFastPath(t *testing.T) {
 	root := t.TempDir()
 	body := strings.Repeat("0123456789", 100)
 	writeTree(t, root, map[string]string{"lake/a/obj.bin": body, "lake/empty": "", "lake/%%pct": "escaped"})
-	srv := startS3(t, S3Options{Root: root})
+	srv := startS3(t, Options{Root: root})
 	do := func(method, path, query, rng string) (int, http.Header, string) {
 		t.Helper()
 		u := srv.URL() + path
