@@ -29,8 +29,8 @@ type Field struct {
 	// first); a dictionary's rows share its strings already.
 	Intern bool
 	// Parent: record which rows have the leaf's enclosing group present
-	// (definition level above 0), for a reader that tells a null struct
-	// from a struct of nulls (RowGroup.Parents).
+	// (its definition level reached), for a reader that tells a null
+	// struct from a struct of nulls (RowGroup.Parents).
 	Parent bool
 }
 
@@ -77,7 +77,6 @@ func Open(f *parquet.File, fields []Field, intern map[string]string) (*File, err
 			out.decs[i] = d
 			continue
 		}
-		d.arch = strings.Join(lc.Path, ".")
 		if lc.MaxRepetitionLevel > 0 || lc.ColumnIndex >= len(leaves) || !leaves[lc.ColumnIndex].Type.Valid {
 			return nil, fmt.Errorf("column %q is not a flat primitive column", d.arch)
 		}
@@ -89,8 +88,12 @@ func Open(f *parquet.File, fields []Field, intern map[string]string) (*File, err
 		if !d.planType(el) {
 			return nil, fmt.Errorf("column %q has physical type %s (%s), which cannot be read as %s", d.arch, d.phys, el.LogicalType.String(), fd.Type)
 		}
-		if fd.Parent && len(lc.Path) > 1 {
+		if fd.Parent && len(fd.leafPath()) > 1 {
 			d.parent = []bool{}
+			d.parentDef = d.maxDef
+			if lc.Node.Optional() {
+				d.parentDef-- // the leaf's own level
+			}
 		}
 		out.decs[i] = d
 	}
@@ -171,14 +174,14 @@ func (p *File) DecodeRowGroup(g int) (RowGroup, error) {
 	out := RowGroup{Batch: b}
 	chunks := rg.ColumnChunks()
 	for i, d := range p.decs {
-		b.Columns[i] = NewColumn(d.name, d.typ, n)
+		b.Columns[i] = stream.MakeColumn(d.name, d.typ, n, n)
 		if d.leaf < 0 {
 			b.Columns[i].Valid = make([]bool, n) // all null
 			continue
 		}
 		if d.parent != nil {
 			d.parent = make([]bool, n)
-			if d.maxDef == 0 {
+			if d.parentDef == 0 {
 				for r := range d.parent {
 					d.parent[r] = true
 				}
@@ -193,20 +196,6 @@ func (p *File) DecodeRowGroup(g int) (RowGroup, error) {
 		}
 	}
 	return out, nil
-}
-
-// NewColumn allocates an engine column of n rows, all zero.
-func NewColumn(name string, typ stream.Type, n int) stream.Column {
-	c := stream.Column{Name: name, Type: typ}
-	switch typ {
-	case stream.String:
-		c.Strings = make([]string, n)
-	case stream.Float64:
-		c.Float64s = make([]float64, n)
-	default:
-		c.Int64s = make([]int64, n)
-	}
-	return c
 }
 
 // planType checks that the file's physical type can be read as d.typ and
@@ -241,17 +230,18 @@ func (d *colDecoder) planType(el *format.SchemaElement) bool {
 // colDecoder turns the pages of one file column into an engine column.
 // It is used by one goroutine (one file) at a time.
 type colDecoder struct {
-	name   string // engine column name
-	arch   string // file column name (its path, dot-separated)
-	typ    stream.Type
-	leaf   int // leaf column index in the file, -1 when absent
-	maxDef int
-	phys   format.Type
-	scale  int32 // decimal scale of integer and double columns
-	ts     Timestamp
-	hexBin bool // binary hashes rendered as 0x-hex
-	intern map[string]string
-	parent []bool // Field.Parent: rows whose enclosing group is present
+	name      string // engine column name
+	arch      string // file column name (its path, dot-separated)
+	typ       stream.Type
+	leaf      int // leaf column index in the file, -1 when absent
+	maxDef    int
+	phys      format.Type
+	scale     int32 // decimal scale of integer and double columns
+	ts        Timestamp
+	hexBin    bool // binary hashes rendered as 0x-hex
+	intern    map[string]string
+	parent    []bool // Field.Parent: rows whose enclosing group is present
+	parentDef int    // the definition level at which the enclosing group is present
 
 	dict     parquet.Dictionary // dictionary of dictInts/dictStrs/dictFlts
 	dictInts []int64
@@ -459,9 +449,9 @@ func (d *colDecoder) decodePage(p parquet.Page, col *stream.Column, pos, n int) 
 	if d.maxDef > 0 && len(defs) != rows {
 		return fmt.Errorf("column %q: page has %d definition levels for %d rows", d.arch, len(defs), rows)
 	}
-	if d.parent != nil {
+	if d.parent != nil && d.parentDef > 0 {
 		for i, l := range defs {
-			d.parent[pos+i] = l > 0
+			d.parent[pos+i] = int(l) >= d.parentDef
 		}
 	}
 	nonNull := rows

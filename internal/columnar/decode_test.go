@@ -358,3 +358,44 @@ func TestTimestampRules(t *testing.T) {
 		t.Errorf("INT96 of day 1: %d", got)
 	}
 }
+
+// TestDecodeParents: for a leaf of an optional struct, RowGroup.Parents
+// tells a null struct (false) from a struct whose leaf is null (true).
+func TestDecodeParents(t *testing.T) {
+	type window struct {
+		Start *int64 `parquet:"start,optional,timestamp(microsecond)"`
+	}
+	type row struct {
+		Window *window `parquet:"window,optional"`
+		N      int64   `parquet:"n"`
+	}
+	one := int64(5)
+	rows := []row{{Window: &window{Start: &one}}, {Window: nil, N: 1}, {Window: &window{}, N: 2}}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[row](&buf)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := Open(pf, []Field{{Name: "ws", Path: []string{"window", "start"}, Type: stream.Timestamp, Parent: true}, {Name: "n", Type: stream.Int64}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg, err := dec.DecodeRowGroup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &rg.Batch.Columns[0]
+	if got := fmt.Sprint(rg.Parents[0], ws.Valid, ws.Int64s[0]); got != "[true false true] [true false false] 5" {
+		t.Fatalf("parents, valid, first: %s", got)
+	}
+	if rg.Parents[1] != nil {
+		t.Fatalf("a top-level column has parents %v", rg.Parents[1])
+	}
+}
