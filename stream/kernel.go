@@ -109,6 +109,31 @@ func (dst *Column) AppendRange(src *Column, from, to int) {
 	dst.Valid = appendValid(dst.Valid, n, src.Valid, from, to)
 }
 
+// Append appends row i of src to dst, which has src's type: the one-row
+// case of AppendRange, without its slicing (a MERGE's updated rows arrive
+// one at a time).
+func (dst *Column) Append(src *Column, i int) {
+	n := dst.Len()
+	switch src.Type {
+	case Float64:
+		dst.Float64s = append(dst.Float64s, src.Float64s[i])
+	case String:
+		dst.Strings = append(dst.Strings, src.Strings[i])
+	default:
+		dst.Int64s = append(dst.Int64s, src.Int64s[i])
+	}
+	valid := src.Valid == nil || src.Valid[i]
+	if dst.Valid == nil && !valid {
+		dst.Valid = make([]bool, n, n+1)
+		for k := range dst.Valid {
+			dst.Valid[k] = true
+		}
+	}
+	if dst.Valid != nil {
+		dst.Valid = append(dst.Valid, valid)
+	}
+}
+
 // Slice returns rows [from, to) of c sharing its slices (capacity capped,
 // so an append to the slice copies).
 func (c *Column) Slice(from, to int) Column {

@@ -109,6 +109,20 @@ func TestKernelsAgainstNaive(t *testing.T) {
 		}
 		dst.AppendRange(&src, from, to)
 		checkColumn(t, "append", &dst, want)
+		// Append, row by row
+		one := randColumn(r, typ, r.IntN(5), r.IntN(2) == 0)
+		if one.Valid != nil && !containsFalse(one.Valid) {
+			one.Valid = nil
+		}
+		want = want[:0]
+		for i := 0; i < one.Len(); i++ {
+			want = append(want, cell(&one, i))
+		}
+		for i := from; i < to; i++ {
+			one.Append(&src, i)
+			want = append(want, cell(&src, i))
+		}
+		checkColumn(t, "append row", &one, want)
 		// Slice
 		want = want[:0]
 		for i := from; i < to; i++ {

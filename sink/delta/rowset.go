@@ -144,11 +144,11 @@ func (rs *rowSet) dedupeSorted() *rowSet {
 		}
 		out = append(out, r)
 	}
-	dst := newRowSet(rs.l, len(out))
-	for _, r := range out {
-		dst.appendRow(rs, int(r))
+	idx := make([]int, len(out))
+	for k, r := range out {
+		idx[k] = int(r)
 	}
-	return dst
+	return rs.take(idx)
 }
 
 // sortByKey sorts the rows by key in place (order among equal keys is not
@@ -189,7 +189,25 @@ func takeFlags(flags []bool, indices []int) []bool {
 }
 
 // appendRow appends row i of src (same layout).
-func (rs *rowSet) appendRow(src *rowSet, i int) { rs.appendRange(src, i, i+1) }
+func (rs *rowSet) appendRow(src *rowSet, i int) {
+	for c := range rs.cols {
+		rs.cols[c].Append(&src.cols[c], i)
+	}
+	wn := src.winNull != nil && src.winNull[i]
+	if wn && rs.winNull == nil {
+		rs.winNull = make([]bool, rs.n)
+	}
+	if rs.winNull != nil {
+		rs.winNull = append(rs.winNull, wn)
+	}
+	if d := src.deleted(i); d || rs.del != nil {
+		if rs.del == nil {
+			rs.del = make([]bool, rs.n)
+		}
+		rs.del = append(rs.del, d)
+	}
+	rs.n++
+}
 
 // appendRange appends rows [lo, hi) of src (same layout) column by column:
 // the MERGE moves long runs of rows (a file's unchanged rows, a backfill's
