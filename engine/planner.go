@@ -44,9 +44,21 @@ type planConf struct {
 	MinRetain int
 	// Progress is false offline: no query runs, no event is emitted.
 	Progress bool
-	// Prepare: the operator commits its state (PrepareCommit, then
+	// Prepare: the operators commit their state (PrepareCommit, then
 	// Commit) while the sink writes (stream.CommitPreparer).
 	Prepare bool
+	// Operators is the plan's stateful operator count (0 reads as 1): a
+	// state step is planned for each, with its id.
+	Operators int
+}
+
+// operatorIDs are the ids the state steps of a batch name.
+func (c planConf) operatorIDs() []int {
+	ids := make([]int, max(c.Operators, 1))
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
 }
 
 // batchView is the immutable input of planNext: the loop state and what the
@@ -137,6 +149,10 @@ type step struct {
 	Start, End json.RawMessage
 	From, To   int
 	Below      int64
+	// Operator is the stateful operator a state step is for (its id); the
+	// step of a plan of one operator prints as it always did.
+	Operator int
+	several  bool
 	// Overlap: on opWriteSink, the sink write runs alongside the state's
 	// PrepareCommit and Commit, and no opCommitState follows
 	// (planConf.Prepare); on opWriteOffsets, offsets/N is written alongside
@@ -167,9 +183,9 @@ func (s step) String() string {
 		}
 		return fmt.Sprintf("write sink batch %d", s.Batch)
 	case opCommitState:
-		return fmt.Sprintf("commit state version %d", s.Batch)
+		return fmt.Sprintf("commit state version %d%s", s.Batch, s.ofOperator())
 	case opRepartitionState:
-		return fmt.Sprintf("repartition state version %d -> %d: %d -> %d partitions", s.Batch-1, s.Batch, s.From, s.To)
+		return fmt.Sprintf("repartition state version %d -> %d: %d -> %d partitions%s", s.Batch-1, s.Batch, s.From, s.To, s.ofOperator())
 	case opWriteCommit:
 		return fmt.Sprintf("write commits/%d", s.Batch)
 	case opCommitSources:
@@ -178,6 +194,25 @@ func (s step) String() string {
 		return fmt.Sprintf("emit progress of batch %d", s.Batch)
 	}
 	return "step(" + strconv.Itoa(int(s.Op)) + ")"
+}
+
+// ofOperator names a state step's operator when the plan has several.
+func (s step) ofOperator() string {
+	if !s.several {
+		return ""
+	}
+	return " of operator " + strconv.Itoa(s.Operator)
+}
+
+// stateSteps is one state step of kind like per operator, in id order.
+func stateSteps(c planConf, like step) []step {
+	ids := c.operatorIDs()
+	steps := make([]step, len(ids))
+	for i, id := range ids {
+		steps[i] = like
+		steps[i].Operator, steps[i].several = id, len(ids) > 1
+	}
+	return steps
 }
 
 func rawOrNull(r json.RawMessage) string {
@@ -210,7 +245,11 @@ type batchPlan struct {
 	// CommitWatermark is the control batch's commit watermark (it does not
 	// move the watermark); data batches compute theirs from the rows read.
 	CommitWatermark int64
-	Steps           []step
+	// PrevWatermark is the previous batch's watermark (0 for batch 0):
+	// operators after the first drop input late by it (Spark's
+	// eventTimeWatermarkForLateEvents; operators.go).
+	PrevWatermark int64
+	Steps         []step
 }
 
 // reportsWAL is true when the batch's progress has walCommit: every data
@@ -275,6 +314,9 @@ func planNext(c planConf, v batchView) decision {
 	}
 	p := dataPlan(c, v.NextID, e, ranges, false)
 	p.Kind, p.Partitions = kind, v.Partitions
+	if v.Last != nil {
+		p.PrevWatermark = v.Last.Metadata.BatchWatermarkMs
+	}
 	return decision{Plan: p}
 }
 
@@ -289,13 +331,13 @@ func hasNewData(keys []string, latest, current map[string]json.RawMessage) bool 
 
 // planRerun is the pending data batch L, re-run with exactly its recorded
 // offsets from the end offsets of L-1.
-func planRerun(c planConf, id int64, e *checkpoint.OffsetEntry, starts map[string]json.RawMessage, parts int) *batchPlan {
+func planRerun(c planConf, id int64, e *checkpoint.OffsetEntry, starts map[string]json.RawMessage, parts int, prevWM int64) *batchPlan {
 	ranges := make([]readRange, len(e.Sources))
 	for i, so := range e.Sources {
 		ranges[i] = readRange{Key: so.Key, Start: starts[so.Key], End: so.Offset}
 	}
 	p := dataPlan(c, id, e, ranges, true)
-	p.Kind, p.Partitions = stream.KindNoData, parts
+	p.Kind, p.Partitions, p.PrevWatermark = stream.KindNoData, parts, prevWM
 	for _, r := range ranges {
 		if !bytes.Equal(r.Start, r.End) {
 			p.Kind = stream.KindData
@@ -321,7 +363,7 @@ func dataPlan(c planConf, id int64, e *checkpoint.OffsetEntry, ranges []readRang
 		step{Op: opFinish, Phase: phaseAddBatch, Batch: id},
 		step{Op: opWriteSink, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare})
 	if !c.Prepare {
-		p.Steps = append(p.Steps, step{Op: opCommitState, Phase: phaseAddBatch, Batch: id})
+		p.Steps = append(p.Steps, stateSteps(c, step{Op: opCommitState, Phase: phaseAddBatch, Batch: id})...)
 	}
 	p.Steps = append(p.Steps,
 		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id},
@@ -486,7 +528,7 @@ func recoveryPlan(c planConf, sp *startPlan, st loopState, phase startPhase) (*b
 		if sp.PendingRepartitionTo > 0 {
 			return controlPlan(c, sp.PendingID, sp.Pending, sp.Partitions, sp.PendingRepartitionTo, true, st.Watermark), nil
 		}
-		return planRerun(c, sp.PendingID, sp.Pending, sp.PendingStart, st.Partitions), nil
+		return planRerun(c, sp.PendingID, sp.Pending, sp.PendingStart, st.Partitions, sp.PendingPrevWatermark), nil
 	case startRepartition:
 		if sp.RepartitionTo == 0 {
 			return nil, nil

@@ -30,9 +30,8 @@ func controlPlan(c planConf, id int64, base *checkpoint.OffsetEntry, from, to in
 		p.Ranges = append(p.Ranges, readRange{Key: so.Key, Start: so.Offset, End: so.Offset})
 	}
 	p.Steps = walSteps(c, id, redo, nil, nil)
-	p.Steps = append(p.Steps,
-		step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to},
-		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})
+	p.Steps = append(p.Steps, stateSteps(c, step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to})...)
+	p.Steps = append(p.Steps, step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})
 	return reportStep(c, p)
 }
 
@@ -207,13 +206,13 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 		return nil, fmt.Errorf("open operator: %w", err)
 	}
 	defer func() { err = errors.Join(err, op.Close()) }()
-	d := &driver{o: o, w: w, op: op, trace: o.trace}
+	d := &driver{o: o, w: w, ops: []*planOp{{op: op}}, trace: o.trace}
 	start := o.Clock.Now()
 	br, err := d.exec(ctx, p, start, preDurations{})
 	if err != nil {
 		return nil, err
 	}
-	res.Stats = br.Repartition
+	res.Stats = sumStats(br.Repartition)
 	res.DurationMs = o.Clock.Now().Sub(start).Milliseconds()
 	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "durationMs", res.DurationMs)
 	return res, nil

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ethstream/ethstream/checkpoint"
@@ -16,10 +19,6 @@ import (
 // minIdleWait bounds how often an idle processingTime query polls its
 // sources (Spark's pollingDelay).
 const minIdleWait = 10 * time.Millisecond
-
-// OperatorID is the state directory of the query's single stateful operator:
-// <ckpt>/state/0 (Spark numbers operators from 0).
-const OperatorID = "0"
 
 // RunSummary describes what one Run did. It is a plain value.
 type RunSummary struct {
@@ -104,7 +103,9 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	}
 	sp.Warnings = append(sp.Warnings, sd.Warnings...)
 	logSinkMoved(o, sd)
-	r := newRun(q, sp, s, &driver{o: o, w: w, op: q.Operator, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain})
+	d := &driver{o: o, w: w, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain}
+	d.ops, d.post = planOps(q.stages())
+	r := newRun(q, sp, s, d)
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)
 	}
@@ -114,8 +115,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 		return &r.sum, err
 	}
 	r.sum.QueryID = r.d.queryID
-	o.Logger.Info("query started", "queryId", r.d.queryID, "runId", r.d.runID, "checkpoint", o.CheckpointDir,
-		"nextBatch", r.st.NextID, "statePartitions", r.st.Partitions)
+	logStart(o.Logger, o.CheckpointDir, r.d.queryID, r.d.runID, sp, r.st.NextID, r.st.Partitions)
 	if err := r.recover(ctx); err != nil {
 		return &r.sum, err
 	}
@@ -126,7 +126,8 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 func newRun(q Query, sp *startPlan, s settings, d *driver) *run {
 	r := &run{q: q, sp: sp, d: d, st: initialState(sp)}
 	r.c = planConf{Version: sp.Version, Keys: sp.Keys, NoData: s.noDataBatches, MinRetain: s.minRetain, Progress: true}
-	_, r.c.Prepare = q.Operator.(stream.CommitPreparer)
+	r.c.Prepare = canPrepare(q.operators())
+	r.c.Operators = len(q.operators())
 	for _, ns := range q.Sources {
 		desc := ""
 		if ns.Source != nil {
@@ -279,7 +280,7 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 			t1 = clk.Now()
 			latestDur = t1.Sub(t0)
 		case needProbe:
-			needs, err := r.d.op.NeedsNoDataBatch(v.Watermark)
+			needs, err := r.d.needsNoData(v.Watermark)
 			if err != nil {
 				return false, fmt.Errorf("batch %d: ask the operator for a no-data batch at watermark %d: %w", v.NextID, v.Watermark, err)
 			}
@@ -293,4 +294,29 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 	planDur := clk.Now().Sub(t1)
 	r.d.o.Logger.Debug("planned batch", "batchId", dec.Plan.ID, "kind", dec.Plan.Kind)
 	return true, r.perform(ctx, dec.Plan, start, preDurations{latest: latestDur, planning: planDur})
+}
+
+// logStart logs what the start does: the batch it runs first (a pending
+// batch re-runs before the next new one, and the line says so), then one line
+// per source: added (from its configured start), resumed (from its committed
+// offset) or tombstoned (its last offset kept in the log).
+func logStart(l *slog.Logger, ckpt, queryID, runID string, sp *startPlan, next int64, parts int) {
+	first := []any{"nextBatch", next}
+	if sp.Pending != nil {
+		first = []any{"rerunBatch", sp.PendingID, "nextBatch", next}
+	}
+	l.Info("query started", append(append([]any{"queryId", queryID, "runId", runID, "checkpoint", ckpt}, first...), "statePartitions", parts)...)
+	for _, k := range sp.Added {
+		l.Info("source added", "source", k, "from", "its configured start")
+	}
+	for _, k := range sp.Resumed {
+		from := "its recorded offset"
+		if o := sp.Committed[k]; o != nil {
+			from = string(o)
+		}
+		l.Info("source resumed", "source", k, "from", from)
+	}
+	for _, k := range slices.Sorted(maps.Keys(sp.NewTombstones)) {
+		l.Info("source tombstoned", "source", k, "lastOffset", string(sp.NewTombstones[k].LastOffset))
+	}
 }

@@ -15,8 +15,10 @@ type OperatorEnv struct {
 	StateDir string
 	// FS is the checkpoint's file system.
 	FS vfs.FS
-	// LocalDir is a cache directory for local stores (Pebble); it may be empty
-	// or missing at any start, and the operator rebuilds it from StateDir.
+	// LocalDir is a cache directory for local stores (Pebble), the
+	// operator's own (the engine gives each operator of a plan another); it
+	// may be empty or missing at any start, and the operator rebuilds it
+	// from StateDir.
 	LocalDir string
 	// Partitions is the state partition count in force: the checkpoint's, or
 	// for a new checkpoint spark.sql.streaming.stateStore.partitions, else
@@ -125,4 +127,21 @@ type WatermarkLookahead interface {
 // table at Open.
 type SchemaOperator interface {
 	OutputSchema() Schema
+}
+
+// Transform is a stateless step of a query's plan (a filter, a projection,
+// a derived column such as window_time): the engine applies it to every
+// chunk on its way to the next stateful operator, or to the sink after the
+// last one. It keeps nothing between calls, so it has no state directory,
+// no operator id and nothing to commit or repartition.
+type Transform interface {
+	// Apply returns in's rows transformed. It must not modify or retain in;
+	// the result may share in's column slices. A result with no rows is
+	// dropped.
+	Apply(in *Batch) (*Batch, error)
+	// OutputSchema is the schema of Apply's result for rows of schema in,
+	// or an error naming what in lacks (a column it reads).
+	OutputSchema(in Schema) (Schema, error)
+	// String renders the step for the query shape, e.g. "filter (v > 0)".
+	String() string
 }

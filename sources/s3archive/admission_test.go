@@ -61,7 +61,7 @@ func TestAdmission60Days(t *testing.T) {
 	if strings.Join(names, " ") != "0 1 10 11 2 3 4 5 6 7 8 9.compact" {
 		t.Fatalf("log files %v", names)
 	}
-	es, err := s.log.read(9)
+	es, err := s.log.Read(9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestLogOnDisk(t *testing.T) {
 	if _, err := s.LatestOffset(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fs.Open(s.log.fileName(0))
+	f, err := fs.Open(s.log.FileName(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestCorruptLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Close()
-			s, err := New(Options{URI: fileURI(root)})
+			s, err := New(withBlocks(Options{URI: fileURI(root)}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +329,7 @@ func TestCorruptLog(t *testing.T) {
 	fs := vfs.NewMem()
 	env := testEnv(t, fs)
 	env.Committed = off(4)
-	s, _ := New(Options{URI: fileURI(root)})
+	s, _ := New(withBlocks(Options{URI: fileURI(root)}))
 	if err := s.Open(t.Context(), env); !errcode.Is(err, errcode.CheckpointCorrupt) {
 		t.Fatalf("got %v, want %s", err, errcode.CheckpointCorrupt)
 	}
@@ -381,7 +381,7 @@ func TestCrashDuringLogWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		env.FS = faults.FS()
-		s, err := New(o)
+		s, err := New(withBlocks(o))
 		if err != nil {
 			t.Fatal(err)
 		}

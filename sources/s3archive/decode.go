@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
@@ -29,41 +28,6 @@ import (
 // endpoint a request costs ~250 us of CPU in the client and server against
 // ~10 us to copy 64 KiB.
 const footerPrefetch = 128 << 10
-
-// archiveName maps an engine block column to its archive column.
-func archiveName(col string) string {
-	if c, ok := ethblock.Lookup(col); ok {
-		return c.Archive
-	}
-	return col
-}
-
-// fieldsOf is the columnar schema of the projected block columns cols.
-func fieldsOf(cols []string) ([]columnar.Field, error) {
-	out := make([]columnar.Field, len(cols))
-	for i, name := range cols {
-		typ, ok := ethblock.ColumnType(name)
-		if !ok || name == stream.ColSource {
-			return nil, fmt.Errorf("unknown block column %q", name)
-		}
-		out[i] = columnar.Field{Name: name, Path: []string{archiveName(name)}, Type: typ,
-			Required: requiredColumn(name), Intern: name == ethblock.ColMiner}
-	}
-	return out, nil
-}
-
-// requiredColumn reports whether a projected column must exist in every
-// file. The others may be missing from a file and read as null: a column
-// the dataset added later (base_fee_per_gas before the London day's files,
-// withdrawals_root before Shanghai's), or one a file of another writer
-// lacks.
-func requiredColumn(col string) bool {
-	switch col {
-	case ethblock.ColNumber, ethblock.ColHash, ethblock.ColParentHash, ethblock.ColBlockTS, ethblock.ColMiner:
-		return true
-	}
-	return false
-}
 
 // span is a fetched byte range of an object.
 type span struct {
@@ -334,7 +298,7 @@ type decodedFile struct {
 }
 
 // decodeFile reads the projected columns of the object at uri.
-func decodeFile(ctx context.Context, st store, uri string, size int64, cols []string, m *metrics) (*decodedFile, error) {
+func decodeFile(ctx context.Context, st store, uri string, size int64, cols []Column, m *metrics) (*decodedFile, error) {
 	return decodeFileWith(ctx, st, nil, nil, uri, size, cols, m)
 }
 
@@ -359,7 +323,7 @@ func newDecodeState() *decodeState {
 // decodeFileWith is decodeFile fetching column chunks through pool (nil:
 // goroutines of its own) with the state ds of the calling goroutine (nil:
 // a state for this file).
-func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeState, uri string, size int64, cols []string, m *metrics) (_ *decodedFile, err error) {
+func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeState, uri string, size int64, cols []Column, m *metrics) (_ *decodedFile, err error) {
 	start := time.Now()
 	defer func() { m.decodeNanos.Add(int64(time.Since(start))) }()
 	if ds == nil {
@@ -389,11 +353,7 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeSt
 	if err != nil {
 		return nil, err
 	}
-	fields, err := fieldsOf(cols)
-	if err != nil {
-		return nil, unreadable(err, uri, "unsupported archive schema")
-	}
-	dec, err := columnar.Open(f, fields, ds.intern)
+	dec, err := columnar.Open(f, fieldsOf(cols), ds.intern)
 	if err != nil {
 		return nil, unreadable(err, uri, "unsupported archive schema")
 	}
@@ -494,6 +454,15 @@ func decodeRowGroups(ctx context.Context, f *parquet.File, dec *columnar.File, u
 		}
 	}
 	return out, nil
+}
+
+// fieldsOf is the columnar schema of the configured columns cols.
+func fieldsOf(cols []Column) []columnar.Field {
+	out := make([]columnar.Field, len(cols))
+	for i, c := range cols {
+		out[i] = columnar.Field{Name: c.Name, Path: []string{c.fileName()}, Type: c.Type, Required: c.Required, Intern: c.Repeats}
+	}
+	return out
 }
 
 // readErr keeps cancellation, and a store that failed for a cause of its

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -13,8 +14,8 @@ import (
 
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/readahead"
+	"github.com/ethstream/ethstream/sources/internal/filelog"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -29,6 +30,7 @@ type Source struct {
 	parall int
 
 	env    stream.SourceEnv
+	cols   []Column // the projection, resolved at Open
 	log    *fileLog
 	logger *slog.Logger
 	opened bool
@@ -81,6 +83,10 @@ func New(o Options) (*Source, error) {
 	if o.BatchTimeout <= 0 {
 		o.BatchTimeout = DefaultBatchTimeout
 	}
+	if err := validColumns(o.Columns); err != nil {
+		return nil, err
+	}
+	o.Columns = slices.Clone(o.Columns)
 	s := &Source{opts: o, m: &metrics{}, parall: o.Parallelism}
 	if s.parall == 0 {
 		s.parall = DefaultParallelism
@@ -123,21 +129,20 @@ func (s *Source) clock() stream.Clock {
 // Description names the source in progress reports.
 func (s *Source) Description() string { return "FileStreamSource[" + s.opts.URI + "]" }
 
+// Schema is the columns the source was configured to read (Options.Columns).
+func (s *Source) Schema() stream.Schema { return schemaOf(s.opts.Columns) }
+
 // Open loads the source log from env.MetadataDir: the latest compact file and
 // the files after it.
 func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if env.FS == nil || env.MetadataDir == "" {
 		return fmt.Errorf("open %s: SourceEnv lacks FS or MetadataDir", s.Description())
 	}
-	for _, c := range env.Columns {
-		if _, ok := ethblock.ColumnType(c); !ok || c == stream.ColSource {
-			return errcode.New(errcode.InvalidArgument, "", "project only the block columns "+strings.Join(ethblock.Columns, ", "),
-				"s3archive cannot produce column %q", c)
-		}
+	cols, err := projectColumns(s.opts.Columns, env.Columns)
+	if err != nil {
+		return err
 	}
-	if env.Columns == nil {
-		env.Columns = ethblock.Columns // no projection: every block column
-	}
+	s.cols = cols
 	s.env = env
 	s.logger = s.opts.Logger
 	if s.logger == nil {
@@ -150,8 +155,8 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if retain <= 0 {
 		retain = checkpoint.DefaultMinBatchesToRetain
 	}
-	s.log = &fileLog{fs: env.FS, dir: env.MetadataDir, retain: retain}
-	first, next, err := s.log.scan()
+	s.log = newFileLog(env.FS, env.MetadataDir, retain)
+	first, next, err := s.log.Scan()
 	if err != nil {
 		return err
 	}
@@ -162,7 +167,7 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	s.entries = nil
 	s.seen = make(map[string]struct{})
 	for id := first; id < s.nextID; id++ {
-		es, err := s.log.read(id)
+		es, err := s.log.Read(id)
 		if err != nil {
 			return err
 		}
@@ -197,7 +202,10 @@ func (s *Source) openMoves(env stream.SourceEnv) error {
 	if err != nil {
 		return err
 	}
-	s.log.moves = moves
+	s.log.MapPath = nil
+	if len(moves) > 0 {
+		s.log.MapPath = func(p string) string { return applyMoves(moves, p) }
+	}
 	if wrote {
 		s.logger.Info("the archive moved: the source log's paths are read at the new location", "source", s.Description(),
 			"from", s.moveAdmitted.From, "to", s.moveAdmitted.To, "moves", len(moves))
@@ -276,41 +284,17 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 			return nil, err
 		}
 	}
-	var admit []logEntry
-	var bytes int64
-	for _, o := range objs {
-		if _, ok := s.seen[o.URI]; ok {
-			continue
-		}
-		if s.snapshot != nil {
-			if _, ok := s.snapshot[o.URI]; !ok {
-				continue
-			}
-		}
-		if s.opts.MaxFilesPerTrigger > 0 && len(admit) >= s.opts.MaxFilesPerTrigger {
-			break
-		}
-		if s.opts.MaxBytesPerTrigger > 0 && len(admit) > 0 && bytes+o.Size > s.opts.MaxBytesPerTrigger {
-			break
-		}
-		bytes += o.Size
-		admit = append(admit, logEntry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: s.nextID, Size: o.Size})
-	}
-	pending := int64(0)
-	for _, o := range objs {
-		if _, ok := s.seen[o.URI]; !ok {
-			pending++
-		}
-	}
-	s.m.pendingFiles.Store(pending - int64(len(admit)))
+	admit, pending := filelog.Admit(objs, s.seen, s.snapshot,
+		filelog.Limits{MaxFiles: s.opts.MaxFilesPerTrigger, MaxBytes: s.opts.MaxBytesPerTrigger}, s.nextID, 0)
+	s.m.pendingFiles.Store(pending)
 	if len(admit) == 0 {
 		return start, nil
 	}
 	toWrite := admit
-	if isCompactID(s.nextID, s.log.interval) {
+	if isCompactID(s.nextID, s.log.Interval()) {
 		toWrite = append(append([]logEntry(nil), s.entries...), admit...)
 	}
-	if err := s.log.write(s.nextID, toWrite); err != nil {
+	if err := s.log.Write(s.nextID, toWrite); err != nil {
 		return nil, err
 	}
 	s.entries = append(s.entries, admit...)
@@ -324,7 +308,7 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 	s.logger.Debug("admitted files", "source", s.Description(), "logOffset", s.nextID-1, "files", len(admit))
 	// Pruning is housekeeping after the entry is durable: a failure leaves
 	// old files that the next prune deletes, so it is logged, not fatal.
-	if n, err := s.log.prune(s.nextID - 1); err != nil {
+	if n, err := s.log.Prune(s.nextID - 1); err != nil {
 		s.logger.Warn("source log pruning failed; retried after the next admission", "source", s.Description(), "err", err)
 	} else if n > 0 {
 		s.logger.Debug("pruned source log", "source", s.Description(), "files", n, "logOffset", s.nextID-1)
@@ -354,7 +338,7 @@ func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit f
 	}
 	var files []logEntry
 	for id := st + 1; id <= en; id++ {
-		es, err := s.log.batch(id, s.entries)
+		es, err := s.log.Batch(id, s.entries)
 		if err != nil {
 			return err
 		}
@@ -427,7 +411,7 @@ func (s *Source) readFile(ctx context.Context, pool *fetchPool, ds *decodeState,
 		}
 		size = n
 	}
-	f, err := decodeFileWith(ctx, s.st, pool, ds, uri, size, s.env.Columns, s.m)
+	f, err := decodeFileWith(ctx, s.st, pool, ds, uri, size, s.cols, s.m)
 	if err != nil {
 		// The listed size may be stale (the object was replaced): ask again
 		// when the batch is re-run.
@@ -462,12 +446,13 @@ func (s *Source) ReportLatestOffset() stream.Offset {
 // skippedFiles and, when any, skipped (comma-separated URIs).
 func (s *Source) Metrics() map[string]string { return s.m.snapshot() }
 
-// NewFromURI is ParseURI followed by New: the form the CLI's
-// --source NAME=s3archive:URI uses.
-func NewFromURI(uri string) (*Source, error) {
+// NewFromURI is ParseURI followed by New, reading files of columns cols:
+// the form the CLI's --source NAME=s3archive:URI uses.
+func NewFromURI(uri string, cols []Column) (*Source, error) {
 	o, err := ParseURI(uri)
 	if err != nil {
 		return nil, err
 	}
+	o.Columns = cols
 	return New(o)
 }
