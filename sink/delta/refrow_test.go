@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // refRow is one row of the reference table (ReferenceSchema), the fixture
