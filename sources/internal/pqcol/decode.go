@@ -1,9 +1,9 @@
-// Package pqcol is the Parquet read of the parquet file source and the Delta
-// table source: Spark's mapping of a file's top-level columns to the
-// engine's types (Schema, StreamType) and the pairs it accepts (Decode
-// refuses the others), decoding through the repository's one
-// Parquet-to-column decoder, package columnar (one batch per row group,
-// its one table of timestamp and INT96 conversions).
+// Package pqcol decodes the top-level columns of a Parquet file of any
+// schema into engine batches: the one Parquet read of the parquet file
+// source and the Delta table source, kept behind Decode and Schema so that
+// the shared Parquet-to-column decoder, when it lands, replaces this file
+// alone. It reads with parquet-go's page API (no row reconstruction): one
+// batch per row group, values converted to the engine's four column types.
 package pqcol
 
 import (
@@ -16,7 +16,6 @@ import (
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -37,63 +36,90 @@ var ErrTypeMismatch = errors.New("parquet column type does not match the schema"
 var ErrUnsupported = errors.New("unsupported parquet column")
 
 // Decode reads cols from the Parquet file r of size bytes: one batch per
-// row group holding cols in order. A column the file lacks is all nulls
+// row group holding cols in order. A column is a top-level leaf or a
+// dotted path to a leaf inside structs (window.start: null where the leaf
+// or any struct above it is null). A column the file lacks is all nulls
 // (Spark reads a missing column as null).
 func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 	f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
-	leaves := f.Schema().Fields()
 	idx := make([]int, len(cols)) // column chunk index, -1: missing
+	nodes := make([]parquet.Node, len(cols))
 	for i, c := range cols {
 		idx[i] = -1
-		for j, l := range leaves {
-			if strings.EqualFold(l.Name(), c.Name) {
-				if !l.Leaf() || l.Repeated() {
-					return nil, fmt.Errorf("column %s: %w (nested or repeated)", l.Name(), ErrUnsupported)
-				}
-				idx[i] = leafIndex(leaves, j)
-				if err := compatible(l, c.Type); err != nil {
-					return nil, fmt.Errorf("column %s: %w", l.Name(), err)
-				}
-				break
-			}
-		}
-	}
-	fields := make([]columnar.Field, len(cols))
-	for i, c := range cols {
-		// A column the file lacks (idx -1) is found by columnar neither,
-		// and reads as nulls.
-		fields[i] = columnar.Field{Name: c.Name, Type: c.Type}
-		if idx[i] >= 0 {
-			fields[i].Path = []string{leaves[fieldOf(leaves, idx[i])].Name()}
-		}
-	}
-	dec, err := columnar.Open(f, fields, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out []*stream.Batch
-	for g := range f.RowGroups() {
-		rg, err := dec.DecodeRowGroup(g)
+		leaf, k, err := findLeaf(f.Schema(), c.Name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, rg.Batch)
+		if leaf == nil {
+			continue
+		}
+		if err := compatible(leaf, c.Type); err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		idx[i], nodes[i] = k, leaf
+	}
+	var out []*stream.Batch
+	for _, rg := range f.RowGroups() {
+		n := int(rg.NumRows())
+		b := &stream.Batch{Len: n, Columns: make([]stream.Column, len(cols))}
+		chunks := rg.ColumnChunks()
+		for i, c := range cols {
+			col := newColumn(c, n)
+			if idx[i] < 0 {
+				col.Valid = make([]bool, n)
+			} else if err := readChunk(chunks[idx[i]], nodes[i], &col, n); err != nil {
+				return nil, fmt.Errorf("column %s: %w", c.Name, err)
+			}
+			b.Columns[i] = col
+		}
+		out = append(out, b)
 	}
 	return out, nil
 }
 
-// leafIndex is the column chunk index of top-level field j: every field
-// before it is a leaf (nested fields are refused before they are read, but
-// a nested field before j would shift the index by its leaves).
-func leafIndex(fields []parquet.Field, j int) int {
-	n := 0
-	for _, f := range fields[:j] {
-		n += countLeaves(f)
+// findLeaf resolves name (a top-level column, or a dotted path into
+// structs: window.start) to its leaf node and column chunk index, matching
+// each part case-insensitively; nil when the file lacks it. A repeated
+// field on the way, or a group at the end, is ErrUnsupported.
+func findLeaf(root parquet.Node, name string) (parquet.Node, int, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 1 && fieldByName(root, name) != nil {
+		parts = []string{name} // a top-level column whose name holds a dot
 	}
-	return n
+	node, k := root, 0
+	for _, part := range parts {
+		var next parquet.Node
+		for _, f := range node.Fields() {
+			if next == nil && strings.EqualFold(f.Name(), part) {
+				next = f
+				break
+			}
+			k += countLeaves(f)
+		}
+		if next == nil {
+			return nil, 0, nil
+		}
+		if next.Repeated() {
+			return nil, 0, fmt.Errorf("column %s: %w (repeated)", name, ErrUnsupported)
+		}
+		node = next
+	}
+	if !node.Leaf() {
+		return nil, 0, fmt.Errorf("column %s: %w (a group: read its fields, e.g. %s.<field>)", name, ErrUnsupported, name)
+	}
+	return node, k, nil
+}
+
+func fieldByName(n parquet.Node, name string) parquet.Node {
+	for _, f := range n.Fields() {
+		if strings.EqualFold(f.Name(), name) {
+			return f
+		}
+	}
+	return nil
 }
 
 func countLeaves(n parquet.Node) int {
@@ -107,16 +133,17 @@ func countLeaves(n parquet.Node) int {
 	return c
 }
 
-// fieldOf is the top-level field whose leaf is chunk index k (a leaf).
-func fieldOf(fields []parquet.Field, k int) int {
-	n := 0
-	for j, f := range fields {
-		if n == k {
-			return j
-		}
-		n += countLeaves(f)
+func newColumn(c Column, n int) stream.Column {
+	col := stream.Column{Name: c.Name, Type: c.Type}
+	switch c.Type {
+	case stream.Float64:
+		col.Float64s = make([]float64, n)
+	case stream.String:
+		col.Strings = make([]string, n)
+	default:
+		col.Int64s = make([]int64, n)
 	}
-	panic(fmt.Sprintf("pqcol: no top-level leaf at chunk %d", k))
+	return col
 }
 
 // kindOf classifies a leaf: its physical kind and annotations.
@@ -271,4 +298,114 @@ func compatible(n parquet.Node, t stream.Type) error {
 		return fmt.Errorf("%w: the file has %s (%s), the schema says %v", ErrTypeMismatch, spark, n.Type(), t)
 	}
 	return nil
+}
+
+// readChunk decodes one column chunk into col (n rows).
+func readChunk(cc parquet.ColumnChunk, leaf parquet.Node, col *stream.Column, n int) error {
+	pages := cc.Pages()
+	defer pages.Close()
+	conv := converter(leaf, col.Type)
+	buf := make([]parquet.Value, 1024)
+	row := 0
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		vr := p.Values()
+		for {
+			k, err := vr.ReadValues(buf)
+			for _, v := range buf[:k] {
+				if row >= n {
+					parquet.Release(p)
+					return fmt.Errorf("more values than the row group's %d rows", n)
+				}
+				if v.IsNull() {
+					if col.Valid == nil {
+						col.Valid = make([]bool, n)
+						for i := 0; i < row; i++ {
+							col.Valid[i] = true
+						}
+					}
+				} else {
+					conv(col, row, v)
+					if col.Valid != nil {
+						col.Valid[row] = true
+					}
+				}
+				row++
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				parquet.Release(p)
+				return err
+			}
+		}
+		parquet.Release(p)
+	}
+	if row != n {
+		return fmt.Errorf("%d values for the row group's %d rows", row, n)
+	}
+	return nil
+}
+
+// converter returns the function that stores a non-null value of leaf
+// into a column of type t (compatible checked the pair).
+func converter(leaf parquet.Node, t stream.Type) func(*stream.Column, int, parquet.Value) {
+	kind := leaf.Type().Kind()
+	switch t {
+	case stream.Int64:
+		return func(c *stream.Column, i int, v parquet.Value) { c.Int64s[i] = v.Int64() }
+	case stream.Float64:
+		switch kind {
+		case parquet.Float:
+			return func(c *stream.Column, i int, v parquet.Value) { c.Float64s[i] = float64(v.Float()) }
+		case parquet.Double:
+			return func(c *stream.Column, i int, v parquet.Value) { c.Float64s[i] = v.Double() }
+		}
+		return func(c *stream.Column, i int, v parquet.Value) { c.Float64s[i] = float64(v.Int64()) }
+	case stream.String:
+		return func(c *stream.Column, i int, v parquet.Value) { c.Strings[i] = string(v.ByteArray()) }
+	}
+	// Timestamp: microseconds since the epoch.
+	if kind == parquet.Int96 {
+		return func(c *stream.Column, i int, v parquet.Value) { c.Int64s[i] = int96Micros(v.Int96()) }
+	}
+	scale := func(x int64) int64 { return x } // micros
+	var lv format.LogicalTypeValue
+	if lt := leaf.Type().LogicalType(); lt != nil {
+		lv = lt.Value
+	}
+	if ts, ok := lv.(*format.TimestampType); ok {
+		switch ts.Unit.Value.(type) {
+		case *format.MilliSeconds:
+			scale = func(x int64) int64 { return x * 1000 }
+		case *format.NanoSeconds:
+			scale = func(x int64) int64 { return floorDiv(x, 1000) }
+		}
+	} else if ct := leaf.Type().ConvertedType(); ct != nil && *ct == deprecated.TimestampMillis {
+		scale = func(x int64) int64 { return x * 1000 }
+	}
+	return func(c *stream.Column, i int, v parquet.Value) { c.Int64s[i] = scale(v.Int64()) }
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// int96Micros is an INT96 timestamp (nanoseconds of the day, Julian day)
+// in microseconds since the Unix epoch.
+func int96Micros(x deprecated.Int96) int64 {
+	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
+	days := int64(x[2]) - 2440588 // Julian day of 1970-01-01
+	return days*86400_000_000 + floorDiv(nanos, 1000)
 }
