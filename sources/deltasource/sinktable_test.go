@@ -19,12 +19,18 @@ import (
 // appends, and one that updates a key is refused unless skipChangeCommits.
 func TestReadsSinkTable(t *testing.T) {
 	dir := t.TempDir()
-	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: dir, Logger: slog.New(slog.DiscardHandler)})
+	// The reference query's output: blocks per window, source and miner.
+	out := stream.Schema{Fields: []stream.Field{
+		{Name: "window_start", Type: stream.Timestamp}, {Name: "window_end", Type: stream.Timestamp},
+		{Name: "source", Type: stream.String, Nullable: true}, {Name: "miner", Type: stream.String, Nullable: true},
+		{Name: "count", Type: stream.Int64},
+	}, Key: []string{"window_start", "window_end", "source", "miner"}}
+	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: dir, Schema: out, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	if err := sink.Open(t.Context(), stream.SinkEnv{QueryID: "q1", Schema: delta.ReferenceSchema(), Locked: true}); err != nil {
+	if err := sink.Open(t.Context(), stream.SinkEnv{QueryID: "q1", Schema: out, Locked: true}); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
