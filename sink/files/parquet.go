@@ -12,45 +12,92 @@ import (
 	"github.com/parquet-go/parquet-go/compress/snappy"
 )
 
-// Part files: one flat Parquet schema per query, every field OPTIONAL in
-// the output schema's order (Spark writes its columns nullable), longs
-// INT64, doubles DOUBLE, strings BYTE_ARRAY (STRING), timestamps INT64
-// TIMESTAMP(MICROS, UTC); snappy pages, as Spark's default
+// Part files: one Parquet schema per query, every field OPTIONAL in the
+// output schema's order (Spark writes its columns nullable), longs INT64,
+// doubles DOUBLE, strings BYTE_ARRAY (STRING), timestamps INT64
+// TIMESTAMP(MICROS, UTC); a window (the engine's window_start and
+// window_end columns) is Spark's struct window<start, end> at the place of
+// window_start; snappy pages, Spark's default
 // spark.sql.parquet.compression.codec.
 
-// parquetSchema builds the part files' schema through a struct type made
-// at run time, so the columns keep the output's order (a parquet.Group
-// would sort them by name).
-func parquetSchema(s stream.Schema) (*parquet.Schema, error) {
+// Engine columns that form the window struct, and the struct's names.
+const (
+	colWindowStart = "window_start"
+	colWindowEnd   = "window_end"
+	windowField    = "window"
+)
+
+// leaf is one Parquet column: the engine column it is written from and
+// its maximum definition level (2 inside the window struct, else 1).
+type leaf struct {
+	col   string
+	typ   stream.Type
+	depth int
+}
+
+// parquetSchema returns the part files' schema and its leaves in column
+// order. It builds the schema through a struct type made at run time, so
+// the columns keep the output's order (a parquet.Group would sort them by
+// name).
+func parquetSchema(s stream.Schema) (*parquet.Schema, []leaf, error) {
+	ws, we := s.Field(colWindowStart), s.Field(colWindowEnd)
+	if (ws == nil) != (we == nil) || ws != nil && (ws.Type != stream.Timestamp || we.Type != stream.Timestamp) {
+		return nil, nil, errcode.New(errcode.InvalidArgument, "", "emit both window_start and window_end as timestamps",
+			"output schema %s has a partial window", s)
+	}
+	goType := func(t stream.Type) (reflect.Type, string, error) {
+		switch t {
+		case stream.Int64:
+			return reflect.TypeOf((*int64)(nil)), ",optional", nil
+		case stream.Timestamp:
+			return reflect.TypeOf((*int64)(nil)), ",optional,timestamp(microsecond:utc)", nil
+		case stream.Float64:
+			return reflect.TypeOf((*float64)(nil)), ",optional", nil
+		case stream.String:
+			return reflect.TypeOf((*string)(nil)), ",optional", nil
+		}
+		return nil, "", errcode.New(errcode.InvalidArgument, "", "emit int64, float64, string or timestamp columns",
+			"output column type %s cannot be written by the file sink", t)
+	}
 	var fields []reflect.StructField
+	var leaves []leaf
 	for i, f := range s.Fields {
-		if f.Name == "" || strings.ContainsAny(f.Name, ",\"`") {
-			return nil, errcode.New(errcode.InvalidArgument, "", "rename the column with AS",
+		switch {
+		case f.Name == colWindowEnd:
+			continue
+		case f.Name == colWindowStart:
+			ts, tag, _ := goType(stream.Timestamp)
+			win := reflect.StructOf([]reflect.StructField{
+				{Name: "Start", Type: ts, Tag: reflect.StructTag(`parquet:"start` + tag + `"`)},
+				{Name: "End", Type: ts, Tag: reflect.StructTag(`parquet:"end` + tag + `"`)},
+			})
+			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.PointerTo(win),
+				Tag: reflect.StructTag(`parquet:"` + windowField + `,optional"`)})
+			leaves = append(leaves, leaf{colWindowStart, stream.Timestamp, 2}, leaf{colWindowEnd, stream.Timestamp, 2})
+			continue
+		case f.Name == windowField && ws != nil:
+			return nil, nil, errcode.New(errcode.InvalidArgument, "", "rename the column with AS",
+				"output column %q clashes with the window struct", f.Name)
+		case f.Name == "" || strings.ContainsAny(f.Name, ",\"`"):
+			return nil, nil, errcode.New(errcode.InvalidArgument, "", "rename the column with AS",
 				"the column name %q cannot be written to a Parquet file by this sink", f.Name)
 		}
-		var t reflect.Type
-		tag := ",optional"
-		switch f.Type {
-		case stream.Int64:
-			t = reflect.TypeOf((*int64)(nil))
-		case stream.Timestamp:
-			t, tag = reflect.TypeOf((*int64)(nil)), ",optional,timestamp(microsecond:utc)"
-		case stream.Float64:
-			t = reflect.TypeOf((*float64)(nil))
-		case stream.String:
-			t = reflect.TypeOf((*string)(nil))
-		default:
-			return nil, fmt.Errorf("column %s has type %s, which the file sink cannot write", f.Name, f.Type)
+		t, tag, err := goType(f.Type)
+		if err != nil {
+			return nil, nil, err
 		}
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: t,
 			Tag: reflect.StructTag(`parquet:"` + f.Name + tag + `"`)})
+		leaves = append(leaves, leaf{f.Name, f.Type, 1})
 	}
-	return parquet.NewSchema("spark_schema", parquet.SchemaOf(reflect.New(reflect.StructOf(fields)).Interface())), nil
+	pq := parquet.NewSchema("spark_schema", parquet.SchemaOf(reflect.New(reflect.StructOf(fields)).Interface()))
+	return pq, leaves, nil
 }
 
-// writeParquet writes the rows of out, whose columns are in the order of
-// the schema pq was built from, as one Parquet file.
-func writeParquet(w io.Writer, pq *parquet.Schema, out *stream.Batch) error {
+// writeParquet writes the rows of out, whose columns are the leaves' in
+// order, as one Parquet file. A window whose start is null is written as
+// a null struct.
+func writeParquet(w io.Writer, pq *parquet.Schema, leaves []leaf, out *stream.Batch) error {
 	pw := parquet.NewWriter(w, pq, parquet.Compression(&snappy.Codec{}),
 		parquet.CreatedBy("ethstream", "file sink", ""))
 	const chunk = 1024
@@ -58,13 +105,16 @@ func writeParquet(w io.Writer, pq *parquet.Schema, out *stream.Batch) error {
 	for lo := 0; lo < out.Len; lo += chunk {
 		rows = rows[:0]
 		for r := lo; r < min(lo+chunk, out.Len); r++ {
-			row := make(parquet.Row, len(out.Columns))
-			for c := range out.Columns {
+			row := make(parquet.Row, len(leaves))
+			for c, lf := range leaves {
 				v := &out.Columns[c]
-				if v.IsNull(r) {
+				switch {
+				case lf.depth == 2 && out.Columns[c-btoi(lf.col == colWindowEnd)].IsNull(r):
 					row[c] = parquet.NullValue().Level(0, 0, c)
-				} else {
-					row[c] = value(v, r).Level(0, 1, c)
+				case v.IsNull(r):
+					row[c] = parquet.NullValue().Level(0, lf.depth-1, c)
+				default:
+					row[c] = value(v, r).Level(0, lf.depth, c)
 				}
 			}
 			rows = append(rows, row)
@@ -74,6 +124,13 @@ func writeParquet(w io.Writer, pq *parquet.Schema, out *stream.Batch) error {
 		}
 	}
 	return pw.Close()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // value is the non-null row r of column v as a parquet value.

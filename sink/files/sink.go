@@ -59,7 +59,7 @@ type Sink struct {
 	Now func() time.Time
 
 	queryID string
-	fields  []stream.Field
+	leaves  []leaf
 	pq      *parquet.Schema
 }
 
@@ -83,14 +83,14 @@ func (s *Sink) Open(_ context.Context, env stream.SinkEnv) error {
 		return errcode.New(errcode.InvalidArgument, "", "set a positive compactInterval",
 			"spark.sql.streaming.fileSink.log.compactInterval is %d", s.CompactInterval)
 	}
-	pq, err := parquetSchema(env.Schema)
+	pq, leaves, err := parquetSchema(env.Schema)
 	if err != nil {
 		return err
 	}
 	if _, err := ReadLog(s.FS, s.Dir); err != nil {
 		return err
 	}
-	s.queryID, s.fields, s.pq = env.QueryID, env.Schema.Fields, pq
+	s.queryID, s.leaves, s.pq = env.QueryID, leaves, pq
 	return nil
 }
 
@@ -145,19 +145,19 @@ func (s *Sink) AddBatch(_ context.Context, batchID int64, out *stream.Batch) (st
 	return prog, nil
 }
 
-// inSchemaOrder returns out with its columns in the order of the schema
-// Open was given, and refuses retractions: an append-mode query emits none.
+// inSchemaOrder returns out with its columns in the order of the part
+// files' leaves, and refuses retractions: an append-mode query emits none.
 func (s *Sink) inSchemaOrder(out *stream.Batch) (*stream.Batch, error) {
 	for i := range out.Len {
 		if out.Sign(i) < 0 {
 			return nil, fmt.Errorf("file sink: row %d of the batch is a retraction; append mode emits only insertions", i)
 		}
 	}
-	b := &stream.Batch{Len: out.Len, Columns: make([]stream.Column, len(s.fields))}
-	for i, f := range s.fields {
-		c := out.Column(f.Name)
-		if c == nil || c.Type != f.Type {
-			return nil, fmt.Errorf("file sink: the batch lacks column %s of type %s", f.Name, f.Type)
+	b := &stream.Batch{Len: out.Len, Columns: make([]stream.Column, len(s.leaves))}
+	for i, lf := range s.leaves {
+		c := out.Column(lf.col)
+		if c == nil || c.Type != lf.typ {
+			return nil, fmt.Errorf("file sink: the batch lacks column %s of type %s", lf.col, lf.typ)
 		}
 		b.Columns[i] = *c
 	}
@@ -174,7 +174,7 @@ func (s *Sink) writePart(batchID int64, b *stream.Batch) (FileStatus, error) {
 		return FileStatus{}, fmt.Errorf("create %s: %w", s.Dir, err)
 	}
 	res, err := durable.For(s.FS).Publish(s.Dir, name, durable.Options{Mode: durable.Replace},
-		func(w io.Writer) error { return writeParquet(w, s.pq, b) })
+		func(w io.Writer) error { return writeParquet(w, s.pq, s.leaves, b) })
 	if err != nil {
 		return FileStatus{}, fmt.Errorf("write part file %s: %w", s.FS.PathJoin(s.Dir, name), err)
 	}

@@ -355,3 +355,64 @@ func TestOpenRefuses(t *testing.T) {
 		t.Fatalf("bad column: %v", err)
 	}
 }
+
+type windowRow struct {
+	Window *struct {
+		Start *int64 `parquet:"start,optional,timestamp(microsecond:utc)"`
+		End   *int64 `parquet:"end,optional,timestamp(microsecond:utc)"`
+	} `parquet:"window,optional"`
+	Customer *string `parquet:"customer,optional"`
+	Orders   *int64  `parquet:"orders,optional"`
+}
+
+// TestWindowStruct: window_start and window_end are written as Spark's
+// window struct, in the place of window_start; a null start is a null
+// window.
+func TestWindowStruct(t *testing.T) {
+	fs := vfs.NewMem()
+	ctx := context.Background()
+	s := newSink(fs, 0)
+	schema := stream.Schema{Fields: []stream.Field{
+		{Name: "window_start", Type: stream.Timestamp}, {Name: "window_end", Type: stream.Timestamp},
+		{Name: "customer", Type: stream.String}, {Name: "orders", Type: stream.Int64}}}
+	if err := s.Open(ctx, stream.SinkEnv{QueryID: "q", Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	b := &stream.Batch{Len: 2, Columns: []stream.Column{
+		{Name: "customer", Type: stream.String, Strings: []string{"a", "b"}},
+		{Name: "window_end", Type: stream.Timestamp, Int64s: []int64{1800e6, 0}},
+		{Name: "window_start", Type: stream.Timestamp, Int64s: []int64{0, 0}, Valid: []bool{true, false}},
+		{Name: "orders", Type: stream.Int64, Int64s: []int64{3, 4}},
+	}}
+	if _, err := s.AddBatch(ctx, 0, b); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := ReadLog(fs, "/out")
+	fh, err := fs.Open("/out/" + c.Files[0].Path[len("file:/out/"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	st, _ := fh.Stat()
+	pf, err := parquet.OpenFile(fh.(io.ReaderAt), st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range pf.Schema().Fields() {
+		names = append(names, f.Name())
+	}
+	if !slices.Equal(names, []string{"window", "customer", "orders"}) {
+		t.Fatalf("columns %v", names)
+	}
+	rows := make([]windowRow, 2)
+	if n, err := parquet.NewGenericReader[windowRow](pf).Read(rows); n != 2 || (err != nil && err != io.EOF) {
+		t.Fatalf("read %d: %v", n, err)
+	}
+	if w := rows[0].Window; w == nil || *w.Start != 0 || *w.End != 1800e6 || *rows[0].Customer != "a" || *rows[0].Orders != 3 {
+		t.Fatalf("row 0 %+v", rows[0])
+	}
+	if rows[1].Window != nil || *rows[1].Customer != "b" || *rows[1].Orders != 4 {
+		t.Fatalf("row 1 %+v", rows[1])
+	}
+}
