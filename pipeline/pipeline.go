@@ -152,6 +152,9 @@ func ParseConf(pairs []string) (map[string]string, error) {
 type Config struct {
 	Checkpoint string
 	Table      string
+	// Sink is --sink FORMAT:LOCATION, the output instead of the Delta table
+	// of Table (ParseSinkSpec); "" writes Table.
+	Sink       string
 	LocalDir   string // state cache; default DefaultLocalDir(Checkpoint)
 	Sources    []SourceSpec
 	Conf       map[string]string
@@ -186,7 +189,12 @@ type Config struct {
 // Args renders cfg as `ethstream run` flags, so a phase can be started as its
 // own process exactly as a user would type it.
 func (c Config) Args() []string {
-	args := []string{"run", "--checkpoint", c.Checkpoint, "--table", c.Table}
+	args := []string{"run", "--checkpoint", c.Checkpoint}
+	if c.Sink != "" {
+		args = append(args, "--sink", c.Sink)
+	} else {
+		args = append(args, "--table", c.Table)
+	}
 	if c.LocalDir != "" {
 		args = append(args, "--local-dir", c.LocalDir)
 	}
@@ -347,7 +355,17 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
-	if cfg.Table != "" {
+	if cfg.Sink != "" {
+		spec, err := ParseSinkSpec(cfg.Sink)
+		if err != nil {
+			return engine.Query{}, engine.Options{}, err
+		}
+		sink, err := newFileSink(spec, c.agg.Spec().Mode.String(), fs, cfg.Conf)
+		if err != nil {
+			return engine.Query{}, engine.Options{}, err
+		}
+		fq.WriteTo(sink).Shape(&c.shape)
+	} else if cfg.Table != "" {
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema(),
 			TableProperties: cfg.TableProperties})
 		if err != nil {

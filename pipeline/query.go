@@ -241,6 +241,9 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 	s := shape.Shape{From: qc.From, Projection: qc.Projection, Columns: qc.Columns, Keys: spec.GroupBy,
 		OutputMode: spec.Mode.String(), OutputSchema: c.agg.OutputSchema().String(), StateSchema: c.agg.Schema().String(),
 		Sink: shape.Sink{Format: "delta", Location: tableLocation(cfg.Table)}, Trigger: TriggerString(cfg.Trigger)}
+	if spec, err := ParseSinkSpec(cfg.Sink); err == nil {
+		s.Sink = shape.Sink{Format: spec.Format, Location: spec.Path}
+	}
 	for _, src := range c.sources {
 		loc, opts := SourceLocation(src.URI)
 		s.Sources = append(s.Sources, shape.Source{Name: src.Name, Provider: src.Format, Location: loc, Options: opts})

@@ -21,6 +21,7 @@ import (
 // and both commands take exactly this flag set.
 type queryFlags struct {
 	checkpoint, table, localDir string
+	sink                        string
 	sources, conf               []string
 	trigger                     string
 	maxBatches                  int
@@ -39,6 +40,7 @@ func (f *queryFlags) register(c *cobra.Command, needTable bool) {
 		table = "Delta table directory or s3://BUCKET/PREFIX?OPTIONS (optional: given, it is probed, reading only)"
 	}
 	c.Flags().StringVar(&f.table, "table", "", table)
+	c.Flags().StringVar(&f.sink, "sink", "", "instead of --table: parquet:file:///ABS/DIR, Spark's file sink (Parquet part files committed by DIR/_spark_metadata; --output-mode append only)")
 	c.Flags().BoolVar(&f.tableShared, "table-shared", false, "let a new checkpoint write a table another query writes (both MERGE into it by key); refused with SINK_TABLE_IN_USE otherwise")
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive, ethrpc, parquet, json, csv or delta, repeatable, in plan order (see SOURCES)")
@@ -72,14 +74,23 @@ func (f *queryFlags) build(logger *slog.Logger, needTable bool) (pipeline.Config
 }
 
 func (f *queryFlags) parse(logger *slog.Logger, needTable bool) (pipeline.Config, error) {
-	cfg := pipeline.Config{Checkpoint: f.checkpoint, Table: f.table, LocalDir: f.localDir,
+	cfg := pipeline.Config{Checkpoint: f.checkpoint, Table: f.table, Sink: f.sink, LocalDir: f.localDir,
 		MaxBatches: f.maxBatches, Logger: logger, ProgressFile: f.progress, TableShared: f.tableShared}
 	var missing []string
 	if f.checkpoint == "" {
 		missing = append(missing, "--checkpoint DIR (the query's checkpoint directory)")
 	}
-	if f.table == "" && needTable {
+	if f.table == "" && f.sink == "" && needTable {
 		missing = append(missing, "--table DIR (the Delta table the query writes)")
+	}
+	if f.table != "" && f.sink != "" {
+		return cfg, errcode.New(errcode.InvalidArgument, "", "pass either --table DIR (a Delta table) or --sink parquet:file:///DIR",
+			"--table and --sink both name the query's output")
+	}
+	if f.sink != "" {
+		if _, err := pipeline.ParseSinkSpec(f.sink); err != nil {
+			return cfg, err
+		}
 	}
 	if len(missing) > 0 {
 		return cfg, errcode.New(errcode.MissingFlag, "", "pass "+strings.Join(missing, " and "),

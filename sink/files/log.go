@@ -23,6 +23,10 @@ const (
 	ActionDelete = "delete"
 )
 
+// ConfCompactInterval is Spark's conf key of the log's compaction
+// interval.
+const ConfCompactInterval = "spark.sql.streaming.fileSink.log.compactInterval"
+
 // DefaultCompactInterval is Spark's default of
 // spark.sql.streaming.fileSink.log.compactInterval.
 const DefaultCompactInterval = 10
