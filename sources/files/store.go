@@ -12,10 +12,12 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/errcode"
+	filesink "github.com/ethstream/ethstream/sink/files"
 	"github.com/ethstream/ethstream/sources/internal/filelog"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
@@ -64,12 +66,39 @@ func (s *localStore) root() string { return fileURI(s.dir) }
 func fileURI(p string) string { return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String() }
 
 func (s *localStore) list(ctx context.Context) ([]listed, error) {
+	if _, err := s.fs.Stat(s.fs.PathJoin(s.dir, filesink.MetadataDir)); err == nil {
+		return s.listSinkLog()
+	}
 	var out []listed
 	if err := s.walk(ctx, s.dir, "", &out); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, errcode.Wrap(err, CodeFailedReadFile, s.root(), "check that the directory exists and is readable", "list %s", s.root())
+	}
+	return out, nil
+}
+
+// listSinkLog lists the files a file sink committed: a directory holding
+// _spark_metadata is read as Spark's FileStreamSource reads one
+// (MetadataLogFileIndex), through the sink's log only, so the part files
+// of a batch that crashed before its commit are never read. Unlike
+// Spark, which uses the logged absolute paths, a file is looked up by its
+// name in the directory, so an output moved as a whole still reads.
+func (s *localStore) listSinkLog() ([]listed, error) {
+	s.c.requests.Add(1)
+	c, err := filesink.ReadLog(s.fs, s.dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listed, 0, len(c.Files))
+	for _, f := range c.Files {
+		if f.IsDir {
+			continue
+		}
+		name := path.Base(f.Path)
+		out = append(out, listed{Object: filelog.Object{URI: fileURI(s.fs.PathJoin(s.dir, name)), Size: f.Size,
+			ModTime: time.UnixMilli(f.ModificationTime)}, rel: name})
 	}
 	return out, nil
 }
