@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -195,7 +196,7 @@ func (p *Predicate) litOperand(l Lit, c class, t stream.Type, against string) (o
 			if l.Kind != LitString {
 				return o, invalid("timestamp column %q compared with %s: quote a timestamp, e.g. '2024-01-01 00:00:00'", against, l)
 			}
-			us, ok := parseTimestamp(l.Str)
+			us, ok := expr.ParseTimestamp(l.Str)
 			if !ok {
 				return o, invalid("%s is not a timestamp (want 'YYYY-MM-DD[ HH:MM:SS]' or RFC 3339) for column %q", l, against)
 			}
@@ -221,7 +222,7 @@ func (p *Predicate) litOperand(l Lit, c class, t stream.Type, against string) (o
 		case LitFloat:
 			o.f = l.Flt
 		case LitDecimal:
-			o.f, _ = l.rat().Float64()
+			o.f, _ = l.Rat().Float64()
 		case LitString:
 			v, err := strconv.ParseFloat(strings.TrimSpace(l.Str), 64)
 			if err != nil {
@@ -380,7 +381,7 @@ func (p *Predicate) compileIn(x In, types Types) (*node, error) {
 	for _, l := range x.List {
 		if l.Kind == LitDecimal && n.cls == clsInt && s.t == stream.Int64 {
 			// Exact: an element equal to no BIGINT never matches.
-			if r := l.rat(); r.IsInt() && r.Num().IsInt64() {
+			if r := l.Rat(); r.IsInt() && r.Num().IsInt64() {
 				n.list = append(n.list, operand{col: -1, i: r.Num().Int64()})
 			}
 			continue
@@ -432,7 +433,7 @@ func (p *Predicate) compileCmp(x Cmp, types Types) (*node, error) {
 		}
 		if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitDecimal {
 			co := operand{col: p.colIndex(colSide.col, colSide.t)}
-			return p.intDecimal(x.Op, co, litSide.lit.rat(), flip), nil
+			return p.intDecimal(x.Op, co, litSide.lit.Rat(), flip), nil
 		}
 		lo, err := p.litOperand(litSide.lit, n.cls, colSide.t, colSide.col)
 		if err != nil {
