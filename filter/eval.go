@@ -96,7 +96,11 @@ const (
 // Predicate is a compiled, type-checked Expr. It is immutable; Keep may be
 // called from one goroutine at a time (it reuses a buffer).
 type Predicate struct {
-	expr  Expr
+	expr Expr
+	// ex is the predicate compiled by package expr, when it is more than
+	// comparisons of columns with literals (arithmetic, functions, CASE,
+	// CAST, LIKE); root is then nil.
+	ex    *expr.Compiled
 	opts  Options
 	root  *node
 	cols  []string
@@ -121,6 +125,17 @@ func Compile(e Expr, types Types) (*Predicate, error) {
 // CompileWith type-checks e against the input columns under o.
 func CompileWith(e Expr, types Types, o Options) (*Predicate, error) {
 	p := &Predicate{expr: e, opts: o}
+	if !expr.Simple(e) {
+		ex, err := expr.Compile(e, expr.Resolver(types), expr.Options{NonANSI: o.NonANSI})
+		if err != nil {
+			return nil, err
+		}
+		if t := ex.Type(); t != expr.Boolean && t != expr.Null {
+			return nil, invalid("WHERE %s is %s, not a condition; compare it with a value", e, t)
+		}
+		p.ex, p.cols = ex, ex.Columns()
+		return p, nil
+	}
 	root, err := p.compile(e, types)
 	if err != nil {
 		return nil, err
@@ -453,6 +468,11 @@ func (p *Predicate) compileCmp(x Cmp, types Types) (*node, error) {
 // Keep returns, for each row of b, whether the predicate is TRUE for it.
 // The slice is reused by the next call.
 func (p *Predicate) Keep(b *stream.Batch) ([]bool, error) {
+	if p.ex != nil {
+		keep, err := p.ex.Truth(b, p.keep)
+		p.keep = keep
+		return keep, err
+	}
 	for i, name := range p.cols {
 		c := b.Column(name)
 		if c == nil {

@@ -3,18 +3,25 @@ package filter
 import (
 	"context"
 
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/stream"
 )
 
 // Operator runs a predicate before the stateful operator it wraps: Process
 // hands Inner only the rows the predicate keeps (a chunk left empty is not
-// handed on); every other call goes to Inner unchanged. It implements
+// handed on), with the Derive columns computed over them and appended;
+// every other call goes to Inner unchanged. It implements
 // stream.SchemaOperator and stream.ProgressReporter when Inner does.
 type Operator struct {
-	Pred  *Predicate
-	Inner stream.Operator
-	buf   stream.Batch
-	last  stream.OperatorProgress // Inner's progress from Finish
+	Pred *Predicate // nil keeps every row
+	// Derive are the columns computed before Inner sees the rows (the
+	// expressions a query groups by or aggregates), in order; an error
+	// (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO, ...) fails the batch before
+	// Inner sees any of it.
+	Derive []Derived
+	Inner  stream.Operator
+	buf    stream.Batch
+	last   stream.OperatorProgress // Inner's progress from Finish
 }
 
 var (
@@ -36,16 +43,36 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	if in == nil || in.Len == 0 {
 		return o.Inner.Process(ctx, batchID, watermarkMs, in)
 	}
-	keep, err := o.Pred.Keep(in)
-	if err != nil {
-		return err
+	out := in
+	if o.Pred != nil {
+		keep, err := o.Pred.Keep(in)
+		if err != nil {
+			return err
+		}
+		out = o.compact(in, keep)
 	}
-	out := o.compact(in, keep)
 	if out.Len == 0 {
 		// Inner still learns that the batch started.
 		return o.Inner.Process(ctx, batchID, watermarkMs, &stream.Batch{})
 	}
+	if len(o.Derive) > 0 {
+		d := &stream.Batch{Len: out.Len, Signs: out.Signs, Columns: append(make([]stream.Column, 0, len(out.Columns)+len(o.Derive)), out.Columns...)}
+		for _, dv := range o.Derive {
+			c, err := dv.Expr.Eval(out, dv.Name)
+			if err != nil {
+				return err
+			}
+			d.Columns = append(d.Columns, c)
+		}
+		out = d
+	}
 	return o.Inner.Process(ctx, batchID, watermarkMs, out)
+}
+
+// Derived is a column computed from the input rows.
+type Derived struct {
+	Name string
+	Expr *expr.Compiled
 }
 
 // compact returns the kept rows of in (in itself when all are kept). The

@@ -78,12 +78,18 @@ func CompileQuery(cfg Config) (*compiled, error) {
 	if c.agg, err = agg.New(qc.Spec); err != nil {
 		return nil, err
 	}
-	c.op = c.agg
-	if qc.Where != nil {
-		c.op = &filter.Operator{Pred: qc.Where, Inner: c.agg}
-	}
+	c.op = c.wrap(c.agg)
 	c.shape = c.buildShape(cfg)
 	return c, nil
+}
+
+// wrap puts the query's row stage (its WHERE and derived columns) before
+// the aggregation, when it has one.
+func (c *compiled) wrap(a *agg.Operator) stream.Operator {
+	if c.q.Where == nil && len(c.q.Derived) == 0 {
+		return a
+	}
+	return &filter.Operator{Pred: c.q.Where, Derive: c.q.Derived, Inner: a}
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -226,13 +232,11 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 		return nil
 	}
 	var inner *agg.Operator
-	pred := (*filter.Predicate)(nil)
 	switch op := q.Operator.(type) {
 	case *agg.Operator:
 		inner = op
 	case *filter.Operator:
 		inner, _ = op.Inner.(*agg.Operator)
-		pred = op.Pred
 	}
 	if inner == nil {
 		return nil
@@ -248,10 +252,7 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if c.agg, err = agg.New(spec); err != nil {
 		return err
 	}
-	c.op = c.agg
-	if pred != nil {
-		c.op = &filter.Operator{Pred: pred, Inner: c.agg}
-	}
+	c.op = c.wrap(c.agg)
 	c.shape = c.buildShape(cfg)
 	q.Operator, q.Shape = c.op, &c.shape
 	return nil
@@ -266,10 +267,7 @@ func (c *compiled) withRetractions(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	c.agg, c.op = a, a
-	if c.q.Where != nil {
-		c.op = &filter.Operator{Pred: c.q.Where, Inner: a}
-	}
+	c.agg, c.op = a, c.wrap(a)
 	c.shape = c.buildShape(cfg)
 	return nil
 }

@@ -75,6 +75,10 @@ type Compiled struct {
 	Columns []string
 	// Projection is the SELECT list, canonical, in the order written.
 	Projection []string
+	// Derived are the columns computed from each input row that passed the
+	// WHERE, before the aggregation (group expressions and aggregates'
+	// inputs); the aggregation reads them by name.
+	Derived []filter.Derived
 }
 
 // ParseOutputMode reads Spark's outputMode names.
@@ -123,7 +127,7 @@ func Compile(src string, o Options) (*Compiled, error) {
 	}
 	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{},
 		spec:     agg.Spec{ColumnTypes: map[string]stream.Type{}},
-		selected: map[string]bool{}, names: map[string]bool{}}
+		selected: map[string]bool{}, names: map[string]bool{}, groupExprs: map[string]string{}}
 	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options} {
 		if err := step(); err != nil {
 			return nil, err
@@ -145,6 +149,8 @@ type resolver struct {
 	window   *WindowCall
 	selected map[string]bool // group keys and window selected
 	names    map[string]bool // output names claimed, lowercase
+	// groupExprs maps a GROUP BY expression's text to its derived column.
+	groupExprs map[string]string
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -187,6 +193,12 @@ func (r *resolver) from() error {
 // groupBy resolves each GROUP BY item to the window or a group column.
 func (r *resolver) groupBy() error {
 	for _, g := range r.sel.GroupBy {
+		if it := r.groupExprItem(g); it != nil || g.Expr != nil {
+			if err := r.groupExpr(g, it); err != nil {
+				return err
+			}
+			continue
+		}
 		w, col, err := r.groupTarget(g)
 		if err != nil {
 			return err
@@ -326,6 +338,8 @@ func (r *resolver) selectList() error {
 			err = r.selectWindow(it)
 		case it.Agg != "":
 			err = r.selectAggregate(it)
+		case it.Expr != nil:
+			err = r.selectExpr(it)
 		default:
 			err = r.selectColumn(it)
 		}
@@ -426,6 +440,9 @@ func (r *resolver) where() error {
 	if r.sel.Where == nil {
 		return nil
 	}
+	if isAggregate(r.sel.Where) {
+		return unsupported(r.src, 0, "an aggregate in WHERE (HAVING)")
+	}
 	p, err := filter.CompileWith(r.sel.Where, r.colType, filter.Options{NonANSI: r.o.NonANSI})
 	if err != nil {
 		return err
@@ -502,7 +519,12 @@ func (r *resolver) pushDown(eventTime string) (*filter.Predicate, error) {
 // columns sets the projection: the columns read, the source column
 // included when used.
 func (r *resolver) columns() {
-	cols := r.spec.InputColumns()
+	var cols []string
+	for _, c := range r.spec.InputColumns() {
+		if !slices.ContainsFunc(r.c.Derived, func(d filter.Derived) bool { return d.Name == c }) {
+			cols = append(cols, c)
+		}
+	}
 	add := func(list []string) {
 		for _, col := range list {
 			if !slices.Contains(cols, col) {
@@ -512,6 +534,9 @@ func (r *resolver) columns() {
 	}
 	if r.c.Where != nil {
 		add(r.c.Where.Columns())
+	}
+	for _, d := range r.c.Derived {
+		add(d.Expr.Columns())
 	}
 	if r.spec.WatermarkColumn != "" {
 		add([]string{r.spec.WatermarkColumn})
