@@ -364,7 +364,6 @@ func (p *parser) end() error {
 
 var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true, "mean": true}
 
-
 func (p *parser) alias(it *Item) error {
 	t := p.peek()
 	switch {
@@ -778,8 +777,6 @@ func (p *parser) isNull(l filter.Expr) (filter.Expr, error) {
 	}
 	return filter.IsNull{X: l, Neg: isNeg}, nil
 }
-
-
 
 // typedLiteral reports whether the next tokens are TIMESTAMP 'text' or
 // DATE 'text'.
