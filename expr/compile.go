@@ -78,6 +78,9 @@ func (c *Compiled) Columns() []string { return slices.Clone(c.cols) }
 // String is the expression's canonical text.
 func (c *Compiled) String() string { return c.src.String() }
 
+// Source is the expression as parsed.
+func (c *Compiled) Source() Expr { return c.src }
+
 // Eval computes the expression for every row of b, as a column named name.
 // A DECIMAL result is refused (no column holds one yet): cast it.
 func (c *Compiled) Eval(b *stream.Batch, name string) (stream.Column, error) {

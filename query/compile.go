@@ -128,7 +128,7 @@ func Compile(src string, o Options) (*Compiled, error) {
 	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{},
 		spec:     agg.Spec{ColumnTypes: map[string]stream.Type{}},
 		selected: map[string]bool{}, names: map[string]bool{}, groupExprs: map[string]string{}}
-	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options} {
+	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.windowedDerive} {
 		if err := step(); err != nil {
 			return nil, err
 		}

@@ -201,3 +201,22 @@ var unsupportedAggs = map[string]bool{"approx_count_distinct": true, "count_dist
 	"collect_list": true, "collect_set": true, "stddev": true, "stddev_pop": true, "stddev_samp": true, "variance": true,
 	"var_pop": true, "var_samp": true, "percentile": true, "percentile_approx": true, "any_value": true, "max_by": true,
 	"min_by": true, "bool_and": true, "bool_or": true, "every": true, "any": true, "some": true}
+
+// windowedDerive makes a windowed query's derived columns null, unevaluated,
+// for a row without an event time: Spark's window() drops such a row
+// before the aggregation evaluates its grouping and input expressions, so
+// an error they would raise for it is never raised.
+func (r *resolver) windowedDerive() error {
+	if r.window == nil {
+		return nil
+	}
+	for i, d := range r.c.Derived {
+		guarded := expr.Case{Whens: []expr.When{{Cond: expr.IsNull{X: filter.Col{Name: r.window.Col}, Neg: true}, Then: d.Expr.Source()}}}
+		c, err := expr.Compile(guarded, r.colType, r.exprOptions())
+		if err != nil {
+			return err
+		}
+		r.c.Derived[i].Expr = c
+	}
+	return nil
+}

@@ -47,7 +47,10 @@ type Window struct {
 // means count(*).
 type Agg struct {
 	Func, Column string
-	Alias        string // "" = the default name
+	// Arg, when set, is the input: an expression (Column is then "" and
+	// Alias is set).
+	Arg   Operand
+	Alias string // "" = the default name
 }
 
 // Name is the output column's name: the alias, else ethstream's default
@@ -286,7 +289,11 @@ func (q *Query) aggItems() []string {
 			f = q.spell.funcs[i]
 		}
 		arg := a.Column
-		if arg == "" {
+		if a.Arg != nil {
+			var ab strings.Builder
+			a.Arg.renderOperand(&ab)
+			arg = ab.String()
+		} else if arg == "" {
 			arg = "*"
 			if f == "count(1)" {
 				f, arg = "count", "1"
