@@ -91,6 +91,22 @@ func (c *Compiled) Eval(b *stream.Batch, name string) (stream.Column, error) {
 	return toColumn(v, name), nil
 }
 
+// EvalRows is Eval for the rows where use is true (nil: every row); the
+// others are null and raise no error (a retraction row of an
+// aggregation's output, whose aggregate values are not meaningful).
+func (c *Compiled) EvalRows(b *stream.Batch, name string, use []bool) (stream.Column, error) {
+	v, err := c.root.eval(&ctx{b: b, n: b.Len, ansi: c.ansi}, use)
+	if err != nil {
+		return stream.Column{}, err
+	}
+	for r := range use {
+		if !use[r] {
+			v.setNull(r)
+		}
+	}
+	return toColumn(v, name), nil
+}
+
 // Truth evaluates a BOOLEAN expression: keep[r] is true where it is TRUE
 // (not FALSE, not NULL), as a WHERE keeps rows.
 func (c *Compiled) Truth(b *stream.Batch, keep []bool) ([]bool, error) {
@@ -101,6 +117,20 @@ func (c *Compiled) Truth(b *stream.Batch, keep []bool) ([]bool, error) {
 	keep = keep[:0]
 	for r := 0; r < b.Len; r++ {
 		keep = append(keep, !v.null(r) && v.i[r] != 0)
+	}
+	return keep, nil
+}
+
+// EvalTruth is Truth for the rows where use is true (nil: every row); the
+// others are false and raise no error.
+func (c *Compiled) EvalTruth(b *stream.Batch, use []bool) ([]bool, error) {
+	v, err := c.root.eval(&ctx{b: b, n: b.Len, ansi: c.ansi}, use)
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]bool, b.Len)
+	for r := range keep {
+		keep[r] = live(use, r) && !v.null(r) && v.i[r] != 0
 	}
 	return keep, nil
 }

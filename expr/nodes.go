@@ -204,3 +204,52 @@ func isOperand(e Expr) bool {
 	}
 	return false
 }
+
+// Rewrite returns e with every node f replaces (f returns the new node and
+// true) replaced, children first otherwise.
+func Rewrite(e Expr, f func(Expr) (Expr, bool)) Expr {
+	if e == nil {
+		return nil
+	}
+	if n, ok := f(e); ok {
+		return n
+	}
+	rw := func(x Expr) Expr { return Rewrite(x, f) }
+	switch x := e.(type) {
+	case Cmp:
+		return Cmp{Op: x.Op, L: rw(x.L), R: rw(x.R)}
+	case And:
+		return And{L: rw(x.L), R: rw(x.R)}
+	case Or:
+		return Or{L: rw(x.L), R: rw(x.R)}
+	case Not:
+		return Not{X: rw(x.X)}
+	case In:
+		return In{X: rw(x.X), List: x.List, Neg: x.Neg}
+	case IsNull:
+		return IsNull{X: rw(x.X), Neg: x.Neg}
+	case Arith:
+		return Arith{Op: x.Op, L: rw(x.L), R: rw(x.R)}
+	case Neg:
+		return Neg{X: rw(x.X)}
+	case Call:
+		c := x
+		c.Args = make([]Expr, len(x.Args))
+		for i, a := range x.Args {
+			c.Args[i] = rw(a)
+		}
+		c.Filter = rw(x.Filter)
+		return c
+	case Case:
+		c := Case{Operand: rw(x.Operand), Else: rw(x.Else)}
+		for _, w := range x.Whens {
+			c.Whens = append(c.Whens, When{Cond: rw(w.Cond), Then: rw(w.Then)})
+		}
+		return c
+	case Cast:
+		return Cast{X: rw(x.X), To: x.To, Try: x.Try}
+	case Like:
+		return Like{Op: x.Op, X: rw(x.X), Pattern: rw(x.Pattern), Neg: x.Neg}
+	}
+	return e
+}

@@ -19,9 +19,11 @@ type Operator struct {
 	// (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO, ...) fails the batch before
 	// Inner sees any of it.
 	Derive []Derived
-	Inner  stream.Operator
-	buf    stream.Batch
-	last   stream.OperatorProgress // Inner's progress from Finish
+	// Post is the stage after the aggregation, nil without one.
+	Post  *Post
+	Inner stream.Operator
+	buf   stream.Batch
+	last  stream.OperatorProgress // Inner's progress from Finish
 }
 
 var (
@@ -138,6 +140,10 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	}
 	out, prog, err := o.Inner.Finish(ctx, batchID, watermarkMs)
 	o.last = prog
+	if err != nil || o.Post == nil || out == nil {
+		return out, prog, err
+	}
+	out, err = o.Post.apply(out)
 	return out, prog, err
 }
 
@@ -162,9 +168,12 @@ func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) 
 // Close closes Inner.
 func (o *Operator) Close() error { return o.Inner.Close() }
 
-// OutputSchema is Inner's, if it declares one.
+// OutputSchema is Inner's, if it declares one, changed by Post.
 func (o *Operator) OutputSchema() stream.Schema {
 	if so, ok := o.Inner.(stream.SchemaOperator); ok {
+		if o.Post != nil {
+			return o.Post.Schema(so.OutputSchema())
+		}
 		return so.OutputSchema()
 	}
 	return stream.Schema{}

@@ -86,10 +86,19 @@ func CompileQuery(cfg Config) (*compiled, error) {
 // wrap puts the query's row stage (its WHERE and derived columns) before
 // the aggregation, when it has one.
 func (c *compiled) wrap(a *agg.Operator) stream.Operator {
-	if c.q.Where == nil && len(c.q.Derived) == 0 {
+	if c.q.Where == nil && len(c.q.Derived) == 0 && c.q.Post == nil {
 		return a
 	}
-	return &filter.Operator{Pred: c.q.Where, Derive: c.q.Derived, Inner: a}
+	return &filter.Operator{Pred: c.q.Where, Derive: c.q.Derived, Post: c.q.Post, Inner: a}
+}
+
+// outputSchema is the table's schema: the aggregation's, changed by the
+// query's post-aggregation stage.
+func (c *compiled) outputSchema() stream.Schema {
+	if c.q.Post != nil {
+		return c.q.Post.Schema(c.agg.OutputSchema())
+	}
+	return c.agg.OutputSchema()
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -180,7 +189,7 @@ func tableLocation(p string) string {
 func (c *compiled) buildShape(cfg Config) shape.Shape {
 	qc, spec := c.q, c.agg.Spec()
 	s := shape.Shape{From: qc.From, Projection: qc.Projection, Columns: qc.Columns, Keys: spec.GroupBy,
-		OutputMode: spec.Mode.String(), OutputSchema: c.agg.OutputSchema().String(), StateSchema: c.agg.Schema().String(),
+		OutputMode: spec.Mode.String(), OutputSchema: c.outputSchema().String(), StateSchema: c.agg.Schema().String(),
 		Sink: shape.Sink{Format: "delta", Location: tableLocation(cfg.Table)}, Trigger: TriggerString(cfg.Trigger)}
 	for _, src := range c.sources {
 		loc, opts := SourceLocation(src.URI)

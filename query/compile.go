@@ -7,6 +7,7 @@ import (
 
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -79,6 +80,9 @@ type Compiled struct {
 	// WHERE, before the aggregation (group expressions and aggregates'
 	// inputs); the aggregation reads them by name.
 	Derived []filter.Derived
+	// Post is the stage over the aggregation's output (HAVING, expressions
+	// over aggregates and group keys), nil without one.
+	Post *filter.Post
 }
 
 // ParseOutputMode reads Spark's outputMode names.
@@ -127,8 +131,8 @@ func Compile(src string, o Options) (*Compiled, error) {
 	}
 	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{},
 		spec:     agg.Spec{ColumnTypes: map[string]stream.Type{}},
-		selected: map[string]bool{}, names: map[string]bool{}, groupExprs: map[string]string{}}
-	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.windowedDerive} {
+		selected: map[string]bool{}, names: map[string]bool{}, groupExprs: map[string]string{}, aggByText: map[string]string{}}
+	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.post, r.windowedDerive} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -151,6 +155,13 @@ type resolver struct {
 	names    map[string]bool // output names claimed, lowercase
 	// groupExprs maps a GROUP BY expression's text to its derived column.
 	groupExprs map[string]string
+	// aggByText maps an aggregate's text (sum(gas_used)) to its output
+	// column, for expressions over aggregates and HAVING to reuse.
+	aggByText map[string]string
+	// postSrc are the SELECT expressions over aggregates and group keys, with
+	// their aggregates replaced by output columns.
+	postSrc []postItem
+	hidden  []string // the hidden aggregates (output columns the post stage drops)
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -408,6 +419,11 @@ func (r *resolver) selectAggregate(it Item) error {
 	if err := r.claim(it.Pos, name); err != nil {
 		return err
 	}
+	call := expr.Call{Name: it.Agg, Star: it.AggCol == ""}
+	if it.AggCol != "" {
+		call.Args = []expr.Expr{filter.Col{Name: it.AggCol}}
+	}
+	r.aggByText[call.String()] = name
 	r.spec.Aggregates = append(r.spec.Aggregates, a)
 	return nil
 }
@@ -574,6 +590,9 @@ func canonical(sel *Select, from string) string {
 			}
 			b.WriteString(g.String())
 		}
+	}
+	if sel.Having != nil {
+		b.WriteString(" having " + sel.Having.String())
 	}
 	return b.String()
 }

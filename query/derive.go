@@ -2,6 +2,7 @@ package query
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ethstream/ethstream/agg"
@@ -128,62 +129,18 @@ func (r *resolver) selectExpr(it Item) error {
 	if !isAggregate(it.Expr) {
 		name, ok := r.groupExprs[it.Expr.String()]
 		if !ok {
-			return invalidQuery(r.src, it.Pos, "group by the expression (GROUP BY "+it.Expr.String()+") or aggregate it",
-				"%s is neither in GROUP BY nor aggregated", it.Expr)
+			return r.postItem(it)
 		}
 		r.selected[name] = true
 		return r.claim(it.Pos, name)
 	}
 	call, ok := it.Expr.(expr.Call)
 	if !ok || !(aggFuncs[call.Name] || call.Name == "count_if") {
-		return unsupported(r.src, it.Pos, "an expression over aggregates ("+it.Expr.String()+"); aggregate the expression instead, e.g. sum(x / 2) for sum(x) / 2")
-	}
-	for _, a := range call.Args {
-		if isAggregate(a) {
-			return invalidQuery(r.src, it.Pos, "aggregate a column or an expression of columns",
-				"%s: it is not allowed to use an aggregate function in the argument of another aggregate function", it.Expr)
-		}
-	}
-	kind := call.Name
-	var input filter.Expr
-	switch {
-	case kind == "count_if":
-		if len(call.Args) != 1 {
-			return invalidQuery(r.src, it.Pos, "pass one condition", "count_if takes one argument, %d given", len(call.Args))
-		}
-		kind, input = "count", expr.Case{Whens: []expr.When{{Cond: call.Args[0], Then: filter.Lit{Kind: filter.LitInt, Int: 1}}}}
-	case call.Star:
-		input = filter.Lit{Kind: filter.LitInt, Int: 1}
-	case len(call.Args) != 1:
-		return invalidQuery(r.src, it.Pos, "pass one argument", "%s takes one argument, %d given", kind, len(call.Args))
-	default:
-		input = call.Args[0]
-	}
-	if call.Filter != nil {
-		if isAggregate(call.Filter) {
-			return invalidQuery(r.src, it.Pos, "filter on columns", "%s: FILTER (WHERE ...) holds an aggregate", it.Expr)
-		}
-		input = expr.Case{Whens: []expr.When{{Cond: call.Filter, Then: input}}}
-	}
-	if kind == "count" {
-		// count counts non-null values: of any type, as a BIGINT 1.
-		input = expr.Case{Whens: []expr.When{{Cond: expr.IsNull{X: input, Neg: true}, Then: filter.Lit{Kind: filter.LitInt, Int: 1}}}}
+		return r.postItem(it)
 	}
 	if it.As == "" {
 		return invalidQuery(r.src, it.Pos, "name it: "+it.Expr.String()+" AS name",
 			"the aggregate %s needs a name (AS): its text is not a valid Delta column name", it.Expr)
-	}
-	name := "__in_" + strings.ToLower(it.As)
-	t, err := r.derive(it.Pos, name, input, "an aggregate's input")
-	if err != nil {
-		return err
-	}
-	a := agg.Aggregate{Kind: aggKinds[kind], Column: name, As: it.As}
-	switch {
-	case kind != "count" && t == stream.String && kind != "min" && kind != "max":
-		return invalidQuery(r.src, it.Pos, "aggregate a numeric expression", "%s: the input is a string", it.Expr)
-	case t == stream.Timestamp && (a.Kind == agg.Sum || a.Kind == agg.Avg):
-		return invalidQuery(r.src, it.Pos, "use min or max of a timestamp", "%s: the input is a timestamp", it.Expr)
 	}
 	if !validColumnName(it.As) {
 		return invalidQuery(r.src, it.Pos, "use an alias of letters, digits and underscores", "output column name %q is not valid in a Delta table", it.As)
@@ -191,7 +148,205 @@ func (r *resolver) selectExpr(it Item) error {
 	if err := r.claim(it.Pos, it.As); err != nil {
 		return err
 	}
+	return r.addAggregate(call, it.As, it.Pos)
+}
+
+// addAggregate adds the aggregate call as the output column name: its
+// input (an expression, FILTER, count_if) becomes a derived column.
+func (r *resolver) addAggregate(call expr.Call, name string, pos int) error {
+	for _, a := range call.Args {
+		if isAggregate(a) {
+			return invalidQuery(r.src, pos, "aggregate a column or an expression of columns",
+				"%s: it is not allowed to use an aggregate function in the argument of another aggregate function", call)
+		}
+	}
+	kind := call.Name
+	var input filter.Expr
+	switch {
+	case kind == "count_if":
+		if len(call.Args) != 1 {
+			return invalidQuery(r.src, pos, "pass one condition", "count_if takes one argument, %d given", len(call.Args))
+		}
+		kind, input = "count", expr.Case{Whens: []expr.When{{Cond: call.Args[0], Then: filter.Lit{Kind: filter.LitInt, Int: 1}}}}
+	case call.Star:
+		input = filter.Lit{Kind: filter.LitInt, Int: 1}
+	case len(call.Args) != 1:
+		return invalidQuery(r.src, pos, "pass one argument", "%s takes one argument, %d given", kind, len(call.Args))
+	default:
+		input = call.Args[0]
+	}
+	if call.Filter != nil {
+		if isAggregate(call.Filter) {
+			return invalidQuery(r.src, pos, "filter on columns", "%s: FILTER (WHERE ...) holds an aggregate", call)
+		}
+		input = expr.Case{Whens: []expr.When{{Cond: call.Filter, Then: input}}}
+	}
+	a := agg.Aggregate{Kind: aggKinds[kind], As: name}
+	r.aggByText[call.String()] = name
+	if c, ok := input.(filter.Col); ok && call.Filter == nil {
+		// A plain column, as the column form of the aggregate.
+		t, ok := r.colType(c.Name)
+		if !ok {
+			return r.unresolved(pos, c.Name)
+		}
+		a.Column = c.Name
+		r.spec.ColumnTypes[c.Name] = t
+		if err := r.checkInput(pos, call, kind, t); err != nil {
+			return err
+		}
+		r.spec.Aggregates = append(r.spec.Aggregates, a)
+		return nil
+	}
+	if call.Star && call.Filter == nil {
+		r.spec.Aggregates = append(r.spec.Aggregates, a)
+		return nil
+	}
+	if kind == "count" {
+		// count counts non-null values: of any type, as a BIGINT 1.
+		input = expr.Case{Whens: []expr.When{{Cond: expr.IsNull{X: input, Neg: true}, Then: filter.Lit{Kind: filter.LitInt, Int: 1}}}}
+	}
+	a.Column = "__in_" + strings.ToLower(name)
+	t, err := r.derive(pos, a.Column, input, "an aggregate's input")
+	if err != nil {
+		return err
+	}
+	if err := r.checkInput(pos, call, kind, t); err != nil {
+		return err
+	}
 	r.spec.Aggregates = append(r.spec.Aggregates, a)
+	return nil
+}
+
+func (r *resolver) checkInput(pos int, call expr.Call, kind string, t stream.Type) error {
+	switch {
+	case kind != "count" && t == stream.String:
+		return invalidQuery(r.src, pos, "aggregate a numeric expression", "%s: the input is a string", call)
+	case t == stream.Timestamp && (kind == "sum" || kind == "avg"):
+		return invalidQuery(r.src, pos, "use min or max of a timestamp", "%s: the input is a timestamp", call)
+	}
+	return nil
+}
+
+// postItem is a SELECT expression computed over the aggregation's output:
+// its aggregates become (hidden, unless selected as they are) aggregate
+// columns, its columns must be group keys.
+type postItem struct {
+	name string
+	e    filter.Expr
+	pos  int
+}
+
+func (r *resolver) postItem(it Item) error {
+	if it.As == "" {
+		return invalidQuery(r.src, it.Pos, "name it: "+it.Expr.String()+" AS name",
+			"the expression %s needs a name (AS): its text is not a valid Delta column name", it.Expr)
+	}
+	if !validColumnName(it.As) {
+		return invalidQuery(r.src, it.Pos, "use an alias of letters, digits and underscores", "output column name %q is not valid in a Delta table", it.As)
+	}
+	if err := r.claim(it.Pos, it.As); err != nil {
+		return err
+	}
+	e, err := r.hideAggregates(it.Expr, it.Pos)
+	if err != nil {
+		return err
+	}
+	r.postSrc = append(r.postSrc, postItem{name: it.As, e: e, pos: it.Pos})
+	return nil
+}
+
+// hideAggregates replaces each aggregate call in e by its output column:
+// one selected as it is, or a hidden aggregate added for it.
+func (r *resolver) hideAggregates(e filter.Expr, pos int) (filter.Expr, error) {
+	var failed error
+	out := expr.Rewrite(e, func(n expr.Expr) (expr.Expr, bool) {
+		c, ok := n.(expr.Call)
+		if !ok || !(aggFuncs[c.Name] || c.Name == "count_if") || failed != nil {
+			return nil, false
+		}
+		if name, ok := r.aggByText[c.String()]; ok {
+			return filter.Col{Name: name}, true
+		}
+		name := "__agg_" + strconv.Itoa(len(r.hidden))
+		r.hidden = append(r.hidden, name)
+		if err := r.addAggregate(c, name, pos); err != nil {
+			failed = err
+			return nil, false
+		}
+		return filter.Col{Name: name}, true
+	})
+	return out, failed
+}
+
+// post compiles HAVING and the expressions over aggregates against the
+// aggregation's output columns.
+func (r *resolver) post() error {
+	var having filter.Expr
+	if r.sel.Having != nil {
+		var err error
+		if having, err = r.hideAggregates(r.sel.Having, 0); err != nil {
+			return err
+		}
+	}
+	if having == nil && len(r.postSrc) == 0 {
+		return nil
+	}
+	a, err := agg.New(r.spec)
+	if err != nil {
+		return err
+	}
+	schema := a.OutputSchema()
+	out := func(name string) (stream.Type, bool) {
+		if f := schema.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	}
+	check := func(e filter.Expr, pos int) error {
+		for _, c := range expr.Columns(e) {
+			if _, ok := out(c); !ok {
+				return invalidQuery(r.src, pos, "group by "+c+" or aggregate it", "%s is neither in GROUP BY nor aggregated", c)
+			}
+		}
+		return nil
+	}
+	p := &filter.Post{Drop: r.hidden}
+	if having != nil {
+		if err := check(having, 0); err != nil {
+			return err
+		}
+		c, err := expr.Compile(having, out, r.exprOptions())
+		if err != nil {
+			return err
+		}
+		if c.Type() != expr.Boolean && c.Type() != expr.Null {
+			return invalidQuery(r.src, 0, "write a condition", "HAVING %s is %s, not a condition", r.sel.Having, c.Type())
+		}
+		p.Having = c
+	}
+	for _, it := range r.postSrc {
+		if err := check(it.e, it.pos); err != nil {
+			return err
+		}
+		c, err := expr.Compile(it.e, out, r.exprOptions())
+		if err != nil {
+			return err
+		}
+		switch c.Type() {
+		case expr.Int, expr.Null:
+			c, err = expr.Compile(expr.Cast{X: it.e, To: expr.BigInt}, out, r.exprOptions())
+		case expr.Date:
+			c, err = expr.Compile(expr.Cast{X: it.e, To: expr.Timestamp}, out, r.exprOptions())
+		}
+		if err != nil {
+			return err
+		}
+		if k := c.Type().Kind; k == stream.Decimal || k == stream.Boolean {
+			return unsupported(r.src, it.pos, "an output column of type "+c.Type().String()+" (the table holds BIGINT, DOUBLE, STRING and TIMESTAMP: cast it)")
+		}
+		p.Columns = append(p.Columns, filter.Derived{Name: it.name, Expr: c})
+	}
+	r.c.Post = p
 	return nil
 }
 

@@ -21,6 +21,7 @@ type Select struct {
 	FromPos int
 	Where   filter.Expr // nil without WHERE
 	GroupBy []GroupItem // empty without GROUP BY (a global aggregation)
+	Having  filter.Expr // nil without HAVING
 }
 
 // Item is one SELECT item: the window, a column, or an aggregate.
@@ -258,6 +259,14 @@ func (p *parser) query() (*Select, error) {
 	if err := p.groupBy(q); err != nil {
 		return nil, err
 	}
+	if p.peek().is("having") {
+		p.next()
+		e, err := p.or(0)
+		if err != nil {
+			return nil, err
+		}
+		q.Having = e
+	}
 	return q, p.end()
 }
 
@@ -339,8 +348,6 @@ func (p *parser) groupBy(q *Select) error {
 func (p *parser) end() error {
 	t := p.peek()
 	switch {
-	case t.is("having"):
-		return unsupported(p.src, t.pos, "HAVING")
 	case t.is("order"), t.is("sort"), t.is("cluster"), t.is("distribute"):
 		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (a streaming aggregation emits rows as windows change)")
 	case t.is("limit"):
