@@ -19,7 +19,12 @@ type Expr interface {
 }
 
 // Col references an input column.
-type Col struct{ Name string }
+// Display, when set, is how the column prints: the expression it stands
+// for (an aggregate computed before, named in errors as written).
+type Col struct {
+	Name    string
+	Display string
+}
 
 // LitKind is the kind of a literal as written.
 type LitKind uint8
@@ -96,7 +101,12 @@ func (Not) expr()    {}
 func (In) expr()     {}
 func (IsNull) expr() {}
 
-func (c Col) String() string { return c.Name }
+func (c Col) String() string {
+	if c.Display != "" {
+		return c.Display
+	}
+	return c.Name
+}
 
 func (l Lit) String() string {
 	switch l.Kind {

@@ -265,7 +265,7 @@ func (r *resolver) hideAggregates(e filter.Expr, pos int) (filter.Expr, error) {
 			return nil, false
 		}
 		if name, ok := r.aggByText[c.String()]; ok {
-			return filter.Col{Name: name}, true
+			return filter.Col{Name: name, Display: c.String()}, true
 		}
 		name := "__agg_" + strconv.Itoa(len(r.hidden))
 		r.hidden = append(r.hidden, name)
@@ -273,7 +273,7 @@ func (r *resolver) hideAggregates(e filter.Expr, pos int) (filter.Expr, error) {
 			failed = err
 			return nil, false
 		}
-		return filter.Col{Name: name}, true
+		return filter.Col{Name: name, Display: c.String()}, true
 	})
 	return out, failed
 }
