@@ -28,9 +28,12 @@ type srcState struct {
 }
 
 type driver struct {
-	o  Options
-	w  *checkpoint.Writer
-	op stream.Operator
+	o Options
+	w *checkpoint.Writer
+	// ops are the plan's stateful operators in id order, post the
+	// transforms after the last one (operators.go).
+	ops  []*planOp
+	post []stream.Transform
 	// q, sink and byKey are nil offline (a control batch reads no source and
 	// writes no sink).
 	q       *Query
@@ -43,8 +46,8 @@ type driver struct {
 	// minRetain is minBatchesToRetain, handed to the sources that prune
 	// their own logs.
 	minRetain int
-	// opOpen and sinkOpen say what close must close.
-	opOpen, sinkOpen bool
+	// sinkOpen says whether close must close the sink.
+	sinkOpen bool
 
 	queryID, runID string
 	lastTrigger    time.Time
@@ -59,7 +62,9 @@ type driver struct {
 // (RepartitionOffline).
 type batchResult struct {
 	NextWatermark int64
-	Repartition   stream.RepartitionStats
+	// Repartition is the figures of every operator's repartition, in id
+	// order.
+	Repartition []stream.RepartitionStats
 }
 
 // batchRun is one batch in flight: its plan, the books the recorder keeps
@@ -99,7 +104,7 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 	if p.Kind != stream.KindRepartition {
 		defer func() {
 			if err != nil {
-				d.op.Abort()
+				d.abortOps()
 			}
 		}()
 	}
@@ -232,17 +237,11 @@ func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
 	p := b.p
 	b.rec.seen.sources = d.sourceProgress(b)
 	b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.rec.in.ev)
-	if la, ok := d.op.(stream.WatermarkLookahead); ok {
-		la.NextWatermark(s.Batch, b.res.NextWatermark)
-	}
-	out, opProg, err := d.op.Finish(ctx, s.Batch, p.Entry.Metadata.BatchWatermarkMs)
+	out, progs, err := d.finishOps(ctx, b, s)
 	if err != nil {
-		return fmt.Errorf("batch %d: finish operator: %w", s.Batch, err)
+		return err
 	}
-	if out == nil {
-		out = &stream.Batch{}
-	}
-	b.out, b.rec.seen.op = out, opProg
+	b.out, b.rec.seen.ops = out, progs
 	return nil
 }
 
@@ -259,14 +258,12 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 // commitState commits state version N after the sink wrote batch N (an
 // operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
-	if err := d.op.Commit(ctx, s.Batch); err != nil {
-		return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
+	if err := d.commitOps(ctx, s.Batch); err != nil {
+		return err
 	}
 	// Commit time and memory are known only now; an operator that can say
 	// so replaces what Finish reported.
-	if pr, ok := d.op.(stream.ProgressReporter); ok {
-		b.rec.seen.op = pr.Progress()
-	}
+	d.reportedProgress(b.rec.seen.ops)
 	return nil
 }
 
@@ -274,7 +271,7 @@ func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
 // version N with s.To partitions.
 func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
 	d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
-	stats, err := d.op.Repartition(ctx, s.Batch-1, s.Batch, s.To)
+	stats, err := d.repartitionOps(ctx, s.Batch-1, s.Batch, s.To)
 	if err != nil {
 		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
 	}
@@ -302,25 +299,10 @@ func (d *driver) commitSources(ctx context.Context, b *batchRun, s step) error {
 // context, so a commit not yet published stays unpublished, and exec's
 // Abort drops what is left of the batch.
 func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) error {
-	cp, ok := d.op.(stream.CommitPreparer)
-	if !ok {
-		return fmt.Errorf("batch %d: the plan prepares the state commit, the operator cannot", s.Batch)
-	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	committed := make(chan error, 1)
-	go func() {
-		err := cp.PrepareCommit(pctx, s.Batch)
-		if err != nil {
-			committed <- fmt.Errorf("batch %d: prepare state: %w", s.Batch, err)
-			return
-		}
-		if err := d.op.Commit(pctx, s.Batch); err != nil {
-			committed <- fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
-			return
-		}
-		committed <- nil
-	}()
+	go func() { committed <- d.prepareOps(pctx, s.Batch) }()
 	sp, sinkErr := d.sink.AddBatch(ctx, s.Batch, b.out)
 	if sinkErr != nil {
 		// The batch fails anyway: the state commit would be re-done.
@@ -334,9 +316,7 @@ func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) er
 		return stateErr
 	}
 	b.rec.seen.sink = sp
-	if pr, ok := d.op.(stream.ProgressReporter); ok {
-		b.rec.seen.op = pr.Progress()
-	}
+	d.reportedProgress(b.rec.seen.ops)
 	return nil
 }
 
@@ -364,7 +344,7 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		if d.withSrc {
 			in = st.withSourceColumn(in)
 		}
-		return d.op.Process(ctx, s.Batch, wm, in)
+		return d.feed(ctx, s.Batch, 0, wm, in)
 	})
 	if err != nil {
 		return fmt.Errorf("batch %d: read source %q: %w", s.Batch, s.Source, err)

@@ -62,6 +62,13 @@ func (s *memSource) Open(ctx context.Context, env stream.SourceEnv) error {
 	return nil
 }
 
+// Schema is the three block columns memSource produces.
+func (s *memSource) Schema() stream.Schema {
+	return stream.Schema{Fields: []stream.Field{
+		{Name: ethblock.ColNumber, Type: stream.Int64}, {Name: ethblock.ColBlockTS, Type: stream.Timestamp},
+		{Name: ethblock.ColMiner, Type: stream.String}}}
+}
+
 func (s *memSource) Description() string { return "MemorySource[" + s.name + "]" }
 
 func (s *memSource) pos(off stream.Offset) (int64, error) {

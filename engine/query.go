@@ -71,8 +71,15 @@ type Trigger struct {
 	Interval time.Duration
 }
 
-// Query is what runs: named sources, the columns it reads, the watermark, one
-// stateful operator, one sink and a trigger. Conf holds the Spark-named
+// Stage is one step of a query's plan after the read path: a stateful
+// Operator or a stateless Transform, exactly one of them.
+type Stage struct {
+	Operator  stream.Operator
+	Transform stream.Transform
+}
+
+// Query is what runs: named sources, the columns it reads, the watermark, a
+// plan of operators (Stages, or the one Operator), one sink and a trigger. Conf holds the Spark-named
 // settings of docs/contracts.md, Configuration (checkpoint.Conf* keys).
 type Query struct {
 	Name    string
@@ -82,9 +89,16 @@ type Query struct {
 	// column the sources produce, and the source column.
 	Columns   []string
 	Watermark *Watermark
-	Operator  stream.Operator
-	Sink      stream.Sink
-	Trigger   Trigger
+	// Operator is a plan of one stateful operator: the shorthand for
+	// Stages = {{Operator: Operator}}. Set it or Stages, not both.
+	Operator stream.Operator
+	// Stages is the plan in order: each stage's output is the next one's
+	// input, the last one's goes to the sink. Its stateful operators are
+	// numbered 0, 1, ... in plan order (Spark's statefulOperatorId), each with
+	// its own state directory <checkpoint>/state/<id>.
+	Stages  []Stage
+	Sink    stream.Sink
+	Trigger Trigger
 	// MaxDataBatches stops the run after this many data batches committed in
 	// it (0 = no limit). Control and no-data batches do not count.
 	MaxDataBatches int
@@ -166,7 +180,15 @@ func queryColumns(cols []string) (proj []string, withSource bool) {
 }
 
 func (q *Query) validateShape() error {
-	if q.Operator == nil {
+	if q.Operator != nil && len(q.Stages) > 0 {
+		return errcode.New(errcode.InvalidArgument, "", "put the operator in Stages", "query has both Operator and Stages")
+	}
+	for i, s := range q.Stages {
+		if (s.Operator == nil) == (s.Transform == nil) {
+			return errcode.New(errcode.InvalidArgument, "", "", "stage %d must have an operator or a transform, not both or neither", i)
+		}
+	}
+	if len(q.operators()) == 0 {
 		return errcode.New(errcode.InvalidArgument, "", "", "query has no operator")
 	}
 	if q.Sink == nil {
@@ -204,4 +226,32 @@ func fmtNames(names []string) string {
 		q[i] = "'" + n + "'"
 	}
 	return strings.Join(q, ", ")
+}
+
+// stages is the plan: Stages, or the one Operator.
+func (q *Query) stages() []Stage {
+	if len(q.Stages) > 0 || q.Operator == nil {
+		return q.Stages
+	}
+	return []Stage{{Operator: q.Operator}}
+}
+
+// firstOperator is operator 0, nil if the plan has none.
+func (q *Query) firstOperator() stream.Operator {
+	if ops := q.operators(); len(ops) > 0 {
+		return ops[0]
+	}
+	return nil
+}
+
+// operators are the plan's stateful operators; an operator's index here is
+// its id.
+func (q *Query) operators() []stream.Operator {
+	var ops []stream.Operator
+	for _, s := range q.stages() {
+		if s.Operator != nil {
+			ops = append(ops, s.Operator)
+		}
+	}
+	return ops
 }

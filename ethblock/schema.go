@@ -52,16 +52,24 @@ type Column struct {
 	Nullable bool
 	// Archive is the column's name in the archive's Parquet files.
 	Archive string
+	// Required columns are in every archive file (a file without one is
+	// unreadable); the others a file may lack (base_fee_per_gas before
+	// the London day's files) and read as nulls.
+	Required bool
+	// Repeats marks a string column with few distinct values (the
+	// miners: a few thousand over the chain's history), which a reader
+	// may intern.
+	Repeats bool
 }
 
 // Schema lists every block column: the seven of Core first, in their
 // historical order, then the others in the archive's column order.
 var Schema = []Column{
-	{Name: ColNumber, Type: stream.Int64, Archive: "number"},
-	{Name: ColHash, Type: stream.String, Archive: "hash"},
-	{Name: ColParentHash, Type: stream.String, Archive: "parent_hash"},
-	{Name: ColBlockTS, Type: stream.Timestamp, Archive: "timestamp"},
-	{Name: ColMiner, Type: stream.String, Archive: "miner"},
+	{Name: ColNumber, Type: stream.Int64, Required: true, Archive: "number"},
+	{Name: ColHash, Type: stream.String, Required: true, Archive: "hash"},
+	{Name: ColParentHash, Type: stream.String, Required: true, Archive: "parent_hash"},
+	{Name: ColBlockTS, Type: stream.Timestamp, Required: true, Archive: "timestamp"},
+	{Name: ColMiner, Type: stream.String, Required: true, Repeats: true, Archive: "miner"},
 	{Name: ColTransactionCount, Type: stream.Int64, Archive: "transaction_count"},
 	{Name: ColGasUsed, Type: stream.Int64, Archive: "gas_used"},
 	{Name: ColNonce, Type: stream.String, Archive: "nonce"},
@@ -117,4 +125,14 @@ func ColumnType(name string) (stream.Type, bool) {
 	}
 	c, ok := byName[name]
 	return c.Type, ok
+}
+
+// StreamSchema is the block schema as a source declares it
+// (stream.Source.Schema): every block column in Schema's order, no key.
+func StreamSchema() stream.Schema {
+	s := stream.Schema{Fields: make([]stream.Field, len(Schema))}
+	for i, c := range Schema {
+		s.Fields[i] = stream.Field{Name: c.Name, Type: c.Type, Nullable: c.Nullable}
+	}
+	return s
 }

@@ -81,7 +81,7 @@ func TestArchiveAndLiveRowsAgree(t *testing.T) {
 
 func archiveSource(t *testing.T, root string) stream.Source {
 	t.Helper()
-	s, err := s3archive.New(s3archive.Options{URI: "file://" + filepath.ToSlash(root) + "/v1.0/eth/blocks"})
+	s, err := s3archive.New(s3archive.Options{URI: "file://" + filepath.ToSlash(root) + "/v1.0/eth/blocks", Columns: BlockArchiveColumns()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -403,6 +403,17 @@ func (c *compiled) buildSources(cfg Config, logger *slog.Logger) ([]engine.Named
 	return out, nil
 }
 
+// BlockArchiveColumns is the blocks table's schema as an s3archive source
+// reads it (package ethblock): the archive's column names, the columns
+// every file holds, the miners interned.
+func BlockArchiveColumns() []s3archive.Column {
+	cols := make([]s3archive.Column, len(ethblock.Schema))
+	for i, c := range ethblock.Schema {
+		cols[i] = s3archive.Column{Name: c.Name, Type: c.Type, Nullable: c.Nullable, File: c.Archive, Required: c.Required, Repeats: c.Repeats}
+	}
+	return cols
+}
+
 // NewSource builds the source a spec names.
 func NewSource(spec SourceSpec, logger *slog.Logger) (stream.Source, error) {
 	return newSource(spec, logger, nil)
@@ -416,7 +427,7 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS) (stream.S
 		if err != nil {
 			return nil, err
 		}
-		o.Logger, o.FS = logger, archiveFS
+		o.Logger, o.FS, o.Columns = logger, archiveFS, BlockArchiveColumns()
 		return s3archive.New(o)
 	case "ethrpc":
 		o, err := ethrpc.ParseURI(spec.URI)

@@ -22,6 +22,7 @@ type listSource struct{ chunks []*stream.Batch }
 
 func (s *listSource) Open(context.Context, stream.SourceEnv) error { return nil }
 func (s *listSource) Description() string                          { return "listSource" }
+func (s *listSource) Schema() stream.Schema                        { return ethblock.StreamSchema() }
 func (s *listSource) Commit(context.Context, stream.Offset) error  { return nil }
 func (s *listSource) Close() error                                 { return nil }
 

@@ -28,7 +28,7 @@ func TestLayers(t *testing.T) {
 		{"state", []string{"engine", "agg", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"agg", []string{"engine", "sink/delta", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"sink/delta", []string{"engine", "state", "agg", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
-		{"sources/s3archive", []string{"engine", "state", "agg", "sink/delta", "sources/ethrpc", "pipeline", "demo"}},
+		{"sources/s3archive", []string{"engine", "state", "agg", "sink/delta", "ethblock", "sources/ethrpc", "pipeline", "demo"}},
 		{"sources/ethrpc", []string{"engine", "state", "agg", "sink/delta", "sources/s3archive", "pipeline", "demo"}},
 		{"engine", []string{"ethblock", "chain", "sources/s3archive", "sources/ethrpc", "agg", "state", "sink/delta", "pipeline", "demo", "query", "filter"}},
 		{"filter", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "shape"}},

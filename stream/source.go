@@ -25,8 +25,10 @@ type SourceEnv struct {
 	// FS is the file system of the checkpoint; all checkpoint I/O goes through it.
 	FS vfs.FS
 	// Columns is the projection: the columns the query reads, never ColSource
-	// (the engine adds it). Nil means every column the source produces. A
-	// source must not decode columns outside the projection.
+	// (the engine adds it), each a field of the source's Schema (the engine
+	// refuses a query that reads any other before it writes anything). Nil
+	// means every column of Schema. A source must not decode columns outside
+	// the projection.
 	Columns []string
 	// Committed is the end offset of the source's last committed batch, nil if
 	// the name was never committed; a source honours start options such as
@@ -44,6 +46,14 @@ type SourceEnv struct {
 // manner of Spark's MicroBatchStream with admission control. The engine calls
 // its methods from one goroutine at a time.
 type Source interface {
+	// Schema declares the rows the source produces, as Spark's Source
+	// starts with `def schema: StructType`: every column a batch may carry,
+	// its type and nullability (Key is empty). It is known before Open,
+	// from the source's configuration alone, and never changes: the
+	// engine resolves the query against it, and refuses, before anything
+	// is written, a query that reads a column it lacks. Never ColSource,
+	// which the engine adds.
+	Schema() Schema
 	// Open prepares the source for a run.
 	Open(ctx context.Context, env SourceEnv) error
 	// Description names the source for progress reports, e.g.

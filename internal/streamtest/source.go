@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ethstream/ethstream/stream"
@@ -31,6 +32,9 @@ type Source struct {
 	// Points, when set, is hit at read-start, read-mid (after the first
 	// chunk) and source-commit.
 	Points *Points
+	// Fields, when set, is the declared schema (stream.Source.Schema);
+	// nil declares the columns of the rows appended so far.
+	Fields []stream.Field
 
 	mu      sync.Mutex
 	rows    stream.Batch
@@ -94,6 +98,21 @@ func (s *Source) Open(_ context.Context, env stream.SourceEnv) error {
 	s.env, s.capAt = env, -1
 	s.opens++
 	return nil
+}
+
+// Schema is Fields, or else the columns of the rows appended so far, a
+// column nullable when a row holds a null in it.
+func (s *Source) Schema() stream.Schema {
+	if s.Fields != nil {
+		return stream.Schema{Fields: slices.Clone(s.Fields)}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sc stream.Schema
+	for _, c := range s.rows.Columns {
+		sc.Fields = append(sc.Fields, stream.Field{Name: c.Name, Type: c.Type, Nullable: slices.Contains(c.Valid, false)})
+	}
+	return sc
 }
 
 // Description names the source as Spark names its memory stream.

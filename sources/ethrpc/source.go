@@ -143,6 +143,10 @@ func New(o Options) (*Source, error) {
 // Options returns the options with defaults applied.
 func (s *Source) Options() Options { return s.o }
 
+// Schema is the block schema (package ethblock): a node's blocks are block
+// rows, whatever the projection.
+func (s *Source) Schema() stream.Schema { return ethblock.StreamSchema() }
+
 // Open prepares the source for a run: it checks the projection and sets up
 // the endpoint pool (connections are made on first use).
 func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {

@@ -311,7 +311,7 @@ func TestCorruptLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Close()
-			s, err := New(Options{URI: fileURI(root)})
+			s, err := New(withBlocks(Options{URI: fileURI(root)}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +329,7 @@ func TestCorruptLog(t *testing.T) {
 	fs := vfs.NewMem()
 	env := testEnv(t, fs)
 	env.Committed = off(4)
-	s, _ := New(Options{URI: fileURI(root)})
+	s, _ := New(withBlocks(Options{URI: fileURI(root)}))
 	if err := s.Open(t.Context(), env); !errcode.Is(err, errcode.CheckpointCorrupt) {
 		t.Fatalf("got %v, want %s", err, errcode.CheckpointCorrupt)
 	}
@@ -381,7 +381,7 @@ func TestCrashDuringLogWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		env.FS = faults.FS()
-		s, err := New(o)
+		s, err := New(withBlocks(o))
 		if err != nil {
 			t.Fatal(err)
 		}

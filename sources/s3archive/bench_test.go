@@ -134,7 +134,7 @@ func BenchmarkDecodeDay(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cputime.Self()
 			for b.Loop() {
-				f, err := decodeFileWith(ctx, st, nil, ds, uri, last.Bytes, p.cols, mt)
+				f, err := decodeFileWith(ctx, st, nil, ds, uri, last.Bytes, blockCols(p.cols), mt)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -15,7 +15,6 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/ethblock"
 )
 
 // eraFile writes a small file of era with several row groups and pages.
@@ -81,7 +80,7 @@ var metadataEdits = map[string]func(md *format.FileMetaData, v int64){
 }
 
 func decodeBytes(data []byte) (*decodedFile, error) {
-	return decodeFile(context.Background(), memStore{data}, "mem:///f.parquet", int64(len(data)), ethblock.Columns, &metrics{})
+	return decodeFile(context.Background(), memStore{data}, "mem:///f.parquet", int64(len(data)), blockColumns(), &metrics{})
 }
 
 // TestMetadataBounds: every metadata size out of bounds (2^62 rows, a

@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 	}
 	before := treeSnapshot(t, root)
 	for _, c := range cases {
-		s, err := New(c.opts)
+		s, err := New(withBlocks(c.opts))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
@@ -34,27 +33,6 @@ import (
 // endpoint a request costs ~250 us of CPU in the client and server against
 // ~10 us to copy 64 KiB.
 const footerPrefetch = 128 << 10
-
-// archiveName maps an engine block column to its archive column.
-func archiveName(col string) string {
-	if c, ok := ethblock.Lookup(col); ok {
-		return c.Archive
-	}
-	return col
-}
-
-// requiredColumn reports whether a projected column must exist in every
-// file. The others may be missing from a file and read as null: a column
-// the dataset added later (base_fee_per_gas before the London day's files,
-// withdrawals_root before Shanghai's), or one a file of another writer
-// lacks.
-func requiredColumn(col string) bool {
-	switch col {
-	case ethblock.ColNumber, ethblock.ColHash, ethblock.ColParentHash, ethblock.ColBlockTS, ethblock.ColMiner:
-		return true
-	}
-	return false
-}
 
 // span is a fetched byte range of an object.
 type span struct {
@@ -376,20 +354,17 @@ func schemaElement(md *format.FileMetaData, name string) *format.SchemaElement {
 	return nil
 }
 
-// newColDecoder plans the decoding of engine column name from file f; a nil
-// decoder error with leaf -1 means the column is absent (nulls).
-func newColDecoder(f *parquet.File, name string, intern map[string]string) (*colDecoder, error) {
-	typ, ok := ethblock.ColumnType(name)
-	if !ok || name == stream.ColSource {
-		return nil, fmt.Errorf("unknown block column %q", name)
-	}
-	d := &colDecoder{name: name, arch: archiveName(name), typ: typ, leaf: -1}
-	if name == ethblock.ColMiner {
+// newColDecoder plans the decoding of configured column col from file f; a
+// nil decoder error with leaf -1 means the column is absent (nulls).
+func newColDecoder(f *parquet.File, col Column, intern map[string]string) (*colDecoder, error) {
+	typ := col.Type
+	d := &colDecoder{name: col.Name, arch: col.fileName(), typ: typ, leaf: -1}
+	if col.Repeats {
 		d.intern = intern
 	}
 	c := fileColumn(f, d.arch)
 	if c == nil {
-		if requiredColumn(name) {
+		if col.Required {
 			return nil, fmt.Errorf("required column %q is missing", d.arch)
 		}
 		return d, nil
@@ -898,7 +873,7 @@ type decodedFile struct {
 }
 
 // decodeFile reads the projected columns of the object at uri.
-func decodeFile(ctx context.Context, st store, uri string, size int64, cols []string, m *metrics) (*decodedFile, error) {
+func decodeFile(ctx context.Context, st store, uri string, size int64, cols []Column, m *metrics) (*decodedFile, error) {
 	return decodeFileWith(ctx, st, nil, nil, uri, size, cols, m)
 }
 
@@ -923,7 +898,7 @@ func newDecodeState() *decodeState {
 // decodeFileWith is decodeFile fetching column chunks through pool (nil:
 // goroutines of its own) with the state ds of the calling goroutine (nil:
 // a state for this file).
-func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeState, uri string, size int64, cols []string, m *metrics) (_ *decodedFile, err error) {
+func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeState, uri string, size int64, cols []Column, m *metrics) (_ *decodedFile, err error) {
 	start := time.Now()
 	defer func() { m.decodeNanos.Add(int64(time.Since(start))) }()
 	if ds == nil {
@@ -954,8 +929,8 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeSt
 		return nil, err
 	}
 	decs := make([]*colDecoder, len(cols))
-	for i, name := range cols {
-		if decs[i], err = newColDecoder(f, name, ds.intern); err != nil {
+	for i, col := range cols {
+		if decs[i], err = newColDecoder(f, col, ds.intern); err != nil {
 			return nil, unreadable(err, uri, "unsupported archive schema")
 		}
 	}

@@ -108,7 +108,7 @@ func decodeRows[T any](t *testing.T, rows []T, cols []string) []string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := decodeFile(context.Background(), memStore{buf.Bytes()}, "mem:///f.parquet", int64(buf.Len()), cols, &metrics{})
+	out, err := decodeFile(context.Background(), memStore{buf.Bytes()}, "mem:///f.parquet", int64(buf.Len()), blockCols(cols), &metrics{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestDecodeStateReuse(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got[i], err = decodeFileWith(t.Context(), st, nil, ds, uri(f.path), info.Size(), f.cols, m); err != nil {
+				if got[i], err = decodeFileWith(t.Context(), st, nil, ds, uri(f.path), info.Size(), blockCols(f.cols), m); err != nil {
 					t.Fatal(err)
 				}
 			}

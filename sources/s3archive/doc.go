@@ -132,11 +132,13 @@
 // decoded with parquet-go's page API into columnar engine batches: one
 // batch per row group, in log order then row-group order. Parallelism files are fetched
 // and decoded at once, by long-lived workers, up to 2 x Parallelism files
-// ahead of emission. Columns are matched by name per file
-// (engine block_ts is the archive's timestamp; every block column of
-// package ethblock is read, the projected ones only) and may drift between
-// files: a missing column other than number, hash, parent_hash, timestamp
-// and miner becomes nulls (base_fee_per_gas in files before the London
+// ahead of emission. The source knows no column of its own: its caller
+// configures the files' schema (Options.Columns, which is Source.Schema;
+// for the blocks table the pipeline wires package ethblock's). Columns are
+// matched by their file name per file (engine block_ts is the archive's
+// timestamp), the projected ones only, and may drift between files: a
+// missing column not configured Required (for blocks: other than number,
+// hash, parent_hash, timestamp and miner) becomes nulls (base_fee_per_gas in files before the London
 // day's, withdrawals_root before Shanghai's); optional columns keep their
 // nulls; INT96 and INT64 timestamps (millis, micros, nanos; unannotated
 // integers by magnitude); INT32, INT64, DOUBLE and DECIMAL integers; DOUBLE,

@@ -22,7 +22,7 @@ func TestEngineBackfill(t *testing.T) {
 	sink := streamtest.NewSink()
 	fs := vfs.NewMem()
 	run := func(maxBatches int) *engine.RunSummary {
-		s, err := NewFromURI(fileURI(filepath.Join(root, "v1.0/eth/blocks")) + "?maxFilesPerTrigger=5")
+		s, err := NewFromURI(fileURI(filepath.Join(root, "v1.0/eth/blocks"))+"?maxFilesPerTrigger=5", blockColumns())
 		if err != nil {
 			t.Fatal(err)
 		}

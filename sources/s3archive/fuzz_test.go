@@ -14,7 +14,6 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/ethblock"
 )
 
 // memStore serves one object from memory.
@@ -54,7 +53,7 @@ func FuzzDecodeFile(f *testing.F) {
 			data = bytes.Clone(data)
 			data[int(at)%len(data)] ^= x
 		}
-		out, err := decodeFile(context.Background(), memStore{data}, "mem:///f.parquet", int64(len(data)), ethblock.Columns, &metrics{})
+		out, err := decodeFile(context.Background(), memStore{data}, "mem:///f.parquet", int64(len(data)), blockColumns(), &metrics{})
 		if err != nil {
 			if !errcode.Is(err, ArchiveFileUnreadable) {
 				t.Fatalf("error without %s: %v", ArchiveFileUnreadable, err)

@@ -306,7 +306,7 @@ func testEnv(t testing.TB, fs vfs.FS, cols ...string) stream.SourceEnv {
 
 func openSource(t testing.TB, o Options, env stream.SourceEnv) *Source {
 	t.Helper()
-	s, err := New(o)
+	s, err := New(withBlocks(o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,3 +369,28 @@ func batchRows(b *stream.Batch) []block {
 func off(n int64) stream.Offset { return formatOffset(n) }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// blockColumns is the blocks table's schema as the pipeline configures it
+// (pipeline.BlockArchiveColumns, which this package's tests cannot import).
+func blockColumns() []Column {
+	cols := make([]Column, len(ethblock.Schema))
+	for i, c := range ethblock.Schema {
+		cols[i] = Column{Name: c.Name, Type: c.Type, Nullable: c.Nullable, File: c.Archive, Required: c.Required, Repeats: c.Repeats}
+	}
+	return cols
+}
+
+// blockCols is the projection names of the block schema.
+func blockCols(names []string) []Column {
+	cols, err := projectColumns(blockColumns(), names)
+	if err != nil {
+		panic(err)
+	}
+	return cols
+}
+
+// withBlocks is o reading the block schema.
+func withBlocks(o Options) Options {
+	o.Columns = blockColumns()
+	return o
+}

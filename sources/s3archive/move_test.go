@@ -75,7 +75,7 @@ func checkMove(t *testing.T, uri, old string, env stream.SourceEnv) (*Source, bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(o)
+	s, err := New(withBlocks(o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestMoveRecordCorrupt(t *testing.T) {
 			}
 			_, _ = f.Write([]byte(content))
 			f.Close()
-			s, err := New(Options{URI: blocksURI(a)})
+			s, err := New(withBlocks(Options{URI: blocksURI(a)}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,11 +41,16 @@ const (
 	PublicBucketRegion = "us-east-2"
 )
 
-// Options configure a Source. The zero value of every field but URI is valid.
+// Options configure a Source. The zero value of every field but URI and
+// Columns is valid.
 type Options struct {
 	// URI is s3://bucket/prefix or file:///abs/path: the directory holding the
 	// date=YYYY-MM-DD partitions (e.g. .../v1.0/eth/blocks).
 	URI string
+	// Columns are the columns the files hold, the source's schema
+	// (Source.Schema) in this order; New refuses none. ParseURI leaves it
+	// to the caller: the URI names a location, not a schema.
+	Columns []Column
 	// Endpoint is a custom S3 endpoint (http://127.0.0.1:9000); empty for AWS.
 	Endpoint string
 	// Region of the bucket; DefaultRegion when empty and the environment names none.

@@ -124,14 +124,14 @@ func FuzzParseLog(f *testing.F) {
 }
 
 func TestNewFromURI(t *testing.T) {
-	s, err := NewFromURI("file:///tmp/x/v1.0/eth/blocks?maxFilesPerTrigger=5")
+	s, err := NewFromURI("file:///tmp/x/v1.0/eth/blocks?maxFilesPerTrigger=5", blockColumns())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Description() != "FileStreamSource[file:///tmp/x/v1.0/eth/blocks]" || s.opts.MaxFilesPerTrigger != 5 {
 		t.Fatalf("%s %+v", s.Description(), s.opts)
 	}
-	if _, err := NewFromURI("s3://b/p?bogus=1"); !errcode.Is(err, errcode.InvalidArgument) {
+	if _, err := NewFromURI("s3://b/p?bogus=1", blockColumns()); !errcode.Is(err, errcode.InvalidArgument) {
 		t.Fatalf("got %v", err)
 	}
 }

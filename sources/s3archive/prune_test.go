@@ -166,7 +166,7 @@ func TestPruneCrashLoop(t *testing.T) {
 		}
 		e := env
 		e.FS = faults.FS()
-		s, err := New(o)
+		s, err := New(withBlocks(o))
 		if err != nil {
 			t.Fatal(err)
 		}

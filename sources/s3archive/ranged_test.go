@@ -97,7 +97,7 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 		t.Run(c.name+fmt.Sprint(cols), func(t *testing.T) {
 			m := &metrics{}
 			rec := &recordingStore{store: shapedStore{&localStore{fs: vfs.Default, root: root, m: m}, shape}}
-			f, err := decodeFile(t.Context(), rec, fileURI(path), size, cols, m)
+			f, err := decodeFile(t.Context(), rec, fileURI(path), size, blockCols(cols), m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,8 +110,8 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 			want := map[string]bool{}
 			var projected int64
 			for _, c := range cols {
-				want[archiveName(c)] = true
-				for _, r := range chunks[archiveName(c)] {
+				want[blockCols([]string{c})[0].fileName()] = true
+				for _, r := range chunks[blockCols([]string{c})[0].fileName()] {
 					projected += r.end - r.off
 				}
 			}
@@ -147,7 +147,7 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 			// Everything projected outside the footer tail was fetched, nothing more.
 			var projectedBeforeTail int64
 			for _, c := range cols {
-				for _, r := range chunks[archiveName(c)] {
+				for _, r := range chunks[blockCols([]string{c})[0].fileName()] {
 					projectedBeforeTail += max(0, min(r.end, footerStart)-r.off)
 				}
 			}

@@ -222,7 +222,7 @@ func TestUnreadableRoot(t *testing.T) {
 }
 
 func TestProjectionRejectsUnknownColumn(t *testing.T) {
-	s, err := New(Options{URI: fileURI(t.TempDir())})
+	s, err := New(withBlocks(Options{URI: fileURI(t.TempDir())}))
 	if err != nil {
 		t.Fatal(err)
 	}

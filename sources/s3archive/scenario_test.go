@@ -134,7 +134,7 @@ func (sc *admissionScript) open(w *streamtest.World, td *datadriven.TestData) st
 	sc.env.MinBatchesToRetain = 0
 	td.MaybeScanArgs(t, "retain", &sc.env.MinBatchesToRetain)
 	var err error
-	if sc.s, err = New(o); err != nil {
+	if sc.s, err = New(withBlocks(o)); err != nil {
 		return "error: " + err.Error()
 	}
 	if err := sc.s.Open(t.Context(), sc.env); err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -13,7 +14,6 @@ import (
 
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/readahead"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -29,6 +29,7 @@ type Source struct {
 	parall int
 
 	env    stream.SourceEnv
+	cols   []Column // the projection, resolved at Open
 	log    *fileLog
 	logger *slog.Logger
 	opened bool
@@ -81,6 +82,10 @@ func New(o Options) (*Source, error) {
 	if o.BatchTimeout <= 0 {
 		o.BatchTimeout = DefaultBatchTimeout
 	}
+	if err := validColumns(o.Columns); err != nil {
+		return nil, err
+	}
+	o.Columns = slices.Clone(o.Columns)
 	s := &Source{opts: o, m: &metrics{}, parall: o.Parallelism}
 	if s.parall == 0 {
 		s.parall = DefaultParallelism
@@ -123,21 +128,20 @@ func (s *Source) clock() stream.Clock {
 // Description names the source in progress reports.
 func (s *Source) Description() string { return "FileStreamSource[" + s.opts.URI + "]" }
 
+// Schema is the columns the source was configured to read (Options.Columns).
+func (s *Source) Schema() stream.Schema { return schemaOf(s.opts.Columns) }
+
 // Open loads the source log from env.MetadataDir: the latest compact file and
 // the files after it.
 func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if env.FS == nil || env.MetadataDir == "" {
 		return fmt.Errorf("open %s: SourceEnv lacks FS or MetadataDir", s.Description())
 	}
-	for _, c := range env.Columns {
-		if _, ok := ethblock.ColumnType(c); !ok || c == stream.ColSource {
-			return errcode.New(errcode.InvalidArgument, "", "project only the block columns "+strings.Join(ethblock.Columns, ", "),
-				"s3archive cannot produce column %q", c)
-		}
+	cols, err := projectColumns(s.opts.Columns, env.Columns)
+	if err != nil {
+		return err
 	}
-	if env.Columns == nil {
-		env.Columns = ethblock.Columns // no projection: every block column
-	}
+	s.cols = cols
 	s.env = env
 	s.logger = s.opts.Logger
 	if s.logger == nil {
@@ -427,7 +431,7 @@ func (s *Source) readFile(ctx context.Context, pool *fetchPool, ds *decodeState,
 		}
 		size = n
 	}
-	f, err := decodeFileWith(ctx, s.st, pool, ds, uri, size, s.env.Columns, s.m)
+	f, err := decodeFileWith(ctx, s.st, pool, ds, uri, size, s.cols, s.m)
 	if err != nil {
 		// The listed size may be stale (the object was replaced): ask again
 		// when the batch is re-run.
@@ -462,12 +466,13 @@ func (s *Source) ReportLatestOffset() stream.Offset {
 // skippedFiles and, when any, skipped (comma-separated URIs).
 func (s *Source) Metrics() map[string]string { return s.m.snapshot() }
 
-// NewFromURI is ParseURI followed by New: the form the CLI's
-// --source NAME=s3archive:URI uses.
-func NewFromURI(uri string) (*Source, error) {
+// NewFromURI is ParseURI followed by New, reading files of columns cols:
+// the form the CLI's --source NAME=s3archive:URI uses.
+func NewFromURI(uri string, cols []Column) (*Source, error) {
 	o, err := ParseURI(uri)
 	if err != nil {
 		return nil, err
 	}
+	o.Columns = cols
 	return New(o)
 }
