@@ -219,8 +219,11 @@ func operandReads(o Operand, name string) bool {
 // NULL and its BIGINT overflow an error in both of Spark's ANSI modes
 // (docs/contracts.md, Expressions).
 func (q *Query) Expressions() bool {
+	if q.Having != nil {
+		return true
+	}
 	for _, a := range q.Aggs {
-		if a.Arg != nil {
+		if a.Arg != nil || a.Func == "ratio" {
 			return true
 		}
 	}

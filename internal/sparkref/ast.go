@@ -33,6 +33,8 @@ type Query struct {
 	WatermarkColumn string
 	Mode            string // "update", "append" (windows with a watermark) or "complete"
 	ANSI            bool   // spark.sql.ansi.enabled
+	// Having is HAVING count(*) > *Having (nil: none).
+	Having *int64
 
 	spell spelling
 }
@@ -44,7 +46,8 @@ type Window struct {
 }
 
 // Agg is one aggregate: Func is count, sum, min, max or avg; Column ""
-// means count(*).
+// means count(*). Func "ratio" is the expression over aggregates
+// sum(Column) / count(*), computed after the aggregation (always aliased).
 type Agg struct {
 	Func, Column string
 	// Arg, when set, is the input: an expression (Column is then "" and
@@ -232,6 +235,9 @@ func (q *Query) Render() string {
 	if groups := q.groupBy(win, order); len(groups) > 0 {
 		b.WriteString(" " + q.kw("group by") + " " + strings.Join(groups, ", "))
 	}
+	if q.Having != nil {
+		fmt.Fprintf(&b, " %s count(*) > %d", q.kw("having"), *q.Having)
+	}
 	return b.String()
 }
 
@@ -300,6 +306,9 @@ func (q *Query) aggItems() []string {
 			}
 		}
 		s := f + "(" + arg + ")"
+		if a.Func == "ratio" {
+			s = "sum(" + arg + ") / count(*)"
+		}
 		if a.Alias != "" {
 			s += " " + q.kw("as") + " " + a.Alias
 		}
@@ -349,4 +358,19 @@ func (q *Query) WatermarkOption() string {
 		return ""
 	}
 	return fmt.Sprintf("%s, %d seconds", q.WatermarkColumn, int64(q.Watermark/time.Second))
+}
+
+// aggOrder is the order of the aggregates' output columns: the aggregates,
+// then the expressions over aggregates (ratio), each in SELECT order (the
+// post-aggregation stage appends its columns).
+func (q *Query) aggOrder() []int {
+	var out, post []int
+	for i, a := range q.Aggs {
+		if a.Func == "ratio" {
+			post = append(post, i)
+		} else {
+			out = append(out, i)
+		}
+	}
+	return append(out, post...)
 }

@@ -159,7 +159,7 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	}
 	for i := range 1 + rng.IntN(4) {
 		a := g.agg(rng)
-		if a.Arg != nil || rng.IntN(3) == 0 || containsAgg(q.Aggs, a) {
+		if a.Arg != nil || a.Func == "ratio" || rng.IntN(3) == 0 || containsAgg(q.Aggs, a) {
 			a.Alias = pick(rng, []string{"n", "X", "Avg_Tx", "total"}) + strconv.Itoa(i)
 		}
 		q.Aggs = append(q.Aggs, a)
@@ -176,6 +176,10 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	}
 	if rng.IntN(10) < 7 {
 		q.Where = g.expr(rng, q, 0)
+	}
+	if rng.IntN(6) == 0 {
+		k := int64(rng.IntN(4))
+		q.Having = &k
 	}
 	head := len(q.Keys)
 	if q.Window != nil {
@@ -256,6 +260,9 @@ func spellDuration(rng *rand.Rand, d time.Duration) string {
 func (g *Gen) agg(rng *rand.Rand) Agg {
 	switch rng.IntN(8) {
 	case 6:
+		if rng.IntN(3) == 0 {
+			return Agg{Func: "ratio", Column: pick(rng, g.cols(stream.Int64, stream.Float64)).Name}
+		}
 		return Agg{Func: pick(rng, []string{"sum", "avg", "min", "max", "count"}), Arg: g.arith(rng, 0)}
 	case 0:
 		return Agg{Func: "count"}

@@ -164,9 +164,12 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 		if !ev.emitted(g, wmMs) {
 			continue
 		}
+		if q.Having != nil && g.rows <= *q.Having {
+			continue // HAVING count(*) > k: count(*) only grows, so the last emission is the final value
+		}
 		vals := slices.Clone(g.key)
-		for i, a := range q.Aggs {
-			vals = append(vals, ev.result(a, &g.aggs[i], g.rows))
+		for _, i := range q.aggOrder() {
+			vals = append(vals, ev.result(q.Aggs[i], &g.aggs[i], g.rows))
 		}
 		res.Rows = append(res.Rows, OutRow{Key: kt, Values: vals})
 	}
@@ -267,8 +270,8 @@ func (ev *evaluator) columns() []string {
 		cols = append(cols, "window_start", "window_end")
 	}
 	cols = append(cols, ev.q.Keys...)
-	for _, a := range ev.q.Aggs {
-		cols = append(cols, a.Name())
+	for _, i := range ev.q.aggOrder() {
+		cols = append(cols, ev.q.Aggs[i].Name())
 	}
 	return cols
 }
@@ -341,7 +344,7 @@ func (ev *evaluator) add(g *group, r Row) int {
 		case int64:
 			b.isum.Add(&b.isum, big.NewInt(x))
 			b.fsum += float64(x)
-			if a.Func == "sum" && over < 0 && (b.isum.Cmp(minLong) < 0 || b.isum.Cmp(maxLong) > 0) {
+			if (a.Func == "sum" || a.Func == "ratio") && over < 0 && (b.isum.Cmp(minLong) < 0 || b.isum.Cmp(maxLong) > 0) {
 				over = i
 			}
 			if b.min == nil || x < b.min.(int64) {
@@ -377,6 +380,13 @@ func (ev *evaluator) result(a Agg, b *buffer, rows int64) any {
 		return nil
 	}
 	switch a.Func {
+	case "ratio": // sum(x) / count(*): a DOUBLE division of the (wrapped) sum
+		if ev.typ[a.Column] == stream.Float64 {
+			return b.fsum / float64(rows)
+		}
+		var m big.Int
+		m.And(&b.isum, new(big.Int).SetUint64(math.MaxUint64))
+		return float64(int64(m.Uint64())) / float64(rows)
 	case "sum":
 		if a.Arg != nil && ev.numType(a.Arg) == stream.Float64 || a.Arg == nil && ev.typ[a.Column] == stream.Float64 {
 			return b.fsum
