@@ -56,6 +56,9 @@ func (n *castNode) eval(c *ctx, sel []bool) (*vec, error) {
 		}
 		return out, nil
 	}
+	if fastCast(x, out, from, n.to) {
+		return out, nil
+	}
 	for r := 0; r < c.n; r++ {
 		if out.null(r) {
 			continue
@@ -71,6 +74,30 @@ func (n *castNode) eval(c *ctx, sel []bool) (*vec, error) {
 		set(out, r, v)
 	}
 	return out, nil
+}
+
+// fastCast converts the casts that cannot fail, a whole column at a
+// time, and reports whether it did.
+func fastCast(x, out *vec, from, to Type) bool {
+	switch {
+	case from.integral() && to.Kind == stream.Float64:
+		for r, v := range x.i {
+			out.f[r] = float64(v)
+		}
+	case from.Kind == stream.Int32 && to.Kind == stream.Int64, from == Boolean && to.integral():
+		copy(out.i, x.i)
+	case from.Kind == stream.Date && to.Kind == stream.Timestamp:
+		for r, v := range x.i {
+			out.i[r] = v * usPerDay
+		}
+	case from.Kind == stream.Timestamp && to.Kind == stream.Date:
+		for r, v := range x.i {
+			out.i[r] = floorDiv(v, usPerDay)
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 func castError(code string, v any, from, to Type, e Expr) error {

@@ -87,6 +87,26 @@ func dateTrunc(_ *compiler, call Call, args []node) (node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if unit, ok := constArg(call, 0); ok {
+		var step int64
+		switch strings.ToUpper(unit.(string)) {
+		case "DAY", "DD":
+			step = usPerDay
+		case "HOUR":
+			step = 3_600_000_000
+		case "MINUTE":
+			step = 60_000_000
+		case "SECOND":
+			step = 1_000_000
+		case "MILLISECOND":
+			step = 1000
+		case "MICROSECOND":
+			step = 1
+		}
+		if step > 0 {
+			return &mapNode{x: a[1], t: Timestamp, src: call, i: func(us int64) int64 { return floorDiv(us, step) * step }}, nil
+		}
+	}
 	return strict(call.Name, Timestamp, a, call, func(_ *ctx, v []any) (any, error) {
 		us := v[1].(int64)
 		t := ts(us)

@@ -98,6 +98,8 @@ func TestEvaluate(t *testing.T) {
 		{name: "dayofweek", e: call("dayofweek", col("t")), want: "3 | 5 | 4", typ: "INT"},
 		{name: "timestamp plus interval", e: Arith{Op: "+", L: col("t"), R: Interval{Micros: 3_600_000_000}}, want: "2023-11-14 23:15:23.456789 | 1970-01-01 01:00:00 | 1970-01-01 00:59:59.999999", typ: "TIMESTAMP"},
 		{name: "lower substring", e: call("lower", call("substring", col("s"), i(1), i(5))), want: "miner |  | abc", typ: "STRING"},
+		{name: "substring at a computed position", e: call("substring", col("s"), Arith{Op: "-", L: call("length", col("s")), R: i(1)}, i(2)), want: "_A |  | bc", typ: "STRING"},
+		{name: "date_trunc month", e: call("date_trunc", str("mon"), col("t")), want: "2023-11-01 00:00:00 | 1970-01-01 00:00:00 | 1969-12-01 00:00:00", typ: "TIMESTAMP"},
 		{name: "substring negative", e: call("substr", col("s"), i(-2)), want: "_A |  | bc", typ: "STRING"},
 		{name: "concat with null", e: call("concat", col("s"), Cast{X: col("x"), To: String}), want: "Miner_A7 | 9223372036854775807 | NULL", typ: "STRING"},
 		{name: "concat_ws skips null", e: call("concat_ws", str("-"), col("s"), Cast{X: col("x"), To: String}), want: "Miner_A-7 | -9223372036854775807 | abc", typ: "STRING"},

@@ -152,6 +152,17 @@ func strict(name string, t Type, args []node, call Call, f func(c *ctx, a []any)
 	return &rowFunc{name: name, args: args, t: t, strict: true, f: f, src: call}
 }
 
+// stringMap builds a one-argument string function on the fast path.
+func stringMap(f func(string) string) func(*compiler, Call, []node) (node, error) {
+	return func(_ *compiler, call Call, args []node) (node, error) {
+		a, err := want(call, args, String)
+		if err != nil {
+			return nil, err
+		}
+		return &mapNode{x: a[0], t: String, s: f, src: call}, nil
+	}
+}
+
 // stringFn builds a strict function of string arguments.
 func stringFn(t Type, f func(a []any) any, types ...Type) func(*compiler, Call, []node) (node, error) {
 	return func(_ *compiler, call Call, args []node) (node, error) {
@@ -168,18 +179,12 @@ func stringFn(t Type, f func(a []any) any, types ...Type) func(*compiler, Call, 
 
 func init() {
 	functions = map[string]funcSpec{
-		"lower": {1, 1, stringFn(String, func(a []any) any { return strings.ToLower(a[0].(string)) })},
-		"upper": {1, 1, stringFn(String, func(a []any) any { return strings.ToUpper(a[0].(string)) })},
+		"lower": {1, 1, stringMap(strings.ToLower)},
+		"upper": {1, 1, stringMap(strings.ToUpper)},
 		"length": {1, 1, stringFn(Int, func(a []any) any {
 			return int64(utf8.RuneCountInString(a[0].(string)))
 		})},
-		"substring": {2, 3, stringFn(String, func(a []any) any {
-			l := int64(math.MaxInt32)
-			if len(a) > 2 {
-				l = a[2].(int64)
-			}
-			return substring(a[0].(string), a[1].(int64), l)
-		}, String, Int, Int)},
+		"substring": {2, 3, substringFn},
 		"concat": {0, -1, stringFn(String, func(a []any) any {
 			var b strings.Builder
 			for _, s := range a {
@@ -205,9 +210,9 @@ func init() {
 				return strings.Join(parts, v[0].(string)), nil
 			}}, nil
 		}},
-		"trim":  {1, 1, stringFn(String, func(a []any) any { return strings.Trim(a[0].(string), " ") })},
-		"ltrim": {1, 1, stringFn(String, func(a []any) any { return strings.TrimLeft(a[0].(string), " ") })},
-		"rtrim": {1, 1, stringFn(String, func(a []any) any { return strings.TrimRight(a[0].(string), " ") })},
+		"trim":  {1, 1, stringMap(func(s string) string { return strings.Trim(s, " ") })},
+		"ltrim": {1, 1, stringMap(func(s string) string { return strings.TrimLeft(s, " ") })},
+		"rtrim": {1, 1, stringMap(func(s string) string { return strings.TrimRight(s, " ") })},
 		"lpad":  {2, 3, stringFn(String, func(a []any) any { return pad(a, true) }, String, Int, String)},
 		"rpad":  {2, 3, stringFn(String, func(a []any) any { return pad(a, false) }, String, Int, String)},
 		"starts_with": {2, 2, stringFn(Boolean, func(a []any) any {
@@ -262,6 +267,37 @@ func init() {
 		functions[a] = functions[f]
 	}
 	addDatetime()
+}
+
+// substringFn is substring(str, pos[, len]); with literal positions it
+// runs on the fast path.
+func substringFn(c *compiler, call Call, args []node) (node, error) {
+	pos, ok1 := constArg(call, 1)
+	l, ok2 := any(int64(math.MaxInt32)), true
+	if len(call.Args) > 2 {
+		l, ok2 = constArg(call, 2)
+	}
+	p, isInt1 := pos.(int64)
+	n, isInt2 := l.(int64)
+	if ok1 && ok2 && isInt1 && isInt2 {
+		a, err := want(call, args[:1], String)
+		if err != nil {
+			return nil, err
+		}
+		return &mapNode{x: a[0], t: String, src: call, s: func(s string) string {
+			if out, ok := asciiSubstring(s, p, n); ok {
+				return out
+			}
+			return substring(s, p, n)
+		}}, nil
+	}
+	return stringFn(String, func(a []any) any {
+		l := int64(math.MaxInt32)
+		if len(a) > 2 {
+			l = a[2].(int64)
+		}
+		return substring(a[0].(string), a[1].(int64), l)
+	}, String, Int, Int)(c, call, args)
 }
 
 // substring is Spark's 1-based substring: a negative pos counts from the
