@@ -219,7 +219,7 @@ func operandReads(o Operand, name string) bool {
 // NULL and its BIGINT overflow an error in both of Spark's ANSI modes
 // (docs/contracts.md, Expressions).
 func (q *Query) Expressions() bool {
-	if q.Having != nil {
+	if q.Having != nil || len(q.KeyExprs) > 0 {
 		return true
 	}
 	for _, a := range q.Aggs {

@@ -35,6 +35,8 @@ type Query struct {
 	ANSI            bool   // spark.sql.ansi.enabled
 	// Having is HAVING count(*) > *Having (nil: none).
 	Having *int64
+	// KeyExprs are group keys that are expressions, after Keys.
+	KeyExprs []KeyExpr
 
 	spell spelling
 }
@@ -224,6 +226,9 @@ func (q *Query) Render() string {
 	for _, i := range order {
 		items = append(items, head[i])
 	}
+	for _, k := range q.KeyExprs {
+		items = append(items, k.Text()+" "+q.kw("as")+" "+k.Alias)
+	}
 	items = append(items, q.aggItems()...)
 	b.WriteString(q.kw("select") + " ")
 	b.WriteString(strings.Join(items, ", "))
@@ -232,7 +237,15 @@ func (q *Query) Render() string {
 		b.WriteString(" " + q.kw("where") + " ")
 		q.Where.render(&b)
 	}
-	if groups := q.groupBy(win, order); len(groups) > 0 {
+	groups := q.groupBy(win, order)
+	for _, k := range q.KeyExprs {
+		if k.ByAlias {
+			groups = append(groups, k.Alias)
+		} else {
+			groups = append(groups, k.Text())
+		}
+	}
+	if len(groups) > 0 {
 		b.WriteString(" " + q.kw("group by") + " " + strings.Join(groups, ", "))
 	}
 	if q.Having != nil {
@@ -373,4 +386,22 @@ func (q *Query) aggOrder() []int {
 		}
 	}
 	return append(out, post...)
+}
+
+// KeyExpr is a group key computed from a column: Func is lower (a STRING
+// column), mod3 (BIGINT % 3) or hour (date_trunc('HOUR', ts)).
+type KeyExpr struct {
+	Func, Column, Alias string
+	ByAlias             bool // GROUP BY the alias rather than the expression
+}
+
+// Text is the expression as written.
+func (k KeyExpr) Text() string {
+	switch k.Func {
+	case "lower":
+		return "lower(" + k.Column + ")"
+	case "mod3":
+		return "(" + k.Column + " % 3)"
+	}
+	return "date_trunc('HOUR', " + k.Column + ")"
 }

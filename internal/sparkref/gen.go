@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,6 +181,23 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	if rng.IntN(6) == 0 {
 		k := int64(rng.IntN(4))
 		q.Having = &k
+	}
+	for i := range rng.IntN(3) / 2 * (1 + rng.IntN(2)) {
+		k := KeyExpr{Alias: "gk" + strconv.Itoa(i), ByAlias: rng.IntN(2) == 0}
+		switch rng.IntN(3) {
+		case 0:
+			k.Func, k.Column = "lower", pick(rng, g.cols(stream.String)).Name
+		case 1:
+			k.Func, k.Column = "mod3", pick(rng, g.cols(stream.Int64)).Name
+		default:
+			k.Func, k.Column = "hour", g.EventTime
+		}
+		if !slices.ContainsFunc(q.KeyExprs, func(o KeyExpr) bool { return o.Func == k.Func && o.Column == k.Column }) {
+			// ethstream resolves a GROUP BY expression to the first SELECT item
+			// with its text: the same expression twice is refused
+			// (docs/contracts.md).
+			q.KeyExprs = append(q.KeyExprs, k)
+		}
 	}
 	head := len(q.Keys)
 	if q.Window != nil {

@@ -155,7 +155,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 			wmMs = max(wmMs, maxMs-q.Watermark.Milliseconds())
 		}
 	}
-	if q.Window == nil && len(q.Keys) == 0 && len(groups) == 0 {
+	if q.Window == nil && len(q.Keys) == 0 && len(q.KeyExprs) == 0 && len(groups) == 0 {
 		res.EmptyGlobal = true
 	}
 	slices.Sort(order)
@@ -270,6 +270,9 @@ func (ev *evaluator) columns() []string {
 		cols = append(cols, "window_start", "window_end")
 	}
 	cols = append(cols, ev.q.Keys...)
+	for _, k := range ev.q.KeyExprs {
+		cols = append(cols, k.Alias)
+	}
 	for _, i := range ev.q.aggOrder() {
 		cols = append(cols, ev.q.Aggs[i].Name())
 	}
@@ -311,6 +314,20 @@ func (ev *evaluator) key(wk instance, r Row) []any {
 	}
 	for _, c := range ev.q.Keys {
 		k = append(k, r[ev.idx[c]])
+	}
+	for _, e := range ev.q.KeyExprs {
+		v := r[ev.idx[e.Column]]
+		if v != nil {
+			switch e.Func {
+			case "lower":
+				v = strings.ToLower(v.(string))
+			case "mod3":
+				v = v.(int64) % 3 // Java's remainder: the sign of the dividend
+			case "hour":
+				v = floorDiv(v.(int64), 3_600_000_000) * 3_600_000_000
+			}
+		}
+		k = append(k, v)
 	}
 	return k
 }
