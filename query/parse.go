@@ -349,9 +349,12 @@ func (p *parser) end() error {
 	t := p.peek()
 	switch {
 	case t.is("order"), t.is("sort"), t.is("cluster"), t.is("distribute"):
-		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (a streaming aggregation emits rows as windows change)")
+		// Spark's UnsupportedOperationChecker allows a sort only after an
+		// aggregation in complete mode; ethstream's table is MERGEd, so
+		// the order of the rows it emits is not kept in any mode.
+		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (Spark: sorting is not supported on streaming DataFrames/Datasets, unless it is on aggregated DataFrame/Dataset in Complete output mode; ethstream's Delta table keeps no row order in any mode)")
 	case t.is("limit"):
-		return unsupported(p.src, t.pos, "LIMIT")
+		return unsupported(p.src, t.pos, "LIMIT (Spark: limits are not supported on streaming DataFrames/Datasets in Update output mode; ethstream runs none)")
 	case t.is("union"), t.is("except"), t.is("intersect"), t.is("minus"):
 		return unsupported(p.src, t.pos, strings.ToUpper(t.text))
 	case t.is("window"):
