@@ -52,9 +52,6 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	for i, ns := range q.Sources {
 		names[i] = ns.Name
 	}
-	if err := validateNames(names, s); err != nil {
-		return nil, err
-	}
 	snap, err := readSnapshot(fs, dir)
 	if err != nil {
 		return nil, err

@@ -435,6 +435,13 @@ func (r *resolver) selectColumn(it Item) error {
 	if _, ok := r.colType(it.Col); !ok {
 		return r.unresolved(it.Pos, it.Col)
 	}
+	if len(r.sel.GroupBy) == 0 && !slices.ContainsFunc(r.sel.Items, func(it Item) bool { return it.Agg != "" }) {
+		// No aggregate at all: GROUP BY alone would only lead to "the query
+		// has no aggregate". Say what each intent needs.
+		return invalidQuery(r.src, it.Pos, "to aggregate per "+it.Col+", add an aggregate and GROUP BY "+it.Col+
+			" (SELECT "+it.Col+", count(*) ... GROUP BY "+it.Col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
+			"%s is selected without an aggregate: the query selects columns only", it.Col)
+	}
 	if len(r.sel.GroupBy) == 0 {
 		return invalidQuery(r.src, it.Pos, "add GROUP BY "+it.Col+", or select aggregates only (a global aggregation)",
 			"%s is neither in GROUP BY nor aggregated: a query without GROUP BY selects aggregates only", it.Col)
@@ -457,7 +464,14 @@ func (r *resolver) where() error {
 		return nil
 	}
 	if isAggregate(r.sel.Where) {
-		return unsupported(r.src, 0, "an aggregate in WHERE (HAVING)")
+		return unsupported(r.src, r.sel.WherePos, "an aggregate in WHERE (HAVING)")
+	}
+	// An unknown column is refused as in SELECT: its position and the
+	// columns there are (the filter alone knows neither).
+	for _, col := range filter.Columns(r.sel.Where) {
+		if _, ok := r.colType(col); !ok {
+			return r.unresolved(identPos(r.src, col, r.sel.WherePos), col)
+		}
 	}
 	p, err := filter.CompileWith(r.sel.Where, r.colType, filter.Options{NonANSI: r.o.NonANSI})
 	if err != nil {
@@ -595,4 +609,20 @@ func canonical(sel *Select, from string) string {
 		b.WriteString(" having " + sel.Having.String())
 	}
 	return b.String()
+}
+
+// identPos is the offset of the first identifier named name (case-
+// insensitively, quoted or not) at or after from in src; from if there is
+// none.
+func identPos(src, name string, from int) int {
+	toks, err := lex(src)
+	if err != nil {
+		return from
+	}
+	for _, t := range toks {
+		if t.pos >= from && (t.kind == tIdent || t.kind == tQuoted) && strings.EqualFold(t.text, name) {
+			return t.pos
+		}
+	}
+	return from
 }

@@ -136,7 +136,7 @@ func (p *parser) primary(d int) (filter.Expr, error) {
 	}
 	switch nt := p.peek(); {
 	case nt.punct("."):
-		return nil, unsupported(p.src, nt.pos, "a field access (.)")
+		return nil, p.fieldAccess(nt)
 	case nt.punct("["):
 		return nil, unsupported(p.src, nt.pos, "subscripts ([...])")
 	}
