@@ -13,6 +13,7 @@ import (
 	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/sources/files"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -111,6 +112,9 @@ const FromAll = "blocks"
 // (a source named blocks is read through the view), and the SQL confs.
 func queryOptions(cfg Config) (query.Options, error) {
 	o := query.Options{OutputMode: cfg.OutputMode, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns}
+	if _, err := tableSources(cfg, &o); err != nil {
+		return o, err
+	}
 	all := query.Relation{Name: FromAll}
 	for i, s := range cfg.Sources {
 		o.Sources = append(o.Sources, s.Name)
@@ -137,6 +141,67 @@ func queryOptions(cfg Config) (query.Options, error) {
 		*c.off = !on
 	}
 	return o, nil
+}
+
+// tableSources resolves the query's input columns from the sources'
+// schemas when every source is a table source (parquet, json, csv, delta)
+// rather than the block sources: they must share one schema (a union by
+// name, as Spark's unionByName of same-schema tables). ok reports whether
+// it did.
+func tableSources(cfg Config, o *query.Options) (ok bool, err error) {
+	var schema *stream.Schema
+	for _, spec := range cfg.Sources {
+		switch spec.Format {
+		case files.Parquet, files.JSON, files.CSV, "delta":
+		default:
+			return false, nil
+		}
+	}
+	for _, spec := range cfg.Sources {
+		src, err := newSource(spec, nil, cfg.ArchiveFS, cfg.Conf)
+		if err != nil {
+			return false, err
+		}
+		s := src.Schema()
+		if schema == nil {
+			schema = &s
+			continue
+		}
+		if !sameColumns(*schema, s) {
+			return false, errcode.New(errcode.InvalidArgument, "", "read sources of one schema (the same column names and types)",
+				"--source %s has the schema %s, the first source %s", spec, s, *schema)
+		}
+	}
+	if schema == nil {
+		return false, nil
+	}
+	sch := *schema
+	o.ColumnType = func(name string) (stream.Type, bool) {
+		if f := sch.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	}
+	o.Columns = nil
+	for _, f := range sch.Fields {
+		o.Columns = append(o.Columns, f.Name)
+	}
+	return true, nil
+}
+
+// sameColumns reports whether two schemas have the same column names and
+// types, in any order (nullability aside).
+func sameColumns(a, b stream.Schema) bool {
+	if len(a.Fields) != len(b.Fields) {
+		return false
+	}
+	for _, f := range a.Fields {
+		g := b.Field(f.Name)
+		if g == nil || g.Type != f.Type {
+			return false
+		}
+	}
+	return true
 }
 
 // wrapSources hides, from the watermark, the event time of the rows the
