@@ -38,6 +38,9 @@ type driver struct {
 	byKey   map[string]*srcState
 	order   []*srcState // query order
 	withSrc bool
+	// rp is the read path: the source column, event time and filter
+	// between the sources and the operator (readpath.go).
+	rp readPath
 	// shape is the restart rules' decision; open records the shape if asked.
 	shape *shapeDecision
 	// minRetain is minBatchesToRetain, handed to the sources that prune
@@ -98,8 +101,12 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 	}()
 	if p.Kind != stream.KindRepartition {
 		defer func() {
+			d.rp.endBatch()
 			if err != nil {
-				d.op.Abort()
+				d.rp.take()
+				if d.op != nil {
+					d.op.Abort()
+				}
 			}
 		}()
 	}
@@ -232,6 +239,11 @@ func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
 	p := b.p
 	b.rec.seen.sources = d.sourceProgress(b)
 	b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.rec.in.ev)
+	if d.op == nil {
+		// No stateful operator: the rows read are the output.
+		b.out = d.rp.take()
+		return nil
+	}
 	if la, ok := d.op.(stream.WatermarkLookahead); ok {
 		la.NextWatermark(s.Batch, b.res.NextWatermark)
 	}
@@ -259,6 +271,9 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 // commitState commits state version N after the sink wrote batch N (an
 // operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
+	if d.op == nil {
+		return nil // no state
+	}
 	if err := d.op.Commit(ctx, s.Batch); err != nil {
 		return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
 	}
@@ -273,6 +288,9 @@ func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
 // repartition is the control batch's state step: version N-1 rewritten as
 // version N with s.To partitions.
 func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
+	if d.op == nil {
+		return fmt.Errorf("repartition batch %d: the query has no stateful operator", s.Batch)
+	}
 	d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
 	stats, err := d.op.Repartition(ctx, s.Batch-1, s.Batch, s.To)
 	if err != nil {
@@ -356,13 +374,16 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		t0 := clk.Now()
 		defer rc.emitted(t0)
 		rows += int64(in.Len)
-		if d.q.Watermark != nil {
-			if c := in.Column(d.q.Watermark.Column); c != nil {
-				b.rec.in.ev.add(c)
-			}
+		in, err := d.rp.chunk(st, d.withSrc, in, &b.rec.in.ev)
+		if err != nil {
+			return err
 		}
-		if d.withSrc {
-			in = st.withSourceColumn(in)
+		if d.op == nil {
+			return d.rp.collect(in)
+		}
+		if in.Len == 0 && d.q.Where != nil {
+			// The operator still learns that the batch started.
+			in = &stream.Batch{}
 		}
 		return d.op.Process(ctx, s.Batch, wm, in)
 	})

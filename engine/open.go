@@ -38,6 +38,10 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 		proj = append(proj, wmk.Column)
 	}
 	d.withSrc = withSrc
+	d.rp = readPath{where: q.Where, pre: q.PreWatermark, sel: q.selected()}
+	if q.Watermark != nil {
+		d.rp.eventTime = q.Watermark.Column
+	}
 	d.byKey = map[string]*srcState{}
 	d.order = d.order[:0]
 	for i, ns := range q.Sources {
@@ -49,22 +53,27 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	if so, ok := d.op.(stream.SchemaOperator); ok {
 		senv.Schema = so.OutputSchema()
 	}
+	if d.op == nil {
+		senv.Schema, senv.Append = q.outputSchema(), true
+	}
 	if err := d.sink.Open(ctx, senv); err != nil {
 		return fmt.Errorf("open sink %s: %w", d.sink.Description(), err)
 	}
 	d.sinkOpen = true
-	stateDir, err := d.w.StateDir(OperatorID)
-	if err != nil {
-		return err
+	if d.op != nil {
+		stateDir, err := d.w.StateDir(OperatorID)
+		if err != nil {
+			return err
+		}
+		env := stream.OperatorEnv{
+			StateDir: stateDir, FS: d.o.FS, LocalDir: d.o.LocalDir,
+			Partitions: sp.Partitions, Version: sp.CommittedID, Logger: d.o.Logger,
+		}
+		if err := d.op.Open(ctx, env); err != nil {
+			return fmt.Errorf("open operator: %w", err)
+		}
+		d.opOpen = true
 	}
-	env := stream.OperatorEnv{
-		StateDir: stateDir, FS: d.o.FS, LocalDir: d.o.LocalDir,
-		Partitions: sp.Partitions, Version: sp.CommittedID, Logger: d.o.Logger,
-	}
-	if err := d.op.Open(ctx, env); err != nil {
-		return fmt.Errorf("open operator: %w", err)
-	}
-	d.opOpen = true
 	for _, st := range d.order {
 		dir, err := d.w.SourceDir(st.key)
 		if err != nil {

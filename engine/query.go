@@ -71,8 +71,9 @@ type Trigger struct {
 	Interval time.Duration
 }
 
-// Query is what runs: named sources, the columns it reads, the watermark, one
-// stateful operator, one sink and a trigger. Conf holds the Spark-named
+// Query is what runs: named sources, the columns it reads, the filter and
+// the watermark of its read path (engine/readpath.go), at most one stateful
+// operator, one sink and a trigger. Conf holds the Spark-named
 // settings of docs/contracts.md, Configuration (checkpoint.Conf* keys).
 type Query struct {
 	Name    string
@@ -82,8 +83,20 @@ type Query struct {
 	// column the sources produce, and the source column.
 	Columns   []string
 	Watermark *Watermark
-	Operator  stream.Operator
-	Sink      stream.Sink
+	// Where, when set, filters the rows read (a WHERE): a row it does not
+	// keep never reaches the operator or the sink. It reads only Columns.
+	Where stream.Predicate
+	// PreWatermark, when set, is the part of Where that Spark's optimizer
+	// pushes below the watermark (PushPredicateThroughNonJoin): only the
+	// rows it keeps advance the max event time. Nil: every row read does.
+	PreWatermark stream.Predicate
+	// Operator is the stateful operator; nil for a query with none, whose
+	// rows, filtered and projected on Select, are appended to the sink.
+	Operator stream.Operator
+	// Select is what a query with no stateful operator hands the sink, in
+	// order: columns it reads (nil: Columns). Unused with an operator.
+	Select []string
+	Sink   stream.Sink
 	Trigger   Trigger
 	// MaxDataBatches stops the run after this many data batches committed in
 	// it (0 = no limit). Control and no-data batches do not count.
@@ -166,9 +179,6 @@ func queryColumns(cols []string) (proj []string, withSource bool) {
 }
 
 func (q *Query) validateShape() error {
-	if q.Operator == nil {
-		return errcode.New(errcode.InvalidArgument, "", "", "query has no operator")
-	}
 	if q.Sink == nil {
 		return errcode.New(errcode.InvalidArgument, "", "", "query has no sink")
 	}

@@ -279,7 +279,10 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 			t1 = clk.Now()
 			latestDur = t1.Sub(t0)
 		case needProbe:
-			needs, err := r.d.op.NeedsNoDataBatch(v.Watermark)
+			needs, err := false, error(nil) // nothing to evict without an operator
+			if r.d.op != nil {
+				needs, err = r.d.op.NeedsNoDataBatch(v.Watermark)
+			}
 			if err != nil {
 				return false, fmt.Errorf("batch %d: ask the operator for a no-data batch at watermark %d: %w", v.NextID, v.Watermark, err)
 			}

@@ -92,8 +92,11 @@ const (
 	nConstNN
 )
 
-// Predicate is a compiled, type-checked Expr. It is immutable; Keep may be
-// called from one goroutine at a time (it reuses a buffer).
+var _ stream.Predicate = (*Predicate)(nil)
+
+// Predicate is a compiled, type-checked Expr, the engine's read-path
+// filter (stream.Predicate). It is immutable; Keep may be called from one
+// goroutine at a time (it reuses a buffer).
 type Predicate struct {
 	expr  Expr
 	opts  Options

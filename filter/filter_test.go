@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -100,92 +99,5 @@ func TestCompileErrors(t *testing.T) {
 	// were cast as Spark casts them).
 	if _, err := Compile(cmp(Eq, col("gas"), str("x")), testTypes); errcode.Code(err) != CodeCastInvalidInput {
 		t.Errorf("gas = 'x': error %v, want %s", err, CodeCastInvalidInput)
-	}
-}
-
-// recorder is an operator that keeps what Process handed it.
-type recorder struct {
-	stream.Operator
-	rows  []int64
-	signs []int8
-}
-
-func (r *recorder) Process(_ context.Context, _, _ int64, in *stream.Batch) error {
-	if in.Len == 0 {
-		return nil
-	}
-	r.rows = append(r.rows, in.Column("n").Int64s...)
-	for i := 0; i < in.Len; i++ {
-		r.signs = append(r.signs, in.Sign(i))
-	}
-	return in.Validate()
-}
-
-func TestOperatorFiltersBeforeInner(t *testing.T) {
-	p, err := Compile(Or{cmp(Eq, col("miner"), str("0xaa")), IsNull{X: col("fee")}}, testTypes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	op := &Operator{Pred: p, Inner: rec}
-	b := testBatch()
-	b.Signs = []int8{1, 1, -1, 1}
-	if err := op.Process(context.Background(), 0, 0, b); err != nil {
-		t.Fatal(err)
-	}
-	none, _ := Compile(cmp(Eq, col("miner"), str("0xdd")), testTypes)
-	op.Pred = none
-	if err := op.Process(context.Background(), 0, 0, testBatch()); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(rec.rows, rec.signs) != "[1 3 4] [1 -1 1]" {
-		t.Fatalf("inner saw rows %v signs %v", rec.rows, rec.signs)
-	}
-}
-
-// optional implements every optional operator interface and records calls.
-type optional struct {
-	recorder
-	calls []string
-}
-
-func (o *optional) PrepareCommit(_ context.Context, id int64) error {
-	o.calls = append(o.calls, fmt.Sprint("prepare ", id))
-	return nil
-}
-func (o *optional) NextWatermark(id, ms int64) {
-	o.calls = append(o.calls, fmt.Sprint("next ", id, " ", ms))
-}
-func (o *optional) CheckPartitions(from, to int) error {
-	o.calls = append(o.calls, fmt.Sprint("partitions ", from, " ", to))
-	return fmt.Errorf("limit")
-}
-
-// TestOperatorForwardsOptionalInterfaces: a filtered query keeps its
-// operator's optional interfaces (the state's prepared commit, the
-// watermark lookahead that leaves closed keys out of state, the partition
-// limit); without them in Inner the wrapper does what the engine does
-// without them.
-func TestOperatorForwardsOptionalInterfaces(t *testing.T) {
-	ctx := context.Background()
-	in := &optional{}
-	op := &Operator{Inner: in}
-	if err := op.PrepareCommit(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
-	op.NextWatermark(3, 42)
-	if err := op.CheckPartitions(1, 2); err == nil || err.Error() != "limit" {
-		t.Fatalf("CheckPartitions: %v", err)
-	}
-	if got := fmt.Sprint(in.calls); got != "[prepare 3 next 3 42 partitions 1 2]" {
-		t.Fatalf("Inner got %s", got)
-	}
-	bare := &Operator{Inner: &recorder{}}
-	bare.NextWatermark(1, 1)
-	if err := bare.PrepareCommit(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := bare.CheckPartitions(1, 10000); err != nil {
-		t.Fatal(err)
 	}
 }

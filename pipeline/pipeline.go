@@ -329,7 +329,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one).
 	if cfg.Table != "" {
-		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema(),
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
 			TableProperties: cfg.TableProperties})
 		if err != nil {
 			return q, engine.Options{}, err
@@ -340,11 +340,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if cfg.Query != "" {
 		q.Name = "query"
 	}
-	q.Columns = c.q.Columns
-	if col, delay, ok := c.agg.Spec().Watermark(); ok {
-		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
-	}
-	q.Operator = c.op
+	c.apply(&q)
 	if cfg.Table != "" {
 		// Without a table (a plan) there is no whole shape to check.
 		q.Shape = &c.shape
@@ -399,7 +395,6 @@ func (c *compiled) buildSources(cfg Config, logger *slog.Logger) ([]engine.Named
 			break
 		}
 	}
-	c.wrapSources(out)
 	return out, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
-	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
@@ -26,14 +25,61 @@ const ReferenceQuery = "SELECT window(block_ts, '5 minutes') AS window, source, 
 const ReferenceWatermark = "block_ts, 48 hours"
 
 // compiled is a Config's query, resolved: the sources it reads, the
-// operator (a filter stage before the aggregation when there is a WHERE),
-// and its shape for the checkpoint.
+// aggregation (nil in a query without one: the engine appends the rows
+// its read path keeps), and its shape for the checkpoint. The WHERE runs
+// in the engine's read path (engine.Query.Where), not around the operator.
 type compiled struct {
 	q       *query.Compiled
 	sources []SourceSpec
 	agg     *agg.Operator
-	op      stream.Operator
 	shape   shape.Shape
+}
+
+// operator is the query's stateful operator, nil without one (a nil
+// *agg.Operator must not become a non-nil interface).
+func (c *compiled) operator() stream.Operator {
+	if c.agg == nil {
+		return nil
+	}
+	return c.agg
+}
+
+// apply sets q's read path and operator: the columns read, the watermark,
+// the WHERE and its pushed-down part (run by the engine's read path:
+// nothing is wrapped around the sources or the operator), the operator or,
+// without one, the columns selected.
+func (c *compiled) apply(q *engine.Query) {
+	q.Columns = c.q.Columns
+	q.Watermark, q.Where, q.PreWatermark = nil, nil, nil
+	if col, delay, ok := c.q.Spec.Watermark(); ok {
+		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
+	}
+	// A nil predicate must stay a nil interface.
+	if c.q.Where != nil {
+		q.Where = c.q.Where
+	}
+	if c.q.PreWatermark != nil && q.Watermark != nil {
+		q.PreWatermark = c.q.PreWatermark
+	}
+	q.Operator, q.Select = c.operator(), c.q.Select
+}
+
+// outputSchema is the schema of the rows the sink receives.
+func (c *compiled) outputSchema() stream.Schema {
+	if c.agg != nil {
+		return c.agg.OutputSchema()
+	}
+	s, in := stream.Schema{}, SourceSchema(c.sources[0])
+	for _, col := range c.q.Select {
+		t, nullable := stream.String, false
+		if col != stream.ColSource {
+			if f := in.Field(col); f != nil {
+				t, nullable = f.Type, f.Nullable
+			}
+		}
+		s.Fields = append(s.Fields, stream.Field{Name: col, Type: t, Nullable: nullable})
+	}
+	return s
 }
 
 // CompileQuery resolves cfg's query (the reference query when cfg.Query is
@@ -75,15 +121,25 @@ func CompileQuery(cfg Config) (*compiled, error) {
 		return nil, errcode.New(errcode.InvalidArgument, "", "drop the --source flags the query does not read, or use FROM blocks",
 			"the query reads FROM %s only; it does not read --source %s", qc.From, strings.Join(unread, ", --source "))
 	}
-	if c.agg, err = agg.New(qc.Spec); err != nil {
-		return nil, err
-	}
-	c.op = c.agg
-	if qc.Where != nil {
-		c.op = &filter.Operator{Pred: qc.Where, Inner: c.agg}
+	if qc.Stateful() {
+		if c.agg, err = agg.New(qc.Spec); err != nil {
+			return nil, err
+		}
 	}
 	c.shape = c.buildShape(cfg)
 	return c, nil
+}
+
+// SourceSchema is the schema the source a spec names declares
+// (stream.Source.Schema), known from its format alone, without building
+// it: both formats read block rows. The engine checks the query against
+// the built source's own declaration again at start.
+func SourceSchema(spec SourceSpec) stream.Schema {
+	switch spec.Format {
+	case "s3archive", "ethrpc":
+		return ethblock.StreamSchema()
+	}
+	return stream.Schema{}
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -95,10 +151,11 @@ const FromAll = "blocks"
 // the blocks view over every source then each source under its own name
 // (a source named blocks is read through the view), and the SQL confs.
 func queryOptions(cfg Config) (query.Options, error) {
-	o := query.Options{OutputMode: cfg.OutputMode, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns}
+	o := query.Options{OutputMode: cfg.OutputMode}
 	all := query.Relation{Name: FromAll}
 	for i, s := range cfg.Sources {
 		o.Sources = append(o.Sources, s.Name)
+		o.Schemas = append(o.Schemas, SourceSchema(s))
 		all.Sources = append(all.Sources, i)
 	}
 	o.Relations = []query.Relation{all}
@@ -122,20 +179,6 @@ func queryOptions(cfg Config) (query.Options, error) {
 		*c.off = !on
 	}
 	return o, nil
-}
-
-// wrapSources hides, from the watermark, the event time of the rows the
-// query's pushed-down conjuncts reject (filter.PushedSource), when it has
-// any: Spark computes the watermark above the pushed Filter.
-func (c *compiled) wrapSources(sources []engine.NamedSource) {
-	pre := c.q.PreWatermark
-	col, _, ok := c.agg.Spec().Watermark()
-	if pre == nil || !ok {
-		return
-	}
-	for i := range sources {
-		sources[i].Source = filter.NewPushedSource(sources[i].Source, sources[i].Name, pre, col)
-	}
 }
 
 func contains(xs []int, x int) bool {
@@ -172,10 +215,14 @@ func tableLocation(p string) string {
 }
 
 func (c *compiled) buildShape(cfg Config) shape.Shape {
-	qc, spec := c.q, c.agg.Spec()
+	qc, spec := c.q, c.q.Spec
 	s := shape.Shape{From: qc.From, Projection: qc.Projection, Columns: qc.Columns, Keys: spec.GroupBy,
-		OutputMode: spec.Mode.String(), OutputSchema: c.agg.OutputSchema().String(), StateSchema: c.agg.Schema().String(),
+		OutputMode: spec.Mode.String(), OutputSchema: c.outputSchema().String(),
 		Sink: shape.Sink{Format: "delta", Location: tableLocation(cfg.Table)}, Trigger: TriggerString(cfg.Trigger)}
+	if c.agg != nil {
+		spec = c.agg.Spec()
+		s.StateSchema = c.agg.Schema().String()
+	}
 	for _, src := range c.sources {
 		loc, opts := SourceLocation(src.URI)
 		s.Sources = append(s.Sources, shape.Source{Name: src.Name, Provider: src.Format, Location: loc, Options: opts})
@@ -225,15 +272,7 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if err != nil || rec == nil || rec.Shape.StateSchema == q.Shape.StateSchema {
 		return nil
 	}
-	var inner *agg.Operator
-	pred := (*filter.Predicate)(nil)
-	switch op := q.Operator.(type) {
-	case *agg.Operator:
-		inner = op
-	case *filter.Operator:
-		inner, _ = op.Inner.(*agg.Operator)
-		pred = op.Pred
-	}
+	inner, _ := q.Operator.(*agg.Operator)
 	if inner == nil {
 		return nil
 	}
@@ -248,28 +287,24 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if c.agg, err = agg.New(spec); err != nil {
 		return err
 	}
-	c.op = c.agg
-	if pred != nil {
-		c.op = &filter.Operator{Pred: pred, Inner: c.agg}
-	}
 	c.shape = c.buildShape(cfg)
-	q.Operator, q.Shape = c.op, &c.shape
+	q.Operator, q.Shape = c.agg, &c.shape
 	return nil
 }
 
 // withRetractions rebuilds the operator for input with retractions (a
 // source that retracts rows of a reorganised chain).
 func (c *compiled) withRetractions(cfg Config) error {
+	if c.agg == nil {
+		return nil // the engine refuses a retracting source of a query with no operator
+	}
 	spec := c.q.Spec
 	spec.Retractions = true
 	a, err := agg.New(spec)
 	if err != nil {
 		return err
 	}
-	c.agg, c.op = a, a
-	if c.q.Where != nil {
-		c.op = &filter.Operator{Pred: c.q.Where, Inner: a}
-	}
+	c.agg = a
 	c.shape = c.buildShape(cfg)
 	return nil
 }

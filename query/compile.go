@@ -33,14 +33,14 @@ type Options struct {
 	OutputMode string
 	// Sources are the names of the query's input streams, in --source order.
 	Sources []string
+	// Schemas are the sources' declared schemas (stream.Source.Schema), one
+	// per entry of Sources: a relation's columns are those every source it
+	// reads declares, with one type (a union by name), plus the literal
+	// stream.ColSource.
+	Schemas []stream.Schema
 	// Relations are the names FROM resolves (case-insensitively). Nil means
 	// each source under its own name.
 	Relations []Relation
-	// ColumnType resolves an input column (block columns); the literal
-	// source column is always a string.
-	ColumnType func(name string) (stream.Type, bool)
-	// Columns lists the input columns, for errors.
-	Columns []string
 	// NoGroupByAliases is spark.sql.groupByAliases=false: a GROUP BY name
 	// resolves to input columns only, never to a SELECT alias.
 	NoGroupByAliases bool
@@ -60,7 +60,13 @@ type Compiled struct {
 	Sources []int
 	// From is the name of the relation read, as registered.
 	From string
+	// Spec is the aggregation, the one stateful operator; unset in a query
+	// without one (Select is set instead).
 	Spec agg.Spec
+	// Select, set only in a query with no aggregation (SELECT columns
+	// FROM ... [WHERE ...]), is the columns each row keeps, in the order
+	// written: the rows are appended to the sink (outputMode append).
+	Select []string
 	// Where is the compiled filter, nil without WHERE: every row the
 	// aggregation sees passed it.
 	Where *filter.Predicate
@@ -76,6 +82,10 @@ type Compiled struct {
 	// Projection is the SELECT list, canonical, in the order written.
 	Projection []string
 }
+
+// Stateful reports whether the query has a stateful operator (an
+// aggregation); a query without one appends the rows it selects.
+func (c *Compiled) Stateful() bool { return c.Select == nil }
 
 // ParseOutputMode reads Spark's outputMode names.
 func ParseOutputMode(s string) (agg.OutputMode, error) {
@@ -143,6 +153,7 @@ type resolver struct {
 	c        *Compiled
 	spec     agg.Spec
 	window   *WindowCall
+	schema   []stream.Field  // the FROM relation's columns
 	selected map[string]bool // group keys and window selected
 	names    map[string]bool // output names claimed, lowercase
 }
@@ -151,11 +162,41 @@ func (r *resolver) colType(name string) (stream.Type, bool) {
 	if name == stream.ColSource {
 		return stream.String, true
 	}
-	return r.o.ColumnType(name)
+	for _, f := range r.schema {
+		if f.Name == name {
+			return f.Type, true
+		}
+	}
+	return 0, false
+}
+
+// relationSchema is the columns of a relation over sources: those every
+// source declares, with one type, in the first source's order.
+func (r *resolver) relationSchema(sources []int) []stream.Field {
+	if len(sources) == 0 || sources[0] >= len(r.o.Schemas) {
+		return nil
+	}
+	var out []stream.Field
+	for _, f := range r.o.Schemas[sources[0]].Fields {
+		all := true
+		for _, i := range sources[1:] {
+			sc := r.o.Schemas[i]
+			g := sc.Field(f.Name)
+			all = all && g != nil && g.Type == f.Type
+		}
+		if all && f.Name != stream.ColSource {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (r *resolver) unresolved(pos int, name string) error {
-	e := errcode.New(CodeUnresolvedColumn, "", "use one of: "+strings.Join(append(slices.Clone(r.o.Columns), stream.ColSource), ", "),
+	names := make([]string, 0, len(r.schema)+1)
+	for _, f := range r.schema {
+		names = append(names, f.Name)
+	}
+	e := errcode.New(CodeUnresolvedColumn, "", "use one of: "+strings.Join(append(names, stream.ColSource), ", "),
 		"column %q does not exist", name)
 	e.Msg += " (at " + position(r.src, pos) + ")"
 	return e
@@ -174,6 +215,7 @@ func (r *resolver) from() error {
 	for _, rel := range rels {
 		if strings.EqualFold(rel.Name, r.sel.From) {
 			r.c.From, r.c.Sources = rel.Name, slices.Clone(rel.Sources)
+			r.schema = r.relationSchema(rel.Sources)
 			return nil
 		}
 		names = append(names, rel.Name)
@@ -316,8 +358,12 @@ func (r *resolver) claim(pos int, name string) error {
 	return nil
 }
 
-// selectList resolves the SELECT items against the groups.
+// selectList resolves the SELECT items against the groups; a query with
+// neither GROUP BY nor an aggregate or window selects rows (selectRows).
 func (r *resolver) selectList() error {
+	if r.stateless() {
+		return r.selectRows()
+	}
 	for _, it := range r.sel.Items {
 		r.c.Projection = append(r.c.Projection, it.String())
 		var err error
@@ -343,6 +389,42 @@ func (r *resolver) selectList() error {
 		if !r.selected[g] {
 			return invalidQuery(r.src, 0, "select "+g+" too", "GROUP BY %s but %s is not selected: the table could not tell its groups apart", g, g)
 		}
+	}
+	return nil
+}
+
+// stateless reports whether the query has no stateful operator: no GROUP
+// BY, no aggregate, no window.
+func (r *resolver) stateless() bool {
+	if len(r.sel.GroupBy) > 0 {
+		return false
+	}
+	for _, it := range r.sel.Items {
+		if it.Agg != "" || it.Window != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// selectRows resolves the SELECT list of a query with no stateful
+// operator: input columns, each kept under its own name.
+func (r *resolver) selectRows() error {
+	for _, it := range r.sel.Items {
+		r.c.Projection = append(r.c.Projection, it.String())
+		if it.Col == "window" {
+			return invalidQuery(r.src, it.Pos, "group by window(...)", "window is not a column")
+		}
+		if _, ok := r.colType(it.Col); !ok {
+			return r.unresolved(it.Pos, it.Col)
+		}
+		if it.As != "" && !strings.EqualFold(it.As, it.Col) {
+			return unsupported(r.src, it.Pos, "renaming a column (AS "+it.As+")")
+		}
+		if err := r.claim(it.Pos, it.Col); err != nil {
+			return err
+		}
+		r.c.Select = append(r.c.Select, it.Col)
 	}
 	return nil
 }
@@ -445,6 +527,12 @@ func (r *resolver) options() error {
 	if err != nil {
 		return err
 	}
+	if r.c.Select != nil && mode != agg.Append {
+		// Spark's Delta sink takes a query without aggregation in append
+		// mode only; complete mode needs an aggregation.
+		return errcode.New(CodeInvalidQuery, "", "pass --output-mode append",
+			"outputMode %s: a query without an aggregation appends its rows (outputMode append)", mode)
+	}
 	r.spec.Mode = mode
 	r.spec.NonANSI = r.o.NonANSI
 	col := r.o.WatermarkColumn
@@ -503,6 +591,9 @@ func (r *resolver) pushDown(eventTime string) (*filter.Predicate, error) {
 // included when used.
 func (r *resolver) columns() {
 	cols := r.spec.InputColumns()
+	if r.c.Select != nil {
+		cols = nil
+	}
 	add := func(list []string) {
 		for _, col := range list {
 			if !slices.Contains(cols, col) {
@@ -510,6 +601,7 @@ func (r *resolver) columns() {
 			}
 		}
 	}
+	add(r.c.Select)
 	if r.c.Where != nil {
 		add(r.c.Where.Columns())
 	}

@@ -76,8 +76,9 @@
 // watermark is then computed from the rows those conjuncts keep, and the
 // conjuncts that read the event time (and an OR joining one with others)
 // apply after it. Compiled.PreWatermark holds the pushed conjuncts; the
-// pipeline runs them ahead of the watermark (filter.PushedSource) and the
-// whole WHERE before the aggregation. Worked example, with
+// engine's read path takes the event time only of the rows they keep
+// (engine.Query.PreWatermark) and runs the whole WHERE before the
+// aggregation (engine.Query.Where). Worked example, with
 // withWatermark(block_ts, 1 hour):
 //
 //	WHERE number < 1000 AND block_ts >= '2024-01-01'
