@@ -95,9 +95,9 @@ type Query struct {
 	Operator stream.Operator
 	// Select is what a query with no stateful operator hands the sink, in
 	// order: columns it reads (nil: Columns). Unused with an operator.
-	Select []string
-	Sink   stream.Sink
-	Trigger   Trigger
+	Select  []string
+	Sink    stream.Sink
+	Trigger Trigger
 	// MaxDataBatches stops the run after this many data batches committed in
 	// it (0 = no limit). Control and no-data batches do not count.
 	MaxDataBatches int
