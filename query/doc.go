@@ -33,7 +33,13 @@
 // '1 hour', '2 days', 'interval 10 seconds') or INTERVAL literals, compared
 // by value: window(ts, '1 hour') and window(ts, INTERVAL 60 MINUTES) are
 // the same window. Without GROUP BY the query is a global aggregation (its
-// items are aggregates only). Timestamps compare with strings in UTC.
+// items are aggregates only), unless no item is an aggregate or a window:
+// SELECT col, ... FROM rel [WHERE ...] has no stateful operator
+// (Compiled.Select; Compiled.Stateful is false), appends the rows the
+// WHERE keeps in outputMode append only, and renames no column. A
+// relation's columns are those every source it reads declares
+// (Options.Schemas), plus the literal source. Timestamps compare with
+// strings in UTC.
 //
 // # Lexical rules (Spark's SqlBaseLexer)
 //
