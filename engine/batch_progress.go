@@ -36,6 +36,9 @@ func (d *driver) dataProgress(b *batchRun, end time.Time) *stream.Progress {
 	}
 	p := d.progress(b.p.ID, trigger, end, rec.durations(end), in.total)
 	p.StateOperators = []stream.OperatorProgress{opProg}
+	if d.op == nil {
+		p.StateOperators = []stream.OperatorProgress{} // no stateful operator, as Spark reports it
+	}
 	p.Sources = rec.seen.sources
 	for i := range p.Sources {
 		p.Sources[i].InputRowsPerSecond = inputRate(p.Sources[i].NumInputRows, d.lastTrigger, trigger)

@@ -141,7 +141,9 @@ func TestStatelessQueryAppends(t *testing.T) {
 		Where: where, Select: []string{stream.ColSource, "number"}, Sink: sink, Trigger: Trigger{Kind: AvailableNow},
 		Conf: map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"}}
 	fs := vfs.NewMem()
-	sum, err := Run(context.Background(), q, Options{CheckpointDir: "/ck", FS: fs, Clock: streamtest.NewClock(time.Unix(1.7e9, 0))})
+	var events []*stream.Progress
+	sum, err := Run(context.Background(), q, Options{CheckpointDir: "/ck", FS: fs, Clock: streamtest.NewClock(time.Unix(1.7e9, 0)),
+		Listeners: []Listener{ListenerFunc(func(p *stream.Progress) { events = append(events, p) })}})
 	if err != nil || sum.DataBatches != 4 {
 		t.Fatalf("run: %+v %v", sum, err)
 	}
@@ -160,6 +162,11 @@ func TestStatelessQueryAppends(t *testing.T) {
 	}
 	if _, err := fs.Stat("/ck/state"); err == nil {
 		t.Fatal("a query without state has a state directory")
+	}
+	for _, p := range events {
+		if len(p.StateOperators) != 0 || p.StateOperators == nil {
+			t.Fatalf("batch %d reports stateOperators %v, want []", p.BatchID, p.StateOperators)
+		}
 	}
 }
 
