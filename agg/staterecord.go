@@ -16,8 +16,8 @@ var _ stream.StateRecorder = (*Operator)(nil)
 func (o *Operator) CommittedRecord(_ context.Context, fs vfs.FS, stateDir string, version int64) (stream.StateRecord, bool, error) {
 	r, ok, err := state.ReadRecord(fs, stateDir, version)
 	if err != nil || !ok {
-		return stream.StateRecord{}, ok, err
+		return stream.StateRecord{Newest: r.Newest}, ok, err
 	}
 	return stream.StateRecord{Path: r.Path, NextWatermarkMs: r.NextWatermarkMs, HasNextWatermark: r.HasNextWatermark,
-		StateSchema: r.Schema.String()}, true, nil
+		StateSchema: r.Schema.String(), Newest: r.Newest}, true, nil
 }

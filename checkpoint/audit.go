@@ -77,12 +77,21 @@ func (d Dir) ReadLogs() (l Logs, damaged map[string]error, err error) {
 //     offsets entry are legal);
 //   - every planned batch older than the newest commit is committed (a
 //     batch is re-run under its own id until it commits);
+//   - the newest commit is at most one batch behind the newest offsets
+//     entry (CheckCommitLogEnd);
 //   - the watermark a commit records for the next batch is the one that
 //     batch's offsets entry runs with (CheckWatermark).
+//
+// The gap, ordering and log-end checks read the listings alone; the
+// watermark check compares the entries l holds (a start passes the few it
+// read, verify all of them).
 func (d Dir) Audit(l Logs) []Finding {
 	var out []Finding
 	out = append(out, gaps(l.OffsetIDs, d.OffsetsPath, "offsets log")...)
 	out = append(out, gaps(l.CommitIDs, d.CommitPath, "commit log")...)
+	if err := d.CheckCommitLogEnd(l); err != nil {
+		out = append(out, Finding{Path: d.Join(CommitsDir), What: "commit log behind the offsets log", Err: err})
+	}
 	if len(l.CommitIDs) > 0 {
 		firstOff, lastOff := int64(-1), int64(-1)
 		if n := len(l.OffsetIDs); n > 0 {
@@ -118,6 +127,94 @@ func (d Dir) Audit(l Logs) []Finding {
 		}
 	}
 	return out
+}
+
+// CheckCommitLogEnd refuses a commit log that ends more than one batch
+// before the offsets log. A run writes offsets/N, then commits/N, and plans
+// N+1 only after that (retention deletes the oldest ids, never the newest),
+// so a crash leaves at most the newest batch uncommitted; two or more
+// planned batches past the newest commit mean commits were lost, and
+// re-running from the last one left would re-run the newest batch on the
+// state of an older one. Spark logs a warning and goes on; ethstream
+// refuses. A checkpoint Spark before 2.2 wrote has no commit log at all (no
+// commits/ directory, offsets that do not record ethstream's state
+// provider, which ethstream always records) and is not refused here; on
+// an object store an emptied commits/ is no directory either, so the
+// provider decides.
+func (d Dir) CheckCommitLogEnd(l Logs) error {
+	if len(l.OffsetIDs) == 0 {
+		return nil
+	}
+	latest := l.OffsetIDs[len(l.OffsetIDs)-1]
+	committed := int64(-1)
+	if n := len(l.CommitIDs); n > 0 {
+		committed = l.CommitIDs[n-1]
+	} else if !l.ours(latest) {
+		if ok, err := statDir(d.FS, d.Join(CommitsDir)); err == nil && !ok {
+			return nil
+		}
+	}
+	if committed >= latest-1 {
+		return nil
+	}
+	end := "the commit log " + d.Join(CommitsDir) + " is empty"
+	if committed >= 0 {
+		end = "the commit log ends at " + d.CommitPath(committed)
+	}
+	return errcode.Corrupt(d.Join(CommitsDir), nil,
+		"%s plans batch %d, but %s: batches %s are planned and not committed, while a crash leaves at most the newest one so; commit files were lost, and a start would re-run batch %d on the state of batch %d",
+		d.OffsetsPath(latest), latest, end, idRange(committed+1, latest-1), latest, committed)
+}
+
+// ours reports whether offsets entry id, if l holds it, records
+// ethstream's state provider (ethstream writes it into every entry).
+func (l Logs) ours(id int64) bool {
+	e := l.Offsets[id]
+	if e == nil {
+		return false
+	}
+	class, _ := e.StateProvider()
+	return class == ProviderPebble
+}
+
+// CheckStateCovered refuses state versions the logs cannot have produced.
+// A run writes offsets/N, then state version N, then commits/N, so every
+// state version is at most the newest offsets entry (latest; -1: none) and
+// at most one past the newest commit (committed; -1: none), and the
+// committed version has its files (a crash between the state and the
+// commit leaves exactly latest = committed+1 = the newest version).
+// versions are the state directory's committed versions, sorted (verify
+// passes all of them, a start the newest); has reports whether version
+// committed is among the directory's. A disagreement is CHECKPOINT_CORRUPT
+// naming the state directory and the log entry.
+func (d Dir) CheckStateCovered(stateDir string, versions []int64, latest, committed int64, has bool) error {
+	bound, by := committed+1, "the commit log "+d.Join(CommitsDir)+" is empty"
+	if committed >= 0 {
+		by = "the commit log ends at " + d.CommitPath(committed)
+	}
+	if latest < bound {
+		bound, by = latest, "the offsets log "+d.Join(OffsetsDir)+" is empty"
+		if latest >= 0 {
+			by = "the newest offsets entry is " + d.OffsetsPath(latest)
+		}
+	}
+	var beyond []int64
+	for _, v := range versions {
+		if v > bound {
+			beyond = append(beyond, v)
+		}
+	}
+	if len(beyond) > 0 {
+		return errcode.Corrupt(stateDir, nil,
+			"state versions %v in %s are newer than the logs allow (%s; a state version is written after its offsets entry and at most one batch past the newest commit): offsets or commit files were lost, or the state comes from another run",
+			beyond, stateDir, by)
+	}
+	if committed >= 0 && !has {
+		return errcode.Corrupt(stateDir, nil,
+			"%s records batch %d as committed, but %s holds no state version %d (a state version is written before its commit): the state files were lost or belong to another checkpoint",
+			d.CommitPath(committed), committed, stateDir, committed)
+	}
+	return nil
 }
 
 // gaps reports each id missing between two present ones of a sorted list.

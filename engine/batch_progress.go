@@ -30,14 +30,14 @@ func (d *driver) sourceProgress(b *batchRun) []stream.SourceProgress {
 func (d *driver) dataProgress(b *batchRun, end time.Time) *stream.Progress {
 	rec := b.rec
 	trigger, in := rec.trigger, &rec.in
-	opProg := rec.seen.op
-	if opProg.NumShufflePartitions == 0 {
-		opProg.NumShufflePartitions = int64(b.p.Partitions)
-	}
 	p := d.progress(b.p.ID, trigger, end, rec.durations(end), in.total)
-	p.StateOperators = []stream.OperatorProgress{opProg}
-	if d.op == nil {
-		p.StateOperators = []stream.OperatorProgress{} // no stateful operator, as Spark reports it
+	// One entry per stateful operator, in id order (Spark's).
+	p.StateOperators = make([]stream.OperatorProgress, len(rec.seen.ops))
+	for i, opProg := range rec.seen.ops {
+		if opProg.NumShufflePartitions == 0 {
+			opProg.NumShufflePartitions = int64(b.p.Partitions)
+		}
+		p.StateOperators[i] = opProg
 	}
 	p.Sources = rec.seen.sources
 	for i := range p.Sources {
@@ -64,14 +64,17 @@ func (d *driver) dataProgress(b *batchRun, end time.Time) *stream.Progress {
 
 // controlProgress is a REPARTITION control batch's event at end.
 func (d *driver) controlProgress(b *batchRun, end time.Time) *stream.Progress {
-	stats, from, to := b.res.Repartition, b.p.From, b.p.To
+	from, to := b.p.From, b.p.To
 	p := d.progress(b.p.ID, b.rec.trigger, end, b.rec.durations(end), 0)
-	p.StateOperators = []stream.OperatorProgress{{
-		OperatorName: "repartition", NumRowsTotal: stats.KeysAfter, NumShufflePartitions: int64(to),
-		NumStateStoreInstances: int64(to),
-		CustomMetrics: map[string]int64{"keysBefore": stats.KeysBefore, "keysAfter": stats.KeysAfter,
-			"partitionsBefore": int64(from), "bytesRead": stats.BytesRead, "bytesWritten": stats.BytesWritten},
-	}}
+	// One entry per operator the control batch repartitioned, in id order.
+	for _, stats := range b.res.Repartition {
+		p.StateOperators = append(p.StateOperators, stream.OperatorProgress{
+			OperatorName: "repartition", NumRowsTotal: stats.KeysAfter, NumShufflePartitions: int64(to),
+			NumStateStoreInstances: int64(to),
+			CustomMetrics: map[string]int64{"keysBefore": stats.KeysBefore, "keysAfter": stats.KeysAfter,
+				"partitionsBefore": int64(from), "bytesRead": stats.BytesRead, "bytesWritten": stats.BytesWritten},
+		})
+	}
 	for _, r := range b.p.Ranges {
 		st := d.byKey[r.Key]
 		desc, name := "", strPtr(r.Key)

@@ -28,9 +28,12 @@ type srcState struct {
 }
 
 type driver struct {
-	o  Options
-	w  *checkpoint.Writer
-	op stream.Operator
+	o Options
+	w *checkpoint.Writer
+	// ops are the plan's stateful operators in id order, post the
+	// transforms after the last one (operators.go).
+	ops  []*planOp
+	post []stream.Transform
 	// q, sink and byKey are nil offline (a control batch reads no source and
 	// writes no sink).
 	q       *Query
@@ -46,8 +49,8 @@ type driver struct {
 	// minRetain is minBatchesToRetain, handed to the sources that prune
 	// their own logs.
 	minRetain int
-	// opOpen and sinkOpen say what close must close.
-	opOpen, sinkOpen bool
+	// sinkOpen says whether close must close the sink.
+	sinkOpen bool
 
 	queryID, runID string
 	lastTrigger    time.Time
@@ -62,7 +65,9 @@ type driver struct {
 // (RepartitionOffline).
 type batchResult struct {
 	NextWatermark int64
-	Repartition   stream.RepartitionStats
+	// Repartition is the figures of every operator's repartition, in id
+	// order.
+	Repartition []stream.RepartitionStats
 }
 
 // batchRun is one batch in flight: its plan, the books the recorder keeps
@@ -104,9 +109,7 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 			d.rp.endBatch()
 			if err != nil {
 				d.rp.take()
-				if d.op != nil {
-					d.op.Abort()
-				}
+				d.abortOps()
 			}
 		}()
 	}
@@ -239,22 +242,24 @@ func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
 	p := b.p
 	b.rec.seen.sources = d.sourceProgress(b)
 	b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.rec.in.ev)
-	if d.op == nil {
-		// No stateful operator: the rows read are the output.
-		b.out = d.rp.take()
+	if len(d.ops) == 0 {
+		// No stateful operator: the rows read are the output, through the
+		// plan's transforms.
+		out, err := applyTransforms(d.post, d.rp.take())
+		if err != nil {
+			return fmt.Errorf("batch %d: %w", s.Batch, err)
+		}
+		if out == nil {
+			out = &stream.Batch{}
+		}
+		b.out, b.rec.seen.ops = out, nil
 		return nil
 	}
-	if la, ok := d.op.(stream.WatermarkLookahead); ok {
-		la.NextWatermark(s.Batch, b.res.NextWatermark)
-	}
-	out, opProg, err := d.op.Finish(ctx, s.Batch, p.Entry.Metadata.BatchWatermarkMs)
+	out, progs, err := d.finishOps(ctx, b, s)
 	if err != nil {
-		return fmt.Errorf("batch %d: finish operator: %w", s.Batch, err)
+		return err
 	}
-	if out == nil {
-		out = &stream.Batch{}
-	}
-	b.out, b.rec.seen.op = out, opProg
+	b.out, b.rec.seen.ops = out, progs
 	return nil
 }
 
@@ -271,28 +276,20 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 // commitState commits state version N after the sink wrote batch N (an
 // operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
-	if d.op == nil {
-		return nil // no state
-	}
-	if err := d.op.Commit(ctx, s.Batch); err != nil {
-		return fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
+	if err := d.commitOps(ctx, s.Batch); err != nil {
+		return err
 	}
 	// Commit time and memory are known only now; an operator that can say
 	// so replaces what Finish reported.
-	if pr, ok := d.op.(stream.ProgressReporter); ok {
-		b.rec.seen.op = pr.Progress()
-	}
+	d.reportedProgress(b.rec.seen.ops)
 	return nil
 }
 
 // repartition is the control batch's state step: version N-1 rewritten as
 // version N with s.To partitions.
 func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
-	if d.op == nil {
-		return fmt.Errorf("repartition batch %d: the query has no stateful operator", s.Batch)
-	}
 	d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
-	stats, err := d.op.Repartition(ctx, s.Batch-1, s.Batch, s.To)
+	stats, err := d.repartitionOps(ctx, s.Batch-1, s.Batch, s.To)
 	if err != nil {
 		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
 	}
@@ -320,25 +317,10 @@ func (d *driver) commitSources(ctx context.Context, b *batchRun, s step) error {
 // context, so a commit not yet published stays unpublished, and exec's
 // Abort drops what is left of the batch.
 func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) error {
-	cp, ok := d.op.(stream.CommitPreparer)
-	if !ok {
-		return fmt.Errorf("batch %d: the plan prepares the state commit, the operator cannot", s.Batch)
-	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	committed := make(chan error, 1)
-	go func() {
-		err := cp.PrepareCommit(pctx, s.Batch)
-		if err != nil {
-			committed <- fmt.Errorf("batch %d: prepare state: %w", s.Batch, err)
-			return
-		}
-		if err := d.op.Commit(pctx, s.Batch); err != nil {
-			committed <- fmt.Errorf("batch %d: commit state: %w", s.Batch, err)
-			return
-		}
-		committed <- nil
-	}()
+	go func() { committed <- d.prepareOps(pctx, s.Batch) }()
 	sp, sinkErr := d.sink.AddBatch(ctx, s.Batch, b.out)
 	if sinkErr != nil {
 		// The batch fails anyway: the state commit would be re-done.
@@ -352,9 +334,7 @@ func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) er
 		return stateErr
 	}
 	b.rec.seen.sink = sp
-	if pr, ok := d.op.(stream.ProgressReporter); ok {
-		b.rec.seen.op = pr.Progress()
-	}
+	d.reportedProgress(b.rec.seen.ops)
 	return nil
 }
 
@@ -378,14 +358,14 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		if err != nil {
 			return err
 		}
-		if d.op == nil {
+		if len(d.ops) == 0 {
 			return d.rp.collect(in)
 		}
 		if in.Len == 0 && d.q.Where != nil {
 			// The operator still learns that the batch started.
 			in = &stream.Batch{}
 		}
-		return d.op.Process(ctx, s.Batch, wm, in)
+		return d.feed(ctx, s.Batch, 0, wm, in)
 	})
 	if err != nil {
 		return fmt.Errorf("batch %d: read source %q: %w", s.Batch, s.Source, err)

@@ -112,6 +112,8 @@ type startPlan struct {
 	Pending      *checkpoint.OffsetEntry
 	PendingID    int64
 	PendingStart map[string]json.RawMessage // start offsets of L (end of L-1)
+	// PendingPrevWatermark is batch L-1's watermark (0 when L is 0).
+	PendingPrevWatermark int64
 	// PendingRepartitionTo > 0 when L is an unfinished repartition to redo.
 	PendingRepartitionTo int
 
@@ -342,6 +344,7 @@ func planPending(p *startPlan, snap *checkpoint.Snapshot, s settings) error {
 		for _, so := range prev.Sources {
 			p.PendingStart[so.Key] = so.Offset
 		}
+		p.PendingPrevWatermark = prev.Metadata.BatchWatermarkMs
 	}
 	return nil
 }

@@ -50,29 +50,20 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 		d.byKey[st.key] = st
 	}
 	senv := stream.SinkEnv{QueryID: d.queryID, Locked: true} // open runs under the lock
-	if so, ok := d.op.(stream.SchemaOperator); ok {
-		senv.Schema = so.OutputSchema()
+	if schema, ok, err := d.outputSchema(); err != nil {
+		return fmt.Errorf("the plan's output schema: %w", err)
+	} else if ok {
+		senv.Schema = schema
 	}
-	if d.op == nil {
-		senv.Schema, senv.Append = q.outputSchema(), true
-	}
+	senv.Append = len(d.ops) == 0
 	if err := d.sink.Open(ctx, senv); err != nil {
 		return fmt.Errorf("open sink %s: %w", d.sink.Description(), err)
 	}
 	d.sinkOpen = true
-	if d.op != nil {
-		stateDir, err := d.w.StateDir(OperatorID)
-		if err != nil {
-			return err
-		}
-		env := stream.OperatorEnv{
-			StateDir: stateDir, FS: d.o.FS, LocalDir: d.o.LocalDir,
-			Partitions: sp.Partitions, Version: sp.CommittedID, Logger: d.o.Logger,
-		}
-		if err := d.op.Open(ctx, env); err != nil {
-			return fmt.Errorf("open operator: %w", err)
-		}
-		d.opOpen = true
+	env := stream.OperatorEnv{FS: d.o.FS, LocalDir: d.o.LocalDir,
+		Partitions: sp.Partitions, Version: sp.CommittedID, Logger: d.o.Logger}
+	if err := d.openOps(ctx, env); err != nil {
+		return err
 	}
 	for _, st := range d.order {
 		dir, err := d.w.SourceDir(st.key)
@@ -109,9 +100,7 @@ func (d *driver) close() error {
 			errs = append(errs, st.src.Close())
 		}
 	}
-	if d.opOpen {
-		errs = append(errs, d.op.Close())
-	}
+	errs = append(errs, d.closeOps()...)
 	if d.sinkOpen {
 		errs = append(errs, d.sink.Close())
 	}

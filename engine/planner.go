@@ -210,7 +210,11 @@ type batchPlan struct {
 	// CommitWatermark is the control batch's commit watermark (it does not
 	// move the watermark); data batches compute theirs from the rows read.
 	CommitWatermark int64
-	Steps           []step
+	// PrevWatermark is the previous batch's watermark (0 for batch 0):
+	// operators after the first drop input late by it (Spark's
+	// eventTimeWatermarkForLateEvents; operators.go).
+	PrevWatermark int64
+	Steps         []step
 }
 
 // reportsWAL is true when the batch's progress has walCommit: every data
@@ -275,6 +279,9 @@ func planNext(c planConf, v batchView) decision {
 	}
 	p := dataPlan(c, v.NextID, e, ranges, false)
 	p.Kind, p.Partitions = kind, v.Partitions
+	if v.Last != nil {
+		p.PrevWatermark = v.Last.Metadata.BatchWatermarkMs
+	}
 	return decision{Plan: p}
 }
 
@@ -289,13 +296,13 @@ func hasNewData(keys []string, latest, current map[string]json.RawMessage) bool 
 
 // planRerun is the pending data batch L, re-run with exactly its recorded
 // offsets from the end offsets of L-1.
-func planRerun(c planConf, id int64, e *checkpoint.OffsetEntry, starts map[string]json.RawMessage, parts int) *batchPlan {
+func planRerun(c planConf, id int64, e *checkpoint.OffsetEntry, starts map[string]json.RawMessage, parts int, prevWM int64) *batchPlan {
 	ranges := make([]readRange, len(e.Sources))
 	for i, so := range e.Sources {
 		ranges[i] = readRange{Key: so.Key, Start: starts[so.Key], End: so.Offset}
 	}
 	p := dataPlan(c, id, e, ranges, true)
-	p.Kind, p.Partitions = stream.KindNoData, parts
+	p.Kind, p.Partitions, p.PrevWatermark = stream.KindNoData, parts, prevWM
 	for _, r := range ranges {
 		if !bytes.Equal(r.Start, r.End) {
 			p.Kind = stream.KindData
@@ -486,7 +493,7 @@ func recoveryPlan(c planConf, sp *startPlan, st loopState, phase startPhase) (*b
 		if sp.PendingRepartitionTo > 0 {
 			return controlPlan(c, sp.PendingID, sp.Pending, sp.Partitions, sp.PendingRepartitionTo, true, st.Watermark), nil
 		}
-		return planRerun(c, sp.PendingID, sp.Pending, sp.PendingStart, st.Partitions), nil
+		return planRerun(c, sp.PendingID, sp.Pending, sp.PendingStart, st.Partitions, sp.PendingPrevWatermark), nil
 	case startRepartition:
 		if sp.RepartitionTo == 0 {
 			return nil, nil

@@ -71,9 +71,17 @@ type Trigger struct {
 	Interval time.Duration
 }
 
+// Stage is one step of a query's plan after the read path: a stateful
+// Operator or a stateless Transform, exactly one of them.
+type Stage struct {
+	Operator  stream.Operator
+	Transform stream.Transform
+}
+
 // Query is what runs: named sources, the columns it reads, the filter and
-// the watermark of its read path (engine/readpath.go), at most one stateful
-// operator, one sink and a trigger. Conf holds the Spark-named
+// the watermark of its read path (engine/readpath.go), a plan of operators
+// (Stages, or the one Operator; none for a query that appends the rows it
+// reads), one sink and a trigger. Conf holds the Spark-named
 // settings of docs/contracts.md, Configuration (checkpoint.Conf* keys).
 type Query struct {
 	Name    string
@@ -84,17 +92,25 @@ type Query struct {
 	Columns   []string
 	Watermark *Watermark
 	// Where, when set, filters the rows read (a WHERE): a row it does not
-	// keep never reaches the operator or the sink. It reads only Columns.
+	// keep never reaches the plan or the sink. It reads only Columns.
 	Where stream.Predicate
 	// PreWatermark, when set, is the part of Where that Spark's optimizer
 	// pushes below the watermark (PushPredicateThroughNonJoin): only the
 	// rows it keeps advance the max event time. Nil: every row read does.
 	PreWatermark stream.Predicate
-	// Operator is the stateful operator; nil for a query with none, whose
-	// rows, filtered and projected on Select, are appended to the sink.
+	// Operator is a plan of one stateful operator: the shorthand for
+	// Stages = {{Operator: Operator}}. Set it or Stages, not both.
 	Operator stream.Operator
-	// Select is what a query with no stateful operator hands the sink, in
-	// order: columns it reads (nil: Columns). Unused with an operator.
+	// Stages is the plan in order: each stage's output is the next one's
+	// input, the last one's goes to the sink. Its stateful operators are
+	// numbered 0, 1, ... in plan order (Spark's statefulOperatorId), each with
+	// its own state directory <checkpoint>/state/<id>. A plan without a
+	// stateful operator appends the rows it reads (projected on Select,
+	// then through its transforms) to the sink.
+	Stages []Stage
+	// Select is what a plan without a stateful operator takes from the
+	// rows read, in order: columns it reads (nil: Columns). Unused with an
+	// operator.
 	Select  []string
 	Sink    stream.Sink
 	Trigger Trigger
@@ -179,6 +195,14 @@ func queryColumns(cols []string) (proj []string, withSource bool) {
 }
 
 func (q *Query) validateShape() error {
+	if q.Operator != nil && len(q.Stages) > 0 {
+		return errcode.New(errcode.InvalidArgument, "", "put the operator in Stages", "query has both Operator and Stages")
+	}
+	for i, s := range q.Stages {
+		if (s.Operator == nil) == (s.Transform == nil) {
+			return errcode.New(errcode.InvalidArgument, "", "", "stage %d must have an operator or a transform, not both or neither", i)
+		}
+	}
 	if q.Sink == nil {
 		return errcode.New(errcode.InvalidArgument, "", "", "query has no sink")
 	}
@@ -214,4 +238,32 @@ func fmtNames(names []string) string {
 		q[i] = "'" + n + "'"
 	}
 	return strings.Join(q, ", ")
+}
+
+// stages is the plan: Stages, or the one Operator.
+func (q *Query) stages() []Stage {
+	if len(q.Stages) > 0 || q.Operator == nil {
+		return q.Stages
+	}
+	return []Stage{{Operator: q.Operator}}
+}
+
+// firstOperator is operator 0, nil if the plan has none.
+func (q *Query) firstOperator() stream.Operator {
+	if ops := q.operators(); len(ops) > 0 {
+		return ops[0]
+	}
+	return nil
+}
+
+// operators are the plan's stateful operators; an operator's index here is
+// its id.
+func (q *Query) operators() []stream.Operator {
+	var ops []stream.Operator
+	for _, s := range q.stages() {
+		if s.Operator != nil {
+			ops = append(ops, s.Operator)
+		}
+	}
+	return ops
 }

@@ -271,7 +271,7 @@ func (q *Query) validateReadPath() error {
 		}
 		add(p.Columns()...)
 	}
-	if q.Operator == nil {
+	if len(q.operators()) == 0 {
 		add(q.Select...)
 	}
 	types := map[string]stream.Type{}
@@ -306,7 +306,7 @@ func (q *Query) validateReadPath() error {
 				"the event time %s is %v, not a timestamp", w.Column, t)
 		}
 	}
-	if q.Operator != nil {
+	if len(q.operators()) > 0 {
 		return nil
 	}
 	if q.Columns != nil {

@@ -75,7 +75,7 @@ func (s *eventStats) add(c *stream.Column, keep []bool) {
 // reports are what the operator, the sink and the sources said about the
 // batch, as the steps that asked them received it.
 type reports struct {
-	op      stream.OperatorProgress
+	ops     []stream.OperatorProgress // one per operator, in id order
 	sink    stream.SinkProgress
 	sources []stream.SourceProgress
 }

@@ -207,13 +207,13 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 		return nil, fmt.Errorf("open operator: %w", err)
 	}
 	defer func() { err = errors.Join(err, op.Close()) }()
-	d := &driver{o: o, w: w, op: op, trace: o.trace}
+	d := &driver{o: o, w: w, ops: []*planOp{{op: op}}, trace: o.trace}
 	start := o.Clock.Now()
 	br, err := d.exec(ctx, p, start, preDurations{})
 	if err != nil {
 		return nil, err
 	}
-	res.Stats = br.Repartition
+	res.Stats = sumStats(br.Repartition)
 	res.DurationMs = o.Clock.Now().Sub(start).Milliseconds()
 	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "durationMs", res.DurationMs)
 	return res, nil

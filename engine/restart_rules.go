@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -281,31 +282,29 @@ func (c *shapeCheck) sink() {
 		cur.Location, orNone(seen.ID), orNone(c.queryID), old.Location)
 }
 
-// state compares the window, the group keys and the aggregates. Renaming
-// an aggregate changes the output columns only (the state check ignores
-// the alias here).
+// state compares each stateful operator with the one of the same id: its
+// window, group keys and aggregates (each operator's own restart decision;
+// adding or removing one is refused, as Spark refuses it). Renaming an
+// aggregate changes the output columns only (the state check ignores the
+// alias here).
 func (c *shapeCheck) state() {
 	old, cur := c.old, c.cur
-	structural := !slices.Equal(old.Keys, cur.Keys) || windowText(old.Window) != windowText(cur.Window) ||
-		!sameAggFuncs(old.Aggregates, cur.Aggregates)
-	renamed := old.OutputSchema != cur.OutputSchema || !slices.Equal(old.Aggregates, cur.Aggregates)
-	switch {
-	case structural || (!renamed && old.StateSchema != cur.StateSchema):
-		what := []string{}
-		if windowText(old.Window) != windowText(cur.Window) {
-			what = append(what, "window")
-		}
-		if !slices.Equal(old.Keys, cur.Keys) {
-			what = append(what, "group keys")
-		}
-		if !sameAggFuncs(old.Aggregates, cur.Aggregates) || len(what) == 0 {
-			what = append(what, "aggregates")
-		}
-		change := strings.Join(what, ", ")
-		c.refuse(change, stateText(old), stateText(cur), sparkState,
-			"refused: the state was built for the old keys and aggregates",
+	oldOps, curOps := old.OperatorList(), cur.OperatorList()
+	if len(oldOps) != len(curOps) {
+		c.refuse("stateful operators", opsText(oldOps), opsText(curOps), sparkState,
+			"refused: each operator's state belongs to its id; a new or removed operator has none or leaves it behind",
 			errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
-			"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, old.StateSchema, cur.StateSchema)
+			"the query has %d stateful operators, the checkpoint's state was written by %d", len(curOps), len(oldOps))
+		return
+	}
+	renamed := old.OutputSchema != cur.OutputSchema
+	for i := range oldOps {
+		if c.operatorState(oldOps[i], curOps[i], len(oldOps) > 1, old.OutputSchema != cur.OutputSchema) {
+			return
+		}
+		renamed = renamed || !slices.Equal(oldOps[i].Aggregates, curOps[i].Aggregates)
+	}
+	switch {
 	case renamed:
 		c.refuse("output schema", old.OutputSchema, cur.OutputSchema, sparkProjection,
 			"refused: the Delta table keeps the schema it was created with",
@@ -315,6 +314,44 @@ func (c *shapeCheck) state() {
 		c.allow("projection", strings.Join(old.Projection, ", "), strings.Join(cur.Projection, ", "), sparkProjection,
 			"allowed: the output schema is the same", c.first)
 	}
+}
+
+// operatorState applies the state rule to one operator, reporting whether
+// it refused; outRenamed says the query's output schema changed (a state
+// schema that changed with it, the keys and aggregates alike, is a
+// renaming). Several operators name theirs in the change ("operator 1:
+// window").
+func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed bool) bool {
+	structural := !slices.Equal(old.Keys, cur.Keys) || windowText(old.Window) != windowText(cur.Window) ||
+		!sameAggFuncs(old.Aggregates, cur.Aggregates)
+	renamed := outRenamed || !slices.Equal(old.Aggregates, cur.Aggregates)
+	if !structural && (renamed || old.StateSchema == cur.StateSchema) {
+		if several && !slices.Equal(old.Input, cur.Input) {
+			c.allow(fmt.Sprintf("operator %d input", cur.ID), strings.Join(old.Input, "; "), strings.Join(cur.Input, "; "), sparkFilter,
+				"allowed; results change from the first batch it applies to (logged)", c.first)
+			c.warn("the input of operator %d changed: it applies from batch %d on", cur.ID, c.first)
+		}
+		return false
+	}
+	what := []string{}
+	if windowText(old.Window) != windowText(cur.Window) {
+		what = append(what, "window")
+	}
+	if !slices.Equal(old.Keys, cur.Keys) {
+		what = append(what, "group keys")
+	}
+	if !sameAggFuncs(old.Aggregates, cur.Aggregates) || len(what) == 0 {
+		what = append(what, "aggregates")
+	}
+	change := strings.Join(what, ", ")
+	if several {
+		change = fmt.Sprintf("operator %d: %s", cur.ID, change)
+	}
+	c.refuse(change, opStateText(old), opStateText(cur), sparkState,
+		"refused: the state was built for the old keys and aggregates",
+		errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
+		"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, old.StateSchema, cur.StateSchema)
+	return true
 }
 
 func (c *shapeCheck) filterAndColumns() {
@@ -414,6 +451,17 @@ func sameAggFuncs(a, b []string) bool {
 	return true
 }
 
-func stateText(s shape.Shape) string {
-	return "group by " + strings.Join(append([]string{windowText(s.Window)}, s.Keys...), ", ") + "; " + strings.Join(s.Aggregates, ", ")
+func opStateText(o shape.Operator) string {
+	return "group by " + strings.Join(append([]string{windowText(o.Window)}, o.Keys...), ", ") + "; " + strings.Join(o.Aggregates, ", ")
+}
+
+func opsText(ops []shape.Operator) string {
+	if len(ops) == 0 {
+		return "none"
+	}
+	t := make([]string, len(ops))
+	for i, o := range ops {
+		t[i] = strconv.Itoa(o.ID) + ": " + opStateText(o)
+	}
+	return strings.Join(t, " | ")
 }

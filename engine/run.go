@@ -17,10 +17,6 @@ import (
 // sources (Spark's pollingDelay).
 const minIdleWait = 10 * time.Millisecond
 
-// OperatorID is the state directory of the query's single stateful operator:
-// <ckpt>/state/0 (Spark numbers operators from 0).
-const OperatorID = "0"
-
 // RunSummary describes what one Run did. It is a plain value.
 type RunSummary struct {
 	QueryID string
@@ -104,7 +100,9 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	}
 	sp.Warnings = append(sp.Warnings, sd.Warnings...)
 	logSinkMoved(o, sd)
-	r := newRun(q, sp, s, &driver{o: o, w: w, op: q.Operator, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain})
+	d := &driver{o: o, w: w, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain}
+	d.ops, d.post = planOps(q.stages())
+	r := newRun(q, sp, s, d)
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)
 	}
@@ -126,7 +124,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 func newRun(q Query, sp *startPlan, s settings, d *driver) *run {
 	r := &run{q: q, sp: sp, d: d, st: initialState(sp)}
 	r.c = planConf{Version: sp.Version, Keys: sp.Keys, NoData: s.noDataBatches, MinRetain: s.minRetain, Progress: true}
-	_, r.c.Prepare = q.Operator.(stream.CommitPreparer)
+	r.c.Prepare = canPrepare(q.operators())
 	for _, ns := range q.Sources {
 		desc := ""
 		if ns.Source != nil {
@@ -279,10 +277,7 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 			t1 = clk.Now()
 			latestDur = t1.Sub(t0)
 		case needProbe:
-			needs, err := false, error(nil) // nothing to evict without an operator
-			if r.d.op != nil {
-				needs, err = r.d.op.NeedsNoDataBatch(v.Watermark)
-			}
+			needs, err := r.d.needsNoData(v.Watermark)
 			if err != nil {
 				return false, fmt.Errorf("batch %d: ask the operator for a no-data batch at watermark %d: %w", v.NextID, v.Watermark, err)
 			}

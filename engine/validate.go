@@ -77,7 +77,10 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	}
 	// A checkpoint whose files disagree is damaged, whatever the query: this
 	// comes before the restart rules, which compare the query with them.
-	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.Operator); err != nil {
+	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, q.operators()); err != nil {
+		return chk, err
+	}
+	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator()); err != nil {
 		return chk, err
 	}
 	if q.Sink != nil {
@@ -109,8 +112,10 @@ func (chk *startCheck) checkTargets(ctx context.Context, q Query, fs vfs.FS, dir
 	case chk.sp.PendingRepartitionTo > 0:
 		from, to = chk.sp.Partitions, chk.sp.PendingRepartitionTo
 	}
-	if err := checkPartitions(q.Operator, from, to); err != nil {
-		return err
+	for _, op := range q.operators() {
+		if err := checkPartitions(op, from, to); err != nil {
+			return err
+		}
 	}
 	for _, ns := range q.Sources {
 		if c, ok := ns.Source.(stream.Checker); ok {
@@ -236,6 +241,10 @@ func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *Repartit
 	}
 	if p == nil {
 		return res, nil
+	}
+	// A repartition writes a batch: it believes what a start believes.
+	if err := checkCommitted(context.Background(), o.FS, d, snap, []stream.Operator{op}); err != nil {
+		return nil, err
 	}
 	return nil, checkPartitions(op, res.From, n)
 }

@@ -240,6 +240,11 @@ func TestDamageTable(t *testing.T) {
 		{name: "cache manifests corrupted", files: under("cache", func(r string) bool { return strings.Contains(r, "MANIFEST") }), all: true, how: "flip-all"},
 		{name: "newest delta commit deleted", files: commitJSON, how: "delete", code: errcode.TableBehindCheckpoint},
 		{name: "live data file deleted", files: under("table", suffix(".parquet")), how: "delete", code: delta.CodeMissingFile},
+		// The issue-39 rows: a commit log that lost more than its newest
+		// entry is damage, never the crash state "offsets/N without
+		// commits/N" a start repairs by re-running N.
+		{name: "commits all deleted", files: under("ck/commits", func(string) bool { return true }), all: true, how: "delete", code: errcode.CheckpointCorrupt},
+		{name: "commits all truncated", files: under("ck/commits", func(r string) bool { return !strings.Contains(r, "/.") }), all: true, how: "truncate", code: errcode.CheckpointCorrupt},
 		{name: "metadata with another query id", files: under("ck", func(r string) bool { return r == "ck/metadata" }), how: "other-id", code: errcode.CheckpointCorrupt},
 	}
 	// Every other file of the checkpoint and the table, truncated, flipped

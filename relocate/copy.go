@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -51,10 +52,11 @@ type Options struct {
 	// "" to copy the checkpoint alone.
 	TableFrom, TableTo string
 	Logger             *slog.Logger
-	// afterPublish, if set (tests), is called after each file the copy
-	// publishes at the destination (the marker included), with its path;
-	// an error aborts the copy there as a crash would.
-	afterPublish func(path string) error
+	// afterStep, if set (tests), is called after each file the copy
+	// publishes at a destination (the marker included) and each file its
+	// clear removes, with its path; an error aborts the copy there as a
+	// crash would.
+	afterStep func(path string) error
 }
 
 // Result is what a copy did.
@@ -152,17 +154,128 @@ func (o Options) files() (ckFiles, tblFiles []file, err error) {
 	return ckFiles, tblFiles, nil
 }
 
-// clearUnfinished removes an unfinished earlier copy at the destinations.
+// clearUnfinished removes an unfinished earlier copy at the destinations,
+// in the order that keeps the checkpoint destination refused until it is
+// empty (doc.go, Clearing): the table destination (in the reverse of the
+// copy's order: at every step a shorter prefix of its log, or a log that
+// readers refuse), then every file of the checkpoint destination but the
+// marker, each directory synced after its removals, and the marker last.
+// A crash at any point leaves the marker over whatever is left
+// (CHECKPOINT_COPY_INCOMPLETE, and the copy again clears the rest), or an
+// empty destination.
 func (o Options) clearUnfinished() error {
 	o.Logger.Info("clearing an unfinished copy", "checkpoint", o.To, "table", o.TableTo)
-	for _, d := range []string{o.To, o.TableTo} {
-		if d != "" {
-			if err := o.FS.RemoveAll(d); err != nil {
-				return fmt.Errorf("clear the unfinished copy at %s: %w", d, err)
+	if o.TableTo != "" {
+		if err := o.removeTree(o.TableTo, nil, clearRank); err != nil {
+			return fmt.Errorf("clear the unfinished copy at %s: %w", o.TableTo, err)
+		}
+	}
+	spare := func(rel string) bool { return rel == checkpoint.CopyMarkerFile }
+	if err := o.removeTree(o.To, spare, func(string) int { return 0 }); err != nil {
+		return fmt.Errorf("clear the unfinished copy at %s: %w", o.To, err)
+	}
+	mk := o.FS.PathJoin(o.To, checkpoint.CopyMarkerFile)
+	if err := o.FS.Remove(mk); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear the unfinished copy: remove the marker %s: %w", mk, err)
+	}
+	if err := durable.SyncDir(o.FS, o.To); err != nil {
+		return err
+	}
+	return o.step(mk)
+}
+
+// clearRank orders a table's removal, the reverse of sortTable's copy:
+// _last_checkpoint, then the log newest version first, then the data
+// files.
+func clearRank(rel string) int { return 2 - tableRank(rel) }
+
+// removeTree removes every file under root (temp files too) but those
+// spare keeps (nil: none), by rank, then name descending (for a log:
+// newest first); the directories of one rank's removals are synced before
+// the next rank's begin, so a crash never keeps a later rank's removal and
+// loses an earlier one's. Then it removes the directories left empty,
+// deepest first, root excepted.
+func (o Options) removeTree(root string, spare func(rel string) bool, rank func(rel string) int) error {
+	files, dirs, err := o.walkAll(root)
+	if err != nil {
+		return err
+	}
+	files = slices.DeleteFunc(files, func(f file) bool { return spare != nil && spare(f.rel) })
+	slices.SortStableFunc(files, func(a, b file) int {
+		if ra, rb := rank(a.rel), rank(b.rel); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(b.rel, a.rel)
+	})
+	touched := map[string]bool{}
+	syncTouched := func() error {
+		for _, d := range slices.Sorted(maps.Keys(touched)) {
+			if err := durable.SyncDir(o.FS, d); err != nil {
+				return err
 			}
+		}
+		clear(touched)
+		return nil
+	}
+	for i, f := range files {
+		if i > 0 && rank(f.rel) != rank(files[i-1].rel) {
+			if err := syncTouched(); err != nil {
+				return err
+			}
+		}
+		if err := o.FS.Remove(f.src); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", f.src, err)
+		}
+		touched[o.FS.PathDir(f.src)] = true
+		if err := o.step(f.src); err != nil {
+			return err
+		}
+	}
+	if err := syncTouched(); err != nil {
+		return err
+	}
+	slices.Reverse(dirs) // children after their parents in walk order
+	for _, d := range dirs {
+		if names, err := o.FS.List(d); err != nil || len(names) > 0 {
+			continue // not empty (spared files), or gone
+		}
+		if err := o.FS.RemoveAll(d); err != nil {
+			return fmt.Errorf("remove %s: %w", d, err)
+		}
+		if err := durable.SyncDir(o.FS, o.FS.PathDir(d)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// walkAll lists every file under root, temp files included, and every
+// directory below root (parents before their children). A missing root
+// has none.
+func (o Options) walkAll(root string) (files []file, dirs []string, err error) {
+	var visit func(dir, rel string) error
+	visit = func(dir, rel string) error {
+		infos, err := storage.ListInfo(o.FS, dir, nil)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, info := range infos {
+			p, r := o.FS.PathJoin(dir, info.Name()), path.Join(rel, info.Name())
+			if info.IsDir() {
+				dirs = append(dirs, p)
+				if err := visit(p, r); err != nil {
+					return err
+				}
+				continue
+			}
+			files = append(files, file{src: p, rel: r, size: info.Size()})
+		}
+		return nil
+	}
+	return files, dirs, visit(root, "")
 }
 
 // copyAll writes the copy: the copy-in-progress marker first (every reader
@@ -271,21 +384,24 @@ func tableFile(string) bool { return true }
 // sortTable orders a table's files for a crash-consistent copy (doc.go):
 // data files, then _delta_log in name order, _last_checkpoint last.
 func sortTable(fs []file) {
-	rank := func(rel string) int {
-		switch {
-		case rel == "_delta_log/_last_checkpoint":
-			return 2
-		case strings.HasPrefix(rel, "_delta_log/"):
-			return 1
-		}
-		return 0
-	}
 	slices.SortStableFunc(fs, func(a, b file) int {
-		if ra, rb := rank(a.rel), rank(b.rel); ra != rb {
+		if ra, rb := tableRank(a.rel), tableRank(b.rel); ra != rb {
 			return ra - rb
 		}
 		return strings.Compare(a.rel, b.rel)
 	})
+}
+
+// tableRank is a table file's phase in a copy: data files 0, the log 1,
+// _last_checkpoint 2.
+func tableRank(rel string) int {
+	switch {
+	case rel == "_delta_log/_last_checkpoint":
+		return 2
+	case strings.HasPrefix(rel, "_delta_log/"):
+		return 1
+	}
+	return 0
 }
 
 // walk lists every file under root (relative paths with "/", sorted),
@@ -349,7 +465,7 @@ func (o Options) copyFile(f file, root string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("copy %s to %s: %w", f.src, dst, err)
 	}
-	if err := o.published(dst); err != nil {
+	if err := o.step(dst); err != nil {
 		return 0, err
 	}
 	want := h.Sum(nil)
@@ -372,12 +488,13 @@ func (o Options) publish(dir, name string, data []byte) error {
 	if _, err := durable.Bytes(durable.For(o.FS), dir, name, durable.Options{}, data); err != nil {
 		return fmt.Errorf("write %s: %w", o.FS.PathJoin(dir, name), err)
 	}
-	return o.published(o.FS.PathJoin(dir, name))
+	return o.step(o.FS.PathJoin(dir, name))
 }
 
-func (o Options) published(p string) error {
-	if o.afterPublish != nil {
-		return o.afterPublish(p)
+// step is called after each file published or removed (afterStep).
+func (o Options) step(p string) error {
+	if o.afterStep != nil {
+		return o.afterStep(p)
 	}
 	return nil
 }

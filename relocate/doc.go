@@ -38,9 +38,32 @@
 // a failure at any write leaves the destination absent (nothing published
 // yet, at most empty directories), complete (the marker removed), or
 // refused with CHECKPOINT_COPY_INCOMPLETE, whose remedy is to run the copy
-// again: a destination holding the marker is cleared (every file under it
-// and under the table destination) and copied afresh. The source is never
-// written but for its lock.
+// again: a destination holding the marker is cleared (Clearing) and copied
+// afresh. The source is never written but for its lock.
+//
+// # Clearing
+//
+// The marker is the first file a copy writes and the last one its clear
+// removes, so a kill anywhere in a clear leaves the destination either
+// marked (refused, and the copy again clears the rest) or empty (absent):
+//
+//  1. the table destination: _last_checkpoint, the _delta_log files newest
+//     version first, then the data files (the reverse of the copy: at
+//     every step a shorter log over files it still has, or a log with a
+//     gap that table readers refuse), each phase's directories synced
+//     before the next phase;
+//  2. every file of the checkpoint destination but the marker, temp files
+//     included, in any order (the marker refuses them all), each directory
+//     synced, then the directories left empty;
+//  3. the marker, and the directory synced.
+//
+// Removing files one by one, in an order that keeps the marker, is what
+// works on both stores: S3 has no rename of a prefix to publish a cleared
+// tree in one step, and a local recursive remove (os.RemoveAll) goes in
+// listing order, where commits/ sorts before copy-in-progress. Before
+// this order (main at 27801e4), a kill in a clear left no marker over a
+// checkpoint without commits/: a start re-ran its last batch from empty
+// state, and the copy refused the destination as not empty.
 //
 // # Marker format (version 1)
 //

@@ -15,10 +15,14 @@ import (
 const Dir = "shape"
 
 // Version is the newest format version this package writes and reads: v2
-// adds the sink's identity (Sink.ID). A record without one is written as v1,
-// byte for byte what earlier versions wrote, so they still read it; both
-// versions read.
-const Version = 2
+// adds the sink's identity (Sink.ID), v3 the list of stateful operators
+// (Operators) for a plan of more than one. A record without either is
+// written as v1, byte for byte what earlier versions wrote, so they still
+// read it; every version reads.
+const Version = 3
+
+// KindAggregate is Operator.Kind of a streaming aggregation.
+const KindAggregate = "aggregate"
 
 // Source is one input of the query.
 type Source struct {
@@ -51,7 +55,31 @@ type Sink struct {
 	ID string `json:"id,omitempty"`
 }
 
+// Operator is one stateful operator of the query's plan, as the restart
+// rules compare it.
+type Operator struct {
+	// ID is the operator's id in plan order (its state directory).
+	ID int `json:"id"`
+	// Kind is what the operator is: KindAggregate.
+	Kind   string  `json:"kind"`
+	Window *Window `json:"window"`
+	// Keys, Aggregates and StateSchema are Shape's fields of the same name,
+	// for this operator.
+	Keys        []string `json:"keys"`
+	Aggregates  []string `json:"aggregates"`
+	StateSchema string   `json:"stateSchema"`
+	// Input are the stateless steps between the previous operator and
+	// this one (a projection, a filter), rendered; none before operator 0,
+	// whose input is the query's filter and columns.
+	Input []string `json:"input"`
+}
+
 // Shape is a query's shape. It is a plain value; Equal compares all fields.
+//
+// The stateful operators are Operators when the plan has more than one;
+// a plan of one aggregation is recorded, as before version 3, in the
+// top-level Window, Keys, Aggregates and StateSchema (OperatorList reads
+// both forms).
 type Shape struct {
 	Sources      []Source   `json:"sources"`
 	From         string     `json:"from"`
@@ -67,6 +95,41 @@ type Shape struct {
 	StateSchema  string     `json:"stateSchema"`
 	Sink         Sink       `json:"sink"`
 	Trigger      string     `json:"trigger"`
+	// Operators is every stateful operator in id order, for a plan of more
+	// than one (version 3); nil otherwise.
+	Operators []Operator `json:"operators,omitempty"`
+}
+
+// OperatorList is the plan's stateful operators in id order: Operators, or
+// the one aggregation of the top-level fields (operator 0), or none.
+func (s Shape) OperatorList() []Operator {
+	if len(s.Operators) > 0 {
+		return s.Operators
+	}
+	if s.StateSchema == "" && len(s.Aggregates) == 0 && len(s.Keys) == 0 && s.Window == nil {
+		return nil
+	}
+	return []Operator{{ID: 0, Kind: KindAggregate, Window: s.Window, Keys: nonNil(s.Keys), Aggregates: nonNil(s.Aggregates),
+		StateSchema: s.StateSchema, Input: []string{}}}
+}
+
+// WithOperators returns s with its stateful operators set to ops (ids in
+// order), in the form Encode writes: one aggregation in the top-level
+// fields, more in Operators.
+func (s Shape) WithOperators(ops []Operator) Shape {
+	s.Window, s.Keys, s.Aggregates, s.StateSchema, s.Operators = nil, nil, nil, "", nil
+	switch {
+	case len(ops) == 1 && ops[0].Kind == KindAggregate && len(ops[0].Input) == 0:
+		o := ops[0]
+		s.Window, s.Keys, s.Aggregates, s.StateSchema = o.Window, o.Keys, o.Aggregates, o.StateSchema
+	case len(ops) > 0:
+		s.Operators = make([]Operator, len(ops))
+		for i, o := range ops {
+			o.ID, o.Keys, o.Aggregates, o.Input = i, nonNil(o.Keys), nonNil(o.Aggregates), nonNil(o.Input)
+			s.Operators[i] = o
+		}
+	}
+	return s
 }
 
 // Record is one shape file: the shape and the first batch it applies to.
@@ -87,6 +150,9 @@ func nonNil(s []string) []string {
 // normal returns s with nil slices as empty ones, so that equal shapes
 // encode to the same bytes.
 func (s Shape) normal() Shape {
+	if len(s.Operators) > 0 {
+		s = s.WithOperators(s.Operators)
+	}
 	s.Projection, s.Columns, s.Keys, s.Aggregates = nonNil(s.Projection), nonNil(s.Columns), nonNil(s.Keys), nonNil(s.Aggregates)
 	if s.Sources == nil {
 		s.Sources = []Source{}
@@ -101,13 +167,17 @@ func (s Shape) Equal(o Shape) bool {
 	return bytes.Equal(a, b)
 }
 
-// Encode renders a record in the file format: version 2 when the sink has
-// an identity, else version 1.
+// Encode renders a record in the file format: version 3 for a plan of
+// several stateful operators, else version 2 when the sink has an
+// identity, else version 1.
 func Encode(r Record) ([]byte, error) {
 	r.Shape = r.Shape.normal()
 	var b bytes.Buffer
 	v := 1
-	if r.Shape.Sink.ID != "" {
+	switch {
+	case len(r.Shape.Operators) > 0:
+		v = 3
+	case r.Shape.Sink.ID != "":
 		v = 2
 	}
 	b.WriteString("v" + strconv.Itoa(v) + "\n")
@@ -132,8 +202,10 @@ func Parse(path string, data []byte) (Record, error) {
 		v = 1
 	case "v2":
 		v = 2
+	case "v3":
+		v = 3
 	default:
-		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1 or v2", truncate(string(head)))
+		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1, v2 or v3", truncate(string(head)))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -143,8 +215,11 @@ func Parse(path string, data []byte) (Record, error) {
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
 		return r, errcode.Corrupt(path, nil, "query shape record has trailing data")
 	}
-	if (v == 2) != (r.Shape.Sink.ID != "") {
+	if v < 3 && (v == 2) != (r.Shape.Sink.ID != "") {
 		return r, errcode.Corrupt(path, nil, "query shape record v%d has sink id %q: v2 records, and only they, have one", v, r.Shape.Sink.ID)
+	}
+	if err := checkOperators(path, v, r.Shape); err != nil {
+		return r, err
 	}
 	if r.FirstBatchID < 0 {
 		return r, errcode.Corrupt(path, nil, "query shape record has firstBatchId %d", r.FirstBatchID)
@@ -152,6 +227,33 @@ func Parse(path string, data []byte) (Record, error) {
 	r.Shape = r.Shape.normal()
 	r.Path = path
 	return r, nil
+}
+
+// checkOperators refuses a record whose operators contradict its version:
+// v3 lists two or more, with ids in order, and nothing in the top-level
+// aggregation fields; v1 and v2 list none.
+func checkOperators(path string, v int, s Shape) error {
+	if v < 3 {
+		if s.Operators != nil {
+			return errcode.Corrupt(path, nil, "query shape record v%d lists operators: only v3 records do", v)
+		}
+		return nil
+	}
+	if len(s.Operators) < 2 {
+		return errcode.Corrupt(path, nil, "query shape record v3 lists %d operators, want at least 2", len(s.Operators))
+	}
+	if s.Window != nil || len(s.Keys) > 0 || len(s.Aggregates) > 0 || s.StateSchema != "" {
+		return errcode.Corrupt(path, nil, "query shape record v3 has a top-level aggregation besides its operators")
+	}
+	for i, o := range s.Operators {
+		if o.ID != i {
+			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
+		}
+		if o.Kind != KindAggregate {
+			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
+		}
+	}
+	return nil
 }
 
 func truncate(s string) string {

@@ -117,3 +117,60 @@ func TestVersions(t *testing.T) {
 		}
 	}
 }
+
+// chained is a plan of two aggregations: hourly sums over 5-minute ones.
+func chained() []Operator {
+	return []Operator{
+		{Kind: KindAggregate, Window: &Window{Column: "ts", Size: "5 minutes"}, Keys: []string{"sym"}, Aggregates: []string{"sum(v) as v"}, StateSchema: "a"},
+		{Kind: KindAggregate, Window: &Window{Column: "ts5", Size: "1 hour"}, Keys: []string{"sym"}, Aggregates: []string{"sum(v) as v"}, StateSchema: "b",
+			Input: []string{"select window_time(window_end) as ts5, sym, v"}},
+	}
+}
+
+// TestVersion3 pins the operator list: a plan of one aggregation is still
+// written as v1 (operator 0 in the top-level fields, the bytes of a record
+// written before operators were listed), a plan of two as v3 with the list;
+// every version reads back to the same operators, and a v3 record that
+// contradicts itself, or a v1 or v2 one listing operators, is corrupt.
+func TestVersion3(t *testing.T) {
+	one, err := Encode(Record{Shape: sample()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := sample().OperatorList()
+	if len(ops) != 1 || ops[0].ID != 0 || ops[0].StateSchema != "y" || ops[0].Window.Size != "5 minutes" {
+		t.Fatalf("a v1 shape's operators: %+v", ops)
+	}
+	asList, err := Encode(Record{Shape: sample().WithOperators(ops)})
+	if err != nil || string(asList) != string(one) || !strings.HasPrefix(string(one), "v1\n") {
+		t.Fatalf("one aggregation as a list encodes as\n%s\nwant the v1 bytes\n%s (%v)", asList, one, err)
+	}
+	two := sample().WithOperators(chained())
+	b, err := Encode(Record{FirstBatchID: 4, Shape: two})
+	if err != nil || !strings.HasPrefix(string(b), "v3\n") || strings.Contains(string(b), `"stateSchema":"y"`) {
+		t.Fatalf("two operators: %s %v", b, err)
+	}
+	back, err := Parse("p", b)
+	if err != nil || !back.Shape.Equal(two) || back.FirstBatchID != 4 {
+		t.Fatalf("v3 round trip: %+v %v", back, err)
+	}
+	got := back.Shape.OperatorList()
+	if len(got) != 2 || got[1].ID != 1 || got[1].StateSchema != "b" || got[1].Input[0] != "select window_time(window_end) as ts5, sym, v" {
+		t.Fatalf("v3 operators: %+v", got)
+	}
+	if two.Equal(sample()) {
+		t.Fatal("a plan of two equals a plan of one")
+	}
+	text := string(b)
+	for _, bad := range []string{
+		"v1" + text[2:], "v2" + text[2:], // a list in an old version
+		strings.Replace(text, `"id":1`, `"id":2`, 1), // ids out of order
+		strings.Replace(text, `"kind":"aggregate"`, `"kind":"join"`, 1),
+		"v3" + string(one)[2:],                                            // v3 without operators
+		strings.Replace(text, `"stateSchema":""`, `"stateSchema":"y"`, 1), // top-level state besides the list
+	} {
+		if _, err := Parse("p", []byte(bad)); errcode.Code(err) != errcode.CheckpointCorrupt {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -196,25 +196,33 @@ type Record struct {
 	Schema           Schema
 	NextWatermarkMs  int64
 	HasNextWatermark bool
+	// Newest is the newest committed version in dir (-1: none), from the
+	// same listing; set even when v has no metadata file.
+	Newest int64
 }
 
 // ReadRecord reads the metadata of version v's newest attempt in dir,
-// writing nothing; ok is false when v has no metadata file (the caller's
-// own load reports that). A damaged file is CHECKPOINT_CORRUPT naming it.
+// writing nothing; ok is false when v has no metadata file (rec holds
+// Newest alone then; the caller's own load reports the missing version). A
+// damaged file is CHECKPOINT_CORRUPT naming it.
 func ReadRecord(fs vfs.FS, dir string, v int64) (rec Record, ok bool, err error) {
 	cat, err := listCatalog(fs, dir)
 	if err != nil {
 		return Record{}, false, err
 	}
+	newest := int64(-1)
+	if vs := cat.versions(); len(vs) > 0 {
+		newest = vs[len(vs)-1]
+	}
 	a, ok := cat.latestAttempt(v)
 	if !ok {
-		return Record{}, false, nil
+		return Record{Newest: newest}, false, nil
 	}
 	m, err := readMeta(fs, dir, v, a)
 	if err != nil {
 		return Record{}, false, err
 	}
-	rec = Record{Path: fs.PathJoin(dir, metaFileName(v, a)), Schema: m.Schema}
+	rec = Record{Path: fs.PathJoin(dir, metaFileName(v, a)), Schema: m.Schema, Newest: newest}
 	if m.NextWatermarkMs != nil {
 		rec.NextWatermarkMs, rec.HasNextWatermark = *m.NextWatermarkMs, true
 	}

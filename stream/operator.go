@@ -126,3 +126,20 @@ type WatermarkLookahead interface {
 type SchemaOperator interface {
 	OutputSchema() Schema
 }
+
+// Transform is a stateless step of a query's plan (a filter, a projection,
+// a derived column such as window_time): the engine applies it to every
+// chunk on its way to the next stateful operator, or to the sink after the
+// last one. It keeps nothing between calls, so it has no state directory,
+// no operator id and nothing to commit or repartition.
+type Transform interface {
+	// Apply returns in's rows transformed. It must not modify or retain in;
+	// the result may share in's column slices. A result with no rows is
+	// dropped.
+	Apply(in *Batch) (*Batch, error)
+	// OutputSchema is the schema of Apply's result for rows of schema in,
+	// or an error naming what in lacks (a column it reads).
+	OutputSchema(in Schema) (Schema, error)
+	// String renders the step for the query shape, e.g. "filter (v > 0)".
+	String() string
+}

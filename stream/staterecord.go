@@ -20,13 +20,16 @@ type StateRecord struct {
 	// StateSchema is the state schema the version was written with, as the
 	// operator renders it in the query shape ("" if unknown).
 	StateSchema string
+	// Newest is the newest version stateDir holds (-1: none), for the
+	// engine to compare with the logs (checkpoint.Dir.CheckStateCovered).
+	Newest int64
 }
 
 // StateRecorder is implemented by operators whose committed state records
 // facts that the checkpoint's logs record too. CommittedRecord reads them
 // for state version version under stateDir without opening the operator or
-// writing anything; ok is false when that version has no record (the
-// operator's Open reports a missing version).
+// writing anything; ok is false when that version has no record (rec then
+// holds Newest alone).
 type StateRecorder interface {
 	CommittedRecord(ctx context.Context, fs vfs.FS, stateDir string, version int64) (rec StateRecord, ok bool, err error)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
 )
 
 func writeTestCheckpoint(t *testing.T) string {
@@ -35,6 +37,22 @@ func writeTestCheckpoint(t *testing.T) string {
 		Tombstones:         map[string]checkpoint.Tombstone{"s3_backfill": {RemovedInBatch: 29, LastOffset: json.RawMessage(`{"logOffset":11}`)}},
 	}, Sources: []checkpoint.SourceOffset{{Key: "eth_live", Offset: json.RawMessage(`{"block":26087209}`)}}}
 	if err := w.WriteOffsets(0, e); err != nil {
+		t.Fatal(err)
+	}
+	// State version 0, written before commits/0 as a run writes it: a start
+	// (and plan) refuses a commit whose state version is missing.
+	s, err := state.Open(context.Background(), state.Options{
+		Dir: filepath.Join(dir, "state", "0"), FS: vfs.Default, LocalDir: t.TempDir(), Partitions: 8,
+		Schema: state.Schema{OperatorName: "aggregate", Key: []state.Field{{Name: "miner", Type: stream.String}},
+			Value: []state.Field{{Name: "count", Type: stream.Int64}}},
+	}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.WriteCommit(0, &checkpoint.CommitEntry{}); err != nil {

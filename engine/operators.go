@@ -1,0 +1,296 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ethstream/ethstream/stream"
+)
+
+// The plan of operators a driver runs: the query's stages after the read
+// path, with every stateful operator numbered in plan order from 0 (Spark's
+// IncrementalExecution: statefulOperatorId.getAndIncrement()). Operator i
+// keeps its state in <checkpoint>/state/<i> and has its own stateOperators[]
+// entry; the stateless transforms before it are applied to its input.
+//
+// Within a batch the rows flow down the plan: the reads feed operator 0,
+// operator i's Finish output feeds operator i+1, the last one's goes to the
+// sink. Watermarks follow Spark's rules for several stateful operators
+// (SPARK-40925): every operator evicts by the batch's watermark, but only
+// operator 0 drops late input by it; a later operator drops input late by
+// the previous batch's watermark (eventTimeWatermarkForLateEvents), since the
+// rows the operator before it emits in this batch are those the batch's
+// watermark has just closed.
+
+// OperatorID is the id, and state directory, of a query's first stateful
+// operator: <ckpt>/state/0 (Spark numbers operators from 0). The reference
+// query's aggregation is operator 0.
+const OperatorID = "0"
+
+// planOp is one stateful operator of the running plan.
+type planOp struct {
+	id int
+	op stream.Operator
+	// pre are the transforms between the stage before (the read path or
+	// the previous operator) and this operator.
+	pre  []stream.Transform
+	open bool
+}
+
+// dir is the operator's state directory name under state/.
+func (po *planOp) dir() string { return strconv.Itoa(po.id) }
+
+// planOps splits a query's stages into its numbered stateful operators and
+// the transforms after the last one.
+func planOps(stages []Stage) (ops []*planOp, post []stream.Transform) {
+	var pre []stream.Transform
+	for _, s := range stages {
+		if s.Transform != nil {
+			pre = append(pre, s.Transform)
+			continue
+		}
+		ops = append(ops, &planOp{id: len(ops), op: s.Operator, pre: pre})
+		pre = nil
+	}
+	return ops, pre
+}
+
+// applyTransforms runs in through ts in order; nil when no row is left.
+func applyTransforms(ts []stream.Transform, in *stream.Batch) (*stream.Batch, error) {
+	for _, t := range ts {
+		if in == nil || in.Len == 0 {
+			return nil, nil
+		}
+		out, err := t.Apply(in)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t, err)
+		}
+		in = out
+	}
+	return in, nil
+}
+
+// feed hands one chunk to operator i, through the transforms before it.
+// lateMs is the watermark it drops late input by.
+func (d *driver) feed(ctx context.Context, batchID int64, i int, lateMs int64, in *stream.Batch) error {
+	po := d.ops[i]
+	if len(po.pre) > 0 {
+		var err error
+		if in, err = applyTransforms(po.pre, in); err != nil || in == nil {
+			return err
+		}
+	}
+	if err := po.op.Process(ctx, batchID, lateMs, in); err != nil {
+		if len(d.ops) > 1 {
+			return fmt.Errorf("operator %d: %w", po.id, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// finishOps ends the batch for every operator in plan order, each one's
+// output feeding the next, and returns the rows for the sink and each
+// operator's progress.
+func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Batch, []stream.OperatorProgress, error) {
+	p := b.p
+	wm := p.Entry.Metadata.BatchWatermarkMs
+	progs := make([]stream.OperatorProgress, len(d.ops))
+	var out *stream.Batch
+	for i, po := range d.ops {
+		// Only operator 0 drops late input by the batch's watermark, so only
+		// its state may leave out what the next one closes.
+		if la, ok := po.op.(stream.WatermarkLookahead); ok && i == 0 {
+			la.NextWatermark(s.Batch, b.res.NextWatermark)
+		}
+		o, prog, err := po.op.Finish(ctx, s.Batch, wm)
+		if err != nil {
+			return nil, nil, fmt.Errorf("batch %d: finish operator%s: %w", s.Batch, strings.TrimPrefix(d.opLabel(po), " of operator"), err)
+		}
+		progs[i] = prog
+		if i+1 < len(d.ops) {
+			if o != nil && o.Len > 0 {
+				if err := d.feed(ctx, s.Batch, i+1, p.PrevWatermark, o); err != nil {
+					return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
+				}
+			}
+			continue
+		}
+		out = o
+	}
+	if len(d.post) > 0 && out != nil {
+		var err error
+		if out, err = applyTransforms(d.post, out); err != nil {
+			return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
+		}
+	}
+	if out == nil {
+		out = &stream.Batch{}
+	}
+	return out, progs, nil
+}
+
+// opLabel names operator po in errors when the plan has several: " of
+// operator 1" (a one-operator plan's errors read as they always did).
+func (d *driver) opLabel(po *planOp) string {
+	if len(d.ops) < 2 {
+		return ""
+	}
+	return " of operator " + strconv.Itoa(po.id)
+}
+
+// commitOps commits state version N of every operator, in plan order.
+func (d *driver) commitOps(ctx context.Context, batchID int64) error {
+	for _, po := range d.ops {
+		if err := po.op.Commit(ctx, batchID); err != nil {
+			return fmt.Errorf("batch %d: commit state%s: %w", batchID, d.opLabel(po), err)
+		}
+	}
+	return nil
+}
+
+// prepareOps prepares state version N of every operator, then publishes
+// them (stream.CommitPreparer); the plan asks for it only when every
+// operator can.
+func (d *driver) prepareOps(ctx context.Context, batchID int64) error {
+	for _, po := range d.ops {
+		cp, ok := po.op.(stream.CommitPreparer)
+		if !ok {
+			return fmt.Errorf("batch %d: the plan prepares the state commit, operator %d cannot", batchID, po.id)
+		}
+		if err := cp.PrepareCommit(ctx, batchID); err != nil {
+			return fmt.Errorf("batch %d: prepare state%s: %w", batchID, d.opLabel(po), err)
+		}
+	}
+	return d.commitOps(ctx, batchID)
+}
+
+// canPrepare reports whether every operator splits its commit.
+func canPrepare(ops []stream.Operator) bool {
+	for _, op := range ops {
+		if _, ok := op.(stream.CommitPreparer); !ok {
+			return false
+		}
+	}
+	return len(ops) > 0
+}
+
+// reportedProgress replaces each operator's progress with what it reports
+// after Commit (stream.ProgressReporter).
+func (d *driver) reportedProgress(progs []stream.OperatorProgress) {
+	for i, po := range d.ops {
+		if pr, ok := po.op.(stream.ProgressReporter); ok && i < len(progs) {
+			progs[i] = pr.Progress()
+		}
+	}
+}
+
+// abortOps discards every operator's uncommitted batch.
+func (d *driver) abortOps() {
+	for _, po := range d.ops {
+		po.op.Abort()
+	}
+}
+
+// needsNoData reports whether a no-data batch at watermarkMs would evict or
+// emit anything in some operator.
+func (d *driver) needsNoData(watermarkMs int64) (bool, error) {
+	for _, po := range d.ops {
+		needs, err := po.op.NeedsNoDataBatch(watermarkMs)
+		if err != nil {
+			return false, fmt.Errorf("operator %d: %w", po.id, err)
+		}
+		if needs {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// repartitionOps rewrites every operator's state version base as version
+// batchID with n partitions: a REPARTITION control batch repartitions every
+// operator. It returns each operator's figures.
+func (d *driver) repartitionOps(ctx context.Context, base, batchID int64, n int) ([]stream.RepartitionStats, error) {
+	stats := make([]stream.RepartitionStats, len(d.ops))
+	for i, po := range d.ops {
+		st, err := po.op.Repartition(ctx, base, batchID, n)
+		if err != nil {
+			if len(d.ops) > 1 {
+				return nil, fmt.Errorf("operator %d: %w", po.id, err)
+			}
+			return nil, err
+		}
+		stats[i] = st
+	}
+	return stats, nil
+}
+
+// openOps opens every operator on its own state directory.
+func (d *driver) openOps(ctx context.Context, env stream.OperatorEnv) error {
+	for _, po := range d.ops {
+		dir, err := d.w.StateDir(po.dir())
+		if err != nil {
+			return err
+		}
+		env.StateDir = dir
+		if err := po.op.Open(ctx, env); err != nil {
+			if len(d.ops) > 1 {
+				return fmt.Errorf("open operator %d: %w", po.id, err)
+			}
+			return fmt.Errorf("open operator: %w", err)
+		}
+		po.open = true
+	}
+	return nil
+}
+
+// closeOps closes the operators open opened.
+func (d *driver) closeOps() []error {
+	var errs []error
+	for _, po := range d.ops {
+		if po.open {
+			errs = append(errs, po.op.Close())
+			po.open = false
+		}
+	}
+	return errs
+}
+
+// outputSchema is the schema of the rows the sink receives, when the last
+// operator declares its own (stream.SchemaOperator), or in a plan without
+// one, from the columns the read path selects as the sources declare them.
+func (d *driver) outputSchema() (stream.Schema, bool, error) {
+	var s stream.Schema
+	if len(d.ops) == 0 {
+		s = d.q.outputSchema()
+	} else {
+		so, ok := d.ops[len(d.ops)-1].op.(stream.SchemaOperator)
+		if !ok {
+			return stream.Schema{}, false, nil
+		}
+		s = so.OutputSchema()
+	}
+	for _, t := range d.post {
+		var err error
+		if s, err = t.OutputSchema(s); err != nil {
+			return s, false, fmt.Errorf("%s: %w", t, err)
+		}
+	}
+	return s, true, nil
+}
+
+// sumStats adds the operators' repartition figures into one (the result of
+// an offline repartition).
+func sumStats(stats []stream.RepartitionStats) stream.RepartitionStats {
+	var t stream.RepartitionStats
+	for _, s := range stats {
+		t.From, t.To = s.From, s.To
+		t.KeysBefore += s.KeysBefore
+		t.KeysAfter += s.KeysAfter
+		t.BytesRead += s.BytesRead
+		t.BytesWritten += s.BytesWritten
+	}
+	return t
+}
