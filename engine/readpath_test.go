@@ -212,3 +212,57 @@ func TestReadPathRefusedBeforeWriting(t *testing.T) {
 		}
 	}
 }
+
+// doubled is a stateless transform: the column n2 = 2 * number, alone.
+type doubled struct{}
+
+func (doubled) Apply(in *stream.Batch) (*stream.Batch, error) {
+	c := in.Column("number")
+	out := &stream.Batch{Len: in.Len, Columns: []stream.Column{{Name: "n2", Type: stream.Int64}}, Signs: in.Signs}
+	for _, v := range c.Int64s {
+		out.Columns[0].Int64s = append(out.Columns[0].Int64s, 2*v)
+	}
+	return out, nil
+}
+func (doubled) OutputSchema(in stream.Schema) (stream.Schema, error) {
+	if in.Field("number") == nil {
+		return stream.Schema{}, fmt.Errorf("no column number in %s", in)
+	}
+	return stream.Schema{Fields: []stream.Field{{Name: "n2", Type: stream.Int64}}}, nil
+}
+func (doubled) String() string { return "doubled" }
+
+// TestTransformOnlyPlanAppends: a plan of stateless transforms only (no
+// stateful operator) appends the rows the WHERE keeps, through its
+// transforms, and opens the sink in append mode with their output schema.
+func TestTransformOnlyPlanAppends(t *testing.T) {
+	src := numbered(10)
+	sink := &schemaSink{Sink: streamtest.NewSink()}
+	q := Query{Sources: []NamedSource{{Name: "s", Source: src}}, Columns: []string{"number"},
+		Where: &lessThan{col: "number", v: 4}, Stages: []Stage{{Transform: doubled{}}}, Sink: sink,
+		Trigger: Trigger{Kind: AvailableNow},
+		Conf:    map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"}}
+	if _, err := Run(context.Background(), q, Options{CheckpointDir: "/ck", FS: vfs.NewMem(), Clock: streamtest.NewClock(time.Unix(1.7e9, 0))}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range sink.Applied() {
+		for i := range a.Rows.Len {
+			got = append(got, streamtest.Row(a.Rows, i))
+		}
+	}
+	if strings.Join(got, ",") != "n2=0,n2=2,n2=4,n2=6" || !sink.env.Append || sink.env.Schema.String() != "n2 int64" {
+		t.Fatalf("sink got %v, opened with %+v", got, sink.env)
+	}
+}
+
+// schemaSink keeps the environment it was opened with.
+type schemaSink struct {
+	*streamtest.Sink
+	env stream.SinkEnv
+}
+
+func (s *schemaSink) Open(ctx context.Context, env stream.SinkEnv) error {
+	s.env = env
+	return s.Sink.Open(ctx, env)
+}
