@@ -48,7 +48,7 @@ var (
 	}
 	// notOptional are the interfaces of package stream that are contracts
 	// of their own, not capabilities of a source or an operator.
-	notOptional = []string{"Source", "Operator", "Sink", "RecordingSink", "IdentifiedSink", "Clock", "Predicate"}
+	notOptional = []string{"Source", "Operator", "Transform", "Sink", "RecordingSink", "IdentifiedSink", "Clock", "Predicate"}
 )
 
 // TestOptionalInterfacesListed: every interface package stream declares
