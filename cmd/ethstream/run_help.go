@@ -30,6 +30,9 @@ QUERY  --query 'SELECT ...' or --query-file FILE (Spark SQL; default: the refere
   GROUP BY window(block_ts, '5 minutes'), miner
     aggregates: count(*), count(col), sum, min, max, avg; group keys: any block column or
     source; WHERE: comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL.
+  SELECT number, miner, gas_used FROM <source name> [WHERE ...]
+    no aggregation: each batch appends the rows the WHERE keeps (--output-mode append;
+    no state).
   --with-watermark 'block_ts, 1 hour'    Spark's withWatermark (default: 'block_ts, 48 hours' for
                                          the reference query, none for a --query)
   --output-mode update|append|complete   Spark's outputMode (default update)
