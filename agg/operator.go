@@ -59,6 +59,9 @@ type Operator struct {
 	// retracted counts the batch's input rows with Sign -1; deleted the
 	// groups those emptied (removed from state, emitted with Sign -1).
 	retracted, deleted int64
+	// emittedAtMerge counts the append-mode windows merged this batch that
+	// its watermark had already closed: emitted and removed at once.
+	emittedAtMerge int64
 
 	// noneBelowUs: no key in state (committed and pending) has a window end
 	// <= noneBelowUs; it makes NeedsNoDataBatch and eviction skip the store
@@ -179,7 +182,7 @@ func (o *Operator) begin(batchID int64) error {
 	o.inRows = 0
 	o.process = 0
 	o.chunk = chunkStats{}
-	o.retracted, o.deleted = 0, 0
+	o.retracted, o.deleted, o.emittedAtMerge = 0, 0, 0
 	return nil
 }
 
@@ -294,7 +297,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	// The previous version's closed rows are what this batch's watermark
 	// evicts without a stored key to delete.
 	f.removedUnstored = o.store.ClosedRows()
-	f.removed = removed + f.removedUnstored
+	f.removed = removed + f.removedUnstored + o.emittedAtMerge
 	o.store.SetClosedRows(f.closed)
 	f.removals = time.Since(t1)
 
@@ -381,6 +384,21 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 		out.appendEntry(pt, e, o.vals)
 	}
 	if p.window && pt.start[e]+p.sizeUs <= closeUs {
+		if p.spec.Mode == Append {
+			// Input this batch's watermark has closed reaches an operator
+			// only after another one (engine/operators.go: it drops late
+			// input by the previous batch's watermark): the window is
+			// final now, so it is emitted now, as Spark's
+			// StateStoreSaveExec emits what the watermark evicts.
+			out.appendEntry(pt, e, o.vals)
+			o.emittedAtMerge++
+			if stored {
+				if err := o.store.Delete(o.keyBuf); err != nil {
+					return false, fmt.Errorf("aggregation: write state: %w", err)
+				}
+			}
+			return false, nil
+		}
 		if stored {
 			if err := o.store.Delete(o.keyBuf); err != nil {
 				return false, fmt.Errorf("aggregation: write state: %w", err)

@@ -252,7 +252,7 @@ func prepareOut(out string, want map[string]bool) error {
 	}
 	if len(foreign) > 0 {
 		return errcode.New(CodeOutputNotEmpty, out, "use an empty --out directory or delete this one",
-			"directory holds %d archive files of another preset or seed (e.g. %s)", len(foreign), foreign[0])
+			"directory holds %d archive files this generation would not write (e.g. %s)", len(foreign), foreign[0])
 	}
 	return nil
 }
@@ -348,6 +348,32 @@ func newGeneration(o GenOptions) *generation {
 	return g
 }
 
+// explainForeign adds to a refusal of files this generation would not write
+// what the directory holds, from its manifest: "another preset or seed" was
+// wrong where the preset and seed are the same and only the days differ
+// (gen-archive --days 2 over the demo archive).
+func (g *generation) explainForeign(err error) error {
+	var e *errcode.Error
+	m, merr := ReadManifest(g.o.Out)
+	if !errors.As(err, &e) || e.Code != CodeOutputNotEmpty || merr != nil {
+		return err
+	}
+	days := func(n int) string {
+		if n == 1 {
+			return "1 day"
+		}
+		return fmt.Sprintf("%d days", n)
+	}
+	holds := fmt.Sprintf("it holds the archive of preset %s, seed %d: %s from %s", m.Preset, m.Seed, days(m.Days), m.FirstDay)
+	this := fmt.Sprintf("this generation is %s from %s", days(g.days), g.p.days[g.first].date.Format(time.DateOnly))
+	if m.Seed != g.o.Seed {
+		this += fmt.Sprintf(", seed %d", g.o.Seed)
+	}
+	e.Msg += "; " + holds + ", " + this
+	e.Remedy = "generate into another --out directory (or delete this one); the node and the sources read one archive per directory"
+	return e
+}
+
 // prepare readies the output directory for the preset's files (prepareOut)
 // and removes an old manifest, which would vouch for files about to be
 // replaced.
@@ -357,7 +383,7 @@ func (g *generation) prepare() error {
 		want[fileKey(g.o.Seed, g.p.days[g.first+i].date)] = true
 	}
 	if err := prepareOut(g.o.Out, want); err != nil {
-		return err
+		return g.explainForeign(err)
 	}
 	if err := os.Remove(filepath.Join(g.o.Out, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errcode.Wrap(err, CodeOutputUnwritable, g.o.Out, "choose a writable --out directory", "remove old manifest")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -272,8 +273,16 @@ func TestArchiveBadOutput(t *testing.T) {
 	dir, m := genSmall(t, p, 1)
 	before := dirBytes(t, dir)
 	_, err = GenerateArchive(context.Background(), GenOptions{Out: dir, Preset: p, Seed: 2})
-	if errcode.Code(err) != CodeOutputNotEmpty {
+	if errcode.Code(err) != CodeOutputNotEmpty || !strings.Contains(err.Error(), fmt.Sprintf("it holds the archive of preset %s, seed 1: 1 day from %s, this generation is 1 day from %s, seed 2", m.Preset, m.FirstDay, m.FirstDay)) {
 		t.Fatalf("foreign archive: %v", err)
+	}
+	// The same preset and seed, fewer days (gen-archive --days 1 over a
+	// 2-day archive): the message says the days differ, not the seed.
+	two, m2 := genSmall(t, LastDaysPreset(2), 1)
+	_, err = GenerateArchive(context.Background(), GenOptions{Out: two, Preset: p, Seed: 1})
+	if errcode.Code(err) != CodeOutputNotEmpty || !strings.Contains(err.Error(), fmt.Sprintf("seed 1: 2 days from %s, this generation is 1 day from %s (path:", m2.FirstDay, m.FirstDay)) ||
+		!strings.Contains(err.Error(), "To fix: generate into another --out directory") {
+		t.Fatalf("fewer days: %v", err)
 	}
 	after := dirBytes(t, dir)
 	if len(after) != len(before) {

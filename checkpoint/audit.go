@@ -157,13 +157,17 @@ func (d Dir) CheckCommitLogEnd(l Logs) error {
 	if committed >= latest-1 {
 		return nil
 	}
-	end := "the commit log " + d.Join(CommitsDir) + " is empty"
+	end, from := "the commit log "+d.Join(CommitsDir)+" is empty", "from empty state"
 	if committed >= 0 {
-		end = "the commit log ends at " + d.CommitPath(committed)
+		end, from = "the commit log ends at "+d.CommitPath(committed), fmt.Sprintf("on the state of batch %d", committed)
+	}
+	missing := fmt.Sprintf("batch %d is", committed+1)
+	if latest-1 > committed+1 {
+		missing = fmt.Sprintf("batches %d..%d are", committed+1, latest-1)
 	}
 	return errcode.Corrupt(d.Join(CommitsDir), nil,
-		"%s plans batch %d, but %s: batches %s are planned and not committed, while a crash leaves at most the newest one so; commit files were lost, and a start would re-run batch %d on the state of batch %d",
-		d.OffsetsPath(latest), latest, end, idRange(committed+1, latest-1), latest, committed)
+		"%s plans batch %d, but %s: %s planned and never committed, and a crash leaves only the newest batch uncommitted, so commit files were lost; a start would re-run batch %d %s",
+		d.OffsetsPath(latest), latest, end, missing, latest, from)
 }
 
 // ours reports whether offsets entry id, if l holds it, records

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/stream"
+	"github.com/ethstream/ethstream/ui"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -21,7 +22,9 @@ import (
 )
 
 // Charts are drawn from the CSV records only, so a chart shows exactly what the
-// query reported about itself. Every y axis starts at 0; the top band of each
+// query reported about itself. Every y axis starts at 0, and the strip under
+// it holds the marks of the batches that are not data (below the axis, so no
+// mark reads as a value of 0); the top band of each
 // plot holds the phase names, above the dashed phase markers (which stop below
 // it), in a second row where a name is wider than its phase; every other
 // annotation (what a marker means, medians, clipped values, before/after
@@ -31,24 +34,46 @@ import (
 // with gonum/plot; the SVGs name Arial and Helvetica, which have the same
 // metrics, and sans-serif as fallbacks).
 
-var palette = []color.Color{
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-}
-
+// Colours are the dashboard's (ui/palette.go): a source and a state
+// partition count keep one colour across the dashboard, the SVGs and the
+// PNGs, by order of first appearance.
 var (
 	gray      = color.Gray{Y: 0x80}
 	lightGray = color.Gray{Y: 0xe0}
-	controlC  = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	controlC  = hexColor(ui.ControlColor)
 )
+
+// hexColor parses "#RRGGBB".
+func hexColor(s string) color.Color {
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "#"), 16, 32)
+	if err != nil || len(s) != 7 {
+		panic(fmt.Sprintf("bad colour %q", s)) // the palette is a constant
+	}
+	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
+}
+
+// sourceColor is the colour of the i-th source to appear.
+func sourceColor(i int) color.Color { return hexColor(ui.SourceColors[i%len(ui.SourceColors)]) }
+
+// partitionColors gives each state partition count in force its colour, in
+// order of first use over the batches.
+func partitionColors(batches []BatchRecord) map[int64]color.Color {
+	m := map[int64]color.Color{}
+	for _, b := range batches {
+		if _, ok := m[b.StatePartitions]; !ok {
+			m[b.StatePartitions] = hexColor(ui.PartitionColors[len(m)%len(ui.PartitionColors)])
+		}
+	}
+	return m
+}
 
 // headroom is the y range over the data's maximum: the band above holds the
 // phase names.
 const headroom = 1.3
+
+// markStrip is the strip under y=0, as a share of the y range above it: the
+// no-data and control batch marks sit there, never on the axis like a value.
+const markStrip = 0.07
 
 // markTop is where the dashed phase markers stop, as a share of the y range:
 // the phase names are above it.
@@ -112,7 +137,7 @@ func newPlot(title, ylabel string, ymax float64, batches []BatchRecord) *chart {
 	if ymax <= 0 {
 		ymax = 1
 	}
-	p.Y.Min, p.Y.Max = 0, ymax*headroom
+	p.Y.Min, p.Y.Max = -ymax*headroom*markStrip, ymax*headroom
 	var last int64
 	for _, b := range batches {
 		last = max(last, b.BatchID)
@@ -128,7 +153,7 @@ func newPlot(title, ylabel string, ymax float64, batches []BatchRecord) *chart {
 type plainTicks struct{}
 
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	ts := plot.DefaultTicks{}.Ticks(max(lo, 0), hi)
 	for i := range ts {
 		if ts[i].Label != "" {
 			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
@@ -136,6 +161,10 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	return ts
 }
+
+// plotHeight is the height of the latency chart's data area, roughly (the
+// figure less the title, the x axis and the paddings).
+const plotHeight = 8 * vg.Centimeter
 
 // plotWidth is the width of a chart's data area, roughly (the figure less
 // the y axis and the paddings); it sizes the phase names in batch units.
@@ -347,15 +376,44 @@ func addSeries(p *chart, xys plotter.XYs, c color.Color) ([]plot.Thumbnailer, er
 	return thumbs, nil
 }
 
-// addBatchMarks marks the no-data and REPARTITION batches on the x axis.
+// addByPartitions draws xys (one point per batch of batches, by batch id) as
+// addSeries does, each run of batches at one state partition count in that
+// count's colour; it returns the thumbnails of each count's first run.
+func addByPartitions(p *chart, xys plotter.XYs, batches []BatchRecord) (map[int64][]plot.Thumbnailer, error) {
+	colors := partitionColors(batches)
+	parts := map[int64]int64{}
+	for _, b := range batches {
+		parts[b.BatchID] = b.StatePartitions
+	}
+	thumbs := map[int64][]plot.Thumbnailer{}
+	start := 0
+	for i := 1; i <= len(xys); i++ {
+		if i < len(xys) && parts[int64(xys[i].X)] == parts[int64(xys[start].X)] {
+			continue
+		}
+		n := parts[int64(xys[start].X)]
+		th, err := addSeries(p, xys[start:i], colors[n])
+		if err != nil {
+			return nil, err
+		}
+		if thumbs[n] == nil {
+			thumbs[n] = th
+		}
+		start = i
+	}
+	return thumbs, nil
+}
+
+// addBatchMarks marks the no-data and REPARTITION batches in the strip under
+// the axis.
 func addBatchMarks(p *chart, batches []BatchRecord) error {
 	var nodata, control plotter.XYs
 	for _, b := range batches {
 		switch b.Kind {
 		case stream.KindNoData:
-			nodata = append(nodata, plotter.XY{X: float64(b.BatchID), Y: 0})
+			nodata = append(nodata, plotter.XY{X: float64(b.BatchID), Y: p.Y.Min / 2})
 		case stream.KindRepartition:
-			control = append(control, plotter.XY{X: float64(b.BatchID), Y: 0})
+			control = append(control, plotter.XY{X: float64(b.BatchID), Y: p.Y.Min / 2})
 		}
 	}
 	for _, m := range []struct {
@@ -381,7 +439,9 @@ func addBatchMarks(p *chart, batches []BatchRecord) error {
 	return nil
 }
 
-// StateChart draws keys in state and state partitions per batch, phases marked.
+// StateChart draws keys in state and state partitions per batch, phases
+// marked; the drop of a no-data batch whose watermark evicted closed windows
+// is labelled where it happens.
 func StateChart(path string, batches []BatchRecord) error {
 	var keys, parts plotter.XYs
 	for _, b := range batches {
@@ -390,32 +450,63 @@ func StateChart(path string, batches []BatchRecord) error {
 	}
 	marks := phaseStarts(batches)
 	top := newPlot("Keys in state after each batch", "keys", maxY(keys), batches)
-	if _, err := addSeries(top, keys, palette[0]); err != nil {
+	if _, err := addSeries(top, keys, color.Black); err != nil {
+		return err
+	}
+	if err := addEvictions(top, batches); err != nil {
+		return err
+	}
+	if err := addBatchMarks(top, batches); err != nil {
 		return err
 	}
 	if err := addPhaseMarks(top, marks); err != nil {
 		return err
 	}
 	bottom := newPlot("State partitions in force", "partitions", maxY(parts), batches)
-	if _, err := addSeries(bottom, parts, palette[1]); err != nil {
+	if _, err := addByPartitions(bottom, parts, batches); err != nil {
 		return err
 	}
-	// Label each partition count where it comes into force, above the line
-	// (the band under the phase names is free: the count only falls).
-	var counts plotter.XYLabels
+	// Label each partition count where it comes into force, above the line,
+	// in its colour (the band under the phase names is free: the count only
+	// falls).
+	colors := partitionColors(batches)
 	for i, pt := range parts {
 		if i == 0 || pt.Y != parts[i-1].Y {
-			counts.XYs = append(counts.XYs, plotter.XY{X: pt.X, Y: pt.Y + bottom.Y.Max*0.03})
-			counts.Labels = append(counts.Labels, fmt.Sprintf("%.0f partitions", pt.Y))
+			l := plotter.XYLabels{XYs: plotter.XYs{{X: pt.X, Y: pt.Y + bottom.Y.Max*0.03}},
+				Labels: []string{fmt.Sprintf("%.0f partitions", pt.Y)}}
+			if err := addLabels(bottom, l, colors[int64(pt.Y)], 8, draw.YBottom); err != nil {
+				return err
+			}
 		}
 	}
-	if err := addLabels(bottom, counts, color.Black, 8, draw.YBottom); err != nil {
+	if err := addBatchMarks(bottom, batches); err != nil {
 		return err
 	}
 	if err := addPhaseMarks(bottom, marks); err != nil {
 		return err
 	}
 	return savePlots(path, 20*vg.Centimeter, 18*vg.Centimeter, top, bottom)
+}
+
+// addEvictions labels each no-data batch that removed keys from state: its
+// watermark closed windows and evicted their keys (their final counts are in
+// the table), the drop the line shows there.
+func addEvictions(p *chart, batches []BatchRecord) error {
+	for i, b := range batches {
+		if b.Kind != stream.KindNoData || b.StateRowsRemoved == 0 || i == 0 {
+			continue
+		}
+		wm := strings.TrimSuffix(b.Watermark, ".000Z")
+		wm = strings.Replace(wm, "T", " ", 1)
+		prev := float64(batches[i-1].StateRowsTotal)
+		// Right of the drop and of a phase marker at the next batch.
+		l := plotter.XYLabels{XYs: plotter.XYs{{X: float64(b.BatchID) + 0.7, Y: (prev + float64(b.StateRowsTotal)) / 2}},
+			Labels: []string{fmt.Sprintf("batch %d (no data): the watermark moves to %s\nand evicts %d keys of closed windows", b.BatchID, wm, b.StateRowsRemoved)}}
+		if err := addLabels(p, l, color.Black, 8, draw.YCenter); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MemoryChart draws state memory per batch (memoryUsedBytes: one memtable
@@ -438,24 +529,17 @@ func MemoryChart(path string, batches []BatchRecord) error {
 		last[b.Phase] = point{y, b.StatePartitions}
 	}
 	p := newPlot("State memory after each batch (memoryUsedBytes)", "MiB", maxY(mem), batches)
-	thumbs, err := addSeries(p, mem, palette[4])
+	byCount, err := addByPartitions(p, mem, batches)
 	if err != nil {
 		return err
 	}
-	var figures []string
+	// One key per partition count, in its colour: the last value at it
+	// before the shrink and after.
 	for _, ph := range []string{PhaseRetireArchive, PhaseShrinkState} {
 		if pt, ok := last[ph]; ok {
-			figures = append(figures, fmt.Sprintf("%.1f MiB at %d partitions", pt.y, pt.parts))
+			p.key(fmt.Sprintf("state memory at %d partitions: %.1f MiB (end of %s)", pt.parts, pt.y, ph), byCount[pt.parts]...)
 		}
 	}
-	text := "state memory"
-	if len(figures) > 0 {
-		text += ": " + strings.Join(figures, " before the shrink, ") + " after"
-		if len(figures) == 1 {
-			text = "state memory: " + figures[0]
-		}
-	}
-	p.key(text, thumbs...)
 	if err := addBatchMarks(p, batches); err != nil {
 		return err
 	}
@@ -506,7 +590,7 @@ func LatencyChart(path string, batches []BatchRecord) error {
 	p := newPlot("addBatch per data batch (aggregation, Delta MERGE, state commit)", "ms", ceiling, batches)
 	var clipped []string
 	var clippedPts plotter.XYs
-	for i, ph := range order {
+	for _, ph := range order {
 		xys := byPhase[ph]
 		for j := range xys {
 			if xys[j].Y > ceiling {
@@ -519,12 +603,22 @@ func LatencyChart(path string, batches []BatchRecord) error {
 				clippedPts = append(clippedPts, xys[j])
 			}
 		}
-		// The phase names at the top name the series: no key.
-		if _, err := addSeries(p, xys, palette[i%len(palette)]); err != nil {
+		// A phase's batches in the colour of their partition count; the
+		// phase names at the top name the series.
+		if _, err := addByPartitions(p, xys, batches); err != nil {
 			return err
 		}
 	}
-	if err := addMedians(p, batches); err != nil {
+	var drawn plotter.XYs // what a median's label must not cover: the series and the phase markers
+	for _, ph := range order {
+		drawn = append(drawn, byPhase[ph]...)
+	}
+	for _, m := range phaseStarts(batches) {
+		for k := range 20 {
+			drawn = append(drawn, plotter.XY{X: float64(m.batch) - 0.5, Y: ceiling * float64(k) / 19})
+		}
+	}
+	if err := addMedians(p, batches, drawn); err != nil {
 		return err
 	}
 	if len(clippedPts) > 0 {
@@ -582,19 +676,99 @@ func addBatchMedians(batches []BatchRecord) []partitionMedian {
 }
 
 // addMedians draws each partition count's median addBatch as a dashed line
-// over its batches, named in the key.
-func addMedians(p *chart, batches []BatchRecord) error {
+// over its batches in the count's colour, labelled beside the line where the
+// label covers the fewest data points (pts: the drawn series).
+func addMedians(p *chart, batches []BatchRecord, pts plotter.XYs) error {
+	colors := partitionColors(batches)
 	for _, m := range addBatchMedians(batches) {
-		l, err := plotter.NewLine(plotter.XYs{{X: float64(m.first) - 0.4, Y: m.median}, {X: float64(m.end) + 0.4, Y: m.median}})
+		x0, x1 := float64(m.first)-0.4, float64(m.end)+0.4
+		l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: m.median}, {X: x1, Y: m.median}})
 		if err != nil {
 			return err
 		}
-		l.Color, l.Width = color.Black, vg.Points(1.5)
-		l.Dashes = []vg.Length{vg.Points(5), vg.Points(2)}
+		l.Color, l.Width = colors[m.partitions], vg.Points(2)
+		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(l)
-		p.key(fmt.Sprintf("median %.1f ms, %d partitions (batches %d-%d)", m.median, m.partitions, m.first, m.end), l)
+		label := fmt.Sprintf("median %.1f ms at %d partitions", m.median, m.partitions)
+		at := labelSpot(p, label, 8, pts, [][2]float64{
+			{x0, m.median}, {x1, m.median}, {x0, m.median}, {x1, m.median}, {x0, m.median}, {x1, m.median}},
+			[]labelPlace{belowRight, belowLeft, aboveRight, aboveLeft, leftOf, rightOf})
+		lab := plotter.XYLabels{XYs: plotter.XYs{at}, Labels: []string{label}}
+		if err := addLabels(p, lab, colors[m.partitions], 8, draw.YCenter); err != nil {
+			return err
+		}
+		p.key(fmt.Sprintf("median addBatch at %d partitions: %.1f ms (batches %d-%d)", m.partitions, m.median, m.first, m.end), l)
 	}
 	return nil
+}
+
+// labelPlace is where a label goes relative to an anchor point.
+type labelPlace int
+
+const (
+	belowRight labelPlace = iota // under the anchor, starting at it
+	belowLeft                    // under the anchor, ending at it
+	aboveRight
+	aboveLeft
+	leftOf // on the anchor's line, ending before it
+	rightOf
+)
+
+// labelSpot returns the left-middle point (data coordinates) of the first
+// candidate label box that covers the fewest points of pts (and of the
+// straight lines between consecutive ones), inside the data area.
+func labelSpot(p *chart, label string, size float64, pts plotter.XYs, anchors [][2]float64, places []labelPlace) plotter.XY {
+	sty := text(size)
+	xPerPt := (p.X.Max - p.X.Min) / float64(plotWidth)
+	yPerPt := (p.Y.Max - p.Y.Min) / float64(plotHeight)
+	w := float64(sty.Width(label)+vg.Points(4)) * xPerPt
+	h := float64(sty.Height(label)+vg.Points(2)) * yPerPt
+	// The series sampled densely, so a line crossing the box counts.
+	var dense plotter.XYs
+	for i, pt := range pts {
+		dense = append(dense, pt)
+		if i+1 < len(pts) && pts[i+1].X-pt.X <= 1 {
+			for k := 1; k < 8; k++ {
+				f := float64(k) / 8
+				dense = append(dense, plotter.XY{X: pt.X + f*(pts[i+1].X-pt.X), Y: pt.Y + f*(pts[i+1].Y-pt.Y)})
+			}
+		}
+	}
+	best, bestN := plotter.XY{}, -1
+	for i, pl := range places {
+		ax, ay := anchors[i][0], anchors[i][1]
+		var x, y float64 // left, vertical middle
+		switch pl {
+		case belowRight:
+			x, y = ax, ay-h*0.7
+		case belowLeft:
+			x, y = ax-w, ay-h*0.7
+		case aboveRight:
+			x, y = ax, ay+h*0.7
+		case aboveLeft:
+			x, y = ax-w, ay+h*0.7
+		case leftOf:
+			x, y = ax-w-0.2, ay
+		case rightOf:
+			x, y = ax+0.2, ay
+		}
+		if x < p.X.Min || x+w > p.X.Max || y-h/2 < 0 || y+h/2 > p.Y.Max/headroom*1.1 {
+			continue
+		}
+		n := 0
+		for _, d := range dense {
+			if d.X >= x && d.X <= x+w && d.Y >= y-h/2 && d.Y <= y+h/2 {
+				n++
+			}
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = plotter.XY{X: x, Y: y}, n
+		}
+	}
+	if bestN < 0 {
+		return plotter.XY{X: anchors[0][0], Y: anchors[0][1]}
+	}
+	return best
 }
 
 // InputChart draws rows read per data batch, one panel per source, with the
@@ -605,17 +779,16 @@ func InputChart(path string, batches []BatchRecord, sources []SourceRecord) erro
 		kind[b.BatchID] = b.Kind
 	}
 	bySource := map[string]plotter.XYs{}
+	var names []string // in order of first appearance: their colours are the dashboard's
 	for _, s := range sources {
 		if kind[s.BatchID] != stream.KindData {
 			continue
 		}
+		if _, ok := bySource[s.SourceName]; !ok {
+			names = append(names, s.SourceName)
+		}
 		bySource[s.SourceName] = append(bySource[s.SourceName], plotter.XY{X: float64(s.BatchID), Y: float64(s.NumInputRows)})
 	}
-	names := make([]string, 0, len(bySource))
-	for n := range bySource {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	if len(names) == 0 {
 		return fmt.Errorf("input chart %s: no source records", path)
 	}
@@ -625,7 +798,7 @@ func InputChart(path string, batches []BatchRecord, sources []SourceRecord) erro
 		xys := bySource[n]
 		sort.Slice(xys, func(a, b int) bool { return xys[a].X < xys[b].X })
 		p := newPlot(fmt.Sprintf("Rows read per data batch: %s", n), "rows", maxY(xys), batches)
-		if _, err := addSeries(p, xys, palette[i%len(palette)]); err != nil {
+		if _, err := addSeries(p, xys, sourceColor(i)); err != nil {
 			return err
 		}
 		if err := addBatchMarks(p, batches); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethstream/ethstream/ui"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -40,9 +41,15 @@ func TestChartsRender(t *testing.T) {
 		case 37:
 			kind, ms = "repartition", 0
 		}
+		keys, removed := 3000+id, int64(0)
+		if id < 12 {
+			keys = 9000 + id
+		} else if id == 12 {
+			removed = 6000 // the final watermark evicts the closed windows
+		}
 		batches = append(batches, BatchRecord{Phase: phase(id), BatchID: id, Kind: kind,
-			NumInputRows: 20, AddBatchMs: ms, StateRowsTotal: 3000 + id, StatePartitions: parts,
-			StateMemoryBytes: parts << 18})
+			NumInputRows: 20, AddBatchMs: ms, StateRowsTotal: keys, StateRowsRemoved: removed, StatePartitions: parts,
+			StateMemoryBytes: parts << 18, Watermark: "2026-09-27T23:59:59.000Z"})
 		sources = append(sources, SourceRecord{Phase: phase(id), BatchID: id, SourceName: "eth_live", NumInputRows: 20})
 		if id <= 28 {
 			sources = append(sources, SourceRecord{Phase: phase(id), BatchID: id, SourceName: "s3_backfill", NumInputRows: 35000})
@@ -79,29 +86,43 @@ func TestChartsRender(t *testing.T) {
 		if len(ys)%2 == 0 {
 			m = (ys[len(ys)/2-1] + ys[len(ys)/2]) / 2
 		}
-		return fmt.Sprintf("median %.1f ms, %d partitions", m, parts)
+		return fmt.Sprintf("median addBatch at %d partitions: %.1f ms", parts, m)
 	}
-	if med(200) != "median 6.0 ms, 200 partitions" || med(8) != "median 6.0 ms, 8 partitions" {
+	if med(200) != "median addBatch at 200 partitions: 6.0 ms" || med(8) != "median addBatch at 8 partitions: 6.0 ms" {
 		t.Fatalf("oracle: %s, %s", med(200), med(8))
 	}
 	lat := mustRead(t, filepath.Join(dir, "latency.svg"))
-	if !strings.Contains(lat, "median 6.0 ms, 200 partitions (batches 0-36)") {
+	if !strings.Contains(lat, "median addBatch at 200 partitions: 6.0 ms (batches 0-36)") {
 		t.Error("latency.svg's 200-partition median does not span every phase at 200 partitions")
 	}
 	if !strings.Contains(lat, "Liberation Sans") {
 		t.Error("latency.svg is not in Liberation Sans")
 	}
+	// Each median is labelled at its line, in its partition count's colour
+	// (the dashboard's: the first count in force, then the second).
 	for _, want := range []string{"batch 0: 700 ms, clipped (cold start: first batch of the process)", med(200), med(8),
-		"control batch (REPARTITION)", "no-data batch"} {
+		"control batch (REPARTITION)", "no-data batch",
+		`fill:` + ui.PartitionColors[0] + `">median 6.0 ms at 200 partitions</text>`,
+		`fill:` + ui.PartitionColors[1] + `">median 6.0 ms at 8 partitions</text>`} {
 		if !strings.Contains(lat, want) {
 			t.Errorf("latency.svg lacks %q", want)
 		}
 	}
-	if in := mustRead(t, filepath.Join(dir, "input.svg")); !strings.Contains(in, "control batch (REPARTITION)") {
+	in := mustRead(t, filepath.Join(dir, "input.svg"))
+	if !strings.Contains(in, "control batch (REPARTITION)") {
 		t.Error("input.svg does not mark the control batch")
 	}
-	if mem := mustRead(t, filepath.Join(dir, "memory.svg")); !strings.Contains(mem, "50.0 MiB at 200 partitions") || !strings.Contains(mem, "2.0 MiB at 8 partitions") {
-		t.Error("memory.svg lacks the before/after labels")
+	// Sources in the dashboard's colours, by order of first appearance
+	// (eth_live is the first source of batch 0 here), not by name.
+	live, arch := strings.Index(in, "Rows read per data batch: eth_live"), strings.Index(in, "Rows read per data batch: s3_backfill")
+	if live < 0 || arch < 0 || live > arch || !strings.Contains(in[live:arch], "stroke:"+ui.SourceColors[0]) || !strings.Contains(in[arch:], "stroke:"+ui.SourceColors[1]) {
+		t.Error("input.svg: the sources are not in the dashboard's colours, in order of first appearance")
+	}
+	if mem := mustRead(t, filepath.Join(dir, "memory.svg")); !strings.Contains(mem, "state memory at 200 partitions: 50.0 MiB") || !strings.Contains(mem, "state memory at 8 partitions: 2.0 MiB") {
+		t.Error("memory.svg lacks the before/after keys")
+	}
+	if st := mustRead(t, filepath.Join(dir, "state.svg")); !strings.Contains(st, "batch 12 (no data): the watermark moves to 2026-09-27 23:59:59") || !strings.Contains(st, "and evicts 6000 keys of closed windows") {
+		t.Error("state.svg does not explain the no-data batch's eviction")
 	}
 }
 
@@ -115,8 +136,15 @@ func TestChartConventions(t *testing.T) {
 		t.Errorf("cap = %v: a slow live batch is not a cold start", c)
 	}
 	p := newPlot("x", "y", 10, []BatchRecord{{BatchID: 3}})
-	if p.Y.Min != 0 || p.Y.Max != 10*headroom || p.X.Max != 4 {
+	if p.Y.Min >= 0 || p.Y.Max != 10*headroom || p.X.Max != 4 {
 		t.Errorf("axes y %v..%v x ..%v", p.Y.Min, p.Y.Max, p.X.Max)
+	}
+	// The strip under 0 holds the batch marks; it has no tick: the axis
+	// reads from 0.
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		if tk.Value < 0 {
+			t.Errorf("tick %v below 0", tk.Value)
+		}
 	}
 }
 

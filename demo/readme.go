@@ -1,11 +1,13 @@
 package demo
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -13,7 +15,9 @@ import (
 // "<!-- RESULTS-SUMMARY -->" and "<!-- /RESULTS-SUMMARY -->" is the phase table
 // of summary.txt, the block between "<!-- RESULTS-CHECKS -->" and
 // "<!-- /RESULTS-CHECKS -->" is verification.csv as a table, with the same
-// result markers. RenderREADME recomputes both from a results directory, so
+// result markers; the block between "<!-- RESULTS-REORG -->" and
+// "<!-- /RESULTS-REORG -->" is the first batch of live_reorgs that retracted
+// blocks (results/reorgs/). RenderREADME recomputes them from a results directory, so
 // `ethstream demo --readme README.md` keeps them true and a test can tell
 // when they are not.
 
@@ -32,7 +36,53 @@ func RenderREADME(readme, resultsDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return replaceBlock(out, "RESULTS-CHECKS", checksBlock(checks))
+	if out, err = replaceBlock(out, "RESULTS-CHECKS", checksBlock(checks)); err != nil {
+		return "", err
+	}
+	reorg, err := reorgBlock(filepath.Join(resultsDir, "reorgs"))
+	if err != nil {
+		return "", err
+	}
+	return replaceBlock(out, "RESULTS-REORG", reorg)
+}
+
+// reorgBlock shows the first batch of live_reorgs that retracted blocks: its
+// offsets (sources.csv) and what it retracted (reorgs.csv), hashes shortened.
+func reorgBlock(dir string) (string, error) {
+	reorgs, err := readCSV(filepath.Join(dir, "reorgs.csv"))
+	if err != nil {
+		return "", err
+	}
+	sources, err := readCSV(filepath.Join(dir, "sources.csv"))
+	if err != nil {
+		return "", err
+	}
+	var missing error
+	get := func(t *csvTable, row []string, col string) string {
+		v, err := t.str(row, col)
+		missing = cmp.Or(missing, err)
+		return v
+	}
+	hash := regexp.MustCompile(`"(0x[0-9a-f]{8})[0-9a-f]{56}"`)
+	short := func(s string) string { return hash.ReplaceAllString(s, `"$1…"`) }
+	tip := func(s string) string { return s[:min(10, len(s))] + "…" }
+	for _, r := range reorgs.rows {
+		if n := get(reorgs, r, "blocks_retracted"); n == "" || n == "0" {
+			continue
+		}
+		batch, start := get(reorgs, r, "batch_id"), get(reorgs, r, "start")
+		for _, s := range sources.rows {
+			if get(sources, s, "batch_id") != batch || get(sources, s, "phase") != PhaseLiveReorgs+"#"+start {
+				continue
+			}
+			block := fmt.Sprintf("```\nbatch %s (start %s)\nstartOffset %s\nendOffset   %s\nreorg depth %s, tip %s -> %s: %s blocks retracted, %s inserted\n```\n",
+				batch, start, short(get(sources, s, "start_offset")), short(get(sources, s, "end_offset")), get(reorgs, r, "reorg_depth"),
+				tip(get(reorgs, r, "old_tip")), tip(get(reorgs, r, "new_tip")), get(reorgs, r, "blocks_retracted"), get(reorgs, r, "blocks_inserted"))
+			return block, missing
+		}
+		return "", cmp.Or(missing, fmt.Errorf("%s: batch %s of start %s has no line in sources.csv", dir, batch, start))
+	}
+	return "", cmp.Or(missing, fmt.Errorf("%s/reorgs.csv: no batch retracted blocks", dir))
 }
 
 // summaryBlock is the phase table of summary.txt and its closing line.

@@ -122,6 +122,10 @@ func TestPhaseScripts(t *testing.T) {
 		t.Errorf("after 02, %d processes of the binary run, want the two servers: %v", len(pids), pids)
 	}
 	scriptCommands = append(scriptCommands, commands(out)...)
+	// A printed command pastes as is: the source URI's & and ? are quoted.
+	if !regexp.MustCompile(`--source 's3_backfill=s3archive:s3://[^' ]*&[^' ]*'`).MatchString(out) {
+		t.Errorf("02 prints the source URI unquoted:\n%s", out)
+	}
 	out = run("03_add_live.sh")
 	if !strings.Contains(out, "reusing serve-s3") {
 		t.Errorf("03 did not reuse the servers 02 started:\n%s", out)

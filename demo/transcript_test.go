@@ -13,10 +13,17 @@ import (
 	"testing"
 )
 
-// The README transcript: the lifecycle section (its set-up block and
-// phases 1-5) runs as written, in one bash in a fresh directory, and every
-// output block shown below a command is compared with what the program
-// prints. The README is the script; nothing here restates it.
+// The README transcript: every runnable block of the README runs as
+// written, in one bash in a fresh directory: the lifecycle (its set-up
+// block and phases 1-6), the dashboard command, the query section with the
+// moved archive, and the checkpoint copy; every output block shown below a
+// command is compared with what the program prints. The README is the
+// script; nothing here restates it. Each section after the lifecycle works
+// in a directory of its own, so they run in any order once the lifecycle
+// has. What the transcript cannot run offline or in bounded time is left
+// out: the demo itself (run by TestDemo and the README's first command), the
+// commands against the real bucket and endpoint, on AWS S3, and the
+// real-time and freshness runs (an unbounded query, a 17-minute bench).
 //
 // How a block is read:
 //   - a ```sh block: each command (continuation lines joined) runs in turn
@@ -33,16 +40,16 @@ import (
 // log lines ("time=hh:mm:ss ..."): they carry times, and the README shows
 // them where it explains them.
 //
-// Placeholders, the only liberties taken: the servers' ports (127.0.0.1:9000
-// and :8545 in the text) are replaced by free ones so the test can run
+// A block between "<!-- RESULTS-X -->" markers is the reference run's
+// (rendered from results/ and compared by TestREADMEResults), not a
+// command's output: the transcript skips it.
+//
+// Placeholders, the only liberties taken: the servers' ports (127.0.0.1:9000,
+// :8545, :8546 and :4040 in the text) are replaced by free ones so the test can run
 // beside anything; "batchTimestampMs" is a wall-clock time; "..." and "…"
 // in an output block stand for any text. Every id, block number, hash and
 // watermark is compared as printed: the demo preset is seeded, so they are
 // the same on every machine.
-//
-// Phase 6 runs the demo's own query against a reorganising node (its
-// figures are check 10 of the proof, compared with results/ by
-// TestREADMEResults) and is not part of the transcript.
 
 // transcriptStep is one command of the transcript and how to judge it.
 type transcriptStep struct {
@@ -70,11 +77,13 @@ func transcriptSteps(doc string) ([]transcriptStep, error) {
 }
 
 // transcriptSections are the parts of the README the transcript runs, in
-// order, in one shell: the lifecycle up to phase 6, then the query section
-// (on the lifecycle's archive).
+// order, in one shell: the lifecycle, the dashboard on its checkpoint, the
+// query section (on the lifecycle's archive), the copy of its checkpoint.
 var transcriptSections = []struct{ from, to, first string }{
-	{"## The lifecycle, phase by phase", "### 6. ", "set-up"},
+	{"## The lifecycle, phase by phase", "## The proof", "set-up"},
+	{"## Watch it live", "## Rules to carry", "watch it live"},
 	{"## Your own query, and what survives a restart", "## Against the real bucket", "your own query"},
+	{"## Moving a query", "## Commands", "moving a query"},
 }
 
 // appendSteps reads one section's blocks into steps.
@@ -85,6 +94,11 @@ func appendSteps(steps []transcriptStep, section, heading string) ([]transcriptS
 		l := lines[k]
 		if strings.HasPrefix(l, "### ") {
 			heading = strings.TrimPrefix(l, "### ")
+		}
+		if strings.HasPrefix(l, "<!-- RESULTS-") {
+			for k++; k < len(lines) && !strings.HasPrefix(lines[k], "<!-- /RESULTS-"); k++ {
+			}
+			continue
 		}
 		if !strings.HasPrefix(l, "```") {
 			continue
@@ -98,7 +112,12 @@ func appendSteps(steps []transcriptStep, section, heading string) ([]transcriptS
 		switch {
 		case lang == "sh":
 			for _, c := range strings.Split(strings.ReplaceAll(text, "\\\n", " "), "\n") {
-				if c = strings.TrimSpace(c); c != "" && !strings.HasPrefix(c, "#") {
+				if c = strings.TrimSpace(c); strings.Contains(c, "& ") && strings.Contains(c, "#") {
+					// A server line's comment would swallow the
+					// transcript's redirection.
+					return nil, fmt.Errorf("%s: `%s`: a server started with & takes no comment", heading, c)
+				}
+				if c != "" && !strings.HasPrefix(c, "#") {
 					steps = append(steps, transcriptStep{cmd: c, where: heading})
 				}
 			}
@@ -119,8 +138,8 @@ func appendSteps(steps []transcriptStep, section, heading string) ([]transcriptS
 	return steps, nil
 }
 
-// addrFlag finds a server command's --addr HOST:PORT.
-var addrFlag = regexp.MustCompile(`--addr (127\.0\.0\.1):(\d+)`)
+// addrFlag finds a server command's --addr (or --ui-addr) HOST:PORT.
+var addrFlag = regexp.MustCompile(`-addr (127\.0\.0\.1):(\d+)`)
 
 // transcriptScript renders the steps as one bash script: each step's
 // output and status land in dir/N.out and dir/N.rc; the first unexpected
@@ -147,7 +166,7 @@ func transcriptScript(steps []transcriptStep, dir string, ports map[string]strin
 			}
 			continue
 		}
-		fmt.Fprintf(&b, "%s >%s.out 2>&1\nrc=$?; echo $rc >%s.rc\n", cmd, out, out)
+		fmt.Fprintf(&b, "t0=$EPOCHREALTIME\n%s >%s.out 2>&1\nrc=$?; echo $rc >%s.rc; echo $t0 $EPOCHREALTIME >%s.time\n", cmd, out, out, out)
 		if s.fail {
 			fmt.Fprintf(&b, "[ $rc -ne 0 ] || exit 1\n")
 		} else {
@@ -185,8 +204,10 @@ var batchTimestamp = regexp.MustCompile(`"batchTimestampMs":\d+`)
 func TestTranscriptSteps(t *testing.T) {
 	doc := "## The lifecycle, phase by phase\n```sh\nA=1\nethstream run \\\n  --x &\n```\n" +
 		"### 1. one\n```sh\nethstream run --bad\n```\n```\nerror: X: y. To fix: z\n```\n" +
-		"```\n$ cat f\nline ... end\n```\n### 6. six\n```sh\nnot run\n```\n"
-	doc += "## Your own query, and what survives a restart\n```sh\nQ=1\nethstream run --q\n```\n```\nquery … run …\n```\n## Against the real bucket\n"
+		"```\n$ cat f\nline ... end\n```\n### 6. six\n```sh\nS=6\n```\n<!-- RESULTS-X -->\n```\nthe reference run's\n```\n<!-- /RESULTS-X -->\n" +
+		"## The proof\n```sh\nnot run\n```\n## Watch it live\n```sh\nU=1\n```\n## Rules to carry\n"
+	doc += "## Your own query, and what survives a restart\n```sh\nQ=1\nethstream run --q\n```\n```\nquery … run …\n```\n## Against the real bucket\n```sh\nnot run\n```\n" +
+		"## Moving a query\n```sh\nC=1\n```\n## Commands\n"
 	steps, err := transcriptSteps(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +215,9 @@ func TestTranscriptSteps(t *testing.T) {
 	got := fmt.Sprintf("%+v", steps)
 	want := "[{cmd:A=1 fail:false want: where:set-up} {cmd:ethstream run    --x & fail:false want: where:set-up} " +
 		"{cmd:ethstream run --bad fail:true want:error: X: y. To fix: z where:1. one} {cmd:cat f fail:false want:line ... end where:1. one} " +
-		"{cmd:Q=1 fail:false want: where:your own query} {cmd:ethstream run --q fail:false want:query … run … where:your own query}]"
+		"{cmd:S=6 fail:false want: where:6. six} {cmd:U=1 fail:false want: where:watch it live} " +
+		"{cmd:Q=1 fail:false want: where:your own query} {cmd:ethstream run --q fail:false want:query … run … where:your own query} " +
+		"{cmd:C=1 fail:false want: where:moving a query}]"
 	if got != want {
 		t.Fatalf("steps:\n%s\nwant\n%s", got, want)
 	}
@@ -232,7 +255,8 @@ func TestREADMETranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := t.TempDir()
-	ports := map[string]string{"127.0.0.1:9000": freeAddr(t), "127.0.0.1:8545": freeAddr(t)}
+	ports := map[string]string{"127.0.0.1:9000": freeAddr(t), "127.0.0.1:8545": freeAddr(t),
+		"127.0.0.1:8546": freeAddr(t), "127.0.0.1:4040": freeAddr(t)}
 	cmd := exec.Command("bash", "-c", transcriptScript(steps, logs, ports))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "ETHSTREAM_BIN="+bin)
@@ -258,6 +282,13 @@ func TestREADMETranscript(t *testing.T) {
 			t.Fatalf("README %s: `%s` succeeded; the README shows it refused:\n%s", s.where, s.cmd, got)
 		case !s.fail && rc != "0":
 			t.Fatalf("README %s: `%s` exited %s:\n%s%s", s.where, s.cmd, rc, got, serverOutput(steps[:n], logs))
+		}
+		if tm, err := os.ReadFile(filepath.Join(logs, strconv.Itoa(n)+".time")); err == nil {
+			// The slow steps, for the suite's budget (go test -v shows them).
+			var t0, t1 float64
+			if _, err := fmt.Sscan(string(tm), &t0, &t1); err == nil && t1-t0 >= 2 {
+				t.Logf("%5.1fs  README %s: %s", t1-t0, s.where, s.cmd)
+			}
 		}
 		if s.want != "" && !transcriptPattern(s.want).Match(got) {
 			t.Errorf("README %s: `%s` printed\n%s\nthe README shows\n%s", s.where, s.cmd, got, s.want)

@@ -276,7 +276,7 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 // commitState commits state version N after the sink wrote batch N (an
 // operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
-	if err := d.commitOps(ctx, s.Batch); err != nil {
+	if err := d.commitOp(ctx, d.ops[s.Operator], s.Batch); err != nil {
 		return err
 	}
 	// Commit time and memory are known only now; an operator that can say
@@ -289,11 +289,11 @@ func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
 // version N with s.To partitions.
 func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
 	d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
-	stats, err := d.repartitionOps(ctx, s.Batch-1, s.Batch, s.To)
+	stats, err := d.repartitionOp(ctx, d.ops[s.Operator], s.Batch-1, s.Batch, s.To)
 	if err != nil {
 		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
 	}
-	b.res.Repartition = stats
+	b.res.Repartition = append(b.res.Repartition, stats)
 	return nil
 }
 

@@ -24,7 +24,7 @@ func TestSourceNames(t *testing.T) {
 		if !ValidSourceName(n) {
 			t.Errorf("%q should be valid", n)
 		}
-		if err := validateNames([]string{n}, settings{evolution: true}); err != nil {
+		if err := validateNames([]string{n}, settings{evolution: true}, false); err != nil {
 			t.Errorf("%q: %v", n, err)
 		}
 	}
@@ -32,7 +32,7 @@ func TestSourceNames(t *testing.T) {
 		if ValidSourceName(n) {
 			t.Errorf("%q should be invalid", n)
 		}
-		err := validateNames([]string{n}, settings{evolution: true})
+		err := validateNames([]string{n}, settings{evolution: true}, false)
 		if !errcode.Is(err, errcode.InvalidSourceName) || !strings.Contains(err.Error(), fmt.Sprintf("%q", n)) {
 			t.Errorf("%q: %v", n, err)
 		}
@@ -52,11 +52,11 @@ func TestSourceNames(t *testing.T) {
 		{[]string{"a"}, settings{evolution: true, formatVersion: 2}, ""},
 	}
 	for _, c := range cases {
-		if got := errcode.Code(validateNames(c.names, c.s)); got != c.code {
+		if got := errcode.Code(validateNames(c.names, c.s, false)); got != c.code {
 			t.Errorf("validateNames(%q, %+v) = %q, want %q", c.names, c.s, got, c.code)
 		}
 	}
-	err := validateNames([]string{"a", "", "b", ""}, settings{evolution: true})
+	err := validateNames([]string{"a", "", "b", ""}, settings{evolution: true}, false)
 	if !strings.Contains(err.Error(), "Leaf position 1; Leaf position 3") {
 		t.Errorf("positions not listed: %v", err)
 	}

@@ -29,7 +29,12 @@ func ValidSourceName(name string) bool {
 // enforcement (every source named with evolution on), naming without
 // evolution, duplicates, and evolution with an explicit format version 1.
 // In Spark the first three fail at .name()/.load(), duplicates at start().
-func validateNames(names []string, s settings) error {
+//
+// ckptEvolution is the source evolution setting a checkpoint was written
+// with (false for a new one): it makes the remedy of a named source without
+// evolution the one that starts, instead of "leave them unnamed", which on
+// such a checkpoint is CONFIG_MISMATCH.
+func validateNames(names []string, s settings, ckptEvolution bool) error {
 	for _, n := range names {
 		if n != "" && !ValidSourceName(n) {
 			return errcode.New(errcode.InvalidSourceName, "",
@@ -51,6 +56,11 @@ func validateNames(names []string, s settings) error {
 		}
 	} else {
 		for _, n := range names {
+			if n != "" && ckptEvolution {
+				return errcode.New(errcode.SourceNamingUnsupported, "",
+					"set "+checkpoint.ConfSourceEvolution+"=true and "+checkpoint.ConfOffsetLogVersion+"=2 as the checkpoint was written: its sources are tracked by name, so they stay named",
+					"source %q is named but source evolution is disabled, on a checkpoint written with it", n)
+			}
 			if n != "" {
 				return errcode.New(errcode.SourceNamingUnsupported, "",
 					"set "+checkpoint.ConfSourceEvolution+"=true to name sources, or leave them unnamed",
@@ -140,7 +150,7 @@ type startPlan struct {
 // sources, the pending batch), so a start with several faults always
 // reports the same one.
 func planStart(snap *checkpoint.Snapshot, names []string, s settings) (*startPlan, error) {
-	if err := validateNames(names, s); err != nil {
+	if err := validateNames(names, s, snap.Latest != nil && snap.Latest.Metadata.Conf[checkpoint.ConfSourceEvolution] == "true"); err != nil {
 		return nil, err
 	}
 	if err := snap.CheckStateProvider(); err != nil {

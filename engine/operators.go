@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -144,9 +145,17 @@ func (d *driver) opLabel(po *planOp) string {
 // commitOps commits state version N of every operator, in plan order.
 func (d *driver) commitOps(ctx context.Context, batchID int64) error {
 	for _, po := range d.ops {
-		if err := po.op.Commit(ctx, batchID); err != nil {
-			return fmt.Errorf("batch %d: commit state%s: %w", batchID, d.opLabel(po), err)
+		if err := d.commitOp(ctx, po, batchID); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// commitOp commits state version N of operator po (a commit-state step).
+func (d *driver) commitOp(ctx context.Context, po *planOp, batchID int64) error {
+	if err := po.op.Commit(ctx, batchID); err != nil {
+		return fmt.Errorf("batch %d: commit state%s: %w", batchID, d.opLabel(po), err)
 	}
 	return nil
 }
@@ -209,32 +218,37 @@ func (d *driver) needsNoData(watermarkMs int64) (bool, error) {
 	return false, nil
 }
 
-// repartitionOps rewrites every operator's state version base as version
-// batchID with n partitions: a REPARTITION control batch repartitions every
-// operator. It returns each operator's figures.
-func (d *driver) repartitionOps(ctx context.Context, base, batchID int64, n int) ([]stream.RepartitionStats, error) {
-	stats := make([]stream.RepartitionStats, len(d.ops))
-	for i, po := range d.ops {
-		st, err := po.op.Repartition(ctx, base, batchID, n)
-		if err != nil {
-			if len(d.ops) > 1 {
-				return nil, fmt.Errorf("operator %d: %w", po.id, err)
-			}
-			return nil, err
-		}
-		stats[i] = st
+// repartitionOp rewrites operator po's state version base as version
+// batchID with n partitions (a repartition-state step: a REPARTITION
+// control batch has one per operator).
+func (d *driver) repartitionOp(ctx context.Context, po *planOp, base, batchID int64, n int) (stream.RepartitionStats, error) {
+	st, err := po.op.Repartition(ctx, base, batchID, n)
+	if err != nil && len(d.ops) > 1 {
+		return st, fmt.Errorf("operator %d: %w", po.id, err)
 	}
-	return stats, nil
+	return st, err
 }
 
-// openOps opens every operator on its own state directory.
+// opLocalDir is operator id's cache directory under the query's local
+// directory: operator 0 keeps the directory itself (the caches every
+// earlier start left stay trusted), a later one has op-<id> in it, a name
+// the state store's cache never uses (state/doc.go, Local cache).
+func opLocalDir(local string, id int) string {
+	if id == 0 || local == "" {
+		return local
+	}
+	return filepath.Join(local, "op-"+strconv.Itoa(id))
+}
+
+// openOps opens every operator on its own state directory and cache.
 func (d *driver) openOps(ctx context.Context, env stream.OperatorEnv) error {
+	local := env.LocalDir
 	for _, po := range d.ops {
 		dir, err := d.w.StateDir(po.dir())
 		if err != nil {
 			return err
 		}
-		env.StateDir = dir
+		env.StateDir, env.LocalDir = dir, opLocalDir(local, po.id)
 		if err := po.op.Open(ctx, env); err != nil {
 			if len(d.ops) > 1 {
 				return fmt.Errorf("open operator %d: %w", po.id, err)

@@ -44,9 +44,21 @@ type planConf struct {
 	MinRetain int
 	// Progress is false offline: no query runs, no event is emitted.
 	Progress bool
-	// Prepare: the operator commits its state (PrepareCommit, then
+	// Prepare: the operators commit their state (PrepareCommit, then
 	// Commit) while the sink writes (stream.CommitPreparer).
 	Prepare bool
+	// Operators is the plan's stateful operator count (0 reads as 1): a
+	// state step is planned for each, with its id.
+	Operators int
+}
+
+// operatorIDs are the ids the state steps of a batch name.
+func (c planConf) operatorIDs() []int {
+	ids := make([]int, max(c.Operators, 1))
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
 }
 
 // batchView is the immutable input of planNext: the loop state and what the
@@ -137,6 +149,10 @@ type step struct {
 	Start, End json.RawMessage
 	From, To   int
 	Below      int64
+	// Operator is the stateful operator a state step is for (its id); the
+	// step of a plan of one operator prints as it always did.
+	Operator int
+	several  bool
 	// Overlap: on opWriteSink, the sink write runs alongside the state's
 	// PrepareCommit and Commit, and no opCommitState follows
 	// (planConf.Prepare); on opWriteOffsets, offsets/N is written alongside
@@ -167,9 +183,9 @@ func (s step) String() string {
 		}
 		return fmt.Sprintf("write sink batch %d", s.Batch)
 	case opCommitState:
-		return fmt.Sprintf("commit state version %d", s.Batch)
+		return fmt.Sprintf("commit state version %d%s", s.Batch, s.ofOperator())
 	case opRepartitionState:
-		return fmt.Sprintf("repartition state version %d -> %d: %d -> %d partitions", s.Batch-1, s.Batch, s.From, s.To)
+		return fmt.Sprintf("repartition state version %d -> %d: %d -> %d partitions%s", s.Batch-1, s.Batch, s.From, s.To, s.ofOperator())
 	case opWriteCommit:
 		return fmt.Sprintf("write commits/%d", s.Batch)
 	case opCommitSources:
@@ -178,6 +194,25 @@ func (s step) String() string {
 		return fmt.Sprintf("emit progress of batch %d", s.Batch)
 	}
 	return "step(" + strconv.Itoa(int(s.Op)) + ")"
+}
+
+// ofOperator names a state step's operator when the plan has several.
+func (s step) ofOperator() string {
+	if !s.several {
+		return ""
+	}
+	return " of operator " + strconv.Itoa(s.Operator)
+}
+
+// stateSteps is one state step of kind like per operator, in id order.
+func stateSteps(c planConf, like step) []step {
+	ids := c.operatorIDs()
+	steps := make([]step, len(ids))
+	for i, id := range ids {
+		steps[i] = like
+		steps[i].Operator, steps[i].several = id, len(ids) > 1
+	}
+	return steps
 }
 
 func rawOrNull(r json.RawMessage) string {
@@ -328,7 +363,7 @@ func dataPlan(c planConf, id int64, e *checkpoint.OffsetEntry, ranges []readRang
 		step{Op: opFinish, Phase: phaseAddBatch, Batch: id},
 		step{Op: opWriteSink, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare})
 	if !c.Prepare {
-		p.Steps = append(p.Steps, step{Op: opCommitState, Phase: phaseAddBatch, Batch: id})
+		p.Steps = append(p.Steps, stateSteps(c, step{Op: opCommitState, Phase: phaseAddBatch, Batch: id})...)
 	}
 	p.Steps = append(p.Steps,
 		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id},

@@ -29,12 +29,15 @@ type plannerWorld struct {
 //
 //	offsets id=N           the input is offsets/N's content
 //	commit id=N wm=MS      commits/N
-//	start sources=(a,b) conf=(evo:true,parts:8)
+//	start sources=(a,b) conf=(evo:true,parts:8) [operators=N]
 //	                       planStart on the entries, then the start's batches
-//	                       (the pending one, a control batch) as plans
-//	next latest=(a=5,b=null) [probe=true|false] [now=MS] [entry] [phases]
+//	                       (the pending one, a control batch) as plans, for a
+//	                       plan of N stateful operators (default 1)
+//	next latest=(a=5,b=null) [probe=true|false] [now=MS] [entry] [phases] [prev-watermark]
 //	                       planNext on the loop state; N is {"block":N};
-//	                       phases groups the steps by the phase they carry
+//	                       phases groups the steps by the phase they carry;
+//	                       prev-watermark prints the watermark later
+//	                       operators drop late input by
 //	commit-plan wm=MS      the driver's report: advance past the last plan
 //	offline n=N [phases]   planOffline (`checkpoint repartition`)
 func TestPlanner(t *testing.T) {
@@ -103,6 +106,9 @@ func (w *plannerWorld) cmd(t *testing.T, d *datadriven.TestData) string {
 		if d.HasArg("phases") {
 			out = phaseList(dec.Plan)
 		}
+		if d.HasArg("prev-watermark") {
+			out += fmt.Sprintf("late input of operators 1+: at or before %d\n", dec.Plan.PrevWatermark)
+		}
 		if d.HasArg("entry") {
 			b, err := checkpoint.EncodeOffsets(dec.Plan.Entry)
 			if err != nil {
@@ -152,6 +158,7 @@ func (w *plannerWorld) start(t *testing.T, d *datadriven.TestData) string {
 	}
 	r := newRun(q, sp, s, &driver{})
 	w.sp, w.c, w.st = sp, r.c, r.st
+	w.c.Operators = int(argInt(t, d, "operators", 1))
 	var out strings.Builder
 	for phase := startPending; phase <= startRepartition; phase++ {
 		p, err := recoveryPlan(w.c, sp, w.st, phase)
@@ -162,6 +169,9 @@ func (w *plannerWorld) start(t *testing.T, d *datadriven.TestData) string {
 			continue
 		}
 		out.WriteString(stepList(p))
+		if w.c.Operators > 1 && p.Kind != stream.KindRepartition {
+			fmt.Fprintf(&out, "late input of operators 1+: at or before %d\n", p.PrevWatermark)
+		}
 		// The driver's report: a re-run's rows are not modelled here, so its
 		// commit keeps the batch watermark; a control batch's is planned.
 		wm := p.Entry.Metadata.BatchWatermarkMs

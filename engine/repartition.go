@@ -30,9 +30,8 @@ func controlPlan(c planConf, id int64, base *checkpoint.OffsetEntry, from, to in
 		p.Ranges = append(p.Ranges, readRange{Key: so.Key, Start: so.Offset, End: so.Offset})
 	}
 	p.Steps = walSteps(c, id, redo, nil, nil)
-	p.Steps = append(p.Steps,
-		step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to},
-		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})
+	p.Steps = append(p.Steps, stateSteps(c, step{Op: opRepartitionState, Phase: phaseRepartition, Batch: id, From: from, To: to})...)
+	p.Steps = append(p.Steps, step{Op: opWriteCommit, Phase: phaseCommit, Batch: id})
 	return reportStep(c, p)
 }
 

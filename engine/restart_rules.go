@@ -319,8 +319,8 @@ func (c *shapeCheck) state() {
 // operatorState applies the state rule to one operator, reporting whether
 // it refused; outRenamed says the query's output schema changed (a state
 // schema that changed with it, the keys and aggregates alike, is a
-// renaming). Several operators name theirs in the change ("operator 1:
-// window").
+// renaming). Several operators name theirs in the change ("window of
+// operator 1").
 func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed bool) bool {
 	structural := !slices.Equal(old.Keys, cur.Keys) || windowText(old.Window) != windowText(cur.Window) ||
 		!sameAggFuncs(old.Aggregates, cur.Aggregates)
@@ -345,7 +345,7 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 	}
 	change := strings.Join(what, ", ")
 	if several {
-		change = fmt.Sprintf("operator %d: %s", cur.ID, change)
+		change = fmt.Sprintf("%s of operator %d", change, cur.ID)
 	}
 	c.refuse(change, opStateText(old), opStateText(cur), sparkState,
 		"refused: the state was built for the old keys and aggregates",

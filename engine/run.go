@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ethstream/ethstream/checkpoint"
@@ -112,8 +115,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 		return &r.sum, err
 	}
 	r.sum.QueryID = r.d.queryID
-	o.Logger.Info("query started", "queryId", r.d.queryID, "runId", r.d.runID, "checkpoint", o.CheckpointDir,
-		"nextBatch", r.st.NextID, "statePartitions", r.st.Partitions)
+	logStart(o.Logger, o.CheckpointDir, r.d.queryID, r.d.runID, sp, r.st.NextID, r.st.Partitions)
 	if err := r.recover(ctx); err != nil {
 		return &r.sum, err
 	}
@@ -125,6 +127,7 @@ func newRun(q Query, sp *startPlan, s settings, d *driver) *run {
 	r := &run{q: q, sp: sp, d: d, st: initialState(sp)}
 	r.c = planConf{Version: sp.Version, Keys: sp.Keys, NoData: s.noDataBatches, MinRetain: s.minRetain, Progress: true}
 	r.c.Prepare = canPrepare(q.operators())
+	r.c.Operators = len(q.operators())
 	for _, ns := range q.Sources {
 		desc := ""
 		if ns.Source != nil {
@@ -291,4 +294,29 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 	planDur := clk.Now().Sub(t1)
 	r.d.o.Logger.Debug("planned batch", "batchId", dec.Plan.ID, "kind", dec.Plan.Kind)
 	return true, r.perform(ctx, dec.Plan, start, preDurations{latest: latestDur, planning: planDur})
+}
+
+// logStart logs what the start does: the batch it runs first (a pending
+// batch re-runs before the next new one, and the line says so), then one line
+// per source: added (from its configured start), resumed (from its committed
+// offset) or tombstoned (its last offset kept in the log).
+func logStart(l *slog.Logger, ckpt, queryID, runID string, sp *startPlan, next int64, parts int) {
+	first := []any{"nextBatch", next}
+	if sp.Pending != nil {
+		first = []any{"rerunBatch", sp.PendingID, "nextBatch", next}
+	}
+	l.Info("query started", append(append([]any{"queryId", queryID, "runId", runID, "checkpoint", ckpt}, first...), "statePartitions", parts)...)
+	for _, k := range sp.Added {
+		l.Info("source added", "source", k, "from", "its configured start")
+	}
+	for _, k := range sp.Resumed {
+		from := "its recorded offset"
+		if o := sp.Committed[k]; o != nil {
+			from = string(o)
+		}
+		l.Info("source resumed", "source", k, "from", from)
+	}
+	for _, k := range slices.Sorted(maps.Keys(sp.NewTombstones)) {
+		l.Info("source tombstoned", "source", k, "lastOffset", string(sp.NewTombstones[k].LastOffset))
+	}
 }

@@ -105,8 +105,8 @@ func checkSinkAgrees(d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Si
 	if ok && got > snap.CommittedID+1 {
 		return errcode.New(errcode.CheckpointBehindTable, d.Path,
 			"restore the checkpoint taken together with this table, or point --table at the table this checkpoint wrote",
-			"%s records batch %d of query %s, but the checkpoint committed only batch %d: the checkpoint is older than the table, and new batches would reuse ids the table holds under other offsets, their rows skipped",
-			sink.Description(), got, id, snap.CommittedID)
+			"%s records batch %d of query %s, but the checkpoint committed %s: the checkpoint is older than the table, and new batches would reuse ids the table holds under other offsets, their rows skipped",
+			sink.Description(), got, id, committedDesc(snap.CommittedID))
 	}
 	if snap.CommittedID < 0 {
 		return nil

@@ -117,3 +117,12 @@ func live(d checkpoint.Dir, l checkpoint.Logs) bool {
 	}
 	return !slices.Equal(commits, l.CommitIDs) || !slices.Equal(offs, l.OffsetIDs)
 }
+
+// committedDesc names the newest commit for a message: "only batch N", or
+// "no batch" for an empty commit log.
+func committedDesc(c int64) string {
+	if c < 0 {
+		return "no batch"
+	}
+	return "only batch " + strconv.FormatInt(c, 10)
+}

@@ -53,9 +53,6 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	for i, ns := range q.Sources {
 		names[i] = ns.Name
 	}
-	if err := validateNames(names, s); err != nil {
-		return nil, err
-	}
 	if err := q.validateReadPath(); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -293,7 +294,10 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (string, error) {
 // (runtime/debug.ReadBuildInfo): `ethstream --version` prints it and the
 // ethstream_build_info metric carries it.
 type BuildInfo struct {
-	Version   string // the module version, "(devel)" for a build inside the module
+	// Version is the module version; a build inside the module (go build,
+	// go run, go install ./cmd/ethstream), which has none, is the release
+	// its source is, delta.EngineVersion, with "-devel".
+	Version   string
 	Revision  string // vcs.revision, with "+dirty" when vcs.modified; "unknown" without VCS stamping
 	GoVersion string
 }
@@ -301,15 +305,19 @@ type BuildInfo struct {
 // ReadBuildInfo reads the running binary's build info. The revision is
 // "unknown" in a build without VCS stamping: -buildvcs=false, or a git
 // worktree, whose .git is a file the go command does not recognise.
-func ReadBuildInfo() BuildInfo { return buildInfo(debug.ReadBuildInfo()) }
+// It is read once: a command sets delta.EngineVersion from it, and every
+// later reader (the build-info metric) must see the same version.
+func ReadBuildInfo() BuildInfo { return readBuildInfo() }
+
+var readBuildInfo = sync.OnceValue(func() BuildInfo { return buildInfo(debug.ReadBuildInfo()) })
 
 func buildInfo(bi *debug.BuildInfo, ok bool) BuildInfo {
-	b := BuildInfo{Version: "(devel)", Revision: "unknown", GoVersion: runtime.Version()}
+	b := BuildInfo{Version: delta.EngineVersion + "-devel", Revision: "unknown", GoVersion: runtime.Version()}
 	if !ok {
 		return b
 	}
-	if bi.Main.Version != "" {
-		b.Version = bi.Main.Version
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		b.Version = v
 	}
 	if bi.GoVersion != "" {
 		b.GoVersion = bi.GoVersion

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -218,8 +219,11 @@ func TestBuildInfo(t *testing.T) {
 	if got := buildInfo(bi, true).Revision; got != "abc123" {
 		t.Errorf("clean: revision %q", got)
 	}
-	if got, want := buildInfo(&debug.BuildInfo{}, true), (BuildInfo{"(devel)", "unknown", runtime.Version()}); got != want {
-		t.Errorf("unstamped: %+v, want %+v", got, want)
+	// A build inside the module: the source's release, never "(devel)" alone.
+	for _, v := range []string{"", "(devel)"} {
+		if got, want := buildInfo(&debug.BuildInfo{Main: debug.Module{Version: v}}, true), (BuildInfo{delta.EngineVersion + "-devel", "unknown", runtime.Version()}); got != want {
+			t.Errorf("unstamped %q: %+v, want %+v", v, got, want)
+		}
 	}
 	if got := buildInfo(nil, false); got.Revision != "unknown" || got.GoVersion != runtime.Version() {
 		t.Errorf("no build info: %+v", got)

@@ -29,9 +29,12 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/internal/interval"
 	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/sources/deltasource"
 	"github.com/ethstream/ethstream/sources/ethrpc"
+	"github.com/ethstream/ethstream/sources/files"
 	"github.com/ethstream/ethstream/sources/s3archive"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
@@ -69,14 +72,14 @@ func ParseSourceSpec(flag string) (SourceSpec, error) {
 	}
 	colon := strings.IndexByte(rest, ':')
 	if colon < 0 {
-		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "use NAME=FORMAT:URI with FORMAT s3archive or ethrpc",
+		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "use NAME=FORMAT:URI with FORMAT "+sourceFormats,
 			"--source %q has no FORMAT:", flag)
 	}
 	spec := SourceSpec{Name: name, Format: rest[:colon], URI: rest[colon+1:]}
 	switch spec.Format {
-	case "s3archive", "ethrpc":
+	case "s3archive", "ethrpc", files.Parquet, files.JSON, files.CSV, "delta":
 	default:
-		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "FORMAT is s3archive or ethrpc",
+		return SourceSpec{}, errcode.New(errcode.InvalidArgument, "", "FORMAT is "+sourceFormats,
 			"--source %q: unknown format %q", flag, spec.Format)
 	}
 	return spec, nil
@@ -314,41 +317,54 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	var q engine.Query
 	c, err := CompileQuery(cfg)
 	if err != nil {
-		return q, engine.Options{}, err
+		return engine.Query{}, engine.Options{}, err
 	}
-	if q.Sources, err = c.buildSources(cfg, logger); err != nil {
-		return q, engine.Options{}, err
+	sources, err := c.buildSources(cfg, logger)
+	if err != nil {
+		return engine.Query{}, engine.Options{}, err
 	}
 	ckpt, table, fs, err := Locations(cfg)
 	if err != nil {
-		return q, engine.Options{}, err
+		return engine.Query{}, engine.Options{}, err
+	}
+	// The query is built through the Go API (flow), as a Go program would:
+	// the compiled operator is its plan.
+	name := "eth_blocks_per_window"
+	if cfg.Query != "" {
+		name = "query"
+	}
+	fq := flow.New(name)
+	for _, ns := range sources {
+		fq.Read(ns.Name, ns.Source)
+	}
+	fq.Columns(c.q.Columns...)
+	if col, delay, ok := c.agg.Spec().Watermark(); ok {
+		fq.WithWatermark(col, delay)
+	}
+	if c.agg != nil {
+		fq.Operator(c.agg)
 	}
 	// No table, no sink: a plan reads none (engine.Run refuses a query
-	// without one).
+	// without one), and there is no whole shape to check.
+	fq.Shape(nil)
 	if cfg.Table != "" {
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
 			TableProperties: cfg.TableProperties})
 		if err != nil {
-			return q, engine.Options{}, err
+			return engine.Query{}, engine.Options{}, err
 		}
-		q.Sink = sink
+		fq.WriteTo(sink).Shape(&c.shape)
 	}
-	q.Name = "eth_blocks_per_window"
-	if cfg.Query != "" {
-		q.Name = "query"
+	fq.SinkShared(cfg.TableShared).Trigger(cfg.Trigger).MaxBatches(cfg.MaxBatches).Confs(cfg.Conf)
+	q, err := fq.Build()
+	if err != nil {
+		return q, engine.Options{}, err
 	}
+	// The read path (the WHERE, its pushed-down part, the columns a query
+	// without an aggregation selects) is the engine's, not a stage.
 	c.apply(&q)
-	if cfg.Table != "" {
-		// Without a table (a plan) there is no whole shape to check.
-		q.Shape = &c.shape
-	}
-	q.SinkShared = cfg.TableShared
-	q.Trigger = cfg.Trigger
-	q.MaxDataBatches = cfg.MaxBatches
-	q.Conf = cfg.Conf
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
@@ -380,7 +396,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 func (c *compiled) buildSources(cfg Config, logger *slog.Logger) ([]engine.NamedSource, error) {
 	var out []engine.NamedSource
 	for _, spec := range c.sources {
-		src, err := newSource(spec, logger, cfg.ArchiveFS)
+		src, err := newSource(spec, logger, cfg.ArchiveFS, cfg.Conf)
 		if err != nil {
 			return nil, err
 		}
@@ -409,13 +425,20 @@ func BlockArchiveColumns() []s3archive.Column {
 	return cols
 }
 
+// sourceFormats names the --source formats for messages.
+const sourceFormats = "s3archive, ethrpc, parquet, json, csv or delta"
+
 // NewSource builds the source a spec names.
 func NewSource(spec SourceSpec, logger *slog.Logger) (stream.Source, error) {
-	return newSource(spec, logger, nil)
+	return newSource(spec, logger, nil, nil)
 }
 
-// newSource is NewSource reading file:// archives through archiveFS.
-func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS) (stream.Source, error) {
+// newSource is NewSource reading file:// archives through archiveFS, with
+// the query's conf (spark.sql.streaming.schemaInference for the file
+// formats). A file or Delta source resolves its schema here (listing its
+// location, reading the table's log), so that a refusal comes before the
+// query's first write.
+func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS, conf map[string]string) (stream.Source, error) {
 	switch spec.Format {
 	case "s3archive":
 		o, err := s3archive.ParseURI(spec.URI)
@@ -431,8 +454,37 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS) (stream.S
 		}
 		o.Logger = logger
 		return ethrpc.New(o)
+	case files.Parquet, files.JSON, files.CSV:
+		o, err := files.ParseURI(spec.Format, spec.URI)
+		if err != nil {
+			return nil, err
+		}
+		o.Logger, o.FS = logger, archiveFS
+		o.SchemaInference = strings.EqualFold(conf["spark.sql.streaming.schemaInference"], "true")
+		src, err := files.New(o)
+		if err != nil {
+			return nil, err
+		}
+		if err := src.Resolve(context.Background()); err != nil {
+			return nil, err
+		}
+		return src, nil
+	case "delta":
+		o, err := deltasource.ParseURI(spec.URI)
+		if err != nil {
+			return nil, err
+		}
+		o.Logger, o.FS = logger, archiveFS
+		src, err := deltasource.New(o)
+		if err != nil {
+			return nil, err
+		}
+		if err := src.Resolve(context.Background()); err != nil {
+			return nil, err
+		}
+		return src, nil
 	}
-	return nil, errcode.New(errcode.InvalidArgument, "", "FORMAT is s3archive or ethrpc", "--source %s: unknown format %q", spec, spec.Format)
+	return nil, errcode.New(errcode.InvalidArgument, "", "FORMAT is "+sourceFormats, "--source %s: unknown format %q", spec, spec.Format)
 }
 
 // CheckProgressFile refuses a --progress file the run could not append to:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/sink/delta"
 )
 
 // The start's belief table (docs/contracts.md, "What a start believes"):
@@ -55,6 +56,9 @@ var beliefRows = []beliefRow{
 		edit: beliefEdit{del: []string{"ck/commits/3", lastDeltaCommit, stateV("03")}}},
 	{name: "retention deleted offsets 0 before commits 0", crash: true,
 		edit: beliefEdit{del: []string{"ck/offsets/0"}}},
+	{name: "source log entry of the next batch written, its offsets not", crash: true,
+		edit: beliefEdit{del: []string{"ck/offsets/2", "ck/offsets/3", "ck/commits/2", "ck/commits/3",
+			stateV("02"), stateV("03"), "table/_delta_log/00000000000000000003.json", lastDeltaCommit}}},
 	{name: "temp files of killed publishes", crash: true,
 		edit: beliefEdit{create: map[string]string{
 			"ck/offsets/.4.0123456789abcdef.tmp": "partial", "ck/commits/.3.0123456789abcdef.tmp": "partial",
@@ -95,6 +99,12 @@ var beliefRows = []beliefRow{
 		edit: beliefEdit{trunc: []string{stateV("03")}}},
 	{name: "newest Delta commit deleted", code: errcode.TableBehindCheckpoint,
 		edit: beliefEdit{del: []string{lastDeltaCommit}}},
+	{name: "newest Delta commit truncated", code: delta.CodeCorruptLog,
+		edit: beliefEdit{trunc: []string{lastDeltaCommit}}},
+	{name: "shape record truncated", code: errcode.CheckpointCorrupt,
+		edit: beliefEdit{trunc: []string{"ck/shape/0"}}},
+	{name: "Delta commit gap", code: delta.CodeVersionGap,
+		edit: beliefEdit{del: []string{"table/_delta_log/00000000000000000002.json"}}},
 	{name: "newest source log entry deleted", code: errcode.CheckpointCorrupt,
 		edit: beliefEdit{del: []string{"ck/sources/" + flSource + "/2"}}},
 	{name: "newest source log entry truncated", code: errcode.CheckpointCorrupt,

@@ -508,6 +508,13 @@ func (r *resolver) where() error {
 	if r.sel.Where == nil {
 		return nil
 	}
+	// An unknown column is refused as in SELECT: its position and the
+	// columns there are (the filter alone knows neither).
+	for _, col := range filter.Columns(r.sel.Where) {
+		if _, ok := r.colType(col); !ok {
+			return r.unresolved(identPos(r.src, col, r.sel.WherePos), col)
+		}
+	}
 	p, err := filter.CompileWith(r.sel.Where, r.colType, filter.Options{NonANSI: r.o.NonANSI})
 	if err != nil {
 		return err
@@ -528,10 +535,13 @@ func (r *resolver) options() error {
 		return err
 	}
 	if r.c.Select != nil && mode != agg.Append {
-		// Spark's Delta sink takes a query without aggregation in append
-		// mode only; complete mode needs an aggregation.
-		return errcode.New(CodeInvalidQuery, "", "pass --output-mode append",
-			"outputMode %s: a query without an aggregation appends its rows (outputMode append)", mode)
+		// Columns only, no aggregate: a stateless query, which Spark's
+		// Delta sink takes in append mode only. GROUP BY alone would only
+		// lead to "the query has no aggregate": say what each intent needs.
+		it := r.sel.Items[0]
+		return invalidQuery(r.src, it.Pos, "to aggregate per "+it.Col+", add an aggregate and GROUP BY "+it.Col+
+			" (SELECT "+it.Col+", count(*) ... GROUP BY "+it.Col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
+			"%s is selected without an aggregate: the query selects columns only", it.Col)
 	}
 	r.spec.Mode = mode
 	r.spec.NonANSI = r.o.NonANSI
@@ -643,4 +653,20 @@ func canonical(sel *Select, from string) string {
 		}
 	}
 	return b.String()
+}
+
+// identPos is the offset of the first identifier named name (case-
+// insensitively, quoted or not) at or after from in src; from if there is
+// none.
+func identPos(src, name string, from int) int {
+	toks, err := lex(src)
+	if err != nil {
+		return from
+	}
+	for _, t := range toks {
+		if t.pos >= from && (t.kind == tIdent || t.kind == tQuoted) && strings.EqualFold(t.text, name) {
+			return t.pos
+		}
+	}
+	return from
 }

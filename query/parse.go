@@ -19,7 +19,10 @@ type Select struct {
 	From    string // the relation name as written
 	FromPos int
 	Where   filter.Expr // nil without WHERE
-	GroupBy []GroupItem // empty without GROUP BY (a global aggregation)
+	// WherePos is the offset of the WHERE's first token: an unknown column
+	// in it is reported at its first occurrence from there.
+	WherePos int
+	GroupBy  []GroupItem // empty without GROUP BY (a global aggregation)
 }
 
 // Item is one SELECT item: the window, a column, or an aggregate.
@@ -240,6 +243,7 @@ func (p *parser) query() (*Select, error) {
 	}
 	if p.peek().is("where") {
 		p.next()
+		q.WherePos = p.peek().pos
 		e, err := p.expr()
 		if err != nil {
 			return nil, err
@@ -399,7 +403,7 @@ func (p *parser) afterOperand() error {
 	case t.punct("+"), t.punct("-"), t.punct("*"), t.punct("/"), t.punct("%"), t.punct("||"):
 		return unsupported(p.src, t.pos, "arithmetic ("+t.text+")")
 	case t.punct("."):
-		return unsupported(p.src, t.pos, "a field access (.)")
+		return p.fieldAccess(t)
 	case t.punct("["):
 		return unsupported(p.src, t.pos, "subscripts ([...])")
 	case t.is("over"):
@@ -833,9 +837,25 @@ func (p *parser) noArith() error {
 	case t.punct("+"), t.punct("-"), t.punct("*"), t.punct("/"), t.punct("%"):
 		return unsupported(p.src, t.pos, "arithmetic ("+t.text+")")
 	case t.punct("."):
-		return unsupported(p.src, t.pos, "a field access (.)")
+		return p.fieldAccess(t)
 	}
 	return nil
+}
+
+// fieldAccess refuses the dot at t. After a name and before one it is a
+// qualified column (a.number, as a join or a table alias writes it): the
+// message names it and says to write the column alone, since a query reads
+// one relation; anything else (window.start: a field of the window struct)
+// is a field access.
+func (p *parser) fieldAccess(t token) error {
+	if p.i > 0 && p.i+1 < len(p.toks) {
+		q, col := p.toks[p.i-1], p.toks[p.i+1]
+		if (q.kind == tIdent || q.kind == tQuoted) && (col.kind == tIdent || col.kind == tQuoted) && !q.is("window") {
+			return unsupported(p.src, q.pos, "a qualified column "+q.text+"."+col.text+
+				" (a query reads one relation, without joins or table aliases: write "+col.text+")")
+		}
+	}
+	return unsupported(p.src, t.pos, "a field access (.)")
 }
 
 // operand is a column or a literal.

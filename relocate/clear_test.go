@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,61 +124,126 @@ func TestCopyClearFaultLoop(t *testing.T) {
 // to S3 (a PUT or DELETE: each is durable once answered, so a process
 // killed there leaves exactly the writes before it; the fault proxy
 // answers every later request with an error, as a dead process sends
-// none), on the embedded endpoint and on Versity, both for a first copy
-// and for a re-run that clears an unfinished one: the destination is at
-// every write absent, complete or refused, and the copy run again
-// completes it. The source is local, the destination on S3 (a move to a
-// bucket). On the clear of main at 27801e4 (RemoveAll, keys in listing
-// order: commits/ before the marker) this fails: a kill between them left
-// commits/ gone and no marker.
+// none), on the embedded endpoint and on Versity, for a first copy and for
+// a re-run that clears an unfinished one (killLoop). The source is local,
+// the destination on S3 (a move to a bucket). On the clear of main at
+// 27801e4 (RemoveAll, keys in listing order: commits/ before the marker)
+// this fails: a kill between them left commits/ gone and no marker.
 func TestCopyKillLoopOnS3(t *testing.T) {
 	s3test.Run(t, func(t *testing.T, s s3test.Server) {
 		sw := s3test.NewSwitch(nil)
 		faulty, _ := s.Faulty(t, sw.Schedule())
-		for _, rerun := range []bool{false, true} {
-			name := "first-copy"
-			if rerun {
-				name = "clear-and-copy"
-			}
-			t.Run(name, func(t *testing.T) {
-				outcomes := map[string]int{}
-				for k := 1; ; k++ {
-					prefix := fmt.Sprintf("%s/k%d", name, k)
-					mem := vfs.NewMem()
-					source(t, mem)
-					fs, o := s3Options(t, s, mem, prefix)
-					_, ko := s3Options(t, faulty, mem, prefix)
-					wantCk, wantTbl := tree(mem, "/src/ck"), tree(mem, "/src/table")
-					if rerun {
-						unfinishedCopy(t, o)
-					}
-					sw.Set(killAfterWrites(k))
-					_, err := Copy(context.Background(), ko)
+		killLoop(t, []bool{false, true}, func(t *testing.T, prefix string) (vfs.FS, Options, func(int) Options) {
+			mem := vfs.NewMem()
+			source(t, mem)
+			fs, o := s3Options(t, s, mem, prefix)
+			_, ko := s3Options(t, faulty, mem, prefix)
+			return fs, o, func(k int) Options {
+				if k == 0 {
 					sw.Set(nil)
-					if err == nil {
-						if got := outcome(t, fs, o, wantCk, wantTbl, name); got != "complete" {
-							t.Fatalf("a copy that returned nil left a %s destination", got)
-						}
-						if k < 3 {
-							t.Fatalf("the copy ended after %d writes: the loop killed nothing", k)
-						}
-						break
-					}
-					outcomes[outcome(t, fs, o, wantCk, wantTbl, fmt.Sprintf("killed after write %d (%v)", k, err))]++
-					if _, err := Copy(context.Background(), o); err != nil {
-						t.Fatalf("write %d: the copy again: %v", k, err)
-					}
-					if outcome(t, fs, o, wantCk, wantTbl, "the copy again") != "complete" {
-						t.Fatalf("write %d: the copy again did not complete the destination", k)
-					}
+					return o
 				}
-				if outcomes["refused"] == 0 {
-					t.Fatalf("outcomes %v: no kill left a refused destination", outcomes)
+				sw.Set(killAfterWrites(k))
+				return ko
+			}
+		})
+	})
+}
+
+// TestCopyKillLoopOnDisk is TestCopyKillLoopOnS3's re-run over an
+// unfinished copy on the local disk: the copy is killed after its k-th
+// step (a file published or removed, each durable before the next
+// begins). A first copy's kills are TestCopyFaultLoop's, at every file
+// operation.
+func TestCopyKillLoopOnDisk(t *testing.T) {
+	killLoop(t, []bool{true}, func(t *testing.T, prefix string) (vfs.FS, Options, func(int) Options) {
+		root := t.TempDir()
+		mem := vfs.NewMem()
+		source(t, mem)
+		for _, d := range []string{"/src/ck", "/src/table"} {
+			files, _, err := Options{FS: mem}.walkAll(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if err := copyOut(mem, f.src, root+f.src); err != nil {
+					t.Fatal(err)
 				}
-				t.Logf("%v", outcomes)
-			})
+			}
+		}
+		o := Options{FS: vfs.Default, From: root + "/src/ck", To: root + "/dst/ck", TableFrom: root + "/src/table", TableTo: root + "/dst/table"}
+		return vfs.Default, o, func(k int) Options {
+			ko := o
+			if k > 0 {
+				ko.afterStep, _ = killAfter(k)
+			}
+			return ko
 		}
 	})
+}
+
+// copyOut copies the file src of mem to dst on the local disk.
+func copyOut(mem vfs.FS, src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := mem.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+// killLoop kills a copy after its k-th write, k = 1, 2, ... until one
+// completes, for a first copy (rerun false) and for a re-run that clears
+// an unfinished one (true), as reruns lists: the destination is after every kill absent, complete or refused
+// (outcome), and the copy run again completes it. env gives, for a fresh
+// pair of locations under prefix, the FS to read them, the copy's options
+// and, for k, the options of a copy killed after write k (k = 0: disarm).
+func killLoop(t *testing.T, reruns []bool, env func(t *testing.T, prefix string) (vfs.FS, Options, func(k int) Options)) {
+	for _, rerun := range reruns {
+		name := "first-copy"
+		if rerun {
+			name = "clear-and-copy"
+		}
+		t.Run(name, func(t *testing.T) {
+			outcomes := map[string]int{}
+			for k := 1; ; k++ {
+				fs, o, killed := env(t, fmt.Sprintf("%s/k%d", name, k))
+				wantCk, wantTbl := tree(fs, o.From), tree(fs, o.TableFrom)
+				if rerun {
+					unfinishedCopy(t, o)
+				}
+				_, err := Copy(context.Background(), killed(k))
+				killed(0)
+				if err == nil {
+					if got := outcome(t, fs, o, wantCk, wantTbl, name); got != "complete" {
+						t.Fatalf("a copy that returned nil left a %s destination", got)
+					}
+					if k < 3 {
+						t.Fatalf("the copy ended after %d writes: the loop killed nothing", k)
+					}
+					break
+				}
+				outcomes[outcome(t, fs, o, wantCk, wantTbl, fmt.Sprintf("killed after write %d (%v)", k, err))]++
+				if _, err := Copy(context.Background(), o); err != nil {
+					t.Fatalf("write %d: the copy again: %v", k, err)
+				}
+				if outcome(t, fs, o, wantCk, wantTbl, "the copy again") != "complete" {
+					t.Fatalf("write %d: the copy again did not complete the destination", k)
+				}
+			}
+			if outcomes["refused"] == 0 {
+				t.Fatalf("outcomes %v: no kill left a refused destination", outcomes)
+			}
+			t.Logf("%v", outcomes)
+		})
+	}
 }
 
 // killAfterWrites passes requests on until the k-th PUT or DELETE has

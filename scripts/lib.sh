@@ -26,9 +26,24 @@ EVOLUTION=(--conf spark.sql.streaming.queryEvolution.enableSourceEvolution=true
 
 mkdir -p "$WORK" # --progress creates $PROGRESS
 
+# shq prints its arguments as a shell reads them back: one holding a character
+# the shell treats specially (the & and ? of a source URI, a space, ...) in
+# single quotes, so that a printed command pasted into a terminal runs as is.
+shq() {
+  local out=() a q="'"
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+      out+=("$a")
+    else
+      out+=("$q${a//$q/$q\\$q$q}$q")
+    fi
+  done
+  printf '%s' "${out[*]}"
+}
+
 # run prints a command, then runs it.
 run() {
-  printf '\n$ %s\n' "$*" >&2
+  printf '\n$ %s\n' "$(shq "$@")" >&2
   "$@"
 }
 
@@ -87,7 +102,7 @@ start() {
     echo "error: PORT_IN_USE: $addr is held by a process these scripts did not start. To fix: stop that process, or pick a free address with $var=127.0.0.1:PORT" >&2
     exit 1
   fi
-  printf '\n$ %s >%s 2>&1 &\n' "$BIN $name $*" "$WORK/$name.log" >&2
+  printf '\n$ %s >%s 2>&1 &\n' "$(shq "$BIN" "$name" "$@")" "$(shq "$WORK/$name.log")" >&2
   "$BIN" "$name" "$@" >"$WORK/$name.log" 2>&1 &
   echo $! >"$WORK/$name.pid"
   wait_port "$addr" "$name"

@@ -6,7 +6,7 @@
 // restart rules (engine/restart_rules.go) before anything is written; this
 // package only holds, encodes and reads the record.
 //
-// # On-disk format (versions 1 and 2)
+// # On-disk format (versions 1, 2 and 3)
 //
 //	<checkpoint>/shape/<seq>
 //
@@ -23,6 +23,23 @@
 // sink has no identity (a sink without one, or a table not created yet) is
 // written as v1, byte for byte what version 1 wrote; both versions read,
 // and a v1 file with a sink id, or a v2 file without one, is corrupt.
+//
+// Version 3 records a plan's stateful operators as a list: it is written
+// when the plan has more than one, or one with stateless steps of its own
+// between the read path and it (a projection before an aggregation built
+// with package flow). Its shape object has, besides the fields below,
+//
+//	operators     [{"id","kind","window","keys","aggregates","stateSchema",
+//	              "input"}] in id order (0, 1, ...); kind "aggregate"; input
+//	              the stateless steps before the operator, rendered
+//
+// and then its top-level window is null, keys and aggregates are [] and
+// stateSchema is "": they describe operator 0 in versions 1 and 2 only,
+// which therefore read as a plan of one aggregation, operator 0. A plan of
+// one aggregation without input steps is still written as v1 or v2, byte
+// for byte as before; a v1 or v2 file with operators, or a v3 file without
+// or with a top-level aggregation, ids out of order or an unknown kind, is
+// corrupt.
 //
 // firstBatchId is the first batch the shape applies to (the batch a start
 // runs first: the re-run of a pending batch, or the next new batch). The

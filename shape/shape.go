@@ -16,7 +16,8 @@ const Dir = "shape"
 
 // Version is the newest format version this package writes and reads: v2
 // adds the sink's identity (Sink.ID), v3 the list of stateful operators
-// (Operators) for a plan of more than one. A record without either is
+// (Operators) for a plan of more than one, or of one with stateless steps
+// of its own (Operator.Input). A record without either is
 // written as v1, byte for byte what earlier versions wrote, so they still
 // read it; every version reads.
 const Version = 3
@@ -96,7 +97,7 @@ type Shape struct {
 	Sink         Sink       `json:"sink"`
 	Trigger      string     `json:"trigger"`
 	// Operators is every stateful operator in id order, for a plan of more
-	// than one (version 3); nil otherwise.
+	// than one or one with input steps (version 3); nil otherwise.
 	Operators []Operator `json:"operators,omitempty"`
 }
 
@@ -230,7 +231,7 @@ func Parse(path string, data []byte) (Record, error) {
 }
 
 // checkOperators refuses a record whose operators contradict its version:
-// v3 lists two or more, with ids in order, and nothing in the top-level
+// v3 lists one or more, with ids in order, and nothing in the top-level
 // aggregation fields; v1 and v2 list none.
 func checkOperators(path string, v int, s Shape) error {
 	if v < 3 {
@@ -239,8 +240,8 @@ func checkOperators(path string, v int, s Shape) error {
 		}
 		return nil
 	}
-	if len(s.Operators) < 2 {
-		return errcode.Corrupt(path, nil, "query shape record v3 lists %d operators, want at least 2", len(s.Operators))
+	if len(s.Operators) == 0 {
+		return errcode.Corrupt(path, nil, "query shape record v3 lists no operator")
 	}
 	if s.Window != nil || len(s.Keys) > 0 || len(s.Aggregates) > 0 || s.StateSchema != "" {
 		return errcode.Corrupt(path, nil, "query shape record v3 has a top-level aggregation besides its operators")

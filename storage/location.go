@@ -84,6 +84,14 @@ func checkLookalike(flag, value string) error {
 	if _, ok := HasScheme(value); ok {
 		return nil
 	}
+	if value == "~" || strings.HasPrefix(value, "~/") {
+		// Quoted, the shell left ~ alone: taken literally it would create a
+		// directory named ~ in the working directory.
+		home, rest := "$HOME", strings.TrimPrefix(strings.TrimPrefix(value, "~"), "/")
+		return errcode.New(errcode.InvalidArgument, "",
+			fmt.Sprintf("write %s (the shell expands ~ only unquoted), or ./%s for a directory named ~", path.Join(home, rest), value),
+			"%s %q starts with ~, which was not expanded to the home directory", flag, value)
+	}
 	var scheme string
 	if i := strings.IndexByte(value, ':'); i > 0 && lookalikeSchemes[strings.ToLower(value[:i])] {
 		scheme = strings.ToLower(value[:i])

@@ -119,3 +119,27 @@ func TestS3Paths(t *testing.T) {
 		t.Errorf("base = %q", got)
 	}
 }
+
+// TestParseRefusesTilde: a quoted ~ reaches the program unexpanded; taken as
+// a path it made a directory named ~ in the working directory.
+func TestParseRefusesTilde(t *testing.T) {
+	for v, remedy := range map[string]string{
+		"~/ck":   "write $HOME/ck (the shell expands ~ only unquoted), or ./~/ck for a directory named ~",
+		"~":      "write $HOME (the shell expands ~ only unquoted), or ./~ for a directory named ~",
+		"~/a/b/": "write $HOME/a/b (the shell expands ~ only unquoted), or ./~/a/b/ for a directory named ~",
+	} {
+		_, err := Parse("--checkpoint", v)
+		if !errcode.Is(err, errcode.InvalidArgument) || err.(*errcode.Error).Remedy != remedy {
+			t.Errorf("Parse(%q) = %v, want %s: ...: %s", v, err, errcode.InvalidArgument, remedy)
+		}
+		if err := CheckLocal("--local-dir", v); !errcode.Is(err, errcode.InvalidArgument) {
+			t.Errorf("CheckLocal(%q) = %v", v, err)
+		}
+	}
+	// ./~ is a directory named ~, and ~user is not expanded by us either way.
+	for _, v := range []string{"./~/ck", "a/~/b", "~user/x"} {
+		if _, err := Parse("--checkpoint", v); err != nil {
+			t.Errorf("Parse(%q): %v", v, err)
+		}
+	}
+}

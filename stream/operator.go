@@ -15,8 +15,10 @@ type OperatorEnv struct {
 	StateDir string
 	// FS is the checkpoint's file system.
 	FS vfs.FS
-	// LocalDir is a cache directory for local stores (Pebble); it may be empty
-	// or missing at any start, and the operator rebuilds it from StateDir.
+	// LocalDir is a cache directory for local stores (Pebble), the
+	// operator's own (the engine gives each operator of a plan another); it
+	// may be empty or missing at any start, and the operator rebuilds it
+	// from StateDir.
 	LocalDir string
 	// Partitions is the state partition count in force: the checkpoint's, or
 	// for a new checkpoint spark.sql.streaming.stateStore.partitions, else

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -236,8 +237,27 @@ func (d *Dashboard) Sync() error {
 	}
 	perr := d.syncProgressLocked()
 	lerr := d.syncLogLocked()
+	serr := d.syncTriggerLocked()
 	d.mu.synced = true
-	return errors.Join(perr, lerr)
+	return errors.Join(perr, lerr, serr)
+}
+
+// syncTriggerLocked shows, where no command told the dashboard its trigger
+// (ui --checkpoint), the trigger the checkpoint records: the newest query
+// shape's (shape/<n>), the trigger of the last start that ran.
+func (d *Dashboard) syncTriggerLocked() error {
+	if d.o.Mode != ModeUI || d.o.Trigger != "" {
+		return nil
+	}
+	rec, err := shape.ReadLatest(d.o.FS, d.o.Checkpoint)
+	if err != nil || rec == nil || rec.Shape.Trigger == "" {
+		return err
+	}
+	if d.mu.query.Trigger != rec.Shape.Trigger {
+		d.mu.query.Trigger = rec.Shape.Trigger
+		d.changedLocked()
+	}
+	return nil
 }
 
 // syncProgressLocked reads the complete lines appended to the checkpoint's

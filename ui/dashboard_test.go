@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -567,5 +568,37 @@ func TestBatchFreshness(t *testing.T) {
 	ev.Sources[1].Metrics[stream.MetricFreshnessMs] = "31"
 	if b := point(ev, "", 1, ""); b.FreshnessMs == nil || *b.FreshnessMs != 31 {
 		t.Fatalf("freshness %v, want 31", b.FreshnessMs)
+	}
+}
+
+// TestTriggerFromTheCheckpoint: ui --checkpoint shows the trigger the
+// checkpoint records (the newest query shape's), where it said "not
+// recorded"; a command that knows its trigger keeps it.
+func TestTriggerFromTheCheckpoint(t *testing.T) {
+	fs := newFS(t)
+	d := New(Options{Checkpoint: ckpt, FS: fs, Mode: ModeUI})
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if tr := d.Snapshot().Query.Trigger; tr != "" {
+		t.Fatalf("trigger %q before any shape", tr)
+	}
+	for seq, tr := range []string{"availableNow", "processingTime=50ms"} {
+		if err := shape.Write(fs, ckpt, int64(seq), shape.Record{FirstBatchID: int64(seq * 13), Shape: shape.Shape{Trigger: tr}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if tr := d.Snapshot().Query.Trigger; tr != "processingTime=50ms" {
+		t.Errorf("ui mode: trigger %q, want the newest shape's", tr)
+	}
+	run := New(Options{Checkpoint: ckpt, FS: fs, Mode: ModeRun, Trigger: "once"})
+	if err := run.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if tr := run.Snapshot().Query.Trigger; tr != "once" {
+		t.Errorf("run mode: trigger %q, want its own", tr)
 	}
 }

@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// refreshEnv, set to anything, makes the browser test save its screenshots
-// into the committed results/ (README.md, "Watch it live").
-const refreshEnv = "ETHSTREAM_REFRESH_RESULTS"
 
 // e2eDays is the archive of the browser test: enough days for a backfill of
 // a few batches, small enough for a CI run of seconds.
@@ -27,7 +24,8 @@ const e2eDays = 12
 // phase and asserts from the page that batch ids continue, the tombstone of
 // s3_backfill is listed, the REPARTITION batch is marked and every chart
 // holds one point per batch, then saves dashboard.png and
-// dashboard-phone.png (into results/ with ETHSTREAM_REFRESH_RESULTS set).
+// dashboard-phone.png into its own directory: the committed ones are the
+// reference run's (README.md, "Watch it live"), never a test run's.
 //
 // It needs /usr/bin/chromium (or $CHROMIUM), node, and `npm ci` run in
 // ui/e2e (.ci/run does all three). Without them it is skipped on a
@@ -111,12 +109,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		collected <- out.String()
 	}()
 
-	// The screenshots go to the test's directory: a test run leaves the
-	// committed results/ alone unless asked to refresh them.
+	// The screenshots go to the test's directory: the committed results/
+	// are the reference run's.
 	shots := filepath.Join(dir, "shots")
-	if os.Getenv(refreshEnv) != "" {
-		shots, _ = filepath.Abs(filepath.Join("..", "results"))
-	}
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}

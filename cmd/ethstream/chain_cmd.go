@@ -170,20 +170,33 @@ func nodeCmd() *cobra.Command {
 		initial       int
 		seed          int64
 		faults        chain.NodeFaults
+		reorgs        = nodeReorgs{depth: 8}
+		reorgSeed     int64
 	)
 	cmd := &cobra.Command{
-		Use:   "node --archive DIR [--addr 127.0.0.1:8545] [--listen-public] [--block-interval 12s] [--speed X] [--initial-blocks N]",
+		Use:   "node --archive DIR [--addr 127.0.0.1:8545] [--listen-public] [--block-interval 12s] [--speed X] [--initial-blocks N] [--reorg-rate R [--reorg-depth N] [--reorg-seed N]]",
 		Short: "Serve an Ethereum JSON-RPC chain continuing the archive's last block",
 		Long: `node serves eth_blockNumber, eth_getBlockByNumber, eth_getBlockByHash, eth_chainId,
 net_version and JSON-RPC batches over HTTP (and websocket) on loopback. The first block is
 the archive's last block + 1, its parent hash the archive's last hash. A new block is
-mined every --block-interval / --speed of wall time; block timestamps stay 12 s apart.`,
+mined every --block-interval / --speed of wall time; block timestamps stay 12 s apart.
+The head at start is the archive's last block + --initial-blocks.
+
+With --reorg-rate R the chain reorganises: before answering a request for the head block
+the node replaces its last 1..--reorg-depth blocks (same heights, other hashes) with
+probability R, drawn from --reorg-seed in request order, and prints one line per
+reorganisation. A query polling the head at confirmations=0 then meets reorganisations of
+blocks it has read, as the demo's live_reorgs phase does (README, phase 6).`,
 		Example: `  ethstream node --archive work/s3/aws-public-blockchain --initial-blocks 1000 &
+  ethstream node --archive work/s3/aws-public-blockchain --initial-blocks 1000 --speed 60 --reorg-rate 0.2 --reorg-depth 8 &
   ethstream node --archive work/archive --speed 24 --addr 127.0.0.1:0   # a block every 0.5 s, a free port`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if archive == "" {
 				return errcode.New(errcode.InvalidArgument, "", "pass --archive DIR (the --out of gen-archive)", "--archive is required")
+			}
+			if err := reorgs.validate(); err != nil {
+				return err
 			}
 			if speed <= 0 || interval <= 0 {
 				return errcode.New(errcode.InvalidArgument, "", "pass a positive --speed and --block-interval", "invalid speed %v or block interval %v", speed, interval)
@@ -204,6 +217,10 @@ mined every --block-interval / --speed of wall time; block timestamps stay 12 s 
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "node at %s: continuing block %d (parent %s), head %d, a block every %s (Ctrl-C to stop)\n",
 				n.URL(), m.LastBlock+1, m.LastHash, n.Head(), time.Duration(float64(interval)/speed))
+			if reorgs.rate > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "reorganising 1-%d blocks at %.0f%% of head requests (seed %d)\n", reorgs.depth, reorgs.rate*100, reorgSeed)
+			}
+			reorgs.install(n, reorgSeed, cmd.OutOrStdout())
 			<-cmd.Context().Done()
 			return n.Close()
 		},
@@ -215,6 +232,9 @@ mined every --block-interval / --speed of wall time; block timestamps stay 12 s 
 	cmd.Flags().Float64Var(&speed, "speed", 1, "wall clock runs this many times faster")
 	cmd.Flags().IntVar(&initial, "initial-blocks", 0, "blocks already mined at start")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "chain seed (default: the archive's, from its manifest)")
+	cmd.Flags().Float64Var(&reorgs.rate, "reorg-rate", 0, "fraction of head requests before which the chain reorganises (0: never)")
+	cmd.Flags().IntVar(&reorgs.depth, "reorg-depth", 8, "with --reorg-rate: the deepest reorganisation, in blocks (each is 1..N deep)")
+	cmd.Flags().Int64Var(&reorgSeed, "reorg-seed", 1, "with --reorg-rate: the seed of the reorganisations")
 	cmd.Flags().DurationVar(&faults.Latency, "latency", 0, "fault injection: delay added to every request")
 	cmd.Flags().Float64Var(&faults.Rate429, "rate-429", 0, "fault injection: fraction of requests answered 429 with Retry-After")
 	cmd.Flags().Float64Var(&faults.Rate5xx, "rate-5xx", 0, "fault injection: fraction of requests answered 503")

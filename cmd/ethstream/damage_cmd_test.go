@@ -64,6 +64,7 @@ func TestCorruptCacheThroughEveryCommand(t *testing.T) {
 		{[]string{"checkpoint", "inspect", ck}, true},
 		{[]string{"checkpoint", "verify", ck, "--table", tbl}, true},
 		{[]string{"state", "dump", "--checkpoint", ck}, true},
+		{[]string{"state", "dump", ck}, true},
 		{[]string{"table", "show", tbl}, true},
 		{[]string{"plan", "--checkpoint", ck, "--table", tbl, "--source", src, "--conf", "spark.sql.streaming.queryEvolution.enableSourceEvolution=true"}, true},
 		{[]string{"checkpoint", "repartition", ck, "--partitions", "3", "--local-dir", cache}, true},

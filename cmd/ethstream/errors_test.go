@@ -42,6 +42,9 @@ func TestErrorTable(t *testing.T) {
 	}{
 		{"state dump on a missing checkpoint", []string{"state", "dump", "--checkpoint", missing}, "CHECKPOINT_NOT_FOUND", 1},
 		{"state dump without --checkpoint", []string{"state", "dump"}, "MISSING_REQUIRED_FLAG", 2},
+		{"state dump DIR on a missing checkpoint", []string{"state", "dump", missing}, "CHECKPOINT_NOT_FOUND", 1},
+		{"state dump DIR --batch 9999", []string{"state", "dump", ck, "--batch", "9999"}, "STATE_NOT_FOUND", 1},
+		{"state dump DIR --checkpoint OTHER", []string{"state", "dump", ck, "--checkpoint", missing}, "INVALID_ARGUMENT", 2},
 		{"state dump --batch 9999", []string{"state", "dump", "--checkpoint", ck, "--batch", "9999"}, "STATE_NOT_FOUND", 1},
 		{"state dump --batch -5", []string{"state", "dump", "--checkpoint", ck, "--batch", "-5"}, "INVALID_ARGUMENT", 2},
 		{"table show --version -5", []string{"table", "show", tbl, "--version", "-5"}, "INVALID_ARGUMENT", 2},

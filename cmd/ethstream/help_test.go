@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -19,6 +18,7 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/sources/s3archive"
 	"github.com/spf13/cobra"
@@ -331,7 +331,10 @@ func TestHelpSaysWhatCommandsDo(t *testing.T) {
 // of the build, the labels of the ethstream_build_info metric.
 func TestVersion(t *testing.T) {
 	bi := pipeline.ReadBuildInfo()
-	want := fmt.Sprintf("ethstream %s (revision %s, %s)\n", bi.Version, bi.Revision, bi.GoVersion)
+	want := "ethstream " + versionLine(bi) + "\n"
+	if delta.EngineVersion != bi.Version || strings.Contains(want, "(devel)") {
+		t.Errorf("--version %q; Delta's engineInfo version %q", want, delta.EngineVersion)
+	}
 	for _, arg := range []string{"--version", "-v"} {
 		code, out, errOut := cli(t, context.Background(), arg)
 		if code != 0 || out != want {

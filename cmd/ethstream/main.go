@@ -18,6 +18,7 @@ import (
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +38,10 @@ var cpuProfile string
 func init() {
 	// --version: the build info, as the ethstream_build_info metric carries it.
 	bi := pipeline.ReadBuildInfo()
-	rootCmd.Version = fmt.Sprintf("%s (revision %s, %s)", bi.Version, bi.Revision, bi.GoVersion)
+	rootCmd.Version = versionLine(bi)
+	// The Delta commits' engineInfo and the Parquet files' created_by name
+	// the same version (table history shows it).
+	delta.EngineVersion = bi.Version
 	rootCmd.SetVersionTemplate("ethstream {{.Version}}\n")
 	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the command to FILE (go tool pprof)")
 	stop := func() {}
@@ -216,4 +220,13 @@ func formatError(err error) string {
 		return "INTERRUPTED: stopped by signal; the next start recovers from the checkpoint"
 	}
 	return "RUNTIME_ERROR: " + err.Error()
+}
+
+// versionLine is what --version prints after "ethstream ": the version, the
+// VCS revision where the build has one, the Go version.
+func versionLine(bi pipeline.BuildInfo) string {
+	if bi.Revision == "unknown" {
+		return fmt.Sprintf("%s (no VCS revision: built with -buildvcs=false or outside a git checkout; %s)", bi.Version, bi.GoVersion)
+	}
+	return fmt.Sprintf("%s (revision %s, %s)", bi.Version, bi.Revision, bi.GoVersion)
 }

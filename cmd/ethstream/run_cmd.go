@@ -41,7 +41,7 @@ func (f *queryFlags) register(c *cobra.Command, needTable bool) {
 	c.Flags().StringVar(&f.table, "table", "", table)
 	c.Flags().BoolVar(&f.tableShared, "table-shared", false, "let a new checkpoint write a table another query writes (both MERGE into it by key); refused with SINK_TABLE_IN_USE otherwise")
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
-	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive or ethrpc, repeatable, in plan order (see SOURCES)")
+	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive, ethrpc, parquet, json, csv or delta, repeatable, in plan order (see SOURCES)")
 	c.Flags().StringArrayVar(&f.conf, "conf", nil, "KEY=VALUE, repeatable (see CONF)")
 	c.Flags().StringVar(&f.trigger, "trigger", "available-now", "availableNow | once | processingTime=DUR | realTime, or available-now, processing-time=DUR, real-time (see TRIGGERS)")
 	c.Flags().IntVar(&f.maxBatches, "max-batches", 0, "stop after N data batches (0 = no limit)")

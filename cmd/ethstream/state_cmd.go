@@ -31,7 +31,7 @@ func stateDumpCmd() *cobra.Command {
 		op     int
 	)
 	cmd := &cobra.Command{
-		Use:   "dump --checkpoint DIR [--format csv|jsonl] [--batch N] [--op ID]",
+		Use:   "dump DIR [--format csv|jsonl] [--batch N] [--op ID]",
 		Short: "Print every key in state with its partition",
 		Long: `dump prints the state of operator --op (default 0) as of the latest committed batch
 (the highest <checkpoint>/commits/<id>), or as of batch --batch N: the newest state
@@ -40,13 +40,23 @@ version at or before it.
 csv: a header row, then one row per key in (partition, key) order. The columns are those
 of 'ethstream table show' (window_start, window_end, source, miner, count), then partition;
 timestamps are RFC 3339 UTC as there (2026-09-28T01:30:00Z, a fraction only when there is
-one). jsonl: one JSON object per key with the same columns.`,
-		Example: `  ethstream state dump --checkpoint work/checkpoint > state.csv
-  ethstream state dump --checkpoint work/checkpoint --batch 12 --format jsonl`,
-		Args: cobra.NoArgs,
+one). jsonl: one JSON object per key with the same columns.
+
+The checkpoint is the argument, as for 'checkpoint inspect DIR'; --checkpoint DIR, the
+older spelling, still works.`,
+		Example: `  ethstream state dump work/checkpoint > state.csv
+  ethstream state dump work/checkpoint --batch 12 --format jsonl`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && ckpt != "" && args[0] != ckpt {
+				return usage(errcode.New(errcode.InvalidArgument, "", "pass the checkpoint once: state dump DIR",
+					"two checkpoints: %q and --checkpoint %q", args[0], ckpt))
+			}
+			if len(args) == 1 {
+				ckpt = args[0]
+			}
 			if ckpt == "" {
-				return errcode.New(errcode.MissingFlag, "", "pass --checkpoint DIR", "missing --checkpoint")
+				return errcode.New(errcode.MissingFlag, "", "pass the checkpoint: state dump DIR", "missing the checkpoint")
 			}
 			fs, dir, err := store(cmd.Context(), "--checkpoint", ckpt)
 			if err != nil {
@@ -61,7 +71,7 @@ one). jsonl: one JSON object per key with the same columns.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&ckpt, "checkpoint", "", "checkpoint directory")
+	cmd.Flags().StringVar(&ckpt, "checkpoint", "", "checkpoint directory (the older spelling of the argument)")
 	cmd.Flags().StringVar(&format, "format", "csv", "output format: csv or jsonl")
 	cmd.Flags().Int64Var(&batch, "batch", -1, "dump the state as of this batch id; -1 = latest committed batch")
 	cmd.Flags().IntVar(&op, "op", 0, "stateful operator id (the directory under <checkpoint>/state)")

@@ -63,6 +63,11 @@ func tableHistoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history DIR [--json]",
 		Short: "Print the commitInfo of every commit, newest first",
+		Long: `history prints one line per commit of the table's log, newest first: its version, time,
+operation (STREAMING UPDATE for a batch's MERGE, OPTIMIZE for a compaction, ...), the version
+it read, the engine that wrote it (ethstream/<version>, the version --version prints) and
+its operationMetrics (rows inserted, updated and deleted, files added and removed). --json
+prints each commit's whole commitInfo as one JSON object a line. It writes nothing.`,
 		Example: `  ethstream table history work/table
   ethstream table history work/table --json`,
 		Args: cobra.ExactArgs(1),
@@ -115,6 +120,11 @@ func tableOptimizeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "optimize DIR [--target-file-rows N]",
 		Short: "Compact the small files of a table the sink wrote, any query's (dataChange=false)",
+		Long: `optimize rewrites the table's small data files into files of up to --target-file-rows
+rows, as one OPTIMIZE commit with dataChange=false: readers see the same rows at the new
+version, and streaming readers skip the commit. The replaced files stay until 'table vacuum'
+deletes them after the retention. The sink already compacts by itself after its commits
+(delta.autoOptimize.autoCompact); this is the same operation on demand.`,
 		Example: `  ethstream table optimize work/table
   ethstream table optimize work/table --target-file-rows 500000`,
 		Args: cobra.ExactArgs(1),

@@ -61,7 +61,7 @@ func TestAdmission60Days(t *testing.T) {
 	if strings.Join(names, " ") != "0 1 10 11 2 3 4 5 6 7 8 9.compact" {
 		t.Fatalf("log files %v", names)
 	}
-	es, err := s.log.read(9)
+	es, err := s.log.Read(9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestLogOnDisk(t *testing.T) {
 	if _, err := s.LatestOffset(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fs.Open(s.log.fileName(0))
+	f, err := fs.Open(s.log.FileName(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func TestMoveAdmitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := s2.log.batch(2, s2.entries)
+	es, err := s2.log.Batch(2, s2.entries)
 	if err != nil || len(es) != 1 || !strings.Contains(es[0].Path, "date=2026-08-03") {
 		t.Fatalf("the first admission after the move: %+v %v (want day 3 only)", es, err)
 	}

@@ -54,8 +54,8 @@ func TestPruneBounded(t *testing.T) {
 	for _, retain := range []int64{1, 3, 10, 25, 100} {
 		t.Run(fmt.Sprint("retain=", retain), func(t *testing.T) {
 			fs := vfs.NewMem()
-			l := &fileLog{fs: fs, dir: "/src", retain: retain}
-			if _, _, err := l.scan(); err != nil {
+			l := newFileLog(fs, "/src", retain)
+			if _, _, err := l.Scan(); err != nil {
 				t.Fatal(err)
 			}
 			var all []logEntry
@@ -63,20 +63,20 @@ func TestPruneBounded(t *testing.T) {
 			for cur := int64(0); cur < 600; cur++ {
 				es := entriesOf(cur)
 				toWrite := es
-				if isCompactID(cur, l.interval) {
+				if isCompactID(cur, l.Interval()) {
 					toWrite = append(slices.Clone(all), es...)
 				}
-				if err := l.write(cur, toWrite); err != nil {
+				if err := l.Write(cur, toWrite); err != nil {
 					t.Fatal(err)
 				}
 				all = append(all, es...)
-				if _, err := l.prune(cur); err != nil {
+				if _, err := l.Prune(cur); err != nil {
 					t.Fatal(err)
 				}
 				bound = max(bound, oracleBound(cur, retain, defaultCompactInterval))
 				var want []string
 				for id := max(bound, 0); id <= cur; id++ {
-					want = append(want, l.fs.PathBase(l.fileName(id)))
+					want = append(want, l.FS.PathBase(l.FileName(id)))
 				}
 				got := logNames(t, fs, "/src")
 				if !slices.Equal(got, want) {
@@ -89,19 +89,19 @@ func TestPruneBounded(t *testing.T) {
 					continue
 				}
 				// A restart: a new log over the directory.
-				r := &fileLog{fs: fs, dir: "/src", retain: retain}
-				first, next, err := r.scan()
+				r := newFileLog(fs, "/src", retain)
+				first, next, err := r.Scan()
 				if err != nil {
 					t.Fatal(err)
 				}
 				// The interval is re-derived (Spark's rule); it must keep the
 				// newest compact file a compaction id.
-				if next != cur+1 || (r.latestCompact >= 0 && (r.latestCompact+1)%r.interval != 0) {
-					t.Fatalf("after id %d: reopened next %d interval %d", cur, next, r.interval)
+				if next != cur+1 || (r.LatestCompact() >= 0 && (r.LatestCompact()+1)%r.Interval() != 0) {
+					t.Fatalf("after id %d: reopened next %d interval %d", cur, next, r.Interval())
 				}
 				var read []logEntry
 				for id := first; id < next; id++ {
-					es, err := r.read(id)
+					es, err := r.Read(id)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -111,7 +111,7 @@ func TestPruneBounded(t *testing.T) {
 					t.Fatalf("after id %d: reopened log holds %d entries, want %d", cur, len(read), len(all))
 				}
 				for id := int64(0); id <= cur; id++ {
-					es, err := r.batch(id, read)
+					es, err := r.Batch(id, read)
 					if err != nil {
 						t.Fatalf("after id %d: batch %d: %v", cur, id, err)
 					}
@@ -245,11 +245,11 @@ func TestSparkWrittenLog(t *testing.T) {
 	root := t.TempDir()
 	o := Options{URI: fileURI(root), MaxFilesPerTrigger: 1}
 	s := openSource(t, o, env)
-	if s.nextID != 5 || s.log.interval != 3 || len(s.entries) != 5 {
-		t.Fatalf("next id %d, interval %d, %d entries", s.nextID, s.log.interval, len(s.entries))
+	if s.nextID != 5 || s.log.Interval() != 3 || len(s.entries) != 5 {
+		t.Fatalf("next id %d, interval %d, %d entries", s.nextID, s.log.Interval(), len(s.entries))
 	}
 	for id := int64(0); id < 5; id++ {
-		es, err := s.log.batch(id, s.entries)
+		es, err := s.log.Batch(id, s.entries)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestPruneOnS3(t *testing.T) {
 		}
 		var wantNames []string
 		for id := int64(19); id < 30; id++ {
-			wantNames = append(wantNames, s.log.fs.PathBase(s.log.fileName(id)))
+			wantNames = append(wantNames, s.log.FS.PathBase(s.log.FileName(id)))
 		}
 		if got := logNames(t, fs, env.MetadataDir); !slices.Equal(got, wantNames) {
 			t.Fatalf("files %v, want %v", got, wantNames)
@@ -403,20 +403,20 @@ func FuzzScan(f *testing.F) {
 			}
 			fl.Close()
 		}
-		l := &fileLog{fs: fs, dir: "/s", retain: 5}
-		first, next, err := l.scan()
+		l := newFileLog(fs, "/s", 5)
+		first, next, err := l.Scan()
 		if err != nil {
 			if !errcode.Is(err, errcode.CheckpointCorrupt) {
 				t.Fatalf("scan error without CHECKPOINT_CORRUPT: %v", err)
 			}
 			return
 		}
-		if l.interval <= 0 || first > next || (l.latestCompact >= 0 && (first != l.latestCompact || !isCompactID(first, l.interval))) {
-			t.Fatalf("scan of %q: first %d next %d interval %d compact %d", list, first, next, l.interval, l.latestCompact)
+		if l.Interval() <= 0 || first > next || (l.LatestCompact() >= 0 && (first != l.LatestCompact() || !isCompactID(first, l.Interval()))) {
+			t.Fatalf("scan of %q: first %d next %d interval %d compact %d", list, first, next, l.Interval(), l.LatestCompact())
 		}
 		for id := first; id < next; id++ {
-			if _, err := fs.Stat(l.fileName(id)); err != nil {
-				t.Fatalf("scan of %q: id %d accepted but %s missing", list, id, l.fileName(id))
+			if _, err := fs.Stat(l.FileName(id)); err != nil {
+				t.Fatalf("scan of %q: id %d accepted but %s missing", list, id, l.FileName(id))
 			}
 		}
 	})

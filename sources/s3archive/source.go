@@ -15,6 +15,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/readahead"
+	"github.com/ethstream/ethstream/sources/internal/filelog"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -154,8 +155,8 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	if retain <= 0 {
 		retain = checkpoint.DefaultMinBatchesToRetain
 	}
-	s.log = &fileLog{fs: env.FS, dir: env.MetadataDir, retain: retain}
-	first, next, err := s.log.scan()
+	s.log = newFileLog(env.FS, env.MetadataDir, retain)
+	first, next, err := s.log.Scan()
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
 	s.entries = nil
 	s.seen = make(map[string]struct{})
 	for id := first; id < s.nextID; id++ {
-		es, err := s.log.read(id)
+		es, err := s.log.Read(id)
 		if err != nil {
 			return err
 		}
@@ -201,7 +202,10 @@ func (s *Source) openMoves(env stream.SourceEnv) error {
 	if err != nil {
 		return err
 	}
-	s.log.moves = moves
+	s.log.MapPath = nil
+	if len(moves) > 0 {
+		s.log.MapPath = func(p string) string { return applyMoves(moves, p) }
+	}
 	if wrote {
 		s.logger.Info("the archive moved: the source log's paths are read at the new location", "source", s.Description(),
 			"from", s.moveAdmitted.From, "to", s.moveAdmitted.To, "moves", len(moves))
@@ -280,41 +284,17 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 			return nil, err
 		}
 	}
-	var admit []logEntry
-	var bytes int64
-	for _, o := range objs {
-		if _, ok := s.seen[o.URI]; ok {
-			continue
-		}
-		if s.snapshot != nil {
-			if _, ok := s.snapshot[o.URI]; !ok {
-				continue
-			}
-		}
-		if s.opts.MaxFilesPerTrigger > 0 && len(admit) >= s.opts.MaxFilesPerTrigger {
-			break
-		}
-		if s.opts.MaxBytesPerTrigger > 0 && len(admit) > 0 && bytes+o.Size > s.opts.MaxBytesPerTrigger {
-			break
-		}
-		bytes += o.Size
-		admit = append(admit, logEntry{Path: o.URI, Timestamp: o.ModTime.UnixMilli(), BatchID: s.nextID, Size: o.Size})
-	}
-	pending := int64(0)
-	for _, o := range objs {
-		if _, ok := s.seen[o.URI]; !ok {
-			pending++
-		}
-	}
-	s.m.pendingFiles.Store(pending - int64(len(admit)))
+	admit, pending := filelog.Admit(objs, s.seen, s.snapshot,
+		filelog.Limits{MaxFiles: s.opts.MaxFilesPerTrigger, MaxBytes: s.opts.MaxBytesPerTrigger}, s.nextID, 0)
+	s.m.pendingFiles.Store(pending)
 	if len(admit) == 0 {
 		return start, nil
 	}
 	toWrite := admit
-	if isCompactID(s.nextID, s.log.interval) {
+	if isCompactID(s.nextID, s.log.Interval()) {
 		toWrite = append(append([]logEntry(nil), s.entries...), admit...)
 	}
-	if err := s.log.write(s.nextID, toWrite); err != nil {
+	if err := s.log.Write(s.nextID, toWrite); err != nil {
 		return nil, err
 	}
 	s.entries = append(s.entries, admit...)
@@ -328,7 +308,7 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (_ strea
 	s.logger.Debug("admitted files", "source", s.Description(), "logOffset", s.nextID-1, "files", len(admit))
 	// Pruning is housekeeping after the entry is durable: a failure leaves
 	// old files that the next prune deletes, so it is logged, not fatal.
-	if n, err := s.log.prune(s.nextID - 1); err != nil {
+	if n, err := s.log.Prune(s.nextID - 1); err != nil {
 		s.logger.Warn("source log pruning failed; retried after the next admission", "source", s.Description(), "err", err)
 	} else if n > 0 {
 		s.logger.Debug("pruned source log", "source", s.Description(), "files", n, "logOffset", s.nextID-1)
@@ -358,7 +338,7 @@ func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit f
 	}
 	var files []logEntry
 	for id := st + 1; id <= en; id++ {
-		es, err := s.log.batch(id, s.entries)
+		es, err := s.log.Batch(id, s.entries)
 		if err != nil {
 			return err
 		}

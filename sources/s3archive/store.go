@@ -11,19 +11,15 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ethstream/ethstream/sources/internal/filelog"
 	"github.com/ethstream/ethstream/storage"
 )
 
-// object is one listed archive file.
-type object struct {
-	URI     string // canonical URI, as stored (URL-encoded) in the source log
-	Size    int64
-	ModTime time.Time
-}
+// object is one listed archive file (the shape every file source lists).
+type object = filelog.Object
 
 // store abstracts where archive files live: a local directory or an S3 prefix.
 // Implementations are safe for concurrent use.

@@ -11,6 +11,9 @@ const OI = {
   black: '#000000', orange: '#E69F00', sky: '#56B4E9', green: '#009E73',
   yellow: '#F0E442', blue: '#0072B2', vermillion: '#D55E00', purple: '#CC79A7', grey: '#999999',
 };
+// Colours go by order of first appearance; ui/palette.go has the same lists
+// for the demo's charts (a test keeps them equal).
+const PARTITION_COLORS = ['#009E73', '#CC79A7', '#56B4E9', '#000000'];
 const SOURCE_STYLES = [
   { color: OI.blue, dash: '', shape: 'circle' },
   { color: OI.orange, dash: '6 3', shape: 'square' },
@@ -133,6 +136,16 @@ function sourceNames(batches) {
   return names;
 }
 
+// partitionColor is the colour of a state partition count: by order of
+// first use in the batches of the query (state.batches), as in the demo's
+// charts.
+function partitionColor(n) {
+  const seen = [];
+  for (const b of (state && state.batches) || []) if (b.partitions && !seen.includes(b.partitions)) seen.push(b.partitions);
+  const i = seen.indexOf(n);
+  return PARTITION_COLORS[(i < 0 ? seen.length : i) % PARTITION_COLORS.length];
+}
+
 function chartSpecs(batches) {
   const names = sourceNames(batches);
   const delays = [];
@@ -160,11 +173,13 @@ function chartSpecs(batches) {
     },
     {
       id: 'state', title: 'State rows', unit: 'keys', log: false, type: 'line', bands: true,
-      series: [{ label: 'state rows', color: OI.green, dash: '', shape: 'circle', get: b => b.stateRows }],
+      // Lines in black: the bands behind them carry the partition counts' colours.
+      series: [{ label: 'state rows', color: OI.black, dash: '', shape: 'circle', get: b => b.stateRows }],
     },
     {
       id: 'memory', title: 'State memory', unit: 'MiB', log: false, type: 'line', bands: true,
-      series: [{ label: 'state memory', color: OI.purple, dash: '', shape: 'diamond', get: b => b.stateMemoryBytes / 1048576 }],
+      // A control batch reports no operator memory: a gap, not a drop to 0.
+      series: [{ label: 'state memory', color: OI.black, dash: '', shape: 'diamond', get: b => (b.kind === 'repartition' ? null : b.stateMemoryBytes / 1048576) }],
     },
     {
       id: 'eventtime', title: 'Watermark and event-time delay behind batch time', unit: du.name, log: false, type: 'line',
@@ -318,9 +333,9 @@ class Chart {
       for (let i = 1; i <= n; i++) {
         if (i === n || batches[i].partitions !== batches[start].partitions) {
           const x0 = left + start * step, x1 = left + i * step;
-          const odd = root.querySelectorAll('.band').length % 2;
-          root.append(svg('rect', { class: 'band', x: x0, y: top, width: x1 - x0, height: bottom - top, fill: odd ? '#eef3f8' : '#f7f7f7' }));
-          if (x1 - x0 > 40) root.append(svg('text', { class: 'band-label', x: x0 + 4, y: top + 11, text: batches[start].partitions + ' partitions' }));
+          const color = partitionColor(batches[start].partitions);
+          root.append(svg('rect', { class: 'band', x: x0, y: top, width: x1 - x0, height: bottom - top, fill: color, 'fill-opacity': 0.1, 'data-partitions': batches[start].partitions }));
+          if (x1 - x0 > 40) root.append(svg('text', { class: 'band-label', x: x0 + 4, y: top + 11, fill: color, text: batches[start].partitions + ' partitions' }));
           start = i;
         }
       }
@@ -353,7 +368,9 @@ class Chart {
         let pen = false;
         batches.forEach((b, i) => {
           const v = s.get(b);
-          if (v === null || v === undefined || !Number.isFinite(v)) { pen = false; return; }
+          // A log axis has no 0: a zero is a gap in the line, and its mark
+          // (below) is hollow, on the axis, so it never reads as a value.
+          if (v === null || v === undefined || !Number.isFinite(v) || (spec.log && v <= 0)) { pen = false; return; }
           d += (pen ? 'L' : 'M') + xc(i).toFixed(1) + ',' + ys.map(v).toFixed(1);
           pen = true;
         });
@@ -379,7 +396,10 @@ class Chart {
         for (const s of spec.series) {
           const v = s.get(b);
           if (v === null || v === undefined || !Number.isFinite(v)) continue;
-          g.append(shape(s.shape, xc(i), ys.map(v), r, s.color, true));
+          const zero = spec.log && v <= 0;
+          const m = shape(s.shape, xc(i), ys.map(v), zero ? r * 0.8 : r, s.color, !zero);
+          if (zero) m.setAttribute('data-zero', 'true');
+          g.append(m);
         }
       }
       marks.append(g);
@@ -440,7 +460,9 @@ function renderFreshness(batches) {
 function renderHeader(q) {
   setText('q-name', q.name);
   setText('q-id', q.id);
-  setText('q-run', q.runId ? q.runId + (q.runs > 1 ? ' (run ' + q.runs + ')' : '') : '');
+  // The id alone in its cell, so it fits; which run it is goes in the label.
+  setText('q-run', q.runId || '');
+  setText('q-run-n', q.runs > 1 ? '(run ' + q.runs + ')' : '');
   setText('q-ckpt', q.checkpoint);
   for (const id of ['q-id', 'q-run', 'q-ckpt']) { const e = document.getElementById(id); e.title = e.textContent; } // cut to one line
   setText('q-parts', q.statePartitions || '');
@@ -492,11 +514,17 @@ function renderDemo(dm) {
   res.className = 'result ' + (dm.result || '');
   res.textContent = dm.result === 'passed' ? '✓ all checks passed' : dm.result === 'failed' ? '✕ some checks failed' : dm.result === 'error' ? '✕ ' + (dm.error || 'error') : '';
   const tags = { pass: 'PASS', fail: 'FAIL', figure: '—' };
-  document.getElementById('checks').replaceChildren(...dm.checks.map(c => el('li', { class: c.result, 'data-result': c.result },
+  // In check order (1., 2., ...), whatever order they were decided in;
+  // the lines of one check keep theirs.
+  const num = c => { const m = /^(\d+)\./.exec(c.name); return m ? Number(m[1]) : Infinity; };
+  const checks = dm.checks.map((c, i) => [c, i]).sort((a, b) => num(a[0]) - num(b[0]) || a[1] - b[1]).map(x => x[0]);
+  document.getElementById('checks').replaceChildren(...checks.map(c => el('li', { class: c.result, 'data-result': c.result },
     el('span', { class: 'tag', text: tags[c.result] || c.result }), ' ', c.name, ': ',
     el('span', { class: 'mono', text: c.actual }), c.result === 'fail' ? el('span', {}, ' (expected ', el('span', { class: 'mono', text: c.expected }), ')') : null)));
   const pass = dm.checks.filter(c => c.result === 'pass').length, fail = dm.checks.filter(c => c.result === 'fail').length;
-  setText('checks-sum', dm.checks.length ? pass + ' passed, ' + fail + ' failed so far' : 'none decided yet');
+  const done = dm.result === 'passed' || dm.result === 'failed' || dm.result === 'error';
+  setText('checks-sum', !dm.checks.length ? (done ? 'none decided' : 'none decided yet')
+    : pass + ' passed, ' + fail + ' failed' + (done ? ': final' : ' so far'));
 }
 
 function renderSources(list) {
@@ -529,8 +557,12 @@ function renderRuns(batches) {
   setText('runs-count', '(' + runs.length + ')');
   const tb = document.querySelector('#runs-table tbody');
   if (!runs.length) { tb.replaceChildren(el('tr', {}, el('td', { colspan: 7, class: 'muted', text: 'No batch yet.' }))); return; }
+  // Phase names come from the demo; a checkpoint records none, so the
+  // column is left out rather than shown empty.
+  const phased = runs.some(r => r.phase);
+  document.querySelector('#runs-table th.col-phase').hidden = !phased;
   tb.replaceChildren(...runs.map(r => el('tr', { 'data-run-id': r.runId },
-    el('td', { class: 'num', text: String(r.run) }), el('td', { class: 'mono', text: r.runId }), el('td', { text: r.phase }),
+    el('td', { class: 'num', text: String(r.run) }), el('td', { class: 'mono', text: r.runId }), phased ? el('td', { text: r.phase }) : null,
     el('td', { class: 'mono', text: r.started }), el('td', { class: 'num', text: String(r.n) }),
     el('td', {}, el('a', { href: '#batch-' + r.first, text: String(r.first) }), r.last !== r.first ? '–' : '',
       r.last !== r.first ? el('a', { href: '#batch-' + r.last, text: String(r.last) }) : ''),

@@ -1,0 +1,386 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/filter"
+	"github.com/ethstream/ethstream/internal/interval"
+	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// SchemaSource is a source that declares the schema of its rows before the
+// first batch (Spark's Source.schema). Read needs it to type the columns an
+// aggregation or a filter reads; a source without one can still feed
+// operators built elsewhere (Operator).
+type SchemaSource interface {
+	stream.Source
+	Schema() stream.Schema
+}
+
+// Query builds a streaming query: sources, then a plan of steps in order
+// (filters, projections, stateful aggregations), then a sink. Each method
+// appends to the plan and returns the query, so calls chain; the first
+// error is kept and returned by Build or Run. A Query is not safe for
+// concurrent use.
+type Query struct {
+	q engine.Query
+	// schema is that of the rows at the end of the plan so far; known is
+	// false when a source or an operator declared none.
+	schema stream.Schema
+	known  bool
+	// ops are the shapes of the stateful operators so far, filters the
+	// filters before the first one; custom is set when an operator of
+	// unknown shape (Operator) is in the plan.
+	ops     []shape.Operator
+	input   []string
+	filters []string
+	custom  bool
+	shape   *shape.Shape
+	noShape bool
+	err     error
+}
+
+// New starts a query named name (the progress events' name).
+func New(name string) *Query {
+	return &Query{q: engine.Query{Name: name}, known: true}
+}
+
+func (q *Query) fail(err error) *Query {
+	if q.err == nil {
+		q.err = err
+	}
+	return q
+}
+
+func invalid(format string, args ...any) error {
+	return errcode.New(errcode.InvalidArgument, "", "fix the query's plan", format, args...)
+}
+
+// Read adds a source under name (its name in the checkpoint, as a named
+// source of Spark's source evolution). Every source of a query must be
+// read before the plan's first step; their rows are unioned, each with the
+// literal column "source" (stream.ColSource) holding its name. A source
+// that implements SchemaSource types the columns the plan reads; the
+// sources of one query must declare the same schema.
+func (q *Query) Read(name string, src stream.Source) *Query {
+	if len(q.q.Stages) > 0 {
+		return q.fail(invalid("source %q is read after the plan's first step: read every source first", name))
+	}
+	if src == nil {
+		return q.fail(invalid("source %q is nil", name))
+	}
+	q.q.Sources = append(q.q.Sources, engine.NamedSource{Name: name, Source: src})
+	ss, ok := src.(SchemaSource)
+	switch {
+	case !ok:
+		q.known = false
+	case len(q.q.Sources) == 1:
+		q.schema = ss.Schema()
+		q.schema.Fields = append(q.schema.Fields, stream.Field{Name: stream.ColSource, Type: stream.String})
+		q.schema.Key = nil
+	default:
+		s := ss.Schema()
+		s.Fields = append(s.Fields, stream.Field{Name: stream.ColSource, Type: stream.String})
+		s.Key = nil
+		if q.known && !s.Equal(q.schema) {
+			return q.fail(invalid("source %q has schema %s, the query's sources have %s", name, s, q.schema))
+		}
+	}
+	return q
+}
+
+// WithWatermark defines event time on column (a timestamp of the sources'
+// rows) with the given delay, as Spark's withWatermark: the watermark is
+// the maximum event time read minus delay. It applies to every stateful
+// operator of the plan: the first drops late rows and closes windows by it,
+// and each later one closes its windows by it too (operators.go in engine).
+func (q *Query) WithWatermark(column string, delay time.Duration) *Query {
+	if len(q.ops) > 0 || q.custom {
+		return q.fail(invalid("withWatermark after a stateful operator: define it on the sources' rows"))
+	}
+	if q.known {
+		f := q.schema.Field(column)
+		if f == nil || f.Type != stream.Timestamp {
+			return q.fail(invalid("watermark column %q is not a timestamp of %s", column, q.schema))
+		}
+	}
+	q.q.Watermark = &engine.Watermark{Column: column, Delay: delay}
+	return q
+}
+
+// Where keeps the rows for which e is TRUE (SQL's three-valued logic:
+// FALSE and NULL drop the row). Build it with Col and the comparison
+// helpers, e.g. Col("v").Gt(0), or from filter's expression types.
+func (q *Query) Where(e filter.Expr) *Query {
+	if !q.known {
+		return q.fail(invalid("where %s: the rows' schema is unknown here (a source or operator declares none)", e))
+	}
+	p, err := filter.Compile(e, func(name string) (stream.Type, bool) {
+		if f := q.schema.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	})
+	if err != nil {
+		return q.fail(err)
+	}
+	if len(q.ops) == 0 && !q.custom {
+		q.filters = append(q.filters, p.String())
+	} else {
+		q.input = append(q.input, "where "+p.String())
+	}
+	q.q.Stages = append(q.q.Stages, engine.Stage{Transform: &whereStep{pred: p}})
+	return q
+}
+
+// Select keeps the listed columns, in order, and the derived ones
+// (WindowTime); the rows' key keeps the key columns still selected.
+func (q *Query) Select(cols ...Column) *Query {
+	if len(cols) == 0 {
+		return q.fail(invalid("select of no column"))
+	}
+	t := &selectStep{cols: cols}
+	if q.known {
+		s, err := t.OutputSchema(q.schema)
+		if err != nil {
+			return q.fail(err)
+		}
+		q.schema = s
+	}
+	q.input = append(q.input, t.String())
+	q.q.Stages = append(q.q.Stages, engine.Stage{Transform: t})
+	return q
+}
+
+// Transform appends a custom stateless step.
+func (q *Query) Transform(t stream.Transform) *Query {
+	if q.known {
+		s, err := t.OutputSchema(q.schema)
+		if err != nil {
+			return q.fail(err)
+		}
+		q.schema = s
+	}
+	q.input = append(q.input, t.String())
+	q.q.Stages = append(q.q.Stages, engine.Stage{Transform: t})
+	return q
+}
+
+// Aggregation is a grouped aggregation, optionally over event-time windows
+// (agg.Spec without what the query supplies: the column types come from
+// the rows' schema, the watermark from WithWatermark).
+type Aggregation struct {
+	// Window groups by event-time windows; nil groups by GroupBy alone.
+	Window     *agg.Window
+	GroupBy    []string
+	Aggregates []agg.Aggregate
+	// Mode is the output mode; 0 is update. A later operator reads the
+	// rows this one emits: in append mode, each window once, when the
+	// watermark closes it (what Spark allows for chained aggregations).
+	Mode agg.OutputMode
+}
+
+// Aggregate appends a stateful grouped aggregation: the next operator id
+// (0 for the first), state in <checkpoint>/state/<id>. Its output rows are
+// window_start, window_end (windowed), the group columns, then the
+// aggregates; a later aggregation windows them by WindowTime.
+func (q *Query) Aggregate(a Aggregation) *Query {
+	if !q.known {
+		return q.fail(invalid("aggregate: the rows' schema is unknown here (a source or operator declares none)"))
+	}
+	spec := agg.Spec{Window: a.Window, GroupBy: a.GroupBy, Aggregates: a.Aggregates, Mode: a.Mode,
+		ColumnTypes: map[string]stream.Type{}}
+	for _, f := range q.schema.Fields {
+		spec.ColumnTypes[f.Name] = f.Type
+	}
+	if wm := q.q.Watermark; wm != nil {
+		// The watermark reaches every operator; the first reads the
+		// watermark's own column, a later one the window it derives.
+		spec.WatermarkDelay = wm.Delay
+		if len(q.ops) == 0 && (a.Window == nil || a.Window.Column != wm.Column) {
+			spec.WatermarkColumn = wm.Column
+		}
+	}
+	op, err := agg.New(spec)
+	if err != nil {
+		return q.fail(err)
+	}
+	q.ops = append(q.ops, aggShape(spec, op.Schema().String(), q.input))
+	q.input = nil
+	q.schema = op.OutputSchema()
+	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
+	return q
+}
+
+// Operator appends a stateful operator built elsewhere (the SQL
+// compiler's), with the next operator id. Its rows' schema is the one it
+// declares (stream.SchemaOperator), else unknown; its shape is unknown to
+// the query, so a query with one records the shape given to Shape, or none.
+func (q *Query) Operator(op stream.Operator) *Query {
+	if op == nil {
+		return q.fail(invalid("nil operator"))
+	}
+	q.custom = true
+	q.known = false
+	if so, ok := op.(stream.SchemaOperator); ok {
+		q.schema, q.known = so.OutputSchema(), true
+	}
+	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
+	return q
+}
+
+// Columns sets the read projection: the source columns the plan reads (and
+// stream.ColSource if it reads the source's name). By default every column.
+func (q *Query) Columns(cols ...string) *Query {
+	q.q.Columns = cols
+	return q
+}
+
+// WriteTo sets the sink.
+func (q *Query) WriteTo(sink stream.Sink) *Query {
+	q.q.Sink = sink
+	return q
+}
+
+// Trigger sets when batches run (default: processingTime 0, as fast as
+// possible, until the context ends).
+func (q *Query) Trigger(t engine.Trigger) *Query {
+	q.q.Trigger = t
+	return q
+}
+
+// Conf sets a Spark-named setting (docs/contracts.md, Configuration), e.g.
+// spark.sql.shuffle.partitions, or spark.sql.streaming.stateStore.partitions
+// to repartition every operator's state at the next start.
+func (q *Query) Conf(key, value string) *Query {
+	if q.q.Conf == nil {
+		q.q.Conf = map[string]string{}
+	}
+	q.q.Conf[key] = value
+	return q
+}
+
+// Confs sets every setting of m (Conf).
+func (q *Query) Confs(m map[string]string) *Query {
+	for k, v := range m {
+		q.Conf(k, v)
+	}
+	return q
+}
+
+// MaxBatches stops a run after n data batches (0: no limit).
+func (q *Query) MaxBatches(n int) *Query {
+	q.q.MaxDataBatches = n
+	return q
+}
+
+// SinkShared lets a new checkpoint write a table another query writes.
+func (q *Query) SinkShared(shared bool) *Query {
+	q.q.SinkShared = shared
+	return q
+}
+
+// Shape records s as the query's shape (the restart rules compare it at
+// every start) instead of the one the plan derives; nil records none.
+func (q *Query) Shape(s *shape.Shape) *Query {
+	q.shape, q.noShape = s, s == nil
+	return q
+}
+
+// Build returns the engine's query, or the first error of the plan.
+func (q *Query) Build() (engine.Query, error) {
+	if q.err != nil {
+		return engine.Query{}, q.err
+	}
+	eq := q.q
+	eq.Stages = append([]engine.Stage(nil), q.q.Stages...)
+	if len(eq.Stages) == 1 && eq.Stages[0].Operator != nil {
+		// A plan of one operator is the engine's shorthand for it.
+		eq.Operator, eq.Stages = eq.Stages[0].Operator, nil
+	}
+	switch {
+	case q.shape != nil:
+		s := *q.shape
+		eq.Shape = &s
+	case q.noShape || q.custom || eq.Sink == nil:
+	default:
+		eq.Shape = q.derivedShape()
+	}
+	return eq, nil
+}
+
+// Run builds the query and runs it on the checkpoint in o under its
+// trigger (engine.Run).
+func (q *Query) Run(ctx context.Context, o engine.Options) (*engine.RunSummary, error) {
+	eq, err := q.Build()
+	if err != nil {
+		return nil, err
+	}
+	return engine.Run(ctx, eq, o)
+}
+
+// derivedShape is the shape of a plan of aggregations.
+func (q *Query) derivedShape() *shape.Shape {
+	s := shape.Shape{From: "", Columns: q.q.Columns, Filter: strings.Join(q.filters, " AND "),
+		OutputSchema: q.schema.String(), Sink: shape.Sink{Format: q.q.Sink.Description()}, Trigger: q.q.Trigger.Kind.String()}
+	for _, ns := range q.q.Sources {
+		desc := ns.Source.Description()
+		prov := desc
+		if i := strings.IndexAny(desc, "[( "); i > 0 {
+			prov = desc[:i]
+		}
+		s.Sources = append(s.Sources, shape.Source{Name: ns.Name, Provider: prov, Location: desc})
+	}
+	if wm := q.q.Watermark; wm != nil {
+		s.Watermark = &shape.Watermark{Column: wm.Column, DelayUs: wm.Delay.Microseconds()}
+	}
+	if a := lastAgg(q.q.Stages); a != nil {
+		s.OutputMode = a.Spec().Mode.String()
+	}
+	s = s.WithOperators(q.ops)
+	return &s
+}
+
+func lastAgg(stages []engine.Stage) *agg.Operator {
+	for i := len(stages) - 1; i >= 0; i-- {
+		if a, ok := stages[i].Operator.(*agg.Operator); ok {
+			return a
+		}
+	}
+	return nil
+}
+
+// aggShape is an aggregation's entry in the query shape.
+func aggShape(spec agg.Spec, stateSchema string, input []string) shape.Operator {
+	o := shape.Operator{Kind: shape.KindAggregate, Keys: append([]string{}, spec.GroupBy...), StateSchema: stateSchema,
+		Input: append([]string{}, input...), Aggregates: []string{}}
+	if w := spec.Window; w != nil {
+		o.Window = &shape.Window{Column: w.Column, Size: interval.Format(w.Size)}
+		if w.Slide != 0 && w.Slide != w.Size {
+			o.Window.Slide = interval.Format(w.Slide)
+		}
+	}
+	for _, a := range spec.Aggregates {
+		col := a.Column
+		if col == "" {
+			col = "*"
+		}
+		name := a.As
+		if name == "" {
+			if a.Column == "" {
+				name = "count"
+			} else {
+				name = a.Kind.String() + "_" + a.Column
+			}
+		}
+		o.Aggregates = append(o.Aggregates, fmt.Sprintf("%s(%s) as %s", a.Kind, col, name))
+	}
+	return o
+}
