@@ -340,7 +340,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.Read(ns.Name, ns.Source)
 	}
 	fq.Columns(c.q.Columns...)
-	if col, delay, ok := c.agg.Spec().Watermark(); ok {
+	if col, delay, ok := c.q.Spec.Watermark(); ok {
 		fq.WithWatermark(col, delay)
 	}
 	if c.agg != nil {
