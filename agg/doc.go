@@ -174,8 +174,7 @@
 // merges it with its stored value and emits it, then deletes the stored
 // key (if any) instead of writing it, and its eviction scan runs up to the
 // next watermark. The number of such rows is the version's closedRows
-// (state.Store.SetClosedRows, in its metadata, carried through a
-// repartition).
+// (in its operator record, below).
 //
 // What a state reader sees changes: `ethstream state dump` of version N
 // lists only the stored keys (a version written after the last batch's
@@ -188,6 +187,32 @@
 // numRowsTotal closed at this commit) and numRemovedRowsNotStored (rows of
 // numRowsRemoved the previous version closed). Append and complete modes,
 // and a caller that does not call NextWatermark, store every row.
+//
+// # Operator record
+//
+// Each state version carries the aggregation's record of it, bytes the
+// state store keeps in the version's metadata without reading them
+// (state.Store.SetOperatorRecord; state doc, formatVersion 5). Finish(N)
+// sets it for version N; a repartition carries the base version's. It is
+// one line of JSON (oprecord.go), format 1:
+//
+//	{"format":1,"closedRows":3154,"nextWatermarkMs":1700000000000}
+//
+// closedRows (omitted when 0) counts the version's rows closed at commit
+// (above), which the next batch counts as removed and which make
+// NeedsNoDataBatch true; nextWatermarkMs (omitted when NextWatermark was
+// not called for the batch) is the watermark of batch N+1, the value
+// commits/N records as nextBatchWatermarkMs: a start and `checkpoint
+// verify` compare the two (CommittedRecord, ReadStateRecord), so that a
+// commit replaced by valid JSON with another watermark is
+// CHECKPOINT_CORRUPT rather than a silent jump of the watermark.
+//
+// Format 0 has no "format" field: it is the two fields that state
+// metadata formats 3 and 4 (builds up to 27801e4) kept themselves, as the
+// store hands them on. A version with no record (state formats 1 and 2)
+// has closedRows 0 and no watermark. Unknown fields, a format above 1 or
+// a negative closedRows are CHECKPOINT_CORRUPT naming the .meta (or, on
+// Open, the state directory); formats are never renumbered.
 //
 // # Progress
 //

@@ -72,8 +72,12 @@ type Operator struct {
 	// nextWmUs is the watermark batch nextWmBatch's successor runs with
 	// (NextWatermark), in µs; hasNextWm says it was given for that batch.
 	nextWmUs    int64
+	nextWmMs    int64
 	nextWmBatch int64
 	hasNextWm   bool
+	// committed is the committed state version's record (oprecord.go);
+	// pending the one Finish gave the version being written.
+	committed, pending opRecord
 
 	vals     []aggVal
 	order    []int32 // entries in key order (update mode), reused
@@ -132,7 +136,11 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	if err != nil {
 		return err
 	}
-	o.store = s
+	rec, err := decodeOpRecord(s.OperatorRecord(), env.StateDir)
+	if err != nil {
+		return errors.Join(err, s.Close())
+	}
+	o.store, o.committed = s, rec
 	o.resetBatch()
 	// An empty store has nothing to evict; otherwise the first eviction
 	// scan finds out.
@@ -296,9 +304,15 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	f.closed = closed + closedStored
 	// The previous version's closed rows are what this batch's watermark
 	// evicts without a stored key to delete.
-	f.removedUnstored = o.store.ClosedRows()
+	f.removedUnstored = o.committed.ClosedRows
 	f.removed = removed + f.removedUnstored + o.emittedAtMerge
-	o.store.SetClosedRows(f.closed)
+	o.pending = opRecord{ClosedRows: f.closed}
+	if o.hasNextWm && o.nextWmBatch == batchID {
+		// The second record of commits/batchID (CommittedRecord).
+		wm := o.nextWmMs
+		o.pending.NextWatermarkMs = &wm
+	}
+	o.store.SetOperatorRecord(o.pending.encode())
 	f.removals = time.Since(t1)
 
 	if p.spec.Mode == Complete {
@@ -538,12 +552,7 @@ func (o *Operator) closedAtCommitUs(batchID, wmUs int64) int64 {
 // NextWatermark records the watermark batch batchID's successor runs with
 // (stream.WatermarkLookahead): the engine calls it before Finish.
 func (o *Operator) NextWatermark(batchID, nextWatermarkMs int64) {
-	o.hasNextWm, o.nextWmBatch, o.nextWmUs = true, batchID, o.wmUs(nextWatermarkMs)
-	if o.store != nil {
-		// State version batchID records it too, the second record of
-		// commits/batchID (CommittedRecord).
-		o.store.SetNextWatermark(nextWatermarkMs)
-	}
+	o.hasNextWm, o.nextWmBatch, o.nextWmUs, o.nextWmMs = true, batchID, o.wmUs(nextWatermarkMs), nextWatermarkMs
 }
 
 // evict deletes every stored key whose window end <= closeUs (a range scan:
@@ -617,7 +626,8 @@ func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	o.memBytes = m.MemoryUsedBytes
 	o.progress.CommitTimeMs = m.CommitTimeMs
 	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
-	o.progress.NumRowsTotal = m.RowsTotal + o.store.ClosedRows()
+	o.committed = o.pending
+	o.progress.NumRowsTotal = m.RowsTotal + o.committed.ClosedRows
 	if o.progress.CustomMetrics != nil {
 		o.progress.CustomMetrics[MetricCommitPrepareTime] = m.PrepareTimeMs
 	}
@@ -649,7 +659,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	if o.store == nil || !o.p.evicts {
 		return false, nil
 	}
-	if o.store.ClosedRows() > 0 {
+	if o.committed.ClosedRows > 0 {
 		// Rows closed at the last commit: the batch at the next watermark
 		// (the one asked about) evicts them, as it would have stored ones.
 		return true, nil

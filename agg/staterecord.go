@@ -14,10 +14,24 @@ var _ stream.StateRecorder = (*Operator)(nil)
 // NextWatermark gave for it, the state schema) from its metadata file alone
 // (stream.StateRecorder); the operator need not be open.
 func (o *Operator) CommittedRecord(_ context.Context, fs vfs.FS, stateDir string, version int64) (stream.StateRecord, bool, error) {
+	return ReadStateRecord(fs, stateDir, version)
+}
+
+// ReadStateRecord is CommittedRecord for any aggregation's state under
+// stateDir: the state schema and the operator record of version's
+// metadata, writing nothing; ok is false when version has no metadata.
+func ReadStateRecord(fs vfs.FS, stateDir string, version int64) (stream.StateRecord, bool, error) {
 	r, ok, err := state.ReadRecord(fs, stateDir, version)
 	if err != nil || !ok {
 		return stream.StateRecord{Newest: r.Newest}, ok, err
 	}
-	return stream.StateRecord{Path: r.Path, NextWatermarkMs: r.NextWatermarkMs, HasNextWatermark: r.HasNextWatermark,
-		StateSchema: r.Schema.String(), Newest: r.Newest}, true, nil
+	rec, err := decodeOpRecord(r.Operator, r.Path)
+	if err != nil {
+		return stream.StateRecord{}, false, err
+	}
+	sr := stream.StateRecord{Path: r.Path, StateSchema: r.Schema.String(), Newest: r.Newest}
+	if rec.NextWatermarkMs != nil {
+		sr.NextWatermarkMs, sr.HasNextWatermark = *rec.NextWatermarkMs, true
+	}
+	return sr, true, nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/pipeline"
@@ -269,7 +270,11 @@ func TestCheck8CatchesCorruptTable(t *testing.T) {
 func mergeRows(t *testing.T, path string, rows []tableRow, signs []int8) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := delta.NewMergeSink(delta.SinkOptions{Path: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AutoCompactMinFiles: -1})
+	ref, err := agg.New(pipeline.ReferenceSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := delta.NewMergeSink(delta.SinkOptions{Path: path, Schema: ref.OutputSchema(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AutoCompactMinFiles: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

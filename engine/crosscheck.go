@@ -20,18 +20,17 @@ import (
 //   - commits/C's against state version C's own record of it (an operator
 //     that is a stream.StateRecorder): with C+1 not planned yet, the commit
 //     alone decides the next batch's watermark;
-//   - offsets/L against the file source logs (each holds the log id its
-//     offset names);
+//   - offsets/L against the logs the query's sources keep of their own
+//     (each source that is a stream.OffsetAuditor checks the offset
+//     offsets/L records for it: auditSources);
 //   - the recorded query shape's state schema against the one state
 //     version C was written with, when that shape was in force for C.
 //
 // A disagreement is CHECKPOINT_CORRUPT naming both files.
-func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, rec *shape.Record, op stream.Operator) error {
+func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, rec *shape.Record, op stream.Operator, srcs []keyedSource) error {
 	c := snap.CommittedID
-	if snap.Latest != nil {
-		if err := d.CheckFileSourceLogs(snap.LatestID, snap.Latest); err != nil {
-			return err
-		}
+	if err := auditSources(ctx, d, snap.LatestID, snap.Latest, srcs); err != nil {
+		return err
 	}
 	if c < 0 {
 		return nil
@@ -79,4 +78,52 @@ func CheckStateSchema(rec *shape.Record, version int64, statePath, stateSchema s
 func stateLayout(s string) string {
 	layout, _, _ := strings.Cut(s, " spec(")
 	return layout
+}
+
+// keyedSource is a source of the starting query with its checkpoint key
+// (sources/<key>, the key of its offsets).
+type keyedSource struct {
+	key string
+	src stream.Source
+}
+
+// auditSources hands each source of the query that keeps a log of its own
+// (stream.OffsetAuditor) the offset offsets/id (latest) records under its
+// key, for it to check against that log. The engine reads no source's
+// offset itself: an offset is the source's to interpret.
+func auditSources(ctx context.Context, d checkpoint.Dir, id int64, latest *checkpoint.OffsetEntry, srcs []keyedSource) error {
+	if latest == nil {
+		return nil
+	}
+	for _, ks := range srcs {
+		oa, ok := ks.src.(stream.OffsetAuditor)
+		if !ok {
+			continue
+		}
+		for _, so := range latest.Sources {
+			if so.Key != ks.key || so.Offset == nil {
+				continue
+			}
+			if err := oa.AuditOffset(ctx, d.FS, d.Join(checkpoint.SourcesDir, so.Key), so.Offset, d.OffsetsPath(id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keyedSources pairs each source with its checkpoint key (sourceKeys);
+// sources that are nil (a plan from names alone) are left out.
+func keyedSources(srcs []NamedSource, evolution bool) []keyedSource {
+	names := make([]string, len(srcs))
+	for i, ns := range srcs {
+		names[i] = ns.Name
+	}
+	var ks []keyedSource
+	for i, key := range sourceKeys(names, evolution) {
+		if srcs[i].Source != nil {
+			ks = append(ks, keyedSource{key: key, src: srcs[i].Source})
+		}
+	}
+	return ks
 }

@@ -34,6 +34,10 @@ type driver struct {
 	// transforms after the last one (operators.go).
 	ops  []*planOp
 	post []stream.Transform
+	// reparts, set offline in place of ops, are the stopped query's
+	// operator states in id order, opened from what the checkpoint recorded:
+	// all a control batch needs.
+	reparts []stream.StateRepartitioner
 	// q, sink and byKey are nil offline (a control batch reads no source and
 	// writes no sink).
 	q       *Query
@@ -289,7 +293,16 @@ func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
 // version N with s.To partitions.
 func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
 	d.o.Logger.Info("repartitioning state", "batchId", s.Batch, "from", s.From, "to", s.To)
-	stats, err := d.repartitionOp(ctx, d.ops[s.Operator], s.Batch-1, s.Batch, s.To)
+	var stats stream.RepartitionStats
+	var err error
+	if d.reparts != nil {
+		stats, err = d.reparts[s.Operator].Repartition(ctx, s.Batch-1, s.Batch, s.To)
+		if err != nil && len(d.reparts) > 1 {
+			err = fmt.Errorf("operator %d: %w", s.Operator, err)
+		}
+	} else {
+		stats, err = d.repartitionOp(ctx, d.ops[s.Operator], s.Batch-1, s.Batch, s.To)
+	}
 	if err != nil {
 		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
 	}

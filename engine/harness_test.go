@@ -459,3 +459,15 @@ func treeHash(fs vfs.FS, dir string) string {
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
+
+// countStates opens a countOp from its state files alone, as
+// RepartitionOffline opens a stopped query's state (stream.RecordedStates).
+type countStates struct{}
+
+func (countStates) OpenRecorded(ctx context.Context, env stream.OperatorEnv) (stream.StateRepartitioner, error) {
+	op := &countOp{}
+	if err := op.Open(ctx, env); err != nil {
+		return nil, err
+	}
+	return op, nil
+}

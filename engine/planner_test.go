@@ -125,7 +125,7 @@ func (w *plannerWorld) cmd(t *testing.T, d *datadriven.TestData) string {
 		w.last = nil
 		return w.state()
 	case "offline":
-		p, res, err := planOffline(w.snapshot(), int(argInt(t, d, "n", 0)), int(argInt(t, d, "retain", 100)))
+		p, res, err := planOffline(w.snapshot(), int(argInt(t, d, "n", 0)), int(argInt(t, d, "retain", 100)), 1)
 		switch {
 		case err != nil:
 			return "error: " + errcode.Code(err) + "\n"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 
 	"github.com/ethstream/ethstream/checkpoint"
@@ -101,8 +103,11 @@ type RepartitionResult struct {
 	Redo     bool
 	// AlreadyAt is true when the state already had To partitions: nothing
 	// was written (BatchID is the last committed batch).
-	AlreadyAt  bool
-	Stats      stream.RepartitionStats
+	AlreadyAt bool
+	// Stats sums the repartitions of every stateful operator.
+	Stats stream.RepartitionStats
+	// Operators is the number of stateful operators repartitioned.
+	Operators  int
 	DurationMs int64
 	// Steps are the steps performed (or, for PlanRepartitionOffline, the
 	// steps that would be), one per line.
@@ -113,7 +118,7 @@ type RepartitionResult struct {
 // batch R = L+1 based on the last committed batch C == L, a redo of an
 // unfinished repartition R == L to the same n, nothing if the count already
 // matches (plan nil), or the coded refusal.
-func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *RepartitionResult, error) {
+func planOffline(snap *checkpoint.Snapshot, n, minRetain, operators int) (*batchPlan, *RepartitionResult, error) {
 	if err := checkPartitionsParam(n); err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +129,7 @@ func planOffline(snap *checkpoint.Snapshot, n, minRetain int) (*batchPlan, *Repa
 	if snap.CommittedID < 0 {
 		return nil, nil, errcode.New(ErrRepartitionNoCommittedBatch, path, "run the query until it commits a batch", "checkpoint has no committed batch")
 	}
-	c := planConf{MinRetain: minRetain}
+	c := planConf{MinRetain: minRetain, Operators: operators}
 	wm := snap.Committed.NextBatchWatermarkMs
 	res := &RepartitionResult{To: n}
 	if snap.LatestID == snap.CommittedID {
@@ -165,18 +170,21 @@ func checkPartitionsParam(n int) error {
 // RepartitionOffline repartitions a stopped query's state to n partitions
 // (`ethstream checkpoint repartition DIR --partitions N`) through the same
 // control batch plan and driver as a start with
-// spark.sql.streaming.stateStore.partitions=n. The operator is opened here
-// and closed before returning. No progress event is emitted (no query runs).
+// spark.sql.streaming.stateStore.partitions=n. It needs no query
+// definition: every operator directory under state/ is opened by states
+// with the schema its committed version recorded (as Spark's offline
+// runner, for every stateful operator), before anything is written, and
+// closed before returning. No progress event is emitted (no query runs).
 // If the state already has n partitions nothing is written and the result
 // says AlreadyAt.
-func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n int) (res *RepartitionResult, err error) {
+func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedStates, n int) (res *RepartitionResult, err error) {
 	o = o.withDefaults()
 	// Every refusal (the count, no committed batch, state another provider
 	// wrote, a different count while a repartition is unfinished, more
-	// partitions than the operator can hold) and "already at n" are decided
+	// partitions than the state can hold) and "already at n" are decided
 	// before the lock is taken: Lock would create the directory and .lock.
 	// The plan is made again under the lock.
-	if res, err := checkRepartition(o, op, n); err != nil || res != nil {
+	if res, err := checkRepartition(o, states, n); err != nil || res != nil {
 		return res, err
 	}
 	w, err := checkpoint.Lock(o.FS, o.CheckpointDir)
@@ -188,7 +196,11 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	if err != nil {
 		return nil, err
 	}
-	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain)
+	ops, err := stateOperators(w.Dir)
+	if err != nil {
+		return nil, err
+	}
+	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain, ops)
 	if err != nil || p == nil {
 		return res, err
 	}
@@ -196,34 +208,74 @@ func RepartitionOffline(ctx context.Context, o Options, op stream.Operator, n in
 	if err := w.Prepare(); err != nil {
 		return nil, err
 	}
-	stateDir, err := w.StateDir(OperatorID)
-	if err != nil {
-		return nil, err
+	var opened []stream.StateRepartitioner
+	defer func() {
+		for _, r := range opened {
+			err = errors.Join(err, r.Close())
+		}
+	}()
+	for id := range ops {
+		env := stream.OperatorEnv{StateDir: w.Join(checkpoint.StateDir, strconv.Itoa(id)), FS: o.FS, LocalDir: opLocalDir(o.LocalDir, id),
+			Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
+		r, err := states.OpenRecorded(ctx, env)
+		if err != nil {
+			return nil, fmt.Errorf("open the state of operator %d: %w", id, err)
+		}
+		opened = append(opened, r)
 	}
-	env := stream.OperatorEnv{StateDir: stateDir, FS: o.FS, LocalDir: o.LocalDir,
-		Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
-	if err := op.Open(ctx, env); err != nil {
-		return nil, fmt.Errorf("open operator: %w", err)
-	}
-	defer func() { err = errors.Join(err, op.Close()) }()
-	d := &driver{o: o, w: w, ops: []*planOp{{op: op}}, trace: o.trace}
+	d := &driver{o: o, w: w, reparts: opened, trace: o.trace}
 	start := o.Clock.Now()
 	br, err := d.exec(ctx, p, start, preDurations{})
 	if err != nil {
 		return nil, err
 	}
 	res.Stats = sumStats(br.Repartition)
+	res.Operators = ops
 	res.DurationMs = o.Clock.Now().Sub(start).Milliseconds()
-	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "durationMs", res.DurationMs)
+	o.Logger.Info("state repartitioned", "batchId", res.BatchID, "from", res.From, "to", n, "operators", ops, "durationMs", res.DurationMs)
 	return res, nil
+}
+
+// stateOperators counts the stateful operators whose state the checkpoint
+// holds: the directories state/0, state/1, ... (Spark's layout; ids in plan
+// order from 0). A gap in the ids is CHECKPOINT_CORRUPT; a checkpoint with
+// none (a query without a stateful operator) has nothing to repartition.
+func stateOperators(d checkpoint.Dir) (int, error) {
+	dir := d.Join(checkpoint.StateDir)
+	names, err := d.FS.List(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("list state operators %s: %w", dir, err)
+	}
+	var ids []int
+	for _, name := range names {
+		id, err := strconv.Atoi(name)
+		if err != nil || id < 0 || strconv.Itoa(id) != name {
+			continue
+		}
+		if st, err := d.FS.Stat(d.FS.PathJoin(dir, name)); err == nil && st.IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		if id != i {
+			return 0, errcode.Corrupt(d.FS.PathJoin(dir, strconv.Itoa(i)), nil,
+				"the state of operator %d is missing while operator %d has state: operator ids are 0, 1, ... in plan order", i, id)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, errcode.New(errcode.InvalidArgument, dir, "repartition the checkpoint of a query with a stateful operator (an aggregation)",
+			"the checkpoint holds no operator state: there is nothing to repartition")
+	}
+	return len(ids), nil
 }
 
 // PlanRepartitionOffline is RepartitionOffline's dry run: the same
 // validation, decision and steps, without locking, writing or opening
 // anything.
-func PlanRepartitionOffline(o Options, op stream.Operator, n int) (*RepartitionResult, error) {
+func PlanRepartitionOffline(o Options, states stream.RecordedStates, n int) (*RepartitionResult, error) {
 	o = o.withDefaults()
-	if res, err := checkRepartition(o, op, n); err != nil || res != nil {
+	if res, err := checkRepartition(o, states, n); err != nil || res != nil {
 		return res, err
 	}
 	d := checkpoint.Dir{FS: o.FS, Path: o.CheckpointDir}
@@ -234,7 +286,11 @@ func PlanRepartitionOffline(o Options, op stream.Operator, n int) (*RepartitionR
 			return nil, err
 		}
 	}
-	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain)
+	ops, err := stateOperators(d)
+	if err != nil {
+		return nil, err
+	}
+	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain, ops)
 	if err != nil || p == nil {
 		return res, err
 	}

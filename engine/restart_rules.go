@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // The restart rules: what a query may change between two starts on the same
@@ -250,7 +251,8 @@ func (c *shapeCheck) sink() {
 	const refusedRule = "refused: another table lacks every committed batch's rows"
 	if old.Format != cur.Format || (old.Location != cur.Location && !seen.Exists) {
 		c.refuse("sink location", oldText, curText, sparkSink, refusedRule,
-			errcode.SinkLocationChanged, newCkpt+", or point --table back at "+old.Location+" (or at a copy of that table)",
+			errcode.SinkLocationChanged, seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputMoved, ID: old.ID, Location: old.Location},
+				newCkpt+", or point the query back at "+old.Location+" (or at a copy of that output)"),
 			"the output moved from %s to %s, where there is no table: a new one would lack the rows of every committed batch, which are never written again",
 			old.Location, cur.Location)
 		return
@@ -259,7 +261,7 @@ func (c *shapeCheck) sink() {
 		c.d.Changes = append(c.d.Changes, ShapeChange{Change: "sink table", Old: oldText + " (id " + old.ID + ")", New: curText + " (id " + seen.ID + ")",
 			SparkRule: sparkSink, Rule: refusedRule, Code: errcode.SinkTableMismatch, FirstBatchID: -1})
 		if c.refusal == nil {
-			c.refusal = tableMismatch(c.path, old, "the table at "+cur.Location, seen.ID)
+			c.refusal = tableMismatch(c.path, old, "the table at "+cur.Location, seen)
 		}
 		return
 	}
@@ -277,7 +279,8 @@ func (c *shapeCheck) sink() {
 		return
 	}
 	c.refuse("sink table", oldText, curText, sparkSink, refusedRule,
-		errcode.SinkTableMismatch, "point --table at the table this checkpoint wrote (last at "+old.Location+"), or start a new checkpoint for this table",
+		errcode.SinkTableMismatch, seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputOther, Location: old.Location},
+			"point the query at the output this checkpoint wrote (last at "+old.Location+"), or start a new checkpoint for this output"),
 		"the table at %s (id %s) records no batch of query %s: it is not the table this checkpoint wrote at %s",
 		cur.Location, orNone(seen.ID), orNone(c.queryID), old.Location)
 }

@@ -275,7 +275,7 @@ func (s *scenario) cmd(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("query ids: %d, run ids: %d\n", len(s.queryIDs), len(s.runIDs))
 	case "repartition-offline":
 		o := s.options(t, d)
-		op := &countOp{}
+		op := countStates{}
 		n := int(argInt(t, d, "n", 0))
 		var res *RepartitionResult
 		var err error

@@ -33,24 +33,39 @@ type sinkSeen struct {
 	// start raises it after the sink's own probe (stream.Checker), which
 	// names most such damage better.
 	Err error
+	// advisor words the remedies of refusals about the output in the
+	// sink's terms (stream.SinkAdvisor); nil: the engine's own.
+	advisor stream.SinkAdvisor
+}
+
+// remedy is the remedy of refusal r: the sink's (stream.SinkAdvisor), or
+// generic, which names no sink's options or files.
+func (s sinkSeen) remedy(r stream.SinkRefusal, generic string) string {
+	if s.advisor != nil {
+		if rem := s.advisor.Remedy(r); rem != "" {
+			return rem
+		}
+	}
+	return generic
 }
 
 // readSink reads the sink's identity and record, writing nothing; a
 // failure is kept in Err.
 func readSink(ctx context.Context, sink stream.Sink) sinkSeen {
 	var seen sinkSeen
+	seen.advisor, _ = sink.(stream.SinkAdvisor)
 	rs, ok := sink.(stream.RecordingSink)
 	if !ok {
 		return seen
 	}
 	rec, err := rs.RecordedBatches(ctx)
 	if err != nil {
-		return sinkSeen{Err: err}
+		return sinkSeen{Err: err, advisor: seen.advisor}
 	}
 	seen.Batches, seen.Exists = rec, rec != nil
 	if is, ok := sink.(stream.IdentifiedSink); ok {
 		if seen.ID, err = is.OutputID(ctx); err != nil {
-			return sinkSeen{Err: err}
+			return sinkSeen{Err: err, advisor: seen.advisor}
 		}
 		seen.Exists = seen.Exists || seen.ID != ""
 	}
@@ -60,7 +75,7 @@ func readSink(ctx context.Context, sink stream.Sink) sinkSeen {
 // checkSinkOwner refuses to start a checkpoint that has committed nothing
 // and recorded no table identity on a table another query writes (a txn of
 // another appId and none of ours): its MERGE would silently mix into the
-// other query's rows. shared (run --table-shared) allows it.
+// other query's rows. shared (Query.SinkShared) allows it.
 func checkSinkOwner(path string, rec *shape.Record, snap *checkpoint.Snapshot, queryID string, seen sinkSeen, shared bool) error {
 	if shared || seen.Err != nil || !seen.Exists || snap.CommittedID >= 0 || (rec != nil && rec.Shape.Sink.ID != "") {
 		return nil
@@ -77,7 +92,8 @@ func checkSinkOwner(path string, rec *shape.Record, snap *checkpoint.Snapshot, q
 	}
 	slices.Sort(others)
 	return errcode.New(errcode.SinkTableInUse, path,
-		"point --table at a new directory, or pass --table-shared if both queries are meant to MERGE into this table",
+		seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputInUse},
+			"point the query at an output no other query writes, or declare the output shared (Query.SinkShared) if both queries are meant to write into it"),
 		"the table (id %s) is written by query %s (batch %d): a new query's MERGE would mix into its rows; the queries writing it are %s",
 		orNone(seen.ID), others[0], seen.Batches[others[0]], strings.Join(others, ", "))
 }
@@ -104,7 +120,8 @@ func checkSinkAgrees(d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Si
 	got, ok := rec[id]
 	if ok && got > snap.CommittedID+1 {
 		return errcode.New(errcode.CheckpointBehindTable, d.Path,
-			"restore the checkpoint taken together with this table, or point --table at the table this checkpoint wrote",
+			seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputAhead},
+				"restore the checkpoint taken together with this output, or point the query at the output this checkpoint wrote"),
 			"%s records batch %d of query %s, but the checkpoint committed %s: the checkpoint is older than the table, and new batches would reuse ids the table holds under other offsets, their rows skipped",
 			sink.Description(), got, id, committedDesc(snap.CommittedID))
 	}
@@ -132,7 +149,8 @@ func checkSinkAgrees(d checkpoint.Dir, snap *checkpoint.Snapshot, sink stream.Si
 		has = "batch " + strconv.FormatInt(got, 10)
 	}
 	return errcode.New(errcode.TableBehindCheckpoint, d.Path,
-		"restore the table from a backup that holds batch "+strconv.FormatInt(want, 10)+" (or the missing _delta_log commit), or re-run the query from a copy of the checkpoint taken together with this table",
+		seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputBehind, Batch: want},
+			"restore the output from a backup that holds batch "+strconv.FormatInt(want, 10)+", or re-run the query from a copy of the checkpoint taken together with this output"),
 		"%s records %s of query %s, but the checkpoint committed batch %d: the table is behind the checkpoint, and going on would leave those batches out of it forever",
 		sink.Description(), has, id, want)
 }
@@ -186,18 +204,19 @@ func CheckSink(ctx context.Context, fs vfs.FS, dir string, sink stream.Recording
 		return seen.Err
 	}
 	if rec != nil && rec.Shape.Sink.ID != "" && seen.ID != "" && seen.ID != rec.Shape.Sink.ID {
-		return tableMismatch(dir, rec.Shape.Sink, sink.Description(), seen.ID)
+		return tableMismatch(dir, rec.Shape.Sink, sink.Description(), seen)
 	}
 	return checkSinkAgrees(d, snap, sink, seen)
 }
 
-// tableMismatch is the refusal of a table whose identity is not the one
-// the checkpoint recorded.
-func tableMismatch(path string, old shape.Sink, where, id string) error {
+// tableMismatch is the refusal of an output whose identity (seen.ID) is
+// not the one the checkpoint recorded.
+func tableMismatch(path string, old shape.Sink, where string, seen sinkSeen) error {
 	return errcode.New(errcode.SinkTableMismatch, path,
-		"point --table at the table this checkpoint wrote (id "+old.ID+", last at "+old.Location+"), or start a new checkpoint for this table",
-		"%s is another table (Delta metadata id %s) than the one this checkpoint wrote (id %s, last at %s): resuming would MERGE into a table that lacks every committed batch",
-		where, id, old.ID, old.Location)
+		seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputOther, ID: old.ID, Location: old.Location},
+			"point the query at the output this checkpoint wrote (id "+old.ID+", last at "+old.Location+"), or start a new checkpoint for this output"),
+		"%s is another table (id %s) than the one this checkpoint wrote (id %s, last at %s): resuming would write into a table that lacks every committed batch",
+		where, seen.ID, old.ID, old.Location)
 }
 
 // logSinkMoved logs an allowed change of the sink location: the table moved

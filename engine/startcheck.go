@@ -37,6 +37,17 @@ import (
 // entry the snapshot did not read, so an old entry damaged in the middle
 // of the retained logs is verify's to report (a start never reads it).
 func checkCommitted(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, ops []stream.Operator) error {
+	recs := make([]stream.StateRecorder, len(ops))
+	for i, op := range ops {
+		recs[i], _ = op.(stream.StateRecorder)
+	}
+	return checkCommittedStates(ctx, fs, d, snap, recs)
+}
+
+// checkCommittedStates is checkCommitted with each operator's state read
+// by recs[i] (nil: not read), for the offline repartition, which has no
+// operators but the states the checkpoint recorded.
+func checkCommittedStates(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, recs []stream.StateRecorder) error {
 	if !d.Exists() {
 		return nil
 	}
@@ -53,9 +64,8 @@ func checkCommitted(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *chec
 	if snap.CheckStateProvider() != nil {
 		return nil // another provider's state: refused by planStart
 	}
-	for i, op := range ops {
-		sr, ok := op.(stream.StateRecorder)
-		if !ok {
+	for i, sr := range recs {
+		if sr == nil {
 			continue
 		}
 		stateDir := d.Join(checkpoint.StateDir, strconv.Itoa(i))

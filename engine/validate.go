@@ -77,7 +77,7 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, q.operators()); err != nil {
 		return chk, err
 	}
-	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator()); err != nil {
+	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator(), keyedSources(q.Sources, s.evolution)); err != nil {
 		return chk, err
 	}
 	if q.Sink != nil {
@@ -190,7 +190,7 @@ func readSnapshot(fs vfs.FS, dir string) (*checkpoint.Snapshot, error) {
 
 // checkPartitions refuses a partition count outside 1..MaxStatePartitions,
 // or one the operator cannot hold (stream.PartitionLimiter).
-func checkPartitions(op stream.Operator, from, to int) error {
+func checkPartitions(op any, from, to int) error {
 	if to < 1 || to > MaxStatePartitions {
 		return errcode.New(errcode.InvalidArgument, "", "use a state partition count from 1 to "+strconv.Itoa(MaxStatePartitions),
 			"state partition count %d is out of range", to)
@@ -217,9 +217,9 @@ func CheckPartitionCount(n int) error {
 // checkRepartition is RepartitionOffline's part of the one validation path,
 // reading only: the count, the checkpoint (it must exist: the lock would
 // create it), the decision the locked procedure will take (planOffline), and
-// what the operator can hold. alreadyAt is set when the state has n
+// what the operator's state (an Operator or stream.RecordedStates) can hold. alreadyAt is set when the state has n
 // partitions already (nothing to do).
-func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *RepartitionResult, err error) {
+func checkRepartition(o Options, op any, n int) (alreadyAt *RepartitionResult, err error) {
 	if err := CheckPartitionCount(n); err != nil {
 		return nil, err
 	}
@@ -232,15 +232,26 @@ func checkRepartition(o Options, op stream.Operator, n int) (alreadyAt *Repartit
 	if err != nil {
 		return nil, err
 	}
-	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain)
+	ops, err := stateOperators(d)
+	if err != nil {
+		return nil, err
+	}
+	p, res, err := planOffline(snap, n, checkpoint.DefaultMinBatchesToRetain, ops)
 	if err != nil {
 		return nil, err
 	}
 	if p == nil {
 		return res, nil
 	}
-	// A repartition writes a batch: it believes what a start believes.
-	if err := checkCommitted(context.Background(), o.FS, d, snap, []stream.Operator{op}); err != nil {
+	// A repartition writes a batch: it believes what a start believes, of
+	// every operator's state (read as recorded, when op reads it so).
+	recs := make([]stream.StateRecorder, ops)
+	if sr, ok := op.(stream.StateRecorder); ok {
+		for i := range recs {
+			recs[i] = sr
+		}
+	}
+	if err := checkCommittedStates(context.Background(), o.FS, d, snap, recs); err != nil {
 		return nil, err
 	}
 	return nil, checkPartitions(op, res.From, n)

@@ -10,10 +10,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/flow"
@@ -266,4 +268,97 @@ func treeOf(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// faultAt fails the i-th write of the checkpoint's file system and every
+// operation after it: a process that dies there.
+type faultAt struct {
+	mu    sync.Mutex
+	i, n  int
+	hit   bool
+	hitOp string
+}
+
+func (f *faultAt) String() string { return fmt.Sprintf("crash at write %d", f.i) }
+
+func (f *faultAt) MaybeError(op errorfs.Op) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hit {
+		return errorfs.ErrInjected
+	}
+	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+		return nil
+	}
+	f.n++
+	if f.n-1 == f.i {
+		f.hit, f.hitOp = true, fmt.Sprintf("%v %s", op.Kind, op.Path)
+		return errorfs.ErrInjected
+	}
+	return nil
+}
+
+// TestChainedCrashLoop crashes the hourly-over-5-minute plan at every write
+// of its checkpoint (keeping none of the unsynced data) during a run of a
+// data batch and a no-data batch over half the feed, then restarts it on
+// the whole feed, every other time with
+// another partition count (both operators recover, then repartition): the
+// hours emitted equal the recount, each once, for every crash point.
+func TestChainedCrashLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run per write")
+	}
+	var trades []Trade
+	rng := rand.New(rand.NewPCG(5, 5))
+	now := at("00:00")
+	for range 60 {
+		now = now.Add(time.Duration(rng.IntN(200)) * time.Second)
+		trades = append(trades, Trade{At: now, Pair: []string{"ETH-USD", "BTC-USD"}[rng.IntN(2)], Price: float64(1 + rng.IntN(50))})
+	}
+	want := recount(trades, now.UnixMicro()-time.Minute.Microseconds())
+	if len(want) < 2 {
+		t.Fatalf("the recount closed %d hours: the loop proves little", len(want))
+	}
+	crashes := 0
+	for i := 0; ; i++ {
+		mem := vfs.NewCrashableMem()
+		inj := &faultAt{i: i}
+		feed := &Feed{}
+		feed.Publish(trades[:len(trades)/2]...)
+		sink := &collectSink{rows: map[hourKey]hourRow{}, applied: -1, failedAt: -1}
+		opts := engine.Options{CheckpointDir: "/checkpoint", LocalDir: t.TempDir(), FS: errorfs.Wrap(mem, inj)}
+		_, err := hourlyOverFiveMinutes(feed, nil, "2").WriteTo(sink).Run(t.Context(), opts)
+		if !inj.hit {
+			if err != nil {
+				t.Fatalf("write %d: no crash, the run failed: %v", i, err)
+			}
+			break
+		}
+		crashes++
+		opts.FS = mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+		// The restart reads the rest of the feed: both operators go on
+		// from the state the crash left committed.
+		feed.Publish(trades[len(trades)/2:]...)
+		// Every other restart repartitions both operators first (which
+		// rewrites each one's state from its committed version).
+		parts := []string{"2", "3"}[i%2]
+		if _, err := hourlyOverFiveMinutes(feed, nil, parts).WriteTo(sink).Run(t.Context(), opts); err != nil {
+			t.Fatalf("crash at write %d (%s): the restart failed: %v", i, inj.hitOp, err)
+		}
+		if sink.dup != nil {
+			t.Fatalf("crash at write %d (%s): %v", i, inj.hitOp, sink.dup)
+		}
+		if len(sink.rows) != len(want) {
+			t.Fatalf("crash at write %d (%s): %d hours emitted, the recount has %d", i, inj.hitOp, len(sink.rows), len(want))
+		}
+		for k, w := range want {
+			if sink.rows[k] != w {
+				t.Fatalf("crash at write %d (%s): hour %v: %+v, recount %+v", i, inj.hitOp, k, sink.rows[k], w)
+			}
+		}
+	}
+	if crashes < 20 {
+		t.Fatalf("only %d crash points: the loop proves little", crashes)
+	}
+	t.Logf("%d crash points", crashes)
 }

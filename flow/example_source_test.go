@@ -36,7 +36,7 @@ type Feed struct {
 // Publish appends trades to the feed, as they arrive.
 func (f *Feed) Publish(t ...Trade) { f.mu.Lock(); f.trades = append(f.trades, t...); f.mu.Unlock() }
 
-// Schema declares the rows the source emits (flow.SchemaSource).
+// Schema declares the rows the source emits.
 func (f *Feed) Schema() stream.Schema {
 	return stream.Schema{Fields: []stream.Field{{Name: "at", Type: stream.Timestamp}, {Name: "pair", Type: stream.String}, {Name: "price", Type: stream.Float64}}}
 }

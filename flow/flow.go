@@ -15,15 +15,6 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// SchemaSource is a source that declares the schema of its rows before the
-// first batch (Spark's Source.schema). Read needs it to type the columns an
-// aggregation or a filter reads; a source without one can still feed
-// operators built elsewhere (Operator).
-type SchemaSource interface {
-	stream.Source
-	Schema() stream.Schema
-}
-
 // Query builds a streaming query: sources, then a plan of steps in order
 // (filters, projections, stateful aggregations), then a sink. Each method
 // appends to the plan and returns the query, so calls chain; the first
@@ -32,12 +23,13 @@ type SchemaSource interface {
 type Query struct {
 	q engine.Query
 	// schema is that of the rows at the end of the plan so far; known is
-	// false when a source or an operator declared none.
+	// false after an operator that declares none.
 	schema stream.Schema
 	known  bool
-	// ops are the shapes of the stateful operators so far, filters the
-	// filters before the first one; custom is set when an operator of
-	// unknown shape (Operator) is in the plan.
+	// ops are the shapes of the stateful operators so far, input the
+	// stateless steps since the last one, filters the filters before the
+	// first one; custom is set when an operator of unknown shape
+	// (Operator) is in the plan.
 	ops     []shape.Operator
 	input   []string
 	filters []string
@@ -66,9 +58,8 @@ func invalid(format string, args ...any) error {
 // Read adds a source under name (its name in the checkpoint, as a named
 // source of Spark's source evolution). Every source of a query must be
 // read before the plan's first step; their rows are unioned, each with the
-// literal column "source" (stream.ColSource) holding its name. A source
-// that implements SchemaSource types the columns the plan reads; the
-// sources of one query must declare the same schema.
+// literal column "source" (stream.ColSource) holding its name, so the
+// sources of one query must declare the same schema (Source.Schema).
 func (q *Query) Read(name string, src stream.Source) *Query {
 	if len(q.q.Stages) > 0 {
 		return q.fail(invalid("source %q is read after the plan's first step: read every source first", name))
@@ -77,23 +68,37 @@ func (q *Query) Read(name string, src stream.Source) *Query {
 		return q.fail(invalid("source %q is nil", name))
 	}
 	q.q.Sources = append(q.q.Sources, engine.NamedSource{Name: name, Source: src})
-	ss, ok := src.(SchemaSource)
-	switch {
-	case !ok:
-		q.known = false
-	case len(q.q.Sources) == 1:
-		q.schema = ss.Schema()
-		q.schema.Fields = append(q.schema.Fields, stream.Field{Name: stream.ColSource, Type: stream.String})
-		q.schema.Key = nil
-	default:
-		s := ss.Schema()
-		s.Fields = append(s.Fields, stream.Field{Name: stream.ColSource, Type: stream.String})
-		s.Key = nil
-		if q.known && !s.Equal(q.schema) {
-			return q.fail(invalid("source %q has schema %s, the query's sources have %s", name, s, q.schema))
-		}
+	s := src.Schema()
+	s.Fields = append(append([]stream.Field(nil), s.Fields...), stream.Field{Name: stream.ColSource, Type: stream.String})
+	s.Key = nil
+	if len(q.q.Sources) == 1 {
+		q.schema = s
+		return q
 	}
+	u, err := union(q.schema, s)
+	if err != nil {
+		return q.fail(invalid("source %q does not union with the sources before it: %v", name, err))
+	}
+	q.schema = u
 	return q
+}
+
+// union is the schema of the rows of two sources read as one: the same
+// columns by name with the same types; a column is nullable if it is in
+// either.
+func union(a, b stream.Schema) (stream.Schema, error) {
+	if len(a.Fields) != len(b.Fields) {
+		return a, fmt.Errorf("%d columns against %d", len(b.Fields), len(a.Fields))
+	}
+	u := stream.Schema{Fields: append([]stream.Field(nil), a.Fields...)}
+	for i := range u.Fields {
+		f := b.Field(u.Fields[i].Name)
+		if f == nil || f.Type != u.Fields[i].Type {
+			return a, fmt.Errorf("column %s %v is not in both with that type", u.Fields[i].Name, u.Fields[i].Type)
+		}
+		u.Fields[i].Nullable = u.Fields[i].Nullable || f.Nullable
+	}
+	return u, nil
 }
 
 // WithWatermark defines event time on column (a timestamp of the sources'
@@ -120,7 +125,7 @@ func (q *Query) WithWatermark(column string, delay time.Duration) *Query {
 // helpers, e.g. Col("v").Gt(0), or from filter's expression types.
 func (q *Query) Where(e filter.Expr) *Query {
 	if !q.known {
-		return q.fail(invalid("where %s: the rows' schema is unknown here (a source or operator declares none)", e))
+		return q.fail(invalid("where %s: the rows' schema is unknown here (an operator declares none)", e))
 	}
 	p, err := filter.Compile(e, func(name string) (stream.Type, bool) {
 		if f := q.schema.Field(name); f != nil {
@@ -193,7 +198,14 @@ type Aggregation struct {
 // aggregates; a later aggregation windows them by WindowTime.
 func (q *Query) Aggregate(a Aggregation) *Query {
 	if !q.known {
-		return q.fail(invalid("aggregate: the rows' schema is unknown here (a source or operator declares none)"))
+		return q.fail(invalid("aggregate: the rows' schema is unknown here (an operator declares none)"))
+	}
+	if prev := lastAgg(q.q.Stages); prev != nil && prev.Spec().Mode != agg.Append {
+		// Spark allows several stateful operators in append mode only: an
+		// update would reach the next operator as a second row for the
+		// same window.
+		return q.fail(errcode.New(agg.CodeUnsupportedOutputMode, "", "give the aggregation before it Mode: agg.Append",
+			"an aggregation after one in %s mode: chained stateful operators run in append mode only", prev.Spec().Mode))
 	}
 	spec := agg.Spec{Window: a.Window, GroupBy: a.GroupBy, Aggregates: a.Aggregates, Mode: a.Mode,
 		ColumnTypes: map[string]stream.Type{}}
@@ -317,7 +329,8 @@ func (q *Query) Build() (engine.Query, error) {
 }
 
 // Run builds the query and runs it on the checkpoint in o under its
-// trigger (engine.Run).
+// trigger (engine.Run). It may be called again once it returned, as a
+// restart of the query: the same operators are opened again.
 func (q *Query) Run(ctx context.Context, o engine.Options) (*engine.RunSummary, error) {
 	eq, err := q.Build()
 	if err != nil {

@@ -113,7 +113,10 @@ func TestAnotherTableRefused(t *testing.T) {
 	for _, dir := range [][2]string{{"a", "b"}, {"b", "a"}} {
 		cfg := cfgs[dir[0]]
 		cfg.Table = cfgs[dir[1]].Table
-		t.Run(dir[0]+" on "+dir[1], func(t *testing.T) { refuse(t, cfg, errcode.SinkTableMismatch, ids["a"], ids["b"]) })
+		t.Run(dir[0]+" on "+dir[1], func(t *testing.T) {
+			refuse(t, cfg, errcode.SinkTableMismatch, ids["a"], ids["b"],
+				"To fix: point --table at the table this checkpoint wrote")
+		}) // the Delta sink's remedy (stream.SinkAdvisor)
 	}
 	snapA, err := checkpoint.Dir{FS: vfs.Default, Path: cfgs["a"].Checkpoint}.ReadSnapshot()
 	if err != nil {
@@ -122,7 +125,7 @@ func TestAnotherTableRefused(t *testing.T) {
 	fresh := s3Config(filepath.Join(root, "c", "ck"), cfgs["a"].Table, filepath.Join(root, "c", "cache"), uri)
 	fresh.MaxBatches = 1
 	t.Run("new checkpoint", func(t *testing.T) {
-		refuse(t, fresh, errcode.SinkTableInUse, snapA.Metadata.ID)
+		refuse(t, fresh, errcode.SinkTableInUse, snapA.Metadata.ID, "To fix: point --table at a new directory, or pass --table-shared")
 		if _, err := os.Stat(fresh.Checkpoint); !os.IsNotExist(err) {
 			t.Fatalf("a refused first start created its checkpoint: %v", err)
 		}

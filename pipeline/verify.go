@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
@@ -213,7 +214,7 @@ func verifyState(ctx context.Context, d checkpoint.Dir, snap *checkpoint.Snapsho
 
 // verifyStateRecords compares what each state version records with the
 // checkpoint's other record of it: the watermark of the batch after it
-// (format 4) with commits/N, and the state schema of the newest version
+// (the aggregation's record of it) with commits/N, and the state schema of the newest version
 // with the query shape record in force when it was written.
 func verifyStateRecords(d checkpoint.Dir, sd string, committed int64, logs checkpoint.Logs, rep *VerifyReport) {
 	bad := 0
@@ -222,7 +223,7 @@ func verifyStateRecords(d checkpoint.Dir, sd string, committed int64, logs check
 		if c == nil {
 			continue
 		}
-		r, ok, err := state.ReadRecord(d.FS, sd, id)
+		r, ok, err := agg.ReadStateRecord(d.FS, sd, id)
 		if err != nil || !ok || !r.HasNextWatermark {
 			continue // a damaged or purged version: state.Verify reports it
 		}

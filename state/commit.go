@@ -170,12 +170,7 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	// Always a delta: the snapshot that shortens the chain is written
 	// later, off the commit path (maintain.go), so that a commit's bytes
 	// follow the keys it changed.
-	var wm *int64
-	if s.hasPendingWm {
-		w := s.pendingWm
-		wm = &w
-	}
-	m := s.newMeta(version, kindNameDelta, newRows, bounds, s.pendingClosed, wm)
+	m := s.newMeta(version, kindNameDelta, newRows, bounds, s.pendingRecord)
 	n, err := s.publishData(m, s.deltaWriter(m, cs))
 	if err != nil {
 		return nil, err
@@ -186,9 +181,8 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 
 // newMeta is the metadata of a new attempt of version: kind, the rows and
 // key bounds of each partition (their count is the partition count) and
-// the rows closed by the next watermark and that watermark (nil: not
-// known), in the oldest format that holds them.
-func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyBounds, closed int64, wm *int64) *versionMeta {
+// the operator's record (nil: none), in the oldest format that holds them.
+func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyBounds, record []byte) *versionMeta {
 	attempt := s.nextAttempt[version]
 	s.nextAttempt[version] = attempt + 1
 	m := &versionMeta{
@@ -202,13 +196,9 @@ func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyB
 		PartitionRows: rows,
 		PartitionKeys: bounds,
 		Schema:        s.schema,
-		ClosedRows:    closed,
 	}
-	if m.ClosedRows > 0 {
-		m.FormatVersion = metaFormatClosed
-	}
-	if wm != nil {
-		m.NextWatermarkMs, m.FormatVersion = wm, metaFormatWatermark
+	if len(record) > 0 {
+		m.Operator, m.FormatVersion = record, metaFormatOperator
 	}
 	for _, r := range rows {
 		m.Rows += r

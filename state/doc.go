@@ -132,7 +132,7 @@
 // "01 03 <klen> <key> <vlen> <val>" and "02 05 <klen> <key>", and the
 // footer with count 2.
 //
-// # Metadata file format (.meta), formatVersion 2 to 4 (1 is still read)
+// # Metadata file format (.meta), formatVersion 2 and 5 (1, 3 and 4 are still read)
 //
 // Three newline-terminated lines:
 //
@@ -161,21 +161,27 @@
 // instance, every partition whose range misses [lower, upper): eviction
 // scans [-inf, watermark) and keys start with window_end, so it opens only
 // the partitions holding closed windows. formatVersion 1 is the same without
-// partitionKeys (all bounds unknown). formatVersion 3 is 2 plus
-// "closedRows":<n> (n > 0): rows the operator counts as part of the
-// version without storing them (Store.SetClosedRows; for the aggregation,
-// windows the next batch's watermark closes). formatVersion 4 is 3 with
-// closedRows optional (omitted when 0) plus "nextWatermarkMs":<ms>,
-// required: the watermark the batch after this version runs with, the value
-// commits/<version> records as nextBatchWatermarkMs (Store.SetNextWatermark;
-// a repartition carries its base version's). It is the checkpoint's second
-// record of that watermark: a start and `checkpoint verify` compare the two
-// (ReadRecord), so a commit replaced by valid JSON with another watermark is
-// CHECKPOINT_CORRUPT instead of a silent jump of the watermark. This build
-// writes 4 when the operator gave the watermark, else 3 when closedRows > 0
-// and 2 otherwise, so a reader that does not know a field refuses exactly
-// the files that carry it. An unknown header or formatVersion is
-// CHECKPOINT_CORRUPT, never guessed at.
+// partitionKeys (all bounds unknown).
+//
+// formatVersion 5 is 2 plus "operator":"<base64>", required and at most
+// 64 KB: the operator's own record of the version (Store.SetOperatorRecord,
+// Store.OperatorRecord, Record.Operator), which the store keeps without
+// reading and carries through a repartition; its format and versions are
+// the operator's (the aggregation's: agg/doc.go, Operator record). This
+// build writes 5 for a version whose operator gave a record and 2
+// otherwise, so that a reader that does not know the field refuses exactly
+// the files that carry it.
+//
+// formatVersion 3 (2 plus "closedRows":<n>, n > 0) and 4 (3 with
+// closedRows optional plus "nextWatermarkMs":<ms>, required), written by
+// builds up to 27801e4, kept two facts of the aggregation in the store's
+// own record. They are read, never written: the store hands the operator
+// the JSON object of those two fields as written
+// ({"closedRows":n,"nextWatermarkMs":ms}, each only when present) as the
+// version's record, which the aggregation reads as its record format 0,
+// and a repartition of such a version writes that record in format 5.
+// Whichever optional field a format does not hold is refused in it. An
+// unknown header or formatVersion is CHECKPOINT_CORRUPT, never guessed at.
 //
 // # Garbage
 //

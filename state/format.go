@@ -39,17 +39,21 @@ const (
 	maxChunk    = 64 << 20 // larger declared chunks are corrupt, not allocated
 
 	metaHeader        = "ethstream-state-meta v1"
-	metaFormatVersion = 2 // written; 1 (no partitionKeys) is still read
-	// metaFormatClosed is written instead of metaFormatVersion by a version
-	// with closedRows > 0 (format 2 plus closedRows): a reader that does not
-	// know the field refuses the file instead of miscounting.
-	metaFormatClosed = 3
-	// metaFormatWatermark is written by a version whose operator gave the
-	// watermark its commit records (Store.SetNextWatermark): format 3 with
-	// closedRows optional (0 omitted) plus nextWatermarkMs, required. The
-	// watermark is the checkpoint's second record of commits/<version>'s
-	// nextBatchWatermarkMs, so that a replaced commit is noticed.
+	metaFormatVersion = 2 // written without an operator record; 1 (no partitionKeys) is still read
+	// metaFormatClosed and metaFormatWatermark were written by builds up to
+	// 27801e4 (format 2 plus closedRows; then closedRows optional plus
+	// nextWatermarkMs): two facts of the aggregation kept by the store. They
+	// are read, never written: this build hands them to the operator as its
+	// record (legacyOperatorRecord).
+	metaFormatClosed    = 3
 	metaFormatWatermark = 4
+	// metaFormatOperator is format 2 plus "operator", the operator's own
+	// record of the version (Store.SetOperatorRecord), bytes the store
+	// keeps without reading them: written by a version that has one.
+	metaFormatOperator = 5
+	// maxOperatorRecord bounds an operator record: it travels in every
+	// .meta, so it is a few facts, not state.
+	maxOperatorRecord = 64 << 10
 
 	kindNameDelta    = "delta"
 	kindNameSnapshot = "snapshot"
@@ -466,19 +470,46 @@ type versionMeta struct {
 	// (carried forward from a format-1 version). Absent in format 1.
 	PartitionKeys []*keyBounds `json:"partitionKeys,omitempty"`
 	Schema        Schema       `json:"schema"`
-	// ClosedRows (format 3, absent when 0) counts the rows the operator
-	// holds as part of this version but did not store, because the next
-	// batch's watermark closes them (Store.SetClosedRows).
-	ClosedRows int64 `json:"closedRows,omitempty"`
-	// NextWatermarkMs (format 4, required there, absent before) is the
-	// watermark the batch after this version runs with, as commits/<version>
-	// records it (Store.SetNextWatermark).
-	NextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
+	// Operator (format 5, required there, absent before) is the operator's
+	// record of this version (Store.SetOperatorRecord), opaque to the store.
+	Operator []byte `json:"operator,omitempty"` // JSON: base64
+	// LegacyClosedRows (format 3, absent when 0; optional in 4) and
+	// LegacyNextWatermarkMs (format 4, required there) are the two facts of
+	// the aggregation that builds up to 27801e4 kept here; read only, as
+	// the operator record legacyOperatorRecord makes of them.
+	LegacyClosedRows      int64  `json:"closedRows,omitempty"`
+	LegacyNextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
 
 	// own is set only on the stand-in a chain uses for a version whose
 	// background snapshot starts it (snapMeta.standIn): the version's own
 	// committed metadata, whose data file is its delta.
 	own *versionMeta
+}
+
+// operatorRecord is the operator's record of the version: format 5's
+// operator field; for formats 3 and 4, the JSON object of their two
+// operator fields as written, {"closedRows":n,"nextWatermarkMs":ms} (each
+// only when present), which the operator reads as its oldest record
+// format; nil for formats 1 and 2 (no record).
+func (m *versionMeta) operatorRecord() []byte {
+	switch m.FormatVersion {
+	case metaFormatOperator:
+		return m.Operator
+	case metaFormatClosed, metaFormatWatermark:
+		return legacyOperatorRecord(m.LegacyClosedRows, m.LegacyNextWatermarkMs)
+	}
+	return nil
+}
+
+func legacyOperatorRecord(closed int64, wm *int64) []byte {
+	b, err := json.Marshal(struct {
+		ClosedRows      int64  `json:"closedRows,omitempty"`
+		NextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
+	}{closed, wm})
+	if err != nil {
+		panic(fmt.Sprintf("state: marshal legacy operator record: %v", err))
+	}
+	return b
 }
 
 // committed returns the version's own metadata: m, or what m stands in for.
@@ -570,18 +601,32 @@ func frameBody(b []byte, header, family string) (string, error) {
 // check validates a decoded metadata record against its format version,
 // its counts, its kind and its file name.
 func (m *versionMeta) check() error {
-	switch m.FormatVersion {
+	// Which optional field each format requires (r) or allows (a):
+	//
+	//	format         1  2  3  4  5
+	//	partitionKeys  -  r  r  r  r
+	//	closedRows     -  -  r  a  -
+	//	nextWmMs       -  -  -  r  -
+	//	operator       -  -  -  -  r
+	f := m.FormatVersion
+	if f < 1 || f > metaFormatOperator {
+		return fmt.Errorf("unsupported metadata formatVersion %d", f)
+	}
+	if (f == metaFormatClosed) != (m.LegacyClosedRows > 0) && f != metaFormatWatermark {
+		return fmt.Errorf("closedRows %d in a formatVersion %d file", m.LegacyClosedRows, f)
+	}
+	if (f == metaFormatWatermark) != (m.LegacyNextWatermarkMs != nil) {
+		return fmt.Errorf("nextWatermarkMs present %v in a formatVersion %d file", m.LegacyNextWatermarkMs != nil, f)
+	}
+	if (f == metaFormatOperator) != (len(m.Operator) > 0) || len(m.Operator) > maxOperatorRecord {
+		return fmt.Errorf("operator record of %d bytes in a formatVersion %d file", len(m.Operator), f)
+	}
+	switch f {
 	case 1:
 		if m.PartitionKeys != nil {
 			return errors.New("partitionKeys in a formatVersion 1 file")
 		}
-	case 2, 3, 4:
-		if m.FormatVersion < 4 && (m.FormatVersion == 3) != (m.ClosedRows > 0) {
-			return fmt.Errorf("closedRows %d in a formatVersion %d file", m.ClosedRows, m.FormatVersion)
-		}
-		if (m.FormatVersion == 4) != (m.NextWatermarkMs != nil) {
-			return fmt.Errorf("nextWatermarkMs present %v in a formatVersion %d file", m.NextWatermarkMs != nil, m.FormatVersion)
-		}
+	default:
 		if len(m.PartitionKeys) != m.Partitions {
 			return fmt.Errorf("partitionKeys has %d entries for %d partitions", len(m.PartitionKeys), m.Partitions)
 		}
@@ -596,14 +641,9 @@ func (m *versionMeta) check() error {
 				return fmt.Errorf("bad key bounds for partition %d", p)
 			}
 		}
-	default:
-		return fmt.Errorf("unsupported metadata formatVersion %d", m.FormatVersion)
-	}
-	if m.FormatVersion == 1 && (m.ClosedRows != 0 || m.NextWatermarkMs != nil) {
-		return errors.New("closedRows or nextWatermarkMs in a formatVersion 1 file")
 	}
 	if m.Version < 0 || m.Attempt < 0 || m.Partitions <= 0 || m.Partitions > maxPartitions ||
-		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 || m.ClosedRows < 0 {
+		len(m.PartitionRows) != m.Partitions || m.DataSize < headerLen || m.DataRecords < 0 || m.Rows < 0 || m.LegacyClosedRows < 0 {
 		return errors.New("metadata fields out of range")
 	}
 	var sum int64

@@ -274,8 +274,7 @@ func (s *Store) NumKeys() int64 {
 func (s *Store) Abort() {
 	s.prep = nil
 	s.ptab.reset()
-	s.pendingDelta, s.pendingBytes, s.unknown, s.pendingClosed = 0, 0, 0, 0
-	s.pendingWm, s.hasPendingWm = 0, false
+	s.pendingDelta, s.pendingBytes, s.unknown, s.pendingRecord = 0, 0, 0, nil
 	s.lastGet = s.lastGet[:0]
 	s.alloc = pendingAlloc{}
 }

@@ -103,15 +103,9 @@ func (s *Store) spillAndPublish(ctx context.Context, base, version int64, np *pa
 	if err := np.openAll(func(i int) bool { return rows[i] > 0 }); err != nil {
 		return nil, err
 	}
-	// The closed rows stay closed by the same next watermark.
-	// A control batch reads no input: its commit carries the watermark the
-	// base version recorded.
-	var wm *int64
-	if s.head != nil && s.head.NextWatermarkMs != nil {
-		w := *s.head.NextWatermarkMs
-		wm = &w
-	}
-	m := s.newMeta(version, kindNameSnapshot, rows, bounds, s.ClosedRows(), wm)
+	// A control batch reads no input: the operator's record of the base
+	// version holds for the new one.
+	m := s.newMeta(version, kindNameSnapshot, rows, bounds, s.OperatorRecord())
 	ld := np.loader(ctx)
 	written, err := s.publishVersion(m, func(dw *dataWriter) error {
 		for t, r := range sp.runs {

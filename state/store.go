@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,11 +106,8 @@ type Store struct {
 	chainFloor int64
 	maint      *maintenance // the background snapshot in flight, if any
 
-	// pendingClosed is the pending batch's SetClosedRows value.
-	pendingClosed int64
-	// pendingWm is the pending batch's SetNextWatermark value (hasPendingWm).
-	pendingWm    int64
-	hasPendingWm bool
+	// pendingRecord is the pending batch's SetOperatorRecord value.
+	pendingRecord []byte
 	// prep is the version Prepare published the data file of; nil when
 	// none. While set, the pending batch is frozen.
 	prep *prepared
@@ -142,29 +140,27 @@ func (s *Store) Schema() Schema { return s.schema }
 // Version returns the committed version the store holds (-1 = none).
 func (s *Store) Version() int64 { return s.version }
 
-// ClosedRows returns the committed version's closed rows (SetClosedRows).
-func (s *Store) ClosedRows() int64 {
+// OperatorRecord returns the operator's record of the committed version
+// (SetOperatorRecord; doc.go, Operator record), nil when it has none. The
+// caller must not modify it.
+func (s *Store) OperatorRecord() []byte {
 	if s.head == nil {
-		return 0
+		return nil
 	}
-	return s.head.ClosedRows
+	return s.head.operatorRecord()
 }
 
-// SetClosedRows records, for the version the next Commit writes, how many
-// rows the operator counts as part of that version without storing them:
-// rows the next batch's watermark closes, which it would otherwise write
-// now and delete in the next batch. The store only keeps the number (in the
-// version's metadata, carried through a repartition); the operator answers
-// for what it means. Abort resets it to 0.
-func (s *Store) SetClosedRows(n int64) { s.pendingClosed = max(n, 0) }
-
-// SetNextWatermark records, for the version the next Commit (or Prepare)
-// writes, the watermark the batch after it runs with: the value the
-// checkpoint's commit of that batch records (nextBatchWatermarkMs). The
-// store keeps it in the version's metadata (format 4) and carries it
-// through a repartition, so that a commit replaced later disagrees with it
-// (ReadRecord). Abort forgets it.
-func (s *Store) SetNextWatermark(ms int64) { s.pendingWm, s.hasPendingWm = ms, true }
+// SetOperatorRecord sets the operator's record of the version the next
+// Commit (or Prepare) writes: bytes the store keeps in that version's
+// metadata without reading them, at most 64 KB (larger is a bug: panics),
+// and carries through a repartition. The operator owns their format and
+// its versions. Abort forgets it; a version written without one has none.
+func (s *Store) SetOperatorRecord(b []byte) {
+	if len(b) > maxOperatorRecord {
+		panic(fmt.Sprintf("state: operator record of %d bytes (at most %d)", len(b), maxOperatorRecord))
+	}
+	s.pendingRecord = bytes.Clone(b)
+}
 
 func (s *Store) usable() error {
 	if s.closed {

@@ -187,15 +187,13 @@ func verifyFile(fs vfs.FS, dir string, m *versionMeta, seen map[string]bool, rep
 	return nil
 }
 
-// Record is what a committed version's metadata records that another file
-// of the checkpoint records too: the state schema (the query shape records
-// it as well) and, from format 4, the watermark of the batch after it
-// (commits/<version> records it as well).
+// Record is what a committed version's metadata records for others to
+// read: the state schema (the query shape records it as well) and the
+// operator's record (Store.OperatorRecord), for the operator to read.
 type Record struct {
-	Path             string // the metadata file
-	Schema           Schema
-	NextWatermarkMs  int64
-	HasNextWatermark bool
+	Path     string // the metadata file
+	Schema   Schema
+	Operator []byte // nil: none
 	// Newest is the newest committed version in dir (-1: none), from the
 	// same listing; set even when v has no metadata file.
 	Newest int64
@@ -222,9 +220,5 @@ func ReadRecord(fs vfs.FS, dir string, v int64) (rec Record, ok bool, err error)
 	if err != nil {
 		return Record{}, false, err
 	}
-	rec = Record{Path: fs.PathJoin(dir, metaFileName(v, a)), Schema: m.Schema, Newest: newest}
-	if m.NextWatermarkMs != nil {
-		rec.NextWatermarkMs, rec.HasNextWatermark = *m.NextWatermarkMs, true
-	}
-	return rec, true, nil
+	return Record{Path: fs.PathJoin(dir, metaFileName(v, a)), Schema: m.Schema, Operator: m.operatorRecord(), Newest: newest}, true, nil
 }

@@ -129,6 +129,25 @@ type SchemaOperator interface {
 	OutputSchema() Schema
 }
 
+// StateRepartitioner is the part of a stateful operator that a REPARTITION
+// control batch uses: Repartition as Operator.Repartition, then Close. An
+// Operator is one; so is the state of a stopped query's operator opened
+// from what its checkpoint recorded (RecordedStates).
+type StateRepartitioner interface {
+	Repartition(ctx context.Context, base, batchID int64, n int) (RepartitionStats, error)
+	Close() error
+}
+
+// RecordedStates opens the state of a stopped query's stateful operators
+// from what the checkpoint recorded alone (the state schema of the version
+// env.Version), with no query definition: the offline repartition
+// (`ethstream checkpoint repartition`), which, as Spark's offline runner,
+// moves every stored row whatever the operator. An implementation may
+// also be a PartitionLimiter.
+type RecordedStates interface {
+	OpenRecorded(ctx context.Context, env OperatorEnv) (StateRepartitioner, error)
+}
+
 // Transform is a stateless step of a query's plan (a filter, a projection,
 // a derived column such as window_time): the engine applies it to every
 // chunk on its way to the next stateful operator, or to the sink after the

@@ -70,3 +70,42 @@ type IdentifiedSink interface {
 	// sink's output; "" when the output does not exist.
 	OutputID(ctx context.Context) (string, error)
 }
+
+// SinkProblem names a refusal a start raises about a sink's output, for
+// the sink to word its remedy (SinkAdvisor). Values are never renumbered.
+type SinkProblem int
+
+// The refusals about a sink's output.
+const (
+	// SinkOutputInUse: a new checkpoint's output is written by another query.
+	SinkOutputInUse SinkProblem = iota + 1
+	// SinkOutputBehind: the output lacks batches the checkpoint committed.
+	SinkOutputBehind
+	// SinkOutputAhead: the output holds batches the checkpoint never committed.
+	SinkOutputAhead
+	// SinkOutputOther: the output is another than the one the checkpoint wrote.
+	SinkOutputOther
+	// SinkOutputMoved: the output moved to where there is none.
+	SinkOutputMoved
+)
+
+// SinkRefusal is one refusal about a sink's output, with the facts a
+// remedy may name.
+type SinkRefusal struct {
+	Problem SinkProblem
+	// Batch (SinkOutputBehind) is the newest committed batch the output
+	// lacks.
+	Batch int64
+	// ID and Location (SinkOutputOther, SinkOutputMoved) are the identity
+	// ("" if none was recorded) and the last location of the output the
+	// checkpoint wrote.
+	ID, Location string
+}
+
+// SinkAdvisor is implemented by sinks that word, in their own terms (their
+// options and files), how to fix a refusal about their output: Remedy
+// returns the remedy for r, or "" to keep the engine's, which names no
+// sink's options or files.
+type SinkAdvisor interface {
+	Remedy(r SinkRefusal) string
+}

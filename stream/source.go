@@ -113,3 +113,16 @@ type DataNotifier interface {
 	// Called after Open.
 	DataReady() <-chan struct{}
 }
+
+// OffsetAuditor is implemented by sources that keep a log of their own in
+// their metadata directory (SourceEnv.MetadataDir) which their offsets
+// name, as the file source's log of admitted files. Before a start writes
+// anything, and before the source is opened, the engine hands it the
+// offset offsets/<id> records for it (offsetsPath names that file):
+// AuditOffset checks, reading only, that the log in metadataDir holds what
+// the offset names, and returns a CHECKPOINT_CORRUPT error naming both
+// files when it does not. An offset it cannot read, or a directory without
+// its log, is left to Open.
+type OffsetAuditor interface {
+	AuditOffset(ctx context.Context, fs vfs.FS, metadataDir string, offset Offset, offsetsPath string) error
+}

@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
@@ -180,4 +182,86 @@ func dirListing(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestCheckpointRepartitionAnyQuery: the checkpoint of a query other than
+// the reference one (an hourly sum(gas_used) per miner, no watermark) is
+// repartitioned from the checkpoint alone, and `state dump` after lists the
+// rows it listed before (partition column aside). It was STATE_SCHEMA_MISMATCH
+// when the command built the reference query's aggregation.
+func TestCheckpointRepartitionAnyQuery(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	archive := filepath.Join(root, "archive")
+	if _, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	ck, tbl, cache := filepath.Join(root, "ck"), filepath.Join(root, "tbl"), filepath.Join(root, "cache")
+	exec := func(args ...string) string {
+		t.Helper()
+		resetFlags(rootCmd)
+		var out, errOut bytes.Buffer
+		if code := execute(ctx, args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	exec("run", "--checkpoint", ck, "--table", tbl, "--local-dir", cache,
+		"--source", "arch=s3archive:file://"+filepath.ToSlash(archive)+"/v1.0/eth/blocks?maxFilesPerTrigger=1",
+		"--query", "SELECT window, miner, sum(gas_used) AS gas FROM blocks GROUP BY window(block_ts, '1 hour'), miner",
+		"--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.streaming.queryEvolution.enableSourceEvolution=true")
+	rows := func(dump string) []string {
+		var rs []string
+		for _, line := range strings.Split(strings.TrimSpace(dump), "\n")[1:] {
+			rs = append(rs, line[:strings.LastIndexByte(line, ',')]) // partition is the last column
+		}
+		slices.Sort(rs)
+		return rs
+	}
+	before := rows(exec("state", "dump", "--checkpoint", ck))
+	out := exec("checkpoint", "repartition", ck, "--partitions", "4", "--local-dir", cache)
+	want := fmt.Sprintf("state partitions 2 -> 4, %d keys before, %d after", len(before), len(before))
+	if !strings.Contains(out, want) {
+		t.Fatalf("repartition said %q, want %q", out, want)
+	}
+	if after := rows(exec("state", "dump", "--checkpoint", ck)); len(before) == 0 || !slices.Equal(before, after) {
+		t.Fatalf("state dump before (%d rows) and after (%d rows) differ", len(before), len(after))
+	}
+}
+
+// TestCheckpointRepartitionRefusesNoState: a checkpoint whose state/ holds
+// no operator (a query without a stateful operator), or skips operator 0,
+// is refused before anything is written, dry run or not.
+func TestCheckpointRepartitionRefusesNoState(t *testing.T) {
+	for _, c := range []struct {
+		name, code string
+		damage     func(dir string) error
+	}{
+		{"no operator", "INVALID_ARGUMENT", func(dir string) error { return os.RemoveAll(filepath.Join(dir, "state")) }},
+		{"operator 0 missing", "CHECKPOINT_CORRUPT", func(dir string) error {
+			return os.Rename(filepath.Join(dir, "state", "0"), filepath.Join(dir, "state", "1"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeTestCheckpoint(t)
+			if err := c.damage(dir); err != nil {
+				t.Fatal(err)
+			}
+			before := dirListing(t, dir)
+			for _, dry := range []bool{true, false} {
+				args := []string{"checkpoint", "repartition", dir, "--partitions", "4", "--local-dir", t.TempDir()}
+				if dry {
+					args = append(args, "--dry-run")
+				}
+				resetFlags(rootCmd)
+				var out, errOut bytes.Buffer
+				if code := execute(context.Background(), args, &out, &errOut); code == 0 || !strings.HasPrefix(errOut.String(), "error: "+c.code+": ") {
+					t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+				}
+			}
+			if after := dirListing(t, dir); after != before {
+				t.Fatal("the refused repartition changed the checkpoint")
+			}
+		})
+	}
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/spf13/cobra"
 )
@@ -24,8 +24,10 @@ version, and commits/R is written last. The query must be stopped (the checkpoin
 taken). A crash is redone by running the same command again; a different N is refused until
 the unfinished one completes. If the state already has N partitions nothing is written and
 the command says so (exit 0). --dry-run prints the steps without locking or writing anything.
-The control batch is the one a run performs: the same plan and the same steps. The state is
-the reference query's (docs/contracts.md, Reference query). A checkpoint without a committed
+The control batch is the one a run performs: the same plan and the same steps. No query
+definition is needed: every stateful operator under DIR/state is repartitioned with the state
+schema its last committed version recorded, whatever the query, and every stored row is kept.
+A checkpoint without a committed
 batch, or whose state another provider wrote (STATE_PROVIDER_UNSUPPORTED), is refused before
 the lock is taken: nothing is created.`,
 		Example: `  ethstream checkpoint repartition work/checkpoint --partitions 8 --dry-run   # the steps, nothing written
@@ -34,10 +36,6 @@ the lock is taken: nothing is created.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := engine.CheckPartitionCount(partitions); err != nil {
 				return usage(err)
-			}
-			op, err := agg.New(pipeline.ReferenceSpec())
-			if err != nil {
-				return err
 			}
 			if err := storage.CheckLocal("--local-dir", localDir); err != nil {
 				return err
@@ -52,9 +50,9 @@ the lock is taken: nothing is created.`,
 			o := engine.Options{CheckpointDir: dir, FS: fs, LocalDir: localDir, Logger: newLogger(cmd)}
 			var res *engine.RepartitionResult
 			if dryRun {
-				res, err = engine.PlanRepartitionOffline(o, op, partitions)
+				res, err = engine.PlanRepartitionOffline(o, state.Recorded{}, partitions)
 			} else {
-				res, err = engine.RepartitionOffline(cmd.Context(), o, op, partitions)
+				res, err = engine.RepartitionOffline(cmd.Context(), o, state.Recorded{}, partitions)
 			}
 			if err != nil {
 				return err

@@ -1,9 +1,11 @@
 package main
 
 import (
-	"github.com/ethstream/ethstream/agg"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/state"
 	"github.com/spf13/cobra"
 )
@@ -37,10 +39,12 @@ func stateDumpCmd() *cobra.Command {
 (the highest <checkpoint>/commits/<id>), or as of batch --batch N: the newest state
 version at or before it.
 
-csv: a header row, then one row per key in (partition, key) order. The columns are those
-of 'ethstream table show' (window_start, window_end, source, miner, count), then partition;
-timestamps are RFC 3339 UTC as there (2026-09-28T01:30:00Z, a fraction only when there is
-one). jsonl: one JSON object per key with the same columns.
+csv: a header row, then one row per key in (partition, key) order. The columns are the
+state's key and value columns (from the state schema the checkpoint recorded, whatever the
+query) in the order of the query's output where they are output columns (that of 'ethstream
+table show': window_start, window_end, source, miner, count for the reference query), then
+partition; timestamps are RFC 3339 UTC as there (2026-09-28T01:30:00Z, a fraction only when
+there is one). jsonl: one JSON object per key with the same columns.
 
 The checkpoint is the argument, as for 'checkpoint inspect DIR'; --checkpoint DIR, the
 older spelling, still works.`,
@@ -63,7 +67,7 @@ older spelling, still works.`,
 				return err
 			}
 			o := state.DumpOptions{FS: fs, Checkpoint: dir, Operator: op, Batch: batch, Format: format,
-				Columns: referenceColumns()}
+				Columns: recordedColumns(fs, dir)}
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
@@ -78,16 +82,22 @@ older spelling, still works.`,
 	return cmd
 }
 
-// referenceColumns is the column order of the reference query's output (the
-// Delta table's), so that state dump and table show print rows alike.
-func referenceColumns() []string {
-	op, err := agg.New(pipeline.ReferenceSpec())
-	if err != nil {
-		return nil
+// recordedColumns is the column order of the query's output as the
+// checkpoint's query shape records it (shape.Shape.OutputSchema, e.g.
+// "window_start timestamp, window_end timestamp, miner string null, gas
+// int64 null (key: ...)"), so that state dump and table show print rows
+// alike; nil (the state schema's order) when none is recorded.
+func recordedColumns(fs vfs.FS, dir string) []string {
+	rec, err := shape.ReadLatest(fs, dir)
+	if err != nil || rec == nil {
+		return nil // a damaged record is verify's to report; the dump needs none
 	}
+	fields, _, _ := strings.Cut(rec.Shape.OutputSchema, " (key: ")
 	var cols []string
-	for _, f := range op.OutputSchema().Fields {
-		cols = append(cols, f.Name)
+	for _, f := range strings.Split(fields, ", ") {
+		if name, _, ok := strings.Cut(f, " "); ok {
+			cols = append(cols, name)
+		}
 	}
 	return cols
 }

@@ -183,7 +183,7 @@ func TestAutoVacuumHonoursRetention(t *testing.T) {
 		WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 hour"})); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestExpiredLogCleanup(t *testing.T) {
 		WithConfiguration(map[string]string{"delta.logRetentionDuration": "interval 1 hour"})); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, TargetFileRows: 64, Logger: quietLog, Clock: clock})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
@@ -398,7 +398,7 @@ func TestAutoVacuumInSteps(t *testing.T) {
 		WithConfiguration(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 hour"})); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, Clock: clock, AutoCompactMinFiles: -1})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog, Clock: clock, AutoCompactMinFiles: -1})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +448,7 @@ func TestMaintenanceWithoutCompaction(t *testing.T) {
 		"delta.logRetentionDuration":         "interval 1 hour"})); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, Clock: clock})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog, Clock: clock})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)

@@ -124,7 +124,7 @@ func TestWriterRefusesNewerWriterProtocol(t *testing.T) {
 	if codeOf(err) != CodeUnsupportedProtocol {
 		t.Fatalf("err = %v", err)
 	}
-	s2, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	s2, _ := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 	closeAtEnd(t, s2)
 	if err := s2.Open(ctx, stream.SinkEnv{QueryID: "q"}); codeOf(err) != CodeUnsupportedProtocol {
 		t.Fatalf("open err = %v", err)

@@ -28,7 +28,7 @@ func backfillRows(w0, n int) []refRow {
 // buildTable backfills n rows in batches of 700k keys, like the engine does.
 func buildTable(b *testing.B, dir string, n int) (*MergeSink, int64, int) {
 	b.Helper()
-	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 	closeAtEnd(b, s)
 	if err != nil {
 		b.Fatal(err)
@@ -113,7 +113,7 @@ func BenchmarkMergeBackfill700k(b *testing.B) {
 func BenchmarkReplay1000Commits(b *testing.B) {
 	dir := b.TempDir()
 	ctx := context.Background()
-	s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 	closeAtEnd(b, s)
 	if err != nil {
 		b.Fatal(err)

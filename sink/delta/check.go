@@ -55,6 +55,11 @@ func (m *MergeSink) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(m.o.Schema.Fields) == 0 {
+		// The output schema arrives at Open (SinkEnv.Schema), which
+		// compares it then; a table this writer cannot write is refused now.
+		return checkWriteProtocol(s.Protocol, t.logDir)
+	}
 	l, err := sinkLayout(m.o.Schema, m.o.KeyColumns, root)
 	if err != nil {
 		return err
@@ -75,11 +80,14 @@ func checkSinkTable(t *Table, s *Snapshot, want Schema) error {
 	return nil
 }
 
-// sinkLayout is the table layout for rows of out (ReferenceSchema when out
-// is empty), keyed by keyCols when given, else by out's key.
+// sinkLayout is the table layout for rows of out, keyed by keyCols when
+// given, else by out's key. The sink has no schema of its own: an empty out
+// is refused.
 func sinkLayout(out stream.Schema, keyCols []string, path string) (*outLayout, error) {
 	if len(out.Fields) == 0 {
-		out = ReferenceSchema()
+		return nil, errcode.New(CodeNoOutputSchema, path,
+			"give the sink the schema of the rows it receives (SinkOptions.Schema), or run it under an operator that declares its output (stream.SchemaOperator)",
+			"the Delta sink has no output schema: it creates and checks its table from the schema of the rows it receives, and none was given")
 	}
 	l, err := newOutLayout(out)
 	if err != nil {

@@ -200,8 +200,10 @@
 // DELTA_SCHEMA_MISMATCH naming both. Snapshot.Scan reads any such table
 // as engine batches, one per file; Show prints it.
 //
-// The reference query's output (ReferenceSchema, also the sink's schema
-// when it is given none) makes the reference table, with Spark's schema
+// The sink has no schema of its own: a table's comes from the rows the
+// sink is given (the operator's output, SinkEnv.Schema, or
+// SinkOptions.Schema), and Open without one is DELTA_SINK_SCHEMA_REQUIRED.
+// The reference query's output makes the reference table, with Spark's schema
 // (SinkSchemaString): window struct<start timestamp, end timestamp>, source
 // string, miner string, count long, keyed by (window, source, miner). Its
 // parquet files are snappy-compressed, every field OPTIONAL, timestamps

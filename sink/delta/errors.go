@@ -37,6 +37,9 @@ const (
 	CodeCommitConflict = "DELTA_CONCURRENT_MODIFICATION"
 	// CodeBadBatch: the engine handed the sink a batch without the expected columns.
 	CodeBadBatch = "DELTA_BAD_BATCH"
+	// CodeNoOutputSchema: the sink was opened with no output schema (it
+	// has no default one).
+	CodeNoOutputSchema = "DELTA_SINK_SCHEMA_REQUIRED"
 )
 
 const (

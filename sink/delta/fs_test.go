@@ -24,7 +24,7 @@ func TestTableOnMemFS(t *testing.T) {
 	if _, err := os.Stat("/ethstream-memfs-only"); err == nil {
 		t.Skip("the probe path exists on the local disk")
 	}
-	s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, TargetFileRows: 2, Logger: quietLog})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, FS: fs, TargetFileRows: 2, Logger: quietLog})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestStaleTempsRemovedAfterGrace(t *testing.T) {
 	fs := vfs.NewMem()
 	const dir = "/t"
 	open := func(now time.Time) {
-		s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog, Clock: func() time.Time { return now }})
+		s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, FS: fs, Logger: quietLog, Clock: func() time.Time { return now }})
 		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestCommitVisibleButNotSyncedKeepsFiles(t *testing.T) {
 	faults := streamtest.NewFaultFS(dir)
 	fs := faults.FS()
 	open := func() *MergeSink {
-		s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog})
+		s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, FS: fs, Logger: quietLog})
 		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)

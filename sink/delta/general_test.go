@@ -56,7 +56,7 @@ func TestGeneralSink(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func(s stream.Schema) (*MergeSink, error) {
-		m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, TargetFileRows: 2})
+		m, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog, TargetFileRows: 2})
 		closeAtEnd(t, m)
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestGeneralSink(t *testing.T) {
 	ref := stream.Schema{Fields: []stream.Field{{Name: KeyWindowStart, Type: stream.Timestamp}, {Name: KeyWindowEnd, Type: stream.Timestamp},
 		{Name: "source", Type: stream.String}, {Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64}},
 		Key: ReferenceSchema().Key}
-	r, err := NewMergeSink(SinkOptions{Path: t.TempDir(), Logger: quietLog})
+	r, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: t.TempDir(), Logger: quietLog})
 	closeAtEnd(t, r)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestGeneralSinkNoWindow(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := stream.Schema{Fields: []stream.Field{{Name: "miner", Type: stream.String}, {Name: "count", Type: stream.Int64}}, Key: []string{"miner"}}
-	m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	m, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 	closeAtEnd(t, m)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestGeneralSinkNoKey(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := stream.Schema{Fields: []stream.Field{{Name: "count", Type: stream.Int64}, {Name: "gas", Type: stream.Int64, Nullable: true}}}
-	m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	m, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 	closeAtEnd(t, m)
 	if err != nil {
 		t.Fatal(err)

@@ -273,7 +273,7 @@ func TestVacuumAtMost(t *testing.T) {
 func TestOptimizeAnyTable(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, TargetFileRows: 1, AutoCompactMinFiles: -1})
+	m, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog, TargetFileRows: 1, AutoCompactMinFiles: -1})
 	closeAtEnd(t, m)
 	if err != nil {
 		t.Fatal(err)

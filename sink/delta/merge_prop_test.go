@@ -191,7 +191,7 @@ func TestMergeMatchesBruteForceUpsert(t *testing.T) {
 		s := propLayout(rng)
 		t.Run(fmt.Sprint(run), func(t *testing.T) {
 			dir := t.TempDir()
-			m, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog, TargetFileRows: 2 + rng.Intn(6), AutoCompactMinFiles: -1})
+			m, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog, TargetFileRows: 2 + rng.Intn(6), AutoCompactMinFiles: -1})
 			closeAtEnd(t, m)
 			if err != nil {
 				t.Fatal(err)

@@ -122,18 +122,6 @@ func (l *outLayout) setKey(cols []string) error {
 	return nil
 }
 
-// ReferenceSchema is the output schema of the reference query (blocks per
-// window, source and miner), and the sink's schema when it is given none:
-// its table is SinkSchema. Group columns are nullable, as the aggregation
-// declares them.
-func ReferenceSchema() stream.Schema {
-	return stream.Schema{Fields: []stream.Field{
-		{Name: KeyWindowStart, Type: stream.Timestamp}, {Name: KeyWindowEnd, Type: stream.Timestamp},
-		{Name: "source", Type: stream.String, Nullable: true}, {Name: "miner", Type: stream.String, Nullable: true},
-		{Name: "count", Type: stream.Int64},
-	}, Key: []string{KeyWindowStart, KeyWindowEnd, "source", "miner"}}
-}
-
 // tableLayout is the layout of an existing table's schema, for the code
 // that has no output schema (OPTIMIZE, Scan, Show): the window struct and
 // the columns of the four Delta types the sink writes. Its key is every

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/stream"
 )
 
 // refRow is one row of the reference table (ReferenceSchema), the fixture
@@ -28,9 +27,9 @@ const (
 	nullWindow // the window struct itself; set with nullWS|nullWE
 )
 
-// refLayout is the reference table's layout (keyed like the sink's default).
+// refLayout is the reference table's layout, keyed by ReferenceSchema's key.
 func refLayout() *outLayout {
-	l, err := sinkLayout(stream.Schema{}, nil, "")
+	l, err := sinkLayout(ReferenceSchema(), nil, "")
 	if err != nil {
 		panic(err)
 	}

@@ -31,7 +31,7 @@ func TestVacuumOnS3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewMergeSink(SinkOptions{Path: loc.Path, FS: fs, Logger: quietLog, AutoCompactMinFiles: -1})
+		s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: loc.Path, FS: fs, Logger: quietLog, AutoCompactMinFiles: -1})
 		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)

@@ -36,7 +36,8 @@ type SinkOptions struct {
 	// Schema is the schema of the rows the sink will receive (the
 	// operator's output), known before Open so that Check refuses a table of
 	// another schema before anything is written; SinkEnv.Schema, when set,
-	// wins at Open. Empty means ReferenceSchema.
+	// wins at Open. The sink has no default: with both empty, Open fails
+	// (DELTA_SINK_SCHEMA_REQUIRED).
 	Schema stream.Schema
 	// AutoCompactMinFiles is auto-compaction's minNumFiles (default
 	// DefaultAutoCompactMinFiles); negative turns auto-compaction off
@@ -105,8 +106,8 @@ func NewMergeSink(o SinkOptions) (*MergeSink, error) {
 }
 
 // Open binds the sink to the query id (the txn appId), creating the table
-// with the schema of the operator's output (env.Schema; SinkOptions.Schema or
-// ReferenceSchema when the operator declares none) if the directory holds none, and
+// with the schema of the operator's output (env.Schema; SinkOptions.Schema when
+// the operator declares none) if the directory holds none, and
 // loads the latest snapshot. An existing table with another schema is
 // refused with DELTA_SCHEMA_MISMATCH naming both.
 func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {

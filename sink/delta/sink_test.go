@@ -66,7 +66,7 @@ func minerName(i int) string { return fmt.Sprintf("0x%040x", i) }
 
 func newSink(t testing.TB, dir string, target int) *MergeSink {
 	t.Helper()
-	s, err := NewMergeSink(SinkOptions{Path: dir, TargetFileRows: target, Logger: quietLog})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, TargetFileRows: target, Logger: quietLog})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestSinkRacingWriters(t *testing.T) {
 	const writers = 4
 	sinks := make([]*MergeSink, writers)
 	for i := range sinks {
-		s, err := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+		s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
@@ -308,7 +308,7 @@ func TestLostRaceRedoesMerge(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	a := newSink(t, dir, 0)
-	b, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	b, _ := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 	closeAtEnd(t, b)
 	if err := b.Open(ctx, stream.SinkEnv{QueryID: "query-b"}); err != nil {
 		t.Fatal(err)
@@ -498,7 +498,7 @@ func jsonString(s string) string {
 func TestSinkRefusesForeignSchema(t *testing.T) {
 	root := goldenDir(t)
 	dir := copyTable(t, filepath.Join(root, "basic-with-inserts-merge"))
-	s, _ := NewMergeSink(SinkOptions{Path: dir, Logger: quietLog})
+	s, _ := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, Logger: quietLog})
 	closeAtEnd(t, s)
 	err := s.Open(context.Background(), stream.SinkEnv{QueryID: "q"})
 	if err == nil || !strings.Contains(err.Error(), CodeSchemaMismatch) {
@@ -536,7 +536,7 @@ var _ = sort.Strings
 func TestSinkCustomKeysAndUnsortedFiles(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := NewMergeSink(SinkOptions{Path: dir, KeyColumns: []string{KeyWindowStart, "source"}, TargetFileRows: 7, Logger: quietLog})
+	s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, KeyColumns: []string{KeyWindowStart, "source"}, TargetFileRows: 7, Logger: quietLog})
 	closeAtEnd(t, s)
 	if err != nil {
 		t.Fatal(err)

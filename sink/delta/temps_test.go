@@ -24,7 +24,7 @@ func TestTempsRemovedWhenNoOtherWriter(t *testing.T) {
 	}
 	setup := func(t *testing.T, otherQuery bool) vfs.FS {
 		fs := vfs.NewMem()
-		s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog})
+		s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, FS: fs, Logger: quietLog})
 		closeAtEnd(t, s)
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ func TestTempsRemovedWhenNoOtherWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		if otherQuery {
-			o, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog})
+			o, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, FS: fs, Logger: quietLog})
 			closeAtEnd(t, o)
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +82,7 @@ func TestTempsRemovedWhenNoOtherWriter(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			fs := setup(t, c.otherQuery)
-			s, err := NewMergeSink(SinkOptions{Path: dir, FS: fs, Logger: quietLog})
+			s, err := NewMergeSink(SinkOptions{Schema: ReferenceSchema(), Path: dir, FS: fs, Logger: quietLog})
 			closeAtEnd(t, s)
 			if err != nil {
 				t.Fatal(err)

@@ -1,0 +1,65 @@
+package agg
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// The aggregation's record of a state version (doc.go, Operator record):
+// bytes the state store keeps in the version's metadata without reading
+// them (state.Store.SetOperatorRecord).
+
+// opRecordFormat is the record format this build writes; 0 is the oldest,
+// the JSON object of state metadata formats 3 and 4's two fields, which
+// carries no format field. Formats are never renumbered.
+const opRecordFormat = 1
+
+// opRecord is one state version's record.
+type opRecord struct {
+	// Format is opRecordFormat (absent: format 0).
+	Format int `json:"format,omitempty"`
+	// ClosedRows counts the rows of the version not stored because the
+	// next watermark closes them (doc.go, Closed at commit).
+	ClosedRows int64 `json:"closedRows,omitempty"`
+	// NextWatermarkMs is the watermark of the batch after the version
+	// (NextWatermark), nil when it was not given: the value commits/<v>
+	// records as nextBatchWatermarkMs.
+	NextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
+}
+
+// encode renders r in format opRecordFormat.
+func (r opRecord) encode() []byte {
+	r.Format = opRecordFormat
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("agg: marshal operator record: %v", err))
+	}
+	return b
+}
+
+// decodeOpRecord reads a version's record (nil: the version has none, as
+// versions written before records or without a watermark lookahead).
+// Anything but a record of a known format is CHECKPOINT_CORRUPT naming
+// path.
+func decodeOpRecord(b []byte, path string) (opRecord, error) {
+	var r opRecord
+	if b == nil {
+		return r, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil || dec.More() {
+		return opRecord{}, errcode.Corrupt(path, err, "decode the aggregation's record of the state version")
+	}
+	if r.Format < 0 || r.Format > opRecordFormat {
+		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version has format %d; this build reads up to %d",
+			r.Format, opRecordFormat)
+	}
+	if r.ClosedRows < 0 {
+		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version has closedRows %d", r.ClosedRows)
+	}
+	return r, nil
+}
