@@ -39,6 +39,7 @@ var (
 		reflect.TypeFor[stream.AvailableNowSource](), reflect.TypeFor[stream.ReportingSource](),
 		reflect.TypeFor[stream.RetractingSource](), reflect.TypeFor[stream.DataNotifier](),
 		reflect.TypeFor[stream.Checker](), reflect.TypeFor[stream.MoveChecker](),
+		reflect.TypeFor[stream.OffsetAuditor](),
 	}
 	optionalOperator = []reflect.Type{
 		reflect.TypeFor[stream.ProgressReporter](), reflect.TypeFor[stream.CommitPreparer](),
@@ -48,7 +49,8 @@ var (
 	}
 	// notOptional are the interfaces of package stream that are contracts
 	// of their own, not capabilities of a source or an operator.
-	notOptional = []string{"Source", "Operator", "Transform", "Sink", "RecordingSink", "IdentifiedSink", "Clock", "Predicate"}
+	notOptional = []string{"Source", "Operator", "Transform", "Sink", "RecordingSink", "IdentifiedSink", "SinkAdvisor",
+		"Clock", "Predicate", "StateRepartitioner", "RecordedStates"}
 )
 
 // TestOptionalInterfacesListed: every interface package stream declares
