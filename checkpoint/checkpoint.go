@@ -179,12 +179,8 @@ func (d Dir) ReadSnapshot() (*Snapshot, error) {
 	if _, err := d.stat(); err != nil {
 		return nil, err
 	}
-	if _, err := d.FS.Stat(d.Join(CopyMarkerFile)); err == nil {
-		return nil, errcode.New(errcode.CheckpointCopyIncomplete, d.Join(CopyMarkerFile),
-			"run the same `ethstream checkpoint copy` again (it clears this destination and copies afresh; the source is untouched), or resume from the source",
-			"the checkpoint is an unfinished copy: a `checkpoint copy` stopped before it completed")
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("stat %s: %w", d.Join(CopyMarkerFile), err)
+	if err := d.CheckCopyComplete(); err != nil {
+		return nil, err
 	}
 	var err error
 	if s.Metadata, s.HasMetadata, err = d.ReadMetadata(); err != nil {
@@ -239,6 +235,21 @@ func (d Dir) ReadSnapshot() (*Snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// CheckCopyComplete refuses a checkpoint that holds the marker of an
+// unfinished `checkpoint copy` (CopyMarkerFile) with
+// CHECKPOINT_COPY_INCOMPLETE. ReadSnapshot runs it first; a command that
+// reads a checkpoint without a snapshot (state dump) runs it itself.
+func (d Dir) CheckCopyComplete() error {
+	if _, err := d.FS.Stat(d.Join(CopyMarkerFile)); err == nil {
+		return errcode.New(errcode.CheckpointCopyIncomplete, d.Join(CopyMarkerFile),
+			"run the same `ethstream checkpoint copy` again (it clears this destination and copies afresh; the source is untouched), or resume from the source",
+			"the checkpoint is an unfinished copy: a `checkpoint copy` stopped before it completed")
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("stat %s: %w", d.Join(CopyMarkerFile), err)
+	}
+	return nil
 }
 
 // Writer is a locked checkpoint open for writing. It is not safe for

@@ -236,7 +236,11 @@
 // N - minBatchesToRetain are deleted (default 100). Tombstones survive because
 // each entry carries them all. A writer lists the two logs for its first
 // purge only; after that it deletes the ids that fell out of the retention
-// by name (no listing per batch, which is a LIST on S3).
+// by name (no listing per batch, which is a LIST on S3). Offsets go before
+// commits, oldest first, so a crash midway leaves commits older than the
+// oldest offsets entry (legal) and never a gap; the newest entries are
+// never deleted, so the commit log ends at most one batch before the
+// offsets log (Dir.CheckCommitLogEnd: anything more is damage, refused).
 //
 // # progress/ (the progress log), format 2
 //

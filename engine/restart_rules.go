@@ -212,13 +212,16 @@ func (c *shapeCheck) source(label, key string, o, s shape.Source) {
 			label, o.Provider, s.Provider)
 		return
 	}
-	if o.Location != s.Location && c.moved[key] == o.Location {
+	if old := c.moved[key]; o.Location != s.Location && old != "" && old == o.Location {
 		c.allow(label+" location", o.Location, s.Location, sparkLocation,
 			"allowed: the source was told of the move and found every file its log records at the new location (checked before the start)", c.first)
 	} else if o.Location != s.Location {
 		// A source that can check a move (stream.MoveChecker) takes the
 		// old location as an option; the archive source's is movedFrom.
 		moved := "if the same files are now at the new location, tell the source where they were (movedFrom=" + o.Location + " on a file archive source); otherwise "
+		if old, told := c.moved[key]; told && old == "" {
+			moved = "" // the source cannot resume a moved log: no option would admit it
+		}
 		remedy := moved + newCkpt
 		if c.evolution {
 			remedy = moved + "give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint"

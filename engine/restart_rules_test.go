@@ -232,4 +232,11 @@ func TestRestartRulesMovedSource(t *testing.T) {
 			t.Errorf("%s: %+v %v", tc.name, d, err)
 		}
 	}
+	// A source that cannot check a move (no stream.MoveChecker: the live
+	// source) is not told to pass movedFrom, an option it does not know.
+	_, err := decideShape("/ck", rec, &cur, sp, true, sinkSeen{}, map[string]string{"s3_backfill": ""})
+	if errcode.Code(err) != errcode.SourceLocationChanged || strings.Contains(err.Error(), "movedFrom") ||
+		!strings.Contains(err.Error(), "To fix: give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint") {
+		t.Errorf("a source that cannot move: %v", err)
+	}
 }

@@ -24,7 +24,8 @@ type startCheck struct {
 	// seen is what the start read of the sink's output.
 	seen sinkSeen
 	// moved holds the sources whose move the source admitted
-	// (stream.MoveChecker): restart-rule source key -> old location.
+	// (stream.MoveChecker): restart-rule source key -> old location; ""
+	// for a source at a new location that cannot check a move at all.
 	moved map[string]string
 }
 
@@ -140,8 +141,10 @@ func (chk *startCheck) checkTargets(ctx context.Context, q Query, fs vfs.FS, dir
 // that can resume a moved log (stream.MoveChecker) whether the move is
 // admitted. The source only reads its metadata directory and the new
 // location. It returns the admitted moves by restart-rule key, the input of
-// decideShape; a source that was told of a move whose files do not match
-// refuses the start with its own error.
+// decideShape, with "" for a source at a new location that cannot check a
+// move (so the refusal does not suggest telling it of one); a source that
+// was told of a move whose files do not match refuses the start with its
+// own error.
 func checkMoves(ctx context.Context, fs vfs.FS, dir string, rec *shape.Record, q Query, sp *startPlan, evolution bool) (map[string]string, error) {
 	if rec == nil || q.Shape == nil {
 		return nil, nil
@@ -160,7 +163,14 @@ func checkMoves(ctx context.Context, fs vfs.FS, dir string, rec *shape.Record, q
 		k := c.sourceKey(i, cur)
 		o, ok := oldBy[k]
 		mc, can := ns.Source.(stream.MoveChecker)
-		if !ok || !can || o.Provider != cur.Provider || o.Location == cur.Location {
+		if !ok || o.Provider != cur.Provider || o.Location == cur.Location {
+			continue
+		}
+		if !can {
+			if moved == nil {
+				moved = map[string]string{}
+			}
+			moved[k] = ""
 			continue
 		}
 		env := stream.SourceEnv{Name: ns.Name, FS: fs, MetadataDir: checkpoint.Dir{FS: fs, Path: dir}.Join(checkpoint.SourcesDir, sp.Keys[i])}

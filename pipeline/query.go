@@ -12,6 +12,7 @@ import (
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/sources/files"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -33,6 +34,8 @@ type compiled struct {
 	sources []SourceSpec
 	agg     *agg.Operator
 	shape   shape.Shape
+	// in is the schema of the rows read (the first source's declaration).
+	in stream.Schema
 }
 
 // operator is the query's stateful operator, nil without one (a nil
@@ -69,7 +72,7 @@ func (c *compiled) outputSchema() stream.Schema {
 	if c.agg != nil {
 		return c.agg.OutputSchema()
 	}
-	s, in := stream.Schema{}, SourceSchema(c.sources[0])
+	s, in := stream.Schema{}, c.in
 	for _, col := range c.q.Select {
 		t, nullable := stream.String, false
 		if col != stream.ColSource {
@@ -108,6 +111,9 @@ func CompileQuery(cfg Config) (*compiled, error) {
 		return nil, err
 	}
 	c := &compiled{q: qc}
+	if len(qc.Sources) > 0 && qc.Sources[0] < len(o.Schemas) {
+		c.in = o.Schemas[qc.Sources[0]]
+	}
 	for _, i := range qc.Sources {
 		c.sources = append(c.sources, cfg.Sources[i])
 	}
@@ -152,10 +158,16 @@ const FromAll = "blocks"
 // (a source named blocks is read through the view), and the SQL confs.
 func queryOptions(cfg Config) (query.Options, error) {
 	o := query.Options{OutputMode: cfg.OutputMode}
+	tables, err := tableSources(cfg, &o)
+	if err != nil {
+		return o, err
+	}
 	all := query.Relation{Name: FromAll}
 	for i, s := range cfg.Sources {
 		o.Sources = append(o.Sources, s.Name)
-		o.Schemas = append(o.Schemas, SourceSchema(s))
+		if !tables {
+			o.Schemas = append(o.Schemas, SourceSchema(s))
+		}
 		all.Sources = append(all.Sources, i)
 	}
 	o.Relations = []query.Relation{all}
@@ -179,6 +191,59 @@ func queryOptions(cfg Config) (query.Options, error) {
 		*c.off = !on
 	}
 	return o, nil
+}
+
+// tableSources sets o.Schemas from the sources' own declarations
+// (stream.Source.Schema) when every source is a table source (parquet,
+// json, csv, delta) rather than a block source: they must share one schema
+// (a union by name, as Spark's unionByName of same-schema tables). ok
+// reports whether it did.
+func tableSources(cfg Config, o *query.Options) (ok bool, err error) {
+	var schema *stream.Schema
+	for _, spec := range cfg.Sources {
+		switch spec.Format {
+		case files.Parquet, files.JSON, files.CSV, "delta":
+		default:
+			return false, nil
+		}
+	}
+	for _, spec := range cfg.Sources {
+		src, err := newSource(spec, nil, cfg.ArchiveFS, cfg.Conf)
+		if err != nil {
+			return false, err
+		}
+		s := src.Schema()
+		if schema == nil {
+			schema = &s
+			continue
+		}
+		if !sameColumns(*schema, s) {
+			return false, errcode.New(errcode.InvalidArgument, "", "read sources of one schema (the same column names and types)",
+				"--source %s has the schema %s, the first source %s", spec, s, *schema)
+		}
+	}
+	if schema == nil {
+		return false, nil
+	}
+	for range cfg.Sources {
+		o.Schemas = append(o.Schemas, *schema)
+	}
+	return true, nil
+}
+
+// sameColumns reports whether two schemas have the same column names and
+// types, in any order (nullability aside).
+func sameColumns(a, b stream.Schema) bool {
+	if len(a.Fields) != len(b.Fields) {
+		return false
+	}
+	for _, f := range a.Fields {
+		g := b.Field(f.Name)
+		if g == nil || g.Type != f.Type {
+			return false
+		}
+	}
+	return true
 }
 
 func contains(xs []int, x int) bool {

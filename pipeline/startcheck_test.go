@@ -7,9 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/storage/s3test"
 )
 
 // The start's belief table (docs/contracts.md, "What a start believes"):
@@ -226,4 +229,65 @@ func applyEdit(t *testing.T, root string, e beliefEdit) (undo func()) {
 			_ = os.Remove(p)
 		}
 	}
+}
+
+// TestStartBeliefOnS3 is the commit log rows of TestStartBelief with the
+// checkpoint and the table on each S3 server (the embedded endpoint and
+// Versity), where an emptied commits/ is no directory at all: a commit
+// log that lost more than its newest entry is refused before any write
+// (the bucket's keys unchanged), the crash state restarts exact.
+func TestStartBeliefOnS3(t *testing.T) {
+	want := recount(t, mustArchive(t))
+	s3test.Run(t, func(t *testing.T, s s3test.Server) {
+		for _, row := range []struct {
+			name  string
+			del   func(key string) bool
+			crash bool
+		}{
+			{"every commit deleted", func(k string) bool { return strings.Contains(k, "/checkpoint/commits/") }, false},
+			{"every offsets entry and commit deleted", func(k string) bool {
+				return strings.Contains(k, "/checkpoint/commits/") || strings.Contains(k, "/checkpoint/offsets/")
+			}, false},
+			{"newest commit deleted", func(k string) bool { return strings.HasSuffix(k, "/checkpoint/commits/1") }, true},
+		} {
+			t.Run(strings.ReplaceAll(row.name, " ", "_"), func(t *testing.T) {
+				prefix := strings.ReplaceAll(row.name, " ", "-")
+				cfg := s3Config(s.Location(prefix+"/checkpoint"), s.Location(prefix+"/table"), t.TempDir(), archiveURI(t))
+				cfg.MaxBatches = 2
+				if _, err := Run(context.Background(), cfg); err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, k := range s.Keys(t, prefix+"/") {
+					if row.del(k) {
+						if _, err := s.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(k)}); err != nil {
+							t.Fatal(err)
+						}
+						n++
+					}
+				}
+				if n == 0 {
+					t.Fatal("nothing deleted")
+				}
+				before := strings.Join(s.Keys(t, prefix+"/"), "\n")
+				cfg.MaxBatches = 0
+				_, err := Run(context.Background(), cfg)
+				if row.crash {
+					if err != nil {
+						t.Fatalf("restart from a crash state: %v", err)
+					}
+					if d := diffCounts(want, locTableCounts(t, cfg.Table)); d != "" {
+						t.Fatal(d)
+					}
+					return
+				}
+				if !errcode.Is(err, errcode.CheckpointCorrupt) {
+					t.Fatalf("restart: %v, want %s", err, errcode.CheckpointCorrupt)
+				}
+				if after := strings.Join(s.Keys(t, prefix+"/"), "\n"); after != before {
+					t.Fatalf("a refused start changed keys:\n%s\nvs\n%s", before, after)
+				}
+			})
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/streamtest"
+	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
@@ -58,6 +59,11 @@ func outcome(t *testing.T, fs vfs.FS, o Options, wantCk, wantTbl, at string) str
 	case ck == wantCk && tbl == wantTbl && rerr == nil:
 		return "complete"
 	case errcode.Code(rerr) == errcode.CheckpointCopyIncomplete:
+		// state dump reads the state without a snapshot: refused too.
+		_, derr := state.Dump(context.Background(), state.DumpOptions{FS: fs, Checkpoint: o.To, Batch: -1, Format: "csv"}, io.Discard)
+		if errcode.Code(derr) != errcode.CheckpointCopyIncomplete {
+			t.Fatalf("%s: state dump of a refused destination: %v", at, derr)
+		}
 		return "refused"
 	}
 	t.Fatalf("%s: the destination is neither absent, complete nor refused (read: %v):\n%s\n%s", at, rerr, ck, tbl)

@@ -137,6 +137,9 @@ func dumpVersion(o DumpOptions) (string, int64, error) {
 		return "", -1, errcode.New(errcode.CheckpointNotFound, o.Checkpoint, "check --checkpoint: it names the directory a query ran on",
 			"checkpoint directory %s does not exist", o.Checkpoint)
 	}
+	if err := (checkpoint.Dir{FS: o.FS, Path: o.Checkpoint}).CheckCopyComplete(); err != nil {
+		return "", -1, err
+	}
 	dir := o.FS.PathJoin(o.Checkpoint, "state", strconv.Itoa(o.Operator))
 	c, err := LatestCommittedBatch(o.FS, o.Checkpoint)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 )
 
-
 // e2eDays is the archive of the browser test: enough days for a backfill of
 // a few batches, small enough for a CI run of seconds.
 const e2eDays = 12

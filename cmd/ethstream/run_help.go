@@ -96,6 +96,19 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
   max_blocks_per_trigger, max_batch_size, max_retries, reorg_depth, max_response_size. An
   unknown key is an error.
 
+  parquet:|json:|csv:LOCATION?KEY=VALUE&...   a directory of files of any schema (Spark's
+                              readStream.format), LOCATION file:///ABS/PATH or s3://BUCKET/PREFIX
+                              (the S3 keys above); key=value directories are partition columns
+    schema=DDL                the schema, URL-encoded: order_id STRING, amount DOUBLE, ...
+                              (required unless spark.sql.streaming.schemaInference=true)
+    maxFilesPerTrigger, maxBytesPerTrigger, latestFirst, maxFileAge, pathGlobFilter,
+    recursiveFileLookup, parallelism; json, csv: mode, columnNameOfCorruptRecord,
+    timestampFormat; csv: header, sep, quote, escape, nullValue, inferSchema
+  delta:LOCATION?KEY=VALUE&...  a Delta table (Delta's streaming source and offsets)
+    maxFilesPerTrigger (default 1000), maxBytesPerTrigger, startingVersion=N|latest,
+    startingTimestamp, ignoreDeletes, ignoreChanges, skipChangeCommits, parallelism
+  Options and Spark's behaviour for these: docs/contracts.md, Configuration.
+
 CONF  --conf KEY=VALUE, repeatable (Spark's names and meanings)
 
   spark.sql.streaming.queryEvolution.enableSourceEvolution=true|false

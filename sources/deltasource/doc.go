@@ -56,8 +56,10 @@
 // pqcol (the projected top-level columns); partition columns come from
 // the add action's partitionValues. Column types: long, integer, short,
 // byte as int64; float, double as float64; string; timestamp and
-// timestamp_ntz as timestamp. Boolean, date, decimal, binary and nested
-// columns are refused (UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE) until the
-// engine has those column types. Files are read whole, Parallelism at a
+// timestamp_ntz as timestamp; a struct of those as one column per field,
+// named by its path (the Delta sink's window<start, end> reads as
+// window.start and window.end). Boolean, date, decimal, binary, arrays,
+// maps and deeper nesting are refused (UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE)
+// until the engine has those column types. Files are read whole, Parallelism at a
 // time, in stream order.
 package deltasource

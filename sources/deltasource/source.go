@@ -59,9 +59,9 @@ type Source struct {
 
 // column is one column of the table's schema.
 type column struct {
-	name      string
+	name      string // a top-level column, or parent.field for a struct's field
 	typ       stream.Type
-	primitive string // Delta's type name
+	nullable  bool
 	partition bool
 }
 
@@ -138,8 +138,7 @@ func (s *Source) Schema() stream.Schema {
 	}
 	out := stream.Schema{Fields: make([]stream.Field, len(s.cols))}
 	for i, c := range s.cols {
-		f, _ := s.schema.Field(c.name)
-		out.Fields[i] = stream.Field{Name: c.name, Type: c.typ, Nullable: f.Nullable}
+		out.Fields[i] = stream.Field{Name: c.name, Type: c.typ, Nullable: c.nullable}
 	}
 	return out
 }
@@ -162,14 +161,29 @@ func (s *Source) resolve(ctx context.Context) error {
 	for _, p := range snap.Metadata.PartitionColumns {
 		parts[strings.ToLower(p)] = true
 	}
+	unsupported := func(name string, t delta.DataType) error {
+		return errcode.New("UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE", s.root,
+			"read a table whose columns are strings, integers, floating point numbers, timestamps or structs of them (boolean, date, decimal, binary, arrays, maps and deeper nesting wait for the engine's new column types)",
+			"the delta source does not support the column `%s` of the type %s", name, strings.ToUpper(typeName(t)))
+	}
 	for _, f := range snap.Schema.Fields {
+		// A struct of primitives (the sink's window<start, end>) reads as
+		// one column per field, named by its path as Spark SQL names it.
+		if f.Type.Struct != nil && !parts[strings.ToLower(f.Name)] {
+			for _, sub := range f.Type.Struct.Fields {
+				t, ok := streamType(sub.Type)
+				if !ok {
+					return unsupported(f.Name+"."+sub.Name, sub.Type)
+				}
+				s.cols = append(s.cols, column{name: f.Name + "." + sub.Name, typ: t, nullable: f.Nullable || sub.Nullable})
+			}
+			continue
+		}
 		t, ok := streamType(f.Type)
 		if !ok {
-			return errcode.New("UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE", s.root,
-				"read a table whose columns are strings, integers, floating point numbers or timestamps (boolean, date, decimal, binary and nested columns wait for the engine's new column types)",
-				"the delta source does not support the column `%s` of the type %s", f.Name, strings.ToUpper(typeName(f.Type)))
+			return unsupported(f.Name, f.Type)
 		}
-		s.cols = append(s.cols, column{name: f.Name, typ: t, primitive: f.Type.Primitive, partition: parts[strings.ToLower(f.Name)]})
+		s.cols = append(s.cols, column{name: f.Name, typ: t, nullable: f.Nullable, partition: parts[strings.ToLower(f.Name)]})
 	}
 	latest := snap.Version
 	switch sv := s.opts.StartingVersion; {

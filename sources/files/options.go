@@ -101,7 +101,7 @@ type Options struct {
 	FS vfs.FS
 }
 
-const uriRemedy = "use FORMAT:file:///ABS/PATH?key=value or FORMAT:s3://BUCKET/PREFIX?key=value (docs/contracts.md, File sources)"
+const uriRemedy = "use FORMAT:file:///ABS/PATH?key=value or FORMAT:s3://BUCKET/PREFIX?key=value (docs/contracts.md, Configuration)"
 
 func badOption(format, key, v, want string) error {
 	return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("pass %s=<%s>", key, want), "%s source option %s=%q: want %s", format, key, v, want)

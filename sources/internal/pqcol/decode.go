@@ -36,29 +36,30 @@ var ErrTypeMismatch = errors.New("parquet column type does not match the schema"
 var ErrUnsupported = errors.New("unsupported parquet column")
 
 // Decode reads cols from the Parquet file r of size bytes: one batch per
-// row group holding cols in order. A column the file lacks is all nulls
+// row group holding cols in order. A column is a top-level leaf or a
+// dotted path to a leaf inside structs (window.start: null where the leaf
+// or any struct above it is null). A column the file lacks is all nulls
 // (Spark reads a missing column as null).
 func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 	f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
-	leaves := f.Schema().Fields()
 	idx := make([]int, len(cols)) // column chunk index, -1: missing
+	nodes := make([]parquet.Node, len(cols))
 	for i, c := range cols {
 		idx[i] = -1
-		for j, l := range leaves {
-			if strings.EqualFold(l.Name(), c.Name) {
-				if !l.Leaf() || l.Repeated() {
-					return nil, fmt.Errorf("column %s: %w (nested or repeated)", l.Name(), ErrUnsupported)
-				}
-				idx[i] = leafIndex(leaves, j)
-				if err := compatible(l, c.Type); err != nil {
-					return nil, fmt.Errorf("column %s: %w", l.Name(), err)
-				}
-				break
-			}
+		leaf, k, err := findLeaf(f.Schema(), c.Name)
+		if err != nil {
+			return nil, err
 		}
+		if leaf == nil {
+			continue
+		}
+		if err := compatible(leaf, c.Type); err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		idx[i], nodes[i] = k, leaf
 	}
 	var out []*stream.Batch
 	for _, rg := range f.RowGroups() {
@@ -69,7 +70,7 @@ func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 			col := newColumn(c, n)
 			if idx[i] < 0 {
 				col.Valid = make([]bool, n)
-			} else if err := readChunk(chunks[idx[i]], leaves[fieldOf(leaves, idx[i])], &col, n); err != nil {
+			} else if err := readChunk(chunks[idx[i]], nodes[i], &col, n); err != nil {
 				return nil, fmt.Errorf("column %s: %w", c.Name, err)
 			}
 			b.Columns[i] = col
@@ -79,15 +80,46 @@ func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 	return out, nil
 }
 
-// leafIndex is the column chunk index of top-level field j: every field
-// before it is a leaf (nested fields are refused before they are read, but
-// a nested field before j would shift the index by its leaves).
-func leafIndex(fields []parquet.Field, j int) int {
-	n := 0
-	for _, f := range fields[:j] {
-		n += countLeaves(f)
+// findLeaf resolves name (a top-level column, or a dotted path into
+// structs: window.start) to its leaf node and column chunk index, matching
+// each part case-insensitively; nil when the file lacks it. A repeated
+// field on the way, or a group at the end, is ErrUnsupported.
+func findLeaf(root parquet.Node, name string) (parquet.Node, int, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 1 && fieldByName(root, name) != nil {
+		parts = []string{name} // a top-level column whose name holds a dot
 	}
-	return n
+	node, k := root, 0
+	for _, part := range parts {
+		var next parquet.Node
+		for _, f := range node.Fields() {
+			if next == nil && strings.EqualFold(f.Name(), part) {
+				next = f
+				break
+			}
+			k += countLeaves(f)
+		}
+		if next == nil {
+			return nil, 0, nil
+		}
+		if next.Repeated() {
+			return nil, 0, fmt.Errorf("column %s: %w (repeated)", name, ErrUnsupported)
+		}
+		node = next
+	}
+	if !node.Leaf() {
+		return nil, 0, fmt.Errorf("column %s: %w (a group: read its fields, e.g. %s.<field>)", name, ErrUnsupported, name)
+	}
+	return node, k, nil
+}
+
+func fieldByName(n parquet.Node, name string) parquet.Node {
+	for _, f := range n.Fields() {
+		if strings.EqualFold(f.Name(), name) {
+			return f
+		}
+	}
+	return nil
 }
 
 func countLeaves(n parquet.Node) int {
@@ -99,18 +131,6 @@ func countLeaves(n parquet.Node) int {
 		c += countLeaves(f)
 	}
 	return c
-}
-
-// fieldOf is the top-level field whose leaf is chunk index k (a leaf).
-func fieldOf(fields []parquet.Field, k int) int {
-	n := 0
-	for j, f := range fields {
-		if n == k {
-			return j
-		}
-		n += countLeaves(f)
-	}
-	panic(fmt.Sprintf("pqcol: no top-level leaf at chunk %d", k))
 }
 
 func newColumn(c Column, n int) stream.Column {

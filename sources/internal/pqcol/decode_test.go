@@ -125,3 +125,45 @@ func TestDecodeRefusals(t *testing.T) {
 		t.Fatalf("schema: %v", err)
 	}
 }
+
+type window struct {
+	Start time.Time `parquet:"start,timestamp(microsecond)"`
+	End   time.Time `parquet:"end,timestamp(microsecond)"`
+}
+
+type nestedRow struct {
+	Window *window `parquet:"window,optional"`
+	Miner  string  `parquet:"miner"`
+	Count  int64   `parquet:"count"`
+}
+
+// TestDecodeStructFields reads the leaves of a struct column by dotted
+// path (the Delta sink's window<start, end>), null where the struct is.
+func TestDecodeStructFields(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rows := []nestedRow{{Window: &window{t0, t0.Add(time.Hour)}, Miner: "a", Count: 3}, {Miner: "b", Count: 4},
+		{Window: &window{t0.Add(time.Hour), t0.Add(2 * time.Hour)}, Miner: "c", Count: 5}}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[nestedRow](&buf)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	bs, err := Decode(bytes.NewReader(data), int64(len(data)), []Column{{"count", stream.Int64}, {"Window.End", stream.Timestamp}, {"miner", stream.String}, {"window.start", stream.Timestamp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bs[0]
+	for i, x := range rows {
+		if b.Columns[0].Int64s[i] != x.Count || b.Columns[2].Strings[i] != x.Miner || b.Columns[1].IsNull(i) != (x.Window == nil) ||
+			(x.Window != nil && (b.Columns[1].Int64s[i] != x.Window.End.UnixMicro() || b.Columns[3].Int64s[i] != x.Window.Start.UnixMicro())) {
+			t.Fatalf("row %d: %+v", i, b.Columns)
+		}
+	}
+	if _, err := Decode(bytes.NewReader(data), int64(len(data)), []Column{{"window", stream.Timestamp}}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("a group: %v", err)
+	}
+}
