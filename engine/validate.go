@@ -242,7 +242,7 @@ func checkRepartition(o Options, op any, n int) (alreadyAt *RepartitionResult, e
 	if err != nil {
 		return nil, err
 	}
-	ops, err := stateOperators(d)
+	ops, err := stateOperators(d, snap)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/sources/files"
@@ -33,7 +34,10 @@ type compiled struct {
 	q       *query.Compiled
 	sources []SourceSpec
 	agg     *agg.Operator
-	shape   shape.Shape
+	// op is the operator the engine runs: agg, inside filter.Operator when
+	// the query derives columns or has a post-aggregation stage.
+	op    stream.Operator
+	shape shape.Shape
 	// in is the schema of the rows read (the first source's declaration).
 	in stream.Schema
 }
@@ -44,7 +48,7 @@ func (c *compiled) operator() stream.Operator {
 	if c.agg == nil {
 		return nil
 	}
-	return c.agg
+	return c.op
 }
 
 // apply sets q's read path and operator: the columns read, the watermark,
@@ -70,6 +74,9 @@ func (c *compiled) apply(q *engine.Query) {
 // outputSchema is the schema of the rows the sink receives.
 func (c *compiled) outputSchema() stream.Schema {
 	if c.agg != nil {
+		if c.q.Post != nil {
+			return c.q.Post.Schema(c.agg.OutputSchema())
+		}
 		return c.agg.OutputSchema()
 	}
 	s, in := stream.Schema{}, c.in
@@ -131,6 +138,7 @@ func CompileQuery(cfg Config) (*compiled, error) {
 		if c.agg, err = agg.New(qc.Spec); err != nil {
 			return nil, err
 		}
+		c.op = c.wrap(c.agg)
 	}
 	c.shape = c.buildShape(cfg)
 	return c, nil
@@ -146,6 +154,16 @@ func SourceSchema(spec SourceSpec) stream.Schema {
 		return ethblock.StreamSchema()
 	}
 	return stream.Schema{}
+}
+
+// wrap puts the query's derived columns and post-aggregation stage around
+// the aggregation, when it has them; its WHERE runs in the engine's read
+// path (engine.Query.Where), not here.
+func (c *compiled) wrap(a *agg.Operator) stream.Operator {
+	if len(c.q.Derived) == 0 && c.q.Post == nil {
+		return a
+	}
+	return &filter.Operator{Derive: c.q.Derived, Post: c.q.Post, Inner: a}
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -337,7 +355,13 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if err != nil || rec == nil || rec.Shape.StateSchema == q.Shape.StateSchema {
 		return nil
 	}
-	inner, _ := q.Operator.(*agg.Operator)
+	var inner *agg.Operator
+	switch op := q.Operator.(type) {
+	case *agg.Operator:
+		inner = op
+	case *filter.Operator:
+		inner, _ = op.Inner.(*agg.Operator)
+	}
 	if inner == nil {
 		return nil
 	}
@@ -352,8 +376,9 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if c.agg, err = agg.New(spec); err != nil {
 		return err
 	}
+	c.op = c.wrap(c.agg)
 	c.shape = c.buildShape(cfg)
-	q.Operator, q.Shape = c.agg, &c.shape
+	q.Operator, q.Shape = c.op, &c.shape
 	return nil
 }
 
@@ -369,7 +394,7 @@ func (c *compiled) withRetractions(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	c.agg = a
+	c.agg, c.op = a, c.wrap(a)
 	c.shape = c.buildShape(cfg)
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/sink/delta"
@@ -369,7 +369,7 @@ func TestRealTimeUnderWhereWakesOnNotification(t *testing.T) {
 	m := testManifest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 5, Addr: "127.0.0.1:0", Manual: true})
+	n, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 5, Addr: "127.0.0.1:0", Manual: true})
 	if err != nil {
 		t.Fatal(err)
 	}

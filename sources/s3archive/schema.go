@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -126,12 +127,10 @@ func checkFileSchema(ctx context.Context, st store, uri string, size int64, cols
 	if err != nil {
 		return err
 	}
-	for _, c := range cols {
-		if _, err := newColDecoder(f, c, nil); err != nil {
-			e := unreadable(err, uri, "the file does not hold the source's columns (%s)", schemaOf(cols))
-			e.Remedy = "point the source at files of its schema (for --source NAME=s3archive:URI, the blocks table's)"
-			return e
-		}
+	if _, err := columnar.Open(f, fieldsOf(cols), map[string]string{}); err != nil {
+		e := unreadable(err, uri, "the file does not hold the source's columns (%s)", schemaOf(cols))
+		e.Remedy = "point the source at files of its schema (for --source NAME=s3archive:URI, the blocks table's)"
+		return e
 	}
 	return nil
 }

@@ -1,0 +1,213 @@
+package filter
+
+import (
+	"context"
+
+	"github.com/ethstream/ethstream/expr"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Operator runs a predicate before the stateful operator it wraps: Process
+// hands Inner only the rows the predicate keeps (a chunk left empty is not
+// handed on), with the Derive columns computed over them and appended;
+// every other call goes to Inner unchanged. It implements
+// stream.SchemaOperator and stream.ProgressReporter when Inner does.
+type Operator struct {
+	Pred *Predicate // nil keeps every row
+	// Derive are the columns computed before Inner sees the rows (the
+	// expressions a query groups by or aggregates), in order; an error
+	// (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO, ...) fails the batch before
+	// Inner sees any of it.
+	Derive []Derived
+	// Post is the stage after the aggregation, nil without one.
+	Post  *Post
+	Inner stream.Operator
+	buf   stream.Batch
+	last  stream.OperatorProgress // Inner's progress from Finish
+}
+
+var (
+	_ stream.Operator           = (*Operator)(nil)
+	_ stream.SchemaOperator     = (*Operator)(nil)
+	_ stream.ProgressReporter   = (*Operator)(nil)
+	_ stream.CommitPreparer     = (*Operator)(nil)
+	_ stream.WatermarkLookahead = (*Operator)(nil)
+	_ stream.PartitionLimiter   = (*Operator)(nil)
+)
+
+// Open opens Inner.
+func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
+	return o.Inner.Open(ctx, env)
+}
+
+// Process filters in, then hands what is left to Inner.
+func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *stream.Batch) error {
+	if in == nil || in.Len == 0 {
+		return o.Inner.Process(ctx, batchID, watermarkMs, in)
+	}
+	out := in
+	if o.Pred != nil {
+		keep, err := o.Pred.Keep(in)
+		if err != nil {
+			return err
+		}
+		out = o.compact(in, keep)
+	}
+	if out.Len == 0 {
+		// Inner still learns that the batch started.
+		return o.Inner.Process(ctx, batchID, watermarkMs, &stream.Batch{})
+	}
+	if len(o.Derive) > 0 {
+		d := &stream.Batch{Len: out.Len, Signs: out.Signs, Columns: append(make([]stream.Column, 0, len(out.Columns)+len(o.Derive)), out.Columns...)}
+		for _, dv := range o.Derive {
+			c, err := dv.Expr.Eval(out, dv.Name)
+			if err != nil {
+				return err
+			}
+			d.Columns = append(d.Columns, c)
+		}
+		out = d
+	}
+	return o.Inner.Process(ctx, batchID, watermarkMs, out)
+}
+
+// Derived is a column computed from the input rows.
+type Derived struct {
+	Name string
+	Expr *expr.Compiled
+}
+
+// compact returns the kept rows of in (in itself when all are kept). The
+// returned batch reuses the operator's buffers until the next call.
+func (o *Operator) compact(in *stream.Batch, keep []bool) *stream.Batch {
+	n := 0
+	for _, k := range keep {
+		if k {
+			n++
+		}
+	}
+	if n == in.Len {
+		return in
+	}
+	b := &o.buf
+	b.Len = n
+	if cap(b.Columns) < len(in.Columns) {
+		b.Columns = make([]stream.Column, len(in.Columns))
+	}
+	b.Columns = b.Columns[:len(in.Columns)]
+	for ci := range in.Columns {
+		src, dst := &in.Columns[ci], &b.Columns[ci]
+		dst.Name, dst.Type = src.Name, src.Type
+		dst.Int64s, dst.Float64s, dst.Strings = dst.Int64s[:0], dst.Float64s[:0], dst.Strings[:0]
+		dst.Valid = nil
+		if src.Valid != nil {
+			dst.Valid = make([]bool, 0, n)
+		}
+		for r, k := range keep {
+			if !k {
+				continue
+			}
+			switch src.Type {
+			case stream.Float64:
+				dst.Float64s = append(dst.Float64s, src.Float64s[r])
+			case stream.String:
+				dst.Strings = append(dst.Strings, src.Strings[r])
+			default:
+				dst.Int64s = append(dst.Int64s, src.Int64s[r])
+			}
+			if src.Valid != nil {
+				dst.Valid = append(dst.Valid, src.Valid[r])
+			}
+		}
+	}
+	b.Signs = nil
+	if in.Signs != nil {
+		b.Signs = make([]int8, 0, n)
+		for r, k := range keep {
+			if k {
+				b.Signs = append(b.Signs, in.Signs[r])
+			}
+		}
+	}
+	return b
+}
+
+// Finish finishes Inner's batch.
+func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*stream.Batch, stream.OperatorProgress, error) {
+	// Drop references to the last chunk's strings.
+	for i := range o.buf.Columns {
+		clear(o.buf.Columns[i].Strings)
+	}
+	out, prog, err := o.Inner.Finish(ctx, batchID, watermarkMs)
+	o.last = prog
+	if err != nil || o.Post == nil || out == nil {
+		return out, prog, err
+	}
+	out, err = o.Post.apply(out)
+	return out, prog, err
+}
+
+// Commit commits Inner.
+func (o *Operator) Commit(ctx context.Context, batchID int64) error {
+	return o.Inner.Commit(ctx, batchID)
+}
+
+// Abort aborts Inner.
+func (o *Operator) Abort() { o.Inner.Abort() }
+
+// NeedsNoDataBatch asks Inner.
+func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
+	return o.Inner.NeedsNoDataBatch(watermarkMs)
+}
+
+// Repartition repartitions Inner's state.
+func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
+	return o.Inner.Repartition(ctx, base, batchID, n)
+}
+
+// Close closes Inner.
+func (o *Operator) Close() error { return o.Inner.Close() }
+
+// OutputSchema is Inner's, if it declares one, changed by Post.
+func (o *Operator) OutputSchema() stream.Schema {
+	if so, ok := o.Inner.(stream.SchemaOperator); ok {
+		if o.Post != nil {
+			return o.Post.Schema(so.OutputSchema())
+		}
+		return so.OutputSchema()
+	}
+	return stream.Schema{}
+}
+
+// Progress is Inner's, if it reports one after Commit, else what its
+// Finish reported.
+func (o *Operator) Progress() stream.OperatorProgress {
+	if pr, ok := o.Inner.(stream.ProgressReporter); ok {
+		return pr.Progress()
+	}
+	return o.last
+}
+
+// PrepareCommit is Inner's; without it nothing is prepared and Commit does
+// all the work, as it would unwrapped.
+func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
+	if cp, ok := o.Inner.(stream.CommitPreparer); ok {
+		return cp.PrepareCommit(ctx, batchID)
+	}
+	return nil
+}
+
+// NextWatermark tells Inner the next batch's watermark, if it uses it.
+func (o *Operator) NextWatermark(batchID, nextWatermarkMs int64) {
+	if wl, ok := o.Inner.(stream.WatermarkLookahead); ok {
+		wl.NextWatermark(batchID, nextWatermarkMs)
+	}
+}
+
+// CheckPartitions is Inner's limit, if it has one.
+func (o *Operator) CheckPartitions(from, to int) error {
+	if pl, ok := o.Inner.(stream.PartitionLimiter); ok {
+		return pl.CheckPartitions(from, to)
+	}
+	return nil
+}
