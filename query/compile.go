@@ -425,11 +425,12 @@ func (r *resolver) stateless() bool {
 		return false
 	}
 	for _, it := range r.sel.Items {
-		if it.Agg != "" || it.Window != nil {
+		// Only plain columns: an expression may hold an aggregate.
+		if it.Agg != "" || it.Window != nil || it.Expr != nil || it.Col == "" {
 			return false
 		}
 	}
-	return true
+	return r.sel.Having == nil
 }
 
 // selectRows resolves the SELECT list of a query with no stateful
