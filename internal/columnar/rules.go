@@ -10,8 +10,9 @@ import (
 )
 
 // The one table of how a Parquet leaf's values become the engine's values,
-// used by every reader of Parquet (the archive source, the Delta table's
-// data files and its row-wise reader, the demo's recount):
+// used by every reader of Parquet (the archive source, the file and Delta
+// table sources, the Delta table's data files and its row-wise reader, the
+// demo's recount):
 //
 //	physical  annotation                                   engine value
 //	INT64     TIMESTAMP(MILLIS, any isAdjustedToUTC)       µs = x * 1,000
