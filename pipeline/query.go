@@ -163,7 +163,7 @@ func (c *compiled) wrap(a *agg.Operator) stream.Operator {
 	if len(c.q.Derived) == 0 && c.q.Post == nil {
 		return a
 	}
-	return &filter.Operator{Derive: c.q.Derived, Post: c.q.Post, Inner: a}
+	return filter.Wrap(&filter.Operator{Derive: c.q.Derived, Post: c.q.Post, Inner: a})
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -356,11 +356,10 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 		return nil
 	}
 	var inner *agg.Operator
-	switch op := q.Operator.(type) {
-	case *agg.Operator:
+	if op, ok := q.Operator.(*agg.Operator); ok {
 		inner = op
-	case *filter.Operator:
-		inner, _ = op.Inner.(*agg.Operator)
+	} else if f, ok := filter.Unwrap(q.Operator); ok {
+		inner, _ = f.Inner.(*agg.Operator)
 	}
 	if inner == nil {
 		return nil

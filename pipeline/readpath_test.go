@@ -106,10 +106,20 @@ func TestWhereLosesNoCapability(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, where := range []string{"", " WHERE number >= 0", " WHERE number >= 0 AND block_ts > '2020-01-01'"} {
+		// The last two queries put filter.Operator around the aggregation
+		// (a derived aggregate input; a HAVING stage): it too must keep
+		// every capability of the aggregation and gain none.
+		for _, where := range []string{"", " WHERE number >= 0", " WHERE number >= 0 AND block_ts > '2020-01-01'", "derive", "having"} {
+			sel, tail := "count(*) AS count", ""
+			switch where {
+			case "derive":
+				sel, where = "sum(gas_used * 2) AS g", ""
+			case "having":
+				where, tail = "", " HAVING count(*) > 1"
+			}
 			cfg := Config{Sources: []SourceSpec{spec}, WithWatermark: ReferenceWatermark, Table: t.TempDir(),
-				Query: "SELECT window(block_ts, '5 minutes') AS window, miner, count(*) AS count FROM " + spec.Name + where +
-					" GROUP BY window(block_ts, '5 minutes'), miner"}
+				Query: "SELECT window(block_ts, '5 minutes') AS window, miner, " + sel + " FROM " + spec.Name + where +
+					" GROUP BY window(block_ts, '5 minutes'), miner" + tail}
 			q, _, err := Build(cfg)
 			if err != nil {
 				t.Fatal(err)
