@@ -211,3 +211,53 @@ func (o *Operator) CheckPartitions(from, to int) error {
 	}
 	return nil
 }
+
+// Wrap returns o as the engine should see it: o itself, or o joined with
+// the optional interfaces only Inner can answer (stream.StateRecorder, the
+// committed state's record; stream.Checker, the operator's probe), exactly
+// those Inner implements. A wrapper that dropped StateRecorder let a start
+// accept a tampered commits/N (the WHERE defect of issue 38, again for a
+// query with derived columns); one that gained it would answer for state
+// its Inner never records.
+func Wrap(o *Operator) stream.Operator {
+	sr, isSR := o.Inner.(stream.StateRecorder)
+	ck, isCK := o.Inner.(stream.Checker)
+	switch {
+	case isSR && isCK:
+		return &recordingChecked{o, sr, ck}
+	case isSR:
+		return &recording{o, sr}
+	case isCK:
+		return &checked{o, ck}
+	}
+	return o
+}
+
+// Unwrap returns the *Operator op is, or that Wrap joined into op.
+func Unwrap(op stream.Operator) (*Operator, bool) {
+	switch w := op.(type) {
+	case *Operator:
+		return w, true
+	case interface{ filterOperator() *Operator }:
+		return w.filterOperator(), true
+	}
+	return nil, false
+}
+
+func (o *Operator) filterOperator() *Operator { return o }
+
+type recording struct {
+	*Operator
+	stream.StateRecorder
+}
+
+type checked struct {
+	*Operator
+	stream.Checker
+}
+
+type recordingChecked struct {
+	*Operator
+	stream.StateRecorder
+	stream.Checker
+}

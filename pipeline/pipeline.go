@@ -348,10 +348,12 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.Read(ns.Name, ns.Source)
 	}
 	fq.Columns(c.q.Columns...)
-	if col, delay, ok := c.agg.Spec().Watermark(); ok {
+	if col, delay, ok := c.q.Spec.Watermark(); ok {
 		fq.WithWatermark(col, delay)
 	}
-	fq.Operator(c.op)
+	if c.agg != nil {
+		fq.Operator(c.agg)
+	}
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
@@ -360,7 +362,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
-		sink, err := newFileSink(spec, c.agg.Spec().Mode.String(), fs, cfg.Conf)
+		sink, err := newFileSink(spec, c.q.Spec.Mode.String(), fs, cfg.Conf)
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
@@ -378,6 +380,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if err != nil {
 		return q, engine.Options{}, err
 	}
+	// The read path (the WHERE, its pushed-down part, the columns a query
+	// without an aggregation selects) is the engine's, not a stage.
+	c.apply(&q)
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
@@ -424,7 +429,6 @@ func (c *compiled) buildSources(cfg Config, logger *slog.Logger) ([]engine.Named
 			break
 		}
 	}
-	c.wrapSources(out)
 	return out, nil
 }
 
