@@ -192,8 +192,8 @@ func TestPlainSelectToFileSink(t *testing.T) {
 			URI: "file://" + filepath.ToSlash(dir) + "?maxFilesPerTrigger=1&schema=" +
 				url.QueryEscape("order_id STRING, customer STRING, amount DOUBLE, event_time TIMESTAMP")}},
 		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: slog.New(slog.DiscardHandler),
-		Conf:    map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
-		Query:   "SELECT order_id, customer, amount FROM orders", OutputMode: "append"}
+		Conf:  map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
+		Query: "SELECT order_id, customer, amount FROM orders", OutputMode: "append"}
 	read := func() []string {
 		c, err := files.ReadLog(vfs.Default, out)
 		if err != nil {
