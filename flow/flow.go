@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/dedup"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/filter"
@@ -34,6 +35,9 @@ type Query struct {
 	input   []string
 	filters []string
 	custom  bool
+	// dedups counts the deduplications in the plan: the query shape has
+	// no kind for them yet, so such a query records no derived shape.
+	dedups  int
 	shape   *shape.Shape
 	noShape bool
 	err     error
@@ -107,7 +111,7 @@ func union(a, b stream.Schema) (stream.Schema, error) {
 // operator of the plan: the first drops late rows and closes windows by it,
 // and each later one closes its windows by it too (operators.go in engine).
 func (q *Query) WithWatermark(column string, delay time.Duration) *Query {
-	if len(q.ops) > 0 || q.custom {
+	if len(q.ops) > 0 || q.custom || q.dedups > 0 {
 		return q.fail(invalid("withWatermark after a stateful operator: define it on the sources' rows"))
 	}
 	if q.known {
@@ -231,6 +235,39 @@ func (q *Query) Aggregate(a Aggregation) *Query {
 	return q
 }
 
+// DropDuplicates appends a deduplication, Spark's dropDuplicates(cols): the
+// next operator id, state in <checkpoint>/state/<id>. It emits each row
+// whose cols (every column if none) were not seen before, and drops the
+// others (package dedup). With a watermark, late rows are dropped, and the
+// state of a key whose cols include the event-time column is evicted once
+// the watermark passes it; without, the state grows with every new key.
+func (q *Query) DropDuplicates(cols ...string) *Query { return q.dedup(cols, false) }
+
+// DropDuplicatesWithinWatermark appends Spark's
+// dropDuplicatesWithinWatermark(cols): as DropDuplicates, but a key is
+// kept until the watermark passes its first row's event time plus the
+// watermark's delay, whether or not cols include the event time. It needs
+// WithWatermark before it.
+func (q *Query) DropDuplicatesWithinWatermark(cols ...string) *Query { return q.dedup(cols, true) }
+
+func (q *Query) dedup(cols []string, within bool) *Query {
+	if !q.known {
+		return q.fail(invalid("dropDuplicates: the rows' schema is unknown here (an operator declares none)"))
+	}
+	spec := dedup.Spec{Columns: cols, Input: q.schema, WithinWatermark: within}
+	if wm := q.q.Watermark; wm != nil && q.schema.Field(wm.Column) != nil {
+		spec.WatermarkColumn, spec.WatermarkDelay = wm.Column, wm.Delay
+	}
+	op, err := dedup.New(spec)
+	if err != nil {
+		return q.fail(err)
+	}
+	q.dedups++
+	q.input = nil
+	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
+	return q
+}
+
 // Operator appends a stateful operator built elsewhere (the SQL
 // compiler's), with the next operator id. Its rows' schema is the one it
 // declares (stream.SchemaOperator), else unknown; its shape is unknown to
@@ -321,7 +358,7 @@ func (q *Query) Build() (engine.Query, error) {
 	case q.shape != nil:
 		s := *q.shape
 		eq.Shape = &s
-	case q.noShape || q.custom || eq.Sink == nil:
+	case q.noShape || q.custom || q.dedups > 0 || eq.Sink == nil:
 	default:
 		eq.Shape = q.derivedShape()
 	}
