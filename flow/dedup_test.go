@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/dedup"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/flow"
@@ -280,4 +281,78 @@ func TestDedupEvictionBoundary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDedupCrashLoop crashes dropDuplicatesWithinWatermark at every write
+// of its checkpoint (keeping none of the unsynced data) during a run over
+// half the feed, then restarts it on the whole feed, every other time with
+// another partition count: the rows emitted equal the oracle's for the
+// batches the checkpoint's offset log holds, for every crash point.
+func TestDedupCrashLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run per write")
+	}
+	var trades []Trade
+	rng := rand.New(rand.NewPCG(41, 41))
+	now := at("00:00")
+	for range 60 {
+		now = now.Add(time.Duration(rng.IntN(4)) * 10 * time.Second)
+		ts := now.Add(-time.Duration(rng.IntN(18)) * 10 * time.Second)
+		trades = append(trades, Trade{ts.UTC(), []string{"ETH", "BTC"}[rng.IntN(2)], float64(1 + rng.IntN(4))})
+	}
+	half := len(trades) / 2
+	query := func(feed *Feed, sink *tradeSink, parts string) *flow.Query {
+		return flow.New("dedup").Read("feed", feed).WithWatermark("at", dedupDelay).DropDuplicatesWithinWatermark("pair", "price").
+			WriteTo(sink).Trigger(engine.Trigger{Kind: engine.AvailableNow}).
+			Conf("spark.sql.streaming.queryEvolution.enableSourceEvolution", "true").
+			Conf("spark.sql.streaming.noDataMicroBatches.enabled", "false").
+			Conf("spark.sql.streaming.stateStore.partitions", parts)
+	}
+	expect := func(splits ...[]Trade) []Trade {
+		oracle := withinWatermark()
+		var want []Trade
+		var maxUs int64
+		for _, b := range splits {
+			out, _, _ := oracle(b, max(0, maxUs-dedupDelay.Microseconds()))
+			want = append(want, out...)
+			for _, tr := range b {
+				maxUs = max(maxUs, tr.At.UnixMicro())
+			}
+		}
+		return want
+	}
+	crashes := 0
+	for i := 0; ; i++ {
+		mem := vfs.NewCrashableMem()
+		inj := &faultAt{i: i}
+		feed, sink := &Feed{}, &tradeSink{applied: -1}
+		feed.Publish(trades[:half]...)
+		opts := engine.Options{CheckpointDir: "/checkpoint", LocalDir: t.TempDir(), FS: errorfs.Wrap(mem, inj)}
+		_, err := query(feed, sink, "2").Run(t.Context(), opts)
+		if !inj.hit {
+			if err != nil {
+				t.Fatalf("write %d: no crash, the run failed: %v", i, err)
+			}
+			break
+		}
+		crashes++
+		opts.FS = mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+		// Batch 0 read half the feed if its offsets survived the crash;
+		// otherwise the restart's batch 0 reads it all.
+		want := expect(trades)
+		if _, err := opts.FS.Stat("/checkpoint/offsets/0"); err == nil {
+			want = expect(trades[:half], trades[half:])
+		}
+		feed.Publish(trades[half:]...)
+		if _, err := query(feed, sink, []string{"2", "3"}[i%2]).Run(t.Context(), opts); err != nil {
+			t.Fatalf("crash at write %d (%s): the restart failed: %v", i, inj.hitOp, err)
+		}
+		if !slices.Equal(sink.rows, want) {
+			t.Fatalf("crash at write %d (%s): emitted %v, the oracle %v", i, inj.hitOp, sink.rows, want)
+		}
+	}
+	if crashes < 20 {
+		t.Fatalf("only %d crash points: the loop proves little", crashes)
+	}
+	t.Logf("%d crash points", crashes)
 }
