@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/dedup"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
@@ -355,4 +356,39 @@ func TestDedupCrashLoop(t *testing.T) {
 		t.Fatalf("only %d crash points: the loop proves little", crashes)
 	}
 	t.Logf("%d crash points", crashes)
+}
+
+// TestDedupColumnsChangedRefused: a restart with other deduplication
+// columns fails the state schema check, as Spark's, before anything is
+// written; WithinWatermark on the same columns is another state layout.
+func TestDedupColumnsChangedRefused(t *testing.T) {
+	dir := t.TempDir()
+	opts := engine.Options{CheckpointDir: filepath.Join(dir, "checkpoint"), LocalDir: filepath.Join(dir, "local")}
+	feed, sink := &Feed{}, &tradeSink{applied: -1}
+	feed.Publish(Trade{at("12:01"), "ETH", 10}, Trade{at("12:02"), "ETH", 10})
+	q := func() *flow.Query {
+		return flow.New("dedup").Read("feed", feed).WithWatermark("at", dedupDelay).WriteTo(sink).
+			Trigger(engine.Trigger{Kind: engine.AvailableNow}).
+			Conf("spark.sql.streaming.queryEvolution.enableSourceEvolution", "true")
+	}
+	if _, err := q().DropDuplicates("pair").Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	feed.Publish(Trade{at("12:03"), "BTC", 1})
+	for name, changed := range map[string]*flow.Query{
+		"columns":         q().DropDuplicates("pair", "price"),
+		"withinWatermark": q().DropDuplicatesWithinWatermark("pair"),
+	} {
+		before := treeOf(t, opts.CheckpointDir)
+		_, err := changed.Run(t.Context(), opts)
+		if errcode.Code(err) != errcode.StateSchemaMismatch {
+			t.Fatalf("%s changed: got %v, want STATE_SCHEMA_MISMATCH", name, err)
+		}
+		if after := treeOf(t, opts.CheckpointDir); after != before {
+			t.Fatalf("%s changed: a refused start changed the checkpoint", name)
+		}
+	}
+	if _, err := q().DropDuplicates("pair").Run(t.Context(), opts); err != nil || len(sink.rows) != 2 {
+		t.Fatalf("the same query resumes: %v, rows %v", err, sink.rows)
+	}
 }
