@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -254,8 +255,19 @@ func (q *Query) dedup(cols []string, within bool) *Query {
 	if !q.known {
 		return q.fail(invalid("dropDuplicates: the rows' schema is unknown here (an operator declares none)"))
 	}
-	spec := dedup.Spec{Columns: cols, Input: q.schema, WithinWatermark: within}
-	if wm := q.q.Watermark; wm != nil && q.schema.Field(wm.Column) != nil {
+	in := q.schema
+	if len(q.q.Columns) > 0 && len(q.ops) == 0 && !q.custom && q.dedups == 0 {
+		// The rows read carry the read projection's columns only (Columns
+		// must come before the deduplication to narrow them).
+		in = stream.Schema{}
+		for _, f := range q.schema.Fields {
+			if slices.Contains(q.q.Columns, f.Name) {
+				in.Fields = append(in.Fields, f)
+			}
+		}
+	}
+	spec := dedup.Spec{Columns: cols, Input: in, WithinWatermark: within}
+	if wm := q.q.Watermark; wm != nil && in.Field(wm.Column) != nil {
 		spec.WatermarkColumn, spec.WatermarkDelay = wm.Column, wm.Delay
 	}
 	op, err := dedup.New(spec)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -175,6 +176,11 @@ type Config struct {
 	// reference's for the reference query); OutputMode is outputMode
 	// ("" = update).
 	WithWatermark, OutputMode string
+	// DropDuplicates and DropDuplicatesWithinWatermark are the columns,
+	// comma-separated, of Spark's dropDuplicates and
+	// dropDuplicatesWithinWatermark applied to the unioned rows before the
+	// query's operator ("" = none; both: dropDuplicates first).
+	DropDuplicates, DropDuplicatesWithinWatermark string
 	// TableShared lets a new checkpoint write a table another query writes
 	// (run --table-shared; SINK_TABLE_IN_USE otherwise).
 	TableShared bool
@@ -213,6 +219,12 @@ func (c Config) Args() []string {
 	}
 	if c.WithWatermark != "" {
 		args = append(args, "--with-watermark", c.WithWatermark)
+	}
+	if c.DropDuplicates != "" {
+		args = append(args, "--drop-duplicates", c.DropDuplicates)
+	}
+	if c.DropDuplicatesWithinWatermark != "" {
+		args = append(args, "--drop-duplicates-within-watermark", c.DropDuplicatesWithinWatermark)
 	}
 	if c.TableShared {
 		args = append(args, "--table-shared")
@@ -339,9 +351,26 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	for _, ns := range sources {
 		fq.Read(ns.Name, ns.Source)
 	}
-	fq.Columns(c.q.Columns...)
+	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
+	cols := c.q.Columns
+	if len(dups)+len(dupsWithin) > 0 {
+		// The deduplication reads its columns too.
+		cols = append([]string(nil), cols...)
+		for _, col := range append(append([]string(nil), dups...), dupsWithin...) {
+			if !slices.Contains(cols, col) {
+				cols = append(cols, col)
+			}
+		}
+	}
+	fq.Columns(cols...)
 	if col, delay, ok := c.agg.Spec().Watermark(); ok {
 		fq.WithWatermark(col, delay)
+	}
+	if len(dups) > 0 {
+		fq.DropDuplicates(dups...)
+	}
+	if len(dupsWithin) > 0 {
+		fq.DropDuplicatesWithinWatermark(dupsWithin...)
 	}
 	fq.Operator(c.op)
 	// No table, no sink: a plan reads none (engine.Run refuses a query
@@ -542,4 +571,16 @@ func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 	}
 	applyMemoryLimit()
 	return engine.Run(ctx, q, opts)
+}
+
+// dedupColumns reads a --drop-duplicates value: column names,
+// comma-separated, as the query's columns are named (lower case).
+func dedupColumns(s string) []string {
+	var cols []string
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.ToLower(strings.TrimSpace(c)); c != "" {
+			cols = append(cols, c)
+		}
+	}
+	return cols
 }
