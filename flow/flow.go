@@ -36,9 +36,6 @@ type Query struct {
 	input   []string
 	filters []string
 	custom  bool
-	// dedups counts the deduplications in the plan: the query shape has
-	// no kind for them yet, so such a query records no derived shape.
-	dedups  int
 	shape   *shape.Shape
 	noShape bool
 	err     error
@@ -112,7 +109,7 @@ func union(a, b stream.Schema) (stream.Schema, error) {
 // operator of the plan: the first drops late rows and closes windows by it,
 // and each later one closes its windows by it too (operators.go in engine).
 func (q *Query) WithWatermark(column string, delay time.Duration) *Query {
-	if len(q.ops) > 0 || q.custom || q.dedups > 0 {
+	if len(q.ops) > 0 || q.custom {
 		return q.fail(invalid("withWatermark after a stateful operator: define it on the sources' rows"))
 	}
 	if q.known {
@@ -221,7 +218,8 @@ func (q *Query) Aggregate(a Aggregation) *Query {
 		// The watermark reaches every operator; the first reads the
 		// watermark's own column, a later one the window it derives.
 		spec.WatermarkDelay = wm.Delay
-		if len(q.ops) == 0 && (a.Window == nil || a.Window.Column != wm.Column) {
+		// A deduplication before it passes the rows through unchanged.
+		if lastAgg(q.q.Stages) == nil && (a.Window == nil || a.Window.Column != wm.Column) {
 			spec.WatermarkColumn = wm.Column
 		}
 	}
@@ -256,7 +254,7 @@ func (q *Query) dedup(cols []string, within bool) *Query {
 		return q.fail(invalid("dropDuplicates: the rows' schema is unknown here (an operator declares none)"))
 	}
 	in := q.schema
-	if len(q.q.Columns) > 0 && len(q.ops) == 0 && !q.custom && q.dedups == 0 {
+	if len(q.q.Columns) > 0 && len(q.ops) == 0 && !q.custom {
 		// The rows read carry the read projection's columns only (Columns
 		// must come before the deduplication to narrow them).
 		in = stream.Schema{}
@@ -274,11 +272,16 @@ func (q *Query) dedup(cols []string, within bool) *Query {
 	if err != nil {
 		return q.fail(err)
 	}
-	q.dedups++
+	q.ops = append(q.ops, shape.Operator{Kind: shape.KindDeduplicate, Keys: op.Columns(), StateSchema: op.Schema().String(),
+		Input: append([]string{}, q.input...), Aggregates: []string{}})
 	q.input = nil
 	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
 	return q
 }
+
+// OperatorShapes are the query-shape entries of the stateful operators
+// appended so far, in id order (for a plan recorded with Shape).
+func (q *Query) OperatorShapes() []shape.Operator { return slices.Clone(q.ops) }
 
 // Operator appends a stateful operator built elsewhere (the SQL
 // compiler's), with the next operator id. Its rows' schema is the one it
@@ -370,7 +373,7 @@ func (q *Query) Build() (engine.Query, error) {
 	case q.shape != nil:
 		s := *q.shape
 		eq.Shape = &s
-	case q.noShape || q.custom || q.dedups > 0 || eq.Sink == nil:
+	case q.noShape || q.custom || eq.Sink == nil:
 	default:
 		eq.Shape = q.derivedShape()
 	}
@@ -403,6 +406,7 @@ func (q *Query) derivedShape() *shape.Shape {
 	if wm := q.q.Watermark; wm != nil {
 		s.Watermark = &shape.Watermark{Column: wm.Column, DelayUs: wm.Delay.Microseconds()}
 	}
+	s.OutputMode = "append" // a deduplication's
 	if a := lastAgg(q.q.Stages); a != nil {
 		s.OutputMode = a.Spec().Mode.String()
 	}

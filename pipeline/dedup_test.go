@@ -1,14 +1,19 @@
 package pipeline
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/dedup"
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -80,4 +85,83 @@ func TestDropDuplicatesFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDropDuplicatesAddedRefused: adding --drop-duplicates to a checkpoint
+// written without it puts another operator at id 0: the start is refused
+// before the checkpoint changes. (The code is the engine's committed-state
+// check's, CHECKPOINT_CORRUPT on the missing state/1, which runs before the
+// restart rules would say STATE_SCHEMA_MISMATCH for the operator added; an
+// aggregation added to a flow plan meets the same order.)
+func TestDropDuplicatesAddedRefused(t *testing.T) {
+	archive, err := faultArchive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri := "file://" + filepath.ToSlash(archive) + "/v1.0/eth/blocks?maxFilesPerTrigger=1"
+	fs := vfs.NewMem()
+	c := Config{
+		Checkpoint: "/ck", Table: "/ck-table", LocalDir: filepath.Join(t.TempDir(), "local"), FS: fs,
+		Sources: []SourceSpec{{Name: "a", Format: "s3archive", URI: uri}},
+		Conf:    map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
+		Query:   "SELECT count(*) AS n FROM blocks", Trigger: engine.Trigger{Kind: engine.AvailableNow}, MaxBatches: 1,
+		Logger: slog.New(slog.DiscardHandler), Clock: stream.SystemClock{},
+	}
+	run := func(c Config) error {
+		q, opts, err := Build(c)
+		if err != nil {
+			return err
+		}
+		_, err = engine.Run(t.Context(), q, opts)
+		return err
+	}
+	if err := run(c); err != nil {
+		t.Fatal(err)
+	}
+	before := memTree(t, fs, "/ck")
+	c.DropDuplicates = "hash"
+	if err := run(c); errcode.Code(err) != errcode.StateSchemaMismatch && errcode.Code(err) != errcode.CheckpointCorrupt {
+		t.Fatalf("got %v, want a refusal", err)
+	}
+	if after := memTree(t, fs, "/ck"); after != before {
+		t.Fatalf("a refused start changed the checkpoint:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// memTree lists every file under dir of fs with its content.
+func memTree(t *testing.T, fs vfs.FS, dir string) string {
+	t.Helper()
+	var out strings.Builder
+	var walk func(d string)
+	walk = func(d string) {
+		names, err := fs.List(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			p := fs.PathJoin(d, n)
+			st, err := fs.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.IsDir() {
+				out.WriteString(p + "/\n")
+				walk(p)
+				continue
+			}
+			f, err := fs.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "%s %x\n", p, b)
+		}
+	}
+	walk(dir)
+	return out.String()
 }

@@ -372,6 +372,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if len(dupsWithin) > 0 {
 		fq.DropDuplicatesWithinWatermark(dupsWithin...)
 	}
+	pre := fq.OperatorShapes()
 	fq.Operator(c.op)
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
@@ -382,7 +383,12 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
-		fq.WriteTo(sink).Shape(&c.shape)
+		sh := c.shape
+		if len(pre) > 0 {
+			// The deduplications come before the query's operator.
+			sh = sh.WithOperators(append(pre, sh.OperatorList()...))
+		}
+		fq.WriteTo(sink).Shape(&sh)
 	}
 	fq.SinkShared(cfg.TableShared).Trigger(cfg.Trigger).MaxBatches(cfg.MaxBatches).Confs(cfg.Conf)
 	q, err := fq.Build()
