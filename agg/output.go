@@ -19,16 +19,7 @@ type output struct {
 func newOutput(p *plan, capacity int) *output {
 	o := &output{p: p, b: &stream.Batch{}}
 	add := func(name string, t stream.Type) {
-		c := stream.Column{Name: name, Type: t}
-		switch t {
-		case stream.String:
-			c.Strings = make([]string, 0, capacity)
-		case stream.Float64:
-			c.Float64s = make([]float64, 0, capacity)
-		default:
-			c.Int64s = make([]int64, 0, capacity)
-		}
-		o.b.Columns = append(o.b.Columns, c)
+		o.b.Columns = append(o.b.Columns, stream.MakeColumn(name, t, 0, capacity))
 	}
 	if p.window {
 		add(ColWindowStart, stream.Timestamp)

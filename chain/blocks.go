@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"math/bits"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -12,17 +13,49 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 )
 
-// dayBlocks holds one day's blocks: the headers plus the archive columns that
-// a header does not carry. ParentHash of headers[0] is unset until the
-// sequential hashing stage links the day to its predecessor.
-type dayBlocks struct {
-	day     *dayPlan
-	headers []*types.Header
-	hashes  []common.Hash
-	txCount []int64
-	size    []int64
-	td      []float64
+// Day holds one day's blocks: the headers plus the archive columns that a
+// header does not carry, one entry per block in each slice. ParentHash of
+// Headers[0] is unset and Hashes is nil until LinkTo links the day to its
+// predecessor. A Day is not safe for concurrent use.
+type Day struct {
+	day     *dayPlan // nil for a Day assembled outside the model (a node's blocks)
+	Headers []*types.Header
+	Hashes  []common.Hash
+	TxCount []int64   // transaction_count
+	Size    []int64   // size, the block's RLP size in bytes
+	TD      []float64 // total_difficulty
 }
+
+// BuildDay derives day index (0 = 2015-07-30; see Preset.DayIndex) of the
+// seed's chain, every field of its headers except the first ParentHash
+// (LinkTo sets it). It panics unless 0 <= index < TotalDays.
+func BuildDay(seed int64, index int) *Day {
+	p := planFor(seed)
+	return buildDay(p, &p.days[index])
+}
+
+// DayOfBlock is the index of the day that holds block num, false outside
+// the model's blocks.
+func DayOfBlock(num uint64) (int, bool) {
+	p := layoutPlan()
+	i := sort.Search(len(p.days), func(i int) bool { return p.days[i].first+uint64(p.days[i].n) > num })
+	if i == len(p.days) || p.days[i].first > num {
+		return 0, false
+	}
+	return i, true
+}
+
+// Date is the day's UTC midnight.
+func (db *Day) Date() time.Time { return db.day.date }
+
+// Index is the day's position in the model (0 = 2015-07-30).
+func (db *Day) Index() int { return db.day.index }
+
+// FirstBlock is the number of the day's first block.
+func (db *Day) FirstBlock() uint64 { return db.day.first }
+
+// Anchor is the ParentHash of a window's first block (see doc.go, Hashes).
+func Anchor(seed int64, first uint64) common.Hash { return anchorHash(seed, first) }
 
 // gasLimitAt is mainnet's block gas limit target by date (steps at the
 // well-known raises).
@@ -124,24 +157,24 @@ func ptr[T any](v T) *T { return &v }
 
 // buildDay derives every field of a day's headers except the first
 // ParentHash, from the seed and the day plan alone.
-func buildDay(p *plan, dp *dayPlan) *dayBlocks {
-	db := &dayBlocks{day: dp}
+func buildDay(p *plan, dp *dayPlan) *Day {
+	db := &Day{day: dp}
 	b := newDayBuilder(p, dp)
 	n := dp.n
-	db.headers = make([]*types.Header, 0, n)
-	db.txCount = make([]int64, 0, n)
-	db.size = make([]int64, 0, n)
-	db.td = make([]float64, 0, n)
+	db.Headers = make([]*types.Header, 0, n)
+	db.TxCount = make([]int64, 0, n)
+	db.Size = make([]int64, 0, n)
+	db.TD = make([]float64, 0, n)
 	var times []int64
 	for _, pc := range dp.pieces {
 		times = append(times, pc.blockTimes(b.r)...)
 	}
 	for i := 0; i < n; i++ {
 		h, txs, size := b.block(i, times[i])
-		db.headers = append(db.headers, h)
-		db.txCount = append(db.txCount, txs)
-		db.size = append(db.size, size)
-		db.td = append(db.td, b.td)
+		db.Headers = append(db.Headers, h)
+		db.TxCount = append(db.TxCount, txs)
+		db.Size = append(db.Size, size)
+		db.TD = append(db.TD, b.td)
 	}
 	return db
 }
@@ -313,14 +346,15 @@ func (b *dayBuilder) forkFields(h *types.Header) {
 	}
 }
 
-// link sets ParentHash of every header and computes the hashes; it is the
-// only sequential part of archive generation.
-func (db *dayBlocks) link(parent common.Hash) common.Hash {
-	db.hashes = make([]common.Hash, len(db.headers))
-	for i, h := range db.headers {
+// LinkTo sets ParentHash of every header, starting from parent, and computes
+// the hashes; it returns the last block's hash. It is the only sequential
+// part of archive generation.
+func (db *Day) LinkTo(parent common.Hash) common.Hash {
+	db.Hashes = make([]common.Hash, len(db.Headers))
+	for i, h := range db.Headers {
 		h.ParentHash = parent
 		parent = h.Hash()
-		db.hashes[i] = parent
+		db.Hashes[i] = parent
 	}
 	return parent
 }

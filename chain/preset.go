@@ -75,5 +75,5 @@ func RangePreset(firstDay time.Time, days int) Preset {
 	}
 }
 
-// dayIndex is the index of the preset's first day in the model.
-func (p Preset) dayIndex() int { return int(p.FirstDay.Sub(FirstDay).Hours() / 24) }
+// DayIndex is the index of the preset's first day in the model (BuildDay).
+func (p Preset) DayIndex() int { return int(p.FirstDay.Sub(FirstDay).Hours() / 24) }

@@ -9,17 +9,17 @@ import (
 )
 
 // dayByDate builds the blocks of one date with seed 1.
-func dayByDate(t testing.TB, date time.Time) *dayBlocks {
+func dayByDate(t testing.TB, date time.Time) *Day {
 	t.Helper()
 	p := planFor(1)
 	i := int(date.Sub(FirstDay).Hours() / 24)
 	return buildDay(p, &p.days[i])
 }
 
-func gaps(db *dayBlocks) []float64 {
+func gaps(db *Day) []float64 {
 	var g []float64
-	for i := 1; i < len(db.headers); i++ {
-		g = append(g, float64(db.headers[i].Time-db.headers[i-1].Time))
+	for i := 1; i < len(db.Headers); i++ {
+		g = append(g, float64(db.Headers[i].Time-db.Headers[i-1].Time))
 	}
 	return g
 }
@@ -36,9 +36,9 @@ func meanMedian(x []float64) (float64, float64) {
 
 // distinctPerWindow is the mean number of distinct miners per 5-minute
 // window (the reference pipeline's grouping).
-func distinctPerWindow(db *dayBlocks) float64 {
+func distinctPerWindow(db *Day) float64 {
 	windows := map[uint64]map[common.Address]bool{}
-	for _, h := range db.headers {
+	for _, h := range db.Headers {
 		w := h.Time / 300
 		if windows[w] == nil {
 			windows[w] = map[common.Address]bool{}
@@ -52,9 +52,9 @@ func distinctPerWindow(db *dayBlocks) float64 {
 	return float64(sum) / float64(len(windows))
 }
 
-func shares(db *dayBlocks) (top1, top5 float64, distinct int) {
+func shares(db *Day) (top1, top5 float64, distinct int) {
 	c := map[common.Address]int{}
-	for _, h := range db.headers {
+	for _, h := range db.Headers {
 		c[h.Coinbase]++
 	}
 	var v []int
@@ -62,7 +62,7 @@ func shares(db *dayBlocks) (top1, top5 float64, distinct int) {
 		v = append(v, n)
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(v)))
-	n := float64(len(db.headers))
+	n := float64(len(db.Headers))
 	for i := 0; i < 5 && i < len(v); i++ {
 		top5 += float64(v[i]) / n
 	}
@@ -85,7 +85,7 @@ func TestStatsBlockTimes(t *testing.T) {
 		db := dayByDate(t, c.date)
 		g := gaps(db)
 		mean, _ := meanMedian(g)
-		t.Logf("%s: %d blocks, mean gap %.2f s", c.date.Format(time.DateOnly), len(db.headers), mean)
+		t.Logf("%s: %d blocks, mean gap %.2f s", c.date.Format(time.DateOnly), len(db.Headers), mean)
 		if mean < c.lo || mean > c.hi {
 			t.Errorf("%s: mean gap %.2f outside [%v, %v]", c.date.Format(time.DateOnly), mean, c.lo, c.hi)
 		}

@@ -15,17 +15,14 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/fixture"
 )
-
-// sparkFixtures is where the checkpoint files Apache Spark wrote live: the
-// shared/ folder beside the repository (from checkpoint/, ../../shared).
-var sparkFixtures = filepath.Join("..", "..", "shared", "testdata", "spark-checkpoints")
 
 // loadFixture copies fixture dir name (every file, byte for byte) into mfs
 // at root and returns the relative paths copied, sorted.
 func loadFixture(t *testing.T, mfs vfs.FS, name, root string) []string {
 	t.Helper()
-	src := filepath.Join(sparkFixtures, name)
+	src := fixture.Shared(t, "spark-checkpoints/"+name)
 	var paths []string
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -57,11 +54,11 @@ func loadFixture(t *testing.T, mfs vfs.FS, name, root string) []string {
 	return paths
 }
 
+// skipWithoutFixtures skips the test (fails it under CI=true) where the
+// checkpoints Apache Spark wrote are absent.
 func skipWithoutFixtures(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(sparkFixtures); err != nil {
-		t.Skipf("Spark fixtures not found at %s (shared/ beside the repository): %v", sparkFixtures, err)
-	}
+	fixture.Shared(t, "spark-checkpoints")
 }
 
 // TestSparkCheckpoints reads every file of the Spark fixtures (scenario in

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/pipeline"
@@ -144,7 +145,7 @@ func (r *BenchResult) setMedians(rs []BenchRound) {
 
 // warmPageCache reads every archive file once, untimed, so the timed runs
 // that follow all find them in the page cache.
-func warmPageCache(ctx context.Context, root string, files []chain.ManifestFile) error {
+func warmPageCache(ctx context.Context, root string, files []archivegen.ManifestFile) error {
 	buf := make([]byte, 1<<20)
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/internal/interval"
 	"github.com/ethstream/ethstream/pipeline"
@@ -137,7 +139,7 @@ func BenchFreshness(ctx context.Context, o FreshnessOptions) (*FreshnessResult, 
 
 // freshnessFeed is the node the run follows and when it announced each block.
 type freshnessFeed struct {
-	node     *chain.Node // in-repo node, or nil
+	node     *ethnode.Node // in-repo node, or nil
 	describe string
 	source   pipeline.SourceSpec
 	// external node: arrival time of each notified head, by number
@@ -152,16 +154,16 @@ func newFreshnessFeed(ctx context.Context, o FreshnessOptions, dir string) (*fre
 		return externalFeed(ctx, o.Endpoint)
 	}
 	root := filepath.Join(dir, "archive")
-	m, err := chain.ReadManifest(root)
+	m, err := archivegen.ReadManifest(root)
 	if err != nil || m.Seed != o.Seed {
 		if err := os.RemoveAll(root); err != nil {
 			return nil, err
 		}
-		if m, err = chain.GenerateArchive(ctx, chain.GenOptions{Out: root, Preset: chain.LastDaysPreset(1), Seed: o.Seed}); err != nil {
+		if m, err = archivegen.Generate(ctx, archivegen.Options{Out: root, Preset: chain.LastDaysPreset(1), Seed: o.Seed}); err != nil {
 			return nil, err
 		}
 	}
-	n, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: o.Seed, Addr: "127.0.0.1:0",
+	n, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: o.Seed, Addr: "127.0.0.1:0",
 		BlockInterval: chain.SlotSeconds * time.Second, Speed: chain.SlotSeconds * o.Rate, CachedBlocks: 64})
 	if err != nil {
 		return nil, err

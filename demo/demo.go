@@ -21,11 +21,14 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/internal/textwrap"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/storage/s3serve"
 )
 
 // Bucket is the embedded endpoint's bucket, named after the public dataset's.
@@ -135,9 +138,9 @@ func (InProcess) RunPhase(ctx context.Context, _ string, cfg pipeline.Config) er
 // Env is the running embedded infrastructure of a demo.
 type Env struct {
 	ArchiveRoot string // <workdir>/s3/<bucket>
-	Manifest    *chain.Manifest
-	S3          *chain.S3Server
-	Node        *chain.Node
+	Manifest    *archivegen.Manifest
+	S3          *s3serve.Server
+	Node        *ethnode.Node
 	// Checkpoint and Table are local directories: the checkpoint and the
 	// table themselves, or with Storage "s3" the files behind the embedded
 	// endpoint's objects (read by the checks).
@@ -390,13 +393,13 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 	default:
 		return nil, errcode.New(errcode.InvalidArgument, "", "use --storage local or --storage s3", "unknown storage %q", o.Storage)
 	}
-	m, err := chain.ReadManifest(env.ArchiveRoot)
+	m, err := archivegen.ReadManifest(env.ArchiveRoot)
 	if err != nil || m.Preset != o.Preset.Name || m.Seed != o.Seed || m.LastBlock != o.Preset.LastBlock || m.FirstBlock != o.Preset.FirstBlock {
 		o.Logger.Info("generating archive", "preset", o.Preset.Name, "dir", env.ArchiveRoot)
 		if err := os.RemoveAll(env.ArchiveRoot); err != nil {
 			return nil, fmt.Errorf("clear %s: %w", env.ArchiveRoot, err)
 		}
-		m, err = chain.GenerateArchive(ctx, chain.GenOptions{Out: env.ArchiveRoot, Preset: o.Preset, Seed: o.Seed})
+		m, err = archivegen.Generate(ctx, archivegen.Options{Out: env.ArchiveRoot, Preset: o.Preset, Seed: o.Seed})
 		if err != nil {
 			return nil, err
 		}
@@ -407,7 +410,7 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 			return nil, fmt.Errorf("clear %s: %w", d, err)
 		}
 	}
-	env.S3, err = chain.StartS3(ctx, chain.S3Options{Root: filepath.Join(o.WorkDir, "s3"), Addr: "127.0.0.1:0"})
+	env.S3, err = s3serve.Start(ctx, s3serve.Options{Root: filepath.Join(o.WorkDir, "s3"), Addr: "127.0.0.1:0"})
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +424,7 @@ func Setup(ctx context.Context, o Options) (*Env, error) {
 	// block would land at a different point of each run, and every figure
 	// the demo reports must be a function of the seed.
 	live := o.BlocksPerBatch * (o.AddLiveBatches + o.RetireBatches + o.ShrinkBatches + 2)
-	env.Node, err = chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: o.Seed, Addr: "127.0.0.1:0",
+	env.Node, err = ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: o.Seed, Addr: "127.0.0.1:0",
 		Manual: true, InitialBlocks: live})
 	if err != nil {
 		env.S3.Close()

@@ -3,9 +3,7 @@ package demo
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"os"
@@ -18,10 +16,11 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/ethclient"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/internal/readahead"
+	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/format"
 )
 
 // The recount of check 8 counts blocks per (5-minute window, source, miner)
@@ -123,7 +122,7 @@ func windowOf(ts time.Time) int64 { return windowStart(ts.UnixMicro()) }
 
 // recount counts the archive's files and the live blocks liveFirst..liveLast
 // (none if liveLast < liveFirst). sizeHint is the expected number of groups.
-func recount(ctx context.Context, root string, files []chain.ManifestFile, nodeURL string, liveFirst, liveLast uint64, sizeHint int) (*groupCounts, error) {
+func recount(ctx context.Context, root string, files []archivegen.ManifestFile, nodeURL string, liveFirst, liveLast uint64, sizeHint int) (*groupCounts, error) {
 	g := &groupCounts{archive: make([]archiveGroup, 0, sizeHint), live: map[liveKey]int64{}, miners: map[string]uint32{}}
 	if err := g.countArchive(ctx, root, files); err != nil {
 		return nil, err
@@ -150,7 +149,7 @@ func recount(ctx context.Context, root string, files []chain.ManifestFile, nodeU
 // of files ahead of this goroutine, which appends their sorted groups in
 // manifest order. Should a file's groups not all follow the previous
 // file's (a window in two files), the slice is sorted and merged at the end.
-func (g *groupCounts) countArchive(ctx context.Context, root string, files []chain.ManifestFile) error {
+func (g *groupCounts) countArchive(ctx context.Context, root string, files []archivegen.ManifestFile) error {
 	workers := runtime.GOMAXPROCS(0)
 	sorted := true
 	err := readahead.Map(ctx, len(files), workers, 4*workers, func() func(context.Context, int) ([]archiveGroup, error) {
@@ -199,11 +198,14 @@ type fileCounter struct {
 	g     *groupCounts
 	local map[liveKey]int64 // one file's groups, as they are counted
 	ids   map[string]uint32 // miner as stored in a file -> id (no lock needed)
-	ts    []int64
-	miner []uint32
-	vals  []parquet.Value
-	dict  parquet.Dictionary
-	dids  []uint32 // ids of dict's entries
+}
+
+// recountFields are the two columns the recount reads, decoded by the
+// repository's one Parquet decoder (package columnar): timestamps in µs
+// whatever their unit, miners as strings.
+var recountFields = []columnar.Field{
+	{Name: "timestamp", Type: stream.Timestamp, Required: true},
+	{Name: "miner", Type: stream.String, Required: true},
 }
 
 // count counts one archive file's blocks: its groups, sorted.
@@ -221,31 +223,28 @@ func (fc *fileCounter) count(path string) ([]archiveGroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recount: open %s: %w", path, err)
 	}
-	tsCol, ok1 := pf.Schema().Lookup("timestamp")
-	minerCol, ok2 := pf.Schema().Lookup("miner")
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("recount: %s has no timestamp or miner column", path)
-	}
-	scale, err := microsPerUnit(tsCol.Node)
+	dec, err := columnar.Open(pf, recountFields, nil)
 	if err != nil {
 		return nil, fmt.Errorf("recount: %s: %w", path, err)
 	}
-	if minerCol.Node.Type().Kind() != parquet.ByteArray {
-		return nil, fmt.Errorf("recount: %s: miner is %s, want a string", path, minerCol.Node.Type())
-	}
-	for _, rg := range pf.RowGroups() {
-		cols := rg.ColumnChunks()
-		if err := fc.readTimestamps(cols[tsCol.ColumnIndex]); err != nil {
-			return nil, fmt.Errorf("recount: %s: timestamp: %w", path, err)
+	for g := range pf.RowGroups() {
+		rg, err := dec.DecodeRowGroup(g)
+		if err != nil {
+			return nil, fmt.Errorf("recount: %s: %w", path, err)
 		}
-		if err := fc.readMiners(cols[minerCol.ColumnIndex]); err != nil {
-			return nil, fmt.Errorf("recount: %s: miner: %w", path, err)
+		ts, miner := &rg.Batch.Columns[0], &rg.Batch.Columns[1]
+		if ts.Valid != nil || miner.Valid != nil {
+			return nil, fmt.Errorf("recount: %s: null timestamp or miner values", path)
 		}
-		if int64(len(fc.ts)) != rg.NumRows() || len(fc.miner) != len(fc.ts) {
-			return nil, fmt.Errorf("recount: %s: %d timestamps and %d miners in a row group of %d rows", path, len(fc.ts), len(fc.miner), rg.NumRows())
-		}
-		for i, ts := range fc.ts {
-			fc.local[liveKey{windowStart(ts * scale), fc.miner[i]}]++
+		// A dictionary's rows share its strings, so a run of one miner
+		// compares equal pointers: one id lookup per run, not per row.
+		prev, prevID := "", uint32(0)
+		for i, us := range ts.Int64s {
+			m := miner.Strings[i]
+			if i == 0 || m != prev {
+				prev, prevID = m, fc.id(m)
+			}
+			fc.local[liveKey{windowStart(us), prevID}]++
 		}
 	}
 	groups := make([]archiveGroup, 0, len(fc.local))
@@ -260,111 +259,12 @@ func (fc *fileCounter) count(path string) ([]archiveGroup, error) {
 	return groups, nil
 }
 
-// microsPerUnit accepts an INT64 timestamp in micro- or milliseconds.
-func microsPerUnit(n parquet.Node) (int64, error) {
-	if n.Type().Kind() == parquet.Int64 {
-		if lt := n.Type().LogicalType(); lt != nil {
-			if ts, ok := lt.Value.(*format.TimestampType); ok {
-				switch ts.Unit.Value.(type) {
-				case *format.MicroSeconds:
-					return 1, nil
-				case *format.MilliSeconds:
-					return 1000, nil
-				}
-			}
-		}
-	}
-	return 0, fmt.Errorf("timestamp is %s, want an INT64 timestamp in micro- or milliseconds", n.Type())
-}
-
-// eachPage calls fn for every page of a column chunk, refusing nulls.
-func eachPage(cc parquet.ColumnChunk, fn func(parquet.Page) error) error {
-	pages := cc.Pages()
-	defer pages.Close()
-	for {
-		p, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if p.NumNulls() > 0 {
-			parquet.Release(p)
-			return fmt.Errorf("%d null values", p.NumNulls())
-		}
-		err = fn(p)
-		parquet.Release(p)
-		if err != nil {
-			return err
-		}
-	}
-}
-
-func (fc *fileCounter) readTimestamps(cc parquet.ColumnChunk) error {
-	fc.ts = fc.ts[:0]
-	return eachPage(cc, func(p parquet.Page) error {
-		if d := p.Dictionary(); d != nil {
-			data := p.Data()
-			for _, i := range data.Int32() {
-				fc.ts = append(fc.ts, d.Index(i).Int64())
-			}
-			return nil
-		}
-		data := p.Data()
-		fc.ts = append(fc.ts, data.Int64()...)
-		return nil
-	})
-}
-
-// readMiners turns every miner of the chunk into its id: per dictionary
-// entry for a dictionary-encoded chunk (a dictionary belongs to one chunk),
-// per value otherwise.
-func (fc *fileCounter) readMiners(cc parquet.ColumnChunk) error {
-	fc.miner, fc.dict = fc.miner[:0], nil
-	return eachPage(cc, func(p parquet.Page) error {
-		if d := p.Dictionary(); d != nil {
-			if d != fc.dict {
-				fc.dict, fc.dids = d, fc.dids[:0]
-				for i := range d.Len() {
-					fc.dids = append(fc.dids, fc.id(d.Index(int32(i)).ByteArray()))
-				}
-			}
-			data := p.Data()
-			for _, i := range data.Int32() {
-				if i < 0 || int(i) >= len(fc.dids) {
-					return fmt.Errorf("dictionary index %d of %d entries", i, len(fc.dids))
-				}
-				fc.miner = append(fc.miner, fc.dids[i])
-			}
-			return nil
-		}
-		r := p.Values()
-		for {
-			if cap(fc.vals) == 0 {
-				fc.vals = make([]parquet.Value, 1024)
-			}
-			n, err := r.ReadValues(fc.vals[:cap(fc.vals)])
-			for _, v := range fc.vals[:n] {
-				fc.miner = append(fc.miner, fc.id(v.ByteArray()))
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-		}
-	})
-}
-
 // id is the id of a miner as a file stores it; the recount counts miners
 // lowercased, as the reference query does.
-func (fc *fileCounter) id(stored []byte) uint32 {
-	if id, ok := fc.ids[string(stored)]; ok {
+func (fc *fileCounter) id(s string) uint32 {
+	if id, ok := fc.ids[s]; ok {
 		return id
 	}
-	s := string(stored)
 	fc.g.mu.Lock()
 	id := fc.g.minerID(strings.ToLower(s))
 	fc.g.mu.Unlock()

@@ -15,7 +15,7 @@ import (
 // checks (reorgs made and retracted with their depths, blocks retracted,
 // rows deleted), reorgs.csv (batch ids, ends, forks, tips, rows) and the
 // batches' ids, kinds, rows and state. Only durations may differ. The node
-// moves on the query's head requests (chain.Node.OnHeadRequest), not on the
+// moves on the query's head requests (ethnode.Node.OnHeadRequest), not on the
 // clock, so scheduling cannot change what the query sees.
 func TestLiveReorgsReproducible(t *testing.T) {
 	if testing.Short() {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 )
 
 // processesOf lists the pids of running processes whose executable is bin.
@@ -170,7 +170,7 @@ func TestPhaseScripts(t *testing.T) {
 	if pids := processesOf(bin); len(pids) > 0 {
 		t.Errorf("the refused script left %v running", pids)
 	}
-	m, err := chain.ReadManifest(filepath.Join(work, "s3", Bucket))
+	m, err := archivegen.ReadManifest(filepath.Join(work, "s3", Bucket))
 	if err != nil {
 		t.Fatal(err)
 	}

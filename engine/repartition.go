@@ -236,9 +236,13 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 	return res, nil
 }
 
-// requireCommitted refuses a checkpoint without a committed batch: there is
-// no state version to repartition.
+// requireCommitted refuses, in planOffline's order, state another provider
+// wrote and a checkpoint without a committed batch: there is no state
+// version of ours to repartition.
 func requireCommitted(snap *checkpoint.Snapshot) error {
+	if err := snap.CheckStateProvider(); err != nil {
+		return err
+	}
 	if snap.CommittedID < 0 {
 		return errcode.New(ErrRepartitionNoCommittedBatch, snap.Path, "run the query until it commits a batch", "checkpoint has no committed batch")
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -95,7 +96,11 @@ const (
 // Predicate is a compiled, type-checked Expr. It is immutable; Keep may be
 // called from one goroutine at a time (it reuses a buffer).
 type Predicate struct {
-	expr  Expr
+	expr Expr
+	// ex is the predicate compiled by package expr, when it is more than
+	// comparisons of columns with literals (arithmetic, functions, CASE,
+	// CAST, LIKE); root is then nil.
+	ex    *expr.Compiled
 	opts  Options
 	root  *node
 	cols  []string
@@ -120,6 +125,17 @@ func Compile(e Expr, types Types) (*Predicate, error) {
 // CompileWith type-checks e against the input columns under o.
 func CompileWith(e Expr, types Types, o Options) (*Predicate, error) {
 	p := &Predicate{expr: e, opts: o}
+	if !expr.Simple(e) {
+		ex, err := expr.Compile(e, expr.Resolver(types), expr.Options{NonANSI: o.NonANSI})
+		if err != nil {
+			return nil, err
+		}
+		if t := ex.Type(); t != expr.Boolean && t != expr.Null {
+			return nil, invalid("WHERE %s is %s, not a condition; compare it with a value", e, t)
+		}
+		p.ex, p.cols = ex, ex.Columns()
+		return p, nil
+	}
 	root, err := p.compile(e, types)
 	if err != nil {
 		return nil, err
@@ -195,7 +211,7 @@ func (p *Predicate) litOperand(l Lit, c class, t stream.Type, against string) (o
 			if l.Kind != LitString {
 				return o, invalid("timestamp column %q compared with %s: quote a timestamp, e.g. '2024-01-01 00:00:00'", against, l)
 			}
-			us, ok := parseTimestamp(l.Str)
+			us, ok := expr.ParseTimestamp(l.Str)
 			if !ok {
 				return o, invalid("%s is not a timestamp (want 'YYYY-MM-DD[ HH:MM:SS]' or RFC 3339) for column %q", l, against)
 			}
@@ -221,7 +237,7 @@ func (p *Predicate) litOperand(l Lit, c class, t stream.Type, against string) (o
 		case LitFloat:
 			o.f = l.Flt
 		case LitDecimal:
-			o.f, _ = l.rat().Float64()
+			o.f, _ = l.Rat().Float64()
 		case LitString:
 			v, err := strconv.ParseFloat(strings.TrimSpace(l.Str), 64)
 			if err != nil {
@@ -380,7 +396,7 @@ func (p *Predicate) compileIn(x In, types Types) (*node, error) {
 	for _, l := range x.List {
 		if l.Kind == LitDecimal && n.cls == clsInt && s.t == stream.Int64 {
 			// Exact: an element equal to no BIGINT never matches.
-			if r := l.rat(); r.IsInt() && r.Num().IsInt64() {
+			if r := l.Rat(); r.IsInt() && r.Num().IsInt64() {
 				n.list = append(n.list, operand{col: -1, i: r.Num().Int64()})
 			}
 			continue
@@ -432,7 +448,7 @@ func (p *Predicate) compileCmp(x Cmp, types Types) (*node, error) {
 		}
 		if n.cls == clsInt && colSide.t == stream.Int64 && litSide.lit.Kind == LitDecimal {
 			co := operand{col: p.colIndex(colSide.col, colSide.t)}
-			return p.intDecimal(x.Op, co, litSide.lit.rat(), flip), nil
+			return p.intDecimal(x.Op, co, litSide.lit.Rat(), flip), nil
 		}
 		lo, err := p.litOperand(litSide.lit, n.cls, colSide.t, colSide.col)
 		if err != nil {
@@ -452,6 +468,11 @@ func (p *Predicate) compileCmp(x Cmp, types Types) (*node, error) {
 // Keep returns, for each row of b, whether the predicate is TRUE for it.
 // The slice is reused by the next call.
 func (p *Predicate) Keep(b *stream.Batch) ([]bool, error) {
+	if p.ex != nil {
+		keep, err := p.ex.Truth(b, p.keep)
+		p.keep = keep
+		return keep, err
+	}
 	for i, name := range p.cols {
 		c := b.Column(name)
 		if c == nil {

@@ -46,15 +46,15 @@ func TestKeep(t *testing.T) {
 	}{
 		{cmp(Gt, col("gas"), num(150)), "[false true false true]"},
 		{cmp(Le, num(150), col("gas")), "[false true false true]"},
-		{Not{cmp(Gt, col("gas"), num(150))}, "[true false false false]"}, // null stays unknown
+		{Not{X: cmp(Gt, col("gas"), num(150))}, "[true false false false]"}, // null stays unknown
 		{IsNull{X: col("gas")}, "[false false true false]"},
 		{IsNull{X: col("gas"), Neg: true}, "[true true false true]"},
 		{In{X: col("miner"), List: []Lit{str("0xaa"), str("0xcc")}}, "[true false true true]"},
 		{In{X: col("miner"), List: []Lit{str("0xaa")}, Neg: true}, "[false true false true]"},
 		{In{X: col("n"), List: []Lit{num(1), {Kind: LitNull}}, Neg: true}, "[false false false false]"},
-		{Or{cmp(Eq, col("miner"), str("0xbb")), cmp(Gt, col("gas"), num(300))}, "[false true false true]"},
-		{Or{IsNull{X: col("gas")}, cmp(Gt, col("gas"), num(300))}, "[false false true true]"},
-		{And{cmp(Ne, col("miner"), str("0xaa")), cmp(Lt, col("fee"), Lit{Kind: LitFloat, Flt: 3})}, "[false true false false]"},
+		{Or{L: cmp(Eq, col("miner"), str("0xbb")), R: cmp(Gt, col("gas"), num(300))}, "[false true false true]"},
+		{Or{L: IsNull{X: col("gas")}, R: cmp(Gt, col("gas"), num(300))}, "[false false true true]"},
+		{And{L: cmp(Ne, col("miner"), str("0xaa")), R: cmp(Lt, col("fee"), Lit{Kind: LitFloat, Flt: 3})}, "[false true false false]"},
 		{cmp(Ge, col("ts"), str("2024-01-02")), "[false false true true]"},
 		{cmp(Lt, col("ts"), str("2024-01-01 00:01:00")), "[true false false false]"},
 		{cmp(Gt, col("gas"), Lit{Kind: LitFloat, Flt: 199.5}), "[false true false true]"},
@@ -76,19 +76,40 @@ func TestKeep(t *testing.T) {
 	}
 }
 
+// TestConstantConditions: a condition over literals only is valid SQL
+// (Spark folds it); package expr compiles it.
+func TestConstantConditions(t *testing.T) {
+	b := &stream.Batch{Len: 1, Columns: []stream.Column{{Name: "gas", Type: stream.Int64, Int64s: []int64{1}}}}
+	for _, tc := range []struct {
+		e    Expr
+		want bool
+	}{
+		{cmp(Eq, num(1), num(1)), true},
+		{In{X: num(1), List: []Lit{num(2)}}, false},
+		{IsNull{X: num(1)}, false},
+	} {
+		e, want := tc.e, tc.want
+		p, err := Compile(e, testTypes)
+		if err != nil {
+			t.Fatalf("%s: %v", e, err)
+		}
+		keep, err := p.Keep(b)
+		if err != nil || keep[0] != want {
+			t.Errorf("%s: keep %v, %v; want %v", e, keep, err, want)
+		}
+	}
+}
+
 func TestCompileErrors(t *testing.T) {
 	for _, e := range []Expr{
 		cmp(Gt, col("nope"), num(1)),
 		cmp(Gt, col("miner"), num(1)),
 		cmp(Eq, col("ts"), num(5)),
 		cmp(Eq, col("ts"), str("yesterday")),
-		cmp(Eq, num(1), num(1)),
 		cmp(Eq, col("miner"), col("gas")),
 		cmp(Eq, col("ts"), col("gas")),
 		col("gas"),
 		num(3),
-		In{X: num(1), List: []Lit{num(1)}},
-		IsNull{X: num(1)},
 	} {
 		_, err := Compile(e, testTypes)
 		if errcode.Code(err) != CodeFilterInvalid {
@@ -122,7 +143,7 @@ func (r *recorder) Process(_ context.Context, _, _ int64, in *stream.Batch) erro
 }
 
 func TestOperatorFiltersBeforeInner(t *testing.T) {
-	p, err := Compile(Or{cmp(Eq, col("miner"), str("0xaa")), IsNull{X: col("fee")}}, testTypes)
+	p, err := Compile(Or{L: cmp(Eq, col("miner"), str("0xaa")), R: IsNull{X: col("fee")}}, testTypes)
 	if err != nil {
 		t.Fatal(err)
 	}

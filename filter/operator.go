@@ -3,15 +3,24 @@ package filter
 import (
 	"context"
 
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/stream"
 )
 
 // Operator runs a predicate before the stateful operator it wraps: Process
 // hands Inner only the rows the predicate keeps (a chunk left empty is not
-// handed on); every other call goes to Inner unchanged. It implements
+// handed on), with the Derive columns computed over them and appended;
+// every other call goes to Inner unchanged. It implements
 // stream.SchemaOperator and stream.ProgressReporter when Inner does.
 type Operator struct {
-	Pred  *Predicate
+	Pred *Predicate // nil keeps every row
+	// Derive are the columns computed before Inner sees the rows (the
+	// expressions a query groups by or aggregates), in order; an error
+	// (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO, ...) fails the batch before
+	// Inner sees any of it.
+	Derive []Derived
+	// Post is the stage after the aggregation, nil without one.
+	Post  *Post
 	Inner stream.Operator
 	buf   stream.Batch
 	last  stream.OperatorProgress // Inner's progress from Finish
@@ -36,16 +45,36 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	if in == nil || in.Len == 0 {
 		return o.Inner.Process(ctx, batchID, watermarkMs, in)
 	}
-	keep, err := o.Pred.Keep(in)
-	if err != nil {
-		return err
+	out := in
+	if o.Pred != nil {
+		keep, err := o.Pred.Keep(in)
+		if err != nil {
+			return err
+		}
+		out = o.compact(in, keep)
 	}
-	out := o.compact(in, keep)
 	if out.Len == 0 {
 		// Inner still learns that the batch started.
 		return o.Inner.Process(ctx, batchID, watermarkMs, &stream.Batch{})
 	}
+	if len(o.Derive) > 0 {
+		d := &stream.Batch{Len: out.Len, Signs: out.Signs, Columns: append(make([]stream.Column, 0, len(out.Columns)+len(o.Derive)), out.Columns...)}
+		for _, dv := range o.Derive {
+			c, err := dv.Expr.Eval(out, dv.Name)
+			if err != nil {
+				return err
+			}
+			d.Columns = append(d.Columns, c)
+		}
+		out = d
+	}
 	return o.Inner.Process(ctx, batchID, watermarkMs, out)
+}
+
+// Derived is a column computed from the input rows.
+type Derived struct {
+	Name string
+	Expr *expr.Compiled
 }
 
 // compact returns the kept rows of in (in itself when all are kept). The
@@ -111,6 +140,10 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	}
 	out, prog, err := o.Inner.Finish(ctx, batchID, watermarkMs)
 	o.last = prog
+	if err != nil || o.Post == nil || out == nil {
+		return out, prog, err
+	}
+	out, err = o.Post.apply(out)
 	return out, prog, err
 }
 
@@ -135,9 +168,12 @@ func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) 
 // Close closes Inner.
 func (o *Operator) Close() error { return o.Inner.Close() }
 
-// OutputSchema is Inner's, if it declares one.
+// OutputSchema is Inner's, if it declares one, changed by Post.
 func (o *Operator) OutputSchema() stream.Schema {
 	if so, ok := o.Inner.(stream.SchemaOperator); ok {
+		if o.Post != nil {
+			return o.Post.Schema(so.OutputSchema())
+		}
 		return so.OutputSchema()
 	}
 	return stream.Schema{}

@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/streamtest"
@@ -26,17 +28,17 @@ import (
 // TestArchiveAndLiveRowsAgree: a block read from the archive and the same
 // block read from the JSON-RPC node are identical in every block column,
 // nulls included. The node's mined blocks are exported as archive files
-// (chain.Node.ExportArchive, the archive writer's own rows), read back by
+// (ethnode.Node.ExportArchive, the archive writer's own rows), read back by
 // the file source, and compared with what the live source parses from
 // eth_getBlockByNumber. The node continues the archive's total difficulty.
 func TestArchiveAndLiveRowsAgree(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	m, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: filepath.Join(dir, "arch"), Preset: chain.LastDaysPreset(1), Seed: 3})
+	m, err := archivegen.Generate(ctx, archivegen.Options{Out: filepath.Join(dir, "arch"), Preset: chain.LastDaysPreset(1), Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 3, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 120})
+	node, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 3, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 120})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,11 +149,11 @@ func readRows(t *testing.T, src stream.Source) ([]string, []map[string]any) {
 func TestQueryOverAnyColumnAcrossHandover(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	m, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: filepath.Join(dir, "arch"), Preset: chain.LastDaysPreset(1), Seed: 2})
+	m, err := archivegen.Generate(ctx, archivegen.Options{Out: filepath.Join(dir, "arch"), Preset: chain.LastDaysPreset(1), Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 2, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 60})
+	node, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 2, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 60})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/sink/delta"
@@ -36,7 +37,7 @@ var damageArchive = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: dir, Preset: chain.RangePreset(chain.FirstDay, 3), Seed: 2})
+	_, err = archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.RangePreset(chain.FirstDay, 3), Seed: 2})
 	return dir, err
 })
 

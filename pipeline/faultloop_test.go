@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
@@ -24,7 +25,7 @@ import (
 )
 
 // The fault loop runs the reference query over the real path: a file://
-// archive written by package chain -> the s3archive source -> the windowed
+// archive written by package chain/archivegen -> the s3archive source -> the windowed
 // count (agg) -> the state store -> the Delta MERGE sink, with the
 // checkpoint and the table in one in-memory FS and the archive read from
 // the disk through the same injector. Run i fails the i-th file operation
@@ -51,7 +52,7 @@ var faultArchive = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: dir, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 1})
+	_, err = archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 1})
 	return dir, err
 })
 

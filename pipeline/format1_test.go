@@ -13,9 +13,11 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -37,10 +39,10 @@ func TestFormat1CheckpointResumes(t *testing.T) {
 	root := filepath.Join(dir, "s3")
 	archive := filepath.Join(root, "aws-public-blockchain")
 	from := time.Date(2021, 8, 5, 0, 0, 0, 0, time.UTC)
-	if _, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(from, 2), Seed: 1}); err != nil {
+	if _, err := archivegen.Generate(ctx, archivegen.Options{Out: archive, Preset: chain.RangePreset(from, 2), Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := chain.StartS3(ctx, chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := s3serve.Start(ctx, s3serve.Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/storage/s3test"
@@ -23,13 +24,13 @@ import (
 func TestLifecycleOnS3(t *testing.T) {
 	archive := mustArchive(t)
 	want := recount(t, archive)
-	m, err := chain.ReadManifest(archive)
+	m, err := archivegen.ReadManifest(archive)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s3test.Run(t, func(t *testing.T, s s3test.Server) {
 		ctx := context.Background()
-		node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 60})
+		node, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 60})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -37,7 +37,7 @@ func BenchmarkLive20(b *testing.B) {
 	dir := b.TempDir()
 	m := oneDayArchive(b, dir)
 	const perBatch = 20
-	node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true,
+	node, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true,
 		InitialBlocks: perBatch * (b.N + 2)})
 	if err != nil {
 		b.Fatal(err)

@@ -15,8 +15,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -33,11 +35,11 @@ func TestMain27801e4CheckpointResumes(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "s3")
-	if _, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: filepath.Join(root, "aws-public-blockchain"),
+	if _, err := archivegen.Generate(ctx, archivegen.Options{Out: filepath.Join(root, "aws-public-blockchain"),
 		Preset: chain.RangePreset(time.Date(2021, 8, 5, 0, 0, 0, 0, time.UTC), 2), Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := chain.StartS3(ctx, chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := s3serve.Start(ctx, s3serve.Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -119,17 +122,17 @@ func TestMetricsScrapedDuringRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	m, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: filepath.Join(dir, "s3", "bucket"), Preset: chain.LastDaysPreset(3), Seed: 1})
+	m, err := archivegen.Generate(ctx, archivegen.Options{Out: filepath.Join(dir, "s3", "bucket"), Preset: chain.LastDaysPreset(3), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3, err := chain.StartS3(ctx, chain.S3Options{Root: filepath.Join(dir, "s3"), Addr: "127.0.0.1:0",
-		Faults: chain.S3Faults{ThrottleRate: 0.3, Seed: 7}})
+	s3, err := s3serve.Start(ctx, s3serve.Options{Root: filepath.Join(dir, "s3"), Addr: "127.0.0.1:0",
+		Faults: s3serve.Faults{ThrottleRate: 0.3, Seed: 7}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s3.Close()
-	node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", InitialBlocks: 200})
+	node, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", InitialBlocks: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -378,7 +378,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
 	if cfg.Table != "" {
-		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.agg.OutputSchema(),
+		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
 			TableProperties: cfg.TableProperties})
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err

@@ -79,12 +79,27 @@ func CompileQuery(cfg Config) (*compiled, error) {
 	if c.agg, err = agg.New(qc.Spec); err != nil {
 		return nil, err
 	}
-	c.op = c.agg
-	if qc.Where != nil {
-		c.op = &filter.Operator{Pred: qc.Where, Inner: c.agg}
-	}
+	c.op = c.wrap(c.agg)
 	c.shape = c.buildShape(cfg)
 	return c, nil
+}
+
+// wrap puts the query's row stage (its WHERE and derived columns) before
+// the aggregation, when it has one.
+func (c *compiled) wrap(a *agg.Operator) stream.Operator {
+	if c.q.Where == nil && len(c.q.Derived) == 0 && c.q.Post == nil {
+		return a
+	}
+	return &filter.Operator{Pred: c.q.Where, Derive: c.q.Derived, Post: c.q.Post, Inner: a}
+}
+
+// outputSchema is the table's schema: the aggregation's, changed by the
+// query's post-aggregation stage.
+func (c *compiled) outputSchema() stream.Schema {
+	if c.q.Post != nil {
+		return c.q.Post.Schema(c.agg.OutputSchema())
+	}
+	return c.agg.OutputSchema()
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -239,7 +254,7 @@ func tableLocation(p string) string {
 func (c *compiled) buildShape(cfg Config) shape.Shape {
 	qc, spec := c.q, c.agg.Spec()
 	s := shape.Shape{From: qc.From, Projection: qc.Projection, Columns: qc.Columns, Keys: spec.GroupBy,
-		OutputMode: spec.Mode.String(), OutputSchema: c.agg.OutputSchema().String(), StateSchema: c.agg.Schema().String(),
+		OutputMode: spec.Mode.String(), OutputSchema: c.outputSchema().String(), StateSchema: c.agg.Schema().String(),
 		Sink: shape.Sink{Format: "delta", Location: tableLocation(cfg.Table)}, Trigger: TriggerString(cfg.Trigger)}
 	for _, src := range c.sources {
 		loc, opts := SourceLocation(src.URI)
@@ -291,13 +306,11 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 		return nil
 	}
 	var inner *agg.Operator
-	pred := (*filter.Predicate)(nil)
 	switch op := q.Operator.(type) {
 	case *agg.Operator:
 		inner = op
 	case *filter.Operator:
 		inner, _ = op.Inner.(*agg.Operator)
-		pred = op.Pred
 	}
 	if inner == nil {
 		return nil
@@ -313,10 +326,7 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if c.agg, err = agg.New(spec); err != nil {
 		return err
 	}
-	c.op = c.agg
-	if pred != nil {
-		c.op = &filter.Operator{Pred: pred, Inner: c.agg}
-	}
+	c.op = c.wrap(c.agg)
 	c.shape = c.buildShape(cfg)
 	q.Operator, q.Shape = c.op, &c.shape
 	return nil
@@ -331,10 +341,7 @@ func (c *compiled) withRetractions(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	c.agg, c.op = a, a
-	if c.q.Where != nil {
-		c.op = &filter.Operator{Pred: c.q.Where, Inner: a}
-	}
+	c.agg, c.op = a, c.wrap(a)
 	c.shape = c.buildShape(cfg)
 	return nil
 }

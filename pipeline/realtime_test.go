@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/sources/ethrpc"
 	"github.com/ethstream/ethstream/stream"
@@ -32,7 +32,7 @@ func TestRealTimeFollowsNewHeads(t *testing.T) {
 	m := testManifest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 5, Addr: "127.0.0.1:0", Manual: true})
+	n, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 5, Addr: "127.0.0.1:0", Manual: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/sink/delta"
@@ -25,13 +27,13 @@ import (
 
 var (
 	manifestOnce sync.Once
-	manifest     *chain.Manifest
+	manifest     *archivegen.Manifest
 	manifestErr  error
 )
 
 // testManifest is a one-day synthetic archive; only its last header is used
 // (the node continues its chain).
-func testManifest(t *testing.T) *chain.Manifest {
+func testManifest(t *testing.T) *archivegen.Manifest {
 	t.Helper()
 	manifestOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pipeline-archive-")
@@ -40,7 +42,7 @@ func testManifest(t *testing.T) *chain.Manifest {
 			return
 		}
 		defer os.RemoveAll(dir)
-		manifest, manifestErr = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 5})
+		manifest, manifestErr = archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 5})
 	})
 	if manifestErr != nil {
 		t.Fatal(manifestErr)
@@ -146,7 +148,7 @@ func tableCounts(t *testing.T, path string) map[string]int64 {
 }
 
 // canonicalCounts recounts the node's canonical chain from first to its head.
-func canonicalCounts(n *chain.Node, first uint64) map[string]int64 {
+func canonicalCounts(n *ethnode.Node, first uint64) map[string]int64 {
 	want := map[string]int64{}
 	size := int64(WindowSize / time.Microsecond)
 	for b := first; b <= n.Head(); b++ {
@@ -192,7 +194,7 @@ func TestRetractCrashAtEveryStep(t *testing.T) {
 	for _, point := range crashPoints {
 		t.Run(point, func(t *testing.T) {
 			ctx := context.Background()
-			n, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 5, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 30})
+			n, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 5, Addr: "127.0.0.1:0", Manual: true, InitialBlocks: 30})
 			if err != nil {
 				t.Fatal(err)
 			}

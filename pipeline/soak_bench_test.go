@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/storage/s3test"
@@ -91,7 +93,7 @@ func BenchmarkSoak(b *testing.B) {
 	m := oneDayArchive(b, dir)
 	// The node runs in this process: its block cache is kept small so that
 	// it does not show as the query's memory growth.
-	node, err := chain.StartNode(ctx, chain.NodeOptions{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true,
+	node, err := ethnode.Start(ctx, ethnode.Options{Manifest: m, Seed: 1, Addr: "127.0.0.1:0", Manual: true,
 		InitialBlocks: *soakBatches + 10, CachedBlocks: 16})
 	if err != nil {
 		b.Fatal(err)
@@ -409,9 +411,9 @@ func diskFloor(b *testing.B) {
 
 // oneDayArchive generates the first day of the chain (seed 1) under
 // dir/archive for a live benchmark's node to serve.
-func oneDayArchive(b *testing.B, dir string) *chain.Manifest {
+func oneDayArchive(b *testing.B, dir string) *archivegen.Manifest {
 	b.Helper()
-	m, err := chain.GenerateArchive(context.Background(), chain.GenOptions{Out: filepath.Join(dir, "archive"),
+	m, err := archivegen.Generate(context.Background(), archivegen.Options{Out: filepath.Join(dir, "archive"),
 		Preset: chain.RangePreset(chain.FirstDay, 1), Seed: 1})
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -75,6 +76,13 @@ type Compiled struct {
 	Columns []string
 	// Projection is the SELECT list, canonical, in the order written.
 	Projection []string
+	// Derived are the columns computed from each input row that passed the
+	// WHERE, before the aggregation (group expressions and aggregates'
+	// inputs); the aggregation reads them by name.
+	Derived []filter.Derived
+	// Post is the stage over the aggregation's output (HAVING, expressions
+	// over aggregates and group keys), nil without one.
+	Post *filter.Post
 }
 
 // ParseOutputMode reads Spark's outputMode names.
@@ -123,8 +131,8 @@ func Compile(src string, o Options) (*Compiled, error) {
 	}
 	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{},
 		spec:     agg.Spec{ColumnTypes: map[string]stream.Type{}},
-		selected: map[string]bool{}, names: map[string]bool{}}
-	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options} {
+		selected: map[string]bool{}, names: map[string]bool{}, groupExprs: map[string]string{}, aggByText: map[string]string{}}
+	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.post, r.windowedDerive} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -145,6 +153,15 @@ type resolver struct {
 	window   *WindowCall
 	selected map[string]bool // group keys and window selected
 	names    map[string]bool // output names claimed, lowercase
+	// groupExprs maps a GROUP BY expression's text to its derived column.
+	groupExprs map[string]string
+	// aggByText maps an aggregate's text (sum(gas_used)) to its output
+	// column, for expressions over aggregates and HAVING to reuse.
+	aggByText map[string]string
+	// postSrc are the SELECT expressions over aggregates and group keys, with
+	// their aggregates replaced by output columns.
+	postSrc []postItem
+	hidden  []string // the hidden aggregates (output columns the post stage drops)
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -187,6 +204,12 @@ func (r *resolver) from() error {
 // groupBy resolves each GROUP BY item to the window or a group column.
 func (r *resolver) groupBy() error {
 	for _, g := range r.sel.GroupBy {
+		if it := r.groupExprItem(g); it != nil || g.Expr != nil {
+			if err := r.groupExpr(g, it); err != nil {
+				return err
+			}
+			continue
+		}
 		w, col, err := r.groupTarget(g)
 		if err != nil {
 			return err
@@ -326,6 +349,8 @@ func (r *resolver) selectList() error {
 			err = r.selectWindow(it)
 		case it.Agg != "":
 			err = r.selectAggregate(it)
+		case it.Expr != nil:
+			err = r.selectExpr(it)
 		default:
 			err = r.selectColumn(it)
 		}
@@ -394,6 +419,11 @@ func (r *resolver) selectAggregate(it Item) error {
 	if err := r.claim(it.Pos, name); err != nil {
 		return err
 	}
+	call := expr.Call{Name: it.Agg, Star: it.AggCol == ""}
+	if it.AggCol != "" {
+		call.Args = []expr.Expr{filter.Col{Name: it.AggCol}}
+	}
+	r.aggByText[call.String()] = name
 	r.spec.Aggregates = append(r.spec.Aggregates, a)
 	return nil
 }
@@ -432,6 +462,9 @@ func (r *resolver) selectColumn(it Item) error {
 func (r *resolver) where() error {
 	if r.sel.Where == nil {
 		return nil
+	}
+	if isAggregate(r.sel.Where) {
+		return unsupported(r.src, r.sel.WherePos, "an aggregate in WHERE (HAVING)")
 	}
 	// An unknown column is refused as in SELECT: its position and the
 	// columns there are (the filter alone knows neither).
@@ -516,7 +549,12 @@ func (r *resolver) pushDown(eventTime string) (*filter.Predicate, error) {
 // columns sets the projection: the columns read, the source column
 // included when used.
 func (r *resolver) columns() {
-	cols := r.spec.InputColumns()
+	var cols []string
+	for _, c := range r.spec.InputColumns() {
+		if !slices.ContainsFunc(r.c.Derived, func(d filter.Derived) bool { return d.Name == c }) {
+			cols = append(cols, c)
+		}
+	}
 	add := func(list []string) {
 		for _, col := range list {
 			if !slices.Contains(cols, col) {
@@ -526,6 +564,9 @@ func (r *resolver) columns() {
 	}
 	if r.c.Where != nil {
 		add(r.c.Where.Columns())
+	}
+	for _, d := range r.c.Derived {
+		add(d.Expr.Columns())
 	}
 	if r.spec.WatermarkColumn != "" {
 		add([]string{r.spec.WatermarkColumn})
@@ -563,6 +604,9 @@ func canonical(sel *Select, from string) string {
 			}
 			b.WriteString(g.String())
 		}
+	}
+	if sel.Having != nil {
+		b.WriteString(" having " + sel.Having.String())
 	}
 	return b.String()
 }

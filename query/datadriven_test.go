@@ -64,5 +64,8 @@ func printSelect(src string, q *Select) string {
 		}
 		b.WriteString("  " + s + "  @" + position(src, g.Pos) + "\n")
 	}
+	if q.Having != nil {
+		b.WriteString("having " + q.Having.String() + "\n")
+	}
 	return b.String()
 }

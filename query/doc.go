@@ -9,23 +9,35 @@
 //
 // # Grammar
 //
-//	query     := SELECT item {, item} FROM relation [WHERE cond]
-//	             [GROUP BY group {, group}] [;]
+//	query     := SELECT item {, item} FROM relation [WHERE expr]
+//	             [GROUP BY group {, group}] [HAVING expr] [;]
 //	relation  := <registered name> | `quoted`          (case-insensitive)
 //	item      := window(col, dur[, dur[, dur]]) [AS window] | window
-//	           | col | agg [[AS] alias]
-//	agg       := count(*) | count(1) | count(col) | sum(col) | min(col)
-//	           | max(col) | avg(col) | mean(col)
-//	group     := window(col, dur[, dur[, dur]]) | col | <SELECT alias>
+//	           | expr [[AS] alias]
+//	group     := window(col, dur[, dur[, dur]]) | expr | <SELECT alias>
 //	           | <SELECT ordinal>
 //	dur       := 'interval string' | INTERVAL 'string' | INTERVAL 'n' unit
 //	           | INTERVAL n unit {n unit}
-//	cond      := cond OR cond | cond AND cond | NOT cond | (cond)
-//	           | operand cmp operand | operand [NOT] IN (literal {, literal})
-//	           | operand IS [NOT] NULL | operand [NOT] BETWEEN operand AND operand
+//	expr      := expr OR expr | expr AND expr | NOT expr
+//	           | value cmp value | value [NOT] IN (literal {, literal})
+//	           | value IS [NOT] NULL | value [NOT] BETWEEN value AND value
+//	           | value [NOT] (LIKE | RLIKE | REGEXP) value | value
 //	cmp       := = | == | <> | != | < | <= | > | >=
-//	operand   := col | literal | TIMESTAMP 'yyyy-mm-dd hh:mm:ss' | DATE 'yyyy-mm-dd'
+//	value     := value (+ | - | ||) value | value (* | / | % | DIV) value
+//	           | - value | (expr) | col | literal | INTERVAL ... | call
+//	           | CASE [expr] WHEN expr THEN expr {...} [ELSE expr] END
+//	           | CAST(expr AS type) | TRY_CAST(expr AS type)
+//	call      := name(expr {, expr}) | count(*) | agg [FILTER (WHERE expr)]
 //	literal   := 'string' | number | -number | true | false | null
+//	           | TIMESTAMP 'yyyy-mm-dd hh:mm:ss' | DATE 'yyyy-mm-dd'
+//
+// An aggregate (count, sum, min, max, avg/mean, count_if) takes a column
+// or an expression; a SELECT item or HAVING may compute over aggregates
+// and group keys. Expressions are package expr's (Spark's types, implicit
+// casts and ANSI errors; the functions in docs/contracts.md). Expressions
+// before the aggregation become derived columns (Compiled.Derived: group
+// expressions, named by their SELECT alias, and aggregates' inputs); those
+// over its output run in Compiled.Post.
 //
 // window(col, size, slide, startTime) is Spark's: windows start at the
 // epoch plus startTime (below the slide) plus a multiple of the slide.
@@ -54,8 +66,8 @@
 // # Output
 //
 // The output (and the Delta table) has, in this order: the window (a struct
-// window<start, end> in the table), the group keys in GROUP BY order, then
-// the aggregates in SELECT order. Every group key and the window must be
+// window<start, end> in the table), the group keys in GROUP BY order, the
+// aggregates in SELECT order, then the expressions over aggregates. Every group key and the window must be
 // selected, under their own names; the order of the non-aggregate SELECT
 // items does not matter (the same output schema). An aggregate without an
 // alias is named count (count(*)) or <func>_<column> (sum_gas_used).
@@ -106,9 +118,10 @@
 //
 // PARSE_SYNTAX_ERROR (with line:column, counted in characters) for text
 // outside the grammar, UNSUPPORTED_SQL naming the construct for valid
-// Spark SQL that does not run here (joins, named as such, HAVING, ORDER
-// BY, LIMIT, DISTINCT, arithmetic, CASE, CAST, subqueries, other
-// functions), TABLE_OR_VIEW_NOT_FOUND for a FROM name nothing registered,
+// Spark SQL that does not run here (joins, named as such, ORDER BY, LIMIT,
+// DISTINCT, subqueries, a Spark aggregate ethstream lacks),
+// UNRESOLVED_ROUTINE listing the functions for an unknown function,
+// DATATYPE_MISMATCH for operands of the wrong type, TABLE_OR_VIEW_NOT_FOUND for a FROM name nothing registered,
 // UNRESOLVED_COLUMN for an unknown column, INVALID_STREAMING_QUERY for a
 // query that cannot be a streaming aggregation (a selected column outside
 // GROUP BY, a group key not selected, GROUP BY an aggregate), with Spark's

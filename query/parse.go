@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/filter"
 )
 
@@ -23,6 +24,7 @@ type Select struct {
 	// in it is reported at its first occurrence from there.
 	WherePos int
 	GroupBy  []GroupItem // empty without GROUP BY (a global aggregation)
+	Having   filter.Expr // nil without HAVING
 }
 
 // Item is one SELECT item: the window, a column, or an aggregate.
@@ -31,8 +33,11 @@ type Item struct {
 	Col    string      // a column (lowercase)
 	Agg    string      // count, sum, min, max, avg (lowercase)
 	AggCol string      // the aggregate's column; "" is count(*)
-	As     string      // alias as written, "" if none
-	Pos    int
+	// Expr is any other expression: one over the group keys, or one
+	// holding aggregates (an aggregate of an expression, FILTER, count_if).
+	Expr filter.Expr
+	As   string // alias as written, "" if none
+	Pos  int
 }
 
 // WindowCall is window(col, size[, slide[, startTime]]); Ref is set for
@@ -54,8 +59,9 @@ type WindowCall struct {
 // (spark.sql.groupByOrdinal).
 type GroupItem struct {
 	Window  *WindowCall
-	Col     string // lowercase
-	Ordinal int    // 1-based position in SELECT; 0 if not an ordinal
+	Col     string      // lowercase
+	Expr    filter.Expr // an expression other than a column
+	Ordinal int         // 1-based position in SELECT; 0 if not an ordinal
 	Pos     int
 }
 
@@ -101,6 +107,8 @@ func (it Item) String() string {
 			c = "*"
 		}
 		s = it.Agg + "(" + c + ")"
+	case it.Expr != nil:
+		s = it.Expr.String()
 	default:
 		s = it.Col
 	}
@@ -117,6 +125,8 @@ func (g GroupItem) String() string {
 		return g.Window.String()
 	case g.Ordinal > 0:
 		return strconv.Itoa(g.Ordinal)
+	case g.Expr != nil:
+		return g.Expr.String()
 	}
 	return g.Col
 }
@@ -253,6 +263,14 @@ func (p *parser) query() (*Select, error) {
 	if err := p.groupBy(q); err != nil {
 		return nil, err
 	}
+	if p.peek().is("having") {
+		p.next()
+		e, err := p.or(0)
+		if err != nil {
+			return nil, err
+		}
+		q.Having = e
+	}
 	return q, p.end()
 }
 
@@ -334,12 +352,13 @@ func (p *parser) groupBy(q *Select) error {
 func (p *parser) end() error {
 	t := p.peek()
 	switch {
-	case t.is("having"):
-		return unsupported(p.src, t.pos, "HAVING")
 	case t.is("order"), t.is("sort"), t.is("cluster"), t.is("distribute"):
-		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (a streaming aggregation emits rows as windows change)")
+		// Spark's UnsupportedOperationChecker allows a sort only after an
+		// aggregation in complete mode; ethstream's table is MERGEd, so
+		// the order of the rows it emits is not kept in any mode.
+		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (Spark: sorting is not supported on streaming DataFrames/Datasets, unless it is on aggregated DataFrame/Dataset in Complete output mode; ethstream's Delta table keeps no row order in any mode)")
 	case t.is("limit"):
-		return unsupported(p.src, t.pos, "LIMIT")
+		return unsupported(p.src, t.pos, "LIMIT (Spark: limits are not supported on streaming DataFrames/Datasets in Update output mode; ethstream runs none)")
 	case t.is("union"), t.is("except"), t.is("intersect"), t.is("minus"):
 		return unsupported(p.src, t.pos, strings.ToUpper(t.text))
 	case t.is("window"):
@@ -358,22 +377,6 @@ func (p *parser) end() error {
 }
 
 var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true, "mean": true}
-
-// unsupportedFuncs are Spark functions named in errors rather than reported
-// as syntax errors.
-func (p *parser) funcCall(name string, t token) error {
-	lower := strings.ToLower(name)
-	switch lower {
-	case "session_window":
-		return unsupported(p.src, t.pos, "session_window (session windows)")
-	case "window_time":
-		return unsupported(p.src, t.pos, "window_time")
-	case "approx_count_distinct", "count_distinct", "first", "last", "collect_list", "collect_set",
-		"stddev", "variance", "percentile", "percentile_approx", "any_value", "max_by", "min_by":
-		return unsupported(p.src, t.pos, "aggregate "+lower+"() (count, sum, min, max, avg are)")
-	}
-	return unsupported(p.src, t.pos, "function "+lower+"()")
-}
 
 func (p *parser) alias(it *Item) error {
 	t := p.peek()
@@ -417,17 +420,8 @@ func (p *parser) afterOperand() error {
 func (p *parser) item() (Item, error) {
 	t := p.peek()
 	it := Item{Pos: t.pos}
-	switch {
-	case t.punct("*"):
+	if t.punct("*") {
 		return it, unsupported(p.src, t.pos, "SELECT * (name the group keys and aggregates)")
-	case t.is("case"):
-		return it, unsupported(p.src, t.pos, "CASE")
-	case t.is("cast"):
-		return it, unsupported(p.src, t.pos, "CAST")
-	case t.kind == tString || t.kind == tNumber:
-		return it, unsupported(p.src, t.pos, "a literal in SELECT")
-	case t.punct("("):
-		return it, unsupported(p.src, t.pos, "a parenthesised expression in SELECT")
 	}
 	if t.is("window") {
 		w, err := p.window()
@@ -440,71 +434,34 @@ func (p *parser) item() (Item, error) {
 		}
 		return it, p.alias(&it)
 	}
-	if t.kind == tIdent && p.toks[p.i+1].punct("(") {
-		if !aggFuncs[strings.ToLower(t.text)] {
-			return it, p.funcCall(t.text, t)
-		}
-		if err := p.aggCall(&it); err != nil {
-			return it, err
-		}
-		if err := p.afterOperand(); err != nil {
-			return it, err
-		}
-		return it, p.alias(&it)
-	}
-	c, ct, err := p.column("a column, window(...) or an aggregate")
+	e, err := p.or(0)
 	if err != nil {
 		return it, err
 	}
-	if p.peek().punct("(") {
-		return it, p.funcCall(c, ct)
+	switch x := e.(type) {
+	case filter.Col:
+		it.Col = x.Name
+	case expr.Call:
+		if aggFuncs[x.Name] && x.Filter == nil && (x.Star || len(x.Args) == 1 && isCol(x.Args[0])) {
+			it.Agg = x.Name
+			if !x.Star {
+				it.AggCol = x.Args[0].(filter.Col).Name
+			}
+			break
+		}
+		it.Expr = e
+	default:
+		it.Expr = e
 	}
-	it.Col = c
 	if err := p.afterOperand(); err != nil {
 		return it, err
 	}
 	return it, p.alias(&it)
 }
 
-// aggCall reads an aggregate call, name(arg), into it.
-func (p *parser) aggCall(it *Item) error {
-	name := strings.ToLower(p.next().text)
-	p.next() // (
-	if name == "mean" {
-		name = "avg"
-	}
-	it.Agg = name
-	a := p.peek()
-	switch {
-	case a.punct("*"):
-		if name != "count" {
-			return p.errAt(a, "%s(*) is not valid; name a column", name)
-		}
-		p.next()
-	case a.kind == tNumber && name == "count":
-		p.next() // count(1) is count(*)
-	case a.is("distinct"):
-		return unsupported(p.src, a.pos, name+"(DISTINCT ...)")
-	case a.punct(")"):
-		return p.errAt(a, "%s() needs an argument", name)
-	default:
-		c, ct, err := p.column("a column")
-		if err != nil {
-			return err
-		}
-		if nt := p.peek(); !nt.punct(")") {
-			if nt.punct(",") {
-				return p.errAt(nt, "%s takes one argument", name)
-			}
-			if nt.punct("(") {
-				return unsupported(p.src, ct.pos, "a function call inside "+name+"()")
-			}
-			return unsupported(p.src, nt.pos, "an expression inside "+name+"() (name a column)")
-		}
-		it.AggCol = c
-	}
-	_, err := p.expectPunct(")")
-	return err
+func isCol(e filter.Expr) bool {
+	_, ok := e.(filter.Col)
+	return ok
 }
 
 // window parses window(col, size[, slide[, startTime]]) or the bare
@@ -632,14 +589,21 @@ func (p *parser) groupItem() (GroupItem, error) {
 		g.Window = w
 		return g, p.afterOperand()
 	}
-	c, ct, err := p.column("a column or window(...)")
+	if t.kind == tIdent && p.toks[p.i+1].punct("(") {
+		switch kw := strings.ToLower(t.text); kw {
+		case "rollup", "cube", "grouping", "grouping_id":
+			return g, unsupported(p.src, t.pos, "GROUP BY "+strings.ToUpper(kw)+"(...)")
+		}
+	}
+	e, err := p.or(0)
 	if err != nil {
 		return g, err
 	}
-	if p.peek().punct("(") {
-		return g, p.funcCall(c, ct)
+	if c, ok := e.(filter.Col); ok {
+		g.Col = c.Name
+	} else {
+		g.Expr = e
 	}
-	g.Col = c
 	return g, p.afterOperand()
 }
 
@@ -710,32 +674,15 @@ var cmpOps = map[string]filter.CmpOp{"=": filter.Eq, "==": filter.Eq, "<>": filt
 
 func (p *parser) predicate(d int) (filter.Expr, error) {
 	t := p.peek()
-	if t.punct("(") {
-		if p.toks[p.i+1].is("select") {
-			return nil, unsupported(p.src, t.pos, "a subquery")
-		}
-		p.next()
-		e, err := p.or(d + 1)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := p.expectPunct(")"); err != nil {
-			return nil, err
-		}
-		return e, nil
-	}
-	l, err := p.operand()
+	l, err := p.additive(d + 1)
 	if err != nil {
 		return nil, err
 	}
 	t = p.peek()
 	if op, ok := cmpOps[t.text]; ok && t.kind == tPunct {
 		p.next()
-		r, err := p.operand()
+		r, err := p.additive(d + 1)
 		if err != nil {
-			return nil, err
-		}
-		if err := p.noArith(); err != nil {
 			return nil, err
 		}
 		return filter.Cmp{Op: op, L: l, R: r}, nil
@@ -756,11 +703,25 @@ func (p *parser) predicate(d int) (filter.Expr, error) {
 		return p.between(l, neg)
 	case t.is("is"):
 		return p.isNull(l)
-	case t.is("like"), t.is("rlike"), t.is("ilike"), t.is("regexp"):
-		return nil, unsupported(p.src, t.pos, strings.ToUpper(t.text))
-	}
-	if err := p.noArith(); err != nil {
-		return nil, err
+	case t.is("like"), t.is("rlike"), t.is("regexp"):
+		p.next()
+		if nt := p.peek(); nt.is("any") || nt.is("all") || nt.is("some") {
+			return nil, unsupported(p.src, nt.pos, strings.ToUpper(t.text)+" "+strings.ToUpper(nt.text))
+		}
+		pat, err := p.additive(d + 1)
+		if err != nil {
+			return nil, err
+		}
+		if nt := p.peek(); nt.is("escape") {
+			return nil, unsupported(p.src, nt.pos, "LIKE ... ESCAPE (the escape character is \\)")
+		}
+		op := "like"
+		if !t.is("like") {
+			op = "rlike"
+		}
+		return expr.Like{Op: op, X: l, Pattern: pat, Neg: neg}, nil
+	case t.is("ilike"):
+		return nil, unsupported(p.src, t.pos, "ILIKE")
 	}
 	return l, nil
 }
@@ -795,14 +756,14 @@ func (p *parser) inList(l filter.Expr, neg bool) (filter.Expr, error) {
 // between reads BETWEEN lo AND hi after operand l: l >= lo AND l <= hi.
 func (p *parser) between(l filter.Expr, neg bool) (filter.Expr, error) {
 	p.next()
-	lo, err := p.operand()
+	lo, err := p.additive(0)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.expectKeyword("and"); err != nil {
 		return nil, err
 	}
-	hi, err := p.operand()
+	hi, err := p.additive(0)
 	if err != nil {
 		return nil, err
 	}
@@ -831,17 +792,6 @@ func (p *parser) isNull(l filter.Expr) (filter.Expr, error) {
 	return filter.IsNull{X: l, Neg: isNeg}, nil
 }
 
-func (p *parser) noArith() error {
-	t := p.peek()
-	switch {
-	case t.punct("+"), t.punct("-"), t.punct("*"), t.punct("/"), t.punct("%"):
-		return unsupported(p.src, t.pos, "arithmetic ("+t.text+")")
-	case t.punct("."):
-		return p.fieldAccess(t)
-	}
-	return nil
-}
-
 // fieldAccess refuses the dot at t. After a name and before one it is a
 // qualified column (a.number, as a join or a table alias writes it): the
 // message names it and says to write the column alone, since a query reads
@@ -856,36 +806,6 @@ func (p *parser) fieldAccess(t token) error {
 		}
 	}
 	return unsupported(p.src, t.pos, "a field access (.)")
-}
-
-// operand is a column or a literal.
-func (p *parser) operand() (filter.Expr, error) {
-	t := p.peek()
-	switch {
-	case t.kind == tString || t.kind == tNumber || t.punct("-") || t.punct("+") || t.is("null") || t.is("true") || t.is("false"):
-		return p.literal()
-	case t.is("interval"):
-		return nil, unsupported(p.src, t.pos, "INTERVAL literals in a condition")
-	case t.is("case"):
-		return nil, unsupported(p.src, t.pos, "CASE")
-	case t.is("cast"):
-		return nil, unsupported(p.src, t.pos, "CAST")
-	case t.is("exists"):
-		return nil, unsupported(p.src, t.pos, "EXISTS (subquery)")
-	case p.typedLiteral():
-		return p.literal()
-	}
-	c, ct, err := p.column("a column or a value")
-	if err != nil {
-		return nil, err
-	}
-	if p.peek().punct("(") {
-		if aggFuncs[c] {
-			return nil, unsupported(p.src, ct.pos, "an aggregate in WHERE (HAVING)")
-		}
-		return nil, p.funcCall(c, ct)
-	}
-	return filter.Col{Name: c}, nil
 }
 
 // typedLiteral reports whether the next tokens are TIMESTAMP 'text' or

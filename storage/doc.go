@@ -49,7 +49,7 @@
 // safe: it stops or leaves an orphan for vacuum). durable.Replace is a
 // plain PUT (Delta checkpoints, _last_checkpoint). The server must honour
 // If-None-Match on PUT (AWS S3 since 2024, Versity Gateway, MinIO, the
-// embedded endpoint of package chain). An object is staged before its one
+// embedded endpoint of package storage/s3serve). An object is staged before its one
 // PUT (a PUT needs its length): in memory up to 4 MiB, beyond that in a
 // local temp file (under the state cache, --local-dir, else the system
 // temp directory), unlinked as soon as it is open, so a crash leaves

@@ -11,6 +11,14 @@ const (
 	Float64   Type = 2 // Float64s
 	String    Type = 3 // Strings
 	Timestamp Type = 4 // Int64s, microseconds since the Unix epoch, UTC
+	// Boolean is Int64s, 1 for true and 0 for false: held as a long, every
+	// per-type copy of a column carries it unchanged.
+	Boolean Type = 5
+	Int32   Type = 6 // Int64s, each within int32 (Spark's INT)
+	Date    Type = 7 // Int64s, days since the Unix epoch
+	// Decimal is Spark's DECIMAL(p, s), exact to 38 digits. Only
+	// expressions (package expr) hold it so far; no Column carries it.
+	Decimal Type = 8
 )
 
 func (t Type) String() string {
@@ -23,6 +31,14 @@ func (t Type) String() string {
 		return "string"
 	case Timestamp:
 		return "timestamp"
+	case Boolean:
+		return "boolean"
+	case Int32:
+		return "int"
+	case Date:
+		return "date"
+	case Decimal:
+		return "decimal"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
@@ -33,7 +49,7 @@ func (t Type) String() string {
 type Column struct {
 	Name     string
 	Type     Type
-	Int64s   []int64 // Int64 and Timestamp
+	Int64s   []int64 // Int64, Timestamp, Boolean, Int32 and Date
 	Float64s []float64
 	Strings  []string
 	Valid    []bool

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/spf13/cobra"
 )
@@ -23,20 +23,20 @@ func init() {
 // names, with the shell variable --env sets for each.
 var archiveFields = map[string]struct {
 	env string
-	get func(*chain.Manifest) string
+	get func(*archivegen.Manifest) string
 }{
-	"preset":          {"ARCHIVE_PRESET", func(m *chain.Manifest) string { return m.Preset }},
-	"seed":            {"ARCHIVE_SEED", func(m *chain.Manifest) string { return fmt.Sprint(m.Seed) }},
-	"firstDay":        {"FIRST_DAY", func(m *chain.Manifest) string { return m.FirstDay }},
-	"days":            {"ARCHIVE_DAYS", func(m *chain.Manifest) string { return fmt.Sprint(m.Days) }},
-	"firstBlock":      {"FIRST_BLOCK", func(m *chain.Manifest) string { return fmt.Sprint(m.FirstBlock) }},
-	"lastBlock":       {"LAST_BLOCK", func(m *chain.Manifest) string { return fmt.Sprint(m.LastBlock) }},
-	"firstParentHash": {"FIRST_PARENT_HASH", func(m *chain.Manifest) string { return m.FirstParentHash }},
-	"lastHash":        {"LAST_HASH", func(m *chain.Manifest) string { return m.LastHash }},
-	"lastTimestamp":   {"LAST_TIMESTAMP", func(m *chain.Manifest) string { return fmt.Sprint(m.LastTimestamp) }},
-	"rows":            {"ARCHIVE_ROWS", func(m *chain.Manifest) string { return fmt.Sprint(m.Rows) }},
-	"bytes":           {"ARCHIVE_BYTES", func(m *chain.Manifest) string { return fmt.Sprint(m.Bytes) }},
-	"files":           {"ARCHIVE_FILES", func(m *chain.Manifest) string { return fmt.Sprint(len(m.Files)) }},
+	"preset":          {"ARCHIVE_PRESET", func(m *archivegen.Manifest) string { return m.Preset }},
+	"seed":            {"ARCHIVE_SEED", func(m *archivegen.Manifest) string { return fmt.Sprint(m.Seed) }},
+	"firstDay":        {"FIRST_DAY", func(m *archivegen.Manifest) string { return m.FirstDay }},
+	"days":            {"ARCHIVE_DAYS", func(m *archivegen.Manifest) string { return fmt.Sprint(m.Days) }},
+	"firstBlock":      {"FIRST_BLOCK", func(m *archivegen.Manifest) string { return fmt.Sprint(m.FirstBlock) }},
+	"lastBlock":       {"LAST_BLOCK", func(m *archivegen.Manifest) string { return fmt.Sprint(m.LastBlock) }},
+	"firstParentHash": {"FIRST_PARENT_HASH", func(m *archivegen.Manifest) string { return m.FirstParentHash }},
+	"lastHash":        {"LAST_HASH", func(m *archivegen.Manifest) string { return m.LastHash }},
+	"lastTimestamp":   {"LAST_TIMESTAMP", func(m *archivegen.Manifest) string { return fmt.Sprint(m.LastTimestamp) }},
+	"rows":            {"ARCHIVE_ROWS", func(m *archivegen.Manifest) string { return fmt.Sprint(m.Rows) }},
+	"bytes":           {"ARCHIVE_BYTES", func(m *archivegen.Manifest) string { return fmt.Sprint(m.Bytes) }},
+	"files":           {"ARCHIVE_FILES", func(m *archivegen.Manifest) string { return fmt.Sprint(len(m.Files)) }},
 }
 
 func archiveFieldNames() []string {
@@ -74,7 +74,7 @@ number of files).`,
 				return usage(errcode.New(errcode.InvalidArgument, "", "pass --field one of: "+strings.Join(archiveFieldNames(), ", "),
 					"unknown manifest field %q", field))
 			}
-			m, err := chain.ReadManifest(args[0])
+			m, err := archivegen.ReadManifest(args[0])
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -44,8 +47,8 @@ and seed (all 4,080 days, blocks 1..26,086,569). --days N writes the last N days
 				return err
 			}
 			start := time.Now()
-			opts := chain.GenOptions{Out: out, Preset: p, Seed: seed, Progress: genProgress(cmd, p)}
-			m, err := chain.GenerateArchive(cmd.Context(), opts)
+			opts := archivegen.Options{Out: out, Preset: p, Seed: seed, Progress: genProgress(cmd, p)}
+			m, err := archivegen.Generate(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
@@ -117,7 +120,7 @@ const secretKeyEnv = "ETHSTREAM_S3_SECRET_KEY"
 func serveS3Cmd() *cobra.Command {
 	var (
 		root, addr, accessKey string
-		faults                chain.S3Faults
+		faults                s3serve.Faults
 	)
 	cmd := &cobra.Command{
 		Use:   "serve-s3 --root DIR [--addr 127.0.0.1:9000] [--listen-public] [--access-key KEY]",
@@ -140,7 +143,7 @@ it serves whoever reaches it, and says so; with --access-key KEY and the secret 
 				return errcode.New(errcode.InvalidArgument, "", "pass --access-key KEY and set "+secretKeyEnv+" to its secret, or neither for an unauthenticated endpoint",
 					"serve-s3 needs both --access-key and %s, or neither", secretKeyEnv)
 			}
-			srv, err := chain.StartS3(cmd.Context(), chain.S3Options{Root: root, Addr: addr, Faults: faults, AccessKey: accessKey, SecretKey: secret})
+			srv, err := s3serve.Start(cmd.Context(), s3serve.Options{Root: root, Addr: addr, Faults: faults, AccessKey: accessKey, SecretKey: secret})
 			if err != nil {
 				return err
 			}
@@ -169,7 +172,7 @@ func nodeCmd() *cobra.Command {
 		speed         float64
 		initial       int
 		seed          int64
-		faults        chain.NodeFaults
+		faults        ethnode.Faults
 		reorgs        = nodeReorgs{depth: 8}
 		reorgSeed     int64
 	)
@@ -201,14 +204,14 @@ blocks it has read, as the demo's live_reorgs phase does (README, phase 6).`,
 			if speed <= 0 || interval <= 0 {
 				return errcode.New(errcode.InvalidArgument, "", "pass a positive --speed and --block-interval", "invalid speed %v or block interval %v", speed, interval)
 			}
-			m, err := chain.ReadManifest(archive)
+			m, err := archivegen.ReadManifest(archive)
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("seed") {
 				seed = m.Seed
 			}
-			n, err := chain.StartNode(cmd.Context(), chain.NodeOptions{
+			n, err := ethnode.Start(cmd.Context(), ethnode.Options{
 				Manifest: m, Seed: seed, Addr: addr, BlockInterval: interval, Speed: speed, InitialBlocks: initial,
 				Faults: faults,
 			})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
@@ -193,7 +194,7 @@ func TestCheckpointRepartitionAnyQuery(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	archive := filepath.Join(root, "archive")
-	if _, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 5}); err != nil {
+	if _, err := archivegen.Generate(ctx, archivegen.Options{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	ck, tbl, cache := filepath.Join(root, "ck"), filepath.Join(root, "tbl"), filepath.Join(root, "cache")

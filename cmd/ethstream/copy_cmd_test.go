@@ -13,8 +13,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/storage/s3serve"
 )
 
 // TestCheckpointCopyCommand moves a stopped query local -> S3 (the
@@ -27,14 +29,14 @@ func TestCheckpointCopyCommand(t *testing.T) {
 	root := t.TempDir()
 	// Three days, one file each, one file a batch: a batch at each place.
 	archive := filepath.Join(root, "archive")
-	if _, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 3), Seed: 3}); err != nil {
+	if _, err := archivegen.Generate(ctx, archivegen.Options{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 3), Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	uri := "file://" + filepath.ToSlash(archive) + "/v1.0/eth/blocks"
 	if err := os.MkdirAll(filepath.Join(root, "s3", "lake"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := chain.StartS3(ctx, chain.S3Options{Root: filepath.Join(root, "s3"), Addr: "127.0.0.1:0"})
+	srv, err := s3serve.Start(ctx, s3serve.Options{Root: filepath.Join(root, "s3"), Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

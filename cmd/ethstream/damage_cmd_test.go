@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 )
 
 // corruptCache flips bytes in every sstable and MANIFEST of the state
@@ -41,7 +42,7 @@ func TestCorruptCacheThroughEveryCommand(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	archive := filepath.Join(root, "archive")
-	if _, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 3}); err != nil {
+	if _, err := archivegen.Generate(ctx, archivegen.Options{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	ck, tbl, cache := filepath.Join(root, "ck"), filepath.Join(root, "tbl"), filepath.Join(root, "cache")

@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -58,7 +61,7 @@ var testArchive = sync.OnceValues(func() (string, error) {
 	archiveDir = base
 	// base is also the root served as S3: its one folder is bucket "archive".
 	dir := filepath.Join(base, "archive")
-	_, err = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 4, Workers: 1})
+	_, err = archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 4, Workers: 1})
 	return dir, err
 })
 
@@ -99,7 +102,7 @@ func archiveURI(t *testing.T) (root, uri string) {
 func startS3(t *testing.T) string {
 	t.Helper()
 	dir, _ := archiveURI(t)
-	srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: filepath.Dir(dir), Addr: "127.0.0.1:0"})
+	srv, err := s3serve.Start(context.Background(), s3serve.Options{Root: filepath.Dir(dir), Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +114,11 @@ func startS3(t *testing.T) string {
 func startNode(t *testing.T) string {
 	t.Helper()
 	root, _ := archiveURI(t)
-	m, err := chain.ReadManifest(root)
+	m, err := archivegen.ReadManifest(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := chain.StartNode(context.Background(), chain.NodeOptions{Manifest: m, Addr: "127.0.0.1:0", InitialBlocks: 4, Manual: true})
+	n, err := ethnode.Start(context.Background(), ethnode.Options{Manifest: m, Addr: "127.0.0.1:0", InitialBlocks: 4, Manual: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/errcode"
 )
 
@@ -24,7 +24,7 @@ type nodeReorgs struct {
 	mu  sync.Mutex // the node calls the hook one request at a time; the log line is written under it too
 	rng *rand.Rand
 	out io.Writer
-	n   *chain.Node
+	n   *ethnode.Node
 }
 
 // validate refuses a schedule the flags cannot mean.
@@ -40,7 +40,7 @@ func (r *nodeReorgs) validate() error {
 
 // install makes n reorganise on r's schedule and print one line per
 // reorganisation to out; a zero rate installs nothing.
-func (r *nodeReorgs) install(n *chain.Node, seed int64, out io.Writer) {
+func (r *nodeReorgs) install(n *ethnode.Node, seed int64, out io.Writer) {
 	if r.rate == 0 {
 		return
 	}

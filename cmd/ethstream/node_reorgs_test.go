@@ -9,7 +9,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/ethclient"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 )
 
 // TestNodeReorgs: a node with --reorg-rate 1 replaces its head block before
@@ -17,12 +18,12 @@ import (
 // stays readable by hash. The same seed makes the same depths.
 func TestNodeReorgs(t *testing.T) {
 	root, _ := archiveURI(t)
-	m, err := chain.ReadManifest(root)
+	m, err := archivegen.ReadManifest(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	depths := func(seed int64) (string, []string) {
-		n, err := chain.StartNode(context.Background(), chain.NodeOptions{Manifest: m, Addr: "127.0.0.1:0", InitialBlocks: 10, Manual: true})
+		n, err := ethnode.Start(context.Background(), ethnode.Options{Manifest: m, Addr: "127.0.0.1:0", InitialBlocks: 10, Manual: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,8 +28,11 @@ QUERY  --query 'SELECT ...' or --query-file FILE (Spark SQL; default: the refere
   FROM blocks | FROM <source name>       blocks: every --source, with the column source
   [WHERE transaction_count > 100 AND miner IN ('0x..') AND NOT gas_used IS NULL ...]
   GROUP BY window(block_ts, '5 minutes'), miner
-    aggregates: count(*), count(col), sum, min, max, avg; group keys: any block column or
-    source; WHERE: comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL.
+    aggregates: count(*), count, sum, min, max, avg, count_if of columns or expressions,
+    FILTER (WHERE ...); group keys: block columns, source, or expressions named with AS;
+    expressions (Spark's types and ANSI errors): + - * / % div, comparisons, AND/OR/NOT, IN,
+    BETWEEN, IS [NOT] NULL, LIKE, RLIKE, CASE, IF, COALESCE, CAST, try_cast, string, date,
+    math and chain functions; SELECT over aggregates (sum(x) / 1e18 AS eth) and HAVING.
   --with-watermark 'block_ts, 1 hour'    Spark's withWatermark (default: 'block_ts, 48 hours' for
                                          the reference query, none for a --query)
   --output-mode update|append|complete   Spark's outputMode (default update)

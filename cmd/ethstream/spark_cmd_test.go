@@ -13,13 +13,10 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/ethstream/ethstream/internal/fixture"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
-
-// sparkFixtures holds checkpoints Apache Spark wrote: the shared/ folder
-// beside the repository (from cmd/ethstream, ../../../shared).
-var sparkFixtures = filepath.Join("..", "..", "..", "shared", "testdata", "spark-checkpoints")
 
 // resetFlags gives every command of the tree its default flag values again:
 // cobra keeps them (repeatable ones append) between executions.
@@ -90,9 +87,7 @@ func copyTree(t *testing.T, src, dst string) {
 // Spark wrote (testdata/spark_checkpoints): inspect and plan read them, run
 // and checkpoint repartition refuse them before writing anything.
 func TestSparkCheckpointCommands(t *testing.T) {
-	if _, err := os.Stat(sparkFixtures); err != nil {
-		t.Skipf("Spark fixtures not found at %s (shared/ beside the repository): %v", sparkFixtures, err)
-	}
+	sparkFixtures := fixture.Shared(t, "spark-checkpoints")
 	tmp := t.TempDir()
 	digests := map[string]string{}
 	datadriven.RunTest(t, "testdata/spark_checkpoints", func(t *testing.T, d *datadriven.TestData) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 )
 
 // TestVerifyCommandReportsCrossChecks: `checkpoint verify` exits 1 with
@@ -21,7 +22,7 @@ func TestVerifyCommandReportsCrossChecks(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
 	archive := filepath.Join(base, "archive")
-	if _, err := chain.GenerateArchive(ctx, chain.GenOptions{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 3}); err != nil {
+	if _, err := archivegen.Generate(ctx, archivegen.Options{Out: archive, Preset: chain.RangePreset(chain.FirstDay, 2), Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	arch := "file://" + filepath.ToSlash(archive) + "/v1.0/eth/blocks"

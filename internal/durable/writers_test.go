@@ -13,21 +13,21 @@ import (
 // the writers listed here, none of which publishes durable output.
 func TestOneWriter(t *testing.T) {
 	allowed := map[string]string{
-		"chain/archive.go:os.CreateTemp(":         "a writability probe, removed at once",
-		"cmd/ethstream/main.go:os.Create(":        "the --cpuprofile file of a debugging run",
-		"demo/bench.go:os.WriteFile(":             "/proc/self/clear_refs, not a file",
-		"demo/demo.go:os.Create(":                 "a phase's log, streamed while the phase runs",
-		"internal/logtest/logtest.go:.Create(":    "the numbered log suite plants damaged and stray files to check that readers refuse them (test support, never in production)",
-		"internal/streamtest/faultfs.go:.Create(": "the test harness's fault FS forwards the call of the code under test to its in-memory FS (test support, never in production)",
-		"internal/streamtest/faultfs.go:.Link(":   "the test harness's fault FS forwards the call of the code under test to its in-memory FS (test support, never in production)",
-		"internal/streamtest/faultfs.go:.Rename(": "the test harness's fault FS forwards the call of the code under test to its in-memory FS (test support, never in production)",
-		"storage/mux.go:.Create(":                 "the store router forwards the call to the store of the path (durable.Local's own temp file)",
-		"storage/mux.go:.Link(":                   "the store router forwards the call to the store of the path (durable.Local's own link)",
-		"storage/mux.go:.Rename(":                 "the store router forwards the call to the store of the path (durable.Local's own rename)",
-		"storage/spool.go:os.CreateTemp(":         "an S3 upload's staging file, unlinked at once; the object is published by the (conditional) PUT",
-		"state/partitions.go:.Create(":            "the local Pebble cache (sstables to ingest, no-sync wrapper); trusted only via the marker, which is published through durable",
-		"state/spill.go:.Create(":                 "a repartition's scratch sorted runs in the local cache, removed as merged and swept at Open; never read after a crash",
-		"state/diskfull.go:.Create(":              "the local Pebble cache's out-of-space watch (a wrapper of Pebble's own file creation)",
+		"chain/archivegen/archive.go:os.CreateTemp(": "a writability probe, removed at once",
+		"cmd/ethstream/main.go:os.Create(":           "the --cpuprofile file of a debugging run",
+		"demo/bench.go:os.WriteFile(":                "/proc/self/clear_refs, not a file",
+		"demo/demo.go:os.Create(":                    "a phase's log, streamed while the phase runs",
+		"internal/logtest/logtest.go:.Create(":       "the numbered log suite plants damaged and stray files to check that readers refuse them (test support, never in production)",
+		"internal/streamtest/faultfs.go:.Create(":    "the test harness's fault FS forwards the call of the code under test to its in-memory FS (test support, never in production)",
+		"internal/streamtest/faultfs.go:.Link(":      "the test harness's fault FS forwards the call of the code under test to its in-memory FS (test support, never in production)",
+		"internal/streamtest/faultfs.go:.Rename(":    "the test harness's fault FS forwards the call of the code under test to its in-memory FS (test support, never in production)",
+		"storage/mux.go:.Create(":                    "the store router forwards the call to the store of the path (durable.Local's own temp file)",
+		"storage/mux.go:.Link(":                      "the store router forwards the call to the store of the path (durable.Local's own link)",
+		"storage/mux.go:.Rename(":                    "the store router forwards the call to the store of the path (durable.Local's own rename)",
+		"storage/spool.go:os.CreateTemp(":            "an S3 upload's staging file, unlinked at once; the object is published by the (conditional) PUT",
+		"state/partitions.go:.Create(":               "the local Pebble cache (sstables to ingest, no-sync wrapper); trusted only via the marker, which is published through durable",
+		"state/spill.go:.Create(":                    "a repartition's scratch sorted runs in the local cache, removed as merged and swept at Open; never read after a crash",
+		"state/diskfull.go:.Create(":                 "the local Pebble cache's out-of-space watch (a wrapper of Pebble's own file creation)",
 	}
 	re := regexp.MustCompile(`os\.(WriteFile|CreateTemp|OpenFile|Create|Rename|Link)\(|\.(Rename|Link|Create)\(`)
 	root := "../.."

@@ -33,6 +33,10 @@ type Query struct {
 	WatermarkColumn string
 	Mode            string // "update", "append" (windows with a watermark) or "complete"
 	ANSI            bool   // spark.sql.ansi.enabled
+	// Having is HAVING count(*) > *Having (nil: none).
+	Having *int64
+	// KeyExprs are group keys that are expressions, after Keys.
+	KeyExprs []KeyExpr
 
 	spell spelling
 }
@@ -44,10 +48,14 @@ type Window struct {
 }
 
 // Agg is one aggregate: Func is count, sum, min, max or avg; Column ""
-// means count(*).
+// means count(*). Func "ratio" is the expression over aggregates
+// sum(Column) / count(*), computed after the aggregation (always aliased).
 type Agg struct {
 	Func, Column string
-	Alias        string // "" = the default name
+	// Arg, when set, is the input: an expression (Column is then "" and
+	// Alias is set).
+	Arg   Operand
+	Alias string // "" = the default name
 }
 
 // Name is the output column's name: the alias, else ethstream's default
@@ -218,6 +226,9 @@ func (q *Query) Render() string {
 	for _, i := range order {
 		items = append(items, head[i])
 	}
+	for _, k := range q.KeyExprs {
+		items = append(items, k.Text()+" "+q.kw("as")+" "+k.Alias)
+	}
 	items = append(items, q.aggItems()...)
 	b.WriteString(q.kw("select") + " ")
 	b.WriteString(strings.Join(items, ", "))
@@ -226,8 +237,19 @@ func (q *Query) Render() string {
 		b.WriteString(" " + q.kw("where") + " ")
 		q.Where.render(&b)
 	}
-	if groups := q.groupBy(win, order); len(groups) > 0 {
+	groups := q.groupBy(win, order)
+	for _, k := range q.KeyExprs {
+		if k.ByAlias {
+			groups = append(groups, k.Alias)
+		} else {
+			groups = append(groups, k.Text())
+		}
+	}
+	if len(groups) > 0 {
 		b.WriteString(" " + q.kw("group by") + " " + strings.Join(groups, ", "))
+	}
+	if q.Having != nil {
+		fmt.Fprintf(&b, " %s count(*) > %d", q.kw("having"), *q.Having)
 	}
 	return b.String()
 }
@@ -286,13 +308,20 @@ func (q *Query) aggItems() []string {
 			f = q.spell.funcs[i]
 		}
 		arg := a.Column
-		if arg == "" {
+		if a.Arg != nil {
+			var ab strings.Builder
+			a.Arg.renderOperand(&ab)
+			arg = ab.String()
+		} else if arg == "" {
 			arg = "*"
 			if f == "count(1)" {
 				f, arg = "count", "1"
 			}
 		}
 		s := f + "(" + arg + ")"
+		if a.Func == "ratio" {
+			s = "sum(" + arg + ") / count(*)"
+		}
 		if a.Alias != "" {
 			s += " " + q.kw("as") + " " + a.Alias
 		}
@@ -342,4 +371,37 @@ func (q *Query) WatermarkOption() string {
 		return ""
 	}
 	return fmt.Sprintf("%s, %d seconds", q.WatermarkColumn, int64(q.Watermark/time.Second))
+}
+
+// aggOrder is the order of the aggregates' output columns: the aggregates,
+// then the expressions over aggregates (ratio), each in SELECT order (the
+// post-aggregation stage appends its columns).
+func (q *Query) aggOrder() []int {
+	var out, post []int
+	for i, a := range q.Aggs {
+		if a.Func == "ratio" {
+			post = append(post, i)
+		} else {
+			out = append(out, i)
+		}
+	}
+	return append(out, post...)
+}
+
+// KeyExpr is a group key computed from a column: Func is lower (a STRING
+// column), mod3 (BIGINT % 3) or hour (date_trunc('HOUR', ts)).
+type KeyExpr struct {
+	Func, Column, Alias string
+	ByAlias             bool // GROUP BY the alias rather than the expression
+}
+
+// Text is the expression as written.
+func (k KeyExpr) Text() string {
+	switch k.Func {
+	case "lower":
+		return "lower(" + k.Column + ")"
+	case "mod3":
+		return "(" + k.Column + " % 3)"
+	}
+	return "date_trunc('HOUR', " + k.Column + ")"
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -159,7 +160,7 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	}
 	for i := range 1 + rng.IntN(4) {
 		a := g.agg(rng)
-		if rng.IntN(3) == 0 || containsAgg(q.Aggs, a) {
+		if a.Arg != nil || a.Func == "ratio" || rng.IntN(3) == 0 || containsAgg(q.Aggs, a) {
 			a.Alias = pick(rng, []string{"n", "X", "Avg_Tx", "total"}) + strconv.Itoa(i)
 		}
 		q.Aggs = append(q.Aggs, a)
@@ -167,7 +168,7 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 		switch {
 		case a.Func == "avg" && rng.IntN(3) == 0:
 			f = "mean"
-		case a.Func == "count" && a.Column == "" && rng.IntN(2) == 0:
+		case a.Func == "count" && a.Column == "" && a.Arg == nil && rng.IntN(2) == 0:
 			f = "count(1)"
 		case rng.IntN(4) == 0:
 			f = strings.ToUpper(f)
@@ -176,6 +177,27 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	}
 	if rng.IntN(10) < 7 {
 		q.Where = g.expr(rng, q, 0)
+	}
+	if rng.IntN(6) == 0 {
+		k := int64(rng.IntN(4))
+		q.Having = &k
+	}
+	for i := range rng.IntN(3) / 2 * (1 + rng.IntN(2)) {
+		k := KeyExpr{Alias: "gk" + strconv.Itoa(i), ByAlias: rng.IntN(2) == 0}
+		switch rng.IntN(3) {
+		case 0:
+			k.Func, k.Column = "lower", pick(rng, g.cols(stream.String)).Name
+		case 1:
+			k.Func, k.Column = "mod3", pick(rng, g.cols(stream.Int64)).Name
+		default:
+			k.Func, k.Column = "hour", g.EventTime
+		}
+		if !slices.ContainsFunc(q.KeyExprs, func(o KeyExpr) bool { return o.Func == k.Func && o.Column == k.Column }) {
+			// ethstream resolves a GROUP BY expression to the first SELECT item
+			// with its text: the same expression twice is refused
+			// (docs/contracts.md).
+			q.KeyExprs = append(q.KeyExprs, k)
+		}
 	}
 	head := len(q.Keys)
 	if q.Window != nil {
@@ -254,7 +276,12 @@ func spellDuration(rng *rand.Rand, d time.Duration) string {
 }
 
 func (g *Gen) agg(rng *rand.Rand) Agg {
-	switch rng.IntN(6) {
+	switch rng.IntN(8) {
+	case 6:
+		if rng.IntN(3) == 0 {
+			return Agg{Func: "ratio", Column: pick(rng, g.cols(stream.Int64, stream.Float64)).Name}
+		}
+		return Agg{Func: pick(rng, []string{"sum", "avg", "min", "max", "count"}), Arg: g.arith(rng, 0)}
 	case 0:
 		return Agg{Func: "count"}
 	case 1:
@@ -288,7 +315,9 @@ func (g *Gen) expr(rng *rand.Rand, q *Query, depth int) Expr {
 		col.Spell = "`" + c.Name + "`"
 	}
 	op := pick(rng, []string{"=", "==", "<>", "!=", "<", "<=", ">", ">="})
-	switch rng.IntN(8) {
+	switch rng.IntN(10) {
+	case 8, 9:
+		return Cmp{Op: op, L: g.arith(rng, 0), R: g.numLit(rng)}
 	case 0:
 		return IsNull{X: col, Not: rng.IntN(2) == 0}
 	case 1:
@@ -389,4 +418,37 @@ func quoteSQL(rng *rand.Rand, s string) string {
 	}
 	b.WriteByte('\'')
 	return b.String()
+}
+
+// arith is a numeric expression over the BIGINT and DOUBLE columns and
+// small literals (zero among them: a division by zero), with values near
+// 2^62 in the inputs (an overflow), nested up to three deep.
+func (g *Gen) arith(rng *rand.Rand, depth int) Operand {
+	side := func() Operand {
+		if depth < 2 && rng.IntN(3) == 0 {
+			return g.arith(rng, depth+1)
+		}
+		if rng.IntN(3) == 0 {
+			return g.numLit(rng)
+		}
+		return Col{Name: pick(rng, g.cols(stream.Int64, stream.Float64)).Name}
+	}
+	if rng.IntN(6) == 0 {
+		return Coalesce{X: Col{Name: pick(rng, g.cols(stream.Int64, stream.Float64)).Name}, Else: g.numLit(rng)}
+	}
+	l := side()
+	if _, isLit := l.(Lit); isLit {
+		l = Col{Name: pick(rng, g.cols(stream.Int64, stream.Float64)).Name} // every expression reads a column
+	}
+	return Arith{Op: pick(rng, []string{"+", "-", "*", "/", "%"}), L: l, R: side()}
+}
+
+// numLit is a small integer literal (0 included) or a double.
+func (g *Gen) numLit(rng *rand.Rand) Lit {
+	if rng.IntN(4) == 0 {
+		v := float64(rng.IntN(20)-10) / 4
+		return Lit{Kind: LitDouble, Float: v, Text: strconv.FormatFloat(v, 'e', -1, 64)}
+	}
+	v := int64(rng.IntN(7) - 2)
+	return Lit{Kind: LitBigint, Int: v, Text: intText(v)}
 }

@@ -41,7 +41,9 @@ type OutRow struct {
 
 // Failure is a batch that fails: the error code Spark raises and the batch.
 type Failure struct {
-	Code  string
+	Code string
+	// Codes are every error class the batch raises (Code among them).
+	Codes []string
 	Batch int
 }
 
@@ -90,6 +92,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 	var order []string
 	wmMs := int64(0)
 	for n, batch := range batches {
+		ev.codes = ev.codes[:0]
 		maxMs, seen := int64(math.MinInt64), false
 		for _, r := range batch {
 			if !ev.pushed(r) {
@@ -105,7 +108,24 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 			if ev.eval(q.Where, r) != tTrue {
 				continue
 			}
-			for _, wk := range ev.instances(r) {
+			insts := ev.instances(r)
+			if len(insts) > 0 {
+				// The aggregates' input expressions, once per row that
+				// reaches the aggregation, late or not (Spark's partial
+				// aggregate projects them before the state store drops late
+				// rows).
+				for i, a := range q.Aggs {
+					ev.args[i] = nil
+					if a.Arg != nil {
+						v, code := ev.num(a.Arg, r)
+						if code != "" {
+							ev.codes = append(ev.codes, code)
+						}
+						ev.args[i] = v
+					}
+				}
+			}
+			for _, wk := range insts {
 				if q.Window != nil && q.Watermark > 0 && wk.end <= wmMs*1000 {
 					res.Late++
 					continue // late: its window is closed
@@ -119,16 +139,23 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 					order = append(order, kt)
 				}
 				if a := ev.add(g, r); a >= 0 && q.ANSI {
-					res.Fail = &Failure{Code: "ARITHMETIC_OVERFLOW", Batch: n}
-					return res
+					ev.codes = append(ev.codes, "ARITHMETIC_OVERFLOW")
 				}
 			}
+		}
+		if len(ev.codes) > 0 {
+			// Spark raises the first error of its row order; ethstream
+			// evaluates a batch column by column, so with several errors in
+			// one batch either may be reported: the batch and the set of
+			// classes are what is compared.
+			res.Fail = &Failure{Code: ev.codes[0], Codes: slices.Compact(slices.Sorted(slices.Values(ev.codes))), Batch: n}
+			return res
 		}
 		if seen {
 			wmMs = max(wmMs, maxMs-q.Watermark.Milliseconds())
 		}
 	}
-	if q.Window == nil && len(q.Keys) == 0 && len(groups) == 0 {
+	if q.Window == nil && len(q.Keys) == 0 && len(q.KeyExprs) == 0 && len(groups) == 0 {
 		res.EmptyGlobal = true
 	}
 	slices.Sort(order)
@@ -137,9 +164,12 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 		if !ev.emitted(g, wmMs) {
 			continue
 		}
+		if q.Having != nil && g.rows <= *q.Having {
+			continue // HAVING count(*) > k: count(*) only grows, so the last emission is the final value
+		}
 		vals := slices.Clone(g.key)
-		for i, a := range q.Aggs {
-			vals = append(vals, ev.result(a, &g.aggs[i], g.rows))
+		for _, i := range q.aggOrder() {
+			vals = append(vals, ev.result(q.Aggs[i], &g.aggs[i], g.rows))
 		}
 		res.Rows = append(res.Rows, OutRow{Key: kt, Values: vals})
 	}
@@ -168,6 +198,10 @@ func (ev *evaluator) emitted(g *group, wmMs int64) bool {
 }
 
 type evaluator struct {
+	// codes are the error classes raised while evaluating the current batch.
+	codes []string
+	// args are the aggregates' input expressions' values at the current row.
+	args   []any
 	q      *Query
 	idx    map[string]int
 	typ    map[string]stream.Type
@@ -175,7 +209,7 @@ type evaluator struct {
 }
 
 func newEvaluator(q *Query, schema []Column) *evaluator {
-	ev := &evaluator{q: q, idx: map[string]int{}, typ: map[string]stream.Type{}}
+	ev := &evaluator{q: q, idx: map[string]int{}, typ: map[string]stream.Type{}, args: make([]any, len(q.Aggs))}
 	for i, c := range schema {
 		ev.idx[c.Name], ev.typ[c.Name] = i, c.Type
 	}
@@ -210,7 +244,7 @@ func conjuncts(e Expr) []Expr {
 
 // reads reports whether e reads column name.
 func reads(e Expr, name string) bool {
-	op := func(o Operand) bool { c, ok := o.(Col); return ok && c.Name == name }
+	op := func(o Operand) bool { return operandReads(o, name) }
 	switch e := e.(type) {
 	case And:
 		return reads(e.L, name) || reads(e.R, name)
@@ -236,8 +270,11 @@ func (ev *evaluator) columns() []string {
 		cols = append(cols, "window_start", "window_end")
 	}
 	cols = append(cols, ev.q.Keys...)
-	for _, a := range ev.q.Aggs {
-		cols = append(cols, a.Name())
+	for _, k := range ev.q.KeyExprs {
+		cols = append(cols, k.Alias)
+	}
+	for _, i := range ev.q.aggOrder() {
+		cols = append(cols, ev.q.Aggs[i].Name())
 	}
 	return cols
 }
@@ -278,6 +315,20 @@ func (ev *evaluator) key(wk instance, r Row) []any {
 	for _, c := range ev.q.Keys {
 		k = append(k, r[ev.idx[c]])
 	}
+	for _, e := range ev.q.KeyExprs {
+		v := r[ev.idx[e.Column]]
+		if v != nil {
+			switch e.Func {
+			case "lower":
+				v = strings.ToLower(v.(string))
+			case "mod3":
+				v = v.(int64) % 3 // Java's remainder: the sign of the dividend
+			case "hour":
+				v = floorDiv(v.(int64), 3_600_000_000) * 3_600_000_000
+			}
+		}
+		k = append(k, v)
+	}
 	return k
 }
 
@@ -293,10 +344,15 @@ func (ev *evaluator) add(g *group, r Row) int {
 	over := -1
 	for i, a := range ev.q.Aggs {
 		b := &g.aggs[i]
-		if a.Column == "" {
+		if a.Column == "" && a.Arg == nil {
 			continue
 		}
-		v := r[ev.idx[a.Column]]
+		var v any
+		if a.Arg != nil {
+			v = ev.args[i]
+		} else {
+			v = r[ev.idx[a.Column]]
+		}
 		if v == nil {
 			continue
 		}
@@ -305,7 +361,7 @@ func (ev *evaluator) add(g *group, r Row) int {
 		case int64:
 			b.isum.Add(&b.isum, big.NewInt(x))
 			b.fsum += float64(x)
-			if a.Func == "sum" && over < 0 && (b.isum.Cmp(minLong) < 0 || b.isum.Cmp(maxLong) > 0) {
+			if (a.Func == "sum" || a.Func == "ratio") && over < 0 && (b.isum.Cmp(minLong) < 0 || b.isum.Cmp(maxLong) > 0) {
 				over = i
 			}
 			if b.min == nil || x < b.min.(int64) {
@@ -332,7 +388,7 @@ func (ev *evaluator) add(g *group, r Row) int {
 // result is aggregate a's value from its buffer.
 func (ev *evaluator) result(a Agg, b *buffer, rows int64) any {
 	if a.Func == "count" {
-		if a.Column == "" {
+		if a.Column == "" && a.Arg == nil {
 			return rows
 		}
 		return b.n
@@ -341,8 +397,15 @@ func (ev *evaluator) result(a Agg, b *buffer, rows int64) any {
 		return nil
 	}
 	switch a.Func {
-	case "sum":
+	case "ratio": // sum(x) / count(*): a DOUBLE division of the (wrapped) sum
 		if ev.typ[a.Column] == stream.Float64 {
+			return b.fsum / float64(rows)
+		}
+		var m big.Int
+		m.And(&b.isum, new(big.Int).SetUint64(math.MaxUint64))
+		return float64(int64(m.Uint64())) / float64(rows)
+	case "sum":
+		if a.Arg != nil && ev.numType(a.Arg) == stream.Float64 || a.Arg == nil && ev.typ[a.Column] == stream.Float64 {
 			return b.fsum
 		}
 		// A wrapped sum (ANSI off) is the exact sum modulo 2^64.
@@ -406,17 +469,36 @@ func or(a, b tri) tri {
 	return tFalse
 }
 
+// eval evaluates a condition at row r; an error Spark raises for the row
+// (ANSI arithmetic) is added to ev.codes and the condition is unknown.
+// AND and OR evaluate their right side only when the left does not decide,
+// as Spark's do.
 func (ev *evaluator) eval(e Expr, r Row) tri {
 	switch e := e.(type) {
 	case nil:
 		return tTrue
 	case And:
-		return and(ev.eval(e.L, r), ev.eval(e.R, r))
+		l := ev.eval(e.L, r)
+		if l == tFalse {
+			return tFalse
+		}
+		return and(l, ev.eval(e.R, r))
 	case Or:
-		return or(ev.eval(e.L, r), ev.eval(e.R, r))
+		l := ev.eval(e.L, r)
+		if l == tTrue {
+			return tTrue
+		}
+		return or(l, ev.eval(e.R, r))
 	case Not:
 		return ev.eval(e.X, r).not()
 	case Cmp:
+		if isExpr(e.L) || isExpr(e.R) {
+			t, code := ev.compareNum(e.Op, e.L, e.R, r)
+			if code != "" {
+				ev.codes = append(ev.codes, code)
+			}
+			return t
+		}
 		return ev.compare(e.Op, e.L, e.R, r, false)
 	case Between:
 		t := and(ev.compare(">=", e.X, e.Lo, r, false), ev.compare("<=", e.X, e.Hi, r, false))

@@ -18,46 +18,9 @@ func appendRows(dst, src *stream.Batch, lo, hi int) error {
 			dst.Columns = append(dst.Columns, stream.Column{Name: c.Name, Type: c.Type})
 		}
 	}
-	if len(dst.Columns) != len(src.Columns) {
-		return fmt.Errorf("rows have %d columns, want %d", len(src.Columns), len(dst.Columns))
+	if err := dst.AppendRange(src, lo, hi); err != nil {
+		return fmt.Errorf("rows: %w", err)
 	}
-	for i := range src.Columns {
-		d, s := &dst.Columns[i], &src.Columns[i]
-		if d.Name != s.Name || d.Type != s.Type {
-			return fmt.Errorf("column %d is %s %v, want %s %v", i, s.Name, s.Type, d.Name, d.Type)
-		}
-		switch s.Type {
-		case stream.String:
-			d.Strings = append(d.Strings, s.Strings[lo:hi]...)
-		case stream.Float64:
-			d.Float64s = append(d.Float64s, s.Float64s[lo:hi]...)
-		default:
-			d.Int64s = append(d.Int64s, s.Int64s[lo:hi]...)
-		}
-		if s.Valid != nil && d.Valid == nil {
-			d.Valid = make([]bool, dst.Len, dst.Len+hi-lo)
-			for j := range d.Valid {
-				d.Valid[j] = true
-			}
-		}
-		if d.Valid != nil {
-			for j := lo; j < hi; j++ {
-				d.Valid = append(d.Valid, !s.IsNull(j))
-			}
-		}
-	}
-	if src.Signs != nil && dst.Signs == nil {
-		dst.Signs = make([]int8, dst.Len, dst.Len+hi-lo)
-		for j := range dst.Signs {
-			dst.Signs[j] = 1
-		}
-	}
-	if dst.Signs != nil {
-		for j := lo; j < hi; j++ {
-			dst.Signs = append(dst.Signs, src.Sign(j))
-		}
-	}
-	dst.Len += hi - lo
 	return nil
 }
 

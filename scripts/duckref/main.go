@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -26,12 +27,14 @@ func main() {
 	switch {
 	case len(os.Args) == 3 && os.Args[1] == "sparkref":
 		err = sparkref(os.Args[2])
+	case len(os.Args) == 4 && os.Args[1] == "sql":
+		err = query(os.Args[2], os.Args[3])
 	case len(os.Args) == 4 && os.Args[1] == "copy":
 		err = copyGrouped(os.Args[2], os.Args[3])
 	case len(os.Args) == 2:
 		err = plain(os.Args[1])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet' | duckref copy GLOB OUT.parquet | duckref sparkref CASES.jsonl")
+		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet' | duckref copy GLOB OUT.parquet | duckref sparkref CASES.jsonl | duckref sql GLOB QUERY")
 		os.Exit(2)
 	}
 	if err != nil {
@@ -78,4 +81,55 @@ func copyGrouped(glob, out string) error {
 	}
 	fmt.Printf("duckdb copy: %d (window, miner) groups written to %s in %.2f s\n", groups, out, time.Since(t).Seconds())
 	return nil
+}
+
+// query runs a query over the view blocks (the archive's files, its
+// timestamp column renamed block_ts as ethstream reads it, in UTC) and
+// prints its rows as CSV: the cross-check of a query's table (`ethstream
+// table show`), for the queries whose semantics DuckDB shares.
+func query(glob, q string) error {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`SET TimeZone = 'UTC'`); err != nil {
+		return err
+	}
+	if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW blocks AS SELECT * EXCLUDE ("timestamp"), "timestamp" AS block_ts FROM read_parquet('%s')`, glob)); err != nil {
+		return err
+	}
+	rows, err := db.Query(q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	fmt.Println(strings.Join(cols, ","))
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			switch v := v.(type) {
+			case nil:
+			case time.Time:
+				out[i] = v.UTC().Format(time.RFC3339)
+			default:
+				out[i] = fmt.Sprint(v)
+			}
+		}
+		fmt.Println(strings.Join(out, ","))
+	}
+	return rows.Err()
 }

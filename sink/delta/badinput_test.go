@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/fixture"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -153,16 +154,7 @@ func TestCommitFileNamesOnly(t *testing.T) {
 }
 
 func FuzzParseActions(f *testing.F) {
-	root := ""
-	if dir, err := os.Getwd(); err == nil {
-		for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-			if st, err := os.Stat(filepath.Join(d, "shared", "testdata", "delta-golden")); err == nil && st.IsDir() {
-				root = filepath.Join(d, "shared", "testdata", "delta-golden")
-				break
-			}
-		}
-	}
-	if root != "" {
+	if root, ok := fixture.Find("delta-golden"); ok {
 		matches, _ := filepath.Glob(filepath.Join(root, "*", "_delta_log", "*.json"))
 		for _, m := range matches {
 			if data, err := os.ReadFile(m); err == nil {

@@ -4,21 +4,21 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/format"
 )
 
 // Data files of the sink's tables: one Parquet schema per layout (every
@@ -120,16 +120,16 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 		switch {
 		case def == 2 && rs.winNull != nil && rs.winNull[i]:
 			dst = append(dst, parquet.NullValue().Level(0, 0, c))
-		case v.isNull(i):
+		case v.IsNull(i):
 			dst = append(dst, parquet.NullValue().Level(0, def-1, c))
 		case typ == stream.Float64:
-			dst = append(dst, parquet.DoubleValue(v.f64[i]).Level(0, def, c))
+			dst = append(dst, parquet.DoubleValue(v.Float64s[i]).Level(0, def, c))
 		case typ == stream.String:
-			s := v.str[i]
+			s := v.Strings[i]
 			// No copy: the column buffer copies the bytes, and s outlives the call.
 			dst = append(dst, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))).Level(0, def, c))
 		default:
-			dst = append(dst, parquet.Int64Value(v.i64[i]).Level(0, def, c))
+			dst = append(dst, parquet.Int64Value(v.Int64s[i]).Level(0, def, c))
 		}
 	}
 	return dst
@@ -137,214 +137,71 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 
 func clampInt(v, lo, hi int) int { return max(lo, min(v, hi)) }
 
-// fileLeaf is where a layout leaf is in a data file, and how its values
-// convert.
-type fileLeaf struct {
-	maxDef int
-	scale  int64 // µs per unit for INT64 timestamps; 0 = INT96
-	nanos  bool
-}
-
-// readDataFile reads every row of a data file of layout l. Columns are
-// found by name, so files other writers produced (INT96 or milli/nano
-// timestamps, INT32 or FLOAT columns, other column orders, missing columns:
-// null) read too. It decodes one column chunk at a time.
+// readDataFile reads every row of a data file of layout l through the one
+// Parquet decoder (package columnar). Columns are found by name, so files
+// other writers produced (INT96 or milli/nano timestamps, INT32, FLOAT or
+// DECIMAL columns, other column orders, missing columns: null) read too,
+// with the repository's one table of conversions.
 func readDataFile(fs vfs.FS, path string, l *outLayout) (*rowSet, error) {
 	pf, f, err := openParquet(fs, path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	schema := pf.Schema()
-	ourOf := make([]int, len(schema.Columns())) // file column -> our leaf + 1
-	leaves := make([]fileLeaf, len(l.leaves))
-	found := make([]bool, len(l.leaves))
-	winMaxDef := 0
+	fields := make([]columnar.Field, len(l.leaves))
 	for i, lf := range l.leaves {
-		lc, ok := schema.Lookup(lf.path...)
-		if !ok {
-			continue
-		}
-		fl := fileLeaf{maxDef: lc.MaxDefinitionLevel, scale: 1}
-		if lf.typ == stream.Timestamp {
-			if lc.Node.Type().Kind() == parquet.Int96 {
-				fl.scale = 0
-			} else if lt, ok := logicalOf(lc.Node).(*format.TimestampType); ok {
-				switch lt.Unit.Value.(type) {
-				case *format.MilliSeconds:
-					fl.scale = 1000
-				case *format.NanoSeconds:
-					fl.nanos = true
-				}
-			}
-		}
-		if len(lf.path) == 2 {
-			winMaxDef = max(winMaxDef, fl.maxDef)
-		}
-		leaves[i], found[i] = fl, true
-		ourOf[lc.ColumnIndex] = i + 1
+		fields[i] = columnar.Field{Name: lf.col, Path: lf.path, Type: lf.typ, Parent: len(lf.path) == 2}
 	}
-	n := int(pf.NumRows())
-	rs := newRowSet(l, n)
-	// winSeen[r]: a window leaf of row r has a definition level above 0,
-	// so the window struct is present.
-	var winSeen []bool
-	if winMaxDef > 1 {
-		winSeen = make([]bool, n)
+	dec, err := columnar.Open(pf, fields, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	base := 0
-	vals := make([]parquet.Value, clampInt(n, 1, 4096))
-	for _, rg := range pf.RowGroups() {
-		rgRows := int(rg.NumRows())
-		for fc, chunk := range rg.ColumnChunks() {
-			if ourOf[fc] == 0 {
-				continue
-			}
-			c := ourOf[fc] - 1
-			if err := rs.readChunk(chunk, c, leaves[c], winSeen, base, vals); err != nil {
-				return nil, fmt.Errorf("read %s: %w", path, err)
-			}
+	groups := len(pf.RowGroups())
+	var rs *rowSet
+	for g := range groups {
+		rg, err := dec.DecodeRowGroup(g)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: row group %d: %w", path, g, err)
 		}
-		for c := range l.leaves {
-			if !found[c] {
-				rs.appendNulls(c, rgRows)
-			}
-			if got := rs.colLen(c); got != base+rgRows {
-				return nil, fmt.Errorf("read %s: column %s has %d values, the row groups %d rows", path, l.leaves[c].col, got, base+rgRows)
-			}
+		src := &rowSet{l: l, cols: rg.Batch.Columns, n: rg.Batch.Len, winNull: windowNulls(rg)}
+		if groups == 1 {
+			return src, nil // the decoded columns are the file's rows
 		}
-		base += rgRows
+		if rs == nil {
+			rs = newRowSet(l, int(pf.NumRows()))
+		}
+		rs.appendRange(src, 0, src.n)
 	}
-	rs.n = base
-	if winSeen != nil {
-		for r, seen := range winSeen[:base] {
-			if !seen {
-				if rs.winNull == nil {
-					rs.winNull = make([]bool, base)
-				}
-				rs.winNull[r] = true
-			}
-		}
+	if rs == nil {
+		rs = newRowSet(l, 0)
 	}
 	return rs, nil
 }
 
-// readChunk appends the values of one column chunk to column c; rows start
-// at row index base in the file.
-func (rs *rowSet) readChunk(chunk parquet.ColumnChunk, c int, fl fileLeaf, winSeen []bool, base int, vals []parquet.Value) error {
-	pages := chunk.Pages()
-	defer pages.Close()
-	v := &rs.cols[c]
-	typ := rs.l.leaves[c].typ
-	window := len(rs.l.leaves[c].path) == 2
-	row := base
-	for {
-		p, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			return nil
+// windowNulls marks the rows of a row group whose window struct itself is
+// null (no window leaf reaches the struct's definition level); nil when
+// every row has one.
+func windowNulls(rg columnar.RowGroup) []bool {
+	var seen []bool
+	for _, p := range rg.Parents {
+		if p == nil {
+			continue
 		}
-		if err != nil {
-			return err
+		if seen == nil {
+			seen = make([]bool, len(p))
 		}
-		vr := p.Values()
-		for {
-			k, err := vr.ReadValues(vals)
-			for _, x := range vals[:k] {
-				if window && winSeen != nil && x.DefinitionLevel() > 0 && row < len(winSeen) {
-					winSeen[row] = true
-				}
-				row++
-				null := x.IsNull()
-				if null && v.null == nil {
-					v.null = make([]bool, rs.colLen(c), max(cap(v.i64), cap(v.f64), cap(v.str)))
-				}
-				if v.null != nil {
-					v.null = append(v.null, null)
-				}
-				switch typ {
-				case stream.Float64:
-					var f float64
-					if !null {
-						f = x.Double()
-						if x.Kind() == parquet.Float {
-							f = float64(x.Float())
-						}
-					}
-					v.f64 = append(v.f64, f)
-				case stream.String:
-					var s string
-					if !null {
-						s = string(x.ByteArray())
-					}
-					v.str = append(v.str, s)
-				default:
-					var i int64
-					if !null {
-						i = leafInt(x, fl, typ)
-					}
-					v.i64 = append(v.i64, i)
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				parquet.Release(p)
-				return err
-			}
+		for r, ok := range p {
+			seen[r] = seen[r] || ok
 		}
-		parquet.Release(p)
 	}
-}
-
-// leafInt converts an integer or timestamp value to int64 (µs for
-// timestamps).
-func leafInt(x parquet.Value, fl fileLeaf, typ stream.Type) int64 {
-	switch x.Kind() {
-	case parquet.Int96:
-		return int96Micros(x.Int96())
-	case parquet.Int32:
-		return int64(x.Int32())
+	if !slices.Contains(seen, false) {
+		return nil
 	}
-	i := x.Int64()
-	if typ != stream.Timestamp {
-		return i
+	null := make([]bool, len(seen))
+	for r, ok := range seen {
+		null[r] = !ok
 	}
-	if fl.nanos {
-		return i / 1000
-	}
-	return i * fl.scale
-}
-
-func (rs *rowSet) colLen(c int) int {
-	v := &rs.cols[c]
-	switch rs.l.leaves[c].typ {
-	case stream.Float64:
-		return len(v.f64)
-	case stream.String:
-		return len(v.str)
-	}
-	return len(v.i64)
-}
-
-// appendNulls appends k nulls to column c (a column the file lacks).
-func (rs *rowSet) appendNulls(c, k int) {
-	v := &rs.cols[c]
-	have := rs.colLen(c)
-	if v.null == nil {
-		v.null = make([]bool, have, have+k)
-	}
-	for range k {
-		v.null = append(v.null, true)
-	}
-	switch rs.l.leaves[c].typ {
-	case stream.Float64:
-		v.f64 = append(v.f64, make([]float64, k)...)
-	case stream.String:
-		v.str = append(v.str, make([]string, k)...)
-	default:
-		v.i64 = append(v.i64, make([]int64, k)...)
-	}
+	return null
 }
 
 // statsPrefixLen is Spark's string stats prefix (32 characters).
@@ -423,23 +280,23 @@ func (rs *rowSet) colStat(c int) colStat {
 	// One loop per type: this runs over every value of every file written.
 	switch rs.l.leaves[c].typ {
 	case stream.Float64:
-		for i, x := range v.f64[:rs.n] {
+		for i, x := range v.Float64s[:rs.n] {
 			switch {
-			case v.isNull(i):
+			case v.IsNull(i):
 				s.nulls++
 			case math.IsNaN(x) || math.IsInf(x, 0):
 			case !s.has:
 				s.lo, s.hi, s.has = i, i, true
-			case x < v.f64[s.lo]:
+			case x < v.Float64s[s.lo]:
 				s.lo = i
-			case x > v.f64[s.hi]:
+			case x > v.Float64s[s.hi]:
 				s.hi = i
 			}
 		}
 	case stream.String:
-		orderedStat(&s, v, v.str[:rs.n])
+		orderedStat(&s, v, v.Strings[:rs.n])
 	default:
-		orderedStat(&s, v, v.i64[:rs.n])
+		orderedStat(&s, v, v.Int64s[:rs.n])
 	}
 	return s
 }
@@ -448,10 +305,10 @@ func (rs *rowSet) colStat(c int) colStat {
 // greatest values of xs, the values of v (strings and integers; a float
 // column skips NaN and infinities, so colStat loops over it itself). Each
 // instantiation is its own loop, as colStat's are.
-func orderedStat[T cmp.Ordered](s *colStat, v *vector, xs []T) {
+func orderedStat[T cmp.Ordered](s *colStat, v *stream.Column, xs []T) {
 	for i, x := range xs {
 		switch {
-		case v.isNull(i):
+		case v.IsNull(i):
 			s.nulls++
 		case !s.has:
 			s.lo, s.hi, s.has = i, i, true
@@ -509,17 +366,17 @@ func (rs *rowSet) statValue(c int, s colStat, isMin bool) string {
 	v := &rs.cols[c]
 	switch rs.l.leaves[c].typ {
 	case stream.Timestamp:
-		return jsonStr(formatStatsTime(time.UnixMicro(v.i64[i])))
+		return jsonStr(formatStatsTime(time.UnixMicro(v.Int64s[i])))
 	case stream.Float64:
-		js, _ := json.Marshal(v.f64[i]) // finite: NaN and infinities have no stats
+		js, _ := json.Marshal(v.Float64s[i]) // finite: NaN and infinities have no stats
 		return string(js)
 	case stream.String:
 		if isMin {
-			return jsonStr(truncMin(v.str[i]))
+			return jsonStr(truncMin(v.Strings[i]))
 		}
-		return jsonStr(truncMax(v.str[i]))
+		return jsonStr(truncMax(v.Strings[i]))
 	}
-	return strconv.FormatInt(v.i64[i], 10)
+	return strconv.FormatInt(v.Int64s[i], 10)
 }
 
 // jsonStr encodes s as encoding/json does (HTML characters escaped).

@@ -25,8 +25,10 @@
 // is DELTA_VERSION_GAP). The last protocol and metaData win, the last txn
 // per appId wins, and add/remove replace each other by percent-decoded path.
 // Protocols above reader 1 / writer 2, or with table features, are refused
-// with DELTA_UNSUPPORTED_PROTOCOL. Data files are read by column name; INT96
-// and INT64 (milli/micro/nano) timestamps are accepted; partition values come
+// with DELTA_UNSUPPORTED_PROTOCOL. Data files are read by column name
+// through package columnar's decoder and its one table of conversions
+// (INT96 and INT64 milli/micro/nano timestamps, INT32, FLOAT and DECIMAL
+// columns); partition values come
 // from the log; columns a file lacks read as null. Stats are read from the
 // JSON string or from a checkpoint's typed stats_parsed.
 //

@@ -3,32 +3,18 @@ package delta
 import (
 	"context"
 	"fmt"
-	"os"
+	"github.com/ethstream/ethstream/internal/fixture"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"testing"
 )
 
-// goldenDir finds shared/testdata/delta-golden by walking up from the
-// package directory, so the tests work from any checkout layout.
+// goldenDir is shared/testdata/delta-golden (package fixture: skipped
+// without it, failed under CI=true).
 func goldenDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "testdata", "delta-golden")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("golden tables not found: no shared/testdata/delta-golden above the working directory")
-		}
-		dir = parent
-	}
+	return fixture.Shared(t, "delta-golden")
 }
 
 type goldenCase struct {

@@ -309,9 +309,9 @@ func chunkRows(rows *rowSet, target int) []*rowSet {
 	}
 	if rows.n-lo > hotTailRows && len(rows.l.keys) > 0 && rows.l.leaves[rows.l.keys[0]].col == KeyWindowStart {
 		ws := &rows.cols[rows.l.keys[0]]
-		if last := rows.n - 1; !ws.isNull(last) {
-			lastWS := ws.i64[last]
-			cut := lo + sort.Search(rows.n-lo, func(i int) bool { return !ws.isNull(lo+i) && ws.i64[lo+i] >= lastWS })
+		if last := rows.n - 1; !ws.IsNull(last) {
+			lastWS := ws.Int64s[last]
+			cut := lo + sort.Search(rows.n-lo, func(i int) bool { return !ws.IsNull(lo+i) && ws.Int64s[lo+i] >= lastWS })
 			if cut > lo {
 				chunks = append(chunks, rows.slice(lo, cut))
 				lo = cut

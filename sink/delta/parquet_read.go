@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
@@ -124,7 +125,7 @@ func childNode(n parquet.Node, name string) parquet.Node {
 
 // normalize converts the values parquet-go reconstructs into an `any` to the
 // forms the rest of the package uses: timestamps (INT96 or INT64 with any
-// unit) become time.Time in UTC, dates "YYYY-MM-DD", byte arrays strings,
+// unit, converted by package columnar's table) become time.Time in UTC, dates "YYYY-MM-DD", byte arrays strings,
 // integers int64, groups map[string]any, lists []any.
 func normalize(n parquet.Node, v any) any {
 	if v == nil || n == nil {
@@ -187,17 +188,20 @@ func normalize(n parquet.Node, v any) any {
 func normalizeLeaf(n parquet.Node, v any) any {
 	switch x := v.(type) {
 	case deprecated.Int96:
-		return int96Time(x)
+		return time.UnixMicro(columnar.Int96Micros(x)).UTC()
 	case []byte:
 		return string(x)
 	case time.Time:
 		return x.UTC()
 	}
-	switch lt := logicalOf(n).(type) {
-	case *format.TimestampType:
-		if i, ok := toInt64(v); ok {
-			return unitTime(i, lt.Unit.Value)
+	if i, ok := toInt64(v); ok && n.Type().Kind() == parquet.Int64 {
+		// An annotated timestamp, by the repository's one table (package
+		// columnar); an unannotated integer stays an integer here.
+		if ts, ok := columnar.TimestampOf(columnar.NodeElement(n)); ok && ts.Unit != columnar.Infer {
+			return time.UnixMicro(ts.Micros(i)).UTC()
 		}
+	}
+	switch logicalOf(n).(type) {
 	case *format.DateType:
 		if i, ok := toInt64(v); ok {
 			return time.Unix(i*86400, 0).UTC().Format("2006-01-02")
@@ -205,14 +209,6 @@ func normalizeLeaf(n parquet.Node, v any) any {
 	}
 	if ct, ok := convertedOf(n); ok {
 		switch ct {
-		case deprecated.TimestampMillis:
-			if i, ok := toInt64(v); ok {
-				return time.UnixMilli(i).UTC()
-			}
-		case deprecated.TimestampMicros:
-			if i, ok := toInt64(v); ok {
-				return time.UnixMicro(i).UTC()
-			}
 		case deprecated.Date:
 			if i, ok := toInt64(v); ok {
 				return time.Unix(i*86400, 0).UTC().Format("2006-01-02")
@@ -223,16 +219,6 @@ func normalizeLeaf(n parquet.Node, v any) any {
 		return i
 	}
 	return v
-}
-
-func unitTime(i int64, unit format.TimeUnitValue) time.Time {
-	switch unit.(type) {
-	case *format.MilliSeconds:
-		return time.UnixMilli(i).UTC()
-	case *format.NanoSeconds:
-		return time.Unix(0, i).UTC()
-	}
-	return time.UnixMicro(i).UTC()
 }
 
 func toInt64(v any) (int64, bool) {
@@ -255,21 +241,6 @@ func toInt64(v any) (int64, bool) {
 		return int64(x), true
 	}
 	return 0, false
-}
-
-// int96Time decodes Impala/Spark INT96 timestamps: 8 little-endian bytes of
-// nanoseconds within the day, then 4 bytes of Julian day number.
-func int96Time(x deprecated.Int96) time.Time {
-	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
-	days := int64(x[2]) - 2440588 // Julian day of 1970-01-01
-	return time.Unix(days*86400, nanos).UTC()
-}
-
-// int96Micros is int96Time in microseconds since the epoch.
-func int96Micros(x deprecated.Int96) int64 {
-	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
-	days := int64(x[2]) - 2440588
-	return days*86400_000_000 + nanos/1000
 }
 
 // conform shapes a normalised value to a Delta type: struct fields missing

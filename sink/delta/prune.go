@@ -168,7 +168,7 @@ func admits(rs *rowSet, i int, kr []leafRange) bool {
 	for p, k := range rs.l.keys {
 		r := &kr[p]
 		v := &rs.cols[k]
-		if v.isNull(i) {
+		if v.IsNull(i) {
 			if r.nulls == 0 {
 				return false
 			}
@@ -182,16 +182,16 @@ func admits(rs *rowSet, i int, kr []leafRange) bool {
 		}
 		switch rs.l.leaves[k].typ {
 		case stream.Float64:
-			x := v.f64[i]
+			x := v.Float64s[i]
 			if !math.IsNaN(x) && !math.IsInf(x, 0) && (x < r.flo || x > r.fhi) {
 				return false // NaN and infinities are not in the stats
 			}
 		case stream.String:
-			if !strMayContain(v.str[i], r.slo, r.shi) {
+			if !strMayContain(v.Strings[i], r.slo, r.shi) {
 				return false
 			}
 		default:
-			if x := v.i64[i]; x < r.lo || x > r.hi {
+			if x := v.Int64s[i]; x < r.lo || x > r.hi {
 				return false
 			}
 		}
@@ -221,7 +221,7 @@ func (s *Snapshot) mergeCandidates(uniq *rowSet) []*AddFile {
 	v0 := &uniq.cols[k0]
 	typ0 := uniq.l.leaves[k0].typ
 	// Rows [0, nulls) have a null first key column.
-	nulls := sort.Search(uniq.n, func(i int) bool { return !v0.isNull(i) })
+	nulls := sort.Search(uniq.n, func(i int) bool { return !v0.IsNull(i) })
 	var out []*AddFile
 	for _, f := range s.files {
 		if fr := s.rangeOf(f); fr.numRecords == 0 {
@@ -236,7 +236,7 @@ func (s *Snapshot) mergeCandidates(uniq *rowSet) []*AddFile {
 	return out
 }
 
-func (s *Snapshot) mayHoldAny(uniq *rowSet, kr []leafRange, nulls int, typ0 stream.Type, v0 *vector) bool {
+func (s *Snapshot) mayHoldAny(uniq *rowSet, kr []leafRange, nulls int, typ0 stream.Type, v0 *stream.Column) bool {
 	r0 := &kr[0]
 	if r0.nulls != 0 {
 		for i := range nulls {
@@ -252,14 +252,14 @@ func (s *Snapshot) mayHoldAny(uniq *rowSet, kr []leafRange, nulls int, typ0 stre
 	if r0.bounded && typ0 != stream.Float64 {
 		switch typ0 {
 		case stream.String:
-			lo += sort.Search(hi-lo, func(i int) bool { return v0.str[nulls+i] >= r0.slo })
+			lo += sort.Search(hi-lo, func(i int) bool { return v0.Strings[nulls+i] >= r0.slo })
 		default:
-			lo += sort.Search(hi-lo, func(i int) bool { return v0.i64[nulls+i] >= r0.lo })
+			lo += sort.Search(hi-lo, func(i int) bool { return v0.Int64s[nulls+i] >= r0.lo })
 		}
 	}
 	for i := lo; i < hi; i++ {
 		if r0.bounded && typ0 != stream.Float64 {
-			past := typ0 == stream.String && !strBelow(v0.str[i], r0.shi) || typ0 != stream.String && v0.i64[i] > r0.hi
+			past := typ0 == stream.String && !strBelow(v0.Strings[i], r0.shi) || typ0 != stream.String && v0.Int64s[i] > r0.hi
 			if past {
 				break
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // refRow is one row of the reference table (ReferenceSchema), the fixture
@@ -41,11 +42,11 @@ func refLayout() *outLayout {
 func refRowSet(l *outLayout, rows []refRow) *rowSet {
 	rs := newRowSet(l, len(rows))
 	for _, r := range rows {
-		src := &rowSet{l: l, n: 1, cols: []vector{{i64: []int64{r.WS}}, {i64: []int64{r.WE}},
-			{str: []string{r.Source}}, {str: []string{r.Miner}}, {i64: []int64{r.Count}}}}
+		src := &rowSet{l: l, n: 1, cols: []stream.Column{{Type: stream.Timestamp, Int64s: []int64{r.WS}}, {Type: stream.Timestamp, Int64s: []int64{r.WE}},
+			{Type: stream.String, Strings: []string{r.Source}}, {Type: stream.String, Strings: []string{r.Miner}}, {Type: stream.Int64, Int64s: []int64{r.Count}}}}
 		for c, bit := range []uint8{nullWS, nullWE, nullSource, nullMiner, nullCount} {
 			if r.nulls&bit != 0 {
-				src.cols[c].null = []bool{true}
+				src.cols[c].Valid = []bool{false}
 			}
 		}
 		if r.nulls&nullWindow != 0 {
@@ -64,9 +65,9 @@ func refRowsOf(rs *rowSet) []refRow {
 	out := make([]refRow, rs.n)
 	for i := range out {
 		r := &out[i]
-		r.WS, r.WE, r.Source, r.Miner, r.Count = rs.cols[0].i64[i], rs.cols[1].i64[i], rs.cols[2].str[i], rs.cols[3].str[i], rs.cols[4].i64[i]
+		r.WS, r.WE, r.Source, r.Miner, r.Count = rs.cols[0].Int64s[i], rs.cols[1].Int64s[i], rs.cols[2].Strings[i], rs.cols[3].Strings[i], rs.cols[4].Int64s[i]
 		for c, bit := range []uint8{nullWS, nullWE, nullSource, nullMiner, nullCount} {
-			if rs.cols[c].isNull(i) {
+			if rs.cols[c].IsNull(i) {
 				r.nulls |= bit
 			}
 		}

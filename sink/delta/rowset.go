@@ -8,14 +8,14 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// rowSet holds rows of one table layout by column: one vector per layout
-// leaf, as the engine's batches and Parquet's column chunks hold them, so
+// rowSet holds rows of one table layout by column: one engine column per
+// layout leaf, as the engine's batches and Parquet's column chunks hold them, so
 // a batch becomes a rowSet without copying its values and a file is decoded
 // and encoded one column at a time. Timestamps are microseconds since the
 // epoch, UTC.
 type rowSet struct {
 	l    *outLayout
-	cols []vector
+	cols []stream.Column
 	n    int
 	// winNull, when non-nil, marks rows whose window struct itself is null
 	// (a file another writer produced); their window leaves are null too.
@@ -25,49 +25,26 @@ type rowSet struct {
 	del []bool
 }
 
-// vector is one column of a rowSet: the slice its type selects, and null
-// flags (nil when no value is null). The value of a null is its type's zero.
-type vector struct {
-	i64  []int64 // Int64, Timestamp
-	f64  []float64
-	str  []string
-	null []bool
-}
-
-func (v *vector) isNull(i int) bool { return v.null != nil && v.null[i] }
-
 func newRowSet(l *outLayout, capacity int) *rowSet {
-	rs := &rowSet{l: l, cols: make([]vector, len(l.leaves))}
+	rs := &rowSet{l: l, cols: make([]stream.Column, len(l.leaves))}
 	for i, lf := range l.leaves {
-		switch lf.typ {
-		case stream.Float64:
-			rs.cols[i].f64 = make([]float64, 0, capacity)
-		case stream.String:
-			rs.cols[i].str = make([]string, 0, capacity)
-		default:
-			rs.cols[i].i64 = make([]int64, 0, capacity)
-		}
+		rs.cols[i] = stream.MakeColumn(lf.col, lf.typ, 0, capacity)
 	}
 	return rs
 }
 
 // batchRowSet views an engine batch as a rowSet of layout l, sharing its
-// value slices (neither is modified afterwards). Only null flags and signs
-// are converted.
+// columns (neither is modified afterwards). Only signs are converted.
 func batchRowSet(l *outLayout, b *stream.Batch) (*rowSet, error) {
-	rs := &rowSet{l: l, cols: make([]vector, len(l.leaves)), n: b.Len}
+	rs := &rowSet{l: l, cols: make([]stream.Column, len(l.leaves)), n: b.Len}
 	for i, lf := range l.leaves {
 		c := b.Column(lf.col)
 		if c == nil || c.Type != lf.typ {
 			return nil, errBadBatch(lf.col, lf.typ)
 		}
-		v := &rs.cols[i]
-		v.i64, v.f64, v.str = c.Int64s, c.Float64s, c.Strings
+		rs.cols[i] = stream.Column{Name: lf.col, Type: lf.typ, Int64s: c.Int64s, Float64s: c.Float64s, Strings: c.Strings}
 		if c.Valid != nil && slices.Contains(c.Valid, false) {
-			v.null = make([]bool, b.Len)
-			for r, ok := range c.Valid {
-				v.null[r] = !ok
-			}
+			rs.cols[i].Valid = c.Valid
 		}
 	}
 	if b.Signs != nil && slices.Contains(b.Signs, -1) {
@@ -80,19 +57,12 @@ func batchRowSet(l *outLayout, b *stream.Batch) (*rowSet, error) {
 }
 
 // batch returns the rows as an engine batch with the layout's column names
-// (the window struct as window_start, window_end), sharing the value slices.
+// (the window struct as window_start, window_end), sharing the columns.
 func (rs *rowSet) batch() *stream.Batch {
 	b := &stream.Batch{Len: rs.n, Columns: make([]stream.Column, len(rs.cols))}
 	for i, lf := range rs.l.leaves {
-		v := &rs.cols[i]
-		c := stream.Column{Name: lf.col, Type: lf.typ, Int64s: v.i64, Float64s: v.f64, Strings: v.str}
-		if v.null != nil {
-			c.Valid = make([]bool, rs.n)
-			for r, null := range v.null {
-				c.Valid[r] = !null
-			}
-		}
-		b.Columns[i] = c
+		b.Columns[i] = rs.cols[i]
+		b.Columns[i].Name = lf.col
 	}
 	return b
 }
@@ -100,18 +70,18 @@ func (rs *rowSet) batch() *stream.Batch {
 // cmpAt compares one column's values at rows i of a and j of b (same
 // layout): null before every value, nulls equal to each other (Spark's <=>,
 // so a null key is one key), NaN before every other double.
-func cmpAt(t stream.Type, a *vector, i int, b *vector, j int) int {
-	an, bn := a.isNull(i), b.isNull(j)
+func cmpAt(t stream.Type, a *stream.Column, i int, b *stream.Column, j int) int {
+	an, bn := a.IsNull(i), b.IsNull(j)
 	if an || bn {
 		return cmpNullable(an, bn)
 	}
 	switch t {
 	case stream.Float64:
-		return cmp.Compare(a.f64[i], b.f64[j])
+		return cmp.Compare(a.Float64s[i], b.Float64s[j])
 	case stream.String:
-		return strings.Compare(a.str[i], b.str[j])
+		return strings.Compare(a.Strings[i], b.Strings[j])
 	}
-	return cmp.Compare(a.i64[i], b.i64[j])
+	return cmp.Compare(a.Int64s[i], b.Int64s[j])
 }
 
 // cmpNullable orders null before non-null; 0 means "compare the values"
@@ -174,11 +144,11 @@ func (rs *rowSet) dedupeSorted() *rowSet {
 		}
 		out = append(out, r)
 	}
-	dst := newRowSet(rs.l, len(out))
-	for _, r := range out {
-		dst.appendRow(rs, int(r))
+	idx := make([]int, len(out))
+	for k, r := range out {
+		idx[k] = int(r)
 	}
-	return dst
+	return rs.take(idx)
 }
 
 // sortByKey sorts the rows by key in place (order among equal keys is not
@@ -187,36 +157,41 @@ func (rs *rowSet) sortByKey() {
 	if rs.sortedUnique() {
 		return
 	}
-	perm := make([]int32, rs.n)
+	perm := make([]int, rs.n)
 	for i := range perm {
-		perm[i] = int32(i)
+		perm[i] = i
 	}
-	slices.SortFunc(perm, func(a, b int32) int { return cmpKey(rs, int(a), rs, int(b)) })
-	dst := newRowSet(rs.l, rs.n)
-	for _, r := range perm {
-		dst.appendRow(rs, int(r))
+	slices.SortFunc(perm, func(a, b int) int { return cmpKey(rs, a, rs, b) })
+	*rs = *rs.take(perm)
+}
+
+// take returns the rows of rs at indices, in order (stream.Column.Take).
+func (rs *rowSet) take(indices []int) *rowSet {
+	out := &rowSet{l: rs.l, cols: make([]stream.Column, len(rs.cols)), n: len(indices)}
+	for c := range rs.cols {
+		out.cols[c] = rs.cols[c].Take(indices)
 	}
-	*rs = *dst
+	out.winNull = takeFlags(rs.winNull, indices)
+	out.del = takeFlags(rs.del, indices)
+	return out
+}
+
+// takeFlags is flags at indices, nil while none is set.
+func takeFlags(flags []bool, indices []int) []bool {
+	if flags == nil {
+		return nil
+	}
+	out := make([]bool, len(indices))
+	for k, i := range indices {
+		out[k] = flags[i]
+	}
+	return out
 }
 
 // appendRow appends row i of src (same layout).
 func (rs *rowSet) appendRow(src *rowSet, i int) {
 	for c := range rs.cols {
-		d, s := &rs.cols[c], &src.cols[c]
-		switch rs.l.leaves[c].typ {
-		case stream.Float64:
-			d.f64 = append(d.f64, s.f64[i])
-		case stream.String:
-			d.str = append(d.str, s.str[i])
-		default:
-			d.i64 = append(d.i64, s.i64[i])
-		}
-		if d.null == nil && s.isNull(i) {
-			d.null = make([]bool, rs.n)
-		}
-		if d.null != nil {
-			d.null = append(d.null, s.isNull(i))
-		}
+		rs.cols[c].Append(&src.cols[c], i)
 	}
 	wn := src.winNull != nil && src.winNull[i]
 	if wn && rs.winNull == nil {
@@ -243,16 +218,7 @@ func (rs *rowSet) appendRange(src *rowSet, lo, hi int) {
 		return
 	}
 	for c := range rs.cols {
-		d, s := &rs.cols[c], &src.cols[c]
-		switch rs.l.leaves[c].typ {
-		case stream.Float64:
-			d.f64 = append(d.f64, s.f64[lo:hi]...)
-		case stream.String:
-			d.str = append(d.str, s.str[lo:hi]...)
-		default:
-			d.i64 = append(d.i64, s.i64[lo:hi]...)
-		}
-		d.null = appendFlags(d.null, rs.n, s.null, lo, hi)
+		rs.cols[c].AppendRange(&src.cols[c], lo, hi)
 	}
 	rs.winNull = appendFlags(rs.winNull, rs.n, src.winNull, lo, hi)
 	rs.del = appendFlags(rs.del, rs.n, src.del, lo, hi)
@@ -274,22 +240,11 @@ func appendFlags(dst []bool, n int, src []bool, lo, hi int) []bool {
 	return append(dst, src[lo:hi]...)
 }
 
-// slice returns rows [lo, hi) sharing rs's vectors.
+// slice returns rows [lo, hi) sharing rs's columns.
 func (rs *rowSet) slice(lo, hi int) *rowSet {
-	out := &rowSet{l: rs.l, cols: make([]vector, len(rs.cols)), n: hi - lo}
+	out := &rowSet{l: rs.l, cols: make([]stream.Column, len(rs.cols)), n: hi - lo}
 	for c := range rs.cols {
-		s, d := &rs.cols[c], &out.cols[c]
-		switch rs.l.leaves[c].typ {
-		case stream.Float64:
-			d.f64 = s.f64[lo:hi:hi]
-		case stream.String:
-			d.str = s.str[lo:hi:hi]
-		default:
-			d.i64 = s.i64[lo:hi:hi]
-		}
-		if s.null != nil {
-			d.null = s.null[lo:hi:hi]
-		}
+		out.cols[c] = rs.cols[c].Slice(lo, hi)
 	}
 	if rs.winNull != nil {
 		out.winNull = rs.winNull[lo:hi:hi]

@@ -166,18 +166,18 @@ func (s *Snapshot) showRows(ctx context.Context, vals []any, emit func() error) 
 // float64, string, or nil for a null.
 func (rs *rowSet) value(c, r int) any {
 	v := &rs.cols[c]
-	if v.isNull(r) {
+	if v.IsNull(r) {
 		return nil
 	}
 	switch rs.l.leaves[c].typ {
 	case stream.Timestamp:
-		return time.UnixMicro(v.i64[r]).UTC()
+		return time.UnixMicro(v.Int64s[r]).UTC()
 	case stream.Float64:
-		return v.f64[r]
+		return v.Float64s[r]
 	case stream.String:
-		return v.str[r]
+		return v.Strings[r]
 	}
-	return v.i64[r]
+	return v.Int64s[r]
 }
 
 // jsonValue prepares a row value for encoding/json: timestamps as strings

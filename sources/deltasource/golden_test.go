@@ -13,22 +13,16 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/fixture"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
 )
 
-const goldenDir = "../../../../shared/testdata/delta-golden"
-
+// golden is the golden table name of shared/testdata/delta-golden
+// (package fixture: skipped without it, failed under CI=true).
 func golden(t *testing.T, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join(goldenDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vfs.Default.Stat(p); err != nil {
-		t.Skipf("golden table %s: %v", name, err)
-	}
-	return p
+	return fixture.Shared(t, "delta-golden/"+name)
 }
 
 func tableURI(dir, query string) string {

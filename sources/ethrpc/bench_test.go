@@ -17,7 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -27,7 +27,7 @@ import (
 func BenchmarkFetchBlocks(b *testing.B) {
 	m := testManifest(b)
 	const span = 1000
-	n := startChainNode(b, span, chain.NodeFaults{})
+	n := startChainNode(b, span, ethnode.Faults{})
 	for _, par := range []int{1, 4} {
 		b.Run("parallelism="+itoa(uint64(par)), func(b *testing.B) {
 			s, _ := openSource(b, Options{Endpoints: []string{n.URL()}, MaxBlocksPerTrigger: span, Parallelism: par}, nil)
@@ -54,7 +54,7 @@ func BenchmarkFetchBlocks(b *testing.B) {
 // then ReadBatch of a 20-block batch, reporting the median latency of each.
 func BenchmarkReadBatch20(b *testing.B) {
 	m := testManifest(b)
-	n := startChainNode(b, 20, chain.NodeFaults{})
+	n := startChainNode(b, 20, ethnode.Faults{})
 	for _, par := range []int{1, 4} {
 		b.Run("parallelism="+itoa(uint64(par)), func(b *testing.B) {
 			s, _ := openSource(b, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, Parallelism: par}, nil)
@@ -109,7 +109,7 @@ func (c *cachedBlocks) GetBlockByNumber(tag string, full bool) (json.RawMessage,
 func BenchmarkFetchBlocksCached(b *testing.B) {
 	m := testManifest(b)
 	const span = 1000
-	n := startChainNode(b, span, chain.NodeFaults{})
+	n := startChainNode(b, span, ethnode.Faults{})
 	c, err := rpc.Dial(n.URL())
 	if err != nil {
 		b.Fatal(err)
@@ -166,7 +166,7 @@ func BenchmarkRetract(b *testing.B) {
 			name = "reorg3"
 		}
 		b.Run(name, func(b *testing.B) {
-			n := startChainNode(b, 40, chain.NodeFaults{})
+			n := startChainNode(b, 40, ethnode.Faults{})
 			s, err := New(Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, MaxBlocksPerTrigger: 50,
 				Reorg: ReorgRetract})
 			if err != nil {
@@ -223,7 +223,7 @@ func BenchmarkRetract(b *testing.B) {
 // Run: go test -run '^$' -bench SourceShare20 ./sources/ethrpc
 func BenchmarkSourceShare20(b *testing.B) {
 	m := testManifest(b)
-	n := startChainNode(b, 20, chain.NodeFaults{})
+	n := startChainNode(b, 20, ethnode.Faults{})
 	var req strings.Builder
 	req.WriteByte('[')
 	for i := uint64(1); i <= 20; i++ {
@@ -296,7 +296,7 @@ func BenchmarkSourceShare20(b *testing.B) {
 
 // BenchmarkGethReadBatch20 is ReadBatch of blocks 21..40 against a real node
 // given by ETHSTREAM_GETH_URL (skipped without it): the node's answer plus
-// the source's share; BenchmarkGethBatch20 in package chain times the
+// the source's share; BenchmarkGethBatch20 in package chain/ethnode times the
 // node's answer alone.
 // Run: ETHSTREAM_GETH_URL=http://127.0.0.1:8545 go test -run '^$' -bench GethReadBatch20 ./sources/ethrpc
 func BenchmarkGethReadBatch20(b *testing.B) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/errcode"
 )
 
@@ -14,7 +14,7 @@ import (
 // the refusal names the endpoint and the transport's reason, its code once.
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
-	n := startChainNode(t, 3, chain.NodeFaults{})
+	n := startChainNode(t, 3, ethnode.Faults{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

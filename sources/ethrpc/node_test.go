@@ -9,19 +9,21 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
 
 var (
 	archiveOnce sync.Once
-	archiveM    *chain.Manifest
+	archiveM    *archivegen.Manifest
 	archiveErr  error
 )
 
 // testManifest is a one-day synthetic archive (the last day of history),
 // generated once per test binary; only its manifest is used here.
-func testManifest(t testing.TB) *chain.Manifest {
+func testManifest(t testing.TB) *archivegen.Manifest {
 	t.Helper()
 	archiveOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "ethrpc-archive-")
@@ -30,7 +32,7 @@ func testManifest(t testing.TB) *chain.Manifest {
 			return
 		}
 		defer os.RemoveAll(dir)
-		archiveM, archiveErr = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 7})
+		archiveM, archiveErr = archivegen.Generate(context.Background(), archivegen.Options{Out: dir, Preset: chain.LastDaysPreset(1), Seed: 7})
 	})
 	if archiveErr != nil {
 		t.Fatal(archiveErr)
@@ -38,9 +40,9 @@ func testManifest(t testing.TB) *chain.Manifest {
 	return archiveM
 }
 
-func startChainNode(t testing.TB, initial int, faults chain.NodeFaults) *chain.Node {
+func startChainNode(t testing.TB, initial int, faults ethnode.Faults) *ethnode.Node {
 	t.Helper()
-	n, err := chain.StartNode(context.Background(), chain.NodeOptions{Manifest: testManifest(t), Seed: 7, Addr: "127.0.0.1:0",
+	n, err := ethnode.Start(context.Background(), ethnode.Options{Manifest: testManifest(t), Seed: 7, Addr: "127.0.0.1:0",
 		Manual: true, InitialBlocks: initial, Faults: faults})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +56,7 @@ func startChainNode(t testing.TB, initial int, faults chain.NodeFaults) *chain.N
 // hash, follow the head 20 blocks at a time, restart mid-stream.
 func TestEmbeddedNodeSeamAndFollow(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 50, chain.NodeFaults{})
+	n := startChainNode(t, 50, ethnode.Faults{})
 	uri := n.URL() + "?maxBlocksPerTrigger=20&start_block=" + itoa(m.LastBlock+1) + "&start_parent_hash=" + m.LastHash + "&confirmations=0"
 	o, err := ParseURI(uri)
 	if err != nil {
@@ -103,7 +105,7 @@ func TestEmbeddedNodeReorg(t *testing.T) {
 		depth         int
 		want          string
 	}{{6, 4, ""}, {2, 4, CodeReorgDetected}} {
-		n := startChainNode(t, 40, chain.NodeFaults{})
+		n := startChainNode(t, 40, ethnode.Faults{})
 		s, _ := openSource(t, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, MaxBlocksPerTrigger: 100,
 			Confirmations: tc.confirmations}, nil)
 		ctx := context.Background()
@@ -132,7 +134,7 @@ func TestEmbeddedNodeReorg(t *testing.T) {
 // requests with 429 or 503; every block arrives once and in order.
 func TestEmbeddedNodeFaults(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 100, chain.NodeFaults{Rate429: 0.2, Rate5xx: 0.15, RetryAfter: 2 * time.Second, Seed: 3})
+	n := startChainNode(t, 100, ethnode.Faults{Rate429: 0.2, Rate5xx: 0.15, RetryAfter: 2 * time.Second, Seed: 3})
 	s, clk := openSource(t, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, MaxRetries: 30}, nil)
 	var r rows
 	end, _ := drive(t, s, nil, 20, &r)
@@ -160,7 +162,7 @@ func TestEmbeddedNodeFaults(t *testing.T) {
 // TestEmbeddedNodeFailover: a dead endpoint first, then the node over ws.
 func TestEmbeddedNodeFailover(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 25, chain.NodeFaults{})
+	n := startChainNode(t, 25, ethnode.Faults{})
 	ws := "ws://" + strings.TrimPrefix(n.URL(), "http://")
 	s, _ := openSource(t, Options{Endpoints: []string{deadURL(t), ws}, StartBlock: m.LastBlock + 1}, nil)
 	var r rows
@@ -182,7 +184,7 @@ func TestEmbeddedNodeFailover(t *testing.T) {
 // TestEmbeddedNodeTimeouts: a node slower than the per-request timeout is
 // retried, then reported as unavailable.
 func TestEmbeddedNodeTimeouts(t *testing.T) {
-	n := startChainNode(t, 5, chain.NodeFaults{Latency: 5 * time.Second})
+	n := startChainNode(t, 5, ethnode.Faults{Latency: 5 * time.Second})
 	s, _ := openSource(t, Options{Endpoints: []string{n.URL()}, Timeout: 50 * time.Millisecond, MaxRetries: 2}, nil)
 	_, err := s.LatestOffset(context.Background(), nil)
 	if !errcode.Is(err, CodeRPCUnavailable) || s.Metrics()["retries"] != "2" {
@@ -194,7 +196,7 @@ func TestEmbeddedNodeTimeouts(t *testing.T) {
 // TestWaitForStartBlock: a start_block beyond the head is no data, not an error.
 func TestWaitForStartBlock(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 5, chain.NodeFaults{})
+	n := startChainNode(t, 5, ethnode.Faults{})
 	s, _ := openSource(t, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 10}, nil)
 	o, err := s.LatestOffset(context.Background(), nil)
 	if err != nil || o != nil {

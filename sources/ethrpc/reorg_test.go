@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/stream"
@@ -127,7 +127,7 @@ func coreRow(r blockRow) blockRow {
 // produce (retractions remove identical rows).
 type retractDriver struct {
 	t         *testing.T
-	node      *chain.Node
+	node      *ethnode.Node
 	o         Options
 	fs        vfs.FS
 	dir       string
@@ -140,7 +140,7 @@ type retractDriver struct {
 	retracted int
 }
 
-func newRetractDriver(t *testing.T, n *chain.Node, o Options) *retractDriver {
+func newRetractDriver(t *testing.T, n *ethnode.Node, o Options) *retractDriver {
 	d := &retractDriver{t: t, node: n, o: o, fs: vfs.Default, dir: t.TempDir(), table: map[int64]blockRow{}}
 	d.open()
 	return d
@@ -312,7 +312,7 @@ func TestRetractRandomReorgs(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 99))
-			n := startChainNode(t, 10, chain.NodeFaults{})
+			n := startChainNode(t, 10, ethnode.Faults{})
 			const depth = 6
 			d := newRetractDriver(t, n, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1,
 				MaxBlocksPerTrigger: 2 + rng.IntN(8), Reorg: ReorgRetract, ReorgDepth: depth})
@@ -362,7 +362,7 @@ func TestRetractRandomReorgs(t *testing.T) {
 // naming both hashes and the depth found, before anything is emitted.
 func TestRetractDeepReorg(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 30, chain.NodeFaults{})
+	n := startChainNode(t, 30, ethnode.Faults{})
 	d := newRetractDriver(t, n, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1,
 		MaxBlocksPerTrigger: 50, Reorg: ReorgRetract, ReorgDepth: 4})
 	d.step(crashNone)
@@ -374,7 +374,7 @@ func TestRetractDeepReorg(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	// A depth within reorgDepth still retracts.
-	n2 := startChainNode(t, 30, chain.NodeFaults{})
+	n2 := startChainNode(t, 30, ethnode.Faults{})
 	d2 := newRetractDriver(t, n2, Options{Endpoints: []string{n2.URL()}, StartBlock: m.LastBlock + 1,
 		MaxBlocksPerTrigger: 50, Reorg: ReorgRetract, ReorgDepth: 4})
 	d2.step(crashNone)
@@ -389,7 +389,7 @@ func TestRetractDeepReorg(t *testing.T) {
 // REORG_DETECTED and no history is written.
 func TestRetractDefaultModeUnchanged(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 10, chain.NodeFaults{})
+	n := startChainNode(t, 10, ethnode.Faults{})
 	o := Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, MaxBlocksPerTrigger: 50}
 	s, _ := openSource(t, o, nil)
 	ctx := context.Background()
@@ -416,7 +416,7 @@ func TestRetractDefaultModeUnchanged(t *testing.T) {
 // resumes with it: the history starts from the committed block.
 func TestRetractBootstrapsHistory(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 12, chain.NodeFaults{})
+	n := startChainNode(t, 12, ethnode.Faults{})
 	plain, _ := openSource(t, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1, MaxBlocksPerTrigger: 50}, nil)
 	ctx := context.Background()
 	var r rows

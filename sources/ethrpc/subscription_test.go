@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -38,7 +38,7 @@ func awaitSubscribes(t *testing.T, s *Source, n int) {
 
 // checkContiguous: the rows are blocks first..last, each once, each the
 // node's canonical block.
-func checkContiguous(t *testing.T, n *chain.Node, r *rows, first, last uint64) {
+func checkContiguous(t *testing.T, n *ethnode.Node, r *rows, first, last uint64) {
 	t.Helper()
 	if uint64(len(r.number)) != last-first+1 {
 		t.Fatalf("read %d blocks, want %d (%d..%d)", len(r.number), last-first+1, first, last)
@@ -68,7 +68,7 @@ func lower(s string) string {
 // then read by number, each once.
 func TestSubscriptionWakesOnNewHead(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 0, chain.NodeFaults{})
+	n := startChainNode(t, 0, ethnode.Faults{})
 	s, _ := openSource(t, Options{Endpoints: []string{n.WebsocketURL()}, StartBlock: m.LastBlock + 1, StartParentHash: m.LastHash}, nil)
 	awaitSubscribes(t, s, 1)
 	awaitWake(t, s, "on subscribing") // the first subscription wakes once
@@ -106,7 +106,7 @@ func TestSubscriptionWakesOnNewHead(t *testing.T) {
 // wake-up channel (trigger realTime polls) and reads the same blocks.
 func TestPollingOverHTTP(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 7, chain.NodeFaults{})
+	n := startChainNode(t, 7, ethnode.Faults{})
 	s, _ := openSource(t, Options{Endpoints: []string{n.URL()}, StartBlock: m.LastBlock + 1}, nil)
 	if s.DataReady() != nil {
 		t.Fatal("an http source offers a wake-up channel")
@@ -133,7 +133,7 @@ func TestPollingOverHTTP(t *testing.T) {
 // with exactly the mined blocks, none lost or twice.
 func TestDroppedSubscription(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 0, chain.NodeFaults{})
+	n := startChainNode(t, 0, ethnode.Faults{})
 	s, _ := openSource(t, Options{Endpoints: []string{n.WebsocketURL()}, StartBlock: m.LastBlock + 1, MaxBlocksPerTrigger: 4}, nil)
 	awaitSubscribes(t, s, 1)
 	var r rows
@@ -156,7 +156,7 @@ func TestDroppedSubscription(t *testing.T) {
 // replaced blocks and emits their replacements.
 func TestReorgNotifiedAtZeroConfirmations(t *testing.T) {
 	m := testManifest(t)
-	n := startChainNode(t, 0, chain.NodeFaults{})
+	n := startChainNode(t, 0, ethnode.Faults{})
 	d := newRetractDriver(t, n, Options{Endpoints: []string{n.WebsocketURL()}, StartBlock: m.LastBlock + 1,
 		Reorg: ReorgRetract, ReorgDepth: 8})
 	awaitSubscribes(t, d.src, 1)

@@ -10,25 +10,27 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/cputime"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/ethstream/ethstream/stream"
 )
 
 var (
 	benchOnce sync.Once
 	benchRoot string
-	benchMan  *chain.Manifest
+	benchMan  *archivegen.Manifest
 	benchErr  error
 )
 
 // benchArchive generates the demo preset (60 days) once per machine under
 // the temp dir, in bucket "archive", and re-uses it while its manifest reads.
-func benchArchive(b *testing.B) (string, *chain.Manifest) {
+func benchArchive(b *testing.B) (string, *archivegen.Manifest) {
 	benchOnce.Do(func() {
 		benchRoot = filepath.Join(os.TempDir(), "ethstream-s3archive-bench-demo-seed1")
 		out := filepath.Join(benchRoot, "archive")
-		if m, err := chain.ReadManifest(out); err == nil {
+		if m, err := archivegen.ReadManifest(out); err == nil {
 			benchMan = m
 			return
 		}
@@ -37,7 +39,7 @@ func benchArchive(b *testing.B) (string, *chain.Manifest) {
 			benchErr = err
 			return
 		}
-		benchMan, benchErr = chain.GenerateArchive(context.Background(), chain.GenOptions{Out: out, Preset: p, Seed: 1})
+		benchMan, benchErr = archivegen.Generate(context.Background(), archivegen.Options{Out: out, Preset: p, Seed: 1})
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)
@@ -60,7 +62,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.Run(via+"/"+pname, func(b *testing.B) {
 				var o Options
 				if via == "s3" {
-					srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
+					srv, err := s3serve.Start(context.Background(), s3serve.Options{Root: root, Addr: "127.0.0.1:0"})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -168,12 +168,3 @@ func checkPage(h *format.PageHeader, left, rows int64) error {
 	}
 	return nil
 }
-
-// leavesOf returns the leaf columns the decoders read (-1: absent).
-func leavesOf(decs []*colDecoder) []int {
-	leaves := make([]int, len(decs))
-	for i, d := range decs {
-		leaves[i] = d.leaf
-	}
-	return leaves
-}

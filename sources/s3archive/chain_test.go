@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
@@ -33,9 +34,9 @@ func TestChainEras(t *testing.T) {
 		{"shanghai", time.Date(2023, 4, 12, 0, 0, 0, 0, time.UTC), 1},
 		{"late", time.Date(2026, 9, 28, 0, 0, 0, 0, time.UTC), 1},
 	}
-	manifests := map[string]*chain.Manifest{}
+	manifests := map[string]*archivegen.Manifest{}
 	for _, w := range windows {
-		m, err := chain.GenerateArchive(t.Context(), chain.GenOptions{
+		m, err := archivegen.Generate(t.Context(), archivegen.Options{
 			Out: filepath.Join(root, w.bucket), Preset: chain.RangePreset(w.first, w.days), Seed: 1, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +70,7 @@ var (
 	hexAddr = regexp.MustCompile(`^0x[0-9a-f]{40}$`)
 )
 
-func checkChain(t *testing.T, rows []block, m *chain.Manifest) {
+func checkChain(t *testing.T, rows []block, m *archivegen.Manifest) {
 	t.Helper()
 	if rows[0].ParentHash != m.FirstParentHash || rows[len(rows)-1].Hash != m.LastHash {
 		t.Fatalf("chain ends %s..%s, manifest %s..%s", rows[0].ParentHash, rows[len(rows)-1].Hash, m.FirstParentHash, m.LastHash)
@@ -117,7 +118,7 @@ func TestChainAllColumns(t *testing.T) {
 	for _, w := range windows {
 		t.Run(w.name, func(t *testing.T) {
 			out := filepath.Join(root, w.name)
-			if _, err := chain.GenerateArchive(t.Context(), chain.GenOptions{Out: out, Preset: chain.RangePreset(w.first, w.days), Seed: 1, Workers: 2}); err != nil {
+			if _, err := archivegen.Generate(t.Context(), archivegen.Options{Out: out, Preset: chain.RangePreset(w.first, w.days), Seed: 1, Workers: 2}); err != nil {
 				t.Fatal(err)
 			}
 			s := openSource(t, Options{URI: fileURI(filepath.Join(out, "v1.0/eth/blocks"))}, testEnv(t, vfs.NewMem()))

@@ -11,9 +11,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/streamtest"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -159,7 +159,7 @@ func TestDecodeStateReuse(t *testing.T) {
 			files = append(files, file{p, cols, project(expected(era, bs), cols)})
 		}
 	}
-	srv, err := chain.StartS3(t.Context(), chain.S3Options{Root: served, Addr: "127.0.0.1:0"})
+	srv, err := s3serve.Start(t.Context(), s3serve.Options{Root: served, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,8 @@
 // hash, parent_hash, timestamp and miner) becomes nulls (base_fee_per_gas in files before the London
 // day's, withdrawals_root before Shanghai's); optional columns keep their
 // nulls; INT96 and INT64 timestamps (millis, micros, nanos; unannotated
-// integers by magnitude); INT32, INT64, DOUBLE and DECIMAL integers; DOUBLE,
+// integers by magnitude), by the one table of package columnar, whose
+// decoder this source uses; INT32, INT64, DOUBLE and DECIMAL integers; DOUBLE,
 // FLOAT, INT32, INT64 and DECIMAL for the double columns (difficulty,
 // total_difficulty); dictionary or plain encodings; hashes and other hex
 // strings as strings or as fixed-length binary (rendered 0x-hex). The

@@ -135,7 +135,7 @@ var eras = []string{"modern", "int96", "decimal", "nanos", "seconds", "spark"}
 func toInt96(us int64) deprecated.Int96 {
 	day := us / 86_400_000_000
 	nanos := uint64(us%86_400_000_000) * 1000
-	return deprecated.Int96{uint32(nanos), uint32(nanos >> 32), uint32(day + julianUnixEpoch)}
+	return deprecated.Int96{uint32(nanos), uint32(nanos >> 32), uint32(day + 2440588)} // the Julian day of 1970-01-01
 }
 
 func hex32(s string) (b [32]byte) {

@@ -15,6 +15,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/fixture"
 	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/storage/s3test"
@@ -212,18 +213,14 @@ func TestPruneCrashLoop(t *testing.T) {
 	}
 }
 
-// sparkFileSourceLog is the FileStreamSource log Apache Spark 2.1.0 wrote
-// (shared/ beside the repository): 2.compact, 3, 4, compaction interval 3.
-var sparkFileSourceLog = filepath.Join("..", "..", "..", "shared", "testdata", "spark-checkpoints", "file-source-log-version-2.1.0")
-
 // TestSparkWrittenLog opens a source on the log Spark wrote: the interval
 // (3) is derived from 2.compact as Spark does, every entry is seen, each id
 // yields its own files (0..2 from 2.compact), and the log continues in
 // Spark's layout: 5.compact holding every entry, then pruning from it.
 func TestSparkWrittenLog(t *testing.T) {
-	if _, err := os.Stat(sparkFileSourceLog); err != nil {
-		t.Skipf("Spark's file source log is not beside the repository: %v", err)
-	}
+	// The FileStreamSource log Apache Spark 2.1.0 wrote: 2.compact, 3, 4,
+	// compaction interval 3.
+	sparkFileSourceLog := fixture.Shared(t, "spark-checkpoints/file-source-log-version-2.1.0")
 	fs := vfs.NewMem()
 	env := testEnv(t, fs)
 	env.MinBatchesToRetain = 1

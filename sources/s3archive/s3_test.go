@@ -18,9 +18,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -28,7 +28,7 @@ import (
 // top-level folder), behind a loopback reverse proxy that counts the bytes of
 // ranged GetObject bodies, so tests see what went over the wire.
 type fakeS3 struct {
-	srv       *chain.S3Server
+	srv       *s3serve.Server
 	url       string // the proxy
 	requests  atomic.Int64
 	lists     atomic.Int64
@@ -37,7 +37,7 @@ type fakeS3 struct {
 }
 
 func (f *fakeS3) setFaults(throttle, errs float64) {
-	f.srv.SetFaults(chain.S3Faults{ThrottleRate: throttle, ErrorRate: errs, Seed: 7})
+	f.srv.SetFaults(s3serve.Faults{ThrottleRate: throttle, ErrorRate: errs, Seed: 7})
 }
 
 type countingBody struct {
@@ -53,7 +53,7 @@ func (b countingBody) Read(p []byte) (int, error) {
 
 func startFakeS3(t testing.TB, root string) *fakeS3 {
 	t.Helper()
-	srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := s3serve.Start(context.Background(), s3serve.Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

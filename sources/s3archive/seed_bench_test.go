@@ -9,9 +9,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/internal/cputime"
+	"github.com/ethstream/ethstream/storage/s3serve"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -32,7 +32,7 @@ func BenchmarkBackfillReads(b *testing.B) {
 		b.Run(via, func(b *testing.B) {
 			o := Options{URI: fileURI(filepath.Join(root, "aws-public-blockchain/v1.0/eth/blocks")), MaxFilesPerTrigger: 365}
 			if via == "s3" {
-				srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
+				srv, err := s3serve.Start(context.Background(), s3serve.Options{Root: root, Addr: "127.0.0.1:0"})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,5 +1,5 @@
 // Package s3test gives tests the S3 servers to run against: the embedded
-// endpoint (package chain, over a temp directory) always, and Versity
+// endpoint (package storage/s3serve, over a temp directory) always, and Versity
 // Gateway, an independent implementation, when .ci/run started one.
 //
 // Versity's address and keys come from the environment:
@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/storage/s3serve"
 )
 
 // Environment variables set by .ci/run for Versity Gateway.
@@ -68,7 +68,7 @@ func Embedded(t testing.TB) Server {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := chain.StartS3(ctx, chain.S3Options{Root: root, Addr: "127.0.0.1:0"})
+	srv, err := s3serve.Start(ctx, s3serve.Options{Root: root, Addr: "127.0.0.1:0"})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func EmbeddedSigned(t *testing.T) Server {
 	if err := os.Mkdir(filepath.Join(root, bucket), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := chain.StartS3(context.Background(), chain.S3Options{Root: root, Addr: "127.0.0.1:0",
+	srv, err := s3serve.Start(context.Background(), s3serve.Options{Root: root, Addr: "127.0.0.1:0",
 		AccessKey: SignedAccessKey, SecretKey: SignedSecretKey})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,10 @@
-// Package pqcol decodes the top-level columns of a Parquet file of any
-// schema into engine batches: the one Parquet read of the parquet file
-// source and the Delta table source, kept behind Decode and Schema so that
-// the shared Parquet-to-column decoder, when it lands, replaces this file
-// alone. It reads with parquet-go's page API (no row reconstruction): one
-// batch per row group, values converted to the engine's four column types.
+// Package pqcol reads the Parquet files of the parquet file source and the
+// Delta table source: it resolves a Spark schema's columns (top-level
+// names or dotted paths into structs, matched case-insensitively) to the
+// file's leaves, checks each against the engine type it is read as (Spark's
+// type mapping), and leaves every decode to internal/columnar, whose table
+// of rules (timestamp units, INT96, decimals) every reader of Parquet in the
+// repository shares.
 package pqcol
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -45,11 +47,12 @@ func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
-	idx := make([]int, len(cols)) // column chunk index, -1: missing
-	nodes := make([]parquet.Node, len(cols))
+	fields := make([]columnar.Field, len(cols))
 	for i, c := range cols {
-		idx[i] = -1
-		leaf, k, err := findLeaf(f.Schema(), c.Name)
+		// A column the file lacks keeps its name as the path, which
+		// columnar finds nowhere either and reads as nulls.
+		fields[i] = columnar.Field{Name: c.Name, Path: []string{c.Name}, Type: c.Type}
+		leaf, path, err := findLeaf(f.Schema(), c.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -59,61 +62,52 @@ func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 		if err := compatible(leaf, c.Type); err != nil {
 			return nil, fmt.Errorf("column %s: %w", c.Name, err)
 		}
-		idx[i], nodes[i] = k, leaf
+		fields[i].Path = path
 	}
-	var out []*stream.Batch
-	for _, rg := range f.RowGroups() {
-		n := int(rg.NumRows())
-		b := &stream.Batch{Len: n, Columns: make([]stream.Column, len(cols))}
-		chunks := rg.ColumnChunks()
-		for i, c := range cols {
-			col := newColumn(c, n)
-			if idx[i] < 0 {
-				col.Valid = make([]bool, n)
-			} else if err := readChunk(chunks[idx[i]], nodes[i], &col, n); err != nil {
-				return nil, fmt.Errorf("column %s: %w", c.Name, err)
-			}
-			b.Columns[i] = col
+	dec, err := columnar.Open(f, fields, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*stream.Batch, len(f.RowGroups()))
+	for g := range out {
+		rg, err := dec.DecodeRowGroup(g)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, b)
+		out[g] = rg.Batch
 	}
 	return out, nil
 }
 
 // findLeaf resolves name (a top-level column, or a dotted path into
-// structs: window.start) to its leaf node and column chunk index, matching
-// each part case-insensitively; nil when the file lacks it. A repeated
-// field on the way, or a group at the end, is ErrUnsupported.
-func findLeaf(root parquet.Node, name string) (parquet.Node, int, error) {
+// structs: window.start) to its leaf node and its path as the file spells
+// it, matching each part case-insensitively; nil when the file lacks it. A
+// repeated field on the way, or a group at the end, is ErrUnsupported.
+func findLeaf(root parquet.Node, name string) (parquet.Node, []string, error) {
 	parts := strings.Split(name, ".")
 	if len(parts) > 1 && fieldByName(root, name) != nil {
 		parts = []string{name} // a top-level column whose name holds a dot
 	}
-	node, k := root, 0
+	var node parquet.Node = root
+	path := make([]string, 0, len(parts))
 	for _, part := range parts {
-		var next parquet.Node
-		for _, f := range node.Fields() {
-			if next == nil && strings.EqualFold(f.Name(), part) {
-				next = f
-				break
-			}
-			k += countLeaves(f)
-		}
+		next := fieldByName(node, part)
 		if next == nil {
-			return nil, 0, nil
+			return nil, nil, nil
 		}
 		if next.Repeated() {
-			return nil, 0, fmt.Errorf("column %s: %w (repeated)", name, ErrUnsupported)
+			return nil, nil, fmt.Errorf("column %s: %w (repeated)", name, ErrUnsupported)
 		}
 		node = next
+		path = append(path, next.Name())
 	}
 	if !node.Leaf() {
-		return nil, 0, fmt.Errorf("column %s: %w (a group: read its fields, e.g. %s.<field>)", name, ErrUnsupported, name)
+		return nil, nil, fmt.Errorf("column %s: %w (a group: read its fields, e.g. %s.<field>)", name, ErrUnsupported, name)
 	}
-	return node, k, nil
+	return node, path, nil
 }
 
-func fieldByName(n parquet.Node, name string) parquet.Node {
+func fieldByName(n parquet.Node, name string) parquet.Field {
 	for _, f := range n.Fields() {
 		if strings.EqualFold(f.Name(), name) {
 			return f
@@ -122,31 +116,7 @@ func fieldByName(n parquet.Node, name string) parquet.Node {
 	return nil
 }
 
-func countLeaves(n parquet.Node) int {
-	if n.Leaf() {
-		return 1
-	}
-	c := 0
-	for _, f := range n.Fields() {
-		c += countLeaves(f)
-	}
-	return c
-}
-
-func newColumn(c Column, n int) stream.Column {
-	col := stream.Column{Name: c.Name, Type: c.Type}
-	switch c.Type {
-	case stream.Float64:
-		col.Float64s = make([]float64, n)
-	case stream.String:
-		col.Strings = make([]string, n)
-	default:
-		col.Int64s = make([]int64, n)
-	}
-	return col
-}
-
-// kindOf classifies a leaf: its physical kind and annotations.
+// leafKind classifies a leaf: its physical kind and annotations.
 type leafKind uint8
 
 const (
@@ -161,7 +131,16 @@ const (
 	kOther
 )
 
+// classify reads decimals and timestamps off columnar's rules table, so
+// that what this package accepts as a timestamp is what columnar converts.
 func classify(n parquet.Node) leafKind {
+	el := columnar.NodeElement(n)
+	if columnar.IsDecimal(el) {
+		return kDecimal
+	}
+	if ts, ok := columnar.TimestampOf(el); ok && ts.Unit != columnar.Infer {
+		return kTimestamp // INT96, or INT64 annotated as a timestamp
+	}
 	t := n.Type()
 	var lv format.LogicalTypeValue
 	if lt := t.LogicalType(); lt != nil {
@@ -177,20 +156,12 @@ func classify(n parquet.Node) leafKind {
 		return false
 	}
 	switch lv.(type) {
-	case *format.TimestampType:
-		return kTimestamp
-	case *format.DecimalType:
-		return kDecimal
 	case *format.DateType:
 		return kDate
 	case *format.StringType, *format.EnumType, *format.JsonType:
 		return kString
 	}
 	switch {
-	case isCT(deprecated.TimestampMillis, deprecated.TimestampMicros):
-		return kTimestamp
-	case isCT(deprecated.Decimal):
-		return kDecimal
 	case isCT(deprecated.Date):
 		return kDate
 	case isCT(deprecated.UTF8, deprecated.Enum, deprecated.Json):
@@ -201,8 +172,6 @@ func classify(n parquet.Node) leafKind {
 		return kInt
 	case parquet.Float, parquet.Double:
 		return kFloat
-	case parquet.Int96:
-		return kTimestamp
 	case parquet.Boolean:
 		return kBool
 	case parquet.ByteArray, parquet.FixedLenByteArray:
@@ -298,114 +267,4 @@ func compatible(n parquet.Node, t stream.Type) error {
 		return fmt.Errorf("%w: the file has %s (%s), the schema says %v", ErrTypeMismatch, spark, n.Type(), t)
 	}
 	return nil
-}
-
-// readChunk decodes one column chunk into col (n rows).
-func readChunk(cc parquet.ColumnChunk, leaf parquet.Node, col *stream.Column, n int) error {
-	pages := cc.Pages()
-	defer pages.Close()
-	conv := converter(leaf, col.Type)
-	buf := make([]parquet.Value, 1024)
-	row := 0
-	for {
-		p, err := pages.ReadPage()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		vr := p.Values()
-		for {
-			k, err := vr.ReadValues(buf)
-			for _, v := range buf[:k] {
-				if row >= n {
-					parquet.Release(p)
-					return fmt.Errorf("more values than the row group's %d rows", n)
-				}
-				if v.IsNull() {
-					if col.Valid == nil {
-						col.Valid = make([]bool, n)
-						for i := 0; i < row; i++ {
-							col.Valid[i] = true
-						}
-					}
-				} else {
-					conv(col, row, v)
-					if col.Valid != nil {
-						col.Valid[row] = true
-					}
-				}
-				row++
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				parquet.Release(p)
-				return err
-			}
-		}
-		parquet.Release(p)
-	}
-	if row != n {
-		return fmt.Errorf("%d values for the row group's %d rows", row, n)
-	}
-	return nil
-}
-
-// converter returns the function that stores a non-null value of leaf
-// into a column of type t (compatible checked the pair).
-func converter(leaf parquet.Node, t stream.Type) func(*stream.Column, int, parquet.Value) {
-	kind := leaf.Type().Kind()
-	switch t {
-	case stream.Int64:
-		return func(c *stream.Column, i int, v parquet.Value) { c.Int64s[i] = v.Int64() }
-	case stream.Float64:
-		switch kind {
-		case parquet.Float:
-			return func(c *stream.Column, i int, v parquet.Value) { c.Float64s[i] = float64(v.Float()) }
-		case parquet.Double:
-			return func(c *stream.Column, i int, v parquet.Value) { c.Float64s[i] = v.Double() }
-		}
-		return func(c *stream.Column, i int, v parquet.Value) { c.Float64s[i] = float64(v.Int64()) }
-	case stream.String:
-		return func(c *stream.Column, i int, v parquet.Value) { c.Strings[i] = string(v.ByteArray()) }
-	}
-	// Timestamp: microseconds since the epoch.
-	if kind == parquet.Int96 {
-		return func(c *stream.Column, i int, v parquet.Value) { c.Int64s[i] = int96Micros(v.Int96()) }
-	}
-	scale := func(x int64) int64 { return x } // micros
-	var lv format.LogicalTypeValue
-	if lt := leaf.Type().LogicalType(); lt != nil {
-		lv = lt.Value
-	}
-	if ts, ok := lv.(*format.TimestampType); ok {
-		switch ts.Unit.Value.(type) {
-		case *format.MilliSeconds:
-			scale = func(x int64) int64 { return x * 1000 }
-		case *format.NanoSeconds:
-			scale = func(x int64) int64 { return floorDiv(x, 1000) }
-		}
-	} else if ct := leaf.Type().ConvertedType(); ct != nil && *ct == deprecated.TimestampMillis {
-		scale = func(x int64) int64 { return x * 1000 }
-	}
-	return func(c *stream.Column, i int, v parquet.Value) { c.Int64s[i] = scale(v.Int64()) }
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-// int96Micros is an INT96 timestamp (nanoseconds of the day, Julian day)
-// in microseconds since the Unix epoch.
-func int96Micros(x deprecated.Int96) int64 {
-	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
-	days := int64(x[2]) - 2440588 // Julian day of 1970-01-01
-	return days*86400_000_000 + floorDiv(nanos, 1000)
 }

@@ -1,0 +1,143 @@
+package archivegen
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethstream/ethstream/errcode"
+)
+
+// Error codes of the archive writer, and the archive's fixed names.
+const (
+	CodeArchiveNotFound  = "ARCHIVE_NOT_FOUND"
+	CodeManifestCorrupt  = "ARCHIVE_MANIFEST_CORRUPT"
+	CodeOutputUnwritable = "ARCHIVE_OUTPUT_UNWRITABLE"
+	CodeOutputNotEmpty   = "ARCHIVE_OUTPUT_NOT_EMPTY"
+	ManifestName         = "manifest.json"
+	ManifestVersion      = 1
+	// BlocksPrefix is the key prefix of the blocks table, as in the AWS dataset.
+	BlocksPrefix = "v1.0/eth/blocks"
+)
+
+// Manifest describes a generated archive; it is Out/manifest.json (format in
+// doc.go). It is written last, so its presence means the archive is complete.
+type Manifest struct {
+	Version         int            `json:"version"`
+	Preset          string         `json:"preset"`
+	Seed            int64          `json:"seed"`
+	FirstDay        string         `json:"firstDay"`
+	Days            int            `json:"days"`
+	FirstBlock      uint64         `json:"firstBlock"`
+	LastBlock       uint64         `json:"lastBlock"`
+	FirstParentHash string         `json:"firstParentHash"`
+	LastHash        string         `json:"lastHash"`
+	LastTimestamp   int64          `json:"lastTimestamp"` // unix seconds of the last block
+	Rows            int64          `json:"rows"`
+	Bytes           int64          `json:"bytes"`
+	Files           []ManifestFile `json:"files"`
+	// LastHeader is the archive's last header in go-ethereum's JSON form, so
+	// the node can continue the chain (base fee, gas limit) without
+	// regenerating history.
+	LastHeader *types.Header `json:"lastHeader"`
+}
+
+// ManifestFile is one Parquet file of the archive.
+type ManifestFile struct {
+	Key        string `json:"key"` // path relative to the archive root, '/'-separated
+	Date       string `json:"date"`
+	Rows       int64  `json:"rows"`
+	Bytes      int64  `json:"bytes"`
+	FirstBlock uint64 `json:"firstBlock"`
+	LastBlock  uint64 `json:"lastBlock"`
+}
+
+// GenRemedy is the remedy for a missing archive.
+const GenRemedy = "run `ethstream gen-archive --out DIR` first (or pass the directory gen-archive wrote)"
+
+// ReadManifest reads and validates dir/manifest.json. A missing archive or
+// manifest is ARCHIVE_NOT_FOUND; an unparsable, inconsistent or
+// future-versioned one is ARCHIVE_MANIFEST_CORRUPT. Both name the path.
+func ReadManifest(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errcode.Wrap(err, CodeArchiveNotFound, path, GenRemedy, "no archive manifest")
+	}
+	if err != nil {
+		return nil, errcode.Wrap(err, CodeArchiveNotFound, path, GenRemedy, "read archive manifest")
+	}
+	m, err := parseManifest(b)
+	if err != nil {
+		return nil, errcode.Wrap(err, CodeManifestCorrupt, path, "regenerate the archive with `ethstream gen-archive`", "invalid archive manifest")
+	}
+	return m, nil
+}
+
+// parseManifest decodes and checks a manifest's internal consistency.
+func parseManifest(b []byte) (*Manifest, error) {
+	var probe struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("parse json: %w", err)
+	}
+	if probe.Version == nil {
+		return nil, errors.New("missing version")
+	}
+	if *probe.Version != ManifestVersion {
+		return nil, fmt.Errorf("unsupported manifest version %d (this build reads %d)", *probe.Version, ManifestVersion)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("parse json: %w", err)
+	}
+	if m.FirstBlock == 0 || m.LastBlock < m.FirstBlock {
+		return nil, fmt.Errorf("bad block range %d..%d", m.FirstBlock, m.LastBlock)
+	}
+	if m.Rows != int64(m.LastBlock-m.FirstBlock+1) {
+		return nil, fmt.Errorf("rows %d do not match block range %d..%d", m.Rows, m.FirstBlock, m.LastBlock)
+	}
+	var rows int64
+	next := m.FirstBlock
+	for _, f := range m.Files {
+		if f.FirstBlock != next || f.LastBlock < f.FirstBlock || f.Rows != int64(f.LastBlock-f.FirstBlock+1) {
+			return nil, fmt.Errorf("file %q has block range %d..%d (%d rows), expected to start at %d", f.Key, f.FirstBlock, f.LastBlock, f.Rows, next)
+		}
+		if !filepath.IsLocal(filepath.FromSlash(f.Key)) {
+			return nil, fmt.Errorf("file key %q escapes the archive", f.Key)
+		}
+		next = f.LastBlock + 1
+		rows += f.Rows
+	}
+	if rows != m.Rows {
+		return nil, fmt.Errorf("files hold %d rows, manifest says %d", rows, m.Rows)
+	}
+	if !isHash(m.LastHash) || !isHash(m.FirstParentHash) {
+		return nil, errors.New("lastHash and firstParentHash must be 0x-prefixed 32-byte hex")
+	}
+	if m.LastHeader == nil || m.LastHeader.Number == nil {
+		return nil, errors.New("missing lastHeader")
+	}
+	if m.LastHeader.Number.Uint64() != m.LastBlock || m.LastHeader.Hash().Hex() != m.LastHash {
+		return nil, fmt.Errorf("lastHeader (block %v, hash %s) does not match lastBlock %d / lastHash %s",
+			m.LastHeader.Number, m.LastHeader.Hash().Hex(), m.LastBlock, m.LastHash)
+	}
+	if int64(m.LastHeader.Time) != m.LastTimestamp {
+		return nil, fmt.Errorf("lastHeader time %d does not match lastTimestamp %d", m.LastHeader.Time, m.LastTimestamp)
+	}
+	return &m, nil
+}
+
+func isHash(s string) bool {
+	if len(s) != 66 || s[:2] != "0x" {
+		return false
+	}
+	_, err := hex.DecodeString(s[2:])
+	return err == nil
+}

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package chain
-
-import "os"
-
-// openBeneath has no one-syscall form here: openConfined checks the slow
-// way.
-func openBeneath(*os.File, string) (*os.File, bool) { return nil, false }

@@ -1,0 +1,264 @@
+package stream
+
+import "fmt"
+
+// Column and batch kernels, after Arrow's compute kernels (take, filter,
+// concatenate): the one place that copies values by type, so that no
+// operator, source or sink writes its own per-type loop. Validity follows
+// Column's rule: Valid stays nil while every value is present.
+
+// Take returns the rows of c at indices, in that order (Arrow's take). An
+// index may repeat; it panics on one out of range.
+func (c *Column) Take(indices []int) Column {
+	out := Column{Name: c.Name, Type: c.Type}
+	switch c.Type {
+	case Float64:
+		out.Float64s = make([]float64, len(indices))
+		for k, i := range indices {
+			out.Float64s[k] = c.Float64s[i]
+		}
+	case String:
+		out.Strings = make([]string, len(indices))
+		for k, i := range indices {
+			out.Strings[k] = c.Strings[i]
+		}
+	default:
+		out.Int64s = make([]int64, len(indices))
+		for k, i := range indices {
+			out.Int64s[k] = c.Int64s[i]
+		}
+	}
+	if c.Valid != nil {
+		valid := make([]bool, len(indices))
+		all := true
+		for k, i := range indices {
+			valid[k] = c.Valid[i]
+			all = all && valid[k]
+		}
+		if !all {
+			out.Valid = valid
+		}
+	}
+	return out
+}
+
+// Filter returns the rows of c where mask is true, in order (Arrow's
+// filter); mask has c's length.
+func (c *Column) Filter(mask []bool) Column {
+	n := 0
+	for _, m := range mask {
+		if m {
+			n++
+		}
+	}
+	out := Column{Name: c.Name, Type: c.Type}
+	switch c.Type {
+	case Float64:
+		out.Float64s = make([]float64, 0, n)
+		for i, m := range mask {
+			if m {
+				out.Float64s = append(out.Float64s, c.Float64s[i])
+			}
+		}
+	case String:
+		out.Strings = make([]string, 0, n)
+		for i, m := range mask {
+			if m {
+				out.Strings = append(out.Strings, c.Strings[i])
+			}
+		}
+	default:
+		out.Int64s = make([]int64, 0, n)
+		for i, m := range mask {
+			if m {
+				out.Int64s = append(out.Int64s, c.Int64s[i])
+			}
+		}
+	}
+	if c.Valid != nil {
+		valid := make([]bool, 0, n)
+		all := true
+		for i, m := range mask {
+			if m {
+				valid = append(valid, c.Valid[i])
+				all = all && c.Valid[i]
+			}
+		}
+		if !all {
+			out.Valid = valid
+		}
+	}
+	return out
+}
+
+// AppendRange appends rows [from, to) of src to dst, which has src's type
+// (Arrow's concatenate of a slice): one copy per column, not per value.
+func (dst *Column) AppendRange(src *Column, from, to int) {
+	if dst.Type != src.Type {
+		panic(fmt.Sprintf("stream: append %v column %q to %v column %q", src.Type, src.Name, dst.Type, dst.Name))
+	}
+	n := dst.Len()
+	switch src.Type {
+	case Float64:
+		dst.Float64s = append(dst.Float64s, src.Float64s[from:to]...)
+	case String:
+		dst.Strings = append(dst.Strings, src.Strings[from:to]...)
+	default:
+		dst.Int64s = append(dst.Int64s, src.Int64s[from:to]...)
+	}
+	dst.Valid = appendValid(dst.Valid, n, src.Valid, from, to)
+}
+
+// Append appends row i of src to dst, which has src's type: the one-row
+// case of AppendRange, without its slicing (a MERGE's updated rows arrive
+// one at a time).
+func (dst *Column) Append(src *Column, i int) {
+	n := dst.Len()
+	switch src.Type {
+	case Float64:
+		dst.Float64s = append(dst.Float64s, src.Float64s[i])
+	case String:
+		dst.Strings = append(dst.Strings, src.Strings[i])
+	default:
+		dst.Int64s = append(dst.Int64s, src.Int64s[i])
+	}
+	valid := src.Valid == nil || src.Valid[i]
+	if dst.Valid == nil && !valid {
+		dst.Valid = make([]bool, n, n+1)
+		for k := range dst.Valid {
+			dst.Valid[k] = true
+		}
+	}
+	if dst.Valid != nil {
+		dst.Valid = append(dst.Valid, valid)
+	}
+}
+
+// Slice returns rows [from, to) of c sharing its slices (capacity capped,
+// so an append to the slice copies).
+func (c *Column) Slice(from, to int) Column {
+	out := Column{Name: c.Name, Type: c.Type}
+	switch c.Type {
+	case Float64:
+		out.Float64s = c.Float64s[from:to:to]
+	case String:
+		out.Strings = c.Strings[from:to:to]
+	default:
+		out.Int64s = c.Int64s[from:to:to]
+	}
+	if c.Valid != nil {
+		out.Valid = c.Valid[from:to:to]
+	}
+	return out
+}
+
+// appendValid appends src[from:to] (nil: all valid) to dst, which holds n
+// flags or is nil for n valid ones; it stays nil while every row is valid.
+func appendValid(dst []bool, n int, src []bool, from, to int) []bool {
+	if src == nil {
+		if dst == nil {
+			return nil
+		}
+		for range to - from {
+			dst = append(dst, true)
+		}
+		return dst
+	}
+	if dst == nil {
+		allValid := true
+		for _, v := range src[from:to] {
+			allValid = allValid && v
+		}
+		if allValid {
+			return nil
+		}
+		dst = make([]bool, n, n+to-from)
+		for i := range dst {
+			dst[i] = true
+		}
+	}
+	return append(dst, src[from:to]...)
+}
+
+// Take returns the rows of b at indices, in order, signs included.
+func (b *Batch) Take(indices []int) *Batch {
+	out := &Batch{Len: len(indices), Columns: make([]Column, len(b.Columns))}
+	for i := range b.Columns {
+		out.Columns[i] = b.Columns[i].Take(indices)
+	}
+	if b.Signs != nil {
+		out.Signs = make([]int8, len(indices))
+		for k, i := range indices {
+			out.Signs[k] = b.Signs[i]
+		}
+	}
+	return out
+}
+
+// Filter returns the rows of b where mask is true, signs included.
+func (b *Batch) Filter(mask []bool) *Batch {
+	out := &Batch{Columns: make([]Column, len(b.Columns))}
+	for i := range b.Columns {
+		out.Columns[i] = b.Columns[i].Filter(mask)
+	}
+	for _, m := range mask {
+		if m {
+			out.Len++
+		}
+	}
+	if b.Signs != nil {
+		out.Signs = make([]int8, 0, out.Len)
+		for i, m := range mask {
+			if m {
+				out.Signs = append(out.Signs, b.Signs[i])
+			}
+		}
+	}
+	return out
+}
+
+// AppendRange appends rows [from, to) of src to b, column by column in
+// order (same names and types, checked), signs included.
+func (b *Batch) AppendRange(src *Batch, from, to int) error {
+	if len(b.Columns) != len(src.Columns) {
+		return fmt.Errorf("append a batch of %d columns to one of %d", len(src.Columns), len(b.Columns))
+	}
+	for i := range src.Columns {
+		d, s := &b.Columns[i], &src.Columns[i]
+		if d.Name != s.Name || d.Type != s.Type {
+			return fmt.Errorf("column %d is %s %v, want %s %v", i, s.Name, s.Type, d.Name, d.Type)
+		}
+	}
+	for i := range src.Columns {
+		b.Columns[i].AppendRange(&src.Columns[i], from, to)
+	}
+	if src.Signs != nil || b.Signs != nil {
+		if b.Signs == nil {
+			b.Signs = make([]int8, b.Len, b.Len+to-from)
+			for i := range b.Signs {
+				b.Signs[i] = 1
+			}
+		}
+		for i := from; i < to; i++ {
+			b.Signs = append(b.Signs, src.Sign(i))
+		}
+	}
+	b.Len += to - from
+	return nil
+}
+
+// MakeColumn returns a column of typ holding length zero values, with room
+// for capacity (at least length).
+func MakeColumn(name string, typ Type, length, capacity int) Column {
+	c := Column{Name: name, Type: typ}
+	capacity = max(capacity, length)
+	switch typ {
+	case Float64:
+		c.Float64s = make([]float64, length, capacity)
+	case String:
+		c.Strings = make([]string, length, capacity)
+	default:
+		c.Int64s = make([]int64, length, capacity)
+	}
+	return c
+}

@@ -1,0 +1,168 @@
+package stream
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// cell is row i of c as a comparable value, independently of the kernels.
+func cell(c *Column, i int) any {
+	if c.Valid != nil && !c.Valid[i] {
+		return nil
+	}
+	switch c.Type {
+	case Float64:
+		return c.Float64s[i]
+	case String:
+		return c.Strings[i]
+	}
+	return c.Int64s[i]
+}
+
+func randColumn(r *rand.Rand, typ Type, n int, nulls bool) Column {
+	c := Column{Name: "c", Type: typ}
+	if nulls {
+		c.Valid = make([]bool, n)
+	}
+	for i := 0; i < n; i++ {
+		switch typ {
+		case Float64:
+			c.Float64s = append(c.Float64s, r.Float64())
+		case String:
+			c.Strings = append(c.Strings, fmt.Sprint(r.IntN(50)))
+		default:
+			c.Int64s = append(c.Int64s, r.Int64N(1000))
+		}
+		if nulls {
+			c.Valid[i] = r.IntN(4) > 0
+		}
+	}
+	return c
+}
+
+func checkColumn(t *testing.T, what string, got *Column, want []any) {
+	t.Helper()
+	if got.Len() != len(want) || (got.Valid != nil && len(got.Valid) != len(want)) {
+		t.Fatalf("%s: %d values (%d flags), want %d", what, got.Len(), len(got.Valid), len(want))
+	}
+	allValid := true
+	for i, w := range want {
+		if g := cell(got, i); g != w {
+			t.Fatalf("%s: row %d is %v, want %v", what, i, g, w)
+		}
+		allValid = allValid && w != nil
+	}
+	if allValid && got.Valid != nil {
+		t.Fatalf("%s: Valid set with every row present", what)
+	}
+}
+
+// TestKernelsAgainstNaive checks Take, Filter, AppendRange and Slice on
+// random columns of every type, with and without nulls, against a row by
+// row copy.
+func TestKernelsAgainstNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for iter := 0; iter < 300; iter++ {
+		typ := []Type{Int64, Float64, String, Timestamp}[iter%4]
+		n := r.IntN(40)
+		src := randColumn(r, typ, n, r.IntN(2) == 0)
+		// Take
+		idx := make([]int, r.IntN(50))
+		for k := range idx {
+			if n == 0 {
+				idx = nil
+				break
+			}
+			idx[k] = r.IntN(n)
+		}
+		var want []any
+		for _, i := range idx {
+			want = append(want, cell(&src, i))
+		}
+		got := src.Take(idx)
+		checkColumn(t, "take", &got, want)
+		// Filter
+		mask := make([]bool, n)
+		want = want[:0]
+		for i := range mask {
+			mask[i] = r.IntN(2) == 0
+			if mask[i] {
+				want = append(want, cell(&src, i))
+			}
+		}
+		got = src.Filter(mask)
+		checkColumn(t, "filter", &got, want)
+		// AppendRange onto a column with or without nulls
+		dst := randColumn(r, typ, r.IntN(10), r.IntN(2) == 0)
+		want = want[:0]
+		for i := 0; i < dst.Len(); i++ {
+			want = append(want, cell(&dst, i))
+		}
+		from := r.IntN(n + 1)
+		to := from + r.IntN(n-from+1)
+		for i := from; i < to; i++ {
+			want = append(want, cell(&src, i))
+		}
+		if dst.Valid != nil && !containsFalse(dst.Valid) {
+			dst.Valid = nil // a column with every row present has no flags
+		}
+		dst.AppendRange(&src, from, to)
+		checkColumn(t, "append", &dst, want)
+		// Append, row by row
+		one := randColumn(r, typ, r.IntN(5), r.IntN(2) == 0)
+		if one.Valid != nil && !containsFalse(one.Valid) {
+			one.Valid = nil
+		}
+		want = want[:0]
+		for i := 0; i < one.Len(); i++ {
+			want = append(want, cell(&one, i))
+		}
+		for i := from; i < to; i++ {
+			one.Append(&src, i)
+			want = append(want, cell(&src, i))
+		}
+		checkColumn(t, "append row", &one, want)
+		// Slice
+		want = want[:0]
+		for i := from; i < to; i++ {
+			want = append(want, cell(&src, i))
+		}
+		got = src.Slice(from, to)
+		if got.Valid != nil && !containsFalse(got.Valid) {
+			got.Valid = nil // Slice shares the flags as they are
+		}
+		checkColumn(t, "slice", &got, want)
+	}
+}
+
+func containsFalse(v []bool) bool {
+	for _, x := range v {
+		if !x {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBatchKernelsSigns: the batch kernels carry signs with the rows and
+// refuse a batch of another shape.
+func TestBatchKernelsSigns(t *testing.T) {
+	b := &Batch{Len: 3, Columns: []Column{{Name: "n", Type: Int64, Int64s: []int64{1, 2, 3}}}, Signs: []int8{1, -1, 1}}
+	if got := b.Take([]int{1, 1, 0}); got.Len != 3 || fmt.Sprint(got.Signs, got.Columns[0].Int64s) != "[-1 -1 1] [2 2 1]" {
+		t.Fatalf("take: %v %v", got.Signs, got.Columns[0].Int64s)
+	}
+	if got := b.Filter([]bool{false, true, true}); got.Len != 2 || fmt.Sprint(got.Signs, got.Columns[0].Int64s) != "[-1 1] [2 3]" {
+		t.Fatalf("filter: %v %v", got.Signs, got.Columns[0].Int64s)
+	}
+	dst := &Batch{Len: 1, Columns: []Column{{Name: "n", Type: Int64, Int64s: []int64{9}}}}
+	if err := dst.AppendRange(b, 1, 3); err != nil || dst.Len != 3 || fmt.Sprint(dst.Signs, dst.Columns[0].Int64s) != "[1 -1 1] [9 2 3]" {
+		t.Fatalf("append: %v %v %v", err, dst.Signs, dst.Columns[0].Int64s)
+	}
+	if err := dst.AppendRange(&Batch{Len: 1, Columns: []Column{{Name: "m", Type: Int64, Int64s: []int64{0}}}}, 0, 1); err == nil {
+		t.Fatal("appended a batch with another column")
+	}
+	if err := dst.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
