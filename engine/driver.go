@@ -45,6 +45,9 @@ type driver struct {
 	byKey   map[string]*srcState
 	order   []*srcState // query order
 	withSrc bool
+	// rp is the read path: the source column, event time and filter
+	// between the sources and the operator (readpath.go).
+	rp readPath
 	// shape is the restart rules' decision; open records the shape if asked.
 	shape *shapeDecision
 	// minRetain is minBatchesToRetain, handed to the sources that prune
@@ -107,7 +110,9 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 	}()
 	if p.Kind != stream.KindRepartition {
 		defer func() {
+			d.rp.endBatch()
 			if err != nil {
+				d.rp.take()
 				d.abortOps()
 			}
 		}()
@@ -241,6 +246,19 @@ func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
 	p := b.p
 	b.rec.seen.sources = d.sourceProgress(b)
 	b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.rec.in.ev)
+	if len(d.ops) == 0 {
+		// No stateful operator: the rows read are the output, through the
+		// plan's transforms.
+		out, err := applyTransforms(d.post, d.rp.take())
+		if err != nil {
+			return fmt.Errorf("batch %d: %w", s.Batch, err)
+		}
+		if out == nil {
+			out = &stream.Batch{}
+		}
+		b.out, b.rec.seen.ops = out, nil
+		return nil
+	}
 	out, progs, err := d.finishOps(ctx, b, s)
 	if err != nil {
 		return err
@@ -349,13 +367,16 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		t0 := clk.Now()
 		defer rc.emitted(t0)
 		rows += int64(in.Len)
-		if d.q.Watermark != nil {
-			if c := in.Column(d.q.Watermark.Column); c != nil {
-				b.rec.in.ev.add(c)
-			}
+		in, err := d.rp.chunk(st, d.withSrc, in, &b.rec.in.ev)
+		if err != nil {
+			return err
 		}
-		if d.withSrc {
-			in = st.withSourceColumn(in)
+		if len(d.ops) == 0 {
+			return d.rp.collect(in)
+		}
+		if in.Len == 0 && d.q.Where != nil {
+			// The operator still learns that the batch started.
+			in = &stream.Batch{}
 		}
 		return d.feed(ctx, s.Batch, 0, wm, in)
 	})

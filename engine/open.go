@@ -38,6 +38,10 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 		proj = append(proj, wmk.Column)
 	}
 	d.withSrc = withSrc
+	d.rp = readPath{where: q.Where, pre: q.PreWatermark, sel: q.selected()}
+	if q.Watermark != nil {
+		d.rp.eventTime = q.Watermark.Column
+	}
 	d.byKey = map[string]*srcState{}
 	d.order = d.order[:0]
 	for i, ns := range q.Sources {
@@ -51,6 +55,7 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	} else if ok {
 		senv.Schema = schema
 	}
+	senv.Append = len(d.ops) == 0
 	if err := d.sink.Open(ctx, senv); err != nil {
 		return fmt.Errorf("open sink %s: %w", d.sink.Description(), err)
 	}

@@ -273,16 +273,19 @@ func (d *driver) closeOps() []error {
 }
 
 // outputSchema is the schema of the rows the sink receives, when the last
-// operator declares its own (stream.SchemaOperator).
+// operator declares its own (stream.SchemaOperator), or in a plan without
+// one, from the columns the read path selects as the sources declare them.
 func (d *driver) outputSchema() (stream.Schema, bool, error) {
+	var s stream.Schema
 	if len(d.ops) == 0 {
-		return stream.Schema{}, false, nil
+		s = d.q.outputSchema()
+	} else {
+		so, ok := d.ops[len(d.ops)-1].op.(stream.SchemaOperator)
+		if !ok {
+			return stream.Schema{}, false, nil
+		}
+		s = so.OutputSchema()
 	}
-	so, ok := d.ops[len(d.ops)-1].op.(stream.SchemaOperator)
-	if !ok {
-		return stream.Schema{}, false, nil
-	}
-	s := so.OutputSchema()
 	for _, t := range d.post {
 		var err error
 		if s, err = t.OutputSchema(s); err != nil {

@@ -50,10 +50,16 @@ type planConf struct {
 	// Operators is the plan's stateful operator count (0 reads as 1): a
 	// state step is planned for each, with its id.
 	Operators int
+	// Stateless: the plan has no stateful operator (its rows are appended
+	// to the sink), so no state step is planned.
+	Stateless bool
 }
 
 // operatorIDs are the ids the state steps of a batch name.
 func (c planConf) operatorIDs() []int {
+	if c.Stateless {
+		return nil
+	}
 	ids := make([]int, max(c.Operators, 1))
 	for i := range ids {
 		ids[i] = i

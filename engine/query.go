@@ -78,8 +78,10 @@ type Stage struct {
 	Transform stream.Transform
 }
 
-// Query is what runs: named sources, the columns it reads, the watermark, a
-// plan of operators (Stages, or the one Operator), one sink and a trigger. Conf holds the Spark-named
+// Query is what runs: named sources, the columns it reads, the filter and
+// the watermark of its read path (engine/readpath.go), a plan of operators
+// (Stages, or the one Operator; none for a query that appends the rows it
+// reads), one sink and a trigger. Conf holds the Spark-named
 // settings of docs/contracts.md, Configuration (checkpoint.Conf* keys).
 type Query struct {
 	Name    string
@@ -89,14 +91,27 @@ type Query struct {
 	// column the sources produce, and the source column.
 	Columns   []string
 	Watermark *Watermark
+	// Where, when set, filters the rows read (a WHERE): a row it does not
+	// keep never reaches the plan or the sink. It reads only Columns.
+	Where stream.Predicate
+	// PreWatermark, when set, is the part of Where that Spark's optimizer
+	// pushes below the watermark (PushPredicateThroughNonJoin): only the
+	// rows it keeps advance the max event time. Nil: every row read does.
+	PreWatermark stream.Predicate
 	// Operator is a plan of one stateful operator: the shorthand for
 	// Stages = {{Operator: Operator}}. Set it or Stages, not both.
 	Operator stream.Operator
 	// Stages is the plan in order: each stage's output is the next one's
 	// input, the last one's goes to the sink. Its stateful operators are
 	// numbered 0, 1, ... in plan order (Spark's statefulOperatorId), each with
-	// its own state directory <checkpoint>/state/<id>.
-	Stages  []Stage
+	// its own state directory <checkpoint>/state/<id>. A plan without a
+	// stateful operator appends the rows it reads (projected on Select,
+	// then through its transforms) to the sink.
+	Stages []Stage
+	// Select is what a plan without a stateful operator takes from the
+	// rows read, in order: columns it reads (nil: Columns). Unused with an
+	// operator.
+	Select  []string
 	Sink    stream.Sink
 	Trigger Trigger
 	// MaxDataBatches stops the run after this many data batches committed in
@@ -187,9 +202,6 @@ func (q *Query) validateShape() error {
 		if (s.Operator == nil) == (s.Transform == nil) {
 			return errcode.New(errcode.InvalidArgument, "", "", "stage %d must have an operator or a transform, not both or neither", i)
 		}
-	}
-	if len(q.operators()) == 0 {
-		return errcode.New(errcode.InvalidArgument, "", "", "query has no operator")
 	}
 	if q.Sink == nil {
 		return errcode.New(errcode.InvalidArgument, "", "", "query has no sink")

@@ -48,16 +48,17 @@ type inputStats struct {
 	ev    eventStats
 }
 
-// eventStats accumulates the watermark column's min/max/sum in µs.
+// eventStats accumulates the watermark column's min/max/sum in µs, over
+// the rows the pushed-down filter keeps (add's keep; nil: every row).
 type eventStats struct {
 	n        int64
 	min, max int64
 	sumMs    float64 // float: an int64 sum of ms timestamps overflows past ~5M rows
 }
 
-func (s *eventStats) add(c *stream.Column) {
+func (s *eventStats) add(c *stream.Column, keep []bool) {
 	for i, v := range c.Int64s {
-		if c.IsNull(i) {
+		if c.IsNull(i) || keep != nil && !keep[i] {
 			continue
 		}
 		if s.n == 0 || v < s.min {

@@ -74,7 +74,7 @@ func TestEventStatsOracle(t *testing.T) {
 					null[i] = false
 				}
 			}
-			got.add(&c)
+			got.add(&c, nil)
 			lo = hi
 		}
 		var want eventStats

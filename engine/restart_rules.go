@@ -356,8 +356,17 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 	c.refuse(change, opStateText(old), opStateText(cur), sparkState,
 		"refused: the state was built for the old keys and aggregates",
 		errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
-		"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, old.StateSchema, cur.StateSchema)
+		"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, stateSchemaText(old.StateSchema), stateSchemaText(cur.StateSchema))
 	return true
+}
+
+// stateSchemaText names a recorded state schema in errors; "" is a query
+// without a stateful operator.
+func stateSchemaText(s string) string {
+	if s == "" {
+		return "no state (a query without an aggregation)"
+	}
+	return s
 }
 
 func (c *shapeCheck) filterAndColumns() {

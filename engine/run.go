@@ -128,6 +128,7 @@ func newRun(q Query, sp *startPlan, s settings, d *driver) *run {
 	r.c = planConf{Version: sp.Version, Keys: sp.Keys, NoData: s.noDataBatches, MinRetain: s.minRetain, Progress: true}
 	r.c.Prepare = canPrepare(q.operators())
 	r.c.Operators = len(q.operators())
+	r.c.Stateless = r.c.Operators == 0
 	for _, ns := range q.Sources {
 		desc := ""
 		if ns.Source != nil {

@@ -31,7 +31,8 @@ type startCheck struct {
 
 // checkStart is the one validation of a start, shared by Run and Plan (and,
 // through checkRepartition, by RepartitionOffline): the confs, the source
-// names, the checkpoint and the start it implies, the cross-checks of what
+// names, the columns read against the sources' schemas (validateReadPath),
+// the checkpoint and the start it implies, the cross-checks of what
 // two files of the checkpoint both record (checkRecords), the restart rules,
 // the state partition counts against what the operator can hold, then a
 // read-only probe of every source and of the sink (stream.Checker). It reads
@@ -52,6 +53,9 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	names := make([]string, len(q.Sources))
 	for i, ns := range q.Sources {
 		names[i] = ns.Name
+	}
+	if err := q.validateReadPath(); err != nil {
+		return nil, err
 	}
 	snap, err := readSnapshot(fs, dir)
 	if err != nil {

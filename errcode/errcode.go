@@ -61,6 +61,10 @@ const (
 	CheckpointNotFound       = "CHECKPOINT_NOT_FOUND"
 	MissingFlag              = "MISSING_REQUIRED_FLAG"
 	InvalidArgument          = "INVALID_ARGUMENT"
+	// UnresolvedColumn: the query reads a column that a source's declared
+	// schema (stream.Source.Schema) lacks; raised before anything is
+	// written, naming the source's columns (Spark's UNRESOLVED_COLUMN).
+	UnresolvedColumn = "UNRESOLVED_COLUMN"
 )
 
 // Restart rules: a query restarted on a checkpoint whose recorded shape

@@ -93,8 +93,11 @@ const (
 	nConstNN
 )
 
-// Predicate is a compiled, type-checked Expr. It is immutable; Keep may be
-// called from one goroutine at a time (it reuses a buffer).
+var _ stream.Predicate = (*Predicate)(nil)
+
+// Predicate is a compiled, type-checked Expr, the engine's read-path
+// filter (stream.Predicate). It is immutable; Keep may be called from one
+// goroutine at a time (it reuses a buffer).
 type Predicate struct {
 	expr Expr
 	// ex is the predicate compiled by package expr, when it is more than

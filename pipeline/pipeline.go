@@ -353,6 +353,13 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
 	cols := c.q.Columns
+	if len(dups)+len(dupsWithin) > 0 && c.agg == nil {
+		// A query without an aggregation selects its columns in the read
+		// path, before any stage: the deduplication would not see its own.
+		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
+			"aggregate in the query (e.g. GROUP BY), or leave the flag out",
+			"--drop-duplicates applies before a query's aggregation; this query has none")
+	}
 	if len(dups)+len(dupsWithin) > 0 {
 		// The deduplication reads its columns too.
 		cols = append([]string(nil), cols...)
@@ -363,7 +370,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		}
 	}
 	fq.Columns(cols...)
-	if col, delay, ok := c.agg.Spec().Watermark(); ok {
+	if col, delay, ok := c.q.Spec.Watermark(); ok {
 		fq.WithWatermark(col, delay)
 	}
 	if len(dups) > 0 {
@@ -373,7 +380,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.DropDuplicatesWithinWatermark(dupsWithin...)
 	}
 	pre := fq.OperatorShapes()
-	fq.Operator(c.op)
+	if c.agg != nil {
+		fq.Operator(c.agg)
+	}
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
@@ -394,6 +403,15 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	q, err := fq.Build()
 	if err != nil {
 		return q, engine.Options{}, err
+	}
+	// The read path (the WHERE, its pushed-down part, the columns a query
+	// without an aggregation selects) is the engine's, not a stage.
+	c.apply(&q)
+	if len(pre) > 0 {
+		// The deduplications run before the query's operator (the one
+		// the engine runs, c.op), as stages, on the columns they read too.
+		q.Stages[len(q.Stages)-1] = engine.Stage{Operator: c.op}
+		q.Operator, q.Columns = nil, cols
 	}
 	localDir := cfg.LocalDir
 	if localDir == "" {
@@ -441,7 +459,6 @@ func (c *compiled) buildSources(cfg Config, logger *slog.Logger) ([]engine.Named
 			break
 		}
 	}
-	c.wrapSources(out)
 	return out, nil
 }
 

@@ -133,8 +133,10 @@ func TestReferenceQueryIsReferenceSpec(t *testing.T) {
 	if !c.agg.Schema().Equal(want.Schema()) || !c.agg.OutputSchema().Equal(want.OutputSchema()) || c.agg.Spec().WatermarkDelay != WatermarkDelay {
 		t.Fatalf("compiled %s / %s, reference %s / %s", c.agg.Schema(), c.agg.OutputSchema(), want.Schema(), want.OutputSchema())
 	}
-	if c.op != stream.Operator(c.agg) || strings.Join(c.q.Columns, ",") != "block_ts,source,miner" {
-		t.Fatalf("operator %T columns %v", c.op, c.q.Columns)
+	var q engine.Query
+	c.apply(&q)
+	if q.Operator != stream.Operator(c.agg) || q.Where != nil || strings.Join(q.Columns, ",") != "block_ts,source,miner" {
+		t.Fatalf("operator %T where %v columns %v", q.Operator, q.Where, q.Columns)
 	}
 	if s := c.shape; s.Sources[0].Location != "s3://b/p" || s.Sources[0].Options != "maxFilesPerTrigger=2" || s.Watermark == nil || s.Watermark.DelayUs != WatermarkDelay.Microseconds() {
 		t.Fatalf("shape %+v", s)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/storage"
-	"github.com/ethstream/ethstream/stream"
 )
 
 // probeEndpoints asks each S3 endpoint the query uses (the checkpoint's,
@@ -20,15 +19,7 @@ func probeEndpoints(ctx context.Context, q engine.Query, opts engine.Options) er
 		objs = m.Stores()
 	}
 	for _, ns := range q.Sources {
-		src := ns.Source
-		for {
-			w, ok := src.(interface{ Unwrap() stream.Source })
-			if !ok {
-				break
-			}
-			src = w.Unwrap()
-		}
-		if p, ok := src.(interface{ ProbeStore() *storage.Objects }); ok {
+		if p, ok := ns.Source.(interface{ ProbeStore() *storage.Objects }); ok {
 			if o := p.ProbeStore(); o != nil {
 				objs = append(objs, o)
 			}

@@ -104,11 +104,10 @@ func TestWhereBeforeWatermark(t *testing.T) {
 	if c.q.PreWatermark == nil || c.q.PreWatermark.String() != "(number < 100)" {
 		t.Fatalf("pushed %v", c.q.PreWatermark)
 	}
-	q := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}}, Columns: c.q.Columns,
-		Watermark: &engine.Watermark{Column: ethblock.ColBlockTS, Delay: time.Hour}, Operator: c.op,
+	q := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}},
 		Trigger: engine.Trigger{Kind: engine.AvailableNow},
 		Conf:    map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"}}
-	c.wrapSources(q.Sources)
+	c.apply(&q)
 	sink := &rowSink{rows: map[string]string{}}
 	q.Sink = sink
 	var progress []*stream.Progress

@@ -27,14 +27,69 @@ const ReferenceQuery = "SELECT window(block_ts, '5 minutes') AS window, source, 
 const ReferenceWatermark = "block_ts, 48 hours"
 
 // compiled is a Config's query, resolved: the sources it reads, the
-// operator (a filter stage before the aggregation when there is a WHERE),
-// and its shape for the checkpoint.
+// aggregation (nil in a query without one: the engine appends the rows
+// its read path keeps), and its shape for the checkpoint. The WHERE runs
+// in the engine's read path (engine.Query.Where), not around the operator.
 type compiled struct {
 	q       *query.Compiled
 	sources []SourceSpec
 	agg     *agg.Operator
-	op      stream.Operator
-	shape   shape.Shape
+	// op is the operator the engine runs: agg, inside filter.Operator when
+	// the query derives columns or has a post-aggregation stage.
+	op    stream.Operator
+	shape shape.Shape
+	// in is the schema of the rows read (the first source's declaration).
+	in stream.Schema
+}
+
+// operator is the query's stateful operator, nil without one (a nil
+// *agg.Operator must not become a non-nil interface).
+func (c *compiled) operator() stream.Operator {
+	if c.agg == nil {
+		return nil
+	}
+	return c.op
+}
+
+// apply sets q's read path and operator: the columns read, the watermark,
+// the WHERE and its pushed-down part (run by the engine's read path:
+// nothing is wrapped around the sources or the operator), the operator or,
+// without one, the columns selected.
+func (c *compiled) apply(q *engine.Query) {
+	q.Columns = c.q.Columns
+	q.Watermark, q.Where, q.PreWatermark = nil, nil, nil
+	if col, delay, ok := c.q.Spec.Watermark(); ok {
+		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
+	}
+	// A nil predicate must stay a nil interface.
+	if c.q.Where != nil {
+		q.Where = c.q.Where
+	}
+	if c.q.PreWatermark != nil && q.Watermark != nil {
+		q.PreWatermark = c.q.PreWatermark
+	}
+	q.Operator, q.Select = c.operator(), c.q.Select
+}
+
+// outputSchema is the schema of the rows the sink receives.
+func (c *compiled) outputSchema() stream.Schema {
+	if c.agg != nil {
+		if c.q.Post != nil {
+			return c.q.Post.Schema(c.agg.OutputSchema())
+		}
+		return c.agg.OutputSchema()
+	}
+	s, in := stream.Schema{}, c.in
+	for _, col := range c.q.Select {
+		t, nullable := stream.String, false
+		if col != stream.ColSource {
+			if f := in.Field(col); f != nil {
+				t, nullable = f.Type, f.Nullable
+			}
+		}
+		s.Fields = append(s.Fields, stream.Field{Name: col, Type: t, Nullable: nullable})
+	}
+	return s
 }
 
 // CompileQuery resolves cfg's query (the reference query when cfg.Query is
@@ -63,6 +118,9 @@ func CompileQuery(cfg Config) (*compiled, error) {
 		return nil, err
 	}
 	c := &compiled{q: qc}
+	if len(qc.Sources) > 0 && qc.Sources[0] < len(o.Schemas) {
+		c.in = o.Schemas[qc.Sources[0]]
+	}
 	for _, i := range qc.Sources {
 		c.sources = append(c.sources, cfg.Sources[i])
 	}
@@ -76,30 +134,36 @@ func CompileQuery(cfg Config) (*compiled, error) {
 		return nil, errcode.New(errcode.InvalidArgument, "", "drop the --source flags the query does not read, or use FROM blocks",
 			"the query reads FROM %s only; it does not read --source %s", qc.From, strings.Join(unread, ", --source "))
 	}
-	if c.agg, err = agg.New(qc.Spec); err != nil {
-		return nil, err
+	if qc.Stateful() {
+		if c.agg, err = agg.New(qc.Spec); err != nil {
+			return nil, err
+		}
+		c.op = c.wrap(c.agg)
 	}
-	c.op = c.wrap(c.agg)
 	c.shape = c.buildShape(cfg)
 	return c, nil
 }
 
-// wrap puts the query's row stage (its WHERE and derived columns) before
-// the aggregation, when it has one.
-func (c *compiled) wrap(a *agg.Operator) stream.Operator {
-	if c.q.Where == nil && len(c.q.Derived) == 0 && c.q.Post == nil {
-		return a
+// SourceSchema is the schema the source a spec names declares
+// (stream.Source.Schema), known from its format alone, without building
+// it: both formats read block rows. The engine checks the query against
+// the built source's own declaration again at start.
+func SourceSchema(spec SourceSpec) stream.Schema {
+	switch spec.Format {
+	case "s3archive", "ethrpc":
+		return ethblock.StreamSchema()
 	}
-	return &filter.Operator{Pred: c.q.Where, Derive: c.q.Derived, Post: c.q.Post, Inner: a}
+	return stream.Schema{}
 }
 
-// outputSchema is the table's schema: the aggregation's, changed by the
-// query's post-aggregation stage.
-func (c *compiled) outputSchema() stream.Schema {
-	if c.q.Post != nil {
-		return c.q.Post.Schema(c.agg.OutputSchema())
+// wrap puts the query's derived columns and post-aggregation stage around
+// the aggregation, when it has them; its WHERE runs in the engine's read
+// path (engine.Query.Where), not here.
+func (c *compiled) wrap(a *agg.Operator) stream.Operator {
+	if len(c.q.Derived) == 0 && c.q.Post == nil {
+		return a
 	}
-	return c.agg.OutputSchema()
+	return &filter.Operator{Derive: c.q.Derived, Post: c.q.Post, Inner: a}
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -111,13 +175,17 @@ const FromAll = "blocks"
 // the blocks view over every source then each source under its own name
 // (a source named blocks is read through the view), and the SQL confs.
 func queryOptions(cfg Config) (query.Options, error) {
-	o := query.Options{OutputMode: cfg.OutputMode, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns}
-	if _, err := tableSources(cfg, &o); err != nil {
+	o := query.Options{OutputMode: cfg.OutputMode}
+	tables, err := tableSources(cfg, &o)
+	if err != nil {
 		return o, err
 	}
 	all := query.Relation{Name: FromAll}
 	for i, s := range cfg.Sources {
 		o.Sources = append(o.Sources, s.Name)
+		if !tables {
+			o.Schemas = append(o.Schemas, SourceSchema(s))
+		}
 		all.Sources = append(all.Sources, i)
 	}
 	o.Relations = []query.Relation{all}
@@ -143,11 +211,11 @@ func queryOptions(cfg Config) (query.Options, error) {
 	return o, nil
 }
 
-// tableSources resolves the query's input columns from the sources'
-// schemas when every source is a table source (parquet, json, csv, delta)
-// rather than the block sources: they must share one schema (a union by
-// name, as Spark's unionByName of same-schema tables). ok reports whether
-// it did.
+// tableSources sets o.Schemas from the sources' own declarations
+// (stream.Source.Schema) when every source is a table source (parquet,
+// json, csv, delta) rather than a block source: they must share one schema
+// (a union by name, as Spark's unionByName of same-schema tables). ok
+// reports whether it did.
 func tableSources(cfg Config, o *query.Options) (ok bool, err error) {
 	var schema *stream.Schema
 	for _, spec := range cfg.Sources {
@@ -175,16 +243,8 @@ func tableSources(cfg Config, o *query.Options) (ok bool, err error) {
 	if schema == nil {
 		return false, nil
 	}
-	sch := *schema
-	o.ColumnType = func(name string) (stream.Type, bool) {
-		if f := sch.Field(name); f != nil {
-			return f.Type, true
-		}
-		return 0, false
-	}
-	o.Columns = nil
-	for _, f := range sch.Fields {
-		o.Columns = append(o.Columns, f.Name)
+	for range cfg.Sources {
+		o.Schemas = append(o.Schemas, *schema)
 	}
 	return true, nil
 }
@@ -202,20 +262,6 @@ func sameColumns(a, b stream.Schema) bool {
 		}
 	}
 	return true
-}
-
-// wrapSources hides, from the watermark, the event time of the rows the
-// query's pushed-down conjuncts reject (filter.PushedSource), when it has
-// any: Spark computes the watermark above the pushed Filter.
-func (c *compiled) wrapSources(sources []engine.NamedSource) {
-	pre := c.q.PreWatermark
-	col, _, ok := c.agg.Spec().Watermark()
-	if pre == nil || !ok {
-		return
-	}
-	for i := range sources {
-		sources[i].Source = filter.NewPushedSource(sources[i].Source, sources[i].Name, pre, col)
-	}
 }
 
 func contains(xs []int, x int) bool {
@@ -252,10 +298,14 @@ func tableLocation(p string) string {
 }
 
 func (c *compiled) buildShape(cfg Config) shape.Shape {
-	qc, spec := c.q, c.agg.Spec()
+	qc, spec := c.q, c.q.Spec
 	s := shape.Shape{From: qc.From, Projection: qc.Projection, Columns: qc.Columns, Keys: spec.GroupBy,
-		OutputMode: spec.Mode.String(), OutputSchema: c.outputSchema().String(), StateSchema: c.agg.Schema().String(),
+		OutputMode: spec.Mode.String(), OutputSchema: c.outputSchema().String(),
 		Sink: shape.Sink{Format: "delta", Location: tableLocation(cfg.Table)}, Trigger: TriggerString(cfg.Trigger)}
+	if c.agg != nil {
+		spec = c.agg.Spec()
+		s.StateSchema = c.agg.Schema().String()
+	}
 	for _, src := range c.sources {
 		loc, opts := SourceLocation(src.URI)
 		s.Sources = append(s.Sources, shape.Source{Name: src.Name, Provider: src.Format, Location: loc, Options: opts})
@@ -335,6 +385,9 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 // withRetractions rebuilds the operator for input with retractions (a
 // source that retracts rows of a reorganised chain).
 func (c *compiled) withRetractions(cfg Config) error {
+	if c.agg == nil {
+		return nil // the engine refuses a retracting source of a query with no operator
+	}
 	spec := c.q.Spec
 	spec.Retractions = true
 	a, err := agg.New(spec)

@@ -207,12 +207,9 @@ func runSparkRef(t *testing.T, q *sparkref.Query, schema []sparkref.Column, batc
 	if err != nil {
 		return nil, err
 	}
-	eq := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}}, Columns: c.q.Columns,
-		Operator: c.op, Trigger: engine.Trigger{Kind: engine.AvailableNow}, Conf: conf}
-	if col, delay, ok := c.agg.Spec().Watermark(); ok {
-		eq.Watermark = &engine.Watermark{Column: col, Delay: delay}
-	}
-	c.wrapSources(eq.Sources)
+	eq := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}},
+		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Conf: conf}
+	c.apply(&eq)
 	keys := len(c.agg.Spec().GroupBy)
 	if c.agg.Spec().Window != nil {
 		keys += 2

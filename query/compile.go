@@ -34,14 +34,14 @@ type Options struct {
 	OutputMode string
 	// Sources are the names of the query's input streams, in --source order.
 	Sources []string
+	// Schemas are the sources' declared schemas (stream.Source.Schema), one
+	// per entry of Sources: a relation's columns are those every source it
+	// reads declares, with one type (a union by name), plus the literal
+	// stream.ColSource.
+	Schemas []stream.Schema
 	// Relations are the names FROM resolves (case-insensitively). Nil means
 	// each source under its own name.
 	Relations []Relation
-	// ColumnType resolves an input column (block columns); the literal
-	// source column is always a string.
-	ColumnType func(name string) (stream.Type, bool)
-	// Columns lists the input columns, for errors.
-	Columns []string
 	// NoGroupByAliases is spark.sql.groupByAliases=false: a GROUP BY name
 	// resolves to input columns only, never to a SELECT alias.
 	NoGroupByAliases bool
@@ -61,7 +61,13 @@ type Compiled struct {
 	Sources []int
 	// From is the name of the relation read, as registered.
 	From string
+	// Spec is the aggregation, the one stateful operator; unset in a query
+	// without one (Select is set instead).
 	Spec agg.Spec
+	// Select, set only in a query with no aggregation (SELECT columns
+	// FROM ... [WHERE ...]), is the columns each row keeps, in the order
+	// written: the rows are appended to the sink (outputMode append).
+	Select []string
 	// Where is the compiled filter, nil without WHERE: every row the
 	// aggregation sees passed it.
 	Where *filter.Predicate
@@ -84,6 +90,10 @@ type Compiled struct {
 	// over aggregates and group keys), nil without one.
 	Post *filter.Post
 }
+
+// Stateful reports whether the query has a stateful operator (an
+// aggregation); a query without one appends the rows it selects.
+func (c *Compiled) Stateful() bool { return c.Select == nil }
 
 // ParseOutputMode reads Spark's outputMode names.
 func ParseOutputMode(s string) (agg.OutputMode, error) {
@@ -151,6 +161,7 @@ type resolver struct {
 	c        *Compiled
 	spec     agg.Spec
 	window   *WindowCall
+	schema   []stream.Field  // the FROM relation's columns
 	selected map[string]bool // group keys and window selected
 	names    map[string]bool // output names claimed, lowercase
 	// groupExprs maps a GROUP BY expression's text to its derived column.
@@ -168,11 +179,41 @@ func (r *resolver) colType(name string) (stream.Type, bool) {
 	if name == stream.ColSource {
 		return stream.String, true
 	}
-	return r.o.ColumnType(name)
+	for _, f := range r.schema {
+		if f.Name == name {
+			return f.Type, true
+		}
+	}
+	return 0, false
+}
+
+// relationSchema is the columns of a relation over sources: those every
+// source declares, with one type, in the first source's order.
+func (r *resolver) relationSchema(sources []int) []stream.Field {
+	if len(sources) == 0 || sources[0] >= len(r.o.Schemas) {
+		return nil
+	}
+	var out []stream.Field
+	for _, f := range r.o.Schemas[sources[0]].Fields {
+		all := true
+		for _, i := range sources[1:] {
+			sc := r.o.Schemas[i]
+			g := sc.Field(f.Name)
+			all = all && g != nil && g.Type == f.Type
+		}
+		if all && f.Name != stream.ColSource {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (r *resolver) unresolved(pos int, name string) error {
-	e := errcode.New(CodeUnresolvedColumn, "", "use one of: "+strings.Join(append(slices.Clone(r.o.Columns), stream.ColSource), ", "),
+	names := make([]string, 0, len(r.schema)+1)
+	for _, f := range r.schema {
+		names = append(names, f.Name)
+	}
+	e := errcode.New(CodeUnresolvedColumn, "", "use one of: "+strings.Join(append(names, stream.ColSource), ", "),
 		"column %q does not exist", name)
 	e.Msg += " (at " + position(r.src, pos) + ")"
 	return e
@@ -191,6 +232,7 @@ func (r *resolver) from() error {
 	for _, rel := range rels {
 		if strings.EqualFold(rel.Name, r.sel.From) {
 			r.c.From, r.c.Sources = rel.Name, slices.Clone(rel.Sources)
+			r.schema = r.relationSchema(rel.Sources)
 			return nil
 		}
 		names = append(names, rel.Name)
@@ -339,8 +381,12 @@ func (r *resolver) claim(pos int, name string) error {
 	return nil
 }
 
-// selectList resolves the SELECT items against the groups.
+// selectList resolves the SELECT items against the groups; a query with
+// neither GROUP BY nor an aggregate or window selects rows (selectRows).
 func (r *resolver) selectList() error {
+	if r.stateless() {
+		return r.selectRows()
+	}
 	for _, it := range r.sel.Items {
 		r.c.Projection = append(r.c.Projection, it.String())
 		var err error
@@ -368,6 +414,43 @@ func (r *resolver) selectList() error {
 		if !r.selected[g] {
 			return invalidQuery(r.src, 0, "select "+g+" too", "GROUP BY %s but %s is not selected: the table could not tell its groups apart", g, g)
 		}
+	}
+	return nil
+}
+
+// stateless reports whether the query has no stateful operator: no GROUP
+// BY, no aggregate, no window.
+func (r *resolver) stateless() bool {
+	if len(r.sel.GroupBy) > 0 {
+		return false
+	}
+	for _, it := range r.sel.Items {
+		// Only plain columns: an expression may hold an aggregate.
+		if it.Agg != "" || it.Window != nil || it.Expr != nil || it.Col == "" {
+			return false
+		}
+	}
+	return r.sel.Having == nil
+}
+
+// selectRows resolves the SELECT list of a query with no stateful
+// operator: input columns, each kept under its own name.
+func (r *resolver) selectRows() error {
+	for _, it := range r.sel.Items {
+		r.c.Projection = append(r.c.Projection, it.String())
+		if it.Col == "window" {
+			return invalidQuery(r.src, it.Pos, "group by window(...)", "window is not a column")
+		}
+		if _, ok := r.colType(it.Col); !ok {
+			return r.unresolved(it.Pos, it.Col)
+		}
+		if it.As != "" && !strings.EqualFold(it.As, it.Col) {
+			return unsupported(r.src, it.Pos, "renaming a column (AS "+it.As+")")
+		}
+		if err := r.claim(it.Pos, it.Col); err != nil {
+			return err
+		}
+		r.c.Select = append(r.c.Select, it.Col)
 	}
 	return nil
 }
@@ -435,13 +518,6 @@ func (r *resolver) selectColumn(it Item) error {
 	if _, ok := r.colType(it.Col); !ok {
 		return r.unresolved(it.Pos, it.Col)
 	}
-	if len(r.sel.GroupBy) == 0 && !slices.ContainsFunc(r.sel.Items, func(it Item) bool { return it.Agg != "" }) {
-		// No aggregate at all: GROUP BY alone would only lead to "the query
-		// has no aggregate". Say what each intent needs.
-		return invalidQuery(r.src, it.Pos, "to aggregate per "+it.Col+", add an aggregate and GROUP BY "+it.Col+
-			" (SELECT "+it.Col+", count(*) ... GROUP BY "+it.Col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
-			"%s is selected without an aggregate: the query selects columns only", it.Col)
-	}
 	if len(r.sel.GroupBy) == 0 {
 		return invalidQuery(r.src, it.Pos, "add GROUP BY "+it.Col+", or select aggregates only (a global aggregation)",
 			"%s is neither in GROUP BY nor aggregated: a query without GROUP BY selects aggregates only", it.Col)
@@ -491,6 +567,15 @@ func (r *resolver) options() error {
 	mode, err := ParseOutputMode(r.o.OutputMode)
 	if err != nil {
 		return err
+	}
+	if r.c.Select != nil && mode != agg.Append {
+		// Columns only, no aggregate: a stateless query, which Spark's
+		// Delta sink takes in append mode only. GROUP BY alone would only
+		// lead to "the query has no aggregate": say what each intent needs.
+		it := r.sel.Items[0]
+		return invalidQuery(r.src, it.Pos, "to aggregate per "+it.Col+", add an aggregate and GROUP BY "+it.Col+
+			" (SELECT "+it.Col+", count(*) ... GROUP BY "+it.Col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
+			"%s is selected without an aggregate: the query selects columns only", it.Col)
 	}
 	r.spec.Mode = mode
 	r.spec.NonANSI = r.o.NonANSI
@@ -550,9 +635,11 @@ func (r *resolver) pushDown(eventTime string) (*filter.Predicate, error) {
 // included when used.
 func (r *resolver) columns() {
 	var cols []string
-	for _, c := range r.spec.InputColumns() {
-		if !slices.ContainsFunc(r.c.Derived, func(d filter.Derived) bool { return d.Name == c }) {
-			cols = append(cols, c)
+	if r.c.Select == nil {
+		for _, c := range r.spec.InputColumns() {
+			if !slices.ContainsFunc(r.c.Derived, func(d filter.Derived) bool { return d.Name == c }) {
+				cols = append(cols, c)
+			}
 		}
 	}
 	add := func(list []string) {
@@ -562,6 +649,7 @@ func (r *resolver) columns() {
 			}
 		}
 	}
+	add(r.c.Select)
 	if r.c.Where != nil {
 		add(r.c.Where.Columns())
 	}

@@ -61,7 +61,7 @@ func TestTeachingQueriesDerive(t *testing.T) {
 			}
 		}
 		for _, name := range c.Columns {
-			if _, ok := o.ColumnType(name); !ok && name != stream.ColSource {
+			if sc := o.Schemas[0]; sc.Field(name) == nil && name != stream.ColSource {
 				t.Errorf("%s: the sources are asked for %q", tc.q, name)
 			}
 		}

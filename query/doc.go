@@ -45,7 +45,13 @@
 // '1 hour', '2 days', 'interval 10 seconds') or INTERVAL literals, compared
 // by value: window(ts, '1 hour') and window(ts, INTERVAL 60 MINUTES) are
 // the same window. Without GROUP BY the query is a global aggregation (its
-// items are aggregates only). Timestamps compare with strings in UTC.
+// items are aggregates only), unless no item is an aggregate or a window:
+// SELECT col, ... FROM rel [WHERE ...] has no stateful operator
+// (Compiled.Select; Compiled.Stateful is false), appends the rows the
+// WHERE keeps in outputMode append only, and renames no column. A
+// relation's columns are those every source it reads declares
+// (Options.Schemas), plus the literal source. Timestamps compare with
+// strings in UTC.
 //
 // # Lexical rules (Spark's SqlBaseLexer)
 //
@@ -88,8 +94,9 @@
 // watermark is then computed from the rows those conjuncts keep, and the
 // conjuncts that read the event time (and an OR joining one with others)
 // apply after it. Compiled.PreWatermark holds the pushed conjuncts; the
-// pipeline runs them ahead of the watermark (filter.PushedSource) and the
-// whole WHERE before the aggregation. Worked example, with
+// engine's read path takes the event time only of the rows they keep
+// (engine.Query.PreWatermark) and runs the whole WHERE before the
+// aggregation (engine.Query.Where). Worked example, with
 // withWatermark(block_ts, 1 hour):
 //
 //	WHERE number < 1000 AND block_ts >= '2024-01-01'

@@ -9,12 +9,13 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/expr"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // testOptions registers what the ethereum app registers: the view blocks
 // over both sources, then each source by name.
 func testOptions() Options {
-	return Options{Sources: []string{"s3_backfill", "eth_live"}, ColumnType: ethblock.ColumnType, Columns: ethblock.Columns,
+	return Options{Sources: []string{"s3_backfill", "eth_live"}, Schemas: []stream.Schema{ethblock.StreamSchema(), ethblock.StreamSchema()},
 		Relations:       []Relation{{Name: "blocks", Sources: []int{0, 1}}, {Name: "s3_backfill", Sources: []int{0}}, {Name: "eth_live", Sources: []int{1}}},
 		WatermarkColumn: "block_ts", WatermarkDelay: 48 * time.Hour}
 }

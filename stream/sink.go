@@ -15,7 +15,13 @@ type SinkEnv struct {
 	QueryID string
 	// Schema is the operator's output schema (OutputSchema); its Key is what
 	// identifies a row across batches. Empty when the operator declares none.
+	// In a query with no stateful operator, the columns it selects as its
+	// sources declare them.
 	Schema Schema
+	// Append says the query has no stateful operator: each batch's rows are
+	// new rows, to append (Spark's append output mode of a stateless
+	// query); Schema has no key and a row never updates another.
+	Append bool
 	// Locked says the caller holds the checkpoint's lock (local) or lease
 	// (S3) for QueryID: no other run of this query is alive, so what a dead
 	// run of it left behind (temp files of a killed write) may be removed

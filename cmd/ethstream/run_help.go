@@ -33,6 +33,9 @@ QUERY  --query 'SELECT ...' or --query-file FILE (Spark SQL; default: the refere
     expressions (Spark's types and ANSI errors): + - * / % div, comparisons, AND/OR/NOT, IN,
     BETWEEN, IS [NOT] NULL, LIKE, RLIKE, CASE, IF, COALESCE, CAST, try_cast, string, date,
     math and chain functions; SELECT over aggregates (sum(x) / 1e18 AS eth) and HAVING.
+  SELECT number, miner, gas_used FROM <source name> [WHERE ...]
+    no aggregation: each batch appends the rows the WHERE keeps (--output-mode append;
+    no state).
   --with-watermark 'block_ts, 1 hour'    Spark's withWatermark (default: 'block_ts, 48 hours' for
                                          the reference query, none for a --query)
   --output-mode update|append|complete   Spark's outputMode (default update)

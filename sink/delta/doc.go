@@ -1,6 +1,8 @@
 // Package delta implements the Delta Lake transaction protocol (reader
 // version 1, writer version 2, no table features) for local directories, and
-// the idempotent MERGE sink of every query's output (docs/contracts.md, Delta table).
+// the idempotent MERGE sink of every query's output (docs/contracts.md, Delta table);
+// a query with no stateful operator (stream.SinkEnv.Append) appends instead,
+// one STREAMING UPDATE commit per batch with the same txn (append.go).
 // Every file of a table is read and written through a pebble vfs.FS
 // (SinkOptions.FS, OpenFS, WithFS; the local disk by default).
 //

@@ -63,6 +63,9 @@ type MergeSink struct {
 	seen    map[string]struct{} // live files known to exist (checkLiveFiles)
 	// layout is the table layout of the output schema, keyed for the MERGE.
 	layout *outLayout
+	// append: the query has no stateful operator; batches are appended
+	// (append.go), never merged.
+	append bool
 	// Auto-maintenance (automaintain.go): jobs queued for the maintenance
 	// goroutine (bgMu guards the queue and nextCheckpoint); maintaining is
 	// set while a maintenance job is queued or runs; lastVacuum and
@@ -160,7 +163,7 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	} else if n > 0 {
 		m.log.Info("removed stale temp files from the delta table", "path", t.Path(), "files", n)
 	}
-	m.table, m.snap, m.queryID = t, s, queryID
+	m.table, m.snap, m.queryID, m.append = t, s, queryID, env.Append
 	return nil
 }
 
@@ -216,7 +219,11 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 		return prog, err
 	}
 	n := rows.n
-	res, err := m.commitBatch(ctx, batchID, rows)
+	commit := m.commitBatch
+	if m.append {
+		commit = m.commitAppend
+	}
+	res, err := commit(ctx, batchID, rows)
 	if err != nil {
 		return prog, err
 	}

@@ -22,7 +22,9 @@ var _ stream.Checker = (*Source)(nil)
 
 // Check probes the archive before a start writes anything (stream.Checker):
 // a file:// directory must exist, and the location (directory or S3 prefix)
-// must list at least one block file. It lists once and keeps nothing.
+// must list at least one block file, and the first of them (by name)
+// must hold the configured columns (Options.Columns: a footer read, no
+// column data). It lists once and keeps the listing for the first batch.
 func (s *Source) Check(ctx context.Context) error {
 	if ls, ok := s.st.(*localStore); ok {
 		info, err := ls.fs.Stat(ls.root)
@@ -47,5 +49,14 @@ func (s *Source) Check(ctx context.Context) error {
 			"no block files (*.parquet) under %s", s.opts.URI)
 	}
 	s.probed = objs
-	return nil
+	// The first file the source would admit must hold its columns: files
+	// of another table would otherwise pass the start, which creates the
+	// checkpoint, and fail its first batch.
+	first := objs[0]
+	for _, o := range objs[1:] {
+		if o.URI < first.URI {
+			first = o
+		}
+	}
+	return checkFileSchema(ctx, s.st, first.URI, first.Size, s.opts.Columns, s.m)
 }

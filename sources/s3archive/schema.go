@@ -1,11 +1,13 @@
 package s3archive
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -100,3 +102,35 @@ func projectColumns(cols []Column, names []string) ([]Column, error) {
 
 // String renders a column for errors.
 func (c Column) String() string { return fmt.Sprintf("%s %v", c.Name, c.Type) }
+
+// checkFileSchema reads the footer of the object at uri and checks it
+// against cols, as a decode would (newColDecoder): every Required column
+// is there, and every configured column the file holds reads as its type.
+// It reads no column data.
+func checkFileSchema(ctx context.Context, st store, uri string, size int64, cols []Column, m *metrics) (err error) {
+	obj, err := st.open(ctx, uri)
+	if err != nil {
+		return readErr(ctx, err, uri, "open archive object")
+	}
+	rr := &rangeReader{ctx: ctx, obj: obj, uri: uri, size: size, shape: st.readShape(), m: m}
+	defer func() {
+		if cerr := obj.close(); cerr != nil && err == nil {
+			err = readErr(ctx, cerr, uri, "close archive object")
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			err = unreadable(fmt.Errorf("parquet decoder panic: %v", r), uri, "decode parquet file")
+		}
+	}()
+	f, _, err := openFooter(ctx, rr)
+	if err != nil {
+		return err
+	}
+	if _, err := columnar.Open(f, fieldsOf(cols), map[string]string{}); err != nil {
+		e := unreadable(err, uri, "the file does not hold the source's columns (%s)", schemaOf(cols))
+		e.Remedy = "point the source at files of its schema (for --source NAME=s3archive:URI, the blocks table's)"
+		return e
+	}
+	return nil
+}

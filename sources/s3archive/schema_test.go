@@ -3,6 +3,8 @@ package s3archive
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,5 +67,37 @@ func TestConfiguredSchema(t *testing.T) {
 		if _, err := New(Options{URI: "file:///tmp/transfers", Columns: bad}); !errcode.Is(err, errcode.InvalidArgument) {
 			t.Fatalf("columns %v: %v", bad, err)
 		}
+	}
+}
+
+// TestCheckRefusesFilesOfAnotherSchema: Check, before a start writes
+// anything, refuses an archive whose first file lacks a required column of
+// the configured schema, naming the file and the schema; the same files
+// pass for a source configured with their columns.
+func TestCheckRefusesFilesOfAnotherSchema(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "date=2024-01-01")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "part-0.parquet")
+	if err := parquet.WriteFile(file, []transfer{{"0xa", 1.5, 7}}); err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := New(Options{URI: fileURI(root), Columns: blockColumns()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = blocks.Check(t.Context())
+	if errcode.Code(err) != ArchiveFileUnreadable || !strings.Contains(err.Error(), "part-0.parquet") || !strings.Contains(err.Error(), "block_ts timestamp") {
+		t.Fatalf("block source over transfer files: %v", err)
+	}
+	transfers, err := New(Options{URI: fileURI(root), Columns: []Column{
+		{Name: "hash", Type: stream.String, File: "tx_hash", Required: true}, {Name: "value", Type: stream.Float64}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := transfers.Check(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
