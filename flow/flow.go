@@ -3,10 +3,12 @@ package flow
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/dedup"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/filter"
@@ -216,7 +218,8 @@ func (q *Query) Aggregate(a Aggregation) *Query {
 		// The watermark reaches every operator; the first reads the
 		// watermark's own column, a later one the window it derives.
 		spec.WatermarkDelay = wm.Delay
-		if len(q.ops) == 0 && (a.Window == nil || a.Window.Column != wm.Column) {
+		// A deduplication before it passes the rows through unchanged.
+		if lastAgg(q.q.Stages) == nil && (a.Window == nil || a.Window.Column != wm.Column) {
 			spec.WatermarkColumn = wm.Column
 		}
 	}
@@ -230,6 +233,55 @@ func (q *Query) Aggregate(a Aggregation) *Query {
 	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
 	return q
 }
+
+// DropDuplicates appends a deduplication, Spark's dropDuplicates(cols): the
+// next operator id, state in <checkpoint>/state/<id>. It emits each row
+// whose cols (every column if none) were not seen before, and drops the
+// others (package dedup). With a watermark, late rows are dropped, and the
+// state of a key whose cols include the event-time column is evicted once
+// the watermark passes it; without, the state grows with every new key.
+func (q *Query) DropDuplicates(cols ...string) *Query { return q.dedup(cols, false) }
+
+// DropDuplicatesWithinWatermark appends Spark's
+// dropDuplicatesWithinWatermark(cols): as DropDuplicates, but a key is
+// kept until the watermark passes its first row's event time plus the
+// watermark's delay, whether or not cols include the event time. It needs
+// WithWatermark before it.
+func (q *Query) DropDuplicatesWithinWatermark(cols ...string) *Query { return q.dedup(cols, true) }
+
+func (q *Query) dedup(cols []string, within bool) *Query {
+	if !q.known {
+		return q.fail(invalid("dropDuplicates: the rows' schema is unknown here (an operator declares none)"))
+	}
+	in := q.schema
+	if len(q.q.Columns) > 0 && len(q.ops) == 0 && !q.custom {
+		// The rows read carry the read projection's columns only (Columns
+		// must come before the deduplication to narrow them).
+		in = stream.Schema{}
+		for _, f := range q.schema.Fields {
+			if slices.Contains(q.q.Columns, f.Name) {
+				in.Fields = append(in.Fields, f)
+			}
+		}
+	}
+	spec := dedup.Spec{Columns: cols, Input: in, WithinWatermark: within}
+	if wm := q.q.Watermark; wm != nil && in.Field(wm.Column) != nil {
+		spec.WatermarkColumn, spec.WatermarkDelay = wm.Column, wm.Delay
+	}
+	op, err := dedup.New(spec)
+	if err != nil {
+		return q.fail(err)
+	}
+	q.ops = append(q.ops, shape.Operator{Kind: shape.KindDeduplicate, Keys: op.Columns(), StateSchema: op.Schema().String(),
+		Input: append([]string{}, q.input...), Aggregates: []string{}})
+	q.input = nil
+	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
+	return q
+}
+
+// OperatorShapes are the query-shape entries of the stateful operators
+// appended so far, in id order (for a plan recorded with Shape).
+func (q *Query) OperatorShapes() []shape.Operator { return slices.Clone(q.ops) }
 
 // Operator appends a stateful operator built elsewhere (the SQL
 // compiler's), with the next operator id. Its rows' schema is the one it
@@ -354,6 +406,7 @@ func (q *Query) derivedShape() *shape.Shape {
 	if wm := q.q.Watermark; wm != nil {
 		s.Watermark = &shape.Watermark{Column: wm.Column, DelayUs: wm.Delay.Microseconds()}
 	}
+	s.OutputMode = "append" // a deduplication's
 	if a := lastAgg(q.q.Stages); a != nil {
 		s.OutputMode = a.Spec().Mode.String()
 	}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,6 +179,11 @@ type Config struct {
 	// reference's for the reference query); OutputMode is outputMode
 	// ("" = update).
 	WithWatermark, OutputMode string
+	// DropDuplicates and DropDuplicatesWithinWatermark are the columns,
+	// comma-separated, of Spark's dropDuplicates and
+	// dropDuplicatesWithinWatermark applied to the unioned rows before the
+	// query's operator ("" = none; both: dropDuplicates first).
+	DropDuplicates, DropDuplicatesWithinWatermark string
 	// TableShared lets a new checkpoint write a table another query writes
 	// (run --table-shared; SINK_TABLE_IN_USE otherwise).
 	TableShared bool
@@ -221,6 +227,12 @@ func (c Config) Args() []string {
 	}
 	if c.WithWatermark != "" {
 		args = append(args, "--with-watermark", c.WithWatermark)
+	}
+	if c.DropDuplicates != "" {
+		args = append(args, "--drop-duplicates", c.DropDuplicates)
+	}
+	if c.DropDuplicatesWithinWatermark != "" {
+		args = append(args, "--drop-duplicates-within-watermark", c.DropDuplicatesWithinWatermark)
 	}
 	if c.TableShared {
 		args = append(args, "--table-shared")
@@ -347,10 +359,35 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	for _, ns := range sources {
 		fq.Read(ns.Name, ns.Source)
 	}
-	fq.Columns(c.q.Columns...)
+	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
+	cols := c.q.Columns
+	if len(dups)+len(dupsWithin) > 0 && c.agg == nil {
+		// A query without an aggregation selects its columns in the read
+		// path, before any stage: the deduplication would not see its own.
+		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
+			"aggregate in the query (e.g. GROUP BY), or leave the flag out",
+			"--drop-duplicates applies before a query's aggregation; this query has none")
+	}
+	if len(dups)+len(dupsWithin) > 0 {
+		// The deduplication reads its columns too.
+		cols = append([]string(nil), cols...)
+		for _, col := range append(append([]string(nil), dups...), dupsWithin...) {
+			if !slices.Contains(cols, col) {
+				cols = append(cols, col)
+			}
+		}
+	}
+	fq.Columns(cols...)
 	if col, delay, ok := c.q.Spec.Watermark(); ok {
 		fq.WithWatermark(col, delay)
 	}
+	if len(dups) > 0 {
+		fq.DropDuplicates(dups...)
+	}
+	if len(dupsWithin) > 0 {
+		fq.DropDuplicatesWithinWatermark(dupsWithin...)
+	}
+	pre := fq.OperatorShapes()
 	if c.agg != nil {
 		fq.Operator(c.agg)
 	}
@@ -373,7 +410,12 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
-		fq.WriteTo(sink).Shape(&c.shape)
+		sh := c.shape
+		if len(pre) > 0 {
+			// The deduplications come before the query's operator.
+			sh = sh.WithOperators(append(pre, sh.OperatorList()...))
+		}
+		fq.WriteTo(sink).Shape(&sh)
 	}
 	fq.SinkShared(cfg.TableShared).Trigger(cfg.Trigger).MaxBatches(cfg.MaxBatches).Confs(cfg.Conf)
 	q, err := fq.Build()
@@ -383,6 +425,12 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// The read path (the WHERE, its pushed-down part, the columns a query
 	// without an aggregation selects) is the engine's, not a stage.
 	c.apply(&q)
+	if len(pre) > 0 {
+		// The deduplications run before the query's operator (the one
+		// the engine runs, c.op), as stages, on the columns they read too.
+		q.Stages[len(q.Stages)-1] = engine.Stage{Operator: c.op}
+		q.Operator, q.Columns = nil, cols
+	}
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
@@ -564,4 +612,16 @@ func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 	}
 	applyMemoryLimit()
 	return engine.Run(ctx, q, opts)
+}
+
+// dedupColumns reads a --drop-duplicates value: column names,
+// comma-separated, as the query's columns are named (lower case).
+func dedupColumns(s string) []string {
+	var cols []string
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.ToLower(strings.TrimSpace(c)); c != "" {
+			cols = append(cols, c)
+		}
+	}
+	return cols
 }

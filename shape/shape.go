@@ -25,6 +25,11 @@ const Version = 3
 // KindAggregate is Operator.Kind of a streaming aggregation.
 const KindAggregate = "aggregate"
 
+// KindDeduplicate is Operator.Kind of a deduplication (dropDuplicates or
+// dropDuplicatesWithinWatermark: its StateSchema tells which); Keys are its
+// columns.
+const KindDeduplicate = "deduplicate"
+
 // Source is one input of the query.
 type Source struct {
 	Name     string `json:"name"`
@@ -61,7 +66,7 @@ type Sink struct {
 type Operator struct {
 	// ID is the operator's id in plan order (its state directory).
 	ID int `json:"id"`
-	// Kind is what the operator is: KindAggregate.
+	// Kind is what the operator is: KindAggregate or KindDeduplicate.
 	Kind   string  `json:"kind"`
 	Window *Window `json:"window"`
 	// Keys, Aggregates and StateSchema are Shape's fields of the same name,
@@ -250,7 +255,7 @@ func checkOperators(path string, v int, s Shape) error {
 		if o.ID != i {
 			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
 		}
-		if o.Kind != KindAggregate {
+		if o.Kind != KindAggregate && o.Kind != KindDeduplicate {
 			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
 		}
 	}

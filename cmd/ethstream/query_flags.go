@@ -17,6 +17,7 @@ import (
 // plan.
 type sqlFlags struct {
 	query, queryFile, watermark, outputMode string
+	dropDuplicates, dropDuplicatesWithin    string
 	// flags tells a --query "" given (refused) from one not given (the
 	// reference query).
 	flags *pflag.FlagSet
@@ -28,6 +29,8 @@ func (f *sqlFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.queryFile, "query-file", "", "read the query from FILE")
 	c.Flags().StringVar(&f.watermark, "with-watermark", "", "withWatermark: 'COLUMN, DELAY', e.g. 'block_ts, 1 hour' (default: 'block_ts, 48 hours' for the reference query, none for a --query)")
 	c.Flags().StringVar(&f.outputMode, "output-mode", "", "outputMode: update (default), append or complete")
+	c.Flags().StringVar(&f.dropDuplicates, "drop-duplicates", "", "dropDuplicates on the unioned rows before the query: 'COLUMN, ...', e.g. 'hash'")
+	c.Flags().StringVar(&f.dropDuplicatesWithin, "drop-duplicates-within-watermark", "", "dropDuplicatesWithinWatermark on the unioned rows before the query: 'COLUMN, ...', e.g. 'hash' (needs --with-watermark)")
 }
 
 // apply sets the query fields of cfg.
@@ -54,6 +57,7 @@ func (f *sqlFlags) apply(cfg *pipeline.Config) error {
 		}
 	}
 	cfg.WithWatermark, cfg.OutputMode = f.watermark, f.outputMode
+	cfg.DropDuplicates, cfg.DropDuplicatesWithinWatermark = f.dropDuplicates, f.dropDuplicatesWithin
 	return nil
 }
 

@@ -1,0 +1,411 @@
+package dedup
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// CodeRetractionUnsupported: the input retracts a row, which a
+// deduplication cannot undo (it keeps the first row's key, not the rows).
+const CodeRetractionUnsupported = "RETRACTION_UNSUPPORTED"
+
+// Operator is the deduplication (stream.Operator over a state.Store),
+// driven from one goroutine at a time; it is not safe for concurrent use.
+type Operator struct {
+	p      *plan
+	store  *state.Store
+	logger *slog.Logger
+
+	inBatch, finished bool
+	batchID           int64
+	out               *stream.Batch
+	inRows, put       int64
+	late, dups        int64
+	process           time.Duration
+
+	// minUs is at most the least event time (dropDuplicates evicting by
+	// it) or expiry (WithinWatermark) in state, pending included;
+	// committedMinUs its value at the committed version. MinInt64: unknown.
+	minUs, committedMinUs int64
+
+	keyBuf, valBuf []byte
+	progress       stream.OperatorProgress
+}
+
+var (
+	_ stream.Operator         = (*Operator)(nil)
+	_ stream.SchemaOperator   = (*Operator)(nil)
+	_ stream.PartitionLimiter = (*Operator)(nil)
+	_ stream.ProgressReporter = (*Operator)(nil)
+)
+
+// New validates spec and returns an operator to Open.
+func New(spec Spec) (*Operator, error) {
+	p, err := newPlan(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Operator{p: p}, nil
+}
+
+// Schema returns the state schema the operator records and checks on Open.
+func (o *Operator) Schema() state.Schema { return o.p.schema }
+
+// Columns returns the deduplication columns, in key order.
+func (o *Operator) Columns() []string { return append([]string(nil), o.p.cols...) }
+
+// OutputSchema is the input's: the operator only drops rows.
+func (o *Operator) OutputSchema() stream.Schema { return o.p.spec.Input }
+
+// String renders the operator for the query shape.
+func (o *Operator) String() string { return o.p.String() }
+
+// evicts reports whether state leaves by the watermark.
+func (o *Operator) evicts() bool { return o.p.spec.WithinWatermark || o.p.evictCol >= 0 }
+
+// Open loads the state committed at env.Version.
+func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
+	if o.store != nil {
+		return errors.New("deduplication operator already open")
+	}
+	o.logger = env.Logger
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	s, err := state.Open(ctx, state.Options{Dir: env.StateDir, FS: env.FS, LocalDir: env.LocalDir,
+		Partitions: env.Partitions, Schema: o.p.schema, Logger: o.logger}, env.Version)
+	if err != nil {
+		return err
+	}
+	o.store = s
+	o.minUs = math.MinInt64
+	if s.NumKeys() == 0 {
+		o.minUs = math.MaxInt64
+	}
+	o.committedMinUs = o.minUs
+	o.inBatch, o.finished = false, false
+	return nil
+}
+
+func (o *Operator) begin(batchID int64) error {
+	if o.store == nil {
+		return errors.New("deduplication operator is not open")
+	}
+	if o.inBatch {
+		if batchID != o.batchID {
+			return fmt.Errorf("deduplication: batch %d started while batch %d is uncommitted", batchID, o.batchID)
+		}
+		if o.finished {
+			return fmt.Errorf("deduplication: batch %d already finished", batchID)
+		}
+		return nil
+	}
+	o.inBatch, o.finished, o.batchID = true, false, batchID
+	o.inRows, o.put, o.late, o.dups, o.process = 0, 0, 0, 0, 0
+	o.out = &stream.Batch{}
+	for _, f := range o.p.spec.Input.Fields {
+		o.out.Columns = append(o.out.Columns, stream.Column{Name: f.Name, Type: f.Type})
+	}
+	return nil
+}
+
+// Process emits the chunk's rows whose key is not in state and puts their
+// keys; duplicates and late rows are dropped and counted.
+func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *stream.Batch) error {
+	if err := o.begin(batchID); err != nil {
+		return err
+	}
+	if in == nil || in.Len == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	defer func() { o.process += time.Since(t0) }()
+	for _, s := range in.Signs {
+		if s < 0 {
+			return errcode.New(CodeRetractionUnsupported, "",
+				"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
+				"%s: the input retracts a row, which a deduplication cannot undo", o.p)
+		}
+	}
+	keys := make([]*stream.Column, len(o.p.cols))
+	for k, c := range o.p.cols {
+		if keys[k] = in.Column(c); keys[k] == nil || keys[k].Type != o.p.types[k] {
+			return fmt.Errorf("%s: the input has no %v column %q", o.p, o.p.types[k], c)
+		}
+	}
+	var ts *stream.Column
+	if wc := o.p.spec.WatermarkColumn; wc != "" {
+		if ts = in.Column(wc); ts == nil {
+			return fmt.Errorf("%s: the input has no event-time column %q", o.p, wc)
+		}
+	}
+	src := make([]*stream.Column, len(o.out.Columns))
+	for j := range o.out.Columns {
+		if src[j] = in.Column(o.out.Columns[j].Name); src[j] == nil {
+			return fmt.Errorf("%s: the input has no column %q", o.p, o.out.Columns[j].Name)
+		}
+	}
+	wmUs := watermarkMs * 1000
+	for i := 0; i < in.Len; i++ {
+		o.inRows++
+		if ts != nil && !ts.IsNull(i) && ts.Int64s[i] <= wmUs {
+			o.late++
+			continue
+		}
+		key, err := o.key(keys, i)
+		if err != nil {
+			return err
+		}
+		_, seen, err := o.store.Get(key)
+		if err != nil {
+			return fmt.Errorf("%s: read state: %w", o.p, err)
+		}
+		if seen {
+			o.dups++
+			continue
+		}
+		o.valBuf = o.valBuf[:0]
+		switch {
+		case o.p.spec.WithinWatermark:
+			var exp int64
+			if !ts.IsNull(i) {
+				exp = ts.Int64s[i] + o.p.delayUs
+			}
+			o.valBuf = binary.AppendVarint(o.valBuf, exp)
+			o.minUs = min(o.minUs, exp)
+		case o.p.evictCol >= 0 && !keys[o.p.evictCol].IsNull(i):
+			o.minUs = min(o.minUs, keys[o.p.evictCol].Int64s[i])
+		}
+		if err := o.store.Put(key, o.valBuf); err != nil {
+			return fmt.Errorf("%s: write state: %w", o.p, err)
+		}
+		o.put++
+		appendRow(o.out, src, i)
+	}
+	return nil
+}
+
+// key encodes row i's deduplication columns (package doc, State layout).
+func (o *Operator) key(cols []*stream.Column, i int) ([]byte, error) {
+	b := o.keyBuf[:0]
+	for k, c := range cols {
+		null := c.IsNull(i)
+		switch c.Type {
+		case stream.Int64, stream.Timestamp:
+			b = state.AppendNullableInt64Key(b, c.Int64s[i], null)
+		case stream.String:
+			if null {
+				b = state.AppendNullStringKey(b)
+			} else {
+				b = state.AppendStringKey(b, c.Strings[i])
+			}
+		case stream.Float64:
+			if null {
+				return nil, errcode.New(errcode.InvalidArgument, "", "filter out the rows with a null "+o.p.cols[k]+" first",
+					"%s: a null double in column %q cannot be a state key", o.p, o.p.cols[k])
+			}
+			b = state.AppendFloat64Key(b, c.Float64s[i])
+		}
+	}
+	o.keyBuf = b
+	return b, nil
+}
+
+// appendRow appends row i of the columns src to out.
+func appendRow(out *stream.Batch, src []*stream.Column, i int) {
+	for j := range out.Columns {
+		d, s := &out.Columns[j], src[j]
+		switch d.Type {
+		case stream.Float64:
+			d.Float64s = append(d.Float64s, s.Float64s[i])
+		case stream.String:
+			d.Strings = append(d.Strings, s.Strings[i])
+		default:
+			d.Int64s = append(d.Int64s, s.Int64s[i])
+		}
+		if s.Valid != nil || d.Valid != nil {
+			if d.Valid == nil {
+				d.Valid = make([]bool, out.Len, out.Len+1)
+				for r := range d.Valid {
+					d.Valid[r] = true
+				}
+			}
+			d.Valid = append(d.Valid, !s.IsNull(i))
+		}
+	}
+	out.Len++
+}
+
+// Finish evicts what the watermark closed and returns the batch's first
+// occurrences (append mode).
+func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*stream.Batch, stream.OperatorProgress, error) {
+	if err := o.begin(batchID); err != nil {
+		return nil, stream.OperatorProgress{}, err
+	}
+	t0 := time.Now()
+	removed, err := o.evict(watermarkMs * 1000)
+	if err != nil {
+		return nil, stream.OperatorProgress{}, err
+	}
+	parts := int64(o.store.Partitions())
+	o.progress = stream.OperatorProgress{
+		OperatorName:              o.p.schema.OperatorName,
+		NumRowsTotal:              o.store.NumKeys(),
+		NumRowsUpdated:            o.put,
+		AllUpdatesTimeMs:          o.process.Milliseconds(),
+		NumRowsRemoved:            removed,
+		AllRemovalsTimeMs:         time.Since(t0).Milliseconds(),
+		NumRowsDroppedByWatermark: o.late,
+		NumShufflePartitions:      parts,
+		NumStateStoreInstances:    parts,
+		CustomMetrics: map[string]int64{
+			MetricDroppedDuplicates: o.dups,
+			"numInputRows":          o.inRows,
+			"numOutputRows":         int64(o.out.Len),
+		},
+	}
+	o.finished = true
+	out := o.out
+	o.out = nil
+	return out, o.progress, nil
+}
+
+// evictable returns the event time or expiry of a stored key by which the
+// watermark evicts it, and whether it has one.
+func (o *Operator) evictable(key, val []byte) (int64, bool, error) {
+	if o.p.spec.WithinWatermark {
+		v, n := binary.Varint(val)
+		if n <= 0 {
+			return 0, false, fmt.Errorf("%s: malformed %s in state", o.p, ValueExpiresAt)
+		}
+		return v, true, nil
+	}
+	row, err := state.DecodeKey(o.p.schema.Key, key)
+	if err != nil {
+		return 0, false, err
+	}
+	us, ok := row[o.p.evictCol].(int64)
+	return us, ok, nil
+}
+
+// evict deletes every key the watermark wmUs closed and recomputes minUs.
+func (o *Operator) evict(wmUs int64) (removed int64, err error) {
+	if !o.evicts() || wmUs < o.minUs {
+		return 0, nil
+	}
+	least := int64(math.MaxInt64)
+	err = o.store.Scan(nil, nil, func(key, val []byte) error {
+		us, ok, err := o.evictable(key, val)
+		if err != nil || !ok {
+			return err
+		}
+		if us <= wmUs {
+			removed++
+			return o.store.Delete(key)
+		}
+		least = min(least, us)
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("%s: evict state closed by the watermark: %w", o.p, err)
+	}
+	o.minUs = least
+	return removed, nil
+}
+
+// Commit makes state version batchID durable.
+func (o *Operator) Commit(ctx context.Context, batchID int64) error {
+	if o.store == nil {
+		return errors.New("deduplication operator is not open")
+	}
+	if !o.inBatch || !o.finished || o.batchID != batchID {
+		return fmt.Errorf("deduplication: commit of batch %d before its Finish", batchID)
+	}
+	m, err := o.store.Commit(ctx, batchID)
+	if err != nil {
+		return fmt.Errorf("%s: commit state version %d: %w", o.p, batchID, err)
+	}
+	o.progress.CommitTimeMs = m.CommitTimeMs
+	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
+	o.progress.NumRowsTotal = m.RowsTotal
+	o.committedMinUs = o.minUs
+	o.inBatch, o.finished = false, false
+	return nil
+}
+
+// Progress returns the last batch's stateOperators entry, with its commit's
+// figures after Commit.
+func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
+
+// Abort discards the current batch.
+func (o *Operator) Abort() {
+	if o.store != nil {
+		o.store.Abort()
+	}
+	o.minUs = o.committedMinUs
+	o.inBatch, o.finished, o.out = false, false, nil
+}
+
+// NeedsNoDataBatch reports whether a batch at watermarkMs would evict a key.
+func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
+	if o.store == nil || !o.evicts() {
+		return false, nil
+	}
+	wmUs := watermarkMs * 1000
+	if wmUs < o.minUs {
+		return false, nil
+	}
+	least := int64(math.MaxInt64)
+	err := o.store.Scan(nil, nil, func(key, val []byte) error {
+		us, ok, err := o.evictable(key, val)
+		if ok {
+			least = min(least, us)
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("%s: scan state: %w", o.p, err)
+	}
+	o.minUs = least
+	if !o.inBatch {
+		o.committedMinUs = least
+	}
+	return wmUs >= least, nil
+}
+
+// Repartition writes the state committed at base into n partitions as
+// version batchID, and continues with n partitions.
+func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
+	if o.store == nil {
+		return stream.RepartitionStats{}, errors.New("deduplication operator is not open")
+	}
+	if o.inBatch {
+		return stream.RepartitionStats{}, fmt.Errorf("deduplication: repartition while batch %d is uncommitted", o.batchID)
+	}
+	return o.store.Repartition(ctx, base, batchID, n)
+}
+
+// CheckPartitions refuses a partition count the state store's cache cannot
+// hold (stream.PartitionLimiter).
+func (o *Operator) CheckPartitions(from, to int) error { return state.CheckPartitions(from, to) }
+
+// Close releases the store; uncommitted changes are discarded.
+func (o *Operator) Close() error {
+	if o.store == nil {
+		return nil
+	}
+	o.store.Abort()
+	err := o.store.Close()
+	o.store = nil
+	o.inBatch, o.finished, o.out = false, false, nil
+	return err
+}

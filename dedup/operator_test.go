@@ -1,0 +1,101 @@
+package dedup
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
+)
+
+var input = stream.Schema{Fields: []stream.Field{
+	{Name: "ts", Type: stream.Timestamp, Nullable: true},
+	{Name: "k", Type: stream.String, Nullable: true},
+	{Name: "n", Type: stream.Int64, Nullable: true},
+}}
+
+func TestSpecRefusals(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Input: input, WithinWatermark: true, Columns: []string{"k"}}, "without a watermark"},
+		{Spec{Input: input, Columns: []string{"nope"}}, `column "nope"`},
+		{Spec{Input: input, Columns: []string{"k"}, WatermarkColumn: "n"}, "not a timestamp"},
+	} {
+		_, err := New(c.spec)
+		if errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want INVALID_ARGUMENT %q", c.spec, err, c.want)
+		}
+	}
+}
+
+// TestStateSchema: the key is the columns in order (duplicates once), the
+// value none or expiresAtMicros; no columns means every input column.
+func TestStateSchema(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Input: input, Columns: []string{"k", "n", "k"}}, "dedupe key(k string, n int64 nullable) value() spec(format=1)"},
+		{Spec{Input: input}, "dedupe key(ts timestamp nullable, k string, n int64 nullable) value() spec(format=1)"},
+		{Spec{Input: input, Columns: []string{"k"}, WatermarkColumn: "ts", WatermarkDelay: time.Second, WithinWatermark: true},
+			"dedupeWithinWatermark key(k string) value(expiresAtMicros timestamp) spec(format=1)"},
+	} {
+		op, err := New(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := op.Schema().String(); got != c.want {
+			t.Errorf("%+v: schema %s, want %s", c.spec, got, c.want)
+		}
+	}
+}
+
+// TestNullsAreValues: rows with a null in the same key column are
+// duplicates of each other, not of a non-null row; a null event time is
+// never late.
+func TestNullsAreValues(t *testing.T) {
+	ctx := context.Background()
+	op, err := New(Spec{Input: input, Columns: []string{"k", "n"}, WatermarkColumn: "ts", WatermarkDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state", "0"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 2, Version: -1}
+	if err := op.Open(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	in := &stream.Batch{Len: 6, Columns: []stream.Column{
+		{Name: "ts", Type: stream.Timestamp, Int64s: []int64{0, 5e6, 6e6, 7e6, 8e6, 9e6}, Valid: []bool{false, true, true, true, true, true}},
+		{Name: "k", Type: stream.String, Strings: []string{"", "", "a", "", "a", ""}, Valid: []bool{false, false, true, true, true, false}},
+		{Name: "n", Type: stream.Int64, Int64s: []int64{0, 0, 1, 0, 1, 2}, Valid: []bool{false, false, true, false, true, true}},
+	}}
+	// Watermark 1 ms: the null event time is not late, 5e6 µs is not.
+	if err := op.Process(ctx, 0, 1, in); err != nil {
+		t.Fatal(err)
+	}
+	out, prog, err := op.Finish(ctx, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kept: (null,null), (a,1), ("",null), (null,2); dropped: rows 1 and 4.
+	if got := out.Column("ts").Int64s; !slices.Equal(got, []int64{0, 6e6, 7e6, 9e6}) || out.Len != 4 {
+		t.Fatalf("emitted ts %v (%d rows)", got, out.Len)
+	}
+	if v := out.Column("k").Valid; !slices.Equal(v, []bool{false, true, true, false}) {
+		t.Fatalf("k validity %v", v)
+	}
+	if prog.CustomMetrics[MetricDroppedDuplicates] != 2 || prog.NumRowsDroppedByWatermark != 0 || prog.OperatorName != OperatorName {
+		t.Fatalf("progress %+v", prog)
+	}
+	if err := op.Commit(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+}
