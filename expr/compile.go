@@ -230,7 +230,7 @@ func (c *compiler) compile(e Expr) (node, error) {
 			return nil, err
 		}
 		if !castable(xn.typ(), x.To) {
-			return nil, errcode.New(CodeDatatypeMismatch, "", "cast through a type Spark allows (see docs/contracts.md, Casts)",
+			return nil, errcode.New(CodeDatatypeMismatch, "", "cast through a type Spark allows (see docs/contracts.md, Reference query: casts)",
 				"cannot resolve %s due to data type mismatch: cannot cast %s to %s", e, xn.typ(), x.To)
 		}
 		return &castNode{x: xn, to: x.To, try: x.Try, src: e}, nil

@@ -217,7 +217,7 @@ func operandReads(o Operand, name string) bool {
 // Expressions reports whether q computes an expression (in WHERE or an
 // aggregate's input). DuckDB does not check those: its division by zero is
 // NULL and its BIGINT overflow an error in both of Spark's ANSI modes
-// (docs/contracts.md, Expressions).
+// (docs/contracts.md, Reference query: expressions).
 func (q *Query) Expressions() bool {
 	if q.Having != nil || len(q.KeyExprs) > 0 {
 		return true
