@@ -46,6 +46,10 @@ var KnownConfs = []string{
 	// engine only checks that each is a boolean, so a typo of one is refused
 	// like a typo of the engine's own keys.
 	ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal,
+	// Read by plugins the pipeline builds (the file source, the file
+	// sink): checked for their type here so that a typo is refused and the
+	// keys are not warned about as unknown.
+	ConfSchemaInference, ConfFileSinkCompactInterval,
 }
 
 // The Spark SQL confs the query front end reads (their meaning is in
@@ -56,6 +60,11 @@ const (
 	ConfANSI           = "spark.sql.ansi.enabled"
 	ConfGroupByAliases = "spark.sql.groupByAliases"
 	ConfGroupByOrdinal = "spark.sql.groupByOrdinal"
+
+	// ConfSchemaInference is read by the file sources (sources/files).
+	ConfSchemaInference = "spark.sql.streaming.schemaInference"
+	// ConfFileSinkCompactInterval is read by the file sink (sink/files).
+	ConfFileSinkCompactInterval = "spark.sql.streaming.fileSink.log.compactInterval"
 )
 
 // ValidateConf checks a session conf the way every start does: a malformed
@@ -97,8 +106,10 @@ func parseSettings(conf map[string]string) (settings, error) {
 			s.minRetain, err = parseInt(k, v, 1, 1<<31-1)
 		case checkpoint.ConfNoDataBatches:
 			s.noDataBatches, err = parseBool(k, v)
-		case ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal:
+		case ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal, ConfSchemaInference:
 			_, err = parseBool(k, v)
+		case ConfFileSinkCompactInterval:
+			_, err = parseInt(k, v, 1, 1<<31-1)
 		case checkpoint.ConfProviderClass:
 			s.providerClass, s.providerSet = v, true
 			if v != checkpoint.ProviderPebble {

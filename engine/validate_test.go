@@ -155,6 +155,10 @@ func TestValidateConf(t *testing.T) {
 		{conf: map[string]string{"spark.sql.groupByAlias": "false"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.groupByAliases?"},
 		{conf: map[string]string{"spark.sql.groupByOrdinals": "false"}, code: errcode.InvalidArgument, msg: "did you mean spark.sql.groupByOrdinal?"},
 		{conf: map[string]string{ConfANSI: "maybe"}, code: errcode.InvalidArgument},
+		// The plugins' keys: typed, and never warned about as unknown.
+		{conf: map[string]string{ConfSchemaInference: "true", ConfFileSinkCompactInterval: "5"}},
+		{conf: map[string]string{ConfFileSinkCompactInterval: "0"}, code: errcode.InvalidArgument},
+		{conf: map[string]string{ConfSchemaInference: "yes please"}, code: errcode.InvalidArgument},
 	}
 	for _, c := range cases {
 		warnings, err := ValidateConf(c.conf)

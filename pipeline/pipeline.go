@@ -526,7 +526,7 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS, conf map[
 			return nil, err
 		}
 		o.Logger, o.FS = logger, archiveFS
-		o.SchemaInference = strings.EqualFold(conf["spark.sql.streaming.schemaInference"], "true")
+		o.SchemaInference = strings.EqualFold(conf[engine.ConfSchemaInference], "true")
 		src, err := files.New(o)
 		if err != nil {
 			return nil, err
