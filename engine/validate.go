@@ -75,7 +75,7 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	}
 	// A checkpoint whose files disagree is damaged, whatever the query: this
 	// comes before the restart rules, which compare the query with them.
-	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, q.operators()); err != nil {
+	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, recordedOperators(q.operators(), chk.rec)); err != nil {
 		return chk, err
 	}
 	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator(), keyedSources(q.Sources, s.evolution)); err != nil {
@@ -96,6 +96,18 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 		return chk, err
 	}
 	return chk, chk.checkTargets(ctx, q, fs, dir)
+}
+
+// recordedOperators is ops cut to the operators the checkpoint's query
+// shape records: damage is judged on what the checkpoint holds. An operator
+// the query adds has no state yet; that is a change of query, which the
+// restart rules refuse (STATE_SCHEMA_MISMATCH), not damage. Without a
+// shape record (a checkpoint older than shapes) every operator is checked.
+func recordedOperators(ops []stream.Operator, rec *shape.Record) []stream.Operator {
+	if rec == nil {
+		return ops
+	}
+	return ops[:min(len(ops), len(rec.Shape.OperatorList()))]
 }
 
 // checkTargets is the end of checkStart, once the restart rules passed:
