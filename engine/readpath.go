@@ -102,35 +102,7 @@ func keepRows(buf *stream.Batch, in *stream.Batch, keep []bool) *stream.Batch {
 	if n == in.Len {
 		return in
 	}
-	buf.Len = n
-	if cap(buf.Columns) < len(in.Columns) {
-		buf.Columns = make([]stream.Column, len(in.Columns))
-	}
-	buf.Columns = buf.Columns[:len(in.Columns)]
-	for ci := range in.Columns {
-		src, dst := &in.Columns[ci], &buf.Columns[ci]
-		dst.Name, dst.Type = src.Name, src.Type
-		dst.Int64s, dst.Float64s, dst.Strings = dst.Int64s[:0], dst.Float64s[:0], dst.Strings[:0]
-		dst.Valid = nil
-		if src.Valid != nil {
-			dst.Valid = make([]bool, 0, n)
-		}
-		for r, k := range keep {
-			if !k {
-				continue
-			}
-			appendValue(dst, src, r)
-		}
-	}
-	buf.Signs = nil
-	if in.Signs != nil {
-		buf.Signs = make([]int8, 0, n)
-		for r, k := range keep {
-			if k {
-				buf.Signs = append(buf.Signs, in.Signs[r])
-			}
-		}
-	}
+	in.FilterInto(buf, keep)
 	return buf
 }
 

@@ -89,47 +89,8 @@ func (o *Operator) compact(in *stream.Batch, keep []bool) *stream.Batch {
 	if n == in.Len {
 		return in
 	}
-	b := &o.buf
-	b.Len = n
-	if cap(b.Columns) < len(in.Columns) {
-		b.Columns = make([]stream.Column, len(in.Columns))
-	}
-	b.Columns = b.Columns[:len(in.Columns)]
-	for ci := range in.Columns {
-		src, dst := &in.Columns[ci], &b.Columns[ci]
-		dst.Name, dst.Type = src.Name, src.Type
-		dst.Int64s, dst.Float64s, dst.Strings = dst.Int64s[:0], dst.Float64s[:0], dst.Strings[:0]
-		dst.Valid = nil
-		if src.Valid != nil {
-			dst.Valid = make([]bool, 0, n)
-		}
-		for r, k := range keep {
-			if !k {
-				continue
-			}
-			switch src.Type {
-			case stream.Float64:
-				dst.Float64s = append(dst.Float64s, src.Float64s[r])
-			case stream.String:
-				dst.Strings = append(dst.Strings, src.Strings[r])
-			default:
-				dst.Int64s = append(dst.Int64s, src.Int64s[r])
-			}
-			if src.Valid != nil {
-				dst.Valid = append(dst.Valid, src.Valid[r])
-			}
-		}
-	}
-	b.Signs = nil
-	if in.Signs != nil {
-		b.Signs = make([]int8, 0, n)
-		for r, k := range keep {
-			if k {
-				b.Signs = append(b.Signs, in.Signs[r])
-			}
-		}
-	}
-	return b
+	in.FilterInto(&o.buf, keep)
+	return &o.buf
 }
 
 // Finish finishes Inner's batch.

@@ -45,38 +45,51 @@ func (c *Column) Take(indices []int) Column {
 // Filter returns the rows of c where mask is true, in order (Arrow's
 // filter); mask has c's length.
 func (c *Column) Filter(mask []bool) Column {
+	var out Column
+	c.FilterInto(&out, mask)
+	return out
+}
+
+// FilterInto is Filter writing into dst, reusing the storage of its value
+// and validity slices (a hot path's buffer: no allocation once they are
+// large enough). dst must not share storage with c; its previous rows,
+// name and type are replaced.
+func (c *Column) FilterInto(dst *Column, mask []bool) {
 	n := 0
 	for _, m := range mask {
 		if m {
 			n++
 		}
 	}
-	out := Column{Name: c.Name, Type: c.Type}
+	dst.Name, dst.Type = c.Name, c.Type
+	dst.Int64s, dst.Float64s, dst.Strings = dst.Int64s[:0], dst.Float64s[:0], dst.Strings[:0]
 	switch c.Type {
 	case Float64:
-		out.Float64s = make([]float64, 0, n)
+		dst.Float64s = grow(dst.Float64s, n)
 		for i, m := range mask {
 			if m {
-				out.Float64s = append(out.Float64s, c.Float64s[i])
+				dst.Float64s = append(dst.Float64s, c.Float64s[i])
 			}
 		}
 	case String:
-		out.Strings = make([]string, 0, n)
+		dst.Strings = grow(dst.Strings, n)
 		for i, m := range mask {
 			if m {
-				out.Strings = append(out.Strings, c.Strings[i])
+				dst.Strings = append(dst.Strings, c.Strings[i])
 			}
 		}
 	default:
-		out.Int64s = make([]int64, 0, n)
+		dst.Int64s = grow(dst.Int64s, n)
 		for i, m := range mask {
 			if m {
-				out.Int64s = append(out.Int64s, c.Int64s[i])
+				dst.Int64s = append(dst.Int64s, c.Int64s[i])
 			}
 		}
 	}
+	valid := dst.Valid[:0]
+	dst.Valid = nil
 	if c.Valid != nil {
-		valid := make([]bool, 0, n)
+		valid = grow(valid, n)
 		all := true
 		for i, m := range mask {
 			if m {
@@ -85,10 +98,18 @@ func (c *Column) Filter(mask []bool) Column {
 			}
 		}
 		if !all {
-			out.Valid = valid
+			dst.Valid = valid
 		}
 	}
-	return out
+}
+
+// grow returns s (empty) with room for n values, reusing its storage when
+// it has the room (never nil).
+func grow[T any](s []T, n int) []T {
+	if s == nil || cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
 }
 
 // AppendRange appends rows [from, to) of src to dst, which has src's type
@@ -197,24 +218,38 @@ func (b *Batch) Take(indices []int) *Batch {
 
 // Filter returns the rows of b where mask is true, signs included.
 func (b *Batch) Filter(mask []bool) *Batch {
-	out := &Batch{Columns: make([]Column, len(b.Columns))}
-	for i := range b.Columns {
-		out.Columns[i] = b.Columns[i].Filter(mask)
+	out := &Batch{}
+	b.FilterInto(out, mask)
+	return out
+}
+
+// FilterInto is Filter writing into dst, reusing its columns' and signs'
+// storage (see Column.FilterInto); dst must not share storage with b.
+func (b *Batch) FilterInto(dst *Batch, mask []bool) {
+	if cap(dst.Columns) < len(b.Columns) {
+		dst.Columns = make([]Column, len(b.Columns))
 	}
+	dst.Columns = dst.Columns[:len(b.Columns)]
+	for i := range b.Columns {
+		b.Columns[i].FilterInto(&dst.Columns[i], mask)
+	}
+	dst.Len = 0
 	for _, m := range mask {
 		if m {
-			out.Len++
+			dst.Len++
 		}
 	}
+	signs := dst.Signs[:0]
+	dst.Signs = nil
 	if b.Signs != nil {
-		out.Signs = make([]int8, 0, out.Len)
+		signs = grow(signs, dst.Len)
 		for i, m := range mask {
 			if m {
-				out.Signs = append(out.Signs, b.Signs[i])
+				signs = append(signs, b.Signs[i])
 			}
 		}
+		dst.Signs = signs
 	}
-	return out
 }
 
 // AppendRange appends rows [from, to) of src to b, column by column in
