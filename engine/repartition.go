@@ -126,8 +126,12 @@ func planOffline(snap *checkpoint.Snapshot, n, minRetain, operators int) (*batch
 		return nil, nil, err
 	}
 	path := snap.Path
-	if err := requireCommitted(snap); err != nil {
-		return nil, nil, err
+	if snap.CommittedID < 0 {
+		return nil, nil, errcode.New(ErrRepartitionNoCommittedBatch, path, "run the query until it commits a batch", "checkpoint has no committed batch")
+	}
+	if operators == 0 {
+		return nil, nil, errcode.New(errcode.InvalidArgument, snap.Path+"/"+checkpoint.StateDir, "repartition the checkpoint of a query with a stateful operator (an aggregation)",
+			"the checkpoint holds no operator state: there is nothing to repartition")
 	}
 	c := planConf{MinRetain: minRetain, Operators: operators}
 	wm := snap.Committed.NextBatchWatermarkMs
@@ -196,7 +200,7 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 	if err != nil {
 		return nil, err
 	}
-	ops, err := stateOperators(w.Dir, snap)
+	ops, err := stateOperators(w.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -236,29 +240,12 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 	return res, nil
 }
 
-// requireCommitted refuses, in planOffline's order, state another provider
-// wrote and a checkpoint without a committed batch: there is no state
-// version of ours to repartition.
-func requireCommitted(snap *checkpoint.Snapshot) error {
-	if err := snap.CheckStateProvider(); err != nil {
-		return err
-	}
-	if snap.CommittedID < 0 {
-		return errcode.New(ErrRepartitionNoCommittedBatch, snap.Path, "run the query until it commits a batch", "checkpoint has no committed batch")
-	}
-	return nil
-}
-
 // stateOperators counts the stateful operators whose state the checkpoint
 // holds: the directories state/0, state/1, ... (Spark's layout; ids in plan
-// order from 0). A gap in the ids is CHECKPOINT_CORRUPT; a checkpoint with
-// none (a query without a stateful operator) has nothing to repartition.
-func stateOperators(d checkpoint.Dir, snap *checkpoint.Snapshot) (int, error) {
-	// No committed batch is the more precise refusal: such a checkpoint
-	// (or an empty directory) holds no state whatever its query.
-	if err := requireCommitted(snap); err != nil {
-		return 0, err
-	}
+// order from 0). A gap in the ids is CHECKPOINT_CORRUPT; none (a query
+// without a stateful operator) is planOffline's refusal, after its checks
+// of the provider and the commit log, which are the more precise ones.
+func stateOperators(d checkpoint.Dir) (int, error) {
 	dir := d.Join(checkpoint.StateDir)
 	names, err := d.FS.List(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -281,10 +268,6 @@ func stateOperators(d checkpoint.Dir, snap *checkpoint.Snapshot) (int, error) {
 				"the state of operator %d is missing while operator %d has state: operator ids are 0, 1, ... in plan order", i, id)
 		}
 	}
-	if len(ids) == 0 {
-		return 0, errcode.New(errcode.InvalidArgument, dir, "repartition the checkpoint of a query with a stateful operator (an aggregation)",
-			"the checkpoint holds no operator state: there is nothing to repartition")
-	}
 	return len(ids), nil
 }
 
@@ -304,7 +287,7 @@ func PlanRepartitionOffline(o Options, states stream.RecordedStates, n int) (*Re
 			return nil, err
 		}
 	}
-	ops, err := stateOperators(d, snap)
+	ops, err := stateOperators(d)
 	if err != nil {
 		return nil, err
 	}

@@ -254,7 +254,7 @@ func checkRepartition(o Options, op any, n int) (alreadyAt *RepartitionResult, e
 	if err != nil {
 		return nil, err
 	}
-	ops, err := stateOperators(d, snap)
+	ops, err := stateOperators(d)
 	if err != nil {
 		return nil, err
 	}
