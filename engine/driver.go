@@ -362,24 +362,33 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 	}
 	clk, wm := d.o.Clock, b.p.Entry.Metadata.BatchWatermarkMs
 	var rows int64
+	// queryErr is an error of the query over the source's rows (the WHERE,
+	// a derived column, an operator), not of the source: it is reported as
+	// such, not as a failed read.
+	var queryErr error
 	rc := b.rec.startRead()
 	err := st.src.ReadBatch(ctx, s.Start, s.End, func(in *stream.Batch) error {
 		t0 := clk.Now()
 		defer rc.emitted(t0)
 		rows += int64(in.Len)
 		in, err := d.rp.chunk(st, d.withSrc, in, &b.rec.in.ev)
-		if err != nil {
-			return err
+		if err == nil {
+			if len(d.ops) == 0 {
+				err = d.rp.collect(in)
+			} else {
+				if in.Len == 0 && d.q.Where != nil {
+					// The operator still learns that the batch started.
+					in = &stream.Batch{}
+				}
+				err = d.feed(ctx, s.Batch, 0, wm, in)
+			}
 		}
-		if len(d.ops) == 0 {
-			return d.rp.collect(in)
-		}
-		if in.Len == 0 && d.q.Where != nil {
-			// The operator still learns that the batch started.
-			in = &stream.Batch{}
-		}
-		return d.feed(ctx, s.Batch, 0, wm, in)
+		queryErr = err
+		return err
 	})
+	if err != nil && queryErr != nil && errors.Is(err, queryErr) {
+		return fmt.Errorf("batch %d: rows of source %q: %w", s.Batch, s.Source, queryErr)
+	}
 	if err != nil {
 		return fmt.Errorf("batch %d: read source %q: %w", s.Batch, s.Source, err)
 	}
