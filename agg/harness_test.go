@@ -83,6 +83,9 @@ type harness struct {
 	// lookahead: tell the operator the next batch's watermark before
 	// Finish, as the engine does (stream.WatermarkLookahead).
 	lookahead bool
+	// shards, if set, is the number of partials the operator folds chunks
+	// into (shard.go) in place of shardsFor's choice.
+	shards int
 }
 
 func newHarness(t testing.TB, spec Spec, fs vfs.FS, parts int) *harness {
@@ -111,6 +114,9 @@ func (h *harness) open() {
 	op, err := New(h.spec)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if h.shards > 0 {
+		op.setPlan(op.p, h.shards)
 	}
 	if err := op.Open(context.Background(), h.env()); err != nil {
 		h.t.Fatal(err)

@@ -47,7 +47,11 @@ type Operator struct {
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
-	pt     *partial
+	// pts are the partials Process folds chunks into (shard.go), sh their
+	// workers; pt is pts[0], into which Finish gathers them.
+	pts []*partial
+	sh  *shards
+	pt  *partial
 
 	// The current batch.
 	inBatch  bool
@@ -102,7 +106,15 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{p: p, pt: newPartial(p), vals: make([]aggVal, len(p.aggs))}, nil
+	o := &Operator{}
+	o.setPlan(p, shardsFor(p))
+	return o, nil
+}
+
+// setPlan makes p the operator's plan, with n partials (shard.go).
+func (o *Operator) setPlan(p *plan, n int) {
+	o.p, o.pts, o.vals = p, newShards(p, n), make([]aggVal, len(p.aggs))
+	o.pt, o.sh = o.pts[0], newShardSet(o.pts)
 }
 
 // Schema returns the state schema the operator records and checks on Open.
@@ -128,7 +140,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		old.StateFormat = StateFormat1
 		if p, perr := newPlan(old); perr == nil && !p.schema.Equal(o.p.schema) {
 			if s1, err1 := o.openStore(ctx, env, p); err1 == nil {
-				o.p, o.pt, o.vals = p, newPartial(p), make([]aggVal, len(p.aggs))
+				o.setPlan(p, shardsFor(p))
 				s, err = s1, nil
 			}
 		}
@@ -168,7 +180,10 @@ func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *pla
 }
 
 func (o *Operator) resetBatch() {
-	o.pt.reset()
+	o.sh.stop()
+	for _, pt := range o.pts {
+		pt.reset()
+	}
 	o.inBatch, o.finished = false, false
 }
 
@@ -220,7 +235,7 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 			return err
 		}
 	}
-	st, err := o.pt.add(in, o.wmUs(watermarkMs))
+	st, err := o.sh.add(in, o.wmUs(watermarkMs))
 	if oe, ok := err.(*overflowError); ok {
 		return o.overflow(batchID, oe.agg)
 	}
@@ -272,6 +287,10 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		return nil, stream.OperatorProgress{}, err
 	}
 	p, pt := o.p, o.pt
+	o.sh.stop()
+	for _, sh := range o.pts[1:] {
+		pt.absorb(sh)
+	}
 	n := pt.len()
 	var out *output
 	switch p.spec.Mode {

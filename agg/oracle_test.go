@@ -366,11 +366,19 @@ func TestOracle(t *testing.T) {
 				if seed == 0 {
 					fs = vfs.Default // once per spec on the real file system
 				}
-				runOracle(t, spec, seed, rows, fs, false)
+				runOracle(t, spec, seed, rows, fs, false, 0)
 			})
 			t.Run(fmt.Sprintf("%s/seed=%d/lookahead", name, seed), func(t *testing.T) {
-				runOracle(t, spec, seed, rows, vfs.NewMem(), true)
+				runOracle(t, spec, seed, rows, vfs.NewMem(), true, 0)
 			})
+			if spec.Window != nil && spec.Mode != Append {
+				// Three shards (one per window index modulo 3), every
+				// chunk folded on goroutines of its own.
+				t.Run(fmt.Sprintf("%s/seed=%d/shards=3", name, seed), func(t *testing.T) {
+					defer setShardMinRows(0)()
+					runOracle(t, spec, seed, rows, vfs.NewMem(), seed%2 == 0, 3)
+				})
+			}
 		}
 	}
 }
@@ -378,7 +386,7 @@ func TestOracle(t *testing.T) {
 // runOracle checks the operator against the oracle over a random stream;
 // with lookahead the harness tells it each next watermark before Finish, as
 // the engine does, and only the stored state may differ (closed rows).
-func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, lookahead bool) {
+func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, lookahead bool, shards int) {
 	rng := rand.New(rand.NewPCG(seed, uint64(len(spec.GroupBy))))
 	delay := spec.WatermarkDelay
 	if delay == 0 {
@@ -393,7 +401,10 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 	}
 	batches := splitBatches(rng, genStream(rng, nRows, delay, step, maxSteps))
 	h := newHarness(t, spec, fs, 1+rng.IntN(5))
-	h.lookahead = lookahead
+	h.lookahead, h.shards = lookahead, shards
+	if shards > 0 {
+		h.restart(false)
+	}
 	or := newOracle(t, spec)
 	closes := lookahead && spec.Mode == Update && or.p.evicts
 	var closedSeen int64

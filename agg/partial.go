@@ -36,7 +36,7 @@ type partial struct {
 	acc    []accum
 	intern map[string]string
 	// internCache: recently interned strings (see internString).
-	internCache [509]string
+	internCache [1 << internCacheBits]string
 
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
@@ -45,6 +45,13 @@ type partial struct {
 	nRecent int
 	keyBuf  []byte
 	cols    chunkCols
+
+	// shard and nShards split a windowed plan's keys between partials that
+	// fold the same chunk on goroutines of their own (shard.go): this one
+	// keeps the window instances whose window index is shard modulo
+	// nShards (nShards 0 or 1: all of them). A key's window is part of it,
+	// so the shards' keys are disjoint.
+	shard, nShards int64
 }
 
 // chunkCols are the input columns of one chunk, resolved once per chunk.
@@ -76,7 +83,9 @@ func newPartial(p *plan) *partial {
 	}
 }
 
-func (pt *partial) len() int { return pt.groups.len() }
+// len returns the number of entries: the group index's, and after absorb
+// also those appended from another shard (every entry has a start).
+func (pt *partial) len() int { return len(pt.start) }
 
 func (pt *partial) reset() {
 	pt.groups.reset()
@@ -316,18 +325,22 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 }
 
-// internString returns the partial's private copy of s. A small
-// direct-mapped cache in front of the intern map answers most calls (a
-// batch's keys repeat a few hundred miners): it is indexed by a few of the
-// string's bytes and checked by content, so it is right whatever it holds,
-// and a hit costs a short compare where a map lookup hashes the whole
-// string (~1 CPU-s of a seed backfill went to those lookups).
+// internString returns the partial's private copy of s. A direct-mapped
+// cache in front of the intern map answers most calls: it is indexed by a
+// hash of the string's last 8 bytes (an address's hex tail) and checked by
+// content, so it is right whatever it holds, and a hit costs a short
+// compare where a map lookup hashes the whole string (~1 CPU-s of a seed
+// backfill went to those lookups). It has room for the seed archive's few
+// thousand miners of a year: with 509 slots indexed by three characters it
+// missed on most of them (issue 43's profile: 3.7 of 122 CPU-s in the map).
 func (pt *partial) internString(s string) string {
-	var h uint
-	if n := len(s); n > 0 {
-		h = uint(n) ^ uint(s[n-1]) ^ uint(s[n/2])<<4 ^ uint(s[n*3/4])<<8
+	var x uint64
+	n := len(s)
+	for i := max(n-8, 0); i < n; i++ {
+		x = x<<8 | uint64(s[i])
 	}
-	slot := &pt.internCache[h%uint(len(pt.internCache))]
+	h := ((x ^ uint64(n)) * 0x9E3779B97F4A7C15) >> (64 - internCacheBits)
+	slot := &pt.internCache[h]
 	if *slot == s {
 		return *slot
 	}
@@ -339,6 +352,9 @@ func (pt *partial) internString(s string) string {
 	*slot = v
 	return v
 }
+
+// internCacheBits is log2 of internString's cache slots.
+const internCacheBits = 12
 
 // chunkStats is what one chunk contributes to the batch's metrics.
 type chunkStats struct {
@@ -416,6 +432,7 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 	next := 0
 	lastLo := int64(math.MaxInt64) // start of the slide interval of the previous row
 	var part int64                 // the groupIndex part of the row's window
+	mine := true                   // the row's window is this shard's
 	for i := 0; i < n; i++ {
 		var start int64
 		if p.window {
@@ -430,9 +447,16 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 			if t < lastLo || t >= lastLo+slide {
 				w := floorDiv(t-p.startUs, slide)
 				lastLo = w*slide + p.startUs
+				if pt.nShards > 1 {
+					mine = floorMod(w-k, pt.nShards) == pt.shard
+				}
 				// Windows 1024 at a time (groupIndex): a time-ordered batch
 				// fills one small table after the other.
 				part = (w - k) >> 10
+			}
+			if !mine {
+				idx[i] = -1 // the other shard's window
+				continue
 			}
 			start = lastLo - k*slide
 			end := start + size

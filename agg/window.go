@@ -9,3 +9,6 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// floorMod is a modulo b in [0, b) for b > 0 (Go's % keeps a's sign).
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
