@@ -159,7 +159,12 @@
 // cache-sized table; a candidate entry is compared by its columns, the index
 // keeps no key bytes), and one tight loop per aggregate then folds values by
 // index. No per-row allocation or interface boxing; state is touched once
-// per distinct key per batch, in Finish.
+// per distinct key per batch, in Finish. A windowed query outside append
+// mode folds each chunk into two partials at once, one per core, each the
+// windows of one parity of window index (shard.go): their keys are
+// disjoint, so Finish appends the second's entries to the first's and runs
+// unchanged (update mode orders entries by key, so the output is the same
+// row for row).
 //
 // # Closed at commit
 //
