@@ -60,8 +60,11 @@ type BenchOptions struct {
 	// own is measured beside it. Empty: the embedded endpoint in this
 	// process serves the backfill, and its CPU counts as the engine's.
 	ServeS3 []string
-	Out     io.Writer
-	Log     io.Writer // progress lines; nil = discard
+	// Shapes names the query shapes to measure against DuckDB
+	// (bench_shapes.go; "all" for every one).
+	Shapes []string
+	Out    io.Writer
+	Log    io.Writer // progress lines; nil = discard
 }
 
 // BenchResult is what bench measured. Durations in milliseconds.
@@ -89,13 +92,19 @@ type BenchResult struct {
 	// GROUP BY ALL) TO a Parquet file, the yardstick of the backfill target.
 	DuckDBOutput     string `json:"duckdbOutput,omitempty"`
 	DuckDBCopyOutput string `json:"duckdbCopyOutput,omitempty"`
-	// BackfillPhases is where the S3 backfill's time went.
-	BackfillPhases BenchPhases `json:"backfillPhases"`
+	// BackfillPhases is where the S3 backfill's time went (the last
+	// round's), BackfillPhasesWallMs that round's wall time.
+	BackfillPhases       BenchPhases `json:"backfillPhases"`
+	BackfillPhasesWallMs int64       `json:"backfillPhasesWallMs"`
+	// Host is the machine and its load (bench_cpu.go).
+	Host Host `json:"host"`
 	// Targets is every target of docs/contracts.md (Targets) with its
 	// measured value and pass/fail.
 	Targets []Target `json:"targets"`
 	// Keys is the one-key-per-block run (BenchOptions.KeysPerBlock).
 	Keys *KeysResult `json:"keysPerBlock,omitempty"`
+	// Shapes are the query shapes' yardsticks (BenchOptions.Shapes).
+	Shapes []ShapeResult `json:"shapes,omitempty"`
 	// Rounds holds each round's backfill legs when BenchOptions.Rounds > 1;
 	// BenchRound is then their medians (BackfillPhases and
 	// KeysAfterBackfill are the last round's).
@@ -122,6 +131,11 @@ type BenchRound struct {
 	DuckDBCPUMs       int64 `json:"duckdbGroupByCpuMs,omitempty"`
 	DuckDBCopyMs      int64 `json:"duckdbCopyMs,omitempty"`
 	DuckDBCopyCPUMs   int64 `json:"duckdbCopyCpuMs,omitempty"`
+	// BackfillSteps and FileBackfillSteps are the S3 and file:// backfills'
+	// wall and CPU time per batch step (bench_cpu.go); in BenchResult, the
+	// last round's.
+	BackfillSteps     []StepCPU `json:"backfillSteps,omitempty"`
+	FileBackfillSteps []StepCPU `json:"fileBackfillSteps,omitempty"`
 }
 
 // figures returns pointers to x's figures, each a median of its own.
@@ -196,6 +210,7 @@ type recorder struct {
 	start  time.Time
 	first  time.Duration
 	events []*stream.Progress
+	clock  stepClock
 }
 
 func (r *recorder) OnProgress(p *stream.Progress) {
@@ -241,7 +256,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		s3src: env.ArchiveSource(o.Preset.MaxFilesPerTrigger), liveSrc: env.LiveSource(20)}
 	b.s3backfill = b.s3src
 	res := &BenchResult{Preset: o.Preset.Name, Files: len(env.Manifest.Files), Blocks: env.Manifest.Rows,
-		ArchiveBytes: env.Manifest.Bytes, GoMaxProcs: runtimeProcs()}
+		ArchiveBytes: env.Manifest.Bytes, GoMaxProcs: runtimeProcs(), Host: newHost()}
 	// Every timed run reads the archive from a warm page cache, as DuckDB's
 	// yardstick does: otherwise the first run (the S3 one) alone pays the
 	// disk reads and the S3 / file:// ratio measures the disk, not the path.
@@ -288,6 +303,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		return nil, err
 	}
 	res.Targets = append(coreTargets(res), res.Targets...)
+	res.Host.LoadAfter = loadAvg()
 	if o.Out != nil {
 		PrintBench(o.Out, res)
 	}
@@ -371,6 +387,8 @@ func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool)
 		res.KeysAfterBackfill = rec.events[n-1].StateOperators[0].NumRowsTotal
 	}
 	res.BackfillPhases = benchPhases(rec.events)
+	res.BackfillPhasesWallMs = res.BackfillMs
+	res.BackfillSteps = rec.runSteps(res.BackfillMs, res.BackfillCPUMs)
 	if scratch {
 		return os.RemoveAll(dir)
 	}
@@ -397,19 +415,20 @@ func (b *benchRun) yardstick(ctx context.Context, res *BenchResult) error {
 	// fresh start, as a user's run is.
 	resetPeakRSS()
 	t, c := time.Now(), cputime.Self()
-	if _, err := b.runIn(ctx, filepath.Join(fileDir, "checkpoint"), filepath.Join(fileDir, "table"), filepath.Join(fileDir, "state-cache"),
-		[]pipeline.SourceSpec{fileSrc}, conf, engine.Trigger{Kind: engine.AvailableNow}, 0); err != nil {
+	rec, err := b.runIn(ctx, filepath.Join(fileDir, "checkpoint"), filepath.Join(fileDir, "table"), filepath.Join(fileDir, "state-cache"),
+		[]pipeline.SourceSpec{fileSrc}, conf, engine.Trigger{Kind: engine.AvailableNow}, 0)
+	if err != nil {
 		return fmt.Errorf("backfill from file://: %w", err)
 	}
 	res.FileBackfillMs = time.Since(t).Milliseconds()
 	res.FileBackfillCPUMs = (cputime.Self() - c).Milliseconds()
+	res.FileBackfillSteps = rec.runSteps(res.FileBackfillMs, res.FileBackfillCPUMs)
 	if err := os.RemoveAll(fileDir); err != nil {
 		return fmt.Errorf("clear %s: %w", fileDir, err)
 	}
 
 	glob := filepath.Join(blocks, "*", "*.parquet")
 	fmt.Fprintf(o.Log, "duckdb GROUP BY over %s ...\n", glob)
-	var err error
 	if res.DuckDBMs, res.DuckDBCPUMs, res.DuckDBOutput, err = timeProcess(ctx, o.DuckDB, glob); err != nil {
 		return err
 	}
@@ -423,6 +442,7 @@ func (b *benchRun) yardstick(ctx context.Context, res *BenchResult) error {
 		return err
 	}
 	fmt.Fprintf(o.Log, "%s\n", res.DuckDBCopyOutput)
+	res.Host.DuckDBThreads = duckThreads(res.DuckDBCopyOutput)
 	return os.RemoveAll(copyOut)
 }
 
@@ -513,11 +533,20 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 8 partitions | %.0f ms |\n", r.LiveMedianMs8)
 	fmt.Fprintf(w, "| peak RSS, live (shrink + live at 8) | %s |\n", mb(r.LivePeakRSSBytes))
 	printRounds(w, r.Rounds)
+	printSpread(w, r.Rounds)
+	printShapes(w, r.Shapes)
 	printKeys(w, r)
 	printTargets(w, r.Targets)
 	if r.BackfillPhases.Batches > 0 {
-		printPhases(w, "backfill S3 -> state -> Delta", r.BackfillPhases, r.BackfillMs)
+		printPhases(w, "backfill S3 -> state -> Delta", r.BackfillPhases, r.BackfillPhasesWallMs)
 	}
+	last := "last round"
+	if len(r.Rounds) < 2 {
+		last = "its run"
+	}
+	printSteps(w, "backfill S3 -> state -> Delta ("+last+")", r.BackfillSteps)
+	printSteps(w, "backfill file:// -> state -> Delta ("+last+")", r.FileBackfillSteps)
+	printHost(w, r.Host)
 }
 
 // ratio is a / b, durations or CPU times in milliseconds: a figure under a

@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -86,7 +89,7 @@ func TestBenchSmallArchive(t *testing.T) {
 		!strings.HasPrefix(res.DuckDBOutput, "duckdb: globbed ") || !strings.HasSuffix(res.DuckDBOutput, "*.parquet") {
 		t.Fatalf("file:// backfill or DuckDB figures missing: %+v", res)
 	}
-	if !strings.HasPrefix(res.DuckDBCopyOutput, "duckdb copy: ") || !strings.HasSuffix(res.DuckDBCopyOutput, "duckdb-copy.parquet") {
+	if !strings.HasPrefix(res.DuckDBCopyOutput, "duckdb copy: ") || !strings.HasSuffix(res.DuckDBCopyOutput, "duckdb-copy.parquet (threads 2)") {
 		t.Fatalf("DuckDB COPY not run with the glob and an output file: %q", res.DuckDBCopyOutput)
 	}
 	checkTargets(t, res, out.String())
@@ -166,7 +169,7 @@ func TestBenchRoundsMedians(t *testing.T) {
 	}
 	r := &BenchResult{Blocks: 1000}
 	r.setMedians(rs)
-	if got := r.BenchRound; got != (BenchRound{BackfillMs: 200, BackfillCPUMs: 20, BackfillPeakRSSBytes: 8, FileBackfillMs: 3, FileBackfillCPUMs: 2,
+	if got := r.BenchRound; !reflect.DeepEqual(got, BenchRound{BackfillMs: 200, BackfillCPUMs: 20, BackfillPeakRSSBytes: 8, FileBackfillMs: 3, FileBackfillCPUMs: 2,
 		DuckDBCopyMs: 7, DuckDBCopyCPUMs: 5, DuckDBMs: 5, DuckDBCPUMs: 5}) || r.BackfillRowsPerSec != 5000 {
 		t.Fatalf("medians of three: %+v, %v rows/s", got, r.BackfillRowsPerSec)
 	}
@@ -189,7 +192,7 @@ func TestBenchRounds(t *testing.T) {
 	_, bin := buildBinary(t, filepath.Join(dir, "bin"))
 	var out strings.Builder
 	res, err := Bench(context.Background(), BenchOptions{WorkDir: dir, Preset: chain.LastDaysPreset(1), LiveBatches: 2, Rounds: 3, DuckDB: fakeDuck(t),
-		ServeS3: []string{bin, "serve-s3"}, Out: &out})
+		ServeS3: []string{bin, "serve-s3"}, Shapes: []string{"all"}, Out: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +222,58 @@ func TestBenchRounds(t *testing.T) {
 	if res.KeysAfterBackfill <= 0 || res.RepartitionKeys <= 0 || res.LiveMedianMs8 <= 0 {
 		t.Fatalf("the live runs did not restart the last round's checkpoint: %+v", res)
 	}
+	// What a reader needs to trust a ratio: the rounds' spread, each
+	// step's CPU and cores busy, the host's CPUs and load, DuckDB's threads.
+	for _, want := range []string{"| figure over 3 rounds | min | median | max |", "| file:// / COPY, CPU | ",
+		"| backfill file:// -> state -> Delta (last round): step | wall ms | of wall | CPU-s | cores busy (CPU/wall) |",
+		"\n| read | ", "\n| finish | ", "\n| sinkWrite | ", "\n| outside steps | ",
+		fmt.Sprintf("host: %d CPUs, GOMAXPROCS %d, DuckDB 2 threads; load average (1, 5, 15 min) at start ", runtime.NumCPU(), runtime.GOMAXPROCS(0))} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+	// The steps shown are the last round's, and add up to its figures.
+	last := res.Rounds[len(res.Rounds)-1]
+	var stepCPU, stepWall int64
+	for _, st := range res.FileBackfillSteps {
+		stepCPU, stepWall = stepCPU+st.CPUMs, stepWall+st.WallMs
+	}
+	if res.Host.DuckDBThreads != 2 || stepCPU != last.FileBackfillCPUMs || stepWall != last.FileBackfillMs || len(res.Host.LoadAfter) != 3 {
+		t.Fatalf("host %+v; file:// backfill steps %+v sum to %d ms, %d CPU-ms; the last round %d ms, %d CPU-ms",
+			res.Host, res.FileBackfillSteps, stepWall, stepCPU, last.FileBackfillMs, last.FileBackfillCPUMs)
+	}
+	// Every query shape ran, read the archive (two sources for dedup; the
+	// stateless shape's table for delta-to-delta) and was timed beside
+	// DuckDB's job.
+	if len(res.Shapes) != len(benchShapes) {
+		t.Fatalf("shapes %+v, want one per shape of %v", res.Shapes, ShapeNames())
+	}
+	for _, r := range res.Shapes {
+		least := res.Blocks
+		switch r.Name {
+		case "dedup":
+			least = 2 * res.Blocks
+		case "delta-to-delta":
+			least = 1
+		}
+		if r.Ms <= 0 || r.InputRows < least || r.DuckDBOut == "" {
+			t.Errorf("shape %s: %+v, want at least %d input rows and DuckDB's run", r.Name, r, least)
+		}
+		if !strings.Contains(out.String(), "| shape "+r.Name+": ethstream / DuckDB, wall | ") || !strings.Contains(out.String(), "\n| "+r.Name+" | ") {
+			t.Errorf("shape %s not printed:\n%s", r.Name, out.String())
+		}
+	}
 	checkTargets(t, res, out.String())
+}
+
+// TestCheckShapes: an unknown --shape is refused before anything runs.
+func TestCheckShapes(t *testing.T) {
+	if err := CheckShapes([]string{"all", "stateless", "dedup"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckShapes([]string{"join"}); errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "burned-fees") {
+		t.Fatalf("unknown shape: %v", err)
+	}
 }
 
 // fakeDuck writes a script that stands in for scripts/duckref's binary:
@@ -228,7 +282,7 @@ func TestBenchRounds(t *testing.T) {
 func fakeDuck(t *testing.T) string {
 	t.Helper()
 	duck := filepath.Join(t.TempDir(), "duckref")
-	if err := os.WriteFile(duck, []byte("#!/bin/sh\nif [ \"$1\" = copy ]; then echo \"duckdb copy: $2 to $3\"; : > \"$3\"; else echo \"duckdb: globbed $1\"; fi\n"), 0o755); err != nil {
+	if err := os.WriteFile(duck, []byte("#!/bin/sh\nif [ \"$1\" = copy ]; then echo \"duckdb copy: $2 to $3 (threads 2)\"; : > \"$3\"; elif [ \"$1\" = copysql ]; then echo \"duckdb copysql: 1 rows written to $2 (threads 2)\"; : > \"$2\"; else echo \"duckdb: globbed $1\"; fi\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return duck

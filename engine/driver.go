@@ -117,6 +117,7 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 			}
 		}()
 	}
+	steps := stepListeners(d.o.Listeners)
 	for i, s := range p.Steps {
 		if i == 0 || p.Steps[i-1].Phase != s.Phase {
 			b.rec.begin(s.Phase)
@@ -124,7 +125,14 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 		if d.o.observe != nil {
 			d.o.observe("  " + s.String())
 		}
-		if err := d.do(ctx, b, s); err != nil {
+		for _, l := range steps {
+			l.OnStep(p.ID, stepName(s.Op), true)
+		}
+		err := d.do(ctx, b, s)
+		for _, l := range steps {
+			l.OnStep(p.ID, stepName(s.Op), false)
+		}
+		if err != nil {
 			return res, err
 		}
 		last := i+1 == len(p.Steps) || p.Steps[i+1].Phase != s.Phase

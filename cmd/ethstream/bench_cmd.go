@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/demo"
@@ -15,6 +16,7 @@ func newBenchCmd() *cobra.Command {
 	var days, live int
 	var keys bool
 	var keysFiles, rounds int
+	var shapes []string
 	var seed int64
 	var fresh freshnessFlags
 	c := &cobra.Command{
@@ -71,6 +73,9 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 			if err != nil {
 				return err
 			}
+			if err := demo.CheckShapes(shapes); err != nil {
+				return usage(err)
+			}
 			// The S3 backfill reads from this binary's serve-s3 in a process
 			// of its own, so its CPU is the engine's alone.
 			exe, err := os.Executable()
@@ -79,7 +84,7 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
 				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Rounds: rounds,
-				ServeS3: []string{exe, "serve-s3"}, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				ServeS3: []string{exe, "serve-s3"}, Shapes: shapes, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -101,6 +106,7 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 	c.Flags().BoolVar(&keys, "keys-per-block", false, "also run the state at one key per block (26M keys on the seed preset) and its repartition 200 -> 8")
 	c.Flags().IntVar(&keysFiles, "keys-files-per-trigger", 40, "maxFilesPerTrigger of the --keys-per-block run")
 	c.Flags().IntVar(&rounds, "rounds", 1, "run the backfill legs (S3, and with --duckdb the file:// backfill and DuckDB's queries) N times, alternating, and judge the targets on each figure's median")
+	c.Flags().StringSliceVar(&shapes, "shape", nil, "also measure query shape NAME against DuckDB's batch job over the same files (repeatable; all, "+strings.Join(demo.ShapeNames(), ", ")+")")
 	fresh.register(c)
 	return c
 }
