@@ -221,32 +221,45 @@ func TestSessionsAgainstOracle(t *testing.T) {
 	}
 }
 
-// TestSessionRepartitionKeepsRows: an online repartition
-// (spark.sql.streaming.stateStore.partitions) of a session window's state
-// writes the same sessions into the new partitions: the dump of the
-// REPARTITION version equals the dump of the version before, as a
-// multiset.
+// TestSessionRepartitionKeepsRows: a session window's state repartitions
+// 200 -> 8 online (spark.sql.streaming.stateStore.partitions) and offline
+// (checkpoint repartition) with the same sessions in the new partitions:
+// the dump of the REPARTITION version equals the dump of the version
+// before, as a multiset; both then resume.
 func TestSessionRepartitionKeepsRows(t *testing.T) {
-	dir := t.TempDir()
-	opts := engine.Options{CheckpointDir: filepath.Join(dir, "checkpoint"), LocalDir: filepath.Join(dir, "local")}
-	feed, sink := &Feed{}, &sessionSink{applied: -1}
-	now := at("00:00")
-	rng := rand.New(rand.NewPCG(7, 41))
-	feed.Publish(genTrades(rng, &now)...)
-	feed.Publish(genTrades(rng, &now)...)
-	if _, err := sessionQuery(feed, sink, "200").Run(t.Context(), opts); err != nil {
-		t.Fatal(err)
-	}
-	before := stateAt(t, opts.CheckpointDir, 0)
-	if len(before) < 3 {
-		t.Fatalf("state %q: too little to prove anything", before)
-	}
-	if _, err := sessionQuery(feed, sink, "8").Run(t.Context(), opts); err != nil {
-		t.Fatal(err)
-	}
-	// Batch 1 is the REPARTITION control batch (no new data: nothing else ran).
-	if after := stateAt(t, opts.CheckpointDir, 1); !slices.Equal(after, before) {
-		t.Fatalf("online repartition 200 -> 8: state %q after, %q before", after, before)
+	for _, online := range []bool{true, false} {
+		t.Run(map[bool]string{true: "online", false: "offline"}[online], func(t *testing.T) {
+			dir := t.TempDir()
+			opts := engine.Options{CheckpointDir: filepath.Join(dir, "checkpoint"), LocalDir: filepath.Join(dir, "local")}
+			feed, sink := &Feed{}, &sessionSink{applied: -1}
+			now := at("00:00")
+			rng := rand.New(rand.NewPCG(7, 41))
+			feed.Publish(genTrades(rng, &now)...)
+			feed.Publish(genTrades(rng, &now)...)
+			if _, err := sessionQuery(feed, sink, "200").Run(t.Context(), opts); err != nil {
+				t.Fatal(err)
+			}
+			before := stateAt(t, opts.CheckpointDir, 0)
+			if len(before) < 3 {
+				t.Fatalf("state %q: too little to prove anything", before)
+			}
+			if online {
+				if _, err := sessionQuery(feed, sink, "8").Run(t.Context(), opts); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := engine.RepartitionOffline(t.Context(), opts, state.Recorded{}, 8); err != nil {
+				t.Fatal(err)
+			}
+			// Batch 1 is the REPARTITION control batch (no new data:
+			// nothing else ran).
+			if after := stateAt(t, opts.CheckpointDir, 1); !slices.Equal(after, before) {
+				t.Fatalf("repartition 200 -> 8: state %q after, %q before", after, before)
+			}
+			feed.Publish(genTrades(rng, &now)...)
+			if _, err := sessionQuery(feed, sink, "8").Run(t.Context(), opts); err != nil {
+				t.Fatalf("resume after the repartition: %v", err)
+			}
+		})
 	}
 }
 
