@@ -67,7 +67,10 @@
 // Abort) and kept up to date by each batch: a batch reads exactly the
 // sessions its rows merge with, by point reads, and eviction and
 // NeedsNoDataBatch look at the index, not the store. It holds 16 bytes per
-// stored session plus each key's encoded group columns.
+// stored session plus each key's encoded group columns. Within a batch, a
+// key's new rows are merged among themselves whenever their number doubles
+// (from 64), so a batch holds about one entry per session it forms rather
+// than one per row.
 //
 // # Output
 //

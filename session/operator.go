@@ -47,20 +47,59 @@ type Operator struct {
 
 	inBatch, finished bool
 	batchID           int64
-	rows              []newRow
-	byKey             map[string][]int // group prefix -> indexes into rows
-	inRows, late      int64
-	nullTS, badGap    int64
-	gapCache          map[string]int64
-	process           time.Duration
-	keyBuf, valBuf    []byte
-	progress          stream.OperatorProgress
+	// byKey holds the batch's new sessions by group prefix: one-row
+	// sessions, merged among themselves whenever a key's list doubles
+	// (compact), so a batch holds about one entry per session it forms,
+	// not one per row.
+	byKey          map[string]*pending
+	inRows, late   int64
+	nullTS, badGap int64
+	gapCache       map[string]int64
+	process        time.Duration
+	keyBuf, valBuf []byte
+	progress       stream.OperatorProgress
 }
 
-// newRow is one input row of the batch: its one-row session and buffer.
+// newRow is a session of the batch's rows: at first one row's, then
+// (after compact) several rows merged.
 type newRow struct {
 	span
 	buf agg.Buffer
+}
+
+// pending are a key's new sessions; compactAt is the length at which
+// compact next runs.
+type pending struct {
+	rows      []newRow
+	compactAt int
+}
+
+// compactFirst is the number of a key's new rows before its first compact
+// (a variable for the tests).
+var compactFirst = 64
+
+// compact merges the key's new sessions among themselves (sessions merge
+// by overlap alone, so merging a batch's rows in two steps forms the same
+// sessions as in one).
+func (o *Operator) compact(pd *pending) error {
+	ps := make([]piece, len(pd.rows))
+	for i, r := range pd.rows {
+		ps[i] = piece{span: r.span, row: i}
+	}
+	sessions, members := mergePieces(ps)
+	merged := make([]newRow, len(sessions))
+	for j, s := range sessions {
+		m := members[j]
+		merged[j] = newRow{s, pd.rows[m[0].row].buf}
+		for _, x := range m[1:] {
+			if err := o.p.buf.Merge(merged[j].buf, pd.rows[x.row].buf); err != nil {
+				return fmt.Errorf("batch %d: %s: %w", o.batchID, o.p, err)
+			}
+		}
+	}
+	pd.rows = merged
+	pd.compactAt = max(compactFirst, 2*len(merged))
+	return nil
 }
 
 var (
@@ -202,7 +241,7 @@ func (o *Operator) begin(batchID int64) error {
 		}
 	}
 	o.inBatch, o.finished, o.batchID = true, false, batchID
-	o.rows, o.byKey = o.rows[:0], map[string][]int{}
+	o.byKey = map[string]*pending{}
 	o.inRows, o.late, o.nullTS, o.badGap, o.process = 0, 0, 0, 0, 0
 	return nil
 }
@@ -284,8 +323,17 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 		prefix := string(o.groupPrefix(groups, i))
 		buf := o.p.buf.New()
 		o.p.buf.Fold(buf, aggCols, i)
-		o.byKey[prefix] = append(o.byKey[prefix], len(o.rows))
-		o.rows = append(o.rows, newRow{span{start, end}, buf})
+		pd := o.byKey[prefix]
+		if pd == nil {
+			pd = &pending{compactAt: compactFirst}
+			o.byKey[prefix] = pd
+		}
+		pd.rows = append(pd.rows, newRow{span{start, end}, buf})
+		if len(pd.rows) >= pd.compactAt {
+			if err := o.compact(pd); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -378,7 +426,6 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		},
 	}
 	o.finished = true
-	o.rows = o.rows[:0]
 	o.byKey = nil
 	return out, o.progress, nil
 }
@@ -398,8 +445,9 @@ func (o *Operator) mergeBatch() (updated, removed int64, err error) {
 		for _, s := range o.idx[prefix] {
 			ps = append(ps, piece{span: s, stored: true})
 		}
-		for _, r := range o.byKey[prefix] {
-			ps = append(ps, piece{span: o.rows[r].span, row: r})
+		rows := o.byKey[prefix].rows
+		for r := range rows {
+			ps = append(ps, piece{span: rows[r].span, row: r})
 		}
 		sessions, members := mergePieces(ps)
 		for j, s := range sessions {
@@ -409,7 +457,10 @@ func (o *Operator) mergeBatch() (updated, removed int64, err error) {
 			}
 			total := o.p.buf.New()
 			for _, x := range m {
-				src := o.rows[x.row].buf
+				var src agg.Buffer
+				if !x.stored {
+					src = rows[x.row].buf
+				}
 				if x.stored {
 					if src, err = o.loadBuffer(prefix, x.start); err != nil {
 						return updated, removed, err
@@ -642,7 +693,7 @@ func (o *Operator) Abort() {
 		o.stale = true
 	}
 	o.inBatch, o.finished = false, false
-	o.rows, o.byKey = o.rows[:0], nil
+	o.byKey = nil
 }
 
 // NeedsNoDataBatch reports whether a batch at watermarkMs would evict (and
@@ -689,6 +740,6 @@ func (o *Operator) Close() error {
 	err := o.store.Close()
 	o.store = nil
 	o.inBatch, o.finished = false, false
-	o.rows, o.byKey, o.idx = nil, nil, nil
+	o.byKey, o.idx = nil, nil
 	return err
 }
