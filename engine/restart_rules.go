@@ -413,9 +413,20 @@ func (c *shapeCheck) watermark() {
 
 func (c *shapeCheck) modeAndTrigger() {
 	old, cur := c.old, c.cur
-	if old.OutputMode != cur.OutputMode {
+	switch {
+	case old.OutputMode == cur.OutputMode:
+	case cur.OutputMode == "append" && len(cur.OperatorList()) > 0:
+		// Update and complete emit a group before it is final; append emits
+		// it again when the watermark closes it, and an append sink (Delta's
+		// blind append, the file sink) would hold it twice.
+		c.refuse("output mode", old.OutputMode, cur.OutputMode, sparkMode,
+			"refused: groups the old mode already wrote would be appended a second time when final",
+			errcode.OutputModeChanged, "keep --output-mode "+old.OutputMode+", or "+newCkpt,
+			"the output mode changed from %s to append: the %s mode wrote groups before they were final, and append mode writes each again when the watermark closes it, so the sink, which appends, would hold those groups twice",
+			old.OutputMode, old.OutputMode)
+	default:
 		c.allow("output mode", old.OutputMode, cur.OutputMode, sparkMode,
-			"allowed: the MERGE sink upserts full values in every mode; the rows emitted change from the first batch it applies to (logged)", c.first)
+			"allowed: update MERGEs full values by key and complete replaces the table; the rows emitted change from the first batch it applies to (logged)", c.first)
 		c.warn("the output mode changed from %s to %s: it applies from batch %d on", old.OutputMode, cur.OutputMode, c.first)
 	}
 	if old.Trigger != cur.Trigger {

@@ -294,7 +294,16 @@ func Locations(cfg Config) (checkpoint, table string, fs vfs.FS, err error) {
 	if err := storage.CheckLocal("--progress", cfg.ProgressFile); err != nil {
 		return "", "", nil, err
 	}
-	fs, err = storage.NewFS(context.Background(), cfg.FS, ckpt, tbl)
+	locs := []storage.Location{ckpt, tbl}
+	if cfg.Sink != "" {
+		// The file sink's output: an S3 prefix needs its bucket's store.
+		spec, err := ParseSinkSpec(cfg.Sink)
+		if err != nil {
+			return "", "", nil, err
+		}
+		locs = append(locs, spec.Location)
+	}
+	fs, err = storage.NewFS(context.Background(), cfg.FS, locs...)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -404,7 +413,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.WriteTo(sink).Shape(&c.shape)
 	} else if cfg.Table != "" {
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
-			TableProperties: cfg.TableProperties})
+			TableProperties: cfg.TableProperties, OutputMode: c.q.Spec.Mode.String()})
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
