@@ -24,10 +24,11 @@ type Day struct {
 	TxCount []int64   // transaction_count
 	Size    []int64   // size, the block's RLP size in bytes
 	TD      []float64 // total_difficulty
-	// Bodies are the blocks' transactions and receipts, nil unless
-	// AddBodies derived them (the headers' roots and blooms are then
-	// theirs; otherwise seeded placeholders, see doc.go).
-	Bodies []*Body
+	// bodies is set by AddBodies: the headers' roots and blooms are then
+	// those of the bodies Body regenerates from bodySeed (otherwise seeded
+	// placeholders, see doc.go).
+	bodies   bool
+	bodySeed int64
 }
 
 // BuildDay derives day index (0 = 2015-07-30; see Preset.DayIndex) of the
@@ -359,9 +360,6 @@ func (db *Day) LinkTo(parent common.Hash) common.Hash {
 		h.ParentHash = parent
 		parent = h.Hash()
 		db.Hashes[i] = parent
-		if db.Bodies != nil {
-			db.Bodies[i].SetBlockHash(parent)
-		}
 	}
 	return parent
 }

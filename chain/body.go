@@ -99,13 +99,27 @@ func ctxOf(h *types.Header) bodyCtx {
 // Roots computes from it.
 func dayBody(seed int64, h *types.Header, count int) *Body {
 	r := rng(seed, purposeBody, h.Number.Uint64(), 0)
-	return makeBody(r, ctxOf(h), splitGas(r, h.GasUsed, count))
+	c := ctxOf(h)
+	kinds := drawKinds(r, c, count)
+	return makeBody(r, c, kinds, splitGas(r, h.GasUsed, kinds))
 }
 
 // NextBody is the body of a block Next made (its header, branch and
 // transaction count): what the node serves, regenerated on each request.
 func NextBody(seed int64, h *types.Header, branch uint64, count int) *Body {
-	return makeBody(rng(seed, purposeBody, h.Number.Uint64(), branch), ctxOf(h), nextGas(seed, h.Number.Uint64(), branch, count, h.GasLimit))
+	return nextBody(seed, ctxOf(h), branch, count)
+}
+
+// nextBody is NextBody from the header's facts: the block's gas used is
+// nextGas's sum, shared by kind as a history block's is.
+func nextBody(seed int64, c bodyCtx, branch uint64, count int) *Body {
+	var used uint64
+	for _, g := range nextGas(seed, c.num, branch, count, c.limit) {
+		used += g
+	}
+	r := rng(seed, purposeBody, c.num, branch)
+	kinds := drawKinds(r, c, count)
+	return makeBody(r, c, kinds, splitGas(r, used, kinds))
 }
 
 // nextGas is the gas used by each of the count transactions of a block
@@ -126,23 +140,63 @@ func nextGas(seed int64, num, branch uint64, count int, limit uint64) []uint64 {
 }
 
 // AddBodies derives every block's body and sets the headers' transactions
-// root, receipts root and logs bloom from it; call it before LinkTo, which
-// then records the block hashes in the bodies. It is the expensive part of
-// a day (Bodies documents its cost), done only for archives with the
-// transaction tables.
+// root, receipts root and logs bloom from it; call it before LinkTo. The
+// bodies are not kept (a day's would take gigabytes from 2017 on): Body
+// regenerates one. It is the expensive part of a day (doc.go, Bodies),
+// done only for archives with the transaction tables.
 func (db *Day) AddBodies(seed int64) {
-	db.Bodies = make([]*Body, len(db.Headers))
+	db.bodySeed, db.bodies = seed, true
 	for i, h := range db.Headers {
 		b := dayBody(seed, h, int(db.TxCount[i]))
 		h.TxHash, h.ReceiptHash, h.Bloom = b.Roots()
-		db.Bodies[i] = b
 	}
 }
 
-// splitGas divides used gas over count transactions, each at least 21,000
-// (the model's counts guarantee used >= 21,000*count): a share by random
-// weight, the rest to the last, so the sum is exact.
-func splitGas(r *rand.Rand, used uint64, count int) []uint64 {
+// Body regenerates block i's body, with its block hash once the day is
+// linked. It panics unless AddBodies derived the day's roots: without it
+// the headers' roots are placeholders no body matches.
+func (db *Day) Body(i int) *Body {
+	if !db.bodies {
+		panic("chain: Day.Body of a day without AddBodies")
+	}
+	b := dayBody(db.bodySeed, db.Headers[i], int(db.TxCount[i]))
+	if db.Hashes != nil {
+		b.SetBlockHash(db.Hashes[i])
+	}
+	return b
+}
+
+// drawKinds decides what each of count transactions does, by the date's
+// shares (tokenShare, callShare; 0.4% creations, 2% failures, ether
+// transfers the rest).
+func drawKinds(r *rand.Rand, c bodyCtx, count int) []txKind {
+	t := time.Unix(c.time, 0).UTC()
+	tok, call := interp(tokenShare, t, false), interp(callShare, t, false)
+	out := make([]txKind, count)
+	for i := range out {
+		switch u := r.Float64(); {
+		case u < 0.004:
+			out[i] = kindCreate
+		case u < 0.024:
+			out[i] = kindFailed
+		case u < 0.024+tok:
+			out[i] = kindToken
+		case u < 0.024+tok+call:
+			out[i] = kindCall
+		default:
+			out[i] = kindPlain
+		}
+	}
+	return out
+}
+
+// splitGas divides used gas over the transactions (the model's counts
+// guarantee used >= 21,000 each): an ether transfer uses exactly 21,000,
+// the others 21,000 plus a share of the rest by random weight (the last
+// takes the remainder), so the sum is exact. With gas left and only
+// ether transfers, the last becomes a contract call.
+func splitGas(r *rand.Rand, used uint64, kinds []txKind) []uint64 {
+	count := len(kinds)
 	if count == 0 {
 		return nil
 	}
@@ -150,15 +204,26 @@ func splitGas(r *rand.Rand, used uint64, count int) []uint64 {
 	spare := used - min(used, 21000*uint64(count))
 	ws := make([]float64, count)
 	var sum float64
-	for i := range ws {
-		ws[i] = r.ExpFloat64()
-		sum += ws[i]
+	last := -1
+	for i, k := range kinds {
+		if k != kindPlain {
+			ws[i] = r.ExpFloat64()
+			sum += ws[i]
+			last = i
+		}
+	}
+	if last < 0 && spare > 0 {
+		last = count - 1
+		kinds[last], ws[last], sum = kindCall, 1, 1
 	}
 	var given uint64
 	for i := range out {
-		share := uint64(float64(spare) * ws[i] / sum)
-		if i == count-1 || given+share > spare {
-			share = spare - given
+		var share uint64
+		if ws[i] > 0 {
+			share = min(uint64(float64(spare)*ws[i]/sum), spare-given)
+			if i == last {
+				share = spare - given
+			}
 		}
 		given += share
 		out[i] = 21000 + share
@@ -233,40 +298,21 @@ func randAddr(r *rand.Rand) common.Address {
 
 func word(a common.Address) common.Hash { return common.BytesToHash(a[:]) }
 
-// makeBody builds count = len(gas) transactions whose gas used is gas[i],
-// their senders and receipts. Draws come from r in a fixed order per
-// transaction: kind, sender, type, fields, logs.
-func makeBody(r *rand.Rand, c bodyCtx, gas []uint64) *Body {
+// makeBody builds len(kinds) transactions, transaction i doing kinds[i]
+// and using gas[i], their senders and receipts. Draws come from r in a
+// fixed order per transaction: sender, type, fields, logs.
+func makeBody(r *rand.Rand, c bodyCtx, kinds []txKind, gas []uint64) *Body {
 	b := &Body{Txs: make(types.Transactions, len(gas)), Senders: make([]common.Address, len(gas)),
 		Receipts: make(types.Receipts, len(gas))}
 	if len(gas) == 0 {
 		return b
 	}
 	p := pools0()
-	t := time.Unix(c.time, 0).UTC()
-	tok, call := interp(tokenShare, t, false), interp(callShare, t, false)
-	gwei := interp(gasPriceLevel, t, true)
+	gwei := interp(gasPriceLevel, time.Unix(c.time, 0).UTC(), true)
 	var cum uint64
 	logIndex := uint(0)
 	for i, used := range gas {
-		kind := kindPlain
-		switch u := r.Float64(); {
-		case used == 21000:
-			kind = kindPlain
-		case u < 0.004:
-			kind = kindCreate
-		case u < 0.024:
-			kind = kindFailed
-		case u < 0.024+tok:
-			kind = kindToken
-		default:
-			if u < 0.024+tok+call || r.IntN(2) == 0 {
-				kind = kindCall
-			}
-		}
-		if kind == kindPlain && used > 21000 {
-			kind = kindCall // an account with code receiving ether
-		}
+		kind := kinds[i]
 		from := p.sender(r)
 		nonce := r.Uint64N(1 << uint(4+r.IntN(16)))
 		limit := used

@@ -100,7 +100,7 @@ func TestDayBodiesConsistent(t *testing.T) {
 			var transfers, txs int
 			types0 := map[uint8]int{}
 			for i, h := range db.Headers {
-				b := db.Bodies[i]
+				b := db.Body(i)
 				checkBody(t, h, b, db.TxCount[i])
 				for _, tx := range b.Txs {
 					types0[tx.Type()]++
@@ -126,7 +126,7 @@ func TestDayBodiesConsistent(t *testing.T) {
 			again.AddBodies(1)
 			again.LinkTo(Anchor(1, again.FirstBlock()))
 			for i := range db.Hashes {
-				if db.Hashes[i] != again.Hashes[i] || !bytes.Equal(db.Bodies[i].Enc.encoded(), again.Bodies[i].Enc.encoded()) {
+				if db.Hashes[i] != again.Hashes[i] || !bytes.Equal(db.Body(i).Enc.encoded(), again.Body(i).Enc.encoded()) {
 					t.Fatalf("block %d differs between two builds", db.Headers[i].Number)
 				}
 			}

@@ -81,7 +81,7 @@ func Next(seed int64, parent *types.Header, branch uint64) Block {
 	b := Block{Size: 600 + uint64(len(extra))}
 	if count > 0 {
 		h.GasUsed = 0
-		body := makeBody(rng(seed, purposeBody, num, branch), ctxOf(h), nextGas(seed, num, branch, count, limit))
+		body := nextBody(seed, ctxOf(h), branch, count)
 		for _, rc := range body.Receipts {
 			h.GasUsed += rc.GasUsed
 		}
