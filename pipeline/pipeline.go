@@ -370,7 +370,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
 	cols := c.q.Columns
-	if len(dups)+len(dupsWithin) > 0 && c.agg == nil {
+	if len(dups)+len(dupsWithin) > 0 && c.agg == nil && c.sess == nil {
 		// A query without an aggregation selects its columns in the read
 		// path, before any stage: the deduplication would not see its own.
 		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
