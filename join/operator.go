@@ -2,10 +2,12 @@ package join
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -348,33 +350,23 @@ type storedRow struct {
 }
 
 // scanSide reads every stored row of side, grouped by join key (the
-// encoded key bytes), each group in index order.
+// encoded key bytes), each group in index order. The store scans partition
+// by partition, and a key's indexes hash to different partitions, so the
+// groups are assembled before fn runs (fn may then write).
 func (o *Operator) scanSide(side int, fn func(key []byte, rows []storedRow) error) error {
 	prefix := stateKeyPrefix(side, StoreKeyWithIndexToValue)
 	// The prefix ends with the store name's terminator 0x00 0x01; every
 	// key of the store sorts below the same bytes ending 0x00 0x02.
 	upper := bytes.Clone(prefix)
 	upper[len(upper)-1]++
-	var cur []byte
-	var group []storedRow
-	flush := func() error {
-		if cur == nil {
-			return nil
-		}
-		err := fn(cur, group)
-		cur, group = nil, nil
-		return err
-	}
-	var groups []struct {
-		key  []byte
-		rows []storedRow
-	}
+	groups := map[string][]storedRow{}
+	idxField := []state.Field{{Name: ColIndex, Type: stream.Int64, Nullable: true}}
 	err := o.store.Scan(prefix, upper, func(k, v []byte) error {
 		if !bytes.HasPrefix(k, prefix) || len(k) < len(prefix)+9 {
 			return nil
 		}
-		jk := k[len(prefix) : len(k)-9]
-		idxRow, err := state.DecodeKey([]state.Field{{Name: ColIndex, Type: stream.Int64, Nullable: true}}, k[len(k)-9:])
+		jk := string(k[len(prefix) : len(k)-9])
+		idxRow, err := state.DecodeKey(idxField, k[len(k)-9:])
 		if err != nil {
 			return err
 		}
@@ -383,33 +375,26 @@ func (o *Operator) scanSide(side int, fn func(key []byte, rows []storedRow) erro
 		if err != nil {
 			return err
 		}
-		if cur != nil && !bytes.Equal(cur, jk) {
-			groups = append(groups, struct {
-				key  []byte
-				rows []storedRow
-			}{cur, group})
-			cur, group = nil, nil
-		}
-		if cur == nil {
-			cur = bytes.Clone(jk)
-		}
-		group = append(group, storedRow{idx: idx, r: r, matched: m})
+		groups[jk] = append(groups[jk], storedRow{idx: idx, r: r, matched: m})
 		return nil
 	})
 	if err != nil {
 		return o.stateErr("scan", err)
 	}
-	if cur != nil {
-		groups = append(groups, struct {
-			key  []byte
-			rows []storedRow
-		}{cur, group})
-		cur = nil
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
 	}
-	// The callback may write: it runs after the scan.
-	for _, g := range groups {
-		cur, group = g.key, g.rows
-		if err := flush(); err != nil {
+	slices.Sort(keys)
+	for _, k := range keys {
+		rows := groups[k]
+		slices.SortFunc(rows, func(a, b storedRow) int { return cmp.Compare(a.idx, b.idx) })
+		for i, sr := range rows {
+			if sr.idx != int64(i) {
+				return errcode.Corrupt("", nil, "%s: state of the %s side holds index %d of a key at position %d", o.p, sideName(side), sr.idx, i)
+			}
+		}
+		if err := fn([]byte(k), rows); err != nil {
 			return err
 		}
 	}
