@@ -77,13 +77,22 @@ func jGen(rng *rand.Rand, now int64, n int, firstID int64) []jrow {
 // jOracle is the expected output (rows rendered as jRender does), given
 // each round's left and right rows.
 func jOracle(typ join.Type, left, right [][]jrow) []string {
+	return jOracleRuns(typ, left, right, func(int) bool { return true })
+}
+
+// jOracleRuns is jOracle where restart(round) says whether a new run
+// starts with round (the sides' watermarks start afresh then).
+func jOracleRuns(typ join.Type, left, right [][]jrow, restart func(round int) bool) []string {
 	wm := int64(0) // ms
 	var L, R []jrow
+	var lm, rm *int64
 	for round := range left {
-		// Each round is a new run: the sides' watermarks start afresh, as
-		// Spark's WatermarkTracker after a restart (only the global one is
-		// in the checkpoint).
-		var lm, rm *int64
+		// A new run's sides' watermarks start afresh, as Spark's
+		// WatermarkTracker after a restart (only the global one is in the
+		// checkpoint).
+		if restart(round) {
+			lm, rm = nil, nil
+		}
 		for _, r := range left[round] {
 			if r.ts > wm*1000 {
 				L = append(L, r)
