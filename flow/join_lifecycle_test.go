@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,6 +91,10 @@ func TestJoinOfflineRepartition(t *testing.T) {
 		}
 	}
 	run(0, 200)
+	// The sides' watermarks combine by the policy the offsets log records.
+	if b, err := os.ReadFile(filepath.Join(opts.CheckpointDir, "offsets", "0")); err != nil || !strings.Contains(string(b), `"spark.sql.streaming.multipleWatermarkPolicy":"min"`) {
+		t.Fatalf("offsets/0 %s: the watermark policy is not recorded (%v)", b, err)
+	}
 	before := jDump(t, vfs.Default, opts.CheckpointDir)
 	if len(before) < 10 {
 		t.Fatalf("state %q: too few rows for the test to mean anything", before)
