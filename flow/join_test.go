@@ -319,6 +319,11 @@ func TestJoinRefusals(t *testing.T) {
 			t.Errorf("%+v: got %v, want %s", c, err, c.want)
 		}
 	}
+	_, err := flow.New("j").Join(flow.From("a").Read("left", l).WithWatermark("ts", time.Minute), flow.From("b").Read("right", r).WithWatermark("ts", time.Minute),
+		flow.JoinOn{Type: join.Inner, LeftKeys: []string{"k"}, RightKeys: []string{"k"}}).DropDuplicates("a_k").WriteTo(streamtest.NewSink()).Build()
+	if err == nil || !strings.Contains(err.Error(), "output watermark") {
+		t.Errorf("a deduplication after a join: %v", err)
+	}
 	if err := join.CheckOutputMode("update"); err == nil || !strings.Contains(err.Error(), "Join between two streaming DataFrames/Datasets is not supported in Update output mode, only in Append output mode") {
 		t.Errorf("update mode: %v", err)
 	}
