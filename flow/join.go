@@ -182,3 +182,16 @@ func (q *Query) afterJoin(what string) error {
 	return errcode.New(join.CodeUnsupported, "", "write the join's rows to a table and run "+what+" over it as another query",
 		"%s after a stream-stream join is not supported yet: ethstream does not propagate a join's output watermark to the operators after it", what)
 }
+
+// Schema returns the schema of the rows at the end of the plan so far (a
+// sink's table is created with it), or the plan's first error; an error
+// too when an operator of unknown output is in the plan.
+func (q *Query) Schema() (stream.Schema, error) {
+	if q.err != nil {
+		return stream.Schema{}, q.err
+	}
+	if !q.known {
+		return stream.Schema{}, invalid("the rows' schema is unknown here (an operator declares none)")
+	}
+	return q.schema, nil
+}
