@@ -357,7 +357,11 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 		return false
 	}
 	what := []string{}
-	if windowText(old.Window) != windowText(cur.Window) {
+	switch {
+	case old.Window != nil && cur.Window != nil && old.Window.Gap != "" && cur.Window.Gap != "" && old.Window.Column == cur.Window.Column && old.Window.Gap != cur.Window.Gap:
+		// The stored sessions were merged under the old gap.
+		what = append(what, "session gap")
+	case windowText(old.Window) != windowText(cur.Window):
 		what = append(what, "window")
 	}
 	if !slices.Equal(old.Keys, cur.Keys) {
@@ -457,6 +461,9 @@ func orNone(s string) string {
 func windowText(w *shape.Window) string {
 	if w == nil {
 		return "none"
+	}
+	if w.Gap != "" {
+		return "session_window(" + w.Column + ", '" + w.Gap + "')"
 	}
 	s := "window(" + w.Column + ", '" + w.Size + "'"
 	if w.Slide != "" {

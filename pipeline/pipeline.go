@@ -397,9 +397,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.DropDuplicatesWithinWatermark(dupsWithin...)
 	}
 	pre := fq.OperatorShapes()
-	if c.agg != nil {
-		fq.Operator(c.agg)
-	}
+	c.addSteps(fq)
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
@@ -435,10 +433,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// without an aggregation selects) is the engine's, not a stage.
 	c.apply(&q)
 	if len(pre) > 0 {
-		// The deduplications run before the query's operator (the one
-		// the engine runs, c.op), as stages, on the columns they read too.
-		q.Stages[len(q.Stages)-1] = engine.Stage{Operator: c.op}
-		q.Operator, q.Columns = nil, cols
+		// The deduplications, before the query's operators, read their
+		// columns too.
+		q.Columns = cols
 	}
 	localDir := cfg.LocalDir
 	if localDir == "" {
