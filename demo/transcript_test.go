@@ -84,6 +84,7 @@ var transcriptSections = []struct{ from, to, first string }{
 	{"## Watch it live", "## Rules to carry", "watch it live"},
 	{"## Your own query, and what survives a restart", "## Against the real bucket", "your own query"},
 	{"## Moving a query", "## Commands", "moving a query"},
+	{"## The orders example", "## Performance", "the orders example"},
 }
 
 // appendSteps reads one section's blocks into steps.
