@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/ethtables"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -191,26 +190,9 @@ func TestArchiveTablesSchema(t *testing.T) {
 func parquetSchemaOf(table string) *parquet.Schema {
 	switch table {
 	case TableTransactions:
-		return parquet.SchemaOf(new(txRow))
+		return parquet.SchemaOf(new(ethtables.Transaction))
 	case TableLogs:
-		return parquet.SchemaOf(new(logRow))
+		return parquet.SchemaOf(new(ethtables.Log))
 	}
-	return parquet.SchemaOf(new(tokenTransferRow))
-}
-
-// TestIsTokenTransfer: only a three-topic Transfer with a 32-byte amount
-// is an ERC-20 transfer (ERC-721's has four topics).
-func TestIsTokenTransfer(t *testing.T) {
-	a := common.BigToHash(big.NewInt(7)).Bytes()
-	for _, c := range []struct {
-		topics int
-		data   int
-		want   bool
-	}{{3, 32, true}, {4, 0, false}, {3, 0, false}, {2, 32, false}} {
-		l := &types.Log{Topics: make([]common.Hash, c.topics), Data: a[:c.data]}
-		l.Topics[0] = chain.TransferTopic
-		if IsTokenTransfer(l) != c.want {
-			t.Fatalf("%d topics, %d bytes: %v", c.topics, c.data, !c.want)
-		}
-	}
+	return parquet.SchemaOf(new(ethtables.TokenTransfer))
 }
