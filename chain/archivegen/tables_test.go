@@ -196,3 +196,21 @@ func parquetSchemaOf(table string) *parquet.Schema {
 	}
 	return parquet.SchemaOf(new(ethtables.TokenTransfer))
 }
+
+// TestLastBlocksPreset: a window inside the last day writes only its
+// blocks, linked from the window's anchor, and the manifest reads back.
+func TestLastBlocksPreset(t *testing.T) {
+	p := chain.LastBlocksPreset(30)
+	dir := t.TempDir()
+	m, err := Generate(context.Background(), Options{Out: dir, Preset: p, Seed: 4, Tables: []string{TableTransactions}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FirstBlock != chain.LastBlockNumber-29 || m.Rows != 30 || m.Files[0].FirstBlock != m.FirstBlock {
+		t.Fatalf("manifest blocks %d..%d, %d rows, file from %d", m.FirstBlock, m.LastBlock, m.Rows, m.Files[0].FirstBlock)
+	}
+	if _, err := ReadManifest(dir); err != nil {
+		t.Fatal(err)
+	}
+	checkArchive(t, dir, m)
+}
