@@ -360,4 +360,3 @@ func txRecount(ctx context.Context, m *archivegen.Manifest, root, nodeURL string
 	}
 	return out, nil
 }
-
