@@ -526,6 +526,9 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS, conf map[
 			return nil, err
 		}
 		o.Logger, o.FS, o.Columns = logger, archiveFS, BlockArchiveColumns()
+		if t := archiveTable(spec.URI); t != "" {
+			o.Columns = TableArchiveColumns(t)
+		}
 		return s3archive.New(o)
 	case "ethrpc":
 		o, err := ethrpc.ParseURI(spec.URI)
