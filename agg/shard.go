@@ -155,6 +155,7 @@ func (pt *partial) absorb(src *partial) {
 		d, s := &pt.acc[a], &src.acc[a]
 		d.ints = append(d.ints, s.ints...)
 		d.floats = append(d.floats, s.floats...)
+		d.decs = append(d.decs, s.decs...)
 		d.nn = append(d.nn, s.nn...)
 		d.overflow = d.overflow || s.overflow
 	}
