@@ -20,7 +20,7 @@ func newBenchCmd() *cobra.Command {
 	var seed int64
 	var fresh freshnessFlags
 	c := &cobra.Command{
-		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--rounds N] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
+		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--rounds N] [--shape NAME ...] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it over S3,
 and runs in this process: the backfill (availableNow, 200 state partitions), a restart with the
@@ -43,6 +43,12 @@ With --keys-per-block, bench also runs a query whose state holds one key per blo
 3650-day window and the block hash, a 3650-day watermark, append mode) through the backfill, then
 restarts it at 8 state partitions, and reports its peak RSS, its state commits and the
 repartition's keys before and after.
+
+With --shape NAME (repeatable, or all), bench also times each query shape (stateless, burned-fees,
+dedup, delta-to-delta) over the archive from file:// against DuckDB's batch job over the same
+files (with --duckdb), and judges ethstream's wall time against DuckDB's (<= 1.5x). Beside the
+figures it prints each backfill step's wall, CPU time and cores busy, the rounds' spread, and
+the host's CPUs, load average and DuckDB's thread count.
 
 Last it prints every target of docs/contracts.md (Targets) with its measured value and
 pass, fail or "not measured", and exits 1 with TARGET_MISSED if any target failed (after
