@@ -345,6 +345,9 @@ func (c *shapeCheck) state() {
 // renaming). Several operators name theirs in the change ("window of
 // operator 1").
 func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed bool) bool {
+	if old.Kind == shape.KindJoin || cur.Kind == shape.KindJoin {
+		return c.joinState(old, cur, several)
+	}
 	structural := !slices.Equal(old.Keys, cur.Keys) || windowText(old.Window) != windowText(cur.Window) ||
 		!sameAggFuncs(old.Aggregates, cur.Aggregates)
 	renamed := outRenamed || !slices.Equal(old.Aggregates, cur.Aggregates)
@@ -514,4 +517,47 @@ func opsText(ops []shape.Operator) string {
 		t[i] = strconv.Itoa(o.ID) + ": " + opStateText(o)
 	}
 	return strings.Join(t, " | ")
+}
+
+// Spark's rule for a join's type and equi-join columns, as Databricks'
+// restart-compatibility notes state it.
+const sparkJoin = "not allowed: join type or equi-join columns changed"
+
+// joinState applies the state rule to a join (or an operator that became
+// or stopped being one): another kind, join type or equi-join columns is
+// refused, as Spark refuses it; the state schema check at Open refuses
+// the rest of a state schema change (a side's columns).
+func (c *shapeCheck) joinState(old, cur shape.Operator, several bool) bool {
+	var what []string
+	switch {
+	case old.Kind != cur.Kind:
+		what = append(what, "stateful operator kind")
+	default:
+		if old.JoinType != cur.JoinType {
+			what = append(what, "join type")
+		}
+		if !slices.Equal(old.Keys, cur.Keys) {
+			what = append(what, "equi-join columns")
+		}
+	}
+	if len(what) == 0 {
+		return false
+	}
+	change := strings.Join(what, ", ")
+	if several {
+		change = fmt.Sprintf("%s of operator %d", change, cur.ID)
+	}
+	c.refuse(change, joinText(old), joinText(cur), sparkJoin,
+		"refused: the state was built for the old join type and keys",
+		errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
+		"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, stateSchemaText(old.StateSchema), stateSchemaText(cur.StateSchema))
+	return true
+}
+
+// joinText renders an operator in a join's restart change.
+func joinText(o shape.Operator) string {
+	if o.Kind != shape.KindJoin {
+		return o.Kind + " " + opStateText(o)
+	}
+	return o.JoinType + " join on " + strings.Join(o.Keys, ", ")
 }
