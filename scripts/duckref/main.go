@@ -5,6 +5,9 @@
 //	duckref copy GLOB OUT   the same job as the backfill: read, group, write the grouped
 //	                        result to the Parquet file OUT (the fair yardstick)
 //	duckref sparkref CASES  the differential cases (sparkref.go)
+//	duckref table NAME GLOB QUERY
+//	                        QUERY over the view NAME of the Parquet files GLOB (another
+//	                        table of the archive: transactions), answer as CSV
 package main
 
 import (
@@ -29,12 +32,14 @@ func main() {
 		err = sparkref(os.Args[2])
 	case len(os.Args) == 4 && os.Args[1] == "sql":
 		err = query(os.Args[2], os.Args[3])
+	case len(os.Args) == 5 && os.Args[1] == "table":
+		err = tableQuery(os.Args[2], os.Args[3], os.Args[4])
 	case len(os.Args) == 4 && os.Args[1] == "copy":
 		err = copyGrouped(os.Args[2], os.Args[3])
 	case len(os.Args) == 2:
 		err = plain(os.Args[1])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet' | duckref copy GLOB OUT.parquet | duckref sparkref CASES.jsonl | duckref sql GLOB QUERY")
+		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet' | duckref copy GLOB OUT.parquet | duckref sparkref CASES.jsonl | duckref sql GLOB QUERY | duckref table NAME GLOB QUERY")
 		os.Exit(2)
 	}
 	if err != nil {
@@ -88,6 +93,16 @@ func copyGrouped(glob, out string) error {
 // prints its rows as CSV: the cross-check of a query's table (`ethstream
 // table show`), for the queries whose semantics DuckDB shares.
 func query(glob, q string) error {
+	return viewQuery(fmt.Sprintf(`CREATE VIEW blocks AS SELECT * EXCLUDE ("timestamp"), "timestamp" AS block_ts FROM read_parquet('%s')`, glob), q)
+}
+
+// tableQuery runs q over the view name of the files glob, as they are.
+func tableQuery(name, glob, q string) error {
+	return viewQuery(fmt.Sprintf(`CREATE VIEW %q AS SELECT * FROM read_parquet('%s')`, name, glob), q)
+}
+
+// viewQuery creates a view and prints q's answer as CSV.
+func viewQuery(view, q string) error {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return err
@@ -97,7 +112,7 @@ func query(glob, q string) error {
 	if _, err := db.Exec(`SET TimeZone = 'UTC'`); err != nil {
 		return err
 	}
-	if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW blocks AS SELECT * EXCLUDE ("timestamp"), "timestamp" AS block_ts FROM read_parquet('%s')`, glob)); err != nil {
+	if _, err := db.Exec(view); err != nil {
 		return err
 	}
 	rows, err := db.Query(q)
