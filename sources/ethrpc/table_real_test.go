@@ -63,15 +63,28 @@ func TestTablesFromGoEthereum(t *testing.T) {
 	n.mine(1)
 	n.sendTxs(2)
 	n.mine(2)
+	checkTables(t, n.url, n.sim.Client(), strings.ToLower(crypto.PubkeyToAddress(n.key.PublicKey).Hex()), create, 6)
+}
+
+// txReader is what checkTables asks of go-ethereum's client.
+type txReader interface {
+	TransactionByHash(ctx context.Context, h common.Hash) (*types.Transaction, bool, error)
+	TransactionReceipt(ctx context.Context, h common.Hash) (*types.Receipt, error)
+}
+
+// checkTables reads the node at url from block 1 with each table source
+// and compares the rows with what go-ethereum's client c gives: wantTxs
+// transactions sent by from, create the creation whose constructor emits
+// the only log, an ERC-20 Transfer of 42 from 0x…01 to 0x…02.
+func checkTables(t *testing.T, url string, c txReader, from string, create common.Hash, wantTxs int) {
+	t.Helper()
 	ctx := context.Background()
-	c := n.sim.Client()
 	rc, err := c.TransactionReceipt(ctx, create)
 	if err != nil || rc.Status != types.ReceiptStatusSuccessful || len(rc.Logs) != 1 {
 		t.Fatalf("creation receipt %+v: %v", rc, err)
 	}
-	from := strings.ToLower(crypto.PubkeyToAddress(n.key.PublicKey).Hex())
 	read := func(table string) []map[string]any {
-		src, _ := openSource(t, Options{Endpoints: []string{n.url}, StartBlock: 1, MaxBlocksPerTrigger: 2, Table: table}, nil)
+		src, _ := openSource(t, Options{Endpoints: []string{url}, StartBlock: 1, MaxBlocksPerTrigger: 2, Table: table}, nil)
 		var vals []map[string]any
 		var start stream.Offset
 		for {
@@ -94,8 +107,8 @@ func TestTablesFromGoEthereum(t *testing.T) {
 		}
 	}
 	txs := read("transactions")
-	if len(txs) != 6 {
-		t.Fatalf("%d transaction rows, sent 6", len(txs))
+	if len(txs) != wantTxs {
+		t.Fatalf("%d transaction rows, sent %d", len(txs), wantTxs)
 	}
 	for _, r := range txs {
 		h := common.HexToHash(r["hash"].(string))
