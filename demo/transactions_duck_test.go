@@ -49,8 +49,8 @@ func TestTxQueryEqualsDuckDB(t *testing.T) {
 	}
 	const duckSQL = `SELECT epoch_us(time_bucket(INTERVAL 1 HOUR, block_timestamp)) AS w, transaction_type,
 		count(*) AS txs, sum(receipt_gas_used * receipt_effective_gas_price / 1000000000) AS fees
-		FROM transactions GROUP BY ALL ORDER BY ALL`
-	out, err := exec.CommandContext(t.Context(), *duckref, "table", "transactions", arch+"/v1.0/eth/transactions/*/*.parquet", duckSQL).Output()
+		FROM t GROUP BY ALL ORDER BY ALL`
+	out, err := exec.CommandContext(t.Context(), *duckref, "table", arch+"/v1.0/eth/transactions/*/*.parquet", duckSQL).Output()
 	if err != nil {
 		t.Fatalf("duckref: %v", err)
 	}

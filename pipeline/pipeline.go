@@ -346,6 +346,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	if isJoinQuery(cfg) {
+		return buildJoinQuery(cfg, logger)
+	}
 	c, err := CompileQuery(cfg)
 	if err != nil {
 		return engine.Query{}, engine.Options{}, err
@@ -370,7 +373,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
 	cols := c.q.Columns
-	if len(dups)+len(dupsWithin) > 0 && c.agg == nil {
+	if len(dups)+len(dupsWithin) > 0 && c.agg == nil && c.sess == nil {
 		// A query without an aggregation selects its columns in the read
 		// path, before any stage: the deduplication would not see its own.
 		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
@@ -437,6 +440,11 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		// columns too.
 		q.Columns = cols
 	}
+	return q, runOptions(cfg, ckpt, fs, logger), nil
+}
+
+// runOptions are the engine's options of a run of cfg.
+func runOptions(cfg Config, ckpt string, fs vfs.FS, logger *slog.Logger) engine.Options {
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
@@ -459,7 +467,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		Logger:        logger,
 		Listeners:     cfg.Listeners,
 	}
-	return q, opts, nil
+	return opts
 }
 
 // buildSources builds the compiled query's sources; a source that
