@@ -51,7 +51,7 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 	c.MarkFlagsMutuallyExclusive("refresh-results", "results")
 	c.Flags().BoolVar(&f.inProcess, "in-process", false, "run phases inside this process instead of restarting the binary for each")
 	f.uf.register(c)
-	c.Flags().StringVar(&f.scenario, "scenario", "", "run one scenario instead of the lifecycle: restart-rules (every restart-compatibility rule, on copies of a backfill checkpoint; writes restart-rules.csv)")
+	c.Flags().StringVar(&f.scenario, "scenario", "", "run one scenario instead of the lifecycle: restart-rules (every restart-compatibility rule, on copies of a backfill checkpoint; writes restart-rules.csv), or transactions (the lifecycle on a transactions query; writes transactions/)")
 	c.Flags().StringVar(&f.example, "example", "", "run another example instead of the lifecycle: orders (the seeds' orders: a union of named Delta sources, source evolution, the customer-activity query resized 4 -> 8 -> 4 state partitions; in <workdir>/orders, results in <results>, --refresh-results: results/orders)")
 	c.Flags().StringVar(&f.duckdb, "duckdb", "", "with --example orders: a duckref binary (scripts/duckref) to check the table against DuckDB")
 	c.MarkFlagsMutuallyExclusive("example", "scenario")
@@ -131,10 +131,31 @@ func (f *demoFlags) run(cmd *cobra.Command) (err error) {
 
 func init() { rootCmd.AddCommand(newDemoCmd()) }
 
+// runTransactions runs the transactions lifecycle (demo.RunTransactions),
+// its results in <results>/transactions.
+func runTransactions(cmd *cobra.Command, o demo.Options) error {
+	dir := filepath.Join(o.ResultsDir, "transactions")
+	rep, err := demo.RunTransactions(cmd.Context(), demo.TxOptions{WorkDir: o.WorkDir, ResultsDir: dir, Seed: o.Seed,
+		Out: cmd.OutOrStdout(), Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	if !rep.Passed() {
+		return errcode.New("DEMO_VERIFICATION_FAILED", filepath.Join(dir, "verification.csv"),
+			"read the FAIL lines above; the checkpoint and table are kept in the work directory for inspection",
+			"some verification checks failed")
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "all checks passed; results in %s\n", dir)
+	return nil
+}
+
 // runScenario runs a named demo scenario.
 func runScenario(cmd *cobra.Command, name string, o demo.Options) error {
+	if name == "transactions" {
+		return runTransactions(cmd, o)
+	}
 	if name != "restart-rules" {
-		return errcode.New(errcode.InvalidArgument, "", "use --scenario restart-rules", "unknown scenario %q", name)
+		return errcode.New(errcode.InvalidArgument, "", "use --scenario restart-rules or transactions", "unknown scenario %q", name)
 	}
 	rows, err := demo.RestartRules(cmd.Context(), o)
 	if err != nil {

@@ -33,6 +33,8 @@
 //	                     Content-Length says so, else cut off at the cap;
 //	                     over ws it is the websocket's message limit (the
 //	                     newHeads subscription keeps go-ethereum's 32 MiB)
+//	table                blocks (default), transactions, logs or token_transfers:
+//	                     the rows emitted (below, Tables)
 //
 // An unknown option is an INVALID_ARGUMENT error. Endpoint URLs appear in
 // logs, descriptions and metrics as scheme://host only, because providers put
@@ -85,6 +87,22 @@
 // total difficulty in v1.14.9); every other field is required and a block
 // without it is RPC_BAD_BLOCK. Every row holds the values the archive's row of
 // the same block holds (pipeline's TestArchiveAndLiveRowsAgree).
+//
+// # Tables (table.go)
+//
+// With table=transactions, logs or token_transfers the source plans,
+// checks and retracts blocks exactly as above, and turns each block into
+// that table's rows only when it emits it: it reads the block by hash with
+// its transactions (eth_getBlockByHash(hash, true)) and its receipts
+// (eth_getBlockReceipts(hash)), at most 8 blocks per JSON-RPC batch
+// request, checks that they are that block's (hash, number, timestamp,
+// transaction_count, each receipt's transaction hash recomputed from the
+// decoded transaction, block hash and index), and derives the rows with
+// package ethtables, the archive writer's own row function. A block's
+// contents never change under its hash, so the rows a retracting batch
+// takes back, read again after a crash, are exactly the rows emitted. The
+// source's schema is the table's (ethtables.StreamSchema); a projection
+// names the table's columns.
 //
 // # Retracting reorganisations (reorg=retract)
 //

@@ -38,7 +38,7 @@ func newFakeClock() *streamtest.Clock {
 	return streamtest.NewClock(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
 }
 
-// ethProxy is a JSON-RPC service forwarding the three methods the source uses
+// ethProxy is a JSON-RPC service forwarding the four methods the source uses
 // to the simulated backend's in-process client, so the source talks to a real
 // go-ethereum rpc.Server over HTTP on loopback.
 type ethProxy struct{ c *rpc.Client }
@@ -58,6 +58,13 @@ func (p *ethProxy) GetBlockByNumber(ctx context.Context, tag string, full bool) 
 func (p *ethProxy) GetBlockByHash(ctx context.Context, hash string, full bool) (json.RawMessage, error) {
 	var raw json.RawMessage
 	err := p.c.CallContext(ctx, &raw, "eth_getBlockByHash", hash, full)
+	return raw, err
+}
+
+// GetBlockReceipts forwards eth_getBlockReceipts (a table source's).
+func (p *ethProxy) GetBlockReceipts(ctx context.Context, block string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := p.c.CallContext(ctx, &raw, "eth_getBlockReceipts", block)
 	return raw, err
 }
 
@@ -255,7 +262,8 @@ func deadURL(t testing.TB) string {
 	return "http://" + addr
 }
 
-// openSource builds and opens a source with a fake clock and all columns.
+// openSource builds and opens a source with a fake clock and all columns
+// (of the blocks, or of its table).
 func openSource(t testing.TB, o Options, committed stream.Offset) (*Source, *streamtest.Clock) {
 	t.Helper()
 	if o.Timeout == 0 {
@@ -266,7 +274,11 @@ func openSource(t testing.TB, o Options, committed stream.Offset) (*Source, *str
 		t.Fatal(err)
 	}
 	clk := newFakeClock()
-	env := stream.SourceEnv{Name: "eth_live", Columns: ethblock.Columns, Committed: committed, Clock: clk,
+	cols := ethblock.Columns
+	if s.isTable() {
+		cols = nil // every column of the table
+	}
+	env := stream.SourceEnv{Name: "eth_live", Columns: cols, Committed: committed, Clock: clk,
 		Logger: slog.New(slog.DiscardHandler)}
 	if err := s.Open(context.Background(), env); err != nil {
 		t.Fatal(err)
