@@ -27,6 +27,7 @@ const (
 	sparkSources    = "not allowed by default; source evolution relaxes it"
 	sparkLocation   = "generally needs a new checkpoint; results unpredictable"
 	sparkSink       = "not allowed"
+	sparkSinkType   = "changes between a few specific combinations of sinks are allowed, case by case"
 	sparkState      = "not allowed: the state schema must stay the same"
 	sparkWatermark  = "requires a full refresh"
 	sparkMode       = "not in the table: allowed if the sink supports the mode"
@@ -252,10 +253,26 @@ func (c *shapeCheck) sink() {
 	}
 	oldText, curText := old.Format+":"+old.Location, cur.Format+":"+cur.Location
 	const refusedRule = "refused: another table lacks every committed batch's rows"
-	if old.Format != cur.Format || (old.Location != cur.Location && !seen.Exists) {
+	remedy := seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputMoved, ID: old.ID, Location: old.Location},
+		newCkpt+", or point the query back at "+old.Location+" (or at a copy of that output)")
+	switch {
+	case old.Format != cur.Format:
+		c.refuse("sink format", oldText, curText, sparkSinkType,
+			"refused: the new sink holds none of the committed batches' output",
+			errcode.SinkLocationChanged, newCkpt+", or write to the "+old.Format+" sink at "+old.Location+" again",
+			"the sink changed from %s to %s: the new sink would lack the rows of every committed batch, which are never written again",
+			oldText, curText)
+		return
+	case old.Location != cur.Location && !seen.Recording && seen.ID == "":
+		c.refuse("sink location", oldText, curText, sparkSink,
+			"refused: the sink cannot recognise its output elsewhere (Spark: a file sink's output directory may not change)",
+			errcode.SinkLocationChanged, remedy,
+			"the output directory changed from %s to %s: the committed batches' files and their log stay at the old one, and a new one would lack the rows of every committed batch, which are never written again",
+			old.Location, cur.Location)
+		return
+	case old.Location != cur.Location && !seen.Exists:
 		c.refuse("sink location", oldText, curText, sparkSink, refusedRule,
-			errcode.SinkLocationChanged, seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputMoved, ID: old.ID, Location: old.Location},
-				newCkpt+", or point the query back at "+old.Location+" (or at a copy of that output)"),
+			errcode.SinkLocationChanged, remedy,
 			"the output moved from %s to %s, where there is no table: a new one would lack the rows of every committed batch, which are never written again",
 			old.Location, cur.Location)
 		return

@@ -373,7 +373,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
 	cols := c.q.Columns
-	if len(dups)+len(dupsWithin) > 0 && c.agg == nil {
+	if len(dups)+len(dupsWithin) > 0 && c.agg == nil && c.sess == nil {
 		// A query without an aggregation selects its columns in the read
 		// path, before any stage: the deduplication would not see its own.
 		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
@@ -526,6 +526,9 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS, conf map[
 			return nil, err
 		}
 		o.Logger, o.FS, o.Columns = logger, archiveFS, BlockArchiveColumns()
+		if t := archiveTable(spec.URI); t != "" {
+			o.Columns = TableArchiveColumns(t)
+		}
 		return s3archive.New(o)
 	case "ethrpc":
 		o, err := ethrpc.ParseURI(spec.URI)
