@@ -133,6 +133,8 @@ CONF  --conf KEY=VALUE, repeatable (Spark's names and meanings)
         offset, commit and state versions kept (default 100).
   spark.sql.streaming.noDataMicroBatches.enabled=true|false
         run a batch without new data when the watermark would evict state (default true).
+  spark.sql.streaming.multipleWatermarkPolicy=min|max
+        how a join's per-relation watermarks combine (default min); pinned in the checkpoint.
 
 TRIGGERS  --trigger (Spark's spellings; the hyphenated ones are accepted too)
 
