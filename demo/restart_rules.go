@@ -60,13 +60,17 @@ type rrCase struct {
 	change, spark, ours, expected, code string
 	// setup runs first on the copy (a previous start the change is relative
 	// to, e.g. one with a filter before it is removed).
-	setup  func(c *pipeline.Config)
+	setup  func(c *pipeline.Config, e *rrEnv)
 	modify func(c *pipeline.Config, e *rrEnv)
 	// pending deletes the last commit before the restart, so the restart
 	// re-runs an uncommitted batch.
 	pending bool
 	// positional uses the baseline without source evolution.
 	positional bool
+	// fresh starts from an empty checkpoint and table instead of the
+	// baseline: the setup start is the query the change is relative to
+	// (a join, whose state the aggregation baseline does not hold).
+	fresh bool
 	// fileSink uses the baseline that wrote with the file sink (--sink
 	// parquet:, append mode) instead of the Delta table.
 	fileSink bool
@@ -87,6 +91,13 @@ type rrEnv struct {
 	live pipeline.SourceSpec
 }
 
+// rrJoin is the join the join rows start from: the archive's blocks
+// joined with the live node's by hash, each relation with its own
+// watermark (Databricks' WATERMARK clause).
+const rrJoin = "SELECT a.number, a.hash, b.miner FROM s3_backfill WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS a " +
+	"LEFT OUTER JOIN eth_live WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS b " +
+	"ON a.hash = b.hash AND b.block_ts BETWEEN a.block_ts AND a.block_ts + INTERVAL 1 MINUTE"
+
 const rrFilter = "SELECT window(block_ts, '5 minutes') AS window, source, miner, count(*) AS count FROM blocks WHERE gas_used > 15000000 GROUP BY window(block_ts, '5 minutes'), source, miner"
 
 func restartCases() []rrCase {
@@ -94,11 +105,19 @@ func restartCases() []rrCase {
 		return func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = q, pipeline.ReferenceWatermark }
 	}
 	allowedFrom := "allowed, logged with the first batch it applies to"
+	// withJoin runs q over the archive and the live node, one batch.
+	withJoin := func(q string) func(c *pipeline.Config, e *rrEnv) {
+		return func(c *pipeline.Config, e *rrEnv) {
+			c.Query, c.WithWatermark, c.OutputMode = q, "", ""
+			c.Sources = []pipeline.SourceSpec{c.Sources[0], e.live}
+			c.MaxBatches = 1
+		}
+	}
 	return []rrCase{
 		{change: "add a filter (WHERE gas_used > 15000000)", spark: "allowed", ours: allowedFrom, expected: "allowed",
 			modify: withQuery(rrFilter)},
 		{change: "remove the filter", spark: "allowed", ours: allowedFrom, expected: "allowed",
-			setup:  func(c *pipeline.Config) { c.Query, c.WithWatermark = rrFilter, pipeline.ReferenceWatermark },
+			setup:  func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = rrFilter, pipeline.ReferenceWatermark },
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = "", "" }},
 		{change: "rate limit maxFilesPerTrigger 1 -> 2", spark: "allowed, from the next newly planned batch", ours: "allowed, from the next newly planned batch", expected: "allowed",
 			modify: func(c *pipeline.Config, e *rrEnv) { c.Sources[0] = e.ArchiveSource(2) }},
@@ -171,6 +190,12 @@ func restartCases() []rrCase {
 		{change: "output mode update -> complete", spark: "not in the table (the sink must support the mode)",
 			ours: "allowed: each batch replaces the table with every group in state; logged", expected: "allowed",
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "complete" }},
+		{change: "join type (LEFT OUTER JOIN -> JOIN)", spark: "not allowed: join type or equi-join columns changed", ours: "refused: the state schema check",
+			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoin(rrJoin),
+			modify: withJoin(strings.Replace(rrJoin, "LEFT OUTER JOIN", "JOIN", 1))},
+		{change: "equi-join columns (add number)", spark: "not allowed: join type or equi-join columns changed", ours: "refused: the state schema check",
+			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoin(rrJoin),
+			modify: withJoin(strings.Replace(rrJoin, "ON a.hash = b.hash", "ON a.hash = b.hash AND a.number = b.number", 1))},
 		{change: "any change (a filter) with a planned, uncommitted batch", spark: "the planned batch re-runs first with the same data", ours: "the same: its recorded offsets and watermark",
 			expected: "allowed", pending: true, modify: withQuery(rrFilter)},
 	}
@@ -273,22 +298,24 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 // table, runs its setup start, and for a case with a pending batch removes
 // the last commit, returning that batch's offsets entry (path and bytes) to
 // compare after the restart.
-func prepareCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config) (string, []byte, error) {
+func prepareCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config, e *rrEnv) (string, []byte, error) {
 	dir := filepath.Dir(cfg.Checkpoint)
 	for _, d := range []string{cfg.Checkpoint, filepath.Join(dir, "table"), filepath.Join(dir, "table-moved"), filepath.Join(dir, "out"), filepath.Join(dir, "out-moved"), cfg.LocalDir} {
 		if err := os.RemoveAll(d); err != nil {
 			return "", nil, err
 		}
 	}
-	if err := copyTree(filepath.Join(baseline, "checkpoint"), cfg.Checkpoint); err != nil {
-		return "", nil, err
-	}
-	if err := copyTree(filepath.Join(baseline, "table"), rrOutput(cfg)); err != nil {
-		return "", nil, err
+	if !c.fresh {
+		if err := copyTree(filepath.Join(baseline, "checkpoint"), cfg.Checkpoint); err != nil {
+			return "", nil, err
+		}
+		if err := copyTree(filepath.Join(baseline, "table"), rrOutput(cfg)); err != nil {
+			return "", nil, err
+		}
 	}
 	if c.setup != nil {
 		s := cfg
-		c.setup(&s)
+		c.setup(&s, e)
 		if _, err := pipeline.Run(ctx, s); err != nil {
 			return "", nil, fmt.Errorf("setup start: %w", err)
 		}
@@ -315,7 +342,7 @@ func prepareCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Co
 // runCase restores the baseline into the scenario's paths, applies the
 // change and restarts once.
 func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config, r *RestartRule) error {
-	pendingOffsets, pendingEntry, err := prepareCase(ctx, c, baseline, cfg)
+	pendingOffsets, pendingEntry, err := prepareCase(ctx, c, baseline, cfg, e)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func (d *driver) dataProgress(b *batchRun, end time.Time) *stream.Progress {
 		p.EventTime["max"] = isoTime(in.ev.max / 1000)
 		p.EventTime["avg"] = isoTime(int64(in.ev.sumMs / float64(in.ev.n)))
 	}
-	if d.q.Watermark != nil {
+	if d.q.Watermark != nil || d.q.hasSideWatermark() {
 		p.EventTime["watermark"] = isoTime(b.p.Entry.Metadata.BatchWatermarkMs)
 	}
 	p.Sink = rec.seen.sink

@@ -113,6 +113,17 @@ func (q *Query) multiWatermark() bool {
 	return n > 1
 }
 
+// hasSideWatermark reports whether a side of a two-input query has a
+// watermark (the progress event then reports the batch's).
+func (q *Query) hasSideWatermark() bool {
+	for _, s := range q.Sides {
+		if s.Watermark != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // pinWatermarkPolicy sets the watermark policy of a query with several
 // watermarks in sp's conf: the checkpoint's (min if an existing entry
 // does not record it), else the session's, else min; a session value the

@@ -32,6 +32,15 @@ type Operator struct {
 	process           time.Duration
 	progress          stream.OperatorProgress
 	keyBuf            []byte
+	// rows caches the decoded stored rows the batch read or wrote, by
+	// state key: a key's values are read again for every row of the batch
+	// with that key, and decoding the JSON is most of a join's CPU.
+	rows map[string]cachedRow
+}
+
+type cachedRow struct {
+	r       row
+	matched bool
 }
 
 var (
@@ -108,6 +117,7 @@ func (o *Operator) begin(batchID int64) error {
 	o.inBatch, o.finished, o.batchID = true, false, batchID
 	o.inRows, o.late, o.nullKeys, o.put, o.process = 0, 0, 0, 0, 0
 	o.out = newOutBuilder(o.p.out)
+	o.rows = map[string]cachedRow{}
 	return nil
 }
 
@@ -261,7 +271,11 @@ func (o *Operator) count(side int, key []byte) (int64, error) {
 
 // value reads keyWithIndexToValue of (side, key, idx).
 func (o *Operator) value(side int, key []byte, idx int64) (row, bool, error) {
-	v, ok, err := o.store.Get(stateKey(nil, side, StoreKeyWithIndexToValue, key, idx, true))
+	sk := stateKey(nil, side, StoreKeyWithIndexToValue, key, idx, true)
+	if c, ok := o.rows[string(sk)]; ok {
+		return c.r, c.matched, nil
+	}
+	v, ok, err := o.store.Get(sk)
 	if err != nil {
 		return nil, false, o.stateErr("read", err)
 	}
@@ -269,7 +283,13 @@ func (o *Operator) value(side int, key []byte, idx int64) (row, bool, error) {
 		return nil, false, errcode.Corrupt("", nil, "%s: state of the %s side has no value %d of a key it counts", o.p, sideName(side), idx)
 	}
 	r, m, err := decodeRow(o.p.sides[side].Schema.Fields, v)
-	return r, m, o.stateErr("read", err)
+	if err != nil {
+		return nil, false, o.stateErr("read", err)
+	}
+	if o.rows != nil {
+		o.rows[string(sk)] = cachedRow{r, m}
+	}
+	return r, m, nil
 }
 
 func (o *Operator) putValue(side int, key []byte, idx int64, r row, matched bool) error {
@@ -278,7 +298,11 @@ func (o *Operator) putValue(side int, key []byte, idx int64, r row, matched bool
 		return fmt.Errorf("%s: %w", o.p, err)
 	}
 	o.put++
-	return o.stateErr("write", o.store.Put(stateKey(nil, side, StoreKeyWithIndexToValue, key, idx, true), v))
+	sk := stateKey(nil, side, StoreKeyWithIndexToValue, key, idx, true)
+	if o.rows != nil {
+		o.rows[string(sk)] = cachedRow{r, matched}
+	}
+	return o.stateErr("write", o.store.Put(sk, v))
 }
 
 func (o *Operator) putCount(side int, key []byte, n int64) error {
@@ -439,7 +463,9 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 				}
 			}
 			for i := len(keep); i < len(rows); i++ {
-				if err := o.stateErr("write", o.store.Delete(stateKey(nil, side, StoreKeyWithIndexToValue, key, int64(i), true))); err != nil {
+				sk := stateKey(nil, side, StoreKeyWithIndexToValue, key, int64(i), true)
+				delete(o.rows, string(sk))
+				if err := o.stateErr("write", o.store.Delete(sk)); err != nil {
 					return err
 				}
 			}
@@ -483,7 +509,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		},
 	}
 	o.finished = true
-	o.out = nil
+	o.out, o.rows = nil, nil
 	return out, o.progress, nil
 }
 
@@ -519,7 +545,7 @@ func (o *Operator) Abort() {
 	if o.store != nil {
 		o.store.Abort()
 	}
-	o.inBatch, o.finished, o.out = false, false, nil
+	o.inBatch, o.finished, o.out, o.rows = false, false, nil, nil
 }
 
 // NeedsNoDataBatch reports whether a batch at watermarkMs would evict a
