@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// The streaming paths of Spark's DeltaSink (docs/contracts.md, Delta
-// table): in output mode append (and for a query with no stateful operator,
+// The streaming paths of Spark's DeltaSink (see docs/contracts.md,
+// Delta table): in output mode append (and for a query with no stateful operator,
 // stream.SinkEnv.Append) each batch's rows are appended as new data files;
 // in output mode complete they replace the whole table: the commit removes
 // every live file and adds the batch's (DeltaSink's
