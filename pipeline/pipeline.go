@@ -361,13 +361,6 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
 	cols := c.q.Columns
-	if len(dups)+len(dupsWithin) > 0 && c.agg == nil {
-		// A query without an aggregation selects its columns in the read
-		// path, before any stage: the deduplication would not see its own.
-		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
-			"aggregate in the query (e.g. GROUP BY), or leave the flag out",
-			"--drop-duplicates applies before a query's aggregation; this query has none")
-	}
 	if len(dups)+len(dupsWithin) > 0 {
 		// The deduplication reads its columns too.
 		cols = append([]string(nil), cols...)
@@ -388,8 +381,18 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.DropDuplicatesWithinWatermark(dupsWithin...)
 	}
 	pre := fq.OperatorShapes()
-	if c.agg != nil {
+	switch {
+	case c.agg != nil:
 		fq.Operator(c.agg)
+	case len(pre) > 0:
+		// A query without an aggregation selects its columns after the
+		// deduplications, which read theirs too (Spark's Project over
+		// Deduplicate), and appends the rows they keep.
+		sel := make([]flow.Column, len(c.q.Select))
+		for i, col := range c.q.Select {
+			sel[i] = flow.Col(col)
+		}
+		fq.Select(sel...)
 	}
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
@@ -427,8 +430,11 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	c.apply(&q)
 	if len(pre) > 0 {
 		// The deduplications run before the query's operator (the one
-		// the engine runs, c.op), as stages, on the columns they read too.
-		q.Stages[len(q.Stages)-1] = engine.Stage{Operator: c.op}
+		// the engine runs, c.op) or its selection, as stages, on the
+		// columns they read too.
+		if c.agg != nil {
+			q.Stages[len(q.Stages)-1] = engine.Stage{Operator: c.op}
+		}
 		q.Operator, q.Columns = nil, cols
 	}
 	localDir := cfg.LocalDir
