@@ -345,6 +345,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if err != nil {
 		return engine.Query{}, engine.Options{}, err
 	}
+	if err := checkOverlap(cfg, sources); err != nil {
+		return engine.Query{}, engine.Options{}, err
+	}
 	ckpt, table, fs, err := Locations(cfg)
 	if err != nil {
 		return engine.Query{}, engine.Options{}, err
