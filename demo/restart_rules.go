@@ -66,6 +66,9 @@ type rrCase struct {
 	pending bool
 	// positional uses the baseline without source evolution.
 	positional bool
+	// fresh runs setup on a new checkpoint and table instead of the
+	// baseline's (a query whose operators the baseline lacks).
+	fresh bool
 }
 
 type rrEnv struct {
@@ -141,10 +144,28 @@ func restartCases() []rrCase {
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = pipeline.ReferenceQuery, "" }},
 		{change: "output mode update -> append", spark: "not in the table (the sink must support the mode)", ours: "allowed: MERGE upserts full values; logged", expected: "allowed",
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "append" }},
+		{change: "add a deduplication (--drop-duplicates hash, operator 0)", spark: sparkOperatorsRule, ours: "refused: a new operator has no state",
+			expected: "refused", code: errcode.StateSchemaMismatch, modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash" }},
+		{change: "remove the deduplication", spark: sparkOperatorsRule, ours: "refused: its state would be left behind", expected: "refused",
+			code: errcode.StateSchemaMismatch, fresh: true, setup: dedupHash, modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "" }},
+		{change: "deduplication columns (hash -> hash, miner)", spark: "not allowed: the number or types of the columns must not change (state schema)",
+			ours: "refused: the state is keyed by the old columns", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: dedupHash,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash, miner" }},
+		{change: "dropDuplicates(hash) -> dropDuplicatesWithinWatermark(hash)", spark: "not allowed: another state schema (expiresAtMicros value)",
+			ours: "refused: another state schema", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: dedupHash,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates, c.DropDuplicatesWithinWatermark = "", "hash" }},
 		{change: "any change (a filter) with a planned, uncommitted batch", spark: "the planned batch re-runs first with the same data", ours: "the same: its recorded offsets and watermark",
 			expected: "allowed", pending: true, modify: withQuery(rrFilter)},
 	}
 }
+
+// sparkOperatorsRule is Spark's rule for a stateful operator added or
+// removed: the state schema and operator metadata checks refuse it.
+const sparkOperatorsRule = "not allowed: stateful operations may not change between restarts (state schema check)"
+
+// dedupHash is the setup start of the deduplication's rows: the query with
+// --drop-duplicates 'hash' on a new checkpoint.
+func dedupHash(c *pipeline.Config) { c.DropDuplicates = "hash" }
 
 // RestartRules runs the scenario and writes results/restart-rules.csv.
 func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
@@ -231,11 +252,13 @@ func prepareCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Co
 			return "", nil, err
 		}
 	}
-	if err := copyTree(filepath.Join(baseline, "checkpoint"), cfg.Checkpoint); err != nil {
-		return "", nil, err
-	}
-	if err := copyTree(filepath.Join(baseline, "table"), cfg.Table); err != nil {
-		return "", nil, err
+	if !c.fresh {
+		if err := copyTree(filepath.Join(baseline, "checkpoint"), cfg.Checkpoint); err != nil {
+			return "", nil, err
+		}
+		if err := copyTree(filepath.Join(baseline, "table"), cfg.Table); err != nil {
+			return "", nil, err
+		}
 	}
 	if c.setup != nil {
 		s := cfg
