@@ -24,6 +24,11 @@ type Day struct {
 	TxCount []int64   // transaction_count
 	Size    []int64   // size, the block's RLP size in bytes
 	TD      []float64 // total_difficulty
+	// bodies is set by AddBodies: the headers' roots and blooms are then
+	// those of the bodies Body regenerates from bodySeed (otherwise seeded
+	// placeholders, see doc.go).
+	bodies   bool
+	bodySeed int64
 }
 
 // BuildDay derives day index (0 = 2015-07-30; see Preset.DayIndex) of the

@@ -345,7 +345,11 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 	if old.Kind == shape.KindDeduplicate || cur.Kind == shape.KindDeduplicate {
 		return c.dedupState(old, cur, several)
 	}
-	if windowText(old.Window) != windowText(cur.Window) {
+	switch {
+	case old.Window != nil && cur.Window != nil && old.Window.Gap != "" && cur.Window.Gap != "" && old.Window.Column == cur.Window.Column && old.Window.Gap != cur.Window.Gap:
+		// The stored sessions were merged under the old gap.
+		what = append(what, "session gap")
+	case windowText(old.Window) != windowText(cur.Window):
 		what = append(what, "window")
 	}
 	if !slices.Equal(old.Keys, cur.Keys) {
@@ -414,9 +418,20 @@ func (c *shapeCheck) watermark() {
 
 func (c *shapeCheck) modeAndTrigger() {
 	old, cur := c.old, c.cur
-	if old.OutputMode != cur.OutputMode {
+	switch {
+	case old.OutputMode == cur.OutputMode:
+	case cur.OutputMode == "append" && len(cur.OperatorList()) > 0:
+		// Update and complete emit a group before it is final; append emits
+		// it again when the watermark closes it, and an append sink (Delta's
+		// blind append, the file sink) would hold it twice.
+		c.refuse("output mode", old.OutputMode, cur.OutputMode, sparkMode,
+			"refused: groups the old mode already wrote would be appended a second time when final",
+			errcode.OutputModeChanged, "keep --output-mode "+old.OutputMode+", or "+newCkpt,
+			"the output mode changed from %s to append: the %s mode wrote groups before they were final, and append mode writes each again when the watermark closes it, so the sink, which appends, would hold those groups twice",
+			old.OutputMode, old.OutputMode)
+	default:
 		c.allow("output mode", old.OutputMode, cur.OutputMode, sparkMode,
-			"allowed: the MERGE sink upserts full values in every mode; the rows emitted change from the first batch it applies to (logged)", c.first)
+			"allowed: update MERGEs full values by key and complete replaces the table; the rows emitted change from the first batch it applies to (logged)", c.first)
 		c.warn("the output mode changed from %s to %s: it applies from batch %d on", old.OutputMode, cur.OutputMode, c.first)
 	}
 	if old.Trigger != cur.Trigger {
@@ -434,6 +449,9 @@ func orNone(s string) string {
 func windowText(w *shape.Window) string {
 	if w == nil {
 		return "none"
+	}
+	if w.Gap != "" {
+		return "session_window(" + w.Column + ", '" + w.Gap + "')"
 	}
 	s := "window(" + w.Column + ", '" + w.Size + "'"
 	if w.Slide != "" {

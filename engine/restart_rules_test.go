@@ -77,7 +77,8 @@ func TestRestartRules(t *testing.T) {
 		{name: "watermark delay down", change: func(s *shape.Shape) { s.Watermark.DelayUs /= 2 }, sp: pending,
 			changes: "watermark delay decreased", first: 10, warn: "from batch 10 on"},
 		{name: "watermark removed", change: func(s *shape.Shape) { s.Watermark = nil }, code: errcode.WatermarkChanged, changes: "watermark"},
-		{name: "output mode", change: func(s *shape.Shape) { s.OutputMode = "append" }, changes: "output mode", first: 10, warn: "output mode changed"},
+		{name: "output mode update -> complete", change: func(s *shape.Shape) { s.OutputMode = "complete" }, changes: "output mode", first: 10, warn: "output mode changed"},
+		{name: "output mode update -> append", change: func(s *shape.Shape) { s.OutputMode = "append" }, code: errcode.OutputModeChanged, changes: "output mode"},
 		{name: "two refusals, first one reported", change: func(s *shape.Shape) { s.Sink.Location = "/t2"; s.Watermark.DelayUs *= 2 },
 			code: errcode.SinkLocationChanged, changes: "sink location,watermark delay increased"},
 	} {

@@ -294,7 +294,16 @@ func Locations(cfg Config) (checkpoint, table string, fs vfs.FS, err error) {
 	if err := storage.CheckLocal("--progress", cfg.ProgressFile); err != nil {
 		return "", "", nil, err
 	}
-	fs, err = storage.NewFS(context.Background(), cfg.FS, ckpt, tbl)
+	locs := []storage.Location{ckpt, tbl}
+	if cfg.Sink != "" {
+		// The file sink's output: an S3 prefix needs its bucket's store.
+		spec, err := ParseSinkSpec(cfg.Sink)
+		if err != nil {
+			return "", "", nil, err
+		}
+		locs = append(locs, spec.Location)
+	}
+	fs, err = storage.NewFS(context.Background(), cfg.FS, locs...)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -384,10 +393,8 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.DropDuplicatesWithinWatermark(dupsWithin...)
 	}
 	pre := fq.OperatorShapes()
-	switch {
-	case c.agg != nil:
-		fq.Operator(c.agg)
-	case len(pre) > 0:
+	c.addSteps(fq)
+	if c.agg == nil && len(pre) > 0 {
 		// A query without an aggregation selects its columns after the
 		// deduplications, which read theirs too (Spark's Project over
 		// Deduplicate), and appends the rows they keep.
@@ -412,7 +419,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.WriteTo(sink).Shape(&c.shape)
 	} else if cfg.Table != "" {
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
-			TableProperties: cfg.TableProperties})
+			TableProperties: cfg.TableProperties, OutputMode: c.q.Spec.Mode.String()})
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
@@ -432,13 +439,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// without an aggregation selects) is the engine's, not a stage.
 	c.apply(&q)
 	if len(pre) > 0 {
-		// The deduplications run before the query's operator (the one
-		// the engine runs, c.op) or its selection, as stages, on the
-		// columns they read too.
-		if c.agg != nil {
-			q.Stages[len(q.Stages)-1] = engine.Stage{Operator: c.op}
-		}
-		q.Operator, q.Columns = nil, cols
+		// The deduplications, before the query's operators or its
+		// selection, read their columns too.
+		q.Columns = cols
 	}
 	localDir := cfg.LocalDir
 	if localDir == "" {

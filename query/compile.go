@@ -89,11 +89,16 @@ type Compiled struct {
 	// Post is the stage over the aggregation's output (HAVING, expressions
 	// over aggregates and group keys), nil without one.
 	Post *filter.Post
+	// Steps are the plan after the read path, in order (query/plan.go):
+	// what the caller builds. Spec, Derived and Post above are its first
+	// aggregation's, Select the read path's projection of a plan without
+	// one.
+	Steps []Step
 }
 
 // Stateful reports whether the query has a stateful operator (an
 // aggregation); a query without one appends the rows it selects.
-func (c *Compiled) Stateful() bool { return c.Select == nil }
+func (c *Compiled) Stateful() bool { return c.Operators() > 0 }
 
 // ParseOutputMode reads Spark's outputMode names.
 func ParseOutputMode(s string) (agg.OutputMode, error) {
@@ -149,6 +154,9 @@ func Compile(src string, o Options) (*Compiled, error) {
 	}
 	r.columns()
 	r.c.Spec = r.spec
+	if r.c.Select == nil {
+		r.c.Steps = append(r.c.Steps, Step{Aggregate: &Aggregation{Spec: r.spec, Derived: r.c.Derived, Post: r.c.Post}})
+	}
 	r.c.Text = canonical(sel, r.c.From)
 	return r.c, nil
 }

@@ -30,6 +30,11 @@ const KindAggregate = "aggregate"
 // columns.
 const KindDeduplicate = "deduplicate"
 
+// KindSessionWindow is Operator.Kind of a session window aggregation
+// (package session); its Window has the time column and Gap, Keys are the
+// other group columns.
+const KindSessionWindow = "sessionWindow"
+
 // Source is one input of the query.
 type Source struct {
 	Name     string `json:"name"`
@@ -38,11 +43,16 @@ type Source struct {
 	Options  string `json:"options"`
 }
 
-// Window is the event-time window.
+// Window is the event-time window: a time window (Size, Slide) or a
+// session window (Gap).
 type Window struct {
 	Column string `json:"column"`
 	Size   string `json:"size"`
 	Slide  string `json:"slide"`
+	// Gap is a session window's gap ('10 minutes', or "column <name>" for
+	// a per-row gap); omitted for a time window, so records without
+	// session windows are unchanged.
+	Gap string `json:"gap,omitempty"`
 }
 
 // Watermark is withWatermark(column, delay).
@@ -66,7 +76,8 @@ type Sink struct {
 type Operator struct {
 	// ID is the operator's id in plan order (its state directory).
 	ID int `json:"id"`
-	// Kind is what the operator is: KindAggregate or KindDeduplicate.
+	// Kind is what the operator is: KindAggregate, KindDeduplicate or
+	// KindSessionWindow.
 	Kind   string  `json:"kind"`
 	Window *Window `json:"window"`
 	// Keys, Aggregates and StateSchema are Shape's fields of the same name,
@@ -255,7 +266,7 @@ func checkOperators(path string, v int, s Shape) error {
 		if o.ID != i {
 			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
 		}
-		if o.Kind != KindAggregate && o.Kind != KindDeduplicate {
+		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow {
 			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
 		}
 	}
