@@ -18,7 +18,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -371,39 +370,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	for _, ns := range sources {
 		fq.Read(ns.Name, ns.Source)
 	}
-	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
-	cols := c.q.Columns
-	if len(dups)+len(dupsWithin) > 0 {
-		// The deduplication reads its columns too.
-		cols = append([]string(nil), cols...)
-		for _, col := range append(append([]string(nil), dups...), dupsWithin...) {
-			if !slices.Contains(cols, col) {
-				cols = append(cols, col)
-			}
-		}
-	}
-	fq.Columns(cols...)
-	if col, delay, ok := c.q.Spec.Watermark(); ok {
-		fq.WithWatermark(col, delay)
-	}
-	if len(dups) > 0 {
-		fq.DropDuplicates(dups...)
-	}
-	if len(dupsWithin) > 0 {
-		fq.DropDuplicatesWithinWatermark(dupsWithin...)
-	}
-	pre := fq.OperatorShapes()
+	cols, pre := c.dedupPlan(fq, dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark))
 	c.addSteps(fq)
-	if c.agg == nil && len(pre) > 0 {
-		// A query without an aggregation selects its columns after the
-		// deduplications, which read theirs too (Spark's Project over
-		// Deduplicate), and appends the rows they keep.
-		sel := make([]flow.Column, len(c.q.Select))
-		for i, col := range c.q.Select {
-			sel[i] = flow.Col(col)
-		}
-		fq.Select(sel...)
-	}
+	c.selectAfterDedup(fq, pre)
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
