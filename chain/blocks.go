@@ -59,6 +59,16 @@ func (db *Day) Index() int { return db.day.index }
 // FirstBlock is the number of the day's first block.
 func (db *Day) FirstBlock() uint64 { return db.day.first }
 
+// TrimBefore drops the blocks numbered below first (a window that starts
+// inside the day: LastBlocksPreset); call it before LinkTo.
+func (db *Day) TrimBefore(first uint64) {
+	if len(db.Headers) == 0 || first <= db.Headers[0].Number.Uint64() {
+		return
+	}
+	k := min(int(first-db.Headers[0].Number.Uint64()), len(db.Headers))
+	db.Headers, db.TxCount, db.Size, db.TD = db.Headers[k:], db.TxCount[k:], db.Size[k:], db.TD[k:]
+}
+
 // Anchor is the ParentHash of a window's first block (see doc.go, Hashes).
 func Anchor(seed int64, first uint64) common.Hash { return anchorHash(seed, first) }
 

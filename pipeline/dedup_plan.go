@@ -47,7 +47,7 @@ func (c *compiled) dedupPlan(fq *flow.Query, dups, within []string) (cols []stri
 // their own columns too, and the list is taken after them (Spark's Project
 // over Deduplicate); the rows they keep are appended.
 func (c *compiled) selectAfterDedup(fq *flow.Query, pre []shape.Operator) {
-	if c.agg != nil || len(pre) == 0 {
+	if c.agg != nil || c.sess != nil || len(pre) == 0 {
 		return
 	}
 	sel := make([]flow.Column, len(c.q.Select))

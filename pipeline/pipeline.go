@@ -345,6 +345,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	if isJoinQuery(cfg) {
+		return buildJoinQuery(cfg, logger)
+	}
 	c, err := CompileQuery(cfg)
 	if err != nil {
 		return engine.Query{}, engine.Options{}, err
@@ -412,6 +415,11 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		// selection, read their columns too.
 		q.Columns = cols
 	}
+	return q, runOptions(cfg, ckpt, fs, logger), nil
+}
+
+// runOptions are the engine's options of a run of cfg.
+func runOptions(cfg Config, ckpt string, fs vfs.FS, logger *slog.Logger) engine.Options {
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
@@ -434,7 +442,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		Logger:        logger,
 		Listeners:     cfg.Listeners,
 	}
-	return q, opts, nil
+	return opts
 }
 
 // buildSources builds the compiled query's sources; a source that
@@ -493,6 +501,9 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS, conf map[
 			return nil, err
 		}
 		o.Logger, o.FS, o.Columns = logger, archiveFS, BlockArchiveColumns()
+		if t := archiveTable(spec.URI); t != "" {
+			o.Columns = TableArchiveColumns(t)
+		}
 		return s3archive.New(o)
 	case "ethrpc":
 		o, err := ethrpc.ParseURI(spec.URI)

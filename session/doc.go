@@ -49,8 +49,8 @@
 //	              aggregates (agg.Buffers.ValueFields: per aggregate its
 //	              running value, and <As>__nonnull Int64 for
 //	              sum/min/max/avg; avg keeps a double sum)
-//	Spec          "session/v1 time=<col> gap=<duration>|gapColumn=<col>
-//	              groupBy=<cols> aggs=<kind>(<col>|*):<as>,..."
+//	Spec          "session/v1 time=<col> gap=<duration>|gapColumn=<col>[
+//	              gapExpr=<text>] groupBy=<cols> aggs=<kind>(<col>|*):<as>,..."
 //
 // The gap is in the spec text, so a restart with another gap is
 // STATE_SCHEMA_MISMATCH (stored sessions were merged under the old gap;

@@ -130,16 +130,17 @@ func (o *Operator) Aggregates() []agg.Aggregate { return o.p.buf.Aggregates() }
 // String renders the operator for the query shape.
 func (o *Operator) String() string { return o.p.String() }
 
-// OutputSchema is session_window_start, session_window_end, the group
+// OutputSchema is session_window_start, session_window_end (or
+// Spec.StartAs and EndAs), the group
 // columns, then the aggregates; the key is the group columns and the
 // session start.
 func (o *Operator) OutputSchema() stream.Schema {
-	s := stream.Schema{Fields: []stream.Field{{Name: ColStart, Type: stream.Timestamp}, {Name: ColEnd, Type: stream.Timestamp}}}
+	s := stream.Schema{Fields: []stream.Field{{Name: o.p.spec.StartAs, Type: stream.Timestamp}, {Name: o.p.spec.EndAs, Type: stream.Timestamp}}}
 	for i, g := range o.p.spec.GroupBy {
 		s.Fields = append(s.Fields, stream.Field{Name: g, Type: o.p.groupType[i], Nullable: true})
 		s.Key = append(s.Key, g)
 	}
-	s.Key = append(s.Key, ColStart)
+	s.Key = append(s.Key, o.p.spec.StartAs)
 	s.Fields = append(s.Fields, o.p.buf.OutputFields()...)
 	return s
 }

@@ -47,6 +47,11 @@ type Spec struct {
 	// malformed, zero or negative has no session and is skipped, as Spark
 	// filters it.
 	GapColumn string
+	// GapExpr is the text of the expression GapColumn was derived from
+	// (SQL's session_window(ts, CASE ... END)), recorded in the state
+	// schema and the query shape so that another expression is a changed
+	// gap; "" when the caller computes the column itself.
+	GapExpr string
 	// GroupBy names the group columns besides the session window, at
 	// least one (Spark refuses a global session aggregation).
 	GroupBy []string
@@ -62,6 +67,10 @@ type Spec struct {
 	NonANSI bool
 	// ColumnTypes gives the type of every input column the spec reads.
 	ColumnTypes map[string]stream.Type
+	// StartAs and EndAs name the output columns of the session's start and
+	// end; "" is ColStart and ColEnd. They shape the output only, not the
+	// state.
+	StartAs, EndAs string
 }
 
 // plan is a validated Spec.
@@ -116,7 +125,16 @@ func newPlan(spec Spec) (*plan, error) {
 	if len(spec.GroupBy) == 0 {
 		return nil, invalid("Global aggregation with session window in streaming query is not supported: group by at least one column besides session_window")
 	}
-	reserved := []string{ColStart, ColEnd}
+	if p.spec.StartAs == "" {
+		p.spec.StartAs = ColStart
+	}
+	if p.spec.EndAs == "" {
+		p.spec.EndAs = ColEnd
+	}
+	if p.spec.StartAs == p.spec.EndAs {
+		return nil, invalid("the session's start and end are both named %q", p.spec.StartAs)
+	}
+	reserved := []string{p.spec.StartAs, p.spec.EndAs}
 	for _, g := range spec.GroupBy {
 		t, ok := spec.ColumnTypes[g]
 		if !ok {
@@ -152,6 +170,9 @@ func (p *plan) specText() string {
 	fmt.Fprintf(&b, "session/v1 time=%s ", p.spec.Column)
 	if p.spec.GapColumn != "" {
 		fmt.Fprintf(&b, "gapColumn=%s", p.spec.GapColumn)
+		if p.spec.GapExpr != "" {
+			fmt.Fprintf(&b, " gapExpr=%s", p.spec.GapExpr)
+		}
 	} else {
 		fmt.Fprintf(&b, "gap=%s", p.spec.Gap)
 	}
@@ -160,8 +181,11 @@ func (p *plan) specText() string {
 }
 
 // GapText renders the gap as the query shape records it: the interval
-// ('10 minutes') or the gap column's name.
+// ('10 minutes'), the gap's expression, or the gap column's name.
 func (s Spec) GapText() string {
+	if s.GapExpr != "" {
+		return s.GapExpr
+	}
 	if s.GapColumn != "" {
 		return "column " + s.GapColumn
 	}

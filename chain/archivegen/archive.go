@@ -433,6 +433,7 @@ func (g *generation) run(ctx context.Context, parent common.Hash) ([]ManifestFil
 			defer wg.Done()
 			for i := range jobs {
 				db := chain.BuildDay(g.o.Seed, g.first+i)
+				db.TrimBefore(g.o.Preset.FirstBlock) // a window starting inside its first day
 				if len(g.o.Tables) > 0 {
 					db.AddBodies(g.o.Seed)
 				}
@@ -546,7 +547,7 @@ func (g *generation) encode(db *chain.Day) {
 	}
 	file := ManifestFile{
 		Key: key, Date: db.Date().Format(time.DateOnly), Rows: int64(len(db.Headers)), Bytes: size,
-		FirstBlock: db.FirstBlock(), LastBlock: db.Headers[len(db.Headers)-1].Number.Uint64(),
+		FirstBlock: db.Headers[0].Number.Uint64(), LastBlock: db.Headers[len(db.Headers)-1].Number.Uint64(),
 	}
 	var tables []ManifestFile
 	if len(g.o.Tables) > 0 {

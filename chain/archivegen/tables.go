@@ -3,7 +3,6 @@ package archivegen
 import (
 	"fmt"
 	"io"
-	"math/big"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethtables"
 	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
@@ -24,9 +24,9 @@ import (
 // directories under v1.0/eth.
 const (
 	TableBlocks         = "blocks"
-	TableTransactions   = "transactions"
-	TableLogs           = "logs"
-	TableTokenTransfers = "token_transfers"
+	TableTransactions   = ethtables.Transactions
+	TableLogs           = ethtables.Logs
+	TableTokenTransfers = ethtables.TokenTransfers
 )
 
 // Tables lists every table gen-archive can write, blocks first.
@@ -62,150 +62,22 @@ func ParseTables(s string) ([]string, error) {
 	return out, nil
 }
 
-// txRow is a transactions-table row: the AWS dataset's columns and types
-// (docs/contracts.md, Data: "Transaction tables"). to_address is null for a
-// contract creation, receipt_contract_address null otherwise,
-// receipt_status null before Byzantium (the receipt held a state root),
-// the two EIP-1559 fee caps null for other transaction types; gas_price is
-// what eth_getTransactionByHash reports: the effective price for an
-// EIP-1559 transaction.
-type txRow struct {
-	Hash                     string  `parquet:"hash"`
-	Nonce                    int64   `parquet:"nonce"`
-	TransactionIndex         int64   `parquet:"transaction_index"`
-	FromAddress              string  `parquet:"from_address"`
-	ToAddress                *string `parquet:"to_address,optional"`
-	Value                    float64 `parquet:"value"`
-	Gas                      int64   `parquet:"gas"`
-	GasPrice                 int64   `parquet:"gas_price"`
-	Input                    string  `parquet:"input"`
-	ReceiptCumulativeGasUsed int64   `parquet:"receipt_cumulative_gas_used"`
-	ReceiptGasUsed           int64   `parquet:"receipt_gas_used"`
-	ReceiptContractAddress   *string `parquet:"receipt_contract_address,optional"`
-	ReceiptStatus            *int64  `parquet:"receipt_status,optional"`
-	BlockTimestamp           int64   `parquet:"block_timestamp,timestamp(microsecond)"`
-	BlockNumber              int64   `parquet:"block_number"`
-	BlockHash                string  `parquet:"block_hash,dict"`
-	MaxFeePerGas             *int64  `parquet:"max_fee_per_gas,optional"`
-	MaxPriorityFeePerGas     *int64  `parquet:"max_priority_fee_per_gas,optional"`
-	TransactionType          int64   `parquet:"transaction_type"`
-	ReceiptEffectiveGasPrice int64   `parquet:"receipt_effective_gas_price"`
+// The rows of a block of the model, through the one row function of
+// package ethtables (the JSON-RPC source uses it too).
+func blockOf(h *types.Header, hash common.Hash) ethtables.Block {
+	return ethtables.Block{Number: h.Number.Uint64(), Hash: hash, Time: h.Time}
 }
 
-// logRow is a logs-table row. topics is Spark's array<string>: a
-// three-level LIST group (topics.list.element).
-type logRow struct {
-	LogIndex         int64    `parquet:"log_index"`
-	TransactionHash  string   `parquet:"transaction_hash"`
-	TransactionIndex int64    `parquet:"transaction_index"`
-	Address          string   `parquet:"address,dict"`
-	Data             string   `parquet:"data"`
-	Topics           []string `parquet:"topics,list"`
-	BlockTimestamp   int64    `parquet:"block_timestamp,timestamp(microsecond)"`
-	BlockNumber      int64    `parquet:"block_number"`
-	BlockHash        string   `parquet:"block_hash,dict"`
+func txRows(h *types.Header, hash common.Hash, body *chain.Body) []ethtables.Transaction {
+	return ethtables.TransactionRows(blockOf(h, hash), body.Txs, body.Senders, body.Receipts)
 }
 
-// tokenTransferRow is a token_transfers-table row: one per ERC-20
-// Transfer log (three topics: the event, from, to; the amount in data),
-// value the amount as a double.
-type tokenTransferRow struct {
-	TokenAddress    string  `parquet:"token_address,dict"`
-	FromAddress     string  `parquet:"from_address"`
-	ToAddress       string  `parquet:"to_address"`
-	Value           float64 `parquet:"value"`
-	TransactionHash string  `parquet:"transaction_hash"`
-	LogIndex        int64   `parquet:"log_index"`
-	BlockTimestamp  int64   `parquet:"block_timestamp,timestamp(microsecond)"`
-	BlockNumber     int64   `parquet:"block_number"`
-	BlockHash       string  `parquet:"block_hash,dict"`
+func logRows(h *types.Header, hash common.Hash, body *chain.Body) []ethtables.Log {
+	return ethtables.LogRows(blockOf(h, hash), body.Receipts)
 }
 
-func addrHex(a common.Address) string { return hexString(a[:]) }
-
-func hashHex(h common.Hash) string { return hexString(h[:]) }
-
-// bigFloat is a wei amount as the dataset's double: the nearest float64.
-func bigFloat(v *big.Int) float64 {
-	f, _ := new(big.Float).SetInt(v).Float64()
-	return f
-}
-
-func i64(v *big.Int) *int64 { return ptr(v.Int64()) }
-
-// txRows are the transactions-table rows of one block (hash the block's
-// hash, body its body), in transaction order.
-func txRows(h *types.Header, hash common.Hash, body *chain.Body) []txRow {
-	out := make([]txRow, len(body.Txs))
-	bh := hashHex(hash)
-	ts := int64(h.Time) * 1_000_000
-	for i, tx := range body.Txs {
-		rc := body.Receipts[i]
-		r := txRow{
-			Hash: hashHex(rc.TxHash), Nonce: int64(tx.Nonce()), TransactionIndex: int64(i),
-			FromAddress: addrHex(body.Senders[i]), Value: bigFloat(tx.Value()), Gas: int64(tx.Gas()),
-			GasPrice: rc.EffectiveGasPrice.Int64(), Input: hexString(tx.Data()),
-			ReceiptCumulativeGasUsed: int64(rc.CumulativeGasUsed), ReceiptGasUsed: int64(rc.GasUsed),
-			BlockTimestamp: ts, BlockNumber: h.Number.Int64(), BlockHash: bh,
-			TransactionType: int64(tx.Type()), ReceiptEffectiveGasPrice: rc.EffectiveGasPrice.Int64(),
-		}
-		if tx.Type() != types.DynamicFeeTxType {
-			r.GasPrice = tx.GasPrice().Int64()
-		}
-		if to := tx.To(); to != nil {
-			r.ToAddress = ptr(addrHex(*to))
-		} else {
-			r.ReceiptContractAddress = ptr(addrHex(rc.ContractAddress))
-		}
-		if len(rc.PostState) == 0 {
-			r.ReceiptStatus = ptr(int64(rc.Status))
-		}
-		if tx.Type() == types.DynamicFeeTxType {
-			r.MaxFeePerGas, r.MaxPriorityFeePerGas = i64(tx.GasFeeCap()), i64(tx.GasTipCap())
-		}
-		out[i] = r
-	}
-	return out
-}
-
-// logRows are the logs-table rows of one block, in log-index order.
-func logRows(h *types.Header, hash common.Hash, body *chain.Body) []logRow {
-	var out []logRow
-	bh := hashHex(hash)
-	for _, l := range body.Logs() {
-		topics := make([]string, len(l.Topics))
-		for k, t := range l.Topics {
-			topics[k] = hashHex(t)
-		}
-		out = append(out, logRow{LogIndex: int64(l.Index), TransactionHash: hashHex(l.TxHash), TransactionIndex: int64(l.TxIndex),
-			Address: addrHex(l.Address), Data: hexString(l.Data), Topics: topics,
-			BlockTimestamp: int64(h.Time) * 1_000_000, BlockNumber: h.Number.Int64(), BlockHash: bh})
-	}
-	return out
-}
-
-// IsTokenTransfer is whether a log is an ERC-20 Transfer: the event's
-// topic and exactly two indexed addresses (an ERC-721 Transfer indexes its
-// token id too and has four topics).
-func IsTokenTransfer(l *types.Log) bool {
-	return len(l.Topics) == 3 && l.Topics[0] == chain.TransferTopic && len(l.Data) == 32
-}
-
-// tokenTransferRows are the token_transfers-table rows of one block: its
-// ERC-20 Transfer logs, in log-index order.
-func tokenTransferRows(h *types.Header, hash common.Hash, body *chain.Body) []tokenTransferRow {
-	var out []tokenTransferRow
-	bh := hashHex(hash)
-	for _, l := range body.Logs() {
-		if !IsTokenTransfer(l) {
-			continue
-		}
-		out = append(out, tokenTransferRow{TokenAddress: addrHex(l.Address),
-			FromAddress: addrHex(common.BytesToAddress(l.Topics[1][12:])), ToAddress: addrHex(common.BytesToAddress(l.Topics[2][12:])),
-			Value: bigFloat(new(big.Int).SetBytes(l.Data)), TransactionHash: hashHex(l.TxHash), LogIndex: int64(l.Index),
-			BlockTimestamp: int64(h.Time) * 1_000_000, BlockNumber: h.Number.Int64(), BlockHash: bh})
-	}
-	return out
+func tokenTransferRows(h *types.Header, hash common.Hash, body *chain.Body) []ethtables.TokenTransfer {
+	return ethtables.TokenTransferRows(blockOf(h, hash), body.Receipts)
 }
 
 // tableRowGroupRows is how many rows a table file's row group holds:

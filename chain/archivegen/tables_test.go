@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethstream/ethstream/chain"
+	"github.com/ethstream/ethstream/ethtables"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -191,26 +190,27 @@ func TestArchiveTablesSchema(t *testing.T) {
 func parquetSchemaOf(table string) *parquet.Schema {
 	switch table {
 	case TableTransactions:
-		return parquet.SchemaOf(new(txRow))
+		return parquet.SchemaOf(new(ethtables.Transaction))
 	case TableLogs:
-		return parquet.SchemaOf(new(logRow))
+		return parquet.SchemaOf(new(ethtables.Log))
 	}
-	return parquet.SchemaOf(new(tokenTransferRow))
+	return parquet.SchemaOf(new(ethtables.TokenTransfer))
 }
 
-// TestIsTokenTransfer: only a three-topic Transfer with a 32-byte amount
-// is an ERC-20 transfer (ERC-721's has four topics).
-func TestIsTokenTransfer(t *testing.T) {
-	a := common.BigToHash(big.NewInt(7)).Bytes()
-	for _, c := range []struct {
-		topics int
-		data   int
-		want   bool
-	}{{3, 32, true}, {4, 0, false}, {3, 0, false}, {2, 32, false}} {
-		l := &types.Log{Topics: make([]common.Hash, c.topics), Data: a[:c.data]}
-		l.Topics[0] = chain.TransferTopic
-		if IsTokenTransfer(l) != c.want {
-			t.Fatalf("%d topics, %d bytes: %v", c.topics, c.data, !c.want)
-		}
+// TestLastBlocksPreset: a window inside the last day writes only its
+// blocks, linked from the window's anchor, and the manifest reads back.
+func TestLastBlocksPreset(t *testing.T) {
+	p := chain.LastBlocksPreset(30)
+	dir := t.TempDir()
+	m, err := Generate(context.Background(), Options{Out: dir, Preset: p, Seed: 4, Tables: []string{TableTransactions}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if m.FirstBlock != chain.LastBlockNumber-29 || m.Rows != 30 || m.Files[0].FirstBlock != m.FirstBlock {
+		t.Fatalf("manifest blocks %d..%d, %d rows, file from %d", m.FirstBlock, m.LastBlock, m.Rows, m.Files[0].FirstBlock)
+	}
+	if _, err := ReadManifest(dir); err != nil {
+		t.Fatal(err)
+	}
+	checkArchive(t, dir, m)
 }
