@@ -46,6 +46,7 @@ var (
 	_ stream.SchemaOperator   = (*Operator)(nil)
 	_ stream.PartitionLimiter = (*Operator)(nil)
 	_ stream.ProgressReporter = (*Operator)(nil)
+	_ stream.RowPasser        = (*Operator)(nil)
 )
 
 // New validates spec and returns an operator to Open.
@@ -65,6 +66,10 @@ func (o *Operator) Columns() []string { return append([]string(nil), o.p.cols...
 
 // OutputSchema is the input's: the operator only drops rows.
 func (o *Operator) OutputSchema() stream.Schema { return o.p.spec.Input }
+
+// PassesRows is true: the output rows are first occurrences of the input
+// rows, each emitted once (stream.RowPasser; a sink appends them).
+func (o *Operator) PassesRows() bool { return true }
 
 // String renders the operator for the query shape.
 func (o *Operator) String() string { return o.p.String() }

@@ -1,8 +1,8 @@
 package dedup
 
 import (
-	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -112,7 +112,7 @@ func newPlan(spec Spec) (*plan, error) {
 
 func (p *plan) String() string {
 	if p.spec.WithinWatermark {
-		return fmt.Sprintf("dropDuplicatesWithinWatermark(%v)", p.cols)
+		return "dropDuplicatesWithinWatermark(" + strings.Join(p.cols, ", ") + ")"
 	}
-	return fmt.Sprintf("dropDuplicates(%v)", p.cols)
+	return "dropDuplicates(" + strings.Join(p.cols, ", ") + ")"
 }

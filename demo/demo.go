@@ -336,6 +336,13 @@ func report(ctx context.Context, o Options, env *Env, v *verifier, rep *Report, 
 	if err != nil {
 		return err
 	}
+	// 7. An archive and a live source that overlap on purpose (seam.go).
+	sp, sc, seamBatches, err := runOverlapSeam(ctx, o, env)
+	rep.Phases, rep.Checks, reorgBatches = append(rep.Phases, sp...), append(rep.Checks, sc...), append(reorgBatches, seamBatches...)
+	o.Observer.Checked(sc)
+	if err != nil {
+		return err
+	}
 	if err := WriteChecks(filepath.Join(o.ResultsDir, "verification.csv"), rep.Checks); err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func TestDemoReducedScale(t *testing.T) {
 		t.Fatalf("demo did not pass:\n%s", out.String())
 	}
 	// Every check family of docs/contracts.md, Demo checks is present.
-	for _, prefix := range []string{"1.", "2.", "3.", "4.", "5.", "6.", "7.", "8.", "9.", "10."} {
+	for _, prefix := range []string{"1.", "2.", "3.", "4.", "5.", "6.", "7.", "8.", "9.", "10.", "11."} {
 		found := false
 		for _, c := range rep.Checks {
 			found = found || strings.HasPrefix(c.Name, prefix)
@@ -53,6 +53,11 @@ func TestDemoReducedScale(t *testing.T) {
 	for _, f := range []string{"reorgs.csv", "batches.csv", "sources.csv"} {
 		if st, err := os.Stat(filepath.Join(dir, "results", "reorgs", f)); err != nil || st.Size() == 0 {
 			t.Errorf("results/reorgs/%s missing or empty: %v", f, err)
+		}
+	}
+	for _, f := range []string{"batches.csv", "sources.csv", "verification.csv"} {
+		if st, err := os.Stat(filepath.Join(dir, "results", "seam", f)); err != nil || st.Size() == 0 {
+			t.Errorf("results/seam/%s missing or empty: %v", f, err)
 		}
 	}
 	if !strings.Contains(out.String(), "TOMBSTONE_SOURCE_NAME_REUSE") {

@@ -196,10 +196,28 @@ func restartCases() []rrCase {
 		{change: "equi-join columns (add number)", spark: "not allowed: join type or equi-join columns changed", ours: "refused: the state schema check",
 			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoin(rrJoin),
 			modify: withJoin(strings.Replace(rrJoin, "ON a.hash = b.hash", "ON a.hash = b.hash AND a.number = b.number", 1))},
+		{change: "add a deduplication (--drop-duplicates hash, operator 0)", spark: sparkOperatorsRule, ours: "refused: a new operator has no state",
+			expected: "refused", code: errcode.StateSchemaMismatch, modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash" }},
+		{change: "remove the deduplication", spark: sparkOperatorsRule, ours: "refused: its state would be left behind", expected: "refused",
+			code: errcode.StateSchemaMismatch, fresh: true, setup: dedupHash, modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "" }},
+		{change: "deduplication columns (hash -> hash, miner)", spark: "not allowed: the number or types of the columns must not change (state schema)",
+			ours: "refused: the state is keyed by the old columns", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: dedupHash,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash, miner" }},
+		{change: "dropDuplicates(hash) -> dropDuplicatesWithinWatermark(hash)", spark: "not allowed: another state schema (expiresAtMicros value)",
+			ours: "refused: another state schema", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: dedupHash,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates, c.DropDuplicatesWithinWatermark = "", "hash" }},
 		{change: "any change (a filter) with a planned, uncommitted batch", spark: "the planned batch re-runs first with the same data", ours: "the same: its recorded offsets and watermark",
 			expected: "allowed", pending: true, modify: withQuery(rrFilter)},
 	}
 }
+
+// sparkOperatorsRule is Spark's rule for a stateful operator added or
+// removed: the state schema and operator metadata checks refuse it.
+const sparkOperatorsRule = "not allowed: stateful operations may not change between restarts (state schema check)"
+
+// dedupHash is the setup start of the deduplication's rows: the query with
+// --drop-duplicates 'hash' on a new checkpoint.
+func dedupHash(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash" }
 
 // RestartRules runs the scenario and writes results/restart-rules.csv.
 func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {

@@ -62,7 +62,7 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	} else if ok {
 		senv.Schema = schema
 	}
-	senv.Append = len(d.ops) == 0
+	senv.Append = appendsRows(d.ops)
 	if err := d.sink.Open(ctx, senv); err != nil {
 		return fmt.Errorf("open sink %s: %w", d.sink.Description(), err)
 	}

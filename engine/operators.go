@@ -58,6 +58,16 @@ func planOps(stages []Stage) (ops []*planOp, post []stream.Transform) {
 	return ops, pre
 }
 
+// appendsRows reports whether the sink appends the plan's output: no
+// stateful operator, or the last one passes rows (stream.RowPasser).
+func appendsRows(ops []*planOp) bool {
+	if len(ops) == 0 {
+		return true
+	}
+	rp, ok := ops[len(ops)-1].op.(stream.RowPasser)
+	return ok && rp.PassesRows()
+}
+
 // applyTransforms runs in through ts in order; nil when no row is left.
 func applyTransforms(ts []stream.Transform, in *stream.Batch) (*stream.Batch, error) {
 	for _, t := range ts {

@@ -31,6 +31,8 @@ const (
 	sparkState      = "not allowed: the state schema must stay the same"
 	sparkWatermark  = "requires a full refresh"
 	sparkMode       = "not in the table: allowed if the sink supports the mode"
+	sparkDedup      = "not allowed: the deduplication columns' number or types must not change (state schema check)"
+	sparkOperators  = "not allowed: stateful operations may not change between restarts (state schema check)"
 )
 
 // ShapeChange is one difference between the recorded and the new shape and
@@ -314,7 +316,7 @@ func (c *shapeCheck) state() {
 	old, cur := c.old, c.cur
 	oldOps, curOps := old.OperatorList(), cur.OperatorList()
 	if len(oldOps) != len(curOps) {
-		c.refuse("stateful operators", opsText(oldOps), opsText(curOps), sparkState,
+		c.refuse("stateful operators", opsText(oldOps), opsText(curOps), sparkOperators,
 			"refused: each operator's state belongs to its id; a new or removed operator has none or leaves it behind",
 			errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
 			"the query has %d stateful operators, the checkpoint's state was written by %d", len(curOps), len(oldOps))
@@ -360,6 +362,9 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 		return false
 	}
 	what := []string{}
+	if old.Kind == shape.KindDeduplicate || cur.Kind == shape.KindDeduplicate {
+		return c.dedupState(old, cur, several)
+	}
 	switch {
 	case old.Window != nil && cur.Window != nil && old.Window.Gap != "" && cur.Window.Gap != "" && old.Window.Column == cur.Window.Column && old.Window.Gap != cur.Window.Gap:
 		// The stored sessions were merged under the old gap.
@@ -505,6 +510,9 @@ func sameAggFuncs(a, b []string) bool {
 }
 
 func opStateText(o shape.Operator) string {
+	if o.Kind == shape.KindDeduplicate {
+		return dedupText(o)
+	}
 	return "group by " + strings.Join(append([]string{windowText(o.Window)}, o.Keys...), ", ") + "; " + strings.Join(o.Aggregates, ", ")
 }
 

@@ -284,6 +284,9 @@ func (q *Query) dedup(cols []string, within bool) *Query {
 	if err != nil {
 		return q.fail(err)
 	}
+	if err := q.refuseRetractions(op); err != nil {
+		return q.fail(err)
+	}
 	q.ops = append(q.ops, shape.Operator{Kind: shape.KindDeduplicate, Keys: op.Columns(), StateSchema: op.Schema().String(),
 		Input: append([]string{}, q.input...), Aggregates: []string{}})
 	q.input = nil

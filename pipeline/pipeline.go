@@ -18,7 +18,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -357,6 +356,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if err != nil {
 		return engine.Query{}, engine.Options{}, err
 	}
+	if err := checkOverlap(cfg, sources); err != nil {
+		return engine.Query{}, engine.Options{}, err
+	}
 	ckpt, table, fs, err := Locations(cfg)
 	if err != nil {
 		return engine.Query{}, engine.Options{}, err
@@ -371,36 +373,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	for _, ns := range sources {
 		fq.Read(ns.Name, ns.Source)
 	}
-	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
-	cols := c.q.Columns
-	if len(dups)+len(dupsWithin) > 0 && c.agg == nil && c.sess == nil {
-		// A query without an aggregation selects its columns in the read
-		// path, before any stage: the deduplication would not see its own.
-		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
-			"aggregate in the query (e.g. GROUP BY), or leave the flag out",
-			"--drop-duplicates applies before a query's aggregation; this query has none")
-	}
-	if len(dups)+len(dupsWithin) > 0 {
-		// The deduplication reads its columns too.
-		cols = append([]string(nil), cols...)
-		for _, col := range append(append([]string(nil), dups...), dupsWithin...) {
-			if !slices.Contains(cols, col) {
-				cols = append(cols, col)
-			}
-		}
-	}
-	fq.Columns(cols...)
-	if col, delay, ok := c.q.Spec.Watermark(); ok {
-		fq.WithWatermark(col, delay)
-	}
-	if len(dups) > 0 {
-		fq.DropDuplicates(dups...)
-	}
-	if len(dupsWithin) > 0 {
-		fq.DropDuplicatesWithinWatermark(dupsWithin...)
-	}
-	pre := fq.OperatorShapes()
+	cols, pre := c.dedupPlan(fq, dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark))
 	c.addSteps(fq)
+	c.selectAfterDedup(fq, pre)
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
@@ -436,8 +411,8 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// without an aggregation selects) is the engine's, not a stage.
 	c.apply(&q)
 	if len(pre) > 0 {
-		// The deduplications, before the query's operators, read their
-		// columns too.
+		// The deduplications, before the query's operators or its
+		// selection, read their columns too.
 		q.Columns = cols
 	}
 	return q, runOptions(cfg, ckpt, fs, logger), nil

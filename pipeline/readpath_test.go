@@ -45,7 +45,7 @@ var (
 		reflect.TypeFor[stream.ProgressReporter](), reflect.TypeFor[stream.CommitPreparer](),
 		reflect.TypeFor[stream.WatermarkLookahead](), reflect.TypeFor[stream.SchemaOperator](),
 		reflect.TypeFor[stream.StateRecorder](), reflect.TypeFor[stream.PartitionLimiter](),
-		reflect.TypeFor[stream.Checker](),
+		reflect.TypeFor[stream.Checker](), reflect.TypeFor[stream.RowPasser](),
 	}
 	// notOptional are the interfaces of package stream that are contracts
 	// of their own, not capabilities of a source or an operator.

@@ -150,7 +150,8 @@ func toBatch(schema []sparkref.Column, rows []sparkref.Row) *stream.Batch {
 // columns, null-safely; a Sign -1 row deletes) or a complete-mode
 // overwrite leaves.
 type tableSink struct {
-	keys     int // leading key columns of the output
+	keys     int // leading key columns of the output; -1: appended rows, keyed as a multiset
+	seen     map[string]int
 	complete bool
 	columns  []string
 	rows     map[string][]any
@@ -163,9 +164,11 @@ func (s *tableSink) AddBatch(_ context.Context, _ int64, out *stream.Batch) (str
 	if s.complete {
 		s.rows = map[string][]any{}
 	}
-	s.columns = s.columns[:0]
-	for _, c := range out.Columns {
-		s.columns = append(s.columns, c.Name)
+	if len(out.Columns) > 0 { // an empty batch of a plan without an operator has none
+		s.columns = s.columns[:0]
+		for _, c := range out.Columns {
+			s.columns = append(s.columns, c.Name)
+		}
 	}
 	for r := 0; r < out.Len; r++ {
 		vals := make([]any, len(out.Columns))
@@ -180,6 +183,10 @@ func (s *tableSink) AddBatch(_ context.Context, _ int64, out *stream.Batch) (str
 			default:
 				vals[ci] = c.Int64s[r]
 			}
+		}
+		if s.keys < 0 {
+			s.rows[sparkref.MultisetKey(vals, s.seen)] = vals
+			continue
 		}
 		k := sparkref.KeyText(vals[:s.keys])
 		if out.Sign(r) < 0 {
@@ -209,14 +216,17 @@ func runSparkRef(t *testing.T, q *sparkref.Query, schema []sparkref.Column, batc
 	}
 	eq := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}},
 		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Conf: conf}
-	if err := c.plan(&eq); err != nil {
+	if err := sparkRefPlan(c, q, &eq); err != nil {
 		return nil, err
 	}
-	keys := len(c.agg.Spec().GroupBy)
-	if c.agg.Spec().Window != nil {
-		keys += 2
+	sink := &tableSink{keys: -1, rows: map[string][]any{}, seen: map[string]int{}}
+	if c.agg != nil {
+		sink.keys = len(c.agg.Spec().GroupBy)
+		if c.agg.Spec().Window != nil {
+			sink.keys += 2
+		}
+		sink.complete = q.Mode == "complete"
 	}
-	sink := &tableSink{keys: keys, complete: q.Mode == "complete", rows: map[string][]any{}}
 	eq.Sink = sink
 	opts := engine.Options{CheckpointDir: "/ck", FS: vfs.NewMem(), LocalDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
 	_, err = engine.Run(context.Background(), eq, opts)
@@ -308,16 +318,26 @@ func TestSparkRef(t *testing.T) {
 		duck = json.NewEncoder(f)
 	}
 	failed := 0
-	var stats struct{ failing, empty, rows, nulls, queries, late, exprs int }
+	var stats struct{ failing, empty, rows, nulls, queries, late, exprs, dedups, dups, projections int }
 	defer func() {
-		t.Logf("%d queries (%d with expressions): %d expected to fail a batch (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO), %d empty global aggregations; %d rows compared, %d null cells, %d window instances late",
-			stats.queries, stats.exprs, stats.failing, stats.empty, stats.rows, stats.nulls, stats.late)
+		t.Logf("%d queries (%d with expressions, %d with a deduplication dropping %d rows, %d of them without an aggregation): %d expected to fail a batch (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO), %d empty global aggregations; %d rows compared, %d null cells, %d window instances late",
+			stats.queries, stats.exprs, stats.dedups, stats.dups, stats.projections, stats.failing, stats.empty, stats.rows, stats.nulls, stats.late)
+		if stats.queries >= 100 && (stats.dedups == 0 || stats.dups == 0 || stats.projections == 0) {
+			t.Errorf("no deduplication dropped a row in %d queries: the test proves nothing of it", stats.queries)
+		}
 	}()
 	for i := range *sparkrefN {
 		seed := *sparkrefSeed + uint64(i)
 		rng := rand.New(rand.NewPCG(seed, 26))
 		q := gen.Query(rng)
 		batches := gen.Batches(rng, 1+rng.IntN(8))
+		// Deduplications, and projections (with one), draw from a second
+		// rng: a seed's aggregation and batches stay those it drew before.
+		if drng := rand.New(rand.NewPCG(seed, 41)); drng.IntN(5) == 0 {
+			q = gen.Projection(drng)
+		} else {
+			gen.Dedup(drng, q)
+		}
 		// The engine adds the literal source column; the oracle sees it as
 		// a column of its own.
 		oschema := append(slices.Clone(schema), sparkref.Column{Name: stream.ColSource, Type: stream.String})
@@ -329,6 +349,13 @@ func TestSparkRef(t *testing.T) {
 		}
 		want := sparkref.Evaluate(q, oschema, obatches)
 		stats.queries++
+		if q.Dedup != nil {
+			stats.dedups++
+			stats.dups += want.Duplicates
+			if q.Project != nil {
+				stats.projections++
+			}
+		}
 		if q.Expressions() {
 			stats.exprs++
 		}
@@ -352,7 +379,7 @@ func TestSparkRef(t *testing.T) {
 		// DuckDB's GROUP BY is the whole result: the queries whose
 		// table holds only closed (append) or open (complete over
 		// windows) windows are not its to check.
-		whole := q.Mode == "update" || q.Window == nil
+		whole := (q.Mode == "update" || q.Window == nil) && q.Dedup == nil
 		if duck != nil && d == "" && want.Late == 0 && !want.EmptyGlobal && whole && !q.Expressions() {
 			if err := duck.Encode(newDuckCase(seed, q, oschema, obatches, sink, err)); err != nil {
 				t.Fatal(err)
@@ -360,7 +387,9 @@ func TestSparkRef(t *testing.T) {
 		}
 		if d != "" {
 			failed++
-			t.Errorf("seed %d: %s\n  --with-watermark %q --output-mode %s ansi=%v\n%s", seed, q.Render(), q.WatermarkOption(), q.Mode, q.ANSI, d)
+			dups, within := q.Flags()
+			t.Errorf("seed %d: %s\n  --with-watermark %q --output-mode %s ansi=%v --drop-duplicates %q --drop-duplicates-within-watermark %q\n%s",
+				seed, q.Render(), q.WatermarkOption(), q.Mode, q.ANSI, dups, within, d)
 			if failed >= 10 {
 				t.Fatal("stopping after 10 failures")
 			}

@@ -25,7 +25,10 @@ type DumpOptions struct {
 	// Batch selects the state as of batch Batch (the newest state version
 	// ≤ Batch); -1 means the latest committed batch (commits/<id>).
 	Batch  int64
-	Format string // "csv" (default) or "jsonl"
+	Format string // "csv" (default), "jsonl", or "statestore" (DumpSource)
+	// Store is the store DumpSource prints (Spark's storeName; "" = the
+	// default store, or the operator's only one).
+	Store string
 	// Columns is the preferred order of the key and value columns, e.g. the
 	// query's output order (window_start before window_end, while the key
 	// encodes window_end first for eviction). Names not in the schema are
@@ -41,8 +44,11 @@ const timestampLayout = "2006-01-02T15:04:05.999999Z07:00"
 // Validate refuses a format or batch id Dump cannot take, looking at
 // nothing else ("" is csv).
 func (o DumpOptions) Validate() error {
-	if o.Format != "" && o.Format != "csv" && o.Format != "jsonl" {
-		return errcode.New(errcode.InvalidArgument, "", "use --format csv or --format jsonl", "unknown format %q", o.Format)
+	if o.Format != "" && o.Format != "csv" && o.Format != "jsonl" && o.Format != FormatStateStore {
+		return errcode.New(errcode.InvalidArgument, "", "use --format csv, jsonl or statestore", "unknown format %q", o.Format)
+	}
+	if o.Store != "" && o.Format != FormatStateStore {
+		return errcode.New(errcode.InvalidArgument, "", "add --format statestore, or drop --store", "--store %s needs --format statestore", o.Store)
 	}
 	if o.Batch < -1 {
 		return errcode.New(errcode.InvalidArgument, "", "pass --batch N with N >= 0, or -1 for the latest committed batch",
@@ -62,6 +68,9 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 	}
 	if err := o.Validate(); err != nil {
 		return -1, err
+	}
+	if o.Format == FormatStateStore {
+		return DumpSource(ctx, o, w)
 	}
 	dir, v, err := dumpVersion(o)
 	if err != nil {

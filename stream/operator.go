@@ -129,6 +129,15 @@ type SchemaOperator interface {
 	OutputSchema() Schema
 }
 
+// RowPasser is implemented by operators whose output rows are input rows
+// passed through, each emitted once and never revised by a later batch (a
+// deduplication): a plan whose last stateful operator passes rows appends
+// to its sink as a plan with none does (SinkEnv.Append), Spark's append
+// output mode of a query without an aggregation.
+type RowPasser interface {
+	PassesRows() bool
+}
+
 // StateRepartitioner is the part of a stateful operator that a REPARTITION
 // control batch uses: Repartition as Operator.Repartition, then Close. An
 // Operator is one; so is the state of a stopped query's operator opened

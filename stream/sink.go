@@ -18,7 +18,8 @@ type SinkEnv struct {
 	// In a query with no stateful operator, the columns it selects as its
 	// sources declare them.
 	Schema Schema
-	// Append says the query has no stateful operator: each batch's rows are
+	// Append says the query has no stateful operator, or its last one
+	// passes rows through (RowPasser): each batch's rows are
 	// new rows, to append (Spark's append output mode of a stateless
 	// query); Schema has no key and a row never updates another.
 	Append bool

@@ -76,6 +76,9 @@ SOURCES  --source NAME=FORMAT:URI, repeatable, in plan order (NAME empty: unname
                               this name (default 0: the readable head)
     start_parent_hash=0xHASH  the first block's parent hash must equal it, e.g. the archive's
                               last hash (SEAM_MISMATCH otherwise)
+    overlap=K                 start K blocks before start_block, which the archive holds too;
+                              start_parent_hash is checked at block start_block; needs
+                              --drop-duplicates(-within-watermark) 'hash'
     confirmations=N           read only blocks at least N below the head (default 0)
     finality=safe|finalized   read only blocks at or below that tag's block (default: none)
     endpoints=URL,URL         further endpoints, tried in order when one fails (URL-encode one

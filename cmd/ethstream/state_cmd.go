@@ -27,13 +27,14 @@ from the checkpoint files alone (no local cache needed).`,
 
 func stateDumpCmd() *cobra.Command {
 	var (
-		ckpt   string
-		format string
-		batch  int64
-		op     int
+		ckpt      string
+		format    string
+		batch     int64
+		op        int
+		storeName string
 	)
 	cmd := &cobra.Command{
-		Use:   "dump DIR [--format csv|jsonl] [--batch N] [--op ID]",
+		Use:   "dump DIR [--format csv|jsonl|statestore [--store NAME]] [--batch N] [--op ID]",
 		Short: "Print every key in state with its partition",
 		Long: `dump prints the state of operator --op (default 0) as of the latest committed batch
 (the highest <checkpoint>/commits/<id>), or as of batch --batch N: the newest state
@@ -46,10 +47,16 @@ table show': window_start, window_end, source, miner, count for the reference qu
 partition; timestamps are RFC 3339 UTC as there (2026-09-28T01:30:00Z, a fraction only when
 there is one). jsonl: one JSON object per key with the same columns.
 
+statestore: the rows Spark's state data source reads (format("statestore")), one JSON
+object per line with its columns key (the key fields), value (the value fields) and
+partition_id, for every operator kind; --store NAME is its storeName option (default: the
+operator's one store, "default").
+
 The checkpoint is the argument, as for 'checkpoint inspect DIR'; --checkpoint DIR, the
 older spelling, still works.`,
 		Example: `  ethstream state dump work/checkpoint > state.csv
-  ethstream state dump work/checkpoint --batch 12 --format jsonl`,
+  ethstream state dump work/checkpoint --batch 12 --format jsonl
+  ethstream state dump work/checkpoint --op 1 --format statestore`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && ckpt != "" && args[0] != ckpt {
@@ -66,7 +73,7 @@ older spelling, still works.`,
 			if err != nil {
 				return err
 			}
-			o := state.DumpOptions{FS: fs, Checkpoint: dir, Operator: op, Batch: batch, Format: format,
+			o := state.DumpOptions{FS: fs, Checkpoint: dir, Operator: op, Batch: batch, Format: format, Store: storeName,
 				Columns: recordedColumns(fs, dir)}
 			if err := o.Validate(); err != nil {
 				return usage(err)
@@ -79,6 +86,7 @@ older spelling, still works.`,
 	cmd.Flags().StringVar(&format, "format", "csv", "output format: csv or jsonl")
 	cmd.Flags().Int64Var(&batch, "batch", -1, "dump the state as of this batch id; -1 = latest committed batch")
 	cmd.Flags().IntVar(&op, "op", 0, "stateful operator id (the directory under <checkpoint>/state)")
+	cmd.Flags().StringVar(&storeName, "store", "", "with --format statestore: the operator's store (Spark's storeName; default: its one store)")
 	return cmd
 }
 

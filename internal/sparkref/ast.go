@@ -37,6 +37,11 @@ type Query struct {
 	Having *int64
 	// KeyExprs are group keys that are expressions, after Keys.
 	KeyExprs []KeyExpr
+	// Dedup is a deduplication before the aggregation (nil: none).
+	Dedup *Dedup
+	// Project, set for a query without an aggregation (Projection), is
+	// its SELECT list of columns; the aggregation's fields are unset.
+	Project []string
 
 	spell spelling
 }
@@ -219,6 +224,9 @@ type spelling struct {
 
 // Render writes q as Spark SQL text.
 func (q *Query) Render() string {
+	if q.Project != nil {
+		return q.renderProjection()
+	}
 	var b strings.Builder
 	win := q.windowExpr()
 	head, order := q.selectHead(win)

@@ -17,22 +17,35 @@
 //   - A batch's watermark is the previous batch's, raised to the previous
 //     batch's maximum event time (ms, over the rows the pushed-down
 //     conjuncts keep) minus the delay; batch 0's is 0.
+//
 //   - A row's window instance is dropped when its end <= the batch's
 //     watermark (windowed queries only; a watermark on an aggregation
 //     without a window drops nothing).
+//
 //   - count(*) counts rows, count(col) non-null values; sum, min, max and
 //     avg skip nulls and give null for a group without a non-null value;
 //     avg sums each value cast to a double; a BIGINT sum that leaves BIGINT
 //     fails the batch in ANSI mode and wraps otherwise.
+//
 //   - Comparisons cast as Spark's ANSI coercion does: BIGINT with DECIMAL
 //     exactly, BIGINT with DOUBLE as doubles, a string literal to the other
 //     side's type, a DATE to a TIMESTAMP at midnight UTC; an IN list with a
 //     DOUBLE compares as doubles.
+//
 //   - The output modes: update and complete leave every group in the
 //     table; append over windows only the windows the final watermark
 //     closed (window.end <= watermark, Spark's eviction predicate), each
 //     once; complete over windows only the windows it has not closed
 //     (ethstream's documented difference: Spark keeps them all).
+//
+//   - A deduplication (Dedup; dedup.go) before the aggregation, or before
+//     the SELECT list of a query without one (Projection; project.go, in
+//     append mode, the tables compared as multisets): Spark's
+//     dropDuplicates / dropDuplicatesWithinWatermark as operator 0 after
+//     the WHERE (ethstream's read path runs it first): late rows (event
+//     time <= the batch's watermark) dropped, a stored key's rows dropped,
+//     keys evicted at the end of each batch by the batch's watermark
+//     (expiresAt = event time + delay, or the event-time key column).
 //
 // Where Spark itself is inexact (the order of a double sum), Compare takes
 // a relative tolerance.

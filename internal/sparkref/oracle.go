@@ -27,6 +27,9 @@ type Result struct {
 	// while a conjunct above it... (how much of the late-data rules a run
 	// exercised).
 	Late, Withheld int
+	// Duplicates counts the rows the query's deduplication dropped as
+	// duplicates (not late).
+	Duplicates int
 	// EmptyGlobal: a global aggregation that no row reached, whose row
 	// Spark emits or not by the plan it picks; not compared.
 	EmptyGlobal bool
@@ -87,10 +90,18 @@ type buffer struct {
 // micro-batch engine would, one batch after another.
 func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 	ev := newEvaluator(q, schema)
+	if q.Project != nil {
+		return evaluateProjection(q, ev, batches)
+	}
 	res := Result{Columns: ev.columns()}
 	groups := map[string]*group{}
 	var order []string
 	wmMs := int64(0)
+	// A deduplication is operator 0: it drops the rows at or before the
+	// batch's watermark, so the aggregation after it (which drops input by
+	// the previous batch's watermark, eventTimeWatermarkForLateEvents) finds
+	// no window instance late: each ends after its row's event time.
+	dd := newDedupState(q, ev.idx)
 	for n, batch := range batches {
 		ev.codes = ev.codes[:0]
 		maxMs, seen := int64(math.MinInt64), false
@@ -106,6 +117,9 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 		}
 		for _, r := range batch {
 			if ev.eval(q.Where, r) != tTrue {
+				continue
+			}
+			if dd != nil && !dd.keep(r, wmMs) {
 				continue
 			}
 			insts := ev.instances(r)
@@ -151,9 +165,15 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 			res.Fail = &Failure{Code: ev.codes[0], Codes: slices.Compact(slices.Sorted(slices.Values(ev.codes))), Batch: n}
 			return res
 		}
+		if dd != nil {
+			dd.evict(wmMs)
+		}
 		if seen {
 			wmMs = max(wmMs, maxMs-q.Watermark.Milliseconds())
 		}
+	}
+	if dd != nil {
+		res.Duplicates = dd.dropped
 	}
 	if q.Window == nil && len(q.Keys) == 0 && len(q.KeyExprs) == 0 && len(groups) == 0 {
 		res.EmptyGlobal = true

@@ -15,6 +15,11 @@
 //	                     checkpoint wins. Unset/0 = start at the readable head.
 //	start_parent_hash    the very first block's parentHash must equal it (the
 //	                     archive's last hash), else SEAM_MISMATCH
+//	overlap              K: start K blocks before start_block, on purpose (an
+//	                     archive that holds them too); the seam check moves
+//	                     to block start_block, in whichever batch holds it
+//	                     (overlap.go). A query must deduplicate by block:
+//	                     pipeline refuses one without
 //	confirmations        read only blocks <= head - confirmations (default 0)
 //	finality             safe | finalized: read only blocks <= that tag's block
 //	endpoints            url1,url2: further endpoints, tried in order on failure

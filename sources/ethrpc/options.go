@@ -56,6 +56,11 @@ type Options struct {
 	// StartParentHash, if set, must equal the very first block's parentHash
 	// (the archive's last hash), else SEAM_MISMATCH.
 	StartParentHash string
+	// Overlap reads this many blocks before StartBlock again (an
+	// overlapping seam, overlap.go): the source starts at StartBlock -
+	// Overlap and checks StartParentHash at block StartBlock, in whichever
+	// batch holds it. It needs both; a query must deduplicate the blocks.
+	Overlap uint64
 	// Confirmations: only blocks <= head - Confirmations are read.
 	Confirmations uint64
 	// Finality is "", "safe" or "finalized": only blocks <= that tag's block
@@ -104,6 +109,7 @@ var uriKeys = map[string]string{
 	"start_block": "start_block", "startBlock": "start_block",
 	"start_parent_hash": "start_parent_hash", "startParentHash": "start_parent_hash",
 	"confirmations": "confirmations",
+	"overlap":       "overlap",
 	"finality":      "finality",
 	"endpoints":     "endpoints",
 	"maxBatchSize":  "maxBatchSize", "max_batch_size": "maxBatchSize",
@@ -121,7 +127,7 @@ var uriKeys = map[string]string{
 // ParseURI parses the source URI of `ethstream run --source NAME=ethrpc:URI`:
 // an endpoint URL whose query string holds the source options, e.g.
 // "http://127.0.0.1:8545?maxBlocksPerTrigger=20&start_block=26086570&confirmations=0".
-// Options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations,
+// Options: maxBlocksPerTrigger, start_block, start_parent_hash, overlap, confirmations,
 // finality (safe|finalized), endpoints (comma-separated further URLs, tried in
 // order after the URI's own), maxBatchSize, parallelism, timeout (Go duration),
 // batchTimeout (Go duration), maxRetries, reorg (fail|retract), reorgDepth,
@@ -167,7 +173,7 @@ func ParseURI(uri string) (Options, error) {
 }
 
 // validOptions is the remedy of an unknown option.
-const validOptions = "valid options: maxBlocksPerTrigger, start_block, start_parent_hash, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, batchTimeout, maxRetries, reorg, reorgDepth, maxResponseSize, subscribe"
+const validOptions = "valid options: maxBlocksPerTrigger, start_block, start_parent_hash, overlap, confirmations, finality, endpoints, maxBatchSize, parallelism, timeout, batchTimeout, maxRetries, reorg, reorgDepth, maxResponseSize, subscribe"
 
 // canonicalKey maps an option spelling to its canonical name, refusing an
 // unknown option and one given twice (under either spelling).
@@ -226,6 +232,12 @@ var uriSetters = map[string]func(o *Options, k, v string) error{
 	"start_parent_hash": func(o *Options, k, v string) (err error) {
 		if o.StartParentHash, err = normHex(v, 32); err != nil {
 			return errcode.New(CodeInvalidOption, "", remedyParentHash, "ethrpc option %s=%q: want a 0x-prefixed 32-byte hex hash", k, v)
+		}
+		return nil
+	},
+	"overlap": func(o *Options, k, v string) (err error) {
+		if o.Overlap, err = strconv.ParseUint(v, 10, 32); err != nil {
+			return badOption(k, v, "a number of blocks (a non-negative integer)")
 		}
 		return nil
 	},

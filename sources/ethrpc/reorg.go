@@ -334,6 +334,9 @@ func (s *Source) readRetract(ctx context.Context, start, end stream.Offset, emit
 		if insert, err = s.inserted(ctx, lowest, en, he, wantParent, haveStart); err != nil {
 			return err
 		}
+		if err := s.checkSeam(insert); err != nil {
+			return err
+		}
 	}
 	if haveStart && en.HasFork {
 		s.noteReorg(Reorg{Depth: int64(st.Block - en.Fork), Ancestor: en.Fork, OldTip: st.Hash, NewTip: en.Hash,

@@ -42,6 +42,7 @@ type Source struct {
 	cap    uint64 // that head
 
 	hist historyLog // reorg=retract: the history files in MetadataDir
+	seam seam       // overlap: the seam block to check (overlap.go)
 
 	watch *headWatch // the newHeads subscription; nil when polling
 
@@ -139,11 +140,15 @@ func New(o Options) (*Source, error) {
 		o.Parallelism = DefaultParallelism
 	}
 	s := &Source{o: o}
+	if err := s.setOverlap(); err != nil {
+		return nil, err
+	}
 	s.batch.Store(int64(o.MaxBatchSize))
 	return s, nil
 }
 
-// Options returns the options with defaults applied.
+// Options returns the options with defaults applied (with an overlap,
+// StartBlock is the first block read and the seam is checked apart).
 func (s *Source) Options() Options { return s.o }
 
 // Schema is the block schema (package ethblock), or with Options.Table
@@ -409,6 +414,9 @@ func (s *Source) verify(rows []blockRow, st Offset, haveStart bool, en Offset) e
 				"block %d has parent hash %s, but block %d has hash %s",
 				rows[i].Number, rows[i].ParentHash, rows[i-1].Number, rows[i-1].Hash)
 		}
+	}
+	if err := s.checkSeam(rows); err != nil {
+		return err
 	}
 	if last := rows[len(rows)-1]; last.Hash != en.Hash {
 		return errcode.New(CodeReorgDetected, "", remedyReorg,

@@ -1,0 +1,42 @@
+package flow
+
+import (
+	"github.com/ethstream/ethstream/dedup"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// A deduplication cannot keep its answer exact under retractions (a source
+// that retracts the rows of a reorganised chain): its state holds the key
+// of the first row it emitted, as Spark's (and an expiry), neither that
+// row nor the duplicates it dropped. A retraction of the emitted row could
+// not say whether a dropped duplicate (from another source, with other
+// values) should take its place, and a retraction of a dropped duplicate
+// must not reach the next operator, which never saw it. Spark has no
+// retractions; its dropDuplicates is append-only. So the plan is refused
+// when it is built, before anything is read or written, naming the
+// operator: RETRACTION_UNSUPPORTED (docs/contracts.md, Deduplication). The
+// operator refuses a retraction it is handed anyway (a source that
+// retracts without saying so).
+
+// refuseRetractions refuses op, the plan's next stateful operator, when a
+// source of the query retracts rows.
+func (q *Query) refuseRetractions(op *dedup.Operator) error {
+	id := 0
+	for _, st := range q.q.Stages {
+		if st.Operator != nil {
+			id++
+		}
+	}
+	for _, ns := range q.q.Sources {
+		rs, ok := ns.Source.(stream.RetractingSource)
+		if !ok || !rs.Retracts() {
+			continue
+		}
+		return errcode.New(dedup.CodeRetractionUnsupported, "",
+			"read the source without retractions (e.g. reorg=fail with confirmations), or leave the deduplication out",
+			"operator %d, %s: source %q retracts rows (a reorganised chain's), which a deduplication cannot undo: its state holds the first row's key, not the rows",
+			id, op, ns.Name)
+	}
+	return nil
+}
