@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +17,8 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -377,5 +382,87 @@ func TestWhereOverSubqueryBeforeWatermark(t *testing.T) {
 		if got := last["window_start=00:00 window_end=01:00"]; !strings.HasSuffix(got, " n=2") {
 			t.Fatalf("%s: window 00:00 %q, want n=2 (rows %v)", q, got, sink.batches)
 		}
+	}
+}
+
+// Chained windows through the CLI's path (Run, a Delta table): the shape
+// records both operators (version 3) and a restart resumes them; the table
+// holds each closed hour once, as a recount says. LIMIT is refused for the
+// Delta table, which MERGEs each batch (a row past the limit would stay).
+func TestChainedWindowsRestart(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "orders")
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	hours := map[string]int{}
+	write := func(f int, from time.Duration, n int) {
+		var rows []e2eOrder
+		for i := range n {
+			o := e2eOrder{OrderID: fmt.Sprintf("%d-%d", f, i), Customer: fmt.Sprintf("c%d", i%2), Amount: 1,
+				EventTime: t0.Add(from + time.Duration(i)*7*time.Minute)}
+			rows = append(rows, o)
+			hours[o.EventTime.Truncate(time.Hour).Format("15:04")+" "+o.Customer]++
+		}
+		writeE2EOrders(t, filepath.Join(dir, fmt.Sprintf("part-%d.parquet", f)), rows)
+	}
+	cfg := Config{Checkpoint: filepath.Join(root, "ckpt"), Table: filepath.Join(root, "table"), LocalDir: filepath.Join(root, "local"),
+		Sources: []SourceSpec{{Name: "orders", Format: "parquet", URI: "file://" + filepath.ToSlash(dir) + "?maxFilesPerTrigger=1&schema=" +
+			url.QueryEscape("order_id STRING, customer STRING, amount DOUBLE, event_time TIMESTAMP")}},
+		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: slog.New(slog.DiscardHandler),
+		Conf:  map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
+		Query: "SELECT window, customer, sum(n) AS orders, count(*) AS windows FROM (SELECT window, customer, count(*) AS n FROM orders " +
+			"GROUP BY window(event_time, '10 minutes'), customer) GROUP BY window(window_time(window), '1 hour'), customer",
+		WithWatermark: "event_time, 5 minutes", OutputMode: "append"}
+	write(0, 0, 20)
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	write(1, 3*time.Hour, 20)
+	write(2, 10*time.Hour, 1) // closes every hour before it
+	delete(hours, "10:00 c0")
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"0", "1"} {
+		if _, err := os.Stat(filepath.Join(cfg.Checkpoint, "state", op)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := shape.ReadLatest(vfs.Default, cfg.Checkpoint)
+	if err != nil || rec == nil || len(rec.Shape.Operators) != 2 {
+		t.Fatalf("shape %+v, %v: want two operators", rec, err)
+	}
+	tb, err := delta.Open(context.Background(), cfg.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tb.Snapshot(context.Background(), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	if err := snap.Rows(context.Background(), func(row map[string]any) error {
+		w := row["window"].(map[string]any)
+		got = append(got, fmt.Sprintf("%s %s %v", w["start"].(time.Time).UTC().Format("15:04"), row["customer"], row["orders"]))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range hours {
+		want = append(want, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("table\n%v\nrecount\n%v", got, want)
+	}
+
+	lim := cfg
+	lim.Checkpoint, lim.Table = filepath.Join(root, "ckpt2"), filepath.Join(root, "table2")
+	lim.Query, lim.OutputMode, lim.WithWatermark = "SELECT customer, count(*) AS n FROM orders GROUP BY customer ORDER BY n DESC LIMIT 1", "complete", ""
+	if _, err := Run(context.Background(), lim); errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "MERGEs") {
+		t.Fatalf("LIMIT into a Delta table: %v", err)
+	}
+	if _, err := os.Stat(lim.Checkpoint); !os.IsNotExist(err) {
+		t.Fatalf("the refused start left %s: %v", lim.Checkpoint, err)
 	}
 }
