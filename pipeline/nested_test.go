@@ -408,7 +408,7 @@ func TestChainedWindowsRestart(t *testing.T) {
 		Sources: []SourceSpec{{Name: "orders", Format: "parquet", URI: "file://" + filepath.ToSlash(dir) + "?maxFilesPerTrigger=1&schema=" +
 			url.QueryEscape("order_id STRING, customer STRING, amount DOUBLE, event_time TIMESTAMP")}},
 		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: slog.New(slog.DiscardHandler),
-		Conf:  map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
+		Conf: map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
 		Query: "SELECT window, customer, sum(n) AS orders, count(*) AS windows FROM (SELECT window, customer, count(*) AS n FROM orders " +
 			"GROUP BY window(event_time, '10 minutes'), customer) GROUP BY window(window_time(window), '1 hour'), customer",
 		WithWatermark: "event_time, 5 minutes", OutputMode: "append"}
