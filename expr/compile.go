@@ -82,7 +82,6 @@ func (c *Compiled) String() string { return c.src.String() }
 func (c *Compiled) Source() Expr { return c.src }
 
 // Eval computes the expression for every row of b, as a column named name.
-// A DECIMAL result is refused (no column holds one yet): cast it.
 func (c *Compiled) Eval(b *stream.Batch, name string) (stream.Column, error) {
 	v, err := c.root.eval(&ctx{b: b, n: b.Len, ansi: c.ansi}, nil)
 	if err != nil {
@@ -136,14 +135,22 @@ func (c *Compiled) EvalTruth(b *stream.Batch, use []bool) ([]bool, error) {
 }
 
 func toColumn(v *vec, name string) stream.Column {
-	c := stream.Column{Name: name, Type: v.t.Kind, Valid: v.valid}
+	c := stream.Column{Name: name, Type: v.t.Stream(), Valid: v.valid}
 	switch v.t.Kind {
+	case stream.Decimal:
+		// Every value fits its type's precision (the operators check it),
+		// so it fits 128 bits.
+		c.Decimals = make([]stream.Dec128, v.n)
+		for r, x := range v.d {
+			if x != nil && !v.null(r) {
+				c.Decimals[r], _ = stream.Dec128FromBig(x)
+			}
+		}
 	case stream.Float64:
 		c.Float64s = v.f
 	case stream.String:
 		c.Strings = v.s
 	case 0: // NULL: a nullable BIGINT with no value
-		c.Type = stream.Int64
 		c.Int64s = make([]int64, v.n)
 	default:
 		c.Int64s = v.i

@@ -59,9 +59,38 @@ func (t Type) String() string {
 	return t.Kind.String()
 }
 
-// Of is the expression type of a column type (not Decimal, whose precision
-// a column does not carry).
-func Of(t stream.Type) Type { return Type{Kind: t} }
+// Of is the expression type of a column type. The column kinds expressions
+// have no arithmetic of their own read as the type Spark widens them to
+// first: TINYINT and SMALLINT as INT, FLOAT as DOUBLE (a float's value is
+// exact in a double), BINARY as STRING (its bytes), TIMESTAMP_NTZ as
+// TIMESTAMP (its wall clock as UTC); docs/contracts.md, Types.
+func Of(t stream.Type) Type {
+	switch t.Kind() {
+	case stream.Decimal:
+		return Type{Kind: stream.Decimal, P: uint8(t.Precision()), S: uint8(t.Scale())}
+	case stream.Int8, stream.Int16:
+		return Int
+	case stream.Float32:
+		return Double
+	case stream.Binary:
+		return String
+	case stream.TimestampNTZ:
+		return Timestamp
+	}
+	return Type{Kind: t}
+}
+
+// Stream is the column type of an expression's values (DECIMAL with its
+// precision and scale; NULL as BIGINT, a column of nulls).
+func (t Type) Stream() stream.Type {
+	switch t.Kind {
+	case stream.Decimal:
+		return stream.DecimalOf(int(t.P), int(t.S))
+	case 0:
+		return stream.Int64
+	}
+	return t.Kind
+}
 
 func (t Type) integral() bool { return t.Kind == stream.Int32 || t.Kind == stream.Int64 }
 func (t Type) numeric() bool {

@@ -64,6 +64,12 @@ func (v *vec) nullsFrom(ins ...*vec) {
 // fromColumn reads a batch column as a vec (sharing its slices).
 func fromColumn(c *stream.Column, n int) *vec {
 	v := &vec{t: Of(c.Type), n: n, i: c.Int64s, f: c.Float64s, s: c.Strings, valid: c.Valid}
+	if c.Type.Kind() == stream.Decimal {
+		v.d = make([]*big.Int, n)
+		for r := range v.d {
+			v.d[r] = c.Decimals[r].Big()
+		}
+	}
 	return v
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/query"
+	"github.com/ethstream/ethstream/session"
 	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/sources/files"
 	"github.com/ethstream/ethstream/stream"
@@ -35,8 +36,12 @@ type compiled struct {
 	q       *query.Compiled
 	sources []SourceSpec
 	agg     *agg.Operator
-	// op is the operator the engine runs: agg, inside filter.Operator when
-	// the query derives columns or has a post-aggregation stage.
+	// sess is the session window aggregation when the query groups by
+	// session_window (then agg is nil).
+	sess *session.Operator
+	// op is the operator the engine runs: agg (or sess), inside
+	// filter.Operator when the query derives columns or has a
+	// post-aggregation stage.
 	op stream.Operator
 	// steps are the plan's operators, one per step of q.Steps (nil for a
 	// stateless step); steps[first] is op.
@@ -133,9 +138,20 @@ func (c *compiled) limits() bool {
 // aggregation is c.agg (c.op around it).
 func (c *compiled) buildSteps() error {
 	c.steps = make([]stream.Operator, len(c.q.Steps))
-	c.agg, c.op = nil, nil
+	c.agg, c.sess, c.op = nil, nil, nil
 	for i, st := range c.q.Steps {
 		if st.Aggregate == nil {
+			continue
+		}
+		if st.Aggregate.Session != nil {
+			sw, err := session.New(st.Aggregate.SessionSpec())
+			if err != nil {
+				return err
+			}
+			c.steps[i] = wrapAgg(sw, st.Aggregate)
+			if c.op == nil {
+				c.sess, c.op = sw, c.steps[i]
+			}
 			continue
 		}
 		a, err := agg.New(st.Aggregate.Spec)
@@ -143,7 +159,7 @@ func (c *compiled) buildSteps() error {
 			return err
 		}
 		c.steps[i] = wrapAgg(a, st.Aggregate)
-		if c.agg == nil {
+		if c.op == nil {
 			c.agg, c.op = a, c.steps[i]
 		}
 	}
@@ -164,14 +180,21 @@ func (c *compiled) setFirst(a *agg.Operator) {
 
 // outputSchema is the schema of the rows the sink receives.
 func (c *compiled) outputSchema() stream.Schema {
-	if len(c.q.Steps) > 1 || len(c.q.Steps) == 1 && c.agg == nil {
+	if len(c.q.Steps) > 1 || len(c.q.Steps) == 1 && c.agg == nil && c.sess == nil {
 		return c.q.Schema // a plan of several steps
 	}
-	if c.agg != nil {
+	var op stream.SchemaOperator
+	switch {
+	case c.agg != nil:
+		op = c.agg
+	case c.sess != nil:
+		op = c.sess
+	}
+	if op != nil {
 		if c.q.Post != nil {
-			return c.q.Post.Schema(c.agg.OutputSchema())
+			return c.q.Post.Schema(op.OutputSchema())
 		}
-		return c.agg.OutputSchema()
+		return op.OutputSchema()
 	}
 	s, in := stream.Schema{}, c.in
 	for _, col := range c.q.Select {
@@ -237,9 +260,13 @@ func CompileQuery(cfg Config) (*compiled, error) {
 
 // SourceSchema is the schema the source a spec names declares
 // (stream.Source.Schema), known from its format alone, without building
-// it: both formats read block rows. The engine checks the query against
+// it: both formats read block rows, or the table their location or table=
+// option names (tables.go). The engine checks the query against
 // the built source's own declaration again at start.
 func SourceSchema(spec SourceSpec) stream.Schema {
+	if s, ok := tableSchema(spec); ok {
+		return s
+	}
 	switch spec.Format {
 	case "s3archive", "ethrpc":
 		return ethblock.StreamSchema()
@@ -250,7 +277,7 @@ func SourceSchema(spec SourceSpec) stream.Schema {
 // wrapAgg puts an aggregation step's derived columns and post-aggregation
 // stage around its operator, when it has them; the query's WHERE runs in
 // the engine's read path (engine.Query.Where), not here.
-func wrapAgg(a *agg.Operator, st *query.Aggregation) stream.Operator {
+func wrapAgg(a stream.Operator, st *query.Aggregation) stream.Operator {
 	if len(st.Derived) == 0 && st.Post == nil {
 		return a
 	}
@@ -397,6 +424,11 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 		spec = c.agg.Spec()
 		s.StateSchema = c.agg.Schema().String()
 	}
+	if c.sess != nil {
+		sp := c.sess.Spec()
+		s.StateSchema = c.sess.Schema().String()
+		s.Window = &shape.Window{Column: sp.Column, Gap: sp.GapText()}
+	}
 	if ss, err := ParseSinkSpec(cfg.Sink); err == nil {
 		s.Sink = shape.Sink{Format: ss.Format, Location: ss.Path}
 	}
@@ -425,25 +457,46 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 		var ops []shape.Operator
 		var input []string
 		for i, st := range qc.Steps {
-			a := firstAgg(c.steps[i])
-			if a == nil {
+			op, ok := stepShape(c.steps[i])
+			if !ok {
 				input = append(input, st.String())
 				continue
 			}
-			op := shape.Operator{Kind: shape.KindAggregate, Keys: append([]string{}, a.Spec().GroupBy...), Aggregates: aggregateTexts(a.Spec()),
-				StateSchema: a.Schema().String(), Input: input}
-			if w := a.Spec().Window; w != nil {
-				op.Window = &shape.Window{Column: w.Column, Size: query.FormatInterval(w.Size)}
-				if w.Slide != 0 && w.Slide != w.Size {
-					op.Window.Slide = query.FormatInterval(w.Slide)
-				}
-			}
+			op.Input = input
 			ops = append(ops, op)
 			input = nil
 		}
 		s = s.WithOperators(ops)
 	}
 	return s
+}
+
+// stepShape is the shape of a plan step's stateful operator (an
+// aggregation or a session window aggregation, maybe wrapped); ok is false
+// for a stateless step.
+func stepShape(op stream.Operator) (shape.Operator, bool) {
+	if a := firstAgg(op); a != nil {
+		o := shape.Operator{Kind: shape.KindAggregate, Keys: append([]string{}, a.Spec().GroupBy...), Aggregates: aggregateTexts(a.Spec()),
+			StateSchema: a.Schema().String()}
+		if w := a.Spec().Window; w != nil {
+			o.Window = &shape.Window{Column: w.Column, Size: query.FormatInterval(w.Size)}
+			if w.Slide != 0 && w.Slide != w.Size {
+				o.Window.Slide = query.FormatInterval(w.Slide)
+			}
+		}
+		return o, true
+	}
+	inner := op
+	if f, ok := filter.Unwrap(op); ok {
+		inner = f.Inner
+	}
+	if sw, ok := inner.(*session.Operator); ok {
+		sp := sw.Spec()
+		return shape.Operator{Kind: shape.KindAggregate, Keys: append([]string{}, sp.GroupBy...),
+			Aggregates: aggregateTexts(agg.Spec{Aggregates: sp.Aggregates}), StateSchema: sw.Schema().String(),
+			Window: &shape.Window{Column: sp.Column, Gap: sp.GapText()}}, true
+	}
+	return shape.Operator{}, false
 }
 
 // aggregateTexts are an aggregation's aggregates as the shape records them.
@@ -529,6 +582,12 @@ func firstAgg(op stream.Operator) *agg.Operator {
 // withRetractions rebuilds the operator for input with retractions (a
 // source that retracts rows of a reorganised chain).
 func (c *compiled) withRetractions(cfg Config) error {
+	if c.sess != nil {
+		return errcode.New(session.CodeRetractionUnsupported, "",
+			"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
+			"%s (%s): a source retracts rows (reorg=retract), which a session window cannot undo: a retracted row may split a session, and the state keeps one aggregate per session, not its rows",
+			session.OperatorName, c.sess)
+	}
 	if c.agg == nil {
 		return nil // the engine refuses a retracting source of a query with no operator
 	}

@@ -181,7 +181,7 @@ func compileSelect(src string, sel *Select, o Options, top bool) (*Compiled, err
 		}
 		r.in = in
 	}
-	for _, step := range []func() error{r.from, r.star, r.distinct, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.post, r.windowedDerive} {
+	for _, step := range []func() error{r.from, r.star, r.distinct, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.sessionCheck, r.post, r.windowedDerive} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -226,6 +226,8 @@ type resolver struct {
 	outNames []string
 	// where2 is the WHERE over a subquery's plan (a step, not the read path).
 	where2 *filter.Predicate
+	// session is the session window when the grouping window is one.
+	session *SessionWindow
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -356,7 +358,8 @@ func (r *resolver) groupTarget(g GroupItem) (*WindowCall, string, error) {
 	case g.Window != nil: // GROUP BY window
 		if !r.o.NoGroupByAliases {
 			for _, it := range items {
-				if it.Window != nil && !it.Window.Ref && (it.As == "" || strings.EqualFold(it.As, "window")) {
+				if it.Window != nil && !it.Window.Ref && it.Window.Session == g.Window.Session &&
+					(it.As == "" || strings.EqualFold(it.As, "window") || it.Window.Session && it.Window.Field == "") {
 					return it.Window, "", nil
 				}
 			}
@@ -401,6 +404,9 @@ func (r *resolver) windowSpec() error {
 	w := r.window
 	if w == nil {
 		return nil
+	}
+	if w.Session {
+		return r.sessionSpec(w)
 	}
 	t, ok := r.colType(w.Col)
 	if !ok {
@@ -451,6 +457,8 @@ func (r *resolver) selectList() error {
 		r.c.Projection = append(r.c.Projection, it.String())
 		var err error
 		switch {
+		case it.Window != nil && it.Window.Session:
+			err = r.selectSession(it)
 		case it.Window != nil:
 			err = r.selectWindow(it)
 		case it.Agg != "":
@@ -473,7 +481,10 @@ func (r *resolver) selectList() error {
 	if len(r.spec.Aggregates) == 0 {
 		return invalidQuery(r.src, 0, "add count(*), sum(col), min, max or avg", "the query has no aggregate")
 	}
-	if r.window != nil && !r.selected["window"] {
+	if r.session != nil && !r.selected["session_window"] {
+		return invalidQuery(r.src, r.window.Pos, "select session_window (or session_window.start) too", "GROUP BY session_window(...) but the session window is not selected: the table could not tell sessions apart")
+	}
+	if r.window != nil && !r.window.Session && !r.selected["window"] {
 		return invalidQuery(r.src, r.window.Pos, "select window too", "GROUP BY window(...) but the window is not selected: the table could not tell windows apart")
 	}
 	for _, g := range r.spec.GroupBy {
@@ -539,7 +550,7 @@ func (r *resolver) selectRows() error {
 }
 
 func (r *resolver) selectWindow(it Item) error {
-	if r.window == nil {
+	if r.window == nil || r.window.Session {
 		return invalidQuery(r.src, it.Pos, "add the window to GROUP BY", "SELECT %s without GROUP BY window(...)", it.Window)
 	}
 	if !it.Window.Ref && !it.Window.Same(r.window) {
@@ -753,6 +764,9 @@ func (r *resolver) columns() {
 	}
 	if r.spec.WatermarkColumn != "" {
 		add([]string{r.spec.WatermarkColumn})
+	}
+	if r.session != nil {
+		add([]string{r.session.Column})
 	}
 	r.c.Columns = cols
 }

@@ -16,10 +16,13 @@
 //	relation  := <registered name> | `quoted`          (case-insensitive)
 //	           | ( union ) [[AS] alias]
 //	item      := window(col, dur[, dur[, dur]]) [AS window] | window
+//	           | session_window(col, gap) | session_window
+//	           | session_window.(start|end) [[AS] alias]
 //	           | expr [[AS] alias]
-//	group     := window(tcol, dur[, dur[, dur]]) | expr | <SELECT alias>
-//	           | <SELECT ordinal>
+//	group     := window(tcol, dur[, dur[, dur]]) | session_window(col, gap)
+//	           | expr | <SELECT alias> | <SELECT ordinal>
 //	tcol      := col | window_time(window)
+//	gap       := dur | expr                       (a string per row)
 //	key       := (<output column> | <SELECT ordinal>) [ASC | DESC]
 //	             [NULLS FIRST | NULLS LAST]
 //	dur       := 'interval string' | INTERVAL 'string' | INTERVAL 'n' unit
@@ -44,6 +47,12 @@
 // before the aggregation become derived columns (Compiled.Derived: group
 // expressions, named by their SELECT alias, and aggregates' inputs); those
 // over its output run in Compiled.Post.
+//
+// session_window(col, gap) is Spark's session window (query/session.go,
+// package session; docs/contracts.md, Session windows): the step is an
+// Aggregation with Session set, output session_window_start and
+// session_window_end, or the names session_window.start AS x and
+// session_window.end AS y give them.
 //
 // window(col, size, slide, startTime) is Spark's: windows start at the
 // epoch plus startTime (below the slide) plus a multiple of the slide.

@@ -174,12 +174,12 @@ func (r *resolver) plan() error {
 			return errcode.New(agg.CodeUnsupportedOutputMode, "", "run the query with --output-mode append (each window of the subquery reaches the query once, when the watermark closes it)",
 				"%s in %s output mode: an aggregation over a subquery's aggregation runs in append mode only (Spark 3.4+)", msgMultiAggs, r.spec.Mode)
 		}
-		a, err := agg.New(r.spec)
+		out, err := r.outputSchema()
 		if err != nil {
 			return err
 		}
-		steps = append(steps, Step{Aggregate: &Aggregation{Spec: r.spec, Derived: r.c.Derived, Post: r.c.Post}})
-		r.c.Schema = a.OutputSchema()
+		steps = append(steps, Step{Aggregate: &Aggregation{Spec: r.spec, Derived: r.c.Derived, Post: r.c.Post, Session: r.session}})
+		r.c.Schema = out
 		if r.c.Post != nil {
 			r.c.Schema = r.c.Post.Schema(r.c.Schema)
 		}

@@ -114,6 +114,10 @@ type Aggregation struct {
 	Derived []filter.Derived
 	// Post is the stage over the aggregation's output, nil without one.
 	Post *filter.Post
+	// Session, when set, makes the step a session window aggregation
+	// (query/session.go): Spec's group keys, aggregates, mode and
+	// watermark with this session window, run by package session.
+	Session *SessionWindow
 }
 
 // String renders the aggregation: its window, keys and aggregates.
@@ -121,6 +125,13 @@ func (a *Aggregation) String() string {
 	var keys []string
 	if w := a.Spec.Window; w != nil {
 		keys = append(keys, "window("+w.Column+", '"+FormatInterval(w.Size)+"')")
+	}
+	if w := a.Session; w != nil {
+		gap := "'" + FormatInterval(w.Gap) + "'"
+		if w.GapExpr != "" {
+			gap = w.GapExpr
+		}
+		keys = append(keys, "session_window("+w.Column+", "+gap+")")
 	}
 	keys = append(keys, a.Spec.GroupBy...)
 	aggs := make([]string, len(a.Spec.Aggregates))

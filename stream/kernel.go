@@ -11,7 +11,14 @@ import "fmt"
 // index may repeat; it panics on one out of range.
 func (c *Column) Take(indices []int) Column {
 	out := Column{Name: c.Name, Type: c.Type}
-	switch c.Type {
+	switch c.Type.Storage() {
+	case Array:
+		out.Offsets, out.Elems = c.takeElems(indices)
+	case Decimal:
+		out.Decimals = make([]Dec128, len(indices))
+		for k, i := range indices {
+			out.Decimals[k] = c.Decimals[i]
+		}
 	case Float64:
 		out.Float64s = make([]float64, len(indices))
 		for k, i := range indices {
@@ -63,7 +70,23 @@ func (c *Column) FilterInto(dst *Column, mask []bool) {
 	}
 	dst.Name, dst.Type = c.Name, c.Type
 	dst.Int64s, dst.Float64s, dst.Strings = dst.Int64s[:0], dst.Float64s[:0], dst.Strings[:0]
-	switch c.Type {
+	dst.Decimals, dst.Offsets, dst.Elems = dst.Decimals[:0], nil, nil
+	switch c.Type.Storage() {
+	case Array:
+		idx := make([]int, 0, n)
+		for i, m := range mask {
+			if m {
+				idx = append(idx, i)
+			}
+		}
+		dst.Offsets, dst.Elems = c.takeElems(idx)
+	case Decimal:
+		dst.Decimals = grow(dst.Decimals, n)
+		for i, m := range mask {
+			if m {
+				dst.Decimals = append(dst.Decimals, c.Decimals[i])
+			}
+		}
 	case Float64:
 		dst.Float64s = grow(dst.Float64s, n)
 		for i, m := range mask {
@@ -119,7 +142,11 @@ func (dst *Column) AppendRange(src *Column, from, to int) {
 		panic(fmt.Sprintf("stream: append %v column %q to %v column %q", src.Type, src.Name, dst.Type, dst.Name))
 	}
 	n := dst.Len()
-	switch src.Type {
+	switch src.Type.Storage() {
+	case Array:
+		dst.appendElems(src, from, to)
+	case Decimal:
+		dst.Decimals = append(dst.Decimals, src.Decimals[from:to]...)
 	case Float64:
 		dst.Float64s = append(dst.Float64s, src.Float64s[from:to]...)
 	case String:
@@ -135,7 +162,11 @@ func (dst *Column) AppendRange(src *Column, from, to int) {
 // one at a time).
 func (dst *Column) Append(src *Column, i int) {
 	n := dst.Len()
-	switch src.Type {
+	switch src.Type.Storage() {
+	case Array:
+		dst.appendElems(src, i, i+1)
+	case Decimal:
+		dst.Decimals = append(dst.Decimals, src.Decimals[i])
 	case Float64:
 		dst.Float64s = append(dst.Float64s, src.Float64s[i])
 	case String:
@@ -159,7 +190,11 @@ func (dst *Column) Append(src *Column, i int) {
 // so an append to the slice copies).
 func (c *Column) Slice(from, to int) Column {
 	out := Column{Name: c.Name, Type: c.Type}
-	switch c.Type {
+	switch c.Type.Storage() {
+	case Array:
+		out.Offsets, out.Elems = c.Offsets[from:to+1:to+1], c.Elems
+	case Decimal:
+		out.Decimals = c.Decimals[from:to:to]
 	case Float64:
 		out.Float64s = c.Float64s[from:to:to]
 	case String:
@@ -287,7 +322,14 @@ func (b *Batch) AppendRange(src *Batch, from, to int) error {
 func MakeColumn(name string, typ Type, length, capacity int) Column {
 	c := Column{Name: name, Type: typ}
 	capacity = max(capacity, length)
-	switch typ {
+	switch typ.Storage() {
+	case Array:
+		// length empty arrays
+		c.Offsets = make([]int32, length+1, capacity+1)
+		e := MakeColumn("element", typ.Elem(), 0, 0)
+		c.Elems = &e
+	case Decimal:
+		c.Decimals = make([]Dec128, length, capacity)
 	case Float64:
 		c.Float64s = make([]float64, length, capacity)
 	case String:
@@ -297,3 +339,44 @@ func MakeColumn(name string, typ Type, length, capacity int) Column {
 	}
 	return c
 }
+
+// takeElems gathers the elements of rows indices of the Array column c:
+// the new offsets (from 0) and the child column of their elements.
+func (c *Column) takeElems(indices []int) ([]int32, *Column) {
+	offs := make([]int32, len(indices)+1)
+	var idx []int
+	for k, i := range indices {
+		for e := c.Offsets[i]; e < c.Offsets[i+1]; e++ {
+			idx = append(idx, int(e))
+		}
+		offs[k+1] = int32(len(idx))
+	}
+	var elems Column
+	if c.Elems != nil {
+		elems = c.Elems.Take(idx)
+	} else {
+		elems = MakeColumn("element", c.Type.Elem(), 0, 0)
+	}
+	return offs, &elems
+}
+
+// appendElems appends the arrays of rows [from, to) of src to the Array
+// column dst.
+func (dst *Column) appendElems(src *Column, from, to int) {
+	if dst.Elems == nil {
+		e := MakeColumn("element", src.Type.Elem(), 0, 0)
+		dst.Elems = &e
+	}
+	if len(dst.Offsets) == 0 {
+		dst.Offsets = append(dst.Offsets, int32(dst.Elems.Len()))
+	}
+	lo, hi := int(src.Offsets[from]), int(src.Offsets[to])
+	base := int32(dst.Elems.Len()) - src.Offsets[from]
+	dst.Elems.AppendRange(src.Elems, lo, hi)
+	for i := from + 1; i <= to; i++ {
+		dst.Offsets = append(dst.Offsets, src.Offsets[i]+base)
+	}
+}
+
+// ArrayLen is the number of elements of row i of the Array column c.
+func (c *Column) ArrayLen(i int) int { return int(c.Offsets[i+1] - c.Offsets[i]) }

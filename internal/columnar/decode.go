@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"slices"
 	"strings"
 
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -20,7 +22,7 @@ import (
 type Field struct {
 	Name string      // the engine column's name
 	Path []string    // the file's leaf; nil: Name (a top-level column)
-	Type stream.Type // Int64, Float64, String or Timestamp
+	Type stream.Type // any scalar type (rules.go); not Array
 	// Required: a file without the column is refused. Otherwise its rows
 	// read as null (a column added later, or one another writer left out).
 	Required bool
@@ -199,16 +201,27 @@ func (p *File) DecodeRowGroup(g int) (RowGroup, error) {
 }
 
 // planType checks that the file's physical type can be read as d.typ and
-// picks the conversion; false means it cannot.
+// picks the conversion; false means it cannot. The pairs are Spark's
+// vectorized reader's (integers widen, a FLOAT widens to DOUBLE, a
+// DECIMAL to a DECIMAL of no less scale and integral digits), plus the
+// engine's older reads (a DECIMAL of whole numbers as BIGINT, numbers as
+// DOUBLE, a FIXED_LEN_BYTE_ARRAY hash as 0x-hex STRING).
 func (d *colDecoder) planType(el *format.SchemaElement) bool {
 	binary := d.phys == format.FixedLenByteArray || d.phys == format.ByteArray
-	switch d.typ {
+	intPhys := d.phys == format.Int32 || d.phys == format.Int64
+	switch d.typ.Kind() {
 	case stream.Int64:
 		switch d.phys {
 		case format.Int32, format.Int64, format.Double:
 			return true
 		}
 		return binary && IsDecimal(el)
+	case stream.Int32, stream.Int16, stream.Int8:
+		return d.phys == format.Int32 && !IsDecimal(el) && !isDate(el)
+	case stream.Boolean:
+		return d.phys == format.Boolean
+	case stream.Date:
+		return d.phys == format.Int32 && isDate(el)
 	case stream.Float64:
 		// Integer or decimal columns convert, as Spark's upcast does.
 		switch d.phys {
@@ -216,15 +229,43 @@ func (d *colDecoder) planType(el *format.SchemaElement) bool {
 			return true
 		}
 		return binary && IsDecimal(el)
-	case stream.Timestamp:
+	case stream.Float32:
+		return d.phys == format.Float
+	case stream.Decimal:
+		d.decimal = true
+		if !IsDecimal(el) {
+			// An integer column reads as a decimal of scale 0 that holds it.
+			if !intPhys || isDate(el) {
+				return false
+			}
+			d.scale = 0
+			return d.typ.Precision()-d.typ.Scale() >= map[format.Type]int{format.Int32: 10, format.Int64: 20}[d.phys]
+		}
+		fp, fs := DecimalPrecision(el), int(d.scale)
+		if fs > d.typ.Scale() || fp-fs > d.typ.Precision()-d.typ.Scale() {
+			return false
+		}
+		d.rescale = d.typ.Scale() - fs
+		return intPhys || binary
+	case stream.Timestamp, stream.TimestampNTZ:
 		var ok bool
 		d.ts, ok = TimestampOf(el)
 		return ok
 	case stream.String:
 		d.hexBin = d.phys == format.FixedLenByteArray
 		return binary
+	case stream.Binary:
+		return binary
 	}
 	return false
+}
+
+// isDate reports whether a leaf is annotated DATE.
+func isDate(el *format.SchemaElement) bool {
+	if _, ok := el.LogicalType.Value.(*format.DateType); ok {
+		return true
+	}
+	return el.ConvertedType.Valid && el.ConvertedType.V == deprecated.Date
 }
 
 // colDecoder turns the pages of one file column into an engine column.
@@ -239,6 +280,9 @@ type colDecoder struct {
 	scale     int32 // decimal scale of integer and double columns
 	ts        Timestamp
 	hexBin    bool // binary hashes rendered as 0x-hex
+	decimal   bool // read as Decimals
+	rescale   int  // decimal digits the engine's scale adds to the file's
+	nBool     int  // values of the BOOLEAN page being converted (bit-packed)
 	intern    map[string]string
 	parent    []bool // Field.Parent: rows whose enclosing group is present
 	parentDef int    // the definition level at which the enclosing group is present
@@ -247,6 +291,8 @@ type colDecoder struct {
 	dictInts []int64
 	dictStrs []string
 	dictFlts []float64
+	dictDecs []stream.Dec128
+	decs     []stream.Dec128
 	ints     []int64 // scratch
 	strs     []string
 	flts     []float64
@@ -294,10 +340,18 @@ func (d *colDecoder) toInts(v encoding.Values, dst []int64) ([]int64, error) {
 		for _, x := range v.Int96() {
 			dst = append(dst, Int96Micros(x))
 		}
+	case format.Boolean:
+		bits := v.Boolean()
+		if len(bits)*8 < d.nBool {
+			return nil, fmt.Errorf("column %q: boolean page has %d bytes for %d values", d.arch, len(bits), d.nBool)
+		}
+		for i := range d.nBool {
+			dst = append(dst, int64(bits[i/8]>>(i%8)&1))
+		}
 	default:
 		return nil, fmt.Errorf("column %q: unsupported physical type %s", d.arch, d.phys)
 	}
-	if d.typ == stream.Timestamp && d.ts.Unit != Int96 && d.ts.Unit != Micros {
+	if (d.typ == stream.Timestamp || d.typ == stream.TimestampNTZ) && d.ts.Unit != Int96 && d.ts.Unit != Micros {
 		for i, x := range dst {
 			dst[i] = d.ts.Micros(x)
 		}
@@ -311,6 +365,53 @@ func (d *colDecoder) toInts(v encoding.Values, dst []int64) ([]int64, error) {
 				return nil, fmt.Errorf("column %q holds a fractional decimal", d.arch)
 			}
 			dst[i] = x / p
+		}
+	}
+	return dst, nil
+}
+
+// toDecs converts the values of a page (or dictionary) to the unscaled
+// values of the engine's decimal type in dst: integers and big-endian
+// two's complement (up to 16 significant bytes), times 10^rescale.
+func (d *colDecoder) toDecs(v encoding.Values, dst []stream.Dec128) ([]stream.Dec128, error) {
+	dst = dst[:0]
+	switch d.phys {
+	case format.Int32:
+		for _, x := range v.Int32() {
+			dst = append(dst, stream.Dec128Of(int64(x)))
+		}
+	case format.Int64:
+		for _, x := range v.Int64() {
+			dst = append(dst, stream.Dec128Of(x))
+		}
+	case format.FixedLenByteArray:
+		data, size := v.FixedLenByteArray()
+		if size <= 0 {
+			return dst, nil
+		}
+		for i := 0; i+size <= len(data); i += size {
+			x, err := BigEndianDec(data[i : i+size])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", d.arch, err)
+			}
+			dst = append(dst, x)
+		}
+	case format.ByteArray:
+		data, offs := v.ByteArray()
+		for i := 0; i+1 < len(offs); i++ {
+			x, err := BigEndianDec(data[offs[i]:offs[i+1]])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", d.arch, err)
+			}
+			dst = append(dst, x)
+		}
+	default:
+		return nil, fmt.Errorf("column %q: physical type %s holds no decimal", d.arch, d.phys)
+	}
+	if d.rescale > 0 {
+		m := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.rescale)), nil)
+		for i, x := range dst {
+			dst[i], _ = stream.Dec128FromBig(new(big.Int).Mul(x.Big(), m)) // planType kept the digits within 38
 		}
 	}
 	return dst, nil
@@ -464,11 +565,15 @@ func (d *colDecoder) decodePage(p parquet.Page, col *stream.Column, pos, n int) 
 		}
 	}
 	pg := page{p: p, defs: defs, pos: pos, rows: rows, nonNull: nonNull, n: n}
-	switch d.typ {
-	case stream.String:
+	d.nBool = nonNull
+	switch {
+	case d.decimal:
+		return decodeValues(d, pg, col, col.Decimals, &d.dictDecs, &d.decs,
+			func(v encoding.Values, dst []stream.Dec128, _ bool) ([]stream.Dec128, error) { return d.toDecs(v, dst) })
+	case d.typ.Storage() == stream.String:
 		return decodeValues(d, pg, col, col.Strings, &d.dictStrs, &d.strs,
 			func(v encoding.Values, dst []string, dict bool) ([]string, error) { return d.toStrs(v, dst, dict), nil })
-	case stream.Float64:
+	case d.typ.Storage() == stream.Float64:
 		return decodeValues(d, pg, col, col.Float64s, &d.dictFlts, &d.flts,
 			func(v encoding.Values, dst []float64, _ bool) ([]float64, error) { return d.toFloats(v, dst) })
 	default:

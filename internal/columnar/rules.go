@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
@@ -159,6 +160,47 @@ func DecimalScale(el *format.SchemaElement) int32 {
 		return el.Scale.V
 	}
 	return 0
+}
+
+// DecimalPrecision is a DECIMAL leaf's precision: the logical type's, else
+// the schema element's.
+func DecimalPrecision(el *format.SchemaElement) int {
+	if dt, ok := el.LogicalType.Value.(*format.DecimalType); ok {
+		return int(dt.Precision)
+	}
+	if el.Precision.Valid {
+		return int(el.Precision.V)
+	}
+	return 0
+}
+
+// BigEndianDec decodes a big-endian two's complement integer of up to 16
+// significant bytes (the unscaled value of a FIXED_LEN_BYTE_ARRAY or
+// BYTE_ARRAY DECIMAL of up to 38 digits).
+func BigEndianDec(b []byte) (stream.Dec128, error) {
+	if len(b) == 0 {
+		return stream.Dec128{}, nil
+	}
+	neg := b[0]&0x80 != 0
+	for len(b) > 16 {
+		if (neg && b[0] != 0xff) || (!neg && b[0] != 0) {
+			return stream.Dec128{}, errors.New("decimal value does not fit in 128 bits")
+		}
+		b = b[1:]
+	}
+	var hi, lo uint64
+	if neg {
+		hi, lo = math.MaxUint64, math.MaxUint64
+	}
+	for _, c := range b {
+		hi = hi<<8 | lo>>56
+		lo = lo<<8 | uint64(c)
+	}
+	d := stream.Dec128{Hi: int64(hi), Lo: lo}
+	if (d.Hi < 0) != neg {
+		return stream.Dec128{}, errors.New("decimal value does not fit in 128 bits")
+	}
+	return d, nil
 }
 
 // BigEndianInt decodes a big-endian two's complement integer (the unscaled

@@ -89,9 +89,13 @@ func (t Type) String() string {
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
 	case Varchar, Char:
 		return fmt.Sprintf("%s(%d)", kindNames[t.Kind], t.Length)
-	case Array:
-		return "array<" + t.Elem.String() + ">"
-	case Map:
+	case Array, Map:
+		if t.Elem == nil || t.Kind == Map && t.Key == nil {
+			return kindNames[t.Kind] // an inferred kind whose parts are not known
+		}
+		if t.Kind == Array {
+			return "array<" + t.Elem.String() + ">"
+		}
 		return "map<" + t.Key.String() + "," + t.Elem.String() + ">"
 	case Struct:
 		var b strings.Builder
@@ -171,22 +175,57 @@ func (t Type) ddl() string {
 
 func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
 
-// StreamType maps a Spark type to the engine's column type: integers
-// (tinyint to bigint) to Int64, float and double to Float64, string,
-// varchar and char to String, the timestamps to Timestamp. ok is false for
-// a type the engine has no column for.
+// StreamType maps a Spark type to the engine's column type of the same
+// type: boolean, tinyint, smallint, int, bigint, float, double,
+// decimal(p,s), string (and varchar and char, as Spark reads them),
+// binary, date, timestamp, timestamp_ntz. ok is false for a type the
+// engine has no column for (arrays, maps and structs in a source).
 func StreamType(t Type) (stream.Type, bool) {
 	switch t.Kind {
-	case Byte, Short, Int, Long:
+	case Boolean:
+		return stream.Boolean, true
+	case Byte:
+		return stream.Int8, true
+	case Short:
+		return stream.Int16, true
+	case Int:
+		return stream.Int32, true
+	case Long:
 		return stream.Int64, true
-	case Float, Double:
+	case Float:
+		return stream.Float32, true
+	case Double:
 		return stream.Float64, true
+	case Decimal:
+		return stream.DecimalOf(t.Precision, t.Scale), true
 	case String, Varchar, Char:
 		return stream.String, true
-	case Timestamp, TimestampNTZ:
+	case Binary:
+		return stream.Binary, true
+	case Date:
+		return stream.Date, true
+	case Timestamp:
 		return stream.Timestamp, true
+	case TimestampNTZ:
+		return stream.TimestampNTZ, true
 	}
 	return 0, false
+}
+
+// FromStream is the Spark type of an engine column type (the inverse of
+// StreamType; an array's element likewise).
+func FromStream(t stream.Type) Type {
+	switch t.Kind() {
+	case stream.Decimal:
+		return Type{Kind: Decimal, Precision: t.Precision(), Scale: t.Scale()}
+	case stream.Array:
+		e := FromStream(t.Elem())
+		return Type{Kind: Array, Elem: &e}
+	}
+	k := map[stream.Type]Kind{stream.Boolean: Boolean, stream.Int8: Byte, stream.Int16: Short, stream.Int32: Int,
+		stream.Int64: Long, stream.Float32: Float, stream.Float64: Double, stream.String: String, stream.Binary: Binary,
+		stream.Date: Date, stream.Timestamp: Timestamp, stream.TimestampNTZ: TimestampNTZ}[t]
+	return Type{Kind: k}
 }
 
 // Stream maps the schema to the engine's: every column's StreamType, or an
@@ -198,7 +237,7 @@ func (s Schema) Stream(format string) (stream.Schema, error) {
 		st, ok := StreamType(f.Type)
 		if !ok {
 			return stream.Schema{}, errcode.New(UnsupportedForSource, "",
-				"declare the column as STRING, BIGINT, DOUBLE or TIMESTAMP, or leave it out of the schema (boolean, date, decimal and nested types are not supported yet)",
+				"declare the column with a scalar type (STRING, BIGINT, DECIMAL(p,s), DATE, ...), or leave it out of the schema (arrays, maps and structs are not supported in a source yet)",
 				"the %s source does not support the column %s of the type %s", format, quote(f.Name), strings.ToUpper(f.Type.String()))
 		}
 		out.Fields = append(out.Fields, stream.Field{Name: f.Name, Type: st, Nullable: f.Nullable})

@@ -69,7 +69,8 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestStream(t *testing.T) {
-	s, err := Parse("id BIGINT NOT NULL, n INT, x FLOAT, name VARCHAR(4), ts TIMESTAMP")
+	s, err := Parse("id BIGINT NOT NULL, n INT, x FLOAT, name VARCHAR(4), ts TIMESTAMP, b BOOLEAN, t TINYINT, sm SMALLINT, " +
+		"d DOUBLE, amount DECIMAL(10,2), bin BINARY, day DATE, ntz TIMESTAMP_NTZ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,15 +78,20 @@ func TestStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := stream.Schema{Fields: []stream.Field{{Name: "id", Type: stream.Int64}, {Name: "n", Type: stream.Int64, Nullable: true},
-		{Name: "x", Type: stream.Float64, Nullable: true}, {Name: "name", Type: stream.String, Nullable: true}, {Name: "ts", Type: stream.Timestamp, Nullable: true}}}
+	want := stream.Schema{Fields: []stream.Field{{Name: "id", Type: stream.Int64}, {Name: "n", Type: stream.Int32, Nullable: true},
+		{Name: "x", Type: stream.Float32, Nullable: true}, {Name: "name", Type: stream.String, Nullable: true}, {Name: "ts", Type: stream.Timestamp, Nullable: true},
+		{Name: "b", Type: stream.Boolean, Nullable: true}, {Name: "t", Type: stream.Int8, Nullable: true}, {Name: "sm", Type: stream.Int16, Nullable: true},
+		{Name: "d", Type: stream.Float64, Nullable: true}, {Name: "amount", Type: stream.DecimalOf(10, 2), Nullable: true},
+		{Name: "bin", Type: stream.Binary, Nullable: true}, {Name: "day", Type: stream.Date, Nullable: true}, {Name: "ntz", Type: stream.TimestampNTZ, Nullable: true}}}
 	if !got.Equal(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	s, _ = Parse("id STRING, amount DECIMAL(10,2)")
-	_, err = s.Stream("parquet")
-	if errcode.Code(err) != UnsupportedForSource || !strings.Contains(err.Error(), "column `amount` of the type DECIMAL(10,2)") {
-		t.Fatalf("decimal: %v", err)
+	for ddl, typ := range map[string]string{"m MAP<STRING,INT>": "MAP<STRING,INT>", "s STRUCT<a: INT>": "STRUCT<A:INT>"} {
+		s, _ = Parse("id STRING, " + ddl)
+		_, err = s.Stream("parquet")
+		if errcode.Code(err) != UnsupportedForSource || !strings.Contains(err.Error(), "of the type "+typ) {
+			t.Fatalf("%s: %v", ddl, err)
+		}
 	}
 }
 

@@ -2,10 +2,12 @@ package files
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ethstream/ethstream/sources/ddl"
 	"github.com/ethstream/ethstream/stream"
@@ -17,6 +19,7 @@ type cell struct {
 	i    int64
 	f    float64
 	s    string
+	d    stream.Dec128
 }
 
 var nullCell = cell{null: true}
@@ -73,14 +76,55 @@ func isRangeErr(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
+// parseDate reads Spark's default date text, yyyy-MM-dd (a year of up to
+// 4 digits, a month and day of 1 or 2, as Spark's default parser takes
+// them), as days since the epoch.
+func parseDate(s string) (int64, bool) {
+	parts := strings.Split(strings.TrimSpace(s), "-")
+	if len(parts) != 3 || len(parts[0]) == 0 || len(parts[0]) > 4 || len(parts[1]) == 0 || len(parts[1]) > 2 || len(parts[2]) == 0 || len(parts[2]) > 2 {
+		return 0, false
+	}
+	var v [3]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		v[i] = n
+	}
+	t := time.Date(v[0], time.Month(v[1]), v[2], 0, 0, 0, 0, time.UTC)
+	if t.Year() != v[0] || int(t.Month()) != v[1] || t.Day() != v[2] {
+		return 0, false
+	}
+	return t.Unix() / 86400, true
+}
+
 // textCell converts a text value (a CSV field, a partition value) to c's
 // type; ok is false when the text is not a value of that type.
 func (r *reader) textCell(c *column, s string) (cell, bool) {
-	switch c.typ {
-	case stream.Int64:
+	switch c.typ.Kind() {
+	case stream.Int64, stream.Int32, stream.Int16, stream.Int8:
 		v, err := strconv.ParseInt(s, 10, intBits(c.kind))
 		return cell{i: v}, err == nil
-	case stream.Float64:
+	case stream.Boolean:
+		// Spark's CSV reads s.toBoolean: true or false, any case.
+		switch strings.ToLower(s) {
+		case "true":
+			return cell{i: 1}, true
+		case "false":
+			return cell{i: 0}, true
+		}
+		return nullCell, false
+	case stream.Decimal:
+		v, ok := stream.ParseDecimal(s, c.typ.Precision(), c.typ.Scale())
+		return cell{d: v}, ok && s != ""
+	case stream.Date:
+		v, ok := parseDate(s)
+		return cell{i: v}, ok
+	case stream.TimestampNTZ:
+		v, ok := parseDefaultTimestamp(s)
+		return cell{i: v}, ok
+	case stream.Float64, stream.Float32:
 		v, ok := parseDouble(s)
 		if c.kind == ddl.Float {
 			v = float64(float32(v))
@@ -116,14 +160,49 @@ func (r *reader) jsonCell(c *column, raw json.RawMessage) (cell, bool) {
 	}
 	first := raw[0]
 	isNum := first == '-' || first >= '0' && first <= '9'
-	switch c.typ {
-	case stream.Int64:
+	switch c.typ.Kind() {
+	case stream.Int64, stream.Int32, stream.Int16, stream.Int8:
 		if !isNum {
 			return nullCell, false
 		}
 		v, err := strconv.ParseInt(string(raw), 10, intBits(c.kind))
 		return cell{i: v}, err == nil
-	case stream.Float64:
+	case stream.Boolean:
+		switch string(raw) {
+		case "true":
+			return cell{i: 1}, true
+		case "false":
+			return cell{i: 0}, true
+		}
+		return nullCell, false
+	case stream.Decimal:
+		// A number, or a string holding one (Spark's JacksonParser takes both).
+		text := string(raw)
+		if first == '"' && json.Unmarshal(raw, &text) != nil {
+			return nullCell, false
+		}
+		if !isNum && first != '"' {
+			return nullCell, false
+		}
+		v, ok := stream.ParseDecimal(text, c.typ.Precision(), c.typ.Scale())
+		return cell{d: v}, ok
+	case stream.Date, stream.Binary, stream.TimestampNTZ:
+		var s string
+		if first != '"' || json.Unmarshal(raw, &s) != nil {
+			return nullCell, false
+		}
+		switch c.typ {
+		case stream.Date:
+			v, ok := parseDate(s)
+			return cell{i: v}, ok
+		case stream.TimestampNTZ:
+			v, ok := parseDefaultTimestamp(s)
+			return cell{i: v}, ok
+		}
+		// Spark's JSON binary is base64 (Jackson's getBinaryValue).
+		b, err := base64.StdEncoding.DecodeString(s)
+		return cell{s: string(b)}, err == nil
+	case stream.Float64, stream.Float32:
 		var v float64
 		switch {
 		case isNum:

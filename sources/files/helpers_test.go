@@ -104,15 +104,21 @@ func rowString(b *stream.Batch, i int) string {
 			parts = append(parts, "null")
 			continue
 		}
-		switch c.Type {
-		case stream.Int64:
-			parts = append(parts, strconv.FormatInt(c.Int64s[i], 10))
-		case stream.Float64:
-			parts = append(parts, fmtFloat(c.Float64s[i]))
-		case stream.String:
-			parts = append(parts, c.Strings[i])
-		case stream.Timestamp:
+		switch c.Type.Kind() {
+		case stream.Timestamp, stream.TimestampNTZ:
 			parts = append(parts, time.UnixMicro(c.Int64s[i]).UTC().Format(time.RFC3339Nano))
+		case stream.Date:
+			parts = append(parts, time.Unix(c.Int64s[i]*86400, 0).UTC().Format(time.DateOnly))
+		case stream.Decimal:
+			parts = append(parts, c.Decimals[i].Text(c.Type.Scale()))
+		case stream.Boolean:
+			parts = append(parts, strconv.FormatBool(c.Int64s[i] != 0))
+		case stream.Float64, stream.Float32:
+			parts = append(parts, fmtFloat(c.Float64s[i]))
+		case stream.String, stream.Binary:
+			parts = append(parts, c.Strings[i])
+		default:
+			parts = append(parts, strconv.FormatInt(c.Int64s[i], 10))
 		}
 	}
 	return strings.Join(parts, "|")

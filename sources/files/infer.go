@@ -246,8 +246,7 @@ func (in *inferrer) schema() (ddl.Schema, error) {
 	var out ddl.Schema
 	if in.o.Format == Parquet {
 		for _, f := range in.parq {
-			k := map[stream.Type]ddl.Kind{stream.Int64: ddl.Long, stream.Float64: ddl.Double, stream.String: ddl.String, stream.Timestamp: ddl.Timestamp}[f.Type]
-			out.Fields = append(out.Fields, ddl.Field{Name: f.Name, Type: ddl.Type{Kind: k}, Nullable: true})
+			out.Fields = append(out.Fields, ddl.Field{Name: f.Name, Type: ddl.FromStream(f.Type), Nullable: true})
 		}
 		return out, nil
 	}

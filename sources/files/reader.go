@@ -73,11 +73,13 @@ func (bb *batchBuilder) add(row []cell) {
 		if col.Valid != nil {
 			col.Valid = append(col.Valid, !v.null)
 		}
-		switch col.Type {
+		switch col.Type.Storage() {
 		case stream.Float64:
 			col.Float64s = append(col.Float64s, v.f)
 		case stream.String:
 			col.Strings = append(col.Strings, v.s)
+		case stream.Decimal:
+			col.Decimals = append(col.Decimals, v.d)
 		default:
 			col.Int64s = append(col.Int64s, v.i)
 		}
@@ -168,7 +170,12 @@ func constColumn(c column, v cell, n int) stream.Column {
 	if v.null {
 		col.Valid = make([]bool, n)
 	}
-	switch c.typ {
+	switch c.typ.Storage() {
+	case stream.Decimal:
+		col.Decimals = make([]stream.Dec128, n)
+		for i := range col.Decimals {
+			col.Decimals[i] = v.d
+		}
 	case stream.Float64:
 		col.Float64s = make([]float64, n)
 		for i := range col.Float64s {

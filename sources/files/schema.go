@@ -133,6 +133,6 @@ func resolveLayout(format string, s ddl.Schema, d discovered, corruptName string
 
 func unsupportedType(format, name, spark string) error {
 	return errcode.New(ddl.UnsupportedForSource, "",
-		"declare the column as STRING, BIGINT, INT, DOUBLE or TIMESTAMP, or leave it out of the schema (boolean, date, decimal, binary and nested types wait for the engine's new column types)",
+		"declare the column with a scalar type (STRING, BIGINT, DECIMAL(p,s), DATE, ...), or leave it out of the schema (arrays, maps and structs are not supported in a file source yet)",
 		"the %s source does not support the column `%s` of the type %s", format, name, strings.ToUpper(spark))
 }

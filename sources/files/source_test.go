@@ -54,7 +54,7 @@ func TestParquetPartitionedDirectory(t *testing.T) {
 
 	s := mustSource(t, Parquet, ordersURI(dir, "maxFilesPerTrigger=1"))
 	want := stream.Schema{Fields: []stream.Field{{Name: "order_id", Type: stream.String, Nullable: true}, {Name: "amount", Type: stream.Float64, Nullable: true},
-		{Name: "event_time", Type: stream.Timestamp, Nullable: true}, {Name: "qty", Type: stream.Int64, Nullable: true}, {Name: "region", Type: stream.String, Nullable: true}}}
+		{Name: "event_time", Type: stream.Timestamp, Nullable: true}, {Name: "qty", Type: stream.Int32, Nullable: true}, {Name: "region", Type: stream.String, Nullable: true}}}
 	if got := s.Schema(); !got.Equal(want) {
 		t.Fatalf("schema %v, want %v", got, want)
 	}
@@ -189,18 +189,23 @@ func TestInference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.Schema().String(), "a string null, b string null, m string null, z float64 null, k int64 null"; got != want {
+	if got, want := s.Schema().String(), "a string null, b string null, m string null, z float64 null, k int null"; got != want {
 		t.Fatalf("json: %s, want %s", got, want)
 	}
 	writeFile(t, jdir, "k=1/b.json", `{"flag":true}`)
 	s, _ = NewFromURI(JSON, fileLoc(jdir), true)
-	if err := s.Open(t.Context(), testEnv(t)); errcode.Code(err) != "UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE" || !strings.Contains(err.Error(), "`flag` is inferred as BOOLEAN") {
-		t.Fatalf("boolean: %v", err)
+	if err := s.Open(t.Context(), testEnv(t)); err != nil || !strings.Contains(s.Schema().String(), "flag boolean null") {
+		t.Fatalf("boolean: %v, schema %s", err, s.Schema())
+	}
+	writeFile(t, jdir, "k=1/c.json", `{"arr":[1]}`)
+	s, _ = NewFromURI(JSON, fileLoc(jdir), true)
+	if err := s.Open(t.Context(), testEnv(t)); errcode.Code(err) != "UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE" || !strings.Contains(err.Error(), "`arr` is inferred as ARRAY") {
+		t.Fatalf("array: %v", err)
 	}
 	pdir := t.TempDir()
 	writeParquetFile(t, pdir, "f.parquet", someOrders("p", 2, time.Unix(0, 0)))
 	s, _ = NewFromURI(Parquet, fileLoc(pdir), true)
-	if got, want := s.Schema().String(), "order_id string null, amount float64 null, event_time timestamp null, qty int64 null"; got != want {
+	if got, want := s.Schema().String(), "order_id string null, amount float64 null, event_time timestamp null, qty int null"; got != want {
 		t.Fatalf("parquet: %s, want %s", got, want)
 	}
 }

@@ -181,35 +181,50 @@ func classify(n parquet.Node) leafKind {
 }
 
 // StreamType is the engine type a Parquet leaf reads as, as Spark maps it
-// (spark.sql.parquet.binaryAsString=false, int96AsTimestamp=true):
-// integers to Int64, floating point to Float64, strings (UTF8, ENUM, JSON)
-// to String, timestamps (INT96, INT64 TIMESTAMP) to Timestamp; and the
-// Spark type name of a leaf it cannot read (boolean, date, decimal,
-// binary) with ok false.
+// (spark.sql.parquet.binaryAsString=false, int96AsTimestamp=true): INT32
+// to int (tinyint and smallint for INT(8) and INT(16)), INT64 to bigint,
+// FLOAT and DOUBLE, BOOLEAN, DATE, DECIMAL(p,s), strings (UTF8, ENUM, JSON)
+// to string, other byte arrays to binary, INT96 and INT64 TIMESTAMP to
+// timestamp (timestamp_ntz when not adjusted to UTC); with Spark's type
+// name, and ok false for a leaf it cannot read.
 func StreamType(n parquet.Node) (t stream.Type, spark string, ok bool) {
+	el := columnar.NodeElement(n)
 	switch classify(n) {
 	case kInt:
 		if n.Type().Kind() == parquet.Int32 {
-			return stream.Int64, "int", true
+			if it, ok := el.LogicalType.Value.(*format.IntType); ok && it.BitWidth == 8 {
+				return stream.Int8, "tinyint", true
+			} else if ok && it.BitWidth == 16 {
+				return stream.Int16, "smallint", true
+			}
+			return stream.Int32, "int", true
 		}
 		return stream.Int64, "bigint", true
 	case kFloat:
 		if n.Type().Kind() == parquet.Float {
-			return stream.Float64, "float", true
+			return stream.Float32, "float", true
 		}
 		return stream.Float64, "double", true
 	case kString:
 		return stream.String, "string", true
 	case kTimestamp:
+		if ts, _ := columnar.TimestampOf(el); !ts.UTC {
+			return stream.TimestampNTZ, "timestamp_ntz", true
+		}
 		return stream.Timestamp, "timestamp", true
 	case kBool:
-		return 0, "boolean", false
+		return stream.Boolean, "boolean", true
 	case kDate:
-		return 0, "date", false
+		return stream.Date, "date", true
 	case kDecimal:
-		return 0, "decimal", false
+		p, sc := columnar.DecimalPrecision(el), int(columnar.DecimalScale(el))
+		if p < 1 || p > stream.MaxDecimalPrecision || sc < 0 || sc > p {
+			return 0, fmt.Sprintf("decimal(%d,%d)", p, sc), false
+		}
+		t := stream.DecimalOf(p, sc)
+		return t, t.String(), true
 	case kBinary:
-		return 0, "binary", false
+		return stream.Binary, "binary", true
 	}
 	return 0, n.Type().String(), false
 }
@@ -248,19 +263,38 @@ func (e *UnsupportedError) Error() string {
 }
 
 // compatible checks that leaf n can be read as t (Spark's vectorized
-// reader accepts the same pairs, integers widening).
+// reader accepts the same pairs, integers and floats widening; a decimal
+// to a decimal with no fewer integral and fractional digits).
 func compatible(n parquet.Node, t stream.Type) error {
 	k := classify(n)
 	ok := false
-	switch t {
+	ft, _, fok := StreamType(n)
+	switch t.Kind() {
 	case stream.Int64:
 		ok = k == kInt
+	case stream.Int32, stream.Int16, stream.Int8:
+		ok = k == kInt && n.Type().Kind() == parquet.Int32
 	case stream.Float64:
 		ok = k == kFloat || k == kInt
+	case stream.Float32:
+		ok = k == kFloat && n.Type().Kind() == parquet.Float
 	case stream.String:
 		ok = k == kString || k == kBinary
-	case stream.Timestamp:
+	case stream.Binary:
+		ok = k == kString || k == kBinary
+	case stream.Timestamp, stream.TimestampNTZ:
 		ok = k == kTimestamp
+	case stream.Boolean:
+		ok = k == kBool
+	case stream.Date:
+		ok = k == kDate
+	case stream.Decimal:
+		switch {
+		case k == kDecimal && fok:
+			ok = ft.Scale() <= t.Scale() && ft.Precision()-ft.Scale() <= t.Precision()-t.Scale()
+		case k == kInt:
+			ok = t.Precision()-t.Scale() >= map[parquet.Kind]int{parquet.Int32: 10, parquet.Int64: 20}[n.Type().Kind()]
+		}
 	}
 	if !ok {
 		_, spark, _ := StreamType(n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,10 +120,36 @@ func TestDecodeRefusals(t *testing.T) {
 	if _, err := Decode(bytes.NewReader(data[:20]), 20, nil); err == nil {
 		t.Fatal("truncated file decoded")
 	}
-	_, err := Schema(bytes.NewReader(data), int64(len(data)))
-	var ue *UnsupportedError
-	if !errors.As(err, &ue) || ue.Column != "flag" || ue.Spark != "boolean" {
-		t.Fatalf("schema: %v", err)
+}
+
+// TestSchemaTypes: every leaf reads as Spark's type of it (booleans and
+// decimals were refused before the engine had their columns), and the
+// values decode.
+func TestSchemaTypes(t *testing.T) {
+	data := writeRows(t, []row{{ID: 1, Flag: true, Amount: -12345}, {ID: 2, Amount: 7}}, 10)
+	fields, err := Schema(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fields {
+		got = append(got, f.Name+" "+f.Type.String())
+	}
+	want := "id int64, small int, f32 float, f64 float64, Name string, ts_ms timestamp, ts_us timestamp, ts_ns timestamp, flag boolean, amount decimal(18,2)"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("schema %s, want %s", strings.Join(got, ", "), want)
+	}
+	bs, err := Decode(bytes.NewReader(data), int64(len(data)), []Column{{"flag", stream.Boolean}, {"amount", stream.DecimalOf(18, 2)}, {"amount", stream.DecimalOf(20, 4)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := bs[0].Columns
+	if c[0].Int64s[0] != 1 || c[0].Int64s[1] != 0 || c[1].Decimals[0].Text(2) != "-123.45" || c[1].Decimals[1].Text(2) != "0.07" ||
+		c[2].Decimals[0].Text(4) != "-123.4500" {
+		t.Fatalf("decoded %+v", c)
+	}
+	if _, err := Decode(bytes.NewReader(data), int64(len(data)), []Column{{"amount", stream.DecimalOf(18, 1)}}); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("decimal(18,2) read as decimal(18,1): %v", err)
 	}
 }
 
