@@ -37,8 +37,12 @@ type e2eOrder struct {
 // checked against a brute-force recount of the files written.
 func TestOrdersUnionToDelta(t *testing.T) {
 	for _, format := range []string{"parquet", "delta"} {
-		t.Run(format, func(t *testing.T) { testOrdersUnion(t, format) })
+		t.Run(format, func(t *testing.T) { testOrdersUnion(t, format, "blocks") })
 	}
+	// The article's union as a Spark SQL user writes it (issue 40, 4).
+	t.Run("union-all", func(t *testing.T) {
+		testOrdersUnion(t, "parquet", "(SELECT * FROM orders_us UNION ALL SELECT * FROM orders_eu)")
+	})
 }
 
 // deltaLog writes _delta_log/00000000000000000000.json over dir's data
@@ -67,7 +71,7 @@ func deltaLog(t *testing.T, dir string, rels []string) {
 	}
 }
 
-func testOrdersUnion(t *testing.T, format string) {
+func testOrdersUnion(t *testing.T, format, from string) {
 	root := t.TempDir()
 	r := rand.New(rand.NewPCG(40, 1))
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -125,7 +129,7 @@ func testOrdersUnion(t *testing.T, format string) {
 		Sources: specs, Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: slog.New(slog.DiscardHandler),
 		Conf: map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
 		Query: "SELECT window(event_time, '30 minutes') AS window, customer, count(*) AS orders, sum(amount) AS amount " +
-			"FROM blocks GROUP BY window(event_time, '30 minutes'), customer",
+			"FROM " + from + " GROUP BY window(event_time, '30 minutes'), customer",
 		WithWatermark: "event_time, 20 minutes"}
 	var progress []*stream.Progress
 	cfg.Listeners = []engine.Listener{engine.ListenerFunc(func(p *stream.Progress) { progress = append(progress, p) })}

@@ -390,6 +390,13 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		}
 		fq.WriteTo(sink).Shape(&c.shape)
 	} else if cfg.Table != "" {
+		if c.limits() {
+			// Spark's Delta sink overwrites the table in complete mode;
+			// this one MERGEs, so a row past the limit would stay.
+			return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
+				"leave LIMIT out (the table keeps every group), or run the query through the Go API (flow) with a sink that replaces its content",
+				"LIMIT in complete mode needs a sink that replaces its content each batch; the Delta table MERGEs each batch's rows, so a row the limit drops would stay in it")
+		}
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
 			TableProperties: cfg.TableProperties, OutputMode: c.q.Spec.Mode.String()})
 		if err != nil {

@@ -58,7 +58,7 @@ type compiled struct {
 func (c *compiled) apply(q *engine.Query) {
 	q.Columns = c.q.Columns
 	q.Watermark, q.Where, q.PreWatermark = nil, nil, nil
-	if col, delay, ok := c.q.Spec.Watermark(); ok {
+	if col, delay, ok := c.q.Watermark(); ok {
 		q.Watermark = &engine.Watermark{Column: col, Delay: delay}
 	}
 	// A nil predicate must stay a nil interface.
@@ -112,8 +112,26 @@ func (c *compiled) addSteps(fq *flow.Query) {
 				}
 			}
 			fq.Select(cols...)
+		case st.Sort != nil:
+			keys := make([]flow.SortKey, len(st.Sort))
+			for j, k := range st.Sort {
+				keys[j] = flow.SortKey{Column: k.Column, Desc: k.Desc, NullsFirst: k.NullsFirst}
+			}
+			fq.Sort(keys...)
+		case st.Limit != nil:
+			fq.Limit(*st.Limit)
 		}
 	}
+}
+
+// limits reports whether the plan has a LIMIT step.
+func (c *compiled) limits() bool {
+	for _, st := range c.q.Steps {
+		if st.Limit != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // buildSteps builds the operators of the plan's stateful steps; the first
@@ -162,6 +180,9 @@ func (c *compiled) setFirst(a *agg.Operator) {
 
 // outputSchema is the schema of the rows the sink receives.
 func (c *compiled) outputSchema() stream.Schema {
+	if len(c.q.Steps) > 1 || len(c.q.Steps) == 1 && c.agg == nil && c.sess == nil {
+		return c.q.Schema // a plan of several steps
+	}
 	var op stream.SchemaOperator
 	switch {
 	case c.agg != nil:
@@ -426,7 +447,61 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 	}
 	if col, d, ok := spec.Watermark(); ok {
 		s.Watermark = &shape.Watermark{Column: col, DelayUs: d.Microseconds()}
+	} else if col, d, ok := qc.Watermark(); ok {
+		s.Watermark = &shape.Watermark{Column: col, DelayUs: d.Microseconds()}
 	}
+	s.Aggregates = aggregateTexts(spec)
+	if len(qc.Steps) > 1 {
+		// A plan of several steps records each operator with the
+		// stateless steps before it (shape version 3 when it has to).
+		var ops []shape.Operator
+		var input []string
+		for i, st := range qc.Steps {
+			op, ok := stepShape(c.steps[i])
+			if !ok {
+				input = append(input, st.String())
+				continue
+			}
+			op.Input = input
+			ops = append(ops, op)
+			input = nil
+		}
+		s = s.WithOperators(ops)
+	}
+	return s
+}
+
+// stepShape is the shape of a plan step's stateful operator (an
+// aggregation or a session window aggregation, maybe wrapped); ok is false
+// for a stateless step.
+func stepShape(op stream.Operator) (shape.Operator, bool) {
+	if a := firstAgg(op); a != nil {
+		o := shape.Operator{Kind: shape.KindAggregate, Keys: append([]string{}, a.Spec().GroupBy...), Aggregates: aggregateTexts(a.Spec()),
+			StateSchema: a.Schema().String()}
+		if w := a.Spec().Window; w != nil {
+			o.Window = &shape.Window{Column: w.Column, Size: query.FormatInterval(w.Size)}
+			if w.Slide != 0 && w.Slide != w.Size {
+				o.Window.Slide = query.FormatInterval(w.Slide)
+			}
+		}
+		return o, true
+	}
+	inner := op
+	if f, ok := filter.Unwrap(op); ok {
+		inner = f.Inner
+	}
+	if sw, ok := inner.(*session.Operator); ok {
+		sp := sw.Spec()
+		return shape.Operator{Kind: shape.KindAggregate, Keys: append([]string{}, sp.GroupBy...),
+			Aggregates: aggregateTexts(agg.Spec{Aggregates: sp.Aggregates}), StateSchema: sw.Schema().String(),
+			Window: &shape.Window{Column: sp.Column, Gap: sp.GapText()}}, true
+	}
+	return shape.Operator{}, false
+}
+
+// aggregateTexts are an aggregation's aggregates as the shape records them.
+func aggregateTexts(spec agg.Spec) []string {
+	var out []string
 	for _, a := range spec.Aggregates {
 		col := a.Column
 		if col == "" {
@@ -440,9 +515,9 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 				name = a.Kind.String() + "_" + a.Column
 			}
 		}
-		s.Aggregates = append(s.Aggregates, a.Kind.String()+"("+col+") as "+name)
+		out = append(out, a.Kind.String()+"("+col+") as "+name)
 	}
-	return s
+	return out
 }
 
 // AdoptStateFormat keeps the state format of a checkpoint written before

@@ -2,6 +2,7 @@ package query
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,11 +90,23 @@ type Compiled struct {
 	// Post is the stage over the aggregation's output (HAVING, expressions
 	// over aggregates and group keys), nil without one.
 	Post *filter.Post
+	// WatermarkColumn and WatermarkDelay are the read path's
+	// withWatermark, an empty column without one.
+	WatermarkColumn string
+	WatermarkDelay  time.Duration
+	// Schema is the schema of the rows the plan hands the sink.
+	Schema stream.Schema
 	// Steps are the plan after the read path, in order (query/plan.go):
 	// what the caller builds. Spec, Derived and Post above are its first
 	// aggregation's, Select the read path's projection of a plan without
 	// one.
 	Steps []Step
+}
+
+// Watermark is the read path's withWatermark: its column and delay, ok
+// false without one.
+func (c *Compiled) Watermark() (column string, delay time.Duration, ok bool) {
+	return c.WatermarkColumn, c.WatermarkDelay, c.WatermarkColumn != "" && c.WatermarkDelay > 0
 }
 
 // Stateful reports whether the query has a stateful operator (an
@@ -144,29 +157,57 @@ func Compile(src string, o Options) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{},
+	c, err := compileSelect(src, sel, o, true)
+	if err != nil {
+		return nil, err
+	}
+	c.Text = canonical(sel, c.From)
+	return c, nil
+}
+
+// compileSelect resolves one SELECT: over a relation, or over the plan of
+// the subquery it reads (query/nested.go). top is set for the query's
+// outermost SELECT, whose rows go to the sink.
+func compileSelect(src string, sel *Select, o Options, top bool) (*Compiled, error) {
+	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{}, top: top,
 		spec:     agg.Spec{ColumnTypes: map[string]stream.Type{}},
 		selected: map[string]bool{}, names: map[string]bool{}, groupExprs: map[string]string{}, aggByText: map[string]string{}}
-	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.sessionCheck, r.post, r.windowedDerive} {
+	if sel.Sub != nil {
+		sel = pushWhere(sel, o.WatermarkColumn)
+		r.sel = sel
+		in, err := compileFrom(src, sel, o)
+		if err != nil {
+			return nil, err
+		}
+		r.in = in
+	}
+	for _, step := range []func() error{r.from, r.star, r.distinct, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.sessionCheck, r.post, r.windowedDerive} {
 		if err := step(); err != nil {
 			return nil, err
 		}
 	}
 	r.columns()
 	r.c.Spec = r.spec
-	if r.c.Select == nil {
-		r.c.Steps = append(r.c.Steps, Step{Aggregate: &Aggregation{Spec: r.spec, Derived: r.c.Derived, Post: r.c.Post, Session: r.session}})
+	if err := r.plan(); err != nil {
+		return nil, err
 	}
-	r.c.Text = canonical(sel, r.c.From)
+	if err := r.orderLimit(); err != nil {
+		return nil, err
+	}
 	return r.c, nil
 }
 
 // resolver resolves one parsed query, clause by clause.
 type resolver struct {
-	src      string
-	sel      *Select
-	o        Options
-	c        *Compiled
+	src string
+	sel *Select
+	o   Options
+	c   *Compiled
+	// in is the subquery's plan the query reads, nil when it reads a
+	// relation; top is set for the outermost query.
+	in       *input
+	top      bool
+	rename   bool // a stateless SELECT renames a column (AS)
 	spec     agg.Spec
 	window   *WindowCall
 	schema   []stream.Field  // the FROM relation's columns
@@ -181,18 +222,25 @@ type resolver struct {
 	// their aggregates replaced by output columns.
 	postSrc []postItem
 	hidden  []string // the hidden aggregates (output columns the post stage drops)
+	// outNames are a stateless SELECT's output names, one per Select column.
+	outNames []string
+	// where2 is the WHERE over a subquery's plan (a step, not the read path).
+	where2 *filter.Predicate
 	// session is the session window when the grouping window is one.
 	session *SessionWindow
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
-	if name == stream.ColSource {
+	if name == stream.ColSource && r.in == nil {
 		return stream.String, true
 	}
 	for _, f := range r.schema {
 		if f.Name == name {
 			return f.Type, true
 		}
+	}
+	if name == ColWindowTime && r.window != nil && r.window.OfWindow && r.windowed() {
+		return stream.Timestamp, true // derived by plan, window_time(window)
 	}
 	return 0, false
 }
@@ -232,6 +280,10 @@ func (r *resolver) unresolved(pos int, name string) error {
 // from resolves the FROM name among the registered relations,
 // case-insensitively (Spark's identifiers are).
 func (r *resolver) from() error {
+	if r.in != nil {
+		r.schema = r.in.schema
+		return nil
+	}
 	rels := r.o.Relations
 	if rels == nil {
 		for i, s := range r.o.Sources {
@@ -420,6 +472,12 @@ func (r *resolver) selectList() error {
 			return err
 		}
 	}
+	if len(r.spec.Aggregates) == 0 && r.sel.Distinct {
+		// Spark's ReplaceDistinctWithAggregate: the columns are the keys.
+		// agg keeps a row count per key, which the post stage drops.
+		r.hidden = append(r.hidden, "__distinct_rows")
+		r.spec.Aggregates = append(r.spec.Aggregates, agg.Aggregate{Kind: agg.Count, As: "__distinct_rows"})
+	}
 	if len(r.spec.Aggregates) == 0 {
 		return invalidQuery(r.src, 0, "add count(*), sum(col), min, max or avg", "the query has no aggregate")
 	}
@@ -457,19 +515,36 @@ func (r *resolver) stateless() bool {
 func (r *resolver) selectRows() error {
 	for _, it := range r.sel.Items {
 		r.c.Projection = append(r.c.Projection, it.String())
+		if it.Col == "window" && r.windowed() {
+			// The window of the aggregation the subquery runs: its bounds.
+			if it.As != "" && !strings.EqualFold(it.As, "window") {
+				return unsupported(r.src, it.Pos, "renaming the window (it is the table's window struct; leave AS window or no alias)")
+			}
+			if err := r.claim(it.Pos, "window"); err != nil {
+				return err
+			}
+			r.c.Select = append(r.c.Select, agg.ColWindowStart, agg.ColWindowEnd)
+			r.outNames = append(r.outNames, agg.ColWindowStart, agg.ColWindowEnd)
+			continue
+		}
 		if it.Col == "window" {
 			return invalidQuery(r.src, it.Pos, "group by window(...)", "window is not a column")
 		}
 		if _, ok := r.colType(it.Col); !ok {
 			return r.unresolved(it.Pos, it.Col)
 		}
-		if it.As != "" && !strings.EqualFold(it.As, it.Col) {
-			return unsupported(r.src, it.Pos, "renaming a column (AS "+it.As+")")
+		out := it.Col
+		if it.As != "" && it.As != it.Col {
+			if !validColumnName(it.As) {
+				return invalidQuery(r.src, it.Pos, "use an alias of letters, digits and underscores", "output column name %q is not valid in a Delta table", it.As)
+			}
+			out, r.rename = it.As, true
 		}
-		if err := r.claim(it.Pos, it.Col); err != nil {
+		if err := r.claim(it.Pos, out); err != nil {
 			return err
 		}
 		r.c.Select = append(r.c.Select, it.Col)
+		r.outNames = append(r.outNames, out)
 	}
 	return nil
 }
@@ -572,6 +647,11 @@ func (r *resolver) where() error {
 	if err != nil {
 		return err
 	}
+	if r.in != nil {
+		// Over a subquery's plan, a step of the plan.
+		r.where2 = p
+		return nil
+	}
 	r.c.Where = p
 	for _, col := range p.Columns() {
 		if t, ok := r.colType(col); ok {
@@ -587,7 +667,7 @@ func (r *resolver) options() error {
 	if err != nil {
 		return err
 	}
-	if r.c.Select != nil && mode != agg.Append {
+	if r.c.Select != nil && mode != agg.Append && r.top && (r.in == nil || !r.in.stateful) {
 		// Columns only, no aggregate: a stateless query, which Spark's
 		// Delta sink takes in append mode only. GROUP BY alone would only
 		// lead to "the query has no aggregate": say what each intent needs.
@@ -601,6 +681,9 @@ func (r *resolver) options() error {
 	col := r.o.WatermarkColumn
 	if col == "" {
 		return nil
+	}
+	if r.in != nil {
+		return r.nestedWatermark(col)
 	}
 	t, ok := r.colType(col)
 	if !ok {
@@ -619,6 +702,7 @@ func (r *resolver) options() error {
 	r.spec.WatermarkDelay = r.o.WatermarkDelay
 	r.spec.WatermarkColumn = col
 	r.spec.ColumnTypes[col] = t
+	r.c.WatermarkColumn, r.c.WatermarkDelay = col, r.o.WatermarkDelay
 	if r.c.Where != nil {
 		pre, err := r.pushDown(col)
 		if err != nil {
@@ -653,6 +737,9 @@ func (r *resolver) pushDown(eventTime string) (*filter.Predicate, error) {
 // columns sets the projection: the columns read, the source column
 // included when used.
 func (r *resolver) columns() {
+	if r.in != nil {
+		return // the subquery's read path
+	}
 	var cols []string
 	if r.c.Select == nil {
 		for _, c := range r.spec.InputColumns() {
@@ -696,13 +783,19 @@ func validColumnName(s string) bool {
 func canonical(sel *Select, from string) string {
 	var b strings.Builder
 	b.WriteString("select ")
+	if sel.Distinct {
+		b.WriteString("distinct ")
+	}
+	if sel.Star {
+		b.WriteString("*")
+	}
 	for i, it := range sel.Items {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(it.String())
 	}
-	b.WriteString(" from " + quoteIdent(from))
+	b.WriteString(" from " + fromText(sel, from))
 	if sel.Where != nil {
 		b.WriteString(" where " + sel.Where.String())
 	}
@@ -717,6 +810,18 @@ func canonical(sel *Select, from string) string {
 	}
 	if sel.Having != nil {
 		b.WriteString(" having " + sel.Having.String())
+	}
+	if len(sel.OrderBy) > 0 {
+		b.WriteString(" order by ")
+		for i, o := range sel.OrderBy {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(o.String())
+		}
+	}
+	if sel.Limit != nil {
+		b.WriteString(" limit " + strconv.FormatInt(*sel.Limit, 10))
 	}
 	return b.String()
 }

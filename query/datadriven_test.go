@@ -46,11 +46,31 @@ func TestParseScripts(t *testing.T) {
 // printSelect renders a syntax tree one node a line, with positions.
 func printSelect(src string, q *Select) string {
 	var b strings.Builder
-	b.WriteString("select\n")
+	b.WriteString("select")
+	if q.Distinct {
+		b.WriteString(" distinct")
+	}
+	if q.Star {
+		b.WriteString(" *")
+	}
+	b.WriteString("\n")
 	for _, it := range q.Items {
 		b.WriteString("  " + it.String() + "  @" + position(src, it.Pos) + "\n")
 	}
-	b.WriteString("from " + q.From + "  @" + position(src, q.FromPos) + "\n")
+	if q.Sub != nil {
+		b.WriteString("from (  @" + position(src, q.FromPos) + "\n")
+		for i, sub := range q.Sub {
+			if i > 0 {
+				b.WriteString("  union all\n")
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(printSelect(src, sub), "\n"), "\n") {
+				b.WriteString("  " + l + "\n")
+			}
+		}
+		b.WriteString(") " + q.SubAlias + "\n")
+	} else {
+		b.WriteString("from " + q.From + "  @" + position(src, q.FromPos) + "\n")
+	}
 	if q.Where != nil {
 		b.WriteString("where " + q.Where.String() + "\n")
 	}
@@ -66,6 +86,15 @@ func printSelect(src string, q *Select) string {
 	}
 	if q.Having != nil {
 		b.WriteString("having " + q.Having.String() + "\n")
+	}
+	if len(q.OrderBy) > 0 {
+		b.WriteString("order by  @" + position(src, q.OrderPos) + "\n")
+	}
+	for _, o := range q.OrderBy {
+		b.WriteString("  " + o.String() + "  @" + position(src, o.Pos) + "\n")
+	}
+	if q.Limit != nil {
+		b.WriteString("limit " + strconv.FormatInt(*q.Limit, 10) + "  @" + position(src, q.LimitPos) + "\n")
 	}
 	return b.String()
 }

@@ -284,7 +284,7 @@ func (r *resolver) post() error {
 			return err
 		}
 	}
-	if having == nil && len(r.postSrc) == 0 {
+	if having == nil && len(r.postSrc) == 0 && len(r.hidden) == 0 {
 		return nil
 	}
 	schema, err := r.outputSchema()

@@ -9,16 +9,22 @@
 //
 // # Grammar
 //
-//	query     := SELECT item {, item} FROM relation [WHERE expr]
-//	             [GROUP BY group {, group}] [HAVING expr] [;]
+//	query     := union [ORDER BY key {, key}] [LIMIT n] [;]
+//	union     := select {UNION ALL select}
+//	select    := SELECT [DISTINCT | ALL] (* | item {, item}) FROM relation
+//	             [WHERE expr] [GROUP BY group {, group}] [HAVING expr]
 //	relation  := <registered name> | `quoted`          (case-insensitive)
+//	           | ( union ) [[AS] alias]
 //	item      := window(col, dur[, dur[, dur]]) [AS window] | window
 //	           | session_window(col, gap) | session_window
 //	           | session_window.(start|end) [[AS] alias]
 //	           | expr [[AS] alias]
-//	group     := window(col, dur[, dur[, dur]]) | session_window(col, gap)
+//	group     := window(tcol, dur[, dur[, dur]]) | session_window(col, gap)
 //	           | expr | <SELECT alias> | <SELECT ordinal>
+//	tcol      := col | window_time(window)
 //	gap       := dur | expr                       (a string per row)
+//	key       := (<output column> | <SELECT ordinal>) [ASC | DESC]
+//	             [NULLS FIRST | NULLS LAST]
 //	dur       := 'interval string' | INTERVAL 'string' | INTERVAL 'n' unit
 //	           | INTERVAL n unit {n unit}
 //	expr      := expr OR expr | expr AND expr | NOT expr
@@ -55,9 +61,9 @@
 // by value: window(ts, '1 hour') and window(ts, INTERVAL 60 MINUTES) are
 // the same window. Without GROUP BY the query is a global aggregation (its
 // items are aggregates only), unless no item is an aggregate or a window:
-// SELECT col, ... FROM rel [WHERE ...] has no stateful operator
-// (Compiled.Select; Compiled.Stateful is false), appends the rows the
-// WHERE keeps in outputMode append only, and renames no column. A
+// SELECT col [AS name], ... FROM rel [WHERE ...] has no stateful operator
+// (Compiled.Select; Compiled.Stateful is false) and appends the rows the
+// WHERE keeps in outputMode append only. A
 // relation's columns are those every source it reads declares
 // (Options.Schemas), plus the literal source. Timestamps compare with
 // strings in UTC.
@@ -86,6 +92,32 @@
 // selected, under their own names; the order of the non-aggregate SELECT
 // items does not matter (the same output schema). An aggregate without an
 // alias is named count (count(*)) or <func>_<column> (sum_gas_used).
+//
+// # Plans (plan.go, nested.go)
+//
+// A compiled query is a read path and a plan, Compiled.Steps: filters,
+// derived columns, projections, stateful aggregations, a sort and a
+// limit, in order. FROM (subquery) puts the subquery's steps first; the
+// outer WHERE runs over its rows (pushed into it, below the watermark, as
+// Spark's PushPredicateThroughNonJoin does, when the subquery computes
+// nothing); an outer aggregation is the next stateful operator.
+// window(window_time(window), ...) windows the windows of a subquery's
+// aggregation, Spark 3.4's chained time windows: both operators run in
+// append mode (Spark: "Multiple streaming aggregations are not supported
+// ..." in another mode). UNION ALL branches are SELECTs of columns over
+// named relations, each read once; the union is by position, as Spark
+// SQL's, and the branches must select the same columns in the same order
+// (one projection reads every source; Spark's NUM_COLUMNS_MISMATCH and
+// INCOMPATIBLE_COLUMN_TYPE otherwise); each branch's WHERE keeps its own
+// sources' rows (a CASE on the source column). SELECT DISTINCT is an
+// aggregation keyed by the columns (ReplaceDistinctWithAggregate), with
+// the aggregation's rules per output mode. A SELECT without aggregation
+// renames with AS. ORDER BY sorts, and LIMIT cuts, what the sink receives
+// each batch, only where Spark allows them: a sort after an aggregation in
+// complete mode, a limit in complete mode; in update mode LIMIT is Spark's
+// "Limits are not supported on streaming DataFrames/Datasets in Update
+// output mode", in append mode it is refused (Spark keeps its count
+// across batches in state).
 //
 // Spark's withWatermark(column, delay) and outputMode(mode) are options
 // beside the text (Options; the CLI's --with-watermark and --output-mode).
@@ -134,8 +166,9 @@
 //
 // PARSE_SYNTAX_ERROR (with line:column, counted in characters) for text
 // outside the grammar, UNSUPPORTED_SQL naming the construct for valid
-// Spark SQL that does not run here (joins, named as such, ORDER BY, LIMIT,
-// DISTINCT, subqueries, a Spark aggregate ethstream lacks),
+// Spark SQL that does not run here (joins, named as such, ORDER BY or
+// LIMIT where Spark refuses them, with Spark's message, a Spark aggregate
+// ethstream lacks),
 // UNRESOLVED_ROUTINE listing the functions for an unknown function,
 // DATATYPE_MISMATCH for operands of the wrong type, TABLE_OR_VIEW_NOT_FOUND for a FROM name nothing registered,
 // UNRESOLVED_COLUMN for an unknown column, INVALID_STREAMING_QUERY for a

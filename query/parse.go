@@ -25,6 +25,52 @@ type Select struct {
 	WherePos int
 	GroupBy  []GroupItem // empty without GROUP BY (a global aggregation)
 	Having   filter.Expr // nil without HAVING
+	// Star is SELECT *: every column of the relation read, in its order.
+	Star bool
+	// Distinct is SELECT DISTINCT.
+	Distinct bool
+	// Sub is the subquery FROM reads: one branch for FROM (SELECT ...),
+	// several for a UNION ALL of them; nil when FROM names a relation.
+	Sub []*Select
+	// SubAlias is the subquery's alias as written, "" without one.
+	SubAlias string
+	// OrderBy is ORDER BY's keys, empty without one; OrderPos the offset of
+	// ORDER.
+	OrderBy  []OrderItem
+	OrderPos int
+	// Limit is LIMIT's count, nil without one; LimitPos the offset of LIMIT.
+	Limit    *int64
+	LimitPos int
+}
+
+// OrderItem is one ORDER BY key: an output column by name or by its
+// position in the SELECT list (Ordinal, 1-based; 0 if a name).
+type OrderItem struct {
+	Col        string // lowercase
+	Ordinal    int
+	Desc       bool
+	NullsFirst bool
+	Pos        int
+}
+
+// String renders the key canonically, with Spark's default null order
+// spelled out only when it is not the default.
+func (o OrderItem) String() string {
+	s := o.Col
+	if o.Ordinal > 0 {
+		s = strconv.Itoa(o.Ordinal)
+	}
+	if o.Desc {
+		s += " desc"
+	}
+	if o.NullsFirst == o.Desc {
+		if o.NullsFirst {
+			s += " nulls first"
+		} else {
+			s += " nulls last"
+		}
+	}
+	return s
 }
 
 // Item is one SELECT item: the window, a column, or an aggregate.
@@ -46,12 +92,15 @@ type Item struct {
 // INTERVAL 1 HOUR, INTERVAL '1' HOUR), so equal windows written
 // differently are equal.
 type WindowCall struct {
-	Ref   bool
-	Col   string
-	Size  time.Duration
-	Slide time.Duration // 0: tumbling (Size)
-	Start time.Duration // startTime, 0 when not given
-	Pos   int
+	Ref bool
+	// OfWindow is window(window_time(window), ...): windows over the time of
+	// the windows of the aggregation a subquery runs (Col is window_time).
+	OfWindow bool
+	Col      string
+	Size     time.Duration
+	Slide    time.Duration // 0: tumbling (Size)
+	Start    time.Duration // startTime, 0 when not given
+	Pos      int
 	// Session is set for session_window(col, gap) (query/session.go): Size
 	// is then the gap, or GapExpr a dynamic gap; Field is "start" or "end"
 	// for session_window.start or .end in SELECT.
@@ -97,7 +146,11 @@ func (w *WindowCall) String() string {
 	if w.Ref {
 		return "window"
 	}
-	s := "window(" + w.Col + ", '" + FormatInterval(w.Size) + "'"
+	col := w.Col
+	if w.OfWindow {
+		col = "window_time(window)"
+	}
+	s := "window(" + col + ", '" + FormatInterval(w.Size) + "'"
 	if w.slide() != w.Size || w.Start != 0 {
 		s += ", '" + FormatInterval(w.slide()) + "'"
 	}
@@ -242,14 +295,66 @@ func (p *parser) query() (*Select, error) {
 	case t.is("insert"), t.is("create"), t.is("update"), t.is("delete"), t.is("merge"):
 		return nil, unsupported(p.src, t.pos, strings.ToUpper(t.text)+" (only a SELECT query runs)")
 	}
+	branches, err := p.union()
+	if err != nil {
+		return nil, err
+	}
+	q := branches[0]
+	if len(branches) > 1 {
+		// A UNION ALL at the top is the rows of its branches, every column.
+		q = &Select{Star: true, Sub: branches, FromPos: branches[0].FromPos}
+	}
+	if err := p.orderBy(q); err != nil {
+		return nil, err
+	}
+	if err := p.limit(q); err != nil {
+		return nil, err
+	}
+	return q, p.end()
+}
+
+// union reads SELECT ... {UNION ALL SELECT ...}: the branches in order.
+func (p *parser) union() ([]*Select, error) {
+	var out []*Select
+	for {
+		q, err := p.selectCore()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+		t := p.peek()
+		if !t.is("union") {
+			return out, nil
+		}
+		p.next()
+		switch a := p.peek(); {
+		case a.is("all"):
+			p.next()
+		case a.is("distinct"), a.is("select"):
+			// Spark plans UNION [DISTINCT] as Distinct(Union): an aggregation.
+			return nil, unsupported(p.src, t.pos, "UNION without ALL (a UNION DISTINCT: write SELECT DISTINCT * FROM (... UNION ALL ...))")
+		}
+	}
+}
+
+// selectCore reads SELECT ... FROM ... [WHERE] [GROUP BY] [HAVING].
+func (p *parser) selectCore() (*Select, error) {
+	if t := p.peek(); t.punct("(") {
+		return nil, unsupported(p.src, t.pos, "a parenthesised query")
+	}
 	if err := p.expectKeyword("select"); err != nil {
 		return nil, err
 	}
-	if t := p.peek(); t.is("distinct") || t.is("all") {
-		return nil, unsupported(p.src, t.pos, "SELECT "+strings.ToUpper(t.text))
-	}
 	q := &Select{}
-	for {
+	if t := p.peek(); t.is("distinct") || t.is("all") {
+		p.next()
+		q.Distinct = t.is("distinct")
+	}
+	if t := p.peek(); t.punct("*") && p.toks[p.i+1].is("from") {
+		p.next()
+		q.Star = true
+	}
+	for !q.Star {
 		it, err := p.item()
 		if err != nil {
 			return nil, err
@@ -283,7 +388,86 @@ func (p *parser) query() (*Select, error) {
 		}
 		q.Having = e
 	}
-	return q, p.end()
+	return q, nil
+}
+
+// orderBy reads ORDER BY key {, key}, if present: an output column or a
+// SELECT position, [ASC | DESC], [NULLS FIRST | LAST].
+func (p *parser) orderBy(q *Select) error {
+	t := p.peek()
+	if !t.is("order") {
+		return nil
+	}
+	p.next()
+	q.OrderPos = t.pos
+	if err := p.expectKeyword("by"); err != nil {
+		return err
+	}
+	for {
+		k := p.peek()
+		o := OrderItem{Pos: k.pos}
+		if k.kind == tNumber {
+			p.next()
+			n, err := strconv.Atoi(k.text)
+			if err != nil || n < 1 {
+				return unsupported(p.src, k.pos, "ORDER BY a constant "+k.text+" (a position is a whole number from 1)")
+			}
+			o.Ordinal = n
+		} else {
+			c, _, err := p.column("a column after ORDER BY")
+			if err != nil {
+				return err
+			}
+			o.Col = c
+			if nt := p.peek(); nt.punct("(") || nt.punct(".") || nt.kind == tPunct && !nt.punct(",") && !nt.punct(";") {
+				return unsupported(p.src, k.pos, "ORDER BY an expression (order by an output column's name)")
+			}
+		}
+		switch d := p.peek(); {
+		case d.is("asc"):
+			p.next()
+		case d.is("desc"):
+			p.next()
+			o.Desc = true
+		}
+		o.NullsFirst = !o.Desc // Spark: NULLS FIRST ascending, NULLS LAST descending
+		if n := p.peek(); n.is("nulls") {
+			p.next()
+			switch f := p.next(); {
+			case f.is("first"):
+				o.NullsFirst = true
+			case f.is("last"):
+				o.NullsFirst = false
+			default:
+				return p.errAt(f, "expected FIRST or LAST after NULLS, found %s", f)
+			}
+		}
+		q.OrderBy = append(q.OrderBy, o)
+		if !p.peek().punct(",") {
+			return nil
+		}
+		p.next()
+	}
+}
+
+// limit reads LIMIT n, if present.
+func (p *parser) limit(q *Select) error {
+	t := p.peek()
+	if !t.is("limit") {
+		return nil
+	}
+	p.next()
+	q.LimitPos = t.pos
+	n := p.next()
+	if n.kind != tNumber {
+		return p.errAt(n, "expected a row count after LIMIT, found %s", n)
+	}
+	v, err := strconv.ParseInt(n.text, 10, 64)
+	if err != nil || v < 0 {
+		return p.errAt(n, "LIMIT %s: the row count must be a whole number from 0", n.text)
+	}
+	q.Limit = &v
+	return nil
 }
 
 // from reads FROM <relation>. A join is named as one wherever it starts,
@@ -295,7 +479,7 @@ func (p *parser) from(q *Select) error {
 	ft := p.next()
 	switch {
 	case ft.punct("("):
-		return unsupported(p.src, ft.pos, "a subquery in FROM")
+		return p.subquery(q, ft)
 	case ft.kind == tQuoted || ft.kind == tIdent && !reserved[strings.ToLower(ft.text)]:
 		q.From = ft.text
 	default:
@@ -323,6 +507,45 @@ func (p *parser) from(q *Select) error {
 	}
 	if alias >= 0 {
 		return unsupported(p.src, p.toks[alias].pos, "a table alias")
+	}
+	return nil
+}
+
+// subquery reads the rest of FROM (SELECT ... [UNION ALL SELECT ...])
+// [[AS] alias] after its parenthesis.
+func (p *parser) subquery(q *Select, open token) error {
+	if t := p.peek(); !t.is("select") {
+		return unsupported(p.src, t.pos, "a parenthesised relation in FROM other than a subquery")
+	}
+	branches, err := p.union()
+	if err != nil {
+		return err
+	}
+	if t := p.peek(); t.is("order") || t.is("limit") {
+		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" in a subquery (Spark sorts and limits a stream only at the query's end)")
+	}
+	if _, err := p.expectPunct(")"); err != nil {
+		return err
+	}
+	q.Sub, q.FromPos = branches, open.pos
+	if t := p.peek(); t.is("as") {
+		p.next()
+		a, _, err := p.ident("the subquery's alias after AS")
+		if err != nil {
+			return err
+		}
+		q.SubAlias = a
+	} else if t.kind == tQuoted || t.kind == tIdent && !reserved[strings.ToLower(t.text)] {
+		p.next()
+		q.SubAlias = t.text
+	}
+	for _, kw := range []string{"join", "inner", "left", "right", "full", "cross", "natural", "lateral", "anti", "semi"} {
+		if t := p.peek(); t.is(kw) {
+			return unsupported(p.src, t.pos, "JOIN (a streaming aggregation here reads one relation)")
+		}
+	}
+	if t := p.peek(); t.punct(",") {
+		return unsupported(p.src, t.pos, "several tables in FROM (a join)")
 	}
 	return nil
 }
@@ -364,14 +587,11 @@ func (p *parser) groupBy(q *Select) error {
 func (p *parser) end() error {
 	t := p.peek()
 	switch {
-	case t.is("order"), t.is("sort"), t.is("cluster"), t.is("distribute"):
-		// Spark's UnsupportedOperationChecker allows a sort only after an
-		// aggregation in complete mode; ethstream's table is MERGEd, so
-		// the order of the rows it emits is not kept in any mode.
-		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (Spark: sorting is not supported on streaming DataFrames/Datasets, unless it is on aggregated DataFrame/Dataset in Complete output mode; ethstream's Delta table keeps no row order in any mode)")
-	case t.is("limit"):
-		return unsupported(p.src, t.pos, "LIMIT (Spark: limits are not supported on streaming DataFrames/Datasets in Update output mode; ethstream runs none)")
-	case t.is("union"), t.is("except"), t.is("intersect"), t.is("minus"):
+	case t.is("sort"), t.is("cluster"), t.is("distribute"):
+		return unsupported(p.src, t.pos, strings.ToUpper(t.text)+" BY (write ORDER BY)")
+	case t.is("order"), t.is("limit"), t.is("union"):
+		return p.errAt(t, "unexpected %s here (the order is SELECT ... UNION ALL ... ORDER BY ... LIMIT ...)", t)
+	case t.is("except"), t.is("intersect"), t.is("minus"):
 		return unsupported(p.src, t.pos, strings.ToUpper(t.text))
 	case t.is("window"):
 		return unsupported(p.src, t.pos, "a WINDOW clause (named window specifications)")
@@ -500,11 +720,24 @@ func (p *parser) window() (*WindowCall, error) {
 		return w, nil
 	}
 	p.next()
-	c, _, err := p.column("the event-time column of window()")
-	if err != nil {
-		return nil, err
+	if t := p.peek(); t.is("window_time") && p.toks[p.i+1].punct("(") {
+		// window(window_time(window), ...): Spark 3.4's chained windows.
+		p.i += 2
+		if a := p.next(); !a.is("window") {
+			return nil, p.errAt(a, "window_time() takes the window column of an aggregation: window_time(window)")
+		}
+		if _, err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		w.OfWindow = true
+		w.Col = ColWindowTime
+	} else {
+		c, _, err := p.column("the event-time column of window()")
+		if err != nil {
+			return nil, err
+		}
+		w.Col = c
 	}
-	w.Col = c
 	var args []time.Duration
 	for p.peek().punct(",") {
 		p.next()
@@ -519,7 +752,7 @@ func (p *parser) window() (*WindowCall, error) {
 	}
 	switch len(args) {
 	case 0:
-		return nil, p.errAt(t, "window() needs a duration: window(%s, '5 minutes')", c)
+		return nil, p.errAt(t, "window() needs a duration: window(%s, '5 minutes')", w.Col)
 	case 1, 2, 3:
 		w.Size = args[0]
 		if len(args) > 1 {

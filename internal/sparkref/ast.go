@@ -42,8 +42,27 @@ type Query struct {
 	// Project, set for a query without an aggregation (Projection), is
 	// its SELECT list of columns; the aggregation's fields are unset.
 	Project []string
+	// Sub reads From through a subquery: FROM (SELECT * FROM From [WHERE
+	// SubWhere]) [AS t], the query's WHERE over its rows.
+	Sub      bool
+	SubWhere Expr
+	SubAlias string
+	// Distinct is SELECT DISTINCT of the window and the keys (no
+	// aggregate, no HAVING).
+	Distinct bool
+	// Order is ORDER BY over output columns (complete mode); Limit is LIMIT
+	// (nil: none).
+	Order []OrderKey
+	Limit *int64
 
 	spell spelling
+}
+
+// OrderKey is one ORDER BY key: an output column (window is its bounds),
+// ascending (nulls first) or descending (nulls last), Spark's defaults.
+type OrderKey struct {
+	Column string
+	Desc   bool
 }
 
 // Window is window(Column, Size, Slide, Start).
@@ -239,8 +258,24 @@ func (q *Query) Render() string {
 	}
 	items = append(items, q.aggItems()...)
 	b.WriteString(q.kw("select") + " ")
+	if q.Distinct {
+		b.WriteString(q.kw("distinct") + " ")
+	}
 	b.WriteString(strings.Join(items, ", "))
-	b.WriteString(" " + q.kw("from") + " " + q.From)
+	b.WriteString(" " + q.kw("from") + " ")
+	if q.Sub {
+		b.WriteString("(" + q.kw("select") + " * " + q.kw("from") + " " + q.From)
+		if q.SubWhere != nil {
+			b.WriteString(" " + q.kw("where") + " ")
+			q.SubWhere.render(&b)
+		}
+		b.WriteString(")")
+		if q.SubAlias != "" {
+			b.WriteString(" " + q.SubAlias)
+		}
+	} else {
+		b.WriteString(q.From)
+	}
 	if q.Where != nil {
 		b.WriteString(" " + q.kw("where") + " ")
 		q.Where.render(&b)
@@ -253,13 +288,39 @@ func (q *Query) Render() string {
 			groups = append(groups, k.Text())
 		}
 	}
-	if len(groups) > 0 {
+	if len(groups) > 0 && !q.Distinct {
 		b.WriteString(" " + q.kw("group by") + " " + strings.Join(groups, ", "))
 	}
 	if q.Having != nil {
 		fmt.Fprintf(&b, " %s count(*) > %d", q.kw("having"), *q.Having)
 	}
+	for i, k := range q.Order {
+		if i == 0 {
+			b.WriteString(" " + q.kw("order by") + " ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(k.Column)
+		if k.Desc {
+			b.WriteString(" " + q.kw("desc"))
+		}
+	}
+	if q.Limit != nil {
+		fmt.Fprintf(&b, " %s %d", q.kw("limit"), *q.Limit)
+	}
 	return b.String()
+}
+
+// where is the condition a row of From must meet: the subquery's WHERE,
+// then the query's (Spark's CombineFilters keeps that order).
+func (q *Query) where() Expr {
+	switch {
+	case q.SubWhere == nil:
+		return q.Where
+	case q.Where == nil:
+		return q.SubWhere
+	}
+	return And{L: q.SubWhere, R: q.Where}
 }
 
 // kw spells keyword s in the query's case.

@@ -26,8 +26,8 @@ func (q *Query) DuckDB(schema []Column) string {
 	var sel, group []string
 	from := "blocks"
 	where := ""
-	if q.Where != nil {
-		where = " WHERE " + d.expr(q.Where)
+	if w := q.where(); w != nil {
+		where = " WHERE " + d.expr(w)
 	}
 	if w := q.Window; w != nil {
 		size, slide, start := w.Size.Microseconds(), w.Slide.Microseconds(), w.Start.Microseconds()

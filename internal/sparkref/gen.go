@@ -209,7 +209,68 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	for range q.Keys {
 		q.spell.keyOrdinal = append(q.spell.keyOrdinal, rng.IntN(4) == 0)
 	}
+	g.shapes(rng, q)
 	return q
+}
+
+// shapes draws the query shapes around the aggregation: a subquery in
+// FROM with its own WHERE, SELECT DISTINCT (the keys without aggregates),
+// and in complete mode ORDER BY and LIMIT.
+func (g *Gen) shapes(rng *rand.Rand, q *Query) {
+	if rng.IntN(5) == 0 {
+		// SELECT * of the view blocks has its source column; of a
+		// source, not (a query may group by source).
+		q.Sub, q.From = true, pick(rng, []string{"blocks", "BLOCKS", "Blocks"})
+		q.SubAlias = pick(rng, []string{"", "t", "AS sub"})
+		if rng.IntN(2) == 0 {
+			q.SubWhere = g.expr(rng, q, 0)
+		}
+	}
+	if rng.IntN(8) == 0 && (q.Window != nil || len(q.Keys) > 0) {
+		q.Distinct = true
+		q.Aggs, q.spell.funcs, q.Having, q.KeyExprs = nil, nil, nil, nil
+		// DISTINCT's keys are the columns in SELECT order: the keys
+		// take the order they are written in, written as before.
+		w := 0
+		if q.Window != nil {
+			w = 1
+		}
+		var keys []string
+		order := make([]int, len(q.spell.selectOrder))
+		for i, h := range q.spell.selectOrder {
+			if h < w {
+				order[i] = 0
+				continue
+			}
+			order[i] = w + len(keys)
+			keys = append(keys, q.Keys[h-w])
+		}
+		q.Keys, q.spell.selectOrder = keys, order
+	}
+	if q.Mode != "complete" || rng.IntN(2) == 0 {
+		return
+	}
+	// ORDER BY an aliased aggregate (its name is Spark's too), then every
+	// group column, so that the order, and what LIMIT keeps, is total.
+	for _, a := range q.Aggs {
+		if a.Alias != "" && rng.IntN(2) == 0 {
+			q.Order = append(q.Order, OrderKey{Column: a.Alias, Desc: rng.IntN(2) == 0})
+			break
+		}
+	}
+	if q.Window != nil {
+		q.Order = append(q.Order, OrderKey{Column: "window", Desc: rng.IntN(2) == 0})
+	}
+	for _, k := range q.Keys {
+		q.Order = append(q.Order, OrderKey{Column: k, Desc: rng.IntN(2) == 0})
+	}
+	for _, k := range q.KeyExprs {
+		q.Order = append(q.Order, OrderKey{Column: k.Alias, Desc: rng.IntN(2) == 0})
+	}
+	if rng.IntN(3) != 0 {
+		n := int64(1 + rng.IntN(5))
+		q.Limit = &n
+	}
 }
 
 func containsStr(xs []string, s string) bool {

@@ -116,7 +116,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 			}
 		}
 		for _, r := range batch {
-			if ev.eval(q.Where, r) != tTrue {
+			if ev.eval(q.where(), r) != tTrue {
 				continue
 			}
 			if dd != nil && !dd.keep(r, wmMs) {
@@ -193,7 +193,85 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 		}
 		res.Rows = append(res.Rows, OutRow{Key: kt, Values: vals})
 	}
+	if len(q.Order) > 0 || q.Limit != nil {
+		ev.orderLimit(&res)
+	}
 	return res
+}
+
+// orderLimit sorts the final rows by the query's ORDER BY (Spark's
+// orderings: nulls first ascending and last descending, NaN above every
+// double, -0.0 equal to 0.0) and keeps the first LIMIT of them: complete
+// mode's last batch, which is the whole result.
+func (ev *evaluator) orderLimit(res *Result) {
+	var idx []int
+	var desc []bool
+	for _, k := range ev.q.Order {
+		names := []string{k.Column}
+		if k.Column == "window" {
+			names = []string{"window_start", "window_end"}
+		}
+		for _, n := range names {
+			idx = append(idx, slices.Index(res.Columns, n))
+			desc = append(desc, k.Desc)
+		}
+	}
+	slices.SortStableFunc(res.Rows, func(a, b OutRow) int {
+		for i, c := range idx {
+			x, y := a.Values[c], b.Values[c]
+			switch {
+			case x == nil && y == nil:
+				continue
+			case x == nil:
+				if desc[i] {
+					return 1
+				}
+				return -1
+			case y == nil:
+				if desc[i] {
+					return -1
+				}
+				return 1
+			}
+			r := orderValues(x, y)
+			if desc[i] {
+				r = -r
+			}
+			if r != 0 {
+				return r
+			}
+		}
+		return 0
+	})
+	if l := ev.q.Limit; l != nil && int64(len(res.Rows)) > *l {
+		res.Rows = res.Rows[:*l]
+	}
+}
+
+// orderValues compares two non-null values of one column.
+func orderValues(x, y any) int {
+	switch x := x.(type) {
+	case int64:
+		return cmpInt(x, y.(int64))
+	case string:
+		return strings.Compare(x, y.(string))
+	case float64:
+		yf := y.(float64)
+		switch xn, yn := math.IsNaN(x), math.IsNaN(yf); {
+		case xn && yn:
+			return 0
+		case xn:
+			return 1
+		case yn:
+			return -1
+		case x < yf:
+			return -1
+		case x > yf:
+			return 1
+		}
+		return 0
+	}
+	panic(fmt.Sprintf("order value %T", x))
 }
 
 // emitted reports whether group g is in the final table under the query's
@@ -236,7 +314,7 @@ func newEvaluator(q *Query, schema []Column) *evaluator {
 	// PushPredicateThroughNonJoin: the conjuncts of the WHERE that do not
 	// read the watermark's column run below EventTimeWatermark.
 	var below []Expr
-	for _, c := range conjuncts(q.Where) {
+	for _, c := range conjuncts(q.where()) {
 		if q.Watermark == 0 || !reads(c, q.WatermarkColumn) {
 			below = append(below, c)
 		}
