@@ -54,9 +54,45 @@ func TestSessionWindowSQL(t *testing.T) {
 	if _, err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	// The recount: every order is on time (each file is a later hour), so
-	// the sessions are those of all orders, and the table holds those
-	// ending at or before the final watermark.
+	gapOf := func(e2eOrder) time.Duration { return gap }
+	checkSessions(t, cfg.Table, all, gapOf, delay)
+	// A dynamic gap (Spark 3.2+): a string expression per row.
+	dyn := cfg
+	dyn.Checkpoint, dyn.Table = filepath.Join(root, "ckpt-dyn"), filepath.Join(root, "table-dyn")
+	dyn.Query = "SELECT session_window.start AS session_start, session_window.end AS session_end, customer, count(*) AS orders, " +
+		"sum(amount) AS amount FROM orders GROUP BY session_window(event_time, CASE WHEN amount > 50 THEN '5 minutes' ELSE '1 minute' END), customer"
+	if _, err := Run(context.Background(), dyn); err != nil {
+		t.Fatal(err)
+	}
+	checkSessions(t, dyn.Table, all, func(o e2eOrder) time.Duration {
+		if o.Amount > 50 {
+			return 5 * time.Minute
+		}
+		return time.Minute
+	}, delay)
+
+	// Another gap on the same checkpoint: refused before anything is
+	// written (the stored sessions were merged under the old gap).
+	c2 := cfg
+	c2.Query = "SELECT session_window.start AS session_start, session_window.end AS session_end, customer, count(*) AS orders, " +
+		"sum(amount) AS amount FROM orders GROUP BY session_window(event_time, '5 minutes'), customer"
+	if _, err := Run(context.Background(), c2); errcode.Code(err) != errcode.StateSchemaMismatch {
+		t.Fatalf("another gap: got %v, want STATE_SCHEMA_MISMATCH", err)
+	}
+	c3 := cfg
+	c3.OutputMode = "update"
+	if _, err := Run(context.Background(), c3); err == nil || !strings.Contains(err.Error(), "Update output mode not supported for session window") {
+		t.Fatalf("update mode: got %v", err)
+	}
+}
+
+// checkSessions compares the table's sessions with a recount from the
+// orders: per customer, sorted by time, a session grows while the next
+// order comes at or before its running end (each order's time plus its
+// gap); every order is on time (each file is a later hour), so the table
+// holds the sessions ending at or before the final watermark.
+func checkSessions(t *testing.T, table string, all []e2eOrder, gapOf func(e2eOrder) time.Duration, delay time.Duration) {
+	t.Helper()
 	var maxTS time.Time
 	by := map[string][]e2eOrder{}
 	for _, o := range all {
@@ -70,10 +106,13 @@ func TestSessionWindowSQL(t *testing.T) {
 	for c, os := range by {
 		slices.SortFunc(os, func(a, b e2eOrder) int { return cmp.Compare(a.EventTime.UnixMicro(), b.EventTime.UnixMicro()) })
 		for i := 0; i < len(os); {
-			start, end, sum := os[i].EventTime, os[i].EventTime.Add(gap), os[i].Amount
+			start, end, sum := os[i].EventTime, os[i].EventTime.Add(gapOf(os[i])), os[i].Amount
 			j := i + 1
 			for ; j < len(os) && !os[j].EventTime.After(end); j++ {
-				end, sum = os[j].EventTime.Add(gap), sum+os[j].Amount
+				if e := os[j].EventTime.Add(gapOf(os[j])); e.After(end) {
+					end = e
+				}
+				sum += os[j].Amount
 			}
 			if !end.After(wm) {
 				want = append(want, fmt.Sprintf("%s %s %s %d %g", start.Format(time.RFC3339), end.Format(time.RFC3339), c, j-i, sum))
@@ -83,7 +122,7 @@ func TestSessionWindowSQL(t *testing.T) {
 	}
 	slices.Sort(want)
 	ctx := context.Background()
-	tbl, err := delta.OpenFS(ctx, vfs.Default, cfg.Table)
+	tbl, err := delta.OpenFS(ctx, vfs.Default, table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,17 +144,4 @@ func TestSessionWindowSQL(t *testing.T) {
 		t.Fatalf("table (%d rows)\n%q\nthe recount (%d)\n%q", len(got), got, len(want), want)
 	}
 
-	// Another gap on the same checkpoint: refused before anything is
-	// written (the stored sessions were merged under the old gap).
-	c2 := cfg
-	c2.Query = "SELECT session_window.start AS session_start, session_window.end AS session_end, customer, count(*) AS orders, " +
-		"sum(amount) AS amount FROM orders GROUP BY session_window(event_time, '5 minutes'), customer"
-	if _, err := Run(context.Background(), c2); errcode.Code(err) != errcode.StateSchemaMismatch {
-		t.Fatalf("another gap: got %v, want STATE_SCHEMA_MISMATCH", err)
-	}
-	c3 := cfg
-	c3.OutputMode = "update"
-	if _, err := Run(context.Background(), c3); err == nil || !strings.Contains(err.Error(), "Update output mode not supported for session window") {
-		t.Fatalf("update mode: got %v", err)
-	}
 }
