@@ -14,6 +14,7 @@ import (
 type aggVal struct {
 	i  int64
 	f  float64
+	d  stream.Dec128
 	nn int64
 }
 
@@ -30,12 +31,18 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 	if !p.window && len(p.groupType) == 0 {
 		return state.AppendInt64Key(dst, 0) // globalKeyField
 	}
-	for k, t := range p.groupType {
+	for k := range p.groupType {
 		switch {
-		case t == stream.String && pt.gNull[k][e]:
+		case p.strKey(k) && pt.gNull[k][e]:
 			dst = state.AppendNullStringKey(dst)
-		case t == stream.String:
+		case p.strKey(k):
 			dst = state.AppendStringKey(dst, pt.gStr[k][e])
+		case p.floatKey(k) && pt.gNull[k][e]:
+			dst = append(dst, 0x00) // a nullable float key's null (state, Key encoding)
+		case p.floatKey(k) && p.nullKey(k):
+			dst = state.AppendFloat64Key(append(dst, 0x01), math.Float64frombits(uint64(pt.gInt[k][e])))
+		case p.floatKey(k):
+			dst = state.AppendFloat64Key(dst, math.Float64frombits(uint64(pt.gInt[k][e])))
 		case p.nullKey(k):
 			dst = state.AppendNullableInt64Key(dst, pt.gInt[k][e], pt.gNull[k][e])
 		default:
@@ -49,7 +56,9 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 func (p *plan) encodeValue(dst []byte, vals []aggVal) []byte {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
-		if ra.acc() == stream.Float64 {
+		if ra.acc().Kind() == stream.Decimal {
+			dst = state.AppendStringValue(dst, string(vals[a].d.AppendKey(nil)))
+		} else if ra.acc().Storage() == stream.Float64 {
 			dst = state.AppendFloat64Value(dst, vals[a].f)
 		} else {
 			dst = state.AppendInt64Value(dst, vals[a].i)
@@ -70,7 +79,14 @@ func (p *plan) decodeValue(val []byte, vals []aggVal) error {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
 		var ok bool
-		if ra.acc() == stream.Float64 {
+		if ra.acc().Kind() == stream.Decimal {
+			// AppendStringValue of 16 bytes: their length, then them.
+			if len(val) < 17 || val[0] != 16 {
+				return p.badValue(a)
+			}
+			vals[a].d = stream.Dec128FromKey(val[1:17])
+			val = val[17:]
+		} else if ra.acc().Storage() == stream.Float64 {
 			if len(val) < 8 {
 				return p.badValue(a)
 			}
@@ -124,10 +140,16 @@ func (pt *partial) merge(e int, vals []aggVal) (overflow int) {
 			continue
 		}
 		nn := acc.nn[e]
+		if ra.acc().Kind() == stream.Decimal {
+			if pt.mergeDec(ra, v, acc, e) && overflow < 0 {
+				overflow = a
+			}
+			continue
+		}
 		if ra.Kind == Sum || ra.Kind == Avg {
 			// With retractions a sum's partial may be non-zero with a net
 			// non-null count of 0 (one value retracted, another inserted).
-			if ra.acc() == stream.Float64 {
+			if ra.acc().Storage() == stream.Float64 {
 				v.f += acc.floats[e]
 			} else {
 				if addOverflows(v.i, acc.ints[e]) && overflow < 0 && (ra.Kind == Avg || !pt.p.spec.NonANSI) {
@@ -143,7 +165,7 @@ func (pt *partial) merge(e int, vals []aggVal) (overflow int) {
 		if nn == 0 {
 			continue
 		}
-		if ra.acc() == stream.Float64 {
+		if ra.acc().Storage() == stream.Float64 {
 			x := acc.floats[e]
 			switch ra.Kind {
 			case Min:
@@ -171,4 +193,32 @@ func (pt *partial) merge(e int, vals []aggVal) (overflow int) {
 		v.nn += nn
 	}
 	return overflow
+}
+
+// mergeDec folds a decimal aggregate's partial value of entry e into v;
+// true when a sum leaves its type's precision (ARITHMETIC_OVERFLOW: a
+// decimal sum's overflow fails the batch in both ANSI modes here, where
+// Spark without ANSI returns null; docs/contracts.md, Types).
+func (pt *partial) mergeDec(ra *resolvedAgg, v *aggVal, acc *accum, e int) bool {
+	nn := acc.nn[e]
+	x := acc.decs[e]
+	switch ra.Kind {
+	case Sum, Avg:
+		sum, ok := v.d.Add(x)
+		v.d = sum
+		if v.nn += nn; v.nn == 0 {
+			v.d = stream.Dec128{}
+		}
+		return !ok || !sum.Fits(ra.acc().Precision())
+	case Min:
+		if nn > 0 && (v.nn == 0 || x.Cmp(v.d) < 0) {
+			v.d = x
+		}
+	case Max:
+		if nn > 0 && (v.nn == 0 || x.Cmp(v.d) > 0) {
+			v.d = x
+		}
+	}
+	v.nn += nn
+	return false
 }

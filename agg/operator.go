@@ -528,8 +528,12 @@ func (o *Operator) describeEntry(e int) string {
 		switch {
 		case pt.gNull[k][e]:
 			fmt.Fprintf(&b, "%s=null", g)
-		case o.p.groupType[k] == stream.String:
+		case o.p.groupType[k].Kind() == stream.Decimal:
+			fmt.Fprintf(&b, "%s=%s", g, stream.Dec128FromKey([]byte(pt.gStr[k][e])).Text(o.p.groupType[k].Scale()))
+		case o.p.strKey(k):
 			fmt.Fprintf(&b, "%s=%q", g, pt.gStr[k][e])
+		case o.p.floatKey(k):
+			fmt.Fprintf(&b, "%s=%v", g, math.Float64frombits(uint64(pt.gInt[k][e])))
 		default:
 			fmt.Fprintf(&b, "%s=%d", g, pt.gInt[k][e])
 		}

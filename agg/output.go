@@ -2,6 +2,7 @@ package agg
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
@@ -81,9 +82,17 @@ func (o *output) appendAggValues(vals []aggVal) {
 		}
 		c := &o.b.Columns[o.aBase+a]
 		switch {
+		case ra.Kind == Avg && ra.out.Kind() == stream.Decimal:
+			var avg stream.Dec128
+			if vals[a].nn > 0 {
+				avg = avgOfDecimal(vals[a].d, vals[a].nn, ra.in, ra.out)
+			}
+			c.Decimals = append(c.Decimals, avg)
+		case ra.out.Kind() == stream.Decimal:
+			c.Decimals = append(c.Decimals, vals[a].d)
 		case ra.Kind == Avg:
 			sum := vals[a].f
-			if ra.acc() != stream.Float64 {
+			if ra.acc().Storage() != stream.Float64 {
 				sum = float64(vals[a].i)
 			}
 			avg := 0.0
@@ -91,7 +100,7 @@ func (o *output) appendAggValues(vals []aggVal) {
 				avg = sum / float64(vals[a].nn)
 			}
 			c.Float64s = append(c.Float64s, avg)
-		case ra.out == stream.Float64:
+		case ra.out.Storage() == stream.Float64:
 			c.Float64s = append(c.Float64s, vals[a].f)
 		default:
 			c.Int64s = append(c.Int64s, vals[a].i)
@@ -123,13 +132,9 @@ func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
 		cols[0].Int64s = append(cols[0].Int64s, s)
 		cols[1].Int64s = append(cols[1].Int64s, s+o.p.sizeUs)
 	}
-	for k, t := range o.p.groupType {
+	for k := range o.p.groupType {
 		c := &cols[o.gBase+k]
-		if t == stream.String {
-			c.Strings = append(c.Strings, pt.gStr[k][e])
-		} else {
-			c.Int64s = append(c.Int64s, pt.gInt[k][e])
-		}
+		o.appendKey(c, k, pt.gStr[k], pt.gInt[k], e)
 		o.setNull(c, pt.gNull[k][e])
 	}
 	o.appendAggs(vals)
@@ -170,15 +175,22 @@ func (o *output) appendStored(key []byte, vals []aggVal) error {
 		cols[1].Int64s = append(cols[1].Int64s, end)
 		j = 2
 	}
-	for k, t := range o.p.groupType {
+	for k := range o.p.groupType {
 		c := &cols[o.gBase+k]
 		f := fields[j+k]
-		if t == stream.String {
+		if o.p.strKey(k) {
 			s, ok := f.(string)
 			if !ok && f != nil {
 				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)
 			}
-			c.Strings = append(c.Strings, s)
+			o.appendKey(c, k, []string{s}, nil, 0)
+			o.setNull(c, f == nil)
+		} else if o.p.floatKey(k) {
+			v, ok := f.(float64)
+			if !ok && f != nil {
+				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)
+			}
+			c.Float64s = append(c.Float64s, v)
 			o.setNull(c, f == nil)
 		} else {
 			v, ok := f.(int64)
@@ -191,4 +203,23 @@ func (o *output) appendStored(key []byte, vals []aggVal) error {
 	}
 	o.appendAggs(vals)
 	return nil
+}
+
+// appendKey appends group column k's value at entry e of its key path
+// (strs or ints) to c, in c's storage.
+func (o *output) appendKey(c *stream.Column, k int, strs []string, ints []int64, e int) {
+	switch {
+	case o.p.groupType[k].Kind() == stream.Decimal:
+		var d stream.Dec128
+		if s := strs[e]; len(s) == 16 {
+			d = stream.Dec128FromKey([]byte(s))
+		}
+		c.Decimals = append(c.Decimals, d)
+	case o.p.strKey(k):
+		c.Strings = append(c.Strings, strs[e])
+	case o.p.floatKey(k):
+		c.Float64s = append(c.Float64s, math.Float64frombits(uint64(ints[e])))
+	default:
+		c.Int64s = append(c.Int64s, ints[e])
+	}
 }

@@ -14,9 +14,10 @@ import (
 
 // accum holds one aggregate's partial values, one slot per group entry.
 type accum struct {
-	ints   []int64   // count; sum/min/max of Int64 and Timestamp
-	floats []float64 // sum/min/max of Float64
-	nn     []int64   // non-null inputs seen (sum/min/max)
+	ints   []int64         // count; sum/min/max of Int64 and Timestamp
+	floats []float64       // sum/min/max of Float64
+	decs   []stream.Dec128 // sum/min/max/avg of Decimal
+	nn     []int64         // non-null inputs seen (sum/min/max)
 	// overflow: a long sum of this batch left BIGINT (it wrapped).
 	overflow bool
 }
@@ -90,6 +91,7 @@ func (pt *partial) reset() {
 	for a := range pt.acc {
 		pt.acc[a].ints = pt.acc[a].ints[:0]
 		pt.acc[a].floats = pt.acc[a].floats[:0]
+		pt.acc[a].decs = pt.acc[a].decs[:0]
 		pt.acc[a].nn = pt.acc[a].nn[:0]
 		pt.acc[a].overflow = false
 	}
@@ -149,12 +151,12 @@ func (pt *partial) resolve(in *stream.Batch) error {
 				}
 			}
 		}
-		pt.cols.group[j] = c
+		pt.cols.group[j] = adaptKey(c)
 	}
 	pt.cols.strs, pt.cols.strValid = pt.cols.strs[:0], pt.cols.strValid[:0]
 	pt.cols.ints, pt.cols.intValid = pt.cols.ints[:0], pt.cols.intValid[:0]
 	for j, c := range pt.cols.group {
-		if p.groupType[j] == stream.String {
+		if p.strKey(j) {
 			pt.cols.strs = append(pt.cols.strs, c.Strings)
 			pt.cols.strValid = append(pt.cols.strValid, c.Valid)
 		} else {
@@ -223,7 +225,7 @@ func (pt *partial) localKey(start int64, i int) []byte {
 		b = binary.LittleEndian.AppendUint64(b, uint64(start))
 	}
 	for k, c := range pt.cols.group {
-		if pt.p.groupType[k] == stream.String {
+		if pt.p.strKey(k) {
 			if c.IsNull(i) {
 				b = append(b, 0)
 				continue
@@ -258,7 +260,7 @@ func (pt *partial) rowIs(e int32, start int64, i int) bool {
 		if null {
 			continue
 		}
-		if pt.p.groupType[k] == stream.String {
+		if pt.p.strKey(k) {
 			if pt.gStr[k][e] != c.Strings[i] {
 				return false
 			}
@@ -272,7 +274,7 @@ func (pt *partial) rowIs(e int32, start int64, i int) bool {
 func (pt *partial) addEntry(start int64, i int) {
 	pt.start = append(pt.start, start)
 	for k, c := range pt.cols.group {
-		if pt.p.groupType[k] == stream.String {
+		if pt.p.strKey(k) {
 			if c.IsNull(i) {
 				pt.gStr[k] = append(pt.gStr[k], "")
 				pt.gNull[k] = append(pt.gNull[k], true)
@@ -305,7 +307,9 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 	for a := range pt.acc {
 		acc := &pt.acc[a]
-		if pt.p.aggs[a].acc() == stream.Float64 {
+		if t := pt.p.aggs[a].acc(); t.Kind() == stream.Decimal {
+			acc.decs = append(acc.decs, stream.Dec128{})
+		} else if t.Storage() == stream.Float64 {
 			acc.floats = append(acc.floats, 0)
 		} else {
 			acc.ints = append(acc.ints, 0)
@@ -394,7 +398,7 @@ func (e *overflowError) Error() string { return "long overflow" }
 func (pt *partial) overflowed() int {
 	for a := range pt.acc {
 		ra := &pt.p.aggs[a]
-		if pt.acc[a].overflow && (ra.Kind == Avg || !pt.p.spec.NonANSI) {
+		if pt.acc[a].overflow && (ra.Kind == Avg || !pt.p.spec.NonANSI || ra.acc().Kind() == stream.Decimal) {
 			return a
 		}
 	}
@@ -511,9 +515,11 @@ func (pt *partial) accumulate() {
 					cnt[g]++
 				}
 			}
-		case ra.in == stream.Float64:
+		case ra.acc().Kind() == stream.Decimal:
+			accDec(ra.Kind, acc, c.Decimals, valid, idx, nil)
+		case ra.in.Storage() == stream.Float64:
 			accFloat(ra.Kind, acc, c.Float64s, valid, idx)
-		case ra.acc() == stream.Float64: // avg of an Int64 column: a double sum
+		case ra.acc().Storage() == stream.Float64: // avg of an Int64 column: a double sum
 			accIntAsFloat(acc, c.Int64s, valid, idx)
 		default:
 			accInt(ra.Kind, acc, c.Int64s, valid, idx)
@@ -547,6 +553,10 @@ func (pt *partial) accumulateSigned() {
 		if c != nil {
 			valid = c.Valid
 		}
+		if c != nil && ra.Kind != Count && ra.acc().Kind() == stream.Decimal {
+			accDec(ra.Kind, acc, c.Decimals, valid, idx, sg)
+			continue
+		}
 		for i, g := range idx {
 			if g < 0 || (valid != nil && !valid[i]) {
 				continue
@@ -556,9 +566,9 @@ func (pt *partial) accumulateSigned() {
 			case ra.Kind == Count:
 				acc.ints[g] += s
 				continue
-			case ra.in == stream.Float64:
+			case ra.in.Storage() == stream.Float64:
 				acc.floats[g] += float64(s) * c.Float64s[i]
-			case ra.acc() == stream.Float64: // avg of an Int64 column
+			case ra.acc().Storage() == stream.Float64: // avg of an Int64 column
 				acc.floats[g] += float64(s) * float64(c.Int64s[i])
 			default:
 				x, sum := c.Int64s[i], acc.ints[g]
@@ -658,7 +668,7 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 		if c := cmp.Compare(pt.start[a], pt.start[b]); c != 0 {
 			return c
 		}
-		for k, t := range pt.p.groupType {
+		for k := range pt.p.groupType {
 			var c int
 			if na, nb := pt.gNull[k][a], pt.gNull[k][b]; na != nb {
 				if na { // nulls first, as the state key orders them
@@ -666,9 +676,12 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 				}
 				return 1
 			}
-			if t == stream.String {
+			switch {
+			case pt.p.strKey(k):
 				c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
-			} else {
+			case pt.p.floatKey(k):
+				c = cmp.Compare(math.Float64frombits(uint64(pt.gInt[k][a])), math.Float64frombits(uint64(pt.gInt[k][b])))
+			default:
 				c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])
 			}
 			if c != 0 {

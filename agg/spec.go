@@ -201,6 +201,8 @@ type resolvedAgg struct {
 	longSum bool
 	// hidden: kept in state, never output (the row count of Spec.Retractions).
 	hidden bool
+	// sumT: an avg of a decimal's sum buffer type.
+	sumT stream.Type
 }
 
 // plan is a validated Spec.
@@ -380,9 +382,8 @@ func (p *plan) planGroups(used claims) error {
 		if !ok {
 			return invalid("group column %q has no known type; set Spec.ColumnTypes", g)
 		}
-		if t != stream.Int64 && t != stream.Timestamp && t != stream.String {
-			return errcode.New(CodeDatatypeMismatch, "", "group by int64, timestamp or string columns",
-				"group column %q is %s", g, t)
+		if err := groupable(t); err != nil {
+			return err
 		}
 		p.groupType = append(p.groupType, t)
 	}
@@ -414,24 +415,34 @@ func (p *plan) planAggregates(used claims) error {
 		case Count:
 			ra.out = stream.Int64
 		case Sum:
-			if ra.in != stream.Int64 && ra.in != stream.Float64 {
-				return errcode.New(CodeDatatypeMismatch, "", "sum an int64 or float64 column",
+			switch {
+			case integral(ra.in):
+				ra.out = stream.Int64
+			case ra.in.Storage() == stream.Float64:
+				ra.out = stream.Float64
+			case ra.in.Kind() == stream.Decimal && ra.in != stream.Decimal:
+				ra.out = sumDecimal(ra.in)
+			default:
+				return errcode.New(CodeDatatypeMismatch, "", "sum a numeric column",
 					"sum(%s): column is %s", a.Column, ra.in)
 			}
-			ra.out = ra.in
 		case Min, Max:
-			if ra.in != stream.Int64 && ra.in != stream.Float64 && ra.in != stream.Timestamp {
-				return errcode.New(CodeDatatypeMismatch, "", "use an int64, timestamp or float64 column",
+			if !orderable(ra.in) {
+				return errcode.New(CodeDatatypeMismatch, "", "use a numeric, boolean, date or timestamp column",
 					"%s(%s): column is %s", a.Kind, a.Column, ra.in)
 			}
 			ra.out = ra.in
 		case Avg:
-			if ra.in != stream.Int64 && ra.in != stream.Float64 {
-				return errcode.New(CodeDatatypeMismatch, "", "average an int64 or float64 column",
+			switch {
+			case integral(ra.in) || ra.in.Storage() == stream.Float64:
+				ra.out = stream.Float64
+			case ra.in.Kind() == stream.Decimal && ra.in != stream.Decimal:
+				ra.out, ra.sumT = avgDecimal(ra.in), sumDecimal(ra.in)
+			default:
+				return errcode.New(CodeDatatypeMismatch, "", "average a numeric column",
 					"avg(%s): column is %s", a.Column, ra.in)
 			}
-			ra.out = stream.Float64
-			ra.longSum = ra.in == stream.Int64 && p.format == StateFormat1
+			ra.longSum = integral(ra.in) && p.format == StateFormat1
 		}
 		if ra.As == "" {
 			if a.Column == "" {
@@ -474,13 +485,16 @@ func (a *resolvedAgg) acc() stream.Type {
 	if a.longSum {
 		return stream.Int64
 	}
+	if a.sumT != 0 {
+		return a.sumT
+	}
 	return a.out
 }
 
 // nullKey reports whether group column k may be null in state: a String
 // always (state's null String key), an Int64 or Timestamp in StateFormat2.
 func (p *plan) nullKey(k int) bool {
-	return p.groupType[k] == stream.String || p.format >= StateFormat2
+	return p.strKey(k) || p.format >= StateFormat2
 }
 
 func (p *plan) buildSchema() state.Schema {
@@ -491,7 +505,7 @@ func (p *plan) buildSchema() state.Schema {
 			state.Field{Name: ColWindowStart, Type: stream.Timestamp})
 	}
 	for i, g := range p.spec.GroupBy {
-		s.Key = append(s.Key, state.Field{Name: g, Type: p.groupType[i], Nullable: p.groupType[i] != stream.String && p.nullKey(i)})
+		s.Key = append(s.Key, state.Field{Name: g, Type: stateType(p.groupType[i]), Nullable: !p.strKey(i) && p.nullKey(i)})
 	}
 	if len(s.Key) == 0 {
 		// A global aggregation (no window, no GROUP BY) is one group; the
@@ -499,7 +513,7 @@ func (p *plan) buildSchema() state.Schema {
 		s.Key = append(s.Key, state.Field{Name: globalKeyField, Type: stream.Int64})
 	}
 	for _, a := range p.aggs {
-		s.Value = append(s.Value, state.Field{Name: a.As, Type: a.acc()})
+		s.Value = append(s.Value, state.Field{Name: a.As, Type: stateType(a.acc())})
 		if a.hasNonNull() {
 			s.Value = append(s.Value, state.Field{Name: a.As + nonNullSuffix, Type: stream.Int64})
 		}

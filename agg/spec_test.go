@@ -50,10 +50,10 @@ func TestNewValidates(t *testing.T) {
 			s.ColumnTypes["ts"] = stream.Timestamp
 		}, "", ""},
 		{"unknown group column", func(s *Spec) { s.GroupBy = []string{"pool"} }, errcode.InvalidArgument, "pool"},
-		{"float group column", func(s *Spec) {
-			s.GroupBy = []string{"fee"}
-			s.ColumnTypes["fee"] = stream.Float64
-		}, CodeDatatypeMismatch, "fee"},
+		{"array group column", func(s *Spec) {
+			s.GroupBy = []string{"topics"}
+			s.ColumnTypes["topics"] = stream.ArrayOf(stream.String)
+		}, CodeDatatypeMismatch, "array<string>"},
 		{"duplicate group column", func(s *Spec) { s.GroupBy = []string{"miner", "miner"} }, errcode.InvalidArgument, "twice"},
 		{"group column named like the window", func(s *Spec) {
 			s.GroupBy = []string{ColWindowStart}

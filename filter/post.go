@@ -30,7 +30,7 @@ func (p *Post) Schema(in stream.Schema) stream.Schema {
 		}
 	}
 	for _, c := range p.Columns {
-		out.Fields = append(out.Fields, stream.Field{Name: c.Name, Type: c.Expr.Type().Kind, Nullable: true})
+		out.Fields = append(out.Fields, stream.Field{Name: c.Name, Type: c.Expr.Type().Stream(), Nullable: true})
 	}
 	return out
 }

@@ -199,6 +199,9 @@ type Aggregation struct {
 // window_start, window_end (windowed), the group columns, then the
 // aggregates; a later aggregation windows them by WindowTime.
 func (q *Query) Aggregate(a Aggregation) *Query {
+	if err := q.afterJoin("an aggregation"); err != nil {
+		return q.fail(err)
+	}
 	if !q.known {
 		return q.fail(invalid("aggregate: the rows' schema is unknown here (an operator declares none)"))
 	}
@@ -253,6 +256,9 @@ func (q *Query) DropDuplicates(cols ...string) *Query { return q.dedup(cols, fal
 func (q *Query) DropDuplicatesWithinWatermark(cols ...string) *Query { return q.dedup(cols, true) }
 
 func (q *Query) dedup(cols []string, within bool) *Query {
+	if err := q.afterJoin("a deduplication"); err != nil {
+		return q.fail(err)
+	}
 	if !q.known {
 		return q.fail(invalid("dropDuplicates: the rows' schema is unknown here (an operator declares none)"))
 	}

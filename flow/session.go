@@ -39,6 +39,9 @@ type SessionAggregation struct {
 // watermark passes its end; in complete mode every session each batch. It
 // must be the plan's last stateful operator.
 func (q *Query) AggregateSessions(a SessionAggregation) *Query {
+	if err := q.afterJoin("a session window aggregation"); err != nil {
+		return q.fail(err)
+	}
 	if !q.known {
 		return q.fail(invalid("aggregate sessions: the rows' schema is unknown here (an operator declares none)"))
 	}

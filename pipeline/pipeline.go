@@ -294,7 +294,16 @@ func Locations(cfg Config) (checkpoint, table string, fs vfs.FS, err error) {
 	if err := storage.CheckLocal("--progress", cfg.ProgressFile); err != nil {
 		return "", "", nil, err
 	}
-	fs, err = storage.NewFS(context.Background(), cfg.FS, ckpt, tbl)
+	locs := []storage.Location{ckpt, tbl}
+	if cfg.Sink != "" {
+		// The file sink's output: an S3 prefix needs its bucket's store.
+		spec, err := ParseSinkSpec(cfg.Sink)
+		if err != nil {
+			return "", "", nil, err
+		}
+		locs = append(locs, spec.Location)
+	}
+	fs, err = storage.NewFS(context.Background(), cfg.FS, locs...)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -336,6 +345,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
+	}
+	if isJoinQuery(cfg) {
+		return buildJoinQuery(cfg, logger)
 	}
 	c, err := CompileQuery(cfg)
 	if err != nil {
@@ -404,7 +416,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.WriteTo(sink).Shape(&c.shape)
 	} else if cfg.Table != "" {
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
-			TableProperties: cfg.TableProperties})
+			TableProperties: cfg.TableProperties, OutputMode: c.q.Spec.Mode.String()})
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
@@ -428,6 +440,11 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		// columns too.
 		q.Columns = cols
 	}
+	return q, runOptions(cfg, ckpt, fs, logger), nil
+}
+
+// runOptions are the engine's options of a run of cfg.
+func runOptions(cfg Config, ckpt string, fs vfs.FS, logger *slog.Logger) engine.Options {
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
@@ -450,7 +467,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		Logger:        logger,
 		Listeners:     cfg.Listeners,
 	}
-	return q, opts, nil
+	return opts
 }
 
 // buildSources builds the compiled query's sources; a source that
@@ -509,6 +526,9 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS, conf map[
 			return nil, err
 		}
 		o.Logger, o.FS, o.Columns = logger, archiveFS, BlockArchiveColumns()
+		if t := archiveTable(spec.URI); t != "" {
+			o.Columns = TableArchiveColumns(t)
+		}
 		return s3archive.New(o)
 	case "ethrpc":
 		o, err := ethrpc.ParseURI(spec.URI)

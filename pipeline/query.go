@@ -239,9 +239,13 @@ func CompileQuery(cfg Config) (*compiled, error) {
 
 // SourceSchema is the schema the source a spec names declares
 // (stream.Source.Schema), known from its format alone, without building
-// it: both formats read block rows. The engine checks the query against
+// it: both formats read block rows, or the table their location or table=
+// option names (tables.go). The engine checks the query against
 // the built source's own declaration again at start.
 func SourceSchema(spec SourceSpec) stream.Schema {
+	if s, ok := tableSchema(spec); ok {
+		return s
+	}
 	switch spec.Format {
 	case "s3archive", "ethrpc":
 		return ethblock.StreamSchema()

@@ -31,10 +31,11 @@ func isAggregate(e filter.Expr) bool {
 // exprOptions are the expression settings of the query.
 func (r *resolver) exprOptions() expr.Options { return expr.Options{NonANSI: r.o.NonANSI} }
 
-// derive compiles e into a derived column named name, cast to a type the
-// aggregation holds (INT widens to BIGINT, DATE to its midnight
-// TIMESTAMP); BOOLEAN and DECIMAL are refused with a remedy, for the
-// aggregation's state does not hold them yet.
+// derive compiles e into a derived column named name. An INT expression
+// widens to BIGINT and a DATE to its midnight TIMESTAMP, as they did
+// before the aggregation held those types, so that the checkpoints and
+// tables of such queries restart unchanged (docs/contracts.md, Types);
+// BOOLEAN and DECIMAL(p,s) keep their types.
 func (r *resolver) derive(pos int, name string, e filter.Expr, what string) (stream.Type, error) {
 	c, err := expr.Compile(e, r.colType, r.exprOptions())
 	if err != nil {
@@ -45,18 +46,13 @@ func (r *resolver) derive(pos int, name string, e filter.Expr, what string) (str
 		c, err = expr.Compile(expr.Cast{X: e, To: expr.BigInt}, r.colType, r.exprOptions())
 	case expr.Date:
 		c, err = expr.Compile(expr.Cast{X: e, To: expr.Timestamp}, r.colType, r.exprOptions())
-	case expr.Boolean:
-		return 0, unsupported(r.src, pos, what+" of type BOOLEAN (cast it: CAST(... AS INT) or AS STRING)")
 	}
 	if err != nil {
 		return 0, err
 	}
-	if c.Type().Kind == stream.Decimal {
-		return 0, unsupported(r.src, pos, what+" of type "+c.Type().String()+" (the aggregation holds no DECIMAL yet: CAST(... AS DOUBLE) or AS STRING)")
-	}
 	r.c.Derived = append(r.c.Derived, filter.Derived{Name: name, Expr: c})
-	r.spec.ColumnTypes[name] = c.Type().Kind
-	return c.Type().Kind, nil
+	r.spec.ColumnTypes[name] = c.Type().Stream()
+	return c.Type().Stream(), nil
 }
 
 // groupExprItem finds the SELECT item a GROUP BY expression names: the
@@ -339,9 +335,6 @@ func (r *resolver) post() error {
 		}
 		if err != nil {
 			return err
-		}
-		if k := c.Type().Kind; k == stream.Decimal || k == stream.Boolean {
-			return unsupported(r.src, it.pos, "an output column of type "+c.Type().String()+" (the table holds BIGINT, DOUBLE, STRING and TIMESTAMP: cast it)")
 		}
 		p.Columns = append(p.Columns, filter.Derived{Name: it.name, Expr: c})
 	}

@@ -30,6 +30,10 @@ const KindAggregate = "aggregate"
 // columns.
 const KindDeduplicate = "deduplicate"
 
+// KindJoin is Operator.Kind of a stream-stream join: Keys are its
+// equi-join key pairs ("k=k2"), JoinType its type.
+const KindJoin = "join"
+
 // KindSessionWindow is Operator.Kind of a session window aggregation
 // (package session); its Window has the time column and Gap, Keys are the
 // other group columns.
@@ -89,6 +93,9 @@ type Operator struct {
 	// this one (a projection, a filter), rendered; none before operator 0,
 	// whose input is the query's filter and columns.
 	Input []string `json:"input"`
+	// JoinType is a join's type (Spark's name: Inner, LeftOuter, ...);
+	// "" for the other kinds, and then not written.
+	JoinType string `json:"joinType,omitempty"`
 }
 
 // Shape is a query's shape. It is a plain value; Equal compares all fields.
@@ -266,7 +273,7 @@ func checkOperators(path string, v int, s Shape) error {
 		if o.ID != i {
 			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
 		}
-		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow {
+		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin {
 			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // Field describes one column of a key or value row.
 type Field struct {
 	Name string      `json:"name"`
-	Type stream.Type `json:"type"` // stream.Int64, Float64, String or Timestamp
+	Type stream.Type `json:"type"` // any scalar type; encoded by its class (encClass)
 	// Nullable (Int64 and Timestamp key fields only) gives the field a null:
 	// its key encoding gains a marker byte (see the key encoding below).
 	// Schemas recorded before it existed have none, and read as they did.
@@ -83,9 +83,7 @@ func (s Schema) validate() error {
 	}
 	for _, fs := range [][]Field{s.Key, s.Value} {
 		for _, f := range fs {
-			switch f.Type {
-			case stream.Int64, stream.Float64, stream.String, stream.Timestamp:
-			default:
+			if encClass(f.Type) == 0 {
 				return fmt.Errorf("state schema field %q has unsupported type %v", f.Name, f.Type)
 			}
 		}
@@ -96,12 +94,50 @@ func (s Schema) validate() error {
 		}
 	}
 	for _, f := range s.Key {
-		if f.Nullable && f.Type != stream.Int64 && f.Type != stream.Timestamp {
-			return fmt.Errorf("state schema key field %q (%v) is nullable: only Int64 and Timestamp key fields may be (a String key always has a null)", f.Name, f.Type)
+		if f.Nullable && encClass(f.Type) != stream.Int64 && encClass(f.Type) != stream.Float64 {
+			return fmt.Errorf("state schema key field %q (%v) is nullable: only integer, timestamp and float key fields may be (a String key always has a null)", f.Name, f.Type)
 		}
 	}
 	return nil
 }
+
+// encClass is the encoding a field of type t uses, by the three classes
+// below; 0 for a type the state does not hold (an array). The type itself
+// is recorded by name in the schema (Field.MarshalJSON), so a state whose
+// schema names a type an older version does not know is refused there,
+// and the names recorded before the new types existed read unchanged.
+//
+//	Int64      int64, timestamp, boolean (0/1), tinyint, smallint, int,
+//	           date (days), timestamp_ntz
+//	Float64    float64, float
+//	String     string, binary (its bytes), decimal(p,s): the 16 bytes of
+//	           stream.Dec128.AppendKey, order-preserving
+func encClass(t stream.Type) stream.Type {
+	switch t.Kind() {
+	case stream.Array, 0:
+		return 0
+	case stream.Decimal:
+		if t == stream.Decimal {
+			return 0 // a decimal without its precision
+		}
+		return stream.String
+	}
+	switch t.Storage() {
+	case stream.Float64:
+		return stream.Float64
+	case stream.String:
+		return stream.String
+	case stream.Int64:
+		if _, ok := int64Kinds[t]; ok {
+			return stream.Int64
+		}
+	}
+	return 0
+}
+
+// int64Kinds are the kinds of the Int64 class.
+var int64Kinds = map[stream.Type]bool{stream.Int64: true, stream.Timestamp: true, stream.Boolean: true,
+	stream.Int8: true, stream.Int16: true, stream.Int32: true, stream.Date: true, stream.TimestampNTZ: true}
 
 // Key encoding. It is order-preserving: bytes.Compare on two encoded keys
 // orders them like a field-by-field comparison of the values, so a range scan
@@ -116,7 +152,9 @@ func (s Schema) validate() error {
 //	                  string, as Spark's NULLS FIRST)
 //
 //	nullable Int64,   0x00 for a null (sorting before every value, NULLS
-//	  Timestamp       FIRST), else 0x01 then the 8 bytes above
+//	  Timestamp,      FIRST), else 0x01 then the 8 bytes above
+//	  Float64 (a nullable Float64 key exists only in schemas naming
+//	  the types added with it, so no earlier key holds the marker)
 //
 // The null String form was added after the others: a key written before
 // never holds 0x00 0x00 (every 0x00 was followed by 0xFF or 0x01), so old
@@ -224,8 +262,8 @@ func EncodeKeyRow(dst []byte, fields []Field, vals ...any) []byte {
 		panic(fmt.Sprintf("state: %d key values for %d key fields", len(vals), len(fields)))
 	}
 	for i, f := range fields {
-		switch f.Type {
-		case stream.Int64, stream.Timestamp:
+		switch encClass(f.Type) {
+		case stream.Int64:
 			if f.Nullable {
 				if vals[i] == nil {
 					dst = AppendNullableInt64Key(dst, 0, true)
@@ -236,6 +274,13 @@ func EncodeKeyRow(dst []byte, fields []Field, vals ...any) []byte {
 			}
 			dst = AppendInt64Key(dst, toInt64(f, vals[i]))
 		case stream.Float64:
+			if f.Nullable {
+				if vals[i] == nil {
+					dst = append(dst, keyNull)
+					continue
+				}
+				dst = append(dst, keyPresent)
+			}
 			dst = AppendFloat64Key(dst, toFloat64(f, vals[i]))
 		case stream.String:
 			if vals[i] == nil {
@@ -257,8 +302,8 @@ func EncodeValueRow(dst []byte, fields []Field, vals ...any) []byte {
 		panic(fmt.Sprintf("state: %d values for %d value fields", len(vals), len(fields)))
 	}
 	for i, f := range fields {
-		switch f.Type {
-		case stream.Int64, stream.Timestamp:
+		switch encClass(f.Type) {
+		case stream.Int64:
 			dst = AppendInt64Value(dst, toInt64(f, vals[i]))
 		case stream.Float64:
 			dst = AppendFloat64Value(dst, toFloat64(f, vals[i]))
@@ -309,8 +354,19 @@ var errMalformedRow = errors.New("malformed state row")
 func DecodeKey(schema []Field, key []byte) ([]any, error) {
 	out := make([]any, 0, len(schema))
 	for _, f := range schema {
-		switch f.Type {
-		case stream.Int64, stream.Timestamp:
+		if f.Nullable && encClass(f.Type) == stream.Float64 {
+			if len(key) < 1 || (key[0] != keyNull && key[0] != keyPresent) {
+				return nil, fmt.Errorf("%w: nullable key field %q has no null marker", errMalformedRow, f.Name)
+			}
+			null := key[0] == keyNull
+			key = key[1:]
+			if null {
+				out = append(out, nil)
+				continue
+			}
+		}
+		switch encClass(f.Type) {
+		case stream.Int64:
 			if f.Nullable {
 				if len(key) < 1 || (key[0] != keyNull && key[0] != keyPresent) {
 					return nil, fmt.Errorf("%w: nullable key field %q has no null marker", errMalformedRow, f.Name)
@@ -384,8 +440,8 @@ func DecodeKey(schema []Field, key []byte) ([]any, error) {
 func DecodeValue(schema []Field, val []byte) ([]any, error) {
 	out := make([]any, 0, len(schema))
 	for _, f := range schema {
-		switch f.Type {
-		case stream.Int64, stream.Timestamp:
+		switch encClass(f.Type) {
+		case stream.Int64:
 			v, n := binary.Varint(val)
 			if n <= 0 {
 				return nil, fmt.Errorf("%w: value field %q truncated", errMalformedRow, f.Name)

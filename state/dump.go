@@ -215,7 +215,31 @@ func columnOrder(fields []Field, prefer []string) []int {
 	return order
 }
 
+// typedValue turns a decoded field of a type that shares its class's
+// encoding (a decimal's 16 bytes, a date's days) into its text.
+func typedValue(t stream.Type, x any) (string, bool) {
+	switch v := x.(type) {
+	case string:
+		if t.Kind() == stream.Decimal && len(v) == 16 {
+			return stream.Dec128FromKey([]byte(v)).Text(t.Scale()), true
+		}
+	case int64:
+		switch t {
+		case stream.Date:
+			return time.Unix(v*86400, 0).UTC().Format(time.DateOnly), true
+		case stream.Boolean:
+			return strconv.FormatBool(v != 0), true
+		case stream.TimestampNTZ:
+			return time.UnixMicro(v).UTC().Format("2006-01-02T15:04:05.000000"), true
+		}
+	}
+	return "", false
+}
+
 func formatText(t stream.Type, x any) string {
+	if s, ok := typedValue(t, x); ok {
+		return s
+	}
 	switch v := x.(type) {
 	case int64:
 		if t == stream.Timestamp {
@@ -233,6 +257,12 @@ func formatText(t stream.Type, x any) string {
 }
 
 func appendJSON(dst []byte, t stream.Type, x any) []byte {
+	if s, ok := typedValue(t, x); ok {
+		if t.Kind() == stream.Decimal || t == stream.Boolean {
+			return append(dst, s...)
+		}
+		return strconv.AppendQuote(dst, s)
+	}
 	switch v := x.(type) {
 	case int64:
 		if t == stream.Timestamp {

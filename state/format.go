@@ -729,11 +729,9 @@ func (f *Field) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &x); err != nil {
 		return err
 	}
-	for _, t := range []stream.Type{stream.Int64, stream.Float64, stream.String, stream.Timestamp} {
-		if t.String() == x.Type {
-			f.Name, f.Type, f.Nullable = x.Name, t, x.Nullable
-			return nil
-		}
+	if t, ok := stream.ParseType(x.Type); ok && encClass(t) != 0 {
+		f.Name, f.Type, f.Nullable = x.Name, t, x.Nullable
+		return nil
 	}
 	return fmt.Errorf("unknown field type %q", x.Type)
 }
