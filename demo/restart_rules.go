@@ -187,6 +187,9 @@ func restartCases() []rrCase {
 			ours:     "refused: the Delta sink appends in append mode, and windows update mode already wrote would be appended again when final",
 			expected: "refused", code: errcode.OutputModeChanged,
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "append" }},
+		{change: "session gap 2 minutes -> 5 minutes (session_window)", spark: "not checked: the state schema has no gap (stored sessions merged under the old gap meet rows under the new one)",
+			ours: "refused: the state schema records the gap", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true,
+			setup: func(c *pipeline.Config, _ *rrEnv) { sessionQuery(c, "2 minutes") }, modify: func(c *pipeline.Config, _ *rrEnv) { sessionQuery(c, "5 minutes") }},
 		{change: "output mode update -> complete", spark: "not in the table (the sink must support the mode)",
 			ours: "allowed: each batch replaces the table with every group in state; logged", expected: "allowed",
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "complete" }},
@@ -218,6 +221,14 @@ const sparkOperatorsRule = "not allowed: stateful operations may not change betw
 // dedupHash is the setup start of the deduplication's rows: the query with
 // --drop-duplicates 'hash' on a new checkpoint.
 func dedupHash(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash" }
+
+// sessionQuery sets c's query to the miners' sessions with the given gap
+// (complete mode, no watermark).
+func sessionQuery(c *pipeline.Config, gap string) {
+	c.Query = "SELECT session_window.start AS session_start, session_window.end AS session_end, miner, count(*) AS blocks FROM blocks " +
+		"GROUP BY session_window(block_ts, '" + gap + "'), miner"
+	c.WithWatermark, c.OutputMode = "", "complete"
+}
 
 // RestartRules runs the scenario and writes results/restart-rules.csv.
 func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {

@@ -33,6 +33,8 @@ const (
 	sparkMode       = "not in the table: allowed if the sink supports the mode"
 	sparkDedup      = "not allowed: the deduplication columns' number or types must not change (state schema check)"
 	sparkOperators  = "not allowed: stateful operations may not change between restarts (state schema check)"
+	// sparkSessionGap: Spark's session window state schema has no gap.
+	sparkSessionGap = "not checked: the state schema has no gap; sessions stored under the old gap merge with rows under the new one"
 )
 
 // ShapeChange is one difference between the recorded and the new shape and
@@ -361,14 +363,14 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 		}
 		return false
 	}
-	what := []string{}
 	if old.Kind == shape.KindDeduplicate || cur.Kind == shape.KindDeduplicate {
 		return c.dedupState(old, cur, several)
 	}
+	what, spark, rule := []string{}, sparkState, "refused: the state was built for the old keys and aggregates"
 	switch {
 	case old.Window != nil && cur.Window != nil && old.Window.Gap != "" && cur.Window.Gap != "" && old.Window.Column == cur.Window.Column && old.Window.Gap != cur.Window.Gap:
-		// The stored sessions were merged under the old gap.
 		what = append(what, "session gap")
+		spark, rule = sparkSessionGap, "refused (stricter): the stored sessions were merged under the old gap"
 	case windowText(old.Window) != windowText(cur.Window):
 		what = append(what, "window")
 	}
@@ -382,8 +384,7 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 	if several {
 		change = fmt.Sprintf("%s of operator %d", change, cur.ID)
 	}
-	c.refuse(change, opStateText(old), opStateText(cur), sparkState,
-		"refused: the state was built for the old keys and aggregates",
+	c.refuse(change, opStateText(old), opStateText(cur), spark, rule,
 		errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
 		"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, stateSchemaText(old.StateSchema), stateSchemaText(cur.StateSchema))
 	return true

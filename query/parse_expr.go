@@ -150,7 +150,7 @@ func (p *parser) call(d int) (filter.Expr, error) {
 	name := strings.ToLower(nt.text)
 	switch name {
 	case "session_window":
-		return nil, unsupported(p.src, nt.pos, "session_window (session windows)")
+		return nil, unsupported(p.src, nt.pos, "session_window() inside an expression (group by it, and select session_window or its fields)")
 	case "window_time":
 		return nil, unsupported(p.src, nt.pos, "window_time")
 	case "window":

@@ -1,6 +1,8 @@
 #!/bin/bash
-# teaching.sh GLOB SOURCE: the README's three teaching queries (burned fees
-# per hour, share of empty blocks per miner, gas utilisation) through
+# teaching.sh GLOB SOURCE: the README's four teaching queries (burned fees
+# per hour, share of empty blocks per miner, gas utilisation, miners'
+# sessions: DuckDB's by window functions, a new session where a miner's
+# block comes more than the gap after its previous one) through
 # ethstream (one batch, into a table under ./x) and through DuckDB (duckref
 # sql) over the same files; prints, per query, how many lines of the sorted
 # tables differ. ETHSTREAM and DUCKREF name the two binaries.
@@ -26,3 +28,5 @@ run empty "SELECT miner, count_if(transaction_count = 0) / count(*) AS empty_sha
   "SELECT miner, count(*), count_if(transaction_count = 0) / count(*) FROM blocks GROUP BY miner HAVING count(*) > 40" --output-mode complete
 run util "SELECT window(block_ts, '1 hour') AS window, avg(gas_used / gas_limit) AS utilisation, CASE WHEN avg(IF(gas_used * 2 > gas_limit, 1, 0)) > 0.5 THEN 'full' ELSE 'light' END AS load FROM blocks GROUP BY window(block_ts, '1 hour')" \
   "SELECT time_bucket(INTERVAL 1 HOUR, block_ts) AS s, s + INTERVAL 1 HOUR, avg(gas_used / gas_limit), CASE WHEN avg(IF(gas_used * 2 > gas_limit, 1, 0)) > 0.5 THEN 'full' ELSE 'light' END FROM blocks GROUP BY 1"
+run sessions "SELECT session_window.start AS session_start, session_window.end AS session_end, miner, count(*) AS blocks, sum(gas_used) AS gas FROM blocks GROUP BY session_window(block_ts, '2 minutes'), miner" \
+  "WITH b AS (SELECT miner, block_ts, gas_used, CASE WHEN block_ts - lag(block_ts) OVER (PARTITION BY miner ORDER BY block_ts) <= INTERVAL 2 MINUTE THEN 0 ELSE 1 END AS new FROM blocks), s AS (SELECT *, sum(new) OVER (PARTITION BY miner ORDER BY block_ts ROWS UNBOUNDED PRECEDING) AS sid FROM b) SELECT min(block_ts), max(block_ts) + INTERVAL 2 MINUTE, miner, count(*), sum(gas_used) FROM s GROUP BY miner, sid" --output-mode complete
