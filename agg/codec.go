@@ -109,6 +109,13 @@ func (p *plan) decodeValue(val []byte, vals []aggVal) error {
 	return nil
 }
 
+func readFloat(b []byte) (float64, []byte, bool) {
+	if len(b) < 8 {
+		return 0, b, false
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b)), b[8:], true
+}
+
 func readVarint(b []byte) (int64, []byte, bool) {
 	v, n := binary.Varint(b)
 	if n <= 0 {

@@ -65,6 +65,16 @@ func (o *Operator) OutputSchema() stream.Schema {
 // appendAggs appends the aggregate values of one row; a sum/min/max that saw
 // only nulls is a null.
 func (o *output) appendAggs(vals []aggVal) {
+	o.appendAggValues(vals)
+	o.b.Len++
+	if o.b.Signs != nil {
+		o.b.Signs = append(o.b.Signs, 1)
+	}
+}
+
+// appendAggValues appends the aggregate values of row o.b.Len, which the
+// caller then counts.
+func (o *output) appendAggValues(vals []aggVal) {
 	for a := range o.p.aggs {
 		ra := &o.p.aggs[a]
 		if ra.hidden { // hidden aggregates come last
@@ -96,10 +106,6 @@ func (o *output) appendAggs(vals []aggVal) {
 			c.Int64s = append(c.Int64s, vals[a].i)
 		}
 		o.setNull(c, ra.hasNonNull() && vals[a].nn == 0)
-	}
-	o.b.Len++
-	if o.b.Signs != nil {
-		o.b.Signs = append(o.b.Signs, 1)
 	}
 }
 

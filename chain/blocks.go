@@ -24,6 +24,11 @@ type Day struct {
 	TxCount []int64   // transaction_count
 	Size    []int64   // size, the block's RLP size in bytes
 	TD      []float64 // total_difficulty
+	// bodies is set by AddBodies: the headers' roots and blooms are then
+	// those of the bodies Body regenerates from bodySeed (otherwise seeded
+	// placeholders, see doc.go).
+	bodies   bool
+	bodySeed int64
 }
 
 // BuildDay derives day index (0 = 2015-07-30; see Preset.DayIndex) of the
@@ -53,6 +58,16 @@ func (db *Day) Index() int { return db.day.index }
 
 // FirstBlock is the number of the day's first block.
 func (db *Day) FirstBlock() uint64 { return db.day.first }
+
+// TrimBefore drops the blocks numbered below first (a window that starts
+// inside the day: LastBlocksPreset); call it before LinkTo.
+func (db *Day) TrimBefore(first uint64) {
+	if len(db.Headers) == 0 || first <= db.Headers[0].Number.Uint64() {
+		return
+	}
+	k := min(int(first-db.Headers[0].Number.Uint64()), len(db.Headers))
+	db.Headers, db.TxCount, db.Size, db.TD = db.Headers[k:], db.TxCount[k:], db.Size[k:], db.TD[k:]
+}
 
 // Anchor is the ParentHash of a window's first block (see doc.go, Hashes).
 func Anchor(seed int64, first uint64) common.Hash { return anchorHash(seed, first) }

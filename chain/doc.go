@@ -82,8 +82,31 @@
 // its parent's fee is above 1,000 gwei, so the fee of a long run stays
 // bounded: MaxNextBaseFee), WithdrawalsHash = EmptyWithdrawalsHash, blob
 // fields and parent beacon root after Cancun, requests hash after Prague,
-// and real EIP-1559 transactions whose DeriveSha is the header's
-// transactions root (signature values in range but not real signatures;
-// TxSender gives "from"). Transactions are regenerated from (seed, number,
-// branch) by Transactions instead of being stored.
+// and a body (NextBody) whose transactions root, receipts root and logs
+// bloom are the header's. Bodies are regenerated from (seed, header,
+// branch, transaction count) instead of being stored.
+//
+// # Bodies
+//
+// A block's body (body.go) is its transactions, their senders and their
+// receipts with logs, derived from the header's number, time, base fee,
+// gas used and transaction count; the header's transactions root and
+// receipts root are types.DeriveSha of them and its logs bloom
+// types.MergeBloom of the receipts. The gas used of the transactions adds
+// up to the header's (each at least 21,000); transaction types follow the
+// forks (legacy only before Berlin, with EIP-155 v from Spurious Dragon;
+// then 5% access-list; from London 75% EIP-1559, 20% legacy, 5%
+// access-list), receipts hold a state root before Byzantium and a status
+// after it (2% failed, without logs). About 30% of transactions are ERC-20
+// transfer() calls with one Transfer log, and half the logs of other
+// contract calls are Transfers too, from 64 token contracts (Zipf), so the
+// token_transfers table has rows. Signatures are valid-range values, not
+// real signatures: senders are served, not recovered.
+//
+// Bodies are lazy: a history day's headers carry seeded placeholder roots
+// and a sparse bloom unless Day.AddBodies derives its bodies (the archive
+// generator does so only when a transaction table is asked for), because a
+// body costs about 20 µs of CPU a transaction and the last day of history
+// holds some 1.4 million (BenchmarkDayBodies). A day with bodies therefore
+// has other block hashes than the same day without.
 package chain

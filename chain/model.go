@@ -112,6 +112,7 @@ const (
 	purposeNode
 	purposeAnchor
 	purposeTxs
+	purposeBody
 )
 
 // knot is a point of a piecewise-linear curve over time.

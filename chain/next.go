@@ -10,7 +10,6 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/trie"
 )
 
 // Block is a block of the chain's continuation past the model's last day
@@ -24,7 +23,7 @@ type Block struct {
 // Next derives block parent+1 of branch (0 for the original chain, >0 for
 // a reorg's replacement) from the seed: a post-merge header 12 s after its
 // parent, base fee by EIP-1559 from the parent, fork fields by timestamp,
-// and real EIP-1559 transactions whose DeriveSha is the header's TxHash.
+// and a body (NextBody) whose roots and bloom are the header's.
 // It is how the node (package chain/ethnode) continues an archive's chain.
 func Next(seed int64, parent *types.Header, branch uint64) Block {
 	num := parent.Number.Uint64() + 1
@@ -79,21 +78,19 @@ func Next(seed int64, parent *types.Header, branch uint64) Block {
 	if parentFee > MaxNextBaseFee {
 		count = 0 // demand falls with the price: see MaxNextBaseFee
 	}
-	b := Block{}
+	b := Block{Size: 600 + uint64(len(extra))}
 	if count > 0 {
-		txs, used := Transactions(seed, num, branch, count, parentFee, limit)
-		b.Txs = EncodeTxs(txs)
-		h.GasUsed = used
-		h.TxHash = types.DeriveSha(b.Txs, trie.NewStackTrie(nil))
-		h.ReceiptHash = randHash(r)
-		h.Bloom = sparseBloom(r, 1)
+		h.GasUsed = 0
+		body := nextBody(seed, ctxOf(h), branch, count)
+		for _, rc := range body.Receipts {
+			h.GasUsed += rc.GasUsed
+		}
+		b.Txs = body.Enc
+		h.TxHash, h.ReceiptHash, h.Bloom = body.Roots()
 		// Approximate RLP size; tx.Size() would encode every transaction again.
-		b.Size = 600 + uint64(len(extra))
-		for _, tx := range txs {
+		for _, tx := range body.Txs {
 			b.Size += 115 + uint64(len(tx.Data()))
 		}
-	} else {
-		b.Size = 600 + uint64(len(extra))
 	}
 	b.Header = h
 	return b
@@ -159,56 +156,4 @@ func nodeMiners(t time.Time) *minerTable {
 		nodeMinersAt[day] = mt
 	}
 	return mt
-}
-
-// Transactions regenerates the transactions of a block Next made (its
-// number, branch, len(Txs), base fee and gas limit): EIP-1559
-// transactions with fee caps above the base fee and signature values in the
-// valid secp256k1 range (they are not real signatures; senders are served
-// in the "from" field). The gas of each transaction adds up to gasUsed.
-func Transactions(seed int64, num, branch uint64, count int, baseFee, limit uint64) (types.Transactions, uint64) {
-	r := rng(seed, purposeTxs, num, branch)
-	txs := make(types.Transactions, count)
-	budget := int64(max(limit/uint64(count), 21000))
-	var used uint64
-	chainID := big.NewInt(1)
-	for i := range txs {
-		gas := uint64(21000 + r.Int64N(budget-21000+1))
-		used += gas
-		tip := uint64(r.IntN(2_000_000_000)) + 1
-		to := common.Address(randHash(r).Bytes()[:20])
-		var rs, ss [32]byte
-		rh, sh := randHash(r), randHash(r)
-		copy(rs[:], rh[:])
-		copy(ss[:], sh[:])
-		rs[0] &= 0x7f // below secp256k1 N/2
-		ss[0] &= 0x7f
-		var data []byte
-		if r.IntN(3) > 0 {
-			data = make([]byte, 4+32*r.IntN(3))
-			for j := range data {
-				data[j] = byte(r.Uint32())
-			}
-		}
-		txs[i] = types.NewTx(&types.DynamicFeeTx{
-			ChainID:   chainID,
-			Nonce:     r.Uint64N(5000),
-			GasTipCap: new(big.Int).SetUint64(tip),
-			GasFeeCap: new(big.Int).SetUint64(2*baseFee + tip),
-			Gas:       gas,
-			To:        &to,
-			Value:     new(big.Int).SetUint64(r.Uint64N(1e18)),
-			Data:      data,
-			V:         new(big.Int).SetUint64(uint64(r.IntN(2))),
-			R:         new(big.Int).SetBytes(rs[:]),
-			S:         new(big.Int).SetBytes(ss[:]),
-		})
-	}
-	return txs, used
-}
-
-// TxSender is the "from" of transaction i of a block Next made (the
-// signatures are not real, so the sender cannot be recovered).
-func TxSender(seed int64, num, branch uint64, i int) common.Address {
-	return common.Address(randHash(rng(seed, purposeTxs+100, num, branch<<20|uint64(i))).Bytes()[:20])
 }

@@ -75,5 +75,19 @@ func RangePreset(firstDay time.Time, days int) Preset {
 	}
 }
 
+// LastBlocksPreset is the last n blocks of history, inside the last day
+// (ending at block 26,086,569): a window small enough for the transaction
+// tables of the demo's transactions query (chain/doc.go, Bodies). It
+// panics unless 1 <= n <= the last day's blocks.
+func LastBlocksPreset(n int) Preset {
+	p := LastDaysPreset(1)
+	if n < 1 || uint64(n) > p.LastBlock-p.FirstBlock+1 {
+		panic(fmt.Sprintf("chain: last %d blocks outside the last day's %d", n, p.LastBlock-p.FirstBlock+1))
+	}
+	p.FirstBlock = p.LastBlock - uint64(n) + 1
+	p.Name = fmt.Sprintf("last-blocks-%d", n)
+	return p
+}
+
 // DayIndex is the index of the preset's first day in the model (BuildDay).
 func (p Preset) DayIndex() int { return int(p.FirstDay.Sub(FirstDay).Hours() / 24) }

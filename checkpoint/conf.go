@@ -16,6 +16,11 @@ const (
 	ConfProviderClass      = "spark.sql.streaming.stateStore.providerClass"
 	ConfMinBatchesToRetain = "spark.sql.streaming.minBatchesToRetain"
 	ConfNoDataBatches      = "spark.sql.streaming.noDataMicroBatches.enabled"
+	// ConfMultipleWatermarkPolicy combines the watermarks of a query with
+	// several (a join's sides): "min" (Spark's default) or "max". Recorded
+	// in the offsets entries of such a query and pinned from them, as
+	// Spark's OffsetSeqMetadata does; an entry without it means "min".
+	ConfMultipleWatermarkPolicy = "spark.sql.streaming.multipleWatermarkPolicy"
 
 	// ProviderPebble is ethstream's state store provider, recorded in conf.
 	ProviderPebble = "pebble"

@@ -20,6 +20,7 @@ import (
 	"github.com/ethstream/ethstream/internal/durable"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/sink/files"
 )
 
 // The restart-rules scenario: a backfill checkpoint (the archive minus its
@@ -66,6 +67,18 @@ type rrCase struct {
 	pending bool
 	// positional uses the baseline without source evolution.
 	positional bool
+	// fileSink uses the baseline that wrote with the file sink (--sink
+	// parquet:, append mode) instead of the Delta table.
+	fileSink bool
+}
+
+// rrOutput is the output directory of cfg: the file sink's, else the Delta
+// table's.
+func rrOutput(cfg pipeline.Config) string {
+	if cfg.Sink != "" {
+		return strings.TrimPrefix(strings.TrimPrefix(cfg.Sink, "parquet:"), "file://")
+	}
+	return cfg.Table
 }
 
 type rrEnv struct {
@@ -122,6 +135,18 @@ func restartCases() []rrCase {
 				}
 				c.Table += "-moved"
 			}},
+		{change: "sink type: the Delta table -> a file sink (parquet)", spark: "changes between a few specific combinations of sinks are allowed, case by case",
+			ours: "refused: the new sink holds none of the committed batches' output", expected: "refused", code: errcode.SinkLocationChanged,
+			modify: func(c *pipeline.Config, _ *rrEnv) {
+				c.Sink, c.OutputMode = "parquet:"+filepath.Join(filepath.Dir(c.Table), "out"), "append"
+				c.Table = ""
+			}},
+		{change: "file sink output directory", spark: "not allowed", ours: "refused: the log and part files stay in the old directory",
+			expected: "refused", code: errcode.SinkLocationChanged, fileSink: true,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.Sink += "-moved" }},
+		{change: "file sink output mode append -> update", spark: "the sink must support the mode: a file sink supports append only",
+			ours: "refused, as Spark refuses it", expected: "refused", code: files.UnsupportedOutputMode, fileSink: true,
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "update" }},
 		{change: "sink output directory, another query's table", spark: "not allowed", ours: "refused, naming both table ids", expected: "refused", code: errcode.SinkTableMismatch,
 			modify: func(c *pipeline.Config, _ *rrEnv) {
 				c.Table = filepath.Join(filepath.Dir(c.Table), "baseline-evolution-false", "table")
@@ -139,8 +164,13 @@ func restartCases() []rrCase {
 			expected: "allowed", modify: func(c *pipeline.Config, _ *rrEnv) { c.WithWatermark = "block_ts, 24 hours" }},
 		{change: "watermark removed", spark: "requires a full refresh", ours: "refused: evicted windows would restart from zero", expected: "refused", code: errcode.WatermarkChanged,
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.Query, c.WithWatermark = pipeline.ReferenceQuery, "" }},
-		{change: "output mode update -> append", spark: "not in the table (the sink must support the mode)", ours: "allowed: MERGE upserts full values; logged", expected: "allowed",
+		{change: "output mode update -> append", spark: "not in the table (the sink must support the mode)",
+			ours:     "refused: the Delta sink appends in append mode, and windows update mode already wrote would be appended again when final",
+			expected: "refused", code: errcode.OutputModeChanged,
 			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "append" }},
+		{change: "output mode update -> complete", spark: "not in the table (the sink must support the mode)",
+			ours: "allowed: each batch replaces the table with every group in state; logged", expected: "allowed",
+			modify: func(c *pipeline.Config, _ *rrEnv) { c.OutputMode = "complete" }},
 		{change: "any change (a filter) with a planned, uncommitted batch", spark: "the planned batch re-runs first with the same data", ours: "the same: its recorded offsets and watermark",
 			expected: "allowed", pending: true, modify: withQuery(rrFilter)},
 	}
@@ -160,6 +190,7 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 		return nil, fmt.Errorf("clear %s: %w", root, err)
 	}
 	ck, table, cache := filepath.Join(root, "checkpoint"), filepath.Join(root, "table"), filepath.Join(root, "state-cache")
+	out := filepath.Join(root, "out")
 	// The backfill: every archive file but the last, one per batch, so an
 	// allowed restart has a day left to run.
 	days := len(env.Manifest.Files)
@@ -178,9 +209,19 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 		return pipeline.Config{Checkpoint: ck, Table: table, LocalDir: cache, Sources: []pipeline.SourceSpec{src}, Conf: conf,
 			Trigger: engine.Trigger{Kind: engine.AvailableNow}, MaxBatches: 1, Logger: o.Logger}
 	}
-	baselines := map[bool]string{}
-	for _, evo := range []bool{true, false} {
-		cfg := base(evo)
+	// The file sink's baseline: the reference query in append mode into
+	// --sink parquet:out.
+	fileBase := func() pipeline.Config {
+		cfg := base(true)
+		cfg.Table, cfg.Sink, cfg.OutputMode = "", "parquet:"+out, "append"
+		return cfg
+	}
+	baselines := map[string]string{}
+	for _, name := range []string{"evolution-true", "evolution-false", "filesink"} {
+		cfg := base(name != "evolution-false")
+		if name == "filesink" {
+			cfg = fileBase()
+		}
 		cfg.MaxBatches = days - 1
 		if err := os.RemoveAll(cache); err != nil {
 			return nil, err
@@ -190,8 +231,8 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 		}
 		// Kept aside: every case restores it into the same paths, which the
 		// recorded shape names.
-		b := filepath.Join(root, fmt.Sprintf("baseline-evolution-%t", evo))
-		for _, d := range [][2]string{{ck, "checkpoint"}, {table, "table"}} {
+		b := filepath.Join(root, "baseline-"+name)
+		for _, d := range [][2]string{{ck, "checkpoint"}, {rrOutput(cfg), "table"}} {
 			if err := copyTree(d[0], filepath.Join(b, d[1])); err != nil {
 				return nil, err
 			}
@@ -199,12 +240,19 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 				return nil, err
 			}
 		}
-		baselines[evo] = b
+		baselines[name] = b
 	}
 	var rows []RestartRule
 	for _, c := range restartCases() {
 		r := RestartRule{Change: c.change, SparkRule: c.spark, OurRule: c.ours, Expected: c.expected, FirstBatch: -1}
-		if err := e.runCase(ctx, c, baselines[!c.positional], base(!c.positional), &r); err != nil {
+		name, cfg := "evolution-true", base(true)
+		switch {
+		case c.positional:
+			name, cfg = "evolution-false", base(false)
+		case c.fileSink:
+			name, cfg = "filesink", fileBase()
+		}
+		if err := e.runCase(ctx, c, baselines[name], cfg, &r); err != nil {
 			r.Outcome, r.Detail = "error", err.Error()
 		}
 		if c.code != "" && r.Code != c.code {
@@ -226,7 +274,8 @@ func RestartRules(ctx context.Context, o Options) ([]RestartRule, error) {
 // the last commit, returning that batch's offsets entry (path and bytes) to
 // compare after the restart.
 func prepareCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Config) (string, []byte, error) {
-	for _, d := range []string{cfg.Checkpoint, cfg.Table, cfg.Table + "-moved", cfg.LocalDir} {
+	dir := filepath.Dir(cfg.Checkpoint)
+	for _, d := range []string{cfg.Checkpoint, filepath.Join(dir, "table"), filepath.Join(dir, "table-moved"), filepath.Join(dir, "out"), filepath.Join(dir, "out-moved"), cfg.LocalDir} {
 		if err := os.RemoveAll(d); err != nil {
 			return "", nil, err
 		}
@@ -234,7 +283,7 @@ func prepareCase(ctx context.Context, c rrCase, baseline string, cfg pipeline.Co
 	if err := copyTree(filepath.Join(baseline, "checkpoint"), cfg.Checkpoint); err != nil {
 		return "", nil, err
 	}
-	if err := copyTree(filepath.Join(baseline, "table"), cfg.Table); err != nil {
+	if err := copyTree(filepath.Join(baseline, "table"), rrOutput(cfg)); err != nil {
 		return "", nil, err
 	}
 	if c.setup != nil {
@@ -324,11 +373,13 @@ func (e *rrEnv) runCase(ctx context.Context, c rrCase, baseline string, cfg pipe
 	return nil
 }
 
-// hashes is the content hash of the checkpoint and the table (and of the
-// moved table's directory, which a refused start must not create).
+// hashes is the content hash of the checkpoint and the outputs (the table
+// or the file sink's directory, and the moved output's directory, which a
+// refused start must not create).
 func (e *rrEnv) hashes(cfg pipeline.Config) (string, error) {
 	var parts []string
-	for _, d := range []string{cfg.Checkpoint, e.baseTable(cfg)} {
+	dir := filepath.Dir(cfg.Checkpoint)
+	for _, d := range []string{cfg.Checkpoint, filepath.Join(dir, "table"), filepath.Join(dir, "out")} {
 		if _, err := os.Stat(d); err != nil {
 			parts = append(parts, "absent")
 			continue
@@ -339,13 +390,11 @@ func (e *rrEnv) hashes(cfg pipeline.Config) (string, error) {
 		}
 		parts = append(parts, h)
 	}
-	if _, err := os.Stat(cfg.Table); err == nil {
-		parts = append(parts, "table:"+cfg.Table)
+	if _, err := os.Stat(rrOutput(cfg)); err == nil {
+		parts = append(parts, "output:"+rrOutput(cfg))
 	}
 	return strings.Join(parts, ","), nil
 }
-
-func (e *rrEnv) baseTable(cfg pipeline.Config) string { return strings.TrimSuffix(cfg.Table, "-moved") }
 
 func writeRestartRules(w io.Writer, rows []RestartRule) error {
 	cw := csv.NewWriter(w)

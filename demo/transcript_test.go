@@ -84,6 +84,7 @@ var transcriptSections = []struct{ from, to, first string }{
 	{"## Watch it live", "## Rules to carry", "watch it live"},
 	{"## Your own query, and what survives a restart", "## Against the real bucket", "your own query"},
 	{"## Moving a query", "## Commands", "moving a query"},
+	{"## The orders example", "## Performance", "the orders example"},
 }
 
 // appendSteps reads one section's blocks into steps.
@@ -207,7 +208,7 @@ func TestTranscriptSteps(t *testing.T) {
 		"```\n$ cat f\nline ... end\n```\n### 6. six\n```sh\nS=6\n```\n<!-- RESULTS-X -->\n```\nthe reference run's\n```\n<!-- /RESULTS-X -->\n" +
 		"## The proof\n```sh\nnot run\n```\n## Watch it live\n```sh\nU=1\n```\n## Rules to carry\n"
 	doc += "## Your own query, and what survives a restart\n```sh\nQ=1\nethstream run --q\n```\n```\nquery … run …\n```\n## Against the real bucket\n```sh\nnot run\n```\n" +
-		"## Moving a query\n```sh\nC=1\n```\n## Commands\n"
+		"## Moving a query\n```sh\nC=1\n```\n## Commands\n## The orders example\n```sh\nO=1\n```\n## Performance\n"
 	steps, err := transcriptSteps(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ func TestTranscriptSteps(t *testing.T) {
 		"{cmd:ethstream run --bad fail:true want:error: X: y. To fix: z where:1. one} {cmd:cat f fail:false want:line ... end where:1. one} " +
 		"{cmd:S=6 fail:false want: where:6. six} {cmd:U=1 fail:false want: where:watch it live} " +
 		"{cmd:Q=1 fail:false want: where:your own query} {cmd:ethstream run --q fail:false want:query … run … where:your own query} " +
-		"{cmd:C=1 fail:false want: where:moving a query}]"
+		"{cmd:C=1 fail:false want: where:moving a query} {cmd:O=1 fail:false want: where:the orders example}]"
 	if got != want {
 		t.Fatalf("steps:\n%s\nwant\n%s", got, want)
 	}

@@ -61,6 +61,11 @@
 //     sources' progress), each value computed once per batch;
 //     batch_progress.go builds the one progress event from it, and the
 //     driver encodes it once for the progress log and every listener.
+//   - sides.go: two-input queries (a join): Query.Sides, each a set of
+//     named sources with its own read path and watermark, handed to
+//     operator 0 (a stream.SideOperator) by side; the sides' watermarks
+//     tracked in memory and combined by the policy pinned in the offsets
+//     conf, as Spark's WatermarkTracker.
 //   - run.go: Run, the trigger loop: obtain what planNext asks for, have the
 //     driver perform the plan, advance. plan.go: Plan, Run's dry run through
 //     the same planner and driver with I/O switched off (`ethstream plan`).

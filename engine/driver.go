@@ -22,9 +22,11 @@ import (
 // srcState is one opened source of the query.
 type srcState struct {
 	name, key string
-	src       stream.Source
-	nameBuf   []string // the literal source column, reused
-	open      bool
+	// side is the source's side in a two-input query, -1 in a one-input one.
+	side    int
+	src     stream.Source
+	nameBuf []string // the literal source column, reused
+	open    bool
 }
 
 type driver struct {
@@ -48,6 +50,12 @@ type driver struct {
 	// rp is the read path: the source column, event time and filter
 	// between the sources and the operator (readpath.go).
 	rp readPath
+	// sides, in a two-input query, are each side's read path, and
+	// sideMarks each side's tracked watermark (sides.go); policy is the
+	// watermark policy.
+	sides     []*sideReads
+	sideMarks []sideMark
+	policy    string
 	// shape is the restart rules' decision; open records the shape if asked.
 	shape *shapeDecision
 	// minRetain is minBatchesToRetain, handed to the sources that prune
@@ -72,6 +80,9 @@ type batchResult struct {
 	// Repartition is the figures of every operator's repartition, in id
 	// order.
 	Repartition []stream.RepartitionStats
+	// sideMarks, in a two-input query, are the sides' tracked watermarks
+	// after the batch (sides.go), taken once it committed.
+	sideMarks []sideMark
 }
 
 // batchRun is one batch in flight: its plan, the books the recorder keeps
@@ -100,6 +111,9 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 		return batchResult{NextWatermark: d.dryWatermark(p)}, nil
 	}
 	b := &batchRun{p: p, rec: newRecorder(d.o.Clock, p, trigger, pre, d.o.observe), res: batchResult{NextWatermark: p.CommitWatermark}}
+	if len(d.sides) > 0 {
+		b.rec.in.sides = make([]eventStats, len(d.sides))
+	}
 	// A read that failed while offsets/N was being written returns before
 	// the await: the write still finishes before the batch does, so no
 	// writer of the checkpoint outlives exec.
@@ -111,6 +125,9 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 	if p.Kind != stream.KindRepartition {
 		defer func() {
 			d.rp.endBatch()
+			for _, sr := range d.sides {
+				sr.rp.endBatch()
+			}
 			if err != nil {
 				d.rp.take()
 				d.abortOps()
@@ -245,7 +262,14 @@ func (d *driver) awaitOffsets(b *batchRun, s step) error {
 func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
 	p := b.p
 	b.rec.seen.sources = d.sourceProgress(b)
-	b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.rec.in.ev)
+	if len(d.sides) > 0 {
+		b.res.NextWatermark, b.res.sideMarks = nextSidedWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Sides, b.rec.in.sides, d.sideMarks, d.policy)
+		for _, e := range b.rec.in.sides {
+			b.rec.in.ev.merge(e)
+		}
+	} else {
+		b.res.NextWatermark = nextWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Watermark, b.rec.in.ev)
+	}
 	if len(d.ops) == 0 {
 		// No stateful operator: the rows read are the output, through the
 		// plan's transforms.
@@ -371,6 +395,10 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		t0 := clk.Now()
 		defer rc.emitted(t0)
 		rows += int64(in.Len)
+		if st.side >= 0 {
+			queryErr = d.readSide(ctx, b, s, st, in)
+			return queryErr
+		}
 		in, err := d.rp.chunk(st, d.withSrc, in, &b.rec.in.ev)
 		if err == nil {
 			if len(d.ops) == 0 {

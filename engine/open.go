@@ -42,10 +42,17 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	if q.Watermark != nil {
 		d.rp.eventTime = q.Watermark.Column
 	}
+	d.sides = openSides(q)
+	d.sideMarks = nil
+	d.policy = watermarkPolicy(sp.Conf)
+	sideOf := q.sideOf()
 	d.byKey = map[string]*srcState{}
 	d.order = d.order[:0]
 	for i, ns := range q.Sources {
-		st := &srcState{name: ns.Name, key: sp.Keys[i], src: ns.Source}
+		st := &srcState{name: ns.Name, key: sp.Keys[i], src: ns.Source, side: -1}
+		if sd, ok := sideOf[ns.Name]; ok && len(d.sides) > 0 {
+			st.side = sd
+		}
 		d.order = append(d.order, st)
 		d.byKey[st.key] = st
 	}
@@ -70,7 +77,11 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 		if err != nil {
 			return err
 		}
-		senv := stream.SourceEnv{Name: st.name, MetadataDir: dir, FS: d.o.FS, Columns: proj,
+		cols := proj
+		if st.side >= 0 {
+			cols = d.sides[st.side].proj
+		}
+		senv := stream.SourceEnv{Name: st.name, MetadataDir: dir, FS: d.o.FS, Columns: cols,
 			Committed: sp.Committed[st.key], MinBatchesToRetain: d.minRetain, Clock: d.o.Clock, Logger: d.o.Logger.With("source", st.key)}
 		if err := st.src.Open(ctx, senv); err != nil {
 			return fmt.Errorf("open source %q (%s): %w", st.key, st.src.Description(), err)

@@ -108,6 +108,11 @@ type Query struct {
 	// stateful operator appends the rows it reads (projected on Select,
 	// then through its transforms) to the sink.
 	Stages []Stage
+	// Sides, when set, makes the query a two-input one (a join): two sides,
+	// each a set of Sources with its own columns, filter and watermark
+	// (engine/sides.go); Columns, Where, PreWatermark and Watermark are
+	// then unset, and the first stage is a stream.SideOperator.
+	Sides []Side
 	// Select is what a plan without a stateful operator takes from the
 	// rows read, in order: columns it reads (nil: Columns). Unused with an
 	// operator.

@@ -46,6 +46,9 @@ type inputStats struct {
 	rows  []int64 // per range of the plan
 	total int64
 	ev    eventStats
+	// sides are each side's event times in a two-input query (ev is
+	// then both sides' together, for the progress event).
+	sides []eventStats
 }
 
 // eventStats accumulates the watermark column's min/max/sum in µs, over
@@ -54,6 +57,21 @@ type eventStats struct {
 	n        int64
 	min, max int64
 	sumMs    float64 // float: an int64 sum of ms timestamps overflows past ~5M rows
+}
+
+// merge adds o's rows to s.
+func (s *eventStats) merge(o eventStats) {
+	if o.n == 0 {
+		return
+	}
+	if s.n == 0 || o.min < s.min {
+		s.min = o.min
+	}
+	if s.n == 0 || o.max > s.max {
+		s.max = o.max
+	}
+	s.sumMs += o.sumMs
+	s.n += o.n
 }
 
 func (s *eventStats) add(c *stream.Column, keep []bool) {

@@ -27,6 +27,7 @@ const (
 	sparkSources    = "not allowed by default; source evolution relaxes it"
 	sparkLocation   = "generally needs a new checkpoint; results unpredictable"
 	sparkSink       = "not allowed"
+	sparkSinkType   = "changes between a few specific combinations of sinks are allowed, case by case"
 	sparkState      = "not allowed: the state schema must stay the same"
 	sparkWatermark  = "requires a full refresh"
 	sparkMode       = "not in the table: allowed if the sink supports the mode"
@@ -252,10 +253,26 @@ func (c *shapeCheck) sink() {
 	}
 	oldText, curText := old.Format+":"+old.Location, cur.Format+":"+cur.Location
 	const refusedRule = "refused: another table lacks every committed batch's rows"
-	if old.Format != cur.Format || (old.Location != cur.Location && !seen.Exists) {
+	remedy := seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputMoved, ID: old.ID, Location: old.Location},
+		newCkpt+", or point the query back at "+old.Location+" (or at a copy of that output)")
+	switch {
+	case old.Format != cur.Format:
+		c.refuse("sink format", oldText, curText, sparkSinkType,
+			"refused: the new sink holds none of the committed batches' output",
+			errcode.SinkLocationChanged, newCkpt+", or write to the "+old.Format+" sink at "+old.Location+" again",
+			"the sink changed from %s to %s: the new sink would lack the rows of every committed batch, which are never written again",
+			oldText, curText)
+		return
+	case old.Location != cur.Location && !seen.Recording && seen.ID == "":
+		c.refuse("sink location", oldText, curText, sparkSink,
+			"refused: the sink cannot recognise its output elsewhere (Spark: a file sink's output directory may not change)",
+			errcode.SinkLocationChanged, remedy,
+			"the output directory changed from %s to %s: the committed batches' files and their log stay at the old one, and a new one would lack the rows of every committed batch, which are never written again",
+			old.Location, cur.Location)
+		return
+	case old.Location != cur.Location && !seen.Exists:
 		c.refuse("sink location", oldText, curText, sparkSink, refusedRule,
-			errcode.SinkLocationChanged, seen.remedy(stream.SinkRefusal{Problem: stream.SinkOutputMoved, ID: old.ID, Location: old.Location},
-				newCkpt+", or point the query back at "+old.Location+" (or at a copy of that output)"),
+			errcode.SinkLocationChanged, remedy,
 			"the output moved from %s to %s, where there is no table: a new one would lack the rows of every committed batch, which are never written again",
 			old.Location, cur.Location)
 		return
@@ -328,6 +345,9 @@ func (c *shapeCheck) state() {
 // renaming). Several operators name theirs in the change ("window of
 // operator 1").
 func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed bool) bool {
+	if old.Kind == shape.KindJoin || cur.Kind == shape.KindJoin {
+		return c.joinState(old, cur, several)
+	}
 	structural := !slices.Equal(old.Keys, cur.Keys) || windowText(old.Window) != windowText(cur.Window) ||
 		!sameAggFuncs(old.Aggregates, cur.Aggregates)
 	renamed := outRenamed || !slices.Equal(old.Aggregates, cur.Aggregates)
@@ -340,7 +360,11 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 		return false
 	}
 	what := []string{}
-	if windowText(old.Window) != windowText(cur.Window) {
+	switch {
+	case old.Window != nil && cur.Window != nil && old.Window.Gap != "" && cur.Window.Gap != "" && old.Window.Column == cur.Window.Column && old.Window.Gap != cur.Window.Gap:
+		// The stored sessions were merged under the old gap.
+		what = append(what, "session gap")
+	case windowText(old.Window) != windowText(cur.Window):
 		what = append(what, "window")
 	}
 	if !slices.Equal(old.Keys, cur.Keys) {
@@ -409,9 +433,20 @@ func (c *shapeCheck) watermark() {
 
 func (c *shapeCheck) modeAndTrigger() {
 	old, cur := c.old, c.cur
-	if old.OutputMode != cur.OutputMode {
+	switch {
+	case old.OutputMode == cur.OutputMode:
+	case cur.OutputMode == "append" && len(cur.OperatorList()) > 0:
+		// Update and complete emit a group before it is final; append emits
+		// it again when the watermark closes it, and an append sink (Delta's
+		// blind append, the file sink) would hold it twice.
+		c.refuse("output mode", old.OutputMode, cur.OutputMode, sparkMode,
+			"refused: groups the old mode already wrote would be appended a second time when final",
+			errcode.OutputModeChanged, "keep --output-mode "+old.OutputMode+", or "+newCkpt,
+			"the output mode changed from %s to append: the %s mode wrote groups before they were final, and append mode writes each again when the watermark closes it, so the sink, which appends, would hold those groups twice",
+			old.OutputMode, old.OutputMode)
+	default:
 		c.allow("output mode", old.OutputMode, cur.OutputMode, sparkMode,
-			"allowed: the MERGE sink upserts full values in every mode; the rows emitted change from the first batch it applies to (logged)", c.first)
+			"allowed: update MERGEs full values by key and complete replaces the table; the rows emitted change from the first batch it applies to (logged)", c.first)
 		c.warn("the output mode changed from %s to %s: it applies from batch %d on", old.OutputMode, cur.OutputMode, c.first)
 	}
 	if old.Trigger != cur.Trigger {
@@ -429,6 +464,9 @@ func orNone(s string) string {
 func windowText(w *shape.Window) string {
 	if w == nil {
 		return "none"
+	}
+	if w.Gap != "" {
+		return "session_window(" + w.Column + ", '" + w.Gap + "')"
 	}
 	s := "window(" + w.Column + ", '" + w.Size + "'"
 	if w.Slide != "" {
@@ -479,4 +517,47 @@ func opsText(ops []shape.Operator) string {
 		t[i] = strconv.Itoa(o.ID) + ": " + opStateText(o)
 	}
 	return strings.Join(t, " | ")
+}
+
+// Spark's rule for a join's type and equi-join columns, as Databricks'
+// restart-compatibility notes state it.
+const sparkJoin = "not allowed: join type or equi-join columns changed"
+
+// joinState applies the state rule to a join (or an operator that became
+// or stopped being one): another kind, join type or equi-join columns is
+// refused, as Spark refuses it; the state schema check at Open refuses
+// the rest of a state schema change (a side's columns).
+func (c *shapeCheck) joinState(old, cur shape.Operator, several bool) bool {
+	var what []string
+	switch {
+	case old.Kind != cur.Kind:
+		what = append(what, "stateful operator kind")
+	default:
+		if old.JoinType != cur.JoinType {
+			what = append(what, "join type")
+		}
+		if !slices.Equal(old.Keys, cur.Keys) {
+			what = append(what, "equi-join columns")
+		}
+	}
+	if len(what) == 0 {
+		return false
+	}
+	change := strings.Join(what, ", ")
+	if several {
+		change = fmt.Sprintf("%s of operator %d", change, cur.ID)
+	}
+	c.refuse(change, joinText(old), joinText(cur), sparkJoin,
+		"refused: the state was built for the old join type and keys",
+		errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
+		"the %s changed, so the state schema changed: checkpoint has %s, query has %s", change, stateSchemaText(old.StateSchema), stateSchemaText(cur.StateSchema))
+	return true
+}
+
+// joinText renders an operator in a join's restart change.
+func joinText(o shape.Operator) string {
+	if o.Kind != shape.KindJoin {
+		return o.Kind + " " + opStateText(o)
+	}
+	return o.JoinType + " join on " + strings.Join(o.Keys, ", ")
 }

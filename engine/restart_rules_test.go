@@ -77,7 +77,8 @@ func TestRestartRules(t *testing.T) {
 		{name: "watermark delay down", change: func(s *shape.Shape) { s.Watermark.DelayUs /= 2 }, sp: pending,
 			changes: "watermark delay decreased", first: 10, warn: "from batch 10 on"},
 		{name: "watermark removed", change: func(s *shape.Shape) { s.Watermark = nil }, code: errcode.WatermarkChanged, changes: "watermark"},
-		{name: "output mode", change: func(s *shape.Shape) { s.OutputMode = "append" }, changes: "output mode", first: 10, warn: "output mode changed"},
+		{name: "output mode update -> complete", change: func(s *shape.Shape) { s.OutputMode = "complete" }, changes: "output mode", first: 10, warn: "output mode changed"},
+		{name: "output mode update -> append", change: func(s *shape.Shape) { s.OutputMode = "append" }, code: errcode.OutputModeChanged, changes: "output mode"},
 		{name: "two refusals, first one reported", change: func(s *shape.Shape) { s.Sink.Location = "/t2"; s.Watermark.DelayUs *= 2 },
 			code: errcode.SinkLocationChanged, changes: "sink location,watermark delay increased"},
 	} {
@@ -238,5 +239,51 @@ func TestRestartRulesMovedSource(t *testing.T) {
 	if errcode.Code(err) != errcode.SourceLocationChanged || strings.Contains(err.Error(), "movedFrom") ||
 		!strings.Contains(err.Error(), "To fix: give the source at the new location a new name (the old one is tombstoned), or start a new checkpoint") {
 		t.Errorf("a source that cannot move: %v", err)
+	}
+}
+
+// TestSinkRestartRules: the sink rows of the restart-compatibility table.
+// A change of sink (Delta table -> file sink) and a file sink's new output
+// directory are refused (Spark: "changes to output directory of a file
+// sink are not allowed"); a Delta table is recognised by its id (see
+// sink_identity); the file sink's output mode is its own check (append
+// only, refused when the query is built).
+func TestSinkRestartRules(t *testing.T) {
+	sp := &startPlan{NextID: 10, PendingID: -1}
+	file := func() shape.Shape {
+		s := baseShape()
+		s.OutputMode, s.Sink = "append", shape.Sink{Format: "parquet", Location: "/out"}
+		return s
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur func() shape.Shape
+		seen     sinkSeen
+		change   string
+		code     string
+		msg      string
+	}{
+		{name: "delta to file sink", old: baseShape, cur: file, change: "sink format,output mode", code: errcode.SinkLocationChanged, msg: "changed from delta:/t to parquet:/out"},
+		{name: "file sink directory", old: file, cur: func() shape.Shape { s := file(); s.Sink.Location = "/out2"; return s },
+			change: "sink location", code: errcode.SinkLocationChanged, msg: "output directory changed from /out to /out2"},
+		{name: "file sink unchanged", old: file, cur: file},
+		{name: "delta table moved, recognised by id", old: func() shape.Shape { s := baseShape(); s.Sink.ID = "id-1"; return s },
+			cur:  func() shape.Shape { s := baseShape(); s.Sink.Location = "/t2"; return s },
+			seen: sinkSeen{Exists: true, Recording: true, ID: "id-1"}, change: "sink location"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := tc.cur()
+			d, err := decideShape("/ck", &shape.Record{Seq: 1, Shape: tc.old()}, &cur, sp, true, tc.seen, nil)
+			var names []string
+			for _, c := range d.Changes {
+				names = append(names, c.Change)
+			}
+			if got := strings.Join(names, ","); got != tc.change {
+				t.Errorf("changes %q, want %q", got, tc.change)
+			}
+			if errcode.Code(err) != tc.code || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
+				t.Fatalf("error %v, want code %q saying %q", err, tc.code, tc.msg)
+			}
+		})
 	}
 }

@@ -93,6 +93,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	if err != nil {
 		return nil, err
 	}
+	pinWatermarkPolicy(sp, s, q.multiWatermark())
 	rec, err := shape.ReadLatest(o.FS, o.CheckpointDir)
 	if err != nil {
 		return nil, err
@@ -169,6 +170,9 @@ func (r *run) perform(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 		return err
 	}
 	r.st = advance(r.st, p, res.NextWatermark)
+	if res.sideMarks != nil {
+		r.d.sideMarks = res.sideMarks
+	}
 	switch p.Kind {
 	case stream.KindData:
 		r.sum.DataBatches++

@@ -12,13 +12,16 @@ import (
 
 // settings are the parsed session confs.
 type settings struct {
-	evolution       bool
-	evolutionSet    bool
-	formatVersion   int // 0 = unset
-	shuffle         int // 0 = unset
-	stateParts      int // 0 = unset
-	minRetain       int
-	noDataBatches   bool
+	evolution     bool
+	evolutionSet  bool
+	formatVersion int // 0 = unset
+	shuffle       int // 0 = unset
+	stateParts    int // 0 = unset
+	minRetain     int
+	noDataBatches bool
+	// watermarkPolicy is spark.sql.streaming.multipleWatermarkPolicy,
+	// lower case; "" when unset.
+	watermarkPolicy string
 	providerClass   string
 	providerSet     bool
 	shuffleExplicit bool
@@ -41,7 +44,7 @@ const MaxStatePartitions = 10000
 var KnownConfs = []string{
 	checkpoint.ConfShufflePartitions, checkpoint.ConfSourceEvolution, checkpoint.ConfOffsetLogVersion,
 	checkpoint.ConfStatePartitions, checkpoint.ConfProviderClass, checkpoint.ConfMinBatchesToRetain,
-	checkpoint.ConfNoDataBatches,
+	checkpoint.ConfNoDataBatches, checkpoint.ConfMultipleWatermarkPolicy,
 	// Read by the SQL front end (package query, through the pipeline): the
 	// engine only checks that each is a boolean, so a typo of one is refused
 	// like a typo of the engine's own keys.
@@ -106,6 +109,12 @@ func parseSettings(conf map[string]string) (settings, error) {
 			s.minRetain, err = parseInt(k, v, 1, 1<<31-1)
 		case checkpoint.ConfNoDataBatches:
 			s.noDataBatches, err = parseBool(k, v)
+		case checkpoint.ConfMultipleWatermarkPolicy:
+			// Spark reads the policy's name case-insensitively.
+			s.watermarkPolicy = strings.ToLower(strings.TrimSpace(v))
+			if s.watermarkPolicy != policyMin && s.watermarkPolicy != policyMax {
+				err = badConf(k, v, "min or max")
+			}
 		case ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal, ConfSchemaInference:
 			_, err = parseBool(k, v)
 		case ConfFileSinkCompactInterval:

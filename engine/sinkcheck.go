@@ -25,6 +25,10 @@ type sinkSeen struct {
 	// stream.RecordingSink can tell; for any other sink it is false and
 	// nothing below is known.
 	Exists bool
+	// Recording: the sink records its batches in its output
+	// (stream.RecordingSink), so it can recognise that output at another
+	// location; a file sink cannot.
+	Recording bool
 	// ID is the output's identity (stream.IdentifiedSink), "" if none.
 	ID string
 	// Batches is the newest batch each query id recorded in the output.
@@ -62,7 +66,7 @@ func readSink(ctx context.Context, sink stream.Sink) sinkSeen {
 	if err != nil {
 		return sinkSeen{Err: err, advisor: seen.advisor}
 	}
-	seen.Batches, seen.Exists = rec, rec != nil
+	seen.Batches, seen.Exists, seen.Recording = rec, rec != nil, true
 	if is, ok := sink.(stream.IdentifiedSink); ok {
 		if seen.ID, err = is.OutputID(ctx); err != nil {
 			return sinkSeen{Err: err, advisor: seen.advisor}

@@ -57,6 +57,9 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	if err := q.validateReadPath(); err != nil {
 		return nil, err
 	}
+	if err := q.validateSides(); err != nil {
+		return nil, err
+	}
 	snap, err := readSnapshot(fs, dir)
 	if err != nil {
 		return nil, err
@@ -66,6 +69,7 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	if err != nil {
 		return chk, err
 	}
+	pinWatermarkPolicy(sp, s, q.multiWatermark())
 	chk.sp = sp
 	// The restart rules, over the recorded query shape.
 	if (checkpoint.Dir{FS: fs, Path: dir}).Exists() {

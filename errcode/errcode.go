@@ -113,6 +113,12 @@ const (
 	// windows restart from zero; adding or moving one changes which state is
 	// final. Spark requires a full refresh.
 	WatermarkChanged = "WATERMARK_CHANGED"
+	// OutputModeChanged: a query with a stateful operator switched to
+	// append from update or complete. Those modes wrote groups before they
+	// were final; append writes each again when the watermark closes it,
+	// and an append sink (the Delta sink's blind append, the file sink)
+	// would hold it twice.
+	OutputModeChanged = "OUTPUT_MODE_CHANGED"
 )
 
 // Error is a user-facing error with a stable code. It is immutable and safe to

@@ -4,7 +4,8 @@
 // A query reads one or more sources (stream.Source: any Go type with five
 // methods, the counterpart of Spark's Python data source), runs a plan of
 // steps in order — filters (Where), projections (Select), stateful
-// aggregations (Aggregate) — and writes a sink, on a checkpoint:
+// aggregations (Aggregate, AggregateSessions), deduplications — and writes
+// a sink, on a checkpoint:
 //
 //	sum, err := flow.New("hourly").
 //		Read("ticks", src).

@@ -199,8 +199,14 @@ type Aggregation struct {
 // window_start, window_end (windowed), the group columns, then the
 // aggregates; a later aggregation windows them by WindowTime.
 func (q *Query) Aggregate(a Aggregation) *Query {
+	if err := q.afterJoin("an aggregation"); err != nil {
+		return q.fail(err)
+	}
 	if !q.known {
 		return q.fail(invalid("aggregate: the rows' schema is unknown here (an operator declares none)"))
+	}
+	if lastSession(q.q.Stages) != nil {
+		return q.fail(invalid("an aggregation after a session window aggregation is not supported"))
 	}
 	if prev := lastAgg(q.q.Stages); prev != nil && prev.Spec().Mode != agg.Append {
 		// Spark allows several stateful operators in append mode only: an
@@ -250,8 +256,14 @@ func (q *Query) DropDuplicates(cols ...string) *Query { return q.dedup(cols, fal
 func (q *Query) DropDuplicatesWithinWatermark(cols ...string) *Query { return q.dedup(cols, true) }
 
 func (q *Query) dedup(cols []string, within bool) *Query {
+	if err := q.afterJoin("a deduplication"); err != nil {
+		return q.fail(err)
+	}
 	if !q.known {
 		return q.fail(invalid("dropDuplicates: the rows' schema is unknown here (an operator declares none)"))
+	}
+	if lastSession(q.q.Stages) != nil {
+		return q.fail(invalid("dropDuplicates after a session window aggregation is not supported"))
 	}
 	in := q.schema
 	if len(q.q.Columns) > 0 && len(q.ops) == 0 && !q.custom {
@@ -408,6 +420,9 @@ func (q *Query) derivedShape() *shape.Shape {
 	}
 	s.OutputMode = "append" // a deduplication's
 	if a := lastAgg(q.q.Stages); a != nil {
+		s.OutputMode = a.Spec().Mode.String()
+	}
+	if a := lastSession(q.q.Stages); a != nil {
 		s.OutputMode = a.Spec().Mode.String()
 	}
 	s = s.WithOperators(q.ops)

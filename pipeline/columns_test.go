@@ -103,13 +103,19 @@ func readAll(t *testing.T, src stream.Source) []string {
 // float64 or string; nil for a null).
 func readRows(t *testing.T, src stream.Source) ([]string, []map[string]any) {
 	t.Helper()
+	return readRowsOf(t, src, ethblock.Columns)
+}
+
+// readRowsOf is readRows with the projection cols.
+func readRowsOf(t *testing.T, src stream.Source, cols []string) ([]string, []map[string]any) {
+	t.Helper()
 	var vals []map[string]any
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	if err := fs.MkdirAll("/meta", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := stream.SourceEnv{Name: "s", MetadataDir: "/meta", FS: fs, Columns: ethblock.Columns, Clock: stream.SystemClock{},
+	env := stream.SourceEnv{Name: "s", MetadataDir: "/meta", FS: fs, Columns: cols, Clock: stream.SystemClock{},
 		Logger: slog.New(slog.DiscardHandler)}
 	if err := src.Open(ctx, env); err != nil {
 		t.Fatal(err)

@@ -294,7 +294,16 @@ func Locations(cfg Config) (checkpoint, table string, fs vfs.FS, err error) {
 	if err := storage.CheckLocal("--progress", cfg.ProgressFile); err != nil {
 		return "", "", nil, err
 	}
-	fs, err = storage.NewFS(context.Background(), cfg.FS, ckpt, tbl)
+	locs := []storage.Location{ckpt, tbl}
+	if cfg.Sink != "" {
+		// The file sink's output: an S3 prefix needs its bucket's store.
+		spec, err := ParseSinkSpec(cfg.Sink)
+		if err != nil {
+			return "", "", nil, err
+		}
+		locs = append(locs, spec.Location)
+	}
+	fs, err = storage.NewFS(context.Background(), cfg.FS, locs...)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -337,6 +346,9 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	if isJoinQuery(cfg) {
+		return buildJoinQuery(cfg, logger)
+	}
 	c, err := CompileQuery(cfg)
 	if err != nil {
 		return engine.Query{}, engine.Options{}, err
@@ -361,7 +373,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	}
 	dups, dupsWithin := dedupColumns(cfg.DropDuplicates), dedupColumns(cfg.DropDuplicatesWithinWatermark)
 	cols := c.q.Columns
-	if len(dups)+len(dupsWithin) > 0 && c.agg == nil {
+	if len(dups)+len(dupsWithin) > 0 && c.agg == nil && c.sess == nil {
 		// A query without an aggregation selects its columns in the read
 		// path, before any stage: the deduplication would not see its own.
 		return engine.Query{}, engine.Options{}, errcode.New(errcode.InvalidArgument, "",
@@ -388,9 +400,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.DropDuplicatesWithinWatermark(dupsWithin...)
 	}
 	pre := fq.OperatorShapes()
-	if c.agg != nil {
-		fq.Operator(c.agg)
-	}
+	c.addSteps(fq)
 	// No table, no sink: a plan reads none (engine.Run refuses a query
 	// without one), and there is no whole shape to check.
 	fq.Shape(nil)
@@ -406,7 +416,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		fq.WriteTo(sink).Shape(&c.shape)
 	} else if cfg.Table != "" {
 		sink, err := delta.NewMergeSink(delta.SinkOptions{Path: table, Logger: logger, FS: fs, Schema: c.outputSchema(),
-			TableProperties: cfg.TableProperties})
+			TableProperties: cfg.TableProperties, OutputMode: c.q.Spec.Mode.String()})
 		if err != nil {
 			return engine.Query{}, engine.Options{}, err
 		}
@@ -426,11 +436,15 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 	// without an aggregation selects) is the engine's, not a stage.
 	c.apply(&q)
 	if len(pre) > 0 {
-		// The deduplications run before the query's operator (the one
-		// the engine runs, c.op), as stages, on the columns they read too.
-		q.Stages[len(q.Stages)-1] = engine.Stage{Operator: c.op}
-		q.Operator, q.Columns = nil, cols
+		// The deduplications, before the query's operators, read their
+		// columns too.
+		q.Columns = cols
 	}
+	return q, runOptions(cfg, ckpt, fs, logger), nil
+}
+
+// runOptions are the engine's options of a run of cfg.
+func runOptions(cfg Config, ckpt string, fs vfs.FS, logger *slog.Logger) engine.Options {
 	localDir := cfg.LocalDir
 	if localDir == "" {
 		localDir = DefaultLocalDir(ckpt)
@@ -453,7 +467,7 @@ func Build(cfg Config) (engine.Query, engine.Options, error) {
 		Logger:        logger,
 		Listeners:     cfg.Listeners,
 	}
-	return q, opts, nil
+	return opts
 }
 
 // buildSources builds the compiled query's sources; a source that
@@ -512,6 +526,9 @@ func newSource(spec SourceSpec, logger *slog.Logger, archiveFS vfs.FS, conf map[
 			return nil, err
 		}
 		o.Logger, o.FS, o.Columns = logger, archiveFS, BlockArchiveColumns()
+		if t := archiveTable(spec.URI); t != "" {
+			o.Columns = TableArchiveColumns(t)
+		}
 		return s3archive.New(o)
 	case "ethrpc":
 		o, err := ethrpc.ParseURI(spec.URI)

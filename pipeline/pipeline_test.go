@@ -134,7 +134,9 @@ func TestReferenceQueryIsReferenceSpec(t *testing.T) {
 		t.Fatalf("compiled %s / %s, reference %s / %s", c.agg.Schema(), c.agg.OutputSchema(), want.Schema(), want.OutputSchema())
 	}
 	var q engine.Query
-	c.apply(&q)
+	if err := c.plan(&q); err != nil {
+		t.Fatal(err)
+	}
 	if q.Operator != stream.Operator(c.agg) || q.Where != nil || strings.Join(q.Columns, ",") != "block_ts,source,miner" {
 		t.Fatalf("operator %T where %v columns %v", q.Operator, q.Where, q.Columns)
 	}

@@ -107,7 +107,9 @@ func TestWhereBeforeWatermark(t *testing.T) {
 	q := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}},
 		Trigger: engine.Trigger{Kind: engine.AvailableNow},
 		Conf:    map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"}}
-	c.apply(&q)
+	if err := c.plan(&q); err != nil {
+		t.Fatal(err)
+	}
 	sink := &rowSink{rows: map[string]string{}}
 	q.Sink = sink
 	var progress []*stream.Progress

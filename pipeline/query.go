@@ -11,7 +11,9 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/filter"
+	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/query"
+	"github.com/ethstream/ethstream/session"
 	"github.com/ethstream/ethstream/shape"
 	"github.com/ethstream/ethstream/sources/files"
 	"github.com/ethstream/ethstream/stream"
@@ -34,27 +36,25 @@ type compiled struct {
 	q       *query.Compiled
 	sources []SourceSpec
 	agg     *agg.Operator
-	// op is the operator the engine runs: agg, inside filter.Operator when
-	// the query derives columns or has a post-aggregation stage.
-	op    stream.Operator
+	// sess is the session window aggregation when the query groups by
+	// session_window (then agg is nil).
+	sess *session.Operator
+	// op is the operator the engine runs: agg (or sess), inside
+	// filter.Operator when the query derives columns or has a
+	// post-aggregation stage.
+	op stream.Operator
+	// steps are the plan's operators, one per step of q.Steps (nil for a
+	// stateless step); steps[first] is op.
+	steps []stream.Operator
 	shape shape.Shape
 	// in is the schema of the rows read (the first source's declaration).
 	in stream.Schema
 }
 
-// operator is the query's stateful operator, nil without one (a nil
-// *agg.Operator must not become a non-nil interface).
-func (c *compiled) operator() stream.Operator {
-	if c.agg == nil {
-		return nil
-	}
-	return c.op
-}
-
-// apply sets q's read path and operator: the columns read, the watermark,
-// the WHERE and its pushed-down part (run by the engine's read path:
-// nothing is wrapped around the sources or the operator), the operator or,
-// without one, the columns selected.
+// apply sets q's read path: the columns read, the watermark, the WHERE
+// and its pushed-down part (run by the engine's read path: nothing is
+// wrapped around the sources or the operator) and, in a plan without an
+// operator, the columns selected. The plan's steps are flow's (addSteps).
 func (c *compiled) apply(q *engine.Query) {
 	q.Columns = c.q.Columns
 	q.Watermark, q.Where, q.PreWatermark = nil, nil, nil
@@ -68,16 +68,112 @@ func (c *compiled) apply(q *engine.Query) {
 	if c.q.PreWatermark != nil && q.Watermark != nil {
 		q.PreWatermark = c.q.PreWatermark
 	}
-	q.Operator, q.Select = c.operator(), c.q.Select
+	q.Select = c.q.Select
+}
+
+// plan sets q's read path and its plan, built through flow from q's
+// sources as Build builds it (for a caller with its own sources and sink).
+func (c *compiled) plan(q *engine.Query) error {
+	fq := flow.New(q.Name)
+	for _, ns := range q.Sources {
+		fq.Read(ns.Name, ns.Source)
+	}
+	fq.Columns(c.q.Columns...) // the watermark is the read path's (apply)
+	c.addSteps(fq)
+	eq, err := fq.Shape(nil).Build()
+	if err != nil {
+		return err
+	}
+	q.Operator, q.Stages = eq.Operator, eq.Stages
+	c.apply(q)
+	return nil
+}
+
+// addSteps appends the compiled plan's steps to fq, each as the Go API's
+// call of its kind: the one place a compiled query becomes a flow plan.
+func (c *compiled) addSteps(fq *flow.Query) {
+	for i, st := range c.q.Steps {
+		switch {
+		case st.Aggregate != nil:
+			fq.Operator(c.steps[i])
+		case st.Where != nil:
+			fq.Filter(st.Where)
+		case st.Derive != nil:
+			fq.Derive(st.Derive...)
+		case st.Project != nil:
+			cols := make([]flow.Column, len(st.Project))
+			for j, pc := range st.Project {
+				cols[j] = flow.Col(pc.Name)
+				if pc.WindowTime {
+					cols[j] = flow.WindowTime()
+				}
+				if pc.As != "" {
+					cols[j] = cols[j].As(pc.As)
+				}
+			}
+			fq.Select(cols...)
+		}
+	}
+}
+
+// buildSteps builds the operators of the plan's stateful steps; the first
+// aggregation is c.agg (c.op around it).
+func (c *compiled) buildSteps() error {
+	c.steps = make([]stream.Operator, len(c.q.Steps))
+	c.agg, c.sess, c.op = nil, nil, nil
+	for i, st := range c.q.Steps {
+		if st.Aggregate == nil {
+			continue
+		}
+		if st.Aggregate.Session != nil {
+			sw, err := session.New(st.Aggregate.SessionSpec())
+			if err != nil {
+				return err
+			}
+			c.steps[i] = wrapAgg(sw, st.Aggregate)
+			if c.op == nil {
+				c.sess, c.op = sw, c.steps[i]
+			}
+			continue
+		}
+		a, err := agg.New(st.Aggregate.Spec)
+		if err != nil {
+			return err
+		}
+		c.steps[i] = wrapAgg(a, st.Aggregate)
+		if c.op == nil {
+			c.agg, c.op = a, c.steps[i]
+		}
+	}
+	return nil
+}
+
+// setFirst replaces the first aggregation by a (rebuilt in another state
+// format, or for retractions).
+func (c *compiled) setFirst(a *agg.Operator) {
+	for i, st := range c.q.Steps {
+		if st.Aggregate != nil {
+			c.steps[i] = wrapAgg(a, st.Aggregate)
+			c.agg, c.op = a, c.steps[i]
+			return
+		}
+	}
 }
 
 // outputSchema is the schema of the rows the sink receives.
 func (c *compiled) outputSchema() stream.Schema {
-	if c.agg != nil {
+	var op stream.SchemaOperator
+	switch {
+	case c.agg != nil:
+		op = c.agg
+	case c.sess != nil:
+		op = c.sess
+	}
+	if op != nil {
 		if c.q.Post != nil {
-			return c.q.Post.Schema(c.agg.OutputSchema())
+			return c.q.Post.Schema(op.OutputSchema())
 		}
-		return c.agg.OutputSchema()
+		return op.OutputSchema()
 	}
 	s, in := stream.Schema{}, c.in
 	for _, col := range c.q.Select {
@@ -134,11 +230,8 @@ func CompileQuery(cfg Config) (*compiled, error) {
 		return nil, errcode.New(errcode.InvalidArgument, "", "drop the --source flags the query does not read, or use FROM blocks",
 			"the query reads FROM %s only; it does not read --source %s", qc.From, strings.Join(unread, ", --source "))
 	}
-	if qc.Stateful() {
-		if c.agg, err = agg.New(qc.Spec); err != nil {
-			return nil, err
-		}
-		c.op = c.wrap(c.agg)
+	if err := c.buildSteps(); err != nil {
+		return nil, err
 	}
 	c.shape = c.buildShape(cfg)
 	return c, nil
@@ -146,9 +239,13 @@ func CompileQuery(cfg Config) (*compiled, error) {
 
 // SourceSchema is the schema the source a spec names declares
 // (stream.Source.Schema), known from its format alone, without building
-// it: both formats read block rows. The engine checks the query against
+// it: both formats read block rows, or the table their location or table=
+// option names (tables.go). The engine checks the query against
 // the built source's own declaration again at start.
 func SourceSchema(spec SourceSpec) stream.Schema {
+	if s, ok := tableSchema(spec); ok {
+		return s
+	}
 	switch spec.Format {
 	case "s3archive", "ethrpc":
 		return ethblock.StreamSchema()
@@ -156,14 +253,14 @@ func SourceSchema(spec SourceSpec) stream.Schema {
 	return stream.Schema{}
 }
 
-// wrap puts the query's derived columns and post-aggregation stage around
-// the aggregation, when it has them; its WHERE runs in the engine's read
-// path (engine.Query.Where), not here.
-func (c *compiled) wrap(a *agg.Operator) stream.Operator {
-	if len(c.q.Derived) == 0 && c.q.Post == nil {
+// wrapAgg puts an aggregation step's derived columns and post-aggregation
+// stage around its operator, when it has them; the query's WHERE runs in
+// the engine's read path (engine.Query.Where), not here.
+func wrapAgg(a stream.Operator, st *query.Aggregation) stream.Operator {
+	if len(st.Derived) == 0 && st.Post == nil {
 		return a
 	}
-	return filter.Wrap(&filter.Operator{Derive: c.q.Derived, Post: c.q.Post, Inner: a})
+	return filter.Wrap(&filter.Operator{Derive: st.Derived, Post: st.Post, Inner: a})
 }
 
 // FromAll is the view the ethereum app registers over every --source: the
@@ -306,6 +403,11 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 		spec = c.agg.Spec()
 		s.StateSchema = c.agg.Schema().String()
 	}
+	if c.sess != nil {
+		sp := c.sess.Spec()
+		s.StateSchema = c.sess.Schema().String()
+		s.Window = &shape.Window{Column: sp.Column, Gap: sp.GapText()}
+	}
 	if ss, err := ParseSinkSpec(cfg.Sink); err == nil {
 		s.Sink = shape.Sink{Format: ss.Format, Location: ss.Path}
 	}
@@ -358,12 +460,17 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if err != nil || rec == nil || rec.Shape.StateSchema == q.Shape.StateSchema {
 		return nil
 	}
-	var inner *agg.Operator
-	if op, ok := q.Operator.(*agg.Operator); ok {
-		inner = op
-	} else if f, ok := filter.Unwrap(q.Operator); ok {
-		inner, _ = f.Inner.(*agg.Operator)
+	// The first aggregation: the one Operator, or the first stage's.
+	slot := &q.Operator
+	if *slot == nil {
+		for i := range q.Stages {
+			if firstAgg(q.Stages[i].Operator) != nil {
+				slot = &q.Stages[i].Operator
+				break
+			}
+		}
 	}
+	inner := firstAgg(*slot)
 	if inner == nil {
 		return nil
 	}
@@ -375,28 +482,47 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if err != nil {
 		return err
 	}
-	if c.agg, err = agg.New(spec); err != nil {
+	a, err := agg.New(spec)
+	if err != nil {
 		return err
 	}
-	c.op = c.wrap(c.agg)
+	c.setFirst(a)
 	c.shape = c.buildShape(cfg)
-	q.Operator, q.Shape = c.op, &c.shape
+	*slot, q.Shape = c.op, &c.shape
+	return nil
+}
+
+// firstAgg is the aggregation op is or wraps, nil if none.
+func firstAgg(op stream.Operator) *agg.Operator {
+	if a, ok := op.(*agg.Operator); ok {
+		return a
+	}
+	if f, ok := filter.Unwrap(op); ok {
+		a, _ := f.Inner.(*agg.Operator)
+		return a
+	}
 	return nil
 }
 
 // withRetractions rebuilds the operator for input with retractions (a
 // source that retracts rows of a reorganised chain).
 func (c *compiled) withRetractions(cfg Config) error {
+	if c.sess != nil {
+		return errcode.New(session.CodeRetractionUnsupported, "",
+			"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
+			"%s (%s): a source retracts rows (reorg=retract), which a session window cannot undo: a retracted row may split a session, and the state keeps one aggregate per session, not its rows",
+			session.OperatorName, c.sess)
+	}
 	if c.agg == nil {
 		return nil // the engine refuses a retracting source of a query with no operator
 	}
-	spec := c.q.Spec
+	spec := c.agg.Spec()
 	spec.Retractions = true
 	a, err := agg.New(spec)
 	if err != nil {
 		return err
 	}
-	c.agg, c.op = a, c.wrap(a)
+	c.setFirst(a)
 	c.shape = c.buildShape(cfg)
 	return nil
 }

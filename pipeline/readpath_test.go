@@ -50,7 +50,7 @@ var (
 	// notOptional are the interfaces of package stream that are contracts
 	// of their own, not capabilities of a source or an operator.
 	notOptional = []string{"Source", "Operator", "Transform", "Sink", "RecordingSink", "IdentifiedSink", "SinkAdvisor",
-		"Clock", "Predicate", "StateRepartitioner", "RecordedStates"}
+		"Clock", "Predicate", "StateRepartitioner", "RecordedStates", "SideOperator"}
 )
 
 // TestOptionalInterfacesListed: every interface package stream declares

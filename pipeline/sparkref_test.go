@@ -209,7 +209,9 @@ func runSparkRef(t *testing.T, q *sparkref.Query, schema []sparkref.Column, batc
 	}
 	eq := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}},
 		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Conf: conf}
-	c.apply(&eq)
+	if err := c.plan(&eq); err != nil {
+		return nil, err
+	}
 	keys := len(c.agg.Spec().GroupBy)
 	if c.agg.Spec().Window != nil {
 		keys += 2

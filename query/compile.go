@@ -89,11 +89,16 @@ type Compiled struct {
 	// Post is the stage over the aggregation's output (HAVING, expressions
 	// over aggregates and group keys), nil without one.
 	Post *filter.Post
+	// Steps are the plan after the read path, in order (query/plan.go):
+	// what the caller builds. Spec, Derived and Post above are its first
+	// aggregation's, Select the read path's projection of a plan without
+	// one.
+	Steps []Step
 }
 
 // Stateful reports whether the query has a stateful operator (an
 // aggregation); a query without one appends the rows it selects.
-func (c *Compiled) Stateful() bool { return c.Select == nil }
+func (c *Compiled) Stateful() bool { return c.Operators() > 0 }
 
 // ParseOutputMode reads Spark's outputMode names.
 func ParseOutputMode(s string) (agg.OutputMode, error) {
@@ -142,13 +147,16 @@ func Compile(src string, o Options) (*Compiled, error) {
 	r := &resolver{src: src, sel: sel, o: o, c: &Compiled{},
 		spec:     agg.Spec{ColumnTypes: map[string]stream.Type{}},
 		selected: map[string]bool{}, names: map[string]bool{}, groupExprs: map[string]string{}, aggByText: map[string]string{}}
-	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.post, r.windowedDerive} {
+	for _, step := range []func() error{r.from, r.groupBy, r.windowSpec, r.selectList, r.where, r.options, r.sessionCheck, r.post, r.windowedDerive} {
 		if err := step(); err != nil {
 			return nil, err
 		}
 	}
 	r.columns()
 	r.c.Spec = r.spec
+	if r.c.Select == nil {
+		r.c.Steps = append(r.c.Steps, Step{Aggregate: &Aggregation{Spec: r.spec, Derived: r.c.Derived, Post: r.c.Post, Session: r.session}})
+	}
 	r.c.Text = canonical(sel, r.c.From)
 	return r.c, nil
 }
@@ -173,6 +181,8 @@ type resolver struct {
 	// their aggregates replaced by output columns.
 	postSrc []postItem
 	hidden  []string // the hidden aggregates (output columns the post stage drops)
+	// session is the session window when the grouping window is one.
+	session *SessionWindow
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -296,7 +306,8 @@ func (r *resolver) groupTarget(g GroupItem) (*WindowCall, string, error) {
 	case g.Window != nil: // GROUP BY window
 		if !r.o.NoGroupByAliases {
 			for _, it := range items {
-				if it.Window != nil && !it.Window.Ref && (it.As == "" || strings.EqualFold(it.As, "window")) {
+				if it.Window != nil && !it.Window.Ref && it.Window.Session == g.Window.Session &&
+					(it.As == "" || strings.EqualFold(it.As, "window") || it.Window.Session && it.Window.Field == "") {
 					return it.Window, "", nil
 				}
 			}
@@ -341,6 +352,9 @@ func (r *resolver) windowSpec() error {
 	w := r.window
 	if w == nil {
 		return nil
+	}
+	if w.Session {
+		return r.sessionSpec(w)
 	}
 	t, ok := r.colType(w.Col)
 	if !ok {
@@ -391,6 +405,8 @@ func (r *resolver) selectList() error {
 		r.c.Projection = append(r.c.Projection, it.String())
 		var err error
 		switch {
+		case it.Window != nil && it.Window.Session:
+			err = r.selectSession(it)
 		case it.Window != nil:
 			err = r.selectWindow(it)
 		case it.Agg != "":
@@ -407,7 +423,10 @@ func (r *resolver) selectList() error {
 	if len(r.spec.Aggregates) == 0 {
 		return invalidQuery(r.src, 0, "add count(*), sum(col), min, max or avg", "the query has no aggregate")
 	}
-	if r.window != nil && !r.selected["window"] {
+	if r.session != nil && !r.selected["session_window"] {
+		return invalidQuery(r.src, r.window.Pos, "select session_window (or session_window.start) too", "GROUP BY session_window(...) but the session window is not selected: the table could not tell sessions apart")
+	}
+	if r.window != nil && !r.window.Session && !r.selected["window"] {
 		return invalidQuery(r.src, r.window.Pos, "select window too", "GROUP BY window(...) but the window is not selected: the table could not tell windows apart")
 	}
 	for _, g := range r.spec.GroupBy {
@@ -456,7 +475,7 @@ func (r *resolver) selectRows() error {
 }
 
 func (r *resolver) selectWindow(it Item) error {
-	if r.window == nil {
+	if r.window == nil || r.window.Session {
 		return invalidQuery(r.src, it.Pos, "add the window to GROUP BY", "SELECT %s without GROUP BY window(...)", it.Window)
 	}
 	if !it.Window.Ref && !it.Window.Same(r.window) {
@@ -658,6 +677,9 @@ func (r *resolver) columns() {
 	}
 	if r.spec.WatermarkColumn != "" {
 		add([]string{r.spec.WatermarkColumn})
+	}
+	if r.session != nil {
+		add([]string{r.session.Column})
 	}
 	r.c.Columns = cols
 }

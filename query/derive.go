@@ -287,11 +287,10 @@ func (r *resolver) post() error {
 	if having == nil && len(r.postSrc) == 0 {
 		return nil
 	}
-	a, err := agg.New(r.spec)
+	schema, err := r.outputSchema()
 	if err != nil {
 		return err
 	}
-	schema := a.OutputSchema()
 	out := func(name string) (stream.Type, bool) {
 		if f := schema.Field(name); f != nil {
 			return f.Type, true

@@ -13,9 +13,12 @@
 //	             [GROUP BY group {, group}] [HAVING expr] [;]
 //	relation  := <registered name> | `quoted`          (case-insensitive)
 //	item      := window(col, dur[, dur[, dur]]) [AS window] | window
+//	           | session_window(col, gap) | session_window
+//	           | session_window.(start|end) [[AS] alias]
 //	           | expr [[AS] alias]
-//	group     := window(col, dur[, dur[, dur]]) | expr | <SELECT alias>
-//	           | <SELECT ordinal>
+//	group     := window(col, dur[, dur[, dur]]) | session_window(col, gap)
+//	           | expr | <SELECT alias> | <SELECT ordinal>
+//	gap       := dur | expr                       (a string per row)
 //	dur       := 'interval string' | INTERVAL 'string' | INTERVAL 'n' unit
 //	           | INTERVAL n unit {n unit}
 //	expr      := expr OR expr | expr AND expr | NOT expr
@@ -38,6 +41,12 @@
 // before the aggregation become derived columns (Compiled.Derived: group
 // expressions, named by their SELECT alias, and aggregates' inputs); those
 // over its output run in Compiled.Post.
+//
+// session_window(col, gap) is Spark's session window (query/session.go,
+// package session; docs/contracts.md, Session windows): the step is an
+// Aggregation with Session set, output session_window_start and
+// session_window_end, or the names session_window.start AS x and
+// session_window.end AS y give them.
 //
 // window(col, size, slide, startTime) is Spark's: windows start at the
 // epoch plus startTime (below the slide) plus a multiple of the slide.

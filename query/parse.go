@@ -52,6 +52,12 @@ type WindowCall struct {
 	Slide time.Duration // 0: tumbling (Size)
 	Start time.Duration // startTime, 0 when not given
 	Pos   int
+	// Session is set for session_window(col, gap) (query/session.go): Size
+	// is then the gap, or GapExpr a dynamic gap; Field is "start" or "end"
+	// for session_window.start or .end in SELECT.
+	Session bool
+	GapExpr filter.Expr
+	Field   string
 }
 
 // GroupItem is one GROUP BY expression: the window, a name (a column or,
@@ -76,12 +82,18 @@ func (w *WindowCall) slide() time.Duration {
 // Same reports whether w and o are the same window (the same column and
 // durations, however they were written).
 func (w *WindowCall) Same(o *WindowCall) bool {
+	if w.Session || o.Session {
+		return w.Session && w.sameSession(o)
+	}
 	return w.Col == o.Col && w.Size == o.Size && w.slide() == o.slide() && w.Start == o.Start
 }
 
 // String renders the window call canonically, durations in their largest
 // whole units.
 func (w *WindowCall) String() string {
+	if w.Session {
+		return w.sessionString()
+	}
 	if w.Ref {
 		return "window"
 	}
@@ -434,6 +446,20 @@ func (p *parser) item() (Item, error) {
 		}
 		return it, p.alias(&it)
 	}
+	if t.is("session_window") {
+		w, err := p.sessionWindow()
+		if err != nil {
+			return it, err
+		}
+		if err := p.sessionField(w); err != nil {
+			return it, err
+		}
+		it.Window = w
+		if err := p.afterOperand(); err != nil {
+			return it, err
+		}
+		return it, p.alias(&it)
+	}
 	e, err := p.or(0)
 	if err != nil {
 		return it, err
@@ -583,6 +609,14 @@ func (p *parser) groupItem() (GroupItem, error) {
 	}
 	if t.is("window") {
 		w, err := p.window()
+		if err != nil {
+			return g, err
+		}
+		g.Window = w
+		return g, p.afterOperand()
+	}
+	if t.is("session_window") {
+		w, err := p.sessionWindow()
 		if err != nil {
 			return g, err
 		}

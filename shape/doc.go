@@ -30,8 +30,10 @@
 // with package flow). Its shape object has, besides the fields below,
 //
 //	operators     [{"id","kind","window","keys","aggregates","stateSchema",
-//	              "input"}] in id order (0, 1, ...); kind "aggregate"; input
-//	              the stateless steps before the operator, rendered
+//	              "input"}] in id order (0, 1, ...); kind "aggregate",
+//	              "deduplicate" or "join" (which adds "joinType", and
+//	              whose keys are its equi-join pairs "k=k2"); input the
+//	              stateless steps before the operator, rendered
 //
 // and then its top-level window is null, keys and aggregates are [] and
 // stateSchema is "": they describe operator 0 in versions 1 and 2 only,

@@ -30,6 +30,15 @@ const KindAggregate = "aggregate"
 // columns.
 const KindDeduplicate = "deduplicate"
 
+// KindJoin is Operator.Kind of a stream-stream join: Keys are its
+// equi-join key pairs ("k=k2"), JoinType its type.
+const KindJoin = "join"
+
+// KindSessionWindow is Operator.Kind of a session window aggregation
+// (package session); its Window has the time column and Gap, Keys are the
+// other group columns.
+const KindSessionWindow = "sessionWindow"
+
 // Source is one input of the query.
 type Source struct {
 	Name     string `json:"name"`
@@ -38,11 +47,16 @@ type Source struct {
 	Options  string `json:"options"`
 }
 
-// Window is the event-time window.
+// Window is the event-time window: a time window (Size, Slide) or a
+// session window (Gap).
 type Window struct {
 	Column string `json:"column"`
 	Size   string `json:"size"`
 	Slide  string `json:"slide"`
+	// Gap is a session window's gap ('10 minutes', or "column <name>" for
+	// a per-row gap); omitted for a time window, so records without
+	// session windows are unchanged.
+	Gap string `json:"gap,omitempty"`
 }
 
 // Watermark is withWatermark(column, delay).
@@ -66,7 +80,8 @@ type Sink struct {
 type Operator struct {
 	// ID is the operator's id in plan order (its state directory).
 	ID int `json:"id"`
-	// Kind is what the operator is: KindAggregate or KindDeduplicate.
+	// Kind is what the operator is: KindAggregate, KindDeduplicate or
+	// KindSessionWindow.
 	Kind   string  `json:"kind"`
 	Window *Window `json:"window"`
 	// Keys, Aggregates and StateSchema are Shape's fields of the same name,
@@ -78,6 +93,9 @@ type Operator struct {
 	// this one (a projection, a filter), rendered; none before operator 0,
 	// whose input is the query's filter and columns.
 	Input []string `json:"input"`
+	// JoinType is a join's type (Spark's name: Inner, LeftOuter, ...);
+	// "" for the other kinds, and then not written.
+	JoinType string `json:"joinType,omitempty"`
 }
 
 // Shape is a query's shape. It is a plain value; Equal compares all fields.
@@ -255,7 +273,7 @@ func checkOperators(path string, v int, s Shape) error {
 		if o.ID != i {
 			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
 		}
-		if o.Kind != KindAggregate && o.Kind != KindDeduplicate {
+		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin {
 			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
 		}
 	}

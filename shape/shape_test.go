@@ -165,7 +165,7 @@ func TestVersion3(t *testing.T) {
 	for _, bad := range []string{
 		"v1" + text[2:], "v2" + text[2:], // a list in an old version
 		strings.Replace(text, `"id":1`, `"id":2`, 1), // ids out of order
-		strings.Replace(text, `"kind":"aggregate"`, `"kind":"join"`, 1),
+		strings.Replace(text, `"kind":"aggregate"`, `"kind":"bogus"`, 1),
 		"v3" + string(one)[2:],                                            // v3 without operators
 		strings.Replace(text, `"stateSchema":""`, `"stateSchema":"y"`, 1), // top-level state besides the list
 	} {

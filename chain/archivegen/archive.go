@@ -33,6 +33,11 @@ type Options struct {
 	Seed     int64
 	Workers  int                             // parallel day builders/encoders; default GOMAXPROCS
 	Progress func(doneFiles, totalFiles int) // optional; called from one goroutine at a time
+	// Tables are the tables to write besides blocks (ParseTables): each
+	// needs the days' bodies (chain.Day.AddBodies), which cost far more
+	// than the headers and change the block hashes (the roots become the
+	// bodies'), so a blocks-only archive derives none.
+	Tables []string
 }
 
 // Archive row layouts, one per schema era. Column names and types follow the
@@ -229,9 +234,24 @@ func prepareOut(out string, want map[string]bool) error {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
-	root := filepath.Join(out, filepath.FromSlash(BlocksPrefix))
 	var foreign []string
-	err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+	for _, table := range Tables {
+		if err := walkTable(out, table, want, &foreign); err != nil {
+			return errcode.Wrap(err, CodeOutputUnwritable, out, "choose a writable --out directory", "scan archive directory")
+		}
+	}
+	if len(foreign) > 0 {
+		return errcode.New(CodeOutputNotEmpty, out, "use an empty --out directory or delete this one",
+			"directory holds %d archive files this generation would not write (e.g. %s)", len(foreign), foreign[0])
+	}
+	return nil
+}
+
+// walkTable deletes a table directory's temp files and adds to foreign
+// the files this generation would not write.
+func walkTable(out, table string, want map[string]bool, foreign *[]string) error {
+	root := filepath.Join(out, filepath.FromSlash(TablePrefix(table)))
+	return filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -246,18 +266,10 @@ func prepareOut(out string, want map[string]bool) error {
 		}
 		rel, _ := filepath.Rel(out, p)
 		if !want[filepath.ToSlash(rel)] {
-			foreign = append(foreign, filepath.ToSlash(rel))
+			*foreign = append(*foreign, filepath.ToSlash(rel))
 		}
 		return nil
 	})
-	if err != nil {
-		return errcode.Wrap(err, CodeOutputUnwritable, out, "choose a writable --out directory", "scan archive directory")
-	}
-	if len(foreign) > 0 {
-		return errcode.New(CodeOutputNotEmpty, out, "use an empty --out directory or delete this one",
-			"directory holds %d archive files this generation would not write (e.g. %s)", len(foreign), foreign[0])
-	}
-	return nil
 }
 
 // Generate writes the preset's days as
@@ -283,11 +295,11 @@ func Generate(ctx context.Context, o Options) (*Manifest, error) {
 	}
 	parent := chain.Anchor(o.Seed, m.FirstBlock)
 	m.FirstParentHash = parent.Hex()
-	files, last, err := g.run(ctx, parent)
+	files, tables, last, err := g.run(ctx, parent)
 	if err != nil {
 		return nil, err
 	}
-	m.Files = files
+	m.Files, m.Tables = files, tables
 	for _, f := range files {
 		m.Rows += f.Rows
 		m.Bytes += f.Bytes
@@ -296,7 +308,11 @@ func Generate(ctx context.Context, o Options) (*Manifest, error) {
 	m.LastHash = last.Hash().Hex()
 	m.LastTimestamp = int64(last.Time)
 	m.LastHeader = last
-	if err := syncDirs(g.dirs); err != nil {
+	dirs := g.dirs
+	for _, td := range g.tableDirs {
+		dirs = append(dirs, td...)
+	}
+	if err := syncDirs(dirs); err != nil {
 		return nil, err
 	}
 	if err := writeManifest(o.Out, m); err != nil {
@@ -319,7 +335,9 @@ type generation struct {
 	toEncode chan *chain.Day   // stage 2 to 3
 	results  chan encodedDay   // stage 3 to the manifest
 	dirs     []string          // each day's date directory, synced before the manifest
-	cancel   context.CancelCauseFunc
+	// tableDirs are each day's other tables' date directories.
+	tableDirs [][]string
+	cancel    context.CancelCauseFunc
 
 	progressMu sync.Mutex
 	doneFiles  int
@@ -327,8 +345,9 @@ type generation struct {
 
 // encodedDay is one written file, idx its day's position in the preset.
 type encodedDay struct {
-	idx  int
-	file ManifestFile
+	idx    int
+	file   ManifestFile
+	tables []ManifestFile // one per Options.Tables
 }
 
 func newGeneration(o Options) *generation {
@@ -338,10 +357,11 @@ func newGeneration(o Options) *generation {
 	}
 	g := &generation{
 		o: o, first: o.Preset.DayIndex(), days: o.Preset.Days, workers: workers,
-		window:   make(chan struct{}, 2*workers+2),
-		toEncode: make(chan *chain.Day, workers),
-		results:  make(chan encodedDay, o.Preset.Days),
-		dirs:     make([]string, o.Preset.Days),
+		window:    make(chan struct{}, 2*workers+2),
+		toEncode:  make(chan *chain.Day, workers),
+		results:   make(chan encodedDay, o.Preset.Days),
+		dirs:      make([]string, o.Preset.Days),
+		tableDirs: make([][]string, o.Preset.Days),
 	}
 	g.built = make([]chan *chain.Day, g.days)
 	for i := range g.built {
@@ -383,6 +403,9 @@ func (g *generation) prepare() error {
 	want := map[string]bool{}
 	for i := 0; i < g.days; i++ {
 		want[fileKey(g.o.Seed, g.o.Preset.FirstDay.AddDate(0, 0, i))] = true
+		for _, t := range g.o.Tables {
+			want[tableKey(g.o.Seed, t, g.o.Preset.FirstDay.AddDate(0, 0, i))] = true
+		}
 	}
 	if err := prepareOut(g.o.Out, want); err != nil {
 		return g.explainForeign(err)
@@ -396,7 +419,7 @@ func (g *generation) prepare() error {
 // run starts the builders and encoders, links the days in order from
 // parent, and returns the files in day order and the last header. The first
 // failure of any stage cancels the others.
-func (g *generation) run(ctx context.Context, parent common.Hash) ([]ManifestFile, *types.Header, error) {
+func (g *generation) run(ctx context.Context, parent common.Hash) ([]ManifestFile, map[string]ManifestTable, *types.Header, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g.cancel = cancel
@@ -409,7 +432,12 @@ func (g *generation) run(ctx context.Context, parent common.Hash) ([]ManifestFil
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				g.built[i] <- chain.BuildDay(g.o.Seed, g.first+i)
+				db := chain.BuildDay(g.o.Seed, g.first+i)
+				db.TrimBefore(g.o.Preset.FirstBlock) // a window starting inside its first day
+				if len(g.o.Tables) > 0 {
+					db.AddBodies(g.o.Seed)
+				}
+				g.built[i] <- db
 			}
 		}()
 		ewg.Add(1)
@@ -426,21 +454,35 @@ func (g *generation) run(ctx context.Context, parent common.Hash) ([]ManifestFil
 	cancel(nil)
 	wg.Wait()
 	if hashErr != nil {
-		return nil, nil, hashErr
+		return nil, nil, nil, hashErr
 	}
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	files := make([]ManifestFile, g.days)
+	var tables map[string]ManifestTable
+	if len(g.o.Tables) > 0 {
+		tables = make(map[string]ManifestTable)
+		for _, t := range g.o.Tables {
+			tables[t] = ManifestTable{Files: make([]ManifestFile, g.days)}
+		}
+	}
 	done := 0
 	for r := range g.results {
 		files[r.idx] = r.file
+		for k, t := range g.o.Tables {
+			mt := tables[t]
+			mt.Files[r.idx] = r.tables[k]
+			mt.Rows += r.tables[k].Rows
+			mt.Bytes += r.tables[k].Bytes
+			tables[t] = mt
+		}
 		done++
 	}
 	if done != g.days {
-		return nil, nil, fmt.Errorf("archive generation stopped after %d of %d files", done, g.days)
+		return nil, nil, nil, fmt.Errorf("archive generation stopped after %d of %d files", done, g.days)
 	}
-	return files, last, nil
+	return files, tables, last, nil
 }
 
 // feed hands out day positions to the builders, at most cap(window) days
@@ -503,10 +545,34 @@ func (g *generation) encode(db *chain.Day) {
 		g.cancel(errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file"))
 		return
 	}
-	g.results <- encodedDay{idx, ManifestFile{
+	file := ManifestFile{
 		Key: key, Date: db.Date().Format(time.DateOnly), Rows: int64(len(db.Headers)), Bytes: size,
-		FirstBlock: db.FirstBlock(), LastBlock: db.Headers[len(db.Headers)-1].Number.Uint64(),
-	}}
+		FirstBlock: db.Headers[0].Number.Uint64(), LastBlock: db.Headers[len(db.Headers)-1].Number.Uint64(),
+	}
+	var tables []ManifestFile
+	if len(g.o.Tables) > 0 {
+		dsts := make([]string, len(g.o.Tables))
+		for k, t := range g.o.Tables {
+			tf := file
+			tf.Key = tableKey(g.o.Seed, t, db.Date())
+			dsts[k] = filepath.Join(g.o.Out, filepath.FromSlash(tf.Key))
+			if err := durable.EnsureDir(vfs.Default, filepath.Dir(dsts[k])); err != nil {
+				g.cancel(errcode.Wrap(err, CodeOutputUnwritable, dsts[k], "check free space and permissions of --out", "write archive file"))
+				return
+			}
+			g.tableDirs[idx] = append(g.tableDirs[idx], filepath.Dir(dsts[k]))
+			tables = append(tables, tf)
+		}
+		rows, sizes, err := EncodeTables(g.o.Tables, db, db.Body, dsts)
+		if err != nil {
+			g.cancel(errcode.Wrap(err, CodeOutputUnwritable, g.o.Out, "check free space and permissions of --out", "write archive file"))
+			return
+		}
+		for k := range tables {
+			tables[k].Rows, tables[k].Bytes = rows[k], sizes[k]
+		}
+	}
+	g.results <- encodedDay{idx, file, tables}
 	g.progressMu.Lock()
 	g.doneFiles++
 	if g.o.Progress != nil {

@@ -30,6 +30,36 @@
 // before the fork. sha3_uncles, miner, extra_data, logs_bloom and difficulty are
 // dictionary-encoded, timestamp and number delta-encoded, the rest plain.
 //
+// # The other tables (gen-archive --tables)
+//
+// With Options.Tables the days' bodies are derived (chain.Day.AddBodies:
+// the blocks' transactions root, receipts root and logs bloom become the
+// bodies', so the block hashes differ from a blocks-only archive's) and
+// each day also gets, per table,
+//
+//	<out>/v1.0/eth/<table>/date=YYYY-MM-DD/part-00000-<uuid>-c000.snappy.parquet
+//
+// uuid a SHA-1 UUID of "ethstream/<seed>/<table>/<date>", Snappy, schema
+// "spark_schema", a row group per 131,072 rows, the AWS dataset's columns
+// in its order (tables.go: txRow, logRow, tokenTransferRow):
+//
+//	transactions     hash, nonce, transaction_index, from_address, to_address (null: creation),
+//	                 value double, gas, gas_price, input, receipt_cumulative_gas_used,
+//	                 receipt_gas_used, receipt_contract_address (null unless creation),
+//	                 receipt_status (null before Byzantium), block_timestamp TIMESTAMP(MICROS),
+//	                 block_number, block_hash, max_fee_per_gas, max_priority_fee_per_gas
+//	                 (null unless EIP-1559), transaction_type, receipt_effective_gas_price
+//	logs             log_index, transaction_hash, transaction_index, address, data,
+//	                 topics (array<string>: group topics (LIST) { repeated group list
+//	                 { required binary element (STRING) } }), block_timestamp, block_number, block_hash
+//	token_transfers  token_address, from_address, to_address, value double, transaction_hash,
+//	                 log_index, block_timestamp, block_number, block_hash
+//
+// Integers are int64, hashes, addresses and byte strings lowercase 0x-hex.
+// A token transfer is an ERC-20 Transfer log (three topics, 32-byte data).
+// The rows of one day are streamed block by block (each body made once for
+// all tables), so memory does not grow with a day's transactions.
+//
 // # manifest.json (version 1)
 //
 // Written last, so an archive without it is incomplete. JSON object:
@@ -48,10 +78,15 @@
 //	lastHeader       go-ethereum's JSON encoding of the last header, so the
 //	                 node continues the chain (base fee, gas limit, forks)
 //	                 without regenerating history
+//	tables           optional (absent for blocks only; readers of the field's
+//	                 absence are unchanged): {"transactions": {rows, bytes,
+//	                 files}, ...}, a table's files one per blocks file over the
+//	                 same blocks and date, rows the table's
 //
 // ReadManifest checks: rows = lastBlock-firstBlock+1 = sum of file rows,
 // files contiguous from firstBlock, keys local, lastHeader hashes to lastHash
-// with number lastBlock and time lastTimestamp.
+// with number lastBlock and time lastTimestamp; each table's files match
+// the blocks files and its rows add up.
 //
 // Example (abridged):
 //
@@ -78,4 +113,12 @@
 //
 // About 370 bytes a row: the five or six random 32-byte hashes per block,
 // as 0x-hex strings, take 62 bytes each after Snappy and are 85% of it.
+//
+// With every table (2026-12-06, seed 1, `gen-archive --days 1 --from
+// 2016-07-01 --tables all`): 6,146 blocks, 137,502 transactions (24.2 MB),
+// 49,294 logs (10.7 MB), 27,757 token transfers (3.4 MB), 3.4 CPU-s, 177 MB
+// RSS: about 25 µs of CPU a transaction, bodies derived twice (roots, then
+// rows) and three tables encoded. The blocks-only presets are unchanged
+// (no body is derived). The last day of history holds some 1.4 million
+// transactions, about 35 CPU-s.
 package archivegen

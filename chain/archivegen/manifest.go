@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethstream/ethstream/errcode"
@@ -45,6 +46,18 @@ type Manifest struct {
 	// the node can continue the chain (base fee, gas limit) without
 	// regenerating history.
 	LastHeader *types.Header `json:"lastHeader"`
+	// Tables are the archive's other tables (transactions, logs,
+	// token_transfers) when gen-archive wrote them, by name; absent for a
+	// blocks-only archive. A table's files are one per blocks file, over
+	// the same blocks.
+	Tables map[string]ManifestTable `json:"tables,omitempty"`
+}
+
+// ManifestTable is one table of the archive besides blocks.
+type ManifestTable struct {
+	Rows  int64          `json:"rows"`
+	Bytes int64          `json:"bytes"`
+	Files []ManifestFile `json:"files"` // Rows of a file are the table's rows
 }
 
 // ManifestFile is one Parquet file of the archive.
@@ -118,6 +131,11 @@ func parseManifest(b []byte) (*Manifest, error) {
 	if rows != m.Rows {
 		return nil, fmt.Errorf("files hold %d rows, manifest says %d", rows, m.Rows)
 	}
+	for name, t := range m.Tables {
+		if err := checkTable(&m, name, t); err != nil {
+			return nil, err
+		}
+	}
 	if !isHash(m.LastHash) || !isHash(m.FirstParentHash) {
 		return nil, errors.New("lastHash and firstParentHash must be 0x-prefixed 32-byte hex")
 	}
@@ -132,6 +150,32 @@ func parseManifest(b []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("lastHeader time %d does not match lastTimestamp %d", m.LastHeader.Time, m.LastTimestamp)
 	}
 	return &m, nil
+}
+
+// checkTable checks a table's files against the blocks files: one per
+// blocks file, over the same blocks, local keys, rows adding up.
+func checkTable(m *Manifest, name string, t ManifestTable) error {
+	if name == TableBlocks || !slices.Contains(Tables, name) {
+		return fmt.Errorf("unknown table %q", name)
+	}
+	if len(t.Files) != len(m.Files) {
+		return fmt.Errorf("table %s has %d files, blocks %d", name, len(t.Files), len(m.Files))
+	}
+	var rows int64
+	for i, f := range t.Files {
+		b := m.Files[i]
+		if f.FirstBlock != b.FirstBlock || f.LastBlock != b.LastBlock || f.Date != b.Date || f.Rows < 0 {
+			return fmt.Errorf("table %s file %q covers blocks %d..%d of %s, blocks file %d..%d of %s", name, f.Key, f.FirstBlock, f.LastBlock, f.Date, b.FirstBlock, b.LastBlock, b.Date)
+		}
+		if !filepath.IsLocal(filepath.FromSlash(f.Key)) {
+			return fmt.Errorf("file key %q escapes the archive", f.Key)
+		}
+		rows += f.Rows
+	}
+	if rows != t.Rows {
+		return fmt.Errorf("table %s files hold %d rows, manifest says %d", name, rows, t.Rows)
+	}
+	return nil
 }
 
 func isHash(s string) bool {

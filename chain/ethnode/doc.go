@@ -3,13 +3,20 @@
 // model's continuation (chain.Next).
 //
 // Start continues the archive from lastBlock+1 with parent lastHash (empty
-// withdrawals served, "from" served from chain.TxSender). Transactions are
-// regenerated from (seed, number, branch) on each request instead of being
-// stored. Methods: eth_blockNumber,
+// withdrawals served, "from" served from the model's senders). Bodies
+// (transactions, receipts, logs: chain.NextBody) are regenerated from
+// (seed, header, branch) on each request instead of being stored; the
+// hashes of the last 4,096 blocks' transactions are indexed (receipts.go).
+// Methods: eth_blockNumber,
 // eth_getBlockByNumber (hex, latest, pending, safe = head-32, finalized =
 // head-64, earliest = the node's first block), eth_getBlockByHash (blocks
 // replaced by a reorg stay retrievable by hash), eth_chainId (0x1),
-// eth_syncing, net_version ("1"), web3_clientVersion, and batches, over
+// eth_getBlockReceipts, eth_getTransactionReceipt and
+// eth_getTransactionByHash (null off the canonical chain or past the
+// index), eth_getLogs (blockHash or a range of at most 10,000 blocks,
+// address and topic filters, bloom-checked per block), in go-ethereum's
+// encodings (types.Transaction, types.Receipt and types.Log JSON plus the
+// fields of its RPCTransaction and MarshalReceipt), eth_syncing, net_version ("1"), web3_clientVersion, and batches, over
 // HTTP and websocket, and over websocket eth_subscribe("newHeads") (heads.go:
 // each new head's header; a reorg sends its new head only; the time each
 // block was announced is kept for freshness, Node.AnnouncedAt;

@@ -23,6 +23,52 @@ import (
 // it lets a test read one block from the archive and from the node: both
 // render the same header through the same row (basicRow, renderBlock).
 func (n *Node) ExportArchive(out string, first, last uint64) ([]archivegen.ManifestFile, error) {
+	return n.export(out, first, last, nil)
+}
+
+// ExportTables writes the tables (archivegen.Tables but blocks) of the
+// node's canonical blocks first..last under out, as ExportArchive writes
+// blocks: one file per date partition and table,
+// v1.0/eth/<table>/date=.../part-00000-node-<first>-<last>-c000.snappy.parquet,
+// the rows of each block's body through archivegen.EncodeTables, the
+// archive writer's own. It returns each table's files.
+func (n *Node) ExportTables(out string, first, last uint64, tables []string) (map[string][]archivegen.ManifestFile, error) {
+	byTable := map[string][]archivegen.ManifestFile{}
+	_, err := n.export(out, first, last, func(date time.Time, blocks []*nodeBlock, db *chain.Day) error {
+		lo, hi := blocks[0].header.Number.Uint64(), blocks[len(blocks)-1].header.Number.Uint64()
+		ds := date.Format(time.DateOnly)
+		dsts := make([]string, len(tables))
+		keys := make([]string, len(tables))
+		for k, t := range tables {
+			keys[k] = path.Join(archivegen.TablePrefix(t), "date="+ds, fmt.Sprintf("part-00000-node-%d-%d-c000.snappy.parquet", lo, hi))
+			dsts[k] = filepath.Join(out, filepath.FromSlash(keys[k]))
+			if err := durable.EnsureDir(vfs.Default, filepath.Dir(dsts[k])); err != nil {
+				return errcode.Wrap(err, archivegen.CodeOutputUnwritable, dsts[k], "check --out", "create archive directory")
+			}
+		}
+		rows, sizes, err := archivegen.EncodeTables(tables, db, func(i int) *chain.Body { return n.body(blocks[i]) }, dsts)
+		for k := range tables {
+			if err == nil {
+				err = durable.SyncDir(vfs.Default, filepath.Dir(dsts[k]))
+			}
+		}
+		if err != nil {
+			return errcode.Wrap(err, archivegen.CodeOutputUnwritable, out, "check free space and permissions of --out", "write archive file")
+		}
+		for k, t := range tables {
+			byTable[t] = append(byTable[t], archivegen.ManifestFile{Key: keys[k], Date: ds, Rows: rows[k], Bytes: sizes[k], FirstBlock: lo, LastBlock: hi})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return byTable, nil
+}
+
+// export groups the canonical blocks first..last by date and writes each
+// date's blocks file, or with tables set calls it instead.
+func (n *Node) export(out string, first, last uint64, tables func(date time.Time, blocks []*nodeBlock, db *chain.Day) error) ([]archivegen.ManifestFile, error) {
 	n.mu.RLock()
 	var blocks []*nodeBlock
 	for num := first; num <= last && first <= last; num++ {
@@ -42,22 +88,24 @@ func (n *Node) ExportArchive(out string, first, last uint64) ([]archivegen.Manif
 		for k < len(blocks) && blockDate(blocks[k].header).Equal(date) {
 			k++
 		}
-		f, err := n.exportDay(out, date, blocks[:k])
-		if err != nil {
-			return nil, err
+		if tables != nil {
+			if err := tables(date, blocks[:k], n.day(blocks[:k])); err != nil {
+				return nil, err
+			}
+		} else {
+			f, err := n.exportDay(out, date, blocks[:k])
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, f)
 		}
-		files = append(files, f)
 		blocks = blocks[k:]
 	}
 	return files, nil
 }
 
-func blockDate(h *types.Header) time.Time {
-	return time.Unix(int64(h.Time), 0).UTC().Truncate(24 * time.Hour)
-}
-
-// exportDay writes blocks, all of one date, as one archive file.
-func (n *Node) exportDay(out string, date time.Time, blocks []*nodeBlock) (archivegen.ManifestFile, error) {
+// day is blocks as the archive writer's Day.
+func (n *Node) day(blocks []*nodeBlock) *chain.Day {
 	db := &chain.Day{}
 	for _, b := range blocks {
 		db.Headers = append(db.Headers, types.CopyHeader(b.header))
@@ -66,6 +114,16 @@ func (n *Node) exportDay(out string, date time.Time, blocks []*nodeBlock) (archi
 		db.Size = append(db.Size, int64(b.size))
 		db.TD = append(db.TD, n.td)
 	}
+	return db
+}
+
+func blockDate(h *types.Header) time.Time {
+	return time.Unix(int64(h.Time), 0).UTC().Truncate(24 * time.Hour)
+}
+
+// exportDay writes blocks, all of one date, as one archive file.
+func (n *Node) exportDay(out string, date time.Time, blocks []*nodeBlock) (archivegen.ManifestFile, error) {
+	db := n.day(blocks)
 	lo, hi := blocks[0].header.Number.Uint64(), blocks[len(blocks)-1].header.Number.Uint64()
 	ds := date.Format(time.DateOnly)
 	key := path.Join(archivegen.BlocksPrefix, "date="+ds, fmt.Sprintf("part-00000-node-%d-%d-c000.snappy.parquet", lo, hi))

@@ -115,6 +115,11 @@ type Node struct {
 	closed bool
 
 	heads heads // newHeads subscribers and announcement times (heads.go)
+
+	// txIndex maps the transactions of the last maxIndexedBlocks blocks
+	// mined to their block (receipts.go); under mu.
+	txIndex map[common.Hash]txLoc
+	txOrder [][]common.Hash
 }
 
 // readAheadBlocks is how far past a block read readAhead renders.
@@ -483,8 +488,10 @@ func (n *Node) blockLocked(num uint64) *nodeBlock {
 func (n *Node) makeBlock(parent *types.Header, branch uint64, render bool) *nodeBlock {
 	nb := chain.Next(n.o.Seed, parent, branch)
 	b := &nodeBlock{header: nb.Header, hash: nb.Header.Hash(), branch: branch, txCount: len(nb.Txs), size: nb.Size}
+	hashes := nb.Txs.Hashes()
+	n.indexTxs(b, hashes)
 	if render {
-		if c, err := n.compact(b, nb.Txs.Hashes()); err == nil {
+		if c, err := n.compact(b, hashes); err == nil {
 			n.cacheJSON(b.hash, c)
 		}
 	}
@@ -568,8 +575,7 @@ func (n *Node) compactAnswer(b *nodeBlock) (*compactAnswer, error) {
 	if b.txCount == 0 {
 		return n.compact(b, nil)
 	}
-	txs, _ := chain.Transactions(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
-	return n.compact(b, chain.EncodeTxs(txs).Hashes())
+	return n.compact(b, n.body(b).Enc.Hashes())
 }
 
 // renderBlock builds a block's JSON, with transaction objects if full.
@@ -586,21 +592,16 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 		return nil, err
 	}
 	if b.txCount > 0 {
-		txs, _ := chain.Transactions(n.o.Seed, b.header.Number.Uint64(), b.branch, b.txCount, b.header.BaseFee.Uint64(), b.header.GasLimit)
-		num := hexutil.EncodeUint64(b.header.Number.Uint64())
-		for i, tx := range txs {
+		body := n.body(b)
+		for i := range body.Txs {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			tj, err := json.Marshal(tx)
+			tj, err := rpcTransaction(b, body, i)
 			if err != nil {
 				return nil, err
 			}
-			buf = append(buf, tj[:len(tj)-1]...)
-			eff := new(big.Int).Add(b.header.BaseFee, tx.GasTipCap())
-			buf = fmt.Appendf(buf, `,"blockHash":"%s","blockNumber":"%s","from":"%s","transactionIndex":"%s","gasPrice":"%s"}`,
-				b.hash.Hex(), num, strings.ToLower(chain.TxSender(n.o.Seed, b.header.Number.Uint64(), b.branch, i).Hex()),
-				hexutil.EncodeUint64(uint64(i)), hexutil.EncodeBig(eff))
+			buf = append(buf, tj...)
 		}
 	}
 	buf = append(buf, "]}"...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/demo"
+	"github.com/ethstream/ethstream/demo/orders"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ui"
 	"github.com/spf13/cobra"
@@ -50,12 +51,16 @@ work/scripts, so the demo and the scripts never share a checkpoint.`,
 	c.Flags().BoolVar(&f.inProcess, "in-process", false, "run phases inside this process instead of restarting the binary for each")
 	f.uf.register(c)
 	c.Flags().StringVar(&f.scenario, "scenario", "", "run one scenario instead of the lifecycle: restart-rules (every restart-compatibility rule, on copies of a backfill checkpoint; writes restart-rules.csv)")
+	c.Flags().StringVar(&f.example, "example", "", "run another example instead of the lifecycle: orders (the seeds' orders: a union of named Delta sources, source evolution, the customer-activity query resized 4 -> 8 -> 4 state partitions; in <workdir>/orders, results in <results>, --refresh-results: results/orders)")
+	c.Flags().StringVar(&f.duckdb, "duckdb", "", "with --example orders: a duckref binary (scripts/duckref) to check the table against DuckDB")
+	c.MarkFlagsMutuallyExclusive("example", "scenario")
 	return c
 }
 
 // demoFlags are demo's flags.
 type demoFlags struct {
 	workdir, results, preset, readme, storage, scenario string
+	example, duckdb                                     string
 	days                                                int
 	seed                                                int64
 	inProcess, refresh                                  bool
@@ -65,6 +70,9 @@ type demoFlags struct {
 // run runs the lifecycle (or a scenario) with the dashboard if asked, and
 // turns a failed check into the command's error.
 func (f *demoFlags) run(cmd *cobra.Command) (err error) {
+	if f.example != "" {
+		return f.runExample(cmd)
+	}
 	if f.refresh {
 		f.results, f.readme = "results", "README.md"
 	}
@@ -152,4 +160,34 @@ func presetFromFlags(preset string, days int) (chain.Preset, error) {
 			"invalid --days %d", days)
 	}
 	return chain.LastDaysPreset(days), nil
+}
+
+// runExample runs demo --example NAME: the orders example (package
+// demo/orders), a check failing being the command's error.
+func (f *demoFlags) runExample(cmd *cobra.Command) error {
+	if f.example != "orders" {
+		return errcode.New(errcode.InvalidArgument, "", "use --example orders", "unknown example %q", f.example)
+	}
+	results := f.results
+	switch {
+	case f.refresh:
+		results = filepath.Join("results", "orders")
+	case results == "":
+		results = filepath.Join(f.workdir, "orders", "results")
+	}
+	seed := uint64(orders.DefaultSeed)
+	if cmd.Flags().Changed("seed") {
+		seed = uint64(f.seed)
+	}
+	rep, err := orders.Run(cmd.Context(), orders.Options{WorkDir: filepath.Join(f.workdir, "orders", "run"), ResultsDir: results,
+		Seed: seed, DuckDB: f.duckdb, Out: cmd.OutOrStdout(), Logger: newLogger(cmd)})
+	if err != nil {
+		return err
+	}
+	if !rep.Passed() {
+		return errcode.New("DEMO_VERIFICATION_FAILED", filepath.Join(results, orders.FileSummary),
+			"read the FAIL lines above; the tables and checkpoints are kept in the work directory for inspection", "some checks of the orders example failed")
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "all checks passed; results in %s\n", results)
+	return nil
 }

@@ -40,7 +40,7 @@ func (f *queryFlags) register(c *cobra.Command, needTable bool) {
 		table = "Delta table directory or s3://BUCKET/PREFIX?OPTIONS (optional: given, it is probed, reading only)"
 	}
 	c.Flags().StringVar(&f.table, "table", "", table)
-	c.Flags().StringVar(&f.sink, "sink", "", "instead of --table: parquet:file:///ABS/DIR, Spark's file sink (Parquet part files committed by DIR/_spark_metadata; --output-mode append only)")
+	c.Flags().StringVar(&f.sink, "sink", "", "instead of --table: parquet:file:///ABS/DIR or parquet:s3://BUCKET/PREFIX?OPTIONS, Spark's file sink (Parquet part files committed by DIR/_spark_metadata; --output-mode append only)")
 	c.Flags().BoolVar(&f.tableShared, "table-shared", false, "let a new checkpoint write a table another query writes (both MERGE into it by key); refused with SINK_TABLE_IN_USE otherwise")
 	c.Flags().StringVar(&f.localDir, "local-dir", "", "state cache directory (default: ethstream/<checkpoint name>-<hash of its path> under $XDG_CACHE_HOME or ~/.cache); deleting it between runs is safe, it is rebuilt from the checkpoint")
 	c.Flags().StringArrayVar(&f.sources, "source", nil, "NAME=FORMAT:URI with FORMAT s3archive, ethrpc, parquet, json, csv or delta, repeatable, in plan order (see SOURCES)")

@@ -5,6 +5,9 @@
 //	duckref copy GLOB OUT   the same job as the backfill: read, group, write the grouped
 //	                        result to the Parquet file OUT (the fair yardstick)
 //	duckref sparkref CASES  the differential cases (sparkref.go)
+//	duckref sql GLOB QUERY  QUERY over the archive files as the view blocks, as CSV
+//	duckref table GLOB QUERY  QUERY over any Parquet files as the view t, as CSV
+//	                        (the orders example's check: ethstream demo --example orders --duckdb)
 package main
 
 import (
@@ -28,13 +31,15 @@ func main() {
 	case len(os.Args) == 3 && os.Args[1] == "sparkref":
 		err = sparkref(os.Args[2])
 	case len(os.Args) == 4 && os.Args[1] == "sql":
-		err = query(os.Args[2], os.Args[3])
+		err = query(os.Args[2], os.Args[3], blocksView)
+	case len(os.Args) == 4 && os.Args[1] == "table":
+		err = query(os.Args[2], os.Args[3], tableView)
 	case len(os.Args) == 4 && os.Args[1] == "copy":
 		err = copyGrouped(os.Args[2], os.Args[3])
 	case len(os.Args) == 2:
 		err = plain(os.Args[1])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet' | duckref copy GLOB OUT.parquet | duckref sparkref CASES.jsonl | duckref sql GLOB QUERY")
+		fmt.Fprintln(os.Stderr, "usage: duckref 'ROOT/v1.0/eth/blocks/*/*.parquet' | duckref copy GLOB OUT.parquet | duckref sparkref CASES.jsonl | duckref sql GLOB QUERY | duckref table GLOB QUERY")
 		os.Exit(2)
 	}
 	if err != nil {
@@ -87,7 +92,15 @@ func copyGrouped(glob, out string) error {
 // timestamp column renamed block_ts as ethstream reads it, in UTC) and
 // prints its rows as CSV: the cross-check of a query's table (`ethstream
 // table show`), for the queries whose semantics DuckDB shares.
-func query(glob, q string) error {
+// The views a query runs over: blocks (the archive, its timestamp as
+// block_ts) or t (any Parquet files as they are, e.g. a Delta table's data
+// files when its log only appended).
+const (
+	blocksView = `CREATE VIEW blocks AS SELECT * EXCLUDE ("timestamp"), "timestamp" AS block_ts FROM read_parquet('%s')`
+	tableView  = `CREATE VIEW t AS SELECT * FROM read_parquet('%s')`
+)
+
+func query(glob, q, view string) error {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return err
@@ -97,7 +110,7 @@ func query(glob, q string) error {
 	if _, err := db.Exec(`SET TimeZone = 'UTC'`); err != nil {
 		return err
 	}
-	if _, err := db.Exec(fmt.Sprintf(`CREATE VIEW blocks AS SELECT * EXCLUDE ("timestamp"), "timestamp" AS block_ts FROM read_parquet('%s')`, glob)); err != nil {
+	if _, err := db.Exec(fmt.Sprintf(view, glob)); err != nil {
 		return err
 	}
 	rows, err := db.Query(q)

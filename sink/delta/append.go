@@ -10,18 +10,27 @@ import (
 	"github.com/google/uuid"
 )
 
-// The append path: a query with no stateful operator (stream.SinkEnv.Append)
-// appends each batch's rows as new data files, in one commit with the
-// batch's txn, as Spark's DeltaSink does in outputMode append (operation
-// STREAMING UPDATE, isBlindAppend true). As for the MERGE, a batch whose id
-// is not above the table's txn version for the query is skipped, so a
-// re-run after a crash writes nothing twice.
+// The streaming paths of Spark's DeltaSink (docs/contracts.md, Delta
+// table): in output mode append (and for a query with no stateful operator,
+// stream.SinkEnv.Append) each batch's rows are appended as new data files;
+// in output mode complete they replace the whole table: the commit removes
+// every live file and adds the batch's (DeltaSink's
+// txn.filterFiles().map(_.remove) under OutputMode.Complete). Either way
+// one commit per batch, operation STREAMING UPDATE with outputMode, queryId
+// and epochId, and the batch's txn {appId: query id, version: batch id}; as
+// for the MERGE, a batch whose id is not above the table's txn version for
+// the query is skipped, so a re-run after a crash writes nothing twice.
 
-// commitAppend commits rows as batch batchID: the data files are written
-// once and committed at the first free version (a lost race retries the
-// commit alone: an append reads nothing of the table).
-func (m *MergeSink) commitAppend(ctx context.Context, batchID int64, rows *rowSet) (batchResult, error) {
-	if rows.del != nil {
+// commitStreaming commits rows as batch batchID in mode (modeAppend or
+// modeComplete). The data files are written once and committed at the
+// first free version: a lost race re-reads the log and retries the commit
+// alone (an append reads nothing of the table; a complete batch removes the
+// live files of the fresher snapshot, which the batch's rows do not depend
+// on).
+func (m *MergeSink) commitStreaming(ctx context.Context, batchID int64, rows *rowSet, mode writeMode) (batchResult, error) {
+	if mode == modeComplete {
+		rows = completeRows(rows)
+	} else if rows.del != nil {
 		return batchResult{}, errcode.New(CodeBadBatch, m.o.Path, "aggregate the rows (an operator undoes a retraction)",
 			"batch %d retracts rows, and an append cannot take a row back", batchID)
 	}
@@ -64,23 +73,35 @@ func (m *MergeSink) commitAppend(ctx context.Context, batchID int64, rows *rowSe
 			plan.abandon()
 			return batchResult{version: s.Version, skipped: true, attempts: attempt}, nil
 		}
-		if err := m.checkLiveFiles(s); err != nil {
+		var removes []action
+		metrics := plan.metrics
+		if mode == modeComplete {
+			if s.Metadata.Configuration["delta.appendOnly"] == "true" {
+				plan.abandon()
+				return batchResult{}, errcode.New(CodeUnsupportedFeature, m.table.root, "unset delta.appendOnly, or write in output mode append or update",
+					"table is append-only but output mode complete removes every file of the table each batch")
+			}
+			removes = removeAll(s, m.o.Clock().UnixMilli(), &metrics)
+		} else if err := m.checkLiveFiles(s); err != nil {
 			plan.abandon()
 			return batchResult{}, err
 		}
 		readVersion := s.Version
 		ts := m.o.Clock().UnixMilli()
-		blind := true
+		// Spark's isBlindAppend: true when the commit only adds files and
+		// read none of the table (complete mode read the file list).
+		blind := mode == modeAppend
 		acts := []action{{CommitInfo: &CommitInfo{
 			Timestamp: ts, Operation: "STREAMING UPDATE",
-			OperationParameters: map[string]any{"outputMode": "Append", "queryId": m.queryID, "epochId": strconv.FormatInt(batchID, 10)},
+			OperationParameters: map[string]any{"outputMode": mode.sparkName(), "queryId": m.queryID, "epochId": strconv.FormatInt(batchID, 10)},
 			ReadVersion:         &readVersion, IsolationLevel: "Serializable", IsBlindAppend: &blind,
-			OperationMetrics: map[string]any{"numAddedFiles": strconv.FormatInt(plan.metrics.NumTargetFilesAdded, 10),
-				"numOutputRows": strconv.Itoa(rows.n), "numOutputBytes": strconv.FormatInt(plan.metrics.NumTargetBytesAdded, 10),
-				"numRemovedFiles": "0"},
+			OperationMetrics: map[string]any{"numAddedFiles": strconv.FormatInt(metrics.NumTargetFilesAdded, 10),
+				"numOutputRows": strconv.Itoa(rows.n), "numOutputBytes": strconv.FormatInt(metrics.NumTargetBytesAdded, 10),
+				"numRemovedFiles": strconv.FormatInt(metrics.NumTargetFilesRemoved, 10)},
 			EngineInfo: engineInfo(), TxnID: uuid.NewString(),
 		}}, {Txn: &Txn{AppID: m.queryID, Version: batchID, LastUpdated: &ts}}}
 		acts = append(acts, plan.adds...)
+		acts = append(acts, removes...)
 		err := s.commitActions(acts, plan.written...)
 		if errors.Is(err, errVersionTaken) {
 			m.log.Info("delta commit lost the race; retrying", "version", readVersion+1, "batch", batchID, "attempt", attempt)
@@ -95,9 +116,46 @@ func (m *MergeSink) commitAppend(ctx context.Context, batchID int64, rows *rowSe
 		if s.Version%CheckpointInterval == 0 {
 			m.checkpointLater(s)
 		}
-		return batchResult{version: s.Version, attempts: attempt, metrics: plan.metrics}, nil
+		return batchResult{version: s.Version, attempts: attempt, metrics: metrics}, nil
 	}
 	plan.abandon()
 	return batchResult{}, errcode.New(CodeCommitConflict, m.table.logDir, "stop the other writers of this table and re-run",
 		"batch %d lost the commit race %d times", batchID, maxCommitAttempts)
+}
+
+// completeRows is a complete-mode batch as the table's new content: one row
+// per key (the last), sorted by key, without the rows of groups a
+// retraction emptied (sign -1), which the table no longer holds.
+func completeRows(rows *rowSet) *rowSet {
+	rows = rows.dedupeSorted()
+	if rows.del == nil {
+		return rows
+	}
+	keep := make([]int, 0, rows.n)
+	for i := range rows.n {
+		if !rows.deleted(i) {
+			keep = append(keep, i)
+		}
+	}
+	out := rows.take(keep)
+	out.del = nil
+	return out
+}
+
+// removeAll removes every live file of s (AddFile.remove in Delta: the
+// add's path, partition values, size and stats, dataChange true), counting
+// them in metrics.
+func removeAll(s *Snapshot, now int64, metrics *MergeMetrics) []action {
+	files := s.Files()
+	out := make([]action, 0, len(files))
+	for _, f := range files {
+		size := f.Size
+		out = append(out, action{Remove: &RemoveFile{
+			Path: f.Path, DeletionTimestamp: &now, DataChange: true, ExtendedFileMetadata: ptr(true),
+			PartitionValues: nonNilPV(f.PartitionValues), Size: &size, Stats: f.Stats,
+		}})
+		metrics.NumTargetFilesRemoved++
+		metrics.NumTargetBytesRemoved += f.Size
+	}
+	return out
 }

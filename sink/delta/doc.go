@@ -1,8 +1,11 @@
 // Package delta implements the Delta Lake transaction protocol (reader
 // version 1, writer version 2, no table features) for local directories, and
-// the idempotent MERGE sink of every query's output (docs/contracts.md, Delta table);
-// a query with no stateful operator (stream.SinkEnv.Append) appends instead,
-// one STREAMING UPDATE commit per batch with the same txn (append.go).
+// the sink of every query's output (docs/contracts.md, Delta table), one
+// commit per batch carrying txn {appId: query id, version: batch id}: an
+// idempotent MERGE in output mode update; in output modes append (and for a
+// query with no stateful operator, stream.SinkEnv.Append) and complete,
+// Spark's DeltaSink: a STREAMING UPDATE commit that appends the batch's
+// files, or replaces every live file with them (append.go).
 // Every file of a table is read and written through a pebble vfs.FS
 // (SinkOptions.FS, OpenFS, WithFS; the local disk by default).
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,47 @@ type SinkOptions struct {
 	// TableProperties are the metaData.configuration of a table the sink
 	// creates (delta.logRetentionDuration, ...); an existing table keeps its own.
 	TableProperties map[string]string
+	// OutputMode is the query's output mode, in Spark's names: "append"
+	// appends each batch's rows and "complete" replaces the table with
+	// them, as Spark's DeltaSink does (append.go); "update" (and "", for
+	// callers that merge without a query) MERGEs them by key. A query with
+	// no stateful operator (stream.SinkEnv.Append) always appends.
+	OutputMode string
+}
+
+// writeMode is how a batch reaches the table.
+type writeMode uint8
+
+const (
+	modeMerge    writeMode = iota // MERGE by key (update mode)
+	modeAppend                    // blind append (append mode)
+	modeComplete                  // replace every file (complete mode)
+)
+
+// sparkName is the mode as Spark's OutputMode.toString prints it in a
+// STREAMING UPDATE commit's operationParameters.
+func (w writeMode) sparkName() string {
+	switch w {
+	case modeAppend:
+		return "Append"
+	case modeComplete:
+		return "Complete"
+	}
+	return "Update"
+}
+
+// parseWriteMode reads SinkOptions.OutputMode.
+func parseWriteMode(mode string) (writeMode, error) {
+	switch strings.ToLower(mode) {
+	case "", "update":
+		return modeMerge, nil
+	case "append":
+		return modeAppend, nil
+	case "complete":
+		return modeComplete, nil
+	}
+	return 0, errcode.New(errcode.InvalidArgument, "", "use --output-mode update, append or complete",
+		"output mode %q is not one of Spark's", mode)
 }
 
 // MergeSink is the stream.Sink that upserts each batch into the Delta table
@@ -63,9 +105,9 @@ type MergeSink struct {
 	seen    map[string]struct{} // live files known to exist (checkLiveFiles)
 	// layout is the table layout of the output schema, keyed for the MERGE.
 	layout *outLayout
-	// append: the query has no stateful operator; batches are appended
-	// (append.go), never merged.
-	append bool
+	// mode is how batches are written: MERGEd, appended or replacing the
+	// table (append.go).
+	mode writeMode
 	// Auto-maintenance (automaintain.go): jobs queued for the maintenance
 	// goroutine (bgMu guards the queue and nextCheckpoint); maintaining is
 	// set while a maintenance job is queued or runs; lastVacuum and
@@ -102,7 +144,11 @@ func NewMergeSink(o SinkOptions) (*MergeSink, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	return &MergeSink{o: o, log: o.Logger}, nil
+	mode, err := parseWriteMode(o.OutputMode)
+	if err != nil {
+		return nil, err
+	}
+	return &MergeSink{o: o, log: o.Logger, mode: mode}, nil
 }
 
 // Open binds the sink to the query id (the txn appId), creating the table
@@ -166,7 +212,11 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	} else if n > 0 {
 		m.log.Info("removed stale temp files from the delta table", "path", t.Path(), "files", n)
 	}
-	m.table, m.snap, m.queryID, m.append = t, s, queryID, env.Append
+	m.table, m.snap, m.queryID = t, s, queryID
+	m.mode, _ = parseWriteMode(m.o.OutputMode) // validated by NewMergeSink
+	if env.Append {
+		m.mode = modeAppend
+	}
 	return nil
 }
 
@@ -222,11 +272,12 @@ func (m *MergeSink) AddBatch(ctx context.Context, batchID int64, out *stream.Bat
 		return prog, err
 	}
 	n := rows.n
-	commit := m.commitBatch
-	if m.append {
-		commit = m.commitAppend
+	var res batchResult
+	if m.mode == modeMerge {
+		res, err = m.commitBatch(ctx, batchID, rows)
+	} else {
+		res, err = m.commitStreaming(ctx, batchID, rows, m.mode)
 	}
-	res, err := commit(ctx, batchID, rows)
 	if err != nil {
 		return prog, err
 	}

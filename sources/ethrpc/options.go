@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethtables"
 )
 
 // Defaults applied by New to zero-valued Options fields.
@@ -87,6 +89,10 @@ type Options struct {
 	// the first ws:// or wss:// endpoint, which wakes trigger realTime), or
 	// SubscribeOff (only poll). Blocks are always read by number and checked.
 	Subscribe string
+	// Table is the table the source emits: "" or "blocks" (block rows,
+	// package ethblock), or transactions, logs or token_transfers (package
+	// ethtables), each block's rows read by its hash (table.go).
+	Table string
 	// Logger receives retries and failovers; nil uses the engine's logger.
 	Logger *slog.Logger
 }
@@ -109,6 +115,7 @@ var uriKeys = map[string]string{
 	"reorgDepth":  "reorgDepth", "reorg_depth": "reorgDepth",
 	"maxResponseSize": "maxResponseSize", "max_response_size": "maxResponseSize",
 	"subscribe": "subscribe",
+	"table":     "table",
 }
 
 // ParseURI parses the source URI of `ethstream run --source NAME=ethrpc:URI`:
@@ -119,7 +126,8 @@ var uriKeys = map[string]string{
 // order after the URI's own), maxBatchSize, parallelism, timeout (Go duration),
 // batchTimeout (Go duration), maxRetries, reorg (fail|retract), reorgDepth,
 // maxResponseSize (bytes, or with a KiB, MiB or GiB suffix), subscribe
-// (auto|off: follow newHeads over the first ws(s) endpoint, or only poll).
+// (auto|off: follow newHeads over the first ws(s) endpoint, or only poll),
+// table (blocks|transactions|logs|token_transfers: the rows emitted).
 // An unknown option is an INVALID_ARGUMENT error: a typo must not silently
 // read from the wrong block. An endpoint that needs its own query string
 // (an API key) goes URL-encoded into endpoints=.
@@ -291,6 +299,13 @@ var uriSetters = map[string]func(o *Options, k, v string) error{
 			return badOption(k, v, "a non-negative integer")
 		}
 		o.MaxRetries = n
+		return nil
+	},
+	"table": func(o *Options, k, v string) error {
+		if v != "blocks" && !slices.Contains(ethtables.Names, v) {
+			return errcode.New(CodeInvalidOption, "", "use table=blocks (the default), transactions, logs or token_transfers", "ethrpc option %s=%q", k, v)
+		}
+		o.Table = v
 		return nil
 	},
 	"subscribe": func(o *Options, k, v string) error {

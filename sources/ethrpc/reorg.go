@@ -340,6 +340,9 @@ func (s *Source) readRetract(ctx context.Context, start, end stream.Offset, emit
 			BlocksRetracted: int64(len(retract)), BlocksInserted: int64(len(insert))})
 	}
 	rows := append(retract, insert...)
+	if s.isTable() {
+		return s.emitTable(ctx, rows, len(retract), emit)
+	}
 	if err := s.complete(ctx, rows); err != nil {
 		return err
 	}

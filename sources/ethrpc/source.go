@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/ethtables"
 	"github.com/ethstream/ethstream/stream"
 	"golang.org/x/sync/errgroup"
 )
@@ -29,8 +30,10 @@ const emitChunkRows = 4096
 // The engine calls LatestOffset/ReadBatch/Commit from one goroutine;
 // Metrics and ReportLatestOffset may be called concurrently with them.
 type Source struct {
-	o     Options
-	env   stream.SourceEnv
+	o   Options
+	env stream.SourceEnv
+	// tcols are a table source's projected columns (table.go).
+	tcols []string
 	log   *slog.Logger
 	pool  *pool
 	batch atomic.Int64 // current JSON-RPC batch size; halved on "batch too large"
@@ -143,13 +146,25 @@ func New(o Options) (*Source, error) {
 // Options returns the options with defaults applied.
 func (s *Source) Options() Options { return s.o }
 
-// Schema is the block schema (package ethblock): a node's blocks are block
-// rows, whatever the projection.
-func (s *Source) Schema() stream.Schema { return ethblock.StreamSchema() }
+// Schema is the block schema (package ethblock), or with Options.Table
+// that table's (package ethtables), whatever the projection.
+func (s *Source) Schema() stream.Schema {
+	if s.isTable() {
+		return ethtables.StreamSchema(s.o.Table)
+	}
+	return ethblock.StreamSchema()
+}
 
 // Open prepares the source for a run: it checks the projection and sets up
 // the endpoint pool (connections are made on first use).
 func (s *Source) Open(ctx context.Context, env stream.SourceEnv) error {
+	if s.isTable() {
+		if err := s.openTable(env.Columns); err != nil {
+			return err
+		}
+		// The blocks are planned and checked by their core columns.
+		env.Columns = ethblock.Core
+	}
 	for _, c := range env.Columns {
 		if t, ok := ethblock.ColumnType(c); !ok || c == stream.ColSource {
 			return errcode.New(CodeInvalidOption, "", "project only the block columns "+strings.Join(ethblock.Columns, ", "),
@@ -362,6 +377,9 @@ func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit f
 	}
 	if err != nil {
 		return err
+	}
+	if s.isTable() {
+		return s.emitTable(ctx, rows, 0, emit)
 	}
 	for i := 0; i < len(rows); i += emitChunkRows {
 		if err := emit(s.toBatch(rows[i:min(i+emitChunkRows, len(rows))])); err != nil {

@@ -1,0 +1,197 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/filter"
+	"github.com/ethstream/ethstream/join"
+	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Side is one input of a stream-stream join (Query.Join): the sources it
+// unions by name (each keeping its own offsets, so sources are added,
+// removed or tombstoned on either side as on a one-input query), its
+// watermark and its filter. Build one with From.
+type Side struct {
+	alias   string
+	sources []engine.NamedSource
+	schema  stream.Schema
+	wm      *engine.Watermark
+	where   stream.Predicate
+	err     error
+}
+
+// From starts a join side named alias (the relation's alias: output
+// columns both sides have are prefixed with it, alias_column).
+func From(alias string) *Side { return &Side{alias: alias} }
+
+func (s *Side) fail(err error) *Side {
+	if s.err == nil {
+		s.err = err
+	}
+	return s
+}
+
+// Read adds a source to the side under name (its name in the checkpoint,
+// unique across both sides). The side's rows are its sources' unioned, with
+// the literal column "source", as Query.Read.
+func (s *Side) Read(name string, src stream.Source) *Side {
+	if src == nil {
+		return s.fail(invalid("source %q of side %s is nil", name, s.alias))
+	}
+	if name == "" {
+		return s.fail(invalid("a join's source needs a name (side %s)", s.alias))
+	}
+	s.sources = append(s.sources, engine.NamedSource{Name: name, Source: src})
+	sc := src.Schema()
+	sc.Fields = append(append([]stream.Field(nil), sc.Fields...), stream.Field{Name: stream.ColSource, Type: stream.String})
+	sc.Key = nil
+	if len(s.sources) == 1 {
+		s.schema = sc
+		return s
+	}
+	u, err := union(s.schema, sc)
+	if err != nil {
+		return s.fail(invalid("source %q does not union with the sources before it on side %s: %v", name, s.alias, err))
+	}
+	s.schema = u
+	return s
+}
+
+// WithWatermark defines the side's event time, as Query.WithWatermark; a
+// query's sides' watermarks combine by spark.sql.streaming.multipleWatermarkPolicy
+// (min, the default, or max).
+func (s *Side) WithWatermark(column string, delay time.Duration) *Side {
+	f := s.schema.Field(column)
+	if f == nil || f.Type != stream.Timestamp {
+		return s.fail(invalid("watermark column %q is not a timestamp of side %s: %s", column, s.alias, s.schema))
+	}
+	s.wm = &engine.Watermark{Column: column, Delay: delay}
+	return s
+}
+
+// Where keeps the side's rows for which e is TRUE, before the join.
+func (s *Side) Where(e filter.Expr) *Side {
+	p, err := filter.Compile(e, func(name string) (stream.Type, bool) {
+		if f := s.schema.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	})
+	if err != nil {
+		return s.fail(err)
+	}
+	if s.where != nil {
+		return s.fail(invalid("side %s has a filter already: combine the two with And", s.alias))
+	}
+	s.where = p
+	return s
+}
+
+// JoinOn is a join's type and condition.
+type JoinOn struct {
+	Type join.Type
+	// LeftKeys and RightKeys are the equi-join columns, paired by position.
+	LeftKeys, RightKeys []string
+	// Range is the time-range condition: e.g. Between("ts", "ts", 0,
+	// 10*time.Minute) for left.ts BETWEEN right.ts AND right.ts + 10m.
+	Range []join.Bound
+}
+
+// Between is left.leftCol BETWEEN right.rightCol + lo AND right.rightCol +
+// hi, as the two bounds Spark splits it into.
+func Between(leftCol, rightCol string, lo, hi time.Duration) []join.Bound {
+	return []join.Bound{
+		{LeftColumn: leftCol, Op: join.GE, RightColumn: rightCol, RightOffset: lo},
+		{LeftColumn: leftCol, Op: join.LE, RightColumn: rightCol, RightOffset: hi},
+	}
+}
+
+// Join makes the query a stream-stream join of left and right: operator 0
+// (state in <checkpoint>/state/0), before any other step; the query reads
+// no source of its own. Its rows are the left columns then the right ones
+// (a left semi join: the left ones), in append mode; Spark's rules decide
+// which join types need which watermarks and conditions (package join).
+func (q *Query) Join(left, right *Side, on JoinOn) *Query {
+	if len(q.q.Sources) > 0 || len(q.q.Stages) > 0 || q.q.Watermark != nil {
+		return q.fail(invalid("join after the query read sources or planned a step: a join's sources are its sides'"))
+	}
+	for _, s := range []*Side{left, right} {
+		if s == nil {
+			return q.fail(invalid("join with a nil side"))
+		}
+		if s.err != nil {
+			return q.fail(s.err)
+		}
+		if len(s.sources) == 0 {
+			return q.fail(invalid("side %s reads no source", s.alias))
+		}
+	}
+	if left.alias == right.alias {
+		return q.fail(invalid("both sides of the join are named %q", left.alias))
+	}
+	spec := join.Spec{Type: on.Type, Range: on.Range,
+		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys},
+		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys}}
+	for i, s := range []*Side{left, right} {
+		if s.wm == nil {
+			continue
+		}
+		js := &spec.Left
+		if i == 1 {
+			js = &spec.Right
+		}
+		js.Watermark, js.Delay = s.wm.Column, s.wm.Delay
+	}
+	op, err := join.New(spec)
+	if err != nil {
+		return q.fail(err)
+	}
+	for _, s := range []*Side{left, right} {
+		es := engine.Side{Name: s.alias, Where: s.where, Watermark: s.wm}
+		for _, ns := range s.sources {
+			es.Sources = append(es.Sources, ns.Name)
+			q.q.Sources = append(q.q.Sources, ns)
+		}
+		q.q.Sides = append(q.q.Sides, es)
+		if s.where != nil {
+			q.filters = append(q.filters, fmt.Sprintf("%s: %s", s.alias, s.where))
+		}
+	}
+	q.ops = append(q.ops, shape.Operator{Kind: shape.KindJoin, Keys: op.KeyColumns(), JoinType: on.Type.String(),
+		StateSchema: op.Schema().String(), Input: []string{}, Aggregates: []string{}})
+	q.schema = op.OutputSchema()
+	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
+	return q
+}
+
+// afterJoin refuses a stateful operator after a join: a join emits rows
+// older than the batch's watermark (an outer row when its state watermark
+// passes, a late match within the range), which Spark hands the next
+// operator with the join's output watermark (produceOutputWatermark: the
+// least of the sides' state watermarks); ethstream's later operators drop
+// input late by the previous batch's watermark, which would drop them.
+func (q *Query) afterJoin(what string) error {
+	if len(q.q.Sides) == 0 {
+		return nil
+	}
+	return errcode.New(join.CodeUnsupported, "", "write the join's rows to a table and run "+what+" over it as another query",
+		"%s after a stream-stream join is not supported yet: ethstream does not propagate a join's output watermark to the operators after it", what)
+}
+
+// Schema returns the schema of the rows at the end of the plan so far (a
+// sink's table is created with it), or the plan's first error; an error
+// too when an operator of unknown output is in the plan.
+func (q *Query) Schema() (stream.Schema, error) {
+	if q.err != nil {
+		return stream.Schema{}, q.err
+	}
+	if !q.known {
+		return stream.Schema{}, invalid("the rows' schema is unknown here (an operator declares none)")
+	}
+	return q.schema, nil
+}

@@ -1,0 +1,65 @@
+// Package join is the stream-stream join, Spark's
+// StreamingSymmetricHashJoinExec (operator name "symmetricHashJoin"): a
+// stream.SideOperator over the same state store (package state) as the
+// other stateful operators, the first stage of a two-input query
+// (engine.Query.Sides).
+//
+// # Rule
+//
+// Inner, LeftOuter, RightOuter, FullOuter and LeftSemi joins on equi-join
+// keys plus an optional time-range condition (a conjunction of Bounds,
+// left.ts + c1 OP right.ts + c2), in append mode. A row of one side that
+// the batch's watermark has passed on its side's event-time column
+// (ts <= watermark) is dropped and counted (numRowsDroppedByWatermark), as
+// Spark's eventTimeWatermarkForLateEvents; every other row is joined with
+// the rows of the other side stored with its key (each pair satisfying the
+// condition is emitted once: when the later of the two arrives), marks
+// those rows matched, and is stored itself with its matched flag. A left
+// semi join emits a left row once, on its first match, and keeps no
+// matched left row; a right row emits the stored left rows not matched
+// yet. A row whose key has a null matches nothing: on a side the join
+// never emits alone it is dropped (Spark's inferred isnotnull filter),
+// on a preserved (outer) side it is stored and emitted with nulls when
+// evicted.
+//
+// Eviction (Spark's StreamingSymmetricHashJoinHelper), at Finish with the
+// batch's watermark W: when an equi-join key is a side's watermark column,
+// the rows of both sides whose key is at or before W; otherwise a side
+// with a watermark of its own evicts its rows whose event time is at or
+// before its state value watermark, computed from the condition's bounds
+// on it by the other side's watermark column: min over such bounds of
+// W + c (−1 ms for a non-strict bound), with Spark's arithmetic
+// (StreamingJoinHelper.getStateValueWatermark). An evicted row of a
+// preserved side that never matched is emitted with nulls for the other
+// side's columns. Spark's checker rules decide which joins run at all
+// (checkSupported): an outer or semi join needs a watermark in the join
+// keys or a state value watermark on its preserved side, else
+// _LEGACY_ERROR_TEMP_3102 with Spark's message; an output mode other
+// than append is refused the same way (CheckOutputMode).
+//
+// # State layout (format 1; Spark's stateFormatVersion 2)
+//
+// One state.Store (state/<opId>) holds Spark's four stores per partition
+// as rows of one schema, told apart by the first two key columns:
+//
+//	key:   side string ("left" | "right"), store string
+//	       ("keyToNumValues" | "keyWithIndexToValue"), the join key columns
+//	       (named as on the left side; Int64 and Timestamp nullable; Int32,
+//	       Date and Boolean keys held as Int64), index int64 nullable (null
+//	       in keyToNumValues)
+//	value: value string: keyToNumValues {"value":<count>};
+//	       keyWithIndexToValue the row as a JSON object in the side's
+//	       column order (timestamps in µs, a NaN or infinite double as a
+//	       string) plus "matched":true|false
+//
+// A key with n stored rows has keyToNumValues n and keyWithIndexToValue
+// indexes 0..n-1; an eviction compacts the survivors to 0..m-1. The state
+// schema's spec records the join type, each side's keys and each side's
+// value columns with their types: a restart that changes any of them is
+// STATE_SCHEMA_MISMATCH at Open, as Spark's state schema check refuses
+// it. `ethstream state dump --op N` prints the rows with these columns,
+// so a join's side and store are the first two. The operator keeps no
+// record of its own (state.Store.OperatorRecord is empty), so the state
+// package's offline repartition and state dump read it as any other
+// operator's, and a repartition keeps every row.
+package join

@@ -1,0 +1,432 @@
+package join
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// OperatorName is the join's stateOperators[] name and state schema
+// operator name, Spark's StreamingSymmetricHashJoinExec's.
+const OperatorName = "symmetricHashJoin"
+
+// CodeUnsupported is the error class of a join Spark's
+// UnsupportedOperationChecker refuses (its throwError).
+const CodeUnsupported = "_LEGACY_ERROR_TEMP_3102"
+
+// CodeRetractionUnsupported: the input retracts a row, which the join
+// cannot take back from rows it already emitted.
+const CodeRetractionUnsupported = "RETRACTION_UNSUPPORTED"
+
+// Type is a join type. Values are never renumbered.
+type Type int
+
+// Join types: Spark's names (JoinType.toString) in String.
+const (
+	Inner Type = iota + 1
+	LeftOuter
+	RightOuter
+	FullOuter
+	LeftSemi
+)
+
+func (t Type) String() string {
+	switch t {
+	case Inner:
+		return "Inner"
+	case LeftOuter:
+		return "LeftOuter"
+	case RightOuter:
+		return "RightOuter"
+	case FullOuter:
+		return "FullOuter"
+	case LeftSemi:
+		return "LeftSemi"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// ParseType reads a join type as SQL writes it ("inner", "left outer",
+// "left", "right_outer", "full", "left semi", ...), case-insensitively.
+func ParseType(s string) (Type, bool) {
+	k := strings.Join(strings.Fields(strings.ToLower(strings.ReplaceAll(s, "_", " "))), " ")
+	switch k {
+	case "inner", "":
+		return Inner, true
+	case "left", "left outer", "leftouter":
+		return LeftOuter, true
+	case "right", "right outer", "rightouter":
+		return RightOuter, true
+	case "full", "full outer", "fullouter", "outer":
+		return FullOuter, true
+	case "left semi", "semi", "leftsemi":
+		return LeftSemi, true
+	}
+	return 0, false
+}
+
+// preserves reports whether the join emits side's unmatched rows with
+// nulls (the outer side).
+func (t Type) preserves(side int) bool {
+	switch t {
+	case LeftOuter:
+		return side == stream.LeftSide
+	case RightOuter:
+		return side == stream.RightSide
+	case FullOuter:
+		return true
+	}
+	return false
+}
+
+// Side is one input of the join.
+type Side struct {
+	// Alias names the side (a relation's alias), for output column names
+	// and errors.
+	Alias string
+	// Schema is the side's rows (the engine's side read path output).
+	Schema stream.Schema
+	// Keys are the equi-join columns, paired by position with the other
+	// side's.
+	Keys []string
+	// Watermark is the side's event-time column with a watermark, "" for
+	// none; Delay its delay.
+	Watermark string
+	Delay     time.Duration
+}
+
+// Op compares the two sides of a Bound.
+type Op int
+
+// Comparison operators. Values are never renumbered.
+const (
+	LT Op = iota + 1
+	LE
+	GT
+	GE
+)
+
+func (o Op) String() string {
+	return [...]string{"?", "<", "<=", ">", ">="}[min(int(o), 4)]
+}
+
+// Bound is one conjunct of the time-range condition:
+// left.LeftColumn + LeftOffset  Op  right.RightColumn + RightOffset, on
+// timestamps. `a.ts BETWEEN b.ts AND b.ts + INTERVAL 10 MINUTES` is two:
+// {ts GE ts} and {ts LE ts + 10m}.
+type Bound struct {
+	LeftColumn  string
+	LeftOffset  time.Duration
+	Op          Op
+	RightColumn string
+	RightOffset time.Duration
+}
+
+func (b Bound) String() string {
+	side := func(alias, col string, off time.Duration) string {
+		s := alias + "." + col
+		switch {
+		case off > 0:
+			s += " + " + off.String()
+		case off < 0:
+			s += " - " + (-off).String()
+		}
+		return s
+	}
+	return side("left", b.LeftColumn, b.LeftOffset) + " " + b.Op.String() + " " + side("right", b.RightColumn, b.RightOffset)
+}
+
+// Spec declares a stream-stream join.
+type Spec struct {
+	Type        Type
+	Left, Right Side
+	// Range is the time-range condition, a conjunction (none: the
+	// equi-join alone).
+	Range []Bound
+}
+
+// plan is a validated spec.
+type plan struct {
+	spec  Spec
+	sides [2]sidePlan
+	// keyWM is the position of the equi-join key that is a side's
+	// watermark column (Spark's findJoinKeyOrdinalForWatermark), -1.
+	keyWM  int
+	schema state.Schema
+	out    stream.Schema
+	// outCols maps each output column to (side, column index in the
+	// side's schema).
+	outCols []outCol
+}
+
+type outCol struct{ side, col int }
+
+// sidePlan is one side, resolved against its schema.
+type sidePlan struct {
+	Side
+	keys []int // column index of each key
+	wm   int   // column index of the watermark column, -1
+}
+
+func invalid(format string, args ...any) error {
+	return errcode.New(errcode.InvalidArgument, "", "fix the join's keys, condition or sides", format, args...)
+}
+
+// newPlan validates spec: columns and types, then Spark's rules.
+func newPlan(spec Spec) (*plan, error) {
+	p := &plan{spec: spec, keyWM: -1}
+	if spec.Type < Inner || spec.Type > LeftSemi {
+		return nil, invalid("unknown join type %v", spec.Type)
+	}
+	if len(spec.Left.Keys) == 0 || len(spec.Left.Keys) != len(spec.Right.Keys) {
+		return nil, invalid("a stream-stream join needs equi-join keys, the same number on each side (left %v, right %v)", spec.Left.Keys, spec.Right.Keys)
+	}
+	for i, s := range []Side{spec.Left, spec.Right} {
+		sp := sidePlan{Side: s, wm: -1}
+		for _, k := range s.Keys {
+			j := fieldIndex(s.Schema, k)
+			if j < 0 {
+				return nil, errcode.New(errcode.UnresolvedColumn, "", "join on columns of the side's rows",
+					"join key %q is not a column of side %s: %s", k, s.Alias, s.Schema)
+			}
+			if s.Schema.Fields[j].Type == stream.Float64 {
+				return nil, invalid("join key %s.%s is a double: ethstream's join state cannot key a double", s.Alias, k)
+			}
+			sp.keys = append(sp.keys, j)
+		}
+		if s.Watermark != "" {
+			j := fieldIndex(s.Schema, s.Watermark)
+			if j < 0 || s.Schema.Fields[j].Type != stream.Timestamp {
+				return nil, invalid("watermark column %q is not a timestamp of side %s", s.Watermark, s.Alias)
+			}
+			sp.wm = j
+		}
+		p.sides[i] = sp
+	}
+	for k := range spec.Left.Keys {
+		lt, rt := p.sides[0].Schema.Fields[p.sides[0].keys[k]].Type, p.sides[1].Schema.Fields[p.sides[1].keys[k]].Type
+		if lt != rt {
+			return nil, invalid("join keys %s.%s (%v) and %s.%s (%v) differ in type", spec.Left.Alias, spec.Left.Keys[k], lt, spec.Right.Alias, spec.Right.Keys[k], rt)
+		}
+		if p.keyWM < 0 && (spec.Left.Keys[k] == spec.Left.Watermark || spec.Right.Keys[k] == spec.Right.Watermark) {
+			p.keyWM = k
+		}
+	}
+	for _, b := range spec.Range {
+		if b.Op < LT || b.Op > GE {
+			return nil, invalid("time-range condition %s has an unknown comparison", b)
+		}
+		for i, c := range []string{b.LeftColumn, b.RightColumn} {
+			s := p.sides[i]
+			if j := fieldIndex(s.Schema, c); j < 0 || s.Schema.Fields[j].Type != stream.Timestamp {
+				return nil, invalid("time-range condition %s: %q is not a timestamp of side %s", b, c, s.Alias)
+			}
+		}
+	}
+	if err := p.checkSupported(); err != nil {
+		return nil, err
+	}
+	p.schema = p.stateSchema()
+	p.out, p.outCols = p.outputSchema()
+	return p, nil
+}
+
+func fieldIndex(s stream.Schema, name string) int {
+	for i, f := range s.Fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkSupported applies Spark's UnsupportedOperationChecker
+// (checkForStreamStreamJoinWatermark): an outer or semi join needs a
+// watermark in the join keys, or a watermark on the other side and a range
+// condition that bounds the side whose rows wait (its state value
+// watermark).
+func (p *plan) checkSupported() error {
+	t := p.spec.Type
+	if t == Inner || p.keyWM >= 0 {
+		return nil
+	}
+	_, leftOK := p.stateValueWatermark(stream.LeftSide, 1000000)
+	_, rightOK := p.stateValueWatermark(stream.RightSide, 1000000)
+	ok := false
+	switch t {
+	case LeftOuter, LeftSemi:
+		ok = leftOK
+	case RightOuter:
+		ok = rightOK
+	case FullOuter:
+		ok = leftOK || rightOK
+	}
+	if ok {
+		return nil
+	}
+	return errcode.New(CodeUnsupported, "",
+		"define a watermark on both sides and a time-range condition between their event times (e.g. a.ts BETWEEN b.ts AND b.ts + INTERVAL 10 MINUTES), or join on the event time",
+		"Stream-stream %s join between two streaming DataFrame/Datasets is not supported without a watermark in the join keys, or a watermark on the nullable side and an appropriate range condition", t)
+}
+
+// CheckOutputMode refuses an output mode other than append, with Spark's
+// message (a join emits each joined row once).
+func CheckOutputMode(mode string) error {
+	if strings.EqualFold(mode, "append") || mode == "" {
+		return nil
+	}
+	m := strings.ToUpper(mode[:1]) + strings.ToLower(mode[1:])
+	return errcode.New(CodeUnsupported, "", "run the join in append mode",
+		"Join between two streaming DataFrames/Datasets is not supported in %s output mode, only in Append output mode", m)
+}
+
+// stateValueWatermark is Spark's StreamingJoinHelper.getStateValueWatermark
+// for side x given the event-time watermark wmMs of the other side: over
+// the conjuncts that bound x's column from below by the other side's
+// watermark column, min(wm + c) (minus 1 ms for a non-strict bound), where
+// a row of x at or below it can match no future row of the other side.
+// ok is false without such a conjunct or without a watermark on the other
+// side.
+func (p *plan) stateValueWatermark(x int, wmMs int64) (int64, bool) {
+	y := 1 - x
+	other := p.sides[y]
+	if other.Watermark == "" {
+		return 0, false
+	}
+	best, found := int64(math.MaxInt64), false
+	for _, b := range p.spec.Range {
+		// Normalize to lo < hi (strict) or lo <= hi.
+		lSide := struct {
+			side int
+			col  string
+			off  time.Duration
+		}{stream.LeftSide, b.LeftColumn, b.LeftOffset}
+		rSide := lSide
+		rSide.side, rSide.col, rSide.off = stream.RightSide, b.RightColumn, b.RightOffset
+		lo, hi, strict := lSide, rSide, b.Op == LT
+		switch b.Op {
+		case GT, GE:
+			lo, hi, strict = rSide, lSide, b.Op == GT
+		}
+		// x must be on the greater side, the other side's watermark
+		// column on the smaller one.
+		if hi.side != x || lo.side != y || lo.col != other.Watermark {
+			continue
+		}
+		us := float64(wmMs)*1000 + float64(lo.off.Microseconds()) - float64(hi.off.Microseconds())
+		ms := int64(us / 1000)
+		if !strict {
+			ms--
+		}
+		best, found = min(best, ms), true
+	}
+	return best, found
+}
+
+// stateSchema is the join's state schema (doc.go, State layout): the
+// join type, the keys and each side's value columns are in it, so that a
+// restart that changes any of them is STATE_SCHEMA_MISMATCH.
+func (p *plan) stateSchema() state.Schema {
+	s := state.Schema{OperatorName: OperatorName,
+		Key: []state.Field{{Name: ColSide, Type: stream.String}, {Name: ColStore, Type: stream.String}}}
+	for k, name := range p.spec.Left.Keys {
+		f := state.Field{Name: name, Type: stateType(p.sides[0].Schema.Fields[p.sides[0].keys[k]].Type)}
+		if f.Type != stream.String {
+			f.Nullable = true
+		}
+		s.Key = append(s.Key, f)
+	}
+	s.Key = append(s.Key, state.Field{Name: ColIndex, Type: stream.Int64, Nullable: true})
+	s.Value = []state.Field{{Name: ColValue, Type: stream.String}}
+	var b strings.Builder
+	fmt.Fprintf(&b, "join/v1 stateFormatVersion=2 type=%s", p.spec.Type)
+	for i, sp := range p.sides {
+		fmt.Fprintf(&b, " %s(keys=%s; values=", sideName(i), strings.Join(sp.Keys, ","))
+		for j, f := range sp.Schema.Fields {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "%s %v", f.Name, f.Type)
+		}
+		b.WriteString(")")
+	}
+	s.Spec = b.String()
+	return s
+}
+
+// stateType is the state store type holding a key column of type t.
+func stateType(t stream.Type) stream.Type {
+	switch t {
+	case stream.String, stream.Timestamp:
+		return t
+	}
+	return stream.Int64
+}
+
+// outputSchema is the joined rows: the left columns then the right ones
+// (a left semi join: the left ones), nullable on a side the join may fill
+// with nulls; a name on both sides is prefixed with its side's alias and
+// an underscore (a_ts, b_ts).
+func (p *plan) outputSchema() (stream.Schema, []outCol) {
+	var s stream.Schema
+	var cols []outCol
+	sides := []int{stream.LeftSide, stream.RightSide}
+	if p.spec.Type == LeftSemi {
+		sides = sides[:1]
+	}
+	both := map[string]bool{}
+	if len(sides) == 2 {
+		for _, f := range p.sides[0].Schema.Fields {
+			if fieldIndex(p.sides[1].Schema, f.Name) >= 0 {
+				both[f.Name] = true
+			}
+		}
+	}
+	for _, i := range sides {
+		nullable := p.spec.Type.preserves(1 - i)
+		for j, f := range p.sides[i].Schema.Fields {
+			if both[f.Name] {
+				f.Name = p.sides[i].Alias + "_" + f.Name
+			}
+			f.Nullable = f.Nullable || nullable
+			s.Fields = append(s.Fields, f)
+			cols = append(cols, outCol{side: i, col: j})
+		}
+	}
+	return s, cols
+}
+
+func sideName(i int) string {
+	if i == stream.LeftSide {
+		return "left"
+	}
+	return "right"
+}
+
+// String renders the join for errors and the query shape.
+func (p *plan) String() string {
+	var conds []string
+	for k := range p.spec.Left.Keys {
+		conds = append(conds, p.spec.Left.Alias+"."+p.spec.Left.Keys[k]+" = "+p.spec.Right.Alias+"."+p.spec.Right.Keys[k])
+	}
+	for _, b := range p.spec.Range {
+		conds = append(conds, strings.NewReplacer("left.", p.spec.Left.Alias+".", "right.", p.spec.Right.Alias+".").Replace(b.String()))
+	}
+	return fmt.Sprintf("%s join %s, %s on %s", p.spec.Type, p.spec.Left.Alias, p.spec.Right.Alias, strings.Join(conds, " AND "))
+}
+
+// keyColumns are the equi-join key pairs, rendered for the query shape:
+// "a.k = b.k".
+func (p *plan) keyColumns() []string {
+	var ks []string
+	for k := range p.spec.Left.Keys {
+		ks = append(ks, p.spec.Left.Keys[k]+"="+p.spec.Right.Keys[k])
+	}
+	return slices.Clip(ks)
+}

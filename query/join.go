@@ -1,0 +1,383 @@
+package query
+
+import (
+	"strings"
+	"time"
+
+	"github.com/ethstream/ethstream/join"
+)
+
+// A stream-stream join in SQL, as Databricks SQL writes one with
+// per-relation watermarks:
+//
+//	SELECT x.hash, x.block_ts, y.value AS value
+//	FROM blocks WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS x
+//	LEFT OUTER JOIN txs WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS y
+//	  ON x.hash = y.block_hash AND y.block_ts BETWEEN x.block_ts AND x.block_ts + INTERVAL 10 MINUTES
+//
+// Each relation names one source (--source NAME=...); the join types are
+// [INNER] JOIN, LEFT [OUTER] JOIN, RIGHT [OUTER] JOIN, FULL [OUTER] JOIN
+// and LEFT SEMI JOIN; ON is a conjunction of equalities between a column of
+// each side (the equi-join keys) and time bounds between their timestamps
+// (a.ts BETWEEN b.ts [± INTERVAL] AND b.ts [± INTERVAL], or a comparison
+// <, <=, >, >= of two such terms). The SELECT list is *, x.*, or columns
+// (qualified, or unqualified when only one side has them) with aliases.
+// No WHERE, GROUP BY or HAVING: a filter on a side is its own query's,
+// and an operator after a join is not supported yet (docs/contracts.md,
+// Joins).
+
+// JoinQuery is a parsed stream-stream join.
+type JoinQuery struct {
+	Type join.Type
+	// Rels are the left and the right relation.
+	Rels [2]JoinRel
+	// LeftKeys and RightKeys are the equi-join columns, paired.
+	LeftKeys, RightKeys []string
+	// Range is the time-range condition, with the left relation's columns
+	// on the left of each bound.
+	Range []join.Bound
+	// Items is the SELECT list; Star is SELECT *.
+	Items []JoinItem
+	Star  bool
+}
+
+// JoinRel is one relation of a join: its source name, alias and watermark.
+type JoinRel struct {
+	Name, Alias string
+	// Watermark is the WATERMARK clause's column ("" without), Delay its
+	// DELAY OF interval.
+	Watermark string
+	Delay     time.Duration
+	Pos       int
+}
+
+// ref names the relation in the query: its alias, else its name.
+func (r JoinRel) ref() string {
+	if r.Alias != "" {
+		return r.Alias
+	}
+	return r.Name
+}
+
+// JoinItem is one SELECT item of a join: a side's column (Side -1: an
+// unqualified one, resolved against the schemas), or every column of a
+// side (All).
+type JoinItem struct {
+	Side int
+	Col  string
+	As   string
+	All  bool
+	Pos  int
+}
+
+// IsJoin reports whether src is a join query: a JOIN after its FROM.
+func IsJoin(src string) bool {
+	toks, err := lex(src)
+	if err != nil {
+		return false
+	}
+	from := false
+	for _, t := range toks {
+		if t.is("from") {
+			from = true
+		}
+		if from && t.is("join") {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseJoin parses a join query (IsJoin).
+func ParseJoin(src string) (*JoinQuery, error) {
+	toks, err := lex(src)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{src: src, toks: toks}
+	if err := p.expectKeyword("select"); err != nil {
+		return nil, err
+	}
+	jq := &JoinQuery{}
+	type rawItem struct {
+		qual string
+		it   JoinItem
+	}
+	var raw []rawItem
+	for {
+		t := p.peek()
+		switch {
+		case t.punct("*"):
+			p.next()
+			jq.Star = true
+		default:
+			name, nt, err := p.ident("a column, rel.column, rel.* or *")
+			if err != nil {
+				return nil, err
+			}
+			ri := rawItem{it: JoinItem{Side: -1, Pos: nt.pos}}
+			if p.peek().punct(".") {
+				p.next()
+				ri.qual = name
+				if p.peek().punct("*") {
+					p.next()
+					ri.it.All = true
+				} else if ri.it.Col, _, err = p.column("a column after " + name + "."); err != nil {
+					return nil, err
+				}
+			} else {
+				ri.it.Col = strings.ToLower(name)
+			}
+			if !ri.it.All {
+				if a := p.peek(); a.is("as") {
+					p.next()
+					if ri.it.As, _, err = p.ident("an alias after AS"); err != nil {
+						return nil, err
+					}
+				} else if a.kind == tQuoted || a.kind == tIdent && !reserved[strings.ToLower(a.text)] {
+					ri.it.As, _, _ = p.ident("an alias")
+				}
+			}
+			raw = append(raw, ri)
+		}
+		if !p.peek().punct(",") {
+			break
+		}
+		p.next()
+	}
+	if jq.Star && len(raw) > 0 {
+		return nil, p.errAt(p.peek(), "SELECT * with other items in a join: list the columns, or use x.*")
+	}
+	if err := p.expectKeyword("from"); err != nil {
+		return nil, err
+	}
+	if jq.Rels[0], err = p.joinRel(); err != nil {
+		return nil, err
+	}
+	if jq.Type, err = p.joinType(); err != nil {
+		return nil, err
+	}
+	if jq.Rels[1], err = p.joinRel(); err != nil {
+		return nil, err
+	}
+	if jq.Rels[0].ref() == jq.Rels[1].ref() {
+		return nil, syntaxErr(src, jq.Rels[1].Pos, "both relations of the join are called %s: give one an alias (AS y)", jq.Rels[1].ref())
+	}
+	side := func(qual string, pos int) (int, error) {
+		for i, r := range jq.Rels {
+			if strings.EqualFold(qual, r.ref()) {
+				return i, nil
+			}
+		}
+		return 0, syntaxErr(src, pos, "%s is neither relation of the join (%s, %s)", qual, jq.Rels[0].ref(), jq.Rels[1].ref())
+	}
+	for _, ri := range raw {
+		if ri.qual != "" {
+			s, err := side(ri.qual, ri.it.Pos)
+			if err != nil {
+				return nil, err
+			}
+			ri.it.Side = s
+		}
+		jq.Items = append(jq.Items, ri.it)
+	}
+	if err := p.expectKeyword("on"); err != nil {
+		return nil, err
+	}
+	if err := p.joinCondition(jq, side); err != nil {
+		return nil, err
+	}
+	if t := p.peek(); t.kind != tEOF {
+		if t.is("where") || t.is("group") || t.is("having") || t.is("join") || t.is("left") || t.is("inner") {
+			return nil, unsupported(src, t.pos, strings.ToUpper(t.text)+" after a stream-stream join (a join reads two relations and is the query's one operator)")
+		}
+		return nil, p.errAt(t, "unexpected %s after the join condition", t)
+	}
+	return jq, nil
+}
+
+// joinRel reads NAME [WATERMARK col DELAY OF interval] [[AS] alias].
+func (p *parser) joinRel() (JoinRel, error) {
+	name, t, err := p.ident("a source name")
+	if err != nil {
+		return JoinRel{}, err
+	}
+	r := JoinRel{Name: name, Pos: t.pos}
+	if p.peek().is("watermark") {
+		p.next()
+		if r.Watermark, _, err = p.column("the watermark's event-time column"); err != nil {
+			return r, err
+		}
+		if err := p.expectKeyword("delay"); err != nil {
+			return r, err
+		}
+		if err := p.expectKeyword("of"); err != nil {
+			return r, err
+		}
+		if r.Delay, err = p.duration(); err != nil {
+			return r, err
+		}
+	}
+	if a := p.peek(); a.is("as") {
+		p.next()
+		r.Alias, _, err = p.ident("an alias after AS")
+	} else if a.kind == tQuoted || a.kind == tIdent && !reserved[strings.ToLower(a.text)] && !a.is("semi") && !a.is("anti") {
+		r.Alias, _, err = p.ident("an alias")
+	}
+	return r, err
+}
+
+// joinType reads the join's type up to JOIN.
+func (p *parser) joinType() (join.Type, error) {
+	t := p.next()
+	typ := join.Inner
+	switch {
+	case t.is("join"):
+		return join.Inner, nil
+	case t.is("inner"):
+	case t.is("left"):
+		typ = join.LeftOuter
+		if s := p.peek(); s.is("semi") {
+			p.next()
+			typ = join.LeftSemi
+		} else if s.is("anti") {
+			return 0, unsupported(p.src, s.pos, "LEFT ANTI JOIN between two streams (Spark: LeftAnti joins with a streaming DataFrame/Dataset on the right are not supported)")
+		}
+	case t.is("right"):
+		typ = join.RightOuter
+	case t.is("full"):
+		typ = join.FullOuter
+	case t.is("cross"), t.is("natural"):
+		return 0, unsupported(p.src, t.pos, strings.ToUpper(t.text)+" JOIN between two streams")
+	default:
+		return 0, p.errAt(t, "expected JOIN, INNER JOIN, LEFT [OUTER|SEMI] JOIN, RIGHT [OUTER] JOIN or FULL [OUTER] JOIN, found %s", t)
+	}
+	if typ != join.Inner && typ != join.LeftSemi && p.peek().is("outer") {
+		p.next()
+	}
+	return typ, p.expectKeyword("join")
+}
+
+// timeTerm is rel.col [(+|-) INTERVAL ...].
+type timeTerm struct {
+	side int
+	col  string
+	off  time.Duration
+}
+
+// joinRef reads rel.col.
+func (p *parser) joinRef(side func(string, int) (int, error)) (int, string, error) {
+	q, t, err := p.ident("rel.column")
+	if err != nil {
+		return 0, "", err
+	}
+	if _, err := p.expectPunct("."); err != nil {
+		return 0, "", syntaxErr(p.src, t.pos, "qualify the join condition's columns with their relation (x.%s)", strings.ToLower(q))
+	}
+	s, err := side(q, t.pos)
+	if err != nil {
+		return 0, "", err
+	}
+	c, _, err := p.column("a column")
+	return s, c, err
+}
+
+func (p *parser) timeTerm(side func(string, int) (int, error)) (timeTerm, error) {
+	s, c, err := p.joinRef(side)
+	if err != nil {
+		return timeTerm{}, err
+	}
+	tt := timeTerm{side: s, col: c}
+	for {
+		t := p.peek()
+		if !t.punct("+") && !t.punct("-") {
+			return tt, nil
+		}
+		p.next()
+		d, err := p.duration()
+		if err != nil {
+			return tt, err
+		}
+		if t.punct("-") {
+			d = -d
+		}
+		tt.off += d
+	}
+}
+
+// bound makes the Bound l OP r, whichever sides they are on (the left
+// relation's term goes left).
+func bound(src string, pos int, l timeTerm, op join.Op, r timeTerm) (join.Bound, error) {
+	if l.side == r.side {
+		return join.Bound{}, syntaxErr(src, pos, "a time bound compares a column of each relation")
+	}
+	if l.side == 1 {
+		l, r = r, l
+		op = map[join.Op]join.Op{join.LT: join.GT, join.LE: join.GE, join.GT: join.LT, join.GE: join.LE}[op]
+	}
+	return join.Bound{LeftColumn: l.col, LeftOffset: l.off, Op: op, RightColumn: r.col, RightOffset: r.off}, nil
+}
+
+// joinCondition reads ON's conjunction.
+func (p *parser) joinCondition(jq *JoinQuery, side func(string, int) (int, error)) error {
+	for {
+		start := p.peek()
+		l, err := p.timeTerm(side)
+		if err != nil {
+			return err
+		}
+		t := p.next()
+		switch {
+		case t.punct("="), t.punct("=="):
+			r, err := p.timeTerm(side)
+			if err != nil {
+				return err
+			}
+			if l.off != 0 || r.off != 0 || l.side == r.side {
+				return unsupported(p.src, start.pos, "an equality other than between a column of each relation in a join condition")
+			}
+			if l.side == 1 {
+				l, r = r, l
+			}
+			jq.LeftKeys, jq.RightKeys = append(jq.LeftKeys, l.col), append(jq.RightKeys, r.col)
+		case t.is("between"):
+			lo, err := p.timeTerm(side)
+			if err != nil {
+				return err
+			}
+			if err := p.expectKeyword("and"); err != nil {
+				return err
+			}
+			hi, err := p.timeTerm(side)
+			if err != nil {
+				return err
+			}
+			b1, err := bound(p.src, start.pos, l, join.GE, lo)
+			if err != nil {
+				return err
+			}
+			b2, err := bound(p.src, start.pos, l, join.LE, hi)
+			if err != nil {
+				return err
+			}
+			jq.Range = append(jq.Range, b1, b2)
+		case t.punct("<"), t.punct("<="), t.punct(">"), t.punct(">="):
+			op := map[string]join.Op{"<": join.LT, "<=": join.LE, ">": join.GT, ">=": join.GE}[t.text]
+			r, err := p.timeTerm(side)
+			if err != nil {
+				return err
+			}
+			b, err := bound(p.src, start.pos, l, op, r)
+			if err != nil {
+				return err
+			}
+			jq.Range = append(jq.Range, b)
+		default:
+			return p.errAt(t, "expected =, BETWEEN, <, <=, > or >= in the join condition, found %s", t)
+		}
+		if !p.peek().is("and") {
+			return nil
+		}
+		p.next()
+	}
+}

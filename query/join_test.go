@@ -1,0 +1,65 @@
+package query
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/join"
+)
+
+// TestParseJoin: Databricks SQL's per-relation watermarks, every join type
+// and the ON forms (equalities, BETWEEN and comparisons with intervals,
+// whichever relation is written first).
+func TestParseJoin(t *testing.T) {
+	q, err := ParseJoin(`SELECT x.hash, x.block_ts AS ts, value FROM blocks WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS x
+		LEFT OUTER JOIN txs WATERMARK block_ts DELAY OF INTERVAL '2 hours' y
+		ON x.hash = y.block_hash AND y.block_ts BETWEEN x.block_ts AND x.block_ts + INTERVAL 10 MINUTES AND x.n == y.n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := JoinQuery{Type: join.LeftOuter,
+		Rels:     [2]JoinRel{{Name: "blocks", Alias: "x", Watermark: "block_ts", Delay: time.Hour}, {Name: "txs", Alias: "y", Watermark: "block_ts", Delay: 2 * time.Hour}},
+		LeftKeys: []string{"hash", "n"}, RightKeys: []string{"block_hash", "n"},
+		Range: []join.Bound{{LeftColumn: "block_ts", Op: join.LE, RightColumn: "block_ts"},
+			{LeftColumn: "block_ts", LeftOffset: 10 * time.Minute, Op: join.GE, RightColumn: "block_ts"}}}
+	if q.Type != want.Type || q.Rels[0].Name != "blocks" || q.Rels[0].Alias != "x" || q.Rels[0].Delay != time.Hour || q.Rels[1].Delay != 2*time.Hour ||
+		strings.Join(q.LeftKeys, ",") != "hash,n" || strings.Join(q.RightKeys, ",") != "block_hash,n" || len(q.Range) != 2 ||
+		q.Range[0] != want.Range[0] || q.Range[1] != want.Range[1] {
+		t.Fatalf("parsed %+v\nwant %+v", q, want)
+	}
+	if len(q.Items) != 3 || q.Items[0].Side != 0 || q.Items[1].As != "ts" || q.Items[2].Side != -1 {
+		t.Fatalf("items %+v", q.Items)
+	}
+	for sql, typ := range map[string]join.Type{
+		"SELECT * FROM a JOIN b ON a.k = b.k":                                                  join.Inner,
+		"SELECT * FROM a INNER JOIN b ON a.k = b.k":                                            join.Inner,
+		"SELECT * FROM a RIGHT JOIN b ON a.k = b.k":                                            join.RightOuter,
+		"SELECT * FROM a FULL OUTER JOIN b ON a.k = b.k":                                       join.FullOuter,
+		"SELECT a.* FROM a LEFT SEMI JOIN b ON b.k = a.k AND a.ts >= b.ts - INTERVAL 1 MINUTE": join.LeftSemi,
+	} {
+		q, err := ParseJoin(sql)
+		if err != nil || q.Type != typ {
+			t.Errorf("%s: %v %v", sql, q, err)
+		}
+	}
+	q, _ = ParseJoin("SELECT a.* FROM a LEFT SEMI JOIN b ON b.k = a.k AND b.ts <= a.ts + INTERVAL 1 MINUTE")
+	if b := q.Range[0]; b != (join.Bound{LeftColumn: "ts", LeftOffset: time.Minute, Op: join.GE, RightColumn: "ts"}) {
+		t.Errorf("a bound written right side first: %+v", b)
+	}
+	for sql, msg := range map[string]string{
+		"SELECT * FROM a LEFT ANTI JOIN b ON a.k = b.k":           "LEFT ANTI",
+		"SELECT * FROM a JOIN b ON a.k = b.k WHERE a.v > 0":       "WHERE after a stream-stream join",
+		"SELECT * FROM a JOIN a ON a.k = a.k":                     "give one an alias",
+		"SELECT * FROM a JOIN b ON k = b.k":                       "qualify",
+		"SELECT * FROM a JOIN b ON a.k = c.k":                     "neither relation",
+		"SELECT * FROM a JOIN b ON a.k + INTERVAL 1 MINUTE = b.k": "equality",
+	} {
+		if _, err := ParseJoin(sql); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", sql, err, msg)
+		}
+	}
+	if !IsJoin("SELECT * FROM a JOIN b ON a.k = b.k") || IsJoin("SELECT count(*) FROM blocks") {
+		t.Error("IsJoin")
+	}
+}

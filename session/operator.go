@@ -1,0 +1,746 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/interval"
+	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// Custom metrics of the stateOperators entry.
+const (
+	// MetricNullEventTime counts input rows with a null event time (no
+	// session; Spark filters them).
+	MetricNullEventTime = "numNullEventTimeRows"
+	// MetricInvalidGap counts input rows whose dynamic gap is null,
+	// malformed or not positive (no session; Spark filters them).
+	MetricInvalidGap = "numInvalidGapRows"
+)
+
+// Operator is the session window aggregation (stream.Operator over a
+// state.Store), driven from one goroutine at a time; it is not safe for
+// concurrent use.
+type Operator struct {
+	p      *plan
+	store  *state.Store
+	logger *slog.Logger
+
+	// idx holds every stored session's span by group key prefix (the
+	// encoded group columns), sorted by start: the sessions a batch merges
+	// with are then point reads (doc.go, Index). stale: idx must be rebuilt
+	// from the committed state (after an Abort).
+	idx   map[string][]span
+	stale bool
+	// minEnd is at most the least end in idx (MaxInt64: none).
+	minEnd int64
+
+	inBatch, finished bool
+	batchID           int64
+	// byKey holds the batch's new sessions by group prefix: one-row
+	// sessions, merged among themselves whenever a key's list doubles
+	// (compact), so a batch holds about one entry per session it forms,
+	// not one per row.
+	byKey          map[string]*pending
+	inRows, late   int64
+	nullTS, badGap int64
+	gapCache       map[string]int64
+	process        time.Duration
+	keyBuf, valBuf []byte
+	progress       stream.OperatorProgress
+}
+
+// newRow is a session of the batch's rows: at first one row's, then
+// (after compact) several rows merged.
+type newRow struct {
+	span
+	buf agg.Buffer
+}
+
+// pending are a key's new sessions; compactAt is the length at which
+// compact next runs.
+type pending struct {
+	rows      []newRow
+	compactAt int
+}
+
+// compactFirst is the number of a key's new rows before its first compact
+// (a variable for the tests).
+var compactFirst = 64
+
+// compact merges the key's new sessions among themselves (sessions merge
+// by overlap alone, so merging a batch's rows in two steps forms the same
+// sessions as in one).
+func (o *Operator) compact(pd *pending) error {
+	ps := make([]piece, len(pd.rows))
+	for i, r := range pd.rows {
+		ps[i] = piece{span: r.span, row: i}
+	}
+	sessions, members := mergePieces(ps)
+	merged := make([]newRow, len(sessions))
+	for j, s := range sessions {
+		m := members[j]
+		merged[j] = newRow{s, pd.rows[m[0].row].buf}
+		for _, x := range m[1:] {
+			if err := o.p.buf.Merge(merged[j].buf, pd.rows[x.row].buf); err != nil {
+				return fmt.Errorf("batch %d: %s: %w", o.batchID, o.p, err)
+			}
+		}
+	}
+	pd.rows = merged
+	pd.compactAt = max(compactFirst, 2*len(merged))
+	return nil
+}
+
+var (
+	_ stream.Operator         = (*Operator)(nil)
+	_ stream.SchemaOperator   = (*Operator)(nil)
+	_ stream.PartitionLimiter = (*Operator)(nil)
+	_ stream.ProgressReporter = (*Operator)(nil)
+)
+
+// New validates spec and returns an operator to Open.
+func New(spec Spec) (*Operator, error) {
+	p, err := newPlan(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Operator{p: p}, nil
+}
+
+// Spec returns the spec the operator was built from.
+func (o *Operator) Spec() Spec { return o.p.spec }
+
+// Schema returns the state schema the operator records and checks on Open.
+func (o *Operator) Schema() state.Schema { return o.p.schema }
+
+// Aggregates returns the aggregates with their output names settled.
+func (o *Operator) Aggregates() []agg.Aggregate { return o.p.buf.Aggregates() }
+
+// String renders the operator for the query shape.
+func (o *Operator) String() string { return o.p.String() }
+
+// OutputSchema is session_window_start, session_window_end (or
+// Spec.StartAs and EndAs), the group
+// columns, then the aggregates; the key is the group columns and the
+// session start.
+func (o *Operator) OutputSchema() stream.Schema {
+	s := stream.Schema{Fields: []stream.Field{{Name: o.p.spec.StartAs, Type: stream.Timestamp}, {Name: o.p.spec.EndAs, Type: stream.Timestamp}}}
+	for i, g := range o.p.spec.GroupBy {
+		s.Fields = append(s.Fields, stream.Field{Name: g, Type: o.p.groupType[i], Nullable: true})
+		s.Key = append(s.Key, g)
+	}
+	s.Key = append(s.Key, o.p.spec.StartAs)
+	s.Fields = append(s.Fields, o.p.buf.OutputFields()...)
+	return s
+}
+
+// Open loads the state committed at env.Version and indexes its sessions.
+func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
+	if o.store != nil {
+		return errors.New("session window operator already open")
+	}
+	o.logger = env.Logger
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	s, err := state.Open(ctx, state.Options{Dir: env.StateDir, FS: env.FS, LocalDir: env.LocalDir,
+		Partitions: env.Partitions, Schema: o.p.schema, Logger: o.logger}, env.Version)
+	if err != nil {
+		return err
+	}
+	o.store = s
+	o.inBatch, o.finished = false, false
+	if err := o.reindex(); err != nil {
+		return errors.Join(err, o.Close())
+	}
+	return nil
+}
+
+// reindex rebuilds idx from the store (as of its pending batch, which is
+// empty when it is called).
+func (o *Operator) reindex() error {
+	o.idx, o.minEnd, o.stale = map[string][]span{}, math.MaxInt64, false
+	err := o.store.Scan(nil, nil, func(key, val []byte) error {
+		prefix, start, err := o.splitKey(key)
+		if err != nil {
+			return err
+		}
+		end, _, err := o.decodeEnd(val)
+		if err != nil {
+			return err
+		}
+		o.idx[string(prefix)] = append(o.idx[string(prefix)], span{start, end})
+		o.minEnd = min(o.minEnd, end)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: index the stored sessions: %w", o.p, err)
+	}
+	// Partitions are scanned one after another: sort each key's sessions.
+	for k, ss := range o.idx {
+		slices.SortFunc(ss, func(a, b span) int { return cmpInt(a.start, b.start) })
+		o.idx[k] = ss
+	}
+	return nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// splitKey cuts a stored key into its group prefix and session start (the
+// last 8 bytes, state's Timestamp key encoding).
+func (o *Operator) splitKey(key []byte) ([]byte, int64, error) {
+	if len(key) < 8 {
+		return nil, 0, fmt.Errorf("%s: state key of %d bytes has no session start", o.p, len(key))
+	}
+	n := len(key) - 8
+	return key[:n], int64(binary.BigEndian.Uint64(key[n:]) ^ 1<<63), nil
+}
+
+func (o *Operator) decodeEnd(val []byte) (int64, []byte, error) {
+	end, n := binary.Varint(val)
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%s: malformed %s in a state value", o.p, stateEnd)
+	}
+	return end, val[n:], nil
+}
+
+func (o *Operator) begin(batchID int64) error {
+	if o.store == nil {
+		return errors.New("session window operator is not open")
+	}
+	if o.inBatch {
+		if batchID != o.batchID {
+			return fmt.Errorf("session window: batch %d started while batch %d is uncommitted", batchID, o.batchID)
+		}
+		if o.finished {
+			return fmt.Errorf("session window: batch %d already finished", batchID)
+		}
+		return nil
+	}
+	if o.stale {
+		if err := o.reindex(); err != nil {
+			return err
+		}
+	}
+	o.inBatch, o.finished, o.batchID = true, false, batchID
+	o.byKey = map[string]*pending{}
+	o.inRows, o.late, o.nullTS, o.badGap, o.process = 0, 0, 0, 0, 0
+	return nil
+}
+
+// Process keeps the chunk's rows as one-row sessions [t, t+gap) by group
+// key, dropping (and counting) those whose session the watermark closed:
+// end <= watermark, Spark's watermarkPredicateForDataForLateEvents on the
+// session window.
+func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *stream.Batch) error {
+	if err := o.begin(batchID); err != nil {
+		return err
+	}
+	if in == nil || in.Len == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	defer func() { o.process += time.Since(t0) }()
+	for _, s := range in.Signs {
+		if s < 0 {
+			return errcode.New(CodeRetractionUnsupported, "",
+				"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
+				"%s (%s): the input retracts a row, which a session window cannot undo: a retracted row may split a session, and the state keeps one aggregate per session, not its rows",
+				OperatorName, o.p)
+		}
+	}
+	col := func(name string, t stream.Type) (*stream.Column, error) {
+		c := in.Column(name)
+		if c == nil {
+			return nil, errcode.New(agg.CodeUnresolvedColumn, "", "check the query's projection and the source's columns",
+				"column %q is not in the input", name)
+		}
+		if c.Type != t {
+			return nil, errcode.New(agg.CodeDatatypeMismatch, "", "declare the column's real type",
+				"column %q is %s, the session window expects %s", name, c.Type, t)
+		}
+		return c, nil
+	}
+	ts, err := col(o.p.spec.Column, stream.Timestamp)
+	if err != nil {
+		return err
+	}
+	var gapCol *stream.Column
+	if o.p.spec.GapColumn != "" {
+		if gapCol, err = col(o.p.spec.GapColumn, stream.String); err != nil {
+			return err
+		}
+	}
+	groups := make([]*stream.Column, len(o.p.groupType))
+	for k, g := range o.p.spec.GroupBy {
+		if groups[k], err = col(g, o.p.groupType[k]); err != nil {
+			return err
+		}
+	}
+	aggCols, err := o.p.buf.Resolve(in)
+	if err != nil {
+		return err
+	}
+	wmUs := watermarkMs * 1000
+	hasWM := o.p.spec.WatermarkDelay > 0
+	for i := 0; i < in.Len; i++ {
+		o.inRows++
+		if ts.IsNull(i) {
+			o.nullTS++
+			continue
+		}
+		gap := o.p.gapUs
+		if gapCol != nil {
+			if gap = o.rowGap(gapCol, i); gap <= 0 {
+				o.badGap++
+				continue
+			}
+		}
+		start := ts.Int64s[i]
+		end := start + gap
+		if hasWM && end <= wmUs {
+			o.late++
+			continue
+		}
+		prefix := string(o.groupPrefix(groups, i))
+		buf := o.p.buf.New()
+		o.p.buf.Fold(buf, aggCols, i)
+		pd := o.byKey[prefix]
+		if pd == nil {
+			pd = &pending{compactAt: compactFirst}
+			o.byKey[prefix] = pd
+		}
+		pd.rows = append(pd.rows, newRow{span{start, end}, buf})
+		if len(pd.rows) >= pd.compactAt {
+			if err := o.compact(pd); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rowGap is row i's dynamic gap in µs, 0 when it has none (null or
+// malformed: Spark's cast to an interval gives null).
+func (o *Operator) rowGap(c *stream.Column, i int) int64 {
+	if c.IsNull(i) {
+		return 0
+	}
+	text := c.Strings[i]
+	if g, ok := o.gapCache[text]; ok {
+		return g
+	}
+	var g int64
+	if d, err := interval.Parse(text); err == nil && d > 0 {
+		g = d.Microseconds()
+	}
+	if o.gapCache == nil || len(o.gapCache) > 1024 {
+		o.gapCache = map[string]int64{}
+	}
+	o.gapCache[text] = g
+	return g
+}
+
+// groupPrefix encodes row i's group columns as the state key's prefix.
+func (o *Operator) groupPrefix(groups []*stream.Column, i int) []byte {
+	b := o.keyBuf[:0]
+	for k, c := range groups {
+		null := c.IsNull(i)
+		if o.p.groupType[k] == stream.String {
+			if null {
+				b = state.AppendNullStringKey(b)
+			} else {
+				b = state.AppendStringKey(b, c.Strings[i])
+			}
+			continue
+		}
+		b = state.AppendNullableInt64Key(b, c.Int64s[i], null)
+	}
+	o.keyBuf = b
+	return b
+}
+
+func stateKey(dst []byte, prefix string, start int64) []byte {
+	return state.AppendTimestampKey(append(dst, prefix...), start)
+}
+
+// Finish merges the batch's rows into each key's stored sessions, then, in
+// append mode, evicts and emits the sessions the watermark closed (end <=
+// watermark); in complete mode it emits every stored session.
+func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*stream.Batch, stream.OperatorProgress, error) {
+	if err := o.begin(batchID); err != nil {
+		return nil, stream.OperatorProgress{}, err
+	}
+	t0 := time.Now()
+	updated, removed, err := o.mergeBatch()
+	if err != nil {
+		return nil, stream.OperatorProgress{}, err
+	}
+	updateMs := time.Since(t0).Milliseconds()
+	t1 := time.Now()
+	out := o.newOutput()
+	if o.p.spec.Mode == agg.Append {
+		evicted, err := o.evict(watermarkMs*1000, out)
+		if err != nil {
+			return nil, stream.OperatorProgress{}, err
+		}
+		removed += evicted
+	} else if err := o.emitAll(out); err != nil {
+		return nil, stream.OperatorProgress{}, err
+	}
+	parts := int64(o.store.Partitions())
+	o.progress = stream.OperatorProgress{
+		OperatorName:              OperatorName,
+		NumRowsTotal:              o.store.NumKeys(),
+		NumRowsUpdated:            updated,
+		AllUpdatesTimeMs:          updateMs,
+		NumRowsRemoved:            removed,
+		AllRemovalsTimeMs:         time.Since(t1).Milliseconds(),
+		NumRowsDroppedByWatermark: o.late,
+		NumShufflePartitions:      parts,
+		NumStateStoreInstances:    parts,
+		CustomMetrics: map[string]int64{
+			"numInputRows":      o.inRows,
+			"numOutputRows":     int64(out.Len),
+			MetricNullEventTime: o.nullTS,
+			MetricInvalidGap:    o.badGap,
+			"processTimeMs":     o.process.Milliseconds(),
+		},
+	}
+	o.finished = true
+	o.byKey = nil
+	return out, o.progress, nil
+}
+
+// mergeBatch merges each touched key's new rows with its stored sessions
+// (Spark's updateSessions: a key's sessions are replaced by the merged
+// ones) and returns the sessions written and deleted.
+func (o *Operator) mergeBatch() (updated, removed int64, err error) {
+	prefixes := make([]string, 0, len(o.byKey))
+	for k := range o.byKey {
+		prefixes = append(prefixes, k)
+	}
+	slices.Sort(prefixes)
+	var ps []piece
+	for _, prefix := range prefixes {
+		ps = ps[:0]
+		for _, s := range o.idx[prefix] {
+			ps = append(ps, piece{span: s, stored: true})
+		}
+		rows := o.byKey[prefix].rows
+		for r := range rows {
+			ps = append(ps, piece{span: rows[r].span, row: r})
+		}
+		sessions, members := mergePieces(ps)
+		for j, s := range sessions {
+			m := members[j]
+			if len(m) == 1 && m[0].stored {
+				continue // unchanged
+			}
+			total := o.p.buf.New()
+			for _, x := range m {
+				var src agg.Buffer
+				if !x.stored {
+					src = rows[x.row].buf
+				}
+				if x.stored {
+					if src, err = o.loadBuffer(prefix, x.start); err != nil {
+						return updated, removed, err
+					}
+				}
+				if err := o.p.buf.Merge(total, src); err != nil {
+					return updated, removed, fmt.Errorf("batch %d: %s: %w", o.batchID, o.p, err)
+				}
+			}
+			for _, x := range m {
+				if x.stored && x.start != s.start {
+					if err := o.store.Delete(stateKey(o.keyBuf[:0], prefix, x.start)); err != nil {
+						return updated, removed, fmt.Errorf("%s: write state: %w", o.p, err)
+					}
+					removed++
+				}
+			}
+			o.valBuf = o.p.buf.AppendValue(state.AppendTimestampValue(o.valBuf[:0], s.end), total)
+			if err := o.store.Put(stateKey(o.keyBuf[:0], prefix, s.start), o.valBuf); err != nil {
+				return updated, removed, fmt.Errorf("%s: write state: %w", o.p, err)
+			}
+			updated++
+			o.minEnd = min(o.minEnd, s.end)
+		}
+		o.idx[prefix] = sessions
+	}
+	return updated, removed, nil
+}
+
+// loadBuffer reads the stored session of prefix starting at start.
+func (o *Operator) loadBuffer(prefix string, start int64) (agg.Buffer, error) {
+	key := stateKey(o.keyBuf[:0], prefix, start)
+	val, ok, err := o.store.Get(key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read state: %w", o.p, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: indexed session at %d is not in state", o.p, start)
+	}
+	_, rest, err := o.decodeEnd(val)
+	if err != nil {
+		return nil, err
+	}
+	buf := o.p.buf.New()
+	if rest, err = o.p.buf.DecodeValue(rest, buf); err != nil {
+		return nil, err
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%s: state value has %d trailing bytes", o.p, len(rest))
+	}
+	return buf, nil
+}
+
+// evict deletes and emits, in key order, every session whose end is at or
+// before wmUs.
+func (o *Operator) evict(wmUs int64, out *stream.Batch) (int64, error) {
+	if o.p.spec.WatermarkDelay <= 0 || wmUs < o.minEnd {
+		return 0, nil
+	}
+	var prefixes []string
+	for k, ss := range o.idx {
+		for _, s := range ss {
+			if s.end <= wmUs {
+				prefixes = append(prefixes, k)
+				break
+			}
+		}
+	}
+	slices.Sort(prefixes)
+	var removed int64
+	for _, prefix := range prefixes {
+		var keep []span
+		for _, s := range o.idx[prefix] {
+			if s.end > wmUs {
+				keep = append(keep, s)
+				continue
+			}
+			buf, err := o.loadBuffer(prefix, s.start)
+			if err != nil {
+				return removed, err
+			}
+			if err := o.appendRow(out, stateKey(nil, prefix, s.start), s.end, buf); err != nil {
+				return removed, err
+			}
+			if err := o.store.Delete(stateKey(o.keyBuf[:0], prefix, s.start)); err != nil {
+				return removed, fmt.Errorf("%s: evict state: %w", o.p, err)
+			}
+			removed++
+		}
+		if len(keep) == 0 {
+			delete(o.idx, prefix)
+		} else {
+			o.idx[prefix] = keep
+		}
+	}
+	o.minEnd = o.leastEnd()
+	return removed, nil
+}
+
+func (o *Operator) leastEnd() int64 {
+	least := int64(math.MaxInt64)
+	for _, ss := range o.idx {
+		for _, s := range ss {
+			least = min(least, s.end)
+		}
+	}
+	return least
+}
+
+// emitAll emits every stored session (complete mode), in key order.
+func (o *Operator) emitAll(out *stream.Batch) error {
+	type kv struct{ k, v []byte }
+	var all []kv
+	err := o.store.Scan(nil, nil, func(key, val []byte) error {
+		all = append(all, kv{bytes.Clone(key), bytes.Clone(val)})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: scan state: %w", o.p, err)
+	}
+	slices.SortFunc(all, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	for _, x := range all {
+		end, rest, err := o.decodeEnd(x.v)
+		if err != nil {
+			return err
+		}
+		buf := o.p.buf.New()
+		if _, err := o.p.buf.DecodeValue(rest, buf); err != nil {
+			return err
+		}
+		if err := o.appendRow(out, x.k, end, buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *Operator) newOutput() *stream.Batch {
+	b := &stream.Batch{}
+	for _, f := range o.OutputSchema().Fields {
+		b.Columns = append(b.Columns, stream.Column{Name: f.Name, Type: f.Type})
+	}
+	return b
+}
+
+// appendRow appends the session stored under key (group columns, start)
+// with its end and buffer to out.
+func (o *Operator) appendRow(out *stream.Batch, key []byte, end int64, buf agg.Buffer) error {
+	fields, err := state.DecodeKey(o.p.schema.Key, key)
+	if err != nil {
+		return fmt.Errorf("%s: decode state key: %w", o.p, err)
+	}
+	n := len(o.p.groupType)
+	start, ok := fields[n].(int64)
+	if !ok {
+		return fmt.Errorf("%s: state key's session start is %T", o.p, fields[n])
+	}
+	cols := out.Columns
+	cols[0].Int64s = append(cols[0].Int64s, start)
+	cols[1].Int64s = append(cols[1].Int64s, end)
+	for k := range n {
+		c := &cols[2+k]
+		f := fields[k]
+		switch v := f.(type) {
+		case string:
+			c.Strings = append(c.Strings, v)
+		case int64:
+			c.Int64s = append(c.Int64s, v)
+		case nil:
+			if c.Type == stream.String {
+				c.Strings = append(c.Strings, "")
+			} else {
+				c.Int64s = append(c.Int64s, 0)
+			}
+		default:
+			return fmt.Errorf("%s: state key field %s is %T", o.p, c.Name, f)
+		}
+		setNull(c, out.Len, f == nil)
+	}
+	o.p.buf.AppendOutput(out, 2+n, buf)
+	out.Len++
+	return nil
+}
+
+// setNull records whether the value just appended to c (row n) is null;
+// Valid stays nil while no value is.
+func setNull(c *stream.Column, n int, null bool) {
+	if null && c.Valid == nil {
+		c.Valid = make([]bool, n, n+1)
+		for i := range c.Valid {
+			c.Valid[i] = true
+		}
+	}
+	if c.Valid != nil {
+		c.Valid = append(c.Valid, !null)
+	}
+}
+
+// Commit makes state version batchID durable.
+func (o *Operator) Commit(ctx context.Context, batchID int64) error {
+	if o.store == nil {
+		return errors.New("session window operator is not open")
+	}
+	if !o.inBatch || !o.finished || o.batchID != batchID {
+		return fmt.Errorf("session window: commit of batch %d before its Finish", batchID)
+	}
+	m, err := o.store.Commit(ctx, batchID)
+	if err != nil {
+		o.stale = true
+		return fmt.Errorf("%s: commit state version %d: %w", o.p, batchID, err)
+	}
+	o.progress.CommitTimeMs = m.CommitTimeMs
+	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
+	o.progress.NumRowsTotal = m.RowsTotal
+	o.inBatch, o.finished = false, false
+	return nil
+}
+
+// Progress returns the last batch's stateOperators entry, with its commit's
+// figures after Commit.
+func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
+
+// Abort discards the current batch; the index is rebuilt from the
+// committed state before the next batch.
+func (o *Operator) Abort() {
+	if o.store != nil {
+		o.store.Abort()
+	}
+	if o.inBatch {
+		o.stale = true
+	}
+	o.inBatch, o.finished = false, false
+	o.byKey = nil
+}
+
+// NeedsNoDataBatch reports whether a batch at watermarkMs would evict (and
+// emit) a session: append mode, and a stored session ending at or before
+// the watermark.
+func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
+	if o.store == nil || o.p.spec.Mode != agg.Append || o.p.spec.WatermarkDelay <= 0 {
+		return false, nil
+	}
+	if o.stale && !o.inBatch {
+		if err := o.reindex(); err != nil {
+			return false, err
+		}
+	}
+	if wm := watermarkMs * 1000; wm >= o.minEnd {
+		o.minEnd = o.leastEnd()
+		return wm >= o.minEnd, nil
+	}
+	return false, nil
+}
+
+// Repartition writes the state committed at base into n partitions as
+// version batchID, and continues with n partitions.
+func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
+	if o.store == nil {
+		return stream.RepartitionStats{}, errors.New("session window operator is not open")
+	}
+	if o.inBatch {
+		return stream.RepartitionStats{}, fmt.Errorf("session window: repartition while batch %d is uncommitted", o.batchID)
+	}
+	return o.store.Repartition(ctx, base, batchID, n)
+}
+
+// CheckPartitions refuses a partition count the state store's cache cannot
+// hold (stream.PartitionLimiter).
+func (o *Operator) CheckPartitions(from, to int) error { return state.CheckPartitions(from, to) }
+
+// Close releases the store; uncommitted changes are discarded.
+func (o *Operator) Close() error {
+	if o.store == nil {
+		return nil
+	}
+	o.store.Abort()
+	err := o.store.Close()
+	o.store = nil
+	o.inBatch, o.finished = false, false
+	o.byKey, o.idx = nil, nil
+	return err
+}
