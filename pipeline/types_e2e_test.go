@@ -211,7 +211,6 @@ func typedRecount(rows []typedRow, key string) map[string]string {
 		lo, hi   *int64
 		mf       float32
 		md       int32
-		seenF    bool
 		nonNullA bool
 	}
 	groups := map[string]*acc{}
