@@ -117,3 +117,25 @@ func TestTypePacking(t *testing.T) {
 		}
 	}
 }
+
+// TestArrayOfStringsAsDocumented builds an array<string> column the way
+// the package doc says a source does, and checks it validates and reads.
+func TestArrayOfStringsAsDocumented(t *testing.T) {
+	topics := MakeColumn("topics", ArrayOf(String), 0, 2)
+	topics.Elems.Strings = append(topics.Elems.Strings, "0xddf2", "0x0000")
+	topics.Offsets = append(topics.Offsets, int32(len(topics.Elems.Strings)))
+	topics.Offsets = append(topics.Offsets, int32(len(topics.Elems.Strings))) // a null row
+	topics.Valid = []bool{true, false}
+	b := &Batch{Len: 2, Columns: []Column{topics}}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if topics.Len() != 2 || topics.ArrayLen(0) != 2 || topics.ArrayLen(1) != 0 || !topics.IsNull(1) {
+		t.Fatalf("%+v", topics)
+	}
+	bad := topics
+	bad.Offsets = []int32{0, 3, 3}
+	if err := (&Batch{Len: 2, Columns: []Column{bad}}).Validate(); err == nil {
+		t.Fatal("offsets past the elements validated")
+	}
+}
