@@ -17,7 +17,7 @@ import (
 func newDemoCmd() *cobra.Command {
 	f := &demoFlags{}
 	c := &cobra.Command{
-		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--storage local|s3] [--in-process] [--refresh-results | --readme FILE] [--ui-addr ADDR [--ui-wait]] [--scenario restart-rules]",
+		Use:   "demo [--workdir DIR] [--results DIR] [--preset demo|seed] [--days N] [--storage local|s3] [--in-process] [--refresh-results | --readme FILE] [--ui-addr ADDR [--ui-wait]] [--scenario restart-rules | --example orders [--duckdb BIN]]",
 		Short: "Run the whole lifecycle offline: backfill, add live, retire the archive, refused reuse, shrink the state, proof",
 		Long: `demo generates a synthetic mainnet archive (cached in the work directory), serves it
 through an embedded S3 endpoint and an embedded JSON-RPC node on loopback, and runs each
@@ -34,7 +34,8 @@ are recreated on every run. The phase scripts (scripts/) use their own work dire
 work/scripts, so the demo and the scripts never share a checkpoint.`,
 		Example: `  ethstream demo                                   # the whole lifecycle, about a minute
   ethstream demo --days 3 --ui-addr 127.0.0.1:4040 --ui-wait
-  ethstream demo --storage s3 --results /tmp/results`,
+  ethstream demo --storage s3 --results /tmp/results
+  ethstream demo --example orders --duckdb /tmp/duckref   # the seeds' orders examples (scripts/duckref)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}

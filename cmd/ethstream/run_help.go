@@ -133,6 +133,9 @@ CONF  --conf KEY=VALUE, repeatable (Spark's names and meanings)
         offset, commit and state versions kept (default 100).
   spark.sql.streaming.noDataMicroBatches.enabled=true|false
         run a batch without new data when the watermark would evict state (default true).
+  spark.sql.streaming.multipleWatermarkPolicy=min|max
+        how the watermarks of several inputs (a join's sides) combine into the query's
+        (default min: the slowest input; max: the fastest, dropping more of the others' rows).
 
 TRIGGERS  --trigger (Spark's spellings; the hyphenated ones are accepted too)
 

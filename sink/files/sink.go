@@ -187,3 +187,14 @@ func (s *Sink) writePart(batchID int64, b *stream.Batch) (FileStatus, error) {
 		BlockReplication: localBlockReplication, BlockSize: localBlockSize, Action: ActionAdd,
 	}, nil
 }
+
+var _ stream.SinkAdvisor = (*Sink)(nil)
+
+// Remedy words the remedy of a refusal about the sink's output in its own
+// terms (--sink and its directory); "" keeps the engine's.
+func (s *Sink) Remedy(r stream.SinkRefusal) string {
+	if r.Problem == stream.SinkOutputMoved {
+		return "point --sink back at " + r.Location + " (a file sink's output directory, with its _spark_metadata log, cannot change), or start the query on a new checkpoint with a new output directory"
+	}
+	return ""
+}

@@ -416,3 +416,15 @@ func TestWindowStruct(t *testing.T) {
 		t.Fatalf("row 1 %+v", rows[1])
 	}
 }
+
+// TestRemedyNamesTheOutputDirectory: a moved output is refused with a
+// remedy in the file sink's terms; other refusals keep the engine's.
+func TestRemedyNamesTheOutputDirectory(t *testing.T) {
+	s := &Sink{Dir: "/out"}
+	if got := s.Remedy(stream.SinkRefusal{Problem: stream.SinkOutputMoved, Location: "/out"}); !strings.Contains(got, "--sink back at /out") {
+		t.Fatalf("remedy %q", got)
+	}
+	if got := s.Remedy(stream.SinkRefusal{Problem: stream.SinkOutputBehind}); got != "" {
+		t.Fatalf("remedy for another refusal %q", got)
+	}
+}
