@@ -94,11 +94,19 @@
 //	              format 2 (state.Field.Nullable: a marker byte, null
 //	              first); in format 1 a null of one is NULL_GROUP_KEY.
 //	              A global aggregation (no window, no group column) has the
-//	              one key field __global Int64, always 0.
+//	              one key field __global Int64, always 0. A group column of
+//	              another scalar type (types.go) is recorded by its type's
+//	              name and encoded by its class (state's encClass): integer
+//	              kinds, BOOLEAN, DATE as Int64 (TINYINT..INT and
+//	              TIMESTAMP_NTZ recorded as int64 and timestamp), FLOAT and
+//	              DOUBLE as a nullable Float64, BINARY as String, DECIMAL as
+//	              a String of its 16 order-preserving bytes.
 //	Value         per aggregate, its As name with the output type (count:
 //	              Int64; sum of Int64: Int64, of Float64: Float64; min/max:
 //	              the input type; avg: its double sum, Float64, or in
-//	              format 1 the sum in the input type); sum/min/max/avg add a field <As>__nonnull Int64,
+//	              format 1 the sum in the input type; of a DECIMAL(p,s) its
+//	              sum as DECIMAL(min(38,p+10),s), 16 bytes as a String value);
+//	              sum/min/max/avg add a field <As>__nonnull Int64,
 //	              the number of non-null inputs (0 means SQL null), because
 //	              state values are not nullable. A Spec declaring
 //	              Retractions without a count(*) adds a last field __rows

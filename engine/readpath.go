@@ -109,7 +109,10 @@ func keepRows(buf *stream.Batch, in *stream.Batch, keep []bool) *stream.Batch {
 // appendValue appends row r of src to dst (same type), validity included
 // when dst tracks it.
 func appendValue(dst, src *stream.Column, r int) {
-	switch src.Type {
+	switch src.Type.Storage() {
+	case stream.Decimal, stream.Array:
+		dst.Append(src, r)
+		return
 	case stream.Float64:
 		dst.Float64s = append(dst.Float64s, src.Float64s[r])
 	case stream.String:

@@ -128,7 +128,7 @@ func Compile(e Expr, types Types) (*Predicate, error) {
 // CompileWith type-checks e against the input columns under o.
 func CompileWith(e Expr, types Types, o Options) (*Predicate, error) {
 	p := &Predicate{expr: e, opts: o}
-	if !expr.Simple(e) {
+	if !expr.Simple(e) || !legacyTypes(e, types) {
 		ex, err := expr.Compile(e, expr.Resolver(types), expr.Options{NonANSI: o.NonANSI})
 		if err != nil {
 			return nil, err
@@ -146,6 +146,20 @@ func CompileWith(e Expr, types Types, o Options) (*Predicate, error) {
 	p.root = root
 	p.bound = make([]*stream.Column, len(p.cols))
 	return p, nil
+}
+
+// legacyTypes reports whether every column e reads is of a type the
+// simple evaluator's classes hold (BIGINT, TIMESTAMP, DOUBLE, STRING);
+// any other (BOOLEAN, INT, DECIMAL, DATE, ...) goes to package expr.
+func legacyTypes(e Expr, types Types) bool {
+	for _, c := range expr.Columns(e) {
+		switch t, _ := types(c); t {
+		case stream.Int64, stream.Timestamp, stream.Float64, stream.String, 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // String is the canonical text of the predicate.

@@ -210,3 +210,43 @@ func TestOperatorForwardsOptionalInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKeepTypedColumns: a simple comparison over a column of a type the
+// simple evaluator does not hold (DECIMAL, BOOLEAN, DATE, INT) runs on
+// package expr; the simple evaluator read such columns as strings
+// (nothing matched, or a nil slice panicked).
+func TestKeepTypedColumns(t *testing.T) {
+	b := &stream.Batch{Len: 3, Columns: []stream.Column{
+		{Name: "amt", Type: stream.DecimalOf(10, 2), Decimals: []stream.Dec128{stream.Dec128Of(1050), stream.Dec128Of(-5), stream.Dec128Of(99999)}},
+		{Name: "flag", Type: stream.Boolean, Int64s: []int64{1, 0, 1}},
+		{Name: "day", Type: stream.Date, Int64s: []int64{19000, 19001, 19002}},
+		{Name: "k", Type: stream.Int32, Int64s: []int64{5, 6, 7}}}}
+	types := func(name string) (stream.Type, bool) {
+		c := b.Column(name)
+		if c == nil {
+			return 0, false
+		}
+		return c.Type, true
+	}
+	for _, tc := range []struct {
+		e    Expr
+		want string
+	}{
+		{cmp(Gt, col("amt"), num(10)), "[true false true]"},
+		{cmp(Eq, col("flag"), Lit{Kind: LitBool, Bool: true}), "[true false true]"},
+		{cmp(Ge, col("day"), str("2022-01-09")), "[false true true]"},
+		{In{X: col("k"), List: []Lit{num(5), num(7)}}, "[true false true]"},
+	} {
+		p, err := Compile(tc.e, types)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.e, err)
+		}
+		got, err := p.Keep(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("%s: keep %v, want %s", tc.e, got, tc.want)
+		}
+	}
+}

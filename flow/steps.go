@@ -153,7 +153,10 @@ func takeColumn(c *stream.Column, keep []bool, n int) stream.Column {
 	if c.Valid != nil {
 		out.Valid = make([]bool, 0, n)
 	}
-	switch c.Type {
+	if s := c.Type.Storage(); s == stream.Decimal || s == stream.Array {
+		return c.Filter(keep)
+	}
+	switch c.Type.Storage() {
 	case stream.Float64:
 		out.Float64s = make([]float64, 0, n)
 	case stream.String:
@@ -168,7 +171,7 @@ func takeColumn(c *stream.Column, keep []bool, n int) stream.Column {
 		if c.Valid != nil {
 			out.Valid = append(out.Valid, c.Valid[r])
 		}
-		switch c.Type {
+		switch c.Type.Storage() {
 		case stream.Float64:
 			out.Float64s = append(out.Float64s, c.Float64s[r])
 		case stream.String:

@@ -30,6 +30,22 @@
 //     from the sink (a group whose count reached zero); only its key columns
 //     are meaningful. Sinks that cannot delete refuse such a batch.
 //
+// # Types
+//
+// Type covers Spark's scalar types and array<T> (batch.go): each kind's
+// values live in one of Column's slices (Type.Storage), DECIMAL(p,s) as
+// 128-bit unscaled Decimals, an array as Arrow's list: Offsets into a child
+// column Elems of the element type. A source of array<string>, say log
+// topics, builds
+//
+//	topics := stream.MakeColumn("topics", stream.ArrayOf(stream.String), 0, n)
+//	// per row: append the elements to topics.Elems, then the end offset
+//	topics.Elems.Strings = append(topics.Elems.Strings, "0xddf2...", "0x0000...")
+//	topics.Offsets = append(topics.Offsets, int32(len(topics.Elems.Strings)))
+//
+// (a null array: Valid[i] false and no elements). The kernels (kernel.go)
+// copy every type; Batch.Validate checks the offsets.
+//
 // # Schemas
 //
 // An operator that knows its output before the first batch implements

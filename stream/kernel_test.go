@@ -11,11 +11,20 @@ func cell(c *Column, i int) any {
 	if c.Valid != nil && !c.Valid[i] {
 		return nil
 	}
-	switch c.Type {
+	switch c.Type.Storage() {
 	case Float64:
 		return c.Float64s[i]
 	case String:
 		return c.Strings[i]
+	case Decimal:
+		return c.Decimals[i]
+	case Array:
+		// The elements, read through the offsets, as text.
+		var parts []string
+		for e := c.Offsets[i]; e < c.Offsets[i+1]; e++ {
+			parts = append(parts, fmt.Sprint(cell(c.Elems, int(e))))
+		}
+		return fmt.Sprint(parts)
 	}
 	return c.Int64s[i]
 }
@@ -25,8 +34,20 @@ func randColumn(r *rand.Rand, typ Type, n int, nulls bool) Column {
 	if nulls {
 		c.Valid = make([]bool, n)
 	}
+	if typ.Kind() == Array {
+		c.Offsets = []int32{0}
+		e := randColumn(r, typ.Elem(), 0, false)
+		c.Elems = &e
+	}
 	for i := 0; i < n; i++ {
-		switch typ {
+		switch typ.Storage() {
+		case Array:
+			k := r.IntN(4)
+			more := randColumn(r, typ.Elem(), k, r.IntN(2) == 0)
+			c.Elems.AppendRange(&more, 0, k)
+			c.Offsets = append(c.Offsets, c.Offsets[i]+int32(k))
+		case Decimal:
+			c.Decimals = append(c.Decimals, Dec128{Hi: r.Int64N(3) - 1, Lo: r.Uint64()})
 		case Float64:
 			c.Float64s = append(c.Float64s, r.Float64())
 		case String:
@@ -64,7 +85,7 @@ func checkColumn(t *testing.T, what string, got *Column, want []any) {
 func TestKernelsAgainstNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for iter := 0; iter < 300; iter++ {
-		typ := []Type{Int64, Float64, String, Timestamp}[iter%4]
+		typ := []Type{Int64, Float64, String, Timestamp, DecimalOf(38, 4), ArrayOf(String), ArrayOf(DecimalOf(20, 2))}[iter%7]
 		n := r.IntN(40)
 		src := randColumn(r, typ, n, r.IntN(2) == 0)
 		// Take

@@ -83,12 +83,22 @@ func cell(c *stream.Column, r int) string {
 	if c.IsNull(r) {
 		return "NULL"
 	}
-	switch c.Type {
+	switch c.Type.Kind() {
 	case stream.Float64:
 		return strconv.FormatFloat(c.Float64s[r], 'g', -1, 64)
+	case stream.Float32:
+		return strconv.FormatFloat(c.Float64s[r], 'g', -1, 32)
 	case stream.String:
 		return c.Strings[r]
-	case stream.Timestamp:
+	case stream.Binary:
+		return fmt.Sprintf("[% X]", c.Strings[r])
+	case stream.Decimal:
+		return c.Decimals[r].Text(c.Type.Scale())
+	case stream.Boolean:
+		return strconv.FormatBool(c.Int64s[r] != 0)
+	case stream.Date:
+		return time.Unix(c.Int64s[r]*86400, 0).UTC().Format(time.DateOnly)
+	case stream.Timestamp, stream.TimestampNTZ:
 		return time.UnixMicro(c.Int64s[r]).UTC().Format("2006-01-02 15:04:05")
 	}
 	return strconv.FormatInt(c.Int64s[r], 10)

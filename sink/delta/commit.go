@@ -153,7 +153,7 @@ func Create(ctx context.Context, path string, schema Schema, opts ...CreateOptio
 			IsolationLevel: "Serializable", IsBlindAppend: &blind,
 			OperationMetrics: map[string]any{}, EngineInfo: engineInfo(), TxnID: uuid.NewString(),
 		}},
-		{Protocol: &Protocol{MinReaderVersion: ReaderVersion, MinWriterVersion: WriterVersion}},
+		{Protocol: ptr(protocolFor(schema))},
 		{MetaData: meta},
 	}
 	body, err := marshalActions(acts)

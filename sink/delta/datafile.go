@@ -31,17 +31,7 @@ import (
 // type made at run time, so the columns keep the table's order (a
 // parquet.Group would sort them by name).
 func parquetSchemaOf(l *outLayout) *parquet.Schema {
-	leafType := func(t stream.Type) (reflect.Type, string) {
-		switch t {
-		case stream.Float64:
-			return reflect.TypeOf((*float64)(nil)), ",optional"
-		case stream.String:
-			return reflect.TypeOf((*string)(nil)), ",optional"
-		case stream.Timestamp:
-			return reflect.TypeOf((*int64)(nil)), ",optional,timestamp(microsecond:utc)"
-		}
-		return reflect.TypeOf((*int64)(nil)), ",optional"
-	}
+	leafType := leafGoType
 	var fields []reflect.StructField
 	for i := 0; i < len(l.leaves); i++ {
 		lf := l.leaves[i]
@@ -124,6 +114,8 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 			dst = append(dst, parquet.NullValue().Level(0, def-1, c))
 		case typ == stream.Float64:
 			dst = append(dst, parquet.DoubleValue(v.Float64s[i]).Level(0, def, c))
+		case typ != stream.String && typ != stream.Int64 && typ != stream.Timestamp:
+			dst = append(dst, leafValue(typ, v, i).Level(0, def, c))
 		case typ == stream.String:
 			s := v.Strings[i]
 			// No copy: the column buffer copies the bytes, and s outlives the call.
@@ -278,8 +270,21 @@ func (rs *rowSet) colStat(c int) colStat {
 	v := &rs.cols[c]
 	var s colStat
 	// One loop per type: this runs over every value of every file written.
-	switch rs.l.leaves[c].typ {
-	case stream.Float64:
+	switch t := rs.l.leaves[c].typ; {
+	case t.Kind() == stream.Decimal:
+		for i, x := range v.Decimals[:rs.n] {
+			switch {
+			case v.IsNull(i):
+				s.nulls++
+			case !s.has:
+				s.lo, s.hi, s.has = i, i, true
+			case x.Cmp(v.Decimals[s.lo]) < 0:
+				s.lo = i
+			case x.Cmp(v.Decimals[s.hi]) > 0:
+				s.hi = i
+			}
+		}
+	case t.Storage() == stream.Float64:
 		for i, x := range v.Float64s[:rs.n] {
 			switch {
 			case v.IsNull(i):
@@ -293,10 +298,13 @@ func (rs *rowSet) colStat(c int) colStat {
 				s.hi = i
 			}
 		}
-	case stream.String:
+	case t.Storage() == stream.String:
 		orderedStat(&s, v, v.Strings[:rs.n])
 	default:
 		orderedStat(&s, v, v.Int64s[:rs.n])
+	}
+	if t := rs.l.leaves[c].typ; t == stream.Boolean || t == stream.Binary {
+		s.has = false // Delta keeps no min/max of a boolean or binary column
 	}
 	return s
 }
@@ -376,7 +384,8 @@ func (rs *rowSet) statValue(c int, s colStat, isMin bool) string {
 		}
 		return jsonStr(truncMax(v.Strings[i]))
 	}
-	return strconv.FormatInt(v.Int64s[i], 10)
+	text, _ := statText(rs.l.leaves[c].typ, v, i)
+	return text
 }
 
 // jsonStr encodes s as encoding/json does (HTML characters escaped).

@@ -17,22 +17,6 @@ const (
 	windowEnd   = "end"
 )
 
-// deltaPrimitive maps a column type to its Delta (Spark) type per the
-// protocol's primitive types.
-func deltaPrimitive(t stream.Type) (string, error) {
-	switch t {
-	case stream.Int64:
-		return "long", nil
-	case stream.Float64:
-		return "double", nil
-	case stream.String:
-		return "string", nil
-	case stream.Timestamp:
-		return "timestamp", nil
-	}
-	return "", fmt.Errorf("no Delta type for %s", t)
-}
-
 // outLeaf is one output column as the table stores it: the engine column
 // and its path in the table schema (["window","start"] or ["miner"]).
 type outLeaf struct {
@@ -90,7 +74,7 @@ func newOutLayout(out stream.Schema) (*outLayout, error) {
 		}
 		p, err := deltaPrimitive(f.Type)
 		if err != nil {
-			return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "emit int64, float64, string or timestamp columns", "output column %q", f.Name)
+			return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "emit columns of Spark's scalar types (arrays, maps and structs are not written yet)", "output column %q", f.Name)
 		}
 		l.leaves = append(l.leaves, outLeaf{col: f.Name, path: []string{f.Name}, typ: f.Type, nullable: f.Nullable})
 		l.schema.Fields = append(l.schema.Fields, Field{Name: f.Name, Type: DataType{Primitive: p}, Nullable: true})
@@ -141,17 +125,8 @@ func tableLayout(s Schema) (*outLayout, error) {
 		if !f.Nullable {
 			return nil, fmt.Errorf("column %q is not nullable; the sink writes every column nullable", f.Name)
 		}
-		var t stream.Type
-		switch f.Type.Primitive {
-		case "long":
-			t = stream.Int64
-		case "double":
-			t = stream.Float64
-		case "string":
-			t = stream.String
-		case "timestamp":
-			t = stream.Timestamp
-		default:
+		t, ok := streamOfDelta(f.Type.Primitive)
+		if !ok {
 			return nil, fmt.Errorf("column %q has type %s, which ethstream does not write", f.Name, f.Type.String())
 		}
 		if f.Name == KeyWindowStart || f.Name == KeyWindowEnd {

@@ -116,7 +116,7 @@ func keyRanges(f *AddFile, l *outLayout) []leafRange {
 			a, ok1 := statTime(lo)
 			b, ok2 := statTime(hi)
 			r.bounded, r.lo, r.hi = ok1 && ok2, a, b+999
-		case stream.Int64:
+		case stream.Int64, stream.Int32, stream.Int16, stream.Int8:
 			a, _, ok1 := statNumber(lo)
 			b, _, ok2 := statNumber(hi)
 			r.bounded, r.lo, r.hi = ok1 && ok2, a, b

@@ -39,10 +39,10 @@ func batchRowSet(l *outLayout, b *stream.Batch) (*rowSet, error) {
 	rs := &rowSet{l: l, cols: make([]stream.Column, len(l.leaves)), n: b.Len}
 	for i, lf := range l.leaves {
 		c := b.Column(lf.col)
-		if c == nil || c.Type != lf.typ {
+		if c == nil || c.Type != lf.typ && !widens(c.Type, lf.typ) {
 			return nil, errBadBatch(lf.col, lf.typ)
 		}
-		rs.cols[i] = stream.Column{Name: lf.col, Type: lf.typ, Int64s: c.Int64s, Float64s: c.Float64s, Strings: c.Strings}
+		rs.cols[i] = stream.Column{Name: lf.col, Type: lf.typ, Int64s: c.Int64s, Float64s: c.Float64s, Strings: c.Strings, Decimals: c.Decimals}
 		if c.Valid != nil && slices.Contains(c.Valid, false) {
 			rs.cols[i].Valid = c.Valid
 		}
@@ -75,11 +75,13 @@ func cmpAt(t stream.Type, a *stream.Column, i int, b *stream.Column, j int) int 
 	if an || bn {
 		return cmpNullable(an, bn)
 	}
-	switch t {
+	switch t.Storage() {
 	case stream.Float64:
 		return cmp.Compare(a.Float64s[i], b.Float64s[j])
 	case stream.String:
 		return strings.Compare(a.Strings[i], b.Strings[j])
+	case stream.Decimal:
+		return a.Decimals[i].Cmp(b.Decimals[j])
 	}
 	return cmp.Compare(a.Int64s[i], b.Int64s[j])
 }

@@ -3,6 +3,7 @@ package delta
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -162,20 +163,34 @@ func (s *Snapshot) showRows(ctx context.Context, vals []any, emit func() error) 
 	})
 }
 
-// value returns column c of row r as Rows would: time.Time (UTC), int64,
-// float64, string, or nil for a null.
+// value returns column c of row r for Show: time.Time (UTC), int64,
+// float64, string as Rows would, and for the other types bool, float32,
+// json.Number (a decimal's plain text), []byte (binary), dateText and
+// localTime (a TIMESTAMP_NTZ); nil for a null.
 func (rs *rowSet) value(c, r int) any {
 	v := &rs.cols[c]
 	if v.IsNull(r) {
 		return nil
 	}
-	switch rs.l.leaves[c].typ {
+	switch t := rs.l.leaves[c].typ; t.Kind() {
 	case stream.Timestamp:
 		return time.UnixMicro(v.Int64s[r]).UTC()
+	case stream.TimestampNTZ:
+		return localTime(v.Int64s[r])
+	case stream.Float32:
+		return float32(v.Float64s[r])
 	case stream.Float64:
 		return v.Float64s[r]
 	case stream.String:
 		return v.Strings[r]
+	case stream.Binary:
+		return []byte(v.Strings[r])
+	case stream.Decimal:
+		return json.Number(v.Decimals[r].Text(t.Scale()))
+	case stream.Boolean:
+		return v.Int64s[r] != 0
+	case stream.Date:
+		return dateText(time.Unix(v.Int64s[r]*86400, 0).UTC().Format(time.DateOnly))
 	}
 	return v.Int64s[r]
 }
@@ -186,6 +201,10 @@ func jsonValue(v any) any {
 	switch x := v.(type) {
 	case time.Time:
 		return x.UTC().Format(ShowTimeLayout)
+	case localTime:
+		return csvCell(x)
+	case []byte:
+		return base64.StdEncoding.EncodeToString(x) // as Spark's JSON writes binary
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
@@ -202,8 +221,26 @@ func jsonValue(v any) any {
 	return v
 }
 
+// localTime is a TIMESTAMP_NTZ value: shown without a zone.
+type localTime int64
+
+// dateText is a DATE value, shown as yyyy-MM-dd.
+type dateText string
+
+// ShowNTZLayout renders a TIMESTAMP_NTZ in Show: ShowTimeLayout without
+// the zone.
+const ShowNTZLayout = "2006-01-02T15:04:05.999999"
+
 func csvCell(v any) string {
 	switch x := v.(type) {
+	case localTime:
+		return time.UnixMicro(int64(x)).UTC().Format(ShowNTZLayout)
+	case dateText:
+		return string(x)
+	case json.Number:
+		return string(x)
+	case []byte:
+		return hexBytes(x)
 	case nil:
 		return ""
 	case string:
@@ -214,6 +251,8 @@ func csvCell(v any) string {
 		return strconv.FormatBool(x)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32)
 	case time.Time:
 		return x.UTC().Format(ShowTimeLayout)
 	}
@@ -222,4 +261,18 @@ func csvCell(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(js)
+}
+
+// hexBytes renders a BINARY value as Spark's show() does: "[0A FF]".
+func hexBytes(b []byte) string {
+	const digits = "0123456789ABCDEF"
+	out := make([]byte, 0, 2+3*len(b))
+	out = append(out, '[')
+	for i, c := range b {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(append(out, ']'))
 }

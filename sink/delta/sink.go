@@ -167,13 +167,16 @@ func (m *MergeSink) Open(ctx context.Context, env stream.SinkEnv) error {
 	if len(out.Fields) == 0 {
 		out = m.o.Schema
 	}
-	l, err := sinkLayout(out, m.o.KeyColumns, m.o.Path)
-	if err != nil {
-		return err
+	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
+	if err == nil {
+		out = widenToTable(ctx, t, out)
+	}
+	l, lerr := sinkLayout(out, m.o.KeyColumns, m.o.Path)
+	if lerr != nil {
+		return lerr
 	}
 	want := l.schema
 	m.layout = l
-	t, err := OpenFS(ctx, m.o.FS, m.o.Path)
 	var ce *errcode.Error
 	if errors.As(err, &ce) && ce.Code == CodeNotATable {
 		opts := []CreateOption{WithClock(m.o.Clock), WithFS(m.o.FS)}

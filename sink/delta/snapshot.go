@@ -125,7 +125,7 @@ func (s *Snapshot) check() error {
 }
 
 func checkReadProtocol(p Protocol, path string) error {
-	if p.MinReaderVersion > ReaderVersion || len(p.ReaderFeatures) > 0 {
+	if p.MinReaderVersion > ReaderVersion && !onlyNtz(p.MinReaderVersion, 3, p.ReaderFeatures) {
 		return errcode.New(CodeUnsupportedProtocol, path, remedyProtocol,
 			"table needs reader version %d with features %v; ethstream reads version %d without features",
 			p.MinReaderVersion, p.ReaderFeatures, ReaderVersion)
@@ -137,7 +137,7 @@ func checkWriteProtocol(p Protocol, path string) error {
 	if err := checkReadProtocol(p, path); err != nil {
 		return err
 	}
-	if p.MinWriterVersion > WriterVersion || len(p.WriterFeatures) > 0 {
+	if p.MinWriterVersion > WriterVersion && !onlyNtz(p.MinWriterVersion, 7, p.WriterFeatures) {
 		return errcode.New(CodeUnsupportedProtocol, path, remedyProtocol,
 			"table needs writer version %d with features %v; ethstream writes version %d without features",
 			p.MinWriterVersion, p.WriterFeatures, WriterVersion)
@@ -317,4 +317,19 @@ func statsJSONValue(v any) any {
 // ISO-8601 UTC, cut (not rounded) to milliseconds.
 func formatStatsTime(t time.Time) string {
 	return t.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
+}
+
+// onlyNtz reports whether a protocol at version v (the table-features
+// version featuresAt) names no feature but timestampNtz, the one feature
+// ethstream implements (it reads and writes TIMESTAMP_NTZ columns).
+func onlyNtz(v, featuresAt int, features []string) bool {
+	if v != featuresAt {
+		return false
+	}
+	for _, f := range features {
+		if f != featureTimestampNtz {
+			return false
+		}
+	}
+	return true
 }

@@ -46,15 +46,23 @@ func rowString(b *stream.Batch, i int) string {
 			parts = append(parts, "null")
 			continue
 		}
-		switch c.Type {
-		case stream.Int64:
+		switch c.Type.Kind() {
+		case stream.Int64, stream.Int32, stream.Int16, stream.Int8:
 			parts = append(parts, strconv.FormatInt(c.Int64s[i], 10))
-		case stream.Float64:
+		case stream.Boolean:
+			parts = append(parts, strconv.FormatBool(c.Int64s[i] != 0))
+		case stream.Date:
+			parts = append(parts, time.Unix(c.Int64s[i]*86400, 0).UTC().Format(time.DateOnly))
+		case stream.Decimal:
+			parts = append(parts, c.Decimals[i].Text(c.Type.Scale()))
+		case stream.Float64, stream.Float32:
 			parts = append(parts, strconv.FormatFloat(c.Float64s[i], 'g', -1, 64))
-		case stream.String:
+		case stream.String, stream.Binary:
 			parts = append(parts, c.Strings[i])
-		case stream.Timestamp:
+		case stream.Timestamp, stream.TimestampNTZ:
 			parts = append(parts, time.UnixMicro(c.Int64s[i]).UTC().Format(time.RFC3339Nano))
+		default:
+			panic(fmt.Sprintf("rowString: column %s of type %v", c.Name, c.Type))
 		}
 	}
 	return strings.Join(parts, "|")

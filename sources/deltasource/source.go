@@ -163,7 +163,7 @@ func (s *Source) resolve(ctx context.Context) error {
 	}
 	unsupported := func(name string, t delta.DataType) error {
 		return errcode.New("UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE", s.root,
-			"read a table whose columns are strings, integers, floating point numbers, timestamps or structs of them (boolean, date, decimal, binary, arrays, maps and deeper nesting wait for the engine's new column types)",
+			"read a table whose columns are of Spark's scalar types or structs of them (arrays, maps and deeper nesting are not read yet)",
 			"the delta source does not support the column `%s` of the type %s", name, strings.ToUpper(typeName(t)))
 	}
 	for _, f := range snap.Schema.Fields {
@@ -234,19 +234,13 @@ func typeName(t delta.DataType) string {
 	return "unknown"
 }
 
-// streamType maps Delta's primitive types to the engine's.
+// streamType maps Delta's primitive types to the engine's type of the
+// same Spark type.
 func streamType(t delta.DataType) (stream.Type, bool) {
-	switch t.Primitive {
-	case "long", "integer", "short", "byte":
-		return stream.Int64, true
-	case "float", "double":
-		return stream.Float64, true
-	case "string":
-		return stream.String, true
-	case "timestamp", "timestamp_ntz":
-		return stream.Timestamp, true
+	if t.Primitive == "" {
+		return 0, false
 	}
-	return 0, false
+	return delta.StreamTypeOf(t.Primitive)
 }
 
 // Open resolves the table and checks that a committed offset names it.
@@ -665,13 +659,27 @@ func partitionColumn(c column, v *string, n int) (stream.Column, error) {
 	if null {
 		col.Valid = make([]bool, n)
 	}
-	switch c.typ {
+	switch c.typ.Storage() {
+	case stream.Decimal:
+		col.Decimals = make([]stream.Dec128, n)
+		if !null {
+			x, ok := stream.ParseDecimal(*v, c.typ.Precision(), c.typ.Scale())
+			if !ok {
+				return col, fmt.Errorf("decimal partition value %q does not parse as %s", *v, c.typ)
+			}
+			for i := range col.Decimals {
+				col.Decimals[i] = x
+			}
+		}
 	case stream.String:
 		col.Strings = make([]string, n)
 		if !null {
 			for i := range col.Strings {
 				col.Strings[i] = *v
 			}
+		}
+		if c.typ == stream.Binary && !null {
+			return col, fmt.Errorf("binary partition value %q", *v) // Spark refuses binary partition columns
 		}
 	case stream.Float64:
 		col.Float64s = make([]float64, n)
@@ -689,9 +697,20 @@ func partitionColumn(c column, v *string, n int) (stream.Column, error) {
 		if !null {
 			var x int64
 			var err error
-			if c.typ == stream.Timestamp {
+			switch c.typ {
+			case stream.Timestamp, stream.TimestampNTZ:
 				x, err = partitionTimestamp(*v)
-			} else {
+			case stream.Date:
+				var d time.Time
+				if d, err = time.Parse(time.DateOnly, *v); err == nil {
+					x = d.Unix() / 86400
+				}
+			case stream.Boolean:
+				var b bool
+				if b, err = strconv.ParseBool(*v); b {
+					x = 1
+				}
+			default:
 				x, err = strconv.ParseInt(*v, 10, 64)
 			}
 			if err != nil {
