@@ -187,15 +187,14 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("open %s: %w", src, err)
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", dst, err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+	// Published through package durable, as every file the demo writes.
+	if err := writeFile(dst, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	}); err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
-	return out.Close()
+	return nil
 }
 
 // flattenInto writes the phase's progress as batches.csv and sources.csv

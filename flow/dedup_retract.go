@@ -15,7 +15,7 @@ import (
 // must not reach the next operator, which never saw it. Spark has no
 // retractions; its dropDuplicates is append-only. So the plan is refused
 // when it is built, before anything is read or written, naming the
-// operator: RETRACTION_UNSUPPORTED (docs/contracts.md, Deduplication). The
+// operator: RETRACTION_UNSUPPORTED (docs/contracts.md, State: Deduplication). The
 // operator refuses a retraction it is handed anyway (a source that
 // retracts without saying so).
 

@@ -103,9 +103,16 @@ func TestMedallionKill9(t *testing.T) {
 	}
 	for range 30 {
 		// Both stages live at once; each is killed at its own moment.
+		// A child is killed once its newest commit moved on by one or two
+		// batches (or after a few seconds without): a fixed delay let a
+		// fast machine finish silver before the second kill.
+		before := map[string]int64{"silver": committed("silver"), "gold": committed("gold")}
 		live := []*child{start("silver"), start("gold")}
 		for _, c := range live {
-			time.Sleep(time.Duration(100+r.IntN(600)) * time.Millisecond)
+			want := before[c.stage] + 1 + int64(r.IntN(2))
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && committed(c.stage) < want; {
+				time.Sleep(2 * time.Millisecond)
+			}
 			if c.cmd.ProcessState == nil {
 				if err := c.cmd.Process.Signal(syscall.SIGKILL); err == nil {
 					kills[c.stage]++

@@ -14,7 +14,7 @@ import (
 // keeps; drawn here with a deduplication before the SELECT list (Spark's
 // Project over Deduplicate; ethstream's --drop-duplicates on a query
 // without an aggregation), the WHERE running first as ethstream's read
-// path runs it (docs/contracts.md, Deduplication).
+// path runs it (docs/contracts.md, State: Deduplication).
 
 // Projection generates a projection of one to three columns with a
 // deduplication, a WHERE at times and a watermark at times.
