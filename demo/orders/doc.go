@@ -3,8 +3,8 @@
 // written as Delta tables by ethstream's own Delta writer, then
 //
 //  1. the source-evolution article's "Get started": orders_us and
-//     orders_eu read as named Delta sources and unioned (the view over
-//     every source, FROM blocks), counted and summed per region into a
+//     orders_eu read as named Delta sources and unioned in SQL
+//     (FROM (SELECT * FROM orders_us UNION ALL SELECT * FROM orders_eu)), counted and summed per region into a
 //     Delta table; then orders_eu removed (its name tombstoned), then
 //     re-added under its old name: refused with
 //     STREAMING_QUERY_EVOLUTION_ERROR.TOMBSTONE_SOURCE_NAME_REUSE, the

@@ -190,19 +190,36 @@ func (u *union) csv() string {
 }
 
 // runUnion is the source-evolution article's "Get started": orders_us and
-// orders_eu, named, unioned (the view over every source; FROM blocks),
+// orders_eu, named, unioned in SQL (UNION ALL, as unionQuery writes it),
 // counted and summed per region into a Delta table; then orders_eu removed
 // (its name tombstoned) and re-added under that name (refused).
+// unionQuery is the Get started query over the named sources srcs: their
+// UNION ALL in a subquery (one source: the source itself), counted and
+// summed per region. Removing a source is removing its branch, as a Spark
+// user edits orders_us.union(orders_eu).
+func unionQuery(srcs []string) string {
+	from := srcs[0]
+	if len(srcs) > 1 {
+		branches := make([]string, len(srcs))
+		for i, s := range srcs {
+			branches[i] = "SELECT * FROM " + s
+		}
+		from = "(" + strings.Join(branches, " UNION ALL ") + ")"
+	}
+	return "SELECT region, count(*) AS orders, sum(amount) AS amount FROM " + from + " GROUP BY region"
+}
+
 func runUnion(ctx context.Context, o Options, tables string, data *Data, rep *Report) (*union, error) {
 	dir := filepath.Join(o.WorkDir, "union")
 	base := pipeline.Config{Checkpoint: filepath.Join(dir, "checkpoint"), Table: filepath.Join(dir, "orders_by_region"), LocalDir: filepath.Join(dir, "local"),
 		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: o.Logger,
-		Conf:  map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true", "spark.sql.shuffle.partitions": "2"},
-		Query: "SELECT region, count(*) AS orders, sum(amount) AS amount FROM " + pipeline.FromAll + " GROUP BY region"}
+		Conf: map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true", "spark.sql.shuffle.partitions": "2"},
+	}
 	u := &union{}
 	step := func(name string, srcs []string, maxBatches int, refusal bool) (string, []*stream.Progress, error) {
 		cfg := base
 		cfg.MaxBatches = maxBatches
+		cfg.Query = unionQuery(srcs)
 		for _, s := range srcs {
 			cfg.Sources = append(cfg.Sources, source(tables, s, 2))
 		}
