@@ -225,27 +225,11 @@ func (o *Operator) key(cols []*stream.Column, i int) ([]byte, error) {
 	return b, nil
 }
 
-// appendRow appends row i of the columns src to out.
+// appendRow appends row i of the columns src to out, each column by its
+// own storage (stream's Append kernel: DECIMAL and arrays too).
 func appendRow(out *stream.Batch, src []*stream.Column, i int) {
 	for j := range out.Columns {
-		d, s := &out.Columns[j], src[j]
-		switch d.Type {
-		case stream.Float64:
-			d.Float64s = append(d.Float64s, s.Float64s[i])
-		case stream.String:
-			d.Strings = append(d.Strings, s.Strings[i])
-		default:
-			d.Int64s = append(d.Int64s, s.Int64s[i])
-		}
-		if s.Valid != nil || d.Valid != nil {
-			if d.Valid == nil {
-				d.Valid = make([]bool, out.Len, out.Len+1)
-				for r := range d.Valid {
-					d.Valid[r] = true
-				}
-			}
-			d.Valid = append(d.Valid, !s.IsNull(i))
-		}
+		out.Columns[j].Append(src[j], i)
 	}
 	out.Len++
 }

@@ -51,7 +51,7 @@ func (p *Post) apply(in *stream.Batch) (*stream.Batch, error) {
 	}
 	b := in
 	if len(rows) != in.Len {
-		b = take(in, rows)
+		b = in.Take(rows) // every type's storage (stream's kernel)
 	}
 	use := make([]bool, b.Len)
 	for r := range use {
@@ -83,35 +83,4 @@ func retractionsFalse(b *stream.Batch) []bool {
 		use[r] = b.Signs[r] > 0
 	}
 	return use
-}
-
-// take copies rows of b, in order.
-func take(b *stream.Batch, rows []int) *stream.Batch {
-	out := &stream.Batch{Len: len(rows)}
-	if b.Signs != nil {
-		for _, r := range rows {
-			out.Signs = append(out.Signs, b.Signs[r])
-		}
-	}
-	for _, c := range b.Columns {
-		n := stream.Column{Name: c.Name, Type: c.Type}
-		if c.Valid != nil {
-			n.Valid = make([]bool, 0, len(rows))
-		}
-		for _, r := range rows {
-			switch c.Type {
-			case stream.Float64:
-				n.Float64s = append(n.Float64s, c.Float64s[r])
-			case stream.String:
-				n.Strings = append(n.Strings, c.Strings[r])
-			default:
-				n.Int64s = append(n.Int64s, c.Int64s[r])
-			}
-			if c.Valid != nil {
-				n.Valid = append(n.Valid, c.Valid[r])
-			}
-		}
-		out.Columns = append(out.Columns, n)
-	}
-	return out
 }
