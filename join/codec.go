@@ -34,9 +34,9 @@ func rowAt(cols []*stream.Column, i int) row {
 	for j, c := range cols {
 		switch {
 		case c.IsNull(i):
-		case c.Type == stream.Float64:
+		case c.Type.Storage() == stream.Float64:
 			r[j] = c.Float64s[i]
-		case c.Type == stream.String:
+		case c.Type.Storage() == stream.String:
 			r[j] = c.Strings[i]
 		default:
 			r[j] = c.Int64s[i]
@@ -161,7 +161,7 @@ func decodeRow(fields []stream.Field, val []byte) (row, bool, error) {
 		if string(raw) == "null" {
 			continue
 		}
-		switch f.Type {
+		switch f.Type.Storage() {
 		case stream.String:
 			var v string
 			err = json.Unmarshal(raw, &v)

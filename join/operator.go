@@ -626,7 +626,7 @@ func (ob *outBuilder) add(p *plan, l, r row) {
 			v = src[oc.col]
 		}
 		c := &ob.b.Columns[j]
-		switch c.Type {
+		switch c.Type.Storage() {
 		case stream.Float64:
 			x, _ := v.(float64)
 			c.Float64s = append(c.Float64s, x)

@@ -189,13 +189,20 @@ func newPlan(spec Spec) (*plan, error) {
 	}
 	for i, s := range []Side{spec.Left, spec.Right} {
 		sp := sidePlan{Side: s, wm: -1}
+		// The state keeps a row's values as int64, float64 or string
+		// (codec.go); a DECIMAL or an array has none of those storages.
+		for _, f := range s.Schema.Fields {
+			if st := f.Type.Storage(); st == stream.Decimal || st == stream.Array {
+				return nil, invalid("column %s.%s is %v: ethstream's join state keeps no decimal or array column (select the columns the join needs, or cast)", s.Alias, f.Name, f.Type)
+			}
+		}
 		for _, k := range s.Keys {
 			j := fieldIndex(s.Schema, k)
 			if j < 0 {
 				return nil, errcode.New(errcode.UnresolvedColumn, "", "join on columns of the side's rows",
 					"join key %q is not a column of side %s: %s", k, s.Alias, s.Schema)
 			}
-			if s.Schema.Fields[j].Type == stream.Float64 {
+			if s.Schema.Fields[j].Type.Storage() == stream.Float64 {
 				return nil, invalid("join key %s.%s is a double: ethstream's join state cannot key a double", s.Alias, k)
 			}
 			sp.keys = append(sp.keys, j)
@@ -362,9 +369,11 @@ func (p *plan) stateSchema() state.Schema {
 
 // stateType is the state store type holding a key column of type t.
 func stateType(t stream.Type) stream.Type {
-	switch t {
-	case stream.String, stream.Timestamp:
+	switch {
+	case t == stream.Timestamp:
 		return t
+	case t.Storage() == stream.String:
+		return stream.String
 	}
 	return stream.Int64
 }

@@ -1,0 +1,54 @@
+package join
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// TestRowOfEveryStorage: a side's row keeps FLOAT, BINARY, BOOLEAN and
+// INT columns by their storage (float64, string, int64) through the
+// state value and back, and a BINARY join key is keyed as a string. The
+// codec switched on the four original types: a FLOAT or BINARY column
+// read Int64s and panicked.
+func TestRowOfEveryStorage(t *testing.T) {
+	fields := []stream.Field{{Name: "f", Type: stream.Float32}, {Name: "b", Type: stream.Binary}, {Name: "ok", Type: stream.Boolean}, {Name: "i", Type: stream.Int32}}
+	cols := []*stream.Column{
+		{Name: "f", Type: stream.Float32, Float64s: []float64{1.5, 2}},
+		{Name: "b", Type: stream.Binary, Strings: []string{"ab", "cd"}},
+		{Name: "ok", Type: stream.Boolean, Int64s: []int64{1, 0}},
+		{Name: "i", Type: stream.Int32, Int64s: []int64{7, -3}, Valid: []bool{true, false}},
+	}
+	for i := range 2 {
+		r := rowAt(cols, i)
+		val, err := encodeRow(fields, r, i == 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, matched, err := decodeRow(fields, val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, r) || matched != (i == 1) {
+			t.Fatalf("row %d: got %#v (matched %v), want %#v", i, got, matched, r)
+		}
+		if key, null := encodeJoinKey(nil, r, []int{1}, []stream.Type{stream.Binary}); null || len(key) == 0 {
+			t.Fatalf("row %d: binary key %q (null %v)", i, key, null)
+		}
+	}
+}
+
+// TestDecimalColumnRefused: a side with a DECIMAL column is refused when
+// the plan is built, naming the column, not at its first row.
+func TestDecimalColumnRefused(t *testing.T) {
+	side := func(alias string) Side {
+		return Side{Alias: alias, Keys: []string{"k"}, Schema: stream.Schema{Fields: []stream.Field{
+			{Name: "k", Type: stream.String}, {Name: "amount", Type: stream.DecimalOf(10, 2)}}}}
+	}
+	_, err := newPlan(Spec{Type: Inner, Left: side("a"), Right: side("b")})
+	if errcode.Code(err) != errcode.InvalidArgument {
+		t.Fatalf("got %v, want %s", err, errcode.InvalidArgument)
+	}
+}
