@@ -106,25 +106,6 @@ func keepRows(buf *stream.Batch, in *stream.Batch, keep []bool) *stream.Batch {
 	return buf
 }
 
-// appendValue appends row r of src to dst (same type), validity included
-// when dst tracks it.
-func appendValue(dst, src *stream.Column, r int) {
-	switch src.Type.Storage() {
-	case stream.Decimal, stream.Array:
-		dst.Append(src, r)
-		return
-	case stream.Float64:
-		dst.Float64s = append(dst.Float64s, src.Float64s[r])
-	case stream.String:
-		dst.Strings = append(dst.Strings, src.Strings[r])
-	default:
-		dst.Int64s = append(dst.Int64s, src.Int64s[r])
-	}
-	if dst.Valid != nil {
-		dst.Valid = append(dst.Valid, !src.IsNull(r))
-	}
-}
-
 // appendProjected appends every row of in, the columns sel in that order,
 // to out (whose columns, once set, are sel's).
 func appendProjected(out, in *stream.Batch, sel []string) error {
@@ -153,7 +134,7 @@ func appendProjected(out, in *stream.Batch, sel []string) error {
 			}
 		}
 		for r := 0; r < in.Len; r++ {
-			appendValue(dst, src, r)
+			dst.Append(src, r) // stream's kernel: every type's storage, a null included
 		}
 	}
 	if in.Signs != nil || out.Signs != nil {

@@ -132,55 +132,7 @@ func (w *whereStep) Apply(in *stream.Batch) (*stream.Batch, error) {
 	if n == in.Len {
 		return in, nil
 	}
-	out := &stream.Batch{Len: n, Columns: make([]stream.Column, len(in.Columns))}
-	if in.Signs != nil {
-		out.Signs = make([]int8, 0, n)
-		for r, k := range keep {
-			if k {
-				out.Signs = append(out.Signs, in.Signs[r])
-			}
-		}
-	}
-	for i := range in.Columns {
-		out.Columns[i] = takeColumn(&in.Columns[i], keep, n)
-	}
-	return out, nil
-}
-
-// takeColumn copies the rows of c that keep marks.
-func takeColumn(c *stream.Column, keep []bool, n int) stream.Column {
-	out := stream.Column{Name: c.Name, Type: c.Type}
-	if c.Valid != nil {
-		out.Valid = make([]bool, 0, n)
-	}
-	if s := c.Type.Storage(); s == stream.Decimal || s == stream.Array {
-		return c.Filter(keep)
-	}
-	switch c.Type.Storage() {
-	case stream.Float64:
-		out.Float64s = make([]float64, 0, n)
-	case stream.String:
-		out.Strings = make([]string, 0, n)
-	default:
-		out.Int64s = make([]int64, 0, n)
-	}
-	for r, k := range keep {
-		if !k {
-			continue
-		}
-		if c.Valid != nil {
-			out.Valid = append(out.Valid, c.Valid[r])
-		}
-		switch c.Type.Storage() {
-		case stream.Float64:
-			out.Float64s = append(out.Float64s, c.Float64s[r])
-		case stream.String:
-			out.Strings = append(out.Strings, c.Strings[r])
-		default:
-			out.Int64s = append(out.Int64s, c.Int64s[r])
-		}
-	}
-	return out
+	return in.Filter(keep), nil // stream's kernel: every type's storage, signs included
 }
 
 // selectStep is Select's stateless step.
