@@ -157,6 +157,7 @@ func (pt *partial) absorb(src *partial) {
 		d.floats = append(d.floats, s.floats...)
 		d.decs = append(d.decs, s.decs...)
 		d.nn = append(d.nn, s.nn...)
+		d.sketch.regs = append(d.sketch.regs, s.sketch.regs...)
 		d.overflow = d.overflow || s.overflow
 	}
 	src.reset()

@@ -564,7 +564,8 @@ func (r *resolver) selectWindow(it Item) error {
 	return r.claim(it.Pos, "window")
 }
 
-var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg}
+var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg,
+	"approx_count_distinct": agg.ApproxCountDistinct}
 
 func (r *resolver) selectAggregate(it Item) error {
 	a := agg.Aggregate{Kind: aggKinds[it.Agg], Column: it.AggCol, As: it.As}
@@ -573,7 +574,7 @@ func (r *resolver) selectAggregate(it Item) error {
 		if !ok {
 			return r.unresolved(it.Pos, a.Column)
 		}
-		if it.Agg != "count" {
+		if it.Agg != "count" && it.Agg != "approx_count_distinct" {
 			switch {
 			case t == stream.String:
 				return invalidQuery(r.src, it.Pos, "aggregate a numeric column", "%s(%s): %s is a string", it.Agg, a.Column, a.Column)
