@@ -84,8 +84,7 @@ func newPartial(p *plan) *partial {
 	}
 }
 
-// len returns the number of entries: the group index's, and after absorb
-// also those appended from another shard (every entry has a start).
+// len returns the number of entries (every entry has a start).
 func (pt *partial) len() int { return len(pt.start) }
 
 func (pt *partial) reset() {
@@ -679,6 +678,36 @@ func floatLess(a, b float64) bool {
 	return a < b || math.IsNaN(b)
 }
 
+// cmpEntries compares entry a of partial pa with entry b of partial pb by
+// output key: window start, then the group columns in order, nulls first
+// (as the state key orders them).
+func (p *plan) cmpEntries(pa *partial, a int32, pb *partial, b int32) int {
+	if c := cmp.Compare(pa.start[a], pb.start[b]); c != 0 {
+		return c
+	}
+	for k := range p.groupType {
+		var c int
+		if na, nb := pa.gNull[k][a], pb.gNull[k][b]; na != nb {
+			if na {
+				return -1
+			}
+			return 1
+		}
+		switch {
+		case p.strKey(k):
+			c = strings.Compare(pa.gStr[k][a], pb.gStr[k][b])
+		case p.floatKey(k):
+			c = cmp.Compare(math.Float64frombits(uint64(pa.gInt[k][a])), math.Float64frombits(uint64(pb.gInt[k][b])))
+		default:
+			c = cmp.Compare(pa.gInt[k][a], pb.gInt[k][b])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
 // keyOrder returns the entries sorted by output key: window start, then the
 // group columns in order (the sink's merge order for the reference table;
 // start is 0 for every entry of a plan without a window). Windowed entries
@@ -688,32 +717,7 @@ func floatLess(a, b float64) bool {
 // window's few entries are sorted by their groups. counts is scratch space.
 func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 	n := pt.len()
-	less := func(a, b int32) int {
-		if c := cmp.Compare(pt.start[a], pt.start[b]); c != 0 {
-			return c
-		}
-		for k := range pt.p.groupType {
-			var c int
-			if na, nb := pt.gNull[k][a], pt.gNull[k][b]; na != nb {
-				if na { // nulls first, as the state key orders them
-					return -1
-				}
-				return 1
-			}
-			switch {
-			case pt.p.strKey(k):
-				c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
-			case pt.p.floatKey(k):
-				c = cmp.Compare(math.Float64frombits(uint64(pt.gInt[k][a])), math.Float64frombits(uint64(pt.gInt[k][b])))
-			default:
-				c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])
-			}
-			if c != 0 {
-				return c
-			}
-		}
-		return 0
-	}
+	less := func(a, b int32) int { return pt.p.cmpEntries(pt, a, pt, b) }
 	if n == 0 {
 		return dst, counts
 	}
