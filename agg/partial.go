@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -38,6 +39,18 @@ type partial struct {
 	intern map[string]string
 	// internCache: recently interned strings (see internString).
 	internCache [1 << internCacheBits]string
+	// The chunk's keys and interned strings by the identity (address and
+	// length) of the chunk's strings (assign, internString); gen is the
+	// chunk's generation, and a slot of another generation is empty.
+	keyCache [1 << identityCacheBits]keySlot
+	strCache [1 << identityCacheBits]strSlot
+	gen      uint32
+	// skipRecent: the previous chunk's keys were found by identity, so
+	// assign skips the scan of recent keys; probed and slow count the
+	// current chunk's rows looked up and those of them that identity missed
+	// but an existing entry matched.
+	skipRecent   bool
+	probed, slow int
 
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
@@ -182,6 +195,7 @@ func (pt *partial) resolve(in *stream.Batch) error {
 		}
 	}
 	pt.cols.signs = in.Signs
+	pt.newChunk()
 	if cap(pt.rowIdx) < in.Len {
 		pt.rowIdx = make([]int32, in.Len)
 	}
@@ -214,6 +228,94 @@ func (pt *partial) sameGroup(i, j int) bool {
 			}
 			if !v[i] {
 				continue // both null
+			}
+		}
+		if c[i] != c[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// newChunk starts a chunk's generation of the identity caches, and decides
+// from the previous chunk whether assign scans the recent keys: a source
+// whose equal strings share their memory (a Parquet dictionary's, the
+// archive decoder's interned miners) has its keys found by identity, and
+// the scan (up to 8 comparisons, all failing for a new key: 1.9 of a seed
+// backfill's 17 CPU-s) only costs; one whose rows each own their strings
+// (a JSON line's, a decimal key's) misses by identity and keeps the scan.
+func (pt *partial) newChunk() {
+	pt.skipRecent = pt.probed > 0 && pt.slow*16 < pt.probed
+	pt.probed, pt.slow = 0, 0
+	pt.gen++
+	if pt.gen == 0 { // wrapped: a slot's stamp could match again
+		clear(pt.keyCache[:])
+		clear(pt.strCache[:])
+		pt.gen = 1
+	}
+}
+
+// identityCacheBits is log2 of the identity caches' slots.
+const identityCacheBits = 10
+
+// keySlot is a key of the current chunk: row's group with window start
+// start is entry idx.
+type keySlot struct {
+	gen      uint32
+	row, idx int32
+	start    int64
+}
+
+// strSlot: the chunk's string at address p of length n interns as v.
+type strSlot struct {
+	p   uintptr
+	n   int
+	gen uint32
+	v   string
+}
+
+// identityHash hashes row i's group (with window start start) by identity:
+// its strings' addresses and lengths, its integers' values.
+func (pt *partial) identityHash(start int64, i int) uint64 {
+	const m = 0x9E3779B97F4A7C15
+	h := uint64(start) * m
+	for _, c := range pt.cols.strs {
+		s := c[i]
+		h = (h ^ uint64(uintptr(unsafe.Pointer(unsafe.StringData(s))))) * m
+		h = (h ^ uint64(len(s))) * m
+	}
+	for _, c := range pt.cols.ints {
+		h = (h ^ uint64(c[i])) * m
+	}
+	return h
+}
+
+// sameIdentity reports whether rows i and j of the chunk have the same
+// group by identity: equal validity, strings at the same address with the
+// same length (so equal: a chunk's strings are immutable and alive while it
+// is folded), equal integers. False says nothing (equal strings may live
+// apart).
+func (pt *partial) sameIdentity(i, j int) bool {
+	for k, c := range pt.cols.strs {
+		if v := pt.cols.strValid[k]; v != nil {
+			if v[i] != v[j] {
+				return false
+			}
+			if !v[i] {
+				continue // both null
+			}
+		}
+		if a, b := c[i], c[j]; len(a) != len(b) || unsafe.StringData(a) != unsafe.StringData(b) {
+			return false
+		}
+	}
+	for k, c := range pt.cols.ints {
+		if v := pt.cols.intValid[k]; v != nil {
+			if v[i] != v[j] {
+				return false
+			}
+			if !v[i] {
+				continue
 			}
 		}
 		if c[i] != c[j] {
@@ -291,18 +393,7 @@ func (pt *partial) addEntry(start int64, i int) {
 			pt.gNull[k] = append(pt.gNull[k], false)
 			// Keep a private copy: the source may reuse its buffers once the
 			// chunk is consumed.
-			s := c.Strings[i]
-			v, ok := "", false
-			for j := range pt.nRecent { // usually the same value in a recent key
-				if r := &pt.recent[j]; !c.IsNull(r.row) && c.Strings[r.row] == s {
-					v, ok = pt.gStr[k][r.idx], true
-					break
-				}
-			}
-			if !ok {
-				v = pt.internString(s)
-			}
-			pt.gStr[k] = append(pt.gStr[k], v)
+			pt.gStr[k] = append(pt.gStr[k], pt.internString(c.Strings[i]))
 		} else {
 			null := c.IsNull(i)
 			v := c.Int64s[i]
@@ -328,8 +419,9 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 }
 
-// internString returns the partial's private copy of s. A direct-mapped
-// cache in front of the intern map answers most calls: it is indexed by a
+// internString returns the partial's private copy of s. The chunk's strings
+// by identity (strCache) answer most calls with no look at their bytes;
+// then a direct-mapped cache in front of the intern map: it is indexed by a
 // hash of the string's last 8 bytes (an address's hex tail) and checked by
 // content, so it is right whatever it holds, and a hit costs a short
 // compare where a map lookup hashes the whole string (~1 CPU-s of a seed
@@ -337,6 +429,18 @@ func (pt *partial) addEntry(start int64, i int) {
 // thousand miners of a year: with 509 slots indexed by three characters it
 // missed on most of them (issue 43's profile: 3.7 of 122 CPU-s in the map).
 func (pt *partial) internString(s string) string {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	ps := &pt.strCache[(uint64(p)*0x9E3779B97F4A7C15)>>(64-identityCacheBits)]
+	if ps.gen == pt.gen && ps.p == p && ps.n == len(s) {
+		return ps.v
+	}
+	v := pt.internContent(s)
+	*ps = strSlot{p: p, n: len(s), gen: pt.gen, v: v}
+	return v
+}
+
+// internContent is internString by the string's content.
+func (pt *partial) internContent(s string) string {
 	var x uint64
 	n := len(s)
 	for i := max(n-8, 0); i < n; i++ {
@@ -476,29 +580,45 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 				continue
 			}
 		}
+		// A key of this chunk seen before, by the identity of its strings
+		// (the source's equal strings usually share their memory): one
+		// probe, no look at the bytes.
+		pt.probed++
+		slot := &pt.keyCache[pt.identityHash(start, i)>>(64-identityCacheBits)]
+		if slot.gen == pt.gen && slot.start == start && pt.sameIdentity(i, int(slot.row)) {
+			idx[i] = slot.idx
+			continue
+		}
 		// Time-ordered input touches a handful of keys at a time (about 6
 		// builders per 5-minute window): a few comparisons against the
-		// recently used keys of this chunk (strings interned by the source
-		// compare by pointer) avoid hashing and the cache misses of a
-		// lookup in a table of 100k+ keys.
+		// recently used keys of this chunk avoid hashing and the cache
+		// misses of a lookup in a table of 100k+ keys, when identity does
+		// not find them (newChunk).
 		hit := false
-		for j := range pt.nRecent {
-			r := &pt.recent[j]
-			if r.start == start && pt.sameGroup(i, r.row) {
-				idx[i] = r.idx
-				hit = true
-				break
+		if !pt.skipRecent {
+			for j := range pt.nRecent {
+				r := &pt.recent[j]
+				if r.start == start && pt.sameGroup(i, r.row) {
+					idx[i] = r.idx
+					hit = true
+					break
+				}
 			}
 		}
 		if hit {
+			pt.slow++
+			*slot = keySlot{gen: pt.gen, row: int32(i), idx: idx[i], start: start}
 			continue
 		}
 		h := maphash.Bytes(pt.seed, pt.localKey(start, i))
 		e, inserted := pt.groups.find(part, h, func(e int32) bool { return pt.rowIs(e, start, i) })
 		if inserted {
 			pt.addEntry(start, i)
+		} else {
+			pt.slow++
 		}
 		idx[i] = e
+		*slot = keySlot{gen: pt.gen, row: int32(i), idx: e, start: start}
 		pt.recent[next] = recentKey{row: i, start: start, idx: e}
 		next = (next + 1) % len(pt.recent)
 		pt.nRecent = min(pt.nRecent+1, len(pt.recent))
