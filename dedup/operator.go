@@ -38,7 +38,7 @@ type Operator struct {
 	minUs, committedMinUs int64
 
 	keyBuf, valBuf, decBuf []byte
-	progress       stream.OperatorProgress
+	progress               stream.OperatorProgress
 }
 
 var (
