@@ -183,6 +183,10 @@ func (r *resolver) plan() error {
 		if r.c.Post != nil {
 			r.c.Schema = r.c.Post.Schema(r.c.Schema)
 		}
+	} else if r.gen != nil {
+		gs, s := r.generatePlan()
+		steps = append(steps, gs...)
+		r.c.Schema = s
 	} else {
 		var proj []Column
 		s := stream.Schema{}
