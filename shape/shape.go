@@ -96,6 +96,11 @@ type Operator struct {
 	// JoinType is a join's type (Spark's name: Inner, LeftOuter, ...);
 	// "" for the other kinds, and then not written.
 	JoinType string `json:"joinType,omitempty"`
+	// Watermarks are a join's sides' watermarks, left then right (a null
+	// entry: that side has none); not written for the other kinds, nor by
+	// a join recorded before they were (the restart rules then compare
+	// none).
+	Watermarks []*Watermark `json:"watermarks,omitempty"`
 }
 
 // Shape is a query's shape. It is a plain value; Equal compares all fields.
