@@ -81,7 +81,7 @@ func GenJoin(rng *rand.Rand, typ string, lateFree bool) JoinCase {
 		for range 4 + rng.IntN(7) {
 			r := JoinRow{K: "k" + strconv.Itoa(rng.IntN(4)), ID: id,
 				// On a 15-second grid, so that rows meet the range's bounds exactly.
-				TS: now + (rng.Int64N(24)-12)*(15 * time.Second).Microseconds()}
+				TS: now + (rng.Int64N(24)-12)*(15*time.Second).Microseconds()}
 			id++
 			switch {
 			case rng.IntN(10) == 0:
