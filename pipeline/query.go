@@ -126,6 +126,8 @@ func (c *compiled) addSteps(fq *flow.Query) {
 			fq.Sort(keys...)
 		case st.Limit != nil:
 			fq.Limit(*st.Limit)
+		case st.Generate != nil:
+			fq.Transform(st.Generate)
 		}
 	}
 }

@@ -228,6 +228,8 @@ type resolver struct {
 	where2 *filter.Predicate
 	// session is the session window when the grouping window is one.
 	session *SessionWindow
+	// gen is a stateless SELECT's generator (query/generate.go), nil without.
+	gen *genPlan
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -450,6 +452,9 @@ func (r *resolver) claim(pos int, name string) error {
 // selectList resolves the SELECT items against the groups; a query with
 // neither GROUP BY nor an aggregate or window selects rows (selectRows).
 func (r *resolver) selectList() error {
+	if _, err := r.checkGenerators(); err != nil {
+		return err
+	}
 	if r.stateless() {
 		return r.selectRows()
 	}
@@ -502,6 +507,9 @@ func (r *resolver) stateless() bool {
 		return false
 	}
 	for _, it := range r.sel.Items {
+		if _, gen := generatorOf(it.Expr); gen {
+			continue // checkGenerators allowed it
+		}
 		// Only plain columns: an expression may hold an aggregate.
 		if it.Agg != "" || it.Window != nil || it.Expr != nil || it.Col == "" {
 			return false
@@ -515,6 +523,12 @@ func (r *resolver) stateless() bool {
 func (r *resolver) selectRows() error {
 	for _, it := range r.sel.Items {
 		r.c.Projection = append(r.c.Projection, it.String())
+		if _, gen := generatorOf(it.Expr); gen {
+			if err := r.selectGenerator(it); err != nil {
+				return err
+			}
+			continue
+		}
 		if it.Col == "window" && r.windowed() {
 			// The window of the aggregation the subquery runs: its bounds.
 			if it.As != "" && !strings.EqualFold(it.As, "window") {
@@ -564,7 +578,8 @@ func (r *resolver) selectWindow(it Item) error {
 	return r.claim(it.Pos, "window")
 }
 
-var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg}
+var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg,
+	"approx_count_distinct": agg.ApproxCountDistinct}
 
 func (r *resolver) selectAggregate(it Item) error {
 	a := agg.Aggregate{Kind: aggKinds[it.Agg], Column: it.AggCol, As: it.As}
@@ -573,7 +588,7 @@ func (r *resolver) selectAggregate(it Item) error {
 		if !ok {
 			return r.unresolved(it.Pos, a.Column)
 		}
-		if it.Agg != "count" {
+		if it.Agg != "count" && it.Agg != "approx_count_distinct" {
 			switch {
 			case t == stream.String:
 				return invalidQuery(r.src, it.Pos, "aggregate a numeric column", "%s(%s): %s is a string", it.Agg, a.Column, a.Column)
@@ -756,6 +771,9 @@ func (r *resolver) columns() {
 		}
 	}
 	add(r.c.Select)
+	if r.gen != nil {
+		add(r.gen.inputs)
+	}
 	if r.c.Where != nil {
 		add(r.c.Where.Columns())
 	}
