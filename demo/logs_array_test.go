@@ -152,4 +152,3 @@ func TestLogsTopicsQueries(t *testing.T) {
 		}
 	}
 }
-
