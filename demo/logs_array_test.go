@@ -19,6 +19,7 @@ import (
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/ethtables"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -149,6 +150,122 @@ func TestLogsTopicsQueries(t *testing.T) {
 		}
 		if !maps.Equal(duck, c.want) {
 			t.Fatalf("%s: DuckDB %d groups, the engine %d", c.sql, len(duck), len(c.want))
+		}
+	}
+}
+
+// TestTopicsRoundTrip: topics go Parquet (the archive) -> engine -> Delta
+// (a stateless SELECT, the table's column array<string>, files in Spark's
+// three-level LIST) -> the Delta source -> engine (explode, aggregated):
+// the topic counts equal the parquet-go recount of the archive; the Delta
+// table's schema names the array type, its files read back by parquet-go
+// hold every log's topics, and with -duckref DuckDB reads the same lists
+// from the table's files.
+func TestTopicsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "arch")
+	if _, err := archivegen.Generate(t.Context(), archivegen.Options{Out: arch, Preset: chain.LastBlocksPreset(200), Seed: 7, Tables: []string{ethtables.Logs}}); err != nil {
+		t.Fatal(err)
+	}
+	_, wantTopics, err := logsRecount(t.Context(), arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bronze := filepath.Join(dir, "bronze")
+	cfg := pipeline.Config{Checkpoint: filepath.Join(dir, "ck1"), Table: bronze, LocalDir: filepath.Join(dir, "cache"),
+		Sources: []pipeline.SourceSpec{{Name: ArchiveSource, Format: "s3archive", URI: "file://" + filepath.ToSlash(arch) + "/v1.0/eth/logs"}},
+		Conf:    EvolutionConf(4), Trigger: engine.Trigger{Kind: engine.AvailableNow}, OutputMode: "append",
+		Query:  "SELECT block_number, log_index, topics FROM blocks",
+		Logger: slog.New(slog.DiscardHandler)}
+	if _, err := pipeline.Run(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tableSnapshot(t.Context(), bronze, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(snap.Metadata.SchemaString, `{"name":"topics","type":{"type":"array","elementType":"string","containsNull":true},"nullable":true,"metadata":{}}`) {
+		t.Fatalf("schema %s", snap.Metadata.SchemaString)
+	}
+	// The table's files, read by parquet-go into Go slices.
+	type bronzeRow struct {
+		BlockNumber *int64    `parquet:"block_number,optional"`
+		LogIndex    *int64    `parquet:"log_index,optional"`
+		Topics      []*string `parquet:"topics,optional,list"`
+	}
+	files, _ := filepath.Glob(filepath.Join(bronze, "*.parquet"))
+	fileTopics := map[string]int64{}
+	for _, f := range files {
+		rows, err := parquet.ReadFile[bronzeRow](f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			for _, tp := range r.Topics {
+				if tp == nil {
+					t.Fatalf("a null topic in %s", f)
+				}
+				fileTopics[*tp]++
+			}
+		}
+	}
+	if !maps.Equal(fileTopics, wantTopics) {
+		t.Fatalf("the Delta table's files hold %d topics, the archive %d", len(fileTopics), len(wantTopics))
+	}
+	// table show prints an array as a JSON list, in CSV and JSONL.
+	for _, format := range []string{"csv", "jsonl"} {
+		var buf strings.Builder
+		if err := delta.Show(t.Context(), &buf, bronze, format, -1); err != nil {
+			t.Fatal(err)
+		}
+		want := `["` + ethtables.TransferTopic.Hex() + `","0x`
+		if format == "csv" {
+			want = `"[""` + ethtables.TransferTopic.Hex() + `"",""0x` // the CSV cell quotes the JSON text
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Fatalf("table show --format %s: no Transfer topics list in %.300s", format, buf.String())
+		}
+	}
+	silver := filepath.Join(dir, "silver")
+	cfg2 := pipeline.Config{Checkpoint: filepath.Join(dir, "ck2"), Table: silver, LocalDir: filepath.Join(dir, "cache2"),
+		Sources: []pipeline.SourceSpec{{Name: "bronze", Format: "delta", URI: "file://" + filepath.ToSlash(bronze)}},
+		Conf:    EvolutionConf(4), Trigger: engine.Trigger{Kind: engine.AvailableNow}, OutputMode: "update",
+		Query:  "SELECT topic, count(*) AS logs FROM (SELECT explode(topics) AS topic FROM bronze) GROUP BY topic",
+		Logger: slog.New(slog.DiscardHandler)}
+	if _, err := pipeline.Run(t.Context(), cfg2); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	snap2, err := tableSnapshot(t.Context(), silver, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap2.Scan(t.Context(), func(b *stream.Batch) error {
+		for i := range b.Len {
+			got[b.Column("topic").Strings[i]] = b.Column("logs").Int64s[i]
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, wantTopics) {
+		t.Fatalf("through Delta: %d topics, the archive %d", len(got), len(wantTopics))
+	}
+	if *duckref == "" {
+		return
+	}
+	out, err := exec.CommandContext(t.Context(), *duckref, "table", bronze+"/*.parquet",
+		"SELECT tp, count(*) FROM (SELECT unnest(topics) AS tp FROM t) GROUP BY ALL ORDER BY ALL").Output()
+	if err != nil {
+		t.Fatalf("duckref: %v", err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
+	if err != nil || len(recs) != len(wantTopics)+1 {
+		t.Fatalf("DuckDB read %d topics from the Delta table's files, want %d (%v)", len(recs)-1, len(wantTopics), err)
+	}
+	for _, r := range recs[1:] {
+		if n, _ := strconv.ParseInt(r[1], 10, 64); n != wantTopics[r[0]] {
+			t.Fatalf("DuckDB: topic %s in %d logs, want %d", r[0], n, wantTopics[r[0]])
 		}
 	}
 }

@@ -334,6 +334,9 @@ func (r *resolver) groupBy() error {
 		if slices.Contains(r.spec.GroupBy, col) {
 			return invalidQuery(r.src, g.Pos, "name each group key once", "GROUP BY %s appears twice", col)
 		}
+		if err := r.arrayKey(g.Pos, col, t); err != nil {
+			return err
+		}
 		r.spec.GroupBy = append(r.spec.GroupBy, col)
 		r.spec.ColumnTypes[col] = t
 	}
@@ -586,6 +589,9 @@ func (r *resolver) selectAggregate(it Item) error {
 		t, ok := r.colType(a.Column)
 		if !ok {
 			return r.unresolved(it.Pos, a.Column)
+		}
+		if it.Agg != "count" && t.Kind() == stream.Array {
+			return invalidQuery(r.src, it.Pos, "aggregate the array's elements (explode in a subquery) or size(a)", "%s(%s): %s is %s", it.Agg, a.Column, a.Column, strings.ToUpper(t.String()))
 		}
 		if it.Agg != "count" {
 			switch {

@@ -229,3 +229,18 @@ func (r *resolver) generatePlan() ([]Step, stream.Schema) {
 	}
 	return append(steps, Step{Project: proj}), s
 }
+
+// CodeArrayGroupKey refuses an array as a group key (GROUP BY or SELECT
+// DISTINCT of an array): the aggregation's state keys hold scalars.
+const CodeArrayGroupKey = "UNSUPPORTED_ARRAY_GROUP_KEY"
+
+// arrayKey refuses a group key of an array type.
+func (r *resolver) arrayKey(pos int, key string, t stream.Type) error {
+	if t.Kind() != stream.Array {
+		return nil
+	}
+	e := errcode.New(CodeArrayGroupKey, "", "group by the array's elements (SELECT e, count(*) FROM (SELECT explode(a) AS e FROM ...) GROUP BY e), by an element (a[0]) or by size(a)",
+		"GROUP BY %s: the key is %s, and ethstream groups by scalar values only", key, strings.ToUpper(t.String()))
+	e.Msg += " (at " + position(r.src, pos) + ")"
+	return e
+}

@@ -59,6 +59,11 @@ func TestGeneratorRefusals(t *testing.T) {
 		{"select explode(address) from logs", "DATATYPE_MISMATCH"},
 		{"select explode(topics) as t, count(*) as n from logs group by address", CodeUnsupported},
 		{"select explode(topics, topics) from logs", "WRONG_NUM_ARGS"},
+		{"select topics, count(*) as n from logs group by topics", CodeArrayGroupKey},
+		{"select distinct topics from logs", CodeArrayGroupKey},
+		{"select max(topics) as m from logs", CodeInvalidQuery},
+		{"select max(split(data, 'a')) as m from logs", CodeInvalidQuery},
+		{"select split(data, 'a') as p, count(*) as n from logs group by split(data, 'a')", CodeArrayGroupKey},
 	} {
 		_, err := Compile(c.q, logsOptions())
 		if errcode.Code(err) != c.code {
