@@ -377,7 +377,17 @@ func (c *compiler) pair(e, le, re Expr) (node, node, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	t, ok := comparable(l.typ(), r.typ())
+	lt, rt := l.typ(), r.typ()
+	if lt.Kind == stream.Decimal || rt.Kind == stream.Decimal {
+		// An integer literal compares as its own digits (declit.go).
+		if d := literalDecimal(l, rt); d != decimalOf(lt) {
+			l, lt = to(l, d), d
+		}
+		if d := literalDecimal(r, lt); d != decimalOf(rt) {
+			r, rt = to(r, d), d
+		}
+	}
+	t, ok := comparable(lt, rt)
 	if !ok || t == intervalType {
 		return nil, nil, mismatch(e, "the left and right operands of the binary operator have incompatible types (%s and %s)", l.typ(), r.typ())
 	}
@@ -536,7 +546,7 @@ func (c *compiler) arith(x Arith) (node, error) {
 	case lt.Kind == stream.Float64 || rt.Kind == stream.Float64:
 		t = Double
 	case lt.Kind == stream.Decimal || rt.Kind == stream.Decimal:
-		dl, dr := decimalOf(lt), decimalOf(rt)
+		dl, dr := literalDecimal(l, rt), literalDecimal(r, lt)
 		p1, s1, p2, s2 := int(dl.P), int(dl.S), int(dr.P), int(dr.S)
 		var res Type
 		switch x.Op {

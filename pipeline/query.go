@@ -49,6 +49,9 @@ type compiled struct {
 	shape shape.Shape
 	// in is the schema of the rows read (the first source's declaration).
 	in stream.Schema
+	// shaped: the plan's shape is flow's, derived with each operator's
+	// entry (a query over a join's rows, pipeline/join_outer.go).
+	shaped bool
 }
 
 // apply sets q's read path: the columns read, the watermark, the WHERE
@@ -94,6 +97,9 @@ func (c *compiled) plan(q *engine.Query) error {
 func (c *compiled) addSteps(fq *flow.Query) {
 	for i, st := range c.q.Steps {
 		switch {
+		case st.Aggregate != nil && c.shaped:
+			sh, _ := stepShape(c.steps[i])
+			fq.OperatorShaped(c.steps[i], sh)
 		case st.Aggregate != nil:
 			fq.Operator(c.steps[i])
 		case st.Where != nil:

@@ -581,7 +581,8 @@ func (r *resolver) selectWindow(it Item) error {
 	return r.claim(it.Pos, "window")
 }
 
-var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg}
+var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg,
+	"approx_count_distinct": agg.ApproxCountDistinct}
 
 func (r *resolver) selectAggregate(it Item) error {
 	a := agg.Aggregate{Kind: aggKinds[it.Agg], Column: it.AggCol, As: it.As}
@@ -593,7 +594,7 @@ func (r *resolver) selectAggregate(it Item) error {
 		if it.Agg != "count" && t.Kind() == stream.Array {
 			return invalidQuery(r.src, it.Pos, "aggregate the array's elements (explode in a subquery) or size(a)", "%s(%s): %s is %s", it.Agg, a.Column, a.Column, strings.ToUpper(t.String()))
 		}
-		if it.Agg != "count" {
+		if it.Agg != "count" && it.Agg != "approx_count_distinct" {
 			switch {
 			case t == stream.String:
 				return invalidQuery(r.src, it.Pos, "aggregate a numeric column", "%s(%s): %s is a string", it.Agg, a.Column, a.Column)

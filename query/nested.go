@@ -128,7 +128,7 @@ func (r *resolver) nestedWatermark(col string) error {
 		return nil
 	}
 	if w := r.window; w != nil {
-		if !w.OfWindow && w.Col != col {
+		if !w.OfWindow && w.Col != col && !r.aliasOf(col, w.Col) {
 			return errcode.New(CodeUnsupported, "", "set the watermark on the window's event-time column",
 				"withWatermark(%s): ethstream evicts state by the window's event time; a watermark on another column is not supported", col)
 		}
