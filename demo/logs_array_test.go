@@ -155,8 +155,8 @@ func TestLogsTopicsQueries(t *testing.T) {
 }
 
 // TestTopicsRoundTrip: topics go Parquet (the archive) -> engine -> Delta
-// (a stateless SELECT, the table's column array<string>, files in Spark's
-// three-level LIST) -> the Delta source -> engine (explode, aggregated):
+// (a stateless SELECT with topics[0] and size(topics) beside the array,
+// the table's column array<string>, files in Spark's three-level LIST) -> the Delta source -> engine (explode, aggregated):
 // the topic counts equal the parquet-go recount of the archive; the Delta
 // table's schema names the array type, its files read back by parquet-go
 // hold every log's topics, and with -duckref DuckDB reads the same lists
@@ -175,7 +175,7 @@ func TestTopicsRoundTrip(t *testing.T) {
 	cfg := pipeline.Config{Checkpoint: filepath.Join(dir, "ck1"), Table: bronze, LocalDir: filepath.Join(dir, "cache"),
 		Sources: []pipeline.SourceSpec{{Name: ArchiveSource, Format: "s3archive", URI: "file://" + filepath.ToSlash(arch) + "/v1.0/eth/logs"}},
 		Conf:    EvolutionConf(4), Trigger: engine.Trigger{Kind: engine.AvailableNow}, OutputMode: "append",
-		Query:  "SELECT block_number, log_index, topics FROM blocks",
+		Query:  "SELECT block_number, log_index, topics, topics[0] AS event, size(topics) AS n_topics FROM blocks WHERE size(topics) > 0",
 		Logger: slog.New(slog.DiscardHandler)}
 	if _, err := pipeline.Run(t.Context(), cfg); err != nil {
 		t.Fatal(err)
@@ -192,6 +192,8 @@ func TestTopicsRoundTrip(t *testing.T) {
 		BlockNumber *int64    `parquet:"block_number,optional"`
 		LogIndex    *int64    `parquet:"log_index,optional"`
 		Topics      []*string `parquet:"topics,optional,list"`
+		Event       *string   `parquet:"event,optional"`
+		NTopics     *int32    `parquet:"n_topics,optional"`
 	}
 	files, _ := filepath.Glob(filepath.Join(bronze, "*.parquet"))
 	fileTopics := map[string]int64{}
@@ -201,6 +203,9 @@ func TestTopicsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
+			if len(r.Topics) == 0 || r.Event == nil || r.Topics[0] == nil || *r.Event != *r.Topics[0] || r.NTopics == nil || int(*r.NTopics) != len(r.Topics) {
+				t.Fatalf("log %v/%v: topics %d, event %v, n_topics %v", r.BlockNumber, r.LogIndex, len(r.Topics), r.Event, r.NTopics)
+			}
 			for _, tp := range r.Topics {
 				if tp == nil {
 					t.Fatalf("a null topic in %s", f)
