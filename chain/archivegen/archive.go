@@ -595,6 +595,20 @@ func syncDirs(dirs []string) error {
 	return nil
 }
 
+// WriteManifest publishes m as out/manifest.json crash-safely, after
+// checking it as ReadManifest does: an archive extended past its
+// generation (ethnode.Extend) keeps a manifest every reader accepts.
+func WriteManifest(out string, m *Manifest) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	if _, err := parseManifest(b); err != nil {
+		panic(fmt.Sprintf("archivegen: writing an invalid manifest: %v", err))
+	}
+	return writeManifest(out, m)
+}
+
 // writeManifest publishes m as out/manifest.json crash-safely.
 func writeManifest(out string, m *Manifest) error {
 	b, err := json.MarshalIndent(m, "", "  ")

@@ -88,6 +88,13 @@
 // with number lastBlock and time lastTimestamp; each table's files match
 // the blocks files and its rows add up.
 //
+// An archive extended with a node's next blocks (ethnode.Extend, `ethstream
+// archive extend`) gains the node's files
+// (part-00000-node-<first>-<last>-c000.snappy.parquet, so a date may hold
+// two files, each table's likewise) and a manifest rewritten last through
+// WriteManifest, which checks it as ReadManifest does: its lastBlock,
+// lastHash and lastHeader are then the node's last exported block's.
+//
 // Example (abridged):
 //
 //	{"version":1,"preset":"demo","seed":1,"firstDay":"2026-08-01","days":60,

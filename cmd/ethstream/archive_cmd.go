@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/spf13/cobra"
 )
@@ -13,9 +15,9 @@ import (
 func init() {
 	cmd := &cobra.Command{
 		Use:   "archive",
-		Short: "Read a generated archive's manifest (info)",
+		Short: "Read a generated archive's manifest (info), or extend it with the node's next blocks (extend)",
 	}
-	cmd.AddCommand(archiveInfoCmd())
+	cmd.AddCommand(archiveInfoCmd(), archiveExtendCmd())
 	rootCmd.AddCommand(cmd)
 }
 
@@ -97,5 +99,39 @@ number of files).`,
 	}
 	cmd.Flags().StringVar(&field, "field", "", "print only this field's value")
 	cmd.Flags().BoolVar(&env, "env", false, "print NAME=VALUE shell assignments, for eval")
+	return cmd
+}
+
+func archiveExtendCmd() *cobra.Command {
+	var blocks int
+	cmd := &cobra.Command{
+		Use:   "extend DIR --blocks N",
+		Short: "Append the next N blocks of the node's chain to an archive, as the dataset's producer publishes them",
+		Long: `extend appends to the archive DIR (the --out of gen-archive) the next N blocks that
+ethstream node, started on it, would mine, written as the dataset's producer writes a node's
+blocks (one file per date, and per table when the archive has tables), then rewrites
+DIR/manifest.json: its last block and hash become the new last block's. A node started on the
+archive before the extension serves those blocks, with the same hashes, as its first ones: a
+live source on that node can start before the extended archive's last block (overlap=N).
+Extend a copy: a node does not start on an extended archive.`,
+		Example: `  cp -r work/scripts/s3/aws-public-blockchain work/scripts/s3/seam-archive
+  ethstream archive extend work/scripts/s3/seam-archive --blocks 10`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := archivegen.ReadManifest(args[0])
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			ext, err := ethnode.Extend(cmd.Context(), args[0], m, blocks)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "extended %s with blocks %d..%d in %s\nlast block %d hash %s\n",
+				args[0], m.LastBlock+1, ext.LastBlock, time.Since(start).Round(time.Millisecond), ext.LastBlock, ext.LastHash)
+			return err
+		},
+	}
+	cmd.Flags().IntVar(&blocks, "blocks", 0, "blocks to append (N >= 1)")
 	return cmd
 }
