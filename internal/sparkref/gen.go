@@ -90,6 +90,9 @@ func (g *Gen) cell(rng *rand.Rand, c Column, now int64, bigValues bool) any {
 	if rng.IntN(8) == 0 {
 		return nil
 	}
+	if isNew(c.Type) {
+		return newCell(rng, c.Type, g.T0)
+	}
 	switch c.Type {
 	case stream.Int64:
 		switch x := rng.IntN(100); {
@@ -147,7 +150,7 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 			q.Watermark, q.WatermarkColumn = time.Hour, g.EventTime // closes nothing
 		}
 	}
-	keyCols := g.cols(stream.String, stream.Int64, stream.Timestamp)
+	keyCols := append(g.cols(stream.String, stream.Int64, stream.Timestamp), g.newCols()...)
 	if g.SourceCol != "" {
 		keyCols = append(keyCols, Column{Name: g.SourceCol, Type: stream.String})
 	}
@@ -337,6 +340,9 @@ func spellDuration(rng *rand.Rand, d time.Duration) string {
 }
 
 func (g *Gen) agg(rng *rand.Rand) Agg {
+	if nc := g.newCols(); len(nc) > 0 && rng.IntN(4) == 0 {
+		return g.newAgg(rng, nc)
+	}
 	switch rng.IntN(8) {
 	case 6:
 		if rng.IntN(3) == 0 {
@@ -367,6 +373,9 @@ func (g *Gen) expr(rng *rand.Rand, q *Query, depth int) Expr {
 				return Not{g.expr(rng, q, depth+1)}
 			}
 		}
+	}
+	if nc := g.newCols(); len(nc) > 0 && rng.IntN(4) == 0 {
+		return g.newExpr(rng, nc)
 	}
 	c := pick(rng, g.cols(stream.String, stream.Int64, stream.Timestamp, stream.Float64))
 	col := Col{Name: c.Name}
