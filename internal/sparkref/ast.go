@@ -472,6 +472,8 @@ func (k KeyExpr) Text() string {
 		return "lower(" + k.Column + ")"
 	case "mod3":
 		return "(" + k.Column + " % 3)"
+	case "str":
+		return "CAST(" + k.Column + " AS STRING)"
 	}
 	return "date_trunc('HOUR', " + k.Column + ")"
 }

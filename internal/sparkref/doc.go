@@ -52,8 +52,8 @@
 //     sum overflows, DATE, BINARY, TIMESTAMP_NTZ), with nulls: group keys,
 //     count/min/max/sum/avg inputs by Spark's result types, IS NULL and
 //     comparisons with typed literals in WHERE (a decimal comparison in
-//     Spark 4's wider decimal type), deduplication keys and projected
-//     columns.
+//     Spark 4's wider decimal type), CAST(x AS STRING) group keys,
+//     deduplication keys and projected columns.
 //
 // Where Spark itself is inexact (the order of a double sum), Compare takes
 // a relative tolerance.

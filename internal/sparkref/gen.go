@@ -187,13 +187,17 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	}
 	for i := range rng.IntN(3) / 2 * (1 + rng.IntN(2)) {
 		k := KeyExpr{Alias: "gk" + strconv.Itoa(i), ByAlias: rng.IntN(2) == 0}
-		switch rng.IntN(3) {
-		case 0:
-			k.Func, k.Column = "lower", pick(rng, g.cols(stream.String)).Name
-		case 1:
-			k.Func, k.Column = "mod3", pick(rng, g.cols(stream.Int64)).Name
-		default:
-			k.Func, k.Column = "hour", g.EventTime
+		if cc := g.castCols(); len(cc) > 0 && rng.IntN(3) == 0 {
+			k.Func, k.Column = "str", pick(rng, cc).Name
+		} else {
+			switch rng.IntN(3) {
+			case 0:
+				k.Func, k.Column = "lower", pick(rng, g.cols(stream.String)).Name
+			case 1:
+				k.Func, k.Column = "mod3", pick(rng, g.cols(stream.Int64)).Name
+			default:
+				k.Func, k.Column = "hour", g.EventTime
+			}
 		}
 		if !slices.ContainsFunc(q.KeyExprs, func(o KeyExpr) bool { return o.Func == k.Func && o.Column == k.Column }) {
 			// ethstream resolves a GROUP BY expression to the first SELECT item

@@ -429,6 +429,8 @@ func (ev *evaluator) key(wk instance, r Row) []any {
 				v = v.(int64) % 3 // Java's remainder: the sign of the dividend
 			case "hour":
 				v = floorDiv(v.(int64), 3_600_000_000) * 3_600_000_000
+			case "str":
+				v = castString(ev.typ[e.Column], v)
 			}
 		}
 		k = append(k, v)

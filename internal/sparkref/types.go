@@ -268,3 +268,46 @@ func (g *Gen) newExpr(rng *rand.Rand, cols []Column) Expr {
 	}
 	return Cmp{Op: op, L: col, R: l}
 }
+
+// castCols are the columns CAST(x AS STRING) is drawn over: the new types
+// but BINARY (whose bytes need not be UTF-8).
+func (g *Gen) castCols() []Column {
+	var out []Column
+	for _, c := range g.newCols() {
+		if c.Type != stream.Binary {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// castString is Spark's CAST(v AS STRING) of a value of type t: booleans
+// as true/false, integers in decimal, a FLOAT as Java's Float.toString
+// (the generator's values, multiples of 1/16 below 13, are plain
+// decimals with at least one fractional digit), a DECIMAL with its
+// scale, a DATE as yyyy-MM-dd, a TIMESTAMP_NTZ as yyyy-MM-dd HH:mm:ss and
+// the fraction without trailing zeros.
+func castString(t stream.Type, v any) string {
+	switch t.Kind() {
+	case stream.Boolean:
+		return strconv.FormatBool(v.(int64) != 0)
+	case stream.Float32:
+		s := strconv.FormatFloat(v.(float64), 'f', -1, 32)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	case stream.Decimal:
+		return string(v.(Decimal))
+	case stream.Date:
+		return time.Unix(v.(int64)*86400, 0).UTC().Format("2006-01-02")
+	case stream.TimestampNTZ:
+		us := v.(int64)
+		s := time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05")
+		if f := us % 1_000_000; f != 0 {
+			s += strings.TrimRight(fmt.Sprintf(".%06d", (f+1_000_000)%1_000_000), "0")
+		}
+		return s
+	}
+	return strconv.FormatInt(v.(int64), 10)
+}
