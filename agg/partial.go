@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -39,6 +40,18 @@ type partial struct {
 	intern map[string]string
 	// internCache: recently interned strings (see internString).
 	internCache [1 << internCacheBits]string
+	// The chunk's keys and interned strings by the identity (address and
+	// length) of the chunk's strings (assign, internString); gen is the
+	// chunk's generation, and a slot of another generation is empty.
+	keyCache [1 << identityCacheBits]keySlot
+	strCache [1 << identityCacheBits]strSlot
+	gen      uint32
+	// skipRecent: the previous chunk's keys were found by identity, so
+	// assign skips the scan of recent keys; probed and slow count the
+	// current chunk's rows looked up and those of them that identity missed
+	// but an existing entry matched.
+	skipRecent   bool
+	probed, slow int
 
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
@@ -85,8 +98,7 @@ func newPartial(p *plan) *partial {
 	}
 }
 
-// len returns the number of entries: the group index's, and after absorb
-// also those appended from another shard (every entry has a start).
+// len returns the number of entries (every entry has a start).
 func (pt *partial) len() int { return len(pt.start) }
 
 func (pt *partial) reset() {
@@ -185,6 +197,7 @@ func (pt *partial) resolve(in *stream.Batch) error {
 		}
 	}
 	pt.cols.signs = in.Signs
+	pt.newChunk()
 	if cap(pt.rowIdx) < in.Len {
 		pt.rowIdx = make([]int32, in.Len)
 	}
@@ -217,6 +230,94 @@ func (pt *partial) sameGroup(i, j int) bool {
 			}
 			if !v[i] {
 				continue // both null
+			}
+		}
+		if c[i] != c[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// newChunk starts a chunk's generation of the identity caches, and decides
+// from the previous chunk whether assign scans the recent keys: a source
+// whose equal strings share their memory (a Parquet dictionary's, the
+// archive decoder's interned miners) has its keys found by identity, and
+// the scan (up to 8 comparisons, all failing for a new key: 1.9 of a seed
+// backfill's 17 CPU-s) only costs; one whose rows each own their strings
+// (a JSON line's, a decimal key's) misses by identity and keeps the scan.
+func (pt *partial) newChunk() {
+	pt.skipRecent = pt.probed > 0 && pt.slow*16 < pt.probed
+	pt.probed, pt.slow = 0, 0
+	pt.gen++
+	if pt.gen == 0 { // wrapped: a slot's stamp could match again
+		clear(pt.keyCache[:])
+		clear(pt.strCache[:])
+		pt.gen = 1
+	}
+}
+
+// identityCacheBits is log2 of the identity caches' slots.
+const identityCacheBits = 10
+
+// keySlot is a key of the current chunk: row's group with window start
+// start is entry idx.
+type keySlot struct {
+	gen      uint32
+	row, idx int32
+	start    int64
+}
+
+// strSlot: the chunk's string at address p of length n interns as v.
+type strSlot struct {
+	p   uintptr
+	n   int
+	gen uint32
+	v   string
+}
+
+// identityHash hashes row i's group (with window start start) by identity:
+// its strings' addresses and lengths, its integers' values.
+func (pt *partial) identityHash(start int64, i int) uint64 {
+	const m = 0x9E3779B97F4A7C15
+	h := uint64(start) * m
+	for _, c := range pt.cols.strs {
+		s := c[i]
+		h = (h ^ uint64(uintptr(unsafe.Pointer(unsafe.StringData(s))))) * m
+		h = (h ^ uint64(len(s))) * m
+	}
+	for _, c := range pt.cols.ints {
+		h = (h ^ uint64(c[i])) * m
+	}
+	return h
+}
+
+// sameIdentity reports whether rows i and j of the chunk have the same
+// group by identity: equal validity, strings at the same address with the
+// same length (so equal: a chunk's strings are immutable and alive while it
+// is folded), equal integers. False says nothing (equal strings may live
+// apart).
+func (pt *partial) sameIdentity(i, j int) bool {
+	for k, c := range pt.cols.strs {
+		if v := pt.cols.strValid[k]; v != nil {
+			if v[i] != v[j] {
+				return false
+			}
+			if !v[i] {
+				continue // both null
+			}
+		}
+		if a, b := c[i], c[j]; len(a) != len(b) || unsafe.StringData(a) != unsafe.StringData(b) {
+			return false
+		}
+	}
+	for k, c := range pt.cols.ints {
+		if v := pt.cols.intValid[k]; v != nil {
+			if v[i] != v[j] {
+				return false
+			}
+			if !v[i] {
+				continue
 			}
 		}
 		if c[i] != c[j] {
@@ -294,18 +395,7 @@ func (pt *partial) addEntry(start int64, i int) {
 			pt.gNull[k] = append(pt.gNull[k], false)
 			// Keep a private copy: the source may reuse its buffers once the
 			// chunk is consumed.
-			s := c.Strings[i]
-			v, ok := "", false
-			for j := range pt.nRecent { // usually the same value in a recent key
-				if r := &pt.recent[j]; !c.IsNull(r.row) && c.Strings[r.row] == s {
-					v, ok = pt.gStr[k][r.idx], true
-					break
-				}
-			}
-			if !ok {
-				v = pt.internString(s)
-			}
-			pt.gStr[k] = append(pt.gStr[k], v)
+			pt.gStr[k] = append(pt.gStr[k], pt.internString(c.Strings[i]))
 		} else {
 			null := c.IsNull(i)
 			v := c.Int64s[i]
@@ -333,8 +423,9 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 }
 
-// internString returns the partial's private copy of s. A direct-mapped
-// cache in front of the intern map answers most calls: it is indexed by a
+// internString returns the partial's private copy of s. The chunk's strings
+// by identity (strCache) answer most calls with no look at their bytes;
+// then a direct-mapped cache in front of the intern map: it is indexed by a
 // hash of the string's last 8 bytes (an address's hex tail) and checked by
 // content, so it is right whatever it holds, and a hit costs a short
 // compare where a map lookup hashes the whole string (~1 CPU-s of a seed
@@ -342,6 +433,18 @@ func (pt *partial) addEntry(start int64, i int) {
 // thousand miners of a year: with 509 slots indexed by three characters it
 // missed on most of them (issue 43's profile: 3.7 of 122 CPU-s in the map).
 func (pt *partial) internString(s string) string {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	ps := &pt.strCache[(uint64(p)*0x9E3779B97F4A7C15)>>(64-identityCacheBits)]
+	if ps.gen == pt.gen && ps.p == p && ps.n == len(s) {
+		return ps.v
+	}
+	v := pt.internContent(s)
+	*ps = strSlot{p: p, n: len(s), gen: pt.gen, v: v}
+	return v
+}
+
+// internContent is internString by the string's content.
+func (pt *partial) internContent(s string) string {
 	var x uint64
 	n := len(s)
 	for i := max(n-8, 0); i < n; i++ {
@@ -481,29 +584,45 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 				continue
 			}
 		}
+		// A key of this chunk seen before, by the identity of its strings
+		// (the source's equal strings usually share their memory): one
+		// probe, no look at the bytes.
+		pt.probed++
+		slot := &pt.keyCache[pt.identityHash(start, i)>>(64-identityCacheBits)]
+		if slot.gen == pt.gen && slot.start == start && pt.sameIdentity(i, int(slot.row)) {
+			idx[i] = slot.idx
+			continue
+		}
 		// Time-ordered input touches a handful of keys at a time (about 6
 		// builders per 5-minute window): a few comparisons against the
-		// recently used keys of this chunk (strings interned by the source
-		// compare by pointer) avoid hashing and the cache misses of a
-		// lookup in a table of 100k+ keys.
+		// recently used keys of this chunk avoid hashing and the cache
+		// misses of a lookup in a table of 100k+ keys, when identity does
+		// not find them (newChunk).
 		hit := false
-		for j := range pt.nRecent {
-			r := &pt.recent[j]
-			if r.start == start && pt.sameGroup(i, r.row) {
-				idx[i] = r.idx
-				hit = true
-				break
+		if !pt.skipRecent {
+			for j := range pt.nRecent {
+				r := &pt.recent[j]
+				if r.start == start && pt.sameGroup(i, r.row) {
+					idx[i] = r.idx
+					hit = true
+					break
+				}
 			}
 		}
 		if hit {
+			pt.slow++
+			*slot = keySlot{gen: pt.gen, row: int32(i), idx: idx[i], start: start}
 			continue
 		}
 		h := maphash.Bytes(pt.seed, pt.localKey(start, i))
 		e, inserted := pt.groups.find(part, h, func(e int32) bool { return pt.rowIs(e, start, i) })
 		if inserted {
 			pt.addEntry(start, i)
+		} else {
+			pt.slow++
 		}
 		idx[i] = e
+		*slot = keySlot{gen: pt.gen, row: int32(i), idx: e, start: start}
 		pt.recent[next] = recentKey{row: i, start: start, idx: e}
 		next = (next + 1) % len(pt.recent)
 		pt.nRecent = min(pt.nRecent+1, len(pt.recent))
@@ -685,6 +804,36 @@ func floatLess(a, b float64) bool {
 	return a < b || math.IsNaN(b)
 }
 
+// cmpEntries compares entry a of partial pa with entry b of partial pb by
+// output key: window start, then the group columns in order, nulls first
+// (as the state key orders them).
+func (p *plan) cmpEntries(pa *partial, a int32, pb *partial, b int32) int {
+	if c := cmp.Compare(pa.start[a], pb.start[b]); c != 0 {
+		return c
+	}
+	for k := range p.groupType {
+		var c int
+		if na, nb := pa.gNull[k][a], pb.gNull[k][b]; na != nb {
+			if na {
+				return -1
+			}
+			return 1
+		}
+		switch {
+		case p.strKey(k):
+			c = strings.Compare(pa.gStr[k][a], pb.gStr[k][b])
+		case p.floatKey(k):
+			c = cmp.Compare(math.Float64frombits(uint64(pa.gInt[k][a])), math.Float64frombits(uint64(pb.gInt[k][b])))
+		default:
+			c = cmp.Compare(pa.gInt[k][a], pb.gInt[k][b])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
 // keyOrder returns the entries sorted by output key: window start, then the
 // group columns in order (the sink's merge order for the reference table;
 // start is 0 for every entry of a plan without a window). Windowed entries
@@ -694,32 +843,7 @@ func floatLess(a, b float64) bool {
 // window's few entries are sorted by their groups. counts is scratch space.
 func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 	n := pt.len()
-	less := func(a, b int32) int {
-		if c := cmp.Compare(pt.start[a], pt.start[b]); c != 0 {
-			return c
-		}
-		for k := range pt.p.groupType {
-			var c int
-			if na, nb := pt.gNull[k][a], pt.gNull[k][b]; na != nb {
-				if na { // nulls first, as the state key orders them
-					return -1
-				}
-				return 1
-			}
-			switch {
-			case pt.p.strKey(k):
-				c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
-			case pt.p.floatKey(k):
-				c = cmp.Compare(math.Float64frombits(uint64(pt.gInt[k][a])), math.Float64frombits(uint64(pt.gInt[k][b])))
-			default:
-				c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])
-			}
-			if c != 0 {
-				return c
-			}
-		}
-		return 0
-	}
+	less := func(a, b int32) int { return pt.p.cmpEntries(pt, a, pt, b) }
 	if n == 0 {
 		return dst, counts
 	}

@@ -10,12 +10,12 @@ import (
 // Sharded Process: a windowed aggregation folds each chunk into two
 // partials at once, one per core, each keeping the window instances of its
 // own parity of window index (partial.assign). A key holds its window, so
-// the two partials' keys are disjoint and Finish needs no merge of the two:
-// the second's entries are appended to the first's (absorb), and Finish runs
-// as before (in update mode it orders the entries by key, so the output is
-// the same row for row; in complete mode it emits the state, not the
-// entries). Append mode keeps one partial: it emits windows closed at merge
-// in entry order, which absorb would change.
+// the two partials' keys are disjoint and no two entries merge: Finish
+// orders each partial's entries by key on a core of its own and merges the
+// two orders (in update mode, so the output is the same row for row; in
+// complete mode it emits the state, not the entries). Append mode keeps one
+// partial: it emits windows closed at merge in entry order, which two
+// partials would change.
 //
 // Each partial still scans every row of the chunk (the cheap part: its
 // window index); only the rows of its windows reach the group index and
@@ -132,33 +132,4 @@ func (s *shards) stop() {
 	}
 	s.wg.Wait()
 	s.jobs, s.done = nil, nil
-}
-
-// absorb appends src's entries to pt's and empties src: their keys are
-// disjoint (other shards), so no entry merges with another. pt's group
-// index does not learn them: absorb ends the batch's Process.
-func (pt *partial) absorb(src *partial) {
-	if src.len() == 0 {
-		return
-	}
-	pt.start = append(pt.start, src.start...)
-	for j := range pt.gInt {
-		if len(src.gInt[j]) > 0 {
-			pt.gInt[j] = append(pt.gInt[j], src.gInt[j]...)
-		}
-		if len(src.gStr[j]) > 0 {
-			pt.gStr[j] = append(pt.gStr[j], src.gStr[j]...)
-		}
-		pt.gNull[j] = append(pt.gNull[j], src.gNull[j]...)
-	}
-	for a := range pt.acc {
-		d, s := &pt.acc[a], &src.acc[a]
-		d.ints = append(d.ints, s.ints...)
-		d.floats = append(d.floats, s.floats...)
-		d.decs = append(d.decs, s.decs...)
-		d.nn = append(d.nn, s.nn...)
-		d.sketch.regs = append(d.sketch.regs, s.sketch.regs...)
-		d.overflow = d.overflow || s.overflow
-	}
-	src.reset()
 }

@@ -183,8 +183,8 @@ func (r *resolver) plan() error {
 		if r.c.Post != nil {
 			r.c.Schema = r.c.Post.Schema(r.c.Schema)
 		}
-	} else if r.gen != nil {
-		gs, s := r.generatePlan()
+	} else if r.row != nil {
+		gs, s := r.rowSteps()
 		steps = append(steps, gs...)
 		r.c.Schema = s
 	} else {

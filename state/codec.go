@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/ethstream/ethstream/stream"
@@ -209,16 +210,19 @@ func AppendFloat64Key(dst []byte, v float64) []byte {
 }
 
 // AppendStringKey appends the escaped, terminated encoding of v to dst.
+// It copies the runs between escapes whole: the byte-at-a-time loop it
+// replaced was 6% of a seed backfill's CPU (one call per group per batch,
+// on the aggregation's serial Finish).
 func AppendStringKey(dst []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c == strEscape {
-			dst = append(dst, strEscape, strEscNul)
-			continue
+	for {
+		i := strings.IndexByte(v, strEscape)
+		if i < 0 {
+			break
 		}
-		dst = append(dst, c)
+		dst = append(append(dst, v[:i]...), strEscape, strEscNul)
+		v = v[i+1:]
 	}
-	return append(dst, strEscape, strEnd)
+	return append(append(dst, v...), strEscape, strEnd)
 }
 
 // Value encoding: not order-preserving, compact.

@@ -283,3 +283,31 @@ func FuzzDecodeMeta(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendStringKeyBytewise checks AppendStringKey's run-at-a-time copy
+// against the format's definition applied one byte at a time (escape each
+// 0x00 as 0x00 0xFF, end with 0x00 0x01), on strings dense in escapes.
+func TestAppendStringKeyBytewise(t *testing.T) {
+	bytewise := func(dst []byte, v string) []byte {
+		for i := 0; i < len(v); i++ {
+			if v[i] == 0x00 {
+				dst = append(dst, 0x00, 0xFF)
+				continue
+			}
+			dst = append(dst, v[i])
+		}
+		return append(dst, 0x00, 0x01)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte{0x00, 0x01, 0xFF, 'a', '0', 'x'}
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		prefix := []byte{byte(rng.IntN(256))}
+		if got, want := AppendStringKey(bytes.Clone(prefix), string(b)), bytewise(bytes.Clone(prefix), string(b)); !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %x, want %x", b, got, want)
+		}
+	}
+}

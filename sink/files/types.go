@@ -33,7 +33,7 @@ import (
 //
 // A TIMESTAMP is INT64 microseconds where Spark's default
 // (spark.sql.parquet.outputTimestampType) is INT96: both read back as the
-// same instant in Spark (docs/contracts.md, File sink). An ARRAY column is
+// same instant in Spark (docs/contracts.md, File sink (Parquet)). An ARRAY column is
 // refused.
 
 // goType is the Go type and parquet tag of a column of type t, for

@@ -1,0 +1,107 @@
+package agg
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestIdentityMatchesContent runs the same stream through three operators
+// whose input differs only in where the strings live: shared (equal strings
+// share their memory, as a Parquet dictionary's do: assign finds keys by
+// identity and skips the scan of recent keys), owned (every row's strings
+// are copies of their own: identity never finds a key, and the scan stays
+// on) and alternating between the two chunk by chunk. Every batch's output,
+// figures and committed state must be the same; the oracle tests check the
+// answers themselves. It fails if the shared run never skipped the scan,
+// or if the owned one skipped it as often in most specs (the paths it
+// compares were not taken: only where no row repeats a key, as in
+// one-second windows, is the scan useless with owned strings too).
+func TestIdentityMatchesContent(t *testing.T) {
+	defer setShardMinRows(0)()
+	names := make([]string, 0, len(propertySpecs))
+	for name := range propertySpecs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	own := func(c []testRow) []testRow {
+		out := make([]testRow, len(c))
+		for i, r := range c {
+			r.source, r.miner = strings.Clone(r.source), strings.Clone(r.miner)
+			out[i] = r
+		}
+		return out
+	}
+	cases, differed := 0, 0
+	for _, name := range names {
+		spec := propertySpecs[name]
+		for seed := range uint64(2) {
+			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 44))
+				delay := spec.WatermarkDelay
+				if delay == 0 {
+					delay = 20 * time.Minute
+				}
+				rows := genStream(rng, 4000, delay, 1_000_000, 30)
+				kinds := []string{"shared", "owned", "alternating"}
+				hs := make([]*harness, len(kinds))
+				skipped := make([]int, len(kinds))
+				for k := range hs {
+					hs[k] = newHarness(t, spec, vfs.NewMem(), 3)
+					hs[k].lookahead = seed == 1
+				}
+				for id := int64(0); len(rows) > 0; id++ {
+					b := rows[:min(len(rows), 200+rng.IntN(800))]
+					rows = rows[len(b):]
+					var chunks [][]testRow
+					for len(b) > 0 {
+						c := min(len(b), 50+rng.IntN(250))
+						chunks, b = append(chunks, b[:c]), b[c:]
+					}
+					var outs, figs, states []string
+					for k, h := range hs {
+						for j, c := range chunks {
+							if kinds[k] == "owned" || kinds[k] == "alternating" && j%2 == 1 {
+								c = own(c)
+							}
+							h.process(id, [][]testRow{c})
+							if h.op.pts[0].skipRecent {
+								skipped[k]++
+							}
+						}
+						o, p := h.finishCommit(id, chunks)
+						outs = append(outs, fmt.Sprint(decodeOutput(t, h.op.p, o)))
+						figs = append(figs, progressCounts(p))
+						states = append(states, fmt.Sprint(h.stateRows()))
+					}
+					for k := 1; k < len(hs); k++ {
+						if outs[k] != outs[0] {
+							t.Fatalf("batch %d: output with %s strings\n%s\nwith shared\n%s", id, kinds[k], outs[k], outs[0])
+						}
+						if figs[k] != figs[0] {
+							t.Fatalf("batch %d: figures with %s strings %s, with shared %s", id, kinds[k], figs[k], figs[0])
+						}
+						if states[k] != states[0] {
+							t.Fatalf("batch %d: state with %s strings\n%s\nwith shared\n%s", id, kinds[k], states[k], states[0])
+						}
+					}
+				}
+				if skipped[0] == 0 || skipped[1] > skipped[0] {
+					t.Fatalf("chunks that skipped the scan of recent keys: shared %d (want some), owned %d (want no more)", skipped[0], skipped[1])
+				}
+				cases++
+				if skipped[1] < skipped[0] {
+					differed++
+				}
+			})
+		}
+	}
+	if 2*differed < cases {
+		t.Fatalf("owned strings skipped the scan as often as shared ones in %d of %d cases", cases-differed, cases)
+	}
+}
