@@ -94,6 +94,8 @@ func TestArraySparkExamples(t *testing.T) {
 		{call("split", str(""), str(",")), "[]", "[]"},
 		{call("split", str(",a,"), str(",")), "[, a, ]", "[, a, ]"},
 		{call("split", str("abc"), str("x")), "[abc]", "[abc]"},
+		// docs/contracts.md's difference: Go skips the empty match after ",".
+		{call("split", str("a,b"), str(",*")), "[a, b, ]", "[a, b, ]"},
 		{call("array", i(1), nullLit(), f(2.5)), "[1.0, null, 2.5]", "[1.0, null, 2.5]"},
 		{Index{X: call("split", str("0xddf2,0xaa"), str(",")), I: i(0)}, "0xddf2", "0xddf2"},
 	} {

@@ -228,8 +228,9 @@ type resolver struct {
 	where2 *filter.Predicate
 	// session is the session window when the grouping window is one.
 	session *SessionWindow
-	// gen is a stateless SELECT's generator (query/generate.go), nil without.
-	gen *genPlan
+	// row is a stateless SELECT's expressions and generator
+	// (query/generate.go), nil without.
+	row *rowPlan
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -333,6 +334,9 @@ func (r *resolver) groupBy() error {
 		}
 		if slices.Contains(r.spec.GroupBy, col) {
 			return invalidQuery(r.src, g.Pos, "name each group key once", "GROUP BY %s appears twice", col)
+		}
+		if err := r.arrayKey(g.Pos, col, t); err != nil {
+			return err
 		}
 		r.spec.GroupBy = append(r.spec.GroupBy, col)
 		r.spec.ColumnTypes[col] = t
@@ -507,8 +511,8 @@ func (r *resolver) stateless() bool {
 		return false
 	}
 	for _, it := range r.sel.Items {
-		if _, gen := generatorOf(it.Expr); gen {
-			continue // checkGenerators allowed it
+		if _, gen := generatorOf(it.Expr); gen || it.Expr != nil && !isAggregate(it.Expr) && it.Window == nil {
+			continue // a generator (checkGenerators allowed it) or an expression of a row
 		}
 		// Only plain columns: an expression may hold an aggregate.
 		if it.Agg != "" || it.Window != nil || it.Expr != nil || it.Col == "" {
@@ -525,6 +529,12 @@ func (r *resolver) selectRows() error {
 		r.c.Projection = append(r.c.Projection, it.String())
 		if _, gen := generatorOf(it.Expr); gen {
 			if err := r.selectGenerator(it); err != nil {
+				return err
+			}
+			continue
+		}
+		if it.Expr != nil {
+			if err := r.selectRowExpr(it); err != nil {
 				return err
 			}
 			continue
@@ -587,6 +597,9 @@ func (r *resolver) selectAggregate(it Item) error {
 		t, ok := r.colType(a.Column)
 		if !ok {
 			return r.unresolved(it.Pos, a.Column)
+		}
+		if it.Agg != "count" && t.Kind() == stream.Array {
+			return invalidQuery(r.src, it.Pos, "aggregate the array's elements (explode in a subquery) or size(a)", "%s(%s): %s is %s", it.Agg, a.Column, a.Column, strings.ToUpper(t.String()))
 		}
 		if it.Agg != "count" && it.Agg != "approx_count_distinct" {
 			switch {
@@ -687,9 +700,13 @@ func (r *resolver) options() error {
 		// Delta sink takes in append mode only. GROUP BY alone would only
 		// lead to "the query has no aggregate": say what each intent needs.
 		it := r.sel.Items[0]
-		return invalidQuery(r.src, it.Pos, "to aggregate per "+it.Col+", add an aggregate and GROUP BY "+it.Col+
-			" (SELECT "+it.Col+", count(*) ... GROUP BY "+it.Col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
-			"%s is selected without an aggregate: the query selects columns only", it.Col)
+		col := it.Col
+		if col == "" {
+			col = it.String() // an expression or a generator
+		}
+		return invalidQuery(r.src, it.Pos, "to aggregate per "+col+", add an aggregate and GROUP BY "+col+
+			" (SELECT "+col+", count(*) ... GROUP BY "+col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
+			"%s is selected without an aggregate: the query selects columns only", col)
 	}
 	r.spec.Mode = mode
 	r.spec.NonANSI = r.o.NonANSI
@@ -771,8 +788,8 @@ func (r *resolver) columns() {
 		}
 	}
 	add(r.c.Select)
-	if r.gen != nil {
-		add(r.gen.inputs)
+	if r.row != nil {
+		add(r.row.inputs)
 	}
 	if r.c.Where != nil {
 		add(r.c.Where.Columns())

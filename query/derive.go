@@ -50,6 +50,9 @@ func (r *resolver) derive(pos int, name string, e filter.Expr, what string) (str
 	if err != nil {
 		return 0, err
 	}
+	if c.Type().IsArray() && what != "a group key" {
+		return 0, invalidQuery(r.src, pos, "aggregate the array's elements (explode in a subquery) or size(a)", "%s is %s: %s", e, c.Type(), what)
+	}
 	r.c.Derived = append(r.c.Derived, filter.Derived{Name: name, Expr: c})
 	r.spec.ColumnTypes[name] = c.Type().Stream()
 	return c.Type().Stream(), nil
@@ -101,7 +104,11 @@ func (r *resolver) groupExpr(g GroupItem, it *Item) error {
 		return invalidQuery(r.src, it.Pos, "give the expression a name that is not an input column",
 			"the group expression %s is named %s, an input column", it.Expr, name)
 	}
-	if _, err := r.derive(g.Pos, name, it.Expr, "a group key"); err != nil {
+	t, err := r.derive(g.Pos, name, it.Expr, "a group key")
+	if err != nil {
+		return err
+	}
+	if err := r.arrayKey(g.Pos, it.Expr.String(), t); err != nil {
 		return err
 	}
 	r.spec.GroupBy = append(r.spec.GroupBy, name)

@@ -118,14 +118,59 @@ func (r *resolver) hasAggregate() bool {
 	return false
 }
 
-// genPlan is a stateless query's generator.
-type genPlan struct {
-	at     int              // its place among the output columns
-	step   generate.Explode // the generator over its array column
-	derive []filter.Derived // the array when it is an expression
-	types  []stream.Field   // its output columns (position, element)
-	inputs []string         // the input columns it reads
-	src    expr.Call        // as written
+// rowPlan is what a stateless SELECT computes beyond the columns it reads:
+// its expressions (each a derived column named by its alias) and its
+// generator, placed among the columns read in SELECT order.
+type rowPlan struct {
+	derive  []filter.Derived  // SELECT expressions, a generator's array
+	gen     *generate.Explode // nil without a generator
+	inserts []rowInsert       // the computed output columns
+	inputs  []string          // the input columns they read
+}
+
+// rowInsert is computed output columns that come before the at-th column
+// read (at = len(Select): after all of them).
+type rowInsert struct {
+	at     int
+	fields []stream.Field
+}
+
+func (r *resolver) rows() *rowPlan {
+	if r.row == nil {
+		r.row = &rowPlan{}
+	}
+	if r.c.Select == nil {
+		r.c.Select = []string{} // a stateless query, even with no plain column
+	}
+	return r.row
+}
+
+// selectRowExpr resolves an expression item of a stateless SELECT (no
+// aggregate): a derived column named by its alias.
+func (r *resolver) selectRowExpr(it Item) error {
+	if it.As == "" {
+		return invalidQuery(r.src, it.Pos, "name the expression: "+it.Expr.String()+" AS name",
+			"the expression %s needs a name (AS): its text is not a valid Delta column name", it.Expr)
+	}
+	if !validColumnName(it.As) {
+		return invalidQuery(r.src, it.Pos, "use an alias of letters, digits and underscores", "output column name %q is not valid in a Delta table", it.As)
+	}
+	if _, clash := r.colType(strings.ToLower(it.As)); clash || strings.HasPrefix(it.As, "__") {
+		return invalidQuery(r.src, it.Pos, "give the expression a name that is not an input column",
+			"the expression %s is named %s, an input column", it.Expr, it.As)
+	}
+	c, err := expr.Compile(it.Expr, r.colType, r.exprOptions())
+	if err != nil {
+		return err
+	}
+	if err := r.claim(it.Pos, it.As); err != nil {
+		return err
+	}
+	p := r.rows()
+	p.derive = append(p.derive, filter.Derived{Name: it.As, Expr: c})
+	p.inputs = append(p.inputs, c.Columns()...)
+	p.inserts = append(p.inserts, rowInsert{at: len(r.c.Select), fields: []stream.Field{{Name: it.As, Type: c.Type().Stream(), Nullable: true}}})
+	return nil
 }
 
 // selectGenerator resolves the generator item it of a stateless SELECT.
@@ -135,31 +180,34 @@ func (r *resolver) selectGenerator(it Item) error {
 		return errcode.New("WRONG_NUM_ARGS", "", "pass one array", "the function %s requires 1 parameter but the actual number is %d", call.Name, len(call.Args))
 	}
 	flags := generators[call.Name]
-	g := &genPlan{at: len(r.outNames), src: call}
-	g.step.Outer = flags[0]
+	g := &generate.Explode{Outer: flags[0]}
+	p := r.rows()
 	arg := call.Args[0]
 	var et stream.Type
+	var derive []filter.Derived
 	if col, ok := arg.(filter.Col); ok {
 		t, ok := r.colType(col.Name)
 		if !ok {
 			return r.unresolved(it.Pos, col.Name)
 		}
-		g.step.Column, g.inputs, et = col.Name, []string{col.Name}, t
+		g.Column, et = col.Name, t
+		p.inputs = append(p.inputs, col.Name)
 	} else {
 		c, err := expr.Compile(arg, r.colType, r.exprOptions())
 		if err != nil {
 			return err
 		}
-		g.step.Column, g.inputs, et = genInput, c.Columns(), c.Type().Stream()
-		g.derive = []filter.Derived{{Name: genInput, Expr: c}}
+		g.Column, et = genInput, c.Type().Stream()
+		p.inputs = append(p.inputs, c.Columns()...)
+		derive = []filter.Derived{{Name: genInput, Expr: c}}
 	}
 	if et.Kind() != stream.Array {
 		return errcode.New(expr.CodeDatatypeMismatch, "", "explode an ARRAY (a column such as topics, or split(s, ','))",
 			"cannot resolve %s due to data type mismatch: the input of function %s should be an ARRAY, not %s", call, call.Name, strings.ToUpper(et.String()))
 	}
-	g.step.As = "col"
+	g.As = "col"
 	if flags[1] {
-		g.step.PosAs = "pos"
+		g.PosAs = "pos"
 	}
 	if it.As != "" {
 		if flags[1] {
@@ -168,46 +216,50 @@ func (r *resolver) selectGenerator(it Item) error {
 		if !validColumnName(it.As) {
 			return invalidQuery(r.src, it.Pos, "use an alias of letters, digits and underscores", "output column name %q is not valid in a Delta table", it.As)
 		}
-		g.step.As = it.As
+		g.As = it.As
 	}
-	for _, name := range []string{g.step.PosAs, g.step.As} {
-		if name == "" {
-			continue
-		}
-		if err := r.claim(it.Pos, name); err != nil {
+	ins := rowInsert{at: len(r.c.Select)}
+	if g.PosAs != "" {
+		if err := r.claim(it.Pos, g.PosAs); err != nil {
 			return err
 		}
+		ins.fields = append(ins.fields, stream.Field{Name: g.PosAs, Type: stream.Int32, Nullable: g.Outer})
 	}
-	if g.step.PosAs != "" {
-		g.types = append(g.types, stream.Field{Name: g.step.PosAs, Type: stream.Int32, Nullable: g.step.Outer})
+	if err := r.claim(it.Pos, g.As); err != nil {
+		return err
 	}
-	g.types = append(g.types, stream.Field{Name: g.step.As, Type: et.Elem(), Nullable: true})
-	r.gen = g
-	if r.c.Select == nil {
-		r.c.Select = []string{} // a stateless query, even with no plain column
-	}
+	ins.fields = append(ins.fields, stream.Field{Name: g.As, Type: et.Elem(), Nullable: true})
+	p.derive = append(p.derive, derive...)
+	p.gen, p.inserts = g, append(p.inserts, ins)
 	return nil
 }
 
-// generatePlan is the steps after the read path of a stateless query with
-// a generator, and its output schema.
-func (r *resolver) generatePlan() ([]Step, stream.Schema) {
-	g := r.gen
+// rowSteps are the steps after the read path of a stateless query with
+// expressions or a generator (derive, generate, select), and its output
+// schema.
+func (r *resolver) rowSteps() ([]Step, stream.Schema) {
+	p := r.row
 	var steps []Step
-	if g.derive != nil {
-		steps = append(steps, Step{Derive: g.derive})
+	if len(p.derive) > 0 {
+		steps = append(steps, Step{Derive: p.derive})
 	}
-	step := g.step
-	steps = append(steps, Step{Generate: &step})
+	if p.gen != nil {
+		steps = append(steps, Step{Generate: p.gen})
+	}
 	var proj []Column
 	var s stream.Schema
-	for i, col := range r.c.Select {
-		if i == g.at {
-			for _, f := range g.types {
-				proj = append(proj, Column{Name: f.Name})
-				s.Fields = append(s.Fields, f)
+	insert := func(at int) {
+		for _, in := range p.inserts {
+			if in.at == at {
+				for _, f := range in.fields {
+					proj = append(proj, Column{Name: f.Name})
+					s.Fields = append(s.Fields, f)
+				}
 			}
 		}
+	}
+	for i, col := range r.c.Select {
+		insert(i)
 		c := Column{Name: col}
 		if r.outNames[i] != col {
 			c.As = r.outNames[i]
@@ -221,11 +273,21 @@ func (r *resolver) generatePlan() ([]Step, stream.Schema) {
 		}
 		s.Fields = append(s.Fields, f)
 	}
-	if g.at == len(r.c.Select) {
-		for _, f := range g.types {
-			proj = append(proj, Column{Name: f.Name})
-			s.Fields = append(s.Fields, f)
-		}
-	}
+	insert(len(r.c.Select))
 	return append(steps, Step{Project: proj}), s
+}
+
+// CodeArrayGroupKey refuses an array as a group key (GROUP BY or SELECT
+// DISTINCT of an array): the aggregation's state keys hold scalars.
+const CodeArrayGroupKey = "UNSUPPORTED_ARRAY_GROUP_KEY"
+
+// arrayKey refuses a group key of an array type.
+func (r *resolver) arrayKey(pos int, key string, t stream.Type) error {
+	if t.Kind() != stream.Array {
+		return nil
+	}
+	e := errcode.New(CodeArrayGroupKey, "", "group by the array's elements (SELECT e, count(*) FROM (SELECT explode(a) AS e FROM ...) GROUP BY e), by an element (a[0]) or by size(a)",
+		"GROUP BY %s: the key is %s, and ethstream groups by scalar values only", key, strings.ToUpper(t.String()))
+	e.Msg += " (at " + position(r.src, pos) + ")"
+	return e
 }

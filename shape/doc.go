@@ -31,8 +31,10 @@
 //
 //	operators     [{"id","kind","window","keys","aggregates","stateSchema",
 //	              "input"}] in id order (0, 1, ...); kind "aggregate",
-//	              "deduplicate" or "join" (which adds "joinType", and
-//	              whose keys are its equi-join pairs "k=k2"); input the
+//	              "deduplicate", "sessionWindow", "globalLimit" (LIMIT in
+//	              append mode: no keys, no aggregates) or "join" (which
+//	              adds "joinType", and whose keys are its equi-join pairs
+//	              "k=k2"); input the
 //	              stateless steps before the operator, rendered
 //
 // and then its top-level window is null, keys and aggregates are [] and

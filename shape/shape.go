@@ -40,6 +40,11 @@ const KindJoin = "join"
 // other group columns.
 const KindSessionWindow = "sessionWindow"
 
+// KindGlobalLimit is Operator.Kind of LIMIT in append mode (package
+// limit, Spark's StreamingGlobalLimitExec): no keys, no aggregates; the
+// limit itself shapes no state, so it is not recorded.
+const KindGlobalLimit = "globalLimit"
+
 // Source is one input of the query.
 type Source struct {
 	Name     string `json:"name"`
@@ -81,7 +86,7 @@ type Sink struct {
 type Operator struct {
 	// ID is the operator's id in plan order (its state directory).
 	ID int `json:"id"`
-	// Kind is what the operator is: KindAggregate, KindDeduplicate or
+	// Kind is what the operator is: KindAggregate, KindDeduplicate,
 	// KindSessionWindow.
 	Kind   string  `json:"kind"`
 	Window *Window `json:"window"`
@@ -298,7 +303,7 @@ func checkOperators(path string, v int, s Shape) error {
 		if o.ID != i {
 			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
 		}
-		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin {
+		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin && o.Kind != KindGlobalLimit {
 			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
 		}
 	}
