@@ -17,8 +17,9 @@ import (
 // doubles DOUBLE, strings BYTE_ARRAY (STRING), timestamps INT64
 // TIMESTAMP(MICROS, UTC); a window (the engine's window_start and
 // window_end columns) is Spark's struct window<start, end> at the place of
-// window_start; snappy pages, Spark's default
-// spark.sql.parquet.compression.codec.
+// window_start; an array of longs, doubles or strings Spark's three-level
+// LIST (optional group (LIST) { repeated group list { optional T element } });
+// snappy pages, Spark's default spark.sql.parquet.compression.codec.
 
 // Engine columns that form the window struct, and the struct's names.
 const (
@@ -55,8 +56,14 @@ func parquetSchema(s stream.Schema) (*parquet.Schema, []leaf, error) {
 			return reflect.TypeOf((*float64)(nil)), ",optional", nil
 		case stream.String:
 			return reflect.TypeOf((*string)(nil)), ",optional", nil
+		case stream.ArrayOf(stream.Int64):
+			return reflect.TypeOf([]*int64{}), ",optional,list", nil
+		case stream.ArrayOf(stream.Float64):
+			return reflect.TypeOf([]*float64{}), ",optional,list", nil
+		case stream.ArrayOf(stream.String):
+			return reflect.TypeOf([]*string{}), ",optional,list", nil
 		}
-		return nil, "", errcode.New(errcode.InvalidArgument, "", "emit int64, float64, string or timestamp columns",
+		return nil, "", errcode.New(errcode.InvalidArgument, "", "emit int64, float64, string or timestamp columns, or arrays of int64, float64 or string",
 			"output column type %s cannot be written by the file sink", t)
 	}
 	var fields []reflect.StructField
@@ -105,16 +112,18 @@ func writeParquet(w io.Writer, pq *parquet.Schema, leaves []leaf, out *stream.Ba
 	for lo := 0; lo < out.Len; lo += chunk {
 		rows = rows[:0]
 		for r := lo; r < min(lo+chunk, out.Len); r++ {
-			row := make(parquet.Row, len(leaves))
+			row := make(parquet.Row, 0, len(leaves))
 			for c, lf := range leaves {
 				v := &out.Columns[c]
 				switch {
+				case lf.typ.Kind() == stream.Array:
+					row = appendList(row, v, r, c)
 				case lf.depth == 2 && out.Columns[c-btoi(lf.col == colWindowEnd)].IsNull(r):
-					row[c] = parquet.NullValue().Level(0, 0, c)
+					row = append(row, parquet.NullValue().Level(0, 0, c))
 				case v.IsNull(r):
-					row[c] = parquet.NullValue().Level(0, lf.depth-1, c)
+					row = append(row, parquet.NullValue().Level(0, lf.depth-1, c))
 				default:
-					row[c] = value(v, r).Level(0, lf.depth, c)
+					row = append(row, value(v, r).Level(0, lf.depth, c))
 				}
 			}
 			rows = append(rows, row)
@@ -142,4 +151,28 @@ func value(v *stream.Column, r int) parquet.Value {
 		return parquet.ByteArrayValue([]byte(v.Strings[r]))
 	}
 	return parquet.Int64Value(v.Int64s[r])
+}
+
+// appendList appends row r of the array column v (leaf c) with the LIST's
+// levels: definition 0 a null array, 1 an empty one, 2 a null element, 3
+// a value; repetition 1 for every element after the first.
+func appendList(row parquet.Row, v *stream.Column, r, c int) parquet.Row {
+	switch {
+	case v.IsNull(r):
+		return append(row, parquet.NullValue().Level(0, 0, c))
+	case v.Offsets[r] == v.Offsets[r+1]:
+		return append(row, parquet.NullValue().Level(0, 1, c))
+	}
+	for e := int(v.Offsets[r]); e < int(v.Offsets[r+1]); e++ {
+		rep := 1
+		if e == int(v.Offsets[r]) {
+			rep = 0
+		}
+		if v.Elems.IsNull(e) {
+			row = append(row, parquet.NullValue().Level(rep, 2, c))
+			continue
+		}
+		row = append(row, value(v.Elems, e).Level(rep, 3, c))
+	}
+	return row
 }
