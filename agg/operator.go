@@ -87,6 +87,7 @@ type Operator struct {
 	vals     []aggVal
 	orders   [][]int32 // per partial: its entries in key order (update mode), reused
 	counts   [][]int32 // per partial: keyOrder's scratch
+	runs     [keyedRuns]keyedRun
 	keyBuf   []byte
 	valBuf   []byte
 	progress stream.OperatorProgress
@@ -369,14 +370,15 @@ func (o *Operator) mergeAll(ctx context.Context, batchID, closeUs int64, out *ou
 		get = o.store.GetCommitted
 	}
 	i := 0
-	merge := func(pt *partial, e int) error {
+	// merge merges entry e of pt, whose state key is key.
+	merge := func(pt *partial, e int, key []byte) error {
 		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
 		i++
-		c, err := o.mergeEntry(get, batchID, pt, e, closeUs, out)
+		c, err := o.mergeEntry(get, batchID, pt, e, key, closeUs, out)
 		if c {
 			closed++
 		}
@@ -385,7 +387,8 @@ func (o *Operator) mergeAll(ctx context.Context, batchID, closeUs int64, out *ou
 	if o.p.spec.Mode != Update {
 		for _, pt := range o.pts {
 			for e := range pt.len() {
-				if err := merge(pt, e); err != nil {
+				o.keyBuf = pt.stateKey(o.keyBuf[:0], e)
+				if err := merge(pt, e, o.keyBuf); err != nil {
 					return closed, err
 				}
 			}
@@ -393,21 +396,45 @@ func (o *Operator) mergeAll(ctx context.Context, batchID, closeUs int64, out *ou
 		return closed, nil
 	}
 	o.keyOrders()
+	n := 0
+	for _, pt := range o.pts {
+		n += pt.len()
+	}
+	if n >= keyedMinEntries {
+		// A large batch: the state keys are built on another goroutine
+		// (finish_keys.go).
+		return closed, o.mergeKeyed(merge)
+	}
+	o.eachInOrder(func(s int, e int32) bool {
+		o.keyBuf = o.pts[s].stateKey(o.keyBuf[:0], int(e))
+		err = merge(o.pts[s], int(e), o.keyBuf)
+		return err == nil
+	})
+	return closed, err
+}
+
+// eachInOrder calls f with every entry of the partials in key order (their
+// keys are disjoint: a k-way merge of o.orders, which keyOrders set) until
+// f returns false, and reports whether it went through them all. A shard's
+// keys are whole windows (shard.go), so the merge's first comparison (the
+// window start) nearly always decides.
+func (o *Operator) eachInOrder(f func(s int, e int32) bool) bool {
 	if len(o.pts) == 1 {
 		for _, e := range o.orders[0] {
-			if err := merge(o.pts[0], int(e)); err != nil {
-				return closed, err
+			if !f(0, e) {
+				return false
 			}
 		}
-		return closed, nil
+		return true
 	}
-	// A k-way merge of the partials' orders: their keys are disjoint, and
-	// a shard's are whole windows (shard.go), so the first comparison (the
-	// window start) nearly always decides.
-	heads := make([]int, len(o.pts))
+	var heads [8]int
+	if len(o.pts) > len(heads) {
+		panic(fmt.Sprintf("aggregation: %d partials, at most %d", len(o.pts), len(heads)))
+	}
 	for {
 		best := -1
-		for s, h := range heads {
+		for s := range o.pts {
+			h := heads[s]
 			if h == len(o.orders[s]) {
 				continue
 			}
@@ -416,12 +443,12 @@ func (o *Operator) mergeAll(ctx context.Context, batchID, closeUs int64, out *ou
 			}
 		}
 		if best < 0 {
-			return closed, nil
+			return true
 		}
 		e := o.orders[best][heads[best]]
 		heads[best]++
-		if err := merge(o.pts[best], int(e)); err != nil {
-			return closed, err
+		if !f(best, e) {
+			return false
 		}
 	}
 }
@@ -443,16 +470,15 @@ func (o *Operator) keyOrders() {
 	wg.Wait()
 }
 
-// mergeEntry merges partial entry e into its state key, read with get, and
-// writes the result: a group every row of which is retracted leaves state
+// mergeEntry merges partial entry e into its state key (key), read with
+// get, and writes the result: a group every row of which is retracted leaves state
 // (dropEmptied); a window closed at commit (closed) is not stored, as the
 // next batch would only delete it; any other group is stored. In update
 // mode the entry's row goes to out.
-func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID int64, pt *partial, e int, closeUs int64, out *output) (closed bool, err error) {
+func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID int64, pt *partial, e int, key []byte, closeUs int64, out *output) (closed bool, err error) {
 	p := o.p
-	o.keyBuf = pt.stateKey(o.keyBuf[:0], e)
 	clear(o.vals)
-	val, stored, err := get(o.keyBuf)
+	val, stored, err := get(key)
 	if err != nil {
 		return false, fmt.Errorf("aggregation: read state: %w", err)
 	}
@@ -465,7 +491,7 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 		return false, o.overflow(batchID, a)
 	}
 	if p.rowsAgg >= 0 && o.vals[p.rowsAgg].i <= 0 {
-		return false, o.dropEmptied(batchID, pt, e, stored, out)
+		return false, o.dropEmptied(batchID, pt, e, key, stored, out)
 	}
 	if p.spec.Mode == Update {
 		out.appendEntry(pt, e, o.vals)
@@ -480,21 +506,21 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 			out.appendEntry(pt, e, o.vals)
 			o.emittedAtMerge++
 			if stored {
-				if err := o.store.Delete(o.keyBuf); err != nil {
+				if err := o.store.Delete(key); err != nil {
 					return false, fmt.Errorf("aggregation: write state: %w", err)
 				}
 			}
 			return false, nil
 		}
 		if stored {
-			if err := o.store.Delete(o.keyBuf); err != nil {
+			if err := o.store.Delete(key); err != nil {
 				return false, fmt.Errorf("aggregation: write state: %w", err)
 			}
 		}
 		return true, nil
 	}
 	o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
-	if err := o.store.Put(o.keyBuf, o.valBuf); err != nil {
+	if err := o.store.Put(key, o.valBuf); err != nil {
 		return false, fmt.Errorf("aggregation: write state: %w", err)
 	}
 	if p.window {
@@ -505,11 +531,11 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 	return false, nil
 }
 
-// dropEmptied handles entry e (key in o.keyBuf, merged values in o.vals)
+// dropEmptied handles entry e (state key key, merged values in o.vals)
 // whose group count fell to zero or below: below is a source bug (it
 // retracted rows it never emitted); zero means every row of the group was
 // retracted, so it leaves state and, in update mode, the sink.
-func (o *Operator) dropEmptied(batchID int64, pt *partial, e int, stored bool, out *output) error {
+func (o *Operator) dropEmptied(batchID int64, pt *partial, e int, key []byte, stored bool, out *output) error {
 	if c := o.vals[o.p.rowsAgg].i; c < 0 {
 		return errcode.New(CodeRetractionUnmatched, "",
 			"this is a bug in the source: it must retract only rows it emitted in an earlier batch",
@@ -518,7 +544,7 @@ func (o *Operator) dropEmptied(batchID int64, pt *partial, e int, stored bool, o
 	if !stored {
 		return nil
 	}
-	if err := o.store.Delete(o.keyBuf); err != nil {
+	if err := o.store.Delete(key); err != nil {
 		return fmt.Errorf("aggregation: delete state: %w", err)
 	}
 	o.deleted++

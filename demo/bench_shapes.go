@@ -199,6 +199,9 @@ func benchShapesStage(ctx context.Context, b *benchRun, res *BenchResult) error 
 				return err
 			}
 			r.DuckDBMs, r.DuckDBCPUMs, r.DuckDBOut, r.DuckDBPeakRSSBytes = p.wallMs, p.cpuMs, p.out, p.peakRSS
+			if res.Host.DuckDBThreads == 0 { // --stages-only: no yardstick ran
+				res.Host.DuckDBThreads = duckThreads(p.out)
+			}
 		}
 		res.Shapes = append(res.Shapes, r)
 		return nil

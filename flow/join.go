@@ -161,8 +161,14 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 			q.filters = append(q.filters, fmt.Sprintf("%s: %s", s.alias, s.where))
 		}
 	}
+	marks := make([]*shape.Watermark, 2)
+	for i, s := range []*Side{left, right} {
+		if s.wm != nil {
+			marks[i] = &shape.Watermark{Column: s.wm.Column, DelayUs: s.wm.Delay.Microseconds()}
+		}
+	}
 	q.ops = append(q.ops, shape.Operator{Kind: shape.KindJoin, Keys: op.KeyColumns(), JoinType: on.Type.String(),
-		StateSchema: op.Schema().String(), Input: []string{}, Aggregates: []string{}})
+		StateSchema: op.Schema().String(), Input: []string{}, Aggregates: []string{}, Watermarks: marks})
 	q.schema = op.OutputSchema()
 	q.joinMarks(op, left, right)
 	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})

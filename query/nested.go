@@ -229,8 +229,8 @@ func (r *resolver) plan() error {
 // orderLimit adds ORDER BY and LIMIT, over what the sink receives each
 // batch, where Spark allows them on a stream: a sort over an aggregation
 // in complete mode; a limit in complete mode. Append mode's limit, which
-// Spark keeps across batches in state (StreamingGlobalLimitExec), is
-// refused.
+// Spark keeps across batches in state (StreamingGlobalLimitExec), is a
+// stateful step of its own (Step.GlobalLimit).
 func (r *resolver) orderLimit() error {
 	sel := r.sel
 	if len(sel.OrderBy) == 0 && sel.Limit == nil {
@@ -263,7 +263,11 @@ func (r *resolver) orderLimit() error {
 			e.Msg += " (at " + position(r.src, sel.LimitPos) + ")"
 			return e
 		case !complete:
-			return unsupported(r.src, sel.LimitPos, "LIMIT in append mode (Spark counts the rows emitted across batches in state, StreamingGlobalLimitExec; ethstream limits only complete mode's output)")
+			// Append mode: the first n rows of the stream, counted in
+			// state (Spark's StreamingGlobalLimitExec).
+			n := *sel.Limit
+			r.c.Steps = append(r.c.Steps, Step{GlobalLimit: &n})
+			return nil
 		}
 		n := *sel.Limit
 		r.c.Steps = append(r.c.Steps, Step{Limit: &n})

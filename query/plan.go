@@ -36,6 +36,11 @@ type Step struct {
 	// Limit, when set, keeps the first *Limit rows the sink receives each
 	// batch (LIMIT).
 	Limit *int64
+	// GlobalLimit, when set, is LIMIT in append mode: the first
+	// *GlobalLimit rows over the whole stream, a stateful operator of its
+	// own (Spark's StreamingGlobalLimitExec, package limit), always the
+	// last step. Stateful reports aggregations only.
+	GlobalLimit *int64
 	// Generate is a generator (explode and its kin, query/generate.go):
 	// one row per element of an array column.
 	Generate *generate.Explode
@@ -72,6 +77,8 @@ func (s Step) String() string {
 		return "order by " + strings.Join(parts, ", ")
 	case s.Limit != nil:
 		return "limit " + strconv.FormatInt(*s.Limit, 10)
+	case s.GlobalLimit != nil:
+		return "global limit " + strconv.FormatInt(*s.GlobalLimit, 10)
 	case s.Generate != nil:
 		return "generate " + s.Generate.String()
 	}

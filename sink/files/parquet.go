@@ -13,13 +13,11 @@ import (
 )
 
 // Part files: one Parquet schema per query, every field OPTIONAL in the
-// output schema's order (Spark writes its columns nullable), longs INT64,
-// doubles DOUBLE, strings BYTE_ARRAY (STRING), timestamps INT64
-// TIMESTAMP(MICROS, UTC); a window (the engine's window_start and
+// output schema's order (Spark writes its columns nullable), each type as
+// Spark writes it (types.go); a window (the engine's window_start and
 // window_end columns) is Spark's struct window<start, end> at the place of
-// window_start; an array of longs, doubles or strings Spark's three-level
-// LIST (optional group (LIST) { repeated group list { optional T element } });
-// snappy pages, Spark's default spark.sql.parquet.compression.codec.
+// window_start; snappy pages, Spark's default
+// spark.sql.parquet.compression.codec.
 
 // Engine columns that form the window struct, and the struct's names.
 const (
@@ -45,26 +43,6 @@ func parquetSchema(s stream.Schema) (*parquet.Schema, []leaf, error) {
 	if (ws == nil) != (we == nil) || ws != nil && (ws.Type != stream.Timestamp || we.Type != stream.Timestamp) {
 		return nil, nil, errcode.New(errcode.InvalidArgument, "", "emit both window_start and window_end as timestamps",
 			"output schema %s has a partial window", s)
-	}
-	goType := func(t stream.Type) (reflect.Type, string, error) {
-		switch t {
-		case stream.Int64:
-			return reflect.TypeOf((*int64)(nil)), ",optional", nil
-		case stream.Timestamp:
-			return reflect.TypeOf((*int64)(nil)), ",optional,timestamp(microsecond:utc)", nil
-		case stream.Float64:
-			return reflect.TypeOf((*float64)(nil)), ",optional", nil
-		case stream.String:
-			return reflect.TypeOf((*string)(nil)), ",optional", nil
-		case stream.ArrayOf(stream.Int64):
-			return reflect.TypeOf([]*int64{}), ",optional,list", nil
-		case stream.ArrayOf(stream.Float64):
-			return reflect.TypeOf([]*float64{}), ",optional,list", nil
-		case stream.ArrayOf(stream.String):
-			return reflect.TypeOf([]*string{}), ",optional,list", nil
-		}
-		return nil, "", errcode.New(errcode.InvalidArgument, "", "emit int64, float64, string or timestamp columns, or arrays of int64, float64 or string",
-			"output column type %s cannot be written by the file sink", t)
 	}
 	var fields []reflect.StructField
 	var leaves []leaf
@@ -142,20 +120,10 @@ func btoi(b bool) int {
 	return 0
 }
 
-// value is the non-null row r of column v as a parquet value.
-func value(v *stream.Column, r int) parquet.Value {
-	switch v.Type {
-	case stream.Float64:
-		return parquet.DoubleValue(v.Float64s[r])
-	case stream.String:
-		return parquet.ByteArrayValue([]byte(v.Strings[r]))
-	}
-	return parquet.Int64Value(v.Int64s[r])
-}
-
-// appendList appends row r of the array column v (leaf c) with the LIST's
-// levels: definition 0 a null array, 1 an empty one, 2 a null element, 3
-// a value; repetition 1 for every element after the first.
+// appendList appends row r of the array column v (leaf c) as Spark's
+// three-level LIST (optional group (LIST) { repeated group list { optional
+// T element } }): definition 0 a null array, 1 an empty one, 2 a null
+// element, 3 a value; repetition 1 for every element after the first.
 func appendList(row parquet.Row, v *stream.Column, r, c int) parquet.Row {
 	switch {
 	case v.IsNull(r):
