@@ -40,6 +40,9 @@ func NewBuffers(aggs []Aggregate, columnTypes map[string]stream.Type, nonANSI bo
 	if err := p.planAggregates(used); err != nil {
 		return nil, err
 	}
+	if err := refuseSketches(p); err != nil {
+		return nil, err
+	}
 	return &Buffers{p: p}, nil
 }
 

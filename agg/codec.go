@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ethstream/ethstream/agg/hllpp"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -16,6 +17,8 @@ type aggVal struct {
 	f  float64
 	d  stream.Dec128
 	nn int64
+	// hll: approx_count_distinct's registers (nil until merged or read).
+	hll hllpp.Sketch
 }
 
 // stateKey appends entry e's state key: window_end, window_start, then the
@@ -56,7 +59,9 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 func (p *plan) encodeValue(dst []byte, vals []aggVal) []byte {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
-		if ra.acc().Kind() == stream.Decimal {
+		if ra.sketch != nil {
+			dst = appendSketchValue(dst, ra, vals[a].hll)
+		} else if ra.acc().Kind() == stream.Decimal {
 			dst = state.AppendStringValue(dst, string(vals[a].d.AppendKey(nil)))
 		} else if ra.acc().Storage() == stream.Float64 {
 			dst = state.AppendFloat64Value(dst, vals[a].f)
@@ -79,7 +84,11 @@ func (p *plan) decodeValue(val []byte, vals []aggVal) error {
 	for a := range p.aggs {
 		ra := &p.aggs[a]
 		var ok bool
-		if ra.acc().Kind() == stream.Decimal {
+		if ra.sketch != nil {
+			if val, ok = readSketchValue(val, ra, &vals[a]); !ok {
+				return p.badValue(a)
+			}
+		} else if ra.acc().Kind() == stream.Decimal {
 			// AppendStringValue of 16 bytes: their length, then them.
 			if len(val) < 17 || val[0] != 16 {
 				return p.badValue(a)
@@ -135,6 +144,10 @@ func (pt *partial) merge(e int, vals []aggVal) (overflow int) {
 		ra := &pt.p.aggs[a]
 		acc := &pt.acc[a]
 		v := &vals[a]
+		if ra.sketch != nil {
+			acc.sketch.mergeInto(ra, e, v)
+			continue
+		}
 		if ra.Kind == Count {
 			v.i += acc.ints[e]
 			continue

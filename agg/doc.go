@@ -105,7 +105,11 @@
 //	              Int64; sum of Int64: Int64, of Float64: Float64; min/max:
 //	              the input type; avg: its double sum, Float64, or in
 //	              format 1 the sum in the input type; of a DECIMAL(p,s) its
-//	              sum as DECIMAL(min(38,p+10),s), 16 bytes as a String value);
+//	              sum as DECIMAL(min(38,p+10),s), 16 bytes as a String value;
+//	              approx_count_distinct: BINARY, its HyperLogLog++
+//	              registers, a String value of 8*(2^p/10+1) bytes, package
+//	              hllpp's encoding version 1: Spark's longs of ten 6-bit
+//	              registers each, little-endian; p is in the Spec text);
 //	              sum/min/max/avg add a field <As>__nonnull Int64,
 //	              the number of non-null inputs (0 means SQL null), because
 //	              state values are not nullable. A Spec declaring
@@ -115,7 +119,8 @@
 //	              is unchanged by retractions, so checkpoints written before
 //	              them read as they did.
 //	Spec          "agg/v2 window=<col> size=<d> slide=<d>[ start=<d>] groupBy=<cols>
-//	              aggs=<kind>(<col>|*):<as>,..." (start= only for a window
+//	              aggs=<kind>(<col>|*):<as>,..." (approx_count_distinct is
+//	              "approx_count_distinct(<col>,p=<p>):<as>"; start= only for a window
 //	              startTime, so older texts are unchanged; what shapes the state
 //	              only: the output mode and the watermark delay are checked
 //	              by the engine's restart rules; "agg/v1" also named them)

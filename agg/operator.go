@@ -264,7 +264,7 @@ func (o *Operator) checkRetractions(in *stream.Batch) error {
 	if n > 0 && !o.p.retractable {
 		why := "it has no count(*) to tell when a group is empty; add count(*) or declare Spec.Retractions"
 		for _, a := range o.p.aggs {
-			if a.Kind == Min || a.Kind == Max {
+			if a.Kind == Min || a.Kind == Max || a.Kind == ApproxCountDistinct {
 				why = a.Kind.String() + "(" + a.Column + ") keeps one value per group, not the rows behind it; drop it"
 				break
 			}

@@ -108,6 +108,9 @@ func (o *oracle) evict(wmMs int64) map[string]bool {
 // aggValue computes aggregate a over rows from scratch: its output string
 // and its stored value fields.
 func (o *oracle) aggValue(a resolvedAgg, rows []testRow) (string, []any) {
+	if a.Kind == ApproxCountDistinct {
+		return sketchOf(a, rows)
+	}
 	if a.Kind == Count {
 		var n int64
 		for _, r := range rows {
@@ -338,6 +341,21 @@ var propertySpecs = map[string]Spec{
 		Aggregates: []Aggregate{{Kind: Count}, {Kind: Max, Column: "fee"}}, Mode: Update, ColumnTypes: testColumnTypes},
 	"no-window-complete": {GroupBy: []string{ethblock.ColMiner},
 		Aggregates: []Aggregate{{Kind: Sum, Column: ethblock.ColGasUsed}}, Mode: Complete, ColumnTypes: testColumnTypes},
+	// approx_count_distinct of four types: its estimate is the one of
+	// every group's rows folded at once, however batches, chunks, shards
+	// and restarts split them.
+	"approx-distinct-sliding": {Window: &Window{Column: ethblock.ColBlockTS, Size: 10 * time.Minute, Slide: 5 * time.Minute},
+		GroupBy: []string{stream.ColSource}, Aggregates: []Aggregate{
+			{Kind: Count}, {Kind: ApproxCountDistinct, Column: ethblock.ColMiner, As: "miners"},
+			{Kind: ApproxCountDistinct, Column: ethblock.ColGasUsed, As: "gas_values", RelativeSD: 0.01},
+			{Kind: ApproxCountDistinct, Column: "fee", As: "fees", RelativeSD: 0.3},
+			{Kind: ApproxCountDistinct, Column: ethblock.ColBlockTS, As: "times"}},
+		Mode: Update, WatermarkDelay: 15 * time.Minute, ColumnTypes: testColumnTypes},
+	"approx-distinct-append": {Window: &Window{Column: ethblock.ColBlockTS, Size: 7 * time.Minute},
+		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: ApproxCountDistinct, Column: "shard"}},
+		Mode: Append, WatermarkDelay: 10 * time.Minute, ColumnTypes: testColumnTypes},
+	"approx-distinct-complete": {GroupBy: []string{"shard"},
+		Aggregates: []Aggregate{{Kind: ApproxCountDistinct, Column: ethblock.ColMiner}}, Mode: Complete, ColumnTypes: testColumnTypes},
 	"reference-no-watermark": {Window: &Window{Column: ethblock.ColBlockTS, Size: 5 * time.Minute},
 		GroupBy: []string{stream.ColSource, ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
 		Mode: Update, ColumnTypes: testColumnTypes},

@@ -82,6 +82,8 @@ func (o *output) appendAggValues(vals []aggVal) {
 		}
 		c := &o.b.Columns[o.aBase+a]
 		switch {
+		case ra.sketch != nil:
+			c.Int64s = append(c.Int64s, sketchEstimate(ra, vals[a].hll))
 		case ra.Kind == Avg && ra.out.Kind() == stream.Decimal:
 			var avg stream.Dec128
 			if vals[a].nn > 0 {

@@ -19,6 +19,7 @@ type accum struct {
 	floats []float64       // sum/min/max of Float64
 	decs   []stream.Dec128 // sum/min/max/avg of Decimal
 	nn     []int64         // non-null inputs seen (sum/min/max)
+	sketch sketchAccum     // approx_count_distinct (approx.go)
 	// overflow: a long sum of this batch left BIGINT (it wrapped).
 	overflow bool
 }
@@ -114,6 +115,7 @@ func (pt *partial) reset() {
 		pt.acc[a].floats = pt.acc[a].floats[:0]
 		pt.acc[a].decs = pt.acc[a].decs[:0]
 		pt.acc[a].nn = pt.acc[a].nn[:0]
+		pt.acc[a].sketch.reset()
 		pt.acc[a].overflow = false
 	}
 	// The intern table bounds its own growth: high-cardinality string keys
@@ -406,7 +408,9 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 	for a := range pt.acc {
 		acc := &pt.acc[a]
-		if t := pt.p.aggs[a].acc(); t.Kind() == stream.Decimal {
+		if ps := pt.p.aggs[a].sketch; ps != nil {
+			acc.sketch.grow(ps)
+		} else if t := pt.p.aggs[a].acc(); t.Kind() == stream.Decimal {
 			acc.decs = append(acc.decs, stream.Dec128{})
 		} else if t.Storage() == stream.Float64 {
 			acc.floats = append(acc.floats, 0)
@@ -651,6 +655,8 @@ func (pt *partial) accumulate() {
 		}
 		valid := c.Valid
 		switch {
+		case ra.sketch != nil:
+			acc.sketch.add(ra, c, idx)
 		case ra.Kind == Count:
 			cnt := acc.ints
 			for i, g := range idx {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethstream/ethstream/agg/hllpp"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
@@ -67,6 +68,8 @@ func (k AggKind) String() string {
 		return "max"
 	case Avg:
 		return "avg"
+	case ApproxCountDistinct:
+		return "approx_count_distinct"
 	}
 	return fmt.Sprintf("AggKind(%d)", uint8(k))
 }
@@ -79,6 +82,9 @@ type Aggregate struct {
 	// As is the output column name; "" picks "count" for count(*) and
 	// "<kind>_<column>" otherwise.
 	As string
+	// RelativeSD is approx_count_distinct's relativeSD; 0 means Spark's
+	// default, 0.05 (approx.go).
+	RelativeSD float64
 }
 
 // Window is an event-time window, as Spark's window(col, size, slide,
@@ -203,6 +209,8 @@ type resolvedAgg struct {
 	hidden bool
 	// sumT: an avg of a decimal's sum buffer type.
 	sumT stream.Type
+	// sketch: approx_count_distinct's precision (approx.go); nil for the others.
+	sketch *hllpp.Params
 }
 
 // plan is a validated Spec.
@@ -275,7 +283,7 @@ func newPlan(spec Spec) (*plan, error) {
 		if a.Kind == Count && a.Column == "" && p.rowsAgg < 0 {
 			p.rowsAgg = i
 		}
-		if (a.Kind == Min || a.Kind == Max) && minMax == "" {
+		if (a.Kind == Min || a.Kind == Max || a.Kind == ApproxCountDistinct) && minMax == "" {
 			minMax = a.Kind.String() + "(" + a.Column + ")"
 		}
 	}
@@ -396,7 +404,7 @@ func (p *plan) planAggregates(used claims) error {
 	for _, a := range spec.Aggregates {
 		ra := resolvedAgg{Aggregate: a}
 		switch a.Kind {
-		case Count, Sum, Min, Max, Avg:
+		case Count, Sum, Min, Max, Avg, ApproxCountDistinct:
 		default:
 			return invalid("unknown aggregate kind %d", uint8(a.Kind))
 		}
@@ -443,6 +451,10 @@ func (p *plan) planAggregates(used claims) error {
 					"avg(%s): column is %s", a.Column, ra.in)
 			}
 			ra.longSum = integral(ra.in) && p.format == StateFormat1
+		case ApproxCountDistinct:
+			if err := planSketch(&ra); err != nil {
+				return err
+			}
 		}
 		if ra.As == "" {
 			if a.Column == "" {
@@ -477,13 +489,16 @@ const globalKeyField = "__global"
 // without a count(*).
 const rowsField = "__rows"
 
-func (a *resolvedAgg) hasNonNull() bool { return a.Kind != Count }
+func (a *resolvedAgg) hasNonNull() bool { return a.Kind != Count && a.sketch == nil }
 
 // acc is the type of the running value kept in state: the output type (for
 // avg its double sum), but Int64 for an avg's long sum (StateFormat1).
 func (a *resolvedAgg) acc() stream.Type {
 	if a.longSum {
 		return stream.Int64
+	}
+	if a.sketch != nil {
+		return stream.Binary // the registers (approx.go)
 	}
 	if a.sumT != 0 {
 		return a.sumT
@@ -551,7 +566,7 @@ func (p *plan) specText() string {
 		if col == "" {
 			col = "*"
 		}
-		fmt.Fprintf(&b, "%s(%s):%s", a.Kind, col, a.As)
+		fmt.Fprintf(&b, "%s(%s%s):%s", a.Kind, col, a.sketchArg(), a.As)
 	}
 	return b.String()
 }

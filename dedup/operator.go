@@ -37,8 +37,8 @@ type Operator struct {
 	// committedMinUs its value at the committed version. MinInt64: unknown.
 	minUs, committedMinUs int64
 
-	keyBuf, valBuf []byte
-	progress       stream.OperatorProgress
+	keyBuf, valBuf, decBuf []byte
+	progress               stream.OperatorProgress
 }
 
 var (
@@ -204,13 +204,16 @@ func (o *Operator) key(cols []*stream.Column, i int) ([]byte, error) {
 	b := o.keyBuf[:0]
 	for k, c := range cols {
 		null := c.IsNull(i)
-		switch c.Type {
-		case stream.Int64, stream.Timestamp:
+		switch keyClass(c.Type) {
+		case stream.Int64:
 			b = state.AppendNullableInt64Key(b, c.Int64s[i], null)
 		case stream.String:
-			if null {
+			switch {
+			case null:
 				b = state.AppendNullStringKey(b)
-			} else {
+			case c.Type.Kind() == stream.Decimal:
+				b = state.AppendStringKey(b, string(c.Decimals[i].AppendKey(o.decBuf[:0])))
+			default:
 				b = state.AppendStringKey(b, c.Strings[i])
 			}
 		case stream.Float64:

@@ -86,9 +86,9 @@ func newPlan(spec Spec) (*plan, error) {
 		if f == nil {
 			return nil, invalid("dropDuplicates column %q is not a column of the rows %s", c, spec.Input)
 		}
-		sf := state.Field{Name: c, Type: f.Type}
-		switch f.Type {
-		case stream.Int64, stream.Timestamp:
+		sf := state.Field{Name: c, Type: keyType(f.Type)}
+		switch keyClass(f.Type) {
+		case stream.Int64:
 			sf.Nullable = true
 		case stream.String:
 		case stream.Float64:

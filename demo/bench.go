@@ -63,8 +63,17 @@ type BenchOptions struct {
 	// Shapes names the query shapes to measure against DuckDB
 	// (bench_shapes.go; "all" for every one).
 	Shapes []string
-	Out    io.Writer
-	Log    io.Writer // progress lines; nil = discard
+	// StateAtScale names the operators whose state is run at a key per
+	// block and repartitioned 200 -> 8 (bench_atscale.go; "all" for every
+	// one).
+	StateAtScale []string
+	// StagesOnly skips the core legs (the backfills, the yardstick, the
+	// live runs and their targets): only the stages the other options ask
+	// for run (--shape, --keys-per-block, --state-at-scale), e.g. to measure
+	// one shape without the minutes of the rest.
+	StagesOnly bool
+	Out        io.Writer
+	Log        io.Writer // progress lines; nil = discard
 }
 
 // BenchResult is what bench measured. Durations in milliseconds.
@@ -96,6 +105,8 @@ type BenchResult struct {
 	// round's), BackfillPhasesWallMs that round's wall time.
 	BackfillPhases       BenchPhases `json:"backfillPhases"`
 	BackfillPhasesWallMs int64       `json:"backfillPhasesWallMs"`
+	// StagesOnly: the run skipped the core legs (BenchOptions.StagesOnly).
+	StagesOnly bool `json:"stagesOnly,omitempty"`
 	// Host is the machine and its load (bench_cpu.go).
 	Host Host `json:"host"`
 	// Targets is every target of docs/contracts.md (Targets) with its
@@ -103,6 +114,9 @@ type BenchResult struct {
 	Targets []Target `json:"targets"`
 	// Keys is the one-key-per-block run (BenchOptions.KeysPerBlock).
 	Keys *KeysResult `json:"keysPerBlock,omitempty"`
+	// AtScale are the join's and the deduplication's state at scale and
+	// their repartition (BenchOptions.StateAtScale; bench_atscale.go).
+	AtScale []AtScaleResult `json:"stateAtScale,omitempty"`
 	// Shapes are the query shapes' yardsticks (BenchOptions.Shapes).
 	Shapes []ShapeResult `json:"shapes,omitempty"`
 	// Rounds holds each round's backfill legs when BenchOptions.Rounds > 1;
@@ -263,6 +277,17 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	fmt.Fprintf(o.Log, "warm the page cache (%d files) ...\n", res.Files)
 	if err := warmPageCache(ctx, env.ArchiveRoot, env.Manifest.Files); err != nil {
 		return nil, err
+	}
+	if o.StagesOnly {
+		res.StagesOnly = true
+		if err := b.runStages(ctx, res); err != nil {
+			return nil, err
+		}
+		res.Host.LoadAfter = loadAvg()
+		if o.Out != nil {
+			PrintBench(o.Out, res)
+		}
+		return res, nil
 	}
 	if len(o.ServeS3) > 0 {
 		fmt.Fprintf(o.Log, "start the S3 endpoint (%s) ...\n", strings.Join(o.ServeS3, " "))
@@ -499,6 +524,15 @@ func (b *benchRun) live(ctx context.Context, res *BenchResult) error {
 // PrintBench prints the figures, then every target with pass/fail
 // (docs/contracts.md, Targets), then the backfill's phases.
 func PrintBench(w io.Writer, r *BenchResult) {
+	if r.StagesOnly {
+		fmt.Fprintf(w, "preset %s: %d files, %d blocks, GOMAXPROCS %d; the stages only (--stages-only)\n", r.Preset, r.Files, r.Blocks, r.GoMaxProcs)
+		printShapes(w, r.Shapes)
+		printKeys(w, r)
+		printStateAtScale(w, r.AtScale)
+		printTargets(w, r.Targets)
+		printHost(w, r.Host)
+		return
+	}
 	mb := func(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
 	rounds := ""
 	if len(r.Rounds) > 1 {
@@ -536,6 +570,7 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	printSpread(w, r.Rounds)
 	printShapes(w, r.Shapes)
 	printKeys(w, r)
+	printStateAtScale(w, r.AtScale)
 	printTargets(w, r.Targets)
 	if r.BackfillPhases.Batches > 0 {
 		printPhases(w, "backfill S3 -> state -> Delta", r.BackfillPhases, r.BackfillPhasesWallMs)

@@ -41,7 +41,10 @@ type FreshnessOptions struct {
 	// the in-repo node over http and trigger processingTime=Poll (the
 	// "before" of the figures).
 	Poll time.Duration
-	Log  io.Writer
+	// Query names the query run (bench_freshness_queries.go; "" = the
+	// reference query).
+	Query string
+	Log   io.Writer
 }
 
 // FreshnessResult is one freshness run: per block, the wall time from the
@@ -50,6 +53,8 @@ type FreshnessOptions struct {
 // the batch holding it (the progress event, which follows the Delta commit
 // and the checkpoint's commit file, so the figure is an upper bound).
 type FreshnessResult struct {
+	// Query is the FreshnessQuery's name.
+	Query       string  `json:"query"`
 	Endpoint    string  `json:"endpoint"`
 	Trigger     string  `json:"trigger"`
 	Blocks      int     `json:"blocks"`
@@ -95,6 +100,7 @@ func BenchFreshness(ctx context.Context, o FreshnessOptions) (*FreshnessResult, 
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	q := freshnessQuery(o.Query)
 	dir := filepath.Join(o.WorkDir, "freshness")
 	for _, d := range []string{"checkpoint", "table", "state-cache"} {
 		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
@@ -103,12 +109,12 @@ func BenchFreshness(ctx context.Context, o FreshnessOptions) (*FreshnessResult, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f, err := newFreshnessFeed(ctx, o, dir)
+	f, err := newFreshnessFeed(ctx, o, dir, q.Table)
 	if err != nil {
 		return nil, err
 	}
 	defer f.close()
-	res := &FreshnessResult{Endpoint: f.describe, Blocks: o.Blocks}
+	res := &FreshnessResult{Query: q.Name, Endpoint: f.describe, Blocks: o.Blocks}
 	if o.Endpoint == "" {
 		res.Rate = o.Rate
 	}
@@ -118,11 +124,13 @@ func BenchFreshness(ctx context.Context, o FreshnessOptions) (*FreshnessResult, 
 		trig = engine.Trigger{Kind: engine.ProcessingTime, Interval: o.Poll}
 	}
 	res.Trigger = pipeline.TriggerString(trig)
-	fmt.Fprintf(o.Log, "freshness: %d blocks from %s, trigger %s ...\n", o.Blocks, f.describe, res.Trigger)
-	_, err = pipeline.Run(ctx, pipeline.Config{Checkpoint: filepath.Join(dir, "checkpoint"), Table: filepath.Join(dir, "table"),
+	fmt.Fprintf(o.Log, "freshness: %d blocks from %s, trigger %s, query %s ...\n", o.Blocks, f.describe, res.Trigger, q.Name)
+	cfg := pipeline.Config{Checkpoint: filepath.Join(dir, "checkpoint"), Table: filepath.Join(dir, "table"),
 		LocalDir: filepath.Join(dir, "state-cache"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Sources: []pipeline.SourceSpec{f.source}, Conf: EvolutionConf(8), Trigger: trig,
-		TableProperties: freshnessTableProps, Listeners: []engine.Listener{rec}})
+		TableProperties: freshnessTableProps, Listeners: []engine.Listener{rec}}
+	q.Config(&cfg)
+	_, err = pipeline.Run(ctx, cfg)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("freshness run: %w", err)
 	}
@@ -149,17 +157,29 @@ type freshnessFeed struct {
 	client  *rpc.Client
 }
 
-func newFreshnessFeed(ctx context.Context, o FreshnessOptions, dir string) (*freshnessFeed, error) {
-	if o.Endpoint != "" {
-		return externalFeed(ctx, o.Endpoint)
+// newFreshnessFeed starts the node the run follows (or subscribes to the
+// external one) and the source reading table from it ("" = blocks). The
+// in-repo node continues an archive: with a table, a short one holding it
+// (its bodies change the blocks' hashes).
+func newFreshnessFeed(ctx context.Context, o FreshnessOptions, dir, table string) (*freshnessFeed, error) {
+	param := ""
+	if table != "" {
+		param = "table=" + table + "&"
 	}
-	root := filepath.Join(dir, "archive")
+	if o.Endpoint != "" {
+		return externalFeed(ctx, o.Endpoint, param)
+	}
+	root, preset, gen := filepath.Join(dir, "archive"), chain.LastDaysPreset(1), archivegen.Options{Seed: o.Seed}
+	if table != "" {
+		root, preset, gen.Tables = filepath.Join(dir, "archive-"+table), chain.LastBlocksPreset(300), []string{table}
+	}
 	m, err := archivegen.ReadManifest(root)
-	if err != nil || m.Seed != o.Seed {
+	if err != nil || m.Seed != o.Seed || m.Preset != preset.Name || table != "" && m.Tables[table].Rows == 0 {
 		if err := os.RemoveAll(root); err != nil {
 			return nil, err
 		}
-		if m, err = archivegen.Generate(ctx, archivegen.Options{Out: root, Preset: chain.LastDaysPreset(1), Seed: o.Seed}); err != nil {
+		gen.Out, gen.Preset = root, preset
+		if m, err = archivegen.Generate(ctx, gen); err != nil {
 			return nil, err
 		}
 	}
@@ -174,14 +194,14 @@ func newFreshnessFeed(ctx context.Context, o FreshnessOptions, dir string) (*fre
 		url, f.describe = n.URL(), f.describe+" over http"
 	}
 	f.source = pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: fmt.Sprintf(
-		"%s?maxBlocksPerTrigger=20&start_block=%d&confirmations=0&start_parent_hash=%s",
-		url, m.LastBlock+1, m.LastHash)}
+		"%s?%smaxBlocksPerTrigger=20&start_block=%d&confirmations=0&start_parent_hash=%s",
+		url, param, m.LastBlock+1, m.LastHash)}
 	return f, nil
 }
 
 // externalFeed subscribes to newHeads itself, to time each head's arrival
 // as the source sees it; the run starts at the node's head.
-func externalFeed(ctx context.Context, endpoint string) (*freshnessFeed, error) {
+func externalFeed(ctx context.Context, endpoint, param string) (*freshnessFeed, error) {
 	c, err := rpc.DialContext(ctx, endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
@@ -205,7 +225,7 @@ func externalFeed(ctx context.Context, endpoint string) (*freshnessFeed, error) 
 		<-f.sub.Err()
 		close(ch)
 	}()
-	f.source = pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: endpoint + "?maxBlocksPerTrigger=20&confirmations=0"}
+	f.source = pipeline.SourceSpec{Name: LiveSource, Format: "ethrpc", URI: endpoint + "?" + param + "maxBlocksPerTrigger=20&confirmations=0"}
 	return f, nil
 }
 
@@ -382,7 +402,8 @@ func countFiles(dir string) int {
 // PrintFreshness prints a freshness run against the targets of issue 29.
 func PrintFreshness(w io.Writer, r *FreshnessResult) {
 	mb := func(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
-	fmt.Fprintf(w, "| freshness (%s, trigger %s, %d blocks, %d batches) | measured | target |\n|---|---|---|\n", r.Endpoint, r.Trigger, r.Blocks, r.Batches)
+	fmt.Fprintf(w, "| freshness (query %s: %s; %s, trigger %s, %d blocks, %d batches) | measured | target |\n|---|---|---|\n",
+		r.Query, freshnessQuery(r.Query).What, r.Endpoint, r.Trigger, r.Blocks, r.Batches)
 	fmt.Fprintf(w, "| head announced -> batch committed, p50 | %.1f ms | <= 25 ms |\n", r.P50Ms)
 	fmt.Fprintf(w, "| head announced -> batch committed, p99 | %.1f ms | <= 100 ms |\n", r.P99Ms)
 	fmt.Fprintf(w, "| head announced -> batch committed, max | %.1f ms | |\n", r.MaxMs)
@@ -407,3 +428,7 @@ func PrintFreshness(w io.Writer, r *FreshnessResult) {
 
 // WriteFreshnessJSON writes r as indented JSON to path, as WriteBenchJSON does.
 func WriteFreshnessJSON(path string, r *FreshnessResult) error { return writeJSON(path, r) }
+
+// WriteFreshnessListJSON writes several freshness runs (one per
+// --freshness-query) as an indented JSON list.
+func WriteFreshnessListJSON(path string, rs []*FreshnessResult) error { return writeJSON(path, rs) }

@@ -37,6 +37,10 @@ type BenchShape struct {
 	// Needs names a shape whose table this one reads: it runs first
 	// (untimed) when its table is missing.
 	Needs string
+	// Input is the archive table the shape reads: "" the bench's blocks,
+	// shapeTransactions the transactions archive of bench_shapes_input.go
+	// (src and {transactions} then stand for it).
+	Input string
 }
 
 // ShapeLimit is the shapes' target: ethstream's wall time at most this
@@ -110,6 +114,10 @@ type ShapeResult struct {
 	DuckDBMs    int64  `json:"duckdbMs,omitempty"`
 	DuckDBCPUMs int64  `json:"duckdbCpuMs,omitempty"`
 	DuckDBOut   string `json:"duckdbOutput,omitempty"`
+	// PeakRSSBytes is this process's peak RSS over the shape's run (the
+	// bench's own heap included), DuckDBPeakRSSBytes DuckDB's process's.
+	PeakRSSBytes       int64 `json:"peakRssBytes,omitempty"`
+	DuckDBPeakRSSBytes int64 `json:"duckdbPeakRssBytes,omitempty"`
 }
 
 func init() {
@@ -139,8 +147,8 @@ func benchShapesStage(ctx context.Context, b *benchRun, res *BenchResult) error 
 	}
 	defer os.RemoveAll(dir)
 	blocks := filepath.Join(b.env.ArchiveRoot, "v1.0", "eth", "blocks")
-	src := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive",
-		URI: fmt.Sprintf("file://%s?maxFilesPerTrigger=%d", filepath.ToSlash(blocks), b.o.Preset.MaxFilesPerTrigger)}
+	in := shapeInputs{blocks: pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive",
+		URI: fmt.Sprintf("file://%s?maxFilesPerTrigger=%d", filepath.ToSlash(blocks), b.o.Preset.MaxFilesPerTrigger)}}
 	done := map[string]bool{}
 	var run func(s BenchShape, timed bool) error
 	run = func(s BenchShape, timed bool) error {
@@ -152,6 +160,13 @@ func benchShapesStage(ctx context.Context, b *benchRun, res *BenchResult) error 
 					}
 				}
 			}
+		}
+		src := in.blocks
+		if s.Input == shapeTransactions {
+			if err := in.transactions(ctx, b.o); err != nil {
+				return err
+			}
+			src = in.tx
 		}
 		fmt.Fprintf(b.o.Log, "shape %s ...\n", s.Name)
 		sd := filepath.Join(dir, s.Name)
@@ -169,17 +184,23 @@ func benchShapesStage(ctx context.Context, b *benchRun, res *BenchResult) error 
 		if !timed {
 			return nil
 		}
-		r := ShapeResult{Name: s.Name, What: s.What, Ms: time.Since(t).Milliseconds(), CPUMs: (cputime.Self() - c).Milliseconds()}
+		r := ShapeResult{Name: s.Name, What: s.What, Ms: time.Since(t).Milliseconds(), CPUMs: (cputime.Self() - c).Milliseconds(),
+			PeakRSSBytes: peakRSS()}
 		for _, p := range rec.events {
 			r.InputRows += p.NumInputRows
 		}
 		if b.o.DuckDB != "" {
 			q := strings.NewReplacer("{blocks}", fmt.Sprintf("read_parquet('%s')", filepath.Join(blocks, "*", "*.parquet")),
-				"{dir}", dir).Replace(s.DuckDB)
+				"{transactions}", fmt.Sprintf("read_parquet('%s')", in.txGlob), "{dir}", dir).Replace(s.DuckDB)
 			out := filepath.Join(dir, s.Name+"-duckdb.parquet")
 			fmt.Fprintf(b.o.Log, "duckdb, shape %s ...\n", s.Name)
-			if r.DuckDBMs, r.DuckDBCPUMs, r.DuckDBOut, err = timeProcess(ctx, b.o.DuckDB, "copysql", out, q); err != nil {
+			p, err := duckProcess(ctx, b.o.DuckDB, "copysql", out, q)
+			if err != nil {
 				return err
+			}
+			r.DuckDBMs, r.DuckDBCPUMs, r.DuckDBOut, r.DuckDBPeakRSSBytes = p.wallMs, p.cpuMs, p.out, p.peakRSS
+			if res.Host.DuckDBThreads == 0 { // --stages-only: no yardstick ran
+				res.Host.DuckDBThreads = duckThreads(p.out)
 			}
 		}
 		res.Shapes = append(res.Shapes, r)
@@ -209,20 +230,24 @@ func shapeTargets(rs []ShapeResult) []Target {
 	return ts
 }
 
-// printShapes prints each shape's figures beside DuckDB's.
+// printShapes prints each shape's figures beside DuckDB's: wall and CPU
+// time, cores busy, rows read per second and peak RSS of each process.
 func printShapes(w io.Writer, rs []ShapeResult) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n| shape | what | input rows | ethstream | cores busy | DuckDB (its process) | cores busy | wall; CPU ratio |\n|---|---|---|---|---|---|---|---|\n")
+	mb := func(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
+	fmt.Fprintf(w, "\n| shape | what | input rows | ethstream | cores busy | rows/s | peak RSS | DuckDB (its process) | cores busy | peak RSS | wall; CPU ratio |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		duck, ratios, dc := "-", "-", "-"
+		duck, ratios, dc, drss := "-", "-", "-", "-"
 		if r.DuckDBOut != "" {
 			duck = fmt.Sprintf("%.1f s, %.1f CPU-s", float64(r.DuckDBMs)/1000, float64(r.DuckDBCPUMs)/1000)
 			dc = fmt.Sprintf("%.2f", ratio(r.DuckDBCPUMs, r.DuckDBMs))
 			ratios = fmt.Sprintf("%.2fx; %.2fx", ratio(r.Ms, r.DuckDBMs), ratio(r.CPUMs, r.DuckDBCPUMs))
+			drss = mb(r.DuckDBPeakRSSBytes)
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %.1f s, %.1f CPU-s | %.2f | %s | %s | %s |\n", r.Name, r.What, r.InputRows,
-			float64(r.Ms)/1000, float64(r.CPUMs)/1000, ratio(r.CPUMs, r.Ms), duck, dc, ratios)
+		fmt.Fprintf(w, "| %s | %s | %d | %.1f s, %.1f CPU-s | %.2f | %.0f | %s | %s | %s | %s | %s |\n", r.Name, r.What, r.InputRows,
+			float64(r.Ms)/1000, float64(r.CPUMs)/1000, ratio(r.CPUMs, r.Ms), float64(r.InputRows)/(float64(max(r.Ms, 1))/1000),
+			mb(r.PeakRSSBytes), duck, dc, drss, ratios)
 	}
 }

@@ -271,8 +271,17 @@ func TestCheckShapes(t *testing.T) {
 	if err := CheckShapes([]string{"all", "stateless", "dedup"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckShapes([]string{"join"}); errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "burned-fees") {
+	if err := CheckShapes([]string{"all", "join", "session", "transactions"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckShapes([]string{"joins"}); errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "burned-fees") {
 		t.Fatalf("unknown shape: %v", err)
+	}
+	if err := CheckAtScale([]string{"all", "join", "dedup"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckAtScale([]string{"aggregation"}); errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "join, dedup") {
+		t.Fatalf("unknown operator: %v", err)
 	}
 }
 

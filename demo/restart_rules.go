@@ -98,6 +98,19 @@ const rrJoin = "SELECT a.number, a.hash, b.miner FROM s3_backfill WATERMARK bloc
 	"LEFT OUTER JOIN eth_live WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS b " +
 	"ON a.hash = b.hash AND b.block_ts BETWEEN a.block_ts AND a.block_ts + INTERVAL 1 MINUTE"
 
+// rrJoinAgg is the join followed by an aggregation (operators 0 and 1):
+// per miner and hour of the archive's blocks, how many the live node saw
+// too, in append mode.
+const rrJoinAgg = "SELECT a.miner, window(a.block_ts, '1 hour') AS window, count(*) AS blocks, count(b.hash) AS seen " +
+	"FROM s3_backfill WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS a " +
+	"LEFT OUTER JOIN eth_live WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS b " +
+	"ON a.hash = b.hash AND b.block_ts BETWEEN a.block_ts AND a.block_ts + INTERVAL 1 MINUTE " +
+	"GROUP BY a.miner, window(a.block_ts, '1 hour')"
+
+// rrJoinAggInner is rrJoinAgg with an inner join, which needs no
+// watermark on either relation.
+var rrJoinAggInner = strings.Replace(rrJoinAgg, "LEFT OUTER JOIN", "JOIN", 1)
+
 const rrFilter = "SELECT window(block_ts, '5 minutes') AS window, source, miner, count(*) AS count FROM blocks WHERE gas_used > 15000000 GROUP BY window(block_ts, '5 minutes'), source, miner"
 
 func restartCases() []rrCase {
@@ -111,6 +124,12 @@ func restartCases() []rrCase {
 			c.Query, c.WithWatermark, c.OutputMode = q, "", ""
 			c.Sources = []pipeline.SourceSpec{c.Sources[0], e.live}
 			c.MaxBatches = 1
+		}
+	}
+	withJoinAgg := func(q string) func(c *pipeline.Config, e *rrEnv) {
+		return func(c *pipeline.Config, e *rrEnv) {
+			withJoin(q)(c, e)
+			c.OutputMode = "append"
 		}
 	}
 	return []rrCase{
@@ -199,6 +218,20 @@ func restartCases() []rrCase {
 		{change: "equi-join columns (add number)", spark: "not allowed: join type or equi-join columns changed", ours: "refused: the state schema check",
 			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoin(rrJoin),
 			modify: withJoin(strings.Replace(rrJoin, "ON a.hash = b.hash", "ON a.hash = b.hash AND a.number = b.number", 1))},
+		{change: "join then aggregation: a relation's watermark delay 1 hour -> 30 minutes", spark: "allowed: the watermark delay may change; another event-time column requires a full refresh",
+			ours: "allowed, from the next newly planned batch (logged)", expected: "allowed", fresh: true, setup: withJoinAgg(rrJoinAgg),
+			modify: withJoinAgg(strings.Replace(rrJoinAgg, "eth_live WATERMARK block_ts DELAY OF INTERVAL 1 HOUR", "eth_live WATERMARK block_ts DELAY OF INTERVAL 30 MINUTES", 1))},
+		{change: "join then aggregation: a relation's watermark removed (inner join)", spark: "requires a full refresh",
+			ours: "refused: the join's state was stored and evicted by the old event time", expected: "refused", code: errcode.WatermarkChanged, fresh: true, setup: withJoinAgg(rrJoinAggInner),
+			modify: withJoinAgg(strings.Replace(rrJoinAggInner, "eth_live WATERMARK block_ts DELAY OF INTERVAL 1 HOUR", "eth_live", 1))},
+		{change: "join then aggregation: the window of operator 1 (1 hour -> 30 minutes)", spark: "not allowed: the state schema check",
+			ours: "refused: the state schema check", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoinAgg(rrJoinAgg),
+			modify: withJoinAgg(strings.ReplaceAll(rrJoinAgg, "'1 hour'", "'30 minutes'"))},
+		{change: "join then aggregation: join type (LEFT OUTER JOIN -> JOIN)", spark: "not allowed: join type or equi-join columns changed", ours: "refused: the state schema check",
+			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoinAgg(rrJoinAgg),
+			modify: withJoinAgg(strings.Replace(rrJoinAgg, "LEFT OUTER JOIN", "JOIN", 1))},
+		{change: "join then aggregation: the aggregation removed", spark: sparkOperatorsRule, ours: "refused: its state would be left behind",
+			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoinAgg(rrJoinAgg), modify: withJoin(rrJoin)},
 		{change: "add a deduplication (--drop-duplicates hash, operator 0)", spark: sparkOperatorsRule, ours: "refused: a new operator has no state",
 			expected: "refused", code: errcode.StateSchemaMismatch, modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash" }},
 		{change: "remove the deduplication", spark: sparkOperatorsRule, ours: "refused: its state would be left behind", expected: "refused",

@@ -100,7 +100,12 @@ func (r *TxReport) Passed() bool {
 // go-ethereum's client) and writes the results.
 func RunTransactions(ctx context.Context, o TxOptions) (*TxReport, error) {
 	o.defaults()
-	archive := filepath.Join(o.WorkDir, "tx-archive")
+	// Absolute: the archive source's file:// location must be (the
+	// default work directory, "work", is relative).
+	archive, err := filepath.Abs(filepath.Join(o.WorkDir, "tx-archive"))
+	if err != nil {
+		return nil, err
+	}
 	preset := chain.LastBlocksPreset(o.Blocks)
 	m, err := archivegen.ReadManifest(archive)
 	if err != nil || m.Preset != preset.Name || m.Seed != o.Seed || len(m.Tables) != len(ethtables.Names) {

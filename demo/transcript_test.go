@@ -16,14 +16,17 @@ import (
 // The README transcript: every runnable block of the README runs as
 // written, in one bash in a fresh directory: the lifecycle (its set-up
 // block and phases 1-6), the dashboard command, the query section with the
-// moved archive, and the checkpoint copy; every output block shown below a
+// moved archive, the checkpoint copy, and the transaction tables with their
+// lifecycle (demo --scenario transactions); every output block shown below a
 // command is compared with what the program prints. The README is the
 // script; nothing here restates it. Each section after the lifecycle works
 // in a directory of its own, so they run in any order once the lifecycle
 // has. What the transcript cannot run offline or in bounded time is left
 // out: the demo itself (run by TestDemo and the README's first command), the
-// commands against the real bucket and endpoint, on AWS S3, and the
-// real-time and freshness runs (an unbounded query, a 17-minute bench).
+// commands against the real bucket and endpoint, on AWS S3, the overlapping
+// seam (its archive is the node's blocks exported, which has no command),
+// and the real-time and freshness runs (an unbounded query, a 17-minute
+// bench).
 //
 // How a block is read:
 //   - a ```sh block: each command (continuation lines joined) runs in turn
@@ -78,12 +81,14 @@ func transcriptSteps(doc string) ([]transcriptStep, error) {
 
 // transcriptSections are the parts of the README the transcript runs, in
 // order, in one shell: the lifecycle, the dashboard on its checkpoint, the
-// query section (on the lifecycle's archive), the copy of its checkpoint.
+// query section (on the lifecycle's archive), the copy of its checkpoint,
+// the transaction tables (an archive of their own, and their lifecycle).
 var transcriptSections = []struct{ from, to, first string }{
 	{"## The lifecycle, phase by phase", "## The proof", "set-up"},
 	{"## Watch it live", "## Rules to carry", "watch it live"},
 	{"## Your own query, and what survives a restart", "## Against the real bucket", "your own query"},
-	{"## Moving a query", "## Commands", "moving a query"},
+	{"## Moving a query", "## The chain's other tables", "moving a query"},
+	{"## The chain's other tables", "## Commands", "the chain's other tables"},
 	{"## The orders example", "## Performance", "the orders example"},
 }
 
@@ -208,7 +213,7 @@ func TestTranscriptSteps(t *testing.T) {
 		"```\n$ cat f\nline ... end\n```\n### 6. six\n```sh\nS=6\n```\n<!-- RESULTS-X -->\n```\nthe reference run's\n```\n<!-- /RESULTS-X -->\n" +
 		"## The proof\n```sh\nnot run\n```\n## Watch it live\n```sh\nU=1\n```\n## Rules to carry\n"
 	doc += "## Your own query, and what survives a restart\n```sh\nQ=1\nethstream run --q\n```\n```\nquery … run …\n```\n## Against the real bucket\n```sh\nnot run\n```\n" +
-		"## Moving a query\n```sh\nC=1\n```\n## Commands\n## The orders example\n```sh\nO=1\n```\n## Performance\n"
+		"## Moving a query\n```sh\nC=1\n```\n## The chain's other tables\n```sh\nT=1\n```\n## Commands\n## The orders example\n```sh\nO=1\n```\n## Performance\n"
 	steps, err := transcriptSteps(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +223,7 @@ func TestTranscriptSteps(t *testing.T) {
 		"{cmd:ethstream run --bad fail:true want:error: X: y. To fix: z where:1. one} {cmd:cat f fail:false want:line ... end where:1. one} " +
 		"{cmd:S=6 fail:false want: where:6. six} {cmd:U=1 fail:false want: where:watch it live} " +
 		"{cmd:Q=1 fail:false want: where:your own query} {cmd:ethstream run --q fail:false want:query … run … where:your own query} " +
-		"{cmd:C=1 fail:false want: where:moving a query} {cmd:O=1 fail:false want: where:the orders example}]"
+		"{cmd:C=1 fail:false want: where:moving a query} {cmd:T=1 fail:false want: where:the chain's other tables} {cmd:O=1 fail:false want: where:the orders example}]"
 	if got != want {
 		t.Fatalf("steps:\n%s\nwant\n%s", got, want)
 	}

@@ -19,11 +19,12 @@ import (
 // Within a batch the rows flow down the plan: the reads feed operator 0,
 // operator i's Finish output feeds operator i+1, the last one's goes to the
 // sink. Watermarks follow Spark's rules for several stateful operators
-// (SPARK-40925): every operator evicts by the batch's watermark, but only
-// operator 0 drops late input by it; a later operator drops input late by
-// the previous batch's watermark (eventTimeWatermarkForLateEvents), since the
-// rows the operator before it emits in this batch are those the batch's
-// watermark has just closed.
+// (SPARK-40925, propagate.go): every operator evicts by its input
+// watermark of the batch, but only operator 0 drops late input by it; a
+// later operator drops input late by its input watermark of the previous
+// batch (eventTimeWatermarkForLateEvents), since the rows the operator
+// before it emits in this batch are those the batch's watermark has just
+// closed.
 
 // OperatorID is the id, and state directory, of a query's first stateful
 // operator: <ckpt>/state/0 (Spark numbers operators from 0). The reference
@@ -107,7 +108,8 @@ func (d *driver) feed(ctx context.Context, batchID int64, i int, lateMs int64, i
 // operator's progress.
 func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Batch, []stream.OperatorProgress, error) {
 	p := b.p
-	wm := p.Entry.Metadata.BatchWatermarkMs
+	evict := inputWatermarks(d.ops, p.Entry.Metadata.BatchWatermarkMs)
+	late := inputWatermarks(d.ops, p.PrevWatermark)
 	progs := make([]stream.OperatorProgress, len(d.ops))
 	var out *stream.Batch
 	for i, po := range d.ops {
@@ -116,14 +118,14 @@ func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Ba
 		if la, ok := po.op.(stream.WatermarkLookahead); ok && i == 0 {
 			la.NextWatermark(s.Batch, b.res.NextWatermark)
 		}
-		o, prog, err := po.op.Finish(ctx, s.Batch, wm)
+		o, prog, err := po.op.Finish(ctx, s.Batch, evict[i])
 		if err != nil {
 			return nil, nil, fmt.Errorf("batch %d: finish operator%s: %w", s.Batch, strings.TrimPrefix(d.opLabel(po), " of operator"), err)
 		}
 		progs[i] = prog
 		if i+1 < len(d.ops) {
 			if o != nil && o.Len > 0 {
-				if err := d.feed(ctx, s.Batch, i+1, p.PrevWatermark, o); err != nil {
+				if err := d.feed(ctx, s.Batch, i+1, late[i+1], o); err != nil {
 					return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
 				}
 			}
@@ -214,10 +216,11 @@ func (d *driver) abortOps() {
 }
 
 // needsNoData reports whether a no-data batch at watermarkMs would evict or
-// emit anything in some operator.
+// emit anything in some operator, each asked at its input watermark.
 func (d *driver) needsNoData(watermarkMs int64) (bool, error) {
-	for _, po := range d.ops {
-		needs, err := po.op.NeedsNoDataBatch(watermarkMs)
+	wms := inputWatermarks(d.ops, watermarkMs)
+	for i, po := range d.ops {
+		needs, err := po.op.NeedsNoDataBatch(wms[i])
 		if err != nil {
 			return false, fmt.Errorf("operator %d: %w", po.id, err)
 		}

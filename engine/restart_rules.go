@@ -550,7 +550,7 @@ func (c *shapeCheck) joinState(old, cur shape.Operator, several bool) bool {
 		}
 	}
 	if len(what) == 0 {
-		return false
+		return c.sideWatermarks(old, cur)
 	}
 	change := strings.Join(what, ", ")
 	if several {

@@ -12,7 +12,8 @@
 // Data: "Transaction tables"): bigint as int64, double as float64,
 // timestamp as TIMESTAMP(MICROS), strings as lowercase 0x-hex. Engine
 // column names are the files' names (block_timestamp is the event time).
-// topics (array<string>) is written to the files but is not yet an engine
-// column: the engine's array type is not on main yet, and the logs schema
-// leaves it out until it is.
+// topics is array<string> (an Array column of strings): written as a
+// three-level LIST, read back by the archive source through the shared
+// Parquet decoder (internal/columnar), built by the live source from the
+// receipts' logs.
 package ethtables

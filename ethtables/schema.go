@@ -17,12 +17,13 @@ type Column struct {
 }
 
 // getter reads one column of a row of T: an integer (Int64, Timestamp),
-// a double or a string; ok is false for a null.
+// a double, a string or an array of strings; ok is false for a null.
 type getter[T any] struct {
 	Column
 	i func(*T) (int64, bool)
 	f func(*T) (float64, bool)
 	s func(*T) (string, bool)
+	a func(*T) ([]string, bool)
 }
 
 func col[T any](name string, typ stream.Type, nullable bool) getter[T] {
@@ -32,6 +33,7 @@ func col[T any](name string, typ stream.Type, nullable bool) getter[T] {
 func (g getter[T]) ints(f func(*T) (int64, bool)) getter[T]     { g.i = f; return g }
 func (g getter[T]) floats(f func(*T) (float64, bool)) getter[T] { g.f = f; return g }
 func (g getter[T]) strs(f func(*T) (string, bool)) getter[T]    { g.s = f; return g }
+func (g getter[T]) arrs(f func(*T) ([]string, bool)) getter[T]  { g.a = f; return g }
 
 func some[V any](v V) (V, bool) { return v, true }
 
@@ -66,13 +68,15 @@ var txCols = []getter[Transaction]{
 	col[Transaction]("receipt_effective_gas_price", stream.Int64, false).ints(func(r *Transaction) (int64, bool) { return some(r.ReceiptEffectiveGasPrice) }),
 }
 
-// logCols leave out topics (array<string>): see the package comment.
+// logCols: topics is array<string>, never null (a log without topics has
+// an empty array), its elements never null.
 var logCols = []getter[Log]{
 	col[Log]("log_index", stream.Int64, false).ints(func(r *Log) (int64, bool) { return some(r.LogIndex) }),
 	col[Log]("transaction_hash", stream.String, false).strs(func(r *Log) (string, bool) { return some(r.TransactionHash) }),
 	col[Log]("transaction_index", stream.Int64, false).ints(func(r *Log) (int64, bool) { return some(r.TransactionIndex) }),
 	col[Log]("address", stream.String, false).strs(func(r *Log) (string, bool) { return some(r.Address) }),
 	col[Log]("data", stream.String, false).strs(func(r *Log) (string, bool) { return some(r.Data) }),
+	col[Log]("topics", stream.ArrayOf(stream.String), false).arrs(func(r *Log) ([]string, bool) { return some(r.Topics) }),
 	col[Log]("block_timestamp", stream.Timestamp, false).ints(func(r *Log) (int64, bool) { return some(r.BlockTimestamp) }),
 	col[Log]("block_number", stream.Int64, false).ints(func(r *Log) (int64, bool) { return some(r.BlockNumber) }),
 	col[Log]("block_hash", stream.String, false).strs(func(r *Log) (string, bool) { return some(r.BlockHash) }),
@@ -203,6 +207,10 @@ func batchOf[T any](rows []T, gs []getter[T], cols []string) *stream.Batch {
 		if g == nil {
 			panic(fmt.Sprintf("ethtables: no column %q", name))
 		}
+		if g.a != nil {
+			b.Columns = append(b.Columns, arrayColumn(rows, g))
+			continue
+		}
 		c := stream.Column{Name: name, Type: g.Type}
 		valid := make([]bool, len(rows))
 		nulls := false
@@ -245,4 +253,22 @@ func batchOf[T any](rows []T, gs []getter[T], cols []string) *stream.Batch {
 		b.Columns = append(b.Columns, c)
 	}
 	return b
+}
+
+// arrayColumn builds an array<string> column of rows.
+func arrayColumn[T any](rows []T, g *getter[T]) stream.Column {
+	c := stream.MakeColumn(g.Name, g.Type, 0, len(rows))
+	nulls := false
+	valid := make([]bool, len(rows))
+	for i := range rows {
+		v, ok := g.a(&rows[i])
+		c.Elems.Strings = append(c.Elems.Strings, v...)
+		c.Offsets = append(c.Offsets, int32(len(c.Elems.Strings)))
+		valid[i] = ok
+		nulls = nulls || !ok
+	}
+	if nulls {
+		c.Valid = valid
+	}
+	return c
 }

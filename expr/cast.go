@@ -17,6 +17,8 @@ import (
 // TIMESTAMP; NULL to anything.
 func castable(from, to Type) bool {
 	switch {
+	case from.IsArray() || to.IsArray():
+		return false // no cast to or from an array (docs/contracts.md, Arrays)
 	case from == to, from == Null, to == String && from != intervalType, from == String && to != intervalType:
 		return true
 	case from == intervalType || to == intervalType:

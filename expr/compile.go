@@ -136,6 +136,12 @@ func (c *Compiled) EvalTruth(b *stream.Batch, use []bool) ([]bool, error) {
 
 func toColumn(v *vec, name string) stream.Column {
 	c := stream.Column{Name: name, Type: v.t.Stream(), Valid: v.valid}
+	if v.t.IsArray() {
+		e := toColumn(v.el, "element")
+		e.Type = v.t.Kind.Elem()
+		c.Offsets, c.Elems = v.off, &e
+		return c
+	}
 	switch v.t.Kind {
 	case stream.Decimal:
 		// Every value fits its type's precision (the operators check it),
@@ -245,6 +251,8 @@ func (c *compiler) compile(e Expr) (node, error) {
 		return c.like(x)
 	case Call:
 		return c.call(x)
+	case Index:
+		return c.index(x)
 	}
 	return nil, errcode.New(CodeDatatypeMismatch, "", "rewrite the expression", "unsupported expression %s", e)
 }
@@ -301,6 +309,8 @@ var intervalType = Type{Kind: 0xff}
 // none.
 func wider(a, b Type) (Type, bool) {
 	switch {
+	case a.IsArray() || b.IsArray():
+		return Type{}, false // arrays do not compare, nor mix in CASE or COALESCE (array.go)
 	case a == b:
 		return a, true
 	case a == Null:
@@ -331,6 +341,8 @@ func comparable(a, b Type) (Type, bool) {
 		return t, true
 	}
 	switch {
+	case a.IsArray() || b.IsArray():
+		return Type{}, false
 	case a == String && b != intervalType:
 		return stringAgainst(b), true
 	case b == String && a != intervalType:
@@ -365,7 +377,17 @@ func (c *compiler) pair(e, le, re Expr) (node, node, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	t, ok := comparable(l.typ(), r.typ())
+	lt, rt := l.typ(), r.typ()
+	if lt.Kind == stream.Decimal || rt.Kind == stream.Decimal {
+		// An integer literal compares as its own digits (declit.go).
+		if d := literalDecimal(l, rt); d != decimalOf(lt) {
+			l, lt = to(l, d), d
+		}
+		if d := literalDecimal(r, lt); d != decimalOf(rt) {
+			r, rt = to(r, d), d
+		}
+	}
+	t, ok := comparable(lt, rt)
 	if !ok || t == intervalType {
 		return nil, nil, mismatch(e, "the left and right operands of the binary operator have incompatible types (%s and %s)", l.typ(), r.typ())
 	}
@@ -524,7 +546,7 @@ func (c *compiler) arith(x Arith) (node, error) {
 	case lt.Kind == stream.Float64 || rt.Kind == stream.Float64:
 		t = Double
 	case lt.Kind == stream.Decimal || rt.Kind == stream.Decimal:
-		dl, dr := decimalOf(lt), decimalOf(rt)
+		dl, dr := literalDecimal(l, rt), literalDecimal(r, lt)
 		p1, s1, p2, s2 := int(dl.P), int(dl.S), int(dr.P), int(dr.S)
 		var res Type
 		switch x.Op {

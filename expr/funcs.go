@@ -133,6 +133,8 @@ func want(call Call, args []node, types ...Type) ([]node, error) {
 // function, STRING to a date or timestamp, DATE to TIMESTAMP and back.
 func implicit(from, to Type) bool {
 	switch {
+	case from.IsArray() || to.IsArray():
+		return false
 	case to == String:
 		return from != intervalType
 	case to.numeric() && from.numeric():
@@ -267,6 +269,7 @@ func init() {
 		functions[a] = functions[f]
 	}
 	addDatetime()
+	addArrays()
 }
 
 // substringFn is substring(str, pos[, len]); with literal positions it

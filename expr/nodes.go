@@ -169,6 +169,9 @@ func Walk(e Expr, f func(Expr)) {
 	case Like:
 		Walk(x.X, f)
 		Walk(x.Pattern, f)
+	case Index:
+		Walk(x.X, f)
+		Walk(x.I, f)
 	}
 }
 
@@ -250,6 +253,8 @@ func Rewrite(e Expr, f func(Expr) (Expr, bool)) Expr {
 		return Cast{X: rw(x.X), To: x.To, Try: x.Try}
 	case Like:
 		return Like{Op: x.Op, X: rw(x.X), Pattern: rw(x.Pattern), Neg: x.Neg}
+	case Index:
+		return Index{X: rw(x.X), I: rw(x.I)}
 	}
 	return e
 }

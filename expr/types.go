@@ -36,6 +36,9 @@ func Decimal(p, s int) Type { return Type{Kind: stream.Decimal, P: uint8(p), S: 
 
 // String is the type's name in Spark SQL (BIGINT, DECIMAL(38,0), ...).
 func (t Type) String() string {
+	if t.IsArray() {
+		return "ARRAY<" + t.Elem().String() + ">"
+	}
 	switch t.Kind {
 	case 0:
 		return "VOID"
@@ -66,6 +69,8 @@ func (t Type) String() string {
 // TIMESTAMP (its wall clock as UTC); docs/contracts.md, Types.
 func Of(t stream.Type) Type {
 	switch t.Kind() {
+	case stream.Array:
+		return ArrayOf(Of(t.Elem()))
 	case stream.Decimal:
 		return Type{Kind: stream.Decimal, P: uint8(t.Precision()), S: uint8(t.Scale())}
 	case stream.Int8, stream.Int16:

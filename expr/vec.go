@@ -15,10 +15,15 @@ type vec struct {
 	f     []float64
 	s     []string
 	d     []*big.Int // Decimal: unscaled values
+	off   []int32    // ARRAY: row r's elements are el's rows off[r] .. off[r+1]-1
+	el    *vec       // ARRAY: the elements (array.go)
 	valid []bool
 }
 
 func newVec(t Type, n int) *vec {
+	if t.IsArray() {
+		return newArrayVec(t, n)
+	}
 	v := &vec{t: t, n: n}
 	switch t.Kind {
 	case stream.Float64:
@@ -64,6 +69,9 @@ func (v *vec) nullsFrom(ins ...*vec) {
 // fromColumn reads a batch column as a vec (sharing its slices).
 func fromColumn(c *stream.Column, n int) *vec {
 	v := &vec{t: Of(c.Type), n: n, i: c.Int64s, f: c.Float64s, s: c.Strings, valid: c.Valid}
+	if c.Type.Kind() == stream.Array {
+		v.off, v.el = c.Offsets, fromColumn(c.Elems, c.Elems.Len())
+	}
 	if c.Type.Kind() == stream.Decimal {
 		v.d = make([]*big.Int, n)
 		for r := range v.d {

@@ -52,7 +52,7 @@ func (d *deriveStep) OutputSchema(in stream.Schema) (stream.Schema, error) {
 		if out.Field(c.Name) != nil {
 			return in, invalid("derive names column %q, which the rows have", c.Name)
 		}
-		out.Fields = append(out.Fields, stream.Field{Name: c.Name, Type: c.Expr.Type().Kind, Nullable: true})
+		out.Fields = append(out.Fields, stream.Field{Name: c.Name, Type: c.Expr.Type().Stream(), Nullable: true})
 	}
 	return out, nil
 }

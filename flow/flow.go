@@ -39,6 +39,12 @@ type Query struct {
 	shape   *shape.Shape
 	noShape bool
 	err     error
+	// marks are the event-time columns of the rows after a join, with
+	// their side's delay (join_chain.go); nil in a one-input query.
+	// chainDelay is the delay of the first aggregation after a join, that
+	// a later one closes its windows by.
+	marks      map[string]time.Duration
+	chainDelay time.Duration
 }
 
 // New starts a query named name (the progress events' name).
@@ -161,6 +167,7 @@ func (q *Query) Select(cols ...Column) *Query {
 		}
 		q.schema = s
 	}
+	q.renameMarks(cols)
 	q.input = append(q.input, t.String())
 	q.q.Stages = append(q.q.Stages, engine.Stage{Transform: t})
 	return q
@@ -199,9 +206,6 @@ type Aggregation struct {
 // window_start, window_end (windowed), the group columns, then the
 // aggregates; a later aggregation windows them by WindowTime.
 func (q *Query) Aggregate(a Aggregation) *Query {
-	if err := q.afterJoin("an aggregation"); err != nil {
-		return q.fail(err)
-	}
 	if !q.known {
 		return q.fail(invalid("aggregate: the rows' schema is unknown here (an operator declares none)"))
 	}
@@ -227,6 +231,16 @@ func (q *Query) Aggregate(a Aggregation) *Query {
 		// A deduplication before it passes the rows through unchanged.
 		if lastAgg(q.q.Stages) == nil && (a.Window == nil || a.Window.Column != wm.Column) {
 			spec.WatermarkColumn = wm.Column
+		}
+	}
+	if q.marks != nil {
+		// After a join: the first aggregation windows by a side's
+		// event-time column, a later one by the window before it.
+		if lastAgg(q.q.Stages) != nil {
+			spec.WatermarkDelay = q.chainDelay
+		} else if a.Window != nil {
+			spec.WatermarkDelay, _ = q.markOf(a.Window.Column)
+			q.chainDelay = spec.WatermarkDelay
 		}
 	}
 	op, err := agg.New(spec)
@@ -256,9 +270,6 @@ func (q *Query) DropDuplicates(cols ...string) *Query { return q.dedup(cols, fal
 func (q *Query) DropDuplicatesWithinWatermark(cols ...string) *Query { return q.dedup(cols, true) }
 
 func (q *Query) dedup(cols []string, within bool) *Query {
-	if err := q.afterJoin("a deduplication"); err != nil {
-		return q.fail(err)
-	}
 	if !q.known {
 		return q.fail(invalid("dropDuplicates: the rows' schema is unknown here (an operator declares none)"))
 	}
@@ -279,6 +290,13 @@ func (q *Query) dedup(cols []string, within bool) *Query {
 	spec := dedup.Spec{Columns: cols, Input: in, WithinWatermark: within}
 	if wm := q.q.Watermark; wm != nil && in.Field(wm.Column) != nil {
 		spec.WatermarkColumn, spec.WatermarkDelay = wm.Column, wm.Delay
+	}
+	if q.marks != nil && lastAgg(q.q.Stages) == nil {
+		col, d, err := q.markIn(in)
+		if err != nil {
+			return q.fail(err)
+		}
+		spec.WatermarkColumn, spec.WatermarkDelay = col, d
 	}
 	op, err := dedup.New(spec)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/engine"
-	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/join"
 	"github.com/ethstream/ethstream/shape"
@@ -162,25 +161,18 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 			q.filters = append(q.filters, fmt.Sprintf("%s: %s", s.alias, s.where))
 		}
 	}
+	marks := make([]*shape.Watermark, 2)
+	for i, s := range []*Side{left, right} {
+		if s.wm != nil {
+			marks[i] = &shape.Watermark{Column: s.wm.Column, DelayUs: s.wm.Delay.Microseconds()}
+		}
+	}
 	q.ops = append(q.ops, shape.Operator{Kind: shape.KindJoin, Keys: op.KeyColumns(), JoinType: on.Type.String(),
-		StateSchema: op.Schema().String(), Input: []string{}, Aggregates: []string{}})
+		StateSchema: op.Schema().String(), Input: []string{}, Aggregates: []string{}, Watermarks: marks})
 	q.schema = op.OutputSchema()
+	q.joinMarks(op, left, right)
 	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
 	return q
-}
-
-// afterJoin refuses a stateful operator after a join: a join emits rows
-// older than the batch's watermark (an outer row when its state watermark
-// passes, a late match within the range), which Spark hands the next
-// operator with the join's output watermark (produceOutputWatermark: the
-// least of the sides' state watermarks); ethstream's later operators drop
-// input late by the previous batch's watermark, which would drop them.
-func (q *Query) afterJoin(what string) error {
-	if len(q.q.Sides) == 0 {
-		return nil
-	}
-	return errcode.New(join.CodeUnsupported, "", "write the join's rows to a table and run "+what+" over it as another query",
-		"%s after a stream-stream join is not supported yet: ethstream does not propagate a join's output watermark to the operators after it", what)
 }
 
 // Schema returns the schema of the rows at the end of the plan so far (a

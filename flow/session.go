@@ -39,9 +39,6 @@ type SessionAggregation struct {
 // watermark passes its end; in complete mode every session each batch. It
 // must be the plan's last stateful operator.
 func (q *Query) AggregateSessions(a SessionAggregation) *Query {
-	if err := q.afterJoin("a session window aggregation"); err != nil {
-		return q.fail(err)
-	}
 	if !q.known {
 		return q.fail(invalid("aggregate sessions: the rows' schema is unknown here (an operator declares none)"))
 	}
@@ -59,6 +56,9 @@ func (q *Query) AggregateSessions(a SessionAggregation) *Query {
 	}
 	if wm := q.q.Watermark; wm != nil && wm.Column == a.Column {
 		spec.WatermarkDelay = wm.Delay
+	}
+	if d, ok := q.markOf(a.Column); ok {
+		spec.WatermarkDelay = d
 	}
 	op, err := session.New(spec)
 	if err != nil {

@@ -44,10 +44,11 @@ type cachedRow struct {
 }
 
 var (
-	_ stream.SideOperator     = (*Operator)(nil)
-	_ stream.SchemaOperator   = (*Operator)(nil)
-	_ stream.PartitionLimiter = (*Operator)(nil)
-	_ stream.ProgressReporter = (*Operator)(nil)
+	_ stream.SideOperator      = (*Operator)(nil)
+	_ stream.SchemaOperator    = (*Operator)(nil)
+	_ stream.PartitionLimiter  = (*Operator)(nil)
+	_ stream.ProgressReporter  = (*Operator)(nil)
+	_ stream.WatermarkProducer = (*Operator)(nil)
 )
 
 // New validates spec (columns, types and Spark's rules for the join type)
@@ -71,6 +72,19 @@ func (o *Operator) Schema() state.Schema { return o.p.schema }
 
 // OutputSchema is the joined rows' schema (plan.outputSchema).
 func (o *Operator) OutputSchema() stream.Schema { return o.p.out }
+
+// OutputColumn is the name in the joined rows of column col of side side
+// (stream.LeftSide or RightSide): col, or alias_col when both sides have
+// it; false when the rows do not carry it (a left semi join's right side).
+func (o *Operator) OutputColumn(side int, col string) (string, bool) {
+	j := fieldIndex(o.p.sides[side].Schema, col)
+	for i, oc := range o.p.outCols {
+		if oc.side == side && oc.col == j {
+			return o.p.out.Fields[i].Name, true
+		}
+	}
+	return "", false
+}
 
 // Spec returns the join's declaration.
 func (o *Operator) Spec() Spec { return o.p.spec }
@@ -511,6 +525,22 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	o.finished = true
 	o.out, o.rows = nil, nil
 	return out, o.progress, nil
+}
+
+// OutputWatermark is Spark's StreamingSymmetricHashJoinExec.
+// produceOutputWatermark: the least of the input watermark and each side's
+// state watermark at it (the key watermark, or the side's state value
+// watermark), since a row the join emits later has each side's event time
+// above its side's state watermark (an outer row is emitted once its
+// side's state watermark passes it, not before).
+func (o *Operator) OutputWatermark(inputMs int64) int64 {
+	out := inputMs
+	for _, e := range o.p.evictors(inputMs) {
+		if e.active {
+			out = min(out, e.limUs/1000)
+		}
+	}
+	return out
 }
 
 // MetricNullKeys counts the input rows whose join key has a null (they

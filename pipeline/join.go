@@ -69,6 +69,12 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		}
 	}
 	fq := flow.New("query").Join(sides[0], sides[1], flow.JoinOn{Type: jq.Type, LeftKeys: jq.LeftKeys, RightKeys: jq.RightKeys, Range: jq.Range})
+	if jq.Outer() {
+		if err := joinOuter(cfg, jq, schemas, fq); err != nil {
+			return nil, err
+		}
+		return fq, nil
+	}
 	cols, err := joinSelect(jq, schemas)
 	if err != nil {
 		return nil, err

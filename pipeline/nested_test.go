@@ -341,7 +341,6 @@ func TestDistinctOrderLimitRename(t *testing.T) {
 		{"SELECT miner, count(*) AS c FROM blocks GROUP BY miner ORDER BY c", "update", "Sorting is not supported on streaming DataFrames/Datasets, unless it is on aggregated DataFrame/Dataset in Complete output mode"},
 		{"SELECT number FROM blocks ORDER BY number", "append", "Sorting is not supported"},
 		{"SELECT miner, count(*) AS c FROM blocks GROUP BY miner LIMIT 1", "update", "Limits are not supported on streaming DataFrames/Datasets in Update output mode"},
-		{"SELECT number FROM blocks LIMIT 1", "append", "LIMIT in append mode"},
 		{"SELECT DISTINCT miner FROM blocks", "append", "UNSUPPORTED_OUTPUT_MODE"},
 	} {
 		_, _, err := runSQL(t, vfs.NewMem(), c.q, "", c.mode, srcs, "s")

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/flow"
+	"github.com/ethstream/ethstream/limit"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/session"
 	"github.com/ethstream/ethstream/shape"
@@ -49,6 +51,9 @@ type compiled struct {
 	shape shape.Shape
 	// in is the schema of the rows read (the first source's declaration).
 	in stream.Schema
+	// shaped: the plan's shape is flow's, derived with each operator's
+	// entry (a query over a join's rows, pipeline/join_outer.go).
+	shaped bool
 }
 
 // apply sets q's read path: the columns read, the watermark, the WHERE
@@ -94,8 +99,14 @@ func (c *compiled) plan(q *engine.Query) error {
 func (c *compiled) addSteps(fq *flow.Query) {
 	for i, st := range c.q.Steps {
 		switch {
+		case st.Aggregate != nil && c.shaped:
+			sh, _ := stepShape(c.steps[i])
+			fq.OperatorShaped(c.steps[i], sh)
 		case st.Aggregate != nil:
 			fq.Operator(c.steps[i])
+		case st.GlobalLimit != nil:
+			sh, _ := stepShape(c.steps[i])
+			fq.OperatorShaped(c.steps[i], sh)
 		case st.Where != nil:
 			fq.Filter(st.Where)
 		case st.Derive != nil:
@@ -120,8 +131,15 @@ func (c *compiled) addSteps(fq *flow.Query) {
 			fq.Sort(keys...)
 		case st.Limit != nil:
 			fq.Limit(*st.Limit)
+		case st.Generate != nil:
+			fq.Transform(st.Generate)
 		}
 	}
+}
+
+// globalLimit reports whether the plan has a LIMIT of append mode.
+func (c *compiled) globalLimit() bool {
+	return slices.ContainsFunc(c.q.Steps, func(st query.Step) bool { return st.GlobalLimit != nil })
 }
 
 // limits reports whether the plan has a LIMIT step.
@@ -140,6 +158,14 @@ func (c *compiled) buildSteps() error {
 	c.steps = make([]stream.Operator, len(c.q.Steps))
 	c.agg, c.sess, c.op = nil, nil, nil
 	for i, st := range c.q.Steps {
+		if st.GlobalLimit != nil {
+			op, err := limit.New(limit.Spec{N: *st.GlobalLimit, Input: c.q.Schema})
+			if err != nil {
+				return err
+			}
+			c.steps[i] = op
+			continue
+		}
 		if st.Aggregate == nil {
 			continue
 		}
@@ -451,7 +477,7 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 		s.Watermark = &shape.Watermark{Column: col, DelayUs: d.Microseconds()}
 	}
 	s.Aggregates = aggregateTexts(spec)
-	if len(qc.Steps) > 1 {
+	if len(qc.Steps) > 1 || c.globalLimit() {
 		// A plan of several steps records each operator with the
 		// stateless steps before it (shape version 3 when it has to).
 		var ops []shape.Operator
@@ -475,6 +501,9 @@ func (c *compiled) buildShape(cfg Config) shape.Shape {
 // aggregation or a session window aggregation, maybe wrapped); ok is false
 // for a stateless step.
 func stepShape(op stream.Operator) (shape.Operator, bool) {
+	if _, ok := op.(*limit.Operator); ok {
+		return shape.Operator{Kind: shape.KindGlobalLimit, Keys: []string{}, Aggregates: []string{}, StateSchema: limit.Schema().String()}, true
+	}
 	if a := firstAgg(op); a != nil {
 		o := shape.Operator{Kind: shape.KindAggregate, Keys: append([]string{}, a.Spec().GroupBy...), Aggregates: aggregateTexts(a.Spec()),
 			StateSchema: a.Schema().String()}

@@ -21,7 +21,8 @@ import (
 // location) equal, in every column and order, the rows the ethrpc source
 // emits with table= from the node's eth_getBlockByHash(hash, true) and
 // eth_getBlockReceipts answers over go-ethereum's RPC on loopback; and the
-// transactions are as many as the blocks' transaction_count.
+// transactions are as many as the blocks' transaction_count. The logs'
+// topics (array<string>) are compared element by element.
 func TestArchiveAndLiveTableRowsAgree(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -64,6 +65,9 @@ func TestArchiveAndLiveTableRowsAgree(t *testing.T) {
 			}
 			if table == ethtables.Transactions && !strings.Contains(live[0], " max_fee_per_gas=") {
 				t.Fatalf("a transaction row without its fee cap column: %s", live[0])
+			}
+			if table == ethtables.Logs && !strings.Contains(strings.Join(live, "\n"), " topics=["+ethtables.TransferTopic.Hex()+", 0x") {
+				t.Fatalf("no log row with an ERC-20 Transfer's topics: %s", live[0])
 			}
 		})
 	}

@@ -228,6 +228,9 @@ type resolver struct {
 	where2 *filter.Predicate
 	// session is the session window when the grouping window is one.
 	session *SessionWindow
+	// row is a stateless SELECT's expressions and generator
+	// (query/generate.go), nil without.
+	row *rowPlan
 }
 
 func (r *resolver) colType(name string) (stream.Type, bool) {
@@ -331,6 +334,9 @@ func (r *resolver) groupBy() error {
 		}
 		if slices.Contains(r.spec.GroupBy, col) {
 			return invalidQuery(r.src, g.Pos, "name each group key once", "GROUP BY %s appears twice", col)
+		}
+		if err := r.arrayKey(g.Pos, col, t); err != nil {
+			return err
 		}
 		r.spec.GroupBy = append(r.spec.GroupBy, col)
 		r.spec.ColumnTypes[col] = t
@@ -450,6 +456,9 @@ func (r *resolver) claim(pos int, name string) error {
 // selectList resolves the SELECT items against the groups; a query with
 // neither GROUP BY nor an aggregate or window selects rows (selectRows).
 func (r *resolver) selectList() error {
+	if _, err := r.checkGenerators(); err != nil {
+		return err
+	}
 	if r.stateless() {
 		return r.selectRows()
 	}
@@ -502,6 +511,9 @@ func (r *resolver) stateless() bool {
 		return false
 	}
 	for _, it := range r.sel.Items {
+		if _, gen := generatorOf(it.Expr); gen || it.Expr != nil && !isAggregate(it.Expr) && it.Window == nil {
+			continue // a generator (checkGenerators allowed it) or an expression of a row
+		}
 		// Only plain columns: an expression may hold an aggregate.
 		if it.Agg != "" || it.Window != nil || it.Expr != nil || it.Col == "" {
 			return false
@@ -515,6 +527,18 @@ func (r *resolver) stateless() bool {
 func (r *resolver) selectRows() error {
 	for _, it := range r.sel.Items {
 		r.c.Projection = append(r.c.Projection, it.String())
+		if _, gen := generatorOf(it.Expr); gen {
+			if err := r.selectGenerator(it); err != nil {
+				return err
+			}
+			continue
+		}
+		if it.Expr != nil {
+			if err := r.selectRowExpr(it); err != nil {
+				return err
+			}
+			continue
+		}
 		if it.Col == "window" && r.windowed() {
 			// The window of the aggregation the subquery runs: its bounds.
 			if it.As != "" && !strings.EqualFold(it.As, "window") {
@@ -564,7 +588,8 @@ func (r *resolver) selectWindow(it Item) error {
 	return r.claim(it.Pos, "window")
 }
 
-var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg}
+var aggKinds = map[string]agg.AggKind{"count": agg.Count, "sum": agg.Sum, "min": agg.Min, "max": agg.Max, "avg": agg.Avg,
+	"approx_count_distinct": agg.ApproxCountDistinct}
 
 func (r *resolver) selectAggregate(it Item) error {
 	a := agg.Aggregate{Kind: aggKinds[it.Agg], Column: it.AggCol, As: it.As}
@@ -573,7 +598,10 @@ func (r *resolver) selectAggregate(it Item) error {
 		if !ok {
 			return r.unresolved(it.Pos, a.Column)
 		}
-		if it.Agg != "count" {
+		if it.Agg != "count" && t.Kind() == stream.Array {
+			return invalidQuery(r.src, it.Pos, "aggregate the array's elements (explode in a subquery) or size(a)", "%s(%s): %s is %s", it.Agg, a.Column, a.Column, strings.ToUpper(t.String()))
+		}
+		if it.Agg != "count" && it.Agg != "approx_count_distinct" {
 			switch {
 			case t == stream.String:
 				return invalidQuery(r.src, it.Pos, "aggregate a numeric column", "%s(%s): %s is a string", it.Agg, a.Column, a.Column)
@@ -672,9 +700,13 @@ func (r *resolver) options() error {
 		// Delta sink takes in append mode only. GROUP BY alone would only
 		// lead to "the query has no aggregate": say what each intent needs.
 		it := r.sel.Items[0]
-		return invalidQuery(r.src, it.Pos, "to aggregate per "+it.Col+", add an aggregate and GROUP BY "+it.Col+
-			" (SELECT "+it.Col+", count(*) ... GROUP BY "+it.Col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
-			"%s is selected without an aggregate: the query selects columns only", it.Col)
+		col := it.Col
+		if col == "" {
+			col = it.String() // an expression or a generator
+		}
+		return invalidQuery(r.src, it.Pos, "to aggregate per "+col+", add an aggregate and GROUP BY "+col+
+			" (SELECT "+col+", count(*) ... GROUP BY "+col+"); to stream the rows themselves, a stateless query, select them with --output-mode append",
+			"%s is selected without an aggregate: the query selects columns only", col)
 	}
 	r.spec.Mode = mode
 	r.spec.NonANSI = r.o.NonANSI
@@ -756,6 +788,9 @@ func (r *resolver) columns() {
 		}
 	}
 	add(r.c.Select)
+	if r.row != nil {
+		add(r.row.inputs)
+	}
 	if r.c.Where != nil {
 		add(r.c.Where.Columns())
 	}

@@ -50,6 +50,9 @@ func (r *resolver) derive(pos int, name string, e filter.Expr, what string) (str
 	if err != nil {
 		return 0, err
 	}
+	if c.Type().IsArray() && what != "a group key" {
+		return 0, invalidQuery(r.src, pos, "aggregate the array's elements (explode in a subquery) or size(a)", "%s is %s: %s", e, c.Type(), what)
+	}
 	r.c.Derived = append(r.c.Derived, filter.Derived{Name: name, Expr: c})
 	r.spec.ColumnTypes[name] = c.Type().Stream()
 	return c.Type().Stream(), nil
@@ -101,7 +104,11 @@ func (r *resolver) groupExpr(g GroupItem, it *Item) error {
 		return invalidQuery(r.src, it.Pos, "give the expression a name that is not an input column",
 			"the group expression %s is named %s, an input column", it.Expr, name)
 	}
-	if _, err := r.derive(g.Pos, name, it.Expr, "a group key"); err != nil {
+	t, err := r.derive(g.Pos, name, it.Expr, "a group key")
+	if err != nil {
+		return err
+	}
+	if err := r.arrayKey(g.Pos, it.Expr.String(), t); err != nil {
 		return err
 	}
 	r.spec.GroupBy = append(r.spec.GroupBy, name)
@@ -116,7 +123,7 @@ func (r *resolver) selectExpr(it Item) error {
 	var missing error
 	expr.Walk(it.Expr, func(n expr.Expr) {
 		if c, ok := n.(expr.Call); ok && missing == nil && unsupportedAggs[c.Name] {
-			missing = unsupported(r.src, it.Pos, "aggregate "+c.Name+"() (count, sum, min, max, avg, count_if are)")
+			missing = unsupported(r.src, it.Pos, "aggregate "+c.Name+"() (count, sum, min, max, avg, count_if, approx_count_distinct are)")
 		}
 	})
 	if missing != nil {
@@ -158,7 +165,14 @@ func (r *resolver) addAggregate(call expr.Call, name string, pos int) error {
 	}
 	kind := call.Name
 	var input filter.Expr
+	var rsd float64
 	switch {
+	case kind == "approx_count_distinct" && len(call.Args) == 2:
+		var err error
+		if rsd, err = r.relativeSD(pos, call); err != nil {
+			return err
+		}
+		input = call.Args[0]
 	case kind == "count_if":
 		if len(call.Args) != 1 {
 			return invalidQuery(r.src, pos, "pass one condition", "count_if takes one argument, %d given", len(call.Args))
@@ -177,7 +191,7 @@ func (r *resolver) addAggregate(call expr.Call, name string, pos int) error {
 		}
 		input = expr.Case{Whens: []expr.When{{Cond: call.Filter, Then: input}}}
 	}
-	a := agg.Aggregate{Kind: aggKinds[kind], As: name}
+	a := agg.Aggregate{Kind: aggKinds[kind], As: name, RelativeSD: rsd}
 	r.aggByText[call.String()] = name
 	if c, ok := input.(filter.Col); ok && call.Filter == nil {
 		// A plain column, as the column form of the aggregate.
@@ -215,7 +229,7 @@ func (r *resolver) addAggregate(call expr.Call, name string, pos int) error {
 
 func (r *resolver) checkInput(pos int, call expr.Call, kind string, t stream.Type) error {
 	switch {
-	case kind != "count" && t == stream.String:
+	case kind != "count" && kind != "approx_count_distinct" && t == stream.String:
 		return invalidQuery(r.src, pos, "aggregate a numeric expression", "%s: the input is a string", call)
 	case t == stream.Timestamp && (kind == "sum" || kind == "avg"):
 		return invalidQuery(r.src, pos, "use min or max of a timestamp", "%s: the input is a timestamp", call)
@@ -344,7 +358,7 @@ func (r *resolver) post() error {
 
 // unsupportedAggs are Spark aggregates ethstream does not run, named in
 // errors rather than reported as unknown functions.
-var unsupportedAggs = map[string]bool{"approx_count_distinct": true, "count_distinct": true, "first": true, "last": true,
+var unsupportedAggs = map[string]bool{"count_distinct": true, "first": true, "last": true,
 	"collect_list": true, "collect_set": true, "stddev": true, "stddev_pop": true, "stddev_samp": true, "variance": true,
 	"var_pop": true, "var_samp": true, "percentile": true, "percentile_approx": true, "any_value": true, "max_by": true,
 	"min_by": true, "bool_and": true, "bool_or": true, "every": true, "any": true, "some": true}

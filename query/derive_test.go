@@ -31,17 +31,17 @@ func TestTeachingQueriesDerive(t *testing.T) {
 	}{{
 		q: "SELECT date_trunc('HOUR', block_ts) AS hour, sum(base_fee_per_gas * gas_used / 1e18) AS burned_eth, count(*) AS blocks " +
 			"FROM blocks GROUP BY date_trunc('HOUR', block_ts)",
-		aggs: "[{sum __in_burned_eth burned_eth} {count  blocks}]",
+		aggs: "[{sum __in_burned_eth burned_eth 0} {count  blocks 0}]",
 		cols: map[string]string{"hour": "[36000000000 36000000000 39600000000]", "__in_burned_eth": "[0.3 NULL 0]"},
 	}, {
 		q: "SELECT lower(substring(miner, 1, 6)) AS miner6, avg(IF(transaction_count = 0, 1, 0)) AS empty_share, " +
 			"count_if(transaction_count = 0) AS empty FROM blocks GROUP BY miner6",
-		aggs: "[{avg __in_empty_share empty_share} {count __in_empty empty}]",
+		aggs: "[{avg __in_empty_share empty_share 0} {count __in_empty empty 0}]",
 		cols: map[string]string{"miner6": "[0xabcd 0xabcd 0x1234]", "__in_empty_share": "[0 1 0]", "__in_empty": "[NULL 1 NULL]"},
 	}, {
 		q: "SELECT window(block_ts, '1 hour') AS window, avg(gas_used / gas_limit) AS utilisation, " +
 			"max(gas_used) FILTER (WHERE base_fee_per_gas > 0) AS max_gas FROM blocks WHERE gas_limit > 0 GROUP BY window(block_ts, '1 hour')",
-		aggs: "[{avg __in_utilisation utilisation} {max __in_max_gas max_gas}]",
+		aggs: "[{avg __in_utilisation utilisation 0} {max __in_max_gas max_gas 0}]",
 		cols: map[string]string{"__in_utilisation": "[0.5 0 1]", "__in_max_gas": "[15000000 NULL NULL]"},
 	}} {
 		c, err := Compile(tc.q, o)

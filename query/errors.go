@@ -39,7 +39,7 @@ var Confs = []string{ConfANSI, ConfGroupByAliases, ConfGroupByOrdinal}
 // Supported summarises the grammar for error remedies.
 const Supported = "supported: SELECT <group keys>, <aggregates> FROM blocks|<source name> " +
 	"[WHERE <condition>] [GROUP BY [window(block_ts, '<size>'[, '<slide>'[, '<start>']]),] <columns or named expressions>]; " +
-	"aggregates count(*), count, sum, min, max, avg, count_if of columns or expressions, FILTER (WHERE ...), AS aliases; " +
+	"aggregates count(*), count, sum, min, max, avg, count_if, approx_count_distinct(x[, relativeSD]) of columns or expressions, FILTER (WHERE ...), AS aliases; " +
 	"expressions with + - * / % div, comparisons, [NOT] IN, IS [NOT] NULL, [NOT] BETWEEN, [NOT] LIKE/RLIKE, AND, OR, NOT, " +
 	"CASE, CAST, try_cast and the functions of docs/contracts.md"
 

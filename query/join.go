@@ -22,9 +22,10 @@ import (
 // (a.ts BETWEEN b.ts [± INTERVAL] AND b.ts [± INTERVAL], or a comparison
 // <, <=, >, >= of two such terms). The SELECT list is *, x.*, or columns
 // (qualified, or unqualified when only one side has them) with aliases.
-// No WHERE, GROUP BY or HAVING: a filter on a side is its own query's,
-// and an operator after a join is not supported yet (docs/contracts.md,
-// Joins).
+// WHERE, GROUP BY, HAVING and a SELECT list of expressions make the rest
+// of the query one over the join's rows, compiled as a one-input query
+// (join_outer.go): a windowed aggregation after the join, as Spark plans
+// several stateful operators.
 
 // JoinQuery is a parsed stream-stream join.
 type JoinQuery struct {
@@ -39,6 +40,9 @@ type JoinQuery struct {
 	// Items is the SELECT list; Star is SELECT *.
 	Items []JoinItem
 	Star  bool
+	// outer, when set, is the query over the join's rows (WHERE, GROUP
+	// BY, HAVING, a SELECT list of expressions): join_outer.go.
+	outer *joinOuter
 }
 
 // JoinRel is one relation of a join: its source name, alias and watermark.
@@ -99,52 +103,21 @@ func ParseJoin(src string) (*JoinQuery, error) {
 		return nil, err
 	}
 	jq := &JoinQuery{}
-	type rawItem struct {
-		qual string
-		it   JoinItem
+	// The SELECT list is parsed as the join's own (columns and aliases);
+	// one the one-input compiler must read (expressions, aggregates,
+	// DISTINCT) makes the query an outer one over the join's rows
+	// (join_outer.go).
+	selStart, fromAt := p.i, topFrom(toks, p.i)
+	if fromAt < 0 {
+		return nil, p.errAt(toks[len(toks)-1], "expected FROM")
 	}
-	var raw []rawItem
-	for {
-		t := p.peek()
-		switch {
-		case t.punct("*"):
-			p.next()
-			jq.Star = true
-		default:
-			name, nt, err := p.ident("a column, rel.column, rel.* or *")
-			if err != nil {
-				return nil, err
-			}
-			ri := rawItem{it: JoinItem{Side: -1, Pos: nt.pos}}
-			if p.peek().punct(".") {
-				p.next()
-				ri.qual = name
-				if p.peek().punct("*") {
-					p.next()
-					ri.it.All = true
-				} else if ri.it.Col, _, err = p.column("a column after " + name + "."); err != nil {
-					return nil, err
-				}
-			} else {
-				ri.it.Col = strings.ToLower(name)
-			}
-			if !ri.it.All {
-				if a := p.peek(); a.is("as") {
-					p.next()
-					if ri.it.As, _, err = p.ident("an alias after AS"); err != nil {
-						return nil, err
-					}
-				} else if a.kind == tQuoted || a.kind == tIdent && !reserved[strings.ToLower(a.text)] {
-					ri.it.As, _, _ = p.ident("an alias")
-				}
-			}
-			raw = append(raw, ri)
-		}
-		if !p.peek().punct(",") {
-			break
-		}
-		p.next()
+	raw, star, err := p.joinItems()
+	if err != nil || p.i != fromAt {
+		raw, star = nil, false
+		jq.outer = &joinOuter{src: src, toks: toks, sel: [2]int{selStart, fromAt}}
+		p.i = fromAt
 	}
+	jq.Star = star
 	if jq.Star && len(raw) > 0 {
 		return nil, p.errAt(p.peek(), "SELECT * with other items in a join: list the columns, or use x.*")
 	}
@@ -188,12 +161,76 @@ func ParseJoin(src string) (*JoinQuery, error) {
 		return nil, err
 	}
 	if t := p.peek(); t.kind != tEOF {
-		if t.is("where") || t.is("group") || t.is("having") || t.is("join") || t.is("left") || t.is("inner") {
-			return nil, unsupported(src, t.pos, strings.ToUpper(t.text)+" after a stream-stream join (a join reads two relations and is the query's one operator)")
+		if t.is("where") || t.is("group") || t.is("having") {
+			// WHERE, GROUP BY and HAVING over the join's rows: the
+			// one-input compiler's, after the join (join_outer.go).
+			if jq.outer == nil {
+				jq.outer = &joinOuter{src: src, toks: toks, sel: [2]int{selStart, fromAt}}
+			}
+			jq.outer.rest = p.i
+			return jq, nil
+		}
+		if t.is("join") || t.is("left") || t.is("inner") || t.is("right") || t.is("full") {
+			return nil, unsupported(src, t.pos, strings.ToUpper(t.text)+" after a stream-stream join (a query joins two relations)")
 		}
 		return nil, p.errAt(t, "unexpected %s after the join condition", t)
 	}
 	return jq, nil
+}
+
+// rawItem is a SELECT item of a join as written: its relation qualifier
+// and the item.
+type rawItem struct {
+	qual string
+	it   JoinItem
+}
+
+// joinItems reads a join's own SELECT list: *, rel.*, rel.col and col,
+// each with an alias.
+func (p *parser) joinItems() ([]rawItem, bool, error) {
+	var raw []rawItem
+	star := false
+	for {
+		t := p.peek()
+		switch {
+		case t.punct("*"):
+			p.next()
+			star = true
+		default:
+			name, nt, err := p.ident("a column, rel.column, rel.* or *")
+			if err != nil {
+				return nil, false, err
+			}
+			ri := rawItem{it: JoinItem{Side: -1, Pos: nt.pos}}
+			if p.peek().punct(".") {
+				p.next()
+				ri.qual = name
+				if p.peek().punct("*") {
+					p.next()
+					ri.it.All = true
+				} else if ri.it.Col, _, err = p.column("a column after " + name + "."); err != nil {
+					return nil, false, err
+				}
+			} else {
+				ri.it.Col = strings.ToLower(name)
+			}
+			if !ri.it.All {
+				if a := p.peek(); a.is("as") {
+					p.next()
+					if ri.it.As, _, err = p.ident("an alias after AS"); err != nil {
+						return nil, false, err
+					}
+				} else if a.kind == tQuoted || a.kind == tIdent && !reserved[strings.ToLower(a.text)] {
+					ri.it.As, _, _ = p.ident("an alias")
+				}
+			}
+			raw = append(raw, ri)
+		}
+		if !p.peek().punct(",") {
+			return raw, star, nil
+		}
+		p.next()
+	}
 }
 
 // joinRel reads NAME [WATERMARK col DELAY OF interval] [[AS] alias].

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestParseJoin(t *testing.T) {
 	}
 	for sql, msg := range map[string]string{
 		"SELECT * FROM a LEFT ANTI JOIN b ON a.k = b.k":           "LEFT ANTI",
-		"SELECT * FROM a JOIN b ON a.k = b.k WHERE a.v > 0":       "WHERE after a stream-stream join",
+		"SELECT * FROM a JOIN b ON a.k = b.k JOIN c ON b.k = c.k": "JOIN after a stream-stream join",
 		"SELECT * FROM a JOIN a ON a.k = a.k":                     "give one an alias",
 		"SELECT * FROM a JOIN b ON k = b.k":                       "qualify",
 		"SELECT * FROM a JOIN b ON a.k = c.k":                     "neither relation",
@@ -61,5 +62,57 @@ func TestParseJoin(t *testing.T) {
 	}
 	if !IsJoin("SELECT * FROM a JOIN b ON a.k = b.k") || IsJoin("SELECT count(*) FROM blocks") {
 		t.Error("IsJoin")
+	}
+}
+
+// TestJoinOuterQuery: WHERE, GROUP BY, HAVING and a SELECT list of
+// expressions make a query over the join's rows, written with the join's
+// column names (a name both relations have is alias_name) and read FROM
+// the name given; a plain SELECT list keeps the join's own.
+func TestJoinOuterQuery(t *testing.T) {
+	cols := [2][]string{{"hash", "miner", "block_ts"}, {"block_hash", "fee", "block_ts"}}
+	columns := func(side int) []string { return cols[side] }
+	name := func(side int, col string) (string, bool) {
+		for _, c := range cols[side] {
+			if c == col {
+				if c == "block_ts" {
+					return []string{"x", "y"}[side] + "_" + c, true
+				}
+				return c, true
+			}
+		}
+		return "", false
+	}
+	for sql, want := range map[string]string{
+		"SELECT x.miner, window(x.block_ts, '1 hour') AS w, count(*) AS n, sum(y.fee) FROM blocks WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS x " +
+			"JOIN txs WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS y ON x.hash = y.block_hash AND y.block_ts BETWEEN x.block_ts AND x.block_ts + INTERVAL 1 MINUTE " +
+			"WHERE y.fee > 0 GROUP BY x.miner, window(x.block_ts, '1 hour') HAVING count(*) > 1;": "SELECT miner, window(x_block_ts, '1 hour') AS w, count(*) AS n, sum(fee) FROM joined WHERE fee > 0 GROUP BY miner, window(x_block_ts, '1 hour') HAVING count(*) > 1",
+		"SELECT x.*, y.fee FROM a AS x JOIN b AS y ON x.hash = y.block_hash WHERE `y`.`fee` > 0":                                        "SELECT hash, miner, x_block_ts, fee FROM joined WHERE fee > 0",
+		"SELECT y.block_ts, x.block_ts AS t, count(*) FROM a AS x JOIN b AS y ON x.hash = y.block_hash GROUP BY y.block_ts, x.block_ts": "SELECT y_block_ts, x_block_ts AS t, count(*) FROM joined GROUP BY y_block_ts, x_block_ts",
+		"SELECT DISTINCT x.miner FROM a AS x JOIN b AS y ON x.hash = y.block_hash":                                                      "SELECT DISTINCT miner FROM joined",
+	} {
+		q, err := ParseJoin(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		got, _, err := q.OuterQuery("joined", columns, name)
+		if !q.Outer() || err != nil || got != want {
+			t.Errorf("%s:\n got %q (%v)\nwant %q", sql, got, err, want)
+		}
+	}
+	q, err := ParseJoin("SELECT y.block_ts, x.block_ts AS t, count(*) FROM a AS x JOIN b AS y ON x.hash = y.block_hash GROUP BY 1, 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, renames, err := q.OuterQuery("joined", columns, name); err != nil || fmt.Sprint(renames) != "map[y_block_ts:block_ts]" {
+		t.Errorf("renames %v %v", renames, err)
+	}
+	q, err = ParseJoin("SELECT x.hash, y.fee AS f FROM a AS x JOIN b AS y ON x.hash = y.block_hash")
+	if err != nil || q.Outer() || len(q.Items) != 2 {
+		t.Errorf("a SELECT list of columns is the join's own: %+v %v", q, err)
+	}
+	q, _ = ParseJoin("SELECT x.nope FROM a AS x JOIN b AS y ON x.hash = y.block_hash WHERE y.fee > 0")
+	if _, _, err := q.OuterQuery("joined", columns, name); err == nil || !strings.Contains(err.Error(), CodeUnresolvedColumn) {
+		t.Errorf("an unknown column: %v", err)
 	}
 }

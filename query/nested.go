@@ -128,7 +128,7 @@ func (r *resolver) nestedWatermark(col string) error {
 		return nil
 	}
 	if w := r.window; w != nil {
-		if !w.OfWindow && w.Col != col {
+		if !w.OfWindow && w.Col != col && !r.aliasOf(col, w.Col) {
 			return errcode.New(CodeUnsupported, "", "set the watermark on the window's event-time column",
 				"withWatermark(%s): ethstream evicts state by the window's event time; a watermark on another column is not supported", col)
 		}
@@ -183,6 +183,10 @@ func (r *resolver) plan() error {
 		if r.c.Post != nil {
 			r.c.Schema = r.c.Post.Schema(r.c.Schema)
 		}
+	} else if r.row != nil {
+		gs, s := r.rowSteps()
+		steps = append(steps, gs...)
+		r.c.Schema = s
 	} else {
 		var proj []Column
 		s := stream.Schema{}
@@ -225,8 +229,8 @@ func (r *resolver) plan() error {
 // orderLimit adds ORDER BY and LIMIT, over what the sink receives each
 // batch, where Spark allows them on a stream: a sort over an aggregation
 // in complete mode; a limit in complete mode. Append mode's limit, which
-// Spark keeps across batches in state (StreamingGlobalLimitExec), is
-// refused.
+// Spark keeps across batches in state (StreamingGlobalLimitExec), is a
+// stateful step of its own (Step.GlobalLimit).
 func (r *resolver) orderLimit() error {
 	sel := r.sel
 	if len(sel.OrderBy) == 0 && sel.Limit == nil {
@@ -259,7 +263,11 @@ func (r *resolver) orderLimit() error {
 			e.Msg += " (at " + position(r.src, sel.LimitPos) + ")"
 			return e
 		case !complete:
-			return unsupported(r.src, sel.LimitPos, "LIMIT in append mode (Spark counts the rows emitted across batches in state, StreamingGlobalLimitExec; ethstream limits only complete mode's output)")
+			// Append mode: the first n rows of the stream, counted in
+			// state (Spark's StreamingGlobalLimitExec).
+			n := *sel.Limit
+			r.c.Steps = append(r.c.Steps, Step{GlobalLimit: &n})
+			return nil
 		}
 		n := *sel.Limit
 		r.c.Steps = append(r.c.Steps, Step{Limit: &n})

@@ -608,7 +608,8 @@ func (p *parser) end() error {
 	return nil
 }
 
-var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true, "mean": true}
+var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true, "mean": true,
+	"approx_count_distinct": true}
 
 func (p *parser) alias(it *Item) error {
 	t := p.peek()

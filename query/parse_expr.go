@@ -84,7 +84,28 @@ func (p *parser) unary(d int) (filter.Expr, error) {
 		}
 		return x, nil
 	}
-	return p.primary(d + 1)
+	x, err := p.primary(d + 1)
+	if err != nil {
+		return nil, err
+	}
+	return p.subscripts(x, d)
+}
+
+// subscripts reads the subscripts after a primary: x[i][j]... (Spark's
+// primaryExpression '[' valueExpression ']', GetArrayItem: 0-based).
+func (p *parser) subscripts(x filter.Expr, d int) (filter.Expr, error) {
+	for p.peek().punct("[") {
+		p.next()
+		i, err := p.additive(d + 1)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectPunct("]"); err != nil {
+			return nil, err
+		}
+		x = expr.Index{X: x, I: i}
+	}
+	return x, nil
 }
 
 func (p *parser) primary(d int) (filter.Expr, error) {
@@ -137,8 +158,6 @@ func (p *parser) primary(d int) (filter.Expr, error) {
 	switch nt := p.peek(); {
 	case nt.punct("."):
 		return nil, p.fieldAccess(nt)
-	case nt.punct("["):
-		return nil, unsupported(p.src, nt.pos, "subscripts ([...])")
 	}
 	return filter.Col{Name: c}, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/filter"
+	"github.com/ethstream/ethstream/generate"
 )
 
 // A compiled query is a read path (the sources, the columns read, the
@@ -35,6 +36,14 @@ type Step struct {
 	// Limit, when set, keeps the first *Limit rows the sink receives each
 	// batch (LIMIT).
 	Limit *int64
+	// GlobalLimit, when set, is LIMIT in append mode: the first
+	// *GlobalLimit rows over the whole stream, a stateful operator of its
+	// own (Spark's StreamingGlobalLimitExec, package limit), always the
+	// last step. Stateful reports aggregations only.
+	GlobalLimit *int64
+	// Generate is a generator (explode and its kin, query/generate.go):
+	// one row per element of an array column.
+	Generate *generate.Explode
 }
 
 // Stateful reports whether the step is a stateful operator.
@@ -68,6 +77,10 @@ func (s Step) String() string {
 		return "order by " + strings.Join(parts, ", ")
 	case s.Limit != nil:
 		return "limit " + strconv.FormatInt(*s.Limit, 10)
+	case s.GlobalLimit != nil:
+		return "global limit " + strconv.FormatInt(*s.GlobalLimit, 10)
+	case s.Generate != nil:
+		return "generate " + s.Generate.String()
 	}
 	return "empty step"
 }

@@ -6,7 +6,7 @@
 // restart rules (engine/restart_rules.go) before anything is written; this
 // package only holds, encodes and reads the record.
 //
-// # On-disk format (versions 1, 2 and 3)
+// # On-disk format (versions 1 to 4)
 //
 //	<checkpoint>/shape/<seq>
 //
@@ -31,8 +31,10 @@
 //
 //	operators     [{"id","kind","window","keys","aggregates","stateSchema",
 //	              "input"}] in id order (0, 1, ...); kind "aggregate",
-//	              "deduplicate" or "join" (which adds "joinType", and
-//	              whose keys are its equi-join pairs "k=k2"); input the
+//	              "deduplicate", "sessionWindow", "globalLimit" (LIMIT in
+//	              append mode: no keys, no aggregates) or "join" (which
+//	              adds "joinType", and whose keys are its equi-join pairs
+//	              "k=k2"); input the
 //	              stateless steps before the operator, rendered
 //
 // and then its top-level window is null, keys and aggregates are [] and
@@ -41,6 +43,13 @@
 // one aggregation without input steps is still written as v1 or v2, byte
 // for byte as before; a v1 or v2 file with operators, or a v3 file without
 // or with a top-level aggregation, ids out of order or an unknown kind, is
+// corrupt.
+//
+// Version 4 is version 3 plus a join's sides' watermarks: a join
+// operator's "watermarks" [left, right], each {"column","delayUs"} or
+// null for a side without one. It is written when a join records them,
+// so that a binary that reads up to v3 refuses the record by its version
+// instead of meeting a field it does not know; a v3 file with them is
 // corrupt.
 //
 // firstBatchId is the first batch the shape applies to (the batch a start

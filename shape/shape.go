@@ -17,10 +17,11 @@ const Dir = "shape"
 // Version is the newest format version this package writes and reads: v2
 // adds the sink's identity (Sink.ID), v3 the list of stateful operators
 // (Operators) for a plan of more than one, or of one with stateless steps
-// of its own (Operator.Input). A record without either is
+// of its own (Operator.Input), v4 a join's sides' watermarks
+// (Operator.Watermarks). A record without either is
 // written as v1, byte for byte what earlier versions wrote, so they still
 // read it; every version reads.
-const Version = 3
+const Version = 4
 
 // KindAggregate is Operator.Kind of a streaming aggregation.
 const KindAggregate = "aggregate"
@@ -38,6 +39,11 @@ const KindJoin = "join"
 // (package session); its Window has the time column and Gap, Keys are the
 // other group columns.
 const KindSessionWindow = "sessionWindow"
+
+// KindGlobalLimit is Operator.Kind of LIMIT in append mode (package
+// limit, Spark's StreamingGlobalLimitExec): no keys, no aggregates; the
+// limit itself shapes no state, so it is not recorded.
+const KindGlobalLimit = "globalLimit"
 
 // Source is one input of the query.
 type Source struct {
@@ -80,7 +86,7 @@ type Sink struct {
 type Operator struct {
 	// ID is the operator's id in plan order (its state directory).
 	ID int `json:"id"`
-	// Kind is what the operator is: KindAggregate, KindDeduplicate or
+	// Kind is what the operator is: KindAggregate, KindDeduplicate,
 	// KindSessionWindow.
 	Kind   string  `json:"kind"`
 	Window *Window `json:"window"`
@@ -96,6 +102,11 @@ type Operator struct {
 	// JoinType is a join's type (Spark's name: Inner, LeftOuter, ...);
 	// "" for the other kinds, and then not written.
 	JoinType string `json:"joinType,omitempty"`
+	// Watermarks are a join's sides' watermarks, left then right (a null
+	// entry: that side has none); not written for the other kinds, nor by
+	// a join recorded before they were (the restart rules then compare
+	// none).
+	Watermarks []*Watermark `json:"watermarks,omitempty"`
 }
 
 // Shape is a query's shape. It is a plain value; Equal compares all fields.
@@ -191,7 +202,19 @@ func (s Shape) Equal(o Shape) bool {
 	return bytes.Equal(a, b)
 }
 
-// Encode renders a record in the file format: version 3 for a plan of
+// sideWatermarks reports whether an operator records a join's sides'
+// watermarks (version 4).
+func (s Shape) sideWatermarks() bool {
+	for _, o := range s.Operators {
+		if o.Watermarks != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Encode renders a record in the file format: version 4 when a join
+// records its sides' watermarks, version 3 for a plan of
 // several stateful operators, else version 2 when the sink has an
 // identity, else version 1.
 func Encode(r Record) ([]byte, error) {
@@ -199,6 +222,8 @@ func Encode(r Record) ([]byte, error) {
 	var b bytes.Buffer
 	v := 1
 	switch {
+	case r.Shape.sideWatermarks():
+		v = 4
 	case len(r.Shape.Operators) > 0:
 		v = 3
 	case r.Shape.Sink.ID != "":
@@ -228,8 +253,10 @@ func Parse(path string, data []byte) (Record, error) {
 		v = 2
 	case "v3":
 		v = 3
+	case "v4":
+		v = 4
 	default:
-		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1, v2 or v3", truncate(string(head)))
+		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1, v2, v3 or v4", truncate(string(head)))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -244,6 +271,9 @@ func Parse(path string, data []byte) (Record, error) {
 	}
 	if err := checkOperators(path, v, r.Shape); err != nil {
 		return r, err
+	}
+	if (v == 4) != r.Shape.sideWatermarks() {
+		return r, errcode.Corrupt(path, nil, "query shape record v%d: v4 records, and only they, record a join's sides' watermarks", v)
 	}
 	if r.FirstBatchID < 0 {
 		return r, errcode.Corrupt(path, nil, "query shape record has firstBatchId %d", r.FirstBatchID)
@@ -273,7 +303,7 @@ func checkOperators(path string, v int, s Shape) error {
 		if o.ID != i {
 			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
 		}
-		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin {
+		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin && o.Kind != KindGlobalLimit {
 			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
 		}
 	}

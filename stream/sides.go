@@ -20,3 +20,13 @@ type SideOperator interface {
 	// Process.
 	ProcessSide(ctx context.Context, batchID, watermarkMs int64, side int, in *Batch) error
 }
+
+// WatermarkProducer is implemented by an operator whose output rows may be
+// older than its input watermark (Spark's
+// StateStoreWriter.produceOutputWatermark): OutputWatermark is the
+// watermark of its output, the input watermark of the operator after it,
+// given its own input watermark inputMs. An operator that does not
+// implement it passes its input watermark on unchanged, as Spark's default.
+type WatermarkProducer interface {
+	OutputWatermark(inputMs int64) int64
+}

@@ -6,14 +6,15 @@
 // withdrawals served, "from" served from the model's senders). Bodies
 // (transactions, receipts, logs: chain.NextBody) are regenerated from
 // (seed, header, branch) on each request instead of being stored; the
-// hashes of the last 4,096 blocks' transactions are indexed (receipts.go).
+// transactions of the last Options.TxHistory blocks (default geth's
+// --history.transactions, 2,350,000) are indexed by hash (receipts.go).
 // Methods: eth_blockNumber,
 // eth_getBlockByNumber (hex, latest, pending, safe = head-32, finalized =
 // head-64, earliest = the node's first block), eth_getBlockByHash (blocks
 // replaced by a reorg stay retrievable by hash), eth_chainId (0x1),
 // eth_getBlockReceipts, eth_getTransactionReceipt and
-// eth_getTransactionByHash (null off the canonical chain or past the
-// index), eth_getLogs (blockHash or a range of at most 10,000 blocks,
+// eth_getTransactionByHash (null off the canonical chain or older than
+// TxHistory blocks, as geth answers), eth_getLogs (blockHash or a range of at most 10,000 blocks,
 // address and topic filters, bloom-checked per block), in go-ethereum's
 // encodings (types.Transaction, types.Receipt and types.Log JSON plus the
 // fields of its RPCTransaction and MarshalReceipt), eth_syncing, net_version ("1"), web3_clientVersion, and batches, over

@@ -41,6 +41,10 @@ type Options struct {
 	// maxCachedBlocks); a client that reads each block once (a soak, whose
 	// process memory is measured) needs only a few.
 	CachedBlocks int
+	// TxHistory is geth's --history.transactions: the last blocks, the
+	// head included, whose transactions eth_getTransactionReceipt and
+	// eth_getTransactionByHash find (default DefaultTxHistory, geth's).
+	TxHistory uint64
 }
 
 // Faults injects HTTP-level failures in front of the JSON-RPC handler,
@@ -116,10 +120,12 @@ type Node struct {
 
 	heads heads // newHeads subscribers and announcement times (heads.go)
 
-	// txIndex maps the transactions of the last maxIndexedBlocks blocks
-	// mined to their block (receipts.go); under mu.
-	txIndex map[common.Hash]txLoc
-	txOrder [][]common.Hash
+	// txIndex maps the transactions of the last txHistory blocks to
+	// their block by the hash's first 8 bytes, txFull the rare hashes
+	// whose 8 bytes another has (receipts.go); under mu. 20 to 40 bytes a
+	// transaction (a map slot of 16 bytes, 7/16 to 7/8 full).
+	txIndex map[uint64]*nodeBlock
+	txFull  map[common.Hash]*nodeBlock
 }
 
 // readAheadBlocks is how far past a block read readAhead renders.
@@ -386,6 +392,9 @@ func (n *Node) mineBlocks(k int, render bool) {
 		b := n.makeBlock(parent, 0, k-i <= keep)
 		n.canon = append(n.canon, b)
 		n.byHash[b.hash] = b
+		if limit := n.txHistory(); uint64(len(n.canon)) > limit {
+			n.unindexTxs(n.canon[uint64(len(n.canon))-1-limit])
+		}
 		n.heads.announce(b, true, time.Now())
 	}
 	n.mined += k

@@ -2,8 +2,10 @@ package ethnode
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -21,33 +23,83 @@ func (n *Node) body(b *nodeBlock) *chain.Body {
 	return body
 }
 
-// txLoc is where a transaction sits: its block and index.
-type txLoc struct {
-	block common.Hash
-	index int
+// DefaultTxHistory is geth's default --history.transactions: the number
+// of blocks, the head included, whose transactions eth_getTransactionReceipt
+// and eth_getTransactionByHash find (about a year of mainnet).
+const DefaultTxHistory = 2_350_000
+
+// txHistory is Options.TxHistory or its default.
+func (n *Node) txHistory() uint64 {
+	if n.o.TxHistory > 0 {
+		return n.o.TxHistory
+	}
+	return DefaultTxHistory
 }
 
-// maxIndexedBlocks bounds the transaction-hash index to the transactions
-// of the last blocks mined, as geth's --history.transactions bounds its
-// lookup table: a long-running node keeps a few hundred bytes a block, and
-// eth_getTransactionReceipt answers null for an older transaction.
-const maxIndexedBlocks = 4096
+// txKey is the index's key of a transaction hash: its first 8 bytes. Two
+// transactions sharing it (a chance of about n²/2⁶⁵ among n, 3·10⁻⁴ for
+// 10⁸) are both kept in txFull, their key marked with collided.
+func txKey(h common.Hash) uint64 { return binary.BigEndian.Uint64(h[:8]) }
 
-// indexTxs records b's transaction hashes; n.mu must be held.
+// collided marks a key whose transactions are in txFull.
+var collided = &nodeBlock{}
+
+// indexTxs records b's transaction hashes (the block is the index's value,
+// a lookup finds the transaction's position by regenerating the body it
+// reads anyway), and forgets the canonical block that falls out of the
+// last txHistory blocks; n.mu must be held for writing. Index entries of a
+// block a reorg replaced stay (lookups check that the block is
+// canonical): a few blocks per reorg.
 func (n *Node) indexTxs(b *nodeBlock, hashes []common.Hash) {
 	if n.txIndex == nil {
-		n.txIndex = make(map[common.Hash]txLoc)
+		n.txIndex = make(map[uint64]*nodeBlock)
 	}
-	for i, h := range hashes {
-		n.txIndex[h] = txLoc{b.hash, i}
-	}
-	n.txOrder = append(n.txOrder, hashes)
-	if len(n.txOrder) > maxIndexedBlocks {
-		for _, h := range n.txOrder[0] {
-			delete(n.txIndex, h)
+	for _, h := range hashes {
+		k := txKey(h)
+		old, ok := n.txIndex[k]
+		switch {
+		case !ok:
+			n.txIndex[k] = b
+		case old == collided:
+			n.txFull[h] = b
+		case slices.Contains(n.txHashes(old), h):
+			n.txIndex[k] = b // the same transaction in a later block
+		default:
+			if n.txFull == nil {
+				n.txFull = make(map[common.Hash]*nodeBlock)
+			}
+			for _, oh := range n.txHashes(old) {
+				if txKey(oh) == k {
+					n.txFull[oh] = old
+				}
+			}
+			n.txIndex[k], n.txFull[h] = collided, b
 		}
-		n.txOrder = n.txOrder[1:]
 	}
+}
+
+// unindexTxs forgets b's transactions where the index names b; n.mu must
+// be held for writing.
+func (n *Node) unindexTxs(b *nodeBlock) {
+	for _, h := range n.txHashes(b) {
+		k := txKey(h)
+		switch n.txIndex[k] {
+		case b:
+			delete(n.txIndex, k)
+		case collided:
+			if n.txFull[h] == b {
+				delete(n.txFull, h)
+			}
+		}
+	}
+}
+
+// txHashes regenerates b's transaction hashes.
+func (n *Node) txHashes(b *nodeBlock) []common.Hash {
+	if b.txCount == 0 {
+		return nil
+	}
+	return n.body(b).Enc.Hashes()
 }
 
 // rpcTransaction is transaction i of a block as eth_getBlockByNumber(n,
@@ -156,40 +208,50 @@ func (api *ethAPI) GetBlockReceipts(ctx context.Context, bn rpc.BlockNumberOrHas
 	return out, nil
 }
 
-// lookupTx is the canonical block and index of a transaction, false when
-// the index does not know it or its block was reorganised away.
-func (n *Node) lookupTx(h common.Hash) (*nodeBlock, int, bool) {
+// lookupTx is the canonical block, body and index of a transaction,
+// false when the node does not have it, its block was reorganised away or
+// is older than the last txHistory blocks (geth's --history.transactions:
+// blocks head-limit+1..head).
+func (n *Node) lookupTx(h common.Hash) (*nodeBlock, *chain.Body, int, bool) {
 	n.catchUp()
 	n.mu.RLock()
-	defer n.mu.RUnlock()
-	loc, ok := n.txIndex[h]
-	if !ok {
-		return nil, 0, false
+	b := n.txIndex[txKey(h)]
+	if b == collided {
+		b = n.txFull[h]
 	}
-	b := n.byHash[loc.block]
-	if b == nil || n.blockLocked(b.header.Number.Uint64()) != b {
-		return nil, 0, false
+	head := n.numberLocked(rpc.LatestBlockNumber)
+	if b == nil || n.blockLocked(b.header.Number.Uint64()) != b || head-b.header.Number.Uint64() >= n.txHistory() {
+		n.mu.RUnlock()
+		return nil, nil, 0, false
 	}
-	return b, loc.index, true
+	n.mu.RUnlock()
+	body := n.body(b)
+	for i, th := range body.Enc.Hashes() {
+		if th == h {
+			return b, body, i, true
+		}
+	}
+	return nil, nil, 0, false // another transaction with the same key
 }
 
 // GetTransactionReceipt is eth_getTransactionReceipt: null for a
-// transaction not on the canonical chain (or older than the index keeps).
+// transaction not on the canonical chain or older than the last txHistory
+// blocks, as geth answers.
 func (api *ethAPI) GetTransactionReceipt(ctx context.Context, h common.Hash) (map[string]any, error) {
-	b, i, ok := api.n.lookupTx(h)
+	b, body, i, ok := api.n.lookupTx(h)
 	if !ok {
 		return nil, nil
 	}
-	return rpcReceipt(b, api.n.body(b), i), nil
+	return rpcReceipt(b, body, i), nil
 }
 
 // GetTransactionByHash is eth_getTransactionByHash.
 func (api *ethAPI) GetTransactionByHash(ctx context.Context, h common.Hash) (json.RawMessage, error) {
-	b, i, ok := api.n.lookupTx(h)
+	b, body, i, ok := api.n.lookupTx(h)
 	if !ok {
 		return json.RawMessage("null"), nil
 	}
-	return rpcTransaction(b, api.n.body(b), i)
+	return rpcTransaction(b, body, i)
 }
 
 // maxLogBlocks bounds an eth_getLogs range, as providers do.

@@ -16,11 +16,12 @@ func newBenchCmd() *cobra.Command {
 	var days, live int
 	var keys bool
 	var keysFiles, rounds int
-	var shapes []string
+	var shapes, atScale []string
+	var stagesOnly bool
 	var seed int64
 	var fresh freshnessFlags
 	c := &cobra.Command{
-		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--rounds N] [--shape NAME ...] [--freshness [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
+		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--rounds N] [--shape NAME ...] [--state-at-scale OPERATOR ...] [--stages-only] [--freshness [--freshness-query NAME ...] [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it over S3,
 and runs in this process: the backfill (availableNow, 200 state partitions), a restart with the
@@ -45,8 +46,16 @@ restarts it at 8 state partitions, and reports its peak RSS, its state commits a
 repartition's keys before and after.
 
 With --shape NAME (repeatable, or all), bench also times each query shape (stateless, burned-fees,
-dedup, delta-to-delta) over the archive from file:// against DuckDB's batch job over the same
-files (with --duckdb), and judges ethstream's wall time against DuckDB's (<= 1.5x). Beside the
+dedup, delta-to-delta, join, session, transactions) over the archive from file:// against DuckDB's
+batch job over the same files (with --duckdb), and judges ethstream's wall time against DuckDB's
+(<= 1.5x). The transactions shape reads a one-day archive with its transactions table (about
+1.4 million transactions), generated into the work directory the first time.
+
+With --state-at-scale OPERATOR (join, dedup, or all), bench also runs that operator's state at a
+key per block (a join of every block with its parent, no watermark; dropDuplicates(hash)) through
+the backfill, then restarts it at 8 state partitions, and judges the peak RSS (<= 1.5 GB) and the
+keys before and after the repartition (none lost). With --stages-only, bench skips its backfill,
+yardstick and live legs and runs only these stages. Beside the
 figures it prints each backfill step's wall, CPU time and cores busy, the rounds' spread, and
 the host's CPUs, load average and DuckDB's thread count.
 
@@ -62,7 +71,10 @@ arrival of this process's own newHeads notification). It prints p50, p99 and max
 first batch and at the end, the table's and the checkpoint's file counts, and each batch phase's
 median, then its targets (p50, p99, RSS flat, file counts bounded: judged from the run's
 midpoint to its end once the midpoint is two retentions in), with the same exit status;
---out writes them as JSON.`,
+--out writes them as JSON. With --freshness-query NAME (repeatable, or all) it follows the head
+with other queries in turn, each judged against the same targets: where (the reference query
+behind a WHERE), two-stateful (dropDuplicatesWithinWatermark(hash), then the aggregation) and
+transactions (ethrpc table=transactions, fees per hour per transaction type).`,
 		Example: `  ethstream bench --days 7 --out /tmp/bench.json
   ethstream bench --preset seed --live-batches 50
   ethstream bench --freshness --blocks 10000 --rate 10
@@ -82,6 +94,9 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 			if err := demo.CheckShapes(shapes); err != nil {
 				return usage(err)
 			}
+			if err := demo.CheckAtScale(atScale); err != nil {
+				return usage(err)
+			}
 			// The S3 backfill reads from this binary's serve-s3 in a process
 			// of its own, so its CPU is the engine's alone.
 			exe, err := os.Executable()
@@ -90,7 +105,7 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
 				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Rounds: rounds,
-				ServeS3: []string{exe, "serve-s3"}, Shapes: shapes, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				ServeS3: []string{exe, "serve-s3"}, Shapes: shapes, StateAtScale: atScale, StagesOnly: stagesOnly, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -113,6 +128,8 @@ midpoint to its end once the midpoint is two retentions in), with the same exit 
 	c.Flags().IntVar(&keysFiles, "keys-files-per-trigger", 40, "maxFilesPerTrigger of the --keys-per-block run")
 	c.Flags().IntVar(&rounds, "rounds", 1, "run the backfill legs (S3, and with --duckdb the file:// backfill and DuckDB's queries) N times, alternating, and judge the targets on each figure's median")
 	c.Flags().StringSliceVar(&shapes, "shape", nil, "also measure query shape NAME against DuckDB's batch job over the same files (repeatable; all, "+strings.Join(demo.ShapeNames(), ", ")+")")
+	c.Flags().StringSliceVar(&atScale, "state-at-scale", nil, "also run OPERATOR's state at a key per block (26M keys on the seed preset) and its repartition 200 -> 8 (repeatable; all, "+strings.Join(demo.AtScaleOperators, ", ")+")")
+	c.Flags().BoolVar(&stagesOnly, "stages-only", false, "skip the backfill, yardstick and live legs: run only what --shape, --keys-per-block and --state-at-scale ask for")
 	fresh.register(c)
 	return c
 }

@@ -20,9 +20,11 @@ import (
 // what engine type it decodes to (rules.go says how each physical type and
 // annotation converts).
 type Field struct {
-	Name string      // the engine column's name
-	Path []string    // the file's leaf; nil: Name (a top-level column)
-	Type stream.Type // any scalar type (rules.go); not Array
+	Name string   // the engine column's name
+	Path []string // the file's leaf; nil: Name (a top-level column)
+	// Type is any scalar type (rules.go), or an ARRAY of one: then Path
+	// names the list, not its leaf (list.go).
+	Type stream.Type
 	// Required: a file without the column is refused. Otherwise its rows
 	// read as null (a column added later, or one another writer left out).
 	Required bool
@@ -64,9 +66,21 @@ func Open(f *parquet.File, fields []Field, intern map[string]string) (*File, err
 	out := &File{f: f, decs: make([]*colDecoder, len(fields))}
 	leaves := leafElements(f.Metadata())
 	for i, fd := range fields {
-		d := &colDecoder{name: fd.Name, arch: strings.Join(fd.leafPath(), "."), typ: fd.Type, leaf: -1}
+		d := &colDecoder{name: fd.Name, arch: strings.Join(fd.leafPath(), "."), typ: fd.Type, arr: fd.Type, leaf: -1}
 		if fd.Intern {
 			d.intern = intern
+		}
+		if fd.Type.Kind() == stream.Array {
+			d.typ = fd.Type.Elem()
+			found, err := openList(f, d, fd.leafPath(), leaves)
+			if err != nil {
+				return nil, err
+			}
+			if !found && fd.Required {
+				return nil, fmt.Errorf("required column %q is missing", d.arch)
+			}
+			out.decs[i] = d
+			continue
 		}
 		lc, ok, err := lookup(f.Schema(), fd.leafPath())
 		if err != nil {
@@ -176,7 +190,7 @@ func (p *File) DecodeRowGroup(g int) (RowGroup, error) {
 	out := RowGroup{Batch: b}
 	chunks := rg.ColumnChunks()
 	for i, d := range p.decs {
-		b.Columns[i] = stream.MakeColumn(d.name, d.typ, n, n)
+		b.Columns[i] = stream.MakeColumn(d.name, d.arr, n, n)
 		if d.leaf < 0 {
 			b.Columns[i].Valid = make([]bool, n) // all null
 			continue
@@ -271,10 +285,12 @@ func isDate(el *format.SchemaElement) bool {
 // colDecoder turns the pages of one file column into an engine column.
 // It is used by one goroutine (one file) at a time.
 type colDecoder struct {
-	name      string // engine column name
-	arch      string // file column name (its path, dot-separated)
-	typ       stream.Type
-	leaf      int // leaf column index in the file, -1 when absent
+	name      string      // engine column name
+	arch      string      // file column name (its path, dot-separated)
+	typ       stream.Type // the values' type (a list's elements')
+	arr       stream.Type // the column's type (typ, or an ARRAY of it)
+	list      *listShape  // a list column's levels; nil for a scalar
+	leaf      int         // leaf column index in the file, -1 when absent
 	maxDef    int
 	phys      format.Type
 	scale     int32 // decimal scale of integer and double columns
@@ -518,6 +534,10 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 	// are reused.)
 	d.dict = nil
 	pos := 0
+	var st *listState
+	if d.list != nil {
+		st = &listState{row: -1, valid: make([]bool, n)}
+	}
 	for {
 		p, err := pages.ReadPage()
 		if err == io.EOF {
@@ -526,12 +546,19 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 		if err != nil {
 			return fmt.Errorf("column %q: read page: %w", d.arch, err)
 		}
-		err = d.decodePage(p, col, pos, n)
+		if st != nil {
+			err = d.decodeListPage(p, col, st, n)
+		} else {
+			err = d.decodePage(p, col, pos, n)
+		}
 		pos += int(p.NumRows())
 		parquet.Release(p)
 		if err != nil {
 			return err
 		}
+	}
+	if st != nil {
+		return d.finishList(col, st, n)
 	}
 	if pos != n {
 		return fmt.Errorf("column %q holds %d values, row group has %d rows", d.arch, pos, n)

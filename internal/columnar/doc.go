@@ -2,7 +2,10 @@
 // names the columns it wants and their engine types (a []Field, its
 // schema), Open plans them against a file's footer, and DecodeRowGroup
 // turns each row group's pages into a stream.Batch, dictionary pages
-// converted once per dictionary, nulls from the definition levels.
+// converted once per dictionary, nulls from the definition levels. A
+// field of type ARRAY<T> reads a Parquet LIST (three-level, two-level or a
+// bare repeated leaf, list.go) into an Array column, null lists and null
+// elements from the levels.
 //
 // rules.go holds the one table of conversions (timestamp units and
 // isAdjustedToUTC, INT96, decimals) that every reader of Parquet in the

@@ -60,6 +60,14 @@ func Value(c *stream.Column, i int) string {
 	if c.IsNull(i) {
 		return "null"
 	}
+	if c.Type.Kind() == stream.Array {
+		// [e1, e2, null]: each element rendered by these rules.
+		parts := make([]string, 0, c.ArrayLen(i))
+		for e := c.Offsets[i]; e < c.Offsets[i+1]; e++ {
+			parts = append(parts, Value(c.Elems, int(e)))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
 	switch c.Type {
 	case stream.String:
 		return c.Strings[i]
@@ -80,6 +88,8 @@ func Values(b *stream.Batch, i int) map[string]any {
 		switch {
 		case col.IsNull(i):
 			v[col.Name] = nil
+		case col.Type.Kind() == stream.Array:
+			v[col.Name] = Value(col, i)
 		case col.Type == stream.String:
 			v[col.Name] = col.Strings[i]
 		case col.Type == stream.Float64:

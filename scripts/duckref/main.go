@@ -119,8 +119,26 @@ func copySQL(out, q string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("duckdb copysql: %d rows written to %s in %.2f s (threads %s)\n", rows, out, time.Since(t).Seconds(), threads)
+	fmt.Printf("duckdb copysql: %d rows written to %s in %.2f s (threads %s, peak RSS %d kB)\n", rows, out, time.Since(t).Seconds(), threads, peakRSSKB())
 	return nil
+}
+
+// peakRSSKB is this process's peak resident set (VmHWM, Linux), 0 if
+// unknown: the bench reads DuckDB's memory from it, since the kernel's
+// maxrss of a child counts its parent's pages at the fork.
+func peakRSSKB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(rest, &kb)
+			return kb
+		}
+	}
+	return 0
 }
 
 // query runs a query over the view blocks (the archive's files, its

@@ -3,4 +3,4 @@
 source "$(dirname "$0")/lib.sh"
 run "$BIN" run --checkpoint "$CKPT" --table "$TABLE" --source "$(LIVE_SOURCE)" \
   "${EVOLUTION[@]}" --conf spark.sql.streaming.stateStore.partitions=8 \
-  --trigger processing-time=12s --max-batches 8 --progress "$PROGRESS/shrink_state.jsonl"
+  --trigger "$TRIGGER" --max-batches 8 --progress "$PROGRESS/shrink_state.jsonl"

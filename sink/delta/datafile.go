@@ -47,6 +47,9 @@ func parquetSchemaOf(l *outLayout) *parquet.Schema {
 			continue
 		}
 		t, tag := leafType(lf.typ)
+		if lf.typ.Kind() == stream.Array {
+			t, tag = arrayGoType(lf.typ)
+		}
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: t,
 			Tag: reflect.StructTag(`parquet:"` + lf.path[0] + tag + `"`)})
 	}
@@ -106,6 +109,9 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 	v := &rs.cols[c]
 	def := len(rs.l.leaves[c].path)
 	typ := rs.l.leaves[c].typ
+	if typ.Kind() == stream.Array {
+		return rs.appendListValues(dst, c, lo, hi)
+	}
 	// A column without nulls (and no null window above it) of the usual
 	// types takes a loop of its own: the per-value checks of the general
 	// loop below were a third of this function's time in a seed backfill
@@ -290,6 +296,13 @@ func (rs *rowSet) colStat(c int) colStat {
 	var s colStat
 	// One loop per type: this runs over every value of every file written.
 	switch t := rs.l.leaves[c].typ; {
+	case t.Kind() == stream.Array:
+		for i := range rs.n {
+			if v.IsNull(i) {
+				s.nulls++
+			}
+		}
+		return s // no min/max of an array
 	case t.Kind() == stream.Decimal:
 		for i, x := range v.Decimals[:rs.n] {
 			switch {

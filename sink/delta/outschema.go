@@ -72,6 +72,15 @@ func newOutLayout(out stream.Schema) (*outLayout, error) {
 		case windowField:
 			return nil, errcode.New(errcode.InvalidArgument, "", "rename the column", "output column %q clashes with the window struct", f.Name)
 		}
+		if f.Type.Kind() == stream.Array {
+			dt, err := arrayDataType(f.Type)
+			if err != nil {
+				return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "emit arrays of string, bigint, int, double or boolean (docs/contracts.md, Arrays)", "output column %q", f.Name)
+			}
+			l.leaves = append(l.leaves, outLeaf{col: f.Name, path: []string{f.Name}, typ: f.Type, nullable: f.Nullable})
+			l.schema.Fields = append(l.schema.Fields, Field{Name: f.Name, Type: dt, Nullable: true})
+			continue
+		}
 		p, err := deltaPrimitive(f.Type)
 		if err != nil {
 			return nil, errcode.Wrap(err, errcode.InvalidArgument, "", "emit columns of Spark's scalar types (arrays, maps and structs are not written yet)", "output column %q", f.Name)
@@ -126,6 +135,9 @@ func tableLayout(s Schema) (*outLayout, error) {
 			return nil, fmt.Errorf("column %q is not nullable; the sink writes every column nullable", f.Name)
 		}
 		t, ok := streamOfDelta(f.Type.Primitive)
+		if f.Type.Element != nil {
+			t, ok = arrayOfDelta(f.Type)
+		}
 		if !ok {
 			return nil, fmt.Errorf("column %q has type %s, which ethstream does not write", f.Name, f.Type.String())
 		}

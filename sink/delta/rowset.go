@@ -42,7 +42,7 @@ func batchRowSet(l *outLayout, b *stream.Batch) (*rowSet, error) {
 		if c == nil || c.Type != lf.typ && !widens(c.Type, lf.typ) {
 			return nil, errBadBatch(lf.col, lf.typ)
 		}
-		rs.cols[i] = stream.Column{Name: lf.col, Type: lf.typ, Int64s: c.Int64s, Float64s: c.Float64s, Strings: c.Strings, Decimals: c.Decimals}
+		rs.cols[i] = stream.Column{Name: lf.col, Type: lf.typ, Int64s: c.Int64s, Float64s: c.Float64s, Strings: c.Strings, Decimals: c.Decimals, Offsets: c.Offsets, Elems: c.Elems}
 		if c.Valid != nil && slices.Contains(c.Valid, false) {
 			rs.cols[i].Valid = c.Valid
 		}
@@ -76,6 +76,8 @@ func cmpAt(t stream.Type, a *stream.Column, i int, b *stream.Column, j int) int 
 		return cmpNullable(an, bn)
 	}
 	switch t.Storage() {
+	case stream.Array:
+		return cmpArrays(t, a, i, b, j)
 	case stream.Float64:
 		return cmp.Compare(a.Float64s[i], b.Float64s[j])
 	case stream.String:

@@ -168,11 +168,18 @@ func (s *Snapshot) showRows(ctx context.Context, vals []any, emit func() error) 
 // json.Number (a decimal's plain text), []byte (binary), dateText and
 // localTime (a TIMESTAMP_NTZ); nil for a null.
 func (rs *rowSet) value(c, r int) any {
-	v := &rs.cols[c]
+	return cellValue(&rs.cols[c], rs.l.leaves[c].typ, r)
+}
+
+// cellValue is row r of column v of type t, as value describes (an
+// array's elements as a []any of them).
+func cellValue(v *stream.Column, t stream.Type, r int) any {
 	if v.IsNull(r) {
 		return nil
 	}
-	switch t := rs.l.leaves[c].typ; t.Kind() {
+	switch t.Kind() {
+	case stream.Array:
+		return arrayValue(v, t, r)
 	case stream.Timestamp:
 		return time.UnixMicro(v.Int64s[r]).UTC()
 	case stream.TimestampNTZ:

@@ -13,9 +13,8 @@ import (
 )
 
 // Part files: one Parquet schema per query, every field OPTIONAL in the
-// output schema's order (Spark writes its columns nullable), longs INT64,
-// doubles DOUBLE, strings BYTE_ARRAY (STRING), timestamps INT64
-// TIMESTAMP(MICROS, UTC); a window (the engine's window_start and
+// output schema's order (Spark writes its columns nullable), each type as
+// Spark writes it (types.go); a window (the engine's window_start and
 // window_end columns) is Spark's struct window<start, end> at the place of
 // window_start; snappy pages, Spark's default
 // spark.sql.parquet.compression.codec.
@@ -44,20 +43,6 @@ func parquetSchema(s stream.Schema) (*parquet.Schema, []leaf, error) {
 	if (ws == nil) != (we == nil) || ws != nil && (ws.Type != stream.Timestamp || we.Type != stream.Timestamp) {
 		return nil, nil, errcode.New(errcode.InvalidArgument, "", "emit both window_start and window_end as timestamps",
 			"output schema %s has a partial window", s)
-	}
-	goType := func(t stream.Type) (reflect.Type, string, error) {
-		switch t {
-		case stream.Int64:
-			return reflect.TypeOf((*int64)(nil)), ",optional", nil
-		case stream.Timestamp:
-			return reflect.TypeOf((*int64)(nil)), ",optional,timestamp(microsecond:utc)", nil
-		case stream.Float64:
-			return reflect.TypeOf((*float64)(nil)), ",optional", nil
-		case stream.String:
-			return reflect.TypeOf((*string)(nil)), ",optional", nil
-		}
-		return nil, "", errcode.New(errcode.InvalidArgument, "", "emit int64, float64, string or timestamp columns",
-			"output column type %s cannot be written by the file sink", t)
 	}
 	var fields []reflect.StructField
 	var leaves []leaf
@@ -131,15 +116,4 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// value is the non-null row r of column v as a parquet value.
-func value(v *stream.Column, r int) parquet.Value {
-	switch v.Type {
-	case stream.Float64:
-		return parquet.DoubleValue(v.Float64s[r])
-	case stream.String:
-		return parquet.ByteArrayValue([]byte(v.Strings[r]))
-	}
-	return parquet.Int64Value(v.Int64s[r])
 }

@@ -208,6 +208,14 @@ func StreamType(t Type) (stream.Type, bool) {
 		return stream.Timestamp, true
 	case TimestampNTZ:
 		return stream.TimestampNTZ, true
+	case Array:
+		// An array of a scalar type; an array of arrays, maps or structs
+		// has no engine column.
+		if t.Elem != nil && t.Elem.Kind != Array {
+			if e, ok := StreamType(*t.Elem); ok {
+				return stream.ArrayOf(e), true
+			}
+		}
 	}
 	return 0, false
 }

@@ -237,6 +237,15 @@ func typeName(t delta.DataType) string {
 // streamType maps Delta's primitive types to the engine's type of the
 // same Spark type.
 func streamType(t delta.DataType) (stream.Type, bool) {
+	if t.Element != nil && t.Element.Primitive != "" {
+		// An array of a primitive type reads as an Array column; the
+		// Parquet LIST decodes through internal/columnar.
+		e, ok := delta.StreamTypeOf(t.Element.Primitive)
+		if !ok {
+			return 0, false
+		}
+		return stream.ArrayOf(e), true
+	}
 	if t.Primitive == "" {
 		return 0, false
 	}

@@ -38,7 +38,7 @@ func newFakeClock() *streamtest.Clock {
 	return streamtest.NewClock(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
 }
 
-// ethProxy is a JSON-RPC service forwarding the four methods the source uses
+// ethProxy is a JSON-RPC service forwarding the methods the source uses
 // to the simulated backend's in-process client, so the source talks to a real
 // go-ethereum rpc.Server over HTTP on loopback.
 type ethProxy struct{ c *rpc.Client }
@@ -65,6 +65,13 @@ func (p *ethProxy) GetBlockByHash(ctx context.Context, hash string, full bool) (
 func (p *ethProxy) GetBlockReceipts(ctx context.Context, block string) (json.RawMessage, error) {
 	var raw json.RawMessage
 	err := p.c.CallContext(ctx, &raw, "eth_getBlockReceipts", block)
+	return raw, err
+}
+
+// GetLogs forwards eth_getLogs (the tables' oracle, rpcoracle_test.go).
+func (p *ethProxy) GetLogs(ctx context.Context, filter json.RawMessage) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := p.c.CallContext(ctx, &raw, "eth_getLogs", filter)
 	return raw, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/params"
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/ethtables"
 	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
@@ -54,7 +55,8 @@ func (n *simNode) sendCreate(init []byte) common.Hash {
 // eth_getBlockByHash(hash, true) and eth_getBlockReceipts, behind a real
 // rpc.Server on loopback) into the rows go-ethereum's client gives for
 // the same transactions: signed EIP-1559 transfers and a contract
-// creation whose constructor emits an ERC-20 Transfer.
+// creation whose constructor emits an ERC-20 Transfer; and every row of
+// the four tables equals the JSON answers' (checkOracle).
 func TestTablesFromGoEthereum(t *testing.T) {
 	n := newSimNode(t)
 	n.mine(1)
@@ -64,6 +66,12 @@ func TestTablesFromGoEthereum(t *testing.T) {
 	n.sendTxs(2)
 	n.mine(2)
 	checkTables(t, n.url, n.sim.Client(), strings.ToLower(crypto.PubkeyToAddress(n.key.PublicKey).Hex()), create, 6)
+	rc, err := rpc.Dial(n.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	checkOracle(t, n.url, rc)
 }
 
 // txReader is what checkTables asks of go-ethereum's client.

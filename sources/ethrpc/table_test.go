@@ -128,15 +128,15 @@ func (d *tableDriver) step(crash int) bool {
 	return true
 }
 
-// TestRetractTableRows: a transactions or logs source with reorg=retract,
-// through random blocks and reorgs and a crash at every step of batches,
-// retracts every row of every orphaned block exactly once (a retraction
+// TestRetractTableRows: a transactions, logs or token_transfers source
+// with reorg=retract, through random blocks and reorgs and a crash at
+// every step of batches, retracts every row of every orphaned block exactly once (a retraction
 // takes back a row the table holds, as emitted; no row is inserted twice),
 // and after catching up its rows are exactly those a fresh source without
 // retraction reads of the canonical chain.
 func TestRetractTableRows(t *testing.T) {
 	m := testManifest(t)
-	for _, table := range []string{"transactions", "logs"} {
+	for _, table := range []string{"transactions", "logs", "token_transfers"} {
 		t.Run(table, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, uint64(len(table))))
 			n := startChainNode(t, 4, ethnode.Faults{})

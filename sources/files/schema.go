@@ -92,7 +92,7 @@ func resolveLayout(format string, s ddl.Schema, d discovered, corruptName string
 			return nil, errcode.New(CodeInvalidCorruptRecordType, "", "declare the corrupt-record column as a nullable STRING",
 				"the column %s for corrupt records must be a nullable STRING, not %s", f.Name, strings.ToUpper(f.Type.String()))
 		}
-		if !ok {
+		if !ok || t.Kind() == stream.Array && format != Parquet {
 			return nil, unsupportedType(format, f.Name, f.Type.String())
 		}
 		c := column{name: f.Name, typ: t, kind: f.Type.Kind, nullable: f.Nullable, role: dataCol, pos: l.nData}
@@ -108,7 +108,7 @@ func resolveLayout(format string, s ddl.Schema, d discovered, corruptName string
 		c := column{name: name, nullable: true, role: partitionCol, pos: i}
 		if f := s.Field(name); f != nil {
 			t, ok := ddl.StreamType(f.Type)
-			if !ok {
+			if !ok || t.Kind() == stream.Array {
 				return nil, unsupportedType(format, f.Name, f.Type.String())
 			}
 			c.name, c.typ, c.kind = f.Name, t, f.Type.Kind

@@ -30,11 +30,13 @@ import (
 //     bytes) lies inside its chunk, with non-negative sizes, an
 //     uncompressed size of at most maxPageBytes, a dictionary of at most
 //     one value per uncompressed byte, and at most the row group's rows of
-//     values in a data page (the archive's columns are flat).
+//     values in a data page of a flat column (a list's leaf, logs.topics,
+//     at most its chunk's num_values, itself at most maxListValues).
 const (
 	maxRowGroupRows = 1 << 22  // 4.2M; a day of blocks is ~7,200 rows
 	maxPageBytes    = 1 << 28  // 256 MiB; writers' pages are ~1 MiB
 	maxHeaderBytes  = 16 << 20 // a page header beyond this is damage
+	maxListValues   = 1 << 26  // a list leaf's values in a row group: 16 per row of the largest
 )
 
 // checkBounds checks md against an object of size bytes whose footer
@@ -48,6 +50,7 @@ func checkBounds(md *format.FileMetaData, rr io.ReaderAt, size, footer int64, le
 	}
 	var rows int64
 	buf := make([]byte, 0, 4<<10) // page header windows, shared by the chunks
+	repeated := repeatedLeaves(md.Schema)
 	for gi := range md.RowGroups {
 		rg := &md.RowGroups[gi]
 		if rg.NumRows < 0 || rg.NumRows > maxRowGroupRows {
@@ -66,7 +69,13 @@ func checkBounds(md *format.FileMetaData, rr io.ReaderAt, size, footer int64, le
 			if leaf < 0 || leaf >= len(rg.Columns) {
 				continue // the decoder reports a missing column itself
 			}
-			if err := checkPages(&rg.Columns[leaf].MetaData, rr, rg.NumRows, &buf); err != nil {
+			values := rg.NumRows
+			if leaf < len(repeated) && repeated[leaf] {
+				if values = rg.Columns[leaf].MetaData.NumValues; values > maxListValues {
+					return bad("row group %d column %q: num_values %d exceeds %d (damaged metadata)", gi, columnName(&rg.Columns[leaf].MetaData), values, maxListValues)
+				}
+			}
+			if err := checkPages(&rg.Columns[leaf].MetaData, rr, values, &buf); err != nil {
 				return bad("row group %d column %q: %v (damaged file)", gi, columnName(&rg.Columns[leaf].MetaData), err)
 			}
 		}
@@ -167,4 +176,45 @@ func checkPage(h *format.PageHeader, left, rows int64) error {
 		return fmt.Errorf("%d values, %d rows in a row group of %d rows", d.NumValues, d.NumRows, rows)
 	}
 	return nil
+}
+
+// repeatedLeaves reports, by leaf index, whether a leaf of the flattened
+// schema lies under (or is) a REPEATED field: a list's leaf, whose pages
+// hold more values than rows.
+func repeatedLeaves(schema []format.SchemaElement) []bool {
+	var out []bool
+	var walk func(i int, rep bool) int // returns the next element's index
+	walk = func(i int, rep bool) int {
+		if i >= len(schema) {
+			return i
+		}
+		el := &schema[i]
+		rep = rep || el.RepetitionType.Valid && el.RepetitionType.V == format.Repeated
+		n := 0
+		if el.NumChildren.Valid {
+			n = int(el.NumChildren.V)
+		}
+		if n <= 0 {
+			out = append(out, rep)
+			return i + 1
+		}
+		next := i + 1
+		for range n {
+			if next >= len(schema) {
+				break
+			}
+			next = walk(next, rep)
+		}
+		return next
+	}
+	if len(schema) > 0 && schema[0].NumChildren.Valid {
+		next := 1
+		for range int(schema[0].NumChildren.V) {
+			if next >= len(schema) {
+				break
+			}
+			next = walk(next, false)
+		}
+	}
+	return out
 }

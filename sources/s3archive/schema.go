@@ -70,7 +70,8 @@ func validColumns(cols []Column) error {
 		case c.Name == "" || c.Name == stream.ColSource || seen[k]:
 			return errcode.New(errcode.InvalidArgument, "", "name each configured column once, never "+stream.ColSource,
 				"s3archive column %q is empty, repeated or the engine's source column", c.Name)
-		case c.Type < stream.Int64 || c.Type > stream.Timestamp:
+		case c.Type.Kind() == stream.Array && (c.Type.Elem() < stream.Int64 || c.Type.Elem() > stream.Timestamp),
+			c.Type.Kind() != stream.Array && (c.Type < stream.Int64 || c.Type > stream.Timestamp):
 			return errcode.New(errcode.InvalidArgument, "", "use int64, float64, string or timestamp",
 				"s3archive column %q has unknown type %v", c.Name, c.Type)
 		}

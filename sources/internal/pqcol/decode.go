@@ -52,14 +52,22 @@ func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 		// A column the file lacks keeps its name as the path, which
 		// columnar finds nowhere either and reads as nulls.
 		fields[i] = columnar.Field{Name: c.Name, Path: []string{c.Name}, Type: c.Type}
-		leaf, path, err := findLeaf(f.Schema(), c.Name)
+		leaf, path, err := findLeaf(f.Schema(), c.Name, c.Type.Kind() == stream.Array)
 		if err != nil {
 			return nil, err
 		}
 		if leaf == nil {
 			continue
 		}
-		if err := compatible(leaf, c.Type); err != nil {
+		if c.Type.Kind() == stream.Array {
+			elem, _, err := columnar.ListElement(leaf)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w: the schema says %v, the file has %s", c.Name, ErrTypeMismatch, c.Type, err)
+			}
+			if err := compatible(elem, c.Type.Elem()); err != nil {
+				return nil, fmt.Errorf("column %s (its elements): %w", c.Name, err)
+			}
+		} else if err := compatible(leaf, c.Type); err != nil {
 			return nil, fmt.Errorf("column %s: %w", c.Name, err)
 		}
 		fields[i].Path = path
@@ -82,8 +90,10 @@ func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 // findLeaf resolves name (a top-level column, or a dotted path into
 // structs: window.start) to its leaf node and its path as the file spells
 // it, matching each part case-insensitively; nil when the file lacks it. A
-// repeated field on the way, or a group at the end, is ErrUnsupported.
-func findLeaf(root parquet.Node, name string) (parquet.Node, []string, error) {
+// repeated field on the way, or a group at the end, is ErrUnsupported;
+// with list, the end is the list's node (a LIST group or a repeated leaf,
+// which columnar resolves).
+func findLeaf(root parquet.Node, name string, list bool) (parquet.Node, []string, error) {
 	parts := strings.Split(name, ".")
 	if len(parts) > 1 && fieldByName(root, name) != nil {
 		parts = []string{name} // a top-level column whose name holds a dot
@@ -95,11 +105,14 @@ func findLeaf(root parquet.Node, name string) (parquet.Node, []string, error) {
 		if next == nil {
 			return nil, nil, nil
 		}
-		if next.Repeated() {
-			return nil, nil, fmt.Errorf("column %s: %w (repeated)", name, ErrUnsupported)
-		}
 		node = next
 		path = append(path, next.Name())
+		if next.Repeated() && !(list && len(path) == len(parts)) {
+			return nil, nil, fmt.Errorf("column %s: %w (repeated)", name, ErrUnsupported)
+		}
+	}
+	if list {
+		return node, path, nil
 	}
 	if !node.Leaf() {
 		return nil, nil, fmt.Errorf("column %s: %w (a group: read its fields, e.g. %s.<field>)", name, ErrUnsupported, name)
@@ -239,6 +252,16 @@ func Schema(r io.ReaderAt, size int64) ([]stream.Field, error) {
 	}
 	var out []stream.Field
 	for _, l := range f.Schema().Fields() {
+		if elem, _, err := columnar.ListElement(l); err == nil {
+			t, spark, ok := StreamType(elem)
+			if !ok {
+				return nil, &UnsupportedError{Column: l.Name(), Spark: "array<" + spark + ">"}
+			}
+			// The list's nullability; an element's is not kept (Spark's
+			// containsNull, which the engine takes as true).
+			out = append(out, stream.Field{Name: l.Name(), Type: stream.ArrayOf(t), Nullable: l.Optional()})
+			continue
+		}
 		if !l.Leaf() || l.Repeated() {
 			return nil, &UnsupportedError{Column: l.Name(), Spark: "nested"}
 		}

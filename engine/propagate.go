@@ -1,0 +1,35 @@
+package engine
+
+import "github.com/ethstream/ethstream/stream"
+
+// Watermark propagation among the operators of a plan, Spark's
+// PropagateWatermarkSimulator (spark.sql.streaming.statefulOperator.
+// allowMultiple, the default since 3.4): operator 0's input watermark is
+// the batch's (the origin watermark); operator i+1's is operator i's
+// output watermark, its OutputWatermark of its own input watermark
+// (stream.WatermarkProducer: a join's is the least of its sides' state
+// watermarks and its input watermark), the input watermark unchanged for
+// an operator without one (an aggregation, a deduplication, a session
+// window). An operator evicts by its input watermark of the batch
+// (getInputWatermarkForEviction) and, after operator 0, drops input late
+// by its input watermark of the previous batch
+// (getInputWatermarkForLateEvents: the same simulation run on the previous
+// batch's watermark). As Spark, a batch whose origin watermark is 0 (none
+// yet) gives every operator 0, and no input watermark is below 0.
+
+// inputWatermarks are each operator's input watermark, in plan order, for
+// a batch whose origin watermark is originMs.
+func inputWatermarks(ops []*planOp, originMs int64) []int64 {
+	out := make([]int64, len(ops))
+	if originMs == 0 {
+		return out
+	}
+	wm := originMs
+	for i, po := range ops {
+		out[i] = max(wm, 0)
+		if p, ok := po.op.(stream.WatermarkProducer); ok {
+			wm = p.OutputWatermark(wm)
+		}
+	}
+	return out
+}
