@@ -222,7 +222,7 @@ func (pt *partial) mergeDec(ra *resolvedAgg, v *aggVal, acc *accum, e int) bool 
 		if v.nn += nn; v.nn == 0 {
 			v.d = stream.Dec128{}
 		}
-		return !ok || !sum.Fits(ra.acc().Precision())
+		return !ok || !sum.Fits(ra.acc().Precision()) || ra.Kind == Avg && v.nn > 0 && !avgFits(sum, v.nn, ra.in, ra.out)
 	case Min:
 		if nn > 0 && (v.nn == 0 || x.Cmp(v.d) < 0) {
 			v.d = x

@@ -824,6 +824,10 @@ func (o *Operator) overflow(batchID int64, a int) error {
 	if ra.Kind == Avg {
 		remedy = "average a smaller column, or fewer rows per group (ethstream's avg keeps a long sum; Spark's a double)"
 	}
+	if ra.in.Kind() == stream.Decimal {
+		return errcode.New(CodeArithmeticOverflow, "", "cast the column to a wider DECIMAL (or to DOUBLE) before aggregating it",
+			"batch %d: %s(%s) as %s: the decimal result left %s", batchID, ra.Kind, ra.Column, ra.As, ra.out)
+	}
 	return errcode.New(CodeArithmeticOverflow, "", remedy,
 		"batch %d: %s(%s) as %s: long overflow (the sum left BIGINT)", batchID, ra.Kind, ra.Column, ra.As)
 }

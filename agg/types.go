@@ -152,6 +152,17 @@ func accDec(kind AggKind, acc *accum, vs []stream.Dec128, valid []bool, idx []in
 	}
 }
 
+// avgFits reports whether the average of sum over n values fits the avg's
+// type: DECIMAL(38,4) cannot hold the average of DECIMAL(38,0) values
+// near 10^37, which Spark's ANSI cast of the average to its result type
+// refuses (null without ANSI); here the batch fails with
+// ARITHMETIC_OVERFLOW, as a decimal sum's overflow does.
+func avgFits(sum stream.Dec128, n int64, from, out stream.Type) bool {
+	num := new(big.Int).Mul(sum.Big(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(out.Scale()-from.Scale())), nil))
+	d, ok := stream.DecimalOfRat(new(big.Rat).SetFrac(num, big.NewInt(n)), stream.MaxDecimalPrecision, 0)
+	return ok && d.Fits(out.Precision())
+}
+
 // avgOfDecimal is sum / n rounded HALF_UP to the avg's scale (sum has
 // the input's scale from).
 func avgOfDecimal(sum stream.Dec128, n int64, from, out stream.Type) stream.Dec128 {

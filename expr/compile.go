@@ -323,9 +323,7 @@ func wider(a, b Type) (Type, bool) {
 		}
 		if a.Kind == stream.Decimal || b.Kind == stream.Decimal {
 			da, db := decimalOf(a), decimalOf(b)
-			s := max(da.S, db.S)
-			rng := max(da.P-da.S, db.P-db.S)
-			return Decimal(min(int(rng)+int(s), MaxPrecision), int(s)), true
+			return widerDecimal(da, db), true
 		}
 		return BigInt, true
 	case a.Kind == stream.Date && b.Kind == stream.Timestamp, a.Kind == stream.Timestamp && b.Kind == stream.Date:

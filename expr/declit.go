@@ -53,3 +53,20 @@ func intLiteral(n node) (int64, bool) {
 	}
 	return 0, false
 }
+
+// widerDecimal is Spark 4's DecimalPrecision.widerDecimalType: the scale
+// of the larger and the integral digits of the larger, and past 38 digits
+// DecimalType.boundedPreferIntegralDigits, which keeps every integral
+// digit and gives up scale (down to 0), so both operands always fit:
+// DECIMAL(38,0) against DECIMAL(4,2) is DECIMAL(38,0), where Spark 3's
+// bounded() kept the scale, DECIMAL(38,2), into which a 37-digit value
+// did not fit (NUMERIC_VALUE_OUT_OF_RANGE on a comparison that Spark 4
+// answers).
+func widerDecimal(a, b Type) Type {
+	s := int(max(a.S, b.S))
+	rng := int(max(a.P-a.S, b.P-b.S))
+	if rng+s <= MaxPrecision {
+		return Decimal(rng+s, s)
+	}
+	return Decimal(MaxPrecision, max(s-(rng+s-MaxPrecision), 0))
+}

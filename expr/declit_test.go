@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/ethstream/ethstream/stream"
@@ -47,6 +48,43 @@ func TestIntegerLiteralBesideDecimal(t *testing.T) {
 			t.Fatalf("%s: %v", c.e, err)
 		}
 		if got := cc.Type().String(); got != c.want {
+			t.Errorf("%s: %s, want %s", c.e, got, c.want)
+		}
+	}
+}
+
+// TestWiderDecimalPrefersIntegralDigits: a DECIMAL(38,0) compared with a
+// DECIMAL literal of scale 2 compares in DECIMAL(38,0) (Spark 4's
+// widerDecimalType), so a 38-digit value is compared, not refused: the
+// old DECIMAL(38,2) failed the batch with NUMERIC_VALUE_OUT_OF_RANGE
+// (found by TestSparkRef's DECIMAL(38,0) column, seed 166).
+func TestWiderDecimalPrefersIntegralDigits(t *testing.T) {
+	big, _ := stream.ParseDecimal("60000000000000000000000000000000000002", 38, 0)
+	b := &stream.Batch{Len: 2, Columns: []stream.Column{{Name: "wei", Type: stream.DecimalOf(38, 0), Decimals: []stream.Dec128{big, {}}}}}
+	cols := func(string) (stream.Type, bool) { return stream.DecimalOf(38, 0), true }
+	for _, c := range []struct {
+		e    Expr
+		want string
+	}{
+		{Cmp{Op: Eq, L: col("wei"), R: dec("-0.01")}, "[false true]"}, // -0.01 is 0 at scale 0 (HALF_UP)
+		{Cmp{Op: Gt, L: col("wei"), R: dec("1.5")}, "[true false]"},
+		{call("coalesce", col("wei"), dec("2.25")), ""},
+	} {
+		cc, err := Compile(c.e, cols, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.e, err)
+		}
+		if c.want == "" {
+			if got := cc.Type().String(); got != "DECIMAL(38,0)" {
+				t.Errorf("%s: %s, want DECIMAL(38,0)", c.e, got)
+			}
+			continue
+		}
+		keep, err := cc.Truth(b, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.e, err)
+		}
+		if got := fmt.Sprint(keep); got != c.want {
 			t.Errorf("%s: %s, want %s", c.e, got, c.want)
 		}
 	}

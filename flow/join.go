@@ -115,6 +115,10 @@ func Between(leftCol, rightCol string, lo, hi time.Duration) []join.Bound {
 // no source of its own. Its rows are the left columns then the right ones
 // (a left semi join: the left ones), in append mode; Spark's rules decide
 // which join types need which watermarks and conditions (package join).
+// Stateful operators may follow it (Aggregate windowing by a side's
+// event-time column, AggregateSessions, DropDuplicates): each side's
+// event-time column keeps its side's watermark, and the engine hands the
+// next operator the join's output watermark (join_chain.go).
 func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	if len(q.q.Sources) > 0 || len(q.q.Stages) > 0 || q.q.Watermark != nil {
 		return q.fail(invalid("join after the query read sources or planned a step: a join's sources are its sides'"))

@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/join"
+	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -199,5 +201,100 @@ func TestJoinThenAggregateOracle(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestJoinThenAggregateLifecycle: a left outer join followed by a count
+// per 5-minute window (operators 0 and 1) through the lifecycle: its two
+// operators' state repartitioned offline 200 -> 8 with every row kept
+// (state dump before = after, partition aside), then a source added to the
+// right side (source evolution: it starts at its configured start), and
+// the windows equal the oracle's over every row read.
+func TestJoinThenAggregateLifecycle(t *testing.T) {
+	ctx := context.Background()
+	left, right := jRounds(11, 4)
+	extra := jSource("right2")
+	dir := t.TempDir()
+	opts := engine.Options{CheckpointDir: filepath.Join(dir, "ckpt"), LocalDir: filepath.Join(dir, "local")}
+	l, r, sink := jSource("left"), jSource("right"), streamtest.NewSink()
+	query := func(parts int, evolved bool) *flow.Query {
+		rs := flow.From("b").Read("right", r)
+		if evolved {
+			rs = rs.Read("right2", extra)
+		}
+		return flow.New("join").
+			Join(flow.From("a").Read("left", l).WithWatermark("ts", jLeftDelay), rs.WithWatermark("ts", jRightDelay),
+				flow.JoinOn{Type: join.LeftOuter, LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Range: flow.Between("ts", "ts", jLo, jHi)}).
+			Aggregate(flow.Aggregation{Window: &agg.Window{Column: "a_ts", Size: 5 * time.Minute},
+				Aggregates: []agg.Aggregate{{Kind: agg.Count, As: "n"}}, Mode: agg.Append}).
+			WriteTo(sink).Trigger(engine.Trigger{Kind: engine.AvailableNow}).
+			Conf("spark.sql.streaming.queryEvolution.enableSourceEvolution", "true").
+			Conf("spark.sql.shuffle.partitions", "4").
+			Conf("spark.sql.streaming.stateStore.partitions", strconv.Itoa(parts))
+	}
+	dump := func(op int) []string {
+		var b strings.Builder
+		if _, err := state.Dump(ctx, state.DumpOptions{FS: vfs.Default, Checkpoint: opts.CheckpointDir, Operator: op, Batch: -1}, &b); err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n")[1:] {
+			rows = append(rows, line[:strings.LastIndexByte(line, ',')])
+		}
+		slices.Sort(rows)
+		return rows
+	}
+	for round := range left {
+		_ = l.Append(jBatch(left[round]))
+		evolved := round >= 2
+		if !evolved {
+			_ = r.Append(jBatch(right[round]))
+		} else {
+			// From round 2 the right side's rows come from a second source.
+			for i := range right[round] {
+				right[round][i].src = "right2"
+			}
+			_ = extra.Append(jBatch(right[round]))
+		}
+		parts := 8
+		if round == 0 {
+			parts = 200
+		}
+		if _, err := query(parts, evolved).Run(ctx, opts); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if round != 0 {
+			continue
+		}
+		before := [2][]string{dump(0), dump(1)}
+		if len(before[0]) < 10 || len(before[1]) < 1 {
+			t.Fatalf("state rows %d and %d: too few for the test to mean anything", len(before[0]), len(before[1]))
+		}
+		res, err := engine.RepartitionOffline(ctx, opts, state.Recorded{}, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := int64(len(before[0]) + len(before[1])); res.Stats.From != 200 || res.Stats.To != 8 || res.Stats.KeysBefore != n || res.Stats.KeysAfter != n {
+			t.Fatalf("repartition %+v, want 200 -> 8 with %d keys", res.Stats, n)
+		}
+		for op := range 2 {
+			if after := dump(op); !slices.Equal(after, before[op]) {
+				t.Fatalf("operator %d's state after the repartition differs:\n%s\nbefore:\n%s", op, strings.Join(after, "\n"), strings.Join(before[op], "\n"))
+			}
+		}
+	}
+	want := map[int64]int{}
+	for _, row := range jOracle(join.LeftOuter, left, right) {
+		ts, _ := strconv.ParseInt(strings.Split(strings.Split(row, "|")[0], ",")[1], 10, 64)
+		want[jWindow(ts)]++
+	}
+	got := map[int64]int{}
+	for _, ap := range sink.Applied() {
+		for i := 0; i < ap.Rows.Len; i++ {
+			got[ap.Rows.Column(agg.ColWindowStart).Int64s[i]] += int(ap.Rows.Column("n").Int64s[i])
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(want) < 3 {
+		t.Fatalf("windows differ from the oracle's\n got %v\nwant %v", got, want)
 	}
 }

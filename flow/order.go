@@ -106,15 +106,17 @@ func compareRows(c *stream.Column, a, b int, nullsFirst bool) int {
 		}
 		return 1
 	}
-	switch c.Type {
-	case stream.Float64:
+	switch c.Type.Storage() {
+	case stream.Decimal:
+		return c.Decimals[a].Cmp(c.Decimals[b])
+	case stream.Float64: // DOUBLE and FLOAT
 		// Spark orders NaN above every other double.
 		x, y := c.Float64s[a], c.Float64s[b]
 		if x != x || y != y {
 			return cmp.Compare(boolInt(x != x), boolInt(y != y))
 		}
 		return cmp.Compare(x, y)
-	case stream.String:
+	case stream.String: // STRING and BINARY: unsigned bytes, as Spark's
 		return strings.Compare(c.Strings[a], c.Strings[b])
 	}
 	return cmp.Compare(c.Int64s[a], c.Int64s[b])

@@ -61,13 +61,15 @@ func (s *collectSink) AddBatch(_ context.Context, _ int64, out *stream.Batch) (s
 		for _, c := range out.Columns {
 			v := "null"
 			if !c.IsNull(r) {
-				switch c.Type {
-				case stream.Timestamp:
+				switch {
+				case c.Type == stream.Timestamp:
 					v = time.UnixMicro(c.Int64s[r]).UTC().Format("15:04")
-				case stream.String:
+				case c.Type.Storage() == stream.String:
 					v = c.Strings[r]
-				case stream.Float64:
+				case c.Type.Storage() == stream.Float64:
 					v = fmt.Sprint(c.Float64s[r])
+				case c.Type.Kind() == stream.Decimal:
+					v = c.Decimals[r].Text(c.Type.Scale())
 				default:
 					v = fmt.Sprint(c.Int64s[r])
 				}

@@ -9,7 +9,9 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,8 +118,34 @@ func sparkrefSchema(t testing.TB) []sparkref.Column {
 			t.Logf("block column %s (%s) is not generated: the oracle has no %s", c, typ, typ)
 		}
 	}
-	return s
+	// A column of every other scalar type (internal/sparkref/types.go).
+	return append(s, sparkref.TypedColumns...)
 }
+
+// sparkrefDDL is the schema as a file source's DDL (the compiler's view of
+// the source: the block columns and the typed ones).
+func sparkrefDDL(schema []sparkref.Column) string {
+	parts := make([]string, len(schema))
+	for i, c := range schema {
+		name := strings.ToUpper(c.Type.String())
+		switch c.Type {
+		case stream.Int64:
+			name = "BIGINT"
+		case stream.Float64:
+			name = "DOUBLE"
+		}
+		parts[i] = c.Name + " " + name
+	}
+	return strings.Join(parts, ", ")
+}
+
+// typedSource is listSource with the schema's columns.
+type typedSource struct {
+	listSource
+	schema stream.Schema
+}
+
+func (s *typedSource) Schema() stream.Schema { return s.schema }
 
 // toBatch turns oracle rows into a stream batch of schema's columns.
 func toBatch(schema []sparkref.Column, rows []sparkref.Row) *stream.Batch {
@@ -126,13 +154,19 @@ func toBatch(schema []sparkref.Column, rows []sparkref.Row) *stream.Batch {
 		col := stream.Column{Name: c.Name, Type: c.Type, Valid: make([]bool, len(rows))}
 		for _, r := range rows {
 			v := r[ci]
-			switch c.Type {
+			switch c.Type.Storage() {
 			case stream.String:
 				s, _ := v.(string)
 				col.Strings = append(col.Strings, s)
 			case stream.Float64:
 				f, _ := v.(float64)
 				col.Float64s = append(col.Float64s, f)
+			case stream.Decimal:
+				var d stream.Dec128
+				if x, ok := v.(sparkref.Decimal); ok {
+					d, _ = stream.ParseDecimal(string(x), c.Type.Precision(), c.Type.Scale())
+				}
+				col.Decimals = append(col.Decimals, d)
 			default:
 				n, _ := v.(int64)
 				col.Int64s = append(col.Int64s, n)
@@ -176,10 +210,12 @@ func (s *tableSink) AddBatch(_ context.Context, _ int64, out *stream.Batch) (str
 			c := &out.Columns[ci]
 			switch {
 			case c.IsNull(r):
-			case c.Type == stream.String:
+			case c.Type.Storage() == stream.String:
 				vals[ci] = c.Strings[r]
-			case c.Type == stream.Float64:
+			case c.Type.Storage() == stream.Float64:
 				vals[ci] = c.Float64s[r]
+			case c.Type.Kind() == stream.Decimal:
+				vals[ci] = sparkref.Decimal(c.Decimals[r].Text(c.Type.Scale()))
 			default:
 				vals[ci] = c.Int64s[r]
 			}
@@ -202,13 +238,16 @@ func (s *tableSink) AddBatch(_ context.Context, _ int64, out *stream.Batch) (str
 // compiler, the engine, the filter and the aggregation) and returns the
 // table it leaves or its error.
 func runSparkRef(t *testing.T, q *sparkref.Query, schema []sparkref.Column, batches [][]sparkref.Row) (*tableSink, error) {
-	src := &listSource{}
+	src := &typedSource{}
+	for _, c := range schema {
+		src.schema.Fields = append(src.schema.Fields, stream.Field{Name: c.Name, Type: c.Type, Nullable: true})
+	}
 	for _, b := range batches {
 		src.chunks = append(src.chunks, toBatch(schema, b))
 	}
 	conf := map[string]string{query.ConfANSI: fmt.Sprint(q.ANSI), "spark.sql.shuffle.partitions": "1",
 		"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"}
-	cfg := Config{Table: "t", Sources: []SourceSpec{{Name: "s", Format: "s3archive", URI: "file:///unused"}},
+	cfg := Config{Table: "t", Sources: []SourceSpec{{Name: "s", Format: "parquet", URI: "file://" + filepath.ToSlash(t.TempDir()) + "?schema=" + url.QueryEscape(sparkrefDDL(schema))}},
 		Query: q.Render(), WithWatermark: q.WatermarkOption(), OutputMode: q.Mode, Conf: conf}
 	c, err := CompileQuery(cfg)
 	if err != nil {

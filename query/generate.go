@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -258,7 +259,9 @@ func (r *resolver) rowSteps() ([]Step, stream.Schema) {
 			}
 		}
 	}
-	for i, col := range r.c.Select {
+	n := len(r.outNames) // the columns read that are output; inputs follow
+	for i := range n {
+		col := r.c.Select[i]
 		insert(i)
 		c := Column{Name: col}
 		if r.outNames[i] != col {
@@ -273,7 +276,14 @@ func (r *resolver) rowSteps() ([]Step, stream.Schema) {
 		}
 		s.Fields = append(s.Fields, f)
 	}
-	insert(len(r.c.Select))
+	insert(n)
+	// The read path keeps Select: the expressions' and the generator's
+	// inputs too, which the projection then drops.
+	for _, in := range p.inputs {
+		if !slices.Contains(r.c.Select, in) {
+			r.c.Select = append(r.c.Select, in)
+		}
+	}
 	return append(steps, Step{Project: proj}), s
 }
 

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,8 @@ func TestGeneratorPlans(t *testing.T) {
 			"derive split(data, 'a') as __generator_input | generate explode(__generator_input) as col | select col", "col string null"},
 		{"select log_index, topics[0] as ev, size(topics) as n from logs",
 			"derive topics[0] as ev, size(topics) as n | select log_index, ev, n", "log_index int64, ev string null, n int null"},
+		{"select log_index, topics[1] as t1 from logs",
+			"derive topics[1] as t1 | select log_index, t1", "log_index int64, t1 string null"},
 		{"select element_at(topics, -1) as last, explode_outer(topics) as t from logs where size(topics) > 1",
 			"derive element_at(topics, -1) as last | generate explode_outer(topics) as t | select last, t", "last string null, t string null"},
 		{"select t, count(*) as n from (select explode(topics) as t from logs) group by t",
@@ -49,6 +52,19 @@ func TestGeneratorPlans(t *testing.T) {
 		}
 		if got := cq.Schema.String(); got != c.schema {
 			t.Errorf("%s: schema %q, want %q", c.q, got, c.schema)
+		}
+		// The read path keeps every column the steps read.
+		for _, s := range cq.Steps {
+			for _, d := range s.Derive {
+				for _, col := range d.Expr.Columns() {
+					if cq.Select != nil && !slices.Contains(cq.Select, col) {
+						t.Errorf("%s: the read path keeps %v, the step %s reads %s", c.q, cq.Select, s, col)
+					}
+				}
+			}
+			if g := s.Generate; g != nil && cq.Select != nil && g.Column != genInput && !slices.Contains(cq.Select, g.Column) {
+				t.Errorf("%s: the read path keeps %v, the generator reads %s", c.q, cq.Select, g.Column)
+			}
 		}
 	}
 }

@@ -247,30 +247,3 @@ func TestDecodeListRefusals(t *testing.T) {
 		}
 	}
 }
-
-// FuzzDecodeList feeds arbitrary bytes, seeded with files of every list
-// shape, to the list decoder: it returns an error or lists whose offsets
-// and validity check (never a panic, never a batch that fails Validate).
-func FuzzDecodeList(f *testing.F) {
-	t := &testing.T{}
-	for _, c := range listShapes {
-		r := rand.New(rand.NewPCG(3, 4))
-		f.Add(writeLists(t, c, randomLists(r, 40, c), 64), c.str)
-	}
-	f.Fuzz(func(t *testing.T, data []byte, str bool) {
-		elem := stream.Int64
-		if str {
-			elem = stream.String
-		}
-		f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			return
-		}
-		for _, g := range f.RowGroups() {
-			if g.NumRows() > 1<<16 || g.NumRows() < 0 {
-				return // a claim the harness's memory cannot hold; not the decoder's concern
-			}
-		}
-		_, _, _ = decodeLists(data, elem) // it panics on a batch that fails Validate
-	})
-}

@@ -12,7 +12,7 @@ import (
 // Column is a column of the input schema.
 type Column struct {
 	Name string
-	Type stream.Type // Int64, Float64, String or Timestamp (µs since the epoch, UTC)
+	Type stream.Type // Int64, Float64, String, Timestamp (µs since the epoch, UTC) or a type of types.go
 }
 
 // Row is one input row, a value per schema column: nil for a null, else
@@ -148,6 +148,7 @@ const (
 	LitString
 	LitTimestamp // TIMESTAMP '...'
 	LitDate      // DATE '...'
+	LitBool      // TRUE, FALSE (Int 1 or 0; types.go)
 )
 
 // Lit is a literal. Text is how it is written (it denotes the value:
@@ -471,6 +472,8 @@ func (k KeyExpr) Text() string {
 		return "lower(" + k.Column + ")"
 	case "mod3":
 		return "(" + k.Column + " % 3)"
+	case "str":
+		return "CAST(" + k.Column + " AS STRING)"
 	}
 	return "date_trunc('HOUR', " + k.Column + ")"
 }

@@ -40,6 +40,11 @@ func (g *Gen) Dedup(rng *rand.Rand, q *Query) {
 	}
 	d := &Dedup{WithinWatermark: q.Watermark > 0 && rng.IntN(2) == 0}
 	cols := g.cols(stream.String, stream.Int64, stream.Timestamp)
+	for _, c := range g.newCols() {
+		if c.Type != stream.Float32 { // a null FLOAT key is refused (docs/contracts.md)
+			cols = append(cols, c)
+		}
+	}
 	for range 1 + rng.IntN(2) {
 		c := pick(rng, cols).Name
 		if !containsStr(d.Columns, c) {

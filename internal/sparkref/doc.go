@@ -47,6 +47,14 @@
 //     keys evicted at the end of each batch by the batch's watermark
 //     (expiresAt = event time + delay, or the event-time key column).
 //
+//   - Columns of every other scalar type (types.go: BOOLEAN, TINYINT,
+//     SMALLINT, INT, FLOAT, DECIMAL(12,2), DECIMAL(38,0) with values whose
+//     sum overflows, DATE, BINARY, TIMESTAMP_NTZ), with nulls: group keys,
+//     count/min/max/sum/avg inputs by Spark's result types, IS NULL and
+//     comparisons with typed literals in WHERE (a decimal comparison in
+//     Spark 4's wider decimal type), CAST(x AS STRING) group keys,
+//     deduplication keys and projected columns.
+//
 // Where Spark itself is inexact (the order of a double sum), Compare takes
 // a relative tolerance.
 package sparkref

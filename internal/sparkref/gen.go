@@ -90,6 +90,9 @@ func (g *Gen) cell(rng *rand.Rand, c Column, now int64, bigValues bool) any {
 	if rng.IntN(8) == 0 {
 		return nil
 	}
+	if isNew(c.Type) {
+		return newCell(rng, c.Type, g.T0)
+	}
 	switch c.Type {
 	case stream.Int64:
 		switch x := rng.IntN(100); {
@@ -147,7 +150,7 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 			q.Watermark, q.WatermarkColumn = time.Hour, g.EventTime // closes nothing
 		}
 	}
-	keyCols := g.cols(stream.String, stream.Int64, stream.Timestamp)
+	keyCols := append(g.cols(stream.String, stream.Int64, stream.Timestamp), g.newCols()...)
 	if g.SourceCol != "" {
 		keyCols = append(keyCols, Column{Name: g.SourceCol, Type: stream.String})
 	}
@@ -184,13 +187,17 @@ func (g *Gen) Query(rng *rand.Rand) *Query {
 	}
 	for i := range rng.IntN(3) / 2 * (1 + rng.IntN(2)) {
 		k := KeyExpr{Alias: "gk" + strconv.Itoa(i), ByAlias: rng.IntN(2) == 0}
-		switch rng.IntN(3) {
-		case 0:
-			k.Func, k.Column = "lower", pick(rng, g.cols(stream.String)).Name
-		case 1:
-			k.Func, k.Column = "mod3", pick(rng, g.cols(stream.Int64)).Name
-		default:
-			k.Func, k.Column = "hour", g.EventTime
+		if cc := g.castCols(); len(cc) > 0 && rng.IntN(3) == 0 {
+			k.Func, k.Column = "str", pick(rng, cc).Name
+		} else {
+			switch rng.IntN(3) {
+			case 0:
+				k.Func, k.Column = "lower", pick(rng, g.cols(stream.String)).Name
+			case 1:
+				k.Func, k.Column = "mod3", pick(rng, g.cols(stream.Int64)).Name
+			default:
+				k.Func, k.Column = "hour", g.EventTime
+			}
 		}
 		if !slices.ContainsFunc(q.KeyExprs, func(o KeyExpr) bool { return o.Func == k.Func && o.Column == k.Column }) {
 			// ethstream resolves a GROUP BY expression to the first SELECT item
@@ -337,6 +344,9 @@ func spellDuration(rng *rand.Rand, d time.Duration) string {
 }
 
 func (g *Gen) agg(rng *rand.Rand) Agg {
+	if nc := g.newCols(); len(nc) > 0 && rng.IntN(4) == 0 {
+		return g.newAgg(rng, nc)
+	}
 	switch rng.IntN(8) {
 	case 6:
 		if rng.IntN(3) == 0 {
@@ -367,6 +377,9 @@ func (g *Gen) expr(rng *rand.Rand, q *Query, depth int) Expr {
 				return Not{g.expr(rng, q, depth+1)}
 			}
 		}
+	}
+	if nc := g.newCols(); len(nc) > 0 && rng.IntN(4) == 0 {
+		return g.newExpr(rng, nc)
 	}
 	c := pick(rng, g.cols(stream.String, stream.Int64, stream.Timestamp, stream.Float64))
 	col := Col{Name: c.Name}

@@ -83,6 +83,7 @@ type buffer struct {
 	n        int64
 	isum     big.Int
 	fsum     float64
+	dsum     big.Rat // a DECIMAL column's exact sum (types.go)
 	min, max any
 }
 
@@ -152,9 +153,10 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 					groups[kt] = g
 					order = append(order, kt)
 				}
-				if a := ev.add(g, r); a >= 0 && q.ANSI {
+				if a := ev.add(g, r); a >= 0 && q.ANSI || ev.decOver {
 					ev.codes = append(ev.codes, "ARITHMETIC_OVERFLOW")
 				}
+				ev.decOver = false
 			}
 		}
 		if len(ev.codes) > 0 {
@@ -255,6 +257,8 @@ func orderValues(x, y any) int {
 		return cmpInt(x, y.(int64))
 	case string:
 		return strings.Compare(x, y.(string))
+	case Decimal:
+		return x.rat().Cmp(y.(Decimal).rat())
 	case float64:
 		yf := y.(float64)
 		switch xn, yn := math.IsNaN(x), math.IsNaN(yf); {
@@ -304,6 +308,8 @@ type evaluator struct {
 	idx    map[string]int
 	typ    map[string]stream.Type
 	pushed func(Row) bool
+	// decOver: the current row took a DECIMAL sum past its precision.
+	decOver bool
 }
 
 func newEvaluator(q *Query, schema []Column) *evaluator {
@@ -423,6 +429,8 @@ func (ev *evaluator) key(wk instance, r Row) []any {
 				v = v.(int64) % 3 // Java's remainder: the sign of the dividend
 			case "hour":
 				v = floorDiv(v.(int64), 3_600_000_000) * 3_600_000_000
+			case "str":
+				v = castString(ev.typ[e.Column], v)
 			}
 		}
 		k = append(k, v)
@@ -478,6 +486,20 @@ func (ev *evaluator) add(g *group, r Row) int {
 			}
 		case string:
 			// count only (the generator aggregates strings with count)
+		case Decimal:
+			t := ev.typ[a.Column]
+			b.dsum.Add(&b.dsum, x.rat())
+			if a.Func == "sum" || a.Func == "avg" {
+				if _, o := decimalResult(a.Func, t, b); o {
+					ev.decOver = true
+				}
+			}
+			if b.min == nil || x.rat().Cmp(b.min.(Decimal).rat()) < 0 {
+				b.min = x
+			}
+			if b.max == nil || x.rat().Cmp(b.max.(Decimal).rat()) > 0 {
+				b.max = x
+			}
 		}
 	}
 	return over
@@ -502,9 +524,16 @@ func (ev *evaluator) result(a Agg, b *buffer, rows int64) any {
 		var m big.Int
 		m.And(&b.isum, new(big.Int).SetUint64(math.MaxUint64))
 		return float64(int64(m.Uint64())) / float64(rows)
+	case "sum", "avg":
+		if t := ev.typ[a.Column]; a.Arg == nil && t.Kind() == stream.Decimal {
+			v, _ := decimalResult(a.Func, t, b)
+			return v
+		}
+	}
+	switch a.Func {
 	case "sum":
-		if a.Arg != nil && ev.numType(a.Arg) == stream.Float64 || a.Arg == nil && ev.typ[a.Column] == stream.Float64 {
-			return b.fsum
+		if a.Arg != nil && ev.numType(a.Arg) == stream.Float64 || a.Arg == nil && ev.typ[a.Column].Storage() == stream.Float64 {
+			return b.fsum // FLOAT sums as DOUBLE
 		}
 		// A wrapped sum (ANSI off) is the exact sum modulo 2^64.
 		var m big.Int
@@ -661,6 +690,10 @@ func (ev *evaluator) compare(op string, l, r Operand, row Row, asDouble bool) tr
 	}
 	if lt == 0 && rt != 0 { // literal op column: compare the other way round
 		return ev.compare(flip(op), r, l, row, asDouble)
+	}
+	if isNew(lt) {
+		c, _ := compareNew(lt, lv, rv)
+		return truth(op, c)
 	}
 	var c int
 	switch x := lv.(type) {

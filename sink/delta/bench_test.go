@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -180,4 +181,18 @@ func BenchmarkReadDataFile(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(cputime.Self()-cpu0)/float64(b.N)/200_000, "cpu-ns/row")
+}
+
+// BenchmarkEncodeRows700k measures encoding one 700k-row backfill file of
+// the reference layout (the values with their levels, the column writers,
+// snappy), without the file system.
+func BenchmarkEncodeRows700k(b *testing.B) {
+	l := refLayout()
+	rows := refRowSet(l, backfillRows(0, 700_000))
+	b.ResetTimer()
+	for range b.N {
+		if err := encodeRows(io.Discard, l.pq, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

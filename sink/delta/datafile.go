@@ -112,6 +112,25 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 	if typ.Kind() == stream.Array {
 		return rs.appendListValues(dst, c, lo, hi)
 	}
+	// A column without nulls (and no null window above it) of the usual
+	// types takes a loop of its own: the per-value checks of the general
+	// loop below were a third of this function's time in a seed backfill
+	// (9.7M rows of five leaves).
+	if v.Valid == nil && (def != 2 || rs.winNull == nil) {
+		switch typ {
+		case stream.Int64, stream.Timestamp:
+			for _, x := range v.Int64s[lo:hi] {
+				dst = append(dst, parquet.Int64Value(x).Level(0, def, c))
+			}
+			return dst
+		case stream.String:
+			for _, s := range v.Strings[lo:hi] {
+				// No copy: the column buffer copies the bytes, and s outlives the call.
+				dst = append(dst, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))).Level(0, def, c))
+			}
+			return dst
+		}
+	}
 	for i := lo; i < hi; i++ {
 		switch {
 		case def == 2 && rs.winNull != nil && rs.winNull[i]:

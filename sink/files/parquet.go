@@ -90,16 +90,18 @@ func writeParquet(w io.Writer, pq *parquet.Schema, leaves []leaf, out *stream.Ba
 	for lo := 0; lo < out.Len; lo += chunk {
 		rows = rows[:0]
 		for r := lo; r < min(lo+chunk, out.Len); r++ {
-			row := make(parquet.Row, len(leaves))
+			row := make(parquet.Row, 0, len(leaves))
 			for c, lf := range leaves {
 				v := &out.Columns[c]
 				switch {
+				case lf.typ.Kind() == stream.Array:
+					row = appendList(row, v, r, c)
 				case lf.depth == 2 && out.Columns[c-btoi(lf.col == colWindowEnd)].IsNull(r):
-					row[c] = parquet.NullValue().Level(0, 0, c)
+					row = append(row, parquet.NullValue().Level(0, 0, c))
 				case v.IsNull(r):
-					row[c] = parquet.NullValue().Level(0, lf.depth-1, c)
+					row = append(row, parquet.NullValue().Level(0, lf.depth-1, c))
 				default:
-					row[c] = value(v, r).Level(0, lf.depth, c)
+					row = append(row, value(v, r).Level(0, lf.depth, c))
 				}
 			}
 			rows = append(rows, row)
@@ -116,4 +118,29 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// appendList appends row r of the array column v (leaf c) as Spark's
+// three-level LIST (optional group (LIST) { repeated group list { optional
+// T element } }): definition 0 a null array, 1 an empty one, 2 a null
+// element, 3 a value; repetition 1 for every element after the first.
+func appendList(row parquet.Row, v *stream.Column, r, c int) parquet.Row {
+	switch {
+	case v.IsNull(r):
+		return append(row, parquet.NullValue().Level(0, 0, c))
+	case v.Offsets[r] == v.Offsets[r+1]:
+		return append(row, parquet.NullValue().Level(0, 1, c))
+	}
+	for e := int(v.Offsets[r]); e < int(v.Offsets[r+1]); e++ {
+		rep := 1
+		if e == int(v.Offsets[r]) {
+			rep = 0
+		}
+		if v.Elems.IsNull(e) {
+			row = append(row, parquet.NullValue().Level(rep, 2, c))
+			continue
+		}
+		row = append(row, value(v.Elems, e).Level(rep, 3, c))
+	}
+	return row
 }

@@ -33,8 +33,9 @@ import (
 //
 // A TIMESTAMP is INT64 microseconds where Spark's default
 // (spark.sql.parquet.outputTimestampType) is INT96: both read back as the
-// same instant in Spark (docs/contracts.md, File sink (Parquet)). An ARRAY column is
-// refused.
+// same instant in Spark (docs/contracts.md, File sink (Parquet)). An ARRAY
+// of BIGINT, INT, DOUBLE, STRING or BOOLEAN is Spark's three-level LIST of
+// OPTIONAL elements (parquet.go, appendList); other arrays are refused.
 
 // goType is the Go type and parquet tag of a column of type t, for
 // parquetSchema's run-time struct.
@@ -78,7 +79,15 @@ func goType(t stream.Type) (reflect.Type, string, error) {
 		}
 		return reflect.PointerTo(reflect.ArrayOf(decimalBytes(t.Precision()), reflect.TypeOf(byte(0)))), tag, nil
 	}
-	return nil, "", errcode.New(errcode.InvalidArgument, "", "emit scalar columns (explode or cast an array first)",
+	if t.Kind() == stream.Array {
+		// []*T tagged list: parquet-go's three-level LIST, optional elements.
+		elems := map[stream.Type]reflect.Type{stream.Int64: ptr(int64(0)), stream.Int32: ptr(int32(0)),
+			stream.Float64: ptr(float64(0)), stream.String: ptr(""), stream.Boolean: ptr(false)}
+		if e, ok := elems[t.Elem()]; ok {
+			return reflect.SliceOf(e), ",optional,list", nil
+		}
+	}
+	return nil, "", errcode.New(errcode.InvalidArgument, "", "emit scalar columns or arrays of bigint, int, double, string or boolean (explode or cast other arrays first)",
 		"output column type %s cannot be written by the file sink", t)
 }
 
