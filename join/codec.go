@@ -91,6 +91,14 @@ func encodeCount(n int64) []byte {
 
 // decodeCount reads a keyToNumValues value.
 func decodeCount(val []byte) (int64, error) {
+	if n, ok := fastDecodeCount(val); ok {
+		return n, nil
+	}
+	return decodeCountJSON(val)
+}
+
+// decodeCountJSON is decodeCount by encoding/json, for any text.
+func decodeCountJSON(val []byte) (int64, error) {
 	s, err := stringValue(val)
 	if err != nil {
 		return 0, err
@@ -138,6 +146,14 @@ func encodeRow(fields []stream.Field, r row, matched bool) ([]byte, error) {
 
 // decodeRow reads a keyWithIndexToValue value by the side's fields.
 func decodeRow(fields []stream.Field, val []byte) (row, bool, error) {
+	if r, m, ok := fastDecodeRow(fields, val); ok {
+		return r, m, nil
+	}
+	return decodeRowJSON(fields, val)
+}
+
+// decodeRowJSON is decodeRow by encoding/json, for any text.
+func decodeRowJSON(fields []stream.Field, val []byte) (row, bool, error) {
 	s, err := stringValue(val)
 	if err != nil {
 		return nil, false, err

@@ -1,0 +1,237 @@
+package join
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// sameRow compares two decoded rows by value, floats by their bits (NaN,
+// -0).
+func sameRow(a, b row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x := a[i].(type) {
+		case float64:
+			y, ok := b[i].(float64)
+			if !ok || math.Float64bits(x) != math.Float64bits(y) {
+				return false
+			}
+		default:
+			if a[i] != b[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var fastTestTypes = []stream.Type{stream.Int64, stream.Timestamp, stream.Boolean, stream.Int32, stream.Date,
+	stream.Float64, stream.Float32, stream.String, stream.Binary}
+
+// randString draws from runes encodeRow must escape or keep: quotes,
+// backslashes, control bytes, HTML-escaped ones, non-ASCII, U+2028.
+func randString(rng *rand.Rand) string {
+	pool := []rune{'a', 'z', '0', ' ', '"', '\\', '/', '\x00', '\x01', '\n', '\t', '\x1f', '\x7f', '<', '>', '&',
+		'é', 'Ж', '中', '😀', '\u2028', '\u2029', '\ufffd', '\ufeff'}
+	var b strings.Builder
+	for range rng.IntN(12) {
+		b.WriteRune(pool[rng.IntN(len(pool))])
+	}
+	return b.String()
+}
+
+func randFloat(rng *rand.Rand) float64 {
+	switch rng.IntN(10) {
+	case 0:
+		return math.NaN()
+	case 1:
+		return math.Inf(1)
+	case 2:
+		return math.Inf(-1)
+	case 3:
+		return math.Copysign(0, -1)
+	case 4:
+		return math.Float64frombits(rng.Uint64N(1 << 52)) // subnormal
+	case 5:
+		return math.MaxFloat64 * (rng.Float64()*2 - 1)
+	case 6:
+		return float64(rng.Int64N(1000) - 500)
+	default:
+		return math.Float64frombits(rng.Uint64())
+	}
+}
+
+func randRow(rng *rand.Rand, fields []stream.Field) row {
+	r := make(row, len(fields))
+	for j, f := range fields {
+		if rng.IntN(6) == 0 {
+			continue
+		}
+		switch f.Type.Storage() {
+		case stream.Float64:
+			r[j] = randFloat(rng)
+		case stream.String:
+			r[j] = randString(rng)
+		default:
+			switch rng.IntN(4) {
+			case 0:
+				r[j] = int64(math.MinInt64)
+			case 1:
+				r[j] = int64(math.MaxInt64)
+			default:
+				r[j] = rng.Int64() >> rng.IntN(64)
+			}
+		}
+	}
+	return r
+}
+
+// TestFastDecodeRowDifferential: on encodeRow's output for random rows of
+// every storage class the fast decoder takes its path (no fallback) and
+// reads what the encoding/json decoder reads, and the original row.
+func TestFastDecodeRowDifferential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 43))
+	names := []string{"a", "block_number", "ts", "é名", "x y", "parent_hash", "Matched", "value", ""}
+	for it := range 3000 {
+		n := rng.IntN(8)
+		perm := rng.Perm(len(names))
+		fields := make([]stream.Field, n)
+		for j := range fields {
+			fields[j] = stream.Field{Name: names[perm[j]], Type: fastTestTypes[rng.IntN(len(fastTestTypes))]}
+		}
+		r := randRow(rng, fields)
+		matched := rng.IntN(2) == 0
+		val, err := encodeRow(fields, r, matched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wm, err := decodeRowJSON(fields, val)
+		if err != nil {
+			t.Fatalf("#%d: generic decoder: %v", it, err)
+		}
+		got, gm, ok := fastDecodeRow(fields, val)
+		if !ok {
+			t.Fatalf("#%d: fast decoder fell back on encodeRow's own text %q", it, val)
+		}
+		if !sameRow(got, want) || gm != wm || !sameRow(got, r) || gm != matched {
+			t.Fatalf("#%d: fast %#v %v, generic %#v %v, encoded %#v %v", it, got, gm, want, wm, r, matched)
+		}
+	}
+	for _, c := range []int64{0, 1, 42, math.MaxInt64} {
+		if got, ok := fastDecodeCount(encodeCount(c)); !ok || got != c {
+			t.Fatalf("count %d: fast %d %v", c, got, ok)
+		}
+	}
+}
+
+// TestFastDecodeRowFallsBack: texts the fast path does not recognise go
+// to the generic decoder, which keeps reading them (other order,
+// whitespace) or refusing them as before.
+func TestFastDecodeRowFallsBack(t *testing.T) {
+	fields := []stream.Field{{Name: "n", Type: stream.Int64}, {Name: "s", Type: stream.String}}
+	for _, tc := range []struct {
+		text string
+		want string // generic result, "error" if refused
+	}{
+		{`{"s":"x","n":1,"matched":true}`, `[1 x] true`},
+		{`{ "n":1, "s":"x", "matched":false }`, `[1 x] false`},
+		{`{"n":1,"s":"x","matched":true}trailing`, `[1 x] true`},
+		{`{"n":1,"s":"x","matched":null}`, `[1 x] false`},
+		{`{"n":01,"s":"x","matched":true}`, "error"},
+		{`{"n":1.0,"s":"x","matched":true}`, "error"},
+		{`{"n":1,"s":"\q","matched":true}`, "error"},
+		{"{\"n\":1,\"s\":\"\x01\",\"matched\":true}", "error"},
+		{`{"n":1,"s":"x"}`, "error"},
+	} {
+		val := state.AppendStringValue(nil, tc.text)
+		if _, _, ok := fastDecodeRow(fields, val); ok {
+			t.Errorf("%s: fast path accepted", tc.text)
+		}
+		r, m, err := decodeRow(fields, val)
+		got := fmt.Sprint(r, " ", m)
+		if err != nil {
+			got = "error"
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.text, got, tc.want)
+		}
+	}
+}
+
+// fuzzSchemas are the sides FuzzDecodeRow decodes by.
+var fuzzSchemas = [][]stream.Field{
+	{{Name: "n", Type: stream.Int64}, {Name: "f", Type: stream.Float64}, {Name: "s", Type: stream.String}},
+	{{Name: "s", Type: stream.String}},
+	{{Name: "f", Type: stream.Float64}, {Name: "ts", Type: stream.Timestamp}},
+	{},
+}
+
+// FuzzDecodeRow: on any text the fast decoders either fall back or read
+// exactly what the encoding/json decoders read; they never accept a text
+// the generic decoder refuses.
+func FuzzDecodeRow(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 40 {
+		fields := fuzzSchemas[i%len(fuzzSchemas)]
+		val, err := encodeRow(fields, randRow(rng, fields), i%2 == 0)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i%len(fuzzSchemas)), val)
+	}
+	f.Add(uint8(0), encodeCount(7))
+	f.Fuzz(func(t *testing.T, schema uint8, val []byte) {
+		fields := fuzzSchemas[int(schema)%len(fuzzSchemas)]
+		for _, v := range [][]byte{val, state.AppendStringValue(nil, string(val))} {
+			if got, gm, ok := fastDecodeRow(fields, v); ok {
+				want, wm, err := decodeRowJSON(fields, v)
+				if err != nil || !sameRow(got, want) || gm != wm {
+					t.Fatalf("%q: fast %#v %v, generic %#v %v %v", v, got, gm, want, wm, err)
+				}
+			}
+			if got, ok := fastDecodeCount(v); ok {
+				if want, err := decodeCountJSON(v); err != nil || got != want {
+					t.Fatalf("%q: fast count %d, generic %d %v", v, got, want, err)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkDecodeRow decodes a blocks-shaped row: the generic decoder
+// ("json") against decodeRow ("fast").
+func BenchmarkDecodeRow(b *testing.B) {
+	fields := []stream.Field{
+		{Name: "number", Type: stream.Int64}, {Name: "hash", Type: stream.String},
+		{Name: "parent_hash", Type: stream.String}, {Name: "timestamp", Type: stream.Timestamp},
+		{Name: "gas_used", Type: stream.Int64}, {Name: "base_fee", Type: stream.Float64},
+		{Name: "miner", Type: stream.String}, {Name: "tx_count", Type: stream.Int32},
+	}
+	r := row{int64(19000000), "0x" + strings.Repeat("ab", 32), "0x" + strings.Repeat("cd", 32), int64(1700000000000000),
+		int64(12345678), 1.5e10, "0x" + strings.Repeat("ef", 20), int64(150)}
+	val, err := encodeRow(fields, r, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		dec  func([]stream.Field, []byte) (row, bool, error)
+	}{{"json", decodeRowJSON}, {"fast", decodeRow}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := c.dec(fields, val); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
