@@ -150,6 +150,7 @@ func TestFastDecodeRowFallsBack(t *testing.T) {
 		{`{"n":1,"s":"\q","matched":true}`, "error"},
 		{"{\"n\":1,\"s\":\"\x01\",\"matched\":true}", "error"},
 		{`{"n":1,"s":"x"}`, "error"},
+		{"{\"n\":1,\"s\":\"\xff\",\"matched\":true}", "[1 \ufffd] true"},
 	} {
 		val := state.AppendStringValue(nil, tc.text)
 		if _, _, ok := fastDecodeRow(fields, val); ok {
