@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"math"
 	"math/big"
 	"strconv"
@@ -14,7 +15,8 @@ import (
 // castable is Spark's ANSI cast table over ethstream's types (Cast.canAnsiCast):
 // numbers, BOOLEAN and STRING convert among themselves; TIMESTAMP converts
 // to and from numbers, STRING and DATE; DATE to and from STRING and
-// TIMESTAMP; NULL to anything.
+// TIMESTAMP; NULL to anything. FLOAT casts as DOUBLE does; BINARY converts
+// to and from STRING only (ANSI has no integral to BINARY).
 func castable(from, to Type) bool {
 	switch {
 	case from.IsArray() || to.IsArray():
@@ -22,6 +24,12 @@ func castable(from, to Type) bool {
 	case from == to, from == Null, to == String && from != intervalType, from == String && to != intervalType:
 		return true
 	case from == intervalType || to == intervalType:
+		return false
+	case from == Float:
+		return castable(Double, to)
+	case to == Float:
+		return castable(from, Double)
+	case from == Binary || to == Binary:
 		return false
 	case from.numeric() || from == Boolean:
 		return to.numeric() || to == Boolean || to == Timestamp && from != Boolean
@@ -39,6 +47,27 @@ type castNode struct {
 	try      bool
 	implicit bool // inserted by coercion, not written
 	src      Expr
+}
+
+// asNode reads its FLOAT or BINARY cast as DOUBLE or STRING, as the
+// operators read FLOAT and BINARY columns (Of): a FLOAT's value is exact
+// in a DOUBLE, a BINARY's bytes are the string's. Compile drops it at the
+// root, so the result keeps its type, and a cast of it reads through it.
+type asNode struct {
+	x node
+	t Type
+}
+
+func (n *asNode) typ() Type    { return n.t }
+func (n *asNode) source() Expr { return n.x.source() }
+func (n *asNode) eval(c *ctx, sel []bool) (*vec, error) {
+	v, err := n.x.eval(c, sel)
+	if err != nil {
+		return nil, err
+	}
+	out := *v
+	out.t = n.t
+	return &out, nil
 }
 
 func (n *castNode) typ() Type    { return n.to }
@@ -167,8 +196,20 @@ func castValue(v any, from, to Type, ansi bool) (any, string) {
 	if to == String {
 		return format(v, from), ""
 	}
+	if to == Binary {
+		return v, "" // from STRING: its UTF-8 bytes, untrimmed
+	}
 	if from == String {
 		return parse(v.(string), to)
+	}
+	if from == Float {
+		if to == Double {
+			return v, "" // a FLOAT's value, exact
+		}
+		from = Double
+	}
+	if to == Float {
+		return toFloat(v, from, ansi)
 	}
 	switch from.Kind {
 	case stream.Boolean:
@@ -199,6 +240,25 @@ func castValue(v any, from, to Type, ansi bool) (any, string) {
 		return v.(int64) * usPerDay, ""
 	}
 	return nil, CodeCastInvalidInput
+}
+
+// toFloat converts a number, BOOLEAN or TIMESTAMP to FLOAT, rounding
+// once to the nearest float32 as Java's conversions do (Long.toFloat,
+// BigDecimal.floatValue); a DOUBLE or TIMESTAMP through its double, as
+// Spark's castToFloat. Out of FLOAT's range is ±Infinity, not an error.
+func toFloat(v any, from Type, ansi bool) (any, string) {
+	switch from.Kind {
+	case stream.Boolean, stream.Int32, stream.Int64:
+		return float64(float32(v.(int64))), ""
+	case stream.Decimal:
+		f, _ := new(big.Rat).SetFrac(v.(*big.Int), pow10[from.S]).Float32()
+		return float64(f), ""
+	}
+	d, code := castValue(v, from, Double, ansi)
+	if code != "" {
+		return nil, code
+	}
+	return float64(float32(d.(float64))), ""
 }
 
 func floorDiv(a, b int64) int64 {
@@ -315,7 +375,7 @@ func parse(s string, to Type) (any, string) {
 		if v, err := strconv.ParseInt(t, 10, bitSize); err == nil {
 			return v, ""
 		}
-	case stream.Float64:
+	case stream.Float64, stream.Float32:
 		switch strings.ToLower(t) {
 		case "nan":
 			return math.NaN(), ""
@@ -325,6 +385,17 @@ func parse(s string, to Type) (any, string) {
 			return math.Inf(-1), ""
 		}
 		if strings.ContainsAny(t, "xXpP_") {
+			break
+		}
+		if to.Kind == stream.Float32 {
+			// Java's Float.parseFloat: one rounding to float32, f/F/d/D
+			// suffixes, out of range as ±Infinity.
+			if n := len(t); n > 0 && strings.ContainsRune("fFdD", rune(t[n-1])) {
+				t = t[:n-1]
+			}
+			if v, err := strconv.ParseFloat(t, 32); err == nil || errors.Is(err, strconv.ErrRange) {
+				return v, ""
+			}
 			break
 		}
 		t = strings.TrimSuffix(strings.TrimSuffix(t, "d"), "D")
@@ -395,7 +466,9 @@ func format(v any, t Type) string {
 		return strconv.FormatInt(v.(int64), 10)
 	case stream.Float64:
 		return javaDouble(v.(float64))
-	case stream.String:
+	case stream.Float32:
+		return javaNumber(v.(float64), 32)
+	case stream.String, stream.Binary:
 		return v.(string)
 	case stream.Decimal:
 		return decimalText(v.(*big.Int), t.S)
@@ -422,7 +495,11 @@ func formatTimestamp(us int64) string {
 // javaDouble is Java's Double.toString, which Spark's cast to STRING uses:
 // plain notation with at least one fractional digit for 1e-3 <= |x| <
 // 1e7, computerized scientific notation (1.0E10) otherwise.
-func javaDouble(f float64) string {
+func javaDouble(f float64) string { return javaNumber(f, 64) }
+
+// javaNumber is Java's Double.toString (bits 64) or Float.toString (bits
+// 32, the shortest digits that read back as the same float32).
+func javaNumber(f float64, bits int) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -438,13 +515,13 @@ func javaDouble(f float64) string {
 	}
 	a := math.Abs(f)
 	if a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
+		s := strconv.FormatFloat(f, 'f', -1, bits)
 		if !strings.Contains(s, ".") {
 			s += ".0"
 		}
 		return s
 	}
-	s := strconv.FormatFloat(f, 'E', -1, 64) // 1.2345E+10
+	s := strconv.FormatFloat(f, 'E', -1, bits) // 1.2345E+10
 	mant, exp, _ := strings.Cut(s, "E")
 	if !strings.Contains(mant, ".") {
 		mant += ".0"

@@ -66,6 +66,9 @@ func Compile(e Expr, cols Resolver, o Options) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	if as, ok := root.(*asNode); ok {
+		root = as.x // the result keeps its FLOAT or BINARY type
+	}
 	return &Compiled{src: e, root: root, cols: Columns(e), ansi: !o.NonANSI}, nil
 }
 
@@ -152,9 +155,9 @@ func toColumn(v *vec, name string) stream.Column {
 				c.Decimals[r], _ = stream.Dec128FromBig(x)
 			}
 		}
-	case stream.Float64:
+	case stream.Float64, stream.Float32:
 		c.Float64s = v.f
-	case stream.String:
+	case stream.String, stream.Binary:
 		c.Strings = v.s
 	case 0: // NULL: a nullable BIGINT with no value
 		c.Int64s = make([]int64, v.n)
@@ -242,11 +245,21 @@ func (c *compiler) compile(e Expr) (node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if as, ok := xn.(*asNode); ok {
+			xn = as.x // a cast of a FLOAT or BINARY cast reads it as such
+		}
 		if !castable(xn.typ(), x.To) {
 			return nil, errcode.New(CodeDatatypeMismatch, "", "cast through a type Spark allows (see docs/contracts.md, Reference query: casts)",
 				"cannot resolve %s due to data type mismatch: cannot cast %s to %s", e, xn.typ(), x.To)
 		}
-		return &castNode{x: xn, to: x.To, try: x.Try, src: e}, nil
+		cn := &castNode{x: xn, to: x.To, try: x.Try, src: e}
+		switch x.To {
+		case Float:
+			return &asNode{x: cn, t: Double}, nil
+		case Binary:
+			return &asNode{x: cn, t: String}, nil
+		}
+		return cn, nil
 	case Like:
 		return c.like(x)
 	case Call:

@@ -26,6 +26,10 @@ var (
 	String    = Type{Kind: stream.String}
 	Timestamp = Type{Kind: stream.Timestamp}
 	Date      = Type{Kind: stream.Date}
+	// Float and Binary are only a CAST's result: an operator reads them as
+	// DOUBLE and STRING (asNode), as it reads FLOAT and BINARY columns (Of).
+	Float  = Type{Kind: stream.Float32}
+	Binary = Type{Kind: stream.Binary}
 )
 
 // MaxPrecision is Spark's DecimalType.MAX_PRECISION.
@@ -50,8 +54,12 @@ func (t Type) String() string {
 		return "BIGINT"
 	case stream.Float64:
 		return "DOUBLE"
+	case stream.Float32:
+		return "FLOAT"
 	case stream.String:
 		return "STRING"
+	case stream.Binary:
+		return "BINARY"
 	case stream.Timestamp:
 		return "TIMESTAMP"
 	case stream.Date:
@@ -103,7 +111,7 @@ func (t Type) numeric() bool {
 }
 
 // ParseType reads a type name as CAST takes it: BOOLEAN, INT/INTEGER,
-// BIGINT/LONG, DOUBLE, STRING, DATE, TIMESTAMP, DECIMAL[(p[, s])] (DECIMAL
+// BIGINT/LONG, DOUBLE, FLOAT/REAL, STRING, BINARY, DATE, TIMESTAMP, DECIMAL[(p[, s])] (DECIMAL
 // alone is DECIMAL(10,0), as in Spark). ok is false for a name Spark has
 // but ethstream does not (the caller names it).
 func ParseType(name string, args []int) (Type, bool) {
@@ -116,8 +124,12 @@ func ParseType(name string, args []int) (Type, bool) {
 		return BigInt, len(args) == 0
 	case "double":
 		return Double, len(args) == 0
+	case "float", "real":
+		return Float, len(args) == 0
 	case "string":
 		return String, len(args) == 0
+	case "binary":
+		return Binary, len(args) == 0
 	case "date":
 		return Date, len(args) == 0
 	case "timestamp", "timestamp_ltz":

@@ -26,9 +26,9 @@ func newVec(t Type, n int) *vec {
 	}
 	v := &vec{t: t, n: n}
 	switch t.Kind {
-	case stream.Float64:
+	case stream.Float64, stream.Float32:
 		v.f = make([]float64, n)
-	case stream.String:
+	case stream.String, stream.Binary:
 		v.s = make([]string, n)
 	case stream.Decimal:
 		v.d = make([]*big.Int, n)

@@ -142,7 +142,7 @@ func TestLimitIntoDelta(t *testing.T) {
 // sorts by the column's value (the sort compared every column but DOUBLE
 // and STRING as longs: an index out of range on a DECIMAL's empty Int64s;
 // found by TestSparkRef with typed columns, which also sorts FLOAT and
-// BINARY keys: expressions cannot cast to those here).
+// BINARY keys), FLOAT and BINARY keys as well.
 func TestOrderByEveryType(t *testing.T) {
 	src := &listSource{chunks: []*stream.Batch{
 		blockBatch([]blk{{3, at("00:10"), "a"}, {10, at("00:20"), "b"}, {2, at("00:30"), "c"}, {10, at("00:40"), "d"}}),
@@ -151,6 +151,8 @@ func TestOrderByEveryType(t *testing.T) {
 	for _, c := range []struct{ key, want string }{
 		{"CAST(number AS DECIMAL(10,2))", "k=10.00 c=2|k=3.00 c=1|k=2.00 c=1"},
 		{"CAST(number AS DECIMAL(38,0)) * 2", "k=20 c=2|k=6 c=1|k=4 c=1"},
+		{"CAST(number AS FLOAT)", "k=10 c=2|k=3 c=1|k=2 c=1"},
+		{"CAST(CAST(number AS STRING) AS BINARY)", "k=3 c=1|k=2 c=1|k=10 c=2"}, // bytes, unsigned
 	} {
 		q := "SELECT " + c.key + " AS k, count(*) AS c FROM blocks GROUP BY " + c.key + " ORDER BY k DESC"
 		sink, _, err := runSQL(t, vfs.NewMem(), q, "", "complete", srcs, "s")

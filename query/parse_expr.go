@@ -309,7 +309,7 @@ func (p *parser) cast(d int) (filter.Expr, error) {
 	}
 	typ, ok := expr.ParseType(tt.text, args)
 	if !ok {
-		return nil, unsupported(p.src, tt.pos, "the type "+strings.ToUpper(tt.text)+" (types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s) up to 38 digits, STRING, DATE, TIMESTAMP)")
+		return nil, unsupported(p.src, tt.pos, "the type "+strings.ToUpper(tt.text)+" (types: BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s) up to 38 digits, STRING, BINARY, DATE, TIMESTAMP)")
 	}
 	if _, err := p.expectPunct(")"); err != nil {
 		return nil, err

@@ -114,7 +114,8 @@ DIR/manifest.json: its last block and hash become the new last block's. A node s
 archive before the extension serves those blocks, with the same hashes, as its first ones: a
 live source on that node can start before the extended archive's last block (overlap=N).
 Extend a copy: a node does not start on an extended archive.`,
-		Example: `  cp -r work/scripts/s3/aws-public-blockchain work/scripts/s3/seam-archive
+		Example: `  # a copy of the archive (cp -r work/scripts/s3/aws-public-blockchain work/scripts/s3/seam-archive),
+  # extended by the node's next 10 blocks
   ethstream archive extend work/scripts/s3/seam-archive --blocks 10`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

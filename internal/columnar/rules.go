@@ -3,6 +3,7 @@ package columnar
 import (
 	"errors"
 	"math"
+	"math/big"
 
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
@@ -13,7 +14,8 @@ import (
 // The one table of how a Parquet leaf's values become the engine's values,
 // used by every reader of Parquet (the archive source, the file and Delta
 // table sources, the Delta table's data files and its row-wise reader, the
-// demo's recount):
+// demo's recount; its DECIMAL width is also the writers', the file and
+// Delta sinks):
 //
 //	physical  annotation                                   engine value
 //	INT64     TIMESTAMP(MILLIS, any isAdjustedToUTC)       µs = x * 1,000
@@ -172,6 +174,37 @@ func DecimalPrecision(el *format.SchemaElement) int {
 		return int(el.Precision.V)
 	}
 	return 0
+}
+
+// DecimalFixedLen is the FIXED_LEN_BYTE_ARRAY length of a DECIMAL(p, _)
+// with 18 < p <= 38 as Spark writes it (ParquetWriteSupport): the fewest
+// bytes whose two's complement holds 10^p - 1, Decimal.minBytesForPrecision
+// (9 bytes for p = 19 and 20, 16 for 38). The writers of both sinks take
+// it from here, AppendDecimalFixed its counterpart of BigEndianDec.
+func DecimalFixedLen(p int) int { return decimalFixedLens[p] }
+
+// decimalFixedLens[p] is DecimalFixedLen(p), computed once (a writer asks
+// per value).
+var decimalFixedLens = func() (lens [stream.MaxDecimalPrecision + 1]int) {
+	for p := range lens {
+		lim := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)
+		n := 1
+		for new(big.Int).Lsh(big.NewInt(1), uint(8*n-1)).Cmp(lim) < 0 {
+			n++
+		}
+		lens[p] = n
+	}
+	return lens
+}()
+
+// AppendDecimalFixed appends d as an n-byte big-endian two's complement
+// integer (n <= 16; d must fit, as a value of DecimalFixedLen(p) for its
+// precision p does).
+func AppendDecimalFixed(dst []byte, d stream.Dec128, n int) []byte {
+	var b [16]byte
+	d.AppendKey(b[:0])
+	b[0] ^= 0x80 // AppendKey flips the sign bit for ordering
+	return append(dst, b[16-n:]...)
 }
 
 // BigEndianDec decodes a big-endian two's complement integer of up to 16

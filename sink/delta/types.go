@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -25,7 +25,8 @@ import (
 //	float          float            FLOAT                                 number (no NaN/Inf)
 //	float64        double           DOUBLE                                number (no NaN/Inf)
 //	decimal(p,s)   decimal(p,s)     INT32 (p <= 9), INT64 (p <= 18),      number (plain, s digits)
-//	                                FIXED_LEN_BYTE_ARRAY otherwise,
+//	                                FIXED_LEN_BYTE_ARRAY otherwise (of
+//	                                columnar.DecimalFixedLen(p) bytes),
 //	                                DECIMAL(p,s)
 //	string         string           BYTE_ARRAY STRING                     string, 32 characters
 //	binary         binary           BYTE_ARRAY                            none (nullCount only)
@@ -102,7 +103,9 @@ func leafGoType(t stream.Type) (reflect.Type, string) {
 		case t.Precision() <= 18:
 			return ptr(int64(0)), tag
 		}
-		return ptr([16]byte{}), tag
+		// parquet-go sizes a tagged array from the precision anyway; the
+		// Go type says the same length.
+		return reflect.PointerTo(reflect.ArrayOf(columnar.DecimalFixedLen(t.Precision()), reflect.TypeOf(byte(0)))), tag
 	case stream.Float64:
 		return ptr(float64(0)), ",optional"
 	case stream.Float32:
@@ -140,11 +143,7 @@ func leafValue(t stream.Type, v *stream.Column, i int) parquet.Value {
 		case t.Precision() <= 18:
 			return parquet.Int64Value(int64(d.Lo))
 		}
-		// FIXED_LEN_BYTE_ARRAY of the precision's byte count, big-endian
-		// two's complement (AppendKey with the sign bit restored).
-		b := d.AppendKey(make([]byte, 0, 16))
-		b[0] ^= 0x80
-		return parquet.FixedLenByteArrayValue(b[16-decimalBytes(t.Precision()):])
+		return parquet.FixedLenByteArrayValue(columnar.AppendDecimalFixed(nil, d, columnar.DecimalFixedLen(t.Precision())))
 	case stream.Float32:
 		return parquet.FloatValue(float32(v.Float64s[i]))
 	case stream.Boolean:
@@ -155,18 +154,6 @@ func leafValue(t stream.Type, v *stream.Column, i int) parquet.Value {
 		return parquet.ByteArrayValue([]byte(v.Strings[i]))
 	}
 	return parquet.Int64Value(v.Int64s[i])
-}
-
-// decimalBytes is the FIXED_LEN_BYTE_ARRAY size of DECIMAL(p, _): the
-// fewest bytes whose two's complement holds 10^p - 1 (Spark's
-// Decimal.minBytesForPrecision).
-func decimalBytes(p int) int {
-	lim := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)
-	for n := 1; ; n++ {
-		if new(big.Int).Lsh(big.NewInt(1), uint(8*n-1)).Cmp(lim) >= 0 {
-			return n
-		}
-	}
 }
 
 // statText renders a min or max of a type with min/max stats as JSON;

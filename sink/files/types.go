@@ -2,10 +2,10 @@ package files
 
 import (
 	"fmt"
-	"math/big"
 	"reflect"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -28,7 +28,8 @@ import (
 //	TIMESTAMP_NTZ   INT64 TIMESTAMP(MICROS, isAdjustedToUTC=false)
 //	DECIMAL(p,s)    DECIMAL(p,s) over INT32 (p <= 9), INT64 (p <= 18), else
 //	                FIXED_LEN_BYTE_ARRAY of the fewest bytes that hold
-//	                10^p - 1 in two's complement (Decimal.minBytesForPrecision),
+//	                10^p - 1 in two's complement (Decimal.minBytesForPrecision,
+//	                columnar.DecimalFixedLen),
 //	                big-endian
 //
 // A TIMESTAMP is INT64 microseconds where Spark's default
@@ -77,7 +78,7 @@ func goType(t stream.Type) (reflect.Type, string, error) {
 		case t.Precision() <= 18:
 			return ptr(int64(0)), tag, nil
 		}
-		return reflect.PointerTo(reflect.ArrayOf(decimalBytes(t.Precision()), reflect.TypeOf(byte(0)))), tag, nil
+		return reflect.PointerTo(reflect.ArrayOf(columnar.DecimalFixedLen(t.Precision()), reflect.TypeOf(byte(0)))), tag, nil
 	}
 	if t.Kind() == stream.Array {
 		// []*T tagged list: parquet-go's three-level LIST, optional elements.
@@ -113,21 +114,7 @@ func value(v *stream.Column, r int) parquet.Value {
 		case t.Precision() <= 18:
 			return parquet.Int64Value(int64(d.Lo))
 		}
-		// Big-endian two's complement: AppendKey's bytes with the sign
-		// bit restored, cut to the precision's width (the value fits).
-		b := d.AppendKey(make([]byte, 0, 16))
-		b[0] ^= 0x80
-		return parquet.FixedLenByteArrayValue(b[16-decimalBytes(t.Precision()):])
+		return parquet.FixedLenByteArrayValue(columnar.AppendDecimalFixed(nil, d, columnar.DecimalFixedLen(t.Precision())))
 	}
 	return parquet.Int64Value(v.Int64s[r])
-}
-
-// decimalBytes is Spark's Decimal.minBytesForPrecision(p).
-func decimalBytes(p int) int {
-	lim := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)
-	for n := 1; ; n++ {
-		if new(big.Int).Lsh(big.NewInt(1), uint(8*n-1)).Cmp(lim) >= 0 {
-			return n
-		}
-	}
 }
