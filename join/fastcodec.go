@@ -22,28 +22,14 @@ import (
 // "not recognised", not "malformed".
 func fastDecodeRow(fields []stream.Field, val []byte) (r row, matched bool, ok bool) {
 	s, ok := fastStringValue(val)
-	if !ok {
+	if !ok || !fastNames(fields) || len(s) == 0 || s[0] != '{' {
 		return nil, false, false
 	}
-	r, _, matched, ok = fastDecodeText(fields, s, -1)
-	return r, matched, ok
-}
-
-// fastDecodeText reads the text s of a row. With only < 0 it returns the
-// row; else it returns column only's value and no row, after reading and
-// checking every column as the whole row's decoding does, so a text it
-// accepts decodes whole later to the same values.
-func fastDecodeText(fields []stream.Field, s string, only int) (r row, col any, matched bool, ok bool) {
-	if !fastNames(fields) || len(s) == 0 || s[0] != '{' {
-		return nil, nil, false, false
-	}
 	p := 1
-	if only < 0 {
-		r = make(row, len(fields))
-	}
+	r = make(row, len(fields))
 	for j, f := range fields {
 		if p, ok = fastName(s, p, f.Name); !ok {
-			return nil, nil, false, false
+			return nil, false, false
 		}
 		if hasPrefixAt(s, p, "null") {
 			p += len("null")
@@ -52,52 +38,39 @@ func fastDecodeText(fields []stream.Field, s string, only int) (r row, col any, 
 			case stream.String:
 				var v string
 				if v, p, ok = fastString(s, p); !ok {
-					return nil, nil, false, false
+					return nil, false, false
 				}
-				if only < 0 {
-					r[j] = v
-				} else if j == only {
-					col = v
-				}
+				r[j] = v
 			case stream.Float64:
 				var v float64
 				if v, p, ok = fastFloat(s, p); !ok {
-					return nil, nil, false, false
+					return nil, false, false
 				}
-				if only < 0 {
-					r[j] = v
-				} else if j == only {
-					col = v
-				}
+				r[j] = v
 			default:
 				e := numberEnd(s, p, false)
 				if e < 0 {
-					return nil, nil, false, false
+					return nil, false, false
 				}
 				v, err := strconv.ParseInt(s[p:e], 10, 64)
 				if err != nil {
-					return nil, nil, false, false
+					return nil, false, false
 				}
-				if only < 0 {
-					r[j] = v
-				} else if j == only {
-					col = v
-				}
-				p = e
+				r[j], p = v, e
 			}
 		}
 		if p >= len(s) || s[p] != ',' {
-			return nil, nil, false, false
+			return nil, false, false
 		}
 		p++
 	}
 	switch s[p:] {
 	case `"matched":true}`:
-		return r, col, true, true
+		return r, true, true
 	case `"matched":false}`:
-		return r, col, false, true
+		return r, false, true
 	}
-	return nil, nil, false, false
+	return nil, false, false
 }
 
 // fastDecodeCount is decodeCount for encodeCount's own text.

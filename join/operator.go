@@ -374,55 +374,24 @@ func (p *plan) evictors(wmMs int64) [2]evictor {
 }
 
 func (e evictor) evicts(r row) bool {
-	return e.evictsValue(r[e.col])
-}
-
-// evictsValue is evicts given the row's column e.col.
-func (e evictor) evictsValue(v any) bool {
-	if !e.active || v == nil {
+	if !e.active || r[e.col] == nil {
 		return false
 	}
-	return v.(int64) <= e.limUs
+	return r[e.col].(int64) <= e.limUs
 }
 
-// storedRow is one keyWithIndexToValue row met by a scan. A row the scan's
-// evictor keeps may be left undecoded: r nil, text its JSON text.
+// storedRow is one keyWithIndexToValue row met by a scan.
 type storedRow struct {
 	idx     int64
 	r       row
-	text    string
 	matched bool
-}
-
-// evictedBy reports whether ev evicts sr (an undecoded row is kept).
-func (sr storedRow) evictedBy(ev evictor) bool {
-	return sr.r != nil && ev.evicts(sr.r)
-}
-
-// decodeStored decodes an undecoded stored row of side.
-func (o *Operator) decodeStored(side int, sr *storedRow) error {
-	if sr.r != nil {
-		return nil
-	}
-	fields := o.p.sides[side].Schema.Fields
-	r, _, _, ok := fastDecodeText(fields, sr.text, -1)
-	if !ok {
-		var err error
-		if r, _, err = decodeRowJSON(fields, state.AppendStringValue(nil, sr.text)); err != nil {
-			return o.stateErr("read", err)
-		}
-	}
-	sr.r = r
-	return nil
 }
 
 // scanSide reads every stored row of side, grouped by join key (the
 // encoded key bytes), each group in index order. The store scans partition
 // by partition, and a key's indexes hash to different partitions, so the
-// groups are assembled before fn runs (fn may then write). A row ev keeps
-// is checked whole but only its column ev.col is decoded (the scans run
-// every batch over all of a side's state, and most rows stay).
-func (o *Operator) scanSide(side int, ev evictor, fn func(key []byte, rows []storedRow) error) error {
+// groups are assembled before fn runs (fn may then write).
+func (o *Operator) scanSide(side int, fn func(key []byte, rows []storedRow) error) error {
 	prefix := stateKeyPrefix(side, StoreKeyWithIndexToValue)
 	// The prefix ends with the store name's terminator 0x00 0x01; every
 	// key of the store sorts below the same bytes ending 0x00 0x02.
@@ -440,12 +409,6 @@ func (o *Operator) scanSide(side int, ev evictor, fn func(key []byte, rows []sto
 			return err
 		}
 		idx, _ := idxRow[0].(int64)
-		if s, ok := fastStringValue(v); ok && ev.active {
-			if _, c, m, ok := fastDecodeText(o.p.sides[side].Schema.Fields, s, ev.col); ok && !ev.evictsValue(c) {
-				groups[jk] = append(groups[jk], storedRow{idx: idx, text: s, matched: m})
-				return nil
-			}
-		}
 		r, m, err := decodeRow(o.p.sides[side].Schema.Fields, v)
 		if err != nil {
 			return err
@@ -485,10 +448,10 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 		if !ev[side].active {
 			continue
 		}
-		err := o.scanSide(side, ev[side], func(key []byte, rows []storedRow) error {
+		err := o.scanSide(side, func(key []byte, rows []storedRow) error {
 			var keep []storedRow
 			for _, sr := range rows {
-				if !sr.evictedBy(ev[side]) {
+				if !ev[side].evicts(sr.r) {
 					keep = append(keep, sr)
 					continue
 				}
@@ -508,9 +471,6 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 			// removal moves the last value into a removed slot.
 			for i, sr := range keep {
 				if sr.idx != int64(i) {
-					if err := o.decodeStored(side, &sr); err != nil {
-						return err
-					}
 					if err := o.putValue(side, key, int64(i), sr.r, sr.matched); err != nil {
 						return err
 					}
@@ -630,9 +590,9 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 		if !ev[side].active || found {
 			continue
 		}
-		err := o.scanSide(side, ev[side], func(_ []byte, rows []storedRow) error {
+		err := o.scanSide(side, func(_ []byte, rows []storedRow) error {
 			for _, sr := range rows {
-				if sr.evictedBy(ev[side]) {
+				if ev[side].evicts(sr.r) {
 					found = true
 				}
 			}
