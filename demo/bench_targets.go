@@ -82,9 +82,9 @@ func coreTargets(r *BenchResult) []Target {
 	// the ratios divide by at least 1 ms).
 	if r.DuckDBCopyOutput != "" {
 		w, c := ratio(r.FileBackfillMs, r.DuckDBCopyMs), ratio(r.FileBackfillCPUMs, r.DuckDBCopyCPUMs)
-		ts = append(ts, atMost(duck+", wall", "<= 1.5x", w, 1.5, x(w)), atMost(duck+", CPU", "<= 1.5x", c, 1.5, x(c)))
+		ts = append(ts, atMost(duck+", wall", "<= 1.0x", w, 1.0, x(w)), atMost(duck+", CPU", "<= 1.0x", c, 1.0, x(c)))
 	} else {
-		ts = append(ts, notMeasured(duck+", wall and CPU", "<= 1.5x", "needs --duckdb"))
+		ts = append(ts, notMeasured(duck+", wall and CPU", "<= 1.0x", "needs --duckdb"))
 	}
 	if r.FileBackfillMs > 0 {
 		w, c := ratio(r.BackfillMs, r.FileBackfillMs), ratio(r.BackfillCPUMs, r.FileBackfillCPUMs)
@@ -94,12 +94,12 @@ func coreTargets(r *BenchResult) []Target {
 		ts = append(ts, notMeasured("backfill S3 / file://, wall and CPU", "<= 1.1x", "needs --duckdb"))
 	}
 	ts = append(ts,
-		atMost("peak RSS, backfill", "<= 800 MB", mb(r.BackfillPeakRSSBytes), 800, fmt.Sprintf("%.0f MB", mb(r.BackfillPeakRSSBytes))),
+		atMost("peak RSS, backfill", "<= 600 MB", mb(r.BackfillPeakRSSBytes), 600, fmt.Sprintf("%.0f MB", mb(r.BackfillPeakRSSBytes))),
 		atMost("restart to first committed batch", "<= 1 s", float64(r.RestartToFirstCommitMs), 1000,
 			fmt.Sprintf("%d ms", r.RestartToFirstCommitMs)),
 		atMost(fmt.Sprintf("repartition 200 -> 8 (%d keys)", r.RepartitionKeys), "<= 100 ms", float64(r.RepartitionMs), 100,
 			fmt.Sprintf("%d ms", r.RepartitionMs)),
-		atMost("live 20-block batch, trigger to commit, median, 8 partitions", "<= 15 ms", r.LiveMedianMs8, 15,
+		atMost("live 20-block batch, trigger to commit, median, 8 partitions", "<= 10 ms", r.LiveMedianMs8, 10,
 			fmt.Sprintf("%.0f ms", r.LiveMedianMs8)),
 		atMost("peak RSS, live (shrink + live at 8)", "<= 200 MB", mb(r.LivePeakRSSBytes), 200,
 			fmt.Sprintf("%.0f MB", mb(r.LivePeakRSSBytes))))

@@ -120,15 +120,15 @@ func checkTargets(t *testing.T, res *BenchResult, out string) {
 		}
 	}
 	rss := byName["peak RSS, backfill"]
-	if rss.Value != float64(res.BackfillPeakRSSBytes)/1e6 || rss.Limit != 800 {
+	if rss.Value != float64(res.BackfillPeakRSSBytes)/1e6 || rss.Limit != 600 {
 		t.Errorf("backfill RSS target %+v from %d bytes", rss, res.BackfillPeakRSSBytes)
 	}
 	live := byName["live 20-block batch, trigger to commit, median, 8 partitions"]
-	if live.Value != res.LiveMedianMs8 || live.Limit != 15 {
+	if live.Value != res.LiveMedianMs8 || live.Limit != 10 {
 		t.Errorf("live target %+v from %v ms", live, res.LiveMedianMs8)
 	}
 	w := byName["backfill file:// / DuckDB writing the grouped result to Parquet, wall"]
-	if w.Value != float64(res.FileBackfillMs)/float64(max(res.DuckDBCopyMs, 1)) || w.Limit != 1.5 {
+	if w.Value != float64(res.FileBackfillMs)/float64(max(res.DuckDBCopyMs, 1)) || w.Limit != 1.0 {
 		t.Errorf("yardstick target %+v from %d / %d ms", w, res.FileBackfillMs, res.DuckDBCopyMs)
 	}
 	for _, name := range []string{"backfill S3 / file://, wall", "backfill S3 / file://, CPU", "restart to first committed batch",
@@ -151,8 +151,8 @@ func TestTargetStatus(t *testing.T) {
 	ts := coreTargets(&BenchResult{Preset: "demo", BenchRound: BenchRound{BackfillMs: 1000, BackfillPeakRSSBytes: 900e6}})
 	var out strings.Builder
 	printTargets(&out, ts)
-	for _, want := range []string{"| backfill file:// / DuckDB writing the grouped result to Parquet, wall and CPU | needs --duckdb | <= 1.5x | not measured |",
-		"| peak RSS, backfill | 900 MB | <= 800 MB | fail |", "not measured\n"} {
+	for _, want := range []string{"| backfill file:// / DuckDB writing the grouped result to Parquet, wall and CPU | needs --duckdb | <= 1.0x | not measured |",
+		"| peak RSS, backfill | 900 MB | <= 600 MB | fail |", "not measured\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("missing %q in\n%s", want, out.String())
 		}
