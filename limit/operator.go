@@ -191,7 +191,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	}
 	updated := int64(0)
 	if o.count != o.committed {
-		if err := o.store.Put(stateKey, binary.AppendVarint(nil, o.count)); err != nil {
+		if err := o.store.Put(stateKey, state.AppendInt64Value(nil, o.count)); err != nil {
 			return nil, stream.OperatorProgress{}, fmt.Errorf("%s: write state: %w", o, err)
 		}
 		updated = 1
