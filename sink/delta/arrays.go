@@ -92,20 +92,7 @@ func (rs *rowSet) appendListValues(dst []parquet.Value, c, lo, hi int) []parquet
 				dst = append(dst, parquet.NullValue().Level(rep, 2, c))
 				continue
 			}
-			var x parquet.Value
-			switch et {
-			case stream.String:
-				x = parquet.ByteArrayValue([]byte(v.Elems.Strings[e]))
-			case stream.Float64:
-				x = parquet.DoubleValue(v.Elems.Float64s[e])
-			case stream.Int32:
-				x = parquet.Int32Value(int32(v.Elems.Int64s[e]))
-			case stream.Boolean:
-				x = parquet.BooleanValue(v.Elems.Int64s[e] != 0)
-			default:
-				x = parquet.Int64Value(v.Elems.Int64s[e])
-			}
-			dst = append(dst, x.Level(rep, 3, c))
+			dst = append(dst, leafValue(et, v.Elems, e).Level(rep, 3, c))
 		}
 	}
 	return dst

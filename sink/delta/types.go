@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
@@ -144,8 +145,14 @@ func leafValue(t stream.Type, v *stream.Column, i int) parquet.Value {
 			return parquet.Int64Value(int64(d.Lo))
 		}
 		return parquet.FixedLenByteArrayValue(columnar.AppendDecimalFixed(nil, d, columnar.DecimalFixedLen(t.Precision())))
+	case stream.Float64:
+		return parquet.DoubleValue(v.Float64s[i])
 	case stream.Float32:
 		return parquet.FloatValue(float32(v.Float64s[i]))
+	case stream.String:
+		s := v.Strings[i]
+		// No copy: the column buffer copies the bytes, and s outlives the call.
+		return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
 	case stream.Boolean:
 		return parquet.BooleanValue(v.Int64s[i] != 0)
 	case stream.Int32, stream.Int16, stream.Int8, stream.Date:

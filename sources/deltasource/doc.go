@@ -54,12 +54,11 @@
 // commits and classic Parquet checkpoints), so tables written by Spark,
 // delta-rs and ethstream read alike. Data files are decoded by package
 // pqcol (the projected top-level columns); partition columns come from
-// the add action's partitionValues. Column types: long, integer, short,
-// byte as int64; float, double as float64; string; timestamp and
-// timestamp_ntz as timestamp; a struct of those as one column per field,
-// named by its path (the Delta sink's window<start, end> reads as
-// window.start and window.end). Boolean, date, decimal, binary, arrays,
-// maps and deeper nesting are refused (UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE)
-// until the engine has those column types. Files are read whole, Parallelism at a
+// the add action's partitionValues. Column types: every Delta primitive
+// as the engine column of the same Spark type; an array of a primitive as
+// an Array column; a struct of primitives as one column per field, named
+// by its path (the Delta sink's window<start, end> reads as window.start
+// and window.end). Maps, arrays of complex types and deeper nesting are
+// refused (UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE). Files are read whole, Parallelism at a
 // time, in stream order.
 package deltasource

@@ -61,6 +61,13 @@ func rowString(b *stream.Batch, i int) string {
 			parts = append(parts, c.Strings[i])
 		case stream.Timestamp, stream.TimestampNTZ:
 			parts = append(parts, time.UnixMicro(c.Int64s[i]).UTC().Format(time.RFC3339Nano))
+		case stream.Array:
+			elems := &stream.Batch{Len: c.Elems.Len(), Columns: []stream.Column{*c.Elems}}
+			var es []string
+			for e := c.Offsets[i]; e < c.Offsets[i+1]; e++ {
+				es = append(es, rowString(elems, int(e)))
+			}
+			parts = append(parts, "["+strings.Join(es, ",")+"]")
 		default:
 			panic(fmt.Sprintf("rowString: column %s of type %v", c.Name, c.Type))
 		}

@@ -78,3 +78,42 @@ func TestReadsSinkTable(t *testing.T) {
 		t.Fatalf("skipChangeCommits: %v %v", bs, err)
 	}
 }
+
+// TestReadsSinkArrays reads array columns written by the Delta sink: a
+// null array, an empty one, null elements and several elements, of
+// strings and of longs, as the Array columns they were.
+func TestReadsSinkArrays(t *testing.T) {
+	dir := t.TempDir()
+	schema := stream.Schema{Fields: []stream.Field{{Name: "k", Type: stream.Int64},
+		{Name: "s", Type: stream.ArrayOf(stream.String), Nullable: true}, {Name: "n", Type: stream.ArrayOf(stream.Int64), Nullable: true}},
+		Key: []string{"k"}}
+	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := sink.Open(t.Context(), stream.SinkEnv{QueryID: "q1", Schema: schema, Locked: true}); err != nil {
+		t.Fatal(err)
+	}
+	b := &stream.Batch{Len: 3, Columns: []stream.Column{
+		{Name: "k", Type: stream.Int64, Int64s: []int64{1, 2, 3}},
+		{Name: "s", Type: schema.Fields[1].Type, Offsets: []int32{0, 0, 0, 3}, Valid: []bool{false, true, true},
+			Elems: &stream.Column{Name: "element", Type: stream.String, Strings: []string{"a", "", "c"}, Valid: []bool{true, false, true}}},
+		{Name: "n", Type: schema.Fields[2].Type, Offsets: []int32{0, 2, 2, 3},
+			Elems: &stream.Column{Name: "element", Type: stream.Int64, Int64s: []int64{7, 0, 1 << 40}, Valid: []bool{true, false, true}}}}}
+	if _, err := sink.AddBatch(t.Context(), 0, b); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, dir, "", nil)
+	if got, want := s.Schema().String(), "k int64 null, s array<string> null, n array<int64> null"; got != want {
+		t.Fatalf("schema %s, want %s", got, want)
+	}
+	bs, _, err := drain(t, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1|null|[7,null]", "2|[]|[]", "3|[a,null,c]|[1099511627776]"}
+	if got := allRows(bs); !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+}

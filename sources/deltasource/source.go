@@ -163,7 +163,7 @@ func (s *Source) resolve(ctx context.Context) error {
 	}
 	unsupported := func(name string, t delta.DataType) error {
 		return errcode.New("UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE", s.root,
-			"read a table whose columns are of Spark's scalar types or structs of them (arrays, maps and deeper nesting are not read yet)",
+			"read a table whose columns are of Spark's scalar types, arrays or structs of them (maps, arrays of complex types and deeper nesting are not read yet)",
 			"the delta source does not support the column `%s` of the type %s", name, strings.ToUpper(typeName(t)))
 	}
 	for _, f := range snap.Schema.Fields {
