@@ -275,7 +275,7 @@ func containsSame(el *vec, lo, hi int, v *vec, r int) (found, sawNull bool) {
 		case el.i != nil:
 			found = el.i[e] == v.i[r]
 		case el.f != nil:
-			found = el.f[e] == v.f[r]
+			found = sqlEqualFloat(el.f[e], v.f[r])
 		case el.s != nil:
 			found = el.s[e] == v.s[r]
 		}
@@ -292,7 +292,17 @@ func equalValues(a, b any) bool {
 		y, ok := b.(*big.Int)
 		return ok && x.Cmp(y) == 0
 	}
+	if x, ok := a.(float64); ok {
+		y, ok := b.(float64)
+		return ok && sqlEqualFloat(x, y)
+	}
 	return a != nil && a == b
+}
+
+// sqlEqualFloat is Spark's equality of doubles in its ordering
+// (SQLOrderingUtil.compareDoubles): NaN equals NaN, -0.0 equals 0.0.
+func sqlEqualFloat(x, y float64) bool {
+	return x == y || (x != x && y != y)
 }
 
 // arrayNode is array(e1, ..., en).
