@@ -144,10 +144,13 @@ func encodeRow(fields []stream.Field, r row, matched bool) ([]byte, error) {
 	return state.AppendStringValue(nil, b.String()), nil
 }
 
-// decodeRow reads a keyWithIndexToValue value by the side's fields.
-func decodeRow(fields []stream.Field, val []byte) (row, bool, error) {
-	if r, m, ok := fastDecodeRow(fields, val); ok {
-		return r, m, nil
+// decodeRow reads a keyWithIndexToValue value by the side's fields; fast
+// is fastNames(fields), computed once per side by the caller.
+func decodeRow(fields []stream.Field, fast bool, val []byte) (row, bool, error) {
+	if fast {
+		if r, m, ok := fastDecodeRow(fields, val); ok {
+			return r, m, nil
+		}
 	}
 	return decodeRowJSON(fields, val)
 }

@@ -27,7 +27,7 @@ func TestRowOfEveryStorage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, matched, err := decodeRow(fields, val)
+		got, matched, err := decodeRow(fields, fastNames(fields), val)
 		if err != nil {
 			t.Fatal(err)
 		}

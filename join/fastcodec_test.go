@@ -117,6 +117,9 @@ func TestFastDecodeRowDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatalf("#%d: generic decoder: %v", it, err)
 		}
+		if !fastNames(fields) {
+			t.Fatalf("#%d: names %v refused", it, fields)
+		}
 		got, gm, ok := fastDecodeRow(fields, val)
 		if !ok {
 			t.Fatalf("#%d: fast decoder fell back on encodeRow's own text %q", it, val)
@@ -156,7 +159,7 @@ func TestFastDecodeRowFallsBack(t *testing.T) {
 		if _, _, ok := fastDecodeRow(fields, val); ok {
 			t.Errorf("%s: fast path accepted", tc.text)
 		}
-		r, m, err := decodeRow(fields, val)
+		r, m, err := decodeRow(fields, true, val)
 		got := fmt.Sprint(r, " ", m)
 		if err != nil {
 			got = "error"
@@ -164,6 +167,39 @@ func TestFastDecodeRowFallsBack(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.text, got, tc.want)
 		}
+	}
+}
+
+// TestFastNamesRefused: sides whose names the in-place comparison would
+// read differently from the generic decoder (a repeated name, whose last
+// value the generic decoder's map keeps) are refused by fastNames, and
+// decodeRow then gives the generic result.
+func TestFastNamesRefused(t *testing.T) {
+	for _, fields := range [][]stream.Field{
+		{{Name: "a", Type: stream.Int64}, {Name: "a", Type: stream.Int64}},
+		{{Name: "q\"", Type: stream.Int64}, {Name: "b", Type: stream.Int64}},
+		{{Name: "\x01", Type: stream.Int64}},
+	} {
+		if fastNames(fields) {
+			t.Errorf("%v: fastNames accepted", fields)
+		}
+		val, err := encodeRow(fields, make(row, len(fields)), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wm, werr := decodeRowJSON(fields, val)
+		got, gm, err := decodeRow(fields, fastNames(fields), val)
+		if fmt.Sprint(got, gm, err) != fmt.Sprint(want, wm, werr) {
+			t.Errorf("%v: decodeRow %v %v %v, generic %v %v %v", fields, got, gm, err, want, wm, werr)
+		}
+	}
+	dup := []stream.Field{{Name: "a", Type: stream.Int64}, {Name: "a", Type: stream.Int64}}
+	val, err := encodeRow(dup, row{int64(1), int64(2)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := decodeRow(dup, fastNames(dup), val); err != nil || !sameRow(r, row{int64(2), int64(2)}) {
+		t.Fatalf("repeated name: %v %v, want the generic [2 2]", r, err)
 	}
 }
 
@@ -222,10 +258,11 @@ func BenchmarkDecodeRow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	fast := fastNames(fields)
 	for _, c := range []struct {
 		name string
 		dec  func([]stream.Field, []byte) (row, bool, error)
-	}{{"json", decodeRowJSON}, {"fast", decodeRow}} {
+	}{{"json", decodeRowJSON}, {"fast", func(f []stream.Field, v []byte) (row, bool, error) { return decodeRow(f, fast, v) }}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -296,7 +296,7 @@ func (o *Operator) value(side int, key []byte, idx int64) (row, bool, error) {
 	if !ok {
 		return nil, false, errcode.Corrupt("", nil, "%s: state of the %s side has no value %d of a key it counts", o.p, sideName(side), idx)
 	}
-	r, m, err := decodeRow(o.p.sides[side].Schema.Fields, v)
+	r, m, err := decodeRow(o.p.sides[side].Schema.Fields, o.p.sides[side].fast, v)
 	if err != nil {
 		return nil, false, o.stateErr("read", err)
 	}
@@ -409,7 +409,7 @@ func (o *Operator) scanSide(side int, fn func(key []byte, rows []storedRow) erro
 			return err
 		}
 		idx, _ := idxRow[0].(int64)
-		r, m, err := decodeRow(o.p.sides[side].Schema.Fields, v)
+		r, m, err := decodeRow(o.p.sides[side].Schema.Fields, o.p.sides[side].fast, v)
 		if err != nil {
 			return err
 		}

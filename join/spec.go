@@ -172,6 +172,7 @@ type sidePlan struct {
 	Side
 	keys []int // column index of each key
 	wm   int   // column index of the watermark column, -1
+	fast bool  // fastNames(Schema.Fields): decodeRow may try fastDecodeRow
 }
 
 func invalid(format string, args ...any) error {
@@ -188,7 +189,7 @@ func newPlan(spec Spec) (*plan, error) {
 		return nil, invalid("a stream-stream join needs equi-join keys, the same number on each side (left %v, right %v)", spec.Left.Keys, spec.Right.Keys)
 	}
 	for i, s := range []Side{spec.Left, spec.Right} {
-		sp := sidePlan{Side: s, wm: -1}
+		sp := sidePlan{Side: s, wm: -1, fast: fastNames(s.Schema.Fields)}
 		// The state keeps a row's values as int64, float64 or string
 		// (codec.go); a DECIMAL or an array has none of those storages.
 		for _, f := range s.Schema.Fields {

@@ -87,7 +87,7 @@ type Operator struct {
 	// ID is the operator's id in plan order (its state directory).
 	ID int `json:"id"`
 	// Kind is what the operator is: KindAggregate, KindDeduplicate,
-	// KindSessionWindow.
+	// KindSessionWindow, KindGlobalLimit or KindJoin.
 	Kind   string  `json:"kind"`
 	Window *Window `json:"window"`
 	// Keys, Aggregates and StateSchema are Shape's fields of the same name,
