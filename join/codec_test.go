@@ -2,6 +2,7 @@ package join
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ethstream/ethstream/errcode"
@@ -42,6 +43,20 @@ func TestRowOfEveryStorage(t *testing.T) {
 
 // TestDecimalColumnRefused: a side with a DECIMAL column is refused when
 // the plan is built, naming the column, not at its first row.
+// TestMatchedColumnRefused: a side column named "matched" is refused when
+// the plan is built: its stored value would be read back as the row's
+// matched flag (a ParseInt error at the first eviction scan before).
+func TestMatchedColumnRefused(t *testing.T) {
+	side := func(alias string) Side {
+		return Side{Alias: alias, Keys: []string{"k"}, Schema: stream.Schema{Fields: []stream.Field{
+			{Name: "k", Type: stream.String}, {Name: "matched", Type: stream.Int64}}}}
+	}
+	_, err := newPlan(Spec{Type: Inner, Left: side("a"), Right: side("b")})
+	if errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "a.matched") {
+		t.Fatalf("got %v, want %s naming a.matched", err, errcode.InvalidArgument)
+	}
+}
+
 func TestDecimalColumnRefused(t *testing.T) {
 	side := func(alias string) Side {
 		return Side{Alias: alias, Keys: []string{"k"}, Schema: stream.Schema{Fields: []stream.Field{

@@ -193,6 +193,12 @@ func newPlan(spec Spec) (*plan, error) {
 		// The state keeps a row's values as int64, float64 or string
 		// (codec.go); a DECIMAL or an array has none of those storages.
 		for _, f := range s.Schema.Fields {
+			// A stored row is a JSON object by column name ending in
+			// "matched" (codec.go): a column of that name would be read
+			// back as the flag (Spark's rows are positional: no clash).
+			if f.Name == "matched" {
+				return nil, invalid("column %s.%s: ethstream's join state names its matched flag \"matched\" (select the column under another name: matched AS %s_matched)", s.Alias, f.Name, s.Alias)
+			}
 			if st := f.Type.Storage(); st == stream.Decimal || st == stream.Array {
 				return nil, invalid("column %s.%s is %v: ethstream's join state keeps no decimal or array column (select the columns the join needs, or cast)", s.Alias, f.Name, f.Type)
 			}
