@@ -95,3 +95,64 @@ func TestKeyedFinishMatchesSerial(t *testing.T) {
 		t.Fatal("no batch had entries for several runs: the keyed path was not tested")
 	}
 }
+
+// TestKeyedMergeStopsProducer: a merge that fails part way (a cancelled
+// Finish, a state read error) returns its error only once the key builder
+// has returned, so the partials may be reset at once (the race detector
+// flags a builder still reading them), and a later call walks every entry
+// in order with the ring intact.
+func TestKeyedMergeStopsProducer(t *testing.T) {
+	defer setShardMinRows(0)()
+	defer setKeyed(0, 3)()
+	var names []string
+	for name, s := range propertySpecs {
+		if s.Mode == Update && s.Window != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	spec := propertySpecs[names[0]]
+	rng := rand.New(rand.NewPCG(1, 46))
+	rows := genStream(rng, 600, 20*time.Minute, 1_000_000, 30)
+	h := newHarness(t, spec, vfs.NewMem(), 3)
+	h.shards = 2
+	h.restart(false)
+	h.process(0, [][]testRow{rows})
+	o := h.op
+	o.keyOrders()
+	var want []string
+	o.eachInOrder(func(s int, e int32) bool {
+		want = append(want, string(o.pts[s].stateKey(nil, int(e))))
+		return true
+	})
+	if len(want) < 4*keyedRunLen {
+		t.Fatalf("%d entries, want several runs", len(want))
+	}
+	errStop := fmt.Errorf("stop")
+	for _, at := range []int{0, 1, keyedRunLen, len(want) / 2} {
+		n := 0
+		err := o.mergeKeyed(func(pt *partial, e int, key []byte) error {
+			if n == at {
+				return errStop
+			}
+			n++
+			return nil
+		})
+		if err != errStop || n != at {
+			t.Fatalf("stop at %d: err %v after %d entries", at, err, n)
+		}
+	}
+	var got []string
+	if err := o.mergeKeyed(func(pt *partial, e int, key []byte) error {
+		got = append(got, string(key))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("keys after stopped merges:\n%q\nwant\n%q", got, want)
+	}
+	for _, pt := range o.pts {
+		pt.reset()
+	}
+}

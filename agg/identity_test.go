@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -103,5 +104,53 @@ func TestIdentityMatchesContent(t *testing.T) {
 	}
 	if 2*differed < cases {
 		t.Fatalf("owned strings skipped the scan as often as shared ones in %d of %d cases", cases-differed, cases)
+	}
+}
+
+// TestIdentityBufferReused: a source may reuse its buffers once a chunk is
+// consumed, so the next chunk's strings can sit at the same addresses with
+// other bytes. The identity caches are per chunk (newChunk): a batch whose
+// chunks all read one rewritten buffer must give the same output and state
+// as the same rows with strings of their own.
+func TestIdentityBufferReused(t *testing.T) {
+	defer setShardMinRows(0)()
+	names := make([]string, 0, len(propertySpecs))
+	for name := range propertySpecs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		spec := propertySpecs[name]
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 47))
+			rows := genStream(rng, 600, 20*time.Minute, 1_000_000, 30)
+			reused := newHarness(t, spec, vfs.NewMem(), 3)
+			owned := newHarness(t, spec, vfs.NewMem(), 3)
+			var src, miner [8]byte
+			for id := int64(0); len(rows) > 0; id++ {
+				b := rows[:min(len(rows), 200)]
+				rows = rows[len(b):]
+				var chunks [][]testRow
+				for _, r := range b { // a chunk per row: every chunk rewrites the buffers
+					copy(src[:], r.source+"........")
+					copy(miner[:], r.miner+"........")
+					c := r
+					c.source = unsafe.String(&src[0], min(len(r.source), len(src)))
+					c.miner = unsafe.String(&miner[0], min(len(r.miner), len(miner)))
+					reused.process(id, [][]testRow{{c}})
+					c.source, c.miner = strings.Clone(c.source), strings.Clone(c.miner)
+					owned.process(id, [][]testRow{{c}})
+					chunks = append(chunks, []testRow{c})
+				}
+				o1, _ := owned.finishCommit(id, chunks)
+				o2, _ := reused.finishCommit(id, chunks)
+				if a, b := fmt.Sprint(decodeOutput(t, owned.op.p, o1)), fmt.Sprint(decodeOutput(t, reused.op.p, o2)); a != b {
+					t.Fatalf("batch %d: output from a reused buffer\n%s\nfrom owned strings\n%s", id, b, a)
+				}
+				if a, b := fmt.Sprint(owned.stateRows()), fmt.Sprint(reused.stateRows()); a != b {
+					t.Fatalf("batch %d: state from a reused buffer\n%s\nfrom owned strings\n%s", id, b, a)
+				}
+			}
+		})
 	}
 }

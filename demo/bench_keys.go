@@ -115,14 +115,7 @@ func benchKeys(ctx context.Context, b *benchRun, res *BenchResult) error {
 		return fmt.Errorf("restart at 8 partitions: %w", err)
 	}
 	k.RepartitionRSSByte = peakRSS()
-	k.KeysBefore, k.KeysAfter = -1, -1
-	for _, p := range rec.events {
-		if p.Kind() == stream.KindRepartition && len(p.StateOperators) > 0 {
-			k.RepartitionMs = p.DurationMs["controlBatch.REPARTITION"]
-			cm := p.StateOperators[0].CustomMetrics
-			k.KeysBefore, k.KeysAfter = cm["keysBefore"], cm["keysAfter"]
-		}
-	}
+	k.RepartitionMs, k.KeysBefore, k.KeysAfter = repartitionOf(rec.events)
 	res.Keys = k
 	res.Targets = append(res.Targets, keysTargets(k)...)
 	return os.RemoveAll(dir)
@@ -199,10 +192,7 @@ func dirBytes(dir string) int64 {
 // largest bytes written per changed key over the smallest; a snapshot
 // writes every key, not only the changed ones).
 func keysTargets(k *KeysResult) []Target {
-	lost := float64(k.KeysBefore - k.KeysAfter)
-	if k.KeysBefore < 0 || k.KeysBefore != k.Keys {
-		lost = float64(max(k.Keys, 1)) // no repartition seen, or it read another count: every key unaccounted for
-	}
+	lost := keysLost(k.Keys, k.KeysBefore, k.KeysAfter)
 	lo, hi := perKeySpread(k.Commits)
 	// The run completes within the limit only if its restart does too: the
 	// repartition of every key is part of it.
@@ -212,7 +202,7 @@ func keysTargets(k *KeysResult) []Target {
 			peak, 1.5, fmt.Sprintf("%.2f GB (backfill %.2f GB)", peak, float64(k.PeakRSSBytes)/1e9)),
 		atMost("one key per block: state bytes written per changed key, largest commit / smallest", "<= 2x",
 			hi/max(lo, 1e-9), 2, fmt.Sprintf("%.1fx (%.0f-%.0f B/key)", hi/max(lo, 1e-9), lo, hi)),
-		atMost("one key per block: keys lost by the repartition 200 -> 8", "0", max(lost, -lost), 0,
+		atMost("one key per block: keys lost by the repartition 200 -> 8", "0", lost, 0,
 			fmt.Sprintf("%d before, %d after, %d ms", k.KeysBefore, k.KeysAfter, k.RepartitionMs)),
 	}
 }
