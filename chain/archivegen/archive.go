@@ -599,23 +599,38 @@ func syncDirs(dirs []string) error {
 // checking it as ReadManifest does: an archive extended past its
 // generation (ethnode.Extend) keeps a manifest every reader accepts.
 func WriteManifest(out string, m *Manifest) error {
-	b, err := json.Marshal(m)
+	b, err := encodeManifest(m)
 	if err != nil {
-		return fmt.Errorf("encode manifest: %w", err)
+		return err
 	}
 	if _, err := parseManifest(b); err != nil {
-		panic(fmt.Sprintf("archivegen: writing an invalid manifest: %v", err))
+		// The caller built m: a manifest no reader accepts is its bug,
+		// refused before anything is written.
+		return errcode.Wrap(err, errcode.Internal, out, "report this as a bug", "the manifest to write is one no reader accepts")
 	}
-	return writeManifest(out, m)
+	return publishManifest(out, b)
 }
 
 // writeManifest publishes m as out/manifest.json crash-safely.
 func writeManifest(out string, m *Manifest) error {
+	b, err := encodeManifest(m)
+	if err != nil {
+		return err
+	}
+	return publishManifest(out, b)
+}
+
+// encodeManifest is manifest.json's bytes: indented JSON and a newline.
+func encodeManifest(m *Manifest) ([]byte, error) {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode manifest: %w", err)
+		return nil, fmt.Errorf("encode manifest: %w", err)
 	}
-	b = append(b, '\n')
+	return append(b, '\n'), nil
+}
+
+// publishManifest writes b as out/manifest.json crash-safely.
+func publishManifest(out string, b []byte) error {
 	dst := filepath.Join(out, ManifestName)
 	if _, err := durable.Bytes(durable.For(vfs.Default), out, ManifestName, durable.Options{Mode: durable.Replace}, b); err != nil {
 		return errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write manifest")

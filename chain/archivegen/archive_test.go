@@ -382,3 +382,16 @@ func FuzzParseManifest(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteManifestRefusesInvalid: a manifest no reader accepts is an
+// INTERNAL_ERROR before anything is written (it panicked before).
+func TestWriteManifestRefusesInvalid(t *testing.T) {
+	dir := t.TempDir()
+	err := WriteManifest(dir, &Manifest{})
+	if errcode.Code(err) != errcode.Internal {
+		t.Fatalf("got %v, want %s", err, errcode.Internal)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestName)); !os.IsNotExist(err) {
+		t.Fatalf("a manifest was written: %v", err)
+	}
+}
