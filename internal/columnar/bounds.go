@@ -1,6 +1,7 @@
 package columnar
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,26 @@ const (
 
 // ErrOutOfBounds is wrapped by CheckBounds' errors.
 var ErrOutOfBounds = errors.New("parquet metadata out of bounds")
+
+// FooterOffset returns where the footer of the Parquet file r of size
+// bytes starts, after checking that the file ends in PAR1 and that the
+// footer length its tail claims fits in it: parquet-go allocates that
+// length before any check ("PAR1PAR1" claimed 827 MB).
+func FooterOffset(r io.ReaderAt, size int64) (int64, error) {
+	var tail [8]byte
+	if size < 12 {
+		return 0, fmt.Errorf("%w: a %d-byte file has no footer", ErrOutOfBounds, size)
+	}
+	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
+		return 0, fmt.Errorf("read the footer length: %w", err)
+	}
+	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if string(tail[4:]) != "PAR1" || flen > size-12 {
+		return 0, fmt.Errorf("%w: footer length %d in a %d-byte file, or no PAR1 at its end (a truncated file or another format)",
+			ErrOutOfBounds, flen, size)
+	}
+	return size - 8 - flen, nil
+}
 
 // CheckBounds checks md against a file of size bytes whose footer starts
 // at footer, walking the page headers of the projected leaves' chunks
