@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/parquettype"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -102,7 +103,7 @@ func TestEveryType(t *testing.T) {
 				}
 				continue
 			}
-			want := value(&col, r) // the value written; compared by its bytes and kind
+			want := parquettype.Value(col.Type, &col, r) // the value written; compared by its bytes and kind
 			if v.Kind() != want.Kind() || string(v.Bytes()) != string(want.Bytes()) {
 				t.Errorf("%s row %d: read %v, wrote %v", col.Name, r, v, want)
 			}
