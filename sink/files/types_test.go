@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/internal/parquettype"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -55,7 +56,7 @@ func TestEveryType(t *testing.T) {
 	if _, err := s.AddBatch(ctx, 0, &stream.Batch{Len: 3, Columns: cols}); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := ReadLog(fs, "/out")
+	c, _ := sinklog.ReadLog(fs, "/out")
 	fh, err := fs.Open("/out/" + c.Files[0].Path[len("file:/out/"):])
 	if err != nil {
 		t.Fatal(err)
