@@ -213,8 +213,18 @@ func CheckPage(h *format.PageHeader, left, rows int64) error {
 	if d, ok := h.DataPageHeader.Get(); ok && (d.NumValues < 0 || int64(d.NumValues) > rows) {
 		return fmt.Errorf("%d values in a row group of %d rows", d.NumValues, rows)
 	}
-	if d, ok := h.DataPageHeaderV2.Get(); ok && (d.NumValues < 0 || d.NumRows < 0 || int64(d.NumRows) > rows || int64(d.NumValues) > rows) {
-		return fmt.Errorf("%d values, %d rows in a row group of %d rows", d.NumValues, d.NumRows, rows)
+	if d, ok := h.DataPageHeaderV2.Get(); ok {
+		switch {
+		case d.NumValues < 0 || d.NumRows < 0 || int64(d.NumRows) > rows || int64(d.NumValues) > rows:
+			return fmt.Errorf("%d values, %d rows in a row group of %d rows", d.NumValues, d.NumRows, rows)
+		case d.NumNulls < 0 || d.NumNulls > d.NumValues:
+			// parquet-go sizes the page's values as NumValues - NumNulls.
+			return fmt.Errorf("%d nulls among %d values", d.NumNulls, d.NumValues)
+		case d.RepetitionLevelsByteLength < 0 || d.DefinitionLevelsByteLength < 0 ||
+			int64(d.RepetitionLevelsByteLength)+int64(d.DefinitionLevelsByteLength) > int64(h.CompressedPageSize):
+			// The levels are stored uncompressed at the page's start.
+			return fmt.Errorf("levels of %d + %d bytes in a %d-byte page", d.RepetitionLevelsByteLength, d.DefinitionLevelsByteLength, h.CompressedPageSize)
+		}
 	}
 	return nil
 }
