@@ -194,18 +194,22 @@ func (n *Node) numberLocked(number rpc.BlockNumber) uint64 {
 
 // GetBlockReceipts is eth_getBlockReceipts: every receipt of a block, null
 // for a block the node does not have.
-func (api *ethAPI) GetBlockReceipts(ctx context.Context, bn rpc.BlockNumberOrHash) ([]map[string]any, error) {
+func (api *ethAPI) GetBlockReceipts(ctx context.Context, bn rpc.BlockNumberOrHash) (json.RawMessage, error) {
 	n := api.n
 	b := n.resolve(bn)
 	if b == nil {
-		return nil, nil
+		return json.RawMessage("null"), nil
 	}
-	body := n.body(b)
-	out := make([]map[string]any, len(body.Receipts))
-	for i := range out {
-		out[i] = rpcReceipt(b, body, i)
+	body := n.servedBody(b)
+	buf := make([]byte, 0, 1024*len(body.Receipts)+2)
+	buf = append(buf, '[')
+	for i := range body.Receipts {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendReceipt(buf, b, body, i)
 	}
-	return out, nil
+	return append(buf, ']'), nil
 }
 
 // lookupTx is the canonical block, body and index of a transaction,
