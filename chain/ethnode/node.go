@@ -610,11 +610,9 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			tj, err := rpcTransaction(b, body, i)
-			if err != nil {
+			if buf, err = appendRPCTransaction(buf, b, body, i); err != nil {
 				return nil, err
 			}
-			buf = append(buf, tj...)
 		}
 	}
 	buf = append(buf, "]}"...)
