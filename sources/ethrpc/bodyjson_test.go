@@ -251,3 +251,24 @@ func FuzzReceiptJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestBodyOfRefusesNullLog: a receipt whose logs hold a null is a
+// malformed block, not a panic (the check read the nil log's fields).
+func TestBodyOfRefusesNullLog(t *testing.T) {
+	txs, _ := sampleTxs(t)
+	var blk fullBlock
+	raw := `{"hash":"0x5555555555555555555555555555555555555555555555555555555555555555","number":"0x10","timestamp":"0x1","transactions":[` +
+		string(txs[3]) + `]}`
+	if err := json.Unmarshal([]byte(raw), &blk); err != nil || blk.TxErr != nil || len(blk.Txs) != 1 {
+		t.Fatalf("decode: %v %v", err, blk.TxErr)
+	}
+	row := blockRow{Number: 16, Hash: blk.Hash.Hex(), BlockTS: 1_000_000, TransactionCount: 1}
+	rc := &types.Receipt{TxHash: blk.Txs[0].Hash(), BlockHash: blk.Hash, EffectiveGasPrice: big.NewInt(1), Logs: []*types.Log{nil}}
+	if _, _, err := bodyOf(row, &blk, []*types.Receipt{rc}); err == nil || !strings.Contains(err.Error(), "log 0 missing") {
+		t.Fatalf("bodyOf: %v", err)
+	}
+	rc.Logs = []*types.Log{{TxHash: rc.TxHash, BlockHash: rc.BlockHash}}
+	if _, _, err := bodyOf(row, &blk, []*types.Receipt{rc}); err != nil {
+		t.Fatalf("bodyOf of a sound body: %v", err)
+	}
+}
