@@ -1,7 +1,6 @@
 package join
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,13 +32,12 @@ type Operator struct {
 	process           time.Duration
 	progress          stream.OperatorProgress
 	keyBuf, sk, vb    []byte
-	// keys holds each side's join keys the batch read or wrote (keyrows.go),
-	// by encoded join key; flush writes them back at Finish.
-	keys [2]map[string]*keyRows
-	// idx orders each evicting side's stored rows by event time
-	// (evictindex.go); nil until first needed, dropped when the batch is
-	// discarded.
-	idx [2]*evictIndex
+	// mem is each side's rows and eviction index in memory (keyrows.go),
+	// nil until loaded; it reflects the state after batch memFor, and
+	// dirty lists the keys the batch changed, which flush writes.
+	mem    [2]*sideMem
+	memFor int64
+	dirty  [2][]*keyRows
 }
 
 var (
@@ -119,7 +117,8 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	}
 	o.store = s
 	o.inBatch, o.finished = false, false
-	o.idx = [2]*evictIndex{}
+	o.dropMem()
+	o.memFor = s.Version()
 	return nil
 }
 
@@ -139,15 +138,7 @@ func (o *Operator) begin(batchID int64) error {
 	o.inBatch, o.finished, o.batchID = true, false, batchID
 	o.inRows, o.late, o.nullKeys, o.put, o.process = 0, 0, 0, 0, 0
 	o.out = newOutBuilder(o.p.out)
-	o.keys = [2]map[string]*keyRows{{}, {}}
-	// The indexes start from the committed state, before the batch
-	// stores a row.
-	for side := range o.p.sides {
-		if _, err := o.index(side); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.useMem()
 }
 
 // Process refuses input without a side: a join reads through ProcessSide.
@@ -215,7 +206,7 @@ func (o *Operator) joinRow(side int, r row) error {
 		return o.appendState(side, kb, r, false)
 	}
 	other := 1 - side
-	ok, err := o.keyRowsOf(other, kb)
+	ok, err := o.keyRowsOf(other, kb, false)
 	if err != nil {
 		return err
 	}
@@ -242,7 +233,8 @@ func (o *Operator) joinRow(side int, r row) error {
 			o.out.add(o.p, l, rr)
 		}
 		if !sr.matched {
-			sr.matched, sr.changed, ok.dirty = true, true, true
+			sr.matched, sr.changed = true, true
+			o.touch(other, ok)
 		}
 		if t == LeftSemi && side == stream.LeftSide {
 			break
@@ -284,12 +276,13 @@ func (p *plan) inRange(l, r row) bool {
 
 // appendState appends r as the next value of (side, key); flush writes it.
 func (o *Operator) appendState(side int, key []byte, r row, matched bool) error {
-	k, err := o.keyRowsOf(side, key)
+	k, err := o.keyRowsOf(side, key, true)
 	if err != nil {
 		return err
 	}
-	k.add(r, matched)
-	if x := o.idx[side]; x != nil {
+	k.rows = append(k.rows, storedRow{r: r, matched: matched, changed: true})
+	o.touch(side, k)
+	if x := o.mem[side].idx; x != nil {
 		x.add(k.key, r[o.evcol[side]])
 	}
 	return nil
@@ -336,39 +329,6 @@ func (e evictor) evicts(r row) bool {
 	return r[e.col].i <= e.limUs
 }
 
-// index returns side's eviction index, building it from the state by one
-// scan of the side's values on first use; nil on a side that never
-// evicts. Call it outside a batch or before the batch stores a row.
-func (o *Operator) index(side int) (*evictIndex, error) {
-	col := o.evcol[side]
-	if col < 0 || o.idx[side] != nil {
-		return o.idx[side], nil
-	}
-	x := &evictIndex{}
-	prefix := stateKeyPrefix(side, StoreKeyWithIndexToValue)
-	// The prefix ends with the store name's terminator 0x00 0x01; every
-	// key of the store sorts below the same bytes ending 0x00 0x02.
-	upper := bytes.Clone(prefix)
-	upper[len(upper)-1]++
-	sp := &o.p.sides[side]
-	err := o.store.Scan(prefix, upper, func(k, v []byte) error {
-		if !bytes.HasPrefix(k, prefix) || len(k) < len(prefix)+9 {
-			return nil
-		}
-		r, _, err := decodeRow(sp.Schema.Fields, sp.fast, v)
-		if err != nil {
-			return err
-		}
-		x.add(string(k[len(prefix):len(k)-9]), r[col])
-		return nil
-	})
-	if err != nil {
-		return nil, o.stateErr("scan", err)
-	}
-	o.idx[side] = x
-	return x, nil
-}
-
 // evict removes the rows the watermark passed on each side and emits the
 // preserved side's unmatched ones with nulls; it returns the rows removed.
 // The index names the keys holding such rows; each key's rows are then
@@ -380,12 +340,8 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 		if !ev[side].active {
 			continue
 		}
-		x, err := o.index(side)
-		if err != nil {
-			return removed, err
-		}
-		for _, key := range x.popDue(ev[side].limUs) {
-			k, err := o.keyRowsOf(side, []byte(key))
+		for _, key := range o.mem[side].idx.popDue(ev[side].limUs) {
+			k, err := o.keyRowsOf(side, []byte(key), false)
 			if err != nil {
 				return removed, err
 			}
@@ -409,7 +365,8 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 			}
 			if len(keep) != len(k.rows) {
 				clear(k.rows[len(keep):])
-				k.rows, k.dirty = keep, true
+				k.rows = keep
+				o.touch(side, k)
 			}
 		}
 	}
@@ -428,8 +385,11 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		err = o.flush()
 	}
 	if err != nil {
+		o.dropMem()
 		return nil, stream.OperatorProgress{}, err
 	}
+	// Memory now holds the state this batch commits.
+	o.memFor = batchID
 	parts := int64(o.store.Partitions())
 	out := o.out.batch()
 	o.progress = stream.OperatorProgress{
@@ -450,7 +410,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		},
 	}
 	o.finished = true
-	o.out, o.keys = nil, [2]map[string]*keyRows{}
+	o.out = nil
 	return out, o.progress, nil
 }
 
@@ -503,9 +463,9 @@ func (o *Operator) Abort() {
 		o.store.Abort()
 	}
 	o.inBatch, o.finished, o.out = false, false, nil
-	// The batch's rows went into the indexes: rebuild them from the
-	// committed state when next needed.
-	o.keys, o.idx = [2]map[string]*keyRows{}, [2]*evictIndex{}
+	// Memory holds the batch's changes: load it from the committed state
+	// when next needed.
+	o.dropMem()
 }
 
 // NeedsNoDataBatch reports whether a batch at watermarkMs would evict a
@@ -514,14 +474,16 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	if o.store == nil {
 		return false, nil
 	}
+	if err := o.useMem(); err != nil {
+		return false, err
+	}
 	ev := o.p.evictors(watermarkMs)
 	for side := range o.p.sides {
 		if !ev[side].active {
 			continue
 		}
-		x, err := o.index(side)
-		if err != nil || x.due(ev[side].limUs) {
-			return err == nil, err
+		if o.mem[side].idx.due(ev[side].limUs) {
+			return true, nil
 		}
 	}
 	return false, nil
@@ -536,7 +498,7 @@ func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) 
 	if o.inBatch {
 		return stream.RepartitionStats{}, fmt.Errorf("join: repartition while batch %d is uncommitted", o.batchID)
 	}
-	o.idx = [2]*evictIndex{}
+	o.dropMem()
 	return o.store.Repartition(ctx, base, batchID, n)
 }
 
@@ -553,7 +515,7 @@ func (o *Operator) Close() error {
 	err := o.store.Close()
 	o.store = nil
 	o.inBatch, o.finished, o.out = false, false, nil
-	o.keys, o.idx = [2]map[string]*keyRows{}, [2]*evictIndex{}
+	o.dropMem()
 	return err
 }
 
