@@ -105,37 +105,53 @@ func decodeCountJSON(val []byte) (int64, error) {
 // layout): the tag, the matched flag, a null bitmap, then each non-null
 // column by its storage with the state's value encodings.
 func encodeRow(dst []byte, fields []stream.Field, r row, matched bool) []byte {
-	size := 2 + (len(fields)+7)/8
+	nb := (len(fields) + 7) / 8
+	size := 2 + nb
 	for j, f := range fields {
-		if f.Type.Storage() == stream.String {
-			size += binary.MaxVarintLen64 + len(r[j].s)
-		} else {
-			size += binary.MaxVarintLen64
+		switch v := r[j]; {
+		case v.null:
+		case f.Type.Storage() == stream.Float64:
+			size += 8
+		case f.Type.Storage() == stream.String:
+			size += uvarintLen(uint64(len(v.s))) + len(v.s)
+		default:
+			size += uvarintLen(uint64(v.i<<1) ^ uint64(v.i>>63))
 		}
 	}
-	p := make([]byte, 0, size)
+	dst = binary.AppendUvarint(dst, uint64(size))
 	var flags byte
 	if matched {
 		flags = 1
 	}
-	p = append(p, formatBinary, flags)
-	nulls := len(p)
-	p = append(p, make([]byte, (len(fields)+7)/8)...)
+	dst = append(dst, formatBinary, flags)
+	nulls := len(dst)
+	for range nb {
+		dst = append(dst, 0)
+	}
 	for j, f := range fields {
 		v := r[j]
 		switch {
 		case v.null:
-			p[nulls+j/8] |= 1 << (j % 8)
+			dst[nulls+j/8] |= 1 << (j % 8)
 		case f.Type.Storage() == stream.Float64:
-			p = state.AppendFloat64Value(p, v.float())
+			dst = state.AppendFloat64Value(dst, v.float())
 		case f.Type.Storage() == stream.String:
-			p = state.AppendStringValue(p, v.s)
+			dst = state.AppendStringValue(dst, v.s)
 		default:
-			p = state.AppendInt64Value(p, v.i)
+			dst = state.AppendInt64Value(dst, v.i)
 		}
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(p)))
-	return append(dst, p...)
+	return dst
+}
+
+// uvarintLen is the length of binary.AppendUvarint's encoding of x.
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
 }
 
 var errMalformedRow = errors.New("malformed " + StoreKeyWithIndexToValue + " value")

@@ -51,7 +51,7 @@ type sideMem struct {
 // (about 0.5 KB each for a blocks-shaped row): a join whose watermark
 // keeps its state small holds all of it, one that keeps rows for ever
 // reads them from the state.
-const memRowsCap = 100_000
+var memRowsCap = 100_000
 
 var errScanEnough = errors.New("join: scan stopped")
 
@@ -199,13 +199,12 @@ func (o *Operator) touch(side int, k *keyRows) {
 
 // flush writes the batch's changes to every key of both sides: each
 // changed value once, the indexes an eviction emptied deleted, and each
-// key's keyToNumValues once if its count changed. Keys are written in
-// their encoded order (deterministic writes; the store sorts anyway).
+// key's keyToNumValues once if its count changed, in the order the batch
+// first changed the keys (the store sorts its pending writes at commit).
 // Memory then keeps what it may (sideMem).
 func (o *Operator) flush() error {
 	for side := range o.dirty {
 		ks := o.dirty[side]
-		slices.SortFunc(ks, func(a, b *keyRows) int { return strings.Compare(a.key, b.key) })
 		fields := o.p.sides[side].Schema.Fields
 		m := o.mem[side]
 		for _, k := range ks {
