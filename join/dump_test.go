@@ -2,6 +2,7 @@ package join
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -74,5 +75,14 @@ func TestRenderValue(t *testing.T) {
 	// string that is not UTF-8).
 	if back, _, err := decodeRow(fields, true, encodeRow(nil, fields, r, false)); err != nil || !sameRow(back, r) {
 		t.Fatalf("binary column: %v %v, want %v", boxed(back), err, boxed(r))
+	}
+}
+
+// TestFormat2Example: the example of doc.go's State layout.
+func TestFormat2Example(t *testing.T) {
+	fields := []stream.Field{{Name: "k", Type: stream.String}, {Name: "ts", Type: stream.Timestamp}, {Name: "n", Type: stream.Int64}}
+	val := encodeRow(nil, fields, vals("a", int64(1709294405000000), nil), false)
+	if got := fmt.Sprintf("% x", val[1:]); got != "02 00 04 01 61 80 ed 9c dd 83 a6 89 06" {
+		t.Fatalf("encoded % x", val)
 	}
 }
