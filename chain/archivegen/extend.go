@@ -175,7 +175,7 @@ func CompleteExtension(fs vfs.FS, dir string, e *Extension) error {
 			}
 			continue
 		}
-		if err := moveFile(fs, src, dst); err != nil {
+		if err := durable.Move(fs, src, dst); err != nil {
 			return errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of the archive directory", "move a staged archive file")
 		}
 	}
@@ -193,18 +193,6 @@ func CompleteExtension(fs vfs.FS, dir string, e *Extension) error {
 		return errcode.Wrap(err, CodeOutputUnwritable, dir, "check the archive directory's permissions", "sync archive directory")
 	}
 	return nil
-}
-
-// moveFile renames src to dst, a new name in a directory it creates if
-// need be, and makes the new entry durable.
-func moveFile(fs vfs.FS, src, dst string) error {
-	if err := durable.EnsureDir(fs, filepath.Dir(dst)); err != nil {
-		return err
-	}
-	if err := fs.Rename(src, dst); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", src, dst, err)
-	}
-	return durable.SyncDir(fs, filepath.Dir(dst))
 }
 
 // DataFiles lists the archive's data files as a file source lists them:
