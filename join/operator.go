@@ -36,6 +36,12 @@ type Operator struct {
 	// state key: a key's values are read again for every row of the batch
 	// with that key, and decoding the JSON is most of a join's CPU.
 	rows map[string]cachedRow
+
+	// storeEv are each side's state watermark predicates at the eviction
+	// watermark of batch storeEvBatch (EvictionWatermark).
+	storeEv      [2]evictor
+	storeEvBatch int64
+	hasStoreEv   bool
 }
 
 type cachedRow struct {
@@ -195,7 +201,7 @@ func (o *Operator) joinRow(side int, r row) error {
 		// (isnotnull inferred); a preserved side keeps them to emit with
 		// nulls once evicted.
 		o.nullKeys++
-		if !o.p.spec.Type.preserves(side) {
+		if !o.p.spec.Type.preserves(side) || o.removedOnStore(side, r) {
 			return nil
 		}
 		return o.appendState(side, key, r, false)
@@ -243,7 +249,27 @@ func (o *Operator) joinRow(side int, r row) error {
 		o.out.add(o.p, r, nil)
 		return nil // emitted: a left semi join keeps no matched left row
 	}
+	if o.removedOnStore(side, r) {
+		return nil
+	}
 	return o.appendState(side, key, r, matched)
+}
+
+// EvictionWatermark records the watermark batch batchID evicts by (the
+// engine calls it before the batch's first input): a row not late by the
+// previous batch's watermark but that this one's state watermark
+// predicate already removes is joined and not stored, as Spark's
+// OneSideHashJoiner adds a row only if neither state watermark predicate
+// matches it; an outer side's such row that matched nothing is therefore
+// never emitted with nulls.
+func (o *Operator) EvictionWatermark(batchID, watermarkMs int64) {
+	o.storeEv, o.storeEvBatch, o.hasStoreEv = o.p.evictors(watermarkMs), batchID, true
+}
+
+// removedOnStore reports whether side's row r is below the batch's state
+// watermark of its side (EvictionWatermark), so not stored.
+func (o *Operator) removedOnStore(side int, r row) bool {
+	return o.hasStoreEv && o.storeEvBatch == o.batchID && o.storeEv[side].evicts(r)
 }
 
 // inRange evaluates the time-range condition on a left and a right row
