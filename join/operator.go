@@ -566,31 +566,19 @@ func (o *Operator) Abort() {
 	o.out, o.rows = nil, nil
 }
 
-// NeedsNoDataBatch reports whether a batch at watermarkMs would evict a
-// stored row (and so perhaps emit an outer row).
+// NeedsNoDataBatch reports whether a batch at watermarkMs runs: whenever
+// a side has a state watermark predicate, as Spark's
+// StreamingSymmetricHashJoinExec.shouldRunAnotherBatch (the engine asks
+// only once the watermark moved past the last batch's). Whether it would
+// evict a row does not matter: the batch after it drops late input by its
+// watermark (the previous batch's, Spark 3.4+), so skipping it would keep
+// rows Spark drops.
 func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	if o.store == nil {
 		return false, nil
 	}
 	ev := o.p.evictors(watermarkMs)
-	found := false
-	for side := range o.p.sides {
-		if !ev[side].active || found {
-			continue
-		}
-		err := o.scanSide(side, func(_ []byte, rows []storedRow) error {
-			for _, sr := range rows {
-				if ev[side].evicts(sr.r) {
-					found = true
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return false, err
-		}
-	}
-	return found, nil
+	return ev[0].active || ev[1].active, nil
 }
 
 // Repartition writes the state committed at base into n partitions as
