@@ -51,11 +51,7 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		alias := rel.Alias
-		if alias == "" {
-			alias = rel.Name
-		}
-		sides[i] = flow.From(alias).Read(spec.Name, src)
+		sides[i] = flow.From(rel.Ref()).Read(spec.Name, src)
 		if rel.Watermark != "" {
 			sides[i].WithWatermark(rel.Watermark, rel.Delay)
 		}
@@ -93,17 +89,11 @@ func joinSelect(jq *query.JoinQuery, schemas [2]stream.Schema) ([]flow.Column, e
 	if jq.Star {
 		return nil, nil
 	}
-	ref := func(i int) string {
-		if jq.Rels[i].Alias != "" {
-			return jq.Rels[i].Alias
-		}
-		return jq.Rels[i].Name
-	}
+	ref := func(i int) string { return jq.Rels[i].Ref() }
+	// joinName is the name in the join's rows of a column they carry.
 	joinName := func(side int, col string) string {
-		if schemas[1-side].Field(col) != nil && jq.Type != join.LeftSemi {
-			return ref(side) + "_" + col
-		}
-		return col
+		n, _ := jq.OutputName(schemas, side, col)
+		return n
 	}
 	type sel struct{ in, out string }
 	var sels []sel
