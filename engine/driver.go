@@ -96,6 +96,9 @@ type batchRun struct {
 	// wal, while offsets/N is written alongside the reads, receives the
 	// write's result (opAwaitOffsets takes it).
 	wal chan error
+	// late and evict are each operator's input watermark of the previous
+	// batch and of this one (batchWatermarks), set with the first input.
+	late, evict []int64
 }
 
 // exec performs plan p step by step. A phase begins with its first step
@@ -392,7 +395,7 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		// planStart guarantees a pending batch's sources exist.
 		return fmt.Errorf("batch %d needs source %q that the query lacks", s.Batch, s.Source)
 	}
-	clk, wm := d.o.Clock, b.p.Entry.Metadata.BatchWatermarkMs
+	clk := d.o.Clock
 	var rows int64
 	// queryErr is an error of the query over the source's rows (the WHERE,
 	// a derived column, an operator), not of the source: it is reported as
@@ -416,7 +419,7 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 					// The operator still learns that the batch started.
 					in = &stream.Batch{}
 				}
-				err = d.feed(ctx, s.Batch, 0, wm, in)
+				err = d.feed(ctx, b, s.Batch, 0, in)
 			}
 		}
 		queryErr = err

@@ -18,13 +18,11 @@ import (
 //
 // Within a batch the rows flow down the plan: the reads feed operator 0,
 // operator i's Finish output feeds operator i+1, the last one's goes to the
-// sink. Watermarks follow Spark's rules for several stateful operators
-// (SPARK-40925, propagate.go): every operator evicts by its input
-// watermark of the batch, but only operator 0 drops late input by it; a
-// later operator drops input late by its input watermark of the previous
-// batch (eventTimeWatermarkForLateEvents), since the rows the operator
-// before it emits in this batch are those the batch's watermark has just
-// closed.
+// sink. Watermarks follow Spark 3.4+'s rules for several stateful
+// operators (SPARK-40925, propagate.go): every operator, operator 0
+// included, drops input late by its input watermark of the previous batch
+// (PropagateWatermarkSimulator.getInputWatermarkForLateEvents) and evicts
+// by its input watermark of the batch (getInputWatermarkForEviction).
 
 // OperatorID is the id, and state directory, of a query's first stateful
 // operator: <ckpt>/state/0 (Spark numbers operators from 0). The reference
@@ -84,9 +82,35 @@ func applyTransforms(ts []stream.Transform, in *stream.Batch) (*stream.Batch, er
 	return in, nil
 }
 
-// feed hands one chunk to operator i, through the transforms before it.
-// lateMs is the watermark it drops late input by.
-func (d *driver) feed(ctx context.Context, batchID int64, i int, lateMs int64, in *stream.Batch) error {
+// evictionWatermarker is implemented by operators that need the batch's
+// eviction watermark before its input (a join, which does not store a row
+// that watermark already removes, as Spark's OneSideHashJoiner): the
+// driver calls EvictionWatermark(N, ms) before the first Process of batch
+// N, ms being the watermark Finish(N) will get.
+type evictionWatermarker interface {
+	EvictionWatermark(batchID, watermarkMs int64)
+}
+
+// batchWatermarks sets b's operator watermarks on the batch's first input
+// (telling each evictionWatermarker its eviction watermark) and returns
+// operator i's late watermark.
+func (d *driver) batchWatermarks(batchID int64, b *batchRun, i int) int64 {
+	if b.late == nil {
+		b.late = inputWatermarks(d.ops, b.p.PrevWatermark)
+		b.evict = inputWatermarks(d.ops, b.p.Entry.Metadata.BatchWatermarkMs)
+		for j, po := range d.ops {
+			if ew, ok := po.op.(evictionWatermarker); ok {
+				ew.EvictionWatermark(batchID, b.evict[j])
+			}
+		}
+	}
+	return b.late[i]
+}
+
+// feed hands one chunk to operator i, through the transforms before it; it
+// drops input late by its late watermark (batchWatermarks).
+func (d *driver) feed(ctx context.Context, b *batchRun, batchID int64, i int, in *stream.Batch) error {
+	lateMs := d.batchWatermarks(batchID, b, i)
 	po := d.ops[i]
 	if len(po.pre) > 0 {
 		var err error
@@ -107,25 +131,24 @@ func (d *driver) feed(ctx context.Context, batchID int64, i int, lateMs int64, i
 // output feeding the next, and returns the rows for the sink and each
 // operator's progress.
 func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Batch, []stream.OperatorProgress, error) {
-	p := b.p
-	evict := inputWatermarks(d.ops, p.Entry.Metadata.BatchWatermarkMs)
-	late := inputWatermarks(d.ops, p.PrevWatermark)
+	d.batchWatermarks(s.Batch, b, 0)
 	progs := make([]stream.OperatorProgress, len(d.ops))
 	var out *stream.Batch
 	for i, po := range d.ops {
-		// Only operator 0 drops late input by the batch's watermark, so only
-		// its state may leave out what the next one closes.
+		// Operator 0's input watermark of the next batch is the one its
+		// commit records (nextBatchWatermarkMs), which its state record
+		// repeats; a later operator's state keeps all it would close.
 		if la, ok := po.op.(stream.WatermarkLookahead); ok && i == 0 {
 			la.NextWatermark(s.Batch, b.res.NextWatermark)
 		}
-		o, prog, err := po.op.Finish(ctx, s.Batch, evict[i])
+		o, prog, err := po.op.Finish(ctx, s.Batch, b.evict[i])
 		if err != nil {
 			return nil, nil, fmt.Errorf("batch %d: finish operator%s: %w", s.Batch, strings.TrimPrefix(d.opLabel(po), " of operator"), err)
 		}
 		progs[i] = prog
 		if i+1 < len(d.ops) {
 			if o != nil && o.Len > 0 {
-				if err := d.feed(ctx, s.Batch, i+1, late[i+1], o); err != nil {
+				if err := d.feed(ctx, b, s.Batch, i+1, o); err != nil {
 					return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
 				}
 			}

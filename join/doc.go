@@ -9,12 +9,17 @@
 // Inner, LeftOuter, RightOuter, FullOuter and LeftSemi joins on equi-join
 // keys plus an optional time-range condition (a conjunction of Bounds,
 // left.ts + c1 OP right.ts + c2), in append mode. A row of one side that
-// the batch's watermark has passed on its side's event-time column
-// (ts <= watermark) is dropped and counted (numRowsDroppedByWatermark), as
-// Spark's eventTimeWatermarkForLateEvents; every other row is joined with
-// the rows of the other side stored with its key (each pair satisfying the
+// the previous batch's watermark has passed on its side's event-time
+// column (ts <= watermark; the watermark Process gets) is dropped and
+// counted (numRowsDroppedByWatermark), as Spark 3.4+'s
+// getInputWatermarkForLateEvents; every other row is joined with the rows
+// of the other side stored with its key (each pair satisfying the
 // condition is emitted once: when the later of the two arrives), marks
-// those rows matched, and is stored itself with its matched flag. A left
+// those rows matched, and is stored itself with its matched flag, unless
+// the batch's own state watermark predicate of its side (below, at the
+// watermark EvictionWatermark gave) already removes it: Spark's
+// OneSideHashJoiner does not add such a row, so it never matches a later
+// row and, unmatched on an outer side, is never emitted with nulls. A left
 // semi join emits a left row once, on its first match, and keeps no
 // matched left row; a right row emits the stored left rows not matched
 // yet. A row whose key has a null matches nothing: on a side the join

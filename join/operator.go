@@ -36,6 +36,12 @@ type Operator struct {
 	mem    [2]*sideMem
 	memFor int64
 	dirty  [2][]*keyRows
+
+	// storeEv are each side's state watermark predicates at the eviction
+	// watermark of batch storeEvBatch (EvictionWatermark).
+	storeEv      [2]evictor
+	storeEvBatch int64
+	hasStoreEv   bool
 }
 
 var (
@@ -173,7 +179,7 @@ func (o *Operator) joinRow(side int, r row) error {
 		// (isnotnull inferred); a preserved side keeps them to emit with
 		// nulls once evicted.
 		o.nullKeys++
-		if !o.p.spec.Type.preserves(side) {
+		if !o.p.spec.Type.preserves(side) || o.removedOnStore(side, r) {
 			return nil
 		}
 		return o.appendState(side, kb, r, false)
@@ -217,7 +223,27 @@ func (o *Operator) joinRow(side int, r row) error {
 		o.out.add(o.p, r, nil)
 		return nil // emitted: a left semi join keeps no matched left row
 	}
+	if o.removedOnStore(side, r) {
+		return nil
+	}
 	return o.appendState(side, kb, r, matched)
+}
+
+// EvictionWatermark records the watermark batch batchID evicts by (the
+// engine calls it before the batch's first input): a row not late by the
+// previous batch's watermark but that this one's state watermark
+// predicate already removes is joined and not stored, as Spark's
+// OneSideHashJoiner adds a row only if neither state watermark predicate
+// matches it; an outer side's such row that matched nothing is therefore
+// never emitted with nulls.
+func (o *Operator) EvictionWatermark(batchID, watermarkMs int64) {
+	o.storeEv, o.storeEvBatch, o.hasStoreEv = o.p.evictors(watermarkMs), batchID, true
+}
+
+// removedOnStore reports whether side's row r is below the batch's state
+// watermark of its side (EvictionWatermark), so not stored.
+func (o *Operator) removedOnStore(side int, r row) bool {
+	return o.hasStoreEv && o.storeEvBatch == o.life.ID() && o.storeEv[side].evicts(r)
 }
 
 // inRange evaluates the time-range condition on a left and a right row
@@ -426,25 +452,19 @@ func (o *Operator) Abort() {
 	o.dropMem()
 }
 
-// NeedsNoDataBatch reports whether a batch at watermarkMs would evict a
-// stored row (and so perhaps emit an outer row).
+// NeedsNoDataBatch reports whether a batch at watermarkMs runs: whenever
+// a side has a state watermark predicate, as Spark's
+// StreamingSymmetricHashJoinExec.shouldRunAnotherBatch (the engine asks
+// only once the watermark moved past the last batch's). Whether it would
+// evict a row does not matter: the batch after it drops late input by its
+// watermark (the previous batch's, Spark 3.4+), so skipping it would keep
+// rows Spark drops.
 func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	if o.store == nil {
 		return false, nil
 	}
-	if err := o.useMem(); err != nil {
-		return false, err
-	}
 	ev := o.p.evictors(watermarkMs)
-	for side := range o.p.sides {
-		if !ev[side].active {
-			continue
-		}
-		if o.mem[side].idx.due(ev[side].limUs) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return ev[0].active || ev[1].active, nil
 }
 
 // Repartition writes the state committed at base into n partitions as

@@ -33,10 +33,25 @@ type joinFileRow struct {
 	ID int64     `parquet:"id"`
 }
 
-// writeJoinRound writes a round's rows as <rel>/r=<n>/part-0.parquet.
+// writeJoinRound writes a round's rows as <rel>/r=<n>/part-0.parquet, and
+// its second batch's, if any, as part-1.parquet (maxFilesPerTrigger=1
+// reads them in two batches).
 func writeJoinRound(t *testing.T, root string, n int, rd sparkref.JoinRound) {
 	t.Helper()
-	for rel, rows := range map[string][]sparkref.JoinRow{"lhs": rd.Left, "rhs": rd.Right} {
+	writeJoinFiles(t, root, n, 0, rd.Left, rd.Right)
+	if len(rd.Left2)+len(rd.Right2) > 0 {
+		writeJoinFiles(t, root, n, 1, rd.Left2, rd.Right2)
+	}
+}
+
+// writeJoinFiles writes part-<part>.parquet of round n, a file per
+// relation with rows (none for a relation without).
+func writeJoinFiles(t *testing.T, root string, n, part int, left, right []sparkref.JoinRow) {
+	t.Helper()
+	for rel, rows := range map[string][]sparkref.JoinRow{"lhs": left, "rhs": right} {
+		if part > 0 && len(rows) == 0 {
+			continue
+		}
 		var out []joinFileRow
 		for _, r := range rows {
 			fr := joinFileRow{TS: time.UnixMicro(r.TS).UTC(), ID: r.ID}
@@ -46,7 +61,7 @@ func writeJoinRound(t *testing.T, root string, n int, rd sparkref.JoinRound) {
 			}
 			out = append(out, fr)
 		}
-		p := filepath.Join(root, rel, fmt.Sprintf("r=%d", n), "part-0.parquet")
+		p := filepath.Join(root, rel, fmt.Sprintf("r=%d", n), fmt.Sprintf("part-%d.parquet", part))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
