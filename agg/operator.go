@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -48,19 +49,17 @@ type Operator struct {
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
+	life   opbase.Lifecycle
 	// pts are the partials Process folds chunks into (shard.go), sh their
 	// workers. Finish merges every partial's entries (their keys are
 	// disjoint) in key order across them.
 	pts []*partial
 	sh  *shards
 
-	// The current batch.
-	inBatch  bool
-	finished bool
-	batchID  int64
-	inRows   int64
-	chunk    chunkStats
-	process  time.Duration // spent in Process
+	// The current batch's figures.
+	inRows  int64
+	chunk   chunkStats
+	process time.Duration // spent in Process
 	// retracted counts the batch's input rows with Sign -1; deleted the
 	// groups those emptied (removed from state, emitted with Sign -1).
 	retracted, deleted int64
@@ -108,7 +107,7 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Operator{}
+	o := &Operator{life: opbase.New("aggregation", nil)}
 	o.setPlan(p, shardsFor(p))
 	return o, nil
 }
@@ -128,13 +127,6 @@ func (o *Operator) Spec() Spec { return o.p.spec }
 
 // Open loads the state committed at env.Version.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	if o.store != nil {
-		return errors.New("aggregation operator already open")
-	}
-	o.logger = env.Logger
-	if o.logger == nil {
-		o.logger = slog.Default()
-	}
 	s, err := o.openStore(ctx, env, o.p)
 	if errcode.Code(err) == errcode.StateSchemaMismatch && o.p.spec.StateFormat == 0 {
 		// State written before format 2 (a checkpoint without a query shape
@@ -155,7 +147,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	if err != nil {
 		return errors.Join(err, s.Close())
 	}
-	o.store, o.committed = s, rec
+	o.store, o.committed, o.logger = s, rec, opbase.Logger(env)
 	o.resetBatch()
 	// An empty store has nothing to evict; otherwise the first eviction
 	// scan finds out.
@@ -169,17 +161,13 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 
 // openStore opens the operator's state store with plan p's schema.
 func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *plan) (*state.Store, error) {
-	return state.Open(ctx, state.Options{
-		Dir:        env.StateDir,
-		FS:         env.FS,
-		LocalDir:   env.LocalDir,
-		Partitions: env.Partitions,
-		Schema:     p.schema,
-		Logger:     o.logger,
+	s, _, err := o.life.Open(ctx, o.store, env, state.Options{
+		Schema: p.schema,
 		// Checkpoints written before spec v2 named the mode and watermark
 		// too; the engine's restart rules decide those now.
 		SpecCompatible: p.compatibleSpec,
-	}, env.Version)
+	})
+	return s, err
 }
 
 func (o *Operator) resetBatch() {
@@ -187,29 +175,19 @@ func (o *Operator) resetBatch() {
 	for _, pt := range o.pts {
 		pt.reset()
 	}
-	o.inBatch, o.finished = false, false
+	o.life.End()
 }
 
 // begin starts batch batchID on its first Process or Finish.
 func (o *Operator) begin(batchID int64) error {
-	if o.store == nil {
-		return errors.New("aggregation operator is not open")
+	started, err := o.life.Begin(o.store, batchID)
+	if started {
+		o.inRows = 0
+		o.process = 0
+		o.chunk = chunkStats{}
+		o.retracted, o.deleted, o.emittedAtMerge = 0, 0, 0
 	}
-	if o.inBatch {
-		if batchID != o.batchID {
-			return fmt.Errorf("aggregation: batch %d started while batch %d is uncommitted", batchID, o.batchID)
-		}
-		if o.finished {
-			return fmt.Errorf("aggregation: batch %d already finished", batchID)
-		}
-		return nil
-	}
-	o.inBatch, o.finished, o.batchID = true, false, batchID
-	o.inRows = 0
-	o.process = 0
-	o.chunk = chunkStats{}
-	o.retracted, o.deleted, o.emittedAtMerge = 0, 0, 0
-	return nil
+	return err
 }
 
 // wmUs converts the engine's watermark to the window clock, or returns
@@ -352,7 +330,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	for _, pt := range o.pts {
 		pt.reset()
 	}
-	o.finished = true
+	o.life.Finish()
 	return out.b, o.progress, nil
 }
 
@@ -694,7 +672,7 @@ func (o *Operator) evict(wmUs, closeUs int64, out *output) (removed, closed int6
 // visible (stream.CommitPreparer, state.Store.Prepare); Commit then
 // publishes it. The engine calls it while the sink writes the batch.
 func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
-	if err := o.committable(batchID); err != nil {
+	if err := o.life.Committable(o.store, batchID); err != nil {
 		return err
 	}
 	if err := o.store.Prepare(ctx, batchID); err != nil {
@@ -703,31 +681,15 @@ func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
 	return nil
 }
 
-// committable refuses a commit of anything but the finished batch.
-func (o *Operator) committable(batchID int64) error {
-	if o.store == nil {
-		return errors.New("aggregation operator is not open")
-	}
-	if !o.inBatch || !o.finished || o.batchID != batchID {
-		return fmt.Errorf("aggregation: commit of batch %d before its Finish", batchID)
-	}
-	return nil
-}
-
 // Commit makes state version batchID durable (publishing what PrepareCommit
 // wrote, if it ran). The progress of the batch, completed with the commit's
 // metrics, is then available from Progress.
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
-	if err := o.committable(batchID); err != nil {
+	m, err := o.life.Commit(ctx, o.store, batchID, &o.progress)
+	if err != nil {
 		return err
 	}
-	m, err := o.store.Commit(ctx, batchID)
-	if err != nil {
-		return fmt.Errorf("aggregation: commit state version %d: %w", batchID, err)
-	}
 	o.memBytes = m.MemoryUsedBytes
-	o.progress.CommitTimeMs = m.CommitTimeMs
-	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
 	o.committed = o.pending
 	o.progress.NumRowsTotal = m.RowsTotal + o.committed.ClosedRows
 	if o.progress.CustomMetrics != nil {
@@ -745,9 +707,7 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 
 // Abort discards the current batch: partial aggregates and pending state.
 func (o *Operator) Abort() {
-	if o.store != nil {
-		o.store.Abort()
-	}
+	o.life.Abort(o.store)
 	o.noneBelowUs = o.committedNoneBelowUs
 	o.resetBatch()
 }
@@ -780,7 +740,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	}
 	if !found {
 		o.noneBelowUs = wmUs
-		if !o.inBatch {
+		if !o.life.Active() {
 			o.committedNoneBelowUs = wmUs
 		}
 	}
@@ -790,13 +750,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 // Repartition writes the state committed at base into n partitions as
 // version batchID (delegated to the store), and continues with n partitions.
 func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
-	if o.store == nil {
-		return stream.RepartitionStats{}, errors.New("aggregation operator is not open")
-	}
-	if o.inBatch {
-		return stream.RepartitionStats{}, fmt.Errorf("aggregation: repartition while batch %d is uncommitted", o.batchID)
-	}
-	return o.store.Repartition(ctx, base, batchID, n)
+	return o.life.Repartition(ctx, o.store, base, batchID, n)
 }
 
 // CheckPartitions refuses a partition count the state store's cache cannot
@@ -806,11 +760,7 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 // Close releases the store; uncommitted changes are discarded. The operator
 // may be opened again.
 func (o *Operator) Close() error {
-	if o.store == nil {
-		return nil
-	}
-	o.store.Abort()
-	err := o.store.Close()
+	err := o.life.Close(o.store)
 	o.store = nil
 	o.resetBatch()
 	return err

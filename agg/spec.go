@@ -520,7 +520,7 @@ func (p *plan) buildSchema() state.Schema {
 			state.Field{Name: ColWindowStart, Type: stream.Timestamp})
 	}
 	for i, g := range p.spec.GroupBy {
-		s.Key = append(s.Key, state.Field{Name: g, Type: stateType(p.groupType[i]), Nullable: !p.strKey(i) && p.nullKey(i)})
+		s.Key = append(s.Key, state.Field{Name: g, Type: state.RecordedType(p.groupType[i]), Nullable: !p.strKey(i) && p.nullKey(i)})
 	}
 	if len(s.Key) == 0 {
 		// A global aggregation (no window, no GROUP BY) is one group; the
@@ -528,7 +528,7 @@ func (p *plan) buildSchema() state.Schema {
 		s.Key = append(s.Key, state.Field{Name: globalKeyField, Type: stream.Int64})
 	}
 	for _, a := range p.aggs {
-		s.Value = append(s.Value, state.Field{Name: a.As, Type: stateType(a.acc())})
+		s.Value = append(s.Value, state.Field{Name: a.As, Type: state.RecordedType(a.acc())})
 		if a.hasNonNull() {
 			s.Value = append(s.Value, state.Field{Name: a.As + nonNullSuffix, Type: stream.Int64})
 		}

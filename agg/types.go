@@ -38,23 +38,6 @@ func groupable(t stream.Type) error {
 	return nil
 }
 
-// stateType is the type a key or value field of type t is recorded with
-// in the state schema: the integer kinds narrower than BIGINT, FLOAT and
-// TIMESTAMP_NTZ keep the names BIGINT, DOUBLE and TIMESTAMP under which
-// the engine held them before it had their own types (a DDL INT column
-// was a BIGINT), so those checkpoints restart; their encoding is the same.
-func stateType(t stream.Type) stream.Type {
-	switch t {
-	case stream.Int8, stream.Int16, stream.Int32:
-		return stream.Int64
-	case stream.Float32:
-		return stream.Float64
-	case stream.TimestampNTZ:
-		return stream.Timestamp
-	}
-	return t
-}
-
 // integral reports whether t is an integer kind (sum and avg take it).
 func integral(t stream.Type) bool {
 	switch t {

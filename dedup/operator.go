@@ -3,20 +3,20 @@ package dedup
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
 
 // CodeRetractionUnsupported: the input retracts a row, which a
 // deduplication cannot undo (it keeps the first row's key, not the rows).
-const CodeRetractionUnsupported = "RETRACTION_UNSUPPORTED"
+const CodeRetractionUnsupported = opbase.CodeRetractionUnsupported
 
 // Operator is the deduplication (stream.Operator over a state.Store),
 // driven from one goroutine at a time; it is not safe for concurrent use.
@@ -24,13 +24,12 @@ type Operator struct {
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
+	life   opbase.Lifecycle
 
-	inBatch, finished bool
-	batchID           int64
-	out               *stream.Batch
-	inRows, put       int64
-	late, dups        int64
-	process           time.Duration
+	out         *stream.Batch
+	inRows, put int64
+	late, dups  int64
+	process     time.Duration
 
 	// minUs is at most the least event time (dropDuplicates evicting by
 	// it) or expiry (WithinWatermark) in state, pending included;
@@ -55,7 +54,7 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{p: p}, nil
+	return &Operator{p: p, life: opbase.New("deduplication", p)}, nil
 }
 
 // Schema returns the state schema the operator records and checks on Open.
@@ -79,48 +78,27 @@ func (o *Operator) evicts() bool { return o.p.spec.WithinWatermark || o.p.evictC
 
 // Open loads the state committed at env.Version.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	if o.store != nil {
-		return errors.New("deduplication operator already open")
-	}
-	o.logger = env.Logger
-	if o.logger == nil {
-		o.logger = slog.Default()
-	}
-	s, err := state.Open(ctx, state.Options{Dir: env.StateDir, FS: env.FS, LocalDir: env.LocalDir,
-		Partitions: env.Partitions, Schema: o.p.schema, Logger: o.logger}, env.Version)
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema})
 	if err != nil {
 		return err
 	}
-	o.store = s
+	o.store, o.logger = s, logger
 	o.minUs = math.MinInt64
 	if s.NumKeys() == 0 {
 		o.minUs = math.MaxInt64
 	}
 	o.committedMinUs = o.minUs
-	o.inBatch, o.finished = false, false
 	return nil
 }
 
+// begin starts batch batchID on its first Process or Finish.
 func (o *Operator) begin(batchID int64) error {
-	if o.store == nil {
-		return errors.New("deduplication operator is not open")
+	started, err := o.life.Begin(o.store, batchID)
+	if started {
+		o.inRows, o.put, o.late, o.dups, o.process = 0, 0, 0, 0, 0
+		o.out = opbase.NewBatch(o.p.spec.Input)
 	}
-	if o.inBatch {
-		if batchID != o.batchID {
-			return fmt.Errorf("deduplication: batch %d started while batch %d is uncommitted", batchID, o.batchID)
-		}
-		if o.finished {
-			return fmt.Errorf("deduplication: batch %d already finished", batchID)
-		}
-		return nil
-	}
-	o.inBatch, o.finished, o.batchID = true, false, batchID
-	o.inRows, o.put, o.late, o.dups, o.process = 0, 0, 0, 0, 0
-	o.out = &stream.Batch{}
-	for _, f := range o.p.spec.Input.Fields {
-		o.out.Columns = append(o.out.Columns, stream.Column{Name: f.Name, Type: f.Type})
-	}
-	return nil
+	return err
 }
 
 // Process emits the chunk's rows whose key is not in state and puts their
@@ -134,12 +112,8 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	}
 	t0 := time.Now()
 	defer func() { o.process += time.Since(t0) }()
-	for _, s := range in.Signs {
-		if s < 0 {
-			return errcode.New(CodeRetractionUnsupported, "",
-				"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
-				"%s: the input retracts a row, which a deduplication cannot undo", o.p)
-		}
+	if err := opbase.RefuseRetractions(in, "%s: the input retracts a row, which a deduplication cannot undo", o.p); err != nil {
+		return err
 	}
 	keys := make([]*stream.Column, len(o.p.cols))
 	for k, c := range o.p.cols {
@@ -265,7 +239,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			"numOutputRows":         int64(o.out.Len),
 		},
 	}
-	o.finished = true
+	o.life.Finish()
 	out := o.out
 	o.out = nil
 	return out, o.progress, nil
@@ -316,21 +290,10 @@ func (o *Operator) evict(wmUs int64) (removed int64, err error) {
 
 // Commit makes state version batchID durable.
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
-	if o.store == nil {
-		return errors.New("deduplication operator is not open")
+	if _, err := o.life.Commit(ctx, o.store, batchID, &o.progress); err != nil {
+		return err
 	}
-	if !o.inBatch || !o.finished || o.batchID != batchID {
-		return fmt.Errorf("deduplication: commit of batch %d before its Finish", batchID)
-	}
-	m, err := o.store.Commit(ctx, batchID)
-	if err != nil {
-		return fmt.Errorf("%s: commit state version %d: %w", o.p, batchID, err)
-	}
-	o.progress.CommitTimeMs = m.CommitTimeMs
-	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
-	o.progress.NumRowsTotal = m.RowsTotal
 	o.committedMinUs = o.minUs
-	o.inBatch, o.finished = false, false
 	return nil
 }
 
@@ -340,11 +303,9 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 
 // Abort discards the current batch.
 func (o *Operator) Abort() {
-	if o.store != nil {
-		o.store.Abort()
-	}
+	o.life.Abort(o.store)
 	o.minUs = o.committedMinUs
-	o.inBatch, o.finished, o.out = false, false, nil
+	o.out = nil
 }
 
 // NeedsNoDataBatch reports whether a batch at watermarkMs would evict a key.
@@ -368,7 +329,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 		return false, fmt.Errorf("%s: scan state: %w", o.p, err)
 	}
 	o.minUs = least
-	if !o.inBatch {
+	if !o.life.Active() {
 		o.committedMinUs = least
 	}
 	return wmUs >= least, nil
@@ -377,13 +338,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 // Repartition writes the state committed at base into n partitions as
 // version batchID, and continues with n partitions.
 func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
-	if o.store == nil {
-		return stream.RepartitionStats{}, errors.New("deduplication operator is not open")
-	}
-	if o.inBatch {
-		return stream.RepartitionStats{}, fmt.Errorf("deduplication: repartition while batch %d is uncommitted", o.batchID)
-	}
-	return o.store.Repartition(ctx, base, batchID, n)
+	return o.life.Repartition(ctx, o.store, base, batchID, n)
 }
 
 // CheckPartitions refuses a partition count the state store's cache cannot
@@ -392,12 +347,7 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 
 // Close releases the store; uncommitted changes are discarded.
 func (o *Operator) Close() error {
-	if o.store == nil {
-		return nil
-	}
-	o.store.Abort()
-	err := o.store.Close()
-	o.store = nil
-	o.inBatch, o.finished, o.out = false, false, nil
+	err := o.life.Close(o.store)
+	o.store, o.out = nil, nil
 	return err
 }

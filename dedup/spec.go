@@ -86,7 +86,7 @@ func newPlan(spec Spec) (*plan, error) {
 		if f == nil {
 			return nil, invalid("dropDuplicates column %q is not a column of the rows %s", c, spec.Input)
 		}
-		sf := state.Field{Name: c, Type: keyType(f.Type)}
+		sf := state.Field{Name: c, Type: state.RecordedType(f.Type)}
 		switch keyClass(f.Type) {
 		case stream.Int64:
 			sf.Nullable = true

@@ -14,7 +14,7 @@ import "github.com/ethstream/ethstream/stream"
 //	DOUBLE, FLOAT     a Float64 key (a null is refused, as before)
 //
 // The state schema records TINYINT, SMALLINT and INT as int64, FLOAT as
-// float64 and TIMESTAMP_NTZ as timestamp (keyType): a DDL INT column was a
+// float64 and TIMESTAMP_NTZ as timestamp (state.RecordedType): a DDL INT column was a
 // BIGINT before the engine had INT, so a checkpoint written then restarts
 // with the same schema. An ARRAY column is refused.
 
@@ -34,17 +34,4 @@ func keyClass(t stream.Type) stream.Type {
 		return stream.Float64
 	}
 	return 0
-}
-
-// keyType is the type the state schema records a key field of type t as.
-func keyType(t stream.Type) stream.Type {
-	switch t {
-	case stream.Int8, stream.Int16, stream.Int32:
-		return stream.Int64
-	case stream.Float32:
-		return stream.Float64
-	case stream.TimestampNTZ:
-		return stream.Timestamp
-	}
-	return t
 }

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -22,16 +22,15 @@ type Operator struct {
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
+	life   opbase.Lifecycle
 	types  [2][]stream.Type // each side's key column types
 
-	inBatch, finished bool
-	batchID           int64
-	out               *outBuilder
-	inRows, late      int64
-	nullKeys, put     int64
-	process           time.Duration
-	progress          stream.OperatorProgress
-	keyBuf            []byte
+	out           *outBuilder
+	inRows, late  int64
+	nullKeys, put int64
+	process       time.Duration
+	progress      stream.OperatorProgress
+	keyBuf        []byte
 	// rows caches the decoded stored rows the batch read or wrote, by
 	// state key: a key's values are read again for every row of the batch
 	// with that key, and decoding the JSON is most of a join's CPU.
@@ -58,7 +57,7 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Operator{p: p}
+	o := &Operator{p: p, life: opbase.New("join", p)}
 	for i, sp := range p.sides {
 		for _, j := range sp.keys {
 			o.types[i] = append(o.types[i], sp.Schema.Fields[j].Type)
@@ -98,41 +97,23 @@ func (o *Operator) String() string { return o.p.String() }
 // Open loads the state committed at env.Version; another join type, other
 // keys or other side columns are STATE_SCHEMA_MISMATCH.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	if o.store != nil {
-		return errors.New("join operator already open")
-	}
-	o.logger = env.Logger
-	if o.logger == nil {
-		o.logger = slog.Default()
-	}
-	s, err := state.Open(ctx, state.Options{Dir: env.StateDir, FS: env.FS, LocalDir: env.LocalDir,
-		Partitions: env.Partitions, Schema: o.p.schema, Logger: o.logger}, env.Version)
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema})
 	if err != nil {
 		return err
 	}
-	o.store = s
-	o.inBatch, o.finished = false, false
+	o.store, o.logger = s, logger
 	return nil
 }
 
+// begin starts batch batchID on its first ProcessSide or Finish.
 func (o *Operator) begin(batchID int64) error {
-	if o.store == nil {
-		return errors.New("join operator is not open")
+	started, err := o.life.Begin(o.store, batchID)
+	if started {
+		o.inRows, o.late, o.nullKeys, o.put, o.process = 0, 0, 0, 0, 0
+		o.out = newOutBuilder(o.p.out)
+		o.rows = map[string]cachedRow{}
 	}
-	if o.inBatch {
-		if batchID != o.batchID {
-			return fmt.Errorf("join: batch %d started while batch %d is uncommitted", batchID, o.batchID)
-		}
-		if o.finished {
-			return fmt.Errorf("join: batch %d already finished", batchID)
-		}
-		return nil
-	}
-	o.inBatch, o.finished, o.batchID = true, false, batchID
-	o.inRows, o.late, o.nullKeys, o.put, o.process = 0, 0, 0, 0, 0
-	o.out = newOutBuilder(o.p.out)
-	o.rows = map[string]cachedRow{}
-	return nil
+	return err
 }
 
 // Process refuses input without a side: a join reads through ProcessSide.
@@ -154,12 +135,8 @@ func (o *Operator) ProcessSide(ctx context.Context, batchID, watermarkMs int64, 
 	}
 	t0 := time.Now()
 	defer func() { o.process += time.Since(t0) }()
-	for _, s := range in.Signs {
-		if s < 0 {
-			return errcode.New(CodeRetractionUnsupported, "",
-				"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
-				"%s: the input retracts a row, which a stream-stream join cannot take back from the rows it emitted", o.p)
-		}
+	if err := opbase.RefuseRetractions(in, "%s: the input retracts a row, which a stream-stream join cannot take back from the rows it emitted", o.p); err != nil {
+		return err
 	}
 	sp := &o.p.sides[side]
 	cols := make([]*stream.Column, len(sp.Schema.Fields))
@@ -522,7 +499,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			MetricNullKeys:  o.nullKeys,
 		},
 	}
-	o.finished = true
+	o.life.Finish()
 	o.out, o.rows = nil, nil
 	return out, o.progress, nil
 }
@@ -549,21 +526,8 @@ const MetricNullKeys = "numNullKeyRows"
 
 // Commit makes state version batchID durable.
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
-	if o.store == nil {
-		return errors.New("join operator is not open")
-	}
-	if !o.inBatch || !o.finished || o.batchID != batchID {
-		return fmt.Errorf("join: commit of batch %d before its Finish", batchID)
-	}
-	m, err := o.store.Commit(ctx, batchID)
-	if err != nil {
-		return fmt.Errorf("%s: commit state version %d: %w", o.p, batchID, err)
-	}
-	o.progress.CommitTimeMs = m.CommitTimeMs
-	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
-	o.progress.NumRowsTotal = m.RowsTotal
-	o.inBatch, o.finished = false, false
-	return nil
+	_, err := o.life.Commit(ctx, o.store, batchID, &o.progress)
+	return err
 }
 
 // Progress returns the last batch's stateOperators entry, with its commit's
@@ -572,10 +536,8 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 
 // Abort discards the current batch.
 func (o *Operator) Abort() {
-	if o.store != nil {
-		o.store.Abort()
-	}
-	o.inBatch, o.finished, o.out, o.rows = false, false, nil, nil
+	o.life.Abort(o.store)
+	o.out, o.rows = nil, nil
 }
 
 // NeedsNoDataBatch reports whether a batch at watermarkMs would evict a
@@ -608,13 +570,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 // Repartition writes the state committed at base into n partitions as
 // version batchID, and continues with n partitions.
 func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
-	if o.store == nil {
-		return stream.RepartitionStats{}, errors.New("join operator is not open")
-	}
-	if o.inBatch {
-		return stream.RepartitionStats{}, fmt.Errorf("join: repartition while batch %d is uncommitted", o.batchID)
-	}
-	return o.store.Repartition(ctx, base, batchID, n)
+	return o.life.Repartition(ctx, o.store, base, batchID, n)
 }
 
 // CheckPartitions refuses a partition count the state store's cache cannot
@@ -623,26 +579,15 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 
 // Close releases the store; uncommitted changes are discarded.
 func (o *Operator) Close() error {
-	if o.store == nil {
-		return nil
-	}
-	o.store.Abort()
-	err := o.store.Close()
-	o.store = nil
-	o.inBatch, o.finished, o.out = false, false, nil
+	err := o.life.Close(o.store)
+	o.store, o.out = nil, nil
 	return err
 }
 
 // outBuilder collects the joined rows of a batch.
 type outBuilder struct{ b *stream.Batch }
 
-func newOutBuilder(s stream.Schema) *outBuilder {
-	b := &stream.Batch{}
-	for _, f := range s.Fields {
-		b.Columns = append(b.Columns, stream.Column{Name: f.Name, Type: f.Type})
-	}
-	return &outBuilder{b: b}
-}
+func newOutBuilder(s stream.Schema) *outBuilder { return &outBuilder{b: opbase.NewBatch(s)} }
 
 // add appends the joined row of l and r (nil: that side's nulls).
 func (ob *outBuilder) add(p *plan, l, r row) {

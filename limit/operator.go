@@ -3,12 +3,11 @@ package limit
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -19,7 +18,7 @@ const OperatorName = "globalLimit"
 
 // CodeRetractionUnsupported: the input retracts a row, which a limit
 // cannot undo (the rows after it were dropped).
-const CodeRetractionUnsupported = "RETRACTION_UNSUPPORTED"
+const CodeRetractionUnsupported = opbase.CodeRetractionUnsupported
 
 // Spec is a global limit.
 type Spec struct {
@@ -35,9 +34,8 @@ type Operator struct {
 	spec   Spec
 	schema state.Schema
 	store  *state.Store
+	life   opbase.Lifecycle
 
-	inBatch, finished bool
-	batchID           int64
 	// count is the rows emitted up to the batch being run; committed
 	// its value at the committed version.
 	count, committed int64
@@ -64,7 +62,9 @@ func New(spec Spec) (*Operator, error) {
 		return nil, errcode.New(errcode.InvalidArgument, "", "use LIMIT 0 or more",
 			"LIMIT %d: the limit must not be negative", spec.N)
 	}
-	return &Operator{spec: spec, schema: Schema()}, nil
+	o := &Operator{spec: spec, schema: Schema()}
+	o.life = opbase.New("limit", o)
+	return o, nil
 }
 
 // Schema is the state schema every global limit records (doc.go).
@@ -88,15 +88,7 @@ func (o *Operator) String() string { return fmt.Sprintf("globalLimit(%d)", o.spe
 
 // Open loads the count committed at env.Version.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	if o.store != nil {
-		return errors.New("limit operator already open")
-	}
-	logger := env.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	s, err := state.Open(ctx, state.Options{Dir: env.StateDir, FS: env.FS, LocalDir: env.LocalDir,
-		Partitions: env.Partitions, Schema: o.schema, Logger: logger}, env.Version)
+	s, _, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.schema})
 	if err != nil {
 		return err
 	}
@@ -108,7 +100,6 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		return err
 	}
 	o.count, o.committed = n, n
-	o.inBatch, o.finished = false, false
 	return nil
 }
 
@@ -126,26 +117,14 @@ func (o *Operator) read() (int64, error) {
 	return n, nil
 }
 
+// begin starts batch batchID on its first Process or Finish.
 func (o *Operator) begin(batchID int64) error {
-	if o.store == nil {
-		return errors.New("limit operator is not open")
+	started, err := o.life.Begin(o.store, batchID)
+	if started {
+		o.inRows, o.process = 0, 0
+		o.out = opbase.NewBatch(o.spec.Input)
 	}
-	if o.inBatch {
-		if batchID != o.batchID {
-			return fmt.Errorf("limit: batch %d started while batch %d is uncommitted", batchID, o.batchID)
-		}
-		if o.finished {
-			return fmt.Errorf("limit: batch %d already finished", batchID)
-		}
-		return nil
-	}
-	o.inBatch, o.finished, o.batchID = true, false, batchID
-	o.inRows, o.process = 0, 0
-	o.out = &stream.Batch{}
-	for _, f := range o.spec.Input.Fields {
-		o.out.Columns = append(o.out.Columns, stream.Column{Name: f.Name, Type: f.Type})
-	}
-	return nil
+	return err
 }
 
 // Process emits the chunk's first rows while the count is below N.
@@ -158,12 +137,8 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	}
 	t0 := time.Now()
 	defer func() { o.process += time.Since(t0) }()
-	for _, s := range in.Signs {
-		if s < 0 {
-			return errcode.New(CodeRetractionUnsupported, "",
-				"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
-				"%s: the input retracts a row, which a limit cannot undo", o)
-		}
+	if err := opbase.RefuseRetractions(in, "%s: the input retracts a row, which a limit cannot undo", o); err != nil {
+		return err
 	}
 	o.inRows += int64(in.Len)
 	take := min(int64(in.Len), o.spec.N-o.count)
@@ -209,7 +184,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			"numOutputRows": int64(o.out.Len),
 		},
 	}
-	o.finished = true
+	o.life.Finish()
 	out := o.out
 	o.out = nil
 	return out, o.progress, nil
@@ -217,21 +192,10 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 
 // Commit makes state version batchID durable.
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
-	if o.store == nil {
-		return errors.New("limit operator is not open")
+	if _, err := o.life.Commit(ctx, o.store, batchID, &o.progress); err != nil {
+		return err
 	}
-	if !o.inBatch || !o.finished || o.batchID != batchID {
-		return fmt.Errorf("limit: commit of batch %d before its Finish", batchID)
-	}
-	m, err := o.store.Commit(ctx, batchID)
-	if err != nil {
-		return fmt.Errorf("%s: commit state version %d: %w", o, batchID, err)
-	}
-	o.progress.CommitTimeMs = m.CommitTimeMs
-	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
-	o.progress.NumRowsTotal = m.RowsTotal
 	o.committed = o.count
-	o.inBatch, o.finished = false, false
 	return nil
 }
 
@@ -240,11 +204,9 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 
 // Abort discards the current batch.
 func (o *Operator) Abort() {
-	if o.store != nil {
-		o.store.Abort()
-	}
+	o.life.Abort(o.store)
 	o.count = o.committed
-	o.inBatch, o.finished, o.out = false, false, nil
+	o.out = nil
 }
 
 // NeedsNoDataBatch is false: a batch without input emits nothing.
@@ -253,13 +215,7 @@ func (o *Operator) NeedsNoDataBatch(int64) (bool, error) { return false, nil }
 // Repartition writes the state committed at base into n partitions as
 // version batchID, and continues with n partitions.
 func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
-	if o.store == nil {
-		return stream.RepartitionStats{}, errors.New("limit operator is not open")
-	}
-	if o.inBatch {
-		return stream.RepartitionStats{}, fmt.Errorf("limit: repartition while batch %d is uncommitted", o.batchID)
-	}
-	return o.store.Repartition(ctx, base, batchID, n)
+	return o.life.Repartition(ctx, o.store, base, batchID, n)
 }
 
 // CheckPartitions refuses a partition count the state store's cache cannot
@@ -268,11 +224,7 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 
 // Close releases the store; uncommitted changes are discarded.
 func (o *Operator) Close() error {
-	if o.store == nil {
-		return nil
-	}
-	o.store.Abort()
-	err := o.store.Close()
+	err := o.life.Close(o.store)
 	o.store = nil
 	return err
 }

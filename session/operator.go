@@ -14,6 +14,7 @@ import (
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/interval"
+	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -35,6 +36,7 @@ type Operator struct {
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
+	life   opbase.Lifecycle
 
 	// idx holds every stored session's span by group key prefix (the
 	// encoded group columns), sorted by start: the sessions a batch merges
@@ -45,8 +47,6 @@ type Operator struct {
 	// minEnd is at most the least end in idx (MaxInt64: none).
 	minEnd int64
 
-	inBatch, finished bool
-	batchID           int64
 	// byKey holds the batch's new sessions by group prefix: one-row
 	// sessions, merged among themselves whenever a key's list doubles
 	// (compact), so a batch holds about one entry per session it forms,
@@ -93,7 +93,7 @@ func (o *Operator) compact(pd *pending) error {
 		merged[j] = newRow{s, pd.rows[m[0].row].buf}
 		for _, x := range m[1:] {
 			if err := o.p.buf.Merge(merged[j].buf, pd.rows[x.row].buf); err != nil {
-				return fmt.Errorf("batch %d: %s: %w", o.batchID, o.p, err)
+				return fmt.Errorf("batch %d: %s: %w", o.life.ID(), o.p, err)
 			}
 		}
 	}
@@ -115,7 +115,7 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{p: p}, nil
+	return &Operator{p: p, life: opbase.New("session window", p)}, nil
 }
 
 // Spec returns the spec the operator was built from.
@@ -147,20 +147,11 @@ func (o *Operator) OutputSchema() stream.Schema {
 
 // Open loads the state committed at env.Version and indexes its sessions.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	if o.store != nil {
-		return errors.New("session window operator already open")
-	}
-	o.logger = env.Logger
-	if o.logger == nil {
-		o.logger = slog.Default()
-	}
-	s, err := state.Open(ctx, state.Options{Dir: env.StateDir, FS: env.FS, LocalDir: env.LocalDir,
-		Partitions: env.Partitions, Schema: o.p.schema, Logger: o.logger}, env.Version)
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema})
 	if err != nil {
 		return err
 	}
-	o.store = s
-	o.inBatch, o.finished = false, false
+	o.store, o.logger = s, logger
 	if err := o.reindex(); err != nil {
 		return errors.Join(err, o.Close())
 	}
@@ -223,28 +214,20 @@ func (o *Operator) decodeEnd(val []byte) (int64, []byte, error) {
 	return end, val[n:], nil
 }
 
+// begin starts batch batchID on its first Process or Finish, the index
+// rebuilt first if an abort left it stale.
 func (o *Operator) begin(batchID int64) error {
-	if o.store == nil {
-		return errors.New("session window operator is not open")
-	}
-	if o.inBatch {
-		if batchID != o.batchID {
-			return fmt.Errorf("session window: batch %d started while batch %d is uncommitted", batchID, o.batchID)
-		}
-		if o.finished {
-			return fmt.Errorf("session window: batch %d already finished", batchID)
-		}
-		return nil
-	}
-	if o.stale {
+	if o.stale && o.store != nil && !o.life.Active() {
 		if err := o.reindex(); err != nil {
 			return err
 		}
 	}
-	o.inBatch, o.finished, o.batchID = true, false, batchID
-	o.byKey = map[string]*pending{}
-	o.inRows, o.late, o.nullTS, o.badGap, o.process = 0, 0, 0, 0, 0
-	return nil
+	started, err := o.life.Begin(o.store, batchID)
+	if started {
+		o.byKey = map[string]*pending{}
+		o.inRows, o.late, o.nullTS, o.badGap, o.process = 0, 0, 0, 0, 0
+	}
+	return err
 }
 
 // Process keeps the chunk's rows as one-row sessions [t, t+gap) by group
@@ -260,13 +243,10 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 	}
 	t0 := time.Now()
 	defer func() { o.process += time.Since(t0) }()
-	for _, s := range in.Signs {
-		if s < 0 {
-			return errcode.New(CodeRetractionUnsupported, "",
-				"read the source without retractions (e.g. with confirmations instead of reorg=retract)",
-				"%s (%s): the input retracts a row, which a session window cannot undo: a retracted row may split a session, and the state keeps one aggregate per session, not its rows",
-				OperatorName, o.p)
-		}
+	if err := opbase.RefuseRetractions(in,
+		"%s (%s): the input retracts a row, which a session window cannot undo: a retracted row may split a session, and the state keeps one aggregate per session, not its rows",
+		OperatorName, o.p); err != nil {
+		return err
 	}
 	col := func(name string, t stream.Type) (*stream.Column, error) {
 		c := in.Column(name)
@@ -426,7 +406,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			"processTimeMs":     o.process.Milliseconds(),
 		},
 	}
-	o.finished = true
+	o.life.Finish()
 	o.byKey = nil
 	return out, o.progress, nil
 }
@@ -468,7 +448,7 @@ func (o *Operator) mergeBatch() (updated, removed int64, err error) {
 					}
 				}
 				if err := o.p.buf.Merge(total, src); err != nil {
-					return updated, removed, fmt.Errorf("batch %d: %s: %w", o.batchID, o.p, err)
+					return updated, removed, fmt.Errorf("batch %d: %s: %w", o.life.ID(), o.p, err)
 				}
 			}
 			for _, x := range m {
@@ -599,13 +579,7 @@ func (o *Operator) emitAll(out *stream.Batch) error {
 	return nil
 }
 
-func (o *Operator) newOutput() *stream.Batch {
-	b := &stream.Batch{}
-	for _, f := range o.OutputSchema().Fields {
-		b.Columns = append(b.Columns, stream.Column{Name: f.Name, Type: f.Type})
-	}
-	return b
-}
+func (o *Operator) newOutput() *stream.Batch { return opbase.NewBatch(o.OutputSchema()) }
 
 // appendRow appends the session stored under key (group columns, start)
 // with its end and buffer to out.
@@ -662,21 +636,12 @@ func setNull(c *stream.Column, n int, null bool) {
 
 // Commit makes state version batchID durable.
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
-	if o.store == nil {
-		return errors.New("session window operator is not open")
-	}
-	if !o.inBatch || !o.finished || o.batchID != batchID {
-		return fmt.Errorf("session window: commit of batch %d before its Finish", batchID)
-	}
-	m, err := o.store.Commit(ctx, batchID)
-	if err != nil {
+	if _, err := o.life.Commit(ctx, o.store, batchID, &o.progress); err != nil {
+		// The index may hold sessions the store did not commit: rebuild it
+		// from the committed state before the next batch.
 		o.stale = true
-		return fmt.Errorf("%s: commit state version %d: %w", o.p, batchID, err)
+		return err
 	}
-	o.progress.CommitTimeMs = m.CommitTimeMs
-	o.progress.MemoryUsedBytes = m.MemoryUsedBytes
-	o.progress.NumRowsTotal = m.RowsTotal
-	o.inBatch, o.finished = false, false
 	return nil
 }
 
@@ -687,13 +652,10 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 // Abort discards the current batch; the index is rebuilt from the
 // committed state before the next batch.
 func (o *Operator) Abort() {
-	if o.store != nil {
-		o.store.Abort()
-	}
-	if o.inBatch {
+	if o.life.Active() {
 		o.stale = true
 	}
-	o.inBatch, o.finished = false, false
+	o.life.Abort(o.store)
 	o.byKey = nil
 }
 
@@ -704,7 +666,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 	if o.store == nil || o.p.spec.Mode != agg.Append || o.p.spec.WatermarkDelay <= 0 {
 		return false, nil
 	}
-	if o.stale && !o.inBatch {
+	if o.stale && !o.life.Active() {
 		if err := o.reindex(); err != nil {
 			return false, err
 		}
@@ -719,13 +681,7 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 // Repartition writes the state committed at base into n partitions as
 // version batchID, and continues with n partitions.
 func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
-	if o.store == nil {
-		return stream.RepartitionStats{}, errors.New("session window operator is not open")
-	}
-	if o.inBatch {
-		return stream.RepartitionStats{}, fmt.Errorf("session window: repartition while batch %d is uncommitted", o.batchID)
-	}
-	return o.store.Repartition(ctx, base, batchID, n)
+	return o.life.Repartition(ctx, o.store, base, batchID, n)
 }
 
 // CheckPartitions refuses a partition count the state store's cache cannot
@@ -734,13 +690,8 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 
 // Close releases the store; uncommitted changes are discarded.
 func (o *Operator) Close() error {
-	if o.store == nil {
-		return nil
-	}
-	o.store.Abort()
-	err := o.store.Close()
+	err := o.life.Close(o.store)
 	o.store = nil
-	o.inBatch, o.finished = false, false
 	o.byKey, o.idx = nil, nil
 	return err
 }

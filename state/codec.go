@@ -21,6 +21,23 @@ type Field struct {
 	Nullable bool `json:"nullable,omitempty"`
 }
 
+// RecordedType is the type a key or value field of type t is recorded with
+// in a Schema: the integer kinds narrower than BIGINT, FLOAT and
+// TIMESTAMP_NTZ keep the names BIGINT, DOUBLE and TIMESTAMP under which the
+// engine held them before it had their own types (a DDL INT column was a
+// BIGINT), so those checkpoints restart; their encoding is the same.
+func RecordedType(t stream.Type) stream.Type {
+	switch t {
+	case stream.Int8, stream.Int16, stream.Int32:
+		return stream.Int64
+	case stream.Float32:
+		return stream.Float64
+	case stream.TimestampNTZ:
+		return stream.Timestamp
+	}
+	return t
+}
+
 // Schema is recorded in every version's metadata file and checked on Open: a
 // checkpoint written by one operator definition is never read by another.
 type Schema struct {
