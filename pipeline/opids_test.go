@@ -18,6 +18,7 @@ import (
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/chain/archivegen"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/storage/s3serve"
@@ -219,4 +220,38 @@ func TestMainTwoOperatorCheckpointResumes(t *testing.T) {
 	}
 	runNames(t, resumed)
 	sameRows(t, "the table after the repartition", allTableRows(t, scratch.Table), allTableRows(t, resumed.Table))
+}
+
+// TestDropDuplicatesAddedToReferenceQueryRefused: --drop-duplicates added
+// to a checkpoint of the reference query, through Run as the CLI starts
+// it, is refused STATE_SCHEMA_MISMATCH by the restart rules (an operator
+// added) with the checkpoint unchanged. With Spark's ids the aggregation
+// keeps id 0 and the deduplication would open an empty state/1; the state
+// format adoption once rebuilt the query's shape without the
+// deduplication, so the rules saw one operator on each side and the start
+// failed later, CHECKPOINT_CORRUPT on the missing state/1.
+func TestDropDuplicatesAddedToReferenceQueryRefused(t *testing.T) {
+	archive, err := faultArchive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c := Config{
+		Checkpoint: filepath.Join(dir, "ck"), Table: filepath.Join(dir, "table"), LocalDir: filepath.Join(dir, "local"),
+		Sources: []SourceSpec{{Name: "a", Format: "s3archive", URI: "file://" + filepath.ToSlash(archive) + "/v1.0/eth/blocks?maxFilesPerTrigger=1"}},
+		Conf:    map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
+		Trigger: engine.Trigger{Kind: engine.AvailableNow}, MaxBatches: 1,
+		Logger: slog.New(slog.DiscardHandler), Clock: stream.SystemClock{},
+	}
+	if _, err := Run(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	before := treeHash(t, c.Checkpoint)
+	c.DropDuplicates = "hash"
+	if _, err := Run(t.Context(), c); errcode.Code(err) != errcode.StateSchemaMismatch || !strings.Contains(err.Error(), "2 stateful operators") {
+		t.Fatalf("got %v, want STATE_SCHEMA_MISMATCH for the operator added", err)
+	}
+	if after := treeHash(t, c.Checkpoint); after != before {
+		t.Fatal("a refused start changed the checkpoint")
+	}
 }
