@@ -32,7 +32,7 @@ func planSketch(ra *resolvedAgg) error {
 	}
 	p, err := hllpp.Precision(rsd)
 	if err != nil {
-		return errcode.New(errcode.InvalidArgument, "", "use a relativeSD between 0.003 and 0.39 (default 0.05)",
+		return errcode.New(errcode.InvalidArgument, "", fmt.Sprintf("use a relativeSD between %v and 0.39 (default 0.05)", hllpp.MinRelativeSD),
 			"approx_count_distinct(%s, %v): %s", ra.Column, rsd, err)
 	}
 	ps := hllpp.New(p)

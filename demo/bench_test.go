@@ -99,6 +99,61 @@ func TestBenchSmallArchive(t *testing.T) {
 		len(k.Commits) != k.Batches || k.PeakRSSBytes <= 0 {
 		t.Fatalf("one key per block (%d blocks): %+v", res.Blocks, res.Keys)
 	}
+	checkKeysTargets(t, res)
+}
+
+// checkKeysTargets: the one-key-per-block run's three targets are rows of
+// the run's targets, each decided from the figures of res.Keys (recomputed
+// here from the commits and RSS figures, not through keysTargets), and the
+// verdicts a two-day archive must get: no key lost and the RSS far under
+// its limit pass; the commits' spread passes or fails by its own figure.
+func checkKeysTargets(t *testing.T, res *BenchResult) {
+	t.Helper()
+	k := res.Keys
+	byPrefix := func(prefix string) Target {
+		var found []Target
+		for _, tg := range res.Targets {
+			if strings.HasPrefix(tg.Name, prefix) {
+				found = append(found, tg)
+			}
+		}
+		if len(found) != 1 {
+			t.Fatalf("%d targets named %q..., want 1: %+v", len(found), prefix, res.Targets)
+		}
+		return found[0]
+	}
+	rss := byPrefix(fmt.Sprintf("one key per block (%d keys): peak RSS", k.Keys))
+	if peak := float64(max(k.PeakRSSBytes, k.RepartitionRSSByte)) / 1e9; rss.Value != peak || rss.Limit != 1.5 || rss.Status != TargetPass {
+		t.Errorf("RSS target %+v, want %.3f GB of 1.5 passing (backfill %d B, repartition %d B)", rss, peak, k.PeakRSSBytes, k.RepartitionRSSByte)
+	}
+	lost := byPrefix("one key per block: keys lost by the repartition")
+	if lost.Value != 0 || lost.Limit != 0 || lost.Status != TargetPass ||
+		lost.Measured != fmt.Sprintf("%d before, %d after, %d ms", k.Keys, k.Keys, k.RepartitionMs) {
+		t.Errorf("keys lost target %+v, want 0 of %d keys passing", lost, k.Keys)
+	}
+	var lo, hi float64
+	changed := 0
+	for _, c := range k.Commits {
+		if c.KeysChanged > 0 {
+			r := float64(c.Bytes) / float64(c.KeysChanged)
+			if changed == 0 || r < lo {
+				lo = r
+			}
+			hi = max(hi, r)
+			changed++
+		}
+	}
+	if changed == 0 {
+		t.Fatalf("no commit changed a key: %+v", k.Commits)
+	}
+	spread := byPrefix("one key per block: state bytes written per changed key")
+	wantStatus := TargetPass
+	if hi/lo > 2 {
+		wantStatus = TargetFail
+	}
+	if spread.Value != hi/lo || spread.Limit != 2 || spread.Status != wantStatus {
+		t.Errorf("spread target %+v, want %.2fx (%.0f-%.0f B/key over %d commits) %s", spread, hi/lo, lo, hi, changed, wantStatus)
+	}
 }
 
 // checkTargets: every target of docs/contracts.md is a row, decided from

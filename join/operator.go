@@ -76,13 +76,7 @@ func (o *Operator) OutputSchema() stream.Schema { return o.p.out }
 // (stream.LeftSide or RightSide): col, or alias_col when both sides have
 // it; false when the rows do not carry it (a left semi join's right side).
 func (o *Operator) OutputColumn(side int, col string) (string, bool) {
-	j := fieldIndex(o.p.sides[side].Schema, col)
-	for i, oc := range o.p.outCols {
-		if oc.side == side && oc.col == j {
-			return o.p.out.Fields[i].Name, true
-		}
-	}
-	return "", false
+	return o.p.outputName(side, col)
 }
 
 // Spec returns the join's declaration.

@@ -385,10 +385,32 @@ func stateType(t stream.Type) stream.Type {
 	return stream.Int64
 }
 
+// OutputName is the join's naming rule for its rows: the name in them of
+// column col of side side (stream.LeftSide or RightSide) of a join of type
+// t over sides with schemas and aliases (the relations' aliases, else
+// their names) is col, or alias_col when both sides have a column col
+// (a_ts, b_ts); false when the rows do not carry it (no such column, or a
+// left semi join's right side). The query over a join's rows resolves its
+// references by it.
+func OutputName(t Type, schemas [2]stream.Schema, aliases [2]string, side int, col string) (string, bool) {
+	if fieldIndex(schemas[side], col) < 0 || t == LeftSemi && side == stream.RightSide {
+		return "", false
+	}
+	if t != LeftSemi && fieldIndex(schemas[1-side], col) >= 0 {
+		return aliases[side] + "_" + col, true
+	}
+	return col, true
+}
+
+// outputName is OutputName for this join.
+func (p *plan) outputName(side int, col string) (string, bool) {
+	return OutputName(p.spec.Type, [2]stream.Schema{p.sides[0].Schema, p.sides[1].Schema},
+		[2]string{p.sides[0].Alias, p.sides[1].Alias}, side, col)
+}
+
 // outputSchema is the joined rows: the left columns then the right ones
-// (a left semi join: the left ones), nullable on a side the join may fill
-// with nulls; a name on both sides is prefixed with its side's alias and
-// an underscore (a_ts, b_ts).
+// (a left semi join: the left ones), named by OutputName, nullable on a
+// side the join may fill with nulls.
 func (p *plan) outputSchema() (stream.Schema, []outCol) {
 	var s stream.Schema
 	var cols []outCol
@@ -396,20 +418,10 @@ func (p *plan) outputSchema() (stream.Schema, []outCol) {
 	if p.spec.Type == LeftSemi {
 		sides = sides[:1]
 	}
-	both := map[string]bool{}
-	if len(sides) == 2 {
-		for _, f := range p.sides[0].Schema.Fields {
-			if fieldIndex(p.sides[1].Schema, f.Name) >= 0 {
-				both[f.Name] = true
-			}
-		}
-	}
 	for _, i := range sides {
 		nullable := p.spec.Type.preserves(1 - i)
 		for j, f := range p.sides[i].Schema.Fields {
-			if both[f.Name] {
-				f.Name = p.sides[i].Alias + "_" + f.Name
-			}
+			f.Name, _ = p.outputName(i, f.Name)
 			f.Nullable = f.Nullable || nullable
 			s.Fields = append(s.Fields, f)
 			cols = append(cols, outCol{side: i, col: j})

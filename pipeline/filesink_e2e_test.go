@@ -19,6 +19,7 @@ import (
 
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/sink/files"
 )
 
@@ -100,7 +101,7 @@ func TestOrdersToFileSink(t *testing.T) {
 
 	cfg.OutputMode = "append"
 	read := func() []string {
-		c, err := files.ReadLog(vfs.Default, out)
+		c, err := sinklog.ReadLog(vfs.Default, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestOrdersToFileSink(t *testing.T) {
 	if again := read(); !slices.Equal(again, got) {
 		t.Fatalf("a second run changed the output:\n%v\nwas\n%v", again, got)
 	}
-	ents, _ := os.ReadDir(filepath.Join(out, files.MetadataDir))
+	ents, _ := os.ReadDir(filepath.Join(out, sinklog.MetadataDir))
 	var names []string
 	for _, e := range ents {
 		names = append(names, e.Name())
@@ -159,7 +160,7 @@ func TestOrdersToFileSink(t *testing.T) {
 	if !slices.Contains(names, "1.compact") {
 		t.Fatalf("_spark_metadata holds %v", names)
 	}
-	b, _ := os.ReadFile(filepath.Join(out, files.MetadataDir, names[len(names)-1]))
+	b, _ := os.ReadFile(filepath.Join(out, sinklog.MetadataDir, names[len(names)-1]))
 	t.Logf("%d rows; _spark_metadata %v; %s:\n%s", len(got), names, names[len(names)-1], b)
 }
 
@@ -195,7 +196,7 @@ func TestPlainSelectToFileSink(t *testing.T) {
 		Conf:  map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"},
 		Query: "SELECT order_id, customer, amount FROM orders", OutputMode: "append"}
 	read := func() []string {
-		c, err := files.ReadLog(vfs.Default, out)
+		c, err := sinklog.ReadLog(vfs.Default, out)
 		if err != nil {
 			t.Fatal(err)
 		}

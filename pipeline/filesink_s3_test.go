@@ -15,7 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/ethstream/ethstream/engine"
-	"github.com/ethstream/ethstream/sink/files"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/storage/s3test"
 )
 
@@ -59,7 +59,7 @@ func TestFileSinkOnS3(t *testing.T) {
 				}
 				out := "s3://" + s.Bucket + "/" + prefix
 				read := func() []string {
-					c, err := files.ReadLog(fs, out)
+					c, err := sinklog.ReadLog(fs, out)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -106,7 +106,7 @@ func TestFileSinkOnS3(t *testing.T) {
 					switch {
 					case strings.HasPrefix(k, prefix+"/part-"):
 						parts++
-					case strings.HasPrefix(k, prefix+"/"+files.MetadataDir+"/"):
+					case strings.HasPrefix(k, prefix+"/"+sinklog.MetadataDir+"/"):
 						logs++
 					default:
 						t.Errorf("unexpected object %s", k)

@@ -36,11 +36,7 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 	var schemas [2]stream.Schema
 	used := map[string]bool{}
 	for i, rel := range jq.Rels {
-		alias := rel.Alias
-		if alias == "" {
-			alias = rel.Name
-		}
-		sides[i] = flow.From(alias)
+		sides[i] = flow.From(rel.Ref())
 		// A relation unions its sources (FROM (SELECT * FROM a1 UNION ALL
 		// SELECT * FROM a2) AS x): the side reads each under its own name,
 		// so each keeps its offsets and source evolution adds or removes
@@ -103,17 +99,11 @@ func joinSelect(jq *query.JoinQuery, schemas [2]stream.Schema) ([]flow.Column, e
 	if jq.Star {
 		return nil, nil
 	}
-	ref := func(i int) string {
-		if jq.Rels[i].Alias != "" {
-			return jq.Rels[i].Alias
-		}
-		return jq.Rels[i].Name
-	}
+	ref := func(i int) string { return jq.Rels[i].Ref() }
+	// joinName is the name in the join's rows of a column they carry.
 	joinName := func(side int, col string) string {
-		if schemas[1-side].Field(col) != nil && jq.Type != join.LeftSemi {
-			return ref(side) + "_" + col
-		}
-		return col
+		n, _ := jq.OutputName(schemas, side, col)
+		return n
 	}
 	type sel struct{ in, out string }
 	var sels []sel

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"github.com/ethstream/ethstream/flow"
-	"github.com/ethstream/ethstream/join"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -16,37 +15,15 @@ const joinedRows = "joined"
 // GROUP BY, HAVING, expressions), compiled as a one-input query against
 // the join's output schema: its filter, derived columns, aggregation and
 // post-aggregation stage become flow steps after the join, and each side's
-// event-time column, under its name in the joined rows, is the watermark
-// column an aggregation after the join may window by (the compiler takes
-// the first that fits the query; none when no window reads one).
+// event-time column, under its name in the joined rows, is a watermark an
+// aggregation after the join may window by (query.Options.EventTimes: the
+// compiler takes the one its window reads).
 func joinOuter(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, fq *flow.Query) error {
 	in, err := fq.Schema()
 	if err != nil {
 		return err
 	}
-	ref := func(i int) string {
-		if jq.Rels[i].Alias != "" {
-			return jq.Rels[i].Alias
-		}
-		return jq.Rels[i].Name
-	}
-	name := func(side int, col string) (string, bool) {
-		if schemas[side].Field(col) == nil || side == stream.RightSide && jq.Type == join.LeftSemi {
-			return "", false
-		}
-		if jq.Type != join.LeftSemi && schemas[1-side].Field(col) != nil {
-			return ref(side) + "_" + col, true
-		}
-		return col, true
-	}
-	columns := func(side int) []string {
-		var cols []string
-		for _, f := range schemas[side].Fields {
-			cols = append(cols, f.Name)
-		}
-		return cols
-	}
-	text, renames, err := jq.OuterQuery(joinedRows, columns, name)
+	text, renames, err := jq.OuterQuery(joinedRows, schemas)
 	if err != nil {
 		return err
 	}
@@ -56,26 +33,12 @@ func joinOuter(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, fq *fl
 	}
 	o.Sources, o.Schemas = []string{joinedRows}, []stream.Schema{in}
 	o.Relations = []query.Relation{{Name: joinedRows, Sources: []int{0}}}
-	var qc *query.Compiled
-	for i := range 3 {
-		// Each side's event-time column in turn, then none: the compiler
-		// refuses a watermark on a column the window does not read.
-		if i < 2 {
-			if jq.Rels[i].Watermark == "" {
-				continue
-			}
-			col, ok := name(i, jq.Rels[i].Watermark)
-			if !ok {
-				continue
-			}
-			o.WatermarkColumn, o.WatermarkDelay = col, jq.Rels[i].Delay
-		} else {
-			o.WatermarkColumn, o.WatermarkDelay = "", 0
-		}
-		if qc, err = query.Compile(text, o); err == nil {
-			break
+	for i, rel := range jq.Rels {
+		if col, ok := jq.OutputName(schemas, i, rel.Watermark); rel.Watermark != "" && ok {
+			o.EventTimes = append(o.EventTimes, query.EventTime{Column: col, Delay: rel.Delay})
 		}
 	}
+	qc, err := query.Compile(text, o)
 	if err != nil {
 		return err
 	}

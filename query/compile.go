@@ -31,6 +31,12 @@ type Options struct {
 	// an empty column means no watermark.
 	WatermarkColumn string
 	WatermarkDelay  time.Duration
+	// EventTimes are, for a query without WatermarkColumn, the watermarks
+	// it may run with (the event times of a join's relations, in the
+	// joined rows): the one on the column its window (or session window)
+	// reads, the first when it has no window, none when its window reads
+	// none of them. A query over a subquery takes none of them.
+	EventTimes []EventTime
 	// OutputMode is outputMode: update (default), append or complete.
 	OutputMode string
 	// Sources are the names of the query's input streams, in --source order.
@@ -52,6 +58,12 @@ type Options struct {
 	// NonANSI is spark.sql.ansi.enabled=false (Spark 3's default): casts
 	// that fail give null, and the aggregation's long sums wrap.
 	NonANSI bool
+}
+
+// EventTime is a watermark a query may run with (Options.EventTimes).
+type EventTime struct {
+	Column string
+	Delay  time.Duration
 }
 
 // Compiled is a query resolved against its input: what the engine runs.
@@ -710,7 +722,10 @@ func (r *resolver) options() error {
 	}
 	r.spec.Mode = mode
 	r.spec.NonANSI = r.o.NonANSI
-	col := r.o.WatermarkColumn
+	col, delay := r.o.WatermarkColumn, r.o.WatermarkDelay
+	if col == "" && r.in == nil {
+		col, delay = r.eventTime()
+	}
 	if col == "" {
 		return nil
 	}
@@ -731,10 +746,10 @@ func (r *resolver) options() error {
 		return errcode.New(CodeUnsupported, "", "set the watermark on the window's event-time column",
 			"withWatermark(%s): ethstream evicts state by the window's event time; a watermark on another column is not supported", col)
 	}
-	r.spec.WatermarkDelay = r.o.WatermarkDelay
+	r.spec.WatermarkDelay = delay
 	r.spec.WatermarkColumn = col
 	r.spec.ColumnTypes[col] = t
-	r.c.WatermarkColumn, r.c.WatermarkDelay = col, r.o.WatermarkDelay
+	r.c.WatermarkColumn, r.c.WatermarkDelay = col, delay
 	if r.c.Where != nil {
 		pre, err := r.pushDown(col)
 		if err != nil {
@@ -743,6 +758,19 @@ func (r *resolver) options() error {
 		r.c.PreWatermark = pre
 	}
 	return nil
+}
+
+// eventTime picks the watermark of Options.EventTimes the query runs with:
+// the one on its window's event-time column, the first without a window,
+// none ("") when the window reads none of them (withWatermark on another
+// column is refused: options).
+func (r *resolver) eventTime() (string, time.Duration) {
+	for _, e := range r.o.EventTimes {
+		if r.window == nil || e.Column == r.window.Col {
+			return e.Column, e.Delay
+		}
+	}
+	return "", 0
 }
 
 // pushDown compiles the conjuncts of the WHERE that do not read the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/join"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // A stream-stream join in SQL, as Databricks SQL writes one with
@@ -64,12 +65,20 @@ type JoinRel struct {
 	Pos       int
 }
 
-// ref names the relation in the query: its alias, else its name.
-func (r JoinRel) ref() string {
+// Ref names the relation in the query: its alias, else its name.
+func (r JoinRel) Ref() string {
 	if r.Alias != "" {
 		return r.Alias
 	}
 	return r.Name
+}
+
+// OutputName is the name in the join's rows of column col of relation side
+// (stream.LeftSide or RightSide), the relations' columns being schemas:
+// join.OutputName, the relations named by Ref. false: the rows do not carry
+// it.
+func (jq *JoinQuery) OutputName(schemas [2]stream.Schema, side int, col string) (string, bool) {
+	return join.OutputName(jq.Type, schemas, [2]string{jq.Rels[0].Ref(), jq.Rels[1].Ref()}, side, col)
 }
 
 // JoinItem is one SELECT item of a join: a side's column (Side -1: an
@@ -142,8 +151,8 @@ func ParseJoin(src string) (*JoinQuery, error) {
 	if jq.Rels[1], err = p.joinRel(); err != nil {
 		return nil, err
 	}
-	if jq.Rels[0].ref() == jq.Rels[1].ref() {
-		return nil, syntaxErr(src, jq.Rels[1].Pos, "both relations of the join are called %s: give one an alias (AS y)", jq.Rels[1].ref())
+	if jq.Rels[0].Ref() == jq.Rels[1].Ref() {
+		return nil, syntaxErr(src, jq.Rels[1].Pos, "both relations of the join are called %s: give one an alias (AS y)", jq.Rels[1].Ref())
 	}
 	for _, a := range jq.Rels[0].Sources {
 		for _, b := range jq.Rels[1].Sources {
@@ -154,11 +163,11 @@ func ParseJoin(src string) (*JoinQuery, error) {
 	}
 	side := func(qual string, pos int) (int, error) {
 		for i, r := range jq.Rels {
-			if strings.EqualFold(qual, r.ref()) {
+			if strings.EqualFold(qual, r.Ref()) {
 				return i, nil
 			}
 		}
-		return 0, syntaxErr(src, pos, "%s is neither relation of the join (%s, %s)", qual, jq.Rels[0].ref(), jq.Rels[1].ref())
+		return 0, syntaxErr(src, pos, "%s is neither relation of the join (%s, %s)", qual, jq.Rels[0].Ref(), jq.Rels[1].Ref())
 	}
 	for _, ri := range raw {
 		if ri.qual != "" {

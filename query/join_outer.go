@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // The query over a join's rows. A join query with WHERE, GROUP BY or
@@ -55,25 +56,25 @@ func topFrom(toks []token, i int) int {
 func (jq *JoinQuery) Outer() bool { return jq.outer != nil }
 
 // OuterQuery is the text of the query over the join's rows, reading FROM
-// from; columns(side) lists a relation's columns and name(side, col) the
-// join's name for one of them (false: the join's rows do not carry it).
+// from, the relations' columns being schemas (each named in the rows by
+// OutputName).
 //
 // renames maps the output columns that are a SELECT item naming a
 // qualified column alone (SELECT x.ts) from the join's name (x_ts) to
 // Spark's (ts): the caller renames them once the query ran, where no
 // other output column has that name.
-func (jq *JoinQuery) OuterQuery(from string, columns func(side int) []string, name func(side int, col string) (string, bool)) (text string, renames map[string]string, err error) {
+func (jq *JoinQuery) OuterQuery(from string, schemas [2]stream.Schema) (text string, renames map[string]string, err error) {
 	o := jq.outer
 	var b strings.Builder
 	renames = map[string]string{}
 	b.WriteString("SELECT ")
-	if err := jq.rewrite(&b, o.sel[0], o.sel[1], renames, columns, name); err != nil {
+	if err := jq.rewrite(&b, o.sel[0], o.sel[1], renames, schemas); err != nil {
 		return "", nil, err
 	}
 	b.WriteString(" FROM " + quoteIdent(from))
 	if o.rest > 0 {
 		b.WriteString(" ")
-		if err := jq.rewrite(&b, o.rest, len(o.toks)-1, nil, columns, name); err != nil {
+		if err := jq.rewrite(&b, o.rest, len(o.toks)-1, nil, schemas); err != nil {
 			return "", nil, err
 		}
 	}
@@ -83,8 +84,9 @@ func (jq *JoinQuery) OuterQuery(from string, columns func(side int) []string, na
 // rewrite copies the source text of tokens [from, to), qualified
 // references replaced; renames, set for the SELECT list, gets the items
 // that are a renamed column alone.
-func (jq *JoinQuery) rewrite(b *strings.Builder, from, to int, renames map[string]string, columns func(int) []string, name func(int, string) (string, bool)) error {
+func (jq *JoinQuery) rewrite(b *strings.Builder, from, to int, renames map[string]string, schemas [2]stream.Schema) error {
 	o := jq.outer
+	name := func(side int, col string) (string, bool) { return jq.OutputName(schemas, side, col) }
 	if from >= to {
 		return nil
 	}
@@ -96,7 +98,7 @@ func (jq *JoinQuery) rewrite(b *strings.Builder, from, to int, renames map[strin
 		}
 		side := -1
 		for s, r := range jq.Rels {
-			if strings.EqualFold(t.text, r.ref()) {
+			if strings.EqualFold(t.text, r.Ref()) {
 				side = s
 			}
 		}
@@ -108,8 +110,8 @@ func (jq *JoinQuery) rewrite(b *strings.Builder, from, to int, renames map[strin
 		switch {
 		case c.punct("*"):
 			var names []string
-			for _, col := range columns(side) {
-				if n, ok := name(side, col); ok {
+			for _, f := range schemas[side].Fields {
+				if n, ok := name(side, f.Name); ok {
 					names = append(names, quoteIdent(n))
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/join"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // TestParseJoin: Databricks SQL's per-relation watermarks, every join type
@@ -70,18 +71,11 @@ func TestParseJoin(t *testing.T) {
 // column names (a name both relations have is alias_name) and read FROM
 // the name given; a plain SELECT list keeps the join's own.
 func TestJoinOuterQuery(t *testing.T) {
-	cols := [2][]string{{"hash", "miner", "block_ts"}, {"block_hash", "fee", "block_ts"}}
-	columns := func(side int) []string { return cols[side] }
-	name := func(side int, col string) (string, bool) {
-		for _, c := range cols[side] {
-			if c == col {
-				if c == "block_ts" {
-					return []string{"x", "y"}[side] + "_" + c, true
-				}
-				return c, true
-			}
+	var schemas [2]stream.Schema
+	for side, cols := range [2][]string{{"hash", "miner", "block_ts"}, {"block_hash", "fee", "block_ts"}} {
+		for _, c := range cols {
+			schemas[side].Fields = append(schemas[side].Fields, stream.Field{Name: c, Type: stream.String})
 		}
-		return "", false
 	}
 	for sql, want := range map[string]string{
 		"SELECT x.miner, window(x.block_ts, '1 hour') AS w, count(*) AS n, sum(y.fee) FROM blocks WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS x " +
@@ -95,7 +89,7 @@ func TestJoinOuterQuery(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
-		got, _, err := q.OuterQuery("joined", columns, name)
+		got, _, err := q.OuterQuery("joined", schemas)
 		if !q.Outer() || err != nil || got != want {
 			t.Errorf("%s:\n got %q (%v)\nwant %q", sql, got, err, want)
 		}
@@ -104,7 +98,7 @@ func TestJoinOuterQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, renames, err := q.OuterQuery("joined", columns, name); err != nil || fmt.Sprint(renames) != "map[y_block_ts:block_ts]" {
+	if _, renames, err := q.OuterQuery("joined", schemas); err != nil || fmt.Sprint(renames) != "map[y_block_ts:block_ts]" {
 		t.Errorf("renames %v %v", renames, err)
 	}
 	q, err = ParseJoin("SELECT x.hash, y.fee AS f FROM a AS x JOIN b AS y ON x.hash = y.block_hash")
@@ -112,8 +106,39 @@ func TestJoinOuterQuery(t *testing.T) {
 		t.Errorf("a SELECT list of columns is the join's own: %+v %v", q, err)
 	}
 	q, _ = ParseJoin("SELECT x.nope FROM a AS x JOIN b AS y ON x.hash = y.block_hash WHERE y.fee > 0")
-	if _, _, err := q.OuterQuery("joined", columns, name); err == nil || !strings.Contains(err.Error(), CodeUnresolvedColumn) {
+	if _, _, err := q.OuterQuery("joined", schemas); err == nil || !strings.Contains(err.Error(), CodeUnresolvedColumn) {
 		t.Errorf("an unknown column: %v", err)
+	}
+}
+
+// TestEventTimes: of a join's event times the query over its rows runs with
+// the one its window (or session window) reads, the first without a
+// window, none when its window reads neither.
+func TestEventTimes(t *testing.T) {
+	rows := stream.Schema{Fields: []stream.Field{{Name: "x_ts", Type: stream.Timestamp}, {Name: "y_ts", Type: stream.Timestamp},
+		{Name: "other_ts", Type: stream.Timestamp}, {Name: "miner", Type: stream.String}}}
+	o := Options{Sources: []string{"joined"}, Schemas: []stream.Schema{rows}, Relations: []Relation{{Name: "joined", Sources: []int{0}}},
+		OutputMode: "append", EventTimes: []EventTime{{"x_ts", time.Hour}, {"y_ts", 2 * time.Hour}}}
+	for sql, want := range map[string]string{
+		"SELECT window(y_ts, '10 minutes'), count(*) FROM joined GROUP BY window(y_ts, '10 minutes')":                             "y_ts 2h0m0s",
+		"SELECT window(x_ts, '10 minutes'), count(*) FROM joined GROUP BY window(x_ts, '10 minutes')":                             "x_ts 1h0m0s",
+		"SELECT session_window(y_ts, '5 minutes'), miner, count(*) FROM joined GROUP BY session_window(y_ts, '5 minutes'), miner": "y_ts 2h0m0s",
+		"SELECT miner, x_ts FROM joined WHERE miner <> ''":                                                                        "x_ts 1h0m0s",
+	} {
+		c, err := Compile(sql, o)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if got := fmt.Sprintf("%s %v", c.WatermarkColumn, c.WatermarkDelay); got != want {
+			t.Errorf("%s: watermark %s, want %s", sql, got, want)
+		}
+	}
+	// A window over neither event time runs without a watermark, which
+	// append mode refuses for an aggregation.
+	o.OutputMode = "update"
+	c, err := Compile("SELECT window(other_ts, '10 minutes'), count(*) FROM joined GROUP BY window(other_ts, '10 minutes')", o)
+	if err != nil || c.WatermarkColumn != "" {
+		t.Errorf("a window over another column: watermark %q, %v", c.WatermarkColumn, err)
 	}
 }
 

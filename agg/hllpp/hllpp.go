@@ -21,6 +21,7 @@ package hllpp
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -51,28 +52,47 @@ type Params struct {
 	alphaM2  float64
 }
 
+// MaxPrecision is the largest precision ethstream keeps: 2^21 registers,
+// 1.7 MB of state per group, what relativeSD 0.001 (the smallest of
+// Spark's HyperLogLogPlusPlusSuite) selects. Spark 4 sets no upper bound
+// (its helper requires only p >= 4 and estimates with plain HLL above 18);
+// ethstream refuses a larger p rather than hold megabytes per group.
+const MaxPrecision = 21
+
+// MinRelativeSD is, rounded up, the smallest relativeSD of MaxPrecision:
+// 1.106 / 2^(21/2) = 0.000764.
+const MinRelativeSD = 0.00077
+
+// ErrTooCoarse is the error of a relativeSD above 0.39 (p < 4), in
+// Spark's words (HyperLogLogPlusPlusHelper's require) but for its final
+// period, which the coded error's own punctuation replaces.
+var ErrTooCoarse = errors.New("HLL++ requires at least 4 bits for addressing. Use a lower error, at most 39%")
+
 // Precision returns the precision p Spark derives from relativeSD:
-// ceil(2 * log2(1.106 / relativeSD)), and an error when it is below 4
-// (relativeSD above 0.39, Spark's require) or above 18 (relativeSD below
-// about 0.0022, which Spark refuses too: its suite's 0.002 fails).
+// ceil(2 * log2(1.106 / relativeSD)). It refuses a p below 4 as Spark
+// does (ErrTooCoarse: relativeSD above 0.39) and a p above MaxPrecision
+// (relativeSD below MinRelativeSD), which Spark runs.
 func Precision(relativeSD float64) (int, error) {
 	if !(relativeSD > 0) || math.IsInf(relativeSD, 0) {
 		return 0, fmt.Errorf("relativeSD %v must be a positive number", relativeSD)
 	}
 	p := int(math.Ceil(2.0 * math.Log(1.106/relativeSD) / math.Log(2.0)))
 	if p < 4 {
-		return 0, fmt.Errorf("HLL++ requires at least 4 bits for addressing: relativeSD %v is above 0.39", relativeSD)
+		return 0, ErrTooCoarse
 	}
-	if p > 18 {
-		return 0, fmt.Errorf("relativeSD %v needs precision %d: the smallest supported is 0.003 (precision 18)", relativeSD, p)
+	if p > MaxPrecision {
+		return 0, fmt.Errorf("relativeSD %v needs precision %d (%d MB of registers per group): the smallest ethstream keeps is %v (precision %d)",
+			relativeSD, p, 8*(1<<p/registersPerWord+1)>>20, MinRelativeSD, MaxPrecision)
 	}
 	return p, nil
 }
 
-// New returns the Params of precision p (4 <= p <= 18; Precision gives it).
+// New returns the Params of precision p (4 <= p <= MaxPrecision; Precision
+// gives it). Above 18 there are no bias tables: the estimate is plain
+// HyperLogLog with linear counting, as Spark's query does.
 func New(p int) Params {
-	if p < 4 || p > 18 {
-		panic(fmt.Sprintf("hllpp: precision %d outside 4..18", p))
+	if p < 4 || p > MaxPrecision {
+		panic(fmt.Sprintf("hllpp: precision %d outside 4..%d", p, MaxPrecision))
 	}
 	m := 1 << p
 	var alpha float64

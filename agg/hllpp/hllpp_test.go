@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ethstream/ethstream/stream"
@@ -59,16 +60,108 @@ func TestPrecision(t *testing.T) {
 	for _, c := range []struct {
 		rsd float64
 		p   int
-	}{{0.05, 9}, {0.1, 7}, {0.025, 11}, {0.01, 14}, {0.39, 4}, {0.003, 18}} {
+	}{{0.05, 9}, {0.1, 7}, {0.025, 11}, {0.01, 14}, {0.39, 4}, {0.003, 18}, {0.0022, 18},
+		// Spark 4 runs these (its suite estimates with 0.001).
+		{0.002, 19}, {0.001, 21}, {MinRelativeSD, MaxPrecision}} {
 		p, err := Precision(c.rsd)
 		if err != nil || p != c.p {
 			t.Errorf("Precision(%v) = %d, %v; want %d", c.rsd, p, err, c.p)
 		}
 	}
-	// HyperLogLogPlusPlusSuite "test invalid parameter relativeSD".
-	for _, rsd := range []float64{0.002, 0.4, 0, -1} {
+	// HyperLogLogPlusPlusSuite "test invalid parameter relativeSD": 0.4,
+	// with HyperLogLogPlusPlusHelper's message.
+	if _, err := Precision(0.4); err == nil || err.Error() != "HLL++ requires at least 4 bits for addressing. Use a lower error, at most 39%" {
+		t.Errorf("Precision(0.4): %v", err)
+	}
+	// Below ethstream's smallest: the message names it, and it is one.
+	for _, rsd := range []float64{0.00076, 0.0001, 0, -1} {
 		if _, err := Precision(rsd); err == nil {
 			t.Errorf("Precision(%v) accepted", rsd)
+		}
+	}
+	if _, err := Precision(0.0001); err == nil || !strings.Contains(err.Error(), "precision 27") || !strings.Contains(err.Error(), "0.00077 (precision 21)") {
+		t.Errorf("Precision(0.0001): %v", err)
+	}
+}
+
+// TestBiasTablesAreSparks pins the bias tables to Spark's
+// HyperLogLogPlusPlusHelper source and to how the HLL++ appendix measured
+// them, independently of the Go port's transcription: each precision's
+// first and last raw estimate and bias as Spark's source writes them (so
+// its length too), and, at every entry, raw estimate - bias = the true
+// cardinality the appendix measured at, an integer starting at 1 and
+// growing by 5m/200 rounded (m = 2^p) up to 5m. A wrong digit anywhere in
+// either table breaks that (a bias error would otherwise pass the 3-sigma
+// bounds of the suite's estimates).
+func TestBiasTablesAreSparks(t *testing.T) {
+	// Spark's RAW_ESTIMATE_DATA(p-4) and BIAS_DATA(p-4): first, last.
+	spark := [...][4]float64{
+		{11, 77.2394, 10, -1.7606},
+		{23, 158.5852, 22, -0.414800000000014},
+		{46, 318.9858, 45, 0.985799999999983},
+		{92, 638.6102, 91, 2.61019999999996},
+		{184.2152, 1274.5192, 183.2152, 1.51919999999996},
+		{369, 2553.768, 368, -6.23199999999997},
+		{738.1256, 5084.1828, 737.1256, -9.81720000000041},
+		{1477, 10229.9176, 1476, -10.0823999999993},
+		{2954, 20463.22, 2953, -15.7799999999988},
+		{5908.5052, 40717.2424, 5907.5052, -37.7575999999972},
+		{11817.475, 81876.3884, 11816.475, -42.6116000000038},
+		{23635.0036, 163729.2842, 23634.0036, -109.715800000005},
+		{47271, 325847.1542, 47270, -193.84580000001},
+		{94542, 654941.845, 94541, -417.155000000028},
+		{189084, 1303455.691, 189083, -713.308999999892},
+	}
+	for i, want := range spark {
+		p := i + 4
+		raw, bias := rawEstimates[i], biases[i]
+		if len(raw) != len(bias) || len(raw) < 2 {
+			t.Fatalf("p %d: %d raw estimates, %d biases", p, len(raw), len(bias))
+		}
+		if got := [4]float64{raw[0], raw[len(raw)-1], bias[0], bias[len(bias)-1]}; got != want {
+			t.Errorf("p %d: first and last raw estimate, bias %v; Spark's %v", p, got, want)
+		}
+		step := 5 * float64(int(1)<<p) / 200
+		prev := 0.0
+		for j := range raw {
+			n := raw[j] - bias[j]
+			if math.Abs(n-math.Round(n)) > 1e-6 {
+				t.Errorf("p %d entry %d: raw %v - bias %v = %v, not a cardinality", p, j, raw[j], bias[j], n)
+				continue
+			}
+			n = math.Round(n)
+			switch d := n - prev; {
+			case j == 0 && n != 1:
+				t.Errorf("p %d: first measured cardinality %v, want 1", p, n)
+			case j > 0 && (d < 1 || d < math.Floor(step) || d > math.Ceil(step)):
+				t.Errorf("p %d entry %d: cardinality %v after %v, a step of %v (5m/200 = %v)", p, j, n, prev, d, step)
+			}
+			prev = n
+		}
+		if m := float64(int(1) << p); prev > 5*m {
+			t.Errorf("p %d: last measured cardinality %v beyond 5m = %v", p, prev, 5*m)
+		}
+	}
+}
+
+// TestPlainHLLAbovePrecision18 is HyperLogLogPlusPlusSuite's
+// "deterministic cardinality estimation" at relativeSD 0.001 (precision 21,
+// where Spark 4 has no bias table and estimates with plain HLL and linear
+// counting): within 3 standard errors.
+func TestPlainHLLAbovePrecision18(t *testing.T) {
+	p, err := Precision(0.001)
+	if err != nil || p != 21 {
+		t.Fatalf("Precision(0.001) = %d, %v", p, err)
+	}
+	ps := New(p)
+	ns := []int{100, 1000, 10000, 100000}
+	if !testing.Short() {
+		ns = append(ns, 1000000)
+	}
+	for _, n := range ns {
+		est := estimateInts(ps, func(i int) int32 { return int32(i / 10) }, n*10)
+		if err := relErr(est, n); err >= 3*ps.TrueRSD() {
+			t.Errorf("p 21 n %d: estimate %d, error %.5f >= 3*%.5f", n, est, err, ps.TrueRSD())
 		}
 	}
 }

@@ -168,11 +168,11 @@ func writeRows[T any](f io.Writer, rows []T) error {
 	return w.Close()
 }
 
-// EncodeDay publishes db (a day or any run of blocks of one date) as Parquet at dst through durable (Replace: a
-// rerun rewrites identical bytes), streaming the rows. The directory is not
-// fsynced here: Generate syncs each directory once, before the
-// manifest that vouches for its files.
-func EncodeDay(db *chain.Day, dst string) (int64, error) {
+// EncodeDay publishes db (a day or any run of blocks of one date) as Parquet
+// at dst on fs through durable (Replace: a rerun rewrites identical bytes),
+// streaming the rows. The directory is not fsynced here: Generate syncs
+// each directory once, before the manifest that vouches for its files.
+func EncodeDay(fs vfs.FS, db *chain.Day, dst string) (int64, error) {
 	n := len(db.Headers)
 	write := func(f io.Writer) error {
 		switch eraOf(db) {
@@ -200,7 +200,7 @@ func EncodeDay(db *chain.Day, dst string) (int64, error) {
 			return writeRows(f, rows)
 		}
 	}
-	res, err := durable.For(vfs.Default).Publish(filepath.Dir(dst), filepath.Base(dst),
+	res, err := durable.For(fs).Publish(filepath.Dir(dst), filepath.Base(dst),
 		durable.Options{Mode: durable.Replace, NoDirSync: true}, write)
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", dst, err)
@@ -539,7 +539,7 @@ func (g *generation) encode(db *chain.Day) {
 	// New date directories must survive a crash with their files.
 	err := durable.EnsureDir(vfs.Default, filepath.Dir(dst))
 	if err == nil {
-		size, err = EncodeDay(db, dst)
+		size, err = EncodeDay(vfs.Default, db, dst)
 	}
 	if err != nil {
 		g.cancel(errcode.Wrap(err, CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file"))
@@ -563,7 +563,7 @@ func (g *generation) encode(db *chain.Day) {
 			g.tableDirs[idx] = append(g.tableDirs[idx], filepath.Dir(dsts[k]))
 			tables = append(tables, tf)
 		}
-		rows, sizes, err := EncodeTables(g.o.Tables, db, db.Body, dsts)
+		rows, sizes, err := EncodeTables(vfs.Default, g.o.Tables, db, db.Body, dsts)
 		if err != nil {
 			g.cancel(errcode.Wrap(err, CodeOutputUnwritable, g.o.Out, "check free space and permissions of --out", "write archive file"))
 			return

@@ -91,9 +91,11 @@
 // An archive extended with a node's next blocks (ethnode.Extend, `ethstream
 // archive extend`) gains the node's files
 // (part-00000-node-<first>-<last>-c000.snappy.parquet, so a date may hold
-// two files, each table's likewise) and a manifest rewritten last through
-// WriteManifest, which checks it as ReadManifest does: its lastBlock,
-// lastHash and lastHeader are then the node's last exported block's.
+// two files, each table's likewise) and a manifest rewritten last, checked
+// as ReadManifest checks: its lastBlock, lastHash and lastHeader are then
+// the node's last exported block's. The files are staged in _extend/ and
+// committed by a journal (extend.go: the extension journal's format and
+// why any crash leaves the archive before or after, or completable).
 //
 // Example (abridged):
 //

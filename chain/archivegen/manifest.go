@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethstream/ethstream/errcode"
@@ -76,10 +78,13 @@ const GenRemedy = "run `ethstream gen-archive --out DIR` first (or pass the dire
 // ReadManifest reads and validates dir/manifest.json. A missing archive or
 // manifest is ARCHIVE_NOT_FOUND; an unparsable, inconsistent or
 // future-versioned one is ARCHIVE_MANIFEST_CORRUPT. Both name the path.
-func ReadManifest(dir string) (*Manifest, error) {
+func ReadManifest(dir string) (*Manifest, error) { return ReadManifestFS(vfs.Default, dir) }
+
+// ReadManifestFS is ReadManifest on fs.
+func ReadManifestFS(fs vfs.FS, dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestName)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := readFileFS(fs, path)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, errcode.Wrap(err, CodeArchiveNotFound, path, GenRemedy, "no archive manifest")
 	}
 	if err != nil {
@@ -176,6 +181,16 @@ func checkTable(m *Manifest, name string, t ManifestTable) error {
 		return fmt.Errorf("table %s files hold %d rows, manifest says %d", name, rows, t.Rows)
 	}
 	return nil
+}
+
+// readFileFS is os.ReadFile on fs.
+func readFileFS(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	return b, errors.Join(err, f.Close())
 }
 
 func isHash(s string) bool {

@@ -138,12 +138,12 @@ func newTableSink(table string, w io.Writer) tableSink {
 
 // EncodeTables publishes the tables' files of db (a linked day whose
 // roots are its bodies', or any run of blocks of one date) at dsts, one
-// per table, through durable (Replace: a rerun rewrites identical bytes),
+// per table on fs, through durable (Replace: a rerun rewrites identical bytes),
 // as EncodeDay does for blocks. body(i) is block i's body; each is made
 // once and its rows streamed to every table's file. It returns each file's
 // rows and bytes.
-func EncodeTables(tables []string, db *chain.Day, body func(i int) *chain.Body, dsts []string) (rows, sizes []int64, err error) {
-	e := &tableEncoder{tables: tables, db: db, body: body, dsts: dsts,
+func EncodeTables(fs vfs.FS, tables []string, db *chain.Day, body func(i int) *chain.Body, dsts []string) (rows, sizes []int64, err error) {
+	e := &tableEncoder{fs: fs, tables: tables, db: db, body: body, dsts: dsts,
 		sinks: make([]tableSink, len(tables)), rows: make([]int64, len(tables)), sizes: make([]int64, len(tables))}
 	if err := e.publish(0); err != nil {
 		return nil, nil, err
@@ -155,6 +155,7 @@ func EncodeTables(tables []string, db *chain.Day, body func(i int) *chain.Body, 
 // inside the other (each table's write callback opens the next table's
 // file), so a single pass over the blocks feeds them all.
 type tableEncoder struct {
+	fs          vfs.FS
 	tables      []string
 	db          *chain.Day
 	body        func(int) *chain.Body
@@ -176,7 +177,7 @@ func (e *tableEncoder) publish(k int) error {
 		return nil
 	}
 	dst := e.dsts[k]
-	res, err := durable.For(vfs.Default).Publish(filepath.Dir(dst), filepath.Base(dst),
+	res, err := durable.For(e.fs).Publish(filepath.Dir(dst), filepath.Base(dst),
 		durable.Options{Mode: durable.Replace, NoDirSync: true}, func(w io.Writer) error {
 			e.sinks[k] = newTableSink(e.tables[k], w)
 			if err := e.publish(k + 1); err != nil {

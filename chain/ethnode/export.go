@@ -23,7 +23,7 @@ import (
 // it lets a test read one block from the archive and from the node: both
 // render the same header through the same row (basicRow, renderBlock).
 func (n *Node) ExportArchive(out string, first, last uint64) ([]archivegen.ManifestFile, error) {
-	return n.export(out, first, last, nil)
+	return n.export(vfs.Default, out, first, last, nil)
 }
 
 // ExportTables writes the tables (archivegen.Tables but blocks) of the
@@ -33,8 +33,13 @@ func (n *Node) ExportArchive(out string, first, last uint64) ([]archivegen.Manif
 // the rows of each block's body through archivegen.EncodeTables, the
 // archive writer's own. It returns each table's files.
 func (n *Node) ExportTables(out string, first, last uint64, tables []string) (map[string][]archivegen.ManifestFile, error) {
+	return n.exportTables(vfs.Default, out, first, last, tables)
+}
+
+// exportTables is ExportTables on fs.
+func (n *Node) exportTables(fs vfs.FS, out string, first, last uint64, tables []string) (map[string][]archivegen.ManifestFile, error) {
 	byTable := map[string][]archivegen.ManifestFile{}
-	_, err := n.export(out, first, last, func(date time.Time, blocks []*nodeBlock, db *chain.Day) error {
+	_, err := n.export(fs, out, first, last, func(date time.Time, blocks []*nodeBlock, db *chain.Day) error {
 		lo, hi := blocks[0].header.Number.Uint64(), blocks[len(blocks)-1].header.Number.Uint64()
 		ds := date.Format(time.DateOnly)
 		dsts := make([]string, len(tables))
@@ -42,14 +47,14 @@ func (n *Node) ExportTables(out string, first, last uint64, tables []string) (ma
 		for k, t := range tables {
 			keys[k] = path.Join(archivegen.TablePrefix(t), "date="+ds, fmt.Sprintf("part-00000-node-%d-%d-c000.snappy.parquet", lo, hi))
 			dsts[k] = filepath.Join(out, filepath.FromSlash(keys[k]))
-			if err := durable.EnsureDir(vfs.Default, filepath.Dir(dsts[k])); err != nil {
+			if err := durable.EnsureDir(fs, filepath.Dir(dsts[k])); err != nil {
 				return errcode.Wrap(err, archivegen.CodeOutputUnwritable, dsts[k], "check --out", "create archive directory")
 			}
 		}
-		rows, sizes, err := archivegen.EncodeTables(tables, db, func(i int) *chain.Body { return n.body(blocks[i]) }, dsts)
+		rows, sizes, err := archivegen.EncodeTables(fs, tables, db, func(i int) *chain.Body { return n.body(blocks[i]) }, dsts)
 		for k := range tables {
 			if err == nil {
-				err = durable.SyncDir(vfs.Default, filepath.Dir(dsts[k]))
+				err = durable.SyncDir(fs, filepath.Dir(dsts[k]))
 			}
 		}
 		if err != nil {
@@ -67,8 +72,8 @@ func (n *Node) ExportTables(out string, first, last uint64, tables []string) (ma
 }
 
 // export groups the canonical blocks first..last by date and writes each
-// date's blocks file, or with tables set calls it instead.
-func (n *Node) export(out string, first, last uint64, tables func(date time.Time, blocks []*nodeBlock, db *chain.Day) error) ([]archivegen.ManifestFile, error) {
+// date's blocks file on fs, or with tables set calls it instead.
+func (n *Node) export(fs vfs.FS, out string, first, last uint64, tables func(date time.Time, blocks []*nodeBlock, db *chain.Day) error) ([]archivegen.ManifestFile, error) {
 	n.mu.RLock()
 	var blocks []*nodeBlock
 	for num := first; num <= last && first <= last; num++ {
@@ -93,7 +98,7 @@ func (n *Node) export(out string, first, last uint64, tables func(date time.Time
 				return nil, err
 			}
 		} else {
-			f, err := n.exportDay(out, date, blocks[:k])
+			f, err := n.exportDay(fs, out, date, blocks[:k])
 			if err != nil {
 				return nil, err
 			}
@@ -122,18 +127,18 @@ func blockDate(h *types.Header) time.Time {
 }
 
 // exportDay writes blocks, all of one date, as one archive file.
-func (n *Node) exportDay(out string, date time.Time, blocks []*nodeBlock) (archivegen.ManifestFile, error) {
+func (n *Node) exportDay(fs vfs.FS, out string, date time.Time, blocks []*nodeBlock) (archivegen.ManifestFile, error) {
 	db := n.day(blocks)
 	lo, hi := blocks[0].header.Number.Uint64(), blocks[len(blocks)-1].header.Number.Uint64()
 	ds := date.Format(time.DateOnly)
 	key := path.Join(archivegen.BlocksPrefix, "date="+ds, fmt.Sprintf("part-00000-node-%d-%d-c000.snappy.parquet", lo, hi))
 	dst := filepath.Join(out, filepath.FromSlash(key))
-	if err := durable.EnsureDir(vfs.Default, filepath.Dir(dst)); err != nil {
+	if err := durable.EnsureDir(fs, filepath.Dir(dst)); err != nil {
 		return archivegen.ManifestFile{}, errcode.Wrap(err, archivegen.CodeOutputUnwritable, dst, "check --out", "create archive directory")
 	}
-	size, err := archivegen.EncodeDay(db, dst)
+	size, err := archivegen.EncodeDay(fs, db, dst)
 	if err == nil {
-		err = durable.SyncDir(vfs.Default, filepath.Dir(dst))
+		err = durable.SyncDir(fs, filepath.Dir(dst))
 	}
 	if err != nil {
 		return archivegen.ManifestFile{}, errcode.Wrap(err, archivegen.CodeOutputUnwritable, dst, "check free space and permissions of --out", "write archive file")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/errcode"
@@ -110,7 +111,9 @@ func archiveExtendCmd() *cobra.Command {
 		Long: `extend appends to the archive DIR (the --out of gen-archive) the next N blocks that
 ethstream node, started on it, would mine, written as the dataset's producer writes a node's
 blocks (one file per date, and per table when the archive has tables), then rewrites
-DIR/manifest.json: its last block and hash become the new last block's. A node started on the
+DIR/manifest.json: its last block and hash become the new last block's. The new files are
+staged in DIR/_extend and committed by a journal, so an interrupted extension leaves the
+archive as it was or one that the same command, run again, completes. A node started on the
 archive before the extension serves those blocks, with the same hashes, as its first ones: a
 live source on that node can start before the extended archive's last block (overlap=N).
 Extend a copy: a node does not start on an extended archive.`,
@@ -119,17 +122,17 @@ Extend a copy: a node does not start on an extended archive.`,
   ethstream archive extend work/scripts/s3/seam-archive --blocks 10`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := archivegen.ReadManifest(args[0])
-			if err != nil {
-				return err
-			}
 			start := time.Now()
-			ext, err := ethnode.Extend(cmd.Context(), args[0], m, blocks)
+			ext, err := ethnode.Extend(cmd.Context(), vfs.Default, args[0], blocks)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "extended %s with blocks %d..%d in %s\nlast block %d hash %s\n",
-				args[0], m.LastBlock+1, ext.LastBlock, time.Since(start).Round(time.Millisecond), ext.LastBlock, ext.LastHash)
+			verb := "extended"
+			if ext.Resumed {
+				verb = "completed the interrupted extension of"
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s with blocks %d..%d in %s\nlast block %d hash %s\n",
+				verb, args[0], ext.FirstBlock, ext.Manifest.LastBlock, time.Since(start).Round(time.Millisecond), ext.Manifest.LastBlock, ext.Manifest.LastHash)
 			return err
 		},
 	}

@@ -60,6 +60,26 @@ func EnsureDir(fs vfs.FS, dir string) error {
 	return nil
 }
 
+// Move renames src, a file already durable under its own name, to dst in a
+// directory it creates if need be, and fsyncs dst's directory (and src's,
+// when it differs) so the move survives a crash: after it, a crash leaves
+// the file under exactly one of the two names.
+func Move(fs vfs.FS, src, dst string) error {
+	if err := EnsureDir(fs, fs.PathDir(dst)); err != nil {
+		return err
+	}
+	if err := fs.Rename(src, dst); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", src, dst, err)
+	}
+	if err := SyncDir(fs, fs.PathDir(dst)); err != nil {
+		return err
+	}
+	if sd := fs.PathDir(src); sd != fs.PathDir(dst) {
+		return SyncDir(fs, sd)
+	}
+	return nil
+}
+
 // IsTemp reports whether name is a temp file of Publish (".<name>.<hex>.tmp"),
 // or of the writers before it (".<name>.tmp"): a hidden name ending in ".tmp".
 func IsTemp(name string) bool {

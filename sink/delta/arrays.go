@@ -3,8 +3,8 @@ package delta
 import (
 	"cmp"
 	"fmt"
-	"reflect"
 
+	"github.com/ethstream/ethstream/internal/parquettype"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -27,17 +27,10 @@ import (
 // them for complex types), only their null count. A table's read path
 // (internal/columnar) reads any element type.
 
-// arrayElems are the element types the sink writes, with their Go types.
-var arrayElems = map[stream.Type]reflect.Type{
-	stream.String: reflect.TypeOf((*string)(nil)), stream.Int64: reflect.TypeOf((*int64)(nil)),
-	stream.Int32: reflect.TypeOf((*int32)(nil)), stream.Float64: reflect.TypeOf((*float64)(nil)),
-	stream.Boolean: reflect.TypeOf((*bool)(nil)),
-}
-
 // arrayDataType is the Delta type of an array column type.
 func arrayDataType(t stream.Type) (DataType, error) {
 	e := t.Elem()
-	if _, ok := arrayElems[e]; !ok {
+	if !parquettype.ArrayElem(e) {
 		return DataType{}, fmt.Errorf("no Delta writer for an array of %s (arrays of string, bigint, int, double and boolean are written)", e)
 	}
 	p, err := deltaPrimitive(e)
@@ -55,17 +48,10 @@ func arrayOfDelta(t DataType) (stream.Type, bool) {
 		return 0, false
 	}
 	e, ok := streamOfDelta(t.Element.Primitive)
-	if _, w := arrayElems[e]; !ok || !w {
+	if !ok || !parquettype.ArrayElem(e) {
 		return 0, false
 	}
 	return stream.ArrayOf(e), true
-}
-
-// arrayGoType is the Go field of an array column in parquetSchemaOf's
-// run-time struct: []*T tagged optional,list, which parquet-go lays out as
-// the three-level LIST above.
-func arrayGoType(t stream.Type) (reflect.Type, string) {
-	return reflect.SliceOf(arrayElems[t.Elem()]), ",optional,list"
 }
 
 // appendListValues appends the parquet values of the array column c, rows
@@ -74,26 +60,7 @@ func (rs *rowSet) appendListValues(dst []parquet.Value, c, lo, hi int) []parquet
 	v := &rs.cols[c]
 	et := rs.l.leaves[c].typ.Elem()
 	for i := lo; i < hi; i++ {
-		if v.IsNull(i) {
-			dst = append(dst, parquet.NullValue().Level(0, 0, c))
-			continue
-		}
-		from, to := int(v.Offsets[i]), int(v.Offsets[i+1])
-		if from == to {
-			dst = append(dst, parquet.NullValue().Level(0, 1, c))
-			continue
-		}
-		for e := from; e < to; e++ {
-			rep := 1
-			if e == from {
-				rep = 0
-			}
-			if v.Elems.IsNull(e) {
-				dst = append(dst, parquet.NullValue().Level(rep, 2, c))
-				continue
-			}
-			dst = append(dst, leafValue(et, v.Elems, e).Level(rep, 3, c))
-		}
+		dst = parquettype.AppendList(dst, et, v, i, c)
 	}
 	return dst
 }

@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/internal/durable"
+	"github.com/ethstream/ethstream/internal/parquettype"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
@@ -31,7 +31,6 @@ import (
 // type made at run time, so the columns keep the table's order (a
 // parquet.Group would sort them by name).
 func parquetSchemaOf(l *outLayout) *parquet.Schema {
-	leafType := leafGoType
 	var fields []reflect.StructField
 	for i := 0; i < len(l.leaves); i++ {
 		lf := l.leaves[i]
@@ -47,13 +46,21 @@ func parquetSchemaOf(l *outLayout) *parquet.Schema {
 			continue
 		}
 		t, tag := leafType(lf.typ)
-		if lf.typ.Kind() == stream.Array {
-			t, tag = arrayGoType(lf.typ)
-		}
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: t,
 			Tag: reflect.StructTag(`parquet:"` + lf.path[0] + tag + `"`)})
 	}
 	return parquet.NewSchema("spark_schema", parquet.SchemaOf(reflect.New(reflect.StructOf(fields)).Interface()))
+}
+
+// leafType is the Go type and parquet tag of a leaf of type t in
+// parquetSchemaOf's run-time struct (package parquettype). A layout holds
+// only types with a Delta type, each of which is written: another is a bug.
+func leafType(t stream.Type) (reflect.Type, string) {
+	rt, tag, ok := parquettype.GoType(t)
+	if !ok {
+		panic(fmt.Sprintf("delta: a layout column of type %s, which has no Parquet writer", t))
+	}
+	return rt, tag
 }
 
 // writeDataFile publishes rows (already sorted) as a new uniquely named
@@ -125,8 +132,7 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 			return dst
 		case stream.String:
 			for _, s := range v.Strings[lo:hi] {
-				// No copy: the column buffer copies the bytes, and s outlives the call.
-				dst = append(dst, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))).Level(0, def, c))
+				dst = append(dst, parquet.ByteArrayValue(parquettype.Bytes(s)).Level(0, def, c))
 			}
 			return dst
 		}
@@ -140,11 +146,9 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 		case typ == stream.Float64:
 			dst = append(dst, parquet.DoubleValue(v.Float64s[i]).Level(0, def, c))
 		case typ != stream.String && typ != stream.Int64 && typ != stream.Timestamp:
-			dst = append(dst, leafValue(typ, v, i).Level(0, def, c))
+			dst = append(dst, parquettype.Value(typ, v, i).Level(0, def, c))
 		case typ == stream.String:
-			s := v.Strings[i]
-			// No copy: the column buffer copies the bytes, and s outlives the call.
-			dst = append(dst, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s))).Level(0, def, c))
+			dst = append(dst, parquet.ByteArrayValue(parquettype.Bytes(v.Strings[i])).Level(0, def, c))
 		default:
 			dst = append(dst, parquet.Int64Value(v.Int64s[i]).Level(0, def, c))
 		}

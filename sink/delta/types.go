@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"time"
-	"unsafe"
 
-	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
-	"github.com/parquet-go/parquet-go"
 )
 
 // The column types of the sink's tables, one row per engine type:
@@ -89,78 +85,6 @@ func protocolFor(s Schema) Protocol {
 		}
 	}
 	return Protocol{MinReaderVersion: ReaderVersion, MinWriterVersion: WriterVersion}
-}
-
-// leafGoType is the Go type and parquet tag of a leaf of type t, for
-// parquetSchemaOf's run-time struct.
-func leafGoType(t stream.Type) (reflect.Type, string) {
-	ptr := func(v any) reflect.Type { return reflect.PointerTo(reflect.TypeOf(v)) }
-	switch t.Kind() {
-	case stream.Decimal:
-		tag := fmt.Sprintf(",optional,decimal(%d:%d)", t.Scale(), t.Precision())
-		switch {
-		case t.Precision() <= 9:
-			return ptr(int32(0)), tag
-		case t.Precision() <= 18:
-			return ptr(int64(0)), tag
-		}
-		// parquet-go sizes a tagged array from the precision anyway; the
-		// Go type says the same length.
-		return reflect.PointerTo(reflect.ArrayOf(columnar.DecimalFixedLen(t.Precision()), reflect.TypeOf(byte(0)))), tag
-	case stream.Float64:
-		return ptr(float64(0)), ",optional"
-	case stream.Float32:
-		return ptr(float32(0)), ",optional"
-	case stream.String:
-		return ptr(""), ",optional"
-	case stream.Binary:
-		return reflect.TypeOf([]byte(nil)), ",optional"
-	case stream.Timestamp:
-		return ptr(int64(0)), ",optional,timestamp(microsecond:utc)"
-	case stream.TimestampNTZ:
-		return ptr(int64(0)), ",optional,timestamp(microsecond:local)"
-	case stream.Boolean:
-		return ptr(false), ",optional"
-	case stream.Int32:
-		return ptr(int32(0)), ",optional"
-	case stream.Int16:
-		return ptr(int16(0)), ",optional"
-	case stream.Int8:
-		return ptr(int8(0)), ",optional"
-	case stream.Date:
-		return ptr(int32(0)), ",optional,date"
-	}
-	return ptr(int64(0)), ",optional"
-}
-
-// leafValue is row i of v (not null) as a parquet value of type t.
-func leafValue(t stream.Type, v *stream.Column, i int) parquet.Value {
-	switch t.Kind() {
-	case stream.Decimal:
-		d := v.Decimals[i]
-		switch {
-		case t.Precision() <= 9:
-			return parquet.Int32Value(int32(d.Lo))
-		case t.Precision() <= 18:
-			return parquet.Int64Value(int64(d.Lo))
-		}
-		return parquet.FixedLenByteArrayValue(columnar.AppendDecimalFixed(nil, d, columnar.DecimalFixedLen(t.Precision())))
-	case stream.Float64:
-		return parquet.DoubleValue(v.Float64s[i])
-	case stream.Float32:
-		return parquet.FloatValue(float32(v.Float64s[i]))
-	case stream.String:
-		s := v.Strings[i]
-		// No copy: the column buffer copies the bytes, and s outlives the call.
-		return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
-	case stream.Boolean:
-		return parquet.BooleanValue(v.Int64s[i] != 0)
-	case stream.Int32, stream.Int16, stream.Int8, stream.Date:
-		return parquet.Int32Value(int32(v.Int64s[i]))
-	case stream.Binary:
-		return parquet.ByteArrayValue([]byte(v.Strings[i]))
-	}
-	return parquet.Int64Value(v.Int64s[i])
 }
 
 // statText renders a min or max of a type with min/max stats as JSON;

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -41,7 +42,7 @@ func TestArrayColumns(t *testing.T) {
 	if _, err := s.AddBatch(ctx, 0, b); err != nil {
 		t.Fatal(err)
 	}
-	c, err := ReadLog(fs, "/out")
+	c, err := sinklog.ReadLog(fs, "/out")
 	if err != nil || len(c.Files) != 1 {
 		t.Fatalf("log %+v: %v", c, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/parquettype"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/snappy"
@@ -95,13 +96,13 @@ func writeParquet(w io.Writer, pq *parquet.Schema, leaves []leaf, out *stream.Ba
 				v := &out.Columns[c]
 				switch {
 				case lf.typ.Kind() == stream.Array:
-					row = appendList(row, v, r, c)
+					row = parquettype.AppendList(row, v.Type.Elem(), v, r, c)
 				case lf.depth == 2 && out.Columns[c-btoi(lf.col == colWindowEnd)].IsNull(r):
 					row = append(row, parquet.NullValue().Level(0, 0, c))
 				case v.IsNull(r):
 					row = append(row, parquet.NullValue().Level(0, lf.depth-1, c))
 				default:
-					row = append(row, value(v, r).Level(0, lf.depth, c))
+					row = append(row, parquettype.Value(v.Type, v, r).Level(0, lf.depth, c))
 				}
 			}
 			rows = append(rows, row)
@@ -118,29 +119,4 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// appendList appends row r of the array column v (leaf c) as Spark's
-// three-level LIST (optional group (LIST) { repeated group list { optional
-// T element } }): definition 0 a null array, 1 an empty one, 2 a null
-// element, 3 a value; repetition 1 for every element after the first.
-func appendList(row parquet.Row, v *stream.Column, r, c int) parquet.Row {
-	switch {
-	case v.IsNull(r):
-		return append(row, parquet.NullValue().Level(0, 0, c))
-	case v.Offsets[r] == v.Offsets[r+1]:
-		return append(row, parquet.NullValue().Level(0, 1, c))
-	}
-	for e := int(v.Offsets[r]); e < int(v.Offsets[r+1]); e++ {
-		rep := 1
-		if e == int(v.Offsets[r]) {
-			rep = 0
-		}
-		if v.Elems.IsNull(e) {
-			row = append(row, parquet.NullValue().Level(rep, 2, c))
-			continue
-		}
-		row = append(row, value(v.Elems, e).Level(rep, 3, c))
-	}
-	return row
 }

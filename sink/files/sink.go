@@ -13,6 +13,7 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
@@ -52,7 +53,7 @@ type Sink struct {
 	// part file's log path is URI + "/" + its name.
 	URI string
 	// CompactInterval is spark.sql.streaming.fileSink.log.compactInterval;
-	// 0 means DefaultCompactInterval.
+	// 0 means sinklog.DefaultCompactInterval.
 	CompactInterval int
 	// Now gives the modification time recorded in the log; nil means
 	// time.Now.
@@ -63,6 +64,10 @@ type Sink struct {
 	pq      *parquet.Schema
 }
 
+// ConfCompactInterval is Spark's conf key of the log's compaction
+// interval (Sink.CompactInterval).
+const ConfCompactInterval = "spark.sql.streaming.fileSink.log.compactInterval"
+
 var _ stream.Sink = (*Sink)(nil)
 
 // Description is Spark's FileStreamSink.toString.
@@ -71,8 +76,8 @@ func (s *Sink) Description() string { return "FileSink[" + s.URI + "]" }
 // Close does nothing: every batch is complete on disk when AddBatch returns.
 func (s *Sink) Close() error { return nil }
 
-func (s *Sink) log() checkpoint.Log[checkpoint.FileSourceID, []FileStatus] {
-	return metadataLog(s.FS, s.Dir)
+func (s *Sink) log() checkpoint.Log[checkpoint.FileSourceID, []sinklog.FileStatus] {
+	return sinklog.Log(s.FS, s.Dir)
 }
 
 // Open binds the sink to the query: it checks the output schema can be
@@ -87,7 +92,7 @@ func (s *Sink) Open(_ context.Context, env stream.SinkEnv) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ReadLog(s.FS, s.Dir); err != nil {
+	if _, err := sinklog.ReadLog(s.FS, s.Dir); err != nil {
 		return err
 	}
 	s.queryID, s.leaves, s.pq = env.QueryID, leaves, pq
@@ -96,7 +101,7 @@ func (s *Sink) Open(_ context.Context, env stream.SinkEnv) error {
 
 func (s *Sink) interval() int {
 	if s.CompactInterval == 0 {
-		return DefaultCompactInterval
+		return sinklog.DefaultCompactInterval
 	}
 	return s.CompactInterval
 }
@@ -118,7 +123,7 @@ func (s *Sink) AddBatch(_ context.Context, batchID int64, out *stream.Batch) (st
 	if err != nil {
 		return prog, err
 	}
-	var entries []FileStatus
+	var entries []sinklog.FileStatus
 	if ordered.Len > 0 {
 		e, err := s.writePart(batchID, ordered)
 		if err != nil {
@@ -127,8 +132,8 @@ func (s *Sink) AddBatch(_ context.Context, batchID int64, out *stream.Batch) (st
 		entries = append(entries, e)
 	}
 	key := checkpoint.FileSourceID{ID: batchID}
-	if isCompactionBatch(batchID, s.interval()) {
-		prior, err := ReadLog(s.FS, s.Dir)
+	if sinklog.IsCompactionBatch(batchID, s.interval()) {
+		prior, err := sinklog.ReadLog(s.FS, s.Dir)
 		if err != nil {
 			return prog, err
 		}
@@ -167,24 +172,24 @@ func (s *Sink) inSchemaOrder(out *stream.Batch) (*stream.Batch, error) {
 // writePart publishes the batch's part file, replacing the orphan of an
 // earlier attempt at the same batch, and makes its directory entry durable
 // before the log can name it.
-func (s *Sink) writePart(batchID int64, b *stream.Batch) (FileStatus, error) {
+func (s *Sink) writePart(batchID int64, b *stream.Batch) (sinklog.FileStatus, error) {
 	id := uuid.NewSHA1(uuid.NameSpaceURL, []byte(s.queryID+"/"+strconv.FormatInt(batchID, 10)))
 	name := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", id)
 	if err := durable.EnsureDir(s.FS, s.Dir); err != nil {
-		return FileStatus{}, fmt.Errorf("create %s: %w", s.Dir, err)
+		return sinklog.FileStatus{}, fmt.Errorf("create %s: %w", s.Dir, err)
 	}
 	res, err := durable.For(s.FS).Publish(s.Dir, name, durable.Options{Mode: durable.Replace},
 		func(w io.Writer) error { return writeParquet(w, s.pq, s.leaves, b) })
 	if err != nil {
-		return FileStatus{}, fmt.Errorf("write part file %s: %w", s.FS.PathJoin(s.Dir, name), err)
+		return sinklog.FileStatus{}, fmt.Errorf("write part file %s: %w", s.FS.PathJoin(s.Dir, name), err)
 	}
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
-	return FileStatus{
+	return sinklog.FileStatus{
 		Path: strings.TrimSuffix(s.URI, "/") + "/" + name, Size: res.Size, ModificationTime: now().UnixMilli(),
-		BlockReplication: localBlockReplication, BlockSize: localBlockSize, Action: ActionAdd,
+		BlockReplication: localBlockReplication, BlockSize: localBlockSize, Action: sinklog.ActionAdd,
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -85,7 +86,7 @@ func orders(b int64, n int) (*stream.Batch, []string) {
 // readCommitted reads every row of the files the log lists.
 func readCommitted(t *testing.T, fs vfs.FS, dir string) []string {
 	t.Helper()
-	c, err := ReadLog(fs, dir)
+	c, err := sinklog.ReadLog(fs, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestRoundTrip(t *testing.T) {
 	if !slices.Equal(names, wantNames) {
 		t.Fatalf("log files %v, want %v", names, wantNames)
 	}
-	c, _ := ReadLog(fs, "/out")
+	c, _ := sinklog.ReadLog(fs, "/out")
 	if c.LatestBatch != 7 || len(c.Files) != 6 { // batches 1..7 but the empty 4 (batch 0 has no rows)
 		t.Fatalf("latest %d, %d files", c.LatestBatch, len(c.Files))
 	}
@@ -181,38 +182,6 @@ func readAll(fs vfs.FS, path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
-}
-
-// TestLogBytes: the log's bytes are Spark's, checked against
-// FileStreamSinkLogSuite's serialize/deserialize example.
-func TestLogBytes(t *testing.T) {
-	spark := "v1\n" +
-		`{"path":"/a/b/x","size":100,"isDir":false,"modificationTime":1000,"blockReplication":1,"blockSize":10000,"action":"add"}` + "\n" +
-		`{"path":"/a/b/y","size":200,"isDir":false,"modificationTime":2000,"blockReplication":2,"blockSize":20000,"action":"delete"}` + "\n" +
-		`{"path":"/a/b/z","size":300,"isDir":false,"modificationTime":3000,"blockReplication":3,"blockSize":30000,"action":"add"}`
-	entries := []FileStatus{
-		{Path: "/a/b/x", Size: 100, ModificationTime: 1000, BlockReplication: 1, BlockSize: 10000, Action: ActionAdd},
-		{Path: "/a/b/y", Size: 200, ModificationTime: 2000, BlockReplication: 2, BlockSize: 20000, Action: ActionDelete},
-		{Path: "/a/b/z", Size: 300, ModificationTime: 3000, BlockReplication: 3, BlockSize: 30000, Action: ActionAdd},
-	}
-	if got := string(EncodeLog(entries)); got != spark {
-		t.Fatalf("encoded\n%s\nwant\n%s", got, spark)
-	}
-	if got := string(EncodeLog(nil)); got != "v1" {
-		t.Fatalf("empty log %q", got)
-	}
-	parsed, err := ParseLog("x", []byte(spark))
-	if err != nil || !slices.Equal(parsed, entries) {
-		t.Fatalf("parsed %+v, %v", parsed, err)
-	}
-	if got := compact(parsed); len(got) != 2 || got[0].Path != "/a/b/x" || got[1].Path != "/a/b/z" {
-		t.Fatalf("compact %+v", got)
-	}
-	for _, bad := range []string{"", "v2", "v1\n{", "v1\n{\"path\":\"p\",\"size\":1}", "v1\n{\"path\":\"p\",\"size\":1,\"action\":\"mv\"}"} {
-		if _, err := ParseLog("x", []byte(bad)); !errcode.Is(err, errcode.CheckpointCorrupt) {
-			t.Errorf("ParseLog(%q) = %v, want CHECKPOINT_CORRUPT", bad, err)
-		}
-	}
 }
 
 // TestOutputModes: update and complete are refused with Spark's class.
@@ -296,7 +265,7 @@ func TestCrashLoop(t *testing.T) {
 		if got := readCommitted(t, crashed, "/out"); !slices.Equal(got, want) {
 			t.Fatalf("crash at write %d (batch %d): read %d rows, want %d\ngot  %.4q\nwant %.4q", i, failed, len(got), len(want), got, want)
 		}
-		c, _ := ReadLog(crashed, "/out")
+		c, _ := sinklog.ReadLog(crashed, "/out")
 		names, _ := crashed.List("/out")
 		parts := 0
 		for _, n := range names {
@@ -387,7 +356,7 @@ func TestWindowStruct(t *testing.T) {
 	if _, err := s.AddBatch(ctx, 0, b); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := ReadLog(fs, "/out")
+	c, _ := sinklog.ReadLog(fs, "/out")
 	fh, err := fs.Open("/out/" + c.Files[0].Path[len("file:/out/"):])
 	if err != nil {
 		t.Fatal(err)

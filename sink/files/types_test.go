@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/parquettype"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -54,7 +56,7 @@ func TestEveryType(t *testing.T) {
 	if _, err := s.AddBatch(ctx, 0, &stream.Batch{Len: 3, Columns: cols}); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := ReadLog(fs, "/out")
+	c, _ := sinklog.ReadLog(fs, "/out")
 	fh, err := fs.Open("/out/" + c.Files[0].Path[len("file:/out/"):])
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +104,7 @@ func TestEveryType(t *testing.T) {
 				}
 				continue
 			}
-			want := value(&col, r) // the value written; compared by its bytes and kind
+			want := parquettype.Value(col.Type, &col, r) // the value written; compared by its bytes and kind
 			if v.Kind() != want.Kind() || string(v.Bytes()) != string(want.Bytes()) {
 				t.Errorf("%s row %d: read %v, wrote %v", col.Name, r, v, want)
 			}

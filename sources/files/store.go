@@ -17,7 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/errcode"
-	filesink "github.com/ethstream/ethstream/sink/files"
+	"github.com/ethstream/ethstream/internal/sinklog"
 	"github.com/ethstream/ethstream/sources/internal/filelog"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
@@ -66,7 +66,7 @@ func (s *localStore) root() string { return fileURI(s.dir) }
 func fileURI(p string) string { return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String() }
 
 func (s *localStore) list(ctx context.Context) ([]listed, error) {
-	if _, err := s.fs.Stat(s.fs.PathJoin(s.dir, filesink.MetadataDir)); err == nil {
+	if _, err := s.fs.Stat(s.fs.PathJoin(s.dir, sinklog.MetadataDir)); err == nil {
 		return s.listSinkLog()
 	}
 	var out []listed
@@ -87,7 +87,7 @@ func (s *localStore) list(ctx context.Context) ([]listed, error) {
 // name in the directory, so an output moved as a whole still reads.
 func (s *localStore) listSinkLog() ([]listed, error) {
 	s.c.requests.Add(1)
-	c, err := filesink.ReadLog(s.fs, s.dir)
+	c, err := sinklog.ReadLog(s.fs, s.dir)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/columnar"
 )
 
 // eraFile writes a small file of era with several row groups and pages.
@@ -114,7 +115,7 @@ func TestMetadataBounds(t *testing.T) {
 }
 
 // TestPageBounds: a page header whose size runs past its chunk, or claims
-// more than maxPageBytes, more values than its row group has rows, or a
+// more than columnar.MaxPageBytes, more values than its row group has rows, or a
 // dictionary of more values than bytes, is refused before the page is
 // read.
 func TestPageBounds(t *testing.T) {
@@ -158,7 +159,7 @@ func TestPageBounds(t *testing.T) {
 		h    format.PageHeader
 		want string
 	}{
-		{"uncompressed", format.PageHeader{UncompressedPageSize: maxPageBytes + 1, CompressedPageSize: 10}, "uncompressed size"},
+		{"uncompressed", format.PageHeader{UncompressedPageSize: columnar.MaxPageBytes + 1, CompressedPageSize: 10}, "uncompressed size"},
 		{"negative", format.PageHeader{CompressedPageSize: -1}, "negative"},
 		{"dictionary", format.PageHeader{UncompressedPageSize: 8, CompressedPageSize: 8,
 			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: 9})}, "dictionary of 9 values"},
@@ -167,7 +168,7 @@ func TestPageBounds(t *testing.T) {
 		{"v2 rows", format.PageHeader{UncompressedPageSize: 8, CompressedPageSize: 8,
 			DataPageHeaderV2: thrift.New(format.DataPageHeaderV2{NumValues: 1, NumRows: 1 << 30})}, "rows in a row group of 16 rows"},
 	} {
-		if err := checkPage(&c.h, 100, 16); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := columnar.CheckPage(&c.h, 100, 16); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}

@@ -284,11 +284,8 @@ func coalesce(rs []byteRange, gap int64) []byteRange {
 // chunkRange is the byte range of a column chunk: its dictionary page (if
 // any) through its last data page.
 func chunkRange(md *format.ColumnMetaData) byteRange {
-	start := md.DataPageOffset
-	if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
-		start = md.DictionaryPageOffset
-	}
-	return byteRange{off: start, end: start + md.TotalCompressedSize}
+	off, end := columnar.ChunkRange(md)
+	return byteRange{off: off, end: end}
 }
 
 // decodedFile is the result of decoding one file: one batch per row group.

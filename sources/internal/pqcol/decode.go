@@ -8,6 +8,7 @@
 package pqcol
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -42,10 +43,17 @@ var ErrUnsupported = errors.New("unsupported parquet column")
 // dotted path to a leaf inside structs (window.start: null where the leaf
 // or any struct above it is null). A column the file lacks is all nulls
 // (Spark reads a missing column as null).
-func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
-	f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+//
+// Before anything is allocated by the file's metadata (rows per row
+// group, page sizes), columnar.CheckBounds holds every such number to the
+// file's size and a limit: a damaged or hostile file is an error wrapping
+// columnar.ErrOutOfBounds, and a panic of the Parquet library on
+// inconsistent metadata is an error too, never the process's end.
+func Decode(r io.ReaderAt, size int64, cols []Column) (_ []*stream.Batch, err error) {
+	defer recoverDecoder(&err)
+	f, footer, err := openFile(r, size)
 	if err != nil {
-		return nil, fmt.Errorf("open parquet: %w", err)
+		return nil, err
 	}
 	fields := make([]columnar.Field, len(cols))
 	for i, c := range cols {
@@ -74,6 +82,9 @@ func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
 	}
 	dec, err := columnar.Open(f, fields, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkBounds(f, r, size, footer, dec.Columns()); err != nil {
 		return nil, err
 	}
 	out := make([]*stream.Batch, len(f.RowGroups()))
@@ -245,10 +256,11 @@ func StreamType(n parquet.Node) (t stream.Type, spark string, ok bool) {
 // Schema is the file's top-level columns as the engine reads them, in
 // file order; a column it cannot read is an error naming it and its Spark
 // type (UnsupportedError).
-func Schema(r io.ReaderAt, size int64) ([]stream.Field, error) {
-	f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+func Schema(r io.ReaderAt, size int64) (_ []stream.Field, err error) {
+	defer recoverDecoder(&err)
+	f, _, err := openFile(r, size)
 	if err != nil {
-		return nil, fmt.Errorf("open parquet: %w", err)
+		return nil, err
 	}
 	var out []stream.Field
 	for _, l := range f.Schema().Fields() {
@@ -324,4 +336,47 @@ func compatible(n parquet.Node, t stream.Type) error {
 		return fmt.Errorf("%w: the file has %s (%s), the schema says %v", ErrTypeMismatch, spark, n.Type(), t)
 	}
 	return nil
+}
+
+// openFile opens the Parquet file r of size bytes, after checking its
+// footer's length against the file (parquet-go allocates the length its
+// tail claims: "PAR1PAR1" asked for 827 MB), and returns the footer's
+// offset.
+func openFile(r io.ReaderAt, size int64) (*parquet.File, int64, error) {
+	var tail [8]byte
+	if size < 12 {
+		return nil, 0, fmt.Errorf("open parquet: %w: a %d-byte file has no footer", columnar.ErrOutOfBounds, size)
+	}
+	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
+		return nil, 0, fmt.Errorf("open parquet: read the footer length: %w", err)
+	}
+	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if string(tail[4:]) != "PAR1" || flen > size-12 {
+		return nil, 0, fmt.Errorf("open parquet: %w: footer length %d in a %d-byte file, or no PAR1 at its end (a truncated file or another format)",
+			columnar.ErrOutOfBounds, flen, size)
+	}
+	f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	if err != nil {
+		return nil, 0, fmt.Errorf("open parquet: %w", err)
+	}
+	return f, size - 8 - flen, nil
+}
+
+// checkBounds is columnar.CheckBounds over the projected leaves of f, a
+// file of size bytes read through r whose footer starts at footer.
+func checkBounds(f *parquet.File, r io.ReaderAt, size, footer int64, cols []columnar.Column) error {
+	leaves := make([]int, len(cols))
+	for i, c := range cols {
+		leaves[i] = c.Leaf
+	}
+	return columnar.CheckBounds(f.Metadata(), r, size, footer, leaves)
+}
+
+// recoverDecoder turns a panic of the Parquet library (it panics on some
+// inconsistent metadata) into the decode's error: a damaged file fails its
+// batch, not the process.
+func recoverDecoder(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("parquet decoder panic on a damaged file: %v", r)
+	}
 }

@@ -1,4 +1,27 @@
-package files
+// Package sinklog is the metadata log of Spark's file sink
+// (FileStreamSinkLog), the list of the part files a file sink committed in
+// its output directory: its format, the codec the sink (sink/files) writes
+// it with, and the reader Spark's CompactibleFileStreamLog.allFiles is,
+// which the sink and the file source (sources/files) both read it with.
+//
+// # Format v1
+//
+// One file per batch id, _spark_metadata/<batchId>, written once with
+// durable's put-if-absent publish: the line "v1", then for each part file
+// "\n" and one JSON object (Spark's SinkFileStatus), no final newline:
+//
+//	v1
+//	{"path":"file:/out/part-00000-….snappy.parquet","size":1234,"isDir":false,"modificationTime":1700000000000,"blockReplication":1,"blockSize":33554432,"action":"add"}
+//
+// path is the file's URI, as Hadoop's Path.toUri prints it ("file:/dir/…"
+// for the local disk). Every CompactInterval batches (Spark's
+// spark.sql.streaming.fileSink.log.compactInterval, default 10) the batch
+// whose id n has (n+1) % interval == 0 is written as <n>.compact instead,
+// holding every entry of the newest earlier compact file and of the batches
+// since, then its own, minus entries whose action is "delete"; a reader
+// reads the newest compact file and every batch file after it. A batch
+// without rows is committed by a file holding "v1" alone.
+package sinklog
 
 import (
 	"bytes"
@@ -22,10 +45,6 @@ const (
 	ActionAdd    = "add"
 	ActionDelete = "delete"
 )
-
-// ConfCompactInterval is Spark's conf key of the log's compaction
-// interval.
-const ConfCompactInterval = "spark.sql.streaming.fileSink.log.compactInterval"
 
 // DefaultCompactInterval is Spark's default of
 // spark.sql.streaming.fileSink.log.compactInterval.
@@ -117,8 +136,9 @@ func (logCodec) Decode(path string, _ checkpoint.FileSourceID, data []byte) ([]F
 	return ParseLog(path, data)
 }
 
-// metadataLog is the log of the output directory dir.
-func metadataLog(fs vfs.FS, dir string) checkpoint.Log[checkpoint.FileSourceID, []FileStatus] {
+// Log is the log of the output directory dir, through which the sink
+// writes it.
+func Log(fs vfs.FS, dir string) checkpoint.Log[checkpoint.FileSourceID, []FileStatus] {
 	return checkpoint.Log[checkpoint.FileSourceID, []FileStatus]{
 		FS: fs, Dir: fs.PathJoin(dir, MetadataDir), Codec: logCodec{}, What: "file sink log"}
 }
@@ -137,7 +157,7 @@ type Committed struct {
 // every batch file after it, which must all be present. A missing log is
 // no batch at all.
 func ReadLog(fs vfs.FS, dir string) (*Committed, error) {
-	lg := metadataLog(fs, dir)
+	lg := Log(fs, dir)
 	keys, err := lg.List()
 	if err != nil {
 		return nil, err
@@ -159,13 +179,13 @@ func ReadLog(fs vfs.FS, dir string) (*Committed, error) {
 		}
 		all = append(all, es...)
 	}
-	c.Files = compact(all)
+	c.Files = Compact(all)
 	return c, nil
 }
 
-// compact drops deleted files, as Spark's FileStreamSinkLog.compactLogs:
+// Compact drops deleted files, as Spark's FileStreamSinkLog.compactLogs:
 // every entry whose path some "delete" entry names goes.
-func compact(es []FileStatus) []FileStatus {
+func Compact(es []FileStatus) []FileStatus {
 	deleted := map[string]bool{}
 	for _, e := range es {
 		if e.Action == ActionDelete {
@@ -175,7 +195,8 @@ func compact(es []FileStatus) []FileStatus {
 	return slices.DeleteFunc(slices.Clone(es), func(e FileStatus) bool { return deleted[e.Path] })
 }
 
-// isCompactionBatch is Spark's CompactibleFileStreamLog.isCompactionBatch.
-func isCompactionBatch(batchID int64, interval int) bool {
+// IsCompactionBatch is Spark's CompactibleFileStreamLog.isCompactionBatch:
+// batch batchID's log file is a compact file.
+func IsCompactionBatch(batchID int64, interval int) bool {
 	return (batchID+1)%int64(interval) == 0
 }
