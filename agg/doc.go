@@ -18,15 +18,19 @@
 // The operator does not compute the watermark. The engine does, from the
 // event-time column of the rows it reads (after batch N: the larger of N's
 // watermark and N's maximum event time minus the delay, recorded in
-// commits/N and used by batch N+1), and passes the batch's watermark to
-// Process and Finish. With a watermark:
+// commits/N and used by batch N+1), and passes Process the previous
+// batch's watermark and Finish the batch's own (Spark 3.4+'s
+// getInputWatermarkForLateEvents and getInputWatermarkForEviction). With a
+// watermark:
 //
-//   - Process drops each window instance whose end <= watermark and counts it
-//     in numRowsDroppedByWatermark (a row of a sliding window can be dropped
-//     for one window and kept for another). A row older than the watermark
-//     whose window is still open is kept.
+//   - Process drops each window instance whose end <= its watermark and
+//     counts it in numRowsDroppedByWatermark (a row of a sliding window can
+//     be dropped for one window and kept for another). A row older than the
+//     watermark whose window is still open is kept.
 //   - Finish merges the batch's partial aggregates into state, then evicts
-//     every key whose window end <= watermark.
+//     every key whose window end <= its watermark: a window ending between
+//     the two watermarks takes the batch's rows and leaves state in the same
+//     batch (append mode emits it then, update mode emits its new value).
 //
 // Without a watermark (Spec.WatermarkDelay 0) nothing is late and nothing is
 // evicted; the watermark argument is ignored.
@@ -184,8 +188,9 @@
 // In update mode with a watermark, the engine tells the operator before
 // Finish(N) the watermark batch N+1 will run with (NextWatermark, the
 // nextBatchWatermarkMs of commits/N). Spark's state version N holds every
-// window ending after batch N's watermark; batch N+1 then evicts those
-// ending at or before its own, emitting nothing (update mode). In a
+// window ending after batch N's watermark; batch N+1 then merges into
+// those ending at or before its own watermark the rows it accepts (those
+// not late by batch N's watermark), emits them, and evicts them. In a
 // backfill that is nearly every key: each batch would write ~700k keys to
 // state only for the next to delete them. So version N does not store a
 // key whose window ends at or before the next watermark: Finish still
@@ -193,6 +198,31 @@
 // key (if any) instead of writing it, and its eviction scan runs up to the
 // next watermark. The number of such rows is the version's closedRows
 // (in its operator record, below).
+//
+// The keys so closed, with their values, are the carry (carry.go): kept in
+// memory from Finish(N) until the commit of batch N+1 (an Abort or a rerun
+// of N+1 keeps it), a byte arena of key and value plus a 4-byte index per
+// key, sorted by key. Batch N+1 reads a key whose window ends at or before
+// the carry's bound from the carry when state does not hold it, so its
+// rows for those windows merge with batch N's value exactly as with
+// Spark's stored key. Windows are the unit: the carry holds exactly what
+// Spark's version N holds and ethstream's does not, and nothing is read
+// from it after batch N+1, whose watermark evicts all of it. Keeping it in
+// memory rather than in state trades the backfill's write-then-delete of
+// every key for about (key + value + 6) bytes per closed key, freed a
+// batch later (measured in the bench: the report of issue 41).
+//
+// A restart (or Close and Open) between Commit(N) and batch N+1 loses the
+// carry: the operator knows it from version N's record (closedRows > 0)
+// and, in batch N+1 only, drops input late by the watermark the record
+// names (nextWatermarkMs, batch N+1's own) instead of batch N's: rows of
+// windows ending in (WM(N), WM(N+1)] are dropped and counted as late, as
+// before Spark 3.4, rather than merged with a value the operator no longer
+// has (emitting a partial value would overwrite the full one in the sink).
+// That is the one deliberate difference (docs/contracts.md, State); a
+// query that must not have it can store every row by running in append or
+// complete mode, or re-derive the carry by rerunning batch N from version
+// N-1, which ethstream does not do.
 //
 // What a state reader sees changes: `ethstream state dump` of version N
 // lists only the stored keys (a version written after the last batch's

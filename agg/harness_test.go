@@ -79,6 +79,12 @@ type harness struct {
 	op        *Operator
 	committed int64 // last committed batch id, -1 for none
 	wmMs      int64 // watermark of the next batch
+	// prevWmMs is the watermark of the batch before the next, by which
+	// Process drops late input (Spark 3.4+'s rule, the engine's).
+	prevWmMs int64
+	// restarted says the operator was reopened since the last commit (so
+	// it lost what the committed version closed at commit: doc.go).
+	restarted bool
 	maxEvent  int64 // max event time seen (µs), MinInt64 for none
 	// lookahead: tell the operator the next batch's watermark before
 	// Finish, as the engine does (stream.WatermarkLookahead).
@@ -135,13 +141,15 @@ func (h *harness) restart(fresh bool) {
 		h.localDir = h.t.TempDir()
 	}
 	h.open()
+	h.restarted = true
 }
 
-// process feeds chunks of batch id at the harness watermark.
+// process feeds chunks of batch id at the previous batch's watermark, as
+// the engine does.
 func (h *harness) process(id int64, chunks [][]testRow) {
 	h.t.Helper()
 	for _, c := range chunks {
-		if err := h.op.Process(context.Background(), id, h.wmMs, makeBatch(c)); err != nil {
+		if err := h.op.Process(context.Background(), id, h.prevWmMs, makeBatch(c)); err != nil {
 			h.t.Fatalf("batch %d: process: %v", id, err)
 		}
 	}
@@ -185,7 +193,8 @@ func (h *harness) finishCommit(id int64, chunks [][]testRow) (*stream.Batch, str
 	if err := h.op.Commit(context.Background(), id); err != nil {
 		h.t.Fatalf("batch %d: commit: %v", id, err)
 	}
-	h.committed = id
+	h.committed, h.restarted = id, false
+	h.prevWmMs = h.wmMs
 	h.wmMs, h.maxEvent = h.nextWm(chunks)
 	return out, h.op.Progress()
 }

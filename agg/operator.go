@@ -63,9 +63,12 @@ type Operator struct {
 	// retracted counts the batch's input rows with Sign -1; deleted the
 	// groups those emptied (removed from state, emitted with Sign -1).
 	retracted, deleted int64
-	// emittedAtMerge counts the append-mode windows merged this batch that
-	// its watermark had already closed: emitted and removed at once.
-	emittedAtMerge int64
+	// removedAtMerge counts the windows merged this batch that its own
+	// watermark closes: stored (or not) and removed at once, as Spark's
+	// StateStoreSaveExec puts them and then evicts them (append mode
+	// emits them); a window the carry held is not counted again, the
+	// previous version's closedRows count it.
+	removedAtMerge int64
 
 	// noneBelowUs: no key in state (committed and pending) has a window end
 	// <= noneBelowUs; it makes NeedsNoDataBatch and eviction skip the store
@@ -82,6 +85,19 @@ type Operator struct {
 	// committed is the committed state version's record (oprecord.go);
 	// pending the one Finish gave the version being written.
 	committed, pending opRecord
+	// version is the committed state version (-1: none).
+	version int64
+	// carry holds what version carry.version closed at commit (carry.go),
+	// carryUpUs the largest window end it may hold; pendingCarry is the one
+	// Finish builds for the version being written, carry once committed.
+	carry, pendingCarry    *closedCarry
+	carryUpUs, pendingUpUs int64
+	// lateFloorMs raises the batch's late watermark when the committed
+	// version closed windows at commit and the carry of them is lost (a
+	// restart): input of those windows is dropped as late rather than
+	// merged with a value the operator no longer has (doc.go, Closed at
+	// commit). MinInt64 when the carry is there or nothing was closed.
+	lateFloorMs int64
 
 	vals     []aggVal
 	orders   [][]int32 // per partial: its entries in key order (update mode), reused
@@ -148,6 +164,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		return errors.Join(err, s.Close())
 	}
 	o.store, o.committed, o.logger = s, rec, opbase.Logger(env)
+	o.version, o.carry, o.pendingCarry = env.Version, nil, nil
 	o.resetBatch()
 	// An empty store has nothing to evict; otherwise the first eviction
 	// scan finds out.
@@ -185,7 +202,15 @@ func (o *Operator) begin(batchID int64) error {
 		o.inRows = 0
 		o.process = 0
 		o.chunk = chunkStats{}
-		o.retracted, o.deleted, o.emittedAtMerge = 0, 0, 0
+		o.retracted, o.deleted, o.removedAtMerge = 0, 0, 0
+		o.lateFloorMs = math.MinInt64
+		if o.carry != nil && o.carry.version != o.version {
+			o.carry = nil
+		}
+		if o.carry == nil && o.committed.ClosedRows > 0 && o.committed.NextWatermarkMs != nil {
+			o.lateFloorMs = *o.committed.NextWatermarkMs
+		}
+		o.pendingCarry = nil
 	}
 	return err
 }
@@ -216,7 +241,7 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 			return err
 		}
 	}
-	st, err := o.sh.add(in, o.wmUs(watermarkMs))
+	st, err := o.sh.add(in, o.wmUs(max(watermarkMs, o.lateFloorMs)))
 	if oe, ok := err.(*overflowError); ok {
 		return o.overflow(batchID, oe.agg)
 	}
@@ -286,11 +311,14 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	// mode, with the next batch's watermark known; see closedAtCommitUs).
 	wmUs := o.wmUs(watermarkMs)
 	closeUs := o.closedAtCommitUs(batchID, wmUs)
+	if closeUs > wmUs {
+		o.pendingCarry, o.pendingUpUs = newClosedCarry(batchID), closeUs
+	}
 	var f finishFigures
 	f.updated = int64(n)
 
 	t0 := time.Now()
-	closed, err := o.mergeAll(ctx, batchID, closeUs, out)
+	closed, err := o.mergeAll(ctx, batchID, wmUs, closeUs, out)
 	if err != nil {
 		return nil, stream.OperatorProgress{}, err
 	}
@@ -302,10 +330,13 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		return nil, stream.OperatorProgress{}, err
 	}
 	f.closed = closed + closedStored
+	if o.pendingCarry != nil {
+		o.pendingCarry.seal()
+	}
 	// The previous version's closed rows are what this batch's watermark
 	// evicts without a stored key to delete.
 	f.removedUnstored = o.committed.ClosedRows
-	f.removed = removed + f.removedUnstored + o.emittedAtMerge
+	f.removed = removed + f.removedUnstored + o.removedAtMerge
 	o.pending = opRecord{ClosedRows: f.closed}
 	if o.hasNextWm && o.nextWmBatch == batchID {
 		// The second record of commits/batchID (CommittedRecord).
@@ -342,7 +373,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 // the order the sink merges in (it then skips a sort): each partial's
 // entries are ordered on a goroutine of its own (keyOrders), then merged
 // across the partials; otherwise partial after partial, in entry order.
-func (o *Operator) mergeAll(ctx context.Context, batchID, closeUs int64, out *output) (closed int64, err error) {
+func (o *Operator) mergeAll(ctx context.Context, batchID, wmUs, closeUs int64, out *output) (closed int64, err error) {
 	get := o.store.Get
 	if o.store.PendingLen() == 0 {
 		get = o.store.GetCommitted
@@ -356,7 +387,7 @@ func (o *Operator) mergeAll(ctx context.Context, batchID, closeUs int64, out *ou
 			}
 		}
 		i++
-		c, err := o.mergeEntry(get, batchID, pt, e, key, closeUs, out)
+		c, err := o.mergeEntry(get, batchID, pt, e, key, wmUs, closeUs, out)
 		if c {
 			closed++
 		}
@@ -449,18 +480,27 @@ func (o *Operator) keyOrders() {
 }
 
 // mergeEntry merges partial entry e into its state key (key), read with
-// get, and writes the result: a group every row of which is retracted leaves state
-// (dropEmptied); a window closed at commit (closed) is not stored, as the
-// next batch would only delete it; any other group is stored. In update
-// mode the entry's row goes to out.
-func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID int64, pt *partial, e int, key []byte, closeUs int64, out *output) (closed bool, err error) {
+// get or, for a window the previous version closed at commit, from the
+// carry, and writes the result: a group every row of which is retracted
+// leaves state (dropEmptied); a window this batch's watermark (wmUs)
+// closes is removed at once, as Spark puts it and evicts it in the same
+// batch (append mode emits it); a window closed at commit (end <= closeUs)
+// is not stored but carried to the next batch, which may still merge rows
+// into it; any other group is stored. In update mode the entry's row goes
+// to out.
+func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID int64, pt *partial, e int, key []byte, wmUs, closeUs int64, out *output) (closed bool, err error) {
 	p := o.p
 	clear(o.vals)
 	val, stored, err := get(key)
 	if err != nil {
 		return false, fmt.Errorf("aggregation: read state: %w", err)
 	}
-	if stored {
+	end := pt.start[e] + p.sizeUs
+	carried := false
+	if !stored && o.carry != nil && p.window && end <= o.carryUpUs {
+		val, carried = o.carry.get(key)
+	}
+	if stored || carried {
 		if err := p.decodeValue(val, o.vals); err != nil {
 			return false, err
 		}
@@ -469,32 +509,32 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 		return false, o.overflow(batchID, a)
 	}
 	if p.rowsAgg >= 0 && o.vals[p.rowsAgg].i <= 0 {
-		return false, o.dropEmptied(batchID, pt, e, key, stored, out)
+		return false, o.dropEmptied(batchID, pt, e, key, stored, carried, out)
 	}
 	if p.spec.Mode == Update {
 		out.appendEntry(pt, e, o.vals)
 	}
-	if p.window && pt.start[e]+p.sizeUs <= closeUs {
-		if p.spec.Mode == Append {
-			// Input this batch's watermark has closed reaches an operator
-			// only after another one (engine/operators.go: it drops late
-			// input by the previous batch's watermark): the window is
-			// final now, so it is emitted now, as Spark's
-			// StateStoreSaveExec emits what the watermark evicts.
-			out.appendEntry(pt, e, o.vals)
-			o.emittedAtMerge++
-			if stored {
-				if err := o.store.Delete(key); err != nil {
-					return false, fmt.Errorf("aggregation: write state: %w", err)
-				}
-			}
-			return false, nil
-		}
+	if p.window && end <= closeUs {
 		if stored {
 			if err := o.store.Delete(key); err != nil {
 				return false, fmt.Errorf("aggregation: write state: %w", err)
 			}
 		}
+		if end <= wmUs {
+			// Input reaches a window the batch's watermark closes when it
+			// was not late by the previous batch's (Spark 3.4+): the window
+			// is final now, so append mode emits it now, as Spark's
+			// StateStoreSaveExec emits what the watermark evicts.
+			if p.spec.Mode == Append {
+				out.appendEntry(pt, e, o.vals)
+			}
+			if !carried {
+				o.removedAtMerge++
+			}
+			return false, nil
+		}
+		o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
+		o.pendingCarry.add(key, o.valBuf)
 		return true, nil
 	}
 	o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
@@ -502,7 +542,7 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 		return false, fmt.Errorf("aggregation: write state: %w", err)
 	}
 	if p.window {
-		if end := pt.start[e] + p.sizeUs; end <= o.noneBelowUs {
+		if end <= o.noneBelowUs {
 			o.noneBelowUs = end - 1
 		}
 	}
@@ -513,19 +553,23 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 // whose group count fell to zero or below: below is a source bug (it
 // retracted rows it never emitted); zero means every row of the group was
 // retracted, so it leaves state and, in update mode, the sink.
-func (o *Operator) dropEmptied(batchID int64, pt *partial, e int, key []byte, stored bool, out *output) error {
+func (o *Operator) dropEmptied(batchID int64, pt *partial, e int, key []byte, stored, carried bool, out *output) error {
 	if c := o.vals[o.p.rowsAgg].i; c < 0 {
 		return errcode.New(CodeRetractionUnmatched, "",
 			"this is a bug in the source: it must retract only rows it emitted in an earlier batch",
 			"batch %d retracts %d more rows than group %s holds", batchID, -c, o.describeEntry(pt, e))
 	}
-	if !stored {
+	if !stored && !carried {
 		return nil
 	}
-	if err := o.store.Delete(key); err != nil {
-		return fmt.Errorf("aggregation: delete state: %w", err)
+	if stored {
+		// A carried group is counted as removed already (the previous
+		// version's closedRows).
+		if err := o.store.Delete(key); err != nil {
+			return fmt.Errorf("aggregation: delete state: %w", err)
+		}
+		o.deleted++
 	}
-	o.deleted++
 	if o.p.spec.Mode == Update {
 		out.appendDeletion(pt, e, o.vals)
 	}
@@ -648,6 +692,9 @@ func (o *Operator) evict(wmUs, closeUs int64, out *output) (removed, closed int6
 	err = o.store.Scan(nil, upper, func(key, val []byte) error {
 		if bytes.Compare(key, live) >= 0 {
 			closed++
+			if o.pendingCarry != nil {
+				o.pendingCarry.add(key, val)
+			}
 			return o.store.Delete(key)
 		}
 		if o.p.spec.Mode == Append {
@@ -691,6 +738,7 @@ func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	}
 	o.memBytes = m.MemoryUsedBytes
 	o.committed = o.pending
+	o.version, o.carry, o.carryUpUs, o.pendingCarry = batchID, o.pendingCarry, o.pendingUpUs, nil
 	o.progress.NumRowsTotal = m.RowsTotal + o.committed.ClosedRows
 	if o.progress.CustomMetrics != nil {
 		o.progress.CustomMetrics[MetricCommitPrepareTime] = m.PrepareTimeMs
@@ -708,6 +756,8 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 // Abort discards the current batch: partial aggregates and pending state.
 func (o *Operator) Abort() {
 	o.life.Abort(o.store)
+	// The carry of the committed version stays: a rerun of the batch needs it.
+	o.pendingCarry = nil
 	o.noneBelowUs = o.committedNoneBelowUs
 	o.resetBatch()
 }
@@ -750,7 +800,16 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 // Repartition writes the state committed at base into n partitions as
 // version batchID (delegated to the store), and continues with n partitions.
 func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
-	return o.life.Repartition(ctx, o.store, base, batchID, n)
+	st, err := o.life.Repartition(ctx, o.store, base, batchID, n)
+	if err == nil && o.version == base {
+		// Version batchID holds base's rows, and so leaves out what base
+		// closed at commit: the carry holds it still.
+		if o.carry != nil && o.carry.version == base {
+			o.carry.version = batchID
+		}
+		o.version = batchID
+	}
+	return st, err
 }
 
 // CheckPartitions refuses a partition count the state store's cache cannot
@@ -761,7 +820,7 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 // may be opened again.
 func (o *Operator) Close() error {
 	err := o.life.Close(o.store)
-	o.store = nil
+	o.store, o.carry, o.pendingCarry = nil, nil, nil
 	o.resetBatch()
 	return err
 }

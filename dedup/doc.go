@@ -13,7 +13,9 @@
 // numDroppedDuplicateRows). Nulls are values: two rows with a null in the
 // same column are duplicates (Spark compares the key rows). When the query
 // has a watermark, a row whose event time is at or before the watermark the
-// operator drops late input by is dropped first and counted as
+// operator drops late input by (Process's: the engine gives the previous
+// batch's, Spark 3.4+'s getInputWatermarkForLateEvents; Finish evicts by
+// the batch's own) is dropped first and counted as
 // numRowsDroppedByWatermark (Spark's watermarkPredicateForDataForLateEvents);
 // a null event time is never late.
 //

@@ -96,6 +96,9 @@ type batchRun struct {
 	// wal, while offsets/N is written alongside the reads, receives the
 	// write's result (opAwaitOffsets takes it).
 	wal chan error
+	// late and evict are each operator's input watermark of the previous
+	// batch and of this one (batchWatermarks), set with the first input.
+	late, evict []int64
 }
 
 // exec performs plan p step by step. A phase begins with its first step
@@ -312,7 +315,7 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 // commitState commits state version N after the sink wrote batch N (an
 // operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
-	if err := d.commitOp(ctx, d.ops[s.Operator], s.Batch); err != nil {
+	if err := d.commitOp(ctx, d.opByID(s.Operator), s.Batch); err != nil {
 		return err
 	}
 	// Commit time and memory are known only now; an operator that can say
@@ -333,7 +336,7 @@ func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
 			err = fmt.Errorf("operator %d: %w", s.Operator, err)
 		}
 	} else {
-		stats, err = d.repartitionOp(ctx, d.ops[s.Operator], s.Batch-1, s.Batch, s.To)
+		stats, err = d.repartitionOp(ctx, d.opByID(s.Operator), s.Batch-1, s.Batch, s.To)
 	}
 	if err != nil {
 		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)
@@ -392,7 +395,7 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 		// planStart guarantees a pending batch's sources exist.
 		return fmt.Errorf("batch %d needs source %q that the query lacks", s.Batch, s.Source)
 	}
-	clk, wm := d.o.Clock, b.p.Entry.Metadata.BatchWatermarkMs
+	clk := d.o.Clock
 	var rows int64
 	// queryErr is an error of the query over the source's rows (the WHERE,
 	// a derived column, an operator), not of the source: it is reported as
@@ -416,7 +419,7 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 					// The operator still learns that the batch started.
 					in = &stream.Batch{}
 				}
-				err = d.feed(ctx, s.Batch, 0, wm, in)
+				err = d.feed(ctx, b, s.Batch, 0, in)
 			}
 		}
 		queryErr = err

@@ -11,20 +11,20 @@ import (
 )
 
 // The plan of operators a driver runs: the query's stages after the read
-// path, with every stateful operator numbered in plan order from 0 (Spark's
-// IncrementalExecution: statefulOperatorId.getAndIncrement()). Operator i
-// keeps its state in <checkpoint>/state/<i> and has its own stateOperators[]
-// entry; the stateless transforms before it are applied to its input.
+// path, in flow order, each stateful operator with its id (opids.go:
+// Spark's pre-order ids on a new checkpoint, the sink side's operator 0;
+// flow order on a checkpoint that started with it). Operator id keeps its
+// state in <checkpoint>/state/<id> and has stateOperators[] entry id; the
+// stateless transforms before it are applied to its input. Below (and in
+// d.ops), operator i is the i-th in flow order, whatever its id.
 //
 // Within a batch the rows flow down the plan: the reads feed operator 0,
 // operator i's Finish output feeds operator i+1, the last one's goes to the
-// sink. Watermarks follow Spark's rules for several stateful operators
-// (SPARK-40925, propagate.go): every operator evicts by its input
-// watermark of the batch, but only operator 0 drops late input by it; a
-// later operator drops input late by its input watermark of the previous
-// batch (eventTimeWatermarkForLateEvents), since the rows the operator
-// before it emits in this batch are those the batch's watermark has just
-// closed.
+// sink. Watermarks follow Spark 3.4+'s rules for several stateful
+// operators (SPARK-40925, propagate.go): every operator, operator 0
+// included, drops input late by its input watermark of the previous batch
+// (PropagateWatermarkSimulator.getInputWatermarkForLateEvents) and evicts
+// by its input watermark of the batch (getInputWatermarkForEviction).
 
 // OperatorID is the id, and state directory, of a query's first stateful
 // operator: <ckpt>/state/0 (Spark numbers operators from 0). The reference
@@ -33,6 +33,7 @@ const OperatorID = "0"
 
 // planOp is one stateful operator of the running plan.
 type planOp struct {
+	// id is the operator's id (opids.go), not its place in the plan.
 	id int
 	op stream.Operator
 	// pre are the transforms between the stage before (the read path or
@@ -44,19 +45,32 @@ type planOp struct {
 // dir is the operator's state directory name under state/.
 func (po *planOp) dir() string { return strconv.Itoa(po.id) }
 
-// planOps splits a query's stages into its numbered stateful operators and
-// the transforms after the last one.
-func planOps(stages []Stage) (ops []*planOp, post []stream.Transform) {
+// planOps splits a query's stages into its stateful operators, in flow
+// order and numbered by nb, and the transforms after the last one.
+func planOps(stages []Stage, nb opNumbering) (ops []*planOp, post []stream.Transform) {
 	var pre []stream.Transform
 	for _, s := range stages {
 		if s.Transform != nil {
 			pre = append(pre, s.Transform)
 			continue
 		}
-		ops = append(ops, &planOp{id: len(ops), op: s.Operator, pre: pre})
+		ops = append(ops, &planOp{op: s.Operator, pre: pre})
 		pre = nil
 	}
+	for i, id := range nb.ids(len(ops)) {
+		ops[i].id = id
+	}
 	return ops, pre
+}
+
+// opByID is the operator of id (a state step names its operator by id).
+func (d *driver) opByID(id int) *planOp {
+	for _, po := range d.ops {
+		if po.id == id {
+			return po
+		}
+	}
+	panic(fmt.Sprintf("engine: no stateful operator has id %d (the plan has %d)", id, len(d.ops)))
 }
 
 // appendsRows reports whether the sink appends the plan's output: no
@@ -84,9 +98,35 @@ func applyTransforms(ts []stream.Transform, in *stream.Batch) (*stream.Batch, er
 	return in, nil
 }
 
-// feed hands one chunk to operator i, through the transforms before it.
-// lateMs is the watermark it drops late input by.
-func (d *driver) feed(ctx context.Context, batchID int64, i int, lateMs int64, in *stream.Batch) error {
+// evictionWatermarker is implemented by operators that need the batch's
+// eviction watermark before its input (a join, which does not store a row
+// that watermark already removes, as Spark's OneSideHashJoiner): the
+// driver calls EvictionWatermark(N, ms) before the first Process of batch
+// N, ms being the watermark Finish(N) will get.
+type evictionWatermarker interface {
+	EvictionWatermark(batchID, watermarkMs int64)
+}
+
+// batchWatermarks sets b's operator watermarks on the batch's first input
+// (telling each evictionWatermarker its eviction watermark) and returns
+// operator i's late watermark.
+func (d *driver) batchWatermarks(batchID int64, b *batchRun, i int) int64 {
+	if b.late == nil {
+		b.late = inputWatermarks(d.ops, b.p.PrevWatermark)
+		b.evict = inputWatermarks(d.ops, b.p.Entry.Metadata.BatchWatermarkMs)
+		for j, po := range d.ops {
+			if ew, ok := po.op.(evictionWatermarker); ok {
+				ew.EvictionWatermark(batchID, b.evict[j])
+			}
+		}
+	}
+	return b.late[i]
+}
+
+// feed hands one chunk to operator i, through the transforms before it; it
+// drops input late by its late watermark (batchWatermarks).
+func (d *driver) feed(ctx context.Context, b *batchRun, batchID int64, i int, in *stream.Batch) error {
+	lateMs := d.batchWatermarks(batchID, b, i)
 	po := d.ops[i]
 	if len(po.pre) > 0 {
 		var err error
@@ -107,25 +147,24 @@ func (d *driver) feed(ctx context.Context, batchID int64, i int, lateMs int64, i
 // output feeding the next, and returns the rows for the sink and each
 // operator's progress.
 func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Batch, []stream.OperatorProgress, error) {
-	p := b.p
-	evict := inputWatermarks(d.ops, p.Entry.Metadata.BatchWatermarkMs)
-	late := inputWatermarks(d.ops, p.PrevWatermark)
+	d.batchWatermarks(s.Batch, b, 0)
 	progs := make([]stream.OperatorProgress, len(d.ops))
 	var out *stream.Batch
 	for i, po := range d.ops {
-		// Only operator 0 drops late input by the batch's watermark, so only
-		// its state may leave out what the next one closes.
+		// Operator 0's input watermark of the next batch is the one its
+		// commit records (nextBatchWatermarkMs), which its state record
+		// repeats; a later operator's state keeps all it would close.
 		if la, ok := po.op.(stream.WatermarkLookahead); ok && i == 0 {
 			la.NextWatermark(s.Batch, b.res.NextWatermark)
 		}
-		o, prog, err := po.op.Finish(ctx, s.Batch, evict[i])
+		o, prog, err := po.op.Finish(ctx, s.Batch, b.evict[i])
 		if err != nil {
 			return nil, nil, fmt.Errorf("batch %d: finish operator%s: %w", s.Batch, strings.TrimPrefix(d.opLabel(po), " of operator"), err)
 		}
 		progs[i] = prog
 		if i+1 < len(d.ops) {
 			if o != nil && o.Len > 0 {
-				if err := d.feed(ctx, s.Batch, i+1, late[i+1], o); err != nil {
+				if err := d.feed(ctx, b, s.Batch, i+1, o); err != nil {
 					return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
 				}
 			}
@@ -154,7 +193,7 @@ func (d *driver) opLabel(po *planOp) string {
 	return " of operator " + strconv.Itoa(po.id)
 }
 
-// commitOps commits state version N of every operator, in plan order.
+// commitOps commits state version N of every operator, in flow order.
 func (d *driver) commitOps(ctx context.Context, batchID int64) error {
 	for _, po := range d.ops {
 		if err := d.commitOp(ctx, po, batchID); err != nil {

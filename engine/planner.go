@@ -252,8 +252,8 @@ type batchPlan struct {
 	// move the watermark); data batches compute theirs from the rows read.
 	CommitWatermark int64
 	// PrevWatermark is the previous batch's watermark (0 for batch 0):
-	// operators after the first drop input late by it (Spark's
-	// eventTimeWatermarkForLateEvents; operators.go).
+	// every operator drops input late by its input watermark of it
+	// (Spark's getInputWatermarkForLateEvents; operators.go).
 	PrevWatermark int64
 	Steps         []step
 }

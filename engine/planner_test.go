@@ -107,7 +107,7 @@ func (w *plannerWorld) cmd(t *testing.T, d *datadriven.TestData) string {
 			out = phaseList(dec.Plan)
 		}
 		if d.HasArg("prev-watermark") {
-			out += fmt.Sprintf("late input of operators 1+: at or before %d\n", dec.Plan.PrevWatermark)
+			out += fmt.Sprintf("late input: at or before %d\n", dec.Plan.PrevWatermark)
 		}
 		if d.HasArg("entry") {
 			b, err := checkpoint.EncodeOffsets(dec.Plan.Entry)
@@ -170,7 +170,7 @@ func (w *plannerWorld) start(t *testing.T, d *datadriven.TestData) string {
 		}
 		out.WriteString(stepList(p))
 		if w.c.Operators > 1 && p.Kind != stream.KindRepartition {
-			fmt.Fprintf(&out, "late input of operators 1+: at or before %d\n", p.PrevWatermark)
+			fmt.Fprintf(&out, "late input: at or before %d\n", p.PrevWatermark)
 		}
 		// The driver's report: a re-run's rows are not modelled here, so its
 		// commit keeps the batch watermark; a control batch's is planned.

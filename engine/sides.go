@@ -283,7 +283,8 @@ func (d *driver) readSide(ctx context.Context, b *batchRun, s step, st *srcState
 		return err
 	}
 	po := d.ops[0]
-	if err := po.op.(stream.SideOperator).ProcessSide(ctx, s.Batch, b.p.Entry.Metadata.BatchWatermarkMs, st.side, in); err != nil {
+	late := d.batchWatermarks(s.Batch, b, 0)
+	if err := po.op.(stream.SideOperator).ProcessSide(ctx, s.Batch, late, st.side, in); err != nil {
 		if len(d.ops) > 1 {
 			return fmt.Errorf("operator %d, %s: %w", po.id, sideLabel(st.side, d.q.Sides[st.side]), err)
 		}

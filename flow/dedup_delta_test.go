@@ -35,7 +35,7 @@ func TestDropDuplicatesAppendsToDelta(t *testing.T) {
 			batch = append(batch, Trade{at("10:00").Add(time.Duration(round*30+i) * time.Second).UTC(),
 				[]string{"ETH", "BTC"}[i%2], float64(1 + (i*7+round)%5)})
 		}
-		out, _, _ := oracle(batch, 0)
+		out, _, _ := oracle(batch, 0, 0)
 		for _, tr := range out {
 			want = append(want, fmt.Sprintf("%s %g", tr.Pair, tr.Price))
 		}

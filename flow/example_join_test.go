@@ -45,7 +45,7 @@ func ExampleQuery_Join() {
 			fmt.Println(err)
 		}
 	}
-	run()
+	run() // batch 0, then a no-data batch 1: the watermark moved (Spark's rule for a join)
 	// Both feeds move past 12:08: the BTC quote's two minutes are over.
 	quotes.Publish(Trade{at("12:10"), "ETH-USD", 3150})
 	trades.Publish(Trade{at("12:10"), "SOL-USD", 140})
@@ -60,7 +60,7 @@ func ExampleQuery_Join() {
 	// |2024-03-01 12:00:00|ETH-USD|   3100|   3101|
 	// +-------------------+-------+-------+-------+
 	// -------------------------------------------
-	// Batch: 2
+	// Batch: 3
 	// -------------------------------------------
 	// +-------------------+-------+-------+-------+
 	// |               q_at| q_pair|q_price|t_price|

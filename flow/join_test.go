@@ -19,14 +19,22 @@ import (
 )
 
 // The join's oracle: written from the join's definition alone, with no
-// code of package join. A row is late when its event time is at or before
-// the watermark of the batch that reads it; the watermark is recomputed
-// here from the rows (each side's max event time minus its delay, 0 for a
-// side with no row yet, the min of the two, never moving back). The
-// answer of a run whose watermark finally passes every row is then: every
-// pair of rows not late with equal, non-null keys and event times in
-// range; for an outer side, each of its rows not late that is in no pair,
-// with nulls; for a left semi join, each left row not late in some pair.
+// code of package join, as Spark 3.4+ runs it. A row is late when its
+// event time is at or before the watermark of the batch before the one
+// that reads it (getInputWatermarkForLateEvents); the watermark is
+// recomputed here from the rows (each side's max event time minus its
+// delay, 0 for a side with no row yet, the min of the two, never moving
+// back). Each round is one data batch: its left rows join the right rows
+// stored before, then its right rows the left rows stored (the round's
+// included); a pair with equal, non-null keys and event times in range is
+// emitted and marks both rows matched; a row is stored unless its side's
+// state watermark at the batch's watermark W already removes it (left:
+// W + jLo - 1 ms, right: W - jHi - 1 ms, the BETWEEN's bounds being
+// non-strict); a null key is stored only on an outer side; a left semi
+// join emits a left row on its first match and stores no matched left row.
+// At the end of each batch (and of a no-data batch) the stored rows at or
+// below their side's state watermark leave, an outer side's unmatched ones
+// emitted with nulls.
 
 // jrow is one generated input row.
 type jrow struct {
@@ -75,16 +83,55 @@ func jGen(rng *rand.Rand, now int64, n int, firstID int64) []jrow {
 }
 
 // jOracle is the expected output (rows rendered as jRender does), given
-// each round's left and right rows.
+// each round's left and right rows, each round a run of its own.
 func jOracle(typ join.Type, left, right [][]jrow) []string {
-	return jOracleRuns(typ, left, right, func(int) bool { return true })
+	return jOracleRuns(typ, left, right, func(int) bool { return true }, func(int) bool { return true })
 }
 
 // jOracleRuns is jOracle where restart(round) says whether a new run
-// starts with round (the sides' watermarks start afresh then).
-func jOracleRuns(typ join.Type, left, right [][]jrow, restart func(round int) bool) []string {
-	wm := int64(0) // ms
-	var L, R []jrow
+// starts with round (the sides' watermarks start afresh then), and
+// noData(round) whether a no-data batch ran between the round's batch and
+// the one before (then at the watermark the round's batch runs with, so
+// it drops late input by its own watermark; otherwise by the previous
+// batch's). A run's last batch is followed by a no-data batch when the
+// watermark moved (the join has state watermark predicates).
+func jOracleRuns(typ join.Type, left, right [][]jrow, restart, noData func(round int) bool) []string {
+	type stored struct {
+		r       jrow
+		matched bool
+	}
+	var st [2][]stored
+	var out []string
+	semi := typ == join.LeftSemi
+	preserves := func(side int) bool {
+		return typ == join.FullOuter || side == 0 && typ == join.LeftOuter || side == 1 && typ == join.RightOuter
+	}
+	inRange := func(a, b jrow) bool {
+		return a.k != "" && a.k == b.k && a.ts >= b.ts+jLo.Microseconds() && a.ts <= b.ts+jHi.Microseconds()
+	}
+	limUs := func(side int, wmMs int64) int64 {
+		if side == 0 {
+			return (wmMs + jLo.Milliseconds() - 1) * 1000
+		}
+		return (wmMs - jHi.Milliseconds() - 1) * 1000
+	}
+	evict := func(wmMs int64) {
+		for side := range st {
+			var keep []stored
+			for _, x := range st[side] {
+				switch {
+				case x.r.ts > limUs(side, wmMs):
+					keep = append(keep, x)
+				case !x.matched && preserves(side) && side == 0:
+					out = append(out, jRender(&x.r, nil))
+				case !x.matched && preserves(side):
+					out = append(out, jRender(nil, &x.r))
+				}
+			}
+			st[side] = keep
+		}
+	}
+	wm, prev := int64(0), int64(0) // ms: the batch's watermark, the previous batch's
 	var lm, rm *int64
 	for round := range left {
 		// A new run's sides' watermarks start afresh, as Spark's
@@ -93,16 +140,54 @@ func jOracleRuns(typ join.Type, left, right [][]jrow, restart func(round int) bo
 		if restart(round) {
 			lm, rm = nil, nil
 		}
-		for _, r := range left[round] {
-			if r.ts > wm*1000 {
-				L = append(L, r)
+		late := prev
+		if round > 0 && noData(round) {
+			evict(wm) // the no-data batch (the last run's final one)
+			late = wm
+		}
+		for _, a := range left[round] {
+			if a.ts <= late*1000 {
+				continue
+			}
+			matched := false
+			for j := range st[1] {
+				if inRange(a, st[1][j].r) {
+					matched, st[1][j].matched = true, true
+					if !semi {
+						out = append(out, jRender(&a, &st[1][j].r))
+					}
+				}
+			}
+			if semi && matched {
+				out = append(out, jRender(&a, nil))
+				continue
+			}
+			if (a.k != "" || preserves(0)) && a.ts > limUs(0, wm) {
+				st[0] = append(st[0], stored{a, matched})
 			}
 		}
-		for _, r := range right[round] {
-			if r.ts > wm*1000 {
-				R = append(R, r)
+		for _, b := range right[round] {
+			if b.ts <= late*1000 {
+				continue
+			}
+			matched := false
+			for i := range st[0] {
+				if !inRange(st[0][i].r, b) || semi && st[0][i].matched {
+					continue
+				}
+				matched, st[0][i].matched = true, true
+				if semi {
+					out = append(out, jRender(&st[0][i].r, nil))
+				} else {
+					out = append(out, jRender(&st[0][i].r, &b))
+				}
+			}
+			if (b.k != "" || preserves(1)) && b.ts > limUs(1, wm) {
+				st[1] = append(st[1], stored{b, matched})
 			}
 		}
+		evict(wm)
+		prev = wm
 		// The watermark after the round's batch: every row read counts; a
 		// side with no row yet counts as 0.
 		side := func(rows []jrow, d time.Duration, m **int64) int64 {
@@ -119,34 +204,8 @@ func jOracleRuns(typ join.Type, left, right [][]jrow, restart func(round int) bo
 		}
 		wm = max(wm, min(side(left[round], jLeftDelay, &lm), side(right[round], jRightDelay, &rm)))
 	}
-	inRange := func(a, b jrow) bool {
-		return a.ts >= b.ts+jLo.Microseconds() && a.ts <= b.ts+jHi.Microseconds()
-	}
-	var out []string
-	lMatched, rMatched := make([]bool, len(L)), make([]bool, len(R))
-	for i, a := range L {
-		for j, b := range R {
-			if a.k != "" && a.k == b.k && inRange(a, b) {
-				lMatched[i], rMatched[j] = true, true
-				if typ != join.LeftSemi {
-					out = append(out, jRender(&a, &b))
-				}
-			}
-		}
-	}
-	for i, a := range L {
-		switch {
-		case strings.HasPrefix(a.k, jSentinel):
-		case typ == join.LeftSemi && lMatched[i]:
-			out = append(out, jRender(&a, nil))
-		case (typ == join.LeftOuter || typ == join.FullOuter) && !lMatched[i]:
-			out = append(out, jRender(&a, nil))
-		}
-	}
-	for j, b := range R {
-		if !strings.HasPrefix(b.k, jSentinel) && (typ == join.RightOuter || typ == join.FullOuter) && !rMatched[j] {
-			out = append(out, jRender(nil, &b))
-		}
+	if wm > prev {
+		evict(wm) // the final no-data batch
 	}
 	slices.Sort(out)
 	return out

@@ -33,37 +33,57 @@ type joinFileRow struct {
 	ID int64     `parquet:"id"`
 }
 
-// writeJoinRound writes a round's rows as <rel>/r=<n>/part-0.parquet.
+// writeJoinRound writes a round's rows as <rel>/r=<n>/part-0.parquet, and
+// its second batch's, if any, as part-1.parquet (maxFilesPerTrigger=1
+// reads them in two batches).
 func writeJoinRound(t *testing.T, root string, n int, rd sparkref.JoinRound) {
 	t.Helper()
-	for rel, rows := range map[string][]sparkref.JoinRow{"lhs": rd.Left, "rhs": rd.Right} {
-		var out []joinFileRow
-		for _, r := range rows {
-			fr := joinFileRow{TS: time.UnixMicro(r.TS).UTC(), ID: r.ID}
-			if !r.Null {
-				k := r.K
-				fr.K = &k
-			}
-			out = append(out, fr)
+	writeJoinFiles(t, root, n, 0, rd.Left, rd.Right)
+	if len(rd.Left2)+len(rd.Right2) > 0 {
+		writeJoinFiles(t, root, n, 1, rd.Left2, rd.Right2)
+	}
+}
+
+// writeJoinFiles writes part-<part>.parquet of round n, a file per
+// relation with rows (none for a relation without).
+func writeJoinFiles(t *testing.T, root string, n, part int, left, right []sparkref.JoinRow) {
+	t.Helper()
+	for rel, rows := range map[string][]sparkref.JoinRow{"lhs": left, "rhs": right} {
+		if part > 0 && len(rows) == 0 {
+			continue
 		}
-		p := filepath.Join(root, rel, fmt.Sprintf("r=%d", n), "part-0.parquet")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
+		writeJoinFile(t, filepath.Join(root, rel, fmt.Sprintf("r=%d", n), fmt.Sprintf("part-%d.parquet", part)), rows)
+	}
+}
+
+// writeJoinFile writes a relation's rows as the Parquet file p.
+func writeJoinFile(t *testing.T, p string, rows []sparkref.JoinRow) {
+	t.Helper()
+	var out []joinFileRow
+	for _, r := range rows {
+		fr := joinFileRow{TS: time.UnixMicro(r.TS).UTC(), ID: r.ID}
+		if !r.Null {
+			k := r.K
+			fr.K = &k
 		}
-		fh, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := parquet.NewGenericWriter[joinFileRow](fh)
-		if _, err := w.Write(out); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := fh.Close(); err != nil {
-			t.Fatal(err)
-		}
+		out = append(out, fr)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[joinFileRow](fh)
+	if _, err := w.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -21,8 +21,11 @@
 // the custom metrics numInvalidGapRows and numNullEventTimeRows.
 //
 // With a watermark, a row whose one-row session [t, t+g) ends at or before
-// the batch's watermark is late: dropped and counted in
-// numRowsDroppedByWatermark (Spark's restore exec drops it before merging).
+// the watermark Process gets (the engine's: the previous batch's, Spark
+// 3.4+'s getInputWatermarkForLateEvents) is late: dropped and counted in
+// numRowsDroppedByWatermark (Spark's restore exec drops it before merging);
+// a session that the batch's own watermark (Finish's) closes is merged and
+// then evicted in the same batch.
 // Output modes: append emits each session once, when the watermark passes
 // its end (end <= watermark), and deletes it from state; complete emits
 // every stored session each batch and, as Spark's, never evicts. Update is

@@ -36,6 +36,10 @@ type oracle struct {
 	open    map[string][]oRow // key text -> rows not yet emitted (append)
 	maxTS   int64
 	wmUs    int64
+	// prevUs is the previous batch's watermark, by which input is late
+	// (Spark 3.4+: watermarkPredicateForDataForLateEvents at
+	// getInputWatermarkForLateEvents); wmUs, the batch's, evicts.
+	prevUs int64
 }
 
 func keyText(k *string, n *int64) string {
@@ -56,7 +60,7 @@ func (o *oracle) batch(rows []oRow) []string {
 		if r.nullTS || r.gap <= 0 {
 			continue
 		}
-		if o.delayUs > 0 && r.ts+r.gap <= o.wmUs {
+		if o.delayUs > 0 && r.ts+r.gap <= o.prevUs {
 			continue // late
 		}
 		k := keyText(r.k, r.n)
@@ -106,6 +110,7 @@ func (o *oracle) batch(rows []oRow) []string {
 			o.maxTS = max(o.maxTS, r.ts)
 		}
 	}
+	o.prevUs = o.wmUs
 	if o.delayUs > 0 {
 		o.wmUs = max(o.wmUs, o.maxTS-o.delayUs)
 	}
@@ -249,7 +254,7 @@ func runAgainstOracle(t *testing.T, r *rand.Rand, spec Spec, batches [][]oRow) {
 	version := int64(999) // versions need not start at 0
 	for id, rows := range batches {
 		batchID := version + 1
-		wmMs := or.wmUs / 1000
+		wmMs, lateMs := or.wmUs/1000, or.prevUs/1000
 		in := toBatch(rows)
 		feed := func() *stream.Batch {
 			for lo := 0; lo < in.Len; {
@@ -258,7 +263,7 @@ func runAgainstOracle(t *testing.T, r *rand.Rand, spec Spec, batches [][]oRow) {
 				for i := lo; i < hi; i++ {
 					idx = append(idx, i)
 				}
-				if err := op.Process(ctx, batchID, wmMs, in.Take(idx)); err != nil {
+				if err := op.Process(ctx, batchID, lateMs, in.Take(idx)); err != nil {
 					t.Fatal(err)
 				}
 				lo = hi

@@ -59,13 +59,15 @@ func (g *Gen) Dedup(rng *rand.Rand, q *Query) {
 
 // dedupState is the oracle's deduplication, written from Spark's rules
 // (statefulOperators.scala): a row whose event time is at or before the
-// batch's watermark is late and dropped; a row whose key (the columns'
+// previous batch's watermark (watermarkPredicateForDataForLateEvents) is
+// late and dropped; a row whose key (the columns'
 // values, a null being a value) is stored is a duplicate and dropped;
 // otherwise it passes and its key is stored, with the event time it is
 // evicted by: dropDuplicatesWithinWatermark's event time + delay (0 for a
 // null one), dropDuplicates' event-time column when it is a key column
 // (never otherwise). At the end of each batch the keys whose eviction time
-// is at or before the batch's watermark leave.
+// is at or before the batch's own watermark leave
+// (watermarkPredicateForKeysForEviction).
 type dedupState struct {
 	d       *Dedup
 	idx     []int
@@ -94,7 +96,8 @@ func newDedupState(q *Query, idx map[string]int) *dedupState {
 }
 
 // keep reports whether row r passes the deduplication in a batch whose
-// watermark is wmMs, storing its key when it does.
+// late-event watermark (the previous batch's) is wmMs, storing its key
+// when it does.
 func (s *dedupState) keep(r Row, wmMs int64) bool {
 	var ts any
 	if s.ts >= 0 {

@@ -18,9 +18,16 @@
 //     batch's maximum event time (ms, over the rows the pushed-down
 //     conjuncts keep) minus the delay; batch 0's is 0.
 //
-//   - A row's window instance is dropped when its end <= the batch's
-//     watermark (windowed queries only; a watermark on an aggregation
-//     without a window drops nothing).
+//   - A row's window instance is dropped when its end <= the previous
+//     batch's watermark (windowed queries only; a watermark on an
+//     aggregation without a window drops nothing): Spark 3.4+ drops late
+//     input by the previous batch's watermark at every stateful operator
+//     (PropagateWatermarkSimulator.getInputWatermarkForLateEvents, with
+//     spark.sql.streaming.statefulOperator.allowMultiple, the default)
+//     and evicts by the batch's own (getInputWatermarkForEviction), so a
+//     window ending between the two still takes the batch's rows and is
+//     then evicted (append mode emits it). The batches are consecutive
+//     data batches of one run, so no no-data batch runs between them.
 //
 //   - count(*) counts rows, count(col) non-null values; sum, min, max and
 //     avg skip nulls and give null for a group without a non-null value;
@@ -43,7 +50,7 @@
 //     append mode, the tables compared as multisets): Spark's
 //     dropDuplicates / dropDuplicatesWithinWatermark as operator 0 after
 //     the WHERE (ethstream's read path runs it first): late rows (event
-//     time <= the batch's watermark) dropped, a stored key's rows dropped,
+//     time <= the previous batch's watermark) dropped, a stored key's rows dropped,
 //     keys evicted at the end of each batch by the batch's watermark
 //     (expiresAt = event time + delay, or the event-time key column).
 //

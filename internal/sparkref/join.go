@@ -16,21 +16,34 @@ import (
 // written from the join's definition alone (no code of package join):
 //
 //   - Each round is one run of the query (a restart): each relation reads
-//     its round's rows in one batch, then no-data batches run until
-//     nothing is left to evict.
+//     its round's rows in one data batch, or two back to back (the
+//     round's Left2 and Right2, a second file each), then a no-data batch
+//     runs when the watermark moved (Spark's shouldRunAnotherBatch for a
+//     join with state watermark predicates).
 //   - A row is late, and dropped, when its event time is at or before the
-//     watermark of the batch that reads it (ethstream's rule at operator 0;
-//     Spark 3.4+ drops by the previous batch's watermark there, and does
-//     not store a row already below its side's state watermark:
-//     docs/contracts.md, Joins).
+//     previous batch's watermark (Spark 3.4+,
+//     getInputWatermarkForLateEvents): the first batch of a run follows a
+//     no-data batch at its own watermark, the second batch of a run
+//     follows the first.
+//   - Within a batch the left rows go first, each joined with the right
+//     rows stored before it, then the right rows, each joined with the
+//     left rows stored (this batch's included); a pair in range with equal
+//     non-null keys is emitted and marks both rows matched. A row is then
+//     stored unless its side's state watermark at the batch's watermark W
+//     already removes it (Spark's OneSideHashJoiner): the left's is
+//     W + Lo - 1 ms (from a.ts >= b.ts + Lo), the right's W - Hi - 1 ms
+//     (from a.ts <= b.ts + Hi), each bound non-strict. A null key matches
+//     nothing, and a row with one is stored only on a preserved side. A
+//     left semi join emits a left row on its first match and stores no
+//     matched left row; a right row emits the stored left rows not matched
+//     yet.
+//   - At the end of each batch the stored rows at or below their side's
+//     state watermark leave; a preserved side's unmatched ones are emitted
+//     with nulls.
 //   - The watermark after a batch is the least of the two sides' (each
 //     the max event time its run has read minus its delay, 0 until it
 //     reads a row, afresh after a restart), never moving back.
-//   - The rows emitted once a last round moves both watermarks past every
-//     row: each pair of rows not late with equal non-null keys and event
-//     times in range; an outer side's rows not late in no pair, with
-//     nulls; for a left semi join each left row not late in some pair.
-//     The last round's rows (keys SentinelKey...) match nothing and stay
+//   - The last round's rows (keys SentinelKey...) match nothing and stay
 //     in state.
 
 // JoinTypes are the join types a case draws from, as SQL writes them.
@@ -49,9 +62,12 @@ type JoinRow struct {
 
 // JoinRound is the rows each relation reads in one run, and the state
 // partition count the run asks for (a change is an online repartition).
+// Left2 and Right2, when either has rows, are a second data batch of the
+// run, read right after the first.
 type JoinRound struct {
-	Left, Right []JoinRow
-	Partitions  int
+	Left, Right   []JoinRow
+	Left2, Right2 []JoinRow
+	Partitions    int
 }
 
 // JoinCase is a generated join: a.ts BETWEEN b.ts + Lo AND b.ts + Hi on
@@ -67,7 +83,10 @@ type JoinCase struct {
 // around a clock that moves a few minutes a round (a 15-second grid), out of
 // order within 3 minutes, one row in eight late by 20 minutes and one in ten with a null
 // key (lateFree: delays of an hour, no late row, for a batch engine's
-// answer), then the last round far in the future.
+// answer), then the last round far in the future. Half the rounds have a
+// second batch a few minutes on, a third of its rows behind by about the
+// side's delay, between the first batch's watermark and the second's (not
+// late in Spark 3.4+, late by the batch's own watermark).
 func GenJoin(rng *rand.Rand, typ string, lateFree bool) JoinCase {
 	c := JoinCase{Type: typ, LeftDelay: time.Duration(1+rng.IntN(3)) * time.Minute, RightDelay: time.Duration(1+rng.IntN(3)) * time.Minute,
 		Lo: -time.Duration(rng.IntN(4)) * time.Minute, Hi: time.Duration(1+rng.IntN(4)) * time.Minute}
@@ -93,8 +112,22 @@ func GenJoin(rng *rand.Rand, typ string, lateFree bool) JoinCase {
 		}
 		return rows
 	}
+	// behind moves a third of a second batch's rows back by about delay.
+	behind := func(rows []JoinRow, delay time.Duration) []JoinRow {
+		for i := range rows {
+			if !lateFree && rng.IntN(3) == 0 {
+				rows[i].TS -= delay.Microseconds() + (rng.Int64N(9)-2)*(15*time.Second).Microseconds()
+			}
+		}
+		return rows
+	}
 	for range 3 + rng.IntN(3) {
-		c.Rounds = append(c.Rounds, JoinRound{Left: gen(), Right: gen(), Partitions: []int{1, 3, 8}[rng.IntN(3)]})
+		rd := JoinRound{Left: gen(), Right: gen(), Partitions: []int{1, 3, 8}[rng.IntN(3)]}
+		if rng.IntN(2) == 0 {
+			now += int64(1+rng.IntN(3)) * time.Minute.Microseconds()
+			rd.Left2, rd.Right2 = behind(gen(), c.LeftDelay), behind(gen(), c.RightDelay)
+		}
+		c.Rounds = append(c.Rounds, rd)
 		now += int64(rng.IntN(5)) * time.Minute.Microseconds()
 	}
 	far := now + (24 * time.Hour).Microseconds()
@@ -160,62 +193,131 @@ func Render(l, r *JoinRow) string {
 	return f(l) + "|" + f(r)
 }
 
+// joinState is one side's stored rows in the oracle, in arrival order.
+type joinState struct {
+	rows    []JoinRow
+	matched []bool
+}
+
 // Oracle is the rows the case's streaming run emits, rendered and sorted
 // (package comment of join.go).
 func (c JoinCase) Oracle() []string {
-	wm := int64(0) // ms
-	var L, R []JoinRow
-	mark := func(rows []JoinRow, delay time.Duration) int64 {
-		m, set := int64(0), false
-		for _, r := range rows {
-			if w := r.TS/1000 - delay.Milliseconds(); !set || w > m {
-				m, set = w, true
-			}
-		}
-		return m // a side with no row counts 0
-	}
-	for _, rd := range c.Rounds {
-		for _, r := range rd.Left {
-			if r.TS > wm*1000 {
-				L = append(L, r)
-			}
-		}
-		for _, r := range rd.Right {
-			if r.TS > wm*1000 {
-				R = append(R, r)
-			}
-		}
-		// Every round is a run of one data batch: the sides' watermarks
-		// are its rows' alone.
-		wm = max(wm, min(mark(rd.Left, c.LeftDelay), mark(rd.Right, c.RightDelay)))
-	}
 	var out []string
-	lm, rm := make([]bool, len(L)), make([]bool, len(R))
-	for i := range L {
-		for j := range R {
-			a, b := L[i], R[j]
-			if a.Null || b.Null || a.K != b.K || a.TS < b.TS+c.Lo.Microseconds() || a.TS > b.TS+c.Hi.Microseconds() {
+	var st [2]joinState
+	semi := c.semi()
+	preserves := func(side int) bool {
+		return c.Type == "FULL OUTER JOIN" || side == 0 && c.Type == "LEFT OUTER JOIN" || side == 1 && c.Type == "RIGHT OUTER JOIN"
+	}
+	inRange := func(l, r JoinRow) bool {
+		return !l.Null && !r.Null && l.K == r.K && l.TS >= r.TS+c.Lo.Microseconds() && l.TS <= r.TS+c.Hi.Microseconds()
+	}
+	// limUs is side's state watermark at watermark wmMs, in µs: a row at
+	// or below it can match no row after wmMs.
+	limUs := func(side int, wmMs int64) int64 {
+		if side == 0 {
+			return (wmMs + c.Lo.Milliseconds() - 1) * 1000
+		}
+		return (wmMs - c.Hi.Milliseconds() - 1) * 1000
+	}
+	emit := func(l, r *JoinRow) { out = append(out, Render(l, r)) }
+	evict := func(wmMs int64) {
+		for side := range st {
+			s := &st[side]
+			var keep joinState
+			for i, r := range s.rows {
+				if r.TS > limUs(side, wmMs) {
+					keep.rows, keep.matched = append(keep.rows, r), append(keep.matched, s.matched[i])
+					continue
+				}
+				if !s.matched[i] && preserves(side) {
+					if side == 0 {
+						emit(&s.rows[i], nil)
+					} else {
+						emit(nil, &s.rows[i])
+					}
+				}
+			}
+			*s = keep
+		}
+	}
+	// batch runs one data batch at watermark wmMs, late by lateMs.
+	batch := func(left, right []JoinRow, lateMs, wmMs int64) {
+		for _, l := range left {
+			if l.TS <= lateMs*1000 {
 				continue
 			}
-			lm[i], rm[j] = true, true
-			if !c.semi() {
-				out = append(out, Render(&a, &b))
+			matched := false
+			for j, r := range st[1].rows {
+				if inRange(l, r) {
+					matched, st[1].matched[j] = true, true
+					if !semi {
+						emit(&l, &st[1].rows[j])
+					}
+				}
+			}
+			if semi && matched {
+				emit(&l, nil) // once; a matched left row is not stored
+				continue
+			}
+			if (!l.Null || preserves(0)) && l.TS > limUs(0, wmMs) {
+				st[0].rows, st[0].matched = append(st[0].rows, l), append(st[0].matched, matched)
 			}
 		}
-	}
-	sentinel := func(r JoinRow) bool { return strings.HasPrefix(r.K, SentinelKey) }
-	for i := range L {
-		switch {
-		case sentinel(L[i]):
-		case c.semi() && lm[i]:
-			out = append(out, Render(&L[i], nil))
-		case (c.Type == "LEFT OUTER JOIN" || c.Type == "FULL OUTER JOIN") && !lm[i]:
-			out = append(out, Render(&L[i], nil))
+		for _, r := range right {
+			if r.TS <= lateMs*1000 {
+				continue
+			}
+			matched := false
+			for i, l := range st[0].rows {
+				if !inRange(l, r) || semi && st[0].matched[i] {
+					continue
+				}
+				matched, st[0].matched[i] = true, true
+				if semi {
+					emit(&st[0].rows[i], nil)
+				} else {
+					emit(&st[0].rows[i], &r)
+				}
+			}
+			if (!r.Null || preserves(1)) && r.TS > limUs(1, wmMs) {
+				st[1].rows, st[1].matched = append(st[1].rows, r), append(st[1].matched, matched)
+			}
 		}
+		evict(wmMs)
 	}
-	for j := range R {
-		if !sentinel(R[j]) && (c.Type == "RIGHT OUTER JOIN" || c.Type == "FULL OUTER JOIN") && !rm[j] {
-			out = append(out, Render(nil, &R[j]))
+	wm := int64(0) // ms
+	for _, rd := range c.Rounds {
+		// A run: its sides' watermarks start afresh; its first batch drops
+		// late input by its own watermark (the no-data batch before it, or
+		// the batch before at the same watermark).
+		mark := [2]int64{}
+		seen := [2]bool{}
+		late := wm
+		for part := range 2 {
+			left, right := rd.Left, rd.Right
+			if part == 1 {
+				left, right = rd.Left2, rd.Right2
+				if len(left)+len(right) == 0 {
+					break
+				}
+			}
+			batch(left, right, late, wm)
+			late = wm
+			for side, rows := range [2][]JoinRow{left, right} {
+				delay := c.LeftDelay
+				if side == 1 {
+					delay = c.RightDelay
+				}
+				for _, r := range rows {
+					if w := r.TS/1000 - delay.Milliseconds(); !seen[side] || w > mark[side] {
+						mark[side], seen[side] = w, true
+					}
+				}
+			}
+			wm = max(wm, min(mark[0], mark[1])) // a side with no row counts 0
+		}
+		if wm > late {
+			evict(wm) // the no-data batch
 		}
 	}
 	slices.Sort(out)

@@ -97,11 +97,12 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 	res := Result{Columns: ev.columns()}
 	groups := map[string]*group{}
 	var order []string
-	wmMs := int64(0)
-	// A deduplication is operator 0: it drops the rows at or before the
-	// batch's watermark, so the aggregation after it (which drops input by
-	// the previous batch's watermark, eventTimeWatermarkForLateEvents) finds
-	// no window instance late: each ends after its row's event time.
+	// wmMs is the batch's watermark, by which every operator evicts;
+	// prevMs the previous batch's, by which every operator drops late
+	// input (package doc). A deduplication is operator 0: the rows it
+	// passes are after prevMs, so the aggregation after it finds no window
+	// instance late (each ends after its row's event time).
+	wmMs, prevMs := int64(0), int64(0)
 	dd := newDedupState(q, ev.idx)
 	for n, batch := range batches {
 		ev.codes = ev.codes[:0]
@@ -120,7 +121,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 			if ev.eval(q.where(), r) != tTrue {
 				continue
 			}
-			if dd != nil && !dd.keep(r, wmMs) {
+			if dd != nil && !dd.keep(r, prevMs) {
 				continue
 			}
 			insts := ev.instances(r)
@@ -141,7 +142,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 				}
 			}
 			for _, wk := range insts {
-				if q.Window != nil && q.Watermark > 0 && wk.end <= wmMs*1000 {
+				if q.Window != nil && q.Watermark > 0 && wk.end <= prevMs*1000 {
 					res.Late++
 					continue // late: its window is closed
 				}
@@ -170,6 +171,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 		if dd != nil {
 			dd.evict(wmMs)
 		}
+		prevMs = wmMs
 		if seen {
 			wmMs = max(wmMs, maxMs-q.Watermark.Milliseconds())
 		}

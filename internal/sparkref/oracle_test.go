@@ -34,18 +34,21 @@ func rows(t testing.TB, r Result) string {
 // TestOracleWorkedExample is query/doc.go's evaluation-order example, by
 // hand: WHERE n < 100 with a 1-hour watermark; batch 0 reads 00:10, 01:10
 // and block 1000 at 10:00 (dropped by the pushed conjunct, so it does not
-// raise the watermark); batch 1 reads 00:20, whose window [00:00, 01:00)
-// is still open (watermark 00:10). With the conjunct on ts instead, it
-// stays above the watermark and 10:00 closes the window.
+// raise the watermark); batch 1 reads 00:20 (not late: it drops by batch
+// 0's watermark, none) and batch 2 00:30, whose window [00:00, 01:00) is
+// still open (batch 1's watermark is 00:10). With the conjunct on ts
+// instead, 10:00 stays above the watermark and closes the window from
+// batch 2 on.
 func TestOracleWorkedExample(t *testing.T) {
-	batches := [][]Row{{{int64(1), at("00:10"), "a"}, {int64(2), at("01:10"), "a"}, {int64(1000), at("10:00"), "a"}}, {{int64(3), at("00:20"), "a"}}}
+	batches := [][]Row{{{int64(1), at("00:10"), "a"}, {int64(2), at("01:10"), "a"}, {int64(1000), at("10:00"), "a"}},
+		{{int64(3), at("00:20"), "a"}}, {{int64(4), at("00:30"), "a"}}}
 	q := &Query{Window: &Window{Column: "ts", Size: time.Hour, Slide: time.Hour}, Aggs: []Agg{{Func: "count"}},
 		Where: Cmp{Op: "<", L: Col{Name: "n"}, R: Lit{Kind: LitBigint, Int: 100}}, Watermark: time.Hour, WatermarkColumn: "ts"}
-	if got := rows(t, Evaluate(q, testSchema, batches)); got != "[2];[1];" {
+	if got := rows(t, Evaluate(q, testSchema, batches)); got != "[3];[1];" {
 		t.Errorf("pushed: %s", got)
 	}
 	q.Where = Or{L: q.Where, R: Cmp{Op: "<", L: Col{Name: "ts"}, R: Lit{Kind: LitTimestamp, Int: at("00:00")}}}
-	if got := rows(t, Evaluate(q, testSchema, batches)); got != "[1];[1];" {
+	if got := rows(t, Evaluate(q, testSchema, batches)); got != "[2];[1];" {
 		t.Errorf("not pushed: %s", got)
 	}
 }
@@ -59,12 +62,18 @@ func TestOracleSemantics(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint([]instance{{at("00:01"), at("00:11")}, {at("00:06"), at("00:16")}}) {
 		t.Errorf("instances of 00:06: %v", got)
 	}
-	// A row at 00:30 sets the watermark to 00:00 (a 30-minute delay); in
-	// the next batch a row of [23:50, 00:00) ends at the watermark: late.
+	// A row at 00:30 sets batch 1's watermark to 00:00 (a 30-minute
+	// delay). Batch 1 drops input late by batch 0's watermark (none, Spark
+	// 3.4+), so its row of [23:50, 00:00), whose end is at batch 1's own
+	// watermark, is kept (and evicted); its row at 00:40 sets batch 2's to
+	// 00:10. Batch 2 drops by batch 1's, 00:00: a row of [00:00, 00:10) is
+	// kept, one of [23:50, 00:00) ends at that watermark: late.
 	q := &Query{Window: &Window{Column: "ts", Size: 10 * time.Minute, Slide: 10 * time.Minute}, Aggs: []Agg{{Func: "count"}}, Watermark: 30 * time.Minute, WatermarkColumn: "ts"}
-	r := Evaluate(q, testSchema, [][]Row{{{int64(1), at("00:30"), "a"}}, {{int64(1), at("00:00") - 1, "a"}, {int64(1), at("00:00"), "a"}}})
-	if rows(t, r) != "[1];[1];" || r.Late != 1 {
-		t.Errorf("late at end == watermark: %s late %d", rows(t, r), r.Late)
+	r := Evaluate(q, testSchema, [][]Row{{{int64(1), at("00:30"), "a"}},
+		{{int64(1), at("00:00") - 1, "a"}, {int64(1), at("00:40"), "a"}},
+		{{int64(1), at("00:10") - 1, "a"}, {int64(1), at("00:00") - 1, "a"}}})
+	if rows(t, r) != "[1];[1];[1];[1];" || r.Late != 1 {
+		t.Errorf("late by the previous batch's watermark, at end == watermark: %s late %d", rows(t, r), r.Late)
 	}
 	// Null keys group; aggregates skip nulls; an all-null group is null.
 	q = &Query{Keys: []string{"m"}, Aggs: []Agg{{Func: "count"}, {Func: "count", Column: "n"}, {Func: "sum", Column: "n"}, {Func: "avg", Column: "n"}, {Func: "min", Column: "n"}}, ANSI: true}

@@ -64,7 +64,9 @@ func evaluateProjection(q *Query, ev *evaluator, batches [][]Row) Result {
 	res := Result{Columns: slices.Clone(q.Project)}
 	dd := newDedupState(q, ev.idx)
 	seen := map[string]int{}
-	wmMs := int64(0)
+	// wmMs is the batch's watermark, prevMs the previous batch's: the
+	// deduplication drops input late by the latter (package doc).
+	wmMs, prevMs := int64(0), int64(0)
 	for n, batch := range batches {
 		ev.codes = ev.codes[:0]
 		maxMs, seenTs := int64(math.MinInt64), false
@@ -77,7 +79,7 @@ func evaluateProjection(q *Query, ev *evaluator, batches [][]Row) Result {
 		}
 		var out []OutRow
 		for _, r := range batch {
-			if ev.eval(q.Where, r) != tTrue || !dd.keep(r, wmMs) {
+			if ev.eval(q.Where, r) != tTrue || !dd.keep(r, prevMs) {
 				continue
 			}
 			vals := make([]any, len(q.Project))
@@ -92,6 +94,7 @@ func evaluateProjection(q *Query, ev *evaluator, batches [][]Row) Result {
 		}
 		res.Rows = append(res.Rows, out...)
 		dd.evict(wmMs)
+		prevMs = wmMs
 		if seenTs {
 			wmMs = max(wmMs, maxMs-q.Watermark.Milliseconds())
 		}

@@ -1,0 +1,102 @@
+package agg
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+)
+
+// closedCarry is the state a version left out because the next batch's
+// watermark closes it (doc.go, Closed at commit): each closed key with its
+// encoded value, kept in memory from Finish(N) until batch N+1, which may
+// still merge rows into those windows (Spark 3.4+ drops late input by the
+// previous batch's watermark). Records live in one byte arena (key length,
+// key, value length, value, as uvarints and bytes) so that the ~700k keys
+// of a backfill batch cost their bytes plus four per key, not a map's
+// per-entry overhead; offs indexes them in key order for a binary search.
+// It is not safe for concurrent use.
+type closedCarry struct {
+	// version is the state version that left these keys out.
+	version int64
+	arena   []byte
+	offs    []uint32
+	// sorted says offs is in key order (the order update mode merges in,
+	// so sorting is rarely needed).
+	sorted bool
+}
+
+// newClosedCarry starts the carry of version v.
+func newClosedCarry(v int64) *closedCarry {
+	return &closedCarry{version: v, sorted: true}
+}
+
+// add appends key with its encoded value (both copied).
+func (c *closedCarry) add(key, val []byte) {
+	if c.sorted && len(c.offs) > 0 && bytes.Compare(c.keyAt(len(c.offs)-1), key) >= 0 {
+		c.sorted = false
+	}
+	if len(c.arena) > 1<<32-1-len(key)-len(val)-20 {
+		panic("aggregation: the closed-at-commit carry exceeds 4 GiB")
+	}
+	c.offs = append(c.offs, uint32(len(c.arena)))
+	c.arena = binary.AppendUvarint(c.arena, uint64(len(key)))
+	c.arena = append(c.arena, key...)
+	c.arena = binary.AppendUvarint(c.arena, uint64(len(val)))
+	c.arena = append(c.arena, val...)
+}
+
+// record returns record i's key and value (views into the arena).
+func (c *closedCarry) record(i int) (key, val []byte) { return recordAt(c.arena, c.offs[i]) }
+
+// recordAt decodes the record at offset off of arena.
+func recordAt(arena []byte, off uint32) (key, val []byte) {
+	b := arena[off:]
+	n, w := binary.Uvarint(b)
+	key = b[w : w+int(n)]
+	b = b[w+int(n):]
+	n, w = binary.Uvarint(b)
+	return key, b[w : w+int(n)]
+}
+
+func (c *closedCarry) keyAt(i int) []byte {
+	k, _ := c.record(i)
+	return k
+}
+
+// seal orders the records by key, once every add is done.
+func (c *closedCarry) seal() {
+	if c.sorted {
+		return
+	}
+	slices.SortFunc(c.offs, func(a, b uint32) int {
+		ka, _ := recordAt(c.arena, a)
+		kb, _ := recordAt(c.arena, b)
+		return bytes.Compare(ka, kb)
+	})
+	c.sorted = true
+}
+
+// get returns key's value, and whether the carry holds it. The carry must
+// be sealed.
+func (c *closedCarry) get(key []byte) ([]byte, bool) {
+	i, found := slices.BinarySearchFunc(c.offs, key, func(off uint32, k []byte) int {
+		ok, _ := recordAt(c.arena, off)
+		return bytes.Compare(ok, k)
+	})
+	if !found {
+		return nil, false
+	}
+	_, v := c.record(i)
+	return v, true
+}
+
+// len is the number of keys carried.
+func (c *closedCarry) len() int { return len(c.offs) }
+
+// bytes is the carry's memory: its arena and index.
+func (c *closedCarry) bytes() int64 {
+	if c == nil {
+		return 0
+	}
+	return int64(cap(c.arena) + 4*cap(c.offs))
+}
