@@ -14,7 +14,8 @@ import (
 // closedAtCommitRun runs three batches of a 10-minute tumbling count by
 // miner, update mode, 10-minute delay, as the engine does (late input by the
 // previous batch's watermark, NextWatermark before Finish); restartAfter0
-// closes and reopens the operator after batch 0's commit. It returns each
+// closes and reopens the operator after batch 0's commit; abort1 runs batch
+// 1 to its Finish and aborts it before running it again. It returns each
 // batch's output ("start miner count") and progress.
 //
 //	batch 0 (late 0, wm 0): 00:05 and 00:35. Next wm 00:25, so version 0
@@ -23,7 +24,7 @@ import (
 //	  (Spark's version 0 holds it), evicted now; 00:50 moves the next wm to
 //	  00:40, which closes the stored [00:30, 00:40) at commit.
 //	batch 2 (late 00:25, wm 00:40): 00:33 merges into [00:30, 00:40), count 2.
-func closedAtCommitRun(t *testing.T, restartAfter0 bool) (outs []string, progs []stream.OperatorProgress) {
+func closedAtCommitRun(t *testing.T, restartAfter0, abort1 bool) (outs []string, progs []stream.OperatorProgress) {
 	t.Helper()
 	spec := Spec{Window: &Window{Column: ethblock.ColBlockTS, Size: 10 * time.Minute},
 		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
@@ -35,6 +36,13 @@ func closedAtCommitRun(t *testing.T, restartAfter0 bool) (outs []string, progs [
 		return testRow{source: "s", miner: "0xaa", ts: t0.Add(time.Duration(m) * time.Minute).UnixMicro()}
 	}
 	for id, rows := range [][]testRow{{at(5), at(35)}, {at(7), at(50)}, {at(33)}} {
+		if id == 1 && abort1 {
+			h.process(1, [][]testRow{rows})
+			if _, err := h.finish(1, [][]testRow{rows}); err != nil {
+				t.Fatal(err)
+			}
+			h.op.Abort()
+		}
 		h.process(int64(id), [][]testRow{rows})
 		out, prog := h.finishCommit(int64(id), [][]testRow{rows})
 		s := ""
@@ -56,9 +64,16 @@ func closedAtCommitRun(t *testing.T, restartAfter0 bool) (outs []string, progs [
 
 // TestClosedAtCommitCarry: batch N+1 merges its rows of windows version N
 // closed at commit with N's values (the carry), as Spark merges them with
-// its stored keys; the progress figures are Spark's.
+// its stored keys; the progress figures are Spark's. An abort of batch 1
+// keeps the carry for its rerun (doc.go, Closed at commit).
 func TestClosedAtCommitCarry(t *testing.T) {
-	outs, progs := closedAtCommitRun(t, false)
+	for _, abort1 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("abort1=%v", abort1), func(t *testing.T) { testClosedAtCommitCarry(t, abort1) })
+	}
+}
+
+func testClosedAtCommitCarry(t *testing.T, abort1 bool) {
+	outs, progs := closedAtCommitRun(t, false, abort1)
 	want := []string{
 		"[00:00 0xaa [1]][00:30 0xaa [1]]",
 		"[00:00 0xaa [2]][00:50 0xaa [1]]",
@@ -88,7 +103,7 @@ func TestClosedAtCommitCarry(t *testing.T) {
 // batch 1 drops its row of [00:00, 00:10), a window version 0 closed at
 // commit, as late by its own watermark (Spark merges it: count 2).
 func TestClosedAtCommitRestart(t *testing.T) {
-	outs, progs := closedAtCommitRun(t, true)
+	outs, progs := closedAtCommitRun(t, true, false)
 	if want := "[00:50 0xaa [1]]"; outs[1] != want {
 		t.Errorf("batch 1 after a restart: output %s, want %s", outs[1], want)
 	}
