@@ -249,8 +249,8 @@ func (o *Operator) removedOnStore(side int, r row) bool {
 // inRange evaluates the time-range condition on a left and a right row
 // (a null is never in range).
 func (p *plan) inRange(l, r row) bool {
-	for _, b := range p.spec.Range {
-		lv, rv := l[fieldIndex(p.sides[0].Schema, b.LeftColumn)], r[fieldIndex(p.sides[1].Schema, b.RightColumn)]
+	for i, b := range p.spec.Range {
+		lv, rv := l[p.rangeCols[i][0]], r[p.rangeCols[i][1]]
 		if lv.null || rv.null {
 			return false
 		}

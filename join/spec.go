@@ -164,6 +164,9 @@ type plan struct {
 	// outCols maps each output column to (side, column index in the
 	// side's schema).
 	outCols []outCol
+	// rangeCols are each Bound's left and right column indexes, resolved
+	// once: inRange runs for every candidate pair.
+	rangeCols [][2]int
 }
 
 type outCol struct{ side, col int }
@@ -237,12 +240,16 @@ func newPlan(spec Spec) (*plan, error) {
 		if b.Op < LT || b.Op > GE {
 			return nil, invalid("time-range condition %s has an unknown comparison", b)
 		}
+		var cols [2]int
 		for i, c := range []string{b.LeftColumn, b.RightColumn} {
 			s := p.sides[i]
-			if j := fieldIndex(s.Schema, c); j < 0 || s.Schema.Fields[j].Type != stream.Timestamp {
+			j := fieldIndex(s.Schema, c)
+			if j < 0 || s.Schema.Fields[j].Type != stream.Timestamp {
 				return nil, invalid("time-range condition %s: %q is not a timestamp of side %s", b, c, s.Alias)
 			}
+			cols[i] = j
 		}
+		p.rangeCols = append(p.rangeCols, cols)
 	}
 	if err := p.checkSupported(); err != nil {
 		return nil, err
