@@ -79,18 +79,25 @@ func TestJoinUnionSourceEvolution(t *testing.T) {
 			for n, rd := range c.Rounds {
 				left, right := unionSources(n)
 				// Each source the relation reads in this round gets a part of
-				// its rows (the first the first half).
+				// its rows (the first the first half), of each of the round's
+				// data batches (part-0, and part-1 for the second: one file a
+				// source per batch, maxFilesPerTrigger=1).
 				for _, rel := range []struct {
 					names []string
-					rows  []sparkref.JoinRow
-				}{{left, rd.Left}, {right, rd.Right}} {
-					cut := len(rel.rows) / len(rel.names)
-					for i, name := range rel.names {
-						part := rel.rows[i*cut:]
-						if i+1 < len(rel.names) {
-							part = rel.rows[i*cut : (i+1)*cut]
+					rows  [2][]sparkref.JoinRow
+				}{{left, [2][]sparkref.JoinRow{rd.Left, rd.Left2}}, {right, [2][]sparkref.JoinRow{rd.Right, rd.Right2}}} {
+					for b, rows := range rel.rows {
+						cut := len(rows) / len(rel.names)
+						for i, name := range rel.names {
+							part := rows[i*cut:]
+							if i+1 < len(rel.names) {
+								part = rows[i*cut : (i+1)*cut]
+							}
+							if b > 0 && len(part) == 0 {
+								continue
+							}
+							writeJoinFile(t, filepath.Join(root, name, fmt.Sprintf("r=%d", n), fmt.Sprintf("part-%d.parquet", b)), part)
 						}
-						writeJoinFile(t, filepath.Join(root, name, fmt.Sprintf("r=%d", n), "part-0.parquet"), part)
 					}
 				}
 				query := strings.Replace(strings.Replace(c.SQL(), "FROM lhs WATERMARK", "FROM "+unionRel(left)+" WATERMARK", 1),
