@@ -288,7 +288,26 @@ func (o *Operator) evict(wmUs int64) (removed int64, err error) {
 	return removed, nil
 }
 
-// Commit makes state version batchID durable.
+// PrepareCommit writes state version batchID's data without making it
+// visible (stream.CommitPreparer, state.Store.Prepare); Commit then
+// publishes it. The engine runs both while the sink writes the batch:
+// without it, a query of this operator and an aggregation committed both
+// stores after the sink, one after the other, on every live batch's
+// critical path (issue 43, the two-stateful freshness query).
+func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
+	if err := o.life.Committable(o.store, batchID); err != nil {
+		return err
+	}
+	if err := o.store.Prepare(ctx, batchID); err != nil {
+		return fmt.Errorf("%s: prepare state version %d: %w", o.p, batchID, err)
+	}
+	return nil
+}
+
+var _ stream.CommitPreparer = (*Operator)(nil)
+
+// Commit makes state version batchID durable (publishing what PrepareCommit
+// wrote, if it ran).
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	if _, err := o.life.Commit(ctx, o.store, batchID, &o.progress); err != nil {
 		return err

@@ -99,3 +99,70 @@ func TestNullsAreValues(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrepareCommit: a version PrepareCommit wrote is loaded only once
+// Commit published it; after an Abort (the sink failed) the next Open
+// loads the version before, so the aborted batch's keys are new again.
+func TestPrepareCommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func(version int64) *Operator {
+		op, err := New(Spec{Input: input, Columns: []string{"k"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state", "0"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"),
+			Partitions: 2, Version: version}
+		if err := op.Open(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	keys := func(ks ...string) *stream.Batch {
+		b := &stream.Batch{Len: len(ks), Columns: []stream.Column{{Name: "ts", Type: stream.Timestamp, Int64s: make([]int64, len(ks))},
+			{Name: "k", Type: stream.String, Strings: ks}, {Name: "n", Type: stream.Int64, Int64s: make([]int64, len(ks))}}}
+		return b
+	}
+	// run processes batch id and returns how many rows it emitted.
+	run := func(op *Operator, id int64, ks ...string) int {
+		if err := op.Process(ctx, id, 0, keys(ks...)); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := op.Finish(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Len
+	}
+	op := open(-1)
+	if n := run(op, 0, "a", "b"); n != 2 {
+		t.Fatalf("batch 0 emitted %d rows", n)
+	}
+	if err := op.Commit(ctx, 0); err != nil { // without PrepareCommit, as before
+		t.Fatal(err)
+	}
+	if n := run(op, 1, "c", "a"); n != 1 {
+		t.Fatalf("batch 1 emitted %d rows, want 1 (a is a duplicate)", n)
+	}
+	if err := op.PrepareCommit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	op.Abort() // the sink failed
+	op.Close()
+	op = open(0)
+	if n := run(op, 1, "c", "a"); n != 1 {
+		t.Fatalf("batch 1 re-run after the abort emitted %d rows, want 1 (c is new again)", n)
+	}
+	if err := op.PrepareCommit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	op.Close()
+	op = open(1)
+	defer op.Close()
+	if n := run(op, 2, "a", "b", "c", "d"); n != 1 {
+		t.Fatalf("batch 2 emitted %d rows, want 1 (only d is new)", n)
+	}
+}

@@ -31,13 +31,14 @@ func (d *driver) dataProgress(b *batchRun, end time.Time) *stream.Progress {
 	rec := b.rec
 	trigger, in := rec.trigger, &rec.in
 	p := d.progress(b.p.ID, trigger, end, rec.durations(end), in.total)
-	// One entry per stateful operator, in id order (Spark's).
+	// One entry per stateful operator, in id order (Spark's): entry i is
+	// operator i, wherever it is in the flow.
 	p.StateOperators = make([]stream.OperatorProgress, len(rec.seen.ops))
 	for i, opProg := range rec.seen.ops {
 		if opProg.NumShufflePartitions == 0 {
 			opProg.NumShufflePartitions = int64(b.p.Partitions)
 		}
-		p.StateOperators[i] = opProg
+		p.StateOperators[d.ops[i].id] = opProg
 	}
 	p.Sources = rec.seen.sources
 	for i := range p.Sources {

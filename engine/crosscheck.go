@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -17,9 +18,10 @@ import (
 //
 //   - commits/C's nextBatchWatermarkMs against offsets/C+1's
 //     batchWatermarkMs, when C+1 is planned;
-//   - commits/C's against state version C's own record of it (an operator
-//     that is a stream.StateRecorder): with C+1 not planned yet, the commit
-//     alone decides the next batch's watermark;
+//   - commits/C's against state version C's own record of it (the plan's
+//     first operator, op, of id opID, when it is a stream.StateRecorder):
+//     with C+1 not planned yet, the commit alone decides the next batch's
+//     watermark;
 //   - offsets/L against the logs the query's sources keep of their own
 //     (each source that is a stream.OffsetAuditor checks the offset
 //     offsets/L records for it: auditSources);
@@ -27,7 +29,7 @@ import (
 //     version C was written with, when that shape was in force for C.
 //
 // A disagreement is CHECKPOINT_CORRUPT naming both files.
-func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, rec *shape.Record, op stream.Operator, srcs []keyedSource) error {
+func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, rec *shape.Record, op stream.Operator, opID int, srcs []keyedSource) error {
 	c := snap.CommittedID
 	if err := auditSources(ctx, d, snap.LatestID, snap.Latest, srcs); err != nil {
 		return err
@@ -44,7 +46,7 @@ func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkp
 	if !ok || snap.CheckStateProvider() != nil {
 		return nil
 	}
-	st, ok, err := sr.CommittedRecord(ctx, fs, d.Join(checkpoint.StateDir, OperatorID), c)
+	st, ok, err := sr.CommittedRecord(ctx, fs, d.Join(checkpoint.StateDir, strconv.Itoa(opID)), c)
 	if err != nil || !ok {
 		return err
 	}

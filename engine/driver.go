@@ -315,7 +315,7 @@ func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 // commitState commits state version N after the sink wrote batch N (an
 // operator that cannot commit alongside the sink).
 func (d *driver) commitState(ctx context.Context, b *batchRun, s step) error {
-	if err := d.commitOp(ctx, d.ops[s.Operator], s.Batch); err != nil {
+	if err := d.commitOp(ctx, d.opByID(s.Operator), s.Batch); err != nil {
 		return err
 	}
 	// Commit time and memory are known only now; an operator that can say
@@ -336,7 +336,7 @@ func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
 			err = fmt.Errorf("operator %d: %w", s.Operator, err)
 		}
 	} else {
-		stats, err = d.repartitionOp(ctx, d.ops[s.Operator], s.Batch-1, s.Batch, s.To)
+		stats, err = d.repartitionOp(ctx, d.opByID(s.Operator), s.Batch-1, s.Batch, s.To)
 	}
 	if err != nil {
 		return fmt.Errorf("repartition batch %d (%d -> %d partitions): %w", s.Batch, s.From, s.To, err)

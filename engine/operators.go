@@ -11,10 +11,12 @@ import (
 )
 
 // The plan of operators a driver runs: the query's stages after the read
-// path, with every stateful operator numbered in plan order from 0 (Spark's
-// IncrementalExecution: statefulOperatorId.getAndIncrement()). Operator i
-// keeps its state in <checkpoint>/state/<i> and has its own stateOperators[]
-// entry; the stateless transforms before it are applied to its input.
+// path, in flow order, each stateful operator with its id (opids.go:
+// Spark's pre-order ids on a new checkpoint, the sink side's operator 0;
+// flow order on a checkpoint that started with it). Operator id keeps its
+// state in <checkpoint>/state/<id> and has stateOperators[] entry id; the
+// stateless transforms before it are applied to its input. Below (and in
+// d.ops), operator i is the i-th in flow order, whatever its id.
 //
 // Within a batch the rows flow down the plan: the reads feed operator 0,
 // operator i's Finish output feeds operator i+1, the last one's goes to the
@@ -31,6 +33,7 @@ const OperatorID = "0"
 
 // planOp is one stateful operator of the running plan.
 type planOp struct {
+	// id is the operator's id (opids.go), not its place in the plan.
 	id int
 	op stream.Operator
 	// pre are the transforms between the stage before (the read path or
@@ -42,19 +45,32 @@ type planOp struct {
 // dir is the operator's state directory name under state/.
 func (po *planOp) dir() string { return strconv.Itoa(po.id) }
 
-// planOps splits a query's stages into its numbered stateful operators and
-// the transforms after the last one.
-func planOps(stages []Stage) (ops []*planOp, post []stream.Transform) {
+// planOps splits a query's stages into its stateful operators, in flow
+// order and numbered by nb, and the transforms after the last one.
+func planOps(stages []Stage, nb opNumbering) (ops []*planOp, post []stream.Transform) {
 	var pre []stream.Transform
 	for _, s := range stages {
 		if s.Transform != nil {
 			pre = append(pre, s.Transform)
 			continue
 		}
-		ops = append(ops, &planOp{id: len(ops), op: s.Operator, pre: pre})
+		ops = append(ops, &planOp{op: s.Operator, pre: pre})
 		pre = nil
 	}
+	for i, id := range nb.ids(len(ops)) {
+		ops[i].id = id
+	}
 	return ops, pre
+}
+
+// opByID is the operator of id (a state step names its operator by id).
+func (d *driver) opByID(id int) *planOp {
+	for _, po := range d.ops {
+		if po.id == id {
+			return po
+		}
+	}
+	panic(fmt.Sprintf("engine: no stateful operator has id %d (the plan has %d)", id, len(d.ops)))
 }
 
 // appendsRows reports whether the sink appends the plan's output: no
@@ -177,7 +193,7 @@ func (d *driver) opLabel(po *planOp) string {
 	return " of operator " + strconv.Itoa(po.id)
 }
 
-// commitOps commits state version N of every operator, in plan order.
+// commitOps commits state version N of every operator, in flow order.
 func (d *driver) commitOps(ctx context.Context, batchID int64) error {
 	for _, po := range d.ops {
 		if err := d.commitOp(ctx, po, batchID); err != nil {

@@ -62,6 +62,11 @@ func Plan(ctx context.Context, q Query, fs vfs.FS, dir string) (*PlanReport, err
 	if chk != nil && chk.rec != nil {
 		rep.RecordedShape = &chk.rec.Shape
 	}
+	if q.Shape != nil && chk != nil {
+		// The shape as the start records it: operators listed by id.
+		s := numberShape(*q.Shape, numberingOf(chk.rec, q.Shape))
+		rep.Shape = &s
+	}
 	if chk != nil && chk.sd != nil {
 		rep.ShapeChanges = append(rep.ShapeChanges, chk.sd.Changes...)
 	}

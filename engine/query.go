@@ -103,8 +103,9 @@ type Query struct {
 	Operator stream.Operator
 	// Stages is the plan in order: each stage's output is the next one's
 	// input, the last one's goes to the sink. Its stateful operators are
-	// numbered 0, 1, ... in plan order (Spark's statefulOperatorId), each with
-	// its own state directory <checkpoint>/state/<id>. A plan without a
+	// numbered as Spark's statefulOperatorId numbers them, from the sink
+	// (opids.go), each with its own state directory
+	// <checkpoint>/state/<id>. A plan without a
 	// stateful operator appends the rows it reads (projected on Select,
 	// then through its transforms) to the sink.
 	Stages []Stage
@@ -253,7 +254,8 @@ func (q *Query) stages() []Stage {
 	return []Stage{{Operator: q.Operator}}
 }
 
-// firstOperator is operator 0, nil if the plan has none.
+// firstOperator is the first stateful operator the rows reach (its id is
+// numberingOf's), nil if the plan has none.
 func (q *Query) firstOperator() stream.Operator {
 	if ops := q.operators(); len(ops) > 0 {
 		return ops[0]
@@ -261,8 +263,8 @@ func (q *Query) firstOperator() stream.Operator {
 	return nil
 }
 
-// operators are the plan's stateful operators; an operator's index here is
-// its id.
+// operators are the plan's stateful operators in flow order; their ids
+// are numberingOf's (opids.go), not their index here.
 func (q *Query) operators() []stream.Operator {
 	var ops []stream.Operator
 	for _, s := range q.stages() {

@@ -241,8 +241,8 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 }
 
 // stateOperators counts the stateful operators whose state the checkpoint
-// holds: the directories state/0, state/1, ... (Spark's layout; ids in plan
-// order from 0). A gap in the ids is CHECKPOINT_CORRUPT; none (a query
+// holds: the directories state/0, state/1, ... (Spark's layout; ids from
+// 0, whichever numbering the checkpoint has: opids.go). A gap in the ids is CHECKPOINT_CORRUPT; none (a query
 // without a stateful operator) is planOffline's refusal, after its checks
 // of the provider and the commit log, which are the more precise ones.
 func stateOperators(d checkpoint.Dir) (int, error) {
@@ -265,7 +265,7 @@ func stateOperators(d checkpoint.Dir) (int, error) {
 	for i, id := range ids {
 		if id != i {
 			return 0, errcode.Corrupt(d.FS.PathJoin(dir, strconv.Itoa(i)), nil,
-				"the state of operator %d is missing while operator %d has state: operator ids are 0, 1, ... in plan order", i, id)
+				"the state of operator %d is missing while operator %d has state: operator ids are 0, 1, ...", i, id)
 		}
 	}
 	return len(ids), nil

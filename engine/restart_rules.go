@@ -91,7 +91,9 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 	if sp.Pending != nil {
 		first = sp.PendingID
 	}
-	d.Shape, d.FirstBatchID = *cur, first
+	// The query's operators take the numbering in force (opids.go), so
+	// that each is compared with the recorded one of its id.
+	d.Shape, d.FirstBatchID = numberShape(*cur, numberingOf(rec, cur)), first
 	d.Shape.Sink.ID = seen.ID
 	if rec == nil {
 		d.Write = true

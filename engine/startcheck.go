@@ -25,7 +25,7 @@ import (
 //     batch before the offsets log (commits lost: the start would re-run
 //     the newest batch on an older batch's state), and the watermark of the
 //     entries the snapshot read (commits/C against offsets/C+1);
-//   - the state of each stateful operator of the plan (ops, in plan order:
+//   - the state of each stateful operator of the plan (ops, by id:
 //     operator i keeps state/<i>) that is a stream.StateRecorder: no
 //     version newer than the newest offsets entry or more than one past
 //     the newest commit, and version C present (Dir.CheckStateCovered).

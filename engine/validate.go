@@ -79,10 +79,15 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	}
 	// A checkpoint whose files disagree is damaged, whatever the query: this
 	// comes before the restart rules, which compare the query with them.
-	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, recordedOperators(q.operators(), chk.rec)); err != nil {
+	ids := numberingOf(chk.rec, q.Shape).ids(len(q.operators()))
+	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, recordedOperators(q.operators(), ids, chk.rec)); err != nil {
 		return chk, err
 	}
-	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator(), keyedSources(q.Sources, s.evolution)); err != nil {
+	firstID := 0
+	if len(ids) > 0 {
+		firstID = ids[0]
+	}
+	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator(), firstID, keyedSources(q.Sources, s.evolution)); err != nil {
 		return chk, err
 	}
 	if q.Sink != nil {
@@ -102,16 +107,21 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	return chk, chk.checkTargets(ctx, q, fs, dir)
 }
 
-// recordedOperators is ops cut to the operators the checkpoint's query
-// shape records: damage is judged on what the checkpoint holds. An operator
-// the query adds has no state yet; that is a change of query, which the
-// restart rules refuse (STATE_SCHEMA_MISMATCH), not damage. Without a
-// shape record (a checkpoint older than shapes) every operator is checked.
-func recordedOperators(ops []stream.Operator, rec *shape.Record) []stream.Operator {
-	if rec == nil {
-		return ops
+// recordedOperators is ops, listed in flow order with their ids, indexed
+// by id and cut to the operators the checkpoint's query shape records:
+// damage is judged on what the checkpoint holds. An operator the query
+// adds has no state yet; that is a change of query, which the restart
+// rules refuse (STATE_SCHEMA_MISMATCH), not damage. Without a shape record
+// (a checkpoint older than shapes) every operator is checked.
+func recordedOperators(ops []stream.Operator, ids []int, rec *shape.Record) []stream.Operator {
+	byID := make([]stream.Operator, len(ops))
+	for i, op := range ops {
+		byID[ids[i]] = op
 	}
-	return ops[:min(len(ops), len(rec.Shape.OperatorList()))]
+	if rec == nil {
+		return byID
+	}
+	return byID[:min(len(byID), len(rec.Shape.OperatorList()))]
 }
 
 // checkTargets is the end of checkStart, once the restart rules passed:

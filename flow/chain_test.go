@@ -231,9 +231,10 @@ func TestChainedRestartRules(t *testing.T) {
 		q    *flow.Query
 		want string
 	}{
-		{"operator 1 removed", base(), "the query has 1 stateful operators, the checkpoint's state was written by 2"},
-		{"operator 1's window changed", base().Select(flow.WindowTime().As("at"), flow.Col("pair"), flow.Col("volume"), flow.Col("trades")).
-			Aggregate(hourly(2 * time.Hour)), "the window of operator 1 changed"},
+		{"hourly operator removed", base(), "the query has 1 stateful operators, the checkpoint's state was written by 2"},
+		// The hourly aggregation, nearest the sink, is operator 0 (Spark's ids).
+		{"hourly operator's window changed", base().Select(flow.WindowTime().As("at"), flow.Col("pair"), flow.Col("volume"), flow.Col("trades")).
+			Aggregate(hourly(2 * time.Hour)), "the window of operator 0 changed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := treeOf(t, opts.CheckpointDir)

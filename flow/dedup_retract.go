@@ -20,14 +20,10 @@ import (
 // retracts without saying so).
 
 // refuseRetractions refuses op, the plan's next stateful operator, when a
-// source of the query retracts rows.
+// source of the query retracts rows. It names the operator by its API, not
+// its id: the id is given when the query starts (Spark's numbering on a
+// new checkpoint counts from the sink, and the plan is not complete yet).
 func (q *Query) refuseRetractions(op *dedup.Operator) error {
-	id := 0
-	for _, st := range q.q.Stages {
-		if st.Operator != nil {
-			id++
-		}
-	}
 	for _, ns := range q.q.Sources {
 		rs, ok := ns.Source.(stream.RetractingSource)
 		if !ok || !rs.Retracts() {
@@ -35,8 +31,8 @@ func (q *Query) refuseRetractions(op *dedup.Operator) error {
 		}
 		return errcode.New(dedup.CodeRetractionUnsupported, "",
 			"read the source without retractions (e.g. reorg=fail with confirmations), or leave the deduplication out",
-			"operator %d, %s: source %q retracts rows (a reorganised chain's), which a deduplication cannot undo: its state holds the first row's key, not the rows",
-			id, op, ns.Name)
+			"the deduplication %s: source %q retracts rows (a reorganised chain's), which a deduplication cannot undo: its state holds the first row's key, not the rows",
+			op, ns.Name)
 	}
 	return nil
 }

@@ -15,8 +15,10 @@
 //		WriteTo(sink).
 //		Run(ctx, engine.Options{CheckpointDir: dir})
 //
-// Every stateful operator has an id in plan order (0, 1, ...: Spark's
-// statefulOperatorId), its own state in <checkpoint>/state/<id>, its own
+// Every stateful operator has an id as Spark numbers them (its
+// statefulOperatorId, from the sink: the last operator is 0; a checkpoint
+// written before keeps flow order, engine/opids.go), its own state in
+// <checkpoint>/state/<id>, its own
 // stateOperators[] entry in progress events and its own restart check
 // against the shape the checkpoint recorded; a repartition
 // (spark.sql.streaming.stateStore.partitions) repartitions each. Operators

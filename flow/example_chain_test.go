@@ -17,9 +17,9 @@ import (
 )
 
 // hourlyOverFiveMinutes is a plan of two stateful operators: a 5-minute
-// volume per pair (operator 0), then the hourly volume of those windows
-// (operator 1), each window once, in append mode, as Spark 3.4+ chains
-// aggregations with window_time.
+// volume per pair (operator 1), then the hourly volume of those windows
+// (operator 0: Spark numbers from the sink), each window once, in append
+// mode, as Spark 3.4+ chains aggregations with window_time.
 func hourlyOverFiveMinutes(feed *Feed, out *console.Sink, partitions string) *flow.Query {
 	return flow.New("hourly_volume").
 		Read("feed", feed).
@@ -72,13 +72,13 @@ func ExampleQuery_chained() {
 	}
 	printState(opts.CheckpointDir)
 	// Output:
-	// batch 0 data: stateStoreSave total=4 updated=4 | stateStoreSave total=0 updated=0
-	// batch 1 noData: stateStoreSave total=1 updated=0 | stateStoreSave total=2 updated=2
-	// state/0: version 1, 2 partitions, 1 rows
-	// state/1: version 1, 2 partitions, 2 rows
+	// batch 0 data: stateStoreSave total=0 updated=0 | stateStoreSave total=4 updated=4
+	// batch 1 noData: stateStoreSave total=2 updated=2 | stateStoreSave total=1 updated=0
+	// state/0: version 1, 2 partitions, 2 rows
+	// state/1: version 1, 2 partitions, 1 rows
 	// restart with 3 state partitions
-	// batch 2 repartition: repartition total=1 | repartition total=2
-	// batch 3 data: stateStoreSave total=3 updated=2 | stateStoreSave total=2 updated=0
+	// batch 2 repartition: repartition total=2 | repartition total=1
+	// batch 3 data: stateStoreSave total=2 updated=0 | stateStoreSave total=3 updated=2
 	// -------------------------------------------
 	// Batch: 4
 	// -------------------------------------------
@@ -89,9 +89,9 @@ func ExampleQuery_chained() {
 	// |2024-03-01 12:00:00|2024-03-01 13:00:00|ETH-USD|    36|     4|      3|
 	// |2024-03-01 13:00:00|2024-03-01 14:00:00|ETH-USD|     7|     1|      1|
 	// +-------------------+-------------------+-------+------+------+-------+
-	// batch 4 noData: stateStoreSave total=1 updated=0 | stateStoreSave total=0 updated=2
-	// state/0: version 4, 3 partitions, 1 rows
-	// state/1: version 4, 3 partitions, 0 rows
+	// batch 4 noData: stateStoreSave total=0 updated=2 | stateStoreSave total=1 updated=0
+	// state/0: version 4, 3 partitions, 0 rows
+	// state/1: version 4, 3 partitions, 1 rows
 }
 
 // printState shows each operator's newest state version, read from its

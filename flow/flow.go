@@ -313,11 +313,12 @@ func (q *Query) dedup(cols []string, within bool) *Query {
 }
 
 // OperatorShapes are the query-shape entries of the stateful operators
-// appended so far, in id order (for a plan recorded with Shape).
+// appended so far, in flow order (for a plan recorded with Shape; the
+// engine gives the ids when the query starts).
 func (q *Query) OperatorShapes() []shape.Operator { return slices.Clone(q.ops) }
 
 // Operator appends a stateful operator built elsewhere (the SQL
-// compiler's), with the next operator id. Its rows' schema is the one it
+// compiler's), after the ones before it. Its rows' schema is the one it
 // declares (stream.SchemaOperator), else unknown; its shape is unknown to
 // the query, so a query with one records the shape given to Shape, or none.
 func (q *Query) Operator(op stream.Operator) *Query {

@@ -61,6 +61,10 @@ func (s *Side) Read(name string, src stream.Source) *Side {
 	return s
 }
 
+// Schema is the side's rows' schema: its sources' unioned, with the
+// column "source"; or the first error of the side.
+func (s *Side) Schema() (stream.Schema, error) { return s.schema, s.err }
+
 // WithWatermark defines the side's event time, as Query.WithWatermark; a
 // query's sides' watermarks combine by spark.sql.streaming.multipleWatermarkPolicy
 // (min, the default, or max).

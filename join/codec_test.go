@@ -24,16 +24,14 @@ func TestRowOfEveryStorage(t *testing.T) {
 	}
 	for i := range 2 {
 		r := rowAt(cols, i)
-		val, err := encodeRow(fields, r, i == 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, matched, err := decodeRow(fields, fastNames(fields), val)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, r) || matched != (i == 1) {
-			t.Fatalf("row %d: got %#v (matched %v), want %#v", i, got, matched, r)
+		for _, val := range [][]byte{encodeRow(nil, fields, r, i == 1), encodeRowV1(fields, r, i == 1)} {
+			got, matched, err := decodeRow(fields, fastNames(fields), val)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, r) || matched != (i == 1) {
+				t.Fatalf("row %d: got %#v (matched %v), want %#v", i, got, matched, r)
+			}
 		}
 		if key, null := encodeJoinKey(nil, r, []int{1}, []stream.Type{stream.Binary}); null || len(key) == 0 {
 			t.Fatalf("row %d: binary key %q (null %v)", i, key, null)

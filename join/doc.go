@@ -42,7 +42,7 @@
 // _LEGACY_ERROR_TEMP_3102 with Spark's message; an output mode other
 // than append is refused the same way (CheckOutputMode).
 //
-// # State layout (format 1; Spark's stateFormatVersion 2)
+// # State layout (format 2; Spark's stateFormatVersion 2)
 //
 // One state.Store (state/<opId>) holds Spark's four stores per partition
 // as rows of one schema, told apart by the first two key columns:
@@ -52,10 +52,39 @@
 //	       (named as on the left side; Int64 and Timestamp nullable; Int32,
 //	       Date and Boolean keys held as Int64), index int64 nullable (null
 //	       in keyToNumValues)
-//	value: value string: keyToNumValues {"value":<count>};
-//	       keyWithIndexToValue the row as a JSON object in the side's
-//	       column order (timestamps in µs, a NaN or infinite double as a
-//	       string) plus "matched":true|false
+//	value: value string, whose bytes are, in format 2:
+//	       keyToNumValues       0x02, the count (uvarint)
+//	       keyWithIndexToValue  0x02, flags (bit 0: matched), a null bitmap
+//	                            of ceil(columns/8) bytes (bit j%8 of byte
+//	                            j/8: column j is null), then each non-null
+//	                            column in the side's order by its storage
+//	                            with the state's value encodings: integer
+//	                            storages (Int64, Timestamp µs, Boolean 0/1,
+//	                            Int32, Date) a zig-zag varint, doubles 8
+//	                            bytes little-endian, strings and binary a
+//	                            uvarint length and the bytes
+//
+// Example: a right row (k "a", ts 1709294405000000, n null) not matched
+// yet is the string 02 00 04 01 61 80 ed 9c dd 83 a6 89 06 (stored after
+// its length, 0d): the tag, the flags, the bitmap with column 2 null, "a",
+// the timestamp.
+//
+// Format 1 (spec "join/v1", main before format 2) held the same rows with
+// JSON text values: {"value":<count>}, and the row as a JSON object of the
+// side's columns in order (timestamps in µs, a NaN or infinite double as a
+// string) plus "matched":true|false. Its text starts with '{', a format-2
+// value with 0x02, so each value says its format: a format-1 state keeps
+// reading (the state schema's spec "join/v1" is accepted for the same
+// join, the next commit records "join/v2"), and its rows are rewritten in
+// format 2 as the join writes them. The format-2 spec starts
+// "join/v2 fields=" and the JSON of each side's columns (state.Field), by
+// which `ethstream state dump` renders a format-2 value as the text
+// format 1 stored (dump.go), so a dump reads the same in both formats.
+// The format-2 text's names and strings are quoted as JSON quotes them
+// (format 1 quoted names with strconv.Quote, not JSON for DEL), and a
+// format-1 value is read by position (a repeated column name read its last
+// value into both columns before). Format 2 keeps a BINARY column's bytes
+// as they are (format 1 refused a string that was not UTF-8).
 //
 // A key with n stored rows has keyToNumValues n and keyWithIndexToValue
 // indexes 0..n-1; an eviction compacts the survivors to 0..m-1. The state
@@ -67,4 +96,19 @@
 // record of its own (state.Store.OperatorRecord is empty), so the state
 // package's offline repartition and state dump read it as any other
 // operator's, and a repartition keeps every row.
+//
+// # Memory
+//
+// The operator reads a key's rows once (keyrows.go), changes them in
+// memory through the batch and writes each changed value, the indexes an
+// eviction emptied and the changed count once at Finish. Between batches
+// it keeps each side's rows in memory while a side holds at most
+// memRowsCap of them (a key not held then has no rows, and costs no
+// read), and, on a side that evicts, an index of its rows by the column
+// eviction compares (evictindex.go): eviction visits the keys of the rows
+// at or below its limit instead of decoding every stored row, and the
+// no-data check reads the least entry. Both are loaded by one scan of the
+// side's values when first needed and dropped whenever the store's
+// version is not the one they reflect (an aborted batch, a repartition,
+// a reopen); memory never decides what the state holds.
 package join

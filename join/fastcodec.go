@@ -9,16 +9,17 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// The fast decoders read exactly the text encodeRow and encodeCount write
-// (doc.go, State layout) in one pass: the object's names in the side's
+// The fast decoders read exactly the text format 1's encoder wrote
+// (rowText; doc.go, State layout) in one pass: the object's names in the side's
 // column order, compared in place, no whitespace, numbers parsed from the
 // slice. They report ok=false on any deviation, and the callers then run
 // the generic encoding/json decoders, so every value the generic decoder
 // accepts still decodes to the same row and every value it refuses is
-// still refused with its error. The generic decoder builds a map per row;
-// the state scans of eviction decode every stored row each batch.
+// still refused with its error. The generic decoder walks encoding/json's
+// tokens; a checkpoint written in format 1 reads its rows through these
+// until the join rewrites them in format 2.
 
-// fastDecodeRow is decodeRow for encodeRow's own text; ok=false means
+// fastDecodeRow is decodeRow for format 1's own text; ok=false means
 // "not recognised", not "malformed". fields must pass fastNames, which the
 // plan checks once per side (sidePlan.fast), not once per row.
 func fastDecodeRow(fields []stream.Field, val []byte) (r row, matched bool, ok bool) {
@@ -34,20 +35,19 @@ func fastDecodeRow(fields []stream.Field, val []byte) (r row, matched bool, ok b
 		}
 		if hasPrefixAt(s, p, "null") {
 			p += len("null")
+			r[j].null = true
 		} else {
 			switch f.Type.Storage() {
 			case stream.String:
-				var v string
-				if v, p, ok = fastString(s, p); !ok {
+				if r[j].s, p, ok = fastString(s, p); !ok {
 					return nil, false, false
 				}
-				r[j] = v
 			case stream.Float64:
 				var v float64
 				if v, p, ok = fastFloat(s, p); !ok {
 					return nil, false, false
 				}
-				r[j] = v
+				r[j] = floatValue(v)
 			default:
 				e := numberEnd(s, p, false)
 				if e < 0 {
@@ -57,7 +57,7 @@ func fastDecodeRow(fields []stream.Field, val []byte) (r row, matched bool, ok b
 				if err != nil {
 					return nil, false, false
 				}
-				r[j], p = v, e
+				r[j].i, p = v, e
 			}
 		}
 		if p >= len(s) || s[p] != ',' {
@@ -74,7 +74,7 @@ func fastDecodeRow(fields []stream.Field, val []byte) (r row, matched bool, ok b
 	return nil, false, false
 }
 
-// fastDecodeCount is decodeCount for encodeCount's own text.
+// fastDecodeCount is decodeCount for format 1's own text.
 func fastDecodeCount(val []byte) (int64, bool) {
 	s, ok := fastStringValue(val)
 	const pre = `{"value":`
@@ -105,7 +105,7 @@ func fastStringValue(val []byte) (string, bool) {
 // fastNames reports whether the fields' names are ones the in-place
 // comparison reads as the generic decoder does: each a JSON string with
 // nothing to unescape, valid UTF-8, and unique and not "matched" (the
-// generic decoder's map keeps a repeated name's last value).
+// generic decoder then decides).
 func fastNames(fields []stream.Field) bool {
 	for i, f := range fields {
 		if f.Name == "matched" || !utf8.ValidString(f.Name) {
@@ -174,7 +174,7 @@ func fastString(s string, p int) (string, int, bool) {
 }
 
 // fastFloat reads a float64 at p: a JSON number, or a quoted string
-// strconv.ParseFloat reads (encodeRow quotes NaN and ±Inf).
+// strconv.ParseFloat reads (rowText quotes NaN and ±Inf).
 func fastFloat(s string, p int) (float64, int, bool) {
 	if p < len(s) && s[p] == '"' {
 		t, e, ok := fastString(s, p)

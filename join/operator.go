@@ -1,15 +1,11 @@
 package join
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
-	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
@@ -24,28 +20,28 @@ type Operator struct {
 	logger *slog.Logger
 	life   opbase.Lifecycle
 	types  [2][]stream.Type // each side's key column types
+	// evcol is the column each side's eviction compares, -1 on a side
+	// that never evicts.
+	evcol [2]int
 
-	out           *outBuilder
-	inRows, late  int64
-	nullKeys, put int64
-	process       time.Duration
-	progress      stream.OperatorProgress
-	keyBuf        []byte
-	// rows caches the decoded stored rows the batch read or wrote, by
-	// state key: a key's values are read again for every row of the batch
-	// with that key, and decoding the JSON is most of a join's CPU.
-	rows map[string]cachedRow
+	out            *outBuilder
+	inRows, late   int64
+	nullKeys, put  int64
+	process        time.Duration
+	progress       stream.OperatorProgress
+	keyBuf, sk, vb []byte
+	// mem is each side's rows and eviction index in memory (keyrows.go),
+	// nil until loaded; it reflects the state after batch memFor, and
+	// dirty lists the keys the batch changed, which flush writes.
+	mem    [2]*sideMem
+	memFor int64
+	dirty  [2][]*keyRows
 
 	// storeEv are each side's state watermark predicates at the eviction
 	// watermark of batch storeEvBatch (EvictionWatermark).
 	storeEv      [2]evictor
 	storeEvBatch int64
 	hasStoreEv   bool
-}
-
-type cachedRow struct {
-	r       row
-	matched bool
 }
 
 var (
@@ -64,6 +60,14 @@ func New(spec Spec) (*Operator, error) {
 		return nil, err
 	}
 	o := &Operator{p: p, life: opbase.New("join", p)}
+	for i, e := range p.evictors(0) {
+		// Whether a side evicts and by which column do not depend on the
+		// watermark, only the limit does.
+		o.evcol[i] = -1
+		if e.active {
+			o.evcol[i] = e.col
+		}
+	}
 	for i, sp := range p.sides {
 		for _, j := range sp.keys {
 			o.types[i] = append(o.types[i], sp.Schema.Fields[j].Type)
@@ -97,11 +101,13 @@ func (o *Operator) String() string { return o.p.String() }
 // Open loads the state committed at env.Version; another join type, other
 // keys or other side columns are STATE_SCHEMA_MISMATCH.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema})
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, SpecCompatible: o.p.compatibleSpec})
 	if err != nil {
 		return err
 	}
 	o.store, o.logger = s, logger
+	o.dropMem()
+	o.memFor = s.Version()
 	return nil
 }
 
@@ -111,9 +117,11 @@ func (o *Operator) begin(batchID int64) error {
 	if started {
 		o.inRows, o.late, o.nullKeys, o.put, o.process = 0, 0, 0, 0, 0
 		o.out = newOutBuilder(o.p.out)
-		o.rows = map[string]cachedRow{}
 	}
-	return err
+	if err != nil || !started {
+		return err
+	}
+	return o.useMem()
 }
 
 // Process refuses input without a side: a join reads through ProcessSide.
@@ -149,7 +157,7 @@ func (o *Operator) ProcessSide(ctx context.Context, batchID, watermarkMs int64, 
 	for i := 0; i < in.Len; i++ {
 		o.inRows++
 		r := rowAt(cols, i)
-		if sp.wm >= 0 && r[sp.wm] != nil && r[sp.wm].(int64) <= wmUs {
+		if sp.wm >= 0 && !r[sp.wm].null && r[sp.wm].i <= wmUs {
 			o.late++
 			continue
 		}
@@ -165,7 +173,6 @@ func (o *Operator) joinRow(side int, r row) error {
 	sp := &o.p.sides[side]
 	kb, null := encodeJoinKey(o.keyBuf[:0], r, sp.keys, o.types[side])
 	o.keyBuf = kb
-	key := bytes.Clone(kb)
 	if null {
 		// A null key equals nothing (SQL's =). Spark's optimizer drops such
 		// rows before a side whose rows the join never emits alone
@@ -175,42 +182,38 @@ func (o *Operator) joinRow(side int, r row) error {
 		if !o.p.spec.Type.preserves(side) || o.removedOnStore(side, r) {
 			return nil
 		}
-		return o.appendState(side, key, r, false)
+		return o.appendState(side, kb, r, false)
 	}
 	other := 1 - side
-	n, err := o.count(other, key)
+	ok, err := o.keyRowsOf(other, kb, false)
 	if err != nil {
 		return err
 	}
 	matched := false
 	t := o.p.spec.Type
-	for idx := int64(0); idx < n; idx++ {
-		orow, omatched, err := o.value(other, key, idx)
-		if err != nil {
-			return err
-		}
-		l, rr := r, orow
+	for idx := range ok.rows {
+		sr := &ok.rows[idx]
+		l, rr := r, sr.r
 		if side == stream.RightSide {
-			l, rr = orow, r
+			l, rr = sr.r, r
 		}
 		if !o.p.inRange(l, rr) {
 			continue
 		}
-		if t == LeftSemi && side == stream.RightSide && omatched {
+		if t == LeftSemi && side == stream.RightSide && sr.matched {
 			continue // that left row was emitted once already
 		}
 		matched = true
 		switch {
 		case t == LeftSemi && side == stream.LeftSide:
 		case t == LeftSemi:
-			o.out.add(o.p, orow, nil)
+			o.out.add(o.p, sr.r, nil)
 		default:
 			o.out.add(o.p, l, rr)
 		}
-		if !omatched {
-			if err := o.putValue(other, key, idx, orow, true); err != nil {
-				return err
-			}
+		if !sr.matched {
+			sr.matched, sr.changed = true, true
+			o.touch(other, ok)
 		}
 		if t == LeftSemi && side == stream.LeftSide {
 			break
@@ -223,7 +226,7 @@ func (o *Operator) joinRow(side int, r row) error {
 	if o.removedOnStore(side, r) {
 		return nil
 	}
-	return o.appendState(side, key, r, matched)
+	return o.appendState(side, kb, r, matched)
 }
 
 // EvictionWatermark records the watermark batch batchID evicts by (the
@@ -248,10 +251,10 @@ func (o *Operator) removedOnStore(side int, r row) bool {
 func (p *plan) inRange(l, r row) bool {
 	for _, b := range p.spec.Range {
 		lv, rv := l[fieldIndex(p.sides[0].Schema, b.LeftColumn)], r[fieldIndex(p.sides[1].Schema, b.RightColumn)]
-		if lv == nil || rv == nil {
+		if lv.null || rv.null {
 			return false
 		}
-		x, y := lv.(int64)+b.LeftOffset.Microseconds(), rv.(int64)+b.RightOffset.Microseconds()
+		x, y := lv.i+b.LeftOffset.Microseconds(), rv.i+b.RightOffset.Microseconds()
 		var ok bool
 		switch b.Op {
 		case LT:
@@ -270,70 +273,18 @@ func (p *plan) inRange(l, r row) bool {
 	return true
 }
 
-// count reads keyToNumValues of (side, key).
-func (o *Operator) count(side int, key []byte) (int64, error) {
-	v, ok, err := o.store.Get(stateKey(nil, side, StoreKeyToNumValues, key, 0, false))
-	if err != nil || !ok {
-		return 0, o.stateErr("read", err)
-	}
-	n, err := decodeCount(v)
-	return n, o.stateErr("read", err)
-}
-
-// value reads keyWithIndexToValue of (side, key, idx).
-func (o *Operator) value(side int, key []byte, idx int64) (row, bool, error) {
-	sk := stateKey(nil, side, StoreKeyWithIndexToValue, key, idx, true)
-	if c, ok := o.rows[string(sk)]; ok {
-		return c.r, c.matched, nil
-	}
-	v, ok, err := o.store.Get(sk)
-	if err != nil {
-		return nil, false, o.stateErr("read", err)
-	}
-	if !ok {
-		return nil, false, errcode.Corrupt("", nil, "%s: state of the %s side has no value %d of a key it counts", o.p, sideName(side), idx)
-	}
-	r, m, err := decodeRow(o.p.sides[side].Schema.Fields, o.p.sides[side].fast, v)
-	if err != nil {
-		return nil, false, o.stateErr("read", err)
-	}
-	if o.rows != nil {
-		o.rows[string(sk)] = cachedRow{r, m}
-	}
-	return r, m, nil
-}
-
-func (o *Operator) putValue(side int, key []byte, idx int64, r row, matched bool) error {
-	v, err := encodeRow(o.p.sides[side].Schema.Fields, r, matched)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.p, err)
-	}
-	o.put++
-	sk := stateKey(nil, side, StoreKeyWithIndexToValue, key, idx, true)
-	if o.rows != nil {
-		o.rows[string(sk)] = cachedRow{r, matched}
-	}
-	return o.stateErr("write", o.store.Put(sk, v))
-}
-
-func (o *Operator) putCount(side int, key []byte, n int64) error {
-	k := stateKey(nil, side, StoreKeyToNumValues, key, 0, false)
-	if n == 0 {
-		return o.stateErr("write", o.store.Delete(k))
-	}
-	return o.stateErr("write", o.store.Put(k, encodeCount(n)))
-}
-
-// appendState appends r as the next value of (side, key).
+// appendState appends r as the next value of (side, key); flush writes it.
 func (o *Operator) appendState(side int, key []byte, r row, matched bool) error {
-	n, err := o.count(side, key)
+	k, err := o.keyRowsOf(side, key, true)
 	if err != nil {
 		return err
 	}
-	if err := o.putValue(side, key, n, r, matched); err != nil {
-		return err
+	k.rows = append(k.rows, storedRow{r: r, matched: matched, changed: true})
+	o.touch(side, k)
+	if x := o.mem[side].idx; x != nil {
+		x.add(k.key, r[o.evcol[side]])
 	}
-	return o.putCount(side, key, n+1)
+	return nil
 }
 
 func (o *Operator) stateErr(what string, err error) error {
@@ -371,73 +322,16 @@ func (p *plan) evictors(wmMs int64) [2]evictor {
 }
 
 func (e evictor) evicts(r row) bool {
-	if !e.active || r[e.col] == nil {
+	if !e.active || r[e.col].null {
 		return false
 	}
-	return r[e.col].(int64) <= e.limUs
-}
-
-// storedRow is one keyWithIndexToValue row met by a scan.
-type storedRow struct {
-	idx     int64
-	r       row
-	matched bool
-}
-
-// scanSide reads every stored row of side, grouped by join key (the
-// encoded key bytes), each group in index order. The store scans partition
-// by partition, and a key's indexes hash to different partitions, so the
-// groups are assembled before fn runs (fn may then write).
-func (o *Operator) scanSide(side int, fn func(key []byte, rows []storedRow) error) error {
-	prefix := stateKeyPrefix(side, StoreKeyWithIndexToValue)
-	// The prefix ends with the store name's terminator 0x00 0x01; every
-	// key of the store sorts below the same bytes ending 0x00 0x02.
-	upper := bytes.Clone(prefix)
-	upper[len(upper)-1]++
-	groups := map[string][]storedRow{}
-	idxField := []state.Field{{Name: ColIndex, Type: stream.Int64, Nullable: true}}
-	err := o.store.Scan(prefix, upper, func(k, v []byte) error {
-		if !bytes.HasPrefix(k, prefix) || len(k) < len(prefix)+9 {
-			return nil
-		}
-		jk := string(k[len(prefix) : len(k)-9])
-		idxRow, err := state.DecodeKey(idxField, k[len(k)-9:])
-		if err != nil {
-			return err
-		}
-		idx, _ := idxRow[0].(int64)
-		r, m, err := decodeRow(o.p.sides[side].Schema.Fields, o.p.sides[side].fast, v)
-		if err != nil {
-			return err
-		}
-		groups[jk] = append(groups[jk], storedRow{idx: idx, r: r, matched: m})
-		return nil
-	})
-	if err != nil {
-		return o.stateErr("scan", err)
-	}
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		rows := groups[k]
-		slices.SortFunc(rows, func(a, b storedRow) int { return cmp.Compare(a.idx, b.idx) })
-		for i, sr := range rows {
-			if sr.idx != int64(i) {
-				return errcode.Corrupt("", nil, "%s: state of the %s side holds index %d of a key at position %d", o.p, sideName(side), sr.idx, i)
-			}
-		}
-		if err := fn([]byte(k), rows); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r[e.col].i <= e.limUs
 }
 
 // evict removes the rows the watermark passed on each side and emits the
 // preserved side's unmatched ones with nulls; it returns the rows removed.
+// The index names the keys holding such rows; each key's rows are then
+// read whole (keyRowsOf) and compacted.
 func (o *Operator) evict(wmMs int64) (int64, error) {
 	ev := o.p.evictors(wmMs)
 	var removed int64
@@ -445,45 +339,34 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 		if !ev[side].active {
 			continue
 		}
-		err := o.scanSide(side, func(key []byte, rows []storedRow) error {
-			var keep []storedRow
-			for _, sr := range rows {
-				if !ev[side].evicts(sr.r) {
-					keep = append(keep, sr)
+		for _, key := range o.mem[side].idx.popDue(ev[side].limUs) {
+			k, err := o.keyRowsOf(side, []byte(key), false)
+			if err != nil {
+				return removed, err
+			}
+			// Compact the survivors to indexes 0..len-1 in their order, as
+			// Spark's removal moves the last value into a removed slot.
+			keep := k.rows[:0]
+			for i, sr := range k.rows {
+				if ev[side].evicts(sr.r) {
+					removed++
+					if !sr.matched && o.p.spec.Type.preserves(side) {
+						if side == stream.LeftSide {
+							o.out.add(o.p, sr.r, nil)
+						} else {
+							o.out.add(o.p, nil, sr.r)
+						}
+					}
 					continue
 				}
-				removed++
-				if !sr.matched && o.p.spec.Type.preserves(side) {
-					if side == stream.LeftSide {
-						o.out.add(o.p, sr.r, nil)
-					} else {
-						o.out.add(o.p, nil, sr.r)
-					}
-				}
+				sr.changed = sr.changed || len(keep) != i
+				keep = append(keep, sr)
 			}
-			if len(keep) == len(rows) {
-				return nil
+			if len(keep) != len(k.rows) {
+				clear(k.rows[len(keep):])
+				k.rows = keep
+				o.touch(side, k)
 			}
-			// Compact the survivors to indexes 0..len(keep)-1, as Spark's
-			// removal moves the last value into a removed slot.
-			for i, sr := range keep {
-				if sr.idx != int64(i) {
-					if err := o.putValue(side, key, int64(i), sr.r, sr.matched); err != nil {
-						return err
-					}
-				}
-			}
-			for i := len(keep); i < len(rows); i++ {
-				sk := stateKey(nil, side, StoreKeyWithIndexToValue, key, int64(i), true)
-				delete(o.rows, string(sk))
-				if err := o.stateErr("write", o.store.Delete(sk)); err != nil {
-					return err
-				}
-			}
-			return o.putCount(side, key, int64(len(keep)))
-		})
-		if err != nil {
-			return removed, err
 		}
 	}
 	return removed, nil
@@ -497,9 +380,15 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	}
 	t0 := time.Now()
 	removed, err := o.evict(watermarkMs)
+	if err == nil {
+		err = o.flush()
+	}
 	if err != nil {
+		o.dropMem()
 		return nil, stream.OperatorProgress{}, err
 	}
+	// Memory now holds the state this batch commits.
+	o.memFor = batchID
 	parts := int64(o.store.Partitions())
 	out := o.out.batch()
 	o.progress = stream.OperatorProgress{
@@ -520,7 +409,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		},
 	}
 	o.life.Finish()
-	o.out, o.rows = nil, nil
+	o.out = nil
 	return out, o.progress, nil
 }
 
@@ -557,7 +446,10 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 // Abort discards the current batch.
 func (o *Operator) Abort() {
 	o.life.Abort(o.store)
-	o.out, o.rows = nil, nil
+	o.out = nil
+	// Memory holds the batch's changes: load it from the committed state
+	// when next needed.
+	o.dropMem()
 }
 
 // NeedsNoDataBatch reports whether a batch at watermarkMs runs: whenever
@@ -578,6 +470,9 @@ func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
 // Repartition writes the state committed at base into n partitions as
 // version batchID, and continues with n partitions.
 func (o *Operator) Repartition(ctx context.Context, base, batchID int64, n int) (stream.RepartitionStats, error) {
+	if !o.life.Active() {
+		o.dropMem()
+	}
 	return o.life.Repartition(ctx, o.store, base, batchID, n)
 }
 
@@ -589,6 +484,7 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 func (o *Operator) Close() error {
 	err := o.life.Close(o.store)
 	o.store, o.out = nil, nil
+	o.dropMem()
 	return err
 }
 
@@ -604,30 +500,27 @@ func (ob *outBuilder) add(p *plan, l, r row) {
 		if oc.side == stream.RightSide {
 			src = r
 		}
-		var v any
+		v := value{null: true}
 		if src != nil {
 			v = src[oc.col]
 		}
 		c := &ob.b.Columns[j]
 		switch c.Type.Storage() {
 		case stream.Float64:
-			x, _ := v.(float64)
-			c.Float64s = append(c.Float64s, x)
+			c.Float64s = append(c.Float64s, v.float())
 		case stream.String:
-			x, _ := v.(string)
-			c.Strings = append(c.Strings, x)
+			c.Strings = append(c.Strings, v.s)
 		default:
-			x, _ := v.(int64)
-			c.Int64s = append(c.Int64s, x)
+			c.Int64s = append(c.Int64s, v.i)
 		}
-		if v == nil && c.Valid == nil {
+		if v.null && c.Valid == nil {
 			c.Valid = make([]bool, ob.b.Len, ob.b.Len+1)
 			for i := range c.Valid {
 				c.Valid[i] = true
 			}
 		}
 		if c.Valid != nil {
-			c.Valid = append(c.Valid, v != nil)
+			c.Valid = append(c.Valid, !v.null)
 		}
 	}
 	ob.b.Len++

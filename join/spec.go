@@ -1,6 +1,7 @@
 package join
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -358,8 +359,25 @@ func (p *plan) stateSchema() state.Schema {
 	}
 	s.Key = append(s.Key, state.Field{Name: ColIndex, Type: stream.Int64, Nullable: true})
 	s.Value = []state.Field{{Name: ColValue, Type: stream.String}}
+	var fields [2][]state.Field
+	for i, sp := range p.sides {
+		for _, f := range sp.Schema.Fields {
+			fields[i] = append(fields[i], state.Field{Name: f.Name, Type: f.Type})
+		}
+	}
+	js, err := json.Marshal(fields)
+	if err != nil {
+		panic(fmt.Sprintf("join: state schema fields %v: %v", fields, err))
+	}
+	s.Spec = specFormat2 + " " + specFields + string(js) + p.specRest()
+	return s
+}
+
+// specRest is the spec after its format word: the join type, and each
+// side's keys and columns as text (format 1's whole spec after its word).
+func (p *plan) specRest() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "join/v1 stateFormatVersion=2 type=%s", p.spec.Type)
+	fmt.Fprintf(&b, " stateFormatVersion=2 type=%s", p.spec.Type)
 	for i, sp := range p.sides {
 		fmt.Fprintf(&b, " %s(keys=%s; values=", sideName(i), strings.Join(sp.Keys, ","))
 		for j, f := range sp.Schema.Fields {
@@ -370,8 +388,46 @@ func (p *plan) stateSchema() state.Schema {
 		}
 		b.WriteString(")")
 	}
-	s.Spec = b.String()
-	return s
+	return b.String()
+}
+
+// specFields starts the format-2 spec's JSON of each side's columns
+// ([left, right], state.Field's JSON): state dump decodes the positional
+// values by them (dump.go) without the query.
+const specFields = "fields="
+
+// specSideFields reads the columns of each side from a format-2 spec.
+func specSideFields(spec string) ([2][]stream.Field, error) {
+	var out [2][]stream.Field
+	rest, ok := strings.CutPrefix(spec, specFormat2+" "+specFields)
+	if !ok {
+		return out, fmt.Errorf("join state spec %q is not format 2", spec)
+	}
+	var fields [2][]state.Field
+	if err := json.NewDecoder(strings.NewReader(rest)).Decode(&fields); err != nil {
+		return out, fmt.Errorf("join state spec %q: %w", spec, err)
+	}
+	for i, fs := range fields {
+		for _, f := range fs {
+			out[i] = append(out[i], stream.Field{Name: f.Name, Type: f.Type})
+		}
+	}
+	return out, nil
+}
+
+// The first word of the state schema's spec: the join's state format
+// (doc.go, State layout). A binary that knows format 1 only refuses a
+// format-2 state (STATE_SCHEMA_MISMATCH) instead of misreading its values.
+const (
+	specFormat1 = "join/v1"
+	specFormat2 = "join/v2"
+)
+
+// compatibleSpec accepts a state recorded in format 1 with the same join:
+// format 2 reads its values (each value says its format), and the next
+// commit records format 2.
+func (p *plan) compatibleSpec(recorded string) bool {
+	return recorded == specFormat1+p.specRest()
 }
 
 // stateType is the state store type holding a key column of type t.

@@ -47,8 +47,8 @@ func TestDedupRetractionsRefused(t *testing.T) {
 	}
 	_, err = Run(ctx, cfg)
 	if errcode.Code(err) != dedup.CodeRetractionUnsupported ||
-		!strings.Contains(err.Error(), "operator 0, dropDuplicatesWithinWatermark(hash)") || !strings.Contains(err.Error(), `"eth_live"`) {
-		t.Fatalf("got %v, want RETRACTION_UNSUPPORTED naming operator 0 and eth_live", err)
+		!strings.Contains(err.Error(), "the deduplication dropDuplicatesWithinWatermark(hash): source") || !strings.Contains(err.Error(), `"eth_live"`) {
+		t.Fatalf("got %v, want RETRACTION_UNSUPPORTED naming the deduplication and eth_live", err)
 	}
 	for _, p := range []string{cfg.Checkpoint, cfg.Table} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/dedup"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
@@ -19,9 +20,11 @@ import (
 
 // TestDropDuplicatesFlag: two sources reading the same archive (a seam that
 // overlaps entirely) under --drop-duplicates 'hash' and
-// --drop-duplicates-within-watermark 'hash': the deduplication (operator 0)
-// passes each block once to the query's aggregation (operator 1): of the
-// rows read, each block's second is dropped as a duplicate.
+// --drop-duplicates-within-watermark 'hash': the deduplication passes each
+// block once to the query's aggregation: of the rows read, each block's
+// second is dropped as a duplicate. Their ids are Spark's (the
+// aggregation, nearest the sink, 0; the deduplication 1), and so is the
+// order of stateOperators[].
 func TestDropDuplicatesFlag(t *testing.T) {
 	archive, err := faultArchive()
 	if err != nil {
@@ -76,8 +79,8 @@ func TestDropDuplicatesFlag(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			input, dropped, ops := count("/"+c.name, c.set)
-			if len(ops) != 2 || ops[0] != c.op {
-				t.Fatalf("operators %v, want %s then the aggregation", ops, c.op)
+			if len(ops) != 2 || ops[0] != agg.OperatorName || ops[1] != c.op {
+				t.Fatalf("operators %v, want the aggregation then %s", ops, c.op)
 			}
 			// Every block is read twice, and its second row dropped.
 			if input != both || dropped != both/2 {

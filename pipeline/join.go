@@ -36,27 +36,37 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 	var schemas [2]stream.Schema
 	used := map[string]bool{}
 	for i, rel := range jq.Rels {
-		var spec *SourceSpec
-		for j := range cfg.Sources {
-			if strings.EqualFold(cfg.Sources[j].Name, rel.Name) {
-				spec = &cfg.Sources[j]
+		sides[i] = flow.From(rel.Ref())
+		// A relation unions its sources (FROM (SELECT * FROM a1 UNION ALL
+		// SELECT * FROM a2) AS x): the side reads each under its own name,
+		// so each keeps its offsets and source evolution adds or removes
+		// it as on a one-input query.
+		for _, name := range rel.Sources {
+			var spec *SourceSpec
+			for j := range cfg.Sources {
+				if strings.EqualFold(cfg.Sources[j].Name, name) {
+					spec = &cfg.Sources[j]
+				}
 			}
+			if spec == nil {
+				return nil, errcode.New(errcode.InvalidArgument, "", "pass --source "+name+"=FORMAT:URI",
+					"the join reads relation %s, which names no --source", name)
+			}
+			used[spec.Name] = true
+			src, err := newSource(*spec, logger, cfg.ArchiveFS, cfg.Conf)
+			if err != nil {
+				return nil, err
+			}
+			sides[i].Read(spec.Name, src)
 		}
-		if spec == nil {
-			return nil, errcode.New(errcode.InvalidArgument, "", "pass --source "+rel.Name+"=FORMAT:URI",
-				"the join reads relation %s, which names no --source", rel.Name)
-		}
-		used[spec.Name] = true
-		src, err := newSource(*spec, logger, cfg.ArchiveFS, cfg.Conf)
-		if err != nil {
-			return nil, err
-		}
-		sides[i] = flow.From(rel.Ref()).Read(spec.Name, src)
 		if rel.Watermark != "" {
 			sides[i].WithWatermark(rel.Watermark, rel.Delay)
 		}
-		schemas[i] = src.Schema()
-		schemas[i].Fields = append(schemas[i].Fields, stream.Field{Name: stream.ColSource, Type: stream.String})
+		schema, err := sides[i].Schema()
+		if err != nil {
+			return nil, err
+		}
+		schemas[i] = schema
 	}
 	for _, s := range cfg.Sources {
 		if !used[s.Name] {

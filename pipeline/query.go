@@ -564,6 +564,13 @@ func AdoptStateFormat(cfg Config, q *engine.Query, opts engine.Options) error {
 	if err != nil || rec == nil || rec.Shape.StateSchema == q.Shape.StateSchema {
 		return nil
 	}
+	// Only a plan of the one aggregation is rebuilt (buildShape records
+	// that one): a plan with more operators (a deduplication before it)
+	// would lose them from its shape, and the restart rules would no
+	// longer see an operator added or removed.
+	if len(q.Shape.OperatorList()) != 1 || len(rec.Shape.OperatorList()) != 1 {
+		return nil
+	}
 	// The first aggregation: the one Operator, or the first stage's.
 	slot := &q.Operator
 	if *slot == nil {

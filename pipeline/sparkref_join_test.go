@@ -52,33 +52,38 @@ func writeJoinFiles(t *testing.T, root string, n, part int, left, right []sparkr
 		if part > 0 && len(rows) == 0 {
 			continue
 		}
-		var out []joinFileRow
-		for _, r := range rows {
-			fr := joinFileRow{TS: time.UnixMicro(r.TS).UTC(), ID: r.ID}
-			if !r.Null {
-				k := r.K
-				fr.K = &k
-			}
-			out = append(out, fr)
+		writeJoinFile(t, filepath.Join(root, rel, fmt.Sprintf("r=%d", n), fmt.Sprintf("part-%d.parquet", part)), rows)
+	}
+}
+
+// writeJoinFile writes a relation's rows as the Parquet file p.
+func writeJoinFile(t *testing.T, p string, rows []sparkref.JoinRow) {
+	t.Helper()
+	var out []joinFileRow
+	for _, r := range rows {
+		fr := joinFileRow{TS: time.UnixMicro(r.TS).UTC(), ID: r.ID}
+		if !r.Null {
+			k := r.K
+			fr.K = &k
 		}
-		p := filepath.Join(root, rel, fmt.Sprintf("r=%d", n), fmt.Sprintf("part-%d.parquet", part))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		fh, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := parquet.NewGenericWriter[joinFileRow](fh)
-		if _, err := w.Write(out); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := fh.Close(); err != nil {
-			t.Fatal(err)
-		}
+		out = append(out, fr)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[joinFileRow](fh)
+	if _, err := w.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

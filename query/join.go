@@ -16,7 +16,13 @@ import (
 //	LEFT OUTER JOIN txs WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS y
 //	  ON x.hash = y.block_hash AND y.block_ts BETWEEN x.block_ts AND x.block_ts + INTERVAL 10 MINUTES
 //
-// Each relation names one source (--source NAME=...); the join types are
+// Each relation names one source (--source NAME=...), or several unioned
+// as Spark SQL writes a union in FROM, under an alias:
+//
+//	FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) WATERMARK ts DELAY OF INTERVAL 1 HOUR AS x
+//
+// (each name a --source; the engine keeps each one's offsets, so source
+// evolution adds and removes them on either side). The join types are
 // [INNER] JOIN, LEFT [OUTER] JOIN, RIGHT [OUTER] JOIN, FULL [OUTER] JOIN
 // and LEFT SEMI JOIN; ON is a conjunction of equalities between a column of
 // each side (the equi-join keys) and time bounds between their timestamps
@@ -46,9 +52,12 @@ type JoinQuery struct {
 	outer *joinOuter
 }
 
-// JoinRel is one relation of a join: its source name, alias and watermark.
+// JoinRel is one relation of a join: its sources, alias and watermark.
 type JoinRel struct {
+	// Name is the relation's one source ("" for a union of sources);
+	// Sources every source it reads, in the order written.
 	Name, Alias string
+	Sources     []string
 	// Watermark is the WATERMARK clause's column ("" without), Delay its
 	// DELAY OF interval.
 	Watermark string
@@ -144,6 +153,13 @@ func ParseJoin(src string) (*JoinQuery, error) {
 	}
 	if jq.Rels[0].Ref() == jq.Rels[1].Ref() {
 		return nil, syntaxErr(src, jq.Rels[1].Pos, "both relations of the join are called %s: give one an alias (AS y)", jq.Rels[1].Ref())
+	}
+	for _, a := range jq.Rels[0].Sources {
+		for _, b := range jq.Rels[1].Sources {
+			if strings.EqualFold(a, b) {
+				return nil, syntaxErr(src, jq.Rels[1].Pos, "source %s is read by both relations of the join: each source belongs to one (give the other relation a source of its own)", b)
+			}
+		}
 	}
 	side := func(qual string, pos int) (int, error) {
 		for i, r := range jq.Rels {
@@ -242,13 +258,26 @@ func (p *parser) joinItems() ([]rawItem, bool, error) {
 	}
 }
 
-// joinRel reads NAME [WATERMARK col DELAY OF interval] [[AS] alias].
+// joinRel reads NAME [WATERMARK col DELAY OF interval] [[AS] alias], or
+// (SELECT * FROM NAME [UNION ALL SELECT * FROM NAME ...]) in NAME's place,
+// with an alias.
 func (p *parser) joinRel() (JoinRel, error) {
-	name, t, err := p.ident("a source name")
-	if err != nil {
-		return JoinRel{}, err
+	var r JoinRel
+	if open := p.peek(); open.punct("(") {
+		p.next()
+		names, err := p.unionOfSources()
+		if err != nil {
+			return r, err
+		}
+		r = JoinRel{Sources: names, Pos: open.pos}
+	} else {
+		name, t, err := p.ident("a source name")
+		if err != nil {
+			return JoinRel{}, err
+		}
+		r = JoinRel{Name: name, Sources: []string{name}, Pos: t.pos}
 	}
-	r := JoinRel{Name: name, Pos: t.pos}
+	var err error
 	if p.peek().is("watermark") {
 		p.next()
 		if r.Watermark, _, err = p.column("the watermark's event-time column"); err != nil {
@@ -270,7 +299,50 @@ func (p *parser) joinRel() (JoinRel, error) {
 	} else if a.kind == tQuoted || a.kind == tIdent && !reserved[strings.ToLower(a.text)] && !a.is("semi") && !a.is("anti") {
 		r.Alias, _, err = p.ident("an alias")
 	}
+	if err == nil && r.Name == "" && r.Alias == "" {
+		return r, syntaxErr(p.src, r.Pos, "a union of sources in a join needs an alias: (SELECT * FROM a1 UNION ALL SELECT * FROM a2) AS x")
+	}
 	return r, err
+}
+
+// unionOfSources reads SELECT * FROM NAME [UNION ALL SELECT * FROM NAME
+// ...] and the closing parenthesis: the sources of one relation of a join.
+// Anything else in the parentheses (columns, a WHERE, UNION without ALL)
+// is not supported: a relation is its sources' rows as they are.
+func (p *parser) unionOfSources() ([]string, error) {
+	var names []string
+	for {
+		if err := p.expectKeyword("select"); err != nil {
+			return nil, err
+		}
+		if t := p.peek(); !t.punct("*") {
+			return nil, unsupported(p.src, t.pos, "a subquery in a join other than SELECT * FROM source [UNION ALL SELECT * FROM source ...]")
+		}
+		p.next()
+		if err := p.expectKeyword("from"); err != nil {
+			return nil, err
+		}
+		name, nt, err := p.ident("a source name")
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if strings.EqualFold(n, name) {
+				return nil, syntaxErr(p.src, nt.pos, "source %s is unioned twice in one relation", name)
+			}
+		}
+		names = append(names, name)
+		switch t := p.next(); {
+		case t.punct(")"):
+			return names, nil
+		case t.is("union") && p.peek().is("all"):
+			p.next()
+		case t.is("union"):
+			return nil, unsupported(p.src, t.pos, "UNION without ALL in a join's relation (its sources are unioned as UNION ALL)")
+		default:
+			return nil, unsupported(p.src, t.pos, "a subquery in a join other than SELECT * FROM source [UNION ALL SELECT * FROM source ...]")
+		}
+	}
 }
 
 // joinType reads the join's type up to JOIN.

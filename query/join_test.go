@@ -141,3 +141,38 @@ func TestEventTimes(t *testing.T) {
 		t.Errorf("a window over another column: watermark %q, %v", c.WatermarkColumn, err)
 	}
 }
+
+// TestParseJoinUnion: a relation may union several sources as Spark SQL
+// writes a union in FROM, with the WATERMARK clause and an alias after it;
+// anything else in the parentheses, a union without an alias or a source
+// in both relations is refused.
+func TestParseJoinUnion(t *testing.T) {
+	q, err := ParseJoin("SELECT x.hash, y.value FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) WATERMARK block_ts DELAY OF INTERVAL 1 HOUR AS x " +
+		"JOIN (SELECT * FROM b1) y ON x.hash = y.hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, r := q.Rels[0], q.Rels[1]; strings.Join(l.Sources, ",") != "a1,a2" || l.Name != "" || l.Alias != "x" || l.Watermark != "block_ts" || l.Delay != time.Hour ||
+		strings.Join(r.Sources, ",") != "b1" || r.Alias != "y" {
+		t.Fatalf("relations %+v", q.Rels)
+	}
+	if q, err := ParseJoin("SELECT * FROM a AS x JOIN b ON x.k = b.k"); err != nil || strings.Join(q.Rels[0].Sources, ",") != "a" || q.Rels[0].Name != "a" {
+		t.Fatalf("a relation of one source: %+v %v", q, err)
+	}
+	for sql, msg := range map[string]string{
+		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) JOIN b ON a1.k = b.k":                     "needs an alias",
+		"SELECT * FROM (SELECT * FROM a1 UNION SELECT * FROM a2) x JOIN b ON x.k = b.k":                        "UNION without ALL",
+		"SELECT * FROM (SELECT k FROM a1) x JOIN b ON x.k = b.k":                                               "SELECT * FROM source",
+		"SELECT * FROM (SELECT * FROM a1 WHERE k > 0) x JOIN b ON x.k = b.k":                                   "SELECT * FROM source",
+		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a1) x JOIN b ON x.k = b.k":                    "unioned twice",
+		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM b) x JOIN b ON x.k = b.k":                     "both relations",
+		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) x JOIN (SELECT * FROM a2) y ON x.k = y.k": "both relations",
+	} {
+		if _, err := ParseJoin(sql); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", sql, err, msg)
+		}
+	}
+	if !IsJoin("SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) x JOIN b ON x.k = b.k") {
+		t.Error("IsJoin of a union relation")
+	}
+}

@@ -14,8 +14,8 @@ import (
 // steps its rows go through after the read path, in order, the last one's
 // output going to the sink. A step is a stateless transform (a filter, a
 // derived column, a projection, a sort, a limit) or a stateful operator (an
-// aggregation), numbered 0, 1, ... in plan order as Spark numbers its
-// stateful operators (each keeps its state in <checkpoint>/state/<id>).
+// aggregation); the engine gives the stateful operators their ids as Spark
+// numbers them (each keeps its state in <checkpoint>/state/<id>).
 // The caller turns the steps into the Go API's calls (package flow) one by
 // one, knowing nothing of SQL: a subquery in FROM is the inner query's
 // steps followed by the outer one's.

@@ -6,7 +6,7 @@
 // restart rules (engine/restart_rules.go) before anything is written; this
 // package only holds, encodes and reads the record.
 //
-// # On-disk format (versions 1 to 4)
+// # On-disk format (versions 1 to 5)
 //
 //	<checkpoint>/shape/<seq>
 //
@@ -51,6 +51,25 @@
 // so that a binary that reads up to v3 refuses the record by its version
 // instead of meeting a field it does not know; a v3 file with them is
 // corrupt.
+//
+// Version 5 is version 4 (the sides' watermarks optional, as in v3) plus
+// Spark's operator ids: a top-level
+//
+//	numbering     "preOrder"
+//
+// says the operators' ids are the ones Spark's IncrementalExecution gives
+// them, in a pre-order (top-down) walk of the plan from the sink: the
+// operator nearest the sink is 0 (a join followed by an aggregation: the
+// aggregation 0, the join 1). The list is still in id order, so it runs
+// from the sink towards the sources; each operator's input still names
+// the steps before it in flow order. Versions 3 and 4 number in flow order
+// (the source side's operator is 0), and a checkpoint they record keeps
+// that numbering for its life: its state directories are named by it.
+// Version 5 is written for a plan of two or more operators started on a
+// checkpoint without such a v3 or v4 record (one operator has id 0 under
+// either numbering, and is written as before); a v5 file with another
+// numbering or fewer than two operators, or an older file with a
+// numbering, is corrupt.
 //
 // firstBatchId is the first batch the shape applies to (the batch a start
 // runs first: the re-run of a pending batch, or the next new batch). The

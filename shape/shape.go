@@ -18,10 +18,18 @@ const Dir = "shape"
 // adds the sink's identity (Sink.ID), v3 the list of stateful operators
 // (Operators) for a plan of more than one, or of one with stateless steps
 // of its own (Operator.Input), v4 a join's sides' watermarks
-// (Operator.Watermarks). A record without either is
-// written as v1, byte for byte what earlier versions wrote, so they still
-// read it; every version reads.
-const Version = 4
+// (Operator.Watermarks), v5 Spark's operator ids (Numbering). A record
+// without any of them is written as v1, byte for byte what earlier
+// versions wrote, so they still read it; every version reads.
+const Version = 5
+
+// NumberingPreOrder is Shape.Numbering of a plan whose stateful operators
+// have Spark's ids: IncrementalExecution numbers them as a pre-order
+// (top-down) walk of the plan meets them, so the operator nearest the sink
+// is 0 and a join comes before its left side's operators, which come
+// before its right side's. Version 5; a record without a Numbering (v3 and
+// v4) numbers its operators in flow order, the source side's first.
+const NumberingPreOrder = "preOrder"
 
 // KindAggregate is Operator.Kind of a streaming aggregation.
 const KindAggregate = "aggregate"
@@ -84,7 +92,8 @@ type Sink struct {
 // Operator is one stateful operator of the query's plan, as the restart
 // rules compare it.
 type Operator struct {
-	// ID is the operator's id in plan order (its state directory).
+	// ID is the operator's id under the shape's Numbering (its state
+	// directory).
 	ID int `json:"id"`
 	// Kind is what the operator is: KindAggregate, KindDeduplicate,
 	// KindSessionWindow, KindGlobalLimit or KindJoin.
@@ -133,6 +142,10 @@ type Shape struct {
 	// Operators is every stateful operator in id order, for a plan of more
 	// than one or one with input steps (version 3); nil otherwise.
 	Operators []Operator `json:"operators,omitempty"`
+	// Numbering is how Operators' ids were given: NumberingPreOrder
+	// (Spark's, version 5), or "" for flow order (versions 3 and 4, and a
+	// shape of at most one operator, whose id is 0 either way).
+	Numbering string `json:"numbering,omitempty"`
 }
 
 // OperatorList is the plan's stateful operators in id order: Operators, or
@@ -213,15 +226,17 @@ func (s Shape) sideWatermarks() bool {
 	return false
 }
 
-// Encode renders a record in the file format: version 4 when a join
-// records its sides' watermarks, version 3 for a plan of
-// several stateful operators, else version 2 when the sink has an
-// identity, else version 1.
+// Encode renders a record in the file format: version 5 when its
+// operators have Spark's ids (Numbering), version 4 when a join records
+// its sides' watermarks, version 3 for a plan of several stateful
+// operators, else version 2 when the sink has an identity, else version 1.
 func Encode(r Record) ([]byte, error) {
 	r.Shape = r.Shape.normal()
 	var b bytes.Buffer
 	v := 1
 	switch {
+	case r.Shape.Numbering != "":
+		v = 5
 	case r.Shape.sideWatermarks():
 		v = 4
 	case len(r.Shape.Operators) > 0:
@@ -255,8 +270,10 @@ func Parse(path string, data []byte) (Record, error) {
 		v = 3
 	case "v4":
 		v = 4
+	case "v5":
+		v = 5
 	default:
-		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1, v2, v3 or v4", truncate(string(head)))
+		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1, v2, v3, v4 or v5", truncate(string(head)))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -272,8 +289,11 @@ func Parse(path string, data []byte) (Record, error) {
 	if err := checkOperators(path, v, r.Shape); err != nil {
 		return r, err
 	}
-	if (v == 4) != r.Shape.sideWatermarks() {
-		return r, errcode.Corrupt(path, nil, "query shape record v%d: v4 records, and only they, record a join's sides' watermarks", v)
+	if sw := r.Shape.sideWatermarks(); (v == 4 && !sw) || (v < 4 && sw) {
+		return r, errcode.Corrupt(path, nil, "query shape record v%d: v4 records always, v5 records may, record a join's sides' watermarks; no other does", v)
+	}
+	if err := checkNumbering(path, v, r.Shape); err != nil {
+		return r, err
 	}
 	if r.FirstBatchID < 0 {
 		return r, errcode.Corrupt(path, nil, "query shape record has firstBatchId %d", r.FirstBatchID)
@@ -284,8 +304,8 @@ func Parse(path string, data []byte) (Record, error) {
 }
 
 // checkOperators refuses a record whose operators contradict its version:
-// v3 lists one or more, with ids in order, and nothing in the top-level
-// aggregation fields; v1 and v2 list none.
+// v3 and later list one or more, with ids in order, and nothing in the
+// top-level aggregation fields; v1 and v2 list none.
 func checkOperators(path string, v int, s Shape) error {
 	if v < 3 {
 		if s.Operators != nil {
@@ -294,18 +314,33 @@ func checkOperators(path string, v int, s Shape) error {
 		return nil
 	}
 	if len(s.Operators) == 0 {
-		return errcode.Corrupt(path, nil, "query shape record v3 lists no operator")
+		return errcode.Corrupt(path, nil, "query shape record v%d lists no operator", v)
 	}
 	if s.Window != nil || len(s.Keys) > 0 || len(s.Aggregates) > 0 || s.StateSchema != "" {
-		return errcode.Corrupt(path, nil, "query shape record v3 has a top-level aggregation besides its operators")
+		return errcode.Corrupt(path, nil, "query shape record v%d has a top-level aggregation besides its operators", v)
 	}
 	for i, o := range s.Operators {
 		if o.ID != i {
-			return errcode.Corrupt(path, nil, "query shape record v3 lists operator %d at position %d", o.ID, i)
+			return errcode.Corrupt(path, nil, "query shape record v%d lists operator %d at position %d", v, o.ID, i)
 		}
 		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin && o.Kind != KindGlobalLimit {
-			return errcode.Corrupt(path, nil, "query shape record v3 has operator %d of unknown kind %q", i, truncate(o.Kind))
+			return errcode.Corrupt(path, nil, "query shape record v%d has operator %d of unknown kind %q", v, i, truncate(o.Kind))
 		}
+	}
+	return nil
+}
+
+// checkNumbering refuses a record whose numbering contradicts its version:
+// v5, and only v5, records Spark's numbering, of two operators or more (a
+// plan of one has id 0 under either numbering, and is written as before).
+func checkNumbering(path string, v int, s Shape) error {
+	switch {
+	case v < 5 && s.Numbering != "":
+		return errcode.Corrupt(path, nil, "query shape record v%d has numbering %q: only v5 records have one", v, truncate(s.Numbering))
+	case v == 5 && s.Numbering != NumberingPreOrder:
+		return errcode.Corrupt(path, nil, "query shape record v5 has numbering %q, not %q", truncate(s.Numbering), NumberingPreOrder)
+	case v == 5 && len(s.Operators) < 2:
+		return errcode.Corrupt(path, nil, "query shape record v5 lists %d operators: v5 is written for two or more", len(s.Operators))
 	}
 	return nil
 }

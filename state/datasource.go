@@ -112,9 +112,9 @@ func (s defaultStore) KeyFields() []Field   { return s.schema.Key }
 func (s defaultStore) ValueFields() []Field { return s.schema.Value }
 
 func (s defaultStore) Rows(ctx context.Context, fn func(SourceRow) error) error {
-	_, err := ReadAll(ctx, s.fs, s.dir, s.v, func(p int, key, val []any) error {
+	_, err := ReadAll(ctx, s.fs, s.dir, s.v, renderValues(s.schema, func(p int, key, val []any) error {
 		return fn(SourceRow{PartitionID: p, Key: key, Value: val})
-	})
+	}))
 	return err
 }
 

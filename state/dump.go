@@ -95,7 +95,7 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 		vals []any
 	)
 	var row []any
-	_, err = ReadAll(ctx, o.FS, dir, v, func(p int, key, val []any) error {
+	_, err = ReadAll(ctx, o.FS, dir, v, renderValues(info.Schema, func(p int, key, val []any) error {
 		row = append(append(row[:0], key...), val...)
 		if len(row) != len(types) {
 			return fmt.Errorf("state: row has %d values, schema %d", len(row), len(types))
@@ -125,7 +125,7 @@ func Dump(ctx context.Context, o DumpOptions, w io.Writer) (int64, error) {
 		line = append(line, '}', '\n')
 		_, err := bw.Write(line)
 		return err
-	})
+	}))
 	if err != nil {
 		return v, err
 	}

@@ -112,6 +112,10 @@ type Node struct {
 	cached map[common.Hash]*compactAnswer
 	corder []common.Hash
 
+	// bmu guards the bodies last served (servedBody), oldest first.
+	bmu    sync.Mutex
+	bodies []cachedBody
+
 	// amu guards the read-ahead (readAhead): whether one runs and whether
 	// Close began.
 	amu    sync.Mutex
@@ -601,16 +605,14 @@ func (n *Node) renderBlock(b *nodeBlock, full bool) (json.RawMessage, error) {
 		return nil, err
 	}
 	if b.txCount > 0 {
-		body := n.body(b)
+		body := n.servedBody(b)
 		for i := range body.Txs {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			tj, err := rpcTransaction(b, body, i)
-			if err != nil {
+			if buf, err = appendRPCTransaction(buf, b, body, i); err != nil {
 				return nil, err
 			}
-			buf = append(buf, tj...)
 		}
 	}
 	buf = append(buf, "]}"...)

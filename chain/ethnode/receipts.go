@@ -3,10 +3,11 @@ package ethnode
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
+	"strconv"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -108,15 +109,28 @@ func (n *Node) txHashes(b *nodeBlock) []common.Hash {
 // blockHash, blockNumber, from, transactionIndex, and for an EIP-1559
 // transaction the effective gasPrice.
 func rpcTransaction(b *nodeBlock, body *chain.Body, i int) (json.RawMessage, error) {
+	return appendRPCTransaction(nil, b, body, i)
+}
+
+// appendRPCTransaction appends rpcTransaction's answer to buf.
+func appendRPCTransaction(buf []byte, b *nodeBlock, body *chain.Body, i int) ([]byte, error) {
 	tx := body.Txs[i]
-	tj, err := json.Marshal(tx)
-	if err != nil {
-		return nil, err
+	start := len(buf)
+	buf, ok := appendTxJSON(buf, tx)
+	if !ok {
+		tj, err := json.Marshal(tx)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf[:start], tj...)
 	}
-	buf := append(tj[:len(tj)-1:len(tj)-1], fmt.Sprintf(`,"blockHash":"%s","blockNumber":"%s","from":"%s","transactionIndex":"%s"`,
-		b.hash.Hex(), hexutil.EncodeUint64(b.header.Number.Uint64()), strings.ToLower(body.Senders[i].Hex()), hexutil.EncodeUint64(uint64(i)))...)
+	buf = append(buf[:len(buf)-1], `,"blockHash":"`...)
+	buf = append(hex.AppendEncode(append(buf, '0', 'x'), b.hash[:]), `","blockNumber":"0x`...)
+	buf = append(strconv.AppendUint(buf, b.header.Number.Uint64(), 16), `","from":"0x`...)
+	buf = append(hex.AppendEncode(buf, body.Senders[i][:]), `","transactionIndex":"0x`...)
+	buf = append(strconv.AppendUint(buf, uint64(i), 16), '"')
 	if tx.Type() == types.DynamicFeeTxType {
-		buf = fmt.Appendf(buf, `,"gasPrice":"%s"`, hexutil.EncodeBig(body.Receipts[i].EffectiveGasPrice))
+		buf = appendBig(buf, "gasPrice", body.Receipts[i].EffectiveGasPrice)
 	}
 	return append(buf, '}'), nil
 }
@@ -194,18 +208,22 @@ func (n *Node) numberLocked(number rpc.BlockNumber) uint64 {
 
 // GetBlockReceipts is eth_getBlockReceipts: every receipt of a block, null
 // for a block the node does not have.
-func (api *ethAPI) GetBlockReceipts(ctx context.Context, bn rpc.BlockNumberOrHash) ([]map[string]any, error) {
+func (api *ethAPI) GetBlockReceipts(ctx context.Context, bn rpc.BlockNumberOrHash) (json.RawMessage, error) {
 	n := api.n
 	b := n.resolve(bn)
 	if b == nil {
-		return nil, nil
+		return json.RawMessage("null"), nil
 	}
-	body := n.body(b)
-	out := make([]map[string]any, len(body.Receipts))
-	for i := range out {
-		out[i] = rpcReceipt(b, body, i)
+	body := n.servedBody(b)
+	buf := make([]byte, 0, 1024*len(body.Receipts)+2)
+	buf = append(buf, '[')
+	for i := range body.Receipts {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendReceipt(buf, b, body, i)
 	}
-	return out, nil
+	return append(buf, ']'), nil
 }
 
 // lookupTx is the canonical block, body and index of a transaction,

@@ -131,6 +131,7 @@ func printPlan(w io.Writer, r *engine.PlanReport) error {
 		fmt.Fprintf(&b, "tombstone %s in batch %d (last offset %s)\n", t.Name, t.RemovedInBatch, offsetStr(t.LastOffset))
 	}
 	printShapeChanges(&b, r)
+	printOperators(&b, r)
 	for _, w := range r.Warnings {
 		b.WriteString(textwrap.Words("warning: "+w, "  ", planWidth))
 	}

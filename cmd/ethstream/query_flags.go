@@ -9,6 +9,7 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/textwrap"
 	"github.com/ethstream/ethstream/pipeline"
+	"github.com/ethstream/ethstream/shape"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -103,4 +104,31 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printOperators prints, for a plan of several stateful operators, each
+// one's id (its state/<id>, stateOperators[] entry and `state dump --op`)
+// as the start gives them: Spark's, counted from the sink, or flow order on
+// a checkpoint that started with it. A plan of one prints nothing: its
+// operator is 0 either way.
+func printOperators(b *strings.Builder, r *engine.PlanReport) {
+	s := r.Shape
+	if s == nil {
+		s = r.RecordedShape
+	}
+	if s == nil || len(s.OperatorList()) < 2 {
+		return
+	}
+	how := "flow order, as this checkpoint numbers them"
+	if s.Numbering == shape.NumberingPreOrder {
+		how = "Spark's ids, from the sink"
+	}
+	fmt.Fprintf(b, "stateful operators (%s):\n", how)
+	for _, o := range s.OperatorList() {
+		what := strings.Join(o.Keys, ", ")
+		if o.Window != nil {
+			what = strings.Join(append([]string{"window(" + o.Window.Column + ")"}, o.Keys...), ", ")
+		}
+		fmt.Fprintf(b, "  %d %s (%s): state/%d\n", o.ID, o.Kind, orDash(what), o.ID)
+	}
 }

@@ -1,6 +1,7 @@
 package columnar
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,26 @@ const (
 
 // ErrOutOfBounds is wrapped by CheckBounds' errors.
 var ErrOutOfBounds = errors.New("parquet metadata out of bounds")
+
+// FooterOffset returns where the footer of the Parquet file r of size
+// bytes starts, after checking that the file ends in PAR1 and that the
+// footer length its tail claims fits in it: parquet-go allocates that
+// length before any check ("PAR1PAR1" claimed 827 MB).
+func FooterOffset(r io.ReaderAt, size int64) (int64, error) {
+	var tail [8]byte
+	if size < 12 {
+		return 0, fmt.Errorf("%w: a %d-byte file has no footer", ErrOutOfBounds, size)
+	}
+	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
+		return 0, fmt.Errorf("read the footer length: %w", err)
+	}
+	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if string(tail[4:]) != "PAR1" || flen > size-12 {
+		return 0, fmt.Errorf("%w: footer length %d in a %d-byte file, or no PAR1 at its end (a truncated file or another format)",
+			ErrOutOfBounds, flen, size)
+	}
+	return size - 8 - flen, nil
+}
 
 // CheckBounds checks md against a file of size bytes whose footer starts
 // at footer, walking the page headers of the projected leaves' chunks
@@ -192,8 +213,18 @@ func CheckPage(h *format.PageHeader, left, rows int64) error {
 	if d, ok := h.DataPageHeader.Get(); ok && (d.NumValues < 0 || int64(d.NumValues) > rows) {
 		return fmt.Errorf("%d values in a row group of %d rows", d.NumValues, rows)
 	}
-	if d, ok := h.DataPageHeaderV2.Get(); ok && (d.NumValues < 0 || d.NumRows < 0 || int64(d.NumRows) > rows || int64(d.NumValues) > rows) {
-		return fmt.Errorf("%d values, %d rows in a row group of %d rows", d.NumValues, d.NumRows, rows)
+	if d, ok := h.DataPageHeaderV2.Get(); ok {
+		switch {
+		case d.NumValues < 0 || d.NumRows < 0 || int64(d.NumRows) > rows || int64(d.NumValues) > rows:
+			return fmt.Errorf("%d values, %d rows in a row group of %d rows", d.NumValues, d.NumRows, rows)
+		case d.NumNulls < 0 || d.NumNulls > d.NumValues:
+			// parquet-go sizes the page's values as NumValues - NumNulls.
+			return fmt.Errorf("%d nulls among %d values", d.NumNulls, d.NumValues)
+		case d.RepetitionLevelsByteLength < 0 || d.DefinitionLevelsByteLength < 0 ||
+			int64(d.RepetitionLevelsByteLength)+int64(d.DefinitionLevelsByteLength) > int64(h.CompressedPageSize):
+			// The levels are stored uncompressed at the page's start.
+			return fmt.Errorf("levels of %d + %d bytes in a %d-byte page", d.RepetitionLevelsByteLength, d.DefinitionLevelsByteLength, h.CompressedPageSize)
+		}
 	}
 	return nil
 }

@@ -51,6 +51,14 @@ func (f Field) leafPath() []string {
 type File struct {
 	f    *parquet.File
 	decs []*colDecoder
+	pool *Pool // nil: every row group's columns are new
+}
+
+// UsePool makes the row groups decoded after it take their value slices
+// from pool (Pool); it returns p.
+func (p *File) UsePool(pool *Pool) *File {
+	p.pool = pool
+	return p
 }
 
 // Column is a field's leaf in the file.
@@ -190,9 +198,11 @@ func (p *File) DecodeRowGroup(g int) (RowGroup, error) {
 	out := RowGroup{Batch: b}
 	chunks := rg.ColumnChunks()
 	for i, d := range p.decs {
-		b.Columns[i] = stream.MakeColumn(d.name, d.arr, n, n)
+		b.Columns[i] = p.pool.column(d.name, d.arr, n)
 		if d.leaf < 0 {
 			b.Columns[i].Valid = make([]bool, n) // all null
+			clear(b.Columns[i].Int64s)
+			clear(b.Columns[i].Strings)
 			continue
 		}
 		if d.parent != nil {
@@ -685,9 +695,11 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 		// Rows after this page are marked as they are decoded.
 	}
 	k := 0
+	var zero T
 	for i, l := range pg.defs {
 		if int(l) != d.maxDef {
 			col.Valid[pg.pos+i] = false
+			vals[pg.pos+i] = zero // a null's slot holds no value (a recycled slice held one: Pool)
 			continue
 		}
 		col.Valid[pg.pos+i] = true

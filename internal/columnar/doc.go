@@ -16,5 +16,7 @@
 // generic row reader on files written by other engines (the Delta golden
 // tables) and on files covering every unit, decimal and null layout.
 //
-// A File is used by one goroutine; files are independent.
+// A File is used by one goroutine; files are independent. A Pool (pool.go),
+// safe for concurrent use, lets the files of a reader decode into the value
+// slices of batches it is done with.
 package columnar

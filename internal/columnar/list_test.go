@@ -121,7 +121,7 @@ func writeLists(t *testing.T, c listShapeCase, lists [][]any, pageSize int) []by
 
 // decodeLists reads (id, l) back through Open/DecodeRowGroup.
 func decodeLists(data []byte, elem stream.Type) ([]int64, [][]any, error) {
-	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), readerOptions...)
 	if err != nil {
 		return nil, nil, err
 	}

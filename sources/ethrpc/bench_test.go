@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethstream/ethstream/chain/ethnode"
 	"github.com/ethstream/ethstream/internal/cputime"
@@ -324,4 +325,86 @@ func BenchmarkGethReadBatch20(b *testing.B) {
 	}
 	b.ReportMetric(median(ms), "readBatch-p50-ms")
 	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+}
+
+// BenchmarkTableReadBatch measures a transactions source's ReadBatch of 8
+// blocks from the in-repo node (eth_getBlockByHash(h, true) and
+// eth_getBlockReceipts, decoded, rows built): CPU per block covers node
+// and client, which share the process, as in the freshness bench.
+func BenchmarkTableReadBatch(b *testing.B) {
+	m := testManifest(b)
+	const span = 8
+	n := startChainNode(b, span, ethnode.Faults{})
+	s, _ := openSource(b, Options{Endpoints: []string{n.URL()}, Table: "transactions", MaxBlocksPerTrigger: span}, nil)
+	ctx := context.Background()
+	start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
+	end := Offset{Block: m.LastBlock + span, Hash: lowerHex(n.Header(m.LastBlock + span).Hash().Hex())}.JSON()
+	var rows, blocks int
+	emit := func(bt *stream.Batch) error { rows += bt.Len; return nil }
+	b.ReportAllocs()
+	cpu0 := cputime.Self()
+	for b.Loop() {
+		if err := s.ReadBatch(ctx, start, end, emit); err != nil {
+			b.Fatal(err)
+		}
+		blocks += span
+	}
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e3/float64(blocks), "cpu-µs/block")
+	b.ReportMetric(float64(rows)/float64(blocks), "rows/block")
+}
+
+// BenchmarkTableBodyDecode measures decoding one block's hydrated
+// transactions and receipts, as the node serves them: go-ethereum's
+// decoders through encoding/json (reference), and bodyjson.go's (fast).
+func BenchmarkTableBodyDecode(b *testing.B) {
+	n := startChainNode(b, 4, ethnode.Faults{})
+	c, err := rpc.Dial(n.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var blk, rcs json.RawMessage
+	if err := c.CallContext(context.Background(), &blk, "eth_getBlockByNumber", hexutil.EncodeUint64(n.Head()), true); err != nil {
+		b.Fatal(err)
+	}
+	var hash struct{ Hash string }
+	_ = json.Unmarshal(blk, &hash)
+	if err := c.CallContext(context.Background(), &rcs, "eth_getBlockReceipts", hash.Hash); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("reference", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(blk) + len(rcs)))
+		defer reportCPUPerOp(b, cputime.Self())
+		for b.Loop() {
+			var ref refFullBlock
+			var rs []*types.Receipt
+			if json.Unmarshal(blk, &ref) != nil || json.Unmarshal(rcs, &rs) != nil {
+				b.Fatal("decode")
+			}
+			for _, raw := range ref.Transactions {
+				if _, _, err := refTx(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(blk) + len(rcs)))
+		defer reportCPUPerOp(b, cputime.Self())
+		for b.Loop() {
+			var fb fullBlock
+			var rs blockReceipts
+			if json.Unmarshal(blk, &fb) != nil || json.Unmarshal(rcs, &rs) != nil || fb.TxErr != nil {
+				b.Fatal("decode")
+			}
+		}
+	})
+}
+
+// reportCPUPerOp reports the process's CPU time since cpu0 per iteration:
+// on a loaded machine wall time per op measures the load, CPU time the code.
+func reportCPUPerOp(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
 }

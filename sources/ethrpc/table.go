@@ -31,14 +31,6 @@ const tableBlocksPerRequest = 8
 // isTable reports whether the source emits a table other than blocks.
 func (s *Source) isTable() bool { return s.o.Table != "" && s.o.Table != "blocks" }
 
-// fullBlock is the part of eth_getBlockByHash(hash, true) a table reads.
-type fullBlock struct {
-	Hash         common.Hash       `json:"hash"`
-	Number       *hexBig           `json:"number"`
-	Timestamp    *hexBig           `json:"timestamp"`
-	Transactions []json.RawMessage `json:"transactions"`
-}
-
 type hexBig struct{ v uint64 }
 
 func (h *hexBig) UnmarshalJSON(b []byte) error {
@@ -46,6 +38,11 @@ func (h *hexBig) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
+	return h.unmarshalText([]byte(s))
+}
+
+func (h *hexBig) unmarshalText(b []byte) error {
+	s := string(b)
 	n, err := quantity("quantity", &s, 1<<63-1)
 	h.v = uint64(n)
 	return err
@@ -56,44 +53,34 @@ func (h *hexBig) UnmarshalJSON(b []byte) error {
 // block's row: the counts agree with transaction_count, each receipt is
 // its transaction's (hash recomputed from the decoded transaction) and of
 // this block.
-func bodyOf(b blockRow, blk fullBlock, receipts []*types.Receipt) ([]*types.Transaction, []common.Address, error) {
+func bodyOf(b blockRow, blk *fullBlock, receipts []*types.Receipt) ([]*types.Transaction, []common.Address, error) {
 	if blk.Hash.Hex() != b.Hash || blk.Number == nil || int64(blk.Number.v) != b.Number || blk.Timestamp == nil || int64(blk.Timestamp.v)*1_000_000 != b.BlockTS {
 		return nil, nil, fmt.Errorf("block %s: the endpoint served another block (%s)", b.Hash, blk.Hash.Hex())
 	}
-	if len(blk.Transactions) != len(receipts) || int64(len(receipts)) != b.TransactionCount {
-		return nil, nil, fmt.Errorf("block %d: %d transactions, %d receipts, transaction_count %d", b.Number, len(blk.Transactions), len(receipts), b.TransactionCount)
+	if len(blk.Txs) != len(receipts) || int64(len(receipts)) != b.TransactionCount {
+		return nil, nil, fmt.Errorf("block %d: %d transactions, %d receipts, transaction_count %d", b.Number, len(blk.Txs), len(receipts), b.TransactionCount)
 	}
-	txs := make([]*types.Transaction, len(receipts))
-	senders := make([]common.Address, len(receipts))
-	for i, raw := range blk.Transactions {
-		var from struct {
-			From *common.Address `json:"from"`
-		}
-		tx := new(types.Transaction)
-		if err := tx.UnmarshalJSON(raw); err != nil {
-			return nil, nil, fmt.Errorf("block %d transaction %d: %w", b.Number, i, err)
-		}
-		if err := json.Unmarshal(raw, &from); err != nil || from.From == nil {
-			return nil, nil, fmt.Errorf("block %d transaction %d: no from address", b.Number, i)
-		}
+	if blk.TxErr != nil {
+		return nil, nil, fmt.Errorf("block %d %w", b.Number, blk.TxErr)
+	}
+	for i, tx := range blk.Txs {
 		rc := receipts[i]
 		if rc == nil || rc.TxHash != tx.Hash() || rc.BlockHash.Hex() != b.Hash || rc.TransactionIndex != uint(i) || rc.EffectiveGasPrice == nil {
 			return nil, nil, fmt.Errorf("block %d transaction %d (%s): receipt of another transaction or block", b.Number, i, tx.Hash())
 		}
-		for _, l := range rc.Logs {
-			if l.TxHash != rc.TxHash || l.BlockHash != rc.BlockHash {
-				return nil, nil, fmt.Errorf("block %d transaction %d: log %d of another transaction", b.Number, i, l.Index)
+		for k, l := range rc.Logs {
+			if l == nil || l.TxHash != rc.TxHash || l.BlockHash != rc.BlockHash {
+				return nil, nil, fmt.Errorf("block %d transaction %d: log %d missing or of another transaction", b.Number, i, k)
 			}
 		}
-		txs[i], senders[i] = tx, *from.From
 	}
-	return txs, senders, nil
+	return blk.Txs, blk.Senders, nil
 }
 
 // fetchBodies reads the blocks' transactions and receipts by hash.
-func (s *Source) fetchBodies(ctx context.Context, rows []blockRow) ([]fullBlock, [][]*types.Receipt, error) {
+func (s *Source) fetchBodies(ctx context.Context, rows []blockRow) ([]fullBlock, []blockReceipts, error) {
 	blks := make([]fullBlock, len(rows))
-	rcs := make([][]*types.Receipt, len(rows))
+	rcs := make([]blockReceipts, len(rows))
 	for lo := 0; lo < len(rows); lo += tableBlocksPerRequest {
 		hi := min(lo+tableBlocksPerRequest, len(rows))
 		err := s.pool.call(ctx, fmt.Sprintf("bodies of blocks %d..%d", rows[lo].Number, rows[hi-1].Number), func(ctx context.Context, c *rpc.Client) error {
@@ -132,7 +119,7 @@ func (s *Source) emitTable(ctx context.Context, rows []blockRow, nRetract int, e
 		if blks[i].Hash == (common.Hash{}) {
 			return errcode.New(CodeReorgDetected, "", remedyReorgDepth, "the endpoint does not know block %s", b.Hash)
 		}
-		txs, senders, err := bodyOf(b, blks[i], rcs[i])
+		txs, senders, err := bodyOf(b, &blks[i], rcs[i])
 		if err != nil {
 			return errcode.Wrap(err, CodeBadBlock, "", "the endpoint returned a malformed block; try another endpoint", "block %d", b.Number)
 		}

@@ -311,6 +311,9 @@ const maxInterned = 1 << 14
 type decodeState struct {
 	intern map[string]string
 	bufs   readBufs
+	// cols, shared by the source's decode goroutines, recycles the value
+	// slices of the batches emitted (nil: none).
+	cols *columnar.Pool
 }
 
 func newDecodeState() *decodeState {
@@ -354,6 +357,7 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeSt
 	if err != nil {
 		return nil, unreadable(err, uri, "unsupported archive schema")
 	}
+	dec.UsePool(ds.cols)
 	if err := fetchChunks(rr, f, dec.Columns(), footer); err != nil {
 		return nil, err
 	}

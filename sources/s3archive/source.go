@@ -14,6 +14,7 @@ import (
 
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/internal/readahead"
 	"github.com/ethstream/ethstream/sources/internal/filelog"
 	"github.com/ethstream/ethstream/stream"
@@ -367,10 +368,12 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 	workers := min(s.parall, len(files))
 	pool := newFetchPool(workers * (rangeConcurrency - 1))
 	defer pool.close()
+	cols := &columnar.Pool{}
 	// The window counts the file being emitted too: one more than
 	// aheadFiles keeps aheadFiles reads in flight while it is emitted.
 	return readahead.Map(ctx, len(files), workers, aheadFiles(s.parall)+1, func() func(context.Context, int) (fileResult, error) {
 		ds := newDecodeState()
+		ds.cols = cols
 		return func(ctx context.Context, i int) (fileResult, error) {
 			f, err := s.readFile(ctx, pool, ds, files[i].Path)
 			return fileResult{f, err}, nil
@@ -388,6 +391,9 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 			if err := emit(b); err != nil {
 				return err
 			}
+			// emit does not retain b (stream.Source): its slices decode a
+			// later file.
+			cols.Put(b)
 		}
 		s.m.filesRead.Add(1)
 		s.m.rowsRead.Add(r.f.rows)

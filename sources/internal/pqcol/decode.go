@@ -8,7 +8,6 @@
 package pqcol
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -339,27 +338,18 @@ func compatible(n parquet.Node, t stream.Type) error {
 }
 
 // openFile opens the Parquet file r of size bytes, after checking its
-// footer's length against the file (parquet-go allocates the length its
-// tail claims: "PAR1PAR1" asked for 827 MB), and returns the footer's
-// offset.
+// footer's length against the file (columnar.FooterOffset), and returns the
+// footer's offset.
 func openFile(r io.ReaderAt, size int64) (*parquet.File, int64, error) {
-	var tail [8]byte
-	if size < 12 {
-		return nil, 0, fmt.Errorf("open parquet: %w: a %d-byte file has no footer", columnar.ErrOutOfBounds, size)
-	}
-	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
-		return nil, 0, fmt.Errorf("open parquet: read the footer length: %w", err)
-	}
-	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if string(tail[4:]) != "PAR1" || flen > size-12 {
-		return nil, 0, fmt.Errorf("open parquet: %w: footer length %d in a %d-byte file, or no PAR1 at its end (a truncated file or another format)",
-			columnar.ErrOutOfBounds, flen, size)
+	footer, err := columnar.FooterOffset(r, size)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open parquet: %w", err)
 	}
 	f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, 0, fmt.Errorf("open parquet: %w", err)
 	}
-	return f, size - 8 - flen, nil
+	return f, footer, nil
 }
 
 // checkBounds is columnar.CheckBounds over the projected leaves of f, a

@@ -1,0 +1,74 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/internal/cputime"
+	"github.com/ethstream/ethstream/pipeline"
+)
+
+// BenchmarkSeedBackfillFile runs the bench's file:// backfill leg alone
+// (the reference query, 200 state partitions, availableNow, 365 files per
+// trigger) over the archive of a bench work directory named by
+// $ETHSTREAM_BENCH_WORKDIR (e.g. /work/seedbench; skipped when unset), so
+// that -cpuprofile and -memprofile see the backfill and nothing else.
+// Reported per backfill: CPU seconds, bytes and objects allocated, GC
+// cycles and the peak RSS, and each step's CPU seconds (engine steps).
+func BenchmarkSeedBackfillFile(b *testing.B) {
+	work := os.Getenv("ETHSTREAM_BENCH_WORKDIR")
+	if work == "" {
+		b.Skip("ETHSTREAM_BENCH_WORKDIR not set")
+	}
+	blocks := filepath.Join(work, "s3", Bucket, "v1.0", "eth", "blocks")
+	files := 365
+	src := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive",
+		URI: fmt.Sprintf("file://%s?maxFilesPerTrigger=%d", filepath.ToSlash(blocks), files)}
+	var cpu time.Duration
+	var peak int64
+	var allocs, mallocs, gcs uint64
+	var m0, m1 runtime.MemStats
+	steps := map[string]int64{}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		dir := b.TempDir()
+		resetPeakRSS()
+		runtime.ReadMemStats(&m0)
+		b.StartTimer()
+		c0 := cputime.Self()
+		rec := &recorder{start: time.Now()}
+		_, err := pipeline.Run(context.Background(), pipeline.Config{Checkpoint: filepath.Join(dir, "checkpoint"),
+			Table: filepath.Join(dir, "table"), LocalDir: filepath.Join(dir, "state-cache"), Sources: []pipeline.SourceSpec{src},
+			Conf: EvolutionConf(200), Trigger: engine.Trigger{Kind: engine.AvailableNow}, Listeners: []engine.Listener{rec}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu += cputime.Self() - c0
+		b.StopTimer()
+		runtime.ReadMemStats(&m1)
+		allocs, mallocs, gcs = allocs+m1.TotalAlloc-m0.TotalAlloc, mallocs+m1.Mallocs-m0.Mallocs, gcs+uint64(m1.NumGC-m0.NumGC)
+		peak = max(peak, peakRSS())
+		for _, s := range rec.runSteps(0, 0) {
+			steps[s.Step] += s.CPUMs
+		}
+		b.StartTimer()
+	}
+	n := float64(b.N)
+	b.ReportMetric(cpu.Seconds()/n, "cpu-s/op")
+	b.ReportMetric(float64(allocs)/n/(1<<20), "allocMB/op")
+	b.ReportMetric(float64(mallocs)/n/1e6, "Mallocs/op")
+	b.ReportMetric(float64(gcs)/n, "gcs/op")
+	b.ReportMetric(float64(peak)/(1<<20), "peakRSS-MB")
+	for s, ms := range steps {
+		if ms > 0 {
+			b.ReportMetric(float64(ms)/1000/n, s+"-cpu-s/op")
+		}
+	}
+}

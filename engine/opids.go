@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/ethstream/ethstream/shape"
+)
+
+// Operator ids: which state directory, stateOperators[] entry and restart
+// rule each stateful operator of a plan has.
+//
+// Spark numbers a plan's stateful operators as IncrementalExecution's
+// state rule meets them: `plan transform` walks the physical plan
+// top-down (pre-order) and each stateful operator takes
+// statefulOperatorId.getAndIncrement(), so the operator nearest the sink
+// is 0 (a join followed by an aggregation: the aggregation is 0, the
+// join 1); progress's stateOperators[] is executedPlan.collect, pre-order
+// too, so entry i is operator i. Checkpoints written before shape record
+// version 5 numbered in flow order instead (the source side's operator
+// 0). A checkpoint keeps the numbering it started with for its life (its
+// state directories are named by it): the shape record in force says
+// which, and a new one takes Spark's. The plan the driver runs stays in
+// flow order (each operator feeds the next); only the ids move.
+
+// opNumbering is how a plan's stateful operators are given their ids.
+type opNumbering uint8
+
+const (
+	// numberedByFlow: ids in flow order, the source side's operator 0
+	// (shape records v3 and v4, and queries that record no shape).
+	numberedByFlow opNumbering = iota
+	// numberedBySpark: Spark's pre-order ids, the sink side's operator 0
+	// (shape.NumberingPreOrder, v5).
+	numberedBySpark
+)
+
+// numberingOf is the numbering of a start, given the shape record in force
+// (nil: none) and the starting query's shape (nil: it records none). A
+// record of several operators pins its numbering; otherwise a query that
+// records its shape takes Spark's, recorded with it (a plan of one
+// operator has id 0 either way, and its record stays as it was). A query
+// that records no shape has nothing to pin the numbering to between
+// starts, so it keeps flow order on every start.
+func numberingOf(rec *shape.Record, cur *shape.Shape) opNumbering {
+	if rec != nil && len(rec.Shape.OperatorList()) > 1 {
+		if rec.Shape.Numbering == shape.NumberingPreOrder {
+			return numberedBySpark
+		}
+		return numberedByFlow
+	}
+	if cur == nil {
+		return numberedByFlow
+	}
+	return numberedBySpark
+}
+
+// ids returns the id of each of n stateful operators listed in flow order
+// (the plan is linear: each operator feeds the next, the last the sink, so
+// Spark's pre-order walk from the sink meets them last to first).
+func (nb opNumbering) ids(n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+		if nb == numberedBySpark {
+			ids[i] = n - 1 - i
+		}
+	}
+	return ids
+}
+
+// numberShape returns the query shape s, whose operators the plan lists in
+// flow order, with its operators listed by id under nb: Spark's numbering
+// of two or more reverses the list and records the numbering (shape v5);
+// anything else is s as it was. A shape that already records a numbering
+// is left as it is.
+func numberShape(s shape.Shape, nb opNumbering) shape.Shape {
+	ops := s.OperatorList()
+	if nb != numberedBySpark || len(ops) < 2 || s.Numbering != "" {
+		return s
+	}
+	byID := make([]shape.Operator, len(ops))
+	for i, id := range nb.ids(len(ops)) {
+		byID[id] = ops[i]
+	}
+	s = s.WithOperators(slices.Clip(byID))
+	s.Numbering = shape.NumberingPreOrder
+	return s
+}

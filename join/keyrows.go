@@ -1,0 +1,281 @@
+package join
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/state"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// keyRows is the stored rows of one join key on one side as the operator
+// sees them: read from the state once, changed in memory through the
+// batch, and written back once at Finish (flush), so a key the batch
+// touches many times costs one read of each value, at most one write of
+// each changed value and one of its keyToNumValues.
+type keyRows struct {
+	key    string // the encoded join key
+	rows   []storedRow
+	stored int64 // values the state holds (indexes 0..stored-1)
+	dirty  bool  // listed in Operator.dirty: a row was added, changed, moved or removed
+}
+
+// storedRow is one keyWithIndexToValue value.
+type storedRow struct {
+	r       row
+	matched bool
+	changed bool // its value at its index must be written
+}
+
+// sideMem is what the operator holds in memory of one side's state,
+// between batches too: the keys it read or wrote (all of them while
+// complete) and the eviction index. It reflects the state after the
+// batch Operator.memFor (the committed version once that batch commits)
+// and is dropped whenever the store's version is another (an aborted or
+// failed batch, a repartition, a reopen).
+type sideMem struct {
+	keys map[string]*keyRows
+	rows int // rows in keys
+	// complete: keys holds every stored row of the side, so a key not in
+	// it has none and costs no state read. Set by the scan that loads the
+	// side when it holds at most memRowsCap rows; lost (keys emptied) when
+	// the side grows beyond.
+	complete bool
+	idx      *evictIndex // nil on a side that never evicts
+}
+
+// memRowsCap bounds the rows a side keeps in memory across batches
+// (about 0.5 KB each for a blocks-shaped row): a join whose watermark
+// keeps its state small holds all of it, one that keeps rows for ever
+// reads them from the state.
+var memRowsCap = 100_000
+
+var errScanEnough = errors.New("join: scan stopped")
+
+// loadSide builds side's memory from the committed state by one scan of
+// its values: the eviction index of an evicting side (every row), and
+// every key's rows while the side holds at most memRowsCap rows. The scan
+// meets a key's indexes in partition order; a key's rows are put in
+// index order after.
+func (o *Operator) loadSide(side int) error {
+	m := &sideMem{keys: map[string]*keyRows{}}
+	if col := o.evcol[side]; col >= 0 {
+		m.idx = &evictIndex{}
+	}
+	type indexed struct {
+		idx int64
+		sr  storedRow
+	}
+	groups, building := map[string][]indexed{}, true
+	rows := 0
+	prefix := stateKeyPrefix(side, StoreKeyWithIndexToValue)
+	// The prefix ends with the store name's terminator 0x00 0x01; every
+	// key of the store sorts below the same bytes ending 0x00 0x02.
+	upper := slices.Clone(prefix)
+	upper[len(upper)-1]++
+	sp := &o.p.sides[side]
+	idxField := []state.Field{{Name: ColIndex, Type: stream.Int64, Nullable: true}}
+	err := o.store.Scan(prefix, upper, func(k, v []byte) error {
+		if !strings.HasPrefix(string(k), string(prefix)) || len(k) < len(prefix)+9 {
+			return nil
+		}
+		r, matched, err := decodeRow(sp.Schema.Fields, sp.fast, v)
+		if err != nil {
+			return err
+		}
+		jk := string(k[len(prefix) : len(k)-9])
+		if m.idx != nil {
+			m.idx.add(jk, r[o.evcol[side]])
+		}
+		if !building {
+			return nil
+		}
+		if rows++; rows > memRowsCap {
+			building, groups = false, nil
+			if m.idx == nil {
+				return errScanEnough
+			}
+			return nil
+		}
+		ir, err := state.DecodeKey(idxField, k[len(k)-9:])
+		if err != nil {
+			return err
+		}
+		idx, _ := ir[0].(int64)
+		groups[jk] = append(groups[jk], indexed{idx, storedRow{r: r, matched: matched}})
+		return nil
+	})
+	if err != nil && !errors.Is(err, errScanEnough) {
+		return o.stateErr("scan", err)
+	}
+	if building {
+		for jk, g := range groups {
+			slices.SortFunc(g, func(a, b indexed) int { return cmp.Compare(a.idx, b.idx) })
+			k := &keyRows{key: jk, rows: make([]storedRow, len(g)), stored: int64(len(g))}
+			for i, x := range g {
+				if x.idx != int64(i) {
+					return errcode.Corrupt("", nil, "%s: state of the %s side holds index %d of a key at position %d", o.p, sideName(side), x.idx, i)
+				}
+				k.rows[i] = x.sr
+			}
+			m.keys[jk] = k
+			m.rows += len(g)
+		}
+		m.complete = true
+	}
+	o.mem[side] = m
+	return nil
+}
+
+// keyRowsOf returns the rows of (side, key), reading them from the state
+// when memory does not hold them. key is copied when kept. A key without
+// rows is kept only if add (the caller adds one): a probe of the other
+// side leaves no entry behind for a key it did not find.
+func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
+	m := o.mem[side]
+	if k, ok := m.keys[string(key)]; ok {
+		return k, nil
+	}
+	if m.complete && !add {
+		return &keyRows{}, nil
+	}
+	k := &keyRows{key: string(key)}
+	if !m.complete {
+		if err := o.read(side, k); err != nil {
+			return nil, err
+		}
+	}
+	if len(k.rows) > 0 || add {
+		m.keys[k.key] = k
+		m.rows += len(k.rows)
+	}
+	return k, nil
+}
+
+// read reads k's count and values from the state.
+func (o *Operator) read(side int, k *keyRows) error {
+	o.sk = stateKey(o.sk[:0], side, StoreKeyToNumValues, k.key, 0, false)
+	v, ok, err := o.store.Get(o.sk)
+	if err != nil {
+		return o.stateErr("read", err)
+	}
+	if ok {
+		if k.stored, err = decodeCount(v); err != nil {
+			return o.stateErr("read", err)
+		}
+	}
+	if k.stored > 0 {
+		k.rows = make([]storedRow, k.stored)
+	}
+	sp := &o.p.sides[side]
+	for idx := range k.stored {
+		o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, idx, true)
+		v, ok, err := o.store.Get(o.sk)
+		if err != nil {
+			return o.stateErr("read", err)
+		}
+		if !ok {
+			return errcode.Corrupt("", nil, "%s: state of the %s side has no value %d of a key it counts", o.p, sideName(side), idx)
+		}
+		r, m, err := decodeRow(sp.Schema.Fields, sp.fast, v)
+		if err != nil {
+			return o.stateErr("read", err)
+		}
+		k.rows[idx] = storedRow{r: r, matched: m}
+	}
+	return nil
+}
+
+// touch lists k for flush.
+func (o *Operator) touch(side int, k *keyRows) {
+	if !k.dirty {
+		k.dirty = true
+		o.dirty[side] = append(o.dirty[side], k)
+	}
+}
+
+// flush writes the batch's changes to every key of both sides: each
+// changed value once, the indexes an eviction emptied deleted, and each
+// key's keyToNumValues once if its count changed, in the order the batch
+// first changed the keys (the store sorts its pending writes at commit).
+// Memory then keeps what it may (sideMem).
+func (o *Operator) flush() error {
+	for side := range o.dirty {
+		ks := o.dirty[side]
+		fields := o.p.sides[side].Schema.Fields
+		m := o.mem[side]
+		for _, k := range ks {
+			for idx := range k.rows {
+				sr := &k.rows[idx]
+				if !sr.changed {
+					continue
+				}
+				o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, int64(idx), true)
+				o.vb = encodeRow(o.vb[:0], fields, sr.r, sr.matched)
+				if err := o.store.Put(o.sk, o.vb); err != nil {
+					return o.stateErr("write", err)
+				}
+				sr.changed = false
+				o.put++
+			}
+			n := int64(len(k.rows))
+			for idx := n; idx < k.stored; idx++ {
+				o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, idx, true)
+				if err := o.store.Delete(o.sk); err != nil {
+					return o.stateErr("write", err)
+				}
+			}
+			if n != k.stored {
+				o.sk = stateKey(o.sk[:0], side, StoreKeyToNumValues, k.key, 0, false)
+				var err error
+				if n == 0 {
+					err = o.store.Delete(o.sk)
+				} else {
+					err = o.store.Put(o.sk, encodeCount(n))
+				}
+				if err != nil {
+					return o.stateErr("write", err)
+				}
+			}
+			m.rows += int(n - k.stored)
+			k.stored, k.dirty = n, false
+			if n == 0 {
+				delete(m.keys, k.key)
+			}
+		}
+		clear(ks)
+		o.dirty[side] = ks[:0]
+		if m.rows > memRowsCap {
+			// Too many to keep: read keys from the state again.
+			m.keys, m.rows, m.complete = map[string]*keyRows{}, 0, false
+		}
+	}
+	return nil
+}
+
+// dropMem forgets every side's memory: the next batch or no-data check
+// loads it from the committed state.
+func (o *Operator) dropMem() {
+	o.mem = [2]*sideMem{}
+	o.dirty = [2][]*keyRows{}
+}
+
+// useMem loads each side's memory unless it reflects the committed state.
+func (o *Operator) useMem() error {
+	if o.memFor != o.store.Version() {
+		o.dropMem()
+		o.memFor = o.store.Version()
+	}
+	for side := range o.mem {
+		if o.mem[side] == nil {
+			if err := o.loadSide(side); err != nil {
+				o.dropMem()
+				return err
+			}
+		}
+	}
+	return nil
+}
