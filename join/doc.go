@@ -106,9 +106,9 @@
 // memRowsCap of them (a key not held then has no rows, and costs no
 // read), and, on a side that evicts, an index of its rows by the column
 // eviction compares (evictindex.go): eviction visits the keys of the rows
-// at or below its limit instead of decoding every stored row, and the
-// no-data check reads the least entry. Both are loaded by one scan of the
-// side's values when first needed and dropped whenever the store's
+// at or below its limit instead of decoding every stored row (the
+// no-data check needs no state: it runs whenever a side evicts). Both are
+// loaded by one scan of the side's values when first needed and dropped whenever the store's
 // version is not the one they reflect (an aborted batch, a repartition,
 // a reopen); memory never decides what the state holds.
 package join

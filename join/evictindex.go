@@ -8,9 +8,8 @@ import (
 // evictIndex orders one side's stored rows by the column its eviction
 // compares (the key watermark column or the side's watermark column):
 // eviction pops the keys of the rows at or before its limit instead of
-// decoding every stored row of the side, and the no-data check reads the
-// least entry. It lives in memory only: built by one scan of the side's
-// committed state when a batch or a no-data check first needs it (after
+// decoding every stored row of the side. It lives in memory only: built
+// by one scan of the side's committed state when a batch first needs it (after
 // Open, an Abort or a Repartition), then kept up to date as the batch
 // stores rows and eviction removes them. A row with a null in the column
 // is never evicted and has no entry. Every entry at or below a limit is

@@ -256,8 +256,8 @@ func (o *Operator) flush() error {
 	return nil
 }
 
-// dropMem forgets every side's memory: the next batch or no-data check
-// loads it from the committed state.
+// dropMem forgets every side's memory: the next batch loads it from the
+// committed state.
 func (o *Operator) dropMem() {
 	o.mem = [2]*sideMem{}
 	o.dirty = [2][]*keyRows{}

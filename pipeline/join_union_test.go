@@ -70,10 +70,6 @@ func TestJoinUnionSourceEvolution(t *testing.T) {
 	for _, typ := range []string{"FULL OUTER JOIN", "LEFT SEMI JOIN"} {
 		t.Run(strings.ReplaceAll(typ, " ", "_"), func(t *testing.T) {
 			c := sparkref.GenJoin(rand.New(rand.NewPCG(3, 41)), typ, false)
-			for i := range c.Rounds {
-				// One data batch a round: the sources split the round's rows.
-				c.Rounds[i].Left2, c.Rounds[i].Right2 = nil, nil
-			}
 			root := t.TempDir()
 			spec := func(name string) SourceSpec {
 				return SourceSpec{Name: name, Format: "parquet", URI: "file://" + filepath.ToSlash(filepath.Join(root, name)) + "?maxFilesPerTrigger=1&schema=" +
@@ -83,18 +79,24 @@ func TestJoinUnionSourceEvolution(t *testing.T) {
 			for n, rd := range c.Rounds {
 				left, right := unionSources(n)
 				// Each source the relation reads in this round gets a part of
-				// its rows (the first the first half).
-				for _, rel := range []struct {
-					names []string
-					rows  []sparkref.JoinRow
-				}{{left, rd.Left}, {right, rd.Right}} {
-					cut := len(rel.rows) / len(rel.names)
-					for i, name := range rel.names {
-						part := rel.rows[i*cut:]
-						if i+1 < len(rel.names) {
-							part = rel.rows[i*cut : (i+1)*cut]
+				// its rows (the first the first half), and of its second
+				// batch's rows, if any, as a second file.
+				for f, rows := range [][2][]sparkref.JoinRow{{rd.Left, rd.Right}, {rd.Left2, rd.Right2}} {
+					if f > 0 && len(rows[0])+len(rows[1]) == 0 {
+						continue
+					}
+					for r, names := range [][]string{left, right} {
+						if f > 0 && len(rows[r]) == 0 {
+							continue
 						}
-						writeJoinFile(t, filepath.Join(root, name, fmt.Sprintf("r=%d", n), "part-0.parquet"), part)
+						cut := len(rows[r]) / len(names)
+						for i, name := range names {
+							part := rows[r][i*cut:]
+							if i+1 < len(names) {
+								part = rows[r][i*cut : (i+1)*cut]
+							}
+							writeJoinFile(t, filepath.Join(root, name, fmt.Sprintf("r=%d", n), fmt.Sprintf("part-%d.parquet", f)), part)
+						}
 					}
 				}
 				query := strings.Replace(strings.Replace(c.SQL(), "FROM lhs WATERMARK", "FROM "+unionRel(left)+" WATERMARK", 1),

@@ -18,9 +18,9 @@ func TestWatermarkFollowsAlias(t *testing.T) {
 	src := &listSource{chunks: []*stream.Batch{
 		blockBatch([]blk{{1, at("00:10"), "a"}, {2, at("00:50"), "b"}, {3, at("01:20"), "a"}}),
 		blockBatch([]blk{{4, at("02:30"), "a"}}),
-		// Block 5 is late: the previous batch's watermark, by which input
-		// is dropped (Spark 3.4+), is 01:10.
-		blockBatch([]blk{{6, at("05:00"), "a"}, {5, at("00:20"), "c"}}),
+		// Block 5 is late: batch 2 drops input by batch 1's watermark, 01:10
+		// (Spark 3.4+'s eventTimeWatermarkForLateEvents).
+		blockBatch([]blk{{5, at("00:20"), "c"}, {6, at("05:00"), "a"}}),
 	}}
 	srcs := map[string]*listSource{"s": src}
 	for _, q := range []string{
