@@ -312,7 +312,11 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	wmUs := o.wmUs(watermarkMs)
 	closeUs := o.closedAtCommitUs(batchID, wmUs)
 	if closeUs > wmUs {
-		o.pendingCarry, o.pendingUpUs = newClosedCarry(batchID), closeUs
+		hint := 0
+		if o.carry != nil {
+			hint = len(o.carry.arena)
+		}
+		o.pendingCarry, o.pendingUpUs = newClosedCarry(batchID, hint), closeUs
 	}
 	var f finishFigures
 	f.updated = int64(n)
@@ -330,9 +334,6 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		return nil, stream.OperatorProgress{}, err
 	}
 	f.closed = closed + closedStored
-	if o.pendingCarry != nil {
-		o.pendingCarry.seal()
-	}
 	// The previous version's closed rows are what this batch's watermark
 	// evicts without a stored key to delete.
 	f.removedUnstored = o.committed.ClosedRows

@@ -62,12 +62,14 @@ type Operator interface {
 	// (keys, aggregates, window) differs from this operator's.
 	Open(ctx context.Context, env OperatorEnv) error
 	// Process consumes one chunk of batch batchID's input. Input that
-	// watermarkMs (the batch's watermark, from the offset log) has already
-	// closed is dropped and counted: for a windowed aggregation, the window
+	// watermarkMs (the operator's input watermark of the previous batch,
+	// Spark 3.4+'s eventTimeWatermarkForLateEvents) has already closed is
+	// dropped and counted: for a windowed aggregation, the window
 	// instances whose end is at or before it. A late row whose window is
 	// still open is kept.
 	Process(ctx context.Context, batchID, watermarkMs int64, in *Batch) error
-	// Finish ends the batch: it evicts state the watermark closed and returns
+	// Finish ends the batch: it evicts state the watermark closed (the
+	// operator's input watermark of this batch) and returns
 	// the rows for the sink according to the output mode (may be empty).
 	Finish(ctx context.Context, batchID, watermarkMs int64) (*Batch, OperatorProgress, error)
 	// Commit makes state version batchID durable in the checkpoint.

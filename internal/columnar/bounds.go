@@ -25,9 +25,12 @@ import (
 //
 //   - row counts are non-negative, the row groups add up to the file's
 //     num_rows, a row group holds at most MaxRowGroupRows rows, and the file
-//     at most one row per byte of the object (a block row carries its
-//     32-byte hash, which no encoding shrinks: real files have ~600 bytes
-//     per row);
+//     at most MaxRowGroupRows rows or one row per byte of the object,
+//     whichever is more: a constant or all-null column takes bytes per
+//     thousand rows (RLE), so a small file Spark wrote may hold many rows,
+//     while a row group's worth is what one large file already allocates
+//     (a block row carries its 32-byte hash: real archive files have ~600
+//     bytes per row);
 //   - every column chunk lies inside the object, before the footer, its
 //     offsets and sizes non-negative and free of overflow;
 //   - every page of a projected chunk (its headers walked from the fetched
@@ -74,8 +77,9 @@ func CheckBounds(md *format.FileMetaData, rr io.ReaderAt, size, footer int64, le
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrOutOfBounds, fmt.Sprintf(format, args...))
 	}
-	if md.NumRows < 0 || md.NumRows > size {
-		return bad("num_rows %d is out of bounds for a %d-byte object (damaged metadata)", md.NumRows, size)
+	if md.NumRows < 0 || md.NumRows > max(size, MaxRowGroupRows) {
+		return bad("num_rows %d is out of bounds for a %d-byte object (at most %d or one per byte; damaged metadata)",
+			md.NumRows, size, int64(MaxRowGroupRows))
 	}
 	var rows int64
 	buf := make([]byte, 0, 4<<10) // page header windows, shared by the chunks

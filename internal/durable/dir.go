@@ -62,8 +62,10 @@ func EnsureDir(fs vfs.FS, dir string) error {
 
 // Move renames src, a file already durable under its own name, to dst in a
 // directory it creates if need be, and fsyncs dst's directory (and src's,
-// when it differs) so the move survives a crash: after it, a crash leaves
-// the file under exactly one of the two names.
+// when it differs) so the move survives a crash once Move returns. A crash
+// inside it may leave the file under src, under dst, or (before src's
+// directory is synced) under both: a caller re-runs the move, which renames
+// the same file over itself, or removes src.
 func Move(fs vfs.FS, src, dst string) error {
 	if err := EnsureDir(fs, fs.PathDir(dst)); err != nil {
 		return err

@@ -128,6 +128,46 @@ func TestGoldenParquetDecodes(t *testing.T) {
 	}
 }
 
+// TestFewBytesManyRows: a file whose columns are constant or all null
+// (100,000 rows in about a kilobyte: RLE) passes the bounds check and
+// decodes, as Spark reads it; the bounds once refused any file of more
+// rows than bytes.
+func TestFewBytesManyRows(t *testing.T) {
+	type crow struct {
+		Flag bool   `parquet:"flag"`
+		N    *int32 `parquet:"n,optional"`
+	}
+	rows := make([]crow, 100_000)
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[crow](&buf, parquet.Compression(&parquet.Snappy))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	if len(data) >= len(rows) {
+		t.Fatalf("the file has %d bytes for %d rows: not the case under test", len(data), len(rows))
+	}
+	bs, err := Decode(bytes.NewReader(data), int64(len(data)), []Column{{"flag", stream.Boolean}, {"n", stream.Int64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range bs {
+		for r := range b.Len {
+			if b.Columns[0].Valid != nil && !b.Columns[0].Valid[r] || b.Columns[0].Int64s[r] != 0 || b.Columns[1].Valid == nil || b.Columns[1].Valid[r] {
+				t.Fatalf("row %d: flag not false or n not null", n+r)
+			}
+		}
+		n += b.Len
+	}
+	if n != len(rows) {
+		t.Fatalf("%d rows decoded, want %d", n, len(rows))
+	}
+}
+
 func asUnsupported(err error, ue **UnsupportedError) bool {
 	return errors.As(err, ue)
 }
