@@ -108,7 +108,8 @@
 // eviction compares (evictindex.go): eviction visits the keys of the rows
 // at or below its limit instead of decoding every stored row (the
 // no-data check needs no state: it runs whenever a side evicts). Both are
-// loaded by one scan of the side's values when first needed and dropped whenever the store's
-// version is not the one they reflect (an aborted batch, a repartition,
-// a reopen); memory never decides what the state holds.
+// loaded by one scan of the side's values when first needed, and dropped
+// by Abort and whenever the store's version is not the one they reflect
+// (a failed batch, a repartition, a reopen); memory never decides what
+// the state holds.
 package join

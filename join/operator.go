@@ -344,8 +344,10 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 			if err != nil {
 				return removed, err
 			}
-			// Compact the survivors to indexes 0..len-1 in their order, as
-			// Spark's removal moves the last value into a removed slot.
+			// Compact the survivors to indexes 0..len-1 in their order
+			// (Spark's removal moves the key's last value into a removed
+			// slot instead: the indexes differ, the rows a key holds, and
+			// so what the join emits, do not).
 			keep := k.rows[:0]
 			for i, sr := range k.rows {
 				if ev[side].evicts(sr.r) {
