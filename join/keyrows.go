@@ -1,10 +1,10 @@
 package join
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
@@ -79,7 +79,7 @@ func (o *Operator) loadSide(side int) error {
 	sp := &o.p.sides[side]
 	idxField := []state.Field{{Name: ColIndex, Type: stream.Int64, Nullable: true}}
 	err := o.store.Scan(prefix, upper, func(k, v []byte) error {
-		if !strings.HasPrefix(string(k), string(prefix)) || len(k) < len(prefix)+9 {
+		if !bytes.HasPrefix(k, prefix) || len(k) < len(prefix)+9 {
 			return nil
 		}
 		r, matched, err := decodeRow(sp.Schema.Fields, sp.fast, v)
