@@ -31,10 +31,24 @@ type closedCarry struct {
 }
 
 // newClosedCarry starts the carry of version v, with room for about
-// sizeHint bytes of records (the last carry's size: batches are alike, and
-// growing the arena by doubling copied it about twice).
+// sizeHint bytes of records.
 func newClosedCarry(v int64, sizeHint int) *closedCarry {
 	return &closedCarry{version: v, sorted: true, arena: make([]byte, 0, sizeHint)}
+}
+
+// reuse starts the carry of version v in c's memory, which its caller no
+// longer reads (nil: fresh memory with room for the size of last, the
+// carry before it: batches are alike, and growing the arena by doubling
+// copied it about twice).
+func (c *closedCarry) reuse(v int64, last *closedCarry) *closedCarry {
+	if c == nil {
+		hint := 0
+		if last != nil {
+			hint = len(last.arena)
+		}
+		return newClosedCarry(v, hint)
+	}
+	return &closedCarry{version: v, sorted: true, arena: c.arena[:0], offs: c.offs[:0]}
 }
 
 // add appends key with its encoded value (both copied).

@@ -92,6 +92,10 @@ type Operator struct {
 	// Finish builds for the version being written, carry once committed.
 	carry, pendingCarry    *closedCarry
 	carryUpUs, pendingUpUs int64
+	// spare is the carry a commit replaced, whose memory the next
+	// pendingCarry reuses: a backfill's carry is hundreds of MB a batch,
+	// and fresh memory cost its page faults and zeroing every batch.
+	spare *closedCarry
 	// lateFloorMs raises the batch's late watermark when the committed
 	// version closed windows at commit and the carry of them is lost (a
 	// restart): input of those windows is dropped as late rather than
@@ -312,11 +316,8 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	wmUs := o.wmUs(watermarkMs)
 	closeUs := o.closedAtCommitUs(batchID, wmUs)
 	if closeUs > wmUs {
-		hint := 0
-		if o.carry != nil {
-			hint = len(o.carry.arena)
-		}
-		o.pendingCarry, o.pendingUpUs = newClosedCarry(batchID, hint), closeUs
+		o.pendingCarry, o.pendingUpUs = o.spare.reuse(batchID, o.carry), closeUs
+		o.spare = nil
 	}
 	var f finishFigures
 	f.updated = int64(n)
@@ -739,6 +740,7 @@ func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	}
 	o.memBytes = m.MemoryUsedBytes
 	o.committed = o.pending
+	o.spare = o.carry
 	o.version, o.carry, o.carryUpUs, o.pendingCarry = batchID, o.pendingCarry, o.pendingUpUs, nil
 	o.progress.NumRowsTotal = m.RowsTotal + o.committed.ClosedRows
 	if o.progress.CustomMetrics != nil {
