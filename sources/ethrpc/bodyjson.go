@@ -493,6 +493,32 @@ func knownKey(key []byte, keys []string) int {
 	return -1
 }
 
+// eachKnownField calls f with the index in keys and the value of each
+// field of the JSON object data whose value is not null, and returns the
+// bit set of those indexes; ok is false when f refused a field, a key
+// appears twice, or a key matches one of keys only by case or is not plain
+// (knownKey: what the reference decoder would read differently). Null
+// fields are skipped as absent. keys has at most 32 entries.
+func eachKnownField(data []byte, keys []string, f func(k int, v []byte) bool) (got uint32, ok bool) {
+	var seen uint32
+	ok = eachField(data, func(key, v []byte) bool {
+		k := knownKey(key, keys)
+		if k < 0 {
+			return k == -1
+		}
+		if seen&(1<<k) != 0 {
+			return false
+		}
+		seen |= 1 << k
+		if isNull(v) {
+			return true
+		}
+		got |= 1 << k
+		return f(k, v)
+	})
+	return got, ok
+}
+
 // eachField calls f with each key (a plain string) and value of the JSON
 // object data (valid JSON) until f returns false; it reports whether data
 // is an object whose keys are all plain and f accepted every field.
@@ -595,20 +621,8 @@ var receiptKeys = []string{"type", "root", "status", "cumulativeGasUsed", "logsB
 // does; ok is false for anything else.
 func fastReceipt(data []byte) (*types.Receipt, bool) {
 	r := new(types.Receipt)
-	var seen, got uint32
-	ok := eachField(data, func(key, v []byte) bool {
-		k := knownKey(key, receiptKeys)
-		if k < 0 {
-			return k == -1
-		}
-		if seen&(1<<k) != 0 {
-			return false
-		}
-		seen |= 1 << k
-		if isNull(v) {
-			return true // every field is a pointer: null is absent
-		}
-		got |= 1 << k
+	// Every field is a pointer: null is absent.
+	got, ok := eachKnownField(data, receiptKeys, func(k int, v []byte) bool {
 		if key := receiptKeys[k]; key == "logs" {
 			r.Logs = make([]*types.Log, 0, 4)
 			return eachElem(v, func(_ int, lv []byte) bool {
@@ -680,20 +694,8 @@ var logKeys = []string{"address", "topics", "data", "blockNumber", "transactionH
 // is false for anything else.
 func fastLog(data []byte) (*types.Log, bool) {
 	l := new(types.Log)
-	var seen, got uint32
-	ok := eachField(data, func(key, v []byte) bool {
-		k := knownKey(key, logKeys)
-		if k < 0 {
-			return k == -1
-		}
-		if seen&(1<<k) != 0 {
-			return false
-		}
-		seen |= 1 << k
-		if isNull(v) {
-			return true // every field is a pointer or a slice: null is absent
-		}
-		got |= 1 << k
+	// Every field is a pointer or a slice: null is absent.
+	got, ok := eachKnownField(data, logKeys, func(k int, v []byte) bool {
 		switch key := logKeys[k]; key {
 		case "topics":
 			l.Topics = make([]common.Hash, 0, 4)
