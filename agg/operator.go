@@ -823,7 +823,7 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 // may be opened again.
 func (o *Operator) Close() error {
 	err := o.life.Close(o.store)
-	o.store, o.carry, o.pendingCarry = nil, nil, nil
+	o.store, o.carry, o.pendingCarry, o.spare = nil, nil, nil, nil
 	o.resetBatch()
 	return err
 }
