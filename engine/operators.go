@@ -26,9 +26,11 @@ import (
 // (PropagateWatermarkSimulator.getInputWatermarkForLateEvents) and evicts
 // by its input watermark of the batch (getInputWatermarkForEviction).
 
-// OperatorID is the id, and state directory, of a query's first stateful
-// operator: <ckpt>/state/0 (Spark numbers operators from 0). The reference
-// query's aggregation is operator 0.
+// OperatorID is the id, and state directory, of operator 0:
+// <ckpt>/state/0 (Spark numbers operators from 0). It is the operator
+// nearest the sink on a checkpoint numbered as Spark numbers them, the
+// source side's on one numbered in flow order (opids.go), and a plan's
+// only operator either way: the reference query's aggregation.
 const OperatorID = "0"
 
 // planOp is one stateful operator of the running plan.
