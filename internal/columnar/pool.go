@@ -55,9 +55,11 @@ func (p *Pool) Put(b *stream.Batch) {
 
 // column returns a column of n rows whose values the caller overwrites,
 // with a recycled slice when the pool has one with room for n (a nil pool
-// allocates, as stream.MakeColumn).
+// allocates, as stream.MakeColumn). A column of no rows takes nothing: its
+// batch (an empty row group) is never emitted, so never put back, and any
+// slice of the pool fits it.
 func (p *Pool) column(name string, t stream.Type, n int) stream.Column {
-	if p == nil || t.Kind() == stream.Array {
+	if p == nil || n == 0 || t.Kind() == stream.Array {
 		return stream.MakeColumn(name, t, n, n)
 	}
 	switch t.Storage() {

@@ -102,3 +102,16 @@ func TestPoolRecycles(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolEmptyColumnTakesNothing: a column of no rows (an empty row
+// group, whose batch no reader emits or puts back) leaves the pool's
+// slices for the next row group.
+func TestPoolEmptyColumnTakesNothing(t *testing.T) {
+	p := &Pool{}
+	p.Put(&stream.Batch{Columns: []stream.Column{stream.MakeColumn("a", stream.Int64, 100, 100), stream.MakeColumn("s", stream.String, 100, 100)}})
+	p.column("a", stream.Int64, 0)
+	p.column("s", stream.String, 0)
+	if len(p.ints) != 1 || len(p.strs) != 1 {
+		t.Fatalf("after columns of no rows the pool holds %d int and %d string slices, want 1 and 1", len(p.ints), len(p.strs))
+	}
+}

@@ -87,25 +87,36 @@ func writeParquet(w io.Writer, pq *parquet.Schema, leaves []leaf, out *stream.Ba
 	pw := parquet.NewWriter(w, pq, parquet.Compression(&snappy.Codec{}),
 		parquet.CreatedBy("ethstream", "file sink", ""))
 	const chunk = 1024
+	// The values of a chunk's rows share one buffer, reused by the next
+	// chunk (WriteRows copies them): a row of its own was an allocation
+	// per row.
 	rows := make([]parquet.Row, 0, min(chunk, out.Len))
+	var vals []parquet.Value
+	ends := make([]int, 0, min(chunk, out.Len))
 	for lo := 0; lo < out.Len; lo += chunk {
-		rows = rows[:0]
+		vals, ends = vals[:0], ends[:0]
 		for r := lo; r < min(lo+chunk, out.Len); r++ {
-			row := make(parquet.Row, 0, len(leaves))
 			for c, lf := range leaves {
 				v := &out.Columns[c]
 				switch {
 				case lf.typ.Kind() == stream.Array:
-					row = parquettype.AppendList(row, v.Type.Elem(), v, r, c)
+					vals = parquettype.AppendList(vals, v.Type.Elem(), v, r, c)
 				case lf.depth == 2 && out.Columns[c-btoi(lf.col == colWindowEnd)].IsNull(r):
-					row = append(row, parquet.NullValue().Level(0, 0, c))
+					vals = append(vals, parquet.NullValue().Level(0, 0, c))
 				case v.IsNull(r):
-					row = append(row, parquet.NullValue().Level(0, lf.depth-1, c))
+					vals = append(vals, parquet.NullValue().Level(0, lf.depth-1, c))
 				default:
-					row = append(row, parquettype.Value(v.Type, v, r).Level(0, lf.depth, c))
+					vals = append(vals, parquettype.Value(v.Type, v, r).Level(0, lf.depth, c))
 				}
 			}
-			rows = append(rows, row)
+			ends = append(ends, len(vals))
+		}
+		// Sliced once every value is appended: vals no longer moves.
+		rows = rows[:0]
+		start := 0
+		for _, end := range ends {
+			rows = append(rows, parquet.Row(vals[start:end:end]))
+			start = end
 		}
 		if _, err := pw.WriteRows(rows); err != nil {
 			return err
