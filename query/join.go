@@ -157,7 +157,7 @@ func ParseJoin(src string) (*JoinQuery, error) {
 	for _, a := range jq.Rels[0].Sources {
 		for _, b := range jq.Rels[1].Sources {
 			if strings.EqualFold(a, b) {
-				return nil, syntaxErr(src, jq.Rels[1].Pos, "source %s is read by both relations of the join: each source belongs to one (give the other relation a source of its own)", b)
+				return nil, unsupported(src, jq.Rels[1].Pos, "source "+b+" read by both relations of the join (a self-join: each source belongs to one relation)")
 			}
 		}
 	}
@@ -300,7 +300,7 @@ func (p *parser) joinRel() (JoinRel, error) {
 		r.Alias, _, err = p.ident("an alias")
 	}
 	if err == nil && r.Name == "" && r.Alias == "" {
-		return r, syntaxErr(p.src, r.Pos, "a union of sources in a join needs an alias: (SELECT * FROM a1 UNION ALL SELECT * FROM a2) AS x")
+		return r, unsupported(p.src, r.Pos, "a union of sources in a join without an alias (a union needs an alias: (SELECT * FROM a1 UNION ALL SELECT * FROM a2) AS x)")
 	}
 	return r, err
 }
@@ -328,7 +328,7 @@ func (p *parser) unionOfSources() ([]string, error) {
 		}
 		for _, n := range names {
 			if strings.EqualFold(n, name) {
-				return nil, syntaxErr(p.src, nt.pos, "source %s is unioned twice in one relation", name)
+				return nil, unsupported(p.src, nt.pos, "source "+name+" unioned twice in one relation")
 			}
 		}
 		names = append(names, name)
