@@ -312,6 +312,10 @@ func (p *parser) joinRel() (JoinRel, error) {
 func (p *parser) unionOfSources() ([]string, error) {
 	var names []string
 	for {
+		if t := p.peek(); t.punct("(") {
+			// ((SELECT ...) UNION ALL (SELECT ...)) is Spark SQL too.
+			return nil, unsupported(p.src, t.pos, "a parenthesized query in a join's relation (write SELECT * FROM source [UNION ALL SELECT * FROM source ...])")
+		}
 		if err := p.expectKeyword("select"); err != nil {
 			return nil, err
 		}

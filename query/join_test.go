@@ -165,6 +165,8 @@ func TestParseJoinUnion(t *testing.T) {
 		"SELECT * FROM (SELECT k FROM a1) x JOIN b ON x.k = b.k":                                               "SELECT * FROM source",
 		"SELECT * FROM (SELECT * FROM a1 WHERE k > 0) x JOIN b ON x.k = b.k":                                   "SELECT * FROM source",
 		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a1) x JOIN b ON x.k = b.k":                    "unioned twice",
+		"SELECT * FROM ((SELECT * FROM a1) UNION ALL (SELECT * FROM a2)) x JOIN b ON x.k = b.k":                "parenthesized query",
+		"SELECT * FROM (SELECT * FROM a1 UNION ALL (SELECT * FROM a2)) x JOIN b ON x.k = b.k":                  "parenthesized query",
 		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM b) x JOIN b ON x.k = b.k":                     "both relations",
 		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) x JOIN (SELECT * FROM a2) y ON x.k = y.k": "both relations",
 	} {
