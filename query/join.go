@@ -151,7 +151,7 @@ func ParseJoin(src string) (*JoinQuery, error) {
 	if jq.Rels[1], err = p.joinRel(); err != nil {
 		return nil, err
 	}
-	if jq.Rels[0].Ref() == jq.Rels[1].Ref() {
+	if strings.EqualFold(jq.Rels[0].Ref(), jq.Rels[1].Ref()) {
 		return nil, syntaxErr(src, jq.Rels[1].Pos, "both relations of the join are called %s: give one an alias (AS y)", jq.Rels[1].Ref())
 	}
 	for _, a := range jq.Rels[0].Sources {

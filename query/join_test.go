@@ -176,6 +176,11 @@ func TestParseJoinUnion(t *testing.T) {
 			t.Errorf("%s: %v, want %q (%s)", sql, err, msg, CodeUnsupported)
 		}
 	}
+	// Aliases resolve case-insensitively (side), so x and X would both
+	// name the left relation.
+	if _, err := ParseJoin("SELECT * FROM a AS x JOIN b AS X ON x.k = X.k"); err == nil || !strings.Contains(err.Error(), "both relations of the join are called") {
+		t.Errorf("aliases x and X: %v", err)
+	}
 	if !IsJoin("SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) x JOIN b ON x.k = b.k") {
 		t.Error("IsJoin of a union relation")
 	}
