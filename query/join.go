@@ -151,13 +151,13 @@ func ParseJoin(src string) (*JoinQuery, error) {
 	if jq.Rels[1], err = p.joinRel(); err != nil {
 		return nil, err
 	}
-	if jq.Rels[0].Ref() == jq.Rels[1].Ref() {
+	if strings.EqualFold(jq.Rels[0].Ref(), jq.Rels[1].Ref()) {
 		return nil, syntaxErr(src, jq.Rels[1].Pos, "both relations of the join are called %s: give one an alias (AS y)", jq.Rels[1].Ref())
 	}
 	for _, a := range jq.Rels[0].Sources {
 		for _, b := range jq.Rels[1].Sources {
 			if strings.EqualFold(a, b) {
-				return nil, syntaxErr(src, jq.Rels[1].Pos, "source %s is read by both relations of the join: each source belongs to one (give the other relation a source of its own)", b)
+				return nil, unsupported(src, jq.Rels[1].Pos, "source "+b+" read by both relations of the join (a self-join: each source belongs to one relation)")
 			}
 		}
 	}
@@ -300,7 +300,7 @@ func (p *parser) joinRel() (JoinRel, error) {
 		r.Alias, _, err = p.ident("an alias")
 	}
 	if err == nil && r.Name == "" && r.Alias == "" {
-		return r, syntaxErr(p.src, r.Pos, "a union of sources in a join needs an alias: (SELECT * FROM a1 UNION ALL SELECT * FROM a2) AS x")
+		return r, unsupported(p.src, r.Pos, "a union of sources in a join without an alias (a union needs an alias: (SELECT * FROM a1 UNION ALL SELECT * FROM a2) AS x)")
 	}
 	return r, err
 }
@@ -312,6 +312,10 @@ func (p *parser) joinRel() (JoinRel, error) {
 func (p *parser) unionOfSources() ([]string, error) {
 	var names []string
 	for {
+		if t := p.peek(); t.punct("(") {
+			// ((SELECT ...) UNION ALL (SELECT ...)) is Spark SQL too.
+			return nil, unsupported(p.src, t.pos, "a parenthesized query in a join's relation (write SELECT * FROM source [UNION ALL SELECT * FROM source ...])")
+		}
 		if err := p.expectKeyword("select"); err != nil {
 			return nil, err
 		}
@@ -328,7 +332,7 @@ func (p *parser) unionOfSources() ([]string, error) {
 		}
 		for _, n := range names {
 			if strings.EqualFold(n, name) {
-				return nil, syntaxErr(p.src, nt.pos, "source %s is unioned twice in one relation", name)
+				return nil, unsupported(p.src, nt.pos, "source "+name+" unioned twice in one relation")
 			}
 		}
 		names = append(names, name)

@@ -160,17 +160,26 @@ func TestParseJoinUnion(t *testing.T) {
 		t.Fatalf("a relation of one source: %+v %v", q, err)
 	}
 	for sql, msg := range map[string]string{
-		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) JOIN b ON a1.k = b.k":                     "needs an alias",
+		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) JOIN b ON a1.k = b.k":                     "without an alias",
 		"SELECT * FROM (SELECT * FROM a1 UNION SELECT * FROM a2) x JOIN b ON x.k = b.k":                        "UNION without ALL",
 		"SELECT * FROM (SELECT k FROM a1) x JOIN b ON x.k = b.k":                                               "SELECT * FROM source",
 		"SELECT * FROM (SELECT * FROM a1 WHERE k > 0) x JOIN b ON x.k = b.k":                                   "SELECT * FROM source",
 		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a1) x JOIN b ON x.k = b.k":                    "unioned twice",
+		"SELECT * FROM ((SELECT * FROM a1) UNION ALL (SELECT * FROM a2)) x JOIN b ON x.k = b.k":                "parenthesized query",
+		"SELECT * FROM (SELECT * FROM a1 UNION ALL (SELECT * FROM a2)) x JOIN b ON x.k = b.k":                  "parenthesized query",
 		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM b) x JOIN b ON x.k = b.k":                     "both relations",
 		"SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) x JOIN (SELECT * FROM a2) y ON x.k = y.k": "both relations",
 	} {
-		if _, err := ParseJoin(sql); err == nil || !strings.Contains(err.Error(), msg) {
-			t.Errorf("%s: %v, want %q", sql, err, msg)
+		// Each is valid Spark SQL (Spark runs a self-union, a self-join and
+		// an unaliased subquery): UNSUPPORTED_SQL, not a syntax error.
+		if _, err := ParseJoin(sql); err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), CodeUnsupported) {
+			t.Errorf("%s: %v, want %q (%s)", sql, err, msg, CodeUnsupported)
 		}
+	}
+	// Aliases resolve case-insensitively (side), so x and X would both
+	// name the left relation.
+	if _, err := ParseJoin("SELECT * FROM a AS x JOIN b AS X ON x.k = X.k"); err == nil || !strings.Contains(err.Error(), "both relations of the join are called") {
+		t.Errorf("aliases x and X: %v", err)
 	}
 	if !IsJoin("SELECT * FROM (SELECT * FROM a1 UNION ALL SELECT * FROM a2) x JOIN b ON x.k = b.k") {
 		t.Error("IsJoin of a union relation")
