@@ -16,8 +16,9 @@ import (
 // The README transcript: every runnable block of the README runs as
 // written, in one bash in a fresh directory: the lifecycle (its set-up
 // block and phases 1-6), the overlapping seam, the dashboard command, the
-// query section with the moved archive, the checkpoint copy, and the
-// transaction tables with their lifecycle (demo --scenario transactions);
+// query section with the moved archive, the checkpoint copy, the
+// transaction tables with their lifecycle (demo --scenario transactions),
+// the logs' topics and the join of blocks with their transactions;
 // every output block shown below a
 // command is compared with what the program prints. The README is the
 // script; nothing here restates it. Each section after the lifecycle works
@@ -83,7 +84,7 @@ func transcriptSteps(doc string) ([]transcriptStep, error) {
 // overlapping seam (a copy of its archive extended by the node's blocks),
 // the query section (on the lifecycle's archive), the copy of its
 // checkpoint, the transaction tables (an archive of their own, and their
-// lifecycle).
+// lifecycle), the logs' topics and the join (up to "## Commands").
 var transcriptSections = []struct{ from, to, first string }{
 	{"## The lifecycle, phase by phase", "## The proof", "set-up"},
 	{"## A seam that overlaps on purpose", "## Watch it live", "a seam that overlaps on purpose"},

@@ -198,16 +198,7 @@ func TestCheckpointRepartitionAnyQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck, tbl, cache := filepath.Join(root, "ck"), filepath.Join(root, "tbl"), filepath.Join(root, "cache")
-	exec := func(args ...string) string {
-		t.Helper()
-		resetFlags(rootCmd)
-		var out, errOut bytes.Buffer
-		if code := execute(ctx, args, &out, &errOut); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
-		}
-		return out.String()
-	}
-	exec("run", "--checkpoint", ck, "--table", tbl, "--local-dir", cache,
+	mustCLI(t, ctx, "run", "--checkpoint", ck, "--table", tbl, "--local-dir", cache,
 		"--source", "arch=s3archive:file://"+filepath.ToSlash(archive)+"/v1.0/eth/blocks?maxFilesPerTrigger=1",
 		"--query", "SELECT window, miner, sum(gas_used) AS gas FROM blocks GROUP BY window(block_ts, '1 hour'), miner",
 		"--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.streaming.queryEvolution.enableSourceEvolution=true")
@@ -219,13 +210,13 @@ func TestCheckpointRepartitionAnyQuery(t *testing.T) {
 		slices.Sort(rs)
 		return rs
 	}
-	before := rows(exec("state", "dump", "--checkpoint", ck))
-	out := exec("checkpoint", "repartition", ck, "--partitions", "4", "--local-dir", cache)
+	before := rows(mustCLI(t, ctx, "state", "dump", "--checkpoint", ck))
+	out := mustCLI(t, ctx, "checkpoint", "repartition", ck, "--partitions", "4", "--local-dir", cache)
 	want := fmt.Sprintf("state partitions 2 -> 4, %d keys before, %d after", len(before), len(before))
 	if !strings.Contains(out, want) {
 		t.Fatalf("repartition said %q, want %q", out, want)
 	}
-	if after := rows(exec("state", "dump", "--checkpoint", ck)); len(before) == 0 || !slices.Equal(before, after) {
+	if after := rows(mustCLI(t, ctx, "state", "dump", "--checkpoint", ck)); len(before) == 0 || !slices.Equal(before, after) {
 		t.Fatalf("state dump before (%d rows) and after (%d rows) differ", len(before), len(after))
 	}
 }

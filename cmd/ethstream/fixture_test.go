@@ -48,6 +48,16 @@ func cli(t *testing.T, ctx context.Context, args ...string) (code int, stdout, s
 	return code, out.String(), errOut.String()
 }
 
+// mustCLI is cli for a command that must succeed: its stdout.
+func mustCLI(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	code, out, errOut := cli(t, ctx, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
 // archiveDir is removed by TestMain once generated.
 var archiveDir string
 

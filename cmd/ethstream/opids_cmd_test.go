@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -24,28 +23,19 @@ func TestPlanShowsSparkOperatorIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck, tbl, cache := filepath.Join(root, "ck"), filepath.Join(root, "tbl"), filepath.Join(root, "cache")
-	exec := func(args ...string) string {
-		t.Helper()
-		resetFlags(rootCmd)
-		var out, errOut bytes.Buffer
-		if code := execute(ctx, args, &out, &errOut); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
-		}
-		return out.String()
-	}
 	query := []string{"--checkpoint", ck, "--table", tbl, "--local-dir", cache, "--drop-duplicates", "hash",
 		"--source", "arch=s3archive:file://" + filepath.ToSlash(archive) + "/v1.0/eth/blocks?maxFilesPerTrigger=1",
 		"--query", "SELECT window, miner, sum(gas_used) AS gas FROM blocks GROUP BY window(block_ts, '1 hour'), miner",
 		"--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.streaming.queryEvolution.enableSourceEvolution=true"}
 	want := "stateful operators (Spark's ids, from the sink):\n  0 aggregate (window(block_ts), miner): state/0\n  1 deduplicate (hash): state/1\n"
-	if out := exec(append([]string{"plan"}, query...)...); !strings.Contains(out, want) {
+	if out := mustCLI(t, ctx, append([]string{"plan"}, query...)...); !strings.Contains(out, want) {
 		t.Fatalf("plan of a new checkpoint:\n%s\nwant\n%s", out, want)
 	}
-	exec(append([]string{"run"}, query...)...)
-	if out := exec(append([]string{"plan"}, query...)...); !strings.Contains(out, want) {
+	mustCLI(t, ctx, append([]string{"run"}, query...)...)
+	if out := mustCLI(t, ctx, append([]string{"plan"}, query...)...); !strings.Contains(out, want) {
 		t.Fatalf("plan after the first start:\n%s\nwant\n%s", out, want)
 	}
-	dump := exec("state", "dump", "--checkpoint", ck, "--op", "1")
+	dump := mustCLI(t, ctx, "state", "dump", "--checkpoint", ck, "--op", "1")
 	if lines := strings.Split(strings.TrimSpace(dump), "\n"); len(lines) < 2 || !strings.HasPrefix(lines[0], "hash") || !strings.HasPrefix(lines[1], "0x") {
 		t.Fatalf("state dump --op 1 is not the deduplication's hashes:\n%.300s", dump)
 	}

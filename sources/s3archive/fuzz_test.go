@@ -49,23 +49,30 @@ func FuzzDecodeFile(f *testing.F) {
 		f.Add(data, uint32(4), byte(0))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, at uint32, x byte) {
-		if len(data) > 0 {
-			data = bytes.Clone(data)
-			data[int(at)%len(data)] ^= x
-		}
-		out, err := decodeFile(context.Background(), memStore{data}, "mem:///f.parquet", int64(len(data)), blockColumns(), &metrics{})
-		if err != nil {
-			if !errcode.Is(err, ArchiveFileUnreadable) {
-				t.Fatalf("error without %s: %v", ArchiveFileUnreadable, err)
-			}
-			return
-		}
-		for _, b := range out.batches {
-			if err := b.Validate(); err != nil {
-				t.Fatalf("decoded an invalid batch: %v", err)
-			}
-		}
+		decodeDamaged(t, data, at, x, "mem:///f.parquet", blockColumns())
 	})
+}
+
+// decodeDamaged decodes data with the byte at at XORed by x: the file
+// decodes into batches that validate, or fails with
+// ARCHIVE_FILE_UNREADABLE, never a panic.
+func decodeDamaged(t *testing.T, data []byte, at uint32, x byte, uri string, cols []Column) {
+	if len(data) > 0 {
+		data = bytes.Clone(data)
+		data[int(at)%len(data)] ^= x
+	}
+	out, err := decodeFile(context.Background(), memStore{data}, uri, int64(len(data)), cols, &metrics{})
+	if err != nil {
+		if !errcode.Is(err, ArchiveFileUnreadable) {
+			t.Fatalf("error without %s: %v", ArchiveFileUnreadable, err)
+		}
+		return
+	}
+	for _, b := range out.batches {
+		if err := b.Validate(); err != nil {
+			t.Fatalf("decoded an invalid batch: %v", err)
+		}
+	}
 }
 
 // FuzzDecodeMetadata sets one size or count of a valid file's metadata

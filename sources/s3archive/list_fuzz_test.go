@@ -9,7 +9,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethtables"
 )
 
@@ -87,21 +86,6 @@ func FuzzDecodeLogsFile(f *testing.F) {
 	f.Add(data, uint32(len(data)-20), byte(1))
 	f.Add(data, uint32(200), byte(0x10))
 	f.Fuzz(func(t *testing.T, data []byte, at uint32, x byte) {
-		if len(data) > 0 {
-			data = bytes.Clone(data)
-			data[int(at)%len(data)] ^= x
-		}
-		out, err := decodeFile(context.Background(), memStore{data}, "mem:///logs.parquet", int64(len(data)), logsColumns(), &metrics{})
-		if err != nil {
-			if !errcode.Is(err, ArchiveFileUnreadable) {
-				t.Fatalf("error without %s: %v", ArchiveFileUnreadable, err)
-			}
-			return
-		}
-		for _, b := range out.batches {
-			if err := b.Validate(); err != nil {
-				t.Fatalf("decoded an invalid batch: %v", err)
-			}
-		}
+		decodeDamaged(t, data, at, x, "mem:///logs.parquet", logsColumns())
 	})
 }
