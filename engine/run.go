@@ -198,6 +198,7 @@ func (r *run) loop(ctx context.Context) error {
 		if err := r.d.prepareAvailableNow(ctx); err != nil {
 			return err
 		}
+		r.d.aheadKeys = r.c.Keys // the ends are fixed: read ahead (readahead.go)
 	}
 	for {
 		if ctx.Err() != nil {
@@ -276,11 +277,14 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 		switch dec.Need {
 		case needLatest:
 			t0 := clk.Now()
-			if v.Latest, err = r.d.latestOffsets(ctx, r.c.Keys, r.st.Current); err != nil {
-				if ctx.Err() != nil {
-					return false, errStoppedPolling
+			// Polled while the last batch finished, or now.
+			if v.Latest = r.d.takeLatest(r.st.Current); v.Latest == nil {
+				if v.Latest, err = r.d.latestOffsets(ctx, r.c.Keys, r.st.Current); err != nil {
+					if ctx.Err() != nil {
+						return false, errStoppedPolling
+					}
+					return false, err
 				}
-				return false, err
 			}
 			t1 = clk.Now()
 			latestDur = t1.Sub(t0)
@@ -297,6 +301,7 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 		return false, nil
 	}
 	planDur := clk.Now().Sub(t1)
+	r.d.aheadFrom = r.st.Current
 	r.d.o.Logger.Debug("planned batch", "batchId", dec.Plan.ID, "kind", dec.Plan.Kind)
 	return true, r.perform(ctx, dec.Plan, start, preDurations{latest: latestDur, planning: planDur})
 }
