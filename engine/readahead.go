@@ -51,6 +51,7 @@ type readAhead struct {
 	// Current after batch N), latest what it returned.
 	from, latest map[string]json.RawMessage
 	ranges       []readRange // the ranges read, in query order
+	budget       int64       // bytes of chunks held at most (readAheadBytes)
 	next         int         // the range the next read step takes
 	taken        bool        // the next trigger took latest
 	cancel       context.CancelFunc
@@ -101,7 +102,7 @@ func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 	if err != nil {
 		return
 	}
-	a := &readAhead{from: from, latest: latest, done: make(chan struct{})}
+	a := &readAhead{from: from, latest: latest, budget: d.o.aheadBytes, done: make(chan struct{})}
 	a.mu.cond = sync.NewCond(&a.mu)
 	for _, k := range d.aheadKeys {
 		if !bytes.Equal(from[k], latest[k]) {
@@ -123,15 +124,15 @@ func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 }
 
 // produce reads each range in order, copying every chunk into memory (the
-// source re-uses a chunk's slices once emit returns), at most
-// readAheadBytes ahead of the consumer.
+// source re-uses a chunk's slices once emit returns), at most a.budget
+// bytes ahead of the consumer (at least one chunk).
 func (a *readAhead) produce(ctx context.Context, srcs []stream.Source) {
 	defer close(a.done)
 	for i, r := range a.ranges {
 		err := srcs[i].ReadBatch(ctx, r.Start, r.End, func(in *stream.Batch) error {
 			n := chunkBytes(in)
 			a.mu.Lock()
-			for a.mu.bytes > 0 && a.mu.bytes+n > readAheadBytes && !a.mu.closed {
+			for a.mu.bytes > 0 && a.mu.bytes+n > a.budget && !a.mu.closed {
 				a.mu.cond.Wait()
 			}
 			if a.mu.closed {
