@@ -77,6 +77,7 @@ type driver struct {
 	aheadKeys []string
 	aheadFrom map[string]json.RawMessage
 	ahead     *readAhead
+	aheadFree []*stream.Batch // the last read-ahead's chunks, to re-use
 }
 
 // batchResult is what the driver reports back after a batch committed:
