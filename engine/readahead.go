@@ -75,6 +75,7 @@ type readAhead struct {
 type aheadItem struct {
 	r   int
 	b   *stream.Batch
+	n   int64 // b's chunkBytes
 	end bool
 	err error
 }
@@ -147,10 +148,10 @@ func (a *readAhead) produce(ctx context.Context, srcs []stream.Source) {
 			}
 			a.mu.Unlock()
 			dst = copyChunk(dst, in)
-			a.push(aheadItem{r: i, b: dst}, n)
+			a.push(aheadItem{r: i, b: dst, n: n})
 			return nil
 		})
-		a.push(aheadItem{r: i, end: true, err: err}, 0)
+		a.push(aheadItem{r: i, end: true, err: err})
 		if err != nil {
 			return
 		}
@@ -159,11 +160,10 @@ func (a *readAhead) produce(ctx context.Context, srcs []stream.Source) {
 
 var errAheadDiscarded = errors.New("read-ahead discarded")
 
-func (a *readAhead) push(it aheadItem, n int64) {
+func (a *readAhead) push(it aheadItem) {
 	a.mu.Lock()
-
 	a.mu.queue = append(a.mu.queue, it)
-	a.mu.bytes += n
+	a.mu.bytes += it.n
 	a.mu.cond.Broadcast()
 	a.mu.Unlock()
 }
@@ -179,7 +179,7 @@ func (a *readAhead) pop() aheadItem {
 	a.mu.queue[0] = aheadItem{}
 	a.mu.queue = a.mu.queue[1:]
 	if it.b != nil {
-		a.mu.bytes -= chunkBytes(it.b)
+		a.mu.bytes -= it.n
 		a.mu.cond.Broadcast()
 	}
 	return it
