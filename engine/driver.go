@@ -70,10 +70,11 @@ type driver struct {
 	dry bool
 	// trace, if set, receives each plan just before it is performed.
 	trace func(p *batchPlan)
-	// aheadKeys, set in an availableNow run once its sources are prepared,
-	// turns the read-ahead on (readahead.go): the keys it polls, in query
-	// order. aheadFrom is the loop's Current before the batch in flight,
-	// ahead the next batch's read-ahead.
+	// aheadOn, set by the loop of an availableNow run for a batch that the
+	// run may follow with another, turns the read-ahead on (readahead.go):
+	// aheadKeys are the keys it polls, in query order, aheadFrom the loop's
+	// Current before the batch in flight, ahead the next batch's read-ahead.
+	aheadOn   bool
 	aheadKeys []string
 	aheadFrom map[string]json.RawMessage
 	ahead     *readAhead

@@ -49,8 +49,10 @@ const readAheadBytes = 64 << 20
 // methods other than the producer's are called from the driver's goroutine.
 type readAhead struct {
 	// from is each source's offset the poll started from (the loop's
-	// Current after batch N), latest what it returned.
+	// Current after batch N), latest what it returned or pollErr its
+	// failure.
 	from, latest map[string]json.RawMessage
+	pollErr      error
 	ranges       []readRange // the ranges read, in query order
 	budget       int64       // bytes of chunks held at most (readAheadBytes)
 	next         int         // the range the next read step takes
@@ -87,9 +89,10 @@ type aheadCommit struct {
 
 // startReadAhead polls the sources for the batch after p and starts reading
 // its ranges, if any source has new data; p's reads are done. A failed poll
-// is not batch p's failure: the next trigger polls again and meets it.
+// is not batch p's failure: the next trigger meets its error where it would
+// have polled.
 func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
-	if d.aheadKeys == nil || d.ahead != nil || p.Kind != stream.KindData {
+	if !d.aheadOn || d.ahead != nil || p.Kind != stream.KindData {
 		return
 	}
 	from := make(map[string]json.RawMessage, len(d.aheadKeys))
@@ -99,20 +102,22 @@ func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 	for _, r := range p.Ranges {
 		from[r.Key] = r.End
 	}
-	d.aheadFrom = from
+	a := &readAhead{from: from, budget: d.o.aheadBytes, done: make(chan struct{})}
+	a.mu.cond = sync.NewCond(&a.mu)
+	d.ahead = a
 	latest, err := d.latestOffsets(ctx, d.aheadKeys, from)
 	if err != nil {
+		a.pollErr = err
+		close(a.done)
 		return
 	}
-	a := &readAhead{from: from, latest: latest, budget: d.o.aheadBytes, done: make(chan struct{})}
-	a.mu.cond = sync.NewCond(&a.mu)
+	a.latest = latest
 	a.mu.free, d.aheadFree = d.aheadFree, nil
 	for _, k := range d.aheadKeys {
 		if !bytes.Equal(from[k], latest[k]) {
 			a.ranges = append(a.ranges, readRange{Key: k, Start: from[k], End: latest[k]})
 		}
 	}
-	d.ahead = a
 	if len(a.ranges) == 0 {
 		close(a.done) // nothing to read: the poll alone is handed on
 		return
@@ -193,23 +198,24 @@ func (a *readAhead) recycle(b *stream.Batch) {
 	a.mu.Unlock()
 }
 
-// takeLatest is the poll made for the next trigger, if it started from
-// current; the loop plans with it instead of polling.
-func (d *driver) takeLatest(current map[string]json.RawMessage) map[string]json.RawMessage {
+// takeLatest is the poll made for the next trigger (ok), if it started
+// from current: the loop plans with it, or fails with its error, instead of
+// polling.
+func (d *driver) takeLatest(current map[string]json.RawMessage) (latest map[string]json.RawMessage, ok bool, err error) {
 	a := d.ahead
 	if a == nil || a.taken {
-		return nil
+		return nil, false, nil
 	}
 	for _, k := range d.aheadKeys {
 		if !bytes.Equal(a.from[k], current[k]) {
-			return nil
+			return nil, false, nil
 		}
 	}
 	a.taken = true
 	if len(a.ranges) == 0 {
-		d.ahead = nil
+		d.ahead, d.aheadFree = nil, a.mu.free
 	}
-	return a.latest
+	return a.latest, true, a.pollErr
 }
 
 // aheadFor is the read-ahead of read step s, nil if s reads another range

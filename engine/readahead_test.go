@@ -28,7 +28,8 @@ type aheadSource struct {
 	s        *scenario
 	inRead   atomic.Int32
 	failRead int // the failRead-th ReadBatch fails (0: none)
-	n        int
+	failPoll int // the failPoll-th LatestOffset fails (0: none)
+	n, polls int
 	mu       sync.Mutex
 	started  map[string]chan struct{} // by start offset, closed once read
 	problems []string
@@ -49,7 +50,10 @@ func (a *aheadSource) startedCh(start string) chan struct{} {
 	return ch
 }
 
-var errAheadRead = errors.New("archive file unreadable")
+var (
+	errAheadRead = errors.New("archive file unreadable")
+	errAheadPoll = errors.New("archive listing failed")
+)
 
 func (a *aheadSource) problem(format string, args ...any) {
 	a.mu.Lock()
@@ -106,6 +110,9 @@ func (a *aheadSource) Commit(ctx context.Context, end stream.Offset) error {
 func (a *aheadSource) LatestOffset(ctx context.Context, start stream.Offset) (stream.Offset, error) {
 	if a.inRead.Load() != 0 {
 		a.problem("LatestOffset(%s) during a ReadBatch", start)
+	}
+	if a.polls++; a.polls == a.failPoll {
+		return nil, errAheadPoll
 	}
 	return a.memSource.LatestOffset(ctx, start)
 }
@@ -248,5 +255,29 @@ func TestReadAheadCrash(t *testing.T) {
 				t.Fatal(got)
 			}
 		})
+	}
+}
+
+// TestReadAheadNotPastMaxBatches: a run that --max-batches ends reads
+// nothing ahead of its last batch (the sources would admit a batch that
+// no run plans yet), and a poll that fails while a batch finishes fails
+// the next trigger, where the poll would have failed.
+func TestReadAheadNotPastMaxBatches(t *testing.T) {
+	s := newScenario()
+	s.sources["a"] = &srcWorld{start: 1, available: 50, max: 10}
+	src := &aheadSource{memSource: memSource{w: s.sources["a"], name: "a"}, s: s}
+	q := aheadQuery(s, src, streamtest.Plain(s.table))
+	q.MaxDataBatches = 2
+	sum, err := Run(context.Background(), q, Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock})
+	if err != nil || sum.LastBatchID != 1 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	if src.n != 2 || src.polls != 2 {
+		t.Errorf("%d reads and %d polls for 2 batches, want 2 of each", src.n, src.polls)
+	}
+	src = &aheadSource{memSource: memSource{w: s.sources["a"], name: "a"}, s: s, failPoll: 2}
+	sum, err = Run(context.Background(), aheadQuery(s, src, streamtest.Plain(s.table)), Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock})
+	if !errors.Is(err, errAheadPoll) || sum.LastBatchID != 2 {
+		t.Fatalf("failed poll: %+v %v, want batch 2 committed, then the poll's error", sum, err)
 	}
 }
