@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ethstream/ethstream/engine"
@@ -21,7 +22,10 @@ type Side struct {
 	schema  stream.Schema
 	wm      *engine.Watermark
 	where   stream.Predicate
-	err     error
+	// whereExpr and whereOpts are where as given (Where).
+	whereExpr filter.Expr
+	whereOpts filter.Options
+	err       error
 }
 
 // From starts a join side named alias (the relation's alias: output
@@ -77,22 +81,59 @@ func (s *Side) WithWatermark(column string, delay time.Duration) *Side {
 	return s
 }
 
-// Where keeps the side's rows for which e is TRUE, before the join.
-func (s *Side) Where(e filter.Expr) *Side {
-	p, err := filter.Compile(e, func(name string) (stream.Type, bool) {
+// Where keeps the side's rows for which e is TRUE, before the join, as
+// Spark runs side.withWatermark(...).where(e): its conjuncts that do not
+// read the watermark's column run below the watermark too
+// (PushPredicateThroughNonJoin), so only the rows they keep advance the
+// side's watermark; the others filter after it. Spark's ANSI defaults.
+func (s *Side) Where(e filter.Expr) *Side { return s.WhereWith(e, filter.Options{}) }
+
+// WhereWith is Where compiled under o.
+func (s *Side) WhereWith(e filter.Expr, o filter.Options) *Side {
+	types := func(name string) (stream.Type, bool) {
 		if f := s.schema.Field(name); f != nil {
 			return f.Type, true
 		}
 		return 0, false
-	})
+	}
+	p, err := filter.CompileWith(e, types, o)
 	if err != nil {
 		return s.fail(err)
 	}
 	if s.where != nil {
 		return s.fail(invalid("side %s has a filter already: combine the two with And", s.alias))
 	}
-	s.where = p
+	s.where, s.whereExpr, s.whereOpts = p, e, o
 	return s
+}
+
+// below is the part of the side's filter that runs below its watermark:
+// the conjuncts that do not read the event-time column (nil: none, or no
+// watermark).
+func (s *Side) below() (stream.Predicate, error) {
+	if s.where == nil || s.wm == nil {
+		return nil, nil
+	}
+	var below filter.Expr
+	for _, c := range filter.Conjuncts(s.whereExpr) {
+		if slices.Contains(filter.Columns(c), s.wm.Column) {
+			continue
+		}
+		if below == nil {
+			below = c
+		} else {
+			below = filter.And{L: below, R: c}
+		}
+	}
+	if below == nil {
+		return nil, nil
+	}
+	return filter.CompileWith(below, func(name string) (stream.Type, bool) {
+		if f := s.schema.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	}, s.whereOpts)
 }
 
 // JoinOn is a join's type and condition.
@@ -159,7 +200,11 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 		return q.fail(err)
 	}
 	for _, s := range []*Side{left, right} {
-		es := engine.Side{Name: s.alias, Where: s.where, Watermark: s.wm}
+		pre, err := s.below()
+		if err != nil {
+			return q.fail(err)
+		}
+		es := engine.Side{Name: s.alias, Where: s.where, PreWatermark: pre, Watermark: s.wm}
 		for _, ns := range s.sources {
 			es.Sources = append(es.Sources, ns.Name)
 			q.q.Sources = append(q.q.Sources, ns)
