@@ -144,6 +144,14 @@ type JoinOn struct {
 	// Range is the time-range condition: e.g. Between("ts", "ts", 0,
 	// 10*time.Minute) for left.ts BETWEEN right.ts AND right.ts + 10m.
 	Range []join.Bound
+	// Where, when set, filters the join's rows (its columns named as the
+	// join names them: alias_col for a name both sides have), as Spark's
+	// left.join(right, ...).where(Where): placed as Spark's optimizer
+	// places it (join.Pushdown), its conjuncts on one side below the join
+	// where the join type allows, an outer join narrowed when they reject
+	// its null-supplying side's nulls, the rest after the join. Spark's
+	// rules on watermarks and conditions apply to Type as written.
+	Where filter.Expr
 }
 
 // Between is left.leftCol BETWEEN right.rightCol + lo AND right.rightCol +
@@ -181,6 +189,13 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	}
 	if left.alias == right.alias {
 		return q.fail(invalid("both sides of the join are named %q", left.alias))
+	}
+	var rest filter.Expr
+	if on.Where != nil {
+		var err error
+		if left, right, rest, on.Type, err = pushWhere(left, right, on); err != nil {
+			return q.fail(err)
+		}
 	}
 	spec := join.Spec{Type: on.Type, Range: on.Range,
 		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys},
@@ -225,7 +240,61 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	q.schema = op.OutputSchema()
 	q.joinMarks(op, left, right)
 	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
+	if rest != nil {
+		q.Where(rest)
+	}
 	return q
+}
+
+// pushWhere places on.Where (join.Pushdown): copies of the sides with the
+// conjuncts pushed into each added to its filter, the conjuncts left for
+// after the join, and the type the join runs as. The join as written is
+// checked first (Spark's rules for its type), and the WHERE against its
+// rows.
+func pushWhere(left, right *Side, on JoinOn) (*Side, *Side, filter.Expr, join.Type, error) {
+	declared := join.Spec{Type: on.Type, Range: on.Range,
+		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys},
+		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys}}
+	for i, s := range []*Side{left, right} {
+		js := &declared.Left
+		if i == 1 {
+			js = &declared.Right
+		}
+		if s.wm != nil {
+			js.Watermark, js.Delay = s.wm.Column, s.wm.Delay
+		}
+	}
+	op, err := join.New(declared)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	out := op.OutputSchema()
+	if _, err := filter.Compile(on.Where, func(name string) (stream.Type, bool) {
+		if f := out.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	}); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	pd := join.Pushdown(on.Type, on.Where, [2]stream.Schema{left.schema, right.schema}, [2]string{left.alias, right.alias}, filter.Options{})
+	sides := [2]*Side{left, right}
+	for i, e := range pd.Sides {
+		if e == nil {
+			continue
+		}
+		c := *sides[i]
+		o := c.whereOpts
+		if c.whereExpr != nil {
+			e = filter.And{L: c.whereExpr, R: e}
+		}
+		c.where, c.whereExpr = nil, nil
+		if c.WhereWith(e, o); c.err != nil {
+			return nil, nil, nil, 0, c.err
+		}
+		sides[i] = &c
+	}
+	return sides[0], sides[1], pd.Rest, pd.Type, nil
 }
 
 // Schema returns the schema of the rows at the end of the plan so far (a

@@ -78,8 +78,8 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 	on := flow.JoinOn{Type: jq.Type, LeftKeys: jq.LeftKeys, RightKeys: jq.RightKeys, Range: jq.Range}
 	if jq.Outer() {
 		// The join as written, checked by Spark's rules for its type (the
-		// analyzed plan's), then the WHERE pushed below it (query/
-		// join_pushdown.go): the join that runs may be a narrower type.
+		// analyzed plan's), then the WHERE pushed below it
+		// (join/pushdown.go): the join that runs may be a narrower type.
 		declared := flow.New("query").Join(sides[0], sides[1], on)
 		pd, nonANSI, err := joinPushdown(cfg, jq, schemas, declared)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/flow"
+	"github.com/ethstream/ethstream/join"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -86,10 +87,10 @@ func compileJoinOuter(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema,
 // joinPushdown is where the WHERE over the rows of declared, the join as
 // written, runs (query.JoinQuery.Pushdown), and whether it compiles in
 // non-ANSI mode.
-func joinPushdown(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, declared *flow.Query) (query.JoinPushdown, bool, error) {
+func joinPushdown(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, declared *flow.Query) (join.Pushed, bool, error) {
 	qc, _, o, err := compileJoinOuter(cfg, jq, schemas, declared)
 	if err != nil {
-		return query.JoinPushdown{}, false, err
+		return join.Pushed{}, false, err
 	}
 	var where filter.Expr
 	if qc.Where != nil {

@@ -10,7 +10,7 @@ import (
 
 // pushdownOf parses a join with a WHERE over relations a and b of (k
 // STRING, ts TIMESTAMP, id BIGINT) and returns where the WHERE runs.
-func pushdownOf(t *testing.T, sql string) JoinPushdown {
+func pushdownOf(t *testing.T, sql string) join.Pushed {
 	t.Helper()
 	jq, err := ParseJoin(sql)
 	if err != nil {

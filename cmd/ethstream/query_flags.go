@@ -134,7 +134,7 @@ func printOperators(b *strings.Builder, r *engine.PlanReport) {
 }
 
 // printJoinFilters prints, for a stream-stream join whose WHERE runs partly
-// below it (query/join_pushdown.go), the type the join runs as and the
+// below it (join/pushdown.go), the type the join runs as and the
 // filter on each side; the conjuncts left above the join run after it (a
 // next operator's input).
 func printJoinFilters(b *strings.Builder, r *engine.PlanReport) {

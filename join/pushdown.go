@@ -1,9 +1,8 @@
-package query
+package join
 
 import (
 	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/filter"
-	"github.com/ethstream/ethstream/join"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -27,7 +26,7 @@ import (
 //     reading no column counts as the left side's) into that side, where
 //     the join type allows: both sides of an INNER join, the preserved
 //     side of a LEFT or RIGHT OUTER join, the left side of a LEFT SEMI
-//     join, neither side of a FULL OUTER join. The rest stays above the
+//     join, neither side of a FULL OUTER  The rest stays above the
 //     join (an INNER join's conjuncts reading both sides go into Spark's
 //     join condition instead: the same rows, since an inner join emits
 //     only matched pairs).
@@ -44,10 +43,10 @@ import (
 // it inner. Every expression here is deterministic, so each conjunct may
 // move.
 
-// JoinPushdown is where a WHERE over a join's rows runs.
-type JoinPushdown struct {
+// Pushed is where a WHERE over a join's rows runs (Pushdown).
+type Pushed struct {
 	// Type is the join's type after EliminateOuterJoin.
-	Type join.Type
+	Type Type
 	// Sides are the conjuncts pushed into each side (nil: none), over the
 	// side's own column names.
 	Sides [2]filter.Expr
@@ -63,18 +62,19 @@ type origin struct {
 }
 
 // Pushdown decides where each conjunct of where, an expression over the
-// join's rows (its columns named as OutputName names them), runs, the
-// relations' columns being schemas; o is the SQL settings the WHERE is
-// compiled under (the null test evaluates it).
-func (jq *JoinQuery) Pushdown(where filter.Expr, schemas [2]stream.Schema, o filter.Options) JoinPushdown {
-	pd := JoinPushdown{Type: jq.Type}
+// rows of a join of type t (its columns named as OutputName names them,
+// the relations' columns being schemas and their names aliases), runs; o
+// is the SQL settings the WHERE is compiled under (the null test
+// evaluates it).
+func Pushdown(t Type, where filter.Expr, schemas [2]stream.Schema, aliases [2]string, o filter.Options) Pushed {
+	pd := Pushed{Type: t}
 	if where == nil {
 		return pd
 	}
 	from := map[string]origin{}
 	for side := range schemas {
 		for _, f := range schemas[side].Fields {
-			if n, ok := jq.OutputName(schemas, side, f.Name); ok {
+			if n, ok := OutputName(t, schemas, aliases, side, f.Name); ok {
 				from[n] = origin{side, f.Name}
 			}
 		}
@@ -86,14 +86,14 @@ func (jq *JoinQuery) Pushdown(where filter.Expr, schemas [2]stream.Schema, o fil
 	for i, c := range conj {
 		sideOf[i] = readSide(c, from)
 	}
-	pd.Type = eliminateOuterJoin(jq.Type, conj, sideOf, from, schemas, o)
+	pd.Type = eliminateOuterJoin(t, conj, sideOf, from, schemas, o)
 	pushable := [2]bool{}
 	switch pd.Type {
-	case join.Inner:
+	case Inner:
 		pushable = [2]bool{true, true}
-	case join.LeftOuter, join.LeftSemi:
+	case LeftOuter, LeftSemi:
 		pushable[stream.LeftSide] = true
-	case join.RightOuter:
+	case RightOuter:
 		pushable[stream.RightSide] = true
 	}
 	and := func(acc, c filter.Expr) filter.Expr {
@@ -140,8 +140,8 @@ func toSide(c filter.Expr, from map[string]origin) filter.Expr {
 
 // eliminateOuterJoin is the type Spark's EliminateOuterJoin makes of an
 // outer join t under the conjuncts conj (each reading side sideOf[i]).
-func eliminateOuterJoin(t join.Type, conj []filter.Expr, sideOf []int, from map[string]origin, schemas [2]stream.Schema, o filter.Options) join.Type {
-	if t != join.LeftOuter && t != join.RightOuter && t != join.FullOuter {
+func eliminateOuterJoin(t Type, conj []filter.Expr, sideOf []int, from map[string]origin, schemas [2]stream.Schema, o filter.Options) Type {
+	if t != LeftOuter && t != RightOuter && t != FullOuter {
 		return t
 	}
 	var rejects [2]bool
@@ -162,12 +162,12 @@ func eliminateOuterJoin(t join.Type, conj []filter.Expr, sideOf []int, from map[
 	}
 	l, r := rejects[stream.LeftSide], rejects[stream.RightSide]
 	switch {
-	case t == join.RightOuter && l, t == join.LeftOuter && r, t == join.FullOuter && l && r:
-		return join.Inner
-	case t == join.FullOuter && l:
-		return join.LeftOuter
-	case t == join.FullOuter && r:
-		return join.RightOuter
+	case t == RightOuter && l, t == LeftOuter && r, t == FullOuter && l && r:
+		return Inner
+	case t == FullOuter && l:
+		return LeftOuter
+	case t == FullOuter && r:
+		return RightOuter
 	}
 	return t
 }
