@@ -41,8 +41,8 @@ import (
 // readAheadBytes bounds the chunks held in memory ahead of the operator
 // (chunkBytes). A seed backfill batch (365 files) decodes to 125-165 MB of
 // projected columns; 64 MB holds about half of one, and the read-ahead
-// stays a small part of the 600 MB RSS target (the seed bench's peak RSS
-// did not move: 846 MB with it, 851 MB without, on a loaded host).
+// stays a small part of the 600 MB RSS target (the seed bench's peak RSS:
+// 837-851 MB with it, 800-852 MB without, five rounds on a loaded host).
 const readAheadBytes = 64 << 20
 
 // readAhead is the next batch's ranges being read on another goroutine. Its
