@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -66,6 +65,16 @@ func batchBlocksHTTP(ctx context.Context, hc *http.Client, url string, nums []ui
 			i+1, hexutil.EncodeUint64(n))
 	}
 	body = append(body, ']')
+	data, err := postBatch(ctx, hc, url, body)
+	if err != nil {
+		return nil, err
+	}
+	return decodeBatchAnswer(data, res)
+}
+
+// postBatch posts the batch request body to url through hc and returns the
+// answer's bytes; err is the transport's or an rpc.HTTPError.
+func postBatch(ctx context.Context, hc *http.Client, url string, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -77,20 +86,43 @@ func batchBlocksHTTP(ctx context.Context, hc *http.Client, url string, nums []ui
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, rerr := io.ReadAll(resp.Body)
+	data, rerr := readBody(resp)
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return nil, rpc.HTTPError{Status: resp.Status, StatusCode: resp.StatusCode, Body: data}
 	}
 	if rerr != nil {
 		return nil, rerr
 	}
-	return decodeBatchAnswer(data, res)
+	return data, nil
+}
+
+// readBody reads an answer into one buffer of its announced length (a
+// table batch is megabytes: io.ReadAll's doublings copied it ~20 times).
+func readBody(resp *http.Response) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= 1<<30 {
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead spare bytes
+	}
+	_, err := buf.ReadFrom(resp.Body)
+	return buf.Bytes(), err
 }
 
 // decodeBatchAnswer decodes a batch answer whose calls have ids 1..len(res)
 // (call i has id i+1). Messages with other ids are ignored, as go-ethereum's
 // client ignores them.
 func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
+	return decodeBatch(data, len(res), func(k int, result []byte) error {
+		_ = res[k].UnmarshalJSON(result) // never fails; keeps its error
+		return nil
+	})
+}
+
+// decodeBatch decodes a batch answer whose calls have ids 1..n (call k has
+// id k+1), handing each call's result (valid JSON) to set, whose error is
+// the call's own, as go-ethereum's client reports a result that does not
+// decode. Messages with other ids are ignored, as go-ethereum's client
+// ignores them.
+func decodeBatch(data []byte, n int, set func(k int, result []byte) error) ([]error, error) {
 	if !json.Valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v) // the decoder's own *json.SyntaxError
@@ -111,14 +143,14 @@ func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
 	if data[i] != '[' {
 		return nil, fmt.Errorf("batch answer is not an array")
 	}
-	errs := make([]error, len(res))
-	seen := make([]bool, len(res))
+	errs := make([]error, n)
+	seen := make([]bool, n)
 	for i = skipWS(data, i+1); i < len(data) && data[i] != ']'; {
 		id, result, hasResult, jerr, end, err := batchMessage(data, i)
 		if err != nil {
 			return nil, err
 		}
-		if k := id - 1; k >= 0 && k < len(res) && !seen[k] {
+		if k := id - 1; k >= 0 && k < n && !seen[k] {
 			seen[k] = true
 			switch {
 			case jerr != nil:
@@ -126,7 +158,7 @@ func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
 			case !hasResult:
 				errs[k] = errNoResult
 			default:
-				_ = res[k].UnmarshalJSON(result) // never fails; keeps its error
+				errs[k] = set(k, result)
 			}
 		}
 		i = skipWS(data, end)
