@@ -13,8 +13,8 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 )
 
-// The block batch over HTTP: fetchChunk posts its eth_getBlockByNumber
-// batch itself and decodes the answer in one validation pass plus one scan,
+// The block batch over HTTP (and websocket, batchws.go): fetchChunk posts
+// its eth_getBlockByNumber batch itself and decodes the answer in one validation pass plus one scan,
 // instead of go-ethereum's client, which decodes the batch into messages
 // (one pass), then each result again (validation, a skip to find its end,
 // and only then the block's own scan): those four passes over a 20-block
@@ -51,10 +51,9 @@ func (e *jsonError) ErrorCode() int { return e.Code }
 
 var _ rpc.Error = (*jsonError)(nil)
 
-// batchBlocksHTTP posts eth_getBlockByNumber(n, false) for every n of nums
-// to url through hc and decodes answer i into res[i]; errs[i] is call i's
-// own error. err is the request's: its transport, status or framing.
-func batchBlocksHTTP(ctx context.Context, hc *http.Client, url string, nums []uint64, res []blockResult) (errs []error, err error) {
+// blocksRequest is the batch eth_getBlockByNumber(n, false) for every n of
+// nums, call i with id i+1.
+func blocksRequest(nums []uint64) []byte {
 	body := make([]byte, 0, 90*len(nums)+2)
 	body = append(body, '[')
 	for i, n := range nums {
@@ -64,12 +63,7 @@ func batchBlocksHTTP(ctx context.Context, hc *http.Client, url string, nums []ui
 		body = fmt.Appendf(body, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":["%s",false]}`,
 			i+1, hexutil.EncodeUint64(n))
 	}
-	body = append(body, ']')
-	data, err := postBatch(ctx, hc, url, body)
-	if err != nil {
-		return nil, err
-	}
-	return decodeBatchAnswer(data, res)
+	return append(body, ']')
 }
 
 // postBatch posts the batch request body to url through hc and returns the

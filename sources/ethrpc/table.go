@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -85,8 +84,8 @@ func (s *Source) fetchBodies(ctx context.Context, rows []blockRow) ([]fullBlock,
 	for lo := 0; lo < len(rows); lo += tableBlocksPerRequest {
 		hi := min(lo+tableBlocksPerRequest, len(rows))
 		err := s.pool.call(ctx, fmt.Sprintf("bodies of blocks %d..%d", rows[lo].Number, rows[hi-1].Number), func(ctx context.Context, c *rpc.Client) error {
-			if hc, url := s.pool.httpFor(c); hc != nil {
-				return batchBodiesHTTP(ctx, hc, url, rows[lo:hi], blks[lo:hi], rcs[lo:hi])
+			if post := s.pool.batchPoster(c); post != nil {
+				return batchBodies(ctx, post, rows[lo:hi], blks[lo:hi], rcs[lo:hi])
 			}
 			elems := make([]rpc.BatchElem, 0, 2*(hi-lo))
 			for i := lo; i < hi; i++ {
@@ -111,13 +110,14 @@ func (s *Source) fetchBodies(ctx context.Context, rows []blockRow) ([]fullBlock,
 	return blks, rcs, nil
 }
 
-// batchBodiesHTTP posts eth_getBlockByHash(hash, true) and
-// eth_getBlockReceipts(hash) for every block of rows in one batch and
-// decodes the answers into blks and rcs (batchhttp.go: one validation pass,
+// batchBodies posts (post: batchhttp.go, batchws.go)
+// eth_getBlockByHash(hash, true) and eth_getBlockReceipts(hash) for every
+// block of rows in one batch and decodes the answers into blks and rcs
+// (decodeBatch: one validation pass,
 // then the one-pass decoders of bodyjson.go, where go-ethereum's client
 // scanned each megabyte five times through encoding/json before them). The
 // first call's error is returned, as the go-ethereum path does.
-func batchBodiesHTTP(ctx context.Context, hc *http.Client, url string, rows []blockRow, blks []fullBlock, rcs []blockReceipts) error {
+func batchBodies(ctx context.Context, post func(context.Context, []byte) ([]byte, error), rows []blockRow, blks []fullBlock, rcs []blockReceipts) error {
 	body := make([]byte, 0, 220*len(rows)+2)
 	body = append(body, '[')
 	for i, r := range rows {
@@ -128,7 +128,7 @@ func batchBodiesHTTP(ctx context.Context, hc *http.Client, url string, rows []bl
 			`{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockReceipts","params":[%q]}`, 2*i+1, r.Hash, 2*i+2, r.Hash)
 	}
 	body = append(body, ']')
-	data, err := postBatch(ctx, hc, url, body)
+	data, err := post(ctx, body)
 	if err != nil {
 		return err
 	}
