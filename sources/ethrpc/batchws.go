@@ -16,8 +16,8 @@ import (
 // answer is read as one message's bytes and decoded by decodeBatch, not by
 // go-ethereum's client, whose websocket codec scans every message with
 // encoding/json's Decoder, then each message and each result again. The
-// batches go over a connection of their own, one batch at a time: the
-// client's connection keeps the newHeads subscription. Errors are the
+// batches go over connections of their own, one batch at a time on each:
+// the client's connection keeps the other calls. Errors are the
 // client's kinds (classify): the transport's, websocket.ErrReadLimit past
 // the endpoint's cap, and the context's.
 
@@ -25,27 +25,36 @@ import (
 // maxResponseSize is set.
 const wsDefaultReadLimit = 32 * 1024 * 1024
 
-// wsBatcher posts batches to one websocket endpoint.
+// wsBatcher posts batches to one websocket endpoint, one batch at a time
+// on each of its connections: an answer is the connection's next message.
+// Concurrent batches (the source's parallelism) each take an idle
+// connection or dial one, as go-ethereum's client sends them concurrently.
 type wsBatcher struct {
-	url   string
-	limit int64
-	mu    sync.Mutex // one batch in flight: an answer is the next message
-	conn  *websocket.Conn
+	url    string
+	limit  int64
+	mu     sync.Mutex
+	idle   []*websocket.Conn
+	closed bool // close was called: a connection in use is not kept
 }
 
+// maxIdleWS bounds the idle connections kept (parallelism's default).
+const maxIdleWS = 4
+
 // post sends the batch request body and returns the answer's bytes. A
-// failed exchange closes the connection; the next post redials.
+// failed exchange closes its connection.
 func (w *wsBatcher) post(ctx context.Context, body []byte) ([]byte, error) {
+	var c *websocket.Conn
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.conn == nil {
-		c, err := dialBatchWS(ctx, w.url, w.limit)
-		if err != nil {
+	if n := len(w.idle); n > 0 {
+		c, w.idle = w.idle[n-1], w.idle[:n-1]
+	}
+	w.mu.Unlock()
+	if c == nil {
+		var err error
+		if c, err = dialBatchWS(ctx, w.url, w.limit); err != nil {
 			return nil, err
 		}
-		w.conn = c
 	}
-	c := w.conn
 	dl, _ := ctx.Deadline()
 	_ = c.SetWriteDeadline(dl)
 	_ = c.SetReadDeadline(dl)
@@ -54,11 +63,18 @@ func (w *wsBatcher) post(ctx context.Context, body []byte) ([]byte, error) {
 	data, err := exchange(c, body)
 	if !stop() || err != nil {
 		c.Close()
-		w.conn = nil
 		if ctx.Err() != nil {
 			return nil, errors.Join(ctx.Err(), err)
 		}
 		return nil, err
+	}
+	w.mu.Lock()
+	if !w.closed && len(w.idle) < maxIdleWS {
+		w.idle, c = append(w.idle, c), nil
+	}
+	w.mu.Unlock()
+	if c != nil {
+		c.Close()
 	}
 	return data, nil
 }
@@ -99,12 +115,18 @@ func dialBatchWS(ctx context.Context, rawURL string, limit int64) (*websocket.Co
 	return c, nil
 }
 
-// close drops the connection.
-func (w *wsBatcher) close() {
+// dropIdle closes the idle connections (after a failed call: they may be
+// as stale as the one that failed); close also keeps none from then on.
+func (w *wsBatcher) dropIdle(final bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.conn != nil {
-		w.conn.Close()
-		w.conn = nil
+	for _, c := range w.idle {
+		c.Close()
 	}
+	w.idle = nil
+	w.closed = w.closed || final
 }
+
+// close closes the idle connections and keeps none from then on; one in
+// use is closed by its post.
+func (w *wsBatcher) close() { w.dropIdle(true) }

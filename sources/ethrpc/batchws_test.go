@@ -17,13 +17,19 @@ import (
 // is RPC_RESPONSE_TOO_LARGE, as over http.
 func TestBatchesOverWebsocket(t *testing.T) {
 	m := testManifest(t)
-	const span = 6
+	const span = 50 // blocks: two concurrent batches (parallelism); a table reads 6
 	n := startChainNode(t, span, ethnode.Faults{})
 	ctx := context.Background()
 	start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
-	end := Offset{Block: m.LastBlock + span, Hash: lowerHex(n.Header(m.LastBlock + span).Hash().Hex())}.JSON()
+	endAt := func(k uint64) stream.Offset {
+		return Offset{Block: m.LastBlock + k, Hash: lowerHex(n.Header(m.LastBlock + k).Hash().Hex())}.JSON()
+	}
 	read := func(o Options) ([]map[string]any, error) {
 		o.MaxBlocksPerTrigger = span
+		end := endAt(span)
+		if o.Table != "" {
+			end = endAt(6)
+		}
 		s, _ := openSource(t, o, nil)
 		var rows []map[string]any
 		err := s.ReadBatch(ctx, start, end, func(b *stream.Batch) error {

@@ -234,7 +234,7 @@ func (e *endpoint) drop(c *rpc.Client) {
 		ws := e.ws
 		e.mu.Unlock()
 		if ws != nil {
-			ws.close()
+			ws.dropIdle(false)
 		}
 	}
 }
