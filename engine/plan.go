@@ -64,7 +64,7 @@ func Plan(ctx context.Context, q Query, fs vfs.FS, dir string) (*PlanReport, err
 	}
 	if q.Shape != nil && chk != nil {
 		// The shape as the start records it: operators listed by id.
-		s := numberShape(*q.Shape, numberingOf(chk.rec, q.Shape))
+		s := numberShape(*q.Shape, numberingOf(chk.rec, q.Shape, chk.snap.Latest != nil))
 		rep.Shape = &s
 	}
 	if chk != nil && chk.sd != nil {
