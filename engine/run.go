@@ -285,7 +285,7 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 			t1 = clk.Now()
 			latestDur = t1.Sub(t0)
 		case needProbe:
-			needs, err := r.d.needsNoData(v.Watermark)
+			needs, err := r.d.needsNoData(v.Watermark, v.Last.Metadata.BatchWatermarkMs)
 			if err != nil {
 				return false, fmt.Errorf("batch %d: ask the operator for a no-data batch at watermark %d: %w", v.NextID, v.Watermark, err)
 			}
