@@ -48,3 +48,10 @@ func TestClosedCarry(t *testing.T) {
 		t.Fatal("a nil carry has bytes")
 	}
 }
+
+// setCarryInlineMax sets carryInlineMax for a test and returns the undo.
+func setCarryInlineMax(n int) func() {
+	old := carryInlineMax
+	carryInlineMax = n
+	return func() { carryInlineMax = old }
+}
