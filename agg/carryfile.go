@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
@@ -50,8 +49,8 @@ import (
 // refuses anything else as CHECKPOINT_CORRUPT naming the file.
 //
 // The file is published by internal/durable (temp file, fsync, link under
-// a name never used before, directory fsync) while Finish writes it,
-// through a pipe, so the carry never sits in memory; the version's .meta,
+// a name never used before, directory fsync) while Finish writes it, in
+// chunks of 1 MB, so the carry never sits in memory; the version's .meta,
 // which names it, is published only after it is durable (PrepareCommit and
 // Commit wait for it). A crash before the .meta leaves a file no record
 // names. The operator keeps the files the committed version's record and
@@ -82,26 +81,35 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // carryWriter writes the carry of one version as Finish produces it: into
 // memory up to carryInlineMax bytes, then into a file published on a
-// goroutine of its own (see above). It is not safe for concurrent use.
+// goroutine of its own (see above), in chunks of carryChunk bytes handed
+// over as they fill (records are appended once, into a chunk). It is not
+// safe for concurrent use.
 type carryWriter struct {
 	fs      vfs.FS
 	dir     string
 	version int64
-	mem     []byte // records while inline
+	buf     []byte // records not handed over yet (all of them while inline)
 	n       int64  // records written
-	scratch []byte
+	crc     uint32 // of every record
 
-	// The file, once started.
-	name string
-	pw   *io.PipeWriter
-	bw   *bufio.Writer
-	crc  uint32
-	size int64 // bytes written to bw
-	done chan error
+	// The file, once started: name, bytes handed over, full chunks to the
+	// publish (closed at the end), written ones back.
+	name   string
+	size   int64
+	chunks chan []byte
+	free   chan []byte
+	// abortc, closed by abort, fails the publish; exited is closed once it
+	// returned, with its result in done.
+	abortc chan struct{}
+	exited chan struct{}
+	done   chan error
 	// waited says done was read; err is its result.
 	waited bool
 	err    error
 }
+
+// carryChunk is the size of the chunks a carry file is written in.
+const carryChunk = 1 << 20
 
 func newCarryWriter(fs vfs.FS, stateDir string, version int64) *carryWriter {
 	return &carryWriter{fs: fs, dir: fs.PathJoin(stateDir, carryDirName), version: version}
@@ -110,20 +118,21 @@ func newCarryWriter(fs vfs.FS, stateDir string, version int64) *carryWriter {
 // add appends key with its encoded value.
 func (w *carryWriter) add(key, val []byte) error {
 	w.n++
-	if w.pw == nil {
-		w.mem = appendCarryRecord(w.mem, key, val)
-		if len(w.mem) <= carryInlineMax {
+	n := len(w.buf)
+	w.buf = appendCarryRecord(w.buf, key, val)
+	w.crc = crc32.Update(w.crc, castagnoli, w.buf[n:])
+	if w.chunks == nil {
+		if len(w.buf) <= carryInlineMax {
 			return nil
 		}
 		if err := w.start(); err != nil {
 			return err
 		}
-		rec := w.mem
-		w.mem = nil
-		return w.write(rec)
 	}
-	w.scratch = appendCarryRecord(w.scratch[:0], key, val)
-	return w.write(w.scratch)
+	if len(w.buf) >= carryChunk {
+		return w.handOver()
+	}
+	return nil
 }
 
 func appendCarryRecord(b, key, val []byte) []byte {
@@ -133,17 +142,24 @@ func appendCarryRecord(b, key, val []byte) []byte {
 	return append(b, val...)
 }
 
-// write appends records to the file.
-func (w *carryWriter) write(rec []byte) error {
-	w.crc = crc32.Update(w.crc, castagnoli, rec)
-	if _, err := w.bw.Write(rec); err != nil {
-		return w.fail(err)
+// handOver passes w.buf to the publish and takes an empty chunk.
+func (w *carryWriter) handOver() error {
+	select {
+	case w.chunks <- w.buf:
+	case <-w.exited:
+		return w.fail(errCarryPublishEnded)
 	}
-	w.size += int64(len(rec))
+	w.size += int64(len(w.buf))
+	select {
+	case b := <-w.free:
+		w.buf = b[:0]
+	default:
+		w.buf = make([]byte, 0, carryChunk+carryChunk/8)
+	}
 	return nil
 }
 
-// start begins publishing the file and writes its header.
+// start begins publishing the file: its header, then the records so far.
 func (w *carryWriter) start() error {
 	if err := durable.EnsureDir(w.fs, w.dir); err != nil {
 		return fmt.Errorf("aggregation: create the carry directory: %w", err)
@@ -151,35 +167,45 @@ func (w *carryWriter) start() error {
 	var rnd [8]byte
 	binary.LittleEndian.PutUint64(rnd[:], rand.Uint64())
 	w.name = fmt.Sprintf("%020d.%s%s", w.version, hex.EncodeToString(rnd[:]), carrySuffix)
-	pr, pw := io.Pipe()
-	w.pw, w.done = pw, make(chan error, 1)
+	w.chunks, w.free = make(chan []byte), make(chan []byte, 2)
+	w.abortc, w.exited, w.done = make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		_, err := durable.For(w.fs).Publish(w.dir, w.name, durable.Options{}, func(dst io.Writer) error {
-			_, err := io.Copy(dst, pr)
-			return err
+			for {
+				select {
+				case b, ok := <-w.chunks:
+					if !ok {
+						return nil
+					}
+					if _, err := dst.Write(b); err != nil {
+						return err
+					}
+					select {
+					case w.free <- b:
+					default:
+					}
+				case <-w.abortc:
+					return errCarryAborted
+				}
+			}
 		})
-		// A publish that failed early unblocks the writer.
-		pr.CloseWithError(errors.Join(err, errCarryPublishEnded))
 		w.done <- err
+		close(w.exited)
 	}()
-	w.bw = bufio.NewWriterSize(pw, 256<<10)
-	h := make([]byte, 0, carryHeaderSize)
+	h := make([]byte, 0, carryChunk+carryChunk/8)
 	h = append(h, carryMagic...)
 	h = binary.LittleEndian.AppendUint16(h, carryFormat)
 	h = binary.LittleEndian.AppendUint16(h, 0)
 	h = binary.LittleEndian.AppendUint64(h, uint64(w.version))
 	h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
-	if _, err := w.bw.Write(h); err != nil {
-		return w.fail(err)
-	}
-	w.size = carryHeaderSize
+	w.buf = append(h, w.buf...)
 	return nil
 }
 
 var errCarryPublishEnded = errors.New("carry publish ended")
 
 // fail ends a failed file write, returning the publish's own error when
-// it has one (the pipe's reports only that the publish ended).
+// it has one.
 func (w *carryWriter) fail(err error) error {
 	w.abort()
 	if w.err != nil {
@@ -191,26 +217,23 @@ func (w *carryWriter) fail(err error) error {
 // finish ends the records and sets rec's carry fields: the records inline,
 // or the file, whose publish then completes on its goroutine (wait).
 func (w *carryWriter) finish(rec *opRecord) error {
-	if w.pw == nil {
+	if w.chunks == nil {
 		if w.n > 0 {
-			rec.Carry = w.mem
+			rec.Carry = w.buf
 		}
 		return nil
 	}
 	f := binary.LittleEndian.AppendUint64(make([]byte, 0, carryFooterSize), uint64(w.n))
 	f = binary.LittleEndian.AppendUint32(f, w.crc)
 	f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(f, castagnoli))
-	if _, err := w.bw.Write(f); err != nil {
-		return w.fail(err)
+	w.buf = append(w.buf, f...)
+	if err := w.handOver(); err != nil {
+		return err
 	}
-	if err := w.bw.Flush(); err != nil {
-		return w.fail(err)
-	}
-	if err := w.pw.Close(); err != nil {
-		return w.fail(err)
-	}
+	close(w.chunks)
+	w.buf = nil
 	rec.CarryFile = carryDirName + "/" + w.name
-	rec.CarryBytes = w.size + carryFooterSize
+	rec.CarryBytes = w.size
 	return nil
 }
 
@@ -229,12 +252,17 @@ func (w *carryWriter) wait() error {
 	return nil
 }
 
-// abort stops a file write in progress; the publish removes its temp file.
+// abort stops a file write in progress; the publish removes its temp file
+// (a publish already complete leaves a file no record names: garbage).
 func (w *carryWriter) abort() {
 	if w == nil || w.done == nil {
 		return
 	}
-	w.pw.CloseWithError(errCarryAborted)
+	select {
+	case <-w.abortc:
+	default:
+		close(w.abortc)
+	}
 	if !w.waited {
 		w.err, w.waited = <-w.done, true
 	}
