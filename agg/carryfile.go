@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -26,7 +25,10 @@ import (
 // CRC-32C covers it); a larger one is a file of its own beside the state
 // files, named by the record ("carryFile", "carryBytes"):
 //
-//	<StateDir>/carry/<version:%020d>.<16 lowercase hex, random>.carry
+//	<StateDir>/<version:%020d>.<16 lowercase hex, random>.carry
+//
+// (the state store keeps a name it does not know, never reading or
+// deleting it).
 //
 // Its format, version 1 (integers little-endian, uvarint as in
 // encoding/binary, CRC-32C Castagnoli):
@@ -36,15 +38,20 @@ import (
 //	|   = 0 | version u64 (the state version that wrote it) |        |
 //	|   crc32c u32 of the 16 bytes before it                        |
 //	+---------------------------------------------------------------+
-//	| records: key length uvarint | key | value length uvarint |    |
-//	|   value (the state key and encoded value, as in state)        |
+//	| records: shared uvarint | suffix length uvarint | key suffix |
+//	|   value length uvarint | value                                |
 //	+---------------------------------------------------------------+
 //	| footer, 16 bytes: record count u64 | crc32c u32 of the records |
 //	|   | crc32c u32 of the 12 bytes before it                      |
 //	+---------------------------------------------------------------+
 //
-// The inline form is the records alone. Records are in no particular
-// order; their count is the version's closedRows. A reader verifies the
+// A record is a state key and its encoded value, as in state; the key is
+// given as the length of the prefix it shares with the previous record's
+// key (0 for the first) and the bytes after it: records come mostly in key
+// order, and keys of one window share its end, start and leading group
+// values (a seed backfill's carry shrinks by about a third). The inline
+// form is the records alone. Records are in no particular order (no key
+// twice); their count is the version's closedRows. A reader verifies the
 // size the record names, header, footer, both checksums and count, and
 // refuses anything else as CHECKPOINT_CORRUPT naming the file.
 //
@@ -62,10 +69,8 @@ import (
 // does not hold); then the whole carry is read once.
 
 const (
-	// carryDirName is the carry files' directory under StateDir.
-	carryDirName = "carry"
-	carrySuffix  = ".carry"
-	carryMagic   = "ESCC"
+	carrySuffix = ".carry"
+	carryMagic  = "ESCC"
 	// carryFormat is the carry file format this build writes and reads.
 	carryFormat     = 1
 	carryHeaderSize = 20
@@ -91,6 +96,7 @@ type carryWriter struct {
 	buf     []byte // records not handed over yet (all of them while inline)
 	n       int64  // records written
 	crc     uint32 // of every record
+	prev    []byte // the last record's key
 
 	// The file, once started: name, bytes handed over, full chunks to the
 	// publish (closed at the end), written ones back.
@@ -112,14 +118,23 @@ type carryWriter struct {
 const carryChunk = 1 << 20
 
 func newCarryWriter(fs vfs.FS, stateDir string, version int64) *carryWriter {
-	return &carryWriter{fs: fs, dir: fs.PathJoin(stateDir, carryDirName), version: version}
+	return &carryWriter{fs: fs, dir: stateDir, version: version}
 }
 
 // add appends key with its encoded value.
 func (w *carryWriter) add(key, val []byte) error {
 	w.n++
 	n := len(w.buf)
-	w.buf = appendCarryRecord(w.buf, key, val)
+	sh := 0
+	for sh < len(key) && sh < len(w.prev) && key[sh] == w.prev[sh] {
+		sh++
+	}
+	w.buf = binary.AppendUvarint(w.buf, uint64(sh))
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(key)-sh))
+	w.buf = append(w.buf, key[sh:]...)
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(val)))
+	w.buf = append(w.buf, val...)
+	w.prev = append(w.prev[:sh], key[sh:]...)
 	w.crc = crc32.Update(w.crc, castagnoli, w.buf[n:])
 	if w.chunks == nil {
 		if len(w.buf) <= carryInlineMax {
@@ -135,6 +150,8 @@ func (w *carryWriter) add(key, val []byte) error {
 	return nil
 }
 
+// appendCarryRecord appends key and val as a record of a read carry's
+// arena (carry.go): whole keys, so that a get decodes one record.
 func appendCarryRecord(b, key, val []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
@@ -162,7 +179,7 @@ func (w *carryWriter) handOver() error {
 // start begins publishing the file: its header, then the records so far.
 func (w *carryWriter) start() error {
 	if err := durable.EnsureDir(w.fs, w.dir); err != nil {
-		return fmt.Errorf("aggregation: create the carry directory: %w", err)
+		return fmt.Errorf("aggregation: create the state directory for the carry: %w", err)
 	}
 	var rnd [8]byte
 	binary.LittleEndian.PutUint64(rnd[:], rand.Uint64())
@@ -232,7 +249,7 @@ func (w *carryWriter) finish(rec *opRecord) error {
 	}
 	close(w.chunks)
 	w.buf = nil
-	rec.CarryFile = carryDirName + "/" + w.name
+	rec.CarryFile = w.name
 	rec.CarryBytes = w.size
 	return nil
 }
@@ -271,13 +288,12 @@ func (w *carryWriter) abort() {
 var errCarryAborted = errors.New("the batch was aborted")
 
 // validCarryFile reports whether name (a record's carryFile) names a carry
-// file in the carry directory, and nothing else.
+// file of the state directory, and nothing else.
 func validCarryFile(name string) bool {
-	base, ok := strings.CutPrefix(name, carryDirName+"/")
-	if !ok || !strings.HasSuffix(base, carrySuffix) {
+	base, ok := strings.CutSuffix(name, carrySuffix)
+	if !ok {
 		return false
 	}
-	base = strings.TrimSuffix(base, carrySuffix)
 	v, r, ok := strings.Cut(base, ".")
 	if !ok || len(v) != 20 || len(r) != 16 {
 		return false
@@ -339,25 +355,39 @@ func readCarry(fs vfs.FS, stateDir string, v int64, rec opRecord) (*closedCarry,
 	return parseCarryRecords(body, v, rec.ClosedRows, path)
 }
 
-// parseCarryRecords indexes body's records, which must be exactly n.
+// parseCarryRecords decodes body's records, which must be exactly n, into
+// a closedCarry's arena.
 func parseCarryRecords(body []byte, v, n int64, path string) (*closedCarry, error) {
-	c := &closedCarry{version: v, sorted: true, arena: body}
+	c := &closedCarry{version: v, sorted: true, arena: make([]byte, 0, len(body)+len(body)/2)}
+	var key []byte
 	for off := 0; off < len(body); {
-		if off > 1<<32-1 {
-			return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry exceeds 4 GiB")
-		}
 		start := off
-		for range 2 {
+		var f [3]uint64
+		var val []byte
+		for i := range f {
 			l, w := binary.Uvarint(body[off:])
-			if w <= 0 || l > uint64(len(body)-off-w) {
+			if w <= 0 {
 				return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry's record at offset %d is truncated", start)
 			}
-			off += w + int(l)
+			off += w
+			f[i] = l
+			switch {
+			case i == 0 && l > uint64(len(key)):
+				return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry's record at offset %d shares %d bytes of a %d-byte key", start, l, len(key))
+			case i > 0 && l > uint64(len(body)-off):
+				return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry's record at offset %d is truncated", start)
+			case i == 1:
+				key = append(key[:f[0]], body[off:off+int(l)]...)
+				off += int(l)
+			case i == 2:
+				val = body[off : off+int(l)]
+				off += int(l)
+			}
 		}
-		c.offs = append(c.offs, uint32(start))
-		if k := len(c.offs); c.sorted && k > 1 && bytes.Compare(c.keyAt(k-2), c.keyAt(k-1)) >= 0 {
-			c.sorted = false
+		if len(c.arena) > 1<<32-1-len(key)-len(val)-20 {
+			return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry exceeds 4 GiB")
 		}
+		c.add(key, val)
 	}
 	if int64(len(c.offs)) != n {
 		return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry holds %d records; the state version closed %d", len(c.offs), n)
@@ -369,7 +399,7 @@ func parseCarryRecords(body []byte, v, n int64, path string) (*closedCarry, erro
 // named in keep; a failure leaves garbage, which the next collection
 // deletes, so it is only returned for the caller to log.
 func collectCarries(fs vfs.FS, stateDir string, keep ...string) error {
-	dir := fs.PathJoin(stateDir, carryDirName)
+	dir := stateDir
 	names, err := fs.List(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -379,7 +409,10 @@ func collectCarries(fs vfs.FS, stateDir string, keep ...string) error {
 	}
 	var errs []error
 	for _, n := range names {
-		if !durable.IsTemp(n) && (!strings.HasSuffix(n, carrySuffix) || slices.Contains(keep, carryDirName+"/"+n)) {
+		// Only the carry's own files: the state store's are its own.
+		mine := strings.HasSuffix(n, carrySuffix) && !slices.Contains(keep, n) ||
+			durable.IsTemp(n) && strings.Contains(n, carrySuffix+".")
+		if !mine {
 			continue
 		}
 		if err := fs.Remove(fs.PathJoin(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {

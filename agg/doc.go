@@ -255,7 +255,7 @@
 //	{"format":1,"closedRows":3154,"nextWatermarkMs":1700000000000}
 //	{"format":2,"closedRows":2,"nextWatermarkMs":1700000000000,"carry":"<base64 records>"}
 //	{"format":2,"closedRows":850000,"nextWatermarkMs":1700000000000,
-//	 "carryFile":"carry/00000000000000000012.9f3a61c2d4e5b708.carry","carryBytes":64919084}
+//	 "carryFile":"00000000000000000012.9f3a61c2d4e5b708.carry","carryBytes":64919084}
 //
 // closedRows (omitted when 0) counts the version's rows closed at commit
 // (above), which the next batch counts as removed and which make

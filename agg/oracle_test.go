@@ -603,12 +603,8 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 	t.Logf("closed at commit %d, merged from the carry %d (%d after a restart, %d from a file)", closedSeen, carried, reloaded, fromFile)
 	if last := h.op.committed.CarryFile; lastPrev != "" || last != "" {
 		// The last commit collected every other carry file.
-		names, err := fs.List(fs.PathJoin(h.stateDir, carryDirName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			if p := carryDirName + "/" + n; p != lastPrev && p != last {
+		for _, n := range carryNames(fs, h.stateDir) {
+			if n != lastPrev && n != last {
 				t.Fatalf("carry directory holds %s; the last two versions name %q and %q", n, lastPrev, last)
 			}
 		}
