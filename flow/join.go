@@ -294,7 +294,7 @@ func pushWhere(left, right *Side, on JoinOn) (*Side, *Side, filter.Expr, join.Ty
 		}
 		sides[i] = &c
 	}
-	return sides[0], sides[1], pd.Rest, pd.Type, nil
+	return sides[0], sides[1], pd.Above(), pd.Type, nil
 }
 
 // Schema returns the schema of the rows at the end of the plan so far (a

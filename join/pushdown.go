@@ -53,6 +53,8 @@ type Pushed struct {
 	// Rest are the conjuncts evaluated over the join's rows (nil: none),
 	// over their names there.
 	Rest filter.Expr
+	// again are the pushed conjuncts over the join's names (Above).
+	again filter.Expr
 }
 
 // origin is the relation and column a name of the join's rows comes from.
@@ -105,11 +107,26 @@ func Pushdown(t Type, where filter.Expr, schemas [2]stream.Schema, aliases [2]st
 	for i, c := range conj {
 		if s := sideOf[i]; s >= 0 && pushable[s] {
 			pd.Sides[s] = and(pd.Sides[s], toSide(c, from))
+			pd.again = and(pd.again, c)
 			continue
 		}
 		pd.Rest = and(pd.Rest, c)
 	}
 	return pd
+}
+
+// Above is what runs over the join's rows: Rest, and the pushed conjuncts
+// once more. Over the rows the pushed sides produce these keep every row
+// (the same answer as Spark's), but a checkpoint written before the
+// pushdown holds rows they reject, which must not join a new row.
+func (p Pushed) Above() filter.Expr {
+	switch {
+	case p.again == nil:
+		return p.Rest
+	case p.Rest == nil:
+		return p.again
+	}
+	return filter.And{L: p.Rest, R: p.again}
 }
 
 // readSide is the side whose columns alone c reads (the left one for no

@@ -92,7 +92,7 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		}
 		on.Type = pd.Type
 		fq := flow.New("query").Join(sides[0], sides[1], on)
-		if err := joinOuter(cfg, jq, schemas, fq, pd.Rest); err != nil {
+		if err := joinOuter(cfg, jq, schemas, fq, pd.Above()); err != nil {
 			return nil, err
 		}
 		return fq, nil
