@@ -5,17 +5,17 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// closedCarry is the state a version left out because the next batch's
-// watermark closes it (doc.go, Closed at commit): each closed key with its
-// encoded value, kept in memory from Finish(N) until batch N+1, which may
-// still merge rows into those windows (Spark 3.4+ drops late input by the
-// previous batch's watermark). Records live in one byte arena (key length,
-// key, value length, value, as uvarints and bytes) so that the ~700k keys
-// of a backfill batch cost their bytes plus four per key, not a map's
-// per-entry overhead; offs indexes them in key order for a binary search.
-// It is not safe for concurrent use.
+// closedCarry is a carry read back (carryfile.go): the keys a version
+// closed at commit with their encoded values (doc.go, Closed at commit),
+// which batch N+1 merges its rows of those windows with. Records live in
+// one byte arena (key length, key, value length, value, as uvarints and
+// bytes: the carry's durable form) so that a carry costs its bytes plus
+// four per key, not a map's per-entry overhead; offs indexes them in key
+// order for a binary search. It is not safe for concurrent use.
 type closedCarry struct {
 	// version is the state version that left these keys out.
 	version int64
@@ -24,9 +24,7 @@ type closedCarry struct {
 	// sorted says offs is in key order (the order update mode merges in,
 	// so sorting is rarely needed).
 	sorted bool
-	// sortOnce sorts offs at the first get: most carries are never read
-	// (in a backfill no row of batch N+1 falls in a window batch N
-	// closed), so a carry no row reads is never sorted.
+	// sortOnce sorts offs at the first get.
 	sortOnce sync.Once
 }
 
@@ -34,21 +32,6 @@ type closedCarry struct {
 // sizeHint bytes of records.
 func newClosedCarry(v int64, sizeHint int) *closedCarry {
 	return &closedCarry{version: v, sorted: true, arena: make([]byte, 0, sizeHint)}
-}
-
-// reuse starts the carry of version v in c's memory, which its caller no
-// longer reads (nil: fresh memory with room for the size of last, the
-// carry before it: batches are alike, and growing the arena by doubling
-// copied it about twice).
-func (c *closedCarry) reuse(v int64, last *closedCarry) *closedCarry {
-	if c == nil {
-		hint := 0
-		if last != nil {
-			hint = len(last.arena)
-		}
-		return newClosedCarry(v, hint)
-	}
-	return &closedCarry{version: v, sorted: true, arena: c.arena[:0], offs: c.offs[:0]}
 }
 
 // add appends key with its encoded value (both copied).
@@ -60,10 +43,7 @@ func (c *closedCarry) add(key, val []byte) {
 		panic("aggregation: the closed-at-commit carry exceeds 4 GiB")
 	}
 	c.offs = append(c.offs, uint32(len(c.arena)))
-	c.arena = binary.AppendUvarint(c.arena, uint64(len(key)))
-	c.arena = append(c.arena, key...)
-	c.arena = binary.AppendUvarint(c.arena, uint64(len(val)))
-	c.arena = append(c.arena, val...)
+	c.arena = appendCarryRecord(c.arena, key, val)
 }
 
 // record returns record i's key and value (views into the arena).
@@ -132,4 +112,32 @@ func (c *closedCarry) bytes() int64 {
 		return 0
 	}
 	return int64(cap(c.arena) + 4*cap(c.offs))
+}
+
+// carryRef is the carry a committed version left (named by its record),
+// read on the first get: in a backfill no row of batch N+1 falls in a
+// window batch N closed, so the carry is never read. It is not safe for
+// concurrent use.
+type carryRef struct {
+	// version is the state version whose carry it is.
+	version int64
+	// upUs is the largest window end the carry may hold: the watermark
+	// that closed it (the version's nextWatermarkMs).
+	upUs int64
+	rec  opRecord
+	c    *closedCarry
+}
+
+// get returns key's value in the carry, and whether it holds it; the
+// first get reads the carry (from fs under stateDir when in a file).
+func (r *carryRef) get(fs vfs.FS, stateDir string, key []byte) ([]byte, bool, error) {
+	if r.c == nil {
+		c, err := readCarry(fs, stateDir, r.version, r.rec)
+		if err != nil {
+			return nil, false, err
+		}
+		r.c = c
+	}
+	v, ok := r.c.get(key)
+	return v, ok, nil
 }

@@ -1,22 +1,26 @@
 package agg
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
 	"github.com/ethstream/ethstream/stream"
 )
 
 // closedAtCommitRun runs three batches of a 10-minute tumbling count by
 // miner, update mode, 10-minute delay, as the engine does (late input by the
-// previous batch's watermark, NextWatermark before Finish); restartAfter0
-// closes and reopens the operator after batch 0's commit; abort1 runs batch
-// 1 to its Finish and aborts it before running it again. It returns each
-// batch's output ("start miner count") and progress.
+// previous batch's watermark, NextWatermark before Finish); after0, if not
+// nil, runs after batch 0's commit (a restart); abort1 runs batch 1 to its
+// Finish and aborts it before running it again. It returns each batch's
+// output ("start miner count") and progress, or the error of batch 1's
+// Finish when it fails.
 //
 //	batch 0 (late 0, wm 0): 00:05 and 00:35. Next wm 00:25, so version 0
 //	  closes [00:00, 00:10) at commit (carried) and stores [00:30, 00:40).
@@ -24,7 +28,7 @@ import (
 //	  (Spark's version 0 holds it), evicted now; 00:50 moves the next wm to
 //	  00:40, which closes the stored [00:30, 00:40) at commit.
 //	batch 2 (late 00:25, wm 00:40): 00:33 merges into [00:30, 00:40), count 2.
-func closedAtCommitRun(t *testing.T, restartAfter0, abort1 bool) (outs []string, progs []stream.OperatorProgress) {
+func closedAtCommitRun(t *testing.T, after0 func(h *harness), abort1 bool) (outs []string, progs []stream.OperatorProgress, err1 error) {
 	t.Helper()
 	spec := Spec{Window: &Window{Column: ethblock.ColBlockTS, Size: 10 * time.Minute},
 		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
@@ -44,7 +48,10 @@ func closedAtCommitRun(t *testing.T, restartAfter0, abort1 bool) (outs []string,
 			h.op.Abort()
 		}
 		h.process(int64(id), [][]testRow{rows})
-		out, prog := h.finishCommit(int64(id), [][]testRow{rows})
+		out, prog, err := h.finishCommitErr(int64(id), [][]testRow{rows})
+		if err != nil {
+			return outs, progs, err
+		}
 		s := ""
 		for _, r := range decodeOutput(t, h.op.p, out) {
 			var start, end int64
@@ -55,11 +62,11 @@ func closedAtCommitRun(t *testing.T, restartAfter0, abort1 bool) (outs []string,
 			s += fmt.Sprintf("[%s %s %v]", time.UnixMicro(start).UTC().Format("15:04"), miner, r.vals)
 		}
 		outs, progs = append(outs, s), append(progs, prog)
-		if id == 0 && restartAfter0 {
-			h.restart(false)
+		if id == 0 && after0 != nil {
+			after0(h)
 		}
 	}
-	return outs, progs
+	return outs, progs, nil
 }
 
 // TestClosedAtCommitCarry: batch N+1 merges its rows of windows version N
@@ -73,7 +80,17 @@ func TestClosedAtCommitCarry(t *testing.T) {
 }
 
 func testClosedAtCommitCarry(t *testing.T, abort1 bool) {
-	outs, progs := closedAtCommitRun(t, false, abort1)
+	outs, progs, err := closedAtCommitRun(t, nil, abort1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClosedAtCommitCarry(t, outs, progs)
+}
+
+// checkClosedAtCommitCarry checks closedAtCommitRun's results against
+// Spark's.
+func checkClosedAtCommitCarry(t *testing.T, outs []string, progs []stream.OperatorProgress) {
+	t.Helper()
 	want := []string{
 		"[00:00 0xaa [1]][00:30 0xaa [1]]",
 		"[00:00 0xaa [2]][00:50 0xaa [1]]",
@@ -97,22 +114,101 @@ func testClosedAtCommitCarry(t *testing.T, abort1 bool) {
 	}
 }
 
-// TestClosedAtCommitRestart pins the one difference from Spark the carry
-// leaves (doc.go, Closed at commit; docs/contracts.md, State): after a
-// restart between batch 0's commit and batch 1 the carry is gone, and
-// batch 1 drops its row of [00:00, 00:10), a window version 0 closed at
-// commit, as late by its own watermark (Spark merges it: count 2).
+// TestClosedAtCommitRestart: the carry is part of state version 0 (in its
+// record, or in a file of its own when larger: carryfile.go), so after a
+// restart between batch 0's commit and batch 1 batch 1 still merges its row
+// of [00:00, 00:10), a window version 0 closed at commit, as Spark merges it
+// with its stored key (count 2; builds that kept the carry in memory dropped
+// it as late). A carry file that is gone leaves the rule of those builds
+// (the row is dropped as late, doc.go); one that does not verify is
+// CHECKPOINT_CORRUPT.
 func TestClosedAtCommitRestart(t *testing.T) {
-	outs, progs := closedAtCommitRun(t, true, false)
-	if want := "[00:50 0xaa [1]]"; outs[1] != want {
-		t.Errorf("batch 1 after a restart: output %s, want %s", outs[1], want)
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			if !inline {
+				defer setCarryInlineMax(0)()
+			}
+			var file string
+			outs, progs, err := closedAtCommitRun(t, func(h *harness) {
+				file = h.op.committed.CarryFile
+				h.restart(true)
+			}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (file == "") != inline {
+				t.Fatalf("version 0's record names carry file %q", file)
+			}
+			checkClosedAtCommitCarry(t, outs, progs)
+		})
 	}
-	if progs[1].NumRowsDroppedByWatermark != 1 || progs[1].NumRowsRemoved != 1 {
-		t.Errorf("batch 1 after a restart: numRowsDroppedByWatermark %d numRowsRemoved %d, want 1 1",
-			progs[1].NumRowsDroppedByWatermark, progs[1].NumRowsRemoved)
+	// The file's bytes changed or removed before the restart.
+	for _, c := range []struct {
+		name   string
+		damage func(fs vfs.FS, path string) error
+		code   string
+	}{
+		{"gone", func(fs vfs.FS, path string) error { return fs.Remove(path) }, ""},
+		{"flipped", func(fs vfs.FS, path string) error { return flipByte(fs, path, carryHeaderSize+2) }, errcode.CheckpointCorrupt},
+		{"header", func(fs vfs.FS, path string) error { return flipByte(fs, path, 1) }, errcode.CheckpointCorrupt},
+		{"footer", func(fs vfs.FS, path string) error { return flipByte(fs, path, -3) }, errcode.CheckpointCorrupt},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer setCarryInlineMax(0)()
+			outs, progs, err := closedAtCommitRun(t, func(h *harness) {
+				if err := c.damage(h.fs, h.fs.PathJoin(h.stateDir, h.op.committed.CarryFile)); err != nil {
+					t.Fatal(err)
+				}
+				h.restart(false)
+			}, false)
+			if c.code != "" {
+				if errcode.Code(err) != c.code {
+					t.Fatalf("batch 1 over a damaged carry: %v, want %s", err, c.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "[00:50 0xaa [1]]"; outs[1] != want {
+				t.Errorf("batch 1 without its carry: output %s, want %s", outs[1], want)
+			}
+			if progs[1].NumRowsDroppedByWatermark != 1 || progs[1].NumRowsRemoved != 1 {
+				t.Errorf("batch 1 without its carry: numRowsDroppedByWatermark %d numRowsRemoved %d, want 1 1",
+					progs[1].NumRowsDroppedByWatermark, progs[1].NumRowsRemoved)
+			}
+			// The batch after keeps Spark's rule: its carry is there.
+			if want := "[00:30 0xaa [2]]"; outs[2] != want {
+				t.Errorf("batch 2: output %s, want %s", outs[2], want)
+			}
+		})
 	}
-	// The batch after keeps Spark's rule: its carry is there.
-	if want := "[00:30 0xaa [2]]"; outs[2] != want {
-		t.Errorf("batch 2: output %s, want %s", outs[2], want)
+}
+
+// flipByte inverts the byte at off of path (from the end when negative).
+func flipByte(fs vfs.FS, path string, off int) error {
+	f, err := fs.Open(path)
+	if err != nil {
+		return err
 	}
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if off < 0 {
+		off += len(b)
+	}
+	b[off] ^= 0xff
+	if err := fs.Remove(path); err != nil {
+		return err
+	}
+	w, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		return errors.Join(err, w.Close())
+	}
+	return w.Close()
 }

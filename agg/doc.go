@@ -199,30 +199,37 @@
 // next watermark. The number of such rows is the version's closedRows
 // (in its operator record, below).
 //
-// The keys so closed, with their values, are the carry (carry.go): kept in
-// memory from Finish(N) until the commit of batch N+1 (an Abort or a rerun
-// of N+1 keeps it), a byte arena of key and value plus a 4-byte index per
-// key, sorted by key. Batch N+1 reads a key whose window ends at or before
-// the carry's bound from the carry when state does not hold it, so its
+// The keys so closed, with their values, are the carry, part of version
+// N: in its operator record when its records take at most 32 KB (a live
+// batch closes a handful of keys), else in a file of its own beside the
+// state files that the record names (carryfile.go gives the format), which
+// Finish streams to disk as it closes keys, so that the carry never sits
+// in memory (a seed backfill batch closes ~850k keys, 50-90 MB). Batch N+1
+// reads a key whose window ends at or before the carry's bound (version
+// N's nextWatermarkMs) from the carry when state does not hold it, so its
 // rows for those windows merge with batch N's value exactly as with
-// Spark's stored key. Windows are the unit: the carry holds exactly what
-// Spark's version N holds and ethstream's does not, and nothing is read
-// from it after batch N+1, whose watermark evicts all of it. Keeping it in
-// memory rather than in state trades the backfill's write-then-delete of
-// every key for about (key + value + 6) bytes per closed key, freed a
-// batch later (measured in the bench: the report of issue 41).
+// Spark's stored key; the first such key reads the whole carry, and a
+// batch none of whose keys falls there (every backfill batch) reads
+// nothing. Windows are the unit: the carry holds exactly what Spark's
+// version N holds and ethstream's does not, and nothing is read from it
+// after batch N+1, whose watermark evicts all of it. Writing it rather
+// than storing it trades the backfill's write-then-delete of every key in
+// the state store for one sequential file a batch, deleted two commits
+// later (a rerun of batch N+1 after its commit loads version N).
 //
-// A restart (or Close and Open) between Commit(N) and batch N+1 loses the
-// carry: the operator knows it from version N's record (closedRows > 0)
-// and, in batch N+1 only, drops input late by the watermark the record
-// names (nextWatermarkMs, batch N+1's own) instead of batch N's: rows of
-// windows ending in (WM(N), WM(N+1)] are dropped and counted as late, as
-// before Spark 3.4, rather than merged with a value the operator no longer
-// has (emitting a partial value would overwrite the full one in the sink).
-// That is the one deliberate difference (docs/contracts.md, State); a
-// query that must not have it can store every row by running in append or
-// complete mode, or re-derive the carry by rerunning batch N from version
-// N-1, which ethstream does not do.
+// Since the carry is durable with its version, a restart, an abort or a
+// rerun of batch N+1 merges as Spark does. Only versions written by builds
+// that kept the carry in memory (a record of format 0 or 1 with closedRows
+// > 0), and a version whose carry file is gone (a load of a version older
+// than the last two committed ones, whose files were collected, or a file
+// removed by hand), have none: the operator then, in batch N+1 only, drops
+// input late by the watermark the record names (nextWatermarkMs, batch
+// N+1's own) instead of batch N's: rows of windows ending in (WM(N),
+// WM(N+1)] are dropped and counted as late, as before Spark 3.4, rather
+// than merged with a value the operator no longer has (emitting a partial
+// value would overwrite the full one in the sink), and logs a warning
+// when a file is gone. A carry file that does not verify is
+// CHECKPOINT_CORRUPT.
 //
 // What a state reader sees changes: `ethstream state dump` of version N
 // lists only the stored keys (a version written after the last batch's
@@ -242,9 +249,13 @@
 // state store keeps in the version's metadata without reading them
 // (state.Store.SetOperatorRecord; state doc, formatVersion 5). Finish(N)
 // sets it for version N; a repartition carries the base version's. It is
-// one line of JSON (oprecord.go), format 1:
+// one line of JSON (oprecord.go), format 1, or format 2 for a version
+// with a carry (above):
 //
 //	{"format":1,"closedRows":3154,"nextWatermarkMs":1700000000000}
+//	{"format":2,"closedRows":2,"nextWatermarkMs":1700000000000,"carry":"<base64 records>"}
+//	{"format":2,"closedRows":850000,"nextWatermarkMs":1700000000000,
+//	 "carryFile":"00000000000000000012.9f3a61c2d4e5b708.carry","carryBytes":64919084}
 //
 // closedRows (omitted when 0) counts the version's rows closed at commit
 // (above), which the next batch counts as removed; nextWatermarkMs (omitted when NextWatermark was
@@ -257,9 +268,16 @@
 // Format 0 has no "format" field: it is the two fields that state
 // metadata formats 3 and 4 (builds up to 27801e4) kept themselves, as the
 // store hands them on. A version with no record (state formats 1 and 2)
-// has closedRows 0 and no watermark. Unknown fields, a format above 1 or
-// a negative closedRows are CHECKPOINT_CORRUPT naming the .meta (or, on
-// Open, the state directory); formats are never renumbered.
+// has closedRows 0 and no watermark. carry (the records, base64) or
+// carryFile with carryBytes (the file's path under the state directory and
+// size) are format 2's, present when closedRows > 0 and the version was
+// written by a build that keeps the carry (a format 1 record with
+// closedRows > 0 has none: above). Unknown fields, a format above 2, a
+// carry in format 1, both carry forms, a carry without closedRows or
+// nextWatermarkMs, a carryFile that is not a carry file name or
+// carryBytes below the file's header and footer, or a negative closedRows
+// are CHECKPOINT_CORRUPT naming the .meta (or, on Open, the state
+// directory); formats are never renumbered.
 //
 // # Progress
 //

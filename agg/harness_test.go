@@ -186,17 +186,26 @@ func (h *harness) finish(id int64, chunks [][]testRow) (*stream.Batch, error) {
 // finishCommit ends batch id and commits it, then advances the watermark.
 func (h *harness) finishCommit(id int64, chunks [][]testRow) (*stream.Batch, stream.OperatorProgress) {
 	h.t.Helper()
+	out, prog, err := h.finishCommitErr(id, chunks)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out, prog
+}
+
+// finishCommitErr is finishCommit returning the error of Finish or Commit.
+func (h *harness) finishCommitErr(id int64, chunks [][]testRow) (*stream.Batch, stream.OperatorProgress, error) {
 	out, err := h.finish(id, chunks)
 	if err != nil {
-		h.t.Fatalf("batch %d: finish: %v", id, err)
+		return nil, stream.OperatorProgress{}, fmt.Errorf("batch %d: finish: %w", id, err)
 	}
 	if err := h.op.Commit(context.Background(), id); err != nil {
-		h.t.Fatalf("batch %d: commit: %v", id, err)
+		return nil, stream.OperatorProgress{}, fmt.Errorf("batch %d: commit: %w", id, err)
 	}
 	h.committed, h.restarted = id, false
 	h.prevWmMs = h.wmMs
 	h.wmMs, h.maxEvent = h.nextWm(chunks)
-	return out, h.op.Progress()
+	return out, h.op.Progress(), nil
 }
 
 // stateRows reads the committed state through the store's offline reader and

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
@@ -87,21 +89,21 @@ type Operator struct {
 	committed, pending opRecord
 	// version is the committed state version (-1: none).
 	version int64
-	// carry holds what version carry.version closed at commit (carry.go),
-	// carryUpUs the largest window end it may hold; pendingCarry is the one
-	// Finish builds for the version being written, carry once committed.
-	carry, pendingCarry    *closedCarry
-	carryUpUs, pendingUpUs int64
-	// spare is the carry a commit replaced, whose memory the next
-	// pendingCarry reuses: a backfill's carry is hundreds of MB a batch,
-	// and fresh memory cost its page faults and zeroing every batch.
-	spare *closedCarry
+	// carry is what the committed version closed at commit (carryfile.go),
+	// read at its first use; pendingCarry writes the one of the version
+	// being written.
+	carry        *carryRef
+	pendingCarry *carryWriter
 	// lateFloorMs raises the batch's late watermark when the committed
-	// version closed windows at commit and the carry of them is lost (a
-	// restart): input of those windows is dropped as late rather than
-	// merged with a value the operator no longer has (doc.go, Closed at
-	// commit). MinInt64 when the carry is there or nothing was closed.
+	// version closed windows at commit and no carry of them is left (a
+	// version written by a build that kept it in memory, or one older than
+	// the carries kept): input of those windows is dropped as late rather
+	// than merged with a value the operator no longer has (doc.go, Closed
+	// at commit). MinInt64 when the carry is there or nothing was closed.
 	lateFloorMs int64
+	// fs and stateDir locate the carry files (env.FS, env.StateDir).
+	fs       vfs.FS
+	stateDir string
 
 	vals     []aggVal
 	orders   [][]int32 // per partial: its entries in key order (update mode), reused
@@ -168,6 +170,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		return errors.Join(err, s.Close())
 	}
 	o.store, o.committed, o.logger = s, rec, opbase.Logger(env)
+	o.fs, o.stateDir = env.FS, env.StateDir
 	o.version, o.carry, o.pendingCarry = env.Version, nil, nil
 	o.resetBatch()
 	// An empty store has nothing to evict; otherwise the first eviction
@@ -211,12 +214,39 @@ func (o *Operator) begin(batchID int64) error {
 		if o.carry != nil && o.carry.version != o.version {
 			o.carry = nil
 		}
-		if o.carry == nil && o.committed.ClosedRows > 0 && o.committed.NextWatermarkMs != nil {
-			o.lateFloorMs = *o.committed.NextWatermarkMs
-		}
+		o.pendingCarry.abort()
 		o.pendingCarry = nil
+		if o.carry == nil && o.committed.ClosedRows > 0 && o.committed.NextWatermarkMs != nil {
+			var cerr error
+			if o.carry, cerr = o.findCarry(); cerr != nil {
+				return cerr
+			}
+			if o.carry == nil {
+				o.lateFloorMs = *o.committed.NextWatermarkMs
+			}
+		}
 	}
 	return err
+}
+
+// findCarry returns the carry the committed record names, or nil when it
+// names none or its file is gone (doc.go, Closed at commit).
+func (o *Operator) findCarry() (*carryRef, error) {
+	r := o.committed
+	if !r.hasCarry() {
+		return nil, nil
+	}
+	if r.CarryFile != "" {
+		path := o.fs.PathJoin(o.stateDir, r.CarryFile)
+		if _, err := o.fs.Stat(path); errors.Is(err, os.ErrNotExist) {
+			o.logger.Warn("aggregation: the carry of the state version is gone; its windows' late rows are dropped",
+				"version", o.version, "file", path)
+			return nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("aggregation: stat the closed-at-commit carry: %w", err)
+		}
+	}
+	return &carryRef{version: o.version, upUs: o.wmUs(*r.NextWatermarkMs), rec: r}, nil
 }
 
 // wmUs converts the engine's watermark to the window clock, or returns
@@ -313,8 +343,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	wmUs := o.wmUs(watermarkMs)
 	closeUs := o.closedAtCommitUs(batchID, wmUs)
 	if closeUs > wmUs {
-		o.pendingCarry, o.pendingUpUs = o.spare.reuse(batchID, o.carry), closeUs
-		o.spare = nil
+		o.pendingCarry = newCarryWriter(o.fs, o.stateDir, batchID)
 	}
 	var f finishFigures
 	f.updated = int64(n)
@@ -341,6 +370,11 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		// The second record of commits/batchID (CommittedRecord).
 		wm := o.nextWmMs
 		o.pending.NextWatermarkMs = &wm
+	}
+	if o.pendingCarry != nil {
+		if err := o.pendingCarry.finish(&o.pending); err != nil {
+			return nil, stream.OperatorProgress{}, err
+		}
 	}
 	o.store.SetOperatorRecord(o.pending.encode())
 	f.removals = time.Since(t1)
@@ -496,8 +530,10 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 	}
 	end := pt.start[e] + p.sizeUs
 	carried := false
-	if !stored && o.carry != nil && p.window && end <= o.carryUpUs {
-		val, carried = o.carry.get(key)
+	if !stored && o.carry != nil && p.window && end <= o.carry.upUs {
+		if val, carried, err = o.carry.get(o.fs, o.stateDir, key); err != nil {
+			return false, err
+		}
 	}
 	if stored || carried {
 		if err := p.decodeValue(val, o.vals); err != nil {
@@ -533,8 +569,7 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 			return false, nil
 		}
 		o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
-		o.pendingCarry.add(key, o.valBuf)
-		return true, nil
+		return true, o.pendingCarry.add(key, o.valBuf)
 	}
 	o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
 	if err := o.store.Put(key, o.valBuf); err != nil {
@@ -692,7 +727,9 @@ func (o *Operator) evict(wmUs, closeUs int64, out *output) (removed, closed int6
 		if bytes.Compare(key, live) >= 0 {
 			closed++
 			if o.pendingCarry != nil {
-				o.pendingCarry.add(key, val)
+				if err := o.pendingCarry.add(key, val); err != nil {
+					return err
+				}
 			}
 			return o.store.Delete(key)
 		}
@@ -721,6 +758,10 @@ func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
 	if err := o.life.Committable(o.store, batchID); err != nil {
 		return err
 	}
+	// The version's .meta names its carry: the carry is durable first.
+	if err := o.pendingCarry.wait(); err != nil {
+		return err
+	}
 	if err := o.store.Prepare(ctx, batchID); err != nil {
 		return fmt.Errorf("aggregation: prepare state version %d: %w", batchID, err)
 	}
@@ -731,14 +772,30 @@ func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
 // wrote, if it ran). The progress of the batch, completed with the commit's
 // metrics, is then available from Progress.
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
+	if err := o.life.Committable(o.store, batchID); err != nil {
+		return err
+	}
+	if err := o.pendingCarry.wait(); err != nil {
+		return err
+	}
 	m, err := o.life.Commit(ctx, o.store, batchID, &o.progress)
 	if err != nil {
 		return err
 	}
 	o.memBytes = m.MemoryUsedBytes
+	prev := o.committed
 	o.committed = o.pending
-	o.spare = o.carry
-	o.version, o.carry, o.carryUpUs, o.pendingCarry = batchID, o.pendingCarry, o.pendingUpUs, nil
+	o.version, o.carry, o.pendingCarry = batchID, nil, nil
+	if o.committed.hasCarry() {
+		o.carry = &carryRef{version: batchID, upUs: o.wmUs(*o.committed.NextWatermarkMs), rec: o.committed}
+	}
+	if prev.CarryFile != "" || o.committed.CarryFile != "" {
+		// The carries a load of this version or of the one before it
+		// (a rerun of the batch) reads; the others are garbage.
+		if err := collectCarries(o.fs, o.stateDir, prev.CarryFile, o.committed.CarryFile); err != nil {
+			o.logger.Warn("aggregation: collect closed-at-commit carries", "error", err)
+		}
+	}
 	o.progress.NumRowsTotal = m.RowsTotal + o.committed.ClosedRows
 	if o.progress.CustomMetrics != nil {
 		o.progress.CustomMetrics[MetricCommitPrepareTime] = m.PrepareTimeMs
@@ -757,6 +814,7 @@ func (o *Operator) Progress() stream.OperatorProgress { return o.progress }
 func (o *Operator) Abort() {
 	o.life.Abort(o.store)
 	// The carry of the committed version stays: a rerun of the batch needs it.
+	o.pendingCarry.abort()
 	o.pendingCarry = nil
 	o.noneBelowUs = o.committedNoneBelowUs
 	o.resetBatch()
@@ -798,7 +856,8 @@ func (o *Operator) CheckPartitions(from, to int) error { return state.CheckParti
 // may be opened again.
 func (o *Operator) Close() error {
 	err := o.life.Close(o.store)
-	o.store, o.carry, o.pendingCarry, o.spare = nil, nil, nil, nil
+	o.pendingCarry.abort()
+	o.store, o.carry, o.pendingCarry = nil, nil, nil
 	o.resetBatch()
 	return err
 }

@@ -12,10 +12,16 @@ import (
 // bytes the state store keeps in the version's metadata without reading
 // them (state.Store.SetOperatorRecord).
 
-// opRecordFormat is the record format this build writes; 0 is the oldest,
-// the JSON object of state metadata formats 3 and 4's two fields, which
-// carries no format field. Formats are never renumbered.
-const opRecordFormat = 1
+// opRecordFormat is the newest record format this build writes, for a
+// version that closed keys at commit (its carry: carryfile.go); other
+// versions' records are format 1, as before it. 0 is the oldest, the JSON
+// object of state metadata formats 3 and 4's two fields, which carries no
+// format field. Formats are never renumbered.
+const (
+	opRecordFormat      = 2
+	opRecordFormatCarry = 2
+	opRecordFormatPlain = 1
+)
 
 // opRecord is one state version's record.
 type opRecord struct {
@@ -28,11 +34,23 @@ type opRecord struct {
 	// (NextWatermark), nil when it was not given: the value commits/<v>
 	// records as nextBatchWatermarkMs.
 	NextWatermarkMs *int64 `json:"nextWatermarkMs,omitempty"`
+	// Carry holds the records of the version's carry when they are few
+	// (format 2; carryfile.go), CarryFile and CarryBytes name the file
+	// holding them otherwise (a path relative to the state directory).
+	Carry      []byte `json:"carry,omitempty"`
+	CarryFile  string `json:"carryFile,omitempty"`
+	CarryBytes int64  `json:"carryBytes,omitempty"`
 }
+
+// hasCarry says the record names the version's carry.
+func (r opRecord) hasCarry() bool { return r.Carry != nil || r.CarryFile != "" }
 
 // encode renders r in format opRecordFormat.
 func (r opRecord) encode() []byte {
-	r.Format = opRecordFormat
+	r.Format = opRecordFormatPlain
+	if r.hasCarry() {
+		r.Format = opRecordFormatCarry
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic(fmt.Sprintf("agg: marshal operator record: %v", err))
@@ -60,6 +78,15 @@ func decodeOpRecord(b []byte, path string) (opRecord, error) {
 	}
 	if r.ClosedRows < 0 {
 		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version has closedRows %d", r.ClosedRows)
+	}
+	switch {
+	case r.hasCarry() && r.Format < opRecordFormatCarry:
+		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version names a carry in format %d", r.Format)
+	case r.Carry != nil && r.CarryFile != "", r.hasCarry() && (r.ClosedRows == 0 || r.NextWatermarkMs == nil):
+		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version names a carry it cannot have")
+	case r.CarryFile != "" && (!validCarryFile(r.CarryFile) || r.CarryBytes < carryHeaderSize+carryFooterSize),
+		r.CarryFile == "" && r.CarryBytes != 0:
+		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version names carry file %q of %d bytes", r.CarryFile, r.CarryBytes)
 	}
 	return r, nil
 }

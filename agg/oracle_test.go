@@ -376,12 +376,14 @@ func TestOracle(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	carriedKeys, lostCarries = 0, 0
+	carriedKeys, reloadedCarries, fileCarries = 0, 0, 0
 	defer func() {
 		// Guard against vacuity: the streams must merge rows into windows
-		// closed at the commit before, and restart without the carry.
-		if !t.Failed() && (carriedKeys == 0 || lostCarries == 0) {
-			t.Errorf("merged from the carry %d keys, ran without it %d batches: the streams do not test it", carriedKeys, lostCarries)
+		// closed at the commit before, read back after a restart, from the
+		// record and from a file.
+		if !t.Failed() && (carriedKeys == 0 || reloadedCarries == 0 || fileCarries == 0) {
+			t.Errorf("merged from the carry %d keys, %d after a restart, %d from a file: the streams do not test it",
+				carriedKeys, reloadedCarries, fileCarries)
 		}
 	}()
 	for _, name := range names {
@@ -395,6 +397,10 @@ func TestOracle(t *testing.T) {
 				runOracle(t, spec, seed, rows, fs, false, 0)
 			})
 			t.Run(fmt.Sprintf("%s/seed=%d/lookahead", name, seed), func(t *testing.T) {
+				if seed%2 == 1 {
+					// Every carry in a file of its own (carryfile.go).
+					defer setCarryInlineMax(0)()
+				}
 				runOracle(t, spec, seed, rows, vfs.NewMem(), true, 0)
 			})
 			if spec.Window != nil && spec.Mode != Append {
@@ -409,16 +415,16 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-// carriedKeys and lostCarries add up runOracle's carried and lostCarry
-// over a TestOracle run.
-var carriedKeys, lostCarries int64
+// carriedKeys, reloadedCarries and fileCarries add up runOracle's carried,
+// reloaded and fromFile over a TestOracle run.
+var carriedKeys, reloadedCarries, fileCarries int64
 
 // runOracle checks the operator against the oracle over a random stream;
 // with lookahead the harness tells it each next watermark before Finish, as
 // the engine does, and only the stored state may differ (closed rows).
-// Input is late by the previous batch's watermark (Spark 3.4+), except in
-// the first batch after a restart that lost the rows the committed version
-// closed at commit: there by the batch's own (doc.go, Closed at commit).
+// Input is late by the previous batch's watermark (Spark 3.4+), after a
+// restart too: the carry of the rows the committed version closed at
+// commit is part of it (doc.go, Closed at commit).
 func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, lookahead bool, shards int) {
 	rng := rand.New(rand.NewPCG(seed, uint64(len(spec.GroupBy))))
 	delay := spec.WatermarkDelay
@@ -441,9 +447,10 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 	or := newOracle(t, spec)
 	closes := lookahead && spec.Mode == Update && or.p.evicts
 	// carried counts the keys a batch merged into a window the version
-	// before closed at commit (the carry, doc.go), lostCarry the batches
-	// that ran without it after a restart.
-	var closedSeen, lastClosed, carried, lostCarry int64
+	// before closed at commit (the carry, doc.go), reloaded those of them
+	// merged after a restart, fromFile those of them read from a file.
+	var closedSeen, lastClosed, carried, reloaded, fromFile int64
+	lastPrev := ""                  // the carry file of the version before the last committed
 	merged := map[string][]string{} // the sink's table after MERGEs of every output
 	for i, chunks := range batches {
 		id := int64(i)
@@ -477,12 +484,11 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 		}
 
 		late := h.prevWmMs
-		if h.restarted && lastClosed > 0 {
-			late = max(late, wm)
-			lostCarry++
-		}
+		prevFile := h.op.committed.CarryFile
+		restarted, inFile := h.restarted, prevFile != ""
 		h.process(id, chunks)
 		out, prog := h.finishCommit(id, chunks)
+		lastPrev = prevFile
 
 		before := map[string]int{}
 		for k, rs := range or.rows {
@@ -492,6 +498,12 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 		for k := range touched {
 			if closes && before[k] > 0 && or.end[k] <= wm*1000 {
 				carried++
+				if restarted && lastClosed > 0 {
+					reloaded++
+				}
+				if inFile {
+					fromFile++
+				}
 			}
 		}
 		evicted := or.evict(wm)
@@ -585,9 +597,16 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 	if closes && closedSeen == 0 {
 		t.Fatal("no row was closed at commit: the stream does not test lookahead")
 	}
-	carriedKeys += carried
-	lostCarries += lostCarry
-	t.Logf("closed at commit %d, merged from the carry %d, batches without it after a restart %d", closedSeen, carried, lostCarry)
+	carriedKeys, reloadedCarries, fileCarries = carriedKeys+carried, reloadedCarries+reloaded, fileCarries+fromFile
+	t.Logf("closed at commit %d, merged from the carry %d (%d after a restart, %d from a file)", closedSeen, carried, reloaded, fromFile)
+	if last := h.op.committed.CarryFile; lastPrev != "" || last != "" {
+		// The last commit collected every other carry file.
+		for _, n := range carryNames(fs, h.stateDir) {
+			if n != lastPrev && n != last {
+				t.Fatalf("carry directory holds %s; the last two versions name %q and %q", n, lastPrev, last)
+			}
+		}
+	}
 	if err := h.op.Close(); err != nil {
 		t.Fatal(err)
 	}
