@@ -103,6 +103,10 @@ type JoinOn struct {
 	// Range is the time-range condition: e.g. Between("ts", "ts", 0,
 	// 10*time.Minute) for left.ts BETWEEN right.ts AND right.ts + 10m.
 	Range []join.Bound
+	// Columns, when a side's is not nil, prune that side to the columns
+	// the query reads from the join's rows (join.Side.Columns): the state
+	// and the rows keep only them and the join's own columns.
+	Columns [2][]string
 }
 
 // Between is left.leftCol BETWEEN right.rightCol + lo AND right.rightCol +
@@ -142,8 +146,8 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 		return q.fail(invalid("both sides of the join are named %q", left.alias))
 	}
 	spec := join.Spec{Type: on.Type, Range: on.Range,
-		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys},
-		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys}}
+		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys, Columns: on.Columns[0]},
+		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys, Columns: on.Columns[1]}}
 	for i, s := range []*Side{left, right} {
 		if s.wm == nil {
 			continue

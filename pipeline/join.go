@@ -74,7 +74,11 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 				"--source %s is neither relation of the join", s)
 		}
 	}
-	fq := flow.New("query").Join(sides[0], sides[1], flow.JoinOn{Type: jq.Type, LeftKeys: jq.LeftKeys, RightKeys: jq.RightKeys, Range: jq.Range})
+	on := flow.JoinOn{Type: jq.Type, LeftKeys: jq.LeftKeys, RightKeys: jq.RightKeys, Range: jq.Range}
+	if !jq.Outer() {
+		on.Columns = joinColumns(jq, schemas)
+	}
+	fq := flow.New("query").Join(sides[0], sides[1], on)
 	if jq.Outer() {
 		if err := joinOuter(cfg, jq, schemas, fq); err != nil {
 			return nil, err
@@ -89,6 +93,47 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		fq.Select(cols...)
 	}
 	return fq, nil
+}
+
+// joinColumns are the columns of each relation a SELECT list reads (nil
+// for a relation it reads whole: SELECT *, x.*), which the join keeps
+// alone in its state and rows (join.Side.Columns; Spark's optimizer prunes
+// the same columns). A reference joinSelect refuses (unknown, ambiguous)
+// prunes nothing: joinSelect reports it.
+func joinColumns(jq *query.JoinQuery, schemas [2]stream.Schema) [2][]string {
+	if jq.Star {
+		return [2][]string{}
+	}
+	cols := [2][]string{{}, {}}
+	all := [2]bool{}
+	for _, it := range jq.Items {
+		side := it.Side
+		if it.All {
+			all[side] = true
+			continue
+		}
+		if side < 0 {
+			in0, in1 := schemas[0].Field(it.Col) != nil, schemas[1].Field(it.Col) != nil && jq.Type != join.LeftSemi
+			switch {
+			case in0 && !in1:
+				side = 0
+			case in1 && !in0:
+				side = 1
+			default:
+				return [2][]string{}
+			}
+		}
+		if schemas[side].Field(it.Col) == nil {
+			return [2][]string{}
+		}
+		cols[side] = append(cols[side], it.Col)
+	}
+	for i := range cols {
+		if all[i] {
+			cols[i] = nil
+		}
+	}
+	return cols
 }
 
 // joinSelect is the SELECT list over the join's rows: each item's column
