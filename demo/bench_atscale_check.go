@@ -41,7 +41,7 @@ func digestState(ctx context.Context, ckpt string, v int64) (stateDigest, error)
 		}
 		h := xxhash.New()
 		var lens [20]byte
-		_, _, err := state.ReadAllRaw(ctx, vfs.Default, dir, v, func(_ int, k, val []byte) error {
+		err := state.EachRow(ctx, vfs.Default, dir, v, func(_ int, k, val []byte) error {
 			h.Reset()
 			b := strconv.AppendInt(lens[:0], int64(op), 10)
 			b = append(b, ':')
