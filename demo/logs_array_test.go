@@ -2,11 +2,9 @@ package demo
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"log/slog"
 	"maps"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/ethtables"
+	"github.com/ethstream/ethstream/internal/duckref"
 	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
@@ -123,8 +122,8 @@ func TestLogsTopicsQueries(t *testing.T) {
 	if !maps.Equal(gotTopics, wantTopics) {
 		t.Fatalf("topic counts: engine %d topics, recount %d", len(gotTopics), len(wantTopics))
 	}
-	if *duckref == "" {
-		t.Log("DuckDB comparison skipped: needs -duckref PATH (scripts/duckref's binary)")
+	bin := duckref.Optional(t)
+	if bin == "" {
 		return
 	}
 	glob := arch + "/v1.0/eth/logs/*/*.parquet"
@@ -135,13 +134,9 @@ func TestLogsTopicsQueries(t *testing.T) {
 		{"SELECT address, count(*) FROM t WHERE len(topics) = 3 AND topics[1] = '" + ethtables.TransferTopic.Hex() + "' GROUP BY ALL ORDER BY ALL", wantTransfers},
 		{"SELECT tp, count(*) FROM (SELECT unnest(topics) AS tp FROM t) GROUP BY ALL ORDER BY ALL", gotTopics},
 	} {
-		out, err := exec.CommandContext(t.Context(), *duckref, "table", glob, c.sql).Output()
-		if err != nil {
-			t.Fatalf("duckref: %v", err)
-		}
-		recs, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
-		if err != nil || len(recs) < 2 {
-			t.Fatalf("duckref answered %q: %v", out, err)
+		recs := duckref.Table(t, bin, glob, c.sql)
+		if len(recs) < 2 {
+			t.Fatalf("%s: DuckDB answered no row", c.sql)
 		}
 		duck := map[string]int64{}
 		for _, r := range recs[1:] {
@@ -256,17 +251,13 @@ func TestTopicsRoundTrip(t *testing.T) {
 	if !maps.Equal(got, wantTopics) {
 		t.Fatalf("through Delta: %d topics, the archive %d", len(got), len(wantTopics))
 	}
-	if *duckref == "" {
+	bin := duckref.Optional(t)
+	if bin == "" {
 		return
 	}
-	out, err := exec.CommandContext(t.Context(), *duckref, "table", bronze+"/*.parquet",
-		"SELECT tp, count(*) FROM (SELECT unnest(topics) AS tp FROM t) GROUP BY ALL ORDER BY ALL").Output()
-	if err != nil {
-		t.Fatalf("duckref: %v", err)
-	}
-	recs, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
-	if err != nil || len(recs) != len(wantTopics)+1 {
-		t.Fatalf("DuckDB read %d topics from the Delta table's files, want %d (%v)", len(recs)-1, len(wantTopics), err)
+	recs := duckref.Table(t, bin, bronze+"/*.parquet", "SELECT tp, count(*) FROM (SELECT unnest(topics) AS tp FROM t) GROUP BY ALL ORDER BY ALL")
+	if len(recs) != len(wantTopics)+1 {
+		t.Fatalf("DuckDB read %d topics from the Delta table's files, want %d", len(recs)-1, len(wantTopics))
 	}
 	for _, r := range recs[1:] {
 		if n, _ := strconv.ParseInt(r[1], 10, 64); n != wantTopics[r[0]] {

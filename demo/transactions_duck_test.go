@@ -1,35 +1,27 @@
 package demo
 
 import (
-	"encoding/csv"
-	"flag"
 	"log/slog"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/ethstream/ethstream/chain"
 	"github.com/ethstream/ethstream/chain/archivegen"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/ethtables"
+	"github.com/ethstream/ethstream/internal/duckref"
 	"github.com/ethstream/ethstream/pipeline"
 )
-
-var duckref = flag.String("duckref", os.Getenv("DUCKREF"), "scripts/duckref's binary (cd scripts/duckref && go build -o /tmp/duckref .); the DuckDB comparisons skip without it")
 
 // TestTxQueryEqualsDuckDB: TxQuery run by the engine over an archive's
 // transactions table (backfill, available-now) equals DuckDB's answer
 // over the same Parquet files: every (hour, transaction type) group, its
 // count exactly and its fees to 1e-9 relative (sums of doubles in another
-// order). Skipped without -duckref (or DUCKREF).
+// order). Skipped without -duckref (or DUCKREF), failed under CI=true.
 func TestTxQueryEqualsDuckDB(t *testing.T) {
-	if *duckref == "" {
-		t.Skip("needs -duckref PATH (scripts/duckref's binary)")
-	}
+	bin := duckref.Binary(t)
 	dir := t.TempDir()
 	arch := filepath.Join(dir, "arch")
 	m, err := archivegen.Generate(t.Context(), archivegen.Options{Out: arch, Preset: chain.LastBlocksPreset(400), Seed: 9, Tables: ethtables.Names})
@@ -50,14 +42,7 @@ func TestTxQueryEqualsDuckDB(t *testing.T) {
 	const duckSQL = `SELECT epoch_us(time_bucket(INTERVAL 1 HOUR, block_timestamp)) AS w, transaction_type,
 		count(*) AS txs, sum(receipt_gas_used * receipt_effective_gas_price / 1000000000) AS fees
 		FROM t GROUP BY ALL ORDER BY ALL`
-	out, err := exec.CommandContext(t.Context(), *duckref, "table", arch+"/v1.0/eth/transactions/*/*.parquet", duckSQL).Output()
-	if err != nil {
-		t.Fatalf("duckref: %v", err)
-	}
-	recs, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
-	if err != nil || len(recs) < 2 {
-		t.Fatalf("duckref answered %q: %v", out, err)
-	}
+	recs := duckref.Table(t, bin, arch+"/v1.0/eth/transactions/*/*.parquet", duckSQL)
 	var total int64
 	for _, r := range recs[1:] {
 		w, _ := strconv.ParseInt(r[0], 10, 64)

@@ -18,18 +18,17 @@ import (
 //
 //   - commits/C's nextBatchWatermarkMs against offsets/C+1's
 //     batchWatermarkMs, when C+1 is planned;
-//   - commits/C's against state version C's own record of it (the plan's
-//     first operator, op, of id opID, when it is a stream.StateRecorder):
-//     with C+1 not planned yet, the commit alone decides the next batch's
-//     watermark;
+//   - state version C of every operator the checkpoint records (ops, by
+//     id: recordedOperators) that is a stream.StateRecorder against
+//     commits/C and the query shape record (CheckStateRecord, the check
+//     `checkpoint verify` runs on every state directory): with C+1 not
+//     planned yet, the commit alone decides the next batch's watermark;
 //   - offsets/L against the logs the query's sources keep of their own
 //     (each source that is a stream.OffsetAuditor checks the offset
-//     offsets/L records for it: auditSources);
-//   - the recorded query shape's state schema against the one state
-//     version C was written with, when that shape was in force for C.
+//     offsets/L records for it: auditSources).
 //
 // A disagreement is CHECKPOINT_CORRUPT naming both files.
-func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, rec *shape.Record, op stream.Operator, opID int, srcs []keyedSource) error {
+func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkpoint.Snapshot, rec *shape.Record, ops []stream.Operator, srcs []keyedSource) error {
 	c := snap.CommittedID
 	if err := auditSources(ctx, d, snap.LatestID, snap.Latest, srcs); err != nil {
 		return err
@@ -42,35 +41,62 @@ func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkp
 			return err
 		}
 	}
-	sr, ok := op.(stream.StateRecorder)
-	if !ok || snap.CheckStateProvider() != nil {
+	if snap.CheckStateProvider() != nil {
 		return nil
 	}
-	st, ok, err := sr.CommittedRecord(ctx, fs, d.Join(checkpoint.StateDir, strconv.Itoa(opID)), c)
-	if err != nil || !ok {
-		return err
-	}
-	if st.HasNextWatermark {
-		if err := d.CheckRecordedWatermark(c, snap.Committed, st.Path, st.NextWatermarkMs); err != nil {
+	for id, op := range ops {
+		sr, ok := op.(stream.StateRecorder)
+		if !ok {
+			continue
+		}
+		st, ok, err := sr.CommittedRecord(ctx, fs, d.Join(checkpoint.StateDir, strconv.Itoa(id)), c)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := CheckStateRecord(d, rec, id, c, snap.Committed, st); err != nil {
 			return err
 		}
 	}
-	return CheckStateSchema(rec, c, st.Path, st.StateSchema)
+	return nil
+}
+
+// CheckStateRecord compares what state version (of operator opID, read
+// into sr) records with the checkpoint's other records of the same facts:
+// the next batch's watermark with commits/version's (c; nil: not
+// compared), and the state schema with the one the query shape record
+// rec gives operator opID (CheckStateSchema). A start runs it on version C
+// of every operator's state, `checkpoint verify` on every committed version
+// of every state directory: what verify reports, a start refuses. A
+// disagreement is CHECKPOINT_CORRUPT naming both files.
+func CheckStateRecord(d checkpoint.Dir, rec *shape.Record, opID int, version int64, c *checkpoint.CommitEntry, sr stream.StateRecord) error {
+	if sr.HasNextWatermark {
+		if err := d.CheckRecordedWatermark(version, c, sr.Path, sr.NextWatermarkMs); err != nil {
+			return err
+		}
+	}
+	return CheckStateSchema(rec, opID, version, sr.Path, sr.StateSchema)
 }
 
 // CheckStateSchema compares the query shape record rec with state version
-// (written with stateSchema, recorded in statePath): when rec was in force
-// for that version (its first batch is at most version), both name the same
-// state columns. A disagreement is CHECKPOINT_CORRUPT naming both files.
-// Empty schemas (an operator that renders none) are not compared.
-func CheckStateSchema(rec *shape.Record, version int64, statePath, stateSchema string) error {
-	if rec == nil || rec.FirstBatchID > version || rec.Shape.StateSchema == "" || stateSchema == "" ||
-		stateLayout(rec.Shape.StateSchema) == stateLayout(stateSchema) {
+// of operator opID (written with stateSchema, recorded in statePath): when
+// rec was in force for that version (its first batch is at most version),
+// both name the same state columns. A disagreement is CHECKPOINT_CORRUPT
+// naming both files. Empty schemas (an operator that renders none) and an
+// operator the record does not list are not compared.
+func CheckStateSchema(rec *shape.Record, opID int, version int64, statePath, stateSchema string) error {
+	if rec == nil || rec.FirstBatchID > version || stateSchema == "" {
+		return nil
+	}
+	ops := rec.Shape.OperatorList()
+	if opID < 0 || opID >= len(ops) || ops[opID].StateSchema == "" || stateLayout(ops[opID].StateSchema) == stateLayout(stateSchema) {
 		return nil
 	}
 	return errcode.Corrupt(rec.Path, nil,
 		"%s records the state schema %s, but state version %d (%s), written under it, has %s: one of the two files was replaced",
-		rec.Path, rec.Shape.StateSchema, version, statePath, stateSchema)
+		rec.Path, ops[opID].StateSchema, version, statePath, stateSchema)
 }
 
 // stateLayout is a state schema's rendering without its spec(...) part: the

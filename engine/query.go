@@ -254,15 +254,6 @@ func (q *Query) stages() []Stage {
 	return []Stage{{Operator: q.Operator}}
 }
 
-// firstOperator is the first stateful operator the rows reach (its id is
-// numberingOf's), nil if the plan has none.
-func (q *Query) firstOperator() stream.Operator {
-	if ops := q.operators(); len(ops) > 0 {
-		return ops[0]
-	}
-	return nil
-}
-
 // operators are the plan's stateful operators in flow order; their ids
 // are numberingOf's (opids.go), not their index here.
 func (q *Query) operators() []stream.Operator {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -393,12 +394,26 @@ func (c *shapeCheck) operatorState(old, cur shape.Operator, several, outRenamed 
 }
 
 // stateSchemaText names a recorded state schema in errors; "" is a query
-// without a stateful operator.
+// without a stateful operator. A spec's "fields=" JSON value is left out:
+// it is a machine copy of columns the spec's text names too (a join's
+// format-2 spec keeps its sides' columns as JSON for state dump,
+// join/spec.go specFields), and a message says them once.
 func stateSchemaText(s string) string {
 	if s == "" {
 		return "no state (a query without an aggregation)"
 	}
-	return s
+	const fields = " fields="
+	i := strings.Index(s, fields)
+	if i < 0 {
+		return s
+	}
+	rest := s[i+len(fields):]
+	dec := json.NewDecoder(strings.NewReader(rest))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return s
+	}
+	return s[:i] + rest[dec.InputOffset():]
 }
 
 func (c *shapeCheck) filterAndColumns() {

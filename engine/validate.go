@@ -80,14 +80,11 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	// A checkpoint whose files disagree is damaged, whatever the query: this
 	// comes before the restart rules, which compare the query with them.
 	ids := numberingOf(chk.rec, q.Shape).ids(len(q.operators()))
-	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, recordedOperators(q.operators(), ids, chk.rec)); err != nil {
+	recorded := recordedOperators(q.operators(), ids, chk.rec)
+	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, recorded); err != nil {
 		return chk, err
 	}
-	firstID := 0
-	if len(ids) > 0 {
-		firstID = ids[0]
-	}
-	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, q.firstOperator(), firstID, keyedSources(q.Sources, s.evolution)); err != nil {
+	if err := checkRecords(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, chk.rec, recorded, keyedSources(q.Sources, s.evolution)); err != nil {
 		return chk, err
 	}
 	if q.Sink != nil {

@@ -31,6 +31,14 @@ func sparkTS(t *testing.T, s string) int64 {
 	return v.UnixMicro()
 }
 
+// appendRows appends b to src, failing t if the source refuses it.
+func appendRows(t *testing.T, src *streamtest.Source, b *stream.Batch) {
+	t.Helper()
+	if err := src.Append(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // eventRows is a batch of (eventTime, id, <third>) rows.
 func eventRows(t *testing.T, third string, rows ...[3]string) *stream.Batch {
 	b := &stream.Batch{Len: len(rows), Columns: []stream.Column{
@@ -111,8 +119,8 @@ func TestJoinThenAggregateSpark(t *testing.T) {
 		t.Fatalf("first run: got %q, want %q", got, want)
 	}
 	seen := len(sink.Applied())
-	_ = l.Append(eventRows(t, "comment", [3]string{"2020-01-05 00:00:00", "abc", "joined with D"}))
-	_ = r.Append(eventRows(t, "name", [3]string{"2020-01-05 00:00:10", "abc", "D"}))
+	appendRows(t, l, eventRows(t, "comment", [3]string{"2020-01-05 00:00:00", "abc", "joined with D"}))
+	appendRows(t, r, eventRows(t, "name", [3]string{"2020-01-05 00:00:10", "abc", "D"}))
 	run()
 	want = []string{"2020-01-02 01:00:00 2020-01-02 01:00:30 1"}
 	if got := windowCounts(sink, seen, "cnt"); !slices.Equal(got, want) {
@@ -166,8 +174,8 @@ func TestJoinThenAggregateOracle(t *testing.T) {
 					col = "ts"
 				}
 				for round := range left {
-					_ = l.Append(jBatch(left[round]))
-					_ = r.Append(jBatch(right[round]))
+					appendRows(t, l, jBatch(left[round]))
+					appendRows(t, r, jBatch(right[round]))
 					parts := []int{1, 3, 7}[rng.IntN(3)]
 					q := jQuery(typ, l, r, sink, parts).
 						Aggregate(flow.Aggregation{Window: &agg.Window{Column: col, Size: 5 * time.Minute},
@@ -248,16 +256,16 @@ func TestJoinThenAggregateLifecycle(t *testing.T) {
 		return rows
 	}
 	for round := range left {
-		_ = l.Append(jBatch(left[round]))
+		appendRows(t, l, jBatch(left[round]))
 		evolved := round >= 2
 		if !evolved {
-			_ = r.Append(jBatch(right[round]))
+			appendRows(t, r, jBatch(right[round]))
 		} else {
 			// From round 2 the right side's rows come from a second source.
 			for i := range right[round] {
 				right[round][i].src = "right2"
 			}
-			_ = extra.Append(jBatch(right[round]))
+			appendRows(t, extra, jBatch(right[round]))
 		}
 		parts := 8
 		if round == 0 {

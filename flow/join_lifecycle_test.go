@@ -220,6 +220,13 @@ func TestJoinChangeRefused(t *testing.T) {
 		if errcode.Code(err) != errcode.StateSchemaMismatch || !strings.Contains(err.Error(), name) {
 			t.Fatalf("%s changed: got %v, want STATE_SCHEMA_MISMATCH naming it", name, err)
 		}
+		// Each schema names each side's columns once, as text: the
+		// spec's JSON copy of them (for state dump) is left out.
+		const cols = "values=k string,ts timestamp,id int64,source string)"
+		if msg := err.Error(); strings.Count(msg, cols) != 4 || strings.Contains(msg, `"name"`) ||
+			!strings.Contains(msg, "spec(join/v2 stateFormatVersion=2 type=LeftOuter left(keys=k; "+cols+" right(keys=k") {
+			t.Fatalf("%s changed: the message should name each side's columns once per schema: %v", name, err)
+		}
 		if after := treeOf(t, opts.CheckpointDir); after != before {
 			t.Fatalf("%s changed: a refused start changed the checkpoint", name)
 		}

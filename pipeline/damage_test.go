@@ -51,6 +51,13 @@ func damageRun(t *testing.T, root string, max int) error {
 // damageRunFS is damageRun with the checkpoint and the table on fsys.
 func damageRunFS(t *testing.T, fsys vfs.FS, root string, max int) error {
 	t.Helper()
+	return damageRunWith(t, fsys, root, max, nil)
+}
+
+// damageRunWith is damageRunFS with the query's configuration changed by
+// change (nil: none).
+func damageRunWith(t *testing.T, fsys vfs.FS, root string, max int, change func(*Config)) error {
+	t.Helper()
 	archive, err := damageArchive()
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +72,9 @@ func damageRunFS(t *testing.T, fsys vfs.FS, root string, max int) error {
 		Trigger: engine.Trigger{Kind: engine.AvailableNow},
 		Logger:  slog.New(slog.DiscardHandler),
 		Clock:   stream.SystemClock{},
+	}
+	if change != nil {
+		change(&cfg)
 	}
 	q, opts, err := Build(cfg)
 	if err != nil {

@@ -2,14 +2,11 @@ package pipeline
 
 import (
 	"context"
-	"encoding/csv"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,11 +17,10 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/internal/duckref"
 	"github.com/ethstream/ethstream/internal/sparkref"
 	"github.com/ethstream/ethstream/sink/delta"
 )
-
-var joinDuckref = flag.String("duckref", os.Getenv("DUCKREF"), "scripts/duckref's binary (cd scripts/duckref && go build -o /tmp/duckref .); the DuckDB comparisons skip without it")
 
 // joinFileRow is a relation's row in its Parquet files.
 type joinFileRow struct {
@@ -187,11 +183,9 @@ func TestSparkRefJoin(t *testing.T) {
 // TestSparkRefJoinDuckDB: generated joins with no late row (hour-long
 // delays) equal DuckDB's batch join over the same Parquet files (the last
 // round's sentinels left out), every type. Skipped without -duckref (or
-// DUCKREF).
+// DUCKREF), failed under CI=true.
 func TestSparkRefJoinDuckDB(t *testing.T) {
-	if *joinDuckref == "" {
-		t.Skip("needs -duckref PATH (scripts/duckref's binary)")
-	}
+	bin := duckref.Binary(t)
 	for _, typ := range sparkref.JoinTypes {
 		t.Run(strings.ReplaceAll(typ, " ", "_"), func(t *testing.T) {
 			c := sparkref.GenJoin(rand.New(rand.NewPCG(7, 41)), typ, true)
@@ -201,16 +195,8 @@ func TestSparkRefJoinDuckDB(t *testing.T) {
 				writeJoinRound(t, root, n, rd)
 			}
 			l, r := filepath.Join(root, "lhs", "*", "*.parquet"), filepath.Join(root, "rhs", "*", "*.parquet")
-			out, err := exec.CommandContext(t.Context(), *joinDuckref, "table", l, c.DuckDB(l, r)).Output()
-			if err != nil {
-				t.Fatalf("duckref: %v\n%s", err, c.DuckDB(l, r))
-			}
-			recs, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
-			if err != nil || len(recs) < 1 {
-				t.Fatalf("duckref answered %q: %v", out, err)
-			}
 			var want []string
-			for _, rec := range recs[1:] {
+			for _, rec := range duckref.Table(t, bin, l, c.DuckDB(l, r))[1:] {
 				for i, v := range rec {
 					if v == "" {
 						rec[i] = "null"

@@ -139,3 +139,64 @@ func writeFile(t *testing.T, p, data string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTamperTwoOperatorsNoticedAtStart: on a checkpoint of two stateful
+// operators (a deduplication, then the aggregation: Spark's ids make the
+// aggregation operator 0 and the deduplication, the first the rows reach,
+// operator 1), a query shape record whose state schema of either operator
+// differs from that operator's state is reported by checkpoint verify and
+// refused by a start, naming both files, before anything is written; the
+// restored record resumes. A start checked the first operator alone, and
+// verify only the schema of a one-aggregation shape.
+func TestTamperTwoOperatorsNoticedAtStart(t *testing.T) {
+	dedup := func(c *Config) { c.DropDuplicates = "hash" }
+	base := t.TempDir()
+	if err := damageRunWith(t, vfs.Default, base, 2, dedup); err != nil {
+		t.Fatal(err)
+	}
+	ck := func(rel string) string { return filepath.Join(base, "ck", rel) }
+	shapePath := ck("shape/0")
+	orig := string(readFile(t, shapePath))
+	for _, row := range []struct {
+		op string
+		// at finds the state schema's key( to tamper with in the record.
+		at func(s, sub string) int
+	}{
+		{"0", strings.Index}, {"1", strings.LastIndex},
+	} {
+		t.Run("operator_"+row.op, func(t *testing.T) {
+			meta, _ := filepath.Glob(ck("state/" + row.op + "/" + strings.Repeat("0", 19) + "1.*.meta"))
+			if len(meta) != 1 {
+				t.Fatalf("state metadata of operator %s, version 1: %v", row.op, meta)
+			}
+			i := row.at(orig, ` key(`)
+			if strings.Count(orig, ` key(`) != 2 || i < 0 {
+				t.Fatalf("%s does not hold two state schemas:\n%s", shapePath, orig)
+			}
+			writeFile(t, shapePath, orig[:i]+` key(tampered int64, `+orig[i+len(` key(`):])
+			defer writeFile(t, shapePath, orig)
+			vr, err := Verify(context.Background(), vfs.Default, filepath.Join(base, "ck"), filepath.Join(base, "table"))
+			var b strings.Builder
+			vr.Print(&b)
+			if err != nil || vr.Damaged == 0 || !strings.Contains(b.String(), ck("state/"+row.op)) {
+				t.Fatalf("checkpoint verify does not find operator %s's (%v):\n%s", row.op, err, b.String())
+			}
+			before := treeHash(t, filepath.Join(base, "ck"), filepath.Join(base, "table"))
+			err = damageRunWith(t, vfs.Default, base, 0, dedup)
+			if !errcode.Is(err, errcode.CheckpointCorrupt) {
+				t.Fatalf("start: %v, want %s", err, errcode.CheckpointCorrupt)
+			}
+			for _, p := range []string{shapePath, meta[0]} {
+				if !strings.Contains(err.Error(), p) {
+					t.Errorf("the refusal does not name %s: %v", p, err)
+				}
+			}
+			if after := treeHash(t, filepath.Join(base, "ck"), filepath.Join(base, "table")); after != before {
+				t.Fatalf("a refused start changed files:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+	if err := damageRunWith(t, vfs.Default, base, 0, dedup); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+}

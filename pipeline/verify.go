@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
@@ -207,16 +208,26 @@ func verifyState(ctx context.Context, d checkpoint.Dir, snap *checkpoint.Snapsho
 		// The start's check (engine.checkCommitted), over every version.
 		rep.add(sd, "offsets and commit logs cover every state version",
 			d.CheckStateCovered(sd, sr.Committed, latest, committed, committed < 0 || slices.Contains(sr.Committed, committed)))
-		verifyStateRecords(d, sd, committed, logs, rep)
+		opID, err := strconv.Atoi(op)
+		if err != nil {
+			opID = -1
+		}
+		verifyStateRecords(d, sd, opID, logs, rep)
 	}
 	return nil
 }
 
-// verifyStateRecords compares what each state version records with the
-// checkpoint's other record of it: the watermark of the batch after it
-// (the aggregation's record of it) with commits/N, and the state schema of the newest version
-// with the query shape record in force when it was written.
-func verifyStateRecords(d checkpoint.Dir, sd string, committed int64, logs checkpoint.Logs, rep *VerifyReport) {
+// verifyStateRecords runs the start's check of a state version's records
+// (engine.CheckStateRecord) on every committed version of state directory
+// sd, operator opID's (-1: a name that is no id): the watermark of the
+// batch after it (an aggregation's record of it) against commits/N, and
+// its state schema against the query shape record in force when it was
+// written.
+func verifyStateRecords(d checkpoint.Dir, sd string, opID int, logs checkpoint.Logs, rep *VerifyReport) {
+	rec, err := shape.ReadLatest(d.FS, d.Path)
+	if err != nil {
+		rec = nil // a damaged record is verifyShape's
+	}
 	bad := 0
 	for _, id := range logs.CommitIDs {
 		c := logs.Commits[id]
@@ -224,27 +235,20 @@ func verifyStateRecords(d checkpoint.Dir, sd string, committed int64, logs check
 			continue
 		}
 		r, ok, err := agg.ReadStateRecord(d.FS, sd, id)
-		if err != nil || !ok || !r.HasNextWatermark {
-			continue // a damaged or purged version: state.Verify reports it
+		if err != nil || !ok {
+			// Another operator's record: the schema alone.
+			if r, ok, err = (state.Recorded{}).CommittedRecord(context.Background(), d.FS, sd, id); err != nil || !ok {
+				continue // a damaged or purged version: state.Verify reports it
+			}
 		}
-		if err := d.CheckRecordedWatermark(id, c, r.Path, r.NextWatermarkMs); err != nil {
-			rep.add(d.CommitPath(id), "commit and state version disagree on the watermark", err)
+		if err := engine.CheckStateRecord(d, rec, opID, id, c, r); err != nil {
+			rep.add(d.CommitPath(id), "commit, query shape and state version disagree", err)
 			bad++
 		}
 	}
 	if bad == 0 {
-		rep.add(sd, "state versions record the watermarks the commit log records", nil)
+		rep.add(sd, "state versions record the watermarks the commit log records and the query shape's state schema", nil)
 	}
-	rec, err := shape.ReadLatest(d.FS, d.Path)
-	if err != nil || rec == nil || committed < 0 || rec.FirstBatchID > committed {
-		return // a damaged record is verifyShape's
-	}
-	r, ok, err := state.ReadRecord(d.FS, sd, committed)
-	if err != nil || !ok {
-		return
-	}
-	rep.add(rec.Path, "query shape and state agree on the state schema",
-		engine.CheckStateSchema(rec, committed, r.Path, r.Schema.String()))
 }
 
 // verifyTable reads every file of the table, then checks its txn for the

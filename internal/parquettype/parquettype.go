@@ -110,9 +110,30 @@ func GoType(t stream.Type) (reflect.Type, string, bool) {
 	return nil, "", false
 }
 
+// Scratch holds the bytes of the values Scratch.Value encodes into bytes
+// of their own (a DECIMAL of more than 18 digits, a FIXED_LEN_BYTE_ARRAY),
+// reused from one chunk of rows to the next: a value's bytes stay valid
+// until Reset. A writer calls Reset once the values were written
+// (parquet-go's column buffers copy them); a value per allocation was the
+// cost of such a column before. The zero Scratch is ready to use; it is
+// not safe for concurrent use.
+type Scratch struct{ buf []byte }
+
+// Reset lets the next values reuse the bytes of those encoded so far,
+// which must not be read again.
+func (s *Scratch) Reset() { s.buf = s.buf[:0] }
+
 // Value is row i of v (not null) as the parquet value of its leaf type t
-// (v's type, or an array's element type for its Elems).
+// (v's type, or an array's element type for its Elems), for one value: a
+// wide DECIMAL's bytes are allocated (Scratch.Value reuses them).
 func Value(t stream.Type, v *stream.Column, i int) parquet.Value {
+	return new(Scratch).Value(t, v, i)
+}
+
+// Value is row i of v (not null) as the parquet value of its leaf type t
+// (v's type, or an array's element type for its Elems); a wide DECIMAL's
+// bytes are s's until s.Reset.
+func (s *Scratch) Value(t stream.Type, v *stream.Column, i int) parquet.Value {
 	switch t.Kind() {
 	case stream.Decimal:
 		d := v.Decimals[i]
@@ -122,7 +143,11 @@ func Value(t stream.Type, v *stream.Column, i int) parquet.Value {
 		case t.Precision() <= 18:
 			return parquet.Int64Value(int64(d.Lo))
 		}
-		return parquet.FixedLenByteArrayValue(columnar.AppendDecimalFixed(nil, d, columnar.DecimalFixedLen(t.Precision())))
+		// Appended past the end: a value encoded before keeps its bytes
+		// (when buf grows, they stay in the old array).
+		n := len(s.buf)
+		s.buf = columnar.AppendDecimalFixed(s.buf, d, columnar.DecimalFixedLen(t.Precision()))
+		return parquet.FixedLenByteArrayValue(s.buf[n:len(s.buf):len(s.buf)])
 	case stream.Float64:
 		return parquet.DoubleValue(v.Float64s[i])
 	case stream.Float32:
@@ -149,6 +174,12 @@ func Bytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) 
 // null element, 3 an element with a value; repetition 0 for the row's
 // first value, 1 for its next elements.
 func AppendList(dst []parquet.Value, et stream.Type, v *stream.Column, r, c int) []parquet.Value {
+	return new(Scratch).AppendList(dst, et, v, r, c)
+}
+
+// AppendList is the package's AppendList with the elements' wide DECIMAL
+// bytes in s (valid until s.Reset).
+func (s *Scratch) AppendList(dst []parquet.Value, et stream.Type, v *stream.Column, r, c int) []parquet.Value {
 	from, to := int(v.Offsets[r]), int(v.Offsets[r+1])
 	switch {
 	case v.IsNull(r):
@@ -165,7 +196,7 @@ func AppendList(dst []parquet.Value, et stream.Type, v *stream.Column, r, c int)
 			dst = append(dst, parquet.NullValue().Level(rep, 2, c))
 			continue
 		}
-		dst = append(dst, Value(et, v.Elems, e).Level(rep, 3, c))
+		dst = append(dst, s.Value(et, v.Elems, e).Level(rep, 3, c))
 	}
 	return dst
 }

@@ -2,6 +2,7 @@ package sparkref
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,52 @@ func (q *Query) DuckDB(schema []Column) string {
 		s += " GROUP BY " + strings.Join(group, ", ")
 	}
 	return s
+}
+
+// DuckDBChecks reports whether DuckDB's batch answer to q.DuckDB(schema)
+// is the table the stream leaves, once no row was late: q's GROUP BY is
+// the whole result (update mode, or no window: append and complete over
+// windows leave only the closed or open ones), without a deduplication
+// (which keeps rows by arrival), a LIMIT or an expression (DuckDB's
+// division by zero and overflow differ: Expressions), and every column q
+// reads is a BIGINT, DOUBLE, STRING or TIMESTAMP (the types duckref
+// loads; the other types are the oracle's alone).
+func (q *Query) DuckDBChecks(schema []Column) bool {
+	if q.Mode != "update" && q.Window != nil || q.Dedup != nil || q.Limit != nil || q.Project != nil || q.Expressions() {
+		return false
+	}
+	for _, c := range schema {
+		if DuckDBType(c.Type) || !q.reads(c.Name) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// DuckDBType reports whether duckref loads columns of type t: BIGINT,
+// DOUBLE, STRING and TIMESTAMP.
+func DuckDBType(t stream.Type) bool {
+	switch t {
+	case stream.Int64, stream.Float64, stream.String, stream.Timestamp:
+		return true
+	}
+	return false
+}
+
+// reads reports whether q reads column name: a window's time, a key, an
+// aggregate's input or a WHERE's operand.
+func (q *Query) reads(name string) bool {
+	if q.Window != nil && q.Window.Column == name || slices.Contains(q.Keys, name) {
+		return true
+	}
+	for _, a := range q.Aggs {
+		if a.Column == name {
+			return true
+		}
+	}
+	w := q.where()
+	return w != nil && reads(w, name)
 }
 
 type duck struct{ typ map[string]stream.Type }

@@ -1,8 +1,10 @@
 package main
 
 // duckref sparkref FILE: runs the differential test's queries (the
-// -sparkref.duckdb file of ethstream's TestSparkRef) in DuckDB and compares
-// DuckDB's table with the one ethstream left.
+// -sparkref.duckdb file of ethstream's TestSparkRef, which runs this over
+// its cases when given -duckref) in DuckDB and compares DuckDB's table with
+// the one ethstream left; a disagreement is an error (exit status 1) after
+// the summary.
 
 import (
 	"bufio"
@@ -88,6 +90,9 @@ func sparkref(path string) error {
 			}
 			fmt.Println("   ", ex)
 		}
+	}
+	if agreed != run {
+		return fmt.Errorf("%d of %d queries disagreed", run-agreed, run)
 	}
 	return nil
 }

@@ -56,11 +56,11 @@ func arrayOfDelta(t DataType) (stream.Type, bool) {
 
 // appendListValues appends the parquet values of the array column c, rows
 // [lo, hi), with their repetition and definition levels.
-func (rs *rowSet) appendListValues(dst []parquet.Value, c, lo, hi int) []parquet.Value {
+func (rs *rowSet) appendListValues(dst []parquet.Value, sc *parquettype.Scratch, c, lo, hi int) []parquet.Value {
 	v := &rs.cols[c]
 	et := rs.l.leaves[c].typ.Elem()
 	for i := lo; i < hi; i++ {
-		dst = parquettype.AppendList(dst, et, v, i, c)
+		dst = sc.AppendList(dst, et, v, i, c)
 	}
 	return dst
 }

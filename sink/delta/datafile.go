@@ -97,10 +97,12 @@ func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) error {
 	}
 	const chunk = 8192
 	vals := make([]parquet.Value, 0, min(chunk, rows.n))
+	var sc parquettype.Scratch // a wide DECIMAL's bytes: the column writer copies them
 	for lo := 0; lo < rows.n; lo += chunk {
 		hi := min(lo+chunk, rows.n)
 		for c := range rows.cols {
-			vals = rows.appendValues(vals[:0], c, lo, hi)
+			sc.Reset()
+			vals = rows.appendValues(vals[:0], &sc, c, lo, hi)
 			if _, err := cols[c].WriteRowValues(vals); err != nil {
 				return err
 			}
@@ -111,13 +113,14 @@ func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) error {
 
 // appendValues appends the parquet values of column c, rows [lo, hi), with
 // their definition levels: a window leaf is at level 2 (1 when null, 0 when
-// the window itself is null), any other leaf at 1 (0 when null).
-func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Value {
+// the window itself is null), any other leaf at 1 (0 when null); a wide
+// DECIMAL's bytes go to sc.
+func (rs *rowSet) appendValues(dst []parquet.Value, sc *parquettype.Scratch, c, lo, hi int) []parquet.Value {
 	v := &rs.cols[c]
 	def := len(rs.l.leaves[c].path)
 	typ := rs.l.leaves[c].typ
 	if typ.Kind() == stream.Array {
-		return rs.appendListValues(dst, c, lo, hi)
+		return rs.appendListValues(dst, sc, c, lo, hi)
 	}
 	// A column without nulls (and no null window above it) of the usual
 	// types takes a loop of its own: the per-value checks of the general
@@ -159,7 +162,7 @@ func (rs *rowSet) appendValues(dst []parquet.Value, c, lo, hi int) []parquet.Val
 		case typ == stream.Float64:
 			dst = append(dst, parquet.DoubleValue(v.Float64s[i]).Level(0, def, c))
 		case typ != stream.String && typ != stream.Int64 && typ != stream.Timestamp:
-			dst = append(dst, parquettype.Value(typ, v, i).Level(0, def, c))
+			dst = append(dst, sc.Value(typ, v, i).Level(0, def, c))
 		case typ == stream.String:
 			dst = append(dst, parquet.ByteArrayValue(parquettype.Bytes(v.Strings[i])).Level(0, def, c))
 		default:

@@ -92,21 +92,23 @@ func writeParquet(w io.Writer, pq *parquet.Schema, leaves []leaf, out *stream.Ba
 	// per row.
 	rows := make([]parquet.Row, 0, min(chunk, out.Len))
 	var vals []parquet.Value
+	var sc parquettype.Scratch // a wide DECIMAL's bytes, reused too
 	ends := make([]int, 0, min(chunk, out.Len))
 	for lo := 0; lo < out.Len; lo += chunk {
 		vals, ends = vals[:0], ends[:0]
+		sc.Reset()
 		for r := lo; r < min(lo+chunk, out.Len); r++ {
 			for c, lf := range leaves {
 				v := &out.Columns[c]
 				switch {
 				case lf.typ.Kind() == stream.Array:
-					vals = parquettype.AppendList(vals, v.Type.Elem(), v, r, c)
+					vals = sc.AppendList(vals, v.Type.Elem(), v, r, c)
 				case lf.depth == 2 && out.Columns[c-btoi(lf.col == colWindowEnd)].IsNull(r):
 					vals = append(vals, parquet.NullValue().Level(0, 0, c))
 				case v.IsNull(r):
 					vals = append(vals, parquet.NullValue().Level(0, lf.depth-1, c))
 				default:
-					vals = append(vals, parquettype.Value(v.Type, v, r).Level(0, lf.depth, c))
+					vals = append(vals, sc.Value(v.Type, v, r).Level(0, lf.depth, c))
 				}
 			}
 			ends = append(ends, len(vals))

@@ -1,23 +1,20 @@
 package deltasource
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ethstream/ethstream/internal/duckref"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
-
-var duckref = flag.String("duckref", os.Getenv("DUCKREF"), "scripts/duckref's binary (cd scripts/duckref && go build -o /tmp/duckref .); the DuckDB comparison skips without it")
 
 // wideDecimals are the columns of TestWideDecimalTable with the
 // FIXED_LEN_BYTE_ARRAY length Spark writes for each
@@ -198,26 +195,18 @@ func TestWideDecimalTable(t *testing.T) {
 		t.Errorf("source read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantRows, "\n"))
 	}
 
-	if *duckref == "" {
-		t.Log("DuckDB comparison skipped: needs -duckref PATH (scripts/duckref's binary)")
+	bin := duckref.Optional(t)
+	if bin == "" {
 		return
 	}
-	out, err := exec.CommandContext(t.Context(), *duckref, "table", files[0],
-		"SELECT k, d20::VARCHAR, d28::VARCHAR, d38::VARCHAR FROM t ORDER BY k").Output()
-	if err != nil {
-		t.Fatalf("duckref: %v", err)
-	}
 	var duck []string
-	for line := range strings.Lines(strings.TrimSpace(string(out))) {
-		fields := strings.Split(strings.TrimRight(line, "\n"), ",")
+	for _, fields := range duckref.Table(t, bin, files[0], "SELECT k, d20::VARCHAR, d28::VARCHAR, d38::VARCHAR FROM t ORDER BY k")[1:] {
 		for i, f := range fields {
 			if f == "" {
 				fields[i] = "null"
 			}
 		}
-		if fields[0] != "k" {
-			duck = append(duck, strings.Join(fields, "|"))
-		}
+		duck = append(duck, strings.Join(fields, "|"))
 	}
 	slices.Sort(duck)
 	if !slices.Equal(duck, wantRows) {
