@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -181,6 +182,7 @@ func runAtScale(ctx context.Context, log io.Writer, op, dir string, src pipeline
 
 	fmt.Fprintf(log, "%s state at scale: restart at 8 partitions (repartition %d keys) ...\n", op, r.Keys)
 	cfg.Conf["spark.sql.streaming.stateStore.partitions"] = "8"
+	debug.FreeOSMemory() // as the offline leg: this run's peak alone
 	resetPeakRSS()
 	if rec, err = run(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("%s at scale, restart at 8 partitions: %w", op, err)

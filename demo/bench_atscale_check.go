@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
@@ -101,6 +102,9 @@ func repartitionOffline(ctx context.Context, ckpt, dir string, n int) (*offlineR
 		return nil, "", fmt.Errorf("copy the checkpoint for the offline repartition: %w", err)
 	}
 	o := engine.Options{CheckpointDir: cp, FS: vfs.Default, LocalDir: filepath.Join(dir, "state-cache"), Logger: slog.New(slog.DiscardHandler)}
+	// The leg's own peak: the heap the backfill before it freed is
+	// returned to the OS first, else it counts in this leg's RSS.
+	debug.FreeOSMemory()
 	resetPeakRSS()
 	res, err := engine.RepartitionOffline(ctx, o, state.Recorded{}, n)
 	if err != nil {
