@@ -55,6 +55,9 @@
 //   - driver.go: performs a plan's steps against the checkpoint, sources,
 //     operator and sink, and reports the rows and the commit watermark back.
 //     It decides nothing. open.go opens and closes what it uses.
+//   - readahead.go: under availableNow, batch N+1's input read into
+//     bounded memory while batch N finishes, writes its sink and commits;
+//     the next trigger plans over the range read (nothing durable moves).
 //   - recorder.go: the progress recorder beside the driver (Spark's
 //     ProgressReporter): it times the phases the steps name and keeps what
 //     the steps saw (rows, event times, the operator's, sink's and

@@ -70,6 +70,15 @@ type driver struct {
 	dry bool
 	// trace, if set, receives each plan just before it is performed.
 	trace func(p *batchPlan)
+	// aheadOn, set by the loop of an availableNow run for a batch that the
+	// run may follow with another, turns the read-ahead on (readahead.go):
+	// aheadKeys are the keys it polls, in query order, aheadFrom the loop's
+	// Current before the batch in flight, ahead the next batch's read-ahead.
+	aheadOn   bool
+	aheadKeys []string
+	aheadFrom map[string]json.RawMessage
+	ahead     *readAhead
+	aheadFree []*stream.Batch // the last read-ahead's chunks, to re-use
 }
 
 // batchResult is what the driver reports back after a batch committed:
@@ -273,6 +282,8 @@ func (d *driver) awaitOffsets(b *batchRun, s step) error {
 func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
 	p := b.p
 	b.rec.seen.sources = d.sourceProgress(b)
+	// The input is read: the next batch's may be, while this one finishes.
+	d.startReadAhead(ctx, p)
 	if len(d.sides) > 0 {
 		b.res.NextWatermark, b.res.sideMarks = nextSidedWatermark(p.Entry.Metadata.BatchWatermarkMs, d.q.Sides, b.rec.in.sides, d.sideMarks, d.policy)
 		for _, e := range b.rec.in.sides {
@@ -349,7 +360,7 @@ func (d *driver) repartition(ctx context.Context, b *batchRun, s step) error {
 func (d *driver) commitSources(ctx context.Context, b *batchRun, s step) error {
 	for _, so := range b.p.Entry.Sources {
 		if so.Offset != nil {
-			if err := d.byKey[so.Key].src.Commit(ctx, so.Offset); err != nil {
+			if err := d.commitSource(ctx, so.Key, so.Offset); err != nil {
 				return fmt.Errorf("batch %d: commit source %q: %w", s.Batch, so.Key, err)
 			}
 		}
@@ -402,7 +413,17 @@ func (d *driver) read(ctx context.Context, b *batchRun, s step) error {
 	// such, not as a failed read.
 	var queryErr error
 	rc := b.rec.startRead()
-	err := st.src.ReadBatch(ctx, s.Start, s.End, func(in *stream.Batch) error {
+	readBatch := st.src.ReadBatch
+	a, err := d.aheadFor(s)
+	if err != nil {
+		return fmt.Errorf("batch %d: %w", s.Batch, err)
+	}
+	if a != nil {
+		readBatch = func(_ context.Context, _, _ stream.Offset, emit func(*stream.Batch) error) error {
+			return d.replay(a, emit)
+		}
+	}
+	err = readBatch(ctx, s.Start, s.End, func(in *stream.Batch) error {
 		t0 := clk.Now()
 		defer rc.emitted(t0)
 		rows += int64(in.Len)

@@ -105,7 +105,9 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 
 // close releases what open opened.
 func (d *driver) close() error {
-	var errs []error
+	// The read-ahead's producer reads the sources: it ends first.
+	errs := []error{d.discardAhead()}
+	d.aheadFree = nil
 	for _, st := range d.order {
 		if st.open {
 			errs = append(errs, st.src.Close())

@@ -156,6 +156,8 @@ type Options struct {
 	// observe, if set (tests), receives each phase boundary, step and crash
 	// point of a batch as the driver reaches it.
 	observe func(event string)
+	// aheadBytes, if set (tests), replaces readAheadBytes.
+	aheadBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -167,6 +169,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.aheadBytes == 0 {
+		o.aheadBytes = readAheadBytes
 	}
 	return o
 }

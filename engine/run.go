@@ -276,12 +276,18 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 		switch dec.Need {
 		case needLatest:
 			t0 := clk.Now()
-			if v.Latest, err = r.d.latestOffsets(ctx, r.c.Keys, r.st.Current); err != nil {
+			// Polled while the last batch finished, or now.
+			latest, ok, err := r.d.takeLatest(r.st.Current)
+			if !ok {
+				latest, err = r.d.latestOffsets(ctx, r.c.Keys, r.st.Current)
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return false, errStoppedPolling
 				}
 				return false, err
 			}
+			v.Latest = latest
 			t1 = clk.Now()
 			latestDur = t1.Sub(t0)
 		case needProbe:
@@ -297,6 +303,12 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 		return false, nil
 	}
 	planDur := clk.Now().Sub(t1)
+	// Under availableNow the sources' ends are fixed, so the next batch's
+	// input may be read while this one finishes (readahead.go), unless
+	// --max-batches ends the run with this one.
+	r.d.aheadOn = r.q.Trigger.Kind == AvailableNow &&
+		(r.q.MaxDataBatches == 0 || r.sum.DataBatches+1 < r.q.MaxDataBatches)
+	r.d.aheadKeys, r.d.aheadFrom = r.c.Keys, r.st.Current
 	r.d.o.Logger.Debug("planned batch", "batchId", dec.Plan.ID, "kind", dec.Plan.Kind)
 	return true, r.perform(ctx, dec.Plan, start, preDurations{latest: latestDur, planning: planDur})
 }

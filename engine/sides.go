@@ -50,6 +50,10 @@ type Side struct {
 	Columns []string
 	// Where filters the side's rows, as Query.Where.
 	Where stream.Predicate
+	// PreWatermark is the part of Where below the side's watermark, as
+	// Query.PreWatermark: only the rows it keeps advance the side's
+	// watermark (nil: every row read does).
+	PreWatermark stream.Predicate
 	// Watermark is the side's event time and delay (nil: none).
 	Watermark *Watermark
 }
@@ -224,7 +228,7 @@ func (q *Query) validateSides() error {
 		}
 	}
 	for _, s := range q.Sides {
-		one := Query{Columns: s.Columns, Where: s.Where, Watermark: s.Watermark, Stages: q.Stages, Operator: q.Operator}
+		one := Query{Columns: s.Columns, Where: s.Where, PreWatermark: s.PreWatermark, Watermark: s.Watermark, Stages: q.Stages, Operator: q.Operator}
 		for _, ns := range q.Sources {
 			if slices.Contains(s.Sources, ns.Name) {
 				one.Sources = append(one.Sources, ns)
@@ -252,7 +256,7 @@ func openSides(q *Query) []*sideReads {
 		if wmk := s.Watermark; wmk != nil && s.Columns != nil && !contains(proj, wmk.Column) {
 			proj = append(proj, wmk.Column)
 		}
-		sr := &sideReads{rp: readPath{where: s.Where}, withSrc: withSrc, proj: proj}
+		sr := &sideReads{rp: readPath{where: s.Where, pre: s.PreWatermark}, withSrc: withSrc, proj: proj}
 		if s.Watermark != nil {
 			sr.rp.eventTime = s.Watermark.Column
 		}

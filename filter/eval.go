@@ -165,6 +165,9 @@ func legacyTypes(e Expr, types Types) bool {
 // String is the canonical text of the predicate.
 func (p *Predicate) String() string { return p.expr.String() }
 
+// Expr is the expression the predicate was compiled from.
+func (p *Predicate) Expr() Expr { return p.expr }
+
 // Columns are the input columns the predicate reads.
 func (p *Predicate) Columns() []string { return append([]string(nil), p.cols...) }
 

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ethstream/ethstream/engine"
@@ -21,7 +22,10 @@ type Side struct {
 	schema  stream.Schema
 	wm      *engine.Watermark
 	where   stream.Predicate
-	err     error
+	// whereExpr and whereOpts are where as given (Where).
+	whereExpr filter.Expr
+	whereOpts filter.Options
+	err       error
 }
 
 // From starts a join side named alias (the relation's alias: output
@@ -77,22 +81,59 @@ func (s *Side) WithWatermark(column string, delay time.Duration) *Side {
 	return s
 }
 
-// Where keeps the side's rows for which e is TRUE, before the join.
-func (s *Side) Where(e filter.Expr) *Side {
-	p, err := filter.Compile(e, func(name string) (stream.Type, bool) {
+// Where keeps the side's rows for which e is TRUE, before the join, as
+// Spark runs side.withWatermark(...).where(e): its conjuncts that do not
+// read the watermark's column run below the watermark too
+// (PushPredicateThroughNonJoin), so only the rows they keep advance the
+// side's watermark; the others filter after it. Spark's ANSI defaults.
+func (s *Side) Where(e filter.Expr) *Side { return s.WhereWith(e, filter.Options{}) }
+
+// WhereWith is Where compiled under o.
+func (s *Side) WhereWith(e filter.Expr, o filter.Options) *Side {
+	types := func(name string) (stream.Type, bool) {
 		if f := s.schema.Field(name); f != nil {
 			return f.Type, true
 		}
 		return 0, false
-	})
+	}
+	p, err := filter.CompileWith(e, types, o)
 	if err != nil {
 		return s.fail(err)
 	}
 	if s.where != nil {
 		return s.fail(invalid("side %s has a filter already: combine the two with And", s.alias))
 	}
-	s.where = p
+	s.where, s.whereExpr, s.whereOpts = p, e, o
 	return s
+}
+
+// below is the part of the side's filter that runs below its watermark:
+// the conjuncts that do not read the event-time column (nil: none, or no
+// watermark).
+func (s *Side) below() (stream.Predicate, error) {
+	if s.where == nil || s.wm == nil {
+		return nil, nil
+	}
+	var below filter.Expr
+	for _, c := range filter.Conjuncts(s.whereExpr) {
+		if slices.Contains(filter.Columns(c), s.wm.Column) {
+			continue
+		}
+		if below == nil {
+			below = c
+		} else {
+			below = filter.And{L: below, R: c}
+		}
+	}
+	if below == nil {
+		return nil, nil
+	}
+	return filter.CompileWith(below, func(name string) (stream.Type, bool) {
+		if f := s.schema.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	}, s.whereOpts)
 }
 
 // JoinOn is a join's type and condition.
@@ -105,8 +146,17 @@ type JoinOn struct {
 	Range []join.Bound
 	// Columns, when a side's is not nil, prune that side to the columns
 	// the query reads from the join's rows (join.Side.Columns): the state
-	// and the rows keep only them and the join's own columns.
+	// and the rows keep only them and the join's own columns. Ignored
+	// with Where.
 	Columns [2][]string
+	// Where, when set, filters the join's rows (its columns named as the
+	// join names them: alias_col for a name both sides have), as Spark's
+	// left.join(right, ...).where(Where): placed as Spark's optimizer
+	// places it (join.Pushdown), its conjuncts on one side below the join
+	// where the join type allows, an outer join narrowed when they reject
+	// its null-supplying side's nulls, the rest after the join. Spark's
+	// rules on watermarks and conditions apply to Type as written.
+	Where filter.Expr
 }
 
 // Between is left.leftCol BETWEEN right.rightCol + lo AND right.rightCol +
@@ -145,6 +195,16 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	if left.alias == right.alias {
 		return q.fail(invalid("both sides of the join are named %q", left.alias))
 	}
+	var rest filter.Expr
+	if on.Where != nil {
+		// The WHERE reads the join's rows by their names: no pruning
+		// under it (SQL prunes only a join without one).
+		on.Columns = [2][]string{}
+		var err error
+		if left, right, rest, on.Type, err = pushWhere(left, right, on); err != nil {
+			return q.fail(err)
+		}
+	}
 	spec := join.Spec{Type: on.Type, Range: on.Range,
 		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys, Columns: on.Columns[0]},
 		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys, Columns: on.Columns[1]}}
@@ -163,7 +223,11 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 		return q.fail(err)
 	}
 	for _, s := range []*Side{left, right} {
-		es := engine.Side{Name: s.alias, Where: s.where, Watermark: s.wm}
+		pre, err := s.below()
+		if err != nil {
+			return q.fail(err)
+		}
+		es := engine.Side{Name: s.alias, Where: s.where, PreWatermark: pre, Watermark: s.wm}
 		for _, ns := range s.sources {
 			es.Sources = append(es.Sources, ns.Name)
 			q.q.Sources = append(q.q.Sources, ns)
@@ -184,7 +248,61 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	q.schema = op.OutputSchema()
 	q.joinMarks(op, left, right)
 	q.q.Stages = append(q.q.Stages, engine.Stage{Operator: op})
+	if rest != nil {
+		q.Where(rest)
+	}
 	return q
+}
+
+// pushWhere places on.Where (join.Pushdown): copies of the sides with the
+// conjuncts pushed into each added to its filter, the conjuncts left for
+// after the join, and the type the join runs as. The join as written is
+// checked first (Spark's rules for its type), and the WHERE against its
+// rows.
+func pushWhere(left, right *Side, on JoinOn) (*Side, *Side, filter.Expr, join.Type, error) {
+	declared := join.Spec{Type: on.Type, Range: on.Range,
+		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys},
+		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys}}
+	for i, s := range []*Side{left, right} {
+		js := &declared.Left
+		if i == 1 {
+			js = &declared.Right
+		}
+		if s.wm != nil {
+			js.Watermark, js.Delay = s.wm.Column, s.wm.Delay
+		}
+	}
+	op, err := join.New(declared)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	out := op.OutputSchema()
+	if _, err := filter.Compile(on.Where, func(name string) (stream.Type, bool) {
+		if f := out.Field(name); f != nil {
+			return f.Type, true
+		}
+		return 0, false
+	}); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	pd := join.Pushdown(on.Type, on.Where, [2]stream.Schema{left.schema, right.schema}, [2]string{left.alias, right.alias}, filter.Options{})
+	sides := [2]*Side{left, right}
+	for i, e := range pd.Sides {
+		if e == nil {
+			continue
+		}
+		c := *sides[i]
+		o := c.whereOpts
+		if c.whereExpr != nil {
+			e = filter.And{L: c.whereExpr, R: e}
+		}
+		c.where, c.whereExpr = nil, nil
+		if c.WhereWith(e, o); c.err != nil {
+			return nil, nil, nil, 0, c.err
+		}
+		sides[i] = &c
+	}
+	return sides[0], sides[1], pd.Above(), pd.Type, nil
 }
 
 // Schema returns the schema of the rows at the end of the plan so far (a

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/join"
 	"github.com/ethstream/ethstream/query"
@@ -75,16 +76,29 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		}
 	}
 	on := flow.JoinOn{Type: jq.Type, LeftKeys: jq.LeftKeys, RightKeys: jq.RightKeys, Range: jq.Range}
-	if !jq.Outer() {
-		on.Columns = joinColumns(jq, schemas)
-	}
-	fq := flow.New("query").Join(sides[0], sides[1], on)
 	if jq.Outer() {
-		if err := joinOuter(cfg, jq, schemas, fq); err != nil {
+		// The join as written, checked by Spark's rules for its type (the
+		// analyzed plan's), then the WHERE pushed below it
+		// (join/pushdown.go): the join that runs may be a narrower type.
+		declared := flow.New("query").Join(sides[0], sides[1], on)
+		pd, nonANSI, err := joinPushdown(cfg, jq, schemas, declared)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range pd.Sides {
+			if e != nil {
+				sides[i].WhereWith(e, filter.Options{NonANSI: nonANSI})
+			}
+		}
+		on.Type = pd.Type
+		fq := flow.New("query").Join(sides[0], sides[1], on)
+		if err := joinOuter(cfg, jq, schemas, fq, pd.Above()); err != nil {
 			return nil, err
 		}
 		return fq, nil
 	}
+	on.Columns = joinColumns(jq, schemas)
+	fq := flow.New("query").Join(sides[0], sides[1], on)
 	cols, err := joinSelect(jq, schemas)
 	if err != nil {
 		return nil, err

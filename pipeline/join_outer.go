@@ -1,7 +1,11 @@
 package pipeline
 
 import (
+	"slices"
+
+	"github.com/ethstream/ethstream/filter"
 	"github.com/ethstream/ethstream/flow"
+	"github.com/ethstream/ethstream/join"
 	"github.com/ethstream/ethstream/query"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -13,23 +17,61 @@ const joinedRows = "joined"
 
 // joinOuter appends to fq, the join, the query over its rows (WHERE,
 // GROUP BY, HAVING, expressions), compiled as a one-input query against
-// the join's output schema: its filter, derived columns, aggregation and
+// the join's output schema: its filter (the conjuncts of the WHERE not
+// pushed below the join, rest), derived columns, aggregation and
 // post-aggregation stage become flow steps after the join, and each side's
 // event-time column, under its name in the joined rows, is a watermark an
 // aggregation after the join may window by (query.Options.EventTimes: the
 // compiler takes the one its window reads).
-func joinOuter(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, fq *flow.Query) error {
-	in, err := fq.Schema()
+func joinOuter(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, fq *flow.Query, rest filter.Expr) error {
+	qc, renames, o, err := compileJoinOuter(cfg, jq, schemas, fq)
 	if err != nil {
 		return err
+	}
+	in, _ := fq.Schema()
+	c := &compiled{q: qc, shaped: true, in: in}
+	if err := c.buildSteps(); err != nil {
+		return err
+	}
+	if rest != nil {
+		p, err := filter.CompileWith(rest, func(name string) (stream.Type, bool) {
+			if f := in.Field(name); f != nil {
+				return f.Type, true
+			}
+			return 0, false
+		}, filter.Options{NonANSI: o.NonANSI})
+		if err != nil {
+			return err
+		}
+		fq.Filter(p)
+	}
+	c.addSteps(fq)
+	projected := slices.ContainsFunc(qc.Steps, func(st query.Step) bool { return st.Project != nil })
+	if c.op == nil && len(qc.Select) > 0 && !projected {
+		// A SELECT of columns the plan has not projected yet (one with
+		// aliases is a Project step, and its input names are gone).
+		cols := make([]flow.Column, len(qc.Select))
+		for i, s := range qc.Select {
+			cols[i] = flow.Col(s)
+		}
+		fq.Select(cols...)
+	}
+	return renameOutput(fq, renames)
+}
+
+// compileJoinOuter compiles the query over the rows of fq, a join.
+func compileJoinOuter(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, fq *flow.Query) (*query.Compiled, map[string]string, query.Options, error) {
+	in, err := fq.Schema()
+	if err != nil {
+		return nil, nil, query.Options{}, err
 	}
 	text, renames, err := jq.OuterQuery(joinedRows, schemas)
 	if err != nil {
-		return err
+		return nil, nil, query.Options{}, err
 	}
 	o, err := queryOptions(Config{Conf: cfg.Conf, OutputMode: cfg.OutputMode})
 	if err != nil {
-		return err
+		return nil, nil, o, err
 	}
 	o.Sources, o.Schemas = []string{joinedRows}, []stream.Schema{in}
 	o.Relations = []query.Relation{{Name: joinedRows, Sources: []int{0}}}
@@ -39,25 +81,22 @@ func joinOuter(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, fq *fl
 		}
 	}
 	qc, err := query.Compile(text, o)
+	return qc, renames, o, err
+}
+
+// joinPushdown is where the WHERE over the rows of declared, the join as
+// written, runs (query.JoinQuery.Pushdown), and whether it compiles in
+// non-ANSI mode.
+func joinPushdown(cfg Config, jq *query.JoinQuery, schemas [2]stream.Schema, declared *flow.Query) (join.Pushed, bool, error) {
+	qc, _, o, err := compileJoinOuter(cfg, jq, schemas, declared)
 	if err != nil {
-		return err
+		return join.Pushed{}, false, err
 	}
-	c := &compiled{q: qc, shaped: true, in: in}
-	if err := c.buildSteps(); err != nil {
-		return err
-	}
+	var where filter.Expr
 	if qc.Where != nil {
-		fq.Filter(qc.Where)
+		where = qc.Where.Expr()
 	}
-	c.addSteps(fq)
-	if c.op == nil && len(qc.Select) > 0 {
-		cols := make([]flow.Column, len(qc.Select))
-		for i, s := range qc.Select {
-			cols[i] = flow.Col(s)
-		}
-		fq.Select(cols...)
-	}
-	return renameOutput(fq, renames)
+	return jq.Pushdown(where, schemas, filter.Options{NonANSI: o.NonANSI}), o.NonANSI, nil
 }
 
 // renameOutput gives the output columns in renames Spark's names (SELECT

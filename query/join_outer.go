@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/filter"
+	"github.com/ethstream/ethstream/join"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -158,4 +160,11 @@ func tokenEnd(src string, t token) int {
 		return t.pos
 	}
 	return t.pos + len(t.text)
+}
+
+// Pushdown is where a WHERE over the join's rows runs, as Spark's
+// optimizer places it (join.Pushdown): where is over the rows' names
+// (OutputName), the relations' columns being schemas.
+func (jq *JoinQuery) Pushdown(where filter.Expr, schemas [2]stream.Schema, o filter.Options) join.Pushed {
+	return join.Pushdown(jq.Type, where, schemas, [2]string{jq.Rels[0].Ref(), jq.Rels[1].Ref()}, o)
 }

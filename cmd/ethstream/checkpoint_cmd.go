@@ -132,6 +132,7 @@ func printPlan(w io.Writer, r *engine.PlanReport) error {
 	}
 	printShapeChanges(&b, r)
 	printOperators(&b, r)
+	printJoinFilters(&b, r)
 	for _, w := range r.Warnings {
 		b.WriteString(textwrap.Words("warning: "+w, "  ", planWidth))
 	}

@@ -132,3 +132,19 @@ func printOperators(b *strings.Builder, r *engine.PlanReport) {
 		fmt.Fprintf(b, "  %d %s (%s): state/%d\n", o.ID, o.Kind, orDash(what), o.ID)
 	}
 }
+
+// printJoinFilters prints, for a stream-stream join whose WHERE runs partly
+// below it (join/pushdown.go), the type the join runs as and the
+// filter on each side; the conjuncts left above the join run after it (a
+// next operator's input).
+func printJoinFilters(b *strings.Builder, r *engine.PlanReport) {
+	s := r.Shape
+	if s == nil || s.Filter == "" {
+		return
+	}
+	for _, o := range s.OperatorList() {
+		if o.Kind == shape.KindJoin {
+			fmt.Fprintf(b, "join (operator %d) runs as %s; WHERE below it, per side: %s\n", o.ID, o.JoinType, s.Filter)
+		}
+	}
+}

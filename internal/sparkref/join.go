@@ -77,6 +77,8 @@ type JoinCase struct {
 	LeftDelay, RightDelay time.Duration
 	Lo, Hi                time.Duration
 	Rounds                []JoinRound
+	// Where is a WHERE over the join's rows (join_where.go), nil without.
+	Where []JoinConj
 }
 
 // GenJoin draws a case of type typ: 3 to 5 rounds of 4 to 10 rows a side
@@ -155,8 +157,8 @@ func (c JoinCase) SQL() string {
 		sel = "a.k AS lk, a.ts AS lts, a.id AS lid"
 	}
 	return fmt.Sprintf("SELECT %s FROM lhs WATERMARK ts DELAY OF INTERVAL %d SECONDS AS a %s rhs WATERMARK ts DELAY OF INTERVAL %d SECONDS AS b "+
-		"ON a.k = b.k AND a.ts BETWEEN b.ts%s AND b.ts%s",
-		sel, int64(c.LeftDelay/time.Second), c.Type, int64(c.RightDelay/time.Second), interval(c.Lo), interval(c.Hi))
+		"ON a.k = b.k AND a.ts BETWEEN b.ts%s AND b.ts%s%s",
+		sel, int64(c.LeftDelay/time.Second), c.Type, int64(c.RightDelay/time.Second), interval(c.Lo), interval(c.Hi), c.whereSQL())
 }
 
 // DuckDB is the case as a DuckDB batch query over the Parquet files the
@@ -219,7 +221,12 @@ func (c JoinCase) Oracle() []string {
 		}
 		return (wmMs - c.Hi.Milliseconds() - 1) * 1000
 	}
-	emit := func(l, r *JoinRow) { out = append(out, Render(l, r)) }
+	emit := func(l, r *JoinRow) {
+		if c.keeps(l, r) {
+			out = append(out, Render(l, r))
+		}
+	}
+	_, pushed := c.Pushed()
 	evict := func(wmMs int64) {
 		for side := range st {
 			s := &st[side]
@@ -309,6 +316,9 @@ func (c JoinCase) Oracle() []string {
 					delay = c.RightDelay
 				}
 				for _, r := range rows {
+					if !c.advances(pushed, side, r) {
+						continue // filtered below the side's watermark
+					}
 					if w := r.TS/1000 - delay.Milliseconds(); !seen[side] || w > mark[side] {
 						mark[side], seen[side] = w, true
 					}

@@ -19,8 +19,8 @@ func (c JoinCase) GroupSQL(size time.Duration) string {
 	}
 	w := fmt.Sprintf("window(a.ts, '%d seconds')", int64(size/time.Second))
 	return fmt.Sprintf("SELECT %s, count(*) AS n, %s AS m FROM lhs WATERMARK ts DELAY OF INTERVAL %d SECONDS AS a %s rhs WATERMARK ts DELAY OF INTERVAL %d SECONDS AS b "+
-		"ON a.k = b.k AND a.ts BETWEEN b.ts%s AND b.ts%s GROUP BY %s",
-		w, m, int64(c.LeftDelay/time.Second), c.Type, int64(c.RightDelay/time.Second), interval(c.Lo), interval(c.Hi), w)
+		"ON a.k = b.k AND a.ts BETWEEN b.ts%s AND b.ts%s%s GROUP BY %s",
+		w, m, int64(c.LeftDelay/time.Second), c.Type, int64(c.RightDelay/time.Second), interval(c.Lo), interval(c.Hi), c.whereSQL(), w)
 }
 
 // GroupOracle is GroupSQL's answer, from Oracle's rows: "start n m" per

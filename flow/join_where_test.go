@@ -1,0 +1,55 @@
+package flow_test
+
+import (
+	"testing"
+
+	"github.com/ethstream/ethstream/filter"
+	"github.com/ethstream/ethstream/flow"
+	"github.com/ethstream/ethstream/internal/streamtest"
+	"github.com/ethstream/ethstream/join"
+)
+
+// TestJoinOnWhere: JoinOn.Where is placed as Spark's optimizer places a
+// where() after a join: a left outer join whose WHERE rejects the right
+// side's nulls runs as an inner one, each side's conjuncts on that side
+// (the one not reading the event time below its watermark too), the
+// conjunct over both sides after the join; the join as written is checked
+// by Spark's rules for its type.
+func TestJoinOnWhere(t *testing.T) {
+	where := filter.And{L: filter.And{
+		L: filter.Cmp{Op: filter.Gt, L: filter.Col{Name: "a_id"}, R: filter.Lit{Kind: filter.LitInt, Int: 5}},
+		R: filter.Cmp{Op: filter.Ge, L: filter.Col{Name: "b_ts"}, R: filter.Lit{Kind: filter.LitString, Str: "2024-03-01"}}},
+		R: filter.Cmp{Op: filter.Lt, L: filter.Col{Name: "a_id"}, R: filter.Col{Name: "b_id"}}}
+	q, err := flow.New("join").
+		Join(flow.From("a").Read("left", jSource("left")).WithWatermark("ts", jLeftDelay),
+			flow.From("b").Read("right", jSource("right")).WithWatermark("ts", jRightDelay),
+			flow.JoinOn{Type: join.LeftOuter, LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Range: flow.Between("ts", "ts", jLo, jHi), Where: where}).
+		WriteTo(streamtest.NewSink()).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := q.Shape.OperatorList()
+	if len(ops) != 1 || ops[0].JoinType != "Inner" {
+		t.Fatalf("operators %+v, want one Inner join", ops)
+	}
+	a, b := q.Sides[0], q.Sides[1]
+	if a.Where == nil || a.Where.String() != "(id > 5)" || a.PreWatermark == nil || a.PreWatermark.String() != "(id > 5)" {
+		t.Errorf("left side: where %v, below the watermark %v", a.Where, a.PreWatermark)
+	}
+	if b.Where == nil || b.Where.String() != "(ts >= '2024-03-01')" || b.PreWatermark != nil {
+		t.Errorf("right side: where %v, below the watermark %v (the event time's conjunct stays above it)", b.Where, b.PreWatermark)
+	}
+	if len(q.Stages) != 2 || q.Stages[1].Transform == nil {
+		t.Errorf("stages %+v, want the join then a filter (a_id < b_id)", q.Stages)
+	}
+	// A right outer join without the left watermark is refused as written,
+	// though its WHERE would make it inner.
+	_, err = flow.New("join").
+		Join(flow.From("a").Read("left", jSource("left")),
+			flow.From("b").Read("right", jSource("right")).WithWatermark("ts", jRightDelay),
+			flow.JoinOn{Type: join.RightOuter, LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Range: flow.Between("ts", "ts", jLo, jHi), Where: where}).
+		WriteTo(streamtest.NewSink()).Build()
+	if err == nil {
+		t.Error("a right outer join without a left watermark ran because its WHERE narrows it")
+	}
+}
