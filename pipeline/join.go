@@ -97,7 +97,12 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		}
 		return fq, nil
 	}
-	on.Columns = joinColumns(jq, schemas)
+	// No column pruning from SQL yet (flow.JoinOn.Columns, the SELECT
+	// list's columns of each relation): a restart that adds a
+	// WHERE over the join (an allowed filter change) reads every column,
+	// which a pruned state lacks (TestJoinWhereAddedKeepsStoredRowsOut);
+	// it needs the WHERE path pruned too and an Open that takes a state
+	// whose columns cover the ones needed.
 	fq := flow.New("query").Join(sides[0], sides[1], on)
 	cols, err := joinSelect(jq, schemas)
 	if err != nil {
@@ -107,47 +112,6 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		fq.Select(cols...)
 	}
 	return fq, nil
-}
-
-// joinColumns are the columns of each relation a SELECT list reads (nil
-// for a relation it reads whole: SELECT *, x.*), which the join keeps
-// alone in its state and rows (join.Side.Columns; Spark's optimizer prunes
-// the same columns). A reference joinSelect refuses (unknown, ambiguous)
-// prunes nothing: joinSelect reports it.
-func joinColumns(jq *query.JoinQuery, schemas [2]stream.Schema) [2][]string {
-	if jq.Star {
-		return [2][]string{}
-	}
-	cols := [2][]string{{}, {}}
-	all := [2]bool{}
-	for _, it := range jq.Items {
-		side := it.Side
-		if it.All {
-			all[side] = true
-			continue
-		}
-		if side < 0 {
-			in0, in1 := schemas[0].Field(it.Col) != nil, schemas[1].Field(it.Col) != nil && jq.Type != join.LeftSemi
-			switch {
-			case in0 && !in1:
-				side = 0
-			case in1 && !in0:
-				side = 1
-			default:
-				return [2][]string{}
-			}
-		}
-		if schemas[side].Field(it.Col) == nil {
-			return [2][]string{}
-		}
-		cols[side] = append(cols[side], it.Col)
-	}
-	for i := range cols {
-		if all[i] {
-			cols[i] = nil
-		}
-	}
-	return cols
 }
 
 // joinSelect is the SELECT list over the join's rows: each item's column
