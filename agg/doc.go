@@ -227,8 +227,8 @@
 // What a state reader sees changes: `ethstream state dump` of version N
 // lists only the stored keys (a version written after the last batch's
 // successor, such as the final no-data batch of a backfill, is the same as
-// Spark's). What the query sees does not: the output, the batches (closed
-// rows make NeedsNoDataBatch true, as the stored keys would have), and the
+// Spark's). What the query sees does not: the output, the batches (a no-data
+// batch runs whenever the watermark moved, stored keys or not), and the
 // progress figures (numRowsTotal counts the closed rows, numRowsRemoved of
 // the next batch counts them as evicted) are Spark's. Two custom metrics
 // say how much was never stored: numClosedRowsNotStored (rows of
@@ -247,8 +247,7 @@
 //	{"format":1,"closedRows":3154,"nextWatermarkMs":1700000000000}
 //
 // closedRows (omitted when 0) counts the version's rows closed at commit
-// (above), which the next batch counts as removed and which make
-// NeedsNoDataBatch true; nextWatermarkMs (omitted when NextWatermark was
+// (above), which the next batch counts as removed; nextWatermarkMs (omitted when NextWatermark was
 // not called for the batch) is the watermark of batch N+1, the value
 // commits/N records as nextBatchWatermarkMs: a start and `checkpoint
 // verify` compare the two (CommittedRecord, ReadStateRecord), so that a

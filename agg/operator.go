@@ -71,7 +71,7 @@ type Operator struct {
 	removedAtMerge int64
 
 	// noneBelowUs: no key in state (committed and pending) has a window end
-	// <= noneBelowUs; it makes NeedsNoDataBatch and eviction skip the store
+	// <= noneBelowUs; it makes eviction skip the store
 	// when nothing can be closed. committedNoneBelowUs is its value at the
 	// last committed version, restored by Abort.
 	noneBelowUs, committedNoneBelowUs int64
@@ -283,9 +283,6 @@ func (o *Operator) checkRetractions(in *stream.Batch) error {
 	o.retracted += n
 	return nil
 }
-
-// errStop ends a Scan early.
-var errStop = errors.New("stop scan")
 
 // Finish merges the batch's partial aggregates into state (one Get and Put
 // per distinct key), evicts windows whose end <= the watermark, and returns
@@ -765,39 +762,17 @@ func (o *Operator) Abort() {
 	o.resetBatch()
 }
 
-// NeedsNoDataBatch reports whether some key in state has a window end <=
-// watermarkMs, so that a batch without input would evict (and, in append or
-// complete mode, emit). It costs one bounded range scan at most, none when a
-// previous call or eviction proved there is nothing below watermarkMs. A
-// failed scan is returned: the engine fails the run rather than guess.
-func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
-	if o.store == nil || !o.p.evicts {
-		return false, nil
-	}
-	if o.committed.ClosedRows > 0 {
-		// Rows closed at the last commit: the batch at the next watermark
-		// (the one asked about) evicts them, as it would have stored ones.
-		return true, nil
-	}
-	wmUs := o.wmUs(watermarkMs)
-	if wmUs <= o.noneBelowUs {
-		return false, nil
-	}
-	found := false
-	err := o.store.Scan(nil, state.AppendInt64Key(nil, wmUs+1), func(key, val []byte) error {
-		found = true
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return false, fmt.Errorf("aggregation: scan for closed windows: %w", err)
-	}
-	if !found {
-		o.noneBelowUs = wmUs
-		if !o.life.Active() {
-			o.committedNoneBelowUs = wmUs
-		}
-	}
-	return found, nil
+// NeedsNoDataBatch is Spark's StateStoreSaveExec.shouldRunAnotherBatch:
+// true in append and update mode, false in complete mode, except over
+// windows with a watermark, which ethstream's complete mode evicts (a
+// documented difference) and so runs as update mode does. The engine asks
+// only once the operator's input watermark moved past the one it ran the
+// last batch with, so the answer does not depend on whether a window
+// closes: the batch after a skipped one would drop late input by an older
+// watermark than Spark's (docs/contracts.md, State). A batch that closes
+// nothing costs the eviction no scan (noneBelowUs).
+func (o *Operator) NeedsNoDataBatch(int64) (bool, error) {
+	return o.store != nil && (o.p.spec.Mode != Complete || o.p.evicts), nil
 }
 
 // Repartition writes the state committed at base into n partitions as

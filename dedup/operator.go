@@ -327,31 +327,15 @@ func (o *Operator) Abort() {
 	o.out = nil
 }
 
-// NeedsNoDataBatch reports whether a batch at watermarkMs would evict a key.
-func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
-	if o.store == nil || !o.evicts() {
-		return false, nil
-	}
-	wmUs := watermarkMs * 1000
-	if wmUs < o.minUs {
-		return false, nil
-	}
-	least := int64(math.MaxInt64)
-	err := o.store.Scan(nil, nil, func(key, val []byte) error {
-		us, ok, err := o.evictable(key, val)
-		if ok {
-			least = min(least, us)
-		}
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("%s: scan state: %w", o.p, err)
-	}
-	o.minUs = least
-	if !o.life.Active() {
-		o.committedMinUs = least
-	}
-	return wmUs >= least, nil
+// NeedsNoDataBatch is Spark's BaseStreamingDeduplicateExec.
+// shouldRunAnotherBatch: true, for dropDuplicates and
+// dropDuplicatesWithinWatermark alike. The engine asks only once the
+// operator's input watermark moved past the one it ran the last batch
+// with; whether a key would be evicted does not matter, since the batch
+// after a skipped one would drop late input by an older watermark than
+// Spark's. A batch that evicts nothing costs no scan (minUs).
+func (o *Operator) NeedsNoDataBatch(int64) (bool, error) {
+	return o.store != nil, nil
 }
 
 // Repartition writes the state committed at base into n partitions as

@@ -15,7 +15,6 @@ import (
 	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/pipeline"
 	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
@@ -364,14 +363,11 @@ func identityChecks(batches []BatchRecord) []Check {
 func (v *verifier) backfillChecks(batches []BatchRecord) []Check {
 	var cs []Check
 	// Backfill = ceil(files / maxFilesPerTrigger) data batches, then one
-	// no-data batch if the archive spans more than the watermark delay (the
-	// final watermark then closes windows that must be evicted).
+	// no-data batch: the last data batch's blocks moved the watermark
+	// (Spark's shouldRunAnotherBatch, whether or not the final watermark
+	// closes a window).
 	files := len(v.env.Manifest.Files)
 	k := int64((files + v.o.Preset.MaxFilesPerTrigger - 1) / v.o.Preset.MaxFilesPerTrigger)
-	firstDay, _ := time.Parse("2006-01-02", v.env.Manifest.FirstDay)
-	if time.Unix(v.env.Manifest.LastTimestamp, 0).Sub(firstDay) <= pipeline.WatermarkDelay {
-		k--
-	}
 	first, last := phaseSpan(batches, PhaseBackfill)
 	liveFirst, _ := phaseSpan(batches, PhaseAddLive)
 	cs = append(cs,

@@ -132,8 +132,11 @@
 //
 // A no-data batch (no source moved) is planned only if
 // spark.sql.streaming.noDataMicroBatches.enabled, the watermark moved past
-// the last batch's, and Operator.NeedsNoDataBatch says it would evict; the
-// driver asks the operator only then, and an error from it fails the run.
+// the last batch's, and some operator whose input watermark moved past the
+// one it ran the last batch with answers Operator.NeedsNoDataBatch true at
+// its new one (Spark's MicroBatchExecution.constructNextBatch asking each
+// StateStoreWriter's shouldRunAnotherBatch); the driver asks only then,
+// and an error from an operator fails the run.
 //
 // # Restart
 //

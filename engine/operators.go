@@ -256,11 +256,19 @@ func (d *driver) abortOps() {
 	}
 }
 
-// needsNoData reports whether a no-data batch at watermarkMs would evict or
-// emit anything in some operator, each asked at its input watermark.
-func (d *driver) needsNoData(watermarkMs int64) (bool, error) {
-	wms := inputWatermarks(d.ops, watermarkMs)
+// needsNoData reports whether a no-data batch runs at watermarkMs after a
+// batch that ran at lastMs: MicroBatchExecution's
+// lastExecutionRequiresAnotherBatch, true when some operator's input
+// watermark moved past the one it ran the last batch with (Spark's
+// eventTimeWatermarkForEviction of the last execution) and the operator,
+// asked at its new one, wants the batch (shouldRunAnotherBatch). An
+// operator whose input watermark did not move is not asked.
+func (d *driver) needsNoData(watermarkMs, lastMs int64) (bool, error) {
+	wms, last := inputWatermarks(d.ops, watermarkMs), inputWatermarks(d.ops, lastMs)
 	for i, po := range d.ops {
+		if wms[i] <= last[i] {
+			continue
+		}
 		needs, err := po.op.NeedsNoDataBatch(wms[i])
 		if err != nil {
 			return false, fmt.Errorf("operator %d: %w", po.id, err)

@@ -35,20 +35,23 @@ const (
 )
 
 // numberingOf is the numbering of a start, given the shape record in force
-// (nil: none) and the starting query's shape (nil: it records none). A
-// record of several operators pins its numbering; otherwise a query that
-// records its shape takes Spark's, recorded with it (a plan of one
-// operator has id 0 either way, and its record stays as it was). A query
-// that records no shape has nothing to pin the numbering to between
-// starts, so it keeps flow order on every start.
-func numberingOf(rec *shape.Record, cur *shape.Shape) opNumbering {
+// (nil: none), the starting query's shape (nil: it records none) and
+// whether the checkpoint has batches (an offsets entry). A record of
+// several operators pins its numbering; otherwise a query that records its
+// shape takes Spark's, recorded with it (a plan of one operator has id 0
+// either way, and its record stays as it was). A query that records no
+// shape has nothing to pin the numbering to between starts, so it keeps
+// flow order on every start; and so does a query that records its shape
+// on a checkpoint with batches but no record: its earlier runs recorded
+// none, so its state directories are in flow order.
+func numberingOf(rec *shape.Record, cur *shape.Shape, started bool) opNumbering {
 	if rec != nil && len(rec.Shape.OperatorList()) > 1 {
 		if rec.Shape.Numbering == shape.NumberingPreOrder {
 			return numberedBySpark
 		}
 		return numberedByFlow
 	}
-	if cur == nil {
+	if cur == nil || rec == nil && started {
 		return numberedByFlow
 	}
 	return numberedBySpark

@@ -64,7 +64,7 @@ func Plan(ctx context.Context, q Query, fs vfs.FS, dir string) (*PlanReport, err
 	}
 	if q.Shape != nil && chk != nil {
 		// The shape as the start records it: operators listed by id.
-		s := numberShape(*q.Shape, numberingOf(chk.rec, q.Shape))
+		s := numberShape(*q.Shape, numberingOf(chk.rec, q.Shape, chk.snap.Latest != nil))
 		rep.Shape = &s
 	}
 	if chk != nil && chk.sd != nil {
@@ -117,7 +117,7 @@ func Plan(ctx context.Context, q Query, fs vfs.FS, dir string) (*PlanReport, err
 	if dec := planNext(r.c, batchView{loopState: r.st}); dec.Need == needLatest {
 		poll := "poll sources " + strings.Join(r.c.Keys, ", ") + ": batch " + strconv.FormatInt(r.st.NextID, 10) + " if one has new data"
 		if r.c.NoData {
-			poll += " (or a no-data batch if the watermark closes state)"
+			poll += " (or a no-data batch if the watermark moved)"
 		}
 		rep.Steps = append(rep.Steps, poll)
 	}

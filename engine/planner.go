@@ -73,8 +73,10 @@ type batchView struct {
 	loopState
 	// Latest is each source's latest offset; nil until the driver polled.
 	Latest map[string]json.RawMessage
-	// NeedsNoData is the operator's answer to NeedsNoDataBatch(Watermark);
-	// nil until the driver probed (it asks only when the planner needs it).
+	// NeedsNoData is whether some operator whose input watermark moved
+	// wants a no-data batch (driver.needsNoData: Spark's
+	// shouldRunAnotherBatch); nil until the driver probed (it asks only
+	// when the planner needs it).
 	NeedsNoData *bool
 	NowMs       int64
 }
@@ -85,7 +87,7 @@ type need int
 const (
 	needNothing need = iota
 	needLatest       // poll every source's LatestOffset
-	needProbe        // ask the operator whether a no-data batch would evict
+	needProbe        // ask the operators whether a no-data batch runs
 )
 
 // decision is planNext's answer: a need, a batch to run, or idle (neither).
@@ -294,8 +296,9 @@ func (p *batchPlan) Header() string {
 
 // planNext decides the next trigger: a data batch if some source's latest
 // offset differs from its current one (byte comparison), else a no-data
-// batch if enabled, the watermark moved past the last batch's and the
-// operator would evict, else idle. It asks for what it lacks.
+// batch if enabled, the watermark moved past the last batch's and an
+// operator wants it (Spark's shouldRunAnotherBatch), else idle. It asks
+// for what it lacks.
 func planNext(c planConf, v batchView) decision {
 	if v.Latest == nil {
 		return decision{Need: needLatest}

@@ -94,7 +94,7 @@ func decideShape(path string, rec *shape.Record, cur *shape.Shape, sp *startPlan
 	}
 	// The query's operators take the numbering in force (opids.go), so
 	// that each is compared with the recorded one of its id.
-	d.Shape, d.FirstBatchID = numberShape(*cur, numberingOf(rec, cur)), first
+	d.Shape, d.FirstBatchID = numberShape(*cur, numberingOf(rec, cur, !sp.New)), first
 	d.Shape.Sink.ID = seen.ID
 	if rec == nil {
 		d.Write = true

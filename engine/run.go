@@ -105,7 +105,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	sp.Warnings = append(sp.Warnings, sd.Warnings...)
 	logSinkMoved(o, sd)
 	d := &driver{o: o, w: w, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain}
-	d.ops, d.post = planOps(q.stages(), numberingOf(rec, q.Shape))
+	d.ops, d.post = planOps(q.stages(), numberingOf(rec, q.Shape, snap.Latest != nil))
 	r := newRun(q, sp, s, d)
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)
@@ -291,7 +291,7 @@ func (r *run) trigger(ctx context.Context, start time.Time) (ran bool, err error
 			t1 = clk.Now()
 			latestDur = t1.Sub(t0)
 		case needProbe:
-			needs, err := r.d.needsNoData(v.Watermark)
+			needs, err := r.d.needsNoData(v.Watermark, v.Last.Metadata.BatchWatermarkMs)
 			if err != nil {
 				return false, fmt.Errorf("batch %d: ask the operator for a no-data batch at watermark %d: %w", v.NextID, v.Watermark, err)
 			}

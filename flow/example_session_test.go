@@ -17,7 +17,8 @@ import (
 // emitted once the watermark passes a burst's end (append mode). The
 // second run's 12:08 trade arrives late, between two bursts of ETH-USD
 // still open, and bridges them into one session; the 12:40 trade moves the
-// watermark past it.
+// watermark past it. Each run ends with a no-data batch, the watermark
+// having moved (batches 1 and 3): the second emits the sessions.
 func ExampleQuery_AggregateSessions() {
 	dir, _ := os.MkdirTemp("", "flow-sessions")
 	defer os.RemoveAll(dir)
@@ -49,7 +50,7 @@ func ExampleQuery_AggregateSessions() {
 	run()
 	// Output:
 	// -------------------------------------------
-	// Batch: 2
+	// Batch: 3
 	// -------------------------------------------
 	// +--------------------+-------------------+-------+------+-----+
 	// |session_window_start| session_window_end|   pair|trades| high|

@@ -87,7 +87,8 @@ func at(hhmm string) time.Time {
 
 // A custom source, a filter, a projection and a windowed aggregation on a
 // checkpoint, without SQL. The query runs twice on the same checkpoint: the
-// second run resumes after the trades the first one read.
+// second run resumes after the trades the first one read (its batch 0, then
+// the no-data batch 1 the moved watermark runs, which emits nothing).
 func ExampleQuery_customSource() {
 	dir, _ := os.MkdirTemp("", "flow-example")
 	defer os.RemoveAll(dir)
@@ -129,7 +130,7 @@ func ExampleQuery_customSource() {
 	// |2024-03-01 12:05:00|2024-03-01 12:10:00|ETH-USD|     1| 3120|
 	// +-------------------+-------------------+-------+------+-----+
 	// -------------------------------------------
-	// Batch: 1
+	// Batch: 2
 	// -------------------------------------------
 	// +-------------------+-------------------+-------+------+----+
 	// |       window_start|         window_end|   pair|trades|high|

@@ -260,38 +260,53 @@ func (s *tableSink) AddBatch(_ context.Context, _ int64, out *stream.Batch) (str
 // compiler, the engine, the filter and the aggregation) and returns the
 // table it leaves or its error.
 func runSparkRef(t *testing.T, q *sparkref.Query, schema []sparkref.Column, batches [][]sparkref.Row) (*tableSink, error) {
+	return runSparkRefRuns(t, q, schema, batches, len(batches))
+}
+
+// runSparkRefRuns is runSparkRef in runs (restarts of one checkpoint, each
+// available-now): the first reads batches[:ends[0]], each next one up to
+// its end. Each run ends as available-now does, with the no-data batch the
+// engine plans when no source has more: a quiet trigger between runs.
+func runSparkRefRuns(t *testing.T, q *sparkref.Query, schema []sparkref.Column, batches [][]sparkref.Row, ends ...int) (*tableSink, error) {
 	src := &typedSource{}
 	for _, c := range schema {
 		src.schema.Fields = append(src.schema.Fields, stream.Field{Name: c.Name, Type: c.Type, Nullable: true})
 	}
+	var all []*stream.Batch
 	for _, b := range batches {
-		src.chunks = append(src.chunks, toBatch(schema, b))
+		all = append(all, toBatch(schema, b))
 	}
 	conf := map[string]string{query.ConfANSI: fmt.Sprint(q.ANSI), "spark.sql.shuffle.partitions": "1",
 		"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"}
 	cfg := Config{Table: "t", Sources: []SourceSpec{{Name: "s", Format: "parquet", URI: "file://" + filepath.ToSlash(t.TempDir()) + "?schema=" + url.QueryEscape(sparkrefDDL(schema))}},
 		Query: q.Render(), WithWatermark: q.WatermarkOption(), OutputMode: q.Mode, Conf: conf}
-	c, err := CompileQuery(cfg)
-	if err != nil {
-		return nil, err
-	}
-	eq := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}},
-		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Conf: conf}
-	if err := sparkRefPlan(c, q, &eq); err != nil {
-		return nil, err
-	}
 	sink := &tableSink{keys: -1, rows: map[string][]any{}, seen: map[string]int{}}
-	if c.agg != nil {
-		sink.keys = len(c.agg.Spec().GroupBy)
-		if c.agg.Spec().Window != nil {
-			sink.keys += 2
-		}
-		sink.complete = q.Mode == "complete"
-	}
-	eq.Sink = sink
 	opts := engine.Options{CheckpointDir: "/ck", FS: vfs.NewMem(), LocalDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
-	_, err = engine.Run(context.Background(), eq, opts)
-	return sink, err
+	for _, end := range ends {
+		// Each run compiles the query afresh, as a restart does.
+		c, err := CompileQuery(cfg)
+		if err != nil {
+			return nil, err
+		}
+		eq := engine.Query{Name: "q", Sources: []engine.NamedSource{{Name: "s", Source: src}},
+			Trigger: engine.Trigger{Kind: engine.AvailableNow}, Conf: conf}
+		if err := sparkRefPlan(c, q, &eq); err != nil {
+			return nil, err
+		}
+		if c.agg != nil {
+			sink.keys = len(c.agg.Spec().GroupBy)
+			if c.agg.Spec().Window != nil {
+				sink.keys += 2
+			}
+			sink.complete = q.Mode == "complete"
+		}
+		eq.Sink = sink
+		src.chunks = all[:end]
+		if _, err := engine.Run(context.Background(), eq, opts); err != nil {
+			return sink, err
+		}
+	}
+	return sink, nil
 }
 
 // sameValue compares a cell: doubles to a relative 1e-9 (Spark's double

@@ -68,8 +68,8 @@
 // partitions. The operator therefore keeps an index of every stored
 // session's span by group key, built by one scan at Open (and after an
 // Abort) and kept up to date by each batch: a batch reads exactly the
-// sessions its rows merge with, by point reads, and eviction and
-// NeedsNoDataBatch look at the index, not the store. It holds 16 bytes per
+// sessions its rows merge with, by point reads, and eviction looks at
+// the index, not the store. It holds 16 bytes per
 // stored session plus each key's encoded group columns. Within a batch, a
 // key's new rows are merged among themselves whenever their number doubles
 // (from 64), so a batch holds about one entry per session it forms rather

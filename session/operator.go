@@ -659,23 +659,15 @@ func (o *Operator) Abort() {
 	o.byKey = nil
 }
 
-// NeedsNoDataBatch reports whether a batch at watermarkMs would evict (and
-// emit) a session: append mode, and a stored session ending at or before
-// the watermark.
-func (o *Operator) NeedsNoDataBatch(watermarkMs int64) (bool, error) {
-	if o.store == nil || o.p.spec.Mode != agg.Append || o.p.spec.WatermarkDelay <= 0 {
-		return false, nil
-	}
-	if o.stale && !o.life.Active() {
-		if err := o.reindex(); err != nil {
-			return false, err
-		}
-	}
-	if wm := watermarkMs * 1000; wm >= o.minEnd {
-		o.minEnd = o.leastEnd()
-		return wm >= o.minEnd, nil
-	}
-	return false, nil
+// NeedsNoDataBatch is Spark's SessionWindowStateStoreSaveExec.
+// shouldRunAnotherBatch: true in append mode (update mode is refused),
+// false in complete mode. The engine asks only once the operator's input
+// watermark moved past the one it ran the last batch with; whether a
+// session would close does not matter, since the batch after a skipped
+// one would drop late input by an older watermark than Spark's. A batch
+// that closes nothing costs no scan (minEnd).
+func (o *Operator) NeedsNoDataBatch(int64) (bool, error) {
+	return o.store != nil && o.p.spec.Mode != agg.Complete, nil
 }
 
 // Repartition writes the state committed at base into n partitions as

@@ -76,9 +76,14 @@ type Operator interface {
 	Commit(ctx context.Context, batchID int64) error
 	// Abort discards the uncommitted changes of the current batch.
 	Abort()
-	// NeedsNoDataBatch reports whether a batch without input, run at
-	// watermark watermarkMs, would evict or emit anything. The engine asks
-	// only when its planner needs the answer; an error fails the run.
+	// NeedsNoDataBatch reports whether a batch without input runs at input
+	// watermark watermarkMs: Spark's shouldRunAnotherBatch. The engine asks
+	// only when no source has new data and the operator's input watermark
+	// moved past the one it ran the last batch with; an aggregation, a
+	// deduplication and a session window then answer true whether or not
+	// anything is evicted (in every output mode but complete), since the
+	// batch after it drops late input by its watermark. An error fails the
+	// run.
 	NeedsNoDataBatch(watermarkMs int64) (bool, error)
 	// Repartition writes the state committed at version base, redistributed
 	// into n partitions, as version batchID, durably; the operator continues

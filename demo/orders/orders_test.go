@@ -6,23 +6,26 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ethstream/ethstream/internal/duckref"
 )
 
 // TestOrdersExampleReproducible runs the example twice from scratch: every
 // check passes, and both runs write byte-identical results files (and the
 // same summary as the committed reference run in results/orders, for the
-// default seed). With ETHSTREAM_DUCKREF set to a duckref binary
-// (scripts/duckref) the table is also checked against DuckDB.
+// default seed). With a duckref binary (internal/duckref: -duckref or
+// DUCKREF, which CI sets) the table is also checked against DuckDB.
 func TestOrdersExampleReproducible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the example twice")
 	}
+	duck := duckref.Optional(t)
 	var results [2]string
 	for i := range results {
 		dir := t.TempDir()
 		var out bytes.Buffer
 		rep, err := Run(context.Background(), Options{WorkDir: filepath.Join(dir, "work"), ResultsDir: filepath.Join(dir, "results"),
-			DuckDB: os.Getenv("ETHSTREAM_DUCKREF"), Out: &out})
+			DuckDB: duck, Out: &out})
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, out.String())
 		}
@@ -46,7 +49,7 @@ func TestOrdersExampleReproducible(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s differs between two runs:\n%s\n---\n%s", name, a, b)
 		}
-		if name == FileSummary && os.Getenv("ETHSTREAM_DUCKREF") == "" {
+		if name == FileSummary && duck == "" {
 			continue // the reference run's summary has the DuckDB check
 		}
 		if ref, err := os.ReadFile(filepath.Join("..", "..", "results", "orders", name)); err == nil && !bytes.Equal(a, ref) {

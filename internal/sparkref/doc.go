@@ -26,8 +26,14 @@
 //     spark.sql.streaming.statefulOperator.allowMultiple, the default)
 //     and evicts by the batch's own (getInputWatermarkForEviction), so a
 //     window ending between the two still takes the batch's rows and is
-//     then evicted (append mode emits it). The batches are consecutive
-//     data batches of one run, so no no-data batch runs between them.
+//     then evicted (append mode emits it). A batch without rows is a
+//     quiet trigger: Spark runs a no-data batch there when the watermark
+//     moved (MicroBatchExecution asking each stateful operator's
+//     shouldRunAnotherBatch, true for an aggregation in append and update
+//     mode and a deduplication whether or not anything is evicted), so it
+//     evicts by the new watermark and the next batch drops late input by
+//     it; when the watermark did not move it changes nothing, as Spark
+//     runs none.
 //
 //   - count(*) counts rows, count(col) non-null values; sum, min, max and
 //     avg skip nulls and give null for a group without a non-null value;

@@ -118,3 +118,25 @@ func decimal(num, den int64) Lit {
 	l.Dec = new(big.Rat).SetFrac64(num, den)
 	return l
 }
+
+// TestOracleQuietTrigger: a batch without rows between two data batches is
+// the no-data batch Spark runs when the watermark moved. A row at 00:30
+// (30-minute delay) sets the next watermark to 00:00; a row of the window
+// [23:50, 00:00) in the next data batch is kept when that batch follows
+// batch 0 directly (it drops by batch 0's watermark, none) and late after
+// a quiet trigger, whose no-data batch ran at 00:00.
+func TestOracleQuietTrigger(t *testing.T) {
+	q := &Query{Window: &Window{Column: "ts", Size: 10 * time.Minute, Slide: 10 * time.Minute}, Aggs: []Agg{{Func: "count"}},
+		Watermark: 30 * time.Minute, WatermarkColumn: "ts", Mode: "update"}
+	first, late := []Row{{int64(1), at("00:30"), "a"}}, []Row{{int64(1), at("00:00") - 1, "a"}}
+	if r := Evaluate(q, testSchema, [][]Row{first, late}); r.Late != 0 || rows(t, r) != "[1];[1];" {
+		t.Errorf("consecutive data batches: %s late %d", rows(t, r), r.Late)
+	}
+	if r := Evaluate(q, testSchema, [][]Row{first, nil, late}); r.Late != 1 || rows(t, r) != "[1];" {
+		t.Errorf("after a quiet trigger: %s late %d", rows(t, r), r.Late)
+	}
+	// A second quiet trigger, the watermark unmoved, changes nothing.
+	if r := Evaluate(q, testSchema, [][]Row{first, nil, nil, late}); r.Late != 1 || rows(t, r) != "[1];" {
+		t.Errorf("after two quiet triggers: %s late %d", rows(t, r), r.Late)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -14,8 +13,8 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 )
 
-// The block batch over HTTP: fetchChunk posts its eth_getBlockByNumber
-// batch itself and decodes the answer in one validation pass plus one scan,
+// The block batch over HTTP (and websocket, batchws.go): fetchChunk posts
+// its eth_getBlockByNumber batch itself and decodes the answer in one validation pass plus one scan,
 // instead of go-ethereum's client, which decodes the batch into messages
 // (one pass), then each result again (validation, a skip to find its end,
 // and only then the block's own scan): those four passes over a 20-block
@@ -52,10 +51,9 @@ func (e *jsonError) ErrorCode() int { return e.Code }
 
 var _ rpc.Error = (*jsonError)(nil)
 
-// batchBlocksHTTP posts eth_getBlockByNumber(n, false) for every n of nums
-// to url through hc and decodes answer i into res[i]; errs[i] is call i's
-// own error. err is the request's: its transport, status or framing.
-func batchBlocksHTTP(ctx context.Context, hc *http.Client, url string, nums []uint64, res []blockResult) (errs []error, err error) {
+// blocksRequest is the batch eth_getBlockByNumber(n, false) for every n of
+// nums, call i with id i+1.
+func blocksRequest(nums []uint64) []byte {
 	body := make([]byte, 0, 90*len(nums)+2)
 	body = append(body, '[')
 	for i, n := range nums {
@@ -65,7 +63,12 @@ func batchBlocksHTTP(ctx context.Context, hc *http.Client, url string, nums []ui
 		body = fmt.Appendf(body, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":["%s",false]}`,
 			i+1, hexutil.EncodeUint64(n))
 	}
-	body = append(body, ']')
+	return append(body, ']')
+}
+
+// postBatch posts the batch request body to url through hc and returns the
+// answer's bytes; err is the transport's or an rpc.HTTPError.
+func postBatch(ctx context.Context, hc *http.Client, url string, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -77,20 +80,43 @@ func batchBlocksHTTP(ctx context.Context, hc *http.Client, url string, nums []ui
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, rerr := io.ReadAll(resp.Body)
+	data, rerr := readBody(resp)
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return nil, rpc.HTTPError{Status: resp.Status, StatusCode: resp.StatusCode, Body: data}
 	}
 	if rerr != nil {
 		return nil, rerr
 	}
-	return decodeBatchAnswer(data, res)
+	return data, nil
+}
+
+// readBody reads an answer into one buffer of its announced length (a
+// table batch is megabytes: io.ReadAll's doublings copied it ~20 times).
+func readBody(resp *http.Response) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= 1<<30 {
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead spare bytes
+	}
+	_, err := buf.ReadFrom(resp.Body)
+	return buf.Bytes(), err
 }
 
 // decodeBatchAnswer decodes a batch answer whose calls have ids 1..len(res)
 // (call i has id i+1). Messages with other ids are ignored, as go-ethereum's
 // client ignores them.
 func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
+	return decodeBatch(data, len(res), func(k int, result []byte) error {
+		_ = res[k].UnmarshalJSON(result) // never fails; keeps its error
+		return nil
+	})
+}
+
+// decodeBatch decodes a batch answer whose calls have ids 1..n (call k has
+// id k+1), handing each call's result (valid JSON) to set, whose error is
+// the call's own, as go-ethereum's client reports a result that does not
+// decode. Messages with other ids are ignored, as go-ethereum's client
+// ignores them.
+func decodeBatch(data []byte, n int, set func(k int, result []byte) error) ([]error, error) {
 	if !json.Valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v) // the decoder's own *json.SyntaxError
@@ -111,14 +137,14 @@ func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
 	if data[i] != '[' {
 		return nil, fmt.Errorf("batch answer is not an array")
 	}
-	errs := make([]error, len(res))
-	seen := make([]bool, len(res))
+	errs := make([]error, n)
+	seen := make([]bool, n)
 	for i = skipWS(data, i+1); i < len(data) && data[i] != ']'; {
 		id, result, hasResult, jerr, end, err := batchMessage(data, i)
 		if err != nil {
 			return nil, err
 		}
-		if k := id - 1; k >= 0 && k < len(res) && !seen[k] {
+		if k := id - 1; k >= 0 && k < n && !seen[k] {
 			seen[k] = true
 			switch {
 			case jerr != nil:
@@ -126,7 +152,7 @@ func decodeBatchAnswer(data []byte, res []blockResult) ([]error, error) {
 			case !hasResult:
 				errs[k] = errNoResult
 			default:
-				_ = res[k].UnmarshalJSON(result) // never fails; keeps its error
+				errs[k] = set(k, result)
 			}
 		}
 		i = skipWS(data, end)

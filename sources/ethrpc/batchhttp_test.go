@@ -1,6 +1,7 @@
 package ethrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,6 +129,33 @@ func FuzzBatchAnswer(f *testing.F) {
 		want, werr := refBatchAnswer(data, 3)
 		if werr == nil && (gerr != nil || !reflect.DeepEqual(got, want)) {
 			t.Fatalf("answer %q:\n got %q %v\nwant %q", data, got, gerr, want)
+		}
+	})
+}
+
+// FuzzSkipValue: on valid JSON, skipValue ends each element of an array
+// where encoding/json's decoder ends it (the string fast path included).
+func FuzzSkipValue(f *testing.F) {
+	for _, c := range []string{`"a\"b"`, `"\\"`, `{"k":"v\\","x":["\"",1]}`, `"0xabc"`, `[{"a":"b"}]`, `"\u0022"`, sampleBlock} {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if !json.Valid(v) {
+			return
+		}
+		data := append(append([]byte(`[`), v...), []byte(` , "tail\\""]`)...)
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if _, err := dec.Token(); err != nil {
+			t.Fatal(err)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatal(err)
+		}
+		i := skipWS(data, 1)
+		end := skipValue(data, i)
+		if got := bytes.TrimSpace(data[i:end]); !bytes.Equal(got, raw) {
+			t.Fatalf("skipValue(%q) = %q, want %q", data, got, raw)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package ethrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -405,6 +406,19 @@ func skipValue(d []byte, i int) int {
 	depth, inStr, esc := 0, false, false
 	for ; i < len(d); i++ {
 		c := d[i]
+		if inStr && !esc {
+			// Most of a body's bytes are long hex strings: jump to the
+			// closing quote, or to the escape before it.
+			q := bytes.IndexByte(d[i:], '"')
+			if q < 0 {
+				return len(d)
+			}
+			if b := bytes.IndexByte(d[i:i+q], '\\'); b >= 0 {
+				q = b
+			}
+			i += q
+			c = d[i]
+		}
 		if inStr {
 			switch {
 			case esc:

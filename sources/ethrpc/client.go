@@ -73,6 +73,7 @@ type endpoint struct {
 	mu          sync.Mutex
 	c           *rpc.Client
 	hc          *http.Client // c's HTTP client; nil for websocket
+	ws          *wsBatcher   // the batches' connection; nil for HTTP
 }
 
 // retryAfterKey carries a *callSlot through the request context to the
@@ -183,8 +184,28 @@ func (e *endpoint) client(ctx context.Context) (*rpc.Client, error) {
 	e.c = c
 	if strings.HasPrefix(e.url, "http") {
 		e.hc = hc
+	} else if e.ws == nil {
+		e.ws = &wsBatcher{url: e.url, limit: e.maxResponse}
 	}
 	return c, nil
+}
+
+// batchPoster is the function that posts a batch request to the endpoint
+// whose rpc client is c and returns the answer's bytes (batchhttp.go,
+// batchws.go); nil for none (a client not of this pool).
+func (p *pool) batchPoster(c *rpc.Client) func(ctx context.Context, body []byte) ([]byte, error) {
+	if hc, url := p.httpFor(c); hc != nil {
+		return func(ctx context.Context, body []byte) ([]byte, error) { return postBatch(ctx, hc, url, body) }
+	}
+	for _, e := range p.eps {
+		e.mu.Lock()
+		ws, mine := e.ws, e.c == c
+		e.mu.Unlock()
+		if mine && ws != nil {
+			return ws.post
+		}
+	}
+	return nil
 }
 
 // httpFor is the HTTP client and URL of the endpoint whose rpc client is c,
@@ -210,7 +231,11 @@ func (e *endpoint) drop(c *rpc.Client) {
 			e.c.Close()
 			e.c = nil
 		}
+		ws := e.ws
 		e.mu.Unlock()
+		if ws != nil {
+			ws.dropIdle(false)
+		}
 	}
 }
 
@@ -221,7 +246,11 @@ func (p *pool) close() {
 			e.c.Close()
 			e.c = nil
 		}
+		ws := e.ws
 		e.mu.Unlock()
+		if ws != nil {
+			ws.close()
+		}
 	}
 }
 

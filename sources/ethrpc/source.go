@@ -596,11 +596,16 @@ func (s *Source) fetchRange(ctx context.Context, nums []uint64) ([]blockRow, err
 }
 
 // batchBlocks asks c's endpoint for blocks nums in one batch, decoding
-// answer i into res[i]; errs[i] is call i's error. Over HTTP it posts the
-// batch itself (batchhttp.go); over websocket through go-ethereum's client.
+// answer i into res[i]; errs[i] is call i's error. The pool's endpoints
+// post the batch themselves (batchhttp.go, batchws.go); another client goes
+// through go-ethereum's.
 func (s *Source) batchBlocks(ctx context.Context, c *rpc.Client, nums []uint64, res []blockResult) ([]error, error) {
-	if hc, url := s.pool.httpFor(c); hc != nil {
-		return batchBlocksHTTP(ctx, hc, url, nums, res)
+	if post := s.pool.batchPoster(c); post != nil {
+		data, err := post(ctx, blocksRequest(nums))
+		if err != nil {
+			return nil, err
+		}
+		return decodeBatchAnswer(data, res)
 	}
 	elems := make([]rpc.BatchElem, len(nums))
 	for i, n := range nums {
