@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -62,6 +63,18 @@ type AtScaleResult struct {
 	KeysAfter           int64 `json:"keysAfter"`
 	RepartitionRSSBytes int64 `json:"repartitionPeakRssBytes"`
 	StateCacheBytes     int64 `json:"stateCacheBytes"`
+	// The offline repartition 200 -> 8 of a copy of the backfill's
+	// checkpoint (`ethstream checkpoint repartition`): its duration, keys
+	// before and after, and its peak RSS.
+	OfflineMs       int64 `json:"offlineRepartitionMs"`
+	OfflineBefore   int64 `json:"offlineKeysBefore"`
+	OfflineAfter    int64 `json:"offlineKeysAfter"`
+	OfflineRSSBytes int64 `json:"offlineRepartitionPeakRssBytes"`
+	// The state's rows and their digest (stateDigest) after the backfill
+	// and after each repartition: every row kept is the same digest.
+	Backfilled stateDigest `json:"backfilledState"`
+	Online     stateDigest `json:"onlineRepartitionedState"`
+	Offline    stateDigest `json:"offlineRepartitionedState"`
 }
 
 // CheckAtScale refuses an unknown --state-at-scale operator before anything
@@ -143,19 +156,46 @@ func runAtScale(ctx context.Context, log io.Writer, op, dir string, src pipeline
 			break
 		}
 	}
+	last := int64(-1)
 	for _, p := range rec.events {
 		r.InputRows += p.NumInputRows
+		last = max(last, p.BatchID)
 	}
 	r.StateCacheBytes = dirBytes(cfg.LocalDir)
+	if r.Backfilled, err = digestState(ctx, cfg.Checkpoint, last); err != nil {
+		return nil, err
+	}
+
+	fmt.Fprintf(log, "%s state at scale: offline repartition of a copy to 8 partitions ...\n", op)
+	offDir := filepath.Join(dir, "offline")
+	off, cp, err := repartitionOffline(ctx, cfg.Checkpoint, offDir, 8)
+	if err != nil {
+		return nil, fmt.Errorf("%s at scale: %w", op, err)
+	}
+	r.OfflineMs, r.OfflineBefore, r.OfflineAfter, r.OfflineRSSBytes = off.ms, off.before, off.after, off.rss
+	if r.Offline, err = digestState(ctx, cp, off.batch); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(offDir); err != nil {
+		return nil, fmt.Errorf("clear %s: %w", offDir, err)
+	}
 
 	fmt.Fprintf(log, "%s state at scale: restart at 8 partitions (repartition %d keys) ...\n", op, r.Keys)
 	cfg.Conf["spark.sql.streaming.stateStore.partitions"] = "8"
+	debug.FreeOSMemory() // as the offline leg: this run's peak alone
 	resetPeakRSS()
 	if rec, err = run(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("%s at scale, restart at 8 partitions: %w", op, err)
 	}
 	r.RepartitionRSSBytes = peakRSS()
 	r.RepartitionMs, r.KeysBefore, r.KeysAfter = repartitionOf(rec.events)
+	for _, p := range rec.events {
+		if p.Kind() == stream.KindRepartition {
+			if r.Online, err = digestState(ctx, cfg.Checkpoint, p.BatchID); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return r, nil
 }
 
@@ -190,15 +230,27 @@ func keysLost(keys, before, after int64) float64 {
 // keys the repartition lost (a repartition not seen, or one that read
 // another count than the backfill left, loses every key).
 func atScaleTargets(r *AtScaleResult) []Target {
-	lost := keysLost(r.Keys, r.KeysBefore, r.KeysAfter)
-	peak := float64(max(r.PeakRSSBytes, r.RepartitionRSSBytes)) / 1e9
+	lost := max(keysLost(r.Keys, r.KeysBefore, r.KeysAfter), rowsLost(r.Backfilled, r.Online))
+	offLost := max(keysLost(r.Keys, r.OfflineBefore, r.OfflineAfter), rowsLost(r.Backfilled, r.Offline))
+	peak := float64(max(r.PeakRSSBytes, r.RepartitionRSSBytes, r.OfflineRSSBytes)) / 1e9
 	return []Target{
-		atMost(fmt.Sprintf("%s state at scale (%d keys): peak RSS, backfill and repartition 200 -> 8", r.Operator, r.Keys),
+		atMost(fmt.Sprintf("%s state at scale (%d keys): peak RSS, backfill and repartition 200 -> 8 (online, offline)", r.Operator, r.Keys),
 			fmt.Sprintf("<= %.1f GB", AtScaleLimitGB), peak, AtScaleLimitGB,
-			fmt.Sprintf("%.2f GB (backfill %.2f GB)", peak, float64(r.PeakRSSBytes)/1e9)),
-		atMost(fmt.Sprintf("%s state at scale: keys lost by the repartition 200 -> 8", r.Operator), "0", lost, 0,
-			fmt.Sprintf("%d before, %d after, %d ms", r.KeysBefore, r.KeysAfter, r.RepartitionMs)),
+			fmt.Sprintf("%.2f GB (backfill %.2f GB, online %.2f GB, offline %.2f GB)", peak, float64(r.PeakRSSBytes)/1e9,
+				float64(r.RepartitionRSSBytes)/1e9, float64(r.OfflineRSSBytes)/1e9)),
+		atMost(fmt.Sprintf("%s state at scale: rows lost by the repartition 200 -> 8 at a restart", r.Operator), "0", lost, 0,
+			fmt.Sprintf("%d before, %d after (digest %s), %d ms", r.KeysBefore, r.KeysAfter, sameDigest(r.Backfilled, r.Online), r.RepartitionMs)),
+		atMost(fmt.Sprintf("%s state at scale: rows lost by the offline repartition 200 -> 8", r.Operator), "0", offLost, 0,
+			fmt.Sprintf("%d before, %d after (digest %s), %d ms", r.OfflineBefore, r.OfflineAfter, sameDigest(r.Backfilled, r.Offline), r.OfflineMs)),
 	}
+}
+
+// sameDigest says whether a repartition's state digest is the backfill's.
+func sameDigest(before, after stateDigest) string {
+	if before == after {
+		return "equal"
+	}
+	return fmt.Sprintf("differs: %d rows %016x, were %d rows %016x", after.Rows, after.Sum, before.Rows, before.Sum)
 }
 
 // printStateAtScale prints each operator's run at scale.
@@ -206,11 +258,12 @@ func printStateAtScale(w io.Writer, rs []AtScaleResult) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n| state at scale | query | input rows | backfill at 200 partitions | keys in state | Pebble cache on disk | peak RSS, backfill; restart | repartition 200 -> 8 |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n| state at scale | query | input rows | backfill at 200 partitions | keys in state | Pebble cache on disk | peak RSS, backfill; restart; offline | repartition 200 -> 8 at a restart | offline (`checkpoint repartition`) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %s | %d | %.1f s, %.1f CPU-s, %d batches | %d | %.0f MB | %.0f MB; %.0f MB | %d ms, %d keys before, %d after |\n",
+		fmt.Fprintf(w, "| %s | %s | %d | %.1f s, %.1f CPU-s, %d batches | %d | %.0f MB | %.0f MB; %.0f MB; %.0f MB | %d ms, %d keys before, %d after, digest %s | %d ms, %d keys before, %d after, digest %s |\n",
 			r.Operator, r.Query, r.InputRows, float64(r.BackfillMs)/1000, float64(r.CPUMs)/1000, r.Batches, r.Keys,
-			float64(r.StateCacheBytes)/1e6, float64(r.PeakRSSBytes)/1e6, float64(r.RepartitionRSSBytes)/1e6,
-			r.RepartitionMs, r.KeysBefore, r.KeysAfter)
+			float64(r.StateCacheBytes)/1e6, float64(r.PeakRSSBytes)/1e6, float64(r.RepartitionRSSBytes)/1e6, float64(r.OfflineRSSBytes)/1e6,
+			r.RepartitionMs, r.KeysBefore, r.KeysAfter, sameDigest(r.Backfilled, r.Online),
+			r.OfflineMs, r.OfflineBefore, r.OfflineAfter, sameDigest(r.Backfilled, r.Offline))
 	}
 }

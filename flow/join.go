@@ -144,6 +144,11 @@ type JoinOn struct {
 	// Range is the time-range condition: e.g. Between("ts", "ts", 0,
 	// 10*time.Minute) for left.ts BETWEEN right.ts AND right.ts + 10m.
 	Range []join.Bound
+	// Columns, when a side's is not nil, prune that side to the columns
+	// the query reads from the join's rows (join.Side.Columns): the state
+	// and the rows keep only them and the join's own columns. Ignored
+	// with Where.
+	Columns [2][]string
 	// Where, when set, filters the join's rows (its columns named as the
 	// join names them: alias_col for a name both sides have), as Spark's
 	// left.join(right, ...).where(Where): placed as Spark's optimizer
@@ -192,14 +197,17 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	}
 	var rest filter.Expr
 	if on.Where != nil {
+		// The WHERE reads the join's rows by their names: no pruning
+		// under it (SQL prunes only a join without one).
+		on.Columns = [2][]string{}
 		var err error
 		if left, right, rest, on.Type, err = pushWhere(left, right, on); err != nil {
 			return q.fail(err)
 		}
 	}
 	spec := join.Spec{Type: on.Type, Range: on.Range,
-		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys},
-		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys}}
+		Left:  join.Side{Alias: left.alias, Schema: left.schema, Keys: on.LeftKeys, Columns: on.Columns[0]},
+		Right: join.Side{Alias: right.alias, Schema: right.schema, Keys: on.RightKeys, Columns: on.Columns[1]}}
 	for i, s := range []*Side{left, right} {
 		if s.wm == nil {
 			continue

@@ -86,6 +86,12 @@
 // value into both columns before). Format 2 keeps a BINARY column's bytes
 // as they are (format 1 refused a string that was not UTF-8).
 //
+// A side's value columns are its Schema's, or, when Side.Columns prunes
+// it, the columns the query reads plus the keys, the watermark and the
+// range columns (the spec records which); a state recorded with every
+// column (before pruning) is opened with every column by the pruned join
+// (Operator.Open), whose rows carry the pruned columns all the same.
+//
 // A key with n stored rows has keyToNumValues n and keyWithIndexToValue
 // indexes 0..n-1; an eviction compacts the survivors to 0..m-1. The state
 // schema's spec records the join type, each side's keys and each side's

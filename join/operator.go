@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/opbase"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
@@ -15,7 +16,10 @@ import (
 // state.Store), driven from one goroutine at a time; it is not safe for
 // concurrent use.
 type Operator struct {
-	p      *plan
+	p *plan
+	// wide is p storing every column of the sides (buildPlan), for a state
+	// written before the spec pruned them; nil when nothing is pruned.
+	wide   *plan
 	store  *state.Store
 	logger *slog.Logger
 	life   opbase.Lifecycle
@@ -59,7 +63,19 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Operator{p: p, life: opbase.New("join", p)}
+	o := &Operator{life: opbase.New("join", p)}
+	if spec.Left.Columns != nil || spec.Right.Columns != nil {
+		if o.wide, err = buildPlan(spec, true); err != nil {
+			return nil, err
+		}
+	}
+	o.use(p)
+	return o, nil
+}
+
+// use makes p the operator's plan, with the column indexes it resolves.
+func (o *Operator) use(p *plan) {
+	o.p = p
 	for i, e := range p.evictors(0) {
 		// Whether a side evicts and by which column do not depend on the
 		// watermark, only the limit does.
@@ -69,11 +85,11 @@ func New(spec Spec) (*Operator, error) {
 		}
 	}
 	for i, sp := range p.sides {
+		o.types[i] = o.types[i][:0]
 		for _, j := range sp.keys {
 			o.types[i] = append(o.types[i], sp.Schema.Fields[j].Type)
 		}
 	}
-	return o, nil
 }
 
 // Schema returns the state schema the operator records and checks on Open.
@@ -102,6 +118,16 @@ func (o *Operator) String() string { return o.p.String() }
 // keys or other side columns are STATE_SCHEMA_MISMATCH.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, SpecCompatible: o.p.compatibleSpec})
+	if err != nil && o.wide != nil && o.p != o.wide && errcode.Is(err, errcode.StateSchemaMismatch) {
+		// A state written before the join pruned its columns (main before
+		// Side.Columns) stores every column: it keeps that layout, and
+		// the rows carry the pruned columns all the same.
+		ws, wl, werr := o.life.Open(ctx, o.store, env, state.Options{Schema: o.wide.schema, SpecCompatible: o.wide.compatibleSpec})
+		if werr == nil {
+			o.use(o.wide)
+			s, logger, err = ws, wl, nil
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,13 @@ type Side struct {
 	// none; Delay its delay.
 	Watermark string
 	Delay     time.Duration
+	// Columns, when not nil, are the side's columns the query reads from
+	// the join's rows: the join keeps only them, its keys, its watermark
+	// and its range columns, in its state and in its rows, as Spark's
+	// optimizer prunes the columns below a join. nil keeps every column of
+	// Schema. Output names are decided over the whole Schema
+	// (OutputName), so pruning renames nothing.
+	Columns []string
 }
 
 // Op compares the two sides of a Bound.
@@ -171,9 +178,15 @@ type plan struct {
 
 type outCol struct{ side, col int }
 
-// sidePlan is one side, resolved against its schema.
+// sidePlan is one side, resolved against its schema: Side.Schema is the
+// columns the state stores (the pruned ones, or every one in a wide plan),
+// full the side's whole input schema (for output names).
 type sidePlan struct {
 	Side
+	full stream.Schema
+	// out are the columns the join's rows carry (Columns and the columns
+	// the join itself needs), nil for every stored one.
+	out  map[string]bool
 	keys []int // column index of each key
 	wm   int   // column index of the watermark column, -1
 	fast bool  // fastNames(Schema.Fields): decodeRow may try fastDecodeRow
@@ -184,7 +197,12 @@ func invalid(format string, args ...any) error {
 }
 
 // newPlan validates spec: columns and types, then Spark's rules.
-func newPlan(spec Spec) (*plan, error) {
+func newPlan(spec Spec) (*plan, error) { return buildPlan(spec, false) }
+
+// buildPlan is newPlan; a wide plan stores every column of each side's
+// Schema, as a state written before Side.Columns pruned it does, while its
+// rows carry the pruned columns alone (Operator.Open).
+func buildPlan(spec Spec, wide bool) (*plan, error) {
 	p := &plan{spec: spec, keyWM: -1}
 	if spec.Type < Inner || spec.Type > LeftSemi {
 		return nil, invalid("unknown join type %v", spec.Type)
@@ -193,7 +211,15 @@ func newPlan(spec Spec) (*plan, error) {
 		return nil, invalid("a stream-stream join needs equi-join keys, the same number on each side (left %v, right %v)", spec.Left.Keys, spec.Right.Keys)
 	}
 	for i, s := range []Side{spec.Left, spec.Right} {
-		sp := sidePlan{Side: s, wm: -1, fast: fastNames(s.Schema.Fields)}
+		full := s.Schema
+		out, err := keptColumns(s, i, spec.Range)
+		if err != nil {
+			return nil, err
+		}
+		if out != nil && !wide {
+			s.Schema = pruned(full, out)
+		}
+		sp := sidePlan{Side: s, full: full, out: out, wm: -1, fast: fastNames(s.Schema.Fields)}
 		// The state keeps a row's values as int64, float64 or string
 		// (codec.go); a DECIMAL or an array has none of those storages.
 		for _, f := range s.Schema.Fields {
@@ -257,6 +283,44 @@ func newPlan(spec Spec) (*plan, error) {
 	p.schema = p.stateSchema()
 	p.out, p.outCols = p.outputSchema()
 	return p, nil
+}
+
+// keptColumns are the columns of side s (side i) a pruned join keeps:
+// s.Columns, its keys, its watermark and its columns in the range
+// condition; nil when s.Columns is nil (every column).
+func keptColumns(s Side, i int, rng []Bound) (map[string]bool, error) {
+	if s.Columns == nil {
+		return nil, nil
+	}
+	kept := map[string]bool{}
+	for _, c := range s.Columns {
+		if fieldIndex(s.Schema, c) < 0 {
+			return nil, errcode.New(errcode.UnresolvedColumn, "", "read columns of the side's rows",
+				"column %q the query reads is not a column of side %s: %s", c, s.Alias, s.Schema)
+		}
+		kept[c] = true
+	}
+	for _, k := range s.Keys {
+		kept[k] = true
+	}
+	if s.Watermark != "" {
+		kept[s.Watermark] = true
+	}
+	for _, b := range rng {
+		kept[[]string{b.LeftColumn, b.RightColumn}[i]] = true
+	}
+	return kept, nil
+}
+
+// pruned is s with the columns in kept alone, in s's order.
+func pruned(s stream.Schema, kept map[string]bool) stream.Schema {
+	var out stream.Schema
+	for _, f := range s.Fields {
+		if kept[f.Name] {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	return out
 }
 
 func fieldIndex(s stream.Schema, name string) int {
@@ -465,9 +529,13 @@ func OutputName(t Type, schemas [2]stream.Schema, aliases [2]string, side int, c
 	return col, true
 }
 
-// outputName is OutputName for this join.
+// outputName is OutputName for this join, over the sides' whole schemas;
+// false too for a column pruning left out of the rows.
 func (p *plan) outputName(side int, col string) (string, bool) {
-	return OutputName(p.spec.Type, [2]stream.Schema{p.sides[0].Schema, p.sides[1].Schema},
+	if o := p.sides[side].out; o != nil && !o[col] {
+		return "", false
+	}
+	return OutputName(p.spec.Type, [2]stream.Schema{p.sides[0].full, p.sides[1].full},
 		[2]string{p.sides[0].Alias, p.sides[1].Alias}, side, col)
 }
 
@@ -484,7 +552,10 @@ func (p *plan) outputSchema() (stream.Schema, []outCol) {
 	for _, i := range sides {
 		nullable := p.spec.Type.preserves(1 - i)
 		for j, f := range p.sides[i].Schema.Fields {
-			f.Name, _ = p.outputName(i, f.Name)
+			var ok bool
+			if f.Name, ok = p.outputName(i, f.Name); !ok {
+				continue // pruned: a wide plan stores it, the rows leave it out
+			}
 			f.Nullable = f.Nullable || nullable
 			s.Fields = append(s.Fields, f)
 			cols = append(cols, outCol{side: i, col: j})

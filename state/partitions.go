@@ -292,20 +292,29 @@ func (p *partitions) flush() error {
 		if d == nil || !p.dirty[i] {
 			continue
 		}
-		if err := p.full.diskFull(p.dir); err != nil {
+		if err := p.flushOne(i); err != nil {
 			return err
 		}
-		// Not d.Flush: on a full disk Pebble retries the flush forever.
-		done, err := d.AsyncFlush()
-		if err != nil {
-			return fmt.Errorf("flush state partition %d: %w", i, err)
-		}
-		select {
-		case <-done:
-		case <-p.full.done:
-			return p.full.diskFull(p.dir)
-		}
 		p.dirty[i] = false
+	}
+	return nil
+}
+
+// flushOne writes partition i's memtables and queued batches to sstables
+// and waits for it.
+func (p *partitions) flushOne(i int) error {
+	if err := p.full.diskFull(p.dir); err != nil {
+		return err
+	}
+	// Not d.Flush: on a full disk Pebble retries the flush forever.
+	done, err := p.dbs[i].AsyncFlush()
+	if err != nil {
+		return fmt.Errorf("flush state partition %d: %w", i, err)
+	}
+	select {
+	case <-done:
+	case <-p.full.done:
+		return p.full.diskFull(p.dir)
 	}
 	return nil
 }

@@ -181,3 +181,39 @@ func readRaw(ctx context.Context, fs vfs.FS, dir string, version int64,
 func (v VersionInfo) String() string {
 	return fmt.Sprintf("version %d: %d rows in %d partitions (snapshot %v)", v.Version, v.Rows, v.Partitions, v.Snapshot)
 }
+
+// EachRow passes every row of version v of the state in dir to fn in
+// (partition, key) order, read from the checkpoint files alone by a
+// streaming merge of the version's snapshot and deltas: memory is a read
+// buffer per file, whatever the number of rows (ReadAllRaw holds every
+// row). The rows of each partition are checked against the count the
+// version's metadata records.
+func EachRow(ctx context.Context, fs vfs.FS, dir string, v int64, fn func(partition int, key, val []byte) error) error {
+	cat, err := listCatalog(fs, dir)
+	if err != nil {
+		return err
+	}
+	if _, ok := cat.latestAttempt(v); !ok {
+		return errcode.New(CodeStateNotFound, dir, "check the version, or run the query first", "state version %d not found", v)
+	}
+	chain, err := loadChain(fs, dir, cat, v)
+	if err != nil {
+		return err
+	}
+	head := chain[len(chain)-1]
+	counts := make([]int64, head.Partitions)
+	err = mergeChain(ctx, fs, dir, chain, func(p int, k, val []byte) error {
+		counts[p]++
+		return fn(p, k, val)
+	})
+	if err != nil {
+		return err
+	}
+	for p, c := range counts {
+		if c != head.PartitionRows[p] {
+			return errcode.Corrupt(fs.PathJoin(dir, metaFileName(head.Version, head.Attempt)), nil,
+				"partition %d holds %d rows, the metadata says %d", p, c, head.PartitionRows[p])
+		}
+	}
+	return nil
+}

@@ -53,8 +53,10 @@ batch job over the same files (with --duckdb), and judges ethstream's wall time 
 
 With --state-at-scale OPERATOR (join, dedup, or all), bench also runs that operator's state at a
 key per block (a join of every block with its parent, no watermark; dropDuplicates(hash)) through
-the backfill, then restarts it at 8 state partitions, and judges the peak RSS (<= 1.5 GB) and the
-keys before and after the repartition (none lost). With --stages-only, bench skips its backfill,
+the backfill, repartitions a hard-linked copy of its checkpoint to 8 partitions offline (as
+ethstream checkpoint repartition does), then restarts it at 8 state partitions, and judges the peak
+RSS (<= 1.5 GB) and the rows of both repartitions (none lost: the same count and the same digest of
+every key and value as the backfill left). With --stages-only, bench skips its backfill,
 yardstick and live legs and runs only these stages. Beside the
 figures it prints each backfill step's wall, CPU time and cores busy, the rounds' spread, and
 the host's CPUs, load average and DuckDB's thread count.

@@ -1,0 +1,61 @@
+package state
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestCommitFlushesLargeBatches: a commit whose Pebble batches exceed
+// applyFlushBudget waits for their flush, so the instances it wrote before
+// the last wait hold no queued batch when Commit returns (a backfill batch
+// of the join at scale held 440 MB of them). Each partition here gets a
+// batch over half a memtable (1.28 MB at 200 partitions), which Pebble
+// queues whole as a flushable batch.
+func TestCommitFlushesLargeBatches(t *testing.T) {
+	defer func(b int) { applyFlushBudget = b }(applyFlushBudget)
+	applyFlushBudget = 1 << 20
+	const n, parts, perPart = 200, 4, 4
+	val := bytes.Repeat([]byte{7}, 300<<10)
+	e := newEnv(t, vfs.NewMem())
+	s := e.open(n, -1)
+	count := map[int]int{}
+	for i := 0; len(count) < parts || slices.ContainsFunc(mapValues(count), func(c int) bool { return c < perPart }); i++ {
+		k := testKey(i)
+		p := PartitionOf(k, n)
+		if p >= parts || count[p] == perPart {
+			continue
+		}
+		count[p]++
+		if err := s.Put(k, val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Commit(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Partitions 0..2 were written before the commit's last wait (each
+	// batch is over the budget); partition 3's may still be queued.
+	for p := range parts - 1 {
+		if m := s.parts.dbs[p].Metrics().MemTable; m.Size >= uint64(perPart*len(val)) {
+			t.Errorf("partition %d holds %d bytes of memtables and queued batches after the commit (%d memtables), want them flushed", p, m.Size, m.Count)
+		}
+	}
+	got := storeContents(t, s)
+	if len(got) != parts*perPart {
+		t.Fatalf("%d keys after the commit, want %d", len(got), parts*perPart)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mapValues(m map[int]int) []int {
+	var vs []int
+	for _, v := range m {
+		vs = append(vs, v)
+	}
+	return vs
+}
