@@ -77,6 +77,11 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	// lock.
 	chk, err := checkStart(ctx, q, o.FS, o.CheckpointDir)
 	if err != nil {
+		if chk != nil && chk.snap != nil && writtenSince(o.FS, o.CheckpointDir, chk.snap) {
+			return nil, errcode.New(errcode.CheckpointLocked, o.CheckpointDir,
+				"stop the other query using this checkpoint, or use another checkpoint directory",
+				"another query is writing the checkpoint (its logs moved while this start read them)")
+		}
 		return nil, err
 	}
 	s, names := chk.s, q.sourceNames()

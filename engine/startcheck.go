@@ -128,6 +128,30 @@ func live(d checkpoint.Dir, l checkpoint.Logs) bool {
 	return !slices.Equal(commits, l.CommitIDs) || !slices.Equal(offs, l.OffsetIDs)
 }
 
+// writtenSince reports whether the checkpoint's logs moved past snap: a
+// query is writing it. The start checks run before the lock is taken and
+// read files a running query keeps writing (its state versions, its
+// table), so a refusal they reach over a moving checkpoint is the lock's
+// to give (as live's, for the logs' own audit).
+func writtenSince(fs vfs.FS, dir string, snap *checkpoint.Snapshot) bool {
+	d := checkpoint.Dir{FS: fs, Path: dir}
+	commits, err := d.ListCommits()
+	if err != nil {
+		return false
+	}
+	offs, err := d.ListOffsets()
+	if err != nil {
+		return false
+	}
+	newest := func(ids []int64) int64 {
+		if len(ids) == 0 {
+			return -1
+		}
+		return ids[len(ids)-1]
+	}
+	return newest(commits) != snap.CommittedID || newest(offs) != snap.LatestID
+}
+
 // committedDesc names the newest commit for a message: "only batch N", or
 // "no batch" for an empty commit log.
 func committedDesc(c int64) string {
