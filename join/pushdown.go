@@ -26,7 +26,7 @@ import (
 //     reading no column counts as the left side's) into that side, where
 //     the join type allows: both sides of an INNER join, the preserved
 //     side of a LEFT or RIGHT OUTER join, the left side of a LEFT SEMI
-//     join, neither side of a FULL OUTER  The rest stays above the
+//     join, neither side of a FULL OUTER join. The rest stays above the
 //     join (an INNER join's conjuncts reading both sides go into Spark's
 //     join condition instead: the same rows, since an inner join emits
 //     only matched pairs).
