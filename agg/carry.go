@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
-	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -24,8 +23,6 @@ type closedCarry struct {
 	// sorted says offs is in key order (the order update mode merges in,
 	// so sorting is rarely needed).
 	sorted bool
-	// sortOnce sorts offs at the first get.
-	sortOnce sync.Once
 }
 
 // newClosedCarry starts the carry of version v, with room for about
@@ -91,7 +88,7 @@ func (c *closedCarry) sort() {
 // get returns key's value, and whether the carry holds it; the first get
 // orders the records by key, so no add may follow it.
 func (c *closedCarry) get(key []byte) ([]byte, bool) {
-	c.sortOnce.Do(c.sort)
+	c.sort()
 	i, found := slices.BinarySearchFunc(c.offs, key, func(off uint32, k []byte) int {
 		ok, _ := recordAt(c.arena, off)
 		return bytes.Compare(ok, k)
