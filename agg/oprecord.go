@@ -18,9 +18,10 @@ import (
 // object of state metadata formats 3 and 4's two fields, which carries no
 // format field. Formats are never renumbered.
 const (
-	opRecordFormat      = 2
 	opRecordFormatCarry = 2
 	opRecordFormatPlain = 1
+	// opRecordFormat is the newest format a read accepts.
+	opRecordFormat = opRecordFormatCarry
 )
 
 // opRecord is one state version's record.
@@ -45,7 +46,8 @@ type opRecord struct {
 // hasCarry says the record names the version's carry.
 func (r opRecord) hasCarry() bool { return r.Carry != nil || r.CarryFile != "" }
 
-// encode renders r in format opRecordFormat.
+// encode renders r in format opRecordFormatPlain, or opRecordFormatCarry
+// when it names a carry.
 func (r opRecord) encode() []byte {
 	r.Format = opRecordFormatPlain
 	if r.hasCarry() {

@@ -69,8 +69,8 @@ func checkRecords(ctx context.Context, fs vfs.FS, d checkpoint.Dir, snap *checkp
 // compared), and the state schema with the one the query shape record
 // rec gives operator opID (CheckStateSchema). A start runs it on version C
 // of every operator's state, `checkpoint verify` on every committed version
-// of every state directory: what verify reports, a start refuses. A
-// disagreement is CHECKPOINT_CORRUPT naming both files.
+// of every state directory: what verify reports on version C, a start
+// refuses (older versions' records a start never reads). A disagreement is CHECKPOINT_CORRUPT naming both files.
 func CheckStateRecord(d checkpoint.Dir, rec *shape.Record, opID int, version int64, c *checkpoint.CommitEntry, sr stream.StateRecord) error {
 	if sr.HasNextWatermark {
 		if err := d.CheckRecordedWatermark(version, c, sr.Path, sr.NextWatermarkMs); err != nil {
