@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,9 @@ func TestZeroDelayRestart(t *testing.T) {
 	}
 	if err := run(time.Minute); errcode.Code(err) != errcode.WatermarkDelayIncreased {
 		t.Fatalf("restart with the delay raised from 0: %v, want %s", err, errcode.WatermarkDelayIncreased)
+	}
+	// Spark's withWatermark refuses a negative delay.
+	if err := run(-time.Minute); errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "should not be negative") {
+		t.Fatalf("a negative delay: %v, want %s", err, errcode.InvalidArgument)
 	}
 }
