@@ -25,6 +25,16 @@ type Side struct {
 	// whereExpr and whereOpts are where as given (Where).
 	whereExpr filter.Expr
 	whereOpts filter.Options
+	// stages are the side's steps before the join (a deduplication, a
+	// filter after it: join_side.go), ops their stateful operators'
+	// shapes, input the steps since the last one.
+	stages []engine.Stage
+	ops    []shape.Operator
+	input  []string
+	// after is the filter after the side's deduplication (Where once one
+	// is there): Spark pushes no filter through a Deduplicate.
+	after     *filter.Predicate
+	afterExpr filter.Expr
 	err       error
 }
 
@@ -99,6 +109,9 @@ func (s *Side) WhereWith(e filter.Expr, o filter.Options) *Side {
 	p, err := filter.CompileWith(e, types, o)
 	if err != nil {
 		return s.fail(err)
+	}
+	if len(s.ops) > 0 {
+		return s.whereAfter(e, o)
 	}
 	if s.where != nil {
 		return s.fail(invalid("side %s has a filter already: combine the two with And", s.alias))
@@ -222,12 +235,12 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	if err != nil {
 		return q.fail(err)
 	}
-	for _, s := range []*Side{left, right} {
+	for i, s := range []*Side{left, right} {
 		pre, err := s.below()
 		if err != nil {
 			return q.fail(err)
 		}
-		es := engine.Side{Name: s.alias, Where: s.where, PreWatermark: pre, Watermark: s.wm}
+		es := engine.Side{Name: s.alias, Where: s.where, PreWatermark: pre, Watermark: s.wm, Stages: s.engineStages()}
 		for _, ns := range s.sources {
 			es.Sources = append(es.Sources, ns.Name)
 			q.q.Sources = append(q.q.Sources, ns)
@@ -236,6 +249,12 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 		if s.where != nil {
 			q.filters = append(q.filters, fmt.Sprintf("%s: %s", s.alias, s.where))
 		}
+		if s.after != nil {
+			q.filters = append(q.filters, fmt.Sprintf("%s after its deduplication: %s", s.alias, s.after))
+		}
+		// The side's operators before the join's shape: the plan lists them
+		// in execution order (left, right, join), the engine gives the ids.
+		q.ops = append(q.ops, s.sideShapes(i)...)
 	}
 	marks := make([]*shape.Watermark, 2)
 	for i, s := range []*Side{left, right} {
@@ -293,6 +312,15 @@ func pushWhere(left, right *Side, on JoinOn) (*Side, *Side, filter.Expr, join.Ty
 		}
 		c := *sides[i]
 		o := c.whereOpts
+		if len(c.ops) > 0 {
+			// Above the side's deduplication (Spark pushes no filter
+			// through a Deduplicate).
+			if c.whereAfter(e, o); c.err != nil {
+				return nil, nil, nil, 0, c.err
+			}
+			sides[i] = &c
+			continue
+		}
 		if c.whereExpr != nil {
 			e = filter.And{L: c.whereExpr, R: e}
 		}

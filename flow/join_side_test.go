@@ -1,0 +1,124 @@
+package flow_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/flow"
+	"github.com/ethstream/ethstream/internal/streamtest"
+	"github.com/ethstream/ethstream/join"
+	"github.com/ethstream/ethstream/stream"
+)
+
+// jSideQuery is the inner join of jQuery with a deduplication on the
+// sides dedup names ("a", "b"), by k and ts.
+func jSideQuery(l, r stream.Source, sink stream.Sink, within bool, dedup ...string) *flow.Query {
+	a := flow.From("a").Read("left", l).WithWatermark("ts", jLeftDelay)
+	b := flow.From("b").Read("right", r).WithWatermark("ts", jRightDelay)
+	for _, s := range []*flow.Side{a, b} {
+		if !slices.Contains(dedup, map[*flow.Side]string{a: "a", b: "b"}[s]) {
+			continue
+		}
+		if within {
+			s.DropDuplicatesWithinWatermark("k")
+		} else {
+			s.DropDuplicates("k", "ts")
+		}
+	}
+	return flow.New("join").
+		Join(a, b, flow.JoinOn{Type: join.Inner, LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Range: flow.Between("ts", "ts", jLo, jHi)}).
+		WriteTo(sink).
+		Trigger(engine.Trigger{Kind: engine.AvailableNow}).
+		Conf("spark.sql.streaming.queryEvolution.enableSourceEvolution", "true").
+		Conf("spark.sql.shuffle.partitions", "3")
+}
+
+// TestJoinSideDedup: a deduplication on the left side of an inner join,
+// Spark's a.withWatermark(...).dropDuplicates("k", "ts").join(b, ...). The
+// left side reads each row twice (once in the same batch, once in the
+// next): each joined row is emitted once. The ids are Spark's pre-order
+// ones (the join 0, the deduplication 1: state/0 and state/1, and
+// stateOperators[] in that order with Spark's names), the shape record is
+// v6 with the deduplication's side, and removing the deduplication is
+// refused without changing the checkpoint.
+func TestJoinSideDedup(t *testing.T) {
+	dir := t.TempDir()
+	var last *stream.Progress
+	opts := engine.Options{CheckpointDir: filepath.Join(dir, "ckpt"), LocalDir: filepath.Join(dir, "local"),
+		Listeners: []engine.Listener{engine.ListenerFunc(func(p *stream.Progress) {
+			if p.NumInputRows > 0 {
+				last = p
+			}
+		})}}
+	l, r, sink := jSource("left"), jSource("right"), streamtest.NewSink()
+	t0 := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
+	min := time.Minute.Microseconds()
+	left := []jrow{{k: "a", ts: t0, id: 1}, {k: "a", ts: t0, id: 2}, {k: "b", ts: t0 + min, id: 3}, {k: "", ts: t0, id: 4}, {k: "", ts: t0, id: 5}}
+	right := []jrow{{k: "a", ts: t0, id: 10}, {k: "b", ts: t0, id: 11}}
+	for i := range left {
+		left[i].src = "left"
+	}
+	for i := range right {
+		right[i].src = "right"
+	}
+	_ = l.Append(jBatch(left))
+	_ = r.Append(jBatch(right))
+	if _, err := jSideQuery(l, r, sink, false, "a").Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	// The next batch reads the first left row again: a duplicate of the
+	// stored key, dropped before the join.
+	again := []jrow{{k: "a", ts: t0, id: 6, src: "left"}}
+	_ = l.Append(jBatch(again))
+	if _, err := jSideQuery(l, r, sink, false, "a").Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	got := jSinkRows(t, sink, false)
+	want := []string{
+		jRender(&left[0], &right[0]),
+		jRender(&left[2], &right[1]),
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("joined rows %q, want each left key once: %q", got, want)
+	}
+	if last == nil || len(last.StateOperators) != 2 || last.StateOperators[0].OperatorName != join.OperatorName || last.StateOperators[1].OperatorName != "dedupe" {
+		t.Fatalf("stateOperators of the last data batch: %+v, want the join (0) then the deduplication (1)", last)
+	}
+	if d := last.StateOperators[1]; d.CustomMetrics["numDroppedDuplicateRows"] != 1 || d.NumRowsTotal != 3 {
+		t.Fatalf("the deduplication's progress %+v: want 1 duplicate dropped, 3 keys stored (a, b, and the two null-key rows as one: a null is a value to a deduplication)", d)
+	}
+	for _, id := range []string{"0", "1"} {
+		if _, err := os.Stat(filepath.Join(opts.CheckpointDir, "state", id)); err != nil {
+			t.Fatalf("state/%s: %v", id, err)
+		}
+	}
+	rec, err := os.ReadFile(filepath.Join(opts.CheckpointDir, "shape", "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(rec), "v6\n") || !strings.Contains(string(rec), `"side":"left"`) || !strings.Contains(string(rec), `"numbering":"preOrder"`) {
+		t.Fatalf("shape record: want v6, Spark's numbering and the deduplication's side:\n%s", rec)
+	}
+	before := treeOf(t, opts.CheckpointDir)
+	for name, changed := range map[string]*flow.Query{
+		"removed":              jSideQuery(l, r, sink, false, ""),
+		"moved to the right":   jSideQuery(l, r, sink, false, "b"),
+		"added on the right":   jSideQuery(l, r, sink, false, "a", "b"),
+		"within the watermark": jSideQuery(l, r, sink, true, "a"),
+	} {
+		_, err := changed.Run(t.Context(), opts)
+		if errcode.Code(err) != errcode.StateSchemaMismatch {
+			t.Fatalf("deduplication %s: got %v, want STATE_SCHEMA_MISMATCH", name, err)
+		}
+		if after := treeOf(t, opts.CheckpointDir); after != before {
+			t.Fatalf("deduplication %s: a refused start changed the checkpoint", name)
+		}
+	}
+}
