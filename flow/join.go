@@ -59,6 +59,9 @@ func (s *Side) Read(name string, src stream.Source) *Side {
 	if name == "" {
 		return s.fail(invalid("a join's source needs a name (side %s)", s.alias))
 	}
+	if len(s.ops) > 0 {
+		return s.fail(invalid("source %q read after side %s's deduplication: read every source first", name, s.alias))
+	}
 	s.sources = append(s.sources, engine.NamedSource{Name: name, Source: src})
 	sc := src.Schema()
 	sc.Fields = append(append([]stream.Field(nil), sc.Fields...), stream.Field{Name: stream.ColSource, Type: stream.String})
@@ -83,6 +86,9 @@ func (s *Side) Schema() (stream.Schema, error) { return s.schema, s.err }
 // query's sides' watermarks combine by spark.sql.streaming.multipleWatermarkPolicy
 // (min, the default, or max).
 func (s *Side) WithWatermark(column string, delay time.Duration) *Side {
+	if len(s.ops) > 0 {
+		return s.fail(invalid("side %s's watermark set after its deduplication: set it first", s.alias))
+	}
 	f := s.schema.Field(column)
 	if f == nil || f.Type != stream.Timestamp {
 		return s.fail(invalid("watermark column %q is not a timestamp of side %s: %s", column, s.alias, s.schema))

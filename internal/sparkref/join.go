@@ -79,6 +79,9 @@ type JoinCase struct {
 	Rounds                []JoinRound
 	// Where is a WHERE over the join's rows (join_where.go), nil without.
 	Where []JoinConj
+	// Dedup is each relation's deduplication before the join
+	// (join_dedup.go), nil for none.
+	Dedup [2]*Dedup
 }
 
 // GenJoin draws a case of type typ: 3 to 5 rounds of 4 to 10 rows a side
@@ -247,8 +250,12 @@ func (c JoinCase) Oracle() []string {
 			*s = keep
 		}
 	}
+	dd := [2]*sideDedup{newSideDedup(c.Dedup[0], c.LeftDelay), newSideDedup(c.Dedup[1], c.RightDelay)}
 	// batch runs one data batch at watermark wmMs, late by lateMs.
 	batch := func(left, right []JoinRow, lateMs, wmMs int64) {
+		left, right = dd[0].pass(left, lateMs), dd[1].pass(right, lateMs)
+		defer dd[0].evict(wmMs)
+		defer dd[1].evict(wmMs)
 		for _, l := range left {
 			if l.TS <= lateMs*1000 {
 				continue
@@ -328,6 +335,8 @@ func (c JoinCase) Oracle() []string {
 		}
 		if wm > late {
 			evict(wm) // the no-data batch
+			dd[0].evict(wm)
+			dd[1].evict(wm)
 		}
 	}
 	slices.Sort(out)
