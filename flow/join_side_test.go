@@ -4,9 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
@@ -121,4 +125,77 @@ func TestJoinSideDedup(t *testing.T) {
 			t.Fatalf("deduplication %s: a refused start changed the checkpoint", name)
 		}
 	}
+}
+
+// jDedupIDQuery is jQuery with a deduplication by id on each side (the
+// right one within the watermark): every id is read once, so the answer is
+// the join's alone, unless a crash leaves a deduplication's state ahead of
+// the join's (a re-run batch's rows would then be dropped as duplicates).
+func jDedupIDQuery(typ join.Type, l, r stream.Source, sink stream.Sink, parts int) *flow.Query {
+	return flow.New("join").
+		Join(flow.From("a").Read("left", l).WithWatermark("ts", jLeftDelay).DropDuplicates("id"),
+			flow.From("b").Read("right", r).WithWatermark("ts", jRightDelay).DropDuplicatesWithinWatermark("id"),
+			flow.JoinOn{Type: typ, LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Range: flow.Between("ts", "ts", jLo, jHi)}).
+		WriteTo(sink).
+		Trigger(engine.Trigger{Kind: engine.AvailableNow}).
+		Conf("spark.sql.streaming.queryEvolution.enableSourceEvolution", "true").
+		Conf("spark.sql.shuffle.partitions", "4").
+		Conf("spark.sql.streaming.stateStore.partitions", strconv.Itoa(parts))
+}
+
+// TestJoinSideDedupCrashLoop crashes a left outer join with a deduplication
+// on each side at every write of its checkpoint (the three operators'
+// state versions among them; errorfs over a crashable memory FS, then
+// CrashClone keeping only synced data), restarts it on the clone with
+// another partition count, and checks the answer against the join's
+// oracle: every id is unique, so a row lost to a deduplication whose state
+// committed a batch the join's did not would show.
+func TestJoinSideDedupCrashLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run per write")
+	}
+	left, right := jRounds(11, 2)
+	crashes := 0
+	for i := 0; ; i++ {
+		mem := vfs.NewCrashableMem()
+		inj := &faultAt{i: i}
+		l, r, sink := jSource("left"), jSource("right"), streamtest.NewSink()
+		_ = l.Append(jBatch(left[0]))
+		_ = r.Append(jBatch(right[0]))
+		opts := engine.Options{CheckpointDir: "/checkpoint", LocalDir: t.TempDir(), FS: errorfs.Wrap(mem, inj)}
+		_, err := jDedupIDQuery(join.LeftOuter, l, r, sink, 2).Run(t.Context(), opts)
+		if !inj.hit {
+			if err != nil {
+				t.Fatalf("write %d: no crash, the run failed: %v", i, err)
+			}
+			break
+		}
+		crashes++
+		opts.FS = mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+		var lr, rr [][]jrow
+		_, lost := opts.FS.Stat("/checkpoint/offsets/0")
+		_, committed := opts.FS.Stat("/checkpoint/commits/0")
+		if lost != nil {
+			lr = [][]jrow{slices.Concat(left[0], left[1], left[2])}
+			rr = [][]jrow{slices.Concat(right[0], right[1], right[2])}
+		} else {
+			lr = [][]jrow{left[0], slices.Concat(left[1], left[2])}
+			rr = [][]jrow{right[0], slices.Concat(right[1], right[2])}
+		}
+		_, noData := opts.FS.Stat("/checkpoint/offsets/1")
+		want := jOracleRuns(join.LeftOuter, lr, rr, func(round int) bool { return round == 0 || committed == nil },
+			func(int) bool { return noData == nil })
+		_ = l.Append(jBatch(slices.Concat(left[1], left[2])))
+		_ = r.Append(jBatch(slices.Concat(right[1], right[2])))
+		if _, err := jDedupIDQuery(join.LeftOuter, l, r, sink, []int{2, 3}[i%2]).Run(t.Context(), opts); err != nil {
+			t.Fatalf("crash at write %d (%s): the restart failed: %v", i, inj.hitOp, err)
+		}
+		if got := jSinkRows(t, sink, false); !slices.Equal(got, want) {
+			t.Fatalf("crash at write %d (%s): missing %q, extra %q", i, inj.hitOp, multisetMinus(want, got), multisetMinus(got, want))
+		}
+	}
+	if crashes < 30 {
+		t.Fatalf("only %d crash points: the loop proves little", crashes)
+	}
+	t.Logf("%d crash points", crashes)
 }
