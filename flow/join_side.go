@@ -51,6 +51,9 @@ func (s *Side) dedup(cols []string, within bool) *Side {
 	if err != nil {
 		return s.fail(err)
 	}
+	if err := refuseRetracting(s.sources, op); err != nil {
+		return s.fail(err)
+	}
 	// Its Side is set by Query.Join, which knows which input the side is.
 	s.ops = append(s.ops, shape.Operator{Kind: shape.KindDeduplicate, Keys: op.Columns(), StateSchema: op.Schema().String(),
 		Input: append([]string{}, s.input...), Aggregates: []string{}})

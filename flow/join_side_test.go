@@ -228,3 +228,15 @@ func TestJoinSideDedupWhereAbove(t *testing.T) {
 		t.Fatalf("joined rows %q, want none: the WHERE ran below the deduplication", got)
 	}
 }
+
+// TestJoinSideDedupRefusesRetractions: a deduplication on a side whose
+// source retracts rows is refused when the plan is built, naming the
+// deduplication (RETRACTION_UNSUPPORTED), as on a one-input query.
+func TestJoinSideDedupRefusesRetractions(t *testing.T) {
+	l, r := jSource("left"), jSource("right")
+	r.Retracting = true
+	_, err := jSideQuery(l, r, streamtest.NewSink(), false, "b").Build()
+	if errcode.Code(err) != "RETRACTION_UNSUPPORTED" || !strings.Contains(err.Error(), `source "right"`) {
+		t.Fatalf("got %v, want RETRACTION_UNSUPPORTED naming the right side's source", err)
+	}
+}
