@@ -20,7 +20,7 @@ import (
 //
 // Within a batch the rows flow down the plan: the reads feed operator 0,
 // operator i's Finish output feeds operator i+1, the last one's goes to the
-// sink. Watermarks follow Spark 3.4+'s rules for several stateful
+// sink (a join's side chains feed the join instead: sidechain.go). Watermarks follow Spark 3.4+'s rules for several stateful
 // operators (SPARK-40925, propagate.go): every operator, operator 0
 // included, drops input late by its input watermark of the previous batch
 // (PropagateWatermarkSimulator.getInputWatermarkForLateEvents) and evicts

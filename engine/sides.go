@@ -20,10 +20,12 @@ import (
 // projection, filter and watermark. Every source keeps its own offsets,
 // keyed by name in the offsets log, so source evolution (add, remove,
 // tombstone) works on either side as on a one-input query: a side is a
-// grouping of names, not a new entry in the log. The plan stays linear:
-// stage 0 is a stream.SideOperator (the join), the reads hand it each
-// chunk with its side (ProcessSide) instead of Process, and everything
-// after it (later operators, transforms, the sink) is a one-input plan.
+// grouping of names, not a new entry in the log. Stage 0 is a
+// stream.SideOperator (the join), the reads hand it each chunk with its
+// side (ProcessSide) instead of Process, and everything after it (later
+// operators, transforms, the sink) is a one-input plan. A side may have
+// operators of its own before the join (Side.Stages: sidechain.go),
+// which makes the plan a tree.
 //
 // Watermarks follow Spark's WatermarkTracker: each side with a watermark
 // tracks its own, max event time read minus its delay, kept in memory only
