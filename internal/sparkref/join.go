@@ -175,11 +175,14 @@ func (c JoinCase) DuckDB(leftGlob, rightGlob string) string {
 		sel, typ = "a.k, epoch_us(a.ts), a.id, NULL, NULL, NULL", "SEMI JOIN"
 	}
 	lo, hi := c.Lo.Microseconds(), c.Hi.Microseconds()
-	src := func(glob string) string {
+	src := func(side int, glob string) string {
+		if c.Dedup[side] != nil {
+			return c.duckDedup(side, glob)
+		}
 		return fmt.Sprintf("(SELECT * FROM read_parquet('%s') WHERE k IS NULL OR k NOT LIKE '%s%%')", glob, SentinelKey)
 	}
 	return fmt.Sprintf("SELECT %s FROM %s a %s %s b ON a.k = b.k AND epoch_us(a.ts) BETWEEN epoch_us(b.ts) + %d AND epoch_us(b.ts) + %d",
-		sel, src(leftGlob), typ, src(rightGlob), lo, hi)
+		sel, src(0, leftGlob), typ, src(1, rightGlob), lo, hi)
 }
 
 // Render is one output row as the comparison reads it:

@@ -1,6 +1,7 @@
 package sparkref
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -135,4 +136,15 @@ func (s *sideDedup) evict(wmMs int64) {
 			delete(s.evicts, k)
 		}
 	}
+}
+
+// duckDedup is side's relation deduplicated as a batch engine does it,
+// for DuckDB: the first row of each key in the order the stream reads
+// them (file by file, a file's rows in order; a null key is a value, as
+// PARTITION BY groups nulls). It equals the stream's deduplication when
+// no key is evicted before its duplicates arrive (hour-long delays).
+func (c JoinCase) duckDedup(side int, glob string) string {
+	return fmt.Sprintf("(SELECT k, ts, id FROM (SELECT *, row_number() OVER (PARTITION BY %s ORDER BY filename, file_row_number) AS first_ "+
+		"FROM read_parquet('%s', filename=true, file_row_number=true) WHERE k IS NULL OR k NOT LIKE '%s%%') WHERE first_ = 1)",
+		strings.Join(c.Dedup[side].Columns, ", "), glob, SentinelKey)
 }
