@@ -300,6 +300,10 @@ func runSparkRefRuns(t *testing.T, q *sparkref.Query, schema []sparkref.Column, 
 			}
 			sink.complete = q.Mode == "complete"
 		}
+		if c.sess != nil { // the session's bounds, then the group columns
+			sink.keys = 2 + len(q.Keys)
+			sink.complete = q.Mode == "complete"
+		}
 		eq.Sink = sink
 		src.chunks = all[:end]
 		if _, err := engine.Run(context.Background(), eq, opts); err != nil {

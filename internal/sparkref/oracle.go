@@ -94,6 +94,9 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 	if q.Project != nil {
 		return evaluateProjection(q, ev, batches)
 	}
+	if q.Session != nil {
+		return evaluateSession(q, ev, batches)
+	}
 	res := Result{Columns: ev.columns()}
 	groups := map[string]*group{}
 	var order []string

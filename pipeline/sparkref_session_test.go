@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/sparkref"
+	"github.com/ethstream/ethstream/stream"
+)
+
+var sparkrefSessionN = flag.Int("sparkref.session.n", 300, "generated session window queries TestSparkRefSession runs")
+
+// TestSparkRefSession is TestSparkRef for session windows: generated
+// GROUP BY session_window(block_ts, gap), keys queries (a constant gap in
+// Spark's spellings or a CASE of gap strings, some zero or negative, or
+// none; append, complete, and update which is refused) over batches with
+// nulls, out-of-order and late rows, run through ethstream and evaluated by
+// internal/sparkref's session oracle (written from Spark's
+// SessionWindowing, MergingSessionsIterator and the session state store
+// execs, not from package session); the final tables must agree. A failure
+// prints its seed: -sparkref.seed=S -sparkref.session.n=1 reruns it.
+func TestSparkRefSession(t *testing.T) {
+	schema := sparkrefSchema(t)
+	gen := &sparkref.Gen{Schema: schema, EventTime: ethblock.ColBlockTS, Source: "s", SourceCol: stream.ColSource,
+		T0: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var stats struct{ queries, refused, failing, rows, late, merged, dynamic, appends int }
+	defer func() {
+		t.Logf("%d session queries (%d with a dynamic gap, %d append): %d refused (update mode), %d failing a batch; %d sessions compared, %d of them merged from several rows; %d rows late",
+			stats.queries, stats.dynamic, stats.appends, stats.refused, stats.failing, stats.rows, stats.merged, stats.late)
+		if *sparkrefSessionN >= 100 && (stats.refused == 0 || stats.merged == 0 || stats.late == 0 || stats.dynamic == 0) {
+			t.Errorf("no refusal, merged session, late row or dynamic gap in %d queries: the test proves little", stats.queries)
+		}
+	}()
+	failed := 0
+	for i := range *sparkrefSessionN {
+		seed := *sparkrefSeed + uint64(i)
+		rng := rand.New(rand.NewPCG(seed, 41))
+		q := gen.SessionQuery(rng)
+		batches := gen.Batches(rng, 1+rng.IntN(8))
+		oschema := append(slices.Clone(schema), sparkref.Column{Name: stream.ColSource, Type: stream.String})
+		obatches := make([][]sparkref.Row, len(batches))
+		for b, rows := range batches {
+			for _, r := range rows {
+				obatches[b] = append(obatches[b], append(slices.Clone(r), "s"))
+			}
+		}
+		want := sparkref.Evaluate(q, oschema, obatches)
+		stats.queries++
+		if q.Session.When != nil {
+			stats.dynamic++
+		}
+		if q.Mode == "append" {
+			stats.appends++
+		}
+		stats.late += want.Late
+		stats.rows += len(want.Rows)
+		switch {
+		case want.Fail != nil && want.Fail.Batch < 0:
+			stats.refused++
+		case want.Fail != nil:
+			stats.failing++
+		}
+		for _, r := range want.Rows {
+			if sessionMerged(q, r) {
+				stats.merged++
+			}
+		}
+		sink, err := runSession(t, q, schema, batches)
+		var d string
+		if want.Fail != nil && want.Fail.Batch < 0 {
+			if errcode.Code(err) != want.Fail.Code {
+				d = fmt.Sprintf("want %s before any batch, got %v", want.Fail.Code, err)
+			}
+		} else {
+			d = diffSparkRef(want, sink, err)
+		}
+		if d != "" {
+			failed++
+			t.Errorf("seed %d: %s\n  --with-watermark %q --output-mode %s ansi=%v\n%s", seed, q.Render(), q.WatermarkOption(), q.Mode, q.ANSI, d)
+			if failed >= 10 {
+				t.Fatal("stopping after 10 failures")
+			}
+		}
+	}
+}
+
+// sessionMerged reports whether output row r's session is longer than any
+// one gap the query gives a row: it merged several rows.
+func sessionMerged(q *sparkref.Query, r sparkref.OutRow) bool {
+	longest := q.Session.Gap
+	if q.Session.When != nil {
+		longest = q.Session.Then.D
+		if e := q.Session.Else; e != nil {
+			longest = max(longest, e.D)
+		}
+	}
+	return time.Duration(r.Values[1].(int64)-r.Values[0].(int64))*time.Microsecond > longest
+}
+
+// runSession is runSparkRef, a panic reported as the query's error (the
+// seed is then printed with it).
+func runSession(t *testing.T, q *sparkref.Query, schema []sparkref.Column, batches [][]sparkref.Row) (sink *tableSink, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return runSparkRef(t, q, schema, batches)
+}
