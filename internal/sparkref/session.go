@@ -235,6 +235,8 @@ func evaluateSession(q *Query, ev *evaluator, batches [][]Row) Result {
 		return res
 	}
 	state := map[string][]*span{}
+	// gone are the sessions append mode evicted, by key.
+	gone := map[string][]*span{}
 	keys := map[string][]any{}
 	var out []*span
 	outKey := map[*span]string{}
@@ -245,6 +247,7 @@ func evaluateSession(q *Query, ev *evaluator, batches [][]Row) Result {
 				if s.end <= wmMs*1000 {
 					out = append(out, s)
 					outKey[s] = kt
+					gone[kt] = append(gone[kt], s)
 				} else {
 					kept = append(kept, s)
 				}
@@ -303,6 +306,13 @@ func evaluateSession(q *Query, ev *evaluator, batches [][]Row) Result {
 		}
 		for kt := range touched {
 			state[kt] = mergeSpans(state[kt])
+			for _, s := range state[kt] {
+				for _, g := range gone[kt] {
+					if s.start <= g.end && g.start <= s.end {
+						res.Split++ // would have merged with an evicted session
+					}
+				}
+			}
 			for _, s := range state[kt] {
 				ev.fold(s, &ev.codes)
 			}
