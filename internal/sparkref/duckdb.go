@@ -34,6 +34,24 @@ func (q *Query) DuckDB(schema []Column) string {
 	rows := "blocks"
 	if w := q.where(); w != nil {
 		rows = "(SELECT * FROM blocks WHERE " + d.expr(w) + ")"
+		if q.ANSI && whereArith(w) {
+			// The conjuncts below the watermark run over every row first
+			// (the oracle's pushed), each row's in order until one is not
+			// true: their errors are raised whatever the rest decides.
+			var below Expr
+			for _, c := range conjuncts(w) {
+				if q.Watermark == 0 || !reads(c, q.WatermarkColumn) {
+					if below == nil {
+						below = c
+					} else {
+						below = And{L: below, R: c}
+					}
+				}
+			}
+			if below != nil {
+				rows = "(SELECT * FROM blocks WHERE (SELECT count(*) FROM blocks WHERE " + d.expr(below) + ") >= 0 AND " + d.expr(w) + ")"
+			}
+		}
 	}
 	if q.Dedup != nil {
 		var part []string
@@ -72,23 +90,27 @@ func (q *Query) DuckDB(schema []Column) string {
 		sel = append(sel, e+" AS "+ident(k.Alias))
 		group = append(group, e)
 	}
+	var aggs []string
 	for _, i := range q.aggOrder() {
-		sel = append(sel, d.agg(q.Aggs[i])+" AS "+ident(q.Aggs[i].Name()))
+		aggs = append(aggs, d.agg(q.Aggs[i]))
+		sel = append(sel, aggs[len(aggs)-1]+" AS "+ident(q.Aggs[i].Name()))
 	}
-	s := "SELECT " + strings.Join(sel, ", ") + " FROM " + from
+	s := "SELECT " + strings.Join(sel, ", ") + ", " + groupCount(aggs) + " AS __n FROM " + from
 	if len(group) > 0 {
 		s += " GROUP BY " + strings.Join(group, ", ")
 	}
+	var filters []string
 	if q.Having != nil {
-		s += fmt.Sprintf(" HAVING count(*) > %d", *q.Having)
+		filters = append(filters, fmt.Sprintf("__n > %d", *q.Having))
 	}
 	if q.Window != nil && q.Watermark > 0 && q.Mode != "update" {
 		op := "<="
 		if q.Mode == "complete" {
 			op = ">"
 		}
-		s = fmt.Sprintf("SELECT * FROM (%s) WHERE window_end %s %s", s, op, d.finalWatermark(q))
+		filters = append(filters, "CASE WHEN __n >= 0 THEN window_end "+op+" "+d.finalWatermark(q)+" END")
 	}
+	s = filtered(s, q.outputColumns(), filters)
 	for i, k := range q.Order {
 		if i == 0 {
 			s += " ORDER BY "
@@ -172,9 +194,7 @@ func (q *Query) DuckDBChecks(schema []Column) bool { return q.DuckDBExcluded(sch
 
 // DuckDBExcluded is why DuckDB does not check q ("" when it does): a
 // session window, an average of a DECIMAL (DuckDB's is a DOUBLE), a
-// FLOAT cast to a string (Java's and DuckDB's float texts differ),
-// arithmetic in the WHERE under ANSI (DuckDB may evaluate a conjunct on a
-// row Spark's short-circuit skips, and raise its error), or a column q
+// FLOAT cast to a string (Java's and DuckDB's float texts differ), or a column q
 // reads of a type duckref does not load (BINARY: its bytes are not text).
 func (q *Query) DuckDBExcluded(schema []Column) string {
 	typ := map[string]stream.Type{}
@@ -193,9 +213,6 @@ func (q *Query) DuckDBExcluded(schema []Column) string {
 		if k.Func == "str" && typ[k.Column] == stream.Float32 {
 			return "CAST(FLOAT AS STRING)"
 		}
-	}
-	if q.ANSI && whereArith(q.where()) {
-		return "arithmetic in WHERE under ANSI"
 	}
 	for _, c := range schema {
 		if DuckDBType(c.Type) || !q.reads(c.Name) {
@@ -285,8 +302,14 @@ func (d *duck) agg(a Agg) string {
 		var sum string
 		switch {
 		case t.Kind() == stream.Decimal:
+			// DuckDB's sum of a DECIMAL(38,s) is a DECIMAL(38,s) that may
+			// hold more than 38 digits; Spark's sum type is checked here.
 			p, sc := sumDecimal(t)
-			return fmt.Sprintf("CAST(CAST(sum(%s) AS DECIMAL(%d,%d)) AS VARCHAR)", c, p, sc)
+			most := strings.Repeat("9", p-sc)
+			if sc > 0 {
+				most += "." + strings.Repeat("9", sc)
+			}
+			return fmt.Sprintf("CASE WHEN abs(sum(%s)) > CAST('%s' AS DECIMAL(38,%d)) THEN error('ARITHMETIC_OVERFLOW') ELSE CAST(CAST(sum(%s) AS DECIMAL(%d,%d)) AS VARCHAR) END", c, most, sc, c, p, sc)
 		case !integral:
 			sum = "sum(CAST(" + c + " AS DOUBLE))"
 		default:
@@ -360,14 +383,14 @@ func (d *duck) num(o Operand) string {
 			l, r = "CAST("+l+" AS DOUBLE)", "CAST("+r+" AS DOUBLE)"
 			switch o.Op {
 			case "/":
-				return fmt.Sprintf("(CASE WHEN %s = 0 THEN %s ELSE %s / %s END)", r, zero, l, r)
+				return fmt.Sprintf("(CASE WHEN %s = 0 AND %s IS NOT NULL THEN %s ELSE %s / %s END)", r, l, zero, l, r)
 			case "%":
-				return fmt.Sprintf("(CASE WHEN %s = 0 THEN %s ELSE fmod(%s, %s) END)", r, zero, l, r)
+				return fmt.Sprintf("(CASE WHEN %s = 0 AND %s IS NOT NULL THEN %s ELSE fmod(%s, %s) END)", r, l, zero, l, r)
 			}
 			return "(" + l + " " + o.Op + " " + r + ")"
 		}
 		if o.Op == "%" {
-			return fmt.Sprintf("(CASE WHEN %s = 0 THEN %s ELSE CAST((%s)::HUGEINT %% (%s)::HUGEINT AS BIGINT) END)", r, zero, l, r)
+			return fmt.Sprintf("(CASE WHEN %s = 0 AND %s IS NOT NULL THEN %s ELSE CAST((%s)::HUGEINT %% (%s)::HUGEINT AS BIGINT) END)", r, l, zero, l, r)
 		}
 		return d.bigint("(" + l + ")::HUGEINT " + o.Op + " (" + r + ")::HUGEINT")
 	}
@@ -377,9 +400,19 @@ func (d *duck) num(o Operand) string {
 func (d *duck) expr(e Expr) string {
 	switch e := e.(type) {
 	case And:
-		return "(" + d.expr(e.L) + " AND " + d.expr(e.R) + ")"
+		l, r := d.expr(e.L), d.expr(e.R)
+		if d.ansi && whereArith(e.R) {
+			// Spark evaluates the right side only where the left is not
+			// false: an error it would raise is raised only there.
+			return "(CASE WHEN " + l + " IS NOT DISTINCT FROM FALSE THEN FALSE ELSE (" + l + " AND " + r + ") END)"
+		}
+		return "(" + l + " AND " + r + ")"
 	case Or:
-		return "(" + d.expr(e.L) + " OR " + d.expr(e.R) + ")"
+		l, r := d.expr(e.L), d.expr(e.R)
+		if d.ansi && whereArith(e.R) {
+			return "(CASE WHEN " + l + " IS NOT DISTINCT FROM TRUE THEN TRUE ELSE (" + l + " OR " + r + ") END)"
+		}
+		return "(" + l + " OR " + r + ")"
 	case Not:
 		return "(NOT " + d.expr(e.X) + ")"
 	case IsNull:
@@ -564,18 +597,68 @@ func (d *duck) session(q *Query, rows string) string {
 	part := strings.Join(keys, ", ")
 	names := q.sessionColumns()
 	sel = append([]string{"min(__t) AS " + ident(names[0]), "max(__t + __g) AS " + ident(names[1])}, sel...)
+	var aggs []string
 	for _, i := range q.aggOrder() {
-		sel = append(sel, d.agg(q.Aggs[i])+" AS "+ident(q.Aggs[i].Name()))
+		aggs = append(aggs, d.agg(q.Aggs[i]))
+		sel = append(sel, aggs[len(aggs)-1]+" AS "+ident(q.Aggs[i].Name()))
 	}
+	sel = append(sel, groupCount(aggs)+" AS __n")
 	out := fmt.Sprintf(`SELECT %s FROM (SELECT *, sum(__new) OVER (PARTITION BY %s ORDER BY __t, __seq ROWS UNBOUNDED PRECEDING) AS __sid
   FROM (SELECT *, CASE WHEN __t <= max(__t + __g) OVER (PARTITION BY %s ORDER BY __t, __seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) THEN 0 ELSE 1 END AS __new
   FROM (SELECT *, epoch_us(%s) AS __t, %s AS __g FROM %s AS __r) WHERE __t IS NOT NULL AND __g > 0)) GROUP BY %s, __sid`,
 		strings.Join(sel, ", "), part, part, ident(s.Column), gap, rows, part)
+	var filters []string
 	if q.Having != nil {
-		out += fmt.Sprintf(" HAVING count(*) > %d", *q.Having)
+		filters = append(filters, fmt.Sprintf("__n > %d", *q.Having))
 	}
 	if q.Mode == "append" {
-		out = fmt.Sprintf("SELECT * FROM (%s) WHERE %s <= %s", out, ident(names[1]), d.finalWatermark(q))
+		filters = append(filters, "CASE WHEN __n >= 0 THEN "+ident(names[1])+" <= "+d.finalWatermark(q)+" END")
+	}
+	return filtered(out, names, filters)
+}
+
+// groupCount is count(*) computed with every aggregate of aggs, so that
+// a filter reading it (HAVING, the final watermark's, each through __n)
+// computes them for every group: an overflow in a group the filter drops
+// still fails the query, as in Spark, whose aggregation raises it before
+// any filter above (DuckDB pushes a filter below the projection).
+func groupCount(aggs []string) string {
+	if len(aggs) == 0 {
+		return "count(*)"
+	}
+	parts := make([]string, len(aggs))
+	for i, a := range aggs {
+		parts[i] = "CAST(" + a + " AS VARCHAR)"
+	}
+	return "count(*) + 0 * length(concat(" + strings.Join(parts, ", ") + "))"
+}
+
+// filtered selects the columns names of the groups query s keeps that
+// pass filters (HAVING, the final watermark's).
+func filtered(s string, names, filters []string) string {
+	cols := make([]string, len(names))
+	for i, n := range names {
+		cols[i] = ident(n)
+	}
+	out := "WITH __g AS MATERIALIZED (" + s + ") SELECT " + strings.Join(cols, ", ") + " FROM __g"
+	if len(filters) > 0 {
+		out += " WHERE " + strings.Join(filters, " AND ")
 	}
 	return out
+}
+
+// outputColumns are an aggregation's output columns (Result's).
+func (q *Query) outputColumns() []string {
+	var cols []string
+	if q.Window != nil {
+		cols = append(cols, "window_start", "window_end")
+	}
+	cols = append(cols, q.Keys...)
+	for _, k := range q.KeyExprs {
+		cols = append(cols, k.Alias)
+	}
+	for _, i := range q.aggOrder() {
+		cols = append(cols, q.Aggs[i].Name())
+	}
+	return cols
 }
