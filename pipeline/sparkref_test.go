@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -89,11 +90,23 @@ func newDuckCase(seed uint64, q *sparkref.Query, schema []sparkref.Column, batch
 			cols = append(cols, i)
 		}
 	}
+	// A BINARY value travels as its hex (its bytes need not be UTF-8, which
+	// JSON strings are); DuckDB's query prints one as lower(hex(x)).
+	binary := map[string]bool{}
+	for _, c := range schema {
+		binary[c.Name] = c.Type == stream.Binary
+	}
+	hexOf := func(v any, isBinary bool) any {
+		if b, ok := v.(string); ok && isBinary {
+			return hex.EncodeToString([]byte(b))
+		}
+		return v
+	}
 	for _, b := range batches {
 		for _, r := range b {
 			row := make([]*string, len(cols))
 			for i, ci := range cols {
-				row[i] = duckCell(r[ci], false)
+				row[i] = duckCell(hexOf(r[ci], binary[schema[ci].Name]), false)
 			}
 			dc.Rows = append(dc.Rows, row)
 		}
@@ -102,8 +115,8 @@ func newDuckCase(seed uint64, q *sparkref.Query, schema []sparkref.Column, batch
 		keys := slices.Sorted(maps.Keys(sink.rows))
 		for _, k := range keys {
 			var row []*string
-			for _, v := range sink.rows[k] {
-				row = append(row, duckCell(v, true))
+			for ci, v := range sink.rows[k] {
+				row = append(row, duckCell(hexOf(v, ci < len(sink.columns) && binary[sink.columns[ci]]), true))
 			}
 			dc.Want = append(dc.Want, row)
 		}

@@ -169,6 +169,8 @@ func (d *duck) out(e string, t stream.Type) string {
 		return "datediff('day', DATE '1970-01-01', " + e + ")"
 	case stream.Decimal:
 		return "CAST(" + e + " AS VARCHAR)"
+	case stream.Binary:
+		return "lower(hex(" + e + "))"
 	}
 	return e
 }
@@ -194,8 +196,8 @@ func (q *Query) DuckDBChecks(schema []Column) bool { return q.DuckDBExcluded(sch
 
 // DuckDBExcluded is why DuckDB does not check q ("" when it does): a
 // session window, an average of a DECIMAL (DuckDB's is a DOUBLE), a
-// FLOAT cast to a string (Java's and DuckDB's float texts differ), or a column q
-// reads of a type duckref does not load (BINARY: its bytes are not text).
+// FLOAT cast to a string (Java's and DuckDB's float texts differ), or a
+// column q reads of a type duckref does not load.
 func (q *Query) DuckDBExcluded(schema []Column) string {
 	typ := map[string]stream.Type{}
 	for _, c := range schema {
@@ -238,9 +240,9 @@ func whereArith(e Expr) bool {
 	return false
 }
 
-// DuckDBType reports whether duckref loads columns of type t: all but
-// BINARY.
-func DuckDBType(t stream.Type) bool { return t.Kind() != stream.Binary }
+// DuckDBType reports whether duckref loads columns of type t: all of
+// them (a BINARY one as its hex).
+func DuckDBType(stream.Type) bool { return true }
 
 // reads reports whether q reads column name: a window's time, a key, an
 // aggregate's input, a WHERE's operand, a deduplication's or projection's

@@ -34,10 +34,10 @@ type duckCol struct {
 }
 
 // sqlType is the raw table's column type of each case column type (the
-// view blocks turns µs into TIMESTAMP and days into DATE).
+// view blocks turns µs into TIMESTAMP, days into DATE and hex into BLOB).
 var sqlType = map[string]string{"int64": "BIGINT", "float64": "DOUBLE", "string": "VARCHAR", "timestamp": "BIGINT",
 	"timestamp_ntz": "BIGINT", "boolean": "BOOLEAN", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INTEGER",
-	"float": "FLOAT", "date": "INTEGER"}
+	"float": "FLOAT", "date": "INTEGER", "binary": "VARCHAR"}
 
 // rawType is the raw table's type of a case column type: sqlType's, or
 // DECIMAL(p,s) as written.
@@ -123,6 +123,8 @@ func runCase(db *sql.DB, c duckCase) ([][]any, error) {
 			view = append(view, fmt.Sprintf(`make_timestamp("%s") AS "%s"`, col.Name, col.Name))
 		case "date":
 			view = append(view, fmt.Sprintf(`CAST(DATE '1970-01-01' + "%s" AS DATE) AS "%s"`, col.Name, col.Name))
+		case "binary": // loaded as hex
+			view = append(view, fmt.Sprintf(`unhex("%s") AS "%s"`, col.Name, col.Name))
 		default:
 			view = append(view, fmt.Sprintf(`"%s"`, col.Name))
 		}
