@@ -16,6 +16,8 @@ import (
 // state.Store), driven from one goroutine at a time; it is not safe for
 // concurrent use.
 type Operator struct {
+	// StateRecord makes the operator a stream.StateRecorder.
+	opbase.StateRecord
 	p *plan
 	// wide is p storing every column of the sides (buildPlan), for a state
 	// written before the spec pruned them; nil when nothing is pruned.
@@ -52,6 +54,7 @@ var (
 	_ stream.SideOperator      = (*Operator)(nil)
 	_ stream.SchemaOperator    = (*Operator)(nil)
 	_ stream.PartitionLimiter  = (*Operator)(nil)
+	_ stream.StateRecorder     = (*Operator)(nil)
 	_ stream.ProgressReporter  = (*Operator)(nil)
 	_ stream.WatermarkProducer = (*Operator)(nil)
 )
