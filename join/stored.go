@@ -48,8 +48,11 @@ func (p *plan) storing(recorded, dir string) (*plan, error) {
 					j = k
 				}
 			}
-			if j < 0 || stored[i][j].Type != f.Type {
-				missing = append(missing, fmt.Sprintf("%s.%s %v", sp.Alias, f.Name, f.Type))
+			switch {
+			case j < 0:
+				missing = append(missing, sp.Alias+"."+f.Name)
+			case stored[i][j].Type != f.Type:
+				missing = append(missing, fmt.Sprintf("%s.%s as %v (stored as %v)", sp.Alias, f.Name, f.Type, stored[i][j].Type))
 			}
 		}
 	}
