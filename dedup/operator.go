@@ -21,6 +21,8 @@ const CodeRetractionUnsupported = opbase.CodeRetractionUnsupported
 // Operator is the deduplication (stream.Operator over a state.Store),
 // driven from one goroutine at a time; it is not safe for concurrent use.
 type Operator struct {
+	// StateRecord makes the operator a stream.StateRecorder.
+	opbase.StateRecord
 	p      *plan
 	store  *state.Store
 	logger *slog.Logger
@@ -44,6 +46,7 @@ var (
 	_ stream.Operator         = (*Operator)(nil)
 	_ stream.SchemaOperator   = (*Operator)(nil)
 	_ stream.PartitionLimiter = (*Operator)(nil)
+	_ stream.StateRecorder    = (*Operator)(nil)
 	_ stream.ProgressReporter = (*Operator)(nil)
 	_ stream.RowPasser        = (*Operator)(nil)
 )

@@ -16,6 +16,8 @@ import (
 // state.Store), driven from one goroutine at a time; it is not safe for
 // concurrent use.
 type Operator struct {
+	// StateRecord makes the operator a stream.StateRecorder.
+	opbase.StateRecord
 	p *plan
 	// need is the spec's plan, storing the columns the query reads; p is
 	// need or, once Open found a state recorded with more columns, a plan
@@ -53,6 +55,7 @@ var (
 	_ stream.SideOperator      = (*Operator)(nil)
 	_ stream.SchemaOperator    = (*Operator)(nil)
 	_ stream.PartitionLimiter  = (*Operator)(nil)
+	_ stream.StateRecorder     = (*Operator)(nil)
 	_ stream.ProgressReporter  = (*Operator)(nil)
 	_ stream.WatermarkProducer = (*Operator)(nil)
 )

@@ -31,6 +31,8 @@ type Spec struct {
 // Operator is the global limit (stream.Operator over a state.Store),
 // driven from one goroutine at a time; it is not safe for concurrent use.
 type Operator struct {
+	// StateRecord makes the operator a stream.StateRecorder.
+	opbase.StateRecord
 	spec   Spec
 	schema state.Schema
 	store  *state.Store
@@ -49,6 +51,7 @@ var (
 	_ stream.Operator         = (*Operator)(nil)
 	_ stream.SchemaOperator   = (*Operator)(nil)
 	_ stream.PartitionLimiter = (*Operator)(nil)
+	_ stream.StateRecorder    = (*Operator)(nil)
 	_ stream.ProgressReporter = (*Operator)(nil)
 	_ stream.RowPasser        = (*Operator)(nil)
 )
