@@ -165,8 +165,8 @@ type JoinOn struct {
 	Range []join.Bound
 	// Columns, when a side's is not nil, prune that side to the columns
 	// the query reads from the join's rows (join.Side.Columns): the state
-	// and the rows keep only them and the join's own columns. Ignored
-	// with Where.
+	// and the rows keep only them and the join's own columns, and the
+	// columns Where reads.
 	Columns [2][]string
 	// Where, when set, filters the join's rows (its columns named as the
 	// join names them: alias_col for a name both sides have), as Spark's
@@ -216,9 +216,10 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	}
 	var rest filter.Expr
 	if on.Where != nil {
-		// The WHERE reads the join's rows by their names: no pruning
-		// under it (SQL prunes only a join without one).
-		on.Columns = [2][]string{}
+		// The WHERE reads the join's rows by their names (its pushed
+		// conjuncts run over them again, join.Pushed.Above): a pruned
+		// side keeps its columns too.
+		on.Columns = whereColumns(on, left, right)
 		var err error
 		if left, right, rest, on.Type, err = pushWhere(left, right, on); err != nil {
 			return q.fail(err)
@@ -277,6 +278,26 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 		q.Where(rest)
 	}
 	return q
+}
+
+// whereColumns is on.Columns with, on each pruned side, the columns of
+// that side on.Where reads (by the join's names for them, join.OutputName).
+func whereColumns(on JoinOn, left, right *Side) [2][]string {
+	schemas, aliases := [2]stream.Schema{left.schema, right.schema}, [2]string{left.alias, right.alias}
+	out := on.Columns
+	for _, name := range filter.Columns(on.Where) {
+		for side := range schemas {
+			if out[side] == nil {
+				continue
+			}
+			for _, f := range schemas[side].Fields {
+				if n, ok := join.OutputName(on.Type, schemas, aliases, side, f.Name); ok && n == name && !slices.Contains(out[side], f.Name) {
+					out[side] = append(slices.Clip(out[side]), f.Name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // pushWhere places on.Where (join.Pushdown): copies of the sides with the
