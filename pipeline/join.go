@@ -29,10 +29,6 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 	if err := join.CheckOutputMode(cfg.OutputMode); err != nil {
 		return nil, err
 	}
-	if cfg.DropDuplicates != "" || cfg.DropDuplicatesWithinWatermark != "" {
-		return nil, errcode.New(join.CodeUnsupported, "", "leave out --drop-duplicates",
-			"--drop-duplicates before a stream-stream join is not supported: a join reads its relations directly")
-	}
 	var sides [2]*flow.Side
 	var schemas [2]stream.Schema
 	used := map[string]bool{}
@@ -68,6 +64,9 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 			return nil, err
 		}
 		schemas[i] = schema
+	}
+	if err := joinDedups(cfg, jq, sides, schemas); err != nil {
+		return nil, err
 	}
 	for _, s := range cfg.Sources {
 		if !used[s.Name] {
