@@ -101,6 +101,10 @@ type Operator struct {
 	// than merged with a value the operator no longer has (doc.go, Closed
 	// at commit). MinInt64 when the carry is there or nothing was closed.
 	lateFloorMs int64
+	// legacyZero says the query's watermark delay of 0 is read as no
+	// watermark: the rule the checkpoint's state was written under
+	// (oprecord.go, zeroDelayIsNone; doc.go, Watermark delay 0).
+	legacyZero bool
 	// fs and stateDir locate the carry files (env.FS, env.StateDir).
 	fs       vfs.FS
 	stateDir string
@@ -170,6 +174,12 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		return errors.Join(err, s.Close())
 	}
 	o.store, o.committed, o.logger = s, rec, opbase.Logger(env)
+	o.legacyZero = o.p.spec.Mode == Update && o.p.spec.HasWatermark && o.p.spec.WatermarkDelay == 0 &&
+		s.Version() >= 0 && rec.zeroDelayIsNone()
+	if o.legacyZero {
+		o.logger.Warn("aggregation: the watermark delay of 0 is read as no watermark, as when the checkpoint's state was written; start a new checkpoint to evict by it",
+			"version", env.Version)
+	}
 	o.fs, o.stateDir = env.FS, env.StateDir
 	o.version, o.carry, o.pendingCarry = env.Version, nil, nil
 	o.resetBatch()
@@ -249,10 +259,14 @@ func (o *Operator) findCarry() (*carryRef, error) {
 	return &carryRef{version: o.version, upUs: o.wmUs(*r.NextWatermarkMs), rec: r}, nil
 }
 
+// evicts says the operator evicts by the watermark (plan.evicts, unless
+// the checkpoint reads a delay of 0 as no watermark).
+func (o *Operator) evicts() bool { return o.p.evicts && !o.legacyZero }
+
 // wmUs converts the engine's watermark to the window clock, or returns
 // MinInt64 when the query has no watermark (nothing is late or evicted).
 func (o *Operator) wmUs(watermarkMs int64) int64 {
-	if !o.p.evicts {
+	if !o.evicts() {
 		return math.MinInt64
 	}
 	return watermarkMs * 1000
@@ -365,7 +379,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 	// evicts without a stored key to delete.
 	f.removedUnstored = o.committed.ClosedRows
 	f.removed = removed + f.removedUnstored + o.removedAtMerge
-	o.pending = opRecord{ClosedRows: f.closed}
+	o.pending = opRecord{ClosedRows: f.closed, LegacyZeroDelay: o.legacyZero}
 	if o.hasNextWm && o.nextWmBatch == batchID {
 		// The second record of commits/batchID (CommittedRecord).
 		wm := o.nextWmMs
@@ -701,7 +715,7 @@ func (o *Operator) describeEntry(pt *partial, e int) string {
 // emits nothing and so a row the next batch would only delete need not be
 // stored; otherwise this batch's own (wmUs).
 func (o *Operator) closedAtCommitUs(batchID, wmUs int64) int64 {
-	if !o.p.evicts || o.p.spec.Mode != Update || !o.hasNextWm || o.nextWmBatch != batchID {
+	if !o.evicts() || o.p.spec.Mode != Update || !o.hasNextWm || o.nextWmBatch != batchID {
 		return wmUs
 	}
 	return max(wmUs, o.nextWmUs)
@@ -718,7 +732,7 @@ func (o *Operator) NextWatermark(batchID, nextWatermarkMs int64) {
 // returns the keys whose window end <= wmUs (removed, Spark's eviction) and
 // the others (closed at commit: Spark keeps them until the next batch).
 func (o *Operator) evict(wmUs, closeUs int64, out *output) (removed, closed int64, err error) {
-	if !o.p.evicts || closeUs <= o.noneBelowUs {
+	if !o.evicts() || closeUs <= o.noneBelowUs {
 		return 0, 0, nil
 	}
 	upper := state.AppendInt64Key(nil, closeUs+1)
@@ -830,7 +844,7 @@ func (o *Operator) Abort() {
 // watermark than Spark's (docs/contracts.md, State). A batch that closes
 // nothing costs the eviction no scan (noneBelowUs).
 func (o *Operator) NeedsNoDataBatch(int64) (bool, error) {
-	return o.store != nil && (o.p.spec.Mode != Complete || o.p.evicts), nil
+	return o.store != nil && (o.p.spec.Mode != Complete || o.evicts()), nil
 }
 
 // Repartition writes the state committed at base into n partitions as

@@ -12,16 +12,19 @@ import (
 // bytes the state store keeps in the version's metadata without reading
 // them (state.Store.SetOperatorRecord).
 
-// opRecordFormat is the newest record format this build writes, for a
-// version that closed keys at commit (its carry: carryfile.go); other
-// versions' records are format 1, as before it. 0 is the oldest, the JSON
-// object of state metadata formats 3 and 4's two fields, which carries no
-// format field. Formats are never renumbered.
+// Record formats, never renumbered: 0 is the oldest, the JSON object of
+// state metadata formats 3 and 4's two fields, which carries no format
+// field; 1 names it; 2 adds a version's carry (carryfile.go); 3, the one
+// this build writes for every version, says a watermark delay of 0 is a
+// watermark (doc.go, Watermark delay 0): a record of an older format was
+// written by a build that read a delay of 0 as no watermark.
 const (
-	opRecordFormatCarry = 2
 	opRecordFormatPlain = 1
-	// opRecordFormat is the newest format a read accepts.
-	opRecordFormat = opRecordFormatCarry
+	opRecordFormatCarry = 2
+	opRecordFormatZero  = 3
+	// opRecordFormat is the newest format a read accepts, the one encode
+	// writes.
+	opRecordFormat = opRecordFormatZero
 )
 
 // opRecord is one state version's record.
@@ -41,18 +44,24 @@ type opRecord struct {
 	Carry      []byte `json:"carry,omitempty"`
 	CarryFile  string `json:"carryFile,omitempty"`
 	CarryBytes int64  `json:"carryBytes,omitempty"`
+	// LegacyZeroDelay (format 3) says the version was written by a query
+	// whose watermark delay of 0 was read as no watermark, the rule of the
+	// builds before format 3, which a checkpoint they began keeps
+	// (doc.go, Watermark delay 0).
+	LegacyZeroDelay bool `json:"legacyZeroDelay,omitempty"`
 }
+
+// zeroDelayIsNone says the version was written under the rule that a
+// watermark delay of 0 is no watermark: by a build before format 3, or
+// by one that kept that rule for the checkpoint.
+func (r opRecord) zeroDelayIsNone() bool { return r.Format < opRecordFormatZero || r.LegacyZeroDelay }
 
 // hasCarry says the record names the version's carry.
 func (r opRecord) hasCarry() bool { return r.Carry != nil || r.CarryFile != "" }
 
-// encode renders r in format opRecordFormatPlain, or opRecordFormatCarry
-// when it names a carry.
+// encode renders r in format opRecordFormat.
 func (r opRecord) encode() []byte {
-	r.Format = opRecordFormatPlain
-	if r.hasCarry() {
-		r.Format = opRecordFormatCarry
-	}
+	r.Format = opRecordFormat
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic(fmt.Sprintf("agg: marshal operator record: %v", err))
@@ -84,6 +93,8 @@ func decodeOpRecord(b []byte, path string) (opRecord, error) {
 	switch {
 	case r.hasCarry() && r.Format < opRecordFormatCarry:
 		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version names a carry in format %d", r.Format)
+	case r.LegacyZeroDelay && r.Format < opRecordFormatZero:
+		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version says legacyZeroDelay in format %d", r.Format)
 	case r.Carry != nil && r.CarryFile != "", r.hasCarry() && (r.ClosedRows == 0 || r.NextWatermarkMs == nil):
 		return opRecord{}, errcode.Corrupt(path, nil, "the aggregation's record of the state version names a carry it cannot have")
 	case r.CarryFile != "" && (!validCarryFile(r.CarryFile) || r.CarryBytes < carryHeaderSize+carryFooterSize),

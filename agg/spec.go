@@ -141,9 +141,17 @@ type Spec struct {
 	Mode OutputMode
 	// WatermarkDelay is the delay of the watermark on Window.Column (the
 	// engine computes the watermark as max event time seen minus this delay).
-	// 0 means no watermark: nothing is dropped as late, nothing is evicted,
+	// A positive delay is a watermark; 0 is one only with HasWatermark.
+	// Without a watermark nothing is dropped as late, nothing is evicted,
 	// and the watermark passed to Process and Finish is ignored.
 	WatermarkDelay time.Duration
+	// HasWatermark says the query has a watermark whatever its delay:
+	// withWatermark(col, "0 seconds") is one, whose watermark is the max
+	// event time seen, as in Spark. A positive WatermarkDelay implies it
+	// (so a spec that predates the flag keeps its meaning); a checkpoint
+	// whose state was written when a delay of 0 meant no watermark keeps
+	// that reading in update mode (doc.go, Watermark delay 0).
+	HasWatermark bool
 	// WatermarkColumn is withWatermark's column when the spec has no
 	// window (Spark allows a watermark on an aggregation without one: it
 	// closes nothing, and the engine still reports it); with a window it
@@ -374,7 +382,7 @@ func (p *plan) planWindow(used claims) error {
 		if err := used.claim(ColWindowEnd, "window"); err != nil {
 			return err
 		}
-		p.evicts = spec.WatermarkDelay > 0
+		p.evicts = spec.hasWatermark()
 	}
 	return nil
 }
@@ -607,11 +615,15 @@ func (s Spec) Watermark() (column string, delay time.Duration, ok bool) {
 	if s.Window != nil {
 		column = s.Window.Column
 	}
-	if column == "" || s.WatermarkDelay <= 0 {
+	if column == "" || !s.hasWatermark() {
 		return "", 0, false
 	}
 	return column, s.WatermarkDelay, true
 }
+
+// hasWatermark says the spec has a watermark: HasWatermark, or a positive
+// delay.
+func (s Spec) hasWatermark() bool { return s.HasWatermark || s.WatermarkDelay > 0 }
 
 // InputColumns returns the input columns the operator reads, each once: the
 // event time column, the group columns, the aggregate columns (for

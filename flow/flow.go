@@ -42,9 +42,10 @@ type Query struct {
 	// marks are the event-time columns of the rows after a join, with
 	// their side's delay (join_chain.go); nil in a one-input query.
 	// chainDelay is the delay of the first aggregation after a join, that
-	// a later one closes its windows by.
+	// a later one closes its windows by; chainMark says it has one.
 	marks      map[string]time.Duration
 	chainDelay time.Duration
+	chainMark  bool
 }
 
 // New starts a query named name (the progress events' name).
@@ -117,6 +118,11 @@ func union(a, b stream.Schema) (stream.Schema, error) {
 func (q *Query) WithWatermark(column string, delay time.Duration) *Query {
 	if len(q.ops) > 0 || q.custom {
 		return q.fail(invalid("withWatermark after a stateful operator: define it on the sources' rows"))
+	}
+	if delay < 0 {
+		// Spark's Dataset.withWatermark; a delay of 0 is a watermark, the
+		// max event time seen.
+		return q.fail(invalid("withWatermark(%s): delay threshold (%s) should not be negative", column, delay))
 	}
 	if q.known {
 		f := q.schema.Field(column)
@@ -227,7 +233,7 @@ func (q *Query) Aggregate(a Aggregation) *Query {
 	if wm := q.q.Watermark; wm != nil {
 		// The watermark reaches every operator; the first reads the
 		// watermark's own column, a later one the window it derives.
-		spec.WatermarkDelay = wm.Delay
+		spec.WatermarkDelay, spec.HasWatermark = wm.Delay, true
 		// A deduplication before it passes the rows through unchanged.
 		if lastAgg(q.q.Stages) == nil && (a.Window == nil || a.Window.Column != wm.Column) {
 			spec.WatermarkColumn = wm.Column
@@ -237,10 +243,10 @@ func (q *Query) Aggregate(a Aggregation) *Query {
 		// After a join: the first aggregation windows by a side's
 		// event-time column, a later one by the window before it.
 		if lastAgg(q.q.Stages) != nil {
-			spec.WatermarkDelay = q.chainDelay
+			spec.WatermarkDelay, spec.HasWatermark = q.chainDelay, q.chainMark
 		} else if a.Window != nil {
-			spec.WatermarkDelay, _ = q.markOf(a.Window.Column)
-			q.chainDelay = spec.WatermarkDelay
+			spec.WatermarkDelay, spec.HasWatermark = q.markOf(a.Window.Column)
+			q.chainDelay, q.chainMark = spec.WatermarkDelay, spec.HasWatermark
 		}
 	}
 	op, err := agg.New(spec)

@@ -55,10 +55,10 @@ func (q *Query) AggregateSessions(a SessionAggregation) *Query {
 		spec.ColumnTypes[f.Name] = f.Type
 	}
 	if wm := q.q.Watermark; wm != nil && wm.Column == a.Column {
-		spec.WatermarkDelay = wm.Delay
+		spec.WatermarkDelay, spec.HasWatermark = wm.Delay, true
 	}
 	if d, ok := q.markOf(a.Column); ok {
-		spec.WatermarkDelay = d
+		spec.WatermarkDelay, spec.HasWatermark = d, true
 	}
 	op, err := session.New(spec)
 	if err != nil {

@@ -42,6 +42,7 @@ func TestSparkRefQuietTrigger(t *testing.T) {
 		} else {
 			gen.Dedup(drng, q)
 		}
+		gen.ZeroDelay(rand.New(rand.NewPCG(seed, 0)), q)
 		k := 1 + rand.New(rand.NewPCG(seed, 57)).IntN(len(batches)-1)
 		obatches := make([][]sparkref.Row, len(batches))
 		for b, rows := range batches {

@@ -433,16 +433,20 @@ func TestSparkRef(t *testing.T) {
 	}()
 	var stats struct {
 		failing, empty, rows, nulls, queries, late, exprs, dedups, dups, projections int
-		sub, distinct, order, limit                                                  int
+		sub, distinct, order, limit, zeroDelay, zeroDedup                            int
 	}
 	defer func() {
-		t.Logf("%d queries (%d with expressions, %d with a deduplication dropping %d rows, %d of them without an aggregation; %d over a subquery, %d DISTINCT, %d ORDER BY, %d LIMIT): %d expected to fail a batch (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO), %d empty global aggregations; %d rows compared, %d null cells, %d window instances late",
-			stats.queries, stats.exprs, stats.dedups, stats.dups, stats.projections, stats.sub, stats.distinct, stats.order, stats.limit, stats.failing, stats.empty, stats.rows, stats.nulls, stats.late)
+		t.Logf("%d queries (%d with expressions, %d with a deduplication dropping %d rows, %d of them without an aggregation; %d over a subquery, %d DISTINCT, %d ORDER BY, %d LIMIT; %d with a watermark delay of 0, %d of them with a deduplication): %d expected to fail a batch (ARITHMETIC_OVERFLOW, DIVIDE_BY_ZERO), %d empty global aggregations; %d rows compared, %d null cells, %d window instances late",
+			stats.queries, stats.exprs, stats.dedups, stats.dups, stats.projections, stats.sub, stats.distinct, stats.order, stats.limit, stats.zeroDelay, stats.zeroDedup, stats.failing, stats.empty, stats.rows, stats.nulls, stats.late)
 		if stats.queries >= 100 && (stats.dedups == 0 || stats.dups == 0 || stats.projections == 0) {
 			t.Errorf("no deduplication dropped a row in %d queries: the test proves nothing of it", stats.queries)
 		}
 		if *sparkrefN >= 300 && (stats.sub == 0 || stats.distinct == 0 || stats.order == 0 || stats.limit == 0) {
 			t.Errorf("the generator drew no subquery, DISTINCT, ORDER BY or LIMIT")
+		}
+		if stats.queries >= 100 && (stats.zeroDelay == 0 || stats.zeroDedup == 0) {
+			t.Errorf("%d queries had a watermark delay of 0 (%d with a deduplication) in %d: the test proves nothing of it",
+				stats.zeroDelay, stats.zeroDedup, stats.queries)
 		}
 	}()
 	for i := range *sparkrefN {
@@ -456,6 +460,13 @@ func TestSparkRef(t *testing.T) {
 			q = gen.Projection(drng)
 		} else {
 			gen.Dedup(drng, q)
+		}
+		gen.ZeroDelay(rand.New(rand.NewPCG(seed, 0)), q)
+		if q.WatermarkColumn != "" && q.Watermark == 0 {
+			stats.zeroDelay++
+			if q.Dedup != nil {
+				stats.zeroDedup++
+			}
 		}
 		// The engine adds the literal source column; the oracle sees it as
 		// a column of its own.

@@ -118,7 +118,7 @@ type Compiled struct {
 // Watermark is the read path's withWatermark: its column and delay, ok
 // false without one.
 func (c *Compiled) Watermark() (column string, delay time.Duration, ok bool) {
-	return c.WatermarkColumn, c.WatermarkDelay, c.WatermarkColumn != "" && c.WatermarkDelay > 0
+	return c.WatermarkColumn, c.WatermarkDelay, c.WatermarkColumn != ""
 }
 
 // Stateful reports whether the query has a stateful operator (an
@@ -147,12 +147,16 @@ func ParseWatermark(s string) (string, time.Duration, error) {
 		return "", 0, errcode.New(errcode.InvalidArgument, "", "pass --with-watermark 'block_ts, 48 hours'",
 			"--with-watermark %q: want COLUMN, DELAY", s)
 	}
-	d, err := ParseInterval(strings.TrimSpace(delay))
+	delay = strings.TrimSpace(delay)
+	if n := strings.TrimSpace(strings.TrimPrefix(strings.ToLower(delay), "interval")); strings.HasPrefix(n, "-") {
+		// Spark's Dataset.withWatermark: require(!isNegative(delay)). A
+		// delay of 0 is a watermark: the max event time seen.
+		return "", 0, errcode.New(errcode.InvalidArgument, "", "use a delay of 0 or more, e.g. 'block_ts, 0 seconds'",
+			"--with-watermark %q: delay threshold (%s) should not be negative", s, delay)
+	}
+	d, err := ParseInterval(delay)
 	if err != nil {
 		return "", 0, err
-	}
-	if d <= 0 {
-		return "", 0, errcode.New(errcode.InvalidArgument, "", "use a positive delay", "--with-watermark %q: the delay must be positive", s)
 	}
 	return col, d, nil
 }
@@ -746,7 +750,7 @@ func (r *resolver) options() error {
 		return errcode.New(CodeUnsupported, "", "set the watermark on the window's event-time column",
 			"withWatermark(%s): ethstream evicts state by the window's event time; a watermark on another column is not supported", col)
 	}
-	r.spec.WatermarkDelay = delay
+	r.spec.WatermarkDelay, r.spec.HasWatermark = delay, true
 	r.spec.WatermarkColumn = col
 	r.spec.ColumnTypes[col] = t
 	r.c.WatermarkColumn, r.c.WatermarkDelay = col, delay

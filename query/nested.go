@@ -132,11 +132,11 @@ func (r *resolver) nestedWatermark(col string) error {
 			return errcode.New(CodeUnsupported, "", "set the watermark on the window's event-time column",
 				"withWatermark(%s): ethstream evicts state by the window's event time; a watermark on another column is not supported", col)
 		}
-		r.spec.WatermarkDelay = r.o.WatermarkDelay
+		r.spec.WatermarkDelay, r.spec.HasWatermark = r.o.WatermarkDelay, true
 		return nil
 	}
 	if t, ok := r.colType(col); ok && t == stream.Timestamp {
-		r.spec.WatermarkColumn, r.spec.WatermarkDelay = col, r.o.WatermarkDelay
+		r.spec.WatermarkColumn, r.spec.WatermarkDelay, r.spec.HasWatermark = col, r.o.WatermarkDelay, true
 		r.spec.ColumnTypes[col] = t
 	}
 	return nil

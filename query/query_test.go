@@ -224,16 +224,37 @@ func TestOptions(t *testing.T) {
 	if _, err := Compile(reference, o); errcode.Code(err) != errcode.InvalidArgument {
 		t.Fatalf("bad mode: %v", err)
 	}
-	for in, want := range map[string]time.Duration{"block_ts, 48 hours": 48 * time.Hour, "BLOCK_TS,2 days": 48 * time.Hour, "block_ts, 1 hour 30 minutes": 90 * time.Minute} {
+	// A delay of 0 is a watermark (Spark's withWatermark requires only
+	// that it not be negative).
+	for in, want := range map[string]time.Duration{"block_ts, 48 hours": 48 * time.Hour, "BLOCK_TS,2 days": 48 * time.Hour,
+		"block_ts, 1 hour 30 minutes": 90 * time.Minute, "block_ts, 0 seconds": 0, "block_ts, INTERVAL 0 SECONDS": 0} {
 		col, d, err := ParseWatermark(in)
 		if err != nil || col != "block_ts" || d != want {
 			t.Errorf("ParseWatermark(%q) = %s %s %v", in, col, d, err)
 		}
 	}
-	for _, in := range []string{"block_ts", "block_ts, soon", ", 1 hour", "block_ts, 0 seconds"} {
+	for _, in := range []string{"block_ts", "block_ts, soon", ", 1 hour"} {
 		if _, _, err := ParseWatermark(in); err == nil {
 			t.Errorf("ParseWatermark(%q): no error", in)
 		}
+	}
+	for _, in := range []string{"block_ts, -1 hour", "block_ts, interval -5 minutes"} {
+		if _, _, err := ParseWatermark(in); errcode.Code(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "should not be negative") {
+			t.Errorf("ParseWatermark(%q): %v, want Spark's refusal of a negative delay", in, err)
+		}
+	}
+	// The compiled spec has a watermark of delay 0.
+	o = testOptions()
+	o.WatermarkColumn, o.WatermarkDelay = "block_ts", 0
+	c, err := Compile(reference, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col, d, ok := c.Spec.Watermark(); !ok || col != "block_ts" || d != 0 {
+		t.Errorf("delay 0: spec watermark %q %s %v, want block_ts 0s true", col, d, ok)
+	}
+	if col, _, ok := c.Watermark(); !ok || col != "block_ts" {
+		t.Errorf("delay 0: read path watermark %q %v, want block_ts true", col, ok)
 	}
 	for _, d := range []time.Duration{time.Microsecond, 5 * time.Minute, 48 * time.Hour, 90 * time.Minute, 36*time.Hour + 1500*time.Millisecond} {
 		back, err := ParseInterval(FormatInterval(d))

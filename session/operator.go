@@ -48,6 +48,10 @@ type Operator struct {
 	stale bool
 	// minEnd is at most the least end in idx (MaxInt64: none).
 	minEnd int64
+	// legacyZero says the query's watermark delay of 0 is read as no
+	// watermark, the rule the checkpoint's state was written under
+	// (oprecord.go; doc.go, Watermark delay 0).
+	legacyZero bool
 
 	// byKey holds the batch's new sessions by group prefix: one-row
 	// sessions, merged among themselves whenever a key's list doubles
@@ -154,7 +158,17 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	if err != nil {
 		return err
 	}
+	rec, err := decodeOpRecord(s.OperatorRecord(), env.StateDir)
+	if err != nil {
+		return errors.Join(err, o.life.Close(s))
+	}
 	o.store, o.logger = s, logger
+	o.legacyZero = o.p.spec.Mode == agg.Complete && o.p.spec.HasWatermark && o.p.spec.WatermarkDelay == 0 &&
+		s.Version() >= 0 && rec.zeroDelayIsNone()
+	if o.legacyZero {
+		o.logger.Warn(o.p.String()+": the watermark delay of 0 is read as no watermark, as when the checkpoint's state was written; start a new checkpoint to drop late rows by it",
+			"version", env.Version)
+	}
 	if err := o.reindex(); err != nil {
 		return errors.Join(err, o.Close())
 	}
@@ -284,7 +298,7 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 		return err
 	}
 	wmUs := watermarkMs * 1000
-	hasWM := o.p.spec.WatermarkDelay > 0
+	hasWM := o.hasWatermark()
 	for i := 0; i < in.Len; i++ {
 		o.inRows++
 		if ts.IsNull(i) {
@@ -409,10 +423,16 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 			"processTimeMs":     o.process.Milliseconds(),
 		},
 	}
+	o.store.SetOperatorRecord(opRecord{LegacyZeroDelay: o.legacyZero}.encode())
 	o.life.Finish()
 	o.byKey = nil
 	return out, o.progress, nil
 }
+
+// hasWatermark says the operator drops late rows and evicts by the
+// watermark: the spec has one, and the checkpoint does not read its delay
+// of 0 as none.
+func (o *Operator) hasWatermark() bool { return o.p.spec.hasWatermark() && !o.legacyZero }
 
 // mergeBatch merges each touched key's new rows with its stored sessions
 // (Spark's updateSessions: a key's sessions are replaced by the merged
@@ -501,7 +521,7 @@ func (o *Operator) loadBuffer(prefix string, start int64) (agg.Buffer, error) {
 // evict deletes and emits, in key order, every session whose end is at or
 // before wmUs.
 func (o *Operator) evict(wmUs int64, out *stream.Batch) (int64, error) {
-	if o.p.spec.WatermarkDelay <= 0 || wmUs < o.minEnd {
+	if !o.hasWatermark() || wmUs < o.minEnd {
 		return 0, nil
 	}
 	var prefixes []string

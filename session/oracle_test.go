@@ -31,11 +31,14 @@ type oRow struct {
 }
 
 type oracle struct {
-	delayUs int64
-	mode    agg.OutputMode
-	open    map[string][]oRow // key text -> rows not yet emitted (append)
-	maxTS   int64
-	wmUs    int64
+	// watermark says the query has one, whose delay is delayUs (0 is a
+	// watermark too: the max event time seen).
+	watermark bool
+	delayUs   int64
+	mode      agg.OutputMode
+	open      map[string][]oRow // key text -> rows not yet emitted (append)
+	maxTS     int64
+	wmUs      int64
 	// prevUs is the previous batch's watermark, by which input is late
 	// (Spark 3.4+: watermarkPredicateForDataForLateEvents at
 	// getInputWatermarkForLateEvents); wmUs, the batch's, evicts.
@@ -60,7 +63,7 @@ func (o *oracle) batch(rows []oRow) []string {
 		if r.nullTS || r.gap <= 0 {
 			continue
 		}
-		if o.delayUs > 0 && r.ts+r.gap <= o.prevUs {
+		if o.watermark && r.ts+r.gap <= o.prevUs {
 			continue // late
 		}
 		k := keyText(r.k, r.n)
@@ -111,7 +114,7 @@ func (o *oracle) batch(rows []oRow) []string {
 		}
 	}
 	o.prevUs = o.wmUs
-	if o.delayUs > 0 {
+	if o.watermark {
 		o.wmUs = max(o.wmUs, o.maxTS-o.delayUs)
 	}
 	slices.Sort(out)
@@ -248,7 +251,8 @@ func runAgainstOracle(t *testing.T, r *rand.Rand, spec Spec, batches [][]oRow) {
 		}
 		return op
 	}
-	or := &oracle{delayUs: spec.WatermarkDelay.Microseconds(), mode: spec.Mode, open: map[string][]oRow{}}
+	or := &oracle{watermark: spec.HasWatermark || spec.WatermarkDelay > 0, delayUs: spec.WatermarkDelay.Microseconds(),
+		mode: spec.Mode, open: map[string][]oRow{}}
 	op := open(-1)
 	defer func() { op.Close() }()
 	version := int64(999) // versions need not start at 0
@@ -325,8 +329,13 @@ func TestOracle(t *testing.T) {
 		if seed%4 == 3 {
 			spec.Mode = agg.Complete
 			if seed%8 == 3 {
-				spec.WatermarkDelay = 0
+				spec.WatermarkDelay = 0 // no watermark
 			}
+		}
+		if seed%5 == 4 {
+			// withWatermark(ts, "0 seconds"): a watermark at the max event
+			// time seen, which drops late rows and (append) closes sessions.
+			spec.WatermarkDelay, spec.HasWatermark = 0, true
 		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			// Merge each key's new rows among themselves as often as

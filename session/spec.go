@@ -61,8 +61,13 @@ type Spec struct {
 	// agg.Complete (every session each batch); update is refused as Spark
 	// refuses it.
 	Mode agg.OutputMode
-	// WatermarkDelay is the delay of the watermark on Column (0: none).
+	// WatermarkDelay is the delay of the watermark on Column: a positive
+	// one is a watermark, 0 only with HasWatermark.
 	WatermarkDelay time.Duration
+	// HasWatermark says the query has a watermark on Column whatever its
+	// delay (agg.Spec.HasWatermark): a delay of 0 is a watermark at the max
+	// event time seen. A positive WatermarkDelay implies it.
+	HasWatermark bool
 	// NonANSI is spark.sql.ansi.enabled=false (agg.Spec.NonANSI).
 	NonANSI bool
 	// ColumnTypes gives the type of every input column the spec reads.
@@ -99,7 +104,7 @@ func newPlan(spec Spec) (*plan, error) {
 	default:
 		return nil, invalid("unknown output mode %d", uint8(spec.Mode))
 	}
-	if spec.Mode == agg.Append && spec.WatermarkDelay <= 0 {
+	if spec.Mode == agg.Append && !spec.hasWatermark() {
 		return nil, errcode.New(agg.CodeUnsupportedOutputMode, "", "define a watermark on the event-time column, or use complete mode",
 			"Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark")
 	}
@@ -195,11 +200,15 @@ func (s Spec) GapText() string {
 // Watermark returns the event-time column and delay the engine computes
 // the watermark from, and false without one.
 func (s Spec) Watermark() (column string, delay time.Duration, ok bool) {
-	if s.WatermarkDelay <= 0 {
+	if !s.hasWatermark() {
 		return "", 0, false
 	}
 	return s.Column, s.WatermarkDelay, true
 }
+
+// hasWatermark says the spec has a watermark: HasWatermark, or a positive
+// delay.
+func (s Spec) hasWatermark() bool { return s.HasWatermark || s.WatermarkDelay > 0 }
 
 // InputColumns returns the input columns the operator reads, each once.
 func (s Spec) InputColumns() []string {

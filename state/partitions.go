@@ -44,6 +44,20 @@ type partitions struct {
 	trusted []trustedPart
 	repair  func(i int) error
 	full    *spaceLatch // the first out-of-space error (diskfull.go)
+
+	// build, when set, fills the generation from the checkpoint before
+	// its first partition opens (Options.deferRebuild); it runs once.
+	build func() error
+}
+
+// ensureBuilt runs the deferred build, if any.
+func (p *partitions) ensureBuilt() error {
+	if p.build == nil {
+		return nil
+	}
+	b := p.build
+	p.build = nil
+	return b()
 }
 
 // Pebble tuning (the memory targets of docs/contracts.md with 200 partitions in one
@@ -134,6 +148,12 @@ func (p *partitions) db(i int) (*pebble.DB, error) {
 	if d := p.dbs[i]; d != nil {
 		return d, nil
 	}
+	if err := p.ensureBuilt(); err != nil {
+		return nil, err
+	}
+	if d := p.dbs[i]; d != nil {
+		return d, nil
+	}
 	o := p.opts.Clone()
 	d, err := pebble.Open(p.path(i), o)
 	if err != nil {
@@ -152,6 +172,9 @@ func (p *partitions) db(i int) (*pebble.DB, error) {
 // rebuild or a grown repartition at 200+ partitions waits on the file system
 // more than on the CPU.
 func (p *partitions) openAll(want func(i int) bool) error {
+	if err := p.ensureBuilt(); err != nil {
+		return err
+	}
 	idx := make(chan int)
 	errs := make([]error, p.n)
 	var wg sync.WaitGroup

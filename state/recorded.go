@@ -32,7 +32,9 @@ func (Recorded) CheckPartitions(from, to int) error { return CheckPartitions(fro
 
 // OpenRecorded is Open with opts.Schema taken from the metadata of version
 // (which must be committed): the store reads and writes exactly the rows
-// recorded, and the versions it writes record the same schema.
+// recorded, and the versions it writes record the same schema. A local
+// cache it cannot reuse is rebuilt only when a partition is first needed,
+// which a Repartition never does: it reads the checkpoint files.
 func OpenRecorded(ctx context.Context, opts Options, version int64) (*Store, error) {
 	if version < 0 {
 		return nil, errcode.New(CodeStateNotFound, opts.Dir, "run the query until it commits a batch", "no state version to open")
@@ -46,6 +48,7 @@ func OpenRecorded(ctx context.Context, opts Options, version int64) (*Store, err
 			"state version %d is committed in the checkpoint but missing from the state directory", version)
 	}
 	opts.Schema, opts.SpecCompatible = rec.Schema, nil
+	opts.deferRebuild = true
 	return Open(ctx, opts, version)
 }
 

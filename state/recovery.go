@@ -156,10 +156,25 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		return err
 	}
 	s.parts = newPartitions(s.opts.LocalFS, s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
-	if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
-		return errors.Join(err, s.parts.close())
+	build := func(ctx context.Context) error {
+		if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
+			return err
+		}
+		return s.rebuild(ctx, chain)
 	}
-	if err := s.rebuild(ctx, chain); err != nil {
+	if s.opts.deferRebuild && len(chain) > 0 {
+		parts, bctx := s.parts, context.WithoutCancel(ctx)
+		parts.build = func() error {
+			if err := build(bctx); err != nil {
+				// Part of the cache is written: only a new Open mends it.
+				s.broken = err
+				return err
+			}
+			return nil
+		}
+		return nil
+	}
+	if err := build(ctx); err != nil {
 		return errors.Join(err, s.parts.close())
 	}
 	return nil
@@ -201,6 +216,8 @@ func (s *Store) trustMarker() (gen string, ok bool) {
 // sstable ingestion, then each delta as Pebble batches.
 func (s *Store) rebuild(ctx context.Context, chain []*versionMeta) error {
 	start := time.Now()
+	// One applier for every delta, so that its flush budget spans the chain.
+	ap := s.newApplier()
 	for i, m := range chain {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -219,7 +236,6 @@ func (s *Store) rebuild(ctx context.Context, chain []*versionMeta) error {
 			}
 			continue
 		}
-		ap := s.newApplier()
 		if err := readDataFile(s.fs, s.dir, m, ap.add); err != nil {
 			ap.close()
 			return err

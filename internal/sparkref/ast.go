@@ -28,7 +28,8 @@ type Query struct {
 	// Aggs are the aggregates, in SELECT order.
 	Aggs  []Agg
 	Where Expr // nil: none
-	// Watermark is withWatermark's delay (0: none) on WatermarkColumn.
+	// Watermark is withWatermark's delay on WatermarkColumn ("": no
+	// watermark); a delay of 0 is a watermark, the max event time seen.
 	Watermark       time.Duration
 	WatermarkColumn string
 	Mode            string // "update", "append" (windows with a watermark) or "complete"
@@ -441,9 +442,12 @@ func (q *Query) groupBy(win string, order []int) []string {
 	return groups
 }
 
+// hasWatermark says the query has a watermark, whatever its delay.
+func (q *Query) hasWatermark() bool { return q.WatermarkColumn != "" }
+
 // WatermarkOption is the --with-watermark value ("" without one).
 func (q *Query) WatermarkOption() string {
-	if q.Watermark == 0 {
+	if !q.hasWatermark() {
 		return ""
 	}
 	return fmt.Sprintf("%s, %d seconds", q.WatermarkColumn, int64(q.Watermark/time.Second))

@@ -38,7 +38,7 @@ func (g *Gen) Dedup(rng *rand.Rand, q *Query) {
 	if rng.IntN(3) != 0 {
 		return
 	}
-	d := &Dedup{WithinWatermark: q.Watermark > 0 && rng.IntN(2) == 0}
+	d := &Dedup{WithinWatermark: q.hasWatermark() && rng.IntN(2) == 0}
 	cols := g.cols(stream.String, stream.Int64, stream.Timestamp)
 	for _, c := range g.newCols() {
 		if c.Type != stream.Float32 { // a null FLOAT key is refused (docs/contracts.md)
@@ -51,7 +51,7 @@ func (g *Gen) Dedup(rng *rand.Rand, q *Query) {
 			d.Columns = append(d.Columns, c)
 		}
 	}
-	if q.Watermark > 0 && rng.IntN(4) == 0 && !containsStr(d.Columns, q.WatermarkColumn) {
+	if q.hasWatermark() && rng.IntN(4) == 0 && !containsStr(d.Columns, q.WatermarkColumn) {
 		d.Columns = append(d.Columns, q.WatermarkColumn)
 	}
 	q.Dedup = d
@@ -92,7 +92,7 @@ func newDedupState(q *Query, idx map[string]int) *dedupState {
 	for _, c := range q.Dedup.Columns {
 		s.idx = append(s.idx, idx[c])
 	}
-	if q.Watermark > 0 {
+	if q.hasWatermark() {
 		s.ts = idx[q.WatermarkColumn]
 	}
 	return s

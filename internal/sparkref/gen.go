@@ -128,6 +128,17 @@ func (g *Gen) cols(t ...stream.Type) []Column {
 
 func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
+// ZeroDelay redraws the delay of q's watermark, if it has one, as 0 one
+// time in four: withWatermark(col, "0 seconds") is a watermark at the max
+// event time seen, which drops and evicts as any other. It draws from rng
+// alone (a caller passes one of its own), so that a seed's query and
+// batches stay those it drew before.
+func (g *Gen) ZeroDelay(rng *rand.Rand, q *Query) {
+	if q.hasWatermark() && rng.IntN(4) == 0 {
+		q.Watermark = 0
+	}
+}
+
 // Query generates a query over the whole grammar.
 func (g *Gen) Query(rng *rand.Rand) *Query {
 	q := &Query{ANSI: rng.IntN(5) != 0, Mode: "update"}

@@ -121,7 +121,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 			if !ev.pushed(r) {
 				continue
 			}
-			if q.Watermark > 0 {
+			if q.hasWatermark() {
 				if ts := r[ev.idx[q.WatermarkColumn]]; ts != nil {
 					maxMs, seen = max(maxMs, floorDiv(ts.(int64), 1000)), true
 				}
@@ -152,7 +152,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 				}
 			}
 			for _, wk := range insts {
-				if q.Window != nil && q.Watermark > 0 && wk.end <= prevMs*1000 {
+				if q.Window != nil && q.hasWatermark() && wk.end <= prevMs*1000 {
 					res.Late++
 					continue // late: its window is closed
 				}
@@ -298,7 +298,7 @@ func orderValues(x, y any) int {
 // closed (ethstream's documented difference: Spark keeps them all); update
 // keeps every group.
 func (ev *evaluator) emitted(g *group, wmMs int64) bool {
-	if ev.q.Window == nil || ev.q.Watermark == 0 {
+	if ev.q.Window == nil || !ev.q.hasWatermark() {
 		return true
 	}
 	end := g.key[1].(int64)
@@ -333,7 +333,7 @@ func newEvaluator(q *Query, schema []Column) *evaluator {
 	// read the watermark's column run below EventTimeWatermark.
 	var below []Expr
 	for _, c := range conjuncts(q.where()) {
-		if q.Watermark == 0 || !reads(c, q.WatermarkColumn) {
+		if !q.hasWatermark() || !reads(c, q.WatermarkColumn) {
 			below = append(below, c)
 		}
 	}

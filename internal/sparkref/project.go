@@ -71,7 +71,7 @@ func evaluateProjection(q *Query, ev *evaluator, batches [][]Row) Result {
 		ev.codes = ev.codes[:0]
 		maxMs, seenTs := int64(math.MinInt64), false
 		for _, r := range batch {
-			if q.Watermark > 0 && ev.pushed(r) {
+			if q.hasWatermark() && ev.pushed(r) {
 				if ts := r[ev.idx[q.WatermarkColumn]]; ts != nil {
 					maxMs, seenTs = max(maxMs, floorDiv(ts.(int64), 1000)), true
 				}
