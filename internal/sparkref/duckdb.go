@@ -40,7 +40,7 @@ func (q *Query) DuckDB(schema []Column) string {
 			// true: their errors are raised whatever the rest decides.
 			var below Expr
 			for _, c := range conjuncts(w) {
-				if q.Watermark == 0 || !reads(c, q.WatermarkColumn) {
+				if !q.hasWatermark() || !reads(c, q.WatermarkColumn) {
 					if below == nil {
 						below = c
 					} else {
@@ -103,7 +103,7 @@ func (q *Query) DuckDB(schema []Column) string {
 	if q.Having != nil {
 		filters = append(filters, fmt.Sprintf("__n > %d", *q.Having))
 	}
-	if q.Window != nil && q.Watermark > 0 && q.Mode != "update" {
+	if q.Window != nil && q.hasWatermark() && q.Mode != "update" {
 		op := "<="
 		if q.Mode == "complete" {
 			op = ">"

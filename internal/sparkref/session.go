@@ -261,7 +261,7 @@ func evaluateSession(q *Query, ev *evaluator, batches [][]Row) Result {
 		ev.codes = ev.codes[:0]
 		maxMs, seen := int64(math.MinInt64), false
 		for _, r := range batch {
-			if q.Watermark > 0 && ev.pushed(r) {
+			if q.hasWatermark() && ev.pushed(r) {
 				if ts := r[ev.idx[q.WatermarkColumn]]; ts != nil {
 					maxMs, seen = max(maxMs, floorDiv(ts.(int64), 1000)), true
 				}
@@ -291,7 +291,7 @@ func evaluateSession(q *Query, ev *evaluator, batches [][]Row) Result {
 				}
 			}
 			start := ts.(int64)
-			if q.Watermark > 0 && start+gap <= prevMs*1000 {
+			if q.hasWatermark() && start+gap <= prevMs*1000 {
 				res.Late++
 				continue
 			}
