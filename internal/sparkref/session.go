@@ -98,8 +98,8 @@ func (g *Gen) SessionQuery(rng *rand.Rand) *Query {
 		a := g.agg(rng)
 		// ethstream's session aggregates take no DECIMAL, and it computes an
 		// aggregate's input expression also for a row without a session,
-		// where Spark filters the row first (docs/contracts.md, Session
-		// windows): neither is drawn.
+		// where Spark filters the row first: neither is drawn
+		// (docs/contracts.md, Session windows).
 		for a.Func != "count" && g.isDecimal(a.Column) || a.Arg != nil {
 			a = g.agg(rng)
 		}
