@@ -21,8 +21,7 @@ import (
 
 // strKey reports whether group column k uses the strings path.
 func (p *plan) strKey(k int) bool {
-	t := p.groupType[k]
-	return t.Storage() == stream.String || t.Kind() == stream.Decimal
+	return strKeyType(p.groupType[k])
 }
 
 // floatKey reports whether group column k holds float bits in the

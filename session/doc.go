@@ -44,10 +44,13 @@
 // change is STATE_SCHEMA_MISMATCH) is:
 //
 //	OperatorName  "sessionWindowStateStoreSaveExec"
-//	Key           the group columns in GroupBy order (String: state's
-//	              String key with its null form; Int64 and Timestamp:
-//	              nullable), then session_start Timestamp (the last 8
-//	              bytes of every key, order-preserving)
+//	Key           the group columns in GroupBy order, in the grouped
+//	              aggregation's key encoding (agg.GroupKeyField: STRING
+//	              and BINARY state's String key with its null form,
+//	              DECIMAL its 16 bytes as one, the others nullable; the
+//	              BIGINT, TIMESTAMP and STRING fields of earlier versions
+//	              are unchanged), then session_start Timestamp (the last
+//	              8 bytes of every key, order-preserving)
 //	Value         session_end Timestamp, then agg's value fields of the
 //	              aggregates (agg.Buffers.ValueFields: per aggregate its
 //	              running value, and <As>__nonnull Int64 for

@@ -360,17 +360,8 @@ func (o *Operator) rowGap(c *stream.Column, i int) int64 {
 // groupPrefix encodes row i's group columns as the state key's prefix.
 func (o *Operator) groupPrefix(groups []*stream.Column, i int) []byte {
 	b := o.keyBuf[:0]
-	for k, c := range groups {
-		null := c.IsNull(i)
-		if o.p.groupType[k] == stream.String {
-			if null {
-				b = state.AppendNullStringKey(b)
-			} else {
-				b = state.AppendStringKey(b, c.Strings[i])
-			}
-			continue
-		}
-		b = state.AppendNullableInt64Key(b, c.Int64s[i], null)
+	for _, c := range groups {
+		b = agg.AppendGroupKey(b, c, i)
 	}
 	o.keyBuf = b
 	return b
@@ -622,19 +613,8 @@ func (o *Operator) appendRow(out *stream.Batch, key []byte, end int64, buf agg.B
 	for k := range n {
 		c := &cols[2+k]
 		f := fields[k]
-		switch v := f.(type) {
-		case string:
-			c.Strings = append(c.Strings, v)
-		case int64:
-			c.Int64s = append(c.Int64s, v)
-		case nil:
-			if c.Type == stream.String {
-				c.Strings = append(c.Strings, "")
-			} else {
-				c.Int64s = append(c.Int64s, 0)
-			}
-		default:
-			return fmt.Errorf("%s: state key field %s is %T", o.p, c.Name, f)
+		if err := agg.AppendGroupValue(c, f); err != nil {
+			return fmt.Errorf("%s: state key: %w", o.p, err)
 		}
 		setNull(c, out.Len, f == nil)
 	}

@@ -145,9 +145,8 @@ func newPlan(spec Spec) (*plan, error) {
 		if !ok {
 			return nil, invalid("group column %q is not a column of the rows", g)
 		}
-		if t != stream.Int64 && t != stream.Timestamp && t != stream.String {
-			return nil, errcode.New(agg.CodeDatatypeMismatch, "", "group by int64, timestamp or string columns",
-				"group column %q is %s", g, t)
+		if err := agg.CheckGroupKey(t); err != nil {
+			return nil, err
 		}
 		p.groupType = append(p.groupType, t)
 		reserved = append(reserved, g)
@@ -159,7 +158,7 @@ func newPlan(spec Spec) (*plan, error) {
 	p.buf = buf
 	p.schema = state.Schema{OperatorName: OperatorName, Spec: p.specText()}
 	for i, g := range spec.GroupBy {
-		p.schema.Key = append(p.schema.Key, state.Field{Name: g, Type: p.groupType[i], Nullable: p.groupType[i] != stream.String})
+		p.schema.Key = append(p.schema.Key, agg.GroupKeyField(g, p.groupType[i]))
 	}
 	p.schema.Key = append(p.schema.Key, state.Field{Name: stateStart, Type: stream.Timestamp})
 	p.schema.Value = append([]state.Field{{Name: stateEnd, Type: stream.Timestamp}}, buf.ValueFields()...)

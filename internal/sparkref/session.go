@@ -82,9 +82,9 @@ func (g *Gen) SessionQuery(rng *rand.Rand) *Query {
 		}
 	}
 	q.Session = s
-	// Group keys of the types ethstream's session state keys hold
-	// (docs/contracts.md, Session windows).
-	keyCols := g.cols(stream.String, stream.Int64, stream.Timestamp)
+	// Group keys of the types the windowed aggregation's are drawn from
+	// (Query), the new types among them.
+	keyCols := append(g.cols(stream.String, stream.Int64, stream.Timestamp), g.newCols()...)
 	if g.SourceCol != "" {
 		keyCols = append(keyCols, Column{Name: g.SourceCol, Type: stream.String})
 	}
