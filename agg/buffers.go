@@ -43,14 +43,6 @@ func NewBuffers(aggs []Aggregate, columnTypes map[string]stream.Type, nonANSI bo
 	if err := refuseSketches(p); err != nil {
 		return nil, err
 	}
-	// A Buffer holds a long or a double: a DECIMAL's sum, min, max or avg
-	// is refused here rather than read from the wrong storage.
-	for _, a := range p.aggs {
-		if a.Kind != Count && a.in.Kind() == stream.Decimal {
-			return nil, errcode.New(CodeDatatypeMismatch, "", "count the DECIMAL column here, or aggregate it in a window() or grouped aggregation",
-				"%s(%s): a session window's aggregates do not take DECIMAL columns", a.Kind, a.Column)
-		}
-	}
 	return &Buffers{p: p}, nil
 }
 
@@ -128,8 +120,11 @@ func (b *Buffers) Resolve(in *stream.Batch) ([]*stream.Column, error) {
 }
 
 // Fold sets dst to the buffer of row i alone of the columns Resolve
-// returned (dst must come from New; it is overwritten).
-func (b *Buffers) Fold(dst Buffer, cols []*stream.Column, i int) {
+// returned (dst must come from New; it is overwritten). It returns
+// ARITHMETIC_OVERFLOW when the avg of a DECIMAL row alone leaves the avg's
+// type (DECIMAL(38,4) cannot hold a DECIMAL(38,0) near 10^37), as the
+// grouped aggregation does.
+func (b *Buffers) Fold(dst Buffer, cols []*stream.Column, i int) error {
 	for a := range b.p.aggs {
 		ra := &b.p.aggs[a]
 		v := &dst[a]
@@ -146,6 +141,11 @@ func (b *Buffers) Fold(dst Buffer, cols []*stream.Column, i int) {
 		}
 		v.nn = 1
 		switch {
+		case c.Type.Kind() == stream.Decimal:
+			v.d = c.Decimals[i]
+			if ra.Kind == Avg && !avgFits(v.d, 1, ra.in, ra.out) {
+				return b.overflow(ra)
+			}
 		case c.Type.Storage() == stream.Float64:
 			v.f = c.Float64s[i]
 		case ra.acc().Storage() == stream.Float64:
@@ -154,11 +154,14 @@ func (b *Buffers) Fold(dst Buffer, cols []*stream.Column, i int) {
 			v.i = c.Int64s[i]
 		}
 	}
+	return nil
 }
 
 // Merge folds src into dst, as two groups of rows become one. It returns
 // ARITHMETIC_OVERFLOW naming the aggregate when a long sum leaves BIGINT
-// under ANSI (NewBuffers' nonANSI false); dst is then partly merged.
+// under ANSI (NewBuffers' nonANSI false), or a DECIMAL sum or avg its
+// type in either mode (the grouped aggregation's mergeDec rule); dst is
+// then partly merged.
 func (b *Buffers) Merge(dst, src Buffer) error {
 	for a := range b.p.aggs {
 		ra := &b.p.aggs[a]
@@ -172,6 +175,16 @@ func (b *Buffers) Merge(dst, src Buffer) error {
 			continue
 		case s.nn == 0:
 			continue
+		case ra.acc().Kind() == stream.Decimal && (ra.Kind == Sum || ra.Kind == Avg):
+			sum, ok := v.d.Add(s.d)
+			if !ok || !sum.Fits(ra.acc().Precision()) || ra.Kind == Avg && !avgFits(sum, v.nn+s.nn, ra.in, ra.out) {
+				return b.overflow(ra)
+			}
+			v.d = sum
+		case ra.acc().Kind() == stream.Decimal:
+			if v.nn == 0 || (ra.Kind == Min && s.d.Cmp(v.d) < 0) || (ra.Kind == Max && s.d.Cmp(v.d) > 0) {
+				v.d = s.d
+			}
 		case ra.Kind == Sum || ra.Kind == Avg:
 			if ra.acc().Storage() == stream.Float64 {
 				v.f += s.f
@@ -196,6 +209,10 @@ func (b *Buffers) Merge(dst, src Buffer) error {
 }
 
 func (b *Buffers) overflow(ra *resolvedAgg) error {
+	if ra.in.Kind() == stream.Decimal {
+		return errcode.New(CodeArithmeticOverflow, "", "cast the column to a wider DECIMAL (or to DOUBLE) before aggregating it",
+			"%s(%s) as %s: the decimal result left %s", ra.Kind, ra.Column, ra.As, ra.out)
+	}
 	return errcode.New(CodeArithmeticOverflow, "", "sum a smaller column, or set spark.sql.ansi.enabled=false to wrap as Spark 3 did",
 		"%s(%s) as %s: long overflow (the sum left BIGINT)", ra.Kind, ra.Column, ra.As)
 }
@@ -209,7 +226,14 @@ func (b *Buffers) DecodeValue(val []byte, buf Buffer) ([]byte, error) {
 	for a := range b.p.aggs {
 		ra := &b.p.aggs[a]
 		var ok bool
-		if ra.acc().Storage() == stream.Float64 {
+		if ra.acc().Kind() == stream.Decimal {
+			// encodeValue's AppendStringValue of 16 bytes: their length,
+			// then them.
+			if len(val) < 17 || val[0] != 16 {
+				return nil, b.p.badValue(a)
+			}
+			buf[a].d, val, ok = stream.Dec128FromKey(val[1:17]), val[17:], true
+		} else if ra.acc().Storage() == stream.Float64 {
 			if len(val) < 8 {
 				return nil, b.p.badValue(a)
 			}

@@ -320,7 +320,9 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 		}
 		prefix := string(o.groupPrefix(groups, i))
 		buf := o.p.buf.New()
-		o.p.buf.Fold(buf, aggCols, i)
+		if err := o.p.buf.Fold(buf, aggCols, i); err != nil {
+			return err
+		}
 		pd := o.byKey[prefix]
 		if pd == nil {
 			pd = &pending{compactAt: compactFirst}

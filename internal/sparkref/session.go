@@ -96,11 +96,10 @@ func (g *Gen) SessionQuery(rng *rand.Rand) *Query {
 	}
 	for i := range 1 + rng.IntN(3) {
 		a := g.agg(rng)
-		// ethstream's session aggregates take no DECIMAL, and it computes an
-		// aggregate's input expression also for a row without a session,
-		// where Spark filters the row first: neither is drawn
-		// (docs/contracts.md, Session windows).
-		for a.Func != "count" && g.isDecimal(a.Column) || a.Arg != nil {
+		// ethstream computes an aggregate's input expression also for a row
+		// without a session, where Spark filters the row first: it is not
+		// drawn (docs/contracts.md, Session windows).
+		for a.Arg != nil {
 			a = g.agg(rng)
 		}
 		if a.Arg != nil || a.Func == "ratio" || rng.IntN(3) == 0 || containsAgg(q.Aggs, a) {
@@ -388,14 +387,4 @@ func (ev *evaluator) fold(s *span, codes *[]string) *group {
 		*codes = append(*codes, "ARITHMETIC_OVERFLOW")
 	}
 	return g
-}
-
-// isDecimal reports whether column name is a DECIMAL.
-func (g *Gen) isDecimal(name string) bool {
-	for _, c := range g.Schema {
-		if c.Name == name {
-			return c.Type.Kind() == stream.Decimal
-		}
-	}
-	return false
 }
