@@ -248,3 +248,37 @@ func carryNames(fs vfs.FS, stateDir string) []string {
 	}
 	return out
 }
+
+// TestSharedPrefix checks the word-at-a-time prefix against a byte loop
+// over keys that differ at every position, of every length up to 40.
+func TestSharedPrefix(t *testing.T) {
+	naive := func(a, b []byte) int {
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		return i
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for la := 0; la <= 40; la++ {
+		for lb := 0; lb <= 40; lb++ {
+			a := make([]byte, la)
+			for i := range a {
+				a[i] = byte(r.IntN(4))
+			}
+			b := append([]byte(nil), a[:min(la, lb)]...)
+			for len(b) < lb {
+				b = append(b, byte(r.IntN(4)))
+			}
+			for d := 0; d <= min(la, lb); d++ {
+				bb := append([]byte(nil), b...)
+				if d < len(bb) {
+					bb[d] ^= 0x80
+				}
+				if got, want := sharedPrefix(a, bb), naive(a, bb); got != want {
+					t.Fatalf("sharedPrefix(%x, %x) = %d, want %d", a, bb, got, want)
+				}
+			}
+		}
+	}
+}

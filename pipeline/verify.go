@@ -249,6 +249,16 @@ func verifyStateRecords(d checkpoint.Dir, sd string, opID int, logs checkpoint.L
 	if bad == 0 {
 		rep.add(sd, "state versions record the watermarks the commit log records and the query shape's state schema", nil)
 	}
+	// The carry the next batch merges (agg/doc.go, Closed at commit).
+	if n := len(logs.CommitIDs); n > 0 {
+		last := logs.CommitIDs[n-1]
+		switch st, err := agg.VerifyCarry(d.FS, sd, last); {
+		case err != nil || st == agg.CarryGood:
+			rep.add(sd, fmt.Sprintf("the closed-at-commit carry of state version %d", last), err)
+		case st == agg.CarryGone:
+			rep.add(sd, fmt.Sprintf("the closed-at-commit carry of state version %d is gone: the next batch drops late input by its own watermark (a warning at the run)", last), nil)
+		}
+	}
 }
 
 // verifyTable reads every file of the table, then checks its txn for the

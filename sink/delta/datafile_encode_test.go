@@ -7,6 +7,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // oracleEncode writes rows of the reference layout as the sink did before
@@ -17,9 +19,7 @@ import (
 func oracleEncode(t *testing.T, l *outLayout, rows []refRow) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	pw := parquet.NewWriter(&buf, l.pq, parquet.Compression(fastSnappy{}),
-		parquet.CreatedBy("ethstream", EngineVersion, ""),
-		parquet.PageBufferSize(clampInt(len(rows)*48, 4<<10, parquet.DefaultPageBufferSize)))
+	pw := parquet.NewWriter(&buf, dataFileOptions(l.pq, len(rows))...)
 	cols := pw.ColumnWriters()
 	leaf := func(r refRow, c int) parquet.Value {
 		bits := []uint8{nullWS, nullWE, nullSource, nullMiner, nullCount}
@@ -137,4 +137,52 @@ func writeFileFS(fs vfs.FS, name string, b []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// TestDataFileStatistics checks where a data file keeps its statistics:
+// every column chunk has its min and max and a column index, and no data
+// page header has statistics (dataFileOptions; Spark's parquet-mr writes
+// none there since PARQUET-1365).
+func TestDataFileStatistics(t *testing.T) {
+	l := refLayout()
+	var buf bytes.Buffer
+	if err := encodeRows(&buf, l.pq, refRowSet(l, backfillRows(100, 20_000))); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := f.Metadata()
+	if len(md.RowGroups) != 1 {
+		t.Fatalf("%d row groups, want 1", len(md.RowGroups))
+	}
+	if got, want := len(f.ColumnIndexes()), len(md.RowGroups[0].Columns); got != want {
+		t.Fatalf("%d column indexes for %d column chunks", got, want)
+	}
+	for i, cc := range md.RowGroups[0].Columns {
+		st := cc.MetaData.Statistics
+		if st.MinValue == nil || st.MaxValue == nil {
+			t.Errorf("column %v: chunk statistics without min/max: %+v", cc.MetaData.PathInSchema, st)
+		}
+		if ci := f.ColumnIndexes()[i]; len(ci.MinValues) == 0 {
+			t.Errorf("column %v: an empty column index", cc.MetaData.PathInSchema)
+		}
+		var h format.PageHeader
+		r := new(thrift.CompactProtocol).NewReader(bytes.NewReader(buf.Bytes()[cc.MetaData.DataPageOffset:]))
+		if err := thrift.NewDecoder(r).Decode(&h); err != nil {
+			t.Fatalf("column %v: page header: %v", cc.MetaData.PathInSchema, err)
+		}
+		var ps format.Statistics
+		if dp, ok := h.DataPageHeader.Get(); ok {
+			ps = dp.Statistics
+		} else if dp, ok := h.DataPageHeaderV2.Get(); ok {
+			ps = dp.Statistics
+		} else {
+			t.Fatalf("column %v: the first page is %v, not a data page", cc.MetaData.PathInSchema, h.Type)
+		}
+		if ps.MinValue != nil || ps.MaxValue != nil || ps.Min != nil || ps.Max != nil {
+			t.Errorf("column %v: the data page header has statistics %+v", cc.MetaData.PathInSchema, ps)
+		}
+	}
 }
