@@ -43,6 +43,14 @@ func NewBuffers(aggs []Aggregate, columnTypes map[string]stream.Type, nonANSI bo
 	if err := refuseSketches(p); err != nil {
 		return nil, err
 	}
+	// A Buffer holds a long or a double: a DECIMAL's sum, min, max or avg
+	// is refused here rather than read from the wrong storage.
+	for _, a := range p.aggs {
+		if a.Kind != Count && a.in.Kind() == stream.Decimal {
+			return nil, errcode.New(CodeDatatypeMismatch, "", "count the DECIMAL column here, or aggregate it in a window() or grouped aggregation",
+				"%s(%s): a session window's aggregates do not take DECIMAL columns", a.Kind, a.Column)
+		}
+	}
 	return &Buffers{p: p}, nil
 }
 
@@ -138,9 +146,9 @@ func (b *Buffers) Fold(dst Buffer, cols []*stream.Column, i int) {
 		}
 		v.nn = 1
 		switch {
-		case ra.acc() == stream.Float64 && c.Type == stream.Float64:
+		case c.Type.Storage() == stream.Float64:
 			v.f = c.Float64s[i]
-		case ra.acc() == stream.Float64:
+		case ra.acc().Storage() == stream.Float64:
 			v.f = float64(c.Int64s[i])
 		default:
 			v.i = c.Int64s[i]
@@ -165,7 +173,7 @@ func (b *Buffers) Merge(dst, src Buffer) error {
 		case s.nn == 0:
 			continue
 		case ra.Kind == Sum || ra.Kind == Avg:
-			if ra.acc() == stream.Float64 {
+			if ra.acc().Storage() == stream.Float64 {
 				v.f += s.f
 			} else {
 				if addOverflows(v.i, s.i) && !b.p.spec.NonANSI {
@@ -173,7 +181,7 @@ func (b *Buffers) Merge(dst, src Buffer) error {
 				}
 				v.i += s.i
 			}
-		case ra.acc() == stream.Float64:
+		case ra.acc().Storage() == stream.Float64:
 			if v.nn == 0 || (ra.Kind == Min && floatLess(s.f, v.f)) || (ra.Kind == Max && floatLess(v.f, s.f)) {
 				v.f = s.f
 			}
@@ -201,7 +209,7 @@ func (b *Buffers) DecodeValue(val []byte, buf Buffer) ([]byte, error) {
 	for a := range b.p.aggs {
 		ra := &b.p.aggs[a]
 		var ok bool
-		if ra.acc() == stream.Float64 {
+		if ra.acc().Storage() == stream.Float64 {
 			if len(val) < 8 {
 				return nil, b.p.badValue(a)
 			}

@@ -32,8 +32,24 @@
 //     the two watermarks takes the batch's rows and leaves state in the same
 //     batch (append mode emits it then, update mode emits its new value).
 //
-// Without a watermark (Spec.WatermarkDelay 0) nothing is late and nothing is
-// evicted; the watermark argument is ignored.
+// Without a watermark (no Spec.HasWatermark and no positive delay) nothing
+// is late and nothing is evicted; the watermark argument is ignored.
+//
+// # Watermark delay 0
+//
+// A delay of 0 is a watermark, as in Spark (withWatermark(col, "0
+// seconds"); Spark requires only that the delay not be negative): the
+// watermark is the max event time seen, and the rules above apply. Builds
+// before record format 3 (oprecord.go) read a delay of 0 as no watermark;
+// a checkpoint whose committed state version they wrote (its record is
+// of an older format, or it has none) keeps that reading in update mode,
+// the one mode in which they ran such a query: nothing is dropped or
+// evicted, exactly as before, the start logs a warning, and each version
+// this build then writes says so (legacyZeroDelay in its record), so that
+// every later restart keeps it. A new checkpoint, or one whose last
+// version this build wrote without legacyZeroDelay (a query that had a
+// positive delay, or none), evicts by a delay of 0. The delay itself is
+// not state (a change of it is the engine's restart rule to decide).
 //
 // Output modes: Update returns the keys the batch changed with their new full
 // values (not deltas), for a MERGE; Append returns each window once, when it
@@ -249,13 +265,19 @@
 // state store keeps in the version's metadata without reading them
 // (state.Store.SetOperatorRecord; state doc, formatVersion 5). Finish(N)
 // sets it for version N; a repartition carries the base version's. It is
-// one line of JSON (oprecord.go), format 1, or format 2 for a version
-// with a carry (above):
+// one line of JSON (oprecord.go), format 3 as this build writes it:
 //
-//	{"format":1,"closedRows":3154,"nextWatermarkMs":1700000000000}
-//	{"format":2,"closedRows":2,"nextWatermarkMs":1700000000000,"carry":"<base64 records>"}
-//	{"format":2,"closedRows":850000,"nextWatermarkMs":1700000000000,
+//	{"format":3,"closedRows":3154,"nextWatermarkMs":1700000000000}
+//	{"format":3,"closedRows":2,"nextWatermarkMs":1700000000000,"carry":"<base64 records>"}
+//	{"format":3,"closedRows":850000,"nextWatermarkMs":1700000000000,
 //	 "carryFile":"00000000000000000012.9f3a61c2d4e5b708.carry","carryBytes":64919084}
+//	{"format":3,"nextWatermarkMs":1700000000000,"legacyZeroDelay":true}
+//
+// Format 1 (builds before the carry) and format 2 (a version with a carry,
+// format 1 otherwise) have the fields of format 3 but legacyZeroDelay;
+// format 3 says the version was written by a build that reads a watermark
+// delay of 0 as a watermark, and legacyZeroDelay that the checkpoint
+// keeps the older reading (above, Watermark delay 0).
 //
 // closedRows (omitted when 0) counts the version's rows closed at commit
 // (above), which the next batch counts as removed; nextWatermarkMs (omitted when NextWatermark was
@@ -270,10 +292,10 @@
 // store hands them on. A version with no record (state formats 1 and 2)
 // has closedRows 0 and no watermark. carry (the records, base64) or
 // carryFile with carryBytes (the file's path under the state directory and
-// size) are format 2's, present when closedRows > 0 and the version was
+// size) are format 2's and 3's, present when closedRows > 0 and the version was
 // written by a build that keeps the carry (a format 1 record with
-// closedRows > 0 has none: above). Unknown fields, a format above 2, a
-// carry in format 1, both carry forms, a carry without closedRows or
+// closedRows > 0 has none: above). Unknown fields, a format above 3, a
+// carry in format 1, legacyZeroDelay before format 3, both carry forms, a carry without closedRows or
 // nextWatermarkMs, a carryFile that is not a carry file name or
 // carryBytes below the file's header and footer, or a negative closedRows
 // are CHECKPOINT_CORRUPT naming the .meta (or, on Open, the state

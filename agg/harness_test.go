@@ -166,7 +166,7 @@ func (h *harness) nextWm(chunks [][]testRow) (wmMs, maxEvent int64) {
 			}
 		}
 	}
-	if maxEvent != math.MinInt64 && h.spec.WatermarkDelay > 0 {
+	if maxEvent != math.MinInt64 && h.spec.hasWatermark() {
 		wmMs = max(wmMs, floorDiv(maxEvent, 1000)-h.spec.WatermarkDelay.Milliseconds())
 	}
 	return wmMs, maxEvent

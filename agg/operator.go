@@ -175,7 +175,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	}
 	o.store, o.committed, o.logger = s, rec, opbase.Logger(env)
 	o.legacyZero = o.p.spec.Mode == Update && o.p.spec.HasWatermark && o.p.spec.WatermarkDelay == 0 &&
-		env.Version >= 0 && rec.zeroDelayIsNone()
+		s.Version() >= 0 && rec.zeroDelayIsNone()
 	if o.legacyZero {
 		o.logger.Warn("aggregation: the watermark delay of 0 is read as no watermark, as when the checkpoint's state was written; start a new checkpoint to evict by it",
 			"version", env.Version)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -34,4 +35,31 @@ func ReadStateRecord(fs vfs.FS, stateDir string, version int64) (stream.StateRec
 		sr.NextWatermarkMs, sr.HasNextWatermark = *rec.NextWatermarkMs, true
 	}
 	return sr, true, nil
+}
+
+// VerifyCarry reads and checks the closed-at-commit carry that state
+// version version under stateDir names (carryfile.go: its size, header,
+// footer, checksums and record count), for `checkpoint verify`; found is
+// false when the version names none (or its record is not an
+// aggregation's). A carry file that is gone or does not verify is
+// CHECKPOINT_CORRUPT: the run keeps the carry files of the last two
+// committed versions, and falls back to the late-floor rule with a
+// warning when one is gone (doc.go, Closed at commit).
+func VerifyCarry(fs vfs.FS, stateDir string, version int64) (found bool, err error) {
+	r, ok, err := state.ReadRecord(fs, stateDir, version)
+	if err != nil || !ok {
+		return false, err
+	}
+	rec, err := decodeOpRecord(r.Operator, r.Path)
+	if err != nil || !rec.hasCarry() {
+		return false, nil
+	}
+	if rec.CarryFile != "" {
+		path := fs.PathJoin(stateDir, rec.CarryFile)
+		if _, err := fs.Stat(path); err != nil {
+			return true, errcode.Corrupt(path, err, "the closed-at-commit carry that state version %d names is gone", version)
+		}
+	}
+	_, err = readCarry(fs, stateDir, version, rec)
+	return true, err
 }

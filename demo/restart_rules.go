@@ -126,6 +126,14 @@ func restartCases() []rrCase {
 			c.MaxBatches = 1
 		}
 	}
+	// withJoinDedup is withJoin with a deduplication of the relations'
+	// rows cols name, before the join.
+	withJoinDedup := func(q, cols string) func(c *pipeline.Config, e *rrEnv) {
+		return func(c *pipeline.Config, e *rrEnv) {
+			withJoin(q)(c, e)
+			c.DropDuplicates = cols
+		}
+	}
 	withJoinAgg := func(q string) func(c *pipeline.Config, e *rrEnv) {
 		return func(c *pipeline.Config, e *rrEnv) {
 			withJoin(q)(c, e)
@@ -232,6 +240,19 @@ func restartCases() []rrCase {
 			modify: withJoinAgg(strings.Replace(rrJoinAgg, "LEFT OUTER JOIN", "JOIN", 1))},
 		{change: "join then aggregation: the aggregation removed", spark: sparkOperatorsRule, ours: "refused: its state would be left behind",
 			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoinAgg(rrJoinAgg), modify: withJoin(rrJoin)},
+		// A deduplication on a join's relation (Spark's
+		// a.dropDuplicates("hash").join(b, ...): operator 1, below the join).
+		{change: "add a deduplication on a join's relation (--drop-duplicates a.hash, operator 1 below the join)", spark: sparkOperatorsRule,
+			ours: "refused: a new operator has no state", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true,
+			setup: withJoin(rrJoin), modify: withJoinDedup(rrJoin, "a.hash")},
+		{change: "remove the deduplication on a join's relation", spark: sparkOperatorsRule, ours: "refused: its state would be left behind",
+			expected: "refused", code: errcode.StateSchemaMismatch, fresh: true, setup: withJoinDedup(rrJoin, "a.hash"), modify: withJoin(rrJoin)},
+		{change: "the deduplication moved to the join's other relation (a.hash -> b.hash)", spark: sparkOperatorsRule,
+			ours: "refused: its state holds the other relation's rows", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true,
+			setup: withJoinDedup(rrJoin, "a.hash"), modify: withJoinDedup(rrJoin, "b.hash")},
+		{change: "a join relation's deduplication columns (a.hash -> a.hash, a.number)", spark: "not allowed: the number or types of the columns must not change (state schema)",
+			ours: "refused: the state is keyed by the old columns", expected: "refused", code: errcode.StateSchemaMismatch, fresh: true,
+			setup: withJoinDedup(rrJoin, "a.hash"), modify: withJoinDedup(rrJoin, "a.hash, a.number")},
 		{change: "add a deduplication (--drop-duplicates hash, operator 1)", spark: sparkOperatorsRule, ours: "refused: a new operator has no state",
 			expected: "refused", code: errcode.StateSchemaMismatch, modify: func(c *pipeline.Config, _ *rrEnv) { c.DropDuplicates = "hash" }},
 		{change: "remove the deduplication", spark: sparkOperatorsRule, ours: "refused: its state would be left behind", expected: "refused",

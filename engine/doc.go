@@ -68,7 +68,10 @@
 //     named sources with its own read path and watermark, handed to
 //     operator 0 (a stream.SideOperator) by side; the sides' watermarks
 //     tracked in memory and combined by the policy pinned in the offsets
-//     conf, as Spark's WatermarkTracker.
+//     conf, as Spark's WatermarkTracker. sidechain.go: a side's own
+//     operators before the join (Side.Stages, a deduplication of one
+//     relation's rows): the plan is then a tree, numbered by Spark's
+//     pre-order walk, each side's chain feeding the join at the finish.
 //   - run.go: Run, the trigger loop: obtain what planNext asks for, have the
 //     driver perform the plan, advance. plan.go: Plan, Run's dry run through
 //     the same planner and driver with I/O switched off (`ethstream plan`).

@@ -36,6 +36,9 @@ type driver struct {
 	// transforms after the last one (operators.go).
 	ops  []*planOp
 	post []stream.Transform
+	// sidePost are the transforms after each join side's last operator
+	// (sidechain.go), before the join.
+	sidePost [][]stream.Transform
 	// reparts, set offline in place of ops, are the stopped query's
 	// operator states in id order, opened from what the checkpoint recorded:
 	// all a control batch needs.
@@ -108,6 +111,9 @@ type batchRun struct {
 	// late and evict are each operator's input watermark of the previous
 	// batch and of this one (batchWatermarks), set with the first input.
 	late, evict []int64
+	// held are the right side's rows waiting for the left side's chain
+	// (sidechain.go).
+	held *stream.Batch
 }
 
 // exec performs plan p step by step. A phase begins with its first step

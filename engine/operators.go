@@ -20,7 +20,7 @@ import (
 //
 // Within a batch the rows flow down the plan: the reads feed operator 0,
 // operator i's Finish output feeds operator i+1, the last one's goes to the
-// sink. Watermarks follow Spark 3.4+'s rules for several stateful
+// sink (a join's side chains feed the join instead: sidechain.go). Watermarks follow Spark 3.4+'s rules for several stateful
 // operators (SPARK-40925, propagate.go): every operator, operator 0
 // included, drops input late by its input watermark of the previous batch
 // (PropagateWatermarkSimulator.getInputWatermarkForLateEvents) and evicts
@@ -40,27 +40,50 @@ type planOp struct {
 	op stream.Operator
 	// pre are the transforms between the stage before (the read path or
 	// the previous operator) and this operator.
-	pre  []stream.Transform
+	pre []stream.Transform
+	// side is the join input the operator is below (stream.LeftSide or
+	// stream.RightSide: a side's chain, sidechain.go), or mainChain.
+	side int
 	open bool
 }
 
 // dir is the operator's state directory name under state/.
 func (po *planOp) dir() string { return strconv.Itoa(po.id) }
 
-// planOps splits a query's stages into its stateful operators, in flow
-// order and numbered by nb, and the transforms after the last one.
-func planOps(stages []Stage, nb opNumbering) (ops []*planOp, post []stream.Transform) {
+// planOps splits a query's stages into its stateful operators, in
+// execution order (a join's left side's chain, its right side's, then the
+// main chain: sidechain.go) and numbered by nb, the transforms after the
+// main chain's last one, and those after each side's last one (before
+// the join).
+func planOps(q *Query, nb opNumbering) (ops []*planOp, post []stream.Transform, sidePost [][]stream.Transform) {
+	for i, sd := range q.Sides {
+		so, sp := splitStages(sd.Stages, i)
+		ops = append(ops, so...)
+		sidePost = append(sidePost, sp)
+	}
+	mo, post := splitStages(q.stages(), mainChain)
+	ops = append(ops, mo...)
+	side := make([]int, len(ops))
+	for i, po := range ops {
+		side[i] = po.side
+	}
+	for i, id := range nb.treeIDs(side) {
+		ops[i].id = id
+	}
+	return ops, post, sidePost
+}
+
+// splitStages is one chain's stateful operators, each with the transforms
+// before it, and the transforms after the last one.
+func splitStages(stages []Stage, side int) (ops []*planOp, post []stream.Transform) {
 	var pre []stream.Transform
 	for _, s := range stages {
 		if s.Transform != nil {
 			pre = append(pre, s.Transform)
 			continue
 		}
-		ops = append(ops, &planOp{op: s.Operator, pre: pre})
+		ops = append(ops, &planOp{op: s.Operator, pre: pre, side: side})
 		pre = nil
-	}
-	for i, id := range nb.ids(len(ops)) {
-		ops[i].id = id
 	}
 	return ops, pre
 }
@@ -164,6 +187,12 @@ func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Ba
 			return nil, nil, fmt.Errorf("batch %d: finish operator%s: %w", s.Batch, strings.TrimPrefix(d.opLabel(po), " of operator"), err)
 		}
 		progs[i] = prog
+		if po.side != mainChain {
+			if err := d.sideOutput(ctx, b, s.Batch, i, o); err != nil {
+				return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
+			}
+			continue
+		}
 		if i+1 < len(d.ops) {
 			if o != nil && o.Len > 0 {
 				if err := d.feed(ctx, b, s.Batch, i+1, o); err != nil {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/ethstream/ethstream/shape"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // Operator ids: which state directory, stateOperators[] entry and restart
@@ -57,19 +58,59 @@ func numberingOf(rec *shape.Record, cur *shape.Shape, started bool) opNumbering 
 	return numberedBySpark
 }
 
-// ids returns the id of each of n stateful operators listed in flow order
-// (the plan is linear: each operator feeds the next, the last the sink, so
-// Spark's pre-order walk from the sink meets them last to first).
+// ids returns the id of each of n stateful operators of a linear plan,
+// listed in flow order (each operator feeds the next, the last the sink,
+// so Spark's pre-order walk from the sink meets them last to first).
 func (nb opNumbering) ids(n int) []int {
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = i
-		if nb == numberedBySpark {
-			ids[i] = n - 1 - i
+	side := make([]int, n)
+	for i := range side {
+		side[i] = mainChain
+	}
+	return nb.treeIDs(side)
+}
+
+// treeIDs returns the id of each stateful operator of a plan listed in
+// execution order (planOps): the join's left side's operators, its right
+// side's, then the main chain (the join first in a two-input query), side
+// giving each one's (stream.LeftSide, stream.RightSide, or mainChain).
+// Spark's pre-order walk from the sink meets the main chain last to first
+// (the join last of it), then the join's left child's chain from the join
+// down, then its right child's: the main chain's operators come first,
+// each chain's last first. Flow order is the execution order.
+func (nb opNumbering) treeIDs(side []int) []int {
+	ids := make([]int, len(side))
+	if nb != numberedBySpark {
+		for i := range ids {
+			ids[i] = i
+		}
+		return ids
+	}
+	// Each chain's operators in execution order: the main chain, left,
+	// right, as the walk visits the chains.
+	var chains [3][]int
+	for i, s := range side {
+		switch s {
+		case mainChain:
+			chains[0] = append(chains[0], i)
+		case stream.LeftSide:
+			chains[1] = append(chains[1], i)
+		default:
+			chains[2] = append(chains[2], i)
+		}
+	}
+	next := 0
+	for _, c := range chains {
+		for j := len(c) - 1; j >= 0; j-- {
+			ids[c[j]] = next
+			next++
 		}
 	}
 	return ids
 }
+
+// mainChain is planOp.side of an operator on the main chain (a one-input
+// plan's, or a join and what follows it).
+const mainChain = -1
 
 // numberShape returns the query shape s, whose operators the plan lists in
 // flow order, with its operators listed by id under nb: Spark's numbering
@@ -81,11 +122,27 @@ func numberShape(s shape.Shape, nb opNumbering) shape.Shape {
 	if nb != numberedBySpark || len(ops) < 2 || s.Numbering != "" {
 		return s
 	}
+	side := make([]int, len(ops))
+	for i, o := range ops {
+		side[i] = shapeSide(o.Side)
+	}
 	byID := make([]shape.Operator, len(ops))
-	for i, id := range nb.ids(len(ops)) {
+	for i, id := range nb.treeIDs(side) {
 		byID[id] = ops[i]
 	}
 	s = s.WithOperators(slices.Clip(byID))
 	s.Numbering = shape.NumberingPreOrder
 	return s
+}
+
+// shapeSide is the chain of an operator recorded with side s
+// (shape.Operator.Side).
+func shapeSide(s string) int {
+	switch s {
+	case shape.SideLeft:
+		return stream.LeftSide
+	case shape.SideRight:
+		return stream.RightSide
+	}
+	return mainChain
 }

@@ -18,17 +18,40 @@ import "github.com/ethstream/ethstream/stream"
 // yet) gives every operator 0, and no input watermark is below 0.
 
 // inputWatermarks are each operator's input watermark, in plan order, for
-// a batch whose origin watermark is originMs.
+// a batch whose origin watermark is originMs. In a plan with operators
+// below a join (sidechain.go), a side's first operator takes the origin
+// (an EventTimeWatermarkExec's output), each next one of the chain its
+// predecessor's output, and the join the least of its two chains' outputs
+// (Spark's simulation gives a node with several children the least of
+// theirs); a side without operators outputs the origin.
 func inputWatermarks(ops []*planOp, originMs int64) []int64 {
 	out := make([]int64, len(ops))
 	if originMs == 0 {
 		return out
 	}
-	wm := originMs
+	chain := [2]int64{originMs, originMs}
+	wm, joined := originMs, false
 	for i, po := range ops {
-		out[i] = max(wm, 0)
+		in := wm
+		switch {
+		case po.side != mainChain:
+			in = chain[po.side]
+		case !joined:
+			// The main chain's first operator: the join of a two-input
+			// plan (the origin when neither side has operators), operator
+			// 0 of a one-input one.
+			joined = true
+			in = min(chain[0], chain[1])
+		}
+		out[i] = max(in, 0)
+		next := in
 		if p, ok := po.op.(stream.WatermarkProducer); ok {
-			wm = p.OutputWatermark(wm)
+			next = p.OutputWatermark(in)
+		}
+		if po.side != mainChain {
+			chain[po.side] = next
+		} else {
+			wm = next
 		}
 	}
 	return out

@@ -259,14 +259,41 @@ func (q *Query) stages() []Stage {
 	return []Stage{{Operator: q.Operator}}
 }
 
-// operators are the plan's stateful operators in flow order; their ids
-// are numberingOf's (opids.go), not their index here.
+// operators are the plan's stateful operators in execution order (a
+// join's left side's, its right side's, then the main chain's:
+// planOps); their ids are numberingOf's (opids.go), not their index here.
 func (q *Query) operators() []stream.Operator {
 	var ops []stream.Operator
+	for _, sd := range q.Sides {
+		for _, s := range sd.Stages {
+			if s.Operator != nil {
+				ops = append(ops, s.Operator)
+			}
+		}
+	}
 	for _, s := range q.stages() {
 		if s.Operator != nil {
 			ops = append(ops, s.Operator)
 		}
 	}
 	return ops
+}
+
+// operatorSides is the chain of each of operators(): stream.LeftSide or
+// stream.RightSide below a join, mainChain otherwise.
+func (q *Query) operatorSides() []int {
+	var sides []int
+	for i, sd := range q.Sides {
+		for _, s := range sd.Stages {
+			if s.Operator != nil {
+				sides = append(sides, i)
+			}
+		}
+	}
+	for _, s := range q.stages() {
+		if s.Operator != nil {
+			sides = append(sides, mainChain)
+		}
+	}
+	return sides
 }

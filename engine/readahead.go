@@ -40,10 +40,13 @@ import (
 
 // readAheadBytes bounds the chunks held in memory ahead of the operator
 // (chunkBytes). A seed backfill batch (365 files) decodes to 125-165 MB of
-// projected columns; 64 MB holds about half of one, and the read-ahead
-// stays a small part of the 600 MB RSS target (the seed bench's peak RSS:
-// 837-851 MB with it, 800-852 MB without, five rounds on a loaded host).
-const readAheadBytes = 64 << 20
+// projected columns. The queue's bytes are not all it holds (the chunks
+// recycled for the producer keep their capacity, and the collector lets
+// the heap grow to twice what is live), so each MB of budget cost about
+// 3 MB of peak RSS: the seed bench's S3 backfill peaked at 728 and 752 MB
+// with 64 MB, 528 and 516 MB with 16 MB, in 19.7 and 20.3 against 19.8 and
+// 17.5 CPU-s (alternating, load 20).
+const readAheadBytes = 16 << 20
 
 // readAhead is the next batch's ranges being read on another goroutine. Its
 // methods other than the producer's are called from the driver's goroutine.

@@ -329,6 +329,9 @@ func (c *shapeCheck) state() {
 	}
 	renamed := old.OutputSchema != cur.OutputSchema
 	for i := range oldOps {
+		if c.operatorSide(oldOps[i], curOps[i]) {
+			return
+		}
 		if c.operatorState(oldOps[i], curOps[i], len(oldOps) > 1, old.OutputSchema != cur.OutputSchema) {
 			return
 		}
@@ -540,9 +543,44 @@ func opsText(ops []shape.Operator) string {
 	}
 	t := make([]string, len(ops))
 	for i, o := range ops {
-		t[i] = strconv.Itoa(o.ID) + ": " + opStateText(o)
+		t[i] = strconv.Itoa(o.ID) + ": " + opText(o)
 	}
 	return strings.Join(t, " | ")
+}
+
+// opText renders an operator in a list: a join as one, an operator on a
+// join's side with its side.
+func opText(o shape.Operator) string {
+	t := opStateText(o)
+	if o.Kind == shape.KindJoin {
+		t = joinText(o)
+	}
+	if o.Side != "" {
+		t += " (" + o.Side + " side)"
+	}
+	return t
+}
+
+// operatorSide refuses an operator that moved between a join's sides and
+// the main chain (an operator on a side is below the join: a
+// deduplication of one relation's rows), reporting whether it refused:
+// its state holds the other input's rows. Spark's state schema check
+// compares the operator at that id, whose state then no longer matches.
+func (c *shapeCheck) operatorSide(old, cur shape.Operator) bool {
+	if old.Side == cur.Side {
+		return false
+	}
+	side := func(s string) string {
+		if s == "" {
+			return "after the join"
+		}
+		return "the join's " + s + " side"
+	}
+	c.refuse(fmt.Sprintf("side of operator %d", cur.ID), opText(old), opText(cur), sparkOperators,
+		"refused: the state holds the other input's rows",
+		errcode.StateSchemaMismatch, newCkpt+", or restore the previous query",
+		"operator %d moved from %s to %s: its state was built from the other input's rows", cur.ID, side(old.Side), side(cur.Side))
+	return true
 }
 
 // Spark's rule for a join's type and equi-join columns, as Databricks'

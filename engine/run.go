@@ -110,7 +110,7 @@ func Run(ctx context.Context, q Query, o Options) (sum *RunSummary, err error) {
 	sp.Warnings = append(sp.Warnings, sd.Warnings...)
 	logSinkMoved(o, sd)
 	d := &driver{o: o, w: w, q: &q, sink: q.Sink, runID: uuid.NewString(), trace: o.trace, shape: sd, minRetain: s.minRetain}
-	d.ops, d.post = planOps(q.stages(), numberingOf(rec, q.Shape, snap.Latest != nil))
+	d.ops, d.post, d.sidePost = planOps(&q, numberingOf(rec, q.Shape, snap.Latest != nil))
 	r := newRun(q, sp, s, d)
 	for _, wmsg := range sp.Warnings {
 		o.Logger.Warn(wmsg, "checkpoint", o.CheckpointDir)

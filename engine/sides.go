@@ -20,10 +20,12 @@ import (
 // projection, filter and watermark. Every source keeps its own offsets,
 // keyed by name in the offsets log, so source evolution (add, remove,
 // tombstone) works on either side as on a one-input query: a side is a
-// grouping of names, not a new entry in the log. The plan stays linear:
-// stage 0 is a stream.SideOperator (the join), the reads hand it each
-// chunk with its side (ProcessSide) instead of Process, and everything
-// after it (later operators, transforms, the sink) is a one-input plan.
+// grouping of names, not a new entry in the log. Stage 0 is a
+// stream.SideOperator (the join), the reads hand it each chunk with its
+// side (ProcessSide) instead of Process, and everything after it (later
+// operators, transforms, the sink) is a one-input plan. A side may have
+// operators of its own before the join (Side.Stages: sidechain.go),
+// which makes the plan a tree.
 //
 // Watermarks follow Spark's WatermarkTracker: each side with a watermark
 // tracks its own, max event time read minus its delay, kept in memory only
@@ -56,6 +58,12 @@ type Side struct {
 	PreWatermark stream.Predicate
 	// Watermark is the side's event time and delay (nil: none).
 	Watermark *Watermark
+	// Stages are the side's steps after its read path and before the
+	// join (sidechain.go): stateful one-input operators (a deduplication
+	// of the side's rows) and transforms, each stage's output the next
+	// one's input, the last one's the join's input of this side. Nil: the
+	// read path feeds the join.
+	Stages []Stage
 }
 
 // Watermark policies (spark.sql.streaming.multipleWatermarkPolicy).
@@ -227,6 +235,11 @@ func (q *Query) validateSides() error {
 			return bad("put every source on a side of the join", "source %q is on no side of the two-input query", ns.Name)
 		}
 	}
+	for i, s := range q.Sides {
+		if err := validateSideStages(i, s); err != nil {
+			return err
+		}
+	}
 	for _, s := range q.Sides {
 		one := Query{Columns: s.Columns, Where: s.Where, PreWatermark: s.PreWatermark, Watermark: s.Watermark, Stages: q.Stages, Operator: q.Operator}
 		for _, ns := range q.Sources {
@@ -278,21 +291,14 @@ func sideLabel(i int, s Side) string {
 }
 
 // readSide runs one chunk of a two-input query's source st through its
-// side's read path into operator 0 (ProcessSide); the side's event times
-// count for its watermark and the batch's progress.
+// side's read path into the side's first operator, or the join
+// (ProcessSide: sidechain.go says which); the side's event times count
+// for its watermark and the batch's progress.
 func (d *driver) readSide(ctx context.Context, b *batchRun, s step, st *srcState, in *stream.Batch) error {
 	sr := d.sides[st.side]
 	in, err := sr.rp.chunk(st, sr.withSrc, in, &b.rec.in.sides[st.side])
 	if err != nil {
 		return err
 	}
-	po := d.ops[0]
-	late := d.batchWatermarks(s.Batch, b, 0)
-	if err := po.op.(stream.SideOperator).ProcessSide(ctx, s.Batch, late, st.side, in); err != nil {
-		if len(d.ops) > 1 {
-			return fmt.Errorf("operator %d, %s: %w", po.id, sideLabel(st.side, d.q.Sides[st.side]), err)
-		}
-		return fmt.Errorf("%s: %w", sideLabel(st.side, d.q.Sides[st.side]), err)
-	}
-	return nil
+	return d.intoSide(ctx, b, s.Batch, st.side, in)
 }

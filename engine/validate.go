@@ -79,7 +79,7 @@ func checkStart(ctx context.Context, q Query, fs vfs.FS, dir string) (*startChec
 	}
 	// A checkpoint whose files disagree is damaged, whatever the query: this
 	// comes before the restart rules, which compare the query with them.
-	ids := numberingOf(chk.rec, q.Shape, snap.Latest != nil).ids(len(q.operators()))
+	ids := numberingOf(chk.rec, q.Shape, snap.Latest != nil).treeIDs(q.operatorSides())
 	recorded := recordedOperators(q.operators(), ids, chk.rec)
 	if err := checkCommitted(ctx, fs, checkpoint.Dir{FS: fs, Path: dir}, snap, recorded); err != nil {
 		return chk, err

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"github.com/ethstream/ethstream/dedup"
+	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -24,7 +25,13 @@ import (
 // its id: the id is given when the query starts (Spark's numbering on a
 // new checkpoint counts from the sink, and the plan is not complete yet).
 func (q *Query) refuseRetractions(op *dedup.Operator) error {
-	for _, ns := range q.q.Sources {
+	return refuseRetracting(q.q.Sources, op)
+}
+
+// refuseRetracting refuses op, a deduplication of the rows of sources
+// (the query's, or a join side's), when one of them retracts rows.
+func refuseRetracting(sources []engine.NamedSource, op *dedup.Operator) error {
+	for _, ns := range sources {
 		rs, ok := ns.Source.(stream.RetractingSource)
 		if !ok || !rs.Retracts() {
 			continue

@@ -25,6 +25,16 @@ type Side struct {
 	// whereExpr and whereOpts are where as given (Where).
 	whereExpr filter.Expr
 	whereOpts filter.Options
+	// stages are the side's steps before the join (a deduplication, a
+	// filter after it: join_side.go), ops their stateful operators'
+	// shapes, input the steps since the last one.
+	stages []engine.Stage
+	ops    []shape.Operator
+	input  []string
+	// after is the filter after the side's deduplication (Where once one
+	// is there): Spark pushes no filter through a Deduplicate.
+	after     *filter.Predicate
+	afterExpr filter.Expr
 	err       error
 }
 
@@ -48,6 +58,9 @@ func (s *Side) Read(name string, src stream.Source) *Side {
 	}
 	if name == "" {
 		return s.fail(invalid("a join's source needs a name (side %s)", s.alias))
+	}
+	if len(s.ops) > 0 {
+		return s.fail(invalid("source %q read after side %s's deduplication: read every source first", name, s.alias))
 	}
 	s.sources = append(s.sources, engine.NamedSource{Name: name, Source: src})
 	sc := src.Schema()
@@ -73,6 +86,9 @@ func (s *Side) Schema() (stream.Schema, error) { return s.schema, s.err }
 // query's sides' watermarks combine by spark.sql.streaming.multipleWatermarkPolicy
 // (min, the default, or max).
 func (s *Side) WithWatermark(column string, delay time.Duration) *Side {
+	if len(s.ops) > 0 {
+		return s.fail(invalid("side %s's watermark set after its deduplication: set it first", s.alias))
+	}
 	f := s.schema.Field(column)
 	if f == nil || f.Type != stream.Timestamp {
 		return s.fail(invalid("watermark column %q is not a timestamp of side %s: %s", column, s.alias, s.schema))
@@ -99,6 +115,9 @@ func (s *Side) WhereWith(e filter.Expr, o filter.Options) *Side {
 	p, err := filter.CompileWith(e, types, o)
 	if err != nil {
 		return s.fail(err)
+	}
+	if len(s.ops) > 0 {
+		return s.whereAfter(e, o)
 	}
 	if s.where != nil {
 		return s.fail(invalid("side %s has a filter already: combine the two with And", s.alias))
@@ -146,8 +165,8 @@ type JoinOn struct {
 	Range []join.Bound
 	// Columns, when a side's is not nil, prune that side to the columns
 	// the query reads from the join's rows (join.Side.Columns): the state
-	// and the rows keep only them and the join's own columns. Ignored
-	// with Where.
+	// and the rows keep only them and the join's own columns, and the
+	// columns Where reads.
 	Columns [2][]string
 	// Where, when set, filters the join's rows (its columns named as the
 	// join names them: alias_col for a name both sides have), as Spark's
@@ -197,9 +216,10 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	}
 	var rest filter.Expr
 	if on.Where != nil {
-		// The WHERE reads the join's rows by their names: no pruning
-		// under it (SQL prunes only a join without one).
-		on.Columns = [2][]string{}
+		// The WHERE reads the join's rows by their names (its pushed
+		// conjuncts run over them again, join.Pushed.Above): a pruned
+		// side keeps its columns too.
+		on.Columns = whereColumns(on, left, right)
 		var err error
 		if left, right, rest, on.Type, err = pushWhere(left, right, on); err != nil {
 			return q.fail(err)
@@ -222,12 +242,12 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 	if err != nil {
 		return q.fail(err)
 	}
-	for _, s := range []*Side{left, right} {
+	for i, s := range []*Side{left, right} {
 		pre, err := s.below()
 		if err != nil {
 			return q.fail(err)
 		}
-		es := engine.Side{Name: s.alias, Where: s.where, PreWatermark: pre, Watermark: s.wm}
+		es := engine.Side{Name: s.alias, Where: s.where, PreWatermark: pre, Watermark: s.wm, Stages: s.engineStages()}
 		for _, ns := range s.sources {
 			es.Sources = append(es.Sources, ns.Name)
 			q.q.Sources = append(q.q.Sources, ns)
@@ -236,6 +256,12 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 		if s.where != nil {
 			q.filters = append(q.filters, fmt.Sprintf("%s: %s", s.alias, s.where))
 		}
+		if s.after != nil {
+			q.filters = append(q.filters, fmt.Sprintf("%s after its deduplication: %s", s.alias, s.after))
+		}
+		// The side's operators before the join's shape: the plan lists them
+		// in execution order (left, right, join), the engine gives the ids.
+		q.ops = append(q.ops, s.sideShapes(i)...)
 	}
 	marks := make([]*shape.Watermark, 2)
 	for i, s := range []*Side{left, right} {
@@ -252,6 +278,26 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 		q.Where(rest)
 	}
 	return q
+}
+
+// whereColumns is on.Columns with, on each pruned side, the columns of
+// that side on.Where reads (by the join's names for them, join.OutputName).
+func whereColumns(on JoinOn, left, right *Side) [2][]string {
+	schemas, aliases := [2]stream.Schema{left.schema, right.schema}, [2]string{left.alias, right.alias}
+	out := on.Columns
+	for _, name := range filter.Columns(on.Where) {
+		for side := range schemas {
+			if out[side] == nil {
+				continue
+			}
+			for _, f := range schemas[side].Fields {
+				if n, ok := join.OutputName(on.Type, schemas, aliases, side, f.Name); ok && n == name && !slices.Contains(out[side], f.Name) {
+					out[side] = append(slices.Clip(out[side]), f.Name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // pushWhere places on.Where (join.Pushdown): copies of the sides with the
@@ -293,6 +339,15 @@ func pushWhere(left, right *Side, on JoinOn) (*Side, *Side, filter.Expr, join.Ty
 		}
 		c := *sides[i]
 		o := c.whereOpts
+		if len(c.ops) > 0 {
+			// Above the side's deduplication (Spark pushes no filter
+			// through a Deduplicate).
+			if c.whereAfter(e, o); c.err != nil {
+				return nil, nil, nil, 0, c.err
+			}
+			sides[i] = &c
+			continue
+		}
 		if c.whereExpr != nil {
 			e = filter.And{L: c.whereExpr, R: e}
 		}

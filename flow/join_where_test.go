@@ -1,6 +1,7 @@
 package flow_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ethstream/ethstream/filter"
@@ -51,5 +52,28 @@ func TestJoinOnWhere(t *testing.T) {
 		WriteTo(streamtest.NewSink()).Build()
 	if err == nil {
 		t.Error("a right outer join without a left watermark ran because its WHERE narrows it")
+	}
+}
+
+// TestJoinOnWhereColumns: JoinOn.Columns with Where prunes each side to
+// the columns the query reads and the ones the WHERE reads (its pushed
+// conjuncts run over the join's rows again), not to every column.
+func TestJoinOnWhereColumns(t *testing.T) {
+	where := filter.And{
+		L: filter.Cmp{Op: filter.Gt, L: filter.Col{Name: "a_id"}, R: filter.Lit{Kind: filter.LitInt, Int: 5}},
+		R: filter.Cmp{Op: filter.Lt, L: filter.Col{Name: "a_id"}, R: filter.Col{Name: "b_id"}}}
+	q, err := flow.New("join").
+		Join(flow.From("a").Read("left", jSource("left")).WithWatermark("ts", jLeftDelay),
+			flow.From("b").Read("right", jSource("right")).WithWatermark("ts", jRightDelay),
+			flow.JoinOn{Type: join.Inner, LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Range: flow.Between("ts", "ts", jLo, jHi),
+				Columns: [2][]string{{}, {}}, Where: where}).
+		WriteTo(streamtest.NewSink()).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := q.Shape.OperatorList()
+	const want = "left(keys=k; values=k string,ts timestamp,id int64) right(keys=k; values=k string,ts timestamp,id int64)"
+	if len(ops) != 1 || !strings.Contains(ops[0].StateSchema, want) {
+		t.Fatalf("operators %+v: the join's state schema lacks %q (a side stores the WHERE's columns and no other)", ops, want)
 	}
 }

@@ -88,9 +88,11 @@
 //
 // A side's value columns are its Schema's, or, when Side.Columns prunes
 // it, the columns the query reads plus the keys, the watermark and the
-// range columns (the spec records which); a state recorded with every
-// column (before pruning) is opened with every column by the pruned join
-// (Operator.Open), whose rows carry the pruned columns all the same.
+// range columns (the spec records which). A state recorded with more
+// columns than the query reads (every column, before pruning, or a query
+// that read more) keeps its recorded layout (Operator.Open, stored.go),
+// and the rows carry the columns the query reads; a state that lacks a
+// column the query reads is STATE_SCHEMA_MISMATCH at Open, naming it.
 //
 // A key with n stored rows has keyToNumValues n and keyWithIndexToValue
 // indexes 0..n-1; an eviction compacts the survivors to 0..m-1. The state

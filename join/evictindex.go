@@ -1,7 +1,6 @@
 package join
 
 import (
-	"container/heap"
 	"slices"
 )
 
@@ -22,23 +21,53 @@ type evictEntry struct {
 	key string // the encoded join key
 }
 
+// evictHeap is a binary min-heap by ts, typed (container/heap boxes each
+// pushed entry: an allocation per stored row).
 type evictHeap []evictEntry
 
-func (h evictHeap) Len() int           { return len(h) }
-func (h evictHeap) Less(i, j int) bool { return h[i].ts < h[j].ts }
-func (h evictHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *evictHeap) Push(x any)        { *h = append(*h, x.(evictEntry)) }
-func (h *evictHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+func (h *evictHeap) push(e evictEntry) {
+	*h = append(*h, e)
+	x := *h
+	for i := len(x) - 1; i > 0; {
+		up := (i - 1) / 2
+		if x[up].ts <= x[i].ts {
+			break
+		}
+		x[up], x[i] = x[i], x[up]
+		i = up
+	}
+}
+
+func (h *evictHeap) pop() evictEntry {
+	x := *h
+	top := x[0]
+	n := len(x) - 1
+	x[0] = x[n]
+	x[n] = evictEntry{}
+	x = x[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && x[r].ts < x[l].ts {
+			m = r
+		}
+		if x[i].ts <= x[m].ts {
+			break
+		}
+		x[i], x[m] = x[m], x[i]
+		i = m
+	}
+	*h = x
+	return top
 }
 
 // add indexes a stored row of key whose column value is v.
 func (x *evictIndex) add(key string, v value) {
 	if !v.null {
-		heap.Push(&x.h, evictEntry{ts: v.i, key: key})
+		x.h.push(evictEntry{ts: v.i, key: key})
 	}
 }
 
@@ -50,7 +79,7 @@ func (x *evictIndex) due(limUs int64) bool { return len(x.h) > 0 && x.h[0].ts <=
 func (x *evictIndex) popDue(limUs int64) []string {
 	var keys []string
 	for x.due(limUs) {
-		keys = append(keys, heap.Pop(&x.h).(evictEntry).key)
+		keys = append(keys, x.h.pop().key)
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)

@@ -197,7 +197,9 @@ func (o *Operator) touch(side int, k *keyRows) {
 	}
 }
 
-// flush writes the batch's changes to every key of both sides: each
+// flush writes the batch's changes to every key of both sides (telling
+// the store which keys its committed version holds: a key's stored count
+// and indexes 0..stored-1, so that it looks none of them up): each
 // changed value once, the indexes an eviction emptied deleted, and each
 // key's keyToNumValues once if its count changed, in the order the batch
 // first changed the keys (the store sorts its pending writes at commit).
@@ -215,7 +217,7 @@ func (o *Operator) flush() error {
 				}
 				o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, int64(idx), true)
 				o.vb = encodeRow(o.vb[:0], fields, sr.r, sr.matched)
-				if err := o.store.Put(o.sk, o.vb); err != nil {
+				if err := o.store.PutKnown(o.sk, o.vb, int64(idx) < k.stored); err != nil {
 					return o.stateErr("write", err)
 				}
 				sr.changed = false
@@ -224,7 +226,7 @@ func (o *Operator) flush() error {
 			n := int64(len(k.rows))
 			for idx := n; idx < k.stored; idx++ {
 				o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, idx, true)
-				if err := o.store.Delete(o.sk); err != nil {
+				if err := o.store.DeleteKnown(o.sk, true); err != nil {
 					return o.stateErr("write", err)
 				}
 			}
@@ -232,9 +234,9 @@ func (o *Operator) flush() error {
 				o.sk = stateKey(o.sk[:0], side, StoreKeyToNumValues, k.key, 0, false)
 				var err error
 				if n == 0 {
-					err = o.store.Delete(o.sk)
+					err = o.store.DeleteKnown(o.sk, true)
 				} else {
-					err = o.store.Put(o.sk, encodeCount(n))
+					err = o.store.PutKnown(o.sk, encodeCount(n), k.stored > 0)
 				}
 				if err != nil {
 					return o.stateErr("write", err)

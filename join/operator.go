@@ -19,9 +19,10 @@ type Operator struct {
 	// StateRecord makes the operator a stream.StateRecorder.
 	opbase.StateRecord
 	p *plan
-	// wide is p storing every column of the sides (buildPlan), for a state
-	// written before the spec pruned them; nil when nothing is pruned.
-	wide   *plan
+	// need is the spec's plan, storing the columns the query reads; p is
+	// need or, once Open found a state recorded with more columns, a plan
+	// storing those (stored.go).
+	need   *plan
 	store  *state.Store
 	logger *slog.Logger
 	life   opbase.Lifecycle
@@ -66,12 +67,7 @@ func New(spec Spec) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Operator{life: opbase.New("join", p)}
-	if spec.Left.Columns != nil || spec.Right.Columns != nil {
-		if o.wide, err = buildPlan(spec, true); err != nil {
-			return nil, err
-		}
-	}
+	o := &Operator{life: opbase.New("join", p), need: p}
 	o.use(p)
 	return o, nil
 }
@@ -117,18 +113,26 @@ func (o *Operator) KeyColumns() []string { return o.p.keyColumns() }
 // String renders the join, e.g. "LeftOuter join a, b on a.k = b.k AND ...".
 func (o *Operator) String() string { return o.p.String() }
 
-// Open loads the state committed at env.Version; another join type, other
-// keys or other side columns are STATE_SCHEMA_MISMATCH.
+// Open loads the state committed at env.Version; another join type or
+// other keys are STATE_SCHEMA_MISMATCH, and so are stored columns that
+// lack one the query reads (a state storing more keeps its layout:
+// stored.go).
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, SpecCompatible: o.p.compatibleSpec})
-	if err != nil && o.wide != nil && o.p != o.wide && errcode.Is(err, errcode.StateSchemaMismatch) {
-		// A state written before the join pruned its columns (main before
-		// Side.Columns) stores every column: it keeps that layout, and
-		// the rows carry the pruned columns all the same.
-		ws, wl, werr := o.life.Open(ctx, o.store, env, state.Options{Schema: o.wide.schema, SpecCompatible: o.wide.compatibleSpec})
-		if werr == nil {
-			o.use(o.wide)
-			s, logger, err = ws, wl, nil
+	o.use(o.need)
+	var recorded string
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, SpecCompatible: func(spec string) bool {
+		recorded = spec
+		return o.p.compatibleSpec(spec)
+	}})
+	if err != nil && recorded != "" && errcode.Is(err, errcode.StateSchemaMismatch) {
+		p, perr := o.need.storing(recorded, env.StateDir)
+		if perr != nil {
+			return perr
+		}
+		if p != nil {
+			if s, logger, err = o.life.Open(ctx, o.store, env, state.Options{Schema: p.schema, SpecCompatible: p.compatibleSpec}); err == nil {
+				o.use(p)
+			}
 		}
 	}
 	if err != nil {

@@ -197,12 +197,13 @@ func invalid(format string, args ...any) error {
 }
 
 // newPlan validates spec: columns and types, then Spark's rules.
-func newPlan(spec Spec) (*plan, error) { return buildPlan(spec, false) }
+func newPlan(spec Spec) (*plan, error) { return buildPlan(spec, nil) }
 
-// buildPlan is newPlan; a wide plan stores every column of each side's
-// Schema, as a state written before Side.Columns pruned it does, while its
-// rows carry the pruned columns alone (Operator.Open).
-func buildPlan(spec Spec, wide bool) (*plan, error) {
+// buildPlan is newPlan; with stored set, the plan stores those columns of
+// each side (a state recorded with more columns than the query reads:
+// every column before Side.Columns pruned it, or a query that read more),
+// while its rows carry the pruned columns alone (Operator.Open).
+func buildPlan(spec Spec, stored *[2][]stream.Field) (*plan, error) {
 	p := &plan{spec: spec, keyWM: -1}
 	if spec.Type < Inner || spec.Type > LeftSemi {
 		return nil, invalid("unknown join type %v", spec.Type)
@@ -216,7 +217,17 @@ func buildPlan(spec Spec, wide bool) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out != nil && !wide {
+		switch {
+		case stored != nil:
+			s.Schema = stream.Schema{}
+			for _, f := range stored[i] {
+				g := full.Field(f.Name)
+				if g == nil || g.Type != f.Type {
+					return nil, invalid("the state stores column %s.%s (%v), which the side's rows do not have: %s", s.Alias, f.Name, f.Type, full)
+				}
+				s.Schema.Fields = append(s.Schema.Fields, *g)
+			}
+		case out != nil:
 			s.Schema = pruned(full, out)
 		}
 		sp := sidePlan{Side: s, full: full, out: out, wm: -1, fast: fastNames(s.Schema.Fields)}
@@ -551,10 +562,16 @@ func (p *plan) outputSchema() (stream.Schema, []outCol) {
 	}
 	for _, i := range sides {
 		nullable := p.spec.Type.preserves(1 - i)
-		for j, f := range p.sides[i].Schema.Fields {
+		// In the side's order, whatever order the state stores its
+		// columns in (a plan storing a recorded state's columns).
+		for _, f := range p.sides[i].full.Fields {
+			j := fieldIndex(p.sides[i].Schema, f.Name)
+			if j < 0 {
+				continue // pruned and not stored
+			}
 			var ok bool
 			if f.Name, ok = p.outputName(i, f.Name); !ok {
-				continue // pruned: a wide plan stores it, the rows leave it out
+				continue // pruned: the state stores it, the rows leave it out
 			}
 			f.Nullable = f.Nullable || nullable
 			s.Fields = append(s.Fields, f)

@@ -29,10 +29,6 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 	if err := join.CheckOutputMode(cfg.OutputMode); err != nil {
 		return nil, err
 	}
-	if cfg.DropDuplicates != "" || cfg.DropDuplicatesWithinWatermark != "" {
-		return nil, errcode.New(join.CodeUnsupported, "", "leave out --drop-duplicates",
-			"--drop-duplicates before a stream-stream join is not supported: a join reads its relations directly")
-	}
 	var sides [2]*flow.Side
 	var schemas [2]stream.Schema
 	used := map[string]bool{}
@@ -69,13 +65,20 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		}
 		schemas[i] = schema
 	}
+	if err := joinDedups(cfg, jq, sides, schemas); err != nil {
+		return nil, err
+	}
 	for _, s := range cfg.Sources {
 		if !used[s.Name] {
 			return nil, errcode.New(errcode.InvalidArgument, "", "read every --source in the join, or leave it out",
 				"--source %s is neither relation of the join", s)
 		}
 	}
-	on := flow.JoinOn{Type: jq.Type, LeftKeys: jq.LeftKeys, RightKeys: jq.RightKeys, Range: jq.Range}
+	// Each side stores and carries only the columns the query reads above
+	// the join (query.JoinQuery.Columns), as Spark's ColumnPruning; a
+	// restart reading a column the stored rows lack is refused at the
+	// join's Open (join/stored.go).
+	on := flow.JoinOn{Type: jq.Type, LeftKeys: jq.LeftKeys, RightKeys: jq.RightKeys, Range: jq.Range, Columns: jq.Columns(schemas)}
 	if jq.Outer() {
 		// The join as written, checked by Spark's rules for its type (the
 		// analyzed plan's), then the WHERE pushed below it
@@ -97,12 +100,6 @@ func buildJoin(cfg Config, logger *slog.Logger) (*flow.Query, error) {
 		}
 		return fq, nil
 	}
-	// No column pruning from SQL yet (flow.JoinOn.Columns, the SELECT
-	// list's columns of each relation): a restart that adds a
-	// WHERE over the join (an allowed filter change) reads every column,
-	// which a pruned state lacks (TestJoinWhereAddedKeepsStoredRowsOut);
-	// it needs the WHERE path pruned too and an Open that takes a state
-	// whose columns cover the ones needed.
 	fq := flow.New("query").Join(sides[0], sides[1], on)
 	cols, err := joinSelect(jq, schemas)
 	if err != nil {

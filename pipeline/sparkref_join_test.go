@@ -102,6 +102,7 @@ func runJoinCase(t *testing.T, c sparkref.JoinCase, query, mode string, render f
 			OutputMode: mode, Query: query,
 			Conf: map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true", "spark.sql.shuffle.partitions": "4",
 				"spark.sql.streaming.stateStore.partitions": strconv.Itoa(rd.Partitions)}}
+		cfg.DropDuplicates, cfg.DropDuplicatesWithinWatermark = c.DedupFlags()
 		if _, err := Run(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: %v\n%s", n, err, query)
 		}

@@ -249,6 +249,13 @@ func verifyStateRecords(d checkpoint.Dir, sd string, opID int, logs checkpoint.L
 	if bad == 0 {
 		rep.add(sd, "state versions record the watermarks the commit log records and the query shape's state schema", nil)
 	}
+	// The carry the next batch merges (agg/doc.go, Closed at commit).
+	if n := len(logs.CommitIDs); n > 0 {
+		last := logs.CommitIDs[n-1]
+		if found, err := agg.VerifyCarry(d.FS, sd, last); found || err != nil {
+			rep.add(sd, fmt.Sprintf("the closed-at-commit carry of state version %d", last), err)
+		}
+	}
 }
 
 // verifyTable reads every file of the table, then checks its txn for the

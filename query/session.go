@@ -37,9 +37,8 @@ type SessionWindow struct {
 func (a *Aggregation) SessionSpec() session.Spec {
 	s := a.Session
 	return session.Spec{Column: s.Column, Gap: s.Gap, GapColumn: s.GapColumn, GapExpr: s.GapExpr, GroupBy: a.Spec.GroupBy,
-		Aggregates: a.Spec.Aggregates, Mode: a.Spec.Mode, WatermarkDelay: a.Spec.WatermarkDelay,
-		HasWatermark: a.Spec.HasWatermark,
-		NonANSI:      a.Spec.NonANSI, ColumnTypes: a.Spec.ColumnTypes, StartAs: s.StartAs, EndAs: s.EndAs}
+		Aggregates: a.Spec.Aggregates, Mode: a.Spec.Mode, WatermarkDelay: a.Spec.WatermarkDelay, HasWatermark: a.Spec.HasWatermark,
+		NonANSI: a.Spec.NonANSI, ColumnTypes: a.Spec.ColumnTypes, StartAs: s.StartAs, EndAs: s.EndAs}
 }
 
 // sessionGapColumn is the derived column holding a dynamic gap.

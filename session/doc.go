@@ -58,9 +58,26 @@
 // The gap is in the spec text, so a restart with another gap is
 // STATE_SCHEMA_MISMATCH (stored sessions were merged under the old gap;
 // Spark's state schema has no gap and would go on with mixed sessions).
-// The operator keeps no record of its own (state.Store.OperatorRecord is
-// empty), so `ethstream state dump` prints one row per session and the
-// offline repartition (state.Recorded) moves the rows as any operator's.
+// `ethstream state dump` prints one row per session and the offline
+// repartition (state.Recorded) moves the rows as any operator's.
+//
+// # Operator record
+//
+// Each version carries the operator's record of it (oprecord.go), one
+// line of JSON the state store keeps without reading it, and which a
+// repartition carries: {"session":1}, plus "legacyZeroDelay":true below.
+// Versions written before it have none.
+//
+// # Watermark delay 0
+//
+// A delay of 0 is a watermark, as in Spark (Spec.HasWatermark): the max
+// event time seen, which drops late rows and, in append mode, closes
+// sessions. Builds before the operator record read a delay of 0 as no
+// watermark (and so refused append mode with it); a checkpoint whose
+// committed version they wrote keeps that reading in complete mode: no
+// row is dropped as late, exactly as before, the start logs a warning,
+// and each version this build then writes says legacyZeroDelay, so every
+// later restart keeps it. A new checkpoint evicts by a delay of 0.
 //
 // Unlike Spark, which partitions a session window's state by the group
 // columns and finds a key's sessions with a prefix scan, the state store

@@ -164,7 +164,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	}
 	o.store, o.logger = s, logger
 	o.legacyZero = o.p.spec.Mode == agg.Complete && o.p.spec.HasWatermark && o.p.spec.WatermarkDelay == 0 &&
-		env.Version >= 0 && rec.zeroDelayIsNone()
+		s.Version() >= 0 && rec.zeroDelayIsNone()
 	if o.legacyZero {
 		o.logger.Warn(o.p.String()+": the watermark delay of 0 is read as no watermark, as when the checkpoint's state was written; start a new checkpoint to drop late rows by it",
 			"version", env.Version)

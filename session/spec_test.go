@@ -1,12 +1,14 @@
 package session
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // TestSpecRefusals: Spark's refusals (update mode, append without a
@@ -30,6 +32,13 @@ func TestSpecRefusals(t *testing.T) {
 		{func(s *Spec) { s.GroupBy = []string{"nope"} }, errcode.InvalidArgument, `"nope"`},
 		{func(s *Spec) { s.Aggregates = []agg.Aggregate{{Kind: agg.Count, As: "k"}} }, errcode.InvalidArgument, `"k" appears twice`},
 		{func(s *Spec) { s.Aggregates = []agg.Aggregate{{Kind: agg.Count, As: ColEnd}} }, errcode.InvalidArgument, "appears twice"},
+		// A Buffer holds a long or a double: a DECIMAL sum is refused, not
+		// read from the wrong storage (it panicked).
+		{func(s *Spec) {
+			s.ColumnTypes = maps.Clone(s.ColumnTypes)
+			s.ColumnTypes["d"] = stream.DecimalOf(12, 2)
+			s.Aggregates = []agg.Aggregate{{Kind: agg.Sum, Column: "d", As: "s"}}
+		}, agg.CodeDatatypeMismatch, "do not take DECIMAL"},
 	} {
 		s := ok
 		c.edit(&s)

@@ -71,6 +71,24 @@
 // numbering or fewer than two operators, or an older file with a
 // numbering, is corrupt.
 //
+// Version 6 is version 5 plus an operator's side: an operator below a
+// stream-stream join, on one of its inputs (a deduplication of one
+// relation's rows, Spark's StreamingDeduplicateExec under the
+// StreamingSymmetricHashJoinExec), has
+//
+//	side          "left" or "right"
+//
+// and an operator on the main chain has no such field. The ids are still
+// Spark's pre-order ones: the operators after the join from the sink
+// back, the join, the left side's operators from the join down, then the
+// right side's (a join with a deduplication on each side and nothing
+// after it: the join 0, the left deduplication 1, the right one 2). It
+// is written when an operator has a side, and only then; its numbering is
+// "preOrder", or absent for a query that started without recording its
+// shape (flow order: the left side's operators, the right side's, the
+// join, what follows). A v6 file without a side, or an older one with
+// one, is corrupt.
+//
 // firstBatchId is the first batch the shape applies to (the batch a start
 // runs first: the re-run of a pending batch, or the next new batch). The
 // shape object has these fields, all always present:

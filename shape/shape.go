@@ -18,10 +18,11 @@ const Dir = "shape"
 // adds the sink's identity (Sink.ID), v3 the list of stateful operators
 // (Operators) for a plan of more than one, or of one with stateless steps
 // of its own (Operator.Input), v4 a join's sides' watermarks
-// (Operator.Watermarks), v5 Spark's operator ids (Numbering). A record
+// (Operator.Watermarks), v5 Spark's operator ids (Numbering), v6 the
+// join side an operator below a join is on (Operator.Side). A record
 // without any of them is written as v1, byte for byte what earlier
 // versions wrote, so they still read it; every version reads.
-const Version = 5
+const Version = 6
 
 // NumberingPreOrder is Shape.Numbering of a plan whose stateful operators
 // have Spark's ids: IncrementalExecution numbers them as a pre-order
@@ -30,6 +31,13 @@ const Version = 5
 // before its right side's. Version 5; a record without a Numbering (v3 and
 // v4) numbers its operators in flow order, the source side's first.
 const NumberingPreOrder = "preOrder"
+
+// Operator.Side of an operator below a stream-stream join, on its left or
+// right input (version 6).
+const (
+	SideLeft  = "left"
+	SideRight = "right"
+)
 
 // KindAggregate is Operator.Kind of a streaming aggregation.
 const KindAggregate = "aggregate"
@@ -116,6 +124,10 @@ type Operator struct {
 	// a join recorded before they were (the restart rules then compare
 	// none).
 	Watermarks []*Watermark `json:"watermarks,omitempty"`
+	// Side is SideLeft or SideRight for an operator on a join's input
+	// (below the join: a deduplication of one side's rows), "" for one on
+	// the main chain, and then not written (version 6).
+	Side string `json:"side,omitempty"`
 }
 
 // Shape is a query's shape. It is a plain value; Equal compares all fields.
@@ -215,6 +227,17 @@ func (s Shape) Equal(o Shape) bool {
 	return bytes.Equal(a, b)
 }
 
+// sideOperators reports whether an operator is on a join's side
+// (version 6).
+func (s Shape) sideOperators() bool {
+	for _, o := range s.Operators {
+		if o.Side != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // sideWatermarks reports whether an operator records a join's sides'
 // watermarks (version 4).
 func (s Shape) sideWatermarks() bool {
@@ -226,7 +249,8 @@ func (s Shape) sideWatermarks() bool {
 	return false
 }
 
-// Encode renders a record in the file format: version 5 when its
+// Encode renders a record in the file format: version 6 when an operator
+// is on a join's side, version 5 when its
 // operators have Spark's ids (Numbering), version 4 when a join records
 // its sides' watermarks, version 3 for a plan of several stateful
 // operators, else version 2 when the sink has an identity, else version 1.
@@ -235,6 +259,8 @@ func Encode(r Record) ([]byte, error) {
 	var b bytes.Buffer
 	v := 1
 	switch {
+	case r.Shape.sideOperators():
+		v = 6
 	case r.Shape.Numbering != "":
 		v = 5
 	case r.Shape.sideWatermarks():
@@ -272,8 +298,10 @@ func Parse(path string, data []byte) (Record, error) {
 		v = 4
 	case "v5":
 		v = 5
+	case "v6":
+		v = 6
 	default:
-		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1, v2, v3, v4 or v5", truncate(string(head)))
+		return r, errcode.Corrupt(path, nil, "query shape record version %q is not v1 to v6", truncate(string(head)))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -290,7 +318,10 @@ func Parse(path string, data []byte) (Record, error) {
 		return r, err
 	}
 	if sw := r.Shape.sideWatermarks(); (v == 4 && !sw) || (v < 4 && sw) {
-		return r, errcode.Corrupt(path, nil, "query shape record v%d: v4 records always, v5 records may, record a join's sides' watermarks; no other does", v)
+		return r, errcode.Corrupt(path, nil, "query shape record v%d: v4 records always, v5 and v6 records may, record a join's sides' watermarks; no other does", v)
+	}
+	if so := r.Shape.sideOperators(); (v == 6) != so {
+		return r, errcode.Corrupt(path, nil, "query shape record v%d: v6 records, and only they, have an operator on a join's side", v)
 	}
 	if err := checkNumbering(path, v, r.Shape); err != nil {
 		return r, err
@@ -326,21 +357,27 @@ func checkOperators(path string, v int, s Shape) error {
 		if o.Kind != KindAggregate && o.Kind != KindDeduplicate && o.Kind != KindSessionWindow && o.Kind != KindJoin && o.Kind != KindGlobalLimit {
 			return errcode.Corrupt(path, nil, "query shape record v%d has operator %d of unknown kind %q", v, i, truncate(o.Kind))
 		}
+		if o.Side != "" && o.Side != SideLeft && o.Side != SideRight {
+			return errcode.Corrupt(path, nil, "query shape record v%d has operator %d on side %q, not %q or %q", v, i, truncate(o.Side), SideLeft, SideRight)
+		}
 	}
 	return nil
 }
 
 // checkNumbering refuses a record whose numbering contradicts its version:
-// v5, and only v5, records Spark's numbering, of two operators or more (a
-// plan of one has id 0 under either numbering, and is written as before).
+// v5 and v6, and only they, record Spark's numbering, of two operators or
+// more (a plan of one has id 0 under either numbering, and is written as
+// before; an operator on a join's side comes with the join, so v6 has two).
+// A v6 record may have none: a query that started without recording its
+// shape keeps flow order (engine/opids.go).
 func checkNumbering(path string, v int, s Shape) error {
 	switch {
 	case v < 5 && s.Numbering != "":
-		return errcode.Corrupt(path, nil, "query shape record v%d has numbering %q: only v5 records have one", v, truncate(s.Numbering))
-	case v == 5 && s.Numbering != NumberingPreOrder:
-		return errcode.Corrupt(path, nil, "query shape record v5 has numbering %q, not %q", truncate(s.Numbering), NumberingPreOrder)
-	case v == 5 && len(s.Operators) < 2:
-		return errcode.Corrupt(path, nil, "query shape record v5 lists %d operators: v5 is written for two or more", len(s.Operators))
+		return errcode.Corrupt(path, nil, "query shape record v%d has numbering %q: only v5 and v6 records have one", v, truncate(s.Numbering))
+	case v == 5 && s.Numbering != NumberingPreOrder, v == 6 && s.Numbering != NumberingPreOrder && s.Numbering != "":
+		return errcode.Corrupt(path, nil, "query shape record v%d has numbering %q, not %q", v, truncate(s.Numbering), NumberingPreOrder)
+	case v >= 5 && len(s.Operators) < 2:
+		return errcode.Corrupt(path, nil, "query shape record v%d lists %d operators: v%d is written for two or more", v, len(s.Operators), v)
 	}
 	return nil
 }

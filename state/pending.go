@@ -105,7 +105,20 @@ func (e *pendingEntry) contrib() int64 {
 // if it read this key, and otherwise looked up later, in key order, by
 // resolve: blind writes of many keys then cost a sequential pass instead of
 // a random read each.
-func (s *Store) entry(key []byte) *pendingEntry {
+func (s *Store) entry(key []byte) *pendingEntry { return s.entryOf(key, presenceUnknown) }
+
+// A caller's knowledge of whether a key is in the committed version
+// (PutKnown, DeleteKnown).
+const (
+	presenceUnknown = iota
+	presenceMissing
+	presenceExisted
+)
+
+// entryOf is entry for a key whose presence in the committed version the
+// caller knows unless presence is presenceUnknown: a new entry then needs
+// no lookup, now or at commit. An entry the batch has already is kept.
+func (s *Store) entryOf(key []byte, presence int) *pendingEntry {
 	h := keyHash(key)
 	e, slot := s.ptab.find(key, h)
 	if e != nil {
@@ -124,6 +137,8 @@ func (s *Store) entry(key []byte) *pendingEntry {
 	switch {
 	case s.partRows[p] == 0 || s.beyondBounds(p, key):
 		e.known = true
+	case presence != presenceUnknown:
+		e.known, e.existed = true, presence == presenceExisted
 	case s.lastGet != nil && string(s.lastGet) == string(key):
 		e.known, e.existed = true, s.lastFound
 	default:
@@ -151,7 +166,30 @@ func (s *Store) Put(key, val []byte) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	e := s.entry(key)
+	s.put(s.entry(key), val)
+	return nil
+}
+
+// PutKnown is Put for a caller that knows whether key is in the committed
+// version (existed: an operator holding the committed keys it writes, as
+// the join does): the store looks it up neither now nor at commit. A
+// wrong existed miscounts the version's rows.
+func (s *Store) PutKnown(key, val []byte, existed bool) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.put(s.entryOf(key, presenceOf(existed)), val)
+	return nil
+}
+
+func presenceOf(existed bool) int {
+	if existed {
+		return presenceExisted
+	}
+	return presenceMissing
+}
+
+func (s *Store) put(e *pendingEntry, val []byte) {
 	if e.known {
 		s.pendingDelta -= e.contrib()
 	}
@@ -165,7 +203,6 @@ func (s *Store) Put(key, val []byte) error {
 	if e.known {
 		s.pendingDelta += e.contrib()
 	}
-	return nil
 }
 
 // Delete removes key in the pending batch; deleting a missing key is a no-op.
@@ -173,7 +210,21 @@ func (s *Store) Delete(key []byte) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	e := s.entry(key)
+	s.del(s.entry(key))
+	return nil
+}
+
+// DeleteKnown is Delete for a caller that knows whether key is in the
+// committed version (PutKnown).
+func (s *Store) DeleteKnown(key []byte, existed bool) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.del(s.entryOf(key, presenceOf(existed)))
+	return nil
+}
+
+func (s *Store) del(e *pendingEntry) {
 	if e.known {
 		s.pendingDelta -= e.contrib()
 	}
@@ -184,11 +235,10 @@ func (s *Store) Delete(key []byte) error {
 		if !e.existed {
 			// Net nothing: forget the key.
 			s.forget(e)
-			return nil
+			return
 		}
 		s.pendingDelta += e.contrib()
 	}
-	return nil
 }
 
 // forget drops e, a deleted key known missing from the committed version,

@@ -129,6 +129,11 @@ func printOperators(b *strings.Builder, r *engine.PlanReport) {
 		if o.Window != nil {
 			what = strings.Join(append([]string{"window(" + o.Window.Column + ")"}, o.Keys...), ", ")
 		}
+		if o.Side != "" {
+			// Below the join, on one relation's rows (a tree-shaped plan).
+			fmt.Fprintf(b, "    %d %s (%s) on the join's %s side: state/%d\n", o.ID, o.Kind, orDash(what), o.Side, o.ID)
+			continue
+		}
 		fmt.Fprintf(b, "  %d %s (%s): state/%d\n", o.ID, o.Kind, orDash(what), o.ID)
 	}
 }

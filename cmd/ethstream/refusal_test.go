@@ -139,6 +139,8 @@ func TestRefusalsRunAndPlan(t *testing.T) {
 		{"unknown s3archive option", with("--source", "s3_backfill=s3archive:{arch}?maxFiles=3", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
 		{"bad s3archive option value", with("--source", "s3_backfill=s3archive:{arch}?anonymous=maybe", "--conf", evolution), "INVALID_ARGUMENT", 2, true, ""},
 		{"--max-batches -1", with(append(src, "--max-batches", "-1")...), "INVALID_ARGUMENT", 2, true, ""},
+		// Spark's withWatermark: the delay must not be negative (0 is a watermark).
+		{"negative --with-watermark delay", with(append(src, "--with-watermark", "block_ts, -1 hour")...), "INVALID_ARGUMENT", 2, true, ""},
 		{"unknown trigger", with(append(src, "--trigger", "continuous")...), "INVALID_ARGUMENT", 2, true, ""},
 		{"negative trigger interval", with(append(src, "--trigger", "processingTime=-5s")...), "INVALID_ARGUMENT", 2, true, ""},
 		{"bad conf value", with(append(src, "--conf", "spark.sql.shuffle.partitions=many")...), "INVALID_ARGUMENT", 2, true, ""},

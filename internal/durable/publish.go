@@ -122,6 +122,15 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 	} else {
 		waitErr <- nil
 	}
+	if o.Mode == NoOverwrite && fs == vfs.Default {
+		if f := anonFiles.take(dir); f != nil {
+			size, visible, err := publishAnon(f, final, write, waitErr)
+			if err != nil {
+				return Result{Visible: visible}, err
+			}
+			return syncPublished(fs, dir, o, Result{Size: size, Visible: true})
+		}
+	}
 	tmp := fs.PathJoin(dir, tempName(name))
 	// fail removes the temp file and reports it if it stays.
 	fail := func(err error) (Result, error) {
@@ -155,13 +164,19 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 			res.Temp = tmp
 		}
 	}
+	res.Size = size
+	return syncPublished(fs, dir, o, res)
+}
+
+// syncPublished fsyncs dir, where res's name was just published, unless
+// o.NoDirSync.
+func syncPublished(fs vfs.FS, dir string, o Options, res Result) (Result, error) {
 	if !o.NoDirSync {
 		if err := SyncDir(fs, dir); err != nil {
 			// The name may or may not survive a crash: not durable.
 			return Result{Temp: res.Temp, Visible: true}, err
 		}
 	}
-	res.Size = size
 	return res, nil
 }
 

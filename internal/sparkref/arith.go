@@ -214,10 +214,8 @@ func operandReads(o Operand, name string) bool {
 	return false
 }
 
-// Expressions reports whether q computes an expression (in WHERE or an
-// aggregate's input). DuckDB does not check those: its division by zero is
-// NULL and its BIGINT overflow an error in both of Spark's ANSI modes
-// (docs/contracts.md, Reference query: expressions).
+// Expressions reports whether q computes an expression (in WHERE, an
+// aggregate's input, a group key or HAVING).
 func (q *Query) Expressions() bool {
 	if q.Having != nil || len(q.KeyExprs) > 0 {
 		return true

@@ -55,6 +55,9 @@ type Query struct {
 	// (nil: none).
 	Order []OrderKey
 	Limit *int64
+	// Session, set, groups by session_window (session.go); Window is
+	// then nil.
+	Session *Session
 
 	spell spelling
 }
@@ -247,6 +250,9 @@ type spelling struct {
 func (q *Query) Render() string {
 	if q.Project != nil {
 		return q.renderProjection()
+	}
+	if q.Session != nil {
+		return q.renderSession()
 	}
 	var b strings.Builder
 	win := q.windowExpr()

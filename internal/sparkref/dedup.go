@@ -77,8 +77,11 @@ type dedupState struct {
 	// whether it has one.
 	keys   map[string]int64
 	evicts map[string]bool
-	// dropped counts the rows dropped as duplicates.
-	dropped int
+	// dropped counts the rows dropped as duplicates, late the rows dropped
+	// as late, readmitted the keys passed again after their eviction (the
+	// answer then depends on the batches, not only on arrival order).
+	dropped, late, readmitted int
+	gone                      map[string]bool
 }
 
 func newDedupState(q *Query, idx map[string]int) *dedupState {
@@ -103,6 +106,7 @@ func (s *dedupState) keep(r Row, wmMs int64) bool {
 	if s.ts >= 0 {
 		ts = r[s.ts]
 		if ts != nil && ts.(int64) <= wmMs*1000 {
+			s.late++
 			return false // late
 		}
 	}
@@ -114,6 +118,9 @@ func (s *dedupState) keep(r Row, wmMs int64) bool {
 	if _, dup := s.keys[k]; dup {
 		s.dropped++
 		return false
+	}
+	if s.gone[k] {
+		s.readmitted++
 	}
 	switch {
 	case s.d.WithinWatermark:
@@ -134,6 +141,10 @@ func (s *dedupState) keep(r Row, wmMs int64) bool {
 func (s *dedupState) evict(wmMs int64) {
 	for k, us := range s.keys {
 		if s.evicts[k] && us <= wmMs*1000 {
+			if s.gone == nil {
+				s.gone = map[string]bool{}
+			}
+			s.gone[k] = true
 			delete(s.keys, k)
 			delete(s.evicts, k)
 		}

@@ -68,6 +68,16 @@
 //     Spark 4's wider decimal type), CAST(x AS STRING) group keys,
 //     deduplication keys and projected columns.
 //
+//   - Session windows (Session; session.go): GROUP BY session_window(ts,
+//     gap) and keys, the gap constant or a CASE of gap strings (a null,
+//     zero or negative gap, or a null event time, gives the row no
+//     session); a row whose own session ends at or before the previous
+//     batch's watermark is late; per key, sessions sorted by start absorb
+//     the next while it starts at or before their end, across batches;
+//     append emits a session once the batch's watermark reaches its end
+//     and forgets it, complete emits every session and evicts none, update
+//     is refused (UNSUPPORTED_OUTPUT_MODE before any batch).
+//
 // Where Spark itself is inexact (the order of a double sum), Compare takes
 // a relative tolerance.
 package sparkref

@@ -79,6 +79,9 @@ type JoinCase struct {
 	Rounds                []JoinRound
 	// Where is a WHERE over the join's rows (join_where.go), nil without.
 	Where []JoinConj
+	// Dedup is each relation's deduplication before the join
+	// (join_dedup.go), nil for none.
+	Dedup [2]*Dedup
 }
 
 // GenJoin draws a case of type typ: 3 to 5 rounds of 4 to 10 rows a side
@@ -172,11 +175,14 @@ func (c JoinCase) DuckDB(leftGlob, rightGlob string) string {
 		sel, typ = "a.k, epoch_us(a.ts), a.id, NULL, NULL, NULL", "SEMI JOIN"
 	}
 	lo, hi := c.Lo.Microseconds(), c.Hi.Microseconds()
-	src := func(glob string) string {
+	src := func(side int, glob string) string {
+		if c.Dedup[side] != nil {
+			return c.duckDedup(side, glob)
+		}
 		return fmt.Sprintf("(SELECT * FROM read_parquet('%s') WHERE k IS NULL OR k NOT LIKE '%s%%')", glob, SentinelKey)
 	}
 	return fmt.Sprintf("SELECT %s FROM %s a %s %s b ON a.k = b.k AND epoch_us(a.ts) BETWEEN epoch_us(b.ts) + %d AND epoch_us(b.ts) + %d",
-		sel, src(leftGlob), typ, src(rightGlob), lo, hi)
+		sel, src(0, leftGlob), typ, src(1, rightGlob), lo, hi)
 }
 
 // Render is one output row as the comparison reads it:
@@ -247,8 +253,12 @@ func (c JoinCase) Oracle() []string {
 			*s = keep
 		}
 	}
+	dd := [2]*sideDedup{newSideDedup(c.Dedup[0], c.LeftDelay), newSideDedup(c.Dedup[1], c.RightDelay)}
 	// batch runs one data batch at watermark wmMs, late by lateMs.
 	batch := func(left, right []JoinRow, lateMs, wmMs int64) {
+		left, right = dd[0].pass(left, lateMs), dd[1].pass(right, lateMs)
+		defer dd[0].evict(wmMs)
+		defer dd[1].evict(wmMs)
 		for _, l := range left {
 			if l.TS <= lateMs*1000 {
 				continue
@@ -328,6 +338,8 @@ func (c JoinCase) Oracle() []string {
 		}
 		if wm > late {
 			evict(wm) // the no-data batch
+			dd[0].evict(wm)
+			dd[1].evict(wm)
 		}
 	}
 	slices.Sort(out)

@@ -28,8 +28,15 @@ type Result struct {
 	// exercised).
 	Late, Withheld int
 	// Duplicates counts the rows the query's deduplication dropped as
-	// duplicates (not late).
-	Duplicates int
+	// duplicates (not late); DedupLate the rows it dropped as late, and
+	// Readmitted the rows it passed whose key an earlier batch's watermark
+	// had evicted (DuckDB, which keeps the first row by arrival, checks
+	// neither).
+	Duplicates, DedupLate, Readmitted int
+	// Split counts the sessions of a batch that would have merged with a
+	// session append mode had already emitted and forgotten (a batch query
+	// merges them).
+	Split int
 	// EmptyGlobal: a global aggregation that no row reached, whose row
 	// Spark emits or not by the plan it picks; not compared.
 	EmptyGlobal bool
@@ -93,6 +100,9 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 	ev := newEvaluator(q, schema)
 	if q.Project != nil {
 		return evaluateProjection(q, ev, batches)
+	}
+	if q.Session != nil {
+		return evaluateSession(q, ev, batches)
 	}
 	res := Result{Columns: ev.columns()}
 	groups := map[string]*group{}
@@ -177,7 +187,7 @@ func Evaluate(q *Query, schema []Column, batches [][]Row) Result {
 		}
 	}
 	if dd != nil {
-		res.Duplicates = dd.dropped
+		res.Duplicates, res.DedupLate, res.Readmitted = dd.dropped, dd.late, dd.readmitted
 	}
 	if q.Window == nil && len(q.Keys) == 0 && len(q.KeyExprs) == 0 && len(groups) == 0 {
 		res.EmptyGlobal = true

@@ -99,6 +99,6 @@ func evaluateProjection(q *Query, ev *evaluator, batches [][]Row) Result {
 			wmMs = max(wmMs, maxMs-q.Watermark.Milliseconds())
 		}
 	}
-	res.Duplicates = dd.dropped
+	res.Duplicates, res.DedupLate, res.Readmitted = dd.dropped, dd.late, dd.readmitted
 	return res
 }

@@ -33,7 +33,20 @@ type duckCol struct {
 	Type string `json:"type"`
 }
 
-var sqlType = map[string]string{"int64": "BIGINT", "float64": "DOUBLE", "string": "VARCHAR", "timestamp": "BIGINT"}
+// sqlType is the raw table's column type of each case column type (the
+// view blocks turns µs into TIMESTAMP, days into DATE and hex into BLOB).
+var sqlType = map[string]string{"int64": "BIGINT", "float64": "DOUBLE", "string": "VARCHAR", "timestamp": "BIGINT",
+	"timestamp_ntz": "BIGINT", "boolean": "BOOLEAN", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INTEGER",
+	"float": "FLOAT", "date": "INTEGER", "binary": "VARCHAR"}
+
+// rawType is the raw table's type of a case column type: sqlType's, or
+// DECIMAL(p,s) as written.
+func rawType(t string) string {
+	if strings.HasPrefix(t, "decimal(") {
+		return strings.ToUpper(t)
+	}
+	return sqlType[t]
+}
 
 func sparkref(path string) error {
 	f, err := os.Open(path)
@@ -97,19 +110,26 @@ func sparkref(path string) error {
 	return nil
 }
 
-// runCase loads the rows into blocks and runs the query; timestamps are
-// loaded as µs and turned into TIMESTAMP by a view.
+// runCase loads the rows into blocks, each with its arrival order __seq,
+// and runs the query; timestamps are loaded as µs and dates as days and
+// turned into TIMESTAMP and DATE by a view.
 func runCase(db *sql.DB, c duckCase) ([][]any, error) {
 	var defs, view, marks []string
 	for _, col := range c.Columns {
-		defs = append(defs, fmt.Sprintf(`"%s" %s`, col.Name, sqlType[col.Type]))
+		defs = append(defs, fmt.Sprintf(`"%s" %s`, col.Name, rawType(col.Type)))
 		marks = append(marks, "?")
-		if col.Type == "timestamp" {
+		switch col.Type {
+		case "timestamp", "timestamp_ntz":
 			view = append(view, fmt.Sprintf(`make_timestamp("%s") AS "%s"`, col.Name, col.Name))
-		} else {
+		case "date":
+			view = append(view, fmt.Sprintf(`CAST(DATE '1970-01-01' + "%s" AS DATE) AS "%s"`, col.Name, col.Name))
+		case "binary": // loaded as hex
+			view = append(view, fmt.Sprintf(`unhex("%s") AS "%s"`, col.Name, col.Name))
+		default:
 			view = append(view, fmt.Sprintf(`"%s"`, col.Name))
 		}
 	}
+	defs, marks, view = append(defs, "__seq BIGINT"), append(marks, "?"), append(view, "__seq")
 	for _, s := range []string{"DROP VIEW IF EXISTS blocks", "DROP TABLE IF EXISTS raw",
 		"CREATE TABLE raw (" + strings.Join(defs, ", ") + ")",
 		"CREATE VIEW blocks AS SELECT " + strings.Join(view, ", ") + " FROM raw"} {
@@ -122,16 +142,19 @@ func runCase(db *sql.DB, c duckCase) ([][]any, error) {
 		return nil, err
 	}
 	defer ins.Close()
-	for _, r := range c.Rows {
-		args := make([]any, len(r))
+	for seq, r := range c.Rows {
+		args := make([]any, len(r)+1)
+		args[len(r)] = int64(seq)
 		for i, v := range r {
 			if v == nil {
 				continue
 			}
 			switch c.Columns[i].Type {
-			case "int64", "timestamp":
+			case "int64", "timestamp", "timestamp_ntz", "tinyint", "smallint", "int", "date":
 				args[i], _ = strconv.ParseInt(*v, 10, 64)
-			case "float64":
+			case "boolean":
+				args[i] = *v == "1"
+			case "float64", "float":
 				args[i], _ = strconv.ParseFloat(*v, 64)
 			default:
 				args[i] = *v
@@ -226,33 +249,30 @@ func compare(c duckCase, got [][]any, qerr error) string {
 		}
 		return strings.Join(b, "|")
 	}
-	// Match rows by every non-float cell (the key and exact aggregates).
-	exact := func(r []*string) string {
-		var b []string
-		for _, v := range r {
-			if v != nil && strings.HasPrefix(*v, "f:") {
-				continue
-			}
-			b = append(b, show(v))
-		}
-		return strings.Join(b, "|")
-	}
 	if len(rows) != len(c.Want) {
 		return fmt.Sprintf("row count: duckdb %d rows, ethstream %d", len(rows), len(c.Want))
 	}
-	byKey := map[string][]*string{}
-	for _, r := range rows {
-		byKey[exact(r)] = r
-	}
+	// Match each of ethstream's rows with a row of DuckDB's not matched yet
+	// whose every cell is the same (doubles to 1e-9): tables are multisets,
+	// a double may be a key, and a projection may repeat a row.
+	used := make([]bool, len(rows))
 	for _, w := range c.Want {
-		g, ok := byKey[exact(w)]
-		if !ok {
-			return "values: ethstream row " + key(w) + " not in duckdb's"
-		}
-		for i := range w {
-			if !sameCell(g[i], w[i]) {
-				return fmt.Sprintf("values: column %d: duckdb %s, ethstream %s", i, show(g[i]), show(w[i]))
+		found := false
+		for i, g := range rows {
+			if used[i] || len(g) != len(w) {
+				continue
 			}
+			same := true
+			for j := range w {
+				same = same && sameCell(g[j], w[j])
+			}
+			if same {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return "values: ethstream row " + key(w) + " not in duckdb's"
 		}
 	}
 	return ""

@@ -1,0 +1,252 @@
+//go:build linux
+
+package durable
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// primeAnon fills the pool of dir's file system and waits until it is full,
+// so that the next publishes to dir take the anonymous path.
+func primeAnon(t *testing.T, dir string) {
+	t.Helper()
+	if !anonEnabled {
+		t.Skip("no /proc/self/fd: anonymous temp files are off")
+	}
+	if f := anonFiles.take(dir); f != nil {
+		f.Close()
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		anonFiles.mu.Lock()
+		full, off := false, false
+		for _, d := range anonFiles.byDev {
+			if d.dir == dir {
+				full, off = len(d.files) >= anonPoolSize, d.off
+			}
+		}
+		anonFiles.mu.Unlock()
+		if off {
+			t.Skip("the file system of " + dir + " refuses O_TMPFILE")
+		}
+		if full {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the anonymous file pool did not fill")
+		}
+	}
+}
+
+// recordSteps records the anonymous publish steps (anonHook) until the test
+// ends.
+func recordSteps(t *testing.T) func() []string {
+	var mu sync.Mutex
+	var steps []string
+	anonHook = func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		steps = append(steps, s)
+	}
+	t.Cleanup(func() { anonHook = nil })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(steps)
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestAnonPublish publishes through an anonymous file on the real disk: the
+// put-if-absent of NoOverwrite, a failed write or wait leaving nothing, and
+// never a temp name in the directory.
+func TestAnonPublish(t *testing.T) {
+	dir := t.TempDir()
+	primeAnon(t, dir)
+	steps := recordSteps(t)
+	p := For(vfs.Default)
+	res, err := Bytes(p, dir, "x", Options{}, []byte("one"))
+	if err != nil || res.Size != 3 || res.Temp != "" || !res.Visible {
+		t.Fatalf("publish = %+v, %v", res, err)
+	}
+	if got := steps(); !slices.Equal(got, []string{"written", "synced", "linked", "closed"}) {
+		t.Fatalf("steps %v: not the anonymous path", got)
+	}
+	if _, err := Bytes(p, dir, "x", Options{}, []byte("two")); !errors.Is(err, ErrExists) {
+		t.Fatalf("second no-overwrite publish: %v, want ErrExists", err)
+	}
+	boom := errors.New("boom")
+	if res, err := p.Publish(dir, "y", Options{}, func(w io.Writer) error {
+		_, _ = w.Write([]byte("partial"))
+		return boom
+	}); !errors.Is(err, boom) || res.Visible || res.Temp != "" {
+		t.Fatalf("failed write: %+v, %v", res, err)
+	}
+	if res, err := Bytes(p, dir, "z", Options{Wait: func() error { return boom }}, []byte("z")); !errors.Is(err, boom) || res.Visible {
+		t.Fatalf("failed wait: %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "x")); string(b) != "one" {
+		t.Fatalf("x = %q", b)
+	}
+	if names := listDir(t, dir); !slices.Equal(names, []string{"x"}) {
+		t.Fatalf("dir holds %v, want [x]", names)
+	}
+	if got := steps(); slices.Contains(got[4:], "linked") {
+		t.Fatalf("steps %v: a refused publish linked", got)
+	}
+}
+
+// TestAnonPublishRace: of writers racing for one name, exactly one wins and
+// the file holds its bytes.
+func TestAnonPublishRace(t *testing.T) {
+	dir := t.TempDir()
+	primeAnon(t, dir)
+	steps := recordSteps(t)
+	const n = 6
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { _, errs[i] = Bytes(For(vfs.Default), dir, "x", Options{}, []byte(fmt.Sprint("writer ", i))) })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			t.Fatalf("writers %d and %d both published", winner, i)
+		case !errors.Is(err, ErrExists):
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer published")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "x")); string(b) != fmt.Sprint("writer ", winner) {
+		t.Fatalf("x = %q, writer %d won", b, winner)
+	}
+	if !slices.Contains(steps(), "linked") {
+		t.Fatal("no publish took the anonymous path")
+	}
+	if names := listDir(t, dir); !slices.Equal(names, []string{"x"}) {
+		t.Fatalf("dir holds %v, want [x]", names)
+	}
+}
+
+// TestAnonPublishDirGone: the pool's files were opened in a directory since
+// removed; a publish to another directory of the file system still links
+// them there.
+func TestAnonPublishDirGone(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	primeAnon(t, a)
+	if err := os.RemoveAll(a); err != nil {
+		t.Fatal(err)
+	}
+	steps := recordSteps(t)
+	for i := range anonPoolSize + 2 {
+		if _, err := Bytes(For(vfs.Default), b, fmt.Sprint(i), Options{}, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Contains(steps(), "linked") {
+		t.Fatal("no publish took the anonymous path")
+	}
+	if names := listDir(t, b); len(names) != anonPoolSize+2 {
+		t.Fatalf("b holds %v", names)
+	}
+}
+
+// TestAnonPublishKilled kills a process at every step of an anonymous
+// publish (and in the middle of its write): the name then holds nothing
+// before the link and the whole file after it, and the directory holds no
+// other entry (an anonymous file has no name to leave behind).
+func TestAnonPublishKilled(t *testing.T) {
+	if at := os.Getenv("DURABLE_ANON_KILL_AT"); at != "" {
+		killedPublish(t, os.Getenv("DURABLE_ANON_DIR"), at)
+		return
+	}
+	payload := killPayload()
+	for _, at := range []string{"mid-write", "written", "synced", "linked", "closed"} {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAnonPublishKilled$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "DURABLE_ANON_KILL_AT="+at, "DURABLE_ANON_DIR="+dir)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("kill at %s: the child was not killed: %v\n%s", at, err, out)
+		}
+		names := listDir(t, dir)
+		b, readErr := os.ReadFile(filepath.Join(dir, "x"))
+		switch at {
+		case "mid-write", "written", "synced":
+			if len(names) != 0 {
+				t.Fatalf("killed at %s: dir holds %v, want nothing", at, names)
+			}
+		default:
+			if !slices.Equal(names, []string{"x"}) || readErr != nil || !bytes.Equal(b, payload) {
+				t.Fatalf("killed at %s: dir holds %v, x has %d bytes (%v), want the %d published", at, names, len(b), readErr, len(payload))
+			}
+		}
+	}
+}
+
+// killPayload is more than the publish buffer, so the write flushes mid-way.
+func killPayload() []byte {
+	return bytes.Repeat([]byte("0123456789abcdef"), 3*bufferSize/16)
+}
+
+// killedPublish runs in the child of TestAnonPublishKilled: it publishes
+// dir/x through the anonymous path and is killed at step at.
+func killedPublish(t *testing.T, dir, at string) {
+	primeAnon(t, dir)
+	kill := func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL); select {} }
+	anonHook = func(s string) {
+		if s == at {
+			kill()
+		}
+	}
+	payload := killPayload()
+	_, err := For(vfs.Default).Publish(dir, "x", Options{}, func(w io.Writer) error {
+		half := len(payload) / 2
+		if _, err := w.Write(payload[:half]); err != nil {
+			return err
+		}
+		if at == "mid-write" {
+			kill()
+		}
+		_, err := w.Write(payload[half:])
+		return err
+	})
+	t.Fatalf("not killed at %s (publish: %v)", at, err)
+}

@@ -1,0 +1,50 @@
+package join
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestEvictIndex: popDue returns, once each and sorted, the keys of the
+// entries at or below its limit, and keeps the others, as a brute-force
+// list of entries filtered by the limit does; a null value is never
+// indexed.
+func TestEvictIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 2))
+	var x evictIndex
+	type entry struct {
+		ts  int64
+		key string
+	}
+	var model []entry
+	lim := int64(0)
+	for round := range 200 {
+		for range rng.IntN(40) {
+			v := value{i: lim + rng.Int64N(100) - 10, null: rng.IntN(20) == 0}
+			key := fmt.Sprintf("k%02d", rng.IntN(30))
+			x.add(key, v)
+			if !v.null {
+				model = append(model, entry{v.i, key})
+			}
+		}
+		lim += rng.Int64N(30)
+		var want []string
+		model = slices.DeleteFunc(model, func(e entry) bool {
+			if e.ts <= lim {
+				want = append(want, e.key)
+				return true
+			}
+			return false
+		})
+		slices.Sort(want)
+		want = slices.Compact(want)
+		if got := x.popDue(lim); !slices.Equal(got, want) {
+			t.Fatalf("round %d, limit %d: popDue %v, want %v", round, lim, got, want)
+		}
+		if len(x.h) != len(model) {
+			t.Fatalf("round %d: the index keeps %d entries, want %d", round, len(x.h), len(model))
+		}
+	}
+}
