@@ -2,9 +2,10 @@ package agg
 
 import (
 	"context"
+	"errors"
+	"os"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -30,6 +31,11 @@ func ReadStateRecord(fs vfs.FS, stateDir string, version int64) (stream.StateRec
 	if err != nil {
 		return stream.StateRecord{}, false, err
 	}
+	// What verify flags a start refuses: a carry that does not verify is
+	// damage in both; one that is gone is the run's documented fallback.
+	if _, err := checkCarry(fs, stateDir, version, rec); err != nil {
+		return stream.StateRecord{}, false, err
+	}
 	sr := stream.StateRecord{Path: r.Path, StateSchema: r.Schema.String(), Newest: r.Newest}
 	if rec.NextWatermarkMs != nil {
 		sr.NextWatermarkMs, sr.HasNextWatermark = *rec.NextWatermarkMs, true
@@ -37,29 +43,50 @@ func ReadStateRecord(fs vfs.FS, stateDir string, version int64) (stream.StateRec
 	return sr, true, nil
 }
 
+// CarryState is what VerifyCarry found of a state version's carry.
+type CarryState int
+
+const (
+	// CarryNone: the version's record names no carry.
+	CarryNone CarryState = iota
+	// CarryGood: the carry is in the record or its file, and verifies.
+	CarryGood
+	// CarryGone: the record names a carry file that is not there (the run
+	// keeps the last two committed versions' files; for an older version
+	// the batch after it falls back to the late-floor rule with a warning).
+	CarryGone
+)
+
 // VerifyCarry reads and checks the closed-at-commit carry that state
 // version version under stateDir names (carryfile.go: its size, header,
-// footer, checksums and record count), for `checkpoint verify`; found is
-// false when the version names none (or its record is not an
-// aggregation's). A carry file that is gone or does not verify is
-// CHECKPOINT_CORRUPT: the run keeps the carry files of the last two
-// committed versions, and falls back to the late-floor rule with a
-// warning when one is gone (doc.go, Closed at commit).
-func VerifyCarry(fs vfs.FS, stateDir string, version int64) (found bool, err error) {
+// footer, checksums and record count), for `checkpoint verify`. A carry
+// that does not verify is CHECKPOINT_CORRUPT, as a start that resumes
+// from the version reports it (ReadStateRecord); one that is gone is
+// CarryGone, not an error: the run falls back (doc.go, Closed at commit).
+func VerifyCarry(fs vfs.FS, stateDir string, version int64) (CarryState, error) {
 	r, ok, err := state.ReadRecord(fs, stateDir, version)
 	if err != nil || !ok {
-		return false, err
+		return CarryNone, err
 	}
 	rec, err := decodeOpRecord(r.Operator, r.Path)
-	if err != nil || !rec.hasCarry() {
-		return false, nil
+	if err != nil {
+		return CarryNone, nil
+	}
+	return checkCarry(fs, stateDir, version, rec)
+}
+
+// checkCarry reads and checks rec's carry (version's), writing nothing.
+func checkCarry(fs vfs.FS, stateDir string, version int64, rec opRecord) (CarryState, error) {
+	if !rec.hasCarry() {
+		return CarryNone, nil
 	}
 	if rec.CarryFile != "" {
-		path := fs.PathJoin(stateDir, rec.CarryFile)
-		if _, err := fs.Stat(path); err != nil {
-			return true, errcode.Corrupt(path, err, "the closed-at-commit carry that state version %d names is gone", version)
+		if _, err := fs.Stat(fs.PathJoin(stateDir, rec.CarryFile)); errors.Is(err, os.ErrNotExist) {
+			return CarryGone, nil
 		}
 	}
-	_, err = readCarry(fs, stateDir, version, rec)
-	return true, err
+	if _, err := readCarry(fs, stateDir, version, rec); err != nil {
+		return CarryGood, err
+	}
+	return CarryGood, nil
 }

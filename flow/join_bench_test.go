@@ -8,14 +8,23 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/engine"
+	"github.com/ethstream/ethstream/flow"
 	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/join"
+	"github.com/ethstream/ethstream/stream"
 )
 
 // BenchmarkJoinBatches: a left outer join of two sources, 5 batches of
 // 2,000 rows per side over 500 keys, each batch a minute later (the
 // watermark evicts as it goes); reports input rows per second.
-func BenchmarkJoinBatches(b *testing.B) {
+func BenchmarkJoinBatches(b *testing.B) { benchJoin(b, jQuery) }
+
+// BenchmarkJoinSideDedupBatches is BenchmarkJoinBatches with a
+// deduplication by id on each side (jDedupIDQuery): two more stateful
+// operators the rows pass before the join (every id is new, so all do).
+func BenchmarkJoinSideDedupBatches(b *testing.B) { benchJoin(b, jDedupIDQuery) }
+
+func benchJoin(b *testing.B, query func(join.Type, stream.Source, stream.Source, stream.Sink, int) *flow.Query) {
 	const perSide, batches, keys = 2000, 5, 500
 	for b.Loop() {
 		b.StopTimer()
@@ -35,7 +44,7 @@ func BenchmarkJoinBatches(b *testing.B) {
 		l.MaxRows, r.MaxRows = perSide, perSide
 		sink := streamtest.NewSink()
 		b.StartTimer()
-		_, err := jQuery(join.LeftOuter, l, r, sink, 4).Run(context.Background(),
+		_, err := query(join.LeftOuter, l, r, sink, 4).Run(context.Background(),
 			engine.Options{CheckpointDir: filepath.Join(dir, "ckpt"), LocalDir: filepath.Join(dir, "local")})
 		if err != nil {
 			b.Fatal(err)

@@ -47,12 +47,12 @@ func TestSparkRefSession(t *testing.T) {
 		duck = json.NewEncoder(f)
 	}
 	excluded := map[string]int{}
-	var stats struct{ queries, refused, failing, rows, late, merged, dynamic, appends int }
+	var stats struct{ queries, refused, failing, rows, late, merged, dynamic, appends, zeroDelay int }
 	defer func() {
-		t.Logf("%d session queries (%d with a dynamic gap, %d append): %d refused (update mode), %d failing a batch; %d sessions compared, %d of them merged from several rows; %d rows late",
-			stats.queries, stats.dynamic, stats.appends, stats.refused, stats.failing, stats.rows, stats.merged, stats.late)
-		if *sparkrefSessionN >= 100 && (stats.refused == 0 || stats.merged == 0 || stats.late == 0 || stats.dynamic == 0) {
-			t.Errorf("no refusal, merged session, late row or dynamic gap in %d queries: the test proves little", stats.queries)
+		t.Logf("%d session queries (%d with a dynamic gap, %d append, %d with a watermark delay of 0): %d refused (update mode), %d failing a batch; %d sessions compared, %d of them merged from several rows; %d rows late",
+			stats.queries, stats.dynamic, stats.appends, stats.zeroDelay, stats.refused, stats.failing, stats.rows, stats.merged, stats.late)
+		if *sparkrefSessionN >= 100 && (stats.refused == 0 || stats.merged == 0 || stats.late == 0 || stats.dynamic == 0 || stats.zeroDelay == 0) {
+			t.Errorf("no refusal, merged session, late row, dynamic gap or delay of 0 in %d queries: the test proves little", stats.queries)
 		}
 	}()
 	failed := 0
@@ -61,6 +61,10 @@ func TestSparkRefSession(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 41))
 		q := gen.SessionQuery(rng)
 		batches := gen.Batches(rng, 1+rng.IntN(8))
+		gen.ZeroDelay(rand.New(rand.NewPCG(seed, 0)), q)
+		if q.WatermarkColumn != "" && q.Watermark == 0 {
+			stats.zeroDelay++
+		}
 		oschema := append(slices.Clone(schema), sparkref.Column{Name: stream.ColSource, Type: stream.String})
 		obatches := make([][]sparkref.Row, len(batches))
 		for b, rows := range batches {

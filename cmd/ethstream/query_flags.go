@@ -28,9 +28,9 @@ func (f *sqlFlags) register(c *cobra.Command) {
 	f.flags = c.Flags()
 	c.Flags().StringVar(&f.query, "query", "", "the query in Spark SQL, e.g. \"SELECT window, miner, sum(gas_used) AS gas FROM blocks GROUP BY window(block_ts, '1 hour'), miner\" (default: the reference query)")
 	c.Flags().StringVar(&f.queryFile, "query-file", "", "read the query from FILE")
-	c.Flags().StringVar(&f.watermark, "with-watermark", "", "withWatermark: 'COLUMN, DELAY', e.g. 'block_ts, 1 hour' (default: 'block_ts, 48 hours' for the reference query, none for a --query)")
+	c.Flags().StringVar(&f.watermark, "with-watermark", "", "withWatermark: 'COLUMN, DELAY', e.g. 'block_ts, 1 hour'; a DELAY of 0 is a watermark at the max event time seen (default: 'block_ts, 48 hours' for the reference query, none for a --query)")
 	c.Flags().StringVar(&f.outputMode, "output-mode", "", "outputMode: update (default), append or complete")
-	c.Flags().StringVar(&f.dropDuplicates, "drop-duplicates", "", "dropDuplicates on the unioned rows before the query: 'COLUMN, ...', e.g. 'hash'")
+	c.Flags().StringVar(&f.dropDuplicates, "drop-duplicates", "", "dropDuplicates on the unioned rows before the query: 'COLUMN, ...', e.g. 'hash'; with a join, on each relation's rows before it ('a.hash': relation a's only)")
 	c.Flags().StringVar(&f.dropDuplicatesWithin, "drop-duplicates-within-watermark", "", "dropDuplicatesWithinWatermark on the unioned rows before the query: 'COLUMN, ...', e.g. 'hash' (needs --with-watermark)")
 }
 

@@ -39,7 +39,8 @@ QUERY  --query 'SELECT ...' or --query-file FILE (Spark SQL; default: the refere
   --with-watermark 'block_ts, 1 hour'    Spark's withWatermark (default: 'block_ts, 48 hours' for
                                          the reference query, none for a --query)
   --output-mode update|append|complete   Spark's outputMode (default update)
-  --drop-duplicates 'hash'               Spark's dropDuplicates on the unioned rows, before the query
+  --drop-duplicates 'hash'               Spark's dropDuplicates on the unioned rows, before the query;
+                                         with a join, on the relations: 'a.hash' one, 'hash' each
   --drop-duplicates-within-watermark 'hash'
                                          Spark's dropDuplicatesWithinWatermark (needs a watermark)
   Anything else is UNSUPPORTED_SQL naming the construct. The shape is recorded in the

@@ -40,7 +40,7 @@ func (q *Query) DuckDB(schema []Column) string {
 			// true: their errors are raised whatever the rest decides.
 			var below Expr
 			for _, c := range conjuncts(w) {
-				if q.Watermark == 0 || !reads(c, q.WatermarkColumn) {
+				if !q.hasWatermark() || !reads(c, q.WatermarkColumn) {
 					if below == nil {
 						below = c
 					} else {
@@ -103,7 +103,7 @@ func (q *Query) DuckDB(schema []Column) string {
 	if q.Having != nil {
 		filters = append(filters, fmt.Sprintf("__n > %d", *q.Having))
 	}
-	if q.Window != nil && q.Watermark > 0 && q.Mode != "update" {
+	if q.Window != nil && q.hasWatermark() && q.Mode != "update" {
 		op := "<="
 		if q.Mode == "complete" {
 			op = ">"
@@ -195,9 +195,9 @@ func (d *duck) keyExpr(k KeyExpr) string {
 func (q *Query) DuckDBChecks(schema []Column) bool { return q.DuckDBExcluded(schema) == "" }
 
 // DuckDBExcluded is why DuckDB does not check q ("" when it does): a
-// session window, an average of a DECIMAL (DuckDB's is a DOUBLE), a
-// FLOAT cast to a string (Java's and DuckDB's float texts differ), or a
-// column q reads of a type duckref does not load.
+// session window in update mode (refused), an average of a DECIMAL
+// (DuckDB's is a DOUBLE), or a column q reads of a type duckref does not
+// load.
 func (q *Query) DuckDBExcluded(schema []Column) string {
 	typ := map[string]stream.Type{}
 	for _, c := range schema {
@@ -209,11 +209,6 @@ func (q *Query) DuckDBExcluded(schema []Column) string {
 	for _, a := range q.Aggs {
 		if a.Func == "avg" && a.Arg == nil && typ[a.Column].Kind() == stream.Decimal {
 			return "avg of a DECIMAL"
-		}
-	}
-	for _, k := range q.KeyExprs {
-		if k.Func == "str" && typ[k.Column] == stream.Float32 {
-			return "CAST(FLOAT AS STRING)"
 		}
 	}
 	for _, c := range schema {
@@ -329,7 +324,9 @@ func (d *duck) agg(a Agg) string {
 // ANSI, else wrapped modulo 2^64 as Java's long.
 func (d *duck) bigint(h string) string {
 	if d.ansi {
-		return "CAST(" + h + " AS BIGINT)"
+		// Not a CAST: DuckDB's optimizer drops a cast from a comparison
+		// with a constant (x::BIGINT <= -1 becomes x <= -1), and its error.
+		return "(CASE WHEN (" + h + ") NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN error('ARITHMETIC_OVERFLOW') ELSE CAST(" + h + " AS BIGINT) END)"
 	}
 	return "CAST((((" + h + ")::HUGEINT + 9223372036854775808) % 18446744073709551616 + 18446744073709551616) % 18446744073709551616 - 9223372036854775808 AS BIGINT)"
 }
@@ -403,15 +400,16 @@ func (d *duck) expr(e Expr) string {
 	switch e := e.(type) {
 	case And:
 		l, r := d.expr(e.L), d.expr(e.R)
-		if d.ansi && whereArith(e.R) {
-			// Spark evaluates the right side only where the left is not
-			// false: an error it would raise is raised only there.
+		if d.ansi && whereArith(e) {
+			// Spark evaluates the left side first and the right only where
+			// the left is not false: an error either would raise is raised
+			// as there (DuckDB reorders a plain AND's sides).
 			return "(CASE WHEN " + l + " IS NOT DISTINCT FROM FALSE THEN FALSE ELSE (" + l + " AND " + r + ") END)"
 		}
 		return "(" + l + " AND " + r + ")"
 	case Or:
 		l, r := d.expr(e.L), d.expr(e.R)
-		if d.ansi && whereArith(e.R) {
+		if d.ansi && whereArith(e) {
 			return "(CASE WHEN " + l + " IS NOT DISTINCT FROM TRUE THEN TRUE ELSE (" + l + " OR " + r + ") END)"
 		}
 		return "(" + l + " OR " + r + ")"

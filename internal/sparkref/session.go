@@ -98,8 +98,8 @@ func (g *Gen) SessionQuery(rng *rand.Rand) *Query {
 		a := g.agg(rng)
 		// ethstream's session aggregates take no DECIMAL, and it computes an
 		// aggregate's input expression also for a row without a session,
-		// where Spark filters the row first (docs/contracts.md, Session
-		// windows): neither is drawn.
+		// where Spark filters the row first: neither is drawn
+		// (docs/contracts.md, Session windows).
 		for a.Func != "count" && g.isDecimal(a.Column) || a.Arg != nil {
 			a = g.agg(rng)
 		}
@@ -261,7 +261,7 @@ func evaluateSession(q *Query, ev *evaluator, batches [][]Row) Result {
 		ev.codes = ev.codes[:0]
 		maxMs, seen := int64(math.MinInt64), false
 		for _, r := range batch {
-			if q.Watermark > 0 && ev.pushed(r) {
+			if q.hasWatermark() && ev.pushed(r) {
 				if ts := r[ev.idx[q.WatermarkColumn]]; ts != nil {
 					maxMs, seen = max(maxMs, floorDiv(ts.(int64), 1000)), true
 				}
@@ -291,7 +291,7 @@ func evaluateSession(q *Query, ev *evaluator, batches [][]Row) Result {
 				}
 			}
 			start := ts.(int64)
-			if q.Watermark > 0 && start+gap <= prevMs*1000 {
+			if q.hasWatermark() && start+gap <= prevMs*1000 {
 				res.Late++
 				continue
 			}
