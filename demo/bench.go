@@ -92,8 +92,12 @@ type BenchResult struct {
 	RepartitionMs          int64   `json:"repartitionMs"`
 	RepartitionKeys        int64   `json:"repartitionKeys"`
 	LiveMedianMs8          float64 `json:"liveMedianTriggerToCommitMs8"`
-	LivePeakRSSBytes       int64   `json:"livePeakRssBytes"`
-	GoMaxProcs             int     `json:"gomaxprocs"`
+	// LiveCPUMsPerBatch8 is the process's CPU time over the live run at 8
+	// partitions per data batch (the repartition's included): on a loaded
+	// machine the median measures the load as well, this the work.
+	LiveCPUMsPerBatch8 float64 `json:"liveCpuMsPerBatch8"`
+	LivePeakRSSBytes   int64   `json:"livePeakRssBytes"`
+	GoMaxProcs         int     `json:"gomaxprocs"`
 	// EndpointOwnProcess: the S3 backfill read the archive from an
 	// endpoint in a process of its own (BenchOptions.ServeS3).
 	EndpointOwnProcess bool `json:"endpointOwnProcess"`
@@ -245,6 +249,17 @@ func (r *recorder) medianTrigger(kind string) float64 {
 	}
 	sort.Float64s(xs)
 	return median(xs)
+}
+
+// count is the number of events of kind.
+func (r *recorder) count(kind string) int {
+	n := 0
+	for _, p := range r.events {
+		if p.Kind() == kind {
+			n++
+		}
+	}
+	return n
 }
 
 // Bench runs backfill, live at the wide partition count, the shrink and live
@@ -503,10 +518,12 @@ func (b *benchRun) live(ctx context.Context, res *BenchResult) error {
 	shrink := clone(conf)
 	shrink["spark.sql.streaming.stateStore.partitions"] = "8"
 	resetPeakRSS()
+	cpu0 := cputime.Self()
 	rec, err = b.run(ctx, []pipeline.SourceSpec{liveSrc}, shrink, live, o.LiveBatches)
 	if err != nil {
 		return fmt.Errorf("live at 8: %w", err)
 	}
+	cpu := cputime.Self() - cpu0
 	res.LivePeakRSSBytes = peakRSS()
 	for _, p := range rec.events {
 		if p.Kind() == stream.KindRepartition {
@@ -517,6 +534,9 @@ func (b *benchRun) live(ctx context.Context, res *BenchResult) error {
 		}
 	}
 	res.LiveMedianMs8 = rec.medianTrigger(stream.KindData)
+	if n := rec.count(stream.KindData); n > 0 {
+		res.LiveCPUMsPerBatch8 = float64(cpu.Microseconds()) / 1e3 / float64(n)
+	}
 	fmt.Fprint(o.Log, liveBreakdown("live at 8 partitions", rec.events))
 	return nil
 }
@@ -565,6 +585,7 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 200 partitions | %.0f ms |\n", r.LiveMedianMs200)
 	fmt.Fprintf(w, "| repartition 200 -> 8 (%d keys) | %d ms |\n", r.RepartitionKeys, r.RepartitionMs)
 	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 8 partitions | %.0f ms |\n", r.LiveMedianMs8)
+	fmt.Fprintf(w, "| live 20-block batch, CPU time per batch, 8 partitions | %.1f ms |\n", r.LiveCPUMsPerBatch8)
 	fmt.Fprintf(w, "| peak RSS, live (shrink + live at 8) | %s |\n", mb(r.LivePeakRSSBytes))
 	printRounds(w, r.Rounds)
 	printSpread(w, r.Rounds)

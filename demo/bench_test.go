@@ -72,7 +72,7 @@ func TestBenchSmallArchive(t *testing.T) {
 	if res.RepartitionKeys <= 0 {
 		t.Fatalf("no repartition measured: %+v", res)
 	}
-	if res.LiveMedianMs8 <= 0 || res.LiveMedianMs200 <= 0 || res.RestartToFirstCommitMs <= 0 {
+	if res.LiveMedianMs8 <= 0 || res.LiveMedianMs200 <= 0 || res.RestartToFirstCommitMs <= 0 || res.LiveCPUMsPerBatch8 <= 0 {
 		t.Fatalf("live figures missing: %+v", res)
 	}
 	if res.BackfillPeakRSSBytes <= 0 || res.LivePeakRSSBytes <= 0 {

@@ -22,12 +22,12 @@ import (
 // An anonymous file (open(2) with O_TMPFILE) costs the same to create, but a
 // background goroutine creates it between publishes, off the batch's path.
 //
-// The anonymous file has no name until linkat(2) gives it its final one,
-// after its bytes are fsynced: a crash before leaves nothing in any
-// directory (the kernel frees the inode), so the path needs no temp name
-// and no clean-up. linkat fails if the name exists, the put-if-absent of
-// the named temp's link(2). It links through /proc/self/fd (AT_EMPTY_PATH
-// would need CAP_DAC_READ_SEARCH).
+// Once written, the anonymous file is linked (linkat(2)) to the temp name
+// the created file would have had, and the publish goes on as with a
+// created one: fsync, link or rename to the final name, directory fsync. A
+// crash before that link leaves nothing in any directory (the kernel frees
+// the inode). It links through /proc/self/fd (AT_EMPTY_PATH would need
+// CAP_DAC_READ_SEARCH).
 
 // anonPoolSize is how many anonymous files are kept open per file system:
 // more than a live batch publishes (six), so a batch never waits for one.
@@ -55,8 +55,9 @@ var (
 	anonEnabled = procFDLinkable()
 )
 
-// anonHook, if set (tests), runs at each step of an anonymous publish:
-// "written", "synced", "linked", "closed".
+// anonHook, if set (tests), runs at each step of a publish through an
+// anonymous file: "written", "named" (the temp name), "synced",
+// "published" (the final name), "done".
 var anonHook func(step string)
 
 // procFDLinkable reports whether /proc/self/fd names the open files, which
@@ -148,48 +149,40 @@ func openAnon(dir string, dev uint64) (*os.File, error) {
 	return os.NewFile(uintptr(fd), dir), nil
 }
 
-// publishAnon streams write's bytes into f, an anonymous file of final's
-// file system, fsyncs it, waits for waitErr, and links it to final (put-if-
-// absent). f is closed. visible says final was linked.
-func publishAnon(f *os.File, final string, write func(w io.Writer) error, waitErr <-chan error) (size int64, visible bool, err error) {
-	step := func(s string) {
-		if anonHook != nil {
-			anonHook(s)
-		}
-	}
+// writeAnon streams write's bytes into f, an anonymous file of tmp's file
+// system, links it to the temp name tmp, fsyncs it and closes it: what
+// writeTemp does with a file it creates. The name comes before the fsync so
+// that the fsync writes the inode with its link (a journal-less ext4 syncs
+// no inode but the file's own: linked after, the file could come back from
+// a power loss as an entry to an inode of no links).
+func writeAnon(f *os.File, tmp string, write func(w io.Writer) error) (int64, error) {
 	bw := getBuffer(f)
 	defer putBuffer(bw)
-	werr := write(bw)
-	if werr == nil {
-		werr = bw.flush()
+	if err := write(bw); err != nil {
+		return 0, errors.Join(spaceError(tmp, bw, err), f.Close())
 	}
-	if werr != nil {
-		werr = spaceError(final, bw, werr)
-	} else {
-		step("written")
-		if werr = f.Sync(); werr != nil {
-			werr = spaceError(final, bw, fmt.Errorf("sync: %w", werr))
-		} else {
-			step("synced")
-		}
+	if err := bw.flush(); err != nil {
+		return 0, errors.Join(spaceError(tmp, bw, err), f.Close())
 	}
-	if err := errors.Join(werr, <-waitErr); err != nil {
-		return 0, false, errors.Join(err, f.Close())
-	}
+	anonStep("written")
 	proc := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-	if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, final, unix.AT_SYMLINK_FOLLOW); err != nil {
-		cerr := f.Close()
-		if errors.Is(err, unix.EEXIST) {
-			return 0, false, errors.Join(fmt.Errorf("publish %s: %w", final, ErrExists), cerr)
-		}
-		return 0, false, errors.Join(fmt.Errorf("publish %s: %w", final, &os.LinkError{Op: "link", Old: proc, New: final, Err: err}), cerr)
+	if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return 0, errors.Join(&os.LinkError{Op: "link", Old: proc, New: tmp, Err: err}, f.Close())
 	}
-	step("linked")
+	anonStep("named")
+	if err := f.Sync(); err != nil {
+		return 0, errors.Join(spaceError(tmp, bw, fmt.Errorf("sync: %w", err)), f.Close())
+	}
+	anonStep("synced")
 	if err := f.Close(); err != nil {
-		// The bytes are fsynced and the name linked: published; only the
-		// descriptor's release failed.
-		return 0, true, fmt.Errorf("close %s: %w", final, err)
+		return 0, fmt.Errorf("close %s: %w", tmp, err)
 	}
-	step("closed")
-	return bw.n, true, nil
+	return bw.n, nil
+}
+
+// anonStep runs anonHook, if set.
+func anonStep(s string) {
+	if anonHook != nil {
+		anonHook(s)
+	}
 }

@@ -93,7 +93,7 @@ func TestAnonPublish(t *testing.T) {
 	if err != nil || res.Size != 3 || res.Temp != "" || !res.Visible {
 		t.Fatalf("publish = %+v, %v", res, err)
 	}
-	if got := steps(); !slices.Equal(got, []string{"written", "synced", "linked", "closed"}) {
+	if got := steps(); !slices.Equal(got, []string{"written", "named", "synced", "published", "done"}) {
 		t.Fatalf("steps %v: not the anonymous path", got)
 	}
 	if _, err := Bytes(p, dir, "x", Options{}, []byte("two")); !errors.Is(err, ErrExists) {
@@ -106,17 +106,27 @@ func TestAnonPublish(t *testing.T) {
 	}); !errors.Is(err, boom) || res.Visible || res.Temp != "" {
 		t.Fatalf("failed write: %+v, %v", res, err)
 	}
-	if res, err := Bytes(p, dir, "z", Options{Wait: func() error { return boom }}, []byte("z")); !errors.Is(err, boom) || res.Visible {
+	if res, err := Bytes(p, dir, "z", Options{Wait: func() error { return boom }}, []byte("z")); !errors.Is(err, boom) || res.Visible || res.Temp != "" {
 		t.Fatalf("failed wait: %+v, %v", res, err)
+	}
+	for _, v := range []string{"r1", "r2"} {
+		if _, err := Bytes(p, dir, "r", Options{Mode: Replace}, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "x")); string(b) != "one" {
 		t.Fatalf("x = %q", b)
 	}
-	if names := listDir(t, dir); !slices.Equal(names, []string{"x"}) {
-		t.Fatalf("dir holds %v, want [x]", names)
+	if b, _ := os.ReadFile(filepath.Join(dir, "r")); string(b) != "r2" {
+		t.Fatalf("r = %q after two replaces", b)
 	}
-	if got := steps(); slices.Contains(got[4:], "linked") {
-		t.Fatalf("steps %v: a refused publish linked", got)
+	if names := listDir(t, dir); !slices.Equal(names, []string{"r", "x"}) {
+		t.Fatalf("dir holds %v, want [r x]", names)
+	}
+	// x: 5 steps; x again and y: none (refused before the write, failed
+	// write); z: 3 (its wait fails); r twice: 5 each.
+	if got := steps(); len(got) != 18 || slices.Contains(got[5:8], "published") {
+		t.Fatalf("steps %v: a refused publish published, or one did not take the anonymous path", got)
 	}
 }
 
@@ -150,7 +160,7 @@ func TestAnonPublishRace(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "x")); string(b) != fmt.Sprint("writer ", winner) {
 		t.Fatalf("x = %q, writer %d won", b, winner)
 	}
-	if !slices.Contains(steps(), "linked") {
+	if !slices.Contains(steps(), "published") {
 		t.Fatal("no publish took the anonymous path")
 	}
 	if names := listDir(t, dir); !slices.Equal(names, []string{"x"}) {
@@ -179,7 +189,7 @@ func TestAnonPublishDirGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Contains(steps(), "linked") {
+	if !slices.Contains(steps(), "published") {
 		t.Fatal("no publish took the anonymous path")
 	}
 	if names := listDir(t, b); len(names) != anonPoolSize+2 {
@@ -187,17 +197,17 @@ func TestAnonPublishDirGone(t *testing.T) {
 	}
 }
 
-// TestAnonPublishKilled kills a process at every step of an anonymous
-// publish (and in the middle of its write): the name then holds nothing
-// before the link and the whole file after it, and the directory holds no
-// other entry (an anonymous file has no name to leave behind).
+// TestAnonPublishKilled kills a process at every step of a publish through
+// an anonymous file (and in the middle of its write): before the final link
+// the name holds nothing and the directory at most a temp file (which
+// RemoveTemps removes), after it the name holds the whole file.
 func TestAnonPublishKilled(t *testing.T) {
 	if at := os.Getenv("DURABLE_ANON_KILL_AT"); at != "" {
 		killedPublish(t, os.Getenv("DURABLE_ANON_DIR"), at)
 		return
 	}
 	payload := killPayload()
-	for _, at := range []string{"mid-write", "written", "synced", "linked", "closed"} {
+	for _, at := range []string{"mid-write", "written", "named", "synced", "published", "done"} {
 		dir := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAnonPublishKilled$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "DURABLE_ANON_KILL_AT="+at, "DURABLE_ANON_DIR="+dir)
@@ -206,17 +216,32 @@ func TestAnonPublishKilled(t *testing.T) {
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			t.Fatalf("kill at %s: the child was not killed: %v\n%s", at, err, out)
 		}
-		names := listDir(t, dir)
+		var temps, others []string
+		for _, n := range listDir(t, dir) {
+			if IsTemp(n) {
+				temps = append(temps, n)
+			} else {
+				others = append(others, n)
+			}
+		}
 		b, readErr := os.ReadFile(filepath.Join(dir, "x"))
+		wantTemps := 0
 		switch at {
-		case "mid-write", "written", "synced":
-			if len(names) != 0 {
-				t.Fatalf("killed at %s: dir holds %v, want nothing", at, names)
+		case "named", "synced", "published":
+			wantTemps = 1
+		}
+		switch {
+		case len(temps) != wantTemps:
+			t.Fatalf("killed at %s: temp files %v, want %d", at, temps, wantTemps)
+		case at == "published" || at == "done":
+			if !slices.Equal(others, []string{"x"}) || readErr != nil || !bytes.Equal(b, payload) {
+				t.Fatalf("killed at %s: dir holds %v, x has %d bytes (%v), want the %d published", at, others, len(b), readErr, len(payload))
 			}
-		default:
-			if !slices.Equal(names, []string{"x"}) || readErr != nil || !bytes.Equal(b, payload) {
-				t.Fatalf("killed at %s: dir holds %v, x has %d bytes (%v), want the %d published", at, names, len(b), readErr, len(payload))
-			}
+		case len(others) != 0:
+			t.Fatalf("killed at %s: dir holds %v, want no published name", at, others)
+		}
+		if removed, err := RemoveTemps(vfs.Default, dir); err != nil || len(removed) != wantTemps {
+			t.Fatalf("killed at %s: RemoveTemps removed %v, %v", at, removed, err)
 		}
 	}
 }

@@ -16,6 +16,8 @@ var anonFiles = &anonPool{}
 
 func (*anonPool) take(string) *os.File { return nil }
 
-func publishAnon(*os.File, string, func(io.Writer) error, <-chan error) (int64, bool, error) {
-	return 0, false, errors.New("anonymous temp files need Linux")
+func writeAnon(*os.File, string, func(io.Writer) error) (int64, error) {
+	return 0, errors.New("anonymous temp files need Linux")
 }
+
+func anonStep(string) {}

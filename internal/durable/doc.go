@@ -58,20 +58,18 @@
 //
 // # Anonymous temp files
 //
-// On the local disk (vfs.Default, on Linux) a NoOverwrite publish skips the
-// named temp file: it writes into an anonymous file (open(2) with
-// O_TMPFILE) that a background goroutine opened ahead of time, fsyncs it,
-// and links it to name with linkat(2), which fails if name exists. Creating
-// a file is the costly step of a small publish (anon_linux.go says why), so
-// the creation leaves the writer's path. The guarantees above hold
-// unchanged: the name appears only after the bytes are fsynced, whole, and
-// put-if-absent; a crash before the link leaves no entry at all (the kernel
-// frees an unlinked inode), so this path never leaves a temp file and
-// Result.Temp is always "". A pool of up to 8 open files is kept per file
-// system, refilled after each publish in the directory published to last;
-// the first publish to a file system, one whose pool is empty, any other
-// FS (errorfs, an in-memory FS) and Replace use the named temp file. A file
-// system that refuses O_TMPFILE is never asked again.
+// On the local disk (vfs.Default, on Linux) a publish does not create its
+// temp file: it writes into an anonymous file (open(2) with O_TMPFILE) that
+// a background goroutine opened ahead of time, links it (linkat(2)) to the
+// temp name above, and goes on as with a created one. Creating a file is
+// the costly step of a small publish (anon_linux.go says why), so the
+// creation leaves the writer's path; the guarantees, the modes and the
+// order of fsyncs are unchanged, and a crash before the temp name's link
+// leaves no entry at all (the kernel frees an unlinked inode). A pool of up
+// to 8 open files is kept per file system, refilled after each publish in
+// the directory published to last; the first publish to a file system, one
+// whose pool is empty, and any other FS (errorfs, an in-memory FS) create
+// the temp file. A file system that refuses O_TMPFILE is never asked again.
 //
 // # Directories
 //

@@ -122,15 +122,6 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 	} else {
 		waitErr <- nil
 	}
-	if o.Mode == NoOverwrite && fs == vfs.Default {
-		if f := anonFiles.take(dir); f != nil {
-			size, visible, err := publishAnon(f, final, write, waitErr)
-			if err != nil {
-				return Result{Visible: visible}, err
-			}
-			return syncPublished(fs, dir, o, Result{Size: size, Visible: true})
-		}
-	}
 	tmp := fs.PathJoin(dir, tempName(name))
 	// fail removes the temp file and reports it if it stays.
 	fail := func(err error) (Result, error) {
@@ -140,7 +131,14 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 		}
 		return r, err
 	}
-	size, werr := writeTemp(fs, tmp, write)
+	var size int64
+	var werr error
+	anon := anonFor(fs, dir)
+	if anon != nil {
+		size, werr = writeAnon(anon, tmp, write)
+	} else {
+		size, werr = writeTemp(fs, tmp, write)
+	}
 	if err := errors.Join(werr, <-waitErr); err != nil {
 		return fail(err)
 	}
@@ -150,6 +148,9 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 			return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, err))
 		}
 		res.Visible = true
+		if anon != nil {
+			anonStep("published")
+		}
 	default:
 		if err := fs.Link(tmp, final); err != nil {
 			if errors.Is(err, os.ErrExist) {
@@ -158,6 +159,9 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 			return fail(fmt.Errorf("publish %s: %w", final, err))
 		}
 		res.Visible = true
+		if anon != nil {
+			anonStep("published")
+		}
 		// The name is published: a temp name that stays is garbage for
 		// RemoveTemps, not a failure.
 		if rmErr := fs.Remove(tmp); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
@@ -165,7 +169,20 @@ func (l Local) Publish(dir, name string, o Options, write func(w io.Writer) erro
 		}
 	}
 	res.Size = size
-	return syncPublished(fs, dir, o, res)
+	res, err = syncPublished(fs, dir, o, res)
+	if anon != nil && err == nil {
+		anonStep("done")
+	}
+	return res, err
+}
+
+// anonFor returns an anonymous file to publish to dir through (package doc,
+// Anonymous temp files): on the local disk, when its pool has one.
+func anonFor(fs vfs.FS, dir string) *os.File {
+	if fs != vfs.Default {
+		return nil
+	}
+	return anonFiles.take(dir)
 }
 
 // syncPublished fsyncs dir, where res's name was just published, unless

@@ -3,6 +3,7 @@ package delta
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -184,5 +185,54 @@ func TestDataFileStatistics(t *testing.T) {
 		if ps.MinValue != nil || ps.MaxValue != nil || ps.Min != nil || ps.Max != nil {
 			t.Errorf("column %v: the data page header has statistics %+v", cc.MetaData.PathInSchema, ps)
 		}
+	}
+}
+
+// TestSortedUniqueTyped checks sortedUnique's typed loop against cmpKey's
+// over rows drawn from a few keys, sorted or not, with and without nulls
+// (which the typed loop leaves to cmpKey's).
+func TestSortedUniqueTyped(t *testing.T) {
+	l := refLayout()
+	rng := rand.New(rand.NewPCG(43, 2))
+	typed := 0
+	for range 2000 {
+		rows := make([]refRow, rng.IntN(6))
+		for i := range rows {
+			w := int64(rng.IntN(3))
+			rows[i] = refRow{WS: w, WE: w + int64(rng.IntN(2)), Source: []string{"a", "b"}[rng.IntN(2)],
+				Miner: []string{"", "m", "mm", "n"}[rng.IntN(4)], Count: 1}
+			if rng.IntN(20) == 0 {
+				rows[i].nulls = nullMiner
+			}
+		}
+		if rng.IntN(2) == 0 {
+			rs := refRowSet(l, rows)
+			perm := make([]int, len(rows))
+			for i := range perm {
+				perm[i] = i
+			}
+			slices.SortFunc(perm, func(a, b int) int { return cmpKey(rs, a, rs, b) })
+			sorted := make([]refRow, len(rows))
+			for i, p := range perm {
+				sorted[i] = rows[p]
+			}
+			rows = sorted
+		}
+		rs := refRowSet(l, rows)
+		want := true
+		for i := 1; i < rs.n; i++ {
+			if cmpKey(rs, i-1, rs, i) >= 0 {
+				want = false
+			}
+		}
+		if _, ok := rs.sortedUniqueTyped(); ok {
+			typed++
+		}
+		if got := rs.sortedUnique(); got != want {
+			t.Fatalf("sortedUnique of %+v = %v, cmpKey says %v", rows, got, want)
+		}
+	}
+	if typed < 500 {
+		t.Fatalf("the typed loop decided %d of 2000 cases", typed)
 	}
 }
