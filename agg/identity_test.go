@@ -154,3 +154,54 @@ func TestIdentityBufferReused(t *testing.T) {
 		})
 	}
 }
+
+// TestInternHashByContent: internString gives equal strings one private
+// copy and one hash, whichever path answers (the chunk's identity cache,
+// the content cache, the map), across chunks, a content-cache slot taken
+// by another string, and the empty string (whose content slot is the
+// empty slot's). rowHash builds on it: two rows of one key must hash
+// alike, or the table holds the key twice.
+func TestInternHashByContent(t *testing.T) {
+	p, err := newPlan(refSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := newPartial(p)
+	// slotOf is internContent's content-cache slot of s.
+	slotOf := func(s string) uint64 {
+		var x uint64
+		for i := max(len(s)-8, 0); i < len(s); i++ {
+			x = x<<8 | uint64(s[i])
+		}
+		return ((x ^ uint64(len(s))) * 0x9E3779B97F4A7C15) >> (64 - internCacheBits)
+	}
+	// rival takes the empty string's content slot (slot 0).
+	var rival string
+	for i := 0; rival == ""; i++ {
+		if s := fmt.Sprintf("0x%040x", i); slotOf(s) == slotOf("") {
+			rival = s
+		}
+	}
+	want := map[string]interned{}
+	check := func(s string) {
+		t.Helper()
+		v, h := pt.internString(strings.Clone(s))
+		if v != s {
+			t.Fatalf("interned %q as %q", s, v)
+		}
+		if w, ok := want[s]; !ok {
+			want[s] = interned{v: v, h: h}
+		} else if w.h != h || unsafe.StringData(w.v) != unsafe.StringData(v) {
+			t.Fatalf("%q: hash %x, copy %p; before: %x, %p", s, h, unsafe.StringData(v), w.h, unsafe.StringData(w.v))
+		}
+	}
+	for round := range 3 {
+		for _, s := range []string{"", "0xaa", rival, "", "0xaa", rival, ""} {
+			check(s)
+		}
+		pt.newChunk()
+		if round == 1 {
+			clear(pt.internCache[:])
+		}
+	}
+}

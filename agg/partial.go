@@ -2,9 +2,9 @@ package agg
 
 import (
 	"cmp"
-	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"unsafe"
@@ -29,23 +29,29 @@ type accum struct {
 // Entries are kept as columns (struct of arrays) in insertion order. Not safe
 // for concurrent use.
 type partial struct {
-	p      *plan
-	seed   maphash.Seed
+	p    *plan
+	seed maphash.Seed
+	salt uint64 // the row hash's start (rowHash), drawn per partial
+	// strCol[k]: group column k takes the strings path (plan.strKey).
+	strCol []bool
 	groups groupIndex
 	start  []int64   // window start per entry (windowed plans)
 	gInt   [][]int64 // per group column: values (Int64/Timestamp columns)
 	gStr   [][]string
 	gNull  [][]bool // per String group column: the entry's key is null
 	acc    []accum
-	intern map[string]string
+	intern map[string]interned
 	// internCache: recently interned strings (see internString).
-	internCache [1 << internCacheBits]string
-	// The chunk's keys and interned strings by the identity (address and
-	// length) of the chunk's strings (assign, internString); gen is the
-	// chunk's generation, and a slot of another generation is empty.
+	internCache [1 << internCacheBits]interned
+	// The chunk's keys by the identity (address and length) of the chunk's
+	// strings (assign); gen is the chunk's generation, and a slot of
+	// another generation is empty.
 	keyCache [1 << identityCacheBits]keySlot
-	strCache [1 << identityCacheBits]strSlot
 	gen      uint32
+	// strCache: the chunk's interned strings by the identity of its
+	// strings (internString); strGen is its generation (newChunk).
+	strCache [1 << strCacheBits]strSlot
+	strGen   uint32
 	// skipRecent: the previous chunk's keys were found by identity, so
 	// assign skips the scan of recent keys; probed and slow count the
 	// current chunk's rows looked up and those of them that identity missed
@@ -55,10 +61,12 @@ type partial struct {
 
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
+	// rowStr[k]: the interned value of string group column k of the row
+	// rowHash hashed last (unset for a null or an integer column).
+	rowStr []string
 	// The chunk's most recently inserted or found keys (see assign).
 	recent  [8]recentKey
 	nRecent int
-	keyBuf  []byte
 	cols    chunkCols
 
 	// shard and nShards split a windowed plan's keys between partials that
@@ -85,17 +93,25 @@ type chunkCols struct {
 }
 
 func newPartial(p *plan) *partial {
-	return &partial{
+	pt := &partial{
 		p:      p,
 		seed:   maphash.MakeSeed(),
+		salt:   rand.Uint64(),
+		strCol: make([]bool, len(p.groupType)),
 		groups: newGroupIndex(),
 		gInt:   make([][]int64, len(p.groupType)),
 		gStr:   make([][]string, len(p.groupType)),
 		gNull:  make([][]bool, len(p.groupType)),
 		acc:    make([]accum, len(p.aggs)),
-		intern: map[string]string{},
+		intern: map[string]interned{},
+		rowStr: make([]string, len(p.groupType)),
 		cols:   chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs))},
 	}
+	for k := range pt.strCol {
+		pt.strCol[k] = p.strKey(k)
+	}
+	pt.forgetStrings() // strGen 1: the empty slots' 0 matches no slot
+	return pt
 }
 
 // len returns the number of entries (every entry has a start).
@@ -121,9 +137,10 @@ func (pt *partial) reset() {
 	// The intern table bounds its own growth: high-cardinality string keys
 	// would otherwise keep every value ever seen alive.
 	if len(pt.intern) > 1<<16 {
-		pt.intern = map[string]string{}
+		pt.intern = map[string]interned{}
 		clear(pt.internCache[:])
 	}
+	pt.forgetStrings()
 }
 
 func unresolved(name string) error {
@@ -252,13 +269,27 @@ func (pt *partial) newChunk() {
 	pt.gen++
 	if pt.gen == 0 { // wrapped: a slot's stamp could match again
 		clear(pt.keyCache[:])
-		clear(pt.strCache[:])
 		pt.gen = 1
+	}
+	pt.forgetStrings()
+}
+
+// forgetStrings empties strCache: an identity says nothing across chunks
+// (a source may rewrite its buffers once a chunk is consumed:
+// TestIdentityBufferReused).
+func (pt *partial) forgetStrings() {
+	pt.strGen++
+	if pt.strGen == 0 {
+		clear(pt.strCache[:])
+		pt.strGen = 1
 	}
 }
 
-// identityCacheBits is log2 of the identity caches' slots.
+// identityCacheBits is log2 of keyCache's slots.
 const identityCacheBits = 10
+
+// strCacheBits is log2 of strCache's slots.
+const strCacheBits = 10
 
 // keySlot is a key of the current chunk: row's group with window start
 // start is entry idx.
@@ -268,12 +299,18 @@ type keySlot struct {
 	start    int64
 }
 
-// strSlot: the chunk's string at address p of length n interns as v.
+// strSlot: the chunk's string s interns as v (the slot holds s, so that
+// no other string of the chunk can be at its address).
 type strSlot struct {
-	p   uintptr
-	n   int
+	s   string
 	gen uint32
-	v   string
+	interned
+}
+
+// interned is a partial's private copy v of a string and v's hash.
+type interned struct {
+	v string
+	h uint64
 }
 
 // identityHash hashes row i's group (with window start start) by identity:
@@ -327,39 +364,40 @@ func (pt *partial) sameIdentity(i, j int) bool {
 	return true
 }
 
-// localKey encodes row i's group (with window start) for hashing: equal
-// groups encode equally. The table keeps no copy of it (an entry's key is
-// its columns, compared by rowIs); the state key is built once per entry in
-// Finish.
-func (pt *partial) localKey(start int64, i int) []byte {
-	b := pt.keyBuf[:0]
-	if pt.p.window {
-		b = binary.LittleEndian.AppendUint64(b, uint64(start))
-	}
+// rowHash hashes row i's group (with window start start) by content, and
+// sets rowStr to its interned strings (rowIs compares them, addEntry keeps
+// them): a string's hash is computed once, when it is interned, so a row
+// costs a multiply per column where an encoding of its key hashed its
+// every byte (0.46 of a seed backfill's 15 CPU-s).
+func (pt *partial) rowHash(start int64, i int) uint64 {
+	const m = 0x9E3779B97F4A7C15
+	const null = 0x6A09E667F3BCC908 // a null column's term (any constant)
+	h := (pt.salt ^ uint64(start)) * m
 	for k, c := range pt.cols.group {
-		if pt.p.strKey(k) {
-			if c.IsNull(i) {
-				b = append(b, 0)
-				continue
-			}
-			s := c.Strings[i]
-			b = append(b, 1)
-			b = binary.AppendUvarint(b, uint64(len(s)))
-			b = append(b, s...)
-		} else {
-			if c.IsNull(i) {
-				b = append(b, 0)
-				continue
-			}
-			b = append(b, 1)
-			b = binary.LittleEndian.AppendUint64(b, uint64(c.Int64s[i]))
+		var x uint64
+		switch {
+		case c.IsNull(i):
+			x = null
+		case pt.strCol[k]:
+			var sh uint64
+			pt.rowStr[k], sh = pt.internString(c.Strings[i])
+			x = sh
+		default:
+			x = uint64(c.Int64s[i])
 		}
+		h = (h ^ x) * m
 	}
-	pt.keyBuf = b
-	return b
+	// The table indexes by the low bits and tags by the high ones: mix
+	// every bit into both (murmur3's finaliser).
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
 }
 
-// rowIs reports whether row i (window start start) is entry e's group.
+// rowIs reports whether the row rowHash hashed last (window start start)
+// is entry e's group. Its strings are interned, as the entries' are, so
+// equal strings are one pointer (a compare of no bytes).
 func (pt *partial) rowIs(e int32, start int64, i int) bool {
 	if pt.start[e] != start {
 		return false
@@ -372,8 +410,8 @@ func (pt *partial) rowIs(e int32, start int64, i int) bool {
 		if null {
 			continue
 		}
-		if pt.p.strKey(k) {
-			if pt.gStr[k][e] != c.Strings[i] {
+		if pt.strCol[k] {
+			if pt.gStr[k][e] != pt.rowStr[k] {
 				return false
 			}
 		} else if pt.gInt[k][e] != c.Int64s[i] {
@@ -383,19 +421,21 @@ func (pt *partial) rowIs(e int32, start int64, i int) bool {
 	return true
 }
 
+// addEntry appends the row rowHash hashed last (window start start) as a
+// new entry.
 func (pt *partial) addEntry(start int64, i int) {
 	pt.start = append(pt.start, start)
 	for k, c := range pt.cols.group {
-		if pt.p.strKey(k) {
+		if pt.strCol[k] {
 			if c.IsNull(i) {
 				pt.gStr[k] = append(pt.gStr[k], "")
 				pt.gNull[k] = append(pt.gNull[k], true)
 				continue
 			}
 			pt.gNull[k] = append(pt.gNull[k], false)
-			// Keep a private copy: the source may reuse its buffers once the
-			// chunk is consumed.
-			pt.gStr[k] = append(pt.gStr[k], pt.internString(c.Strings[i]))
+			// The private copy (internString): an entry must not keep the
+			// chunk's memory alive (a dictionary's, a line's).
+			pt.gStr[k] = append(pt.gStr[k], pt.rowStr[k])
 		} else {
 			null := c.IsNull(i)
 			v := c.Int64s[i]
@@ -423,28 +463,35 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 }
 
-// internString returns the partial's private copy of s. The chunk's strings
-// by identity (strCache) answer most calls with no look at their bytes;
-// then a direct-mapped cache in front of the intern map: it is indexed by a
+// internString returns the partial's private copy of s and its hash. The
+// chunk's strings by identity (strCache) answer most calls with no look at
+// their bytes (a Parquet dictionary's rows share its strings). Then a direct-mapped cache in front of the intern map: it is indexed by a
 // hash of the string's last 8 bytes (an address's hex tail) and checked by
 // content, so it is right whatever it holds, and a hit costs a short
 // compare where a map lookup hashes the whole string (~1 CPU-s of a seed
 // backfill went to those lookups). It has room for the seed archive's few
 // thousand miners of a year: with 509 slots indexed by three characters it
 // missed on most of them (issue 43's profile: 3.7 of 122 CPU-s in the map).
-func (pt *partial) internString(s string) string {
-	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
-	ps := &pt.strCache[(uint64(p)*0x9E3779B97F4A7C15)>>(64-identityCacheBits)]
-	if ps.gen == pt.gen && ps.p == p && ps.n == len(s) {
-		return ps.v
+func (pt *partial) internString(s string) (string, uint64) {
+	if s == "" {
+		// Not in the caches: their empty slots hold "" with hash 0.
+		return "", emptyHash
 	}
-	v := pt.internContent(s)
-	*ps = strSlot{p: p, n: len(s), gen: pt.gen, v: v}
-	return v
+	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s))))
+	ps := &pt.strCache[((p^uint64(len(s)))*0x9E3779B97F4A7C15)>>(64-strCacheBits)]
+	if ps.gen == pt.strGen && unsafe.StringData(ps.s) == unsafe.StringData(s) && len(ps.s) == len(s) {
+		return ps.v, ps.h
+	}
+	in := pt.internContent(s)
+	*ps = strSlot{s: s, gen: pt.strGen, interned: in}
+	return in.v, in.h
 }
 
-// internContent is internString by the string's content.
-func (pt *partial) internContent(s string) string {
+// emptyHash is the empty string's hash (any constant).
+const emptyHash = 0xBB67AE8584CAA73B
+
+// internContent is internString by the string's content (not empty).
+func (pt *partial) internContent(s string) interned {
 	var x uint64
 	n := len(s)
 	for i := max(n-8, 0); i < n; i++ {
@@ -452,16 +499,17 @@ func (pt *partial) internContent(s string) string {
 	}
 	h := ((x ^ uint64(n)) * 0x9E3779B97F4A7C15) >> (64 - internCacheBits)
 	slot := &pt.internCache[h]
-	if *slot == s {
+	if slot.v == s {
 		return *slot
 	}
-	v, ok := pt.intern[s]
+	in, ok := pt.intern[s]
 	if !ok {
-		v = string([]byte(s))
-		pt.intern[v] = v
+		v := string([]byte(s))
+		in = interned{v: v, h: maphash.String(pt.seed, v)}
+		pt.intern[v] = in
 	}
-	*slot = v
-	return v
+	*slot = in
+	return in
 }
 
 // internCacheBits is log2 of internString's cache slots.
@@ -614,7 +662,7 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 			*slot = keySlot{gen: pt.gen, row: int32(i), idx: idx[i], start: start}
 			continue
 		}
-		h := maphash.Bytes(pt.seed, pt.localKey(start, i))
+		h := pt.rowHash(start, i)
 		e, inserted := pt.groups.find(part, h, func(e int32) bool { return pt.rowIs(e, start, i) })
 		if inserted {
 			pt.addEntry(start, i)
