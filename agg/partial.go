@@ -469,9 +469,12 @@ func (pt *partial) addEntry(start int64, i int) {
 // hash of the string's last 8 bytes (an address's hex tail) and checked by
 // content, so it is right whatever it holds, and a hit costs a short
 // compare where a map lookup hashes the whole string (~1 CPU-s of a seed
-// backfill went to those lookups). It has room for the seed archive's few
-// thousand miners of a year: with 509 slots indexed by three characters it
-// missed on most of them (issue 43's profile: 3.7 of 122 CPU-s in the map).
+// backfill went to those lookups). It has room for the seed archive's
+// fee recipients of a year (a few thousand miners before the merge, up to
+// 20,000 validators after it): with 509 slots indexed by three characters
+// it missed on most of them (issue 43's profile: 3.7 of 122 CPU-s in the
+// map); with 4,096 slots 1.10M of a seed backfill's 2.59M calls here went
+// on to the map, with 16,384 0.52M.
 func (pt *partial) internString(s string) (string, uint64) {
 	if s == "" {
 		// Not in the caches: their empty slots hold "" with hash 0.
@@ -513,7 +516,7 @@ func (pt *partial) internContent(s string) interned {
 }
 
 // internCacheBits is log2 of internString's cache slots.
-const internCacheBits = 12
+const internCacheBits = 14
 
 // chunkStats is what one chunk contributes to the batch's metrics.
 type chunkStats struct {
@@ -609,9 +612,13 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 				if pt.nShards > 1 {
 					mine = floorMod(w-k, pt.nShards) == pt.shard
 				}
-				// Windows 1024 at a time (groupIndex): a time-ordered batch
-				// fills one small table after the other.
-				part = (w - k) >> 10
+				// Windows 64 at a time (groupIndex): a time-ordered batch
+				// fills one small table after the other. A seed backfill's
+				// 64 windows are ~300 keys a shard, a table of 8 KB that
+				// stays in the L1 cache; 1024 windows made tables of 128 KB
+				// whose slot loads missed it (groupTable.find's flat CPU in
+				// BenchmarkReferenceQuery/process-seedlike: 0.47 -> 0.30 s).
+				part = (w - k) >> 6
 			}
 			if !mine {
 				idx[i] = -1 // the other shard's window
