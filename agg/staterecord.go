@@ -97,12 +97,11 @@ func checkCarry(fs vfs.FS, stateDir string, version int64, rec opRecord) (CarryS
 	if !rec.hasCarry() {
 		return CarryNone, nil
 	}
-	if rec.CarryFile != "" {
-		if _, err := fs.Stat(fs.PathJoin(stateDir, rec.CarryFile)); errors.Is(err, os.ErrNotExist) {
-			return CarryGone, nil
-		}
-	}
-	if _, err := readCarry(fs, stateDir, version, rec); err != nil {
+	// No stat first: a file removed between a stat and readCarry's open
+	// gave a raw open error. readCarry's one open tells gone from there.
+	if _, err := readCarry(fs, stateDir, version, rec); errors.Is(err, os.ErrNotExist) {
+		return CarryGone, nil
+	} else if err != nil {
 		return CarryGood, err
 	}
 	return CarryGood, nil
