@@ -2,6 +2,7 @@ package agg
 
 import (
 	"cmp"
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/rand/v2"
@@ -497,8 +498,12 @@ const emptyHash = 0xBB67AE8584CAA73B
 func (pt *partial) internContent(s string) interned {
 	var x uint64
 	n := len(s)
-	for i := max(n-8, 0); i < n; i++ {
-		x = x<<8 | uint64(s[i])
+	if n >= 8 {
+		x = binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s[n-8:]), 8)) // one load
+	} else {
+		for i := range n {
+			x = x<<8 | uint64(s[i])
+		}
 	}
 	h := ((x ^ uint64(n)) * 0x9E3779B97F4A7C15) >> (64 - internCacheBits)
 	slot := &pt.internCache[h]
