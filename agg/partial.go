@@ -617,13 +617,12 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 				if pt.nShards > 1 {
 					mine = floorMod(w-k, pt.nShards) == pt.shard
 				}
-				// Windows 64 at a time (groupIndex): a time-ordered batch
-				// fills one small table after the other. A seed backfill's
-				// 64 windows are ~300 keys a shard, a table of 8 KB that
-				// stays in the L1 cache; 1024 windows made tables of 128 KB
-				// whose slot loads missed it (groupTable.find's flat CPU in
-				// BenchmarkReferenceQuery/process-seedlike: 0.47 -> 0.30 s).
-				part = (w - k) >> 6
+				// Windows 1024 at a time (groupIndex): a time-ordered batch
+				// fills one small table after the other. (64 at a time cut
+				// groupTable.find's own CPU in process-seedlike, 0.47 ->
+				// 0.30 s, but not a seed backfill's, and its 16 times as
+				// many tables cost 80k allocations more per backfill.)
+				part = (w - k) >> 10
 			}
 			if !mine {
 				idx[i] = -1 // the other shard's window

@@ -9,9 +9,9 @@ package agg
 // copies, took 1.1 of the first backfill batch's 3.8 CPU-s in a profile).
 //
 // Keys are spread over small open-addressing tables by a part number the
-// caller derives from the key (the window's index / 64 for a windowed
+// caller derives from the key (the window's index / 1024 for a windowed
 // plan; one part otherwise). Time-ordered input (a backfill, a live feed)
-// then inserts into one table of a few hundred entries at a time, which
+// then inserts into one table of a few thousand entries at a time, which
 // stays in the CPU cache, where one table of a batch's million entries
 // missed the cache on every insert (the slot load was ~12% of a seed
 // backfill's CPU). Any part function is correct: equal keys have equal
