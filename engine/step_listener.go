@@ -39,7 +39,7 @@ func stepName(op stepOp) string {
 		return StepStateCommit
 	case opRepartitionState:
 		return StepRepartition
-	case opWriteCommit, opCommitSources:
+	case opWriteCommit, opAwaitCommit, opCommitSources:
 		return StepCommit
 	}
 	return StepEmitProgress
