@@ -14,7 +14,12 @@ import (
 // is never evicted and has no entry. Every entry at or below a limit is
 // popped by the eviction at that limit, which removes all of its key's
 // rows at or below it, so no entry outlives its row.
-type evictIndex struct{ h evictHeap }
+type evictIndex struct {
+	h evictHeap
+	// due is popDue's result, its array reused by the next call (a
+	// backfill's eviction pops every row of a batch).
+	due []string
+}
 
 type evictEntry struct {
 	ts  int64  // the row's column value, µs
@@ -71,16 +76,19 @@ func (x *evictIndex) add(key string, v value) {
 	}
 }
 
-// due reports whether a row at or before limUs is stored.
-func (x *evictIndex) due(limUs int64) bool { return len(x.h) > 0 && x.h[0].ts <= limUs }
+// isDue reports whether a row at or before limUs is stored.
+func (x *evictIndex) isDue(limUs int64) bool { return len(x.h) > 0 && x.h[0].ts <= limUs }
 
 // popDue removes the entries at or before limUs and returns their keys,
-// each once, in encoded-key order (the order a scan of the side met them).
+// each once, in encoded-key order (the order a scan of the side met them),
+// valid until the next call.
 func (x *evictIndex) popDue(limUs int64) []string {
-	var keys []string
-	for x.due(limUs) {
+	clear(x.due)
+	keys := x.due[:0]
+	for x.isDue(limUs) {
 		keys = append(keys, x.h.pop().key)
 	}
 	slices.Sort(keys)
-	return slices.Compact(keys)
+	x.due = slices.Compact(keys)
+	return x.due
 }
