@@ -92,7 +92,6 @@ func (x *evictIndex) add(key string, v value) {
 // len is the number of rows indexed.
 func (x *evictIndex) len() int { return len(x.run) - x.head + len(x.h) }
 
-
 // popDue removes the entries at or before limUs and returns their keys,
 // each once, in encoded-key order (the order a scan of the side met them),
 // valid until the next call.
