@@ -349,6 +349,15 @@ func readCarry(fs vfs.FS, stateDir string, v int64, rec opRecord) (*closedCarry,
 	}
 	path := fs.PathJoin(stateDir, rec.CarryFile)
 	f, err := fs.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// Removed since the record naming it was read (by hand, or a
+		// checkpoint copied without it): a check (checkCarry) takes it as
+		// CarryGone; a batch that already merges by it stops here, and the
+		// start after falls back as for any gone carry.
+		return nil, errcode.Wrap(err, errcode.CheckpointCorrupt, path,
+			"restart the query: the batch after a state version whose carry file is gone drops its windows' late rows with a warning (or restore the file from a backup)",
+			"the closed-at-commit carry of state version %d was removed while the query read it", v)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("aggregation: open the closed-at-commit carry: %w", err)
 	}

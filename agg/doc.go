@@ -245,7 +245,8 @@
 // than merged with a value the operator no longer has (emitting a partial
 // value would overwrite the full one in the sink), and logs a warning
 // when a file is gone. A carry file that does not verify is
-// CHECKPOINT_CORRUPT.
+// CHECKPOINT_CORRUPT, and so is one removed after a batch found it and
+// before it read it (the restart falls back as above).
 //
 // What a state reader sees changes: `ethstream state dump` of version N
 // lists only the stored keys (a version written after the last batch's

@@ -23,24 +23,48 @@ func (o *Operator) CommittedRecord(_ context.Context, fs vfs.FS, stateDir string
 // stateDir: the state schema and the operator record of version's
 // metadata, writing nothing; ok is false when version has no metadata.
 func ReadStateRecord(fs vfs.FS, stateDir string, version int64) (stream.StateRecord, bool, error) {
+	c := CheckStateVersion(fs, stateDir, version)
+	return c.Record, c.OK, c.Err
+}
+
+// StateCheck is what CheckStateVersion found of one state version.
+type StateCheck struct {
+	// Record, OK and Err are ReadStateRecord's answer.
+	Record stream.StateRecord
+	OK     bool
+	Err    error
+	// Carry and CarryErr are VerifyCarry's.
+	Carry    CarryState
+	CarryErr error
+}
+
+// CheckStateVersion is ReadStateRecord and VerifyCarry of version in one
+// read of its metadata and its carry (`checkpoint verify` asks both of the
+// last committed version; it read a carry file of megabytes twice).
+func CheckStateVersion(fs vfs.FS, stateDir string, version int64) StateCheck {
 	r, ok, err := state.ReadRecord(fs, stateDir, version)
 	if err != nil || !ok {
-		return stream.StateRecord{Newest: r.Newest}, ok, err
+		return StateCheck{Record: stream.StateRecord{Newest: r.Newest}, OK: ok, Err: err, CarryErr: err}
 	}
 	rec, err := decodeOpRecord(r.Operator, r.Path)
 	if err != nil {
-		return stream.StateRecord{}, false, err
+		// Another operator's record: it names no carry of ours.
+		return StateCheck{Err: err}
 	}
 	// What verify flags a start refuses: a carry that does not verify is
 	// damage in both; one that is gone is the run's documented fallback.
-	if _, err := checkCarry(fs, stateDir, version, rec); err != nil {
-		return stream.StateRecord{}, false, err
+	c := StateCheck{}
+	c.Carry, c.CarryErr = checkCarry(fs, stateDir, version, rec)
+	if c.CarryErr != nil {
+		c.Err = c.CarryErr
+		return c
 	}
-	sr := stream.StateRecord{Path: r.Path, StateSchema: r.Schema.String(), Newest: r.Newest}
+	c.Record = stream.StateRecord{Path: r.Path, StateSchema: r.Schema.String(), Newest: r.Newest}
 	if rec.NextWatermarkMs != nil {
-		sr.NextWatermarkMs, sr.HasNextWatermark = *rec.NextWatermarkMs, true
+		c.Record.NextWatermarkMs, c.Record.HasNextWatermark = *rec.NextWatermarkMs, true
 	}
-	return sr, true, nil
+	c.OK = true
+	return c
 }
 
 // CarryState is what VerifyCarry found of a state version's carry.
@@ -64,15 +88,8 @@ const (
 // from the version reports it (ReadStateRecord); one that is gone is
 // CarryGone, not an error: the run falls back (doc.go, Closed at commit).
 func VerifyCarry(fs vfs.FS, stateDir string, version int64) (CarryState, error) {
-	r, ok, err := state.ReadRecord(fs, stateDir, version)
-	if err != nil || !ok {
-		return CarryNone, err
-	}
-	rec, err := decodeOpRecord(r.Operator, r.Path)
-	if err != nil {
-		return CarryNone, nil
-	}
-	return checkCarry(fs, stateDir, version, rec)
+	c := CheckStateVersion(fs, stateDir, version)
+	return c.Carry, c.CarryErr
 }
 
 // checkCarry reads and checks rec's carry (version's), writing nothing.
@@ -80,12 +97,11 @@ func checkCarry(fs vfs.FS, stateDir string, version int64, rec opRecord) (CarryS
 	if !rec.hasCarry() {
 		return CarryNone, nil
 	}
-	if rec.CarryFile != "" {
-		if _, err := fs.Stat(fs.PathJoin(stateDir, rec.CarryFile)); errors.Is(err, os.ErrNotExist) {
-			return CarryGone, nil
-		}
-	}
-	if _, err := readCarry(fs, stateDir, version, rec); err != nil {
+	// No stat first: a file removed between a stat and readCarry's open
+	// gave a raw open error. readCarry's one open tells gone from there.
+	if _, err := readCarry(fs, stateDir, version, rec); errors.Is(err, os.ErrNotExist) {
+		return CarryGone, nil
+	} else if err != nil {
 		return CarryGood, err
 	}
 	return CarryGood, nil

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/stream"
@@ -58,23 +59,78 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 		return o.Inner.Process(ctx, batchID, watermarkMs, &stream.Batch{})
 	}
 	if len(o.Derive) > 0 {
-		d := &stream.Batch{Len: out.Len, Signs: out.Signs, Columns: append(make([]stream.Column, 0, len(out.Columns)+len(o.Derive)), out.Columns...)}
-		for _, dv := range o.Derive {
-			c, err := dv.Expr.Eval(out, dv.Name)
-			if err != nil {
-				return err
-			}
-			d.Columns = append(d.Columns, c)
+		d, err := o.derive(out)
+		if err != nil {
+			return err
 		}
 		out = d
 	}
 	return o.Inner.Process(ctx, batchID, watermarkMs, out)
 }
 
+// derive appends the Derive columns to in. The Guarded ones are computed
+// only for the rows Inner (a RowGuard) says it aggregates, given in and the
+// unguarded columns: null elsewhere, and an error they would raise for
+// another row is not raised.
+func (o *Operator) derive(in *stream.Batch) (*stream.Batch, error) {
+	d := &stream.Batch{Len: in.Len, Signs: in.Signs, Columns: append(make([]stream.Column, 0, len(in.Columns)+len(o.Derive)), in.Columns...)}
+	cols := make([]stream.Column, len(o.Derive))
+	guard, _ := o.Inner.(RowGuard)
+	guarded := false
+	for i, dv := range o.Derive {
+		if dv.Guarded && guard != nil {
+			guarded = true
+			continue
+		}
+		c, err := dv.Expr.Eval(in, dv.Name)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = c
+	}
+	if guarded {
+		withUnguarded := &stream.Batch{Len: in.Len, Signs: in.Signs, Columns: slices.Clone(d.Columns)}
+		for i, dv := range o.Derive {
+			if !dv.Guarded {
+				withUnguarded.Columns = append(withUnguarded.Columns, cols[i])
+			}
+		}
+		use, err := guard.RowsAggregated(withUnguarded)
+		if err != nil {
+			return nil, err
+		}
+		for i, dv := range o.Derive {
+			if !dv.Guarded {
+				continue
+			}
+			if cols[i], err = dv.Expr.EvalRows(in, dv.Name, use); err != nil {
+				return nil, err
+			}
+		}
+	}
+	d.Columns = append(d.Columns, cols...)
+	return d, nil
+}
+
 // Derived is a column computed from the input rows.
 type Derived struct {
 	Name string
 	Expr *expr.Compiled
+	// Guarded columns are computed only for the rows the Inner operator
+	// aggregates, when it is a RowGuard (a session window's aggregate
+	// inputs, for the rows with a session).
+	Guarded bool
+}
+
+// RowGuard is an Inner operator that skips some of the rows it is handed
+// and says which before Derived columns marked Guarded are computed: Spark
+// filters those rows out before its aggregation computes its inputs, so an
+// error an input would raise for them (DIVIDE_BY_ZERO) is never raised.
+type RowGuard interface {
+	// RowsAggregated reports, per row of b (the input rows with the
+	// unguarded derived columns appended), whether the operator
+	// aggregates it.
+	RowsAggregated(b *stream.Batch) ([]bool, error)
 }
 
 // compact returns the kept rows of in (in itself when all are kept). The

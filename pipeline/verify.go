@@ -229,12 +229,19 @@ func verifyStateRecords(d checkpoint.Dir, sd string, opID int, logs checkpoint.L
 		rec = nil // a damaged record is verifyShape's
 	}
 	bad := 0
+	// The last version's carry is checked below: CheckStateVersion reads
+	// the record and the carry once for both.
+	var lastCheck *agg.StateCheck
 	for _, id := range logs.CommitIDs {
 		c := logs.Commits[id]
 		if c == nil {
 			continue
 		}
-		r, ok, err := agg.ReadStateRecord(d.FS, sd, id)
+		check := agg.CheckStateVersion(d.FS, sd, id)
+		if id == logs.CommitIDs[len(logs.CommitIDs)-1] {
+			lastCheck = &check
+		}
+		r, ok, err := check.Record, check.OK, check.Err
 		if err != nil || !ok {
 			// Another operator's record: the schema alone.
 			if r, ok, err = (state.Recorded{}).CommittedRecord(context.Background(), d.FS, sd, id); err != nil || !ok {
@@ -252,7 +259,11 @@ func verifyStateRecords(d checkpoint.Dir, sd string, opID int, logs checkpoint.L
 	// The carry the next batch merges (agg/doc.go, Closed at commit).
 	if n := len(logs.CommitIDs); n > 0 {
 		last := logs.CommitIDs[n-1]
-		switch st, err := agg.VerifyCarry(d.FS, sd, last); {
+		if lastCheck == nil { // commits/last did not parse
+			c := agg.CheckStateVersion(d.FS, sd, last)
+			lastCheck = &c
+		}
+		switch st, err := lastCheck.Carry, lastCheck.CarryErr; {
 		case err != nil || st == agg.CarryGood:
 			rep.add(sd, fmt.Sprintf("the closed-at-commit carry of state version %d", last), err)
 		case st == agg.CarryGone:

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/checkpoint"
 	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
 )
@@ -125,5 +127,63 @@ func TestVerifyFindsEachInconsistency(t *testing.T) {
 				t.Fatalf("want %s reported at %s:\n%s", row.code, want, out.String())
 			}
 		})
+	}
+}
+
+// openCountFS counts the opens of each path.
+type openCountFS struct {
+	vfs.FS
+	mu    sync.Mutex
+	opens map[string]int
+}
+
+func (f *openCountFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f.mu.Lock()
+	f.opens[name]++
+	f.mu.Unlock()
+	return f.FS.Open(name, opts...)
+}
+
+// TestVerifyReadsEachStateVersionOnce: verify's check of the state records
+// (verifyStateRecords) reads each committed version's metadata and carry
+// once; it read the last version's twice, once for its record and once for
+// its carry (a carry file of megabytes after a backfill batch).
+func TestVerifyReadsEachStateVersionOnce(t *testing.T) {
+	root := t.TempDir()
+	if err := damageRun(t, root, 2); err != nil {
+		t.Fatal(err)
+	}
+	fs := &openCountFS{FS: vfs.Default, opens: map[string]int{}}
+	d := checkpoint.Dir{FS: fs, Path: filepath.Join(root, "ck")}
+	logs, _, err := d.ReadLogs()
+	if err != nil || len(logs.CommitIDs) != 2 {
+		t.Fatalf("commits %v, %v; want 0 and 1", logs.CommitIDs, err)
+	}
+	ops, err := fs.List(d.Join(checkpoint.StateDir))
+	if err != nil || len(ops) == 0 {
+		t.Fatalf("state operators %v, %v", ops, err)
+	}
+	clear(fs.opens)
+	rep := &VerifyReport{}
+	for _, op := range ops {
+		verifyStateRecords(d, d.Join(checkpoint.StateDir, op), 0, logs, rep)
+	}
+	if rep.Damaged != 0 {
+		var out strings.Builder
+		rep.Print(&out)
+		t.Fatalf("a pristine checkpoint is damaged:\n%s", out.String())
+	}
+	stateOpens := 0
+	for p, n := range fs.opens {
+		if !strings.HasPrefix(p, d.Join(checkpoint.StateDir)) {
+			continue
+		}
+		stateOpens += n
+		if n != 1 {
+			t.Errorf("%s opened %d times, want once", p, n)
+		}
+	}
+	if stateOpens < len(logs.CommitIDs) {
+		t.Fatalf("%d opens under state/ for %d committed versions: the check read nothing", stateOpens, len(logs.CommitIDs))
 	}
 }

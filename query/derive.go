@@ -366,12 +366,20 @@ var unsupportedAggs = map[string]bool{"count_distinct": true, "first": true, "la
 // windowedDerive makes a windowed query's derived columns null, unevaluated,
 // for a row without an event time: Spark's window() drops such a row
 // before the aggregation evaluates its grouping and input expressions, so
-// an error they would raise for it is never raised.
+// an error they would raise for it is never raised. A session window's
+// dynamic gap also leaves a row without a session when it is null,
+// malformed or not positive, which no expression can tell: the columns
+// but the gap are Guarded, computed only for the rows the session
+// operator aggregates (filter.RowGuard), as Spark's SessionWindowing
+// filters the others before the aggregation.
 func (r *resolver) windowedDerive() error {
 	if r.window == nil {
 		return nil
 	}
 	for i, d := range r.c.Derived {
+		if r.session != nil && r.session.GapColumn != "" && d.Name != r.session.GapColumn {
+			r.c.Derived[i].Guarded = true
+		}
 		guarded := expr.Case{Whens: []expr.When{{Cond: expr.IsNull{X: filter.Col{Name: r.window.Col}, Neg: true}, Then: d.Expr.Source()}}}
 		c, err := expr.Compile(guarded, r.colType, r.exprOptions())
 		if err != nil {

@@ -30,6 +30,10 @@ func TestLayers(t *testing.T) {
 		{"sink/delta", []string{"engine", "state", "agg", "ethblock", "sources/s3archive", "sources/ethrpc", "chain", "pipeline", "demo"}},
 		{"sources/s3archive", []string{"engine", "state", "agg", "sink/delta", "ethblock", "sources/ethrpc", "pipeline", "demo"}},
 		{"sources/ethrpc", []string{"engine", "state", "agg", "sink/delta", "sources/s3archive", "pipeline", "demo"}},
+		// The Delta source and sink share the log's reading (internal/deltalog);
+		// neither imports the other.
+		{"sources/deltasource", []string{"engine", "state", "agg", "sink/delta", "ethblock", "pipeline", "demo"}},
+		{"internal/deltalog", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "sources/deltasource", "ethblock", "pipeline", "demo", "query", "filter"}},
 		{"engine", []string{"ethblock", "chain", "sources/s3archive", "sources/ethrpc", "agg", "state", "sink/delta", "pipeline", "demo", "query", "filter"}},
 		{"filter", []string{"engine", "checkpoint", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "shape"}},
 		{"shape", []string{"engine", "stream", "state", "agg", "sink/delta", "ethblock", "chain", "pipeline", "demo", "query", "filter"}},

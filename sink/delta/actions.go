@@ -4,175 +4,32 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
+
+	"github.com/ethstream/ethstream/internal/deltalog"
 )
 
-// Protocol is the protocol action: the reader and writer versions a client
-// needs to understand the table.
-type Protocol struct {
-	MinReaderVersion int      `json:"minReaderVersion"`
-	MinWriterVersion int      `json:"minWriterVersion"`
-	ReaderFeatures   []string `json:"readerFeatures,omitempty"`
-	WriterFeatures   []string `json:"writerFeatures,omitempty"`
-}
+// The actions of the log, read and written (internal/deltalog defines them,
+// for the Delta source too).
+type (
+	// Protocol is the protocol action.
+	Protocol = deltalog.Protocol
+	// Format is metaData.format.
+	Format = deltalog.Format
+	// Metadata is the metaData action.
+	Metadata = deltalog.Metadata
+	// AddFile is the add action: a live data file.
+	AddFile = deltalog.AddFile
+	// RemoveFile is the remove action: a tombstone kept for VACUUM.
+	RemoveFile = deltalog.RemoveFile
+	// Txn is the txn action: an application's last committed version.
+	Txn = deltalog.Txn
+	// CommitInfo is the commitInfo action.
+	CommitInfo = deltalog.CommitInfo
+	action     = deltalog.Action
+)
 
-// Format is metaData.format.
-type Format struct {
-	Provider string            `json:"provider"`
-	Options  map[string]string `json:"options"`
-}
-
-// Metadata is the metaData action. A later one replaces the earlier one whole.
-type Metadata struct {
-	ID               string            `json:"id"`
-	Name             *string           `json:"name,omitempty"`
-	Description      *string           `json:"description,omitempty"`
-	Format           Format            `json:"format"`
-	SchemaString     string            `json:"schemaString"`
-	PartitionColumns []string          `json:"partitionColumns"`
-	Configuration    map[string]string `json:"configuration"`
-	CreatedTime      *int64            `json:"createdTime,omitempty"`
-}
-
-// AddFile is the add action: a live data file.
-type AddFile struct {
-	Path             string             `json:"path"`
-	PartitionValues  map[string]*string `json:"partitionValues"`
-	Size             int64              `json:"size"`
-	ModificationTime int64              `json:"modificationTime"`
-	DataChange       bool               `json:"dataChange"`
-	Stats            string             `json:"stats,omitempty"`
-	Tags             map[string]*string `json:"tags,omitempty"`
-	DeletionVector   json.RawMessage    `json:"deletionVector,omitempty"`
-	BaseRowID        *int64             `json:"baseRowId,omitempty"`
-	DefaultRowCommit *int64             `json:"defaultRowCommitVersion,omitempty"`
-}
-
-// RemoveFile is the remove action: a tombstone kept for VACUUM.
-type RemoveFile struct {
-	Path                 string             `json:"path"`
-	DeletionTimestamp    *int64             `json:"deletionTimestamp,omitempty"`
-	DataChange           bool               `json:"dataChange"`
-	ExtendedFileMetadata *bool              `json:"extendedFileMetadata,omitempty"`
-	PartitionValues      map[string]*string `json:"partitionValues,omitempty"`
-	Size                 *int64             `json:"size,omitempty"`
-	Stats                string             `json:"stats,omitempty"`
-	Tags                 map[string]*string `json:"tags,omitempty"`
-	DeletionVector       json.RawMessage    `json:"deletionVector,omitempty"`
-}
-
-// Txn is the txn (set transaction) action: the last batch an application
-// committed, used to make streaming writes idempotent.
-type Txn struct {
-	AppID       string `json:"appId"`
-	Version     int64  `json:"version"`
-	LastUpdated *int64 `json:"lastUpdated,omitempty"`
-}
-
-// CommitInfo is the commitInfo action (free-form provenance). Version is
-// filled in by History from the commit's file name; it is not in the JSON.
-type CommitInfo struct {
-	Version             int64          `json:"-"`
-	Timestamp           int64          `json:"timestamp"`
-	Operation           string         `json:"operation,omitempty"`
-	OperationParameters map[string]any `json:"operationParameters,omitempty"`
-	ReadVersion         *int64         `json:"readVersion,omitempty"`
-	IsolationLevel      string         `json:"isolationLevel,omitempty"`
-	IsBlindAppend       *bool          `json:"isBlindAppend,omitempty"`
-	OperationMetrics    map[string]any `json:"operationMetrics,omitempty"`
-	EngineInfo          string         `json:"engineInfo,omitempty"`
-	TxnID               string         `json:"txnId,omitempty"`
-}
-
-// action is one line of a commit file. Exactly one field is set; actions we
-// do not use (cdc, domainMetadata, ...) leave all of them nil and are skipped.
-type action struct {
-	Txn        *Txn        `json:"txn,omitempty"`
-	Add        *AddFile    `json:"add,omitempty"`
-	Remove     *RemoveFile `json:"remove,omitempty"`
-	MetaData   *Metadata   `json:"metaData,omitempty"`
-	Protocol   *Protocol   `json:"protocol,omitempty"`
-	CommitInfo *CommitInfo `json:"commitInfo,omitempty"`
-}
-
-// parseActions parses newline-delimited JSON actions. Blank lines are
-// skipped (a trailing newline is common); anything else that is not a JSON
-// object with valid known actions is an error naming the line.
-func parseActions(data []byte) ([]action, error) {
-	var out []action
-	line := 0
-	for len(data) > 0 {
-		line++
-		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			l, data = data, nil
-		}
-		l = bytes.TrimSpace(l)
-		if len(l) == 0 {
-			continue
-		}
-		if l[0] != '{' {
-			return nil, fmt.Errorf("line %d: not a JSON object", line)
-		}
-		var a action
-		if err := json.Unmarshal(l, &a); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		if err := a.validate(); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func (a *action) validate() error {
-	n := 0
-	if a.Txn != nil {
-		n++
-		if a.Txn.AppID == "" {
-			return fmt.Errorf("txn without appId")
-		}
-	}
-	if a.Add != nil {
-		n++
-		if a.Add.Path == "" {
-			return fmt.Errorf("add without path")
-		}
-		if _, err := url.PathUnescape(a.Add.Path); err != nil {
-			return fmt.Errorf("add path %q: %w", a.Add.Path, err)
-		}
-	}
-	if a.Remove != nil {
-		n++
-		if a.Remove.Path == "" {
-			return fmt.Errorf("remove without path")
-		}
-		if _, err := url.PathUnescape(a.Remove.Path); err != nil {
-			return fmt.Errorf("remove path %q: %w", a.Remove.Path, err)
-		}
-	}
-	if a.MetaData != nil {
-		n++
-		if a.MetaData.SchemaString != "" {
-			if _, err := ParseSchema(a.MetaData.SchemaString); err != nil {
-				return fmt.Errorf("metaData schemaString: %w", err)
-			}
-		}
-	}
-	if a.Protocol != nil {
-		n++
-	}
-	if a.CommitInfo != nil {
-		n++
-	}
-	if n > 1 {
-		return fmt.Errorf("line holds %d actions, want one", n)
-	}
-	return nil
-}
+// parseActions parses newline-delimited JSON actions (deltalog.ParseActions).
+func parseActions(data []byte) ([]action, error) { return deltalog.ParseActions(data) }
 
 // marshalActions renders actions as a commit file body.
 func marshalActions(actions []action) ([]byte, error) {
@@ -188,11 +45,5 @@ func marshalActions(actions []action) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// decodePath percent-decodes a log path once (RFC 2396 relative URI).
-func decodePath(p string) string {
-	d, err := url.PathUnescape(p)
-	if err != nil {
-		return p // validated at parse time; unreachable for parsed actions
-	}
-	return d
-}
+// decodePath percent-decodes a log path once (deltalog.DecodePath).
+func decodePath(p string) string { return deltalog.DecodePath(p) }

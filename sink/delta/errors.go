@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/deltalog"
 )
 
 // Error codes of the Delta sink. They are part of the CLI contract
@@ -12,27 +13,27 @@ import (
 const (
 	// CodeUnsupportedProtocol: the table needs a reader or writer version (or
 	// a table feature) this implementation does not have.
-	CodeUnsupportedProtocol = "DELTA_UNSUPPORTED_PROTOCOL"
+	CodeUnsupportedProtocol = deltalog.CodeUnsupportedProtocol
 	// CodeCorruptLog: a commit, checkpoint or _last_checkpoint cannot be parsed.
-	CodeCorruptLog = "DELTA_CORRUPT_LOG"
+	CodeCorruptLog = deltalog.CodeCorruptLog
 	// CodeVersionGap: the commits after the checkpoint are not contiguous.
-	CodeVersionGap = "DELTA_VERSION_GAP"
+	CodeVersionGap = deltalog.CodeVersionGap
 	// CodeMissingFile: a live data file named by the log is not on disk.
-	CodeMissingFile = "DELTA_MISSING_FILE"
+	CodeMissingFile = deltalog.CodeMissingFile
 	// CodeCorruptFile: a live data file does not have the size its add
 	// action records (truncated or replaced), or does not decode.
-	CodeCorruptFile = "DELTA_CORRUPT_FILE"
+	CodeCorruptFile = deltalog.CodeCorruptFile
 	// CodeNotATable: the directory has no _delta_log with commits.
-	CodeNotATable = "DELTA_TABLE_NOT_FOUND"
+	CodeNotATable = deltalog.CodeNotATable
 	// CodeTableExists: Create found an existing commit 0.
 	CodeTableExists = "DELTA_TABLE_ALREADY_EXISTS"
 	// CodeSchemaMismatch: the table's schema is not the one the sink writes.
 	CodeSchemaMismatch = "DELTA_SCHEMA_MISMATCH"
 	// CodeVersionNotFound: time travel to a version the log does not hold.
-	CodeVersionNotFound = "DELTA_VERSION_NOT_FOUND"
+	CodeVersionNotFound = deltalog.CodeVersionNotFound
 	// CodeUnsupportedFeature: a file action uses something we cannot read
 	// (deletion vectors) or an operation is not possible on this table.
-	CodeUnsupportedFeature = "DELTA_UNSUPPORTED_FEATURE"
+	CodeUnsupportedFeature = deltalog.CodeUnsupportedFeature
 	// CodeCommitConflict: a commit kept losing the race for its version.
 	CodeCommitConflict = "DELTA_CONCURRENT_MODIFICATION"
 	// CodeBadBatch: the engine handed the sink a batch without the expected columns.
@@ -43,12 +44,12 @@ const (
 )
 
 const (
-	remedyCorrupt  = "restore the file from a backup or copy of the table; ethstream never repairs a Delta log silently"
-	remedyProtocol = "read this table with an engine that supports its protocol (ethstream implements reader 1 / writer 2 without table features)"
+	remedyCorrupt  = deltalog.RemedyCorrupt
+	remedyProtocol = deltalog.RemedyProtocol
 )
 
 func corrupt(path string, err error, format string, args ...any) *errcode.Error {
-	return errcode.Wrap(err, CodeCorruptLog, path, remedyCorrupt, format, args...)
+	return deltalog.Corrupt(path, err, format, args...)
 }
 
 // dataFileError is the error of a live data file that cannot be read:

@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -231,13 +230,6 @@ func sameShape(a, b Schema) bool {
 		}
 	}
 	return true
-}
-
-// String renders a type as schemaString JSON.
-func (t DataType) String() string {
-	var b bytes.Buffer
-	writeType(&b, t)
-	return b.String()
 }
 
 // Description names the sink in progress events.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/deltalog"
 )
 
 // Snapshot is the state of a table at one version. Snapshots returned by
@@ -108,30 +109,11 @@ func (s *Snapshot) applyAll(acts []action) {
 // check validates the replayed state: protocol and metaData present and a
 // protocol we can read.
 func (s *Snapshot) check() error {
-	p := s.table.commitPath(s.Version)
-	if !s.hasProto {
-		return corrupt(p, nil, "no protocol action up to version %d", s.Version)
-	}
-	if !s.hasMeta {
-		return corrupt(p, nil, "no metaData action up to version %d", s.Version)
-	}
-	if err := checkReadProtocol(s.Protocol, s.table.logDir); err != nil {
-		return err
-	}
-	if s.Metadata.SchemaString == "" {
-		return corrupt(p, nil, "metaData has an empty schemaString")
-	}
-	return nil
+	return deltalog.Replayed{Version: s.Version, Protocol: s.Protocol, Metadata: s.Metadata,
+		HasProtocol: s.hasProto, HasMetadata: s.hasMeta}.Check(s.table.log)
 }
 
-func checkReadProtocol(p Protocol, path string) error {
-	if p.MinReaderVersion > ReaderVersion && !onlyNtz(p.MinReaderVersion, 3, p.ReaderFeatures) {
-		return errcode.New(CodeUnsupportedProtocol, path, remedyProtocol,
-			"table needs reader version %d with features %v; ethstream reads version %d without features",
-			p.MinReaderVersion, p.ReaderFeatures, ReaderVersion)
-	}
-	return nil
-}
+func checkReadProtocol(p Protocol, path string) error { return deltalog.CheckReadProtocol(p, path) }
 
 func checkWriteProtocol(p Protocol, path string) error {
 	if err := checkReadProtocol(p, path); err != nil {
@@ -294,42 +276,12 @@ func parseStats(s string) (fileStats, error) {
 	return st, err
 }
 
-// statsJSONValue turns a checkpoint's typed stats_parsed into the values of
-// the JSON stats string: timestamps as ISO-8601 cut to milliseconds.
-func statsJSONValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if e == nil {
-				continue // absent stat, as in the JSON form
-			}
-			out[k] = statsJSONValue(e)
-		}
-		return out
-	case time.Time:
-		return formatStatsTime(x)
-	}
-	return v
-}
-
 // formatStatsTime renders a timestamp the way Spark writes it in stats:
 // ISO-8601 UTC, cut (not rounded) to milliseconds.
-func formatStatsTime(t time.Time) string {
-	return t.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
-}
+func formatStatsTime(t time.Time) string { return deltalog.FormatStatsTime(t) }
 
 // onlyNtz reports whether a protocol at version v (the table-features
-// version featuresAt) names no feature but timestampNtz, the one feature
-// ethstream implements (it reads and writes TIMESTAMP_NTZ columns).
+// version featuresAt) names no feature but timestampNtz (deltalog.OnlyNtz).
 func onlyNtz(v, featuresAt int, features []string) bool {
-	if v != featuresAt {
-		return false
-	}
-	for _, f := range features {
-		if f != featureTimestampNtz {
-			return false
-		}
-	}
-	return true
+	return deltalog.OnlyNtz(v, featuresAt, features)
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ethstream/ethstream/internal/deltalog"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -35,10 +36,7 @@ import (
 // feature: protocol (3, 7) with it as reader and writer feature.
 
 // deltaNames maps the engine's types to Delta's primitive names.
-var deltaNames = map[stream.Type]string{stream.Int64: "long", stream.Int32: "integer", stream.Int16: "short",
-	stream.Int8: "byte", stream.Boolean: "boolean", stream.Float32: "float", stream.Float64: "double",
-	stream.String: "string", stream.Binary: "binary", stream.Date: "date", stream.Timestamp: "timestamp",
-	stream.TimestampNTZ: "timestamp_ntz"}
+var deltaNames = deltalog.PrimitiveNames
 
 // deltaPrimitive maps a column type to its Delta (Spark) type per the
 // protocol's primitive types.
@@ -54,26 +52,14 @@ func deltaPrimitive(t stream.Type) (string, error) {
 
 // StreamTypeOf is the engine type of a Delta primitive type name (long,
 // decimal(10,2), timestamp_ntz, ...); false for a name that is not one.
-func StreamTypeOf(name string) (stream.Type, bool) { return streamOfDelta(name) }
+func StreamTypeOf(name string) (stream.Type, bool) { return deltalog.StreamTypeOf(name) }
 
 // streamOfDelta is the engine type of a Delta primitive; false for one
 // the sink does not write.
-func streamOfDelta(name string) (stream.Type, bool) {
-	for t, n := range deltaNames {
-		if n == name {
-			return t, true
-		}
-	}
-	var p, s int
-	if n, err := fmt.Sscanf(name, "decimal(%d,%d)", &p, &s); err == nil && n == 2 &&
-		p >= 1 && p <= stream.MaxDecimalPrecision && s >= 0 && s <= p && fmt.Sprintf("decimal(%d,%d)", p, s) == name {
-		return stream.DecimalOf(p, s), true
-	}
-	return 0, false
-}
+func streamOfDelta(name string) (stream.Type, bool) { return deltalog.StreamTypeOf(name) }
 
 // featureTimestampNtz is the table feature of a timestamp_ntz column.
-const featureTimestampNtz = "timestampNtz"
+const featureTimestampNtz = deltalog.FeatureTimestampNtz
 
 // protocolFor is the protocol a new table of schema s needs: (1, 2), or
 // (3, 7) with timestampNtz when a column is timestamp_ntz.

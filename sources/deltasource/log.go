@@ -15,7 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/sink/delta"
+	"github.com/ethstream/ethstream/internal/deltalog"
 )
 
 // Delta's error classes this source raises.
@@ -39,19 +39,19 @@ const (
 
 // action is one line of a commit file: the actions the source looks at.
 type action struct {
-	Add      *delta.AddFile    `json:"add,omitempty"`
-	Remove   *delta.RemoveFile `json:"remove,omitempty"`
-	MetaData *delta.Metadata   `json:"metaData,omitempty"`
-	Protocol *delta.Protocol   `json:"protocol,omitempty"`
+	Add      *deltalog.AddFile    `json:"add,omitempty"`
+	Remove   *deltalog.RemoveFile `json:"remove,omitempty"`
+	MetaData *deltalog.Metadata   `json:"metaData,omitempty"`
+	Protocol *deltalog.Protocol   `json:"protocol,omitempty"`
 }
 
 // commit is what one version holds for the stream.
 type commit struct {
 	version  int64
-	adds     []delta.AddFile // data-changing adds, in commit order
-	removes  []delta.RemoveFile
-	metaData *delta.Metadata
-	protocol *delta.Protocol
+	adds     []deltalog.AddFile // data-changing adds, in commit order
+	removes  []deltalog.RemoveFile
+	metaData *deltalog.Metadata
+	protocol *deltalog.Protocol
 }
 
 var commitName = regexp.MustCompile(`^(\d{20})\.json$`)
@@ -77,7 +77,7 @@ func (l *tableLog) latest() (int64, error) {
 	names, err := l.fs.List(l.logDir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return -1, errcode.New(delta.CodeNotATable, l.logDir, "check the table location", "no _delta_log directory")
+			return -1, errcode.New(deltalog.CodeNotATable, l.logDir, "check the table location", "no _delta_log directory")
 		}
 		return -1, fmt.Errorf("list %s: %w", l.logDir, err)
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/deltalog"
 	"github.com/ethstream/ethstream/internal/readahead"
-	"github.com/ethstream/ethstream/sink/delta"
 	"github.com/ethstream/ethstream/sources/internal/pqcol"
 	"github.com/ethstream/ethstream/storage"
 	"github.com/ethstream/ethstream/stream"
@@ -38,7 +38,7 @@ type Source struct {
 	resolveOnce sync.Once
 	resolveErr  error
 	tableID     string
-	schema      delta.Schema
+	schema      deltalog.Schema
 	cols        []column
 	startFrom   int64 // resolved startingVersion / startingTimestamp, -1: the snapshot
 
@@ -49,7 +49,7 @@ type Source struct {
 
 	snapMu   sync.Mutex
 	snapVer  int64
-	snapshot []delta.AddFile // the initial snapshot's files at snapVer, in (modificationTime, path) order
+	snapshot []deltalog.AddFile // the initial snapshot's files at snapVer, in (modificationTime, path) order
 
 	mu     sync.Mutex
 	latest stream.Offset
@@ -144,7 +144,7 @@ func (s *Source) Schema() stream.Schema {
 }
 
 func (s *Source) resolve(ctx context.Context) error {
-	t, err := delta.OpenFS(ctx, s.fs, s.root)
+	t, err := deltalog.Open(s.fs, s.root)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *Source) resolve(ctx context.Context) error {
 		return err
 	}
 	if mode := snap.Metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
-		return errcode.New(delta.CodeUnsupportedFeature, s.root, "read the table with Spark, or rewrite it without column mapping",
+		return errcode.New(deltalog.CodeUnsupportedFeature, s.root, "read the table with Spark, or rewrite it without column mapping",
 			"the table uses column mapping (delta.columnMapping.mode=%s), which this source does not read", mode)
 	}
 	s.tableID, s.schema = snap.Metadata.ID, snap.Schema
@@ -161,7 +161,7 @@ func (s *Source) resolve(ctx context.Context) error {
 	for _, p := range snap.Metadata.PartitionColumns {
 		parts[strings.ToLower(p)] = true
 	}
-	unsupported := func(name string, t delta.DataType) error {
+	unsupported := func(name string, t deltalog.DataType) error {
 		return errcode.New("UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE", s.root,
 			"read a table whose columns are of Spark's scalar types, arrays or structs of them (maps, arrays of complex types and deeper nesting are not read yet)",
 			"the delta source does not support the column `%s` of the type %s", name, strings.ToUpper(typeName(t)))
@@ -195,7 +195,7 @@ func (s *Source) resolve(ctx context.Context) error {
 			return errcode.New(errcode.InvalidArgument, "", "pass startingVersion=<a version number or latest>", "delta source option startingVersion=%q", sv)
 		}
 		if v > latest {
-			return errcode.New(delta.CodeVersionNotFound, s.root, fmt.Sprintf("pick a startingVersion between 0 and %d, or latest", latest),
+			return errcode.New(deltalog.CodeVersionNotFound, s.root, fmt.Sprintf("pick a startingVersion between 0 and %d, or latest", latest),
 				"cannot time travel the delta table to version %d: the available versions are up to %d", v, latest)
 		}
 		s.startFrom = v
@@ -227,7 +227,7 @@ func (s *Source) versionAt(ts time.Time, latest int64) (int64, error) {
 	return latest + 1, nil
 }
 
-func typeName(t delta.DataType) string {
+func typeName(t deltalog.DataType) string {
 	if k := t.Kind(); k != "" {
 		return k
 	}
@@ -236,11 +236,11 @@ func typeName(t delta.DataType) string {
 
 // streamType maps Delta's primitive types to the engine's type of the
 // same Spark type.
-func streamType(t delta.DataType) (stream.Type, bool) {
+func streamType(t deltalog.DataType) (stream.Type, bool) {
 	if t.Element != nil && t.Element.Primitive != "" {
 		// An array of a primitive type reads as an Array column; the
 		// Parquet LIST decodes through internal/columnar.
-		e, ok := delta.StreamTypeOf(t.Element.Primitive)
+		e, ok := deltalog.StreamTypeOf(t.Element.Primitive)
 		if !ok {
 			return 0, false
 		}
@@ -249,7 +249,7 @@ func streamType(t delta.DataType) (stream.Type, bool) {
 	if t.Primitive == "" {
 		return 0, false
 	}
-	return delta.StreamTypeOf(t.Primitive)
+	return deltalog.StreamTypeOf(t.Primitive)
 }
 
 // Open resolves the table and checks that a committed offset names it.
@@ -319,13 +319,13 @@ func (s *Source) mustOpen() {
 
 // snapshotFiles returns the files of the snapshot at version v in Delta's
 // initial-snapshot order: modification time, then path.
-func (s *Source) snapshotFiles(ctx context.Context, v int64) ([]delta.AddFile, error) {
+func (s *Source) snapshotFiles(ctx context.Context, v int64) ([]deltalog.AddFile, error) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
 	if s.snapshot != nil && s.snapVer == v {
 		return s.snapshot, nil
 	}
-	t, err := delta.OpenFS(ctx, s.fs, s.root)
+	t, err := deltalog.Open(s.fs, s.root)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +364,7 @@ func (s *Source) origin(snap int64) position {
 // that a batch without a start offset is read from the snapshot its end
 // names (Delta's getBatch rule: the end's version, or the one before).
 // Each commit is checked before its files are visited (checkCommit).
-func (s *Source) walk(ctx context.Context, from position, until *position, visit func(p position, f delta.AddFile, last bool) bool) error {
+func (s *Source) walk(ctx context.Context, from position, until *position, visit func(p position, f deltalog.AddFile, last bool) bool) error {
 	if from.starting {
 		files, err := s.snapshotFiles(ctx, from.version)
 		if err != nil {
@@ -420,7 +420,7 @@ func (s *Source) walk(ctx context.Context, from position, until *position, visit
 // returns the files it emits: a schema that the query's schema cannot
 // read (a column it lacks, a type that differs) stops the stream; a commit
 // that removes data is refused unless an option says what to do with it.
-func (s *Source) checkCommit(c *commit) ([]delta.AddFile, error) {
+func (s *Source) checkCommit(c *commit) ([]deltalog.AddFile, error) {
 	if c.metaData != nil {
 		if c.metaData.ID != s.tableID {
 			return nil, s.checkID(c.metaData.ID)
@@ -429,13 +429,13 @@ func (s *Source) checkCommit(c *commit) ([]delta.AddFile, error) {
 			return nil, err
 		}
 	}
-	if c.protocol != nil && (c.protocol.MinReaderVersion > delta.ReaderVersion || len(c.protocol.ReaderFeatures) > 0) {
-		return nil, errcode.New(delta.CodeUnsupportedProtocol, s.root, "read the table with a reader of its protocol",
+	if c.protocol != nil && (c.protocol.MinReaderVersion > deltalog.ReaderVersion || len(c.protocol.ReaderFeatures) > 0) {
+		return nil, errcode.New(deltalog.CodeUnsupportedProtocol, s.root, "read the table with a reader of its protocol",
 			"commit %d raises the table's reader protocol to %d with features %v, which this source does not read", c.version, c.protocol.MinReaderVersion, c.protocol.ReaderFeatures)
 	}
 	for _, a := range c.adds {
 		if len(a.DeletionVector) > 0 && string(a.DeletionVector) != "null" {
-			return nil, errcode.New(delta.CodeUnsupportedFeature, s.root, "read the table with Spark, or purge its deletion vectors (REORG TABLE ... APPLY (PURGE))",
+			return nil, errcode.New(deltalog.CodeUnsupportedFeature, s.root, "read the table with Spark, or purge its deletion vectors (REORG TABLE ... APPLY (PURGE))",
 				"commit %d adds %s with a deletion vector (table feature deletionVectors), which this source does not read", c.version, a.Path)
 		}
 	}
@@ -467,7 +467,7 @@ func (s *Source) checkCommit(c *commit) ([]delta.AddFile, error) {
 // nulls for the columns they lack (an additive change the query started
 // after); anything else needs a restart (Delta's rule).
 func (s *Source) readable(c *commit) error {
-	sch, err := delta.ParseSchema(c.metaData.SchemaString)
+	sch, err := deltalog.ParseSchema(c.metaData.SchemaString)
 	if err != nil {
 		return errcode.Corrupt(s.root, err, "schema of commit %d", c.version)
 	}
@@ -509,7 +509,7 @@ func (s *Source) LatestOffset(ctx context.Context, start stream.Offset) (stream.
 	// The walk stops as soon as the limit is reached, so that a commit
 	// after the batch's last file is not checked (a delete there is the
 	// next batch's refusal, as in Delta).
-	err := s.walk(ctx, from, nil, func(p position, f delta.AddFile, last bool) bool {
+	err := s.walk(ctx, from, nil, func(p position, f deltalog.AddFile, last bool) bool {
 		n++
 		bytes += f.Size
 		e := p
@@ -554,8 +554,8 @@ func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit f
 	} else if err := s.checkID(id); err != nil {
 		return err
 	}
-	var files []delta.AddFile
-	if err := s.walk(ctx, from, &until, func(_ position, f delta.AddFile, _ bool) bool {
+	var files []deltalog.AddFile
+	if err := s.walk(ctx, from, &until, func(_ position, f deltalog.AddFile, _ bool) bool {
 		files = append(files, f)
 		return true
 	}); err != nil {
@@ -603,7 +603,7 @@ func (s *Source) filePath(p string) (string, error) {
 	return s.fs.PathJoin(s.root, filepath.FromSlash(d)), nil
 }
 
-func (s *Source) readFile(ctx context.Context, f delta.AddFile) ([]*stream.Batch, error) {
+func (s *Source) readFile(ctx context.Context, f deltalog.AddFile) ([]*stream.Batch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -614,7 +614,7 @@ func (s *Source) readFile(ctx context.Context, f delta.AddFile) ([]*stream.Batch
 	data, err := readWhole(s.fs, p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, errcode.Wrap(err, delta.CodeMissingFile, p, "restore the file, or restart the query from a new checkpoint",
+			return nil, errcode.Wrap(err, deltalog.CodeMissingFile, p, "restore the file, or restart the query from a new checkpoint",
 				"a data file the stream reads is missing")
 		}
 		return nil, fmt.Errorf("read %s: %w", p, err)
@@ -627,7 +627,7 @@ func (s *Source) readFile(ctx context.Context, f delta.AddFile) ([]*stream.Batch
 	}
 	bs, err := pqcol.Decode(bytes.NewReader(data), int64(len(data)), cols)
 	if err != nil {
-		return nil, errcode.Wrap(err, delta.CodeCorruptFile, p, "restore the file from a backup", "cannot read the data file")
+		return nil, errcode.Wrap(err, deltalog.CodeCorruptFile, p, "restore the file from a backup", "cannot read the data file")
 	}
 	for _, b := range bs {
 		out := make([]stream.Column, len(s.proj))

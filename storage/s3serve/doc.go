@@ -12,5 +12,6 @@
 // root through a symbolic link is 403 AccessDenied; a GET or HEAD checks
 // the real path of the file it opened. ETags derive from size, mtime and
 // key rather than an MD5 of the content. Faults: a seeded fraction of
-// requests answered 503 SlowDown or 500 InternalError.
+// requests answered 503 SlowDown or 500 InternalError. A listing is one
+// moment of the bucket against the server's own writes (listGuard).
 package s3serve

@@ -248,6 +248,11 @@ type dirBackend struct {
 	// used). GET and HEAD resolve keys from it, so a root directory renamed
 	// away while serving (rather than emptied) would still be served.
 	rootDir *os.File
+	// guard makes a listing one moment against this backend's writes.
+	guard listGuard
+	// readDir reads a directory for a listing (nil: os.ReadDir). Tests
+	// give one that answers as POSIX allows a read that a write overlaps.
+	readDir func(dir string) ([]fs.DirEntry, error)
 }
 
 var _ gofakes3.Backend = (*dirBackend)(nil)
@@ -403,16 +408,33 @@ func (b *dirBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofak
 		// One entry past the page proves that the listing is truncated.
 		return !full()
 	}
-	// A file deleted between its directory's read and its stat restarts
-	// the listing (errVanished): dropping it would list a moment that never
-	// was, when a file created before that delete (after the read) is not
-	// listed either. A lease takeover (create generation n+1, then delete
-	// n) then listed no generation at all, and a second taker started over
-	// at 0. S3 lists what was there at one moment.
+	// S3 lists what was there at one moment. A walk that a write of ours
+	// overlapped (listGuard) is walked again, and so is one that found a
+	// file deleted between its directory's read and its stat (errVanished):
+	// dropping it would list a moment that never was, when a file created
+	// before that delete (after the read) is not listed either. A lease
+	// takeover (create generation n+1, then delete n) then listed no
+	// generation at all, and a second taker started over at 0.
 	for attempt := 1; ; attempt++ {
+		exclusive := attempt > optimisticAttempts
+		if exclusive {
+			b.guard.mu.Lock()
+		}
 		entries = entries[:0]
-		err = walkKeys(start, rel, pfx, marker, visitEntry)
-		if !errors.Is(err, errVanished) || attempt == maxListAttempts {
+		view := listView{g: &b.guard}
+		read := func(dir string) ([]fs.DirEntry, error) {
+			view.note(dir)
+			if b.readDir != nil {
+				return b.readDir(dir)
+			}
+			return os.ReadDir(dir)
+		}
+		err = walkKeys(read, start, rel, pfx, marker, visitEntry)
+		moment := exclusive || view.unchanged()
+		if exclusive {
+			b.guard.mu.Unlock()
+		}
+		if moment && !errors.Is(err, errVanished) || attempt == maxListAttempts {
 			break
 		}
 	}
@@ -442,7 +464,7 @@ var errVanished = errors.New("a listed file vanished during the listing")
 // vanishing; the last one's error is the request's (500: clients retry).
 const maxListAttempts = 100
 
-// walkKeys calls visit for every regular, non-temp file under dir whose key
+// walkKeys calls visit, reading directories with read, for every regular, non-temp file under dir whose key
 // (rel + its '/'-joined path below dir) has prefix pfx and is not excluded
 // by marker, in byte order of the keys, until visit returns false.
 // Subtrees whose keys all lie outside pfx or at or before marker are not
@@ -454,13 +476,13 @@ const maxListAttempts = 100
 // under directory "a" ("a/...") sort after a sibling file "a-b" ('-' <
 // '/'), so siblings are ordered by name, with a directory's name compared
 // as name+"/".
-func walkKeys(dir, rel, pfx, marker string, visit func(listedObject) bool) error {
-	_, err := walkDirKeys(dir, rel, pfx, marker, visit)
+func walkKeys(read func(string) ([]fs.DirEntry, error), dir, rel, pfx, marker string, visit func(listedObject) bool) error {
+	_, err := walkDirKeys(read, dir, rel, pfx, marker, visit)
 	return err
 }
 
-func walkDirKeys(dir, rel, pfx, marker string, visit func(listedObject) bool) (bool, error) {
-	des, err := os.ReadDir(dir)
+func walkDirKeys(read func(string) ([]fs.DirEntry, error), dir, rel, pfx, marker string, visit func(listedObject) bool) (bool, error) {
+	des, err := read(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return true, nil
@@ -484,7 +506,7 @@ func walkDirKeys(dir, rel, pfx, marker string, visit func(listedObject) bool) (b
 			if marker != "" && key < marker && !strings.HasPrefix(marker, key) {
 				continue // every key below sorts before the marker
 			}
-			more, err := walkDirKeys(filepath.Join(dir, de.Name()), key, pfx, marker, visit)
+			more, err := walkDirKeys(read, filepath.Join(dir, de.Name()), key, pfx, marker, visit)
 			if err != nil || !more {
 				return more, err
 			}
@@ -667,7 +689,10 @@ func (b *dirBackend) DeleteObject(bucket, key string) (gofakes3.ObjectDeleteResu
 	if out, err := outside(b.root, filepath.Dir(p)); out || err != nil {
 		return gofakes3.ObjectDeleteResult{}, gofakes3.ErrorInvalidArgument("key", key, "the key resolves outside the served directory")
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	end := b.guard.write(filepath.Dir(p))
+	err = os.Remove(p)
+	end()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return gofakes3.ObjectDeleteResult{}, err
 	}
 	return gofakes3.ObjectDeleteResult{}, nil
@@ -705,18 +730,25 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 	// If-None-Match: * (put-if-absent, atomic against a racing PUT) or
 	// rename otherwise, and a directory fsync. A reader never sees a
 	// partial object.
-	if err := durable.EnsureDir(vfs.Default, filepath.Dir(p)); err != nil {
+	if err := b.ensureDir(bucket, filepath.Dir(p)); err != nil {
 		return gofakes3.PutObjectResult{}, err
 	}
 	mode := durable.Replace
 	if cond != nil && cond.IfNoneMatch != nil && *cond.IfNoneMatch == "*" {
 		mode = durable.NoOverwrite
 	}
+	// The visible step (listGuard) starts once the body is in the temp
+	// file, not while a client uploads it.
+	end := func() {}
 	_, err = durable.For(vfs.Default).Publish(filepath.Dir(p), filepath.Base(p), durable.Options{Mode: mode},
 		func(w io.Writer) error {
-			_, err := io.Copy(w, input)
-			return err
+			if _, err := io.Copy(w, input); err != nil {
+				return err
+			}
+			end = b.guard.write(filepath.Dir(p))
+			return nil
 		})
+	end()
 	if errors.Is(err, durable.ErrExists) {
 		drain(input)
 		return gofakes3.PutObjectResult{}, gofakes3.ErrorMessage(gofakes3.ErrPreconditionFailed, "The object already exists")
@@ -736,6 +768,23 @@ func (b *dirBackend) PutObject(bucket, key string, meta map[string]string, input
 // "connection reset" instead of the 412 (a lost race read as an I/O error).
 func drain(body io.Reader) {
 	_, _ = io.Copy(io.Discard, body)
+}
+
+// ensureDir creates dir (the folder of a key) and its missing parents up to
+// the bucket's folder. A directory created is a visible step for listGuard
+// in its parent, so only a write that creates one guards the parents.
+func (b *dirBackend) ensureDir(bucket, dir string) error {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return nil
+	}
+	var parents []string
+	bdir, _ := b.bucketDir(bucket)
+	for d := dir; d != bdir && len(d) > len(bdir); d = filepath.Dir(d) {
+		parents = append(parents, filepath.Dir(d))
+	}
+	end := b.guard.write(parents...)
+	defer end()
+	return durable.EnsureDir(vfs.Default, dir)
 }
 
 func (b *dirBackend) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDeleteResult, error) {
