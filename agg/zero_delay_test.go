@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -29,11 +29,9 @@ import (
 // Spark drops 00:07 in batch 2 (its window [00:00, 00:10) ended at or
 // before the previous batch's watermark) and merges 00:44 into [00:40,
 // 00:50), which batch 2's watermark then evicts.
-var zeroDelayBatches = [][]int64{{zdAt(5), zdAt(35)}, {zdAt(41), zdAt(50)}, {zdAt(7), zdAt(44)}}
+var zeroDelay = streamtest.ZeroDelay{Batches: [][]int64{{zdAt(5), zdAt(35)}, {zdAt(41), zdAt(50)}, {zdAt(7), zdAt(44)}}}
 
-func zdAt(m int) int64 {
-	return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(m) * time.Minute).UnixMicro()
-}
+var zdAt = streamtest.ZeroDelayAt
 
 func zeroDelaySpec() Spec {
 	return Spec{Window: &Window{Column: "ts", Size: 10 * time.Minute}, GroupBy: []string{"k"},
@@ -41,49 +39,12 @@ func zeroDelaySpec() Spec {
 		ColumnTypes: map[string]stream.Type{"ts": stream.Timestamp, "k": stream.String}}
 }
 
-// zdRows is a batch of rows at ts, all of key k.
-func zdRows(ts []int64, k string) *stream.Batch {
-	b := &stream.Batch{Len: len(ts), Columns: []stream.Column{
-		{Name: "ts", Type: stream.Timestamp, Int64s: ts},
-		{Name: "k", Type: stream.String, Strings: make([]string, len(ts))},
-	}}
-	for i := range ts {
-		b.Columns[1].Strings[i] = k
-	}
-	return b
-}
-
-// zdRender renders an output batch as wm0gen.go.txt does.
-func zdRender(b *stream.Batch) string {
-	var lines []string
-	for i := 0; i < b.Len; i++ {
-		var f []string
-		for _, c := range b.Columns {
-			v := "null"
-			if !c.IsNull(i) {
-				switch c.Type.Storage() {
-				case stream.Int64, stream.Timestamp:
-					v = fmt.Sprint(c.Int64s[i])
-				case stream.String:
-					v = c.Strings[i]
-				default:
-					v = fmt.Sprint(c.Float64s[i])
-				}
-			}
-			f = append(f, c.Name+"="+v)
-		}
-		lines = append(lines, strings.Join(f, " "))
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-// zdRun plays the engine over zeroDelayBatches from batch `from` on,
-// the operator opened at version from-1 of stateDir; it returns each
-// batch's rendered output and dropped-row count.
+// zdRun plays the engine over zeroDelay from batch `from` on, the operator
+// opened at version from-1 of stateDir and reopened before each batch; it
+// returns each batch's rendered output and dropped-row count.
 func zdRun(t *testing.T, spec Spec, stateDir string, from int) (outs []string, dropped []int64, last *Operator) {
 	t.Helper()
 	ctx := context.Background()
-	var prevWm, wm, maxEv int64
 	open := func(version int64) *Operator {
 		o, err := New(spec)
 		if err != nil {
@@ -98,35 +59,28 @@ func zdRun(t *testing.T, spec Spec, stateDir string, from int) (outs []string, d
 	}
 	o := open(int64(from - 1))
 	defer func() { o.Close() }()
-	for id, ts := range zeroDelayBatches {
-		for _, x := range ts {
-			maxEv = max(maxEv, x)
+	zeroDelay.Play(from, func(id int, ts []int64, lateMs, wmMs, nextMs int64) {
+		if id > from {
+			// A restart before each batch: the rule the checkpoint
+			// reads a delay of 0 by is in its state.
+			if err := o.Close(); err != nil {
+				t.Fatal(err)
+			}
+			o = open(int64(id - 1))
 		}
-		next := max(wm, maxEv/1000)
-		if id >= from {
-			if id > from {
-				// A restart before each batch: the rule the checkpoint
-				// reads a delay of 0 by is in its state.
-				if err := o.Close(); err != nil {
-					t.Fatal(err)
-				}
-				o = open(int64(id - 1))
-			}
-			if err := o.Process(ctx, int64(id), prevWm, zdRows(ts, "0xaa")); err != nil {
-				t.Fatal(err)
-			}
-			o.NextWatermark(int64(id), next)
-			b, p, err := o.Finish(ctx, int64(id), wm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Commit(ctx, int64(id)); err != nil {
-				t.Fatal(err)
-			}
-			outs, dropped = append(outs, zdRender(b)), append(dropped, p.NumRowsDroppedByWatermark)
+		if err := o.Process(ctx, int64(id), lateMs, streamtest.KeyedRows(ts, "0xaa")); err != nil {
+			t.Fatal(err)
 		}
-		prevWm, wm = wm, next
-	}
+		o.NextWatermark(int64(id), nextMs)
+		b, p, err := o.Finish(ctx, int64(id), wmMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Commit(ctx, int64(id)); err != nil {
+			t.Fatal(err)
+		}
+		outs, dropped = append(outs, streamtest.RowsText(b)), append(dropped, p.NumRowsDroppedByWatermark)
+	})
 	return outs, dropped, o
 }
 
@@ -148,18 +102,9 @@ func TestZeroDelayWatermark(t *testing.T) {
 // that reading (legacyZeroDelay), so the batch after another restart
 // still merges a row of a window the watermark would have closed.
 func TestZeroDelayMainCheckpoint(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := os.CopyFS(dir, os.DirFS("fixtures/zero_delay_main/state")); err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile("fixtures/zero_delay_main/expected.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, want := streamtest.ZeroDelayMain(t, "fixtures/zero_delay_main")
 	outs, dropped, o := zdRun(t, zeroDelaySpec(), dir, 2)
-	got := fmt.Sprintf("# batch 2: late watermark %d ms, watermark %d ms\n%snumRowsDroppedByWatermark=%d\n",
-		zdAt(35)/1000, zdAt(50)/1000, outs[0], dropped[0])
-	if got != string(want) {
+	if got := streamtest.ZeroDelayOutput(2, zdAt(35)/1000, zdAt(50)/1000, outs[0], dropped[0]); got != want {
 		t.Fatalf("batch 2 over main's checkpoint:\n%s\nmain gave\n%s", got, want)
 	}
 	r, ok, err := state.ReadRecord(vfs.Default, dir, 2)
@@ -183,15 +128,15 @@ func TestZeroDelayMainCheckpoint(t *testing.T) {
 		Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := o2.Process(ctx, 3, zdAt(50)/1000, zdRows([]int64{zdAt(1)}, "0xaa")); err != nil {
+	if err := o2.Process(ctx, 3, zdAt(50)/1000, streamtest.KeyedRows([]int64{zdAt(1)}, "0xaa")); err != nil {
 		t.Fatal(err)
 	}
 	b, _, err := o2.Finish(ctx, 3, zdAt(50)/1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := fmt.Sprintf("window_start=%d window_end=%d k=0xaa count=3\n", zdAt(0), zdAt(10)); zdRender(b) != w {
-		t.Fatalf("batch 3 after a restart: %s, want %s", zdRender(b), w)
+	if w := fmt.Sprintf("window_start=%d window_end=%d k=0xaa count=3\n", zdAt(0), zdAt(10)); streamtest.RowsText(b) != w {
+		t.Fatalf("batch 3 after a restart: %s, want %s", streamtest.RowsText(b), w)
 	}
 	// The state files main wrote are read, never rewritten.
 	for _, n := range []string{"00000000000000000000.0.delta", "00000000000000000001.0.meta"} {

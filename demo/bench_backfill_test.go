@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -27,20 +28,32 @@ func BenchmarkSeedBackfillFile(b *testing.B) {
 		b.Skip("ETHSTREAM_BENCH_WORKDIR not set")
 	}
 	blocks := filepath.Join(work, "s3", Bucket, "v1.0", "eth", "blocks")
-	files := 365
-	src := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive",
-		URI: fmt.Sprintf("file://%s?maxFilesPerTrigger=%d", filepath.ToSlash(blocks), files)}
+	runSeedBackfill(b, pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive",
+		URI: fmt.Sprintf("file://%s?maxFilesPerTrigger=%d", filepath.ToSlash(blocks), 365)})
+}
+
+// runSeedBackfill runs b.N backfills of the reference query from src, each
+// on a checkpoint of its own, and reports their CPU, allocations, GC
+// cycles, peak RSS and each step's CPU.
+func runSeedBackfill(b *testing.B, src pipeline.SourceSpec) {
 	var cpu time.Duration
 	var peak int64
 	var allocs, mallocs, gcs uint64
 	var m0, m1 runtime.MemStats
+	var gcCPU float64
+	gcm := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
 	steps := map[string]int64{}
+	// The sampler polls the RSS itself: VmHWM (peakRSS) is kept lazily by
+	// Linux and read 25 MB under the sampled peak in some runs.
+	sampler := startPeakSampler(os.Getenv("ETHSTREAM_BENCH_PEAKPROFILE") != "")
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		dir := b.TempDir()
 		resetPeakRSS()
 		runtime.ReadMemStats(&m0)
+		metrics.Read(gcm)
+		gc0 := gcm[0].Value.Float64()
 		b.StartTimer()
 		c0 := cputime.Self()
 		rec := &recorder{start: time.Now()}
@@ -53,6 +66,8 @@ func BenchmarkSeedBackfillFile(b *testing.B) {
 		cpu += cputime.Self() - c0
 		b.StopTimer()
 		runtime.ReadMemStats(&m1)
+		metrics.Read(gcm)
+		gcCPU += gcm[0].Value.Float64() - gc0
 		allocs, mallocs, gcs = allocs+m1.TotalAlloc-m0.TotalAlloc, mallocs+m1.Mallocs-m0.Mallocs, gcs+uint64(m1.NumGC-m0.NumGC)
 		peak = max(peak, peakRSS())
 		for _, s := range rec.runSteps(0, 0) {
@@ -60,8 +75,18 @@ func BenchmarkSeedBackfillFile(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+	if out := os.Getenv("ETHSTREAM_BENCH_PEAKPROFILE"); out != "" {
+		if err := sampler.stop(out); err != nil {
+			b.Error(err)
+		}
+		b.Log(sampler.describe())
+	} else {
+		_ = sampler.stop("")
+	}
 	n := float64(b.N)
 	b.ReportMetric(cpu.Seconds()/n, "cpu-s/op")
+	b.ReportMetric(gcCPU/n, "gc-cpu-s/op")
+	b.ReportMetric(float64(sampler.peak())/(1<<20), "sampledPeakRSS-MB")
 	b.ReportMetric(float64(allocs)/n/(1<<20), "allocMB/op")
 	b.ReportMetric(float64(mallocs)/n/1e6, "Mallocs/op")
 	b.ReportMetric(float64(gcs)/n, "gcs/op")

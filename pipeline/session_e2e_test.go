@@ -42,15 +42,8 @@ func TestSessionWindowSQL(t *testing.T) {
 		writeE2EOrders(t, filepath.Join(dir, fmt.Sprintf("part-%d.parquet", f)), rows)
 	}
 	const gap, delay = 3 * time.Minute, 10 * time.Minute
-	cfg := Config{Checkpoint: filepath.Join(root, "ckpt"), Table: filepath.Join(root, "table"), LocalDir: filepath.Join(root, "local"),
-		Sources: []SourceSpec{{Name: "orders", Format: "parquet",
-			URI: "file://" + filepath.ToSlash(dir) + "?maxFilesPerTrigger=1&schema=" +
-				url.QueryEscape("order_id STRING, customer STRING, amount DOUBLE, event_time TIMESTAMP")}},
-		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: slog.New(slog.DiscardHandler),
-		Conf:          map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true", "spark.sql.shuffle.partitions": "3"},
-		WithWatermark: "event_time, 10 minutes", OutputMode: "append",
-		Query: "SELECT session_window.start AS session_start, session_window.end AS session_end, customer, count(*) AS orders, " +
-			"sum(amount) AS amount FROM orders GROUP BY session_window(event_time, '3 minutes'), customer"}
+	cfg := sessionOrdersConfig(root, dir, "SELECT session_window.start AS session_start, session_window.end AS session_end, customer, count(*) AS orders, "+
+		"sum(amount) AS amount FROM orders GROUP BY session_window(event_time, '3 minutes'), customer")
 	if _, err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -86,19 +79,44 @@ func TestSessionWindowSQL(t *testing.T) {
 	}
 }
 
+// sessionOrdersConfig runs query in append mode over the orders Parquet
+// files in dir (one a batch, event_time watermarked by 10 minutes) into a
+// Delta table, checkpoint and table under root.
+func sessionOrdersConfig(root, dir, query string) Config {
+	return Config{Checkpoint: filepath.Join(root, "ckpt"), Table: filepath.Join(root, "table"), LocalDir: filepath.Join(root, "local"),
+		Sources: []SourceSpec{{Name: "orders", Format: "parquet",
+			URI: "file://" + filepath.ToSlash(dir) + "?maxFilesPerTrigger=1&schema=" +
+				url.QueryEscape("order_id STRING, customer STRING, amount DOUBLE, event_time TIMESTAMP")}},
+		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: slog.New(slog.DiscardHandler),
+		Conf:          map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true", "spark.sql.shuffle.partitions": "3"},
+		WithWatermark: "event_time, 10 minutes", OutputMode: "append", Query: query}
+}
+
 // checkSessions compares the table's sessions with a recount from the
 // orders: per customer, sorted by time, a session grows while the next
 // order comes at or before its running end (each order's time plus its
 // gap); every order is on time (each file is a later hour), so the table
-// holds the sessions ending at or before the final watermark.
+// holds the sessions ending at or before the final watermark. Its column
+// amount is the sum of the orders' amounts.
 func checkSessions(t *testing.T, table string, all []e2eOrder, gapOf func(e2eOrder) time.Duration, delay time.Duration) {
+	t.Helper()
+	checkSessionsOf(t, table, all, gapOf, func(o e2eOrder) float64 { return o.Amount }, delay)
+}
+
+// checkSessionsOf is checkSessions with the table's column amount the sum
+// of value over a session's orders. An order whose gap is not positive
+// has no session (Spark filters it before the aggregation); its event
+// time still moves the watermark.
+func checkSessionsOf(t *testing.T, table string, all []e2eOrder, gapOf func(e2eOrder) time.Duration, value func(e2eOrder) float64, delay time.Duration) {
 	t.Helper()
 	var maxTS time.Time
 	by := map[string][]e2eOrder{}
 	for _, o := range all {
-		by[o.Customer] = append(by[o.Customer], o)
 		if o.EventTime.After(maxTS) {
 			maxTS = o.EventTime
+		}
+		if gapOf(o) > 0 {
+			by[o.Customer] = append(by[o.Customer], o)
 		}
 	}
 	wm := maxTS.Add(-delay)
@@ -106,13 +124,13 @@ func checkSessions(t *testing.T, table string, all []e2eOrder, gapOf func(e2eOrd
 	for c, os := range by {
 		slices.SortFunc(os, func(a, b e2eOrder) int { return cmp.Compare(a.EventTime.UnixMicro(), b.EventTime.UnixMicro()) })
 		for i := 0; i < len(os); {
-			start, end, sum := os[i].EventTime, os[i].EventTime.Add(gapOf(os[i])), os[i].Amount
+			start, end, sum := os[i].EventTime, os[i].EventTime.Add(gapOf(os[i])), value(os[i])
 			j := i + 1
 			for ; j < len(os) && !os[j].EventTime.After(end); j++ {
 				if e := os[j].EventTime.Add(gapOf(os[j])); e.After(end) {
 					end = e
 				}
-				sum += os[j].Amount
+				sum += value(os[j])
 			}
 			if !end.After(wm) {
 				want = append(want, fmt.Sprintf("%s %s %s %d %g", start.Format(time.RFC3339), end.Format(time.RFC3339), c, j-i, sum))
@@ -143,5 +161,4 @@ func checkSessions(t *testing.T, table string, all []e2eOrder, gapOf func(e2eOrd
 	if len(want) < 10 || !slices.Equal(got, want) {
 		t.Fatalf("table (%d rows)\n%q\nthe recount (%d)\n%q", len(got), got, len(want), want)
 	}
-
 }

@@ -3,10 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"math/rand/v2"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/sink/delta"
 )
 
@@ -36,15 +33,8 @@ func TestSessionWindowTypesSQL(t *testing.T) {
 		all = append(all, rows...)
 		writeE2EOrders(t, filepath.Join(dir, fmt.Sprintf("part-%d.parquet", f)), rows)
 	}
-	cfg := Config{Checkpoint: filepath.Join(root, "ckpt"), Table: filepath.Join(root, "table"), LocalDir: filepath.Join(root, "local"),
-		Sources: []SourceSpec{{Name: "orders", Format: "parquet",
-			URI: "file://" + filepath.ToSlash(dir) + "?maxFilesPerTrigger=1&schema=" +
-				url.QueryEscape("order_id STRING, customer STRING, amount DOUBLE, event_time TIMESTAMP")}},
-		Trigger: engine.Trigger{Kind: engine.AvailableNow}, Logger: slog.New(slog.DiscardHandler),
-		Conf:          map[string]string{"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true", "spark.sql.shuffle.partitions": "3"},
-		WithWatermark: "event_time, 10 minutes", OutputMode: "append",
-		Query: "SELECT session_window.start AS session_start, session_window.end AS session_end, amount, count(*) AS orders, " +
-			"sum(CAST(amount AS DECIMAL(10,2))) AS total FROM orders GROUP BY session_window(event_time, '3 minutes'), amount"}
+	cfg := sessionOrdersConfig(root, dir, "SELECT session_window.start AS session_start, session_window.end AS session_end, amount, count(*) AS orders, "+
+		"sum(CAST(amount AS DECIMAL(10,2))) AS total FROM orders GROUP BY session_window(event_time, '3 minutes'), amount")
 	if _, err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -30,87 +29,46 @@ import (
 //
 // Spark drops 00:05 in batch 2: its session [00:05, 00:15) ends at or
 // before the previous batch's watermark.
-var zeroDelayBatches = [][]int64{{zdAt(0), zdAt(40)}, {zdAt(50)}, {zdAt(5)}}
+var zeroDelay = streamtest.ZeroDelay{Batches: [][]int64{{zdAt(0), zdAt(40)}, {zdAt(50)}, {zdAt(5)}}}
 
-func zdAt(m int) int64 {
-	return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(m) * time.Minute).UnixMicro()
-}
+var zdAt = streamtest.ZeroDelayAt
 
 func zeroDelaySpec() Spec {
 	return Spec{Column: "ts", Gap: 10 * time.Minute, GroupBy: []string{"k"}, Aggregates: []agg.Aggregate{{Kind: agg.Count, As: "count"}},
 		Mode: agg.Complete, HasWatermark: true, ColumnTypes: map[string]stream.Type{"ts": stream.Timestamp, "k": stream.String}}
 }
 
-func zdRows(ts []int64) *stream.Batch {
-	b := &stream.Batch{Len: len(ts), Columns: []stream.Column{
-		{Name: "ts", Type: stream.Timestamp, Int64s: ts},
-		{Name: "k", Type: stream.String, Strings: make([]string, len(ts))},
-	}}
-	for i := range ts {
-		b.Columns[1].Strings[i] = "a"
-	}
-	return b
-}
-
-// zdRender renders the output as the generator does (its columns are
-// timestamps, a string and a count).
-func zdRender(b *stream.Batch) string {
-	var lines []string
-	for i := 0; i < b.Len; i++ {
-		var f []string
-		for _, c := range b.Columns {
-			var v string
-			if c.Type == stream.String {
-				v = c.Strings[i]
-			} else {
-				v = fmt.Sprint(c.Int64s[i])
-			}
-			f = append(f, c.Name+"="+v)
-		}
-		lines = append(lines, strings.Join(f, " "))
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-// zdRun plays the engine over zeroDelayBatches from batch `from` on, the
-// operator reopened at the version before each; it returns each batch's
-// rendered output and dropped-row count.
+// zdRun plays the engine over zeroDelay from batch `from` on, the operator
+// reopened at the version before each; it returns each batch's rendered
+// output and dropped-row count.
 func zdRun(t *testing.T, stateDir string, from int) (outs []string, dropped []int64) {
 	t.Helper()
 	ctx := context.Background()
-	var prevWm, wm, maxEv int64
-	for id, ts := range zeroDelayBatches {
-		for _, x := range ts {
-			maxEv = max(maxEv, x)
+	zeroDelay.Play(from, func(id int, ts []int64, lateMs, wmMs, _ int64) {
+		o, err := New(zeroDelaySpec())
+		if err != nil {
+			t.Fatal(err)
 		}
-		next := max(wm, maxEv/1000)
-		if id >= from {
-			o, err := New(zeroDelaySpec())
-			if err != nil {
-				t.Fatal(err)
-			}
-			env := stream.OperatorEnv{StateDir: stateDir, FS: vfs.Default, LocalDir: t.TempDir(), Partitions: 2, Version: int64(id - 1),
-				Logger: slog.New(slog.DiscardHandler)}
-			if err := o.Open(ctx, env); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Process(ctx, int64(id), prevWm, zdRows(ts)); err != nil {
-				t.Fatal(err)
-			}
-			b, p, err := o.Finish(ctx, int64(id), wm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Commit(ctx, int64(id)); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Close(); err != nil {
-				t.Fatal(err)
-			}
-			outs, dropped = append(outs, zdRender(b)), append(dropped, p.NumRowsDroppedByWatermark)
+		env := stream.OperatorEnv{StateDir: stateDir, FS: vfs.Default, LocalDir: t.TempDir(), Partitions: 2, Version: int64(id - 1),
+			Logger: slog.New(slog.DiscardHandler)}
+		if err := o.Open(ctx, env); err != nil {
+			t.Fatal(err)
 		}
-		prevWm, wm = wm, next
-	}
+		if err := o.Process(ctx, int64(id), lateMs, streamtest.KeyedRows(ts, "a")); err != nil {
+			t.Fatal(err)
+		}
+		b, p, err := o.Finish(ctx, int64(id), wmMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Commit(ctx, int64(id)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		outs, dropped = append(outs, streamtest.RowsText(b)), append(dropped, p.NumRowsDroppedByWatermark)
+	})
 	return outs, dropped
 }
 
@@ -131,18 +89,9 @@ func TestZeroDelayWatermark(t *testing.T) {
 // with a delay of 0 resumes exactly as main resumed it, and the version
 // this build writes keeps that reading (legacyZeroDelay).
 func TestZeroDelayMainCheckpoint(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := os.CopyFS(dir, os.DirFS("fixtures/zero_delay_main/state")); err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile("fixtures/zero_delay_main/expected.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, want := streamtest.ZeroDelayMain(t, "fixtures/zero_delay_main")
 	outs, dropped := zdRun(t, dir, 2)
-	got := fmt.Sprintf("# batch 2: late watermark %d ms, watermark %d ms\n%snumRowsDroppedByWatermark=%d\n",
-		zdAt(40)/1000, zdAt(50)/1000, outs[0], dropped[0])
-	if got != string(want) {
+	if got := streamtest.ZeroDelayOutput(2, zdAt(40)/1000, zdAt(50)/1000, outs[0], dropped[0]); got != want {
 		t.Fatalf("batch 2 over main's checkpoint:\n%s\nmain gave\n%s", got, want)
 	}
 	r, ok, err := state.ReadRecord(vfs.Default, dir, 2)
