@@ -333,6 +333,14 @@ func (w *Writer) WriteOffsets(id int64, e *OffsetEntry) error { return w.offsets
 // WriteCommit publishes commits/<id>; ErrExists if it exists.
 func (w *Writer) WriteCommit(id int64, c *CommitEntry) error { return w.commits().Add(id, c) }
 
+// WriteCommitAfter publishes commits/<id> once wait returns nil, writing and
+// fsyncing it while wait runs (Log.AddAfter): the engine writes a batch's
+// commit alongside its sink write and state commit, and wait is what
+// publishes it only after both are durable. ErrExists if it exists.
+func (w *Writer) WriteCommitAfter(id int64, c *CommitEntry, wait func() error) error {
+	return w.commits().AddAfter(id, c, wait)
+}
+
 // SourceDir returns sources/<key>, creating it durably (a crash never loses
 // the directory of a source that wrote into it).
 func (w *Writer) SourceDir(key string) (string, error) {

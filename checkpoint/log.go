@@ -76,6 +76,19 @@ func (l Log[K, T]) Add(k K, v T) error {
 	return Publish(l.FS, l.Dir, l.Codec.Name(k), data)
 }
 
+// AddAfter is Add whose file is published only once wait returns nil: the
+// file is written and fsynced while wait runs (durable.Options.Wait), so a
+// caller that must publish it after other writes overlaps its fsync with
+// theirs. A failing wait publishes nothing and leaves no temp file.
+func (l Log[K, T]) AddAfter(k K, v T, wait func() error) error {
+	data, err := l.Codec.Encode(k, v)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", l.What, l.Path(k), err)
+	}
+	_, err = durable.Bytes(durable.For(l.FS), l.Dir, l.Codec.Name(k), durable.Options{Wait: wait}, data)
+	return err
+}
+
 // AddOrMatch publishes v as the file of key k, once: where the file exists
 // already (the same write repeated after a crash) it must hold exactly the
 // bytes of v, else it is CHECKPOINT_CORRUPT.

@@ -122,13 +122,26 @@
 //     any crash leftover: the next commit of N writes a new attempt, and
 //     garbage collection removes attempts without metadata). Without
 //     CommitPreparer, Commit(N) runs after the sink.
-//  4. commits/N, then the sources' commits and the progress event.
+//  4. commits/N is written from Finish on: its content (the commit
+//     watermark) is known then, so its temp file is written and fsynced on
+//     its own goroutine alongside step 3 (or the sink write and Commit in
+//     turn), and held there (commit_ahead.go). Only once both returned and
+//     the crash point after-state-commit passed is it published (linked to
+//     commits/N, the directory fsynced); a batch that fails first drops it
+//     (its temp file removed, or left by a crash for the next start's
+//     RemoveTemps). The commit phase shrinks to the link and one directory
+//     fsync.
+//  5. The sources' commits and the progress event.
 //
 // Crash points (the test hooks) are after-offsets, before-sink, after-sink
 // (without CommitPreparer), after-state-commit (after the overlapped sink
 // write, or after Commit) and after-commit; the pipeline's fault loops
-// crash at every write and at every pair of the two writers' writes inside
-// the overlap. The gain is the state commit's time the sink write covers,
+// crash at every write, at every pair of the sink's and the state's writes
+// inside the overlap, and at every write of commits/N alone and crossed
+// with each sink and state write that follows it
+// (TestFaultLoopCrashDuringOverlap), which also checks that commits/N is
+// linked only after every write of state version N and of the sink's Delta
+// commit. The gain is the state commit's time the sink write covers,
 // two fsyncs of its metadata file among them; the commit and the sink's
 // file encoding compete for the same cores, so on a busy machine the
 // saving is smaller than the commit time.

@@ -108,6 +108,9 @@ type batchRun struct {
 	// wal, while offsets/N is written alongside the reads, receives the
 	// write's result (opAwaitOffsets takes it).
 	wal chan error
+	// commit, while commits/N is written alongside the sink and the state,
+	// is that write (opAwaitCommit publishes it).
+	commit *commitAhead
 	// late and evict are each operator's input watermark of the previous
 	// batch and of this one (batchWatermarks), set with the first input.
 	late, evict []int64
@@ -138,6 +141,10 @@ func (d *driver) exec(ctx context.Context, p *batchPlan, trigger time.Time, pre 
 	defer func() {
 		if b.wal != nil {
 			<-b.wal
+		}
+		if b.commit != nil {
+			// The batch failed before its publish: commits/N is dropped.
+			b.commit.abandon()
 		}
 	}()
 	if p.Kind != stream.KindRepartition {
@@ -247,10 +254,16 @@ func (d *driver) do(ctx context.Context, b *batchRun, s step) error {
 	case opRepartitionState:
 		return d.repartition(ctx, b, s)
 	case opWriteCommit:
+		if s.Overlap {
+			b.commit = d.startCommit(s.Batch, b.res.NextWatermark)
+			return nil
+		}
 		if err := d.w.WriteCommit(s.Batch, &checkpoint.CommitEntry{NextBatchWatermarkMs: b.res.NextWatermark}); err != nil {
 			return fmt.Errorf("write commit for batch %d: %w", s.Batch, err)
 		}
 		return nil
+	case opAwaitCommit:
+		return d.awaitCommit(b, s)
 	case opCommitSources:
 		return d.commitSources(ctx, b, s)
 	case opEmitProgress:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,11 +241,13 @@ func TestFileOpFaultLoop(t *testing.T) {
 	}
 	// Count the file operations of a clean run.
 	s, mk := setup()
-	var ops int32
-	q, o := mk(errorfs.Wrap(s.fs, errorfs.InjectorFunc(func(errorfs.Op) error { ops++; return nil })))
+	// Atomic: commits/N is written alongside the state's commit.
+	var count atomic.Int32
+	q, o := mk(errorfs.Wrap(s.fs, errorfs.InjectorFunc(func(errorfs.Op) error { count.Add(1); return nil })))
 	if _, err := Run(context.Background(), q, o); err != nil {
 		t.Fatal(err)
 	}
+	ops := count.Load()
 	failed := 0
 	for i := int32(0); i < ops; i++ {
 		s, mk := setup()

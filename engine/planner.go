@@ -110,7 +110,8 @@ const (
 	opWriteSink                      // Sink.AddBatch(N), with Overlap alongside Operator.PrepareCommit(N) and Commit(N)
 	opCommitState                    // Operator.Commit(N) after the sink (an operator without stream.CommitPreparer)
 	opRepartitionState               // Operator.Repartition(N-1, N, To)
-	opWriteCommit                    // commits/N
+	opWriteCommit                    // commits/N; with Overlap, started alongside the sink and the state
+	opAwaitCommit                    // commits/N, written alongside, is published once the sink and the state are durable
 	opCommitSources                  // Source.Commit(end) for each source with an end
 	opEmitProgress                   // the progress log, then the listeners
 )
@@ -164,7 +165,10 @@ type step struct {
 	// Overlap: on opWriteSink, the sink write runs alongside the state's
 	// PrepareCommit and Commit, and no opCommitState follows
 	// (planConf.Prepare); on opWriteOffsets, offsets/N is written alongside
-	// the reads and opAwaitOffsets waits for it (walSteps).
+	// the reads and opAwaitOffsets waits for it (walSteps); on
+	// opWriteCommit, commits/N is written and fsynced alongside the sink
+	// write and the state commit, and opAwaitCommit publishes it after them
+	// (dataPlan).
 	Overlap bool
 }
 
@@ -195,7 +199,12 @@ func (s step) String() string {
 	case opRepartitionState:
 		return fmt.Sprintf("repartition state version %d -> %d: %d -> %d partitions%s", s.Batch-1, s.Batch, s.From, s.To, s.ofOperator())
 	case opWriteCommit:
+		if s.Overlap {
+			return fmt.Sprintf("write commits/%d alongside the sink and the state", s.Batch)
+		}
 		return fmt.Sprintf("write commits/%d", s.Batch)
+	case opAwaitCommit:
+		return fmt.Sprintf("publish commits/%d", s.Batch)
 	case opCommitSources:
 		return "commit sources"
 	case opEmitProgress:
@@ -358,7 +367,14 @@ func planRerun(c planConf, id int64, e *checkpoint.OffsetEntry, starts map[strin
 // dataPlan lists the steps of a data or no-data batch: the WAL phase, the
 // add-batch phase (reads, finish, sink, state), the commit phase (commits/N,
 // sources) and the report. A new batch that reads writes offsets/N
-// alongside its reads (walSteps).
+// alongside its reads (walSteps). Once Finish has fixed the commit
+// watermark, commits/N's content is known: it is written and fsynced
+// alongside the sink write and the state commit, and published (linked,
+// its directory fsynced) only after both returned, so Spark's order holds
+// (the sink's batch N and state version N durable before commits/N) and
+// the file's own write and fsync leave the critical path. A crash or a
+// failure before the publish leaves at most a temp file, which the next
+// start removes.
 func dataPlan(c planConf, id int64, e *checkpoint.OffsetEntry, ranges []readRange, rerun bool) *batchPlan {
 	p := &batchPlan{ID: id, Kind: stream.KindData, Rerun: rerun, Entry: e, Ranges: ranges}
 	var reads []step
@@ -367,15 +383,16 @@ func dataPlan(c planConf, id int64, e *checkpoint.OffsetEntry, ranges []readRang
 			reads = append(reads, step{Op: opRead, Phase: phaseAddBatch, Batch: id, Source: r.Key, Start: r.Start, End: r.End})
 		}
 	}
-	p.Steps = walSteps(c, id, rerun, reads, make([]step, 0, 9+len(ranges)))
+	p.Steps = walSteps(c, id, rerun, reads, make([]step, 0, 10+len(ranges)))
 	p.Steps = append(p.Steps,
 		step{Op: opFinish, Phase: phaseAddBatch, Batch: id},
+		step{Op: opWriteCommit, Phase: phaseAddBatch, Batch: id, Overlap: true},
 		step{Op: opWriteSink, Phase: phaseAddBatch, Batch: id, Overlap: c.Prepare})
 	if !c.Prepare {
 		p.Steps = append(p.Steps, stateSteps(c, step{Op: opCommitState, Phase: phaseAddBatch, Batch: id})...)
 	}
 	p.Steps = append(p.Steps,
-		step{Op: opWriteCommit, Phase: phaseCommit, Batch: id},
+		step{Op: opAwaitCommit, Phase: phaseCommit, Batch: id},
 		step{Op: opCommitSources, Phase: phaseCommit, Batch: id})
 	return reportStep(c, p)
 }

@@ -20,7 +20,7 @@ const (
 	StepSinkWrite    = "sinkWrite"   // the sink's write, the state commit alongside it when overlapped
 	StepStateCommit  = "stateCommit" // the state commit after the sink
 	StepRepartition  = "repartition" // the state repartitioned
-	StepCommit       = "commit"      // commits/N and the sources' commits
+	StepCommit       = "commit"      // commits/N (its write started alongside the sink, then its publish) and the sources' commits
 	StepEmitProgress = "progress"    // the progress event
 )
 
@@ -39,7 +39,7 @@ func stepName(op stepOp) string {
 		return StepStateCommit
 	case opRepartitionState:
 		return StepRepartition
-	case opWriteCommit, opCommitSources:
+	case opWriteCommit, opAwaitCommit, opCommitSources:
 		return StepCommit
 	}
 	return StepEmitProgress

@@ -21,6 +21,9 @@ type keyRows struct {
 	rows   []storedRow
 	stored int64 // values the state holds (indexes 0..stored-1)
 	dirty  bool  // listed in Operator.dirty: a row was added, changed, moved or removed
+	// one holds the rows of a key added with one row (most keys: a block
+	// hash joined with its child), an allocation fewer a stored row.
+	one [1]storedRow
 }
 
 // storedRow is one keyWithIndexToValue value.
@@ -130,6 +133,11 @@ func (o *Operator) loadSide(side int) error {
 	return nil
 }
 
+// noRows is what keyRowsOf returns for a key without rows that it does not
+// keep: read only (nothing is written to a key without rows), shared
+// rather than allocated for each probe that misses.
+var noRows keyRows
+
 // keyRowsOf returns the rows of (side, key), reading them from the state
 // when memory does not hold them. key is copied when kept. A key without
 // rows is kept only if add (the caller adds one): a probe of the other
@@ -140,13 +148,16 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
 		return k, nil
 	}
 	if m.complete && !add {
-		return &keyRows{}, nil
+		return &noRows, nil
 	}
 	k := &keyRows{key: string(key)}
 	if !m.complete {
 		if err := o.read(side, k); err != nil {
 			return nil, err
 		}
+	}
+	if k.rows == nil {
+		k.rows = k.one[:0:1]
 	}
 	if len(k.rows) > 0 || add {
 		m.keys[k.key] = k

@@ -68,11 +68,12 @@ func (s *Store) outside(p int, lower, upper []byte) bool {
 func (s *Store) nextBounds(cs []change, newRows []int64) (_ []*keyBounds, rangeDel []bool, _ error) {
 	out := slices.Clone(s.bounds)
 	rangeDel = make([]bool, s.n)
+	var dels []string // one partition's, its array reused by the next
 	for i := 0; i < len(cs); {
 		p := cs[i].part
 		j := i
 		firstPut, lastPut := -1, -1 // indexes in cs
-		var dels []string
+		dels = dels[:0]
 		for ; j < len(cs) && cs[j].part == p; j++ {
 			if cs[j].e.del {
 				dels = append(dels, cs[j].key)

@@ -5,28 +5,97 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/ethstream/ethstream/internal/cputime"
 )
 
-// TestSortChangesMatchesNaive checks the grouped, parallel sort against a
-// plain sort on inputs above and below its size threshold, with keys that
-// share 8-byte prefixes (so the string comparison is exercised).
+// TestSortChangesMatchesNaive checks the grouped, parallel sort
+// against a plain sort by whole keys on inputs above and below its size
+// threshold, with keys of several shapes: sharing 8-byte prefixes, a
+// join's (long shared prefixes of several lengths, then random bytes),
+// and short keys of few distinct bytes (ends within a word, zero bytes,
+// keys that are prefixes of others, the empty key).
 func TestSortChangesMatchesNaive(t *testing.T) {
-	for _, n := range []int{0, 1, 100, 1 << 14, 50000} {
-		for _, parts := range []int{1, 7, 200} {
-			r := rand.New(rand.NewPCG(uint64(n), uint64(parts)))
-			cs := make([]change, n)
-			for i := range cs {
-				k := fmt.Sprintf("%08d|%d", r.IntN(50), r.IntN(1000000))
-				cs[i] = newChange(&pendingEntry{key: k, part: int32(r.IntN(parts))})
+	shapes := map[string]func(r *rand.Rand) string{
+		"pfx8":     func(r *rand.Rand) string { return fmt.Sprintf("%08d|%d", r.IntN(50), r.IntN(1000000)) },
+		"join":     func(r *rand.Rand) string { return joinLikeKey(r, false) },
+		"join-pad": func(r *rand.Rand) string { return joinLikeKey(r, true) },
+		"short": func(r *rand.Rand) string {
+			b := make([]byte, r.IntN(20))
+			for i := range b {
+				b[i] = "\x00\x01a"[r.IntN(3)]
 			}
-			want := slices.Clone(cs)
-			slices.SortStableFunc(want, cmpChange)
-			sortChanges(cs)
-			for i := range cs {
-				if cs[i].part != want[i].part || cs[i].key != want[i].key {
-					t.Fatalf("n=%d parts=%d: at %d got (%d,%q), want (%d,%q)", n, parts, i, cs[i].part, cs[i].key, want[i].part, want[i].key)
+			return string(b)
+		},
+	}
+	for name, gen := range shapes {
+		for _, n := range []int{0, 1, 100, 1 << 14, 50000} {
+			for _, parts := range []int{1, 7, 200} {
+				r := rand.New(rand.NewPCG(uint64(n), uint64(parts)))
+				seen := map[string]bool{}
+				cs := make([]change, 0, n)
+				for range n {
+					// A pending batch holds each key once.
+					if k := gen(r); !seen[k] {
+						seen[k] = true
+						cs = append(cs, newChange(&pendingEntry{key: k, part: int32(keyHash([]byte(k)) % uint64(parts))}))
+					}
+				}
+				want := slices.Clone(cs)
+				slices.SortFunc(want, cmpChange)
+				sortChanges(cs)
+				for i := range cs {
+					if cs[i].part != want[i].part || cs[i].key != want[i].key {
+						t.Fatalf("%s n=%d parts=%d: at %d got (%d,%q), want (%d,%q)", name, n, parts, i, cs[i].part, cs[i].key, want[i].part, want[i].key)
+					}
 				}
 			}
 		}
 	}
+}
+
+// joinLikeKey is a key of the join's state layout: a side and a store
+// name, the encoded join key (a block hash) and, for keyWithIndexToValue,
+// the index. With pad, the hashes are small numbers zero-padded, so keys
+// share prefixes of many lengths.
+func joinLikeKey(r *rand.Rand, pad bool) string {
+	side := []string{"left", "right"}[r.IntN(2)]
+	hash := fmt.Sprintf("0x%016x%016x%016x%016x", r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64())
+	if pad {
+		hash = fmt.Sprintf("0x%064x", r.Uint64()>>r.IntN(64))
+	}
+	if r.IntN(2) == 0 {
+		k := AppendStringKey(AppendStringKey(AppendStringKey(nil, side), "keyToNumValues"), hash)
+		return string(AppendNullableInt64Key(k, 0, true))
+	}
+	k := AppendStringKey(AppendStringKey(AppendStringKey(nil, side), "keyWithIndexToValue"), hash)
+	return string(AppendNullableInt64Key(k, int64(r.IntN(3)), false))
+}
+
+// BenchmarkSortChanges sorts a join batch's pending changes (the bench's
+// join shape at 7 days: 143,000 keys over 200 partitions), the commit's
+// sort.
+func BenchmarkSortChanges(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var cs []change
+	seen := map[string]bool{}
+	for len(cs) < 143_000 {
+		k := joinLikeKey(r, false)
+		if !seen[k] {
+			seen[k] = true
+			cs = append(cs, newChange(&pendingEntry{key: k, part: int32(keyHash([]byte(k)) % 200)}))
+		}
+	}
+	work := make([]change, len(cs))
+	var cpu time.Duration // of the process: a loaded machine's wall time measures its load
+	for b.Loop() {
+		b.StopTimer()
+		copy(work, cs)
+		b.StartTimer()
+		c0 := cputime.Self()
+		sortChanges(work)
+		cpu += cputime.Self() - c0
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 }
