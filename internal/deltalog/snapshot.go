@@ -53,9 +53,23 @@ func (l *Log) Snapshot(ctx context.Context, version int64) (*Snapshot, error) {
 }
 
 // Files returns the live files, sorted by path.
-func (s *Snapshot) Files() []AddFile {
-	out := make([]AddFile, 0, len(s.files))
-	for _, f := range s.files {
+func (s *Snapshot) Files() []AddFile { return SortedAdds(s.files) }
+
+// SortedAdds returns copies of a replay's add actions, sorted by path: a
+// reader's and the writer's snapshots list their live files through it.
+func SortedAdds(m map[string]*AddFile) []AddFile {
+	out := make([]AddFile, 0, len(m))
+	for _, f := range m {
+		out = append(out, *f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// SortedRemoves returns copies of a replay's remove actions, sorted by path.
+func SortedRemoves(m map[string]*RemoveFile) []RemoveFile {
+	out := make([]RemoveFile, 0, len(m))
+	for _, f := range m {
 		out = append(out, *f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -128,24 +127,10 @@ func checkWriteProtocol(p Protocol, path string) error {
 }
 
 // Files returns the live files, sorted by path.
-func (s *Snapshot) Files() []AddFile {
-	out := make([]AddFile, 0, len(s.files))
-	for _, f := range s.files {
-		out = append(out, *f)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
-}
+func (s *Snapshot) Files() []AddFile { return deltalog.SortedAdds(s.files) }
 
 // Tombstones returns the remove actions still in the state, sorted by path.
-func (s *Snapshot) Tombstones() []RemoveFile {
-	out := make([]RemoveFile, 0, len(s.tombstones))
-	for _, f := range s.tombstones {
-		out = append(out, *f)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
-}
+func (s *Snapshot) Tombstones() []RemoveFile { return deltalog.SortedRemoves(s.tombstones) }
 
 // Txn returns the last committed version for appID.
 func (s *Snapshot) Txn(appID string) (int64, bool) {
