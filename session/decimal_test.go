@@ -1,14 +1,11 @@
 package session
 
 import (
-	"context"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -20,21 +17,10 @@ import (
 // first error.
 func decRun(t *testing.T, amt stream.Type, aggs []agg.Aggregate, batches [][]decRow) (*stream.Batch, error) {
 	t.Helper()
-	ctx := context.Background()
 	spec := Spec{Column: "ts", Gap: time.Minute, GroupBy: []string{"k"}, Mode: agg.Complete, Aggregates: aggs,
 		ColumnTypes: map[string]stream.Type{"ts": stream.Timestamp, "k": stream.String, "amt": amt}}
-	stateDir := t.TempDir()
-	var out *stream.Batch
-	for id, rows := range batches {
-		op, err := New(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env := stream.OperatorEnv{StateDir: stateDir, FS: vfs.Default, LocalDir: t.TempDir(), Partitions: 2, Version: int64(id - 1),
-			Logger: slog.New(slog.DiscardHandler)}
-		if err := op.Open(ctx, env); err != nil {
-			t.Fatal(err)
-		}
+	ins := make([]*stream.Batch, len(batches))
+	for b, rows := range batches {
 		in := &stream.Batch{Len: len(rows), Columns: []stream.Column{{Name: "ts", Type: stream.Timestamp}, {Name: "k", Type: stream.String},
 			{Name: "amt", Type: amt, Valid: make([]bool, len(rows))}}}
 		for i, r := range rows {
@@ -50,22 +36,9 @@ func decRun(t *testing.T, amt stream.Type, aggs []agg.Aggregate, batches [][]dec
 			in.Columns[2].Decimals = append(in.Columns[2].Decimals, d)
 			in.Columns[2].Valid[i] = r.amt != ""
 		}
-		err = op.Process(ctx, int64(id), 0, in)
-		if err == nil {
-			out, _, err = op.Finish(ctx, int64(id), 0)
-		}
-		if err != nil {
-			op.Close()
-			return nil, err
-		}
-		if err := op.Commit(ctx, int64(id)); err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Close(); err != nil {
-			t.Fatal(err)
-		}
+		ins[b] = in
 	}
-	return out, nil
+	return runReopened(t, spec, ins)
 }
 
 type decRow struct {

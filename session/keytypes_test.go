@@ -1,16 +1,13 @@
 package session
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/stream"
 )
@@ -93,40 +90,17 @@ func keyCellText(c *stream.Column, i int) string {
 // own storage spelling (0.0 after -0.0), and each group's key comes back
 // out of the state as it went in.
 func TestGroupKeyTypes(t *testing.T) {
-	ctx := context.Background()
 	for _, c := range keyTypeCases {
 		t.Run(c.t.String(), func(t *testing.T) {
 			spec := Spec{Column: "ts", Gap: time.Minute, GroupBy: []string{"k"}, Mode: agg.Complete,
 				Aggregates:  []agg.Aggregate{{Kind: agg.Count, As: "n"}, {Kind: agg.Max, Column: "ts", As: "last"}},
 				ColumnTypes: map[string]stream.Type{"ts": stream.Timestamp, "k": c.t}}
-			stateDir := t.TempDir()
-			batches := []*stream.Batch{
+			out, err := runReopened(t, spec, []*stream.Batch{
 				keyBatch(c.t, []int64{0, 10, 20}, []keyCell{c.a, c.b, {null: true}}),
 				keyBatch(c.t, []int64{30, 200}, []keyCell{c.a2, {null: true}}),
-			}
-			var out *stream.Batch
-			for id, in := range batches {
-				op, err := New(spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				env := stream.OperatorEnv{StateDir: stateDir, FS: vfs.Default, LocalDir: t.TempDir(), Partitions: 2, Version: int64(id - 1),
-					Logger: slog.New(slog.DiscardHandler)}
-				if err := op.Open(ctx, env); err != nil {
-					t.Fatal(err)
-				}
-				if err := op.Process(ctx, int64(id), 0, in); err != nil {
-					t.Fatal(err)
-				}
-				if out, _, err = op.Finish(ctx, int64(id), 0); err != nil {
-					t.Fatal(err)
-				}
-				if err := op.Commit(ctx, int64(id)); err != nil {
-					t.Fatal(err)
-				}
-				if err := op.Close(); err != nil {
-					t.Fatal(err)
-				}
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
 			if got := out.Column("k").Type; got != c.t {
 				t.Fatalf("output key column is %s", got)
