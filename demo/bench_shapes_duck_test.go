@@ -22,7 +22,7 @@ import (
 	"github.com/ethstream/ethstream/sink/delta"
 )
 
-// TestShapesEqualDuckDB runs the join, session and transactions shapes of
+// TestShapesEqualDuckDB runs the join, session, burned-fees and transactions shapes of
 // `ethstream bench --shape` through the engine over a small archive and
 // DuckDB's batch job for each (the very SQL the bench times, through
 // duckref copysql) over the same files, and compares the answers: the join's
@@ -60,7 +60,7 @@ func TestShapesEqualDuckDB(t *testing.T) {
 		if _, err := pipeline.Run(t.Context(), cfg); err != nil {
 			t.Fatalf("shape %s: %v", name, err)
 		}
-		q := strings.NewReplacer("{blocks}", fmt.Sprintf("read_parquet('%s')", glob), "{transactions}", fmt.Sprintf("read_parquet('%s')", glob)).Replace(s.DuckDB)
+		q := strings.NewReplacer("{blocks}", duckParquet(glob), "{transactions}", fmt.Sprintf("read_parquet('%s')", glob)).Replace(s.DuckDB)
 		duckOut = filepath.Join(sd, "duckdb.parquet")
 		if out, err := exec.CommandContext(t.Context(), bin, "copysql", duckOut, q).CombinedOutput(); err != nil {
 			t.Fatalf("duckref copysql, shape %s: %v\n%s", name, err, out)
@@ -82,6 +82,27 @@ func TestShapesEqualDuckDB(t *testing.T) {
 		want := duckref.Lines(t, bin, out, `SELECT epoch_us(session_start), epoch_us(session_end), miner, blocks, CAST(gas_used AS BIGINT) FROM t
 			WHERE session_end <= (SELECT max(session_end) FROM t) - INTERVAL 20 MINUTE`)
 		sameRows(t, got, want, 20)
+	})
+	t.Run("burned-fees", func(t *testing.T) {
+		table, out := run("burned-fees")
+		got := map[string]float64{}
+		for _, r := range deltaRowsCSV(t, table, "hour", "blocks", "burned_eth") {
+			k, v, _ := strings.Cut(r[strings.IndexByte(r, ',')+1:], ",")
+			f, _ := strconv.ParseFloat(v, 64)
+			got[r[:strings.IndexByte(r, ',')]+","+k] = f
+		}
+		want := duckref.Lines(t, bin, out, "SELECT epoch_us(hour) AS h, blocks, burned_eth FROM t")
+		for _, r := range want {
+			f := strings.Split(r, ",")
+			w, _ := strconv.ParseFloat(f[2], 64)
+			g, ok := got[f[0]+","+f[1]]
+			if !ok || math.Abs(g-w) > 1e-9*math.Abs(w) || w == 0 {
+				t.Fatalf("hour %s, %s blocks: engine %v (present %v), DuckDB %v", f[0], f[1], g, ok, w)
+			}
+		}
+		if len(got) != len(want) || len(want) < 2 {
+			t.Fatalf("engine %d hours, DuckDB %d", len(got), len(want))
+		}
 	})
 	t.Run("transactions", func(t *testing.T) {
 		table, out := run("transactions")
