@@ -106,5 +106,3 @@ func benchHashes(n int) []string {
 	}
 	return hs
 }
-
-
