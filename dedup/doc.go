@@ -42,6 +42,11 @@
 // Spark's layout); the operator remembers the least event time or expiry it
 // stored so that a batch whose watermark is below it scans nothing.
 //
+// A key is looked up in state only when the operator's absence filter
+// (absent.go: an in-memory Bloom filter of every key in state, never
+// written anywhere) does not rule it out, so a backfill's new keys cost no
+// Pebble read; the filter changes nothing on disk.
+//
 // The operator keeps no record of its own (state.Store.OperatorRecord is
 // empty), so the state package's offline repartition (state.Recorded) and
 // state dump read it as any other operator's.

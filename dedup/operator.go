@@ -37,6 +37,8 @@ type Operator struct {
 	// it) or expiry (WithinWatermark) in state, pending included;
 	// committedMinUs its value at the committed version. MinInt64: unknown.
 	minUs, committedMinUs int64
+	// absent rules out keys not in state without a lookup (absent.go).
+	absent absentFilter
 
 	keyBuf, valBuf, decBuf []byte
 	progress               stream.OperatorProgress
@@ -91,6 +93,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 		o.minUs = math.MaxInt64
 	}
 	o.committedMinUs = o.minUs
+	o.absent.reset(s.NumKeys() == 0)
 	return nil
 }
 
@@ -147,13 +150,18 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 		if err != nil {
 			return err
 		}
-		_, seen, err := o.store.Get(key)
-		if err != nil {
-			return fmt.Errorf("%s: read state: %w", o.p, err)
-		}
-		if seen {
-			o.dups++
-			continue
+		h := o.absent.hash(key)
+		absent := o.absent.absent(h)
+		if !absent {
+			_, seen, err := o.store.Get(key)
+			if err != nil {
+				return fmt.Errorf("%s: read state: %w", o.p, err)
+			}
+			o.absent.looked()
+			if seen {
+				o.dups++
+				continue
+			}
 		}
 		o.valBuf = o.valBuf[:0]
 		switch {
@@ -167,8 +175,22 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 		case o.p.evictCol >= 0 && !keys[o.p.evictCol].IsNull(i):
 			o.minUs = min(o.minUs, keys[o.p.evictCol].Int64s[i])
 		}
-		if err := o.store.Put(key, o.valBuf); err != nil {
+		// A key the filter ruled out is known missing from the committed
+		// version: the store looks it up neither now nor at commit. (After
+		// a Get, Put knows it from that Get.)
+		if absent {
+			err = o.store.PutKnown(key, o.valBuf, false)
+		} else {
+			err = o.store.Put(key, o.valBuf)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: write state: %w", o.p, err)
+		}
+		o.absent.add(h)
+		if o.absent.due(o.store) {
+			if err := o.absent.build(o.store); err != nil {
+				return fmt.Errorf("%s: read state: %w", o.p, err)
+			}
 		}
 		o.put++
 		appendRow(o.out, src, i)
