@@ -48,7 +48,14 @@ var ErrUnsupported = errors.New("unsupported parquet column")
 // file's size and a limit: a damaged or hostile file is an error wrapping
 // columnar.ErrOutOfBounds, and a panic of the Parquet library on
 // inconsistent metadata is an error too, never the process's end.
-func Decode(r io.ReaderAt, size int64, cols []Column) (_ []*stream.Batch, err error) {
+func Decode(r io.ReaderAt, size int64, cols []Column) ([]*stream.Batch, error) {
+	return DecodePooled(r, size, cols, nil)
+}
+
+// DecodePooled is Decode with the batches' value slices taken from pool
+// (columnar.Pool; nil: new ones), for a reader that puts each batch back
+// once its consumer is done with it.
+func DecodePooled(r io.ReaderAt, size int64, cols []Column, pool *columnar.Pool) (_ []*stream.Batch, err error) {
 	defer recoverDecoder(&err)
 	f, footer, err := openFile(r, size)
 	if err != nil {
@@ -83,6 +90,7 @@ func Decode(r io.ReaderAt, size int64, cols []Column) (_ []*stream.Batch, err er
 	if err != nil {
 		return nil, err
 	}
+	dec.UsePool(pool)
 	if err := checkBounds(f, r, size, footer, dec.Columns()); err != nil {
 		return nil, err
 	}
