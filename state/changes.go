@@ -150,6 +150,11 @@ func commonPrefix(cs []change, off int) int {
 
 // wordAt is key's 8 bytes from off, big-endian, missing ones zero.
 func wordAt(key string, off int) uint64 {
+	if len(key)-off >= 8 {
+		k := key[off : off+8]
+		return uint64(k[0])<<56 | uint64(k[1])<<48 | uint64(k[2])<<40 | uint64(k[3])<<32 |
+			uint64(k[4])<<24 | uint64(k[5])<<16 | uint64(k[6])<<8 | uint64(k[7])
+	}
 	var b [8]byte
 	if off < len(key) {
 		copy(b[:], key[off:])
