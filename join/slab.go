@@ -3,11 +3,12 @@ package join
 import "unsafe"
 
 // The rows and keys the join keeps are carved from larger arrays instead
-// of allocated one by one (three allocations a stored row were a third of
+// of allocated one by one (three allocations a stored row were most of
 // the join shape's allocations). A kept row, key or keyRows holds its
 // whole array alive, so the arrays are small: a row or key the watermark
 // keeps for long (a straggler of a batch whose other rows were evicted)
-// holds at most one array of slabRows rows, about 10 KB.
+// holds at most one array of slabRows of them (10 KB for the join shape's
+// rows of five columns).
 
 // slabRows is the rows, keys or keyRows an array holds.
 const slabRows = 64
