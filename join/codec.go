@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/ethstream/ethstream/state"
@@ -32,14 +33,39 @@ const formatBinary = 0x02
 // stateKey encodes a state row's key: side, store, the join key (already
 // encoded, keyBytes) and the index (null for keyToNumValues).
 func stateKey[K []byte | string](dst []byte, side int, store string, keyBytes K, index int64, hasIndex bool) []byte {
-	dst = state.AppendStringKey(dst, sideName(side))
-	dst = state.AppendStringKey(dst, store)
+	dst = append(dst, keyPrefixOf(side, store)...)
 	dst = append(dst, keyBytes...)
 	return state.AppendNullableInt64Key(dst, index, !hasIndex)
 }
 
+// keyPrefixes are stateKeyPrefix of each side and store ([side][0]
+// keyToNumValues, [side][1] keyWithIndexToValue), encoded once: a batch
+// encodes four state keys a stored row.
+var keyPrefixes = func() (p [2][2][]byte) {
+	for side := range p {
+		p[side][0] = encodeKeyPrefix(side, StoreKeyToNumValues)
+		p[side][1] = encodeKeyPrefix(side, StoreKeyWithIndexToValue)
+	}
+	return p
+}()
+
+// keyPrefixOf is stateKeyPrefix, shared: read only.
+func keyPrefixOf(side int, store string) []byte {
+	switch store {
+	case StoreKeyToNumValues:
+		return keyPrefixes[side][0]
+	case StoreKeyWithIndexToValue:
+		return keyPrefixes[side][1]
+	}
+	return encodeKeyPrefix(side, store)
+}
+
 // stateKeyPrefix is the bytes every key of (side, store) starts with.
 func stateKeyPrefix(side int, store string) []byte {
+	return slices.Clone(keyPrefixOf(side, store))
+}
+
+func encodeKeyPrefix(side int, store string) []byte {
 	return state.AppendStringKey(state.AppendStringKey(nil, sideName(side)), store)
 }
 
@@ -64,11 +90,14 @@ func encodeJoinKey(dst []byte, r row, keys []int, types []stream.Type) (b []byte
 
 // encodeCount is a keyToNumValues value, format 2: the tag, then the
 // count as a uvarint.
-func encodeCount(n int64) []byte {
-	var b [1 + binary.MaxVarintLen64]byte
-	b[0] = formatBinary
-	m := binary.PutUvarint(b[1:], uint64(n))
-	return state.AppendStringValue(nil, string(b[:1+m]))
+func encodeCount(n int64) []byte { return appendCount(nil, n) }
+
+// appendCount appends encodeCount(n) to dst.
+func appendCount(dst []byte, n int64) []byte {
+	m := uvarintLen(uint64(n))
+	dst = binary.AppendUvarint(dst, uint64(1+m)) // the state's string length
+	dst = append(dst, formatBinary)
+	return binary.AppendUvarint(dst, uint64(n))
 }
 
 // decodeCount reads a keyToNumValues value of either format.

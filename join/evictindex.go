@@ -1,7 +1,10 @@
 package join
 
 import (
+	"cmp"
+	"encoding/binary"
 	"slices"
+	"strings"
 )
 
 // evictIndex orders one side's stored rows by the column its eviction
@@ -24,8 +27,33 @@ type evictIndex struct {
 	head int
 	h    evictHeap
 	// due is popDue's result, its array reused by the next call (a
-	// backfill's eviction pops every row of a batch).
-	due []string
+	// backfill's eviction pops every row of a batch), and sorting its
+	// sort buffer.
+	due     []string
+	sorting []dueKey
+}
+
+// dueKey is a key popDue sorts, with its first 8 bytes as a number: most
+// comparisons stop there instead of reading both keys (a string sort of
+// a batch's keys was most of eviction's instructions).
+type dueKey struct {
+	pfx uint64
+	key string
+}
+
+func newDueKey(key string) dueKey {
+	var b [8]byte
+	copy(b[:], key)
+	return dueKey{pfx: binary.BigEndian.Uint64(b[:]), key: key}
+}
+
+// cmpDueKey orders as the keys do: a shorter key's missing bytes count
+// as zeros in pfx, and equal prefixes fall back to the keys.
+func cmpDueKey(a, b dueKey) int {
+	if c := cmp.Compare(a.pfx, b.pfx); c != 0 {
+		return c
+	}
+	return strings.Compare(a.key, b.key)
 }
 
 type evictEntry struct {
@@ -114,7 +142,18 @@ func (x *evictIndex) popDue(limUs int64) []string {
 	for len(x.h) > 0 && x.h[0].ts <= limUs {
 		keys = append(keys, x.h.pop().key)
 	}
-	slices.Sort(keys)
-	x.due = slices.Compact(keys)
+	srt := x.sorting[:0]
+	for _, k := range keys {
+		srt = append(srt, newDueKey(k))
+	}
+	slices.SortFunc(srt, cmpDueKey)
+	keys = keys[:0]
+	for i, d := range srt {
+		if i == 0 || d.key != keys[len(keys)-1] {
+			keys = append(keys, d.key)
+		}
+	}
+	clear(srt)
+	x.sorting, x.due = srt[:0], keys
 	return x.due
 }

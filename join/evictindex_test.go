@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,27 @@ func TestEvictIndex(t *testing.T) {
 		}
 		if rising && len(x.run)-x.head == 0 && len(model) > 0 {
 			t.Fatalf("rising values left nothing in the run")
+		}
+	}
+}
+
+// TestCmpDueKey: popDue's prefix comparison orders keys as strings.Compare
+// does, for keys sharing prefixes, shorter than 8 bytes, and holding zero
+// bytes (a missing byte and a zero byte make the same prefix).
+func TestCmpDueKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(44, 1))
+	key := func() string {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = []byte{0, 1, 'a', 'b', 0xff}[rng.IntN(5)]
+		}
+		return string(b)
+	}
+	sign := func(c int) int { return min(max(c, -1), 1) }
+	for range 100_000 {
+		a, b := key(), key()
+		if got, want := sign(cmpDueKey(newDueKey(a), newDueKey(b))), strings.Compare(a, b); got != want {
+			t.Fatalf("cmpDueKey(%q, %q) = %d, want %d", a, b, got, want)
 		}
 	}
 }

@@ -150,7 +150,8 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
 	if m.complete && !add {
 		return &noRows, nil
 	}
-	k := &keyRows{key: string(key)}
+	k := o.slab.keyRows()
+	k.key = o.slab.key(key)
 	if !m.complete {
 		if err := o.read(side, k); err != nil {
 			return nil, err
@@ -247,7 +248,8 @@ func (o *Operator) flush() error {
 				if n == 0 {
 					err = o.store.DeleteKnown(o.sk, true)
 				} else {
-					err = o.store.PutKnown(o.sk, encodeCount(n), k.stored > 0)
+					o.cb = appendCount(o.cb[:0], n)
+					err = o.store.PutKnown(o.sk, o.cb, k.stored > 0)
 				}
 				if err != nil {
 					return o.stateErr("write", err)

@@ -37,6 +37,9 @@ type Operator struct {
 	process        time.Duration
 	progress       stream.OperatorProgress
 	keyBuf, sk, vb []byte
+	cb, ek         []byte
+	// slab holds the rows, keys and keyRows the operator keeps (slab.go).
+	slab slabs
 	// mem is each side's rows and eviction index in memory (keyrows.go),
 	// nil until loaded; it reflects the state after batch memFor, and
 	// dirty lists the keys the batch changed, which flush writes.
@@ -189,11 +192,11 @@ func (o *Operator) ProcessSide(ctx context.Context, batchID, watermarkMs int64, 
 	wmUs := watermarkMs * 1000
 	for i := 0; i < in.Len; i++ {
 		o.inRows++
-		r := rowAt(cols, i)
-		if sp.wm >= 0 && !r[sp.wm].null && r[sp.wm].i <= wmUs {
+		if c := cols[max(sp.wm, 0)]; sp.wm >= 0 && !c.IsNull(i) && c.Int64s[i] <= wmUs {
 			o.late++
 			continue
 		}
+		r := rowInto(o.slab.row(len(cols)), cols, i)
 		if err := o.joinRow(side, r); err != nil {
 			return err
 		}
@@ -373,7 +376,8 @@ func (o *Operator) evict(wmMs int64) (int64, error) {
 			continue
 		}
 		for _, key := range o.mem[side].idx.popDue(ev[side].limUs) {
-			k, err := o.keyRowsOf(side, []byte(key), false)
+			o.ek = append(o.ek[:0], key...)
+			k, err := o.keyRowsOf(side, o.ek, false)
 			if err != nil {
 				return removed, err
 			}

@@ -26,8 +26,11 @@ func floatValue(x float64) value { return value{i: int64(math.Float64bits(x))} }
 type row []value
 
 // rowAt reads row i of the side's columns.
-func rowAt(cols []*stream.Column, i int) row {
-	r := make(row, len(cols))
+func rowAt(cols []*stream.Column, i int) row { return rowInto(make(row, len(cols)), cols, i) }
+
+// rowInto reads row i of the side's columns into r, a zeroed row of as
+// many columns.
+func rowInto(r row, cols []*stream.Column, i int) row {
 	for j, c := range cols {
 		switch {
 		case c.IsNull(i):

@@ -99,3 +99,17 @@ func BenchmarkSortChanges(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 }
+
+// TestWordAt: sortKeys' word is the key's 8 bytes from off, big-endian,
+// with the bytes past the key's end as zeros, on both of its paths.
+func TestWordAt(t *testing.T) {
+	key := "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a"
+	for off, want := range []uint64{0x0102030405060708, 0x0203040506070809, 0x030405060708090a, 0x0405060708090a00, 0x05060708090a0000} {
+		if got := wordAt(key, off); got != want {
+			t.Errorf("wordAt(key, %d) = %#x, want %#x", off, got, want)
+		}
+	}
+	if got := wordAt(key, len(key)); got != 0 {
+		t.Errorf("wordAt at the key's end = %#x, want 0", got)
+	}
+}
