@@ -21,7 +21,9 @@ import (
 // $ETHSTREAM_BENCH_WORKDIR (e.g. /work/seedbench; skipped when unset), so
 // that -cpuprofile and -memprofile see the backfill and nothing else.
 // Reported per backfill: CPU seconds, bytes and objects allocated, GC
-// cycles and the peak RSS, and each step's CPU seconds (engine steps).
+// cycles and the peak RSS, and each step's CPU and wall seconds (engine
+// steps); with ETHSTREAM_BENCH_STEPLOG=FILE it logs the steps' bounds for
+// scripts/stepcores.py.
 func BenchmarkSeedBackfillFile(b *testing.B) {
 	work := os.Getenv("ETHSTREAM_BENCH_WORKDIR")
 	if work == "" {
@@ -42,7 +44,7 @@ func runSeedBackfill(b *testing.B, src pipeline.SourceSpec) {
 	var m0, m1 runtime.MemStats
 	var gcCPU float64
 	gcm := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	steps := map[string]int64{}
+	steps, walls := map[string]int64{}, map[string]int64{}
 	// The sampler polls the RSS itself: VmHWM (peakRSS) is kept lazily by
 	// Linux and read 25 MB under the sampled peak in some runs.
 	sampler := startPeakSampler(os.Getenv("ETHSTREAM_BENCH_PEAKPROFILE") != "")
@@ -57,11 +59,25 @@ func runSeedBackfill(b *testing.B, src pipeline.SourceSpec) {
 		b.StartTimer()
 		c0 := cputime.Self()
 		rec := &recorder{start: time.Now()}
+		listeners := []engine.Listener{rec}
+		var steplog *os.File
+		if path := os.Getenv("ETHSTREAM_BENCH_STEPLOG"); path != "" {
+			var err error
+			if steplog, err = os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			listeners = append(listeners, &stepLog{f: steplog})
+		}
 		_, err := pipeline.Run(context.Background(), pipeline.Config{Checkpoint: filepath.Join(dir, "checkpoint"),
 			Table: filepath.Join(dir, "table"), LocalDir: filepath.Join(dir, "state-cache"), Sources: []pipeline.SourceSpec{src},
-			Conf: EvolutionConf(200), Trigger: engine.Trigger{Kind: engine.AvailableNow}, Listeners: []engine.Listener{rec}})
+			Conf: EvolutionConf(200), Trigger: engine.Trigger{Kind: engine.AvailableNow}, Listeners: listeners})
 		if err != nil {
 			b.Fatal(err)
+		}
+		if steplog != nil {
+			if err := steplog.Close(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		cpu += cputime.Self() - c0
 		b.StopTimer()
@@ -72,6 +88,7 @@ func runSeedBackfill(b *testing.B, src pipeline.SourceSpec) {
 		peak = max(peak, peakRSS())
 		for _, s := range rec.runSteps(0, 0) {
 			steps[s.Step] += s.CPUMs
+			walls[s.Step] += s.WallMs
 		}
 		b.StartTimer()
 	}
@@ -94,6 +111,7 @@ func runSeedBackfill(b *testing.B, src pipeline.SourceSpec) {
 	for s, ms := range steps {
 		if ms > 0 {
 			b.ReportMetric(float64(ms)/1000/n, s+"-cpu-s/op")
+			b.ReportMetric(float64(walls[s])/1000/n, s+"-wall-s/op")
 		}
 	}
 }
