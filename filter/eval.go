@@ -110,6 +110,9 @@ type Predicate struct {
 	types []stream.Type
 	bound []*stream.Column
 	keep  []bool
+	// fast is root as an AND of column-constant comparisons that keepFast
+	// evaluates a column at a time, nil when root is anything else.
+	fast []fastCmp
 }
 
 // Types resolves a column's type; false means no such column.
@@ -144,6 +147,7 @@ func CompileWith(e Expr, types Types, o Options) (*Predicate, error) {
 		return nil, err
 	}
 	p.root = root
+	p.fast, _ = p.compileFast(root)
 	p.bound = make([]*stream.Column, len(p.cols))
 	return p, nil
 }
@@ -507,8 +511,12 @@ func (p *Predicate) Keep(b *stream.Batch) ([]bool, error) {
 		p.keep = make([]bool, b.Len)
 	}
 	p.keep = p.keep[:b.Len]
-	for r := 0; r < b.Len; r++ {
-		p.keep[r] = p.eval(p.root, r) == tru
+	if p.fast != nil {
+		p.keepFast(p.fast, p.keep)
+	} else {
+		for r := 0; r < b.Len; r++ {
+			p.keep[r] = p.eval(p.root, r) == tru
+		}
 	}
 	clear(p.bound)
 	return p.keep, nil
@@ -548,12 +556,7 @@ func compare(c class, a, b operand) int {
 			return 1
 		}
 	case clsFloat:
-		switch {
-		case a.f < b.f:
-			return -1
-		case a.f > b.f:
-			return 1
-		}
+		return compareDouble(a.f, b.f)
 	default:
 		switch {
 		case a.s < b.s:
@@ -646,24 +649,28 @@ func (p *Predicate) evalCmp(n *node, r int) tri {
 	if !ok1 || !ok2 {
 		return unk
 	}
-	c := compare(n.cls, a, b)
-	var t bool
-	switch n.op {
-	case Eq:
-		t = c == 0
-	case Ne:
-		t = c != 0
-	case Lt:
-		t = c < 0
-	case Le:
-		t = c <= 0
-	case Gt:
-		t = c > 0
-	case Ge:
-		t = c >= 0
-	}
-	if t {
+	if holds(n.op, compare(n.cls, a, b)) {
 		return tru
 	}
 	return fls
+}
+
+// compareDouble orders doubles as Spark does (SQLOrderingUtil.compareDoubles):
+// NaN equal to itself and above every other value, -0.0 equal to 0.0. Go's
+// operators alone made NaN equal to every value.
+func compareDouble(x, y float64) int {
+	xn, yn := math.IsNaN(x), math.IsNaN(y)
+	switch {
+	case xn && yn:
+		return 0
+	case xn:
+		return 1
+	case yn:
+		return -1
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
 }
