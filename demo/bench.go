@@ -138,9 +138,10 @@ type BenchResult struct {
 
 // BenchRound is one round of the backfill legs.
 type BenchRound struct {
-	// The S3 backfill: wall, this process's user+system CPU time (the S3
-	// endpoint's included when it runs in this process: BenchOptions.
-	// ServeS3), peak RSS.
+	// The S3 backfill: wall, the user+system CPU time and peak RSS of the
+	// process it ran in (its own with BenchOptions.Leg; the S3 endpoint's
+	// CPU included when the endpoint runs in this process: BenchOptions.
+	// ServeS3).
 	BackfillMs           int64 `json:"backfillMs"`
 	BackfillCPUMs        int64 `json:"backfillCpuMs"`
 	BackfillPeakRSSBytes int64 `json:"backfillPeakRssBytes"`
@@ -270,8 +271,9 @@ func (r *recorder) count(kind string) int {
 }
 
 // Bench runs backfill, live at the wide partition count, the shrink and live
-// at the narrow count, each as its own engine run on one checkpoint, in this
-// process (so peak RSS is the engine's own).
+// at the narrow count, each as its own engine run on one checkpoint: each
+// backfill leg in a process of its own with BenchOptions.Leg, the rest in
+// this process (so each peak RSS is the engine's own).
 func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	if o.LiveBatches == 0 {
 		o.LiveBatches = 20

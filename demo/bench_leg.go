@@ -61,7 +61,7 @@ func RunLeg(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	sampler := startPeakSampler(false)
 	res, _, err := runLegHere(ctx, spec)
-	_ = sampler.stop("")
+	sampler.stop()
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package demo
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
@@ -85,15 +84,12 @@ func (s *peakSampler) peak() int64 {
 	return s.rss
 }
 
-// stop ends the sampling and writes the profile of the highest peak to out
-// (none: "").
-func (s *peakSampler) stop(out string) error {
+// stop ends the sampling and returns the heap profile taken at the highest
+// peak (nil without profiles).
+func (s *peakSampler) stop() []byte {
 	close(s.done)
 	s.wg.Wait()
-	if s.profile == nil || out == "" {
-		return nil
-	}
-	return os.WriteFile(out, s.profile, 0o644)
+	return s.profile
 }
 
 // describe is the peak's breakdown: RSS, the Go runtime's figures, and the
