@@ -24,16 +24,17 @@ import (
 //
 // The limit follows the live heap: after each collection it is 7/4 of the
 // heap that collection found live, within [MinMemoryLimit, MaxMemoryLimit]
-// (memoryLimitFor). A seed backfill's heap stays under MinMemoryLimit's
-// reach (7/4 x 290 MB < 512 MiB), so its Go memory is held near 512 MiB
-// and its RSS near 512 MiB plus what lies outside the Go runtime; a heap
+// (memoryLimitFor). A seed backfill's heap stays (almost) under
+// MinMemoryLimit's reach (7/4 x 287 MB = 480 MiB), so its Go memory is held
+// near 480 MiB and its RSS near that plus what lies outside the Go runtime
+// (at 512 MiB it peaked at 573 MB of the target's 600 at load 15); a heap
 // that needs more gets 3/4 of its live size as headroom, never less (GOGC
 // 75's pacing at worst, not the collector running back to back as under a
 // fixed limit a live heap approaches), up to MaxMemoryLimit, the fixed
 // limit Run set before (a larger heap, a state at scale, is paced by it as
 // before). Between Runs the process keeps MaxMemoryLimit.
 const (
-	MinMemoryLimit = 512 << 20
+	MinMemoryLimit = 480 << 20
 	MaxMemoryLimit = 800 << 20
 )
 
