@@ -60,6 +60,13 @@ type BenchOptions struct {
 	// own is measured beside it. Empty: the embedded endpoint in this
 	// process serves the backfill, and its CPU counts as the engine's.
 	ServeS3 []string
+	// Leg is the command that runs one backfill leg (the S3 backfill, the
+	// file:// backfill) in a process of its own, its LegSpec on standard
+	// input (the CLI passes its own executable and "bench-leg";
+	// bench_leg.go), so that each leg's peak RSS and CPU time are its own.
+	// Empty: the legs run in this process, one after another. It needs
+	// ServeS3 (a leg's process does not count an endpoint in this one).
+	Leg []string
 	// Shapes names the query shapes to measure against DuckDB
 	// (bench_shapes.go; "all" for every one).
 	Shapes []string
@@ -131,9 +138,10 @@ type BenchResult struct {
 
 // BenchRound is one round of the backfill legs.
 type BenchRound struct {
-	// The S3 backfill: wall, this process's user+system CPU time (the S3
-	// endpoint's included when it runs in this process: BenchOptions.
-	// ServeS3), peak RSS.
+	// The S3 backfill: wall, the user+system CPU time and peak RSS of the
+	// process it ran in (its own with BenchOptions.Leg; the S3 endpoint's
+	// CPU included when the endpoint runs in this process: BenchOptions.
+	// ServeS3).
 	BackfillMs           int64 `json:"backfillMs"`
 	BackfillCPUMs        int64 `json:"backfillCpuMs"`
 	BackfillPeakRSSBytes int64 `json:"backfillPeakRssBytes"`
@@ -263,8 +271,9 @@ func (r *recorder) count(kind string) int {
 }
 
 // Bench runs backfill, live at the wide partition count, the shrink and live
-// at the narrow count, each as its own engine run on one checkpoint, in this
-// process (so peak RSS is the engine's own).
+// at the narrow count, each as its own engine run on one checkpoint: each
+// backfill leg in a process of its own with BenchOptions.Leg, the rest in
+// this process (so each peak RSS is the engine's own).
 func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	if o.LiveBatches == 0 {
 		o.LiveBatches = 20
@@ -303,6 +312,11 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 			PrintBench(o.Out, res)
 		}
 		return res, nil
+	}
+	if len(o.Leg) > 0 && len(o.ServeS3) == 0 {
+		// A leg's process reading from the endpoint in this one would
+		// count the endpoint's CPU time nowhere.
+		return nil, fmt.Errorf("bench: BenchOptions.Leg needs BenchOptions.ServeS3")
 	}
 	if len(o.ServeS3) > 0 {
 		fmt.Fprintf(o.Log, "start the S3 endpoint (%s) ...\n", strings.Join(o.ServeS3, " "))
@@ -392,7 +406,6 @@ func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear %s: %w", dir, err)
 	}
-	resetPeakRSS()
 	var e0 time.Duration
 	if b.endpoint != nil {
 		var err error
@@ -400,20 +413,16 @@ func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool)
 			return err
 		}
 	}
-	t0, c0 := time.Now(), cputime.Self()
-	var rec *recorder
-	var err error
+	spec := LegSpec{Checkpoint: b.env.Checkpoint, Table: b.env.Table, LocalDir: filepath.Join(o.WorkDir, "state-cache"),
+		Sources: []pipeline.SourceSpec{s3src}, Conf: conf}
 	if scratch {
-		rec, err = b.runIn(ctx, filepath.Join(dir, "checkpoint"), filepath.Join(dir, "table"), filepath.Join(dir, "state-cache"),
-			[]pipeline.SourceSpec{s3src}, conf, engine.Trigger{Kind: engine.AvailableNow}, 0)
-	} else {
-		rec, err = b.run(ctx, []pipeline.SourceSpec{s3src}, conf, engine.Trigger{Kind: engine.AvailableNow}, 0)
+		spec.Checkpoint, spec.Table, spec.LocalDir = filepath.Join(dir, "checkpoint"), filepath.Join(dir, "table"), filepath.Join(dir, "state-cache")
 	}
+	leg, rec, err := b.runLeg(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("backfill: %w", err)
 	}
-	res.BackfillMs = time.Since(t0).Milliseconds()
-	res.BackfillCPUMs = (cputime.Self() - c0).Milliseconds()
+	res.BackfillMs, res.BackfillCPUMs = leg.WallMs, leg.CPUMs
 	if b.endpoint != nil {
 		e1, err := b.endpoint.cpu()
 		if err != nil {
@@ -421,8 +430,8 @@ func (b *benchRun) backfill(ctx context.Context, res *BenchResult, scratch bool)
 		}
 		res.EndpointCPUMs = (e1 - e0).Milliseconds()
 	}
-	res.BackfillPeakRSSBytes = peakRSS()
-	res.BackfillRowsPerSec = float64(res.Blocks) / time.Since(t0).Seconds()
+	res.BackfillPeakRSSBytes = leg.PeakRSSBytes
+	res.BackfillRowsPerSec = float64(res.Blocks) / (float64(max(res.BackfillMs, 1)) / 1000)
 	if n := len(rec.events); n > 0 && len(rec.events[n-1].StateOperators) > 0 {
 		res.KeysAfterBackfill = rec.events[n-1].StateOperators[0].NumRowsTotal
 	}
@@ -449,19 +458,17 @@ func (b *benchRun) yardstick(ctx context.Context, res *BenchResult) error {
 	fileSrc := pipeline.SourceSpec{Name: ArchiveSource, Format: "s3archive",
 		URI: fmt.Sprintf("file://%s?maxFilesPerTrigger=%d", filepath.ToSlash(blocks), o.Preset.MaxFilesPerTrigger)}
 	fmt.Fprintf(o.Log, "backfill from file:// ...\n")
-	// From the same start as the S3 backfill, its heap returned to the OS
-	// (resetPeakRSS): on the heap the S3 leg had grown, and the garbage
-	// collector's pacing for it, this leg cost ~1 CPU-s less than from a
-	// fresh start, as a user's run is.
-	resetPeakRSS()
-	t, c := time.Now(), cputime.Self()
-	rec, err := b.runIn(ctx, filepath.Join(fileDir, "checkpoint"), filepath.Join(fileDir, "table"), filepath.Join(fileDir, "state-cache"),
-		[]pipeline.SourceSpec{fileSrc}, conf, engine.Trigger{Kind: engine.AvailableNow}, 0)
+	// From the same start as the S3 backfill: its own process
+	// (BenchOptions.Leg) or this one's heap returned to the OS (runLegHere).
+	// On the heap the S3 leg had grown, and the garbage collector's pacing
+	// for it, this leg cost ~1 CPU-s less than from a fresh start, as a
+	// user's run is.
+	leg, rec, err := b.runLeg(ctx, LegSpec{Checkpoint: filepath.Join(fileDir, "checkpoint"), Table: filepath.Join(fileDir, "table"),
+		LocalDir: filepath.Join(fileDir, "state-cache"), Sources: []pipeline.SourceSpec{fileSrc}, Conf: conf})
 	if err != nil {
 		return fmt.Errorf("backfill from file://: %w", err)
 	}
-	res.FileBackfillMs = time.Since(t).Milliseconds()
-	res.FileBackfillCPUMs = (cputime.Self() - c).Milliseconds()
+	res.FileBackfillMs, res.FileBackfillCPUMs = leg.WallMs, leg.CPUMs
 	res.FileBackfillSteps = rec.runSteps(res.FileBackfillMs, res.FileBackfillCPUMs)
 	if err := os.RemoveAll(fileDir); err != nil {
 		return fmt.Errorf("clear %s: %w", fileDir, err)

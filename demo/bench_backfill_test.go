@@ -93,12 +93,14 @@ func runSeedBackfill(b *testing.B, src pipeline.SourceSpec) {
 		b.StartTimer()
 	}
 	if out := os.Getenv("ETHSTREAM_BENCH_PEAKPROFILE"); out != "" {
-		if err := sampler.stop(out); err != nil {
-			b.Error(err)
+		if prof := sampler.stop(); prof != nil {
+			if err := os.WriteFile(out, prof, 0o644); err != nil {
+				b.Error(err)
+			}
 		}
 		b.Log(sampler.describe())
 	} else {
-		_ = sampler.stop("")
+		sampler.stop()
 	}
 	n := float64(b.N)
 	b.ReportMetric(cpu.Seconds()/n, "cpu-s/op")

@@ -235,8 +235,9 @@ func TestBenchRoundsMedians(t *testing.T) {
 }
 
 // TestBenchRounds runs the bench with three rounds on one day, the S3
-// backfill reading from ethstream serve-s3 in a process of its own (as
-// the CLI runs it): three S3 backfills, each figure their median, a table
+// backfill reading from ethstream serve-s3 in a process of its own and
+// each backfill leg an ethstream bench-leg process (as the CLI runs them):
+// three S3 backfills, each figure their median, a table
 // row per round, and the scratch checkpoints of the first two gone (the
 // live runs restart the last round's, through the in-process endpoint).
 func TestBenchRounds(t *testing.T) {
@@ -247,7 +248,7 @@ func TestBenchRounds(t *testing.T) {
 	_, bin := buildBinary(t, filepath.Join(dir, "bin"))
 	var out strings.Builder
 	res, err := Bench(context.Background(), BenchOptions{WorkDir: dir, Preset: chain.LastDaysPreset(1), LiveBatches: 2, Rounds: 3, DuckDB: fakeDuck(t),
-		ServeS3: []string{bin, "serve-s3"}, Shapes: []string{"all"}, Out: &out})
+		ServeS3: []string{bin, "serve-s3"}, Leg: []string{bin, "bench-leg"}, Shapes: []string{"all"}, Out: &out})
 	if err != nil {
 		t.Fatal(err)
 	}

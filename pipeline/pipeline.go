@@ -583,8 +583,9 @@ func CheckProgressFile(path string) error {
 	}
 }
 
-// Run builds and runs the query until its trigger says stop. It sets the Go
-// runtime soft memory limit to DefaultMemoryLimit unless one is set already.
+// Run builds and runs the query until its trigger says stop. While it runs,
+// the Go runtime soft memory limit follows the live heap (memlimit.go)
+// unless one was set already.
 func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 	if err := CheckProgressFile(cfg.ProgressFile); err != nil {
 		return nil, err
@@ -609,7 +610,7 @@ func Run(ctx context.Context, cfg Config) (sum *engine.RunSummary, err error) {
 	if err := AdoptStateFormat(cfg, &q, opts); err != nil {
 		return nil, err
 	}
-	applyMemoryLimit()
+	defer applyMemoryLimit()()
 	return engine.Run(ctx, q, opts)
 }
 

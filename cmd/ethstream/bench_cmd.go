@@ -24,7 +24,8 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench [--preset demo|seed] [--days N] [--live-batches N] [--workdir DIR] [--out FILE] [--duckdb BIN] [--keys-per-block [--keys-files-per-trigger N]] [--rounds N] [--shape NAME ...] [--state-at-scale OPERATOR ...] [--stages-only] [--freshness [--freshness-query NAME ...] [--blocks N] [--rate R] [--endpoint ws://HOST:PORT | --poll DUR]]",
 		Short: "Measure the targets of docs/contracts.md end to end: backfill, restart, live latency, repartition, RSS",
 		Long: `bench generates (or reuses) the preset's archive in the work directory, serves it over S3,
-and runs in this process: the backfill (availableNow, 200 state partitions), a restart with the
+and runs the backfill (availableNow, 200 state partitions; each backfill in a process of its own,
+so that its peak RSS is its own), then in this process a restart with the
 live source at 200 partitions, and a restart that shrinks the state to 8 partitions followed by
 live batches. The timed backfill reads the archive from this binary's serve-s3, run as a
 process of its own, so that its CPU time is the engine's alone (as against S3); the endpoint's
@@ -100,14 +101,15 @@ transactions (ethrpc table=transactions, fees per hour per transaction type).`,
 				return usage(err)
 			}
 			// The S3 backfill reads from this binary's serve-s3 in a process
-			// of its own, so its CPU is the engine's alone.
+			// of its own, so its CPU is the engine's alone; each backfill leg
+			// runs as this binary's bench-leg, so its peak RSS is its own.
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("find this executable for the S3 endpoint's process: %w", err)
 			}
 			res, err := demo.Bench(cmd.Context(), demo.BenchOptions{WorkDir: workdir, Preset: p, Seed: seed,
 				LiveBatches: live, DuckDB: duck, KeysPerBlock: keys, KeysFilesPerTrigger: keysFiles, Rounds: rounds,
-				ServeS3: []string{exe, "serve-s3"}, Shapes: shapes, StateAtScale: atScale, StagesOnly: stagesOnly, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+				ServeS3: []string{exe, "serve-s3"}, Leg: []string{exe, benchLegCmd}, Shapes: shapes, StateAtScale: atScale, StagesOnly: stagesOnly, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -136,4 +138,20 @@ transactions (ethrpc table=transactions, fees per hour per transaction type).`,
 	return c
 }
 
-func init() { rootCmd.AddCommand(newBenchCmd()) }
+// benchLegCmd is the hidden command that runs one backfill leg of bench in
+// a process of its own (demo.RunLeg): its spec as JSON on standard input,
+// its figures as JSON on standard output.
+const benchLegCmd = "bench-leg"
+
+func newBenchLegCmd() *cobra.Command {
+	return &cobra.Command{Use: benchLegCmd, Hidden: true, Args: cobra.NoArgs,
+		Short: "Run one backfill leg of bench (its spec as JSON on stdin) and print its figures as JSON",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demo.RunLeg(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+		}}
+}
+
+func init() {
+	rootCmd.AddCommand(newBenchCmd())
+	rootCmd.AddCommand(newBenchLegCmd())
+}

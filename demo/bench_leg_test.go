@@ -1,0 +1,56 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ethstream/ethstream/pipeline"
+)
+
+// TestRunLegProcess: a leg's process gets its spec on standard input, and
+// its figures, events and steps are read from its output's last line (a
+// line printed before it is not the result).
+func TestRunLegProcess(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	got := filepath.Join(dir, "spec.json")
+	result := `{"wallMs":1234,"cpuMs":2345,"peakRssBytes":345678901,"events":[{"batchId":4,"stateOperators":[{"numRowsTotal":77}]}],"steps":[{"step":"read","wallMs":1000,"cpuMs":2000}]}`
+	script := `cat > "$1"; echo "a log line"; echo '` + result + `'`
+	spec := LegSpec{Checkpoint: "/c", Table: "/t", LocalDir: "/l", Sources: []pipeline.SourceSpec{{Name: "a", Format: "s3archive", URI: "file:///x"}},
+		Conf: map[string]string{"k": "v"}}
+	leg, rec, err := runLegProcess(context.Background(), []string{sh, "-c", script, "leg", got}, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent LegSpec
+	if err := json.Unmarshal(b, &sent); err != nil || !reflect.DeepEqual(sent, spec) {
+		t.Fatalf("the leg's process got %s (%v), want %+v", b, err, spec)
+	}
+	if leg.WallMs != 1234 || leg.CPUMs != 2345 || leg.PeakRSSBytes != 345678901 {
+		t.Fatalf("figures %+v", leg)
+	}
+	if len(rec.events) != 1 || rec.events[0].BatchID != 4 || rec.events[0].StateOperators[0].NumRowsTotal != 77 {
+		t.Fatalf("events %+v", rec.events)
+	}
+	steps := rec.runSteps(leg.WallMs, leg.CPUMs)
+	if want := []StepCPU{{Step: "read", WallMs: 1000, CPUMs: 2000}, {Step: "outside steps", WallMs: 234, CPUMs: 345}}; !reflect.DeepEqual(steps, want) {
+		t.Fatalf("steps %+v, want %+v", steps, want)
+	}
+	_, _, err = runLegProcess(context.Background(), []string{sh, "-c", "echo failed to open >&2; exit 2", "leg"}, spec)
+	if err == nil || !strings.Contains(err.Error(), "failed to open") {
+		t.Fatalf("a failing leg: %v", err)
+	}
+}
