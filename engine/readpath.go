@@ -32,7 +32,13 @@ type readPath struct {
 	// for the sink, projected on sel.
 	sel []string
 	out *stream.Batch
-	buf stream.Batch // the kept rows of the last chunk
+	// hint is the row count of the last batch collected: the next batch's
+	// columns are made with that room, as consecutive batches of a stream
+	// are alike in size, so that gathering its chunks copies each value
+	// once instead of regrowing (a larger batch still grows; a smaller one
+	// holds the unused room until the sink is done with it).
+	hint int
+	buf  stream.Batch // the kept rows of the last chunk
 }
 
 // chunk runs the read path over one chunk of source st: it records event
@@ -70,7 +76,7 @@ func (r *readPath) collect(in *stream.Batch) error {
 	if r.out == nil {
 		r.out = &stream.Batch{}
 	}
-	return appendProjected(r.out, in, r.sel)
+	return appendProjected(r.out, in, r.sel, r.hint)
 }
 
 // take returns the batch's collected output and starts the next.
@@ -80,6 +86,7 @@ func (r *readPath) take() *stream.Batch {
 	if out == nil {
 		out = &stream.Batch{}
 	}
+	r.hint = out.Len
 	return out
 }
 
@@ -107,18 +114,20 @@ func keepRows(buf *stream.Batch, in *stream.Batch, keep []bool) *stream.Batch {
 }
 
 // appendProjected appends every row of in, the columns sel in that order,
-// to out (whose columns, once set, are sel's).
-func appendProjected(out, in *stream.Batch, sel []string) error {
+// to out (whose columns, once set, are sel's, made with room for capacity
+// rows); one range copy per column, not a row at a time.
+func appendProjected(out, in *stream.Batch, sel []string, capacity int) error {
 	if in.Len == 0 {
 		return nil
 	}
 	if len(out.Columns) == 0 {
+		capacity = max(capacity, in.Len)
 		for _, name := range sel {
 			c := in.Column(name)
 			if c == nil {
 				return fmt.Errorf("selected column %q is not in the rows read", name)
 			}
-			out.Columns = append(out.Columns, stream.Column{Name: name, Type: c.Type})
+			out.Columns = append(out.Columns, stream.MakeColumn(name, c.Type, 0, capacity))
 		}
 	}
 	for i := range out.Columns {
@@ -128,19 +137,20 @@ func appendProjected(out, in *stream.Batch, sel []string) error {
 			return fmt.Errorf("selected column %q is missing from a chunk or changed type", dst.Name)
 		}
 		if dst.Valid == nil && src.Valid != nil {
-			dst.Valid = make([]bool, out.Len, out.Len+in.Len)
+			// Valid once a chunk has one, even all true, as the row-at-a-time
+			// gather left it.
+			dst.Valid = make([]bool, out.Len, max(out.Len+in.Len, capacity))
 			for j := range dst.Valid {
 				dst.Valid[j] = true
 			}
 		}
-		for r := 0; r < in.Len; r++ {
-			dst.Append(src, r) // stream's kernel: every type's storage, a null included
-		}
+		dst.AppendRange(src, 0, in.Len) // stream's kernel: every type's storage, nulls included
 	}
 	if in.Signs != nil || out.Signs != nil {
 		for len(out.Signs) < out.Len {
 			out.Signs = append(out.Signs, 1)
 		}
+		out.Signs = slices.Grow(out.Signs, in.Len)
 		for r := 0; r < in.Len; r++ {
 			out.Signs = append(out.Signs, in.Sign(r))
 		}

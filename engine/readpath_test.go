@@ -72,7 +72,7 @@ func TestKeepRowsAgainstRows(t *testing.T) {
 			want = append(want, fmt.Sprintf("s=%s t=%s i=%s %d", streamtest.Cell(in.Column("s"), i),
 				streamtest.Cell(in.Column("t"), i), streamtest.Cell(in.Column("i"), i), in.Sign(i)))
 		}
-		if err := appendProjected(out, in, []string{"s", "t", "i"}); err != nil {
+		if err := appendProjected(out, in, []string{"s", "t", "i"}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

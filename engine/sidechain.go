@@ -105,7 +105,7 @@ func holdRows(b *batchRun, in *stream.Batch) error {
 	for i, c := range in.Columns {
 		names[i] = c.Name
 	}
-	return appendProjected(b.held, in, names)
+	return appendProjected(b.held, in, names, 0)
 }
 
 // toJoin hands side's rows, through the side's trailing transforms, to the
