@@ -1,7 +1,5 @@
 package agg
 
-import "fmt"
-
 // Keyed Finish: in update mode, a large batch's state keys are built on a
 // goroutine of its own, in the order Finish merges the entries (the
 // partials' key orders merged, eachInOrder), while Finish's loop reads,
@@ -11,12 +9,6 @@ import "fmt"
 // the partials, which nothing writes until Finish resets them, and hands
 // the keys over in runs (keyedRun) through a small ring, so memory stays a
 // few runs however large the batch. No goroutine outlives mergeKeyed.
-//
-// The producer also appends the output rows' key columns (the window, the
-// group columns) when mergeAll set keysOut, and the loop only their
-// aggregates: the loop was the slower of the two (the producer waited for
-// it), and a row's key columns need no state. Both append in merge order,
-// to disjoint columns, so the rows are those the loop alone would build.
 
 // keyedMinEntries is the smallest batch (in partial entries) whose keys are
 // built on another goroutine: below it the handoff costs more than it saves
@@ -69,10 +61,6 @@ func (o *Operator) mergeKeyed(merge func(pt *partial, e int, key []byte) error) 
 		}
 		free <- r
 	}
-	// runs is closed: the producer is done, keyRows written.
-	if o.keysOut != nil && o.keyRows != o.keysOut.b.Len {
-		return fmt.Errorf("aggregation: internal error: %d output rows have key columns, %d aggregates", o.keyRows, o.keysOut.b.Len)
-	}
 	return nil
 }
 
@@ -102,13 +90,8 @@ func (o *Operator) produceKeyed(free <-chan *keyedRun, runs chan<- *keyedRun, st
 	if !take() {
 		return
 	}
-	o.keyRows = 0
 	all := o.eachInOrder(func(s int, e int32) bool {
 		r.keys = o.pts[s].stateKey(r.keys, int(e))
-		if o.keysOut != nil {
-			o.keysOut.appendEntryKey(o.pts[s], int(e), o.keyRows)
-			o.keyRows++
-		}
 		r.pts, r.ents, r.ends = append(r.pts, int32(s)), append(r.ents, e), append(r.ends, int32(len(r.keys)))
 		if len(r.ents) < keyedRunLen {
 			return true

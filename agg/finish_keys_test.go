@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ethstream/ethstream/ethblock"
 )
 
 // setKeyed sets keyedMinEntries and keyedRunLen and returns the function
@@ -28,18 +27,8 @@ func setKeyed(minEntries, runLen int) func() {
 func TestKeyedFinishMatchesSerial(t *testing.T) {
 	defer setShardMinRows(0)()
 	defer setKeyed(keyedMinEntries, keyedRunLen)()
-	specs := map[string]Spec{
-		// Group columns with nulls: the key producer appends the output's
-		// key columns (and their validity) apart from the aggregates.
-		"nullable-keys": {Window: &Window{Column: ethblock.ColBlockTS, Size: 5 * time.Minute},
-			GroupBy: []string{"fee", ethblock.ColMiner, ethblock.ColGasUsed}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Max, Column: "fee", As: "max_fee"}},
-			Mode: Update, WatermarkDelay: 20 * time.Minute, ColumnTypes: testColumnTypes},
-	}
+	names := make([]string, 0, len(propertySpecs))
 	for name, spec := range propertySpecs {
-		specs[name] = spec
-	}
-	names := make([]string, 0, len(specs))
-	for name, spec := range specs {
 		if spec.Mode == Update {
 			names = append(names, name)
 		}
@@ -47,7 +36,7 @@ func TestKeyedFinishMatchesSerial(t *testing.T) {
 	sort.Strings(names)
 	multiRun := 0
 	for _, name := range names {
-		spec := specs[name]
+		spec := propertySpecs[name]
 		for seed := range uint64(2) {
 			for _, shards := range []int{1, 2, 3} {
 				if shards > 1 && spec.Window == nil {

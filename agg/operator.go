@@ -109,12 +109,6 @@ type Operator struct {
 	fs       vfs.FS
 	stateDir string
 
-	// keysOut, while a keyed Finish merges (finish_keys.go), is the output
-	// whose key columns the key producer appends; mergeEntry then appends
-	// only the aggregates. keyRows is the rows the producer appended.
-	keysOut *output
-	keyRows int
-
 	vals     []aggVal
 	orders   [][]int32 // per partial: its entries in key order (update mode), reused
 	counts   [][]int32 // per partial: keyOrder's scratch
@@ -411,25 +405,11 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		o.logger.Warn("aggregation: retractions behind the watermark were not applied (their windows are closed)",
 			"batchId", batchID, "windowInstances", o.chunk.lateRetractions, "watermarkMs", watermarkMs)
 	}
-	o.resetPartials()
+	for _, pt := range o.pts {
+		pt.reset()
+	}
 	o.life.Finish()
 	return out.b, o.progress, nil
-}
-
-// resetPartials empties the partials once Finish merged them, the large
-// ones after the first on goroutines of their own: clearing a seed
-// backfill batch's group tables took 0.1 CPU-s of Finish's serial tail.
-func (o *Operator) resetPartials() {
-	var wg sync.WaitGroup
-	for _, pt := range o.pts[1:] {
-		if pt.len() < shardMinRows {
-			pt.reset()
-			continue
-		}
-		wg.Go(pt.reset)
-	}
-	o.pts[0].reset()
-	wg.Wait()
 }
 
 // mergeAll merges every partial entry into state (mergeEntry) and returns
@@ -478,15 +458,8 @@ func (o *Operator) mergeAll(ctx context.Context, batchID, wmUs, closeUs int64, o
 	}
 	if n >= keyedMinEntries {
 		// A large batch: the state keys are built on another goroutine
-		// (finish_keys.go), and so are the output rows' key columns when
-		// every entry is sure to make one row (without retractions no
-		// group empties: dropEmptied never runs).
-		if o.retracted == 0 {
-			o.keysOut = out
-			defer func() { o.keysOut = nil }()
-		}
-		err = o.mergeKeyed(merge)
-		return closed, err
+		// (finish_keys.go).
+		return closed, o.mergeKeyed(merge)
 	}
 	o.eachInOrder(func(s int, e int32) bool {
 		o.keyBuf = o.pts[s].stateKey(o.keyBuf[:0], int(e))
@@ -588,11 +561,7 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 		return false, o.dropEmptied(batchID, pt, e, key, stored, carried, out)
 	}
 	if p.spec.Mode == Update {
-		if o.keysOut != nil {
-			out.appendAggs(o.vals) // the key producer appended the key columns
-		} else {
-			out.appendEntry(pt, e, o.vals)
-		}
+		out.appendEntry(pt, e, o.vals)
 	}
 	if p.window && end <= closeUs {
 		if stored {
@@ -637,11 +606,6 @@ func (o *Operator) dropEmptied(batchID int64, pt *partial, e int, key []byte, st
 		return errcode.New(CodeRetractionUnmatched, "",
 			"this is a bug in the source: it must retract only rows it emitted in an earlier batch",
 			"batch %d retracts %d more rows than group %s holds", batchID, -c, o.describeEntry(pt, e))
-	}
-	if o.keysOut != nil {
-		// mergeAll hands the key columns to the producer only for a batch
-		// without retractions, where no group empties.
-		return fmt.Errorf("aggregation: internal error: group %s emptied in batch %d without retractions", o.describeEntry(pt, e), batchID)
 	}
 	if !stored && !carried {
 		return nil

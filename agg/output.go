@@ -128,15 +128,6 @@ func (o *output) appendDeletion(pt *partial, e int, zero []aggVal) {
 
 // appendEntry appends partial entry e with its merged values.
 func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
-	o.appendEntryKey(pt, e, o.b.Len)
-	o.appendAggs(vals)
-}
-
-// appendEntryKey appends partial entry e's key columns (the window and the
-// group columns, those before aBase) as row row; appendAggs completes the
-// row. It touches no other column nor b.Len, so that another goroutine may
-// append the aggregates meanwhile (finish_keys.go).
-func (o *output) appendEntryKey(pt *partial, e, row int) {
 	cols := o.b.Columns
 	if o.p.window {
 		s := pt.start[e]
@@ -146,19 +137,16 @@ func (o *output) appendEntryKey(pt *partial, e, row int) {
 	for k := range o.p.groupType {
 		c := &cols[o.gBase+k]
 		o.appendKey(c, k, pt.gStr[k], pt.gInt[k], e)
-		setNullAt(c, row, pt.gNull[k][e])
+		o.setNull(c, pt.gNull[k][e])
 	}
+	o.appendAggs(vals)
 }
 
 // setNull records whether the value just appended to column c (row
 // o.b.Len) is null; Valid stays nil while no value is.
-func (o *output) setNull(c *stream.Column, null bool) { setNullAt(c, o.b.Len, null) }
-
-// setNullAt records whether the value just appended to column c, its row
-// row, is null.
-func setNullAt(c *stream.Column, row int, null bool) {
+func (o *output) setNull(c *stream.Column, null bool) {
 	if null && c.Valid == nil {
-		c.Valid = make([]bool, row, row+1)
+		c.Valid = make([]bool, o.b.Len, o.b.Len+1)
 		for i := range c.Valid {
 			c.Valid[i] = true
 		}
