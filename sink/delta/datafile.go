@@ -170,23 +170,46 @@ func (rs *rowSet) appendValues(dst []parquet.Value, sc *parquettype.Scratch, c, 
 				out[j].SetColumnIndex(c)
 			}
 			return dst
+		case stream.Float64:
+			n := len(dst)
+			dst = slices.Grow(dst, hi-lo)[:n+hi-lo]
+			out := dst[n:]
+			for j, x := range v.Float64s[lo:hi] {
+				out[j] = parquet.DoubleValue(x)
+				out[j].SetDefinitionLevel(def)
+				out[j].SetColumnIndex(c)
+			}
+			return dst
 		}
 	}
-	for i := lo; i < hi; i++ {
+	// The general loop builds each value in place too (see above).
+	n := len(dst)
+	dst = slices.Grow(dst, hi-lo)[:n+hi-lo]
+	out := dst[n:]
+	for j := range out {
+		i := lo + j
+		x := &out[j]
 		switch {
 		case def == 2 && rs.winNull != nil && rs.winNull[i]:
-			dst = append(dst, parquet.NullValue().Level(0, 0, c))
+			*x = parquet.NullValue()
+			x.SetDefinitionLevel(0)
 		case v.IsNull(i):
-			dst = append(dst, parquet.NullValue().Level(0, def-1, c))
+			*x = parquet.NullValue()
+			x.SetDefinitionLevel(def - 1)
 		case typ == stream.Float64:
-			dst = append(dst, parquet.DoubleValue(v.Float64s[i]).Level(0, def, c))
+			*x = parquet.DoubleValue(v.Float64s[i])
+			x.SetDefinitionLevel(def)
 		case typ != stream.String && typ != stream.Int64 && typ != stream.Timestamp:
-			dst = append(dst, sc.Value(typ, v, i).Level(0, def, c))
+			*x = sc.Value(typ, v, i)
+			x.SetDefinitionLevel(def)
 		case typ == stream.String:
-			dst = append(dst, parquet.ByteArrayValue(parquettype.Bytes(v.Strings[i])).Level(0, def, c))
+			*x = parquet.ByteArrayValue(parquettype.Bytes(v.Strings[i]))
+			x.SetDefinitionLevel(def)
 		default:
-			dst = append(dst, parquet.Int64Value(v.Int64s[i]).Level(0, def, c))
+			*x = parquet.Int64Value(v.Int64s[i])
+			x.SetDefinitionLevel(def)
 		}
+		x.SetColumnIndex(c)
 	}
 	return dst
 }
