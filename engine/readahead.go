@@ -40,12 +40,14 @@ import (
 
 // readAheadBytes bounds the chunks held in memory ahead of the operator
 // (chunkBytes). A seed backfill batch (365 files) decodes to 125-165 MB of
-// projected columns. The queue's bytes are not all it holds (the chunks
-// recycled for the producer keep their capacity, and the collector lets
-// the heap grow to twice what is live), so each MB of budget cost about
-// 3 MB of peak RSS: the seed bench's S3 backfill peaked at 728 and 752 MB
-// with 64 MB, 528 and 516 MB with 16 MB, in 19.7 and 20.3 against 19.8 and
-// 17.5 CPU-s (alternating, load 20).
+// projected columns, so 16 MB reads ahead only a part of it; more does not
+// pay: the decode it moves out of the read step runs during finish and the
+// sink's write on the same two cores, and lengthens them by what it saves
+// (read -0.2 to -0.5 s, finish +0.2 to +0.9 s). BenchmarkSeedBackfill(File|S3)
+// alternating 16/48/64 MB, load 1.9-2.8: file 7.1-7.6 s at 16 MB, 7.0-7.6 at 48
+// and 64; S3 7.2-7.9 at 16 and 48, 7.4-8.1 at 64; peak RSS (S3) 498-514 at 16,
+// 520-528 at 48, 544-562 at 64 (about 1 MB of RSS per MB of budget since the
+// memory limit follows the live heap; 3 MB before it); CPU equal or +0.5 s.
 const readAheadBytes = 16 << 20
 
 // readAhead is the next batch's ranges being read on another goroutine. Its
