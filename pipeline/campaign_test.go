@@ -322,12 +322,28 @@ func campaignChild(t *testing.T, a *attempt, ckpt, table, local, src string) (st
 		envChildLocal+"="+local, envChildSrc+"="+src)
 	var stderr bytes.Buffer
 	child.Stderr = &stderr
+	// The child can send its first request before Start returns (a loaded
+	// machine deschedules the parent after the fork): a crash drawn then is
+	// held until the child's Process is known (schedule calls crash with
+	// a.mu held, so started and pending need no other lock).
+	started, pending := false, false
 	a.mu.Lock()
-	a.crash = func() { _ = child.Process.Kill() }
+	a.crash = func() {
+		if started {
+			_ = child.Process.Kill()
+		} else {
+			pending = true
+		}
+	}
 	a.mu.Unlock()
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
+	a.mu.Lock()
+	if started = true; pending {
+		_ = child.Process.Kill()
+	}
+	a.mu.Unlock()
 	timer := time.AfterFunc(2*time.Minute, func() { _ = child.Process.Kill() })
 	err := child.Wait()
 	timer.Stop()

@@ -169,10 +169,15 @@ func (s Server) Faulty(t testing.TB, sched Schedule) (Server, *Counts) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k := kindOf(r)
 		_, key := bucketKey(r.URL.Path)
-		mu.Lock()
-		f := sched(Request{N: seen, Kind: k, Key: key})
-		seen++
-		mu.Unlock()
+		// Unlocked by defer: a schedule that panics (net/http recovers a
+		// handler's panic) must not leave every later request waiting on mu,
+		// which hung a CI run for the test's whole timeout.
+		f := func() Fault {
+			mu.Lock()
+			defer mu.Unlock()
+			seen++
+			return sched(Request{N: seen - 1, Kind: k, Key: key})
+		}()
 		c.mu.Lock()
 		c.n[k]++
 		c.mu.Unlock()
