@@ -363,7 +363,7 @@ func (n *cmpNode) eval(c *ctx, sel []bool) (*vec, error) {
 func compareAt(a, b *vec, r int) int {
 	switch a.t.Kind {
 	case stream.Float64:
-		return compareDouble(a.f[r], b.f[r])
+		return CompareDouble(a.f[r], b.f[r])
 	case stream.String:
 		switch {
 		case a.s[r] < b.s[r]:
@@ -384,7 +384,11 @@ func compareAt(a, b *vec, r int) int {
 	return 0
 }
 
-func compareDouble(x, y float64) int {
+// CompareDouble orders doubles as Spark does (SQLOrderingUtil.compareDoubles):
+// NaN equal to itself and above every other value, -0.0 equal to 0.0 (Go's
+// operators alone make NaN equal to every value). Package filter's WHERE
+// uses it too.
+func CompareDouble(x, y float64) int {
 	xn, yn := math.IsNaN(x), math.IsNaN(y)
 	switch {
 	case xn && yn:

@@ -556,7 +556,7 @@ func compare(c class, a, b operand) int {
 			return 1
 		}
 	case clsFloat:
-		return compareDouble(a.f, b.f)
+		return expr.CompareDouble(a.f, b.f)
 	default:
 		switch {
 		case a.s < b.s:
@@ -653,24 +653,4 @@ func (p *Predicate) evalCmp(n *node, r int) tri {
 		return tru
 	}
 	return fls
-}
-
-// compareDouble orders doubles as Spark does (SQLOrderingUtil.compareDoubles):
-// NaN equal to itself and above every other value, -0.0 equal to 0.0. Go's
-// operators alone made NaN equal to every value.
-func compareDouble(x, y float64) int {
-	xn, yn := math.IsNaN(x), math.IsNaN(y)
-	switch {
-	case xn && yn:
-		return 0
-	case xn:
-		return 1
-	case yn:
-		return -1
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }

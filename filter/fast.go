@@ -3,6 +3,7 @@ package filter
 import (
 	"math"
 
+	"github.com/ethstream/ethstream/expr"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -200,7 +201,7 @@ func cmpFloat(keep []bool, x []float64, op CmpOp, v float64, first bool) {
 	}
 }
 
-// cmpOrdered is the rare rest, a row at a time through compareDouble.
+// cmpOrdered is the rare rest, a row at a time through expr.CompareDouble.
 func cmpOrdered(keep []bool, c *stream.Column, op CmpOp, v float64, first bool) {
 	for r := range keep {
 		var x float64
@@ -209,7 +210,7 @@ func cmpOrdered(keep []bool, c *stream.Column, op CmpOp, v float64, first bool) 
 		} else {
 			x = float64(c.Int64s[r])
 		}
-		t := holds(op, compareDouble(x, v))
+		t := holds(op, expr.CompareDouble(x, v))
 		if first {
 			keep[r] = t
 		} else {
