@@ -180,17 +180,7 @@ func TestGoldenSnapshots(t *testing.T) {
 		{"delta-0.8.0-special-partition", 0}, {"delta-2.2.0-partitioned-types", 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := golden(t, c.name)
-			s, err := NewFromURI(tableURI(dir, "maxFilesPerTrigger=1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Open(t.Context(), testEnv(t)); err != nil {
-				t.Fatal(err)
-			}
-			bs, _, err := drain(t, s, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, bs := openDrain(t, tableURI(dir, "maxFilesPerTrigger=1"))
 			want := oracleRows(t, dir, -1, schemaCols(s))
 			if got := allRows(bs); !slices.Equal(got, want) {
 				t.Fatalf("rows\n%v\nwant\n%v", got, want)
@@ -208,6 +198,23 @@ func TestGoldenSnapshots(t *testing.T) {
 	}
 }
 
+// openDrain opens the source uri names and drains its batches.
+func openDrain(t *testing.T, uri string) (*Source, []batchOut) {
+	t.Helper()
+	s, err := NewFromURI(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(t.Context(), testEnv(t)); err != nil {
+		t.Fatal(err)
+	}
+	bs, _, err := drain(t, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, bs
+}
+
 // TestGoldenSnapshotsOneBatch reads each golden table's snapshot in one
 // batch, so that its files decode into the value slices of the files
 // before them (ReadBatch's pool): the rows must be the row reader's, in
@@ -218,17 +225,7 @@ func TestGoldenSnapshotsOneBatch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := golden(t, name)
 			for _, par := range []string{"parallelism=1", "parallelism=4"} {
-				s, err := NewFromURI(tableURI(dir, par))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Open(t.Context(), testEnv(t)); err != nil {
-					t.Fatal(err)
-				}
-				bs, _, err := drain(t, s, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s, bs := openDrain(t, tableURI(dir, par))
 				if len(bs) != 1 {
 					t.Fatalf("%s: %d batches, want the snapshot in one", par, len(bs))
 				}
