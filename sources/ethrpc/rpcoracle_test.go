@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,7 +173,16 @@ func checkOracle(t *testing.T, url string, c *rpc.Client) map[string][]map[strin
 	}
 	want := oracleRows(t, c, uint64(head))
 	for _, table := range []string{"blocks", "transactions", "logs", "token_transfers"} {
-		got := tableRows(t, url, table)
+		// geth --dev may seal a block after eth_blockNumber answered (CI saw
+		// 9 blocks read against 8 in the oracle): the rows past head are not
+		// in the oracle's answers, so they are not compared.
+		got := slices.DeleteFunc(tableRows(t, url, table), func(r map[string]any) bool {
+			n, ok := r["number"]
+			if table != "blocks" {
+				n, ok = r["block_number"]
+			}
+			return ok && atoi(t, n) > int64(head)
+		})
 		if len(got) != len(want[table]) {
 			t.Fatalf("%s: the source read %d rows, the node's answers hold %d", table, len(got), len(want[table]))
 		}
@@ -189,6 +199,16 @@ func checkOracle(t *testing.T, url string, c *rpc.Client) map[string][]map[strin
 		}
 	}
 	return want
+}
+
+// atoi is a row's integer column as an int64.
+func atoi(t *testing.T, v any) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+	if err != nil {
+		t.Fatalf("a block number %v: %v", v, err)
+	}
+	return n
 }
 
 func keys(m map[string]any) []string {
