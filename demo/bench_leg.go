@@ -19,8 +19,8 @@ import (
 	"github.com/ethstream/ethstream/stream"
 )
 
-// A backfill leg (the S3 backfill, the file:// backfill) runs in a process
-// of its own when BenchOptions.Leg names the command (the CLI: its own
+// A backfill leg (the S3 backfill, the file:// backfill, a query shape's
+// run) runs in a process of its own when BenchOptions.Leg names the command (the CLI: its own
 // executable and the hidden "bench-leg"), so that each leg's peak RSS is
 // its own: run one after another in the bench's process, each leg started
 // on the heap, the freed pages and the collector's pacing the previous
@@ -37,6 +37,11 @@ type LegSpec struct {
 	LocalDir   string                `json:"localDir"`
 	Sources    []pipeline.SourceSpec `json:"sources"`
 	Conf       map[string]string     `json:"conf"`
+	// Shape, when set, names the query shape (BenchShape) the leg runs:
+	// its Config sets the query over Sources[0], with ShapeDir as the
+	// shapes' directory. Without it the leg runs the bench's own query.
+	Shape    string `json:"shape,omitempty"`
+	ShapeDir string `json:"shapeDir,omitempty"`
 }
 
 // LegResult is what a leg's process measured of its run, as JSON on its
@@ -77,12 +82,20 @@ func RunLeg(ctx context.Context, in io.Reader, out io.Writer) error {
 // runLegHere runs spec in this process, from its heap returned to the OS
 // and VmHWM restarted (resetPeakRSS).
 func runLegHere(ctx context.Context, spec LegSpec) (LegResult, *recorder, error) {
+	cfg := pipeline.Config{Checkpoint: spec.Checkpoint, Table: spec.Table, LocalDir: spec.LocalDir,
+		Sources: spec.Sources, Conf: spec.Conf, Trigger: engine.Trigger{Kind: engine.AvailableNow}}
+	if spec.Shape != "" {
+		i := slices.IndexFunc(benchShapes, func(s BenchShape) bool { return s.Name == spec.Shape })
+		if i < 0 || len(spec.Sources) == 0 {
+			return LegResult{}, nil, fmt.Errorf("the bench leg: no shape %q over %d sources", spec.Shape, len(spec.Sources))
+		}
+		benchShapes[i].Config(&cfg, spec.Sources[0], spec.ShapeDir)
+	}
 	resetPeakRSS()
 	rec := &recorder{start: time.Now()}
 	c0 := cputime.Self()
-	_, err := pipeline.Run(ctx, pipeline.Config{Checkpoint: spec.Checkpoint, Table: spec.Table, LocalDir: spec.LocalDir,
-		Sources: spec.Sources, Conf: spec.Conf, Trigger: engine.Trigger{Kind: engine.AvailableNow},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Listeners: []engine.Listener{rec}})
+	cfg.Logger, cfg.Listeners = slog.New(slog.NewTextHandler(io.Discard, nil)), []engine.Listener{rec}
+	_, err := pipeline.Run(ctx, cfg)
 	if err != nil {
 		return LegResult{}, nil, err
 	}

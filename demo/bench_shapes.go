@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/ethstream/ethstream/engine"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/ethstream/ethstream/internal/cputime"
 	"github.com/ethstream/ethstream/pipeline"
 )
 
@@ -132,8 +129,9 @@ type ShapeResult struct {
 	DuckDBMs    int64  `json:"duckdbMs,omitempty"`
 	DuckDBCPUMs int64  `json:"duckdbCpuMs,omitempty"`
 	DuckDBOut   string `json:"duckdbOutput,omitempty"`
-	// PeakRSSBytes is this process's peak RSS over the shape's run (the
-	// bench's own heap included), DuckDBPeakRSSBytes DuckDB's process's.
+	// PeakRSSBytes is the peak RSS of the shape's run: of its leg's
+	// process, or of the bench's with no leg command (the bench's own heap
+	// then included); DuckDBPeakRSSBytes DuckDB's process's.
 	PeakRSSBytes       int64 `json:"peakRssBytes,omitempty"`
 	DuckDBPeakRSSBytes int64 `json:"duckdbPeakRssBytes,omitempty"`
 }
@@ -187,14 +185,13 @@ func benchShapesStage(ctx context.Context, b *benchRun, res *BenchResult) error 
 			src = in.tx
 		}
 		fmt.Fprintf(b.o.Log, "shape %s ...\n", s.Name)
+		// The shape's run is a leg (bench_leg.go): in a process of its own
+		// when the bench has the command, so its CPU and peak RSS are its
+		// own and not those of the stages before it.
 		sd := filepath.Join(dir, s.Name)
-		cfg := pipeline.Config{Checkpoint: filepath.Join(sd, "checkpoint"), Table: shapeTable(dir, s.Name),
+		leg, rec, err := b.runLeg(ctx, LegSpec{Checkpoint: filepath.Join(sd, "checkpoint"), Table: shapeTable(dir, s.Name),
 			LocalDir: filepath.Join(sd, "state-cache"), Sources: []pipeline.SourceSpec{src}, Conf: clone(b.conf),
-			Trigger: engine.Trigger{Kind: engine.AvailableNow}}
-		s.Config(&cfg, src, dir)
-		resetPeakRSS()
-		t, c := time.Now(), cputime.Self()
-		rec, err := b.runConfig(ctx, cfg)
+			Shape: s.Name, ShapeDir: dir})
 		if err != nil {
 			return fmt.Errorf("shape %s: %w", s.Name, err)
 		}
@@ -202,8 +199,7 @@ func benchShapesStage(ctx context.Context, b *benchRun, res *BenchResult) error 
 		if !timed {
 			return nil
 		}
-		r := ShapeResult{Name: s.Name, What: s.What, Ms: time.Since(t).Milliseconds(), CPUMs: (cputime.Self() - c).Milliseconds(),
-			PeakRSSBytes: peakRSS()}
+		r := ShapeResult{Name: s.Name, What: s.What, Ms: leg.WallMs, CPUMs: leg.CPUMs, PeakRSSBytes: leg.PeakRSSBytes}
 		for _, p := range rec.events {
 			r.InputRows += p.NumInputRows
 		}
