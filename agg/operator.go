@@ -72,11 +72,21 @@ type Operator struct {
 	// previous version's closedRows count it.
 	removedAtMerge int64
 
+	// stateReads counts the batch's merge's state lookups (tests).
+	stateReads int64
+
 	// noneBelowUs: no key in state (committed and pending) has a window end
 	// <= noneBelowUs; it makes eviction skip the store
 	// when nothing can be closed. committedNoneBelowUs is its value at the
 	// last committed version, restored by Abort.
 	noneBelowUs, committedNoneBelowUs int64
+	// noneAboveUs: no key in state (committed and pending) has a window end
+	// > noneAboveUs (MaxInt64: not known). With noneBelowUs it tells the
+	// merge that a key of a window outside (noneBelowUs, noneAboveUs]
+	// cannot be in state, so it costs no state read: in a backfill nearly
+	// every key is of a window newer than any stored. Only Open lowers it
+	// (an upper bound stays one whatever a failed batch left).
+	noneAboveUs int64
 
 	// nextWmUs is the watermark batch nextWmBatch's successor runs with
 	// (NextWatermark), in µs; hasNextWm says it was given for that batch.
@@ -185,9 +195,9 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	o.resetBatch()
 	// An empty store has nothing to evict; otherwise the first eviction
 	// scan finds out.
-	o.noneBelowUs = math.MinInt64
+	o.noneBelowUs, o.noneAboveUs = math.MinInt64, math.MaxInt64
 	if s.NumKeys() == 0 {
-		o.noneBelowUs = math.MaxInt64
+		o.noneBelowUs, o.noneAboveUs = math.MaxInt64, math.MinInt64
 	}
 	o.committedNoneBelowUs = o.noneBelowUs
 	return nil
@@ -219,7 +229,7 @@ func (o *Operator) begin(batchID int64) error {
 		o.inRows = 0
 		o.process = 0
 		o.chunk = chunkStats{}
-		o.retracted, o.deleted, o.removedAtMerge = 0, 0, 0
+		o.retracted, o.deleted, o.removedAtMerge, o.stateReads = 0, 0, 0, 0
 		o.lateFloorMs = math.MinInt64
 		if o.carry != nil && o.carry.version != o.version {
 			o.carry = nil
@@ -538,11 +548,19 @@ func (o *Operator) keyOrders() {
 func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID int64, pt *partial, e int, key []byte, wmUs, closeUs int64, out *output) (closed bool, err error) {
 	p := o.p
 	clear(o.vals)
-	val, stored, err := get(key)
-	if err != nil {
-		return false, fmt.Errorf("aggregation: read state: %w", err)
-	}
 	end := pt.start[e] + p.sizeUs
+	// absent: the key's window is outside those state holds, so the key is
+	// not in state (a read would say so at the cost of a call and a copy
+	// of the key per entry).
+	absent := p.window && (end > o.noneAboveUs || end <= o.noneBelowUs)
+	var val []byte
+	var stored bool
+	if !absent {
+		o.stateReads++
+		if val, stored, err = get(key); err != nil {
+			return false, fmt.Errorf("aggregation: read state: %w", err)
+		}
+	}
 	carried := false
 	if !stored && o.carry != nil && p.window && end <= o.carry.upUs {
 		if val, carried, err = o.carry.get(o.fs, o.stateDir, key); err != nil {
@@ -586,13 +604,19 @@ func (o *Operator) mergeEntry(get func([]byte) ([]byte, bool, error), batchID in
 		return true, o.pendingCarry.add(key, o.valBuf)
 	}
 	o.valBuf = p.encodeValue(o.valBuf[:0], o.vals)
-	if err := o.store.Put(key, o.valBuf); err != nil {
+	if absent {
+		// Known missing from the committed version: the store looks it
+		// up neither now nor at commit.
+		err = o.store.PutKnown(key, o.valBuf, false)
+	} else {
+		err = o.store.Put(key, o.valBuf)
+	}
+	if err != nil {
 		return false, fmt.Errorf("aggregation: write state: %w", err)
 	}
 	if p.window {
-		if end <= o.noneBelowUs {
-			o.noneBelowUs = end - 1
-		}
+		o.noneBelowUs = min(o.noneBelowUs, end-1)
+		o.noneAboveUs = max(o.noneAboveUs, end)
 	}
 	return false, nil
 }
