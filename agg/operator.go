@@ -345,7 +345,8 @@ func (o *Operator) checkRetractions(in *stream.Batch) error {
 }
 
 // Finish merges the batch's partial aggregates into state (one Get and Put
-// per distinct key), evicts windows whose end <= the watermark, and returns
+// per distinct key; no Get for a key of a window outside the range state
+// holds), evicts windows whose end <= the watermark, and returns
 // the rows of the output mode: update, the keys changed by this batch with
 // their full values; append, the windows evicted now; complete, every key
 // left in state. The returned batch is the caller's until it hands it back
@@ -914,6 +915,7 @@ func (o *Operator) Close() error {
 	err := o.life.Close(o.store)
 	o.pendingCarry.abort()
 	o.store, o.carry, o.pendingCarry = nil, nil, nil
+	o.lastOut, o.spare = nil, nil
 	o.resetBatch()
 	return err
 }

@@ -96,6 +96,9 @@ func TestRecycleOutput(t *testing.T) {
 			if n := res.DataBatches + res.NoDataBatches; res.DataBatches < 2 || len(op.recycled) != n {
 				t.Fatalf("%d batches handed back, %d run (%d with data)", len(op.recycled), n, res.DataBatches)
 			}
+			if po, ok := inner.(*prepOp); ok && po.prepares == 0 {
+				t.Fatal("the state was never prepared alongside the sink")
+			}
 			if got := s.verifyTable(); got[:3] != "ok:" {
 				t.Fatal(got)
 			}
