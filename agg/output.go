@@ -29,14 +29,13 @@ func newOutput(p *plan, capacity int, spare *stream.Batch) *output {
 	}
 	add := func(name string, t stream.Type) {
 		i := len(o.b.Columns)
-		if i >= len(old) {
+		if i >= len(old) || t.Storage() == stream.String {
+			// A string column is never kept (Recycle).
 			o.b.Columns = append(o.b.Columns, stream.MakeColumn(name, t, 0, capacity))
 			return
 		}
 		c := old[i]
-		// The rows of the spare are garbage: a string the new rows do not
-		// overwrite keeps its memory alive until the next batch's do.
-		c.Int64s, c.Float64s, c.Strings, c.Decimals = reuse(c.Int64s, capacity), reuse(c.Float64s, capacity), reuse(c.Strings, capacity), reuse(c.Decimals, capacity)
+		c.Int64s, c.Float64s, c.Decimals = reuse(c.Int64s, capacity), reuse(c.Float64s, capacity), reuse(c.Decimals, capacity)
 		c.Valid = nil
 		o.b.Columns = append(o.b.Columns, c)
 	}
