@@ -474,9 +474,11 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 			h.op.Abort()
 		case 1: // abort after Finish (the sink failed)
 			h.process(id, chunks)
-			if _, err := h.finish(id, chunks); err != nil {
+			out, err := h.finish(id, chunks)
+			if err != nil {
 				t.Fatal(err)
 			}
+			h.op.Recycle(out) // as the engine does once the sink returned
 			h.op.Abort()
 		case 2: // the process dies before Commit
 			h.process(id, chunks[:rng.IntN(len(chunks)+1)])
@@ -522,6 +524,8 @@ func runOracle(t *testing.T, spec Spec, seed uint64, nRows int, fs vfs.FS, looka
 		}
 
 		got := decodeOutput(t, or.p, out)
+		// The next Finish builds its rows in out's columns (Recycle).
+		h.op.Recycle(out)
 		seen := map[string]bool{}
 		for _, r := range got {
 			if seen[r.key] {

@@ -3,6 +3,7 @@ package agg
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
@@ -17,10 +18,26 @@ type output struct {
 	aBase int // index of the first aggregate column
 }
 
-func newOutput(p *plan, capacity int) *output {
+// newOutput starts an output with room for capacity rows, in the columns
+// of spare (a batch an earlier output built, which nothing holds any more:
+// Recycle) when not nil.
+func newOutput(p *plan, capacity int, spare *stream.Batch) *output {
 	o := &output{p: p, b: &stream.Batch{}}
+	var old []stream.Column
+	if spare != nil {
+		old, o.b.Columns = spare.Columns, spare.Columns[:0]
+	}
 	add := func(name string, t stream.Type) {
-		o.b.Columns = append(o.b.Columns, stream.MakeColumn(name, t, 0, capacity))
+		i := len(o.b.Columns)
+		if i >= len(old) || t.Storage() == stream.String {
+			// A string column is never kept (Recycle).
+			o.b.Columns = append(o.b.Columns, stream.MakeColumn(name, t, 0, capacity))
+			return
+		}
+		c := old[i]
+		c.Int64s, c.Float64s, c.Decimals = reuse(c.Int64s, capacity), reuse(c.Float64s, capacity), reuse(c.Decimals, capacity)
+		c.Valid = nil
+		o.b.Columns = append(o.b.Columns, c)
 	}
 	if p.window {
 		add(ColWindowStart, stream.Timestamp)
@@ -37,6 +54,15 @@ func newOutput(p *plan, capacity int) *output {
 		}
 	}
 	return o
+}
+
+// reuse returns s emptied, with room for n elements (nil stays nil: the
+// column's storage is another).
+func reuse[T any](s []T, n int) []T {
+	if s == nil {
+		return nil
+	}
+	return slices.Grow(s[:0], n)
 }
 
 // OutputSchema is the schema of the rows Finish emits: window_start and

@@ -104,7 +104,10 @@ type batchRun struct {
 	p   *batchPlan
 	rec *recorder
 	out *stream.Batch
-	res batchResult
+	// recycle, when set, takes out back once the sink returned: out is
+	// the batch its operator's Finish returned, which nothing else saw.
+	recycle stream.OutputRecycler
+	res     batchResult
 	// wal, while offsets/N is written alongside the reads, receives the
 	// write's result (opAwaitOffsets takes it).
 	wal chan error
@@ -324,17 +327,27 @@ func (d *driver) finish(ctx context.Context, b *batchRun, s step) error {
 		b.out, b.rec.seen.ops = out, nil
 		return nil
 	}
-	out, progs, err := d.finishOps(ctx, b, s)
+	out, progs, recycle, err := d.finishOps(ctx, b, s)
 	if err != nil {
 		return err
 	}
-	b.out, b.rec.seen.ops = out, progs
+	b.out, b.rec.seen.ops, b.recycle = out, progs, recycle
 	return nil
+}
+
+// recycleOut hands the batch's output back to the operator that built it
+// (stream.OutputRecycler), once the sink returned.
+func (b *batchRun) recycleOut() {
+	if b.recycle != nil {
+		b.recycle.Recycle(b.out)
+		b.recycle = nil
+	}
 }
 
 // writeSink hands the operator's output to the sink as batch N.
 func (d *driver) writeSink(ctx context.Context, b *batchRun, s step) error {
 	sp, err := d.sink.AddBatch(ctx, s.Batch, b.out)
+	b.recycleOut()
 	if err != nil {
 		return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), err)
 	}
@@ -405,6 +418,7 @@ func (d *driver) writeSinkPreparing(ctx context.Context, b *batchRun, s step) er
 		cancel()
 	}
 	stateErr := <-committed
+	b.recycleOut()
 	if sinkErr != nil {
 		return fmt.Errorf("batch %d: sink %s: %w", s.Batch, d.sink.Description(), sinkErr)
 	}

@@ -169,12 +169,14 @@ func (d *driver) feed(ctx context.Context, b *batchRun, batchID int64, i int, in
 }
 
 // finishOps ends the batch for every operator in plan order, each one's
-// output feeding the next, and returns the rows for the sink and each
-// operator's progress.
-func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Batch, []stream.OperatorProgress, error) {
+// output feeding the next, and returns the rows for the sink, each
+// operator's progress, and the operator to hand the rows back to once the
+// sink returned (nil: none, or the rows are not its batch).
+func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Batch, []stream.OperatorProgress, stream.OutputRecycler, error) {
 	d.batchWatermarks(s.Batch, b, 0)
 	progs := make([]stream.OperatorProgress, len(d.ops))
 	var out *stream.Batch
+	var recycle stream.OutputRecycler
 	for i, po := range d.ops {
 		// Operator 0's input watermark of the next batch is the one its
 		// commit records (nextBatchWatermarkMs), which its state record
@@ -184,35 +186,39 @@ func (d *driver) finishOps(ctx context.Context, b *batchRun, s step) (*stream.Ba
 		}
 		o, prog, err := po.op.Finish(ctx, s.Batch, b.evict[i])
 		if err != nil {
-			return nil, nil, fmt.Errorf("batch %d: finish operator%s: %w", s.Batch, strings.TrimPrefix(d.opLabel(po), " of operator"), err)
+			return nil, nil, nil, fmt.Errorf("batch %d: finish operator%s: %w", s.Batch, strings.TrimPrefix(d.opLabel(po), " of operator"), err)
 		}
 		progs[i] = prog
 		if po.side != mainChain {
 			if err := d.sideOutput(ctx, b, s.Batch, i, o); err != nil {
-				return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
+				return nil, nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
 			}
 			continue
 		}
 		if i+1 < len(d.ops) {
 			if o != nil && o.Len > 0 {
 				if err := d.feed(ctx, b, s.Batch, i+1, o); err != nil {
-					return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
+					return nil, nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
 				}
 			}
 			continue
 		}
 		out = o
+		recycle, _ = po.op.(stream.OutputRecycler)
 	}
 	if len(d.post) > 0 && out != nil {
+		// The transforms' output may share the operator's columns, or
+		// not be its batch: nothing is handed back.
+		recycle = nil
 		var err error
 		if out, err = applyTransforms(d.post, out); err != nil {
-			return nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
+			return nil, nil, nil, fmt.Errorf("batch %d: %w", s.Batch, err)
 		}
 	}
 	if out == nil {
-		out = &stream.Batch{}
+		out, recycle = &stream.Batch{}, nil
 	}
-	return out, progs, nil
+	return out, progs, recycle, nil
 }
 
 // opLabel names operator po in errors when the plan has several: " of

@@ -34,6 +34,7 @@ var (
 	_ stream.CommitPreparer     = (*Operator)(nil)
 	_ stream.WatermarkLookahead = (*Operator)(nil)
 	_ stream.PartitionLimiter   = (*Operator)(nil)
+	_ stream.OutputRecycler     = (*Operator)(nil)
 )
 
 // Open opens Inner.
@@ -218,6 +219,15 @@ func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
 func (o *Operator) NextWatermark(batchID, nextWatermarkMs int64) {
 	if wl, ok := o.Inner.(stream.WatermarkLookahead); ok {
 		wl.NextWatermark(batchID, nextWatermarkMs)
+	}
+}
+
+// Recycle hands a batch Finish returned back to Inner, if it takes its
+// output back (stream.OutputRecycler); a batch Post built is not Inner's,
+// and Inner ignores it.
+func (o *Operator) Recycle(out *stream.Batch) {
+	if r, ok := o.Inner.(stream.OutputRecycler); ok {
+		r.Recycle(out)
 	}
 }
 

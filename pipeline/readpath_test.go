@@ -46,7 +46,7 @@ var (
 		reflect.TypeFor[stream.WatermarkLookahead](), reflect.TypeFor[stream.SchemaOperator](),
 		reflect.TypeFor[stream.StateRecorder](), reflect.TypeFor[stream.PartitionLimiter](),
 		reflect.TypeFor[stream.Checker](), reflect.TypeFor[stream.RowPasser](),
-		reflect.TypeFor[stream.WatermarkProducer](),
+		reflect.TypeFor[stream.WatermarkProducer](), reflect.TypeFor[stream.OutputRecycler](),
 	}
 	// notOptional are the interfaces of package stream that are contracts
 	// of their own, not capabilities of a source or an operator.

@@ -118,6 +118,15 @@ type CommitPreparer interface {
 	PrepareCommit(ctx context.Context, batchID int64) error
 }
 
+// OutputRecycler is implemented by operators that build a batch's output
+// in the memory of an earlier one: the engine hands the batch Finish
+// returned back with Recycle once nothing holds it (the sink's AddBatch
+// returned, and no other operator or transform saw it), and a later Finish
+// may then overwrite it. A batch not handed back is never reused.
+type OutputRecycler interface {
+	Recycle(out *Batch)
+}
+
 // WatermarkLookahead is implemented by operators that use the watermark the
 // next batch runs with, which the engine knows once a batch's input is read
 // (the nextBatchWatermarkMs its commit records): the engine calls
