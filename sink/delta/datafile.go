@@ -224,14 +224,15 @@ func (rs *rowSet) appendValues(dst []parquet.Value, sc *parquettype.Scratch, c, 
 }
 
 // maxPageBuffer caps a column's page buffer. Under it each of encodeRows'
-// 8192-row writes of an INT64 column (8 bytes a value, 1 a level) ends a
-// page, as a string column's of ~45 bytes a row did under the default
-// 256 KiB: its 64 KiB of values go to s2's faster encoder of blocks up to
-// 64 KiB, and its buffer no longer grows to four writes' values (1.3 MB
-// allocated per seed backfill file, 0.9 now). A seed-shaped 700k-row batch
-// took 19% less CPU in the sink (BenchmarkBackfillBatchSeed), reading a
-// file no more (BenchmarkReadDataFile); a file is 0.4% larger (page
-// headers, column index entries).
+// 8192-row writes of an INT64 column (13 bytes a value in the buffer: the
+// value, its row index and level) ends a page, as a long string column's
+// did under the default 256 KiB, where a page held three writes: its
+// 64 KiB of values go to s2's faster encoder of blocks up to 64 KiB, and
+// the buffer no longer grows to three writes' values (1.3 MB allocated per
+// seed backfill file, 0.9 now). A seed-shaped 700k-row batch took 19% less
+// CPU in the sink (BenchmarkBackfillBatchSeed), reading a file no more
+// (BenchmarkReadDataFile); a file is 0.4% larger (page headers, column
+// index entries).
 const maxPageBuffer = 64 << 10
 
 func clampInt(v, lo, hi int) int { return max(lo, min(v, hi)) }
