@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -187,12 +189,83 @@ func BenchmarkReadDataFile(b *testing.B) {
 // the reference layout (the values with their levels, the column writers,
 // snappy), without the file system.
 func BenchmarkEncodeRows700k(b *testing.B) {
-	l := refLayout()
-	rows := refRowSet(l, backfillRows(0, 700_000))
+	benchEncode(b, refRowSet(refLayout(), backfillRows(0, 700_000)))
+}
+
+// BenchmarkEncodeRowsSeedFile measures encoding one file of a seed
+// backfill's shape (DefaultTargetFileRows rows, about 100 miners an hour
+// out of 3,000 random addresses, a few of which mine most blocks).
+func BenchmarkEncodeRowsSeedFile(b *testing.B) {
+	benchEncode(b, refRowSet(refLayout(), seedShapedRows(DefaultTargetFileRows)))
+}
+
+// seedShapedRows returns n rows in key order shaped like a seed backfill's
+// output: hourly windows of ~100 distinct miners each.
+func seedShapedRows(n int) []refRow {
+	r := rand.New(rand.NewPCG(1, 2))
+	miners := make([]string, 3000)
+	for i := range miners {
+		miners[i] = fmt.Sprintf("0x%016x%016x%08x", r.Uint64(), r.Uint64(), r.Uint32())
+	}
+	const hour = int64(3600 * 1_000_000)
+	rows := make([]refRow, 0, n)
+	for w := int64(0); len(rows) < n; w++ {
+		seen := map[string]int64{}
+		for range 300 { // blocks in the hour: the first miners mine most
+			seen[miners[min(int(r.ExpFloat64()*60), len(miners)-1)]]++
+		}
+		names := slices.Sorted(maps.Keys(seen))
+		for _, m := range names[:min(len(names), n-len(rows))] {
+			ws := baseTS + w*hour
+			rows = append(rows, refRow{WS: ws, WE: ws + hour, Source: "s3_backfill", Miner: m, Count: seen[m]})
+		}
+	}
+	return rows
+}
+
+// benchEncode measures encodeRows of rows, reporting CPU time and the
+// file's size.
+func benchEncode(b *testing.B, rows *rowSet) {
+	l := rows.l
+	var size countWriter
 	b.ResetTimer()
+	cpu0 := cputime.Self()
 	for range b.N {
-		if err := encodeRows(io.Discard, l.pq, rows); err != nil {
+		size = 0
+		if _, err := encodeRows(&size, l.pq, rows); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(size), "file-bytes")
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
+}
+
+// BenchmarkBackfillBatchSeed measures one seed-shaped backfill batch
+// (700k rows in key order, seedShapedRows) into an empty table: the sink's
+// part of a seed backfill's batch, from the order check to the commit
+// (its six data files written two at a time, their stats, the log).
+func BenchmarkBackfillBatchSeed(b *testing.B) {
+	ctx := context.Background()
+	rows := seedShapedRows(700_000)
+	var cpu time.Duration
+	for range b.N {
+		b.StopTimer()
+		s, _, _ := buildTable(b, b.TempDir(), 0)
+		batch := s.rows(rows)
+		b.StartTimer()
+		cpu0 := cputime.Self()
+		if _, err := s.commitBatch(ctx, 0, batch); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cputime.Self() - cpu0
+	}
+	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 }

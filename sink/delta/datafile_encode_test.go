@@ -86,7 +86,7 @@ func TestEncodeRowsBytes(t *testing.T) {
 				}
 			}
 			var got bytes.Buffer
-			if err := encodeRows(&got, l.pq, refRowSet(l, rows)); err != nil {
+			if _, err := encodeRows(&got, l.pq, refRowSet(l, rows)); err != nil {
 				t.Fatal(err)
 			}
 			if want := oracleEncode(t, l, rows); !bytes.Equal(got.Bytes(), want) {
@@ -147,7 +147,7 @@ func writeFileFS(fs vfs.FS, name string, b []byte) error {
 func TestDataFileStatistics(t *testing.T) {
 	l := refLayout()
 	var buf bytes.Buffer
-	if err := encodeRows(&buf, l.pq, refRowSet(l, backfillRows(100, 20_000))); err != nil {
+	if _, err := encodeRows(&buf, l.pq, refRowSet(l, backfillRows(100, 20_000))); err != nil {
 		t.Fatal(err)
 	}
 	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))

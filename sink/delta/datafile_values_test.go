@@ -12,6 +12,7 @@ import (
 	"github.com/ethstream/ethstream/internal/parquettype"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // oldAppendValues is appendValues before its Float64 fast loop and its
@@ -183,7 +184,7 @@ func TestEncodeRowsEveryTypeBytes(t *testing.T) {
 			t.Run(fmt.Sprintf("%d rows nulls=%v", n, nulls), func(t *testing.T) {
 				rows := everyTypeRows(rng, l, n, nulls)
 				var got bytes.Buffer
-				if err := encodeRows(&got, l.pq, rows); err != nil {
+				if _, err := encodeRows(&got, l.pq, rows); err != nil {
 					t.Fatal(err)
 				}
 				want := oldEncodeRows(t, l.pq, rows)
@@ -219,10 +220,60 @@ func BenchmarkEncodeRowsEveryType(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := encodeRows(io.Discard, l.pq, rows); err != nil {
+				if _, err := encodeRows(io.Discard, l.pq, rows); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// TestStatsFromChunksEqualLoops checks the add action's stats taken from
+// the written file's column chunk statistics (chunkStat) against those
+// counted over the rows (colStat, the oracle) for every column type, with
+// and without nulls, a column of nulls only, several pages, and a file's
+// statistics split over several row groups.
+func TestStatsFromChunksEqualLoops(t *testing.T) {
+	l, err := sinkLayout(everyTypeSchema(), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(46, 1))
+	for _, n := range []int{1, 2, 8193, 30_000} {
+		for _, nulls := range []string{"none", "some", "all"} {
+			t.Run(fmt.Sprintf("%d rows nulls=%s", n, nulls), func(t *testing.T) {
+				rows := everyTypeRows(rng, l, n, nulls != "none")
+				if nulls == "all" {
+					for c := range rows.cols {
+						clear(rows.cols[c].Valid)
+					}
+				}
+				want := rows.stats(nil)
+				groups, err := encodeRows(io.Discard, l.pq, rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := rows.stats(groups); got != want {
+					t.Fatalf("stats from the chunks\n got %s\nwant %s", got, want)
+				}
+				if n < 2 {
+					return
+				}
+				// Row groups of three files, as if rows were one file of
+				// three: a first of one row, whose bounds the others widen.
+				cut := rng.IntN(n-1) + 1
+				var split []format.RowGroup
+				for _, part := range []*rowSet{rows.slice(0, 1), rows.slice(1, cut), rows.slice(cut, n)} {
+					g, err := encodeRows(io.Discard, l.pq, part)
+					if err != nil {
+						t.Fatal(err)
+					}
+					split = append(split, g...)
+				}
+				if got := rows.stats(split); got != want {
+					t.Fatalf("stats from three row groups (cut at %d)\n got %s\nwant %s", cut, got, want)
+				}
+			})
+		}
 	}
 }

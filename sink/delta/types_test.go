@@ -3,6 +3,7 @@ package delta
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -184,8 +185,15 @@ func TestTypedStats(t *testing.T) {
 		`"d9":-1234.50,"d18":2000000000.0140,"d38":-1234567890123456789012345678.0123456769,"s":"éééééééééééééééééééé","day":"2022-01-28",` +
 		`"ts":"2023-11-14T22:13:20.020Z","ntz":"1969-12-31T00:00:00.000"},` +
 		`"nullCount":{"k":0,"b":1,"i8":1,"i16":1,"i64":1,"f32":1,"f64":1,"d9":1,"d18":1,"d38":1,"s":1,"bin":1,"day":1,"ts":1,"ntz":1}}`
-	if got := rs.stats(); got != want {
+	if got := rs.stats(nil); got != want {
 		t.Fatalf("stats\n got %s\nwant %s", got, want)
+	}
+	groups, err := encodeRows(io.Discard, l.pq, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rs.stats(groups); got != want {
+		t.Fatalf("stats from the file's statistics\n got %s\nwant %s", got, want)
 	}
 }
 
