@@ -228,7 +228,9 @@
 // per key): Pebble drops the covered files instead of compacting a million
 // tombstones per backfill batch.
 //
-// Pebble runs without a WAL and without fsyncs: the cache is trusted only if
+// Pebble runs without a WAL and without fsyncs, and its instances create
+// only the files they read back (MANIFEST and markers, sstables: no WAL,
+// OPTIONS or LOCK file, leanfs.go): the cache is trusted only if
 // MARKER names exactly the version being opened (same storeId, version,
 // attempt and counts) and its generation. Open deletes MARKER before anything can change the
 // cache; Close flushes every written partition, calls sync(2) once, and

@@ -110,8 +110,12 @@ func newPartitions(base vfs.FS, root, gen string, n int, cacheBytes int64, logge
 		memtable: memtableSize(n),
 		logger:   logger,
 	}
+	var pfs vfs.FS = p.fs
+	if leanCache {
+		pfs = leanFS{p.fs}
+	}
 	p.opts = &pebble.Options{
-		FS:                          p.fs,
+		FS:                          pfs,
 		Cache:                       p.cache,
 		FileCache:                   p.files,
 		DisableWAL:                  true,
