@@ -241,7 +241,8 @@
 //
 // All instances share one block cache (Options.CacheBytes) and one file
 // cache; memtables start at 256 KB and grow to 256 MB / partitions (clamped
-// to 1-16 MB); one compaction per instance; every table carries a Bloom
+// to 1-16 MB); one compaction per instance, granted without a periodic
+// goroutine (partitions.instanceOptions); every table carries a Bloom
 // filter (the merge reads every key a batch creates, absent from every
 // table until then). A commit touches only the
 // partitions its batch changed, so its cost does not grow with the
