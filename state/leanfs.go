@@ -16,9 +16,9 @@ import (
 // the files Pebble creates that this cache never reads back, because each
 // one is a file create, the costly step on the ext4 this runs on (issue 43:
 // opening the 200 partitions of a seed backfill created 6 files each and
-// opened its directory 9 times: 0.24-0.43 CPU-s of the run in profiles). What stays on disk
-// is what a reopened instance needs: the MANIFEST and its marker, the
-// format-version marker and the sstables. What it leaves out:
+// opened its directory 9 times: 0.24-0.43 CPU-s of the run in profiles).
+// What stays on disk is what a reopened instance needs: the MANIFEST and its
+// marker, the format-version marker and the sstables. What it leaves out:
 //
 //   - the WAL (NNNNNN.log): Pebble creates one for every memtable even with
 //     DisableWAL and writes nothing to it but a trailer; the cache never
