@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/cputime"
 )
 
 // Benchmarks (docs/contracts.md, Targets). Run them alone, the machine is shared:
@@ -288,4 +289,55 @@ func BenchmarkOpen(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCreate measures what a new query's state costs in the local
+// cache at 200 partitions: Open of an empty checkpoint, one commit that
+// touches every partition (3,200 keys), so that each partition's Pebble
+// instance is created, and Close (a flush of each, and the marker): the
+// instance files a seed backfill creates (issue 43). cpu-ms/op is the
+// process's CPU, the kernel's file creates included.
+func BenchmarkCreate(b *testing.B) {
+	ctx := context.Background()
+	keys := benchKeys(3200)
+	var cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		root := b.TempDir()
+		opts := Options{
+			Dir: filepath.Join(root, "ckpt", "state", "0"), FS: vfs.Default,
+			LocalDir: filepath.Join(root, "cache"), Partitions: 200, Schema: testSchema,
+		}
+		b.StartTimer()
+		c0 := cputime.Self()
+		s, err := Open(ctx, opts, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fill(b, s, keys, 0)
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cputime.Self() - c0
+	}
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkIdle measures what 200 open partitions cost while nothing
+// happens: each op is one second of an idle store whose partitions are all
+// open (after a commit touching each); cpu-ms/op is the process's CPU in
+// that second (Pebble's background goroutines).
+func BenchmarkIdle(b *testing.B) {
+	s, _ := benchStore(b, 200)
+	defer s.Close()
+	fill(b, s, benchKeys(3200), 0)
+	if n := openCount(s); n != 200 {
+		b.Fatalf("%d partitions open, want 200", n)
+	}
+	b.ResetTimer()
+	c0 := cputime.Self()
+	for i := 0; i < b.N; i++ {
+		time.Sleep(time.Second)
+	}
+	b.ReportMetric(float64((cputime.Self()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }

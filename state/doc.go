@@ -228,7 +228,9 @@
 // per key): Pebble drops the covered files instead of compacting a million
 // tombstones per backfill batch.
 //
-// Pebble runs without a WAL and without fsyncs: the cache is trusted only if
+// Pebble runs without a WAL and without fsyncs, and its instances create
+// only the files they read back (MANIFEST and markers, sstables: no WAL,
+// OPTIONS or LOCK file, leanfs.go): the cache is trusted only if
 // MARKER names exactly the version being opened (same storeId, version,
 // attempt and counts) and its generation. Open deletes MARKER before anything can change the
 // cache; Close flushes every written partition, calls sync(2) once, and
@@ -239,7 +241,8 @@
 //
 // All instances share one block cache (Options.CacheBytes) and one file
 // cache; memtables start at 256 KB and grow to 256 MB / partitions (clamped
-// to 1-16 MB); one compaction per instance; every table carries a Bloom
+// to 1-16 MB); one compaction per instance, granted without a periodic
+// goroutine (partitions.instanceOptions); every table carries a Bloom
 // filter (the merge reads every key a batch creates, absent from every
 // table until then). A commit touches only the
 // partitions its batch changed, so its cost does not grow with the

@@ -29,6 +29,8 @@ func TestOneWriter(t *testing.T) {
 		"state/partitions.go:.Create(":               "the local Pebble cache (sstables to ingest, no-sync wrapper); trusted only via the marker, which is published through durable",
 		"state/spill.go:.Create(":                    "a repartition's scratch sorted runs in the local cache, removed as merged and swept at Open; never read after a crash",
 		"state/diskfull.go:.Create(":                 "the local Pebble cache's out-of-space watch (a wrapper of Pebble's own file creation)",
+		"state/leanfs.go:.Create(":                   "the local Pebble cache's file system, which forwards Pebble's own file creation except for the files it leaves out",
+		"state/leanfs.go:.Rename(":                   "the local Pebble cache's file system, which forwards Pebble's own renames except for the OPTIONS file it leaves out",
 	}
 	re := regexp.MustCompile(`os\.(WriteFile|CreateTemp|OpenFile|Create|Rename|Link)\(|\.(Rename|Link|Create)\(`)
 	root := "../.."
