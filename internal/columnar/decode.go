@@ -315,11 +315,11 @@ type colDecoder struct {
 	parent    []bool // Field.Parent: rows whose enclosing group is present
 	parentDef int    // the definition level at which the enclosing group is present
 
-	dict     parquet.Dictionary // dictionary of dictInts/dictStrs/dictFlts
+	dict parquet.Dictionary // dictionary of dictInts/dictStrs/dictFlts
 	// index: a scalar string column's dictionary indexes for its
 	// stream.Dict view, while every page of the chunk read so far went
 	// through one dictionary (nil: no view for this chunk).
-	index []int32
+	index    []int32
 	dictInts []int64
 	dictStrs []string
 	dictFlts []float64
