@@ -492,6 +492,9 @@ func (d *colDecoder) toStrs(v encoding.Values, dst []string, dict bool) []string
 		if size <= 0 {
 			return dst
 		}
+		if cap(dst) == 0 {
+			dst = make([]string, 0, len(data)/size) // a view's values: exactly its own
+		}
 		buf := make([]byte, 0, len(data)/size*(2+2*size))
 		for i := 0; i+size <= len(data); i += size {
 			buf = append(buf, '0', 'x')
@@ -511,6 +514,9 @@ func (d *colDecoder) toStrs(v encoding.Values, dst []string, dict bool) []string
 	data, offs := v.ByteArray()
 	if len(offs) == 0 {
 		return dst
+	}
+	if cap(dst) == 0 {
+		dst = make([]string, 0, len(offs)-1)
 	}
 	if intern {
 		for i := 0; i+1 < len(offs); i++ {
