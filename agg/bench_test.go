@@ -51,6 +51,13 @@ func BenchmarkReferenceQuery(b *testing.B) {
 	ctx := context.Background()
 	b.Run("process", func(b *testing.B) { benchProcess(b, chunks) })
 	b.Run("process-seedlike", func(b *testing.B) {
+		chunks := seedlikeChunks(benchRowsN)
+		for _, c := range chunks {
+			withViews(c)
+		}
+		benchProcess(b, chunks)
+	})
+	b.Run("process-seedlike-noview", func(b *testing.B) {
 		benchProcess(b, seedlikeChunks(benchRowsN))
 	})
 	b.Run("batch", func(b *testing.B) {
@@ -119,7 +126,9 @@ func benchProcess(b *testing.B, chunks []*stream.Batch) {
 // addresses by a Zipf law (about 9 distinct miners per 5-minute window, as
 // the seed backfill's 9.6M keys over 26M blocks), in chunks of 3,200 rows
 // (a row group of a daily file) whose equal miners share the memory of the
-// chunk's own dictionary, as the Parquet decoder hands them over.
+// chunk's own dictionary; process-seedlike adds the dictionary views
+// (withViews) the Parquet decoder and the engine's source column hand
+// over, process-seedlike-noview has none.
 func seedlikeChunks(n int) []*stream.Batch {
 	const t0 = int64(1_793_491_200_000_000)
 	const chunkRows = 3200

@@ -53,6 +53,16 @@ type partial struct {
 	// strings (internString); strGen is its generation (newChunk).
 	strCache [1 << strCacheBits]strSlot
 	strGen   uint32
+	// The chunk's dictionary views (stream.Dict, dict.go): dvals[k][d] is
+	// the interned value d of group column k's view (set when its gen is
+	// dgen, the chunk's); dkeys are the chunk's keys by their views'
+	// codes when every group column has one (dictAll), dstride[k] column
+	// k's factor in a code.
+	dvals   [][]dictVal
+	dkeys   []dictKey
+	dstride []int
+	dgen    uint32
+	dictAll bool
 	// skipRecent: the previous chunk's keys were found by identity, so
 	// assign skips the scan of recent keys; probed and slow count the
 	// current chunk's rows looked up and those of them that identity missed
@@ -91,6 +101,8 @@ type chunkCols struct {
 	intValid [][]bool
 	// signs is the chunk's Batch.Signs: nil when every row is an insertion.
 	signs []int8
+	// dict[k]: group column k's dictionary view, nil without one.
+	dict []*stream.Dict
 }
 
 func newPartial(p *plan) *partial {
@@ -106,7 +118,10 @@ func newPartial(p *plan) *partial {
 		acc:    make([]accum, len(p.aggs)),
 		intern: map[string]interned{},
 		rowStr: make([]string, len(p.groupType)),
-		cols:   chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs))},
+		cols: chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs)),
+			dict: make([]*stream.Dict, len(p.groupType))},
+		dvals:   make([][]dictVal, len(p.groupType)),
+		dstride: make([]int, len(p.groupType)),
 	}
 	for k := range pt.strCol {
 		pt.strCol[k] = p.strKey(k)
@@ -216,6 +231,7 @@ func (pt *partial) resolve(in *stream.Batch) error {
 	}
 	pt.cols.signs = in.Signs
 	pt.newChunk()
+	pt.resolveDicts()
 	if cap(pt.rowIdx) < in.Len {
 		pt.rowIdx = make([]int32, in.Len)
 	}
@@ -381,7 +397,11 @@ func (pt *partial) rowHash(start int64, i int) uint64 {
 			x = null
 		case pt.strCol[k]:
 			var sh uint64
-			pt.rowStr[k], sh = pt.internString(c.Strings[i])
+			if d, ok := pt.dictAt(k, i); ok {
+				pt.rowStr[k], sh = pt.dictValue(k, d)
+			} else {
+				pt.rowStr[k], sh = pt.internString(c.Strings[i])
+			}
 			x = sh
 		default:
 			x = uint64(c.Int64s[i])
@@ -640,6 +660,14 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 				if pt.cols.signs != nil && pt.cols.signs[i] < 0 {
 					lateRetractions++
 				}
+				continue
+			}
+		}
+		// Every group column has a dictionary view: the key's code finds
+		// it (dict.go), no look at a string.
+		if pt.dictAll {
+			if e, ok := pt.assignDict(part, start, i); ok {
+				idx[i] = e
 				continue
 			}
 		}

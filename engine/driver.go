@@ -26,6 +26,8 @@ type srcState struct {
 	side    int
 	src     stream.Source
 	nameBuf []string // the literal source column, reused
+	// nameIdx: its dictionary view's indexes (all 0: one value), reused.
+	nameIdx []int32
 	open    bool
 }
 
@@ -535,9 +537,16 @@ func (st *srcState) withSourceColumn(b *stream.Batch) *stream.Batch {
 		for i := range st.nameBuf {
 			st.nameBuf[i] = st.name
 		}
+		st.nameIdx = make([]int32, n)
 	}
 	cols := make([]stream.Column, len(b.Columns), len(b.Columns)+1)
 	copy(cols, b.Columns)
-	cols = append(cols, stream.Column{Name: stream.ColSource, Type: stream.String, Strings: st.nameBuf[:b.Len]})
+	// A dictionary of one value (stream.Dict): the aggregation groups by
+	// source without a look at a row's string.
+	src := stream.Column{Name: stream.ColSource, Type: stream.String, Strings: st.nameBuf[:b.Len]}
+	if b.Len > 0 {
+		src.Dict = stream.NewDict(src.Strings, st.nameIdx[:b.Len], st.nameBuf[:1])
+	}
+	cols = append(cols, src)
 	return &stream.Batch{Len: b.Len, Columns: cols, Signs: b.Signs}
 }

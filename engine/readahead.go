@@ -333,6 +333,9 @@ func columnBytes(c *stream.Column) int64 {
 	for _, s := range c.Strings {
 		n += int64(len(s))
 	}
+	if d := c.Dict; d != nil {
+		n += int64(4*len(d.Index) + 16*len(d.Values))
+	}
 	if c.Elems != nil {
 		n += columnBytes(c.Elems)
 	}
@@ -357,6 +360,22 @@ func copyChunk(dst, src *stream.Batch) *stream.Batch {
 			c.Valid = old.Valid[:0]
 		}
 		c.AppendRange(s, 0, src.Len)
+		// The copy keeps the source's dictionary view (its strings are the
+		// copy's), in old's storage: the view is only the call's.
+		if v := s.DictView(); v != nil {
+			var index []int32
+			var values []string
+			if old.Dict != nil {
+				// Cleared to its capacity: a stale value past the new ones
+				// would keep an older chunk's dictionary alive (each a few
+				// KB; the recycled copies' tails held 25-35 MB of them at
+				// a seed backfill's peak).
+				index, values = old.Dict.Index[:0], old.Dict.Values[:cap(old.Dict.Values)]
+				clear(values)
+				values = values[:0]
+			}
+			c.Dict = stream.NewDict(c.Strings, append(index, v.Index...), append(values, v.Values...))
+		}
 	}
 	signs := dst.Signs[:0]
 	dst.Signs = nil

@@ -281,3 +281,47 @@ func TestReadAheadNotPastMaxBatches(t *testing.T) {
 		t.Fatalf("failed poll: %+v %v, want batch 2 committed, then the poll's error", sum, err)
 	}
 }
+
+// TestCopyChunkKeepsView: the read-ahead's copy of a chunk keeps its
+// dictionary views (stream.Dict) true of the copy, in storage of its own
+// (the source reuses the chunk's once emit returns), through a recycled
+// copy too; the literal source column has a view of its one value.
+func TestCopyChunkKeepsView(t *testing.T) {
+	st := &srcState{name: "s3_backfill"}
+	mk := func(vals []string, idx []int32) *stream.Batch {
+		rows := make([]string, len(idx))
+		for i, k := range idx {
+			rows[i] = vals[k]
+		}
+		c := stream.Column{Name: "miner", Type: stream.String, Strings: rows}
+		c.Dict = stream.NewDict(rows, idx, vals)
+		return st.withSourceColumn(&stream.Batch{Len: len(idx), Columns: []stream.Column{c}})
+	}
+	var dst *stream.Batch
+	for round := range 3 {
+		vals := []string{fmt.Sprint("0xa", round), fmt.Sprint("0xb", round), fmt.Sprint("0xc", round)}
+		src := mk(vals, []int32{2, 0, 0, 1, 2, int32(round % 3)})
+		if err := src.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if src.Column(stream.ColSource).DictView() == nil {
+			t.Fatal("the source column has no view")
+		}
+		dst = copyChunk(dst, src)
+		// The source's storage is rewritten once emit returns.
+		c := src.Column("miner")
+		for j := range c.Dict.Index {
+			c.Dict.Index[j] = 1
+		}
+		c.Dict.Values[0] = "rewritten"
+		c.Strings[0] = "rewritten"
+		if err := dst.Validate(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for i := range dst.Columns {
+			if dst.Columns[i].DictView() == nil {
+				t.Fatalf("round %d: the copy of %s has no view", round, dst.Columns[i].Name)
+			}
+		}
+	}
+}

@@ -94,6 +94,9 @@ func (r *readPath) take() *stream.Batch {
 func (r *readPath) endBatch() {
 	for i := range r.buf.Columns {
 		clear(r.buf.Columns[i].Strings)
+		if d := r.buf.Columns[i].Dict; d != nil {
+			d.Values = nil // the source's (FilterInto shares them)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Type is the logical type of a Column: a kind (the low 8 bits, Kind)
@@ -181,6 +182,44 @@ type Column struct {
 	Offsets  []int32  // Array: Len+1 offsets into Elems
 	Elems    *Column  // Array: the elements of every row
 	Valid    []bool
+	// Dict, when set on a String or Binary column by its producer
+	// (NewDict), is a dictionary view of Strings; read it with DictView.
+	Dict *Dict
+}
+
+// Dict is a dictionary-encoded column's view of its strings, for a
+// consumer that works per distinct value rather than per row (the
+// aggregation interns and hashes each value once, not each row's):
+// Strings[i] is Values[Index[i]], the same string (same bytes at the same
+// address), for every valid row i; a null row's Index is -1. Values may
+// hold values no row has (a filtered column keeps its dictionary). The
+// view lives as long as the batch: only for the call that hands it over.
+//
+// A view describes the Strings slice it was made for (NewDict): a copy
+// of the Column that replaces Strings keeps a view DictView ignores. Code
+// that changes the rows otherwise (reorders, selects, appends, nulls a
+// row, rewrites a string in place) carries the view or sets Dict to nil:
+// the kernels (kernel.go) do. A stale view gives wrong answers to a
+// consumer that trusts it; Validate checks it row by row.
+type Dict struct {
+	Index  []int32
+	Values []string
+	rows   *string // the first of the Strings described
+}
+
+// NewDict is the view of rows (a column's Strings) by index into values.
+func NewDict(rows []string, index []int32, values []string) *Dict {
+	return &Dict{Index: index, Values: values, rows: unsafe.SliceData(rows)}
+}
+
+// DictView returns c's dictionary view, or nil when it has none or has
+// one made for other Strings (a copy of the column replaced them).
+func (c *Column) DictView() *Dict {
+	d := c.Dict
+	if d == nil || d.rows != unsafe.SliceData(c.Strings) || len(d.Index) != len(c.Strings) || c.Type.Storage() != String {
+		return nil
+	}
+	return d
 }
 
 // Len returns the number of values in the column.
@@ -254,6 +293,9 @@ func (b *Batch) Validate() error {
 		if err := c.validateArray(); err != nil {
 			return err
 		}
+		if err := c.validateDict(); err != nil {
+			return err
+		}
 	}
 	if b.Signs != nil {
 		if len(b.Signs) != b.Len {
@@ -290,4 +332,35 @@ func (c *Column) validateArray() error {
 		return fmt.Errorf("array column %q: offsets [%d, %d] outside its %d elements", c.Name, c.Offsets[0], c.Offsets[len(c.Offsets)-1], c.Elems.Len())
 	}
 	return nil
+}
+
+// validateDict checks a column's dictionary view (DictView) against its
+// strings.
+func (c *Column) validateDict() error {
+	d := c.DictView()
+	if d == nil {
+		return nil
+	}
+	for i, k := range d.Index {
+		if c.IsNull(i) {
+			if k != -1 {
+				return fmt.Errorf("column %q: null row %d has dictionary index %d, want -1", c.Name, i, k)
+			}
+			continue
+		}
+		if k < 0 || int(k) >= len(d.Values) {
+			return fmt.Errorf("column %q: row %d has dictionary index %d of %d values", c.Name, i, k, len(d.Values))
+		}
+		if !SameString(d.Values[k], c.Strings[i]) {
+			return fmt.Errorf("column %q: row %d is not its dictionary value %d", c.Name, i, k)
+		}
+	}
+	return nil
+}
+
+// SameString reports whether a and b are the same string: equal lengths
+// and, unless empty, the same address (so equal bytes while neither's
+// memory is rewritten). False says nothing of their bytes.
+func SameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
 }

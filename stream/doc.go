@@ -46,6 +46,21 @@
 // (a null array: Valid[i] false and no elements). The kernels (kernel.go)
 // copy every type; Batch.Validate checks the offsets.
 //
+// # Dictionary views
+//
+// A String or Binary column may come with its producer's dictionary view
+// (Column.Dict, made by NewDict, read through DictView): each row's index
+// into the column's distinct values, its string being that value's. The
+// Parquet decoder sets it on a dictionary-encoded column chunk and the
+// engine on the literal source column; the aggregation interns and hashes
+// each value once per chunk and finds a row's group by its indexes. A
+// consumer may ignore it. Whatever changes a column's rows carries it
+// (the kernels: Take, Filter, Slice) or drops it (an append, a column
+// built anew); a copy of a Column that replaces its Strings keeps a view
+// DictView ignores. A step that keeps a column's Strings with other
+// validity sets Dict to nil, and no one rewrites a viewed column's strings
+// in place (a Transform modifies nothing of its input).
+//
 // # Schemas
 //
 // An operator that knows its output before the first batch implements

@@ -1,11 +1,16 @@
 package stream
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Column and batch kernels, after Arrow's compute kernels (take, filter,
 // concatenate): the one place that copies values by type, so that no
 // operator, source or sink writes its own per-type loop. Validity follows
-// Column's rule: Valid stays nil while every value is present.
+// Column's rule: Valid stays nil while every value is present. A
+// dictionary view (Dict) follows its rows through Take, Filter and Slice
+// and is dropped by an append.
 
 // Take returns the rows of c at indices, in that order (Arrow's take). An
 // index may repeat; it panics on one out of range.
@@ -28,6 +33,13 @@ func (c *Column) Take(indices []int) Column {
 		out.Strings = make([]string, len(indices))
 		for k, i := range indices {
 			out.Strings[k] = c.Strings[i]
+		}
+		if v := c.DictView(); v != nil {
+			index := make([]int32, len(indices))
+			for k, i := range indices {
+				index[k] = v.Index[i]
+			}
+			out.Dict = NewDict(out.Strings, index, v.Values)
 		}
 	default:
 		out.Int64s = make([]int64, len(indices))
@@ -71,6 +83,8 @@ func (c *Column) FilterInto(dst *Column, mask []bool) {
 	dst.Name, dst.Type = c.Name, c.Type
 	dst.Int64s, dst.Float64s, dst.Strings = dst.Int64s[:0], dst.Float64s[:0], dst.Strings[:0]
 	dst.Decimals, dst.Offsets, dst.Elems = dst.Decimals[:0], nil, nil
+	dict := dst.Dict
+	dst.Dict = nil
 	switch c.Type.Storage() {
 	case Array:
 		idx := make([]int, 0, n)
@@ -100,6 +114,19 @@ func (c *Column) FilterInto(dst *Column, mask []bool) {
 			if m {
 				dst.Strings = append(dst.Strings, c.Strings[i])
 			}
+		}
+		if v := c.DictView(); v != nil {
+			// dst's previous view lends its storage (never c's own).
+			if dict == nil || dict == c.Dict {
+				dict = &Dict{}
+			}
+			dict.Index, dict.Values, dict.rows = grow(dict.Index, n), v.Values, unsafe.SliceData(dst.Strings)
+			for i, m := range mask {
+				if m {
+					dict.Index = append(dict.Index, v.Index[i])
+				}
+			}
+			dst.Dict = dict
 		}
 	default:
 		dst.Int64s = grow(dst.Int64s, n)
@@ -142,6 +169,7 @@ func (dst *Column) AppendRange(src *Column, from, to int) {
 		panic(fmt.Sprintf("stream: append %v column %q to %v column %q", src.Type, src.Name, dst.Type, dst.Name))
 	}
 	n := dst.Len()
+	dst.Dict = nil // the rows of two columns share no one dictionary
 	switch src.Type.Storage() {
 	case Array:
 		dst.appendElems(src, from, to)
@@ -162,6 +190,7 @@ func (dst *Column) AppendRange(src *Column, from, to int) {
 // one at a time).
 func (dst *Column) Append(src *Column, i int) {
 	n := dst.Len()
+	dst.Dict = nil
 	switch src.Type.Storage() {
 	case Array:
 		dst.appendElems(src, i, i+1)
@@ -199,6 +228,9 @@ func (c *Column) Slice(from, to int) Column {
 		out.Float64s = c.Float64s[from:to:to]
 	case String:
 		out.Strings = c.Strings[from:to:to]
+		if v := c.DictView(); v != nil {
+			out.Dict = NewDict(out.Strings, v.Index[from:to:to], v.Values)
+		}
 	default:
 		out.Int64s = c.Int64s[from:to:to]
 	}

@@ -62,8 +62,36 @@ func randColumn(r *rand.Rand, typ Type, n int, nulls bool) Column {
 	return c
 }
 
+// withDict gives a String column a dictionary view (as a Parquet
+// decoder's) half the time: its rows then share the dictionary's strings.
+func withDict(r *rand.Rand, c Column) Column {
+	if c.Type.Storage() != String || c.Type.Kind() == Array || r.IntN(2) == 0 {
+		return c
+	}
+	d := NewDict(c.Strings, make([]int32, len(c.Strings)), nil)
+	seen := map[string]int32{}
+	for i, s := range c.Strings {
+		if c.IsNull(i) {
+			d.Index[i] = -1
+			continue
+		}
+		k, ok := seen[s]
+		if !ok {
+			k = int32(len(d.Values))
+			seen[s] = k
+			d.Values = append(d.Values, s)
+		}
+		d.Index[i], c.Strings[i] = k, d.Values[k]
+	}
+	c.Dict = d
+	return c
+}
+
 func checkColumn(t *testing.T, what string, got *Column, want []any) {
 	t.Helper()
+	if err := got.validateDict(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 	if got.Len() != len(want) || (got.Valid != nil && len(got.Valid) != len(want)) {
 		t.Fatalf("%s: %d values (%d flags), want %d", what, got.Len(), len(got.Valid), len(want))
 	}
@@ -87,7 +115,7 @@ func TestKernelsAgainstNaive(t *testing.T) {
 	for iter := 0; iter < 300; iter++ {
 		typ := []Type{Int64, Float64, String, Timestamp, DecimalOf(38, 4), ArrayOf(String), ArrayOf(DecimalOf(20, 2))}[iter%7]
 		n := r.IntN(40)
-		src := randColumn(r, typ, n, r.IntN(2) == 0)
+		src := withDict(r, randColumn(r, typ, n, r.IntN(2) == 0))
 		// Take
 		idx := make([]int, r.IntN(50))
 		for k := range idx {
@@ -103,6 +131,7 @@ func TestKernelsAgainstNaive(t *testing.T) {
 		}
 		got := src.Take(idx)
 		checkColumn(t, "take", &got, want)
+		keepsDict(t, "take", &src, &got)
 		// Filter
 		mask := make([]bool, n)
 		want = want[:0]
@@ -114,8 +143,10 @@ func TestKernelsAgainstNaive(t *testing.T) {
 		}
 		got = src.Filter(mask)
 		checkColumn(t, "filter", &got, want)
-		// AppendRange onto a column with or without nulls
-		dst := randColumn(r, typ, r.IntN(10), r.IntN(2) == 0)
+		keepsDict(t, "filter", &src, &got)
+		// AppendRange onto a column with or without nulls (and a view, which
+		// the append drops)
+		dst := withDict(r, randColumn(r, typ, r.IntN(10), r.IntN(2) == 0))
 		want = want[:0]
 		for i := 0; i < dst.Len(); i++ {
 			want = append(want, cell(&dst, i))
@@ -154,6 +185,15 @@ func TestKernelsAgainstNaive(t *testing.T) {
 			got.Valid = nil // Slice shares the flags as they are
 		}
 		checkColumn(t, "slice", &got, want)
+		keepsDict(t, "slice", &src, &got)
+	}
+}
+
+// keepsDict: a kernel that selects rows carries the source's view.
+func keepsDict(t *testing.T, what string, src, got *Column) {
+	t.Helper()
+	if (src.DictView() == nil) != (got.DictView() == nil) {
+		t.Fatalf("%s: dictionary view %v from %v", what, got.Dict, src.Dict)
 	}
 }
 
@@ -200,7 +240,7 @@ func TestFilterIntoAgainstNaive(t *testing.T) {
 		n := r.IntN(40)
 		in := &Batch{Len: n}
 		for k := range 1 + r.IntN(3) {
-			c := randColumn(r, types[(iter+k)%4], n, r.IntN(2) == 0)
+			c := withDict(r, randColumn(r, types[(iter+k)%4], n, r.IntN(2) == 0))
 			c.Name = fmt.Sprint("c", k)
 			in.Columns = append(in.Columns, c)
 		}
@@ -236,6 +276,7 @@ func TestFilterIntoAgainstNaive(t *testing.T) {
 				}
 			}
 			checkColumn(t, fmt.Sprint("filter into, iteration ", iter), got, want)
+			keepsDict(t, fmt.Sprint("filter into, iteration ", iter), src, got)
 		}
 		if dst.Len != len(signs) && len(in.Columns) > 0 {
 			t.Fatalf("iteration %d: %d rows, want %d", iter, dst.Len, len(signs))
@@ -246,7 +287,7 @@ func TestFilterIntoAgainstNaive(t *testing.T) {
 			}
 		}
 		// The same batch again agrees with Filter.
-		if want := in.Filter(mask); fmt.Sprint(want) != fmt.Sprint(&dst) {
+		if want := in.Filter(mask); printBatch(want) != printBatch(&dst) {
 			t.Fatalf("iteration %d: FilterInto %v, Filter %v", iter, &dst, want)
 		}
 	}
@@ -256,4 +297,18 @@ func TestFilterIntoAgainstNaive(t *testing.T) {
 	if allocs := testing.AllocsPerRun(20, func() { in.FilterInto(&dst, mask) }); allocs != 0 {
 		t.Fatalf("FilterInto into a grown buffer allocates %v times", allocs)
 	}
+}
+
+// printBatch prints b with its dictionary views' contents (not addresses).
+func printBatch(b *Batch) string {
+	out := fmt.Sprint(b.Len, b.Signs)
+	for _, c := range b.Columns {
+		d := c.Dict
+		c.Dict = nil
+		out += fmt.Sprint(c)
+		if d != nil {
+			out += fmt.Sprint(d.Index, d.Values)
+		}
+	}
+	return out
 }

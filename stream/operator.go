@@ -180,8 +180,9 @@ type RecordedStates interface {
 // no operator id and nothing to commit or repartition.
 type Transform interface {
 	// Apply returns in's rows transformed. It must not modify or retain in;
-	// the result may share in's column slices. A result with no rows is
-	// dropped.
+	// the result may share in's column slices. A result column that keeps
+	// in's Strings with other validity drops its Dict (Dict). A result
+	// with no rows is dropped.
 	Apply(in *Batch) (*Batch, error)
 	// OutputSchema is the schema of Apply's result for rows of schema in,
 	// or an error naming what in lacks (a column it reads).

@@ -198,6 +198,7 @@ func (p *File) DecodeRowGroup(g int) (RowGroup, error) {
 	out := RowGroup{Batch: b}
 	chunks := rg.ColumnChunks()
 	for i, d := range p.decs {
+		d.pool = p.pool
 		b.Columns[i] = p.pool.column(d.name, d.arr, n)
 		if d.leaf < 0 {
 			b.Columns[i].Valid = make([]bool, n) // all null
@@ -310,10 +311,15 @@ type colDecoder struct {
 	rescale   int  // decimal digits the engine's scale adds to the file's
 	nBool     int  // values of the BOOLEAN page being converted (bit-packed)
 	intern    map[string]string
+	pool      *Pool  // the File's (nil: none)
 	parent    []bool // Field.Parent: rows whose enclosing group is present
 	parentDef int    // the definition level at which the enclosing group is present
 
-	dict     parquet.Dictionary // dictionary of dictInts/dictStrs/dictFlts
+	dict parquet.Dictionary // dictionary of dictInts/dictStrs/dictFlts
+	// index: a scalar string column's dictionary indexes for its
+	// stream.Dict view, while every page of the chunk read so far went
+	// through one dictionary (nil: no view for this chunk).
+	index    []int32
 	dictInts []int64
 	dictStrs []string
 	dictFlts []float64
@@ -486,6 +492,9 @@ func (d *colDecoder) toStrs(v encoding.Values, dst []string, dict bool) []string
 		if size <= 0 {
 			return dst
 		}
+		if cap(dst) == 0 {
+			dst = make([]string, 0, len(data)/size) // a view's values: exactly its own
+		}
 		buf := make([]byte, 0, len(data)/size*(2+2*size))
 		for i := 0; i+size <= len(data); i += size {
 			buf = append(buf, '0', 'x')
@@ -505,6 +514,9 @@ func (d *colDecoder) toStrs(v encoding.Values, dst []string, dict bool) []string
 	data, offs := v.ByteArray()
 	if len(offs) == 0 {
 		return dst
+	}
+	if cap(dst) == 0 {
+		dst = make([]string, 0, len(offs)-1)
 	}
 	if intern {
 		for i := 0; i+1 < len(offs); i++ {
@@ -541,12 +553,16 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 	defer pages.Close()
 	// Dictionaries belong to their chunk: never match a pointer from another.
 	// (Their converted values are copied into the columns, so the slices
-	// are reused.)
+	// are reused; a string column's are not: its dictionary view hands
+	// them out.)
 	d.dict = nil
 	pos := 0
 	var st *listState
 	if d.list != nil {
 		st = &listState{row: -1, valid: make([]bool, n)}
+	} else if d.typ.Storage() == stream.String {
+		d.dictStrs = nil
+		d.index = d.pool.index(n)
 	}
 	for {
 		p, err := pages.ReadPage()
@@ -572,6 +588,10 @@ func (d *colDecoder) decodeChunk(chunk parquet.ColumnChunk, col *stream.Column, 
 	}
 	if pos != n {
 		return fmt.Errorf("column %q holds %d values, row group has %d rows", d.arch, pos, n)
+	}
+	if d.index != nil {
+		col.Dict = stream.NewDict(col.Strings, d.index, d.dictStrs)
+		d.index = nil
 	}
 	return nil
 }
@@ -639,6 +659,9 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 	dense := d.maxDef == 0 || pg.nonNull == pg.rows
 	if pd := pg.p.Dictionary(); pd != nil {
 		if pd != d.dict {
+			if d.dict != nil {
+				d.dropIndex() // a second dictionary: the view has one
+			}
 			d.dict = pd
 			if *dict, err = conv(pd.Page().Data(), (*dict)[:0], true); err != nil {
 				return err
@@ -648,6 +671,9 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 		idx := data.Int32()
 		if len(idx) != pg.nonNull {
 			return fmt.Errorf("column %q: page has %d values, want %d", d.arch, len(idx), pg.nonNull)
+		}
+		if d.index != nil {
+			d.pageIndex(pg, idx)
 		}
 		// Without nulls the values go straight into the column; with nulls
 		// through the scratch slice, spread out below.
@@ -666,7 +692,7 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 			markValid(col, pg.pos, pg.rows)
 			return nil
 		}
-	} else if dense {
+	} else if d.dropIndex(); dense {
 		// Converted in place: the capacity ends at the page's last row, so
 		// a page with more values than rows converts into a new slice
 		// and fails the count.
@@ -707,6 +733,32 @@ func decodeValues[T any](d *colDecoder, pg page, col *stream.Column, vals []T, d
 		k++
 	}
 	return nil
+}
+
+// pageIndex records a dictionary page's indexes idx in d.index at the
+// page's rows, -1 at its nulls.
+func (d *colDecoder) pageIndex(pg page, idx []int32) {
+	dst := d.index[pg.pos : pg.pos+pg.rows]
+	if pg.nonNull == pg.rows {
+		copy(dst, idx)
+		return
+	}
+	k := 0
+	for i, l := range pg.defs {
+		if int(l) != d.maxDef {
+			dst[i] = -1
+			continue
+		}
+		dst[i] = idx[k]
+		k++
+	}
+}
+
+// dropIndex gives up the chunk's dictionary view (a page of plain values,
+// a second dictionary).
+func (d *colDecoder) dropIndex() {
+	d.pool.putIndex(d.index)
+	d.index = nil
 }
 
 // markValid marks rows [pos, pos+n) of col valid, if col tracks validity.

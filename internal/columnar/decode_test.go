@@ -399,3 +399,70 @@ func TestDecodeParents(t *testing.T) {
 		t.Fatalf("a top-level column has parents %v", rg.Parents[1])
 	}
 }
+
+// TestDecodeDictView: a string column whose chunk is all dictionary pages
+// comes with its stream.Dict view (checked row by row by Validate: each
+// row's string is its dictionary value's, a null's index -1), through a
+// Pool whose recycled indexes the next row group overwrites; a column of
+// plain pages has none.
+func TestDecodeDictView(t *testing.T) {
+	type row struct {
+		Miner string  `parquet:"miner,dict"`
+		Note  *string `parquet:"note,optional,dict"`
+		Plain string  `parquet:"plain"`
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[row](&buf, parquet.PageBufferSize(512))
+	for g := range 4 {
+		rows := make([]row, 700+g*100)
+		for i := range rows {
+			rows[i] = row{Miner: fmt.Sprintf("0x%02x", r.IntN(40)), Plain: fmt.Sprint("p", r.IntN(1000))}
+			if r.IntN(3) > 0 {
+				s := fmt.Sprint("note ", r.IntN(9))
+				rows[i].Note = &s
+			}
+		}
+		if _, err := w.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	checkFile(t, "dict", data)
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := Open(pf, []Field{{Name: "miner", Type: stream.String}, {Name: "note", Type: stream.String}, {Name: "plain", Type: stream.String}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := &Pool{}
+	dec.UsePool(pool)
+	for g := range pf.RowGroups() {
+		rg, err := dec.DecodeRowGroup(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := rg.Batch
+		if err := b.Validate(); err != nil {
+			t.Fatalf("row group %d: %v", g, err)
+		}
+		if b.Columns[0].Dict == nil || b.Columns[1].Dict == nil {
+			t.Fatalf("row group %d: dictionary columns without a view: %v, %v", g, b.Columns[0].Dict, b.Columns[1].Dict)
+		}
+		if b.Columns[2].Dict != nil {
+			t.Fatalf("row group %d: a plain column has a view", g)
+		}
+		if len(b.Columns[0].Dict.Values) > 40 {
+			t.Fatalf("row group %d: %d dictionary values for 40 miners", g, len(b.Columns[0].Dict.Values))
+		}
+		pool.Put(b)
+	}
+}

@@ -2,7 +2,9 @@
 // names the columns it wants and their engine types (a []Field, its
 // schema), Open plans them against a file's footer, and DecodeRowGroup
 // turns each row group's pages into a stream.Batch, dictionary pages
-// converted once per dictionary, nulls from the definition levels. A
+// converted once per dictionary, nulls from the definition levels; a
+// scalar string column whose chunk is all dictionary pages comes with its
+// stream.Dict view (the indexes, the converted values). A
 // field of type ARRAY<T> reads a Parquet LIST (three-level, two-level or a
 // bare repeated leaf, list.go) into an Array column, null lists and null
 // elements from the levels.

@@ -14,7 +14,8 @@ import (
 // allocated (1.1 GB), and so most of the garbage collector's cycles.
 //
 // Only BIGINT-stored (integers, timestamps, dates, booleans) and STRING
-// columns are recycled, the archive's; a String slice's headers are cleared
+// columns are recycled, the archive's (and a STRING's dictionary indexes,
+// stream.Dict); a String slice's headers are cleared
 // when it is put back, so the pool holds no string alive. Every value of
 // a recycled slice is overwritten by the decode (decodeChunk fills each
 // row or fails). Safe for concurrent use.
@@ -22,6 +23,7 @@ type Pool struct {
 	mu   sync.Mutex
 	ints [][]int64
 	strs [][]string
+	idx  [][]int32 // dictionary views' indexes (stream.Dict)
 }
 
 // poolMax bounds each free list: the batches in flight at once (files read
@@ -49,7 +51,36 @@ func (p *Pool) Put(b *stream.Batch) {
 				p.ints = append(p.ints, c.Int64s[:0])
 			}
 		}
-		c.Int64s, c.Strings = nil, nil
+		if c.Dict != nil && cap(c.Dict.Index) > 0 && len(p.idx) < poolMax {
+			p.idx = append(p.idx, c.Dict.Index[:0])
+		}
+		c.Int64s, c.Strings, c.Dict = nil, nil, nil
+	}
+}
+
+// index returns n dictionary indexes for the caller to overwrite, recycled
+// when the pool has room for them (nil for no rows).
+func (p *Pool) index(n int) []int32 {
+	if n == 0 {
+		return nil
+	}
+	if p != nil {
+		if s := takeFit(p, &p.idx, n); s != nil {
+			return s[:n]
+		}
+	}
+	return make([]int32, n)
+}
+
+// putIndex hands back indexes index returned that no view took.
+func (p *Pool) putIndex(s []int32) {
+	if p == nil || cap(s) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idx) < poolMax {
+		p.idx = append(p.idx, s[:0])
 	}
 }
 
