@@ -154,7 +154,8 @@ func newPartitions(base vfs.FS, root, gen string, n int, cacheBytes int64, logge
 	// backfill's keys spread over each partition's whole key range, so
 	// every L0 -> Lbase compaction rewrites the partition's entire Lbase:
 	// with Pebble's 4, every second flush did. Gets pay one Bloom filter
-	// probe per L0 table for it.
+	// probe per L0 table for it. Writes stall at 3 x the threshold, the
+	// ratio of Pebble's defaults (12 and 4).
 	p.opts.L0CompactionThreshold = l0CompactionThreshold
 	p.opts.L0StopWritesThreshold = 3 * l0CompactionThreshold
 	p.opts.EnsureDefaults()
