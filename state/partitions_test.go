@@ -51,7 +51,8 @@ func TestInstanceCompacts(t *testing.T) {
 	}
 	defer d.Close()
 	const keys = 4000
-	for round := range 12 {
+	rounds := 3 * l0CompactionThreshold
+	for round := range rounds {
 		val := bytes.Repeat([]byte{byte('a' + round)}, 100)
 		b := d.NewBatch()
 		for j := range keys {
@@ -68,9 +69,9 @@ func TestInstanceCompacts(t *testing.T) {
 	}
 	m := d.Metrics()
 	if m.Compact.Count < 2 {
-		t.Fatalf("%d compactions after 12 overlapping flushes", m.Compact.Count)
+		t.Fatalf("%d compactions after %d overlapping flushes", m.Compact.Count, rounds)
 	}
-	last := bytes.Repeat([]byte{byte('a' + 11)}, 100)
+	last := bytes.Repeat([]byte{byte('a' + rounds - 1)}, 100)
 	it, err := d.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,5 +88,76 @@ func TestInstanceCompacts(t *testing.T) {
 	}
 	if n != keys {
 		t.Fatalf("%d keys, want %d", n, keys)
+	}
+}
+
+// openOne opens a one-partition cache's instance with a small memtable.
+func openOne(t *testing.T) *pebble.DB {
+	t.Helper()
+	p := newPartitions(nil, t.TempDir(), newGen(), 1, 0, slog.Default())
+	t.Cleanup(func() { _ = p.close() })
+	o := p.instanceOptions()
+	o.MemTableSize = 64 << 10
+	d, err := pebble.Open(filepath.Join(p.dir, "p-0"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// TestTablesAreUncompressed: the cache's tables store their blocks raw
+// (Snappy cost CPU and did not shrink hashes): 1 MB of values that
+// compress a hundredfold still takes 1 MB of tables.
+func TestTablesAreUncompressed(t *testing.T) {
+	d := openOne(t)
+	const keys, size = 1000, 1 << 10
+	val := make([]byte, size)
+	b := d.NewBatch()
+	for j := range keys {
+		if err := b.Set(fmt.Appendf(nil, "k%08d", j), val, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var tables int64
+	for _, l := range d.Metrics().Levels {
+		tables += l.TablesSize
+	}
+	if tables < keys*size {
+		t.Fatalf("tables hold %d bytes for %d bytes of values: compressed", tables, keys*size)
+	}
+}
+
+// TestL0WaitsForThreshold: overlapping flushes stay in L0 until there are
+// half l0CompactionThreshold of them (Pebble scores L0 as twice its
+// sublevels over the threshold); a backfill's compaction rewrites the
+// partition's whole Lbase, so each one must carry several flushes.
+func TestL0WaitsForThreshold(t *testing.T) {
+	d := openOne(t)
+	const flushes = l0CompactionThreshold/2 - 1
+	for round := range flushes {
+		b := d.NewBatch()
+		for j := range 1000 {
+			if err := b.Set(fmt.Appendf(nil, "k%08d", j), []byte{byte(round)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := d.Metrics()
+	if m.Compact.Count > 0 || m.Levels[0].TablesCount != flushes {
+		t.Fatalf("%d compactions, %d tables in L0 after %d overlapping flushes",
+			m.Compact.Count, m.Levels[0].TablesCount, flushes)
 	}
 }
