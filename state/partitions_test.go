@@ -40,32 +40,11 @@ func TestInstancesRunNoTicker(t *testing.T) {
 // granter) still compacts, one compaction after another, while writes that
 // overlap keep filling L0, and holds every key.
 func TestInstanceCompacts(t *testing.T) {
-	dir := t.TempDir()
-	p := newPartitions(nil, dir, newGen(), 1, 0, slog.Default())
-	defer p.close()
-	o := p.instanceOptions()
-	o.MemTableSize = 64 << 10
-	d, err := pebble.Open(filepath.Join(p.dir, "p-0"), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openOne(t)
 	const keys = 4000
 	rounds := 3 * l0CompactionThreshold
 	for round := range rounds {
-		val := bytes.Repeat([]byte{byte('a' + round)}, 100)
-		b := d.NewBatch()
-		for j := range keys {
-			if err := b.Set(fmt.Appendf(nil, "k%08d", j), val, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Commit(pebble.NoSync); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		setFlush(t, d, keys, bytes.Repeat([]byte{byte('a' + round)}, 100))
 	}
 	m := d.Metrics()
 	if m.Compact.Count < 2 {
@@ -106,13 +85,9 @@ func openOne(t *testing.T) *pebble.DB {
 	return d
 }
 
-// TestTablesAreUncompressed: the cache's tables store their blocks raw
-// (Snappy cost CPU and did not shrink hashes): 1 MB of values that
-// compress a hundredfold still takes 1 MB of tables.
-func TestTablesAreUncompressed(t *testing.T) {
-	d := openOne(t)
-	const keys, size = 1000, 1 << 10
-	val := make([]byte, size)
+// setFlush sets keys k00000000... to val and flushes them into one table.
+func setFlush(t *testing.T, d *pebble.DB, keys int, val []byte) {
+	t.Helper()
 	b := d.NewBatch()
 	for j := range keys {
 		if err := b.Set(fmt.Appendf(nil, "k%08d", j), val, nil); err != nil {
@@ -125,6 +100,15 @@ func TestTablesAreUncompressed(t *testing.T) {
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestTablesAreUncompressed: the cache's tables store their blocks raw
+// (Snappy cost CPU and did not shrink hashes): 1 MB of values that
+// compress a hundredfold still takes 1 MB of tables.
+func TestTablesAreUncompressed(t *testing.T) {
+	d := openOne(t)
+	const keys, size = 1000, 1 << 10
+	setFlush(t, d, keys, make([]byte, size))
 	var tables int64
 	for _, l := range d.Metrics().Levels {
 		tables += l.TablesSize
@@ -142,18 +126,7 @@ func TestL0WaitsForThreshold(t *testing.T) {
 	d := openOne(t)
 	const flushes = l0CompactionThreshold/2 - 1
 	for round := range flushes {
-		b := d.NewBatch()
-		for j := range 1000 {
-			if err := b.Set(fmt.Appendf(nil, "k%08d", j), []byte{byte(round)}, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Commit(pebble.NoSync); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		setFlush(t, d, 1000, []byte{byte(round)})
 	}
 	m := d.Metrics()
 	if m.Compact.Count > 0 || m.Levels[0].TablesCount != flushes {
