@@ -236,3 +236,38 @@ func TestSortedUniqueTyped(t *testing.T) {
 		t.Fatalf("the typed loop decided %d of 2000 cases", typed)
 	}
 }
+
+// TestPagesCapped: a data file's pages hold at most maxPageBuffer of
+// buffered values, so an INT64 column's page ends with each 8192-row write
+// (under parquet-go's default 256 KiB a page held three writes).
+func TestPagesCapped(t *testing.T) {
+	const n = 5 * 8192
+	var buf bytes.Buffer
+	if _, err := encodeRows(&buf, refLayout().pq, refRowSet(refLayout(), backfillRows(0, n))); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rg := range f.RowGroups() {
+		pages := rg.ColumnChunks()[0].Pages() // window_start, INT64
+		rows, count := int64(0), 0
+		for {
+			p, err := pages.ReadPage()
+			if err != nil {
+				break
+			}
+			if p.NumRows() > 8192 {
+				t.Errorf("page %d holds %d rows, want at most one 8192-row write", count, p.NumRows())
+			}
+			rows += p.NumRows()
+			count++
+			parquet.Release(p)
+		}
+		_ = pages.Close()
+		if rows != rg.NumRows() || count < 5 {
+			t.Fatalf("%d pages of %d rows in a row group of %d", count, rows, rg.NumRows())
+		}
+	}
+}
