@@ -180,8 +180,9 @@ func spread(xs []float64) (lo, mid, hi float64) {
 }
 
 // printSpread prints each backfill-leg figure's min, median and max over
-// the rounds, ratios included (each round's own ratio).
-func printSpread(w io.Writer, rs []BenchRound) {
+// the rounds, ratios included (each round's own ratio); the file:// and
+// DuckDB legs' when they ran (duck).
+func printSpread(w io.Writer, rs []BenchRound, duck bool) {
 	if len(rs) < 2 {
 		return
 	}
@@ -197,12 +198,10 @@ func printSpread(w io.Writer, rs []BenchRound) {
 	fmt.Fprintf(w, "\n| figure over %d rounds | min | median | max | (max-min)/median |\n|---|---|---|---|---|\n", len(rs))
 	row("backfill S3, wall", func(x BenchRound) float64 { return s(x.BackfillMs) }, " s")
 	row("backfill S3, CPU", func(x BenchRound) float64 { return s(x.BackfillCPUMs) }, " CPU-s")
-	if rs[0].FileBackfillMs > 0 {
+	if duck {
 		row("backfill file://, wall", func(x BenchRound) float64 { return s(x.FileBackfillMs) }, " s")
 		row("backfill file://, CPU", func(x BenchRound) float64 { return s(x.FileBackfillCPUMs) }, " CPU-s")
 		row("backfill file://, cores busy", func(x BenchRound) float64 { return ratio(x.FileBackfillCPUMs, x.FileBackfillMs) }, "")
-	}
-	if rs[0].DuckDBCopyMs > 0 {
 		row("DuckDB COPY, wall", func(x BenchRound) float64 { return s(x.DuckDBCopyMs) }, " s")
 		row("DuckDB COPY, CPU", func(x BenchRound) float64 { return s(x.DuckDBCopyCPUMs) }, " CPU-s")
 		row("DuckDB COPY, cores busy", func(x BenchRound) float64 { return ratio(x.DuckDBCopyCPUMs, x.DuckDBCopyMs) }, "")

@@ -234,6 +234,27 @@ func TestBenchRoundsMedians(t *testing.T) {
 	}
 }
 
+// TestBenchPrintsDuckDBUnderAMillisecond: a DuckDB run the clock saw as
+// 0 ms (a small preset, a fast host) still prints its legs and ratios; it
+// ran because it printed (CI once lost the spread's COPY rows this way).
+func TestBenchPrintsDuckDBUnderAMillisecond(t *testing.T) {
+	rs := []BenchRound{
+		{BackfillMs: 300, BackfillCPUMs: 310, FileBackfillMs: 370, FileBackfillCPUMs: 361},
+		{BackfillMs: 280, BackfillCPUMs: 300, FileBackfillMs: 340, FileBackfillCPUMs: 330, DuckDBCopyMs: 1, DuckDBCopyCPUMs: 1},
+	}
+	r := &BenchResult{Blocks: 7146, DuckDBOutput: "1624 rows", DuckDBCopyOutput: "1624 rows, threads 2", Rounds: rs}
+	r.setMedians(rs)
+	r.Targets = coreTargets(r)
+	var out strings.Builder
+	PrintBench(&out, r)
+	for _, want := range []string{"| backfill file:// -> state -> Delta | ", "| DuckDB COPY (GROUP BY ALL) TO Parquet, same files (its process) | 0.0 s",
+		"| backfill file://, CPU | ", "| DuckDB COPY, wall | 0.00 s | ", "| file:// / COPY, CPU | 330.00x | ", "DuckDB writing the grouped result to Parquet, CPU"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+}
+
 // TestBenchRounds runs the bench with three rounds on one day, the S3
 // backfill reading from ethstream serve-s3 in a process of its own and
 // each backfill leg an ethstream bench-leg process (as the CLI runs them):
