@@ -224,7 +224,7 @@ func TestJoinChangeRefused(t *testing.T) {
 		// spec's JSON copy of them (for state dump) is left out.
 		const cols = "values=k string,ts timestamp,id int64,source string)"
 		if msg := err.Error(); strings.Count(msg, cols) != 4 || strings.Contains(msg, `"name"`) ||
-			!strings.Contains(msg, "spec(join/v2 stateFormatVersion=2 type=LeftOuter left(keys=k; "+cols+" right(keys=k") {
+			!strings.Contains(msg, "spec(join/v3 stateFormatVersion=2 type=LeftOuter left(keys=k; "+cols+" right(keys=k") {
 			t.Fatalf("%s changed: the message should name each side's columns once per schema: %v", name, err)
 		}
 		if after := treeOf(t, opts.CheckpointDir); after != before {

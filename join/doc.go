@@ -42,7 +42,7 @@
 // _LEGACY_ERROR_TEMP_3102 with Spark's message; an output mode other
 // than append is refused the same way (CheckOutputMode).
 //
-// # State layout (format 2; Spark's stateFormatVersion 2)
+// # State layout (format 3; Spark's stateFormatVersion 2)
 //
 // One state.Store (state/<opId>) holds Spark's four stores per partition
 // as rows of one schema, told apart by the first two key columns:
@@ -52,7 +52,7 @@
 //	       (named as on the left side; Int64 and Timestamp nullable; Int32,
 //	       Date and Boolean keys held as Int64), index int64 nullable (null
 //	       in keyToNumValues)
-//	value: value string, whose bytes are, in format 2:
+//	value: value string, whose bytes are, in formats 2 and 3:
 //	       keyToNumValues       0x02, the count (uvarint)
 //	       keyWithIndexToValue  0x02, flags (bit 0: matched), a null bitmap
 //	                            of ceil(columns/8) bytes (bit j%8 of byte
@@ -75,9 +75,10 @@
 // string) plus "matched":true|false. Its text starts with '{', a format-2
 // value with 0x02, so each value says its format: a format-1 state keeps
 // reading (the state schema's spec "join/v1" is accepted for the same
-// join, the next commit records "join/v2"), and its rows are rewritten in
-// format 2 as the join writes them. The format-2 spec starts
-// "join/v2 fields=" and the JSON of each side's columns (state.Field), by
+// join, the next commit records "join/v3"), and its rows are rewritten in
+// format 2's encoding as the join writes them. The format-2 spec starts
+// "join/v2 fields=" (format 3's "join/v3 fields=") and the JSON of each
+// side's columns (state.Field), by
 // which `ethstream state dump` renders a format-2 value as the text
 // format 1 stored (dump.go), so a dump reads the same in both formats.
 // The format-2 text's names and strings are quoted as JSON quotes them
@@ -94,12 +95,22 @@
 // and the rows carry the columns the query reads; a state that lacks a
 // column the query reads is STATE_SCHEMA_MISMATCH at Open, naming it.
 //
-// A key with n stored rows has keyToNumValues n and keyWithIndexToValue
-// indexes 0..n-1; an eviction compacts the survivors to 0..m-1. The state
-// schema's spec records the join type, each side's keys and each side's
-// value columns with their types: a restart that changes any of them is
-// STATE_SCHEMA_MISMATCH at Open, as Spark's state schema check refuses
-// it. `ethstream state dump --op N` prints the rows with these columns,
+// A key with n stored rows has keyWithIndexToValue indexes 0..n-1, and,
+// in format 3 (spec "join/v3 fields="), keyToNumValues n only when n >= 2:
+// a key holds one row most often (a block hash joined with its child),
+// and its count was half the state's writes and deletes. A key without
+// keyToNumValues holds one row if index 0 exists, else none. Format 2
+// (spec "join/v2 fields=", otherwise the same) stored keyToNumValues for
+// every key; a format-2 state keeps reading (its spec is accepted for the
+// same join, the next commit records "join/v3") and a key's count of one
+// is deleted when its rows next change. A binary that knows format 2 at
+// most refuses a format-3 state (STATE_SCHEMA_MISMATCH) rather than read
+// its keys of one row as empty. An eviction compacts the survivors to
+// indexes 0..m-1. The state schema's spec records the join type, each
+// side's keys and each side's value columns with their types: a restart
+// that changes any of them is STATE_SCHEMA_MISMATCH at Open, as Spark's
+// state schema check refuses it. `ethstream state dump --op N` prints the
+// rows with these columns,
 // so a join's side and store are the first two. The operator keeps no
 // record of its own (state.Store.OperatorRecord is empty), so the state
 // package's offline repartition and state dump read it as any other

@@ -20,7 +20,11 @@ type keyRows struct {
 	key    string // the encoded join key
 	rows   []storedRow
 	stored int64 // values the state holds (indexes 0..stored-1)
-	dirty  bool  // listed in Operator.dirty: a row was added, changed, moved or removed
+	// counted: the state holds the key's keyToNumValues (format 3 writes
+	// it for a key of two values or more only; format 2 wrote it for every
+	// key, and a state written so keeps it until the key's count changes).
+	counted bool
+	dirty   bool // listed in Operator.dirty: a row was added, changed, moved or removed
 	// one holds the rows of a key added with one row (most keys: a block
 	// hash joined with its child), an allocation fewer a stored row.
 	one [1]storedRow
@@ -115,9 +119,37 @@ func (o *Operator) loadSide(side int) error {
 		return o.stateErr("scan", err)
 	}
 	if building {
+		// The keys the state counts (keyToNumValues: in format 3 those of
+		// two values or more, in format 2 every key), which flush must
+		// rewrite or delete when their count changes.
+		counted := map[string]int64{}
+		cprefix := stateKeyPrefix(side, StoreKeyToNumValues)
+		cupper := slices.Clone(cprefix)
+		cupper[len(cupper)-1]++
+		err := o.store.Scan(cprefix, cupper, func(k, v []byte) error {
+			if !bytes.HasPrefix(k, cprefix) || len(k) < len(cprefix)+1 {
+				return nil
+			}
+			n, err := decodeCount(v)
+			if err != nil {
+				return err
+			}
+			counted[string(k[len(cprefix):len(k)-1])] = n
+			return nil
+		})
+		if err != nil {
+			return o.stateErr("scan", err)
+		}
 		for jk, g := range groups {
 			slices.SortFunc(g, func(a, b indexed) int { return cmp.Compare(a.idx, b.idx) })
 			k := &keyRows{key: jk, rows: make([]storedRow, len(g)), stored: int64(len(g))}
+			if n, ok := counted[jk]; ok {
+				if n != k.stored {
+					return errcode.Corrupt("", nil, "%s: state of the %s side counts %d values of a key that has %d", o.p, sideName(side), n, k.stored)
+				}
+				k.counted = true
+				delete(counted, jk)
+			}
 			for i, x := range g {
 				if x.idx != int64(i) {
 					return errcode.Corrupt("", nil, "%s: state of the %s side holds index %d of a key at position %d", o.p, sideName(side), x.idx, i)
@@ -126,6 +158,9 @@ func (o *Operator) loadSide(side int) error {
 			}
 			m.keys[jk] = k
 			m.rows += len(g)
+		}
+		if len(counted) > 0 {
+			return errcode.Corrupt("", nil, "%s: state of the %s side counts the values of %d keys that have none", o.p, sideName(side), len(counted))
 		}
 		m.complete = true
 	}
@@ -152,13 +187,11 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
 	}
 	k := o.slab.keyRows()
 	k.key = o.slab.key(key)
+	k.rows = k.one[:0:1]
 	if !m.complete {
 		if err := o.read(side, k); err != nil {
 			return nil, err
 		}
-	}
-	if k.rows == nil {
-		k.rows = k.one[:0:1]
 	}
 	if len(k.rows) > 0 || add {
 		m.keys[k.key] = k
@@ -167,8 +200,29 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
 	return k, nil
 }
 
-// read reads k's count and values from the state.
+// read reads k's values from the state: value 0 first, whose absence
+// means none (a key with values has indexes 0..n-1, in every format), so
+// a key without rows costs one read; then the count, whose absence means
+// one value (format 3 counts a key of two values or more only).
 func (o *Operator) read(side int, k *keyRows) error {
+	sp := &o.p.sides[side]
+	get := func(idx int64) (bool, error) {
+		o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, idx, true)
+		v, ok, err := o.store.Get(o.sk)
+		if err != nil || !ok {
+			return false, o.stateErr("read", err)
+		}
+		r, m, err := decodeRow(sp.Schema.Fields, sp.fast, v)
+		if err != nil {
+			return false, o.stateErr("read", err)
+		}
+		k.rows = append(k.rows, storedRow{r: r, matched: m})
+		return true, nil
+	}
+	if ok, err := get(0); err != nil || !ok {
+		return err
+	}
+	k.stored = 1
 	o.sk = stateKey(o.sk[:0], side, StoreKeyToNumValues, k.key, 0, false)
 	v, ok, err := o.store.Get(o.sk)
 	if err != nil {
@@ -178,25 +232,20 @@ func (o *Operator) read(side int, k *keyRows) error {
 		if k.stored, err = decodeCount(v); err != nil {
 			return o.stateErr("read", err)
 		}
+		if k.stored < 1 {
+			return errcode.Corrupt("", nil, "%s: state of the %s side counts %d values of a key that has value 0", o.p, sideName(side), k.stored)
+		}
+		k.counted = true
 	}
-	if k.stored > 0 {
-		k.rows = make([]storedRow, k.stored)
-	}
-	sp := &o.p.sides[side]
-	for idx := range k.stored {
-		o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, idx, true)
-		v, ok, err := o.store.Get(o.sk)
+	k.rows = slices.Grow(k.rows, int(k.stored)-1)
+	for idx := int64(1); idx < k.stored; idx++ {
+		ok, err := get(idx)
 		if err != nil {
-			return o.stateErr("read", err)
+			return err
 		}
 		if !ok {
 			return errcode.Corrupt("", nil, "%s: state of the %s side has no value %d of a key it counts", o.p, sideName(side), idx)
 		}
-		r, m, err := decodeRow(sp.Schema.Fields, sp.fast, v)
-		if err != nil {
-			return o.stateErr("read", err)
-		}
-		k.rows[idx] = storedRow{r: r, matched: m}
 	}
 	return nil
 }
@@ -242,19 +291,24 @@ func (o *Operator) flush() error {
 					return o.stateErr("write", err)
 				}
 			}
-			if n != k.stored {
+			// Format 3 counts a key of two values or more only: most keys
+			// of a join hold one row, and their count was half the state's
+			// writes (doc.go, State layout).
+			counted := n >= 2
+			if counted && (n != k.stored || !k.counted) || !counted && k.counted {
 				o.sk = stateKey(o.sk[:0], side, StoreKeyToNumValues, k.key, 0, false)
 				var err error
-				if n == 0 {
-					err = o.store.DeleteKnown(o.sk, true)
-				} else {
+				if counted {
 					o.cb = appendCount(o.cb[:0], n)
-					err = o.store.PutKnown(o.sk, o.cb, k.stored > 0)
+					err = o.store.PutKnown(o.sk, o.cb, k.counted)
+				} else {
+					err = o.store.DeleteKnown(o.sk, true)
 				}
 				if err != nil {
 					return o.stateErr("write", err)
 				}
 			}
+			k.counted = counted
 			m.rows += int(n - k.stored)
 			k.stored, k.dirty = n, false
 			if n == 0 {

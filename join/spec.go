@@ -451,7 +451,7 @@ func (p *plan) stateSchema() state.Schema {
 	if err != nil {
 		panic(fmt.Sprintf("join: state schema fields %v: %v", fields, err))
 	}
-	s.Spec = specFormat2 + " " + specFields + string(js) + p.specRest()
+	s.Spec = specFormat3 + " " + specFields + string(js) + p.specRest()
 	return s
 }
 
@@ -478,12 +478,16 @@ func (p *plan) specRest() string {
 // values by them (dump.go) without the query.
 const specFields = "fields="
 
-// specSideFields reads the columns of each side from a format-2 spec.
+// specSideFields reads the columns of each side from a format-2 or
+// format-3 spec (the same words after the format's).
 func specSideFields(spec string) ([2][]stream.Field, error) {
 	var out [2][]stream.Field
-	rest, ok := strings.CutPrefix(spec, specFormat2+" "+specFields)
+	rest, ok := strings.CutPrefix(spec, specFormat3+" "+specFields)
 	if !ok {
-		return out, fmt.Errorf("join state spec %q is not format 2", spec)
+		rest, ok = strings.CutPrefix(spec, specFormat2+" "+specFields)
+	}
+	if !ok {
+		return out, fmt.Errorf("join state spec %q is not format 2 or 3", spec)
 	}
 	var fields [2][]state.Field
 	if err := json.NewDecoder(strings.NewReader(rest)).Decode(&fields); err != nil {
@@ -499,17 +503,25 @@ func specSideFields(spec string) ([2][]stream.Field, error) {
 
 // The first word of the state schema's spec: the join's state format
 // (doc.go, State layout). A binary that knows format 1 only refuses a
-// format-2 state (STATE_SCHEMA_MISMATCH) instead of misreading its values.
+// format-2 state (STATE_SCHEMA_MISMATCH) instead of misreading its values,
+// and one that knows format 2 at most a format-3 state, whose keys of one
+// value have no count.
 const (
 	specFormat1 = "join/v1"
 	specFormat2 = "join/v2"
+	specFormat3 = "join/v3"
 )
 
-// compatibleSpec accepts a state recorded in format 1 with the same join:
-// format 2 reads its values (each value says its format), and the next
-// commit records format 2.
+// compatibleSpec accepts a state recorded in format 1 or 2 with the same
+// join: format 3 reads its values (each value says its format) and its
+// counts (format 2 counted every key), and the next commit records
+// format 3.
 func (p *plan) compatibleSpec(recorded string) bool {
-	return recorded == specFormat1+p.specRest()
+	if recorded == specFormat1+p.specRest() {
+		return true
+	}
+	rest, ok := strings.CutPrefix(recorded, specFormat2+" ")
+	return ok && specFormat3+" "+rest == p.schema.Spec
 }
 
 // stateType is the state store type holding a key column of type t.
