@@ -86,8 +86,10 @@ func (t *Table) writeDataFile(pq *parquet.Schema, rows *rowSet, now time.Time) (
 	}, nil
 }
 
-// encodeRows writes rows column by column: each leaf's values (with their
-// definition levels) go straight to its column writer, which skips
+// encodeRows writes rows column by column: the pages of an aggregation's
+// output (longs, timestamps, doubles and strings) through encodeDirect,
+// those of any other layout through parquet-go's column writers, to which
+// each leaf's values (with their definition levels) go straight, which skips
 // parquet-go's row-to-column shredding. The footer's row count comes from
 // the columns, so this is equivalent to WriteRows. It returns the footer's
 // row groups, whose column chunk statistics the add action's stats reuse.
@@ -98,6 +100,9 @@ func (t *Table) writeDataFile(pq *parquet.Schema, rows *rowSet, now time.Time) (
 // time. So values go as parquet.Values (issue 43 looked; the bound on the
 // saving was about a third of this function's CPU).
 func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) ([]format.RowGroup, error) {
+	if groups, ok, err := encodeDirect(w, pq, rows); ok {
+		return groups, err
+	}
 	pw := parquet.NewWriter(w, dataFileOptions(pq, rows.n)...)
 	cols := pw.ColumnWriters()
 	if len(cols) != len(rows.cols) {
