@@ -44,7 +44,7 @@ func encodeDirect(w io.Writer, pq *parquet.Schema, rows *rowSet) (groups []forma
 	e := pageEncoders.Get().(*pageEncoder)
 	defer pageEncoders.Put(e)
 	e.out = &offsetWriter{w: w}
-	e.bufferSize = int64(float64(clampInt(rows.n*48, 4<<10, maxPageBuffer)) * 0.98)
+	e.bufferSize = int64(float64(pageBufferSize(rows.n)) * 0.98) // as newConcurrentRowGroupWriter's
 	if _, err := e.out.Write([]byte("PAR1")); err != nil {
 		return nil, true, err
 	}
@@ -96,8 +96,9 @@ func encodeDirect(w io.Writer, pq *parquet.Schema, rows *rowSet) (groups []forma
 
 // directLeaves are pq's leaves (rows' columns, in order) when
 // encodeDirect writes them all: each non-repeated, at the definition level
-// of its layout leaf, of a type it writes, in PLAIN or (strings)
-// DELTA_LENGTH_BYTE_ARRAY, parquet-go's defaults (encodingOf).
+// of its layout leaf, of a type it writes, with no encoding of its own, so
+// in parquet-go's defaults (encodingOf): PLAIN, DELTA_LENGTH_BYTE_ARRAY
+// for strings.
 func directLeaves(pq *parquet.Schema, rows *rowSet) ([]directLeaf, bool) {
 	paths := pq.Columns()
 	if rows.n == 0 || len(paths) != len(rows.cols) {
@@ -136,7 +137,7 @@ func directLeaves(pq *parquet.Schema, rows *rowSet) ([]directLeaf, bool) {
 
 // directLeaf is a leaf encodeDirect writes: its parquet-go type (whose
 // pages bound and whose indexer indexes its pages), its values' encoding
-// and its path.
+// (a string page's is written by page itself) and its path.
 type directLeaf struct {
 	typ  parquet.Type
 	enc  encoding.Encoding
@@ -159,8 +160,7 @@ type pageEncoder struct {
 	bufferSize int64 // parquet-go's: a page ends once its buffer holds this
 
 	levels, defs, vals, comp []byte
-	bytes                    []byte   // a page's strings, one after another
-	offs                     []uint32 // where each starts in bytes, and its end
+	lens                     []int32 // a page's strings' lengths
 	ints                     []int64
 	floats                   []float64
 	hdr                      bytes.Buffer
@@ -176,13 +176,12 @@ type columnChunk struct {
 	pageHists []int64 // the pages' definition level histograms, one after another
 }
 
-// encodeChunkRows is encodeRows' write: a page ends only after one.
-const encodeChunkRows = 8192
-
-// column writes the pages of column c (leaf): its rows in writes of encodeChunkRows, a page ending after the
-// write that fills parquet-go's page buffer (optionalColumnBuffer.Size: a
-// row index of 4 bytes and a level byte a row, and the values: 8 bytes
-// each, or a string's bytes and a 4-byte offset) and after the last.
+// column writes the pages of column c (leaf) where parquet-go's column
+// writer ends them under encodeRows' writes of encodeChunkRows rows: after
+// the write that fills its page buffer (optionalColumnBuffer.Size: a row
+// index of 4 bytes and a level byte a row, and the values, 8 bytes each or
+// a string's bytes and a 4-byte offset; a column of nulls only fills it
+// in two writes), and after the last.
 func (e *pageEncoder) column(rows *rowSet, c int, leaf directLeaf) (*columnChunk, error) {
 	k := leaf.typ.Kind()
 	encs := []format.Encoding{format.RLE, leaf.enc.Encoding()}
@@ -301,25 +300,35 @@ func (e *pageEncoder) page(rows *rowSet, c int, leaf directLeaf, nullable bool, 
 		}
 		lo, hi, bounded = ptyp.NewPage(c, len(xs), encoding.DoubleValues(xs)).Bounds()
 	default:
-		e.bytes, e.offs = e.bytes[:0], append(e.offs[:0], 0)
+		// DELTA_LENGTH_BYTE_ARRAY: the lengths DELTA_BINARY_PACKED, then
+		// the strings' bytes (parquet-go's LengthByteArrayEncoding, without
+		// its copy of the bytes into one buffer first).
+		strs := v.Strings[a:b]
+		e.lens = e.lens[:0]
 		var min, max string
-		for j, s := range v.Strings[a:b] {
+		for j, s := range strs {
 			if nullable && e.levels[j] != def {
 				continue
 			}
-			if !bounded {
+			e.lens = append(e.lens, int32(len(s)))
+			unencoded += int64(len(s))
+			switch {
+			case !bounded:
 				min, max, bounded = s, s, true
-			} else if s < min {
+			case s < min:
 				min = s
-			} else if s > max {
+			case s > max:
 				max = s
 			}
-			e.bytes = append(e.bytes, s...)
-			e.offs = append(e.offs, uint32(len(e.bytes)))
 		}
-		unencoded = int64(len(e.bytes))
-		if e.vals, err = leaf.enc.EncodeByteArray(e.vals[:0], e.bytes, e.offs); err != nil {
+		if e.vals, err = parquet.DeltaBinaryPacked.EncodeInt32(e.vals[:0], e.lens); err != nil {
 			return err
+		}
+		e.vals = slices.Grow(e.vals, int(unencoded))
+		for j, s := range strs {
+			if !nullable || e.levels[j] == def {
+				e.vals = append(e.vals, s...)
+			}
 		}
 		if bounded {
 			lo, hi = parquet.ByteArrayValue([]byte(min)), parquet.ByteArrayValue([]byte(max))
