@@ -194,19 +194,28 @@ func (e *pageEncoder) column(rows *rowSet, c int, leaf directLeaf) (*columnChunk
 	hist := make([]int64, def+1)
 	v := &rows.cols[c]
 	nullable := v.Valid != nil || def == 2 && rows.winNull != nil
+	width := int64(8) // a value's bytes in the buffer, but a string's own
+	if k == parquet.ByteArray {
+		width = 4
+	}
 	start, size := 0, int64(0)
 	for lo := 0; lo < rows.n; lo += encodeChunkRows {
 		hi := min(lo+encodeChunkRows, rows.n)
 		size += 5 * int64(hi-lo)
-		for i := lo; i < hi; i++ {
+		if !nullable {
+			size += width * int64(hi-lo)
+		}
+		// The rest (the values of a column with nulls, strings' bytes)
+		// is counted only when what is known does not fill the buffer.
+		for i := lo; i < hi && size < e.bufferSize && (nullable || k == parquet.ByteArray); i++ {
 			if nullable && rows.level(c, i) != def {
 				continue
 			}
-			switch k {
-			case parquet.ByteArray:
-				size += 4 + int64(len(v.Strings[i]))
-			default:
-				size += 8
+			if nullable {
+				size += width
+			}
+			if k == parquet.ByteArray {
+				size += int64(len(v.Strings[i]))
 			}
 		}
 		if size >= e.bufferSize || hi == rows.n {
