@@ -144,9 +144,9 @@ type directLeaf struct {
 	path []string
 }
 
-// pageEncoders keep pageEncoders' buffers from file to file: those of a
-// seed backfill's file (a page of 8192 strings, its encoding and its
-// compression) were 1.7 MB, more than the rest of its encoding allocated.
+// pageEncoders keeps the encoders' buffers from file to file: a seed
+// backfill's file allocated 1.7 MB more without (a page of 8192 strings,
+// its encoding and its compression), more than the rest of its encoding.
 var pageEncoders = sync.Pool{New: func() any {
 	e := new(pageEncoder)
 	e.hdrEnc = thrift.NewEncoder(new(thrift.CompactProtocol).NewWriter(&e.hdr))
