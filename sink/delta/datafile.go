@@ -86,28 +86,32 @@ func (t *Table) writeDataFile(pq *parquet.Schema, rows *rowSet, now time.Time) (
 	}, nil
 }
 
-// encodeRows writes rows column by column: each leaf's values (with their
-// definition levels) go straight to its column writer, which skips
-// parquet-go's row-to-column shredding. The footer's row count comes from
-// the columns, so this is equivalent to WriteRows. It returns the footer's
-// row groups, whose column chunk statistics the add action's stats reuse.
-// parquet-go v0.32.0 has no typed write into a ColumnWriter: its column
-// buffer is unexported, the typed writers (Int64Writer, ByteArrayWriter,
-// DoubleWriter) are only on REQUIRED columns' buffers (every leaf here is
-// OPTIONAL), and GenericWriter's typed path needs the row type at compile
-// time. So values go as parquet.Values (issue 43 looked; the bound on the
-// saving was about a third of this function's CPU).
+// encodeRows writes rows column by column. An aggregation's output
+// (longs, timestamps, doubles and strings) goes through encodeDirect,
+// which encodes the pages itself; any other layout through parquet-go's
+// column writers, to which each leaf's values (with their definition
+// levels) go straight, which skips parquet-go's row-to-column shredding.
+// The footer's row count comes from the columns, so this is equivalent to
+// WriteRows. It returns the footer's row groups, whose column chunk
+// statistics the add action's stats reuse. parquet-go v0.32.0 has no
+// typed write into a ColumnWriter: its column buffer is unexported, the
+// typed writers (Int64Writer, ByteArrayWriter, DoubleWriter) are only on
+// REQUIRED columns' buffers (every leaf here is OPTIONAL), and
+// GenericWriter's typed path needs the row type at compile time. So the
+// column writers take parquet.Values.
 func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) ([]format.RowGroup, error) {
+	if groups, ok, err := encodeDirect(w, pq, rows); ok {
+		return groups, err
+	}
 	pw := parquet.NewWriter(w, dataFileOptions(pq, rows.n)...)
 	cols := pw.ColumnWriters()
 	if len(cols) != len(rows.cols) {
 		return nil, fmt.Errorf("parquet schema has %d columns, the layout %d", len(cols), len(rows.cols))
 	}
-	const chunk = 8192
-	vals := make([]parquet.Value, 0, min(chunk, rows.n))
+	vals := make([]parquet.Value, 0, min(encodeChunkRows, rows.n))
 	var sc parquettype.Scratch // a wide DECIMAL's bytes: the column writer copies them
-	for lo := 0; lo < rows.n; lo += chunk {
-		hi := min(lo+chunk, rows.n)
+	for lo := 0; lo < rows.n; lo += encodeChunkRows {
+		hi := min(lo+encodeChunkRows, rows.n)
 		for c := range rows.cols {
 			sc.Reset()
 			vals = rows.appendValues(vals[:0], &sc, c, lo, hi)
@@ -122,6 +126,10 @@ func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) ([]format.RowGrou
 	return pw.File().Metadata().RowGroups, nil
 }
 
+// encodeChunkRows is the rows of each of encodeRows' writes to a column: a
+// page ends only after one.
+const encodeChunkRows = 8192
+
 // dataFileOptions are the parquet writer's options for a file of schema
 // pq and n rows.
 // The page buffer is sized for about 48 bytes a row, so that a live
@@ -135,7 +143,7 @@ func encodeRows(w io.Writer, pq *parquet.Schema, rows *rowSet) ([]format.RowGrou
 func dataFileOptions(pq *parquet.Schema, n int) []parquet.WriterOption {
 	return []parquet.WriterOption{pq, parquet.Compression(fastSnappy{}),
 		parquet.CreatedBy("ethstream", EngineVersion, ""),
-		parquet.PageBufferSize(clampInt(n*48, 4<<10, maxPageBuffer)),
+		parquet.PageBufferSize(pageBufferSize(n)),
 		parquet.DataPageStatistics(false)}
 }
 
@@ -234,6 +242,9 @@ func (rs *rowSet) appendValues(dst []parquet.Value, sc *parquettype.Scratch, c, 
 // (BenchmarkReadDataFile); a file is 0.4% larger (page headers, column
 // index entries).
 const maxPageBuffer = 64 << 10
+
+// pageBufferSize is the page buffer of a file of n rows (dataFileOptions).
+func pageBufferSize(n int) int { return clampInt(n*48, 4<<10, maxPageBuffer) }
 
 func clampInt(v, lo, hi int) int { return max(lo, min(v, hi)) }
 
