@@ -105,7 +105,8 @@ type carryWriter struct {
 	prev   []byte // the last record's key
 
 	// The file, once started: name, bytes handed over, full chunks to the
-	// publish (closed at the end), written ones back.
+	// publish (closed at the end; carryAhead of them may wait), written
+	// ones back.
 	name   string
 	size   int64
 	chunks chan []byte
@@ -122,6 +123,14 @@ type carryWriter struct {
 
 // carryChunk is the size of the chunks a carry file is written in.
 const carryChunk = 1 << 20
+
+// carryAhead is how many full chunks may wait for the publish while it
+// writes another: Finish's merge loop hands a chunk over and goes on
+// instead of waiting for the file system's write of the previous one (a
+// seed backfill's merge loop spent 0.78 of its finish step's 6.66 s
+// waiting in handOver at load 10, one core idle meanwhile). The bytes and
+// their order are the same; a few MB more are held.
+const carryAhead = 2
 
 func newCarryWriter(fs vfs.FS, stateDir string, version int64) *carryWriter {
 	return &carryWriter{fs: fs, dir: stateDir, version: version}
@@ -210,7 +219,7 @@ func (w *carryWriter) start() error {
 	var rnd [8]byte
 	binary.LittleEndian.PutUint64(rnd[:], rand.Uint64())
 	w.name = fmt.Sprintf("%020d.%s%s", w.version, hex.EncodeToString(rnd[:]), carrySuffix)
-	w.chunks, w.free = make(chan []byte), make(chan []byte, 2)
+	w.chunks, w.free = make(chan []byte, carryAhead), make(chan []byte, carryAhead+1)
 	w.abortc, w.exited, w.done = make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		_, err := durable.For(w.fs).Publish(w.dir, w.name, durable.Options{}, func(dst io.Writer) error {
