@@ -39,7 +39,7 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 		case p.strKey(k) && pt.gNull[k][e]:
 			dst = state.AppendNullStringKey(dst)
 		case p.strKey(k):
-			dst = state.AppendStringKey(dst, pt.gStr[k][e])
+			dst = state.AppendStringKey(dst, pt.keyStr(k, e))
 		case p.floatKey(k) && pt.gNull[k][e]:
 			dst = append(dst, 0x00) // a nullable float key's null (state, Key encoding)
 		case p.floatKey(k) && p.nullKey(k):

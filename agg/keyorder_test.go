@@ -48,7 +48,7 @@ func TestKeyOrderMatchesSort(t *testing.T) {
 					for k, ty := range p.groupType {
 						var c int
 						if ty == stream.String {
-							c = strings.Compare(pt.gStr[k][a], pt.gStr[k][b])
+							c = strings.Compare(pt.keyStr(k, int(a)), pt.keyStr(k, int(b)))
 						} else {
 							c = cmp.Compare(pt.gInt[k][a], pt.gInt[k][b])
 						}

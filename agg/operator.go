@@ -730,9 +730,9 @@ func (o *Operator) describeEntry(pt *partial, e int) string {
 		case pt.gNull[k][e]:
 			fmt.Fprintf(&b, "%s=null", g)
 		case o.p.groupType[k].Kind() == stream.Decimal:
-			fmt.Fprintf(&b, "%s=%s", g, stream.Dec128FromKey([]byte(pt.gStr[k][e])).Text(o.p.groupType[k].Scale()))
+			fmt.Fprintf(&b, "%s=%s", g, stream.Dec128FromKey([]byte(pt.keyStr(k, e))).Text(o.p.groupType[k].Scale()))
 		case o.p.strKey(k):
-			fmt.Fprintf(&b, "%s=%q", g, pt.gStr[k][e])
+			fmt.Fprintf(&b, "%s=%q", g, pt.keyStr(k, e))
 		case o.p.floatKey(k):
 			fmt.Fprintf(&b, "%s=%v", g, math.Float64frombits(uint64(pt.gInt[k][e])))
 		default:
