@@ -29,14 +29,14 @@ func newOutput(p *plan, capacity int, spare *stream.Batch) *output {
 	}
 	add := func(name string, t stream.Type) {
 		i := len(o.b.Columns)
-		if i >= len(old) || t.Storage() == stream.String {
-			// A string column is never kept (Recycle).
+		if i >= len(old) {
 			o.b.Columns = append(o.b.Columns, stream.MakeColumn(name, t, 0, capacity))
 			return
 		}
 		c := old[i]
 		c.Int64s, c.Float64s, c.Decimals = reuse(c.Int64s, capacity), reuse(c.Float64s, capacity), reuse(c.Decimals, capacity)
-		c.Valid = nil
+		c.Strings = reuse(c.Strings, capacity) // cleared by Recycle
+		c.Valid, c.Dict = nil, nil
 		o.b.Columns = append(o.b.Columns, c)
 	}
 	if p.window {
