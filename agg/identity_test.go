@@ -2,6 +2,7 @@ package agg
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -204,4 +205,59 @@ func TestInternHashByContent(t *testing.T) {
 			clear(pt.internCache[:])
 		}
 	}
+}
+
+// TestInternIDsAcrossReset: an entry's string keys are ids into the
+// partial's intern table (names), so each entry must read back its row's
+// strings (keyStr) in a batch that interns more than the table keeps
+// between batches, and in the next batch, after the table started anew
+// (a stale id would read another batch's string or none).
+func TestInternIDsAcrossReset(t *testing.T) {
+	p, err := newPlan(refSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := newPartial(p)
+	const t0 = int64(1_793_491_200_000_000)
+	for batch, miners := range [][]string{manyMiners("0xold", 1<<16+100), manyMiners("0xnew", 300), manyMiners("0xold", 50)} {
+		rows := make([]testRow, len(miners))
+		want := map[string]bool{}
+		for i, m := range miners {
+			rows[i] = testRow{source: "s3_backfill", miner: m, ts: t0 + int64(i%7)*int64(time.Minute/time.Microsecond)}
+			want[m] = true
+		}
+		for lo := 0; lo < len(rows); lo += 4096 {
+			if _, err := pt.add(makeBatch(rows[lo:min(lo+4096, len(rows))]), math.MinInt64); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]bool{}
+		for e := range pt.len() {
+			if s := pt.keyStr(0, e); s != "s3_backfill" {
+				t.Fatalf("batch %d: entry %d's source is %q", batch, e, s)
+			}
+			got[pt.keyStr(1, e)] = true
+		}
+		if pt.len() != len(miners) || len(got) != len(want) {
+			t.Fatalf("batch %d: %d entries of %d miners, want one per miner (%d)", batch, pt.len(), len(got), len(want))
+		}
+		for m := range want {
+			if !got[m] {
+				t.Fatalf("batch %d: no entry reads miner %q back", batch, m)
+			}
+		}
+		pt.reset()
+		if batch == 0 && len(pt.names) != 1 {
+			t.Fatalf("%d names kept after a batch of %d: the table should start anew", len(pt.names), len(miners))
+		}
+	}
+}
+
+// manyMiners returns n distinct miners named prefix and a number.
+func manyMiners(prefix string, n int) []string {
+	ms := make([]string, n)
+	for i := range ms {
+		ms[i] = fmt.Sprintf("%s%06d", prefix, i)
+	}
+	return ms
 }

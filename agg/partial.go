@@ -50,6 +50,11 @@ type partial struct {
 	// names[id] is interned string id (the partial's private copy), names[0]
 	// the empty string.
 	names []string
+	// rank[id] is name id's place in the names' order when ranked (keyOrder
+	// sets it; a name interned since unsets it): cmpEntries then orders two
+	// of the partial's entries by integers, not by their strings' bytes.
+	rank   []uint32
+	ranked bool
 	// internCache: recently interned strings (see internString).
 	internCache [1 << internCacheBits]interned
 	// The chunk's keys by the identity (address and length) of the chunk's
@@ -168,6 +173,7 @@ func (pt *partial) reset() {
 		clear(pt.internCache[:])
 		clear(pt.names[1:])
 		pt.names = pt.names[:1]
+		pt.ranked = false
 	}
 	pt.forgetStrings()
 }
@@ -566,6 +572,7 @@ func (pt *partial) internContent(s string) interned {
 		in = interned{v: v, h: maphash.String(pt.seed, v), id: uint32(len(pt.names))}
 		pt.names = append(pt.names, v)
 		pt.intern[v] = in
+		pt.ranked = false
 	}
 	*slot = in
 	return in
@@ -937,10 +944,12 @@ func (p *plan) cmpEntries(pa *partial, a int32, pb *partial, b int32) int {
 			}
 			return 1
 		}
-		switch {
-		case p.strKey(k):
-			if sa, sb := pa.gSid[k][a], pb.gSid[k][b]; pa != pb || sa != sb {
-				c = strings.Compare(pa.names[sa], pb.names[sb])
+		switch sa, sb := pa.gSid[k], pb.gSid[k]; {
+		case pa.strCol[k] && pa == pb && pa.ranked:
+			c = cmp.Compare(pa.rank[sa[a]], pa.rank[sb[b]])
+		case pa.strCol[k]:
+			if pa != pb || sa[a] != sb[b] {
+				c = strings.Compare(pa.names[sa[a]], pb.names[sb[b]])
 			}
 		case p.floatKey(k):
 			c = cmp.Compare(math.Float64frombits(uint64(pa.gInt[k][a])), math.Float64frombits(uint64(pb.gInt[k][b])))
@@ -952,6 +961,27 @@ func (p *plan) cmpEntries(pa *partial, a int32, pb *partial, b int32) int {
 		}
 	}
 	return 0
+}
+
+// rankNames sets rank to the names' order (ranked), unless there are so
+// many names for the entries (high-cardinality strings) that sorting them
+// would cost what comparing ranks saves.
+func (pt *partial) rankNames() {
+	if pt.ranked || 8*len(pt.names) > pt.len() {
+		return
+	}
+	n := len(pt.names)
+	pt.rank = slices.Grow(pt.rank[:0], 2*n)[:2*n]
+	order := pt.rank[n:] // scratch: the ids in the names' order
+	for id := range order {
+		order[id] = uint32(id)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(pt.names[a], pt.names[b]) })
+	for r, id := range order {
+		pt.rank[id] = uint32(r)
+	}
+	pt.rank = pt.rank[:n]
+	pt.ranked = true
 }
 
 // keyOrder returns the entries sorted by output key: window start, then the
@@ -967,6 +997,7 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 	if n == 0 {
 		return dst, counts
 	}
+	pt.rankNames()
 	lo, hi := pt.start[0], pt.start[0]
 	for _, s := range pt.start[:n] {
 		lo, hi = min(lo, s), max(hi, s)
