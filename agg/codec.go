@@ -38,6 +38,9 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 		switch {
 		case p.strKey(k) && pt.gNull[k][e]:
 			dst = state.AppendNullStringKey(dst)
+		case p.strKey(k) && pt.ranked: // the name's encoding (rankNames)
+			id := pt.gSid[k][e]
+			dst = append(dst, pt.keyEnc[pt.keyEncOff[id]:pt.keyEncOff[id+1]]...)
 		case p.strKey(k):
 			dst = state.AppendStringKey(dst, pt.keyStr(k, e))
 		case p.floatKey(k) && pt.gNull[k][e]:

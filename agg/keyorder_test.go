@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -17,7 +18,8 @@ import (
 // then each window's groups, strings by their ranks) against a plain sort
 // of the entries, on shuffled streams (the parallel decoding interleaves
 // days) for every spec, with and without windows, tumbling and sliding,
-// halfway through a stream and at its end.
+// halfway through a stream and at its end; and the state keys of the
+// names' encodings against those built from the strings.
 func TestKeyOrderMatchesSort(t *testing.T) {
 	ranked := false // some partial's strings were ordered by their ranks
 	defer func() {
@@ -36,6 +38,11 @@ func TestKeyOrderMatchesSort(t *testing.T) {
 				rows := genStream(rng, 3000, 20*time.Minute, 1_000_000, 30)
 				if seed%2 == 1 {
 					rng.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+				}
+				for i := range rows {
+					if i%97 == 0 {
+						rows[i].miner = "0x\x00ee" // escaped in a state key
+					}
 				}
 				pt := newPartial(p)
 				// Ordered halfway and at the end: names interned after the
@@ -69,6 +76,18 @@ func TestKeyOrderMatchesSort(t *testing.T) {
 					})
 					if !slices.Equal(got, want) {
 						t.Fatalf("keyOrder of %d entries differs from a sort", pt.len())
+					}
+					// The names' encodings (rankNames) are those stateKey
+					// builds from the strings.
+					for e := range pt.len() {
+						key := pt.stateKey(nil, e)
+						r := pt.ranked
+						pt.ranked = false
+						want := pt.stateKey(nil, e)
+						pt.ranked = r
+						if !bytes.Equal(key, want) {
+							t.Fatalf("entry %d: state key %x, from its strings %x", e, key, want)
+						}
 					}
 				}
 				for lo := 0; lo < len(rows); lo += 500 {

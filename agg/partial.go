@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -55,6 +56,11 @@ type partial struct {
 	// of the partial's entries by integers, not by their strings' bytes.
 	rank   []uint32
 	ranked bool
+	// keyEnc[keyEncOff[id]:keyEncOff[id+1]] is name id in state's string
+	// key encoding when ranked: stateKey copies it where it would scan and
+	// escape the string again for every entry.
+	keyEnc    []byte
+	keyEncOff []int
 	// internCache: recently interned strings (see internString).
 	internCache [1 << internCacheBits]interned
 	// The chunk's keys by the identity (address and length) of the chunk's
@@ -963,9 +969,10 @@ func (p *plan) cmpEntries(pa *partial, a int32, pb *partial, b int32) int {
 	return 0
 }
 
-// rankNames sets rank to the names' order (ranked), unless there are so
-// many names for the entries (high-cardinality strings) that sorting them
-// would cost what comparing ranks saves.
+// rankNames sets rank to the names' order and keyEnc to their state key
+// encodings (ranked), unless there are so many names for the entries
+// (high-cardinality strings) that sorting them would cost what comparing
+// ranks saves.
 func (pt *partial) rankNames() {
 	if pt.ranked || 8*len(pt.names) > pt.len() {
 		return
@@ -981,6 +988,11 @@ func (pt *partial) rankNames() {
 		pt.rank[id] = uint32(r)
 	}
 	pt.rank = pt.rank[:n]
+	pt.keyEnc, pt.keyEncOff = pt.keyEnc[:0], append(pt.keyEncOff[:0], 0)
+	for _, s := range pt.names {
+		pt.keyEnc = state.AppendStringKey(pt.keyEnc, s)
+		pt.keyEncOff = append(pt.keyEncOff, len(pt.keyEnc))
+	}
 	pt.ranked = true
 }
 
