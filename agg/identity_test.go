@@ -183,7 +183,11 @@ func TestInternHashByContent(t *testing.T) {
 			rival = s
 		}
 	}
-	want := map[string]interned{}
+	type copyHash struct {
+		v string
+		h uint64
+	}
+	want := map[string]copyHash{}
 	check := func(s string) {
 		t.Helper()
 		v, h := pt.internString(strings.Clone(s))
@@ -191,7 +195,7 @@ func TestInternHashByContent(t *testing.T) {
 			t.Fatalf("interned %q as %q", s, v)
 		}
 		if w, ok := want[s]; !ok {
-			want[s] = interned{v: v, h: h}
+			want[s] = copyHash{v: v, h: h}
 		} else if w.h != h || unsafe.StringData(w.v) != unsafe.StringData(v) {
 			t.Fatalf("%q: hash %x, copy %p; before: %x, %p", s, h, unsafe.StringData(v), w.h, unsafe.StringData(w.v))
 		}
