@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -264,4 +265,56 @@ func manyMiners(prefix string, n int) []string {
 		ms[i] = fmt.Sprintf("%s%06d", prefix, i)
 	}
 	return ms
+}
+
+// TestEntriesHoldNoPointer: the memory that grows with a batch's entries
+// (their columns, the group tables' slots) and the intern caches hold no
+// pointer, so that no collection scans them (a seed backfill's batch
+// holds 1-2M entries; its string keys as strings were 32 MB of pointers
+// an entry column pair).
+func TestEntriesHoldNoPointer(t *testing.T) {
+	p, err := newPlan(refSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := newPartial(p)
+	for name, typ := range map[string]reflect.Type{
+		"start":            reflect.TypeOf(pt.start).Elem(),
+		"gInt":             reflect.TypeOf(pt.gInt).Elem().Elem(),
+		"gSid":             reflect.TypeOf(pt.gSid).Elem().Elem(),
+		"gNull":            reflect.TypeOf(pt.gNull).Elem().Elem(),
+		"accum.ints":       reflect.TypeOf(accum{}.ints).Elem(),
+		"accum.floats":     reflect.TypeOf(accum{}.floats).Elem(),
+		"accum.decs":       reflect.TypeOf(accum{}.decs).Elem(),
+		"accum.nn":         reflect.TypeOf(accum{}.nn).Elem(),
+		"groupTable.slots": reflect.TypeOf(groupTable{}.slots).Elem(),
+		"internCache":      reflect.TypeOf(pt.internCache).Elem(),
+		"dvals":            reflect.TypeOf(pt.dvals).Elem().Elem(),
+		"dkeys":            reflect.TypeOf(pt.dkeys).Elem(),
+		"rank":             reflect.TypeOf(pt.rank).Elem(),
+	} {
+		if holdsPointer(typ) {
+			t.Errorf("%s: %s holds a pointer", name, typ)
+		}
+	}
+}
+
+// holdsPointer reports whether a value of type t holds a pointer the
+// collector scans.
+func holdsPointer(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Array:
+		return t.Len() > 0 && holdsPointer(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if holdsPointer(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.String, reflect.Interface,
+		reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return true
+	}
+	return false
 }
