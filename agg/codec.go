@@ -38,8 +38,11 @@ func (pt *partial) stateKey(dst []byte, e int) []byte {
 		switch {
 		case p.strKey(k) && pt.gNull[k][e]:
 			dst = state.AppendNullStringKey(dst)
+		case p.strKey(k) && pt.ranked: // the name's encoding (rankNames)
+			id := pt.gSid[k][e]
+			dst = append(dst, pt.keyEnc[pt.keyEncOff[id]:pt.keyEncOff[id+1]]...)
 		case p.strKey(k):
-			dst = state.AppendStringKey(dst, pt.gStr[k][e])
+			dst = state.AppendStringKey(dst, pt.keyStr(k, e))
 		case p.floatKey(k) && pt.gNull[k][e]:
 			dst = append(dst, 0x00) // a nullable float key's null (state, Key encoding)
 		case p.floatKey(k) && p.nullKey(k):

@@ -81,9 +81,9 @@ func (pt *partial) dictAt(k, i int) (int32, bool) {
 	return d, true
 }
 
-// dictValue is value d of group column k's view, interned, and its hash
-// (internString's), once per chunk.
-func (pt *partial) dictValue(k int, d int32) (string, uint64) {
+// dictValue is value d of group column k's view, interned (its id), and its
+// hash (internString's), once per chunk.
+func (pt *partial) dictValue(k int, d int32) (uint32, uint64) {
 	dv := &pt.dvals[k][d]
 	if dv.gen != pt.dgen {
 		s := pt.cols.dict[k].Values[d]
@@ -94,7 +94,7 @@ func (pt *partial) dictValue(k int, d int32) (string, uint64) {
 		}
 		dv.gen = pt.dgen
 	}
-	return dv.v, dv.h
+	return dv.id, dv.h
 }
 
 // assignDict finds (or inserts) the entry of row i (window start start, in

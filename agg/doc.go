@@ -191,7 +191,9 @@
 // indexes, one per 1024 windows, so that time-ordered input works in a
 // cache-sized table; a candidate entry is compared by its columns, the index
 // keeps no key bytes), and one tight loop per aggregate then folds values by
-// index. No per-row allocation or interface boxing; state is touched once
+// index. An entry's string keys are ids into the partial's intern table, so
+// the entries hold no pointer for the collector to scan. No per-row
+// allocation or interface boxing; state is touched once
 // per distinct key per batch, in Finish. A windowed query outside append
 // mode folds each chunk into two partials at once, one per core, each the
 // windows of one parity of window index (shard.go): their keys are

@@ -2,7 +2,9 @@ package agg
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -182,7 +184,11 @@ func TestInternHashByContent(t *testing.T) {
 			rival = s
 		}
 	}
-	want := map[string]interned{}
+	type copyHash struct {
+		v string
+		h uint64
+	}
+	want := map[string]copyHash{}
 	check := func(s string) {
 		t.Helper()
 		v, h := pt.internString(strings.Clone(s))
@@ -190,7 +196,7 @@ func TestInternHashByContent(t *testing.T) {
 			t.Fatalf("interned %q as %q", s, v)
 		}
 		if w, ok := want[s]; !ok {
-			want[s] = interned{v: v, h: h}
+			want[s] = copyHash{v: v, h: h}
 		} else if w.h != h || unsafe.StringData(w.v) != unsafe.StringData(v) {
 			t.Fatalf("%q: hash %x, copy %p; before: %x, %p", s, h, unsafe.StringData(v), w.h, unsafe.StringData(w.v))
 		}
@@ -204,4 +210,111 @@ func TestInternHashByContent(t *testing.T) {
 			clear(pt.internCache[:])
 		}
 	}
+}
+
+// TestInternIDsAcrossReset: an entry's string keys are ids into the
+// partial's intern table (names), so each entry must read back its row's
+// strings (keyStr) in a batch that interns more than the table keeps
+// between batches, and in the next batch, after the table started anew
+// (a stale id would read another batch's string or none).
+func TestInternIDsAcrossReset(t *testing.T) {
+	p, err := newPlan(refSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := newPartial(p)
+	const t0 = int64(1_793_491_200_000_000)
+	for batch, miners := range [][]string{manyMiners("0xold", 1<<16+100), manyMiners("0xnew", 300), manyMiners("0xold", 50)} {
+		rows := make([]testRow, len(miners))
+		want := map[string]bool{}
+		for i, m := range miners {
+			rows[i] = testRow{source: "s3_backfill", miner: m, ts: t0 + int64(i%7)*int64(time.Minute/time.Microsecond)}
+			want[m] = true
+		}
+		for lo := 0; lo < len(rows); lo += 4096 {
+			if _, err := pt.add(makeBatch(rows[lo:min(lo+4096, len(rows))]), math.MinInt64); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]bool{}
+		for e := range pt.len() {
+			if s := pt.keyStr(0, e); s != "s3_backfill" {
+				t.Fatalf("batch %d: entry %d's source is %q", batch, e, s)
+			}
+			got[pt.keyStr(1, e)] = true
+		}
+		if pt.len() != len(miners) || len(got) != len(want) {
+			t.Fatalf("batch %d: %d entries of %d miners, want one per miner (%d)", batch, pt.len(), len(got), len(want))
+		}
+		for m := range want {
+			if !got[m] {
+				t.Fatalf("batch %d: no entry reads miner %q back", batch, m)
+			}
+		}
+		pt.reset()
+		if batch == 0 && len(pt.names) != 1 {
+			t.Fatalf("%d names kept after a batch of %d: the table should start anew", len(pt.names), len(miners))
+		}
+	}
+}
+
+// manyMiners returns n distinct miners named prefix and a number.
+func manyMiners(prefix string, n int) []string {
+	ms := make([]string, n)
+	for i := range ms {
+		ms[i] = fmt.Sprintf("%s%06d", prefix, i)
+	}
+	return ms
+}
+
+// TestEntriesHoldNoPointer: the memory that grows with a batch's entries
+// (their columns, the group tables' slots) and the intern caches hold no
+// pointer, so that no collection scans them (a seed backfill's batch
+// holds 1-2M entries; its string keys as strings were 32 MB of pointers
+// an entry column pair).
+func TestEntriesHoldNoPointer(t *testing.T) {
+	p, err := newPlan(refSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := newPartial(p)
+	for name, typ := range map[string]reflect.Type{
+		"start":            reflect.TypeOf(pt.start).Elem(),
+		"gInt":             reflect.TypeOf(pt.gInt).Elem().Elem(),
+		"gSid":             reflect.TypeOf(pt.gSid).Elem().Elem(),
+		"gNull":            reflect.TypeOf(pt.gNull).Elem().Elem(),
+		"accum.ints":       reflect.TypeOf(accum{}.ints).Elem(),
+		"accum.floats":     reflect.TypeOf(accum{}.floats).Elem(),
+		"accum.decs":       reflect.TypeOf(accum{}.decs).Elem(),
+		"accum.nn":         reflect.TypeOf(accum{}.nn).Elem(),
+		"groupTable.slots": reflect.TypeOf(groupTable{}.slots).Elem(),
+		"internCache":      reflect.TypeOf(pt.internCache).Elem(),
+		"dvals":            reflect.TypeOf(pt.dvals).Elem().Elem(),
+		"dkeys":            reflect.TypeOf(pt.dkeys).Elem(),
+		"rank":             reflect.TypeOf(pt.rank).Elem(),
+	} {
+		if holdsPointer(typ) {
+			t.Errorf("%s: %s holds a pointer", name, typ)
+		}
+	}
+}
+
+// holdsPointer reports whether a value of type t holds a pointer the
+// collector scans.
+func holdsPointer(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Array:
+		return t.Len() > 0 && holdsPointer(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if holdsPointer(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.String, reflect.Interface,
+		reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return true
+	}
+	return false
 }

@@ -730,9 +730,9 @@ func (o *Operator) describeEntry(pt *partial, e int) string {
 		case pt.gNull[k][e]:
 			fmt.Fprintf(&b, "%s=null", g)
 		case o.p.groupType[k].Kind() == stream.Decimal:
-			fmt.Fprintf(&b, "%s=%s", g, stream.Dec128FromKey([]byte(pt.gStr[k][e])).Text(o.p.groupType[k].Scale()))
+			fmt.Fprintf(&b, "%s=%s", g, stream.Dec128FromKey([]byte(pt.keyStr(k, e))).Text(o.p.groupType[k].Scale()))
 		case o.p.strKey(k):
-			fmt.Fprintf(&b, "%s=%q", g, pt.gStr[k][e])
+			fmt.Fprintf(&b, "%s=%q", g, pt.keyStr(k, e))
 		case o.p.floatKey(k):
 			fmt.Fprintf(&b, "%s=%v", g, math.Float64frombits(uint64(pt.gInt[k][e])))
 		default:
@@ -855,16 +855,19 @@ func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 // Recycle takes back the batch the last Finish returned once nothing holds
 // it (stream.OutputRecycler): the next Finish builds its rows in its
 // columns rather than in new ones (a seed backfill allocated 517 of its
-// 2,000 MB for them). Its string columns are let go: kept, their pointers
-// would be live and scanned by every GC cycle until the next Finish (in a
-// backfill, through the whole next read), where the columns kept hold no
-// pointer. Any other batch is ignored.
+// 2,000 MB for them, 295 of the 1,811 left for its string column). Its
+// string columns are cleared: their strings would otherwise stay live
+// until the next Finish (in a backfill, through the whole next read), and
+// a GC cycle's scan of a cleared column follows no pointer. Any other
+// batch is ignored.
 func (o *Operator) Recycle(out *stream.Batch) {
 	if out == nil || out != o.lastOut {
 		return
 	}
 	for i := range out.Columns {
-		out.Columns[i].Strings = nil
+		clear(out.Columns[i].Strings)
+		out.Columns[i].Strings = out.Columns[i].Strings[:0]
+		out.Columns[i].Dict = nil
 	}
 	o.spare, o.lastOut = out, nil
 }

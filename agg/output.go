@@ -29,14 +29,14 @@ func newOutput(p *plan, capacity int, spare *stream.Batch) *output {
 	}
 	add := func(name string, t stream.Type) {
 		i := len(o.b.Columns)
-		if i >= len(old) || t.Storage() == stream.String {
-			// A string column is never kept (Recycle).
+		if i >= len(old) {
 			o.b.Columns = append(o.b.Columns, stream.MakeColumn(name, t, 0, capacity))
 			return
 		}
 		c := old[i]
 		c.Int64s, c.Float64s, c.Decimals = reuse(c.Int64s, capacity), reuse(c.Float64s, capacity), reuse(c.Decimals, capacity)
-		c.Valid = nil
+		c.Strings = reuse(c.Strings, capacity) // cleared by Recycle
+		c.Valid, c.Dict = nil, nil
 		o.b.Columns = append(o.b.Columns, c)
 	}
 	if p.window {
@@ -162,7 +162,11 @@ func (o *output) appendEntry(pt *partial, e int, vals []aggVal) {
 	}
 	for k := range o.p.groupType {
 		c := &cols[o.gBase+k]
-		o.appendKey(c, k, pt.gStr[k], pt.gInt[k], e)
+		if o.p.strKey(k) {
+			o.appendKey(c, k, pt.keyStr(k, e), 0)
+		} else {
+			o.appendKey(c, k, "", pt.gInt[k][e])
+		}
 		o.setNull(c, pt.gNull[k][e])
 	}
 	o.appendAggs(vals)
@@ -211,7 +215,7 @@ func (o *output) appendStored(key []byte, vals []aggVal) error {
 			if !ok && f != nil {
 				return fmt.Errorf("decode aggregation state key: %s is %T", c.Name, f)
 			}
-			o.appendKey(c, k, []string{s}, nil, 0)
+			o.appendKey(c, k, s, 0)
 			o.setNull(c, f == nil)
 		} else if o.p.floatKey(k) {
 			v, ok := f.(float64)
@@ -233,21 +237,21 @@ func (o *output) appendStored(key []byte, vals []aggVal) error {
 	return nil
 }
 
-// appendKey appends group column k's value at entry e of its key path
-// (strs or ints) to c, in c's storage.
-func (o *output) appendKey(c *stream.Column, k int, strs []string, ints []int64, e int) {
+// appendKey appends group column k's value to c, in c's storage: s for a
+// column of the strings path (plan.strKey), i otherwise.
+func (o *output) appendKey(c *stream.Column, k int, s string, i int64) {
 	switch {
 	case o.p.groupType[k].Kind() == stream.Decimal:
 		var d stream.Dec128
-		if s := strs[e]; len(s) == 16 {
+		if len(s) == 16 {
 			d = stream.Dec128FromKey([]byte(s))
 		}
 		c.Decimals = append(c.Decimals, d)
 	case o.p.strKey(k):
-		c.Strings = append(c.Strings, strs[e])
+		c.Strings = append(c.Strings, s)
 	case o.p.floatKey(k):
-		c.Float64s = append(c.Float64s, math.Float64frombits(uint64(ints[e])))
+		c.Float64s = append(c.Float64s, math.Float64frombits(uint64(i)))
 	default:
-		c.Int64s = append(c.Int64s, ints[e])
+		c.Int64s = append(c.Int64s, i)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/state"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -38,10 +39,28 @@ type partial struct {
 	groups groupIndex
 	start  []int64   // window start per entry (windowed plans)
 	gInt   [][]int64 // per group column: values (Int64/Timestamp columns)
-	gStr   [][]string
+	// gSid: per string group column, the entry's string by its id in the
+	// intern table (names; 0 for a null, and for ""): ids, not strings, so
+	// that the entry columns hold no pointer and the GC never scans them
+	// (a seed backfill batch's million entries held 16 MB of strings, all
+	// scanned by each of its collections).
+	gSid   [][]uint32
 	gNull  [][]bool // per String group column: the entry's key is null
 	acc    []accum
 	intern map[string]interned
+	// names[id] is interned string id (the partial's private copy), names[0]
+	// the empty string.
+	names []string
+	// rank[id] is name id's place in the names' order when ranked (keyOrder
+	// sets it; a name interned since unsets it): cmpEntries then orders two
+	// of the partial's entries by integers, not by their strings' bytes.
+	rank   []uint32
+	ranked bool
+	// keyEnc[keyEncOff[id]:keyEncOff[id+1]] is name id in state's string
+	// key encoding when ranked: stateKey copies it where it would scan and
+	// escape the string again for every entry.
+	keyEnc    []byte
+	keyEncOff []int
 	// internCache: recently interned strings (see internString).
 	internCache [1 << internCacheBits]interned
 	// The chunk's keys by the identity (address and length) of the chunk's
@@ -72,9 +91,9 @@ type partial struct {
 
 	// per-chunk scratch
 	rowIdx []int32 // entry of each row for the current window instance, -1 = skip
-	// rowStr[k]: the interned value of string group column k of the row
+	// rowSid[k]: the interned id of string group column k of the row
 	// rowHash hashed last (unset for a null or an integer column).
-	rowStr []string
+	rowSid []uint32
 	// The chunk's most recently inserted or found keys (see assign).
 	recent  [8]recentKey
 	nRecent int
@@ -113,11 +132,12 @@ func newPartial(p *plan) *partial {
 		strCol: make([]bool, len(p.groupType)),
 		groups: newGroupIndex(),
 		gInt:   make([][]int64, len(p.groupType)),
-		gStr:   make([][]string, len(p.groupType)),
+		gSid:   make([][]uint32, len(p.groupType)),
 		gNull:  make([][]bool, len(p.groupType)),
 		acc:    make([]accum, len(p.aggs)),
 		intern: map[string]interned{},
-		rowStr: make([]string, len(p.groupType)),
+		names:  []string{""},
+		rowSid: make([]uint32, len(p.groupType)),
 		cols: chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs)),
 			dict: make([]*stream.Dict, len(p.groupType))},
 		dvals:   make([][]dictVal, len(p.groupType)),
@@ -133,13 +153,15 @@ func newPartial(p *plan) *partial {
 // len returns the number of entries (every entry has a start).
 func (pt *partial) len() int { return len(pt.start) }
 
+// keyStr is entry e's value of string group column k ("" for a null).
+func (pt *partial) keyStr(k, e int) string { return pt.names[pt.gSid[k][e]] }
+
 func (pt *partial) reset() {
 	pt.groups.reset()
 	pt.start = pt.start[:0]
 	for j := range pt.gInt {
 		pt.gInt[j] = pt.gInt[j][:0]
-		clear(pt.gStr[j]) // drop references to the batch's strings
-		pt.gStr[j] = pt.gStr[j][:0]
+		pt.gSid[j] = pt.gSid[j][:0]
 		pt.gNull[j] = pt.gNull[j][:0]
 	}
 	for a := range pt.acc {
@@ -155,6 +177,9 @@ func (pt *partial) reset() {
 	if len(pt.intern) > 1<<16 {
 		pt.intern = map[string]interned{}
 		clear(pt.internCache[:])
+		clear(pt.names[1:])
+		pt.names = pt.names[:1]
+		pt.ranked = false
 	}
 	pt.forgetStrings()
 }
@@ -316,7 +341,7 @@ type keySlot struct {
 	start    int64
 }
 
-// strSlot: the chunk's string s interns as v (the slot holds s, so that
+// strSlot: the chunk's string s interns as interned (the slot holds s, so that
 // no other string of the chunk can be at its address).
 type strSlot struct {
 	s   string
@@ -324,10 +349,12 @@ type strSlot struct {
 	interned
 }
 
-// interned is a partial's private copy v of a string and v's hash.
+// interned is a string's id in the partial's intern table (partial.names:
+// its private copy) and the string's hash. It holds no pointer, so that
+// the caches of them (internCache: 256 KB) cost no GC scan.
 type interned struct {
-	v string
-	h uint64
+	h  uint64
+	id uint32
 }
 
 // identityHash hashes row i's group (with window start start) by identity:
@@ -398,9 +425,9 @@ func (pt *partial) rowHash(start int64, i int) uint64 {
 		case pt.strCol[k]:
 			var sh uint64
 			if d, ok := pt.dictAt(k, i); ok {
-				pt.rowStr[k], sh = pt.dictValue(k, d)
+				pt.rowSid[k], sh = pt.dictValue(k, d)
 			} else {
-				pt.rowStr[k], sh = pt.internString(c.Strings[i])
+				pt.rowSid[k], sh = pt.internID(c.Strings[i])
 			}
 			x = sh
 		default:
@@ -418,7 +445,7 @@ func (pt *partial) rowHash(start int64, i int) uint64 {
 
 // rowIs reports whether the row rowHash hashed last (window start start)
 // is entry e's group. Its strings are interned, as the entries' are, so
-// equal strings are one pointer (a compare of no bytes).
+// equal strings are one id (a compare of no bytes).
 func (pt *partial) rowIs(e int32, start int64, i int) bool {
 	if pt.start[e] != start {
 		return false
@@ -432,7 +459,7 @@ func (pt *partial) rowIs(e int32, start int64, i int) bool {
 			continue
 		}
 		if pt.strCol[k] {
-			if pt.gStr[k][e] != pt.rowStr[k] {
+			if pt.gSid[k][e] != pt.rowSid[k] {
 				return false
 			}
 		} else if pt.gInt[k][e] != c.Int64s[i] {
@@ -449,14 +476,14 @@ func (pt *partial) addEntry(start int64, i int) {
 	for k, c := range pt.cols.group {
 		if pt.strCol[k] {
 			if c.IsNull(i) {
-				pt.gStr[k] = append(pt.gStr[k], "")
+				pt.gSid[k] = append(pt.gSid[k], 0)
 				pt.gNull[k] = append(pt.gNull[k], true)
 				continue
 			}
 			pt.gNull[k] = append(pt.gNull[k], false)
-			// The private copy (internString): an entry must not keep the
-			// chunk's memory alive (a dictionary's, a line's).
-			pt.gStr[k] = append(pt.gStr[k], pt.rowStr[k])
+			// The private copy's id (internString): an entry must not keep
+			// the chunk's memory alive (a dictionary's, a line's).
+			pt.gSid[k] = append(pt.gSid[k], pt.rowSid[k])
 		} else {
 			null := c.IsNull(i)
 			v := c.Int64s[i]
@@ -497,18 +524,30 @@ func (pt *partial) addEntry(start int64, i int) {
 // map); with 4,096 slots 1.10M of a seed backfill's 2.59M calls here went
 // on to the map, with 16,384 0.52M.
 func (pt *partial) internString(s string) (string, uint64) {
+	in := pt.internOf(s)
+	return pt.names[in.id], in.h
+}
+
+// internID is internString's id (partial.names) of s and its hash.
+func (pt *partial) internID(s string) (uint32, uint64) {
+	in := pt.internOf(s)
+	return in.id, in.h
+}
+
+// internOf is internString's id of s (its copy's) and hash.
+func (pt *partial) internOf(s string) interned {
 	if s == "" {
 		// Not in the caches: their empty slots hold "" with hash 0.
-		return "", emptyHash
+		return interned{h: emptyHash}
 	}
 	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s))))
 	ps := &pt.strCache[((p^uint64(len(s)))*0x9E3779B97F4A7C15)>>(64-strCacheBits)]
 	if ps.gen == pt.strGen && unsafe.StringData(ps.s) == unsafe.StringData(s) && len(ps.s) == len(s) {
-		return ps.v, ps.h
+		return ps.interned
 	}
 	in := pt.internContent(s)
 	*ps = strSlot{s: s, gen: pt.strGen, interned: in}
-	return in.v, in.h
+	return in
 }
 
 // emptyHash is the empty string's hash (any constant).
@@ -527,14 +566,19 @@ func (pt *partial) internContent(s string) interned {
 	}
 	h := ((x ^ uint64(n)) * 0x9E3779B97F4A7C15) >> (64 - internCacheBits)
 	slot := &pt.internCache[h]
-	if slot.v == s {
+	if pt.names[slot.id] == s { // an empty slot's id 0 is "", never s
 		return *slot
 	}
 	in, ok := pt.intern[s]
 	if !ok {
 		v := string([]byte(s))
-		in = interned{v: v, h: maphash.String(pt.seed, v)}
+		if len(pt.names) > math.MaxUint32 {
+			panic("aggregation: more than 2^32 distinct group strings in a batch")
+		}
+		in = interned{h: maphash.String(pt.seed, v), id: uint32(len(pt.names))}
+		pt.names = append(pt.names, v)
 		pt.intern[v] = in
+		pt.ranked = false
 	}
 	*slot = in
 	return in
@@ -906,9 +950,13 @@ func (p *plan) cmpEntries(pa *partial, a int32, pb *partial, b int32) int {
 			}
 			return 1
 		}
-		switch {
-		case p.strKey(k):
-			c = strings.Compare(pa.gStr[k][a], pb.gStr[k][b])
+		switch sa, sb := pa.gSid[k], pb.gSid[k]; {
+		case pa.strCol[k] && pa == pb && pa.ranked:
+			c = cmp.Compare(pa.rank[sa[a]], pa.rank[sb[b]])
+		case pa.strCol[k]:
+			if pa != pb || sa[a] != sb[b] {
+				c = strings.Compare(pa.names[sa[a]], pb.names[sb[b]])
+			}
 		case p.floatKey(k):
 			c = cmp.Compare(math.Float64frombits(uint64(pa.gInt[k][a])), math.Float64frombits(uint64(pb.gInt[k][b])))
 		default:
@@ -919,6 +967,33 @@ func (p *plan) cmpEntries(pa *partial, a int32, pb *partial, b int32) int {
 		}
 	}
 	return 0
+}
+
+// rankNames sets rank to the names' order and keyEnc to their state key
+// encodings (ranked), unless there are so many names for the entries
+// (high-cardinality strings) that sorting them would cost what comparing
+// ranks saves.
+func (pt *partial) rankNames() {
+	if pt.ranked || 8*len(pt.names) > pt.len() {
+		return
+	}
+	n := len(pt.names)
+	pt.rank = slices.Grow(pt.rank[:0], 2*n)[:2*n]
+	order := pt.rank[n:] // scratch: the ids in the names' order
+	for id := range order {
+		order[id] = uint32(id)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(pt.names[a], pt.names[b]) })
+	for r, id := range order {
+		pt.rank[id] = uint32(r)
+	}
+	pt.rank = pt.rank[:n]
+	pt.keyEnc, pt.keyEncOff = pt.keyEnc[:0], append(pt.keyEncOff[:0], 0)
+	for _, s := range pt.names {
+		pt.keyEnc = state.AppendStringKey(pt.keyEnc, s)
+		pt.keyEncOff = append(pt.keyEncOff, len(pt.keyEnc))
+	}
+	pt.ranked = true
 }
 
 // keyOrder returns the entries sorted by output key: window start, then the
@@ -934,6 +1009,7 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 	if n == 0 {
 		return dst, counts
 	}
+	pt.rankNames()
 	lo, hi := pt.start[0], pt.start[0]
 	for _, s := range pt.start[:n] {
 		lo, hi = min(lo, s), max(hi, s)

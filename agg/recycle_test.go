@@ -11,9 +11,10 @@ import (
 )
 
 // TestRecycledOutput: a batch handed back (Recycle) lends its columns to
-// the next Finish, whose rows are those of an operator that never reuses
-// (nulls of the batch before included); a batch not handed back, or not
-// the last one Finish returned, is never written again.
+// the next Finish, its string columns included (cleared while they wait:
+// no string stays live through them), whose rows are those of an operator
+// that never reuses (nulls of the batch before included); a batch not
+// handed back, or not the last one Finish returned, is never written again.
 func TestRecycledOutput(t *testing.T) {
 	spec := Spec{Window: &Window{Column: ethblock.ColBlockTS, Size: 10 * time.Minute},
 		GroupBy: []string{ethblock.ColGasUsed, ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
@@ -31,6 +32,7 @@ func TestRecycledOutput(t *testing.T) {
 	var outs []*stream.Batch // kept, never handed back
 	var renders []string
 	var recycled *stream.Batch
+	var recycledStrs *string // the first string of recycled's string column
 	for i, rows := range batches {
 		id := int64(i)
 		chunks := [][]testRow{rows}
@@ -52,6 +54,11 @@ func TestRecycledOutput(t *testing.T) {
 		if recycled != nil && !shares(got, recycled) {
 			t.Fatalf("batch %d did not reuse the columns of the batch handed back", id)
 		}
+		if recycled != nil {
+			if c := got.Columns[stringColumn(t, got)]; cap(c.Strings) == 0 || &c.Strings[:1][0] != recycledStrs {
+				t.Fatalf("batch %d did not reuse the string column of the batch handed back", id)
+			}
+		}
 		recycled = nil
 		switch i {
 		case 0, 1:
@@ -61,8 +68,30 @@ func TestRecycledOutput(t *testing.T) {
 			h.op.Recycle(outs[0]) // not the last Finish's: ignored
 			h.op.Recycle(got)
 			recycled = got
+			c := &got.Columns[stringColumn(t, got)]
+			for j, s := range c.Strings[:cap(c.Strings)] {
+				if s != "" {
+					t.Fatalf("the string column handed back holds %q at %d", s, j)
+				}
+			}
+			if cap(c.Strings) == 0 {
+				t.Fatal("Recycle let the string column go")
+			}
+			recycledStrs = &c.Strings[:1][0]
 		}
 	}
+}
+
+// stringColumn is the index of b's (one) string column.
+func stringColumn(t *testing.T, b *stream.Batch) int {
+	t.Helper()
+	for i := range b.Columns {
+		if b.Columns[i].Type.Storage() == stream.String {
+			return i
+		}
+	}
+	t.Fatal("no string column")
+	return -1
 }
 
 // shares reports whether a and b have a column backed by the same memory.
