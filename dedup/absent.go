@@ -137,3 +137,12 @@ func (f *absentFilter) build(s *state.Store) error {
 	}
 	return err
 }
+
+// touch loads the block of hash h (to be probed soon) and returns a word of
+// it, for the caller to keep so that the load is not dropped.
+func (f *absentFilter) touch(h uint64) uint32 {
+	if !f.valid {
+		return 0
+	}
+	return f.block(h)[0]
+}
