@@ -135,6 +135,7 @@ type Store struct {
 	bg          sync.WaitGroup // closes and removes a replaced cache generation
 	closed      bool
 	alloc       pendingAlloc // the pending batch's entries, keys and values
+	prefetched  uintptr      // Prefetch's loads, kept so that they are not dropped
 
 }
 
