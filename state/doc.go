@@ -54,8 +54,10 @@
 // # Background snapshots
 //
 // Once the chain of the committed version holds Options.SnapshotEvery
-// deltas after its snapshot (default 10, as Spark's minDeltasForSnapshot),
-// the commit starts a maintenance goroutine owned by the Store that
+// deltas after its snapshot (default 10, as Spark's minDeltasForSnapshot)
+// and those deltas hold at least the snapshot's bytes, or holds 10 x
+// SnapshotEvery deltas whatever their bytes (maintain.go, chainDue), the
+// commit starts a maintenance goroutine owned by the Store that
 // writes the full state of that committed version, attempt a, as
 //
 //	<v>.<a>.snap      a data file (format below) of kind 2 (snapshot),
