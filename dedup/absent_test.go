@@ -130,7 +130,7 @@ func TestAbsentFilterStaysUseful(t *testing.T) {
 // encodeStringKey is the state key of a one-String-column deduplication.
 func encodeStringKey(k string) []byte {
 	op := &Operator{p: &plan{cols: []string{"hash"}}}
-	b, _ := op.key([]*stream.Column{{Type: stream.String, Strings: []string{k}}}, 0)
+	b, _ := op.appendKey(nil, []*stream.Column{{Type: stream.String, Strings: []string{k}}}, 0)
 	return b
 }
 
@@ -141,8 +141,11 @@ func encodeStringKey(k string) []byte {
 // batch's output with a brute-force oracle: a Go map of the keys in state
 // (with their expiry), updated row by row by Spark's rules.
 func TestDedupAgainstOracle(t *testing.T) {
-	defer func(n int64) { initialKeys = n }(initialKeys)
+	defer func(n int64, w int) { initialKeys, probeWindow = n, w }(initialKeys, probeWindow)
 	initialKeys = 8
+	// Windows of 7 rows: the engine's 50-row chunks below span several,
+	// with duplicates within a window and across windows.
+	probeWindow = 7
 	for _, within := range []bool{false, true} {
 		for seed := uint64(1); seed <= 4; seed++ {
 			t.Run(fmt.Sprintf("within=%v/seed=%d", within, seed), func(t *testing.T) {

@@ -337,7 +337,7 @@ func (s *Store) afterPublish(snapshot bool) {
 	case snapshot:
 		// A repartition: the chain starts anew at its snapshot. The rest
 		// is spread over the commits that follow (gcRemovesPerCommit).
-		s.chain, s.chainFloor = nil, s.version
+		s.chain, s.chainFloor, s.chainBase = nil, s.version, s.head.DataSize
 		if s.gcQueue, err = s.gcVictims(); err == nil {
 			err = s.drainGC(gcRemovesPerCommit)
 		}

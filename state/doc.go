@@ -54,8 +54,10 @@
 // # Background snapshots
 //
 // Once the chain of the committed version holds Options.SnapshotEvery
-// deltas after its snapshot (default 10, as Spark's minDeltasForSnapshot),
-// the commit starts a maintenance goroutine owned by the Store that
+// deltas after its snapshot (default 10, as Spark's minDeltasForSnapshot)
+// and those deltas hold at least the snapshot's bytes, or holds 10 x
+// SnapshotEvery deltas whatever their bytes (maintain.go, chainDue), the
+// commit starts a maintenance goroutine owned by the Store that
 // writes the full state of that committed version, attempt a, as
 //
 //	<v>.<a>.snap      a data file (format below) of kind 2 (snapshot),
@@ -244,7 +246,7 @@
 // to 1-16 MB); one compaction per instance, granted without a periodic
 // goroutine (partitions.instanceOptions); every table carries a Bloom
 // filter (the merge reads every key a batch creates, absent from every
-// table until then) and no block compression; L0 compacts at 4 tables,
+// table until then) and no block compression; L0 compacts at 8 tables,
 // not Pebble's 2 (partitions.newPartitions). A commit touches only the
 // partitions its batch changed, so its cost does not grow with the
 // partition count.

@@ -38,14 +38,14 @@ type maintenance struct {
 }
 
 // maybeMaintain collects a finished maintenance and starts one for the
-// committed version when the chain since its last snapshot holds
-// SnapshotEvery deltas and none is running. It never waits: a commit pays
+// committed version when the chain since its last snapshot is due one
+// (chainDue) and none is running. It never waits: a commit pays
 // only for this check. The snapshot reads the immutable checkpoint files,
 // never the Pebble instances the next batch writes, so nothing is shared
 // with the commit path but the file system.
 func (s *Store) maybeMaintain() {
 	s.collectMaintenance(false)
-	if s.maint != nil || s.closed || s.head == nil || len(s.chain) < s.opts.SnapshotEvery {
+	if s.maint != nil || s.closed || s.head == nil || !s.chainDue() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -62,6 +62,36 @@ func (s *Store) maybeMaintain() {
 		return
 	}
 	go run()
+}
+
+// snapshotChainCap is how many times SnapshotEvery deltas a chain reaches
+// before a snapshot whatever their bytes (chainDue).
+const snapshotChainCap = 10
+
+// chainDue reports whether the committed version's chain is due a
+// background snapshot: it holds SnapshotEvery deltas and they hold as many
+// bytes as the snapshot that starts it, or snapshotChainCap x SnapshotEvery
+// deltas. By bytes, because a snapshot rewrites the whole state: every
+// SnapshotEvery deltas, a backfill of equal batches rewrote it
+// batches/SnapshotEvery times, its cost growing as the square of the state
+// (a fifth of BenchmarkDedupNewKeys's CPU at 12M keys), and a live query
+// rewrote a large state for a few keys changed. So snapshots come at
+// least doubling the state's bytes in a backfill, and loading a version
+// reads at most twice its snapshot's bytes (or the capped count of small
+// deltas).
+func (s *Store) chainDue() bool {
+	n := len(s.chain)
+	if n < s.opts.SnapshotEvery {
+		return false
+	}
+	if n >= snapshotChainCap*s.opts.SnapshotEvery {
+		return true
+	}
+	var b int64
+	for _, l := range s.chain {
+		b += l.bytes
+	}
+	return b >= s.chainBase
 }
 
 // collectMaintenance takes the result of the maintenance in flight once it
@@ -96,7 +126,7 @@ func (s *Store) collectMaintenance(wait bool) {
 	for i, l := range s.chain {
 		if l.version == mt.target.Version {
 			s.chain = s.chain[i+1:]
-			s.chainFloor = l.version
+			s.chainFloor, s.chainBase = l.version, mt.size
 			break
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,8 +59,73 @@ func TestCommitBytesFollowChanges(t *testing.T) {
 	if hi > 2*lo {
 		t.Fatalf("bytes per changed key from %.0f to %.0f B (%.1fx, want at most 2x)", lo, hi, hi/lo)
 	}
-	if snaps < 5 {
+	// A snapshot waits for deltas of its base's bytes (chainDue): 2,000
+	// keys, then batches of 200 changes.
+	if snaps < 2 {
 		t.Fatalf("%d background snapshots in 20 versions at SnapshotEvery 3", snaps)
+	}
+}
+
+// TestSnapshotsFollowBytes: a background snapshot waits until the deltas
+// since the last one hold its bytes (chainDue), so a backfill of equal
+// batches snapshots at doubling sizes, not every SnapshotEvery batches,
+// and a live query's small deltas over a large state snapshot only every
+// snapshotChainCap x SnapshotEvery versions.
+func TestSnapshotsFollowBytes(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	e.snapEvery = 2
+	s := e.open(4, -1)
+	defer s.Close()
+	var snaps []int64
+	commit := func(v int64, keys ...int) {
+		t.Helper()
+		for _, k := range keys {
+			if err := s.Put(testKey(k), testVal(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Commit(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.fs.Stat(e.fs.PathJoin(e.dir, snapMetaFileName(v, 0))); err == nil {
+			snaps = append(snaps, v)
+		}
+	}
+	// A backfill: 40 batches of 100 new keys. Every SnapshotEvery deltas
+	// would be 20 snapshots; by bytes the state doubles between two.
+	v := int64(0)
+	for ; v < 40; v++ {
+		keys := make([]int, 100)
+		for i := range keys {
+			keys[i] = int(v)*100 + i
+		}
+		commit(v, keys...)
+	}
+	if len(snaps) < 3 || len(snaps) > 7 {
+		t.Fatalf("backfill: background snapshots at versions %v, want 3 to 7 (doubling)", snaps)
+	}
+	for i := 1; i < len(snaps); i++ {
+		if snaps[i]+1 < 2*(snaps[i-1]+1) {
+			t.Fatalf("backfill: background snapshots at versions %v: the state less than doubled between two", snaps)
+		}
+	}
+	// Live batches of one key over the 4,000: none until the cap.
+	last := snaps[len(snaps)-1]
+	snaps = nil
+	for ; v <= last+int64(snapshotChainCap*e.snapEvery)+5; v++ {
+		commit(v, int(v)%4000)
+	}
+	if want := []int64{last + int64(snapshotChainCap*e.snapEvery)}; !slices.Equal(snaps, want) {
+		t.Fatalf("live: background snapshots at versions %v, want %v", snaps, want)
+	}
+	// The last version loads from its snapshot and deltas alone.
+	want := storeContents(t, s)
+	e.local = filepath.Join(t.TempDir(), "fresh")
+	s2 := e.open(4, v-1)
+	defer s2.Close()
+	if got := storeContents(t, s2); !maps.Equal(got, want) || len(got) != 4000 {
+		t.Fatalf("version %d from the checkpoint: %d keys, want the store's %d", v-1, len(got), len(want))
 	}
 }
 

@@ -74,10 +74,14 @@ func (s *Store) PendingLen() int { return s.ptab.live }
 // Get returns key's value as of the pending batch. val is valid until the
 // next call on the store.
 func (s *Store) Get(key []byte) (val []byte, ok bool, err error) {
+	return s.GetHashed(key, keyHash(key))
+}
+
+// GetHashed is Get for a key whose KeyHash is h (hashed.go).
+func (s *Store) GetHashed(key []byte, h uint64) (val []byte, ok bool, err error) {
 	if err := s.usable(); err != nil {
 		return nil, false, err
 	}
-	h := keyHash(key)
 	if e := s.ptab.get(key, h); e != nil {
 		if e.del {
 			return nil, false, nil
@@ -119,7 +123,11 @@ const (
 // caller knows unless presence is presenceUnknown: a new entry then needs
 // no lookup, now or at commit. An entry the batch has already is kept.
 func (s *Store) entryOf(key []byte, presence int) *pendingEntry {
-	h := keyHash(key)
+	return s.entryAt(key, keyHash(key), presence)
+}
+
+// entryAt is entryOf for a key whose keyHash is h.
+func (s *Store) entryAt(key []byte, h uint64, presence int) *pendingEntry {
 	e, slot := s.ptab.find(key, h)
 	if e != nil {
 		if e.gone {
@@ -179,6 +187,15 @@ func (s *Store) PutKnown(key, val []byte, existed bool) error {
 		return err
 	}
 	s.put(s.entryOf(key, presenceOf(existed)), val)
+	return nil
+}
+
+// PutKnownHashed is PutKnown for a key whose KeyHash is h (hashed.go).
+func (s *Store) PutKnownHashed(key, val []byte, existed bool, h uint64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.put(s.entryAt(key, h, presenceOf(existed)), val)
 	return nil
 }
 

@@ -27,7 +27,8 @@ type Options struct {
 	CacheBytes int64
 	// SnapshotEvery starts a background snapshot of the committed version
 	// once this many deltas follow the last snapshot (default 10; Spark's
-	// minDeltasForSnapshot). Commits write deltas only; a repartition
+	// minDeltasForSnapshot) and hold its bytes, or ten times as many
+	// (maintain.go, chainDue). Commits write deltas only; a repartition
 	// writes a snapshot.
 	SnapshotEvery int
 	// Retain keeps the files needed to load any of the last Retain versions
@@ -111,6 +112,7 @@ type Store struct {
 	// that starts a background snapshot (maintain.go).
 	chain      []chainLink
 	chainFloor int64
+	chainBase  int64        // bytes of the snapshot at chainFloor; 0: the chain starts on the empty state
 	maint      *maintenance // the background snapshot in flight, if any
 
 	// pendingRecord is the pending batch's SetOperatorRecord value.
@@ -135,6 +137,7 @@ type Store struct {
 	bg          sync.WaitGroup // closes and removes a replaced cache generation
 	closed      bool
 	alloc       pendingAlloc // the pending batch's entries, keys and values
+	prefetched  uintptr      // Prefetch's loads, kept so that they are not dropped
 
 }
 
