@@ -281,12 +281,7 @@ func (e *pageEncoder) page(rows *rowSet, c int, leaf directLeaf, nullable bool, 
 	case parquet.Int64:
 		xs := v.Int64s[a:b]
 		if nullable {
-			e.ints = e.ints[:0]
-			for j, l := range e.levels {
-				if l == def {
-					e.ints = append(e.ints, xs[j])
-				}
-			}
+			e.ints = presentValues(e.ints[:0], xs, e.levels, def)
 			xs = e.ints
 		}
 		if e.vals, err = leaf.enc.EncodeInt64(e.vals[:0], xs); err != nil {
@@ -296,12 +291,7 @@ func (e *pageEncoder) page(rows *rowSet, c int, leaf directLeaf, nullable bool, 
 	case parquet.Double:
 		xs := v.Float64s[a:b]
 		if nullable {
-			e.floats = e.floats[:0]
-			for j, l := range e.levels {
-				if l == def {
-					e.floats = append(e.floats, xs[j])
-				}
-			}
+			e.floats = presentValues(e.floats[:0], xs, e.levels, def)
 			xs = e.floats
 		}
 		if e.vals, err = leaf.enc.EncodeDouble(e.vals[:0], xs); err != nil {
@@ -403,4 +393,15 @@ func (o *offsetWriter) Write(p []byte) (int, error) {
 	n, err := o.w.Write(p)
 	o.off += int64(n)
 	return n, err
+}
+
+// presentValues appends to dst the values of xs whose definition level is
+// def (the rows that are not null): a page holds those alone.
+func presentValues[T any](dst, xs []T, levels []byte, def byte) []T {
+	for j, l := range levels {
+		if l == def {
+			dst = append(dst, xs[j])
+		}
+	}
+	return dst
 }
