@@ -82,7 +82,7 @@ func (pt *partial) dictAt(k, i int) (int32, bool) {
 }
 
 // dictValue is value d of group column k's view, interned (its id), and its
-// hash (internString's), once per chunk.
+// hash (internOf's), once per chunk.
 func (pt *partial) dictValue(k int, d int32) (uint32, uint64) {
 	dv := &pt.dvals[k][d]
 	if dv.gen != pt.dgen {

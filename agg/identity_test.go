@@ -157,7 +157,7 @@ func TestIdentityBufferReused(t *testing.T) {
 	}
 }
 
-// TestInternHashByContent: internString gives equal strings one private
+// TestInternHashByContent: internOf gives equal strings one private
 // copy and one hash, whichever path answers (the chunk's identity cache,
 // the content cache, the map), across chunks, a content-cache slot taken
 // by another string, and the empty string (whose content slot is the
@@ -191,7 +191,8 @@ func TestInternHashByContent(t *testing.T) {
 	want := map[string]copyHash{}
 	check := func(s string) {
 		t.Helper()
-		v, h := pt.internString(strings.Clone(s))
+		in := pt.internOf(strings.Clone(s))
+		v, h := pt.names[in.id], in.h
 		if v != s {
 			t.Fatalf("interned %q as %q", s, v)
 		}

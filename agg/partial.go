@@ -61,7 +61,7 @@ type partial struct {
 	// escape the string again for every entry.
 	keyEnc    []byte
 	keyEncOff []int
-	// internCache: recently interned strings (see internString).
+	// internCache: recently interned strings (see internOf).
 	internCache [1 << internCacheBits]interned
 	// The chunk's keys by the identity (address and length) of the chunk's
 	// strings (assign); gen is the chunk's generation, and a slot of
@@ -69,7 +69,7 @@ type partial struct {
 	keyCache [1 << identityCacheBits]keySlot
 	gen      uint32
 	// strCache: the chunk's interned strings by the identity of its
-	// strings (internString); strGen is its generation (newChunk).
+	// strings (internOf); strGen is its generation (newChunk).
 	strCache [1 << strCacheBits]strSlot
 	strGen   uint32
 	// The chunk's dictionary views (stream.Dict, dict.go): dvals[k][d] is
@@ -427,7 +427,8 @@ func (pt *partial) rowHash(start int64, i int) uint64 {
 			if d, ok := pt.dictAt(k, i); ok {
 				pt.rowSid[k], sh = pt.dictValue(k, d)
 			} else {
-				pt.rowSid[k], sh = pt.internID(c.Strings[i])
+				in := pt.internOf(c.Strings[i])
+				pt.rowSid[k], sh = in.id, in.h
 			}
 			x = sh
 		default:
@@ -481,7 +482,7 @@ func (pt *partial) addEntry(start int64, i int) {
 				continue
 			}
 			pt.gNull[k] = append(pt.gNull[k], false)
-			// The private copy's id (internString): an entry must not keep
+			// The private copy's id (internOf): an entry must not keep
 			// the chunk's memory alive (a dictionary's, a line's).
 			pt.gSid[k] = append(pt.gSid[k], pt.rowSid[k])
 		} else {
@@ -511,10 +512,11 @@ func (pt *partial) addEntry(start int64, i int) {
 	}
 }
 
-// internString returns the partial's private copy of s and its hash. The
-// chunk's strings by identity (strCache) answer most calls with no look at
-// their bytes (a Parquet dictionary's rows share its strings). Then a direct-mapped cache in front of the intern map: it is indexed by a
-// hash of the string's last 8 bytes (an address's hex tail) and checked by
+// internOf returns s's id in the partial's intern table (names: its
+// private copy) and its hash. The chunk's strings by identity (strCache)
+// answer most calls with no look at their bytes (a Parquet dictionary's
+// rows share its strings). Then a direct-mapped cache in front of the
+// intern map: it is indexed by a hash of the string's last 8 bytes (an address's hex tail) and checked by
 // content, so it is right whatever it holds, and a hit costs a short
 // compare where a map lookup hashes the whole string (~1 CPU-s of a seed
 // backfill went to those lookups). It has room for the seed archive's
@@ -523,18 +525,6 @@ func (pt *partial) addEntry(start int64, i int) {
 // it missed on most of them (issue 43's profile: 3.7 of 122 CPU-s in the
 // map); with 4,096 slots 1.10M of a seed backfill's 2.59M calls here went
 // on to the map, with 16,384 0.52M.
-func (pt *partial) internString(s string) (string, uint64) {
-	in := pt.internOf(s)
-	return pt.names[in.id], in.h
-}
-
-// internID is internString's id (partial.names) of s and its hash.
-func (pt *partial) internID(s string) (uint32, uint64) {
-	in := pt.internOf(s)
-	return in.id, in.h
-}
-
-// internOf is internString's id of s (its copy's) and hash.
 func (pt *partial) internOf(s string) interned {
 	if s == "" {
 		// Not in the caches: their empty slots hold "" with hash 0.
@@ -553,7 +543,7 @@ func (pt *partial) internOf(s string) interned {
 // emptyHash is the empty string's hash (any constant).
 const emptyHash = 0xBB67AE8584CAA73B
 
-// internContent is internString by the string's content (not empty).
+// internContent is internOf by the string's content (not empty).
 func (pt *partial) internContent(s string) interned {
 	var x uint64
 	n := len(s)
@@ -584,7 +574,7 @@ func (pt *partial) internContent(s string) interned {
 	return in
 }
 
-// internCacheBits is log2 of internString's cache slots.
+// internCacheBits is log2 of internOf's cache slots.
 const internCacheBits = 14
 
 // chunkStats is what one chunk contributes to the batch's metrics.
