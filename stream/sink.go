@@ -40,6 +40,10 @@ type Sink interface {
 	Open(ctx context.Context, env SinkEnv) error
 	Description() string
 	// AddBatch writes batch batchID's output (out may have zero rows).
+	// out is the sink's during the call only: once it returns, the engine
+	// may hand out back to the operator that built it (OutputRecycler),
+	// which clears and overwrites its columns, so a sink that keeps rows
+	// copies them.
 	AddBatch(ctx context.Context, batchID int64, out *Batch) (SinkProgress, error)
 	Close() error
 }
