@@ -16,8 +16,10 @@ import (
 
 // gcRemovesPerCommit bounds the files the collection after a snapshot
 // deletes per commit: a version adds two files (data and metadata), so 4
-// per commit drains a snapshot's garbage (about 2 x SnapshotEvery files)
-// well before the next snapshot, and no commit pays for all of it at once.
+// per commit removes twice what a commit adds, a snapshot's garbage (two
+// files a delta of the chain it ends: 2 x SnapshotEvery up to 20 x, by
+// chainDue's rule) drains in half as many commits as the chain had
+// deltas, and no commit pays for all of it at once.
 const gcRemovesPerCommit = 4
 
 // gcVictim is one state file to delete.
