@@ -1,12 +1,10 @@
 package delta
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -56,24 +54,7 @@ func TestEncodeDirectBytes(t *testing.T) {
 					if _, ok := directLeaves(l.pq, rows); !ok {
 						t.Fatal("encodeDirect does not write this layout")
 					}
-					var got bytes.Buffer
-					if _, err := encodeRows(&got, l.pq, rows); err != nil {
-						t.Fatal(err)
-					}
-					if want := oldEncodeRows(t, l.pq, rows); !bytes.Equal(got.Bytes(), want) {
-						t.Fatalf("encodeRows wrote %d bytes, parquet-go's column writers %d, not the same", got.Len(), len(want))
-					}
-					fs := vfs.NewMem()
-					if err := writeFileFS(fs, "f.parquet", got.Bytes()); err != nil {
-						t.Fatal(err)
-					}
-					back, err := readDataFile(fs, "f.parquet", l)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if back.n != n {
-						t.Fatalf("read back %d rows, wrote %d", back.n, n)
-					}
+					checkEncodesAsOld(t, l, rows, true)
 				})
 			}
 		}
@@ -108,12 +89,7 @@ func TestEncodeDirectPageCuts(t *testing.T) {
 				valid[r] = true
 			}
 		}
-		var got bytes.Buffer
-		if _, err := encodeRows(&got, l.pq, rows); err != nil {
-			t.Fatal(err)
-		}
-		if want := oldEncodeRows(t, l.pq, rows); !bytes.Equal(got.Bytes(), want) {
-			t.Fatalf("trial %d: encodeRows wrote %d bytes, parquet-go's column writers %d, not the same", trial, got.Len(), len(want))
-		}
+		t.Logf("trial %d", trial)
+		checkEncodesAsOld(t, l, rows, false)
 	}
 }
