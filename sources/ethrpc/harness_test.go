@@ -76,7 +76,8 @@ func (p *ethProxy) GetLogs(ctx context.Context, filter json.RawMessage) (json.Ra
 }
 
 // faultHandler wraps an http.Handler: scripted HTTP error statuses for the
-// next requests, a kill switch, and a record of batch sizes seen.
+// next requests, a kill switch, and a record of batch sizes seen, each with
+// the lowest block number its calls ask for.
 type faultHandler struct {
 	next http.Handler
 
@@ -85,6 +86,7 @@ type faultHandler struct {
 	retryAfter string
 	requests   int
 	batchSizes []int
+	batchFirst []uint64 // lowest eth_getBlockByNumber block of each batch; 0 if none
 }
 
 func (f *faultHandler) inject(retryAfter string, statuses ...int) {
@@ -103,6 +105,7 @@ func (f *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var msgs []json.RawMessage
 		if json.Unmarshal(t, &msgs) == nil {
 			f.batchSizes = append(f.batchSizes, len(msgs))
+			f.batchFirst = append(f.batchFirst, lowestBlockAsked(msgs))
 		}
 	}
 	var status int
@@ -125,6 +128,45 @@ func (f *faultHandler) sizes() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]int(nil), f.batchSizes...)
+}
+
+// sizesFrom returns the sizes of the batches asking for blocks from first
+// on. A request the client cancelled can reach the server late, after
+// requests sent later; its block numbers tell it apart where arrival order
+// cannot.
+func (f *faultHandler) sizesFrom(first uint64) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for i, z := range f.batchSizes {
+		if f.batchFirst[i] >= first {
+			out = append(out, z)
+		}
+	}
+	return out
+}
+
+// lowestBlockAsked is the lowest block number among a batch's
+// eth_getBlockByNumber calls (0 if it has none).
+func lowestBlockAsked(msgs []json.RawMessage) uint64 {
+	var low uint64
+	for _, m := range msgs {
+		var call struct {
+			Method string            `json:"method"`
+			Params []json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(m, &call) != nil || call.Method != "eth_getBlockByNumber" || len(call.Params) == 0 {
+			continue
+		}
+		var hex string
+		if json.Unmarshal(call.Params[0], &hex) != nil {
+			continue
+		}
+		if n, err := hexutil.DecodeUint64(hex); err == nil && (low == 0 || n < low) {
+			low = n
+		}
+	}
+	return low
 }
 
 // simNode is go-ethereum's simulated chain served over HTTP on 127.0.0.1.
