@@ -35,17 +35,20 @@ func (s *Source) splitByRowGroup(files int) bool {
 }
 
 // groupItem is one row group of a file, or (group -1) a file without a
-// non-empty row group; last marks a file's last item.
+// non-empty row group, or (err set) a file that failed to open; last marks
+// a file's last item.
 type groupItem struct {
 	file, group int
 	last        bool
+	err         error
 }
 
 // readRowGroups is readFiles for splitByRowGroup: it opens every file
 // concurrently, then decodes their row groups on the workers, emitting
-// them in order.
+// them in order. A file that failed to open fails the batch where its
+// rows would have come, after the files before it (as readFiles).
 func (s *Source) readRowGroups(ctx context.Context, files []logEntry, pool *fetchPool, cols *columnar.Pool, emit func(*stream.Batch) error) error {
-	opened, err := s.openAll(ctx, files, pool)
+	opened, errs := s.openAll(ctx, files, pool)
 	defer func() {
 		for _, of := range opened {
 			if of != nil {
@@ -53,11 +56,12 @@ func (s *Source) readRowGroups(ctx context.Context, files []logEntry, pool *fetc
 			}
 		}
 	}()
-	if err != nil {
-		return err
-	}
 	var items []groupItem
 	for i, of := range opened {
+		if errs[i] != nil {
+			items = append(items, groupItem{file: i, group: -1, err: errs[i]})
+			break
+		}
 		n := len(items)
 		for g, rg := range of.f.RowGroups() {
 			if rg.NumRows() > 0 {
@@ -81,7 +85,7 @@ func (s *Source) readRowGroups(ctx context.Context, files []logEntry, pool *fetc
 		return func(ctx context.Context, i int) (_ *stream.Batch, err error) {
 			it := items[i]
 			if it.group < 0 {
-				return nil, nil
+				return nil, it.err
 			}
 			of := opened[it.file]
 			start := time.Now()
@@ -132,14 +136,12 @@ func (s *Source) readRowGroups(ctx context.Context, files []logEntry, pool *fetc
 	})
 }
 
-// openAll opens every file (openFile) concurrently; on an error it returns
-// the first, in file order, with the files it opened for the caller to
-// close.
-func (s *Source) openAll(ctx context.Context, files []logEntry, pool *fetchPool) ([]*openedFile, error) {
+// openAll opens every file (openFile) concurrently: opened[i] is file i,
+// or errs[i] why it is not.
+func (s *Source) openAll(ctx context.Context, files []logEntry, pool *fetchPool) (opened []*openedFile, errs []error) {
 	start := time.Now()
 	defer func() { s.m.decodeNanos.Add(int64(time.Since(start))) }()
-	opened := make([]*openedFile, len(files))
-	errs := make([]error, len(files))
+	opened, errs = make([]*openedFile, len(files)), make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, e := range files {
 		wg.Go(func() {
@@ -158,10 +160,5 @@ func (s *Source) openAll(ctx context.Context, files []logEntry, pool *fetchPool)
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return opened, err
-		}
-	}
-	return opened, nil
+	return opened, errs
 }
