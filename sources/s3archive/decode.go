@@ -331,37 +331,84 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeSt
 	} else if len(ds.intern) > maxInterned {
 		clear(ds.intern)
 	}
+	of, dec, err := openFile(ctx, st, pool, &ds.bufs, uri, size, cols, m, ds.intern)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := of.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	defer recoverUnreadable(&err, uri)
+	dec.UsePool(ds.cols)
+	return decodeRowGroups(ctx, of.f, dec, uri)
+}
+
+// openedFile is an archive object whose footer is read and whose projected
+// column chunks are fetched: its row groups decode from memory.
+type openedFile struct {
+	uri string
+	f   *parquet.File
+	rr  *rangeReader
+	obj objectReader
+}
+
+// openFile opens the object at uri, reads its footer, plans the decoding
+// of cols (Field.Intern strings into intern) and fetches their chunks
+// through pool into buffers of bufs (nil: new ones).
+func openFile(ctx context.Context, st store, pool *fetchPool, bufs *readBufs, uri string, size int64, cols []Column, m *metrics, intern map[string]string) (_ *openedFile, _ *columnar.File, err error) {
 	obj, err := st.open(ctx, uri)
 	if err != nil {
-		return nil, readErr(ctx, err, uri, "open archive object")
+		return nil, nil, readErr(ctx, err, uri, "open archive object")
 	}
-	rr := &rangeReader{ctx: ctx, obj: obj, pool: pool, uri: uri, size: size, shape: st.readShape(), bufs: &ds.bufs, m: m}
+	of := &openedFile{uri: uri, obj: obj,
+		rr: &rangeReader{ctx: ctx, obj: obj, pool: pool, uri: uri, size: size, shape: st.readShape(), bufs: bufs, m: m}}
 	defer func() {
-		rr.release()
-		if cerr := obj.close(); cerr != nil && err == nil {
-			err = readErr(ctx, cerr, uri, "close archive object")
+		if err != nil {
+			of.close()
 		}
 	}()
-	// A damaged file must fail its batch, not the process: parquet-go can
-	// panic on inconsistent metadata (e.g. an out-of-range offset).
-	defer func() {
-		if r := recover(); r != nil {
-			err = unreadable(fmt.Errorf("parquet decoder panic: %v", r), uri, "decode parquet file")
-		}
-	}()
-	f, footer, err := openFooter(ctx, rr)
+	defer recoverUnreadable(&err, uri)
+	f, footer, err := openFooter(ctx, of.rr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	dec, err := columnar.Open(f, fieldsOf(cols), ds.intern)
+	of.f = f
+	dec, err := columnar.Open(f, fieldsOf(cols), intern)
 	if err != nil {
-		return nil, unreadable(err, uri, "unsupported archive schema")
+		return nil, nil, unreadable(err, uri, "unsupported archive schema")
 	}
-	dec.UsePool(ds.cols)
-	if err := fetchChunks(rr, f, dec.Columns(), footer); err != nil {
-		return nil, err
+	if err := fetchChunks(of.rr, f, dec.Columns(), footer); err != nil {
+		return nil, nil, err
 	}
-	return decodeRowGroups(ctx, f, dec, uri)
+	return of, dec, nil
+}
+
+// close hands the file's read buffers back and closes the object; a second
+// call does nothing.
+func (o *openedFile) close() error {
+	if o.obj == nil {
+		return nil
+	}
+	o.rr.release()
+	o.rr.spans = nil
+	err := o.obj.close()
+	o.obj = nil
+	if err != nil {
+		return readErr(o.rr.ctx, err, o.uri, "close archive object")
+	}
+	return nil
+}
+
+// recoverUnreadable turns a panic of the Parquet decoder into the file's
+// unreadable error: a damaged file must fail its batch, not the process
+// (parquet-go can panic on inconsistent metadata, e.g. an out-of-range
+// offset). It is deferred by every function that decodes.
+func recoverUnreadable(err *error, uri string) {
+	if r := recover(); r != nil {
+		*err = unreadable(fmt.Errorf("parquet decoder panic: %v", r), uri, "decode parquet file")
+	}
 }
 
 // openFooter reads the tail of the object (the store's readShape tail,

@@ -132,7 +132,12 @@
 // decoded with parquet-go's page API into columnar engine batches: one
 // batch per row group, in log order then row-group order. Parallelism files are fetched
 // and decoded at once, by long-lived workers, up to 2 x Parallelism files
-// ahead of emission. The source knows no column of its own: its caller
+// ahead of emission. A batch of fewer files than Parallelism (a day of the
+// transactions table is one file of 11 row groups) is read by row group
+// instead, without skipUnreadable: its files are opened and their chunks
+// fetched at once, then the row groups decode on the workers, up to
+// Parallelism + 1 ahead of emission, each emitted as soon as those before
+// it are (split.go). The source knows no column of its own: its caller
 // configures the files' schema (Options.Columns, which is Source.Schema;
 // for the blocks table the pipeline wires package ethblock's). Columns are
 // matched by their file name per file (engine block_ts is the archive's

@@ -360,7 +360,8 @@ type fileResult struct {
 // (until the window is full); a decoded file is small (the projected
 // columns of ~7,000 rows), the window bounds how many are held. An
 // unreadable file is the worker's value, not its error, so that
-// skipUnreadable can pass over it in order.
+// skipUnreadable can pass over it in order. Fewer files than workers are
+// read by row group instead (split.go).
 func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*stream.Batch) error) error {
 	if len(files) == 0 {
 		return nil
@@ -369,6 +370,9 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 	pool := newFetchPool(workers * (rangeConcurrency - 1))
 	defer pool.close()
 	cols := &columnar.Pool{}
+	if s.splitByRowGroup(len(files)) {
+		return s.readRowGroups(ctx, files, pool, cols, emit)
+	}
 	// The window counts the file being emitted too: one more than
 	// aheadFiles keeps aheadFiles reads in flight while it is emitted.
 	return readahead.Map(ctx, len(files), workers, aheadFiles(s.parall)+1, func() func(context.Context, int) (fileResult, error) {
@@ -407,15 +411,9 @@ func (s *Source) readFiles(ctx context.Context, files []logEntry, emit func(*str
 func aheadFiles(parallelism int) int { return 2 * parallelism }
 
 func (s *Source) readFile(ctx context.Context, pool *fetchPool, ds *decodeState, uri string) (*decodedFile, error) {
-	var size int64
-	if v, ok := s.sizes.Load(uri); ok {
-		size = v.(int64)
-	} else {
-		n, err := s.st.size(ctx, uri)
-		if err != nil {
-			return nil, readErr(ctx, err, uri, "stat archive object")
-		}
-		size = n
+	size, err := s.sizeOf(ctx, uri)
+	if err != nil {
+		return nil, err
 	}
 	f, err := decodeFileWith(ctx, s.st, pool, ds, uri, size, s.cols, s.m)
 	if err != nil {
@@ -424,6 +422,19 @@ func (s *Source) readFile(ctx context.Context, pool *fetchPool, ds *decodeState,
 		s.sizes.Delete(uri)
 	}
 	return f, err
+}
+
+// sizeOf is the size of the object at uri: as listed, else asked of the
+// store.
+func (s *Source) sizeOf(ctx context.Context, uri string) (int64, error) {
+	if v, ok := s.sizes.Load(uri); ok {
+		return v.(int64), nil
+	}
+	n, err := s.st.size(ctx, uri)
+	if err != nil {
+		return 0, readErr(ctx, err, uri, "stat archive object")
+	}
+	return n, nil
 }
 
 // Commit is a no-op: log entries are never rewritten, and old ones are

@@ -1,0 +1,112 @@
+package s3archive
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/stream"
+	"github.com/parquet-go/parquet-go"
+)
+
+// readAll reads (nil, end] of s and returns the rows, each batch's length
+// and the source's file and row counters.
+func readAll(t *testing.T, s *Source, end stream.Offset) (rows []block, lens []int, files, read string) {
+	t.Helper()
+	err := s.ReadBatch(t.Context(), nil, end, func(b *stream.Batch) error {
+		if err := b.Validate(); err != nil {
+			return err
+		}
+		rows = append(rows, batchRows(b)...)
+		lens = append(lens, b.Len)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Metrics()
+	return rows, lens, m["filesRead"], m["rowsRead"]
+}
+
+// TestRowGroupsReadAsFiles: a batch of fewer files than workers, read by
+// row group on every worker (split.go), emits what one worker reading
+// file by file emits: the same batches (one per non-empty row group, in
+// file then row-group order) and rows as the oracle's, the same counters.
+// Random eras, file counts, row counts (an empty file among them) and row
+// group sizes.
+func TestRowGroupsReadAsFiles(t *testing.T) {
+	eras := []string{"modern", "int96", "decimal", "nanos", "seconds", "spark"}
+	for seed := range 12 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		era := eras[rng.IntN(len(eras))]
+		root := t.TempDir()
+		var want []block
+		nfiles := 1 + rng.IntN(4)
+		for d := range nfiles {
+			day := day0.AddDate(0, 0, d)
+			n := rng.IntN(400)
+			if seed == 3 && d == 0 {
+				n = 0 // a file without rows: no batch, still a file read
+			}
+			bs := genBlocks(int64(1_000_000+d*1000), n, day)
+			writeEra(t, dayPath(root, day, 0), era, bs, parquet.MaxRowsPerRowGroup(int64(1+rng.IntN(120))))
+			want = append(want, expected(era, bs)...)
+		}
+		cols := ethblock.Columns
+		if rng.IntN(2) == 0 {
+			cols = []string{ethblock.ColMiner, ethblock.ColNumber, ethblock.ColGasUsed}
+			want = project(want, cols)
+		}
+		fs := vfs.NewMem()
+		one := openSource(t, Options{URI: fileURI(root), Parallelism: 1}, testEnv(t, fs, cols...))
+		end, err := one.LatestOffset(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		split := openSource(t, Options{URI: fileURI(root), Parallelism: nfiles + 1 + rng.IntN(6)}, testEnv(t, fs, cols...))
+		if !split.splitByRowGroup(nfiles) || one.splitByRowGroup(nfiles) {
+			t.Fatalf("seed %d: %d files at parallelism %d and 1 do not take both paths", seed, nfiles, split.parall)
+		}
+		gotOne, lensOne, filesOne, rowsOne := readAll(t, one, end)
+		gotSplit, lensSplit, filesSplit, rowsSplit := readAll(t, split, end)
+		blocksEqual(t, gotOne, want)
+		blocksEqual(t, gotSplit, want)
+		if !reflect.DeepEqual(lensSplit, lensOne) || filesSplit != filesOne || rowsSplit != rowsOne {
+			t.Fatalf("seed %d (%s, %d files): by row group batches %v, files %s, rows %s; by file %v, %s, %s",
+				seed, era, nfiles, lensSplit, filesSplit, rowsSplit, lensOne, filesOne, rowsOne)
+		}
+	}
+}
+
+// TestRowGroupsBounded: a file of many row groups, read by row group,
+// holds at most the window's row groups decoded: later row groups decode
+// into the slices of those emitted before them, so that the file's
+// columns are never all in memory at once (read whole, every row group's
+// were, before the first was emitted).
+func TestRowGroupsBounded(t *testing.T) {
+	root := t.TempDir()
+	const groups = 40
+	writeEra(t, dayPath(root, day0, 0), "modern", genBlocks(1, groups*50, day0), parquet.MaxRowsPerRowGroup(50))
+	s := openSource(t, Options{URI: fileURI(root), Parallelism: 2}, testEnv(t, vfs.NewMem(), ethblock.ColNumber))
+	end, err := s.LatestOffset(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrays := map[*int64]bool{}
+	n := 0
+	err = s.ReadBatch(t.Context(), nil, end, func(b *stream.Batch) error {
+		arrays[unsafe.SliceData(b.Columns[0].Int64s)] = true
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The window (workers + 1) decoded, one being emitted.
+	if limit := s.parall + 2; n != groups || len(arrays) > limit {
+		t.Fatalf("%d row groups emitted in %d distinct column arrays, want %d in at most %d", n, len(arrays), groups, limit)
+	}
+}
