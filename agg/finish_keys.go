@@ -1,14 +1,16 @@
 package agg
 
 // Keyed Finish: in update mode, a large batch's state keys are built on a
-// goroutine of its own, in the order Finish merges the entries (the
-// partials' key orders merged, eachInOrder), while Finish's loop reads,
-// merges and writes state and appends the output rows on the caller's: a
-// seed backfill batch of a million entries spent 1.3 of its serial 3.1
-// CPU-s building the keys (stateKey) in that loop. The producer only reads
-// the partials, which nothing writes until Finish resets them, and hands
-// the keys over in runs (keyedRun) through a small ring, so memory stays a
-// few runs however large the batch. No goroutine outlives mergeKeyed.
+// goroutine of its own, in the order Finish merges the entries (each
+// partial's window runs sorted as the walk reaches them and the partials
+// merged, eachInOrder), while Finish's loop reads, merges and writes state
+// and appends the output rows on the caller's: a seed backfill batch of a
+// million entries spent 1.3 of its serial 3.1 CPU-s building the keys
+// (stateKey) in that loop. The producer only reads the partials, which
+// nothing writes until Finish resets them, and sorts the runs of their
+// orders, which nothing else reads meanwhile; it hands the keys over in
+// runs (keyedRun) through a small ring, so memory stays a few runs however
+// large the batch. No goroutine outlives mergeKeyed.
 
 // keyedMinEntries is the smallest batch (in partial entries) whose keys are
 // built on another goroutine: below it the handoff costs more than it saves

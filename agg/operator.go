@@ -124,8 +124,9 @@ type Operator struct {
 	lastOut, spare *stream.Batch
 
 	vals     []aggVal
-	orders   [][]int32 // per partial: its entries in key order (update mode), reused
-	counts   [][]int32 // per partial: keyOrder's scratch
+	orders   [][]int32 // per partial: its entries in window runs (update mode), reused
+	counts   [][]int32 // per partial: keyRuns' scratch
+	ends     [][]int32 // per partial: its runs' ends in orders (keyRuns)
 	runs     [keyedRuns]keyedRun
 	keyBuf   []byte
 	valBuf   []byte
@@ -158,7 +159,7 @@ func (o *Operator) setPlan(p *plan, n int) {
 	o.p, o.pts, o.vals = p, newShards(p, n), make([]aggVal, len(p.aggs))
 	o.lastOut, o.spare = nil, nil // another plan's columns
 	o.sh = newShardSet(o.pts)
-	o.orders, o.counts = make([][]int32, n), make([][]int32, n)
+	o.orders, o.counts, o.ends = make([][]int32, n), make([][]int32, n), make([][]int32, n)
 }
 
 // Schema returns the state schema the operator records and checks on Open.
@@ -437,8 +438,9 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 // now, no key the loop reads has a pending change, so it reads the
 // committed version directly. In update mode the entries go in key order,
 // the order the sink merges in (it then skips a sort): each partial's
-// entries are ordered on a goroutine of its own (keyOrders), then merged
-// across the partials; otherwise partial after partial, in entry order.
+// entries are placed in window runs on a goroutine of its own (keyOrders),
+// then merged across the partials, each run sorted as the merge reaches it
+// (eachInOrder); otherwise partial after partial, in entry order.
 func (o *Operator) mergeAll(ctx context.Context, batchID, wmUs, closeUs int64, out *output) (closed int64, err error) {
 	get := o.store.Get
 	if o.store.PendingLen() == 0 {
@@ -489,22 +491,48 @@ func (o *Operator) mergeAll(ctx context.Context, batchID, wmUs, closeUs int64, o
 }
 
 // eachInOrder calls f with every entry of the partials in key order (their
-// keys are disjoint: a k-way merge of o.orders, which keyOrders set) until
-// f returns false, and reports whether it went through them all. A shard's
-// keys are whole windows (shard.go), so the merge's first comparison (the
-// window start) nearly always decides.
+// keys are disjoint: a k-way merge of o.orders, which keyOrders set, each
+// run of o.ends sorted in place as the merge reaches it) until f returns
+// false, and reports whether it went through them all. A shard's keys are
+// whole windows (shard.go), so the merge's first comparison (the window
+// start) nearly always decides. A run it sorted stays sorted: a call after
+// one that stopped part way sorts it again at little cost.
 func (o *Operator) eachInOrder(f func(s int, e int32) bool) bool {
+	var heads, runEnd, run [8]int
+	if len(o.pts) > len(heads) {
+		panic(fmt.Sprintf("aggregation: %d partials, at most %d", len(o.pts), len(heads)))
+	}
+	// enter sorts partial s's run starting at its head.
+	enter := func(s int) {
+		h, ends := heads[s], o.ends[s]
+		if ends == nil {
+			runEnd[s] = len(o.orders[s])
+			return
+		}
+		b := run[s]
+		for int(ends[b]) <= h { // skip the empty windows
+			b++
+		}
+		run[s], runEnd[s] = b, int(ends[b])
+		o.pts[s].sortRun(o.orders[s][h:runEnd[s]])
+	}
 	if len(o.pts) == 1 {
-		for _, e := range o.orders[0] {
-			if !f(0, e) {
-				return false
+		ord := o.orders[0]
+		for heads[0] < len(ord) {
+			enter(0)
+			for _, e := range ord[heads[0]:runEnd[0]] {
+				if !f(0, e) {
+					return false
+				}
 			}
+			heads[0] = runEnd[0]
 		}
 		return true
 	}
-	var heads [8]int
-	if len(o.pts) > len(heads) {
-		panic(fmt.Sprintf("aggregation: %d partials, at most %d", len(o.pts), len(heads)))
+	for s := range o.pts {
+		if len(o.orders[s]) > 0 {
+			enter(s)
+		}
 	}
 	for {
 		best := -1
@@ -522,26 +550,28 @@ func (o *Operator) eachInOrder(f func(s int, e int32) bool) bool {
 		}
 		e := o.orders[best][heads[best]]
 		heads[best]++
+		if h := heads[best]; h == runEnd[best] && h < len(o.orders[best]) {
+			enter(best)
+		}
 		if !f(best, e) {
 			return false
 		}
 	}
 }
 
-// keyOrders sets o.orders to each partial's entries in key order, sorting
-// the partials after the first on goroutines of their own when they are
-// large enough to pay for one (a seed backfill batch's million entries
-// took 0.8 of its Finish's 3.1 CPU-s to sort on one core).
+// keyOrders sets o.orders and o.ends to each partial's entries in window
+// runs (keyRuns), placing the partials after the first on goroutines of
+// their own when they are large enough to pay for one.
 func (o *Operator) keyOrders() {
 	var wg sync.WaitGroup
 	for s := 1; s < len(o.pts); s++ {
 		if o.pts[s].len() < shardMinRows {
-			o.orders[s], o.counts[s] = o.pts[s].keyOrder(o.orders[s][:0], o.counts[s])
+			o.orders[s], o.counts[s], o.ends[s] = o.pts[s].keyRuns(o.orders[s][:0], o.counts[s])
 			continue
 		}
-		wg.Go(func() { o.orders[s], o.counts[s] = o.pts[s].keyOrder(o.orders[s][:0], o.counts[s]) })
+		wg.Go(func() { o.orders[s], o.counts[s], o.ends[s] = o.pts[s].keyRuns(o.orders[s][:0], o.counts[s]) })
 	}
-	o.orders[0], o.counts[0] = o.pts[0].keyOrder(o.orders[0][:0], o.counts[0])
+	o.orders[0], o.counts[0], o.ends[0] = o.pts[0].keyRuns(o.orders[0][:0], o.counts[0])
 	wg.Wait()
 }
 

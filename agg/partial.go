@@ -51,7 +51,7 @@ type partial struct {
 	// names[id] is interned string id (the partial's private copy), names[0]
 	// the empty string.
 	names []string
-	// rank[id] is name id's place in the names' order when ranked (keyOrder
+	// rank[id] is name id's place in the names' order when ranked (keyRuns
 	// sets it; a name interned since unsets it): cmpEntries then orders two
 	// of the partial's entries by integers, not by their strings' bytes.
 	rank   []uint32
@@ -986,18 +986,23 @@ func (pt *partial) rankNames() {
 	pt.ranked = true
 }
 
-// keyOrder returns the entries sorted by output key: window start, then the
-// group columns in order (the sink's merge order for the reference table;
-// start is 0 for every entry of a plan without a window). Windowed entries
-// are first placed by a counting sort on the window index (starts are
-// multiples of the slide; a backfill batch of a year holds ~100k windows and
-// its entries arrive interleaved by the parallel file decoding), then each
-// window's few entries are sorted by their groups. counts is scratch space.
-func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
+// keyRuns returns the entries in runs by window start, each run to be
+// sorted by its groups (sortRun) before it is read in key order, with ends,
+// the ends of the runs (nil: order is in key order already). Windowed
+// entries are placed by a counting sort on the window index (starts are
+// multiples of the slide; a backfill batch of a year holds ~100k windows
+// and its entries arrive interleaved by the parallel file decoding); a
+// plan without a window, or windows too sparse for a count per window, is
+// sorted whole. Sorting each window's few entries is left to the reader
+// (eachInOrder), on the goroutine that builds the state keys: done here,
+// on Finish's two cores before its merge could start, it was three
+// quarters of the sort, while the key builder waited on the merge loop
+// with time to spare. counts is scratch space (returned for reuse; ends is
+// part of it).
+func (pt *partial) keyRuns(dst, counts []int32) (order, scratch, ends []int32) {
 	n := pt.len()
-	less := func(a, b int32) int { return pt.p.cmpEntries(pt, a, pt, b) }
 	if n == 0 {
-		return dst, counts
+		return dst, counts, nil
 	}
 	pt.rankNames()
 	lo, hi := pt.start[0], pt.start[0]
@@ -1009,10 +1014,11 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 		for e := range n {
 			dst = append(dst, int32(e))
 		}
+		less := func(a, b int32) int { return pt.p.cmpEntries(pt, a, pt, b) }
 		if !slices.IsSortedFunc(dst, less) {
 			slices.SortFunc(dst, less)
 		}
-		return dst, counts
+		return dst, counts, nil
 	}
 	nb := int((hi-lo)/slide) + 1
 	counts = slices.Grow(counts[:0], nb+1)[:nb+1]
@@ -1030,21 +1036,21 @@ func (pt *partial) keyOrder(dst []int32, counts []int32) ([]int32, []int32) {
 		counts[b]++
 	}
 	// counts[b] is now the end of window b's run (the start of b+1's).
-	from := int32(0)
-	for b := 0; b < nb; b++ {
-		to := counts[b]
-		if run := dst[from:to]; len(run) > 1 {
-			if len(run) <= 12 {
-				for i := 1; i < len(run); i++ {
-					for j := i; j > 0 && less(run[j-1], run[j]) > 0; j-- {
-						run[j-1], run[j] = run[j], run[j-1]
-					}
-				}
-			} else {
-				slices.SortFunc(run, less)
-			}
-		}
-		from = to
+	return dst, counts, counts[:nb]
+}
+
+// sortRun sorts run, entries of one window (keyRuns), by their groups.
+func (pt *partial) sortRun(run []int32) {
+	if len(run) <= 1 {
+		return
 	}
-	return dst, counts
+	if len(run) > 12 {
+		slices.SortFunc(run, func(a, b int32) int { return pt.p.cmpEntries(pt, a, pt, b) })
+		return
+	}
+	for i := 1; i < len(run); i++ {
+		for j := i; j > 0 && pt.p.cmpEntries(pt, run[j-1], pt, run[j]) > 0; j-- {
+			run[j-1], run[j] = run[j], run[j-1]
+		}
+	}
 }
