@@ -2,6 +2,7 @@ package agg
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,9 +75,13 @@ type shards struct {
 	ws   []*shardWorker // per partial (index 0 nil); nil when stopped
 	// slots are each worker's, kept from batch to batch (index 0 nil).
 	slots [][shardDepth]*shardSlot
+	p     *plan
 	cols  []string // the columns a partial reads (copied for a worker)
-	seq   int64    // chunks handed to the workers this batch
-	wg    sync.WaitGroup
+	// viewOnly[i]: column cols[i] is a group column the partials read by
+	// its dictionary view alone in this chunk (viewsSuffice).
+	viewOnly []bool
+	seq      int64 // chunks handed to the workers this batch
+	wg       sync.WaitGroup
 }
 
 // shardDepth is how many chunks a worker may be behind the caller: enough
@@ -106,6 +111,8 @@ type shardSlot struct {
 	b     stream.Batch
 	dicts []stream.Dict // the columns' dictionary views (b.Columns[i].Dict)
 	arena []byte        // the bytes of the strings
+	rows  [][]string    // per column: its Strings' storage
+	blank []string      // "" only: a viewOnly column's Strings
 	signs []int8        // b.Signs' storage
 	wmUs  int64
 	seq   int64
@@ -116,16 +123,17 @@ type shardSlot struct {
 var shardWorkerHook func()
 
 func newShardSet(p *plan, pts []*partial) *shards {
-	s := &shards{pts: pts, sts: make([]chunkStats, len(pts)), errs: make([]error, len(pts))}
+	s := &shards{p: p, pts: pts, sts: make([]chunkStats, len(pts)), errs: make([]error, len(pts))}
+	s.cols = append(s.cols, p.spec.GroupBy...)
 	if p.window {
 		s.cols = append(s.cols, p.spec.Window.Column)
 	}
-	s.cols = append(s.cols, p.spec.GroupBy...)
 	for a := range p.aggs {
 		if c := p.aggs[a].Column; c != "" {
 			s.cols = append(s.cols, c)
 		}
 	}
+	s.viewOnly = make([]bool, len(s.cols))
 	return s
 }
 
@@ -187,12 +195,13 @@ func (s *shards) handOver(in *stream.Batch, wmUs int64) bool {
 			return false
 		}
 	}
+	s.viewsSuffice(in)
 	if s.ws == nil {
 		s.start()
 	}
 	for _, w := range s.ws[1:] {
 		sl := <-w.free
-		sl.copyOf(in, s.cols)
+		sl.copyOf(in, s.cols, s.viewOnly)
 		sl.wmUs, sl.seq = wmUs, s.seq
 		w.jobs <- sl
 	}
@@ -200,19 +209,61 @@ func (s *shards) handOver(in *stream.Batch, wmUs int64) bool {
 	return true
 }
 
+// viewsSuffice sets viewOnly: true for every group column when the
+// partials find each row's key of in by the group columns' dictionary
+// views alone (dict.go: resolveDicts sets dictAll, and assignDict takes
+// every row, so no group column's Strings is read), else false for all.
+// The copy for a worker then leaves those Strings out: gathering every
+// row's string was most of the copy's cost (0.28 of 0.29 CPU-s in a
+// seed backfill).
+func (s *shards) viewsSuffice(in *stream.Batch) {
+	clear(s.viewOnly)
+	p, g := s.p, len(s.p.spec.GroupBy)
+	codes := 1
+	for j, name := range p.spec.GroupBy {
+		c := in.Column(name)
+		if !p.strKey(j) || c.Type != p.groupType[j] || c.Type.Kind() == stream.Decimal {
+			return
+		}
+		v := c.DictView()
+		if v == nil {
+			return
+		}
+		if codes *= len(v.Values) + 1; codes > maxDictKeys {
+			return
+		}
+		for i, d := range v.Index {
+			if d < -1 || int(d) >= len(v.Values) || (d == -1) != c.IsNull(i) {
+				return
+			}
+		}
+	}
+	for j := range g {
+		// A column also read otherwise (the window's, an aggregate's, a
+		// group column named twice) keeps its strings.
+		if !slices.Contains(s.cols[g:], s.cols[j]) && !slices.Contains(s.cols[:j], s.cols[j]) {
+			s.viewOnly[j] = true
+		}
+	}
+}
+
 // copyOf makes sl's batch a copy of in's columns cols (their dictionary
 // views included) and of its signs, in sl's storage. A string's bytes are
 // copied too (into sl.arena): a source may rewrite them once the chunk
-// is consumed (TestIdentityBufferReused).
-func (sl *shardSlot) copyOf(in *stream.Batch, cols []string) {
+// is consumed (TestIdentityBufferReused). A column viewOnly marks gets
+// its view's values and indexes but no row's string (each row's Strings
+// entry is ""): the copy is the worker's alone, and its partial reads that
+// column by the view (viewsSuffice).
+func (sl *shardSlot) copyOf(in *stream.Batch, cols []string, viewOnly []bool) {
 	b, n := &sl.b, in.Len
 	if cap(b.Columns) < len(cols) {
 		b.Columns = make([]stream.Column, len(cols))
 		sl.dicts = make([]stream.Dict, len(cols))
+		sl.rows = make([][]string, len(cols))
 	}
 	b.Columns = b.Columns[:len(cols)]
 	need := 0
-	for _, name := range cols {
+	for k, name := range cols {
 		src := in.Column(name)
 		if src.Type.Storage() != stream.String {
 			continue
@@ -221,6 +272,9 @@ func (sl *shardSlot) copyOf(in *stream.Batch, cols []string) {
 			for _, s := range v.Values {
 				need += len(s)
 			}
+			continue
+		}
+		if viewOnly[k] {
 			continue
 		}
 		for _, s := range src.Strings {
@@ -237,7 +291,7 @@ func (sl *shardSlot) copyOf(in *stream.Batch, cols []string) {
 		*c = stream.Column{Name: src.Name, Type: src.Type}
 		switch src.Type.Storage() {
 		case stream.String:
-			c.Strings = sl.copyStrings(&sl.dicts[i], c, old.Strings, src, n)
+			sl.copyStrings(i, c, src, n, viewOnly[i])
 		case stream.Float64:
 			c.Float64s = append(old.Float64s[:0], src.Float64s...)
 		case stream.Decimal:
@@ -259,38 +313,51 @@ func (sl *shardSlot) copyOf(in *stream.Batch, cols []string) {
 	b.Len = n
 }
 
-// copyStrings returns a copy of src's n strings in rows' storage, their
-// bytes in sl.arena, and sets c.Dict to d made a copy of src's dictionary
-// view, if it has one (each value's bytes copied once, not each row's).
-func (sl *shardSlot) copyStrings(d *stream.Dict, c *stream.Column, rows []string, src *stream.Column, n int) []string {
-	if cap(rows) < n {
-		rows = make([]string, n)
+// copyStrings sets column i's c to a copy of src's n strings, their bytes
+// in sl.arena, with a copy of src's dictionary view, if it has one (each
+// value's bytes copied once, not each row's). With viewOnly every row's
+// string is "" (sl.blank, never written).
+func (sl *shardSlot) copyStrings(i int, c, src *stream.Column, n int, viewOnly bool) {
+	var rows []string
+	if viewOnly {
+		if len(sl.blank) < n {
+			sl.blank = make([]string, n)
+		}
+		rows = sl.blank[:n]
+	} else {
+		if rows = sl.rows[i]; cap(rows) < n {
+			rows = make([]string, n)
+		}
+		rows = rows[:n]
+		sl.rows[i] = rows
 	}
-	rows = rows[:n]
+	c.Strings = rows
 	v := src.DictView()
 	if v == nil {
-		for i, s := range src.Strings {
-			rows[i] = sl.keep(s)
+		for r, s := range src.Strings {
+			rows[r] = sl.keep(s)
 		}
-		return rows
+		return
 	}
+	d := &sl.dicts[i]
 	values := d.Values[:0]
 	for _, s := range v.Values {
 		values = append(values, sl.keep(s))
 	}
-	for i, k := range v.Index {
-		switch {
-		case k >= 0 && int(k) < len(values):
-			rows[i] = values[k]
-		case k < 0:
-			rows[i] = "" // null
-		default: // out of range: the partial does not trust it either
-			rows[i] = strings.Clone(src.Strings[i])
+	if !viewOnly {
+		for r, k := range v.Index {
+			switch {
+			case k >= 0 && int(k) < len(values):
+				rows[r] = values[k]
+			case k < 0:
+				rows[r] = "" // null
+			default: // out of range: the partial does not trust it either
+				rows[r] = strings.Clone(src.Strings[r])
+			}
 		}
 	}
 	*d = *stream.NewDict(rows, append(d.Index[:0], v.Index...), values)
 	c.Dict = d
-	return rows
 }
 
 // keep returns a copy of s in sl.arena, which has room for it.
