@@ -232,8 +232,17 @@ func (s *shards) viewsSuffice(in *stream.Batch) {
 		if codes *= len(v.Values) + 1; codes > maxDictKeys {
 			return
 		}
-		for i, d := range v.Index {
-			if d < -1 || int(d) >= len(v.Values) || (d == -1) != c.IsNull(i) {
+		n := int32(len(v.Values))
+		if c.Valid == nil { // no null: every index in [0, n)
+			for _, d := range v.Index {
+				if uint32(d) >= uint32(n) {
+					return
+				}
+			}
+			continue
+		}
+		for i, d := range v.Index { // -1 exactly for a null
+			if d < -1 || d >= n || (d == -1) == c.Valid[i] {
 				return
 			}
 		}
