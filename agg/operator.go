@@ -157,7 +157,7 @@ func New(spec Spec) (*Operator, error) {
 func (o *Operator) setPlan(p *plan, n int) {
 	o.p, o.pts, o.vals = p, newShards(p, n), make([]aggVal, len(p.aggs))
 	o.lastOut, o.spare = nil, nil // another plan's columns
-	o.sh = newShardSet(p, o.pts)
+	o.sh = newShardSet(o.pts)
 	o.orders, o.counts = make([][]int32, n), make([][]int32, n)
 }
 
@@ -221,7 +221,7 @@ func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *pla
 }
 
 func (o *Operator) resetBatch() {
-	o.sh.stop() // the batch's figures and errors are dropped with it
+	o.sh.stop()
 	for _, pt := range o.pts {
 		pt.reset()
 	}
@@ -356,18 +356,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		return nil, stream.OperatorProgress{}, err
 	}
 	p := o.p
-	// The workers' folds of the last chunks (shard.go) are Process's time.
-	tw := time.Now()
-	st, err := o.sh.stop()
-	o.process += time.Since(tw)
-	if oe, ok := err.(*overflowError); ok {
-		return nil, stream.OperatorProgress{}, o.overflow(batchID, oe.agg)
-	}
-	if err != nil {
-		return nil, stream.OperatorProgress{}, err
-	}
-	o.chunk.dropped += st.dropped
-	o.chunk.lateRetractions += st.lateRetractions
+	o.sh.stop()
 	n := 0
 	for _, pt := range o.pts {
 		n += pt.len()
