@@ -235,7 +235,7 @@
 // OPTIONS or LOCK file, leanfs.go): the cache is trusted only if
 // MARKER names exactly the version being opened (same storeId, version,
 // attempt and counts) and its generation. Open deletes MARKER before anything can change the
-// cache; Close flushes every written partition, calls sync(2) once, and
+// cache; Close flushes every written partition, calls syncfs(2) once, and
 // rewrites MARKER. Anything else (no marker, a crash, another checkpoint, a
 // fresh machine) rebuilds the cache from the checkpoint files: the snapshot
 // by sstable ingestion, deltas as Pebble batches. Deleting LocalDir between

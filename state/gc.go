@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/internal/durable"
@@ -160,10 +159,11 @@ func decodeMarker(b []byte) (*marker, error) {
 }
 
 // writeMarker publishes the marker after the closed, flushed cache is on
-// disk. Pebble's own syncs are disabled (noSyncFS), so one sync(2) first
-// makes its files durable before the marker can claim them.
+// disk. Pebble's own syncs are disabled (noSyncFS), so one syncfs(2) of
+// the cache's filesystem first makes its files durable before the marker
+// can claim them.
 func (s *Store) writeMarker() error {
-	syscall.Sync()
+	syncCacheFS(s.opts.LocalDir)
 	js, err := json.Marshal(marker{
 		Gen: s.parts.gen, StoreID: s.storeID, Version: s.head.Version, Attempt: s.head.Attempt,
 		Partitions: s.n, PartitionRows: s.head.PartitionRows,
