@@ -20,7 +20,13 @@ for svc in serve-s3 node; do
   done
   if ours "$svc"; then
     run kill -KILL "$pid"
-    sleep 0.2
+    # A killed process is gone once the kernel has torn it down, which on
+    # a loaded machine can take longer than any fixed pause: wait for it
+    # (up to 10 s) rather than sleep.
+    for _ in $(seq 1 100); do
+      ours "$svc" || break
+      sleep 0.1
+    done
   fi
   if ours "$svc"; then
     echo "error: $svc (pid $pid) is still running" >&2

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -316,8 +317,11 @@ func spillFaultOnce(t *testing.T, i int) bool {
 
 // heapProbe is a local file system that samples the Go heap at every 64th
 // operation on a run file or an sstable (the repartition's spill, merge
-// and ingestion), keeping the largest HeapInuse seen.
+// and ingestion), keeping the largest HeapInuse seen. The partitions open
+// in parallel, so operations arrive from several goroutines: mu guards the
+// counters (go test -race flagged them).
 type heapProbe struct {
+	mu   sync.Mutex
 	ops  int
 	peak uint64
 }
@@ -325,6 +329,8 @@ type heapProbe struct {
 func (p *heapProbe) String() string { return "heap probe" }
 
 func (p *heapProbe) MaybeError(op errorfs.Op) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.ops++; p.ops%64 == 0 {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -375,17 +381,22 @@ func TestRepartitionMemoryFlat(t *testing.T) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
+		probe.mu.Lock()
 		probe.ops, probe.peak = 0, ms.HeapInuse
+		probe.mu.Unlock()
 		st, err := s.Repartition(ctx, 0, 1, 8)
 		debug.SetGCPercent(gc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.KeysAfter != int64(n) || probe.ops < 1000 {
-			t.Fatalf("%d keys: stats %+v, %d file operations sampled", n, st, probe.ops)
+		probe.mu.Lock()
+		ops, peak := probe.ops, probe.peak
+		probe.mu.Unlock()
+		if st.KeysAfter != int64(n) || ops < 1000 {
+			t.Fatalf("%d keys: stats %+v, %d file operations sampled", n, st, ops)
 		}
-		growth[j] = int64(probe.peak) - int64(ms.HeapInuse)
-		t.Logf("%d keys: heap peak %d MB above the %d MB before (%d samples)", n, growth[j]>>20, ms.HeapInuse>>20, probe.ops/64)
+		growth[j] = int64(peak) - int64(ms.HeapInuse)
+		t.Logf("%d keys: heap peak %d MB above the %d MB before (%d samples)", n, growth[j]>>20, ms.HeapInuse>>20, ops/64)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
