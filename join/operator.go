@@ -61,6 +61,7 @@ var (
 	_ stream.StateRecorder     = (*Operator)(nil)
 	_ stream.ProgressReporter  = (*Operator)(nil)
 	_ stream.WatermarkProducer = (*Operator)(nil)
+	_ stream.CommitPreparer    = (*Operator)(nil)
 )
 
 // New validates spec (columns, types and Spark's rules for the join type)
@@ -472,7 +473,26 @@ func (o *Operator) OutputWatermark(inputMs int64) int64 {
 // match nothing): ethstream's own custom metric.
 const MetricNullKeys = "numNullKeyRows"
 
-// Commit makes state version batchID durable.
+// PrepareCommit writes state version batchID's data file without making
+// it visible (stream.CommitPreparer, state.Store.Prepare); Commit then
+// publishes it. The engine runs both while the sink writes the batch, so
+// the state commit (a data file of every row the batch stored and every
+// key it evicted: most of the join shape's commit) leaves the batch's
+// critical path. It touches the store only: memory (keyrows.go) already
+// reflects the batch, and an Abort after it drops memory as after a
+// failed Commit.
+func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
+	if err := o.life.Committable(o.store, batchID); err != nil {
+		return err
+	}
+	if err := o.store.Prepare(ctx, batchID); err != nil {
+		return fmt.Errorf("%s: prepare state version %d: %w", o.p, batchID, err)
+	}
+	return nil
+}
+
+// Commit makes state version batchID durable (publishing what
+// PrepareCommit wrote, if it ran).
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	_, err := o.life.Commit(ctx, o.store, batchID, &o.progress)
 	return err
