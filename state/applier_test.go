@@ -112,15 +112,18 @@ func TestRebuildFlushesLargeBatches(t *testing.T) {
 }
 
 // TestCommitAppliesInParallel: a commit large enough (applyParallelMin,
-// lowered here) writes and flushes its partitions' Pebble batches on
-// several goroutines; the cache then holds what a model of the puts and
-// deletes holds, commit after commit, through waves that pass the flush
-// budget (lowered too) and evictions of a partition's oldest keys (range
-// deletions), and a cache rebuilt from the checkpoint holds the same. Run
-// with -race, it checks that the partitions' writes share nothing.
+// prepareOverlapMin, lowered here) writes and flushes its partitions'
+// Pebble batches on several goroutines, and its data file alongside its
+// key bounds' computation. The cache then holds what a model of the puts
+// and deletes holds, commit after commit, through waves that pass the
+// flush budget (lowered too) and evictions of a partition's oldest keys
+// (range deletions), and so does a cache rebuilt from the checkpoint (its
+// data files, and the key bounds in its metadata: a scan skips a
+// partition outside them). Run with -race, it checks that the
+// partitions' writes share nothing.
 func TestCommitAppliesInParallel(t *testing.T) {
-	defer func(b, m int) { applyFlushBudget, applyParallelMin = b, m }(applyFlushBudget, applyParallelMin)
-	applyFlushBudget, applyParallelMin = 16<<10, 0
+	defer func(b, m, o int) { applyFlushBudget, applyParallelMin, prepareOverlapMin = b, m, o }(applyFlushBudget, applyParallelMin, prepareOverlapMin)
+	applyFlushBudget, applyParallelMin, prepareOverlapMin = 16<<10, 0, 0
 	const n, versions = 16, 6
 	rng := rand.New(rand.NewPCG(43, 7))
 	e := newEnv(t, vfs.NewMem())

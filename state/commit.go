@@ -197,8 +197,8 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 
 // prepareOverlapMin is the changes from which a commit writes its data
 // file alongside nextBounds (prepare): a live batch's few are not worth a
-// goroutine.
-const prepareOverlapMin = 4096
+// goroutine. Tests lower it.
+var prepareOverlapMin = 4096
 
 // newMeta is the metadata of a new attempt of version: kind, the rows and
 // key bounds of each partition (their count is the partition count) and
