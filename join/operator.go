@@ -475,12 +475,10 @@ const MetricNullKeys = "numNullKeyRows"
 
 // PrepareCommit writes state version batchID's data file without making
 // it visible (stream.CommitPreparer, state.Store.Prepare); Commit then
-// publishes it. The engine runs both while the sink writes the batch, so
-// the state commit (a data file of every row the batch stored and every
-// key it evicted: most of the join shape's commit) leaves the batch's
-// critical path. It touches the store only: memory (keyrows.go) already
-// reflects the batch, and an Abort after it drops memory as after a
-// failed Commit.
+// publishes it. The engine runs both alongside the sink's write of the
+// batch instead of after it. It touches the store only: memory
+// (keyrows.go) already reflects the batch, and an Abort after it drops
+// memory as after a failed Commit.
 func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
 	if err := o.life.Committable(o.store, batchID); err != nil {
 		return err

@@ -135,7 +135,7 @@ func (s *Store) applyChanges(cs []change, rangeDel []bool) error {
 		spans = spans[n:]
 		workers := 1
 		if unflushed >= applyParallelMin {
-			workers = runtime.GOMAXPROCS(0)
+			workers = min(runtime.GOMAXPROCS(0), 4)
 			// Opening an instance is not safe for concurrent use.
 			for _, sp := range wave {
 				if _, err := s.parts.db(sp.p); err != nil {
@@ -164,11 +164,11 @@ type applySpan struct {
 }
 
 // applyParallelMin is the bytes of Pebble batches from which a commit
-// writes and flushes its partitions with GOMAXPROCS goroutines, each
-// partition a Pebble instance of its own: a backfill's commit (its Pebble
-// batches were 8% of the join shape's CPU, on the batch's critical path,
-// the flushes it waits for as much again). A live batch's kilobytes are
-// not worth a goroutine. Tests lower it.
+// writes and flushes its partitions with up to GOMAXPROCS goroutines (at
+// most 4, as changes sorts), each partition a Pebble instance of its own:
+// a backfill's commit, whose batches and the flushes it waits for were
+// about 12% of the join shape's CPU, all on the batch's critical path. A
+// live batch's kilobytes are not worth a goroutine. Tests lower it.
 var applyParallelMin = 1 << 20
 
 // inParallel calls f(0..n-1) on up to workers goroutines (one: in order,
