@@ -23,23 +23,28 @@ import (
 // outgrows memRowsCap), with a cap crossed mid-run, and with batches
 // aborted after and before their Finish and re-run (memory dropped and
 // reloaded from the committed state), and with the engine's overlapped
-// commit (PrepareCommit, then Commit; an abort after PrepareCommit); every
+// commit (PrepareCommit, then Commit; an abort after PrepareCommit), and
+// with the sides evicting on two goroutines (evictParallelMin); every
 // run's output, final state and NeedsNoDataBatch answers are the same, for
 // each join type.
 func TestMemoryPathsAgree(t *testing.T) {
 	for _, typ := range []Type{Inner, LeftOuter, RightOuter, FullOuter, LeftSemi} {
 		t.Run(typ.String(), func(t *testing.T) {
 			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 7)))
-			defer func(c int) { memRowsCap = c }(memRowsCap)
+			defer func(c, e int) { memRowsCap, evictParallelMin = c, e }(memRowsCap, evictParallelMin)
 			var want string
 			for _, v := range []struct {
-				name           string
-				cap            int
-				abort, prepare bool
-			}{{"in memory", 1 << 20, false, false}, {"from the state", 0, false, false}, {"cap crossed", 40, false, false},
-				{"aborts", 1 << 20, true, false}, {"aborts from the state", 0, true, false},
-				{"prepared", 1 << 20, false, true}, {"prepared, aborts", 1 << 20, true, true}} {
-				memRowsCap = v.cap
+				name                     string
+				cap                      int
+				abort, prepare, parallel bool
+			}{{"in memory", 1 << 20, false, false, false}, {"from the state", 0, false, false, false}, {"cap crossed", 40, false, false, false},
+				{"aborts", 1 << 20, true, false, false}, {"aborts from the state", 0, true, false, false},
+				{"prepared", 1 << 20, false, true, false}, {"prepared, aborts", 1 << 20, true, true, false},
+				{"sides evicting in parallel", 1 << 20, false, false, true}, {"sides evicting in parallel, aborts", 1 << 20, true, true, true}} {
+				memRowsCap, evictParallelMin = v.cap, 1<<30
+				if v.parallel {
+					evictParallelMin = 0
+				}
 				got, complete := runMemTest(t, typ, batches, v.abort, v.prepare)
 				if v.cap != 40 && complete != (v.cap > 0) {
 					t.Fatalf("%s: a side held complete in memory after batch 0: %v, want %v", v.name, complete, v.cap > 0)
