@@ -456,6 +456,11 @@ func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row
 			clear(k.rows[len(keep):])
 			k.rows = keep
 			o.touch(side, k)
+			if len(keep) == 0 {
+				// Memory drops the key now, its map's entry still in the
+				// cache; flush writes its deletes through k.
+				delete(o.mem[side].keys, k.key)
+			}
 		}
 	}
 	return removed, nil
