@@ -311,9 +311,8 @@ func (o *Operator) flush() error {
 			k.counted = counted
 			m.rows += int(n - k.stored)
 			k.stored, k.dirty = n, false
-			if n == 0 {
-				delete(m.keys, k.key)
-			}
+			// A key left without rows (only eviction removes rows) is
+			// out of memory already (evictSide).
 		}
 		clear(ks)
 		o.dirty[side] = ks[:0]

@@ -22,22 +22,30 @@ import (
 // default), with none held (every key read from the state, as when a side
 // outgrows memRowsCap), with a cap crossed mid-run, and with batches
 // aborted after and before their Finish and re-run (memory dropped and
-// reloaded from the committed state); every run's output, final state and
-// NeedsNoDataBatch answers are the same, for each join type.
+// reloaded from the committed state), and with the engine's overlapped
+// commit (PrepareCommit, then Commit; an abort after PrepareCommit), and
+// with the sides evicting on two goroutines (evictParallelMin); every
+// run's output, final state and NeedsNoDataBatch answers are the same, for
+// each join type.
 func TestMemoryPathsAgree(t *testing.T) {
 	for _, typ := range []Type{Inner, LeftOuter, RightOuter, FullOuter, LeftSemi} {
 		t.Run(typ.String(), func(t *testing.T) {
 			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 7)))
-			defer func(c int) { memRowsCap = c }(memRowsCap)
+			defer func(c, e int) { memRowsCap, evictParallelMin = c, e }(memRowsCap, evictParallelMin)
 			var want string
 			for _, v := range []struct {
-				name  string
-				cap   int
-				abort bool
-			}{{"in memory", 1 << 20, false}, {"from the state", 0, false}, {"cap crossed", 40, false},
-				{"aborts", 1 << 20, true}, {"aborts from the state", 0, true}} {
-				memRowsCap = v.cap
-				got, complete := runMemTest(t, typ, batches, v.abort)
+				name                     string
+				cap                      int
+				abort, prepare, parallel bool
+			}{{"in memory", 1 << 20, false, false, false}, {"from the state", 0, false, false, false}, {"cap crossed", 40, false, false, false},
+				{"aborts", 1 << 20, true, false, false}, {"aborts from the state", 0, true, false, false},
+				{"prepared", 1 << 20, false, true, false}, {"prepared, aborts", 1 << 20, true, true, false},
+				{"sides evicting in parallel", 1 << 20, false, false, true}, {"sides evicting in parallel, aborts", 1 << 20, true, true, true}} {
+				memRowsCap, evictParallelMin = v.cap, 1<<30
+				if v.parallel {
+					evictParallelMin = 0
+				}
+				got, complete := runMemTest(t, typ, batches, v.abort, v.prepare)
 				if v.cap != 40 && complete != (v.cap > 0) {
 					t.Fatalf("%s: a side held complete in memory after batch 0: %v, want %v", v.name, complete, v.cap > 0)
 				}
@@ -102,11 +110,13 @@ func memTestBatch(rows []memTestRow) *stream.Batch {
 
 // runMemTest runs the batches through a fresh operator (aborting each
 // odd batch twice first when abort: after its Finish, then before it, when
-// only Abort drops what memory holds) and renders its outputs per batch,
+// only Abort drops what memory holds; with prepare, each commit is
+// PrepareCommit then Commit, and the abort after Finish follows a
+// PrepareCommit) and renders its outputs per batch,
 // its no-data answers and its final state; complete reports whether a
 // side was held complete in memory in a batch after the first (the
 // first starts from an empty state, complete at any cap).
-func runMemTest(t *testing.T, typ Type, batches [][2][]memTestRow, abort bool) (string, bool) {
+func runMemTest(t *testing.T, typ Type, batches [][2][]memTestRow, abort, prepare bool) (string, bool) {
 	t.Helper()
 	ctx := context.Background()
 	side := func(alias string) Side {
@@ -152,6 +162,11 @@ func runMemTest(t *testing.T, typ Type, batches [][2][]memTestRow, abort bool) (
 			res, _, err := o.Finish(ctx, int64(id), wmMs)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if prepare {
+				if err := o.PrepareCommit(ctx, int64(id)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if run == 0 && runs > 1 {
 				o.Abort()

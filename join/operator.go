@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -61,6 +62,7 @@ var (
 	_ stream.StateRecorder     = (*Operator)(nil)
 	_ stream.ProgressReporter  = (*Operator)(nil)
 	_ stream.WatermarkProducer = (*Operator)(nil)
+	_ stream.CommitPreparer    = (*Operator)(nil)
 )
 
 // New validates spec (columns, types and Spark's rules for the join type)
@@ -367,44 +369,97 @@ func (e evictor) evicts(r row) bool {
 // evict removes the rows the watermark passed on each side and emits the
 // preserved side's unmatched ones with nulls; it returns the rows removed.
 // The index names the keys holding such rows; each key's rows are then
-// read whole (keyRowsOf) and compacted.
+// read whole (keyRowsOf) and compacted. When both sides evict many rows
+// held whole in memory (a backfill's batch), the sides evict on two
+// goroutines: each touches its own memory and index only (a key memory
+// holds is read without the store, which is not safe for concurrent use),
+// and the rows emitted with nulls are added after, the left side's first,
+// as one after the other adds them.
 func (o *Operator) evict(wmMs int64) (int64, error) {
 	ev := o.p.evictors(wmMs)
-	var removed int64
+	both := true
 	for side := range o.p.sides {
-		if !ev[side].active {
-			continue
-		}
-		for _, key := range o.mem[side].idx.popDue(ev[side].limUs) {
-			o.ek = append(o.ek[:0], key...)
-			k, err := o.keyRowsOf(side, o.ek, false)
+		m := o.mem[side]
+		both = both && ev[side].active && m.complete && m.idx.len() >= evictParallelMin
+	}
+	if !both {
+		var removed int64
+		for side := range o.p.sides {
+			if !ev[side].active {
+				continue
+			}
+			n, err := o.evictSide(side, ev[side], &o.ek, func(l, r row) { o.out.add(o.p, l, r) })
+			removed += n
 			if err != nil {
 				return removed, err
 			}
-			// Compact the survivors to indexes 0..len-1 in their order
-			// (Spark's removal moves the key's last value into a removed
-			// slot instead: the indexes differ, the rows a key holds, and
-			// so what the join emits, do not).
-			keep := k.rows[:0]
-			for i, sr := range k.rows {
-				if ev[side].evicts(sr.r) {
-					removed++
-					if !sr.matched && o.p.spec.Type.preserves(side) {
-						if side == stream.LeftSide {
-							o.out.add(o.p, sr.r, nil)
-						} else {
-							o.out.add(o.p, nil, sr.r)
-						}
+		}
+		return removed, nil
+	}
+	var outs [2][][2]row
+	var ns [2]int64
+	var errs [2]error
+	var ek [2][]byte
+	done := make(chan struct{})
+	run := func(side int) {
+		ns[side], errs[side] = o.evictSide(side, ev[side], &ek[side], func(l, r row) { outs[side] = append(outs[side], [2]row{l, r}) })
+	}
+	go func() {
+		defer close(done)
+		run(stream.RightSide)
+	}()
+	run(stream.LeftSide)
+	<-done
+	for _, out := range outs {
+		for _, lr := range out {
+			o.out.add(o.p, lr[0], lr[1])
+		}
+	}
+	return ns[0] + ns[1], errors.Join(errs[0], errs[1])
+}
+
+// evictParallelMin is the rows each side's index must hold for evict to
+// run the sides on two goroutines: a live batch's few are not worth one.
+var evictParallelMin = 4096
+
+// evictSide is evict's work on one side at limit e: it emits through emit
+// (left row, right row; nil: that side's nulls) and keeps its key in *ek.
+func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row)) (int64, error) {
+	var removed int64
+	for _, key := range o.mem[side].idx.popDue(e.limUs) {
+		*ek = append((*ek)[:0], key...)
+		k, err := o.keyRowsOf(side, *ek, false)
+		if err != nil {
+			return removed, err
+		}
+		// Compact the survivors to indexes 0..len-1 in their order
+		// (Spark's removal moves the key's last value into a removed
+		// slot instead: the indexes differ, the rows a key holds, and
+		// so what the join emits, do not).
+		keep := k.rows[:0]
+		for i, sr := range k.rows {
+			if e.evicts(sr.r) {
+				removed++
+				if !sr.matched && o.p.spec.Type.preserves(side) {
+					if side == stream.LeftSide {
+						emit(sr.r, nil)
+					} else {
+						emit(nil, sr.r)
 					}
-					continue
 				}
-				sr.changed = sr.changed || len(keep) != i
-				keep = append(keep, sr)
+				continue
 			}
-			if len(keep) != len(k.rows) {
-				clear(k.rows[len(keep):])
-				k.rows = keep
-				o.touch(side, k)
+			sr.changed = sr.changed || len(keep) != i
+			keep = append(keep, sr)
+		}
+		if len(keep) != len(k.rows) {
+			clear(k.rows[len(keep):])
+			k.rows = keep
+			o.touch(side, k)
+			if len(keep) == 0 {
+				// Memory drops the key now, its map's entry still in the
+				// cache; flush writes its deletes through k.
+				delete(o.mem[side].keys, k.key)
 			}
 		}
 	}
@@ -472,7 +527,24 @@ func (o *Operator) OutputWatermark(inputMs int64) int64 {
 // match nothing): ethstream's own custom metric.
 const MetricNullKeys = "numNullKeyRows"
 
-// Commit makes state version batchID durable.
+// PrepareCommit writes state version batchID's data file without making
+// it visible (stream.CommitPreparer, state.Store.Prepare); Commit then
+// publishes it. The engine runs both alongside the sink's write of the
+// batch instead of after it. It touches the store only: memory
+// (keyrows.go) already reflects the batch, and an Abort after it drops
+// memory as after a failed Commit.
+func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
+	if err := o.life.Committable(o.store, batchID); err != nil {
+		return err
+	}
+	if err := o.store.Prepare(ctx, batchID); err != nil {
+		return fmt.Errorf("%s: prepare state version %d: %w", o.p, batchID, err)
+	}
+	return nil
+}
+
+// Commit makes state version batchID durable (publishing what
+// PrepareCommit wrote, if it ran).
 func (o *Operator) Commit(ctx context.Context, batchID int64) error {
 	_, err := o.life.Commit(ctx, o.store, batchID, &o.progress)
 	return err

@@ -163,21 +163,42 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	if err := s.openTouched(cs); err != nil {
 		return nil, err
 	}
-	bounds, rangeDel, err := s.nextBounds(cs, newRows)
-	if err != nil {
-		return nil, err
-	}
 	// Always a delta: the snapshot that shortens the chain is written
 	// later, off the commit path (maintain.go), so that a commit's bytes
-	// follow the keys it changed.
-	m := s.newMeta(version, kindNameDelta, newRows, bounds, s.pendingRecord)
-	n, err := s.publishData(m, s.deltaWriter(m, cs))
-	if err != nil {
+	// follow the keys it changed. Its data file does not depend on the
+	// key bounds, which only the metadata holds: a large one is written
+	// on another goroutine while nextBounds reads the cache (they share
+	// nothing: publishData touches the checkpoint's files and s.tmps,
+	// nextBounds the open partitions). A failure of either leaves at most
+	// a data file without metadata, as a crash between the two files.
+	m := s.newMeta(version, kindNameDelta, newRows, nil, s.pendingRecord)
+	write := s.deltaWriter(m, cs)
+	var n int64
+	var perr error
+	published := make(chan struct{})
+	if len(cs) >= prepareOverlapMin {
+		go func() {
+			defer close(published)
+			n, perr = s.publishData(m, write)
+		}()
+	} else {
+		n, perr = s.publishData(m, write)
+		close(published)
+	}
+	bounds, rangeDel, err := s.nextBounds(cs, newRows)
+	<-published
+	if err = errors.Join(perr, err); err != nil {
 		return nil, err
 	}
+	m.PartitionKeys = bounds
 	return &prepared{version: version, m: m, cs: cs, rangeDel: rangeDel, newRows: newRows, bounds: bounds,
 		updated: updated, removed: removed, dataSize: n}, nil
 }
+
+// prepareOverlapMin is the changes from which a commit writes its data
+// file alongside nextBounds (prepare): a live batch's few are not worth a
+// goroutine. Tests lower it.
+var prepareOverlapMin = 4096
 
 // newMeta is the metadata of a new attempt of version: kind, the rows and
 // key bounds of each partition (their count is the partition count) and

@@ -99,6 +99,27 @@ func TestFaultLoop(t *testing.T) {
 	}
 }
 
+// TestFaultLoopOverlapped is TestFaultLoop's commits with their large
+// commit's concurrency forced on a small one: the data file written
+// alongside nextBounds, the cache's partitions written and flushed by
+// several goroutines (prepareOverlapMin, applyParallelMin).
+func TestFaultLoopOverlapped(t *testing.T) {
+	defer func(o, a int) { prepareOverlapMin, applyParallelMin = o, a }(prepareOverlapMin, applyParallelMin)
+	prepareOverlapMin, applyParallelMin = 0, 0
+	for _, kind := range []string{"delta", "prepared"} {
+		for _, retry := range []bool{true, false} {
+			for i := 0; ; i++ {
+				if !faultOnce(t, kind, i, retry) {
+					if i < 5 {
+						t.Fatalf("%s: only %d file operations", kind, i)
+					}
+					break
+				}
+			}
+		}
+	}
+}
+
 // faultOnce runs one scenario failing op i; it reports whether op i existed.
 func faultOnce(t *testing.T, kind string, i int, retry bool) bool {
 	ctx := context.Background()
