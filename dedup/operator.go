@@ -392,13 +392,7 @@ func (o *Operator) evict(wmUs int64) (removed int64, err error) {
 // stores after the sink, one after the other, on every live batch's
 // critical path (issue 43, the two-stateful freshness query).
 func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
-	if err := o.life.Committable(o.store, batchID); err != nil {
-		return err
-	}
-	if err := o.store.Prepare(ctx, batchID); err != nil {
-		return fmt.Errorf("%s: prepare state version %d: %w", o.p, batchID, err)
-	}
-	return nil
+	return o.life.Prepare(ctx, o.store, batchID)
 }
 
 var _ stream.CommitPreparer = (*Operator)(nil)

@@ -534,13 +534,7 @@ const MetricNullKeys = "numNullKeyRows"
 // (keyrows.go) already reflects the batch, and an Abort after it drops
 // memory as after a failed Commit.
 func (o *Operator) PrepareCommit(ctx context.Context, batchID int64) error {
-	if err := o.life.Committable(o.store, batchID); err != nil {
-		return err
-	}
-	if err := o.store.Prepare(ctx, batchID); err != nil {
-		return fmt.Errorf("%s: prepare state version %d: %w", o.p, batchID, err)
-	}
-	return nil
+	return o.life.Prepare(ctx, o.store, batchID)
 }
 
 // Commit makes state version batchID durable (publishing what

@@ -125,6 +125,19 @@ func (l *Lifecycle) Committable(s *state.Store, id int64) error {
 	return nil
 }
 
+// Prepare writes s's version id's data without making it visible
+// (stream.CommitPreparer, state.Store.Prepare), once its batch is
+// finished; Commit then publishes it.
+func (l *Lifecycle) Prepare(ctx context.Context, s *state.Store, id int64) error {
+	if err := l.Committable(s, id); err != nil {
+		return err
+	}
+	if err := s.Prepare(ctx, id); err != nil {
+		return fmt.Errorf("%s: prepare state version %d: %w", l.describe(), id, err)
+	}
+	return nil
+}
+
 // Commit makes s's version id durable once its batch is finished, records
 // the commit's figures (commitTimeMs, memoryUsedBytes, numRowsTotal) in
 // pr, the batch's stateOperators entry, and ends the batch. The store's
