@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -31,7 +29,7 @@ func TestFormat3Counts(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/cap%d", typ, rowsCap), func(t *testing.T) {
 				defer func(c int) { memRowsCap = c }(memRowsCap)
 				memRowsCap = rowsCap
-				batches := formatTestInput(rand.New(rand.NewPCG(uint64(typ), 23)))
+				batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 23)), 30) // 30 keys: a key holds one value as often as several
 				var kinds [3]int
 				want := runFormatTest(t, typ, batches, -1, &kinds)
 				if kinds[1] == 0 || kinds[2] == 0 {
@@ -49,25 +47,6 @@ func TestFormat3Counts(t *testing.T) {
 	}
 }
 
-// formatTestInput is memTestInput over 30 keys: a key holds one value as
-// often as several.
-func formatTestInput(rng *rand.Rand) [][2][]memTestRow {
-	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
-	var out [][2][]memTestRow
-	for b := range 5 {
-		var sides [2][]memTestRow
-		for s := range 2 {
-			for range 10 + rng.IntN(20) {
-				r := memTestRow{k: fmt.Sprint("k", rng.IntN(30)), ts: base + int64(b)*60e6 + rng.Int64N(150e6) - 60e6, v: rng.Int64N(1000)}
-				r.null = rng.IntN(15) == 0
-				sides[s] = append(sides[s], r)
-			}
-		}
-		out = append(out, sides)
-	}
-	return out
-}
-
 // runFormatTest runs batches at batch ids 0, 2, 4... and returns each
 // batch's sorted output. After each commit it checks the state's counts:
 // every count equals its key's values; a key of two values or more has
@@ -80,14 +59,7 @@ func formatTestInput(rng *rand.Rand) [][2][]memTestRow {
 func runFormatTest(t *testing.T, typ Type, batches [][2][]memTestRow, convertAfter int, kinds *[3]int) []string {
 	t.Helper()
 	ctx := context.Background()
-	side := func(alias string) Side {
-		return Side{Alias: alias, Schema: memTestSchema, Keys: []string{"k"}, Watermark: "ts", Delay: time.Minute}
-	}
-	spec := Spec{Type: typ, Left: side("a"), Right: side("b"), Range: []Bound{
-		{LeftColumn: "ts", Op: GE, RightColumn: "ts", RightOffset: -time.Minute},
-		{LeftColumn: "ts", Op: LE, RightColumn: "ts", RightOffset: time.Minute}}}
-	dir := t.TempDir()
-	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 3, Version: -1}
+	spec, env := memTestSpec(typ), memTestEnv(t)
 	open := func() *Operator {
 		o, err := New(spec)
 		if err != nil {
@@ -120,25 +92,7 @@ func runFormatTest(t *testing.T, typ Type, batches [][2][]memTestRow, convertAft
 		if err := o.Commit(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		var rows []string
-		for r := range res.Len {
-			var cells []string
-			for _, c := range res.Columns {
-				switch {
-				case c.IsNull(r):
-					cells = append(cells, "null")
-				case c.Type.Storage() == stream.String:
-					cells = append(cells, c.Strings[r])
-				case c.Type.Storage() == stream.Float64:
-					cells = append(cells, fmt.Sprint(c.Float64s[r]))
-				default:
-					cells = append(cells, fmt.Sprint(c.Int64s[r]))
-				}
-			}
-			rows = append(rows, "out "+strings.Join(cells, " "))
-		}
-		slices.Sort(rows)
-		outs = append(outs, fmt.Sprintf("batch %d:\n%s", i, strings.Join(rows, "\n")))
+		outs = append(outs, fmt.Sprintf("batch %d:\n%s", i, strings.Join(memTestRows(res), "\n")))
 		for s := range 2 {
 			for _, r := range b[s] {
 				maxTs = max(maxTs, r.ts)

@@ -30,7 +30,7 @@ import (
 func TestMemoryPathsAgree(t *testing.T) {
 	for _, typ := range []Type{Inner, LeftOuter, RightOuter, FullOuter, LeftSemi} {
 		t.Run(typ.String(), func(t *testing.T) {
-			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 7)))
+			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 7)), 6)
 			defer func(c, e int) { memRowsCap, evictParallelMin = c, e }(memRowsCap, evictParallelMin)
 			var want string
 			for _, v := range []struct {
@@ -77,14 +77,16 @@ type memTestRow struct {
 // memTestInput draws five batches of both sides: 6 keys (and a null),
 // event times moving forward a minute a batch with jitter, so that rows
 // match, arrive late and are evicted.
-func memTestInput(rng *rand.Rand) [][2][]memTestRow {
+// memTestInput is five batches of 10-29 rows a side, their join keys
+// drawn from keys distinct values, one in 15 null.
+func memTestInput(rng *rand.Rand, keys int) [][2][]memTestRow {
 	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
 	var out [][2][]memTestRow
 	for b := range 5 {
 		var sides [2][]memTestRow
 		for s := range 2 {
 			for range 10 + rng.IntN(20) {
-				r := memTestRow{k: fmt.Sprint("k", rng.IntN(6)), ts: base + int64(b)*60e6 + rng.Int64N(150e6) - 60e6, v: rng.Int64N(1000)}
+				r := memTestRow{k: fmt.Sprint("k", rng.IntN(keys)), ts: base + int64(b)*60e6 + rng.Int64N(150e6) - 60e6, v: rng.Int64N(1000)}
 				r.null = rng.IntN(15) == 0
 				sides[s] = append(sides[s], r)
 			}
@@ -92,6 +94,47 @@ func memTestInput(rng *rand.Rand) [][2][]memTestRow {
 		out = append(out, sides)
 	}
 	return out
+}
+
+// memTestSpec is the tests' join of two sides a and b of memTestSchema on
+// k, each ts within a minute of the other's, a minute's watermark delay a
+// side.
+func memTestSpec(typ Type) Spec {
+	side := func(alias string) Side {
+		return Side{Alias: alias, Schema: memTestSchema, Keys: []string{"k"}, Watermark: "ts", Delay: time.Minute}
+	}
+	return Spec{Type: typ, Left: side("a"), Right: side("b"), Range: []Bound{
+		{LeftColumn: "ts", Op: GE, RightColumn: "ts", RightOffset: -time.Minute},
+		{LeftColumn: "ts", Op: LE, RightColumn: "ts", RightOffset: time.Minute}}}
+}
+
+// memTestEnv is a fresh state directory of 3 partitions in t's temp dir.
+func memTestEnv(t *testing.T) stream.OperatorEnv {
+	dir := t.TempDir()
+	return stream.OperatorEnv{StateDir: filepath.Join(dir, "state"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 3, Version: -1}
+}
+
+// memTestRows renders a batch's rows as "out cell cell ...", sorted.
+func memTestRows(res *stream.Batch) []string {
+	var rows []string
+	for i := range res.Len {
+		var cells []string
+		for _, c := range res.Columns {
+			switch {
+			case c.IsNull(i):
+				cells = append(cells, "null")
+			case c.Type.Storage() == stream.String:
+				cells = append(cells, c.Strings[i])
+			case c.Type.Storage() == stream.Float64:
+				cells = append(cells, fmt.Sprint(c.Float64s[i]))
+			default:
+				cells = append(cells, fmt.Sprint(c.Int64s[i]))
+			}
+		}
+		rows = append(rows, "out "+strings.Join(cells, " "))
+	}
+	slices.Sort(rows)
+	return rows
 }
 
 func memTestBatch(rows []memTestRow) *stream.Batch {
@@ -119,14 +162,7 @@ func memTestBatch(rows []memTestRow) *stream.Batch {
 func runMemTest(t *testing.T, typ Type, batches [][2][]memTestRow, abort, prepare bool) (string, bool) {
 	t.Helper()
 	ctx := context.Background()
-	side := func(alias string) Side {
-		return Side{Alias: alias, Schema: memTestSchema, Keys: []string{"k"}, Watermark: "ts", Delay: time.Minute}
-	}
-	spec := Spec{Type: typ, Left: side("a"), Right: side("b"), Range: []Bound{
-		{LeftColumn: "ts", Op: GE, RightColumn: "ts", RightOffset: -time.Minute},
-		{LeftColumn: "ts", Op: LE, RightColumn: "ts", RightOffset: time.Minute}}}
-	dir := t.TempDir()
-	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 3, Version: -1}
+	spec, env := memTestSpec(typ), memTestEnv(t)
 	o, err := New(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -176,25 +212,7 @@ func runMemTest(t *testing.T, typ Type, batches [][2][]memTestRow, abort, prepar
 				t.Fatal(err)
 			}
 			fmt.Fprintf(&out, "batch %d wm %d:\n", id, wmMs)
-			var rows []string
-			for i := range res.Len {
-				var cells []string
-				for _, c := range res.Columns {
-					switch {
-					case c.IsNull(i):
-						cells = append(cells, "null")
-					case c.Type.Storage() == stream.String:
-						cells = append(cells, c.Strings[i])
-					case c.Type.Storage() == stream.Float64:
-						cells = append(cells, fmt.Sprint(c.Float64s[i]))
-					default:
-						cells = append(cells, fmt.Sprint(c.Int64s[i]))
-					}
-				}
-				rows = append(rows, "out "+strings.Join(cells, " "))
-			}
-			slices.Sort(rows)
-			out.WriteString(strings.Join(rows, "\n") + "\n")
+			out.WriteString(strings.Join(memTestRows(res), "\n") + "\n")
 		}
 		for s := range 2 {
 			for _, r := range b[s] {

@@ -29,7 +29,7 @@ import (
 func TestPrunedColumns(t *testing.T) {
 	for _, typ := range []Type{Inner, LeftOuter, RightOuter, FullOuter, LeftSemi} {
 		t.Run(typ.String(), func(t *testing.T) {
-			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 11)))
+			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 11)), 6)
 			// The left side reads v as well; the right side only what
 			// the join needs.
 			cols := [2][]string{{"v"}, {}}
@@ -99,7 +99,7 @@ func TestPrunedColumns(t *testing.T) {
 func TestPrunedStateLacksColumn(t *testing.T) {
 	for _, typ := range []Type{Inner, LeftOuter, FullOuter} {
 		t.Run(typ.String(), func(t *testing.T) {
-			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 12)))
+			batches := memTestInput(rand.New(rand.NewPCG(uint64(typ), 12)), 6)
 			dir := t.TempDir()
 			narrow := pruneSpec(typ, [2][]string{{"v"}, {}})
 			runPrune(t, []Spec{narrow}, batches, dir, []string{"a_k"})
