@@ -79,8 +79,8 @@
 // format 2's encoding as the join writes them. The format-2 spec starts
 // "join/v2 fields=" (format 3's "join/v3 fields=") and the JSON of each
 // side's columns (state.Field), by
-// which `ethstream state dump` renders a format-2 value as the text
-// format 1 stored (dump.go), so a dump reads the same in both formats.
+// which `ethstream state dump` renders a format-2 or 3 value as the text
+// format 1 stored (dump.go), so a dump reads the same in every format.
 // The format-2 text's names and strings are quoted as JSON quotes them
 // (format 1 quoted names with strconv.Quote, not JSON for DEL), and a
 // format-1 value is read by position (a repeated column name read its last
