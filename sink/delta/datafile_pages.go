@@ -42,7 +42,10 @@ func encodeDirect(w io.Writer, pq *parquet.Schema, rows *rowSet) (groups []forma
 	}
 	md := *tw.File().Metadata() // the footer of an empty file of pq
 	e := pageEncoders.Get().(*pageEncoder)
-	defer pageEncoders.Put(e)
+	defer func() {
+		e.out = nil // the pool keeps the buffers, not the file being written
+		pageEncoders.Put(e)
+	}()
 	e.out = &offsetWriter{w: w}
 	e.bufferSize = int64(float64(pageBufferSize(rows.n)) * 0.98) // as newConcurrentRowGroupWriter's
 	if _, err := e.out.Write([]byte("PAR1")); err != nil {
