@@ -42,7 +42,10 @@ func encodeDirect(w io.Writer, pq *parquet.Schema, rows *rowSet) (groups []forma
 	}
 	md := *tw.File().Metadata() // the footer of an empty file of pq
 	e := pageEncoders.Get().(*pageEncoder)
-	defer pageEncoders.Put(e)
+	defer func() {
+		e.out = nil // the pool keeps the buffers, not the file being written
+		pageEncoders.Put(e)
+	}()
 	e.out = &offsetWriter{w: w}
 	e.bufferSize = int64(float64(pageBufferSize(rows.n)) * 0.98) // as newConcurrentRowGroupWriter's
 	if _, err := e.out.Write([]byte("PAR1")); err != nil {
@@ -279,21 +282,13 @@ func (e *pageEncoder) page(rows *rowSet, c int, leaf directLeaf, nullable bool, 
 	v := &rows.cols[c]
 	switch k {
 	case parquet.Int64:
-		xs := v.Int64s[a:b]
-		if nullable {
-			e.ints = presentValues(e.ints[:0], xs, e.levels, def)
-			xs = e.ints
-		}
+		xs := presentValues(&e.ints, v.Int64s[a:b], nullable, e.levels, def)
 		if e.vals, err = leaf.enc.EncodeInt64(e.vals[:0], xs); err != nil {
 			return err
 		}
 		lo, hi, bounded = ptyp.NewPage(c, len(xs), encoding.Int64Values(xs)).Bounds()
 	case parquet.Double:
-		xs := v.Float64s[a:b]
-		if nullable {
-			e.floats = presentValues(e.floats[:0], xs, e.levels, def)
-			xs = e.floats
-		}
+		xs := presentValues(&e.floats, v.Float64s[a:b], nullable, e.levels, def)
 		if e.vals, err = leaf.enc.EncodeDouble(e.vals[:0], xs); err != nil {
 			return err
 		}
@@ -395,13 +390,19 @@ func (o *offsetWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// presentValues appends to dst the values of xs whose definition level is
-// def (the rows that are not null): a page holds those alone.
-func presentValues[T any](dst, xs []T, levels []byte, def byte) []T {
+// presentValues are the values of xs a page holds: all of them in a
+// column without nulls, else those whose definition level is def (the rows
+// that are not null), gathered into *buf (reused from page to page).
+func presentValues[T any](buf *[]T, xs []T, nullable bool, levels []byte, def byte) []T {
+	if !nullable {
+		return xs
+	}
+	dst := (*buf)[:0]
 	for j, l := range levels {
 		if l == def {
 			dst = append(dst, xs[j])
 		}
 	}
+	*buf = dst
 	return dst
 }
