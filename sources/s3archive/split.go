@@ -139,17 +139,19 @@ func (s *Source) readRowGroups(ctx context.Context, files []logEntry, pool *fetc
 // openAll opens every file (openFile) concurrently: opened[i] is file i,
 // or errs[i] why it is not.
 func (s *Source) openAll(ctx context.Context, files []logEntry, pool *fetchPool) (opened []*openedFile, errs []error) {
-	start := time.Now()
-	defer func() { s.m.decodeNanos.Add(int64(time.Since(start))) }()
 	opened, errs = make([]*openedFile, len(files)), make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, e := range files {
 		wg.Go(func() {
 			size, err := s.sizeOf(ctx, e.Path)
 			if err == nil {
-				// The intern table of this plan is unused: each worker
-				// decodes with a plan and table of its own.
+				// Timed per file, as decodeFileWith is: decodeMs sums the
+				// workers' time, not a batch's wall time. The intern table
+				// of this plan is unused: each worker decodes with a plan
+				// and table of its own.
+				start := time.Now()
 				opened[i], _, err = openFile(ctx, s.st, pool, nil, e.Path, size, s.cols, s.m, nil)
+				s.m.decodeNanos.Add(int64(time.Since(start)))
 			}
 			if err != nil {
 				// As readFile: the listed size may be stale (the object
