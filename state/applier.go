@@ -144,7 +144,7 @@ func (s *Store) applyChanges(cs []change, rangeDel []bool) error {
 			}
 		}
 		err := inParallel(len(wave), workers, func(i int) error {
-			return s.applyPartition(wave[i].p, wave[i].cs, rangeDel[wave[i].p])
+			return s.applyPartition(wave[i], rangeDel[wave[i].p])
 		})
 		if err == nil && unflushed > applyFlushBudget {
 			err = inParallel(len(wave), workers, func(i int) error { return s.parts.flushOne(wave[i].p) })
@@ -221,10 +221,11 @@ func batchSize(cs []change) int {
 // unflushed before it waits for their flush (applyChanges); tests lower it.
 var applyFlushBudget = 64 << 20
 
-// applyPartition writes partition p's changes as one Pebble batch. Calls
+// applyPartition writes partition sp.p's changes as one Pebble batch. Calls
 // for distinct partitions whose instances are open may run concurrently
 // (applyChanges).
-func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
+func (s *Store) applyPartition(sp applySpan, rangeDel bool) error {
+	p, cs := sp.p, sp.cs
 	// A full disk stalls Pebble's writes once its memtables are queued.
 	if err := s.parts.full.diskFull(s.parts.dir); err != nil {
 		return err
@@ -233,7 +234,7 @@ func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
 	if err != nil {
 		return err
 	}
-	b := d.NewBatchWithSize(batchSize(cs))
+	b := d.NewBatchWithSize(sp.size)
 	if rangeDel {
 		first, last := -1, -1
 		for i := range cs {
