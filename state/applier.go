@@ -4,11 +4,8 @@ package state
 // partitions of the local cache.
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -170,41 +167,6 @@ type applySpan struct {
 // about 12% of the join shape's CPU, all on the batch's critical path. A
 // live batch's kilobytes are not worth a goroutine. Tests lower it.
 var applyParallelMin = 1 << 20
-
-// inParallel calls f(0..n-1) on up to workers goroutines (one: in order,
-// on this one), stopping at the first error, and returns the errors.
-func inParallel(n, workers int, f func(i int) error) error {
-	workers = min(workers, n)
-	if workers < 2 {
-		for i := range n {
-			if err := f(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var wg sync.WaitGroup
-	var cursor atomic.Int64
-	var failed atomic.Bool
-	errs := make([]error, n)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !failed.Load() {
-				i := int(cursor.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if errs[i] = f(i); errs[i] != nil {
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
 // batchSize is the size a partition's Pebble batch of cs is allocated
 // with: growing a batch of thousands of records by doubling copies it
