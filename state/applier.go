@@ -4,11 +4,8 @@ package state
 // partitions of the local cache.
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -144,7 +141,7 @@ func (s *Store) applyChanges(cs []change, rangeDel []bool) error {
 			}
 		}
 		err := inParallel(len(wave), workers, func(i int) error {
-			return s.applyPartition(wave[i].p, wave[i].cs, rangeDel[wave[i].p])
+			return s.applyPartition(wave[i], rangeDel[wave[i].p])
 		})
 		if err == nil && unflushed > applyFlushBudget {
 			err = inParallel(len(wave), workers, func(i int) error { return s.parts.flushOne(wave[i].p) })
@@ -171,41 +168,6 @@ type applySpan struct {
 // live batch's kilobytes are not worth a goroutine. Tests lower it.
 var applyParallelMin = 1 << 20
 
-// inParallel calls f(0..n-1) on up to workers goroutines (one: in order,
-// on this one), stopping at the first error, and returns the errors.
-func inParallel(n, workers int, f func(i int) error) error {
-	workers = min(workers, n)
-	if workers < 2 {
-		for i := range n {
-			if err := f(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var wg sync.WaitGroup
-	var cursor atomic.Int64
-	var failed atomic.Bool
-	errs := make([]error, n)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !failed.Load() {
-				i := int(cursor.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if errs[i] = f(i); errs[i] != nil {
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // batchSize is the size a partition's Pebble batch of cs is allocated
 // with: growing a batch of thousands of records by doubling copies it
 // several times (about 2 bytes allocated per byte written).
@@ -221,10 +183,11 @@ func batchSize(cs []change) int {
 // unflushed before it waits for their flush (applyChanges); tests lower it.
 var applyFlushBudget = 64 << 20
 
-// applyPartition writes partition p's changes as one Pebble batch. Calls
+// applyPartition writes partition sp.p's changes as one Pebble batch. Calls
 // for distinct partitions whose instances are open may run concurrently
 // (applyChanges).
-func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
+func (s *Store) applyPartition(sp applySpan, rangeDel bool) error {
+	p, cs := sp.p, sp.cs
 	// A full disk stalls Pebble's writes once its memtables are queued.
 	if err := s.parts.full.diskFull(s.parts.dir); err != nil {
 		return err
@@ -233,7 +196,7 @@ func (s *Store) applyPartition(p int, cs []change, rangeDel bool) error {
 	if err != nil {
 		return err
 	}
-	b := d.NewBatchWithSize(batchSize(cs))
+	b := d.NewBatchWithSize(sp.size)
 	if rangeDel {
 		first, last := -1, -1
 		for i := range cs {

@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 )
 
 // change is one entry of the pending batch, with its sort key.
@@ -75,22 +73,10 @@ func sortChanges(cs []change) {
 			next[p]++
 		}
 	}
-	var wg sync.WaitGroup
-	var cursor atomic.Int64
-	for range min(runtime.GOMAXPROCS(0), 4) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				p := int(cursor.Add(1) - 1)
-				if p >= np {
-					return
-				}
-				sortKeys(cs[start[p]:start[p+1]], 0)
-			}
-		}()
-	}
-	wg.Wait()
+	_ = inParallel(np, min(runtime.GOMAXPROCS(0), 4), func(p int) error {
+		sortKeys(cs[start[p]:start[p+1]], 0)
+		return nil
+	})
 }
 
 // sortKeys sorts cs (distinct keys, sharing their first off bytes) by

@@ -169,8 +169,9 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 	// key bounds, which only the metadata holds: a large one is written
 	// on another goroutine while nextBounds reads the cache (they share
 	// nothing: publishData touches the checkpoint's files and s.tmps,
-	// nextBounds the open partitions). A failure of either leaves at most
-	// a data file without metadata, as a crash between the two files.
+	// nextBounds only the partitions openTouched opened). A failure of
+	// either leaves at most a data file without metadata, as a crash
+	// between the two files.
 	m := s.newMeta(version, kindNameDelta, newRows, nil, s.pendingRecord)
 	write := s.deltaWriter(m, cs)
 	var n int64
@@ -229,18 +230,24 @@ func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyB
 
 // openTouched opens the partitions the batch writes that are still
 // closed, in parallel: after a restart a batch touches many of them for the
-// first time, and opening one waits mostly on file creation.
+// first time, and opening one waits mostly on file creation. All of them,
+// a lone one too: opening may build or repair the cache from the
+// checkpoint, which must not run beside the data file's write (prepare).
 func (s *Store) openTouched(cs []change) error {
 	touched := make([]bool, s.n)
-	closed := 0
+	closed, last := 0, -1
 	for _, c := range cs {
 		if !touched[c.part] && s.parts.dbs[c.part] == nil {
-			closed++
+			closed, last = closed+1, c.part
 		}
 		touched[c.part] = true
 	}
-	if closed > 1 {
+	switch {
+	case closed > 1:
 		return s.parts.openAll(func(i int) bool { return touched[i] })
+	case closed == 1:
+		_, err := s.parts.db(last)
+		return err
 	}
 	return nil
 }

@@ -246,8 +246,8 @@
 // to 1-16 MB); one compaction per instance, granted without a periodic
 // goroutine (partitions.instanceOptions); every table carries a Bloom
 // filter (the merge reads every key a batch creates, absent from every
-// table until then) and no block compression; L0 compacts at 8 tables,
-// not Pebble's 2 (partitions.newPartitions). A commit touches only the
+// table until then) and no block compression; L0 compacts at 16 tables,
+// not Pebble's 4 (partitions.newPartitions). A commit touches only the
 // partitions its batch changed, so its cost does not grow with the
 // partition count.
 //

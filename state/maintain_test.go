@@ -21,10 +21,7 @@ import (
 // snapshots every SnapshotEvery-th commit wrote the whole state (10x here).
 func TestCommitBytesFollowChanges(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, nil)
-	e.snapEvery = 3
-	s := e.open(4, -1)
-	defer s.Close()
+	e, s := openSnapshotting(t, 3)
 	rng := rand.New(rand.NewPCG(3, 3))
 	lo, hi := 0.0, 0.0
 	snaps := 0
@@ -52,7 +49,7 @@ func TestCommitBytesFollowChanges(t *testing.T) {
 			lo = r
 		}
 		hi = max(hi, r)
-		if _, err := e.fs.Stat(e.fs.PathJoin(e.dir, snapMetaFileName(v, 0))); err == nil {
+		if e.snapshotted(v) {
 			snaps++
 		}
 	}
@@ -73,10 +70,7 @@ func TestCommitBytesFollowChanges(t *testing.T) {
 // snapshotChainCap x SnapshotEvery versions.
 func TestSnapshotsFollowBytes(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, nil)
-	e.snapEvery = 2
-	s := e.open(4, -1)
-	defer s.Close()
+	e, s := openSnapshotting(t, 2)
 	var snaps []int64
 	commit := func(v int64, keys ...int) {
 		t.Helper()
@@ -88,7 +82,7 @@ func TestSnapshotsFollowBytes(t *testing.T) {
 		if _, err := s.Commit(ctx, v); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.fs.Stat(e.fs.PathJoin(e.dir, snapMetaFileName(v, 0))); err == nil {
+		if e.snapshotted(v) {
 			snaps = append(snaps, v)
 		}
 	}
@@ -127,6 +121,23 @@ func TestSnapshotsFollowBytes(t *testing.T) {
 	if got := storeContents(t, s2); !maps.Equal(got, want) || len(got) != 4000 {
 		t.Fatalf("version %d from the checkpoint: %d keys, want the store's %d", v-1, len(got), len(want))
 	}
+}
+
+// openSnapshotting opens a new 4-partition store whose background
+// snapshots run inside the commit that starts them, SnapshotEvery every.
+func openSnapshotting(t *testing.T, every int) (*env, *Store) {
+	e := newEnv(t, nil)
+	e.snapEvery = every
+	s := e.open(4, -1)
+	t.Cleanup(func() { _ = s.Close() })
+	return e, s
+}
+
+// snapshotted reports whether a background snapshot of version v (its
+// first attempt) is published.
+func (e *env) snapshotted(v int64) bool {
+	_, err := e.fs.Stat(e.fs.PathJoin(e.dir, snapMetaFileName(v, 0)))
+	return err == nil
 }
 
 // model is the brute-force oracle of a store: the state at every version

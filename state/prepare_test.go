@@ -114,3 +114,45 @@ func TestPrepareCommit(t *testing.T) {
 	_ = s.Close()
 	diffMaps(t, "checkpoint v2", want, checkpointContents(t, e.fs, e.dir, 2))
 }
+
+// TestPrepareOpensTouched: Prepare opens (and, in a reused cache,
+// checks) every partition the batch writes before its data file is
+// written beside nextBounds, a lone one too: opening may repair the
+// partition from the checkpoint, which must not run beside that write.
+func TestPrepareOpensTouched(t *testing.T) {
+	defer func(o int) { prepareOverlapMin = o }(prepareOverlapMin)
+	prepareOverlapMin = 0
+	e := newEnv(t, nil)
+	s := e.open(4, -1)
+	for i := range 40 {
+		if err := s.Put(testKey(i), testVal(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Commit(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = e.open(4, 0) // the cache reused: its partitions open lazily
+	defer s.Close()
+	k := testKey(0)
+	p := PartitionOf(k, 4)
+	if s.parts.dbs[p] != nil {
+		t.Fatalf("partition %d is open before the batch touches it", p)
+	}
+	// Known to exist: the commit looks nothing up in the partition.
+	if err := s.PutKnown(k, testVal(1), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prepare(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if s.parts.dbs[p] == nil || s.parts.trusted[p].pending {
+		t.Fatalf("after Prepare, partition %d, the batch's only one, is not open and checked", p)
+	}
+	if _, err := s.Commit(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+}
