@@ -23,17 +23,18 @@ import (
 // rangeConns sends rangeGetter's GETs as HTTP/1.1 exchanges on connections
 // of its own, each request written and its answer read by the goroutine
 // that asks. net/http's Transport hands every request to a connection's
-// write goroutine and every answer back from its read goroutine, parses
-// each header into a fresh map and builds ~75 objects a request: ~50 us of
-// client CPU for a ranged GET from the bench's endpoint, against ~20 us
-// here (storage's BenchmarkGetRangeRemote; README, Performance). It speaks
-// the same protocol to the same endpoint: the request line and headers
-// net/http would send (the signed ones as the signer set them), over TCP
-// or TLS dialled by the SDK client's own dialer and TLS settings, with its
-// keep-alive. It serves only what it can judge safely; everything else
-// is left to net/http (newRangeConns returns nil: a proxy, a client that
-// is not the SDK's BuildableClient), and an answer it does not read itself
-// (no Content-Length, a chunked or 1xx answer) ends its connection.
+// write goroutine and every answer back from its read goroutine, and
+// parses every header into a fresh map: 67-75 allocations and ~50 us of
+// client CPU a ranged GET from the bench's endpoint, against 22-23 and
+// ~30 us here (BenchmarkGetRangeEndpoint, TestRangeGetterAllocs). It
+// speaks the same protocol to the same endpoint: the request line and
+// headers net/http would send (the signed ones as the signer set them),
+// over TCP or TLS dialled with the SDK client's own dialer and TLS
+// settings, kept alive as its Transport keeps them (MaxIdleConnsPerHost,
+// IdleConnTimeout). It serves only what it can judge: a proxied endpoint
+// or a client that is not the SDK's BuildableClient gets none
+// (newRangeConns returns nil), and an answer without a Content-Length, a
+// chunked or a 1xx one is sent again through net/http (errFallback).
 type rangeConns struct {
 	addr    string // host:port to dial
 	host    string // the Host header
@@ -129,17 +130,32 @@ func (rc *rangeConns) get(ctx context.Context, u *url.URL, hdr []byte, off int64
 		} else {
 			c.c.Close()
 		}
+		var sent *sendError
+		if !errors.As(err, &sent) {
+			return err
+		}
 		// A kept-alive connection the server closed meanwhile fails before
 		// any answer: send again on a new one, as net/http does.
-		if err != nil && reused && !started && ctx.Err() == nil && attempt == 0 {
+		if reused && !started && ctx.Err() == nil && attempt == 0 {
 			continue
 		}
-		if err != nil && !started && !errors.Is(err, errFallback) {
-			return &url.Error{Op: "Get", URL: u.String(), Err: err}
+		// No answer judged: net/http's error of it (a *url.Error, a
+		// net.Error that Classify deems transient), the context's end
+		// kept first.
+		ue := &url.Error{Op: "Get", URL: u.String(), Err: sent.err}
+		if sent.ctx != nil {
+			return fmt.Errorf("%w (%w)", sent.ctx, ue)
 		}
-		return err
+		return ue
 	}
 }
+
+// sendError is an exchange that failed before its answer was judged:
+// writing the request or reading the status and headers. ctx is the
+// context's cause when its end interrupted the exchange.
+type sendError struct{ err, ctx error }
+
+func (e *sendError) Error() string { return e.err.Error() }
 
 // conn returns an idle connection, or dials one.
 func (rc *rangeConns) conn(ctx context.Context) (*rangeConn, bool, error) {
@@ -201,7 +217,10 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target string,
 	defer func() {
 		if !stop() {
 			keep = false
-			if err != nil {
+			var sent *sendError
+			if errors.As(err, &sent) {
+				sent.ctx = context.Cause(ctx)
+			} else if err != nil {
 				err = fmt.Errorf("%w (%w)", context.Cause(ctx), err)
 			}
 		}
@@ -215,11 +234,11 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target string,
 	w = append(w, "\r\n"...)
 	c.wbuf = w
 	if _, err := c.c.Write(w); err != nil {
-		return false, false, err
+		return false, false, &sendError{err: err}
 	}
 	a, err := readAnswer(c.br)
 	if err != nil {
-		return false, a.started, err
+		return false, a.started, &sendError{err: err}
 	}
 	if a.status/100 == 1 || a.chunked || a.length < 0 {
 		return false, true, errFallback
