@@ -69,8 +69,8 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 			return nil
 		}
 	}
-	if tr.DialTLSContext != nil || tr.DialTLS != nil || tr.Dial != nil && tr.DialContext == nil {
-		return nil
+	if tr.DialTLSContext != nil {
+		return nil // a TLS of the client's own
 	}
 	host := base.Host
 	port := base.Port()

@@ -36,7 +36,10 @@ import (
 // (FIPS, dual-stack, path or virtual host style, a custom endpoint), the
 // key's escaping (httpbinding, as its serializer), SigV4 by its signer
 // with its S3 options, the credentials from its (cached) provider, its
-// HTTP client (connection pool, proxy, TLS), and its S3 error XML parser.
+// HTTP client's dialer, TLS settings and keep-alive (rangeConns sends the
+// request on connections of its own; net/http, through the client, where
+// rangeConns cannot: a proxy, an answer it does not read itself), and its
+// S3 error XML parser.
 // A bucket whose endpoint asks for another scheme than SigV4 or none (S3
 // Express, multi-region access points' SigV4a) gets no getter, and its
 // reads stay on the SDK's path.
