@@ -119,7 +119,7 @@ var errFallback = errors.New("answer left to net/http")
 // send it through net/http instead.
 func (rc *rangeConns) get(ctx context.Context, u *url.URL, hdr []byte, off int64, p []byte) error {
 	target := u.RequestURI()
-	for attempt := 0; ; attempt++ {
+	for {
 		c, reused, err := rc.conn(ctx)
 		if err != nil {
 			return &url.Error{Op: "Get", URL: u.String(), Err: err}
@@ -135,8 +135,10 @@ func (rc *rangeConns) get(ctx context.Context, u *url.URL, hdr []byte, off int64
 			return err
 		}
 		// A kept-alive connection the server closed meanwhile fails before
-		// any answer: send again on a new one, as net/http does.
-		if reused && !started && ctx.Err() == nil && attempt == 0 {
+		// any answer: send again, as net/http does, on the next idle one or
+		// a new one (each idle connection is tried once: a server restarted
+		// under a full pool costs no attempt of the caller's).
+		if reused && !started && ctx.Err() == nil {
 			continue
 		}
 		// No answer judged: net/http's error of it (a *url.Error, a

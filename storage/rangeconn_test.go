@@ -96,6 +96,16 @@ func newCannedServer(t testing.TB, body []byte, total int) *cannedServer {
 
 func (s *cannedServer) url() string { return "http://" + s.ln.Addr().String() }
 
+// dropAll closes every connection accepted so far, as a restarted server
+// would have.
+func (s *cannedServer) dropAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.open {
+		c.Close()
+	}
+}
+
 // TestRangeConnsKeepAlive: the getter sends its GETs on connections of its
 // own, keeps them alive from request to request, and sends a request again
 // on a new connection when the kept one was closed by the server in the
@@ -130,6 +140,39 @@ func TestRangeConnsKeepAlive(t *testing.T) {
 	}
 	if n := s.conns.Load(); n < 5 {
 		t.Fatalf("the server closed each connection after an answer, yet 10 reads took %d connections", n)
+	}
+}
+
+// TestRangeConnsStalePool: a server that dropped every kept-alive
+// connection (a restart) costs the caller no attempt: each idle
+// connection fails before an answer and the request goes on the next, then
+// on a new one.
+func TestRangeConnsStalePool(t *testing.T) {
+	body := []byte("0123456789")
+	s := newCannedServer(t, body, 100)
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, s.url()) // one attempt
+	ctx := context.Background()
+	var cs []*rangeConn
+	for range 3 {
+		c, _, err := lean.ranged.conns.conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
+		lean.ranged.conns.put(c)
+	}
+	for s.conns.Load() < 3 { // the server has them all
+		time.Sleep(time.Millisecond)
+	}
+	s.dropAll()
+	p := make([]byte, len(body))
+	if err := lean.GetRangeInto(ctx, "k", 0, p); err != nil || !bytes.Equal(p, body) {
+		t.Fatalf("a read after the server dropped 3 idle connections: %q, %v", p, err)
+	}
+	if n := s.conns.Load(); n != 4 {
+		t.Fatalf("%d connections, want the 3 dropped and a new one", n)
 	}
 }
 
@@ -284,9 +327,10 @@ func TestRangeConnsTLS(t *testing.T) {
 }
 
 // TestRangeConnsCancel: a GET whose context ends while the server stalls
-// returns with the context's error, and its connection is not used again.
+// in the middle of its body returns with the context's error, and its
+// connection is not used again.
 func TestRangeConnsCancel(t *testing.T) {
-	release := make(chan struct{})
+	release, stalled := make(chan struct{}), make(chan struct{})
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Range") == "bytes=0-9" {
@@ -295,6 +339,7 @@ func TestRangeConnsCancel(t *testing.T) {
 			w.WriteHeader(http.StatusPartialContent)
 			w.Write([]byte("01234"))
 			w.(http.Flusher).Flush()
+			close(stalled)
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -314,7 +359,7 @@ func TestRangeConnsCancel(t *testing.T) {
 	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		time.Sleep(20 * time.Millisecond)
+		<-stalled // the answer's first bytes are out
 		cancel()
 	}()
 	err := lean.GetRangeInto(ctx, "k", 0, make([]byte, 10))
