@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,7 +36,10 @@ import (
 // (FIPS, dual-stack, path or virtual host style, a custom endpoint), the
 // key's escaping (httpbinding, as its serializer), SigV4 by its signer
 // with its S3 options, the credentials from its (cached) provider, its
-// HTTP client (connection pool, proxy, TLS), and its S3 error XML parser.
+// HTTP client's dialer, TLS settings and keep-alive (rangeConns sends the
+// request on connections of its own; net/http, through the client, where
+// rangeConns cannot: a proxy, an answer it does not read itself), and its
+// S3 error XML parser.
 // A bucket whose endpoint asks for another scheme than SigV4 or none (S3
 // Express, multi-region access points' SigV4a) gets no getter, and its
 // reads stay on the SDK's path.
@@ -48,14 +53,14 @@ import (
 type rangeGetter struct {
 	client aws.HTTPClient
 	base   url.URL // the bucket's endpoint: scheme, host and path (path style: "/bucket")
-	// baseURL is base as a string, which each request parses (the key's
-	// path then set on it, rather than formatted into it and parsed back).
-	baseURL string
 	// signer is nil for anonymous requests.
 	signer *v4.Signer
 	creds  aws.CredentialsProvider
 	name   string // signing name ("s3")
 	region string // signing region
+	// conns sends the requests on connections of its own (nil: net/http
+	// does, through client).
+	conns *rangeConns
 }
 
 // emptySHA256 is the payload hash of a request without a body, which S3
@@ -87,7 +92,7 @@ func newRangeGetter(ctx context.Context, client *s3.Client, bucket string, anony
 	if err != nil || len(ep.Headers) > 0 {
 		return nil
 	}
-	g := &rangeGetter{client: o.HTTPClient, base: ep.URI, baseURL: ep.URI.String(), name: "s3", region: o.Region}
+	g := &rangeGetter{client: o.HTTPClient, base: ep.URI, name: "s3", region: o.Region, conns: newRangeConns(o.HTTPClient, ep.URI)}
 	if opts, ok := smithyauth.GetAuthOptions(&ep.Properties); ok {
 		var sigv4 *smithyauth.Option
 		for _, a := range opts {
@@ -125,12 +130,20 @@ func newRangeGetter(ctx context.Context, client *s3.Client, bucket string, anony
 func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string, p []byte) error {
 	// The path as the SDK builds it: its serializer's "/{Key+}" joined to
 	// the endpoint's path.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.baseURL, nil)
-	if err != nil {
-		return err
+	u := g.base
+	u.Path = smithyhttp.JoinPath(g.base.Path, "/"+key)
+	u.RawPath = smithyhttp.JoinPath(g.base.EscapedPath(), "/"+httpbinding.EscapePath(key, false))
+	if g.conns != nil && g.signer == nil {
+		hdr := make([]byte, 0, 96)
+		hdr = append(hdr, "Range: "...)
+		hdr = append(hdr, rng...)
+		hdr = append(hdr, "\r\nAccept-Encoding: identity\r\n"...)
+		if err := g.conns.get(ctx, &u, hdr, off, p); !errors.Is(err, errFallback) {
+			return wrapSend(err)
+		}
 	}
-	req.URL.Path = smithyhttp.JoinPath(g.base.Path, "/"+key)
-	req.URL.RawPath = smithyhttp.JoinPath(g.base.EscapedPath(), "/"+httpbinding.EscapePath(key, false))
+	req := (&http.Request{Method: http.MethodGet, URL: &u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, 6), Host: u.Host}).WithContext(ctx)
 	req.Header["Range"] = []string{rng}
 	// Without it net/http would ask for gzip and undo it itself, losing
 	// the Content-Length of the range (the SDK's DisableGzip).
@@ -144,10 +157,19 @@ func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string
 		if err := g.signer.SignHTTP(ctx, creds, req, emptySHA256, g.name, g.region, time.Now().UTC()); err != nil {
 			return &v4.SigningError{Err: err}
 		}
+		if g.conns != nil {
+			var hdr bytes.Buffer
+			if err := req.Header.WriteSubset(&hdr, map[string]bool{"Host": true, "User-Agent": true}); err != nil {
+				return err
+			}
+			if err := g.conns.get(ctx, &u, hdr.Bytes(), off, p); !errors.Is(err, errFallback) {
+				return wrapSend(err)
+			}
+		}
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: err}
+		return wrapSend(err)
 	}
 	defer resp.Body.Close()
 	n := int64(len(p))
@@ -170,6 +192,15 @@ func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string
 		return fmt.Errorf("read body of bytes %d-%d: %w", off, off+n-1, err)
 	}
 	return nil
+}
+
+// wrapSend is a request's failure to get an answer (a *url.Error) as the
+// SDK reports it; other errors pass as they are.
+func wrapSend(err error) error {
+	if _, ok := err.(*url.Error); ok {
+		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: err}
+	}
+	return err
 }
 
 // rangeStart returns the first byte of a Content-Range "bytes S-E/T".

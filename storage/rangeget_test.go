@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -255,6 +257,67 @@ func BenchmarkGetRangeInto(b *testing.B) {
 				p := make([]byte, 8<<10)
 				for i := int64(0); pb.Next(); i++ {
 					if err := o.GetRangeInto(ctx, "k", (i*100_003)%(int64(len(obj))-int64(len(p))), p); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64((cputime.Self()-c0).Microseconds())/float64(b.N), "cpu-us/op")
+		})
+	}
+}
+
+// BenchmarkGetRangeEndpoint reads a seed backfill's ranges of an archive
+// file (the 128 KiB tail, a 7 KiB head, a 95 KiB middle) from the S3
+// endpoint at $ETHSTREAM_BENCH_S3_ENDPOINT (e.g. `ethstream serve-s3 --root
+// WORKDIR/s3`, bucket aws-public-blockchain; skipped when unset), eight
+// readers at a time, through the getter's connections and through
+// net/http. cpu-us/op is this process's CPU a range: the client's alone,
+// the endpoint's being its own process's.
+func BenchmarkGetRangeEndpoint(b *testing.B) {
+	ep := os.Getenv("ETHSTREAM_BENCH_S3_ENDPOINT")
+	if ep == "" {
+		b.Skip("ETHSTREAM_BENCH_S3_ENDPOINT not set")
+	}
+	ctx := context.Background()
+	for _, via := range []string{"conns", "net-http"} {
+		b.Run(via, func(b *testing.B) {
+			o, err := NewObjects(ctx, ObjectsOptions{Conn: s3client.Conn{Endpoint: ep, Anonymous: true, PathStyle: true}, Bucket: "aws-public-blockchain"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if via == "net-http" {
+				o.ranged.conns = nil
+			}
+			var key string
+			var size int64
+			if err := o.List(ctx, "v1.0/eth/blocks/", "", 100, 100, func(infos []ObjectInfo) error {
+				for _, in := range infos {
+					if key == "" && strings.HasSuffix(in.Key, ".parquet") && in.Size >= 1<<20 {
+						key, size = in.Key, in.Size
+					}
+				}
+				return nil
+			}); err != nil || key == "" {
+				b.Fatalf("no archive file of 1 MiB or more at %s: %v", ep, err)
+			}
+			b.SetParallelism(4) // 8 readers on 2 cores
+			b.ReportAllocs()
+			c0 := cputime.Self()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				tail, head, mid := make([]byte, 128<<10), make([]byte, 7<<10), make([]byte, 95<<10)
+				for i := 0; pb.Next(); i++ {
+					var err error
+					switch i % 3 {
+					case 0:
+						err = o.GetRangeInto(ctx, key, size-int64(len(tail)), tail)
+					case 1:
+						err = o.GetRangeInto(ctx, key, 0, head)
+					case 2:
+						err = o.GetRangeInto(ctx, key, size/2, mid)
+					}
+					if err != nil {
 						b.Error(err)
 						return
 					}
