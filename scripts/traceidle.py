@@ -102,6 +102,10 @@ def parse(trace):
                 entry[cur] = fn[len(MODULE):]  # the outermost one wins
     if p.wait() != 0:
         sys.exit("go tool trace -d=parsed failed")
+    if sync is None:
+        # The step log is in Unix time; only a Sync event's wall clock ties
+        # the trace's clock to it (a trace cut short before its first one).
+        sys.exit("the trace has no Sync event with a wall clock: it cannot be aligned with the step log")
     return events, gc, tooling, entry, regions, sync
 
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -105,7 +106,11 @@ func (f *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var msgs []json.RawMessage
 		if json.Unmarshal(t, &msgs) == nil {
 			f.batchSizes = append(f.batchSizes, len(msgs))
-			f.batchFirst = append(f.batchFirst, lowestBlockAsked(msgs))
+			low, ok := lowestBlockAsked(msgs)
+			if !ok {
+				low = math.MaxUint64 // asks for no block: in no range
+			}
+			f.batchFirst = append(f.batchFirst, low)
 		}
 	}
 	var status int
@@ -131,7 +136,7 @@ func (f *faultHandler) sizes() []int {
 }
 
 // sizesFrom returns the sizes of the batches asking for blocks from first
-// on. A request the client cancelled can reach the server late, after
+// on (a batch asking for no block counts in none). A request the client cancelled can reach the server late, after
 // requests sent later; its block numbers tell it apart where arrival order
 // cannot.
 func (f *faultHandler) sizesFrom(first uint64) []int {
@@ -139,7 +144,7 @@ func (f *faultHandler) sizesFrom(first uint64) []int {
 	defer f.mu.Unlock()
 	var out []int
 	for i, z := range f.batchSizes {
-		if f.batchFirst[i] >= first {
+		if f.batchFirst[i] >= first && f.batchFirst[i] != math.MaxUint64 {
 			out = append(out, z)
 		}
 	}
@@ -147,9 +152,8 @@ func (f *faultHandler) sizesFrom(first uint64) []int {
 }
 
 // lowestBlockAsked is the lowest block number among a batch's
-// eth_getBlockByNumber calls (0 if it has none).
-func lowestBlockAsked(msgs []json.RawMessage) uint64 {
-	var low uint64
+// eth_getBlockByNumber calls; ok is false if it has none.
+func lowestBlockAsked(msgs []json.RawMessage) (low uint64, ok bool) {
 	for _, m := range msgs {
 		var call struct {
 			Method string            `json:"method"`
@@ -162,11 +166,11 @@ func lowestBlockAsked(msgs []json.RawMessage) uint64 {
 		if json.Unmarshal(call.Params[0], &hex) != nil {
 			continue
 		}
-		if n, err := hexutil.DecodeUint64(hex); err == nil && (low == 0 || n < low) {
-			low = n
+		if n, err := hexutil.DecodeUint64(hex); err == nil && (!ok || n < low) {
+			low, ok = n, true
 		}
 	}
-	return low
+	return low, ok
 }
 
 // simNode is go-ethereum's simulated chain served over HTTP on 127.0.0.1.
