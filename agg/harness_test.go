@@ -7,7 +7,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -93,11 +92,6 @@ type harness struct {
 	// shards, if set, is the number of partials the operator folds chunks
 	// into (shard.go) in place of shardsFor's choice.
 	shards int
-	// lend: each chunk is lent (stream.Lend), as the engine's read-ahead
-	// lends its copies, and poisoned once back (lent counts them, back
-	// the ones back).
-	lend       bool
-	lent, back atomic.Int64
 }
 
 func newHarness(t testing.TB, spec Spec, fs vfs.FS, parts int) *harness {
@@ -155,34 +149,8 @@ func (h *harness) restart(fresh bool) {
 func (h *harness) process(id int64, chunks [][]testRow) {
 	h.t.Helper()
 	for _, c := range chunks {
-		b := makeBatch(c)
-		if h.lend {
-			stream.Lend(b, func(b *stream.Batch) {
-				poison(b)
-				h.back.Add(1)
-			})
-			h.lent.Add(1)
-		}
-		if err := h.op.Process(context.Background(), id, h.prevWmMs, b); err != nil {
+		if err := h.op.Process(context.Background(), id, h.prevWmMs, makeBatch(c)); err != nil {
 			h.t.Fatalf("batch %d: process: %v", id, err)
-		}
-		b.Release()
-	}
-}
-
-// poison overwrites a chunk handed back to its producer, as a producer
-// re-using it would: an operator that reads it later reads other rows.
-func poison(b *stream.Batch) {
-	for i := range b.Columns {
-		c := &b.Columns[i]
-		for j := range c.Int64s {
-			c.Int64s[j] = 0
-		}
-		for j := range c.Float64s {
-			c.Float64s[j] = -1
-		}
-		for j := range c.Strings {
-			c.Strings[j] = "poisoned"
 		}
 	}
 }

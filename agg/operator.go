@@ -222,7 +222,7 @@ func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *pla
 }
 
 func (o *Operator) resetBatch() {
-	o.sh.stop() // the batch's chunks are dropped, their errors with them
+	o.sh.stop()
 	for _, pt := range o.pts {
 		pt.reset()
 	}
@@ -357,16 +357,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		return nil, stream.OperatorProgress{}, err
 	}
 	p := o.p
-	// The figures and the first error of the chunks folded behind Process.
-	st, err := o.sh.stop()
-	if oe, ok := err.(*overflowError); ok {
-		return nil, stream.OperatorProgress{}, o.overflow(batchID, oe.agg)
-	}
-	if err != nil {
-		return nil, stream.OperatorProgress{}, err
-	}
-	o.chunk.dropped += st.dropped
-	o.chunk.lateRetractions += st.lateRetractions
+	o.sh.stop()
 	n := 0
 	for _, pt := range o.pts {
 		n += pt.len()

@@ -3,7 +3,6 @@ package agg
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ethstream/ethstream/stream"
 )
@@ -51,117 +50,54 @@ func newShards(p *plan, n int) []*partial {
 // shards folds chunks into its partials: pts[0] on the caller's goroutine,
 // each other one on a worker goroutine of its own, started by the batch's
 // first chunk of shardMinRows rows and stopped by stop (Finish, Abort,
-// Close), so that no goroutine outlives a batch.
-//
-// A chunk its producer lends (stream.Lend) is retained for each worker and
-// queued, up to shardQueue chunks a worker, and add returns once the
-// caller's partial has it: the worker folds it behind, on whichever core
-// is free, and releases it. Waiting for the worker at every chunk left the
-// two folds on one core in most chunks of a seed backfill (a woken
-// goroutine is queued on its waker's P, and another P takes it only once
-// it is awake; README, "Where the second core idles"). A chunk not lent
-// (or with a worker failed) is folded as before: the caller waits for the
-// worker's fold, behind the chunks queued before it. The figures of the
-// chunks folded behind are the worker's until stop, which returns them,
-// and its first error fails the next add or stop, the chunks after it left
-// unfolded: the batch fails with the error of the earliest chunk (of the
-// first partial in a chunk), as if every chunk were folded in turn. Handing
-// a chunk over allocates nothing (TestProcessAllocations). Not safe for
-// concurrent use.
+// Close), so that no goroutine outlives a batch. Handing a chunk over
+// allocates nothing (TestProcessAllocations). Not safe for concurrent use.
 type shards struct {
-	pts     []*partial
-	sts     []chunkStats
-	errs    []error
-	seq     int64          // the chunks added in the batch
-	workers []*shardWorker // per worker (index 0 unused); nil when stopped
-	wg      sync.WaitGroup
+	pts  []*partial
+	sts  []chunkStats
+	errs []error
+	jobs []chan shardJob // per worker (index 0 unused)
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
-// shardQueue is how many chunks a worker may hold to fold behind the
-// caller: enough to ride out a chunk that takes the worker longer (or the
-// caller shorter) than usual, few enough to keep little of the producer's
-// storage retained.
-const shardQueue = 4
-
-// shardWorker is a worker's queue and what it reports back. The driver
-// reads st, err and errSeq only after an ack or once the worker ended.
-type shardWorker struct {
-	jobs   chan shardJob
-	acks   chan struct{} // a job with ack folded (or skipped)
-	failed atomic.Bool   // err is set
-	st     chunkStats    // the figures of the lent chunks folded
-	err    error         // the first error
-	errSeq int64         // its chunk
-}
-
-// shardJob is one chunk for a worker (nil in: only an ack).
+// shardJob is one chunk for a worker.
 type shardJob struct {
 	in   *stream.Batch
 	wmUs int64
-	seq  int64
-	lent bool // retained for the worker: released once folded
-	ack  bool // the caller waits: the figures go in sts and errs
 }
 
 func newShardSet(pts []*partial) *shards {
 	return &shards{pts: pts, sts: make([]chunkStats, len(pts)), errs: make([]error, len(pts))}
 }
 
-// add folds in into every partial and returns the chunk's figures (those
-// of the partials folded by now), each row counted once: the rows without
-// event time by partial 0 (every one skips them), the dropped instances by
-// the partial whose window they are. The first partial's error wins.
+// add folds in into every partial and returns the chunk's figures, each
+// row counted once: the rows without event time by partial 0 (every one
+// skips them), the dropped instances by the partial whose window they are.
+// The first partial's error wins.
 func (s *shards) add(in *stream.Batch, wmUs int64) (chunkStats, error) {
 	pts := s.pts
 	if len(pts) == 1 {
 		return pts[0].add(in, wmUs)
 	}
-	s.seq++
-	if s.workers == nil && in.Len < shardMinRows {
+	if in.Len < shardMinRows {
 		for i, pt := range pts {
 			s.sts[i], s.errs[i] = pt.add(in, wmUs)
 		}
-		return s.sum()
-	}
-	if s.workers == nil {
-		s.start()
-	}
-	if s.failed() {
-		s.sync()
-		return chunkStats{}, s.firstErr(nil)
-	}
-	// A small chunk also goes to the workers: their partials are theirs
-	// while chunks are queued. A lent one goes without a wait.
-	lent := in.Len >= shardMinRows
-	for _, w := range s.workers[1:] {
-		if lent && !in.Retain() {
-			lent = false
-		}
-		w.jobs <- shardJob{in: in, wmUs: wmUs, seq: s.seq, lent: lent, ack: !lent}
-	}
-	s.sts[0], s.errs[0] = pts[0].add(in, wmUs)
-	if !lent {
-		for _, w := range s.workers[1:] {
-			<-w.acks
-		}
 	} else {
+		if s.jobs == nil {
+			s.start()
+		}
 		for i := 1; i < len(pts); i++ {
-			s.sts[i], s.errs[i] = chunkStats{}, nil
+			s.jobs[i] <- shardJob{in, wmUs}
+		}
+		s.sts[0], s.errs[0] = pts[0].add(in, wmUs)
+		for i := 1; i < len(pts); i++ {
+			<-s.done
 		}
 	}
-	if s.errs[0] != nil || s.failed() {
-		if lent {
-			s.sync() // the workers' errors are read after an ack
-		}
-		return chunkStats{}, s.firstErr(s.errs[0])
-	}
-	return s.sum()
-}
-
-// sum is the chunk's figures from sts, or the first partial's error.
-func (s *shards) sum() (chunkStats, error) {
 	st := chunkStats{nullTS: s.sts[0].nullTS}
-	for i := range s.pts {
+	for i := range pts {
 		if s.errs[i] != nil {
 			return st, s.errs[i]
 		}
@@ -171,93 +107,29 @@ func (s *shards) sum() (chunkStats, error) {
 	return st, nil
 }
 
-// failed reports whether a worker failed.
-func (s *shards) failed() bool {
-	for _, w := range s.workers[1:] {
-		if w.failed.Load() {
-			return true
-		}
-	}
-	return false
-}
-
-// sync waits until the workers folded every chunk queued.
-func (s *shards) sync() {
-	for _, w := range s.workers[1:] {
-		w.jobs <- shardJob{ack: true}
-	}
-	for _, w := range s.workers[1:] {
-		<-w.acks
-	}
-}
-
-// firstErr is the error of the earliest chunk, of the first partial in a
-// chunk: a worker's (after an ack or once it ended) or err0, the first
-// partial's in the chunk added last.
-func (s *shards) firstErr(err0 error) error {
-	err, seq := err0, s.seq
-	if err0 == nil {
-		seq++
-	}
-	for _, w := range s.workers[1:] {
-		if w.err != nil && w.errSeq < seq {
-			err, seq = w.err, w.errSeq
-		}
-	}
-	return err
-}
-
 // start starts a worker per partial but the first.
 func (s *shards) start() {
-	s.workers = make([]*shardWorker, len(s.pts))
+	s.jobs = make([]chan shardJob, len(s.pts))
+	s.done = make(chan struct{}, len(s.pts))
 	for i := 1; i < len(s.pts); i++ {
-		w := &shardWorker{jobs: make(chan shardJob, shardQueue), acks: make(chan struct{}, 1)}
-		s.workers[i] = w
+		s.jobs[i] = make(chan shardJob)
 		s.wg.Go(func() {
-			for j := range w.jobs {
-				if j.in != nil && w.err == nil {
-					st, err := s.pts[i].add(j.in, j.wmUs)
-					switch {
-					case err != nil:
-						w.err, w.errSeq = err, j.seq
-						w.failed.Store(true)
-					case j.ack:
-						s.sts[i] = st
-					default:
-						w.st.dropped += st.dropped
-						w.st.lateRetractions += st.lateRetractions
-					}
-				}
-				if j.ack {
-					s.errs[i] = nil // a failure is the worker's err: firstErr orders it
-					w.acks <- struct{}{}
-				}
-				if j.lent {
-					j.in.Release()
-				}
+			for j := range s.jobs[i] {
+				s.sts[i], s.errs[i] = s.pts[i].add(j.in, j.wmUs)
+				s.done <- struct{}{}
 			}
 		})
 	}
 }
 
-// stop ends the workers (if running), waits for them and returns the
-// figures of the chunks they folded behind the caller since start, or
-// their first error (the earliest chunk's).
-func (s *shards) stop() (chunkStats, error) {
-	if s.workers == nil {
-		s.seq = 0
-		return chunkStats{}, nil
+// stop ends the workers (if running) and waits for them.
+func (s *shards) stop() {
+	if s.jobs == nil {
+		return
 	}
-	for _, w := range s.workers[1:] {
-		close(w.jobs)
+	for _, c := range s.jobs[1:] {
+		close(c)
 	}
 	s.wg.Wait()
-	var st chunkStats
-	for _, w := range s.workers[1:] {
-		st.dropped += w.st.dropped
-		st.lateRetractions += w.st.lateRetractions
-	}
-	err := s.firstErr(nil)
-	s.workers, s.seq = nil, 0
-	return st, err
+	s.jobs, s.done = nil, nil
 }

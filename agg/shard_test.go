@@ -1,14 +1,9 @@
 package agg
 
 import (
-	"context"
 	"fmt"
-	"github.com/ethstream/ethstream/ethblock"
-	"maps"
-	"math"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,8 +61,6 @@ func TestShardedMatchesOne(t *testing.T) {
 					one.lookahead = seed == 1
 					many := newHarness(t, spec, vfs.NewMem(), 3)
 					many.lookahead, many.shards = one.lookahead, shards
-					// Lent chunks are folded behind Process; others waited for.
-					many.lend = seed != 1
 					many.restart(false)
 					if got := len(many.op.pts); got != shards {
 						t.Fatalf("operator has %d partials, want %d", got, shards)
@@ -84,9 +77,6 @@ func TestShardedMatchesOne(t *testing.T) {
 						}
 						if f1, f2 := progressCounts(p1), progressCounts(p2); f1 != f2 {
 							t.Fatalf("batch %d: figures with %d shards %s, with one %s", id, shards, f2, f1)
-						}
-						if l, b := many.lent.Load(), many.back.Load(); l != b {
-							t.Fatalf("batch %d: %d chunks lent, %d back after Finish", id, l, b)
 						}
 						if s1, s2 := one.stateRows(), many.stateRows(); fmt.Sprint(s1) != fmt.Sprint(s2) {
 							t.Fatalf("batch %d: state with %d shards\n%v\nwith one\n%v", id, shards, s2, s1)
@@ -112,66 +102,6 @@ func TestFloorMod(t *testing.T) {
 	for _, c := range []struct{ a, b, want int64 }{{7, 3, 1}, {-7, 3, 2}, {-3, 3, 0}, {0, 2, 0}, {-1, 2, 1}} {
 		if got := floorMod(c.a, c.b); got != c.want {
 			t.Errorf("floorMod(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
-		}
-	}
-}
-
-// TestShardedLentFirstError: with chunks folded behind Process (lent), the
-// batch fails with the error a single partial gives, the earliest chunk's:
-// chunk 1 overflows sum(shard) in one window, chunk 2 sum(gas_used) in the
-// next (the other shard), each window's parity tried on either partial. The
-// error comes from Process or Finish; every chunk is back by Abort.
-func TestShardedLentFirstError(t *testing.T) {
-	defer setShardMinRows(0)()
-	spec := Spec{Window: &Window{Column: ethblock.ColBlockTS, Size: 5 * time.Minute}, GroupBy: []string{ethblock.ColMiner},
-		Aggregates: []Aggregate{{Kind: Sum, Column: ethblock.ColGasUsed, As: "s1"}, {Kind: Sum, Column: "shard", As: "s2"}},
-		Mode:       Update, ColumnTypes: maps.Clone(testColumnTypes)}
-	const win = int64(5 * 60 * 1e6)
-	for base := range int64(2) {
-		w := func(k int64) int64 { return (base + k) * win }
-		chunks := [][]testRow{
-			{{miner: "a", ts: w(0), gas: 1, shard: 1}, {miner: "b", ts: w(1), gas: 1, shard: 1}},
-			{{miner: "a", ts: w(1), gas: 1, shard: math.MaxInt64}, {miner: "a", ts: w(1) + 1, gas: 1, shard: 1}},
-			{{miner: "a", ts: w(2), gas: math.MaxInt64, shard: 1}, {miner: "a", ts: w(2) + 1, gas: 1, shard: 1}},
-			{{miner: "c", ts: w(3), gas: 1, shard: 1}},
-		}
-		run := func(shards int, lend bool) (string, int64, int64) {
-			h := newHarness(t, spec, vfs.NewMem(), 2)
-			h.shards, h.lend = shards, lend
-			h.restart(false)
-			ctx := context.Background()
-			var err error
-			for _, c := range chunks {
-				b := makeBatch(c)
-				if lend {
-					stream.Lend(b, func(*stream.Batch) { h.back.Add(1) })
-					h.lent.Add(1)
-				}
-				err = h.op.Process(ctx, 0, 0, b)
-				b.Release()
-				if err != nil {
-					break
-				}
-			}
-			if err == nil {
-				_, _, err = h.op.Finish(ctx, 0, 0)
-			}
-			h.op.Abort()
-			if err == nil {
-				return "no error", 0, 0
-			}
-			return err.Error(), h.lent.Load(), h.back.Load()
-		}
-		want, _, _ := run(1, false)
-		if !strings.Contains(want, "s2") {
-			t.Fatalf("one partial: %s, want sum(shard)'s overflow", want)
-		}
-		got, lent, back := run(2, true)
-		if got != want {
-			t.Errorf("base %d: lent chunks on 2 partials fail with\n%s\nwant\n%s", base, got, want)
-		}
-		if lent != back {
-			t.Errorf("base %d: %d chunks lent, %d back", base, lent, back)
 		}
 	}
 }

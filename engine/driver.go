@@ -83,7 +83,7 @@ type driver struct {
 	aheadKeys []string
 	aheadFrom map[string]json.RawMessage
 	ahead     *readAhead
-	aheadPool *chunkPool // the read-aheads' chunks, to re-use (nil: none yet)
+	aheadFree []*stream.Batch // the last read-ahead's chunks, to re-use
 }
 
 // batchResult is what the driver reports back after a batch committed:
@@ -548,9 +548,5 @@ func (st *srcState) withSourceColumn(b *stream.Batch) *stream.Batch {
 		src.Dict = stream.NewDict(src.Strings, st.nameIdx[:b.Len], st.nameBuf[:1])
 	}
 	cols = append(cols, src)
-	out := &stream.Batch{Len: b.Len, Columns: cols, Signs: b.Signs}
-	// The source column's storage is never rewritten (a longer one is
-	// made anew): retaining out retains only b's.
-	stream.ShareLending(out, b)
-	return out
+	return &stream.Batch{Len: b.Len, Columns: cols, Signs: b.Signs}
 }

@@ -107,7 +107,7 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 func (d *driver) close() error {
 	// The read-ahead's producer reads the sources: it ends first.
 	errs := []error{d.discardAhead()}
-	d.aheadPool = nil
+	d.aheadFree = nil
 	for _, st := range d.order {
 		if st.open {
 			errs = append(errs, st.src.Close())

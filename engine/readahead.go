@@ -66,15 +66,14 @@ type readAhead struct {
 	done         chan struct{} // closed when the producer returned
 	// commits are batch N's Source.Commit calls waiting for the producer.
 	commits []aheadCommit
-	// pool is the driver's: the chunks the producer copies into.
-	pool *chunkPool
 
 	mu struct {
 		sync.Mutex
 		cond   *sync.Cond
 		queue  []aheadItem
 		bytes  int64
-		closed bool // the consumer discarded the read-ahead
+		free   []*stream.Batch // consumed chunks, recycled by the producer
+		closed bool            // the consumer discarded the read-ahead
 	}
 }
 
@@ -108,10 +107,7 @@ func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 	for _, r := range p.Ranges {
 		from[r.Key] = r.End
 	}
-	if d.aheadPool == nil {
-		d.aheadPool = &chunkPool{}
-	}
-	a := &readAhead{from: from, budget: d.o.aheadBytes, done: make(chan struct{}), pool: d.aheadPool}
+	a := &readAhead{from: from, budget: d.o.aheadBytes, done: make(chan struct{})}
 	a.mu.cond = sync.NewCond(&a.mu)
 	d.ahead = a
 	latest, err := d.latestOffsets(ctx, d.aheadKeys, from)
@@ -121,6 +117,7 @@ func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 		return
 	}
 	a.latest = latest
+	a.mu.free, d.aheadFree = d.aheadFree, nil
 	for _, k := range d.aheadKeys {
 		if !bytes.Equal(from[k], latest[k]) {
 			a.ranges = append(a.ranges, readRange{Key: k, Start: from[k], End: latest[k]})
@@ -141,9 +138,7 @@ func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 
 // produce reads each range in order, copying every chunk into memory (the
 // source re-uses a chunk's slices once emit returns), at most a.budget
-// bytes ahead of the consumer (at least one chunk). Each copy is lent
-// (stream.Lend): an operator may retain it past Process, and it goes back
-// to the pool on its last Release.
+// bytes ahead of the consumer (at least one chunk).
 func (a *readAhead) produce(ctx context.Context, srcs []stream.Source) {
 	defer close(a.done)
 	for i, r := range a.ranges {
@@ -157,9 +152,13 @@ func (a *readAhead) produce(ctx context.Context, srcs []stream.Source) {
 				a.mu.Unlock()
 				return errAheadDiscarded
 			}
+			var dst *stream.Batch
+			if k := len(a.mu.free); k > 0 {
+				dst, a.mu.free = a.mu.free[k-1], a.mu.free[:k-1]
+			}
 			a.mu.Unlock()
-			dst := copyChunk(a.pool.get(), in)
-			a.push(aheadItem{r: i, b: stream.Lend(dst, a.pool.put), n: n})
+			dst = copyChunk(dst, in)
+			a.push(aheadItem{r: i, b: dst, n: n})
 			return nil
 		})
 		a.push(aheadItem{r: i, end: true, err: err})
@@ -196,34 +195,12 @@ func (a *readAhead) pop() aheadItem {
 	return it
 }
 
-// chunkPool is the chunks the read-aheads copy into, kept by the driver
-// across read-aheads: a chunk an operator still retains when its read-ahead
-// ends comes back on its last Release (from any goroutine), and a producer
-// never takes a chunk still retained.
-type chunkPool struct {
-	mu   sync.Mutex
-	free []*stream.Batch
-}
-
-// get returns a free chunk, nil if none.
-func (p *chunkPool) get() *stream.Batch {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := len(p.free)
-	if k == 0 {
-		return nil
-	}
-	b := p.free[k-1]
-	p.free[k-1] = nil
-	p.free = p.free[:k-1]
-	return b
-}
-
-// put takes back a chunk no one references (stream.Lend's back).
-func (p *chunkPool) put(b *stream.Batch) {
-	p.mu.Lock()
-	p.free = append(p.free, b)
-	p.mu.Unlock()
+// recycle hands a consumed chunk back to the producer (emit's callee does
+// not retain it, stream.Source).
+func (a *readAhead) recycle(b *stream.Batch) {
+	a.mu.Lock()
+	a.mu.free = append(a.mu.free, b)
+	a.mu.Unlock()
 }
 
 // takeLatest is the poll made for the next trigger (ok), if it started
@@ -241,7 +218,7 @@ func (d *driver) takeLatest(current map[string]json.RawMessage) (latest map[stri
 	}
 	a.taken = true
 	if len(a.ranges) == 0 {
-		d.ahead = nil
+		d.ahead, d.aheadFree = nil, a.mu.free
 	}
 	return a.latest, true, a.pollErr
 }
@@ -280,7 +257,7 @@ func (d *driver) replay(a *readAhead, emit func(*stream.Batch) error) error {
 			break
 		}
 		err := emit(it.b)
-		it.b.Release() // the read-ahead's reference: the chunk goes back once no operator retains it
+		a.recycle(it.b)
 		if err != nil {
 			return err
 		}
@@ -328,10 +305,10 @@ func (d *driver) discardAhead() error {
 	// The chunks' storage serves the next read-ahead.
 	for _, it := range a.mu.queue {
 		if it.b != nil {
-			it.b.Release()
+			a.mu.free = append(a.mu.free, it.b)
 		}
 	}
-	a.mu.queue = nil
+	d.aheadFree, a.mu.queue, a.mu.free = a.mu.free, nil, nil
 	var errs []error
 	for _, c := range a.commits {
 		if err := d.byKey[c.key].src.Commit(context.Background(), c.off); err != nil {

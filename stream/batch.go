@@ -259,10 +259,6 @@ type Batch struct {
 	// deletes the row with that key from the sink (an aggregate whose count
 	// reached zero); only the key columns of such a row are meaningful.
 	Signs []int8
-
-	// lent, when set, counts the references to the batch's storage
-	// (lend.go); nil for a batch its producer does not lend.
-	lent *lending
 }
 
 // Sign returns the sign of row i: +1 or -1.

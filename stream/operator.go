@@ -66,9 +66,7 @@ type Operator interface {
 	// Spark 3.4+'s eventTimeWatermarkForLateEvents) has already closed is
 	// dropped and counted: for a windowed aggregation, the window
 	// instances whose end is at or before it. A late row whose window is
-	// still open is kept. in is the operator's during the call only; a lent
-	// one (Lend) it may Retain, to read it until it Releases it (at the
-	// latest by the end of Finish, Abort or Close).
+	// still open is kept.
 	Process(ctx context.Context, batchID, watermarkMs int64, in *Batch) error
 	// Finish ends the batch: it evicts state the watermark closed (the
 	// operator's input watermark of this batch) and returns

@@ -68,8 +68,7 @@ type Source interface {
 	LatestOffset(ctx context.Context, start Offset) (Offset, error)
 	// ReadBatch delivers the rows in (start, end] to emit, in chunks, in a
 	// deterministic order: a re-run with the same offsets yields the same rows.
-	// emit is never called concurrently and must not retain the Batch,
-	// unless the source lent it (Lend: the callee may Retain it).
+	// emit is never called concurrently and must not retain the Batch.
 	ReadBatch(ctx context.Context, start, end Offset, emit func(*Batch) error) error
 	// Commit tells the source that every batch up to end is committed, so it
 	// may forget what precedes it.
