@@ -2,6 +2,7 @@ package s3archive
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -77,7 +78,11 @@ func (s *Source) readRowGroups(ctx context.Context, files []logEntry, pool *fetc
 	// A row group in flight per worker, and the one being emitted: a
 	// decoded row group is megabytes (a transactions one, 4 columns of
 	// 131k rows, ~5 MB), where a decoded daily blocks file is kilobytes.
-	return readahead.Map(ctx, len(items), s.parall, s.parall+1, func() func(context.Context, int) (*stream.Batch, error) {
+	// The chunks are in memory: decoding is CPU alone, and workers past
+	// the cores only share them, each row group decoding slower, the
+	// first (which the engine waits for) among them.
+	workers := min(s.parall, runtime.GOMAXPROCS(0))
+	return readahead.Map(ctx, len(items), workers, workers+1, func() func(context.Context, int) (*stream.Batch, error) {
 		// A worker's own decoders (their dictionaries and scratch are
 		// theirs) and intern table, per file.
 		intern := make(map[string]string, 1024)
