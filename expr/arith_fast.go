@@ -11,13 +11,17 @@ import (
 // eval's per-row loop switches on the operator, calls a closure and
 // materializes a literal operand and an implicit cast for every row (the
 // transactions shape's fee, gas * price / 1e9, spent ~6.5 ms of the
-// batch's one goroutine on a 131,072-row row group, most of it there).
+// batch's one goroutine on a 131,072-row row group, most of it there). An
+// integral operand of a DOUBLE one (a CAST that cannot fail, of a column
+// or of INT or BIGINT arithmetic) is computed a block at a time beside it,
+// not into a column of its own: a column of a row group is a megabyte of
+// fresh memory to fault in.
 //
-// A batch loop computes every row, nulls included, and gives up (false,
-// nothing kept) when any row, live or null, would divide by zero or
-// overflow: eval's per-row loop then computes the batch again and decides
-// each such row as it always has (an error for a live row under ANSI, a
-// null or a wrapped value otherwise). Without such a row that loop raises
+// A batch loop computes every row, nulls included, and gives up when any
+// row, live or null, would divide by zero or overflow: eval's per-row
+// loop then computes the batch from the same operands and decides each
+// such row as it always has (an error for a live row under ANSI, a null
+// or a wrapped value otherwise). Without such a row that loop raises
 // nothing and reads sel for nothing else, so both give the same values;
 // the batch loop zeroes its null rows as the per-row loop leaves them.
 
@@ -25,23 +29,26 @@ import (
 // off: the tests' reference (TestBatchLoopsEqualRowLoops).
 var rowLoopsOnly bool
 
-// blockRows is how many rows a batch loop converts into a block at once
-// (a literal broadcast, an integral operand read as DOUBLE): small enough
-// to stay in L1, long enough to amortize the loop's setup.
+// blockRows is how many rows a batch loop computes at once: small enough
+// for its blocks to stay in L1, long enough to amortize the loop's setup.
 const blockRows = 512
 
 // fOperand is a DOUBLE operand of a batch loop: a column of doubles (f),
-// one of integers read as doubles (i: a CAST that cannot fail), or a
-// non-null literal (c).
+// one of integers read as doubles (i: a CAST that cannot fail), integral
+// arithmetic read as doubles (x over xl and xr), or a non-null literal (c).
 type fOperand struct {
-	f   []float64
-	i   []int64
-	c   float64
-	isC bool
-	v   *vec // what f or i is from (nil: a literal)
+	f      []float64
+	i      []int64
+	x      *arithNode
+	xl, xr iOperand
+	c      float64
+	isC    bool
+	v      *vec   // what f or i is from (nil: a literal or x)
+	bad    uint64 // x overflowed (its sign bit)
+	ib     [blockRows]int64
 }
 
-// block is the operand's rows lo..hi, in buf when they are converted.
+// block is the operand's rows lo..hi, in buf when they are computed.
 func (o *fOperand) block(lo, hi int, buf *[blockRows]float64) []float64 {
 	switch {
 	case o.isC:
@@ -49,25 +56,45 @@ func (o *fOperand) block(lo, hi int, buf *[blockRows]float64) []float64 {
 	case o.f != nil:
 		return o.f[lo:hi]
 	}
-	b := buf[:hi-lo]
-	for k, v := range o.i[lo:hi] {
+	var src []int64
+	if o.x != nil {
+		src = o.ib[:hi-lo]
+		o.bad |= o.x.intBlock(o.xl.block(lo, hi), o.xr.block(lo, hi), src)
+	} else {
+		src = o.i[lo:hi]
+	}
+	b := buf[:len(src)]
+	for k, v := range src {
 		b[k] = float64(v)
 	}
 	return b
 }
 
+// nulls are the vectors whose nulls are the operand's.
+func (o *fOperand) nulls() []*vec {
+	if o.x != nil {
+		return []*vec{o.xl.v, o.xr.v}
+	}
+	return []*vec{o.v}
+}
+
 // iOperand is an INT or BIGINT operand: a column (i) or a non-null
-// literal (c).
+// literal (c, broadcast into cb).
 type iOperand struct {
 	i   []int64
 	c   int64
 	isC bool
 	v   *vec
+	cb  *[blockRows]int64
 }
 
-func (o *iOperand) block(lo, hi int, buf *[blockRows]int64) []int64 {
+func (o *iOperand) block(lo, hi int) []int64 {
 	if o.isC {
-		return buf[:hi-lo]
+		if o.cb == nil {
+			o.cb = new([blockRows]int64)
+			fill(o.cb[:], o.c)
+		}
+		return o.cb[:hi-lo]
 	}
 	return o.i[lo:hi]
 }
@@ -94,38 +121,61 @@ func literalOf(n node) (*constNode, bool) {
 }
 
 // doubleOperand evaluates n as a DOUBLE operand; a CAST of an integral
-// value to DOUBLE is read through, not materialized.
-func doubleOperand(c *ctx, n node, sel []bool) (fOperand, error) {
+// value to DOUBLE is read through, and integral arithmetic under it is
+// left to the blocks when fuse (its overflow, raised by the row loop
+// after the batch loop gave up, then comes before any error the other
+// operand's evaluation could raise: the other is a literal, or was
+// evaluated first).
+func doubleOperand(c *ctx, n node, sel []bool, fuse bool) (*fOperand, error) {
 	if k, ok := literalOf(n); ok {
-		return fOperand{c: k.f, isC: true}, nil
+		return &fOperand{c: k.f, isC: true}, nil
 	}
 	if x, ok := n.(*castNode); ok && x.to.Kind == stream.Float64 && x.x.typ().integral() {
+		if a, ok := x.x.(*arithNode); ok && fuse && a.batchable() {
+			l, err := integralOperand(c, a.l, sel)
+			if err != nil {
+				return nil, err
+			}
+			r, err := integralOperand(c, a.r, sel)
+			if err != nil {
+				return nil, err
+			}
+			return &fOperand{x: a, xl: l, xr: r}, nil
+		}
 		v, err := x.x.eval(c, sel)
 		if err != nil {
-			return fOperand{}, err
+			return nil, err
 		}
-		return fOperand{i: v.i, v: v}, nil
+		return &fOperand{i: v.i, v: v}, nil
 	}
 	v, err := n.eval(c, sel)
 	if err != nil {
-		return fOperand{}, err
+		return nil, err
 	}
-	return fOperand{f: v.f, v: v}, nil
+	return &fOperand{f: v.f, v: v}, nil
 }
 
-// vec is the operand as eval's per-row loop takes it: n's value, from
-// what doubleOperand evaluated (a cast as castNode.eval makes it).
+// vec is the operand as eval's row loop takes it: n's value, from what
+// doubleOperand evaluated (the arithmetic by its own row loop, a cast as
+// castNode.eval makes it).
 func (o *fOperand) vec(c *ctx, n node, sel []bool) (*vec, error) {
 	switch {
 	case o.isC:
 		return n.eval(c, sel)
-	case o.i != nil || o.v.t.integral():
-		out := newVec(Double, c.n)
-		out.nullsFrom(o.v)
-		fastCast(o.v, out, o.v.t, Double)
-		return out, nil
+	case o.f != nil || (o.x == nil && o.v.t == Double):
+		return o.v, nil
 	}
-	return o.v, nil
+	x := o.v
+	if o.x != nil {
+		var err error
+		if x, err = o.x.rows(c, sel, o.xl.vec(c, o.x.l, sel), o.xr.vec(c, o.x.r, sel)); err != nil {
+			return nil, err
+		}
+	}
+	out := newVec(Double, c.n)
+	out.nullsFrom(x)
+	fastCast(x, out, x.t, Double)
+	return out, nil
 }
 
 // integralOperand evaluates n as an INT or BIGINT operand.
@@ -140,11 +190,14 @@ func integralOperand(c *ctx, n node, sel []bool) (iOperand, error) {
 	return iOperand{i: v.i, v: v}, nil
 }
 
-func (o *iOperand) vec(c *ctx, n node, sel []bool) (*vec, error) {
+// vec is the operand as eval's row loop takes it (a literal's constNode
+// cannot fail).
+func (o *iOperand) vec(c *ctx, n node, sel []bool) *vec {
 	if o.isC {
-		return n.eval(c, sel)
+		v, _ := n.eval(c, sel)
+		return v
 	}
-	return o.v, nil
+	return o.v
 }
 
 // batchable reports whether n has a batch loop: DOUBLE + - * / over
@@ -163,22 +216,23 @@ func (n *arithNode) batchable() bool {
 	return false
 }
 
-// evalBatch is eval by a batch loop. When a row needs eval's per-row loop
+// evalBatch is eval by a batch loop. When a row needs eval's row loop
 // (see above) out is nil and l and r are the operands for it, each
 // evaluated once; an operand's error is returned as eval returns it.
 func (n *arithNode) evalBatch(c *ctx, sel []bool) (out, l, r *vec, err error) {
 	if n.t == Double {
-		lo, err := doubleOperand(c, n.l, sel)
+		_, rLit := literalOf(n.r)
+		lo, err := doubleOperand(c, n.l, sel, rLit)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		ro, err := doubleOperand(c, n.r, sel)
+		ro, err := doubleOperand(c, n.r, sel, true)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		out = newVec(n.t, c.n)
 		if n.doubles(lo, ro, out.f) {
-			return finishBatch(out, lo.v, ro.v), nil, nil, nil
+			return finishBatch(out, append(lo.nulls(), ro.nulls()...)), nil, nil, nil
 		}
 		if l, err = lo.vec(c, n.l, sel); err != nil {
 			return nil, nil, nil, err
@@ -195,19 +249,21 @@ func (n *arithNode) evalBatch(c *ctx, sel []bool) (out, l, r *vec, err error) {
 		return nil, nil, nil, err
 	}
 	out = newVec(n.t, c.n)
-	if n.integers(lo, ro, out.i) {
-		return finishBatch(out, lo.v, ro.v), nil, nil, nil
+	var bad uint64
+	for b := 0; b < c.n; b += blockRows {
+		e := min(b+blockRows, c.n)
+		bad |= n.intBlock(lo.block(b, e), ro.block(b, e), out.i[b:e])
 	}
-	if l, err = lo.vec(c, n.l, sel); err != nil {
-		return nil, nil, nil, err
+	if bad>>63 == 0 {
+		return finishBatch(out, []*vec{lo.v, ro.v}), nil, nil, nil
 	}
-	r, err = ro.vec(c, n.r, sel)
-	return nil, l, r, err
+	return nil, lo.vec(c, n.l, sel), ro.vec(c, n.r, sel), nil
 }
 
-// finishBatch gives out the operands' nulls, its null rows zero.
-func finishBatch(out, l, r *vec) *vec {
-	for _, in := range []*vec{l, r} {
+// finishBatch gives out the nulls of ins (nil: a literal), its null rows
+// zero.
+func finishBatch(out *vec, ins []*vec) *vec {
+	for _, in := range ins {
 		if in != nil {
 			out.nullsFrom(in)
 		}
@@ -226,8 +282,9 @@ func finishBatch(out, l, r *vec) *vec {
 	return out
 }
 
-// doubles computes out = l op r; false on a division by zero.
-func (n *arithNode) doubles(l, r fOperand, out []float64) bool {
+// doubles computes out = l op r; false on a division by zero or an
+// overflow of an integral operand.
+func (n *arithNode) doubles(l, r *fOperand, out []float64) bool {
 	var lb, rb [blockRows]float64
 	if l.isC {
 		fill(lb[:], l.c)
@@ -256,7 +313,9 @@ func (n *arithNode) doubles(l, r fOperand, out []float64) bool {
 		case "/":
 			zero := false
 			for k := range o {
-				zero = zero || y[k] == 0
+				if y[k] == 0 {
+					zero = true
+				}
 				o[k] = x[k] / y[k]
 			}
 			if zero {
@@ -264,63 +323,51 @@ func (n *arithNode) doubles(l, r fOperand, out []float64) bool {
 			}
 		}
 	}
-	return true
+	return (l.bad|r.bad)>>63 == 0
 }
 
-// integers computes out = l op r in two's complement; false when a row
-// overflows its type (BIGINT, or INT's 32 bits).
-func (n *arithNode) integers(l, r iOperand, out []int64) bool {
-	var lb, rb [blockRows]int64
-	if l.isC {
-		fill(lb[:], l.c)
-	}
-	if r.isC {
-		fill(rb[:], r.c)
-	}
-	var bad uint64 // the sign bit set by an overflow
-	for lo := 0; lo < len(out); lo += blockRows {
-		hi := min(lo+blockRows, len(out))
-		o := out[lo:hi]
-		x := l.block(lo, hi, &lb)[:len(o)]
-		y := r.block(lo, hi, &rb)[:len(o)]
-		switch n.op {
-		case "+":
-			for k := range o {
-				a, b := x[k], y[k]
-				v := a + b
-				o[k] = v
-				bad |= uint64((v ^ a) & (v ^ b)) // the sum's sign is neither operand's
-			}
-		case "-":
-			for k := range o {
-				a, b := x[k], y[k]
-				v := a - b
-				o[k] = v
-				bad |= uint64((a ^ b) & (a ^ v))
-			}
-		case "*":
-			for k := range o {
-				a, b := x[k], y[k]
-				hi, lo := bits.Mul64(uint64(a), uint64(b))
-				// The signed product's high word: the unsigned one less
-				// b when a is negative and a when b is.
-				hi -= uint64(a>>63)&uint64(b) + uint64(b>>63)&uint64(a)
-				o[k] = int64(lo)
-				// Fits in 64 bits when the high word is the low word's sign.
-				if hi != uint64(int64(lo)>>63) {
-					bad |= 1 << 63
-				}
+// intBlock computes o = x op y in two's complement and returns a value
+// whose sign bit is set when a row overflows n's type (BIGINT, or INT's
+// 32 bits).
+func (n *arithNode) intBlock(x, y, o []int64) (bad uint64) {
+	x, y = x[:len(o)], y[:len(o)]
+	switch n.op {
+	case "+":
+		for k := range o {
+			a, b := x[k], y[k]
+			v := a + b
+			o[k] = v
+			bad |= uint64((v ^ a) & (v ^ b)) // the sum's sign is neither operand's
+		}
+	case "-":
+		for k := range o {
+			a, b := x[k], y[k]
+			v := a - b
+			o[k] = v
+			bad |= uint64((a ^ b) & (a ^ v))
+		}
+	case "*":
+		for k := range o {
+			a, b := x[k], y[k]
+			hi, lo := bits.Mul64(uint64(a), uint64(b))
+			// The signed product's high word: the unsigned one less b
+			// when a is negative and a when b is.
+			hi -= uint64(a>>63)&uint64(b) + uint64(b>>63)&uint64(a)
+			o[k] = int64(lo)
+			// Fits in 64 bits when the high word is the low word's sign.
+			if hi != uint64(int64(lo)>>63) {
+				bad |= 1 << 63
 			}
 		}
 	}
 	if n.t == Int {
-		for _, v := range out {
+		for _, v := range o {
 			if v != int64(int32(v)) {
-				return false
+				bad |= 1 << 63
 			}
 		}
 	}
-	return bad>>63 == 0
+	return bad
 }
 
 func fill[T any](b []T, v T) {

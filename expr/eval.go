@@ -124,6 +124,12 @@ func (n *arithNode) eval(c *ctx, sel []bool) (*vec, error) {
 			}
 		}
 	}
+	return n.rows(c, sel, l, r)
+}
+
+// rows is eval's row loop over the operands' values l and r (nil for a
+// negation).
+func (n *arithNode) rows(c *ctx, sel []bool, l, r *vec) (*vec, error) {
 	out := newVec(n.t, c.n)
 	out.nullsFrom(l)
 	if r != nil {
