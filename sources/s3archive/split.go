@@ -79,9 +79,10 @@ func (s *Source) readRowGroups(ctx context.Context, files []logEntry, pool *fetc
 	// A row group in flight per worker, and the one being emitted: a
 	// decoded row group is megabytes (a transactions one, 4 columns of
 	// 131k rows, ~5 MB), where a decoded daily blocks file is kilobytes.
-	// The chunks are in memory: decoding is CPU alone, and workers past
-	// the cores only share them, each row group decoding slower, the
-	// first (which the engine waits for) among them.
+	// Decoding is CPU alone (the chunks are in memory, or in a local
+	// file's page cache): workers past the cores only share them, each
+	// row group decoding slower, the first (which the engine waits for)
+	// among them.
 	workers := min(s.parall, runtime.GOMAXPROCS(0))
 	return readahead.Map(ctx, len(items), workers, workers+1, func() func(context.Context, int) (*stream.Batch, error) {
 		// A worker's own decoders (their dictionaries and scratch are
