@@ -53,3 +53,49 @@ func BenchmarkEval(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEvalTxFee: the transactions shape's fee (TxQuery's sum input,
+// receipt_gas_used * receipt_effective_gas_price / 1000000000, inside the
+// CASE WHEN block_timestamp IS NOT NULL a windowed query's derived column
+// becomes) over one row group of the shape's archive (131,072 rows); with
+// gas nulls in one row of ten, and with the whole CASE's rows selected
+// (nil) or a tenth of them not.
+func BenchmarkEvalTxFee(b *testing.B) {
+	const n = 131072
+	gas, price, ts := make([]int64, n), make([]int64, n), make([]int64, n)
+	valid := make([]bool, n)
+	for r := range gas {
+		gas[r], price[r], ts[r] = int64(21_000+r%200_000), int64(10e9+r*1000), int64(1_759_104_000_000_000+r*600_000)
+		valid[r] = r%10 != 3
+	}
+	fee := Case{Whens: []When{{Cond: IsNull{X: col("block_timestamp"), Neg: true},
+		Then: Arith{Op: "/", L: Arith{Op: "*", L: col("receipt_gas_used"), R: col("receipt_effective_gas_price")}, R: i(1_000_000_000)}}}}
+	for _, bc := range []struct {
+		name  string
+		valid []bool
+	}{{"no_nulls", nil}, {"gas_nulls", valid}} {
+		batch := &stream.Batch{Len: n, Columns: []stream.Column{
+			{Name: "receipt_gas_used", Type: stream.Int64, Int64s: gas, Valid: bc.valid},
+			{Name: "receipt_effective_gas_price", Type: stream.Int64, Int64s: price},
+			{Name: "block_timestamp", Type: stream.Timestamp, Int64s: ts},
+		}}
+		c, err := Compile(fee, func(name string) (stream.Type, bool) {
+			if c := batch.Column(name); c != nil {
+				return c.Type, true
+			}
+			return 0, false
+		}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Eval(batch, "fee"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}

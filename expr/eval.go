@@ -3,6 +3,7 @@ package expr
 import (
 	"math"
 	"math/big"
+	"slices"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/stream"
@@ -104,16 +105,31 @@ func (n *arithNode) typ() Type    { return n.t }
 func (n *arithNode) source() Expr { return n.src }
 
 func (n *arithNode) eval(c *ctx, sel []bool) (*vec, error) {
-	l, err := n.l.eval(c, sel)
-	if err != nil {
-		return nil, err
-	}
-	var r *vec
-	if n.r != nil {
-		if r, err = n.r.eval(c, sel); err != nil {
+	var l, r *vec
+	if !rowLoopsOnly && n.batchable() {
+		// A batch loop (arith_fast.go), or its operands for the row loop.
+		out, lv, rv, err := n.evalBatch(c, sel)
+		if out != nil || err != nil {
+			return out, err
+		}
+		l, r = lv, rv
+	} else {
+		var err error
+		if l, err = n.l.eval(c, sel); err != nil {
 			return nil, err
 		}
+		if n.r != nil {
+			if r, err = n.r.eval(c, sel); err != nil {
+				return nil, err
+			}
+		}
 	}
+	return n.rows(c, sel, l, r)
+}
+
+// rows is eval's row loop over the operands' values l and r (nil for a
+// negation).
+func (n *arithNode) rows(c *ctx, sel []bool, l, r *vec) (*vec, error) {
 	out := newVec(n.t, c.n)
 	out.nullsFrom(l)
 	if r != nil {
@@ -473,13 +489,18 @@ func (n *isNullNode) eval(c *ctx, sel []bool) (*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := newVec(Boolean, c.n)
+	return n.of(x, c.n), nil
+}
+
+// of is the test's value over n rows given x's.
+func (n *isNullNode) of(x *vec, rows int) *vec {
+	out := newVec(Boolean, rows)
 	for row := range out.i {
 		if x.null(row) != n.neg {
 			out.i[row] = 1
 		}
 	}
-	return out, nil
+	return out
 }
 
 // inNode is X [NOT] IN (list): true on a match, else null when X or an
@@ -545,6 +566,21 @@ type caseNode struct {
 func (n *caseNode) typ() Type    { return n.t }
 func (n *caseNode) source() Expr { return nil }
 func (n *caseNode) eval(c *ctx, sel []bool) (*vec, error) {
+	// The first arm's condition over every row (open, below, would select
+	// them all): when it is TRUE for each, the CASE is that arm's value,
+	// evaluated over every row as its own selection would (a windowed
+	// query's CASE WHEN time IS NOT NULL THEN x END over rows that all
+	// have a time), not copied row by row.
+	var first *vec
+	if sel == nil && !rowLoopsOnly {
+		var err error
+		if first, err = n.firstCond(c); err != nil {
+			return nil, err
+		}
+		if first == nil {
+			return n.vals[0].eval(c, nil)
+		}
+	}
 	out := newVec(n.t, c.n)
 	open := make([]bool, c.n) // rows no arm has taken yet
 	for r := range open {
@@ -555,9 +591,12 @@ func (n *caseNode) eval(c *ctx, sel []bool) (*vec, error) {
 		taken[r] = -1
 	}
 	for k, cond := range n.conds {
-		cv, err := cond.eval(c, open)
-		if err != nil {
-			return nil, err
+		cv := first
+		if k > 0 || cv == nil {
+			var err error
+			if cv, err = cond.eval(c, open); err != nil {
+				return nil, err
+			}
 		}
 		for r := range open {
 			if open[r] && !cv.null(r) && cv.i[r] != 0 {
@@ -593,6 +632,30 @@ func (n *caseNode) eval(c *ctx, sel []bool) (*vec, error) {
 		}
 	}
 	return out, nil
+}
+
+// firstCond is the first arm's condition over every row, nil when it is
+// TRUE at each; an x IS NOT NULL over an x without nulls is told by x's
+// nulls, with no vector of TRUEs made.
+func (n *caseNode) firstCond(c *ctx) (*vec, error) {
+	if in, ok := n.conds[0].(*isNullNode); ok && in.neg {
+		x, err := in.x.eval(c, nil)
+		if err != nil {
+			return nil, err
+		}
+		if x.valid == nil || !slices.Contains(x.valid, false) {
+			return nil, nil
+		}
+		return in.of(x, c.n), nil
+	}
+	v, err := n.conds[0].eval(c, nil)
+	if err != nil {
+		return nil, err
+	}
+	if (v.valid == nil || !slices.Contains(v.valid, false)) && !slices.Contains(v.i, 0) {
+		return nil, nil
+	}
+	return v, nil
 }
 
 // copyValue sets dst[dr] to src[sr] (same type), null included.

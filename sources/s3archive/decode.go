@@ -242,7 +242,10 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := copy(p, b)
+	n := len(b)
+	if n > 0 && &b[0] != &p[0] { // a local read is into p already
+		n = copy(p, b)
+	}
 	if short {
 		return n, io.EOF
 	}
@@ -331,7 +334,7 @@ func decodeFileWith(ctx context.Context, st store, pool *fetchPool, ds *decodeSt
 	} else if len(ds.intern) > maxInterned {
 		clear(ds.intern)
 	}
-	of, dec, err := openFile(ctx, st, pool, &ds.bufs, uri, size, cols, m, ds.intern)
+	of, dec, err := openFile(ctx, st, pool, &ds.bufs, uri, size, cols, m, ds.intern, true)
 	if err != nil {
 		return nil, err
 	}
@@ -355,9 +358,9 @@ type openedFile struct {
 }
 
 // openFile opens the object at uri, reads its footer, plans the decoding
-// of cols (Field.Intern strings into intern) and fetches their chunks
-// through pool into buffers of bufs (nil: new ones).
-func openFile(ctx context.Context, st store, pool *fetchPool, bufs *readBufs, uri string, size int64, cols []Column, m *metrics, intern map[string]string) (_ *openedFile, _ *columnar.File, err error) {
+// of cols (Field.Intern strings into intern) and, when fetch, fetches their
+// chunks through pool into buffers of bufs (nil: new ones).
+func openFile(ctx context.Context, st store, pool *fetchPool, bufs *readBufs, uri string, size int64, cols []Column, m *metrics, intern map[string]string, fetch bool) (_ *openedFile, _ *columnar.File, err error) {
 	obj, err := st.open(ctx, uri)
 	if err != nil {
 		return nil, nil, readErr(ctx, err, uri, "open archive object")
@@ -379,7 +382,7 @@ func openFile(ctx context.Context, st store, pool *fetchPool, bufs *readBufs, ur
 	if err != nil {
 		return nil, nil, unreadable(err, uri, "unsupported archive schema")
 	}
-	if err := fetchChunks(of.rr, f, dec.Columns(), footer); err != nil {
+	if err := fetchChunks(of.rr, f, dec.Columns(), footer, fetch); err != nil {
 		return nil, nil, err
 	}
 	return of, dec, nil
@@ -444,10 +447,12 @@ func openFooter(ctx context.Context, rr *rangeReader) (_ *parquet.File, footer i
 	return f, size - 8 - flen, nil
 }
 
-// fetchChunks fetches every projected column chunk up front, coalesced, so
-// that the decoder is served from memory and nothing else is downloaded,
-// then checks the metadata's bounds (footer is the footer's offset).
-func fetchChunks(rr *rangeReader, f *parquet.File, cols []columnar.Column, footer int64) error {
+// fetchChunks fetches every projected column chunk up front (when fetch),
+// coalesced, so that the decoder is served from memory and nothing else is
+// downloaded, then checks the metadata's bounds (footer is the footer's
+// offset). Without fetch the decoder reads the chunks from the object as
+// it decodes them (rangeReader.ReadAt).
+func fetchChunks(rr *rangeReader, f *parquet.File, cols []columnar.Column, footer int64, fetch bool) error {
 	uri, size := rr.uri, rr.size
 	var rs []byteRange
 	leaves := make([]int, len(cols))
@@ -476,6 +481,9 @@ func fetchChunks(rr *rangeReader, f *parquet.File, cols []columnar.Column, foote
 		if r.end > r.off {
 			need = append(need, r)
 		}
+	}
+	if !fetch {
+		need = nil
 	}
 	if err := rr.fetchAll(need); err != nil {
 		return readErr(rr.ctx, err, uri, "read column chunks")

@@ -134,10 +134,12 @@
 // and decoded at once, by long-lived workers, up to 2 x Parallelism files
 // ahead of emission. A batch of fewer files than Parallelism (a day of the
 // transactions table is one file of 11 row groups) is read by row group
-// instead, without skipUnreadable: its files are opened and their chunks
-// fetched at once, then the row groups decode on the workers, up to
-// Parallelism ahead of emission (a window of Parallelism + 1 with the one
-// being emitted), each emitted as soon as those before it are (split.go). The source knows no column of its own: its caller
+// instead, without skipUnreadable: its files are opened and (over S3) their
+// chunks fetched at once, then the row groups decode on the workers (from
+// a local file, reading their chunks as they decode them; at most
+// GOMAXPROCS workers, as decoding them is CPU alone), as many ahead of
+// emission (a window of one more with the one being emitted), each
+// emitted as soon as those before it are (split.go). The source knows no column of its own: its caller
 // configures the files' schema (Options.Columns, which is Source.Schema;
 // for the blocks table the pipeline wires package ethblock's). Columns are
 // matched by their file name per file (engine block_ts is the archive's

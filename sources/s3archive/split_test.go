@@ -110,3 +110,36 @@ func TestRowGroupsBounded(t *testing.T) {
 		t.Fatalf("%d row groups emitted in %d distinct column arrays, want %d in at most %d", n, len(arrays), groups, limit)
 	}
 }
+
+// TestRowGroupsFromLocalFileAsDecoded: read by row group, a local file's
+// chunks are read by the workers as they decode them (ReadAt past the
+// footer's range), not fetched before the first row group decodes; an
+// S3-shaped store's are still fetched at once (no read outside them). Both
+// emit the file's rows.
+func TestRowGroupsFromLocalFileAsDecoded(t *testing.T) {
+	root := t.TempDir()
+	bs := genBlocks(2_000_000, 600, day0)
+	writeEra(t, dayPath(root, day0, 0), "modern", bs, parquet.MaxRowsPerRowGroup(50))
+	for _, c := range []struct {
+		name     string
+		shape    readShape
+		uncached bool
+	}{{"file", localReadShape, true}, {"s3", s3ReadShape, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openSource(t, Options{URI: fileURI(root), Parallelism: 4}, testEnv(t, vfs.NewMem(), ethblock.Columns...))
+			s.st = shapedStore{s.st, c.shape}
+			if !s.splitByRowGroup(1) {
+				t.Fatal("one file at parallelism 4 is not read by row group")
+			}
+			end, err := s.LatestOffset(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, _, _ := readAll(t, s, end)
+			blocksEqual(t, got, expected("modern", bs))
+			if n := s.m.uncached.Load(); (n > 0) != c.uncached {
+				t.Fatalf("%d reads outside the fetched ranges, want them: %v", n, c.uncached)
+			}
+		})
+	}
+}
