@@ -101,8 +101,15 @@ func (c *Compiled) EvalRows(b *stream.Batch, name string, use []bool) (stream.Co
 	if err != nil {
 		return stream.Column{}, err
 	}
+	// v may be a column of b's own (a bare column, a CASE arm taken
+	// whole): its validity is b's, so the skipped rows go to a copy.
+	cloned := false
 	for r := range use {
 		if !use[r] {
+			if !cloned && v.valid != nil {
+				v.valid = slices.Clone(v.valid)
+			}
+			cloned = true
 			v.setNull(r)
 		}
 	}
