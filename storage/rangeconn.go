@@ -37,7 +37,6 @@ import (
 // chunked or a 1xx one is sent again through net/http (errFallback).
 type rangeConns struct {
 	addr    string // host:port to dial
-	host    string // the Host header
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	tls     *tls.Config // nil: plain HTTP
 	maxIdle int
@@ -72,7 +71,6 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 	if tr.DialTLSContext != nil {
 		return nil // a TLS of the client's own
 	}
-	host := base.Host
 	port := base.Port()
 	if port == "" {
 		switch base.Scheme {
@@ -84,7 +82,7 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 			return nil
 		}
 	}
-	rc := &rangeConns{addr: net.JoinHostPort(base.Hostname(), port), host: host,
+	rc := &rangeConns{addr: net.JoinHostPort(base.Hostname(), port),
 		maxIdle: tr.MaxIdleConnsPerHost, idleFor: tr.IdleConnTimeout}
 	if rc.maxIdle <= 0 {
 		rc.maxIdle = http.DefaultMaxIdleConnsPerHost
@@ -113,18 +111,19 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 // the caller, and net/http sends the request again.
 var errFallback = errors.New("answer left to net/http")
 
-// get sends a GET of u with the headers hdr (each "Name: value\r\n") and
-// fills p from a 206 at off or a 200 from offset 0, judged as
+// get sends a GET of u with the Host header host (the signed one: the
+// SDK's signer drops a default port from it) and the headers hdr (each
+// "Name: value\r\n"), and fills p from a 206 at off or a 200 from offset 0, judged as
 // rangeGetter.get judges net/http's answer; errFallback asks the caller to
 // send it through net/http instead.
-func (rc *rangeConns) get(ctx context.Context, u *url.URL, hdr []byte, off int64, p []byte) error {
+func (rc *rangeConns) get(ctx context.Context, u *url.URL, host string, hdr []byte, off int64, p []byte) error {
 	target := u.RequestURI()
 	for {
 		c, reused, err := rc.conn(ctx)
 		if err != nil {
 			return &url.Error{Op: "Get", URL: u.String(), Err: err}
 		}
-		keep, started, err := rc.exchange(ctx, c, target, hdr, off, p)
+		keep, started, err := rc.exchange(ctx, c, target, host, hdr, off, p)
 		if keep {
 			rc.put(c)
 		} else {
@@ -212,7 +211,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // exchange writes the request on c and reads its answer. keep says
 // whether c may carry another request; started whether any byte of an
 // answer was read (a request that failed before may be sent again).
-func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target string, hdr []byte, off int64, p []byte) (keep, started bool, err error) {
+func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target, host string, hdr []byte, off int64, p []byte) (keep, started bool, err error) {
 	// The context's end (the attempt's timeout or the query's cancel)
 	// unblocks the exchange; a connection it interrupted is not reused.
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(aLongTimeAgo) })
@@ -230,7 +229,7 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target string,
 	w := append(c.wbuf[:0], "GET "...)
 	w = append(w, target...)
 	w = append(w, " HTTP/1.1\r\nHost: "...)
-	w = append(w, rc.host...)
+	w = append(w, host...)
 	w = append(w, "\r\nUser-Agent: Go-http-client/1.1\r\n"...)
 	w = append(w, hdr...)
 	w = append(w, "\r\n"...)

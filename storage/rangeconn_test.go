@@ -11,12 +11,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ethstream/ethstream/storage/s3test"
 )
@@ -373,4 +377,66 @@ func TestRangeConnsCancel(t *testing.T) {
 	if n := conns.Load(); n != 2 {
 		t.Fatalf("%d connections: the cancelled one must not be used again", n)
 	}
+}
+
+// TestRangeConnsSignedHost: an endpoint that names its scheme's default
+// port (http://host:80) is signed without it (the SDK's signer drops it
+// from the Host, which net/http then sends), and the getter's connections
+// send the Host that was signed: Versity Gateway, which verifies the Host
+// as received, accepts the signature (the embedded endpoint re-signs as
+// the SDK does, so it cannot tell), and a recording server sees the signed
+// Host, or, unsigned, the endpoint's as net/http sends it.
+func TestRangeConnsSignedHost(t *testing.T) {
+	// The connections dial addr whatever the endpoint's port says.
+	redirect := func(o *Objects, addr string) {
+		o.ranged.conns.dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+	}
+	obj := []byte("0123456789")
+	ctx := context.Background()
+	t.Run("versity", func(t *testing.T) {
+		s := s3test.Versity(t)
+		if _, err := s.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String("k"), Body: bytes.NewReader(obj)}); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(s.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lean, _ := objectsOf(t, s, "http://"+u.Hostname()+":80")
+		if lean.ranged.signer == nil {
+			t.Fatal("a signed store's getter does not sign")
+		}
+		redirect(lean, u.Host)
+		got := make([]byte, 5)
+		if err := lean.GetRangeInto(ctx, "k", 3, got); err != nil || !bytes.Equal(got, obj[3:8]) {
+			t.Fatalf("a signed read from an endpoint at :80: %q, %v", got, err)
+		}
+	})
+	t.Run("recorded", func(t *testing.T) {
+		var host atomic.Value
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host.Store(r.Host)
+			http.ServeContent(w, r, "k", time.Time{}, bytes.NewReader(obj))
+		}))
+		defer srv.Close()
+		t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+		t.Setenv("AWS_REGION", "us-east-1")
+		for _, c := range []struct{ name, want string }{{"signed", "127.0.0.1"}, {"embedded", "127.0.0.1:80"}} {
+			lean, _ := objectsOf(t, s3test.Server{Name: c.name, Bucket: "lake"}, "http://127.0.0.1:80")
+			if (lean.ranged.signer != nil) != (c.name == "signed") {
+				t.Fatalf("%s: signer %v", c.name, lean.ranged.signer)
+			}
+			redirect(lean, srv.Listener.Addr().String())
+			got := make([]byte, 5)
+			if err := lean.GetRangeInto(ctx, "k", 3, got); err != nil || !bytes.Equal(got, obj[3:8]) {
+				t.Fatalf("%s: %q, %v", c.name, got, err)
+			}
+			if h := host.Load(); h != c.want {
+				t.Fatalf("%s: Host %q sent, want %q", c.name, h, c.want)
+			}
+		}
+	})
 }
