@@ -34,7 +34,8 @@ import (
 // IdleConnTimeout). It serves only what it can judge: a proxied endpoint
 // or a client that is not the SDK's BuildableClient gets none
 // (newRangeConns returns nil), and an answer without a Content-Length, a
-// chunked or a 1xx one is sent again through net/http (errFallback).
+// chunked, a 1xx or a redirect the SDK's client follows (307, 308) is sent
+// again through net/http (errFallback).
 type rangeConns struct {
 	addr    string // host:port to dial
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -241,7 +242,9 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target, host s
 	if err != nil {
 		return false, a.started, &sendError{err: err}
 	}
-	if a.status/100 == 1 || a.chunked || a.length < 0 {
+	// A 307 or 308 the SDK's client follows (its limitedRedirect), which
+	// this one does not.
+	if a.status/100 == 1 || a.status == http.StatusTemporaryRedirect || a.status == http.StatusPermanentRedirect || a.chunked || a.length < 0 {
 		return false, true, errFallback
 	}
 	n := int64(len(p))

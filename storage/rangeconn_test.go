@@ -440,3 +440,31 @@ func TestRangeConnsSignedHost(t *testing.T) {
 		}
 	})
 }
+
+// TestRangeConnsRedirect: a 307 or 308, which the SDK's client follows
+// (S3's answer for a bucket whose DNS is not yet in place), reads the
+// object where it points, through the getter as through the SDK.
+func TestRangeConnsRedirect(t *testing.T) {
+	obj := []byte("0123456789abcdefghij")
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/lake/moved" {
+				http.ServeContent(w, r, "k", time.Time{}, bytes.NewReader(obj))
+				return
+			}
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>TemporaryRedirect</Code><Message>Please re-send this request to the specified temporary endpoint.</Message></Error>`
+			w.Header().Set("Location", "/lake/moved")
+			w.Header().Set("Content-Type", "application/xml")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		}))
+		lean, sdk := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, srv.URL)
+		got, want := make([]byte, 5), make([]byte, 5)
+		errLean, errSDK := lean.GetRangeInto(context.Background(), "k", 4, got), sdk.GetRangeInto(context.Background(), "k", 4, want)
+		srv.Close()
+		if errLean != nil || errSDK != nil || !bytes.Equal(got, obj[4:9]) || !bytes.Equal(want, got) {
+			t.Fatalf("HTTP %d: getter %q, %v; SDK %q, %v", status, got, errLean, want, errSDK)
+		}
+	}
+}
