@@ -31,8 +31,9 @@ import (
 // headers net/http would send (the signed ones as the signer set them),
 // over TCP or TLS dialled with the SDK client's own dialer and TLS
 // settings, kept alive as its Transport keeps them (MaxIdleConnsPerHost,
-// IdleConnTimeout). It serves only what it can judge: a proxied endpoint
-// or a client that is not the SDK's BuildableClient gets none
+// IdleConnTimeout). It serves only what it can judge: a proxied endpoint,
+// a client that is not the SDK's BuildableClient or one with a timeout or
+// without keep-alive gets none
 // (newRangeConns returns nil), and an answer without a Content-Length, a
 // chunked, a 1xx or a redirect the SDK's client follows (307, 308) is sent
 // again through net/http (errFallback).
@@ -71,6 +72,13 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 	}
 	if tr.DialTLSContext != nil {
 		return nil // a TLS of the client's own
+	}
+	// Settings net/http or the SDK's client apply that these connections
+	// do not: a deadline on each request (WithTimeout), a read inactivity
+	// timeout (WithReadTimeout, installed on the client's own transport
+	// only), no keep-alive.
+	if rt, ok := bc.GetReadTimeout(); bc.GetTimeout() > 0 || ok && rt > 0 || tr.DisableKeepAlives {
+		return nil
 	}
 	port := base.Port()
 	if port == "" {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ethstream/ethstream/storage/s3test"
@@ -465,6 +466,34 @@ func TestRangeConnsRedirect(t *testing.T) {
 		srv.Close()
 		if errLean != nil || errSDK != nil || !bytes.Equal(got, obj[4:9]) || !bytes.Equal(want, got) {
 			t.Fatalf("HTTP %d: getter %q, %v; SDK %q, %v", status, got, errLean, want, errSDK)
+		}
+	}
+}
+
+// TestRangeConnsLeaveWhatTheyCannotHonour: a client whose settings these
+// connections would not apply (a request timeout, a read timeout, no
+// keep-alive, a proxy, a TLS dialler of its own) keeps its requests on
+// net/http; the SDK's default client gets connections of the getter's own.
+func TestRangeConnsLeaveWhatTheyCannotHonour(t *testing.T) {
+	base := url.URL{Scheme: "https", Host: "bucket.s3.us-east-2.amazonaws.com"}
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	if newRangeConns(awshttp.NewBuildableClient(), base) == nil {
+		t.Fatal("no connections of the getter's own for the SDK's default client")
+	}
+	for name, c := range map[string]*awshttp.BuildableClient{
+		"timeout":      awshttp.NewBuildableClient().WithTimeout(time.Minute),
+		"read-timeout": awshttp.NewBuildableClient().WithReadTimeout(time.Minute),
+		"no-keepalive": awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.DisableKeepAlives = true }),
+		"proxy": awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy:3128"})
+		}),
+		"own-tls": awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.DialTLSContext = func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("unused") }
+		}),
+	} {
+		if newRangeConns(c, base) != nil {
+			t.Errorf("%s: connections of the getter's own", name)
 		}
 	}
 }
