@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
@@ -388,18 +387,12 @@ func readAnswer(br *bufio.Reader) (answer, error) {
 	}
 }
 
-// response is a as net/http would return it, its body read from br, for
-// responseError.
+// response is a as net/http would return it, its body of a.length bytes
+// read from br (exchange leaves a chunked answer or one without a length
+// to net/http), for responseError.
 func (a answer) response(br *bufio.Reader) *http.Response {
-	var body io.Reader = br
-	switch {
-	case a.chunked:
-		body = httputil.NewChunkedReader(br)
-	case a.length >= 0:
-		body = io.LimitReader(br, a.length)
-	}
 	return &http.Response{Status: a.statusLine, StatusCode: a.status, Proto: a.proto, Header: a.header,
-		Body: io.NopCloser(body), ContentLength: a.length}
+		Body: io.NopCloser(io.LimitReader(br, a.length)), ContentLength: a.length}
 }
 
 // asciiEqualFold reports whether b is name, ASCII case aside.
