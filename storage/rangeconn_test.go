@@ -248,6 +248,14 @@ func TestRangeConnsAnswerForms(t *testing.T) {
 				t.Fatalf("%s: read %q", m, got)
 			}
 		}
+		// Neither a connection left to net/http nor one the server
+		// closes after its answer is kept.
+		lean.ranged.conns.mu.Lock()
+		idle := len(lean.ranged.conns.idle)
+		lean.ranged.conns.mu.Unlock()
+		if idle != 0 {
+			t.Fatalf("%s: %d connections kept", m, idle)
+		}
 	}
 	mode.Store("error-chunked")
 	errLean, errSDK := lean.GetRangeInto(ctx, "k", 0, make([]byte, 3)), sdk.GetRangeInto(ctx, "k", 0, make([]byte, 3))
@@ -495,5 +503,35 @@ func TestRangeConnsLeaveWhatTheyCannotHonour(t *testing.T) {
 		if newRangeConns(c, base) != nil {
 			t.Errorf("%s: connections of the getter's own", name)
 		}
+	}
+}
+
+// TestRangeConnsIdleTimeout: a connection idle for longer than the
+// client's IdleConnTimeout is closed, not used again (the server may have
+// closed it, or a load balancer forgotten it).
+func TestRangeConnsIdleTimeout(t *testing.T) {
+	body := []byte("0123456789")
+	s := newCannedServer(t, body, 100)
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, s.url())
+	rc := lean.ranged.conns
+	if rc.idleFor <= 0 {
+		t.Fatalf("IdleConnTimeout %v: the SDK's client sets one", rc.idleFor)
+	}
+	ctx := context.Background()
+	p := make([]byte, len(body))
+	for i := range 3 {
+		if err := lean.GetRangeInto(ctx, "k", 0, p); err != nil || !bytes.Equal(p, body) {
+			t.Fatalf("read %d: %q, %v", i, p, err)
+		}
+		if i == 1 {
+			// The connection kept after the second read went idle
+			// longer ago than the timeout.
+			rc.mu.Lock()
+			rc.idle[len(rc.idle)-1].used = time.Now().Add(-rc.idleFor - time.Second)
+			rc.mu.Unlock()
+		}
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2: one for the first two reads, a new one after the idle timeout", n)
 	}
 }
