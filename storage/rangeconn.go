@@ -334,7 +334,7 @@ func readAnswer(br *bufio.Reader) (answer, error) {
 	proto, rest, ok := bytes.Cut(l, []byte(" "))
 	code, _, _ := bytes.Cut(rest, []byte(" "))
 	st, cerr := strconv.Atoi(string(code))
-	if !ok || cerr != nil || len(code) != 3 || !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
+	if !ok || cerr != nil || len(code) != 3 || st < 0 || !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
 		return a, fmt.Errorf("malformed HTTP response %q", l)
 	}
 	a.status = st
