@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
@@ -31,13 +30,14 @@ import (
 // headers net/http would send (the signed ones as the signer set them),
 // over TCP or TLS dialled with the SDK client's own dialer and TLS
 // settings, kept alive as its Transport keeps them (MaxIdleConnsPerHost,
-// IdleConnTimeout). It serves only what it can judge: a proxied endpoint
-// or a client that is not the SDK's BuildableClient gets none
+// IdleConnTimeout). It serves only what it can judge: a proxied endpoint,
+// a client that is not the SDK's BuildableClient or one with a timeout or
+// without keep-alive gets none
 // (newRangeConns returns nil), and an answer without a Content-Length, a
-// chunked or a 1xx one is sent again through net/http (errFallback).
+// chunked, a 1xx or a redirect the SDK's client follows (307, 308) is sent
+// again through net/http (errFallback).
 type rangeConns struct {
 	addr    string // host:port to dial
-	host    string // the Host header
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	tls     *tls.Config // nil: plain HTTP
 	maxIdle int
@@ -72,7 +72,13 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 	if tr.DialTLSContext != nil {
 		return nil // a TLS of the client's own
 	}
-	host := base.Host
+	// Settings net/http or the SDK's client apply that these connections
+	// do not: a deadline on each request (WithTimeout), a read inactivity
+	// timeout (WithReadTimeout, installed on the client's own transport
+	// only), no keep-alive.
+	if rt, ok := bc.GetReadTimeout(); bc.GetTimeout() > 0 || ok && rt > 0 || tr.DisableKeepAlives {
+		return nil
+	}
 	port := base.Port()
 	if port == "" {
 		switch base.Scheme {
@@ -84,7 +90,7 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 			return nil
 		}
 	}
-	rc := &rangeConns{addr: net.JoinHostPort(base.Hostname(), port), host: host,
+	rc := &rangeConns{addr: net.JoinHostPort(base.Hostname(), port),
 		maxIdle: tr.MaxIdleConnsPerHost, idleFor: tr.IdleConnTimeout}
 	if rc.maxIdle <= 0 {
 		rc.maxIdle = http.DefaultMaxIdleConnsPerHost
@@ -113,18 +119,19 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 // the caller, and net/http sends the request again.
 var errFallback = errors.New("answer left to net/http")
 
-// get sends a GET of u with the headers hdr (each "Name: value\r\n") and
-// fills p from a 206 at off or a 200 from offset 0, judged as
+// get sends a GET of u with the Host header host (the signed one: the
+// SDK's signer drops a default port from it) and the headers hdr (each
+// "Name: value\r\n"), and fills p from a 206 at off or a 200 from offset 0, judged as
 // rangeGetter.get judges net/http's answer; errFallback asks the caller to
 // send it through net/http instead.
-func (rc *rangeConns) get(ctx context.Context, u *url.URL, hdr []byte, off int64, p []byte) error {
+func (rc *rangeConns) get(ctx context.Context, u *url.URL, host string, hdr []byte, off int64, p []byte) error {
 	target := u.RequestURI()
 	for {
 		c, reused, err := rc.conn(ctx)
 		if err != nil {
 			return &url.Error{Op: "Get", URL: u.String(), Err: err}
 		}
-		keep, started, err := rc.exchange(ctx, c, target, hdr, off, p)
+		keep, started, err := rc.exchange(ctx, c, target, host, hdr, off, p)
 		if keep {
 			rc.put(c)
 		} else {
@@ -212,7 +219,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // exchange writes the request on c and reads its answer. keep says
 // whether c may carry another request; started whether any byte of an
 // answer was read (a request that failed before may be sent again).
-func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target string, hdr []byte, off int64, p []byte) (keep, started bool, err error) {
+func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target, host string, hdr []byte, off int64, p []byte) (keep, started bool, err error) {
 	// The context's end (the attempt's timeout or the query's cancel)
 	// unblocks the exchange; a connection it interrupted is not reused.
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(aLongTimeAgo) })
@@ -230,7 +237,7 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target string,
 	w := append(c.wbuf[:0], "GET "...)
 	w = append(w, target...)
 	w = append(w, " HTTP/1.1\r\nHost: "...)
-	w = append(w, rc.host...)
+	w = append(w, host...)
 	w = append(w, "\r\nUser-Agent: Go-http-client/1.1\r\n"...)
 	w = append(w, hdr...)
 	w = append(w, "\r\n"...)
@@ -242,7 +249,9 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target string,
 	if err != nil {
 		return false, a.started, &sendError{err: err}
 	}
-	if a.status/100 == 1 || a.chunked || a.length < 0 {
+	// A 307 or 308 the SDK's client follows (its limitedRedirect), which
+	// this one does not.
+	if a.status/100 == 1 || a.status == http.StatusTemporaryRedirect || a.status == http.StatusPermanentRedirect || a.chunked || a.length < 0 {
 		return false, true, errFallback
 	}
 	n := int64(len(p))
@@ -325,7 +334,7 @@ func readAnswer(br *bufio.Reader) (answer, error) {
 	proto, rest, ok := bytes.Cut(l, []byte(" "))
 	code, _, _ := bytes.Cut(rest, []byte(" "))
 	st, cerr := strconv.Atoi(string(code))
-	if !ok || cerr != nil || len(code) != 3 || !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
+	if !ok || cerr != nil || len(code) != 3 || st < 0 || !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
 		return a, fmt.Errorf("malformed HTTP response %q", l)
 	}
 	a.status = st
@@ -378,18 +387,12 @@ func readAnswer(br *bufio.Reader) (answer, error) {
 	}
 }
 
-// response is a as net/http would return it, its body read from br, for
-// responseError.
+// response is a as net/http would return it, its body of a.length bytes
+// read from br (exchange leaves a chunked answer or one without a length
+// to net/http), for responseError.
 func (a answer) response(br *bufio.Reader) *http.Response {
-	var body io.Reader = br
-	switch {
-	case a.chunked:
-		body = httputil.NewChunkedReader(br)
-	case a.length >= 0:
-		body = io.LimitReader(br, a.length)
-	}
 	return &http.Response{Status: a.statusLine, StatusCode: a.status, Proto: a.proto, Header: a.header,
-		Body: io.NopCloser(body), ContentLength: a.length}
+		Body: io.NopCloser(io.LimitReader(br, a.length)), ContentLength: a.length}
 }
 
 // asciiEqualFold reports whether b is name, ASCII case aside.

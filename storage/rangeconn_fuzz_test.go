@@ -24,6 +24,7 @@ func FuzzReadAnswer(f *testing.F) {
 		"HTTP/1.1 206 \r\ncontent-length: 1\r\ncontent-range: bytes 0-0/1\r\n\r\nx",
 		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy",
 		"HTTP/2 200\r\n\r\n",
+		"HTTP/1.1 -20 x\r\n\r\n", // a negative status, which net/http refuses
 	} {
 		f.Add([]byte(s))
 	}

@@ -11,12 +11,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ethstream/ethstream/storage/s3test"
 )
@@ -243,6 +248,14 @@ func TestRangeConnsAnswerForms(t *testing.T) {
 				t.Fatalf("%s: read %q", m, got)
 			}
 		}
+		// Neither a connection left to net/http nor one the server
+		// closes after its answer is kept.
+		lean.ranged.conns.mu.Lock()
+		idle := len(lean.ranged.conns.idle)
+		lean.ranged.conns.mu.Unlock()
+		if idle != 0 {
+			t.Fatalf("%s: %d connections kept", m, idle)
+		}
 	}
 	mode.Store("error-chunked")
 	errLean, errSDK := lean.GetRangeInto(ctx, "k", 0, make([]byte, 3)), sdk.GetRangeInto(ctx, "k", 0, make([]byte, 3))
@@ -372,5 +385,153 @@ func TestRangeConnsCancel(t *testing.T) {
 	}
 	if n := conns.Load(); n != 2 {
 		t.Fatalf("%d connections: the cancelled one must not be used again", n)
+	}
+}
+
+// TestRangeConnsSignedHost: an endpoint that names its scheme's default
+// port (http://host:80) is signed without it (the SDK's signer drops it
+// from the Host, which net/http then sends), and the getter's connections
+// send the Host that was signed: Versity Gateway, which verifies the Host
+// as received, accepts the signature (the embedded endpoint re-signs as
+// the SDK does, so it cannot tell), and a recording server sees the signed
+// Host, or, unsigned, the endpoint's as net/http sends it.
+func TestRangeConnsSignedHost(t *testing.T) {
+	// The connections dial addr whatever the endpoint's port says.
+	redirect := func(o *Objects, addr string) {
+		o.ranged.conns.dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+	}
+	obj := []byte("0123456789")
+	ctx := context.Background()
+	t.Run("versity", func(t *testing.T) {
+		s := s3test.Versity(t)
+		if _, err := s.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String("k"), Body: bytes.NewReader(obj)}); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(s.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lean, _ := objectsOf(t, s, "http://"+u.Hostname()+":80")
+		if lean.ranged.signer == nil {
+			t.Fatal("a signed store's getter does not sign")
+		}
+		redirect(lean, u.Host)
+		got := make([]byte, 5)
+		if err := lean.GetRangeInto(ctx, "k", 3, got); err != nil || !bytes.Equal(got, obj[3:8]) {
+			t.Fatalf("a signed read from an endpoint at :80: %q, %v", got, err)
+		}
+	})
+	t.Run("recorded", func(t *testing.T) {
+		var host atomic.Value
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host.Store(r.Host)
+			http.ServeContent(w, r, "k", time.Time{}, bytes.NewReader(obj))
+		}))
+		defer srv.Close()
+		t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+		t.Setenv("AWS_REGION", "us-east-1")
+		for _, c := range []struct{ name, want string }{{"signed", "127.0.0.1"}, {"embedded", "127.0.0.1:80"}} {
+			lean, _ := objectsOf(t, s3test.Server{Name: c.name, Bucket: "lake"}, "http://127.0.0.1:80")
+			if (lean.ranged.signer != nil) != (c.name == "signed") {
+				t.Fatalf("%s: signer %v", c.name, lean.ranged.signer)
+			}
+			redirect(lean, srv.Listener.Addr().String())
+			got := make([]byte, 5)
+			if err := lean.GetRangeInto(ctx, "k", 3, got); err != nil || !bytes.Equal(got, obj[3:8]) {
+				t.Fatalf("%s: %q, %v", c.name, got, err)
+			}
+			if h := host.Load(); h != c.want {
+				t.Fatalf("%s: Host %q sent, want %q", c.name, h, c.want)
+			}
+		}
+	})
+}
+
+// TestRangeConnsRedirect: a 307 or 308, which the SDK's client follows
+// (S3's answer for a bucket whose DNS is not yet in place), reads the
+// object where it points, through the getter as through the SDK.
+func TestRangeConnsRedirect(t *testing.T) {
+	obj := []byte("0123456789abcdefghij")
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/lake/moved" {
+				http.ServeContent(w, r, "k", time.Time{}, bytes.NewReader(obj))
+				return
+			}
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>TemporaryRedirect</Code><Message>Please re-send this request to the specified temporary endpoint.</Message></Error>`
+			w.Header().Set("Location", "/lake/moved")
+			w.Header().Set("Content-Type", "application/xml")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		}))
+		lean, sdk := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, srv.URL)
+		got, want := make([]byte, 5), make([]byte, 5)
+		errLean, errSDK := lean.GetRangeInto(context.Background(), "k", 4, got), sdk.GetRangeInto(context.Background(), "k", 4, want)
+		srv.Close()
+		if errLean != nil || errSDK != nil || !bytes.Equal(got, obj[4:9]) || !bytes.Equal(want, got) {
+			t.Fatalf("HTTP %d: getter %q, %v; SDK %q, %v", status, got, errLean, want, errSDK)
+		}
+	}
+}
+
+// TestRangeConnsLeaveWhatTheyCannotHonour: a client whose settings these
+// connections would not apply (a request timeout, a read timeout, no
+// keep-alive, a proxy, a TLS dialler of its own) keeps its requests on
+// net/http; the SDK's default client gets connections of the getter's own.
+func TestRangeConnsLeaveWhatTheyCannotHonour(t *testing.T) {
+	base := url.URL{Scheme: "https", Host: "bucket.s3.us-east-2.amazonaws.com"}
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	if newRangeConns(awshttp.NewBuildableClient(), base) == nil {
+		t.Fatal("no connections of the getter's own for the SDK's default client")
+	}
+	for name, c := range map[string]*awshttp.BuildableClient{
+		"timeout":      awshttp.NewBuildableClient().WithTimeout(time.Minute),
+		"read-timeout": awshttp.NewBuildableClient().WithReadTimeout(time.Minute),
+		"no-keepalive": awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.DisableKeepAlives = true }),
+		"proxy": awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy:3128"})
+		}),
+		"own-tls": awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.DialTLSContext = func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("unused") }
+		}),
+	} {
+		if newRangeConns(c, base) != nil {
+			t.Errorf("%s: connections of the getter's own", name)
+		}
+	}
+}
+
+// TestRangeConnsIdleTimeout: a connection idle for longer than the
+// client's IdleConnTimeout is closed, not used again (the server may have
+// closed it, or a load balancer forgotten it).
+func TestRangeConnsIdleTimeout(t *testing.T) {
+	body := []byte("0123456789")
+	s := newCannedServer(t, body, 100)
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, s.url())
+	rc := lean.ranged.conns
+	if rc.idleFor <= 0 {
+		t.Fatalf("IdleConnTimeout %v: the SDK's client sets one", rc.idleFor)
+	}
+	ctx := context.Background()
+	p := make([]byte, len(body))
+	for i := range 3 {
+		if err := lean.GetRangeInto(ctx, "k", 0, p); err != nil || !bytes.Equal(p, body) {
+			t.Fatalf("read %d: %q, %v", i, p, err)
+		}
+		if i == 1 {
+			// The connection kept after the second read went idle
+			// longer ago than the timeout.
+			rc.mu.Lock()
+			rc.idle[len(rc.idle)-1].used = time.Now().Add(-rc.idleFor - time.Second)
+			rc.mu.Unlock()
+		}
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2: one for the first two reads, a new one after the idle timeout", n)
 	}
 }

@@ -138,7 +138,7 @@ func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string
 		hdr = append(hdr, "Range: "...)
 		hdr = append(hdr, rng...)
 		hdr = append(hdr, "\r\nAccept-Encoding: identity\r\n"...)
-		if err := g.conns.get(ctx, &u, hdr, off, p); !errors.Is(err, errFallback) {
+		if err := g.conns.get(ctx, &u, u.Host, hdr, off, p); !errors.Is(err, errFallback) {
 			return wrapSend(err)
 		}
 	}
@@ -162,7 +162,9 @@ func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string
 			if err := req.Header.WriteSubset(&hdr, map[string]bool{"Host": true, "User-Agent": true}); err != nil {
 				return err
 			}
-			if err := g.conns.get(ctx, &u, hdr.Bytes(), off, p); !errors.Is(err, errFallback) {
+			// req.Host, not u.Host: the signer drops a default port
+			// (":443") from the Host it signs, and net/http sends req.Host.
+			if err := g.conns.get(ctx, &u, req.Host, hdr.Bytes(), off, p); !errors.Is(err, errFallback) {
 				return wrapSend(err)
 			}
 		}

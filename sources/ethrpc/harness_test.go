@@ -136,9 +136,9 @@ func (f *faultHandler) sizes() []int {
 }
 
 // sizesFrom returns the sizes of the batches asking for blocks from first
-// on (a batch asking for no block counts in none). A request the client cancelled can reach the server late, after
-// requests sent later; its block numbers tell it apart where arrival order
-// cannot.
+// on (a batch asking for no block counts in none). A request the client
+// cancelled can reach the server late, after requests sent later; its
+// block numbers tell it apart where arrival order cannot.
 func (f *faultHandler) sizesFrom(first uint64) []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
