@@ -477,19 +477,18 @@ func fetchChunks(rr *rangeReader, f *parquet.File, cols []columnar.Column, foote
 			rs = append(rs, r)
 		}
 	}
-	fetchedFrom := rr.spans[0].off // the footer read covers [fetchedFrom, size)
-	var need []byteRange
-	for _, r := range coalesce(rs, rr.shape.gap) {
-		r.end = min(r.end, fetchedFrom)
-		if r.end > r.off {
-			need = append(need, r)
+	if fetch {
+		fetchedFrom := rr.spans[0].off // the footer read covers [fetchedFrom, size)
+		var need []byteRange
+		for _, r := range coalesce(rs, rr.shape.gap) {
+			r.end = min(r.end, fetchedFrom)
+			if r.end > r.off {
+				need = append(need, r)
+			}
 		}
-	}
-	if !fetch {
-		need = nil
-	}
-	if err := rr.fetchAll(need); err != nil {
-		return readErr(rr.ctx, err, uri, "read column chunks")
+		if err := rr.fetchAll(need); err != nil {
+			return readErr(rr.ctx, err, uri, "read column chunks")
+		}
 	}
 	// Before any allocation sized by the metadata.
 	return checkBounds(f.Metadata(), rr, size, footer, leaves, uri)
