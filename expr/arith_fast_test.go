@@ -17,11 +17,12 @@ import (
 // cross the loops' block size, hold nulls (a nil, an all-true and a
 // random Valid), values at the edges of overflow, zeros (and -0.0, NaN,
 // infinities) as divisors; the expressions mix the batch loops' operators
-// with those eval keeps row by row (%, div, negation, decimals), literals,
-// casts and CASEs (the windowed query's guard among them).
+// with those eval keeps row by row (%, div, negation, decimals), their
+// try_ functions, literals, casts and CASEs (the windowed query's guard
+// among them).
 func TestBatchLoopsEqualRowLoops(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 50))
-	batched, errs := 0, 0
+	batched, errs, tries := 0, 0, 0
 	for iter := range 3000 {
 		b := randomArithBatch(rng)
 		e := randomArith(rng, 3)
@@ -68,11 +69,15 @@ func TestBatchLoopsEqualRowLoops(t *testing.T) {
 		}
 		if a, ok := c.root.(*arithNode); ok && a.batchable() {
 			batched++
+			if a.try {
+				tries++
+			}
 		}
 	}
 	// The random expressions must reach the batch loops and the errors.
-	if batched < 300 || errs < 100 {
-		t.Fatalf("batch loops at the root %d times, errors %d: the generator no longer covers them", batched, errs)
+	t.Logf("batch loops at the root %d times, errors %d, try_ at the root %d", batched, errs, tries)
+	if batched < 300 || errs < 100 || tries < 30 {
+		t.Fatalf("batch loops at the root %d times (try_ %d), errors %d: the generator no longer covers them", batched, tries, errs)
 	}
 }
 
@@ -201,5 +206,10 @@ func randomArith(rng *rand.Rand, depth int) Expr {
 	case 3:
 		return Case{Whens: []When{{Cond: IsNull{X: col([]string{"ts", "a", "x"}[rng.IntN(3)]), Neg: rng.IntN(4) != 0}, Then: sub()}}}
 	}
-	return Arith{Op: []string{"+", "-", "*", "/", "+", "-", "*", "/", "%", "div"}[rng.IntN(10)], L: sub(), R: sub()}
+	op := []string{"+", "-", "*", "/", "+", "-", "*", "/", "%", "div"}[rng.IntN(10)]
+	// try_add and friends are the operator's node, nulls for its errors.
+	if try := map[string]string{"+": "try_add", "-": "try_subtract", "*": "try_multiply", "/": "try_divide"}[op]; try != "" && rng.IntN(5) == 0 {
+		return Call{Name: try, Args: []Expr{sub(), sub()}}
+	}
+	return Arith{Op: op, L: sub(), R: sub()}
 }

@@ -102,14 +102,10 @@ func (c *Compiled) EvalRows(b *stream.Batch, name string, use []bool) (stream.Co
 		return stream.Column{}, err
 	}
 	// v may be a column of b's own (a bare column, a CASE arm taken
-	// whole): its validity is b's, so the skipped rows go to a copy.
-	cloned := false
+	// whole): setNull writes the skipped rows into a copy of its validity
+	// (vec.borrowed), not into b's.
 	for r := range use {
 		if !use[r] {
-			if !cloned && v.valid != nil {
-				v.valid = slices.Clone(v.valid)
-			}
-			cloned = true
 			v.setNull(r)
 		}
 	}

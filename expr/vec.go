@@ -2,6 +2,7 @@ package expr
 
 import (
 	"math/big"
+	"slices"
 
 	"github.com/ethstream/ethstream/stream"
 )
@@ -18,6 +19,10 @@ type vec struct {
 	off   []int32    // ARRAY: row r's elements are el's rows off[r] .. off[r+1]-1
 	el    *vec       // ARRAY: the elements (array.go)
 	valid []bool
+	// borrowed: valid is a batch column's (fromColumn), which a bare
+	// column or a CASE arm taken whole hands on; setNull copies it before
+	// its first write, so the input batch is never written.
+	borrowed bool
 }
 
 func newVec(t Type, n int) *vec {
@@ -43,12 +48,16 @@ func newVec(t Type, n int) *vec {
 func (v *vec) null(r int) bool { return v.valid != nil && !v.valid[r] }
 
 func (v *vec) setNull(r int) {
-	if v.valid == nil {
+	switch {
+	case v.valid == nil:
 		v.valid = make([]bool, v.n)
 		for i := range v.valid {
 			v.valid[i] = true
 		}
+	case v.borrowed:
+		v.valid = slices.Clone(v.valid)
 	}
+	v.borrowed = false
 	v.valid[r] = false
 }
 
@@ -68,7 +77,7 @@ func (v *vec) nullsFrom(ins ...*vec) {
 
 // fromColumn reads a batch column as a vec (sharing its slices).
 func fromColumn(c *stream.Column, n int) *vec {
-	v := &vec{t: Of(c.Type), n: n, i: c.Int64s, f: c.Float64s, s: c.Strings, valid: c.Valid}
+	v := &vec{t: Of(c.Type), n: n, i: c.Int64s, f: c.Float64s, s: c.Strings, valid: c.Valid, borrowed: c.Valid != nil}
 	if c.Type.Kind() == stream.Array {
 		v.off, v.el = c.Offsets, fromColumn(c.Elems, c.Elems.Len())
 	}

@@ -16,7 +16,7 @@ type metrics struct {
 	pendingFiles  atomic.Int64 // files listed but not yet admitted
 	filesRead     atomic.Int64
 	rowsRead      atomic.Int64
-	bytesRead     atomic.Int64 // bytes fetched from the store (footers + column chunks)
+	bytesRead     atomic.Int64 // bytes fetched from the store (footers + column chunks; read by row group, a local file's page headers twice: the open's bounds check, the decode)
 	requests      atomic.Int64 // store requests (list pages, heads, range reads)
 	retries       atomic.Int64
 	throttles     atomic.Int64 // 503 SlowDown / 429 answers

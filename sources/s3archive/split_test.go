@@ -1,13 +1,21 @@
 package s3archive
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethblock"
+	"github.com/ethstream/ethstream/internal/columnar"
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
 )
@@ -142,4 +150,88 @@ func TestRowGroupsFromLocalFileAsDecoded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRowGroupsLocalReadErrorMidFile: read by row group, a local file's
+// pages are read by the workers as they decode them, after the file was
+// opened; a read that fails there, in the middle of the file, fails the
+// batch as ARCHIVE_FILE_UNREADABLE naming the file, after nothing but
+// whole row groups before the failed one, in order. Read again once the
+// disk answers, the batch emits every row.
+func TestRowGroupsLocalReadErrorMidFile(t *testing.T) {
+	root := t.TempDir()
+	path := dayPath(root, day0, 0)
+	const perGroup, groups, bad = 50, 12, 7
+	bs := genBlocks(1, perGroup*groups, day0)
+	writeEra(t, path, "modern", bs, parquet.MaxRowsPerRowGroup(perGroup))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(-1)
+	for _, c := range pf.Metadata().RowGroups[bad].Columns {
+		if p := c.MetaData.PathInSchema; p[len(p)-1] == "number" {
+			off, _ = columnar.ChunkRange(&c.MetaData)
+		}
+	}
+	f.Close()
+	if off < 0 {
+		t.Fatal("no number column in the file")
+	}
+	// The chunk's first bytes are read at the open (its first page
+	// header, checkBounds), then by the decode: the second read fails.
+	inj := &failReadAt{off: off, nth: 2}
+	s := openSource(t, Options{URI: fileURI(root), Parallelism: 4, FS: errorfs.Wrap(vfs.Default, inj)}, testEnv(t, vfs.NewMem(), ethblock.Columns...))
+	if !s.splitByRowGroup(1) {
+		t.Fatal("one file at parallelism 4 is not read by row group")
+	}
+	end, err := s.LatestOffset(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := expected("modern", bs)
+	var got []block
+	var lens []int
+	err = s.ReadBatch(t.Context(), nil, end, func(b *stream.Batch) error {
+		got, lens = append(got, batchRows(b)...), append(lens, b.Len)
+		return nil
+	})
+	if inj.calls.Load() < 2 {
+		t.Fatalf("the chunk at %d was read %d times: the decode did not read it from the file", off, inj.calls.Load())
+	}
+	var e *errcode.Error
+	if !errcode.Is(err, ArchiveFileUnreadable) || !errors.As(err, &e) || e.Path != fileURI(path) {
+		t.Fatalf("got %v, want %s naming %s", err, ArchiveFileUnreadable, fileURI(path))
+	}
+	// Row group bad is handed to a worker only once all but the window's
+	// row groups before it were emitted: the failure comes mid-file.
+	if len(lens) == 0 || len(lens) > bad || slices.ContainsFunc(lens, func(n int) bool { return n != perGroup }) {
+		t.Fatalf("before the failed row group %d, batches of %v rows", bad, lens)
+	}
+	blocksEqual(t, got, want[:len(got)])
+	blocksEqual(t, collect(t, s, nil, end), want)
+}
+
+// failReadAt fails the nth ReadAt at off (errorfs.ErrInjected).
+type failReadAt struct {
+	off   int64
+	nth   int64
+	calls atomic.Int64
+}
+
+func (f *failReadAt) String() string { return fmt.Sprintf("(fail ReadAt %d #%d)", f.off, f.nth) }
+
+func (f *failReadAt) MaybeError(op errorfs.Op) error {
+	if op.Kind == errorfs.OpFileReadAt && op.Offset == f.off && f.calls.Add(1) == f.nth {
+		return errorfs.ErrInjected
+	}
+	return nil
 }
