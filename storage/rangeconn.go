@@ -131,7 +131,7 @@ func (rc *rangeConns) get(ctx context.Context, u *url.URL, host string, hdr []by
 		if err != nil {
 			return &url.Error{Op: "Get", URL: u.String(), Err: err}
 		}
-		keep, started, err := rc.exchange(ctx, c, target, host, hdr, off, p)
+		keep, started, err := rc.exchange(ctx, c, reused, target, host, hdr, off, p)
 		if keep {
 			rc.put(c)
 		} else {
@@ -142,7 +142,7 @@ func (rc *rangeConns) get(ctx context.Context, u *url.URL, host string, hdr []by
 			return err
 		}
 		// A kept-alive connection the server closed meanwhile fails before
-		// any answer: send again, as net/http does, on the next idle one or
+		// any answer (or with the 408 it sent as it closed): send again, as net/http does, on the next idle one or
 		// a new one (each idle connection is tried once: a server restarted
 		// under a full pool costs no attempt of the caller's).
 		if reused && !started && ctx.Err() == nil {
@@ -218,8 +218,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // exchange writes the request on c and reads its answer. keep says
 // whether c may carry another request; started whether any byte of an
-// answer was read (a request that failed before may be sent again).
-func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target, host string, hdr []byte, off int64, p []byte) (keep, started bool, err error) {
+// answer to this request was read (a request that failed before may be
+// sent again). reused says c carried a request before.
+func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, reused bool, target, host string, hdr []byte, off int64, p []byte) (keep, started bool, err error) {
 	// The context's end (the attempt's timeout or the query's cancel)
 	// unblocks the exchange; a connection it interrupted is not reused.
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(aLongTimeAgo) })
@@ -248,6 +249,12 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, target, host s
 	a, err := readAnswer(c.br)
 	if err != nil {
 		return false, a.started, &sendError{err: err}
+	}
+	// A server may answer 408 as it times an idle connection out, before
+	// this request reached it; net/http drops such a connection unread
+	// (readLoopPeekFailLocked), and so does this client.
+	if reused && a.status == http.StatusRequestTimeout {
+		return false, false, &sendError{err: errors.New("the server timed out the idle connection (HTTP 408)")}
 	}
 	// A 307 or 308 the SDK's client follows (its limitedRedirect), which
 	// this one does not.

@@ -37,6 +37,9 @@ type cannedServer struct {
 	ln         net.Listener
 	conns      atomic.Int64
 	closeAfter atomic.Bool
+	// timeout408: after its first answer a connection gets a 408 and is
+	// closed, as a server's idle timeout may say before it closes.
+	timeout408 atomic.Bool
 	answer     []byte
 	wg         sync.WaitGroup
 	mu         sync.Mutex
@@ -81,6 +84,10 @@ func newCannedServer(t testing.TB, body []byte, total int) *cannedServer {
 						}
 					}
 					if _, err := c.Write(s.answer); err != nil || s.closeAfter.Load() {
+						return
+					}
+					if s.timeout408.Load() {
+						c.Write([]byte("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
 						return
 					}
 				}
@@ -533,5 +540,26 @@ func TestRangeConnsIdleTimeout(t *testing.T) {
 	}
 	if n := s.conns.Load(); n != 2 {
 		t.Fatalf("%d connections, want 2: one for the first two reads, a new one after the idle timeout", n)
+	}
+}
+
+// TestRangeConnsIdle408: a server that answers 408 as it times a kept
+// connection out costs the caller no attempt: the request goes again on
+// a new connection, as net/http drops such a connection.
+func TestRangeConnsIdle408(t *testing.T) {
+	body := []byte("0123456789")
+	s := newCannedServer(t, body, 100)
+	s.timeout408.Store(true)
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, s.url()) // one attempt
+	ctx := context.Background()
+	for i := range 4 {
+		p := make([]byte, len(body))
+		if err := lean.GetRangeInto(ctx, "k", 0, p); err != nil || !bytes.Equal(p, body) {
+			t.Fatalf("read %d: %q, %v", i, p, err)
+		}
+		time.Sleep(5 * time.Millisecond) // the 408 reaches the client before the next request
+	}
+	if n := s.conns.Load(); n != 4 {
+		t.Fatalf("%d connections for 4 reads, want 4 (each kept one timed out with a 408)", n)
 	}
 }
