@@ -15,8 +15,9 @@ import (
 // Bloom filter of its keys): unlike Scan it neither sorts the pending
 // batch by partition and key nor merges it into each partition's keys,
 // nor reads values (a Scan for the filter of a batch of 2.6M new keys
-// cost 0.4 µs a key, 21% of the batch's CPU, most of it the sort). key is
-// valid only during fn; fn must not change the store.
+// cost 0.4 µs a key, 21% of the batch's CPU, two thirds of it grouping
+// and sorting the pending batch). key is valid only during fn; fn must not
+// change the store.
 func (s *Store) KeySuperset(fn func(key []byte) error) error {
 	if err := s.usable(); err != nil {
 		return err
