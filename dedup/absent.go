@@ -123,17 +123,21 @@ func (f *absentFilter) due(s *state.Store) bool {
 }
 
 // build sizes the filter for twice the store's keys (as of its pending
-// batch) and adds every one of them.
+// batch) and adds every one of them, and perhaps keys no longer in state
+// (state.Store.KeySuperset: a stale bit costs a lookup, never a wrong
+// answer; a Scan, in key order, cost a build of 2.6M pending keys 0.4 µs
+// a key, 21% of the batch's CPU).
 func (f *absentFilter) build(s *state.Store) error {
 	f.valid = false
-	f.alloc(2 * max(s.NumKeys(), initialKeys/2))
+	keys := s.NumKeys()
+	f.alloc(2 * max(keys, initialKeys/2))
 	f.valid = true
 	// The keys' hashes are added a run at a time, in a loop of their own:
 	// each add is a cache miss (the filter outgrows the caches), and
 	// between one key's scan and the next only one is in flight (the adds
 	// were half of a build's CPU at 12M keys).
 	hs := make([]uint64, 0, 256)
-	err := s.Scan(nil, nil, func(key, _ []byte) error {
+	err := s.KeySuperset(func(key []byte) error {
 		if hs = append(hs, f.hash(key)); len(hs) == cap(hs) {
 			f.addAll(hs)
 			hs = hs[:0]
@@ -141,6 +145,9 @@ func (f *absentFilter) build(s *state.Store) error {
 		return nil
 	})
 	f.addAll(hs)
+	// The keys in state, not the keys visited (some twice, some gone):
+	// the next build is due when the state outgrows the capacity.
+	f.n = keys
 	if err != nil {
 		f.valid, f.blocks = false, nil
 	}

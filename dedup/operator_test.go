@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
@@ -165,4 +166,70 @@ func TestPrepareCommit(t *testing.T) {
 	if n := run(op, 2, "a", "b", "c", "d"); n != 1 {
 		t.Fatalf("batch 2 emitted %d rows, want 1 (only d is new)", n)
 	}
+}
+
+// TestKeptRowsShareStateKeys: the emitted rows of a one-String-column
+// deduplication hold their key strings in the state's copy of the key
+// (the input's strings are not kept) where that copy holds them verbatim,
+// and the values are the input's (an escaped byte, an empty string, a
+// null), and stay so after the batch's commit and the next batch.
+func TestKeptRowsShareStateKeys(t *testing.T) {
+	ctx := context.Background()
+	op, err := New(Spec{Input: input, Columns: []string{"k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state", "0"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 2, Version: -1}
+	if err := op.Open(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	batch := func(id int64, ks []string, valid []bool) *stream.Batch {
+		in := &stream.Batch{Len: len(ks), Columns: []stream.Column{
+			{Name: "ts", Type: stream.Timestamp, Int64s: make([]int64, len(ks))},
+			{Name: "k", Type: stream.String, Strings: ks, Valid: valid},
+			{Name: "n", Type: stream.Int64, Int64s: make([]int64, len(ks))},
+		}}
+		if err := op.Process(ctx, id, 0, in); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := op.Finish(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Commit(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// Built at run time, so that no two rows share a literal's bytes.
+	mk := func(s string) string { return strings.Clone(s) }
+	ks := []string{mk("0xaa"), mk("b\x00c"), "", "", mk("0xaa"), mk("0xdd")}
+	in0 := slices.Clone(ks)
+	out := batch(0, ks, []bool{true, true, false, true, true, true})
+	want := []string{"0xaa", "b\x00c", "", "", "0xdd"}
+	check := func(when string) {
+		t.Helper()
+		if got := out.Column("k").Strings; !slices.Equal(got, want) || out.Len != 5 {
+			t.Fatalf("%s: emitted k %q (%d rows), want %q", when, got, out.Len, want)
+		}
+		if v := out.Column("k").Valid; !slices.Equal(v, []bool{true, true, false, true, true}) {
+			t.Fatalf("%s: k validity %v", when, v)
+		}
+	}
+	check("after the batch")
+	for _, c := range []struct{ out, in int }{{0, 0}, {4, 5}} {
+		if unsafe.StringData(out.Column("k").Strings[c.out]) == unsafe.StringData(in0[c.in]) {
+			t.Errorf("emitted row %d holds the input's string %q, not the state's copy", c.out, in0[c.in])
+		}
+	}
+	// The escaped key's state copy is not its bytes: the input's string.
+	if unsafe.StringData(out.Column("k").Strings[1]) != unsafe.StringData(in0[1]) {
+		t.Error("the escaped key's row does not hold the input's string")
+	}
+	if next := batch(1, []string{mk("0xaa"), mk("0xee")}, nil); next.Len != 1 || next.Column("k").Strings[0] != "0xee" {
+		t.Fatalf("second batch emitted %q", next.Column("k").Strings)
+	}
+	check("after the next batch")
 }

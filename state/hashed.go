@@ -26,3 +26,17 @@ func (s *Store) Prefetch(key []byte, h uint64) {
 		s.prefetched += uintptr(len(e.val))
 	}
 }
+
+// PutKnownHashedKey is PutKnownHashed returning the store's copy of key:
+// its bytes are never written again and stay valid while the caller holds
+// the string, past the batch. A caller keeping the key's bytes (the
+// deduplication's output rows, which hold the key's one string column)
+// then holds one copy of them, not two.
+func (s *Store) PutKnownHashedKey(key, val []byte, existed bool, h uint64) (string, error) {
+	if err := s.writable(); err != nil {
+		return "", err
+	}
+	e := s.entryAt(key, h, presenceOf(existed))
+	s.put(e, val)
+	return e.key, nil
+}

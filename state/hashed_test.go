@@ -6,8 +6,9 @@ import (
 )
 
 // TestHashedAccess: KeyHash is the hash the store files a key by (its
-// partition is PartitionOf's), a key put through PutKnownHashed is read
-// back by Get and GetHashed, and Prefetch changes nothing a read sees.
+// partition is PartitionOf's), a key put through PutKnownHashed or
+// PutKnownHashedKey is read back by Get and GetHashed, and Prefetch changes
+// nothing a read sees.
 func TestHashedAccess(t *testing.T) {
 	const n = 4
 	e := newEnv(t, nil)
@@ -23,8 +24,23 @@ func TestHashedAccess(t *testing.T) {
 		if _, ok, err := s.GetHashed(k, h); err != nil || ok {
 			t.Fatalf("key %d before its put: found %v, err %v", i, ok, err)
 		}
-		if err := s.PutKnownHashed(k, testVal(int64(i)), false, h); err != nil {
-			t.Fatal(err)
+		if i%2 == 0 {
+			if err := s.PutKnownHashed(k, testVal(int64(i)), false, h); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			// PutKnownHashedKey: the store's copy of the key, which the
+			// caller's buffer being overwritten does not change.
+			stored, err := s.PutKnownHashedKey(k, testVal(int64(i)), false, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(k)
+			clear(k)
+			if stored != want {
+				t.Fatalf("key %d: PutKnownHashedKey returned %x, want %x", i, stored, want)
+			}
+			k = []byte(want)
 		}
 		s.Prefetch(k, h)
 		for _, get := range []func() ([]byte, bool, error){

@@ -313,6 +313,7 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 		if s.NumKeys() != int64(len(work)) {
 			t.Fatalf("step %d: NumKeys %d want %d", step, s.NumKeys(), len(work))
 		}
+		checkKeySuperset(t, s, work, oracle)
 		switch rng.IntN(10) {
 		case 0:
 			s.Abort()
@@ -350,6 +351,10 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 			s = e.open(n, version)
 			// A full scan opens every partition; without it, the next
 			// repartition or snapshot reads the checkpoint files instead.
+			if rng.IntN(3) == 0 {
+				// Some partitions still closed: KeySuperset opens them.
+				checkKeySuperset(t, s, oracle, oracle)
+			}
 			if rng.IntN(2) == 0 {
 				diffMaps(t, fmt.Sprintf("step %d reopened", step), oracle, storeContents(t, s))
 			}
