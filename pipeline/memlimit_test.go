@@ -14,7 +14,7 @@ import (
 // leaves the live heap 3/4 of itself as headroom, or hi when none does.
 func TestMemoryLimitFor(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	const lo, hi = 480 << 20, 800 << 20
+	const lo, hi = 480 << 20, 1100 << 20
 	for range 100000 {
 		live := r.Uint64N(2 << 30)
 		if r.IntN(4) == 0 {
@@ -32,12 +32,12 @@ func TestMemoryLimitFor(t *testing.T) {
 	}
 	// The seed backfill's live heap at its peak (245-290 MB) gets the floor
 	// up to 287 MB;
-	// one past MaxMemoryLimit's reach gets MaxMemoryLimit, Run's old limit.
+	// one past MaxMemoryLimit's reach gets MaxMemoryLimit.
 	if got := memoryLimitFor(287e6, MinMemoryLimit, MaxMemoryLimit); got != MinMemoryLimit {
 		t.Fatalf("a 287 MB live heap: limit %d", got)
 	}
-	if got := memoryLimitFor(600<<20, MinMemoryLimit, MaxMemoryLimit); got != MaxMemoryLimit {
-		t.Fatalf("a 600 MiB live heap: limit %d", got)
+	if got := memoryLimitFor(700<<20, MinMemoryLimit, MaxMemoryLimit); got != MaxMemoryLimit {
+		t.Fatalf("a 700 MiB live heap: limit %d", got)
 	}
 }
 
