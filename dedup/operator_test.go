@@ -63,16 +63,7 @@ func TestStateSchema(t *testing.T) {
 // never late.
 func TestNullsAreValues(t *testing.T) {
 	ctx := context.Background()
-	op, err := New(Spec{Input: input, Columns: []string{"k", "n"}, WatermarkColumn: "ts", WatermarkDelay: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state", "0"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 2, Version: -1}
-	if err := op.Open(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
+	op := openTwoPartitions(t, Spec{Input: input, Columns: []string{"k", "n"}, WatermarkColumn: "ts", WatermarkDelay: time.Minute})
 	in := &stream.Batch{Len: 6, Columns: []stream.Column{
 		{Name: "ts", Type: stream.Timestamp, Int64s: []int64{0, 5e6, 6e6, 7e6, 8e6, 9e6}, Valid: []bool{false, true, true, true, true, true}},
 		{Name: "k", Type: stream.String, Strings: []string{"", "", "a", "", "a", ""}, Valid: []bool{false, false, true, true, true, false}},
@@ -175,16 +166,7 @@ func TestPrepareCommit(t *testing.T) {
 // null), and stay so after the batch's commit and the next batch.
 func TestKeptRowsShareStateKeys(t *testing.T) {
 	ctx := context.Background()
-	op, err := New(Spec{Input: input, Columns: []string{"k"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state", "0"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 2, Version: -1}
-	if err := op.Open(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
+	op := openTwoPartitions(t, Spec{Input: input, Columns: []string{"k"}})
 	batch := func(id int64, ks []string, valid []bool) *stream.Batch {
 		in := &stream.Batch{Len: len(ks), Columns: []stream.Column{
 			{Name: "ts", Type: stream.Timestamp, Int64s: make([]int64, len(ks))},
@@ -232,4 +214,21 @@ func TestKeptRowsShareStateKeys(t *testing.T) {
 		t.Fatalf("second batch emitted %q", next.Column("k").Strings)
 	}
 	check("after the next batch")
+}
+
+// openTwoPartitions opens a deduplication of spec on a new state directory
+// of two partitions; the test's end closes it.
+func openTwoPartitions(t *testing.T, spec Spec) *Operator {
+	t.Helper()
+	op, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state", "0"), FS: vfs.Default, LocalDir: filepath.Join(dir, "local"), Partitions: 2, Version: -1}
+	if err := op.Open(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { op.Close() })
+	return op
 }

@@ -23,16 +23,8 @@ func (s *Store) Scan(lower, upper []byte, fn func(key, val []byte) error) error 
 	// Open the closed partitions the range needs in parallel (the first
 	// eviction scans after a restart).
 	need := func(p int) bool { return s.partRows[p] > 0 && !s.outside(p, lower, upper) }
-	closed := 0
-	for p := 0; p < s.n && closed < 2; p++ {
-		if need(p) && s.parts.dbs[p] == nil {
-			closed++
-		}
-	}
-	if closed > 1 {
-		if err := s.parts.openAll(need); err != nil {
-			return err
-		}
+	if err := s.openNeeded(need); err != nil {
+		return err
 	}
 	for p := 0; p < s.n; p++ {
 		var pend []*pendingEntry
@@ -137,6 +129,21 @@ func (s *Store) scanPartition(p int, lower, upper []byte, pend []*pendingEntry, 
 		if err := visitPending(pend[i]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// openNeeded opens the closed partitions need names in parallel when two
+// or more are (a lone one opens on its first read).
+func (s *Store) openNeeded(need func(p int) bool) error {
+	closed := 0
+	for p := 0; p < s.n && closed < 2; p++ {
+		if need(p) && s.parts.dbs[p] == nil {
+			closed++
+		}
+	}
+	if closed > 1 {
+		return s.parts.openAll(need)
 	}
 	return nil
 }

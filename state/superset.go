@@ -23,17 +23,8 @@ func (s *Store) KeySuperset(fn func(key []byte) error) error {
 		return err
 	}
 	need := func(p int) bool { return s.partRows[p] > 0 }
-	closed := 0
-	for p := 0; p < s.n && closed < 2; p++ {
-		if need(p) && s.parts.dbs[p] == nil {
-			closed++
-		}
-	}
-	if closed > 1 {
-		// Opened in parallel, as Scan does.
-		if err := s.parts.openAll(need); err != nil {
-			return err
-		}
+	if err := s.openNeeded(need); err != nil {
+		return err
 	}
 	for p := 0; p < s.n; p++ {
 		if !need(p) {
