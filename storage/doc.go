@@ -60,7 +60,13 @@
 // 8 MiB is read whole, a larger one by ranged GETs. Ranged GETs (these, and
 // the archive source's column chunks) go out beside the SDK's operation
 // stack (rangeget.go), with the SDK's own endpoint, escaping, signature,
-// HTTP client and error parsing, at half its CPU a request. List is ListObjectsV2
+// HTTP client and error parsing, at half its CPU a request. On the wire
+// such a GET is a plain HTTP/1.1 exchange on a kept-alive connection of the
+// getter's own (rangeconn.go: the request line and headers net/http would
+// send, the answer's status line and headers read up to 10 MiB, a body of
+// Content-Length bytes); a proxy, a client setting the SDK's timeouts or
+// no keep-alive, and an answer chunked, without a length, 1xx or a 307/308
+// go through net/http instead. List is ListObjectsV2
 // with delimiter "/"; ListInfo gives each entry's size and time from those
 // same responses (one request per page of up to 1,000 keys, no HEAD per
 // object: vacuum and the temp-file sweep use it), while Stat of one name

@@ -262,25 +262,17 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, reused bool, t
 		return false, true, errFallback
 	}
 	n := int64(len(p))
-	switch {
-	case a.status == http.StatusPartialContent:
-		if start, ok := rangeStart(a.contentRange); !ok || start != off {
-			return false, true, fmt.Errorf("the endpoint answered bytes %d-%d with Content-Range %q", off, off+n-1, a.contentRange)
+	if err := judgeRange(a.status, a.contentRange, a.length, off, n); err != nil {
+		if err == errNotOK {
+			return false, true, responseError(a.response(c.br))
 		}
-	case a.status == http.StatusOK && off == 0:
-	case a.status/100 == 2:
-		return false, true, fmt.Errorf("the endpoint ignored the Range of bytes %d-%d (HTTP %d)", off, off+n-1, a.status)
-	default:
-		return false, true, responseError(a.response(c.br))
-	}
-	if a.length < n {
-		return false, true, fmt.Errorf("the object holds %d bytes at %d, not %d", a.length, off, n)
+		return false, true, err
 	}
 	if _, err := io.ReadFull(c.br, p); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return false, true, fmt.Errorf("read body of bytes %d-%d: %w", off, off+n-1, err)
+		return false, true, bodyError(off, n, err)
 	}
 	// A 200's body runs past the range: the connection ends with it.
 	return a.length == n && !a.close, true, nil

@@ -174,26 +174,48 @@ func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string
 		return wrapSend(err)
 	}
 	defer resp.Body.Close()
-	n := int64(len(p))
-	switch {
-	case resp.StatusCode == http.StatusPartialContent:
-		if start, ok := rangeStart(resp.Header.Get("Content-Range")); !ok || start != off {
-			return fmt.Errorf("the endpoint answered bytes %d-%d with Content-Range %q", off, off+n-1, resp.Header.Get("Content-Range"))
+	if err := judgeRange(resp.StatusCode, resp.Header.Get("Content-Range"), resp.ContentLength, off, int64(len(p))); err != nil {
+		if err == errNotOK {
+			return responseError(resp)
 		}
-	case resp.StatusCode == http.StatusOK && off == 0:
-		// The whole object: its first n bytes are the range.
-	case resp.StatusCode/100 == 2:
-		return fmt.Errorf("the endpoint ignored the Range of bytes %d-%d (HTTP %d)", off, off+n-1, resp.StatusCode)
-	default:
-		return responseError(resp)
-	}
-	if resp.ContentLength >= 0 && resp.ContentLength < n {
-		return fmt.Errorf("the object holds %d bytes at %d, not %d", resp.ContentLength, off, n)
+		return err
 	}
 	if _, err := io.ReadFull(resp.Body, p); err != nil {
-		return fmt.Errorf("read body of bytes %d-%d: %w", off, off+n-1, err)
+		return bodyError(off, int64(len(p)), err)
 	}
 	return nil
+}
+
+// errNotOK: an answer whose status is not 2xx; the caller reads its S3
+// error (responseError).
+var errNotOK = errors.New("not a 2xx answer")
+
+// judgeRange judges the status and headers of the answer to a GET of the
+// n bytes at off, on either path (net/http's, rangeConns'): a 206 must
+// start at off and a 200 (a server ignoring Range) is accepted only from
+// offset 0, holding at least n bytes (length -1: not said).
+func judgeRange(status int, contentRange string, length, off, n int64) error {
+	switch {
+	case status == http.StatusPartialContent:
+		if start, ok := rangeStart(contentRange); !ok || start != off {
+			return fmt.Errorf("the endpoint answered bytes %d-%d with Content-Range %q", off, off+n-1, contentRange)
+		}
+	case status == http.StatusOK && off == 0:
+		// The whole object: its first n bytes are the range.
+	case status/100 == 2:
+		return fmt.Errorf("the endpoint ignored the Range of bytes %d-%d (HTTP %d)", off, off+n-1, status)
+	default:
+		return errNotOK
+	}
+	if length >= 0 && length < n {
+		return fmt.Errorf("the object holds %d bytes at %d, not %d", length, off, n)
+	}
+	return nil
+}
+
+// bodyError is the failure to read the n bytes at off from an answer's body.
+func bodyError(off, n int64, err error) error {
+	return fmt.Errorf("read body of bytes %d-%d: %w", off, off+n-1, err)
 }
 
 // wrapSend is a request's failure to get an answer (a *url.Error) as the
