@@ -165,7 +165,6 @@ func TestPrepareCommit(t *testing.T) {
 // and the values are the input's (an escaped byte, an empty string, a
 // null), and stay so after the batch's commit and the next batch.
 func TestKeptRowsShareStateKeys(t *testing.T) {
-	ctx := context.Background()
 	op := openTwoPartitions(t, Spec{Input: input, Columns: []string{"k"}})
 	batch := func(id int64, ks []string, valid []bool) *stream.Batch {
 		in := &stream.Batch{Len: len(ks), Columns: []stream.Column{
@@ -173,17 +172,7 @@ func TestKeptRowsShareStateKeys(t *testing.T) {
 			{Name: "k", Type: stream.String, Strings: ks, Valid: valid},
 			{Name: "n", Type: stream.Int64, Int64s: make([]int64, len(ks))},
 		}}
-		if err := op.Process(ctx, id, 0, in); err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := op.Finish(ctx, id, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Commit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return processCommit(t, op, id, in)
 	}
 	// Built at run time, so that no two rows share a literal's bytes.
 	mk := func(s string) string { return strings.Clone(s) }
@@ -231,4 +220,22 @@ func openTwoPartitions(t *testing.T, spec Spec) *Operator {
 	}
 	t.Cleanup(func() { op.Close() })
 	return op
+}
+
+// processCommit runs batch id of in through op (Process, Finish at
+// watermark 0, Commit) and returns what it emitted.
+func processCommit(t *testing.T, op *Operator, id int64, in *stream.Batch) *stream.Batch {
+	t.Helper()
+	ctx := context.Background()
+	if err := op.Process(ctx, id, 0, in); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := op.Finish(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Commit(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -70,17 +70,8 @@ func TestEveryKeyType(t *testing.T) {
 					}
 					row++
 				}
-				if err := op.Process(ctx, b, 0, in); err != nil {
-					t.Fatal(err)
-				}
-				out, _, err := op.Finish(ctx, b, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+				out := processCommit(t, op, b, in)
 				got = append(got, out.Column("row").Int64s...)
-				if err := op.Commit(ctx, b); err != nil {
-					t.Fatal(err)
-				}
 				if err := op.Close(); err != nil {
 					t.Fatal(err)
 				}
