@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -52,6 +53,13 @@ type Server struct {
 // Location returns s3://bucket/prefix?options for this server.
 func (s Server) Location(prefix string) string {
 	return fmt.Sprintf("s3://%s/%s?%s", s.Bucket, prefix, s.Query)
+}
+
+// at returns s as reached at endpoint (a proxy in front of it).
+func (s Server) at(endpoint string) Server {
+	s.Query = strings.Replace(s.Query, "endpoint="+url.QueryEscape(s.Endpoint), "endpoint="+url.QueryEscape(endpoint), 1)
+	s.Endpoint = endpoint
+	return s
 }
 
 // Run runs f as a subtest per server.

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -77,9 +76,7 @@ func (s Server) OverTLS(t testing.TB) (Server, *TLSStats) {
 		t.Fatal(err)
 	}
 	t.Setenv("AWS_CA_BUNDLE", bundle)
-	out := s
-	out.Endpoint = srv.URL
-	out.Query = strings.Replace(s.Query, "endpoint="+url.QueryEscape(s.Endpoint), "endpoint="+url.QueryEscape(srv.URL), 1)
+	out := s.at(srv.URL)
 	if s.creds != nil {
 		out.Client = client(t, srv.URL, s.creds)
 	}
