@@ -74,6 +74,10 @@ func TestRangeGetterReadsWhatTheSDKReads(t *testing.T) {
 			s, _ := s3test.EmbeddedSigned(t).OverTLS(t)
 			return s
 		},
+		"versity-tls": func(t *testing.T) s3test.Server {
+			s, _ := s3test.Versity(t).OverTLS(t)
+			return s
+		},
 	}
 	for name, start := range servers {
 		t.Run(name, func(t *testing.T) {
