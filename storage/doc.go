@@ -75,6 +75,28 @@
 // 256 KiB each (package checkpoint, "progress/"), so an append costs one
 // segment, not the whole history.
 //
+// # The range client against net/http
+//
+// The ranged GETs' own connections (rangeconn.go) follow the SDK client's
+// http.Transport where it applies to them: its dialer (the 30 s connect
+// timeout), TLS settings and TLSHandshakeTimeout (a stuck handshake fails
+// with net/http's "net/http: TLS handshake timeout", a transient error),
+// MaxConnsPerHost (a GET beyond it waits for a connection), the idle count
+// (MaxIdleConnsPerHost, MaxIdleConns) and IdleConnTimeout (an idle
+// connection past it is closed when the next GET looks, not by a timer: a
+// pool no GET touches stays open until then). They differ in what they
+// speak and read: HTTP/1.1 only, ALPN "http/1.1" alone (a server that
+// prefers h2 answers in HTTP/1.1; one that offers h2 alone, which S3
+// does not, answers HTTP/1.1 all the same, as Go's servers do, or refuses
+// the handshake); no proxy, no client or read
+// timeout, no keep-alive off, no TLS dialler of the client's own (such a
+// client's GETs all go through net/http); bodies of a Content-Length only
+// (a chunked answer, one without a length, a 1xx and a 307/308 go again
+// through net/http, and after 4 such 2xx answers in a row the endpoint's
+// GETs go to net/http alone); no httptrace hooks, no gzip, no Expect:
+// 100-continue (a GET has no body). The two pools are counted apart, so
+// MaxConnsPerHost bounds each of them, not their sum.
+//
 // # Verified writes
 //
 // A PUT counts only once the store is seen to hold it (verify.go). Each

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -28,24 +29,47 @@ import (
 // ~30 us here (BenchmarkGetRangeEndpoint, TestRangeGetterAllocs). It
 // speaks the same protocol to the same endpoint: the request line and
 // headers net/http would send (the signed ones as the signer set them),
-// over TCP or TLS dialled with the SDK client's own dialer and TLS
-// settings, kept alive as its Transport keeps them (MaxIdleConnsPerHost,
-// IdleConnTimeout). It serves only what it can judge: a proxied endpoint,
+// over TCP or TLS dialled with the SDK client's own dialer (its connect
+// timeout) and TLS settings (ALPN http/1.1 alone), within its
+// TLSHandshakeTimeout, kept alive and bounded as its Transport keeps them
+// (MaxIdleConnsPerHost, MaxIdleConns, MaxConnsPerHost, IdleConnTimeout).
+// It serves only what it can judge: a proxied endpoint,
 // a client that is not the SDK's BuildableClient or one with a timeout or
 // without keep-alive gets none
 // (newRangeConns returns nil), and an answer without a Content-Length, a
 // chunked, a 1xx or a redirect the SDK's client follows (307, 308) is sent
-// again through net/http (errFallback).
+// again through net/http (errFallback); after leaveAfter such 2xx answers
+// in a row, the endpoint's GETs go to net/http alone. Safe for concurrent
+// use.
 type rangeConns struct {
-	addr    string // host:port to dial
-	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	tls     *tls.Config // nil: plain HTTP
-	maxIdle int
-	idleFor time.Duration // an idle connection older than this is closed, not reused
+	addr       string // host:port to dial
+	dial       func(ctx context.Context, network, addr string) (net.Conn, error)
+	tls        *tls.Config   // nil: plain HTTP
+	tlsTimeout time.Duration // TLSHandshakeTimeout (0: none)
+	maxIdle    int           // idle connections kept (MaxIdleConnsPerHost, capped by MaxIdleConns)
+	maxConns   int           // connections open at once (MaxConnsPerHost; 0: no limit)
+	idleFor    time.Duration // an idle connection older than this is closed, not reused
+	now        func() time.Time
+
+	// unlengthed counts the 2xx answers in a row that came without a
+	// Content-Length (chunked, or to the connection's end): each was sent
+	// twice, here then through net/http. At leaveAfter the endpoint is
+	// taken to always answer so, and its GETs go to net/http directly.
+	unlengthed atomic.Int32
 
 	mu   sync.Mutex
 	idle []*rangeConn // most recently used last
+	open int          // dialling, in use or idle
+	// freed is closed (and dropped) when a connection goes idle or is
+	// closed: the wake-up of requests waiting at maxConns; nil when none
+	// waits.
+	freed chan struct{}
 }
+
+// leaveAfter is how many 2xx answers in a row without a Content-Length
+// send an endpoint's GETs to net/http for good. S3 gives every ranged
+// answer a length; a server that does not is not this client's to read.
+const leaveAfter = 4
 
 // rangeConn is one kept-alive connection.
 type rangeConn struct {
@@ -90,10 +114,16 @@ func newRangeConns(client any, base url.URL) *rangeConns {
 			return nil
 		}
 	}
-	rc := &rangeConns{addr: net.JoinHostPort(base.Hostname(), port),
-		maxIdle: tr.MaxIdleConnsPerHost, idleFor: tr.IdleConnTimeout}
-	if rc.maxIdle <= 0 {
+	rc := &rangeConns{addr: net.JoinHostPort(base.Hostname(), port), tlsTimeout: tr.TLSHandshakeTimeout,
+		maxIdle: tr.MaxIdleConnsPerHost, maxConns: tr.MaxConnsPerHost, idleFor: tr.IdleConnTimeout, now: time.Now}
+	// net/http's rules (Transport.maxIdleConnsPerHost, tryPutIdleConn): 0
+	// per host is the default, a negative count keeps none, and the total
+	// bound, this client's one host being all of it, caps the count.
+	if rc.maxIdle == 0 {
 		rc.maxIdle = http.DefaultMaxIdleConnsPerHost
+	}
+	if tr.MaxIdleConns > 0 && tr.MaxIdleConns < rc.maxIdle {
+		rc.maxIdle = tr.MaxIdleConns
 	}
 	if tr.DialContext != nil {
 		rc.dial = tr.DialContext
@@ -135,7 +165,7 @@ func (rc *rangeConns) get(ctx context.Context, u *url.URL, host string, hdr []by
 		if keep {
 			rc.put(c)
 		} else {
-			c.c.Close()
+			rc.drop(c)
 		}
 		var sent *sendError
 		if !errors.As(err, &sent) {
@@ -166,31 +196,65 @@ type sendError struct{ err, ctx error }
 
 func (e *sendError) Error() string { return e.err.Error() }
 
-// conn returns an idle connection, or dials one.
+// usable says whether rc sends GETs: false for an endpoint that answers
+// without a Content-Length (leaveAfter), whose GETs go to net/http.
+func (rc *rangeConns) usable() bool {
+	return rc != nil && rc.unlengthed.Load() < leaveAfter
+}
+
+// conn returns an idle connection, or dials one; at maxConns open it
+// waits for one to go idle or closed, as net/http's Transport waits.
 func (rc *rangeConns) conn(ctx context.Context) (*rangeConn, bool, error) {
-	now := time.Now()
+	now := rc.now()
 	rc.mu.Lock()
-	for n := len(rc.idle); n > 0; n = len(rc.idle) {
-		c := rc.idle[n-1]
-		rc.idle = rc.idle[:n-1]
-		if rc.idleFor > 0 && now.Sub(c.used) > rc.idleFor {
+	for {
+		if n := len(rc.idle); n > 0 {
+			// The oldest first: past IdleConnTimeout it is closed, not
+			// reused, as net/http's timer closes it (a server or load
+			// balancer may have dropped it: S3 does after ~20 s), and not
+			// left open under the newer ones either.
+			if c := rc.idle[0]; rc.idleFor > 0 && now.Sub(c.used) > rc.idleFor {
+				copy(rc.idle, rc.idle[1:])
+				rc.idle[n-1] = nil
+				rc.idle = rc.idle[:n-1]
+				rc.mu.Unlock()
+				rc.drop(c)
+				rc.mu.Lock()
+				continue
+			}
+			c := rc.idle[n-1]
+			rc.idle = rc.idle[:n-1]
 			rc.mu.Unlock()
-			c.c.Close()
-			rc.mu.Lock()
-			continue
+			return c, true, nil
 		}
+		if rc.maxConns <= 0 || rc.open < rc.maxConns {
+			break
+		}
+		if rc.freed == nil {
+			rc.freed = make(chan struct{})
+		}
+		freed := rc.freed
 		rc.mu.Unlock()
-		return c, true, nil
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, false, context.Cause(ctx)
+		}
+		now = rc.now()
+		rc.mu.Lock()
 	}
+	rc.open++
 	rc.mu.Unlock()
 	nc, err := rc.dial(ctx, "tcp", rc.addr)
 	if err != nil {
+		rc.closed()
 		return nil, false, err
 	}
 	if rc.tls != nil {
 		tc := tls.Client(nc, rc.tls)
-		if err := tc.HandshakeContext(ctx); err != nil {
+		if err := rc.handshake(ctx, tc); err != nil {
 			nc.Close()
+			rc.closed()
 			return nil, false, err
 		}
 		nc = tc
@@ -198,17 +262,68 @@ func (rc *rangeConns) conn(ctx context.Context) (*rangeConn, bool, error) {
 	return &rangeConn{c: nc, br: bufio.NewReaderSize(nc, 4<<10)}, false, nil
 }
 
+// handshake runs tc's handshake within rc.tlsTimeout, failing as
+// net/http's Transport fails one that takes longer (a server that accepts
+// and never answers would otherwise hold the request until its attempt's
+// timeout, minutes).
+func (rc *rangeConns) handshake(ctx context.Context, tc *tls.Conn) error {
+	hctx := ctx
+	if rc.tlsTimeout > 0 {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeoutCause(ctx, rc.tlsTimeout, errTLSHandshakeTimeout)
+		defer cancel()
+	}
+	err := tc.HandshakeContext(hctx)
+	if err != nil && ctx.Err() == nil && context.Cause(hctx) == errTLSHandshakeTimeout {
+		return errTLSHandshakeTimeout
+	}
+	return err
+}
+
+// tlsHandshakeTimeoutError is net/http's error of a handshake past
+// TLSHandshakeTimeout, word for word, and like it a timeout (Classify:
+// transient).
+type tlsHandshakeTimeoutError struct{}
+
+func (tlsHandshakeTimeoutError) Timeout() bool   { return true }
+func (tlsHandshakeTimeoutError) Temporary() bool { return true }
+func (tlsHandshakeTimeoutError) Error() string   { return "net/http: TLS handshake timeout" }
+
+var errTLSHandshakeTimeout error = tlsHandshakeTimeoutError{}
+
 // put keeps c for the next request, or closes it when enough are kept.
 func (rc *rangeConns) put(c *rangeConn) {
-	c.used = time.Now()
+	c.used = rc.now()
 	rc.mu.Lock()
 	if len(rc.idle) < rc.maxIdle {
 		rc.idle = append(rc.idle, c)
-		c = nil
+		rc.wakeLocked()
+		rc.mu.Unlock()
+		return
 	}
 	rc.mu.Unlock()
-	if c != nil {
-		c.c.Close()
+	rc.drop(c)
+}
+
+// drop closes c, which no longer counts against maxConns.
+func (rc *rangeConns) drop(c *rangeConn) {
+	c.c.Close()
+	rc.closed()
+}
+
+// closed counts a connection closed (or a dial failed).
+func (rc *rangeConns) closed() {
+	rc.mu.Lock()
+	rc.open--
+	rc.wakeLocked()
+	rc.mu.Unlock()
+}
+
+// wakeLocked wakes the requests waiting for a connection.
+func (rc *rangeConns) wakeLocked() {
+	if rc.freed != nil {
+		close(rc.freed)
+		rc.freed = nil
 	}
 }
 
@@ -259,7 +374,13 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, reused bool, t
 	// A 307 or 308 the SDK's client follows (its limitedRedirect), which
 	// this one does not.
 	if a.status/100 == 1 || a.status == http.StatusTemporaryRedirect || a.status == http.StatusPermanentRedirect || a.chunked || a.length < 0 {
+		if a.status/100 == 2 {
+			rc.unlengthed.Add(1)
+		}
 		return false, true, errFallback
+	}
+	if a.status/100 == 2 && rc.unlengthed.Load() != 0 {
+		rc.unlengthed.Store(0)
 	}
 	n := int64(len(p))
 	if err := judgeRange(a.status, a.contentRange, a.length, off, n); err != nil {

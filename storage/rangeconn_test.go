@@ -515,7 +515,8 @@ func TestRangeConnsLeaveWhatTheyCannotHonour(t *testing.T) {
 
 // TestRangeConnsIdleTimeout: a connection idle for longer than the
 // client's IdleConnTimeout is closed, not used again (the server may have
-// closed it, or a load balancer forgotten it).
+// closed it, or a load balancer forgotten it), on the connections' clock;
+// an expired one under a newer one is closed too, not left open.
 func TestRangeConnsIdleTimeout(t *testing.T) {
 	body := []byte("0123456789")
 	s := newCannedServer(t, body, 100)
@@ -524,22 +525,46 @@ func TestRangeConnsIdleTimeout(t *testing.T) {
 	if rc.idleFor <= 0 {
 		t.Fatalf("IdleConnTimeout %v: the SDK's client sets one", rc.idleFor)
 	}
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	rc.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	ctx := context.Background()
-	p := make([]byte, len(body))
-	for i := range 3 {
+	read := func(what string) {
+		t.Helper()
+		p := make([]byte, len(body))
 		if err := lean.GetRangeInto(ctx, "k", 0, p); err != nil || !bytes.Equal(p, body) {
-			t.Fatalf("read %d: %q, %v", i, p, err)
-		}
-		if i == 1 {
-			// The connection kept after the second read went idle
-			// longer ago than the timeout.
-			rc.mu.Lock()
-			rc.idle[len(rc.idle)-1].used = time.Now().Add(-rc.idleFor - time.Second)
-			rc.mu.Unlock()
+			t.Fatalf("%s: %q, %v", what, p, err)
 		}
 	}
+	read("the first read")
+	advance(rc.idleFor) // idle for exactly the timeout: still kept
+	read("a read at the timeout")
+	advance(rc.idleFor + time.Nanosecond)
+	read("a read past the timeout")
 	if n := s.conns.Load(); n != 2 {
 		t.Fatalf("%d connections, want 2: one for the first two reads, a new one after the idle timeout", n)
+	}
+	// Two idle connections, the older past the timeout by the time of the
+	// next read, which takes the newer one.
+	c1, _, err := rc.conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _, err := rc.conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.put(c1)
+	advance(rc.idleFor / 2)
+	rc.put(c2)
+	advance(rc.idleFor/2 + time.Second)
+	read("a read with an expired connection under a live one")
+	rc.mu.Lock()
+	idle, open := len(rc.idle), rc.open
+	rc.mu.Unlock()
+	if idle != 1 || open != 1 || s.conns.Load() != 3 {
+		t.Fatalf("%d idle, %d open, %d dialled: want the live one kept, the expired one closed", idle, open, s.conns.Load())
 	}
 }
 
@@ -561,5 +586,213 @@ func TestRangeConnsIdle408(t *testing.T) {
 	}
 	if n := s.conns.Load(); n != 4 {
 		t.Fatalf("%d connections for 4 reads, want 4 (each kept one timed out with a 408)", n)
+	}
+}
+
+// getterOver returns a range getter of the bucket "lake" at endpoint
+// through client, unsigned, on connections of its own (nil when
+// newRangeConns leaves client to net/http).
+func getterOver(t *testing.T, client *awshttp.BuildableClient, endpoint string) *rangeGetter {
+	t.Helper()
+	u, err := url.Parse(endpoint + "/lake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rangeGetter{client: client, base: *u, name: "s3", region: "us-east-1", conns: newRangeConns(client, *u)}
+}
+
+// TestRangeConnsTLSToAServerPreferringH2: a server that offers HTTP/2
+// first (the embedded endpoint behind an HTTPS proxy whose certificate the
+// SDK trusts through AWS_CA_BUNDLE) gets HTTP/1.1 on the getter's own
+// connections, which speak nothing else, one connection kept for a run of
+// reads, while net/http, the SDK's path, does negotiate h2 with it.
+func TestRangeConnsTLSToAServerPreferringH2(t *testing.T) {
+	s := s3test.Embedded(t)
+	obj := bytes.Repeat([]byte("0123456789abcdef"), 64)
+	ctx := context.Background()
+	if _, err := s.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String("k"), Body: bytes.NewReader(obj)}); err != nil {
+		t.Fatal(err)
+	}
+	ts, stats := s.OverTLS(t)
+	lean, sdk := objectsOf(t, s, ts.Endpoint)
+	for i := range 5 {
+		got := make([]byte, 100)
+		if err := lean.GetRangeInto(ctx, "k", int64(i*100), got); err != nil || !bytes.Equal(got, obj[i*100:i*100+100]) {
+			t.Fatalf("read %d over TLS: %q, %v", i, got, err)
+		}
+	}
+	if c, r := stats.Conns(), stats.Requests(); c["http/1.1"] != 1 || len(c) != 1 || r["HTTP/1.1"] != 5 || len(r) != 1 {
+		t.Fatalf("the getter's 5 reads: connections by ALPN %v, requests by protocol %v; want one http/1.1 connection, 5 HTTP/1.1 requests", c, r)
+	}
+	got := make([]byte, 100)
+	if err := sdk.GetRangeInto(ctx, "k", 0, got); err != nil || !bytes.Equal(got, obj[:100]) {
+		t.Fatalf("the SDK's read: %q, %v", got, err)
+	}
+	if c := stats.Conns(); c["h2"] != 1 {
+		t.Fatalf("connections by ALPN %v: the server does not prefer h2, the test proves nothing", c)
+	}
+}
+
+// TestRangeConnsTLSHandshakeTimeout: a server that accepts a connection
+// and never answers the handshake fails the GET after the client's
+// TLSHandshakeTimeout, with net/http's error (the same words, a transient
+// timeout to Classify), not at the attempt's deadline.
+func TestRangeConnsTLSHandshakeTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held sync.WaitGroup
+	done := make(chan struct{})
+	defer func() { close(done); ln.Close(); held.Wait() }()
+	held.Add(1)
+	go func() {
+		defer held.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held.Add(1)
+			go func() { defer held.Done(); <-done; c.Close() }() // held, never answered
+		}
+	}()
+	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.TLSHandshakeTimeout = 100 * time.Millisecond })
+	own := getterOver(t, client, "https://"+ln.Addr().String())
+	if own.conns == nil || own.conns.tlsTimeout != 100*time.Millisecond {
+		t.Fatalf("the client's TLSHandshakeTimeout not taken: %+v", own.conns)
+	}
+	viaHTTP := *own
+	viaHTTP.conns = nil
+	// Far past the handshake's timeout: without it, the GET would end at
+	// this deadline, with the context's error.
+	get := func(g *rangeGetter) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return g.get(ctx, "k", 0, "bytes=0-9", make([]byte, 10))
+	}
+	errOwn, errHTTP := get(own), get(&viaHTTP)
+	if errOwn == nil || errHTTP == nil || errOwn.Error() != errHTTP.Error() || Classify(errOwn) != Classify(errHTTP) || Classify(errOwn) != ClassTransient {
+		t.Fatalf("a stuck handshake:\n own: %v (class %v)\n net/http: %v (class %v)", errOwn, Classify(errOwn), errHTTP, Classify(errHTTP))
+	}
+	if own.conns.open != 0 {
+		t.Fatalf("%d connections counted open after a failed handshake", own.conns.open)
+	}
+}
+
+// TestRangeConnsLeaveAnEndpointThatAnswersUnlengthed: an endpoint whose
+// answers never carry a Content-Length (chunked) gets each of the first
+// leaveAfter GETs twice (on the getter's connection, then through
+// net/http), and every later one once, through net/http alone.
+func TestRangeConnsLeaveAnEndpointThatAnswersUnlengthed(t *testing.T) {
+	obj := []byte("0123456789abcdefghijklmnopqrstuvwxyz")
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes 5-11/%d", len(obj)))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(obj[5:6])
+		w.(http.Flusher).Flush() // chunked from here on
+		w.Write(obj[6:12])
+	}))
+	defer srv.Close()
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, srv.URL)
+	const reads = 10
+	for i := range reads {
+		got := make([]byte, 7)
+		if err := lean.GetRangeInto(context.Background(), "k", 5, got); err != nil || !bytes.Equal(got, obj[5:12]) {
+			t.Fatalf("read %d: %q, %v", i, got, err)
+		}
+	}
+	if n := requests.Load(); n != reads+leaveAfter {
+		t.Fatalf("%d reads of a chunked endpoint sent %d requests, want %d", reads, n, reads+leaveAfter)
+	}
+}
+
+// TestRangeConnsLimits: the client's MaxConnsPerHost bounds the getter's
+// connections open at once (readers beyond it wait for one, as net/http's
+// do), and MaxIdleConnsPerHost how many stay open between reads; each
+// read gets its bytes.
+func TestRangeConnsLimits(t *testing.T) {
+	obj := bytes.Repeat([]byte("abcdefgh"), 512)
+	var mu sync.Mutex
+	open, peak := 0, 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Millisecond) // readers overlap
+		http.ServeContent(w, r, "k", time.Time{}, bytes.NewReader(obj))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			open++
+			peak = max(peak, open)
+		case http.StateClosed, http.StateHijacked:
+			open--
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxConnsPerHost = 2
+		tr.MaxIdleConnsPerHost = 1
+	})
+	g := getterOver(t, client, srv.URL)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				off := int64((r*5 + i) * 7)
+				got := make([]byte, 100)
+				if err := g.get(context.Background(), "k", off, fmt.Sprintf("bytes=%d-%d", off, off+99), got); err != nil || !bytes.Equal(got, obj[off:off+100]) {
+					errs <- fmt.Errorf("reader %d, read %d: %q, %v", r, i, got, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak > 2 {
+		t.Fatalf("%d connections open at once, MaxConnsPerHost 2", peak)
+	}
+	g.conns.mu.Lock()
+	defer g.conns.mu.Unlock()
+	if len(g.conns.idle) != 1 || g.conns.open != 1 {
+		t.Fatalf("%d idle of %d open after the reads, MaxIdleConnsPerHost 1", len(g.conns.idle), g.conns.open)
+	}
+	// A failed dial frees its place: with room for one connection, a
+	// second GET to a closed port fails as the first did, not waiting
+	// for a place that never frees.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	one := getterOver(t, awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.MaxConnsPerHost = 1 }), "http://"+ln.Addr().String())
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := one.get(ctx, "k", 0, "bytes=0-9", make([]byte, 10))
+		cancel()
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("GET %d to a closed port with MaxConnsPerHost 1: %v, want the refused connection", i, err)
+		}
+	}
+	// net/http's rules for the idle count: 0 is its default, a negative
+	// count keeps none, MaxIdleConns caps it.
+	for _, c := range []struct{ perHost, total, want int }{{0, 0, http.DefaultMaxIdleConnsPerHost}, {-1, 0, -1}, {64, 10, 10}, {64, 0, 64}} {
+		client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConnsPerHost, tr.MaxIdleConns = c.perHost, c.total
+		})
+		if got := getterOver(t, client, srv.URL).conns.maxIdle; got != c.want {
+			t.Errorf("MaxIdleConnsPerHost %d, MaxIdleConns %d: %d kept, want %d", c.perHost, c.total, got, c.want)
+		}
 	}
 }

@@ -133,7 +133,7 @@ func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string
 	u := g.base
 	u.Path = smithyhttp.JoinPath(g.base.Path, "/"+key)
 	u.RawPath = smithyhttp.JoinPath(g.base.EscapedPath(), "/"+httpbinding.EscapePath(key, false))
-	if g.conns != nil && g.signer == nil {
+	if g.conns.usable() && g.signer == nil {
 		hdr := make([]byte, 0, 96)
 		hdr = append(hdr, "Range: "...)
 		hdr = append(hdr, rng...)
@@ -157,7 +157,7 @@ func (g *rangeGetter) get(ctx context.Context, key string, off int64, rng string
 		if err := g.signer.SignHTTP(ctx, creds, req, emptySHA256, g.name, g.region, time.Now().UTC()); err != nil {
 			return &v4.SigningError{Err: err}
 		}
-		if g.conns != nil {
+		if g.conns.usable() {
 			var hdr bytes.Buffer
 			if err := req.Header.WriteSubset(&hdr, map[string]bool{"Host": true, "User-Agent": true}); err != nil {
 				return err

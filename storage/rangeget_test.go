@@ -64,14 +64,31 @@ func TestRangeGetterReadsWhatTheSDKReads(t *testing.T) {
 		"embedded":        func(t *testing.T) s3test.Server { return s3test.Embedded(t) },
 		"embedded-signed": s3test.EmbeddedSigned,
 		"versity":         func(t *testing.T) s3test.Server { return s3test.Versity(t) },
+		// HTTPS, the SDK trusting the proxy's certificate (AWS_CA_BUNDLE):
+		// the getter's own connections are TLS with the client's settings.
+		"embedded-tls": func(t *testing.T) s3test.Server {
+			s, _ := s3test.Embedded(t).OverTLS(t)
+			return s
+		},
+		"embedded-signed-tls": func(t *testing.T) s3test.Server {
+			s, _ := s3test.EmbeddedSigned(t).OverTLS(t)
+			return s
+		},
+		"versity-tls": func(t *testing.T) s3test.Server {
+			s, _ := s3test.Versity(t).OverTLS(t)
+			return s
+		},
 	}
 	for name, start := range servers {
 		t.Run(name, func(t *testing.T) {
 			s := start(t)
 			ctx := context.Background()
 			lean, sdk := objectsOf(t, s, s.Endpoint)
-			if name != "embedded" && lean.ranged.signer == nil {
+			if name != "embedded" && name != "embedded-tls" && lean.ranged.signer == nil {
 				t.Fatal("a signed store's getter does not sign")
+			}
+			if strings.HasSuffix(name, "-tls") && (lean.ranged.conns == nil || lean.ranged.conns.tls == nil) {
+				t.Fatal("no TLS connections of the getter's own for an https endpoint")
 			}
 			for i, key := range rangeKeys {
 				obj := make([]byte, 20_000+i)
@@ -128,6 +145,16 @@ func TestRangeGetterFailsAsTheSDKFails(t *testing.T) {
 			lean, sdk := objectsOf(t, s, faulty.Endpoint)
 			check(t, fmt.Sprintf("an injected %d %s", f.Status, f.Code), lean, sdk, "k")
 		}
+	})
+	t.Run("tls", func(t *testing.T) {
+		s := s3test.Embedded(t)
+		ts, _ := s.OverTLS(t)
+		lean, sdk := objectsOf(t, s, ts.Endpoint)
+		check(t, "a missing key over TLS", lean, sdk, "no/such/key")
+		faulty, _ := s.Faulty(t, s3test.Always(s3test.Fault{Status: 503, Code: "SlowDown"}))
+		ft, _ := faulty.OverTLS(t)
+		lean, sdk = objectsOf(t, s, ft.Endpoint)
+		check(t, "an injected 503 SlowDown over TLS", lean, sdk, "k")
 	})
 	t.Run("refused-signature", func(t *testing.T) {
 		s := s3test.EmbeddedSigned(t)

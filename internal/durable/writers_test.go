@@ -26,6 +26,7 @@ func TestOneWriter(t *testing.T) {
 		"storage/mux.go:.Link(":                      "the store router forwards the call to the store of the path (durable.Local's own link)",
 		"storage/mux.go:.Rename(":                    "the store router forwards the call to the store of the path (durable.Local's own rename)",
 		"storage/spool.go:os.CreateTemp(":            "an S3 upload's staging file, unlinked at once; the object is published by the (conditional) PUT",
+		"storage/s3test/tls.go:os.WriteFile(":        "the HTTPS test proxy's certificate for AWS_CA_BUNDLE, in the test's temp directory (test support, never in production)",
 		"state/partitions.go:.Create(":               "the local Pebble cache (sstables to ingest, no-sync wrapper); trusted only via the marker, which is published through durable",
 		"state/spill.go:.Create(":                    "a repartition's scratch sorted runs in the local cache, removed as merged and swept at Open; never read after a crash",
 		"state/diskfull.go:.Create(":                 "the local Pebble cache's out-of-space watch (a wrapper of Pebble's own file creation)",

@@ -69,8 +69,5 @@ func (s Server) Counting(t testing.TB) (Server, *Counts) {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	out := s
-	out.Endpoint = srv.URL
-	out.Query = strings.Replace(s.Query, "endpoint="+url.QueryEscape(s.Endpoint), "endpoint="+url.QueryEscape(srv.URL), 1)
-	return out, c
+	return s.at(srv.URL), c
 }

@@ -216,10 +216,7 @@ func (s Server) Faulty(t testing.TB, sched Schedule) (Server, *Counts) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	out := s
-	out.Endpoint = srv.URL
-	out.Query = strings.Replace(s.Query, "endpoint="+url.QueryEscape(s.Endpoint), "endpoint="+url.QueryEscape(srv.URL), 1)
-	return out, c
+	return s.at(srv.URL), c
 }
 
 // lyingPut stores an empty object (empty) or the first half of the body

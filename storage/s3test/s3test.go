@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,11 +46,20 @@ type Server struct {
 	Query string
 	// Client talks to the server with the same credentials.
 	Client *s3.Client
+
+	creds aws.CredentialsProvider // Client's (OverTLS builds another)
 }
 
 // Location returns s3://bucket/prefix?options for this server.
 func (s Server) Location(prefix string) string {
 	return fmt.Sprintf("s3://%s/%s?%s", s.Bucket, prefix, s.Query)
+}
+
+// at returns s as reached at endpoint (a proxy in front of it).
+func (s Server) at(endpoint string) Server {
+	s.Query = strings.Replace(s.Query, "endpoint="+url.QueryEscape(s.Endpoint), "endpoint="+url.QueryEscape(endpoint), 1)
+	s.Endpoint = endpoint
+	return s
 }
 
 // Run runs f as a subtest per server.
@@ -79,7 +89,7 @@ func Embedded(t testing.TB) Server {
 	})
 	return Server{Name: "embedded", Endpoint: srv.URL(), Bucket: bucket,
 		Query:  "endpoint=" + url.QueryEscape(srv.URL()) + "&anonymous=true",
-		Client: client(t, srv.URL(), aws.AnonymousCredentials{})}
+		Client: client(t, srv.URL(), aws.AnonymousCredentials{}), creds: aws.AnonymousCredentials{}}
 }
 
 // Embedded endpoint credentials of EmbeddedSigned.
@@ -105,12 +115,13 @@ func EmbeddedSigned(t *testing.T) Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	creds := credentials.NewStaticCredentialsProvider(SignedAccessKey, SignedSecretKey, "")
 	t.Setenv("AWS_ACCESS_KEY_ID", SignedAccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", SignedSecretKey)
 	t.Setenv("AWS_REGION", "us-east-1")
 	return Server{Name: "embedded-signed", Endpoint: srv.URL(), Bucket: bucket,
 		Query:  "endpoint=" + url.QueryEscape(srv.URL()),
-		Client: client(t, srv.URL(), credentials.NewStaticCredentialsProvider(SignedAccessKey, SignedSecretKey, ""))}
+		Client: client(t, srv.URL(), creds), creds: creds}
 }
 
 // Versity returns the Versity Gateway of .ci/run with a fresh bucket, or
@@ -129,14 +140,15 @@ func Versity(t testing.TB) Server {
 	t.Setenv("AWS_ACCESS_KEY_ID", ak)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", sk)
 	t.Setenv("AWS_REGION", "us-east-1")
-	c := client(t, ep, credentials.NewStaticCredentialsProvider(ak, sk, ""))
+	creds := credentials.NewStaticCredentialsProvider(ak, sk, "")
+	c := client(t, ep, creds)
 	bucket := fmt.Sprintf("ethstream-test-%016x", rand.Uint64())
 	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatalf("create bucket on Versity Gateway %s: %v", ep, err)
 	}
 	t.Cleanup(func() { emptyAndDelete(c, bucket) })
 	return Server{Name: "versity", Endpoint: ep, Bucket: bucket,
-		Query: "endpoint=" + url.QueryEscape(ep), Client: c}
+		Query: "endpoint=" + url.QueryEscape(ep), Client: c, creds: creds}
 }
 
 func client(t testing.TB, endpoint string, creds aws.CredentialsProvider) *s3.Client {
