@@ -111,6 +111,8 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	// The version is durable; now the cache.
 	if err := s.applyChanges(p.cs, p.rangeDel); err != nil {
 		s.broken = err
+	} else if err := s.fitMemCache(); err != nil {
+		s.broken = err
 	}
 	m := p.m
 	if s.head == nil {
