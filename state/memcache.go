@@ -23,8 +23,9 @@ import (
 //     Open rebuilds it from the checkpoint (into memory again while it
 //     fits), as after a crash;
 //   - after a commit the instances' files are measured, and past the
-//     budget flushed, closed and copied to LocalDir (toDisk), where the
-//     cache carries on as one that was always there;
+//     budget (or before a commit whose batch would pass it) flushed,
+//     closed and copied to LocalDir (toDisk), where the cache carries on
+//     as one that was always there;
 //   - MemoryUsedBytes counts the files held in memory.
 //
 // A cache Open trusts (its marker) stays on disk, so does a repartition's
@@ -54,9 +55,21 @@ func (s *Store) chainBytes() int64 {
 	return n
 }
 
-// fitMemCache moves an in-memory cache that outgrew Options.MemCacheBytes
-// to disk, after a commit applied to it; else it records its size.
-func (s *Store) fitMemCache() error {
+// fitMemCache moves an in-memory cache to disk before a commit applies cs
+// to it if its files and cs's bytes would pass Options.MemCacheBytes: a
+// backfill batch flushes hundreds of megabytes (applyChanges), which must
+// not land in memory first.
+func (s *Store) fitMemCache(cs []change) error {
+	p := s.parts
+	if !p.inMem || p.memBytes+int64(batchSize(cs)) <= s.opts.MemCacheBytes {
+		return nil
+	}
+	return s.moveMemCache(p.memBytes)
+}
+
+// measureMemCache records the size of an in-memory cache's files after a
+// commit or a rebuild wrote them, and moves it to disk past the budget.
+func (s *Store) measureMemCache() error {
 	p := s.parts
 	if !p.inMem {
 		return nil
@@ -69,6 +82,11 @@ func (s *Store) fitMemCache() error {
 	if size <= s.opts.MemCacheBytes {
 		return nil
 	}
+	return s.moveMemCache(size)
+}
+
+func (s *Store) moveMemCache(size int64) error {
+	p := s.parts
 	if err := p.toDisk(); err != nil {
 		return err
 	}

@@ -163,7 +163,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		if err := s.rebuild(ctx, chain); err != nil {
 			return err
 		}
-		return s.fitMemCache()
+		return s.measureMemCache()
 	}
 	if s.opts.deferRebuild && len(chain) > 0 {
 		parts, bctx := s.parts, context.WithoutCancel(ctx)
