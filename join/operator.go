@@ -121,10 +121,11 @@ func (o *Operator) String() string { return o.p.String() }
 // memCacheBytes is the budget of the state's cache in memory
 // (state.Options.MemCacheBytes): a join whose watermarks evict its rows
 // keeps a few batches of them (the 30-day bench shape: about 71,500 rows,
-// 20-40 MB of Pebble files), and its Pebble instances on disk cost more
-// in file creates than in their work (README, Performance). A join that
-// keeps its rows for ever outgrows it and moves to disk.
-var memCacheBytes int64 = 128 << 20
+// at most 4 MB of Pebble files beside the memtables), and its Pebble
+// instances on disk cost more in file creates than in their work (README,
+// Performance). A join that keeps its rows for ever outgrows it and moves
+// to disk; the budget bounds the memory it holds until then.
+var memCacheBytes int64 = 64 << 20
 
 // Open loads the state committed at env.Version; another join type or
 // other keys are STATE_SCHEMA_MISMATCH, and so are stored columns that

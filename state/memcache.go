@@ -19,9 +19,12 @@ import (
 // directory, a MANIFEST and two markers, and every flush's table: the
 // openat(2) calls were 23% of the 30-day join's CPU). What changes:
 //
-//   - the cache dies with the process: Close writes no marker, so the next
-//     Open rebuilds it from the checkpoint (into memory again while it
-//     fits), as after a crash;
+//   - a small cache dies with the process: Close writes no marker, so the
+//     next Open rebuilds it from the checkpoint (into memory again while
+//     it fits), as after a crash; one whose files hold memCacheKeepBytes
+//     or more is moved to disk first and trusted at the next Open, as
+//     before (a join keeping 429,048 rows, 71 MB of files, rebuilt at its
+//     restart peaked at 533 MB against 151 MB reusing it);
 //   - after a commit the instances' files are measured, and past the
 //     budget (or before a commit whose batch would pass it) flushed,
 //     closed and copied to LocalDir (toDisk), where the cache carries on
@@ -92,6 +95,24 @@ func (s *Store) moveMemCache(size int64) error {
 	}
 	s.logger.Info("state cache moved to disk", "dir", s.opts.LocalDir, "bytes", size, "budget", s.opts.MemCacheBytes)
 	return nil
+}
+
+// memCacheKeepBytes is the size of an in-memory cache's files from which
+// Close moves it to disk (keepMemCache). Below it, rebuilding costs the
+// next Open less than the files' creates cost this Close. Tests lower it.
+var memCacheKeepBytes int64 = 16 << 20
+
+// keepMemCache moves an in-memory cache of memCacheKeepBytes or more to
+// disk at Close, so that the marker vouches for it. A failure only costs
+// the next Open a rebuild: it is logged.
+func (s *Store) keepMemCache() {
+	p := s.parts
+	if !p.inMem || p.memBytes < memCacheKeepBytes {
+		return
+	}
+	if err := s.moveMemCache(p.memBytes); err != nil {
+		s.logger.Warn("state cache not kept; the next start rebuilds it", "dir", s.opts.LocalDir, "err", err)
+	}
 }
 
 // memSize returns the bytes of the files of an in-memory generation.

@@ -121,3 +121,39 @@ func TestMemCacheLifecycle(t *testing.T) {
 	}
 	diffMaps(t, "reused", want, storeContents(t, s))
 }
+
+// TestMemCacheKeptAtClose: Close moves an in-memory cache whose files hold
+// memCacheKeepBytes or more to disk, and the next Open trusts it.
+func TestMemCacheKeptAtClose(t *testing.T) {
+	defer func(b int64) { memCacheKeepBytes = b }(memCacheKeepBytes)
+	memCacheKeepBytes = 1 // any file: the MANIFESTs
+	e := newEnv(t, nil)
+	e.memCache = 1 << 20
+	s := e.open(20, -1)
+	want := map[string]string{}
+	for i := range 300 {
+		k, v := testKey(i), testVal(int64(i))
+		if err := s.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+		want[string(k)] = string(v)
+	}
+	if _, err := s.Commit(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if !s.parts.inMem {
+		t.Fatal("a new store's cache is on disk")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.local, markerName)); err != nil {
+		t.Fatalf("the kept cache has no marker: %v", err)
+	}
+	s = e.open(20, 0)
+	defer s.Close()
+	if s.parts.inMem || s.parts.trusted == nil {
+		t.Fatalf("the kept cache is not reused: in memory %v, trusted %v", s.parts.inMem, s.parts.trusted != nil)
+	}
+	diffMaps(t, "reused", want, storeContents(t, s))
+}

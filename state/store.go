@@ -200,6 +200,9 @@ func (s *Store) Close() error {
 	if err := s.drainGC(len(s.gcQueue)); err != nil {
 		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)
 	}
+	if s.broken == nil && s.head != nil && s.parts.build == nil {
+		s.keepMemCache()
+	}
 	// A cache never built holds nothing, one in memory dies with the
 	// process: no marker may vouch for either.
 	trusted := s.broken == nil && s.head != nil && s.parts.build == nil && !s.parts.inMem
