@@ -244,9 +244,10 @@
 // With Options.MemCacheBytes (the join sets it), a new generation whose
 // rebuild reads at most that many bytes of checkpoint files runs its
 // instances on an in-memory file system: nothing is created under
-// LocalDir, Close writes no MARKER (the next Open rebuilds), and once its
-// files outgrow the budget after a commit they are flushed and copied to
-// LocalDir/gen-<id>/, where the cache carries on as above (memcache.go).
+// LocalDir, and Close writes no MARKER (the next Open rebuilds) unless the
+// files hold 16 MB or more. Such files, or files that outgrow the budget
+// around a commit, are flushed and copied to LocalDir/gen-<id>/, where the
+// cache carries on as above (memcache.go).
 //
 // All instances share one block cache (Options.CacheBytes) and one file
 // cache; memtables start at 256 KB and grow to 256 MB / partitions (clamped
