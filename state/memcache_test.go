@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,7 +40,6 @@ func TestMemCacheOracle(t *testing.T) {
 // LocalDir and no marker at Close, a reopen that rebuilds from the
 // checkpoint; then past the budget on disk, trusted at the next Open.
 func TestMemCacheLifecycle(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t, nil)
 	e.memCache = 1 << 20
 	s := e.open(20, -1)
@@ -49,29 +47,13 @@ func TestMemCacheLifecycle(t *testing.T) {
 	var used int64 // MemoryUsedBytes of the last commit
 	put := func(from, to int, ver int64) {
 		t.Helper()
-		for i := from; i < to; i++ {
-			k, v := testKey(i), testVal(ver*1_000_000+int64(i))
-			if err := s.Put(k, v); err != nil {
-				t.Fatal(err)
-			}
-			want[string(k)] = string(v)
-		}
-		m, err := s.Commit(ctx, ver)
-		if err != nil {
-			t.Fatal(err)
-		}
-		used = m.MemoryUsedBytes
+		used = commitRange(t, s, want, from, to, ver).MemoryUsedBytes
 	}
 	put(0, 500, 0)
 	// The same batch with the cache on disk: memory counts the files more.
 	d := newEnv(t, nil).open(20, -1)
-	for i := range 500 {
-		if err := d.Put(testKey(i), testVal(int64(i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dm, err := d.Commit(ctx, 0)
-	if err := errors.Join(err, d.Close()); err != nil {
+	dm := commitRange(t, d, map[string]string{}, 0, 500, 0)
+	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if s.parts.memBytes == 0 || used != dm.MemoryUsedBytes+s.parts.memBytes {
@@ -131,16 +113,7 @@ func TestMemCacheKeptAtClose(t *testing.T) {
 	e.memCache = 1 << 20
 	s := e.open(20, -1)
 	want := map[string]string{}
-	for i := range 300 {
-		k, v := testKey(i), testVal(int64(i))
-		if err := s.Put(k, v); err != nil {
-			t.Fatal(err)
-		}
-		want[string(k)] = string(v)
-	}
-	if _, err := s.Commit(context.Background(), 0); err != nil {
-		t.Fatal(err)
-	}
+	commitRange(t, s, want, 0, 300, 0)
 	if !s.parts.inMem {
 		t.Fatal("a new store's cache is on disk")
 	}
@@ -156,4 +129,22 @@ func TestMemCacheKeptAtClose(t *testing.T) {
 		t.Fatalf("the kept cache is not reused: in memory %v, trusted %v", s.parts.inMem, s.parts.trusted != nil)
 	}
 	diffMaps(t, "reused", want, storeContents(t, s))
+}
+
+// commitRange puts keys from..to-1 with values of version ver, commits
+// ver and records the keys in want.
+func commitRange(t *testing.T, s *Store, want map[string]string, from, to int, ver int64) Metrics {
+	t.Helper()
+	for i := from; i < to; i++ {
+		k, v := testKey(i), testVal(ver*1_000_000+int64(i))
+		if err := s.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+		want[string(k)] = string(v)
+	}
+	m, err := s.Commit(context.Background(), ver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
