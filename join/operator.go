@@ -118,6 +118,15 @@ func (o *Operator) KeyColumns() []string { return o.p.keyColumns() }
 // String renders the join, e.g. "LeftOuter join a, b on a.k = b.k AND ...".
 func (o *Operator) String() string { return o.p.String() }
 
+// memCacheBytes is the budget of the state's cache in memory
+// (state.Options.MemCacheBytes): a join whose watermarks evict its rows
+// keeps a few batches of them (the 30-day bench shape: about 71,500 rows,
+// at most 4 MB of Pebble files beside the memtables), and its Pebble
+// instances on disk cost more in file creates than in their work (README,
+// Performance). A join that keeps its rows for ever outgrows it and moves
+// to disk; the budget bounds the memory it holds until then.
+var memCacheBytes int64 = 64 << 20
+
 // Open loads the state committed at env.Version; another join type or
 // other keys are STATE_SCHEMA_MISMATCH, and so are stored columns that
 // lack one the query reads (a state storing more keeps its layout:
@@ -125,7 +134,7 @@ func (o *Operator) String() string { return o.p.String() }
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	o.use(o.need)
 	var recorded string
-	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, SpecCompatible: func(spec string) bool {
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, MemCacheBytes: memCacheBytes, SpecCompatible: func(spec string) bool {
 		recorded = spec
 		return o.p.compatibleSpec(spec)
 	}})
@@ -135,7 +144,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 			return perr
 		}
 		if p != nil {
-			if s, logger, err = o.life.Open(ctx, o.store, env, state.Options{Schema: p.schema, SpecCompatible: p.compatibleSpec}); err == nil {
+			if s, logger, err = o.life.Open(ctx, o.store, env, state.Options{Schema: p.schema, MemCacheBytes: memCacheBytes, SpecCompatible: p.compatibleSpec}); err == nil {
 				o.use(p)
 			}
 		}

@@ -109,7 +109,11 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 		return Metrics{}, err
 	}
 	// The version is durable; now the cache.
-	if err := s.applyChanges(p.cs, p.rangeDel); err != nil {
+	if err := s.fitMemCache(p.cs); err != nil {
+		s.broken = err
+	} else if err := s.applyChanges(p.cs, p.rangeDel); err != nil {
+		s.broken = err
+	} else if err := s.measureMemCache(); err != nil {
 		s.broken = err
 	}
 	m := p.m

@@ -241,6 +241,14 @@
 // by sstable ingestion, deltas as Pebble batches. Deleting LocalDir between
 // runs therefore only costs a rebuild.
 //
+// With Options.MemCacheBytes (the join sets it), a new generation whose
+// rebuild reads at most that many bytes of checkpoint files runs its
+// instances on an in-memory file system: nothing is created under
+// LocalDir, and Close writes no MARKER (the next Open rebuilds) unless the
+// files hold 16 MB or more. Such files, or files that outgrow the budget
+// around a commit, are flushed and copied to LocalDir/gen-<id>/, where the
+// cache carries on as above (memcache.go).
+//
 // All instances share one block cache (Options.CacheBytes) and one file
 // cache; memtables start at 256 KB and grow to 256 MB / partitions (clamped
 // to 1-16 MB); one compaction per instance, granted without a periodic

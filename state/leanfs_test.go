@@ -3,9 +3,11 @@ package state
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,12 +15,16 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// cacheFiles lists the base names of every file under the local cache dir.
+// cacheFiles lists the base names of every file under the local cache dir
+// (none if it does not exist).
 func cacheFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	var names []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if path == dir && errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
 			return err
 		}
 		if !d.IsDir() {

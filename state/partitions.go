@@ -48,6 +48,11 @@ type partitions struct {
 	// build, when set, fills the generation from the checkpoint before
 	// its first partition opens (Options.deferRebuild); it runs once.
 	build func() error
+
+	// inMem: the generation's files are in memory (memcache.go), memBytes
+	// of them at the last commit.
+	inMem    bool
+	memBytes int64
 }
 
 // ensureBuilt runs the deferred build, if any.
@@ -394,10 +399,11 @@ const pebbleInitialMemtable = 256 << 10
 // (each new memtable doubles, up to MemTableSize, so the arena depends on
 // how many batches this process ran) and the block cache (it warms up with
 // reads) are left out, so the same state reports the same figure in every
-// batch and every process.
+// batch and every process. A generation held in memory adds its files
+// (memcache.go).
 func (p *partitions) memoryUsed(holds func(int) bool) int64 {
 	arena := min(int64(pebbleInitialMemtable), int64(p.memtable))
-	var total int64
+	total := p.memBytes
 	for i := range p.n {
 		if holds(i) {
 			total += arena

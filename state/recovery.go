@@ -155,12 +155,15 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	if err := wipeLocal(vfs.Default, s.opts.LocalDir, ""); err != nil {
 		return err
 	}
-	s.parts = newPartitions(s.opts.LocalFS, s.opts.LocalDir, newGen(), s.n, s.opts.CacheBytes, s.logger)
+	s.parts = s.newCache(newGen())
 	build := func(ctx context.Context) error {
 		if err := s.parts.openAll(func(i int) bool { return s.partRows[i] > 0 }); err != nil {
 			return err
 		}
-		return s.rebuild(ctx, chain)
+		if err := s.rebuild(ctx, chain); err != nil {
+			return err
+		}
+		return s.measureMemCache()
 	}
 	if s.opts.deferRebuild && len(chain) > 0 {
 		parts, bctx := s.parts, context.WithoutCancel(ctx)

@@ -25,6 +25,10 @@ type Options struct {
 
 	// CacheBytes is the block cache shared by all partitions (default 32 MB).
 	CacheBytes int64
+	// MemCacheBytes, if positive, keeps a new cache in memory while its
+	// files take at most this many bytes, then moves it to LocalDir
+	// (memcache.go); 0 keeps it on LocalDir always.
+	MemCacheBytes int64
 	// SnapshotEvery starts a background snapshot of the committed version
 	// once this many deltas follow the last snapshot (default 10; Spark's
 	// minDeltasForSnapshot) and hold its bytes, or ten times as many
@@ -196,8 +200,12 @@ func (s *Store) Close() error {
 	if err := s.drainGC(len(s.gcQueue)); err != nil {
 		s.logger.Warn("state garbage collection failed; it is retried after the next snapshot", "dir", s.dir, "err", err)
 	}
-	// A cache never built holds nothing: no marker may vouch for it.
-	trusted := s.broken == nil && s.head != nil && s.parts.build == nil
+	if s.broken == nil && s.head != nil && s.parts.build == nil {
+		s.keepMemCache()
+	}
+	// A cache never built holds nothing, one in memory dies with the
+	// process: no marker may vouch for either.
+	trusted := s.broken == nil && s.head != nil && s.parts.build == nil && !s.parts.inMem
 	var err error
 	if trusted {
 		err = s.parts.flush()

@@ -39,6 +39,8 @@ type env struct {
 	// production; otherwise inside the commit that starts them
 	// (Options.syncMaintenance), so that faults hit them deterministically.
 	background bool
+	// memCache is Options.MemCacheBytes.
+	memCache int64
 }
 
 func newEnv(t testing.TB, fs vfs.FS) *env {
@@ -50,7 +52,7 @@ func newEnv(t testing.TB, fs vfs.FS) *env {
 
 func (e *env) opts(n int) Options {
 	return Options{Dir: e.dir, FS: e.fs, LocalDir: e.local, Partitions: n, Schema: testSchema, SnapshotEvery: e.snapEvery,
-		syncMaintenance: !e.background}
+		syncMaintenance: !e.background, MemCacheBytes: e.memCache}
 }
 
 func (e *env) open(n int, v int64) *Store {
@@ -264,9 +266,17 @@ func TestPropertyOracle(t *testing.T) {
 var long = flag.Bool("long", false, "run the long property and fault tests")
 
 func runOracle(t *testing.T, seed uint64, wipe bool) {
+	runOracleCache(t, seed, wipe, 0)
+}
+
+// runOracleCache is runOracle with Options.MemCacheBytes = memCache, and
+// returns the cache's moves from memory to disk.
+func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, seed))
+	getRng := rand.New(rand.NewPCG(seed, ^seed)) // apart, so the batches stay those of rng
 	e := newEnv(t, nil)
+	e.memCache = memCache
 	e.snapEvery = 2 + int(seed%4) // snapshots often, also right after a reopen
 	n := 200
 	s := e.open(n, -1)
@@ -319,10 +329,15 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 			s.Abort()
 		default:
 			version++
+			inMem := s.parts.inMem
 			m, err := s.Commit(ctx, version)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if inMem && !s.parts.inMem {
+				moves++
+			}
+			checkGets(t, s, getRng, work)
 			if m.RowsTotal != int64(len(work)) {
 				t.Fatalf("RowsTotal %d want %d", m.RowsTotal, len(work))
 			}
@@ -386,6 +401,23 @@ func runOracle(t *testing.T, seed uint64, wipe bool) {
 		diffMaps(t, fmt.Sprintf("checkpoint version %d", v), want, checkpointContents(t, e.fs, e.dir, v))
 	}
 	_ = slices.Sorted(maps.Keys(versions))
+	return moves
+}
+
+// checkGets checks Get of a few random keys, present or not, against want.
+func checkGets(t *testing.T, s *Store, rng *rand.Rand, want map[string]string) {
+	t.Helper()
+	for range 20 {
+		k := testKey(rng.IntN(300))
+		v, ok, err := s.Get(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, wok := want[string(k)]
+		if ok != wok || string(v) != w {
+			t.Fatalf("Get %x: got %x, %v; want %x, %v", k, v, ok, w, wok)
+		}
+	}
 }
 
 // crashStore simulates the death of the process holding s: the Pebble
