@@ -715,28 +715,31 @@ func TestRangeConnsLeaveAnEndpointThatAnswersUnlengthed(t *testing.T) {
 // read gets its bytes.
 func TestRangeConnsLimits(t *testing.T) {
 	obj := bytes.Repeat([]byte("abcdefgh"), 512)
-	var mu sync.Mutex
-	open, peak := 0, 0
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(2 * time.Millisecond) // readers overlap
 		http.ServeContent(w, r, "k", time.Time{}, bytes.NewReader(obj))
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch s {
-		case http.StateNew:
-			open++
-			peak = max(peak, open)
-		case http.StateClosed, http.StateHijacked:
-			open--
-		}
-	}
-	srv.Start()
 	defer srv.Close()
+	// Counted as the client opens and closes them: the server learns of a
+	// close only when it next reads, possibly after the client dialled the
+	// connection that replaces it.
+	var mu sync.Mutex
+	open, peak := 0, 0
 	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxConnsPerHost = 2
 		tr.MaxIdleConnsPerHost = 1
+		dial := tr.DialContext
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			open++
+			peak = max(peak, open)
+			mu.Unlock()
+			return &closeCounted{Conn: c, closed: func() { mu.Lock(); open--; mu.Unlock() }}, nil
+		}
 	})
 	g := getterOver(t, client, srv.URL)
 	var wg sync.WaitGroup
@@ -795,4 +798,16 @@ func TestRangeConnsLimits(t *testing.T) {
 			t.Errorf("MaxIdleConnsPerHost %d, MaxIdleConns %d: %d kept, want %d", c.perHost, c.total, got, c.want)
 		}
 	}
+}
+
+// closeCounted is a connection that calls closed at its first Close.
+type closeCounted struct {
+	net.Conn
+	once   sync.Once
+	closed func()
+}
+
+func (c *closeCounted) Close() error {
+	c.once.Do(c.closed)
+	return c.Conn.Close()
 }
