@@ -800,6 +800,93 @@ func TestRangeConnsLimits(t *testing.T) {
 	}
 }
 
+// TestRangeConnsWaitForAConnection: at MaxConnsPerHost a GET waits; a
+// connection going idle wakes it and it takes that one, a connection
+// closed wakes it and it dials, and the end of its context ends the wait
+// with net/http's error, nothing left counted open.
+func TestRangeConnsWaitForAConnection(t *testing.T) {
+	s := newCannedServer(t, []byte("0123456789"), 100)
+	g := getterOver(t, awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.MaxConnsPerHost = 1 }), s.url())
+	rc := g.conns
+	ctx := context.Background()
+	type taken struct {
+		c      *rangeConn
+		reused bool
+		err    error
+	}
+	// take asks for a connection and returns once the request waits.
+	take := func() <-chan taken {
+		ch := make(chan taken, 1)
+		go func() {
+			c, reused, err := rc.conn(ctx)
+			ch <- taken{c, reused, err}
+		}()
+		waitForWaiter(rc)
+		return ch
+	}
+	held, _, err := rc.conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := take()
+	rc.put(held)
+	if got := wakeOf(t, ch); got.err != nil || got.c != held || !got.reused {
+		t.Fatalf("a connection gone idle: %+v, want the waiting GET to take it", got)
+	}
+	ch = take()
+	rc.drop(held)
+	got := wakeOf(t, ch)
+	if got.err != nil || got.reused || got.c == held {
+		t.Fatalf("a connection closed: %+v; want the waiting GET to dial another", got)
+	}
+	// The place is taken (got.c); a GET whose context ends while it waits
+	// fails as it would through net/http.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- g.get(cctx, "k", 0, "bytes=0-9", make([]byte, 10)) }()
+	waitForWaiter(rc)
+	cancel()
+	errOwn := wakeOf(t, errc)
+	viaHTTP := *g
+	viaHTTP.conns = nil
+	errHTTP := viaHTTP.get(cctx, "k", 0, "bytes=0-9", make([]byte, 10))
+	if !errors.Is(errOwn, context.Canceled) || errHTTP == nil || errOwn.Error() != errHTTP.Error() {
+		t.Fatalf("a GET cancelled while waiting for a connection:\n own: %v\n net/http: %v", errOwn, errHTTP)
+	}
+	rc.drop(got.c)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.open != 0 {
+		t.Fatalf("%d connections counted open after the last one closed", rc.open)
+	}
+}
+
+// waitForWaiter returns once a request of rc waits for a connection.
+func waitForWaiter(rc *rangeConns) {
+	for {
+		rc.mu.Lock()
+		waits := rc.freed != nil
+		rc.mu.Unlock()
+		if waits {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// wakeOf is what a waiting request got; a wake-up lost fails the test
+// (after a minute: the wake-up itself takes microseconds).
+func wakeOf[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatal("a request waiting for a connection was not woken")
+		panic("unreachable")
+	}
+}
+
 // closeCounted is a connection that calls closed at its first Close.
 type closeCounted struct {
 	net.Conn
