@@ -709,6 +709,46 @@ func TestRangeConnsLeaveAnEndpointThatAnswersUnlengthed(t *testing.T) {
 	}
 }
 
+// TestRangeConnsUnlengthedInARow: only answers without a Content-Length
+// in a row send an endpoint to net/http; one with a length between them
+// starts the count again, so an endpoint that answers some objects chunked
+// and others not keeps the getter's connections (each chunked answer
+// costing two requests).
+func TestRangeConnsUnlengthedInARow(t *testing.T) {
+	obj := []byte("0123456789abcdefghijklmnopqrstuvwxyz")
+	var chunked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes 5-11/%d", len(obj)))
+		if r.URL.Path == "/lake/chunked" {
+			chunked.Add(1)
+		} else {
+			w.Header().Set("Content-Length", "7")
+		}
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(obj[5:6])
+		w.(http.Flusher).Flush() // chunked from here on, without a length
+		w.Write(obj[6:12])
+	}))
+	defer srv.Close()
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, srv.URL)
+	reads := 0
+	for range 3 {
+		for _, key := range []string{"chunked", "chunked", "chunked", "lengthed"} {
+			if key == "chunked" {
+				reads++
+			}
+			got := make([]byte, 7)
+			if err := lean.GetRangeInto(context.Background(), key, 5, got); err != nil || !bytes.Equal(got, obj[5:12]) {
+				t.Fatalf("read of %s: %q, %v", key, got, err)
+			}
+		}
+	}
+	if n := chunked.Load(); n != int64(2*reads) || !lean.ranged.conns.usable() {
+		t.Fatalf("%d reads answered chunked, never more than %d in a row: %d requests, want %d; the getter's connections still used: %v",
+			reads, leaveAfter-1, n, 2*reads, lean.ranged.conns.usable())
+	}
+}
+
 // TestRangeConnsLimits: the client's MaxConnsPerHost bounds the getter's
 // connections open at once (readers beyond it wait for one, as net/http's
 // do), and MaxIdleConnsPerHost how many stay open between reads; each
