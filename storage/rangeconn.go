@@ -293,7 +293,10 @@ var errTLSHandshakeTimeout error = tlsHandshakeTimeoutError{}
 
 // put keeps c for the next request, or closes it when enough are kept.
 func (rc *rangeConns) put(c *rangeConn) {
-	c.used = rc.now()
+	// On the wall clock alone (Round(0) drops the monotonic reading), as
+	// net/http judges an idle connection: the monotonic clock stops while a
+	// VM or laptop is suspended, and the server's idle timeout does not.
+	c.used = rc.now().Round(0)
 	rc.mu.Lock()
 	if len(rc.idle) < rc.maxIdle {
 		rc.idle = append(rc.idle, c)

@@ -568,6 +568,29 @@ func TestRangeConnsIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestRangeConnsIdleTimeoutOnTheWallClock: an idle connection's age is
+// taken on the wall clock, as net/http takes it: the monotonic clock stops
+// while the machine is suspended, so a connection kept across a suspend
+// longer than IdleConnTimeout would look young and be used again.
+func TestRangeConnsIdleTimeoutOnTheWallClock(t *testing.T) {
+	s := newCannedServer(t, []byte("0123456789"), 100)
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, s.url())
+	if err := lean.GetRangeInto(context.Background(), "k", 0, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	rc := lean.ranged.conns
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	// time.Time.String shows a monotonic reading as "m=±seconds"; the
+	// age is a wall-clock difference when either time lacks one.
+	if len(rc.idle) != 1 {
+		t.Fatalf("%d idle connections after a read, want 1", len(rc.idle))
+	}
+	if used := rc.idle[0].used; strings.Contains(used.String(), " m=") {
+		t.Fatalf("the kept connection went idle at %v, a monotonic reading: its age would not count a suspend", used)
+	}
+}
+
 // TestRangeConnsIdle408: a server that answers 408 as it times a kept
 // connection out costs the caller no attempt: the request goes again on
 // a new connection, as net/http drops such a connection.
