@@ -159,6 +159,11 @@ func (rc *rangeConns) get(ctx context.Context, u *url.URL, host string, hdr []by
 	for {
 		c, reused, err := rc.conn(ctx)
 		if err != nil {
+			// The context's end rather than the dial's or handshake's
+			// error it caused, as net/http's getConn prefers it.
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
 			return &url.Error{Op: "Get", URL: u.String(), Err: err}
 		}
 		keep, started, err := rc.exchange(ctx, c, reused, target, host, hdr, off, p)

@@ -661,27 +661,8 @@ func TestRangeConnsTLSToAServerPreferringH2(t *testing.T) {
 // TLSHandshakeTimeout, with net/http's error (the same words, a transient
 // timeout to Classify), not at the attempt's deadline.
 func TestRangeConnsTLSHandshakeTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held sync.WaitGroup
-	done := make(chan struct{})
-	defer func() { close(done); ln.Close(); held.Wait() }()
-	held.Add(1)
-	go func() {
-		defer held.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held.Add(1)
-			go func() { defer held.Done(); <-done; c.Close() }() // held, never answered
-		}
-	}()
 	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.TLSHandshakeTimeout = 100 * time.Millisecond })
-	own := getterOver(t, client, "https://"+ln.Addr().String())
+	own := getterOver(t, client, "https://"+silentServer(t))
 	if own.conns == nil || own.conns.tlsTimeout != 100*time.Millisecond {
 		t.Fatalf("the client's TLSHandshakeTimeout not taken: %+v", own.conns)
 	}
@@ -701,6 +682,58 @@ func TestRangeConnsTLSHandshakeTimeout(t *testing.T) {
 	if own.conns.open != 0 {
 		t.Fatalf("%d connections counted open after a failed handshake", own.conns.open)
 	}
+}
+
+// TestRangeConnsContextEndsAConnect: a GET whose context ends while its
+// connection is being made (a TLS handshake the server never answers, no
+// TLSHandshakeTimeout) fails with the context's cause, the error net/http
+// prefers to the dial's or handshake's one that the end caused.
+func TestRangeConnsContextEndsAConnect(t *testing.T) {
+	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.TLSHandshakeTimeout = 0 })
+	own := getterOver(t, client, "https://"+silentServer(t))
+	viaHTTP := *own
+	viaHTTP.conns = nil
+	errStop := errors.New("the query stopped")
+	get := func(g *rangeGetter) error {
+		// The server never answers: the context's end is what ends the GET.
+		ctx, cancel := context.WithTimeoutCause(context.Background(), 100*time.Millisecond, errStop)
+		defer cancel()
+		return g.get(ctx, "k", 0, "bytes=0-9", make([]byte, 10))
+	}
+	errOwn, errHTTP := get(own), get(&viaHTTP)
+	if !errors.Is(errOwn, errStop) || errHTTP == nil || errOwn.Error() != errHTTP.Error() {
+		t.Fatalf("a GET whose context ended during its handshake:\n own: %v\n net/http: %v", errOwn, errHTTP)
+	}
+	if own.conns.open != 0 {
+		t.Fatalf("%d connections counted open after a handshake given up", own.conns.open)
+	}
+}
+
+// silentServer returns the address of a loopback server that accepts
+// connections and never writes to them (a TLS handshake with it hangs),
+// closed when the test ends.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close(); held.Wait() })
+	held.Add(1)
+	go func() {
+		defer held.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held.Add(1)
+			go func() { defer held.Done(); <-done; c.Close() }() // held, never answered
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // TestRangeConnsLeaveAnEndpointThatAnswersUnlengthed: an endpoint whose
