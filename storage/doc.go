@@ -83,8 +83,9 @@
 // with net/http's "net/http: TLS handshake timeout", a transient error),
 // MaxConnsPerHost (a GET beyond it waits for a connection), the idle count
 // (MaxIdleConnsPerHost, MaxIdleConns) and IdleConnTimeout (an idle
-// connection past it is closed when the next GET looks, not by a timer: a
-// pool no GET touches stays open until then). They differ in what they
+// connection past it on the wall clock, as net/http counts, is closed when
+// the next GET looks, not by a timer: a pool no GET touches stays open
+// until then). They differ in what they
 // speak and read: HTTP/1.1 only, ALPN "http/1.1" alone (a server that
 // prefers h2 answers in HTTP/1.1; one that offers h2 alone, which S3
 // does not, answers HTTP/1.1 all the same, as Go's servers do, or refuses

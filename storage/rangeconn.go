@@ -159,6 +159,11 @@ func (rc *rangeConns) get(ctx context.Context, u *url.URL, host string, hdr []by
 	for {
 		c, reused, err := rc.conn(ctx)
 		if err != nil {
+			// The context's end rather than the dial's or handshake's
+			// error it caused, as net/http's getConn prefers it.
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
 			return &url.Error{Op: "Get", URL: u.String(), Err: err}
 		}
 		keep, started, err := rc.exchange(ctx, c, reused, target, host, hdr, off, p)
@@ -293,7 +298,10 @@ var errTLSHandshakeTimeout error = tlsHandshakeTimeoutError{}
 
 // put keeps c for the next request, or closes it when enough are kept.
 func (rc *rangeConns) put(c *rangeConn) {
-	c.used = rc.now()
+	// On the wall clock alone (Round(0) drops the monotonic reading), as
+	// net/http judges an idle connection: the monotonic clock stops while a
+	// VM or laptop is suspended, and the server's idle timeout does not.
+	c.used = rc.now().Round(0)
 	rc.mu.Lock()
 	if len(rc.idle) < rc.maxIdle {
 		rc.idle = append(rc.idle, c)

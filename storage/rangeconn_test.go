@@ -568,6 +568,29 @@ func TestRangeConnsIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestRangeConnsIdleTimeoutOnTheWallClock: an idle connection's age is
+// taken on the wall clock, as net/http takes it: the monotonic clock stops
+// while the machine is suspended, so a connection kept across a suspend
+// longer than IdleConnTimeout would look young and be used again.
+func TestRangeConnsIdleTimeoutOnTheWallClock(t *testing.T) {
+	s := newCannedServer(t, []byte("0123456789"), 100)
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, s.url())
+	if err := lean.GetRangeInto(context.Background(), "k", 0, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	rc := lean.ranged.conns
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	// time.Time.String shows a monotonic reading as "m=±seconds"; the
+	// age is a wall-clock difference when either time lacks one.
+	if len(rc.idle) != 1 {
+		t.Fatalf("%d idle connections after a read, want 1", len(rc.idle))
+	}
+	if used := rc.idle[0].used; strings.Contains(used.String(), " m=") {
+		t.Fatalf("the kept connection went idle at %v, a monotonic reading: its age would not count a suspend", used)
+	}
+}
+
 // TestRangeConnsIdle408: a server that answers 408 as it times a kept
 // connection out costs the caller no attempt: the request goes again on
 // a new connection, as net/http drops such a connection.
@@ -638,27 +661,8 @@ func TestRangeConnsTLSToAServerPreferringH2(t *testing.T) {
 // TLSHandshakeTimeout, with net/http's error (the same words, a transient
 // timeout to Classify), not at the attempt's deadline.
 func TestRangeConnsTLSHandshakeTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held sync.WaitGroup
-	done := make(chan struct{})
-	defer func() { close(done); ln.Close(); held.Wait() }()
-	held.Add(1)
-	go func() {
-		defer held.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held.Add(1)
-			go func() { defer held.Done(); <-done; c.Close() }() // held, never answered
-		}
-	}()
 	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.TLSHandshakeTimeout = 100 * time.Millisecond })
-	own := getterOver(t, client, "https://"+ln.Addr().String())
+	own := getterOver(t, client, "https://"+silentServer(t))
 	if own.conns == nil || own.conns.tlsTimeout != 100*time.Millisecond {
 		t.Fatalf("the client's TLSHandshakeTimeout not taken: %+v", own.conns)
 	}
@@ -678,6 +682,58 @@ func TestRangeConnsTLSHandshakeTimeout(t *testing.T) {
 	if own.conns.open != 0 {
 		t.Fatalf("%d connections counted open after a failed handshake", own.conns.open)
 	}
+}
+
+// TestRangeConnsContextEndsAConnect: a GET whose context ends while its
+// connection is being made (a TLS handshake the server never answers, no
+// TLSHandshakeTimeout) fails with the context's cause, the error net/http
+// prefers to the dial's or handshake's one that the end caused.
+func TestRangeConnsContextEndsAConnect(t *testing.T) {
+	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.TLSHandshakeTimeout = 0 })
+	own := getterOver(t, client, "https://"+silentServer(t))
+	viaHTTP := *own
+	viaHTTP.conns = nil
+	errStop := errors.New("the query stopped")
+	get := func(g *rangeGetter) error {
+		// The server never answers: the context's end is what ends the GET.
+		ctx, cancel := context.WithTimeoutCause(context.Background(), 100*time.Millisecond, errStop)
+		defer cancel()
+		return g.get(ctx, "k", 0, "bytes=0-9", make([]byte, 10))
+	}
+	errOwn, errHTTP := get(own), get(&viaHTTP)
+	if !errors.Is(errOwn, errStop) || errHTTP == nil || errOwn.Error() != errHTTP.Error() {
+		t.Fatalf("a GET whose context ended during its handshake:\n own: %v\n net/http: %v", errOwn, errHTTP)
+	}
+	if own.conns.open != 0 {
+		t.Fatalf("%d connections counted open after a handshake given up", own.conns.open)
+	}
+}
+
+// silentServer returns the address of a loopback server that accepts
+// connections and never writes to them (a TLS handshake with it hangs),
+// closed when the test ends.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close(); held.Wait() })
+	held.Add(1)
+	go func() {
+		defer held.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held.Add(1)
+			go func() { defer held.Done(); <-done; c.Close() }() // held, never answered
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // TestRangeConnsLeaveAnEndpointThatAnswersUnlengthed: an endpoint whose
@@ -709,34 +765,77 @@ func TestRangeConnsLeaveAnEndpointThatAnswersUnlengthed(t *testing.T) {
 	}
 }
 
+// TestRangeConnsUnlengthedInARow: only answers without a Content-Length
+// in a row send an endpoint to net/http; one with a length between them
+// starts the count again, so an endpoint that answers some objects chunked
+// and others not keeps the getter's connections (each chunked answer
+// costing two requests).
+func TestRangeConnsUnlengthedInARow(t *testing.T) {
+	obj := []byte("0123456789abcdefghijklmnopqrstuvwxyz")
+	var chunked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes 5-11/%d", len(obj)))
+		if r.URL.Path == "/lake/chunked" {
+			chunked.Add(1)
+		} else {
+			w.Header().Set("Content-Length", "7")
+		}
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(obj[5:6])
+		w.(http.Flusher).Flush() // chunked from here on, without a length
+		w.Write(obj[6:12])
+	}))
+	defer srv.Close()
+	lean, _ := objectsOf(t, s3test.Server{Name: "embedded", Bucket: "lake"}, srv.URL)
+	reads := 0
+	for range 3 {
+		for _, key := range []string{"chunked", "chunked", "chunked", "lengthed"} {
+			if key == "chunked" {
+				reads++
+			}
+			got := make([]byte, 7)
+			if err := lean.GetRangeInto(context.Background(), key, 5, got); err != nil || !bytes.Equal(got, obj[5:12]) {
+				t.Fatalf("read of %s: %q, %v", key, got, err)
+			}
+		}
+	}
+	if n := chunked.Load(); n != int64(2*reads) || !lean.ranged.conns.usable() {
+		t.Fatalf("%d reads answered chunked, never more than %d in a row: %d requests, want %d; the getter's connections still used: %v",
+			reads, leaveAfter-1, n, 2*reads, lean.ranged.conns.usable())
+	}
+}
+
 // TestRangeConnsLimits: the client's MaxConnsPerHost bounds the getter's
 // connections open at once (readers beyond it wait for one, as net/http's
 // do), and MaxIdleConnsPerHost how many stay open between reads; each
 // read gets its bytes.
 func TestRangeConnsLimits(t *testing.T) {
 	obj := bytes.Repeat([]byte("abcdefgh"), 512)
-	var mu sync.Mutex
-	open, peak := 0, 0
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(2 * time.Millisecond) // readers overlap
 		http.ServeContent(w, r, "k", time.Time{}, bytes.NewReader(obj))
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch s {
-		case http.StateNew:
-			open++
-			peak = max(peak, open)
-		case http.StateClosed, http.StateHijacked:
-			open--
-		}
-	}
-	srv.Start()
 	defer srv.Close()
+	// Counted as the client opens and closes them: the server learns of a
+	// close only when it next reads, possibly after the client dialled the
+	// connection that replaces it.
+	var mu sync.Mutex
+	open, peak := 0, 0
 	client := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxConnsPerHost = 2
 		tr.MaxIdleConnsPerHost = 1
+		dial := tr.DialContext
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			open++
+			peak = max(peak, open)
+			mu.Unlock()
+			return &closeCounted{Conn: c, closed: func() { mu.Lock(); open--; mu.Unlock() }}, nil
+		}
 	})
 	g := getterOver(t, client, srv.URL)
 	var wg sync.WaitGroup
@@ -795,4 +894,103 @@ func TestRangeConnsLimits(t *testing.T) {
 			t.Errorf("MaxIdleConnsPerHost %d, MaxIdleConns %d: %d kept, want %d", c.perHost, c.total, got, c.want)
 		}
 	}
+}
+
+// TestRangeConnsWaitForAConnection: at MaxConnsPerHost a GET waits; a
+// connection going idle wakes it and it takes that one, a connection
+// closed wakes it and it dials, and the end of its context ends the wait
+// with net/http's error, nothing left counted open.
+func TestRangeConnsWaitForAConnection(t *testing.T) {
+	s := newCannedServer(t, []byte("0123456789"), 100)
+	g := getterOver(t, awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.MaxConnsPerHost = 1 }), s.url())
+	rc := g.conns
+	ctx := context.Background()
+	type taken struct {
+		c      *rangeConn
+		reused bool
+		err    error
+	}
+	// take asks for a connection and returns once the request waits.
+	take := func() <-chan taken {
+		ch := make(chan taken, 1)
+		go func() {
+			c, reused, err := rc.conn(ctx)
+			ch <- taken{c, reused, err}
+		}()
+		waitForWaiter(rc)
+		return ch
+	}
+	held, _, err := rc.conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := take()
+	rc.put(held)
+	if got := wakeOf(t, ch); got.err != nil || got.c != held || !got.reused {
+		t.Fatalf("a connection gone idle: %+v, want the waiting GET to take it", got)
+	}
+	ch = take()
+	rc.drop(held)
+	got := wakeOf(t, ch)
+	if got.err != nil || got.reused || got.c == held {
+		t.Fatalf("a connection closed: %+v; want the waiting GET to dial another", got)
+	}
+	// The place is taken (got.c); a GET whose context ends while it waits
+	// fails as it would through net/http.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- g.get(cctx, "k", 0, "bytes=0-9", make([]byte, 10)) }()
+	waitForWaiter(rc)
+	cancel()
+	errOwn := wakeOf(t, errc)
+	viaHTTP := *g
+	viaHTTP.conns = nil
+	errHTTP := viaHTTP.get(cctx, "k", 0, "bytes=0-9", make([]byte, 10))
+	if !errors.Is(errOwn, context.Canceled) || errHTTP == nil || errOwn.Error() != errHTTP.Error() {
+		t.Fatalf("a GET cancelled while waiting for a connection:\n own: %v\n net/http: %v", errOwn, errHTTP)
+	}
+	rc.drop(got.c)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.open != 0 {
+		t.Fatalf("%d connections counted open after the last one closed", rc.open)
+	}
+}
+
+// waitForWaiter returns once a request of rc waits for a connection.
+func waitForWaiter(rc *rangeConns) {
+	for {
+		rc.mu.Lock()
+		waits := rc.freed != nil
+		rc.mu.Unlock()
+		if waits {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// wakeOf is what a waiting request got; a wake-up lost fails the test
+// (after a minute: the wake-up itself takes microseconds).
+func wakeOf[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatal("a request waiting for a connection was not woken")
+		panic("unreachable")
+	}
+}
+
+// closeCounted is a connection that calls closed at its first Close.
+type closeCounted struct {
+	net.Conn
+	once   sync.Once
+	closed func()
+}
+
+func (c *closeCounted) Close() error {
+	c.once.Do(c.closed)
+	return c.Conn.Close()
 }
