@@ -67,8 +67,9 @@ type partial struct {
 	// escape the string again for every entry.
 	keyEnc    []byte
 	keyEncOff []int
-	// internCache: recently interned strings (see internOf).
-	internCache [1 << internCacheBits]interned
+	// internCache: recently interned strings (see internContent), a
+	// cache line each, allocated apart so that the lines are aligned.
+	internCache *[1 << internCacheBits]internSlot
 	// The chunk's keys by the identity (address and length) of the chunk's
 	// strings (assign); gen is the chunk's generation, and a slot of
 	// another generation is empty.
@@ -143,7 +144,10 @@ func newPartial(p *plan) *partial {
 		acc:    make([]accum, len(p.aggs)),
 		intern: map[string]interned{},
 		names:  []string{""},
-		rowSid: make([]uint32, len(p.groupType)),
+		// internCache is allocated apart: a large object starts on a page,
+		// so that each slot is one cache line.
+		internCache: new([1 << internCacheBits]internSlot),
+		rowSid:      make([]uint32, len(p.groupType)),
 		cols: chunkCols{group: make([]*stream.Column, len(p.groupType)), agg: make([]*stream.Column, len(p.aggs)),
 			dict: make([]*stream.Dict, len(p.groupType))},
 		dvals:   make([][]dictVal, len(p.groupType)),
@@ -357,7 +361,7 @@ type strSlot struct {
 
 // interned is a string's id in the partial's intern table (partial.names:
 // its private copy) and the string's hash. It holds no pointer, so that
-// the caches of them (internCache: 256 KB) cost no GC scan.
+// the caches of them (internCache: 1 MB) cost no GC scan.
 type interned struct {
 	h  uint64
 	id uint32
@@ -562,8 +566,12 @@ func (pt *partial) internContent(s string) interned {
 	}
 	h := ((x ^ uint64(n)) * 0x9E3779B97F4A7C15) >> (64 - internCacheBits)
 	slot := &pt.internCache[h]
-	if pt.names[slot.id] == s { // an empty slot's id 0 is "", never s
-		return *slot
+	if n <= len(slot.b) {
+		if int(slot.n) == n && string(slot.b[:n]) == s { // an empty slot's n 0 is never s's
+			return slot.interned
+		}
+	} else if pt.names[slot.id] == s {
+		return slot.interned
 	}
 	in, ok := pt.intern[s]
 	if !ok {
@@ -576,12 +584,27 @@ func (pt *partial) internContent(s string) interned {
 		pt.intern[v] = in
 		pt.ranked = false
 	}
-	*slot = in
+	slot.interned = in
+	slot.n = uint32(min(n, len(slot.b)+1))
+	copy(slot.b[:], s)
 	return in
 }
 
-// internCacheBits is log2 of internOf's cache slots.
+// internCacheBits is log2 of internContent's cache slots.
 const internCacheBits = 14
+
+// internSlot is a slot of internContent's cache: a string interned and,
+// when it fits, its bytes (n: its length, len(b)+1 for a longer one, whose
+// id's name is compared instead). A hit reads this cache line and the
+// string looked up; comparing with the interned copy (partial.names) read
+// the names' header and the copy's bytes, two more cache misses a look-up
+// in a batch of 23k miners (a seed backfill makes 2.5M look-ups: one per
+// distinct miner per chunk and shard). 64 bytes, no pointer.
+type internSlot struct {
+	interned
+	n uint32
+	b [44]byte // an Ethereum address in 0x-hex is 42
+}
 
 // chunkStats is what one chunk contributes to the batch's metrics.
 type chunkStats struct {
