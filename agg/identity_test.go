@@ -202,8 +202,16 @@ func TestInternHashByContent(t *testing.T) {
 			t.Fatalf("%q: hash %x, copy %p; before: %x, %p", s, h, unsafe.StringData(v), w.h, unsafe.StringData(w.v))
 		}
 	}
+	// Strings of one length and one slot (their last 8 bytes), held in the
+	// slot (up to its 44 bytes) or compared with the interned copy (longer).
+	tail := "0123456789abcdef0123456789abcdef01234567"
+	short1, short2 := "0x"+tail, "0y"+tail
+	long1, long2 := "0x"+tail+tail, "0y"+tail+tail
+	if slotOf(short1) != slotOf(short2) || slotOf(long1) != slotOf(long2) || len(long1) <= len(internSlot{}.b) {
+		t.Fatal("the strings do not share their slots")
+	}
 	for round := range 3 {
-		for _, s := range []string{"", "0xaa", rival, "", "0xaa", rival, ""} {
+		for _, s := range []string{"", "0xaa", rival, "", "0xaa", rival, "", short1, short2, short1, long1, long2, long1, short2} {
 			check(s)
 		}
 		pt.newChunk()

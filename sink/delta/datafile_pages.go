@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/ethstream/ethstream/stream"
 	"github.com/parquet-go/parquet-go"
@@ -300,12 +301,25 @@ func (e *pageEncoder) page(rows *rowSet, c int, leaf directLeaf, nullable bool, 
 		strs := v.Strings[a:b]
 		e.lens = e.lens[:0]
 		var min, max string
+		// seen: strings already within [min, max], by their memory. An
+		// aggregation's output repeats each group's string (one copy per
+		// name) window after window, so most of a page's values are
+		// strings seen before, whose two comparisons (0.13 of a seed
+		// backfill's CPU-s) this skips: equal memory and length is equal
+		// content. An empty string is always compared (an empty slot's
+		// memory is no string's).
+		var seen [64]string
 		for j, s := range strs {
 			if nullable && e.levels[j] != def {
 				continue
 			}
 			e.lens = append(e.lens, int32(len(s)))
 			unencoded += int64(len(s))
+			slot := &seen[uintptr(unsafe.Pointer(unsafe.StringData(s)))>>4%uintptr(len(seen))]
+			if len(s) > 0 && len(*slot) == len(s) && unsafe.StringData(*slot) == unsafe.StringData(s) {
+				continue
+			}
+			*slot = s
 			switch {
 			case !bounded:
 				min, max, bounded = s, s, true

@@ -3,6 +3,8 @@ package delta
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ethstream/ethstream/stream"
@@ -91,5 +93,51 @@ func TestEncodeDirectPageCuts(t *testing.T) {
 		}
 		t.Logf("trial %d", trial)
 		checkEncodesAsOld(t, l, rows, false)
+	}
+}
+
+// TestEncodeDirectSharedStrings checks the pages' string bounds where the
+// values share their memory, as an aggregation's output does (one copy per
+// group name): the same strings again and again, prefixes of one buffer
+// (one address, several lengths), equal strings in other memory, the empty
+// string and nulls; the files must be parquet-go's, statistics included.
+func TestEncodeDirectSharedStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 3))
+	buf := "m0x9c7a1b2e4f"
+	var pool []string
+	for k := 1; k <= len(buf); k++ {
+		pool = append(pool, buf[:k], strings.Clone(buf[:k]))
+	}
+	var empty string // no memory: the address of an empty slot of the page's seen strings
+	pool = append(pool, empty, "0x00", "zz")
+	for si, s := range directSchemas() {
+		l, err := sinkLayout(s, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{90, 1500, 30_000} {
+			t.Run(fmt.Sprintf("schema %d %d rows", si, n), func(t *testing.T) {
+				rows := everyTypeRows(rng, l, n, true)
+				strs := 0
+				for c := range rows.cols {
+					if l.leaves[c].typ != stream.String {
+						continue
+					}
+					strs++
+					// Few values at a time, so that a page's bounds move
+					// while the seen strings repeat.
+					w := slices.Clone(pool)
+					rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
+					w = w[:2+rng.IntN(len(w)-2)]
+					for r := range rows.cols[c].Strings {
+						rows.cols[c].Strings[r] = w[rng.IntN(len(w))]
+					}
+				}
+				if strs == 0 {
+					t.Fatal("no string column")
+				}
+				checkEncodesAsOld(t, l, rows, true)
+			})
+		}
 	}
 }
