@@ -1,9 +1,13 @@
 package state
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -96,39 +100,74 @@ func TestMemCacheLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.local, markerName)); err != nil {
 		t.Fatalf("the moved cache has no marker: %v", err)
 	}
-	s = e.open(20, version+1)
+	s, logs := openLogged(t, e, 20, version+1)
 	defer s.Close()
 	if s.parts.inMem || s.parts.trusted == nil {
 		t.Fatalf("the moved cache is not reused: in memory %v, trusted %v", s.parts.inMem, s.parts.trusted != nil)
 	}
 	diffMaps(t, "reused", want, storeContents(t, s))
+	// Written after the move, the batches are in the files on disk: the
+	// first-open checks (cacherepair.go) found nothing to rebuild.
+	if strings.Contains(logs.String(), "damaged") {
+		t.Fatalf("the moved cache was repaired:\n%s", logs)
+	}
+}
+
+// openLogged is env.open with the store's log kept.
+func openLogged(t *testing.T, e *env, n int, v int64) (*Store, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	o := e.opts(n)
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s, err := Open(context.Background(), o, v)
+	if err != nil {
+		t.Fatalf("open version %d with %d partitions: %v", v, n, err)
+	}
+	return s, &logs
 }
 
 // TestMemCacheKeptAtClose: Close moves an in-memory cache whose files hold
-// memCacheKeepBytes or more to disk, and the next Open trusts it.
+// memCacheKeepBytes or more to disk, and the next Open trusts it: a cache
+// a commit wrote, and one a rebuild wrote and no commit followed (its
+// files are measured after the rebuild).
 func TestMemCacheKeptAtClose(t *testing.T) {
 	defer func(b int64) { memCacheKeepBytes = b }(memCacheKeepBytes)
-	memCacheKeepBytes = 1 // any file: the MANIFESTs
-	e := newEnv(t, nil)
-	e.memCache = 1 << 20
-	s := e.open(20, -1)
-	want := map[string]string{}
-	commitRange(t, s, want, 0, 300, 0)
-	if !s.parts.inMem {
-		t.Fatal("a new store's cache is on disk")
+	for _, rebuilt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rebuilt=%v", rebuilt), func(t *testing.T) {
+			memCacheKeepBytes = 1 // any file: the MANIFESTs
+			e := newEnv(t, nil)
+			e.memCache = 1 << 20
+			s := e.open(20, -1)
+			want := map[string]string{}
+			commitRange(t, s, want, 0, 300, 0)
+			if rebuilt {
+				memCacheKeepBytes = 1 << 40 // not kept: the next Open rebuilds
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				memCacheKeepBytes = 1
+				s = e.open(20, 0)
+			}
+			if !s.parts.inMem {
+				t.Fatal("the cache is on disk")
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(e.local, markerName)); err != nil {
+				t.Fatalf("the kept cache has no marker: %v", err)
+			}
+			s, logs := openLogged(t, e, 20, 0)
+			defer s.Close()
+			if s.parts.inMem || s.parts.trusted == nil {
+				t.Fatalf("the kept cache is not reused: in memory %v, trusted %v", s.parts.inMem, s.parts.trusted != nil)
+			}
+			diffMaps(t, "reused", want, storeContents(t, s))
+			if strings.Contains(logs.String(), "damaged") {
+				t.Fatalf("the kept cache was repaired:\n%s", logs)
+			}
+		})
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(e.local, markerName)); err != nil {
-		t.Fatalf("the kept cache has no marker: %v", err)
-	}
-	s = e.open(20, 0)
-	defer s.Close()
-	if s.parts.inMem || s.parts.trusted == nil {
-		t.Fatalf("the kept cache is not reused: in memory %v, trusted %v", s.parts.inMem, s.parts.trusted != nil)
-	}
-	diffMaps(t, "reused", want, storeContents(t, s))
 }
 
 // commitRange puts keys from..to-1 with values of version ver, commits
