@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // TestMemCacheOracle runs the property oracle (random batches, evictions,
@@ -186,4 +189,53 @@ func commitRange(t *testing.T, s *Store, want map[string]string, from, to int, v
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestMemCacheKeepOnAFullDisk: a Close whose move of the cache to disk
+// (keepMemCache) fails for space only logs it: Close succeeds, leaves no
+// marker and no partial copy, and the next Open rebuilds the state. A
+// commit whose move fails breaks the store, which a reopen mends.
+func TestMemCacheKeepOnAFullDisk(t *testing.T) {
+	defer func(b int64, fs vfs.FS) { memCacheKeepBytes, memCacheDisk = b, fs }(memCacheKeepBytes, memCacheDisk)
+	memCacheKeepBytes = 1 // any file: the MANIFESTs
+	budget := &atomic.Int64{}
+	memCacheDisk = fullFS{vfs.Default, budget} // full
+	e := newEnv(t, nil)
+	e.memCache = 1 << 20
+	s := e.open(20, -1)
+	want := map[string]string{}
+	commitRange(t, s, want, 0, 300, 0)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close failed for a cache it could not keep: %v", err)
+	}
+	if n := cacheFiles(t, e.local); len(n) != 0 {
+		t.Fatalf("files under LocalDir after a failed move: %v", n)
+	}
+	s = e.open(20, 0)
+	if !s.parts.inMem {
+		t.Fatal("the cache was kept on a full disk")
+	}
+	diffMaps(t, "rebuilt", want, storeContents(t, s))
+	// A commit past the budget must move the cache: it fails, and breaks
+	// the store; its version is committed all the same.
+	s.opts.MemCacheBytes = 1
+	for i := 300; i < 400; i++ {
+		if err := s.Put(testKey(i), testVal(1)); err != nil {
+			t.Fatal(err)
+		}
+		want[string(testKey(i))] = string(testVal(1))
+	}
+	if _, err := s.Commit(context.Background(), 1); err == nil || s.broken == nil {
+		t.Fatalf("a commit whose cache could not move: %v, broken %v", err, s.broken)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close of the broken store: %v", err)
+	}
+	if n := cacheFiles(t, e.local); len(n) != 0 {
+		t.Fatalf("files under LocalDir after a failed move: %v", n)
+	}
+	budget.Store(1 << 40) // space again
+	s = e.open(20, 1)
+	defer s.Close()
+	diffMaps(t, "reopened", want, storeContents(t, s))
 }
