@@ -213,3 +213,49 @@ func TestMemCacheKeepOnAFullDisk(t *testing.T) {
 	defer s.Close()
 	diffMaps(t, "reopened", want, storeContents(t, s))
 }
+
+// TestMemCacheDeferredRebuild: OpenRecorded's deferred rebuild (built on
+// the first read) into a cache in memory, kept there or, past the budget,
+// moved to disk by the build's measure in the middle of that first read,
+// which then reads the partition from disk.
+func TestMemCacheDeferredRebuild(t *testing.T) {
+	ctx := context.Background()
+	for _, moves := range []bool{false, true} {
+		t.Run(fmt.Sprintf("moves=%v", moves), func(t *testing.T) {
+			e := newEnv(t, nil)
+			want := lazyFixture(t, e)
+			o := e.opts(50)
+			o.LocalDir = filepath.Join(t.TempDir(), "fresh")
+			o.MemCacheBytes = 1 << 20
+			s, err := OpenRecorded(ctx, o, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.parts.inMem || s.parts.build == nil {
+				t.Fatalf("in memory %v, build deferred %v", s.parts.inMem, s.parts.build != nil)
+			}
+			if moves {
+				s.opts.MemCacheBytes = 1 // the built files pass it
+			}
+			k := testKey(1)
+			v, ok, err := s.Get(k)
+			if err != nil || !ok || string(v) != want[string(k)] {
+				t.Fatalf("Get of a key of the deferred cache: %x %v %v, want %x", v, ok, err, want[string(k)])
+			}
+			if s.parts.build != nil || s.parts.inMem == moves {
+				t.Fatalf("built %v, in memory %v", s.parts.build == nil, s.parts.inMem)
+			}
+			diffMaps(t, "store built on its first read", want, storeContents(t, s))
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !moves {
+				return
+			}
+			s = openTrusted(t, &env{t: t, fs: e.fs, dir: e.dir, local: o.LocalDir}, 50, 3, want)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
