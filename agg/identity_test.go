@@ -210,8 +210,24 @@ func TestInternHashByContent(t *testing.T) {
 	if slotOf(short1) != slotOf(short2) || slotOf(long1) != slotOf(long2) || len(long1) <= len(internSlot{}.b) {
 		t.Fatal("the strings do not share their slots")
 	}
+	// A string and a prefix of it in one slot, the string held in the slot
+	// (up to 44 bytes) or longer: the slot's bytes start with the prefix,
+	// so only the lengths tell them apart.
+	prefixed := func(width int) (whole, prefix string) {
+		for i := 0; ; i++ {
+			s := fmt.Sprintf("0x%0*x", width, i)
+			for k := 1; k < min(len(s), len(internSlot{}.b)+1); k++ {
+				if slotOf(s[:k]) == slotOf(s) {
+					return s, s[:k]
+				}
+			}
+		}
+	}
+	held, heldPrefix := prefixed(40)
+	longer, longerPrefix := prefixed(60)
 	for round := range 3 {
-		for _, s := range []string{"", "0xaa", rival, "", "0xaa", rival, "", short1, short2, short1, long1, long2, long1, short2} {
+		for _, s := range []string{"", "0xaa", rival, "", "0xaa", rival, "", short1, short2, short1, long1, long2, long1, short2,
+			held, heldPrefix, held, longer, longerPrefix, longer, longerPrefix} {
 			check(s)
 		}
 		pt.newChunk()

@@ -115,6 +115,10 @@ func (s *Store) keepMemCache() {
 	}
 }
 
+// memCacheDisk is the file system toDisk moves a cache to (the local
+// disk: a cache in memory never has Options.LocalFS). Tests fill it.
+var memCacheDisk vfs.FS = vfs.Default
+
 // memSize returns the bytes of the files of an in-memory generation.
 func (p *partitions) memSize() (int64, error) {
 	var total int64
@@ -169,10 +173,18 @@ func (p *partitions) toDisk() error {
 			return fmt.Errorf("close state partition %d: %w", i, err)
 		}
 	}
-	disk := noSyncFS{spaceFS{FS: vfs.Default, latch: p.full}}
-	if _, err := vfs.Clone(p.fs, disk, p.dir, p.dir); err != nil {
+	// The copy bypasses the out-of-space latch: a copy that fails leaves
+	// the generation in memory (its instances closed, never reopened: the
+	// store is broken or closing), and a Close that only tried to keep it
+	// (keepMemCache) must not then fail with DISK_FULL. The partial copy
+	// is removed: it would hold space a full disk lacks until the next Open.
+	if _, err := vfs.Clone(p.fs, noSyncFS{memCacheDisk}, p.dir, p.dir); err != nil {
+		if rmErr := memCacheDisk.RemoveAll(p.dir); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = errors.Join(err, rmErr)
+		}
 		return fmt.Errorf("move state cache to %s: %w", p.dir, err)
 	}
+	disk := noSyncFS{spaceFS{FS: memCacheDisk, latch: p.full}}
 	p.fs, p.inMem, p.memBytes = disk, false, 0
 	p.opts.FS = p.fs
 	if leanCache {

@@ -2,9 +2,13 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // TestMemCacheOracle runs the property oracle (random batches, evictions,
@@ -96,39 +100,51 @@ func TestMemCacheLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.local, markerName)); err != nil {
 		t.Fatalf("the moved cache has no marker: %v", err)
 	}
-	s = e.open(20, version+1)
-	defer s.Close()
-	if s.parts.inMem || s.parts.trusted == nil {
-		t.Fatalf("the moved cache is not reused: in memory %v, trusted %v", s.parts.inMem, s.parts.trusted != nil)
-	}
-	diffMaps(t, "reused", want, storeContents(t, s))
-}
-
-// TestMemCacheKeptAtClose: Close moves an in-memory cache whose files hold
-// memCacheKeepBytes or more to disk, and the next Open trusts it.
-func TestMemCacheKeptAtClose(t *testing.T) {
-	defer func(b int64) { memCacheKeepBytes = b }(memCacheKeepBytes)
-	memCacheKeepBytes = 1 // any file: the MANIFESTs
-	e := newEnv(t, nil)
-	e.memCache = 1 << 20
-	s := e.open(20, -1)
-	want := map[string]string{}
-	commitRange(t, s, want, 0, 300, 0)
-	if !s.parts.inMem {
-		t.Fatal("a new store's cache is on disk")
-	}
+	// Written after the move, the batches are in the files on disk: the
+	// first-open checks (cacherepair.go) find nothing to rebuild.
+	s = openTrusted(t, e, 20, version+1, want)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(e.local, markerName)); err != nil {
-		t.Fatalf("the kept cache has no marker: %v", err)
+}
+
+// TestMemCacheKeptAtClose: Close moves an in-memory cache whose files hold
+// memCacheKeepBytes or more to disk, and the next Open trusts it: a cache
+// a commit wrote, and one a rebuild wrote and no commit followed (its
+// files are measured after the rebuild).
+func TestMemCacheKeptAtClose(t *testing.T) {
+	defer func(b int64) { memCacheKeepBytes = b }(memCacheKeepBytes)
+	for _, rebuilt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rebuilt=%v", rebuilt), func(t *testing.T) {
+			memCacheKeepBytes = 1 // any file: the MANIFESTs
+			e := newEnv(t, nil)
+			e.memCache = 1 << 20
+			s := e.open(20, -1)
+			want := map[string]string{}
+			commitRange(t, s, want, 0, 300, 0)
+			if rebuilt {
+				memCacheKeepBytes = 1 << 40 // not kept: the next Open rebuilds
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				memCacheKeepBytes = 1
+				s = e.open(20, 0)
+			}
+			if !s.parts.inMem {
+				t.Fatal("the cache is on disk")
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(e.local, markerName)); err != nil {
+				t.Fatalf("the kept cache has no marker: %v", err)
+			}
+			s = openTrusted(t, e, 20, 0, want)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
-	s = e.open(20, 0)
-	defer s.Close()
-	if s.parts.inMem || s.parts.trusted == nil {
-		t.Fatalf("the kept cache is not reused: in memory %v, trusted %v", s.parts.inMem, s.parts.trusted != nil)
-	}
-	diffMaps(t, "reused", want, storeContents(t, s))
 }
 
 // commitRange puts keys from..to-1 with values of version ver, commits
@@ -147,4 +163,99 @@ func commitRange(t *testing.T, s *Store, want map[string]string, from, to int, v
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestMemCacheKeepOnAFullDisk: a Close whose move of the cache to disk
+// (keepMemCache) fails for space only logs it: Close succeeds, leaves no
+// marker and no partial copy, and the next Open rebuilds the state. A
+// commit whose move fails breaks the store, which a reopen mends.
+func TestMemCacheKeepOnAFullDisk(t *testing.T) {
+	defer func(b int64, fs vfs.FS) { memCacheKeepBytes, memCacheDisk = b, fs }(memCacheKeepBytes, memCacheDisk)
+	memCacheKeepBytes = 1 // any file: the MANIFESTs
+	budget := &atomic.Int64{}
+	memCacheDisk = fullFS{vfs.Default, budget} // full
+	e := newEnv(t, nil)
+	e.memCache = 1 << 20
+	s := e.open(20, -1)
+	want := map[string]string{}
+	commitRange(t, s, want, 0, 300, 0)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close failed for a cache it could not keep: %v", err)
+	}
+	if n := cacheFiles(t, e.local); len(n) != 0 {
+		t.Fatalf("files under LocalDir after a failed move: %v", n)
+	}
+	s = e.open(20, 0)
+	if !s.parts.inMem {
+		t.Fatal("the cache was kept on a full disk")
+	}
+	diffMaps(t, "rebuilt", want, storeContents(t, s))
+	// A commit past the budget must move the cache: it fails, and breaks
+	// the store; its version is committed all the same.
+	s.opts.MemCacheBytes = 1
+	for i := 300; i < 400; i++ {
+		if err := s.Put(testKey(i), testVal(1)); err != nil {
+			t.Fatal(err)
+		}
+		want[string(testKey(i))] = string(testVal(1))
+	}
+	if _, err := s.Commit(context.Background(), 1); err == nil || s.broken == nil {
+		t.Fatalf("a commit whose cache could not move: %v, broken %v", err, s.broken)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close of the broken store: %v", err)
+	}
+	if n := cacheFiles(t, e.local); len(n) != 0 {
+		t.Fatalf("files under LocalDir after a failed move: %v", n)
+	}
+	budget.Store(1 << 40) // space again
+	s = e.open(20, 1)
+	defer s.Close()
+	diffMaps(t, "reopened", want, storeContents(t, s))
+}
+
+// TestMemCacheDeferredRebuild: OpenRecorded's deferred rebuild (built on
+// the first read) into a cache in memory, kept there or, past the budget,
+// moved to disk by the build's measure in the middle of that first read,
+// which then reads the partition from disk.
+func TestMemCacheDeferredRebuild(t *testing.T) {
+	ctx := context.Background()
+	for _, moves := range []bool{false, true} {
+		t.Run(fmt.Sprintf("moves=%v", moves), func(t *testing.T) {
+			e := newEnv(t, nil)
+			want := lazyFixture(t, e)
+			o := e.opts(50)
+			o.LocalDir = filepath.Join(t.TempDir(), "fresh")
+			o.MemCacheBytes = 1 << 20
+			s, err := OpenRecorded(ctx, o, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.parts.inMem || s.parts.build == nil {
+				t.Fatalf("in memory %v, build deferred %v", s.parts.inMem, s.parts.build != nil)
+			}
+			if moves {
+				s.opts.MemCacheBytes = 1 // the built files pass it
+			}
+			k := testKey(1)
+			v, ok, err := s.Get(k)
+			if err != nil || !ok || string(v) != want[string(k)] {
+				t.Fatalf("Get of a key of the deferred cache: %x %v %v, want %x", v, ok, err, want[string(k)])
+			}
+			if s.parts.build != nil || s.parts.inMem == moves {
+				t.Fatalf("built %v, in memory %v", s.parts.build == nil, s.parts.inMem)
+			}
+			diffMaps(t, "store built on its first read", want, storeContents(t, s))
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !moves {
+				return
+			}
+			s = openTrusted(t, &env{t: t, fs: e.fs, dir: e.dir, local: o.LocalDir}, 50, 3, want)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -399,8 +399,10 @@ const pebbleInitialMemtable = 256 << 10
 // (each new memtable doubles, up to MemTableSize, so the arena depends on
 // how many batches this process ran) and the block cache (it warms up with
 // reads) are left out, so the same state reports the same figure in every
-// batch and every process. A generation held in memory adds its files
-// (memcache.go).
+// batch and every process. A generation held in memory (memcache.go) adds
+// its files as measured at the last commit or rebuild: they follow the
+// process's flushes and compactions, so that figure is not stable, and it
+// drops when the generation moves to disk.
 func (p *partitions) memoryUsed(holds func(int) bool) int64 {
 	arena := min(int64(pebbleInitialMemtable), int64(p.memtable))
 	total := p.memBytes

@@ -64,8 +64,9 @@ type Metrics struct {
 	// MemoryUsedBytes is the memory floor of the state at its partition
 	// count: one Pebble memtable arena per partition holding keys, whether
 	// or not this process has opened it, plus the pending batch (empty after
-	// a commit). Memtable growth and the block cache depend on the process's
-	// history and are not counted (see partitions.memoryUsed).
+	// a commit), plus the files of a cache held in memory
+	// (Options.MemCacheBytes). Memtable growth and the block cache depend on
+	// the process's history and are not counted (see partitions.memoryUsed).
 	MemoryUsedBytes int64
 	// CommitTimeMs is the time spent committing: in Prepare, if the
 	// version was prepared, plus in Commit.
