@@ -301,27 +301,7 @@ func TestMetaFormat1(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, nil)
 	want := lazyFixture(t, e)
-	names, err := e.fs.List(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".meta") {
-			continue
-		}
-		path := e.fs.PathJoin(e.dir, n)
-		b := readFS(t, e.fs, path)
-		m, err := decodeMeta(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.FormatVersion, m.PartitionKeys = 1, nil
-		old := encodeMeta(m)
-		if strings.Contains(string(old), "partitionKeys") {
-			t.Fatal("format 1 metadata with partitionKeys")
-		}
-		writeFS(t, e.fs, path, old)
-	}
+	toFormat1(t, e)
 	s := e.open(50, 3)
 	defer s.Close()
 	for p, b := range s.bounds {
@@ -529,4 +509,31 @@ func TestOpenRecordedDefersRebuild(t *testing.T) {
 		}
 		diffMaps(t, "store reopened", want, storeContents(t, s))
 	})
+}
+
+// toFormat1 rewrites every metadata file of e's checkpoint as format 1
+// (no key bounds).
+func toFormat1(t *testing.T, e *env) {
+	t.Helper()
+	names, err := e.fs.List(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".meta") {
+			continue
+		}
+		path := e.fs.PathJoin(e.dir, n)
+		b := readFS(t, e.fs, path)
+		m, err := decodeMeta(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.FormatVersion, m.PartitionKeys = 1, nil
+		old := encodeMeta(m)
+		if strings.Contains(string(old), "partitionKeys") {
+			t.Fatal("format 1 metadata with partitionKeys")
+		}
+		writeFS(t, e.fs, path, old)
+	}
 }

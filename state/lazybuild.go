@@ -5,9 +5,9 @@ package state
 // commit to 200 Pebble instances cost it memtable inserts and flushes. A
 // lazy store leaves its cache unbuilt: a commit publishes its files and
 // skips the cache, and the first read of the committed version (a Get or
-// Scan that its partition's rows and bounds do not answer, an existence
-// look-up, a verify) rebuilds the cache from the checkpoint chain, once, as
-// a restart would. The chain it reads is bounded by the background
+// Scan that its partition's rows and bounds do not answer, a write of a key
+// of unknown presence, KeySuperset) rebuilds the cache from the checkpoint
+// chain, once, as a restart would. The chain it reads is bounded by the background
 // snapshots (maintain.go, chainDue). A repartition reads the checkpoint
 // files anyway (spillVersion) and leaves a built cache.
 //

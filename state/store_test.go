@@ -469,15 +469,20 @@ type oracleStats struct {
 func checkGets(t *testing.T, s *Store, rng *rand.Rand, want map[string]string) {
 	t.Helper()
 	for range 20 {
-		k := testKey(rng.IntN(300))
-		v, ok, err := s.Get(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, wok := want[string(k)]
-		if ok != wok || string(v) != w {
-			t.Fatalf("Get %x: got %x, %v; want %x, %v", k, v, ok, w, wok)
-		}
+		checkGet(t, s, testKey(rng.IntN(300)), want)
+	}
+}
+
+// checkGet checks Get of k, present or not, against want.
+func checkGet(t *testing.T, s *Store, k []byte, want map[string]string) {
+	t.Helper()
+	v, ok, err := s.Get(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, wok := want[string(k)]
+	if ok != wok || string(v) != w {
+		t.Fatalf("Get %x: got %x, %v; want %x, %v", k, v, ok, w, wok)
 	}
 }
 
