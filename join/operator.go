@@ -125,6 +125,11 @@ func (o *Operator) String() string { return o.p.String() }
 // instances on disk cost more in file creates than in their work (README,
 // Performance). A join that keeps its rows for ever outgrows it and moves
 // to disk; the budget bounds the memory it holds until then.
+//
+// The cache is lazy too (state.Options.LazyCache): a join holding its rows
+// in memory (keyrows.go) reads nothing from the store in a backfill, so its
+// commits skip the cache until a batch, a restart or an outer join's
+// lookup first reads it.
 var memCacheBytes int64 = 64 << 20
 
 // Open loads the state committed at env.Version; another join type or
@@ -134,7 +139,7 @@ var memCacheBytes int64 = 64 << 20
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 	o.use(o.need)
 	var recorded string
-	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, MemCacheBytes: memCacheBytes, SpecCompatible: func(spec string) bool {
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, MemCacheBytes: memCacheBytes, LazyCache: true, SpecCompatible: func(spec string) bool {
 		recorded = spec
 		return o.p.compatibleSpec(spec)
 	}})
@@ -144,7 +149,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 			return perr
 		}
 		if p != nil {
-			if s, logger, err = o.life.Open(ctx, o.store, env, state.Options{Schema: p.schema, MemCacheBytes: memCacheBytes, SpecCompatible: p.compatibleSpec}); err == nil {
+			if s, logger, err = o.life.Open(ctx, o.store, env, state.Options{Schema: p.schema, MemCacheBytes: memCacheBytes, LazyCache: true, SpecCompatible: p.compatibleSpec}); err == nil {
 				o.use(p)
 			}
 		}

@@ -95,7 +95,9 @@ func (s *Store) nextBounds(cs []change, newRows []int64) (_ []*keyBounds, rangeD
 		switch {
 		case s.partRows[p] == 0:
 			// Nothing committed: the puts are all.
-		case old != nil && len(dels) == 0:
+		case old != nil && (len(dels) == 0 || s.lazyUnbuilt()):
+			// Deleted keys may leave a lazy cache's bounds wider than
+			// its keys (lazybuild.go).
 			lo, hi = old.Min, old.Max
 		default:
 			var err error

@@ -108,13 +108,16 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	if err != nil {
 		return Metrics{}, err
 	}
-	// The version is durable; now the cache.
-	if err := s.fitMemCache(p.cs); err != nil {
-		s.broken = err
-	} else if err := s.applyChanges(p.cs, p.rangeDel); err != nil {
-		s.broken = err
-	} else if err := s.measureMemCache(); err != nil {
-		s.broken = err
+	// The version is durable; now the cache, unless it is a lazy one
+	// never read (lazybuild.go).
+	if !s.lazyUnbuilt() {
+		if err := s.fitMemCache(p.cs); err != nil {
+			s.broken = err
+		} else if err := s.applyChanges(p.cs, p.rangeDel); err != nil {
+			s.broken = err
+		} else if err := s.measureMemCache(); err != nil {
+			s.broken = err
+		}
 	}
 	m := p.m
 	if s.head == nil {
@@ -163,6 +166,9 @@ func (s *Store) prepare(version int64) (*prepared, error) {
 				newRows[c.part]++
 			}
 		}
+	}
+	if err := s.buildForBounds(cs, newRows); err != nil {
+		return nil, err
 	}
 	if err := s.openTouched(cs); err != nil {
 		return nil, err
@@ -238,6 +244,9 @@ func (s *Store) newMeta(version int64, kind string, rows []int64, bounds []*keyB
 // a lone one too: opening may build or repair the cache from the
 // checkpoint, which must not run beside the data file's write (prepare).
 func (s *Store) openTouched(cs []change) error {
+	if s.lazyUnbuilt() {
+		return nil // the commit will not write the cache
+	}
 	touched := make([]bool, s.n)
 	closed, last := 0, -1
 	for _, c := range cs {

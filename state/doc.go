@@ -159,7 +159,9 @@
 // of that version. partitionKeys (formatVersion 2) gives each partition's
 // smallest and largest encoded key, or null for an empty partition or one
 // whose bounds are unknown (a partition untouched since a formatVersion 1
-// version); min <= max. Scan(lower, upper) skips, without opening its Pebble
+// version); min <= max. A store whose cache is not built (Options.LazyCache)
+// keeps a partition's bounds across deletes: a wider range, holding every
+// key all the same (readers only skip what lies outside). Scan(lower, upper) skips, without opening its Pebble
 // instance, every partition whose range misses [lower, upper): eviction
 // scans [-inf, watermark) and keys start with window_end, so it opens only
 // the partitions holding closed windows. formatVersion 1 is the same without

@@ -466,7 +466,7 @@ type versionMeta struct {
 	Rows          int64       `json:"rows"`
 	PartitionRows []int64     `json:"partitionRows"`
 	// PartitionKeys (format 2) holds each partition's smallest and largest
-	// key, null for an empty partition or one whose bounds are unknown
+	// key (or a wider range after a lazy cache's deletes: doc.go), null for an empty partition or one whose bounds are unknown
 	// (carried forward from a format-1 version). Absent in format 1.
 	PartitionKeys []*keyBounds `json:"partitionKeys,omitempty"`
 	Schema        Schema       `json:"schema"`

@@ -32,7 +32,7 @@ func TestMemCacheOracle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			moves := runOracleCache(t, tc.seed, tc.name == "moves-to-disk-wipe", tc.budget)
+			moves := runOracleCache(t, tc.seed, tc.name == "moves-to-disk-wipe", tc.budget, false).moves
 			if (moves > 0) != tc.wantMoves {
 				t.Fatalf("the cache moved to disk %d times", moves)
 			}

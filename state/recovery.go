@@ -165,6 +165,10 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 		}
 		return s.measureMemCache()
 	}
+	if s.opts.LazyCache {
+		s.deferBuild(ctx)
+		return nil
+	}
 	if s.opts.deferRebuild && len(chain) > 0 {
 		parts, bctx := s.parts, context.WithoutCancel(ctx)
 		parts.build = func() error {

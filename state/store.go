@@ -43,6 +43,12 @@ type Options struct {
 	// the same (an operator's older Spec format); the versions written from
 	// then on record Schema.
 	SpecCompatible func(recorded string) bool
+	// LazyCache leaves a cache that Open does not reuse unbuilt until a
+	// read first needs the committed version (lazybuild.go): until then a
+	// commit writes its checkpoint files only, and the first such read
+	// rebuilds the cache from them as a restart would. For an operator
+	// that keeps its state in memory and rarely reads the store (the join).
+	LazyCache bool
 
 	// deferRebuild (OpenRecorded) leaves a cache that Open cannot reuse
 	// empty until a partition is first needed (partitions.build): an
@@ -106,7 +112,8 @@ type Store struct {
 	head     *versionMeta // its metadata; nil when version == -1
 	partRows []int64      // committed rows per partition
 	// bounds holds each partition's committed key range (nil: empty, or
-	// unknown after a format-1 version): Scan skips a partition whose range
+	// unknown after a format-1 version; wider than its keys after a lazy
+	// cache's deletes, lazybuild.go): Scan skips a partition whose range
 	// misses the scanned one without opening its Pebble instance.
 	bounds []*keyBounds
 	union  unionBounds // of bounds, for outsideCommitted

@@ -41,6 +41,8 @@ type env struct {
 	background bool
 	// memCache is Options.MemCacheBytes.
 	memCache int64
+	// lazy is Options.LazyCache.
+	lazy bool
 }
 
 func newEnv(t testing.TB, fs vfs.FS) *env {
@@ -52,7 +54,7 @@ func newEnv(t testing.TB, fs vfs.FS) *env {
 
 func (e *env) opts(n int) Options {
 	return Options{Dir: e.dir, FS: e.fs, LocalDir: e.local, Partitions: n, Schema: testSchema, SnapshotEvery: e.snapEvery,
-		syncMaintenance: !e.background, MemCacheBytes: e.memCache}
+		syncMaintenance: !e.background, MemCacheBytes: e.memCache, LazyCache: e.lazy}
 }
 
 func (e *env) open(n int, v int64) *Store {
@@ -266,17 +268,25 @@ func TestPropertyOracle(t *testing.T) {
 var long = flag.Bool("long", false, "run the long property and fault tests")
 
 func runOracle(t *testing.T, seed uint64, wipe bool) {
-	runOracleCache(t, seed, wipe, 0)
+	runOracleCache(t, seed, wipe, 0, false)
 }
 
 // runOracleCache is runOracle with Options.MemCacheBytes = memCache, and
-// returns the cache's moves from memory to disk.
-func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves int) {
+// returns the cache's moves from memory to disk. lazy sets
+// Options.LazyCache and writes as the join does (PutKnown, DeleteKnown),
+// reading the store in some steps only, so that runs of commits go
+// unapplied before a read, a crash, a reopen or a repartition.
+func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64, lazy bool) (st oracleStats) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, seed))
 	getRng := rand.New(rand.NewPCG(seed, ^seed)) // apart, so the batches stay those of rng
+	lazyRng := rand.New(rand.NewPCG(^seed, seed))
+	// reads: whether this step reads the store (always unless lazy).
+	var reading bool
+	reads := func() bool { return reading }
 	e := newEnv(t, nil)
 	e.memCache = memCache
+	e.lazy = lazy
 	e.snapEvery = 2 + int(seed%4) // snapshots often, also right after a reopen
 	n := 200
 	s := e.open(n, -1)
@@ -285,28 +295,59 @@ func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves
 	version := int64(-1)
 	plan := []int{8, 1, 37}
 	steps, every := 40, 10
+	skipped := 0 // commits the cache did not apply since the last open
+	if lazy {
+		steps = 100 // a lazy run's reads are rarer
+	}
 	if *long {
 		steps, every = 200, 50
 	}
 	for step := 0; step < steps; step++ {
 		// One batch.
 		work := maps.Clone(oracle)
+		// Some lazy batches write keys of unknown presence, whose look-up
+		// at commit builds the cache.
+		known := lazy && lazyRng.IntN(8) != 0
+		reading = !lazy || lazyRng.IntN(6) == 0
+		unbuilt := s.lazyUnbuilt()
 		for range rng.IntN(60) {
 			k := testKey(rng.IntN(300))
+			_, existed := oracle[string(k)]
 			if rng.IntN(4) == 0 {
-				if err := s.Delete(k); err != nil {
+				if known {
+					if err := s.DeleteKnown(k, existed); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := s.Delete(k); err != nil {
 					t.Fatal(err)
 				}
 				delete(work, string(k))
 			} else {
 				v := testVal(rng.Int64N(1000))
-				if err := s.Put(k, v); err != nil {
+				if known {
+					if err := s.PutKnown(k, v, existed); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := s.Put(k, v); err != nil {
 					t.Fatal(err)
 				}
 				work[string(k)] = string(v)
 			}
 		}
-		if rng.IntN(5) == 0 {
+		if evict := rng.IntN(5) == 0; evict && lazy && lazyRng.IntN(4) != 0 {
+			// The same eviction without reading the store: the join's,
+			// from the rows it holds.
+			upper := string(AppendInt64Key(nil, int64(rng.IntN(60))*300_000_000))
+			for k := range work {
+				if k < upper {
+					_, existed := oracle[k]
+					if err := s.DeleteKnown([]byte(k), existed); err != nil {
+						t.Fatal(err)
+					}
+					delete(work, k)
+				}
+			}
+		} else if evict {
 			// Evict a key range, like agg's watermark eviction.
 			upper := AppendInt64Key(nil, int64(rng.IntN(60))*300_000_000)
 			err := s.Scan(nil, upper, func(k, v []byte) error {
@@ -323,7 +364,9 @@ func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves
 		if s.NumKeys() != int64(len(work)) {
 			t.Fatalf("step %d: NumKeys %d want %d", step, s.NumKeys(), len(work))
 		}
-		checkKeySuperset(t, s, work, oracle)
+		if reads() {
+			checkKeySuperset(t, s, work, oracle)
+		}
 		switch rng.IntN(10) {
 		case 0:
 			s.Abort()
@@ -335,9 +378,15 @@ func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves
 				t.Fatal(err)
 			}
 			if inMem && !s.parts.inMem {
-				moves++
+				st.moves++
 			}
-			checkGets(t, s, getRng, work)
+			if s.lazyUnbuilt() {
+				st.skipped++
+				skipped++
+			}
+			if reads() {
+				checkGets(t, s, getRng, work)
+			}
 			if m.RowsTotal != int64(len(work)) {
 				t.Fatalf("RowsTotal %d want %d", m.RowsTotal, len(work))
 			}
@@ -346,14 +395,19 @@ func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves
 		}
 		// Checked at most steps; skipping leaves partitions closed after a
 		// reopen, so later snapshots are written from the files.
-		if rng.IntN(3) != 0 || step == steps-1 {
+		if check := rng.IntN(3) != 0; step == steps-1 || check && reads() {
 			diffMaps(t, fmt.Sprintf("step %d", step), oracle, storeContents(t, s))
 		}
 		if version >= 0 {
-			checkBounds(t, e, s, true)
+			checkBoundsHold(t, e, s, true, !lazy)
 		}
-		if rng.IntN(8) == 0 || (step%every == every-1 && len(plan) > 0) {
-			if rng.IntN(2) == 0 {
+		if unbuilt && !s.lazyUnbuilt() && skipped > 0 {
+			st.builtAfter++
+		}
+		// A lazy run reopens more often, and crashes more: a reopen
+		// leaves the cache unbuilt unless Close left it trusted.
+		if rng.IntN(8) == 0 || (step%every == every-1 && len(plan) > 0) || lazy && lazyRng.IntN(5) == 0 {
+			if rng.IntN(2) == 0 || lazy && lazyRng.IntN(4) != 0 {
 				crashStore(s)
 			} else if err := s.Close(); err != nil {
 				t.Fatal(err)
@@ -363,14 +417,14 @@ func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves
 					t.Fatal(err)
 				}
 			}
-			s = e.open(n, version)
+			s, skipped = e.open(n, version), 0
 			// A full scan opens every partition; without it, the next
 			// repartition or snapshot reads the checkpoint files instead.
-			if rng.IntN(3) == 0 {
+			if rng.IntN(3) == 0 && reads() {
 				// Some partitions still closed: KeySuperset opens them.
 				checkKeySuperset(t, s, oracle, oracle)
 			}
-			if rng.IntN(2) == 0 {
+			if rng.IntN(2) == 0 && reads() {
 				diffMaps(t, fmt.Sprintf("step %d reopened", step), oracle, storeContents(t, s))
 			}
 		}
@@ -401,22 +455,34 @@ func runOracleCache(t *testing.T, seed uint64, wipe bool, memCache int64) (moves
 		diffMaps(t, fmt.Sprintf("checkpoint version %d", v), want, checkpointContents(t, e.fs, e.dir, v))
 	}
 	_ = slices.Sorted(maps.Keys(versions))
-	return moves
+	return st
+}
+
+// oracleStats counts what a run of runOracleCache exercised.
+type oracleStats struct {
+	moves      int // of the cache from memory to disk
+	skipped    int // commits a lazy cache did not apply
+	builtAfter int // lazy builds after commits were skipped
 }
 
 // checkGets checks Get of a few random keys, present or not, against want.
 func checkGets(t *testing.T, s *Store, rng *rand.Rand, want map[string]string) {
 	t.Helper()
 	for range 20 {
-		k := testKey(rng.IntN(300))
-		v, ok, err := s.Get(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, wok := want[string(k)]
-		if ok != wok || string(v) != w {
-			t.Fatalf("Get %x: got %x, %v; want %x, %v", k, v, ok, w, wok)
-		}
+		checkGet(t, s, testKey(rng.IntN(300)), want)
+	}
+}
+
+// checkGet checks Get of k, present or not, against want.
+func checkGet(t *testing.T, s *Store, k []byte, want map[string]string) {
+	t.Helper()
+	v, ok, err := s.Get(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, wok := want[string(k)]
+	if ok != wok || string(v) != w {
+		t.Fatalf("Get %x: got %x, %v; want %x, %v", k, v, ok, w, wok)
 	}
 }
 
