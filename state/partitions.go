@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -353,18 +354,23 @@ func (l *sstLoader) finish() error {
 }
 
 // flush writes every dirty partition's memtable to sstables, so that the
-// instances hold everything once closed (there is no WAL).
+// instances hold everything once closed (there is no WAL). The partitions
+// flush on a few goroutines, as the applier's waves do: Close flushed the
+// 200 partitions of a seed backfill one after another on one core (issue 43).
 func (p *partitions) flush() error {
+	var dirty []int
 	for i, d := range p.dbs {
-		if d == nil || !p.dirty[i] {
-			continue
+		if d != nil && p.dirty[i] {
+			dirty = append(dirty, i)
 		}
-		if err := p.flushOne(i); err != nil {
+	}
+	return inParallel(len(dirty), min(runtime.GOMAXPROCS(0), 4), func(k int) error {
+		if err := p.flushOne(dirty[k]); err != nil {
 			return err
 		}
-		p.dirty[i] = false
-	}
-	return nil
+		p.dirty[dirty[k]] = false // each goroutine its own partitions
+		return nil
+	})
 }
 
 // flushOne writes partition i's memtables and queued batches to sstables

@@ -134,3 +134,72 @@ func TestL0WaitsForThreshold(t *testing.T) {
 			m.Compact.Count, m.Levels[0].TablesCount, flushes)
 	}
 }
+
+// TestFlushKeepsEveryDirtyPartition: flush (its flushes started together,
+// then waited for) leaves every written partition's keys in its tables,
+// so that an instance closed without a WAL and reopened holds them all,
+// and clears the dirty marks; a clean partition is left alone.
+func TestFlushKeepsEveryDirtyPartition(t *testing.T) {
+	const n, keys = 8, 100
+	root, gen := t.TempDir(), newGen()
+	p := newPartitions(nil, root, gen, n, 0, slog.Default())
+	for i := range n {
+		if i == 3 {
+			continue // opened, never written: not dirty
+		}
+		d, err := p.db(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := d.NewBatch()
+		for j := range keys {
+			if err := b.Set(fmt.Appendf(nil, "k%d-%04d", i, j), []byte("v"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		p.dirty[i] = true
+	}
+	if _, err := p.db(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, dirty := range p.dirty {
+		if dirty {
+			t.Errorf("partition %d still dirty after flush", i)
+		}
+	}
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	q := newPartitions(nil, root, gen, n, 0, slog.Default())
+	defer q.close()
+	for i := range n {
+		want := keys
+		if i == 3 {
+			want = 0
+		}
+		d, err := q.db(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := d.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for valid := it.First(); valid; valid = it.Next() {
+			got++
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("partition %d holds %d keys after flush and reopen, want %d", i, got, want)
+		}
+	}
+}
