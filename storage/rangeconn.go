@@ -25,7 +25,7 @@ import (
 // that asks. net/http's Transport hands every request to a connection's
 // write goroutine and every answer back from its read goroutine, and
 // parses every header into a fresh map: 67-75 allocations and ~50 us of
-// client CPU a ranged GET from the bench's endpoint, against 22-23 and
+// client CPU a ranged GET from the bench's endpoint, against 22-24 and
 // ~30 us here (BenchmarkGetRangeEndpoint, TestRangeGetterAllocs). It
 // speaks the same protocol to the same endpoint: the request line and
 // headers net/http would send (the signed ones as the signer set them),
