@@ -10,14 +10,14 @@ import (
 
 // TestEvictIndex: popDue returns, once each and sorted, the keys of the
 // entries at or below its limit, and keeps the others, as a brute-force
-// list of entries filtered by the limit does; a null value is never
-// indexed.
+// list of entries filtered by the limit does; unsorted, the same keys, one
+// per entry; a null value is never indexed.
 func TestEvictIndex(t *testing.T) {
 	// Values in random order go mostly to the heap; rising values (rows
 	// in event-time order, now and then one earlier) mostly to the run.
 	for _, rising := range []bool{false, true} {
 		rng := rand.New(rand.NewPCG(43, 2))
-		var x evictIndex
+		var x, u evictIndex // u pops unsorted
 		type entry struct {
 			ts  int64
 			key string
@@ -33,6 +33,7 @@ func TestEvictIndex(t *testing.T) {
 				}
 				key := fmt.Sprintf("k%02d", rng.IntN(30))
 				x.add(key, v)
+				u.add(key, v)
 				if !v.null {
 					model = append(model, entry{v.i, key})
 				}
@@ -47,8 +48,11 @@ func TestEvictIndex(t *testing.T) {
 				return false
 			})
 			slices.Sort(want)
+			if got := slices.Sorted(slices.Values(u.popDue(lim, false))); !slices.Equal(got, want) {
+				t.Fatalf("rising=%v round %d, limit %d: popDue unsorted %v, want %v", rising, round, lim, got, want)
+			}
 			want = slices.Compact(want)
-			if got := x.popDue(lim); !slices.Equal(got, want) {
+			if got := x.popDue(lim, true); !slices.Equal(got, want) {
 				t.Fatalf("rising=%v round %d, limit %d: popDue %v, want %v", rising, round, lim, got, want)
 			}
 			if x.len() != len(model) {

@@ -311,8 +311,11 @@ func (o *Operator) flush() error {
 			k.counted = counted
 			m.rows += int(n - k.stored)
 			k.stored, k.dirty = n, false
-			// A key left without rows (only eviction removes rows) is
-			// out of memory already (evictSide).
+			if n == 0 {
+				// Only eviction removes rows; it leaves the key for
+				// flush to drop (evictSide).
+				delete(m.keys, k.key)
+			}
 		}
 		clear(ks)
 		o.dirty[side] = ks[:0]

@@ -25,8 +25,8 @@ import (
 // reloaded from the committed state), and with the engine's overlapped
 // commit (PrepareCommit, then Commit; an abort after PrepareCommit), and
 // with the sides evicting on two goroutines (evictParallelMin); every
-// run's output, final state and NeedsNoDataBatch answers are the same, for
-// each join type.
+// run's output, progress's row counts, final state and NeedsNoDataBatch
+// answers are the same, for each join type.
 func TestMemoryPathsAgree(t *testing.T) {
 	for _, typ := range []Type{Inner, LeftOuter, RightOuter, FullOuter, LeftSemi} {
 		t.Run(typ.String(), func(t *testing.T) {
@@ -195,7 +195,7 @@ func runMemTest(t *testing.T, typ Type, batches [][2][]memTestRow, abort, prepar
 			for _, m := range o.mem {
 				complete = complete || id > 0 && m.complete
 			}
-			res, _, err := o.Finish(ctx, int64(id), wmMs)
+			res, prog, err := o.Finish(ctx, int64(id), wmMs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func runMemTest(t *testing.T, typ Type, batches [][2][]memTestRow, abort, prepar
 			if err := o.Commit(ctx, int64(id)); err != nil {
 				t.Fatal(err)
 			}
-			fmt.Fprintf(&out, "batch %d wm %d:\n", id, wmMs)
+			fmt.Fprintf(&out, "batch %d wm %d: %d removed, %d updated, %d total\n", id, wmMs, prog.NumRowsRemoved, prog.NumRowsUpdated, prog.NumRowsTotal)
 			out.WriteString(strings.Join(memTestRows(res), "\n") + "\n")
 		}
 		for s := range 2 {

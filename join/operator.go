@@ -438,13 +438,21 @@ var evictParallelMin = 4096
 
 // evictSide is evict's work on one side at limit e: it emits through emit
 // (left row, right row; nil: that side's nulls) and keeps its key in *ek.
+// A side that emits nothing takes its keys unsorted, a key possibly more
+// than once: its second visit finds its rows in memory (a key emptied
+// stays there until flush) with none left at or below the limit.
 func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row)) (int64, error) {
 	var removed int64
-	for _, key := range o.mem[side].idx.popDue(e.limUs) {
-		*ek = append((*ek)[:0], key...)
-		k, err := o.keyRowsOf(side, *ek, false)
-		if err != nil {
-			return removed, err
+	m := o.mem[side]
+	preserves := o.p.spec.Type.preserves(side)
+	for _, key := range m.idx.popDue(e.limUs, preserves) {
+		k, ok := m.keys[key]
+		if !ok {
+			*ek = append((*ek)[:0], key...)
+			var err error
+			if k, err = o.keyRowsOf(side, *ek, false); err != nil {
+				return removed, err
+			}
 		}
 		// Compact the survivors to indexes 0..len-1 in their order
 		// (Spark's removal moves the key's last value into a removed
@@ -454,7 +462,7 @@ func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row
 		for i, sr := range k.rows {
 			if e.evicts(sr.r) {
 				removed++
-				if !sr.matched && o.p.spec.Type.preserves(side) {
+				if !sr.matched && preserves {
 					if side == stream.LeftSide {
 						emit(sr.r, nil)
 					} else {
@@ -470,11 +478,6 @@ func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row
 			clear(k.rows[len(keep):])
 			k.rows = keep
 			o.touch(side, k)
-			if len(keep) == 0 {
-				// Memory drops the key now, its map's entry still in the
-				// cache; flush writes its deletes through k.
-				delete(o.mem[side].keys, k.key)
-			}
 		}
 	}
 	return removed, nil
