@@ -19,7 +19,8 @@ package state
 
 import (
 	"context"
-	"fmt"
+
+	"github.com/ethstream/ethstream/errcode"
 )
 
 // lazyUnbuilt reports whether the cache is a lazy one not built yet: a
@@ -55,8 +56,11 @@ func (s *Store) buildCommitted(ctx context.Context) error {
 		return err
 	}
 	if last := chain[len(chain)-1]; last.Version != s.head.Version || last.Attempt != s.head.Attempt {
-		panic(fmt.Sprintf("state: lazy build found version %d attempt %d, the store holds %d attempt %d",
-			last.Version, last.Attempt, s.head.Version, s.head.Attempt))
+		// A bug, not a crash to recover from: the store breaks (deferBuild)
+		// and the query's restart rebuilds the cache from what is committed.
+		return errcode.New(errcode.Internal, s.dir, "report this as a bug; restarting the query rebuilds the state cache from the checkpoint",
+			"the state cache's build found version %d attempt %d where the store holds version %d attempt %d",
+			last.Version, last.Attempt, s.head.Version, s.head.Attempt)
 	}
 	if p := s.parts; p.inMem && s.chainBytes() > s.opts.MemCacheBytes {
 		// Chosen when the chain was empty: rebuild on disk, not through memory.
