@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -31,16 +32,7 @@ func TestStateFormat1StillReads(t *testing.T) {
 	}
 	run := func(op *Operator, id int64, b *stream.Batch) string {
 		t.Helper()
-		if err := op.Process(ctx, id, 0, b); err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := op.Finish(ctx, id, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Commit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+		out := streamtest.RunBatch(t, op, id, 0, b)
 		c := out.Column("a")
 		if c == nil || out.Len != 1 || c.IsNull(0) {
 			t.Fatalf("batch %d output %+v", id, out)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -74,15 +75,7 @@ func TestAbsentFilterStaysUseful(t *testing.T) {
 	}
 	run := func(op *Operator, id int64, ks []string) {
 		in := &stream.Batch{Len: len(ks), Columns: []stream.Column{{Name: "hash", Type: stream.String, Strings: ks}}}
-		if err := op.Process(ctx, id, 0, in); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := op.Finish(ctx, id, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Commit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+		streamtest.RunBatch(t, op, id, 0, in)
 	}
 	// ruledOut counts how many of ks the operator's filter rules out.
 	ruledOut := func(op *Operator, ks []string) int {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -222,20 +223,8 @@ func openTwoPartitions(t *testing.T, spec Spec) *Operator {
 	return op
 }
 
-// processCommit runs batch id of in through op (Process, Finish at
-// watermark 0, Commit) and returns what it emitted.
+// processCommit runs batch id of in through op at watermark 0 and returns
+// what it emitted.
 func processCommit(t *testing.T, op *Operator, id int64, in *stream.Batch) *stream.Batch {
-	t.Helper()
-	ctx := context.Background()
-	if err := op.Process(ctx, id, 0, in); err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := op.Finish(ctx, id, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Commit(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return streamtest.RunBatch(t, op, id, 0, in)
 }
