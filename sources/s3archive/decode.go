@@ -18,9 +18,10 @@ import (
 )
 
 // footerPrefetch is the speculative tail read over S3 (s3ReadShape; a
-// local file reads localReadShape's). The footer of a daily blocks
-// file is a few KiB; the rest of the tail holds the last row group's last
-// columns (miner, gas_used, transaction_count in the archive's column
+// local file reads localReadShape's) until a store has read a file, then
+// tailModel's guess from the files read before. The footer of a daily
+// blocks file is a few KiB; the rest of the tail holds the last row group's
+// last columns (miner, gas_used, transaction_count in the archive's column
 // order), which a tail of 128 KiB also covers in a daily file, so that one
 // request fewer is made per file (5 -> 4 for timestamp, number and miner).
 // A request costs far more than 64 KiB more of a read: on S3 a GET's
@@ -417,15 +418,19 @@ func recoverUnreadable(err *error, uri string) {
 	}
 }
 
-// openFooter reads the tail of the object (the store's readShape tail,
-// more if the footer is larger) and opens it as a Parquet file; footer is the
-// offset of the footer.
+// openFooter reads the tail of the object (the store's readShape tail, or
+// its tailModel's guess; more if the footer is larger) and opens it as a
+// Parquet file; footer is the offset of the footer.
 func openFooter(ctx context.Context, rr *rangeReader) (_ *parquet.File, footer int64, _ error) {
 	uri, size := rr.uri, rr.size
 	if size < 12 {
 		return nil, 0, unreadable(nil, uri, "object is %d bytes, too small to be a Parquet file", size)
 	}
-	tail := min(size, rr.shape.tail)
+	tail := rr.shape.tail
+	if rr.shape.tails != nil {
+		tail = rr.shape.tails.next(tail)
+	}
+	tail = min(size, tail)
 	if err := rr.fetch(size-tail, tail); err != nil {
 		return nil, 0, readErr(ctx, err, uri, "read parquet footer")
 	}
@@ -480,7 +485,11 @@ func fetchChunks(rr *rangeReader, f *parquet.File, cols []columnar.Column, foote
 	if fetch {
 		fetchedFrom := rr.spans[0].off // the footer read covers [fetchedFrom, size)
 		var need []byteRange
-		for _, r := range coalesce(rs, rr.shape.gap) {
+		merged := coalesce(rs, rr.shape.gap)
+		if rr.shape.tails != nil {
+			rr.shape.tails.observe(tailNeed(merged, size, footer, rr.shape.gap))
+		}
+		for _, r := range merged {
 			r.end = min(r.end, fetchedFrom)
 			if r.end > r.off {
 				need = append(need, r)

@@ -114,9 +114,10 @@
 //
 // # Reading
 //
-// For each file the source fetches the last 128 KiB (the footer and the last
-// row group's last columns, read speculatively; more if the footer is
-// larger), then only the byte ranges of
+// For each file the source fetches a tail (the footer and the last row
+// group's last columns, read speculatively; more if the footer is larger):
+// over S3 128 KiB for the first files, then the tail the files before
+// needed and a margin (tail.go), then only the byte ranges of
 // the projected column chunks not already in that tail, merging ranges that
 // touch or lie at most 128 KiB apart (so between two projected chunks at
 // most 128 KiB of unprojected chunks are downloaded, besides the speculative

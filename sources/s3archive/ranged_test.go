@@ -64,23 +64,7 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := info.Size()
-	// The layout, read independently of the source.
-	osf, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer osf.Close()
-	pf, err := parquet.OpenFile(osf, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks := map[string][]byteRange{} // archive column -> chunk ranges
-	for _, rg := range pf.Metadata().RowGroups {
-		for _, c := range rg.Columns {
-			name := c.MetaData.PathInSchema[0]
-			chunks[name] = append(chunks[name], chunkRange(&c.MetaData))
-		}
-	}
+	chunks := fileChunks(t, path, size)
 	for _, c := range []struct {
 		name  string
 		shape readShape
@@ -158,6 +142,29 @@ func TestRangedReadsBoundUnprojectedBytes(t *testing.T) {
 				100*float64(size-footerStart+fetched)/float64(size))
 		})
 	}
+}
+
+// fileChunks is the layout of the Parquet file at path, read independently
+// of the source: its column chunks' byte ranges by archive column.
+func fileChunks(t *testing.T, path string, size int64) map[string][]byteRange {
+	t.Helper()
+	osf, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer osf.Close()
+	pf, err := parquet.OpenFile(osf, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := map[string][]byteRange{}
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			name := c.MetaData.PathInSchema[0]
+			chunks[name] = append(chunks[name], chunkRange(&c.MetaData))
+		}
+	}
+	return chunks
 }
 
 func TestCoalesce(t *testing.T) {

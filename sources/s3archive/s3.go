@@ -22,6 +22,7 @@ type s3Store struct {
 	prefix   string // "" or ending in "/"
 	pageSize int32
 	m        *metrics
+	tails    tailModel // the tail the files read so far needed (s3ReadShape)
 }
 
 func newS3Store(ctx context.Context, o Options, bucket, prefix string, m *metrics, clock func() stream.Clock) (*s3Store, error) {
@@ -113,10 +114,15 @@ func (s *s3Store) size(ctx context.Context, uri string) (int64, error) {
 }
 
 // s3ReadShape: over S3 a request costs far more than 128 KiB of bytes
-// (footerPrefetch, coalesceGap).
+// (footerPrefetch, coalesceGap). A store's tail after its first files is
+// the size they needed (tailModel).
 var s3ReadShape = readShape{tail: footerPrefetch, gap: coalesceGap}
 
-func (s *s3Store) readShape() readShape { return s3ReadShape }
+func (s *s3Store) readShape() readShape {
+	sh := s3ReadShape
+	sh.tails = &s.tails
+	return sh
+}
 
 func (s *s3Store) open(_ context.Context, uri string) (objectReader, error) {
 	key, err := s.key(uri)

@@ -54,6 +54,9 @@ type readShape struct {
 	tail   int64 // bytes read speculatively from the end of an object
 	gap    int64 // widest unprojected hole a range read bridges
 	serial bool  // a file's ranges are read one after the other
+	// tails, when set, sizes the tail from the files read before
+	// (tail.go); tail is then its guess before the first file.
+	tails *tailModel
 }
 
 var datePartition = regexp.MustCompile(`(?:^|/)date=(\d{4}-\d{2}-\d{2})(?:/|$)`)
