@@ -47,7 +47,7 @@ func TestCarryHandsOverAhead(t *testing.T) {
 		n := 0
 		// Until the hand-over of chunk carryAhead+1: the first waits in
 		// its write, the others for it.
-		for w.handed <= carryAhead {
+		for w.size <= int64(carryAhead)*carryChunk {
 			if err := w.add(key(n), val(n)); err != nil {
 				t.Fatal(err)
 			}

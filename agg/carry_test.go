@@ -1,11 +1,7 @@
 package agg
 
 import (
-	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -14,7 +10,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ethstream/ethstream/errcode"
-	"github.com/klauspost/compress/s2"
 )
 
 // TestClosedCarry checks the carry against a map: keys added in key order
@@ -113,11 +108,8 @@ func TestCarryFile(t *testing.T) {
 			if err := w.wait(); err != nil {
 				t.Fatal(err)
 			}
-			if rec.Carry != nil || !validCarryFile(rec.CarryFile) || w.handed < 3 {
-				t.Fatalf("record %+v, %d chunks: want a carry file of several chunks", rec, w.handed)
-			}
-			if st, err := fs.Stat(fs.PathJoin(dir, rec.CarryFile)); err != nil || st.Size() != rec.CarryBytes {
-				t.Fatalf("the file: %v, %v; the record says %d bytes", st, err, rec.CarryBytes)
+			if rec.Carry != nil || !validCarryFile(rec.CarryFile) || rec.CarryBytes < 2*carryChunk {
+				t.Fatalf("record %+v, want a carry file of several chunks", rec)
 			}
 			c, err := readCarry(fs, dir, 3, rec)
 			if err != nil {
@@ -210,10 +202,9 @@ func TestCarryFileFaults(t *testing.T) {
 	}
 }
 
-// FuzzCarryRecords feeds arbitrary bytes to the carry's record decoder,
-// as records (inline in a record, or a format 1 file's body) or as a
-// format 2 file's blocks: it refuses them or decodes exactly the count it
-// was told, never panics.
+// FuzzCarryRecords feeds arbitrary bytes to the carry's record decoder
+// (inline in a record, or a file's body): it refuses them or decodes
+// exactly the count it was told, never panics.
 func FuzzCarryRecords(f *testing.F) {
 	w := newCarryWriter(vfs.NewMem(), "/s", 0)
 	for i := range 5 {
@@ -221,22 +212,11 @@ func FuzzCarryRecords(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	f.Add(w.buf, int64(5), false)
-	f.Add(carryBlocks(w.buf[:7], w.buf[7:]), int64(5), true)
-	f.Add([]byte{0, 1, 'k', 0}, int64(1), false)
-	f.Add([]byte{5, 1, 'k', 0}, int64(1), false)
-	f.Add([]byte{6, 0, 0, 0, 4, 12, 0, 1, 'k', 0}, int64(1), true)
-	f.Add([]byte("\x00\x100000000000000001\x00\x0f\x011\x010\x0f\x010\x010\x0f\x010\x010\x0e\x0200\x010"), int64(5), false) // a key twice
-	f.Fuzz(func(t *testing.T, body []byte, n int64, blocks bool) {
-		var err error
-		if blocks {
-			if body, err = decodeCarryBlocks(body, "/s/x.carry"); err != nil {
-				if errcode.Code(err) != errcode.CheckpointCorrupt {
-					t.Fatalf("refused with %v, want %s", err, errcode.CheckpointCorrupt)
-				}
-				return
-			}
-		}
+	f.Add(w.buf, int64(5))
+	f.Add([]byte{0, 1, 'k', 0}, int64(1))
+	f.Add([]byte{5, 1, 'k', 0}, int64(1))
+	f.Add([]byte("\x00\x100000000000000001\x00\x0f\x011\x010\x0f\x010\x010\x0f\x010\x010\x0e\x0200\x010"), int64(5)) // a key twice
+	f.Fuzz(func(t *testing.T, body []byte, n int64) {
 		c, err := parseCarryRecords(body, 0, n, "/s/x.carry")
 		if err != nil {
 			if errcode.Code(err) != errcode.CheckpointCorrupt {
@@ -255,101 +235,6 @@ func FuzzCarryRecords(f *testing.F) {
 			}
 		}
 	})
-}
-
-// carryBlocks returns parts as the blocks of a format 2 carry file.
-func carryBlocks(parts ...[]byte) []byte {
-	var out []byte
-	for _, p := range parts {
-		enc := s2.EncodeSnappy(nil, p)
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(enc)))
-		out = append(out, enc...)
-	}
-	return out
-}
-
-// carryFileOf returns a carry file of the given format, version v and n
-// records whose body (as stored) is body.
-func carryFileOf(format uint16, v, n int64, body []byte) []byte {
-	h := binary.LittleEndian.AppendUint16([]byte(carryMagic), format)
-	h = binary.LittleEndian.AppendUint16(h, 0)
-	h = binary.LittleEndian.AppendUint64(h, uint64(v))
-	h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
-	ft := binary.LittleEndian.AppendUint64(nil, uint64(n))
-	ft = binary.LittleEndian.AppendUint32(ft, crc32.Checksum(body, castagnoli))
-	ft = binary.LittleEndian.AppendUint32(ft, crc32.Checksum(ft, castagnoli))
-	return append(append(h, body...), ft...)
-}
-
-// TestCarryFileFormats reads carry files of format 1 (builds up to
-// c056293 wrote them: the records uncompressed) and 2 (blocks, one of
-// them ending within a record): every key with its value; a block that
-// says it decodes to more than carryBlock bytes, or to none, is
-// CHECKPOINT_CORRUPT, as is a format this build does not know.
-func TestCarryFileFormats(t *testing.T) {
-	const n = 5_000
-	key := func(i int) []byte { return fmt.Appendf(nil, "w%04d|src|0x%040d", i/7, i%7) }
-	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 240) }
-	w := newCarryWriter(vfs.NewMem(), "/s", 4)
-	defer setCarryInlineMax(1 << 30)()
-	for i := range n {
-		if err := w.add(key(i), val(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	records := w.buf // the inline form: format 1's records, over carryBlock bytes
-	if len(records) <= carryBlock {
-		t.Fatalf("%d bytes of records: a block of them all is not too large", len(records))
-	}
-	for _, c := range []struct {
-		name   string
-		format uint16
-		body   []byte
-		code   string
-	}{
-		{"format 1", 1, records, ""},
-		{"format 2", 2, carryBlocks(records[:1001], records[1001:700_001], records[700_001:]), ""},
-		{"block too large", 2, carryBlocks(records), errcode.CheckpointCorrupt},
-		{"empty block", 2, carryBlocks(records[:700_000], nil, records[700_000:]), errcode.CheckpointCorrupt},
-		{"format 3", 3, carryBlocks(records[:700_000], records[700_000:]), errcode.CheckpointCorrupt},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			fs := vfs.NewMem()
-			file := carryFileOf(c.format, 4, n, c.body)
-			name := "00000000000000000004.0123456789abcdef.carry"
-			if err := writeTestFile(fs, "/s/"+name, file); err != nil {
-				t.Fatal(err)
-			}
-			cr, err := readCarry(fs, "/s", 4, opRecord{ClosedRows: n, CarryFile: name, CarryBytes: int64(len(file))})
-			if c.code != "" {
-				if errcode.Code(err) != c.code {
-					t.Fatalf("read: %v, want %s", err, c.code)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range n {
-				if v, ok := cr.get(key(i)); !ok || !bytes.Equal(v, val(i)) {
-					t.Fatalf("key %s: %q, %v", key(i), v, ok)
-				}
-			}
-		})
-	}
-}
-
-// writeTestFile writes b to path of fs.
-func writeTestFile(fs vfs.FS, path string, b []byte) error {
-	if err := fs.MkdirAll(fs.PathDir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	return errors.Join(err, f.Close())
 }
 
 // carryNames lists the carry files and carry temp files of stateDir.

@@ -12,12 +12,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/internal/durable"
-	"github.com/klauspost/compress/s2"
 )
 
 // The carry's durable form (doc.go, Closed at commit): the keys version N
@@ -33,51 +31,34 @@ import (
 // (the state store keeps a name it does not know, never reading or
 // deleting it).
 //
-// Its format, version 2 (integers little-endian, uvarint as in
+// Its format, version 1 (integers little-endian, uvarint as in
 // encoding/binary, CRC-32C Castagnoli):
 //
 //	+---------------------------------------------------------------+
-//	| header, 20 bytes: magic "ESCC" | format u16 = 2 | reserved u16 |
+//	| header, 20 bytes: magic "ESCC" | format u16 = 1 | reserved u16 |
 //	|   = 0 | version u64 (the state version that wrote it) |        |
 //	|   crc32c u32 of the 16 bytes before it                        |
 //	+---------------------------------------------------------------+
-//	| blocks: stored length u32 | Snappy block (its uvarint decoded |
-//	|   length, then its elements), decoding to 1 to carryBlock     |
-//	|   bytes                                                       |
+//	| records: shared uvarint | suffix length uvarint | key suffix |
+//	|   value length uvarint | value                                |
 //	+---------------------------------------------------------------+
-//	| footer, 16 bytes: record count u64 | crc32c u32 of the blocks |
-//	|   (as stored) | crc32c u32 of the 12 bytes before it          |
+//	| footer, 16 bytes: record count u64 | crc32c u32 of the records |
+//	|   | crc32c u32 of the 12 bytes before it                      |
 //	+---------------------------------------------------------------+
-//
-// The blocks decoded, one after the other, are the records (a block may
-// end within a record):
-//
-//	shared uvarint | suffix length uvarint | key suffix |
-//	value length uvarint | value
 //
 // A record is a state key and its encoded value, as in state; the key is
 // given as the length of the prefix it shares with the previous record's
 // key (0 for the first) and the bytes after it: records come mostly in key
 // order, and keys of one window share its end, start and leading group
-// values (a seed backfill's carry shrinks by about a third). What the
-// prefix leaves, mostly a group value a later window repeats (a seed
-// backfill's miner address: 42 of a record's ~48 bytes), Snappy's matches
-// take: a seed backfill's carry files shrink from 455 to about 90 MB, and
-// the writes of what they no longer hold were most of the carry's cost
-// (0.7 CPU-s of page-cache copies against 0.25 for the compression, which
-// runs on the publish's goroutine, not Finish's). Format 1, written by
-// builds up to c056293 and still read, is format 2 with the records
-// stored as they are, uncompressed, and the footer's checksum theirs. The
-// inline form is the records alone, uncompressed. Records are in no
-// particular order (no key twice); their count is the version's
-// closedRows. A reader verifies the size the record names, header,
-// footer, both checksums, each block and the count, and refuses anything
-// else as CHECKPOINT_CORRUPT naming the file.
+// values (a seed backfill's carry shrinks by about a third). The inline
+// form is the records alone. Records are in no particular order (no key
+// twice); their count is the version's closedRows. A reader verifies the
+// size the record names, header, footer, both checksums and count, and
+// refuses anything else as CHECKPOINT_CORRUPT naming the file.
 //
 // The file is published by internal/durable (temp file, fsync, link under
 // a name never used before, directory fsync) while Finish writes it, in
-// chunks of 1 MB (compressed on the publish's goroutine), so the carry
-// never sits in memory; the version's .meta,
+// chunks of 1 MB, so the carry never sits in memory; the version's .meta,
 // which names it, is published only after it is durable (PrepareCommit and
 // Commit wait for it). A crash before the .meta leaves a file no record
 // names. The operator keeps the files the committed version's record and
@@ -91,14 +72,10 @@ import (
 const (
 	carrySuffix = ".carry"
 	carryMagic  = "ESCC"
-	// carryFormat is the carry file format this build writes; it reads
-	// formats 1 and 2.
-	carryFormat     = 2
+	// carryFormat is the carry file format this build writes and reads.
+	carryFormat     = 1
 	carryHeaderSize = 20
 	carryFooterSize = 16
-	// carryBlock bounds the bytes a block decodes to (a reader refuses a
-	// block that says more before allocating them).
-	carryBlock = 1 << 20
 )
 
 // carryInlineMax bounds the records kept in the operator record (the store
@@ -110,29 +87,30 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // carryWriter writes the carry of one version as Finish produces it: into
 // memory up to carryInlineMax bytes, then into a file published on a
-// goroutine of its own (see above), in chunks of carryChunk bytes of
-// records handed over as they fill (records are appended once, into a
-// chunk); the goroutine compresses and checksums them. It is not safe for
-// concurrent use.
+// goroutine of its own (see above), in chunks of carryChunk bytes handed
+// over as they fill (records are appended once, into a chunk). It is not
+// safe for concurrent use.
 type carryWriter struct {
 	fs      vfs.FS
 	dir     string
 	version int64
 	buf     []byte // records not handed over yet (all of them while inline)
 	n       int64  // records written
-	prev    []byte // the last record's key
+	// crc is the checksum of the records before buf[summed:]: it is
+	// updated a chunk at a time (sum), not per record, where CRC-32C's
+	// per-call cost was most of it (0.2 of a seed backfill's 0.7 CPU-s
+	// in add).
+	crc    uint32
+	summed int
+	prev   []byte // the last record's key
 
-	// The file, once started: name, chunks handed over, full chunks to
-	// the publish (closed at the end; carryAhead of them may wait),
-	// written ones back.
+	// The file, once started: name, bytes handed over, full chunks to the
+	// publish (closed at the end; carryAhead of them may wait), written
+	// ones back.
 	name   string
-	handed int
+	size   int64
 	chunks chan []byte
 	free   chan []byte
-	// count is the number of records, set before chunks is closed; the
-	// publish sends the file's size on sized once its footer is encoded.
-	count int64
-	sized chan int64
 	// abortc, closed by abort, fails the publish; exited is closed once it
 	// returned, with its result in done.
 	abortc chan struct{}
@@ -199,6 +177,12 @@ func sharedPrefix(a, b []byte) int {
 	return i
 }
 
+// sum adds the records in buf not summed yet to crc.
+func (w *carryWriter) sum() {
+	w.crc = crc32.Update(w.crc, castagnoli, w.buf[w.summed:])
+	w.summed = len(w.buf)
+}
+
 // appendCarryRecord appends key and val as a record of a read carry's
 // arena (carry.go): whole keys, so that a get decodes one record.
 func appendCarryRecord(b, key, val []byte) []byte {
@@ -210,22 +194,24 @@ func appendCarryRecord(b, key, val []byte) []byte {
 
 // handOver passes w.buf to the publish and takes an empty chunk.
 func (w *carryWriter) handOver() error {
+	w.sum()
 	select {
 	case w.chunks <- w.buf:
 	case <-w.exited:
 		return w.fail(errCarryPublishEnded)
 	}
-	w.handed++
+	w.size += int64(len(w.buf))
 	select {
 	case b := <-w.free:
 		w.buf = b[:0]
 	default:
 		w.buf = make([]byte, 0, carryChunk+carryChunk/8)
 	}
+	w.summed = 0
 	return nil
 }
 
-// start begins publishing the file, with the records so far.
+// start begins publishing the file: its header, then the records so far.
 func (w *carryWriter) start() error {
 	if err := durable.EnsureDir(w.fs, w.dir); err != nil {
 		return fmt.Errorf("aggregation: create the state directory for the carry: %w", err)
@@ -234,73 +220,39 @@ func (w *carryWriter) start() error {
 	binary.LittleEndian.PutUint64(rnd[:], rand.Uint64())
 	w.name = fmt.Sprintf("%020d.%s%s", w.version, hex.EncodeToString(rnd[:]), carrySuffix)
 	w.chunks, w.free = make(chan []byte, carryAhead), make(chan []byte, carryAhead+1)
-	w.sized = make(chan int64, 1)
 	w.abortc, w.exited, w.done = make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		_, err := durable.For(w.fs).Publish(w.dir, w.name, durable.Options{}, w.writeFile)
+		_, err := durable.For(w.fs).Publish(w.dir, w.name, durable.Options{}, func(dst io.Writer) error {
+			for {
+				select {
+				case b, ok := <-w.chunks:
+					if !ok {
+						return nil
+					}
+					if _, err := dst.Write(b); err != nil {
+						return err
+					}
+					select {
+					case w.free <- b:
+					default:
+					}
+				case <-w.abortc:
+					return errCarryAborted
+				}
+			}
+		})
 		w.done <- err
 		close(w.exited)
 	}()
-	// The records so far in a chunk of full size, not grown by appends.
-	w.buf = append(make([]byte, 0, carryChunk+carryChunk/8), w.buf...)
-	return nil
-}
-
-// carryBlockBufs holds writeFile's buffers (1.2 MB each, one a batch
-// otherwise).
-var carryBlockBufs sync.Pool
-
-// writeFile writes the file to dst (on the publish's goroutine): its
-// header, the chunks as they come, in blocks, and once they end its
-// footer, whose size it sends on sized. The header goes with the first
-// block, in one write.
-func (w *carryWriter) writeFile(dst io.Writer) error {
-	bp, _ := carryBlockBufs.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, carryHeaderSize+4+s2.MaxEncodedLen(carryBlock))
-		bp = &b
-	}
-	defer carryBlockBufs.Put(bp)
-	buf := *bp
-	h := append(buf[:0], carryMagic...)
+	h := make([]byte, 0, carryChunk+carryChunk/8)
+	h = append(h, carryMagic...)
 	h = binary.LittleEndian.AppendUint16(h, carryFormat)
 	h = binary.LittleEndian.AppendUint16(h, 0)
 	h = binary.LittleEndian.AppendUint64(h, uint64(w.version))
-	_ = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli)) // in buf[:carryHeaderSize]
-	from := 0 // where the next write starts in buf: at the header until written
-	size := int64(carryHeaderSize)
-	var crc uint32
-	for {
-		select {
-		case b, ok := <-w.chunks:
-			if !ok {
-				f := binary.LittleEndian.AppendUint64(buf[:carryHeaderSize], uint64(w.count))
-				f = binary.LittleEndian.AppendUint32(f, crc)
-				f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(f[carryHeaderSize:], castagnoli))
-				w.sized <- size + carryFooterSize
-				_, err := dst.Write(f[from:])
-				return err
-			}
-			for rest := b; len(rest) > 0; {
-				n := min(len(rest), carryBlock)
-				enc := s2.EncodeSnappy(buf[carryHeaderSize+4:], rest[:n])
-				binary.LittleEndian.PutUint32(buf[carryHeaderSize:], uint32(len(enc)))
-				end := carryHeaderSize + 4 + len(enc)
-				crc = crc32.Update(crc, castagnoli, buf[carryHeaderSize:end])
-				if _, err := dst.Write(buf[from:end]); err != nil {
-					return err
-				}
-				size += int64(end - carryHeaderSize)
-				from, rest = carryHeaderSize, rest[n:]
-			}
-			select {
-			case w.free <- b:
-			default:
-			}
-		case <-w.abortc:
-			return errCarryAborted
-		}
-	}
+	h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
+	w.buf = append(h, w.buf...)
+	w.summed = len(h) // the header is not a record
+	return nil
 }
 
 var errCarryPublishEnded = errors.New("carry publish ended")
@@ -316,8 +268,7 @@ func (w *carryWriter) fail(err error) error {
 }
 
 // finish ends the records and sets rec's carry fields: the records inline,
-// or the file, whose publish then completes on its goroutine (wait); the
-// file's size waits for the compression of the chunks in flight.
+// or the file, whose publish then completes on its goroutine (wait).
 func (w *carryWriter) finish(rec *opRecord) error {
 	if w.chunks == nil {
 		if w.n > 0 {
@@ -325,22 +276,19 @@ func (w *carryWriter) finish(rec *opRecord) error {
 		}
 		return nil
 	}
-	if len(w.buf) > 0 {
-		if err := w.handOver(); err != nil {
-			return err
-		}
+	w.sum()
+	f := binary.LittleEndian.AppendUint64(make([]byte, 0, carryFooterSize), uint64(w.n))
+	f = binary.LittleEndian.AppendUint32(f, w.crc)
+	f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(f, castagnoli))
+	w.buf = append(w.buf, f...)
+	w.summed = len(w.buf) // the footer is not a record
+	if err := w.handOver(); err != nil {
+		return err
 	}
-	w.count = w.n
 	close(w.chunks)
 	w.buf = nil
-	var size int64
-	select {
-	case size = <-w.sized:
-	case <-w.exited:
-		return w.fail(errCarryPublishEnded)
-	}
 	rec.CarryFile = w.name
-	rec.CarryBytes = size
+	rec.CarryBytes = w.size
 	return nil
 }
 
@@ -435,15 +383,14 @@ func readCarry(fs vfs.FS, stateDir string, v int64, rec opRecord) (*closedCarry,
 		return nil, fmt.Errorf("aggregation: read the closed-at-commit carry %s: %w", path, err)
 	}
 	h, body, ft := b[:carryHeaderSize], b[carryHeaderSize:len(b)-carryFooterSize], b[len(b)-carryFooterSize:]
-	format := binary.LittleEndian.Uint16(h[4:])
 	switch {
 	case string(h[:4]) != carryMagic:
 		return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry has no %q header", carryMagic)
 	case binary.LittleEndian.Uint32(h[16:]) != crc32.Checksum(h[:16], castagnoli):
 		return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry's header fails its checksum")
-	case format < 1 || format > carryFormat || binary.LittleEndian.Uint16(h[6:]) != 0:
-		return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry has format %d; this build reads 1 and %d",
-			format, carryFormat)
+	case binary.LittleEndian.Uint16(h[4:]) != carryFormat || binary.LittleEndian.Uint16(h[6:]) != 0:
+		return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry has format %d; this build reads %d",
+			binary.LittleEndian.Uint16(h[4:]), carryFormat)
 	case binary.LittleEndian.Uint32(ft[12:]) != crc32.Checksum(ft[:12], castagnoli):
 		return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry's footer fails its checksum")
 	case binary.LittleEndian.Uint32(ft[8:]) != crc32.Checksum(body, castagnoli):
@@ -452,40 +399,7 @@ func readCarry(fs vfs.FS, stateDir string, v int64, rec opRecord) (*closedCarry,
 		return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry holds %d records; the state version closed %d",
 			binary.LittleEndian.Uint64(ft), rec.ClosedRows)
 	}
-	if format == 2 {
-		if body, err = decodeCarryBlocks(body, path); err != nil {
-			return nil, err
-		}
-	}
 	return parseCarryRecords(body, v, rec.ClosedRows, path)
-}
-
-// decodeCarryBlocks returns the records that body's blocks (format 2)
-// decode to.
-func decodeCarryBlocks(body []byte, path string) ([]byte, error) {
-	var out []byte
-	for off := 0; off < len(body); {
-		if len(body)-off < 4 {
-			return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry's block at offset %d is truncated", off)
-		}
-		n := int(binary.LittleEndian.Uint32(body[off:]))
-		if n > len(body)-off-4 {
-			return nil, errcode.Corrupt(path, nil, "the closed-at-commit carry's block at offset %d is truncated", off)
-		}
-		block := body[off+4 : off+4+n]
-		l, err := s2.DecodedLen(block)
-		if err != nil || l < 1 || l > carryBlock {
-			return nil, errcode.Corrupt(path, err, "the closed-at-commit carry's block at offset %d does not decode to 1 to %d bytes", off, carryBlock)
-		}
-		out = slices.Grow(out, l)
-		d, err := s2.Decode(out[len(out):len(out)+l], block)
-		if err != nil || len(d) != l {
-			return nil, errcode.Corrupt(path, err, "the closed-at-commit carry's block at offset %d does not decode", off)
-		}
-		out = out[:len(out)+l]
-		off += 4 + n
-	}
-	return out, nil
 }
 
 // parseCarryRecords decodes body's records, which must be exactly n, into

@@ -222,8 +222,7 @@
 // batch closes a handful of keys), else in a file of its own beside the
 // state files that the record names (carryfile.go gives the format), which
 // Finish streams to disk as it closes keys, so that the carry never sits
-// in memory (a seed backfill batch closes ~850k keys, 50-90 MB of
-// records, about a fifth of that compressed in the file). Batch N+1
+// in memory (a seed backfill batch closes ~850k keys, 50-90 MB). Batch N+1
 // reads a key whose window ends at or before the carry's bound (version
 // N's nextWatermarkMs) from the carry when state does not hold it, so its
 // rows for those windows merge with batch N's value exactly as with
