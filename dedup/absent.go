@@ -23,14 +23,30 @@ import (
 )
 
 // Sizing: bitsPerKey bits of filter per key of capacity; a build sizes it
-// for twice the keys it read (so 12-24 bits a key, 0.5-0.02% false
-// positives, measured; a false positive costs the Get every key cost
-// before, 15 µs once the state outgrows the block cache: at 8 bits a key
-// they were 4% of a 2.6M-key backfill's CPU), and a filter whose keys
-// outgrow its capacity is built again, at most doubling, so the scans cost
-// at most twice the state's keys over its growth. At 26M keys it is at
-// most 78 MB.
+// for capacityFor the keys it read, and a filter whose keys outgrow its
+// capacity is built again. 12 bits a key when full give 0.5% false
+// positives, fewer than 0.02% at half full; a false positive costs the Get
+// every key cost before, 15 µs once the state outgrows the block cache (at
+// 8 bits a key they were 4% of a 2.6M-key backfill's CPU).
 const bitsPerKey = 12
+
+// Growth: each build scans the whole state (a Pebble iteration over every
+// level, 0.15-0.2 µs a key). Doubling, the seed dedup shape's 26M keys
+// cost builds at 4.2M, 8.4M and 16.7M keys (33M keys scanned, 7.6% of its
+// CPU), and a filter between half and full made its false positives' Gets
+// 2.6%. A build now sizes for 8 times its keys up to bigCapacity (100 MB
+// of filter), twice them beyond: the seed's builds stop at 4.2M keys (5M
+// keys scanned), and its filter ends 50 MB. The filter takes at most
+// max(100 MB, 24 bits a key).
+const (
+	smallGrowth = 8
+	bigCapacity = 1 << 26
+)
+
+// capacityFor returns the keys a build holding keys sizes the filter for.
+func capacityFor(keys int64) int64 {
+	return max(2*keys, min(smallGrowth*keys, bigCapacity), initialKeys)
+}
 
 // initialKeys is the capacity of a filter on an empty store (a variable:
 // tests shrink it to make the filter grow).
@@ -122,7 +138,7 @@ func (f *absentFilter) due(s *state.Store) bool {
 	return f.debt > 0 && f.debt*scanPerGet >= s.NumKeys()
 }
 
-// build sizes the filter for twice the store's keys (as of its pending
+// build sizes the filter for capacityFor the store's keys (as of its pending
 // batch) and adds every one of them, and perhaps keys no longer in state
 // (state.Store.KeySuperset: a stale bit costs a lookup, never a wrong
 // answer; a Scan, in key order, cost a build of 2.6M pending keys 0.4 µs
@@ -130,7 +146,7 @@ func (f *absentFilter) due(s *state.Store) bool {
 func (f *absentFilter) build(s *state.Store) error {
 	f.valid = false
 	keys := s.NumKeys()
-	f.alloc(2 * max(keys, initialKeys/2))
+	f.alloc(capacityFor(keys))
 	f.valid = true
 	// The keys' hashes are added a run at a time, in a loop of their own:
 	// each add is a cache miss (the filter outgrows the caches), and

@@ -282,3 +282,19 @@ func oracleRun(t *testing.T, within bool, seed uint64) {
 		}
 	}
 }
+
+// TestCapacityFor: a build leaves room for at least as many keys again (or
+// it would be due again at once), and its filter holds at most the larger
+// of bigCapacity keys and 24 bits a key.
+func TestCapacityFor(t *testing.T) {
+	for _, keys := range []int64{0, 1, initialKeys / 8, initialKeys, 1 << 20, 4_200_000, bigCapacity / 8, bigCapacity / 4, bigCapacity, 26_000_000, 1 << 30} {
+		c := capacityFor(keys)
+		if c < max(2*keys, initialKeys) || c > max(2*keys, bigCapacity, initialKeys) {
+			t.Errorf("capacityFor(%d) = %d, want within [%d, %d]", keys, c, max(2*keys, initialKeys), max(2*keys, bigCapacity, initialKeys))
+		}
+	}
+	// The seed shape's 26M keys: the build at 4.2M keys is the last.
+	if c := capacityFor(4_200_000); c < 26_086_569 {
+		t.Errorf("capacityFor(4.2M) = %d: the seed shape builds again", c)
+	}
+}

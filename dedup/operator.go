@@ -29,7 +29,10 @@ type Operator struct {
 	logger *slog.Logger
 	life   opbase.Lifecycle
 
-	out         *stream.Batch
+	out *stream.Batch
+	// outHint is the rows the last batch emitted: the next batch's output
+	// columns start with room for as many (reserve).
+	outHint     int
 	inRows, put int64
 	late, dups  int64
 	process     time.Duration
@@ -116,8 +119,29 @@ func (o *Operator) begin(batchID int64) error {
 	if started {
 		o.inRows, o.put, o.late, o.dups, o.process = 0, 0, 0, 0, 0
 		o.out = opbase.NewBatch(o.p.spec.Input)
+		reserve(o.out, o.outHint)
 	}
 	return err
+}
+
+// reserve gives out's columns room for n rows. A backfill's batches emit
+// alike counts, and columns grown by appends from empty copied every row
+// about twice, into fresh pages, with write barriers while the collector
+// ran (growslice in appendRow: 2.8% of the seed dedup shape's CPU, 2.15M
+// rows a batch). A batch that emits fewer leaves the rest unused once.
+func reserve(out *stream.Batch, n int) {
+	for j := range out.Columns {
+		c := &out.Columns[j]
+		switch c.Type.Storage() {
+		case stream.Array, stream.Decimal:
+		case stream.Float64:
+			c.Float64s = make([]float64, 0, n)
+		case stream.String:
+			c.Strings = make([]string, 0, n)
+		default:
+			c.Int64s = make([]int64, 0, n)
+		}
+	}
 }
 
 // Process emits the chunk's rows whose key is not in state and puts their
@@ -205,8 +229,9 @@ func (o *Operator) probe(keys []*stream.Column, ts *stream.Column, wmUs int64, l
 		}
 		o.winKeys = b
 		key := b[start:]
-		o.win = append(o.win, probedRow{start: start, end: len(b), h: o.absent.hash(key), sh: state.KeyHash(key)})
+		o.win = append(o.win, probedRow{start: start, end: len(b), h: o.absent.hash(key)})
 	}
+	o.storeHashes()
 	// The loads in loops of their own: a loop body with the hashing in it
 	// is long enough that the CPU holds only a row or two in flight.
 	for _, r := range o.win {
@@ -221,6 +246,28 @@ func (o *Operator) probe(keys []*stream.Column, ts *stream.Column, wmUs int64, l
 	}
 	o.touched += touched
 	return hi, nil
+}
+
+// storeHashes sets the state.KeyHash of the window's keys, four at a time
+// (state.KeyHash4: one key's FNV pass waits on each byte's multiply).
+func (o *Operator) storeHashes() {
+	rows := o.win
+	var q [4]*probedRow
+	n := 0
+	for j := range rows {
+		if rows[j].late {
+			continue
+		}
+		q[n] = &rows[j]
+		if n++; n == len(q) {
+			k := func(r *probedRow) []byte { return o.winKeys[r.start:r.end] }
+			q[0].sh, q[1].sh, q[2].sh, q[3].sh = state.KeyHash4(k(q[0]), k(q[1]), k(q[2]), k(q[3]))
+			n = 0
+		}
+	}
+	for _, r := range q[:n] {
+		r.sh = state.KeyHash(o.winKeys[r.start:r.end])
+	}
 }
 
 // processRow drops row i (probed as r) as late or a duplicate, or emits
@@ -364,6 +411,7 @@ func (o *Operator) Finish(ctx context.Context, batchID, watermarkMs int64) (*str
 		},
 	}
 	o.life.Finish()
+	o.outHint = o.out.Len
 	out := o.out
 	o.out = nil
 	return out, o.progress, nil

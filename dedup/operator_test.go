@@ -228,3 +228,34 @@ func openTwoPartitions(t *testing.T, spec Spec) *Operator {
 func processCommit(t *testing.T, op *Operator, id int64, in *stream.Batch) *stream.Batch {
 	return streamtest.RunBatch(t, op, id, 0, in)
 }
+
+// TestOutputRoomForLastBatch: a batch's output columns start with room for
+// the rows the last batch emitted, and hold only this batch's rows.
+func TestOutputRoomForLastBatch(t *testing.T) {
+	op := openTwoPartitions(t, Spec{Input: input, Columns: []string{"k"}})
+	batch := func(keys ...string) *stream.Batch {
+		b := &stream.Batch{Len: len(keys), Columns: []stream.Column{
+			{Name: "ts", Type: stream.Timestamp}, {Name: "k", Type: stream.String, Strings: keys}, {Name: "n", Type: stream.Int64}}}
+		for i := range keys {
+			b.Columns[0].Int64s = append(b.Columns[0].Int64s, int64(i))
+			b.Columns[2].Int64s = append(b.Columns[2].Int64s, int64(10*i))
+		}
+		return b
+	}
+	if out := processCommit(t, op, 0, batch("a", "b", "a", "c", "d")); out.Len != 4 {
+		t.Fatalf("batch 0 emitted %d rows, want 4", out.Len)
+	}
+	if err := op.Process(t.Context(), 1, 0, batch()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range op.out.Columns {
+		if n, room := c.Len(), max(cap(c.Int64s), cap(c.Strings)); n != 0 || room < 4 {
+			t.Fatalf("batch 1's column %s before its rows: %d rows, room for %d; want 0 and 4", c.Name, n, room)
+		}
+	}
+	out := processCommit(t, op, 1, batch("c", "e", "f"))
+	if got := out.Columns[1].Strings; !slices.Equal(got, []string{"e", "f"}) || out.Len != 2 || len(out.Columns[0].Int64s) != 2 ||
+		!slices.Equal(out.Columns[2].Int64s, []int64{10, 20}) {
+		t.Fatalf("batch 1 emitted %d rows: k %q, ts %v, n %v; want e, f", out.Len, got, out.Columns[0].Int64s, out.Columns[2].Int64s)
+	}
+}

@@ -15,6 +15,24 @@ package state
 // any other value files the key in the wrong partition.
 func KeyHash(key []byte) uint64 { return keyHash(key) }
 
+// KeyHash4 returns the KeyHash of four keys. FNV-1a takes a key's bytes
+// one after another, each a multiply that waits on the one before (3-4
+// cycles a byte); four keys hashed side by side keep four multiplies in
+// flight (KeyHash was 3% of the seed dedup shape's CPU, 68 bytes a key).
+func KeyHash4(a, b, c, d []byte) (ha, hb, hc, hd uint64) {
+	const offset, prime = 14695981039346656037, 1099511628211
+	ha, hb, hc, hd = offset, offset, offset, offset
+	n := min(len(a), len(b), len(c), len(d))
+	a0, b0, c0, d0 := a[:n], b[:n], c[:n], d[:n]
+	for i := range a0 {
+		ha = (ha ^ uint64(a0[i])) * prime
+		hb = (hb ^ uint64(b0[i])) * prime
+		hc = (hc ^ uint64(c0[i])) * prime
+		hd = (hd ^ uint64(d0[i])) * prime
+	}
+	return fnvMore(ha, a[n:]), fnvMore(hb, b[n:]), fnvMore(hc, c[n:]), fnvMore(hd, d[n:])
+}
+
 // Prefetch reads what a Get or Put of key (whose KeyHash is h) reads of
 // the pending batch's index, so that the call finds it in the CPU's
 // cache: a caller prefetches a run of keys, then uses them. It changes

@@ -143,10 +143,12 @@ func (s *Store) entryAt(key []byte, h uint64, presence int) *pendingEntry {
 	e = s.alloc.entry()
 	e.key, e.hash, e.part = s.alloc.str(key), h, int32(p)
 	switch {
-	case s.partRows[p] == 0 || s.beyondBounds(p, key):
+	// A caller's known missing first: the bounds' check (a cache miss a
+	// key) would say no more (0.7% of the seed dedup shape's CPU).
+	case presence == presenceMissing || s.partRows[p] == 0 || s.beyondBounds(p, key):
 		e.known = true
-	case presence != presenceUnknown:
-		e.known, e.existed = true, presence == presenceExisted
+	case presence == presenceExisted:
+		e.known, e.existed = true, true
 	case s.lastGet != nil && string(s.lastGet) == string(key):
 		e.known, e.existed = true, s.lastFound
 	default:
