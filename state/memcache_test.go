@@ -301,14 +301,7 @@ func TestMemCacheRebuildDeferred(t *testing.T) {
 	e.memCache = 1 << 20
 	e.local = t.TempDir()
 	s = reopen()
-	k := testKey(1)
-	if v, ok, err := s.Get(k); err != nil || !ok || string(v) != want[string(k)] {
-		t.Fatalf("Get of a key of the deferred cache: %x %v %v, want %x", v, ok, err, want[string(k)])
-	}
-	if s.parts.build != nil {
-		t.Fatal("a Get left the cache unbuilt")
-	}
-	diffMaps(t, "store built by a Get", want, storeContents(t, s))
+	getBuilds(t, s, want)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
