@@ -214,11 +214,12 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 // (state.Options.MemCacheBytes). A windowed count keeps its open windows
 // only: the seed backfill's state holds about 5,000 rows and 8 KB of
 // Pebble files beside the memtables, yet creating its 200 partitions'
-// instances on disk cost 0.5 CPU-s of a 7 CPU-s backfill in openat(2) and
-// mkdir(2) (README, Performance). A state of a key per block passes the
-// budget at its first batch and moves to disk before applying it; one
-// below it is rebuilt from the checkpoint at the next Open (it is under
-// what Close keeps on disk), which reads at most this many bytes.
+// instances on disk cost 0.5 CPU-s of a 6.7 CPU-s backfill in openat(2)
+// and mkdir(2) (README, Performance). A state of a key per block passes
+// the budget within its first batches and moves to disk, before the
+// commit that would pass it; one below it is rebuilt from the checkpoint
+// after a restart (it is under what Close keeps on disk), reading at most
+// this many bytes.
 var memCacheBytes int64 = 16 << 20
 
 // openStore opens the operator's state store with plan p's schema.
