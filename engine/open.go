@@ -67,7 +67,7 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 		return fmt.Errorf("open sink %s: %w", d.sink.Description(), err)
 	}
 	d.sinkOpen = true
-	env := stream.OperatorEnv{FS: d.o.FS, LocalDir: d.o.LocalDir,
+	env := stream.OperatorEnv{FS: d.o.FS, LocalDir: d.o.LocalDir, LocalFS: d.o.LocalFS,
 		Partitions: sp.Partitions, Version: sp.CommittedID, Logger: d.o.Logger}
 	if err := d.openOps(ctx, env); err != nil {
 		return err

@@ -140,6 +140,9 @@ type Options struct {
 	FS vfs.FS
 	// LocalDir is the operator's local cache directory (OperatorEnv.LocalDir).
 	LocalDir string
+	// LocalFS is LocalDir's file system (OperatorEnv.LocalFS); nil = the
+	// local disk.
+	LocalFS vfs.FS
 	// Clock; nil = SystemClock.
 	Clock  stream.Clock
 	Logger *slog.Logger

@@ -220,7 +220,7 @@ func RepartitionOffline(ctx context.Context, o Options, states stream.RecordedSt
 	}()
 	for id := range ops {
 		env := stream.OperatorEnv{StateDir: w.Join(checkpoint.StateDir, strconv.Itoa(id)), FS: o.FS, LocalDir: opLocalDir(o.LocalDir, id),
-			Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
+			LocalFS: o.LocalFS, Partitions: res.From, Version: snap.CommittedID, Logger: o.Logger}
 		r, err := states.OpenRecorded(ctx, env)
 		if err != nil {
 			return nil, fmt.Errorf("open the state of operator %d: %w", id, err)

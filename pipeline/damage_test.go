@@ -80,6 +80,9 @@ func damageRunWith(t *testing.T, fsys vfs.FS, root string, max int, change func(
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cache on the disk, as a state past its budget in memory keeps
+	// it: the cache rows damage its files.
+	opts.LocalFS = vfs.Default
 	sink, err := delta.NewMergeSink(delta.SinkOptions{Path: cfg.Table, FS: fsys, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)

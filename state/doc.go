@@ -243,11 +243,12 @@
 // by sstable ingestion, deltas as Pebble batches. Deleting LocalDir between
 // runs therefore only costs a rebuild.
 //
-// With Options.MemCacheBytes (the join sets it), a new generation whose
-// rebuild reads at most that many bytes of checkpoint files runs its
-// instances on an in-memory file system: nothing is created under
-// LocalDir, and Close writes no MARKER (the next Open rebuilds) unless the
-// files hold 16 MB or more. Such files, or files that outgrow the budget
+// With Options.MemCacheBytes (the join and the aggregation set it), a new
+// generation whose rebuild reads at most that many bytes of checkpoint
+// files runs its instances on an in-memory file system: nothing is created
+// under LocalDir, the rebuild waits for the first read or write, and Close
+// writes no MARKER (the next Open rebuilds) unless the files hold 16 MB or
+// more. Such files, or files that outgrow the budget
 // around a commit, are flushed and copied to LocalDir/gen-<id>/, where the
 // cache carries on as above (memcache.go).
 //

@@ -487,15 +487,7 @@ func TestOpenRecordedDefersRebuild(t *testing.T) {
 		if s, err = OpenRecorded(ctx, o, 3); err != nil {
 			t.Fatal(err)
 		}
-		k := testKey(1)
-		v, ok, err := s.Get(k)
-		if err != nil || !ok || string(v) != want[string(k)] {
-			t.Fatalf("Get of a key of the deferred cache: %x %v %v, want %x", v, ok, err, want[string(k)])
-		}
-		if s.parts.build != nil {
-			t.Fatal("a Get left the cache unbuilt")
-		}
-		diffMaps(t, "store built on its first read", want, storeContents(t, s))
+		getBuilds(t, s, want)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -536,4 +528,19 @@ func toFormat1(t *testing.T, e *env) {
 		}
 		writeFS(t, e.fs, path, old)
 	}
+}
+
+// getBuilds checks that a Get of a key of s, whose cache's build is
+// deferred, reads the built cache, and that all of it is built.
+func getBuilds(t *testing.T, s *Store, want map[string]string) {
+	t.Helper()
+	k := testKey(1)
+	v, ok, err := s.Get(k)
+	if err != nil || !ok || string(v) != want[string(k)] {
+		t.Fatalf("Get of a key of the deferred cache: %x %v %v, want %x", v, ok, err, want[string(k)])
+	}
+	if s.parts.build != nil {
+		t.Fatal("a Get left the cache unbuilt")
+	}
+	diffMaps(t, "store built on its first read", want, storeContents(t, s))
 }

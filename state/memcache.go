@@ -21,7 +21,8 @@ import (
 //
 //   - a small cache dies with the process: Close writes no marker, so the
 //     next Open rebuilds it from the checkpoint (into memory again while
-//     it fits), as after a crash; one whose files hold memCacheKeepBytes
+//     it fits, on the first read or write: recovery.go), as after a
+//     crash; one whose files hold memCacheKeepBytes
 //     or more is moved to disk first and trusted at the next Open, as
 //     before (a join keeping 429,048 rows, 71 MB of files, rebuilt at its
 //     restart peaked at 533 MB against 151 MB reusing it);

@@ -110,8 +110,8 @@ func TestMemCacheLifecycle(t *testing.T) {
 
 // TestMemCacheKeptAtClose: Close moves an in-memory cache whose files hold
 // memCacheKeepBytes or more to disk, and the next Open trusts it: a cache
-// a commit wrote, and one a rebuild wrote and no commit followed (its
-// files are measured after the rebuild).
+// a commit wrote, and one a rebuild wrote on its first read and no commit
+// followed (its files are measured after the rebuild).
 func TestMemCacheKeptAtClose(t *testing.T) {
 	defer func(b int64) { memCacheKeepBytes = b }(memCacheKeepBytes)
 	for _, rebuilt := range []bool{false, true} {
@@ -129,6 +129,8 @@ func TestMemCacheKeptAtClose(t *testing.T) {
 				}
 				memCacheKeepBytes = 1
 				s = e.open(20, 0)
+				// The rebuild waits for the first read (recovery.go).
+				diffMaps(t, "rebuilt", want, storeContents(t, s))
 			}
 			if !s.parts.inMem {
 				t.Fatal("the cache is on disk")
@@ -257,5 +259,60 @@ func TestMemCacheDeferredRebuild(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestMemCacheRebuildDeferred: a cache rebuilt into memory at Open waits for
+// its first read or write (recovery.go): Open opens no instance, a
+// repartition right after reads the checkpoint files and never builds the
+// old generation, and a Get, or a commit that writes, builds it first.
+func TestMemCacheRebuildDeferred(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	want := lazyFixture(t, e)
+	e.memCache = 1 << 20
+	e.local = t.TempDir() // no trusted cache: a rebuild
+	reopen := func() *Store {
+		t.Helper()
+		s := e.open(50, 3)
+		if !s.parts.inMem || s.parts.build == nil || openCount(s) != 0 {
+			t.Fatalf("reopened: in memory %v, build deferred %v, %d instances open", s.parts.inMem, s.parts.build != nil, openCount(s))
+		}
+		return s
+	}
+
+	s := reopen()
+	old := s.parts
+	if _, err := s.Repartition(ctx, 3, 4, 7); err != nil {
+		t.Fatal(err)
+	}
+	s.bg.Wait()
+	if old.build == nil {
+		t.Fatal("the repartition built the old generation")
+	}
+	diffMaps(t, "store after repartition", want, storeContents(t, s))
+	diffMaps(t, "checkpoint after repartition", want, checkpointContents(t, e.fs, e.dir, 4))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e = newEnv(t, nil)
+	want = lazyFixture(t, e)
+	e.memCache = 1 << 20
+	e.local = t.TempDir()
+	s = reopen()
+	getBuilds(t, s, want)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = reopen()
+	commitRange(t, s, want, 1000, 1010, 4)
+	if s.parts.build != nil {
+		t.Fatal("a commit left the cache unbuilt")
+	}
+	diffMaps(t, "store built by a commit", want, storeContents(t, s))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -47,7 +47,8 @@ type partitions struct {
 	full    *spaceLatch // the first out-of-space error (diskfull.go)
 
 	// build, when set, fills the generation from the checkpoint before
-	// its first partition opens (Options.deferRebuild); it runs once.
+	// its first partition opens (Options.deferRebuild, a rebuild into
+	// memory); it runs once.
 	build func() error
 
 	// inMem: the generation's files are in memory (memcache.go), memBytes

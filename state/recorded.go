@@ -24,7 +24,7 @@ var (
 // CHECKPOINT_CORRUPT naming the directory, as Open reports it.
 func (Recorded) OpenRecorded(ctx context.Context, env stream.OperatorEnv) (stream.StateRepartitioner, error) {
 	return OpenRecorded(ctx, Options{Dir: env.StateDir, FS: env.FS, LocalDir: env.LocalDir,
-		Partitions: env.Partitions, Logger: env.Logger}, env.Version)
+		LocalFS: env.LocalFS, Partitions: env.Partitions, Logger: env.Logger}, env.Version)
 }
 
 // CheckPartitions is the package's CheckPartitions (stream.PartitionLimiter).

@@ -20,6 +20,10 @@ type OperatorEnv struct {
 	// may be empty or missing at any start, and the operator rebuilds it
 	// from StateDir.
 	LocalDir string
+	// LocalFS is the file system of LocalDir; nil = the local disk, where
+	// a store may keep a small cache in memory instead (state/memcache.go).
+	// Tests set it to put the cache on a disk they damage or fail.
+	LocalFS vfs.FS
 	// Partitions is the state partition count in force: the checkpoint's, or
 	// for a new checkpoint spark.sql.streaming.stateStore.partitions, else
 	// spark.sql.shuffle.partitions, else 200.

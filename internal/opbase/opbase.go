@@ -52,15 +52,15 @@ func (l *Lifecycle) describe() any {
 
 // Open opens the operator's store (s, which must be nil: the operator is
 // closed) at env.Version with opts' Schema and SpecCompatible and env's
-// directory, file system, local cache directory and partition count. It
-// returns the store and the logger it logs to: env's, slog.Default when
-// env has none. The batch state is reset.
+// directory, file system, local cache directory and its file system, and
+// partition count. It returns the store and the logger it logs to: env's,
+// slog.Default when env has none. The batch state is reset.
 func (l *Lifecycle) Open(ctx context.Context, s *state.Store, env stream.OperatorEnv, opts state.Options) (*state.Store, *slog.Logger, error) {
 	if s != nil {
 		return nil, nil, fmt.Errorf("%s operator already open", l.name)
 	}
 	logger := Logger(env)
-	opts.Dir, opts.FS, opts.LocalDir, opts.Partitions, opts.Logger = env.StateDir, env.FS, env.LocalDir, env.Partitions, logger
+	opts.Dir, opts.FS, opts.LocalDir, opts.LocalFS, opts.Partitions, opts.Logger = env.StateDir, env.FS, env.LocalDir, env.LocalFS, env.Partitions, logger
 	st, err := state.Open(ctx, opts, env.Version)
 	if err != nil {
 		return nil, nil, err
