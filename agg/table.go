@@ -1,5 +1,17 @@
 package agg
 
+// partWindows is the windows of a groupIndex part (log2: partWindowsLog).
+// The seed's ~8 keys a 5-minute window make a part of ~1k entries, 2-4k
+// slots, 16-32 KB: the L1 cache's size. Parts of 1024 windows (256 KB, in
+// L2) cost groupTable.find 0.23-0.28 CPU-s a seed backfill against 0.09-0.18
+// (profiles, 4 pairs), for 9k allocations more; before groupTable.reset
+// left the clear to the next find, smaller parts (64 windows) saved nothing
+// measurable, since every table then started cold anyway.
+const (
+	partWindowsLog = 7
+	partWindows    = 1 << partWindowsLog
+)
+
 // groupIndex maps group keys to dense entry indexes 0, 1, 2, ... in
 // insertion order. The keys themselves are the partial's entry columns,
 // which the caller compares (find's eq): an index that kept a copy of every
@@ -9,9 +21,9 @@ package agg
 // copies, took 1.1 of the first backfill batch's 3.8 CPU-s in a profile).
 //
 // Keys are spread over small open-addressing tables by a part number the
-// caller derives from the key (the window's index / 1024 for a windowed
-// plan; one part otherwise). Time-ordered input (a backfill, a live feed)
-// then inserts into one table of a few thousand entries at a time, which
+// caller derives from the key (the window's index / partWindows for a
+// windowed plan; one part otherwise). Time-ordered input (a backfill, a live
+// feed) then inserts into one table of a thousand entries at a time, which
 // stays in the CPU cache, where one table of a batch's million entries
 // missed the cache on every insert (the slot load was ~12% of a seed
 // backfill's CPU). Any part function is correct: equal keys have equal
