@@ -1,12 +1,13 @@
 package agg
 
 // partWindows is the windows of a groupIndex part (log2: partWindowsLog).
-// The seed's ~8 keys a 5-minute window make a part of ~1k entries, 2-4k
-// slots, 16-32 KB: the L1 cache's size. Parts of 1024 windows (256 KB, in
-// L2) cost groupTable.find 0.23-0.28 CPU-s a seed backfill against 0.09-0.18
-// (profiles, 4 pairs), for 9k allocations more; before groupTable.reset
-// left the clear to the next find, smaller parts (64 windows) saved nothing
-// measurable, since every table then started cold anyway.
+// The seed's ~8 keys a 5-minute window make a part of ~500 entries in each
+// of the two shards' partials, 2k slots, 16 KB: within the L1 cache. Parts
+// of 1024 windows (128 KB, in L2) cost groupTable.find 0.23-0.28 CPU-s a
+// seed backfill against 0.09-0.18 (profiles, 4 pairs), for 9k allocations
+// more; before groupTable.reset left the clear to the next find, smaller
+// parts (64 windows) saved nothing measurable, since every table then
+// started cold anyway.
 const (
 	partWindowsLog = 7
 	partWindows    = 1 << partWindowsLog
