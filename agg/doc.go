@@ -188,7 +188,7 @@
 // maps each row (per window instance) to a dense entry index through a
 // comparison with the chunk's few recent keys or, failing that, a hash
 // index of the entries (groupIndex: open-addressing tables of entry
-// indexes, one per 1024 windows, so that time-ordered input works in a
+// indexes, one per 128 windows, so that time-ordered input works in a
 // cache-sized table; a candidate entry is compared by its columns, the index
 // keeps no key bytes), and one tight loop per aggregate then folds values by
 // index. An entry's string keys are ids into the partial's intern table, so

@@ -330,7 +330,7 @@ var propertySpecs = map[string]Spec{
 		Mode: Complete, WatermarkDelay: 30 * time.Minute, ColumnTypes: testColumnTypes},
 	// Windows of a second: a stream of a few hours spans thousands of
 	// windows, so the group index spreads its keys over several parts (one
-	// per 1024 windows) and the late rows switch back and forth between them.
+	// per 128 windows) and the late rows switch back and forth between them.
 	"one-second-windows": {Window: &Window{Column: ethblock.ColBlockTS, Size: time.Second},
 		GroupBy: []string{stream.ColSource, ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count}, {Kind: Sum, Column: ethblock.ColGasUsed}},
 		Mode: Update, WatermarkDelay: 20 * time.Minute, ColumnTypes: testColumnTypes},

@@ -700,12 +700,9 @@ func (pt *partial) assign(n int, k, wmUs int64) (dropped, nulls, lateRetractions
 				if pt.nShards > 1 {
 					mine = floorMod(w-k, pt.nShards) == pt.shard
 				}
-				// Windows 1024 at a time (groupIndex): a time-ordered batch
-				// fills one small table after the other. (64 at a time cut
-				// groupTable.find's own CPU in process-seedlike, 0.47 ->
-				// 0.30 s, but not a seed backfill's, and its 16 times as
-				// many tables cost 80k allocations more per backfill.)
-				part = (w - k) >> 10
+				// Windows partWindows at a time (groupIndex): a time-ordered
+				// batch fills one small table after the other.
+				part = (w - k) >> partWindowsLog
 			}
 			if !mine {
 				idx[i] = -1 // the other shard's window

@@ -152,7 +152,7 @@ func TestGroupIndexKeepsTheLastBatchsParts(t *testing.T) {
 }
 
 // TestGroupIndexPartBoundary: a batch of one row a second across a part
-// boundary (window index 1024m) under a sliding window of 3 s every 1 s,
+// boundary (window index partWindows*m) under a sliding window of 3 s every 1 s,
 // the rows out of order. A window starting just below the boundary holds
 // rows from both sides of it (window instances k = 0, 1, 2), and each window
 // must be one output row with every row it holds: a part derived from the
@@ -161,7 +161,7 @@ func TestGroupIndexPartBoundary(t *testing.T) {
 	spec := Spec{Window: &Window{Column: ethblock.ColBlockTS, Size: 3 * time.Second, Slide: time.Second},
 		GroupBy: []string{ethblock.ColMiner}, Aggregates: []Aggregate{{Kind: Count, As: "count"}},
 		Mode: Update, ColumnTypes: testColumnTypes}
-	const boundary = int64(1_793_491_200/1024+1) * 1024 // seconds, a multiple of 1024
+	const boundary = int64(1_793_491_200/partWindows+1) * partWindows // seconds, a multiple of partWindows
 	var rows []testRow
 	for s := boundary - 6; s < boundary+6; s++ {
 		rows = append(rows, testRow{ts: s * 1_000_000, miner: "0xaa", source: "s"})
