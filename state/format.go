@@ -92,14 +92,7 @@ func newDataWriter(w io.Writer, kind byte, version int64, attempt, partitions in
 }
 
 func (dw *dataWriter) add(kind byte, partition int, key, val []byte) error {
-	p := append(dw.payload, kind)
-	p = binary.AppendUvarint(p, uint64(partition))
-	p = binary.AppendUvarint(p, uint64(len(key)))
-	p = append(p, key...)
-	if kind == recPut {
-		p = binary.AppendUvarint(p, uint64(len(val)))
-		p = append(p, val...)
-	}
+	p := appendRecord(dw.payload, kind, partition, key, val)
 	dw.payload = p
 	dw.count++
 	if len(p) >= chunkTarget {
@@ -330,6 +323,19 @@ type errCallback struct{ err error }
 
 func (e errCallback) Error() string { return e.err.Error() }
 func (e errCallback) Unwrap() error { return e.err }
+
+// appendRecord appends one record's encoding (decodeRecord's input) to p.
+func appendRecord(p []byte, kind byte, partition int, key, val []byte) []byte {
+	p = append(p, kind)
+	p = binary.AppendUvarint(p, uint64(partition))
+	p = binary.AppendUvarint(p, uint64(len(key)))
+	p = append(p, key...)
+	if kind == recPut {
+		p = binary.AppendUvarint(p, uint64(len(val)))
+		p = append(p, val...)
+	}
+	return p
+}
 
 func decodeRecord(p []byte) (record, []byte, error) {
 	var rec record

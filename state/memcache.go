@@ -65,7 +65,7 @@ func (s *Store) chainBytes() int64 {
 // not land in memory first.
 func (s *Store) fitMemCache(cs []change) error {
 	p := s.parts
-	if !p.inMem || p.memBytes+int64(batchSize(cs)) <= s.opts.MemCacheBytes {
+	if !p.inMem || p.memBytes+p.fill.pending()+int64(batchSize(cs)) <= s.opts.MemCacheBytes {
 		return nil
 	}
 	return s.moveMemCache(p.memBytes)
@@ -83,7 +83,9 @@ func (s *Store) measureMemCache() error {
 		return err
 	}
 	p.memBytes = size
-	if size <= s.opts.MemCacheBytes {
+	// Records waiting for their partition's first open (chainfill.go)
+	// land in memory too.
+	if size+p.fill.pending() <= s.opts.MemCacheBytes {
 		return nil
 	}
 	return s.moveMemCache(size)
@@ -108,10 +110,20 @@ var memCacheKeepBytes int64 = 16 << 20
 // the next Open a rebuild: it is logged.
 func (s *Store) keepMemCache() {
 	p := s.parts
-	if !p.inMem || p.memBytes < memCacheKeepBytes {
+	if !p.inMem {
 		return
 	}
-	if err := s.moveMemCache(p.memBytes); err != nil {
+	// Partitions first opened since the last commit were filled from the
+	// chain (chainfill.go) after its measure.
+	size, err := p.memSize()
+	if err == nil {
+		p.memBytes = size
+		if size+p.fill.pending() < memCacheKeepBytes {
+			return
+		}
+		err = s.moveMemCache(size)
+	}
+	if err != nil {
 		s.logger.Warn("state cache not kept; the next start rebuilds it", "dir", s.opts.LocalDir, "err", err)
 	}
 }
@@ -157,11 +169,15 @@ func (p *partitions) memSize() (int64, error) {
 	return total, nil
 }
 
-// toDisk moves an in-memory generation to LocalDir: every written
-// partition flushed (Pebble runs without a WAL: closing drops its
-// memtables), every instance closed, the files copied, and the instances
-// reopened on disk when next needed.
+// toDisk moves an in-memory generation to LocalDir: every partition a
+// deferred rebuild has not filled yet filled (chainfill.go: the cache on
+// disk must hold all of them), every written partition flushed (Pebble
+// runs without a WAL: closing drops its memtables), every instance closed,
+// the files copied, and the instances reopened on disk when next needed.
 func (p *partitions) toDisk() error {
+	if err := p.fillAll(); err != nil {
+		return err
+	}
 	if err := p.flush(); err != nil {
 		return err
 	}

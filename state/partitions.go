@@ -46,10 +46,14 @@ type partitions struct {
 	repair  func(i int) error
 	full    *spaceLatch // the first out-of-space error (diskfull.go)
 
-	// build, when set, fills the generation from the checkpoint before
-	// its first partition opens (Options.deferRebuild, a rebuild into
-	// memory); it runs once.
+	// build, when set, runs once before the generation's first partition
+	// opens: it fills the generation from the checkpoint
+	// (Options.deferRebuild), or, for a rebuild into memory, reads the
+	// chain into fill.
 	build func() error
+	// fill, when set, holds the records each partition is filled with
+	// when first opened (chainfill.go).
+	fill *chainFill
 
 	// inMem: the generation's files are in memory (memcache.go), memBytes
 	// of them at the last commit.
@@ -206,6 +210,9 @@ func (p *partitions) db(i int) (*pebble.DB, error) {
 		err = fmt.Errorf("open state partition %d at %s: %w", i, p.path(i), err)
 	} else {
 		p.dbs[i] = d
+		if err = p.fillOne(i, d); err != nil {
+			p.fill.fail(err)
+		}
 	}
 	if err := p.settle(i, err); err != nil {
 		return nil, err
@@ -223,6 +230,7 @@ func (p *partitions) openAll(want func(i int) bool) error {
 	}
 	idx := make(chan int)
 	errs := make([]error, p.n)
+	filled := make([]error, p.n)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
@@ -235,6 +243,7 @@ func (p *partitions) openAll(want func(i int) bool) error {
 					continue
 				}
 				p.dbs[i] = d
+				filled[i] = p.fillOne(i, d)
 			}
 		}()
 	}
@@ -247,6 +256,10 @@ func (p *partitions) openAll(want func(i int) bool) error {
 	}
 	close(idx)
 	wg.Wait()
+	if err := errors.Join(filled...); err != nil {
+		p.fill.fail(err)
+		return errors.Join(err, errors.Join(errs...))
+	}
 	// The first-open checks of a reused generation run one at a time: a
 	// repair writes through the store.
 	for _, i := range opened {
@@ -412,7 +425,7 @@ const pebbleInitialMemtable = 256 << 10
 // drops when the generation moves to disk.
 func (p *partitions) memoryUsed(holds func(int) bool) int64 {
 	arena := min(int64(pebbleInitialMemtable), int64(p.memtable))
-	total := p.memBytes
+	total := p.memBytes + p.fill.pending()
 	for i := range p.n {
 		if holds(i) {
 			total += arena

@@ -173,8 +173,30 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 	// needs, as OpenRecorded's does: a repartition right after the start
 	// reads the checkpoint files and never builds it (the bench's shrink to
 	// 8 partitions opened 200 instances in memory first: +60 ms of CPU,
-	// +50 MB of memtable arenas). A cache on disk is rebuilt at Open.
-	if (s.opts.deferRebuild || s.parts.inMem) && len(chain) > 0 {
+	// +50 MB of memtable arenas). It then reads the chain and fills only
+	// the partitions opened (chainfill.go). A cache on disk is rebuilt at
+	// Open.
+	if s.parts.inMem && len(chain) > 0 {
+		parts, bctx := s.parts, context.WithoutCancel(ctx)
+		parts.build = func() error {
+			f, err := s.groupChain(bctx, chain)
+			if err != nil {
+				s.broken = err
+				return err
+			}
+			f.fail = func(err error) { s.broken = err }
+			parts.fill = f
+			// The records wait in memory: past the budget (lowered since
+			// Open), the cache moves to disk, every partition filled.
+			if err := s.measureMemCache(); err != nil {
+				s.broken = err
+				return err
+			}
+			return nil
+		}
+		return nil
+	}
+	if s.opts.deferRebuild && len(chain) > 0 {
 		parts, bctx := s.parts, context.WithoutCancel(ctx)
 		parts.build = func() error {
 			if err := build(bctx); err != nil {
