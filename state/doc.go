@@ -246,7 +246,9 @@
 // With Options.MemCacheBytes (the join and the aggregation set it), a new
 // generation whose rebuild reads at most that many bytes of checkpoint
 // files runs its instances on an in-memory file system: nothing is created
-// under LocalDir, the rebuild waits for the first read or write, and Close
+// under LocalDir, the rebuild waits for the first read or write and fills
+// each partition when it is first opened (chainfill.go; a LazyCache
+// store's is lazybuild.go's), and Close
 // writes no MARKER (the next Open rebuilds) unless the files hold 16 MB or
 // more. Such files, or files that outgrow the budget
 // around a commit, are flushed and copied to LocalDir/gen-<id>/, where the
