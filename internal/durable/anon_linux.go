@@ -38,6 +38,9 @@ const anonPoolSize = 8
 type anonPool struct {
 	mu    sync.Mutex
 	byDev map[uint64]*anonDev
+	// fillHook, if set (a test's own pool), runs before a fill opens a
+	// file in dir.
+	fillHook func(dir string)
 }
 
 // anonDev is one file system's pool.
@@ -103,7 +106,12 @@ func (p *anonPool) take(dir string) *os.File {
 
 // fill opens anonymous files in d's last dir until d is full. A dir that
 // is gone or on another device by now ends the fill (the next take starts
-// one in its own dir); a file system that refuses O_TMPFILE turns d off.
+// one in its own dir), unless a take named another dir meanwhile: the fill
+// goes on there, since that take started none (d was filling), and the
+// pool would otherwise stay short until a later take (a test priming the
+// pool for its dir, while the fill for the previous test's removed dir was
+// opening, waited 30 s for it in CI). A file system that refuses O_TMPFILE
+// turns d off.
 func (p *anonPool) fill(dev uint64, d *anonDev) {
 	for {
 		p.mu.Lock()
@@ -114,13 +122,19 @@ func (p *anonPool) fill(dev uint64, d *anonDev) {
 		}
 		dir := d.dir
 		p.mu.Unlock()
+		if p.fillHook != nil {
+			p.fillHook(dir)
+		}
 		f, err := openAnon(dir, dev)
 		p.mu.Lock()
 		if err != nil {
-			d.filling = false
 			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
 				d.off = true
+			} else if d.dir != dir {
+				p.mu.Unlock()
+				continue
 			}
+			d.filling = false
 			p.mu.Unlock()
 			return
 		}

@@ -275,3 +275,63 @@ func killedPublish(t *testing.T, dir, at string) {
 	})
 	t.Fatalf("not killed at %s (publish: %v)", at, err)
 }
+
+// TestAnonFillFollowsTake: a take that names another dir while a fill is
+// opening a file in a dir since removed (a previous test's) gets the pool
+// filled there, not left short: that take started no fill of its own.
+func TestAnonFillFollowsTake(t *testing.T) {
+	if !anonEnabled {
+		t.Skip("no /proc/self/fd: anonymous temp files are off")
+	}
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := &anonPool{byDev: map[uint64]*anonDev{}}
+	var once sync.Once
+	pool.fillHook = func(dir string) {
+		if dir != a {
+			return
+		}
+		once.Do(func() {
+			if err := os.RemoveAll(a); err != nil {
+				t.Error(err)
+			}
+			if f := pool.take(b); f != nil {
+				f.Close()
+			}
+		})
+	}
+	if f := pool.take(a); f != nil {
+		t.Fatal("a new pool had a file")
+	}
+	var full bool
+	var dir string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		pool.mu.Lock()
+		var filling, off bool
+		for _, d := range pool.byDev {
+			filling, off, full, dir = d.filling, d.off, len(d.files) >= anonPoolSize, d.dir
+		}
+		pool.mu.Unlock()
+		if off {
+			t.Skip("the file system of " + root + " refuses O_TMPFILE")
+		}
+		if !filling || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !full || dir != b {
+		t.Fatalf("after the fill: full %v, dir %q; want a full pool for %q", full, dir, b)
+	}
+	pool.mu.Lock()
+	for _, d := range pool.byDev {
+		for _, f := range d.files {
+			f.Close()
+		}
+	}
+	pool.mu.Unlock()
+}
