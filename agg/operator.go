@@ -220,7 +220,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 // commit that would pass it; one below it is rebuilt from the checkpoint
 // after a restart (it is under what Close keeps on disk), reading at most
 // this many bytes.
-var memCacheBytes int64 = 16 << 20
+const memCacheBytes = 16 << 20
 
 // openStore opens the operator's state store with plan p's schema.
 func (o *Operator) openStore(ctx context.Context, env stream.OperatorEnv, p *plan) (*state.Store, error) {

@@ -130,7 +130,7 @@ func (o *Operator) String() string { return o.p.String() }
 // in memory (keyrows.go) reads nothing from the store in a backfill, so its
 // commits skip the cache until a batch, a restart or an outer join's
 // lookup first reads it.
-var memCacheBytes int64 = 64 << 20
+const memCacheBytes = 64 << 20
 
 // Open loads the state committed at env.Version; another join type or
 // other keys are STATE_SCHEMA_MISMATCH, and so are stored columns that

@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"os"
-
 	"testing"
 )
 
