@@ -72,6 +72,7 @@ func (d *driver) open(ctx context.Context, sp *startPlan) error {
 	if err := d.openOps(ctx, env); err != nil {
 		return err
 	}
+	d.widenSides()
 	for _, st := range d.order {
 		dir, err := d.w.SourceDir(st.key)
 		if err != nil {

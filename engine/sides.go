@@ -48,7 +48,9 @@ type Side struct {
 	// side unions; every source belongs to exactly one side.
 	Sources []string
 	// Columns is the side's projection, as Query.Columns (nil: every
-	// column of its sources and the source column).
+	// column of its sources and the source column); a side without
+	// Stages also reads the columns its open join reads
+	// (stream.SideColumnsReader).
 	Columns []string
 	// Where filters the side's rows, as Query.Where.
 	Where stream.Predicate
@@ -276,6 +278,39 @@ func openSides(q *Query) []*sideReads {
 		out = append(out, sr)
 	}
 	return out
+}
+
+// widenSides adds to each projected side the columns the open join reads
+// of its rows (stream.SideColumnsReader): a join that keeps a state's
+// recorded layout reads more than the query does. A side with stages of
+// its own feeds them, not the join, and keeps its projection.
+func (d *driver) widenSides() {
+	stages := d.q.stages()
+	if len(d.sides) == 0 || len(stages) == 0 {
+		return
+	}
+	r, ok := stages[0].Operator.(stream.SideColumnsReader)
+	if !ok {
+		return
+	}
+	for i, sr := range d.sides {
+		if sr.proj == nil || len(d.q.Sides[i].Stages) > 0 {
+			continue
+		}
+		cols := r.InputColumns(i)
+		if cols == nil {
+			sr.proj, sr.withSrc = nil, true
+			continue
+		}
+		for _, c := range cols {
+			switch {
+			case c == stream.ColSource:
+				sr.withSrc = true
+			case !contains(sr.proj, c):
+				sr.proj = append(sr.proj, c)
+			}
+		}
+	}
 }
 
 // sideLabel names a side in errors: "left side (a)".

@@ -155,6 +155,22 @@ func (s *Side) below() (stream.Predicate, error) {
 	}, s.whereOpts)
 }
 
+// reads is the projection of a pruned side whose rows go to the join as
+// read: the columns the join reads (join.Operator.InputColumns) and its
+// filter's, so that its sources decode no other (the engine adds its
+// watermark's, and the columns the open join reads beyond them).
+func (s *Side) reads(join []string) []string {
+	cols := slices.Clone(join)
+	if s.where != nil {
+		for _, c := range s.where.Columns() {
+			if !slices.Contains(cols, c) {
+				cols = append(cols, c)
+			}
+		}
+	}
+	return cols
+}
+
 // JoinOn is a join's type and condition.
 type JoinOn struct {
 	Type join.Type
@@ -248,6 +264,9 @@ func (q *Query) Join(left, right *Side, on JoinOn) *Query {
 			return q.fail(err)
 		}
 		es := engine.Side{Name: s.alias, Where: s.where, PreWatermark: pre, Watermark: s.wm, Stages: s.engineStages()}
+		if on.Columns[i] != nil && es.Stages == nil {
+			es.Columns = s.reads(op.InputColumns(i))
+		}
 		for _, ns := range s.sources {
 			es.Sources = append(es.Sources, ns.Name)
 			q.q.Sources = append(q.q.Sources, ns)

@@ -1,6 +1,7 @@
 package flow_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,5 +76,39 @@ func TestJoinOnWhereColumns(t *testing.T) {
 	const want = "left(keys=k; values=k string,ts timestamp,id int64) right(keys=k; values=k string,ts timestamp,id int64)"
 	if len(ops) != 1 || !strings.Contains(ops[0].StateSchema, want) {
 		t.Fatalf("operators %+v: the join's state schema lacks %q (a side stores the WHERE's columns and no other)", ops, want)
+	}
+}
+
+// TestJoinSideColumns: a pruned side's sources read the columns the join
+// stores and the side's filter reads, no other (engine.Side.Columns); an
+// unpruned side, or one whose deduplication runs before the join, reads
+// every column.
+func TestJoinSideColumns(t *testing.T) {
+	idGt := filter.Cmp{Op: filter.Gt, L: filter.Col{Name: "id"}, R: filter.Lit{Kind: filter.LitInt, Int: 5}}
+	build := func(cols [2][]string, dedup bool) [2][]string {
+		t.Helper()
+		a := flow.From("a").Read("left", jSource("left")).WithWatermark("ts", jLeftDelay).Where(idGt)
+		if dedup {
+			a = a.DropDuplicates("k", "ts")
+		}
+		q, err := flow.New("join").
+			Join(a, flow.From("b").Read("right", jSource("right")).WithWatermark("ts", jRightDelay),
+				flow.JoinOn{Type: join.Inner, LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Range: flow.Between("ts", "ts", jLo, jHi), Columns: cols}).
+			WriteTo(streamtest.NewSink()).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2][]string{q.Sides[0].Columns, q.Sides[1].Columns}
+	}
+	// The join stores each side's key and event time (its watermark and
+	// range column); the left side's filter reads id too.
+	if got := build([2][]string{{}, {}}, false); !slices.Equal(got[0], []string{"k", "ts", "id"}) || !slices.Equal(got[1], []string{"k", "ts"}) {
+		t.Errorf("pruned sides read %q, want [k ts id] and [k ts]", got)
+	}
+	if got := build([2][]string{nil, {"id"}}, false); got[0] != nil || !slices.Equal(got[1], []string{"k", "ts", "id"}) {
+		t.Errorf("an unpruned left side reads %q (want nil: every column), the right %q (want [k ts id])", got[0], got[1])
+	}
+	if got := build([2][]string{{}, {}}, true); got[0] != nil {
+		t.Errorf("a side deduplicated before the join reads %q, want nil (every column)", got[0])
 	}
 }

@@ -63,6 +63,7 @@ var (
 	_ stream.ProgressReporter  = (*Operator)(nil)
 	_ stream.WatermarkProducer = (*Operator)(nil)
 	_ stream.CommitPreparer    = (*Operator)(nil)
+	_ stream.SideColumnsReader = (*Operator)(nil)
 )
 
 // New validates spec (columns, types and Spark's rules for the join type)
@@ -107,6 +108,18 @@ func (o *Operator) OutputSchema() stream.Schema { return o.p.out }
 // it; false when the rows do not carry it (a left semi join's right side).
 func (o *Operator) OutputColumn(side int, col string) (string, bool) {
 	return o.p.outputName(side, col)
+}
+
+// InputColumns are the columns ProcessSide reads of side's rows: those
+// the join stores (stream.SideColumnsReader). Once Open found a state
+// recorded with more columns than the query reads, those (stored.go).
+func (o *Operator) InputColumns(side int) []string {
+	fs := o.p.sides[side].Schema.Fields
+	cols := make([]string, len(fs))
+	for i, f := range fs {
+		cols[i] = f.Name
+	}
+	return cols
 }
 
 // Spec returns the join's declaration.

@@ -24,6 +24,9 @@ import (
 // checkpoint and the table byte-identical), naming the column; a restart
 // whose WHERE reads stored columns only, and one that reads fewer
 // columns, run on the same state with the rows the unpruned join gives.
+// Those two restarts also need their sources to read the columns the
+// state stores beyond the query's (the engine widens a side's projection
+// by the open join's InputColumns).
 func TestJoinPrunedRestart(t *testing.T) {
 	root := t.TempDir()
 	const t0 = int64(1_767_225_600_000_000) // 2026-01-01, µs

@@ -21,6 +21,16 @@ type SideOperator interface {
 	ProcessSide(ctx context.Context, batchID, watermarkMs int64, side int, in *Batch) error
 }
 
+// SideColumnsReader is implemented by a SideOperator that reads only some
+// columns of a side's rows: InputColumns are those of side side, known
+// once the operator is open (a join whose state was recorded with more
+// columns than the query reads keeps storing them: it reads them too).
+// The engine adds them to a projected side's columns when it opens its
+// sources. Nil: every column.
+type SideColumnsReader interface {
+	InputColumns(side int) []string
+}
+
 // WatermarkProducer is implemented by an operator whose output rows may be
 // older than its input watermark (Spark's
 // StateStoreWriter.produceOutputWatermark): OutputWatermark is the
