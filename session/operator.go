@@ -63,6 +63,7 @@ type Operator struct {
 	gapCache       map[string]int64
 	process        time.Duration
 	keyBuf, valBuf []byte
+	rowBuf         agg.Buffer // a row's buffer before it merges into its key's last session
 	progress       stream.OperatorProgress
 }
 
@@ -82,10 +83,17 @@ type newRow struct {
 }
 
 // pending are a key's new sessions; compactAt is the length at which
-// compact next runs.
+// compact next runs. While the key's rows come in order of start
+// (ordered), a row that starts within the last session (which holds the
+// latest start, lastStart) is folded into it: a miner's blocks in a file
+// come in time order, and a buffer and a slot per row were most of
+// Process's CPU. Its sum then adds in the order of starts, as mergePieces
+// would add that row.
 type pending struct {
 	rows      []newRow
 	compactAt int
+	lastStart int64
+	unordered bool
 }
 
 // compactFirst is the number of a key's new rows before its first compact
@@ -348,15 +356,31 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 			o.late++
 			continue
 		}
-		prefix := string(o.groupPrefix(groups, i))
+		prefix := o.groupPrefix(groups, i)
+		pd := o.byKey[string(prefix)]
+		if pd == nil {
+			pd = &pending{compactAt: compactFirst, lastStart: start}
+			o.byKey[string(prefix)] = pd
+		}
+		if n := len(pd.rows); n > 0 && !pd.unordered && start >= pd.lastStart && start <= pd.rows[n-1].end {
+			if o.rowBuf == nil {
+				o.rowBuf = o.p.buf.New()
+			}
+			last := &pd.rows[n-1]
+			if err := o.p.buf.Fold(o.rowBuf, aggCols, i); err != nil {
+				return err
+			}
+			if err := o.p.buf.Merge(last.buf, o.rowBuf); err != nil {
+				return fmt.Errorf("batch %d: %s: %w", o.life.ID(), o.p, err)
+			}
+			last.end, pd.lastStart = max(last.end, end), start
+			continue
+		}
+		pd.unordered = pd.unordered || start < pd.lastStart
+		pd.lastStart = max(pd.lastStart, start)
 		buf := o.p.buf.New()
 		if err := o.p.buf.Fold(buf, aggCols, i); err != nil {
 			return err
-		}
-		pd := o.byKey[prefix]
-		if pd == nil {
-			pd = &pending{compactAt: compactFirst}
-			o.byKey[prefix] = pd
 		}
 		pd.rows = append(pd.rows, newRow{span{start, end}, buf})
 		if len(pd.rows) >= pd.compactAt {
