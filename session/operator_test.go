@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -124,17 +125,8 @@ func TestAppendReadsNoState(t *testing.T) {
 		for i, x := range ts {
 			rows = append(rows, oRow{ts: x, k: &keys[i%len(keys)], v: int64(i)})
 		}
-		if err := op.Process(ctx, id, wmMs, toBatch(rows)); err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := op.Finish(ctx, id, wmMs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Commit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		err = filepath.WalkDir(local, func(path string, d fs.DirEntry, err error) error {
+		out := streamtest.RunBatch(t, op, id, wmMs, toBatch(rows))
+		err := filepath.WalkDir(local, func(path string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
 				t.Errorf("batch %d: %s under LocalDir: the batch built the state cache", id, path)
 				return filepath.SkipAll
