@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -79,12 +80,9 @@ type minerTable struct {
 	cum    []float64 // cumulative weights: named producers then the tail bucket
 	addrs  []common.Address
 	extras [][]byte
-	tail   []float64 // cumulative Zipf weights of the tail
-	kind   string
+	tail   tailTable
 	pos    bool
 }
-
-var zipfCache = map[int][]float64{}
 
 func zipfCum(n int, s float64) []float64 {
 	c := make([]float64, n)
@@ -99,27 +97,37 @@ func zipfCum(n int, s float64) []float64 {
 	return c
 }
 
-// tailAddrs caches the tail producers' addresses (a keccak each).
-var tailAddrs = map[string][]common.Address{}
+// tailTable is the long tail of one kind of producer: its cumulative Zipf
+// weights and addresses.
+type tailTable struct {
+	cum   []float64
+	addrs []common.Address
+}
 
-func init() {
-	zipfCache[poolTail] = zipfCum(poolTail, 1.05)
-	zipfCache[builderTail] = zipfCum(builderTail, 0.6)
-	for kind, n := range map[string]int{"pool": poolTail, "builder": builderTail} {
-		a := make([]common.Address, n)
+// tails holds the pools' and the builders' tails, built when a block is
+// first generated: 23,000 keccaks, which at init cost every process of the
+// binary 30-47 ms (a bench leg's too, that generates nothing).
+var tails = sync.OnceValue(func() map[string]tailTable {
+	t := map[string]tailTable{}
+	for kind, z := range map[string]struct {
+		n int
+		s float64
+	}{"pool": {poolTail, 1.05}, "builder": {builderTail, 0.6}} {
+		a := make([]common.Address, z.n)
 		for i := range a {
 			a[i] = producerAddress(kind+"-tail", i)
 		}
-		tailAddrs[kind] = a
+		t[kind] = tailTable{cum: zipfCum(z.n, z.s), addrs: a}
 	}
-}
+	return t
+})
 
 func newMinerTable(t time.Time, pos bool) *minerTable {
-	ps, kind, tailN := pools, "pool", poolTail
+	ps, kind := pools, "pool"
 	if pos {
-		ps, kind, tailN = builders, "builder", builderTail
+		ps, kind = builders, "builder"
 	}
-	mt := &minerTable{kind: kind, pos: pos, tail: zipfCache[tailN]}
+	mt := &minerTable{pos: pos, tail: tails()[kind]}
 	var named float64
 	ws := make([]float64, len(ps))
 	for i, p := range ps {
@@ -158,9 +166,9 @@ func (mt *minerTable) pick(r *rand.Rand) (common.Address, []byte) {
 	if i < len(mt.cum) {
 		return mt.addrs[i], mt.extras[i]
 	}
-	j := sort.SearchFloat64s(mt.tail, r.Float64())
-	if j >= len(mt.tail) {
-		j = len(mt.tail) - 1
+	j := sort.SearchFloat64s(mt.tail.cum, r.Float64())
+	if j >= len(mt.tail.cum) {
+		j = len(mt.tail.cum) - 1
 	}
-	return tailAddrs[mt.kind][j], tailExtras[j%len(tailExtras)]
+	return mt.tail.addrs[j], tailExtras[j%len(tailExtras)]
 }

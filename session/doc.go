@@ -87,10 +87,16 @@
 // partitions by the whole key, so one key's sessions may lie in several
 // partitions. The operator therefore keeps an index of every stored
 // session's span by group key, built by one scan at Open (and after an
-// Abort) and kept up to date by each batch: a batch reads exactly the
-// sessions its rows merge with, by point reads, and eviction looks at
-// the index, not the store. It holds 16 bytes per
-// stored session plus each key's encoded group columns. Within a batch, a
+// Abort) and kept up to date by each batch: eviction looks at the index,
+// not the store, and so does a merge. In append mode the index holds each
+// session's stored value too (the watermark bounds the sessions stored),
+// and a batch reads nothing from the store: its Pebble cache is built only
+// when a restart or an Abort scans it (state.Options.LazyCache), and
+// writes name whether their key is committed (state.Store.PutKnown). In
+// complete mode, which keeps every session and scans them all each batch,
+// a merge reads the sessions its rows meet by point reads. The index holds
+// 16 bytes per stored session (plus its value in append mode) plus each
+// key's encoded group columns. Within a batch, a
 // key's new rows are merged among themselves whenever their number doubles
 // (from 64), so a batch holds about one entry per session it forms rather
 // than one per row.

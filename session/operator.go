@@ -40,11 +40,11 @@ type Operator struct {
 	logger *slog.Logger
 	life   opbase.Lifecycle
 
-	// idx holds every stored session's span by group key prefix (the
-	// encoded group columns), sorted by start: the sessions a batch merges
-	// with are then point reads (doc.go, Index). stale: idx must be rebuilt
-	// from the committed state (after an Abort).
-	idx   map[string][]span
+	// idx holds every stored session by group key prefix (the encoded
+	// group columns), sorted by start: its span and, in append mode, its
+	// stored value (doc.go, Index). stale: idx must be rebuilt from the
+	// committed state (after an Abort).
+	idx   map[string][]indexed
 	stale bool
 	// minEnd is at most the least end in idx (MaxInt64: none).
 	minEnd int64
@@ -63,7 +63,16 @@ type Operator struct {
 	gapCache       map[string]int64
 	process        time.Duration
 	keyBuf, valBuf []byte
+	rowBuf         agg.Buffer // a row's buffer before it merges into its key's last session
 	progress       stream.OperatorProgress
+}
+
+// indexed is a stored session in idx: its span and, when the operator
+// keeps values (append mode), its state value as stored (end, then the
+// aggregates); nil reads it from the store.
+type indexed struct {
+	span
+	val []byte
 }
 
 // newRow is a session of the batch's rows: at first one row's, then
@@ -74,10 +83,17 @@ type newRow struct {
 }
 
 // pending are a key's new sessions; compactAt is the length at which
-// compact next runs.
+// compact next runs. While the key's rows come in order of start
+// (ordered), a row that starts within the last session (which holds the
+// latest start, lastStart) is folded into it: a miner's blocks in a file
+// come in time order, and a buffer and a slot per row were most of
+// Process's CPU. Its sum then adds in the order of starts, as mergePieces
+// would add that row.
 type pending struct {
 	rows      []newRow
 	compactAt int
+	lastStart int64
+	unordered bool
 }
 
 // compactFirst is the number of a key's new rows before its first compact
@@ -152,9 +168,27 @@ func (o *Operator) OutputSchema() stream.Schema {
 	return s
 }
 
+// memCacheBytes is the budget of the state's cache in memory
+// (state.Options.MemCacheBytes): on disk, the 30-day bench shape's 200
+// Pebble instances took half its CPU (their directories, MANIFESTs and
+// markers at the first commit, the memtables' flush, a syncfs(2) and the
+// marker at Close) for 11,152 sessions. A state that outgrows it (complete
+// mode never evicts) moves to disk before the commit that would pass it.
+//
+// In append mode the cache is lazy too (state.Options.LazyCache): the
+// index holds every stored session's value (keepValues), so a batch reads
+// nothing from the store and its commits skip the cache until a restart
+// or an Abort reindexes from it.
+const memCacheBytes = 16 << 20
+
+// keepValues says idx holds the stored sessions' values: in append mode,
+// whose watermark bounds the sessions stored. Complete mode keeps every
+// session for ever and reads the store every batch anyway (emitAll).
+func (o *Operator) keepValues() bool { return o.p.spec.Mode == agg.Append }
+
 // Open loads the state committed at env.Version and indexes its sessions.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema})
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, MemCacheBytes: memCacheBytes, LazyCache: o.keepValues()})
 	if err != nil {
 		return err
 	}
@@ -178,7 +212,7 @@ func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
 // reindex rebuilds idx from the store (as of its pending batch, which is
 // empty when it is called).
 func (o *Operator) reindex() error {
-	o.idx, o.minEnd, o.stale = map[string][]span{}, math.MaxInt64, false
+	o.idx, o.minEnd, o.stale = map[string][]indexed{}, math.MaxInt64, false
 	err := o.store.Scan(nil, nil, func(key, val []byte) error {
 		prefix, start, err := o.splitKey(key)
 		if err != nil {
@@ -188,7 +222,11 @@ func (o *Operator) reindex() error {
 		if err != nil {
 			return err
 		}
-		o.idx[string(prefix)] = append(o.idx[string(prefix)], span{start, end})
+		e := indexed{span: span{start, end}}
+		if o.keepValues() {
+			e.val = bytes.Clone(val)
+		}
+		o.idx[string(prefix)] = append(o.idx[string(prefix)], e)
 		o.minEnd = min(o.minEnd, end)
 		return nil
 	})
@@ -197,7 +235,7 @@ func (o *Operator) reindex() error {
 	}
 	// Partitions are scanned one after another: sort each key's sessions.
 	for k, ss := range o.idx {
-		slices.SortFunc(ss, func(a, b span) int { return cmpInt(a.start, b.start) })
+		slices.SortFunc(ss, func(a, b indexed) int { return cmpInt(a.start, b.start) })
 		o.idx[k] = ss
 	}
 	return nil
@@ -318,15 +356,31 @@ func (o *Operator) Process(ctx context.Context, batchID, watermarkMs int64, in *
 			o.late++
 			continue
 		}
-		prefix := string(o.groupPrefix(groups, i))
+		prefix := o.groupPrefix(groups, i)
+		pd := o.byKey[string(prefix)]
+		if pd == nil {
+			pd = &pending{compactAt: compactFirst, lastStart: start}
+			o.byKey[string(prefix)] = pd
+		}
+		if n := len(pd.rows); n > 0 && !pd.unordered && start >= pd.lastStart && start <= pd.rows[n-1].end {
+			if o.rowBuf == nil {
+				o.rowBuf = o.p.buf.New()
+			}
+			last := &pd.rows[n-1]
+			if err := o.p.buf.Fold(o.rowBuf, aggCols, i); err != nil {
+				return err
+			}
+			if err := o.p.buf.Merge(last.buf, o.rowBuf); err != nil {
+				return fmt.Errorf("batch %d: %s: %w", o.life.ID(), o.p, err)
+			}
+			last.end, pd.lastStart = max(last.end, end), start
+			continue
+		}
+		pd.unordered = pd.unordered || start < pd.lastStart
+		pd.lastStart = max(pd.lastStart, start)
 		buf := o.p.buf.New()
 		if err := o.p.buf.Fold(buf, aggCols, i); err != nil {
 			return err
-		}
-		pd := o.byKey[prefix]
-		if pd == nil {
-			pd = &pending{compactAt: compactFirst}
-			o.byKey[prefix] = pd
 		}
 		pd.rows = append(pd.rows, newRow{span{start, end}, buf})
 		if len(pd.rows) >= pd.compactAt {
@@ -439,18 +493,21 @@ func (o *Operator) mergeBatch() (updated, removed int64, err error) {
 	var ps []piece
 	for _, prefix := range prefixes {
 		ps = ps[:0]
-		for _, s := range o.idx[prefix] {
-			ps = append(ps, piece{span: s, stored: true})
+		old := o.idx[prefix]
+		for i, s := range old {
+			ps = append(ps, piece{span: s.span, stored: true, row: i})
 		}
 		rows := o.byKey[prefix].rows
 		for r := range rows {
 			ps = append(ps, piece{span: rows[r].span, row: r})
 		}
 		sessions, members := mergePieces(ps)
+		next := make([]indexed, len(sessions))
 		for j, s := range sessions {
 			m := members[j]
 			if len(m) == 1 && m[0].stored {
-				continue // unchanged
+				next[j] = old[m[0].row] // unchanged
+				continue
 			}
 			total := o.p.buf.New()
 			for _, x := range m {
@@ -459,7 +516,7 @@ func (o *Operator) mergeBatch() (updated, removed int64, err error) {
 					src = rows[x.row].buf
 				}
 				if x.stored {
-					if src, err = o.loadBuffer(prefix, x.start); err != nil {
+					if src, err = o.loadBuffer(prefix, old[x.row]); err != nil {
 						return updated, removed, err
 					}
 				}
@@ -467,35 +524,48 @@ func (o *Operator) mergeBatch() (updated, removed int64, err error) {
 					return updated, removed, fmt.Errorf("batch %d: %s: %w", o.life.ID(), o.p, err)
 				}
 			}
+			// idx held the committed sessions when the batch began (an
+			// Abort or a failed commit reindexes), and mergePieces puts a
+			// stored piece first at its start: the session's key is in the
+			// committed version exactly when m[0] is stored.
 			for _, x := range m {
 				if x.stored && x.start != s.start {
-					if err := o.store.Delete(stateKey(o.keyBuf[:0], prefix, x.start)); err != nil {
+					if err := o.store.DeleteKnown(stateKey(o.keyBuf[:0], prefix, x.start), true); err != nil {
 						return updated, removed, fmt.Errorf("%s: write state: %w", o.p, err)
 					}
 					removed++
 				}
 			}
 			o.valBuf = o.p.buf.AppendValue(state.AppendTimestampValue(o.valBuf[:0], s.end), total)
-			if err := o.store.Put(stateKey(o.keyBuf[:0], prefix, s.start), o.valBuf); err != nil {
+			if err := o.store.PutKnown(stateKey(o.keyBuf[:0], prefix, s.start), o.valBuf, m[0].stored); err != nil {
 				return updated, removed, fmt.Errorf("%s: write state: %w", o.p, err)
+			}
+			next[j].span = s
+			if o.keepValues() {
+				next[j].val = bytes.Clone(o.valBuf)
 			}
 			updated++
 			o.minEnd = min(o.minEnd, s.end)
 		}
-		o.idx[prefix] = sessions
+		o.idx[prefix] = next
 	}
 	return updated, removed, nil
 }
 
-// loadBuffer reads the stored session of prefix starting at start.
-func (o *Operator) loadBuffer(prefix string, start int64) (agg.Buffer, error) {
-	key := stateKey(o.keyBuf[:0], prefix, start)
-	val, ok, err := o.store.Get(key)
-	if err != nil {
-		return nil, fmt.Errorf("%s: read state: %w", o.p, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%s: indexed session at %d is not in state", o.p, start)
+// loadBuffer reads the stored session e of prefix: from its value in idx,
+// or else from the store.
+func (o *Operator) loadBuffer(prefix string, e indexed) (agg.Buffer, error) {
+	val := e.val
+	if val == nil {
+		key := stateKey(o.keyBuf[:0], prefix, e.start)
+		v, ok, err := o.store.Get(key)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read state: %w", o.p, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: indexed session at %d is not in state", o.p, e.start)
+		}
+		val = v
 	}
 	_, rest, err := o.decodeEnd(val)
 	if err != nil {
@@ -529,20 +599,22 @@ func (o *Operator) evict(wmUs int64, out *stream.Batch) (int64, error) {
 	slices.Sort(prefixes)
 	var removed int64
 	for _, prefix := range prefixes {
-		var keep []span
+		var keep []indexed
 		for _, s := range o.idx[prefix] {
 			if s.end > wmUs {
 				keep = append(keep, s)
 				continue
 			}
-			buf, err := o.loadBuffer(prefix, s.start)
+			buf, err := o.loadBuffer(prefix, s)
 			if err != nil {
 				return removed, err
 			}
 			if err := o.appendRow(out, stateKey(nil, prefix, s.start), s.end, buf); err != nil {
 				return removed, err
 			}
-			if err := o.store.Delete(stateKey(o.keyBuf[:0], prefix, s.start)); err != nil {
+			// Committed unless this batch wrote it (then the store keeps
+			// the pending entry's own presence).
+			if err := o.store.DeleteKnown(stateKey(o.keyBuf[:0], prefix, s.start), true); err != nil {
 				return removed, fmt.Errorf("%s: evict state: %w", o.p, err)
 			}
 			removed++

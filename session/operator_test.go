@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ethstream/ethstream/agg"
 	"github.com/ethstream/ethstream/errcode"
+	"github.com/ethstream/ethstream/internal/streamtest"
 	"github.com/ethstream/ethstream/stream"
 )
 
@@ -92,5 +95,56 @@ func TestLateRowBridges(t *testing.T) {
 	// watermark moved, though nothing is left to evict.
 	if need, err := op.NeedsNoDataBatch(1 << 40); err != nil || !need {
 		t.Fatalf("append mode, nothing left to evict: %v %v", need, err)
+	}
+}
+
+// TestAppendReadsNoState: in append mode a batch reads nothing from the
+// store (the index holds the stored values), so its Pebble cache is never
+// built: sessions merged across batches, bridged and evicted leave no file
+// under LocalDir (on the disk, through LocalFS, where a built cache lives).
+func TestAppendReadsNoState(t *testing.T) {
+	ctx := context.Background()
+	spec := Spec{Column: "ts", Gap: 10 * time.Second, GroupBy: []string{"k"}, Aggregates: testAggs, Mode: agg.Append,
+		WatermarkDelay: time.Hour, ColumnTypes: testTypes}
+	op, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	local := filepath.Join(dir, "local")
+	env := stream.OperatorEnv{StateDir: filepath.Join(dir, "state"), FS: vfs.Default, LocalDir: local, LocalFS: vfs.Default,
+		Partitions: 3, Version: -1}
+	if err := op.Open(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	keys := []string{"a", "b", "c", "d"}
+	batch := func(id, wmMs int64, ts ...int64) *stream.Batch {
+		t.Helper()
+		var rows []oRow
+		for i, x := range ts {
+			rows = append(rows, oRow{ts: x, k: &keys[i%len(keys)], v: int64(i)})
+		}
+		out := streamtest.RunBatch(t, op, id, wmMs, toBatch(rows))
+		err := filepath.WalkDir(local, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				t.Errorf("batch %d: %s under LocalDir: the batch built the state cache", id, path)
+				return filepath.SkipAll
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	batch(0, 0, 100e6, 100e6, 100e6, 100e6, 125e6, 125e6, 125e6, 125e6)
+	// Rows that extend and bridge every key's stored sessions.
+	batch(1, 0, 110e6, 110e6, 110e6, 110e6, 115e6, 115e6, 115e6, 115e6)
+	if out := batch(2, 200_000); out.Len != len(keys) || out.Column("count").Int64s[0] != 4 {
+		t.Fatalf("evicted %d sessions (%v), want one of 4 rows per key", out.Len, out.Column("count").Int64s)
 	}
 }

@@ -229,6 +229,15 @@ func genBatches(r *rand.Rand, dynamic bool) [][]oRow {
 	return batches
 }
 
+// indexedSessions is the number of sessions op's index holds.
+func indexedSessions(op *Operator) int64 {
+	var n int64
+	for _, ss := range op.idx {
+		n += int64(len(ss))
+	}
+	return n
+}
+
 // run drives the operator over the batches as the engine would (the
 // watermark of batch N from the rows before it), splitting each batch into
 // chunks, restarting it (sometimes with another partition count, by a
@@ -275,6 +284,11 @@ func runAgainstOracle(t *testing.T, r *rand.Rand, spec Spec, batches [][]oRow) {
 			out, prog, err := op.Finish(ctx, batchID, wmMs)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The store counts its rows from the writes' presence
+			// (PutKnown): they must be the sessions the index holds.
+			if n := indexedSessions(op); prog.NumRowsTotal != n {
+				t.Fatalf("batch %d: numRowsTotal %d, %d sessions indexed", id, prog.NumRowsTotal, n)
 			}
 			seen.late += prog.NumRowsDroppedByWatermark
 			seen.removed += prog.NumRowsRemoved

@@ -243,7 +243,8 @@
 // by sstable ingestion, deltas as Pebble batches. Deleting LocalDir between
 // runs therefore only costs a rebuild.
 //
-// With Options.MemCacheBytes (the join and the aggregation set it), a new
+// With Options.MemCacheBytes (the join, the aggregation and the session
+// window set it), a new
 // generation whose rebuild reads at most that many bytes of checkpoint
 // files runs its instances on an in-memory file system: nothing is created
 // under LocalDir, the rebuild waits for the first read or write and fills

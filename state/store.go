@@ -47,7 +47,8 @@ type Options struct {
 	// read first needs the committed version (lazybuild.go): until then a
 	// commit writes its checkpoint files only, and the first such read
 	// rebuilds the cache from them as a restart would. For an operator
-	// that keeps its state in memory and rarely reads the store (the join).
+	// that keeps its state in memory and rarely reads the store (the join,
+	// the session window in append mode).
 	LazyCache bool
 
 	// deferRebuild (OpenRecorded) leaves a cache that Open cannot reuse
