@@ -104,10 +104,27 @@ func (f *absentFilter) hash(key []byte) uint64 {
 	return 1
 }
 
-// shard returns the shard of hash h and the bucket its probe starts at.
-func (f *absentFilter) shard(h uint64) (*fpShard, uint64) {
-	s := &f.shards[h>>(64-shardBits)]
-	return s, h << shardBits >> (64 - s.bits) // a shift by 64 is 0
+// shard returns the shard of hash h.
+func (f *absentFilter) shard(h uint64) *fpShard { return &f.shards[h>>(64-shardBits)] }
+
+// home returns the bucket h's probe starts at.
+func (s *fpShard) home(h uint64) uint64 { return h << shardBits >> (64 - s.bits) } // a shift by 64 is 0
+
+// slot returns the slot holding h and true, or the first empty slot of
+// h's probe and false. The shard has an empty slot (add grows it before it
+// is full).
+func (s *fpShard) slot(h uint64) (*uint64, bool) {
+	i := s.home(h)
+	mask := uint64(len(s.buckets) - 1)
+	for {
+		b := &s.buckets[i]
+		for j, v := range b {
+			if v == h || v == 0 {
+				return &b[j], v == h
+			}
+		}
+		i = (i + 1) & mask
+	}
 }
 
 // absent reports whether the key of hash h is certainly not in state.
@@ -115,20 +132,8 @@ func (f *absentFilter) absent(h uint64) bool {
 	if !f.valid {
 		return false
 	}
-	s, i := f.shard(h)
-	mask := uint64(len(s.buckets) - 1)
-	for {
-		b := &s.buckets[i]
-		for _, v := range b {
-			if v == h {
-				return false
-			}
-			if v == 0 {
-				return true
-			}
-		}
-		i = (i + 1) & mask
-	}
+	_, held := f.shard(h).slot(h)
+	return !held
 }
 
 // add records the key of hash h, put into state.
@@ -136,7 +141,7 @@ func (f *absentFilter) add(h uint64) {
 	if !f.valid {
 		return
 	}
-	s, _ := f.shard(h)
+	s := f.shard(h)
 	if s.insert(h) {
 		f.n++
 		if (s.n+1)*8 > len(s.buckets)*bucketSlots*7 {
@@ -145,25 +150,15 @@ func (f *absentFilter) add(h uint64) {
 	}
 }
 
-// insert adds h unless the shard holds it, and reports whether it did. The
-// shard has an empty slot (add grows it before it is full).
+// insert adds h unless the shard holds it, and reports whether it did.
 func (s *fpShard) insert(h uint64) bool {
-	i := h << shardBits >> (64 - s.bits)
-	mask := uint64(len(s.buckets) - 1)
-	for {
-		b := &s.buckets[i]
-		for j, v := range b {
-			if v == h {
-				return false
-			}
-			if v == 0 {
-				b[j] = h
-				s.n++
-				return true
-			}
-		}
-		i = (i + 1) & mask
+	p, held := s.slot(h)
+	if held {
+		return false
 	}
+	*p = h
+	s.n++
+	return true
 }
 
 // grow doubles the shard's buckets.
@@ -244,6 +239,6 @@ func (f *absentFilter) touch(h uint64) uint32 {
 	if !f.valid {
 		return 0
 	}
-	s, i := f.shard(h)
-	return uint32(s.buckets[i][0])
+	s := f.shard(h)
+	return uint32(s.buckets[s.home(h)][0])
 }
