@@ -43,9 +43,11 @@
 // stored so that a batch whose watermark is below it scans nothing.
 //
 // A key is looked up in state only when the operator's absence filter
-// (absent.go: an in-memory Bloom filter of every key in state, never
-// written anywhere) does not rule it out, so a backfill's new keys cost no
-// Pebble read; the filter changes nothing on disk.
+// (absent.go: an in-memory set of the 64-bit hashes of every key in state,
+// never written anywhere) does not rule it out, so a backfill's new keys
+// cost no read; and the store's cache is lazy (state.Options.LazyCache),
+// so a backfill that reads nothing writes no Pebble instance either. The
+// filter changes nothing on disk.
 //
 // The operator keeps no record of its own (state.Store.OperatorRecord is
 // empty), so the state package's offline repartition (state.Recorded) and

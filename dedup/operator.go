@@ -99,7 +99,10 @@ func (o *Operator) evicts() bool { return o.p.spec.WithinWatermark || o.p.evictC
 
 // Open loads the state committed at env.Version.
 func (o *Operator) Open(ctx context.Context, env stream.OperatorEnv) error {
-	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema})
+	// The cache is lazy (absent.go): a backfill whose keys the absence
+	// filter rules out never reads the committed version, so its commits
+	// write the checkpoint's files and no Pebble instance.
+	s, logger, err := o.life.Open(ctx, o.store, env, state.Options{Schema: o.p.schema, LazyCache: true})
 	if err != nil {
 		return err
 	}

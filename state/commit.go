@@ -123,7 +123,7 @@ func (s *Store) Commit(ctx context.Context, version int64) (Metrics, error) {
 	if s.head == nil {
 		s.chainFloor = version
 	}
-	s.chain = append(s.chain, chainLink{version, p.dataSize})
+	s.chain = append(s.chain, chainLink{version, p.dataSize, p.m.DataRecords})
 	s.version, s.head, s.partRows, s.rows, s.bounds = version, m, p.newRows, m.Rows, p.bounds
 	s.union = unionBounds{}
 	s.Abort()
@@ -378,7 +378,7 @@ func (s *Store) afterPublish(snapshot bool) {
 	case snapshot:
 		// A repartition: the chain starts anew at its snapshot. The rest
 		// is spread over the commits that follow (gcRemovesPerCommit).
-		s.chain, s.chainFloor, s.chainBase = nil, s.version, s.head.DataSize
+		s.chain, s.chainFloor, s.chainBase, s.chainBaseRecords = nil, s.version, s.head.DataSize, s.head.DataRecords
 		if s.gcQueue, err = s.gcVictims(); err == nil {
 			err = s.drainGC(gcRemovesPerCommit)
 		}

@@ -54,9 +54,12 @@
 // # Background snapshots
 //
 // Once the chain of the committed version holds Options.SnapshotEvery
-// deltas after its snapshot (default 10, as Spark's minDeltasForSnapshot)
-// and those deltas hold at least the snapshot's bytes, or holds 10 x
-// SnapshotEvery deltas whatever their bytes (maintain.go, chainDue), the
+// deltas after its snapshot (default 10, as Spark's minDeltasForSnapshot),
+// those deltas hold at least the snapshot's bytes and the chain's files
+// hold more records than the version has keys (a chain of keys each
+// written once, as a deduplication's, holds nothing a snapshot would drop),
+// or holds 10 x SnapshotEvery deltas whatever their bytes (maintain.go,
+// chainDue), the
 // commit starts a maintenance goroutine owned by the Store that
 // writes the full state of that committed version, attempt a, as
 //

@@ -67,7 +67,9 @@ func TestCommitBytesFollowChanges(t *testing.T) {
 // since the last one hold its bytes (chainDue), so a backfill of equal
 // batches snapshots at doubling sizes, not every SnapshotEvery batches,
 // and a live query's small deltas over a large state snapshot only every
-// snapshotChainCap x SnapshotEvery versions.
+// snapshotChainCap x SnapshotEvery versions. A chain whose keys were only
+// added (each written once) has nothing a snapshot would drop: none until
+// the cap.
 func TestSnapshotsFollowBytes(t *testing.T) {
 	ctx := context.Background()
 	e, s := openSnapshotting(t, 2)
@@ -86,13 +88,17 @@ func TestSnapshotsFollowBytes(t *testing.T) {
 			snaps = append(snaps, v)
 		}
 	}
-	// A backfill: 40 batches of 100 new keys. Every SnapshotEvery deltas
-	// would be 20 snapshots; by bytes the state doubles between two.
+	// A backfill: 40 batches of 100 new keys and one written before.
+	// Every SnapshotEvery deltas would be 20 snapshots; by bytes the state
+	// doubles between two.
 	v := int64(0)
 	for ; v < 40; v++ {
-		keys := make([]int, 100)
+		keys := make([]int, 100, 101)
 		for i := range keys {
 			keys[i] = int(v)*100 + i
+		}
+		if v > 0 {
+			keys = append(keys, int(v)-1)
 		}
 		commit(v, keys...)
 	}
@@ -120,6 +126,38 @@ func TestSnapshotsFollowBytes(t *testing.T) {
 	defer s2.Close()
 	if got := storeContents(t, s2); !maps.Equal(got, want) || len(got) != 4000 {
 		t.Fatalf("version %d from the checkpoint: %d keys, want the store's %d", v-1, len(got), len(want))
+	}
+}
+
+// TestNoSnapshotOfAddedKeys: a backfill of keys only added (a
+// deduplication's) writes no background snapshot until the chain holds
+// snapshotChainCap x SnapshotEvery deltas, and its last version loads
+// from the deltas alone.
+func TestNoSnapshotOfAddedKeys(t *testing.T) {
+	e, s := openSnapshotting(t, 2)
+	capped := int64(snapshotChainCap * e.snapEvery)
+	var snaps []int64
+	for v := int64(0); v <= capped+3; v++ {
+		for i := range 50 {
+			if err := s.Put(testKey(int(v)*50+i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Commit(context.Background(), v); err != nil {
+			t.Fatal(err)
+		}
+		if e.snapshotted(v) {
+			snaps = append(snaps, v)
+		}
+	}
+	if want := []int64{capped - 1}; !slices.Equal(snaps, want) {
+		t.Fatalf("background snapshots at versions %v, want %v (the cap alone)", snaps, want)
+	}
+	e.local = filepath.Join(t.TempDir(), "fresh")
+	s2 := e.open(4, capped-2)
+	defer s2.Close()
+	if got := storeContents(t, s2); len(got) != int(capped-1)*50 {
+		t.Fatalf("version %d from its deltas: %d keys, want %d", capped-2, len(got), (capped-1)*50)
 	}
 }
 

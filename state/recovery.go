@@ -130,7 +130,7 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 			s.bounds = make([]*keyBounds, head.Partitions)
 		}
 	} else {
-		s.chain, s.chainFloor, s.chainBase = nil, -1, 0
+		s.chain, s.chainFloor, s.chainBase, s.chainBaseRecords = nil, -1, 0, 0
 		s.storeID = uuid.NewString()
 		s.partRows = make([]int64, s.opts.Partitions)
 		s.bounds = make([]*keyBounds, s.opts.Partitions)
@@ -216,13 +216,13 @@ func (s *Store) load(ctx context.Context, cat *catalog, version int64) error {
 
 // setChain records the deltas of a loaded chain after its first file.
 func (s *Store) setChain(chain []*versionMeta) {
-	s.chain, s.chainFloor, s.chainBase = nil, chain[0].Version, 0
+	s.chain, s.chainFloor, s.chainBase, s.chainBaseRecords = nil, chain[0].Version, 0, 0
 	if chain[0].Kind == kindNameSnapshot {
-		s.chainBase = chain[0].DataSize
+		s.chainBase, s.chainBaseRecords = chain[0].DataSize, chain[0].DataRecords
 	}
 	for i, m := range chain {
 		if i > 0 || m.Kind == kindNameDelta {
-			s.chain = append(s.chain, chainLink{m.Version, m.DataSize})
+			s.chain = append(s.chain, chainLink{m.Version, m.DataSize, m.DataRecords})
 		}
 	}
 }

@@ -123,10 +123,11 @@ type Store struct {
 	// chain lists the deltas of the committed version's chain after the
 	// snapshot (or empty base) that starts it at chainFloor: the length
 	// that starts a background snapshot (maintain.go).
-	chain      []chainLink
-	chainFloor int64
-	chainBase  int64        // bytes of the snapshot at chainFloor; 0: the chain starts on the empty state
-	maint      *maintenance // the background snapshot in flight, if any
+	chain            []chainLink
+	chainFloor       int64
+	chainBase        int64        // bytes of the snapshot at chainFloor; 0: the chain starts on the empty state
+	chainBaseRecords int64        // records of that snapshot (its keys)
+	maint            *maintenance // the background snapshot in flight, if any
 
 	// pendingRecord is the pending batch's SetOperatorRecord value.
 	pendingRecord []byte
