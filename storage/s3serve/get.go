@@ -60,9 +60,6 @@ func serveObject(w http.ResponseWriter, r *http.Request, key string, f *os.File)
 		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(start+n-1, 10)+"/"+strconv.FormatInt(st.Size(), 10))
 		status = http.StatusPartialContent
 	}
-	if get && n > 0 {
-		defer cork(r)() // the header and the body in the same segments (cork.go)
-	}
 	w.WriteHeader(status)
 	if get {
 		_, _ = io.Copy(w, &io.LimitedReader{R: f, N: n}) // a failed copy is a broken connection: the client sees a short body

@@ -117,7 +117,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.auth = &sigV4{accessKey: o.AccessKey, secretKey: o.SecretKey, now: time.Now}
 	}
 	s.SetFaults(o.Faults)
-	s.srv = &http.Server{Handler: s.middleware(fake.Server()), ReadHeaderTimeout: 10 * time.Second, ConnContext: withCorker}
+	s.srv = &http.Server{Handler: s.middleware(fake.Server()), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)
 		_ = s.srv.Serve(ln)
