@@ -12,10 +12,13 @@ import (
 )
 
 // The read-ahead: in an availableNow run, once batch N has read its input
-// (its finish step begins), the driver polls the sources for batch N+1's
+// (its finish step begins), a goroutine polls the sources for batch N+1's
 // end offsets, the poll the next trigger would make first, and reads that
-// range on another goroutine into memory while batch N evicts, writes its
-// sink, commits its state and writes commits/N. The next trigger plans
+// range into memory while batch N evicts, writes its sink, commits its
+// state and writes commits/N. The poll is not on the driver's goroutine: a
+// source's LatestOffset may write its own log durably (s3archive admits
+// the batch's files with an fsync), and on the driver that wait stood
+// alone in batch N's finish step. The next trigger plans
 // batch N+1 from the offsets polled (run.trigger takes them instead of
 // polling again), so its read steps name the ranges read ahead and take
 // the chunks from memory, in order, instead of calling ReadBatch.
@@ -29,9 +32,11 @@ import (
 // from those read ahead, a stop or a failure discards the read-ahead.
 //
 // The engine calls a source from one goroutine at a time (stream.Source):
-// while a source is read ahead, batch N's Source.Commit of it waits until
-// the read-ahead's ReadBatch returned (Spark's commit is a hint that data
-// up to the end may be dropped: a later call drops nothing still needed).
+// the driver calls no source while the poll runs (the next trigger and
+// batch N's Source.Commit wait for it), and while a source is read ahead,
+// batch N's Source.Commit of it waits until the read-ahead's ReadBatch
+// returned (Spark's commit is a hint that data up to the end may be
+// dropped: a later call drops nothing still needed).
 //
 // Only availableNow reads ahead: its sources' ends are fixed at the start
 // (PrepareAvailableNow), so polling early yields the batch the next
@@ -55,13 +60,14 @@ const readAheadBytes = 16 << 20
 type readAhead struct {
 	// from is each source's offset the poll started from (the loop's
 	// Current after batch N), latest what it returned or pollErr its
-	// failure.
+	// failure; the producer sets them and ranges, then closes polled.
 	from, latest map[string]json.RawMessage
 	pollErr      error
 	ranges       []readRange // the ranges read, in query order
-	budget       int64       // bytes of chunks held at most (readAheadBytes)
-	next         int         // the range the next read step takes
-	taken        bool        // the next trigger took latest
+	polled       chan struct{}
+	budget       int64 // bytes of chunks held at most (readAheadBytes)
+	next         int   // the range the next read step takes
+	taken        bool  // the next trigger took latest
 	cancel       context.CancelFunc
 	done         chan struct{} // closed when the producer returned
 	// commits are batch N's Source.Commit calls waiting for the producer.
@@ -92,10 +98,10 @@ type aheadCommit struct {
 	off json.RawMessage
 }
 
-// startReadAhead polls the sources for the batch after p and starts reading
-// its ranges, if any source has new data; p's reads are done. A failed poll
-// is not batch p's failure: the next trigger meets its error where it would
-// have polled.
+// startReadAhead starts a goroutine that polls the sources for the batch
+// after p and reads its ranges, if any source has new data; p's reads are
+// done. A failed poll is not batch p's failure: the next trigger meets its
+// error where it would have polled.
 func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 	if !d.aheadOn || d.ahead != nil || p.Kind != stream.KindData {
 		return
@@ -107,40 +113,51 @@ func (d *driver) startReadAhead(ctx context.Context, p *batchPlan) {
 	for _, r := range p.Ranges {
 		from[r.Key] = r.End
 	}
-	a := &readAhead{from: from, budget: d.o.aheadBytes, done: make(chan struct{})}
+	a := &readAhead{from: from, budget: d.o.aheadBytes, polled: make(chan struct{}), done: make(chan struct{})}
 	a.mu.cond = sync.NewCond(&a.mu)
-	d.ahead = a
-	latest, err := d.latestOffsets(ctx, d.aheadKeys, from)
-	if err != nil {
-		a.pollErr = err
-		close(a.done)
-		return
-	}
-	a.latest = latest
 	a.mu.free, d.aheadFree = d.aheadFree, nil
-	for _, k := range d.aheadKeys {
-		if !bytes.Equal(from[k], latest[k]) {
-			a.ranges = append(a.ranges, readRange{Key: k, Start: from[k], End: latest[k]})
-		}
-	}
-	if len(a.ranges) == 0 {
-		close(a.done) // nothing to read: the poll alone is handed on
-		return
-	}
+	// The reads stop when the read-ahead is discarded; the poll, which
+	// discardAhead waits for, runs on ctx as the trigger's would.
 	actx, cancel := context.WithCancel(ctx)
 	a.cancel = cancel
+	d.ahead = a
+	keys := d.aheadKeys
+	go func() {
+		defer close(a.done)
+		srcs := d.poll(ctx, a, keys)
+		if len(srcs) > 0 {
+			a.produce(actx, srcs)
+		}
+	}()
+}
+
+// poll sets a's latest offsets of keys (or pollErr) and the ranges to read,
+// closes a.polled and returns the ranges' sources, none if nothing is to be
+// read (the poll alone is handed on). It runs on the producer's goroutine.
+func (d *driver) poll(ctx context.Context, a *readAhead, keys []string) []stream.Source {
+	defer close(a.polled)
+	latest, err := d.latestOffsets(ctx, keys, a.from)
+	if err != nil {
+		a.pollErr = err
+		return nil
+	}
+	a.latest = latest
+	for _, k := range keys {
+		if !bytes.Equal(a.from[k], latest[k]) {
+			a.ranges = append(a.ranges, readRange{Key: k, Start: a.from[k], End: latest[k]})
+		}
+	}
 	srcs := make([]stream.Source, len(a.ranges))
 	for i, r := range a.ranges {
 		srcs[i] = d.byKey[r.Key].src
 	}
-	go a.produce(actx, srcs)
+	return srcs
 }
 
 // produce reads each range in order, copying every chunk into memory (the
 // source re-uses a chunk's slices once emit returns), at most a.budget
 // bytes ahead of the consumer (at least one chunk).
 func (a *readAhead) produce(ctx context.Context, srcs []stream.Source) {
-	defer close(a.done)
 	for i, r := range a.ranges {
 		err := srcs[i].ReadBatch(ctx, r.Start, r.End, func(in *stream.Batch) error {
 			n := chunkBytes(in)
@@ -211,6 +228,7 @@ func (d *driver) takeLatest(current map[string]json.RawMessage) (latest map[stri
 	if a == nil || a.taken {
 		return nil, false, nil
 	}
+	<-a.polled
 	for _, k := range d.aheadKeys {
 		if !bytes.Equal(a.from[k], current[k]) {
 			return nil, false, nil
@@ -218,6 +236,8 @@ func (d *driver) takeLatest(current map[string]json.RawMessage) (latest map[stri
 	}
 	a.taken = true
 	if len(a.ranges) == 0 {
+		// The producer returns after the poll: nothing to read.
+		a.cancel()
 		d.ahead, d.aheadFree = nil, a.mu.free
 	}
 	return a.latest, true, a.pollErr
@@ -230,6 +250,7 @@ func (d *driver) aheadFor(s step) (*readAhead, error) {
 	if a == nil {
 		return nil, nil
 	}
+	<-a.polled
 	if a.next < len(a.ranges) {
 		r := a.ranges[a.next]
 		if r.Key == s.Source && bytes.Equal(r.Start, s.Start) && bytes.Equal(r.End, s.End) {
@@ -272,6 +293,8 @@ func (d *driver) replay(a *readAhead, emit func(*stream.Batch) error) error {
 // returned if it reads key.
 func (d *driver) commitSource(ctx context.Context, key string, off json.RawMessage) error {
 	if a := d.ahead; a != nil {
+		// The poll may be calling this source.
+		<-a.polled
 		select {
 		case <-a.done:
 		default:

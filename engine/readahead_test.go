@@ -21,14 +21,19 @@ import (
 // scribbles over each chunk once emit returns (its slices decode the next
 // file), tells each ReadBatch to the sink, checks that the engine calls it
 // from one goroutine at a time (a Commit or a LatestOffset during a
-// ReadBatch is a problem) and that a read writes nothing durable early
-// (offsets/N+1 never exists before commits/N).
+// ReadBatch is a problem, so is any call during a LatestOffset) and that a
+// read writes nothing durable early (offsets/N+1 never exists before
+// commits/N).
 type aheadSource struct {
 	memSource
 	s        *scenario
 	inRead   atomic.Int32
+	inPoll   atomic.Int32
 	failRead int // the failRead-th ReadBatch fails (0: none)
 	failPoll int // the failPoll-th LatestOffset fails (0: none)
+	// holdPoll, if set, is called by the n-th LatestOffset before it
+	// answers.
+	holdPoll func(n int)
 	n, polls int
 	mu       sync.Mutex
 	started  map[string]chan struct{} // by start offset, closed once read
@@ -66,6 +71,9 @@ func (a *aheadSource) ReadBatch(ctx context.Context, start, end stream.Offset, e
 		a.problem("two ReadBatch calls at once")
 	}
 	defer a.inRead.Add(-1)
+	if a.inPoll.Load() != 0 {
+		a.problem("ReadBatch(%s) during a LatestOffset", start)
+	}
 	offs, _ := a.s.fs.List(ckptDir + "/" + checkpoint.OffsetsDir)
 	commits, _ := a.s.fs.List(ckptDir + "/" + checkpoint.CommitsDir)
 	if done := len(files(commits)); len(files(offs)) > done+1 {
@@ -104,6 +112,9 @@ func (a *aheadSource) Commit(ctx context.Context, end stream.Offset) error {
 	if a.inRead.Load() != 0 {
 		a.problem("Commit(%s) during a ReadBatch", end)
 	}
+	if a.inPoll.Load() != 0 {
+		a.problem("Commit(%s) during a LatestOffset", end)
+	}
 	return a.memSource.Commit(ctx, end)
 }
 
@@ -111,8 +122,15 @@ func (a *aheadSource) LatestOffset(ctx context.Context, start stream.Offset) (st
 	if a.inRead.Load() != 0 {
 		a.problem("LatestOffset(%s) during a ReadBatch", start)
 	}
+	if a.inPoll.Add(1) != 1 {
+		a.problem("two LatestOffset calls at once")
+	}
+	defer a.inPoll.Add(-1)
 	if a.polls++; a.polls == a.failPoll {
 		return nil, errAheadPoll
+	}
+	if a.holdPoll != nil {
+		a.holdPoll(a.polls)
 	}
 	return a.memSource.LatestOffset(ctx, start)
 }
@@ -182,6 +200,62 @@ func TestReadAheadOverlapsFinish(t *testing.T) {
 		t.Fatal(got)
 	}
 	want := `[{"block":10} {"block":20} {"block":30} {"block":40} {"block":50}]`
+	if got := fmt.Sprint(s.sources["a"].commits); got != want {
+		t.Errorf("source commits %s, want %s (each batch's, in order)", got, want)
+	}
+}
+
+// wroteSink tells on wrote each batch whose sink write began.
+type wroteSink struct {
+	stream.Sink
+	wrote chan int64
+}
+
+func (w *wroteSink) AddBatch(ctx context.Context, id int64, out *stream.Batch) (stream.SinkProgress, error) {
+	w.wrote <- id
+	return w.Sink.AddBatch(ctx, id, out)
+}
+
+// TestReadAheadPollsOffTheDriver: the read-ahead's poll for batch N+1 (a
+// source's LatestOffset, which may write its own log durably) runs beside
+// batch N's finish and sink write, not before them on the driver's
+// goroutine: each poll after the first waits for the sink write of the
+// batch that started it (a driver polling before its Finish would never
+// get there), then a while longer, during which the driver must call the
+// source for nothing (batch N's Commit waits for the poll).
+func TestReadAheadPollsOffTheDriver(t *testing.T) {
+	s := newScenario()
+	s.sources["a"] = &srcWorld{start: 1, available: 30, max: 10}
+	src := &aheadSource{memSource: memSource{w: s.sources["a"], name: "a"}, s: s}
+	sink := &wroteSink{Sink: streamtest.Plain(s.table), wrote: make(chan int64, 16)}
+	var missed []int
+	src.holdPoll = func(n int) {
+		if n == 1 || len(missed) > 0 {
+			return // the first trigger's own poll; or the driver is serial
+		}
+		select {
+		case <-sink.wrote:
+		case <-time.After(5 * time.Second): // a poll on the driver: never
+			missed = append(missed, n)
+		}
+		// Room for a Commit that would not wait for the poll.
+		time.Sleep(20 * time.Millisecond)
+	}
+	sum, err := Run(context.Background(), aheadQuery(s, src, sink),
+		Options{CheckpointDir: ckptDir, FS: s.fs, Clock: s.clock})
+	if err != nil || sum.LastBatchID != 2 || sum.DataBatches != 3 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	if len(missed) > 0 {
+		t.Errorf("poll %d held the batch's finish: no sink write came while it waited", missed[0])
+	}
+	for _, p := range src.problems {
+		t.Error(p)
+	}
+	if got := s.verifyTable(); !strings.HasPrefix(got, "ok: 30 blocks") {
+		t.Fatal(got)
+	}
+	want := `[{"block":10} {"block":20} {"block":30}]`
 	if got := fmt.Sprint(s.sources["a"].commits); got != want {
 		t.Errorf("source commits %s, want %s (each batch's, in order)", got, want)
 	}
