@@ -47,6 +47,7 @@ var (
 		reflect.TypeFor[stream.StateRecorder](), reflect.TypeFor[stream.PartitionLimiter](),
 		reflect.TypeFor[stream.Checker](), reflect.TypeFor[stream.RowPasser](),
 		reflect.TypeFor[stream.WatermarkProducer](), reflect.TypeFor[stream.OutputRecycler](),
+		reflect.TypeFor[stream.SideColumnsReader](),
 	}
 	// notOptional are the interfaces of package stream that are contracts
 	// of their own, not capabilities of a source or an operator.
