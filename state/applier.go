@@ -59,11 +59,7 @@ func (a *applier) commit() error {
 		return err
 	}
 	size := len(b.Repr())
-	err := b.Commit(pebble.NoSync)
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := commitBatch(b, nil); err != nil {
 		return fmt.Errorf("write state partition %d: %w", a.cur, err)
 	}
 	a.s.parts.dirty[a.cur] = true
@@ -223,15 +219,21 @@ func (s *Store) applyPartition(sp applySpan, rangeDel bool) error {
 			err = b.Delete(keyBytes(c.key), nil)
 		}
 	}
+	if err := commitBatch(b, err); err != nil {
+		return fmt.Errorf("write state partition %d: %w", p, err)
+	}
+	s.parts.dirty[p] = true
+	return nil
+}
+
+// commitBatch commits b (unless err, the error of building it, is set)
+// and closes it either way, returning the first error.
+func commitBatch(b *pebble.Batch, err error) error {
 	if err == nil {
 		err = b.Commit(pebble.NoSync)
 	}
 	if cerr := b.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("write state partition %d: %w", p, err)
-	}
-	s.parts.dirty[p] = true
-	return nil
+	return err
 }

@@ -96,13 +96,7 @@ func (p *partitions) fillOne(i int, d *pebble.DB) error {
 			err = b.Delete(r.Key, nil)
 		}
 	}
-	if err == nil {
-		err = b.Commit(pebble.NoSync)
-	}
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := commitBatch(b, err); err != nil {
 		return fmt.Errorf("rebuild state partition %d: %w", i, err)
 	}
 	p.dirty[i] = true
