@@ -10,9 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,7 +102,13 @@ type BenchResult struct {
 	// machine the median measures the load as well, this the work.
 	LiveCPUMsPerBatch8 float64 `json:"liveCpuMsPerBatch8"`
 	LivePeakRSSBytes   int64   `json:"livePeakRssBytes"`
-	GoMaxProcs         int     `json:"gomaxprocs"`
+	// LiveFileRSSBytes and LiveFileHugeRSSBytes are the file-backed part of
+	// the resident set at the live run's end and the part of it mapped in
+	// huge pages (procmem.go): the binary's text, which the peak includes
+	// and which moves between identical binaries.
+	LiveFileRSSBytes     int64 `json:"liveFileRssBytes"`
+	LiveFileHugeRSSBytes int64 `json:"liveFileHugeRssBytes"`
+	GoMaxProcs           int   `json:"gomaxprocs"`
 	// EndpointOwnProcess: the S3 backfill read the archive from an
 	// endpoint in a process of its own (BenchOptions.ServeS3).
 	EndpointOwnProcess bool `json:"endpointOwnProcess"`
@@ -206,32 +210,6 @@ func warmPageCache(ctx context.Context, root string, files []archivegen.Manifest
 		}
 	}
 	return nil
-}
-
-// peakRSS returns VmHWM of this process; resetPeakRSS restarts it (Linux).
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return -1
-}
-
-// resetPeakRSS returns freed heap to the OS first, so that a phase's peak is
-// not the previous phase's leftovers (the live phases follow the backfill in
-// this same process).
-func resetPeakRSS() {
-	debug.FreeOSMemory()
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
 // recorder keeps every progress event of a run and when the first arrived.
@@ -536,6 +514,7 @@ func (b *benchRun) live(ctx context.Context, res *BenchResult) error {
 	}
 	cpu := cputime.Self() - cpu0
 	res.LivePeakRSSBytes = peakRSS()
+	res.LiveFileRSSBytes, res.LiveFileHugeRSSBytes = fileRSS(), fileHugeRSS()
 	for _, p := range rec.events {
 		if p.Kind() == stream.KindRepartition {
 			res.RepartitionMs = p.DurationMs["controlBatch.REPARTITION"]
@@ -597,7 +576,7 @@ func PrintBench(w io.Writer, r *BenchResult) {
 	fmt.Fprintf(w, "| repartition 200 -> 8 (%d keys) | %d ms |\n", r.RepartitionKeys, r.RepartitionMs)
 	fmt.Fprintf(w, "| live 20-block batch, trigger to commit, median, 8 partitions | %.0f ms |\n", r.LiveMedianMs8)
 	fmt.Fprintf(w, "| live 20-block batch, CPU time per batch, 8 partitions | %.1f ms |\n", r.LiveCPUMsPerBatch8)
-	fmt.Fprintf(w, "| peak RSS, live (shrink + live at 8) | %s |\n", mb(r.LivePeakRSSBytes))
+	fmt.Fprintf(w, "| peak RSS, live (shrink + live at 8) | %s%s |\n", mb(r.LivePeakRSSBytes), fileRSSNote(r.LiveFileRSSBytes, r.LiveFileHugeRSSBytes))
 	printRounds(w, r.Rounds)
 	printSpread(w, r.Rounds, r.ranDuckDB())
 	printShapes(w, r.Shapes)

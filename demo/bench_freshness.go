@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -353,23 +352,6 @@ func (r *freshRecorder) summarise(res *FreshnessResult) {
 func percentile(xs []float64, q float64) float64 {
 	i := int(q*float64(len(xs))+0.5) - 1
 	return xs[min(max(i, 0), len(xs)-1)]
-}
-
-// currentRSS is the process's resident set (VmRSS), -1 if unknown.
-func currentRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return -1
 }
 
 // countTable counts a table's data files on disk and its log entries.

@@ -78,6 +78,9 @@ func TestBenchSmallArchive(t *testing.T) {
 	if res.BackfillPeakRSSBytes <= 0 || res.LivePeakRSSBytes <= 0 {
 		t.Fatalf("RSS not measured: %+v", res)
 	}
+	if runtime.GOOS == "linux" && (res.LiveFileRSSBytes <= 0 || res.LiveFileRSSBytes > res.LivePeakRSSBytes) {
+		t.Fatalf("file-backed RSS at the live run's end %d, peak %d", res.LiveFileRSSBytes, res.LivePeakRSSBytes)
+	}
 	if ph := res.BackfillPhases; ph.Batches < 1 || ph.TriggerMs <= 0 || ph.TriggerMs > res.BackfillMs {
 		t.Fatalf("backfill phases: %+v (backfill %d ms)", ph, res.BackfillMs)
 	}
