@@ -106,10 +106,10 @@ func (h *evictHeap) pop() evictEntry {
 
 // add indexes a stored row of key whose column value is v.
 func (x *evictIndex) add(key string, v value) {
-	if v.null {
+	if v.null() {
 		return
 	}
-	e := evictEntry{ts: v.i, key: key}
+	e := evictEntry{ts: v.i(), key: key}
 	if x.head == len(x.run) || e.ts >= x.run[len(x.run)-1].ts {
 		x.run = append(x.run, e)
 		return

@@ -26,16 +26,19 @@ func TestEvictIndex(t *testing.T) {
 		lim, last := int64(0), int64(0)
 		for round := range 200 {
 			for range rng.IntN(40) {
-				v := value{i: lim + rng.Int64N(100) - 10, null: rng.IntN(20) == 0}
+				v := intValue(lim + rng.Int64N(100) - 10)
 				if rising && rng.IntN(10) > 0 {
 					last = max(last, lim) + rng.Int64N(5)
-					v.i = last
+					v = intValue(last)
+				}
+				if rng.IntN(20) == 0 {
+					v = nullValue
 				}
 				key := fmt.Sprintf("k%02d", rng.IntN(30))
 				x.add(key, v)
 				u.add(key, v)
-				if !v.null {
-					model = append(model, entry{v.i, key})
+				if !v.null() {
+					model = append(model, entry{v.i(), key})
 				}
 			}
 			lim += rng.Int64N(30)

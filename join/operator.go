@@ -316,10 +316,10 @@ func (o *Operator) removedOnStore(side int, r row) bool {
 func (p *plan) inRange(l, r row) bool {
 	for i, b := range p.spec.Range {
 		lv, rv := l[p.rangeCols[i][0]], r[p.rangeCols[i][1]]
-		if lv.null || rv.null {
+		if lv.null() || rv.null() {
 			return false
 		}
-		x, y := lv.i+b.LeftOffset.Microseconds(), rv.i+b.RightOffset.Microseconds()
+		x, y := lv.i()+b.LeftOffset.Microseconds(), rv.i()+b.RightOffset.Microseconds()
 		var ok bool
 		switch b.Op {
 		case LT:
@@ -387,10 +387,10 @@ func (p *plan) evictors(wmMs int64) [2]evictor {
 }
 
 func (e evictor) evicts(r row) bool {
-	if !e.active || r[e.col].null {
+	if !e.active || r[e.col].null() {
 		return false
 	}
-	return r[e.col].i <= e.limUs
+	return r[e.col].i() <= e.limUs
 }
 
 // evict removes the rows the watermark passed on each side and emits the
@@ -635,7 +635,7 @@ func (ob *outBuilder) add(p *plan, l, r row) {
 		if oc.side == stream.RightSide {
 			src = r
 		}
-		v := value{null: true}
+		v := nullValue
 		if src != nil {
 			v = src[oc.col]
 		}
@@ -644,18 +644,18 @@ func (ob *outBuilder) add(p *plan, l, r row) {
 		case stream.Float64:
 			c.Float64s = append(c.Float64s, v.float())
 		case stream.String:
-			c.Strings = append(c.Strings, v.s)
+			c.Strings = append(c.Strings, v.s())
 		default:
-			c.Int64s = append(c.Int64s, v.i)
+			c.Int64s = append(c.Int64s, v.i())
 		}
-		if v.null && c.Valid == nil {
+		if v.null() && c.Valid == nil {
 			c.Valid = make([]bool, ob.b.Len, ob.b.Len+1)
 			for i := range c.Valid {
 				c.Valid[i] = true
 			}
 		}
 		if c.Valid != nil {
-			c.Valid = append(c.Valid, !v.null)
+			c.Valid = append(c.Valid, !v.null())
 		}
 	}
 	ob.b.Len++
