@@ -344,6 +344,7 @@ func (o *Operator) appendState(side int, key []byte, r row, matched bool) error 
 	if err != nil {
 		return err
 	}
+	shareKeyBytes(r, o.p.sides[side].keys[0], k.key)
 	k.rows = append(k.rows, storedRow{r: r, matched: matched, changed: true})
 	o.touch(side, k)
 	if x := o.mem[side].idx; x != nil {

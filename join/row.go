@@ -2,6 +2,7 @@ package join
 
 import (
 	"math"
+	"strings"
 	"unsafe"
 
 	"github.com/ethstream/ethstream/stream"
@@ -83,4 +84,19 @@ func rowInto(r row, cols []*stream.Column, i int) row {
 		}
 	}
 	return r
+}
+
+// shareKeyBytes points r's column col at the first bytes of key, the
+// row's encoded join key, when they are that column's string: the state's
+// key encoding starts with the first key column's bytes (unless they
+// need escapes), and a stored row kept its own copy beside the key's,
+// which also kept the input's whole decoded column alive until the
+// row's eviction. An integer, a null or an escaped string keeps its
+// value.
+func shareKeyBytes(r row, col int, key string) {
+	v := r[col]
+	if v.p == nil || v.null() || !strings.HasPrefix(key, v.s()) {
+		return
+	}
+	r[col] = strValue(key[:v.n])
 }
