@@ -174,10 +174,13 @@ func (o *Operator) loadSide(side int) error {
 var noRows keyRows
 
 // keyRowsOf returns the rows of (side, key), reading them from the state
-// when memory does not hold them. key is copied when kept. A key without
-// rows is kept only if add (the caller adds one): a probe of the other
-// side leaves no entry behind for a key it did not find.
-func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
+// when memory does not hold them. key is copied when kept, unless same
+// holds its bytes ("" if nothing does): the other side's keyRows of the
+// same key, so that both sides' rows of a key (a block's hash, joined
+// with its child's parent_hash) share one copy. A key without rows is
+// kept only if add (the caller adds one): a probe of the other side
+// leaves no entry behind for a key it did not find.
+func (o *Operator) keyRowsOf(side int, key []byte, add bool, same string) (*keyRows, error) {
 	m := o.mem[side]
 	if k, ok := m.keys[string(key)]; ok {
 		return k, nil
@@ -186,7 +189,10 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
 		return &noRows, nil
 	}
 	k := o.slab.keyRows()
-	k.key = o.slab.key(key)
+	k.key = same
+	if same != string(key) {
+		k.key = o.slab.key(key)
+	}
 	k.rows = k.one[:0:1]
 	if !m.complete {
 		if err := o.read(side, k); err != nil {

@@ -248,10 +248,10 @@ func (o *Operator) joinRow(side int, r row) error {
 		if !o.p.spec.Type.preserves(side) || o.removedOnStore(side, r) {
 			return nil
 		}
-		return o.appendState(side, kb, r, false)
+		return o.appendState(side, kb, r, false, "")
 	}
 	other := 1 - side
-	ok, err := o.keyRowsOf(other, kb, false)
+	ok, err := o.keyRowsOf(other, kb, false, "")
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func (o *Operator) joinRow(side int, r row) error {
 	if o.removedOnStore(side, r) {
 		return nil
 	}
-	return o.appendState(side, kb, r, matched)
+	return o.appendState(side, kb, r, matched, ok.key)
 }
 
 // EvictionWatermark records the watermark batch batchID evicts by (the
@@ -340,8 +340,9 @@ func (p *plan) inRange(l, r row) bool {
 }
 
 // appendState appends r as the next value of (side, key); flush writes it.
-func (o *Operator) appendState(side int, key []byte, r row, matched bool) error {
-	k, err := o.keyRowsOf(side, key, true)
+// same is the other side's copy of key, or "" (keyRowsOf).
+func (o *Operator) appendState(side int, key []byte, r row, matched bool, same string) error {
+	k, err := o.keyRowsOf(side, key, true, same)
 	if err != nil {
 		return err
 	}
@@ -465,7 +466,7 @@ func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row
 		if !ok {
 			*ek = append((*ek)[:0], key...)
 			var err error
-			if k, err = o.keyRowsOf(side, *ek, false); err != nil {
+			if k, err = o.keyRowsOf(side, *ek, false, ""); err != nil {
 				return removed, err
 			}
 		}
