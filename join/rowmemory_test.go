@@ -17,14 +17,7 @@ import (
 // its last byte: its rows keep the input's bytes.
 func TestStoredRowsShareKeyBytes(t *testing.T) {
 	ctx := context.Background()
-	o, err := New(memTestSpec(Inner))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Open(ctx, memTestEnv(t)); err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o := openInnerMemTest(t)
 	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
 	var rows [2][]memTestRow
 	raw := map[string]string{} // encoded key -> the input's
@@ -79,14 +72,7 @@ func TestStoredRowsShareKeyBytes(t *testing.T) {
 // their size).
 func TestOutputRoomFromLastBatch(t *testing.T) {
 	ctx := context.Background()
-	o, err := New(memTestSpec(Inner))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Open(ctx, memTestEnv(t)); err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o := openInnerMemTest(t)
 	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
 	var lens []int
 	for id, n := range []int{7, 3} {
@@ -120,4 +106,19 @@ func TestOutputRoomFromLastBatch(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openInnerMemTest opens an inner join of memTestSpec on memTestEnv,
+// closed at the test's end.
+func openInnerMemTest(t *testing.T) *Operator {
+	t.Helper()
+	o, err := New(memTestSpec(Inner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Open(context.Background(), memTestEnv(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
 }
