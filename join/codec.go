@@ -74,16 +74,16 @@ func encodeKeyPrefix(side int, store string) []byte {
 func encodeJoinKey(dst []byte, r row, keys []int, types []stream.Type) (b []byte, null bool) {
 	for k, j := range keys {
 		v := r[j]
-		null = null || v.null
+		null = null || v.null()
 		if stateType(types[k]) == stream.String {
-			if v.null {
+			if v.null() {
 				dst = state.AppendNullStringKey(dst)
 			} else {
-				dst = state.AppendStringKey(dst, v.s)
+				dst = state.AppendStringKey(dst, v.s())
 			}
 			continue
 		}
-		dst = state.AppendNullableInt64Key(dst, v.i, v.null)
+		dst = state.AppendNullableInt64Key(dst, v.i(), v.null())
 	}
 	return dst, null
 }
@@ -138,13 +138,13 @@ func encodeRow(dst []byte, fields []stream.Field, r row, matched bool) []byte {
 	size := 2 + nb
 	for j, f := range fields {
 		switch v := r[j]; {
-		case v.null:
+		case v.null():
 		case f.Type.Storage() == stream.Float64:
 			size += 8
 		case f.Type.Storage() == stream.String:
-			size += uvarintLen(uint64(len(v.s))) + len(v.s)
+			size += uvarintLen(uint64(v.n)) + int(v.n)
 		default:
-			size += uvarintLen(uint64(v.i<<1) ^ uint64(v.i>>63))
+			size += uvarintLen(uint64(v.n<<1) ^ uint64(v.n>>63))
 		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(size))
@@ -160,14 +160,14 @@ func encodeRow(dst []byte, fields []stream.Field, r row, matched bool) []byte {
 	for j, f := range fields {
 		v := r[j]
 		switch {
-		case v.null:
+		case v.null():
 			dst[nulls+j/8] |= 1 << (j % 8)
 		case f.Type.Storage() == stream.Float64:
 			dst = state.AppendFloat64Value(dst, v.float())
 		case f.Type.Storage() == stream.String:
-			dst = state.AppendStringValue(dst, v.s)
+			dst = state.AppendStringValue(dst, v.s())
 		default:
-			dst = state.AppendInt64Value(dst, v.i)
+			dst = state.AppendInt64Value(dst, v.i())
 		}
 	}
 	return dst
@@ -197,7 +197,7 @@ func decodeRowBinary(fields []stream.Field, s string) (row, bool, error) {
 	r := make(row, len(fields))
 	for j, f := range fields {
 		if nulls[j/8]&(1<<(j%8)) != 0 {
-			r[j].null = true
+			r[j] = nullValue
 			continue
 		}
 		switch f.Type.Storage() {
@@ -205,21 +205,21 @@ func decodeRowBinary(fields []stream.Field, s string) (row, bool, error) {
 			if len(s)-p < 8 {
 				return nil, false, fmt.Errorf("%w: column %q truncated", errMalformedRow, f.Name)
 			}
-			r[j].i = int64(binary.LittleEndian.Uint64([]byte(s[p : p+8])))
+			r[j] = intValue(int64(binary.LittleEndian.Uint64([]byte(s[p : p+8]))))
 			p += 8
 		case stream.String:
 			l, n := uvarintAt(s, p)
 			if n <= 0 || l > uint64(len(s)-p-n) {
 				return nil, false, fmt.Errorf("%w: column %q truncated", errMalformedRow, f.Name)
 			}
-			r[j].s = s[p+n : p+n+int(l)]
+			r[j] = strValue(s[p+n : p+n+int(l)])
 			p += n + int(l)
 		default:
 			v, n := varintAt(s, p)
 			if n <= 0 {
 				return nil, false, fmt.Errorf("%w: column %q truncated", errMalformedRow, f.Name)
 			}
-			r[j].i = v
+			r[j] = intValue(v)
 			p += n
 		}
 	}
@@ -289,7 +289,7 @@ func rowText(fields []stream.Field, r row, matched bool) []byte {
 		b.WriteByte(':')
 		v := r[j]
 		switch {
-		case v.null:
+		case v.null():
 			b.WriteString("null")
 		case f.Type.Storage() == stream.Float64:
 			if x := v.float(); math.IsNaN(x) || math.IsInf(x, 0) {
@@ -298,10 +298,10 @@ func rowText(fields []stream.Field, r row, matched bool) []byte {
 				b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
 			}
 		case f.Type.Storage() == stream.String:
-			enc, _ := json.Marshal(v.s)
+			enc, _ := json.Marshal(v.s())
 			b.Write(enc)
 		default:
-			b.WriteString(strconv.FormatInt(v.i, 10))
+			b.WriteString(strconv.FormatInt(v.i(), 10))
 		}
 		b.WriteByte(',')
 	}
@@ -337,12 +337,14 @@ func decodeRowJSON(fields []stream.Field, val []byte) (row, bool, error) {
 			return malformed("column %q: %v", f.Name, err)
 		}
 		if string(raw) == "null" {
-			r[j].null = true
+			r[j] = nullValue
 			continue
 		}
 		switch f.Type.Storage() {
 		case stream.String:
-			err = json.Unmarshal(raw, &r[j].s)
+			var t string
+			err = json.Unmarshal(raw, &t)
+			r[j] = strValue(t)
 		case stream.Float64:
 			var x float64
 			if raw[0] == '"' {
@@ -355,7 +357,9 @@ func decodeRowJSON(fields []stream.Field, val []byte) (row, bool, error) {
 			}
 			r[j] = floatValue(x)
 		default:
-			r[j].i, err = strconv.ParseInt(string(raw), 10, 64)
+			var x int64
+			x, err = strconv.ParseInt(string(raw), 10, 64)
+			r[j] = intValue(x)
 		}
 		if err != nil {
 			return malformed("column %q: %v", f.Name, err)

@@ -106,15 +106,30 @@ func (h *evictHeap) pop() evictEntry {
 
 // add indexes a stored row of key whose column value is v.
 func (x *evictIndex) add(key string, v value) {
-	if v.null {
+	if v.null() {
 		return
 	}
-	e := evictEntry{ts: v.i, key: key}
+	e := evictEntry{ts: v.i(), key: key}
 	if x.head == len(x.run) || e.ts >= x.run[len(x.run)-1].ts {
+		if len(x.run) == cap(x.run) {
+			x.growRun()
+		}
 		x.run = append(x.run, e)
 		return
 	}
 	x.h.push(e)
+}
+
+// growRun gives run room for as many entries again as it holds from head,
+// dropping the popped ones before it. append grows a large slice by a
+// quarter: a backfill's run (two batches of rows) was copied into fresh
+// memory about four times its size, and fresh memory's page faults were
+// most of that (3% of the join shape's CPU profile).
+func (x *evictIndex) growRun() {
+	live := x.run[x.head:]
+	run := make([]evictEntry, len(live), max(2*len(live), 1024))
+	copy(run, live)
+	x.run, x.head = run, 0
 }
 
 // len is the number of rows indexed.

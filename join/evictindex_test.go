@@ -26,16 +26,19 @@ func TestEvictIndex(t *testing.T) {
 		lim, last := int64(0), int64(0)
 		for round := range 200 {
 			for range rng.IntN(40) {
-				v := value{i: lim + rng.Int64N(100) - 10, null: rng.IntN(20) == 0}
+				v := intValue(lim + rng.Int64N(100) - 10)
 				if rising && rng.IntN(10) > 0 {
 					last = max(last, lim) + rng.Int64N(5)
-					v.i = last
+					v = intValue(last)
+				}
+				if rng.IntN(20) == 0 {
+					v = nullValue
 				}
 				key := fmt.Sprintf("k%02d", rng.IntN(30))
 				x.add(key, v)
 				u.add(key, v)
-				if !v.null {
-					model = append(model, entry{v.i, key})
+				if !v.null() {
+					model = append(model, entry{v.i(), key})
 				}
 			}
 			lim += rng.Int64N(30)
@@ -83,5 +86,41 @@ func TestCmpDueKey(t *testing.T) {
 		if got, want := sign(cmpDueKey(newDueKey(a), newDueKey(b))), strings.Compare(a, b); got != want {
 			t.Fatalf("cmpDueKey(%q, %q) = %d, want %d", a, b, got, want)
 		}
+	}
+}
+
+// TestEvictIndexRunGrowth: entries in order past the run's room (its
+// growth copies the entries not yet popped and drops the others) pop in
+// order, none lost or repeated, through rounds that pop part of them.
+func TestEvictIndexRunGrowth(t *testing.T) {
+	var x evictIndex
+	next, popped, heads := 0, 0, 0
+	for round := range 6 {
+		for range 3000 + 1000*round {
+			x.add(fmt.Sprint(next), intValue(int64(next)))
+			next++
+		}
+		// Odd rounds pop a third of what is indexed, so that the next
+		// growth meets popped entries still before the run's head.
+		lim := int64(next - 1 - 500*round)
+		if round%2 == 1 {
+			lim = int64(popped + (next-popped)/3)
+		}
+		for _, k := range x.popDue(lim, false) {
+			if k != fmt.Sprint(popped) {
+				t.Fatalf("round %d: popped %s, want %d", round, k, popped)
+			}
+			popped++
+		}
+		if popped != int(lim)+1 || x.len() != next-popped {
+			t.Fatalf("round %d: %d popped, %d indexed, want %d, %d", round, popped, x.len(), lim+1, next-int(lim)-1)
+		}
+		heads = max(heads, x.head)
+		if len(x.h) > 0 {
+			t.Fatalf("round %d: %d entries in order went to the heap", round, len(x.h))
+		}
+	}
+	if heads == 0 {
+		t.Fatal("no round left popped entries before the run's head: the test tests no growth past them")
 	}
 }

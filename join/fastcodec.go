@@ -35,13 +35,15 @@ func fastDecodeRow(fields []stream.Field, val []byte) (r row, matched bool, ok b
 		}
 		if hasPrefixAt(s, p, "null") {
 			p += len("null")
-			r[j].null = true
+			r[j] = nullValue
 		} else {
 			switch f.Type.Storage() {
 			case stream.String:
-				if r[j].s, p, ok = fastString(s, p); !ok {
+				var v string
+				if v, p, ok = fastString(s, p); !ok {
 					return nil, false, false
 				}
+				r[j] = strValue(v)
 			case stream.Float64:
 				var v float64
 				if v, p, ok = fastFloat(s, p); !ok {
@@ -57,7 +59,7 @@ func fastDecodeRow(fields []stream.Field, val []byte) (r row, matched bool, ok b
 				if err != nil {
 					return nil, false, false
 				}
-				r[j].i, p = v, e
+				r[j], p = intValue(v), e
 			}
 		}
 		if p >= len(s) || s[p] != ',' {

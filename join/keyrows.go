@@ -20,11 +20,18 @@ type keyRows struct {
 	key    string // the encoded join key
 	rows   []storedRow
 	stored int64 // values the state holds (indexes 0..stored-1)
+	// hash is the state's KeyHash of the key's values' prefix (the side's
+	// keyWithIndexToValue prefix and key), once hashed: a value's key
+	// hash continues it over the index (valueKey). With it the struct is
+	// 96 bytes, not 88: a slab's array of them is 6,144 bytes either way
+	// (the allocation class of 64 of 88).
+	hash uint64
 	// counted: the state holds the key's keyToNumValues (format 3 writes
 	// it for a key of two values or more only; format 2 wrote it for every
 	// key, and a state written so keeps it until the key's count changes).
 	counted bool
 	dirty   bool // listed in Operator.dirty: a row was added, changed, moved or removed
+	hashed  bool
 	// one holds the rows of a key added with one row (most keys: a block
 	// hash joined with its child), an allocation fewer a stored row.
 	one [1]storedRow
@@ -174,10 +181,13 @@ func (o *Operator) loadSide(side int) error {
 var noRows keyRows
 
 // keyRowsOf returns the rows of (side, key), reading them from the state
-// when memory does not hold them. key is copied when kept. A key without
-// rows is kept only if add (the caller adds one): a probe of the other
-// side leaves no entry behind for a key it did not find.
-func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
+// when memory does not hold them. key is copied when kept, unless same
+// holds its bytes ("" if nothing does): the other side's keyRows of the
+// same key, so that both sides' rows of a key (a block's hash, joined
+// with its child's parent_hash) share one copy. A key without rows is
+// kept only if add (the caller adds one): a probe of the other side
+// leaves no entry behind for a key it did not find.
+func (o *Operator) keyRowsOf(side int, key []byte, add bool, same string) (*keyRows, error) {
 	m := o.mem[side]
 	if k, ok := m.keys[string(key)]; ok {
 		return k, nil
@@ -186,7 +196,10 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool) (*keyRows, error) {
 		return &noRows, nil
 	}
 	k := o.slab.keyRows()
-	k.key = o.slab.key(key)
+	k.key = same
+	if same != string(key) {
+		k.key = o.slab.key(key)
+	}
 	k.rows = k.one[:0:1]
 	if !m.complete {
 		if err := o.read(side, k); err != nil {
@@ -276,9 +289,9 @@ func (o *Operator) flush() error {
 				if !sr.changed {
 					continue
 				}
-				o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, int64(idx), true)
+				h := o.valueKey(side, k, int64(idx))
 				o.vb = encodeRow(o.vb[:0], fields, sr.r, sr.matched)
-				if err := o.store.PutKnown(o.sk, o.vb, int64(idx) < k.stored); err != nil {
+				if err := o.store.PutKnownHashed(o.sk, o.vb, int64(idx) < k.stored, h); err != nil {
 					return o.stateErr("write", err)
 				}
 				sr.changed = false
@@ -286,8 +299,8 @@ func (o *Operator) flush() error {
 			}
 			n := int64(len(k.rows))
 			for idx := n; idx < k.stored; idx++ {
-				o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, idx, true)
-				if err := o.store.DeleteKnown(o.sk, true); err != nil {
+				h := o.valueKey(side, k, idx)
+				if err := o.store.DeleteKnownHashed(o.sk, true, h); err != nil {
 					return o.stateErr("write", err)
 				}
 			}
@@ -325,6 +338,26 @@ func (o *Operator) flush() error {
 		}
 	}
 	return nil
+}
+
+// valueKey sets o.sk to the state key of k's value idx and returns its
+// KeyHash, continued from k's (hashing a value's whole key was half of the
+// pending writes' lookups: each stored row is written once and deleted
+// once, a key of about 95 bytes each time).
+func (o *Operator) valueKey(side int, k *keyRows, idx int64) uint64 {
+	o.sk = stateKey(o.sk[:0], side, StoreKeyWithIndexToValue, k.key, idx, true)
+	pre := keyPrefixOf(side, StoreKeyWithIndexToValue)
+	end := len(pre) + len(k.key)
+	if !k.hashed {
+		k.hash, k.hashed = state.KeyHashMore(valuePrefixHash[side], o.sk[len(pre):end]), true
+	}
+	return state.KeyHashMore(k.hash, o.sk[end:])
+}
+
+// valuePrefixHash is each side's keyWithIndexToValue prefix's KeyHash.
+var valuePrefixHash = [2]uint64{
+	state.KeyHash(keyPrefixOf(0, StoreKeyWithIndexToValue)),
+	state.KeyHash(keyPrefixOf(1, StoreKeyWithIndexToValue)),
 }
 
 // dropMem forgets every side's memory: the next batch loads it from the

@@ -31,14 +31,14 @@ func TestSlabsNoAliasing(t *testing.T) {
 	}
 	for i := range rows {
 		for j := range rows[i] {
-			rows[i][j].i = int64(i*100 + j)
+			rows[i][j] = intValue(int64(i*100 + j))
 		}
 		krs[i].stored = int64(i)
 	}
 	for i := range rows {
 		for j := range rows[i] {
-			if rows[i][j].i != int64(i*100+j) {
-				t.Fatalf("row %d column %d reads %d: overwritten", i, j, rows[i][j].i)
+			if rows[i][j].i() != int64(i*100+j) {
+				t.Fatalf("row %d column %d reads %d: overwritten", i, j, rows[i][j].i())
 			}
 		}
 		if want := fmt.Sprintf("key-%d-%0*d", i, i%200, i); keys[i] != want {

@@ -15,6 +15,12 @@ package state
 // any other value files the key in the wrong partition.
 func KeyHash(key []byte) uint64 { return keyHash(key) }
 
+// KeyHashMore continues a KeyHash over more bytes: KeyHashMore(KeyHash(a),
+// b) is KeyHash of a followed by b. A caller writing many keys of one
+// prefix (the join: a join key's values at indexes 0, 1, ...) hashes the
+// prefix once.
+func KeyHashMore(h uint64, b []byte) uint64 { return fnvMore(h, b) }
+
 // KeyHash4 returns the KeyHash of four keys. FNV-1a takes a key's bytes
 // one after another, each a multiply that waits on the one before (3-4
 // cycles a byte); four keys hashed side by side keep four multiplies in
@@ -57,4 +63,13 @@ func (s *Store) PutKnownHashedKey(key, val []byte, existed bool, h uint64) (stri
 	e := s.entryAt(key, h, presenceOf(existed))
 	s.put(e, val)
 	return e.key, nil
+}
+
+// DeleteKnownHashed is DeleteKnown for a key whose KeyHash is h.
+func (s *Store) DeleteKnownHashed(key []byte, existed bool, h uint64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.del(s.entryAt(key, h, presenceOf(existed)))
+	return nil
 }

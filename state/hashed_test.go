@@ -59,6 +59,30 @@ func TestHashedAccess(t *testing.T) {
 	if got := storeContents(t, s); len(got) != 200 {
 		t.Fatalf("%d keys committed, want 200", len(got))
 	}
+	// DeleteKnownHashed, the hash continued from a prefix's (KeyHashMore).
+	for i := range 200 {
+		if i%3 != 0 {
+			continue
+		}
+		k := testKey(i)
+		cut := len(k) / 2
+		h := KeyHashMore(KeyHash(k[:cut]), k[cut:])
+		if h != KeyHash(k) {
+			t.Fatalf("key %d: KeyHashMore %x, KeyHash %x", i, h, KeyHash(k))
+		}
+		if err := s.DeleteKnownHashed(k, true, h); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := s.Get(k); err != nil || ok {
+			t.Fatalf("key %d after its delete: found %v, err %v", i, ok, err)
+		}
+	}
+	if _, err := s.Commit(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := storeContents(t, s); len(got) != 133 {
+		t.Fatalf("%d keys committed, want 133", len(got))
+	}
 }
 
 // TestKeyHash4 checks KeyHash4 against KeyHash on random keys of equal and
