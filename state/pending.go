@@ -379,7 +379,7 @@ func (a *pendingAlloc) part(p int) *partAlloc {
 func (a *pendingAlloc) entry(p int) *pendingEntry {
 	pa := a.part(p)
 	if len(pa.entries) == cap(pa.entries) {
-		pa.entries = make([]pendingEntry, 0, min(max(2*cap(pa.entries), 8), 512))
+		pa.entries = make([]pendingEntry, 0, min(max(2*cap(pa.entries), 8), 128))
 	}
 	pa.entries = pa.entries[:len(pa.entries)+1]
 	return &pa.entries[len(pa.entries)-1]
@@ -393,7 +393,7 @@ func (a *pendingAlloc) bytes(p int, b []byte) []byte {
 	}
 	pa := a.part(p)
 	if cap(pa.buf)-len(pa.buf) < len(b) {
-		pa.buf = make([]byte, 0, max(min(max(2*cap(pa.buf), 256), 32<<10), len(b)))
+		pa.buf = make([]byte, 0, max(min(max(2*cap(pa.buf), 256), 8<<10), len(b)))
 	}
 	start := len(pa.buf)
 	pa.buf = append(pa.buf, b...)
