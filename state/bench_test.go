@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -348,4 +349,68 @@ func BenchmarkIdle(b *testing.B) {
 		time.Sleep(time.Second)
 	}
 	b.ReportMetric(float64((cputime.Self()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkCommitJoinShape measures the commit of the bench's join shape
+// at 30 days (README, Performance): each batch stores 71,500 rows of a
+// join's layout (a side and store name, a block hash as a hex string, the
+// index; a value of 126 bytes holding the hash and a miner again) and
+// deletes the 71,500 the batch before stored, on 200 partitions of a lazy
+// cache in memory, as the join's store is: the commit is the pending
+// batch's sort and the data file. cpu-ms/op is the process's CPU during
+// Commit (its goroutines included), delta-MB/op the data file's size.
+func BenchmarkCommitJoinShape(b *testing.B) {
+	const rows = 71_500
+	ctx := context.Background()
+	root := b.TempDir()
+	s, err := Open(ctx, Options{Dir: filepath.Join(root, "ckpt", "state", "0"), FS: vfs.Default,
+		LocalDir: filepath.Join(root, "cache"), Partitions: 200, Schema: testSchema,
+		LazyCache: true, MemCacheBytes: 64 << 20, SnapshotEvery: 1 << 20}, -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	batch := func() ([][]byte, [][]byte) {
+		keys, vals := make([][]byte, rows), make([][]byte, rows)
+		for i := range keys {
+			hash := fmt.Sprintf("0x%016x%016x%016x%016x", r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64())
+			k := AppendStringKey(AppendStringKey(AppendStringKey(nil, []string{"left", "right"}[i%2]), "keyWithIndexToValue"), hash)
+			keys[i] = AppendNullableInt64Key(k, 0, false)
+			v := append([]byte{2, 0, 0}, AppendInt64Value(nil, r.Int64N(20_000_000))...)
+			v = AppendStringValue(v, hash)
+			v = AppendInt64Value(v, 1_700_000_000_000_000+r.Int64N(1<<40))
+			v = AppendStringValue(v, fmt.Sprintf("0x%040x", r.Uint64()))
+			vals[i] = AppendStringValue(nil, string(v))
+		}
+		return keys, vals
+	}
+	var prev [][]byte
+	var m measure
+	var bytes int64
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		keys, vals := batch()
+		for _, k := range prev {
+			if err := s.DeleteKnown(k, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for j, k := range keys {
+			if err := s.PutKnown(k, vals[j], false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		prev = keys
+		b.StartTimer()
+		m.start()
+		met, err := s.Commit(ctx, int64(i))
+		m.stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += met.BytesWritten
+	}
+	m.report(b, 2*rows)
+	b.ReportMetric(float64(bytes)/float64(m.ops)/1e6, "delta-MB/op")
 }

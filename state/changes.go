@@ -3,8 +3,8 @@ package state
 // The pending batch's changes, sorted by (partition, key) for a commit.
 
 import (
-	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -12,16 +12,17 @@ import (
 
 // change is one entry of the pending batch, with its sort key.
 type change struct {
-	pfx  uint64 // first 8 key bytes: most comparisons stop here
+	pfx  uint64 // first 8 key bytes, set by sortChanges for cmpChange only
 	part int
 	key  string
 	e    *pendingEntry
 }
 
+// newChange is e's change. It does not read the key's bytes: a large
+// batch's sort reads them partition by partition (sortKeys), a small one
+// sets pfx first.
 func newChange(e *pendingEntry) change {
-	var b [8]byte
-	copy(b[:], e.key)
-	return change{pfx: binary.BigEndian.Uint64(b[:]), part: int(e.part), key: e.key, e: e}
+	return change{part: int(e.part), key: e.key, e: e}
 }
 
 func cmpChange(a, b change) int {
@@ -43,6 +44,9 @@ func cmpChange(a, b change) int {
 // fewer comparisons and parallel. Each group is sorted by sortKeys.
 func sortChanges(cs []change) {
 	if len(cs) < 1<<14 {
+		for i := range cs {
+			cs[i].pfx = wordAt(cs[i].key, 0)
+		}
 		slices.SortFunc(cs, cmpChange)
 		return
 	}
@@ -73,34 +77,92 @@ func sortChanges(cs []change) {
 			next[p]++
 		}
 	}
-	_ = inParallel(np, min(runtime.GOMAXPROCS(0), 4), func(p int) error {
-		sortKeys(cs[start[p]:start[p+1]], 0)
+	sortGroups(cs, start)
+}
+
+// sortGroups sorts cs, grouped by partition (partition p's changes are
+// cs[start[p]:start[p+1]]), by (partition, key): each group by sortKeys,
+// on a few goroutines.
+func sortGroups(cs []change, start []int) {
+	// One word of scratch a change; each group sorts in its own range.
+	words := make([]uint64, len(cs))
+	_ = inParallel(len(start)-1, min(runtime.GOMAXPROCS(0), 4), func(p int) error {
+		sortKeys(cs[start[p]:start[p+1]], words[start[p]:start[p+1]], 0)
 		return nil
 	})
 }
 
+// pendingChanges returns the pending batch's entries that are not gone,
+// sorted by (partition, key). A large batch is grouped by partition as it
+// is read, each partition's entries in the order they were put: the order
+// of their keys in memory (pendingAlloc), so that the sort's first read of
+// each key goes forward through its partition's chunks.
+func (s *Store) pendingChanges() []change {
+	if s.ptab.live < 1<<14 {
+		cs := make([]change, 0, s.ptab.live)
+		for _, e := range s.ptab.ents {
+			if !e.gone {
+				cs = append(cs, newChange(e))
+			}
+		}
+		sortChanges(cs)
+		return cs
+	}
+	// start[p] .. start[p+1] is partition p's group.
+	start := make([]int, s.n+1)
+	for _, e := range s.ptab.ents {
+		if !e.gone {
+			for int(e.part) >= len(start)-1 {
+				start = append(start, 0)
+			}
+			start[e.part+1]++
+		}
+	}
+	for p := 1; p < len(start); p++ {
+		start[p] += start[p-1]
+	}
+	cs := make([]change, start[len(start)-1])
+	next := slices.Clone(start[:len(start)-1])
+	for _, e := range s.ptab.ents {
+		if !e.gone {
+			cs[next[e.part]] = newChange(e)
+			next[e.part]++
+		}
+	}
+	sortGroups(cs, start)
+	return cs
+}
+
 // sortKeys sorts cs (distinct keys, sharing their first off bytes) by
-// key, most significant word first: by the 8 bytes after the keys' common
-// prefix as a number, then each run equal in them the same way from the
-// next byte on. A key's bytes are read once a level instead of at every
-// comparison, and comparisons skip the bytes all keys share (a join's
-// keys start with its side's and store's names, which every whole-key
-// comparison crossed). It leaves pfx holding the last word compared:
-// cmpChange needs newChange's again.
-func sortKeys(cs []change, off int) {
-	if len(cs) < 2 {
+// key, a few bytes at a time: it skips the bytes all keys share (a join's
+// keys start with its side's and store's names), sorts by the next bytes
+// after them, then sorts each run equal in those bytes the same way from
+// the byte after. The sort is of words (scratch, one per change): each
+// word holds the key's next bytes in its high bits and the change's index
+// in its low bits, so it is an ordered sort of integers, without a
+// comparison function or the moves of 40-byte changes, and the changes are
+// then moved once into their order (permute). The index takes the bits of
+// len(cs)-1, the bytes the rest: 6 bytes a level for up to 65,536 keys (a
+// join batch's partition holds about 700). pfx is left as it was.
+func sortKeys(cs []change, scratch []uint64, off int) {
+	n := len(cs)
+	if n < 2 {
 		return
 	}
 	off += commonPrefix(cs, off)
+	width := (64 - bits.Len(uint(n-1))) / 8 // key bytes a word holds
+	keyMask := ^uint64(0) << (64 - 8*width)
+	w := scratch[:n]
 	for i := range cs {
-		cs[i].pfx = wordAt(cs[i].key, off)
+		w[i] = wordAt(cs[i].key, off)&keyMask | uint64(i)
 	}
-	slices.SortFunc(cs, func(a, b change) int { return cmp.Compare(a.pfx, b.pfx) })
-	for i := 0; i < len(cs); {
+	slices.Sort(w)
+	permute(cs, w, ^keyMask)
+	for i := 0; i < n; {
 		j := i + 1
-		short := len(cs[i].key) < off+8
-		for j < len(cs) && cs[j].pfx == cs[i].pfx {
-			short = short || len(cs[j].key) < off+8
+		short := len(cs[i].key) < off+width
+		for j < n && w[j]&keyMask == w[i]&keyMask {
+			short = short || len(cs[j].key) < off+width
 			j++
 		}
 		switch {
@@ -110,26 +172,52 @@ func sortKeys(cs []change, off int) {
 			// run is told apart by the keys themselves.
 			slices.SortFunc(cs[i:j], func(a, b change) int { return strings.Compare(a.key[off:], b.key[off:]) })
 		default:
-			sortKeys(cs[i:j], off+8)
+			sortKeys(cs[i:j], w[i:j], off+width)
 		}
 		i = j
 	}
 }
 
-// commonPrefix is the length of the bytes every key of cs has in common
-// after its first off (which they share).
-func commonPrefix(cs []change, off int) int {
-	first := cs[0].key[off:]
-	n := len(first)
-	for i := 1; i < len(cs) && n > 0; i++ {
-		k := cs[i].key[off:]
-		n = min(n, len(k))
-		for j := 0; j < n; j++ {
-			if k[j] != first[j] {
-				n = j
+// permute puts cs in the order of w: position k gets the change at index
+// w[k]&idxMask. It follows each cycle of the permutation, moving every
+// change once, and marks a placed position by setting its index to itself.
+func permute(cs []change, w []uint64, idxMask uint64) {
+	for k := range cs {
+		if int(w[k]&idxMask) == k {
+			continue
+		}
+		c := cs[k]
+		j := k
+		for {
+			src := int(w[j] & idxMask)
+			w[j] = w[j]&^idxMask | uint64(j)
+			if src == k {
+				cs[j] = c
 				break
 			}
+			cs[j] = cs[src]
+			j = src
 		}
+	}
+}
+
+// commonPrefix is the length of the bytes every key of cs has in common
+// after its first off (which they share), compared a word at a time.
+func commonPrefix(cs []change, off int) int {
+	first := cs[0].key
+	n := len(first) - off
+	for i := 1; i < len(cs) && n > 0; i++ {
+		k := cs[i].key
+		n = min(n, len(k)-off)
+		j := 0
+		for j < n {
+			if x := wordAt(k, off+j) ^ wordAt(first, off+j); x != 0 {
+				j += bits.LeadingZeros64(x) / 8
+				break
+			}
+			j += 8
+		}
+		n = min(n, j)
 	}
 	return n
 }
@@ -152,13 +240,7 @@ func wordAt(key string, off int) uint64 {
 // (partition, key): puts, and deletes of keys that existed. It resolves
 // unknown entries on the way (one sort for both).
 func (s *Store) changes() ([]change, error) {
-	cs := make([]change, 0, s.ptab.live)
-	for _, e := range s.ptab.ents {
-		if !e.gone {
-			cs = append(cs, newChange(e))
-		}
-	}
-	sortChanges(cs)
+	cs := s.pendingChanges()
 	if err := s.resolveSorted(cs); err != nil {
 		return nil, err
 	}

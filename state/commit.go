@@ -274,18 +274,35 @@ func (s *Store) deltaWriter(m *versionMeta, cs []change) func(dw *dataWriter) er
 		m.Base = &ref
 	}
 	return func(dw *dataWriter) error {
-		for _, c := range cs {
-			if c.e.del {
-				if err := dw.add(recDelete, c.part, keyBytes(c.key), nil); err != nil {
+		// cs is in key order, its entries in the order they were put: each
+		// is a cache miss. A loop of loads alone reads a block of them
+		// ahead, so that their misses overlap instead of each stalling
+		// the copy of a record (a third of the data file's CPU in the
+		// join's commit).
+		var kind [gatherBlock]byte
+		var val [gatherBlock][]byte
+		for len(cs) > 0 {
+			blk := cs[:min(len(cs), gatherBlock)]
+			cs = cs[len(blk):]
+			for i := range blk {
+				e := blk[i].e
+				kind[i], val[i] = recPut, e.val
+				if e.del {
+					kind[i] = recDelete
+				}
+			}
+			for i := range blk {
+				if err := dw.add(kind[i], blk[i].part, keyBytes(blk[i].key), val[i]); err != nil {
 					return err
 				}
-			} else if err := dw.add(recPut, c.part, keyBytes(c.key), c.e.val); err != nil {
-				return err
 			}
 		}
 		return nil
 	}
 }
+
+// gatherBlock is the changes whose entries deltaWriter reads ahead.
+const gatherBlock = 64
 
 // publishData writes m's data file with write and completes m with its
 // size and record count. The version is not committed yet: publishMeta

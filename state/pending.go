@@ -140,8 +140,8 @@ func (s *Store) entryAt(key []byte, h uint64, presence int) *pendingEntry {
 		return e
 	}
 	p := int(h % uint64(s.n))
-	e = s.alloc.entry()
-	e.key, e.hash, e.part = s.alloc.str(key), h, int32(p)
+	e = s.alloc.entry(p)
+	e.key, e.hash, e.part = s.alloc.str(p, key), h, int32(p)
 	switch {
 	// A caller's known missing first: the bounds' check (a cache miss a
 	// key) would say no more (0.7% of the seed dedup shape's CPU).
@@ -216,7 +216,7 @@ func (s *Store) put(e *pendingEntry, val []byte) {
 	if cap(e.val) >= len(val) {
 		e.val = append(e.val[:0], val...)
 	} else {
-		e.val = s.alloc.bytes(val)
+		e.val = s.alloc.bytes(int(e.part), val)
 	}
 	e.del = false
 	if e.known {
@@ -354,36 +354,56 @@ func (s *Store) Abort() {
 // work. The chunks live as long as any entry of theirs: Abort (and Commit,
 // which calls it) drops the allocator with the map. Chunks grow from small
 // (live batches of a few keys) to a cap per batch.
+//
+// Each partition has chunks of its own: a commit reads the batch partition
+// by partition in key order (its sort, its data file), and a partition's
+// entries, keys and values then lie together in a few hundred KB instead
+// of across the whole batch (a cache miss a read).
 type pendingAlloc struct {
+	parts []partAlloc
+}
+
+// partAlloc is one partition's chunks.
+type partAlloc struct {
 	entries []pendingEntry
 	buf     []byte
 }
 
-func (a *pendingAlloc) entry() *pendingEntry {
-	if len(a.entries) == cap(a.entries) {
-		a.entries = make([]pendingEntry, 0, min(max(2*cap(a.entries), 32), 4096))
+func (a *pendingAlloc) part(p int) *partAlloc {
+	if p >= len(a.parts) {
+		a.parts = append(a.parts, make([]partAlloc, p+1-len(a.parts))...)
 	}
-	a.entries = a.entries[:len(a.entries)+1]
-	return &a.entries[len(a.entries)-1]
+	return &a.parts[p]
 }
 
-// bytes returns a copy of b with no spare capacity (appending to it
-// reallocates instead of overwriting a neighbour).
-func (a *pendingAlloc) bytes(b []byte) []byte {
+func (a *pendingAlloc) entry(p int) *pendingEntry {
+	pa := a.part(p)
+	if len(pa.entries) == cap(pa.entries) {
+		pa.entries = make([]pendingEntry, 0, min(max(2*cap(pa.entries), 8), 128))
+	}
+	pa.entries = pa.entries[:len(pa.entries)+1]
+	return &pa.entries[len(pa.entries)-1]
+}
+
+// bytes returns a copy of b in partition p's chunks with no spare capacity
+// (appending to it reallocates instead of overwriting a neighbour).
+func (a *pendingAlloc) bytes(p int, b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	if cap(a.buf)-len(a.buf) < len(b) {
-		a.buf = make([]byte, 0, max(min(max(2*cap(a.buf), 1<<10), 256<<10), len(b)))
+	pa := a.part(p)
+	if cap(pa.buf)-len(pa.buf) < len(b) {
+		pa.buf = make([]byte, 0, max(min(max(2*cap(pa.buf), 256), 8<<10), len(b)))
 	}
-	start := len(a.buf)
-	a.buf = append(a.buf, b...)
-	return a.buf[start:len(a.buf):len(a.buf)]
+	start := len(pa.buf)
+	pa.buf = append(pa.buf, b...)
+	return pa.buf[start:len(pa.buf):len(pa.buf)]
 }
 
-// str returns b as a string backed by the chunk (never written again).
-func (a *pendingAlloc) str(b []byte) string {
-	c := a.bytes(b)
+// str returns b as a string backed by partition p's chunk (never written
+// again).
+func (a *pendingAlloc) str(p int, b []byte) string {
+	c := a.bytes(p, b)
 	if len(c) == 0 {
 		return ""
 	}
