@@ -316,31 +316,22 @@ func parseRequest(h []byte) (r connRequest, ok bool) {
 }
 
 // token reports whether b is an HTTP token (a header name).
-func token(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func token(b []byte) bool { return alnumOr(b, "!#$%&'*+-.^_`|~") }
 
 // hostValue reports whether a Host header is one the loop accepts: a
 // host name or address and port, nothing net/http might refuse.
-func hostValue(b []byte) bool {
+func hostValue(b []byte) bool { return alnumOr(b, ".-:[]_") }
+
+// alnumOr reports whether b is not empty and holds only ASCII letters,
+// digits and bytes of extra.
+func alnumOr(b []byte, extra string) bool {
 	if len(b) == 0 {
 		return false
 	}
 	for _, c := range b {
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte(".-:[]_", c) >= 0:
+		case strings.IndexByte(extra, c) >= 0:
 		default:
 			return false
 		}
