@@ -15,11 +15,20 @@ import (
 // the slow way. The descriptor is used under Control, so a concurrent
 // Close of dir cannot hand its number to another file meanwhile.
 func openBeneath(dir *os.File, rel string) (f *os.File, ok bool) {
-	rc, err := dir.SyscallConn()
-	if err != nil {
+	fd, ok := openBeneathFD(dir, rel)
+	if !ok {
 		return nil, false
 	}
-	var fd int
+	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), rel)), true
+}
+
+// openBeneathFD is openBeneath's descriptor, for a caller that reads it
+// with system calls alone (serveFast: no *os.File, its fcntl and cleanup).
+func openBeneathFD(dir *os.File, rel string) (fd int, ok bool) {
+	rc, err := dir.SyscallConn()
+	if err != nil {
+		return -1, false
+	}
 	var oerr error
 	if err := rc.Control(func(dirfd uintptr) {
 		fd, oerr = unix.Openat2(int(dirfd), rel, &unix.OpenHow{
@@ -27,7 +36,7 @@ func openBeneath(dir *os.File, rel string) (f *os.File, ok bool) {
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
 		})
 	}); err != nil || oerr != nil {
-		return nil, false
+		return -1, false
 	}
-	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), rel)), true
+	return fd, true
 }

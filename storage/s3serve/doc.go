@@ -8,7 +8,9 @@
 // is read), HEAD, PUT (durable publish: rename, or link(2) for If-None-Match: *),
 // DELETE. A plain GET or HEAD of an object (no conditional header, a
 // bytes=N-[M] range or none) is answered before gofakes3, with the same
-// headers, the range sent by sendfile(2). A key that resolves outside the
+// headers, the range sent by sendfile(2): on Linux, without signatures or
+// faults, by the connection loop (conn.go) before net/http, byte for byte
+// net/http's answer, else by the middleware (serveObject). A key that resolves outside the
 // root through a symbolic link is 403 AccessDenied; a GET or HEAD checks
 // the real path of the file it opened. ETags derive from size, mtime and
 // key rather than an MD5 of the content. Faults: a seeded fraction of

@@ -16,7 +16,8 @@ import (
 // written nothing, for a request it leaves to gofakes3: one with a query
 // other than x-id (versions, response-* overrides, ...), a conditional header, a Range
 // other than "bytes=N-" or "bytes=N-M", an unsatisfiable range, or a path
-// that is not a regular file. It is the backfill's hot path: gofakes3's
+// that is not a regular file. It is the backfill's hot path where the
+// connection loop does not serve (conn.go: a signed endpoint): gofakes3's
 // routing, bucket stat, per-request metadata map and Last-Modified
 // round trip through time.Parse cost ~50 us a request, for nothing a
 // ranged read of an archive file needs. The body goes out by sendfile(2)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,10 @@ type Options struct {
 	// an unsigned request or a wrong key or signature is 403. Without them
 	// it serves anyone who reaches it (Authenticated says which).
 	AccessKey, SecretKey string
+
+	// noConnLoop leaves every request to net/http (tests compare the
+	// connection loop's answers with net/http's).
+	noConnLoop bool
 }
 
 // Faults injects failures into a fraction of requests, drawn from a
@@ -64,6 +69,14 @@ type Server struct {
 	ln       net.Listener
 	requests atomic.Int64
 	done     chan struct{}
+	// conns is the connection loop's (conn.go); nil when net/http reads
+	// every connection (an endpoint verifying signatures).
+	conns *connTracker
+	// faulty is whether faults are injected: the loop then leaves every
+	// request to the middleware, which draws them.
+	faulty atomic.Bool
+	// loopServed counts the requests the connection loop answered.
+	loopServed atomic.Int64
 
 	mu     sync.Mutex
 	faults Faults
@@ -117,10 +130,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.auth = &sigV4{accessKey: o.AccessKey, secretKey: o.SecretKey, now: time.Now}
 	}
 	s.SetFaults(o.Faults)
-	s.srv = &http.Server{Handler: s.middleware(fake.Server()), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: s.middleware(fake.Server()), ReadHeaderTimeout: headTimeout}
+	var served net.Listener = ln
+	var loop sync.WaitGroup
+	if connLoop && s.auth == nil && !o.noConnLoop {
+		s.conns = &connTracker{hand: newHandoffListener(ln.Addr())}
+		served = s.conns.hand
+		loop.Go(func() { s.acceptLoop(ln) })
+	}
 	go func() {
 		defer close(s.done)
-		_ = s.srv.Serve(ln)
+		_ = s.srv.Serve(served)
+		loop.Wait()
 	}()
 	go func() {
 		select {
@@ -143,6 +164,7 @@ func (s *Server) SetFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = f
+	s.faulty.Store(f.ThrottleRate > 0 || f.ErrorRate > 0)
 	s.rnd = rand.New(rand.NewPCG(uint64(f.Seed), 0x53335333))
 }
 
@@ -153,6 +175,10 @@ func (s *Server) Requests() int64 { return s.requests.Load() }
 // Close stops the server and waits for it to exit.
 func (s *Server) Close() error {
 	err := s.srv.Close()
+	if s.conns != nil {
+		s.ln.Close()
+		s.conns.closeAll()
+	}
 	<-s.done
 	s.backend.rootDir.Close() // a second Close's ErrClosed means nothing
 	if errors.Is(err, http.ErrServerClosed) {
@@ -253,12 +279,34 @@ type dirBackend struct {
 	// readDir reads a directory for a listing (nil: os.ReadDir). Tests
 	// give one that answers as POSIX allows a read that a write overlaps.
 	readDir func(dir string) ([]fs.DirEntry, error)
+	// validNames remembers up to maxValidNames bucket names that
+	// gofakes3.ValidateBucketName passed: its regular expressions were 5%
+	// of the endpoint's CPU a ranged GET.
+	validNames sync.Map
+	nValid     atomic.Int32
+}
+
+// maxValidNames bounds validNames against a client naming many buckets.
+const maxValidNames = 64
+
+// validBucket reports whether gofakes3 deems name a valid bucket name.
+func (b *dirBackend) validBucket(name string) bool {
+	if _, ok := b.validNames.Load(name); ok {
+		return true
+	}
+	if gofakes3.ValidateBucketName(name) != nil {
+		return false
+	}
+	if b.nValid.Add(1) <= maxValidNames {
+		b.validNames.Store(name, struct{}{})
+	}
+	return true
 }
 
 var _ gofakes3.Backend = (*dirBackend)(nil)
 
 func (b *dirBackend) bucketDir(bucket string) (string, error) {
-	if err := gofakes3.ValidateBucketName(bucket); err != nil {
+	if !b.validBucket(bucket) {
 		return "", gofakes3.BucketNotFound(bucket)
 	}
 	return filepath.Join(b.root, bucket), nil
@@ -299,13 +347,25 @@ func keyName(file string) string {
 }
 
 func etag(key string, st fs.FileInfo) []byte {
+	return etagOf(nil, key, st.Size(), st.ModTime())
+}
+
+// etagOf appends to b the ETag of key's file of size bytes last modified
+// at mod.
+func etagOf(b []byte, key string, size int64, mod time.Time) []byte {
 	h := md5.New()
 	var buf [16]byte
-	binary.BigEndian.PutUint64(buf[:8], uint64(st.Size()))
-	binary.BigEndian.PutUint64(buf[8:], uint64(st.ModTime().UnixNano()))
+	binary.BigEndian.PutUint64(buf[:8], uint64(size))
+	binary.BigEndian.PutUint64(buf[8:], uint64(mod.UnixNano()))
 	h.Write(buf[:])
 	h.Write([]byte(key))
-	return h.Sum(nil)
+	return h.Sum(b)
+}
+
+// appendETag appends etagOf's hex form.
+func appendETag(b []byte, key string, size int64, mod time.Time) []byte {
+	var sum [md5.Size]byte
+	return hex.AppendEncode(b, etagOf(sum[:0], key, size, mod))
 }
 
 func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }

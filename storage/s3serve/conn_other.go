@@ -1,0 +1,13 @@
+//go:build !linux
+
+package s3serve
+
+import "net"
+
+// connLoop reports whether the connection loop serves here: not without
+// openat2 and sendfile at an offset (net/http serves every request).
+const connLoop = false
+
+func (s *Server) serveFast(net.Conn, connRequest, []byte) (served, keep bool, _ []byte) {
+	return false, true, nil
+}
