@@ -15,7 +15,7 @@ func TestOneWriter(t *testing.T) {
 	allowed := map[string]string{
 		"chain/archivegen/archive.go:os.CreateTemp(": "a writability probe, removed at once",
 		"cmd/ethstream/main.go:os.Create(":           "the --cpuprofile file of a debugging run",
-		"demo/bench.go:os.WriteFile(":                "/proc/self/clear_refs, not a file",
+		"demo/procmem.go:os.WriteFile(":              "/proc/self/clear_refs, not a file",
 		"demo/demo.go:os.Create(":                    "a phase's log, streamed while the phase runs",
 		"demo/bench_atscale_check.go:os.Link(":       "the at-scale bench's scratch copy of a checkpoint to repartition offline, hard links in a work directory it removes (bench support; the repartition writes through durable)",
 		"internal/logtest/logtest.go:.Create(":       "the numbered log suite plants damaged and stray files to check that readers refuse them (test support, never in production)",
