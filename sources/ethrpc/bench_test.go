@@ -408,3 +408,28 @@ func BenchmarkTableBodyDecode(b *testing.B) {
 func reportCPUPerOp(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(cputime.Self()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
 }
+
+// BenchmarkTableReadLiveBlock measures a transactions source's ReadBatch of
+// one block (the live batch at the head, the freshness bench's
+// getBatch) from the in-repo node over websocket: wall per batch (p50),
+// and CPU per batch of node and client, which share the process.
+func BenchmarkTableReadLiveBlock(b *testing.B) {
+	m := testManifest(b)
+	n := startChainNode(b, 1, ethnode.Faults{})
+	s, _ := openSource(b, Options{Endpoints: []string{"ws" + strings.TrimPrefix(n.URL(), "http")}, Table: "transactions", MaxBlocksPerTrigger: 1}, nil)
+	ctx := context.Background()
+	start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
+	end := Offset{Block: m.LastBlock + 1, Hash: lowerHex(n.Header(m.LastBlock + 1).Hash().Hex())}.JSON()
+	emit := func(*stream.Batch) error { return nil }
+	var ms []float64
+	cpu0 := cputime.Self()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.ReadBatch(ctx, start, end, emit); err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, float64(time.Since(t0))/1e6)
+	}
+	b.ReportMetric(median(ms), "readBatch-p50-ms")
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+}
