@@ -367,9 +367,6 @@ func (s *Source) ReadBatch(ctx context.Context, start, end stream.Offset, emit f
 	for n := first; n <= en.Block; n++ {
 		nums = append(nums, n)
 	}
-	if s.isTable() && len(nums) == 1 {
-		return s.readTableBlock(ctx, nums, st, haveStart, en, emit)
-	}
 	var rows []blockRow
 	// A load-balanced endpoint may answer parts of one range from replicas
 	// on different sides of a reorg; one refetch tells that from a real break.

@@ -11,7 +11,6 @@ import (
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/ethtables"
 	"github.com/ethstream/ethstream/stream"
-	"golang.org/x/sync/errgroup"
 )
 
 // A table source (Options.Table transactions, logs or token_transfers)
@@ -78,55 +77,32 @@ func bodyOf(b blockRow, blk *fullBlock, receipts []*types.Receipt) ([]*types.Tra
 	return blk.Txs, blk.Senders, nil
 }
 
-// fetchBodies reads the blocks' transactions and receipts by hash: per
-// chunk of tableBlocksPerRequest blocks, the transactions
-// (eth_getBlockByHash(hash, true)) and the receipts
-// (eth_getBlockReceipts(hash)) as two batch requests, up to parallelism in
-// flight. A node serves one batch request's calls in sequence and answers
-// them in one message, so the two at once halve a live block's wait: the
-// node renders the receipts while the source decodes the transactions.
-// With parallelism=1 a chunk stays one request of both. The first call's
-// error, in block order, is returned, as one sequential request did.
+// fetchBodies reads the blocks' transactions and receipts by hash.
 func (s *Source) fetchBodies(ctx context.Context, rows []blockRow) ([]fullBlock, []blockReceipts, error) {
 	blks := make([]fullBlock, len(rows))
 	rcs := make([]blockReceipts, len(rows))
-	type job struct {
-		lo, hi     int
-		txs, rcpts bool
-	}
-	var jobs []job
 	for lo := 0; lo < len(rows); lo += tableBlocksPerRequest {
 		hi := min(lo+tableBlocksPerRequest, len(rows))
-		if s.o.Parallelism > 1 {
-			jobs = append(jobs, job{lo, hi, true, false}, job{lo, hi, false, true})
-		} else {
-			jobs = append(jobs, job{lo, hi, true, true})
-		}
-	}
-	errs := make([]error, len(jobs))
-	var g errgroup.Group
-	g.SetLimit(max(1, s.o.Parallelism))
-	for k, j := range jobs {
-		g.Go(func() error {
-			errs[k] = s.pool.call(ctx, fmt.Sprintf("%s of blocks %d..%d", bodiesWhat(j.txs, j.rcpts), rows[j.lo].Number, rows[j.hi-1].Number), func(ctx context.Context, c *rpc.Client) error {
-				var bl []fullBlock
-				var rc []blockReceipts
-				if j.txs {
-					bl = blks[j.lo:j.hi]
+		err := s.pool.call(ctx, fmt.Sprintf("bodies of blocks %d..%d", rows[lo].Number, rows[hi-1].Number), func(ctx context.Context, c *rpc.Client) error {
+			if post := s.pool.batchPoster(c); post != nil {
+				return batchBodies(ctx, post, rows[lo:hi], blks[lo:hi], rcs[lo:hi])
+			}
+			elems := make([]rpc.BatchElem, 0, 2*(hi-lo))
+			for i := lo; i < hi; i++ {
+				elems = append(elems,
+					rpc.BatchElem{Method: "eth_getBlockByHash", Args: []any{rows[i].Hash, true}, Result: &blks[i]},
+					rpc.BatchElem{Method: "eth_getBlockReceipts", Args: []any{rows[i].Hash}, Result: &rcs[i]})
+			}
+			if err := c.BatchCallContext(ctx, elems); err != nil {
+				return err
+			}
+			for _, e := range elems {
+				if e.Error != nil {
+					return e.Error
 				}
-				if j.rcpts {
-					rc = rcs[j.lo:j.hi]
-				}
-				if post := s.pool.batchPoster(c); post != nil {
-					return batchBodies(ctx, post, rows[j.lo:j.hi], bl, rc)
-				}
-				return clientBodies(ctx, c, rows[j.lo:j.hi], bl, rc)
-			})
+			}
 			return nil
 		})
-	}
-	_ = g.Wait()
-	for _, err := range errs {
 		if err != nil {
 			return nil, nil, err
 		}
@@ -134,82 +110,33 @@ func (s *Source) fetchBodies(ctx context.Context, rows []blockRow) ([]fullBlock,
 	return blks, rcs, nil
 }
 
-func bodiesWhat(txs, rcpts bool) string {
-	switch {
-	case txs && rcpts:
-		return "bodies"
-	case txs:
-		return "transactions"
-	}
-	return "receipts"
-}
-
-// bodyCalls are the calls of rows' bodies, in order: per block
-// eth_getBlockByHash(hash, true) when blks is not nil, then
-// eth_getBlockReceipts(hash) when rcs is not nil. dst(k) is call k's
-// destination.
-func bodyCalls(rows []blockRow, blks []fullBlock, rcs []blockReceipts) (methods []string, hashes []string, dst []json.Unmarshaler) {
-	for i, r := range rows {
-		if blks != nil {
-			methods, hashes, dst = append(methods, "eth_getBlockByHash"), append(hashes, r.Hash), append(dst, &blks[i])
-		}
-		if rcs != nil {
-			methods, hashes, dst = append(methods, "eth_getBlockReceipts"), append(hashes, r.Hash), append(dst, &rcs[i])
-		}
-	}
-	return methods, hashes, dst
-}
-
-// clientBodies is batchBodies through go-ethereum's client.
-func clientBodies(ctx context.Context, c *rpc.Client, rows []blockRow, blks []fullBlock, rcs []blockReceipts) error {
-	methods, hashes, dst := bodyCalls(rows, blks, rcs)
-	elems := make([]rpc.BatchElem, len(methods))
-	for k, m := range methods {
-		args := []any{hashes[k]}
-		if m == "eth_getBlockByHash" {
-			args = append(args, true)
-		}
-		elems[k] = rpc.BatchElem{Method: m, Args: args, Result: dst[k]}
-	}
-	if err := c.BatchCallContext(ctx, elems); err != nil {
-		return err
-	}
-	for _, e := range elems {
-		if e.Error != nil {
-			return e.Error
-		}
-	}
-	return nil
-}
-
-// batchBodies posts (post: batchhttp.go, batchws.go) rows' body calls
-// (bodyCalls: the transactions when blks is not nil, the receipts when rcs
-// is not nil) in one batch and decodes the answers into blks and rcs
+// batchBodies posts (post: batchhttp.go, batchws.go)
+// eth_getBlockByHash(hash, true) and eth_getBlockReceipts(hash) for every
+// block of rows in one batch and decodes the answers into blks and rcs
 // (decodeBatch: one validation pass,
 // then the one-pass decoders of bodyjson.go, where go-ethereum's client
 // scanned each megabyte five times through encoding/json before them). The
 // first call's error is returned, as the go-ethereum path does.
 func batchBodies(ctx context.Context, post func(context.Context, []byte) ([]byte, error), rows []blockRow, blks []fullBlock, rcs []blockReceipts) error {
-	methods, hashes, dst := bodyCalls(rows, blks, rcs)
-	body := make([]byte, 0, 110*len(methods)+2)
+	body := make([]byte, 0, 220*len(rows)+2)
 	body = append(body, '[')
-	for k, m := range methods {
-		if k > 0 {
+	for i, r := range rows {
+		if i > 0 {
 			body = append(body, ',')
 		}
-		full := ""
-		if m == "eth_getBlockByHash" {
-			full = ",true"
-		}
-		body = fmt.Appendf(body, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":[%q%s]}`, k+1, m, hashes[k], full)
+		body = fmt.Appendf(body, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByHash","params":[%q,true]},`+
+			`{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockReceipts","params":[%q]}`, 2*i+1, r.Hash, 2*i+2, r.Hash)
 	}
 	body = append(body, ']')
 	data, err := post(ctx, body)
 	if err != nil {
 		return err
 	}
-	errs, err := decodeBatch(data, len(methods), func(k int, result []byte) error {
-		return dst[k].UnmarshalJSON(result)
+	errs, err := decodeBatch(data, 2*len(rows), func(k int, result []byte) error {
+		if k%2 == 0 {
+			return blks[k/2].UnmarshalJSON(result)
+		}
+		return rcs[k/2].UnmarshalJSON(result)
 	})
 	if err != nil {
 		return err
@@ -229,11 +156,6 @@ func (s *Source) emitTable(ctx context.Context, rows []blockRow, nRetract int, e
 	if err != nil {
 		return err
 	}
-	return s.emitBodies(rows, blks, rcs, nRetract, emit)
-}
-
-// emitBodies is emitTable's emission of bodies fetched already.
-func (s *Source) emitBodies(rows []blockRow, blks []fullBlock, rcs []blockReceipts, nRetract int, emit func(*stream.Batch) error) error {
 	set := ethtables.NewRowSet(s.o.Table)
 	for i, b := range rows {
 		if blks[i].Hash == (common.Hash{}) {
@@ -284,37 +206,4 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
-}
-
-// readTableBlock is ReadBatch of a table source's one-block batch (a live
-// batch at the head): the planned end's hash names the block, so its
-// bodies are fetched by that hash while its header is fetched by number,
-// rather than after it, which saves a round trip on a batch's critical
-// path. The header is verified as ReadBatch does, and its error wins over
-// the bodies': a block replaced at that number is a reorg, reported as one.
-func (s *Source) readTableBlock(ctx context.Context, nums []uint64, st Offset, haveStart bool, en Offset, emit func(*stream.Batch) error) error {
-	bctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var blks []fullBlock
-	var rcs []blockReceipts
-	var berr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		blks, rcs, berr = s.fetchBodies(bctx, []blockRow{{Number: int64(en.Block), Hash: en.Hash}})
-	}()
-	rows, err := s.fetchRange(ctx, nums)
-	if err == nil {
-		err = s.verify(rows, st, haveStart, en)
-	}
-	if err != nil {
-		cancel()
-		<-done
-		return err
-	}
-	<-done
-	if berr != nil {
-		return berr
-	}
-	return s.emitBodies(rows, blks, rcs, 0, emit)
 }
