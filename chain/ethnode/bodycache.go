@@ -14,29 +14,37 @@ import (
 const recentBodies = 8
 
 // servedBody is b's body for an RPC answer, regenerated at most once while
-// it stays among the recentBodies last served. The body is shared: a
-// caller only reads it.
+// it stays among the recentBodies last served, also when requests for it
+// arrive at once (a table reader asks for a live block's transactions and
+// its receipts in two concurrent requests): the first regenerates it, the
+// others wait for it. The body is shared: a caller only reads it.
 func (n *Node) servedBody(b *nodeBlock) *chain.Body {
 	n.bmu.Lock()
 	for _, e := range n.bodies {
 		if e.hash == b.hash {
 			n.bmu.Unlock()
-			return e.body
+			<-e.ready
+			return e.v.body
 		}
 	}
-	n.bmu.Unlock()
-	body := n.body(b)
-	n.bmu.Lock()
-	defer n.bmu.Unlock()
+	e := cachedBody{hash: b.hash, ready: make(chan struct{}), v: &servedValue{}}
 	if len(n.bodies) == recentBodies {
 		n.bodies = append(n.bodies[:0], n.bodies[1:]...)
 	}
-	n.bodies = append(n.bodies, cachedBody{hash: b.hash, body: body})
-	return body
+	n.bodies = append(n.bodies, e)
+	n.bmu.Unlock()
+	defer close(e.ready)
+	e.v.body = n.body(b)
+	return e.v.body
 }
 
-// cachedBody is a body of the recent-bodies cache.
+// cachedBody is a body of the recent-bodies cache: v.body is set before
+// ready is closed.
 type cachedBody struct {
-	hash common.Hash
-	body *chain.Body
+	hash  common.Hash
+	ready chan struct{}
+	v     *servedValue
 }
+
+// servedValue holds a cached body, shared by the entry's copies.
+type servedValue struct{ body *chain.Body }

@@ -279,20 +279,9 @@ func BenchmarkSourceShare20(b *testing.B) {
 	end := Offset{Block: m.LastBlock + 20, Hash: lowerHex(n.Header(m.LastBlock + 20).Hash().Hex())}.JSON()
 	var rows int
 	emit := func(bt *stream.Batch) error { rows += bt.Len; return nil }
-	var ms []float64
-	cpu0 := cputime.Self()
-	for b.Loop() {
-		t0 := time.Now()
-		if err := s.ReadBatch(context.Background(), start, end, emit); err != nil {
-			b.Fatal(err)
-		}
-		ms = append(ms, float64(time.Since(t0))/1e6)
+	if n := timeReadBatch(b, s, start, end, emit); rows != 20*n {
+		b.Fatalf("emitted %d rows in %d batches", rows, n)
 	}
-	if rows != 20*len(ms) {
-		b.Fatalf("emitted %d rows in %d batches", rows, len(ms))
-	}
-	b.ReportMetric(median(ms), "readBatch-p50-ms")
-	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
 }
 
 // BenchmarkGethReadBatch20 is ReadBatch of blocks 21..40 against a real node
@@ -313,18 +302,7 @@ func BenchmarkGethReadBatch20(b *testing.B) {
 	}
 	start := Offset{Block: 20, Hash: rows[0].Hash}.JSON()
 	end := Offset{Block: 40, Hash: rows[1].Hash}.JSON()
-	emit := func(*stream.Batch) error { return nil }
-	var ms []float64
-	cpu0 := cputime.Self()
-	for b.Loop() {
-		t0 := time.Now()
-		if err := s.ReadBatch(ctx, start, end, emit); err != nil {
-			b.Fatal(err)
-		}
-		ms = append(ms, float64(time.Since(t0))/1e6)
-	}
-	b.ReportMetric(median(ms), "readBatch-p50-ms")
-	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+	timeReadBatch(b, s, start, end, func(*stream.Batch) error { return nil })
 }
 
 // BenchmarkTableReadBatch measures a transactions source's ReadBatch of 8
@@ -407,4 +385,35 @@ func BenchmarkTableBodyDecode(b *testing.B) {
 // on a loaded machine wall time per op measures the load, CPU time the code.
 func reportCPUPerOp(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(cputime.Self()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+}
+
+// BenchmarkTableReadLiveBlock measures a transactions source's ReadBatch of
+// one block (the live batch at the head, the freshness bench's
+// getBatch) from the in-repo node over websocket: wall per batch (p50),
+// and CPU per batch of node and client, which share the process.
+func BenchmarkTableReadLiveBlock(b *testing.B) {
+	m := testManifest(b)
+	n := startChainNode(b, 1, ethnode.Faults{})
+	s, _ := openSource(b, Options{Endpoints: []string{"ws" + strings.TrimPrefix(n.URL(), "http")}, Table: "transactions", MaxBlocksPerTrigger: 1}, nil)
+	start := Offset{Block: m.LastBlock, Hash: m.LastHash}.JSON()
+	end := Offset{Block: m.LastBlock + 1, Hash: lowerHex(n.Header(m.LastBlock + 1).Hash().Hex())}.JSON()
+	timeReadBatch(b, s, start, end, func(*stream.Batch) error { return nil })
+}
+
+// timeReadBatch times s.ReadBatch(start, end, emit) in b's loop, reports
+// the median wall per batch and the process's CPU per batch, and returns
+// the batches read.
+func timeReadBatch(b *testing.B, s *Source, start, end stream.Offset, emit func(*stream.Batch) error) int {
+	var ms []float64
+	cpu0 := cputime.Self()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.ReadBatch(context.Background(), start, end, emit); err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, float64(time.Since(t0))/1e6)
+	}
+	b.ReportMetric(median(ms), "readBatch-p50-ms")
+	b.ReportMetric(float64(cputime.Self()-cpu0)/1e6/float64(len(ms)), "cpu-ms/batch")
+	return len(ms)
 }

@@ -2,7 +2,9 @@ package ethrpc
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -28,7 +30,9 @@ import (
 // else, for that one value, to the reference decoder (encoding/json and
 // go-ethereum's UnmarshalJSON), which then also owns every error. Hex
 // values are decoded by the very UnmarshalText methods go-ethereum's JSON
-// decoders call. FuzzTxJSON and FuzzReceiptJSON check that whenever a fast
+// decoders call, but for the fixed-size ones (hashes, addresses, blooms):
+// fixedHex accepts exactly what their hexutil.UnmarshalFixedText does
+// (FuzzFixedHex). FuzzTxJSON and FuzzReceiptJSON check that whenever a fast
 // decoder answers, the reference answers the same and without error.
 
 // fullBlock is the part of eth_getBlockByHash(hash, true) a table reads: a
@@ -74,7 +78,7 @@ func (b *fullBlock) UnmarshalJSON(data []byte) error {
 		switch k {
 		case 0:
 			s, ok := strValue(v)
-			return ok && b.Hash.UnmarshalText(s) == nil
+			return ok && fixedHex(b.Hash[:], s) == nil
 		case 1, 2:
 			s, ok := strValue(v)
 			if !ok {
@@ -229,7 +233,7 @@ func (f *txFields) set(k int, v []byte) bool {
 			var h common.Hash
 			s, ok := strValue(e)
 			f.blobHashes = append(f.blobHashes, h)
-			return ok && f.blobHashes[len(f.blobHashes)-1].UnmarshalText(s) == nil
+			return ok && fixedHex(f.blobHashes[len(f.blobHashes)-1][:], s) == nil
 		})
 	case "blobs", "commitments", "proofs":
 		return false // a sidecar: rare, left to the reference
@@ -260,7 +264,7 @@ func (f *txFields) set(k int, v []byte) bool {
 		}
 	case "to", "from":
 		a := new(common.Address)
-		if a.UnmarshalText(s) != nil {
+		if fixedHex(a[:], s) != nil {
 			return false
 		}
 		if key == "to" {
@@ -276,7 +280,7 @@ func (f *txFields) set(k int, v []byte) bool {
 		f.input = (*[]byte)(&b)
 	case "hash":
 		var h common.Hash
-		return h.UnmarshalText(s) == nil
+		return fixedHex(h[:], s) == nil
 	default: // the big quantities
 		x := new(hexutil.Big)
 		if x.UnmarshalText(s) != nil {
@@ -657,13 +661,13 @@ func fastReceipt(data []byte) (*types.Receipt, bool) {
 			err = b.UnmarshalText(s)
 			r.PostState = b
 		case "logsBloom":
-			err = r.Bloom.UnmarshalText(s)
+			err = fixedHex(r.Bloom[:], s)
 		case "transactionHash":
-			err = r.TxHash.UnmarshalText(s)
+			err = fixedHex(r.TxHash[:], s)
 		case "blockHash":
-			err = r.BlockHash.UnmarshalText(s)
+			err = fixedHex(r.BlockHash[:], s)
 		case "contractAddress":
-			err = r.ContractAddress.UnmarshalText(s)
+			err = fixedHex(r.ContractAddress[:], s)
 		case "transactionIndex":
 			var x hexutil.Uint
 			err = x.UnmarshalText(s)
@@ -702,7 +706,7 @@ func fastLog(data []byte) (*types.Log, bool) {
 			return eachElem(v, func(_ int, e []byte) bool {
 				s, ok := strValue(e)
 				l.Topics = append(l.Topics, common.Hash{})
-				return ok && l.Topics[len(l.Topics)-1].UnmarshalText(s) == nil
+				return ok && fixedHex(l.Topics[len(l.Topics)-1][:], s) == nil
 			})
 		case "removed":
 			switch string(v) {
@@ -721,15 +725,15 @@ func fastLog(data []byte) (*types.Log, bool) {
 		var err error
 		switch key := logKeys[k]; key {
 		case "address":
-			err = l.Address.UnmarshalText(s)
+			err = fixedHex(l.Address[:], s)
 		case "data":
 			var b hexutil.Bytes
 			err = b.UnmarshalText(s)
 			l.Data = b
 		case "transactionHash":
-			err = l.TxHash.UnmarshalText(s)
+			err = fixedHex(l.TxHash[:], s)
 		case "blockHash":
-			err = l.BlockHash.UnmarshalText(s)
+			err = fixedHex(l.BlockHash[:], s)
 		case "blockNumber", "blockTimestamp":
 			var x hexutil.Uint64
 			err = x.UnmarshalText(s)
@@ -751,4 +755,26 @@ func fastLog(data []byte) (*types.Log, bool) {
 	})
 	const required = 1<<0 | 1<<1 | 1<<2 | 1<<4 // address, topics, data, transactionHash
 	return l, ok && got&required == required
+}
+
+// errFixedHex is fixedHex's one error: the fast decoders only tell a value
+// that decodes from one that does not (and then leave it to go-ethereum's).
+var errFixedHex = errors.New("not a fixed-size hex value")
+
+// fixedHex decodes s into out as hexutil.UnmarshalFixedText (the
+// UnmarshalText of common.Hash, common.Address and types.Bloom) accepts it:
+// "0x" or "0X", then exactly 2*len(out) hex digits of either case; out is
+// left as it was otherwise. One pass over the digits, where
+// UnmarshalFixedText checks them before hex.Decode reads them again: a
+// tenth of a live block's decoding went there.
+func fixedHex(out []byte, s []byte) error {
+	if len(s) != 2+2*len(out) || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || len(out) > types.BloomByteLength {
+		return errFixedHex
+	}
+	var tmp [types.BloomByteLength]byte
+	if _, err := hex.Decode(tmp[:len(out)], s[2:]); err != nil {
+		return errFixedHex
+	}
+	copy(out, tmp[:len(out)])
+	return nil
 }
