@@ -15,8 +15,8 @@ const recentBodies = 8
 
 // servedBody is b's body for an RPC answer, regenerated at most once while
 // it stays among the recentBodies last served, also when requests for it
-// arrive at once (a table reader asks for a live block's transactions and
-// its receipts in two concurrent requests): the first regenerates it, the
+// arrive at once (a client asking for a block's transactions and its
+// receipts in two concurrent requests): the first regenerates it, the
 // others wait for it. The body is shared: a caller only reads it.
 func (n *Node) servedBody(b *nodeBlock) *chain.Body {
 	n.bmu.Lock()
