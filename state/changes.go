@@ -4,6 +4,7 @@ package state
 
 import (
 	"encoding/binary"
+	"iter"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -12,7 +13,7 @@ import (
 
 // change is one entry of the pending batch, with its sort key.
 type change struct {
-	pfx  uint64 // first 8 key bytes, set by sortChanges for cmpChange only
+	pfx  uint64 // first 8 key bytes, set by sortedChanges for cmpChange only
 	part int
 	key  string
 	e    *pendingEntry
@@ -20,7 +21,7 @@ type change struct {
 
 // newChange is e's change. It does not read the key's bytes: a large
 // batch's sort reads them partition by partition (sortKeys), a small one
-// sets pfx first.
+// sets pfx (sortedChanges).
 func newChange(e *pendingEntry) change {
 	return change{part: int(e.part), key: e.key, e: e}
 }
@@ -38,48 +39,6 @@ func cmpChange(a, b change) int {
 	return strings.Compare(a.key, b.key)
 }
 
-// sortChanges sorts cs by (partition, key). A backfill batch has millions of
-// changes: they are first grouped by partition in place (a counting sort,
-// linear), then the groups are sorted by a few goroutines, which is both
-// fewer comparisons and parallel. Each group is sorted by sortKeys.
-func sortChanges(cs []change) {
-	if len(cs) < 1<<14 {
-		for i := range cs {
-			cs[i].pfx = wordAt(cs[i].key, 0)
-		}
-		slices.SortFunc(cs, cmpChange)
-		return
-	}
-	np := 0
-	for i := range cs {
-		np = max(np, cs[i].part+1)
-	}
-	// start[p] .. start[p+1] is partition p's group once grouped.
-	start := make([]int, np+1)
-	for i := range cs {
-		start[cs[i].part+1]++
-	}
-	for p := 1; p <= np; p++ {
-		start[p] += start[p-1]
-	}
-	// Cycle-leader permutation: next[p] is the first slot of group p not
-	// yet holding one of p's changes.
-	next := slices.Clone(start[:np])
-	for p := 0; p < np; p++ {
-		for next[p] < start[p+1] {
-			c := cs[next[p]]
-			for c.part != p {
-				d := next[c.part]
-				next[c.part]++
-				cs[d], c = c, cs[d]
-			}
-			cs[next[p]] = c
-			next[p]++
-		}
-	}
-	sortGroups(cs, start)
-}
-
 // sortGroups sorts cs, grouped by partition (partition p's changes are
 // cs[start[p]:start[p+1]]), by (partition, key): each group by sortKeys,
 // on a few goroutines.
@@ -92,45 +51,60 @@ func sortGroups(cs []change, start []int) {
 	})
 }
 
-// pendingChanges returns the pending batch's entries that are not gone,
-// sorted by (partition, key). A large batch is grouped by partition as it
-// is read, each partition's entries in the order they were put: the order
-// of their keys in memory (pendingAlloc), so that the sort's first read of
-// each key goes forward through its partition's chunks.
-func (s *Store) pendingChanges() []change {
-	if s.ptab.live < 1<<14 {
-		cs := make([]change, 0, s.ptab.live)
-		for _, e := range s.ptab.ents {
-			if !e.gone {
-				cs = append(cs, newChange(e))
-			}
+// sortedChanges returns a change for each entry entries yields, sorted
+// by (partition, key). A small set is sorted by cmpChange. A large one (a
+// backfill batch has millions of changes) is grouped by partition as it is
+// read (a counting sort: entries is read twice), then the groups are
+// sorted by a few goroutines (sortGroups), which is both fewer comparisons
+// and parallel. The pending batch yields each partition's entries in the
+// order they were put, the order of their keys in memory (pendingAlloc),
+// so that the sort's first read of each key goes forward through its
+// partition's chunks.
+func sortedChanges(entries iter.Seq[*pendingEntry]) []change {
+	// start[p+1] counts partition p's entries, then start[p] .. start[p+1]
+	// is its group.
+	var start []int
+	n := 0
+	for e := range entries {
+		for int(e.part) >= len(start)-1 {
+			start = append(start, 0)
 		}
-		sortChanges(cs)
-		return cs
+		start[e.part+1]++
+		n++
 	}
-	// start[p] .. start[p+1] is partition p's group.
-	start := make([]int, s.n+1)
-	for _, e := range s.ptab.ents {
-		if !e.gone {
-			for int(e.part) >= len(start)-1 {
-				start = append(start, 0)
-			}
-			start[e.part+1]++
+	if n < 1<<14 {
+		cs := make([]change, 0, n)
+		for e := range entries {
+			c := newChange(e)
+			c.pfx = wordAt(c.key, 0)
+			cs = append(cs, c)
 		}
+		slices.SortFunc(cs, cmpChange)
+		return cs
 	}
 	for p := 1; p < len(start); p++ {
 		start[p] += start[p-1]
 	}
-	cs := make([]change, start[len(start)-1])
+	cs := make([]change, n)
 	next := slices.Clone(start[:len(start)-1])
-	for _, e := range s.ptab.ents {
-		if !e.gone {
-			cs[next[e.part]] = newChange(e)
-			next[e.part]++
-		}
+	for e := range entries {
+		cs[next[e.part]] = newChange(e)
+		next[e.part]++
 	}
 	sortGroups(cs, start)
 	return cs
+}
+
+// pendingWhere yields the pending batch's entries that keep admits, in
+// the table's order.
+func (s *Store) pendingWhere(keep func(*pendingEntry) bool) iter.Seq[*pendingEntry] {
+	return func(yield func(*pendingEntry) bool) {
+		for _, e := range s.ptab.ents {
+			if keep(e) && !yield(e) {
+				return
+			}
+		}
+	}
 }
 
 // sortKeys sorts cs (distinct keys, sharing their first off bytes) by
@@ -240,7 +214,7 @@ func wordAt(key string, off int) uint64 {
 // (partition, key): puts, and deletes of keys that existed. It resolves
 // unknown entries on the way (one sort for both).
 func (s *Store) changes() ([]change, error) {
-	cs := s.pendingChanges()
+	cs := sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.gone }))
 	if err := s.resolveSorted(cs); err != nil {
 		return nil, err
 	}

@@ -274,14 +274,7 @@ func (s *Store) resolve() error {
 	if s.unknown == 0 {
 		return nil
 	}
-	cs := make([]change, 0, s.unknown)
-	for _, e := range s.ptab.ents {
-		if !e.known && !e.gone {
-			cs = append(cs, newChange(e))
-		}
-	}
-	sortChanges(cs)
-	return s.resolveSorted(cs)
+	return s.resolveSorted(sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.known && !e.gone })))
 }
 
 // resolveSorted resolves the unknown entries among cs, sorted by (partition,

@@ -116,3 +116,15 @@ func TestWordAt(t *testing.T) {
 		t.Errorf("wordAt at the key's end = %#x, want 0", got)
 	}
 }
+
+// sortChanges sorts cs by (partition, key) as a commit sorts its pending
+// entries' changes (sortedChanges, over the entries of cs in their order).
+func sortChanges(cs []change) {
+	copy(cs, sortedChanges(func(yield func(*pendingEntry) bool) {
+		for _, c := range cs {
+			if !yield(c.e) {
+				return
+			}
+		}
+	}))
+}
