@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ethstream/ethstream/chain"
@@ -138,7 +139,9 @@ func serveS3Cmd() *cobra.Command {
 		Long: `serve-s3 serves DIR over the S3 REST API (path-style, ListObjectsV2 with prefixes and
 pagination, ranged GETs, PUT) until interrupted. Each top-level folder of DIR is a bucket,
 so 'gen-archive --out DIR/archive' is readable as s3://archive/v1.0/eth/blocks. Only regular
-files inside DIR are served (a symbolic link that leaves it is refused). Without --access-key
+files inside DIR are served (a symbolic link that leaves it is refused). A top-level folder whose
+name is not a bucket name (3 to 63 lowercase letters, digits and hyphens) is not served: the
+endpoint names such folders when it starts. Without --access-key
 it serves whoever reaches it, and says so; with --access-key KEY and the secret in
 ` + secretKeyEnv + ` it requires AWS Signature V4 requests by that key.`,
 		Example: `  ethstream gen-archive --out work/s3/aws-public-blockchain
@@ -162,6 +165,9 @@ it serves whoever reaches it, and says so; with --access-key KEY and the secret 
 				auth = "requests must be signed (SigV4) with access key " + accessKey
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "serving %s at %s (%s; Ctrl-C to stop)\n", root, srv.URL(), auth)
+			if skip, err := s3serve.UnservedFolders(root); err == nil && len(skip) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "not served (not bucket names: %s): %s\n", s3serve.BucketNameRule, strings.Join(skip, ", "))
+			}
 			<-cmd.Context().Done()
 			return srv.Close()
 		},

@@ -48,12 +48,17 @@ func TestChainCommands(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	code, out, errOut = runChainCmd(t, cctx, "serve-s3", "--root", filepath.Dir(dir), "--addr", "127.0.0.1:0")
-	if code != 0 || !strings.Contains(out, "http://127.0.0.1:") || !strings.Contains(out, "unauthenticated") {
+	if code != 0 || !strings.Contains(out, "http://127.0.0.1:") || !strings.Contains(out, "unauthenticated") || strings.Contains(out, "not served") {
 		t.Fatalf("serve-s3: %d %q %q", code, out, errOut)
+	}
+	// A folder whose name is no bucket name is named at start.
+	if err := os.Mkdir(filepath.Join(filepath.Dir(dir), "My_Data"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	t.Setenv(secretKeyEnv, "s3cret")
 	code, out, errOut = runChainCmd(t, cctx, "serve-s3", "--root", filepath.Dir(dir), "--addr", "127.0.0.1:0", "--access-key", "k1")
-	if code != 0 || !strings.Contains(out, "signed (SigV4) with access key k1") || strings.Contains(out, "s3cret") {
+	if code != 0 || !strings.Contains(out, "signed (SigV4) with access key k1") || strings.Contains(out, "s3cret") ||
+		!strings.Contains(out, "): My_Data\n") {
 		t.Fatalf("serve-s3 --access-key: %d %q %q", code, out, errOut)
 	}
 	code, out, errOut = runChainCmd(t, cctx, "node", "--archive", dir, "--addr", "127.0.0.1:0", "--initial-blocks", "2")
