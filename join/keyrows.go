@@ -18,13 +18,12 @@ import (
 // each changed value and one of its keyToNumValues.
 type keyRows struct {
 	key    string // the encoded join key
+	mh     uint64 // keyHash(key): its slot in the side's keyTable
 	rows   []storedRow
 	stored int64 // values the state holds (indexes 0..stored-1)
 	// hash is the state's KeyHash of the key's values' prefix (the side's
 	// keyWithIndexToValue prefix and key), once hashed: a value's key
-	// hash continues it over the index (valueKey). With it the struct is
-	// 96 bytes, not 88: a slab's array of them is 6,144 bytes either way
-	// (the allocation class of 64 of 88).
+	// hash continues it over the index (valueKey).
 	hash uint64
 	// counted: the state holds the key's keyToNumValues (format 3 writes
 	// it for a key of two values or more only; format 2 wrote it for every
@@ -51,7 +50,7 @@ type storedRow struct {
 // and is dropped whenever the store's version is another (an aborted or
 // failed batch, a repartition, a reopen).
 type sideMem struct {
-	keys map[string]*keyRows
+	keys keyTable
 	rows int // rows in keys
 	// complete: keys holds every stored row of the side, so a key not in
 	// it has none and costs no state read. Set by the scan that loads the
@@ -75,7 +74,7 @@ var errScanEnough = errors.New("join: scan stopped")
 // meets a key's indexes in partition order; a key's rows are put in
 // index order after.
 func (o *Operator) loadSide(side int) error {
-	m := &sideMem{keys: map[string]*keyRows{}}
+	m := &sideMem{}
 	if col := o.evcol[side]; col >= 0 {
 		m.idx = &evictIndex{}
 	}
@@ -149,7 +148,7 @@ func (o *Operator) loadSide(side int) error {
 		}
 		for jk, g := range groups {
 			slices.SortFunc(g, func(a, b indexed) int { return cmp.Compare(a.idx, b.idx) })
-			k := &keyRows{key: jk, rows: make([]storedRow, len(g)), stored: int64(len(g))}
+			k := &keyRows{key: jk, mh: keyHashString(jk), rows: make([]storedRow, len(g)), stored: int64(len(g))}
 			if n, ok := counted[jk]; ok {
 				if n != k.stored {
 					return errcode.Corrupt("", nil, "%s: state of the %s side counts %d values of a key that has %d", o.p, sideName(side), n, k.stored)
@@ -163,7 +162,7 @@ func (o *Operator) loadSide(side int) error {
 				}
 				k.rows[i] = x.sr
 			}
-			m.keys[jk] = k
+			m.keys.insert(k, -1)
 			m.rows += len(g)
 		}
 		if len(counted) > 0 {
@@ -180,23 +179,25 @@ func (o *Operator) loadSide(side int) error {
 // rather than allocated for each probe that misses.
 var noRows keyRows
 
-// keyRowsOf returns the rows of (side, key), reading them from the state
-// when memory does not hold them. key is copied when kept, unless same
+// keyRowsOf returns the rows of (side, key), whose keyHash is h, reading
+// them from the state when memory does not hold them. key is copied when
+// kept, unless same
 // holds its bytes ("" if nothing does): the other side's keyRows of the
 // same key, so that both sides' rows of a key (a block's hash, joined
 // with its child's parent_hash) share one copy. A key without rows is
 // kept only if add (the caller adds one): a probe of the other side
 // leaves no entry behind for a key it did not find.
-func (o *Operator) keyRowsOf(side int, key []byte, add bool, same string) (*keyRows, error) {
+func (o *Operator) keyRowsOf(side int, key []byte, h uint64, add bool, same string) (*keyRows, error) {
 	m := o.mem[side]
-	if k, ok := m.keys[string(key)]; ok {
+	k, slot := m.keys.find(key, h)
+	if k != nil {
 		return k, nil
 	}
 	if m.complete && !add {
 		return &noRows, nil
 	}
-	k := o.slab.keyRows()
-	k.key = same
+	k = o.slab.keyRows()
+	k.key, k.mh = same, h
 	if same != string(key) {
 		k.key = o.slab.key(key)
 	}
@@ -207,7 +208,7 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool, same string) (*keyR
 		}
 	}
 	if len(k.rows) > 0 || add {
-		m.keys[k.key] = k
+		m.keys.insert(k, slot)
 		m.rows += len(k.rows)
 	}
 	return k, nil
@@ -327,14 +328,14 @@ func (o *Operator) flush() error {
 			if n == 0 {
 				// Only eviction removes rows; it leaves the key for
 				// flush to drop (evictSide).
-				delete(m.keys, k.key)
+				m.keys.remove(k)
 			}
 		}
 		clear(ks)
 		o.dirty[side] = ks[:0]
 		if m.rows > memRowsCap {
 			// Too many to keep: read keys from the state again.
-			m.keys, m.rows, m.complete = map[string]*keyRows{}, 0, false
+			m.keys, m.rows, m.complete = keyTable{}, 0, false
 		}
 	}
 	return nil

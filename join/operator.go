@@ -248,10 +248,12 @@ func (o *Operator) joinRow(side int, r row) error {
 		if !o.p.spec.Type.preserves(side) || o.removedOnStore(side, r) {
 			return nil
 		}
-		return o.appendState(side, kb, r, false, "")
+		return o.appendState(side, kb, keyHash(kb), r, false, "")
 	}
 	other := 1 - side
-	ok, err := o.keyRowsOf(other, kb, false, "")
+	// One hash of the key for both sides' tables.
+	h := keyHash(kb)
+	ok, err := o.keyRowsOf(other, kb, h, false, "")
 	if err != nil {
 		return err
 	}
@@ -292,7 +294,7 @@ func (o *Operator) joinRow(side int, r row) error {
 	if o.removedOnStore(side, r) {
 		return nil
 	}
-	return o.appendState(side, kb, r, matched, ok.key)
+	return o.appendState(side, kb, h, r, matched, ok.key)
 }
 
 // EvictionWatermark records the watermark batch batchID evicts by (the
@@ -339,10 +341,11 @@ func (p *plan) inRange(l, r row) bool {
 	return true
 }
 
-// appendState appends r as the next value of (side, key); flush writes it.
-// same is the other side's copy of key, or "" (keyRowsOf).
-func (o *Operator) appendState(side int, key []byte, r row, matched bool, same string) error {
-	k, err := o.keyRowsOf(side, key, true, same)
+// appendState appends r as the next value of (side, key), whose keyHash
+// is h; flush writes it. same is the other side's copy of key, or ""
+// (keyRowsOf).
+func (o *Operator) appendState(side int, key []byte, h uint64, r row, matched bool, same string) error {
+	k, err := o.keyRowsOf(side, key, h, true, same)
 	if err != nil {
 		return err
 	}
@@ -462,11 +465,12 @@ func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row
 	m := o.mem[side]
 	preserves := o.p.spec.Type.preserves(side)
 	for _, key := range m.idx.popDue(e.limUs, preserves) {
-		k, ok := m.keys[key]
-		if !ok {
-			*ek = append((*ek)[:0], key...)
+		*ek = append((*ek)[:0], key...)
+		h := keyHash(*ek)
+		k, _ := m.keys.find(*ek, h)
+		if k == nil {
 			var err error
-			if k, err = o.keyRowsOf(side, *ek, false, ""); err != nil {
+			if k, err = o.keyRowsOf(side, *ek, h, false, ""); err != nil {
 				return removed, err
 			}
 		}

@@ -43,7 +43,8 @@ func TestStoredRowsShareKeyBytes(t *testing.T) {
 	col := o.p.sides[0].keys[0]
 	shared := 0
 	for s, m := range o.mem {
-		for key, k := range m.keys {
+		for k := range m.keys.all {
+			key := k.key
 			for i, sr := range k.rows {
 				got := sr.r[col].s()
 				if got != raw[key] {
@@ -53,7 +54,7 @@ func TestStoredRowsShareKeyBytes(t *testing.T) {
 					t.Fatalf("side %d key %q row %d: the key column holds bytes of its own, not its key's", s, key, i)
 				}
 			}
-			if other, ok := o.mem[1-s].keys[key]; ok && s == 0 {
+			if other, _ := o.mem[1-s].keys.find([]byte(key), keyHashString(key)); other != nil && s == 0 {
 				if unsafe.StringData(other.key) != unsafe.StringData(k.key) {
 					t.Fatalf("key %q: each side holds a copy of its own", key)
 				}
