@@ -278,7 +278,11 @@ func (o *Operator) touch(side int, k *keyRows) {
 // changed value once, the indexes an eviction emptied deleted, and each
 // key's keyToNumValues once if its count changed, in the order the batch
 // first changed the keys (the store sorts its pending writes at commit).
-// Memory then keeps what it may (sideMem).
+// Each is the batch's only write of its state key (a key is listed in
+// dirty once, its indexes written or deleted once each, and flush runs
+// once a batch, after every read): the store appends them without
+// looking them up (state.Store.PutFirstHashed). Memory then keeps what it
+// may (sideMem).
 func (o *Operator) flush() error {
 	for side := range o.dirty {
 		ks := o.dirty[side]
@@ -292,7 +296,7 @@ func (o *Operator) flush() error {
 				}
 				h := o.valueKey(side, k, int64(idx))
 				o.vb = encodeRow(o.vb[:0], fields, sr.r, sr.matched)
-				if err := o.store.PutKnownHashed(o.sk, o.vb, int64(idx) < k.stored, h); err != nil {
+				if err := o.store.PutFirstHashed(o.sk, o.vb, int64(idx) < k.stored, h); err != nil {
 					return o.stateErr("write", err)
 				}
 				sr.changed = false
@@ -301,7 +305,7 @@ func (o *Operator) flush() error {
 			n := int64(len(k.rows))
 			for idx := n; idx < k.stored; idx++ {
 				h := o.valueKey(side, k, idx)
-				if err := o.store.DeleteKnownHashed(o.sk, true, h); err != nil {
+				if err := o.store.DeleteFirstHashed(o.sk, true, h); err != nil {
 					return o.stateErr("write", err)
 				}
 			}
@@ -314,9 +318,9 @@ func (o *Operator) flush() error {
 				var err error
 				if counted {
 					o.cb = appendCount(o.cb[:0], n)
-					err = o.store.PutKnown(o.sk, o.cb, k.counted)
+					err = o.store.PutFirstHashed(o.sk, o.cb, k.counted, state.KeyHash(o.sk))
 				} else {
-					err = o.store.DeleteKnown(o.sk, true)
+					err = o.store.DeleteFirstHashed(o.sk, true, state.KeyHash(o.sk))
 				}
 				if err != nil {
 					return o.stateErr("write", err)

@@ -73,3 +73,36 @@ func (s *Store) DeleteKnownHashed(key []byte, existed bool, h uint64) error {
 	s.del(s.entryAt(key, h, presenceOf(existed)))
 	return nil
 }
+
+// PutFirstHashed is PutKnownHashed for a key the pending batch has not
+// changed and will not change again until Commit or Abort (the join's
+// flush writes each state key at most once a batch): the store appends
+// its entry without looking the key up (pendingTable.appendFirst). A
+// later Get, Put or Delete of the key still finds it, at the cost of
+// indexing every such entry once; a second PutFirstHashed or
+// DeleteFirstHashed of it breaks that promise, and Commit (or Prepare)
+// refuses the batch.
+func (s *Store) PutFirstHashed(key, val []byte, existed bool, h uint64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.put(s.firstEntry(key, h, presenceOf(existed)), val)
+	return nil
+}
+
+// DeleteFirstHashed is DeleteKnownHashed for a key the pending batch has
+// not changed and will not change again (PutFirstHashed).
+func (s *Store) DeleteFirstHashed(key []byte, existed bool, h uint64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.del(s.firstEntry(key, h, presenceOf(existed)))
+	return nil
+}
+
+// firstEntry is key's new entry, appended without a lookup.
+func (s *Store) firstEntry(key []byte, h uint64, presence int) *pendingEntry {
+	e := s.newEntry(key, h, presence)
+	s.ptab.appendFirst(e)
+	return e
+}

@@ -139,8 +139,16 @@ func (s *Store) entryAt(key []byte, h uint64, presence int) *pendingEntry {
 		}
 		return e
 	}
+	e = s.newEntry(key, h, presence)
+	s.ptab.insert(e, slot)
+	return e
+}
+
+// newEntry is a new pending entry of key, whose keyHash is h, not yet in
+// the table.
+func (s *Store) newEntry(key []byte, h uint64, presence int) *pendingEntry {
 	p := int(h % uint64(s.n))
-	e = s.alloc.entry(p)
+	e := s.alloc.entry(p)
 	e.key, e.hash, e.part = s.alloc.str(p, key), h, int32(p)
 	switch {
 	// A caller's known missing first: the bounds' check (a cache miss a
@@ -155,7 +163,6 @@ func (s *Store) entryAt(key []byte, h uint64, presence int) *pendingEntry {
 		s.unknown++
 	}
 	e.del = !e.existed // unchanged so far (an unknown entry is set right away)
-	s.ptab.insert(e, slot)
 	s.pendingBytes += int64(len(key)) + 80
 	return e
 }
@@ -274,7 +281,8 @@ func (s *Store) resolve() error {
 	if s.unknown == 0 {
 		return nil
 	}
-	return s.resolveSorted(sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.known && !e.gone })))
+	cs, _ := sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.known && !e.gone }))
+	return s.resolveSorted(cs)
 }
 
 // resolveSorted resolves the unknown entries among cs, sorted by (partition,

@@ -75,7 +75,7 @@ func TestPendingChanges(t *testing.T) {
 			}
 			return strings.Compare(a.key, b.key)
 		})
-		got := sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.gone }))
+		got, _ := sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.gone }))
 		if len(got) != len(want) || len(want) != n-(n+4)/5 {
 			t.Fatalf("n=%d: %d changes, want %d (%d expected)", n, len(got), len(want), n-(n+4)/5)
 		}
