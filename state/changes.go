@@ -106,6 +106,37 @@ func sortedChanges(entries iter.Seq[*pendingEntry]) (cs []change, dup bool) {
 	return cs, sortGroups(cs, start)
 }
 
+// pendingGrouped is sortedChanges of the pending batch's entries that
+// keep admits. A large batch's are read partition by partition from the
+// allocator's chunks (pendingAlloc), each partition's in the order they
+// were put as sortedChanges groups them, but in one sequential pass
+// instead of the counting sort's two passes over the table's order,
+// each entry of which is a cache miss (the counting sort was 7% of the
+// join leg's CPU).
+func (s *Store) pendingGrouped(keep func(*pendingEntry) bool) (cs []change, dup bool) {
+	if len(s.ptab.ents) < 1<<14 {
+		return sortedChanges(s.pendingWhere(keep))
+	}
+	cs = make([]change, 0, len(s.ptab.ents))
+	start := make([]int, 1, len(s.alloc.parts)+1)
+	add := func(chunk []pendingEntry) {
+		for i := range chunk {
+			if e := &chunk[i]; keep(e) {
+				cs = append(cs, newChange(e))
+			}
+		}
+	}
+	for p := range s.alloc.parts {
+		pa := &s.alloc.parts[p]
+		for _, chunk := range pa.full {
+			add(chunk)
+		}
+		add(pa.entries)
+		start = append(start, len(cs))
+	}
+	return cs, sortGroups(cs, start)
+}
+
 // pendingWhere yields the pending batch's entries that keep admits, in
 // the table's order.
 func (s *Store) pendingWhere(keep func(*pendingEntry) bool) iter.Seq[*pendingEntry] {
@@ -230,7 +261,7 @@ func wordAt(key string, off int) uint64 {
 // (partition, key): puts, and deletes of keys that existed. It resolves
 // unknown entries on the way (one sort for both).
 func (s *Store) changes() ([]change, error) {
-	cs, dup := sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.gone }))
+	cs, dup := s.pendingGrouped(func(e *pendingEntry) bool { return !e.gone })
 	if dup {
 		return nil, errors.New("state: the pending batch holds a key twice: a PutFirstHashed or DeleteFirstHashed of a key the batch had changed")
 	}

@@ -281,7 +281,7 @@ func (s *Store) resolve() error {
 	if s.unknown == 0 {
 		return nil
 	}
-	cs, _ := sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.known && !e.gone }))
+	cs, _ := s.pendingGrouped(func(e *pendingEntry) bool { return !e.known && !e.gone })
 	return s.resolveSorted(cs)
 }
 
@@ -367,7 +367,10 @@ type pendingAlloc struct {
 // partAlloc is one partition's chunks.
 type partAlloc struct {
 	entries []pendingEntry
-	buf     []byte
+	// full is the partition's earlier entry chunks: with entries, every
+	// entry it handed out in order (pendingGrouped).
+	full [][]pendingEntry
+	buf  []byte
 }
 
 func (a *pendingAlloc) part(p int) *partAlloc {
@@ -380,6 +383,9 @@ func (a *pendingAlloc) part(p int) *partAlloc {
 func (a *pendingAlloc) entry(p int) *pendingEntry {
 	pa := a.part(p)
 	if len(pa.entries) == cap(pa.entries) {
+		if len(pa.entries) > 0 {
+			pa.full = append(pa.full, pa.entries)
+		}
 		pa.entries = make([]pendingEntry, 0, min(max(2*cap(pa.entries), 8), 128))
 	}
 	pa.entries = pa.entries[:len(pa.entries)+1]
