@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"unsafe"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
@@ -288,6 +289,7 @@ func (o *Operator) flush() error {
 		ks := o.dirty[side]
 		fields := o.p.sides[side].Schema.Fields
 		m := o.mem[side]
+		hashKeys(side, ks)
 		for _, k := range ks {
 			for idx := range k.rows {
 				sr := &k.rows[idx]
@@ -358,6 +360,36 @@ func (o *Operator) valueKey(side int, k *keyRows, idx int64) uint64 {
 	}
 	return state.KeyHashMore(k.hash, o.sk[end:])
 }
+
+// hashKeys sets the hash valueKey continues of each key of ks not hashed
+// yet, four keys side by side (state.KeyHashMore4: one key's FNV pass
+// waits on each byte's multiply, and a backfill's batch hashes each of
+// its keys once, 5% of the join leg's CPU).
+func hashKeys(side int, ks []*keyRows) {
+	var q [4]*keyRows
+	n := 0
+	for _, k := range ks {
+		if k.hashed {
+			continue
+		}
+		q[n] = k
+		if n++; n < len(q) {
+			continue
+		}
+		q[0].hash, q[1].hash, q[2].hash, q[3].hash = state.KeyHashMore4(valuePrefixHash[side],
+			bytesOf(q[0].key), bytesOf(q[1].key), bytesOf(q[2].key), bytesOf(q[3].key))
+		for _, k := range q {
+			k.hashed = true
+		}
+		n = 0
+	}
+	for _, k := range q[:n] {
+		k.hash, k.hashed = state.KeyHashMore(valuePrefixHash[side], bytesOf(k.key)), true
+	}
+}
+
+// bytesOf is a read-only view of s's bytes (never write through it).
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // valuePrefixHash is each side's keyWithIndexToValue prefix's KeyHash.
 var valuePrefixHash = [2]uint64{
