@@ -29,8 +29,16 @@ type evictIndex struct {
 	// due is popDue's result, its array reused by the next call (a
 	// backfill's eviction pops every row of a batch), and sorting its
 	// sort buffer.
-	due     []string
+	due     []indexedKey
 	sorting []dueKey
+}
+
+// indexedKey is an encoded join key and its keyHash: eviction finds the
+// key's keyRows without hashing the key again (its bytes are a cache miss
+// each).
+type indexedKey struct {
+	key string
+	h   uint64
 }
 
 // dueKey is a key popDue sorts, with its first 8 bytes as a number: most
@@ -38,13 +46,13 @@ type evictIndex struct {
 // a batch's keys was most of eviction's instructions).
 type dueKey struct {
 	pfx uint64
-	key string
+	indexedKey
 }
 
-func newDueKey(key string) dueKey {
+func newDueKey(k indexedKey) dueKey {
 	var b [8]byte
-	copy(b[:], key)
-	return dueKey{pfx: binary.BigEndian.Uint64(b[:]), key: key}
+	copy(b[:], k.key)
+	return dueKey{pfx: binary.BigEndian.Uint64(b[:]), indexedKey: k}
 }
 
 // cmpDueKey orders as the keys do: a shorter key's missing bytes count
@@ -57,8 +65,8 @@ func cmpDueKey(a, b dueKey) int {
 }
 
 type evictEntry struct {
-	ts  int64  // the row's column value, µs
-	key string // the encoded join key
+	ts int64 // the row's column value, µs
+	indexedKey
 }
 
 // evictHeap is a binary min-heap by ts, typed (container/heap boxes each
@@ -104,12 +112,13 @@ func (h *evictHeap) pop() evictEntry {
 	return top
 }
 
-// add indexes a stored row of key whose column value is v.
-func (x *evictIndex) add(key string, v value) {
+// add indexes a stored row of key, whose keyHash is h, and whose column
+// value is v.
+func (x *evictIndex) add(key string, h uint64, v value) {
 	if v.null() {
 		return
 	}
-	e := evictEntry{ts: v.i(), key: key}
+	e := evictEntry{ts: v.i(), indexedKey: indexedKey{key, h}}
 	if x.head == len(x.run) || e.ts >= x.run[len(x.run)-1].ts {
 		if len(x.run) == cap(x.run) {
 			x.growRun()
@@ -135,16 +144,16 @@ func (x *evictIndex) growRun() {
 // len is the number of rows indexed.
 func (x *evictIndex) len() int { return len(x.run) - x.head + len(x.h) }
 
-// popDue removes the entries at or before limUs and returns their keys,
-// valid until the next call. sorted: each once, in encoded-key order (the
+// popDue removes the entries at or before limUs and returns their keys
+// with their hashes, valid until the next call. sorted: each once, in encoded-key order (the
 // order a scan of the side met them), for a side whose evicted rows are
 // emitted in that order; otherwise in the order popped, a key of several
 // due rows as often (the sort was a quarter of an inner join's eviction).
-func (x *evictIndex) popDue(limUs int64, sorted bool) []string {
+func (x *evictIndex) popDue(limUs int64, sorted bool) []indexedKey {
 	clear(x.due)
 	keys := x.due[:0]
 	for x.head < len(x.run) && x.run[x.head].ts <= limUs {
-		keys = append(keys, x.run[x.head].key)
+		keys = append(keys, x.run[x.head].indexedKey)
 		x.run[x.head] = evictEntry{}
 		x.head++
 	}
@@ -157,7 +166,7 @@ func (x *evictIndex) popDue(limUs int64, sorted bool) []string {
 		x.run, x.head = x.run[:n], 0
 	}
 	for len(x.h) > 0 && x.h[0].ts <= limUs {
-		keys = append(keys, x.h.pop().key)
+		keys = append(keys, x.h.pop().indexedKey)
 	}
 	if !sorted {
 		x.due = keys
@@ -170,8 +179,8 @@ func (x *evictIndex) popDue(limUs int64, sorted bool) []string {
 	slices.SortFunc(srt, cmpDueKey)
 	keys = keys[:0]
 	for i, d := range srt {
-		if i == 0 || d.key != keys[len(keys)-1] {
-			keys = append(keys, d.key)
+		if i == 0 || d.key != keys[len(keys)-1].key {
+			keys = append(keys, d.indexedKey)
 		}
 	}
 	clear(srt)
