@@ -633,13 +633,15 @@ func (o *Operator) Close() error {
 // outBuilder collects the joined rows of a batch.
 type outBuilder struct {
 	b *stream.Batch
-	// room is the rows the columns get at the first add: the batch
-	// before's and an eighth more, as a backfill's batches join about as
-	// many rows each, some a few more (without the eighth, each such batch
-	// copied its columns once at the end). Grown by append from empty, a
-	// batch's columns were copied into fresh memory about four times their
-	// final size (8% of the join shape's CPU profile was append's copies,
-	// here and in evictIndex.add).
+	// room is the rows the columns hold before they grow: at first the
+	// batch before's and an eighth more, as a backfill's batches join
+	// about as many rows each, some a few more (without the eighth, each
+	// such batch copied its columns once at the end). Grown by append from
+	// empty, a batch's columns were copied into fresh memory about four
+	// times their final size (8% of the join shape's CPU profile was
+	// append's copies, here and in evictIndex.add); a batch without one
+	// before (a query's first) doubles them instead of append's quarter
+	// more at a time, copying them about once.
 	room int
 }
 
@@ -647,21 +649,40 @@ func newOutBuilder(s stream.Schema, last int) *outBuilder {
 	return &outBuilder{b: opbase.NewBatch(s), room: last + last/8}
 }
 
+// reserve gives the columns room for a row more: room rows at the first
+// add, then twice as many each time they are full.
+func (ob *outBuilder) reserve() {
+	n := ob.b.Len
+	if n > 0 && n < ob.room {
+		return
+	}
+	if n > 0 || ob.room == 0 {
+		ob.room = max(2*ob.room, 1024)
+	}
+	for j := range ob.b.Columns {
+		c := &ob.b.Columns[j]
+		switch c.Type.Storage() {
+		case stream.Float64:
+			c.Float64s = growTo(c.Float64s, ob.room)
+		case stream.String:
+			c.Strings = growTo(c.Strings, ob.room)
+		default:
+			c.Int64s = growTo(c.Int64s, ob.room)
+		}
+	}
+}
+
+// growTo is s with a capacity of n (at least len(s)).
+func growTo[T any](s []T, n int) []T {
+	t := make([]T, len(s), n)
+	copy(t, s)
+	return t
+}
+
 // add appends the joined row of l and r (nil: that side's nulls).
 func (ob *outBuilder) add(p *plan, l, r row) {
-	if ob.b.Len == 0 && ob.room > 0 {
-		for j := range ob.b.Columns {
-			c := &ob.b.Columns[j]
-			switch c.Type.Storage() {
-			case stream.Float64:
-				c.Float64s = make([]float64, 0, ob.room)
-			case stream.String:
-				c.Strings = make([]string, 0, ob.room)
-			default:
-				c.Int64s = make([]int64, 0, ob.room)
-			}
-		}
-		ob.room = 0
+	if ob.b.Len == 0 || ob.b.Len == ob.room {
+		ob.reserve()
 	}
 	for j, oc := range p.outCols {
 		src := l

@@ -71,13 +71,14 @@ func TestStoredRowsShareKeyBytes(t *testing.T) {
 // with the batch before's rows and an eighth more as room (grown by append
 // from empty, a backfill batch's columns were copied into fresh memory
 // about four times their size), so that a batch joining a few more rows
-// than the one before does not grow them.
+// than the one before does not grow them; the first batch's double from
+// 1,024 rows.
 func TestOutputRoomFromLastBatch(t *testing.T) {
 	ctx := context.Background()
 	o := openInnerMemTest(t)
 	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
 	var lens []int
-	for id, n := range []int{40, 41, 3} {
+	for id, n := range []int{1500, 1501, 3} {
 		var rows []memTestRow
 		for i := range n {
 			rows = append(rows, memTestRow{k: fmt.Sprint("k", id, i), ts: base + int64(i)*1e6, v: int64(i)})
@@ -98,12 +99,12 @@ func TestOutputRoomFromLastBatch(t *testing.T) {
 			t.Fatalf("batch %d: %d joined rows, want %d", id, res.Len, n)
 		}
 		lens = append(lens, res.Len)
-		if id == 0 {
-			continue
-		}
 		for _, c := range res.Columns {
 			room := max(cap(c.Int64s), cap(c.Strings), cap(c.Float64s))
-			if want := lens[id-1] + lens[id-1]/8; room != want {
+			if id == 0 && room != 2048 {
+				t.Fatalf("batch 0: column %s has room for %d rows, want 2,048 (1,024 doubled)", c.Name, room)
+			}
+			if want := lens[max(id-1, 0)] + lens[max(id-1, 0)]/8; id > 0 && room != want {
 				t.Fatalf("batch %d: column %s has room for %d rows, want the batch before's %d and an eighth more, %d", id, c.Name, room, lens[id-1], want)
 			}
 		}
