@@ -64,3 +64,33 @@ func TestKeyTableRemoveKeepsRunsReachable(t *testing.T) {
 	}
 	check(3000)
 }
+
+// TestKeyTableReserve: after reserve(n), n more keys go in without the
+// table growing again, and the keys it held before stay reachable.
+func TestKeyTableReserve(t *testing.T) {
+	var tab keyTable
+	var held []*keyRows
+	add := func(n int) {
+		for range n {
+			key := fmt.Sprintf("k%d", len(held))
+			k := &keyRows{key: key, mh: keyHashString(key)}
+			_, slot := tab.find([]byte(key), k.mh)
+			tab.insert(k, slot)
+			held = append(held, k)
+		}
+	}
+	add(100)
+	for _, n := range []int{5000, 20_000} {
+		tab.reserve(n)
+		size := len(tab.slots)
+		add(n)
+		if len(tab.slots) != size {
+			t.Fatalf("reserve(%d) left %d slots, grown to %d by as many keys", n, size, len(tab.slots))
+		}
+	}
+	for _, k := range held {
+		if got, _ := tab.find([]byte(k.key), k.mh); got != k {
+			t.Fatalf("key %q not found after reserve", k.key)
+		}
+	}
+}

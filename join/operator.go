@@ -219,6 +219,9 @@ func (o *Operator) ProcessSide(ctx context.Context, batchID, watermarkMs int64, 
 			return fmt.Errorf("%s: the %s side's input has no %v column %q", o.p, sideName(side), f.Type, f.Name)
 		}
 	}
+	// Most rows of a backfill add a key of their own; a join of few keys
+	// wastes at most 2 MB of slots.
+	o.mem[side].keys.reserve(min(in.Len, 1<<16))
 	wmUs := watermarkMs * 1000
 	for i := 0; i < in.Len; i++ {
 		o.inRows++
