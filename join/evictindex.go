@@ -29,16 +29,8 @@ type evictIndex struct {
 	// due is popDue's result, its array reused by the next call (a
 	// backfill's eviction pops every row of a batch), and sorting its
 	// sort buffer.
-	due     []indexedKey
+	due     []string
 	sorting []dueKey
-}
-
-// indexedKey is an encoded join key and its keyHash: eviction finds the
-// key's keyRows without hashing the key again (its bytes are a cache miss
-// each).
-type indexedKey struct {
-	key string
-	h   uint64
 }
 
 // dueKey is a key popDue sorts, with its first 8 bytes as a number: most
@@ -46,13 +38,13 @@ type indexedKey struct {
 // a batch's keys was most of eviction's instructions).
 type dueKey struct {
 	pfx uint64
-	indexedKey
+	key string
 }
 
-func newDueKey(k indexedKey) dueKey {
+func newDueKey(key string) dueKey {
 	var b [8]byte
-	copy(b[:], k.key)
-	return dueKey{pfx: binary.BigEndian.Uint64(b[:]), indexedKey: k}
+	copy(b[:], key)
+	return dueKey{pfx: binary.BigEndian.Uint64(b[:]), key: key}
 }
 
 // cmpDueKey orders as the keys do: a shorter key's missing bytes count
@@ -65,8 +57,8 @@ func cmpDueKey(a, b dueKey) int {
 }
 
 type evictEntry struct {
-	ts int64 // the row's column value, µs
-	indexedKey
+	ts  int64  // the row's column value, µs
+	key string // the encoded join key
 }
 
 // evictHeap is a binary min-heap by ts, typed (container/heap boxes each
@@ -112,13 +104,12 @@ func (h *evictHeap) pop() evictEntry {
 	return top
 }
 
-// add indexes a stored row of key, whose keyHash is h, and whose column
-// value is v.
-func (x *evictIndex) add(key string, h uint64, v value) {
+// add indexes a stored row of key whose column value is v.
+func (x *evictIndex) add(key string, v value) {
 	if v.null() {
 		return
 	}
-	e := evictEntry{ts: v.i(), indexedKey: indexedKey{key, h}}
+	e := evictEntry{ts: v.i(), key: key}
 	if x.head == len(x.run) || e.ts >= x.run[len(x.run)-1].ts {
 		if len(x.run) == cap(x.run) {
 			x.growRun()
@@ -144,16 +135,16 @@ func (x *evictIndex) growRun() {
 // len is the number of rows indexed.
 func (x *evictIndex) len() int { return len(x.run) - x.head + len(x.h) }
 
-// popDue removes the entries at or before limUs and returns their keys
-// with their hashes, valid until the next call. sorted: each once, in encoded-key order (the
+// popDue removes the entries at or before limUs and returns their keys,
+// valid until the next call. sorted: each once, in encoded-key order (the
 // order a scan of the side met them), for a side whose evicted rows are
 // emitted in that order; otherwise in the order popped, a key of several
 // due rows as often (the sort was a quarter of an inner join's eviction).
-func (x *evictIndex) popDue(limUs int64, sorted bool) []indexedKey {
+func (x *evictIndex) popDue(limUs int64, sorted bool) []string {
 	clear(x.due)
 	keys := x.due[:0]
 	for x.head < len(x.run) && x.run[x.head].ts <= limUs {
-		keys = append(keys, x.run[x.head].indexedKey)
+		keys = append(keys, x.run[x.head].key)
 		x.run[x.head] = evictEntry{}
 		x.head++
 	}
@@ -166,7 +157,7 @@ func (x *evictIndex) popDue(limUs int64, sorted bool) []indexedKey {
 		x.run, x.head = x.run[:n], 0
 	}
 	for len(x.h) > 0 && x.h[0].ts <= limUs {
-		keys = append(keys, x.h.pop().indexedKey)
+		keys = append(keys, x.h.pop().key)
 	}
 	if !sorted {
 		x.due = keys
@@ -179,8 +170,8 @@ func (x *evictIndex) popDue(limUs int64, sorted bool) []indexedKey {
 	slices.SortFunc(srt, cmpDueKey)
 	keys = keys[:0]
 	for i, d := range srt {
-		if i == 0 || d.key != keys[len(keys)-1].key {
-			keys = append(keys, d.indexedKey)
+		if i == 0 || d.key != keys[len(keys)-1] {
+			keys = append(keys, d.key)
 		}
 	}
 	clear(srt)

@@ -35,8 +35,8 @@ func TestEvictIndex(t *testing.T) {
 					v = nullValue
 				}
 				key := fmt.Sprintf("k%02d", rng.IntN(30))
-				x.add(key, keyHashString(key), v)
-				u.add(key, keyHashString(key), v)
+				x.add(key, v)
+				u.add(key, v)
 				if !v.null() {
 					model = append(model, entry{v.i(), key})
 				}
@@ -51,11 +51,11 @@ func TestEvictIndex(t *testing.T) {
 				return false
 			})
 			slices.Sort(want)
-			if got := slices.Sorted(slices.Values(dueKeys(t, u.popDue(lim, false)))); !slices.Equal(got, want) {
+			if got := slices.Sorted(slices.Values(u.popDue(lim, false))); !slices.Equal(got, want) {
 				t.Fatalf("rising=%v round %d, limit %d: popDue unsorted %v, want %v", rising, round, lim, got, want)
 			}
 			want = slices.Compact(want)
-			if got := dueKeys(t, x.popDue(lim, true)); !slices.Equal(got, want) {
+			if got := x.popDue(lim, true); !slices.Equal(got, want) {
 				t.Fatalf("rising=%v round %d, limit %d: popDue %v, want %v", rising, round, lim, got, want)
 			}
 			if x.len() != len(model) {
@@ -66,19 +66,6 @@ func TestEvictIndex(t *testing.T) {
 			t.Fatalf("rising values left nothing in the run")
 		}
 	}
-}
-
-// dueKeys is popDue's keys, each checked to come with its hash.
-func dueKeys(t *testing.T, due []indexedKey) []string {
-	t.Helper()
-	var keys []string
-	for _, k := range due {
-		if k.h != keyHashString(k.key) {
-			t.Fatalf("popDue's key %q comes with hash %x, not its own", k.key, k.h)
-		}
-		keys = append(keys, k.key)
-	}
-	return keys
 }
 
 // TestCmpDueKey: popDue's prefix comparison orders keys as strings.Compare
@@ -96,7 +83,7 @@ func TestCmpDueKey(t *testing.T) {
 	sign := func(c int) int { return min(max(c, -1), 1) }
 	for range 100_000 {
 		a, b := key(), key()
-		if got, want := sign(cmpDueKey(newDueKey(indexedKey{key: a}), newDueKey(indexedKey{key: b}))), strings.Compare(a, b); got != want {
+		if got, want := sign(cmpDueKey(newDueKey(a), newDueKey(b))), strings.Compare(a, b); got != want {
 			t.Fatalf("cmpDueKey(%q, %q) = %d, want %d", a, b, got, want)
 		}
 	}
@@ -110,7 +97,7 @@ func TestEvictIndexRunGrowth(t *testing.T) {
 	next, popped, heads := 0, 0, 0
 	for round := range 6 {
 		for range 3000 + 1000*round {
-			x.add(fmt.Sprint(next), keyHashString(fmt.Sprint(next)), intValue(int64(next)))
+			x.add(fmt.Sprint(next), intValue(int64(next)))
 			next++
 		}
 		// Odd rounds pop a third of what is indexed, so that the next
@@ -119,7 +106,7 @@ func TestEvictIndexRunGrowth(t *testing.T) {
 		if round%2 == 1 {
 			lim = int64(popped + (next-popped)/3)
 		}
-		for _, k := range dueKeys(t, x.popDue(lim, false)) {
+		for _, k := range x.popDue(lim, false) {
 			if k != fmt.Sprint(popped) {
 				t.Fatalf("round %d: popped %s, want %d", round, k, popped)
 			}

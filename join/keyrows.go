@@ -102,7 +102,7 @@ func (o *Operator) loadSide(side int) error {
 		}
 		jk := string(k[len(prefix) : len(k)-9])
 		if m.idx != nil {
-			m.idx.add(jk, keyHashString(jk), r[o.evcol[side]])
+			m.idx.add(jk, r[o.evcol[side]])
 		}
 		if !building {
 			return nil

@@ -356,7 +356,7 @@ func (o *Operator) appendState(side int, key []byte, h uint64, r row, matched bo
 	k.rows = append(k.rows, storedRow{r: r, matched: matched, changed: true})
 	o.touch(side, k)
 	if x := o.mem[side].idx; x != nil {
-		x.add(k.key, k.mh, r[o.evcol[side]])
+		x.add(k.key, r[o.evcol[side]])
 	}
 	return nil
 }
@@ -467,12 +467,13 @@ func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row
 	var removed int64
 	m := o.mem[side]
 	preserves := o.p.spec.Type.preserves(side)
-	for _, ik := range m.idx.popDue(e.limUs, preserves) {
-		k, _ := m.keys.find(bytesOf(ik.key), ik.h)
+	for _, key := range m.idx.popDue(e.limUs, preserves) {
+		*ek = append((*ek)[:0], key...)
+		h := keyHash(*ek)
+		k, _ := m.keys.find(*ek, h)
 		if k == nil {
-			*ek = append((*ek)[:0], ik.key...)
 			var err error
-			if k, err = o.keyRowsOf(side, *ek, ik.h, false, ""); err != nil {
+			if k, err = o.keyRowsOf(side, *ek, h, false, ""); err != nil {
 				return removed, err
 			}
 		}
