@@ -59,6 +59,9 @@ type sideMem struct {
 	// the side grows beyond.
 	complete bool
 	idx      *evictIndex // nil on a side that never evicts
+	// ahead sums what evictSide's loads ahead read (Operator.ahead; a
+	// side's own, as the sides evict on two goroutines).
+	ahead uintptr
 }
 
 // memRowsCap bounds the rows a side keeps in memory across batches

@@ -1,6 +1,9 @@
 package join
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // keyTable is one side's keys in memory (sideMem.keys): an open-addressing
 // hash table (linear probing) from the encoded join key to its keyRows,
@@ -50,6 +53,15 @@ func (t *keyTable) find(key []byte, h uint64) (*keyRows, int) {
 			return s.k, i
 		}
 	}
+}
+
+// touch loads the slot where a lookup of hash h starts, for a caller
+// reading ahead (ProcessSide); it changes nothing.
+func (t *keyTable) touch(h uint64) uintptr {
+	if len(t.slots) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(t.slots[int(h)&(len(t.slots)-1)].k))
 }
 
 // insert adds k, whose key the table does not hold, with its hash k.mh:
