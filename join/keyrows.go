@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"unsafe"
 
 	"github.com/ethstream/ethstream/errcode"
 	"github.com/ethstream/ethstream/state"
@@ -18,13 +19,12 @@ import (
 // each changed value and one of its keyToNumValues.
 type keyRows struct {
 	key    string // the encoded join key
+	mh     uint64 // keyHash(key): its slot in the side's keyTable
 	rows   []storedRow
 	stored int64 // values the state holds (indexes 0..stored-1)
 	// hash is the state's KeyHash of the key's values' prefix (the side's
 	// keyWithIndexToValue prefix and key), once hashed: a value's key
-	// hash continues it over the index (valueKey). With it the struct is
-	// 96 bytes, not 88: a slab's array of them is 6,144 bytes either way
-	// (the allocation class of 64 of 88).
+	// hash continues it over the index (valueKey).
 	hash uint64
 	// counted: the state holds the key's keyToNumValues (format 3 writes
 	// it for a key of two values or more only; format 2 wrote it for every
@@ -51,7 +51,7 @@ type storedRow struct {
 // and is dropped whenever the store's version is another (an aborted or
 // failed batch, a repartition, a reopen).
 type sideMem struct {
-	keys map[string]*keyRows
+	keys keyTable
 	rows int // rows in keys
 	// complete: keys holds every stored row of the side, so a key not in
 	// it has none and costs no state read. Set by the scan that loads the
@@ -59,6 +59,9 @@ type sideMem struct {
 	// the side grows beyond.
 	complete bool
 	idx      *evictIndex // nil on a side that never evicts
+	// ahead sums what evictSide's loads ahead read (Operator.ahead; a
+	// side's own, as the sides evict on two goroutines).
+	ahead uintptr
 }
 
 // memRowsCap bounds the rows a side keeps in memory across batches
@@ -75,7 +78,7 @@ var errScanEnough = errors.New("join: scan stopped")
 // meets a key's indexes in partition order; a key's rows are put in
 // index order after.
 func (o *Operator) loadSide(side int) error {
-	m := &sideMem{keys: map[string]*keyRows{}}
+	m := &sideMem{}
 	if col := o.evcol[side]; col >= 0 {
 		m.idx = &evictIndex{}
 	}
@@ -149,7 +152,7 @@ func (o *Operator) loadSide(side int) error {
 		}
 		for jk, g := range groups {
 			slices.SortFunc(g, func(a, b indexed) int { return cmp.Compare(a.idx, b.idx) })
-			k := &keyRows{key: jk, rows: make([]storedRow, len(g)), stored: int64(len(g))}
+			k := &keyRows{key: jk, mh: keyHashString(jk), rows: make([]storedRow, len(g)), stored: int64(len(g))}
 			if n, ok := counted[jk]; ok {
 				if n != k.stored {
 					return errcode.Corrupt("", nil, "%s: state of the %s side counts %d values of a key that has %d", o.p, sideName(side), n, k.stored)
@@ -163,7 +166,7 @@ func (o *Operator) loadSide(side int) error {
 				}
 				k.rows[i] = x.sr
 			}
-			m.keys[jk] = k
+			m.keys.insert(k, -1)
 			m.rows += len(g)
 		}
 		if len(counted) > 0 {
@@ -180,23 +183,25 @@ func (o *Operator) loadSide(side int) error {
 // rather than allocated for each probe that misses.
 var noRows keyRows
 
-// keyRowsOf returns the rows of (side, key), reading them from the state
-// when memory does not hold them. key is copied when kept, unless same
+// keyRowsOf returns the rows of (side, key), whose keyHash is h, reading
+// them from the state when memory does not hold them. key is copied when
+// kept, unless same
 // holds its bytes ("" if nothing does): the other side's keyRows of the
 // same key, so that both sides' rows of a key (a block's hash, joined
 // with its child's parent_hash) share one copy. A key without rows is
 // kept only if add (the caller adds one): a probe of the other side
 // leaves no entry behind for a key it did not find.
-func (o *Operator) keyRowsOf(side int, key []byte, add bool, same string) (*keyRows, error) {
+func (o *Operator) keyRowsOf(side int, key []byte, h uint64, add bool, same string) (*keyRows, error) {
 	m := o.mem[side]
-	if k, ok := m.keys[string(key)]; ok {
+	k, slot := m.keys.find(key, h)
+	if k != nil {
 		return k, nil
 	}
 	if m.complete && !add {
 		return &noRows, nil
 	}
-	k := o.slab.keyRows()
-	k.key = same
+	k = o.slab.keyRows()
+	k.key, k.mh = same, h
 	if same != string(key) {
 		k.key = o.slab.key(key)
 	}
@@ -207,7 +212,7 @@ func (o *Operator) keyRowsOf(side int, key []byte, add bool, same string) (*keyR
 		}
 	}
 	if len(k.rows) > 0 || add {
-		m.keys[k.key] = k
+		m.keys.insert(k, slot)
 		m.rows += len(k.rows)
 	}
 	return k, nil
@@ -277,12 +282,17 @@ func (o *Operator) touch(side int, k *keyRows) {
 // changed value once, the indexes an eviction emptied deleted, and each
 // key's keyToNumValues once if its count changed, in the order the batch
 // first changed the keys (the store sorts its pending writes at commit).
-// Memory then keeps what it may (sideMem).
+// Each is the batch's only write of its state key (a key is listed in
+// dirty once, its indexes written or deleted once each, and flush runs
+// once a batch, after every read): the store appends them without
+// looking them up (state.Store.PutFirstHashed). Memory then keeps what it
+// may (sideMem).
 func (o *Operator) flush() error {
 	for side := range o.dirty {
 		ks := o.dirty[side]
 		fields := o.p.sides[side].Schema.Fields
 		m := o.mem[side]
+		hashKeys(side, ks)
 		for _, k := range ks {
 			for idx := range k.rows {
 				sr := &k.rows[idx]
@@ -291,7 +301,7 @@ func (o *Operator) flush() error {
 				}
 				h := o.valueKey(side, k, int64(idx))
 				o.vb = encodeRow(o.vb[:0], fields, sr.r, sr.matched)
-				if err := o.store.PutKnownHashed(o.sk, o.vb, int64(idx) < k.stored, h); err != nil {
+				if err := o.store.PutFirstHashed(o.sk, o.vb, int64(idx) < k.stored, h); err != nil {
 					return o.stateErr("write", err)
 				}
 				sr.changed = false
@@ -300,7 +310,7 @@ func (o *Operator) flush() error {
 			n := int64(len(k.rows))
 			for idx := n; idx < k.stored; idx++ {
 				h := o.valueKey(side, k, idx)
-				if err := o.store.DeleteKnownHashed(o.sk, true, h); err != nil {
+				if err := o.store.DeleteFirstHashed(o.sk, true, h); err != nil {
 					return o.stateErr("write", err)
 				}
 			}
@@ -313,9 +323,9 @@ func (o *Operator) flush() error {
 				var err error
 				if counted {
 					o.cb = appendCount(o.cb[:0], n)
-					err = o.store.PutKnown(o.sk, o.cb, k.counted)
+					err = o.store.PutFirstHashed(o.sk, o.cb, k.counted, state.KeyHash(o.sk))
 				} else {
-					err = o.store.DeleteKnown(o.sk, true)
+					err = o.store.DeleteFirstHashed(o.sk, true, state.KeyHash(o.sk))
 				}
 				if err != nil {
 					return o.stateErr("write", err)
@@ -327,14 +337,14 @@ func (o *Operator) flush() error {
 			if n == 0 {
 				// Only eviction removes rows; it leaves the key for
 				// flush to drop (evictSide).
-				delete(m.keys, k.key)
+				m.keys.remove(k)
 			}
 		}
 		clear(ks)
 		o.dirty[side] = ks[:0]
 		if m.rows > memRowsCap {
 			// Too many to keep: read keys from the state again.
-			m.keys, m.rows, m.complete = map[string]*keyRows{}, 0, false
+			m.keys, m.rows, m.complete = keyTable{}, 0, false
 		}
 	}
 	return nil
@@ -353,6 +363,36 @@ func (o *Operator) valueKey(side int, k *keyRows, idx int64) uint64 {
 	}
 	return state.KeyHashMore(k.hash, o.sk[end:])
 }
+
+// hashKeys sets the hash valueKey continues of each key of ks not hashed
+// yet, four keys side by side (state.KeyHashMore4: one key's FNV pass
+// waits on each byte's multiply, and a backfill's batch hashes each of
+// its keys once, 5% of the join leg's CPU).
+func hashKeys(side int, ks []*keyRows) {
+	var q [4]*keyRows
+	n := 0
+	for _, k := range ks {
+		if k.hashed {
+			continue
+		}
+		q[n] = k
+		if n++; n < len(q) {
+			continue
+		}
+		q[0].hash, q[1].hash, q[2].hash, q[3].hash = state.KeyHashMore4(valuePrefixHash[side],
+			bytesOf(q[0].key), bytesOf(q[1].key), bytesOf(q[2].key), bytesOf(q[3].key))
+		for _, k := range q {
+			k.hashed = true
+		}
+		n = 0
+	}
+	for _, k := range q[:n] {
+		k.hash, k.hashed = state.KeyHashMore(valuePrefixHash[side], bytesOf(k.key)), true
+	}
+}
+
+// bytesOf is a read-only view of s's bytes (never write through it).
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // valuePrefixHash is each side's keyWithIndexToValue prefix's KeyHash.
 var valuePrefixHash = [2]uint64{

@@ -39,7 +39,10 @@ type Operator struct {
 	process        time.Duration
 	progress       stream.OperatorProgress
 	keyBuf, sk, vb []byte
-	cb, ek         []byte
+	// ahead sums what ProcessSide's loads ahead read, so that they are
+	// not optimized away.
+	ahead  uintptr
+	cb, ek []byte
 	// slab holds the rows, keys and keyRows the operator keeps (slab.go).
 	slab slabs
 	// mem is each side's rows and eviction index in memory (keyrows.go),
@@ -219,26 +222,64 @@ func (o *Operator) ProcessSide(ctx context.Context, batchID, watermarkMs int64, 
 			return fmt.Errorf("%s: the %s side's input has no %v column %q", o.p, sideName(side), f.Type, f.Name)
 		}
 	}
+	// Most rows of a backfill add a key of their own; a join of few keys
+	// wastes at most 2 MB of slots.
+	o.mem[side].keys.reserve(min(in.Len, 1<<16))
 	wmUs := watermarkMs * 1000
-	for i := 0; i < in.Len; i++ {
-		o.inRows++
-		if c := cols[max(sp.wm, 0)]; sp.wm >= 0 && !c.IsNull(i) && c.Int64s[i] <= wmUs {
-			o.late++
-			continue
+	// Rows go in blocks: each block's keys are encoded and hashed, and
+	// both sides' table slots of them loaded, before its first row
+	// joins, so that the slots' cache misses (the tables are MBs) overlap
+	// instead of each stalling its row (keyTable.find was 7% of the join
+	// leg's CPU).
+	var blk [aheadRows]pendingRow
+	for i := 0; i < in.Len; {
+		n := 0
+		o.keyBuf = o.keyBuf[:0]
+		for ; i < in.Len && n < len(blk); i++ {
+			o.inRows++
+			if c := cols[max(sp.wm, 0)]; sp.wm >= 0 && !c.IsNull(i) && c.Int64s[i] <= wmUs {
+				o.late++
+				continue
+			}
+			pr := &blk[n]
+			pr.r = rowInto(o.slab.row(len(cols)), cols, i)
+			start := len(o.keyBuf)
+			o.keyBuf, pr.null = encodeJoinKey(o.keyBuf, pr.r, sp.keys, o.types[side])
+			pr.start, pr.end = start, len(o.keyBuf)
+			pr.h = keyHash(o.keyBuf[start:])
+			n++
 		}
-		r := rowInto(o.slab.row(len(cols)), cols, i)
-		if err := o.joinRow(side, r); err != nil {
-			return err
+		// The loads in a loop of their own, one after the other: a miss
+		// holds back every instruction after it from retiring, so loads
+		// between each row's decoding overlapped few of their misses.
+		mine, theirs := &o.mem[side].keys, &o.mem[1-side].keys
+		for j := range blk[:n] {
+			o.ahead += mine.touch(blk[j].h) + theirs.touch(blk[j].h)
+		}
+		for j := range blk[:n] {
+			pr := &blk[j]
+			if err := o.joinRow(side, pr.r, o.keyBuf[pr.start:pr.end:pr.end], pr.h, pr.null); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
+// aheadRows is the rows ProcessSide reads ahead of joining them.
+const aheadRows = 16
+
+// pendingRow is a row ProcessSide read ahead: its join key's bytes in
+// o.keyBuf[start:end] and their keyHash.
+type pendingRow struct {
+	r          row
+	start, end int
+	h          uint64
+	null       bool
+}
+
 // joinRow joins one row of side with the other side's state and stores it.
-func (o *Operator) joinRow(side int, r row) error {
-	sp := &o.p.sides[side]
-	kb, null := encodeJoinKey(o.keyBuf[:0], r, sp.keys, o.types[side])
-	o.keyBuf = kb
+func (o *Operator) joinRow(side int, r row, kb []byte, h uint64, null bool) error {
 	if null {
 		// A null key equals nothing (SQL's =). Spark's optimizer drops such
 		// rows before a side whose rows the join never emits alone
@@ -248,10 +289,10 @@ func (o *Operator) joinRow(side int, r row) error {
 		if !o.p.spec.Type.preserves(side) || o.removedOnStore(side, r) {
 			return nil
 		}
-		return o.appendState(side, kb, r, false, "")
+		return o.appendState(side, kb, h, r, false, "")
 	}
 	other := 1 - side
-	ok, err := o.keyRowsOf(other, kb, false, "")
+	ok, err := o.keyRowsOf(other, kb, h, false, "")
 	if err != nil {
 		return err
 	}
@@ -292,7 +333,7 @@ func (o *Operator) joinRow(side int, r row) error {
 	if o.removedOnStore(side, r) {
 		return nil
 	}
-	return o.appendState(side, kb, r, matched, ok.key)
+	return o.appendState(side, kb, h, r, matched, ok.key)
 }
 
 // EvictionWatermark records the watermark batch batchID evicts by (the
@@ -339,10 +380,11 @@ func (p *plan) inRange(l, r row) bool {
 	return true
 }
 
-// appendState appends r as the next value of (side, key); flush writes it.
-// same is the other side's copy of key, or "" (keyRowsOf).
-func (o *Operator) appendState(side int, key []byte, r row, matched bool, same string) error {
-	k, err := o.keyRowsOf(side, key, true, same)
+// appendState appends r as the next value of (side, key), whose keyHash
+// is h; flush writes it. same is the other side's copy of key, or ""
+// (keyRowsOf).
+func (o *Operator) appendState(side int, key []byte, h uint64, r row, matched bool, same string) error {
+	k, err := o.keyRowsOf(side, key, h, true, same)
 	if err != nil {
 		return err
 	}
@@ -461,42 +503,64 @@ func (o *Operator) evictSide(side int, e evictor, ek *[]byte, emit func(l, r row
 	var removed int64
 	m := o.mem[side]
 	preserves := o.p.spec.Type.preserves(side)
-	for _, key := range m.idx.popDue(e.limUs, preserves) {
-		k, ok := m.keys[key]
-		if !ok {
-			*ek = append((*ek)[:0], key...)
-			var err error
-			if k, err = o.keyRowsOf(side, *ek, false, ""); err != nil {
-				return removed, err
-			}
+	due := m.idx.popDue(e.limUs, preserves)
+	var hs [aheadRows]uint64
+	for len(due) > 0 {
+		// As ProcessSide: a block's hashes, then its slots' loads in a
+		// loop of their own, then its keys.
+		blk := due[:min(len(due), len(hs))]
+		due = due[len(blk):]
+		for j, key := range blk {
+			hs[j] = keyHashString(key)
 		}
-		// Compact the survivors to indexes 0..len-1 in their order
-		// (Spark's removal moves the key's last value into a removed
-		// slot instead: the indexes differ, the rows a key holds, and
-		// so what the join emits, do not).
-		keep := k.rows[:0]
-		for i, sr := range k.rows {
-			if e.evicts(sr.r) {
-				removed++
-				if !sr.matched && preserves {
-					if side == stream.LeftSide {
-						emit(sr.r, nil)
-					} else {
-						emit(nil, sr.r)
-					}
+		for j := range blk {
+			m.ahead += m.keys.touch(hs[j])
+		}
+		for j, key := range blk {
+			k, _ := m.keys.find(bytesOf(key), hs[j])
+			if k == nil {
+				*ek = append((*ek)[:0], key...)
+				var err error
+				if k, err = o.keyRowsOf(side, *ek, hs[j], false, ""); err != nil {
+					return removed, err
 				}
-				continue
 			}
-			sr.changed = sr.changed || len(keep) != i
-			keep = append(keep, sr)
-		}
-		if len(keep) != len(k.rows) {
-			clear(k.rows[len(keep):])
-			k.rows = keep
-			o.touch(side, k)
+			removed += o.evictKey(side, e, k, preserves, emit)
 		}
 	}
 	return removed, nil
+}
+
+// evictKey removes k's rows at or below e's limit (evictSide) and returns
+// how many.
+func (o *Operator) evictKey(side int, e evictor, k *keyRows, preserves bool, emit func(l, r row)) int64 {
+	var removed int64
+	// Compact the survivors to indexes 0..len-1 in their order
+	// (Spark's removal moves the key's last value into a removed
+	// slot instead: the indexes differ, the rows a key holds, and
+	// so what the join emits, do not).
+	keep := k.rows[:0]
+	for i, sr := range k.rows {
+		if e.evicts(sr.r) {
+			removed++
+			if !sr.matched && preserves {
+				if side == stream.LeftSide {
+					emit(sr.r, nil)
+				} else {
+					emit(nil, sr.r)
+				}
+			}
+			continue
+		}
+		sr.changed = sr.changed || len(keep) != i
+		keep = append(keep, sr)
+	}
+	if len(keep) != len(k.rows) {
+		clear(k.rows[len(keep):])
+		k.rows = keep
+		o.touch(side, k)
+	}
+	return removed
 }
 
 // Finish evicts what the watermark passed, emitting outer rows, and
@@ -630,33 +694,56 @@ func (o *Operator) Close() error {
 // outBuilder collects the joined rows of a batch.
 type outBuilder struct {
 	b *stream.Batch
-	// room is the rows the columns get at the first add: the batch
-	// before's, as a backfill's batches join about as many rows each. Grown
-	// by append from empty, a batch's columns were copied into fresh
-	// memory about four times their final size (8% of the join shape's
-	// CPU profile was append's copies, here and in evictIndex.add).
+	// room is the rows the columns hold before they grow: at first the
+	// batch before's and an eighth more, as a backfill's batches join
+	// about as many rows each, some a few more (without the eighth, each
+	// such batch copied its columns once at the end). Grown by append from
+	// empty, a batch's columns were copied into fresh memory about four
+	// times their final size (8% of the join shape's CPU profile was
+	// append's copies, here and in evictIndex.add); a batch without one
+	// before (a query's first) doubles them instead of append's quarter
+	// more at a time, copying them about once.
 	room int
 }
 
-func newOutBuilder(s stream.Schema, room int) *outBuilder {
-	return &outBuilder{b: opbase.NewBatch(s), room: room}
+func newOutBuilder(s stream.Schema, last int) *outBuilder {
+	return &outBuilder{b: opbase.NewBatch(s), room: last + last/8}
+}
+
+// reserve gives the columns room for a row more: room rows at the first
+// add, then twice as many each time they are full.
+func (ob *outBuilder) reserve() {
+	n := ob.b.Len
+	if n > 0 && n < ob.room {
+		return
+	}
+	if n > 0 || ob.room == 0 {
+		ob.room = max(2*ob.room, 1024)
+	}
+	for j := range ob.b.Columns {
+		c := &ob.b.Columns[j]
+		switch c.Type.Storage() {
+		case stream.Float64:
+			c.Float64s = growTo(c.Float64s, ob.room)
+		case stream.String:
+			c.Strings = growTo(c.Strings, ob.room)
+		default:
+			c.Int64s = growTo(c.Int64s, ob.room)
+		}
+	}
+}
+
+// growTo is s with a capacity of n (at least len(s)).
+func growTo[T any](s []T, n int) []T {
+	t := make([]T, len(s), n)
+	copy(t, s)
+	return t
 }
 
 // add appends the joined row of l and r (nil: that side's nulls).
 func (ob *outBuilder) add(p *plan, l, r row) {
-	if ob.b.Len == 0 && ob.room > 0 {
-		for j := range ob.b.Columns {
-			c := &ob.b.Columns[j]
-			switch c.Type.Storage() {
-			case stream.Float64:
-				c.Float64s = make([]float64, 0, ob.room)
-			case stream.String:
-				c.Strings = make([]string, 0, ob.room)
-			default:
-				c.Int64s = make([]int64, 0, ob.room)
-			}
-		}
-		ob.room = 0
+	if ob.b.Len == 0 || ob.b.Len == ob.room {
+		ob.reserve()
 	}
 	for j, oc := range p.outCols {
 		src := l

@@ -43,7 +43,8 @@ func TestStoredRowsShareKeyBytes(t *testing.T) {
 	col := o.p.sides[0].keys[0]
 	shared := 0
 	for s, m := range o.mem {
-		for key, k := range m.keys {
+		for k := range m.keys.all {
+			key := k.key
 			for i, sr := range k.rows {
 				got := sr.r[col].s()
 				if got != raw[key] {
@@ -53,7 +54,7 @@ func TestStoredRowsShareKeyBytes(t *testing.T) {
 					t.Fatalf("side %d key %q row %d: the key column holds bytes of its own, not its key's", s, key, i)
 				}
 			}
-			if other, ok := o.mem[1-s].keys[key]; ok && s == 0 {
+			if other, _ := o.mem[1-s].keys.find([]byte(key), keyHashString(key)); other != nil && s == 0 {
 				if unsafe.StringData(other.key) != unsafe.StringData(k.key) {
 					t.Fatalf("key %q: each side holds a copy of its own", key)
 				}
@@ -67,15 +68,17 @@ func TestStoredRowsShareKeyBytes(t *testing.T) {
 }
 
 // TestOutputRoomFromLastBatch: a batch's joined-row columns are made once,
-// with the batch before's rows as room (grown by append from empty, a
-// backfill batch's columns were copied into fresh memory about four times
-// their size).
+// with the batch before's rows and an eighth more as room (grown by append
+// from empty, a backfill batch's columns were copied into fresh memory
+// about four times their size), so that a batch joining a few more rows
+// than the one before does not grow them; the first batch's double from
+// 1,024 rows.
 func TestOutputRoomFromLastBatch(t *testing.T) {
 	ctx := context.Background()
 	o := openInnerMemTest(t)
 	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
 	var lens []int
-	for id, n := range []int{7, 3} {
+	for id, n := range []int{1500, 1501, 3} {
 		var rows []memTestRow
 		for i := range n {
 			rows = append(rows, memTestRow{k: fmt.Sprint("k", id, i), ts: base + int64(i)*1e6, v: int64(i)})
@@ -96,13 +99,13 @@ func TestOutputRoomFromLastBatch(t *testing.T) {
 			t.Fatalf("batch %d: %d joined rows, want %d", id, res.Len, n)
 		}
 		lens = append(lens, res.Len)
-		if id == 0 {
-			continue
-		}
 		for _, c := range res.Columns {
 			room := max(cap(c.Int64s), cap(c.Strings), cap(c.Float64s))
-			if room != lens[0] {
-				t.Fatalf("batch %d: column %s made with room for %d rows, want the batch before's %d", id, c.Name, room, lens[0])
+			if id == 0 && room != 2048 {
+				t.Fatalf("batch 0: column %s has room for %d rows, want 2,048 (1,024 doubled)", c.Name, room)
+			}
+			if want := lens[max(id-1, 0)] + lens[max(id-1, 0)]/8; id > 0 && room != want {
+				t.Fatalf("batch %d: column %s has room for %d rows, want the batch before's %d and an eighth more, %d", id, c.Name, room, lens[id-1], want)
 			}
 		}
 	}

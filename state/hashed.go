@@ -26,8 +26,16 @@ func KeyHashMore(h uint64, b []byte) uint64 { return fnvMore(h, b) }
 // cycles a byte); four keys hashed side by side keep four multiplies in
 // flight (KeyHash was 3% of the seed dedup shape's CPU, 68 bytes a key).
 func KeyHash4(a, b, c, d []byte) (ha, hb, hc, hd uint64) {
-	const offset, prime = 14695981039346656037, 1099511628211
-	ha, hb, hc, hd = offset, offset, offset, offset
+	const offset = 14695981039346656037
+	return KeyHashMore4(offset, a, b, c, d)
+}
+
+// KeyHashMore4 is KeyHashMore of four byte strings from one hash h (the
+// join's keys of one side, continued from the side's prefix), side by
+// side as KeyHash4.
+func KeyHashMore4(h uint64, a, b, c, d []byte) (ha, hb, hc, hd uint64) {
+	const prime = 1099511628211
+	ha, hb, hc, hd = h, h, h, h
 	n := min(len(a), len(b), len(c), len(d))
 	a0, b0, c0, d0 := a[:n], b[:n], c[:n], d[:n]
 	for i := range a0 {
@@ -72,4 +80,37 @@ func (s *Store) DeleteKnownHashed(key []byte, existed bool, h uint64) error {
 	}
 	s.del(s.entryAt(key, h, presenceOf(existed)))
 	return nil
+}
+
+// PutFirstHashed is PutKnownHashed for a key the pending batch has not
+// changed and will not change again until Commit or Abort (the join's
+// flush writes each state key at most once a batch): the store appends
+// its entry without looking the key up (pendingTable.appendFirst). A
+// later Get, Put or Delete of the key still finds it, at the cost of
+// indexing every such entry once; a second PutFirstHashed or
+// DeleteFirstHashed of it breaks that promise, and Commit (or Prepare)
+// refuses the batch.
+func (s *Store) PutFirstHashed(key, val []byte, existed bool, h uint64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.put(s.firstEntry(key, h, presenceOf(existed)), val)
+	return nil
+}
+
+// DeleteFirstHashed is DeleteKnownHashed for a key the pending batch has
+// not changed and will not change again (PutFirstHashed).
+func (s *Store) DeleteFirstHashed(key []byte, existed bool, h uint64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.del(s.firstEntry(key, h, presenceOf(existed)))
+	return nil
+}
+
+// firstEntry is key's new entry, appended without a lookup.
+func (s *Store) firstEntry(key []byte, h uint64, presence int) *pendingEntry {
+	e := s.newEntry(key, h, presence)
+	s.ptab.appendFirst(e)
+	return e
 }

@@ -85,8 +85,9 @@ func TestHashedAccess(t *testing.T) {
 	}
 }
 
-// TestKeyHash4 checks KeyHash4 against KeyHash on random keys of equal and
-// unequal lengths, empty ones included.
+// TestKeyHash4 checks KeyHash4 against KeyHash, and KeyHashMore4 against
+// KeyHashMore, on random keys of equal and unequal lengths, empty ones
+// included.
 func TestKeyHash4(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	key := func() []byte {
@@ -107,6 +108,13 @@ func TestKeyHash4(t *testing.T) {
 		for j := range k {
 			if want := KeyHash(k[j]); got[j] != want {
 				t.Fatalf("case %d: KeyHash4's hash %d of %x is %x, KeyHash's %x", i, j, k[j], got[j], want)
+			}
+		}
+		pre := KeyHash(key())
+		got[0], got[1], got[2], got[3] = KeyHashMore4(pre, k[0], k[1], k[2], k[3])
+		for j := range k {
+			if want := KeyHashMore(pre, k[j]); got[j] != want {
+				t.Fatalf("case %d: KeyHashMore4's hash %d of %x is %x, KeyHashMore's %x", i, j, k[j], got[j], want)
 			}
 		}
 	}

@@ -139,8 +139,16 @@ func (s *Store) entryAt(key []byte, h uint64, presence int) *pendingEntry {
 		}
 		return e
 	}
+	e = s.newEntry(key, h, presence)
+	s.ptab.insert(e, slot)
+	return e
+}
+
+// newEntry is a new pending entry of key, whose keyHash is h, not yet in
+// the table.
+func (s *Store) newEntry(key []byte, h uint64, presence int) *pendingEntry {
 	p := int(h % uint64(s.n))
-	e = s.alloc.entry(p)
+	e := s.alloc.entry(p)
 	e.key, e.hash, e.part = s.alloc.str(p, key), h, int32(p)
 	switch {
 	// A caller's known missing first: the bounds' check (a cache miss a
@@ -155,7 +163,6 @@ func (s *Store) entryAt(key []byte, h uint64, presence int) *pendingEntry {
 		s.unknown++
 	}
 	e.del = !e.existed // unchanged so far (an unknown entry is set right away)
-	s.ptab.insert(e, slot)
 	s.pendingBytes += int64(len(key)) + 80
 	return e
 }
@@ -274,7 +281,8 @@ func (s *Store) resolve() error {
 	if s.unknown == 0 {
 		return nil
 	}
-	return s.resolveSorted(sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.known && !e.gone })))
+	cs, _ := s.pendingGrouped(func(e *pendingEntry) bool { return !e.known && !e.gone })
+	return s.resolveSorted(cs)
 }
 
 // resolveSorted resolves the unknown entries among cs, sorted by (partition,
@@ -359,7 +367,10 @@ type pendingAlloc struct {
 // partAlloc is one partition's chunks.
 type partAlloc struct {
 	entries []pendingEntry
-	buf     []byte
+	// full is the partition's earlier entry chunks: with entries, every
+	// entry it handed out in order (pendingGrouped).
+	full [][]pendingEntry
+	buf  []byte
 }
 
 func (a *pendingAlloc) part(p int) *partAlloc {
@@ -372,6 +383,9 @@ func (a *pendingAlloc) part(p int) *partAlloc {
 func (a *pendingAlloc) entry(p int) *pendingEntry {
 	pa := a.part(p)
 	if len(pa.entries) == cap(pa.entries) {
+		if len(pa.entries) > 0 {
+			pa.full = append(pa.full, pa.entries)
+		}
 		pa.entries = make([]pendingEntry, 0, min(max(2*cap(pa.entries), 8), 128))
 	}
 	pa.entries = pa.entries[:len(pa.entries)+1]

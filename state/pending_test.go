@@ -44,9 +44,9 @@ func TestPendingAllocByPartition(t *testing.T) {
 	}
 }
 
-// TestPendingChanges: a large pending batch (grouped by partition as it is
-// read) and a small one give their entries that are not gone, sorted by
-// (partition, key), as a plain sort does.
+// TestPendingChanges: a large pending batch (read partition by partition
+// from the allocator's chunks) and a small one give their entries that
+// are not gone, sorted by (partition, key), as a plain sort does.
 func TestPendingChanges(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int{1000, 40_000} {
@@ -75,7 +75,7 @@ func TestPendingChanges(t *testing.T) {
 			}
 			return strings.Compare(a.key, b.key)
 		})
-		got := sortedChanges(s.pendingWhere(func(e *pendingEntry) bool { return !e.gone }))
+		got, _ := s.pendingGrouped(func(e *pendingEntry) bool { return !e.gone })
 		if len(got) != len(want) || len(want) != n-(n+4)/5 {
 			t.Fatalf("n=%d: %d changes, want %d (%d expected)", n, len(got), len(want), n-(n+4)/5)
 		}

@@ -120,11 +120,12 @@ func TestWordAt(t *testing.T) {
 // sortChanges sorts cs by (partition, key) as a commit sorts its pending
 // entries' changes (sortedChanges, over the entries of cs in their order).
 func sortChanges(cs []change) {
-	copy(cs, sortedChanges(func(yield func(*pendingEntry) bool) {
+	sorted, _ := sortedChanges(func(yield func(*pendingEntry) bool) {
 		for _, c := range cs {
 			if !yield(c.e) {
 				return
 			}
 		}
-	}))
+	})
+	copy(cs, sorted)
 }
