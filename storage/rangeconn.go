@@ -18,6 +18,7 @@ import (
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/ethstream/ethstream/storage/internal/rawsock"
 )
 
 // rangeConns sends rangeGetter's GETs as HTTP/1.1 exchanges on connections
@@ -74,7 +75,8 @@ const leaveAfter = 4
 // rangeConn is one kept-alive connection.
 type rangeConn struct {
 	c    net.Conn
-	br   *bufio.Reader
+	w    io.Writer     // c, or its raw writes
+	br   *bufio.Reader // c's reads, or its raw reads
 	wbuf []byte
 	used time.Time // when it went idle
 }
@@ -264,7 +266,16 @@ func (rc *rangeConns) conn(ctx context.Context) (*rangeConn, bool, error) {
 		}
 		nc = tc
 	}
-	return &rangeConn{c: nc, br: bufio.NewReaderSize(nc, 4<<10)}, false, nil
+	c := &rangeConn{c: nc, w: nc}
+	var r io.Reader = nc
+	// A plain TCP connection is read and written with raw system calls
+	// (rawsock: ~8% of the client's CPU was the scheduler's bookkeeping of
+	// them).
+	if rs, ok := rawsock.New(nc); ok {
+		r, c.w = rs, rs
+	}
+	c.br = bufio.NewReaderSize(r, 4<<10)
+	return c, false, nil
 }
 
 // handshake runs tc's handshake within rc.tlsTimeout, failing as
@@ -366,7 +377,7 @@ func (rc *rangeConns) exchange(ctx context.Context, c *rangeConn, reused bool, t
 	w = append(w, hdr...)
 	w = append(w, "\r\n"...)
 	c.wbuf = w
-	if _, err := c.c.Write(w); err != nil {
+	if _, err := c.w.Write(w); err != nil {
 		return false, false, &sendError{err: err}
 	}
 	a, err := readAnswer(c.br)
