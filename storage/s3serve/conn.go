@@ -172,13 +172,14 @@ func (s *Server) acceptLoop(ln net.Listener) {
 // net/http.
 func (s *Server) serveConn(c net.Conn) {
 	// The socket's reads and the answers' writes are raw system calls
-	// where they can be (rawsock): serveFast needs them so.
+	// where they can be (rawsock): serveFast needs them so, and net/http
+	// gets them too once the loop hands the connection over.
 	rs, _ := rawsock.New(c)
-	var r io.Reader = c
+	conn := c
 	if rs != nil {
-		r = rs
+		conn = rs
 	}
-	br := bufio.NewReaderSize(r, connBufSize)
+	br := bufio.NewReaderSize(conn, connBufSize)
 	var scratch []byte
 	for {
 		head, err := readHead(c, br)
@@ -207,7 +208,7 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	s.conns.remove(c)
 	_ = c.SetReadDeadline(time.Time{})
-	if !s.conns.hand.handOver(&handedConn{Conn: c, r: br}) {
+	if !s.conns.hand.handOver(&handedConn{Conn: conn, r: br}) {
 		c.Close()
 	}
 }

@@ -44,11 +44,14 @@ func (s *Server) serveFast(c *rawsock.Conn, req connRequest, buf []byte) (served
 	if !ok {
 		return false, true, buf
 	}
-	// A file whose path the kernel resolves from its caches alone is on a
-	// file system that answers fstat and close from memory: those calls
-	// are raw (rawsock's reason), and so are the reads of the body when
-	// its pages are all cached (cachestat). Any other is read as before.
-	f, ok, buf := openCached(b.rootDir, rel, buf)
+	// A file of the root's local file system whose path the kernel
+	// resolves from its caches alone is opened, stat'ed and closed with raw
+	// system calls (rawsock's reason), and its body read so when its pages
+	// are all cached (cachestat). Any other is read as before.
+	var f file
+	if b.localRoot {
+		f, ok, buf = openCached(b.rootDir, rel, buf)
+	}
 	if !ok {
 		if f.fd, ok = openBeneathFD(b.rootDir, rel); !ok {
 			return false, true, buf // net/http's path confines it the slow way
@@ -135,15 +138,34 @@ type file struct {
 	raw    bool // its pages to send are cached too: pread and sendfile are raw
 }
 
+// localFS reports whether dir lies on a file system whose open, fstat and
+// reads of cached pages do not wait on a network or a user-space server
+// (not NFS, SMB, FUSE, Ceph, 9P, AFS, ...): openCached's raw calls are
+// for it alone.
+func localFS(dir *os.File) bool {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(dir.Fd()), &st); err != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case unix.NFS_SUPER_MAGIC, unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC, unix.CIFS_SUPER_MAGIC,
+		unix.FUSE_SUPER_MAGIC, unix.CEPH_SUPER_MAGIC, unix.V9FS_MAGIC, unix.AFS_SUPER_MAGIC,
+		unix.AFS_FS_MAGIC, unix.CODA_SUPER_MAGIC, unix.NCP_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC:
+		return false
+	}
+	return true
+}
+
 // resolveCached is openat2's RESOLVE_CACHED (Linux 5.12; an older kernel
 // refuses it, and every file is opened the other way).
 const resolveCached = 0x20
 
 // openCached opens rel beneath dir as openBeneathFD does, with
-// RESOLVE_CACHED: ok is false, without blocking, where a component of the
-// path is not in the kernel's caches (or needs revalidating, as on NFS),
-// or for anything openBeneathFD would refuse. buf is scratch memory for
-// the path, returned for the next use.
+// RESOLVE_CACHED and RESOLVE_XDEV: ok is false, without blocking, where a
+// component of the path is not in the kernel's caches, or the path leaves
+// dir's file system (a mount beneath it), or for anything openBeneathFD
+// would refuse. buf is scratch memory for the path, returned for the next
+// use.
 func openCached(dir *os.File, rel string, buf []byte) (f file, ok bool, _ []byte) {
 	f.fd = -1
 	if strings.IndexByte(rel, 0) >= 0 {
@@ -160,7 +182,7 @@ func openCached(dir *os.File, rel string, buf []byte) (f file, ok bool, _ []byte
 	// until a writer comes; a regular file's reads ignore it.
 	how := unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_LARGEFILE | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | resolveCached,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV | resolveCached,
 	}
 	var errno syscall.Errno
 	if err := rc.Control(func(dirfd uintptr) {

@@ -2,7 +2,11 @@
 
 package s3serve
 
-import "github.com/ethstream/ethstream/storage/internal/rawsock"
+import (
+	"os"
+
+	"github.com/ethstream/ethstream/storage/internal/rawsock"
+)
 
 // connLoop reports whether the connection loop serves here: not without
 // openat2 and sendfile at an offset (net/http serves every request).
@@ -11,3 +15,5 @@ const connLoop = false
 func (s *Server) serveFast(*rawsock.Conn, connRequest, []byte) (served, keep bool, _ []byte) {
 	return false, true, nil
 }
+
+func localFS(*os.File) bool { return false }

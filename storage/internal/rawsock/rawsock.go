@@ -26,10 +26,12 @@ import (
 	"syscall"
 )
 
-// Conn is a TCP connection whose reads and writes are raw system calls.
-// Like a net.Conn, it allows one Read and one Write at a time, at once.
+// Conn is a TCP connection whose reads and writes are raw system calls:
+// a net.Conn (the rest is the *net.TCPConn's, its ReadFrom's sendfile
+// too), for TLS to run over as well. Like a net.Conn, it allows one Read
+// and one Write at a time, at once.
 type Conn struct {
-	c  *net.TCPConn
+	*net.TCPConn
 	rc syscall.RawConn
 
 	// The call in progress of each direction, and the RawConn callbacks
@@ -57,7 +59,7 @@ func New(c net.Conn) (*Conn, bool) {
 	if err != nil {
 		return nil, false
 	}
-	rs := &Conn{c: tc, rc: rc}
+	rs := &Conn{TCPConn: tc, rc: rc}
 	rs.readFn, rs.writeFn = rs.read, rs.write
 	return rs, true
 }
@@ -154,5 +156,5 @@ func (c *Conn) opError(op string, err error) error {
 	if errors.As(err, &oe) {
 		err = oe.Err
 	}
-	return &net.OpError{Op: op, Net: "tcp", Source: c.c.LocalAddr(), Addr: c.c.RemoteAddr(), Err: err}
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
