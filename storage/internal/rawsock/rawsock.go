@@ -23,19 +23,22 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 )
 
 // Conn is a TCP connection whose reads and writes are raw system calls:
 // a net.Conn (the rest is the *net.TCPConn's, its ReadFrom's sendfile
-// too), for TLS to run over as well. Like a net.Conn, it allows one Read
-// and one Write at a time, at once.
+// too), for TLS to run over as well. Safe for concurrent use, as a
+// net.Conn: Reads wait for each other, and so do Writes.
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
 
-	// The call in progress of each direction, and the RawConn callbacks
-	// bound once (a closure a call would cost allocations).
+	// The call in progress of each direction under its lock, and the
+	// RawConn callbacks bound once (a closure a call would cost
+	// allocations).
+	rdMu, wrMu      sync.Mutex
 	rd, wr          call
 	readFn, writeFn func(uintptr) bool
 }
@@ -77,6 +80,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	c.rdMu.Lock()
+	defer c.rdMu.Unlock()
 	c.rd = call{p: p[:min(len(p), maxRW)]}
 	err := c.rc.Read(c.readFn)
 	n, errno := c.rd.n, c.rd.errno
@@ -112,6 +117,8 @@ func (c *Conn) read(fd uintptr) bool {
 
 // Write writes all of p as c.Write does.
 func (c *Conn) Write(p []byte) (int, error) {
+	c.wrMu.Lock()
+	defer c.wrMu.Unlock()
 	c.wr = call{p: p}
 	err := c.rc.Write(c.writeFn)
 	n, errno := c.wr.n, c.wr.errno

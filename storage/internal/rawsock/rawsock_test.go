@@ -179,3 +179,87 @@ func TestNewOnlyTCP(t *testing.T) {
 		t.Error("New accepted a net.Pipe")
 	}
 }
+
+// TestConnConcurrent: as a net.Conn, a Conn is read by several goroutines
+// at once and written by several at once (net/http and TLS may), every
+// byte arriving once.
+func TestConnConcurrent(t *testing.T) {
+	if !supported {
+		t.Skip("no raw system calls here")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		a, _ := ln.Accept()
+		accepted <- a
+	}()
+	d, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a := <-accepted
+	if a == nil {
+		t.Fatal("accept failed")
+	}
+	defer a.Close()
+	w, _ := New(d)
+	r, _ := New(a)
+	const writers, chunks, size = 4, 64, 4 << 10
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chunk := bytes.Repeat([]byte{byte('a' + i)}, size)
+			for range chunks {
+				if _, err := w.Write(chunk); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		w.CloseWrite()
+	}()
+	var mu sync.Mutex
+	counts := map[byte]int{}
+	var rg sync.WaitGroup
+	for range 3 {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			p := make([]byte, 1500)
+			for {
+				n, err := r.Read(p)
+				mu.Lock()
+				for _, b := range p[:n] {
+					counts[b]++
+				}
+				mu.Unlock()
+				if err == io.EOF {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	rg.Wait()
+	for i := range writers {
+		if got := counts[byte('a'+i)]; got != chunks*size {
+			t.Errorf("writer %d: %d bytes arrived, want %d", i, got, chunks*size)
+		}
+	}
+	if len(counts) != writers {
+		t.Errorf("bytes of %d kinds arrived, want %d", len(counts), writers)
+	}
+}
