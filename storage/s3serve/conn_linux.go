@@ -161,7 +161,7 @@ func localFS(dir *os.File) bool {
 const resolveCached = 0x20
 
 // openCached opens rel beneath dir as openBeneathFD does, with
-// RESOLVE_CACHED and RESOLVE_XDEV: ok is false, without blocking, where a
+// RESOLVE_CACHED and RESOLVE_NO_XDEV: ok is false, without blocking, where a
 // component of the path is not in the kernel's caches, or the path leaves
 // dir's file system (a mount beneath it), or for anything openBeneathFD
 // would refuse. buf is scratch memory for the path, returned for the next
