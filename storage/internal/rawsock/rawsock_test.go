@@ -14,6 +14,38 @@ import (
 	"time"
 )
 
+// listen listens on a loopback port for the test's length.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// dial returns a connected pair from ln: c (the side under test) and its
+// peer, closed when t ends.
+func dial(t *testing.T, ln net.Listener) (c, peer *net.TCPConn) {
+	t.Helper()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		a, _ := ln.Accept()
+		accepted <- a
+	}()
+	d, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := <-accepted
+	if a == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { d.Close(); a.Close() })
+	return d.(*net.TCPConn), a.(*net.TCPConn)
+}
+
 // TestConnAsNetConn runs each scenario on two TCP connections, one read
 // and written through Conn and one through the net.Conn itself, and
 // requires the same bytes, counts and errors (their text, the addresses
@@ -23,30 +55,7 @@ func TestConnAsNetConn(t *testing.T) {
 	if !supported {
 		t.Skip("no raw system calls here")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	// dial returns a connected pair: c (the side under test) and its peer.
-	dial := func(t *testing.T) (c, peer *net.TCPConn) {
-		t.Helper()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			a, _ := ln.Accept()
-			accepted <- a
-		}()
-		d, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := <-accepted
-		if a == nil {
-			t.Fatal("accept failed")
-		}
-		t.Cleanup(func() { d.Close(); a.Close() })
-		return d.(*net.TCPConn), a.(*net.TCPConn)
-	}
+	ln := listen(t)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<19) // 8 MiB: more than the socket buffers hold
 	type result struct {
 		out  string // what the scenario saw
@@ -129,13 +138,13 @@ func TestConnAsNetConn(t *testing.T) {
 	}
 	for name, run := range scenarios {
 		t.Run(name, func(t *testing.T) {
-			nc1, peer1 := dial(t)
+			nc1, peer1 := dial(t, ln)
 			rs, ok := New(nc1)
 			if !ok {
 				t.Fatal("New refused a TCP connection")
 			}
 			got := run(t, rs, nc1, peer1)
-			nc2, peer2 := dial(t)
+			nc2, peer2 := dial(t, ln)
 			want := run(t, nc2, nc2, peer2)
 			if got.out != want.out {
 				t.Errorf("Conn saw %s, net.Conn %s", got.out, want.out)
@@ -187,26 +196,7 @@ func TestConnConcurrent(t *testing.T) {
 	if !supported {
 		t.Skip("no raw system calls here")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		a, _ := ln.Accept()
-		accepted <- a
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	a := <-accepted
-	if a == nil {
-		t.Fatal("accept failed")
-	}
-	defer a.Close()
+	d, a := dial(t, listen(t))
 	w, _ := New(d)
 	r, _ := New(a)
 	const writers, chunks, size = 4, 64, 4 << 10
