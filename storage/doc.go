@@ -96,7 +96,9 @@
 // through net/http, and after 4 such 2xx answers in a row the endpoint's
 // GETs go to net/http alone); no httptrace hooks, no gzip, no Expect:
 // 100-continue (a GET has no body). The two pools are counted apart, so
-// MaxConnsPerHost bounds each of them, not their sum.
+// MaxConnsPerHost bounds each of them, not their sum. A TCP connection's
+// reads and writes, under TLS too, are raw system calls
+// (storage/internal/rawsock), with net.Conn's errors and deadlines.
 //
 // # Verified writes
 //

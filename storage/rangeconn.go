@@ -18,6 +18,7 @@ import (
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/ethstream/ethstream/storage/internal/rawsock"
 )
 
 // rangeConns sends rangeGetter's GETs as HTTP/1.1 exchanges on connections
@@ -254,6 +255,12 @@ func (rc *rangeConns) conn(ctx context.Context) (*rangeConn, bool, error) {
 	if err != nil {
 		rc.closed()
 		return nil, false, err
+	}
+	// A TCP connection is read and written with raw system calls
+	// (rawsock: ~8% of the client's CPU was the scheduler's bookkeeping of
+	// them), under TLS too.
+	if rs, ok := rawsock.New(nc); ok {
+		nc = rs
 	}
 	if rc.tls != nil {
 		tc := tls.Client(nc, rc.tls)

@@ -36,6 +36,13 @@ func TestOpenBeneath(t *testing.T) {
 		if ok != want {
 			t.Errorf("openBeneath(%s) = %v, want %v", rel, ok, want)
 		}
+		// serveFast's cached open refuses the same (the tree just written
+		// is in the kernel's caches, so it opens the rest).
+		if cf, ok, _ := openCached(dir, rel, nil); ok != want {
+			t.Errorf("openCached(%s) = %v, want %v", rel, ok, want)
+		} else if ok {
+			cf.close()
+		}
 		if ok {
 			b := make([]byte, 8)
 			if n, _ := f.Read(b); string(b[:n]) != "f" {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ethstream/ethstream/storage/internal/rawsock"
 )
 
 // The endpoint's connections are read first by a loop of its own
@@ -169,7 +171,15 @@ func (s *Server) acceptLoop(ln net.Listener) {
 // serveConn answers c's requests while serveFast can, then hands c to
 // net/http.
 func (s *Server) serveConn(c net.Conn) {
-	br := bufio.NewReaderSize(c, connBufSize)
+	// The socket's reads and the answers' writes are raw system calls
+	// where they can be (rawsock): serveFast needs them so, and net/http
+	// gets them too once the loop hands the connection over.
+	rs, _ := rawsock.New(c)
+	conn := c
+	if rs != nil {
+		conn = rs
+	}
+	br := bufio.NewReaderSize(conn, connBufSize)
 	var scratch []byte
 	for {
 		head, err := readHead(c, br)
@@ -185,7 +195,7 @@ func (s *Server) serveConn(c net.Conn) {
 		if !ok || s.faulty.Load() {
 			break
 		}
-		served, keep, buf := s.serveFast(c, req, scratch)
+		served, keep, buf := s.serveFast(rs, req, scratch)
 		scratch = buf
 		if !served {
 			break
@@ -198,7 +208,7 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	s.conns.remove(c)
 	_ = c.SetReadDeadline(time.Time{})
-	if !s.conns.hand.handOver(&handedConn{Conn: c, r: br}) {
+	if !s.conns.hand.handOver(&handedConn{Conn: conn, r: br}) {
 		c.Close()
 	}
 }
@@ -298,7 +308,10 @@ func parseRequest(h []byte) (r connRequest, ok bool) {
 				return r, false
 			}
 		}
-		switch strings.ToLower(string(name)) {
+		// The name lower-cased in place of strings.ToLower, which
+		// allocated for each of a request's ~8 headers.
+		var lower [32]byte
+		switch string(lowerASCII(lower[:0], name)) {
 		case "host":
 			hosts++
 			if !hostValue(value) {
@@ -313,6 +326,17 @@ func parseRequest(h []byte) (r connRequest, ok bool) {
 		}
 	}
 	return r, hosts == 1 && ranges <= 1
+}
+
+// lowerASCII appends b to dst with its ASCII letters lower-cased.
+func lowerASCII(dst, b []byte) []byte {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // token reports whether b is an HTTP token (a header name).

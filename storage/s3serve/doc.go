@@ -10,7 +10,8 @@
 // bytes=N-[M] range or none) is answered before gofakes3, with the same
 // headers, the range sent by sendfile(2): on Linux, without signatures or
 // faults, by the connection loop (conn.go) before net/http, byte for byte
-// net/http's answer, else by the middleware (serveObject). A key that resolves outside the
+// net/http's answer, its system calls raw where they cannot block
+// (conn_linux.go), else by the middleware (serveObject). A key that resolves outside the
 // root through a symbolic link is 403 AccessDenied; a GET or HEAD checks
 // the real path of the file it opened. ETags derive from size, mtime and
 // key rather than an MD5 of the content. Faults: a seeded fraction of

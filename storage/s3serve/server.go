@@ -119,7 +119,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("open %s: %w", o.Root, err)
 	}
-	backend := &dirBackend{root: root, rootDir: rootDir}
+	backend := &dirBackend{root: root, rootDir: rootDir, localRoot: localFS(rootDir)}
 	fake := gofakes3.New(backend,
 		gofakes3.WithTimeSkewLimit(0),
 		gofakes3.WithoutVersioning(),
@@ -274,6 +274,9 @@ type dirBackend struct {
 	// used). GET and HEAD resolve keys from it, so a root directory renamed
 	// away while serving (rather than emptied) would still be served.
 	rootDir *os.File
+	// localRoot: rootDir is on a local file system (localFS), whose
+	// files the connection loop may open with raw system calls.
+	localRoot bool
 	// guard makes a listing one moment against this backend's writes.
 	guard listGuard
 	// readDir reads a directory for a listing (nil: os.ReadDir). Tests
