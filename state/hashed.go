@@ -73,17 +73,8 @@ func (s *Store) PutKnownHashedKey(key, val []byte, existed bool, h uint64) (stri
 	return e.key, nil
 }
 
-// DeleteKnownHashed is DeleteKnown for a key whose KeyHash is h.
-func (s *Store) DeleteKnownHashed(key []byte, existed bool, h uint64) error {
-	if err := s.writable(); err != nil {
-		return err
-	}
-	s.del(s.entryAt(key, h, presenceOf(existed)))
-	return nil
-}
-
-// PutFirstHashed is PutKnownHashed for a key the pending batch has not
-// changed and will not change again until Commit or Abort (the join's
+// PutFirstHashed is PutKnown, for a key whose KeyHash is h, that the
+// pending batch has not changed and will not change again until Commit or Abort (the join's
 // flush writes each state key at most once a batch): the store appends
 // its entry without looking the key up (pendingTable.appendFirst). A
 // later Get, Put or Delete of the key still finds it, at the cost of
@@ -98,8 +89,8 @@ func (s *Store) PutFirstHashed(key, val []byte, existed bool, h uint64) error {
 	return nil
 }
 
-// DeleteFirstHashed is DeleteKnownHashed for a key the pending batch has
-// not changed and will not change again (PutFirstHashed).
+// DeleteFirstHashed is DeleteKnown, for a key whose KeyHash is h, that
+// the pending batch has not changed and will not change again (PutFirstHashed).
 func (s *Store) DeleteFirstHashed(key []byte, existed bool, h uint64) error {
 	if err := s.writable(); err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 )
 
 // TestHashedAccess: KeyHash is the hash the store files a key by (its
-// partition is PartitionOf's), a key put through PutKnownHashed or
+// partition is PartitionOf's), a key put through PutFirstHashed or
 // PutKnownHashedKey is read back by Get and GetHashed, and Prefetch changes
 // nothing a read sees.
 func TestHashedAccess(t *testing.T) {
@@ -26,7 +26,7 @@ func TestHashedAccess(t *testing.T) {
 			t.Fatalf("key %d before its put: found %v, err %v", i, ok, err)
 		}
 		if i%2 == 0 {
-			if err := s.PutKnownHashed(k, testVal(int64(i)), false, h); err != nil {
+			if err := s.PutFirstHashed(k, testVal(int64(i)), false, h); err != nil {
 				t.Fatal(err)
 			}
 		} else {
@@ -59,7 +59,7 @@ func TestHashedAccess(t *testing.T) {
 	if got := storeContents(t, s); len(got) != 200 {
 		t.Fatalf("%d keys committed, want 200", len(got))
 	}
-	// DeleteKnownHashed, the hash continued from a prefix's (KeyHashMore).
+	// DeleteFirstHashed, the hash continued from a prefix's (KeyHashMore).
 	for i := range 200 {
 		if i%3 != 0 {
 			continue
@@ -70,7 +70,7 @@ func TestHashedAccess(t *testing.T) {
 		if h != KeyHash(k) {
 			t.Fatalf("key %d: KeyHashMore %x, KeyHash %x", i, h, KeyHash(k))
 		}
-		if err := s.DeleteKnownHashed(k, true, h); err != nil {
+		if err := s.DeleteFirstHashed(k, true, h); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok, err := s.Get(k); err != nil || ok {

@@ -199,15 +199,6 @@ func (s *Store) PutKnown(key, val []byte, existed bool) error {
 	return nil
 }
 
-// PutKnownHashed is PutKnown for a key whose KeyHash is h (hashed.go).
-func (s *Store) PutKnownHashed(key, val []byte, existed bool, h uint64) error {
-	if err := s.writable(); err != nil {
-		return err
-	}
-	s.put(s.entryAt(key, h, presenceOf(existed)), val)
-	return nil
-}
-
 func presenceOf(existed bool) int {
 	if existed {
 		return presenceExisted
