@@ -22,6 +22,14 @@ func openBeneath(dir *os.File, rel string) (f *os.File, ok bool) {
 	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), rel)), true
 }
 
+// beneathHow is how every open of a served file is confined: read-only,
+// resolved beneath the root, no magic links (openBeneathFD; openCached
+// adds its own flags to it).
+var beneathHow = unix.OpenHow{
+	Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_LARGEFILE,
+	Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+}
+
 // openBeneathFD is openBeneath's descriptor, for a caller that reads it
 // with system calls alone (serveFast: no *os.File, its fcntl and cleanup).
 func openBeneathFD(dir *os.File, rel string) (fd int, ok bool) {
@@ -31,10 +39,8 @@ func openBeneathFD(dir *os.File, rel string) (fd int, ok bool) {
 	}
 	var oerr error
 	if err := rc.Control(func(dirfd uintptr) {
-		fd, oerr = unix.Openat2(int(dirfd), rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_LARGEFILE,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		how := beneathHow
+		fd, oerr = unix.Openat2(int(dirfd), rel, &how)
 	}); err != nil || oerr != nil {
 		return -1, false
 	}

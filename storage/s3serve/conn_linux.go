@@ -180,10 +180,9 @@ func openCached(dir *os.File, rel string, buf []byte) (f file, ok bool, _ []byte
 	// O_NONBLOCK: a FIFO planted under the root opens at once (and is
 	// then refused, not being a regular file) instead of holding the P
 	// until a writer comes; a regular file's reads ignore it.
-	how := unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_LARGEFILE | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV | resolveCached,
-	}
+	how := beneathHow
+	how.Flags |= unix.O_NONBLOCK
+	how.Resolve |= unix.RESOLVE_NO_XDEV | resolveCached
 	var errno syscall.Errno
 	if err := rc.Control(func(dirfd uintptr) {
 		var r uintptr
