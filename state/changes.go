@@ -4,13 +4,14 @@ package state
 
 import (
 	"encoding/binary"
-	"errors"
 	"iter"
 	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/ethstream/ethstream/errcode"
 )
 
 // change is one entry of the pending batch, with its sort key.
@@ -263,7 +264,10 @@ func wordAt(key string, off int) uint64 {
 func (s *Store) changes() ([]change, error) {
 	cs, dup := s.pendingGrouped(func(e *pendingEntry) bool { return !e.gone })
 	if dup {
-		return nil, errors.New("state: the pending batch holds a key twice: a PutFirstHashed or DeleteFirstHashed of a key the batch had changed")
+		// A bug in the operator, not in the input: nothing of the batch is
+		// written, and a restart re-runs it from the checkpoint.
+		return nil, errcode.New(errcode.Internal, s.dir, "report this as a bug; nothing of the batch was committed, and restarting the query re-runs it from the checkpoint",
+			"the state store's pending batch holds a key twice (PutFirstHashed or DeleteFirstHashed of a key the batch had already changed)")
 	}
 	if err := s.resolveSorted(cs); err != nil {
 		return nil, err
